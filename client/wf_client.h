@@ -1,0 +1,90 @@
+/*
+ * wf_client: a small synchronous client for workflow.v1.WorkflowService on
+ * grpc core.
+ *
+ * One wf_client holds one channel and the caller's identity (API key,
+ * tenant, actor). Calls are blocking and thread-safe: each call uses its own
+ * completion queue. Errors come back decoded: gRPC code, message and the
+ * ErrorInfo reason from the grpc-status-details-bin trailer.
+ */
+#ifndef WF_CLIENT_H
+#define WF_CLIENT_H
+
+#include <stddef.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+typedef struct wf_client wf_client;
+
+typedef struct wf_client_options {
+    const char *target;       /* "127.0.0.1:50051", "dns:///svc:50051", "unix:/path" */
+    const char *api_key;      /* sent as x-api-key; NULL = none */
+    const char *tenant;       /* x-tenant-id; NULL = server default */
+    const char *actor;        /* x-actor-id; NULL = none */
+    const char *actor_groups; /* x-actor-groups; NULL = none */
+    int timeout_ms;           /* per-call deadline; 0 = 10 s */
+    int use_tls;              /* 1: TLS with the system roots (no mesh) */
+} wf_client_options;
+
+/* Extra metadata for one call (tests use it to send odd headers). */
+typedef struct wf_client_md {
+    const char *key;
+    const char *value;
+} wf_client_md;
+
+/* The outcome of a call. */
+typedef struct wf_client_status {
+    int code;             /* grpc_status_code; 0 = OK */
+    char message[512];    /* grpc-message */
+    char reason[64];      /* google.rpc.ErrorInfo.reason, "" when absent */
+    char domain[64];      /* google.rpc.ErrorInfo.domain */
+    int nviolations;      /* google.rpc.BadRequest field violations received */
+    char violations[8][160]; /* the first few, as "field: description" */
+} wf_client_status;
+
+/* Per-call settings; NULL means the client's defaults. */
+typedef struct wf_client_call_opts {
+    int timeout_ms;            /* overrides the client's timeout when > 0 */
+    int no_identity;           /* 1: send none of key/tenant/actor headers */
+    const wf_client_md *md;    /* extra metadata */
+    size_t nmd;
+} wf_client_call_opts;
+
+/* Creates a client; copies every string of opts. NULL when out of memory. */
+wf_client *wf_client_new(const wf_client_options *opts);
+
+/* Destroys the channel. NULL-safe. */
+void wf_client_free(wf_client *c);
+
+/* Calls a unary method by full path ("/workflow.v1.WorkflowService/GetTask").
+ * On OK, *resp is an unpacked message of type resp_desc that the caller frees
+ * with protobuf_c_message_free_unpacked(*resp, NULL). Returns st->code. */
+int wf_client_call(wf_client *c, const char *path, const ProtobufCMessage *req,
+                   const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
+                   const wf_client_call_opts *opts, wf_client_status *st);
+
+/* Like wf_client_call, with a raw request body (to send malformed bytes). */
+int wf_client_call_raw(wf_client *c, const char *path, const void *body, size_t len,
+                       const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
+                       const wf_client_call_opts *opts, wf_client_status *st);
+
+/* A server stream (WatchEvents, Health/Watch). */
+typedef struct wf_client_stream wf_client_stream;
+
+/* Opens a server-streaming call. NULL when the call could not start. */
+wf_client_stream *wf_client_stream_open(wf_client *c, const char *path,
+                                        const ProtobufCMessage *req,
+                                        const wf_client_call_opts *opts);
+
+/* Receives the next message: 1 with *msg set (free with
+ * protobuf_c_message_free_unpacked), 0 at the end of the stream (st filled). */
+int wf_client_stream_next(wf_client_stream *s, const ProtobufCMessageDescriptor *desc,
+                          ProtobufCMessage **msg, wf_client_status *st);
+
+/* Cancels (if still open) and frees the stream. NULL-safe. */
+void wf_client_stream_close(wf_client_stream *s);
+
+/* Name of a gRPC status code ("NOT_FOUND"). */
+const char *wf_client_code_name(int code);
+
+#endif /* WF_CLIENT_H */

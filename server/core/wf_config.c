@@ -1,0 +1,299 @@
+/*
+ * wf_config: environment → immutable wf_config, with the startup rules.
+ *
+ * Parsing is strict: a malformed number or boolean is an error naming the
+ * variable, never a silent default. Secrets (API keys, DATABASE_URL) are
+ * never logged or echoed in messages.
+ */
+#include "wf_config.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "wf_log.h"
+
+static const char *
+env_get(char *const *env, const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+        if (strncmp(env[i], name, n) == 0 && env[i][n] == '=')
+            return env[i] + n + 1;
+    return NULL;
+}
+
+/* Non-empty value or NULL. */
+static const char *
+env_str(char *const *env, const char *name)
+{
+    const char *v = env_get(env, name);
+    return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+static bool
+env_int(char *const *env, const char *name, int min, int max, int *out, wf_error *err)
+{
+    const char *v = env_str(env, name);
+    if (v == NULL)
+        return true;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*end != '\0' || n < min || n > max) {
+        wf_error_set(err, WF_E_INVALID_ARGUMENT, "%s must be an integer between %d and %d", name,
+                     min, max);
+        return false;
+    }
+    *out = (int)n;
+    return true;
+}
+
+static bool
+env_bool(char *const *env, const char *name, bool *out, wf_error *err)
+{
+    const char *v = env_str(env, name);
+    if (v == NULL)
+        return true;
+    if (strcasecmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcasecmp(v, "yes") == 0) {
+        *out = true;
+    } else if (strcasecmp(v, "false") == 0 || strcmp(v, "0") == 0 || strcasecmp(v, "no") == 0) {
+        *out = false;
+    } else {
+        wf_error_set(err, WF_E_INVALID_ARGUMENT, "%s must be true or false", name);
+        return false;
+    }
+    return true;
+}
+
+/* Splits a comma list, trimming blanks and skipping empty items. */
+static char **
+split_list(const char *s, size_t *count)
+{
+    size_t cap = 1;
+    for (const char *p = s; *p; p++)
+        if (*p == ',')
+            cap++;
+    char **items = calloc(cap, sizeof *items);
+    size_t n = 0;
+    const char *p = s;
+    while (items != NULL && *p) {
+        const char *end = strchr(p, ',');
+        if (end == NULL)
+            end = p + strlen(p);
+        const char *a = p, *b = end;
+        while (a < b && (*a == ' ' || *a == '\t'))
+            a++;
+        while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
+            b--;
+        if (b > a)
+            items[n++] = strndup(a, (size_t)(b - a));
+        p = *end ? end + 1 : end;
+    }
+    *count = n;
+    return items;
+}
+
+static void
+free_list(char **items, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(items[i]);
+    free(items);
+}
+
+/* FNV-1a, only to derive a short non-secret key id for logs. */
+static void
+key_id_of(const char *key, char out[9])
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
+        h ^= *p;
+        h *= 16777619u;
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 8; i++)
+        out[i] = hex[(h >> (28 - 4 * i)) & 0xf];
+    out[8] = '\0';
+}
+
+static bool
+parse_api_keys(wf_config *cfg, const char *v, wf_error *err)
+{
+    size_t n;
+    char **items = split_list(v, &n);
+    if (items == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory"), false;
+    cfg->api_keys = calloc(n ? n : 1, sizeof *cfg->api_keys);
+    if (cfg->api_keys == NULL) {
+        free_list(items, n);
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory"), false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char *eq = strchr(items[i], '=');
+        wf_api_key *k = &cfg->api_keys[cfg->napi_keys++];
+        if (eq != NULL) {
+            *eq = '\0';
+            k->tenant = strdup(eq + 1);
+        }
+        k->key = strdup(items[i]);
+        key_id_of(k->key, k->key_id);
+        if (k->key[0] == '\0' || (k->tenant != NULL && k->tenant[0] == '\0')) {
+            free_list(items, n);
+            return wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                                "WF_API_KEYS entry %zu must be \"key\" or \"key=tenant\"", i + 1),
+                   false;
+        }
+    }
+    free_list(items, n);
+    return true;
+}
+
+static bool
+parse_groups(wf_config *cfg, char *const *env)
+{
+    static const char prefix[] = "WF_GROUP_";
+    size_t cap = 0;
+    for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+        if (strncmp(env[i], prefix, sizeof prefix - 1) == 0)
+            cap++;
+    if (cap == 0)
+        return true;
+    cfg->groups = calloc(cap, sizeof *cfg->groups);
+    if (cfg->groups == NULL)
+        return false;
+    for (size_t i = 0; env[i] != NULL; i++) {
+        if (strncmp(env[i], prefix, sizeof prefix - 1) != 0)
+            continue;
+        const char *name = env[i] + sizeof prefix - 1;
+        const char *eq = strchr(name, '=');
+        if (eq == NULL || eq == name)
+            continue;
+        wf_config_group *g = &cfg->groups[cfg->ngroups++];
+        g->id = strndup(name, (size_t)(eq - name));
+        g->members = split_list(eq + 1, &g->nmembers);
+    }
+    return true;
+}
+
+bool
+wf_config_open_access(const wf_config *cfg)
+{
+    return cfg->development && cfg->napi_keys == 0;
+}
+
+wf_config *
+wf_config_load(char *const *env, wf_error *err)
+{
+    wf_config *cfg = calloc(1, sizeof *cfg);
+    if (cfg == NULL) {
+        wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return NULL;
+    }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    cfg->threads = ncpu > 0 && ncpu < 64 ? (int)ncpu : 2;
+    cfg->max_message_bytes = 4 * 1024 * 1024;
+    cfg->log_level = WF_LOG_INFO;
+    cfg->grace_seconds = 10;
+
+    const char *v = env_str(env, "WF_ENV");
+    if (v != NULL && strcmp(v, "development") != 0 && strcmp(v, "production") != 0) {
+        wf_error_set(err, WF_E_INVALID_ARGUMENT, "WF_ENV must be \"production\" or \"development\"");
+        goto fail;
+    }
+    cfg->development = v != NULL && strcmp(v, "development") == 0;
+    cfg->drain_seconds = cfg->development ? 0 : 5;
+
+    cfg->addr = strdup((v = env_str(env, "WF_ADDR")) ? v : "0.0.0.0:50051");
+    if ((v = env_str(env, "DATABASE_URL")) != NULL)
+        cfg->database_url = strdup(v);
+    if ((v = env_str(env, "WF_METRICS_ADDR")) != NULL)
+        cfg->metrics_addr = strdup(v);
+    if ((v = env_str(env, "WF_TLS_CERT")) != NULL)
+        cfg->tls_cert = strdup(v);
+    if ((v = env_str(env, "WF_TLS_KEY")) != NULL)
+        cfg->tls_key = strdup(v);
+    if ((cfg->tls_cert == NULL) != (cfg->tls_key == NULL)) {
+        wf_error_set(err, WF_E_INVALID_ARGUMENT, "WF_TLS_CERT and WF_TLS_KEY must be set together");
+        goto fail;
+    }
+
+    if (!env_int(env, "WF_THREADS", 1, 256, &cfg->threads, err))
+        goto fail;
+    cfg->db_pool_size = cfg->threads + 2;
+    if (!env_int(env, "WF_DB_POOL_SIZE", 1, 1024, &cfg->db_pool_size, err) ||
+        !env_int(env, "WF_MAX_MESSAGE_BYTES", 1024, 64 * 1024 * 1024, &cfg->max_message_bytes,
+                 err) ||
+        !env_int(env, "WF_DRAIN_SECONDS", 0, 3600, &cfg->drain_seconds, err) ||
+        !env_int(env, "WF_GRACE_SECONDS", 0, 3600, &cfg->grace_seconds, err) ||
+        !env_bool(env, "WF_TRUST_ACTOR_GROUPS", &cfg->trust_actor_groups, err))
+        goto fail;
+
+    if ((v = env_str(env, "WF_LOG_LEVEL")) != NULL) {
+        cfg->log_level = wf_log_parse_level(v);
+        if (cfg->log_level < 0) {
+            wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                         "WF_LOG_LEVEL must be debug, info, warn or error");
+            goto fail;
+        }
+    }
+    if ((v = env_str(env, "WF_API_KEYS")) != NULL && !parse_api_keys(cfg, v, err))
+        goto fail;
+    if ((v = env_str(env, "WF_USERS")) != NULL)
+        cfg->users = split_list(v, &cfg->nusers);
+    if (!parse_groups(cfg, env)) {
+        wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        goto fail;
+    }
+
+    if (!cfg->development) {
+        if (cfg->napi_keys == 0) {
+            wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                         "WF_API_KEYS is required outside development (set WF_ENV=development "
+                         "to run without keys)");
+            goto fail;
+        }
+        if (cfg->database_url == NULL) {
+            wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                         "DATABASE_URL is required outside development (the memory store is "
+                         "for development and tests only)");
+            goto fail;
+        }
+    }
+    return cfg;
+fail:
+    wf_config_free(cfg);
+    return NULL;
+}
+
+void
+wf_config_free(wf_config *cfg)
+{
+    if (cfg == NULL)
+        return;
+    free(cfg->addr);
+    free(cfg->database_url);
+    free(cfg->metrics_addr);
+    free(cfg->tls_cert);
+    free(cfg->tls_key);
+    for (size_t i = 0; i < cfg->napi_keys; i++) {
+        /* Scrub the secret before giving the memory back. */
+        if (cfg->api_keys[i].key != NULL) {
+            volatile char *p = cfg->api_keys[i].key;
+            while (*p)
+                *p++ = '\0';
+        }
+        free(cfg->api_keys[i].key);
+        free(cfg->api_keys[i].tenant);
+    }
+    free(cfg->api_keys);
+    free_list(cfg->users, cfg->nusers);
+    for (size_t i = 0; i < cfg->ngroups; i++) {
+        free(cfg->groups[i].id);
+        free_list(cfg->groups[i].members, cfg->groups[i].nmembers);
+    }
+    free(cfg->groups);
+    free(cfg);
+}

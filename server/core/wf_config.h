@@ -1,0 +1,65 @@
+/*
+ * config: the service's configuration, read once from the environment.
+ *
+ * The struct is immutable after wf_config_load() returns and is shared by
+ * every thread without locking. See README.md "Configuration" for the
+ * variables and their defaults.
+ */
+#ifndef WF_CONFIG_H
+#define WF_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "wf_error.h"
+
+/* One entry of WF_API_KEYS: "key" (any tenant) or "key=tenant" (bound). */
+typedef struct wf_api_key {
+    char *key;
+    char *tenant;   /* NULL: the key may act in any tenant */
+    char key_id[9]; /* first 8 hex digits of a hash of the key: loggable, not secret */
+} wf_api_key;
+
+/* One static directory group from WF_GROUP_<id>. */
+typedef struct wf_config_group {
+    char *id;
+    char **members;
+    size_t nmembers;
+} wf_config_group;
+
+typedef struct wf_config {
+    char *addr;               /* WF_ADDR, default 0.0.0.0:50051 */
+    char *database_url;       /* DATABASE_URL; NULL selects the memory store */
+    int db_pool_size;         /* WF_DB_POOL_SIZE, default = threads */
+    int threads;              /* WF_THREADS, default = number of CPUs */
+    wf_api_key *api_keys;     /* WF_API_KEYS */
+    size_t napi_keys;
+    bool development;         /* WF_ENV=development */
+    char **users;             /* WF_USERS (static directory) */
+    size_t nusers;
+    wf_config_group *groups;  /* WF_GROUP_<id> */
+    size_t ngroups;
+    bool trust_actor_groups;  /* WF_TRUST_ACTOR_GROUPS=true */
+    char *metrics_addr;       /* WF_METRICS_ADDR; NULL = no metrics endpoint */
+    int log_level;            /* WF_LOG_LEVEL (wf_log_level) */
+    int max_message_bytes;    /* WF_MAX_MESSAGE_BYTES, default 4 MiB */
+    int drain_seconds;        /* WF_DRAIN_SECONDS, default 5 (0 in development) */
+    int grace_seconds;        /* WF_GRACE_SECONDS: in-flight calls after drain, default 10 */
+    char *tls_cert;           /* WF_TLS_CERT (path) */
+    char *tls_key;            /* WF_TLS_KEY (path) */
+} wf_config;
+
+/* Reads the configuration from an environment given as a NULL-terminated
+ * "NAME=value" array (pass `environ` in main; tests pass their own). Checks
+ * the startup rules: outside development, WF_API_KEYS and DATABASE_URL are
+ * required. On failure returns NULL and err says which variable is wrong.
+ * The result is owned by the caller: release with wf_config_free(). */
+wf_config *wf_config_load(char *const *env, wf_error *err);
+
+void wf_config_free(wf_config *cfg);
+
+/* True when no API key is configured and development mode allows that:
+ * every call is then accepted without a key. */
+bool wf_config_open_access(const wf_config *cfg);
+
+#endif /* WF_CONFIG_H */

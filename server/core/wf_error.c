@@ -1,0 +1,80 @@
+/*
+ * wf_error: error codes, their stable reasons and the fixed-buffer setter.
+ */
+#include "wf_error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+/* Indexed by wf_code; a designated initializer per entry keeps the table in
+ * step with the enum (a missing entry is NULL and caught by the unit test). */
+static const char *const reasons[WF_CODE_COUNT_] = {
+    [WF_OK] = "OK",
+    [WF_E_DEFINITION_NOT_FOUND] = "DEFINITION_NOT_FOUND",
+    [WF_E_INSTANCE_NOT_FOUND] = "INSTANCE_NOT_FOUND",
+    [WF_E_TASK_NOT_FOUND] = "TASK_NOT_FOUND",
+    [WF_E_JOB_NOT_FOUND] = "JOB_NOT_FOUND",
+    [WF_E_INVALID_ARGUMENT] = "INVALID_ARGUMENT",
+    [WF_E_INVALID_JSON] = "INVALID_JSON",
+    [WF_E_DEFINITION_INVALID] = "DEFINITION_INVALID",
+    [WF_E_ACTOR_MISSING] = "ACTOR_MISSING",
+    [WF_E_TASK_NOT_OPEN] = "TASK_NOT_OPEN",
+    [WF_E_TASK_ALREADY_CLAIMED] = "TASK_ALREADY_CLAIMED",
+    [WF_E_TASK_NOT_CLAIMED] = "TASK_NOT_CLAIMED",
+    [WF_E_INSTANCE_NOT_RUNNING] = "INSTANCE_NOT_RUNNING",
+    [WF_E_DEFINITION_NOT_ACTIVE] = "DEFINITION_NOT_ACTIVE",
+    [WF_E_NO_ARC_MATCHED] = "NO_ARC_MATCHED",
+    [WF_E_JOB_LEASE_LOST] = "JOB_LEASE_LOST",
+    [WF_E_EMPTY_GROUP] = "EMPTY_GROUP",
+    [WF_E_REQUEST_ID_REUSED] = "REQUEST_ID_REUSED",
+    [WF_E_NOT_ASSIGNEE] = "NOT_ASSIGNEE",
+    [WF_E_NOT_GROUP_MEMBER] = "NOT_GROUP_MEMBER",
+    [WF_E_TENANT_FORBIDDEN] = "TENANT_FORBIDDEN",
+    [WF_E_API_KEY_MISSING] = "API_KEY_MISSING",
+    [WF_E_API_KEY_INVALID] = "API_KEY_INVALID",
+    [WF_E_STORE_UNAVAILABLE] = "STORE_UNAVAILABLE",
+    [WF_E_CONFLICT] = "CONFLICT",
+    [WF_E_TOO_LARGE] = "TOO_LARGE",
+    [WF_E_DEADLINE_EXCEEDED] = "DEADLINE_EXCEEDED",
+    [WF_E_CANCELLED] = "CANCELLED",
+    [WF_E_UNIMPLEMENTED] = "UNIMPLEMENTED",
+    [WF_E_INTERNAL] = "INTERNAL",
+};
+
+wf_code
+wf_error_set(wf_error *err, wf_code code, const char *fmt, ...)
+{
+    if (err == NULL)
+        return code;
+    err->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        err->msg[0] = '\0';
+    return code;
+}
+
+void
+wf_error_clear(wf_error *err)
+{
+    if (err == NULL)
+        return;
+    err->code = WF_OK;
+    err->msg[0] = '\0';
+}
+
+const char *
+wf_code_reason(wf_code code)
+{
+    if ((int)code < 0 || code >= WF_CODE_COUNT_ || reasons[code] == NULL)
+        return "INTERNAL";
+    return reasons[code];
+}
+
+int
+wf_code_is_retryable(wf_code code)
+{
+    return code == WF_E_STORE_UNAVAILABLE || code == WF_E_CONFLICT;
+}

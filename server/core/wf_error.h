@@ -1,0 +1,100 @@
+/*
+ * wf_error: the one error vocabulary of the service.
+ *
+ * Every failure anywhere in the server is one wf_code. Each code is also a
+ * stable machine-readable reason (wf_code_reason) that clients see in
+ * google.rpc.ErrorInfo. The mapping to gRPC status codes lives in one place,
+ * rpc/rpc_status.c; nothing below the rpc layer knows about gRPC.
+ *
+ * A wf_error carries the code and a client-safe message in a fixed buffer, so
+ * no error path allocates. Messages follow PostgreSQL's style: lower case, no
+ * final period, name the object ("task \"t-1\" is not open"). Library or SQL
+ * text never goes into msg; log it instead.
+ */
+#ifndef WF_ERROR_H
+#define WF_ERROR_H
+
+#include <stddef.h>
+
+typedef enum wf_code {
+    WF_OK = 0,
+
+    /* NOT_FOUND */
+    WF_E_DEFINITION_NOT_FOUND,
+    WF_E_INSTANCE_NOT_FOUND,
+    WF_E_TASK_NOT_FOUND,
+    WF_E_JOB_NOT_FOUND,
+
+    /* INVALID_ARGUMENT */
+    WF_E_INVALID_ARGUMENT,
+    WF_E_INVALID_JSON,
+    WF_E_DEFINITION_INVALID,
+    WF_E_ACTOR_MISSING,
+
+    /* FAILED_PRECONDITION */
+    WF_E_TASK_NOT_OPEN,
+    WF_E_TASK_ALREADY_CLAIMED,
+    WF_E_TASK_NOT_CLAIMED,
+    WF_E_INSTANCE_NOT_RUNNING,
+    WF_E_DEFINITION_NOT_ACTIVE,
+    WF_E_NO_ARC_MATCHED,
+    WF_E_JOB_LEASE_LOST,
+    WF_E_EMPTY_GROUP,
+    WF_E_REQUEST_ID_REUSED,
+
+    /* PERMISSION_DENIED */
+    WF_E_NOT_ASSIGNEE,
+    WF_E_NOT_GROUP_MEMBER,
+    WF_E_TENANT_FORBIDDEN,
+
+    /* UNAUTHENTICATED */
+    WF_E_API_KEY_MISSING,
+    WF_E_API_KEY_INVALID,
+
+    /* UNAVAILABLE: the store cannot be reached, the pool is exhausted, or the
+     * server is shutting down. Always safe to retry. */
+    WF_E_STORE_UNAVAILABLE,
+
+    /* ABORTED: a serialization failure or deadlock; safe to retry. */
+    WF_E_CONFLICT,
+
+    /* RESOURCE_EXHAUSTED */
+    WF_E_TOO_LARGE,
+
+    /* DEADLINE_EXCEEDED: the call's deadline passed (or statement_timeout). */
+    WF_E_DEADLINE_EXCEEDED,
+
+    /* CANCELLED: the client went away. */
+    WF_E_CANCELLED,
+
+    /* UNIMPLEMENTED: method not known or capability not built. */
+    WF_E_UNIMPLEMENTED,
+
+    /* INTERNAL: bugs only. */
+    WF_E_INTERNAL,
+
+    WF_CODE_COUNT_ /* number of codes; keep last */
+} wf_code;
+
+typedef struct wf_error {
+    wf_code code;
+    char msg[256]; /* client-safe message; empty on WF_OK */
+} wf_error;
+
+/* Sets *err (when err is non-NULL) and returns code, so callers may write
+ *     return wf_error_set(err, WF_E_TASK_NOT_FOUND, "task \"%s\" does not exist", id);
+ * The message is truncated to fit; it never allocates. */
+wf_code wf_error_set(wf_error *err, wf_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Clears *err to WF_OK with an empty message. */
+void wf_error_clear(wf_error *err);
+
+/* The stable reason string of a code, e.g. "TASK_NOT_OPEN"; "OK" for WF_OK.
+ * Static storage; never NULL. */
+const char *wf_code_reason(wf_code code);
+
+/* True for codes a client may retry unchanged (UNAVAILABLE, ABORTED). */
+int wf_code_is_retryable(wf_code code);
+
+#endif /* WF_ERROR_H */

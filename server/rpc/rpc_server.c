@@ -1,0 +1,930 @@
+/*
+ * rpc_server: grpc core server, workers, call state machine, health service
+ * and shutdown.
+ *
+ * DESIGN
+ * - N workers, each with its own completion queue. A worker posts one
+ *   request slot per registered method plus one catch-all slot on its queue,
+ *   so every event of a call comes out on the thread that accepted it.
+ * - A unary handler runs synchronously on its worker and ends with one batch
+ *   {initial metadata, message, status, RECV_CLOSE}. The slot is re-posted
+ *   after the handler returns, so a busy worker is not matched new calls
+ *   while idle ones are.
+ * - Health Watch is a server stream: its call is on the watcher list, and a
+ *   status change (store readiness seen by the monitor thread, or drain)
+ *   wakes it with an empty batch on its own queue. Each call has a mutex that
+ *   serialises grpc_call_start_batch between its worker and the notifier.
+ *   Lock order: health mutex, then call mutex; never the reverse.
+ * - A call context is freed when its last outstanding tag comes back
+ *   (pending == 0), never earlier.
+ * - Shutdown follows the documented order: drain (health NOT_SERVING) →
+ *   shutdown_and_notify → grace → cancel_all_calls → quiesce workers (no
+ *   batch is started after this) → shut the queues down → join → destroy.
+ */
+#include "rpc_server.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <grpc/byte_buffer.h>
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/time.h>
+
+#include "grpc/health/v1/health.pb-c.h"
+#include "rpc_interceptors.h"
+#include "rpc_status.h"
+#include "rpc_table.h"
+#include "wf_log.h"
+#include "wf_time.h"
+#include "workflow/v1/workflow.pb-c.h"
+
+#define POLL_MS 200
+#define HEALTH_POLL_MS 1000
+
+enum tag_kind { T_NEW, T_BATCH, T_CLOSE, T_WAKE };
+
+struct call;
+
+struct tag {
+    struct call *call;
+    enum tag_kind kind;
+};
+
+struct worker {
+    wf_rpc_server *srv;
+    grpc_completion_queue *cq;
+    pthread_t thread;
+    atomic_int quiesced; /* set by the worker itself: it starts no batch any more */
+};
+
+/* Health of one service name as the Health service reports it. */
+enum health_service { HS_READINESS, HS_LIVENESS, HS_UNKNOWN };
+
+struct call {
+    struct worker *w;
+    const wf_rpc_method *m; /* NULL for the catch-all slot */
+    grpc_call *call;
+    gpr_timespec deadline;
+    grpc_metadata_array md;
+    grpc_call_details details; /* catch-all only */
+    grpc_byte_buffer *payload; /* registered methods only */
+    grpc_byte_buffer *send;    /* the message in flight, one per send */
+    struct tag t_new, t_batch, t_close, t_wake;
+    int cancelled; /* out-param of RECV_CLOSE_ON_SERVER */
+
+    pthread_mutex_t mu; /* guards the fields below and start_batch */
+    int pending;        /* outstanding tags */
+    wf_arena *arena;    /* request-scoped memory, created when the call arrives */
+    int64_t start_ms;
+    wf_rpc_ctx ictx; /* what the interceptors established */
+
+    /* Health Watch stream state. */
+    int stream;
+    int closed;  /* RECV_CLOSE came back: the client is gone */
+    int sending; /* a SEND_MESSAGE is in flight */
+    int sent;    /* the last status sent, -1 before the first */
+    enum health_service watch;
+    struct call *wnext, *wprev;
+    int on_list;
+};
+
+struct wf_rpc_server {
+    wf_app *app;
+    grpc_server *server;
+    wf_rpc_method *methods;
+    size_t nmethods;
+    struct worker *workers;
+    int nworkers;
+    int port;
+    atomic_int accepting; /* workers re-post slots while set */
+    atomic_int quiescing; /* workers must quiesce */
+
+    pthread_mutex_t hmu; /* health state and the watcher list */
+    pthread_cond_t hcond;
+    atomic_int ready;    /* the store answered at the last probe */
+    atomic_int draining; /* shutdown has begun: NOT_SERVING */
+    int hquiesced;    /* no more wake-ups may be started */
+    int monitor_stop;
+    struct call *watchers;
+    pthread_t monitor;
+    int monitor_started;
+};
+
+static const char *const grpc_code_names[] = {
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+};
+
+/* ---- call contexts ------------------------------------------------------ */
+
+static void
+call_free(struct call *c)
+{
+    grpc_metadata_array_destroy(&c->md);
+    if (c->m == NULL)
+        grpc_call_details_destroy(&c->details);
+    if (c->payload != NULL)
+        grpc_byte_buffer_destroy(c->payload);
+    if (c->send != NULL)
+        grpc_byte_buffer_destroy(c->send);
+    if (c->call != NULL)
+        grpc_call_unref(c->call);
+    wf_arena_free(c->arena);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+/* Posts one request slot for method m (NULL = catch-all) on worker w. */
+static void
+post_slot(struct worker *w, const wf_rpc_method *m)
+{
+    struct call *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        WF_LOG(WF_LOG_ERROR, "rpc_slot", "out of memory posting a request slot");
+        return;
+    }
+    c->w = w;
+    c->m = m;
+    c->sent = -1;
+    pthread_mutex_init(&c->mu, NULL);
+    c->t_new = (struct tag){c, T_NEW};
+    c->t_batch = (struct tag){c, T_BATCH};
+    c->t_close = (struct tag){c, T_CLOSE};
+    c->t_wake = (struct tag){c, T_WAKE};
+    grpc_metadata_array_init(&c->md);
+    grpc_call_error rc;
+    if (m != NULL) {
+        rc = grpc_server_request_registered_call(w->srv->server, m->handle, &c->call, &c->deadline,
+                                                 &c->md, &c->payload, w->cq, w->cq, &c->t_new);
+    } else {
+        grpc_call_details_init(&c->details);
+        rc = grpc_server_request_call(w->srv->server, &c->call, &c->details, &c->md, w->cq, w->cq,
+                                      &c->t_new);
+    }
+    if (rc != GRPC_CALL_OK) {
+        WF_LOG(WF_LOG_ERROR, "rpc_slot", "could not post a request slot (grpc error %d)", (int)rc);
+        call_free(c);
+        return;
+    }
+    c->pending = 1;
+}
+
+/* Starts a batch on c under its mutex; counts the tag when it was started.
+ * Never starts anything once the worker has quiesced. */
+static int
+start_batch_locked(struct call *c, const grpc_op *ops, size_t nops, struct tag *tag)
+{
+    if (atomic_load(&c->w->quiesced))
+        return 0;
+    grpc_call_error rc = grpc_call_start_batch(c->call, ops, nops, tag, NULL);
+    if (rc != GRPC_CALL_OK) {
+        WF_LOG(WF_LOG_ERROR, "rpc_batch", "could not start a batch (grpc error %d)", (int)rc);
+        return 0;
+    }
+    c->pending++;
+    return 1;
+}
+
+/* ---- protobuf <-> byte buffers ------------------------------------------ */
+
+static void *
+pb_alloc(void *arena, size_t size)
+{
+    return wf_arena_alloc(arena, size);
+}
+
+static void
+pb_free(void *arena, void *p)
+{
+    (void)arena;
+    (void)p; /* the arena frees everything at once */
+}
+
+static ProtobufCMessage *
+unpack(struct call *c, const ProtobufCMessageDescriptor *d)
+{
+    grpc_byte_buffer_reader r;
+    if (!grpc_byte_buffer_reader_init(&r, c->payload))
+        return NULL;
+    grpc_slice all = grpc_byte_buffer_reader_readall(&r);
+    grpc_byte_buffer_reader_destroy(&r);
+    ProtobufCAllocator a = {pb_alloc, pb_free, c->arena};
+    ProtobufCMessage *msg =
+        protobuf_c_message_unpack(d, &a, GRPC_SLICE_LENGTH(all), GRPC_SLICE_START_PTR(all));
+    grpc_slice_unref(all);
+    return msg;
+}
+
+static grpc_byte_buffer *
+pack(const ProtobufCMessage *msg)
+{
+    size_t n = protobuf_c_message_get_packed_size(msg);
+    grpc_slice s = grpc_slice_malloc(n);
+    protobuf_c_message_pack(msg, GRPC_SLICE_START_PTR(s));
+    grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&s, 1);
+    grpc_slice_unref(s);
+    return bb;
+}
+
+/* ---- finishing a call ----------------------------------------------------- */
+
+static void
+access_log(struct call *c, const char *path, grpc_status_code status, wf_code code)
+{
+    int64_t dur = wf_mono_ms() - c->start_ms;
+    wf_log_level lvl = code == WF_E_INTERNAL ? WF_LOG_ERROR : WF_LOG_INFO;
+    if (lvl < wf_log_threshold)
+        return;
+    wf_log_line l;
+    wf_log_line_begin(&l, lvl, "rpc");
+    wf_log_line_str(&l, "method", path);
+    wf_log_line_str(&l, "code", grpc_code_names[status]);
+    if (code != WF_OK)
+        wf_log_line_str(&l, "reason", wf_code_reason(code));
+    wf_log_line_int(&l, "dur_ms", (long long)dur);
+    wf_log_line_str(&l, "tenant", c->ictx.tenant);
+    wf_log_line_str(&l, "actor", c->ictx.actor);
+    wf_log_line_str(&l, "key_id", c->ictx.key_id);
+    wf_log_line_str(&l, "request_id", c->ictx.request_id);
+    wf_log_line_str(&l, "trace_id", c->ictx.trace_id);
+    wf_log_line_end(&l);
+}
+
+static const char *
+call_path(struct call *c)
+{
+    if (c->m != NULL)
+        return c->m->path;
+    char *p = wf_arena_strndup(c->arena, (const char *)GRPC_SLICE_START_PTR(c->details.method),
+                               GRPC_SLICE_LENGTH(c->details.method));
+    return p != NULL ? p : "?";
+}
+
+/* Sends the final batch of a unary call: the response on WF_OK, otherwise
+ * the status with its google.rpc.Status trailer. */
+static void
+finish_unary(struct call *c, const ProtobufCMessage *resp, const wf_error *err,
+             const wf_violation *violations, size_t nviolations)
+{
+    wf_code code = err->code;
+    grpc_status_code status = wf_rpc_status_code(code);
+    grpc_op ops[4];
+    memset(ops, 0, sizeof ops);
+    size_t n = 0;
+
+    grpc_metadata initial[1];
+    size_t ninitial = 0;
+    grpc_slice rid = grpc_empty_slice();
+    if (c->ictx.request_id != NULL) {
+        rid = grpc_slice_from_copied_string(c->ictx.request_id);
+        initial[0].key = grpc_slice_from_static_string("x-request-id");
+        initial[0].value = rid;
+        ninitial = 1;
+    }
+    ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[n].data.send_initial_metadata.count = ninitial;
+    ops[n].data.send_initial_metadata.metadata = initial;
+    n++;
+
+    if (code == WF_OK && resp != NULL) {
+        c->send = pack(resp);
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n].data.send_message.send_message = c->send;
+        n++;
+    }
+
+    grpc_slice msg = grpc_empty_slice();
+    grpc_slice details = grpc_empty_slice();
+    grpc_metadata trailer[1];
+    size_t ntrailer = 0;
+    ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    ops[n].data.send_status_from_server.status = status;
+    if (code != WF_OK) {
+        msg = grpc_slice_from_copied_string(err->msg);
+        ops[n].data.send_status_from_server.status_details = &msg;
+        uint8_t *bytes = NULL;
+        size_t len = wf_rpc_status_details(c->arena, code, err->msg, violations, nviolations,
+                                           &bytes);
+        if (len > 0) {
+            details = grpc_slice_from_copied_buffer((const char *)bytes, len);
+            trailer[0].key = grpc_slice_from_static_string("grpc-status-details-bin");
+            trailer[0].value = details;
+            ntrailer = 1;
+        }
+    }
+    ops[n].data.send_status_from_server.trailing_metadata_count = ntrailer;
+    ops[n].data.send_status_from_server.trailing_metadata = trailer;
+    n++;
+
+    ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    ops[n].data.recv_close_on_server.cancelled = &c->cancelled;
+    n++;
+
+    pthread_mutex_lock(&c->mu);
+    start_batch_locked(c, ops, n, &c->t_batch);
+    pthread_mutex_unlock(&c->mu);
+    /* Core took its own references during start_batch. */
+    grpc_slice_unref(rid);
+    grpc_slice_unref(msg);
+    grpc_slice_unref(details);
+
+    access_log(c, call_path(c), status, code);
+}
+
+/* ---- health --------------------------------------------------------------- */
+
+static enum health_service
+health_service_of(const char *name)
+{
+    if (name[0] == '\0' || strcmp(name, "workflow.v1.WorkflowService") == 0 ||
+        strcmp(name, "readiness") == 0)
+        return HS_READINESS;
+    if (strcmp(name, "liveness") == 0)
+        return HS_LIVENESS;
+    return HS_UNKNOWN;
+}
+
+/* Current status of a service. Readiness and drain are atomics, so this
+ * needs no lock and may run under a call's mutex. */
+static int
+health_status(wf_rpc_server *srv, enum health_service s)
+{
+    switch (s) {
+    case HS_LIVENESS:
+        return GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+    case HS_READINESS:
+        return atomic_load(&srv->ready) && !atomic_load(&srv->draining)
+                   ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING
+                   : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
+    case HS_UNKNOWN:
+        break;
+    }
+    return GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN;
+}
+
+/* Wakes every watcher so it re-reads the status. Caller holds hmu. */
+static void
+health_notify_locked(wf_rpc_server *srv)
+{
+    if (srv->hquiesced)
+        return;
+    for (struct call *c = srv->watchers; c != NULL; c = c->wnext) {
+        pthread_mutex_lock(&c->mu);
+        if (!c->closed)
+            start_batch_locked(c, NULL, 0, &c->t_wake);
+        pthread_mutex_unlock(&c->mu);
+    }
+}
+
+static void *
+health_monitor(void *arg)
+{
+    wf_rpc_server *srv = arg;
+    pthread_mutex_lock(&srv->hmu);
+    while (!srv->monitor_stop) {
+        pthread_mutex_unlock(&srv->hmu);
+        int ready = wf_app_ready(srv->app) ? 1 : 0;
+        pthread_mutex_lock(&srv->hmu);
+        if (ready != atomic_load(&srv->ready)) {
+            atomic_store(&srv->ready, ready);
+            WF_LOG(WF_LOG_INFO, "health", "store is %s", ready ? "ready" : "not ready");
+            health_notify_locked(srv);
+        }
+        if (srv->monitor_stop)
+            break;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += HEALTH_POLL_MS / 1000;
+        pthread_cond_timedwait(&srv->hcond, &srv->hmu, &until);
+    }
+    pthread_mutex_unlock(&srv->hmu);
+    return NULL;
+}
+
+/* Sends the current status to a watcher if it changed. Caller holds c->mu. */
+static void
+watch_send_locked(struct call *c)
+{
+    wf_rpc_server *srv = c->w->srv;
+    if (c->closed || c->sending)
+        return;
+    int st = health_status(srv, c->watch);
+    if (st == c->sent)
+        return;
+    Grpc__Health__V1__HealthCheckResponse resp = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
+    resp.status = st;
+    if (c->send != NULL)
+        grpc_byte_buffer_destroy(c->send);
+    c->send = pack(&resp.base);
+    grpc_op ops[2];
+    memset(ops, 0, sizeof ops);
+    size_t n = 0;
+    if (c->sent == -1) {
+        ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+        n++;
+    }
+    ops[n].op = GRPC_OP_SEND_MESSAGE;
+    ops[n].data.send_message.send_message = c->send;
+    n++;
+    if (start_batch_locked(c, ops, n, &c->t_batch)) {
+        c->sending = 1;
+        c->sent = st;
+    }
+}
+
+static void
+watch_unlist(struct call *c)
+{
+    wf_rpc_server *srv = c->w->srv;
+    pthread_mutex_lock(&srv->hmu);
+    if (c->on_list) {
+        if (c->wprev != NULL)
+            c->wprev->wnext = c->wnext;
+        else
+            srv->watchers = c->wnext;
+        if (c->wnext != NULL)
+            c->wnext->wprev = c->wprev;
+        c->on_list = 0;
+    }
+    pthread_mutex_unlock(&srv->hmu);
+}
+
+static void
+start_watch(struct call *c, enum health_service s)
+{
+    wf_rpc_server *srv = c->w->srv;
+    c->stream = 1;
+    c->watch = s;
+    /* On the list first, so no status change can slip between the first
+     * send and the registration. */
+    pthread_mutex_lock(&srv->hmu);
+    c->wnext = srv->watchers;
+    if (c->wnext != NULL)
+        c->wnext->wprev = c;
+    srv->watchers = c;
+    c->on_list = 1;
+    pthread_mutex_unlock(&srv->hmu);
+
+    grpc_op op;
+    memset(&op, 0, sizeof op);
+    op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    op.data.recv_close_on_server.cancelled = &c->cancelled;
+    pthread_mutex_lock(&c->mu);
+    if (!start_batch_locked(c, &op, 1, &c->t_close))
+        c->closed = 1;
+    watch_send_locked(c);
+    pthread_mutex_unlock(&c->mu);
+    if (c->closed)
+        watch_unlist(c);
+    access_log(c, c->m->path, GRPC_STATUS_OK, WF_OK);
+}
+
+/* ---- dispatch ------------------------------------------------------------- */
+
+static void
+dispatch(struct call *c)
+{
+    wf_rpc_server *srv = c->w->srv;
+    const wf_config *cfg = srv->app->cfg;
+    wf_error err;
+    wf_error_clear(&err);
+    c->start_ms = wf_mono_ms();
+    c->arena = wf_arena_new();
+    if (c->arena == NULL) {
+        /* Nothing can be built without memory: cancel with a static status. */
+        grpc_call_cancel_with_status(c->call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory",
+                                     NULL);
+        return;
+    }
+    c->ictx.cfg = cfg;
+    c->ictx.md = &c->md;
+    c->ictx.arena = c->arena;
+    c->ictx.deadline = c->m != NULL ? c->deadline : c->details.deadline;
+    c->ictx.public_method = c->m == NULL || c->m->kind != WF_RPC_WORKFLOW;
+    c->ictx.route_flags = c->m != NULL && c->m->route != NULL ? c->m->route->flags : 0;
+
+    if (c->m == NULL) {
+        wf_rpc_intercept(&c->ictx, &err); /* for the request id in the log only */
+        wf_error_set(&err, WF_E_UNIMPLEMENTED, "method %s is not served here", call_path(c));
+        finish_unary(c, NULL, &err, NULL, 0);
+        return;
+    }
+    if (wf_rpc_intercept(&c->ictx, &err) != WF_OK) {
+        finish_unary(c, NULL, &err, NULL, 0);
+        return;
+    }
+    if (c->payload == NULL) {
+        wf_error_set(&err, WF_E_INVALID_ARGUMENT, "the request message is missing");
+        finish_unary(c, NULL, &err, NULL, 0);
+        return;
+    }
+    if (grpc_byte_buffer_length(c->payload) > (size_t)cfg->max_message_bytes) {
+        wf_error_set(&err, WF_E_TOO_LARGE, "the request is larger than %d bytes",
+                     cfg->max_message_bytes);
+        finish_unary(c, NULL, &err, NULL, 0);
+        return;
+    }
+    ProtobufCMessage *req = unpack(c, c->m->input);
+    if (req == NULL) {
+        wf_error_set(&err, WF_E_INVALID_ARGUMENT, "the request is not a valid %s message",
+                     c->m->input->name);
+        finish_unary(c, NULL, &err, NULL, 0);
+        return;
+    }
+
+    switch (c->m->kind) {
+    case WF_RPC_HEALTH_CHECK: {
+        const Grpc__Health__V1__HealthCheckRequest *hreq = (const void *)req;
+        enum health_service s = health_service_of(hreq->service);
+        if (s == HS_UNKNOWN) {
+            wf_error_set(&err, WF_E_INVALID_ARGUMENT, "unknown service \"%s\"", hreq->service);
+            /* The health protocol wants NOT_FOUND here, not INVALID_ARGUMENT. */
+            grpc_op ops[3];
+            memset(ops, 0, sizeof ops);
+            grpc_slice msg = grpc_slice_from_copied_string(err.msg);
+            ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+            ops[1].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+            ops[1].data.send_status_from_server.status = GRPC_STATUS_NOT_FOUND;
+            ops[1].data.send_status_from_server.status_details = &msg;
+            ops[2].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+            ops[2].data.recv_close_on_server.cancelled = &c->cancelled;
+            pthread_mutex_lock(&c->mu);
+            start_batch_locked(c, ops, 3, &c->t_batch);
+            pthread_mutex_unlock(&c->mu);
+            grpc_slice_unref(msg);
+            access_log(c, c->m->path, GRPC_STATUS_NOT_FOUND, WF_OK);
+            return;
+        }
+        Grpc__Health__V1__HealthCheckResponse resp = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
+        resp.status = health_status(srv, s);
+        finish_unary(c, &resp.base, &err, NULL, 0);
+        return;
+    }
+    case WF_RPC_HEALTH_WATCH: {
+        const Grpc__Health__V1__HealthCheckRequest *hreq = (const void *)req;
+        start_watch(c, health_service_of(hreq->service));
+        return;
+    }
+    case WF_RPC_WORKFLOW:
+        break;
+    }
+
+    wf_call call = {
+        .app = srv->app,
+        .arena = c->arena,
+        .method = c->m->route->method,
+        .tenant = c->ictx.tenant,
+        .actor = c->ictx.actor,
+        .actor_groups = c->ictx.actor_groups,
+        .request_id = c->ictx.request_id,
+        .deadline_ms = c->ictx.deadline_ms,
+    };
+    ProtobufCMessage *resp = NULL;
+    wf_code rc = c->m->route->fn(&call, req, &resp, &err);
+    if (rc == WF_OK && resp == NULL)
+        wf_error_set(&err, WF_E_INTERNAL, "the handler of %s produced no response", call.method);
+    else if (rc == WF_OK)
+        wf_error_clear(&err);
+    else if (err.code != rc)
+        wf_error_set(&err, rc, "%s", err.msg[0] ? err.msg : wf_code_reason(rc));
+    finish_unary(c, resp, &err, call.violations, call.nviolations);
+}
+
+/* ---- workers -------------------------------------------------------------- */
+
+static void
+on_event(struct worker *w, struct tag *t, int ok)
+{
+    struct call *c = t->call;
+    wf_rpc_server *srv = w->srv;
+
+    if (t->kind == T_NEW) {
+        pthread_mutex_lock(&c->mu);
+        c->pending--;
+        pthread_mutex_unlock(&c->mu);
+        if (!ok || atomic_load(&w->quiesced)) {
+            /* A slot given back at shutdown (no call attached). */
+            if (c->pending == 0)
+                call_free(c);
+            return;
+        }
+        const wf_rpc_method *m = c->m;
+        dispatch(c);
+        if (atomic_load(&srv->accepting))
+            post_slot(w, m);
+    } else if (t->kind == T_CLOSE) {
+        watch_unlist(c); /* before taking c->mu: lock order is hmu → c->mu */
+        pthread_mutex_lock(&c->mu);
+        c->pending--;
+        c->closed = 1;
+        pthread_mutex_unlock(&c->mu);
+    } else {
+        pthread_mutex_lock(&c->mu);
+        c->pending--;
+        if (t->kind == T_BATCH)
+            c->sending = 0;
+        if (c->stream && ok)
+            watch_send_locked(c);
+        pthread_mutex_unlock(&c->mu);
+    }
+
+    pthread_mutex_lock(&c->mu);
+    int done = c->pending == 0;
+    pthread_mutex_unlock(&c->mu);
+    if (done)
+        call_free(c);
+}
+
+static void *
+worker_main(void *arg)
+{
+    struct worker *w = arg;
+    wf_rpc_server *srv = w->srv;
+    for (;;) {
+        if (atomic_load(&srv->quiescing))
+            atomic_store(&w->quiesced, 1);
+        gpr_timespec until = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                          gpr_time_from_millis(POLL_MS, GPR_TIMESPAN));
+        grpc_event ev = grpc_completion_queue_next(w->cq, until, NULL);
+        if (ev.type == GRPC_QUEUE_SHUTDOWN)
+            break;
+        if (ev.type == GRPC_QUEUE_TIMEOUT)
+            continue;
+        on_event(w, ev.tag, ev.success);
+    }
+    return NULL;
+}
+
+/* ---- lifecycle ------------------------------------------------------------ */
+
+static grpc_server_credentials *
+server_credentials(const wf_config *cfg, wf_error *err)
+{
+    if (cfg->tls_cert == NULL)
+        return grpc_insecure_server_credentials_create();
+    /* TLS without a mesh: read the PEM files once at startup. */
+    char *pem[2] = {NULL, NULL};
+    const char *paths[2] = {cfg->tls_cert, cfg->tls_key};
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(paths[i], "rb");
+        if (f == NULL) {
+            wf_error_set(err, WF_E_INVALID_ARGUMENT, "could not open %s",
+                         i == 0 ? "WF_TLS_CERT" : "WF_TLS_KEY");
+            free(pem[0]);
+            return NULL;
+        }
+        fseek(f, 0, SEEK_END);
+        long n = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        pem[i] = n >= 0 ? calloc(1, (size_t)n + 1) : NULL;
+        if (pem[i] == NULL || fread(pem[i], 1, (size_t)n, f) != (size_t)n) {
+            fclose(f);
+            free(pem[0]);
+            free(pem[1]);
+            wf_error_set(err, WF_E_INVALID_ARGUMENT, "could not read %s",
+                         i == 0 ? "WF_TLS_CERT" : "WF_TLS_KEY");
+            return NULL;
+        }
+        fclose(f);
+    }
+    grpc_ssl_pem_key_cert_pair pair = {pem[1], pem[0]};
+    grpc_server_credentials *cr =
+        grpc_ssl_server_credentials_create(NULL, &pair, 1, 0, NULL);
+    free(pem[0]);
+    free(pem[1]);
+    if (cr == NULL)
+        wf_error_set(err, WF_E_INVALID_ARGUMENT, "WF_TLS_CERT or WF_TLS_KEY is not valid PEM");
+    return cr;
+}
+
+/* Frees a server that never started its workers (startup failure). */
+static void
+destroy_unstarted(wf_rpc_server *srv)
+{
+    if (srv->server != NULL) {
+        grpc_completion_queue *scq = grpc_completion_queue_create_for_pluck(NULL);
+        grpc_server_shutdown_and_notify(srv->server, scq, srv);
+        grpc_completion_queue_pluck(scq, srv, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        grpc_server_destroy(srv->server);
+        grpc_completion_queue_shutdown(scq);
+        grpc_completion_queue_pluck(scq, NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        grpc_completion_queue_destroy(scq);
+    }
+    for (int i = 0; i < srv->nworkers; i++) {
+        if (srv->workers[i].cq == NULL)
+            continue;
+        grpc_completion_queue_shutdown(srv->workers[i].cq);
+        while (grpc_completion_queue_next(srv->workers[i].cq, gpr_inf_future(GPR_CLOCK_REALTIME),
+                                          NULL)
+                   .type != GRPC_QUEUE_SHUTDOWN)
+            ;
+        grpc_completion_queue_destroy(srv->workers[i].cq);
+    }
+    free(srv->workers);
+    free(srv->methods);
+    pthread_mutex_destroy(&srv->hmu);
+    pthread_cond_destroy(&srv->hcond);
+    free(srv);
+    grpc_shutdown();
+}
+
+wf_rpc_server *
+wf_rpc_server_start(wf_app *app, wf_error *err)
+{
+    const wf_config *cfg = app->cfg;
+    wf_rpc_server *srv = calloc(1, sizeof *srv);
+    if (srv == NULL) {
+        wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return NULL;
+    }
+    srv->app = app;
+    pthread_mutex_init(&srv->hmu, NULL);
+    pthread_cond_init(&srv->hcond, NULL);
+    grpc_init();
+
+    if (wf_rpc_table_build(&workflow__v1__workflow_service__descriptor, wf_routes, &srv->methods,
+                           &srv->nmethods, err) != WF_OK) {
+        destroy_unstarted(srv);
+        return NULL;
+    }
+
+    /* Core's own size limit sits above ours, so that most oversized requests
+     * reach us and get the TOO_LARGE reason; beyond it core answers
+     * RESOURCE_EXHAUSTED by itself. */
+    int core_max = cfg->max_message_bytes > (1 << 29) ? (1 << 30) : cfg->max_message_bytes * 2;
+    grpc_arg args[] = {
+        {GRPC_ARG_INTEGER, GRPC_ARG_ALLOW_REUSEPORT, {.integer = 0}},
+        {GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, {.integer = core_max}},
+        {GRPC_ARG_INTEGER, GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, {.integer = core_max}},
+        /* Behind a mesh: ping idle connections, let clients ping every 10 s,
+         * and recycle connections every 5 minutes so that clients
+         * re-resolve and load spreads over new replicas. */
+        {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_TIME_MS, {.integer = 60000}},
+        {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_TIMEOUT_MS, {.integer = 20000}},
+        {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, {.integer = 1}},
+        {GRPC_ARG_INTEGER, GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+         {.integer = 10000}},
+        {GRPC_ARG_INTEGER, GRPC_ARG_MAX_CONNECTION_AGE_MS, {.integer = 300000}},
+        {GRPC_ARG_INTEGER, GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, {.integer = 30000}},
+        {GRPC_ARG_INTEGER, GRPC_ARG_MAX_CONNECTION_IDLE_MS, {.integer = 900000}},
+    };
+    grpc_channel_args cargs = {sizeof args / sizeof args[0], args};
+    srv->server = grpc_server_create(&cargs, NULL);
+
+    for (size_t i = 0; i < srv->nmethods; i++) {
+        srv->methods[i].handle = grpc_server_register_method(
+            srv->server, srv->methods[i].path, NULL, GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+        if (srv->methods[i].handle == NULL) {
+            wf_error_set(err, WF_E_INTERNAL, "could not register method %s", srv->methods[i].path);
+            destroy_unstarted(srv);
+            return NULL;
+        }
+    }
+
+    srv->nworkers = cfg->threads;
+    srv->workers = calloc((size_t)srv->nworkers, sizeof *srv->workers);
+    if (srv->workers == NULL) {
+        srv->nworkers = 0;
+        wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        destroy_unstarted(srv);
+        return NULL;
+    }
+    for (int i = 0; i < srv->nworkers; i++) {
+        srv->workers[i].srv = srv;
+        srv->workers[i].cq = grpc_completion_queue_create_for_next(NULL);
+        grpc_server_register_completion_queue(srv->server, srv->workers[i].cq, NULL);
+    }
+
+    grpc_server_credentials *cr = server_credentials(cfg, err);
+    if (cr == NULL) {
+        destroy_unstarted(srv);
+        return NULL;
+    }
+    srv->port = grpc_server_add_http2_port(srv->server, cfg->addr, cr);
+    grpc_server_credentials_release(cr);
+    if (srv->port == 0) {
+        wf_error_set(err, WF_E_INVALID_ARGUMENT, "could not listen on %s (address in use?)",
+                     cfg->addr);
+        destroy_unstarted(srv);
+        return NULL;
+    }
+    grpc_server_start(srv->server);
+
+    atomic_store(&srv->ready, wf_app_ready(app) ? 1 : 0);
+    atomic_store(&srv->accepting, 1);
+    for (int i = 0; i < srv->nworkers; i++) {
+        struct worker *w = &srv->workers[i];
+        for (size_t m = 0; m < srv->nmethods; m++)
+            post_slot(w, &srv->methods[m]);
+        post_slot(w, NULL);
+        pthread_create(&w->thread, NULL, worker_main, w);
+    }
+    if (pthread_create(&srv->monitor, NULL, health_monitor, srv) == 0)
+        srv->monitor_started = 1;
+    return srv;
+}
+
+int
+wf_rpc_server_port(const wf_rpc_server *srv)
+{
+    return srv->port;
+}
+
+void
+wf_rpc_server_drain(wf_rpc_server *srv)
+{
+    pthread_mutex_lock(&srv->hmu);
+    atomic_store(&srv->draining, 1);
+    health_notify_locked(srv);
+    pthread_mutex_unlock(&srv->hmu);
+}
+
+void
+wf_rpc_server_stop(wf_rpc_server *srv, int grace_ms)
+{
+    if (srv == NULL)
+        return;
+    wf_rpc_server_drain(srv);
+
+    /* Stop the monitor first: it is the other thread that starts batches. */
+    pthread_mutex_lock(&srv->hmu);
+    srv->monitor_stop = 1;
+    pthread_cond_signal(&srv->hcond);
+    pthread_mutex_unlock(&srv->hmu);
+    if (srv->monitor_started)
+        pthread_join(srv->monitor, NULL);
+
+    /* 1. No new calls; GOAWAY; unmatched slots come back with ok=0. */
+    atomic_store(&srv->accepting, 0);
+    grpc_completion_queue *scq = grpc_completion_queue_create_for_pluck(NULL);
+    grpc_server_shutdown_and_notify(srv->server, scq, srv);
+
+    /* Health watchers would hold the shutdown for the whole grace period:
+     * end them now (they already saw NOT_SERVING). */
+    pthread_mutex_lock(&srv->hmu);
+    for (struct call *c = srv->watchers; c != NULL; c = c->wnext)
+        grpc_call_cancel_with_status(c->call, GRPC_STATUS_UNAVAILABLE, "server is shutting down",
+                                     NULL);
+    pthread_mutex_unlock(&srv->hmu);
+
+    /* 2. Let calls in flight finish within the grace period, then cancel. */
+    gpr_timespec until = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                      gpr_time_from_millis(grace_ms, GPR_TIMESPAN));
+    grpc_event ev = grpc_completion_queue_pluck(scq, srv, until, NULL);
+    if (ev.type == GRPC_QUEUE_TIMEOUT) {
+        WF_LOG(WF_LOG_WARN, "shutdown", "grace period over: cancelling the remaining calls");
+        grpc_server_cancel_all_calls(srv->server);
+        grpc_completion_queue_pluck(scq, srv, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    }
+
+    /* 3. Quiesce: after this no thread starts a batch. */
+    pthread_mutex_lock(&srv->hmu);
+    srv->hquiesced = 1;
+    pthread_mutex_unlock(&srv->hmu);
+    atomic_store(&srv->quiescing, 1);
+    for (int i = 0; i < srv->nworkers; i++)
+        while (!atomic_load(&srv->workers[i].quiesced)) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+
+    /* 4. Shut the queues down; workers drain them and free what is left. */
+    for (int i = 0; i < srv->nworkers; i++)
+        grpc_completion_queue_shutdown(srv->workers[i].cq);
+    for (int i = 0; i < srv->nworkers; i++)
+        pthread_join(srv->workers[i].thread, NULL);
+    grpc_server_destroy(srv->server);
+    for (int i = 0; i < srv->nworkers; i++)
+        grpc_completion_queue_destroy(srv->workers[i].cq);
+    grpc_completion_queue_shutdown(scq);
+    grpc_completion_queue_pluck(scq, NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    grpc_completion_queue_destroy(scq);
+
+    free(srv->workers);
+    free(srv->methods);
+    pthread_mutex_destroy(&srv->hmu);
+    pthread_cond_destroy(&srv->hcond);
+    free(srv);
+    grpc_shutdown();
+}

@@ -1,0 +1,32 @@
+/*
+ * rpc_status: wf_code → gRPC status, and the google.rpc.Status trailer.
+ *
+ * This is the only place that knows how the core's error vocabulary maps to
+ * gRPC codes. Every error status carries, in the grpc-status-details-bin
+ * trailer, a google.rpc.Status with an ErrorInfo{reason, domain
+ * "workflow.v1"} and, for validation failures, a google.rpc.BadRequest.
+ */
+#ifndef WF_RPC_STATUS_H
+#define WF_RPC_STATUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <grpc/status.h>
+
+#include "handler.h"
+#include "wf_arena.h"
+#include "wf_error.h"
+
+#define WF_ERROR_DOMAIN "workflow.v1"
+
+/* The gRPC status code of a core code. */
+grpc_status_code wf_rpc_status_code(wf_code code);
+
+/* Serializes google.rpc.Status{code, message, details: [ErrorInfo, BadRequest?]}
+ * into the arena. Returns the byte length (0 when out of memory) and sets
+ * *out. */
+size_t wf_rpc_status_details(wf_arena *arena, wf_code code, const char *message,
+                             const wf_violation *violations, size_t nviolations, uint8_t **out);
+
+#endif /* WF_RPC_STATUS_H */

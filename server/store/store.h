@@ -1,0 +1,594 @@
+/*
+ * store: the storage port of the engine (design.md sections 1 and 6).
+ *
+ * One contract, two implementations: the in-memory store (development and
+ * tests) and the connection-pooled Postgres store (production). Both must
+ * behave identically; tests/store/test_store_contract.c holds them to it.
+ *
+ * Shape. Every mutation is one unit of work on ONE root instance aggregate:
+ *
+ *     wf_store_begin(st, &ctx, &tx, err);        open a transaction
+ *     wf_tx_lock_root(tx, id, &agg, err);         lock + load the aggregate
+ *     ... the engine computes rows and events ...
+ *     wf_tx_apply(tx, &changes, err);             write them
+ *     wf_tx_commit(tx, err);                      (or wf_tx_rollback(tx))
+ *
+ * Everything else (inbox, job activation, due timers, signal correlation,
+ * event reads, listings) is a cross-instance query outside any aggregate.
+ *
+ * Rules every caller can rely on:
+ *   - Every call takes a wf_store_ctx: the tenant (every row is scoped by it;
+ *     rows of another tenant are invisible), the call's deadline and the
+ *     arena that receives returned rows. Rows and strings returned by the
+ *     store live in ctx->arena and are never freed one by one.
+ *   - Rows passed IN are borrowed for the duration of the call and copied.
+ *     Their tenant field is ignored: writes always use ctx->tenant.
+ *   - Strings are NUL-terminated; NULL and "" are distinct and preserved.
+ *     Times are int64 microseconds since the Unix epoch, 0 = unset.
+ *     JSON is kept as text and never parsed here.
+ *   - Out-parameters are written only on WF_OK.
+ *   - A deadline already past gives WF_E_DEADLINE_EXCEEDED before any work.
+ *     An unreachable database or an exhausted pool gives
+ *     WF_E_STORE_UNAVAILABLE quickly; concurrent-update failures give
+ *     WF_E_CONFLICT. Both are retryable by the caller.
+ *   - Inside a unit of work use only wf_tx_* calls: with Postgres a
+ *     wf_store_* call would borrow a second connection (and could wait for
+ *     the pool); with the memory store it would see uncommitted writes.
+ *
+ * No SQL, libpq, protobuf or grpc type appears in this header.
+ */
+#ifndef WF_STORE_H
+#define WF_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wf_arena.h"
+#include "wf_error.h"
+
+typedef struct wf_store wf_store;
+typedef struct wf_tx wf_tx;
+
+/* Per-call context, borrowed for the duration of the call (for a unit of
+ * work: until commit or rollback). */
+typedef struct wf_store_ctx {
+    const char *tenant;  /* required for every tenant-scoped call */
+    int64_t deadline_ms; /* monotonic ms (wf_mono_ms()); 0 = none */
+    wf_arena *arena;     /* receives every returned row and string */
+} wf_store_ctx;
+
+/* ---- enums: their numeric values are persisted; never renumber ---------- */
+
+typedef enum wf_def_kind { WF_DEF_AD_HOC = 1, WF_DEF_NET = 2 } wf_def_kind;
+
+typedef enum wf_instance_status {
+    WF_INSTANCE_RUNNING = 1,
+    WF_INSTANCE_COMPLETED = 2,
+    WF_INSTANCE_CANCELLED = 3,
+    WF_INSTANCE_FAILED = 4,
+    WF_INSTANCE_COMPENSATING = 5,
+    WF_INSTANCE_COMPENSATED = 6,
+} wf_instance_status;
+
+typedef enum wf_join_mode {
+    WF_JOIN_NONE = 0,
+    WF_JOIN_ALL = 1,
+    WF_JOIN_ANY = 2,
+    WF_JOIN_QUORUM = 3,
+} wf_join_mode;
+
+typedef enum wf_assignee_kind { WF_ASSIGNEE_USER = 1, WF_ASSIGNEE_GROUP = 2 } wf_assignee_kind;
+
+typedef enum wf_task_status {
+    WF_TASK_OPEN = 1,
+    WF_TASK_CLAIMED = 2,
+    WF_TASK_DONE = 3,
+    WF_TASK_CANCELLED = 4,
+} wf_task_status;
+
+typedef enum wf_trigger {
+    WF_TRIGGER_USER = 1,
+    WF_TRIGGER_AUTO = 2,
+    WF_TRIGGER_TIME = 3,
+    WF_TRIGGER_MSG = 4,
+} wf_trigger;
+
+typedef enum wf_work_item_state {
+    WF_WORK_ITEM_ENABLED = 1,
+    WF_WORK_ITEM_FIRED = 2,
+    WF_WORK_ITEM_WITHDRAWN = 3,
+} wf_work_item_state;
+
+typedef enum wf_job_state {
+    WF_JOB_ACTIVATABLE = 1, /* waiting for a worker once activatable_at <= now */
+    WF_JOB_ACTIVATED = 2,   /* leased to worker until lease_expires_at */
+    WF_JOB_FAILED = 3,      /* out of retries: an incident; never activated */
+} wf_job_state;
+
+typedef enum wf_signal_outcome {
+    WF_SIGNAL_CORRELATED = 1,
+    WF_SIGNAL_BUFFERED = 2,
+    WF_SIGNAL_DUPLICATE = 3,
+    WF_SIGNAL_DROPPED = 4,
+} wf_signal_outcome;
+
+/* ---- rows -------------------------------------------------------------- */
+
+/* A deployed definition version; (tenant, key, version) is unique. */
+typedef struct wf_definition_row {
+    char *tenant;
+    char *key;
+    int32_t version; /* assigned by wf_tx_put_definition */
+    wf_def_kind kind;
+    char *name;
+    unsigned char *content; /* opaque blob; the engine decides its encoding */
+    size_t content_len;
+    char *content_hash; /* lets the engine detect "same content, same version" */
+    int64_t valid_from;
+    int64_t valid_until;
+    int64_t created_at;
+    char *created_by;
+} wf_definition_row;
+
+typedef struct wf_instance_row {
+    char *id;
+    char *tenant;
+    char *definition_key;
+    int32_t definition_version;
+    char *parent_id; /* NULL for a root */
+    char *root_id;   /* == id for a root */
+    wf_instance_status status;
+    char *variables_json;
+    char *aggregate_type; /* correlation key, may be NULL */
+    char *aggregate_id;
+    char *started_by;
+    char *title;
+    char *last_error;
+    /* referral join state (AD_HOC children) */
+    wf_join_mode join_mode;
+    int32_t join_quorum;
+    unsigned char *on_all_completed; /* opaque: the AssignTo to run on join */
+    size_t on_all_completed_len;
+    bool join_fired; /* the join ran; it never runs twice */
+    int64_t created_at;
+    int64_t updated_at;
+    int64_t ended_at;
+    /* Row version. On write the store requires the stored version to equal
+     * this value (0 = the row must not exist yet) and stores version + 1;
+     * a mismatch is WF_E_CONFLICT. Rows loaded by wf_tx_lock_root carry
+     * the current version. */
+    int64_t version;
+} wf_instance_row;
+
+typedef struct wf_task_row {
+    char *id;
+    char *tenant;
+    char *instance_id;
+    char *root_id;
+    char *definition_key;
+    char *transition_id; /* NULL for an AD_HOC referral task */
+    char *work_item_id;
+    char *title;
+    wf_assignee_kind assignee_kind;
+    char *assignee_id;
+    char *assigned_by;
+    wf_task_status status;
+    char *claimed_by;
+    char *completed_by;
+    int64_t created_at;
+    int64_t due_at;
+    int64_t ended_at;
+} wf_task_row;
+
+typedef struct wf_token_row {
+    char *id;
+    char *tenant;
+    char *root_id;
+    char *instance_id;
+    char *place_id;
+    int64_t created_seq; /* per-aggregate order: tokens are taken oldest first */
+} wf_token_row;
+
+typedef struct wf_work_item_row {
+    char *id;
+    char *tenant;
+    char *root_id;
+    char *instance_id;
+    char *transition_id;
+    wf_trigger trigger;
+    char *token_ids; /* comma-separated ids of the bound tokens */
+    wf_work_item_state state;
+    int64_t enabled_at;
+    int64_t finished_at;
+} wf_work_item_row;
+
+typedef struct wf_job_row {
+    char *id;
+    char *key; /* changes at every activation; NULL until first activated */
+    char *tenant;
+    char *root_id;
+    char *instance_id;
+    char *work_item_id;
+    char *transition_id;
+    char *job_type;
+    wf_job_state state;
+    char *worker;
+    int32_t attempt; /* owned by the engine; activation never changes it */
+    int32_t max_attempts;
+    int64_t activatable_at;
+    int64_t lease_expires_at;
+    int64_t initial_backoff_ms;
+    double backoff_multiplier;
+    int64_t max_backoff_ms;
+    char *variables_json;
+    char *idempotency_key; /* stable across attempts */
+    bool compensation;
+    char *last_error;
+    int64_t created_at;
+} wf_job_row;
+
+typedef struct wf_timer_row {
+    char *id;
+    char *tenant;
+    char *root_id;
+    char *instance_id;
+    char *work_item_id;
+    char *transition_id;
+    int64_t due_at;
+    int64_t created_at;
+    int64_t claimed_until; /* set by wf_store_claim_due_timers; 0 = unclaimed */
+} wf_timer_row;
+
+typedef struct wf_subscription_row {
+    char *id;
+    char *tenant;
+    char *root_id;
+    char *instance_id;
+    char *work_item_id;
+    char *transition_id;
+    char *signal_name;
+    char *aggregate_type; /* copied from the instance for correlation */
+    char *aggregate_id;
+    int64_t created_at;
+} wf_subscription_row;
+
+/* One signal delivery (the workflow_signals log). */
+typedef struct wf_signal_row {
+    char *id;
+    char *tenant;
+    char *signal_id; /* client dedupe key; unique per tenant when non-NULL */
+    char *name;
+    char *instance_id; /* target instance, or NULL when sent to an aggregate */
+    char *aggregate_type;
+    char *aggregate_id;
+    char *payload_json;
+    wf_signal_outcome outcome;
+    bool buffered; /* waiting in the buffer: not consumed, not discarded */
+    int64_t received_at;
+    int64_t expires_at;
+    int64_t consumed_at;
+    char *consumed_by_instance;
+    char *transition_id; /* the MSG transition that consumed it */
+    bool discarded;      /* expired or withdrawn from the buffer */
+} wf_signal_row;
+
+/* One domain event. The sequence is assigned by the store on write. */
+typedef struct wf_event_row {
+    int64_t sequence;
+    char *tenant;
+    char *root_id;
+    char *instance_id;
+    char *type; /* e.g. "TASK_CREATED" */
+    char *actor;
+    char *data_json;
+    int64_t time;
+} wf_event_row;
+
+/* AIP-155 request record, written in the same transaction as its effect. */
+typedef struct wf_idempotency_row {
+    char *tenant;
+    char *method;
+    char *request_id;
+    char *request_hash;
+    unsigned char *response;
+    size_t response_len;
+    int64_t created_at;
+} wf_idempotency_row;
+
+/* A root instance with all its descendants and their live rows, as loaded
+ * under the root's lock. Orders are fixed (both stores agree):
+ * instances by (created_at, id) with the root first; tasks, jobs and
+ * subscriptions by (created_at, id); tokens by (created_seq, id); work
+ * items by (enabled_at, id); timers by (due_at, id). */
+typedef struct wf_aggregate {
+    wf_instance_row *instances;
+    size_t n_instances;
+    wf_task_row *tasks;
+    size_t n_tasks;
+    wf_token_row *tokens;
+    size_t n_tokens;
+    wf_work_item_row *work_items;
+    size_t n_work_items;
+    wf_job_row *jobs;
+    size_t n_jobs;
+    wf_timer_row *timers;
+    size_t n_timers;
+    wf_subscription_row *subscriptions;
+    size_t n_subscriptions;
+} wf_aggregate;
+
+/* What one mutation produced. Rows are upserted by (tenant, id); the
+ * del_* arrays name ids to delete; events are appended in array order.
+ * All pointers are borrowed for the duration of wf_tx_apply. */
+typedef struct wf_store_changes {
+    const wf_instance_row *instances;
+    size_t n_instances;
+    const wf_task_row *tasks;
+    size_t n_tasks;
+    const wf_token_row *tokens;
+    size_t n_tokens;
+    const wf_work_item_row *work_items;
+    size_t n_work_items;
+    const wf_job_row *jobs;
+    size_t n_jobs;
+    const wf_timer_row *timers;
+    size_t n_timers;
+    const wf_subscription_row *subscriptions;
+    size_t n_subscriptions;
+    const wf_signal_row *signals;
+    size_t n_signals;
+    const wf_event_row *events;
+    size_t n_events;
+    const char *const *del_tokens;
+    size_t n_del_tokens;
+    const char *const *del_work_items;
+    size_t n_del_work_items;
+    const char *const *del_jobs;
+    size_t n_del_jobs;
+    const char *const *del_timers;
+    size_t n_del_timers;
+    const char *const *del_subscriptions;
+    size_t n_del_subscriptions;
+} wf_store_changes;
+
+/* ---- construction ------------------------------------------------------ */
+
+/* Creates an empty in-memory store. NULL (and err) when out of memory. */
+wf_store *wf_store_memory_new(wf_error *err);
+
+typedef struct wf_store_pg_config {
+    const char *dsn;        /* libpq connection string or URI; copied */
+    int pool_size;          /* WF_DB_POOL_SIZE; 0 = 8 */
+    int acquire_timeout_ms; /* longest wait for a free connection; 0 = 1000 */
+    int connect_timeout_s;  /* per connection attempt; 0 = 2 */
+} wf_store_pg_config;
+
+/* Connects, applies pending migrations under an advisory lock (safe when
+ * several replicas start together) and returns the store. NULL and err
+ * (WF_E_STORE_UNAVAILABLE when Postgres cannot be reached) on failure. */
+wf_store *wf_store_pg_new(const wf_store_pg_config *cfg, wf_error *err);
+
+/* Closes every connection and frees everything. NULL-safe. No call may be
+ * in flight. */
+void wf_store_free(wf_store *st);
+
+/* True when the store can serve calls now (health checks). */
+bool wf_store_ready(wf_store *st);
+
+typedef struct wf_store_stats {
+    int pool_size; /* 0 for the memory store */
+    int in_use;    /* connections borrowed now */
+    int waiting;   /* callers waiting for a connection */
+} wf_store_stats;
+
+/* Snapshot of pool gauges for metrics. */
+void wf_store_get_stats(wf_store *st, wf_store_stats *out);
+
+/* ---- unit of work ------------------------------------------------------ */
+
+/* Opens a transaction. *tx is owned by the caller until wf_tx_commit or
+ * wf_tx_rollback, which free it. ctx must stay valid until then.
+ * Postgres: borrows one pooled connection for the whole transaction and
+ * sets statement_timeout from ctx->deadline_ms. Memory: holds the store's
+ * one mutex until commit/rollback (every other call waits). */
+wf_code wf_store_begin(wf_store *st, const wf_store_ctx *ctx, wf_tx **tx, wf_error *err);
+
+/* Locks the root of instance_id (which may be the root itself or any
+ * descendant) and loads the aggregate into ctx->arena. Postgres: SELECT ...
+ * FOR UPDATE on the root row, then the aggregate's jobs and timers are
+ * locked too, so job activation and timer claims (SKIP LOCKED) never race a
+ * mutation. WF_E_INSTANCE_NOT_FOUND when the instance does not exist. */
+wf_code wf_tx_lock_root(wf_tx *tx, const char *instance_id, wf_aggregate *out, wf_error *err);
+
+/* Writes one mutation's rows, deletions and events. Instances are checked
+ * against their version (see wf_instance_row.version). Event sequences are
+ * assigned in array order. */
+wf_code wf_tx_apply(wf_tx *tx, const wf_store_changes *changes, wf_error *err);
+
+/* Commits and frees tx (also on failure: a failed commit is rolled back). */
+wf_code wf_tx_commit(wf_tx *tx, wf_error *err);
+
+/* Discards every write of tx and frees it. NULL-safe; never fails. */
+void wf_tx_rollback(wf_tx *tx);
+
+/* Looks up (ctx->tenant, method, request_id). *found is false when absent;
+ * *out is filled when found. */
+wf_code wf_tx_idempotency_get(wf_tx *tx, const char *method, const char *request_id,
+                              wf_idempotency_row *out, bool *found, wf_error *err);
+
+/* Records a request's result. A record with the same key is WF_E_CONFLICT
+ * (a concurrent retry of the same request won; retrying reads its record). */
+wf_code wf_tx_idempotency_put(wf_tx *tx, const wf_idempotency_row *in, wf_error *err);
+
+/* Stores in as the next version of in->key (in->version is ignored) and
+ * returns that version in *version. Two concurrent puts of one key: one
+ * gets WF_E_CONFLICT. */
+wf_code wf_tx_put_definition(wf_tx *tx, const wf_definition_row *in, int32_t *version,
+                             wf_error *err);
+
+/* Definition key at version (0 = latest), seen inside the transaction.
+ * *found is false when there is none; *out is filled when found. */
+wf_code wf_tx_get_definition(wf_tx *tx, const char *key, int32_t version, wf_definition_row *out,
+                             bool *found, wf_error *err);
+
+/* Consumes the oldest buffered, unexpired signal called name that targets
+ * instance_id or the aggregate (aggregate_type, aggregate_id), marking it
+ * consumed by consumer_instance through transition_id at now. Signals
+ * locked by another transaction are skipped (SKIP LOCKED), so a buffered
+ * signal is delivered at most once; a rollback puts it back. *found is
+ * false when none matched. */
+wf_code wf_tx_consume_signal(wf_tx *tx, const char *name, const char *instance_id,
+                             const char *aggregate_type, const char *aggregate_id,
+                             const char *consumer_instance, const char *transition_id,
+                             int64_t now, wf_signal_row *out, bool *found, wf_error *err);
+
+/* ---- simple reads ------------------------------------------------------ */
+
+/* Not-found codes: WF_E_DEFINITION_NOT_FOUND, WF_E_INSTANCE_NOT_FOUND,
+ * WF_E_TASK_NOT_FOUND, WF_E_JOB_NOT_FOUND. */
+wf_code wf_store_get_definition(wf_store *st, const wf_store_ctx *ctx, const char *key,
+                                int32_t version, wf_definition_row *out, wf_error *err);
+wf_code wf_store_get_instance(wf_store *st, const wf_store_ctx *ctx, const char *id,
+                              wf_instance_row *out, wf_error *err);
+wf_code wf_store_get_task(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_task_row *out,
+                          wf_error *err);
+wf_code wf_store_get_job_by_key(wf_store *st, const wf_store_ctx *ctx, const char *key,
+                                wf_job_row *out, wf_error *err);
+
+/* ---- listings (keyset pagination) --------------------------------------
+ *
+ * page_size 0 means 50; larger than 1000 is cut to 1000. cursor is NULL (or
+ * "") for the first page, else a next_cursor from a previous call with the
+ * same filter. *next_cursor is NULL on the last page. Cursors are opaque
+ * and identical across stores; a malformed one is WF_E_INVALID_ARGUMENT.
+ * Keyset pagination is stable: rows inserted between pages never shift
+ * others, so a row present throughout is returned exactly once. */
+
+/* Inbox filter. With user set: the user's own tasks (assignee USER = user),
+ * the OPEN group tasks of groups[], and tasks claimed by user. Else with
+ * group set: that group's OPEN tasks. Else every task of the tenant. The
+ * states filter (empty = any) applies on top. Ordered by (created_at, id). */
+typedef struct wf_task_filter {
+    const char *user;
+    const char *const *groups;
+    size_t n_groups;
+    const char *group;
+    const wf_task_status *states;
+    size_t n_states;
+} wf_task_filter;
+
+wf_code wf_store_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f,
+                            size_t page_size, const char *cursor, wf_task_row **rows, size_t *n,
+                            char **next_cursor, wf_error *err);
+
+/* NULL fields do not filter. has_children: -1 any, 0 none, 1 at least one
+ * (TaskFlow's notStarted = a root without referrals). Ordered by
+ * (created_at, id). */
+typedef struct wf_instance_filter {
+    const char *started_by;
+    const char *definition_key;
+    const char *aggregate_type;
+    const char *aggregate_id;
+    const wf_instance_status *statuses;
+    size_t n_statuses;
+    bool roots_only;
+    int has_children;
+} wf_instance_filter;
+
+wf_code wf_store_list_instances(wf_store *st, const wf_store_ctx *ctx,
+                                const wf_instance_filter *f, size_t page_size, const char *cursor,
+                                wf_instance_row **rows, size_t *n, char **next_cursor,
+                                wf_error *err);
+
+/* Every version of every definition, ordered by (key, version). */
+wf_code wf_store_list_definitions(wf_store *st, const wf_store_ctx *ctx, size_t page_size,
+                                  const char *cursor, wf_definition_row **rows, size_t *n,
+                                  char **next_cursor, wf_error *err);
+
+/* The delivery log. instance_id matches signals sent to or consumed by that
+ * instance; the aggregate pair matches signals sent to that aggregate;
+ * signal_id matches the dedupe key; buffered_only keeps signals still in
+ * the buffer. Ordered by (received_at, id). */
+typedef struct wf_signal_filter {
+    const char *instance_id;
+    const char *aggregate_type;
+    const char *aggregate_id;
+    const char *signal_id;
+    bool buffered_only;
+} wf_signal_filter;
+
+wf_code wf_store_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f,
+                              size_t page_size, const char *cursor, wf_signal_row **rows,
+                              size_t *n, char **next_cursor, wf_error *err);
+
+/* ---- cross-instance work ----------------------------------------------- */
+
+/* Leases up to max jobs of job_type to worker: jobs ACTIVATABLE with
+ * activatable_at <= now, and ACTIVATED jobs whose lease expired (re-leased
+ * without spending an attempt). Each gets state ACTIVATED, a fresh key and
+ * lease_expires_at = now + lease_ms, and a JOB_ACTIVATED event in the same
+ * transaction. Rows locked elsewhere are skipped (FOR UPDATE SKIP LOCKED),
+ * so no job is leased twice. Returned ordered by (activatable_at, id). */
+wf_code wf_store_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type,
+                               const char *worker, size_t max, int64_t lease_ms, int64_t now,
+                               wf_job_row **rows, size_t *n, wf_error *err);
+
+/*
+ * Due timers of EVERY tenant (ctx->tenant is ignored; rows carry theirs):
+ * up to limit timers with due_at <= now that are not claimed, or whose
+ * claim ran out, are claimed until now + claim_ms and returned ordered by
+ * (due_at, id). Rows locked by another transaction are skipped.
+ *
+ * Firing protocol (what makes a timer fire at most once):
+ *   1. claim_due_timers hands each due timer to one scheduler replica for
+ *      claim_ms; this only avoids duplicate work.
+ *   2. For each claimed timer the scheduler runs one unit of work with
+ *      ctx.tenant = row.tenant: begin, lock_root(row.root_id), and fires
+ *      the timer ONLY if its id is still in aggregate.timers; firing
+ *      deletes the timer row in the same transaction (del_timers).
+ *   3. Because the delete commits with the firing under the root lock, a
+ *      second replica (or a retry after a crash) finds the timer gone and
+ *      does nothing. A claim whose holder died expires after claim_ms and
+ *      the timer is claimed again (the seed's "tick").
+ */
+wf_code wf_store_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
+                                  int64_t claim_ms, wf_timer_row **rows, size_t *n, wf_error *err);
+
+/* Subscriptions waiting for signal name: those of instance_id when it is
+ * set, else those whose aggregate is (aggregate_type, aggregate_id).
+ * Ordered by (created_at, id). The engine then runs one unit of work per
+ * root. */
+wf_code wf_store_find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const char *name,
+                                    const char *instance_id, const char *aggregate_type,
+                                    const char *aggregate_id, wf_subscription_row **rows,
+                                    size_t *n, wf_error *err);
+
+/*
+ * Events with sequence > after_sequence, ascending, at most limit (0 = 100,
+ * cut to 1000). Filters (NULL/empty = none): instance_id matches events of
+ * that instance and, when it is a root, of its whole tree; definition_key
+ * matches events of instances of that definition; types[] is a set.
+ *
+ * Gaps. The memory store assigns sequences at write time under its one
+ * mutex, so sequence order is commit order and readers never see a gap.
+ * Postgres takes sequences from an identity column when the event is
+ * written, so a transaction holding sequence 10 can commit after one
+ * holding 11: a reader may return 11, and a client resuming "after 11"
+ * would then never see 10. Filtering on pg_snapshot_xmin() alone does not
+ * close this (a writer's xid order differs from its sequence order). The
+ * planned fix is a commit-ordered sequence; until then WatchEvents must
+ * not be promised gap-free on Postgres.
+ */
+typedef struct wf_event_filter {
+    const char *instance_id;
+    const char *definition_key;
+    const char *const *types;
+    size_t n_types;
+} wf_event_filter;
+
+wf_code wf_store_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after_sequence,
+                             const wf_event_filter *f, size_t limit, wf_event_row **rows,
+                             size_t *n, wf_error *err);
+
+#endif /* WF_STORE_H */
