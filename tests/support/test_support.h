@@ -1,0 +1,40 @@
+/*
+ * test_support: helpers shared by the Check suites — an in-process server on
+ * 127.0.0.1:0 built from a test environment, and clients pointed at it.
+ */
+#ifndef WF_TEST_SUPPORT_H
+#define WF_TEST_SUPPORT_H
+
+#include <check.h>
+
+#include "handler.h"
+#include "rpc_server.h"
+#include "wf_client.h"
+#include "wf_config.h"
+
+/* A running in-process server and what it owns. */
+typedef struct wf_test_server {
+    wf_config *cfg;
+    wf_app app;
+    wf_rpc_server *srv;
+    int port;
+    char target[64];
+} wf_test_server;
+
+/* Starts a server from a NULL-terminated "NAME=value" list; WF_ADDR
+ * defaults to 127.0.0.1:0, WF_ENV to development. Aborts the test on
+ * failure. Uses the store named by WF_TEST_STORE ("memory" default, or
+ * "pg" with WF_TEST_PG_DSN). */
+void wf_test_server_start(wf_test_server *ts, const char *const *env);
+
+/* Stops the server (grace in ms) and frees everything. */
+void wf_test_server_stop(wf_test_server *ts, int grace_ms);
+
+/* A client of ts with the given identity (any may be NULL). */
+wf_client *wf_test_client(const wf_test_server *ts, const char *key, const char *tenant,
+                          const char *actor);
+
+/* Runs a suite in fork mode and returns the process exit status. */
+int wf_test_run(Suite *s);
+
+#endif /* WF_TEST_SUPPORT_H */

@@ -1,0 +1,159 @@
+/*
+ * Unit tests of the configuration reader and its startup rules.
+ */
+#include <string.h>
+
+#include "test_support.h"
+#include "wf_config.h"
+#include "wf_log.h"
+
+static wf_config *
+load(const char *const *env, wf_error *err)
+{
+    wf_error_clear(err);
+    return wf_config_load((char *const *)env, err);
+}
+
+START_TEST(test_production_requires_keys_and_database)
+{
+    wf_error err;
+    const char *none[] = {NULL};
+    ck_assert_ptr_null(load(none, &err));
+    ck_assert_int_eq(err.code, WF_E_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "WF_API_KEYS"));
+
+    const char *keys_only[] = {"WF_API_KEYS=k1", NULL};
+    ck_assert_ptr_null(load(keys_only, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "DATABASE_URL"));
+
+    const char *both[] = {"WF_API_KEYS=k1", "DATABASE_URL=postgresql://x@127.0.0.1/db", NULL};
+    wf_config *cfg = load(both, &err);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert(!cfg->development);
+    ck_assert_int_eq(cfg->drain_seconds, 5);
+    ck_assert(!wf_config_open_access(cfg));
+    wf_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_development_defaults)
+{
+    wf_error err;
+    const char *env[] = {"WF_ENV=development", NULL};
+    wf_config *cfg = load(env, &err);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert(cfg->development);
+    ck_assert_str_eq(cfg->addr, "0.0.0.0:50051");
+    ck_assert_ptr_null(cfg->database_url);
+    ck_assert_int_eq(cfg->max_message_bytes, 4 * 1024 * 1024);
+    ck_assert_int_eq(cfg->drain_seconds, 0);
+    ck_assert_int_eq(cfg->log_level, WF_LOG_INFO);
+    ck_assert(cfg->threads >= 1);
+    ck_assert(wf_config_open_access(cfg));
+    wf_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_api_keys_with_and_without_tenant)
+{
+    wf_error err;
+    const char *env[] = {"WF_ENV=development", "WF_API_KEYS= k1 , k2=tenant-b,", NULL};
+    wf_config *cfg = load(env, &err);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert_uint_eq(cfg->napi_keys, 2);
+    ck_assert_str_eq(cfg->api_keys[0].key, "k1");
+    ck_assert_ptr_null(cfg->api_keys[0].tenant);
+    ck_assert_str_eq(cfg->api_keys[1].key, "k2");
+    ck_assert_str_eq(cfg->api_keys[1].tenant, "tenant-b");
+    ck_assert_uint_eq(strlen(cfg->api_keys[0].key_id), 8);
+    ck_assert_str_ne(cfg->api_keys[0].key_id, cfg->api_keys[1].key_id);
+    ck_assert(!wf_config_open_access(cfg));
+    wf_config_free(cfg);
+
+    const char *bad[] = {"WF_ENV=development", "WF_API_KEYS=k1=", NULL};
+    ck_assert_ptr_null(load(bad, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "WF_API_KEYS"));
+    /* The message names the entry, never the key. */
+    ck_assert_ptr_null(strstr(err.msg, "k1"));
+}
+END_TEST
+
+START_TEST(test_directory_groups_and_users)
+{
+    wf_error err;
+    const char *env[] = {"WF_ENV=development", "WF_USERS=alice,bob",
+                         "WF_GROUP_it=alice, carol", "WF_GROUP_finance=bob", NULL};
+    wf_config *cfg = load(env, &err);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert_uint_eq(cfg->nusers, 2);
+    ck_assert_uint_eq(cfg->ngroups, 2);
+    ck_assert_str_eq(cfg->groups[0].id, "it");
+    ck_assert_uint_eq(cfg->groups[0].nmembers, 2);
+    ck_assert_str_eq(cfg->groups[0].members[1], "carol");
+    ck_assert_str_eq(cfg->groups[1].id, "finance");
+    wf_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_malformed_values_are_errors)
+{
+    wf_error err;
+    const char *cases[][3] = {
+        {"WF_ENV=development", "WF_THREADS=zero", "WF_THREADS"},
+        {"WF_ENV=development", "WF_THREADS=0", "WF_THREADS"},
+        {"WF_ENV=development", "WF_DB_POOL_SIZE=-1", "WF_DB_POOL_SIZE"},
+        {"WF_ENV=development", "WF_TRUST_ACTOR_GROUPS=maybe", "WF_TRUST_ACTOR_GROUPS"},
+        {"WF_ENV=development", "WF_LOG_LEVEL=loud", "WF_LOG_LEVEL"},
+        {"WF_ENV=staging", "WF_API_KEYS=k", "WF_ENV"},
+        {"WF_ENV=development", "WF_TLS_CERT=/x.pem", "WF_TLS_KEY"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *env[] = {cases[i][0], cases[i][1], NULL};
+        ck_assert_ptr_null(load(env, &err));
+        ck_assert_int_eq(err.code, WF_E_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(err.msg, cases[i][2]) != NULL, "case %zu: %s", i, err.msg);
+    }
+}
+END_TEST
+
+START_TEST(test_numbers_and_booleans_parse)
+{
+    wf_error err;
+    const char *env[] = {"WF_ENV=development",      "WF_THREADS=3",
+                         "WF_DB_POOL_SIZE=7",       "WF_MAX_MESSAGE_BYTES=65536",
+                         "WF_DRAIN_SECONDS=2",      "WF_TRUST_ACTOR_GROUPS=true",
+                         "WF_LOG_LEVEL=debug",      "WF_ADDR=127.0.0.1:7000",
+                         NULL};
+    wf_config *cfg = load(env, &err);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert_int_eq(cfg->threads, 3);
+    ck_assert_int_eq(cfg->db_pool_size, 7);
+    ck_assert_int_eq(cfg->max_message_bytes, 65536);
+    ck_assert_int_eq(cfg->drain_seconds, 2);
+    ck_assert(cfg->trust_actor_groups);
+    ck_assert_int_eq(cfg->log_level, WF_LOG_DEBUG);
+    ck_assert_str_eq(cfg->addr, "127.0.0.1:7000");
+    wf_config_free(cfg);
+}
+END_TEST
+
+static Suite *
+config_suite(void)
+{
+    Suite *s = suite_create("config");
+    TCase *tc = tcase_create("config");
+    tcase_add_test(tc, test_production_requires_keys_and_database);
+    tcase_add_test(tc, test_development_defaults);
+    tcase_add_test(tc, test_api_keys_with_and_without_tenant);
+    tcase_add_test(tc, test_directory_groups_and_users);
+    tcase_add_test(tc, test_malformed_values_are_errors);
+    tcase_add_test(tc, test_numbers_and_booleans_parse);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    return wf_test_run(config_suite());
+}

@@ -1,0 +1,131 @@
+/*
+ * Unit tests of server/core: error reasons, arena, JSON escaping, UUIDs.
+ */
+#include <string.h>
+#include <time.h>
+
+#include "test_support.h"
+#include "wf_arena.h"
+#include "wf_error.h"
+#include "wf_log.h"
+#include "wf_time.h"
+
+START_TEST(test_every_code_has_a_distinct_reason)
+{
+    for (int i = 0; i < WF_CODE_COUNT_; i++) {
+        const char *r = wf_code_reason((wf_code)i);
+        ck_assert_ptr_nonnull(r);
+        ck_assert_msg(i == WF_E_INTERNAL || strcmp(r, "INTERNAL") != 0, "code %d has no reason", i);
+        for (int j = 0; j < i; j++)
+            ck_assert_str_ne(r, wf_code_reason((wf_code)j));
+    }
+    ck_assert_str_eq(wf_code_reason(WF_E_TASK_NOT_OPEN), "TASK_NOT_OPEN");
+    ck_assert_str_eq(wf_code_reason(WF_E_REQUEST_ID_REUSED), "REQUEST_ID_REUSED");
+    ck_assert_str_eq(wf_code_reason((wf_code)999), "INTERNAL");
+}
+END_TEST
+
+START_TEST(test_error_set_formats_and_truncates)
+{
+    wf_error err;
+    wf_code rc = wf_error_set(&err, WF_E_TASK_NOT_FOUND, "task \"%s\" does not exist", "t-1");
+    ck_assert_int_eq(rc, WF_E_TASK_NOT_FOUND);
+    ck_assert_int_eq(err.code, WF_E_TASK_NOT_FOUND);
+    ck_assert_str_eq(err.msg, "task \"t-1\" does not exist");
+    char big[600];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    wf_error_set(&err, WF_E_INVALID_ARGUMENT, "%s", big);
+    ck_assert_uint_eq(strlen(err.msg), sizeof err.msg - 1);
+    ck_assert_int_eq(wf_error_set(NULL, WF_E_INTERNAL, "x"), WF_E_INTERNAL);
+    wf_error_clear(&err);
+    ck_assert_int_eq(err.code, WF_OK);
+    ck_assert_str_eq(err.msg, "");
+}
+END_TEST
+
+START_TEST(test_retryable_codes)
+{
+    ck_assert(wf_code_is_retryable(WF_E_STORE_UNAVAILABLE));
+    ck_assert(wf_code_is_retryable(WF_E_CONFLICT));
+    ck_assert(!wf_code_is_retryable(WF_E_TASK_NOT_OPEN));
+    ck_assert(!wf_code_is_retryable(WF_E_INTERNAL));
+}
+END_TEST
+
+START_TEST(test_arena_alignment_growth_and_strings)
+{
+    wf_arena *a = wf_arena_new();
+    ck_assert_ptr_nonnull(a);
+    for (int i = 1; i < 2000; i++) {
+        void *p = wf_arena_alloc(a, (size_t)(i % 97) + 1);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_uint_eq((uintptr_t)p % _Alignof(max_align_t), 0);
+        memset(p, 0xab, (size_t)(i % 97) + 1);
+    }
+    void *big = wf_arena_alloc(a, 3 * 1024 * 1024);
+    ck_assert_ptr_nonnull(big);
+    memset(big, 1, 3 * 1024 * 1024);
+    char *s = wf_arena_strdup(a, "hello");
+    ck_assert_str_eq(s, "hello");
+    ck_assert_str_eq(wf_arena_strndup(a, "hello", 2), "he");
+    ck_assert_str_eq(wf_arena_printf(a, "%d-%s", 7, "x"), "7-x");
+    ck_assert_ptr_null(wf_arena_strdup(a, NULL));
+    int *z = wf_arena_calloc(a, 100, sizeof *z);
+    for (int i = 0; i < 100; i++)
+        ck_assert_int_eq(z[i], 0);
+    ck_assert_ptr_null(wf_arena_calloc(a, SIZE_MAX / 2, 4));
+    ck_assert_ptr_null(wf_arena_alloc(a, WF_ARENA_MAX_BYTES + 1));
+    ck_assert_uint_ge(wf_arena_used(a), 3 * 1024 * 1024);
+    wf_arena_free(a);
+    wf_arena_free(NULL);
+}
+END_TEST
+
+START_TEST(test_json_escape)
+{
+    char out[64];
+    ck_assert_uint_eq(wf_json_escape(out, sizeof out, "a\"b\\c\n\x01", 7), 15);
+    ck_assert_str_eq(out, "a\\\"b\\\\c\\n\\u0001");
+    ck_assert_uint_eq(wf_json_escape(out, 4, "abcdef", 6), (size_t)-1);
+}
+END_TEST
+
+START_TEST(test_uuid7_format_and_order)
+{
+    char a[WF_UUID_LEN + 1], b[WF_UUID_LEN + 1];
+    wf_uuid7(a);
+    ck_assert(wf_uuid_valid(a));
+    ck_assert_int_eq(a[14], '7');
+    ck_assert(strchr("89ab", a[19]) != NULL);
+    struct timespec ts = {0, 2 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    wf_uuid7(b);
+    ck_assert_str_ne(a, b);
+    ck_assert_int_lt(strcmp(a, b), 0); /* time-ordered */
+    ck_assert(!wf_uuid_valid("not-a-uuid"));
+    ck_assert(!wf_uuid_valid("01a22bfd-f66c-7804-a5e1-00d0fc5fd02g"));
+    ck_assert(!wf_uuid_valid(NULL));
+}
+END_TEST
+
+static Suite *
+core_suite(void)
+{
+    Suite *s = suite_create("core");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_every_code_has_a_distinct_reason);
+    tcase_add_test(tc, test_error_set_formats_and_truncates);
+    tcase_add_test(tc, test_retryable_codes);
+    tcase_add_test(tc, test_arena_alignment_growth_and_strings);
+    tcase_add_test(tc, test_json_escape);
+    tcase_add_test(tc, test_uuid7_format_and_order);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    return wf_test_run(core_suite());
+}

@@ -1,0 +1,444 @@
+/*
+ * Unit tests of the rpc layer without a server: the interceptor chain on
+ * fake metadata, the status mapping, the error trailer and the method table.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <grpc/grpc.h>
+#include <grpc/support/time.h>
+
+#include "google/protobuf/any.pb-c.h"
+#include "google/rpc/error_details.pb-c.h"
+#include "google/rpc/status.pb-c.h"
+#include "rpc_interceptors.h"
+#include "rpc_status.h"
+#include "rpc_table.h"
+#include "test_support.h"
+#include "workflow/v1/workflow.pb-c.h"
+
+/* ---- fixtures: a config and a metadata array ------------------------------ */
+
+static wf_config *cfg;
+static wf_arena *arena;
+static grpc_metadata md_items[16];
+static grpc_metadata_array md;
+
+static void
+setup(void)
+{
+    const char *env[] = {"WF_ENV=development", "WF_API_KEYS=k1,k2=tenant-b", NULL};
+    wf_error err;
+    cfg = wf_config_load((char *const *)env, &err);
+    ck_assert_ptr_nonnull(cfg);
+    arena = wf_arena_new();
+    memset(&md, 0, sizeof md);
+    md.metadata = md_items;
+}
+
+static void
+teardown(void)
+{
+    wf_arena_free(arena);
+    wf_config_free(cfg);
+}
+
+static void
+md_add(const char *k, const char *v)
+{
+    md_items[md.count].key = grpc_slice_from_static_string(k);
+    md_items[md.count].value = grpc_slice_from_static_string(v);
+    md.count++;
+}
+
+static wf_rpc_ctx
+ctx_for(unsigned flags)
+{
+    wf_rpc_ctx ctx = {
+        .cfg = cfg,
+        .md = &md,
+        .route_flags = flags,
+        .deadline = gpr_inf_future(GPR_CLOCK_MONOTONIC),
+        .arena = arena,
+    };
+    return ctx;
+}
+
+static wf_code
+run(wf_rpc_ctx *ctx, wf_error *err)
+{
+    wf_error_clear(err);
+    return wf_rpc_intercept(ctx, err);
+}
+
+/* ---- interceptors --------------------------------------------------------- */
+
+START_TEST(test_missing_key_is_unauthenticated)
+{
+    wf_rpc_ctx ctx = ctx_for(0);
+    wf_error err;
+    ck_assert_int_eq(run(&ctx, &err), WF_E_API_KEY_MISSING);
+    ck_assert_ptr_nonnull(ctx.request_id); /* set before the failure, for the log */
+}
+END_TEST
+
+START_TEST(test_wrong_key_is_invalid_and_not_echoed)
+{
+    md_add("x-api-key", "secret-guess");
+    wf_rpc_ctx ctx = ctx_for(0);
+    wf_error err;
+    ck_assert_int_eq(run(&ctx, &err), WF_E_API_KEY_INVALID);
+    ck_assert_ptr_null(strstr(err.msg, "secret-guess"));
+}
+END_TEST
+
+START_TEST(test_key_prefix_is_not_a_match)
+{
+    md_add("x-api-key", "k");
+    wf_rpc_ctx ctx = ctx_for(0);
+    wf_error err;
+    ck_assert_int_eq(run(&ctx, &err), WF_E_API_KEY_INVALID);
+    md.count = 0;
+    md_add("x-api-key", "k1x");
+    ctx = ctx_for(0);
+    ck_assert_int_eq(run(&ctx, &err), WF_E_API_KEY_INVALID);
+}
+END_TEST
+
+START_TEST(test_valid_key_default_tenant)
+{
+    md_add("x-api-key", "k1");
+    wf_rpc_ctx ctx = ctx_for(0);
+    wf_error err;
+    ck_assert_int_eq(run(&ctx, &err), WF_OK);
+    ck_assert_str_eq(ctx.tenant, "default");
+    ck_assert_str_eq(ctx.key_id, cfg->api_keys[0].key_id);
+    ck_assert_ptr_null(ctx.actor);
+}
+END_TEST
+
+START_TEST(test_bearer_token_is_accepted)
+{
+    md_add("authorization", "Bearer k1");
+    wf_rpc_ctx ctx = ctx_for(0);
+    wf_error err;
+    ck_assert_int_eq(run(&ctx, &err), WF_OK);
+    md.count = 0;
+    md_add("authorization", "Basic azE6");
+    ctx = ctx_for(0);
+    ck_assert_int_eq(run(&ctx, &err), WF_E_API_KEY_INVALID);
+}
+END_TEST
+
+START_TEST(test_duplicated_key_is_refused)
+{
+    md_add("x-api-key", "k1");
+    md_add("x-api-key", "k1");
+    wf_rpc_ctx ctx = ctx_for(0);
+    wf_error err;
+    ck_assert_int_eq(run(&ctx, &err), WF_E_API_KEY_INVALID);
+}
+END_TEST
+
+START_TEST(test_bound_key_and_tenant)
+{
+    md_add("x-api-key", "k2");
+    wf_rpc_ctx ctx = ctx_for(0);
+    wf_error err;
+    ck_assert_int_eq(run(&ctx, &err), WF_OK);
+    ck_assert_str_eq(ctx.tenant, "tenant-b");
+
+    md_add("x-tenant-id", "tenant-a");
+    ctx = ctx_for(0);
+    ck_assert_int_eq(run(&ctx, &err), WF_E_TENANT_FORBIDDEN);
+
+    md.count = 0;
+    md_add("x-api-key", "k2");
+    md_add("x-tenant-id", "tenant-b");
+    ctx = ctx_for(0);
+    ck_assert_int_eq(run(&ctx, &err), WF_OK);
+
+    /* An unbound key may act in any tenant. */
+    md.count = 0;
+    md_add("x-api-key", "k1");
+    md_add("x-tenant-id", "tenant-a");
+    ctx = ctx_for(0);
+    ck_assert_int_eq(run(&ctx, &err), WF_OK);
+    ck_assert_str_eq(ctx.tenant, "tenant-a");
+}
+END_TEST
+
+START_TEST(test_malformed_tenant_is_invalid)
+{
+    md_add("x-api-key", "k1");
+    md_add("x-tenant-id", "a tenant");
+    wf_rpc_ctx ctx = ctx_for(0);
+    wf_error err;
+    ck_assert_int_eq(run(&ctx, &err), WF_E_INVALID_ARGUMENT);
+}
+END_TEST
+
+START_TEST(test_actor_required_and_validated)
+{
+    md_add("x-api-key", "k1");
+    wf_rpc_ctx ctx = ctx_for(WF_ROUTE_ACTOR);
+    wf_error err;
+    ck_assert_int_eq(run(&ctx, &err), WF_E_ACTOR_MISSING);
+
+    char long_actor[200];
+    memset(long_actor, 'a', sizeof long_actor - 1);
+    long_actor[sizeof long_actor - 1] = '\0';
+    md_add("x-actor-id", long_actor);
+    ctx = ctx_for(WF_ROUTE_ACTOR);
+    ck_assert_int_eq(run(&ctx, &err), WF_E_INVALID_ARGUMENT);
+
+    md.count = 1;
+    md_add("x-actor-id", "alice");
+    ctx = ctx_for(WF_ROUTE_ACTOR);
+    ck_assert_int_eq(run(&ctx, &err), WF_OK);
+    ck_assert_str_eq(ctx.actor, "alice");
+}
+END_TEST
+
+START_TEST(test_actor_groups_only_when_trusted)
+{
+    md_add("x-api-key", "k1");
+    md_add("x-actor-id", "alice");
+    md_add("x-actor-groups", "it,finance");
+    wf_rpc_ctx ctx = ctx_for(0);
+    wf_error err;
+    ck_assert_int_eq(run(&ctx, &err), WF_OK);
+    ck_assert_ptr_null(ctx.actor_groups);
+    cfg->trust_actor_groups = true;
+    ctx = ctx_for(0);
+    ck_assert_int_eq(run(&ctx, &err), WF_OK);
+    ck_assert_str_eq(ctx.actor_groups, "it,finance");
+}
+END_TEST
+
+START_TEST(test_public_method_needs_no_key)
+{
+    wf_rpc_ctx ctx = ctx_for(0);
+    ctx.public_method = 1;
+    wf_error err;
+    ck_assert_int_eq(run(&ctx, &err), WF_OK);
+    ck_assert_str_eq(ctx.tenant, "default");
+}
+END_TEST
+
+START_TEST(test_open_access_in_development_without_keys)
+{
+    wf_config_free(cfg);
+    const char *env[] = {"WF_ENV=development", NULL};
+    wf_error err;
+    cfg = wf_config_load((char *const *)env, &err);
+    wf_rpc_ctx ctx = ctx_for(0);
+    ck_assert_int_eq(run(&ctx, &err), WF_OK);
+    ck_assert_ptr_null(ctx.key_id);
+}
+END_TEST
+
+START_TEST(test_request_id_and_trace)
+{
+    md_add("x-api-key", "k1");
+    md_add("x-request-id", "req-42");
+    md_add("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    wf_rpc_ctx ctx = ctx_for(0);
+    wf_error err;
+    ck_assert_int_eq(run(&ctx, &err), WF_OK);
+    ck_assert_str_eq(ctx.request_id, "req-42");
+    ck_assert_str_eq(ctx.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+
+    md.count = 1;
+    md_add("traceparent", "garbage");
+    ctx = ctx_for(0);
+    ck_assert_int_eq(run(&ctx, &err), WF_OK);
+    ck_assert_ptr_null(ctx.trace_id);
+    ck_assert_uint_eq(strlen(ctx.request_id), 36); /* generated */
+}
+END_TEST
+
+START_TEST(test_expired_deadline)
+{
+    md_add("x-api-key", "k1");
+    wf_rpc_ctx ctx = ctx_for(0);
+    ctx.deadline = gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(5, GPR_TIMESPAN));
+    wf_error err;
+    ck_assert_int_eq(run(&ctx, &err), WF_E_DEADLINE_EXCEEDED);
+
+    ctx = ctx_for(0);
+    ctx.deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(5000, GPR_TIMESPAN));
+    ck_assert_int_eq(run(&ctx, &err), WF_OK);
+    ck_assert_int_gt(ctx.deadline_ms, 0);
+}
+END_TEST
+
+START_TEST(test_secret_compare)
+{
+    ck_assert(wf_rpc_secret_equal("abc", 3, "abc"));
+    ck_assert(!wf_rpc_secret_equal("abd", 3, "abc"));
+    ck_assert(!wf_rpc_secret_equal("ab", 2, "abc"));
+    ck_assert(!wf_rpc_secret_equal("abcd", 4, "abc"));
+    ck_assert(!wf_rpc_secret_equal("", 0, "abc"));
+}
+END_TEST
+
+/* ---- status mapping and trailer ------------------------------------------- */
+
+START_TEST(test_status_mapping_matches_design)
+{
+    struct {
+        wf_code code;
+        grpc_status_code status;
+    } cases[] = {
+        {WF_OK, GRPC_STATUS_OK},
+        {WF_E_TASK_NOT_FOUND, GRPC_STATUS_NOT_FOUND},
+        {WF_E_INVALID_JSON, GRPC_STATUS_INVALID_ARGUMENT},
+        {WF_E_DEFINITION_INVALID, GRPC_STATUS_INVALID_ARGUMENT},
+        {WF_E_ACTOR_MISSING, GRPC_STATUS_INVALID_ARGUMENT},
+        {WF_E_TASK_ALREADY_CLAIMED, GRPC_STATUS_FAILED_PRECONDITION},
+        {WF_E_REQUEST_ID_REUSED, GRPC_STATUS_FAILED_PRECONDITION},
+        {WF_E_NOT_GROUP_MEMBER, GRPC_STATUS_PERMISSION_DENIED},
+        {WF_E_TENANT_FORBIDDEN, GRPC_STATUS_PERMISSION_DENIED},
+        {WF_E_API_KEY_MISSING, GRPC_STATUS_UNAUTHENTICATED},
+        {WF_E_STORE_UNAVAILABLE, GRPC_STATUS_UNAVAILABLE},
+        {WF_E_TOO_LARGE, GRPC_STATUS_RESOURCE_EXHAUSTED},
+        {WF_E_DEADLINE_EXCEEDED, GRPC_STATUS_DEADLINE_EXCEEDED},
+        {WF_E_UNIMPLEMENTED, GRPC_STATUS_UNIMPLEMENTED},
+        {WF_E_INTERNAL, GRPC_STATUS_INTERNAL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        ck_assert_int_eq(wf_rpc_status_code(cases[i].code), cases[i].status);
+    /* Every code maps somewhere other than UNKNOWN, and only bugs to INTERNAL. */
+    for (int c = 0; c < WF_CODE_COUNT_; c++) {
+        grpc_status_code s = wf_rpc_status_code((wf_code)c);
+        ck_assert_int_ne(s, GRPC_STATUS_UNKNOWN);
+        ck_assert(s != GRPC_STATUS_INTERNAL || c == WF_E_INTERNAL);
+    }
+}
+END_TEST
+
+START_TEST(test_status_details_decode)
+{
+    wf_violation v[2] = {{"places", "no START place"}, {"arcs[1].guard", "does not compile"}};
+    uint8_t *bytes = NULL;
+    size_t n = wf_rpc_status_details(arena, WF_E_DEFINITION_INVALID, "definition is invalid", v,
+                                     2, &bytes);
+    ck_assert_uint_gt(n, 0);
+    Google__Rpc__Status *st = google__rpc__status__unpack(NULL, n, bytes);
+    ck_assert_ptr_nonnull(st);
+    ck_assert_int_eq(st->code, GRPC_STATUS_INVALID_ARGUMENT);
+    ck_assert_str_eq(st->message, "definition is invalid");
+    ck_assert_uint_eq(st->n_details, 2);
+    ck_assert_str_eq(st->details[0]->type_url, "type.googleapis.com/google.rpc.ErrorInfo");
+    Google__Rpc__ErrorInfo *info = google__rpc__error_info__unpack(
+        NULL, st->details[0]->value.len, st->details[0]->value.data);
+    ck_assert_str_eq(info->reason, "DEFINITION_INVALID");
+    ck_assert_str_eq(info->domain, "workflow.v1");
+    google__rpc__error_info__free_unpacked(info, NULL);
+    Google__Rpc__BadRequest *br = google__rpc__bad_request__unpack(
+        NULL, st->details[1]->value.len, st->details[1]->value.data);
+    ck_assert_uint_eq(br->n_field_violations, 2);
+    ck_assert_str_eq(br->field_violations[1]->field, "arcs[1].guard");
+    google__rpc__bad_request__free_unpacked(br, NULL);
+    google__rpc__status__free_unpacked(st, NULL);
+}
+END_TEST
+
+/* ---- method table --------------------------------------------------------- */
+
+START_TEST(test_table_covers_every_method)
+{
+    wf_rpc_method *t = NULL;
+    size_t n = 0;
+    wf_error err;
+    ck_assert_int_eq(wf_rpc_table_build(&workflow__v1__workflow_service__descriptor, wf_routes,
+                                        &t, &n, &err),
+                     WF_OK);
+    const ProtobufCServiceDescriptor *svc = &workflow__v1__workflow_service__descriptor;
+    ck_assert_uint_eq(n, svc->n_methods + 2);
+    ck_assert_str_eq(t[0].path, "/workflow.v1.WorkflowService/DeployDefinition");
+    for (unsigned i = 0; i < svc->n_methods; i++) {
+        ck_assert_ptr_nonnull(t[i].route);
+        ck_assert_str_eq(t[i].route->method, svc->methods[i].name);
+        ck_assert_ptr_eq(t[i].input, svc->methods[i].input);
+    }
+    ck_assert_str_eq(t[n - 2].path, "/grpc.health.v1.Health/Check");
+    ck_assert_str_eq(t[n - 1].path, "/grpc.health.v1.Health/Watch");
+    free(t);
+}
+END_TEST
+
+static wf_code
+dummy(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp, wf_error *err)
+{
+    (void)call, (void)req, (void)resp, (void)err;
+    return WF_OK;
+}
+
+START_TEST(test_table_rejects_missing_and_extra_routes)
+{
+    const ProtobufCServiceDescriptor *svc = &workflow__v1__workflow_service__descriptor;
+    wf_route routes[64];
+    size_t nr = 0;
+    for (unsigned i = 1; i < svc->n_methods; i++) /* the first method is left out */
+        routes[nr++] = (wf_route){svc->methods[i].name, dummy, 0};
+    routes[nr] = (wf_route){NULL, NULL, 0};
+    wf_rpc_method *t = NULL;
+    size_t n = 0;
+    wf_error err;
+    ck_assert_int_eq(wf_rpc_table_build(svc, routes, &t, &n, &err), WF_E_INTERNAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, svc->methods[0].name));
+
+    routes[nr++] = (wf_route){svc->methods[0].name, dummy, 0};
+    routes[nr++] = (wf_route){"NoSuchMethod", dummy, 0};
+    routes[nr] = (wf_route){NULL, NULL, 0};
+    ck_assert_int_eq(wf_rpc_table_build(svc, routes, &t, &n, &err), WF_E_INTERNAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "NoSuchMethod"));
+
+    nr--;
+    routes[nr++] = (wf_route){svc->methods[0].name, dummy, 0}; /* duplicate */
+    routes[nr] = (wf_route){NULL, NULL, 0};
+    ck_assert_int_eq(wf_rpc_table_build(svc, routes, &t, &n, &err), WF_E_INTERNAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "twice"));
+}
+END_TEST
+
+static Suite *
+rpc_suite(void)
+{
+    Suite *s = suite_create("rpc_unit");
+    TCase *tc = tcase_create("interceptors");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_missing_key_is_unauthenticated);
+    tcase_add_test(tc, test_wrong_key_is_invalid_and_not_echoed);
+    tcase_add_test(tc, test_key_prefix_is_not_a_match);
+    tcase_add_test(tc, test_valid_key_default_tenant);
+    tcase_add_test(tc, test_bearer_token_is_accepted);
+    tcase_add_test(tc, test_duplicated_key_is_refused);
+    tcase_add_test(tc, test_bound_key_and_tenant);
+    tcase_add_test(tc, test_malformed_tenant_is_invalid);
+    tcase_add_test(tc, test_actor_required_and_validated);
+    tcase_add_test(tc, test_actor_groups_only_when_trusted);
+    tcase_add_test(tc, test_public_method_needs_no_key);
+    tcase_add_test(tc, test_open_access_in_development_without_keys);
+    tcase_add_test(tc, test_request_id_and_trace);
+    tcase_add_test(tc, test_expired_deadline);
+    tcase_add_test(tc, test_secret_compare);
+    suite_add_tcase(s, tc);
+
+    TCase *ts = tcase_create("status_and_table");
+    tcase_add_checked_fixture(ts, setup, teardown);
+    tcase_add_test(ts, test_status_mapping_matches_design);
+    tcase_add_test(ts, test_status_details_decode);
+    tcase_add_test(ts, test_table_covers_every_method);
+    tcase_add_test(ts, test_table_rejects_missing_and_extra_routes);
+    suite_add_tcase(s, ts);
+    return s;
+}
+
+int
+main(void)
+{
+    return wf_test_run(rpc_suite());
+}
