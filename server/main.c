@@ -51,9 +51,15 @@ main(int argc, char **argv)
     wf_log_threshold = (wf_log_level)cfg->log_level;
 
     wf_app app = {.cfg = cfg};
+    if (wf_app_open_store(&app, &err) != WF_OK) {
+        WF_LOG(WF_LOG_ERROR, "startup", "could not open the store: %s", err.msg);
+        wf_config_free(cfg);
+        return 1;
+    }
     wf_rpc_server *srv = wf_rpc_server_start(&app, &err);
     if (srv == NULL) {
         WF_LOG(WF_LOG_ERROR, "startup", "could not start: %s", err.msg);
+        wf_app_close_store(&app);
         wf_config_free(cfg);
         return 1;
     }
@@ -71,6 +77,7 @@ main(int argc, char **argv)
     while (nanosleep(&drain, &drain) != 0)
         ;
     wf_rpc_server_stop(srv, cfg->grace_seconds * 1000);
+    wf_app_close_store(&app);
     WF_LOG(WF_LOG_INFO, "shutdown", "stopped");
     wf_config_free(cfg);
     return 0;

@@ -7,8 +7,30 @@
 bool
 wf_app_ready(wf_app *app)
 {
-    (void)app;
-    return true;
+    return app->store != NULL && wf_store_ready(app->store);
+}
+
+wf_code
+wf_app_open_store(wf_app *app, wf_error *err)
+{
+    const wf_config *cfg = app->cfg;
+    if (cfg->database_url == NULL)
+        app->store = wf_store_memory_new(err);
+    else {
+        wf_store_pg_config pc = {
+            .dsn = cfg->database_url,
+            .pool_size = cfg->db_pool_size,
+        };
+        app->store = wf_store_pg_new(&pc, err);
+    }
+    return app->store != NULL ? WF_OK : err->code;
+}
+
+void
+wf_app_close_store(wf_app *app)
+{
+    wf_store_free(app->store);
+    app->store = NULL;
 }
 
 wf_code

@@ -20,14 +20,21 @@
 #include "wf_config.h"
 #include "wf_error.h"
 
-struct wf_store;
+#include "store.h"
 
 /* The long-lived service: everything a handler may reach, built once by
  * main and shared read-only between threads (each member is thread-safe). */
 typedef struct wf_app {
     const wf_config *cfg;
-    struct wf_store *store;
+    wf_store *store;
 } wf_app;
+
+/* Opens the store the configuration names (Postgres when DATABASE_URL is
+ * set, else memory) into app->store. */
+wf_code wf_app_open_store(wf_app *app, wf_error *err);
+
+/* Closes app->store. */
+void wf_app_close_store(wf_app *app);
 
 /* One field violation for google.rpc.BadRequest (validation errors). */
 typedef struct wf_violation {

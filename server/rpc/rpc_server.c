@@ -281,33 +281,40 @@ call_path(struct call *c)
     return p != NULL ? p : "?";
 }
 
-/* Sends the final batch of a unary call: the response on WF_OK, otherwise
- * the status with its google.rpc.Status trailer. */
-static void
-finish_unary(struct call *c, const ProtobufCMessage *resp, const wf_error *err,
-             const wf_violation *violations, size_t nviolations)
+/* Fills the response's initial metadata: x-request-id echoes the request id
+ * (sent or generated). Returns the count; *rid must be unref'd after the
+ * batch has started. */
+static size_t
+initial_metadata(struct call *c, grpc_metadata md[1], grpc_slice *rid)
 {
-    wf_code code = err->code;
-    grpc_status_code status = wf_rpc_status_code(code);
+    *rid = grpc_empty_slice();
+    if (c->ictx.request_id == NULL)
+        return 0;
+    *rid = grpc_slice_from_copied_string(c->ictx.request_id);
+    md[0].key = grpc_slice_from_static_string("x-request-id");
+    md[0].value = *rid;
+    return 1;
+}
+
+/* Sends the final batch of a unary call: the response when status is OK,
+ * otherwise the status with its message and, when code is a core error,
+ * the google.rpc.Status trailer. */
+static void
+finish_with(struct call *c, const ProtobufCMessage *resp, grpc_status_code status, wf_code code,
+            const char *message, const wf_violation *violations, size_t nviolations)
+{
     grpc_op ops[4];
     memset(ops, 0, sizeof ops);
     size_t n = 0;
 
     grpc_metadata initial[1];
-    size_t ninitial = 0;
-    grpc_slice rid = grpc_empty_slice();
-    if (c->ictx.request_id != NULL) {
-        rid = grpc_slice_from_copied_string(c->ictx.request_id);
-        initial[0].key = grpc_slice_from_static_string("x-request-id");
-        initial[0].value = rid;
-        ninitial = 1;
-    }
+    grpc_slice rid;
     ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[n].data.send_initial_metadata.count = ninitial;
+    ops[n].data.send_initial_metadata.count = initial_metadata(c, initial, &rid);
     ops[n].data.send_initial_metadata.metadata = initial;
     n++;
 
-    if (code == WF_OK && resp != NULL) {
+    if (status == GRPC_STATUS_OK && resp != NULL) {
         c->send = pack(resp);
         ops[n].op = GRPC_OP_SEND_MESSAGE;
         ops[n].data.send_message.send_message = c->send;
@@ -320,11 +327,13 @@ finish_unary(struct call *c, const ProtobufCMessage *resp, const wf_error *err,
     size_t ntrailer = 0;
     ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
     ops[n].data.send_status_from_server.status = status;
-    if (code != WF_OK) {
-        msg = grpc_slice_from_copied_string(err->msg);
+    if (status != GRPC_STATUS_OK) {
+        msg = grpc_slice_from_copied_string(message);
         ops[n].data.send_status_from_server.status_details = &msg;
+    }
+    if (code != WF_OK) {
         uint8_t *bytes = NULL;
-        size_t len = wf_rpc_status_details(c->arena, code, err->msg, violations, nviolations,
+        size_t len = wf_rpc_status_details(c->arena, code, message, violations, nviolations,
                                            &bytes);
         if (len > 0) {
             details = grpc_slice_from_copied_buffer((const char *)bytes, len);
@@ -350,6 +359,14 @@ finish_unary(struct call *c, const ProtobufCMessage *resp, const wf_error *err,
     grpc_slice_unref(details);
 
     access_log(c, call_path(c), status, code);
+}
+
+static void
+finish_unary(struct call *c, const ProtobufCMessage *resp, const wf_error *err,
+             const wf_violation *violations, size_t nviolations)
+{
+    finish_with(c, resp, wf_rpc_status_code(err->code), err->code, err->msg, violations,
+                nviolations);
 }
 
 /* ---- health --------------------------------------------------------------- */
@@ -440,8 +457,12 @@ watch_send_locked(struct call *c)
     grpc_op ops[2];
     memset(ops, 0, sizeof ops);
     size_t n = 0;
+    grpc_metadata initial[1];
+    grpc_slice rid = grpc_empty_slice();
     if (c->sent == -1) {
         ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+        ops[n].data.send_initial_metadata.count = initial_metadata(c, initial, &rid);
+        ops[n].data.send_initial_metadata.metadata = initial;
         n++;
     }
     ops[n].op = GRPC_OP_SEND_MESSAGE;
@@ -451,6 +472,7 @@ watch_send_locked(struct call *c)
         c->sending = 1;
         c->sent = st;
     }
+    grpc_slice_unref(rid);
 }
 
 static void
@@ -558,22 +580,11 @@ dispatch(struct call *c)
         const Grpc__Health__V1__HealthCheckRequest *hreq = (const void *)req;
         enum health_service s = health_service_of(hreq->service);
         if (s == HS_UNKNOWN) {
-            wf_error_set(&err, WF_E_INVALID_ARGUMENT, "unknown service \"%s\"", hreq->service);
-            /* The health protocol wants NOT_FOUND here, not INVALID_ARGUMENT. */
-            grpc_op ops[3];
-            memset(ops, 0, sizeof ops);
-            grpc_slice msg = grpc_slice_from_copied_string(err.msg);
-            ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-            ops[1].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
-            ops[1].data.send_status_from_server.status = GRPC_STATUS_NOT_FOUND;
-            ops[1].data.send_status_from_server.status_details = &msg;
-            ops[2].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-            ops[2].data.recv_close_on_server.cancelled = &c->cancelled;
-            pthread_mutex_lock(&c->mu);
-            start_batch_locked(c, ops, 3, &c->t_batch);
-            pthread_mutex_unlock(&c->mu);
-            grpc_slice_unref(msg);
-            access_log(c, c->m->path, GRPC_STATUS_NOT_FOUND, WF_OK);
+            /* The health protocol answers NOT_FOUND, without our error
+             * details: it is grpc's contract, not workflow.v1's. */
+            char msg[160];
+            snprintf(msg, sizeof msg, "unknown service \"%.100s\"", hreq->service);
+            finish_with(c, NULL, GRPC_STATUS_NOT_FOUND, WF_OK, msg, NULL, 0);
             return;
         }
         Grpc__Health__V1__HealthCheckResponse resp = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;

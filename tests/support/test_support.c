@@ -16,6 +16,11 @@ wf_test_server_start(wf_test_server *ts, const char *const *env)
                               "WF_LOG_LEVEL=error", "WF_DRAIN_SECONDS=0"};
     char *all[64];
     size_t n = 0;
+    static char dburl[1024];
+    if (wf_test_store_is_pg()) {
+        snprintf(dburl, sizeof dburl, "DATABASE_URL=%s", getenv("WF_TEST_PG_DSN"));
+        all[n++] = dburl;
+    }
     /* Caller's entries first: the config reader takes the first match. */
     for (size_t i = 0; env != NULL && env[i] != NULL && n < 50; i++)
         all[n++] = (char *)env[i];
@@ -30,6 +35,7 @@ wf_test_server_start(wf_test_server *ts, const char *const *env)
     ck_assert_msg(ts->cfg != NULL, "config: %s", err.msg);
     wf_log_threshold = (wf_log_level)ts->cfg->log_level;
     ts->app.cfg = ts->cfg;
+    ck_assert_msg(wf_app_open_store(&ts->app, &err) == WF_OK, "store: %s", err.msg);
     ts->srv = wf_rpc_server_start(&ts->app, &err);
     ck_assert_msg(ts->srv != NULL, "server: %s", err.msg);
     ts->port = wf_rpc_server_port(ts->srv);
@@ -41,6 +47,7 @@ wf_test_server_stop(wf_test_server *ts, int grace_ms)
 {
     wf_rpc_server_stop(ts->srv, grace_ms);
     ts->srv = NULL;
+    wf_app_close_store(&ts->app);
     wf_config_free(ts->cfg);
     ts->cfg = NULL;
 }
@@ -56,9 +63,29 @@ wf_test_client(const wf_test_server *ts, const char *key, const char *tenant, co
     return c;
 }
 
+bool
+wf_test_store_is_pg(void)
+{
+    const char *s = getenv("WF_TEST_STORE");
+    return s != NULL && strcmp(s, "pg") == 0;
+}
+
+const char *
+wf_test_store_name(void)
+{
+    return wf_test_store_is_pg() ? "pg" : "memory";
+}
+
 int
 wf_test_run(Suite *s)
 {
+    if (wf_test_store_is_pg()) {
+        const char *dsn = getenv("WF_TEST_PG_DSN");
+        if (dsn == NULL || dsn[0] == '\0') {
+            printf("skipped: WF_TEST_STORE=pg but WF_TEST_PG_DSN is not set\n");
+            return 0;
+        }
+    }
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

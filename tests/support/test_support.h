@@ -6,6 +6,7 @@
 #define WF_TEST_SUPPORT_H
 
 #include <check.h>
+#include <stdbool.h>
 
 #include "handler.h"
 #include "rpc_server.h"
@@ -23,8 +24,8 @@ typedef struct wf_test_server {
 
 /* Starts a server from a NULL-terminated "NAME=value" list; WF_ADDR
  * defaults to 127.0.0.1:0, WF_ENV to development. Aborts the test on
- * failure. Uses the store named by WF_TEST_STORE ("memory" default, or
- * "pg" with WF_TEST_PG_DSN). */
+ * failure. The store is the one the environment names: pass
+ * "DATABASE_URL=..." for Postgres, nothing for the memory store. */
 void wf_test_server_start(wf_test_server *ts, const char *const *env);
 
 /* Stops the server (grace in ms) and frees everything. */
@@ -34,7 +35,16 @@ void wf_test_server_stop(wf_test_server *ts, int grace_ms);
 wf_client *wf_test_client(const wf_test_server *ts, const char *key, const char *tenant,
                           const char *actor);
 
-/* Runs a suite in fork mode and returns the process exit status. */
+/* True when WF_TEST_STORE=pg: suites then run against Postgres at
+ * WF_TEST_PG_DSN (the same cases as on the memory store). */
+bool wf_test_store_is_pg(void);
+
+/* "pg" or "memory", for messages. */
+const char *wf_test_store_name(void);
+
+/* Runs a suite in fork mode and returns the process exit status. With
+ * WF_TEST_STORE=pg and no WF_TEST_PG_DSN it prints that it is skipped and
+ * returns 0. */
 int wf_test_run(Suite *s);
 
 #endif /* WF_TEST_SUPPORT_H */
