@@ -31,6 +31,9 @@
  *     An unreachable database or an exhausted pool gives
  *     WF_E_STORE_UNAVAILABLE quickly; concurrent-update failures give
  *     WF_E_CONFLICT. Both are retryable by the caller.
+ *   - After any failed wf_tx_* call the unit of work is poisoned (Postgres
+ *     has aborted it): only wf_tx_rollback is accepted; commit gives
+ *     WF_E_INTERNAL and rolls back.
  *   - Inside a unit of work use only wf_tx_* calls: with Postgres a
  *     wf_store_* call would borrow a second connection (and could wait for
  *     the pool); with the memory store it would see uncommitted writes.
@@ -440,8 +443,8 @@ wf_code wf_tx_get_definition(wf_tx *tx, const char *key, int32_t version, wf_def
  * false when none matched. */
 wf_code wf_tx_consume_signal(wf_tx *tx, const char *name, const char *instance_id,
                              const char *aggregate_type, const char *aggregate_id,
-                             const char *consumer_instance, const char *transition_id,
-                             int64_t now, wf_signal_row *out, bool *found, wf_error *err);
+                             const char *consumer_instance, const char *transition_id, int64_t now,
+                             wf_signal_row *out, bool *found, wf_error *err);
 
 /* ---- simple reads ------------------------------------------------------ */
 
@@ -465,7 +468,7 @@ wf_code wf_store_get_job_by_key(wf_store *st, const wf_store_ctx *ctx, const cha
  * Keyset pagination is stable: rows inserted between pages never shift
  * others, so a row present throughout is returned exactly once. */
 
-/* Inbox filter. With user set: the user's own tasks (assignee USER = user),
+/* Inbox filter (NULL = every task). With user set: the user's own tasks (assignee USER = user),
  * the OPEN group tasks of groups[], and tasks claimed by user. Else with
  * group set: that group's OPEN tasks. Else every task of the tenant. The
  * states filter (empty = any) applies on top. Ordered by (created_at, id). */
@@ -482,9 +485,15 @@ wf_code wf_store_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task
                             size_t page_size, const char *cursor, wf_task_row **rows, size_t *n,
                             char **next_cursor, wf_error *err);
 
-/* NULL fields do not filter. has_children: -1 any, 0 none, 1 at least one
- * (TaskFlow's notStarted = a root without referrals). Ordered by
- * (created_at, id). */
+/* NULL fields (and a NULL filter) do not filter. children: whether the
+ * instance has child instances (TaskFlow's notStarted = a root without
+ * referrals). Ordered by (created_at, id). */
+typedef enum wf_children_filter {
+    WF_CHILDREN_ANY = 0,
+    WF_CHILDREN_NONE = 1,
+    WF_CHILDREN_SOME = 2,
+} wf_children_filter;
+
 typedef struct wf_instance_filter {
     const char *started_by;
     const char *definition_key;
@@ -493,13 +502,12 @@ typedef struct wf_instance_filter {
     const wf_instance_status *statuses;
     size_t n_statuses;
     bool roots_only;
-    int has_children;
+    wf_children_filter children;
 } wf_instance_filter;
 
-wf_code wf_store_list_instances(wf_store *st, const wf_store_ctx *ctx,
-                                const wf_instance_filter *f, size_t page_size, const char *cursor,
-                                wf_instance_row **rows, size_t *n, char **next_cursor,
-                                wf_error *err);
+wf_code wf_store_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filter *f,
+                                size_t page_size, const char *cursor, wf_instance_row **rows,
+                                size_t *n, char **next_cursor, wf_error *err);
 
 /* Every version of every definition, ordered by (key, version). */
 wf_code wf_store_list_definitions(wf_store *st, const wf_store_ctx *ctx, size_t page_size,
@@ -519,12 +527,13 @@ typedef struct wf_signal_filter {
 } wf_signal_filter;
 
 wf_code wf_store_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f,
-                              size_t page_size, const char *cursor, wf_signal_row **rows,
-                              size_t *n, char **next_cursor, wf_error *err);
+                              size_t page_size, const char *cursor, wf_signal_row **rows, size_t *n,
+                              char **next_cursor, wf_error *err);
 
 /* ---- cross-instance work ----------------------------------------------- */
 
-/* Leases up to max jobs of job_type to worker: jobs ACTIVATABLE with
+/* Leases up to max jobs of job_type to worker (lease_ms is milliseconds;
+ * now and row times are microseconds): jobs ACTIVATABLE with
  * activatable_at <= now, and ACTIVATED jobs whose lease expired (re-leased
  * without spending an attempt). Each gets state ACTIVATED, a fresh key and
  * lease_expires_at = now + lease_ms, and a JOB_ACTIVATED event in the same
@@ -537,7 +546,8 @@ wf_code wf_store_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char
 /*
  * Due timers of EVERY tenant (ctx->tenant is ignored; rows carry theirs):
  * up to limit timers with due_at <= now that are not claimed, or whose
- * claim ran out, are claimed until now + claim_ms and returned ordered by
+ * claim ran out, are claimed until now + claim_ms (milliseconds; now is
+ * microseconds) and returned ordered by
  * (due_at, id). Rows locked by another transaction are skipped.
  *
  * Firing protocol (what makes a timer fire at most once):
@@ -561,8 +571,8 @@ wf_code wf_store_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, int64_t
  * root. */
 wf_code wf_store_find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const char *name,
                                     const char *instance_id, const char *aggregate_type,
-                                    const char *aggregate_id, wf_subscription_row **rows,
-                                    size_t *n, wf_error *err);
+                                    const char *aggregate_id, wf_subscription_row **rows, size_t *n,
+                                    wf_error *err);
 
 /*
  * Events with sequence > after_sequence, ascending, at most limit (0 = 100,
@@ -588,7 +598,7 @@ typedef struct wf_event_filter {
 } wf_event_filter;
 
 wf_code wf_store_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after_sequence,
-                             const wf_event_filter *f, size_t limit, wf_event_row **rows,
-                             size_t *n, wf_error *err);
+                             const wf_event_filter *f, size_t limit, wf_event_row **rows, size_t *n,
+                             wf_error *err);
 
 #endif /* WF_STORE_H */

@@ -1,0 +1,214 @@
+-- 0001_init: the whole data model of design.md sections 4-6.
+--
+-- Conventions: every table starts its primary key with tenant_id, and every
+-- per-instance table carries root_id (the aggregate and future sharding
+-- key). Times are bigint microseconds since the Unix epoch (0 = unset);
+-- enums are smallint (values fixed in store.h); JSON is text. Ids sort
+-- byte-wise (COLLATE "C") so keyset pagination matches the memory store.
+
+CREATE TABLE definitions (
+    tenant_id     text NOT NULL,
+    key           text COLLATE "C" NOT NULL,
+    version       int NOT NULL,
+    kind          smallint NOT NULL,
+    name          text,
+    content       bytea,
+    content_hash  text,
+    valid_from    bigint NOT NULL DEFAULT 0,
+    valid_until   bigint NOT NULL DEFAULT 0,
+    created_at    bigint NOT NULL,
+    created_by    text,
+    PRIMARY KEY (tenant_id, key, version)
+);
+
+CREATE TABLE instances (
+    tenant_id            text NOT NULL,
+    id                   text COLLATE "C" NOT NULL,
+    root_id              text COLLATE "C" NOT NULL,
+    parent_id            text COLLATE "C",
+    definition_key       text NOT NULL,
+    definition_version   int NOT NULL,
+    status               smallint NOT NULL,
+    variables_json       text,
+    aggregate_type       text,
+    aggregate_id         text,
+    started_by           text,
+    title                text,
+    last_error           text,
+    join_mode            smallint NOT NULL DEFAULT 0,
+    join_quorum          int NOT NULL DEFAULT 0,
+    on_all_completed     bytea,
+    join_fired           boolean NOT NULL DEFAULT false,
+    created_at           bigint NOT NULL,
+    updated_at           bigint NOT NULL,
+    ended_at             bigint NOT NULL DEFAULT 0,
+    version              bigint NOT NULL,
+    PRIMARY KEY (tenant_id, id)
+);
+CREATE INDEX instances_root ON instances (tenant_id, root_id);
+CREATE INDEX instances_parent ON instances (tenant_id, parent_id) WHERE parent_id IS NOT NULL;
+CREATE INDEX instances_started_by ON instances (tenant_id, started_by, created_at, id);
+CREATE INDEX instances_aggregate ON instances (tenant_id, aggregate_type, aggregate_id)
+    WHERE aggregate_type IS NOT NULL;
+
+CREATE TABLE tasks (
+    tenant_id       text NOT NULL,
+    id              text COLLATE "C" NOT NULL,
+    root_id         text COLLATE "C" NOT NULL,
+    instance_id     text COLLATE "C" NOT NULL,
+    definition_key  text,
+    transition_id   text,
+    work_item_id    text,
+    title           text,
+    assignee_kind   smallint NOT NULL,
+    assignee_id     text,
+    assigned_by     text,
+    status          smallint NOT NULL,
+    claimed_by      text,
+    completed_by    text,
+    created_at      bigint NOT NULL,
+    due_at          bigint NOT NULL DEFAULT 0,
+    ended_at        bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (tenant_id, id)
+);
+CREATE INDEX tasks_inbox ON tasks (tenant_id, assignee_kind, assignee_id, status);
+CREATE INDEX tasks_claimed ON tasks (tenant_id, claimed_by) WHERE claimed_by IS NOT NULL;
+CREATE INDEX tasks_root ON tasks (tenant_id, root_id);
+
+CREATE TABLE tokens (
+    tenant_id    text NOT NULL,
+    id           text COLLATE "C" NOT NULL,
+    root_id      text COLLATE "C" NOT NULL,
+    instance_id  text COLLATE "C" NOT NULL,
+    place_id     text NOT NULL,
+    created_seq  bigint NOT NULL,
+    PRIMARY KEY (tenant_id, id)
+);
+CREATE INDEX tokens_root ON tokens (tenant_id, root_id);
+
+CREATE TABLE work_items (
+    tenant_id      text NOT NULL,
+    id             text COLLATE "C" NOT NULL,
+    root_id        text COLLATE "C" NOT NULL,
+    instance_id    text COLLATE "C" NOT NULL,
+    transition_id  text NOT NULL,
+    trigger        smallint NOT NULL,
+    token_ids      text,
+    state          smallint NOT NULL,
+    enabled_at     bigint NOT NULL,
+    finished_at    bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (tenant_id, id)
+);
+CREATE INDEX work_items_root ON work_items (tenant_id, root_id);
+
+CREATE TABLE jobs (
+    tenant_id           text NOT NULL,
+    id                  text COLLATE "C" NOT NULL,
+    key                 text,
+    root_id             text COLLATE "C" NOT NULL,
+    instance_id         text COLLATE "C" NOT NULL,
+    work_item_id        text,
+    transition_id       text,
+    job_type            text NOT NULL,
+    state               smallint NOT NULL,
+    worker              text,
+    attempt             int NOT NULL,
+    max_attempts        int NOT NULL,
+    activatable_at      bigint NOT NULL,
+    lease_expires_at    bigint NOT NULL DEFAULT 0,
+    initial_backoff_ms  bigint NOT NULL DEFAULT 0,
+    backoff_multiplier  double precision NOT NULL DEFAULT 0,
+    max_backoff_ms      bigint NOT NULL DEFAULT 0,
+    variables_json      text,
+    idempotency_key     text,
+    compensation        boolean NOT NULL DEFAULT false,
+    last_error          text,
+    created_at          bigint NOT NULL,
+    PRIMARY KEY (tenant_id, id)
+);
+CREATE INDEX jobs_activation ON jobs (tenant_id, job_type, state, activatable_at);
+CREATE INDEX jobs_key ON jobs (tenant_id, key) WHERE key IS NOT NULL;
+CREATE INDEX jobs_root ON jobs (tenant_id, root_id);
+
+CREATE TABLE timers (
+    tenant_id      text NOT NULL,
+    id             text COLLATE "C" NOT NULL,
+    root_id        text COLLATE "C" NOT NULL,
+    instance_id    text COLLATE "C" NOT NULL,
+    work_item_id   text,
+    transition_id  text,
+    due_at         bigint NOT NULL,
+    created_at     bigint NOT NULL,
+    claimed_until  bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (tenant_id, id)
+);
+CREATE INDEX timers_due ON timers (due_at);
+CREATE INDEX timers_root ON timers (tenant_id, root_id);
+
+CREATE TABLE subscriptions (
+    tenant_id       text NOT NULL,
+    id              text COLLATE "C" NOT NULL,
+    root_id         text COLLATE "C" NOT NULL,
+    instance_id     text COLLATE "C" NOT NULL,
+    work_item_id    text,
+    transition_id   text,
+    signal_name     text NOT NULL,
+    aggregate_type  text,
+    aggregate_id    text,
+    created_at      bigint NOT NULL,
+    PRIMARY KEY (tenant_id, id)
+);
+CREATE INDEX subscriptions_correlation
+    ON subscriptions (tenant_id, signal_name, aggregate_type, aggregate_id);
+CREATE INDEX subscriptions_instance ON subscriptions (tenant_id, instance_id);
+CREATE INDEX subscriptions_root ON subscriptions (tenant_id, root_id);
+
+-- The delivery log (workflow_signals): every signal, matched or not.
+CREATE TABLE signals (
+    tenant_id             text NOT NULL,
+    id                    text COLLATE "C" NOT NULL,
+    signal_id             text,
+    name                  text NOT NULL,
+    instance_id           text,
+    aggregate_type        text,
+    aggregate_id          text,
+    payload_json          text,
+    outcome               smallint NOT NULL,
+    buffered              boolean NOT NULL DEFAULT false,
+    received_at           bigint NOT NULL,
+    expires_at            bigint NOT NULL DEFAULT 0,
+    consumed_at           bigint NOT NULL DEFAULT 0,
+    consumed_by_instance  text,
+    transition_id         text,
+    discarded             boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (tenant_id, id)
+);
+CREATE UNIQUE INDEX signals_dedupe ON signals (tenant_id, signal_id)
+    WHERE signal_id IS NOT NULL AND signal_id <> '';
+CREATE INDEX signals_correlation ON signals (tenant_id, name, aggregate_type, aggregate_id);
+CREATE INDEX signals_instance ON signals (tenant_id, instance_id) WHERE instance_id IS NOT NULL;
+CREATE INDEX signals_consumer ON signals (tenant_id, consumed_by_instance)
+    WHERE consumed_by_instance IS NOT NULL;
+
+CREATE TABLE events (
+    sequence     bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    tenant_id    text NOT NULL,
+    root_id      text COLLATE "C",
+    instance_id  text COLLATE "C",
+    type         text NOT NULL,
+    actor        text,
+    data_json    text,
+    time         bigint NOT NULL
+);
+CREATE INDEX events_root ON events (tenant_id, root_id, sequence);
+
+-- AIP-155 request records, written in the transaction of their effect.
+CREATE TABLE idempotency (
+    tenant_id     text NOT NULL,
+    method        text NOT NULL,
+    request_id    text NOT NULL,
+    request_hash  text,
+    response      bytea,
+    created_at    bigint NOT NULL,
+    PRIMARY KEY (tenant_id, method, request_id)
+);

@@ -1,0 +1,63 @@
+/*
+ * pg_errors.c: SQLSTATE -> wf_code, in one place.
+ *
+ * Owns the decision of what a Postgres failure means to a client:
+ * connection trouble and server shutdown are STORE_UNAVAILABLE (retry),
+ * serialization failures, deadlocks and unique violations are CONFLICT
+ * (retry), statement_timeout is DEADLINE_EXCEEDED. The SQLSTATE and the
+ * server's text go to the log only; err->msg never carries library or SQL
+ * text. Must not: decide anything about the connection beyond "broken".
+ */
+#include "pg_pool.h"
+
+#include <string.h>
+
+#include "wf_log.h"
+
+static bool
+starts(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+wf_code
+wf_pg_map_error(PGconn *pg, const PGresult *res, const char *stmt, const char *what, bool *broken,
+                wf_error *err)
+{
+    const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *text = res != NULL ? PQresultErrorMessage(res) : NULL;
+    if (text == NULL || text[0] == '\0')
+        text = pg != NULL ? PQerrorMessage(pg) : "no connection";
+    bool conn_bad = pg == NULL || PQstatus(pg) != CONNECTION_OK;
+    if (state == NULL)
+        state = "";
+
+    wf_code code;
+    if (conn_bad || state[0] == '\0' || starts(state, "08") || starts(state, "57P") ||
+        starts(state, "53")) {
+        /* 08: connection exception; 57P01-03: admin/crash shutdown,
+         * cannot connect now; 53: out of resources (too many
+         * connections, disk full). No SQLSTATE at all means libpq lost
+         * the connection. */
+        *broken = true;
+        code = wf_error_set(err, WF_E_STORE_UNAVAILABLE, "could not reach the database");
+    } else if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0 ||
+               strcmp(state, "55P03") == 0 || strcmp(state, "23505") == 0) {
+        /* Serialization failure, deadlock, lock not available, unique
+         * violation: another transaction won a race; retrying is safe. */
+        code = wf_error_set(err, WF_E_CONFLICT,
+                            "could not write %s: a concurrent transaction interfered", what);
+    } else if (strcmp(state, "57014") == 0) {
+        /* statement_timeout, set from the call's deadline. */
+        code = wf_error_set(err, WF_E_DEADLINE_EXCEEDED,
+                            "deadline exceeded while waiting for the store");
+    } else if (starts(state, "22")) {
+        code = wf_error_set(err, WF_E_INVALID_ARGUMENT, "invalid value for %s", what);
+    } else {
+        code = wf_error_set(err, WF_E_INTERNAL, "could not access %s", what);
+    }
+    WF_LOG(code == WF_E_INTERNAL ? WF_LOG_ERROR : WF_LOG_WARN, "db_error",
+           "statement=%s sqlstate=%s code=%s detail=%s", stmt, state[0] ? state : "none",
+           wf_code_reason(code), text);
+    return code;
+}

@@ -1,0 +1,733 @@
+/*
+ * store.c: the public wf_store_* / wf_tx_* entry points and what both
+ * implementations share.
+ *
+ * Owns: the checks every call makes before dispatching (tenant present,
+ * deadline not already past, page size and cursor parsing), the row
+ * descriptors, deep copies, and cursor text, so the memory and Postgres
+ * stores cannot drift in those. Must not: hold state, know SQL, or
+ * implement storage itself.
+ */
+#include "store_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wf_log.h"
+#include "wf_time.h"
+
+#define DEFAULT_PAGE 50
+#define MAX_PAGE 1000
+
+/* ---- row descriptors -------------------------------------------------- */
+
+#define STR(T, f)                                                                                  \
+    {                                                                                              \
+        WF_F_STR, offsetof(T, f), 0                                                                \
+    }
+#define BYTES(T, f, l)                                                                             \
+    {                                                                                              \
+        WF_F_BYTES, offsetof(T, f), offsetof(T, l)                                                 \
+    }
+#define I64(T, f)                                                                                  \
+    {                                                                                              \
+        WF_F_I64, offsetof(T, f), 0                                                                \
+    }
+#define I32(T, f)                                                                                  \
+    {                                                                                              \
+        WF_F_I32, offsetof(T, f), 0                                                                \
+    }
+#define BOOL(T, f)                                                                                 \
+    {                                                                                              \
+        WF_F_BOOL, offsetof(T, f), 0                                                               \
+    }
+#define F64(T, f)                                                                                  \
+    {                                                                                              \
+        WF_F_F64, offsetof(T, f), 0                                                                \
+    }
+#define DESC(var, label, T, arr)                                                                   \
+    const wf_row_desc var = {label, sizeof(T), offsetof(T, tenant), arr,                           \
+                             sizeof(arr) / sizeof(arr[0])}
+
+/* Enum fields are read and written as int32_t. */
+_Static_assert(sizeof(wf_instance_status) == sizeof(int32_t), "enums must be 32-bit");
+
+static const wf_field definition_fields[] = {
+    STR(wf_definition_row, tenant),       STR(wf_definition_row, key),
+    I32(wf_definition_row, version),      I32(wf_definition_row, kind),
+    STR(wf_definition_row, name),         BYTES(wf_definition_row, content, content_len),
+    STR(wf_definition_row, content_hash), I64(wf_definition_row, valid_from),
+    I64(wf_definition_row, valid_until),  I64(wf_definition_row, created_at),
+    STR(wf_definition_row, created_by),
+};
+DESC(wf_store__definition_desc, "definition", wf_definition_row, definition_fields);
+
+static const wf_field instance_fields[] = {
+    STR(wf_instance_row, id),
+    STR(wf_instance_row, tenant),
+    STR(wf_instance_row, definition_key),
+    I32(wf_instance_row, definition_version),
+    STR(wf_instance_row, parent_id),
+    STR(wf_instance_row, root_id),
+    I32(wf_instance_row, status),
+    STR(wf_instance_row, variables_json),
+    STR(wf_instance_row, aggregate_type),
+    STR(wf_instance_row, aggregate_id),
+    STR(wf_instance_row, started_by),
+    STR(wf_instance_row, title),
+    STR(wf_instance_row, last_error),
+    I32(wf_instance_row, join_mode),
+    I32(wf_instance_row, join_quorum),
+    BYTES(wf_instance_row, on_all_completed, on_all_completed_len),
+    BOOL(wf_instance_row, join_fired),
+    I64(wf_instance_row, created_at),
+    I64(wf_instance_row, updated_at),
+    I64(wf_instance_row, ended_at),
+    I64(wf_instance_row, version),
+};
+DESC(wf_store__instance_desc, "instance", wf_instance_row, instance_fields);
+
+static const wf_field task_fields[] = {
+    STR(wf_task_row, id),
+    STR(wf_task_row, tenant),
+    STR(wf_task_row, instance_id),
+    STR(wf_task_row, root_id),
+    STR(wf_task_row, definition_key),
+    STR(wf_task_row, transition_id),
+    STR(wf_task_row, work_item_id),
+    STR(wf_task_row, title),
+    I32(wf_task_row, assignee_kind),
+    STR(wf_task_row, assignee_id),
+    STR(wf_task_row, assigned_by),
+    I32(wf_task_row, status),
+    STR(wf_task_row, claimed_by),
+    STR(wf_task_row, completed_by),
+    I64(wf_task_row, created_at),
+    I64(wf_task_row, due_at),
+    I64(wf_task_row, ended_at),
+};
+DESC(wf_store__task_desc, "task", wf_task_row, task_fields);
+
+static const wf_field token_fields[] = {
+    STR(wf_token_row, id),          STR(wf_token_row, tenant),   STR(wf_token_row, root_id),
+    STR(wf_token_row, instance_id), STR(wf_token_row, place_id), I64(wf_token_row, created_seq),
+};
+DESC(wf_store__token_desc, "token", wf_token_row, token_fields);
+
+static const wf_field work_item_fields[] = {
+    STR(wf_work_item_row, id),
+    STR(wf_work_item_row, tenant),
+    STR(wf_work_item_row, root_id),
+    STR(wf_work_item_row, instance_id),
+    STR(wf_work_item_row, transition_id),
+    I32(wf_work_item_row, trigger),
+    STR(wf_work_item_row, token_ids),
+    I32(wf_work_item_row, state),
+    I64(wf_work_item_row, enabled_at),
+    I64(wf_work_item_row, finished_at),
+};
+DESC(wf_store__work_item_desc, "work item", wf_work_item_row, work_item_fields);
+
+static const wf_field job_fields[] = {
+    STR(wf_job_row, id),
+    STR(wf_job_row, key),
+    STR(wf_job_row, tenant),
+    STR(wf_job_row, root_id),
+    STR(wf_job_row, instance_id),
+    STR(wf_job_row, work_item_id),
+    STR(wf_job_row, transition_id),
+    STR(wf_job_row, job_type),
+    I32(wf_job_row, state),
+    STR(wf_job_row, worker),
+    I32(wf_job_row, attempt),
+    I32(wf_job_row, max_attempts),
+    I64(wf_job_row, activatable_at),
+    I64(wf_job_row, lease_expires_at),
+    I64(wf_job_row, initial_backoff_ms),
+    F64(wf_job_row, backoff_multiplier),
+    I64(wf_job_row, max_backoff_ms),
+    STR(wf_job_row, variables_json),
+    STR(wf_job_row, idempotency_key),
+    BOOL(wf_job_row, compensation),
+    STR(wf_job_row, last_error),
+    I64(wf_job_row, created_at),
+};
+DESC(wf_store__job_desc, "job", wf_job_row, job_fields);
+
+static const wf_field timer_fields[] = {
+    STR(wf_timer_row, id),
+    STR(wf_timer_row, tenant),
+    STR(wf_timer_row, root_id),
+    STR(wf_timer_row, instance_id),
+    STR(wf_timer_row, work_item_id),
+    STR(wf_timer_row, transition_id),
+    I64(wf_timer_row, due_at),
+    I64(wf_timer_row, created_at),
+    I64(wf_timer_row, claimed_until),
+};
+DESC(wf_store__timer_desc, "timer", wf_timer_row, timer_fields);
+
+static const wf_field subscription_fields[] = {
+    STR(wf_subscription_row, id),           STR(wf_subscription_row, tenant),
+    STR(wf_subscription_row, root_id),      STR(wf_subscription_row, instance_id),
+    STR(wf_subscription_row, work_item_id), STR(wf_subscription_row, transition_id),
+    STR(wf_subscription_row, signal_name),  STR(wf_subscription_row, aggregate_type),
+    STR(wf_subscription_row, aggregate_id), I64(wf_subscription_row, created_at),
+};
+DESC(wf_store__subscription_desc, "subscription", wf_subscription_row, subscription_fields);
+
+static const wf_field signal_fields[] = {
+    STR(wf_signal_row, id),
+    STR(wf_signal_row, tenant),
+    STR(wf_signal_row, signal_id),
+    STR(wf_signal_row, name),
+    STR(wf_signal_row, instance_id),
+    STR(wf_signal_row, aggregate_type),
+    STR(wf_signal_row, aggregate_id),
+    STR(wf_signal_row, payload_json),
+    I32(wf_signal_row, outcome),
+    BOOL(wf_signal_row, buffered),
+    I64(wf_signal_row, received_at),
+    I64(wf_signal_row, expires_at),
+    I64(wf_signal_row, consumed_at),
+    STR(wf_signal_row, consumed_by_instance),
+    STR(wf_signal_row, transition_id),
+    BOOL(wf_signal_row, discarded),
+};
+DESC(wf_store__signal_desc, "signal", wf_signal_row, signal_fields);
+
+static const wf_field event_fields[] = {
+    I64(wf_event_row, sequence),    STR(wf_event_row, tenant), STR(wf_event_row, root_id),
+    STR(wf_event_row, instance_id), STR(wf_event_row, type),   STR(wf_event_row, actor),
+    STR(wf_event_row, data_json),   I64(wf_event_row, time),
+};
+DESC(wf_store__event_desc, "event", wf_event_row, event_fields);
+
+static const wf_field idempotency_fields[] = {
+    STR(wf_idempotency_row, tenant),
+    STR(wf_idempotency_row, method),
+    STR(wf_idempotency_row, request_id),
+    STR(wf_idempotency_row, request_hash),
+    BYTES(wf_idempotency_row, response, response_len),
+    I64(wf_idempotency_row, created_at),
+};
+DESC(wf_store__idempotency_desc, "request record", wf_idempotency_row, idempotency_fields);
+
+/* ---- shared helpers ---------------------------------------------------- */
+
+#define FIELD(row, off) ((char *)(row) + (off))
+
+static void *
+dup_bytes(wf_arena *arena, const void *src, size_t n)
+{
+    void *p = arena != NULL ? wf_arena_alloc(arena, n) : malloc(n > 0 ? n : 1);
+    if (p != NULL && n > 0)
+        memcpy(p, src, n);
+    return p;
+}
+
+bool
+wf_store__row_copy(const wf_row_desc *d, void *dst, const void *src, wf_arena *arena,
+                   const char *tenant)
+{
+    memcpy(dst, src, d->size);
+    /* First NULL every owned pointer, so a partial copy is always safe to
+     * clear. */
+    for (size_t i = 0; i < d->n_fields; i++) {
+        const wf_field *f = &d->fields[i];
+        if (f->type == WF_F_STR || f->type == WF_F_BYTES)
+            *(void **)FIELD(dst, f->off) = NULL;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < d->n_fields && ok; i++) {
+        const wf_field *f = &d->fields[i];
+        if (f->type != WF_F_STR && f->type != WF_F_BYTES)
+            continue;
+        const void *sp = *(void *const *)FIELD(src, f->off);
+        if (f->off == d->tenant_off && tenant != NULL)
+            sp = tenant;
+        if (sp == NULL)
+            continue;
+        size_t n = f->type == WF_F_STR ? strlen(sp) + 1 : *(const size_t *)FIELD(src, f->len_off);
+        void *p = dup_bytes(arena, sp, n);
+        *(void **)FIELD(dst, f->off) = p;
+        ok = p != NULL;
+    }
+    return ok;
+}
+
+void
+wf_store__row_clear(const wf_row_desc *d, void *row)
+{
+    if (row == NULL)
+        return;
+    for (size_t i = 0; i < d->n_fields; i++) {
+        const wf_field *f = &d->fields[i];
+        if (f->type == WF_F_STR || f->type == WF_F_BYTES) {
+            free(*(void **)FIELD(row, f->off));
+            *(void **)FIELD(row, f->off) = NULL;
+        }
+    }
+}
+
+const char *
+wf_store__row_str(const wf_row_desc *d, const void *row, size_t i)
+{
+    return *(const char *const *)((const char *)row + d->fields[i].off);
+}
+
+char *
+wf_store__cursor_make(wf_arena *arena, int64_t num, const char *str)
+{
+    return wf_arena_printf(arena, "%" PRId64 ",%s", num, str != NULL ? str : "");
+}
+
+/* Parses "<number>,<text>"; false when malformed. */
+static bool
+cursor_parse(const char *cursor, wf_arena *arena, int64_t *num, char **str)
+{
+    const char *comma = strchr(cursor, ',');
+    if (comma == NULL || comma == cursor)
+        return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(cursor, &end, 10);
+    if (errno != 0 || end != comma)
+        return false;
+    *num = v;
+    *str = wf_arena_strdup(arena, comma + 1);
+    return *str != NULL;
+}
+
+char *
+wf_store__job_activated_data(wf_arena *arena, const wf_job_row *job)
+{
+    char key[128], worker[512];
+    if (wf_json_escape(key, sizeof key, job->key, strlen(job->key)) == (size_t)-1 ||
+        wf_json_escape(worker, sizeof worker, job->worker, strlen(job->worker)) == (size_t)-1)
+        return wf_arena_printf(arena, "{\"job_id\":\"%s\",\"attempt\":%d}", job->id,
+                               (int)job->attempt);
+    return wf_arena_printf(
+        arena, "{\"job_id\":\"%s\",\"job_key\":\"%s\",\"worker\":\"%s\",\"attempt\":%d}", job->id,
+        key, worker, (int)job->attempt);
+}
+
+bool
+wf_store__deadline_passed(int64_t deadline_ms)
+{
+    return deadline_ms != 0 && wf_mono_ms() >= deadline_ms;
+}
+
+wf_code
+wf_store__nomem(wf_error *err)
+{
+    return wf_error_set(err, WF_E_TOO_LARGE, "out of memory");
+}
+
+/* ---- entry points ------------------------------------------------------ */
+
+/* Checks shared by every tenant-scoped call. */
+static wf_code
+check_ctx(const wf_store_ctx *ctx, bool need_tenant, wf_error *err)
+{
+    if (ctx == NULL || ctx->arena == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "store call without a context");
+    if (need_tenant && (ctx->tenant == NULL || ctx->tenant[0] == '\0'))
+        return wf_error_set(err, WF_E_INTERNAL, "store call without a tenant");
+    if (wf_store__deadline_passed(ctx->deadline_ms))
+        return wf_error_set(err, WF_E_DEADLINE_EXCEEDED, "deadline exceeded before the store call");
+    return WF_OK;
+}
+
+static wf_code
+check_tx(wf_tx *tx, wf_error *err)
+{
+    if (tx == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "no open transaction");
+    if (tx->failed)
+        return wf_error_set(err, WF_E_INTERNAL,
+                            "cannot continue a transaction after a failed call");
+    if (wf_store__deadline_passed(tx->ctx.deadline_ms))
+        return wf_error_set(err, WF_E_DEADLINE_EXCEEDED, "deadline exceeded in the transaction");
+    return WF_OK;
+}
+
+/* Any failure inside a unit of work poisons it (Postgres aborts the
+ * transaction; the memory store may hold a partial write), so both stores
+ * refuse everything but rollback afterwards. */
+static wf_code
+tx_done(wf_tx *tx, wf_code rc)
+{
+    if (rc != WF_OK && tx != NULL)
+        tx->failed = true;
+    return rc;
+}
+
+void
+wf_store_free(wf_store *st)
+{
+    if (st != NULL)
+        st->ops->destroy(st);
+}
+
+bool
+wf_store_ready(wf_store *st)
+{
+    return st->ops->ready(st);
+}
+
+void
+wf_store_get_stats(wf_store *st, wf_store_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    st->ops->stats(st, out);
+}
+
+wf_code
+wf_store_begin(wf_store *st, const wf_store_ctx *ctx, wf_tx **tx, wf_error *err)
+{
+    wf_code rc = check_ctx(ctx, true, err);
+    return rc != WF_OK ? rc : st->ops->begin(st, ctx, tx, err);
+}
+
+wf_code
+wf_tx_lock_root(wf_tx *tx, const char *instance_id, wf_aggregate *out, wf_error *err)
+{
+    wf_code rc = check_tx(tx, err);
+    return rc != WF_OK ? rc : tx_done(tx, tx->st->ops->lock_root(tx, instance_id, out, err));
+}
+
+wf_code
+wf_tx_apply(wf_tx *tx, const wf_store_changes *changes, wf_error *err)
+{
+    wf_code rc = check_tx(tx, err);
+    return rc != WF_OK ? rc : tx_done(tx, tx->st->ops->apply(tx, changes, err));
+}
+
+wf_code
+wf_tx_commit(wf_tx *tx, wf_error *err)
+{
+    if (tx == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "no open transaction");
+    if (tx->failed) {
+        tx->st->ops->rollback(tx);
+        return wf_error_set(err, WF_E_INTERNAL, "cannot commit a transaction after a failed call");
+    }
+    if (wf_store__deadline_passed(tx->ctx.deadline_ms)) {
+        tx->st->ops->rollback(tx);
+        return wf_error_set(err, WF_E_DEADLINE_EXCEEDED, "deadline exceeded before commit");
+    }
+    return tx->st->ops->commit(tx, err);
+}
+
+void
+wf_tx_rollback(wf_tx *tx)
+{
+    if (tx != NULL)
+        tx->st->ops->rollback(tx);
+}
+
+wf_code
+wf_tx_idempotency_get(wf_tx *tx, const char *method, const char *request_id,
+                      wf_idempotency_row *out, bool *found, wf_error *err)
+{
+    wf_code rc = check_tx(tx, err);
+    return rc != WF_OK
+               ? rc
+               : tx_done(tx, tx->st->ops->idem_get(tx, method, request_id, out, found, err));
+}
+
+wf_code
+wf_tx_idempotency_put(wf_tx *tx, const wf_idempotency_row *in, wf_error *err)
+{
+    wf_code rc = check_tx(tx, err);
+    return rc != WF_OK ? rc : tx_done(tx, tx->st->ops->idem_put(tx, in, err));
+}
+
+wf_code
+wf_tx_put_definition(wf_tx *tx, const wf_definition_row *in, int32_t *version, wf_error *err)
+{
+    wf_code rc = check_tx(tx, err);
+    return rc != WF_OK ? rc : tx_done(tx, tx->st->ops->put_definition(tx, in, version, err));
+}
+
+wf_code
+wf_tx_get_definition(wf_tx *tx, const char *key, int32_t version, wf_definition_row *out,
+                     bool *found, wf_error *err)
+{
+    wf_code rc = check_tx(tx, err);
+    return rc != WF_OK
+               ? rc
+               : tx_done(tx, tx->st->ops->tx_get_definition(tx, key, version, out, found, err));
+}
+
+wf_code
+wf_tx_consume_signal(wf_tx *tx, const char *name, const char *instance_id,
+                     const char *aggregate_type, const char *aggregate_id,
+                     const char *consumer_instance, const char *transition_id, int64_t now,
+                     wf_signal_row *out, bool *found, wf_error *err)
+{
+    wf_code rc = check_tx(tx, err);
+    if (rc != WF_OK)
+        return rc;
+    return tx_done(tx, tx->st->ops->consume_signal(tx, name, instance_id, aggregate_type,
+                                                   aggregate_id, consumer_instance, transition_id,
+                                                   now, out, found, err));
+}
+
+wf_code
+wf_store_get_definition(wf_store *st, const wf_store_ctx *ctx, const char *key, int32_t version,
+                        wf_definition_row *out, wf_error *err)
+{
+    bool found = false;
+    wf_code rc = check_ctx(ctx, true, err);
+    if (rc == WF_OK)
+        rc = st->ops->get_definition(st, ctx, key, version, out, &found, err);
+    if (rc == WF_OK && !found) {
+        if (version == 0)
+            return wf_error_set(err, WF_E_DEFINITION_NOT_FOUND, "definition \"%s\" does not exist",
+                                key);
+        return wf_error_set(err, WF_E_DEFINITION_NOT_FOUND,
+                            "version %d of definition \"%s\" does not exist", (int)version, key);
+    }
+    return rc;
+}
+
+wf_code
+wf_store_get_instance(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_instance_row *out,
+                      wf_error *err)
+{
+    bool found = false;
+    wf_code rc = check_ctx(ctx, true, err);
+    if (rc == WF_OK)
+        rc = st->ops->get_instance(st, ctx, id, out, &found, err);
+    if (rc == WF_OK && !found)
+        return wf_error_set(err, WF_E_INSTANCE_NOT_FOUND, "instance \"%s\" does not exist", id);
+    return rc;
+}
+
+wf_code
+wf_store_get_task(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_task_row *out,
+                  wf_error *err)
+{
+    bool found = false;
+    wf_code rc = check_ctx(ctx, true, err);
+    if (rc == WF_OK)
+        rc = st->ops->get_task(st, ctx, id, out, &found, err);
+    if (rc == WF_OK && !found)
+        return wf_error_set(err, WF_E_TASK_NOT_FOUND, "task \"%s\" does not exist", id);
+    return rc;
+}
+
+wf_code
+wf_store_get_job_by_key(wf_store *st, const wf_store_ctx *ctx, const char *key, wf_job_row *out,
+                        wf_error *err)
+{
+    bool found = false;
+    wf_code rc = check_ctx(ctx, true, err);
+    if (rc == WF_OK)
+        rc = st->ops->get_job_by_key(st, ctx, key, out, &found, err);
+    if (rc == WF_OK && !found)
+        return wf_error_set(err, WF_E_JOB_NOT_FOUND, "job with key \"%s\" does not exist", key);
+    return rc;
+}
+
+/* Common front half of every listing: context, page size, cursor. */
+static wf_code
+page_begin(const wf_store_ctx *ctx, size_t *page_size, const char *cursor, bool *has_cursor,
+           int64_t *c_num, char **c_str, wf_error *err)
+{
+    wf_code rc = check_ctx(ctx, true, err);
+    if (rc != WF_OK)
+        return rc;
+    if (*page_size == 0)
+        *page_size = DEFAULT_PAGE;
+    if (*page_size > MAX_PAGE)
+        *page_size = MAX_PAGE;
+    *has_cursor = cursor != NULL && cursor[0] != '\0';
+    *c_num = 0;
+    *c_str = NULL;
+    if (*has_cursor && !cursor_parse(cursor, ctx->arena, c_num, c_str))
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "invalid page token");
+    return WF_OK;
+}
+
+/* Back half: trims the look-ahead row and makes the next cursor from the
+ * last row kept. num_off/str_off locate the keyset columns in the row. */
+static wf_code
+page_end(const wf_store_ctx *ctx, const void *rows, size_t row_size, size_t *n, size_t page_size,
+         size_t num_off, bool num_is_i32, size_t str_off, char **next_cursor, wf_error *err)
+{
+    *next_cursor = NULL;
+    if (*n <= page_size)
+        return WF_OK;
+    *n = page_size;
+    const char *last = (const char *)rows + (page_size - 1) * row_size;
+    int64_t num =
+        num_is_i32 ? *(const int32_t *)(last + num_off) : *(const int64_t *)(last + num_off);
+    *next_cursor = wf_store__cursor_make(ctx->arena, num, *(char *const *)(last + str_off));
+    return *next_cursor != NULL ? WF_OK : wf_store__nomem(err);
+}
+
+wf_code
+wf_store_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f,
+                    size_t page_size, const char *cursor, wf_task_row **rows, size_t *n,
+                    char **next_cursor, wf_error *err)
+{
+    bool has;
+    int64_t num;
+    char *str;
+    wf_task_row *r = NULL;
+    size_t k = 0;
+    wf_code rc = page_begin(ctx, &page_size, cursor, &has, &num, &str, err);
+    if (rc == WF_OK)
+        rc = st->ops->list_tasks(st, ctx, f != NULL ? f : &(wf_task_filter){0}, page_size + 1, has,
+                                 num, str, &r, &k, err);
+    if (rc == WF_OK)
+        rc = page_end(ctx, r, sizeof *r, &k, page_size, offsetof(wf_task_row, created_at), false,
+                      offsetof(wf_task_row, id), next_cursor, err);
+    if (rc == WF_OK) {
+        *rows = r;
+        *n = k;
+    }
+    return rc;
+}
+
+wf_code
+wf_store_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filter *f,
+                        size_t page_size, const char *cursor, wf_instance_row **rows, size_t *n,
+                        char **next_cursor, wf_error *err)
+{
+    bool has;
+    int64_t num;
+    char *str;
+    wf_instance_row *r = NULL;
+    size_t k = 0;
+    wf_code rc = page_begin(ctx, &page_size, cursor, &has, &num, &str, err);
+    if (rc == WF_OK)
+        rc = st->ops->list_instances(st, ctx, f != NULL ? f : &(wf_instance_filter){0},
+                                     page_size + 1, has, num, str, &r, &k, err);
+    if (rc == WF_OK)
+        rc = page_end(ctx, r, sizeof *r, &k, page_size, offsetof(wf_instance_row, created_at),
+                      false, offsetof(wf_instance_row, id), next_cursor, err);
+    if (rc == WF_OK) {
+        *rows = r;
+        *n = k;
+    }
+    return rc;
+}
+
+wf_code
+wf_store_list_definitions(wf_store *st, const wf_store_ctx *ctx, size_t page_size,
+                          const char *cursor, wf_definition_row **rows, size_t *n,
+                          char **next_cursor, wf_error *err)
+{
+    bool has;
+    int64_t num;
+    char *str;
+    wf_definition_row *r = NULL;
+    size_t k = 0;
+    wf_code rc = page_begin(ctx, &page_size, cursor, &has, &num, &str, err);
+    if (rc == WF_OK)
+        rc = st->ops->list_definitions(st, ctx, page_size + 1, has, num, str, &r, &k, err);
+    if (rc == WF_OK)
+        rc = page_end(ctx, r, sizeof *r, &k, page_size, offsetof(wf_definition_row, version), true,
+                      offsetof(wf_definition_row, key), next_cursor, err);
+    if (rc == WF_OK) {
+        *rows = r;
+        *n = k;
+    }
+    return rc;
+}
+
+wf_code
+wf_store_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f,
+                      size_t page_size, const char *cursor, wf_signal_row **rows, size_t *n,
+                      char **next_cursor, wf_error *err)
+{
+    bool has;
+    int64_t num;
+    char *str;
+    wf_signal_row *r = NULL;
+    size_t k = 0;
+    wf_code rc = page_begin(ctx, &page_size, cursor, &has, &num, &str, err);
+    if (rc == WF_OK)
+        rc = st->ops->list_signals(st, ctx, f != NULL ? f : &(wf_signal_filter){0}, page_size + 1,
+                                   has, num, str, &r, &k, err);
+    if (rc == WF_OK)
+        rc = page_end(ctx, r, sizeof *r, &k, page_size, offsetof(wf_signal_row, received_at), false,
+                      offsetof(wf_signal_row, id), next_cursor, err);
+    if (rc == WF_OK) {
+        *rows = r;
+        *n = k;
+    }
+    return rc;
+}
+
+wf_code
+wf_store_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type,
+                       const char *worker, size_t max, int64_t lease_ms, int64_t now,
+                       wf_job_row **rows, size_t *n, wf_error *err)
+{
+    wf_code rc = check_ctx(ctx, true, err);
+    if (rc != WF_OK)
+        return rc;
+    if (job_type == NULL || worker == NULL || lease_ms <= 0)
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                            "job activation needs a job type, a worker and a lease");
+    if (max == 0) {
+        *rows = NULL;
+        *n = 0;
+        return WF_OK;
+    }
+    if (max > MAX_PAGE)
+        max = MAX_PAGE;
+    return st->ops->activate_jobs(st, ctx, job_type, worker, max, lease_ms, now, rows, n, err);
+}
+
+wf_code
+wf_store_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
+                          int64_t claim_ms, wf_timer_row **rows, size_t *n, wf_error *err)
+{
+    wf_code rc = check_ctx(ctx, false, err);
+    if (rc != WF_OK)
+        return rc;
+    if (limit == 0 || limit > MAX_PAGE)
+        limit = limit == 0 ? DEFAULT_PAGE : MAX_PAGE;
+    return st->ops->claim_due_timers(st, ctx, now, limit, claim_ms, rows, n, err);
+}
+
+wf_code
+wf_store_find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const char *name,
+                            const char *instance_id, const char *aggregate_type,
+                            const char *aggregate_id, wf_subscription_row **rows, size_t *n,
+                            wf_error *err)
+{
+    wf_code rc = check_ctx(ctx, true, err);
+    if (rc != WF_OK)
+        return rc;
+    if (name == NULL || (instance_id == NULL && (aggregate_type == NULL || aggregate_id == NULL)))
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                            "signal correlation needs a name and an instance or an aggregate");
+    return st->ops->find_subscriptions(st, ctx, name, instance_id, aggregate_type, aggregate_id,
+                                       rows, n, err);
+}
+
+wf_code
+wf_store_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after_sequence,
+                     const wf_event_filter *f, size_t limit, wf_event_row **rows, size_t *n,
+                     wf_error *err)
+{
+    static const wf_event_filter none = {0};
+    wf_code rc = check_ctx(ctx, true, err);
+    if (rc != WF_OK)
+        return rc;
+    if (limit == 0)
+        limit = 100;
+    if (limit > MAX_PAGE)
+        limit = MAX_PAGE;
+    return st->ops->read_events(st, ctx, after_sequence, f != NULL ? f : &none, limit, rows, n,
+                                err);
+}

@@ -1,0 +1,155 @@
+/*
+ * store_int.h: what the two store implementations share and nobody else
+ * may include: the ops table behind wf_store, the row descriptors that let
+ * one piece of code copy, compare and (de)serialise every row type, and
+ * the cursor helpers that make pagination identical across stores.
+ */
+#ifndef WF_STORE_INT_H
+#define WF_STORE_INT_H
+
+#include "store.h"
+
+/* The ops table. Wrappers in store.c check the common preconditions
+ * (tenant present, deadline not past) before dispatching, so
+ * implementations do not repeat them. */
+typedef struct wf_store_ops {
+    void (*destroy)(wf_store *st);
+    bool (*ready)(wf_store *st);
+    void (*stats)(wf_store *st, wf_store_stats *out);
+
+    wf_code (*begin)(wf_store *st, const wf_store_ctx *ctx, wf_tx **tx, wf_error *err);
+    wf_code (*lock_root)(wf_tx *tx, const char *instance_id, wf_aggregate *out, wf_error *err);
+    wf_code (*apply)(wf_tx *tx, const wf_store_changes *c, wf_error *err);
+    wf_code (*commit)(wf_tx *tx, wf_error *err);
+    void (*rollback)(wf_tx *tx);
+    wf_code (*idem_get)(wf_tx *tx, const char *method, const char *request_id,
+                        wf_idempotency_row *out, bool *found, wf_error *err);
+    wf_code (*idem_put)(wf_tx *tx, const wf_idempotency_row *in, wf_error *err);
+    wf_code (*put_definition)(wf_tx *tx, const wf_definition_row *in, int32_t *version,
+                              wf_error *err);
+    wf_code (*tx_get_definition)(wf_tx *tx, const char *key, int32_t version,
+                                 wf_definition_row *out, bool *found, wf_error *err);
+    wf_code (*consume_signal)(wf_tx *tx, const char *name, const char *instance_id,
+                              const char *aggregate_type, const char *aggregate_id,
+                              const char *consumer, const char *transition_id, int64_t now,
+                              wf_signal_row *out, bool *found, wf_error *err);
+
+    wf_code (*get_definition)(wf_store *st, const wf_store_ctx *ctx, const char *key,
+                              int32_t version, wf_definition_row *out, bool *found, wf_error *err);
+    wf_code (*get_instance)(wf_store *st, const wf_store_ctx *ctx, const char *id,
+                            wf_instance_row *out, bool *found, wf_error *err);
+    wf_code (*get_task)(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_task_row *out,
+                        bool *found, wf_error *err);
+    wf_code (*get_job_by_key)(wf_store *st, const wf_store_ctx *ctx, const char *key,
+                              wf_job_row *out, bool *found, wf_error *err);
+
+    /* Listings get a validated page size and a parsed cursor (has_cursor
+     * false on the first page) and return up to page_size + 1 rows: the
+     * wrapper trims the extra row and makes next_cursor from the last one
+     * kept, so both stores page identically. */
+    wf_code (*list_tasks)(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f,
+                          size_t limit, bool has_cursor, int64_t c_num, const char *c_str,
+                          wf_task_row **rows, size_t *n, wf_error *err);
+    wf_code (*list_instances)(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filter *f,
+                              size_t limit, bool has_cursor, int64_t c_num, const char *c_str,
+                              wf_instance_row **rows, size_t *n, wf_error *err);
+    wf_code (*list_definitions)(wf_store *st, const wf_store_ctx *ctx, size_t limit,
+                                bool has_cursor, int64_t c_num, const char *c_str,
+                                wf_definition_row **rows, size_t *n, wf_error *err);
+    wf_code (*list_signals)(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f,
+                            size_t limit, bool has_cursor, int64_t c_num, const char *c_str,
+                            wf_signal_row **rows, size_t *n, wf_error *err);
+
+    wf_code (*activate_jobs)(wf_store *st, const wf_store_ctx *ctx, const char *job_type,
+                             const char *worker, size_t max, int64_t lease_ms, int64_t now,
+                             wf_job_row **rows, size_t *n, wf_error *err);
+    wf_code (*claim_due_timers)(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
+                                int64_t claim_ms, wf_timer_row **rows, size_t *n, wf_error *err);
+    wf_code (*find_subscriptions)(wf_store *st, const wf_store_ctx *ctx, const char *name,
+                                  const char *instance_id, const char *aggregate_type,
+                                  const char *aggregate_id, wf_subscription_row **rows, size_t *n,
+                                  wf_error *err);
+    wf_code (*read_events)(wf_store *st, const wf_store_ctx *ctx, int64_t after,
+                           const wf_event_filter *f, size_t limit, wf_event_row **rows, size_t *n,
+                           wf_error *err);
+} wf_store_ops;
+
+/* Implementations embed these first in their own structs. */
+struct wf_store {
+    const wf_store_ops *ops;
+};
+
+struct wf_tx {
+    wf_store *st;
+    wf_store_ctx ctx; /* copied at begin; the arena it names is borrowed */
+    bool failed;      /* a call failed: the transaction can only roll back */
+};
+
+/* ---- row descriptors ---------------------------------------------------
+ *
+ * Each row struct is described field by field, in the same order as the
+ * columns of its Postgres table (store_pg.c relies on that order and
+ * checks the column count of every result). */
+
+typedef enum wf_field_type {
+    WF_F_STR,   /* char * */
+    WF_F_BYTES, /* unsigned char * with a size_t length at len_off */
+    WF_F_I64,   /* int64_t */
+    WF_F_I32,   /* int32_t or one of the enums above */
+    WF_F_BOOL,  /* bool */
+    WF_F_F64,   /* double */
+} wf_field_type;
+
+typedef struct wf_field {
+    wf_field_type type;
+    size_t off;
+    size_t len_off; /* WF_F_BYTES only */
+} wf_field;
+
+typedef struct wf_row_desc {
+    const char *name; /* object name for messages, e.g. "task" */
+    size_t size;
+    size_t tenant_off;
+    const wf_field *fields;
+    size_t n_fields;
+} wf_row_desc;
+
+extern const wf_row_desc wf_store__definition_desc;
+extern const wf_row_desc wf_store__instance_desc;
+extern const wf_row_desc wf_store__task_desc;
+extern const wf_row_desc wf_store__token_desc;
+extern const wf_row_desc wf_store__work_item_desc;
+extern const wf_row_desc wf_store__job_desc;
+extern const wf_row_desc wf_store__timer_desc;
+extern const wf_row_desc wf_store__subscription_desc;
+extern const wf_row_desc wf_store__signal_desc;
+extern const wf_row_desc wf_store__event_desc;
+extern const wf_row_desc wf_store__idempotency_desc;
+
+/* Deep-copies src into dst (both of d's type). Strings and blobs go to
+ * arena, or to malloc when arena is NULL (release with _row_clear).
+ * tenant, when non-NULL, replaces the tenant field. Returns false when out
+ * of memory (dst then holds a partial copy: clear it when malloc'd). */
+bool wf_store__row_copy(const wf_row_desc *d, void *dst, const void *src, wf_arena *arena,
+                        const char *tenant);
+
+/* Frees the malloc'd strings and blobs of a row copied with arena NULL. */
+void wf_store__row_clear(const wf_row_desc *d, void *row);
+
+/* Returns field i of row as a string for messages and keys (STR only). */
+const char *wf_store__row_str(const wf_row_desc *d, const void *row, size_t i);
+
+/* Cursor text: "<number>,<text>" (text may hold commas). */
+char *wf_store__cursor_make(wf_arena *arena, int64_t num, const char *str);
+
+/* Builds the JSON data of the JOB_ACTIVATED event the activation writes,
+ * into arena. NULL when out of memory. */
+char *wf_store__job_activated_data(wf_arena *arena, const wf_job_row *job);
+
+/* True when the monotonic deadline has passed (0 = no deadline). */
+bool wf_store__deadline_passed(int64_t deadline_ms);
+
+/* Sets the client message for an out-of-memory failure. */
+wf_code wf_store__nomem(wf_error *err);
+
+#endif /* WF_STORE_INT_H */

@@ -1,0 +1,1355 @@
+/*
+ * store_pg.c: the Postgres store. ALL of the service's SQL lives here.
+ *
+ * DESIGN. Each store call borrows one pooled connection (pg_pool.c) for
+ * its duration; a unit of work keeps it from begin to commit/rollback.
+ * Every statement is prepared (lazily, per connection) and parameterised;
+ * dynamic filters are written as "($n IS NULL OR ...)" so the statement
+ * text never changes. statement_timeout follows the call's deadline: SET
+ * LOCAL (set_config(..., true)) inside transactions, a session setting
+ * before single statements. Mutations lock the root instance row with
+ * SELECT ... FOR UPDATE and then the aggregate's jobs and timers, so the
+ * cross-instance leases (job activation, timer claims), which use FOR
+ * UPDATE SKIP LOCKED, never race a mutation and never block on one.
+ * Rows map to C structs through the descriptors of store.c: the column
+ * lists below are in descriptor order, and every result's column count is
+ * checked against its descriptor.
+ *
+ * Owns: the schema (migrations/, applied at startup under an advisory
+ * lock) and every query. Must not: leak SQL or libpq text to clients
+ * (pg_errors.c maps failures), build SQL from strings, or keep a
+ * connection across calls.
+ */
+#include "pg_pool.h"
+#include "store_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wf_log.h"
+#include "wf_time.h"
+
+/* Any 64-bit constant, the same in every replica: serialises migrations. */
+#define MIGRATION_LOCK "7318240517"
+
+/* Column lists, in the order of the row descriptors in store.c. */
+#define COLS_DEFINITIONS                                                                           \
+    "tenant_id, key, version, kind, name, content, content_hash, valid_from, "                     \
+    "valid_until, created_at, created_by"
+#define COLS_INSTANCES                                                                             \
+    "id, tenant_id, definition_key, definition_version, parent_id, root_id, status, "              \
+    "variables_json, aggregate_type, aggregate_id, started_by, title, last_error, "                \
+    "join_mode, join_quorum, on_all_completed, join_fired, created_at, updated_at, "               \
+    "ended_at, version"
+#define COLS_TASKS                                                                                 \
+    "id, tenant_id, instance_id, root_id, definition_key, transition_id, "                         \
+    "work_item_id, title, assignee_kind, assignee_id, assigned_by, status, "                       \
+    "claimed_by, completed_by, created_at, due_at, ended_at"
+#define COLS_TOKENS "id, tenant_id, root_id, instance_id, place_id, created_seq"
+#define COLS_WORK_ITEMS                                                                            \
+    "id, tenant_id, root_id, instance_id, transition_id, trigger, token_ids, state, "              \
+    "enabled_at, finished_at"
+#define COLS_JOBS                                                                                  \
+    "id, key, tenant_id, root_id, instance_id, work_item_id, transition_id, job_type, "            \
+    "state, worker, attempt, max_attempts, activatable_at, lease_expires_at, "                     \
+    "initial_backoff_ms, backoff_multiplier, max_backoff_ms, variables_json, "                     \
+    "idempotency_key, compensation, last_error, created_at"
+#define COLS_TIMERS                                                                                \
+    "id, tenant_id, root_id, instance_id, work_item_id, transition_id, due_at, "                   \
+    "created_at, claimed_until"
+#define COLS_SUBSCRIPTIONS                                                                         \
+    "id, tenant_id, root_id, instance_id, work_item_id, transition_id, signal_name, "              \
+    "aggregate_type, aggregate_id, created_at"
+#define COLS_SIGNALS                                                                               \
+    "id, tenant_id, signal_id, name, instance_id, aggregate_type, aggregate_id, "                  \
+    "payload_json, outcome, buffered, received_at, expires_at, consumed_at, "                      \
+    "consumed_by_instance, transition_id, discarded"
+#define COLS_EVENTS "sequence, tenant_id, root_id, instance_id, type, actor, data_json, time"
+#define COLS_IDEMPOTENCY "tenant_id, method, request_id, request_hash, response, created_at"
+enum {
+    S_BEGIN,
+    S_COMMIT,
+    S_ROLLBACK,
+    S_TIMEOUT_LOCAL,
+    S_TIMEOUT_SESSION,
+    S_PING,
+    S_LOCK_ROOT,
+    S_AGG_INSTANCES,
+    S_AGG_TASKS,
+    S_AGG_TOKENS,
+    S_AGG_WORK_ITEMS,
+    S_AGG_JOBS,
+    S_AGG_TIMERS,
+    S_AGG_SUBS,
+    S_INSERT_INSTANCE,
+    S_UPDATE_INSTANCE,
+    S_UPSERT_TASK,
+    S_UPSERT_TOKEN,
+    S_UPSERT_WORK_ITEM,
+    S_UPSERT_JOB,
+    S_UPSERT_TIMER,
+    S_UPSERT_SUB,
+    S_UPSERT_SIGNAL,
+    S_INSERT_EVENT,
+    S_DEL_TOKEN,
+    S_DEL_WORK_ITEM,
+    S_DEL_JOB,
+    S_DEL_TIMER,
+    S_DEL_SUB,
+    S_IDEM_GET,
+    S_IDEM_PUT,
+    S_PUT_DEFINITION,
+    S_GET_DEFINITION,
+    S_CONSUME_SIGNAL,
+    S_GET_INSTANCE,
+    S_GET_TASK,
+    S_GET_JOB_BY_KEY,
+    S_LIST_TASKS,
+    S_LIST_INSTANCES,
+    S_LIST_DEFINITIONS,
+    S_LIST_SIGNALS,
+    S_ACTIVATE_JOBS,
+    S_CLAIM_TIMERS,
+    S_FIND_SUBS,
+    S_READ_EVENTS,
+    S_MIG_LOCK,
+    S_MIG_UNLOCK,
+    S_MIG_TABLE,
+    S_MIG_HAS,
+    S_MIG_RECORD,
+    S_COUNT_
+};
+_Static_assert(S_COUNT_ <= 64, "prepared-statement bits are a uint64_t");
+
+#define AGG(table, cols, order, lock)                                                              \
+    "SELECT " cols " FROM " table " WHERE tenant_id = $1 AND root_id = $2 ORDER BY " order lock
+
+static const wf_pg_stmt stmts[S_COUNT_] = {
+    [S_BEGIN] = {"begin", "BEGIN", "the transaction"},
+    [S_COMMIT] = {"commit", "COMMIT", "the transaction"},
+    [S_ROLLBACK] = {"rollback", "ROLLBACK", "the transaction"},
+    [S_TIMEOUT_LOCAL] = {"timeout_local", "SELECT set_config('statement_timeout', $1, true)",
+                         "the transaction"},
+    [S_TIMEOUT_SESSION] = {"timeout_session", "SELECT set_config('statement_timeout', $1, false)",
+                           "the session"},
+    [S_PING] = {"ping", "SELECT 1", "the database"},
+
+    /* The root of any instance, locked; its aggregate is read after. */
+    [S_LOCK_ROOT] = {"lock_root",
+                     "SELECT r.id FROM instances r WHERE r.tenant_id = $1 AND r.id = "
+                     "(SELECT i.root_id FROM instances i WHERE i.tenant_id = $1 AND i.id = $2) "
+                     "FOR UPDATE OF r",
+                     "instance"},
+    [S_AGG_INSTANCES] = {"agg_instances",
+                         AGG("instances", COLS_INSTANCES, "parent_id IS NOT NULL, created_at, id",
+                             ""),
+                         "instance"},
+    [S_AGG_TASKS] = {"agg_tasks", AGG("tasks", COLS_TASKS, "created_at, id", ""), "task"},
+    [S_AGG_TOKENS] = {"agg_tokens", AGG("tokens", COLS_TOKENS, "created_seq, id", ""), "token"},
+    [S_AGG_WORK_ITEMS] = {"agg_work_items",
+                          AGG("work_items", COLS_WORK_ITEMS, "enabled_at, id", ""), "work item"},
+    [S_AGG_JOBS] = {"agg_jobs", AGG("jobs", COLS_JOBS, "created_at, id", " FOR UPDATE"), "job"},
+    [S_AGG_TIMERS] = {"agg_timers", AGG("timers", COLS_TIMERS, "due_at, id", " FOR UPDATE"),
+                      "timer"},
+    [S_AGG_SUBS] = {"agg_subscriptions",
+                    AGG("subscriptions", COLS_SUBSCRIPTIONS, "created_at, id", ""), "subscription"},
+
+    /* A new instance must not exist (version 0); an update must match the
+     * stored version. Both store version + 1. */
+    [S_INSERT_INSTANCE] =
+        {"insert_instance",
+         "INSERT INTO instances (id, tenant_id, definition_key, definition_version, "
+         "parent_id, root_id, status, variables_json, aggregate_type, aggregate_id, "
+         "started_by, title, last_error, join_mode, join_quorum, on_all_completed, "
+         "join_fired, created_at, updated_at, ended_at, version) VALUES ($1, $2, $3, $4, "
+         "$5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
+         "$21::bigint + 1)",
+         "instance"},
+    [S_UPDATE_INSTANCE] =
+        {"update_instance",
+         "UPDATE instances SET definition_key = $3, definition_version = $4, parent_id = "
+         "$5, root_id = $6, status = $7, variables_json = $8, aggregate_type = $9, "
+         "aggregate_id = $10, started_by = $11, title = $12, last_error = $13, join_mode = "
+         "$14, join_quorum = $15, on_all_completed = $16, join_fired = $17, created_at = "
+         "$18, updated_at = $19, ended_at = $20, version = $21::bigint + 1 WHERE tenant_id "
+         "= $2 AND id = $1 AND version = $21",
+         "instance"},
+    [S_UPSERT_TASK] =
+        {"upsert_task",
+         "INSERT INTO tasks (id, tenant_id, instance_id, root_id, definition_key, "
+         "transition_id, work_item_id, title, assignee_kind, assignee_id, assigned_by, "
+         "status, claimed_by, completed_by, created_at, due_at, ended_at) VALUES ($1, $2, "
+         "$3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) ON CONFLICT "
+         "(tenant_id, id) DO UPDATE SET instance_id = EXCLUDED.instance_id, root_id = "
+         "EXCLUDED.root_id, definition_key = EXCLUDED.definition_key, transition_id = "
+         "EXCLUDED.transition_id, work_item_id = EXCLUDED.work_item_id, title = "
+         "EXCLUDED.title, assignee_kind = EXCLUDED.assignee_kind, assignee_id = "
+         "EXCLUDED.assignee_id, assigned_by = EXCLUDED.assigned_by, status = "
+         "EXCLUDED.status, claimed_by = EXCLUDED.claimed_by, completed_by = "
+         "EXCLUDED.completed_by, created_at = EXCLUDED.created_at, due_at = "
+         "EXCLUDED.due_at, ended_at = EXCLUDED.ended_at",
+         "task"},
+    [S_UPSERT_TOKEN] =
+        {"upsert_token",
+         "INSERT INTO tokens (id, tenant_id, root_id, instance_id, place_id, created_seq) "
+         "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, id) DO UPDATE SET "
+         "root_id = EXCLUDED.root_id, instance_id = EXCLUDED.instance_id, place_id = "
+         "EXCLUDED.place_id, created_seq = EXCLUDED.created_seq",
+         "token"},
+    [S_UPSERT_WORK_ITEM] =
+        {"upsert_work_item",
+         "INSERT INTO work_items (id, tenant_id, root_id, instance_id, transition_id, "
+         "trigger, token_ids, state, enabled_at, finished_at) VALUES ($1, $2, $3, $4, $5, "
+         "$6, $7, $8, $9, $10) ON CONFLICT (tenant_id, id) DO UPDATE SET root_id = "
+         "EXCLUDED.root_id, instance_id = EXCLUDED.instance_id, transition_id = "
+         "EXCLUDED.transition_id, trigger = EXCLUDED.trigger, token_ids = "
+         "EXCLUDED.token_ids, state = EXCLUDED.state, enabled_at = EXCLUDED.enabled_at, "
+         "finished_at = EXCLUDED.finished_at",
+         "work item"},
+    [S_UPSERT_JOB] =
+        {"upsert_job",
+         "INSERT INTO jobs (id, key, tenant_id, root_id, instance_id, work_item_id, "
+         "transition_id, job_type, state, worker, attempt, max_attempts, activatable_at, "
+         "lease_expires_at, initial_backoff_ms, backoff_multiplier, max_backoff_ms, "
+         "variables_json, idempotency_key, compensation, last_error, created_at) VALUES "
+         "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, "
+         "$18, $19, $20, $21, $22) ON CONFLICT (tenant_id, id) DO UPDATE SET key = "
+         "EXCLUDED.key, root_id = EXCLUDED.root_id, instance_id = EXCLUDED.instance_id, "
+         "work_item_id = EXCLUDED.work_item_id, transition_id = EXCLUDED.transition_id, "
+         "job_type = EXCLUDED.job_type, state = EXCLUDED.state, worker = EXCLUDED.worker, "
+         "attempt = EXCLUDED.attempt, max_attempts = EXCLUDED.max_attempts, activatable_at "
+         "= EXCLUDED.activatable_at, lease_expires_at = EXCLUDED.lease_expires_at, "
+         "initial_backoff_ms = EXCLUDED.initial_backoff_ms, backoff_multiplier = "
+         "EXCLUDED.backoff_multiplier, max_backoff_ms = EXCLUDED.max_backoff_ms, "
+         "variables_json = EXCLUDED.variables_json, idempotency_key = "
+         "EXCLUDED.idempotency_key, compensation = EXCLUDED.compensation, last_error = "
+         "EXCLUDED.last_error, created_at = EXCLUDED.created_at",
+         "job"},
+    [S_UPSERT_TIMER] =
+        {"upsert_timer",
+         "INSERT INTO timers (id, tenant_id, root_id, instance_id, work_item_id, "
+         "transition_id, due_at, created_at, claimed_until) VALUES ($1, $2, $3, $4, $5, "
+         "$6, $7, $8, $9) ON CONFLICT (tenant_id, id) DO UPDATE SET root_id = "
+         "EXCLUDED.root_id, instance_id = EXCLUDED.instance_id, work_item_id = "
+         "EXCLUDED.work_item_id, transition_id = EXCLUDED.transition_id, due_at = "
+         "EXCLUDED.due_at, created_at = EXCLUDED.created_at, claimed_until = "
+         "EXCLUDED.claimed_until",
+         "timer"},
+    [S_UPSERT_SUB] =
+        {"upsert_subscription",
+         "INSERT INTO subscriptions (id, tenant_id, root_id, instance_id, work_item_id, "
+         "transition_id, signal_name, aggregate_type, aggregate_id, created_at) VALUES "
+         "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (tenant_id, id) DO UPDATE "
+         "SET root_id = EXCLUDED.root_id, instance_id = EXCLUDED.instance_id, work_item_id "
+         "= EXCLUDED.work_item_id, transition_id = EXCLUDED.transition_id, signal_name = "
+         "EXCLUDED.signal_name, aggregate_type = EXCLUDED.aggregate_type, aggregate_id = "
+         "EXCLUDED.aggregate_id, created_at = EXCLUDED.created_at",
+         "subscription"},
+    [S_UPSERT_SIGNAL] =
+        {"upsert_signal",
+         "INSERT INTO signals (id, tenant_id, signal_id, name, instance_id, "
+         "aggregate_type, aggregate_id, payload_json, outcome, buffered, received_at, "
+         "expires_at, consumed_at, consumed_by_instance, transition_id, discarded) VALUES "
+         "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON "
+         "CONFLICT (tenant_id, id) DO UPDATE SET signal_id = EXCLUDED.signal_id, name = "
+         "EXCLUDED.name, instance_id = EXCLUDED.instance_id, aggregate_type = "
+         "EXCLUDED.aggregate_type, aggregate_id = EXCLUDED.aggregate_id, payload_json = "
+         "EXCLUDED.payload_json, outcome = EXCLUDED.outcome, buffered = EXCLUDED.buffered, "
+         "received_at = EXCLUDED.received_at, expires_at = EXCLUDED.expires_at, "
+         "consumed_at = EXCLUDED.consumed_at, consumed_by_instance = "
+         "EXCLUDED.consumed_by_instance, transition_id = EXCLUDED.transition_id, discarded "
+         "= EXCLUDED.discarded",
+         "signal"},
+    [S_INSERT_EVENT] = {"insert_event",
+                        "INSERT INTO events (tenant_id, root_id, instance_id, type, actor, "
+                        "data_json, time) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                        "event"},
+    [S_DEL_TOKEN] = {"del_token", "DELETE FROM tokens WHERE tenant_id = $1 AND id = $2", "token"},
+    [S_DEL_WORK_ITEM] = {"del_work_item", "DELETE FROM work_items WHERE tenant_id = $1 AND id = $2",
+                         "work item"},
+    [S_DEL_JOB] = {"del_job", "DELETE FROM jobs WHERE tenant_id = $1 AND id = $2", "job"},
+    [S_DEL_TIMER] = {"del_timer", "DELETE FROM timers WHERE tenant_id = $1 AND id = $2", "timer"},
+    [S_DEL_SUB] = {"del_subscription", "DELETE FROM subscriptions WHERE tenant_id = $1 AND id = $2",
+                   "subscription"},
+
+    [S_IDEM_GET] = {"idem_get",
+                    "SELECT " COLS_IDEMPOTENCY " FROM idempotency WHERE tenant_id = $1 AND "
+                    "method = $2 AND request_id = $3",
+                    "request record"},
+    [S_IDEM_PUT] = {"idem_put",
+                    "INSERT INTO idempotency (" COLS_IDEMPOTENCY ") VALUES ($1, $2, $3, $4, $5, "
+                    "$6)",
+                    "request record"},
+    /* The next version of a key; a concurrent put of the same key fails
+     * on the primary key (CONFLICT). */
+    [S_PUT_DEFINITION] = {"put_definition",
+                          "INSERT INTO definitions (" COLS_DEFINITIONS ") SELECT $1::text, "
+                          "$2::text, coalesce(max(version), 0) + 1, $3::smallint, $4::text, "
+                          "$5::bytea, $6::text, $7::bigint, $8::bigint, $9::bigint, $10::text "
+                          "FROM definitions WHERE tenant_id = $1 AND key = $2 RETURNING version",
+                          "definition"},
+    [S_GET_DEFINITION] = {"get_definition",
+                          "SELECT " COLS_DEFINITIONS " FROM definitions WHERE tenant_id = $1 "
+                          "AND key = $2 AND ($3::int = 0 OR version = $3) "
+                          "ORDER BY version DESC LIMIT 1",
+                          "definition"},
+    [S_CONSUME_SIGNAL] = {"consume_signal",
+                          "WITH c AS (SELECT tenant_id, id FROM signals WHERE tenant_id = $1 "
+                          "AND name = $2 AND buffered AND NOT discarded AND expires_at > $6 "
+                          "AND (instance_id = $3 OR (aggregate_type = $4 AND aggregate_id = $5)) "
+                          "ORDER BY received_at, id LIMIT 1 FOR UPDATE SKIP LOCKED), "
+                          "u AS (UPDATE signals s SET buffered = false, consumed_at = $6, "
+                          "consumed_by_instance = $7, transition_id = $8 FROM c "
+                          "WHERE s.tenant_id = c.tenant_id AND s.id = c.id RETURNING s.*) "
+                          "SELECT " COLS_SIGNALS " FROM u",
+                          "signal"},
+
+    [S_GET_INSTANCE] = {"get_instance",
+                        "SELECT " COLS_INSTANCES " FROM instances WHERE tenant_id = $1 AND "
+                        "id = $2",
+                        "instance"},
+    [S_GET_TASK] = {"get_task", "SELECT " COLS_TASKS " FROM tasks WHERE tenant_id = $1 AND id = $2",
+                    "task"},
+    [S_GET_JOB_BY_KEY] = {"get_job_by_key",
+                          "SELECT " COLS_JOBS " FROM jobs WHERE tenant_id = $1 AND key = $2",
+                          "job"},
+
+    /* $2 user, $3 user's groups, $4 group, $5 states, ($6, $7) cursor. */
+    [S_LIST_TASKS] = {"list_tasks",
+                      "SELECT " COLS_TASKS " FROM tasks WHERE tenant_id = $1 AND "
+                      "(($2::text IS NOT NULL AND ((assignee_kind = 1 AND assignee_id = $2) "
+                      "OR (assignee_kind = 2 AND status = 1 AND assignee_id = ANY($3::text[])) "
+                      "OR claimed_by = $2)) "
+                      "OR ($2::text IS NULL AND $4::text IS NOT NULL AND assignee_kind = 2 "
+                      "AND assignee_id = $4 AND status = 1) "
+                      "OR ($2::text IS NULL AND $4::text IS NULL)) "
+                      "AND ($5::smallint[] IS NULL OR status = ANY($5)) "
+                      "AND ($6::bigint IS NULL OR (created_at, id) > ($6, $7::text)) "
+                      "ORDER BY created_at, id LIMIT $8",
+                      "task"},
+    [S_LIST_INSTANCES] = {"list_instances",
+                          "SELECT " COLS_INSTANCES " FROM instances i WHERE tenant_id = $1 "
+                          "AND ($2::text IS NULL OR started_by = $2) "
+                          "AND ($3::text IS NULL OR definition_key = $3) "
+                          "AND ($4::text IS NULL OR aggregate_type = $4) "
+                          "AND ($5::text IS NULL OR aggregate_id = $5) "
+                          "AND ($6::smallint[] IS NULL OR status = ANY($6)) "
+                          "AND (NOT $7::boolean OR parent_id IS NULL) "
+                          "AND ($8::int = 0 OR EXISTS (SELECT 1 FROM instances c WHERE "
+                          "c.tenant_id = i.tenant_id AND c.parent_id = i.id) = ($8 = 2)) "
+                          "AND ($9::bigint IS NULL OR (created_at, id) > ($9, $10::text)) "
+                          "ORDER BY created_at, id LIMIT $11",
+                          "instance"},
+    [S_LIST_DEFINITIONS] = {"list_definitions",
+                            "SELECT " COLS_DEFINITIONS " FROM definitions WHERE tenant_id = $1 "
+                            "AND ($2::int IS NULL OR (key, version) > ($3::text, $2)) "
+                            "ORDER BY key, version LIMIT $4",
+                            "definition"},
+    [S_LIST_SIGNALS] = {"list_signals",
+                        "SELECT " COLS_SIGNALS " FROM signals WHERE tenant_id = $1 "
+                        "AND ($2::text IS NULL OR instance_id = $2 OR consumed_by_instance = $2) "
+                        "AND ($3::text IS NULL OR aggregate_type = $3) "
+                        "AND ($4::text IS NULL OR aggregate_id = $4) "
+                        "AND ($5::text IS NULL OR signal_id = $5) "
+                        "AND (NOT $6::boolean OR buffered) "
+                        "AND ($7::bigint IS NULL OR (received_at, id) > ($7, $8::text)) "
+                        "ORDER BY received_at, id LIMIT $9",
+                        "signal"},
+
+    /* Lease: activatable now, or leased with the lease run out (no
+     * attempt is spent: attempt belongs to the engine). */
+    [S_ACTIVATE_JOBS] = {"activate_jobs",
+                         "WITH c AS (SELECT tenant_id, id FROM jobs WHERE tenant_id = $1 AND "
+                         "job_type = $2 AND ((state = 1 AND activatable_at <= $3) OR "
+                         "(state = 2 AND lease_expires_at <= $3)) ORDER BY activatable_at, id "
+                         "LIMIT $4 FOR UPDATE SKIP LOCKED), "
+                         "u AS (UPDATE jobs j SET state = 2, key = gen_random_uuid()::text, "
+                         "worker = $5, lease_expires_at = $6 FROM c WHERE "
+                         "j.tenant_id = c.tenant_id AND j.id = c.id RETURNING j.*) "
+                         "SELECT " COLS_JOBS " FROM u ORDER BY activatable_at, id",
+                         "job"},
+    /* All tenants: the scheduler is one per replica, not per tenant. */
+    [S_CLAIM_TIMERS] = {"claim_timers",
+                        "WITH c AS (SELECT tenant_id, id FROM timers WHERE due_at <= $1 AND "
+                        "claimed_until <= $1 ORDER BY due_at, id LIMIT $2 "
+                        "FOR UPDATE SKIP LOCKED), "
+                        "u AS (UPDATE timers t SET claimed_until = $3 FROM c WHERE "
+                        "t.tenant_id = c.tenant_id AND t.id = c.id RETURNING t.*) "
+                        "SELECT " COLS_TIMERS " FROM u ORDER BY due_at, id",
+                        "timer"},
+    [S_FIND_SUBS] = {"find_subscriptions",
+                     "SELECT " COLS_SUBSCRIPTIONS " FROM subscriptions WHERE tenant_id = $1 "
+                     "AND signal_name = $2 AND CASE WHEN $3::text IS NOT NULL "
+                     "THEN instance_id = $3 ELSE aggregate_type = $4 AND aggregate_id = $5 END "
+                     "ORDER BY created_at, id",
+                     "subscription"},
+    [S_READ_EVENTS] = {"read_events",
+                       "SELECT " COLS_EVENTS " FROM events e WHERE tenant_id = $1 "
+                       "AND sequence > $2 "
+                       "AND ($3::text IS NULL OR instance_id = $3 OR root_id = $3) "
+                       "AND ($4::text IS NULL OR EXISTS (SELECT 1 FROM instances i WHERE "
+                       "i.tenant_id = e.tenant_id AND i.id = e.instance_id AND "
+                       "i.definition_key = $4)) "
+                       "AND ($5::text[] IS NULL OR type = ANY($5)) "
+                       "ORDER BY sequence LIMIT $6",
+                       "event"},
+
+    [S_MIG_LOCK] = {"mig_lock", "SELECT pg_advisory_lock(" MIGRATION_LOCK ")", "the schema"},
+    [S_MIG_UNLOCK] = {"mig_unlock", "SELECT pg_advisory_unlock(" MIGRATION_LOCK ")", "the schema"},
+    [S_MIG_TABLE] = {"mig_table",
+                     "CREATE TABLE IF NOT EXISTS schema_migrations (version int PRIMARY KEY, "
+                     "applied_at timestamptz NOT NULL DEFAULT now())",
+                     "the schema"},
+    [S_MIG_HAS] = {"mig_has", "SELECT 1 FROM schema_migrations WHERE version = $1", "the schema"},
+    [S_MIG_RECORD] = {"mig_record", "INSERT INTO schema_migrations (version) VALUES ($1)",
+                      "the schema"},
+};
+
+typedef struct pg_store {
+    wf_store base;
+    wf_pg_pool *pool;
+} pg_store;
+
+typedef struct pg_tx {
+    wf_tx base;
+    wf_pg_conn *c;
+} pg_tx;
+
+/* ---- parameters ---------------------------------------------------------- */
+
+#define MAXP 32
+
+/* Statement parameters; text except bytea (binary). Strings are borrowed;
+ * numbers are formatted into the arena. */
+typedef struct params {
+    const char *v[MAXP];
+    int len[MAXP];
+    int fmt[MAXP];
+    int n;
+    wf_arena *a;
+    bool oom;
+} params;
+
+static void
+p_str(params *p, const char *s)
+{
+    p->v[p->n] = s;
+    p->len[p->n] = 0;
+    p->fmt[p->n] = 0;
+    p->n++;
+}
+
+static void
+p_i64(params *p, int64_t x)
+{
+    char *s = wf_arena_printf(p->a, "%" PRId64, x);
+    p->oom |= s == NULL;
+    p_str(p, s);
+}
+
+static void
+p_bool(params *p, bool b)
+{
+    p_str(p, b ? "t" : "f");
+}
+
+static void
+p_bytes(params *p, const void *b, size_t n)
+{
+    p_str(p, b);
+    p->len[p->n - 1] = (int)n;
+    p->fmt[p->n - 1] = b != NULL ? 1 : 0;
+}
+
+/* Appends every field of row but skip (-1: none), in descriptor order;
+ * tenant replaces the tenant field. */
+static void
+p_row(params *p, const wf_row_desc *d, const void *row, const char *tenant, int skip)
+{
+    for (size_t i = 0; i < d->n_fields; i++) {
+        const wf_field *f = &d->fields[i];
+        const char *at = (const char *)row + f->off;
+        if ((int)i == skip)
+            continue;
+        switch (f->type) {
+        case WF_F_STR:
+            p_str(p, f->off == d->tenant_off ? tenant : *(char *const *)at);
+            break;
+        case WF_F_BYTES:
+            p_bytes(p, *(void *const *)at, *(const size_t *)((const char *)row + f->len_off));
+            break;
+        case WF_F_I64:
+            p_i64(p, *(const int64_t *)at);
+            break;
+        case WF_F_I32:
+            p_i64(p, *(const int32_t *)at);
+            break;
+        case WF_F_BOOL:
+            p_bool(p, *(const bool *)at);
+            break;
+        case WF_F_F64: {
+            char *s = wf_arena_printf(p->a, "%.17g", *(const double *)at);
+            p->oom |= s == NULL;
+            p_str(p, s);
+            break;
+        }
+        }
+    }
+}
+
+/* A Postgres text[] literal with every element quoted; an empty list is
+ * passed as NULL, which the statements read as "no filter" (or, for the
+ * inbox groups, "no group matches"). */
+static void
+p_text_array(params *p, const char *const *strs, size_t n)
+{
+    if (n == 0) {
+        p_str(p, NULL);
+        return;
+    }
+    size_t cap = 3;
+    for (size_t i = 0; i < n; i++)
+        cap += 2 * strlen(strs[i]) + 3;
+    char *s = wf_arena_alloc(p->a, cap), *o = s;
+    if (s != NULL) {
+        *o++ = '{';
+        for (size_t i = 0; i < n; i++) {
+            if (i > 0)
+                *o++ = ',';
+            *o++ = '"';
+            for (const char *c = strs[i]; *c != '\0'; c++) {
+                if (*c == '"' || *c == '\\')
+                    *o++ = '\\';
+                *o++ = *c;
+            }
+            *o++ = '"';
+        }
+        *o++ = '}';
+        *o = '\0';
+    }
+    p->oom |= s == NULL;
+    p_str(p, s);
+}
+
+static void
+p_int_array(params *p, const int *v, size_t n)
+{
+    if (n == 0) {
+        p_str(p, NULL);
+        return;
+    }
+    char *s = wf_arena_alloc(p->a, n * 12 + 3), *o = s;
+    if (s != NULL) {
+        *o++ = '{';
+        for (size_t i = 0; i < n; i++)
+            o += sprintf(o, "%s%d", i > 0 ? "," : "", v[i]);
+        *o++ = '}';
+        *o = '\0';
+    }
+    p->oom |= s == NULL;
+    p_str(p, s);
+}
+
+/* The statement_timeout for a call: what is left of its deadline. */
+static void
+p_timeout(params *p, int64_t deadline_ms)
+{
+    int64_t left = deadline_ms != 0 ? deadline_ms - wf_mono_ms() : 0;
+    if (deadline_ms != 0 && left < 1)
+        left = 1;
+    p_i64(p, left);
+}
+
+/* ---- running statements ---------------------------------------------------- */
+
+static wf_code
+run(wf_pg_conn *c, int id, const params *p, int64_t deadline, PGresult **res, wf_error *err)
+{
+    if (p != NULL && p->oom)
+        return wf_store__nomem(err);
+    *res = NULL;
+    return wf_pg_exec(c, stmts, id, p != NULL ? p->n : 0, p != NULL ? p->v : NULL,
+                      p != NULL ? p->len : NULL, p != NULL ? p->fmt : NULL, deadline, res, err);
+}
+
+/* Runs a statement whose result is not needed; *affected gets the row
+ * count when non-NULL. */
+static wf_code
+run_cmd(wf_pg_conn *c, int id, const params *p, int64_t deadline, long *affected, wf_error *err)
+{
+    PGresult *res;
+    wf_code rc = run(c, id, p, deadline, &res, err);
+    if (rc == WF_OK && affected != NULL)
+        *affected = atol(PQcmdTuples(res));
+    PQclear(res);
+    return rc;
+}
+
+/* Converts every row of res into an arena array of d's row type. */
+static wf_code
+read_rows(PGresult *res, const wf_row_desc *d, wf_arena *a, void *out, size_t *n, wf_error *err)
+{
+    if (PQnfields(res) != (int)d->n_fields) {
+        WF_LOG(WF_LOG_ERROR, "db_shape", "%s: %d columns, descriptor has %zu", d->name,
+               PQnfields(res), d->n_fields);
+        return wf_error_set(err, WF_E_INTERNAL, "could not read %s", d->name);
+    }
+    size_t k = (size_t)PQntuples(res);
+    char *rows = wf_arena_calloc(a, k > 0 ? k : 1, d->size);
+    if (rows == NULL)
+        return wf_store__nomem(err);
+    for (size_t r = 0; r < k; r++) {
+        char *row = rows + r * d->size;
+        for (size_t i = 0; i < d->n_fields; i++) {
+            const wf_field *f = &d->fields[i];
+            if (PQgetisnull(res, (int)r, (int)i))
+                continue; /* calloc'd: NULL / 0 / false */
+            const char *v = PQgetvalue(res, (int)r, (int)i);
+            char *at = row + f->off;
+            switch (f->type) {
+            case WF_F_STR: {
+                char *s = wf_arena_strndup(a, v, (size_t)PQgetlength(res, (int)r, (int)i));
+                if (s == NULL)
+                    return wf_store__nomem(err);
+                *(char **)at = s;
+                break;
+            }
+            case WF_F_BYTES: {
+                size_t len = 0;
+                unsigned char *raw = PQunescapeBytea((const unsigned char *)v, &len);
+                void *copy = raw != NULL ? wf_arena_alloc(a, len) : NULL;
+                if (copy != NULL)
+                    memcpy(copy, raw, len);
+                PQfreemem(raw);
+                if (copy == NULL)
+                    return wf_store__nomem(err);
+                *(void **)at = copy;
+                *(size_t *)(row + f->len_off) = len;
+                break;
+            }
+            case WF_F_I64:
+                *(int64_t *)at = strtoll(v, NULL, 10);
+                break;
+            case WF_F_I32:
+                *(int32_t *)at = (int32_t)strtol(v, NULL, 10);
+                break;
+            case WF_F_BOOL:
+                *(bool *)at = v[0] == 't';
+                break;
+            case WF_F_F64:
+                *(double *)at = strtod(v, NULL);
+                break;
+            }
+        }
+    }
+    *(void **)out = rows;
+    *n = k;
+    return WF_OK;
+}
+
+static wf_code
+run_rows(wf_pg_conn *c, int id, const params *p, int64_t deadline, const wf_row_desc *d,
+         wf_arena *a, void *rows, size_t *n, wf_error *err)
+{
+    PGresult *res;
+    wf_code rc = run(c, id, p, deadline, &res, err);
+    if (rc == WF_OK)
+        rc = read_rows(res, d, a, rows, n, err);
+    PQclear(res);
+    return rc;
+}
+
+/* ---- borrowing connections ------------------------------------------------ */
+
+/* Returns c to the pool, rolling back whatever it still has open. */
+static void
+conn_put(pg_store *s, wf_pg_conn *c)
+{
+    if (c == NULL)
+        return;
+    if (c->pg != NULL && !c->broken) {
+        PGTransactionStatusType ts = PQtransactionStatus(c->pg);
+        if ((ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR) &&
+            run_cmd(c, S_ROLLBACK, NULL, wf_mono_ms() + 1000, NULL, NULL) != WF_OK)
+            c->broken = true;
+    }
+    wf_pg_pool_release(s->pool, c);
+}
+
+/* Borrows a connection for single statements, with the call's deadline as
+ * its session statement_timeout. */
+static wf_code
+conn_get(pg_store *s, const wf_store_ctx *ctx, wf_pg_conn **out, wf_error *err)
+{
+    wf_pg_conn *c = NULL;
+    wf_code rc = wf_pg_pool_acquire(s->pool, ctx->deadline_ms, &c, err);
+    if (rc != WF_OK)
+        return rc;
+    params p = {.a = ctx->arena};
+    p_timeout(&p, ctx->deadline_ms);
+    rc = run_cmd(c, S_TIMEOUT_SESSION, &p, ctx->deadline_ms, NULL, err);
+    if (rc != WF_OK) {
+        conn_put(s, c);
+        return rc;
+    }
+    *out = c;
+    return WF_OK;
+}
+
+/* Borrows a connection and opens a transaction on it with SET LOCAL
+ * statement_timeout from the deadline. */
+static wf_code
+tx_open(pg_store *s, const wf_store_ctx *ctx, wf_pg_conn **out, wf_error *err)
+{
+    wf_pg_conn *c = NULL;
+    wf_code rc = wf_pg_pool_acquire(s->pool, ctx->deadline_ms, &c, err);
+    if (rc != WF_OK)
+        return rc;
+    params p = {.a = ctx->arena};
+    p_timeout(&p, ctx->deadline_ms);
+    rc = run_cmd(c, S_BEGIN, NULL, ctx->deadline_ms, NULL, err);
+    if (rc == WF_OK)
+        rc = run_cmd(c, S_TIMEOUT_LOCAL, &p, ctx->deadline_ms, NULL, err);
+    if (rc != WF_OK) {
+        conn_put(s, c);
+        return rc;
+    }
+    *out = c;
+    return WF_OK;
+}
+
+/* ---- store lifecycle -------------------------------------------------------- */
+
+static void
+pg_destroy(wf_store *st)
+{
+    pg_store *s = (pg_store *)st;
+    wf_pg_pool_free(s->pool);
+    free(s);
+}
+
+static bool
+pg_ready(wf_store *st)
+{
+    pg_store *s = (pg_store *)st;
+    wf_pg_conn *c = NULL;
+    int64_t deadline = wf_mono_ms() + 1000;
+    if (wf_pg_pool_acquire(s->pool, deadline, &c, NULL) != WF_OK)
+        return false;
+    bool ok = run_cmd(c, S_PING, NULL, deadline, NULL, NULL) == WF_OK;
+    conn_put(s, c);
+    return ok;
+}
+
+static void
+pg_stats(wf_store *st, wf_store_stats *out)
+{
+    wf_pg_pool_stats(((pg_store *)st)->pool, out);
+}
+
+/* ---- unit of work ------------------------------------------------------------ */
+
+static wf_code
+pg_begin(wf_store *st, const wf_store_ctx *ctx, wf_tx **out, wf_error *err)
+{
+    pg_store *s = (pg_store *)st;
+    pg_tx *tx = calloc(1, sizeof *tx);
+    if (tx == NULL)
+        return wf_store__nomem(err);
+    wf_code rc = tx_open(s, ctx, &tx->c, err);
+    if (rc != WF_OK) {
+        free(tx);
+        return rc;
+    }
+    tx->base.st = st;
+    tx->base.ctx = *ctx;
+    *out = &tx->base;
+    return WF_OK;
+}
+
+static wf_code
+pg_commit(wf_tx *t, wf_error *err)
+{
+    pg_tx *tx = (pg_tx *)t;
+    wf_code rc = run_cmd(tx->c, S_COMMIT, NULL, t->ctx.deadline_ms, NULL, err);
+    conn_put((pg_store *)t->st, tx->c);
+    free(tx);
+    return rc;
+}
+
+static void
+pg_rollback(wf_tx *t)
+{
+    pg_tx *tx = (pg_tx *)t;
+    conn_put((pg_store *)t->st, tx->c);
+    free(tx);
+}
+
+/* Two-parameter (tenant, x) statement parameters. */
+static params
+p_tenant(const wf_store_ctx *ctx, const char *x)
+{
+    params p = {.a = ctx->arena};
+    p_str(&p, ctx->tenant);
+    p_str(&p, x);
+    return p;
+}
+
+static wf_code
+pg_lock_root(wf_tx *t, const char *instance_id, wf_aggregate *out, wf_error *err)
+{
+    pg_tx *tx = (pg_tx *)t;
+    const wf_store_ctx *ctx = &t->ctx;
+    int64_t dl = ctx->deadline_ms;
+    params p = p_tenant(ctx, instance_id);
+    PGresult *res;
+    wf_code rc = run(tx->c, S_LOCK_ROOT, &p, dl, &res, err);
+    if (rc != WF_OK)
+        return rc;
+    char *root = PQntuples(res) == 1 ? wf_arena_strdup(ctx->arena, PQgetvalue(res, 0, 0)) : NULL;
+    bool missing = PQntuples(res) == 0;
+    PQclear(res);
+    if (missing)
+        return wf_error_set(err, WF_E_INSTANCE_NOT_FOUND, "instance \"%s\" does not exist",
+                            instance_id);
+    if (root == NULL)
+        return wf_store__nomem(err);
+
+    wf_aggregate g = {0};
+    wf_arena *a = ctx->arena;
+    p = p_tenant(ctx, root);
+    rc = run_rows(tx->c, S_AGG_INSTANCES, &p, dl, &wf_store__instance_desc, a, &g.instances,
+                  &g.n_instances, err);
+    if (rc == WF_OK)
+        rc = run_rows(tx->c, S_AGG_TASKS, &p, dl, &wf_store__task_desc, a, &g.tasks, &g.n_tasks,
+                      err);
+    if (rc == WF_OK)
+        rc = run_rows(tx->c, S_AGG_TOKENS, &p, dl, &wf_store__token_desc, a, &g.tokens, &g.n_tokens,
+                      err);
+    if (rc == WF_OK)
+        rc = run_rows(tx->c, S_AGG_WORK_ITEMS, &p, dl, &wf_store__work_item_desc, a, &g.work_items,
+                      &g.n_work_items, err);
+    if (rc == WF_OK)
+        rc = run_rows(tx->c, S_AGG_JOBS, &p, dl, &wf_store__job_desc, a, &g.jobs, &g.n_jobs, err);
+    if (rc == WF_OK)
+        rc = run_rows(tx->c, S_AGG_TIMERS, &p, dl, &wf_store__timer_desc, a, &g.timers, &g.n_timers,
+                      err);
+    if (rc == WF_OK)
+        rc = run_rows(tx->c, S_AGG_SUBS, &p, dl, &wf_store__subscription_desc, a, &g.subscriptions,
+                      &g.n_subscriptions, err);
+    if (rc == WF_OK)
+        *out = g;
+    return rc;
+}
+
+static wf_code
+put_instance(pg_tx *tx, const wf_instance_row *in, wf_error *err)
+{
+    const wf_store_ctx *ctx = &tx->base.ctx;
+    params p = {.a = ctx->arena};
+    p_row(&p, &wf_store__instance_desc, in, ctx->tenant, -1);
+    long n = 0;
+    wf_code rc = run_cmd(tx->c, in->version == 0 ? S_INSERT_INSTANCE : S_UPDATE_INSTANCE, &p,
+                         ctx->deadline_ms, &n, err);
+    if ((rc == WF_OK && n != 1) || rc == WF_E_CONFLICT)
+        return wf_error_set(err, WF_E_CONFLICT, "instance \"%s\" was changed concurrently", in->id);
+    return rc;
+}
+
+/* Upserts n rows of one type (stride d->size). */
+static wf_code
+put_rows(pg_tx *tx, int id, const wf_row_desc *d, const void *rows, size_t n, wf_error *err)
+{
+    const wf_store_ctx *ctx = &tx->base.ctx;
+    wf_code rc = WF_OK;
+    for (size_t i = 0; rc == WF_OK && i < n; i++) {
+        params p = {.a = ctx->arena};
+        const void *row = (const char *)rows + i * d->size;
+        p_row(&p, d, row, ctx->tenant, -1);
+        rc = run_cmd(tx->c, id, &p, ctx->deadline_ms, NULL, err);
+        if (rc == WF_E_CONFLICT && d == &wf_store__signal_desc)
+            rc = wf_error_set(err, WF_E_CONFLICT, "signal \"%s\" was already received",
+                              ((const wf_signal_row *)row)->signal_id);
+    }
+    return rc;
+}
+
+static wf_code
+del_rows(pg_tx *tx, int id, const char *const *ids, size_t n, wf_error *err)
+{
+    wf_code rc = WF_OK;
+    for (size_t i = 0; rc == WF_OK && i < n; i++) {
+        params p = p_tenant(&tx->base.ctx, ids[i]);
+        rc = run_cmd(tx->c, id, &p, tx->base.ctx.deadline_ms, NULL, err);
+    }
+    return rc;
+}
+
+static wf_code
+insert_event(wf_pg_conn *c, const wf_store_ctx *ctx, const wf_event_row *e, wf_error *err)
+{
+    params p = {.a = ctx->arena};
+    p_row(&p, &wf_store__event_desc, e, ctx->tenant, 0 /* sequence: the table assigns it */);
+    return run_cmd(c, S_INSERT_EVENT, &p, ctx->deadline_ms, NULL, err);
+}
+
+static wf_code
+pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
+{
+    pg_tx *tx = (pg_tx *)t;
+    wf_code rc = WF_OK;
+    for (size_t i = 0; rc == WF_OK && i < c->n_instances; i++)
+        rc = put_instance(tx, &c->instances[i], err);
+    if (rc == WF_OK)
+        rc = put_rows(tx, S_UPSERT_TASK, &wf_store__task_desc, c->tasks, c->n_tasks, err);
+    if (rc == WF_OK)
+        rc = put_rows(tx, S_UPSERT_TOKEN, &wf_store__token_desc, c->tokens, c->n_tokens, err);
+    if (rc == WF_OK)
+        rc = put_rows(tx, S_UPSERT_WORK_ITEM, &wf_store__work_item_desc, c->work_items,
+                      c->n_work_items, err);
+    if (rc == WF_OK)
+        rc = put_rows(tx, S_UPSERT_JOB, &wf_store__job_desc, c->jobs, c->n_jobs, err);
+    if (rc == WF_OK)
+        rc = put_rows(tx, S_UPSERT_TIMER, &wf_store__timer_desc, c->timers, c->n_timers, err);
+    if (rc == WF_OK)
+        rc = put_rows(tx, S_UPSERT_SUB, &wf_store__subscription_desc, c->subscriptions,
+                      c->n_subscriptions, err);
+    if (rc == WF_OK)
+        rc = put_rows(tx, S_UPSERT_SIGNAL, &wf_store__signal_desc, c->signals, c->n_signals, err);
+    if (rc == WF_OK)
+        rc = del_rows(tx, S_DEL_TOKEN, c->del_tokens, c->n_del_tokens, err);
+    if (rc == WF_OK)
+        rc = del_rows(tx, S_DEL_WORK_ITEM, c->del_work_items, c->n_del_work_items, err);
+    if (rc == WF_OK)
+        rc = del_rows(tx, S_DEL_JOB, c->del_jobs, c->n_del_jobs, err);
+    if (rc == WF_OK)
+        rc = del_rows(tx, S_DEL_TIMER, c->del_timers, c->n_del_timers, err);
+    if (rc == WF_OK)
+        rc = del_rows(tx, S_DEL_SUB, c->del_subscriptions, c->n_del_subscriptions, err);
+    for (size_t i = 0; rc == WF_OK && i < c->n_events; i++)
+        rc = insert_event(tx->c, &t->ctx, &c->events[i], err);
+    return rc;
+}
+
+static wf_code
+pg_idem_get(wf_tx *t, const char *method, const char *request_id, wf_idempotency_row *out,
+            bool *found, wf_error *err)
+{
+    pg_tx *tx = (pg_tx *)t;
+    params p = p_tenant(&t->ctx, method);
+    p_str(&p, request_id);
+    wf_idempotency_row *rows;
+    size_t n;
+    wf_code rc = run_rows(tx->c, S_IDEM_GET, &p, t->ctx.deadline_ms, &wf_store__idempotency_desc,
+                          t->ctx.arena, &rows, &n, err);
+    if (rc == WF_OK) {
+        *found = n > 0;
+        if (n > 0)
+            *out = rows[0];
+    }
+    return rc;
+}
+
+static wf_code
+pg_idem_put(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
+{
+    pg_tx *tx = (pg_tx *)t;
+    params p = {.a = t->ctx.arena};
+    p_row(&p, &wf_store__idempotency_desc, in, t->ctx.tenant, -1);
+    wf_code rc = run_cmd(tx->c, S_IDEM_PUT, &p, t->ctx.deadline_ms, NULL, err);
+    if (rc == WF_E_CONFLICT)
+        return wf_error_set(err, WF_E_CONFLICT, "request \"%s\" was already recorded",
+                            in->request_id);
+    return rc;
+}
+
+static wf_code
+pg_put_definition(wf_tx *t, const wf_definition_row *in, int32_t *version, wf_error *err)
+{
+    pg_tx *tx = (pg_tx *)t;
+    params p = {.a = t->ctx.arena};
+    p_row(&p, &wf_store__definition_desc, in, t->ctx.tenant, 2 /* version: assigned */);
+    PGresult *res;
+    wf_code rc = run(tx->c, S_PUT_DEFINITION, &p, t->ctx.deadline_ms, &res, err);
+    if (rc == WF_OK)
+        *version = (int32_t)atoi(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    if (rc == WF_E_CONFLICT)
+        return wf_error_set(err, WF_E_CONFLICT, "definition \"%s\" was deployed concurrently",
+                            in->key);
+    return rc;
+}
+
+static wf_code
+get_definition(wf_pg_conn *c, const wf_store_ctx *ctx, const char *key, int32_t version,
+               wf_definition_row *out, bool *found, wf_error *err)
+{
+    params p = p_tenant(ctx, key);
+    p_i64(&p, version);
+    wf_definition_row *rows;
+    size_t n;
+    wf_code rc = run_rows(c, S_GET_DEFINITION, &p, ctx->deadline_ms, &wf_store__definition_desc,
+                          ctx->arena, &rows, &n, err);
+    if (rc == WF_OK) {
+        *found = n > 0;
+        if (n > 0)
+            *out = rows[0];
+    }
+    return rc;
+}
+
+static wf_code
+pg_tx_get_definition(wf_tx *t, const char *key, int32_t version, wf_definition_row *out,
+                     bool *found, wf_error *err)
+{
+    return get_definition(((pg_tx *)t)->c, &t->ctx, key, version, out, found, err);
+}
+
+static wf_code
+pg_consume_signal(wf_tx *t, const char *name, const char *instance_id, const char *agg_type,
+                  const char *agg_id, const char *consumer, const char *transition_id, int64_t now,
+                  wf_signal_row *out, bool *found, wf_error *err)
+{
+    pg_tx *tx = (pg_tx *)t;
+    params p = p_tenant(&t->ctx, name);
+    p_str(&p, instance_id);
+    p_str(&p, agg_type);
+    p_str(&p, agg_id);
+    p_i64(&p, now);
+    p_str(&p, consumer);
+    p_str(&p, transition_id);
+    wf_signal_row *rows;
+    size_t n;
+    wf_code rc = run_rows(tx->c, S_CONSUME_SIGNAL, &p, t->ctx.deadline_ms, &wf_store__signal_desc,
+                          t->ctx.arena, &rows, &n, err);
+    if (rc == WF_OK) {
+        *found = n > 0;
+        if (n > 0)
+            *out = rows[0];
+    }
+    return rc;
+}
+
+/* ---- reads outside a unit of work -------------------------------------------- */
+
+/* Runs one row-returning statement on a borrowed connection. */
+static wf_code
+query(pg_store *s, const wf_store_ctx *ctx, int id, const params *p, const wf_row_desc *d,
+      void *rows, size_t *n, wf_error *err)
+{
+    wf_pg_conn *c = NULL;
+    wf_code rc = conn_get(s, ctx, &c, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = run_rows(c, id, p, ctx->deadline_ms, d, ctx->arena, rows, n, err);
+    conn_put(s, c);
+    return rc;
+}
+
+/* A query for at most one row, copied into out. */
+static wf_code
+query_one(pg_store *s, const wf_store_ctx *ctx, int id, const params *p, const wf_row_desc *d,
+          void *out, bool *found, wf_error *err)
+{
+    void *rows;
+    size_t n;
+    wf_code rc = query(s, ctx, id, p, d, &rows, &n, err);
+    if (rc == WF_OK) {
+        *found = n > 0;
+        if (n > 0)
+            memcpy(out, rows, d->size);
+    }
+    return rc;
+}
+
+static wf_code
+pg_get_definition(wf_store *st, const wf_store_ctx *ctx, const char *key, int32_t version,
+                  wf_definition_row *out, bool *found, wf_error *err)
+{
+    pg_store *s = (pg_store *)st;
+    wf_pg_conn *c = NULL;
+    wf_code rc = conn_get(s, ctx, &c, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = get_definition(c, ctx, key, version, out, found, err);
+    conn_put(s, c);
+    return rc;
+}
+
+static wf_code
+pg_get_instance(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_instance_row *out,
+                bool *found, wf_error *err)
+{
+    params p = p_tenant(ctx, id);
+    return query_one((pg_store *)st, ctx, S_GET_INSTANCE, &p, &wf_store__instance_desc, out, found,
+                     err);
+}
+
+static wf_code
+pg_get_task(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_task_row *out, bool *found,
+            wf_error *err)
+{
+    params p = p_tenant(ctx, id);
+    return query_one((pg_store *)st, ctx, S_GET_TASK, &p, &wf_store__task_desc, out, found, err);
+}
+
+static wf_code
+pg_get_job_by_key(wf_store *st, const wf_store_ctx *ctx, const char *key, wf_job_row *out,
+                  bool *found, wf_error *err)
+{
+    params p = p_tenant(ctx, key);
+    return query_one((pg_store *)st, ctx, S_GET_JOB_BY_KEY, &p, &wf_store__job_desc, out, found,
+                     err);
+}
+
+/* Appends the keyset cursor (number, text) or two NULLs. */
+static void
+p_cursor(params *p, bool has, int64_t num, const char *str)
+{
+    if (has) {
+        p_i64(p, num);
+        p_str(p, str);
+    } else {
+        p_str(p, NULL);
+        p_str(p, NULL);
+    }
+}
+
+static wf_code
+pg_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f, size_t limit,
+              bool has, int64_t c_num, const char *c_str, wf_task_row **rows, size_t *n,
+              wf_error *err)
+{
+    params p = p_tenant(ctx, f->user);
+    p_text_array(&p, f->groups, f->user != NULL ? f->n_groups : 0);
+    p_str(&p, f->group);
+    p_int_array(&p, (const int *)f->states, f->n_states);
+    p_cursor(&p, has, c_num, c_str);
+    p_i64(&p, (int64_t)limit);
+    return query((pg_store *)st, ctx, S_LIST_TASKS, &p, &wf_store__task_desc, rows, n, err);
+}
+
+static wf_code
+pg_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filter *f, size_t limit,
+                  bool has, int64_t c_num, const char *c_str, wf_instance_row **rows, size_t *n,
+                  wf_error *err)
+{
+    params p = p_tenant(ctx, f->started_by);
+    p_str(&p, f->definition_key);
+    p_str(&p, f->aggregate_type);
+    p_str(&p, f->aggregate_id);
+    p_int_array(&p, (const int *)f->statuses, f->n_statuses);
+    p_bool(&p, f->roots_only);
+    p_i64(&p, f->children);
+    p_cursor(&p, has, c_num, c_str);
+    p_i64(&p, (int64_t)limit);
+    return query((pg_store *)st, ctx, S_LIST_INSTANCES, &p, &wf_store__instance_desc, rows, n, err);
+}
+
+static wf_code
+pg_list_definitions(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has, int64_t c_num,
+                    const char *c_str, wf_definition_row **rows, size_t *n, wf_error *err)
+{
+    params p = {.a = ctx->arena};
+    p_str(&p, ctx->tenant);
+    p_cursor(&p, has, c_num, c_str);
+    p_i64(&p, (int64_t)limit);
+    return query((pg_store *)st, ctx, S_LIST_DEFINITIONS, &p, &wf_store__definition_desc, rows, n,
+                 err);
+}
+
+static wf_code
+pg_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f, size_t limit,
+                bool has, int64_t c_num, const char *c_str, wf_signal_row **rows, size_t *n,
+                wf_error *err)
+{
+    params p = p_tenant(ctx, f->instance_id);
+    p_str(&p, f->aggregate_type);
+    p_str(&p, f->aggregate_id);
+    p_str(&p, f->signal_id);
+    p_bool(&p, f->buffered_only);
+    p_cursor(&p, has, c_num, c_str);
+    p_i64(&p, (int64_t)limit);
+    return query((pg_store *)st, ctx, S_LIST_SIGNALS, &p, &wf_store__signal_desc, rows, n, err);
+}
+
+/* ---- cross-instance work ----------------------------------------------------- */
+
+static wf_code
+pg_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, const char *worker,
+                 size_t max, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
+                 wf_error *err)
+{
+    pg_store *s = (pg_store *)st;
+    wf_pg_conn *c = NULL;
+    wf_code rc = tx_open(s, ctx, &c, err);
+    if (rc != WF_OK)
+        return rc;
+    params p = p_tenant(ctx, job_type);
+    p_i64(&p, now);
+    p_i64(&p, (int64_t)max);
+    p_str(&p, worker);
+    p_i64(&p, now + lease_ms * 1000);
+    wf_job_row *jobs = NULL;
+    size_t k = 0;
+    rc = run_rows(c, S_ACTIVATE_JOBS, &p, ctx->deadline_ms, &wf_store__job_desc, ctx->arena, &jobs,
+                  &k, err);
+    /* One JOB_ACTIVATED event per lease, in the same transaction. */
+    for (size_t i = 0; rc == WF_OK && i < k; i++) {
+        wf_event_row ev = {0,
+                           NULL,
+                           jobs[i].root_id,
+                           jobs[i].instance_id,
+                           "JOB_ACTIVATED",
+                           NULL,
+                           wf_store__job_activated_data(ctx->arena, &jobs[i]),
+                           now};
+        rc = ev.data_json != NULL ? insert_event(c, ctx, &ev, err) : wf_store__nomem(err);
+    }
+    if (rc == WF_OK)
+        rc = run_cmd(c, S_COMMIT, NULL, ctx->deadline_ms, NULL, err);
+    conn_put(s, c);
+    if (rc == WF_OK) {
+        *rows = jobs;
+        *n = k;
+    }
+    return rc;
+}
+
+static wf_code
+pg_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
+                    int64_t claim_ms, wf_timer_row **rows, size_t *n, wf_error *err)
+{
+    params p = {.a = ctx->arena};
+    p_i64(&p, now);
+    p_i64(&p, (int64_t)limit);
+    p_i64(&p, now + claim_ms * 1000);
+    return query((pg_store *)st, ctx, S_CLAIM_TIMERS, &p, &wf_store__timer_desc, rows, n, err);
+}
+
+static wf_code
+pg_find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const char *name,
+                      const char *instance_id, const char *agg_type, const char *agg_id,
+                      wf_subscription_row **rows, size_t *n, wf_error *err)
+{
+    params p = p_tenant(ctx, name);
+    p_str(&p, instance_id);
+    p_str(&p, agg_type);
+    p_str(&p, agg_id);
+    return query((pg_store *)st, ctx, S_FIND_SUBS, &p, &wf_store__subscription_desc, rows, n, err);
+}
+
+static wf_code
+pg_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after, const wf_event_filter *f,
+               size_t limit, wf_event_row **rows, size_t *n, wf_error *err)
+{
+    params p = {.a = ctx->arena};
+    p_str(&p, ctx->tenant);
+    p_i64(&p, after);
+    p_str(&p, f->instance_id);
+    p_str(&p, f->definition_key);
+    p_text_array(&p, f->types, f->n_types);
+    p_i64(&p, (int64_t)limit);
+    return query((pg_store *)st, ctx, S_READ_EVENTS, &p, &wf_store__event_desc, rows, n, err);
+}
+
+/* ---- migrations -------------------------------------------------------------- */
+
+/* Applies every embedded migration not yet in schema_migrations, each in
+ * its own transaction, while holding a session advisory lock: replicas
+ * starting together queue on the lock, and each finds the work done. */
+static wf_code
+migrate(pg_store *s, wf_error *err)
+{
+    PGconn *pg = wf_pg_pool_connect(s->pool, 0, err);
+    if (pg == NULL)
+        return err != NULL ? err->code : WF_E_STORE_UNAVAILABLE;
+    wf_pg_conn c = {.pg = pg};
+    wf_arena *a = wf_arena_new();
+    wf_code rc = a != NULL ? WF_OK : wf_store__nomem(err);
+    if (rc == WF_OK)
+        rc = run_cmd(&c, S_MIG_LOCK, NULL, 0, NULL, err);
+    if (rc == WF_OK)
+        rc = run_cmd(&c, S_MIG_TABLE, NULL, 0, NULL, err);
+    for (int i = 0; rc == WF_OK && i < wf_pg_n_migrations; i++) {
+        const wf_pg_migration *m = &wf_pg_migrations[i];
+        params p = {.a = a};
+        p_i64(&p, m->version);
+        long have = 0;
+        rc = run_cmd(&c, S_BEGIN, NULL, 0, NULL, err);
+        if (rc == WF_OK)
+            rc = run_cmd(&c, S_MIG_HAS, &p, 0, &have, err);
+        if (rc == WF_OK && have == 0) {
+            /* The migration text is ours, embedded at build time; it may
+             * hold several statements, hence the simple protocol. */
+            PGresult *res = PQexec(pg, m->sql);
+            if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+                bool broken = false;
+                rc = wf_pg_map_error(pg, res, "migration", "the schema", &broken, err);
+            }
+            PQclear(res);
+            if (rc == WF_OK)
+                rc = run_cmd(&c, S_MIG_RECORD, &p, 0, NULL, err);
+            if (rc == WF_OK)
+                WF_LOG(WF_LOG_INFO, "db_migrated", "version=%d", m->version);
+        }
+        if (rc == WF_OK)
+            rc = run_cmd(&c, S_COMMIT, NULL, 0, NULL, err);
+    }
+    /* Closing the session releases the advisory lock and rolls back a
+     * failed migration; unlock explicitly anyway on success. */
+    if (rc == WF_OK)
+        rc = run_cmd(&c, S_MIG_UNLOCK, NULL, 0, NULL, err);
+    PQfinish(pg);
+    wf_arena_free(a);
+    return rc;
+}
+
+/* ---- construction ------------------------------------------------------------ */
+
+static const wf_store_ops pg_ops = {
+    .destroy = pg_destroy,
+    .ready = pg_ready,
+    .stats = pg_stats,
+    .begin = pg_begin,
+    .lock_root = pg_lock_root,
+    .apply = pg_apply,
+    .commit = pg_commit,
+    .rollback = pg_rollback,
+    .idem_get = pg_idem_get,
+    .idem_put = pg_idem_put,
+    .put_definition = pg_put_definition,
+    .tx_get_definition = pg_tx_get_definition,
+    .consume_signal = pg_consume_signal,
+    .get_definition = pg_get_definition,
+    .get_instance = pg_get_instance,
+    .get_task = pg_get_task,
+    .get_job_by_key = pg_get_job_by_key,
+    .list_tasks = pg_list_tasks,
+    .list_instances = pg_list_instances,
+    .list_definitions = pg_list_definitions,
+    .list_signals = pg_list_signals,
+    .activate_jobs = pg_activate_jobs,
+    .claim_due_timers = pg_claim_due_timers,
+    .find_subscriptions = pg_find_subscriptions,
+    .read_events = pg_read_events,
+};
+
+wf_store *
+wf_store_pg_new(const wf_store_pg_config *cfg, wf_error *err)
+{
+    pg_store *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        wf_store__nomem(err);
+        return NULL;
+    }
+    s->base.ops = &pg_ops;
+    s->pool = wf_pg_pool_new(cfg, err);
+    if (s->pool == NULL || migrate(s, err) != WF_OK) {
+        pg_destroy(&s->base);
+        return NULL;
+    }
+    return &s->base;
+}

@@ -1,0 +1,1203 @@
+/*
+ * test_store_contract.c: the behaviour every store must show, run against
+ * whatever contract_factory makes (memory or Postgres). A case written
+ * here holds both stores to it; nothing here may depend on which store
+ * runs it.
+ */
+#include "store_test.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_int.h" /* row descriptors, for field-by-field comparison */
+#include "wf_time.h"
+
+const store_factory *contract_factory;
+
+#define S(x) ((char *)(x))
+#define T0 INT64_C(1700000000000000) /* a fixed epoch for created_at etc. */
+
+static wf_store *st;
+static wf_arena *arena;
+static wf_store_ctx ctx;
+
+static void
+setup(void)
+{
+    st = contract_factory->open(8);
+    arena = wf_arena_new();
+    ck_assert_ptr_nonnull(arena);
+    ctx = (wf_store_ctx){"t1", 0, arena};
+}
+
+static void
+teardown(void)
+{
+    wf_arena_free(arena);
+    contract_factory->close(st);
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static wf_instance_row
+mk_instance(const char *id, const char *parent, const char *root, int64_t created)
+{
+    return (wf_instance_row){.id = S(id),
+                             .definition_key = S("def"),
+                             .definition_version = 1,
+                             .parent_id = S(parent),
+                             .root_id = S(root),
+                             .status = WF_INSTANCE_RUNNING,
+                             .variables_json = S("{\"n\":0}"),
+                             .started_by = S("alice"),
+                             .created_at = created,
+                             .updated_at = created};
+}
+
+static wf_task_row
+mk_task(const char *id, const char *root, wf_assignee_kind kind, const char *who,
+        wf_task_status status, int64_t created)
+{
+    return (wf_task_row){.id = S(id),
+                         .instance_id = S(root),
+                         .root_id = S(root),
+                         .definition_key = S("def"),
+                         .title = S("review"),
+                         .assignee_kind = kind,
+                         .assignee_id = S(who),
+                         .status = status,
+                         .created_at = created};
+}
+
+static wf_job_row
+mk_job(const char *id, const char *root, const char *type, int64_t activatable_at)
+{
+    return (wf_job_row){.id = S(id),
+                        .root_id = S(root),
+                        .instance_id = S(root),
+                        .transition_id = S("t-auto"),
+                        .job_type = S(type),
+                        .state = WF_JOB_ACTIVATABLE,
+                        .attempt = 1,
+                        .max_attempts = 3,
+                        .activatable_at = activatable_at,
+                        .created_at = activatable_at};
+}
+
+/* Runs one unit of work that only applies c, asserting success. */
+static void
+commit_changes(const wf_store_changes *c)
+{
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_msg(wf_tx_apply(tx, c, &err) == WF_OK, "apply: %s", err.msg);
+    ck_assert_msg(wf_tx_commit(tx, &err) == WF_OK, "commit: %s", err.msg);
+}
+
+static void
+new_root(const char *id, int64_t created)
+{
+    wf_instance_row r = mk_instance(id, NULL, id, created);
+    commit_changes(&(wf_store_changes){.instances = &r, .n_instances = 1});
+}
+
+static bool
+rows_equal(const wf_row_desc *d, const void *a, const void *b, const char **field)
+{
+    for (size_t i = 0; i < d->n_fields; i++) {
+        const wf_field *f = &d->fields[i];
+        const char *x = (const char *)a + f->off, *y = (const char *)b + f->off;
+        bool same = true;
+        switch (f->type) {
+        case WF_F_STR: {
+            const char *p = *(char *const *)x, *q = *(char *const *)y;
+            same = (p == NULL && q == NULL) || (p != NULL && q != NULL && strcmp(p, q) == 0);
+            break;
+        }
+        case WF_F_BYTES: {
+            size_t la = *(const size_t *)((const char *)a + f->len_off);
+            size_t lb = *(const size_t *)((const char *)b + f->len_off);
+            same = la == lb && (la == 0 || memcmp(*(void *const *)x, *(void *const *)y, la) == 0);
+            break;
+        }
+        case WF_F_I64:
+            same = *(const int64_t *)x == *(const int64_t *)y;
+            break;
+        case WF_F_I32:
+            same = *(const int32_t *)x == *(const int32_t *)y;
+            break;
+        case WF_F_BOOL:
+            same = *(const bool *)x == *(const bool *)y;
+            break;
+        case WF_F_F64:
+            same = *(const double *)x == *(const double *)y;
+            break;
+        }
+        if (!same) {
+            *field = d->name;
+            return false;
+        }
+    }
+    return true;
+}
+
+#define ASSERT_ROW_EQ(desc, a, b)                                                                  \
+    do {                                                                                           \
+        const char *what_ = "";                                                                    \
+        ck_assert_msg(rows_equal(&(desc), (a), (b), &what_), "%s row differs (field #%d)", what_,  \
+                      __LINE__);                                                                   \
+    } while (0)
+
+/* ---- cases -------------------------------------------------------------- */
+
+START_TEST(test_lock_missing_is_not_found)
+{
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    wf_aggregate g;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_lock_root(tx, "nope", &g, &err), WF_E_INSTANCE_NOT_FOUND);
+    ck_assert_str_eq(err.msg, "instance \"nope\" does not exist");
+    /* A failed call poisons the unit of work: only rollback is allowed. */
+    ck_assert_int_eq(wf_tx_commit(tx, &err), WF_E_INTERNAL);
+}
+END_TEST
+
+/* Every field of every row type survives a write and a lock_root read. */
+START_TEST(test_aggregate_round_trip)
+{
+    static unsigned char blob[] = {0, 1, 2, 255, 0, 7};
+    wf_instance_row inst[2] = {mk_instance("r1", NULL, "r1", T0),
+                               mk_instance("c1", "r1", "r1", T0 + 5)};
+    inst[0].aggregate_type = S("order");
+    inst[0].aggregate_id = S("o-1");
+    inst[0].title = S("root \"quoted\" ünïcode");
+    inst[1].join_mode = WF_JOIN_QUORUM;
+    inst[1].join_quorum = 2;
+    inst[1].on_all_completed = blob;
+    inst[1].on_all_completed_len = sizeof blob;
+    inst[1].join_fired = true;
+    inst[1].last_error = S("");
+    inst[1].ended_at = T0 + 9;
+    wf_task_row task = mk_task("k1", "r1", WF_ASSIGNEE_GROUP, "ops", WF_TASK_CLAIMED, T0 + 1);
+    task.instance_id = S("c1");
+    task.claimed_by = S("bob");
+    task.due_at = T0 + 100;
+    task.transition_id = S("approve");
+    task.work_item_id = S("w1");
+    task.assigned_by = S("alice");
+    wf_token_row tok[2] = {{S("tk2"), NULL, S("r1"), S("r1"), S("p1"), 2},
+                           {S("tk1"), NULL, S("r1"), S("r1"), S("p0"), 1}};
+    wf_work_item_row wi = {S("w1"),      NULL,
+                           S("r1"),      S("r1"),
+                           S("approve"), WF_TRIGGER_USER,
+                           S("tk1,tk2"), WF_WORK_ITEM_ENABLED,
+                           T0 + 2,       0};
+    wf_job_row job = mk_job("j1", "r1", "mail", T0 + 3);
+    job.backoff_multiplier = 1.5;
+    job.initial_backoff_ms = 250;
+    job.max_backoff_ms = 60000;
+    job.variables_json = S("{\"a\":[1,2]}");
+    job.idempotency_key = S("idem-1");
+    job.compensation = true;
+    wf_timer_row tim = {S("tm1"),     NULL,    S("r1"), S("r1"), S("w9"),
+                        S("timeout"), T0 + 50, T0 + 4,  0};
+    wf_subscription_row sub = {S("s1"),   NULL,         S("r1"),    S("r1"),  S("w8"),
+                               S("paid"), S("payment"), S("order"), S("o-1"), T0 + 6};
+    wf_store_changes c = {.instances = inst,
+                          .n_instances = 2,
+                          .tasks = &task,
+                          .n_tasks = 1,
+                          .tokens = tok,
+                          .n_tokens = 2,
+                          .work_items = &wi,
+                          .n_work_items = 1,
+                          .jobs = &job,
+                          .n_jobs = 1,
+                          .timers = &tim,
+                          .n_timers = 1,
+                          .subscriptions = &sub,
+                          .n_subscriptions = 1};
+    commit_changes(&c);
+
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    wf_aggregate g;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_msg(wf_tx_lock_root(tx, "c1", &g, &err) == WF_OK, "%s", err.msg);
+    wf_tx_rollback(tx);
+
+    ck_assert_uint_eq(g.n_instances, 2);
+    ck_assert_str_eq(g.instances[0].id, "r1"); /* root first */
+    for (int i = 0; i < 2; i++) {
+        inst[i].tenant = S("t1");
+        inst[i].version = 1;
+        ASSERT_ROW_EQ(wf_store__instance_desc, &inst[i], &g.instances[i]);
+    }
+    ck_assert_uint_eq(g.n_tasks, 1);
+    task.tenant = S("t1");
+    ASSERT_ROW_EQ(wf_store__task_desc, &task, &g.tasks[0]);
+    ck_assert_uint_eq(g.n_tokens, 2);
+    tok[0].tenant = tok[1].tenant = S("t1");
+    ASSERT_ROW_EQ(wf_store__token_desc, &tok[1], &g.tokens[0]); /* oldest first */
+    ASSERT_ROW_EQ(wf_store__token_desc, &tok[0], &g.tokens[1]);
+    wi.tenant = job.tenant = tim.tenant = sub.tenant = S("t1");
+    ck_assert_uint_eq(g.n_work_items, 1);
+    ASSERT_ROW_EQ(wf_store__work_item_desc, &wi, &g.work_items[0]);
+    ck_assert_uint_eq(g.n_jobs, 1);
+    ASSERT_ROW_EQ(wf_store__job_desc, &job, &g.jobs[0]);
+    ck_assert_uint_eq(g.n_timers, 1);
+    ASSERT_ROW_EQ(wf_store__timer_desc, &tim, &g.timers[0]);
+    ck_assert_uint_eq(g.n_subscriptions, 1);
+    ASSERT_ROW_EQ(wf_store__subscription_desc, &sub, &g.subscriptions[0]);
+
+    /* Simple reads see the same rows. */
+    wf_instance_row got;
+    ck_assert_int_eq(wf_store_get_instance(st, &ctx, "c1", &got, &err), WF_OK);
+    ASSERT_ROW_EQ(wf_store__instance_desc, &inst[1], &got);
+    wf_task_row gt;
+    ck_assert_int_eq(wf_store_get_task(st, &ctx, "k1", &gt, &err), WF_OK);
+    ASSERT_ROW_EQ(wf_store__task_desc, &task, &gt);
+    ck_assert_int_eq(wf_store_get_task(st, &ctx, "k9", &gt, &err), WF_E_TASK_NOT_FOUND);
+    ck_assert_str_eq(err.msg, "task \"k9\" does not exist");
+}
+END_TEST
+
+START_TEST(test_rollback_discards_everything)
+{
+    new_root("r1", T0);
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    wf_aggregate g;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_lock_root(tx, "r1", &g, &err), WF_OK);
+    wf_instance_row upd = g.instances[0];
+    upd.variables_json = S("{\"n\":42}");
+    wf_instance_row child = mk_instance("c1", "r1", "r1", T0 + 1);
+    wf_instance_row both[2] = {upd, child};
+    wf_event_row ev = {0, NULL, S("r1"), S("r1"), S("VARIABLES_SET"), S("alice"), S("{}"), T0};
+    const char *del[] = {"nothing"};
+    ck_assert_int_eq(wf_tx_apply(tx,
+                                 &(wf_store_changes){.instances = both,
+                                                     .n_instances = 2,
+                                                     .events = &ev,
+                                                     .n_events = 1,
+                                                     .del_tokens = del,
+                                                     .n_del_tokens = 1},
+                                 &err),
+                     WF_OK);
+    wf_tx_rollback(tx);
+
+    wf_instance_row got;
+    ck_assert_int_eq(wf_store_get_instance(st, &ctx, "r1", &got, &err), WF_OK);
+    ck_assert_str_eq(got.variables_json, "{\"n\":0}");
+    ck_assert_int_eq(got.version, 1);
+    ck_assert_int_eq(wf_store_get_instance(st, &ctx, "c1", &got, &err), WF_E_INSTANCE_NOT_FOUND);
+    wf_event_row *evs;
+    size_t n;
+    ck_assert_int_eq(wf_store_read_events(st, &ctx, 0, NULL, 0, &evs, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 0);
+    wf_tx_rollback(NULL); /* NULL-safe */
+}
+END_TEST
+
+START_TEST(test_stale_instance_version_is_conflict)
+{
+    new_root("r1", T0);
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    wf_instance_row stale = mk_instance("r1", NULL, "r1", T0); /* version 0: "new" */
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(
+        wf_tx_apply(tx, &(wf_store_changes){.instances = &stale, .n_instances = 1}, &err),
+        WF_E_CONFLICT);
+    ck_assert_str_eq(err.msg, "instance \"r1\" was changed concurrently");
+    ck_assert_int_eq(wf_tx_commit(tx, &err), WF_E_INTERNAL);
+
+    /* The right version succeeds and bumps it. */
+    stale.version = 1;
+    commit_changes(&(wf_store_changes){.instances = &stale, .n_instances = 1});
+    wf_instance_row got;
+    ck_assert_int_eq(wf_store_get_instance(st, &ctx, "r1", &got, &err), WF_OK);
+    ck_assert_int_eq(got.version, 2);
+}
+END_TEST
+
+START_TEST(test_deletes_remove_rows)
+{
+    wf_instance_row r = mk_instance("r1", NULL, "r1", T0);
+    wf_token_row tok = {S("tk1"), NULL, S("r1"), S("r1"), S("p"), 1};
+    wf_work_item_row wi = {
+        S("w1"), NULL, S("r1"), S("r1"), S("x"), WF_TRIGGER_AUTO, S("tk1"), WF_WORK_ITEM_ENABLED,
+        T0,      0};
+    wf_job_row job = mk_job("j1", "r1", "mail", T0);
+    wf_timer_row tim = {S("tm1"), NULL, S("r1"), S("r1"), S("w1"), S("x"), T0, T0, 0};
+    wf_subscription_row sub = {S("s1"), NULL,     S("r1"), S("r1"), S("w1"),
+                               S("x"),  S("sig"), NULL,    NULL,    T0};
+    commit_changes(&(wf_store_changes){.instances = &r,
+                                       .n_instances = 1,
+                                       .tokens = &tok,
+                                       .n_tokens = 1,
+                                       .work_items = &wi,
+                                       .n_work_items = 1,
+                                       .jobs = &job,
+                                       .n_jobs = 1,
+                                       .timers = &tim,
+                                       .n_timers = 1,
+                                       .subscriptions = &sub,
+                                       .n_subscriptions = 1});
+    const char *tk[] = {"tk1"}, *w[] = {"w1"}, *j[] = {"j1"}, *tm[] = {"tm1"}, *s[] = {"s1"};
+    commit_changes(&(wf_store_changes){.del_tokens = tk,
+                                       .n_del_tokens = 1,
+                                       .del_work_items = w,
+                                       .n_del_work_items = 1,
+                                       .del_jobs = j,
+                                       .n_del_jobs = 1,
+                                       .del_timers = tm,
+                                       .n_del_timers = 1,
+                                       .del_subscriptions = s,
+                                       .n_del_subscriptions = 1});
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    wf_aggregate g;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_lock_root(tx, "r1", &g, &err), WF_OK);
+    wf_tx_rollback(tx);
+    ck_assert_uint_eq(g.n_instances, 1);
+    ck_assert_uint_eq(g.n_tokens + g.n_work_items + g.n_jobs + g.n_timers + g.n_subscriptions, 0);
+}
+END_TEST
+
+START_TEST(test_idempotency_records)
+{
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    wf_idempotency_row rec = {
+        NULL, S("StartInstance"), S("req-1"), S("h1"), (unsigned char *)"\x01\x00\x02", 3, T0};
+    wf_idempotency_row got;
+    bool found = true;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_idempotency_get(tx, "StartInstance", "req-1", &got, &found, &err),
+                     WF_OK);
+    ck_assert(!found);
+    ck_assert_int_eq(wf_tx_idempotency_put(tx, &rec, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_commit(tx, &err), WF_OK);
+
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_idempotency_get(tx, "StartInstance", "req-1", &got, &found, &err),
+                     WF_OK);
+    ck_assert(found);
+    rec.tenant = S("t1");
+    ASSERT_ROW_EQ(wf_store__idempotency_desc, &rec, &got);
+    ck_assert_int_eq(wf_tx_idempotency_put(tx, &rec, &err), WF_E_CONFLICT);
+    wf_tx_rollback(tx);
+
+    /* Same request id, other method: a different record. */
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_idempotency_get(tx, "AssignTo", "req-1", &got, &found, &err), WF_OK);
+    ck_assert(!found);
+    wf_tx_rollback(tx);
+}
+END_TEST
+
+START_TEST(test_definitions_versions_and_listing)
+{
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    int32_t v = 0;
+    const char *keys[] = {"b", "a", "b", "c", "a", "b"};
+    for (int i = 0; i < 6; i++) {
+        wf_definition_row d = {.key = S(keys[i]),
+                               .kind = WF_DEF_NET,
+                               .name = S("n"),
+                               .content = (unsigned char *)"\x00net",
+                               .content_len = 4,
+                               .content_hash = S("h"),
+                               .created_at = T0 + i,
+                               .created_by = S("u")};
+        ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+        ck_assert_int_eq(wf_tx_put_definition(tx, &d, &v, &err), WF_OK);
+        ck_assert_int_eq(wf_tx_commit(tx, &err), WF_OK);
+    }
+    ck_assert_int_eq(v, 3); /* third "b" */
+    wf_definition_row d;
+    ck_assert_int_eq(wf_store_get_definition(st, &ctx, "b", 0, &d, &err), WF_OK);
+    ck_assert_int_eq(d.version, 3);
+    ck_assert_int_eq(d.created_at, T0 + 5);
+    ck_assert_uint_eq(d.content_len, 4);
+    ck_assert(memcmp(d.content, "\x00net", 4) == 0);
+    ck_assert_int_eq(wf_store_get_definition(st, &ctx, "a", 1, &d, &err), WF_OK);
+    ck_assert_int_eq(d.created_at, T0 + 1);
+    ck_assert_int_eq(wf_store_get_definition(st, &ctx, "a", 7, &d, &err),
+                     WF_E_DEFINITION_NOT_FOUND);
+    ck_assert_str_eq(err.msg, "version 7 of definition \"a\" does not exist");
+    ck_assert_int_eq(wf_store_get_definition(st, &ctx, "zz", 0, &d, &err),
+                     WF_E_DEFINITION_NOT_FOUND);
+    ck_assert_str_eq(err.msg, "definition \"zz\" does not exist");
+
+    /* Inside a transaction too. */
+    bool found;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_get_definition(tx, "c", 0, &d, &found, &err), WF_OK);
+    ck_assert(found && d.version == 1);
+    ck_assert_int_eq(wf_tx_get_definition(tx, "zz", 0, &d, &found, &err), WF_OK);
+    ck_assert(!found);
+    wf_tx_rollback(tx);
+
+    /* Listing in (key, version) order, two per page. */
+    const char *want[] = {"a1", "a2", "b1", "b2", "b3", "c1"};
+    char *cursor = NULL;
+    int seen = 0;
+    do {
+        wf_definition_row *rows;
+        size_t n;
+        ck_assert_int_eq(wf_store_list_definitions(st, &ctx, 2, cursor, &rows, &n, &cursor, &err),
+                         WF_OK);
+        for (size_t i = 0; i < n; i++, seen++) {
+            char got[16];
+            snprintf(got, sizeof got, "%s%d", rows[i].key, (int)rows[i].version);
+            ck_assert_str_eq(got, want[seen]);
+        }
+    } while (cursor != NULL);
+    ck_assert_int_eq(seen, 6);
+}
+END_TEST
+
+static size_t
+list_task_ids(const wf_task_filter *f, char *out, size_t cap)
+{
+    wf_error err = {0};
+    wf_task_row *rows;
+    size_t n;
+    char *next;
+    ck_assert_int_eq(wf_store_list_tasks(st, &ctx, f, 100, NULL, &rows, &n, &next, &err), WF_OK);
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        strncat(out, rows[i].id, cap - strlen(out) - 1);
+        strncat(out, " ", cap - strlen(out) - 1);
+    }
+    return n;
+}
+
+START_TEST(test_inbox_semantics)
+{
+    new_root("r1", T0);
+    wf_task_row t[] = {
+        mk_task("k1", "r1", WF_ASSIGNEE_USER, "alice", WF_TASK_OPEN, T0 + 1),
+        mk_task("k2", "r1", WF_ASSIGNEE_GROUP, "ops", WF_TASK_OPEN, T0 + 2),
+        mk_task("k3", "r1", WF_ASSIGNEE_GROUP, "ops", WF_TASK_CLAIMED, T0 + 3),
+        mk_task("k4", "r1", WF_ASSIGNEE_GROUP, "dev", WF_TASK_CLAIMED, T0 + 4),
+        mk_task("k5", "r1", WF_ASSIGNEE_USER, "bob", WF_TASK_OPEN, T0 + 5),
+        mk_task("k6", "r1", WF_ASSIGNEE_USER, "alice", WF_TASK_DONE, T0 + 6),
+        mk_task("k7", "r1", WF_ASSIGNEE_GROUP, "sales", WF_TASK_OPEN, T0 + 7),
+    };
+    t[2].claimed_by = S("bob");
+    t[3].claimed_by = S("alice");
+    commit_changes(&(wf_store_changes){.tasks = t, .n_tasks = 7});
+    char ids[256];
+    const char *groups[] = {"ops", "dev"};
+    wf_task_status live[] = {WF_TASK_OPEN, WF_TASK_CLAIMED};
+
+    list_task_ids(&(wf_task_filter){.user = "alice", .groups = groups, .n_groups = 2}, ids,
+                  sizeof ids);
+    ck_assert_str_eq(ids, "k1 k2 k4 k6 ");
+    list_task_ids(
+        &(wf_task_filter){
+            .user = "alice", .groups = groups, .n_groups = 2, .states = live, .n_states = 2},
+        ids, sizeof ids);
+    ck_assert_str_eq(ids, "k1 k2 k4 ");
+    list_task_ids(&(wf_task_filter){.user = "bob"}, ids, sizeof ids);
+    ck_assert_str_eq(ids, "k3 k5 ");
+    list_task_ids(&(wf_task_filter){.group = "ops"}, ids, sizeof ids);
+    ck_assert_str_eq(ids, "k2 ");
+    ck_assert_uint_eq(list_task_ids(NULL, ids, sizeof ids), 7);
+}
+END_TEST
+
+/* Rows inserted between pages (before and after the cursor) never make a
+ * row present throughout appear twice or not at all. */
+START_TEST(test_pagination_is_stable)
+{
+    new_root("r1", T0);
+    wf_task_row t[25];
+    char idbuf[25][8];
+    for (int i = 0; i < 25; i++) {
+        snprintf(idbuf[i], sizeof idbuf[i], "k%02d", i);
+        /* Pairs share created_at, so the id breaks ties. */
+        t[i] = mk_task(idbuf[i], "r1", WF_ASSIGNEE_USER, "alice", WF_TASK_OPEN, T0 + i / 2);
+    }
+    commit_changes(&(wf_store_changes){.tasks = t, .n_tasks = 25});
+
+    wf_task_filter f = {.user = "alice"};
+    int seen[25] = {0}, extra = 0, page = 0;
+    char *cursor = NULL;
+    int64_t last = 0;
+    char last_id[64] = "";
+    do {
+        wf_error err = {0};
+        wf_task_row *rows;
+        size_t n;
+        ck_assert_int_eq(wf_store_list_tasks(st, &ctx, &f, 10, cursor, &rows, &n, &cursor, &err),
+                         WF_OK);
+        for (size_t i = 0; i < n; i++) {
+            ck_assert(rows[i].created_at > last ||
+                      (rows[i].created_at == last && strcmp(rows[i].id, last_id) > 0));
+            last = rows[i].created_at;
+            snprintf(last_id, sizeof last_id, "%s", rows[i].id);
+            if (rows[i].id[0] == 'k')
+                seen[atoi(rows[i].id + 1)]++;
+            else
+                extra++;
+        }
+        /* Between pages: one row far in the past, one far in the future. */
+        char a[16], b[16];
+        snprintf(a, sizeof a, "old%d", page);
+        snprintf(b, sizeof b, "new%d", page);
+        wf_task_row more[2] = {
+            mk_task(a, "r1", WF_ASSIGNEE_USER, "alice", WF_TASK_OPEN, T0 - 1000 - page),
+            mk_task(b, "r1", WF_ASSIGNEE_USER, "alice", WF_TASK_OPEN, T0 + 1000 + page)};
+        commit_changes(&(wf_store_changes){.tasks = more, .n_tasks = 2});
+        page++;
+    } while (cursor != NULL);
+    for (int i = 0; i < 25; i++)
+        ck_assert_msg(seen[i] == 1, "task k%02d seen %d times", i, seen[i]);
+    ck_assert_int_gt(extra, 0); /* the future rows appear after the cursor */
+
+    wf_error err = {0};
+    wf_task_row *rows;
+    size_t n;
+    char *next;
+    ck_assert_int_eq(wf_store_list_tasks(st, &ctx, &f, 10, "garbage", &rows, &n, &next, &err),
+                     WF_E_INVALID_ARGUMENT);
+    ck_assert_str_eq(err.msg, "invalid page token");
+}
+END_TEST
+
+START_TEST(test_list_instances_filters)
+{
+    new_root("r1", T0);
+    new_root("r2", T0 + 1);
+    wf_instance_row r3 = mk_instance("r3", NULL, "r3", T0 + 2);
+    r3.started_by = S("bob");
+    r3.status = WF_INSTANCE_COMPLETED;
+    r3.aggregate_type = S("order");
+    r3.aggregate_id = S("o-9");
+    wf_instance_row c = mk_instance("c1", "r1", "r1", T0 + 3);
+    wf_instance_row both[] = {r3, c};
+    commit_changes(&(wf_store_changes){.instances = both, .n_instances = 2});
+
+    struct {
+        wf_instance_filter f;
+        const char *want;
+    } cases[] = {
+        {{.roots_only = true}, "r1 r2 r3 "},
+        {{0}, "r1 r2 r3 c1 "},
+        {{.started_by = "alice", .roots_only = true}, "r1 r2 "},
+        {{.roots_only = true, .children = WF_CHILDREN_NONE}, "r2 r3 "},
+        {{.children = WF_CHILDREN_SOME}, "r1 "},
+        {{.statuses = (wf_instance_status[]){WF_INSTANCE_COMPLETED}, .n_statuses = 1}, "r3 "},
+        {{.aggregate_type = "order", .aggregate_id = "o-9"}, "r3 "},
+        {{.definition_key = "other"}, ""},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        wf_error err = {0};
+        wf_instance_row *rows;
+        size_t n;
+        char *next, ids[128] = "";
+        ck_assert_int_eq(
+            wf_store_list_instances(st, &ctx, &cases[k].f, 0, NULL, &rows, &n, &next, &err), WF_OK);
+        for (size_t i = 0; i < n; i++) {
+            strcat(ids, rows[i].id);
+            strcat(ids, " ");
+        }
+        ck_assert_msg(strcmp(ids, cases[k].want) == 0, "case %zu: got \"%s\"", k, ids);
+    }
+}
+END_TEST
+
+START_TEST(test_tenant_isolation)
+{
+    /* Tenant t1 writes everything; t2 sees none of it. */
+    wf_instance_row r = mk_instance("r1", NULL, "r1", T0);
+    r.aggregate_type = S("order");
+    r.aggregate_id = S("o-1");
+    wf_task_row task = mk_task("k1", "r1", WF_ASSIGNEE_USER, "alice", WF_TASK_OPEN, T0);
+    wf_job_row job = mk_job("j1", "r1", "mail", T0);
+    wf_subscription_row sub = {S("s1"), NULL,      S("r1"),    S("r1"),  S("w"),
+                               S("x"),  S("paid"), S("order"), S("o-1"), T0};
+    wf_signal_row sig = {.id = S("g1"),
+                         .signal_id = S("dedupe-1"),
+                         .name = S("paid"),
+                         .aggregate_type = S("order"),
+                         .aggregate_id = S("o-1"),
+                         .outcome = WF_SIGNAL_BUFFERED,
+                         .buffered = true,
+                         .received_at = T0,
+                         .expires_at = INT64_MAX / 2};
+    wf_event_row ev = {0, NULL, S("r1"), S("r1"), S("INSTANCE_STARTED"), S("alice"), S("{}"), T0};
+    wf_idempotency_row rec = {NULL, S("M"), S("req"), S("h"), NULL, 0, T0};
+    wf_definition_row def = {.key = S("def"), .kind = WF_DEF_AD_HOC, .created_at = T0};
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    int32_t v;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_apply(tx,
+                                 &(wf_store_changes){.instances = &r,
+                                                     .n_instances = 1,
+                                                     .tasks = &task,
+                                                     .n_tasks = 1,
+                                                     .jobs = &job,
+                                                     .n_jobs = 1,
+                                                     .subscriptions = &sub,
+                                                     .n_subscriptions = 1,
+                                                     .signals = &sig,
+                                                     .n_signals = 1,
+                                                     .events = &ev,
+                                                     .n_events = 1},
+                                 &err),
+                     WF_OK);
+    ck_assert_int_eq(wf_tx_idempotency_put(tx, &rec, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_put_definition(tx, &def, &v, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_commit(tx, &err), WF_OK);
+
+    wf_store_ctx c2 = {"t2", 0, arena};
+    wf_instance_row gi;
+    wf_task_row gt;
+    wf_job_row *jobs;
+    wf_task_row *tasks;
+    wf_instance_row *insts;
+    wf_subscription_row *subs;
+    wf_signal_row *sigs;
+    wf_event_row *evs;
+    wf_definition_row *defs, gd;
+    size_t n;
+    char *next;
+    ck_assert_int_eq(wf_store_get_instance(st, &c2, "r1", &gi, &err), WF_E_INSTANCE_NOT_FOUND);
+    ck_assert_int_eq(wf_store_get_task(st, &c2, "k1", &gt, &err), WF_E_TASK_NOT_FOUND);
+    ck_assert_int_eq(wf_store_get_definition(st, &c2, "def", 0, &gd, &err),
+                     WF_E_DEFINITION_NOT_FOUND);
+    ck_assert_int_eq(wf_store_list_tasks(st, &c2, NULL, 0, NULL, &tasks, &n, &next, &err), WF_OK);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_int_eq(wf_store_list_instances(st, &c2, NULL, 0, NULL, &insts, &n, &next, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_int_eq(wf_store_list_definitions(st, &c2, 0, NULL, &defs, &n, &next, &err), WF_OK);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_int_eq(wf_store_list_signals(st, &c2, NULL, 0, NULL, &sigs, &n, &next, &err), WF_OK);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_int_eq(
+        wf_store_activate_jobs(st, &c2, "mail", "w", 10, 1000, T0 + 1, &jobs, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_int_eq(
+        wf_store_find_subscriptions(st, &c2, "paid", NULL, "order", "o-1", &subs, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_int_eq(wf_store_read_events(st, &c2, 0, NULL, 0, &evs, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 0);
+
+    wf_aggregate g;
+    wf_idempotency_row gr;
+    bool found = true;
+    wf_signal_row gs;
+    ck_assert_int_eq(wf_store_begin(st, &c2, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_idempotency_get(tx, "M", "req", &gr, &found, &err), WF_OK);
+    ck_assert(!found);
+    ck_assert_int_eq(
+        wf_tx_consume_signal(tx, "paid", NULL, "order", "o-1", "x", "t", T0 + 1, &gs, &found, &err),
+        WF_OK);
+    ck_assert(!found);
+    /* The same signal id is free in another tenant. */
+    ck_assert_int_eq(wf_tx_apply(tx, &(wf_store_changes){.signals = &sig, .n_signals = 1}, &err),
+                     WF_OK);
+    ck_assert_int_eq(wf_tx_lock_root(tx, "r1", &g, &err), WF_E_INSTANCE_NOT_FOUND);
+    wf_tx_rollback(tx);
+
+    /* And t1 still sees its own. */
+    ck_assert_int_eq(wf_store_get_instance(st, &ctx, "r1", &gi, &err), WF_OK);
+    ck_assert_str_eq(gi.tenant, "t1");
+}
+END_TEST
+
+START_TEST(test_job_activation_and_leases)
+{
+    new_root("r1", T0);
+    wf_job_row jobs[4] = {mk_job("j1", "r1", "mail", T0 + 2), mk_job("j2", "r1", "mail", T0 + 1),
+                          mk_job("j3", "r1", "mail", T0 + 500), mk_job("j4", "r1", "sms", T0)};
+    wf_job_row failed = mk_job("j5", "r1", "mail", T0);
+    failed.state = WF_JOB_FAILED;
+    wf_job_row all[5] = {jobs[0], jobs[1], jobs[2], jobs[3], failed};
+    commit_changes(&(wf_store_changes){.jobs = all, .n_jobs = 5});
+
+    wf_error err = {0};
+    wf_job_row *rows;
+    size_t n;
+    int64_t now = T0 + 10;
+    ck_assert_int_eq(wf_store_activate_jobs(st, &ctx, "mail", "w1", 10, 1000, now, &rows, &n, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(rows[0].id, "j2"); /* by activatable_at */
+    ck_assert_str_eq(rows[1].id, "j1");
+    ck_assert_int_eq(rows[0].state, WF_JOB_ACTIVATED);
+    ck_assert_str_eq(rows[0].worker, "w1");
+    ck_assert_int_eq(rows[0].lease_expires_at, now + 1000 * 1000);
+    ck_assert_int_eq(rows[0].attempt, 1);
+    ck_assert_ptr_nonnull(rows[0].key);
+    char *key1 = rows[0].key;
+
+    wf_job_row byk;
+    ck_assert_int_eq(wf_store_get_job_by_key(st, &ctx, key1, &byk, &err), WF_OK);
+    ck_assert_str_eq(byk.id, "j2");
+
+    /* Leased jobs are not handed out again while the lease holds. */
+    ck_assert_int_eq(
+        wf_store_activate_jobs(st, &ctx, "mail", "w2", 10, 1000, now + 1, &rows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 0);
+
+    /* After expiry they are, with a new key and the same attempt. */
+    int64_t later = now + 2000 * 1000;
+    ck_assert_int_eq(
+        wf_store_activate_jobs(st, &ctx, "mail", "w2", 1, 1000, later, &rows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(rows[0].id, "j2");
+    ck_assert_str_eq(rows[0].worker, "w2");
+    ck_assert_int_eq(rows[0].attempt, 1);
+    ck_assert_str_ne(rows[0].key, key1);
+    ck_assert_int_eq(wf_store_get_job_by_key(st, &ctx, key1, &byk, &err), WF_E_JOB_NOT_FOUND);
+
+    /* Each activation wrote a JOB_ACTIVATED event. */
+    wf_event_row *evs;
+    const char *types[] = {"JOB_ACTIVATED"};
+    ck_assert_int_eq(wf_store_read_events(st, &ctx, 0,
+                                          &(wf_event_filter){.types = types, .n_types = 1}, 0, &evs,
+                                          &n, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_str_eq(evs[0].instance_id, "r1");
+    ck_assert_ptr_nonnull(strstr(evs[2].data_json, "\"worker\":\"w2\""));
+
+    /* The aggregate still holds every job, leased or not. */
+    wf_tx *tx = NULL;
+    wf_aggregate g;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_lock_root(tx, "r1", &g, &err), WF_OK);
+    ck_assert_uint_eq(g.n_jobs, 5);
+    wf_tx_rollback(tx);
+}
+END_TEST
+
+START_TEST(test_due_timers_are_claimed_once)
+{
+    new_root("r1", T0);
+    wf_timer_row t[3] = {
+        {S("tm2"), NULL, S("r1"), S("r1"), S("w"), S("x"), T0 + 20, T0, 0},
+        {S("tm1"), NULL, S("r1"), S("r1"), S("w"), S("x"), T0 + 10, T0, 0},
+        {S("tm3"), NULL, S("r1"), S("r1"), S("w"), S("x"), T0 + 999, T0, 0},
+    };
+    commit_changes(&(wf_store_changes){.timers = t, .n_timers = 3});
+    /* A timer of another tenant is due too: the scheduler sees all tenants. */
+    wf_store_ctx c2 = {"t2", 0, arena};
+    wf_timer_row o = {S("tmX"), NULL, S("rX"), S("rX"), S("w"), S("x"), T0 + 15, T0, 0};
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    ck_assert_int_eq(wf_store_begin(st, &c2, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_apply(tx, &(wf_store_changes){.timers = &o, .n_timers = 1}, &err),
+                     WF_OK);
+    ck_assert_int_eq(wf_tx_commit(tx, &err), WF_OK);
+
+    wf_store_ctx sched = {NULL, 0, arena};
+    wf_timer_row *rows;
+    size_t n;
+    int64_t now = T0 + 100;
+    ck_assert_int_eq(wf_store_claim_due_timers(st, &sched, now, 10, 5000, &rows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_str_eq(rows[0].id, "tm1");
+    ck_assert_str_eq(rows[1].id, "tmX");
+    ck_assert_str_eq(rows[1].tenant, "t2");
+    ck_assert_str_eq(rows[2].id, "tm2");
+    ck_assert_str_eq(rows[2].root_id, "r1");
+    ck_assert_int_eq(rows[0].claimed_until, now + 5000 * 1000);
+    /* Claimed: not handed out again until the claim runs out. */
+    ck_assert_int_eq(wf_store_claim_due_timers(st, &sched, now + 1, 10, 5000, &rows, &n, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_int_eq(
+        wf_store_claim_due_timers(st, &sched, now + 5000 * 1000, 1, 5000, &rows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(rows[0].id, "tm1");
+}
+END_TEST
+
+START_TEST(test_signals_buffer_and_correlate)
+{
+    wf_instance_row r = mk_instance("r1", NULL, "r1", T0);
+    r.aggregate_type = S("order");
+    r.aggregate_id = S("o-1");
+    wf_subscription_row subs[2] = {
+        {S("s2"), NULL, S("r1"), S("r1"), S("w"), S("x"), S("paid"), S("order"), S("o-1"), T0 + 2},
+        {S("s1"), NULL, S("r1"), S("r1"), S("w"), S("x"), S("paid"), S("order"), S("o-1"), T0 + 1},
+    };
+    wf_signal_row sig[3] = {
+        {.id = S("g2"),
+         .name = S("paid"),
+         .aggregate_type = S("order"),
+         .aggregate_id = S("o-1"),
+         .payload_json = S("{\"n\":2}"),
+         .outcome = WF_SIGNAL_BUFFERED,
+         .buffered = true,
+         .received_at = T0 + 2,
+         .expires_at = T0 + 1000},
+        {.id = S("g1"),
+         .signal_id = S("d-1"),
+         .name = S("paid"),
+         .aggregate_type = S("order"),
+         .aggregate_id = S("o-1"),
+         .payload_json = S("{\"n\":1}"),
+         .outcome = WF_SIGNAL_BUFFERED,
+         .buffered = true,
+         .received_at = T0 + 1,
+         .expires_at = T0 + 1000},
+        {.id = S("g3"),
+         .name = S("paid"),
+         .instance_id = S("r1"),
+         .outcome = WF_SIGNAL_BUFFERED,
+         .buffered = true,
+         .received_at = T0 + 3,
+         .expires_at = T0 + 50},
+    };
+    commit_changes(&(wf_store_changes){.instances = &r,
+                                       .n_instances = 1,
+                                       .subscriptions = subs,
+                                       .n_subscriptions = 2,
+                                       .signals = sig,
+                                       .n_signals = 3});
+    wf_error err = {0};
+    wf_subscription_row *found_subs;
+    size_t n;
+    ck_assert_int_eq(
+        wf_store_find_subscriptions(st, &ctx, "paid", NULL, "order", "o-1", &found_subs, &n, &err),
+        WF_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(found_subs[0].id, "s1");
+    ck_assert_int_eq(
+        wf_store_find_subscriptions(st, &ctx, "paid", "r1", NULL, NULL, &found_subs, &n, &err),
+        WF_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(
+        wf_store_find_subscriptions(st, &ctx, "shipped", "r1", NULL, NULL, &found_subs, &n, &err),
+        WF_OK);
+    ck_assert_uint_eq(n, 0);
+
+    /* Oldest first; a rollback puts the signal back. */
+    wf_tx *tx = NULL;
+    wf_signal_row got;
+    bool found = false;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_consume_signal(tx, "paid", "r1", "order", "o-1", "r1", "t-pay", T0 + 60,
+                                          &got, &found, &err),
+                     WF_OK);
+    ck_assert(found);
+    ck_assert_str_eq(got.id, "g1");
+    wf_tx_rollback(tx);
+
+    const char *order[] = {"g1", "g2"};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+        ck_assert_int_eq(wf_tx_consume_signal(tx, "paid", "r1", "order", "o-1", "r1", "t-pay",
+                                              T0 + 60, &got, &found, &err),
+                         WF_OK);
+        ck_assert(found);
+        ck_assert_str_eq(got.id, order[i]);
+        ck_assert(!got.buffered);
+        ck_assert_int_eq(got.consumed_at, T0 + 60);
+        ck_assert_str_eq(got.consumed_by_instance, "r1");
+        ck_assert_str_eq(got.transition_id, "t-pay");
+        ck_assert_int_eq(wf_tx_commit(tx, &err), WF_OK);
+    }
+    /* g3 expired at T0 + 50: never delivered. */
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_consume_signal(tx, "paid", "r1", "order", "o-1", "r1", "t-pay", T0 + 60,
+                                          &got, &found, &err),
+                     WF_OK);
+    ck_assert(!found);
+    wf_tx_rollback(tx);
+
+    /* The log: by consumer instance, by dedupe id, still buffered. */
+    wf_signal_row *rows;
+    char *next;
+    ck_assert_int_eq(wf_store_list_signals(st, &ctx, &(wf_signal_filter){.instance_id = "r1"}, 0,
+                                           NULL, &rows, &n, &next, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_str_eq(rows[0].id, "g1");
+    ck_assert_int_eq(wf_store_list_signals(st, &ctx, &(wf_signal_filter){.signal_id = "d-1"}, 0,
+                                           NULL, &rows, &n, &next, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(wf_store_list_signals(st, &ctx, &(wf_signal_filter){.buffered_only = true}, 0,
+                                           NULL, &rows, &n, &next, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(rows[0].id, "g3");
+
+    /* A second delivery with the same dedupe id conflicts. */
+    wf_signal_row dup = sig[1];
+    dup.id = S("g9");
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_apply(tx, &(wf_store_changes){.signals = &dup, .n_signals = 1}, &err),
+                     WF_E_CONFLICT);
+    wf_tx_rollback(tx);
+}
+END_TEST
+
+START_TEST(test_events_read_in_order_with_filters)
+{
+    new_root("r1", T0);
+    wf_instance_row c = mk_instance("c1", "r1", "r1", T0 + 1);
+    c.definition_key = S("child-def");
+    wf_instance_row r2 = mk_instance("r2", NULL, "r2", T0 + 2);
+    wf_instance_row both[] = {c, r2};
+    wf_event_row ev[5] = {
+        {0, NULL, S("r1"), S("r1"), S("INSTANCE_STARTED"), S("alice"), S("{}"), T0},
+        {0, NULL, S("r1"), S("c1"), S("TASK_CREATED"), S("alice"), S("{\"k\":1}"), T0 + 1},
+        {0, NULL, S("r2"), S("r2"), S("INSTANCE_STARTED"), NULL, S("{}"), T0 + 2},
+        {0, NULL, S("r1"), S("c1"), S("TASK_COMPLETED"), S("bob"), S("{}"), T0 + 3},
+        {0, NULL, S("r1"), S("r1"), S("INSTANCE_COMPLETED"), S("bob"), S("{}"), T0 + 4},
+    };
+    commit_changes(
+        &(wf_store_changes){.instances = both, .n_instances = 2, .events = ev, .n_events = 3});
+    commit_changes(&(wf_store_changes){.events = ev + 3, .n_events = 2});
+
+    wf_error err = {0};
+    wf_event_row *rows;
+    size_t n;
+    ck_assert_int_eq(wf_store_read_events(st, &ctx, 0, NULL, 0, &rows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 5);
+    for (size_t i = 1; i < n; i++)
+        ck_assert_int_gt(rows[i].sequence, rows[i - 1].sequence);
+    ck_assert_str_eq(rows[1].type, "TASK_CREATED");
+    ck_assert_str_eq(rows[1].data_json, "{\"k\":1}");
+    ck_assert_str_eq(rows[1].tenant, "t1");
+    ck_assert_ptr_null(rows[2].actor);
+    int64_t second = rows[1].sequence;
+
+    ck_assert_int_eq(wf_store_read_events(st, &ctx, second, NULL, 2, &rows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(rows[0].instance_id, "r2");
+    /* A root's id selects its whole tree; a child's only the child. */
+    ck_assert_int_eq(wf_store_read_events(st, &ctx, 0, &(wf_event_filter){.instance_id = "r1"}, 0,
+                                          &rows, &n, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 4);
+    ck_assert_int_eq(wf_store_read_events(st, &ctx, 0, &(wf_event_filter){.instance_id = "c1"}, 0,
+                                          &rows, &n, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(wf_store_read_events(st, &ctx, 0,
+                                          &(wf_event_filter){.definition_key = "child-def"}, 0,
+                                          &rows, &n, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 2);
+    const char *types[] = {"INSTANCE_STARTED", "INSTANCE_COMPLETED"};
+    ck_assert_int_eq(wf_store_read_events(st, &ctx, 0,
+                                          &(wf_event_filter){.types = types, .n_types = 2}, 0,
+                                          &rows, &n, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 3);
+}
+END_TEST
+
+START_TEST(test_past_deadline_is_deadline_exceeded)
+{
+    wf_store_ctx late = {"t1", wf_mono_ms() - 1, arena};
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    wf_instance_row r;
+    ck_assert_int_eq(wf_store_begin(st, &late, &tx, &err), WF_E_DEADLINE_EXCEEDED);
+    ck_assert_ptr_null(tx);
+    ck_assert_int_eq(wf_store_get_instance(st, &late, "r1", &r, &err), WF_E_DEADLINE_EXCEEDED);
+}
+END_TEST
+
+/* A unit of work waiting behind another one's lock gives up at its
+ * deadline: never a hang. */
+static void *
+hold_root(void *arg)
+{
+    (void)arg;
+    wf_arena *a = wf_arena_new();
+    wf_store_ctx c = {"t1", 0, a};
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    wf_aggregate g;
+    ck_assert_int_eq(wf_store_begin(st, &c, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_lock_root(tx, "r1", &g, &err), WF_OK);
+    struct timespec ts = {1, 500 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    wf_tx_rollback(tx);
+    wf_arena_free(a);
+    return NULL;
+}
+
+START_TEST(test_lock_wait_honours_deadline)
+{
+    new_root("r1", T0);
+    pthread_t th;
+    pthread_create(&th, NULL, hold_root, NULL);
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+
+    int64_t t0 = wf_mono_ms();
+    wf_store_ctx c = {"t1", t0 + 400, arena};
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    wf_aggregate g;
+    wf_code rc = wf_store_begin(st, &c, &tx, &err);
+    if (rc == WF_OK)
+        rc = wf_tx_lock_root(tx, "r1", &g, &err);
+    int64_t took = wf_mono_ms() - t0;
+    wf_tx_rollback(tx);
+    ck_assert_msg(rc == WF_E_DEADLINE_EXCEEDED, "got %s: %s", wf_code_reason(rc), err.msg);
+    ck_assert_msg(took >= 300 && took < 1000, "took %" PRId64 " ms", took);
+    pthread_join(th, NULL);
+}
+END_TEST
+
+/* N threads x K read-modify-write units of work on one counter. */
+#define LU_THREADS 4
+#define LU_ROUNDS 50
+
+static void *
+increment_loop(void *arg)
+{
+    (void)arg;
+    wf_arena *a = wf_arena_new();
+    for (int i = 0; i < LU_ROUNDS; i++) {
+        wf_store_ctx c = {"t1", wf_mono_ms() + 10000, a};
+        wf_error err = {0};
+        wf_tx *tx = NULL;
+        wf_aggregate g;
+        ck_assert_msg(wf_store_begin(st, &c, &tx, &err) == WF_OK, "begin: %s", err.msg);
+        ck_assert_msg(wf_tx_lock_root(tx, "r1", &g, &err) == WF_OK, "lock: %s", err.msg);
+        int n = atoi(strchr(g.instances[0].variables_json, ':') + 1);
+        wf_instance_row upd = g.instances[0];
+        upd.variables_json = wf_arena_printf(a, "{\"n\":%d}", n + 1);
+        ck_assert_msg(wf_tx_apply(tx, &(wf_store_changes){.instances = &upd, .n_instances = 1},
+                                  &err) == WF_OK,
+                      "apply: %s", err.msg);
+        ck_assert_msg(wf_tx_commit(tx, &err) == WF_OK, "commit: %s", err.msg);
+    }
+    wf_arena_free(a);
+    return NULL;
+}
+
+START_TEST(test_concurrent_lock_no_lost_update)
+{
+    new_root("r1", T0);
+    pthread_t th[LU_THREADS];
+    for (int i = 0; i < LU_THREADS; i++)
+        pthread_create(&th[i], NULL, increment_loop, NULL);
+    for (int i = 0; i < LU_THREADS; i++)
+        pthread_join(th[i], NULL);
+    wf_error err = {0};
+    wf_instance_row r;
+    ck_assert_int_eq(wf_store_get_instance(st, &ctx, "r1", &r, &err), WF_OK);
+    char want[32];
+    snprintf(want, sizeof want, "{\"n\":%d}", LU_THREADS * LU_ROUNDS);
+    ck_assert_str_eq(r.variables_json, want);
+    ck_assert_int_eq(r.version, 1 + LU_THREADS * LU_ROUNDS);
+}
+END_TEST
+
+/* N threads activate from 100 jobs at once: each job leased exactly once. */
+#define ACT_JOBS 100
+#define ACT_THREADS 4
+static int leased[ACT_JOBS];
+static pthread_mutex_t leased_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *
+activate_loop(void *arg)
+{
+    (void)arg;
+    wf_arena *a = wf_arena_new();
+    for (;;) {
+        wf_store_ctx c = {"t1", wf_mono_ms() + 10000, a};
+        wf_error err = {0};
+        wf_job_row *rows;
+        size_t n;
+        ck_assert_msg(
+            wf_store_activate_jobs(st, &c, "mail", "w", 7, 60000, T0 + 1, &rows, &n, &err) == WF_OK,
+            "activate: %s", err.msg);
+        if (n == 0)
+            break;
+        pthread_mutex_lock(&leased_mu);
+        for (size_t i = 0; i < n; i++)
+            leased[atoi(rows[i].id + 1)]++;
+        pthread_mutex_unlock(&leased_mu);
+    }
+    wf_arena_free(a);
+    return NULL;
+}
+
+START_TEST(test_concurrent_activation_leases_once)
+{
+    new_root("r1", T0);
+    wf_job_row jobs[ACT_JOBS];
+    char ids[ACT_JOBS][8];
+    for (int i = 0; i < ACT_JOBS; i++) {
+        snprintf(ids[i], sizeof ids[i], "j%d", i);
+        jobs[i] = mk_job(ids[i], "r1", "mail", T0);
+    }
+    commit_changes(&(wf_store_changes){.jobs = jobs, .n_jobs = ACT_JOBS});
+    pthread_t th[ACT_THREADS];
+    for (int i = 0; i < ACT_THREADS; i++)
+        pthread_create(&th[i], NULL, activate_loop, NULL);
+    for (int i = 0; i < ACT_THREADS; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < ACT_JOBS; i++)
+        ck_assert_msg(leased[i] == 1, "job j%d leased %d times", i, leased[i]);
+}
+END_TEST
+
+Suite *
+store_contract_suite(const char *name)
+{
+    Suite *s = suite_create(name);
+    TCase *tc = tcase_create("contract");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_lock_missing_is_not_found);
+    tcase_add_test(tc, test_aggregate_round_trip);
+    tcase_add_test(tc, test_rollback_discards_everything);
+    tcase_add_test(tc, test_stale_instance_version_is_conflict);
+    tcase_add_test(tc, test_deletes_remove_rows);
+    tcase_add_test(tc, test_idempotency_records);
+    tcase_add_test(tc, test_definitions_versions_and_listing);
+    tcase_add_test(tc, test_inbox_semantics);
+    tcase_add_test(tc, test_pagination_is_stable);
+    tcase_add_test(tc, test_list_instances_filters);
+    tcase_add_test(tc, test_tenant_isolation);
+    tcase_add_test(tc, test_job_activation_and_leases);
+    tcase_add_test(tc, test_due_timers_are_claimed_once);
+    tcase_add_test(tc, test_signals_buffer_and_correlate);
+    tcase_add_test(tc, test_events_read_in_order_with_filters);
+    tcase_add_test(tc, test_past_deadline_is_deadline_exceeded);
+    tcase_add_test(tc, test_lock_wait_honours_deadline);
+    tcase_add_test(tc, test_concurrent_lock_no_lost_update);
+    tcase_add_test(tc, test_concurrent_activation_leases_once);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+store_run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}

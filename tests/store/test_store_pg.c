@@ -1,0 +1,423 @@
+/*
+ * test_store_pg.c: the store contract suite on Postgres, plus the cases
+ * only Postgres has: pool exhaustion, deadlines on acquire, a restart
+ * under load, an unreachable server, and concurrent migration.
+ *
+ * Needs WF_TEST_PG_DSN (a superuser DSN, e.g. from tests/support/pg.sh);
+ * without it prints one "skipped" line and exits 0. The restart case also
+ * needs WF_TEST_PG_CTL, a command prefix that runs pg_ctl on that cluster
+ * (e.g. "tests/support/pg.sh ctl DIR"). Each case runs in its own schema
+ * (search_path), created fresh and migrated by the store itself.
+ */
+#include "store_test.h"
+
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pg_pool.h" /* wf_pg_n_migrations */
+#include "wf_log.h"
+#include "wf_time.h"
+
+static const char *dsn;
+static char schema[64];
+static char *store_dsn;
+
+static void
+quiet(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
+/* Runs one administrative statement on the bare DSN (test setup only). */
+static void
+admin(const char *fmt, const char *arg)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql, fmt, arg);
+    PGconn *pg = PQconnectdb(dsn);
+    ck_assert_msg(PQstatus(pg) == CONNECTION_OK, "admin connect: %s", PQerrorMessage(pg));
+    PQsetNoticeProcessor(pg, quiet, NULL);
+    PGresult *res = PQexec(pg, sql);
+    ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s: %s", sql, PQerrorMessage(pg));
+    PQclear(res);
+    PQfinish(pg);
+}
+
+/* A fresh schema for this test process, and a DSN whose search_path is it. */
+static void
+fresh_schema(void)
+{
+    snprintf(schema, sizeof schema, "wf_t_%d", (int)getpid());
+    admin("DROP SCHEMA IF EXISTS %s CASCADE", schema);
+    admin("CREATE SCHEMA %s", schema);
+    size_t n = strlen(dsn) + strlen(schema) + 64;
+    free(store_dsn);
+    store_dsn = malloc(n);
+    if (strstr(dsn, "://") != NULL)
+        snprintf(store_dsn, n, "%s%soptions=-csearch_path%%3D%s", dsn,
+                 strchr(dsn, '?') != NULL ? "&" : "?", schema);
+    else
+        snprintf(store_dsn, n, "%s options='-csearch_path=%s'", dsn, schema);
+}
+
+static wf_store *
+open_with(int pool_size, int acquire_ms)
+{
+    wf_store_pg_config cfg = {store_dsn, pool_size, acquire_ms, 2};
+    wf_error err = {0};
+    wf_store *st = wf_store_pg_new(&cfg, &err);
+    ck_assert_msg(st != NULL, "postgres store: %s", err.msg);
+    return st;
+}
+
+static wf_store *
+pg_open(int pool_size)
+{
+    fresh_schema();
+    return open_with(pool_size, 1000);
+}
+
+static void
+pg_close(wf_store *st)
+{
+    wf_store_free(st);
+    admin("DROP SCHEMA IF EXISTS %s CASCADE", schema);
+    free(store_dsn);
+    store_dsn = NULL;
+}
+
+static const store_factory pg_factory = {"postgres", pg_open, pg_close};
+
+static void
+sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- Postgres-only cases ------------------------------------------------- */
+
+static wf_store *st;
+static wf_arena *arena;
+
+static void
+setup(void)
+{
+    fresh_schema();
+    arena = wf_arena_new();
+}
+
+static void
+teardown(void)
+{
+    wf_arena_free(arena);
+    admin("DROP SCHEMA IF EXISTS %s CASCADE", schema);
+    free(store_dsn);
+    store_dsn = NULL;
+}
+
+static void
+make_root(wf_store *s, const char *id)
+{
+    wf_store_ctx ctx = {"t1", 0, arena};
+    wf_instance_row r = {.id = (char *)id,
+                         .definition_key = "d",
+                         .definition_version = 1,
+                         .root_id = (char *)id,
+                         .status = WF_INSTANCE_RUNNING,
+                         .variables_json = "{\"n\":0}",
+                         .created_at = wf_now_us(),
+                         .updated_at = wf_now_us()};
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    ck_assert_int_eq(wf_store_begin(s, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_apply(tx, &(wf_store_changes){.instances = &r, .n_instances = 1}, &err),
+                     WF_OK);
+    ck_assert_int_eq(wf_tx_commit(tx, &err), WF_OK);
+}
+
+START_TEST(test_pool_exhaustion_is_unavailable)
+{
+    st = open_with(1, 300);
+    wf_store_ctx ctx = {"t1", 0, arena};
+    wf_error err = {0};
+    wf_tx *held = NULL;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &held, &err), WF_OK);
+    wf_store_stats stats;
+    wf_store_get_stats(st, &stats);
+    ck_assert_int_eq(stats.pool_size, 1);
+    ck_assert_int_eq(stats.in_use, 1);
+
+    int64_t t0 = wf_mono_ms();
+    wf_instance_row r;
+    wf_code rc = wf_store_get_instance(st, &ctx, "x", &r, &err);
+    int64_t took = wf_mono_ms() - t0;
+    ck_assert_msg(rc == WF_E_STORE_UNAVAILABLE, "got %s", wf_code_reason(rc));
+    ck_assert_str_eq(err.msg, "could not get a database connection: all 1 are busy");
+    ck_assert_msg(took >= 280 && took < 1500, "took %" PRId64 " ms", took);
+
+    /* The call's deadline bounds the wait when it is shorter. */
+    wf_store_ctx soon = {"t1", wf_mono_ms() + 100, arena};
+    t0 = wf_mono_ms();
+    rc = wf_store_get_instance(st, &soon, "x", &r, &err);
+    took = wf_mono_ms() - t0;
+    ck_assert_msg(rc == WF_E_DEADLINE_EXCEEDED, "got %s", wf_code_reason(rc));
+    ck_assert_msg(took < 250, "took %" PRId64 " ms", took);
+
+    wf_tx_rollback(held);
+    ck_assert_int_eq(wf_store_get_instance(st, &ctx, "x", &r, &err), WF_E_INSTANCE_NOT_FOUND);
+    wf_store_get_stats(st, &stats);
+    ck_assert_int_eq(stats.in_use, 0);
+    wf_store_free(st);
+}
+END_TEST
+
+START_TEST(test_unreachable_server_fails_fast)
+{
+    wf_store_pg_config cfg = {"postgresql://postgres@127.0.0.1:1/postgres", 2, 500, 2};
+    wf_error err = {0};
+    int64_t t0 = wf_mono_ms();
+    wf_store *s = wf_store_pg_new(&cfg, &err);
+    ck_assert_ptr_null(s);
+    ck_assert_int_eq(err.code, WF_E_STORE_UNAVAILABLE);
+    ck_assert_str_eq(err.msg, "could not connect to the database");
+    ck_assert_int_lt(wf_mono_ms() - t0, 3000);
+}
+END_TEST
+
+START_TEST(test_ready_and_dirty_connection_reuse)
+{
+    st = open_with(1, 1000);
+    ck_assert(wf_store_ready(st));
+    make_root(st, "r1");
+    /* A unit of work abandoned after a failure leaves its connection in an
+     * aborted transaction; the pool must roll it back before reuse. */
+    wf_store_ctx ctx = {"t1", 0, arena};
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    wf_instance_row dup = {.id = "r1",
+                           .definition_key = "d",
+                           .root_id = "r1",
+                           .status = WF_INSTANCE_RUNNING,
+                           .created_at = 1,
+                           .updated_at = 1};
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(
+        wf_tx_apply(tx, &(wf_store_changes){.instances = &dup, .n_instances = 1}, &err),
+        WF_E_CONFLICT);
+    wf_tx_rollback(tx);
+    wf_instance_row r;
+    ck_assert_int_eq(wf_store_get_instance(st, &ctx, "r1", &r, &err), WF_OK);
+    ck_assert_int_eq(r.version, 1);
+    wf_store_free(st);
+}
+END_TEST
+
+/* ---- restart under load ---------------------------------------------------- */
+
+#define LOAD_THREADS 4
+#define CALL_DEADLINE_MS 2000
+
+typedef struct load_stats {
+    int ok, unavailable, other, ok_after_restart;
+    int64_t worst_ms;
+    wf_code other_code;
+} load_stats;
+
+static volatile int load_stop;
+static volatile int restarted;
+static load_stats load[LOAD_THREADS];
+
+static void
+record(load_stats *ls, wf_code rc, int64_t took)
+{
+    if (took > ls->worst_ms)
+        ls->worst_ms = took;
+    if (rc == WF_OK) {
+        ls->ok++;
+        ls->ok_after_restart += restarted;
+    } else if (rc == WF_E_STORE_UNAVAILABLE) {
+        ls->unavailable++;
+    } else {
+        ls->other++;
+        ls->other_code = rc;
+    }
+}
+
+static void *
+load_loop(void *arg)
+{
+    load_stats *ls = arg;
+    wf_arena *a = wf_arena_new();
+    while (!load_stop) {
+        wf_store_ctx ctx = {"t1", wf_mono_ms() + CALL_DEADLINE_MS, a};
+        wf_error err = {0};
+        wf_tx *tx = NULL;
+        wf_aggregate g;
+        int64_t t0 = wf_mono_ms();
+        wf_code rc = wf_store_begin(st, &ctx, &tx, &err);
+        if (rc == WF_OK)
+            rc = wf_tx_lock_root(tx, "r1", &g, &err);
+        if (rc == WF_OK) {
+            wf_instance_row upd = g.instances[0];
+            upd.updated_at = wf_now_us();
+            rc = wf_tx_apply(tx, &(wf_store_changes){.instances = &upd, .n_instances = 1}, &err);
+        }
+        if (rc == WF_OK)
+            rc = wf_tx_commit(tx, &err);
+        else
+            wf_tx_rollback(tx);
+        record(ls, rc, wf_mono_ms() - t0);
+
+        wf_instance_row r;
+        t0 = wf_mono_ms();
+        ctx.deadline_ms = t0 + CALL_DEADLINE_MS;
+        rc = wf_store_get_instance(st, &ctx, "r1", &r, &err);
+        record(ls, rc, wf_mono_ms() - t0);
+        sleep_ms(10);
+    }
+    wf_arena_free(a);
+    return NULL;
+}
+
+static void
+pg_ctl(const char *args)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s >/dev/null 2>&1", getenv("WF_TEST_PG_CTL"), args);
+    ck_assert_msg(system(cmd) == 0, "failed: %s", cmd);
+}
+
+START_TEST(test_restart_under_load_fails_fast_then_recovers)
+{
+    const char *ctl = getenv("WF_TEST_PG_CTL");
+    if (ctl == NULL || ctl[0] == '\0') {
+        printf("skipped restart case: WF_TEST_PG_CTL not set\n");
+        return;
+    }
+    st = open_with(LOAD_THREADS, 1000);
+    make_root(st, "r1");
+    pthread_t th[LOAD_THREADS];
+    for (int i = 0; i < LOAD_THREADS; i++)
+        pthread_create(&th[i], NULL, load_loop, &load[i]);
+    sleep_ms(500);
+    pg_ctl("stop -m fast -w");
+    sleep_ms(2000); /* the outage: every call must come back fast */
+    pg_ctl("start -w -t 60");
+    restarted = 1;
+    int64_t until = wf_mono_ms() + 15000;
+    int ok_after = 0;
+    while (wf_mono_ms() < until && ok_after < 20) {
+        sleep_ms(100);
+        ok_after = 0;
+        for (int i = 0; i < LOAD_THREADS; i++)
+            ok_after += load[i].ok_after_restart;
+    }
+    load_stop = 1;
+    for (int i = 0; i < LOAD_THREADS; i++)
+        pthread_join(th[i], NULL);
+
+    load_stats all = {0};
+    for (int i = 0; i < LOAD_THREADS; i++) {
+        all.ok += load[i].ok;
+        all.unavailable += load[i].unavailable;
+        all.other += load[i].other;
+        all.ok_after_restart += load[i].ok_after_restart;
+        if (load[i].worst_ms > all.worst_ms)
+            all.worst_ms = load[i].worst_ms;
+        if (load[i].other)
+            all.other_code = load[i].other_code;
+    }
+    printf("restart: ok=%d unavailable=%d other=%d ok_after_restart=%d worst=%" PRId64 "ms\n",
+           all.ok, all.unavailable, all.other, all.ok_after_restart, all.worst_ms);
+    ck_assert_msg(all.other == 0, "%d calls returned %s", all.other,
+                  wf_code_reason(all.other_code));
+    ck_assert_int_gt(all.unavailable, 0);
+    ck_assert_msg(all.worst_ms < CALL_DEADLINE_MS, "a call took %" PRId64 " ms", all.worst_ms);
+    ck_assert_int_ge(all.ok_after_restart, 20);
+    wf_store_free(st);
+}
+END_TEST
+
+/* ---- three replicas migrating one empty database ---------------------------- */
+
+START_TEST(test_concurrent_migration_applies_once)
+{
+    int gate[2];
+    ck_assert_int_eq(pipe(gate), 0);
+    pid_t kids[3];
+    for (int i = 0; i < 3; i++) {
+        kids[i] = fork();
+        ck_assert_int_ge(kids[i], 0);
+        if (kids[i] == 0) {
+            char c;
+            close(gate[1]);
+            if (read(gate[0], &c, 1) < 0) /* returns when the parent closes */
+                _exit(3);
+            wf_store_pg_config cfg = {store_dsn, 1, 1000, 2};
+            wf_error err = {0};
+            wf_store *s = wf_store_pg_new(&cfg, &err);
+            int ok = s != NULL && wf_store_ready(s);
+            wf_store_free(s);
+            _exit(ok ? 0 : 1);
+        }
+    }
+    close(gate[0]);
+    close(gate[1]); /* all three start now */
+    for (int i = 0; i < 3; i++) {
+        int status = 0;
+        ck_assert_int_eq(waitpid(kids[i], &status, 0), kids[i]);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "replica %d failed", i);
+    }
+    PGconn *pg = PQconnectdb(store_dsn);
+    ck_assert_int_eq(PQstatus(pg), CONNECTION_OK);
+    PGresult *res = PQexec(pg, "SELECT count(*), count(DISTINCT version), min(version), "
+                               "max(version) FROM schema_migrations");
+    ck_assert_int_eq(PQresultStatus(res), PGRES_TUPLES_OK);
+    ck_assert_int_eq(atoi(PQgetvalue(res, 0, 0)), wf_pg_n_migrations);
+    ck_assert_int_eq(atoi(PQgetvalue(res, 0, 1)), wf_pg_n_migrations);
+    ck_assert_int_eq(atoi(PQgetvalue(res, 0, 2)), 1);
+    PQclear(res);
+    PQfinish(pg);
+}
+END_TEST
+
+static TCase *
+pg_only_tcase(void)
+{
+    TCase *tc = tcase_create("postgres");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 90);
+    tcase_add_test(tc, test_pool_exhaustion_is_unavailable);
+    tcase_add_test(tc, test_unreachable_server_fails_fast);
+    tcase_add_test(tc, test_ready_and_dirty_connection_reuse);
+    tcase_add_test(tc, test_concurrent_migration_applies_once);
+    tcase_add_test(tc, test_restart_under_load_fails_fast_then_recovers);
+    return tc;
+}
+
+int
+main(void)
+{
+    dsn = getenv("WF_TEST_PG_DSN");
+    if (dsn == NULL || dsn[0] == '\0') {
+        printf("skipped: WF_TEST_PG_DSN not set\n");
+        return 0;
+    }
+    /* Expected failures (outages, conflicts) log warnings; keep the run
+     * readable unless asked. */
+    if (getenv("WF_TEST_LOG") == NULL)
+        wf_log_threshold = WF_LOG_ERROR;
+    contract_factory = &pg_factory;
+    Suite *s = store_contract_suite("store_pg");
+    suite_add_tcase(s, pg_only_tcase());
+    return store_run_suite(s);
+}
