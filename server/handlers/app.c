@@ -4,16 +4,28 @@
 #include "handler.h"
 #include "handlers.h"
 
+#include "directory.h"
+
 bool
 wf_app_ready(wf_app *app)
 {
     return app->store != NULL && wf_store_ready(app->store);
 }
 
+void
+wf_app_wake_streams(wf_app *app)
+{
+    if (app->wake_streams != NULL)
+        app->wake_streams(app->wake_arg);
+}
+
 wf_code
 wf_app_open_store(wf_app *app, wf_error *err)
 {
     const wf_config *cfg = app->cfg;
+    app->directory = wf_directory_new(cfg, err);
+    if (app->directory == NULL)
+        return err->code;
     if (cfg->database_url == NULL)
         app->store = wf_store_memory_new(err);
     else {
@@ -23,7 +35,12 @@ wf_app_open_store(wf_app *app, wf_error *err)
         };
         app->store = wf_store_pg_new(&pc, err);
     }
-    return app->store != NULL ? WF_OK : err->code;
+    if (app->store == NULL) {
+        wf_directory_free(app->directory);
+        app->directory = NULL;
+        return err->code;
+    }
+    return WF_OK;
 }
 
 void
@@ -31,6 +48,8 @@ wf_app_close_store(wf_app *app)
 {
     wf_store_free(app->store);
     app->store = NULL;
+    wf_directory_free(app->directory);
+    app->directory = NULL;
 }
 
 wf_code

@@ -27,13 +27,22 @@
 typedef struct wf_app {
     const wf_config *cfg;
     wf_store *store;
+    struct wf_directory *directory; /* users and groups (engine/directory.h) */
+    /* Set by the rpc layer when it starts: wakes every open server stream
+     * so it looks for new data (called after events are committed). */
+    void (*wake_streams)(void *arg);
+    void *wake_arg;
 } wf_app;
 
+/* Wakes the server's open streams (a no-op before the server runs). */
+void wf_app_wake_streams(wf_app *app);
+
 /* Opens the store the configuration names (Postgres when DATABASE_URL is
- * set, else memory) into app->store. */
+ * set, else memory) into app->store, and builds app->directory from
+ * WF_USERS / WF_GROUP_<id>. */
 wf_code wf_app_open_store(wf_app *app, wf_error *err);
 
-/* Closes app->store. */
+/* Closes app->store and frees app->directory. */
 void wf_app_close_store(wf_app *app);
 
 /* One field violation for google.rpc.BadRequest (validation errors). */
@@ -66,6 +75,31 @@ typedef struct wf_call {
 typedef wf_code (*wf_handler_fn)(wf_call *call, const ProtobufCMessage *req,
                                  ProtobufCMessage **resp, wf_error *err);
 
+/* ---- server streams ------------------------------------------------------
+ *
+ * A server-streaming method is pull-based: the rpc layer asks the stream for
+ * its next message only when the previous one has been sent, so a slow
+ * consumer never makes the server buffer anything. When nothing is ready the
+ * stream says WAIT and is asked again after the next wake-up
+ * (wf_app_wake_streams). Steps run on a worker thread and must not block
+ * for long (bounded store reads only).
+ */
+typedef enum wf_stream_step {
+    WF_STREAM_MESSAGE, /* *msg is the next message */
+    WF_STREAM_WAIT,    /* nothing now: ask again after a wake-up */
+    WF_STREAM_END,     /* the stream is over; err->code is its status (WF_OK: clean) */
+} wf_stream_step;
+
+typedef struct wf_stream_ops {
+    /* Validates the request and builds the stream's state in call->arena
+     * (which lives as long as the stream). */
+    wf_code (*open)(wf_call *call, const ProtobufCMessage *req, void **state, wf_error *err);
+    /* Produces the next step. A message is allocated in scratch, which is
+     * released once the message has been serialized. */
+    wf_stream_step (*next)(wf_call *call, void *state, wf_arena *scratch, ProtobufCMessage **msg,
+                           wf_error *err);
+} wf_stream_ops;
+
 /* Route flags: which interceptors a method needs. */
 enum {
     WF_ROUTE_ACTOR = 1 << 0,  /* x-actor-id is required (the call acts for a person) */
@@ -77,8 +111,9 @@ enum {
  * the protobuf service descriptor name exactly the same methods. */
 typedef struct wf_route {
     const char *method;
-    wf_handler_fn fn;
+    wf_handler_fn fn;               /* unary methods */
     unsigned flags;
+    const wf_stream_ops *stream;    /* server-streaming methods; NULL for unary */
 } wf_route;
 
 /* The method table (handlers/routes.c), terminated by a NULL method. */

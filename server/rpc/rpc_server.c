@@ -10,11 +10,14 @@
  *   {initial metadata, message, status, RECV_CLOSE}. The slot is re-posted
  *   after the handler returns, so a busy worker is not matched new calls
  *   while idle ones are.
- * - Health Watch is a server stream: its call is on the watcher list, and a
- *   status change (store readiness seen by the monitor thread, or drain)
- *   wakes it with an empty batch on its own queue. Each call has a mutex that
- *   serialises grpc_call_start_batch between its worker and the notifier.
- *   Lock order: health mutex, then call mutex; never the reverse.
+ * - Server streams (Health Watch, WatchEvents) are pull-based: the worker
+ *   asks the stream for its next message when the previous send completed;
+ *   a stream with nothing to say parks. A wake-up (health change, events
+ *   committed) starts an empty batch on each parked stream's queue, so the
+ *   pull always runs on the stream's own worker. The call mutex serialises
+ *   grpc_call_start_batch between that worker and the waker, and is never
+ *   held while the stream reads the store. Lock order: server mutex (the
+ *   stream list), then call mutex; never the reverse.
  * - A call context is freed when its last outstanding tag comes back
  *   (pending == 0), never earlier.
  * - Shutdown follows the documented order: drain (health NOT_SERVING) →
@@ -84,13 +87,18 @@ struct call {
     int64_t start_ms;
     wf_rpc_ctx ictx; /* what the interceptors established */
 
-    /* Health Watch stream state. */
-    int stream;
-    int closed;  /* RECV_CLOSE came back: the client is gone */
-    int sending; /* a SEND_MESSAGE is in flight */
-    int sent;    /* the last status sent, -1 before the first */
-    enum health_service watch;
-    struct call *wnext, *wprev;
+    /* Server stream state. */
+    const wf_stream_ops *sops; /* non-NULL for a stream */
+    void *sstate;
+    wf_call scall;     /* the handler's view of the call, kept for the stream's life */
+    int closed;        /* RECV_CLOSE came back: the client is gone */
+    int sending;       /* a SEND_MESSAGE is in flight */
+    int started;       /* initial metadata sent */
+    int ended;         /* the final status was sent */
+    int pulling;       /* the worker is asking the stream for its next step */
+    int rewake;        /* a wake-up arrived while pulling */
+    int wake_inflight; /* an empty batch (T_WAKE) is outstanding */
+    struct call *snext, *sprev;
     int on_list;
 };
 
@@ -105,13 +113,13 @@ struct wf_rpc_server {
     atomic_int accepting; /* workers re-post slots while set */
     atomic_int quiescing; /* workers must quiesce */
 
-    pthread_mutex_t hmu; /* health state and the watcher list */
+    pthread_mutex_t hmu; /* health monitor state and the stream list */
     pthread_cond_t hcond;
     atomic_int ready;    /* the store answered at the last probe */
     atomic_int draining; /* shutdown has begun: NOT_SERVING */
     int hquiesced;    /* no more wake-ups may be started */
     int monitor_stop;
-    struct call *watchers;
+    struct call *streams; /* open server streams */
     pthread_t monitor;
     int monitor_started;
 };
@@ -166,7 +174,6 @@ post_slot(struct worker *w, const wf_rpc_method *m)
     }
     c->w = w;
     c->m = m;
-    c->sent = -1;
     pthread_mutex_init(&c->mu, NULL);
     c->t_new = (struct tag){c, T_NEW};
     c->t_batch = (struct tag){c, T_BATCH};
@@ -296,6 +303,35 @@ initial_metadata(struct call *c, grpc_metadata md[1], grpc_slice *rid)
     return 1;
 }
 
+/* Fills a SEND_STATUS_FROM_SERVER op: the status, its message and, for a
+ * core error, the google.rpc.Status trailer. *msg and *details must be
+ * unref'd after the batch has started. */
+static void
+status_op(struct call *c, grpc_op *op, grpc_status_code status, wf_code code, const char *message,
+          const wf_violation *violations, size_t nviolations, grpc_slice *msg,
+          grpc_metadata trailer[1], grpc_slice *details)
+{
+    *msg = grpc_empty_slice();
+    *details = grpc_empty_slice();
+    op->op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    op->data.send_status_from_server.status = status;
+    if (status != GRPC_STATUS_OK) {
+        *msg = grpc_slice_from_copied_string(message);
+        op->data.send_status_from_server.status_details = msg;
+    }
+    if (code == WF_OK)
+        return;
+    uint8_t *bytes = NULL;
+    size_t len = wf_rpc_status_details(c->arena, code, message, violations, nviolations, &bytes);
+    if (len == 0)
+        return;
+    *details = grpc_slice_from_copied_buffer((const char *)bytes, len);
+    trailer[0].key = grpc_slice_from_static_string("grpc-status-details-bin");
+    trailer[0].value = *details;
+    op->data.send_status_from_server.trailing_metadata_count = 1;
+    op->data.send_status_from_server.trailing_metadata = trailer;
+}
+
 /* Sends the final batch of a unary call: the response when status is OK,
  * otherwise the status with its message and, when code is a core error,
  * the google.rpc.Status trailer. */
@@ -321,30 +357,10 @@ finish_with(struct call *c, const ProtobufCMessage *resp, grpc_status_code statu
         n++;
     }
 
-    grpc_slice msg = grpc_empty_slice();
-    grpc_slice details = grpc_empty_slice();
+    grpc_slice msg, details;
     grpc_metadata trailer[1];
-    size_t ntrailer = 0;
-    ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
-    ops[n].data.send_status_from_server.status = status;
-    if (status != GRPC_STATUS_OK) {
-        msg = grpc_slice_from_copied_string(message);
-        ops[n].data.send_status_from_server.status_details = &msg;
-    }
-    if (code != WF_OK) {
-        uint8_t *bytes = NULL;
-        size_t len = wf_rpc_status_details(c->arena, code, message, violations, nviolations,
-                                           &bytes);
-        if (len > 0) {
-            details = grpc_slice_from_copied_buffer((const char *)bytes, len);
-            trailer[0].key = grpc_slice_from_static_string("grpc-status-details-bin");
-            trailer[0].value = details;
-            ntrailer = 1;
-        }
-    }
-    ops[n].data.send_status_from_server.trailing_metadata_count = ntrailer;
-    ops[n].data.send_status_from_server.trailing_metadata = trailer;
-    n++;
+    status_op(c, &ops[n++], status, code, message, violations, nviolations, &msg, trailer,
+              &details);
 
     ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
     ops[n].data.recv_close_on_server.cancelled = &c->cancelled;
@@ -400,18 +416,31 @@ health_status(wf_rpc_server *srv, enum health_service s)
     return GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN;
 }
 
-/* Wakes every watcher so it re-reads the status. Caller holds hmu. */
+/* Wakes every open stream. Caller holds hmu. */
 static void
-health_notify_locked(wf_rpc_server *srv)
+wake_streams_locked(wf_rpc_server *srv)
 {
     if (srv->hquiesced)
         return;
-    for (struct call *c = srv->watchers; c != NULL; c = c->wnext) {
+    for (struct call *c = srv->streams; c != NULL; c = c->snext) {
         pthread_mutex_lock(&c->mu);
-        if (!c->closed)
-            start_batch_locked(c, NULL, 0, &c->t_wake);
+        if (c->pulling) {
+            c->rewake = 1;
+        } else if (!c->closed && !c->ended && !c->sending && !c->wake_inflight) {
+            if (start_batch_locked(c, NULL, 0, &c->t_wake))
+                c->wake_inflight = 1;
+        }
         pthread_mutex_unlock(&c->mu);
     }
+}
+
+static void
+wake_streams(void *arg)
+{
+    wf_rpc_server *srv = arg;
+    pthread_mutex_lock(&srv->hmu);
+    wake_streams_locked(srv);
+    pthread_mutex_unlock(&srv->hmu);
 }
 
 static void *
@@ -426,7 +455,7 @@ health_monitor(void *arg)
         if (ready != atomic_load(&srv->ready)) {
             atomic_store(&srv->ready, ready);
             WF_LOG(WF_LOG_INFO, "health", "store is %s", ready ? "ready" : "not ready");
-            health_notify_locked(srv);
+            wake_streams_locked(srv);
         }
         if (srv->monitor_stop)
             break;
@@ -439,72 +468,142 @@ health_monitor(void *arg)
     return NULL;
 }
 
-/* Sends the current status to a watcher if it changed. Caller holds c->mu. */
-static void
-watch_send_locked(struct call *c)
+/* Health Watch as a stream: a message whenever the status differs from
+ * the last one sent. */
+struct health_watch {
+    wf_rpc_server *srv;
+    enum health_service service;
+    int sent; /* last status sent, -1 before the first */
+};
+
+static wf_stream_step
+health_watch_next(wf_call *call, void *state, wf_arena *scratch, ProtobufCMessage **msg,
+                  wf_error *err)
 {
-    wf_rpc_server *srv = c->w->srv;
-    if (c->closed || c->sending)
-        return;
-    int st = health_status(srv, c->watch);
-    if (st == c->sent)
-        return;
-    Grpc__Health__V1__HealthCheckResponse resp = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
-    resp.status = st;
-    if (c->send != NULL)
-        grpc_byte_buffer_destroy(c->send);
-    c->send = pack(&resp.base);
-    grpc_op ops[2];
-    memset(ops, 0, sizeof ops);
-    size_t n = 0;
-    grpc_metadata initial[1];
-    grpc_slice rid = grpc_empty_slice();
-    if (c->sent == -1) {
-        ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
-        ops[n].data.send_initial_metadata.count = initial_metadata(c, initial, &rid);
-        ops[n].data.send_initial_metadata.metadata = initial;
-        n++;
-    }
-    ops[n].op = GRPC_OP_SEND_MESSAGE;
-    ops[n].data.send_message.send_message = c->send;
-    n++;
-    if (start_batch_locked(c, ops, n, &c->t_batch)) {
-        c->sending = 1;
-        c->sent = st;
-    }
-    grpc_slice_unref(rid);
+    (void)call;
+    (void)err;
+    struct health_watch *hw = state;
+    int st = health_status(hw->srv, hw->service);
+    if (st == hw->sent)
+        return WF_STREAM_WAIT;
+    Grpc__Health__V1__HealthCheckResponse *resp = wf_arena_alloc(scratch, sizeof *resp);
+    if (resp == NULL)
+        return WF_STREAM_WAIT; /* try again at the next wake-up */
+    grpc__health__v1__health_check_response__init(resp);
+    resp->status = st;
+    hw->sent = st;
+    *msg = &resp->base;
+    return WF_STREAM_MESSAGE;
 }
 
+static const wf_stream_ops health_watch_ops = {NULL, health_watch_next};
+
 static void
-watch_unlist(struct call *c)
+stream_unlist(struct call *c)
 {
     wf_rpc_server *srv = c->w->srv;
     pthread_mutex_lock(&srv->hmu);
     if (c->on_list) {
-        if (c->wprev != NULL)
-            c->wprev->wnext = c->wnext;
+        if (c->sprev != NULL)
+            c->sprev->snext = c->snext;
         else
-            srv->watchers = c->wnext;
-        if (c->wnext != NULL)
-            c->wnext->wprev = c->wprev;
+            srv->streams = c->snext;
+        if (c->snext != NULL)
+            c->snext->sprev = c->sprev;
         c->on_list = 0;
     }
     pthread_mutex_unlock(&srv->hmu);
 }
 
+/* Sends a stream's next message, or its final status, or parks it. Runs on
+ * the stream's worker, without c->mu held on entry. */
 static void
-start_watch(struct call *c, enum health_service s)
+stream_pull(struct call *c)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->pulling || c->sending || c->closed || c->ended || atomic_load(&c->w->quiesced)) {
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    c->pulling = 1;
+    for (;;) {
+        c->rewake = 0;
+        pthread_mutex_unlock(&c->mu);
+        wf_arena *scratch = wf_arena_new();
+        ProtobufCMessage *msg = NULL;
+        wf_error err;
+        wf_error_clear(&err);
+        wf_stream_step step = WF_STREAM_WAIT;
+        if (scratch != NULL)
+            step = c->sops->next(&c->scall, c->sstate, scratch, &msg, &err);
+        grpc_byte_buffer *bb = step == WF_STREAM_MESSAGE ? pack(msg) : NULL;
+        wf_arena_free(scratch);
+        pthread_mutex_lock(&c->mu);
+        if (c->closed) {
+            if (bb != NULL)
+                grpc_byte_buffer_destroy(bb);
+            break;
+        }
+        if (step == WF_STREAM_WAIT) {
+            if (c->rewake)
+                continue;
+            break;
+        }
+        grpc_op ops[2];
+        memset(ops, 0, sizeof ops);
+        size_t n = 0;
+        grpc_metadata initial[1];
+        grpc_slice rid = grpc_empty_slice();
+        if (!c->started) {
+            ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+            ops[n].data.send_initial_metadata.count = initial_metadata(c, initial, &rid);
+            ops[n].data.send_initial_metadata.metadata = initial;
+            n++;
+        }
+        grpc_slice smsg = grpc_empty_slice(), sdetails = grpc_empty_slice();
+        grpc_metadata trailer[1];
+        if (step == WF_STREAM_MESSAGE) {
+            if (c->send != NULL)
+                grpc_byte_buffer_destroy(c->send);
+            c->send = bb;
+            ops[n].op = GRPC_OP_SEND_MESSAGE;
+            ops[n].data.send_message.send_message = c->send;
+            n++;
+        } else {
+            status_op(c, &ops[n++], wf_rpc_status_code(err.code), err.code, err.msg, NULL, 0,
+                      &smsg, trailer, &sdetails);
+        }
+        if (start_batch_locked(c, ops, n, &c->t_batch)) {
+            c->started = 1;
+            if (step == WF_STREAM_MESSAGE)
+                c->sending = 1;
+            else
+                c->ended = 1;
+        }
+        grpc_slice_unref(rid);
+        grpc_slice_unref(smsg);
+        grpc_slice_unref(sdetails);
+        break;
+    }
+    c->pulling = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Turns the call into a stream: lists it for wake-ups, learns about the
+ * client going away through RECV_CLOSE, and pulls the first message. */
+static void
+stream_start(struct call *c, const wf_stream_ops *ops, void *state)
 {
     wf_rpc_server *srv = c->w->srv;
-    c->stream = 1;
-    c->watch = s;
-    /* On the list first, so no status change can slip between the first
-     * send and the registration. */
+    c->sops = ops;
+    c->sstate = state;
+    /* On the list first, so no wake-up can slip between the first pull and
+     * the registration. */
     pthread_mutex_lock(&srv->hmu);
-    c->wnext = srv->watchers;
-    if (c->wnext != NULL)
-        c->wnext->wprev = c;
-    srv->watchers = c;
+    c->snext = srv->streams;
+    if (c->snext != NULL)
+        c->snext->sprev = c;
+    srv->streams = c;
     c->on_list = 1;
     pthread_mutex_unlock(&srv->hmu);
 
@@ -515,10 +614,11 @@ start_watch(struct call *c, enum health_service s)
     pthread_mutex_lock(&c->mu);
     if (!start_batch_locked(c, &op, 1, &c->t_close))
         c->closed = 1;
-    watch_send_locked(c);
     pthread_mutex_unlock(&c->mu);
     if (c->closed)
-        watch_unlist(c);
+        stream_unlist(c);
+    else
+        stream_pull(c);
     access_log(c, c->m->path, GRPC_STATUS_OK, WF_OK);
 }
 
@@ -594,14 +694,24 @@ dispatch(struct call *c)
     }
     case WF_RPC_HEALTH_WATCH: {
         const Grpc__Health__V1__HealthCheckRequest *hreq = (const void *)req;
-        start_watch(c, health_service_of(hreq->service));
+        struct health_watch *hw = wf_arena_alloc(c->arena, sizeof *hw);
+        if (hw == NULL) {
+            wf_error_set(&err, WF_E_INTERNAL, "out of memory");
+            finish_unary(c, NULL, &err, NULL, 0);
+            return;
+        }
+        hw->srv = srv;
+        hw->service = health_service_of(hreq->service);
+        hw->sent = -1;
+        stream_start(c, &health_watch_ops, hw);
         return;
     }
     case WF_RPC_WORKFLOW:
         break;
     }
 
-    wf_call call = {
+    wf_call *call = &c->scall;
+    *call = (wf_call){
         .app = srv->app,
         .arena = c->arena,
         .method = c->m->route->method,
@@ -611,15 +721,25 @@ dispatch(struct call *c)
         .request_id = c->ictx.request_id,
         .deadline_ms = c->ictx.deadline_ms,
     };
+    const wf_stream_ops *sops = c->m->route->stream;
+    if (sops != NULL) {
+        void *state = NULL;
+        if (sops->open(call, req, &state, &err) != WF_OK) {
+            finish_unary(c, NULL, &err, call->violations, call->nviolations);
+            return;
+        }
+        stream_start(c, sops, state);
+        return;
+    }
     ProtobufCMessage *resp = NULL;
-    wf_code rc = c->m->route->fn(&call, req, &resp, &err);
+    wf_code rc = c->m->route->fn(call, req, &resp, &err);
     if (rc == WF_OK && resp == NULL)
-        wf_error_set(&err, WF_E_INTERNAL, "the handler of %s produced no response", call.method);
+        wf_error_set(&err, WF_E_INTERNAL, "the handler of %s produced no response", call->method);
     else if (rc == WF_OK)
         wf_error_clear(&err);
     else if (err.code != rc)
         wf_error_set(&err, rc, "%s", err.msg[0] ? err.msg : wf_code_reason(rc));
-    finish_unary(c, resp, &err, call.violations, call.nviolations);
+    finish_unary(c, resp, &err, call->violations, call->nviolations);
 }
 
 /* ---- workers -------------------------------------------------------------- */
@@ -645,7 +765,7 @@ on_event(struct worker *w, struct tag *t, int ok)
         if (atomic_load(&srv->accepting))
             post_slot(w, m);
     } else if (t->kind == T_CLOSE) {
-        watch_unlist(c); /* before taking c->mu: lock order is hmu → c->mu */
+        stream_unlist(c); /* before taking c->mu: lock order is hmu → c->mu */
         pthread_mutex_lock(&c->mu);
         c->pending--;
         c->closed = 1;
@@ -655,9 +775,12 @@ on_event(struct worker *w, struct tag *t, int ok)
         c->pending--;
         if (t->kind == T_BATCH)
             c->sending = 0;
-        if (c->stream && ok)
-            watch_send_locked(c);
+        else
+            c->wake_inflight = 0;
+        int pull = c->sops != NULL && (ok || t->kind == T_WAKE);
         pthread_mutex_unlock(&c->mu);
+        if (pull)
+            stream_pull(c);
     }
 
     pthread_mutex_lock(&c->mu);
@@ -843,6 +966,8 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
     grpc_server_start(srv->server);
 
     atomic_store(&srv->ready, wf_app_ready(app) ? 1 : 0);
+    app->wake_streams = wake_streams;
+    app->wake_arg = srv;
     atomic_store(&srv->accepting, 1);
     for (int i = 0; i < srv->nworkers; i++) {
         struct worker *w = &srv->workers[i];
@@ -867,7 +992,7 @@ wf_rpc_server_drain(wf_rpc_server *srv)
 {
     pthread_mutex_lock(&srv->hmu);
     atomic_store(&srv->draining, 1);
-    health_notify_locked(srv);
+    wake_streams_locked(srv);
     pthread_mutex_unlock(&srv->hmu);
 }
 
@@ -891,10 +1016,12 @@ wf_rpc_server_stop(wf_rpc_server *srv, int grace_ms)
     grpc_completion_queue *scq = grpc_completion_queue_create_for_pluck(NULL);
     grpc_server_shutdown_and_notify(srv->server, scq, srv);
 
-    /* Health watchers would hold the shutdown for the whole grace period:
-     * end them now (they already saw NOT_SERVING). */
+    /* Open streams would hold the shutdown for the whole grace period: end
+     * them now with a retryable status (health watchers already saw
+     * NOT_SERVING; event watchers resume elsewhere from their last
+     * sequence). */
     pthread_mutex_lock(&srv->hmu);
-    for (struct call *c = srv->watchers; c != NULL; c = c->wnext)
+    for (struct call *c = srv->streams; c != NULL; c = c->snext)
         grpc_call_cancel_with_status(c->call, GRPC_STATUS_UNAVAILABLE, "server is shutting down",
                                      NULL);
     pthread_mutex_unlock(&srv->hmu);
@@ -932,6 +1059,7 @@ wf_rpc_server_stop(wf_rpc_server *srv, int grace_ms)
     grpc_completion_queue_pluck(scq, NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
     grpc_completion_queue_destroy(scq);
 
+    srv->app->wake_streams = NULL;
     free(srv->workers);
     free(srv->methods);
     pthread_mutex_destroy(&srv->hmu);

@@ -30,7 +30,7 @@ wf_rpc_table_build(const ProtobufCServiceDescriptor *svc, const wf_route *routes
             if (strcmp(routes[r].method, routes[s].method) == 0)
                 return wf_error_set(err, WF_E_INTERNAL, "route \"%s\" appears twice",
                                     routes[r].method);
-        if (routes[r].fn == NULL)
+        if (routes[r].fn == NULL && routes[r].stream == NULL)
             return wf_error_set(err, WF_E_INTERNAL, "route \"%s\" has no handler",
                                 routes[r].method);
     }

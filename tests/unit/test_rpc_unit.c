@@ -382,23 +382,23 @@ START_TEST(test_table_rejects_missing_and_extra_routes)
     wf_route routes[64];
     size_t nr = 0;
     for (unsigned i = 1; i < svc->n_methods; i++) /* the first method is left out */
-        routes[nr++] = (wf_route){svc->methods[i].name, dummy, 0};
-    routes[nr] = (wf_route){NULL, NULL, 0};
+        routes[nr++] = (wf_route){svc->methods[i].name, dummy, 0, NULL};
+    routes[nr] = (wf_route){NULL, NULL, 0, NULL};
     wf_rpc_method *t = NULL;
     size_t n = 0;
     wf_error err;
     ck_assert_int_eq(wf_rpc_table_build(svc, routes, &t, &n, &err), WF_E_INTERNAL);
     ck_assert_ptr_nonnull(strstr(err.msg, svc->methods[0].name));
 
-    routes[nr++] = (wf_route){svc->methods[0].name, dummy, 0};
-    routes[nr++] = (wf_route){"NoSuchMethod", dummy, 0};
-    routes[nr] = (wf_route){NULL, NULL, 0};
+    routes[nr++] = (wf_route){svc->methods[0].name, dummy, 0, NULL};
+    routes[nr++] = (wf_route){"NoSuchMethod", dummy, 0, NULL};
+    routes[nr] = (wf_route){NULL, NULL, 0, NULL};
     ck_assert_int_eq(wf_rpc_table_build(svc, routes, &t, &n, &err), WF_E_INTERNAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "NoSuchMethod"));
 
     nr--;
-    routes[nr++] = (wf_route){svc->methods[0].name, dummy, 0}; /* duplicate */
-    routes[nr] = (wf_route){NULL, NULL, 0};
+    routes[nr++] = (wf_route){svc->methods[0].name, dummy, 0, NULL}; /* duplicate */
+    routes[nr] = (wf_route){NULL, NULL, 0, NULL};
     ck_assert_int_eq(wf_rpc_table_build(svc, routes, &t, &n, &err), WF_E_INTERNAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "twice"));
 }
