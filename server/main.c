@@ -17,10 +17,26 @@
 
 #include "handler.h"
 #include "rpc_server.h"
+#include "wf_http.h"
 #include "wf_config.h"
 #include "wf_log.h"
 
 extern char **environ;
+
+/* What GET /metrics serves: the gRPC server's counters, then the service's
+ * gauges. */
+struct metrics_src {
+    wf_rpc_server *srv;
+    wf_app *app;
+};
+
+static void
+render_metrics(void *arg, FILE *out)
+{
+    struct metrics_src *m = arg;
+    wf_rpc_server_render_metrics(m->srv, out);
+    wf_app_render_metrics(m->app, out);
+}
 
 int
 main(int argc, char **argv)
@@ -63,6 +79,19 @@ main(int argc, char **argv)
         wf_config_free(cfg);
         return 1;
     }
+    struct metrics_src msrc = {srv, &app};
+    wf_http *http = NULL;
+    if (cfg->metrics_addr != NULL) {
+        http = wf_http_start(cfg->metrics_addr, render_metrics, &msrc, &err);
+        if (http == NULL) {
+            WF_LOG(WF_LOG_ERROR, "startup", "could not start the metrics endpoint: %s", err.msg);
+            wf_rpc_server_stop(srv, 0);
+            wf_app_close_store(&app);
+            wf_config_free(cfg);
+            return 1;
+        }
+        WF_LOG(WF_LOG_INFO, "startup", "metrics on %s/metrics", cfg->metrics_addr);
+    }
     WF_LOG(WF_LOG_INFO, "startup",
            "serving workflow.v1.WorkflowService on port %d (%s mode, %s store, %d threads)",
            wf_rpc_server_port(srv), cfg->development ? "development" : "production",
@@ -77,6 +106,7 @@ main(int argc, char **argv)
     while (nanosleep(&drain, &drain) != 0)
         ;
     wf_rpc_server_stop(srv, cfg->grace_seconds * 1000);
+    wf_http_stop(http); /* after the server: scrapes during the drain still work */
     wf_app_close_store(&app);
     WF_LOG(WF_LOG_INFO, "shutdown", "stopped");
     wf_config_free(cfg);

@@ -13,6 +13,25 @@ wf_app_ready(wf_app *app)
 }
 
 void
+wf_app_render_metrics(wf_app *app, FILE *out)
+{
+    wf_store_stats st = {0};
+    if (app->store != NULL)
+        wf_store_get_stats(app->store, &st);
+    fprintf(out,
+            "# HELP workflow_db_pool_size Postgres connections in the pool (0: memory store).\n"
+            "# TYPE workflow_db_pool_size gauge\n"
+            "workflow_db_pool_size %d\n"
+            "# HELP workflow_db_pool_in_use Postgres connections borrowed now.\n"
+            "# TYPE workflow_db_pool_in_use gauge\n"
+            "workflow_db_pool_in_use %d\n"
+            "# HELP workflow_db_pool_waiting Callers waiting for a Postgres connection.\n"
+            "# TYPE workflow_db_pool_waiting gauge\n"
+            "workflow_db_pool_waiting %d\n",
+            st.pool_size, st.in_use, st.waiting);
+}
+
+void
 wf_app_wake_streams(wf_app *app)
 {
     if (app->wake_streams != NULL)

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <protobuf-c/protobuf-c.h>
 
@@ -33,6 +34,10 @@ typedef struct wf_app {
     void (*wake_streams)(void *arg);
     void *wake_arg;
 } wf_app;
+
+/* Writes the service's own gauges (pool, work backlog) in Prometheus text
+ * format. Thread-safe. */
+void wf_app_render_metrics(wf_app *app, FILE *out);
 
 /* Wakes the server's open streams (a no-op before the server runs). */
 void wf_app_wake_streams(wf_app *app);

@@ -41,6 +41,7 @@
 
 #include "grpc/health/v1/health.pb-c.h"
 #include "rpc_interceptors.h"
+#include "rpc_metrics.h"
 #include "rpc_status.h"
 #include "rpc_table.h"
 #include "wf_log.h"
@@ -84,7 +85,7 @@ struct call {
     pthread_mutex_t mu; /* guards the fields below and start_batch */
     int pending;        /* outstanding tags */
     wf_arena *arena;    /* request-scoped memory, created when the call arrives */
-    int64_t start_ms;
+    int64_t start_us; /* wall clock, for durations in logs and metrics */
     wf_rpc_ctx ictx; /* what the interceptors established */
 
     /* Server stream state. */
@@ -98,6 +99,7 @@ struct call {
     int pulling;       /* the worker is asking the stream for its next step */
     int rewake;        /* a wake-up arrived while pulling */
     int wake_inflight; /* an empty batch (T_WAKE) is outstanding */
+    int done;          /* logged and counted: exactly once per call */
     struct call *snext, *sprev;
     int on_list;
 };
@@ -120,6 +122,7 @@ struct wf_rpc_server {
     int hquiesced;    /* no more wake-ups may be started */
     int monitor_stop;
     struct call *streams; /* open server streams */
+    wf_rpc_metrics *metrics;
     pthread_t monitor;
     int monitor_started;
 };
@@ -256,28 +259,6 @@ pack(const ProtobufCMessage *msg)
 
 /* ---- finishing a call ----------------------------------------------------- */
 
-static void
-access_log(struct call *c, const char *path, grpc_status_code status, wf_code code)
-{
-    int64_t dur = wf_mono_ms() - c->start_ms;
-    wf_log_level lvl = code == WF_E_INTERNAL ? WF_LOG_ERROR : WF_LOG_INFO;
-    if (lvl < wf_log_threshold)
-        return;
-    wf_log_line l;
-    wf_log_line_begin(&l, lvl, "rpc");
-    wf_log_line_str(&l, "method", path);
-    wf_log_line_str(&l, "code", grpc_code_names[status]);
-    if (code != WF_OK)
-        wf_log_line_str(&l, "reason", wf_code_reason(code));
-    wf_log_line_int(&l, "dur_ms", (long long)dur);
-    wf_log_line_str(&l, "tenant", c->ictx.tenant);
-    wf_log_line_str(&l, "actor", c->ictx.actor);
-    wf_log_line_str(&l, "key_id", c->ictx.key_id);
-    wf_log_line_str(&l, "request_id", c->ictx.request_id);
-    wf_log_line_str(&l, "trace_id", c->ictx.trace_id);
-    wf_log_line_end(&l);
-}
-
 static const char *
 call_path(struct call *c)
 {
@@ -286,6 +267,40 @@ call_path(struct call *c)
     char *p = wf_arena_strndup(c->arena, (const char *)GRPC_SLICE_START_PTR(c->details.method),
                                GRPC_SLICE_LENGTH(c->details.method));
     return p != NULL ? p : "?";
+}
+
+static size_t
+method_index(const struct call *c)
+{
+    return c->m != NULL ? (size_t)(c->m - c->w->srv->methods) : c->w->srv->nmethods;
+}
+
+/* The end of a call, whatever its outcome: one access-log line and the
+ * handled counters. Runs exactly once per call. */
+static void
+call_done(struct call *c, grpc_status_code status, wf_code code)
+{
+    if (c->done)
+        return;
+    c->done = 1;
+    double secs = (double)(wf_now_us() - c->start_us) / 1e6;
+    wf_rpc_metrics_handled(c->w->srv->metrics, method_index(c), status, secs);
+    wf_log_level lvl = code == WF_E_INTERNAL ? WF_LOG_ERROR : WF_LOG_INFO;
+    if (lvl < wf_log_threshold)
+        return;
+    wf_log_line l;
+    wf_log_line_begin(&l, lvl, "rpc");
+    wf_log_line_str(&l, "method", call_path(c));
+    wf_log_line_str(&l, "code", grpc_code_names[status]);
+    if (code != WF_OK)
+        wf_log_line_str(&l, "reason", wf_code_reason(code));
+    wf_log_line_double(&l, "dur_ms", secs * 1000.0);
+    wf_log_line_str(&l, "tenant", c->ictx.tenant);
+    wf_log_line_str(&l, "actor", c->ictx.actor);
+    wf_log_line_str(&l, "key_id", c->ictx.key_id);
+    wf_log_line_str(&l, "request_id", c->ictx.request_id);
+    wf_log_line_str(&l, "trace_id", c->ictx.trace_id);
+    wf_log_line_end(&l);
 }
 
 /* Fills the response's initial metadata: x-request-id echoes the request id
@@ -374,7 +389,7 @@ finish_with(struct call *c, const ProtobufCMessage *resp, grpc_status_code statu
     grpc_slice_unref(msg);
     grpc_slice_unref(details);
 
-    access_log(c, call_path(c), status, code);
+    call_done(c, status, code);
 }
 
 static void
@@ -580,6 +595,8 @@ stream_pull(struct call *c)
             else
                 c->ended = 1;
         }
+        if (step == WF_STREAM_END)
+            call_done(c, wf_rpc_status_code(err.code), err.code);
         grpc_slice_unref(rid);
         grpc_slice_unref(smsg);
         grpc_slice_unref(sdetails);
@@ -619,7 +636,6 @@ stream_start(struct call *c, const wf_stream_ops *ops, void *state)
         stream_unlist(c);
     else
         stream_pull(c);
-    access_log(c, c->m->path, GRPC_STATUS_OK, WF_OK);
 }
 
 /* ---- dispatch ------------------------------------------------------------- */
@@ -631,7 +647,8 @@ dispatch(struct call *c)
     const wf_config *cfg = srv->app->cfg;
     wf_error err;
     wf_error_clear(&err);
-    c->start_ms = wf_mono_ms();
+    c->start_us = wf_now_us();
+    wf_rpc_metrics_started(srv->metrics, method_index(c));
     c->arena = wf_arena_new();
     if (c->arena == NULL) {
         /* Nothing can be built without memory: cancel with a static status. */
@@ -769,6 +786,10 @@ on_event(struct worker *w, struct tag *t, int ok)
         pthread_mutex_lock(&c->mu);
         c->pending--;
         c->closed = 1;
+        /* A stream that never sent its status was cancelled: by the client,
+         * its deadline, or the shutdown. */
+        if (c->sops != NULL && !c->ended)
+            call_done(c, GRPC_STATUS_CANCELLED, WF_E_CANCELLED);
         pthread_mutex_unlock(&c->mu);
     } else {
         pthread_mutex_lock(&c->mu);
@@ -875,6 +896,7 @@ destroy_unstarted(wf_rpc_server *srv)
             ;
         grpc_completion_queue_destroy(srv->workers[i].cq);
     }
+    wf_rpc_metrics_free(srv->metrics);
     free(srv->workers);
     free(srv->methods);
     pthread_mutex_destroy(&srv->hmu);
@@ -899,6 +921,12 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
 
     if (wf_rpc_table_build(&workflow__v1__workflow_service__descriptor, wf_routes, &srv->methods,
                            &srv->nmethods, err) != WF_OK) {
+        destroy_unstarted(srv);
+        return NULL;
+    }
+    srv->metrics = wf_rpc_metrics_new(srv->methods, srv->nmethods);
+    if (srv->metrics == NULL) {
+        wf_error_set(err, WF_E_INTERNAL, "out of memory");
         destroy_unstarted(srv);
         return NULL;
     }
@@ -981,6 +1009,12 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
     return srv;
 }
 
+void
+wf_rpc_server_render_metrics(wf_rpc_server *srv, FILE *out)
+{
+    wf_rpc_metrics_render(srv->metrics, out);
+}
+
 int
 wf_rpc_server_port(const wf_rpc_server *srv)
 {
@@ -1060,6 +1094,7 @@ wf_rpc_server_stop(wf_rpc_server *srv, int grace_ms)
     grpc_completion_queue_destroy(scq);
 
     srv->app->wake_streams = NULL;
+    wf_rpc_metrics_free(srv->metrics);
     free(srv->workers);
     free(srv->methods);
     pthread_mutex_destroy(&srv->hmu);

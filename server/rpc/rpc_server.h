@@ -10,6 +10,8 @@
 #ifndef WF_RPC_SERVER_H
 #define WF_RPC_SERVER_H
 
+#include <stdio.h>
+
 #include "handler.h"
 #include "wf_error.h"
 
@@ -20,6 +22,9 @@ typedef struct wf_rpc_server wf_rpc_server;
  * monitor. Returns NULL with err set when the table is inconsistent or the
  * address cannot be bound. The server does not own app. */
 wf_rpc_server *wf_rpc_server_start(wf_app *app, wf_error *err);
+
+/* Writes the server's metrics (Prometheus text format) to out. */
+void wf_rpc_server_render_metrics(wf_rpc_server *srv, FILE *out);
 
 /* The bound TCP port. */
 int wf_rpc_server_port(const wf_rpc_server *srv);

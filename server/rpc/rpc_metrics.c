@@ -1,0 +1,158 @@
+/*
+ * rpc_metrics: per-method counters and latency histograms, rendered in the
+ * Prometheus text exposition format.
+ */
+#include "rpc_metrics.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NCODES 17
+
+/* Histogram bounds in seconds, from sub-millisecond RPCs to long polls. */
+static const double bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+#define NBOUNDS (sizeof bounds / sizeof bounds[0])
+
+static const char *const code_names[NCODES] = {
+    "OK",          "Canceled",          "Unknown",         "InvalidArgument",
+    "DeadlineExceeded", "NotFound",     "AlreadyExists",   "PermissionDenied",
+    "ResourceExhausted", "FailedPrecondition", "Aborted",  "OutOfRange",
+    "Unimplemented", "Internal",        "Unavailable",     "DataLoss",
+    "Unauthenticated",
+};
+
+struct method_counters {
+    char service[96];
+    char method[64];
+    const char *type; /* "unary" or "server_stream" */
+    atomic_ullong started;
+    atomic_ullong handled[NCODES];
+    atomic_ullong buckets[NBOUNDS + 1]; /* the last is +Inf */
+    atomic_ullong sum_us;
+};
+
+struct wf_rpc_metrics {
+    size_t n; /* methods + the unknown slot */
+    struct method_counters *m;
+};
+
+wf_rpc_metrics *
+wf_rpc_metrics_new(const wf_rpc_method *methods, size_t n)
+{
+    wf_rpc_metrics *mx = calloc(1, sizeof *mx);
+    if (mx == NULL)
+        return NULL;
+    mx->n = n + 1;
+    mx->m = calloc(mx->n, sizeof *mx->m);
+    if (mx->m == NULL) {
+        free(mx);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        /* "/pkg.Service/Method" → service and method labels. */
+        const char *path = methods[i].path + 1;
+        const char *slash = strchr(path, '/');
+        size_t sl = slash != NULL ? (size_t)(slash - path) : strlen(path);
+        snprintf(mx->m[i].service, sizeof mx->m[i].service, "%.*s", (int)sl, path);
+        snprintf(mx->m[i].method, sizeof mx->m[i].method, "%s", slash != NULL ? slash + 1 : "");
+        int stream = methods[i].kind == WF_RPC_HEALTH_WATCH ||
+                     (methods[i].route != NULL && methods[i].route->stream != NULL);
+        mx->m[i].type = stream ? "server_stream" : "unary";
+    }
+    snprintf(mx->m[n].service, sizeof mx->m[n].service, "unknown");
+    snprintf(mx->m[n].method, sizeof mx->m[n].method, "unknown");
+    mx->m[n].type = "unary";
+    return mx;
+}
+
+void
+wf_rpc_metrics_free(wf_rpc_metrics *m)
+{
+    if (m == NULL)
+        return;
+    free(m->m);
+    free(m);
+}
+
+void
+wf_rpc_metrics_started(wf_rpc_metrics *m, size_t i)
+{
+    if (m == NULL || i >= m->n)
+        return;
+    atomic_fetch_add_explicit(&m->m[i].started, 1, memory_order_relaxed);
+}
+
+void
+wf_rpc_metrics_handled(wf_rpc_metrics *m, size_t i, grpc_status_code code, double seconds)
+{
+    if (m == NULL || i >= m->n)
+        return;
+    struct method_counters *c = &m->m[i];
+    if ((int)code < 0 || (int)code >= NCODES)
+        code = GRPC_STATUS_UNKNOWN;
+    atomic_fetch_add_explicit(&c->handled[code], 1, memory_order_relaxed);
+    size_t b = 0;
+    while (b < NBOUNDS && seconds > bounds[b])
+        b++;
+    atomic_fetch_add_explicit(&c->buckets[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->sum_us, (unsigned long long)(seconds * 1e6),
+                              memory_order_relaxed);
+}
+
+#define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+
+void
+wf_rpc_metrics_render(const wf_rpc_metrics *m, FILE *out)
+{
+    fprintf(out, "# HELP grpc_server_started_total Total number of RPCs started on the server.\n"
+                 "# TYPE grpc_server_started_total counter\n");
+    for (size_t i = 0; i < m->n; i++)
+        fprintf(out,
+                "grpc_server_started_total{grpc_type=\"%s\",grpc_service=\"%s\","
+                "grpc_method=\"%s\"} %llu\n",
+                m->m[i].type, m->m[i].service, m->m[i].method, LOAD(m->m[i].started));
+
+    fprintf(out, "# HELP grpc_server_handled_total Total number of RPCs completed on the server, "
+                 "regardless of success or failure.\n"
+                 "# TYPE grpc_server_handled_total counter\n");
+    for (size_t i = 0; i < m->n; i++)
+        for (int c = 0; c < NCODES; c++) {
+            unsigned long long v = LOAD(m->m[i].handled[c]);
+            if (v == 0 && c != 0)
+                continue; /* keep the exposition small: only codes seen, and OK */
+            fprintf(out,
+                    "grpc_server_handled_total{grpc_type=\"%s\",grpc_service=\"%s\","
+                    "grpc_method=\"%s\",grpc_code=\"%s\"} %llu\n",
+                    m->m[i].type, m->m[i].service, m->m[i].method, code_names[c], v);
+        }
+
+    fprintf(out, "# HELP grpc_server_handling_seconds Histogram of response latency (seconds) of "
+                 "gRPC that had been application-level handled by the server.\n"
+                 "# TYPE grpc_server_handling_seconds histogram\n");
+    for (size_t i = 0; i < m->n; i++) {
+        const struct method_counters *c = &m->m[i];
+        unsigned long long cum = 0;
+        for (size_t b = 0; b <= NBOUNDS; b++) {
+            cum += LOAD(c->buckets[b]);
+            char le[32];
+            if (b < NBOUNDS)
+                snprintf(le, sizeof le, "%g", bounds[b]);
+            else
+                snprintf(le, sizeof le, "+Inf");
+            fprintf(out,
+                    "grpc_server_handling_seconds_bucket{grpc_type=\"%s\",grpc_service=\"%s\","
+                    "grpc_method=\"%s\",le=\"%s\"} %llu\n",
+                    c->type, c->service, c->method, le, cum);
+        }
+        fprintf(out,
+                "grpc_server_handling_seconds_sum{grpc_type=\"%s\",grpc_service=\"%s\","
+                "grpc_method=\"%s\"} %.6f\n",
+                c->type, c->service, c->method, (double)LOAD(c->sum_us) / 1e6);
+        fprintf(out,
+                "grpc_server_handling_seconds_count{grpc_type=\"%s\",grpc_service=\"%s\","
+                "grpc_method=\"%s\"} %llu\n",
+                c->type, c->service, c->method, cum);
+    }
+}
