@@ -42,6 +42,7 @@
 #include "grpc/health/v1/health.pb-c.h"
 #include "rpc_interceptors.h"
 #include "rpc_metrics.h"
+#include "rpc_reflection.h"
 #include "rpc_status.h"
 #include "rpc_table.h"
 #include "wf_log.h"
@@ -49,9 +50,13 @@
 #include "workflow/v1/workflow.pb-c.h"
 
 #define POLL_MS 200
+
+/* The FileDescriptorSet of the API, embedded at build time (descriptor_set.c). */
+extern const unsigned char wf_descriptor_set[];
+extern const size_t wf_descriptor_set_len;
 #define HEALTH_POLL_MS 1000
 
-enum tag_kind { T_NEW, T_BATCH, T_CLOSE, T_WAKE };
+enum tag_kind { T_NEW, T_BATCH, T_CLOSE, T_WAKE, T_RECV };
 
 struct call;
 
@@ -79,7 +84,8 @@ struct call {
     grpc_call_details details; /* catch-all only */
     grpc_byte_buffer *payload; /* registered methods only */
     grpc_byte_buffer *send;    /* the message in flight, one per send */
-    struct tag t_new, t_batch, t_close, t_wake;
+    struct tag t_new, t_batch, t_close, t_wake, t_recv;
+    grpc_byte_buffer *recv;    /* bidi streams: the message just received */
     int cancelled; /* out-param of RECV_CLOSE_ON_SERVER */
 
     pthread_mutex_t mu; /* guards the fields below and start_batch */
@@ -94,7 +100,7 @@ struct call {
     wf_call scall;     /* the handler's view of the call, kept for the stream's life */
     int closed;        /* RECV_CLOSE came back: the client is gone */
     int sending;       /* a SEND_MESSAGE is in flight */
-    int started;       /* initial metadata sent */
+    int started;       /* initial metadata sent (streams; finish_with sets it too) */
     int ended;         /* the final status was sent */
     int pulling;       /* the worker is asking the stream for its next step */
     int rewake;        /* a wake-up arrived while pulling */
@@ -123,6 +129,7 @@ struct wf_rpc_server {
     int monitor_stop;
     struct call *streams; /* open server streams */
     wf_rpc_metrics *metrics;
+    wf_reflection *reflection;
     pthread_t monitor;
     int monitor_started;
 };
@@ -159,6 +166,8 @@ call_free(struct call *c)
         grpc_byte_buffer_destroy(c->payload);
     if (c->send != NULL)
         grpc_byte_buffer_destroy(c->send);
+    if (c->recv != NULL)
+        grpc_byte_buffer_destroy(c->recv);
     if (c->call != NULL)
         grpc_call_unref(c->call);
     wf_arena_free(c->arena);
@@ -182,11 +191,14 @@ post_slot(struct worker *w, const wf_rpc_method *m)
     c->t_batch = (struct tag){c, T_BATCH};
     c->t_close = (struct tag){c, T_CLOSE};
     c->t_wake = (struct tag){c, T_WAKE};
+    c->t_recv = (struct tag){c, T_RECV};
     grpc_metadata_array_init(&c->md);
     grpc_call_error rc;
     if (m != NULL) {
+        /* Bidi methods read their messages themselves (no initial payload). */
+        grpc_byte_buffer **payload = m->kind == WF_RPC_REFLECTION ? NULL : &c->payload;
         rc = grpc_server_request_registered_call(w->srv->server, m->handle, &c->call, &c->deadline,
-                                                 &c->md, &c->payload, w->cq, w->cq, &c->t_new);
+                                                 &c->md, payload, w->cq, w->cq, &c->t_new);
     } else {
         grpc_call_details_init(&c->details);
         rc = grpc_server_request_call(w->srv->server, &c->call, &c->details, &c->md, w->cq, w->cq,
@@ -359,11 +371,14 @@ finish_with(struct call *c, const ProtobufCMessage *resp, grpc_status_code statu
     size_t n = 0;
 
     grpc_metadata initial[1];
-    grpc_slice rid;
-    ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[n].data.send_initial_metadata.count = initial_metadata(c, initial, &rid);
-    ops[n].data.send_initial_metadata.metadata = initial;
-    n++;
+    grpc_slice rid = grpc_empty_slice();
+    if (!c->started) {
+        ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+        ops[n].data.send_initial_metadata.count = initial_metadata(c, initial, &rid);
+        ops[n].data.send_initial_metadata.metadata = initial;
+        n++;
+        c->started = 1;
+    }
 
     if (status == GRPC_STATUS_OK && resp != NULL) {
         c->send = pack(resp);
@@ -638,6 +653,93 @@ stream_start(struct call *c, const wf_stream_ops *ops, void *state)
         stream_pull(c);
 }
 
+/* ---- server reflection (bidi) ---------------------------------------------- */
+
+/* One turn of a reflection stream, on its worker: answer the message just
+ * received and ask for the next one in the same batch; end with OK when the
+ * client half-closes. */
+static void
+reflection_step(struct call *c, int ok)
+{
+    wf_rpc_server *srv = c->w->srv;
+    grpc_byte_buffer *bb = c->recv;
+    c->recv = NULL;
+    grpc_op ops[2];
+    memset(ops, 0, sizeof ops);
+    if (!ok) {
+        /* The stream broke (client gone, deadline, shutdown): only learn
+         * how it ended. */
+        if (bb != NULL)
+            grpc_byte_buffer_destroy(bb);
+        ops[0].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+        ops[0].data.recv_close_on_server.cancelled = &c->cancelled;
+        pthread_mutex_lock(&c->mu);
+        start_batch_locked(c, ops, 1, &c->t_close);
+        pthread_mutex_unlock(&c->mu);
+        call_done(c, GRPC_STATUS_CANCELLED, WF_E_CANCELLED);
+        return;
+    }
+    if (bb == NULL) {
+        finish_with(c, NULL, GRPC_STATUS_OK, WF_OK, "", NULL, 0);
+        return;
+    }
+    wf_arena *scratch = wf_arena_new();
+    Grpc__Reflection__V1__ServerReflectionResponse *resp = NULL;
+    if (scratch != NULL) {
+        grpc_byte_buffer_reader r;
+        ProtobufCMessage *req = NULL;
+        if (grpc_byte_buffer_reader_init(&r, bb)) {
+            grpc_slice all = grpc_byte_buffer_reader_readall(&r);
+            grpc_byte_buffer_reader_destroy(&r);
+            ProtobufCAllocator a = {pb_alloc, pb_free, scratch};
+            req = protobuf_c_message_unpack(&grpc__reflection__v1__server_reflection_request__descriptor,
+                                            &a, GRPC_SLICE_LENGTH(all), GRPC_SLICE_START_PTR(all));
+            grpc_slice_unref(all);
+        }
+        if (req != NULL)
+            resp = wf_reflection_answer(srv->reflection, (const void *)req, scratch);
+    }
+    grpc_byte_buffer_destroy(bb);
+    if (resp == NULL) {
+        wf_arena_free(scratch);
+        wf_error err;
+        wf_error_set(&err, WF_E_INVALID_ARGUMENT, "the request is not a valid %s message",
+                     grpc__reflection__v1__server_reflection_request__descriptor.name);
+        finish_unary(c, NULL, &err, NULL, 0);
+        return;
+    }
+    if (c->send != NULL)
+        grpc_byte_buffer_destroy(c->send);
+    c->send = pack(&resp->base);
+    wf_arena_free(scratch);
+    ops[0].op = GRPC_OP_SEND_MESSAGE;
+    ops[0].data.send_message.send_message = c->send;
+    ops[1].op = GRPC_OP_RECV_MESSAGE;
+    ops[1].data.recv_message.recv_message = &c->recv;
+    pthread_mutex_lock(&c->mu);
+    start_batch_locked(c, ops, 2, &c->t_recv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void
+reflection_start(struct call *c)
+{
+    grpc_op ops[2];
+    memset(ops, 0, sizeof ops);
+    grpc_metadata initial[1];
+    grpc_slice rid;
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[0].data.send_initial_metadata.count = initial_metadata(c, initial, &rid);
+    ops[0].data.send_initial_metadata.metadata = initial;
+    ops[1].op = GRPC_OP_RECV_MESSAGE;
+    ops[1].data.recv_message.recv_message = &c->recv;
+    pthread_mutex_lock(&c->mu);
+    if (start_batch_locked(c, ops, 2, &c->t_recv))
+        c->started = 1;
+    pthread_mutex_unlock(&c->mu);
+    grpc_slice_unref(rid);
+}
+
 /* ---- dispatch ------------------------------------------------------------- */
 
 static void
@@ -671,6 +773,10 @@ dispatch(struct call *c)
     }
     if (wf_rpc_intercept(&c->ictx, &err) != WF_OK) {
         finish_unary(c, NULL, &err, NULL, 0);
+        return;
+    }
+    if (c->m->kind == WF_RPC_REFLECTION) {
+        reflection_start(c);
         return;
     }
     if (c->payload == NULL) {
@@ -723,6 +829,7 @@ dispatch(struct call *c)
         stream_start(c, &health_watch_ops, hw);
         return;
     }
+    case WF_RPC_REFLECTION: /* handled above */
     case WF_RPC_WORKFLOW:
         break;
     }
@@ -781,6 +888,12 @@ on_event(struct worker *w, struct tag *t, int ok)
         dispatch(c);
         if (atomic_load(&srv->accepting))
             post_slot(w, m);
+    } else if (t->kind == T_RECV) {
+        pthread_mutex_lock(&c->mu);
+        c->pending--;
+        pthread_mutex_unlock(&c->mu);
+        if (!atomic_load(&w->quiesced))
+            reflection_step(c, ok);
     } else if (t->kind == T_CLOSE) {
         stream_unlist(c); /* before taking c->mu: lock order is hmu → c->mu */
         pthread_mutex_lock(&c->mu);
@@ -897,6 +1010,7 @@ destroy_unstarted(wf_rpc_server *srv)
         grpc_completion_queue_destroy(srv->workers[i].cq);
     }
     wf_rpc_metrics_free(srv->metrics);
+    wf_reflection_free(srv->reflection);
     free(srv->workers);
     free(srv->methods);
     pthread_mutex_destroy(&srv->hmu);
@@ -921,6 +1035,15 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
 
     if (wf_rpc_table_build(&workflow__v1__workflow_service__descriptor, wf_routes, &srv->methods,
                            &srv->nmethods, err) != WF_OK) {
+        destroy_unstarted(srv);
+        return NULL;
+    }
+    static const char *const services[] = {
+        "workflow.v1.WorkflowService", "grpc.health.v1.Health",
+        "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"};
+    srv->reflection = wf_reflection_new(wf_descriptor_set, wf_descriptor_set_len, services,
+                                        sizeof services / sizeof services[0], err);
+    if (srv->reflection == NULL) {
         destroy_unstarted(srv);
         return NULL;
     }
@@ -955,8 +1078,11 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
     srv->server = grpc_server_create(&cargs, NULL);
 
     for (size_t i = 0; i < srv->nmethods; i++) {
-        srv->methods[i].handle = grpc_server_register_method(
-            srv->server, srv->methods[i].path, NULL, GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+        grpc_server_register_method_payload_handling ph =
+            srv->methods[i].kind == WF_RPC_REFLECTION ? GRPC_SRM_PAYLOAD_NONE
+                                                      : GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER;
+        srv->methods[i].handle =
+            grpc_server_register_method(srv->server, srv->methods[i].path, NULL, ph, 0);
         if (srv->methods[i].handle == NULL) {
             wf_error_set(err, WF_E_INTERNAL, "could not register method %s", srv->methods[i].path);
             destroy_unstarted(srv);
@@ -1095,6 +1221,7 @@ wf_rpc_server_stop(wf_rpc_server *srv, int grace_ms)
 
     srv->app->wake_streams = NULL;
     wf_rpc_metrics_free(srv->metrics);
+    wf_reflection_free(srv->reflection);
     free(srv->workers);
     free(srv->methods);
     pthread_mutex_destroy(&srv->hmu);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "grpc/health/v1/health.pb-c.h"
+#include "grpc/reflection/v1/reflection.pb-c.h"
 
 wf_code
 wf_rpc_table_build(const ProtobufCServiceDescriptor *svc, const wf_route *routes,
@@ -35,7 +36,7 @@ wf_rpc_table_build(const ProtobufCServiceDescriptor *svc, const wf_route *routes
                                 routes[r].method);
     }
 
-    size_t total = svc->n_methods + 2;
+    size_t total = svc->n_methods + 4;
     wf_rpc_method *t = calloc(total, sizeof *t);
     if (t == NULL)
         return wf_error_set(err, WF_E_INTERNAL, "out of memory");
@@ -67,6 +68,17 @@ wf_rpc_table_build(const ProtobufCServiceDescriptor *svc, const wf_route *routes
     hw->kind = WF_RPC_HEALTH_WATCH;
     hw->input = &grpc__health__v1__health_check_request__descriptor;
     hw->output = &grpc__health__v1__health_check_response__descriptor;
+
+    /* v1alpha is wire-identical to v1: one set of message types serves both. */
+    const char *refl[2] = {"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+                           "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"};
+    for (int i = 0; i < 2; i++) {
+        wf_rpc_method *r = &t[svc->n_methods + 2 + i];
+        snprintf(r->path, sizeof r->path, "%s", refl[i]);
+        r->kind = WF_RPC_REFLECTION;
+        r->input = &grpc__reflection__v1__server_reflection_request__descriptor;
+        r->output = &grpc__reflection__v1__server_reflection_response__descriptor;
+    }
 
     *out = t;
     *n = total;

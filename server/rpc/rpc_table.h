@@ -17,6 +17,7 @@ typedef enum wf_rpc_kind {
     WF_RPC_WORKFLOW = 0, /* a WorkflowService method, served by a handler */
     WF_RPC_HEALTH_CHECK,
     WF_RPC_HEALTH_WATCH,
+    WF_RPC_REFLECTION, /* grpc.reflection v1 and v1alpha: bidi streams */
 } wf_rpc_kind;
 
 typedef struct wf_rpc_method {
@@ -29,7 +30,8 @@ typedef struct wf_rpc_method {
 } wf_rpc_method;
 
 /* Builds the table: one entry per method of svc (each must have exactly one
- * route, and each route must name a method of svc), then the health methods.
+ * route, and each route must name a method of svc), then the health and
+ * reflection methods.
  * On success *out is a malloc'd array of *n entries (free() it). On a
  * mismatch returns WF_E_INTERNAL naming the method. */
 wf_code wf_rpc_table_build(const ProtobufCServiceDescriptor *svc, const wf_route *routes,

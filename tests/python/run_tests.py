@@ -63,6 +63,7 @@ WRONG_KEY = "k9-wrong-0b1d2f-secret"
 # Set by main(): command line and the generated modules.
 OPTS = None
 wf_pb2 = wf_grpc = status_pb2 = error_details_pb2 = health_pb2 = health_grpc = None
+reflection_modules = []  # (pb2, pb2_grpc) for reflection v1 and v1alpha
 
 SC = grpc.StatusCode
 
@@ -86,7 +87,8 @@ def generate_stubs(proto_dir, work):
          "google/rpc/status.proto", "google/rpc/error_details.proto"],
         # -I…/grpc (not …/grpc-proto) so that no top-level `grpc` package
         # shadows grpcio: the module is health.v1.health_pb2.
-        ["-I/usr/share/grpc-proto/grpc", "health/v1/health.proto"],
+        ["-I/usr/share/grpc-proto/grpc", "health/v1/health.proto",
+         "reflection/v1/reflection.proto", "reflection/v1alpha/reflection.proto"],
     ]
     for extra in runs:
         cmd = [protoc, "--python_out=" + gen, "--grpc_out=" + gen, plugin] + extra
@@ -102,6 +104,10 @@ def generate_stubs(proto_dir, work):
     error_details_pb2 = importlib.import_module("google.rpc.error_details_pb2")
     health_pb2 = importlib.import_module("health.v1.health_pb2")
     health_grpc = importlib.import_module("health.v1.health_pb2_grpc")
+    for version in ("v1", "v1alpha"):
+        reflection_modules.append(
+            (importlib.import_module("reflection.%s.reflection_pb2" % version),
+             importlib.import_module("reflection.%s.reflection_pb2_grpc" % version)))
 
 
 # ---------------------------------------------------------------------------
@@ -669,6 +675,62 @@ class SizeLimitTests(WorkflowTestCase):
 # ---------------------------------------------------------------------------
 # Startup rules
 # ---------------------------------------------------------------------------
+
+
+class ReflectionTests(WorkflowTestCase):
+    """grpc.reflection v1 and v1alpha, as grpcurl or Postman use them: list
+    the services, then build a descriptor pool from the files a symbol needs
+    and check the API is fully described (no .proto files on the client)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = start_server(cls, "reflection", keys=KEY1)
+
+    def ask(self, version, **request):
+        pb2, pb2_grpc = reflection_modules[version]
+        stub = pb2_grpc.ServerReflectionStub(self.srv.new_channel())
+        # Reflection is public, like health: no key is sent.
+        return list(stub.ServerReflectionInfo(
+            iter([pb2.ServerReflectionRequest(**request)]), timeout=RPC_TIMEOUT))
+
+    def test_list_services_both_versions(self):
+        for version in (0, 1):
+            (resp,) = self.ask(version, list_services="")
+            names = {s.name for s in resp.list_services_response.service}
+            self.assertIn("workflow.v1.WorkflowService", names)
+            self.assertIn("grpc.health.v1.Health", names)
+            self.assertIn("grpc.reflection.v1alpha.ServerReflection", names)
+
+    def test_symbol_resolves_to_a_complete_pool(self):
+        from google.protobuf import descriptor_pb2, descriptor_pool
+        for version in (0, 1):
+            (resp,) = self.ask(version, file_containing_symbol="workflow.v1.WorkflowService")
+            files = resp.file_descriptor_response.file_descriptor_proto
+            self.assertGreaterEqual(len(files), 2)
+            pool = descriptor_pool.DescriptorPool()
+            protos = []
+            for blob in files:
+                fd = descriptor_pb2.FileDescriptorProto()
+                fd.ParseFromString(blob)
+                protos.append(fd)
+            # Dependencies come after the file that needs them: add in reverse.
+            for fd in reversed(protos):
+                pool.Add(fd)
+            svc = pool.FindServiceByName("workflow.v1.WorkflowService")
+            self.assertEqual(len(svc.methods), len(
+                wf_pb2.DESCRIPTOR.services_by_name["WorkflowService"].methods))
+            method = svc.FindMethodByName("CompleteTask")
+            self.assertEqual(method.input_type.full_name, "workflow.v1.CompleteTaskRequest")
+
+    def test_method_and_nested_symbols(self):
+        (resp,) = self.ask(0, file_containing_symbol="workflow.v1.WorkflowService.GetTask")
+        self.assertTrue(resp.HasField("file_descriptor_response"))
+        (resp,) = self.ask(0, file_by_filename="workflow/v1/workflow.proto")
+        self.assertTrue(resp.HasField("file_descriptor_response"))
+
+    def test_unknown_symbol_is_not_found_error_response(self):
+        (resp,) = self.ask(1, file_containing_symbol="workflow.v1.Nope")
+        self.assertEqual(resp.error_response.error_code, SC.NOT_FOUND.value[0])
 
 
 class StartupTests(WorkflowTestCase):

@@ -356,15 +356,19 @@ START_TEST(test_table_covers_every_method)
                                         &t, &n, &err),
                      WF_OK);
     const ProtobufCServiceDescriptor *svc = &workflow__v1__workflow_service__descriptor;
-    ck_assert_uint_eq(n, svc->n_methods + 2);
+    ck_assert_uint_eq(n, svc->n_methods + 4);
     ck_assert_str_eq(t[0].path, "/workflow.v1.WorkflowService/DeployDefinition");
     for (unsigned i = 0; i < svc->n_methods; i++) {
         ck_assert_ptr_nonnull(t[i].route);
         ck_assert_str_eq(t[i].route->method, svc->methods[i].name);
         ck_assert_ptr_eq(t[i].input, svc->methods[i].input);
     }
-    ck_assert_str_eq(t[n - 2].path, "/grpc.health.v1.Health/Check");
-    ck_assert_str_eq(t[n - 1].path, "/grpc.health.v1.Health/Watch");
+    ck_assert_str_eq(t[n - 4].path, "/grpc.health.v1.Health/Check");
+    ck_assert_str_eq(t[n - 3].path, "/grpc.health.v1.Health/Watch");
+    ck_assert_str_eq(t[n - 2].path, "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo");
+    ck_assert_str_eq(t[n - 1].path,
+                     "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo");
+    ck_assert_int_eq(t[n - 1].kind, WF_RPC_REFLECTION);
     free(t);
 }
 END_TEST

@@ -1,0 +1,145 @@
+/*
+ * wfctl internals: shared by wfctl.c (main, global flags), wfctl_commands.c
+ * (the command table and the generic runner), wfctl_json.c (protobuf <-> JSON
+ * by reflection), wfctl_print.c (human-readable output) and wfctl_jobs.c
+ * (the job worker loop).
+ */
+#ifndef WFCTL_H
+#define WFCTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+#include <protobuf-c/protobuf-c.h>
+
+#include "wf_client.h"
+
+/* Exit statuses. */
+enum { WFCTL_OK = 0, WFCTL_FAILED = 1, WFCTL_USAGE = 2 };
+
+/* Process-wide settings of one wfctl run. */
+struct wfctl {
+    wf_client *client;
+    int json;       /* --json: machine-readable output, one object per line */
+    int timeout_ms; /* --timeout (0 = the client's default, 10 s) */
+};
+extern struct wfctl g_wfctl;
+
+/* ---- wfctl.c -------------------------------------------------------------- */
+
+/* Prints "error: CODE (REASON): message" and the violations on stderr;
+ * returns WFCTL_FAILED. */
+int wfctl_fail(const wf_client_status *st);
+
+/* Prints "wfctl: <message>" on stderr; returns WFCTL_USAGE. */
+int wfctl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Calls WorkflowService/<method> (or a full path starting with '/'). */
+int wfctl_call(const char *method, const ProtobufCMessage *req,
+               const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp, int timeout_ms,
+               wf_client_status *st);
+
+/* ---- wfctl_commands.c -------------------------------------------------- */
+
+/* Runs command argv[0]; returns the exit status. */
+int wfctl_run_command(int argc, char **argv);
+
+/* Prints the command list for the global usage text. */
+void wfctl_list_commands(FILE *f);
+
+/* Parsed arguments of one command: the request as JSON (field names of the
+ * proto) and the command-local flags (--all, --once, ...). */
+struct wfctl_args {
+    json_t *req;
+    json_t *local;
+    char **rest; /* arguments after the positionals ("jobs TYPE -- CMD ...") */
+    int nrest;
+};
+
+/* ---- wfctl_json.c ------------------------------------------------------ */
+
+/* Converts a message to JSON: proto field names, every scalar and repeated
+ * field (unset ones with their zero value), set sub-messages only, enums
+ * without their prefix ("RUNNING"), Timestamp as RFC 3339 UTC, Duration as
+ * "1.5s", maps as objects, *_json strings embedded as JSON values. */
+json_t *pbjson_from_message(const ProtobufCMessage *m);
+
+/* Builds a message of type desc from JSON (the inverse of
+ * pbjson_from_message; also accepts lowerCamelCase names, enum names with or
+ * without prefix, in any case, '-' for '_', durations as "30s", "5m",
+ * "1h30m" or seconds, and *_json fields as JSON values). The result is freed
+ * with protobuf_c_message_free_unpacked(m, NULL). NULL on error, with a
+ * message naming the JSON path in err. */
+ProtobufCMessage *pbjson_to_message(const ProtobufCMessageDescriptor *desc, json_t *j,
+                                    const char *path, char *err, size_t errlen);
+
+/* Writes j compactly on one line (shortest round-trip reals) to f. */
+void json_print_line(FILE *f, const json_t *j);
+
+/* Prints a message as one JSON line on stdout. */
+void pbjson_print(const ProtobufCMessage *m);
+
+/* Parses JSON text; NULL with err filled on failure. */
+json_t *json_parse_text(const char *text, char *err, size_t errlen);
+
+/* Timestamps and durations. */
+int wfctl_parse_time(const char *s, int64_t *sec, int32_t *nanos);
+int wfctl_parse_duration(const char *s, int64_t *sec, int32_t *nanos);
+/* RFC 3339 UTC; frac: with 0/3/6/9 fractional digits as needed. */
+void wfctl_format_time(int64_t sec, int32_t nanos, int frac, char *buf, size_t n);
+void wfctl_format_duration(int64_t sec, int32_t nanos, char *buf, size_t n);
+
+/* Name of an enum value without the enum's prefix ("RUNNING"). */
+const char *pb_enum_name(const ProtobufCEnumDescriptor *d, int value);
+
+/* Reflection helpers by field name (NULL / -1 when there is no such field). */
+const char *pb_get_string(const ProtobufCMessage *m, const char *field);
+int pb_set_string(ProtobufCMessage *m, const char *field, const char *value);
+const ProtobufCMessage *pb_get_message(const ProtobufCMessage *m, const char *field);
+ProtobufCMessage *const *pb_get_messages(const ProtobufCMessage *m, const char *field, size_t *n);
+
+/* ---- wfctl_print.c ----------------------------------------------------- */
+
+/* Human-readable printer of a response; returns the exit status. */
+typedef int (*wfctl_printer)(const ProtobufCMessage *resp);
+
+/* Column table: collects rows, prints them aligned under their header on
+ * flush (empty cells as "-"). */
+void table_begin(int indent, int ncols, const char *const *names);
+void table_row(const char *const *cells);
+void table_flush(void);
+size_t table_rows(void);
+
+/* Exit status implied by a response (health NOT_SERVING, validation errors). */
+int status_health(const ProtobufCMessage *m);
+int status_deploy(const ProtobufCMessage *m);
+
+/* Printers of the commands (each takes the RPC's response message). */
+int print_health(const ProtobufCMessage *m);
+int print_deploy(const ProtobufCMessage *m);
+int print_definition(const ProtobufCMessage *m);
+int print_start(const ProtobufCMessage *m);
+int print_instance_resp(const ProtobufCMessage *m);
+int print_show(const ProtobufCMessage *m);
+int print_assign(const ProtobufCMessage *m);
+int print_task_resp(const ProtobufCMessage *m);
+int print_complete(const ProtobufCMessage *m);
+int print_complete_and_end(const ProtobufCMessage *m);
+int print_completion(const ProtobufCMessage *m);
+int print_send_signal(const ProtobufCMessage *m);
+
+/* Printers of list items (one per item message type): a table row, printed
+ * on table_flush(); row_event prints its line at once (event stream). */
+void row_definition(const ProtobufCMessage *m);
+void row_instance(const ProtobufCMessage *m);
+void row_task(const ProtobufCMessage *m);
+void row_signal(const ProtobufCMessage *m);
+void row_event(const ProtobufCMessage *m);
+
+/* ---- wfctl_jobs.c ------------------------------------------------------ */
+
+int wfctl_jobs(struct wfctl_args *a);
+
+#endif /* WFCTL_H */

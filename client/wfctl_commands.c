@@ -1,0 +1,909 @@
+/*
+ * wfctl_commands: the command table.
+ *
+ * Each command maps to one RPC. Its arguments are declared in a table (which
+ * request field each flag or positional fills, and how the text is read);
+ * the generic parser builds the request as JSON from them, wfctl_json.c turns
+ * that into the protobuf-c request, and the generic runner makes the call
+ * and prints the response (human-readable by the command's printer, or as
+ * JSON). List commands print one row (or JSON line) per item and can follow
+ * next_page_token. Only the job worker (wfctl_jobs.c), the event stream and
+ * the tick stub have runners of their own.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "grpc/health/v1/health.pb-c.h"
+#include "workflow/v1/workflow.pb-c.h"
+#include "wfctl.h"
+
+/* How the text of an argument is read into the request. */
+enum argk {
+    ARG_END,
+    ARG_STR,      /* string field */
+    ARG_INT,      /* integer field */
+    ARG_FLAG,     /* boolean field set to true (no value) */
+    ARG_LOCAL,    /* a flag of the command itself, not a request field (--all, --once) */
+    ARG_JSON,     /* JSON object text for a *_json field; @FILE reads a file, @- stdin */
+    ARG_FILE,     /* a JSON file (- = stdin) parsed into a message field */
+    ARG_AGG,      /* TYPE:ID into an Aggregate */
+    ARG_DURATION, /* 30 (seconds), 30s, 1.5s, 5m, 1h30m into a Duration */
+    ARG_LIST,     /* comma-separated list into a repeated field */
+    ARG_ASSIGNEE, /* an id (USER, GROUP) or an id list (USERS) into an Assignee */
+    ARG_JOIN,     /* all | any | quorum:K into a JoinPolicy */
+};
+
+#define ARGF_OPTIONAL 1u /* a positional that may be left out */
+
+struct arg {
+    enum argk kind;
+    const char *name;  /* --name; NULL for a positional argument */
+    const char *field; /* request field path ("on_all_completed.title") or local flag */
+    const char *meta;  /* placeholder of the value in the help text */
+    const char *help;
+    const char *fixed; /* ARG_ASSIGNEE: the assignee kind */
+    unsigned flags;
+};
+
+struct command {
+    const char *name;
+    const char *summary;
+    const char *method; /* WorkflowService method, or a full path */
+    const ProtobufCMessageDescriptor *req, *resp;
+    const struct arg *args;
+    wfctl_printer print;                                       /* human output */
+    int (*status)(const ProtobufCMessage *resp);               /* exit status, when not 0 */
+    const char *items;                                         /* list: the repeated field */
+    void (*row)(const ProtobufCMessage *item);                 /* list: one table row */
+    int (*prepare)(struct wfctl_args *a);                      /* adjusts the request JSON */
+    int (*run)(const struct command *c, struct wfctl_args *a); /* own runner */
+    int takes_rest;                                            /* "-- COMMAND ARGS..." */
+    const char *details;
+};
+
+#define POS(field, meta, help)                                                                     \
+    {                                                                                              \
+        ARG_STR, NULL, field, meta, help, NULL, 0                                                  \
+    }
+#define OPT(kind, name, field, meta, help)                                                         \
+    {                                                                                              \
+        kind, name, field, meta, help, NULL, 0                                                     \
+    }
+#define END                                                                                        \
+    {                                                                                              \
+        ARG_END, NULL, NULL, NULL, NULL, NULL, 0                                                   \
+    }
+#define REQUEST_ID                                                                                 \
+    OPT(ARG_STR, "request-id", "request_id", "ID",                                                 \
+        "idempotency key: a retry with the same id is applied once")
+#define VARS(help) OPT(ARG_JSON, "vars", "variables_json", "JSON", help)
+#define PAGING                                                                                     \
+    OPT(ARG_INT, "page-size", "page_size", "N", "items per page (default 50, at most 500)"),       \
+        OPT(ARG_STR, "page-token", "page_token", "TOKEN", "continue with this next_page_token"),   \
+        OPT(ARG_LOCAL, "all", "all", NULL, "fetch every page (follows next_page_token)")
+#define AGGREGATE(help) OPT(ARG_AGG, "aggregate", "aggregate", "TYPE:ID", help)
+#define DESC(x) &workflow__v1__##x##__descriptor
+
+static int run_watch(const struct command *c, struct wfctl_args *a);
+static int run_tick(const struct command *c, struct wfctl_args *a);
+static int run_jobs(const struct command *c, struct wfctl_args *a);
+static int prepare_assign(struct wfctl_args *a);
+static int prepare_deploy(struct wfctl_args *a);
+
+static const char JSON_ARG_NOTE[] =
+    "JSON arguments are JSON objects; @FILE reads one from a file and @- from stdin.\n";
+
+static const struct command commands[] = {
+    {.name = "health",
+     .summary = "check the server's health (SERVING / NOT_SERVING; exit 1 unless SERVING)",
+     .method = "/grpc.health.v1.Health/Check",
+     .req = &grpc__health__v1__health_check_request__descriptor,
+     .resp = &grpc__health__v1__health_check_response__descriptor,
+     .args =
+         (const struct arg[]){{ARG_STR, NULL, "service", "SERVICE",
+                               "service to check (default: the whole server)", NULL, ARGF_OPTIONAL},
+                              END},
+     .print = print_health,
+     .status = status_health},
+
+    /* ---- definitions ---- */
+    {.name = "deploy",
+     .summary = "deploy (or validate) a definition from a JSON file",
+     .method = "DeployDefinition",
+     .req = DESC(deploy_definition_request),
+     .resp = DESC(deploy_definition_response),
+     .args = (const struct arg[]){{ARG_FILE, NULL, "definition", "FILE",
+                                   "the Definition as JSON (- reads stdin)", NULL, 0},
+                                  OPT(ARG_FLAG, "validate-only", "validate_only", NULL,
+                                      "validate only: store nothing, list errors and warnings"),
+                                  REQUEST_ID,
+                                  END},
+     .print = print_deploy,
+     .status = status_deploy,
+     .prepare = prepare_deploy,
+     .details =
+         "FILE holds a Definition with the proto's field names, e.g.\n"
+         "  {\"key\":\"order\",\"kind\":\"NET\",\n"
+         "   \"places\":[{\"id\":\"start\",\"kind\":\"START\"},\n"
+         "             {\"id\":\"end\",\"kind\":\"END\"}],\n"
+         "   \"transitions\":[{\"id\":\"approve\",\"trigger\":\"USER\",\n"
+         "                   \"assignee\":{\"kind\":\"GROUP\",\"ids\":[\"finance\"]}}],\n"
+         "   \"arcs\":[{\"source\":\"start\",\"target\":\"approve\"},"
+         "{\"source\":\"approve\",\"target\":\"end\"}]}\n"
+         "Enum values may leave out their prefix (NET, START, USER); durations are \"30s\",\n"
+         "\"5m\"; times are RFC 3339. Prints the deployed version and any warnings; with\n"
+         "--validate-only prints every finding and exits 1 when there are errors.\n"
+         "See client/README.md for the whole format.\n"},
+    {.name = "definitions",
+     .summary = "list definitions (the latest version of each key, or every version of one)",
+     .method = "ListDefinitions",
+     .req = DESC(list_definitions_request),
+     .resp = DESC(list_definitions_response),
+     .args = (const struct arg[]){OPT(ARG_STR, "key", "key", "KEY",
+                                      "every version of this key, newest first"),
+                                  PAGING, END},
+     .items = "definitions",
+     .row = row_definition},
+    {.name = "definition",
+     .summary = "show a definition: places, transitions, arcs",
+     .method = "GetDefinition",
+     .req = DESC(get_definition_request),
+     .resp = DESC(get_definition_response),
+     .args =
+         (const struct arg[]){
+             POS("key", "KEY", "definition key"),
+             OPT(ARG_INT, "version", "version", "N", "version (default: the latest)"), END},
+     .print = print_definition},
+
+    /* ---- instances ---- */
+    {.name = "start",
+     .summary = "start an instance of a definition; prints its id",
+     .method = "StartInstance",
+     .req = DESC(start_instance_request),
+     .resp = DESC(start_instance_response),
+     .args = (const struct arg[]){POS("definition_key", "KEY", "definition key"),
+                                  VARS("initial variables (JSON object)"),
+                                  AGGREGATE("business object to bind (for signals)"),
+                                  OPT(ARG_INT, "version", "version", "N",
+                                      "definition version (default: the latest active)"),
+                                  REQUEST_ID, END},
+     .print = print_start,
+     .details = "An unknown KEY creates an AD_HOC definition of that key (then use assign).\n"
+                "Needs --actor. Prints the instance id (--json: the whole response).\n"},
+    {.name = "show",
+     .summary = "explain an instance: status, variables, tasks, jobs, timers, signals, joins",
+     .method = "GetInstance",
+     .req = DESC(get_instance_request),
+     .resp = DESC(get_instance_response),
+     .args = (const struct arg[]){POS("instance_id", "ID", "instance id"), END},
+     .print = print_show},
+    {.name = "processes",
+     .summary = "list root instances, newest first",
+     .method = "ListInstances",
+     .req = DESC(list_instances_request),
+     .resp = DESC(list_instances_response),
+     .args =
+         (const struct arg[]){
+             OPT(ARG_STR, "started-by", "started_by", "USER",
+                 "starter (default: the actor; '*' = anyone)"),
+             OPT(ARG_STR, "state", "state", "STATE", "not-started, open or closed"),
+             OPT(ARG_STR, "status", "status", "STATUS",
+                 "running, completed, cancelled, failed, compensating, "
+                 "compensated"),
+             OPT(ARG_STR, "key", "definition_key", "KEY", "instances of this definition"),
+             OPT(ARG_AGG, "aggregate", "aggregate", "TYPE[:ID]",
+                 "instances bound to this business object"),
+             PAGING, END},
+     .items = "instances",
+     .row = row_instance},
+    {.name = "cancel",
+     .summary = "cancel an instance and its descendants",
+     .method = "CancelInstance",
+     .req = DESC(cancel_instance_request),
+     .resp = DESC(cancel_instance_response),
+     .args = (const struct arg[]){POS("instance_id", "ID", "instance id"),
+                                  OPT(ARG_STR, "reason", "reason", "TEXT", "why (recorded)"),
+                                  OPT(ARG_FLAG, "compensate", "compensate", NULL,
+                                      "run the compensation jobs of completed steps"),
+                                  REQUEST_ID, END},
+     .print = print_instance_resp},
+    {.name = "set-vars",
+     .summary = "merge variables into an instance (top-level keys)",
+     .method = "SetVariables",
+     .req = DESC(set_variables_request),
+     .resp = DESC(set_variables_response),
+     .args = (const struct arg[]){POS("instance_id", "ID", "instance id"),
+                                  {ARG_JSON, NULL, "variables_json", "JSON",
+                                   "variables to merge (JSON object, @FILE, @-)", NULL, 0},
+                                  REQUEST_ID,
+                                  END},
+     .print = print_instance_resp},
+    {.name = "retry",
+     .summary = "resolve the incident of a FAILED instance (re-arm the failed job)",
+     .method = "RetryInstance",
+     .req = DESC(retry_instance_request),
+     .resp = DESC(retry_instance_response),
+     .args = (const struct arg[]){POS("instance_id", "ID", "instance id"), REQUEST_ID, END},
+     .print = print_instance_resp},
+
+    /* ---- ad-hoc referrals ---- */
+    {.name = "assign",
+     .summary = "refer work: create a child instance with task(s) for a user, group or users",
+     .method = "AssignTo",
+     .req = DESC(assign_to_request),
+     .resp = DESC(assign_to_response),
+     .args =
+         (const struct arg[]){
+             OPT(ARG_STR, "parent", "parent_instance_id", "ID", "parent instance (required)"),
+             OPT(ARG_STR, "key", "definition_key", "KEY",
+                 "AD_HOC definition of the referral (default: the parent's)"),
+             OPT(ARG_STR, "title", "title", "TEXT", "task title (required)"),
+             {ARG_ASSIGNEE, "user", "assignee", "USER", "one personal task", "USER", 0},
+             {ARG_ASSIGNEE, "group", "assignee", "GROUP", "one group task (claimed by a member)",
+              "GROUP", 0},
+             {ARG_ASSIGNEE, "users", "assignee", "U1,U2", "one personal task per user", "USERS", 0},
+             VARS("variables of the referral (JSON object)"),
+             OPT(ARG_JOIN, "join", "join", "MODE", "all (default), any or quorum:K"),
+             {ARG_ASSIGNEE, "then-user", "on_all_completed.assignee", "USER",
+              "when the join fires, refer on to this user", "USER", 0},
+             {ARG_ASSIGNEE, "then-group", "on_all_completed.assignee", "GROUP",
+              "... or to this group", "GROUP", 0},
+             {ARG_ASSIGNEE, "then-users", "on_all_completed.assignee", "U1,U2",
+              "... or to these users", "USERS", 0},
+             OPT(ARG_STR, "then-title", "on_all_completed.title", "TEXT",
+                 "title of the next referral (default: --title)"),
+             REQUEST_ID,
+             END},
+     .print = print_assign,
+     .prepare = prepare_assign,
+     .details = "Give one of --user, --group, --users. Needs --actor. Prints the child instance\n"
+                "id and the task ids.\n"},
+    {.name = "completion",
+     .summary = "count the tasks of a referral by status",
+     .method = "GetCompletion",
+     .req = DESC(get_completion_request),
+     .resp = DESC(get_completion_response),
+     .args = (const struct arg[]){POS("instance_id", "INSTANCE_ID", "referral instance id"), END},
+     .print = print_completion},
+
+    /* ---- tasks ---- */
+    {.name = "tasks",
+     .summary = "list an inbox: a user's tasks (default: the actor's) or a group's",
+     .method = "ListTasks",
+     .req = DESC(list_tasks_request),
+     .resp = DESC(list_tasks_response),
+     .args = (const struct arg[]){OPT(ARG_STR, "user", "user", "USER",
+                                      "whose inbox (default: the actor)"),
+                                  OPT(ARG_STR, "group", "group", "GROUP", "a group's tasks"),
+                                  OPT(ARG_LIST, "state", "states", "STATES",
+                                      "open,claimed,done,cancelled (default open,claimed)"),
+                                  PAGING, END},
+     .items = "tasks",
+     .row = row_task},
+    {.name = "task",
+     .summary = "show a task",
+     .method = "GetTask",
+     .req = DESC(get_task_request),
+     .resp = DESC(get_task_response),
+     .args = (const struct arg[]){POS("task_id", "ID", "task id"), END},
+     .print = print_task_resp},
+    {.name = "claim",
+     .summary = "claim a group task for the actor",
+     .method = "ClaimTask",
+     .req = DESC(claim_task_request),
+     .resp = DESC(claim_task_response),
+     .args = (const struct arg[]){POS("task_id", "ID", "task id"), REQUEST_ID, END},
+     .print = print_task_resp},
+    {.name = "release",
+     .summary = "release a claimed task back to its group",
+     .method = "ReleaseTask",
+     .req = DESC(release_task_request),
+     .resp = DESC(release_task_response),
+     .args = (const struct arg[]){POS("task_id", "ID", "task id"), REQUEST_ID, END},
+     .print = print_task_resp},
+    {.name = "complete",
+     .summary = "complete a task (prints completion counts and the next referral of a join)",
+     .method = "CompleteTask",
+     .req = DESC(complete_task_request),
+     .resp = DESC(complete_task_response),
+     .args = (const struct arg[]){POS("task_id", "ID", "task id"),
+                                  VARS("output variables (JSON object)"), REQUEST_ID, END},
+     .print = print_complete},
+    {.name = "complete-and-end",
+     .summary = "complete a task and end its whole process",
+     .method = "CompleteAndEnd",
+     .req = DESC(complete_and_end_request),
+     .resp = DESC(complete_and_end_response),
+     .args = (const struct arg[]){POS("task_id", "ID", "task id"),
+                                  VARS("output variables (JSON object)"), REQUEST_ID, END},
+     .print = print_complete_and_end},
+
+    /* ---- signals ---- */
+    {.name = "signal",
+     .summary = "send a signal to an instance or to the instances of an aggregate",
+     .method = "SendSignal",
+     .req = DESC(send_signal_request),
+     .resp = DESC(send_signal_response),
+     .args =
+         (const struct arg[]){POS("name", "NAME", "signal name"),
+                              OPT(ARG_STR, "instance", "instance_id", "ID", "target instance"),
+                              AGGREGATE("target business object"),
+                              OPT(ARG_JSON, "payload", "payload_json", "JSON",
+                                  "data merged into the consuming instance (JSON object)"),
+                              OPT(ARG_STR, "id", "signal_id", "SIGNAL_ID",
+                                  "deduplication key (a repeat is DUPLICATE)"),
+                              OPT(ARG_DURATION, "ttl", "buffer_ttl", "SECONDS",
+                                  "buffer this long when nobody waits (default: drop)"),
+                              REQUEST_ID, END},
+     .print = print_send_signal,
+     .details = "Give --instance or --aggregate. Prints the outcome (CORRELATED, BUFFERED,\n"
+                "DUPLICATE, DROPPED), the instances it reached and when a buffered signal\n"
+                "expires.\n"},
+    {.name = "signals",
+     .summary = "list the signal delivery log of an instance or an aggregate",
+     .method = "ListSignals",
+     .req = DESC(list_signals_request),
+     .resp = DESC(list_signals_response),
+     .args = (const struct arg[]){OPT(ARG_STR, "instance", "instance_id", "ID", "instance"),
+                                  AGGREGATE("business object"),
+                                  OPT(ARG_STR, "name", "name", "NAME", "only this signal name"),
+                                  PAGING, END},
+     .items = "signals",
+     .row = row_signal},
+
+    /* ---- jobs and events ---- */
+    {.name = "jobs",
+     .summary = "run a job worker: activate jobs of TYPE and run COMMAND for each",
+     .method = "ActivateJobs",
+     .req = DESC(activate_jobs_request),
+     .resp = DESC(activate_jobs_response),
+     .args =
+         (const struct arg[]){
+             POS("job_type", "TYPE", "job type"),
+             OPT(ARG_STR, "worker", "worker", "NAME", "worker name (default: wfctl-HOST-PID)"),
+             OPT(ARG_INT, "max", "max_jobs", "N", "jobs per activation (default 1)"),
+             OPT(ARG_DURATION, "lease", "lease", "SECONDS",
+                 "lease per job (default: the transition's, 5m)"),
+             OPT(ARG_DURATION, "wait", "wait", "SECONDS",
+                 "long-poll for jobs this long (default 30)"),
+             OPT(ARG_LOCAL, "once", "once", NULL, "process one activation batch, then exit"), END},
+     .run = run_jobs,
+     .takes_rest = 1,
+     .details =
+         "For each job, COMMAND runs with the job's variables (a JSON object) on stdin and\n"
+         "WF_JOB_KEY, WF_JOB_ID, WF_JOB_TYPE, WF_JOB_ATTEMPT, WF_JOB_MAX_ATTEMPTS,\n"
+         "WF_INSTANCE_ID, WF_ROOT_INSTANCE_ID, WF_TRANSITION_ID, WF_IDEMPOTENCY_KEY and\n"
+         "WF_JOB_COMPENSATION (0/1) in its environment. Exit 0 with a JSON object (or\n"
+         "nothing) on stdout completes the job with those variables; any other exit fails\n"
+         "it (retryable) with the tail of its stderr as the error message. COMMAND's stderr\n"
+         "is passed through. Prints one line per job. SIGINT/SIGTERM: finish the current\n"
+         "batch and exit 0; a second signal terminates COMMAND (the job is failed) and\n"
+         "leaves unstarted jobs to their lease expiry.\n"},
+    {.name = "watch",
+     .summary = "stream events, one line each (--follow keeps streaming)",
+     .method = "WatchEvents",
+     .req = DESC(watch_events_request),
+     .resp = DESC(watch_events_response),
+     .args =
+         (const struct arg[]){
+             OPT(ARG_INT, "after", "after_sequence", "SEQ",
+                 "events after this sequence (default: the oldest)"),
+             OPT(ARG_STR, "instance", "instance_id", "ID", "events of this instance tree"),
+             OPT(ARG_STR, "key", "definition_key", "KEY", "events of this definition"),
+             OPT(ARG_LIST, "type", "types", "T1,T2",
+                 "only these event types (task_created, job_failed, ...)"),
+             OPT(ARG_FLAG, "follow", "follow", NULL, "keep the stream open and print new events"),
+             END},
+     .run = run_watch,
+     .details = "Each line: SEQUENCE TIME TYPE INSTANCE [actor=A] DATA. With --follow, wfctl\n"
+                "resumes after the last sequence when the server ends or drops the stream.\n"},
+    {.name = "tick",
+     .summary = "fire due timers now (not available in this version)",
+     .args = (const struct arg[]){END},
+     .run = run_tick},
+    {.name = NULL},
+};
+
+/* ---- help ----------------------------------------------------------------- */
+
+void
+wfctl_list_commands(FILE *f)
+{
+    for (const struct command *c = commands; c->name != NULL; c++)
+        fprintf(f, "  %-17s %s\n", c->name, c->summary);
+}
+
+static void
+command_usage(const struct command *c, FILE *f)
+{
+    fprintf(f, "usage: wfctl [global flags] %s", c->name);
+    int nopts = 0;
+    for (const struct arg *g = c->args; g->kind != ARG_END; g++) {
+        if (g->name != NULL)
+            nopts++;
+        else
+            fprintf(f, (g->flags & ARGF_OPTIONAL) ? " [%s]" : " %s", g->meta);
+    }
+    fprintf(f, " [options]%s\n\n%s\n", c->takes_rest ? " -- COMMAND [ARGS...]" : "", c->summary);
+    if (c->method != NULL)
+        fprintf(f, "RPC: %s\n", c->method);
+    int header = 0;
+    for (const struct arg *g = c->args; g->kind != ARG_END; g++)
+        if (g->name == NULL) {
+            if (!header++)
+                fprintf(f, "\narguments:\n");
+            fprintf(f, "  %-24s %s\n", g->meta, g->help);
+        }
+    fprintf(f, "\noptions:\n");
+    for (const struct arg *g = c->args; g->kind != ARG_END; g++) {
+        if (g->name == NULL)
+            continue;
+        char flag[64];
+        snprintf(flag, sizeof flag, "--%s%s%s", g->name, g->meta != NULL ? " " : "",
+                 g->meta != NULL ? g->meta : "");
+        fprintf(f, "  %-24s %s\n", flag, g->help);
+    }
+    fprintf(f, "  %-24s %s\n", "--json",
+            c->items != NULL ? "print each item as one JSON object per line"
+                             : "print the response as one JSON object per line");
+    fprintf(f, "  %-24s %s\n", "-h, --help", "show this help");
+    int has_json = 0;
+    for (const struct arg *g = c->args; g->kind != ARG_END; g++)
+        has_json |= g->kind == ARG_JSON;
+    if (c->details != NULL || has_json)
+        fprintf(f, "\n%s%s", c->details != NULL ? c->details : "", has_json ? JSON_ARG_NOTE : "");
+}
+
+/* ---- argument parsing ----------------------------------------------------- */
+
+/* Sets root.a.b.c = val, creating the intermediate objects. */
+static void
+set_path(json_t *root, const char *path, json_t *val)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    json_t *o = root;
+    char *p = buf, *dot;
+    while ((dot = strchr(p, '.')) != NULL) {
+        *dot = '\0';
+        json_t *next = json_object_get(o, p);
+        if (!json_is_object(next)) {
+            next = json_object();
+            json_object_set_new(o, p, next);
+        }
+        o = next;
+        p = dot + 1;
+    }
+    json_object_set_new(o, p, val);
+}
+
+static json_t *
+get_path(json_t *root, const char *path)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    json_t *o = root;
+    char *p = buf, *dot;
+    while (o != NULL && (dot = strchr(p, '.')) != NULL) {
+        *dot = '\0';
+        o = json_object_get(o, p);
+        p = dot + 1;
+    }
+    return o != NULL ? json_object_get(o, p) : NULL;
+}
+
+static json_t *
+split_list(const char *v)
+{
+    json_t *arr = json_array();
+    const char *p = v;
+    while (*p != '\0') {
+        size_t n = strcspn(p, ",");
+        if (n > 0)
+            json_array_append_new(arr, json_stringn_nocheck(p, n));
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    return arr;
+}
+
+/* Reads the whole of a file (or stdin for "-"); NULL on error. */
+static char *
+read_all(const char *path)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 8192;
+            char *b = realloc(buf, cap);
+            if (b == NULL) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = b;
+        }
+        size_t n = fread(buf + len, 1, cap - len - 1, f);
+        len += n;
+        if (n == 0)
+            break;
+    }
+    int err = ferror(f);
+    if (f != stdin)
+        fclose(f);
+    if (buf != NULL)
+        buf[len] = '\0';
+    if (err) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+static const char *
+arg_label(const struct arg *g)
+{
+    static char buf[80];
+    if (g->name != NULL)
+        snprintf(buf, sizeof buf, "--%s", g->name);
+    else
+        snprintf(buf, sizeof buf, "%s", g->meta);
+    return buf;
+}
+
+/* Applies one argument's text to the request; 0 or an exit status. */
+static int
+apply_arg(const struct arg *g, const char *v, struct wfctl_args *a)
+{
+    json_t *val = NULL;
+    switch (g->kind) {
+    case ARG_END:
+        return 0;
+    case ARG_STR:
+        val = json_string_nocheck(v);
+        break;
+    case ARG_INT: {
+        char *end;
+        errno = 0;
+        long long x = strtoll(v, &end, 10);
+        if (errno != 0 || end == v || *end != '\0')
+            return wfctl_usage_error("%s: \"%s\" is not an integer", arg_label(g), v);
+        val = json_integer(x);
+        break;
+    }
+    case ARG_FLAG:
+        val = json_true();
+        break;
+    case ARG_LOCAL:
+        json_object_set_new(a->local, g->field, json_true());
+        return 0;
+    case ARG_JSON: {
+        char *text = v[0] == '@' ? read_all(v + 1) : strdup(v);
+        if (text == NULL)
+            return wfctl_usage_error("%s: cannot read %s: %s", arg_label(g), v + 1,
+                                     strerror(errno));
+        val = json_string_nocheck(text); /* sent as given: the server validates it */
+        free(text);
+        break;
+    }
+    case ARG_FILE: {
+        json_error_t e;
+        val = strcmp(v, "-") == 0 ? json_loadf(stdin, 0, &e) : json_load_file(v, 0, &e);
+        if (val == NULL && e.line > 0)
+            return wfctl_usage_error("%s:%d:%d: %s", v, e.line, e.column, e.text);
+        if (val == NULL)
+            return wfctl_usage_error("%s: %s", v, e.text);
+        break;
+    }
+    case ARG_AGG: {
+        const char *colon = strchr(v, ':');
+        val = json_object();
+        json_object_set_new(val, "type",
+                            colon != NULL ? json_stringn_nocheck(v, (size_t)(colon - v))
+                                          : json_string_nocheck(v));
+        json_object_set_new(val, "id", json_string_nocheck(colon != NULL ? colon + 1 : ""));
+        break;
+    }
+    case ARG_DURATION: {
+        int64_t s;
+        int32_t ns;
+        if (wfctl_parse_duration(v, &s, &ns) != 0)
+            return wfctl_usage_error("%s: \"%s\" is not a duration (e.g. 30, 30s, 5m, 1h30m)",
+                                     arg_label(g), v);
+        val = json_string(v);
+        break;
+    }
+    case ARG_LIST:
+        val = split_list(v);
+        break;
+    case ARG_ASSIGNEE: {
+        if (get_path(a->req, g->field) != NULL)
+            return wfctl_usage_error("%s: only one assignee may be given (user, group or users)",
+                                     arg_label(g));
+        val = json_object();
+        json_object_set_new(val, "kind", json_string(g->fixed));
+        json_t *ids = strcmp(g->fixed, "USERS") == 0 ? split_list(v) : json_array();
+        if (strcmp(g->fixed, "USERS") != 0)
+            json_array_append_new(ids, json_string_nocheck(v));
+        json_object_set_new(val, "ids", ids);
+        break;
+    }
+    case ARG_JOIN: {
+        val = json_object();
+        int q = 0;
+        char extra;
+        if (strcasecmp(v, "all") == 0 || strcasecmp(v, "any") == 0) {
+            json_object_set_new(val, "mode", json_string(v));
+        } else if (sscanf(v, "quorum:%d%c", &q, &extra) == 1 && q > 0) {
+            json_object_set_new(val, "mode", json_string("QUORUM"));
+            json_object_set_new(val, "quorum", json_integer(q));
+        } else {
+            json_decref(val);
+            return wfctl_usage_error("%s: \"%s\" is not all, any or quorum:K", arg_label(g), v);
+        }
+        break;
+    }
+    }
+    set_path(a->req, g->field, val);
+    return 0;
+}
+
+#define HELP_SHOWN (-1)
+
+/* Parses argv (argv[0] is the command name) into a. */
+static int
+parse_args(const struct command *c, int argc, char **argv, struct wfctl_args *a)
+{
+    struct option longopts[48];
+    int n = 0;
+    for (int i = 0; c->args[i].kind != ARG_END && n < 44; i++)
+        if (c->args[i].name != NULL)
+            longopts[n++] = (struct option){
+                c->args[i].name,
+                c->args[i].kind == ARG_FLAG || c->args[i].kind == ARG_LOCAL ? no_argument
+                                                                            : required_argument,
+                NULL, 256 + i};
+    longopts[n++] = (struct option){"json", no_argument, NULL, 'j'};
+    longopts[n++] = (struct option){"help", no_argument, NULL, 'h'};
+    longopts[n] = (struct option){NULL, 0, NULL, 0};
+
+    char prog[64];
+    snprintf(prog, sizeof prog, "wfctl %s", c->name);
+    argv[0] = prog; /* getopt's messages name the command */
+    optind = 0;     /* GNU: reinitialize after main's parse */
+    opterr = 1;
+    int o;
+    while ((o = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (o == 'h') {
+            command_usage(c, stdout);
+            return HELP_SHOWN;
+        }
+        if (o == 'j') {
+            g_wfctl.json = 1;
+            continue;
+        }
+        if (o < 256) {
+            fprintf(stderr, "try 'wfctl %s --help'\n", c->name);
+            return WFCTL_USAGE;
+        }
+        int rc = apply_arg(&c->args[o - 256], optarg, a);
+        if (rc != 0)
+            return rc;
+    }
+    int pos = optind;
+    for (const struct arg *g = c->args; g->kind != ARG_END; g++) {
+        if (g->name != NULL)
+            continue;
+        if (pos >= argc) {
+            if (g->flags & ARGF_OPTIONAL)
+                continue;
+            wfctl_usage_error("%s: missing %s (see 'wfctl %s --help')", c->name, g->meta, c->name);
+            return WFCTL_USAGE;
+        }
+        int rc = apply_arg(g, argv[pos++], a);
+        if (rc != 0)
+            return rc;
+    }
+    if (pos < argc && !c->takes_rest)
+        return wfctl_usage_error("%s: unexpected argument \"%s\" (see 'wfctl %s --help')", c->name,
+                                 argv[pos], c->name);
+    a->rest = argv + pos;
+    a->nrest = argc - pos;
+    return 0;
+}
+
+static int
+prepare_assign(struct wfctl_args *a)
+{
+    json_t *next = json_object_get(a->req, "on_all_completed");
+    json_t *title = json_object_get(a->req, "title");
+    if (next != NULL && json_object_get(next, "title") == NULL && title != NULL)
+        json_object_set(next, "title", title);
+    return 0;
+}
+
+/* Output-only fields of a Definition (as printed by `wfctl --json definition`)
+ * are dropped, so that a printed definition deploys again unchanged. */
+static int
+prepare_deploy(struct wfctl_args *a)
+{
+    json_t *d = json_object_get(a->req, "definition");
+    static const char *const output_only[] = {"version", "created_at", "createdAt", "created_by",
+                                              "createdBy"};
+    for (size_t i = 0; json_is_object(d) && i < sizeof output_only / sizeof output_only[0]; i++)
+        json_object_del(d, output_only[i]);
+    return 0;
+}
+
+/* ---- runners -------------------------------------------------------------- */
+
+/* One RPC; list commands print their items and may follow next_page_token. */
+static int
+run_unary(const struct command *c, struct wfctl_args *a)
+{
+    char err[1024];
+    ProtobufCMessage *req = pbjson_to_message(c->req, a->req, "", err, sizeof err);
+    if (req == NULL)
+        return wfctl_usage_error("%s: %s", c->name, err);
+    int all = json_is_true(json_object_get(a->local, "all"));
+    int rc = WFCTL_OK;
+    for (;;) {
+        ProtobufCMessage *resp = NULL;
+        wf_client_status st;
+        if (wfctl_call(c->method, req, c->resp, &resp, 0, &st) != 0) {
+            rc = wfctl_fail(&st);
+            break;
+        }
+        if (c->items == NULL) {
+            if (g_wfctl.json) {
+                pbjson_print(resp);
+                rc = c->status != NULL ? c->status(resp) : WFCTL_OK;
+            } else {
+                rc = c->print(resp);
+            }
+            protobuf_c_message_free_unpacked(resp, NULL);
+            break;
+        }
+        size_t n;
+        ProtobufCMessage *const *items = pb_get_messages(resp, c->items, &n);
+        for (size_t i = 0; i < n; i++) {
+            if (g_wfctl.json)
+                pbjson_print(items[i]);
+            else
+                c->row(items[i]);
+        }
+        const char *token = pb_get_string(resp, "next_page_token");
+        int more = token != NULL && token[0] != '\0';
+        if (more && all) {
+            pb_set_string(req, "page_token", token);
+            protobuf_c_message_free_unpacked(resp, NULL);
+            continue;
+        }
+        if (!g_wfctl.json) {
+            if (table_rows() == 0)
+                printf("no %s\n", c->items);
+            table_flush();
+        }
+        if (more)
+            fprintf(stderr, "more %s: repeat with --page-token %s, or use --all\n", c->items,
+                    token);
+        protobuf_c_message_free_unpacked(resp, NULL);
+        break;
+    }
+    table_flush();
+    fflush(stdout);
+    protobuf_c_message_free_unpacked(req, NULL);
+    return rc;
+}
+
+static int
+run_jobs(const struct command *c, struct wfctl_args *a)
+{
+    (void)c;
+    return wfctl_jobs(a);
+}
+
+static int
+run_tick(const struct command *c, struct wfctl_args *a)
+{
+    (void)c;
+    (void)a;
+    fprintf(stderr, "wfctl tick: not available in this version (the API has no RPC to fire "
+                    "timers by hand; the server's scheduler fires them when due)\n");
+    return WFCTL_USAGE;
+}
+
+/* WatchEvents. With --follow, resumes after the last sequence seen when the
+ * server ends the stream (shutdown, connection age) or the connection drops
+ * after it had been established. */
+static int
+run_watch(const struct command *c, struct wfctl_args *a)
+{
+    char err[1024];
+    ProtobufCMessage *m = pbjson_to_message(c->req, a->req, "", err, sizeof err);
+    if (m == NULL)
+        return wfctl_usage_error("watch: %s", err);
+    Workflow__V1__WatchEventsRequest *req = (void *)m;
+    wf_client_call_opts o = {0};
+    o.timeout_ms = req->follow ? INT_MAX : g_wfctl.timeout_ms > 0 ? g_wfctl.timeout_ms : 300000;
+    int rc = WFCTL_OK, backoff = 1, established = 0;
+    for (;;) {
+        time_t started = time(NULL);
+        long got = 0;
+        wf_client_status st;
+        wf_client_stream *s = wf_client_stream_open(
+            g_wfctl.client, "/workflow.v1.WorkflowService/WatchEvents", m, &o);
+        if (s == NULL) {
+            fprintf(stderr, "error: could not open the event stream\n");
+            rc = WFCTL_FAILED;
+            break;
+        }
+        ProtobufCMessage *msg;
+        while (wf_client_stream_next(s, c->resp, &msg, &st)) {
+            const Workflow__V1__WatchEventsResponse *r = (const void *)msg;
+            if (r->event != NULL) {
+                req->after_sequence = r->event->sequence;
+                got++;
+                if (g_wfctl.json)
+                    pbjson_print(&r->event->base);
+                else
+                    row_event(&r->event->base);
+            }
+            protobuf_c_message_free_unpacked(msg, NULL);
+        }
+        wf_client_stream_close(s);
+        if (!req->follow) {
+            rc = st.code != 0 ? wfctl_fail(&st) : WFCTL_OK;
+            break;
+        }
+        if (got > 0 || st.code == 0 || time(NULL) - started >= 2)
+            established = 1;
+        if ((st.code != 0 && st.code != 14 /* UNAVAILABLE */) || !established) {
+            rc = wfctl_fail(&st);
+            break;
+        }
+        if (got > 0)
+            backoff = 1;
+        fprintf(stderr, "wfctl: event stream ended (%s%s%s); resuming after sequence %lld in %ds\n",
+                wf_client_code_name(st.code), st.message[0] ? ": " : "", st.message,
+                (long long)req->after_sequence, backoff);
+        sleep((unsigned)backoff);
+        backoff = backoff < 30 ? backoff * 2 : 30;
+    }
+    protobuf_c_message_free_unpacked(m, NULL);
+    return rc;
+}
+
+int
+wfctl_run_command(int argc, char **argv)
+{
+    const struct command *c = commands;
+    while (c->name != NULL && strcmp(c->name, argv[0]) != 0)
+        c++;
+    if (c->name == NULL) {
+        fprintf(stderr, "wfctl: unknown command \"%s\" (see 'wfctl --help')\n", argv[0]);
+        return WFCTL_USAGE;
+    }
+    struct wfctl_args a = {json_object(), json_object(), NULL, 0};
+    int rc = parse_args(c, argc, argv, &a);
+    if (rc == 0 && c->prepare != NULL)
+        rc = c->prepare(&a);
+    if (rc == 0)
+        rc = c->run != NULL ? c->run(c, &a) : run_unary(c, &a);
+    else if (rc == HELP_SHOWN)
+        rc = WFCTL_OK;
+    json_decref(a.req);
+    json_decref(a.local);
+    return rc;
+}

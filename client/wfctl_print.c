@@ -1,0 +1,768 @@
+/*
+ * wfctl_print: human-readable output. One printer per message type (an
+ * instance, a task, a definition, ...) and one per response; list commands
+ * print one table row per item. Machine-readable output (--json) does not
+ * come through here: wfctl_json.c prints any message by reflection.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "grpc/health/v1/health.pb-c.h"
+#include "workflow/v1/workflow.pb-c.h"
+#include "wfctl.h"
+
+#define EN(type, v) enum_or(&workflow__v1__##type##__descriptor, (int)(v))
+
+static const char *
+enum_or(const ProtobufCEnumDescriptor *d, int v)
+{
+    const char *n = pb_enum_name(d, v);
+    return n != NULL ? n : "?";
+}
+
+/* Rotating scratch buffers, so that several formatted values can appear in
+ * one printf. */
+static char *
+scratch(void)
+{
+    static char bufs[32][256];
+    static unsigned i;
+    return bufs[i++ % 32];
+}
+
+static const char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+
+static const char *
+fmt(const char *f, ...)
+{
+    char *b = scratch();
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(b, 256, f, ap);
+    va_end(ap);
+    return b;
+}
+
+static const char *
+ts(const Google__Protobuf__Timestamp *t)
+{
+    if (t == NULL)
+        return "";
+    char *b = scratch();
+    wfctl_format_time(t->seconds, t->nanos, 0, b, 256);
+    return b;
+}
+
+/* "2024-05-01T12:00:00Z (in 4m10s)" */
+static const char *
+ts_rel(const Google__Protobuf__Timestamp *t)
+{
+    if (t == NULL)
+        return "";
+    long long d = (long long)t->seconds - (long long)time(NULL);
+    long long a = d < 0 ? -d : d;
+    const char *span = a >= 86400  ? fmt("%lldd%lldh", a / 86400, a % 86400 / 3600)
+                       : a >= 3600 ? fmt("%lldh%lldm", a / 3600, a % 3600 / 60)
+                       : a >= 60   ? fmt("%lldm%llds", a / 60, a % 60)
+                                   : fmt("%llds", a);
+    return fmt("%s (%s%s%s)", ts(t), d >= 0 ? "in " : "", span, d >= 0 ? "" : " ago");
+}
+
+/* "48h", "1m30s", "1.5s", "250ms" */
+static const char *
+dur(const Google__Protobuf__Duration *d)
+{
+    if (d == NULL)
+        return "";
+    if (d->seconds < 0 || d->nanos < 0 || (d->seconds >= 60 && d->nanos != 0)) {
+        char *b = scratch();
+        wfctl_format_duration(d->seconds, d->nanos, b, 256);
+        return b;
+    }
+    if (d->seconds == 0 && d->nanos != 0)
+        return d->nanos % 1000000 == 0 ? fmt("%dms", (int)(d->nanos / 1000000))
+                                       : fmt("%gms", d->nanos / 1e6);
+    if (d->seconds < 60)
+        return d->nanos != 0 ? fmt("%gs", (double)d->seconds + d->nanos / 1e9)
+                             : fmt("%llds", (long long)d->seconds);
+    long long s = (long long)d->seconds, h = s / 3600, m = s % 3600 / 60;
+    s %= 60;
+    return fmt("%s%s%s", h ? fmt("%lldh", h) : "", m ? fmt("%lldm", m) : "",
+               s ? fmt("%llds", s) : "");
+}
+
+static const char *
+dash(const char *s)
+{
+    return s != NULL && s[0] != '\0' ? s : "-";
+}
+
+static const char *
+agg(const Workflow__V1__Aggregate *a)
+{
+    return a != NULL ? fmt("%s:%s", a->type, a->id) : "";
+}
+
+/* "user:alice", "group:finance" */
+static const char *
+assignee_of(Workflow__V1__AssigneeKind kind, const char *id)
+{
+    return fmt("%s:%s", kind == WORKFLOW__V1__ASSIGNEE_KIND__ASSIGNEE_KIND_GROUP ? "group" : "user",
+               id);
+}
+
+/* ---- key: value blocks ---------------------------------------------------- */
+
+static int kv_indent;
+
+/* Prints "label  value" unless the value is empty. */
+static void kv(const char *label, const char *f, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+kv(const char *label, const char *f, ...)
+{
+    char buf[8192];
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(buf, sizeof buf, f, ap);
+    va_end(ap);
+    if (buf[0] != '\0')
+        printf("%*s%-14s %s\n", kv_indent, "", label, buf);
+}
+
+static void
+section(const char *title, size_t n)
+{
+    printf("\n%s (%zu)\n", title, n);
+}
+
+/* ---- tables --------------------------------------------------------------- */
+
+#define TABLE_MAX_COLS 12
+
+static struct {
+    int indent, ncols;
+    const char *names[TABLE_MAX_COLS];
+    char **cells;
+    size_t nrows, cap;
+} tbl;
+
+void
+table_begin(int indent, int ncols, const char *const *names)
+{
+    table_flush();
+    tbl.indent = indent;
+    tbl.ncols = ncols < TABLE_MAX_COLS ? ncols : TABLE_MAX_COLS;
+    for (int i = 0; i < tbl.ncols; i++)
+        tbl.names[i] = names[i];
+}
+
+void
+table_row(const char *const *cells)
+{
+    if (tbl.nrows == tbl.cap) {
+        size_t cap = tbl.cap ? tbl.cap * 2 : 32;
+        char **c = realloc(tbl.cells, cap * (size_t)tbl.ncols * sizeof *c);
+        if (c == NULL)
+            return;
+        tbl.cells = c;
+        tbl.cap = cap;
+    }
+    for (int i = 0; i < tbl.ncols; i++)
+        tbl.cells[tbl.nrows * (size_t)tbl.ncols + (size_t)i] =
+            strdup(cells[i] != NULL && cells[i][0] != '\0' ? cells[i] : "-");
+    tbl.nrows++;
+}
+
+/* Prints the collected rows under their header, columns aligned. */
+void
+table_flush(void)
+{
+    if (tbl.nrows > 0) {
+        size_t w[TABLE_MAX_COLS];
+        for (int c = 0; c < tbl.ncols; c++) {
+            w[c] = strlen(tbl.names[c]);
+            for (size_t r = 0; r < tbl.nrows; r++) {
+                const char *s = tbl.cells[r * (size_t)tbl.ncols + (size_t)c];
+                if (s != NULL && strlen(s) > w[c])
+                    w[c] = strlen(s);
+            }
+        }
+        for (size_t r = 0; r <= tbl.nrows; r++) {
+            printf("%*s", tbl.indent, "");
+            for (int c = 0; c < tbl.ncols; c++) {
+                const char *s =
+                    r == 0 ? tbl.names[c] : tbl.cells[(r - 1) * (size_t)tbl.ncols + (size_t)c];
+                if (s == NULL)
+                    s = "";
+                if (c + 1 < tbl.ncols)
+                    printf("%-*s  ", (int)w[c], s);
+                else
+                    printf("%s\n", s);
+            }
+        }
+    }
+    for (size_t i = 0; i < tbl.nrows * (size_t)tbl.ncols; i++)
+        free(tbl.cells[i]);
+    free(tbl.cells);
+    memset(&tbl, 0, sizeof tbl);
+}
+
+size_t
+table_rows(void)
+{
+    return tbl.nrows;
+}
+
+/* ---- one printer per message type ---------------------------------------- */
+
+static void
+instance_block(const Workflow__V1__Instance *in)
+{
+    kv("instance", "%s", in->id);
+    kv("status", "%s", EN(instance_status, in->status));
+    kv("definition", "%s@%d", in->definition_key, in->definition_version);
+    kv("parent", "%s", in->parent_instance_id);
+    if (strcmp(in->root_instance_id, in->id) != 0)
+        kv("root", "%s", in->root_instance_id);
+    kv("aggregate", "%s", agg(in->aggregate));
+    kv("tenant", "%s", in->tenant_id);
+    kv("started by", "%s", in->started_by);
+    kv("created", "%s", ts(in->created_at));
+    kv("updated", "%s", ts(in->updated_at));
+    kv("ended", "%s", ts(in->ended_at));
+    kv("variables", "%s", in->variables_json[0] != '\0' ? in->variables_json : "{}");
+}
+
+static void
+task_block(const Workflow__V1__Task *t)
+{
+    kv("task", "%s", t->id);
+    kv("status", "%s", EN(task_status, t->status));
+    kv("title", "%s", t->title);
+    kv("assignee", "%s", assignee_of(t->assignee_kind, t->assignee_id));
+    kv("claimed by", "%s", t->claimed_by);
+    kv("completed by", "%s", t->completed_by);
+    kv("assigned by", "%s", t->assigned_by);
+    kv("instance", "%s", t->instance_id);
+    if (strcmp(t->root_instance_id, t->instance_id) != 0)
+        kv("root", "%s", t->root_instance_id);
+    kv("definition", "%s", t->definition_key);
+    kv("transition", "%s", t->transition_id);
+    kv("created", "%s", ts(t->created_at));
+    kv("due", "%s", ts_rel(t->due_at));
+    kv("ended", "%s", ts(t->ended_at));
+}
+
+static const char *
+assignee_spec(const Workflow__V1__Assignee *a)
+{
+    if (a == NULL)
+        return "";
+    char b[256];
+    snprintf(b, sizeof b, "%s", EN(assignee_kind, a->kind));
+    for (size_t i = 0; i < a->n_ids; i++)
+        snprintf(b + strlen(b), sizeof b - strlen(b), "%s%s", i == 0 ? " " : ",", a->ids[i]);
+    if (a->ids_expression[0] != '\0')
+        snprintf(b + strlen(b), sizeof b - strlen(b), " ids from `%s`", a->ids_expression);
+    return fmt("%s", b);
+}
+
+/* One line describing what a transition does, by trigger. */
+static const char *
+transition_spec(const Workflow__V1__Transition *t)
+{
+    char b[256] = "";
+    size_t n = 0;
+#define ADD(...)                                                                                   \
+    (n += (size_t)snprintf(b + n, n < 256 ? 256 - n : 0, __VA_ARGS__), n = n < 256 ? n : 255)
+    switch (t->trigger) {
+    case WORKFLOW__V1__TRIGGER__TRIGGER_USER:
+        ADD("assignee %s", assignee_spec(t->assignee));
+        if (t->completion != NULL &&
+            t->completion->mode != WORKFLOW__V1__COMPLETION_MODE__COMPLETION_MODE_UNSPECIFIED)
+            ADD(", completion %s%s", EN(completion_mode, t->completion->mode),
+                t->completion->quorum ? fmt(" %d", t->completion->quorum) : "");
+        break;
+    case WORKFLOW__V1__TRIGGER__TRIGGER_AUTO:
+        if (t->job_type[0] == '\0')
+            ADD("silent");
+        else
+            ADD("job %s", t->job_type);
+        if (t->retry != NULL)
+            ADD(", retry %d attempts, backoff %s x%g up to %s", t->retry->max_attempts,
+                dash(dur(t->retry->initial_backoff)), t->retry->multiplier,
+                dash(dur(t->retry->max_backoff)));
+        if (t->lease != NULL)
+            ADD(", lease %s", dur(t->lease));
+        if (t->compensation_job_type[0] != '\0')
+            ADD(", compensation %s", t->compensation_job_type);
+        break;
+    case WORKFLOW__V1__TRIGGER__TRIGGER_TIME:
+        if (t->delay != NULL)
+            ADD("delay %s", dur(t->delay));
+        if (t->due_expression[0] != '\0')
+            ADD("due `%s`", t->due_expression);
+        break;
+    case WORKFLOW__V1__TRIGGER__TRIGGER_MSG:
+        ADD("signal %s (%s)", t->signal_name,
+            t->correlation ? EN(correlation, t->correlation) : "INSTANCE");
+        break;
+    default:
+        break;
+    }
+    for (size_t i = 0; i < t->n_cancels; i++)
+        ADD("%s%s", i == 0 ? ", cancels " : ",", t->cancels[i]);
+#undef ADD
+    return fmt("%s", b);
+}
+
+static void
+definition_block(const Workflow__V1__Definition *d)
+{
+    kv("definition", "%s@%d", d->key, d->version);
+    kv("kind", "%s", EN(definition_kind, d->kind));
+    kv("name", "%s", d->name);
+    kv("description", "%s", d->description);
+    if (d->kind == WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_NET)
+        kv("termination", "%s",
+           d->termination ? EN(termination, d->termination) : "EXPLICIT (default)");
+    kv("valid from", "%s", ts(d->valid_from));
+    kv("valid until", "%s", ts(d->valid_until));
+    kv("created", "%s", ts(d->created_at));
+    kv("created by", "%s", d->created_by);
+    if (d->n_places > 0) {
+        section("places", d->n_places);
+        table_begin(2, 3, (const char *const[]){"ID", "KIND", "NAME"});
+        for (size_t i = 0; i < d->n_places; i++) {
+            const Workflow__V1__Place *p = d->places[i];
+            table_row((const char *const[]){p->id, p->kind ? EN(place_kind, p->kind) : "NORMAL",
+                                            p->name});
+        }
+        table_flush();
+    }
+    if (d->n_transitions > 0) {
+        section("transitions", d->n_transitions);
+        table_begin(2, 4, (const char *const[]){"ID", "TRIGGER", "NAME", "DETAILS"});
+        for (size_t i = 0; i < d->n_transitions; i++) {
+            const Workflow__V1__Transition *t = d->transitions[i];
+            table_row(
+                (const char *const[]){t->id, EN(trigger, t->trigger), t->name, transition_spec(t)});
+        }
+        table_flush();
+    }
+    if (d->n_arcs > 0) {
+        section("arcs", d->n_arcs);
+        for (size_t i = 0; i < d->n_arcs; i++) {
+            const Workflow__V1__Arc *a = d->arcs[i];
+            printf("  %s -> %s", a->source, a->target);
+            if (a->weight > 1)
+                printf("  weight %d", a->weight);
+            if (a->guard[0] != '\0')
+                printf("  if `%s`", a->guard);
+            if (a->is_default)
+                printf("  (default)");
+            printf("\n");
+        }
+    }
+}
+
+/* ---- table rows of list items -------------------------------------------- */
+
+void
+row_definition(const ProtobufCMessage *m)
+{
+    const Workflow__V1__Definition *d = (const void *)m;
+    if (tbl.ncols == 0)
+        table_begin(
+            0, 6, (const char *const[]){"KEY", "VERSION", "KIND", "NAME", "CREATED", "CREATED_BY"});
+    table_row((const char *const[]){d->key, fmt("%d", d->version), EN(definition_kind, d->kind),
+                                    d->name, ts(d->created_at), d->created_by});
+}
+
+void
+row_instance(const ProtobufCMessage *m)
+{
+    const Workflow__V1__Instance *in = (const void *)m;
+    if (tbl.ncols == 0)
+        table_begin(0, 6,
+                    (const char *const[]){"ID", "STATUS", "DEFINITION", "STARTED_BY", "CREATED",
+                                          "AGGREGATE"});
+    table_row((const char *const[]){in->id, EN(instance_status, in->status),
+                                    fmt("%s@%d", in->definition_key, in->definition_version),
+                                    in->started_by, ts(in->created_at), agg(in->aggregate)});
+}
+
+void
+row_task(const ProtobufCMessage *m)
+{
+    const Workflow__V1__Task *t = (const void *)m;
+    if (tbl.ncols == 0)
+        table_begin(
+            0, 6,
+            (const char *const[]){"ID", "STATUS", "ASSIGNEE", "CLAIMED_BY", "TITLE", "INSTANCE"});
+    table_row((const char *const[]){t->id, EN(task_status, t->status),
+                                    assignee_of(t->assignee_kind, t->assignee_id), t->claimed_by,
+                                    t->title, t->instance_id});
+}
+
+void
+row_signal(const ProtobufCMessage *m)
+{
+    const Workflow__V1__Signal *s = (const void *)m;
+    if (tbl.ncols == 0)
+        table_begin(0, 8,
+                    (const char *const[]){"RECEIVED", "NAME", "OUTCOME", "TARGET", "CONSUMED",
+                                          "BY_INSTANCE", "TRANSITION", "SIGNAL_ID"});
+    const char *target = s->instance_id[0] != '\0' ? s->instance_id : agg(s->aggregate);
+    const char *consumed = ts(s->consumed_at);
+    if (consumed[0] == '\0' && s->expires_at != NULL)
+        consumed = fmt("expires %s", ts(s->expires_at));
+    table_row((const char *const[]){ts(s->received_at), s->name, EN(signal_outcome, s->outcome),
+                                    target, consumed, s->consumed_by_instance, s->transition_id,
+                                    s->signal_id});
+}
+
+/* Events stream: one line each, printed at once (no table). */
+void
+row_event(const ProtobufCMessage *m)
+{
+    const Workflow__V1__Event *e = (const void *)m;
+    printf("%lld  %s  %-22s  %s", (long long)e->sequence, ts(e->time), EN(event_type, e->type),
+           dash(e->instance_id));
+    if (e->actor[0] != '\0')
+        printf("  actor=%s", e->actor);
+    if (e->data_json[0] != '\0' && strcmp(e->data_json, "{}") != 0)
+        printf("  %s", e->data_json);
+    printf("\n");
+    fflush(stdout);
+}
+
+/* ---- response printers ---------------------------------------------------- */
+
+int
+status_health(const ProtobufCMessage *m)
+{
+    const Grpc__Health__V1__HealthCheckResponse *r = (const void *)m;
+    return r->status == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING
+               ? WFCTL_OK
+               : WFCTL_FAILED;
+}
+
+int
+print_health(const ProtobufCMessage *m)
+{
+    const Grpc__Health__V1__HealthCheckResponse *r = (const void *)m;
+    const char *name = pb_enum_name(
+        &grpc__health__v1__health_check_response__serving_status__descriptor, r->status);
+    printf("%s\n", name != NULL ? name : "UNKNOWN");
+    return status_health(m);
+}
+
+int
+status_deploy(const ProtobufCMessage *m)
+{
+    const Workflow__V1__DeployDefinitionResponse *r = (const void *)m;
+    for (size_t i = 0; i < r->n_errors; i++)
+        if (r->errors[i]->severity !=
+            WORKFLOW__V1__VALIDATION_SEVERITY__VALIDATION_SEVERITY_WARNING)
+            return WFCTL_FAILED;
+    return WFCTL_OK;
+}
+
+int
+print_deploy(const ProtobufCMessage *m)
+{
+    const Workflow__V1__DeployDefinitionResponse *r = (const void *)m;
+    size_t nerr = 0;
+    for (size_t i = 0; i < r->n_errors; i++)
+        if (r->errors[i]->severity !=
+            WORKFLOW__V1__VALIDATION_SEVERITY__VALIDATION_SEVERITY_WARNING)
+            nerr++;
+    if (r->definition != NULL)
+        printf("deployed %s version %d%s\n", r->definition->key, r->definition->version,
+               r->created ? "" : " (unchanged: same content as the latest version)");
+    else if (nerr > 0)
+        printf("invalid: %zu error%s\n", nerr, nerr == 1 ? "" : "s");
+    else
+        printf("valid\n");
+    for (size_t i = 0; i < r->n_errors; i++) {
+        const Workflow__V1__ValidationError *e = r->errors[i];
+        printf("  %-7s %s  %s%s%s\n", EN(validation_severity, e->severity), e->code, e->path,
+               e->path[0] != '\0' ? ": " : "", e->message);
+    }
+    return status_deploy(m);
+}
+
+int
+print_definition(const ProtobufCMessage *m)
+{
+    const Workflow__V1__GetDefinitionResponse *r = (const void *)m;
+    if (r->definition != NULL)
+        definition_block(r->definition);
+    return WFCTL_OK;
+}
+
+/* StartInstance: the new instance's id alone, for shell scripts. */
+int
+print_start(const ProtobufCMessage *m)
+{
+    const Workflow__V1__StartInstanceResponse *r = (const void *)m;
+    if (r->instance != NULL)
+        printf("%s\n", r->instance->id);
+    return WFCTL_OK;
+}
+
+/* Any response whose field "instance" is the result (cancel, set-vars,
+ * retry). */
+int
+print_instance_resp(const ProtobufCMessage *m)
+{
+    const ProtobufCMessage *in = pb_get_message(m, "instance");
+    if (in != NULL)
+        instance_block((const void *)in);
+    return WFCTL_OK;
+}
+
+/* Any response whose field "task" is the result (task, claim, release). */
+int
+print_task_resp(const ProtobufCMessage *m)
+{
+    const ProtobufCMessage *t = pb_get_message(m, "task");
+    if (t != NULL)
+        task_block((const void *)t);
+    return WFCTL_OK;
+}
+
+static void
+counts_line(const char *label, protobuf_c_boolean all, int total, int open, int claimed, int done,
+            int cancelled)
+{
+    kv(label, "%d of %d done, %d open, %d claimed, %d cancelled%s", done, total, open, claimed,
+       cancelled, all ? " (all completed)" : "");
+}
+
+static void
+assign_lines(const Workflow__V1__AssignToResponse *r)
+{
+    kv("instance", "%s", r->instance_id);
+    for (size_t i = 0; i < r->n_tasks; i++)
+        kv("task", "%s  %s", r->tasks[i]->id,
+           assignee_of(r->tasks[i]->assignee_kind, r->tasks[i]->assignee_id));
+    if (r->n_tasks == 0 && r->task != NULL)
+        kv("task", "%s  %s", r->task->id,
+           assignee_of(r->task->assignee_kind, r->task->assignee_id));
+}
+
+int
+print_assign(const ProtobufCMessage *m)
+{
+    assign_lines((const void *)m);
+    return WFCTL_OK;
+}
+
+int
+print_complete(const ProtobufCMessage *m)
+{
+    const Workflow__V1__CompleteTaskResponse *r = (const void *)m;
+    if (r->task != NULL)
+        task_block(r->task);
+    const Workflow__V1__CompletionCounts *c = r->completion;
+    if (c != NULL)
+        counts_line("completion", c->all_completed, c->total, c->open, c->claimed, c->done,
+                    c->cancelled);
+    if (r->next != NULL) {
+        printf("next referral (the join fired):\n");
+        kv_indent = 2;
+        assign_lines(r->next);
+        kv_indent = 0;
+    }
+    return WFCTL_OK;
+}
+
+int
+print_complete_and_end(const ProtobufCMessage *m)
+{
+    const Workflow__V1__CompleteAndEndResponse *r = (const void *)m;
+    if (r->task != NULL)
+        kv("task", "%s  %s", r->task->id, EN(task_status, r->task->status));
+    if (r->root_instance != NULL)
+        kv("root instance", "%s  %s", r->root_instance->id,
+           EN(instance_status, r->root_instance->status));
+    for (size_t i = 0; i < r->n_cancelled_tasks; i++)
+        kv("cancelled task", "%s  %s  %s", r->cancelled_tasks[i]->id,
+           assignee_of(r->cancelled_tasks[i]->assignee_kind, r->cancelled_tasks[i]->assignee_id),
+           r->cancelled_tasks[i]->title);
+    return WFCTL_OK;
+}
+
+int
+print_completion(const ProtobufCMessage *m)
+{
+    const Workflow__V1__GetCompletionResponse *r = (const void *)m;
+    kv("all completed", "%s", r->all_completed ? "yes" : "no");
+    kv("total", "%d", r->total);
+    kv("open", "%d", r->open);
+    kv("claimed", "%d", r->claimed);
+    kv("done", "%d", r->done);
+    kv("cancelled", "%d", r->cancelled);
+    return WFCTL_OK;
+}
+
+int
+print_send_signal(const ProtobufCMessage *m)
+{
+    const Workflow__V1__SendSignalResponse *r = (const void *)m;
+    kv("outcome", "%s", EN(signal_outcome, r->outcome));
+    for (size_t i = 0; i < r->n_instance_ids; i++)
+        kv("instance", "%s", r->instance_ids[i]);
+    kv("expires", "%s", ts(r->expires_at));
+    return WFCTL_OK;
+}
+
+/* What a running instance waits for, in one line. */
+static const char *
+waiting_for(const Workflow__V1__GetInstanceResponse *r)
+{
+    char b[256] = "";
+    size_t n = 0, pending = 0;
+#define ADD(...)                                                                                   \
+    (n += (size_t)snprintf(b + n, n < 256 ? 256 - n : 0, __VA_ARGS__), n = n < 256 ? n : 255)
+    for (size_t i = 0; i < r->n_tasks; i++)
+        if (r->tasks[i]->status == WORKFLOW__V1__TASK_STATUS__TASK_STATUS_OPEN ||
+            r->tasks[i]->status == WORKFLOW__V1__TASK_STATUS__TASK_STATUS_CLAIMED)
+            pending++;
+    if (pending > 0)
+        ADD("%zu task%s", pending, pending == 1 ? "" : "s");
+    for (size_t i = 0; i < r->n_jobs; i++)
+        ADD("%sjob %s", n ? ", " : "", r->jobs[i]->job_type);
+    for (size_t i = 0; i < r->n_timers; i++)
+        ADD("%stimer %s", n ? ", " : "", ts(r->timers[i]->due_at));
+    for (size_t i = 0; i < r->n_awaiting_signals; i++)
+        ADD("%ssignal %s", n ? ", " : "", r->awaiting_signals[i]->name);
+    size_t running = 0;
+    for (size_t i = 0; i < r->n_children; i++)
+        if (r->children[i]->status == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_RUNNING)
+            running++;
+    if (running > 0)
+        ADD("%s%zu running referral%s", n ? ", " : "", running, running == 1 ? "" : "s");
+#undef ADD
+    return fmt("%s", b);
+}
+
+/* GetInstance: where the instance is parked and why. */
+int
+print_show(const ProtobufCMessage *m)
+{
+    const Workflow__V1__GetInstanceResponse *r = (const void *)m;
+    if (r->instance != NULL) {
+        instance_block(r->instance);
+        Workflow__V1__InstanceStatus st = r->instance->status;
+        if (st == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_RUNNING ||
+            st == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPENSATING)
+            kv("waiting for", "%s", waiting_for(r));
+    }
+    kv("last error", "%s", r->last_error);
+
+    if (r->n_marking > 0) {
+        section("marking", r->n_marking);
+        table_begin(2, 2, (const char *const[]){"PLACE", "TOKENS"});
+        for (size_t i = 0; i < r->n_marking; i++)
+            table_row((const char *const[]){r->marking[i]->key, fmt("%d", r->marking[i]->value)});
+        table_flush();
+    }
+    if (r->n_tasks > 0) {
+        section("tasks", r->n_tasks);
+        table_begin(
+            2, 7,
+            (const char *const[]){"ID", "STATUS", "ASSIGNEE", "BY", "TITLE", "CREATED", "DUE"});
+        for (size_t i = 0; i < r->n_tasks; i++) {
+            const Workflow__V1__Task *t = r->tasks[i];
+            table_row((const char *const[]){
+                t->id, EN(task_status, t->status), assignee_of(t->assignee_kind, t->assignee_id),
+                t->completed_by[0] != '\0' ? t->completed_by : t->claimed_by, t->title,
+                ts(t->created_at), ts_rel(t->due_at)});
+        }
+        table_flush();
+    }
+    if (r->n_jobs > 0) {
+        section("jobs", r->n_jobs);
+        table_begin(
+            2, 6,
+            (const char *const[]){"ID", "TYPE", "TRANSITION", "ATTEMPT", "STATE", "LAST_ERROR"});
+        for (size_t i = 0; i < r->n_jobs; i++) {
+            const Workflow__V1__Job *j = r->jobs[i];
+            const char *state =
+                j->key[0] != '\0' ? fmt("activated by %s, lease until %s", dash(j->worker),
+                                        ts_rel(j->lease_expires_at))
+                : j->activatable_at != NULL ? fmt("retry at %s", ts_rel(j->activatable_at))
+                                            : "activatable";
+            table_row((const char *const[]){
+                j->id, fmt("%s%s", j->job_type, j->compensation ? " (compensation)" : ""),
+                j->transition_id, fmt("%d/%d", j->attempt, j->max_attempts), state,
+                j->error_message});
+        }
+        table_flush();
+    }
+    if (r->n_timers > 0) {
+        section("timers", r->n_timers);
+        table_begin(2, 3, (const char *const[]){"ID", "TRANSITION", "DUE"});
+        for (size_t i = 0; i < r->n_timers; i++)
+            table_row((const char *const[]){r->timers[i]->id, r->timers[i]->transition_id,
+                                            ts_rel(r->timers[i]->due_at)});
+        table_flush();
+    }
+    if (r->n_awaiting_signals > 0) {
+        section("awaiting signals", r->n_awaiting_signals);
+        table_begin(
+            2, 5, (const char *const[]){"NAME", "TRANSITION", "CORRELATION", "SINCE", "TIMES_OUT"});
+        for (size_t i = 0; i < r->n_awaiting_signals; i++) {
+            const Workflow__V1__AwaitingSignal *a = r->awaiting_signals[i];
+            table_row(
+                (const char *const[]){a->name, a->transition_id,
+                                      a->correlation ? EN(correlation, a->correlation) : "INSTANCE",
+                                      ts(a->since), ts_rel(a->times_out_at)});
+        }
+        table_flush();
+    }
+    if (r->n_buffered_signals > 0) {
+        section("buffered signals", r->n_buffered_signals);
+        table_begin(2, 5, (const char *const[]){"ID", "NAME", "RECEIVED", "EXPIRES", "PAYLOAD"});
+        for (size_t i = 0; i < r->n_buffered_signals; i++) {
+            const Workflow__V1__Signal *s = r->buffered_signals[i];
+            table_row((const char *const[]){s->id, s->name, ts(s->received_at),
+                                            ts_rel(s->expires_at), s->payload_json});
+        }
+        table_flush();
+    }
+    if (r->n_joins > 0) {
+        section("joins", r->n_joins);
+        table_begin(2, 5, (const char *const[]){"INSTANCE", "TRANSITION", "MODE", "DONE", "TOTAL"});
+        for (size_t i = 0; i < r->n_joins; i++) {
+            const Workflow__V1__JoinProgress *j = r->joins[i];
+            const char *mode = j->mode == WORKFLOW__V1__COMPLETION_MODE__COMPLETION_MODE_QUORUM
+                                   ? fmt("QUORUM %d", j->quorum)
+                               : j->mode ? EN(completion_mode, j->mode)
+                                         : "ALL";
+            table_row((const char *const[]){
+                j->instance_id, j->transition_id[0] ? j->transition_id : "(referral)", mode,
+                fmt("%d of %d needed", j->done, j->required), fmt("%d", j->total)});
+        }
+        table_flush();
+    }
+    if (r->n_children > 0) {
+        section("children", r->n_children);
+        table_begin(2, 5,
+                    (const char *const[]){"ID", "STATUS", "DEFINITION", "STARTED_BY", "CREATED"});
+        for (size_t i = 0; i < r->n_children; i++) {
+            const Workflow__V1__Instance *c = r->children[i];
+            table_row((const char *const[]){c->id, EN(instance_status, c->status),
+                                            fmt("%s@%d", c->definition_key, c->definition_version),
+                                            c->started_by, ts(c->created_at)});
+        }
+        table_flush();
+    }
+    return WFCTL_OK;
+}
