@@ -11,4 +11,34 @@
 wf_code h_not_built(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                     wf_error *err);
 
+/* Instances (h_instances.c): ad-hoc roots and trees. */
+wf_code h_start_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                         wf_error *err);
+wf_code h_get_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                       wf_error *err);
+wf_code h_list_instances(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                         wf_error *err);
+wf_code h_cancel_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                          wf_error *err);
+
+/* Ad-hoc referral (h_referral.c). */
+wf_code h_assign_to(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                    wf_error *err);
+wf_code h_get_completion(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                         wf_error *err);
+wf_code h_complete_and_end(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                           wf_error *err);
+
+/* Tasks (h_tasks.c). */
+wf_code h_list_tasks(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                     wf_error *err);
+wf_code h_get_task(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                   wf_error *err);
+wf_code h_claim_task(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                     wf_error *err);
+wf_code h_release_task(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                       wf_error *err);
+wf_code h_complete_task(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                        wf_error *err);
+
 #endif /* WF_HANDLERS_H */

@@ -1,0 +1,38 @@
+/*
+ * engine_json: the engine's handling of JSON variables (design.md section 4,
+ * "JSON variables").
+ *
+ * Variables travel as JSON object text. The engine validates every input
+ * (INVALID_JSON for anything but an object; "" and NULL mean {}), stores a
+ * compact normalised text, and merges outputs into an instance at the top
+ * level: each key replaces the key of the same name, other keys stay, and
+ * a key set to null stays with the value null. All results live in the
+ * caller's arena. Thread-safe (jansson is, for unshared values).
+ */
+#ifndef WF_ENGINE_JSON_H
+#define WF_ENGINE_JSON_H
+
+#include <stddef.h>
+
+#include "wf_arena.h"
+#include "wf_error.h"
+
+/* Checks that text (NULL or "" = {}) is a JSON object. field names the
+ * request field in the message ("variables_json"). On WF_OK *out (when
+ * out is non-NULL) is the compact text of the object, in arena. Fails
+ * with WF_E_INVALID_JSON. */
+wf_code wf_engine_json_object(wf_arena *arena, const char *text, const char *field,
+                              const char **out, wf_error *err);
+
+/* Top-level merge of patch into base (both JSON object text, NULL/"" =
+ * {}); *out is the compact result in arena. WF_E_INVALID_JSON when either
+ * is not an object. */
+wf_code wf_engine_json_merge(wf_arena *arena, const char *base, const char *patch, const char **out,
+                             wf_error *err);
+
+/* Compact text of a jansson value built by the caller, copied into arena;
+ * NULL when out of memory. Does not steal the reference. */
+struct json_t;
+char *wf_engine_json_dump(wf_arena *arena, const struct json_t *value);
+
+#endif /* WF_ENGINE_JSON_H */

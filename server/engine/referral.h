@@ -1,0 +1,261 @@
+/*
+ * referral: TaskFlow's ad-hoc referral workflows (mission.md section 1,
+ * design.md section 4 "Instances", "Ad-hoc referral", "Tasks").
+ *
+ * A root instance is started (StartInstance on an AD_HOC key, created on
+ * first use); each AssignTo creates a child instance (a referral) with its
+ * tasks (USER: one personal task, GROUP: one group task a member claims,
+ * USERS: one personal task per id). A referral completes when its join is
+ * met (ALL by default, ANY, QUORUM k); then its on_all_completed spec runs
+ * as the next AssignTo in the same transaction, exactly once.
+ *
+ * Every mutation is one unit of work on one root (uow.h) and appends one
+ * event per state change in the same transaction. Every rule lives here;
+ * callers (the gRPC handlers) only translate. No protobuf or grpc type
+ * appears in this header.
+ *
+ * Result rows and strings live in ctx->arena.
+ */
+#ifndef WF_REFERRAL_H
+#define WF_REFERRAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "directory.h"
+#include "store.h"
+#include "uow.h"
+
+/* Receives one field violation (google.rpc.BadRequest) of a request. */
+typedef void (*wf_ref_violation_fn)(void *arg, const char *field, const char *description);
+
+/* Who calls and with what. Borrowed for the duration of one engine call. */
+typedef struct wf_ref_ctx {
+    wf_store *store;
+    const wf_directory *dir;       /* NULL = open directory */
+    const char *tenant;            /* required */
+    const char *actor;             /* x-actor-id; NULL when absent */
+    const char *actor_groups;      /* trusted x-actor-groups (comma list); NULL otherwise */
+    int64_t deadline_ms;           /* monotonic ms, 0 = none */
+    wf_arena *arena;               /* receives every result */
+    wf_ref_violation_fn violation; /* optional sink for field violations */
+    void *violation_arg;
+} wf_ref_ctx;
+
+/* ---- requests ------------------------------------------------------------ */
+
+/* Assignee kinds of an AssignTo; USER and GROUP equal wf_assignee_kind. */
+typedef enum wf_ref_assignee {
+    WF_REF_ASSIGNEE_UNSET = 0,
+    WF_REF_ASSIGNEE_USER = 1,
+    WF_REF_ASSIGNEE_GROUP = 2,
+    WF_REF_ASSIGNEE_USERS = 3,
+} wf_ref_assignee;
+
+/* One AssignTo, possibly with the next one to run when its join fires.
+ * The engine persists on_all_completed in its own encoding
+ * (wf_referral_spec_encode) on the child instance. */
+typedef struct wf_assign_spec {
+    const char *parent_id;      /* required at top level; "" in a nested spec
+                                   = the parent of the enclosing referral */
+    const char *definition_key; /* NULL/"" = the parent's definition */
+    const char *title;          /* 1-512 bytes */
+    wf_ref_assignee kind;
+    const char *const *ids; /* user or group ids */
+    size_t n_ids;
+    const char *ids_expression;  /* not supported yet: must be empty */
+    const char *variables_json;  /* JSON object text; NULL/"" = {} */
+    wf_join_mode join_mode;      /* NONE (unset) reads as ALL */
+    int32_t join_quorum;         /* QUORUM only */
+    struct wf_assign_spec *next; /* on_all_completed; NULL = none */
+    const char *assigned_by;     /* NULL = the caller; set on specs run by a join */
+} wf_assign_spec;
+
+typedef struct wf_start_spec {
+    const char *definition_key;
+    int32_t version;            /* 0 = latest */
+    const char *variables_json; /* NULL/"" = {} */
+    const char *aggregate_type; /* both or neither */
+    const char *aggregate_id;
+} wf_start_spec;
+
+/* ---- results ------------------------------------------------------------- */
+
+typedef struct wf_ref_counts {
+    bool all_completed; /* at least one task, none OPEN or CLAIMED */
+    int32_t total, open, claimed, done, cancelled;
+} wf_ref_counts;
+
+/* What an AssignTo created. */
+typedef struct wf_ref_assignment {
+    wf_instance_row instance; /* the new child */
+    wf_task_row *tasks;       /* in assignee order */
+    size_t n_tasks;
+} wf_ref_assignment;
+
+typedef struct wf_ref_completion {
+    wf_task_row task;        /* now DONE */
+    wf_ref_counts counts;    /* of the task's instance, after completion */
+    wf_ref_assignment *next; /* started by the join; NULL when none */
+} wf_ref_completion;
+
+typedef struct wf_ref_end {
+    wf_instance_row root; /* now COMPLETED */
+    wf_task_row task;     /* now DONE */
+    wf_task_row *cancelled;
+    size_t n_cancelled;
+} wf_ref_end;
+
+/* A join that has not fired (GetInstance). */
+typedef struct wf_ref_join {
+    const char *instance_id;
+    wf_join_mode mode;
+    int32_t quorum, required, done, total;
+} wf_ref_join;
+
+/* GetInstance of an ad-hoc tree. */
+typedef struct wf_ref_instance_view {
+    wf_instance_row instance;
+    wf_task_row *tasks; /* of this instance only, oldest first */
+    size_t n_tasks;
+    wf_instance_row *children; /* direct children, oldest first */
+    size_t n_children;
+    wf_ref_join *joins; /* pending joins of this instance and its children */
+    size_t n_joins;
+} wf_ref_instance_view;
+
+/* ---- mutations (one unit of work each; idem may be NULL) ------------------ */
+
+/* StartInstance: an AD_HOC root (the definition is created at version 1
+ * when the key is unknown and version is 0). NET definitions answer
+ * WF_E_UNIMPLEMENTED until the net engine takes them. */
+wf_code wf_referral_start(const wf_ref_ctx *ctx, const wf_start_spec *spec, wf_uow_idem *idem,
+                          wf_instance_row *out, wf_error *err);
+
+/* AssignTo. */
+wf_code wf_referral_assign(const wf_ref_ctx *ctx, const wf_assign_spec *spec, wf_uow_idem *idem,
+                           wf_ref_assignment *out, wf_error *err);
+
+/* ClaimTask / ReleaseTask: out is the task afterwards. */
+wf_code wf_referral_claim(const wf_ref_ctx *ctx, const char *task_id, wf_uow_idem *idem,
+                          wf_task_row *out, wf_error *err);
+wf_code wf_referral_release(const wf_ref_ctx *ctx, const char *task_id, wf_uow_idem *idem,
+                            wf_task_row *out, wf_error *err);
+
+/* CompleteTask: merges variables_json into the task's instance and fires
+ * the referral's join when it is met. */
+wf_code wf_referral_complete(const wf_ref_ctx *ctx, const char *task_id, const char *variables_json,
+                             wf_uow_idem *idem, wf_ref_completion *out, wf_error *err);
+
+/* CompleteAndEnd: completes the task, cancels every other pending task of
+ * the tree, completes the root and every running descendant. */
+wf_code wf_referral_complete_and_end(const wf_ref_ctx *ctx, const char *task_id,
+                                     const char *variables_json, wf_uow_idem *idem, wf_ref_end *out,
+                                     wf_error *err);
+
+/* CancelInstance: the instance and all its descendants. compensate is not
+ * built yet (WF_E_UNIMPLEMENTED). reason may be NULL. */
+wf_code wf_referral_cancel(const wf_ref_ctx *ctx, const char *instance_id, const char *reason,
+                           bool compensate, wf_uow_idem *idem, wf_instance_row *out, wf_error *err);
+
+/* ---- reads ------------------------------------------------------------------ */
+
+wf_code wf_referral_get_task(const wf_ref_ctx *ctx, const char *task_id, wf_task_row *out,
+                             wf_error *err);
+
+wf_code wf_referral_get_instance(const wf_ref_ctx *ctx, const char *instance_id,
+                                 wf_ref_instance_view *out, wf_error *err);
+
+wf_code wf_referral_completion(const wf_ref_ctx *ctx, const char *instance_id, wf_ref_counts *out,
+                               wf_error *err);
+
+/* TaskFlow's coarse state of a root (ListInstances). */
+typedef enum wf_process_state {
+    WF_PROCESS_ANY = 0,
+    WF_PROCESS_NOT_STARTED = 1,
+    WF_PROCESS_OPEN = 2,
+    WF_PROCESS_CLOSED = 3,
+} wf_process_state;
+
+typedef struct wf_ref_instance_query {
+    const char *started_by; /* "" or NULL = the actor; "*" = anyone */
+    wf_process_state state;
+    wf_instance_status status;  /* 0 = any */
+    const char *definition_key; /* NULL/"" = any */
+    const char *aggregate_type; /* NULL/"" = any; required when aggregate_id is set */
+    const char *aggregate_id;   /* NULL/"" = any id of the type */
+    int32_t page_size;          /* 0 = 50, > 500 = 500, < 0 invalid */
+    const char *cursor;         /* store cursor; NULL/"" = first page */
+} wf_ref_instance_query;
+
+/* ListInstances: roots only. *next_cursor is NULL on the last page. */
+wf_code wf_referral_list_instances(const wf_ref_ctx *ctx, const wf_ref_instance_query *q,
+                                   wf_instance_row **rows, size_t *n, char **next_cursor,
+                                   wf_error *err);
+
+typedef struct wf_ref_task_query {
+    const char *user;             /* NULL/"" = the actor unless group is set */
+    const char *group;            /* NULL/"" = none */
+    const wf_task_status *states; /* empty = OPEN and CLAIMED */
+    size_t n_states;
+    int32_t page_size;
+    const char *cursor;
+} wf_ref_task_query;
+
+/* ListTasks: a user's inbox (personal tasks, OPEN tasks of their groups,
+ * tasks they claimed) or a group's tasks. */
+wf_code wf_referral_list_tasks(const wf_ref_ctx *ctx, const wf_ref_task_query *q,
+                               wf_task_row **rows, size_t *n, char **next_cursor, wf_error *err);
+
+/* ---- pure rules (exposed for unit tests) ------------------------------------ */
+
+typedef enum wf_task_op {
+    WF_TASK_OP_CLAIM = 1,
+    WF_TASK_OP_RELEASE = 2,
+    WF_TASK_OP_COMPLETE = 3,
+} wf_task_op;
+
+/* Decides whether actor may do op on task. is_member says whether actor
+ * belongs to the task's group (GROUP tasks). WF_OK when allowed; for a
+ * CLAIM of a task actor already holds WF_OK as well (no change). */
+wf_code wf_referral_check_task_op(const wf_task_row *task, wf_task_op op, const char *actor,
+                                  bool is_member, wf_error *err);
+
+/* Whether actor counts as a member of group: the static directory's
+ * membership, or the trusted x-actor-groups list (actor_groups); an open
+ * directory with no group information accepts any actor (TaskFlow's open
+ * directory). */
+bool wf_referral_actor_in_group(const wf_directory *dir, const char *actor,
+                                const char *actor_groups, const char *group);
+
+/* Counts the tasks of instance_id among tasks[]. */
+void wf_referral_count(const wf_task_row *tasks, size_t n, const char *instance_id,
+                       wf_ref_counts *out);
+
+/* Tasks DONE needed for a join: all tasks for ALL/NONE, 1 for ANY, the
+ * quorum for QUORUM. */
+int32_t wf_referral_join_required(wf_join_mode mode, int32_t quorum, const wf_ref_counts *c);
+
+/* True when the join of a referral with these counts is met: ALL (and
+ * NONE): at least one task and none OPEN or CLAIMED; ANY: one DONE;
+ * QUORUM k: k DONE. */
+bool wf_referral_join_met(wf_join_mode mode, int32_t quorum, const wf_ref_counts *c);
+
+/* Checks the shape of spec (and every nested spec): title, assignee, ids,
+ * join, JSON. Reports each violation to ctx->violation; returns the first
+ * error (WF_E_INVALID_ARGUMENT, WF_E_INVALID_JSON or WF_E_UNIMPLEMENTED). */
+wf_code wf_referral_spec_validate(const wf_ref_ctx *ctx, const wf_assign_spec *spec, bool nested,
+                                  wf_error *err);
+
+/* The engine's persisted encoding of an assignment spec chain (a JSON
+ * document), in arena. by is recorded as the assigner of specs that have
+ * no assigned_by. */
+wf_code wf_referral_spec_encode(wf_arena *arena, const wf_assign_spec *spec, const char *by,
+                                unsigned char **bytes, size_t *len, wf_error *err);
+
+/* Decodes wf_referral_spec_encode output into arena. */
+wf_code wf_referral_spec_decode(wf_arena *arena, const unsigned char *bytes, size_t len,
+                                wf_assign_spec **out, wf_error *err);
+
+#endif /* WF_REFERRAL_H */

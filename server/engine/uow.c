@@ -1,0 +1,163 @@
+/*
+ * uow: begin → idempotency → body → record → commit, with retries on
+ * WF_E_CONFLICT.
+ *
+ * Why retries live here: both stores report a lost race (instance version,
+ * unique request record, concurrently created definition) as WF_E_CONFLICT
+ * and roll the transaction back, so rerunning the whole unit is always
+ * safe and is what turns "two creators" into "one creator, one reader".
+ * Must not: know any workflow rule or any wire format.
+ */
+#include "uow.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "wf_time.h"
+
+#define UOW_ATTEMPTS 6
+
+bool
+wf_uow_idem_active(const wf_uow_idem *idem)
+{
+    return idem != NULL && idem->request_id != NULL && idem->request_id[0] != '\0';
+}
+
+/* Sleeps a little, growing with the attempt, so racing retries spread. */
+static void
+backoff(int attempt)
+{
+    long us = (200L << attempt) + (long)(wf_now_us() % 500);
+    struct timespec ts = {0, us * 1000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Looks the request up. *done is true when the run ends here (replay or
+ * REQUEST_ID_REUSED). */
+static wf_code
+idem_lookup(wf_tx *tx, wf_uow_idem *idem, bool *done, wf_error *err)
+{
+    wf_idempotency_row row;
+    bool found = false;
+    *done = false;
+    wf_code rc = wf_tx_idempotency_get(tx, idem->method, idem->request_id, &row, &found, err);
+    if (rc != WF_OK || !found)
+        return rc;
+    *done = true;
+    if (row.request_hash == NULL || strcmp(row.request_hash, idem->request_hash) != 0)
+        return wf_error_set(err, WF_E_REQUEST_ID_REUSED,
+                            "request id \"%s\" was already used for a different %s request",
+                            idem->request_id, idem->method);
+    idem->replayed = true;
+    idem->response = row.response;
+    idem->response_len = row.response_len;
+    return WF_OK;
+}
+
+static wf_code
+idem_record(wf_tx *tx, const wf_store_ctx *ctx, wf_uow_idem *idem, const void *result,
+            wf_error *err)
+{
+    wf_idempotency_row row = {
+        .method = (char *)idem->method,
+        .request_id = (char *)idem->request_id,
+        .request_hash = (char *)idem->request_hash,
+        .created_at = wf_now_us(),
+    };
+    wf_code rc =
+        idem->encode(result, idem->encode_arg, ctx->arena, &row.response, &row.response_len, err);
+    if (rc != WF_OK)
+        return rc;
+    return wf_tx_idempotency_put(tx, &row, err);
+}
+
+/* After the body failed: a concurrent call with the same request id may
+ * have committed while this one waited for the root lock (it looked the
+ * id up before that call committed). Such a retry must get the first
+ * response, not the error its late view of the state produces, so the id
+ * is looked up once more in a fresh transaction. idem->replayed tells whether
+ * the stored response (or REQUEST_ID_REUSED) replaces rc. */
+static wf_code
+recheck(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_code rc, wf_error *err)
+{
+    wf_tx *tx = NULL;
+    wf_error e2;
+    bool done = false;
+    if (wf_store_begin(st, ctx, &tx, &e2) != WF_OK)
+        return rc;
+    wf_code rc2 = idem_lookup(tx, idem, &done, &e2);
+    wf_tx_rollback(tx);
+    if (!done)
+        return rc;
+    if (rc2 != WF_OK)
+        *err = e2;
+    else
+        wf_error_clear(err);
+    return rc2;
+}
+
+/* One attempt. */
+static wf_code
+attempt(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body_fn body, void *arg,
+        const void *result, wf_error *err)
+{
+    wf_tx *tx = NULL;
+    bool dedupe = wf_uow_idem_active(idem) && idem->encode != NULL;
+    wf_code rc = wf_store_begin(st, ctx, &tx, err);
+    if (rc != WF_OK)
+        return rc;
+    if (dedupe) {
+        bool done;
+        rc = idem_lookup(tx, idem, &done, err);
+        if (rc != WF_OK || done) {
+            wf_tx_rollback(tx);
+            return rc;
+        }
+    }
+    rc = body(tx, arg, err);
+    if (rc != WF_OK) {
+        wf_tx_rollback(tx);
+        return dedupe && rc != WF_E_CONFLICT ? recheck(st, ctx, idem, rc, err) : rc;
+    }
+    if (dedupe)
+        rc = idem_record(tx, ctx, idem, result, err);
+    if (rc != WF_OK) {
+        wf_tx_rollback(tx);
+        return rc;
+    }
+    return wf_tx_commit(tx, err);
+}
+
+wf_code
+wf_uow_run(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body_fn body, void *arg,
+           const void *result, wf_error *err)
+{
+    wf_code rc = WF_OK;
+    if (idem != NULL) {
+        idem->replayed = false;
+        idem->response = NULL;
+        idem->response_len = 0;
+    }
+    for (int i = 0; i < UOW_ATTEMPTS; i++) {
+        if (i > 0)
+            backoff(i);
+        rc = attempt(st, ctx, idem, body, arg, result, err);
+        if (rc != WF_E_CONFLICT)
+            return rc;
+    }
+    return rc;
+}
+
+wf_code
+wf_uow_read_aggregate(wf_store *st, const wf_store_ctx *ctx, const char *instance_id,
+                      wf_aggregate *out, wf_error *err)
+{
+    wf_tx *tx = NULL;
+    wf_code rc = wf_store_begin(st, ctx, &tx, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = wf_tx_lock_root(tx, instance_id, out, err);
+    /* Nothing was written: rolling back only releases the lock. */
+    wf_tx_rollback(tx);
+    return rc;
+}

@@ -1,0 +1,57 @@
+/*
+ * h_common: what the instance, referral and task handlers share: the
+ * engine context of a call, engine rows → protobuf messages, and the
+ * idempotency and paging plumbing of the wire protocol (request
+ * fingerprints, packed responses, page tokens bound to their filters).
+ *
+ * Everything returned lives in the call's arena.
+ */
+#ifndef WF_H_COMMON_H
+#define WF_H_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "handler.h"
+#include "referral.h"
+#include "uow.h"
+#include "workflow/v1/workflow.pb-c.h"
+
+/* The engine context of call (store, directory, identity, deadline). */
+void wf_h_ref_ctx(wf_call *call, wf_ref_ctx *out);
+
+/* Rows → messages. NULL when out of memory. */
+Workflow__V1__Instance *wf_h_instance(wf_arena *a, const wf_instance_row *r);
+Workflow__V1__Task *wf_h_task(wf_arena *a, const wf_task_row *r);
+Workflow__V1__Task **wf_h_tasks(wf_arena *a, const wf_task_row *rows, size_t n);
+Workflow__V1__Instance **wf_h_instances(wf_arena *a, const wf_instance_row *rows, size_t n);
+Workflow__V1__AssignToResponse *wf_h_assignment(wf_arena *a, const wf_ref_assignment *r);
+
+/* Builds the response message of a handler from the engine's result. */
+typedef struct wf_h_builder {
+    ProtobufCMessage *(*build)(wf_arena *a, const void *result);
+    const ProtobufCMessageDescriptor *desc; /* of the response */
+} wf_h_builder;
+
+/* Prepares the idempotency of a mutating call: checks request_id (0-128
+ * printable bytes) and fingerprints req (every field but request_id) with
+ * the actor. The response is produced by b. */
+wf_code wf_h_idem(wf_call *call, const ProtobufCMessage *req, const char *request_id,
+                  const wf_h_builder *b, wf_uow_idem *out, wf_error *err);
+
+/* Ends a mutating call: on WF_OK *resp is the replayed response (unpacked
+ * from the stored bytes) or b->build(result). */
+wf_code wf_h_respond(wf_call *call, wf_code rc, const wf_uow_idem *idem, const wf_h_builder *b,
+                     const void *result, ProtobufCMessage **resp, wf_error *err);
+
+/* Page tokens: a store cursor bound to a fingerprint of the request's
+ * filters (every field but page_token and page_size, plus the actor), so
+ * a token reused with other filters is refused. */
+wf_code wf_h_page_in(wf_call *call, const ProtobufCMessage *req, const char *token,
+                     const char **cursor, wf_error *err);
+char *wf_h_page_out(wf_call *call, const ProtobufCMessage *req, const char *cursor);
+
+/* A violation sink for wf_ref_ctx (arg is the wf_call). */
+void wf_h_violation(void *arg, const char *field, const char *description);
+
+#endif /* WF_H_COMMON_H */

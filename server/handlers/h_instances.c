@@ -1,0 +1,166 @@
+/*
+ * h_instances: StartInstance, GetInstance, ListInstances and
+ * CancelInstance for ad-hoc (TaskFlow) trees.
+ *
+ * Translation only: every rule is in engine/referral*.c.
+ */
+#include "h_common.h"
+#include "handlers.h"
+
+/* ---- StartInstance ------------------------------------------------------------------ */
+
+static ProtobufCMessage *
+build_start(wf_arena *a, const void *result)
+{
+    Workflow__V1__StartInstanceResponse *m = wf_arena_alloc(a, sizeof *m);
+    if (m == NULL)
+        return NULL;
+    workflow__v1__start_instance_response__init(m);
+    m->instance = wf_h_instance(a, result);
+    return m->instance != NULL ? &m->base : NULL;
+}
+
+static const wf_h_builder start_builder = {build_start,
+                                           &workflow__v1__start_instance_response__descriptor};
+
+wf_code
+h_start_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
+{
+    const Workflow__V1__StartInstanceRequest *req = (const void *)msg;
+    wf_ref_ctx ctx;
+    wf_uow_idem idem;
+    wf_instance_row out;
+    wf_h_ref_ctx(call, &ctx);
+    wf_start_spec spec = {
+        .definition_key = req->definition_key,
+        .version = req->version,
+        .variables_json = req->variables_json,
+        .aggregate_type = req->aggregate != NULL ? req->aggregate->type : NULL,
+        .aggregate_id = req->aggregate != NULL ? req->aggregate->id : NULL,
+    };
+    wf_code rc = wf_h_idem(call, msg, req->request_id, &start_builder, &idem, err);
+    if (rc == WF_OK)
+        rc = wf_referral_start(&ctx, &spec, &idem, &out, err);
+    return wf_h_respond(call, rc, &idem, &start_builder, &out, resp, err);
+}
+
+/* ---- GetInstance ------------------------------------------------------------------- */
+
+static Workflow__V1__JoinProgress **
+build_joins(wf_arena *a, const wf_ref_instance_view *v)
+{
+    Workflow__V1__JoinProgress **joins = wf_arena_calloc(a, v->n_joins + 1, sizeof *joins);
+    for (size_t i = 0; joins != NULL && i < v->n_joins; i++) {
+        Workflow__V1__JoinProgress *j = wf_arena_alloc(a, sizeof *j);
+        if (j == NULL)
+            return NULL;
+        workflow__v1__join_progress__init(j);
+        j->instance_id = (char *)v->joins[i].instance_id;
+        j->mode = (Workflow__V1__CompletionMode)v->joins[i].mode;
+        j->quorum = v->joins[i].quorum;
+        j->required = v->joins[i].required;
+        j->done = v->joins[i].done;
+        j->total = v->joins[i].total;
+        joins[i] = j;
+    }
+    return joins;
+}
+
+wf_code
+h_get_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
+{
+    const Workflow__V1__GetInstanceRequest *req = (const void *)msg;
+    wf_ref_ctx ctx;
+    wf_ref_instance_view v;
+    wf_h_ref_ctx(call, &ctx);
+    wf_code rc = wf_referral_get_instance(&ctx, req->instance_id, &v, err);
+    if (rc != WF_OK)
+        return rc;
+    Workflow__V1__GetInstanceResponse *m = wf_arena_alloc(call->arena, sizeof *m);
+    if (m == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    workflow__v1__get_instance_response__init(m);
+    m->instance = wf_h_instance(call->arena, &v.instance);
+    m->n_tasks = v.n_tasks;
+    m->tasks = wf_h_tasks(call->arena, v.tasks, v.n_tasks);
+    m->n_children = v.n_children;
+    m->children = wf_h_instances(call->arena, v.children, v.n_children);
+    m->n_joins = v.n_joins;
+    m->joins = build_joins(call->arena, &v);
+    if (v.instance.last_error != NULL)
+        m->last_error = v.instance.last_error;
+    if (m->instance == NULL || m->tasks == NULL || m->children == NULL || m->joins == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    *resp = &m->base;
+    return WF_OK;
+}
+
+/* ---- ListInstances ---------------------------------------------------------------- */
+
+wf_code
+h_list_instances(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
+{
+    const Workflow__V1__ListInstancesRequest *req = (const void *)msg;
+    wf_ref_ctx ctx;
+    wf_instance_row *rows = NULL;
+    size_t n = 0;
+    char *next = NULL;
+    wf_h_ref_ctx(call, &ctx);
+    wf_ref_instance_query q = {
+        .started_by = req->started_by,
+        .state = (wf_process_state)req->state,
+        .status = (wf_instance_status)req->status,
+        .definition_key = req->definition_key,
+        .aggregate_type = req->aggregate != NULL ? req->aggregate->type : NULL,
+        .aggregate_id = req->aggregate != NULL ? req->aggregate->id : NULL,
+        .page_size = req->page_size,
+    };
+    wf_code rc = wf_h_page_in(call, msg, req->page_token, &q.cursor, err);
+    if (rc == WF_OK)
+        rc = wf_referral_list_instances(&ctx, &q, &rows, &n, &next, err);
+    if (rc != WF_OK)
+        return rc;
+    Workflow__V1__ListInstancesResponse *m = wf_arena_alloc(call->arena, sizeof *m);
+    if (m == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    workflow__v1__list_instances_response__init(m);
+    m->n_instances = n;
+    m->instances = wf_h_instances(call->arena, rows, n);
+    m->next_page_token = wf_h_page_out(call, msg, next);
+    if (m->instances == NULL || m->next_page_token == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    *resp = &m->base;
+    return WF_OK;
+}
+
+/* ---- CancelInstance -------------------------------------------------------------- */
+
+static ProtobufCMessage *
+build_cancel(wf_arena *a, const void *result)
+{
+    Workflow__V1__CancelInstanceResponse *m = wf_arena_alloc(a, sizeof *m);
+    if (m == NULL)
+        return NULL;
+    workflow__v1__cancel_instance_response__init(m);
+    m->instance = wf_h_instance(a, result);
+    return m->instance != NULL ? &m->base : NULL;
+}
+
+static const wf_h_builder cancel_builder = {build_cancel,
+                                            &workflow__v1__cancel_instance_response__descriptor};
+
+wf_code
+h_cancel_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
+                  wf_error *err)
+{
+    const Workflow__V1__CancelInstanceRequest *req = (const void *)msg;
+    wf_ref_ctx ctx;
+    wf_uow_idem idem;
+    wf_instance_row out;
+    wf_h_ref_ctx(call, &ctx);
+    wf_code rc = wf_h_idem(call, msg, req->request_id, &cancel_builder, &idem, err);
+    if (rc == WF_OK)
+        rc = wf_referral_cancel(&ctx, req->instance_id, req->reason, req->compensate, &idem, &out,
+                                err);
+    return wf_h_respond(call, rc, &idem, &cancel_builder, &out, resp, err);
+}
