@@ -58,8 +58,8 @@ str(const char *s)
     return s != NULL ? (char *)s : (char *)protobuf_c_empty_string;
 }
 
-static Google__Protobuf__Timestamp *
-timestamp(wf_arena *a, int64_t us, bool *oom)
+Google__Protobuf__Timestamp *
+wf_h_timestamp(wf_arena *a, int64_t us, bool *oom)
 {
     if (us == 0)
         return NULL;
@@ -99,9 +99,9 @@ wf_h_instance(wf_arena *a, const wf_instance_row *r)
         m->aggregate->type = str(r->aggregate_type);
         m->aggregate->id = str(r->aggregate_id);
     }
-    m->created_at = timestamp(a, r->created_at, &oom);
-    m->updated_at = timestamp(a, r->updated_at, &oom);
-    m->ended_at = timestamp(a, r->ended_at, &oom);
+    m->created_at = wf_h_timestamp(a, r->created_at, &oom);
+    m->updated_at = wf_h_timestamp(a, r->updated_at, &oom);
+    m->ended_at = wf_h_timestamp(a, r->ended_at, &oom);
     return oom ? NULL : m;
 }
 
@@ -125,9 +125,9 @@ wf_h_task(wf_arena *a, const wf_task_row *r)
     m->status = (Workflow__V1__TaskStatus)r->status;
     m->claimed_by = str(r->claimed_by);
     m->completed_by = str(r->completed_by);
-    m->created_at = timestamp(a, r->created_at, &oom);
-    m->due_at = timestamp(a, r->due_at, &oom);
-    m->ended_at = timestamp(a, r->ended_at, &oom);
+    m->created_at = wf_h_timestamp(a, r->created_at, &oom);
+    m->due_at = wf_h_timestamp(a, r->due_at, &oom);
+    m->ended_at = wf_h_timestamp(a, r->ended_at, &oom);
     return oom ? NULL : m;
 }
 

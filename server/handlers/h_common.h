@@ -15,10 +15,15 @@
 #include "handler.h"
 #include "referral.h"
 #include "uow.h"
+#include "google/protobuf/timestamp.pb-c.h"
 #include "workflow/v1/workflow.pb-c.h"
 
 /* The engine context of call (store, directory, identity, deadline). */
 void wf_h_ref_ctx(wf_call *call, wf_ref_ctx *out);
+
+/* Microseconds since the epoch → Timestamp in the arena; NULL for 0 (unset),
+ * and NULL with *oom set when out of memory. */
+Google__Protobuf__Timestamp *wf_h_timestamp(wf_arena *a, int64_t us, bool *oom);
 
 /* Rows → messages. NULL when out of memory. */
 Workflow__V1__Instance *wf_h_instance(wf_arena *a, const wf_instance_row *r);

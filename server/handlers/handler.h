@@ -103,6 +103,9 @@ typedef struct wf_stream_ops {
      * released once the message has been serialized. */
     wf_stream_step (*next)(wf_call *call, void *state, wf_arena *scratch, ProtobufCMessage **msg,
                            wf_error *err);
+    /* Releases what the state holds outside call->arena, however the stream
+     * ended. May be NULL. */
+    void (*close)(void *state);
 } wf_stream_ops;
 
 /* Route flags: which interceptors a method needs. */

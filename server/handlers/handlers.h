@@ -41,4 +41,7 @@ wf_code h_release_task(wf_call *call, const ProtobufCMessage *req, ProtobufCMess
 wf_code h_complete_task(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                         wf_error *err);
 
+/* WatchEvents: the event log as a server stream (h_events.c). */
+extern const wf_stream_ops h_watch_events;
+
 #endif /* WF_HANDLERS_H */

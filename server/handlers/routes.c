@@ -40,6 +40,6 @@ const wf_route wf_routes[] = {
     {"SendSignal", h_not_built, 0, NULL},
     {"ListSignals", h_not_built, 0, NULL},
     /* Events */
-    {"WatchEvents", h_not_built, WF_ROUTE_STREAM, NULL},
+    {"WatchEvents", NULL, WF_ROUTE_STREAM, &h_watch_events},
     {NULL, NULL, 0, NULL},
 };

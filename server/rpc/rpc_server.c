@@ -168,6 +168,8 @@ call_free(struct call *c)
         grpc_byte_buffer_destroy(c->send);
     if (c->recv != NULL)
         grpc_byte_buffer_destroy(c->recv);
+    if (c->sops != NULL && c->sops->close != NULL)
+        c->sops->close(c->sstate);
     if (c->call != NULL)
         grpc_call_unref(c->call);
     wf_arena_free(c->arena);
@@ -526,7 +528,7 @@ health_watch_next(wf_call *call, void *state, wf_arena *scratch, ProtobufCMessag
     return WF_STREAM_MESSAGE;
 }
 
-static const wf_stream_ops health_watch_ops = {NULL, health_watch_next};
+static const wf_stream_ops health_watch_ops = {NULL, health_watch_next, NULL};
 
 static void
 stream_unlist(struct call *c)
@@ -639,18 +641,29 @@ stream_start(struct call *c, const wf_stream_ops *ops, void *state)
     c->on_list = 1;
     pthread_mutex_unlock(&srv->hmu);
 
+    /* Headers go out at once, so the client knows the stream is accepted
+     * even when there is nothing to send yet; the first pull follows when
+     * they are out (T_BATCH). */
     grpc_op op;
     memset(&op, 0, sizeof op);
     op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
     op.data.recv_close_on_server.cancelled = &c->cancelled;
+    grpc_op hop;
+    memset(&hop, 0, sizeof hop);
+    grpc_metadata initial[1];
+    grpc_slice rid;
+    hop.op = GRPC_OP_SEND_INITIAL_METADATA;
+    hop.data.send_initial_metadata.count = initial_metadata(c, initial, &rid);
+    hop.data.send_initial_metadata.metadata = initial;
     pthread_mutex_lock(&c->mu);
     if (!start_batch_locked(c, &op, 1, &c->t_close))
         c->closed = 1;
+    else if (start_batch_locked(c, &hop, 1, &c->t_batch))
+        c->started = c->sending = 1;
     pthread_mutex_unlock(&c->mu);
+    grpc_slice_unref(rid);
     if (c->closed)
         stream_unlist(c);
-    else
-        stream_pull(c);
 }
 
 /* ---- server reflection (bidi) ---------------------------------------------- */
