@@ -32,10 +32,10 @@ wf_app_render_metrics(wf_app *app, FILE *out)
 }
 
 void
-wf_app_wake_streams(wf_app *app)
+wf_app_wake_streams(wf_app *app, const char *topic)
 {
     if (app->wake_streams != NULL)
-        app->wake_streams(app->wake_arg);
+        app->wake_streams(app->wake_arg, topic);
 }
 
 wf_code

@@ -299,7 +299,7 @@ wf_h_respond(wf_call *call, wf_code rc, const wf_uow_idem *idem, const wf_h_buil
     } else {
         *resp = b->build(call->arena, result);
         /* New events were committed: let WatchEvents followers read them. */
-        wf_app_wake_streams(call->app);
+        wf_app_wake_streams(call->app, WF_TOPIC_EVENTS);
     }
     if (*resp == NULL)
         return wf_error_set(err, WF_E_INTERNAL, "could not build the %s response", call->method);

@@ -49,6 +49,7 @@ watch_open(wf_call *call, const ProtobufCMessage *msg, void **state, wf_error *e
         /* "EVENT_TYPE_TASK_CREATED" is stored as "TASK_CREATED". */
         types[i] = v->name + strlen("EVENT_TYPE_");
     }
+    call->wake_topic = WF_TOPIC_EVENTS;
     w->after = req->after_sequence;
     w->follow = req->follow;
     w->filter.instance_id = req->instance_id[0] ? req->instance_id : NULL;
@@ -129,4 +130,4 @@ watch_close(void *state)
     wf_arena_free(w->batch);
 }
 
-const wf_stream_ops h_watch_events = {watch_open, watch_next, watch_close};
+const wf_stream_ops h_watch_events = {watch_open, watch_next, watch_close, false};

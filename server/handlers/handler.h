@@ -29,18 +29,24 @@ typedef struct wf_app {
     const wf_config *cfg;
     wf_store *store;
     struct wf_directory *directory; /* users and groups (engine/directory.h) */
-    /* Set by the rpc layer when it starts: wakes every open server stream
-     * so it looks for new data (called after events are committed). */
-    void (*wake_streams)(void *arg);
+    /* Set by the rpc layer when it starts: wakes the parked streams and long
+     * polls that listen to topic (see wf_call.wake_topic). */
+    void (*wake_streams)(void *arg, const char *topic);
     void *wake_arg;
 } wf_app;
+
+/* Wake-up topics: events committed, and jobs of one type made activatable
+ * ("jobs:" + job type). */
+#define WF_TOPIC_EVENTS "events"
+#define WF_TOPIC_JOBS_PREFIX "jobs:"
 
 /* Writes the service's own gauges (pool, work backlog) in Prometheus text
  * format. Thread-safe. */
 void wf_app_render_metrics(wf_app *app, FILE *out);
 
-/* Wakes the server's open streams (a no-op before the server runs). */
-void wf_app_wake_streams(wf_app *app);
+/* Wakes the server's parked streams that listen to topic (a no-op before
+ * the server runs). Cheap and non-blocking: any thread may call it. */
+void wf_app_wake_streams(wf_app *app, const char *topic);
 
 /* Opens the store the configuration names (Postgres when DATABASE_URL is
  * set, else memory) into app->store, and builds app->directory from
@@ -67,6 +73,12 @@ typedef struct wf_call {
     const char *actor_groups; /* x-actor-groups when trusted (WF_TRUST_ACTOR_GROUPS), else NULL */
     const char *request_id;   /* x-request-id or a generated id; for logs */
     int64_t deadline_ms;      /* monotonic ms (wf_mono_ms), 0 = no deadline */
+
+    /* Streams and long polls: what wakes a parked call (NULL: every
+     * wake-up), and, set by a step that answers WAIT, when to ask again
+     * anyway (monotonic ms; 0 = only on a wake-up). */
+    const char *wake_topic;
+    int64_t wake_at_ms;
 
     /* Filled by a handler that fails with field violations; the rpc layer
      * sends them as google.rpc.BadRequest next to the ErrorInfo. */
@@ -106,6 +118,9 @@ typedef struct wf_stream_ops {
     /* Releases what the state holds outside call->arena, however the stream
      * ended. May be NULL. */
     void (*close)(void *state);
+    /* True for a long-polling unary method: its first message is the
+     * response, and the call ends with it. */
+    bool unary;
 } wf_stream_ops;
 
 /* Route flags: which interceptors a method needs. */

@@ -54,7 +54,9 @@
 /* The FileDescriptorSet of the API, embedded at build time (descriptor_set.c). */
 extern const unsigned char wf_descriptor_set[];
 extern const size_t wf_descriptor_set_len;
-#define HEALTH_POLL_MS 1000
+#define HEALTH_POLL_MS 1000 /* store readiness probe */
+#define TIMER_TICK_MS 100   /* precision of timed wake-ups (long polls) */
+#define TOPIC_HEALTH "health"
 
 enum tag_kind { T_NEW, T_BATCH, T_CLOSE, T_WAKE, T_RECV };
 
@@ -105,6 +107,7 @@ struct call {
     int pulling;       /* the worker is asking the stream for its next step */
     int rewake;        /* a wake-up arrived while pulling */
     int wake_inflight; /* an empty batch (T_WAKE) is outstanding */
+    int64_t wake_at;   /* copy of scall.wake_at_ms taken under mu after each step */
     int done;          /* logged and counted: exactly once per call */
     struct call *snext, *sprev;
     int on_list;
@@ -448,52 +451,92 @@ health_status(wf_rpc_server *srv, enum health_service s)
     return GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN;
 }
 
-/* Wakes every open stream. Caller holds hmu. */
+/* Wakes c (caller holds c->mu): a step in progress will run again; a parked
+ * call gets an empty batch on its own queue. */
 static void
-wake_streams_locked(wf_rpc_server *srv)
+wake_call_locked(struct call *c)
+{
+    if (c->pulling) {
+        c->rewake = 1;
+    } else if (!c->closed && !c->ended && !c->sending && !c->wake_inflight) {
+        if (start_batch_locked(c, NULL, 0, &c->t_wake))
+            c->wake_inflight = 1;
+    }
+}
+
+/* Wakes the streams listening to topic (NULL: all). Caller holds hmu. */
+static void
+wake_streams_locked(wf_rpc_server *srv, const char *topic)
+{
+    if (srv->hquiesced)
+        return;
+    for (struct call *c = srv->streams; c != NULL; c = c->snext) {
+        const char *want = c->scall.wake_topic;
+        if (topic != NULL && want != NULL && strcmp(topic, want) != 0)
+            continue;
+        pthread_mutex_lock(&c->mu);
+        wake_call_locked(c);
+        pthread_mutex_unlock(&c->mu);
+    }
+}
+
+/* Wakes the streams whose timed wake-up is due. Caller holds hmu. */
+static void
+wake_due_locked(wf_rpc_server *srv, int64_t now)
 {
     if (srv->hquiesced)
         return;
     for (struct call *c = srv->streams; c != NULL; c = c->snext) {
         pthread_mutex_lock(&c->mu);
-        if (c->pulling) {
-            c->rewake = 1;
-        } else if (!c->closed && !c->ended && !c->sending && !c->wake_inflight) {
-            if (start_batch_locked(c, NULL, 0, &c->t_wake))
-                c->wake_inflight = 1;
+        if (c->wake_at != 0 && c->wake_at <= now) {
+            c->wake_at = 0;
+            wake_call_locked(c);
         }
         pthread_mutex_unlock(&c->mu);
     }
 }
 
 static void
-wake_streams(void *arg)
+wake_streams(void *arg, const char *topic)
 {
     wf_rpc_server *srv = arg;
     pthread_mutex_lock(&srv->hmu);
-    wake_streams_locked(srv);
+    wake_streams_locked(srv, topic);
     pthread_mutex_unlock(&srv->hmu);
 }
 
+/* The server's clock thread: probes the store's readiness every second
+ * (waking health watchers on a change) and fires timed wake-ups of long
+ * polls every TIMER_TICK_MS. */
 static void *
 health_monitor(void *arg)
 {
     wf_rpc_server *srv = arg;
+    int64_t next_probe = 0;
     pthread_mutex_lock(&srv->hmu);
     while (!srv->monitor_stop) {
-        pthread_mutex_unlock(&srv->hmu);
-        int ready = wf_app_ready(srv->app) ? 1 : 0;
-        pthread_mutex_lock(&srv->hmu);
-        if (ready != atomic_load(&srv->ready)) {
-            atomic_store(&srv->ready, ready);
-            WF_LOG(WF_LOG_INFO, "health", "store is %s", ready ? "ready" : "not ready");
-            wake_streams_locked(srv);
+        int64_t now = wf_mono_ms();
+        if (now >= next_probe) {
+            pthread_mutex_unlock(&srv->hmu);
+            int ready = wf_app_ready(srv->app) ? 1 : 0;
+            pthread_mutex_lock(&srv->hmu);
+            if (ready != atomic_load(&srv->ready)) {
+                atomic_store(&srv->ready, ready);
+                WF_LOG(WF_LOG_INFO, "health", "store is %s", ready ? "ready" : "not ready");
+                wake_streams_locked(srv, TOPIC_HEALTH);
+            }
+            next_probe = now + HEALTH_POLL_MS;
         }
+        wake_due_locked(srv, now);
         if (srv->monitor_stop)
             break;
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += HEALTH_POLL_MS / 1000;
+        until.tv_nsec += TIMER_TICK_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
         pthread_cond_timedwait(&srv->hcond, &srv->hmu, &until);
     }
     pthread_mutex_unlock(&srv->hmu);
@@ -528,7 +571,7 @@ health_watch_next(wf_call *call, void *state, wf_arena *scratch, ProtobufCMessag
     return WF_STREAM_MESSAGE;
 }
 
-static const wf_stream_ops health_watch_ops = {NULL, health_watch_next, NULL};
+static const wf_stream_ops health_watch_ops = {NULL, health_watch_next, NULL, false};
 
 static void
 stream_unlist(struct call *c)
@@ -571,6 +614,7 @@ stream_pull(struct call *c)
         grpc_byte_buffer *bb = step == WF_STREAM_MESSAGE ? pack(msg) : NULL;
         wf_arena_free(scratch);
         pthread_mutex_lock(&c->mu);
+        c->wake_at = step == WF_STREAM_WAIT ? c->scall.wake_at_ms : 0;
         if (c->closed) {
             if (bb != NULL)
                 grpc_byte_buffer_destroy(bb);
@@ -581,11 +625,13 @@ stream_pull(struct call *c)
                 continue;
             break;
         }
-        grpc_op ops[2];
+        grpc_op ops[3];
         memset(ops, 0, sizeof ops);
         size_t n = 0;
         grpc_metadata initial[1];
         grpc_slice rid = grpc_empty_slice();
+        /* A long poll's message is its response: status OK goes with it. */
+        int last = step == WF_STREAM_END || c->sops->unary;
         if (!c->started) {
             ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
             ops[n].data.send_initial_metadata.count = initial_metadata(c, initial, &rid);
@@ -601,18 +647,18 @@ stream_pull(struct call *c)
             ops[n].op = GRPC_OP_SEND_MESSAGE;
             ops[n].data.send_message.send_message = c->send;
             n++;
-        } else {
+        }
+        if (last)
             status_op(c, &ops[n++], wf_rpc_status_code(err.code), err.code, err.msg, NULL, 0,
                       &smsg, trailer, &sdetails);
-        }
         if (start_batch_locked(c, ops, n, &c->t_batch)) {
             c->started = 1;
-            if (step == WF_STREAM_MESSAGE)
-                c->sending = 1;
-            else
+            if (last)
                 c->ended = 1;
+            else
+                c->sending = 1;
         }
-        if (step == WF_STREAM_END)
+        if (last)
             call_done(c, wf_rpc_status_code(err.code), err.code);
         grpc_slice_unref(rid);
         grpc_slice_unref(smsg);
@@ -839,6 +885,7 @@ dispatch(struct call *c)
         hw->srv = srv;
         hw->service = health_service_of(hreq->service);
         hw->sent = -1;
+        c->scall.wake_topic = TOPIC_HEALTH;
         stream_start(c, &health_watch_ops, hw);
         return;
     }
@@ -1165,7 +1212,7 @@ wf_rpc_server_drain(wf_rpc_server *srv)
 {
     pthread_mutex_lock(&srv->hmu);
     atomic_store(&srv->draining, 1);
-    wake_streams_locked(srv);
+    wake_streams_locked(srv, TOPIC_HEALTH);
     pthread_mutex_unlock(&srv->hmu);
 }
 
