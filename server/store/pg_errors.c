@@ -21,8 +21,8 @@ starts(const char *s, const char *prefix)
 }
 
 wf_code
-wf_pg_map_error(PGconn *pg, const PGresult *res, const char *stmt, const char *what, bool *broken,
-                wf_error *err)
+wf_pg_map_error(PGconn *pg, const PGresult *res, const char *stmt, const char *what, bool quiet,
+                bool *broken, wf_error *err)
 {
     const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     const char *text = res != NULL ? PQresultErrorMessage(res) : NULL;
@@ -56,8 +56,8 @@ wf_pg_map_error(PGconn *pg, const PGresult *res, const char *stmt, const char *w
     } else {
         code = wf_error_set(err, WF_E_INTERNAL, "could not access %s", what);
     }
-    WF_LOG(code == WF_E_INTERNAL ? WF_LOG_ERROR : WF_LOG_WARN, "db_error",
-           "statement=%s sqlstate=%s code=%s detail=%s", stmt, state[0] ? state : "none",
-           wf_code_reason(code), text);
+    wf_log_level level = code == WF_E_INTERNAL ? WF_LOG_ERROR : WF_LOG_WARN;
+    WF_LOG(quiet ? WF_LOG_DEBUG : level, "db_error", "statement=%s sqlstate=%s code=%s detail=%s",
+           stmt, state[0] ? state : "none", wf_code_reason(code), text);
     return code;
 }

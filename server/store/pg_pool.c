@@ -149,9 +149,10 @@ notice_to_log(void *arg, const char *message)
     WF_LOG(WF_LOG_DEBUG, "db_notice", "%s", message);
 }
 
-/* Connects without ever blocking past min(connect timeout, deadline). */
+/* Connects without ever blocking past min(connect timeout, deadline).
+ * quiet: do not log a failure (the caller logs once per outage). */
 static PGconn *
-connect_bounded(wf_pg_pool *p, int64_t deadline_ms, wf_error *err)
+connect_bounded(wf_pg_pool *p, int64_t deadline_ms, bool quiet, wf_error *err)
 {
     int64_t cutoff = wf_mono_ms() + p->connect_timeout_ms;
     if (deadline_ms != 0 && deadline_ms < cutoff)
@@ -174,8 +175,9 @@ connect_bounded(wf_pg_pool *p, int64_t deadline_ms, wf_error *err)
         st = PQconnectPoll(pg);
     }
     if (st != PGRES_POLLING_OK || PQstatus(pg) != CONNECTION_OK || PQsetnonblocking(pg, 1) != 0) {
-        WF_LOG(WF_LOG_WARN, "db_connect_failed", "detail=%s",
-               why != NULL ? why : PQerrorMessage(pg));
+        if (!quiet)
+            WF_LOG(WF_LOG_WARN, "db_connect_failed", "detail=%s",
+                   why != NULL ? why : PQerrorMessage(pg));
         PQfinish(pg);
         wf_error_set(err, WF_E_STORE_UNAVAILABLE, "could not connect to the database");
         return NULL;
@@ -185,9 +187,9 @@ connect_bounded(wf_pg_pool *p, int64_t deadline_ms, wf_error *err)
 }
 
 PGconn *
-wf_pg_pool_connect(wf_pg_pool *p, int64_t deadline_ms, wf_error *err)
+wf_pg_pool_connect(wf_pg_pool *p, int64_t deadline_ms, bool quiet, wf_error *err)
 {
-    return connect_bounded(p, deadline_ms, err);
+    return connect_bounded(p, deadline_ms, quiet, err);
 }
 
 /* A connection whose socket is readable while idle has been told
@@ -266,7 +268,7 @@ wf_pg_pool_acquire(wf_pg_pool *p, int64_t deadline_ms, wf_pg_conn **out, wf_erro
             give_back(p, c);
             return wf_error_set(err, WF_E_STORE_UNAVAILABLE, "could not reach the database");
         }
-        c->pg = connect_bounded(p, deadline_ms, err);
+        c->pg = connect_bounded(p, deadline_ms, false, err);
         pthread_mutex_lock(&p->mu);
         if (c->pg == NULL) {
             p->down_until_ms = wf_mono_ms() + p->backoff_ms;
@@ -366,7 +368,7 @@ finish(wf_pg_conn *c, const wf_pg_stmt *st, int sent, int64_t cutoff, PGresult *
         /* The server did not answer in time: drop the connection rather
          * than wait (its transaction aborts when the socket closes). */
         c->broken = true;
-        WF_LOG(WF_LOG_WARN, "db_timeout", "statement=%s", st->name);
+        WF_LOG(c->quiet ? WF_LOG_DEBUG : WF_LOG_WARN, "db_timeout", "statement=%s", st->name);
         return wf_error_set(err, WF_E_DEADLINE_EXCEEDED,
                             "deadline exceeded while waiting for the store");
     }
@@ -376,7 +378,7 @@ finish(wf_pg_conn *c, const wf_pg_stmt *st, int sent, int64_t cutoff, PGresult *
         return WF_OK;
     }
     bool broken = false;
-    wf_code rc = wf_pg_map_error(c->pg, r, st->name, st->what, &broken, err);
+    wf_code rc = wf_pg_map_error(c->pg, r, st->name, st->what, c->quiet, &broken, err);
     if (broken)
         c->broken = true;
     PQclear(r);

@@ -26,6 +26,8 @@ typedef struct wf_pg_conn {
     uint64_t prepared; /* bit i: statement i is prepared on pg */
     bool broken;       /* drop it at release; the next user reconnects */
     bool busy;         /* owned by the pool: lent out */
+    bool quiet;        /* log failures at debug level: the owner (the
+                          listener) logs once per outage itself */
 } wf_pg_conn;
 
 /* A statement, prepared lazily per connection under its name. */
@@ -61,9 +63,12 @@ wf_code wf_pg_pool_acquire(wf_pg_pool *p, int64_t deadline_ms, wf_pg_conn **out,
  * after a failed transaction) is closed instead of being reused. */
 void wf_pg_pool_release(wf_pg_pool *p, wf_pg_conn *c);
 
-/* Opens a connection outside the pool (startup migrations). Blocking
- * libpq calls are fine on it. Close with PQfinish. NULL and err on failure. */
-PGconn *wf_pg_pool_connect(wf_pg_pool *p, int64_t deadline_ms, wf_error *err);
+/* Opens a connection outside the pool (startup migrations, the listener),
+ * bounded like the pool's, in non-blocking mode (blocking libpq calls such
+ * as PQexec still work on it). quiet: leave logging a failure to the
+ * caller. Close with PQfinish. NULL and err on failure. Safe to call from
+ * any thread. */
+PGconn *wf_pg_pool_connect(wf_pg_pool *p, int64_t deadline_ms, bool quiet, wf_error *err);
 
 void wf_pg_pool_stats(wf_pg_pool *p, wf_store_stats *out);
 
@@ -78,9 +83,9 @@ wf_code wf_pg_exec(wf_pg_conn *c, const wf_pg_stmt *stmts, int id, int nparams,
 
 /* pg_errors.c: maps a failed result (or a connection failure when res is
  * NULL) to a wf_code and a client-safe message naming what; logs the
- * SQLSTATE and server text. Sets *broken when the connection is unusable.
- * The one place SQLSTATEs are interpreted. */
+ * SQLSTATE and server text (at debug level when quiet). Sets *broken when
+ * the connection is unusable. The one place SQLSTATEs are interpreted. */
 wf_code wf_pg_map_error(PGconn *pg, const PGresult *res, const char *stmt, const char *what,
-                        bool *broken, wf_error *err);
+                        bool quiet, bool *broken, wf_error *err);
 
 #endif /* WF_PG_POOL_H */

@@ -731,3 +731,20 @@ wf_store_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after_sequen
     return st->ops->read_events(st, ctx, after_sequence, f != NULL ? f : &none, limit, rows, n,
                                 err);
 }
+
+wf_code
+wf_store_sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error *err)
+{
+    wf_code rc = check_ctx(ctx, false, err);
+    if (rc != WF_OK)
+        return rc;
+    return st->ops->sequence_events(st, ctx, err);
+}
+
+wf_code
+wf_store_set_listener(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err)
+{
+    if (fn == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "cannot listen without a callback");
+    return st->ops->set_listener(st, fn, arg, err);
+}

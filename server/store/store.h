@@ -276,9 +276,10 @@ typedef struct wf_signal_row {
     bool discarded;      /* expired or withdrawn from the buffer */
 } wf_signal_row;
 
-/* One domain event. The sequence is assigned by the store on write. */
+/* One domain event. The sequence is assigned by the store (ignored on
+ * write); see wf_store_read_events for what it guarantees. */
 typedef struct wf_event_row {
-    int64_t sequence;
+    int64_t sequence; /* 1, 2, 3, ... as events become visible; never reused */
     char *tenant;
     char *root_id;
     char *instance_id;
@@ -372,8 +373,9 @@ typedef struct wf_store_pg_config {
  * (WF_E_STORE_UNAVAILABLE when Postgres cannot be reached) on failure. */
 wf_store *wf_store_pg_new(const wf_store_pg_config *cfg, wf_error *err);
 
-/* Closes every connection and frees everything. NULL-safe. No call may be
- * in flight. */
+/* Stops the listener (if any; joins its thread), closes every connection
+ * and frees everything. NULL-safe. No call may be in flight, and it must
+ * not be called from the listener callback. */
 void wf_store_free(wf_store *st);
 
 /* True when the store can serve calls now (health checks). */
@@ -405,8 +407,9 @@ wf_code wf_store_begin(wf_store *st, const wf_store_ctx *ctx, wf_tx **tx, wf_err
 wf_code wf_tx_lock_root(wf_tx *tx, const char *instance_id, wf_aggregate *out, wf_error *err);
 
 /* Writes one mutation's rows, deletions and events. Instances are checked
- * against their version (see wf_instance_row.version). Event sequences are
- * assigned in array order. */
+ * against their version (see wf_instance_row.version). Events are appended
+ * in array order; their sequences are assigned when they become visible
+ * (see wf_store_read_events). */
 wf_code wf_tx_apply(wf_tx *tx, const wf_store_changes *changes, wf_error *err);
 
 /* Commits and frees tx (also on failure: a failed commit is rolled back). */
@@ -580,15 +583,32 @@ wf_code wf_store_find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const
  * that instance and, when it is a root, of its whole tree; definition_key
  * matches events of instances of that definition; types[] is a set.
  *
- * Gaps. The memory store assigns sequences at write time under its one
- * mutex, so sequence order is commit order and readers never see a gap.
- * Postgres takes sequences from an identity column when the event is
- * written, so a transaction holding sequence 10 can commit after one
- * holding 11: a reader may return 11, and a client resuming "after 11"
- * would then never see 10. Filtering on pg_snapshot_xmin() alone does not
- * close this (a writer's xid order differs from its sequence order). The
- * planned fix is a commit-ordered sequence; until then WatchEvents must
- * not be promised gap-free on Postgres.
+ * Delivery guarantees (design.md section 4), on both stores:
+ *   - Sequences are 1, 2, 3, ... with no gaps, handed out as events
+ *     become visible (after their transaction commits), never below a
+ *     sequence already visible: every reader that sees sequence N also
+ *     sees every sequence below N.
+ *     A client that resumes after the last sequence it saw therefore never
+ *     skips an event and never sees one twice, even when transactions
+ *     commit in another order than they wrote (a slow transaction's events
+ *     are numbered after everything already visible).
+ *   - The events of one unit of work keep their array order, and units of
+ *     work on one root (serialised by its lock) keep their commit order,
+ *     so per-instance order is kept.
+ *   - A call returns every matching event committed before it started
+ *     (up to limit), so a caller reads its own writes. Postgres only: if
+ *     sequencing is stuck behind another session for about a second the
+ *     call returns what is numbered so far instead (fewer events, never
+ *     a gap); the next call catches up.
+ *
+ * How. Memory: sequences are assigned at write time under the store's one
+ * mutex, which the unit of work holds until commit; a rollback gives them
+ * back. Postgres: writers insert events unnumbered; the sequencer (one
+ * statement, one batch at a time across all replicas under an advisory
+ * lock, see migrations/0001_init.sql) numbers the committed ones in
+ * insertion order. This call runs the sequencer first (a no-op when
+ * nothing is pending), so readers drive sequencing and no background
+ * thread is needed for correctness.
  */
 typedef struct wf_event_filter {
     const char *instance_id;
@@ -600,5 +620,48 @@ typedef struct wf_event_filter {
 wf_code wf_store_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after_sequence,
                              const wf_event_filter *f, size_t limit, wf_event_row **rows, size_t *n,
                              wf_error *err);
+
+/* Numbers every committed event that has no sequence yet, in batches (a
+ * background tick may call it to keep sequencing ahead of readers; nobody
+ * has to). ctx->tenant is ignored: sequencing is global. Stops at the
+ * deadline having kept the batches done. Memory store: a no-op. */
+wf_code wf_store_sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error *err);
+
+/* ---- wake-ups ------------------------------------------------------------
+ *
+ * Channels, the same on both stores:
+ *   "wf_events", payload "": a committed transaction wrote events.
+ *   "wf_jobs", payload the job type: a committed transaction made a job
+ *     activatable (inserted it ACTIVATABLE, or updated it to ACTIVATABLE
+ *     with a state, activatable_at or job type it did not have before).
+ *     Payload "" means "any type" (see below). A job whose lease expires,
+ *     or whose activatable_at arrives, notifies nobody: pollers also need
+ *     a timer.
+ * Notifications are hints: one commit gives at most one per distinct
+ * (channel, payload); they carry no tenant; a rollback gives none. After
+ * the Postgres listener reconnects (notifications sent while it was down
+ * are lost) it calls fn once with ("wf_events", "") and ("wf_jobs", "") so
+ * that waiters re-check.
+ */
+
+/* Receives one notification. channel and payload are valid only during
+ * the call. It must be cheap and must not block (wake waiters and return):
+ * Postgres calls it on the store's listener thread, so a slow callback
+ * delays every later notification; the memory store calls it on the
+ * committing thread right after the commit, with no store lock held. It
+ * must not call wf_store_free. */
+typedef void (*wf_store_listen_fn)(void *arg, const char *channel, const char *payload);
+
+/* Delivers notifications of commits on this store (memory) or on any
+ * store on the same database, i.e. every replica (Postgres), to fn(arg,
+ * ...) until wf_store_free. Call at most once per store, before sharing it
+ * between threads.
+ * Postgres: starts a thread with one dedicated connection (outside the
+ * pool) that LISTENs on both channels; when this returns the listener is
+ * listening, or Postgres was unreachable and it keeps retrying with
+ * back-off (250 ms doubling to 2 s, one log line per outage). It
+ * reconnects the same way after a restart. WF_E_INTERNAL when called twice
+ * or when the thread cannot start. */
+wf_code wf_store_set_listener(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err);
 
 #endif /* WF_STORE_H */

@@ -72,6 +72,8 @@ typedef struct wf_store_ops {
     wf_code (*read_events)(wf_store *st, const wf_store_ctx *ctx, int64_t after,
                            const wf_event_filter *f, size_t limit, wf_event_row **rows, size_t *n,
                            wf_error *err);
+    wf_code (*sequence_events)(wf_store *st, const wf_store_ctx *ctx, wf_error *err);
+    wf_code (*set_listener)(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err);
 } wf_store_ops;
 
 /* Implementations embed these first in their own structs. */

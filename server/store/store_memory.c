@@ -9,6 +9,13 @@
  * log backwards, commit drops it. Cross-instance calls (activation, timer
  * claims) take the mutex for their own duration.
  *
+ * Events get their sequence at write time; since the unit of work holds
+ * the mutex until it ends and a rollback gives the numbers back, sequence
+ * order is commit order with no gaps, as on Postgres. Wake-ups: a unit of
+ * work remembers whether it wrote events and which job types it made
+ * activatable (the same rule as the Postgres triggers) and calls the
+ * listener after commit, once the mutex is released.
+ *
  * Each table is an array of (key, row) kept sorted by key, where the key
  * starts with the tenant, so one tenant's rows are contiguous. Rows are
  * deep-copied in (malloc) and out (into the caller's arena); nothing the
@@ -50,8 +57,11 @@ typedef struct mem_tx {
     wf_tx base;
     mundo *undo;
     size_t n_undo, cap_undo;
-    size_t ev_mark;   /* events before the transaction */
-    int64_t seq_mark; /* last sequence before the transaction */
+    size_t ev_mark;    /* events before the transaction */
+    int64_t seq_mark;  /* last sequence before the transaction */
+    bool wrote_events; /* notify "wf_events" at commit */
+    char **job_types;  /* distinct types made activatable: notify "wf_jobs" */
+    size_t n_job_types, cap_job_types;
 } mem_tx;
 
 typedef struct mem_store {
@@ -62,6 +72,8 @@ typedef struct mem_store {
     wf_event_row *events; /* in sequence order */
     size_t n_events, cap_events;
     int64_t last_seq;
+    wf_store_listen_fn listen_fn; /* set once by wf_store_set_listener; under mu */
+    void *listen_arg;
 } mem_store;
 
 #define F(row, off) ((const char *)(row) + (off))
@@ -463,7 +475,9 @@ mem_begin(wf_store *st, const wf_store_ctx *ctx, wf_tx **out, wf_error *err)
     return WF_OK;
 }
 
-/* Ends the transaction: rollback replays the undo log backwards. */
+/* Ends the transaction: rollback replays the undo log backwards. After a
+ * commit the listener hears of it, outside the mutex (it may call back
+ * into the store, and must never run under a store lock). */
 static void
 mem_end(mem_tx *tx, bool commit)
 {
@@ -494,7 +508,17 @@ mem_end(mem_tx *tx, bool commit)
     }
     free(tx->undo);
     m->tx = NULL;
+    wf_store_listen_fn fn = commit ? m->listen_fn : NULL;
+    void *arg = m->listen_arg;
     pthread_mutex_unlock(&m->mu);
+    if (fn != NULL && tx->wrote_events)
+        fn(arg, "wf_events", "");
+    for (size_t i = 0; i < tx->n_job_types; i++) {
+        if (fn != NULL)
+            fn(arg, "wf_jobs", tx->job_types[i]);
+        free(tx->job_types[i]);
+    }
+    free(tx->job_types);
     free(tx);
 }
 
@@ -606,6 +630,42 @@ put_instance(mem_tx *tx, mem_store *m, const wf_instance_row *in, wf_error *err)
     return tx_put(tx, &m->insts, &copy, in->id, NULL, err);
 }
 
+static bool
+same_str(const char *a, const char *b)
+{
+    return (a == NULL && b == NULL) || eq(a, b);
+}
+
+/* Remembers that tx makes job j activatable, when it does: j is
+ * ACTIVATABLE and is new, or was not ACTIVATABLE, or had another
+ * activatable_at or type (the rule of the Postgres jobs_notify triggers). */
+static wf_code
+note_job(mem_tx *tx, mem_store *m, const wf_job_row *j, wf_error *err)
+{
+    if (j->state != WF_JOB_ACTIVATABLE || j->job_type == NULL)
+        return WF_OK;
+    const wf_job_row *old = mt_get(&m->jobs, tx->base.ctx.tenant, j->id, NULL);
+    if (old != NULL && old->state == j->state && old->activatable_at == j->activatable_at &&
+        same_str(old->job_type, j->job_type))
+        return WF_OK;
+    for (size_t i = 0; i < tx->n_job_types; i++)
+        if (strcmp(tx->job_types[i], j->job_type) == 0)
+            return WF_OK;
+    if (tx->n_job_types == tx->cap_job_types) {
+        size_t cap = tx->cap_job_types ? tx->cap_job_types * 2 : 4;
+        char **v = realloc(tx->job_types, cap * sizeof *v);
+        if (v == NULL)
+            return wf_store__nomem(err);
+        tx->job_types = v;
+        tx->cap_job_types = cap;
+    }
+    char *type = strdup(j->job_type);
+    if (type == NULL)
+        return wf_store__nomem(err);
+    tx->job_types[tx->n_job_types++] = type;
+    return WF_OK;
+}
+
 static wf_code
 append_event(mem_store *m, const wf_event_row *e, const char *tenant, wf_error *err)
 {
@@ -641,8 +701,11 @@ mem_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
         rc = tx_put(tx, &m->tokens, &c->tokens[i], c->tokens[i].id, NULL, err);
     for (size_t i = 0; rc == WF_OK && i < c->n_work_items; i++)
         rc = tx_put(tx, &m->work_items, &c->work_items[i], c->work_items[i].id, NULL, err);
-    for (size_t i = 0; rc == WF_OK && i < c->n_jobs; i++)
-        rc = tx_put(tx, &m->jobs, &c->jobs[i], c->jobs[i].id, NULL, err);
+    for (size_t i = 0; rc == WF_OK && i < c->n_jobs; i++) {
+        rc = note_job(tx, m, &c->jobs[i], err);
+        if (rc == WF_OK)
+            rc = tx_put(tx, &m->jobs, &c->jobs[i], c->jobs[i].id, NULL, err);
+    }
     for (size_t i = 0; rc == WF_OK && i < c->n_timers; i++)
         rc = tx_put(tx, &m->timers, &c->timers[i], c->timers[i].id, NULL, err);
     for (size_t i = 0; rc == WF_OK && i < c->n_subscriptions; i++)
@@ -661,6 +724,8 @@ mem_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
         rc = tx_del(tx, &m->subs, c->del_subscriptions[i], err);
     for (size_t i = 0; rc == WF_OK && i < c->n_events; i++)
         rc = append_event(m, &c->events[i], t->ctx.tenant, err);
+    if (c->n_events > 0)
+        tx->wrote_events = true;
     return rc;
 }
 
@@ -1089,6 +1154,7 @@ mem_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, c
     wf_code rc = mem_lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
+    size_t ev_before = m->n_events;
     rc =
         gather(m, &m->jobs, ctx->tenant, job_activatable, &q, cmp_job_activation, max, &v, &k, err);
     if (rc == WF_OK) {
@@ -1122,8 +1188,14 @@ mem_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, c
         if (rc == WF_OK)
             rc = append_event(m, &ev, ctx->tenant, err);
     }
+    /* JOB_ACTIVATED events were written: wake event readers, after the
+     * mutex is released. */
+    wf_store_listen_fn fn = m->n_events > ev_before ? m->listen_fn : NULL;
+    void *arg = m->listen_arg;
     pthread_mutex_unlock(&m->mu);
     free(v);
+    if (fn != NULL)
+        fn(arg, "wf_events", "");
     if (rc == WF_OK) {
         *rows = out;
         *n = k;
@@ -1248,6 +1320,32 @@ mem_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after_seq, const 
     return rc;
 }
 
+/* Sequences are assigned at write time: nothing is ever pending. */
+static wf_code
+mem_sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error *err)
+{
+    (void)st;
+    (void)ctx;
+    (void)err;
+    return WF_OK;
+}
+
+static wf_code
+mem_set_listener(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err)
+{
+    mem_store *m = (mem_store *)st;
+    wf_code rc = WF_OK;
+    pthread_mutex_lock(&m->mu);
+    if (m->listen_fn != NULL) {
+        rc = wf_error_set(err, WF_E_INTERNAL, "the store already has a listener");
+    } else {
+        m->listen_fn = fn;
+        m->listen_arg = arg;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
 /* ---- construction ------------------------------------------------------- */
 
 static const wf_store_ops mem_ops = {
@@ -1276,6 +1374,8 @@ static const wf_store_ops mem_ops = {
     .claim_due_timers = mem_claim_due_timers,
     .find_subscriptions = mem_find_subscriptions,
     .read_events = mem_read_events,
+    .sequence_events = mem_sequence_events,
+    .set_listener = mem_set_listener,
 };
 
 wf_store *

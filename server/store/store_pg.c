@@ -15,6 +15,13 @@
  * lists below are in descriptor order, and every result's column count is
  * checked against its descriptor.
  *
+ * Events are inserted unnumbered; the sequencer (wf_sequence_events in
+ * migrations/0001_init.sql, which explains why it is gap-free) numbers
+ * committed ones, and every event read runs it first. Wake-ups: triggers
+ * NOTIFY wf_events / wf_jobs at commit; the optional listener thread owns
+ * one connection outside the pool that LISTENs and hands notifications to
+ * the callback, reconnecting with back-off after an outage.
+ *
  * Owns: the schema (migrations/, applied at startup under an advisory
  * lock) and every query. Must not: leak SQL or libpq text to clients
  * (pg_errors.c maps failures), build SQL from strings, or keep a
@@ -23,16 +30,38 @@
 #include "pg_pool.h"
 #include "store_int.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "wf_log.h"
 #include "wf_time.h"
 
-/* Any 64-bit constant, the same in every replica: serialises migrations. */
+/* Any 64-bit constant, the same in every replica: serialises migrations.
+ * (The sequencer's lock, in 0001_init.sql, is 7318240518.) */
 #define MIGRATION_LOCK "7318240517"
+
+/* Sequencer: rows numbered per batch (one short transaction each), the
+ * longest wait for another session's batch, and how many batches a read
+ * runs before reading anyway (a backlog is caught up over several calls). */
+#define SEQ_BATCH 1000
+#define SEQ_WAIT_MS 1000
+#define SEQ_READ_ROUNDS 10
+#define SEQ_TICK_ROUNDS 1000
+
+/* Listener: poll timeout (how fast wf_store_free stops it) and reconnect
+ * back-off, as the pool's. */
+#define LISTEN_POLL_MS 100
+#define LISTEN_BACKOFF_MIN_MS 250
+#define LISTEN_BACKOFF_MAX_MS 2000
+#define LISTEN_STMT_MS 2000
+#define LISTEN_HEALTHY_MS 10000 /* connected this long: the back-off starts over */
 
 /* Column lists, in the order of the row descriptors in store.c. */
 #define COLS_DEFINITIONS                                                                           \
@@ -114,6 +143,9 @@ enum {
     S_CLAIM_TIMERS,
     S_FIND_SUBS,
     S_READ_EVENTS,
+    S_SEQUENCE,
+    S_LISTEN_EVENTS,
+    S_LISTEN_JOBS,
     S_MIG_LOCK,
     S_MIG_UNLOCK,
     S_MIG_TABLE,
@@ -387,7 +419,7 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                      "subscription"},
     [S_READ_EVENTS] = {"read_events",
                        "SELECT " COLS_EVENTS " FROM events e WHERE tenant_id = $1 "
-                       "AND sequence > $2 "
+                       "AND sequence IS NOT NULL AND sequence > $2 "
                        "AND ($3::text IS NULL OR instance_id = $3 OR root_id = $3) "
                        "AND ($4::text IS NULL OR EXISTS (SELECT 1 FROM instances i WHERE "
                        "i.tenant_id = e.tenant_id AND i.id = e.instance_id AND "
@@ -395,6 +427,12 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                        "AND ($5::text[] IS NULL OR type = ANY($5)) "
                        "ORDER BY sequence LIMIT $6",
                        "event"},
+    /* One batch of the sequencer, in its own (implicit) transaction:
+     * ($1 batch, $2 wait ms) -> rows numbered, -1 when busy elsewhere. */
+    [S_SEQUENCE] = {"sequence_events", "SELECT wf_sequence_events($1, $2)", "event"},
+    /* Utility statements go through the extended protocol too. */
+    [S_LISTEN_EVENTS] = {"listen_events", "LISTEN wf_events", "the database"},
+    [S_LISTEN_JOBS] = {"listen_jobs", "LISTEN wf_jobs", "the database"},
 
     [S_MIG_LOCK] = {"mig_lock", "SELECT pg_advisory_lock(" MIGRATION_LOCK ")", "the schema"},
     [S_MIG_UNLOCK] = {"mig_unlock", "SELECT pg_advisory_unlock(" MIGRATION_LOCK ")", "the schema"},
@@ -407,9 +445,12 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                       "the schema"},
 };
 
+typedef struct pg_listener pg_listener;
+
 typedef struct pg_store {
     wf_store base;
     wf_pg_pool *pool;
+    pg_listener *listener; /* NULL until wf_store_set_listener */
 } pg_store;
 
 typedef struct pg_tx {
@@ -722,10 +763,13 @@ tx_open(pg_store *s, const wf_store_ctx *ctx, wf_pg_conn **out, wf_error *err)
 
 /* ---- store lifecycle -------------------------------------------------------- */
 
+static void listener_stop(pg_listener *l);
+
 static void
 pg_destroy(wf_store *st)
 {
     pg_store *s = (pg_store *)st;
+    listener_stop(s->listener);
     wf_pg_pool_free(s->pool);
     free(s);
 }
@@ -1241,10 +1285,46 @@ pg_find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const char *name,
     return query((pg_store *)st, ctx, S_FIND_SUBS, &p, &wf_store__subscription_desc, rows, n, err);
 }
 
+/*
+ * Runs sequencer batches on c until nothing committed is left unnumbered,
+ * another session keeps the sequencer lock past the wait (then the caller
+ * reads what is numbered: never a gap, perhaps not the newest), or
+ * max_rounds batches ran (a backlog is caught up over several calls).
+ * Each batch is its own transaction, so what is done stays done.
+ */
+static wf_code
+sequence_pending(wf_pg_conn *c, const wf_store_ctx *ctx, int max_rounds, wf_error *err)
+{
+    for (int round = 0; round < max_rounds; round++) {
+        /* Leave half of what remains of the deadline for the read. */
+        int64_t wait = SEQ_WAIT_MS;
+        if (ctx->deadline_ms != 0) {
+            int64_t half = (ctx->deadline_ms - wf_mono_ms()) / 2;
+            wait = half < wait ? half : wait;
+            wait = wait < 1 ? 1 : wait;
+        }
+        params p = {.a = ctx->arena};
+        p_i64(&p, SEQ_BATCH);
+        p_i64(&p, wait);
+        PGresult *res;
+        wf_code rc = run(c, S_SEQUENCE, &p, ctx->deadline_ms, &res, err);
+        if (rc != WF_OK)
+            return rc;
+        long long done = PQntuples(res) == 1 ? atoll(PQgetvalue(res, 0, 0)) : 0;
+        PQclear(res);
+        if (done < 0)
+            WF_LOG(WF_LOG_DEBUG, "db_sequencer_busy", "wait_ms=%" PRId64, wait);
+        if (done < SEQ_BATCH)
+            break;
+    }
+    return WF_OK;
+}
+
 static wf_code
 pg_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after, const wf_event_filter *f,
                size_t limit, wf_event_row **rows, size_t *n, wf_error *err)
 {
+    pg_store *s = (pg_store *)st;
     params p = {.a = ctx->arena};
     p_str(&p, ctx->tenant);
     p_i64(&p, after);
@@ -1252,7 +1332,31 @@ pg_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after, const wf_ev
     p_str(&p, f->definition_key);
     p_text_array(&p, f->types, f->n_types);
     p_i64(&p, (int64_t)limit);
-    return query((pg_store *)st, ctx, S_READ_EVENTS, &p, &wf_store__event_desc, rows, n, err);
+    wf_pg_conn *c = NULL;
+    wf_code rc = conn_get(s, ctx, &c, err);
+    if (rc != WF_OK)
+        return rc;
+    /* Number what committed before this call, then read in a later
+     * snapshot: the read sees those numbers and every smaller one. */
+    rc = sequence_pending(c, ctx, SEQ_READ_ROUNDS, err);
+    if (rc == WF_OK)
+        rc = run_rows(c, S_READ_EVENTS, &p, ctx->deadline_ms, &wf_store__event_desc, ctx->arena,
+                      rows, n, err);
+    conn_put(s, c);
+    return rc;
+}
+
+static wf_code
+pg_sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error *err)
+{
+    pg_store *s = (pg_store *)st;
+    wf_pg_conn *c = NULL;
+    wf_code rc = conn_get(s, ctx, &c, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = sequence_pending(c, ctx, SEQ_TICK_ROUNDS, err);
+    conn_put(s, c);
+    return rc;
 }
 
 /* ---- migrations -------------------------------------------------------------- */
@@ -1263,7 +1367,7 @@ pg_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after, const wf_ev
 static wf_code
 migrate(pg_store *s, wf_error *err)
 {
-    PGconn *pg = wf_pg_pool_connect(s->pool, 0, err);
+    PGconn *pg = wf_pg_pool_connect(s->pool, 0, false, err);
     if (pg == NULL)
         return err != NULL ? err->code : WF_E_STORE_UNAVAILABLE;
     wf_pg_conn c = {.pg = pg};
@@ -1287,7 +1391,7 @@ migrate(pg_store *s, wf_error *err)
             PGresult *res = PQexec(pg, m->sql);
             if (PQresultStatus(res) != PGRES_COMMAND_OK) {
                 bool broken = false;
-                rc = wf_pg_map_error(pg, res, "migration", "the schema", &broken, err);
+                rc = wf_pg_map_error(pg, res, "migration", "the schema", false, &broken, err);
             }
             PQclear(res);
             if (rc == WF_OK)
@@ -1305,6 +1409,158 @@ migrate(pg_store *s, wf_error *err)
     PQfinish(pg);
     wf_arena_free(a);
     return rc;
+}
+
+/* ---- listener ---------------------------------------------------------------- */
+
+/*
+ * One thread, one connection outside the pool: LISTEN on both channels,
+ * poll() its socket with a short timeout (so a stop is noticed within
+ * LISTEN_POLL_MS), hand every notification to the callback. When the
+ * connection is lost it retries with back-off, logging once when the
+ * outage starts and once when it ends (failed attempts in between are
+ * quiet), and after reconnecting calls the callback once per channel with
+ * payload "" (what was sent meanwhile is lost). Only this thread touches
+ * conn after the start.
+ */
+struct pg_listener {
+    wf_pg_pool *pool; /* for connection parameters only; outlives the thread */
+    wf_store_listen_fn fn;
+    void *arg;
+    wf_pg_conn conn;  /* conn.pg NULL while disconnected */
+    atomic_bool stop; /* set by listener_stop */
+    pthread_t thread;
+};
+
+/* Connects and LISTENs; false (connection closed) on any failure. */
+static bool
+listener_open(pg_listener *l)
+{
+    l->conn = (wf_pg_conn){.quiet = true};
+    l->conn.pg = wf_pg_pool_connect(l->pool, 0, true, NULL);
+    if (l->conn.pg == NULL)
+        return false;
+    int64_t deadline = wf_mono_ms() + LISTEN_STMT_MS;
+    if (run_cmd(&l->conn, S_LISTEN_EVENTS, NULL, deadline, NULL, NULL) == WF_OK &&
+        run_cmd(&l->conn, S_LISTEN_JOBS, NULL, deadline, NULL, NULL) == WF_OK)
+        return true;
+    PQfinish(l->conn.pg);
+    l->conn.pg = NULL;
+    return false;
+}
+
+static void
+listener_close(pg_listener *l, const char *why)
+{
+    WF_LOG(WF_LOG_WARN, "db_listener_lost", "detail=%s", why);
+    PQfinish(l->conn.pg);
+    l->conn.pg = NULL;
+}
+
+static void
+sleep_ms(int64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Delivers what libpq has queued; false when the connection broke. */
+static bool
+listener_drain(pg_listener *l)
+{
+    PGnotify *nf;
+    while ((nf = PQnotifies(l->conn.pg)) != NULL) {
+        l->fn(l->arg, nf->relname, nf->extra != NULL ? nf->extra : "");
+        PQfreemem(nf);
+    }
+    return PQstatus(l->conn.pg) == CONNECTION_OK;
+}
+
+/* The next back-off step after ms. */
+static int64_t
+backoff_next(int64_t ms)
+{
+    return ms * 2 < LISTEN_BACKOFF_MAX_MS ? ms * 2 : LISTEN_BACKOFF_MAX_MS;
+}
+
+static void *
+listener_main(void *arg)
+{
+    pg_listener *l = arg;
+    /* Every retry waits (a server that accepts and then drops connections
+     * must not make this spin); the back-off only starts over once a
+     * connection has stayed up for LISTEN_HEALTHY_MS. */
+    int64_t backoff = LISTEN_BACKOFF_MIN_MS, retry_at = 0, up_since = wf_mono_ms();
+    while (!atomic_load(&l->stop)) {
+        int64_t now = wf_mono_ms();
+        if (l->conn.pg == NULL) {
+            if (now < retry_at) {
+                sleep_ms(retry_at - now < LISTEN_POLL_MS ? retry_at - now : LISTEN_POLL_MS);
+                continue;
+            }
+            if (!listener_open(l)) {
+                retry_at = wf_mono_ms() + backoff;
+                backoff = backoff_next(backoff);
+                continue;
+            }
+            up_since = wf_mono_ms();
+            WF_LOG(WF_LOG_INFO, "db_listener_restored", "channels=wf_events,wf_jobs");
+            l->fn(l->arg, "wf_events", "");
+            l->fn(l->arg, "wf_jobs", "");
+            continue;
+        }
+        if (now - up_since >= LISTEN_HEALTHY_MS)
+            backoff = LISTEN_BACKOFF_MIN_MS;
+        struct pollfd pfd = {PQsocket(l->conn.pg), POLLIN, 0};
+        int r = pfd.fd >= 0 ? poll(&pfd, 1, LISTEN_POLL_MS) : -1;
+        if (r < 0 && pfd.fd >= 0 && errno == EINTR)
+            continue;
+        if (r < 0 || (r > 0 && !PQconsumeInput(l->conn.pg)) || !listener_drain(l)) {
+            listener_close(l, PQerrorMessage(l->conn.pg));
+            retry_at = wf_mono_ms() + backoff;
+            backoff = backoff_next(backoff);
+        }
+    }
+    if (l->conn.pg != NULL)
+        PQfinish(l->conn.pg);
+    return NULL;
+}
+
+static void
+listener_stop(pg_listener *l)
+{
+    if (l == NULL)
+        return;
+    atomic_store(&l->stop, true);
+    pthread_join(l->thread, NULL);
+    free(l);
+}
+
+static wf_code
+pg_set_listener(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err)
+{
+    pg_store *s = (pg_store *)st;
+    if (s->listener != NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "the store already has a listener");
+    pg_listener *l = calloc(1, sizeof *l);
+    if (l == NULL)
+        return wf_store__nomem(err);
+    l->pool = s->pool;
+    l->fn = fn;
+    l->arg = arg;
+    atomic_init(&l->stop, false);
+    /* Listen before returning, so that no commit after this call goes
+     * unheard; if Postgres is down the thread keeps trying. */
+    if (!listener_open(l))
+        WF_LOG(WF_LOG_WARN, "db_listener_lost", "detail=%s", "could not listen; retrying");
+    if (pthread_create(&l->thread, NULL, listener_main, l) != 0) {
+        if (l->conn.pg != NULL)
+            PQfinish(l->conn.pg);
+        free(l);
+        return wf_error_set(err, WF_E_INTERNAL, "could not start the database listener");
+    }
+    s->listener = l;
+    return WF_OK;
 }
 
 /* ---- construction ------------------------------------------------------------ */
@@ -1335,6 +1591,8 @@ static const wf_store_ops pg_ops = {
     .claim_due_timers = pg_claim_due_timers,
     .find_subscriptions = pg_find_subscriptions,
     .read_events = pg_read_events,
+    .sequence_events = pg_sequence_events,
+    .set_listener = pg_set_listener,
 };
 
 wf_store *

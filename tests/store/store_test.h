@@ -10,6 +10,7 @@
 #define WF_STORE_TEST_H
 
 #include <check.h>
+#include <pthread.h>
 
 #include "store.h"
 
@@ -23,6 +24,28 @@ typedef struct store_factory {
 } store_factory;
 
 extern const store_factory *contract_factory;
+
+/* A listener callback that records what it hears (thread-safe). Keep it
+ * in static storage: the store may call it until wf_store_free. */
+#define NOTES_MAX 512
+typedef struct notes {
+    pthread_mutex_t mu;
+    int n; /* recorded so far (at most NOTES_MAX are kept) */
+    struct {
+        char channel[32];
+        char payload[64];
+    } v[NOTES_MAX];
+} notes;
+
+void notes_init(notes *nt);
+/* wf_store_listen_fn: arg is a notes. */
+void notes_fn(void *arg, const char *channel, const char *payload);
+int notes_count(notes *nt);
+/* Index of the first note at or after from matching (channel, payload),
+ * waiting up to timeout_ms for it; -1 when none came. */
+int notes_wait(notes *nt, int from, const char *channel, const char *payload, int timeout_ms);
+/* Index of the first matching note in [from, to), without waiting; -1. */
+int notes_find(notes *nt, int from, int to, const char *channel, const char *payload);
 
 /* The contract cases, run against contract_factory. */
 Suite *store_contract_suite(const char *name);

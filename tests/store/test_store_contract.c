@@ -8,9 +8,13 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "store_int.h" /* row descriptors, for field-by-field comparison */
 #include "wf_time.h"
@@ -1161,6 +1165,313 @@ START_TEST(test_concurrent_activation_leases_once)
 }
 END_TEST
 
+/* ---- event sequence: concurrent writers, one reader ------------------------
+ *
+ * GW_WRITERS threads run GW_TXS units of work each on one of GW_ROOTS roots:
+ * lock the root, bump the counter in its variables, append 1-3 events
+ * carrying (root, counter, index), wait 0-2 ms (so on Postgres
+ * transactions commit in another order than they inserted), then commit,
+ * or roll back one in six. Meanwhile a reader keeps reading from the last
+ * sequence it saw, in small pages. It must see every committed event once,
+ * sequences 1, 2, 3, ... without a gap, and each root's events in the
+ * order of that root's transactions. */
+#define GW_WRITERS 4
+#define GW_TXS 30
+#define GW_ROOTS 3
+
+static atomic_int gw_expected; /* events committed */
+static atomic_int gw_writers_done;
+
+static void
+sleep_us(long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+}
+
+static void *
+gw_writer(void *arg)
+{
+    unsigned seed = (unsigned)(uintptr_t)arg * 7919u + (unsigned)getpid();
+    for (int t = 0; t < GW_TXS; t++) {
+        wf_arena *a = wf_arena_new();
+        wf_store_ctx c = {"t1", wf_mono_ms() + 20000, a};
+        wf_error err = {0};
+        wf_tx *tx = NULL;
+        wf_aggregate g;
+        int r = (int)(rand_r(&seed) % GW_ROOTS);
+        char root[8];
+        snprintf(root, sizeof root, "gr%d", r);
+        ck_assert_msg(wf_store_begin(st, &c, &tx, &err) == WF_OK, "begin: %s", err.msg);
+        ck_assert_msg(wf_tx_lock_root(tx, root, &g, &err) == WF_OK, "lock: %s", err.msg);
+        int n = atoi(strchr(g.instances[0].variables_json, ':') + 1) + 1;
+        wf_instance_row upd = g.instances[0];
+        upd.variables_json = wf_arena_printf(a, "{\"n\":%d}", n);
+        int k = 1 + (int)(rand_r(&seed) % 3);
+        wf_event_row ev[3];
+        for (int i = 0; i < k; i++)
+            ev[i] = (wf_event_row){0,
+                                   NULL,
+                                   S(root),
+                                   S(root),
+                                   S("VARIABLES_SET"),
+                                   S("gw"),
+                                   wf_arena_printf(a, "{\"r\":%d,\"n\":%d,\"i\":%d}", r, n, i),
+                                   T0};
+        ck_assert_msg(wf_tx_apply(tx,
+                                  &(wf_store_changes){.instances = &upd,
+                                                      .n_instances = 1,
+                                                      .events = ev,
+                                                      .n_events = (size_t)k},
+                                  &err) == WF_OK,
+                      "apply: %s", err.msg);
+        sleep_us((long)(rand_r(&seed) % 2000));
+        if (rand_r(&seed) % 6 == 0) {
+            wf_tx_rollback(tx);
+        } else {
+            ck_assert_msg(wf_tx_commit(tx, &err) == WF_OK, "commit: %s", err.msg);
+            atomic_fetch_add(&gw_expected, k);
+        }
+        wf_arena_free(a);
+    }
+    atomic_fetch_add(&gw_writers_done, 1);
+    return NULL;
+}
+
+typedef struct gw_seen {
+    int64_t last_seq;
+    int events;
+    int reads;
+    int root_n[GW_ROOTS]; /* last (counter, index) seen per root */
+    int root_i[GW_ROOTS];
+} gw_seen;
+
+static void *
+gw_reader(void *arg)
+{
+    gw_seen *seen = arg;
+    for (int i = 0; i < GW_ROOTS; i++)
+        seen->root_i[i] = -1;
+    for (;;) {
+        /* Read the writers' state first: a read that starts after the last
+         * commit and returns nothing means everything was seen. */
+        bool writers_done = atomic_load(&gw_writers_done) == GW_WRITERS;
+        wf_arena *a = wf_arena_new();
+        wf_store_ctx c = {"t1", wf_mono_ms() + 20000, a};
+        wf_error err = {0};
+        wf_event_row *rows;
+        size_t n;
+        ck_assert_msg(wf_store_read_events(st, &c, seen->last_seq, NULL, 7, &rows, &n, &err) ==
+                          WF_OK,
+                      "read: %s", err.msg);
+        seen->reads++;
+        for (size_t k = 0; k < n; k++) {
+            ck_assert_msg(rows[k].sequence == seen->last_seq + 1,
+                          "after sequence %" PRId64 " came %" PRId64, seen->last_seq,
+                          rows[k].sequence);
+            seen->last_seq = rows[k].sequence;
+            int r, cn, ci;
+            ck_assert_int_eq(
+                sscanf(rows[k].data_json, "{\"r\":%d,\"n\":%d,\"i\":%d}", &r, &cn, &ci), 3);
+            char root[8];
+            snprintf(root, sizeof root, "gr%d", r);
+            ck_assert_str_eq(rows[k].root_id, root);
+            /* Per root: the next event of the same transaction, or the
+             * first event of the root's next committed transaction. */
+            bool next = (cn == seen->root_n[r] && ci == seen->root_i[r] + 1) ||
+                        (cn == seen->root_n[r] + 1 && ci == 0);
+            ck_assert_msg(next, "root gr%d: (%d,%d) after (%d,%d)", r, cn, ci, seen->root_n[r],
+                          seen->root_i[r]);
+            seen->root_n[r] = cn;
+            seen->root_i[r] = ci;
+            seen->events++;
+        }
+        wf_arena_free(a);
+        if (n == 0 && writers_done)
+            break;
+        if (n == 0)
+            sleep_us(500);
+    }
+    return NULL;
+}
+
+START_TEST(test_events_gap_free_under_concurrent_writers)
+{
+    for (int r = 0; r < GW_ROOTS; r++) {
+        char id[8];
+        snprintf(id, sizeof id, "gr%d", r);
+        new_root(id, T0 + r);
+    }
+    pthread_t w[GW_WRITERS], rd;
+    static gw_seen seen;
+    pthread_create(&rd, NULL, gw_reader, &seen);
+    for (int i = 0; i < GW_WRITERS; i++)
+        pthread_create(&w[i], NULL, gw_writer, (void *)(uintptr_t)(i + 1));
+    for (int i = 0; i < GW_WRITERS; i++)
+        pthread_join(w[i], NULL);
+    pthread_join(rd, NULL);
+
+    int expected = atomic_load(&gw_expected);
+    ck_assert_int_gt(expected, 0);
+    ck_assert_int_eq(seen.events, expected);
+    ck_assert_int_eq(seen.last_seq, expected); /* 1..expected, nothing else */
+    ck_assert_int_gt(seen.reads, 1);
+    /* Each root's last event is its final counter: no committed
+     * transaction's events are missing at the end either. */
+    for (int r = 0; r < GW_ROOTS; r++) {
+        char id[8];
+        snprintf(id, sizeof id, "gr%d", r);
+        wf_error err = {0};
+        wf_instance_row row;
+        ck_assert_int_eq(wf_store_get_instance(st, &ctx, id, &row, &err), WF_OK);
+        ck_assert_int_eq(atoi(strchr(row.variables_json, ':') + 1), seen.root_n[r]);
+    }
+    /* A full re-read from the start gives the same dense run. */
+    wf_error err = {0};
+    int64_t after = 0;
+    for (;;) {
+        wf_event_row *rows;
+        size_t n;
+        ck_assert_int_eq(wf_store_read_events(st, &ctx, after, NULL, 1000, &rows, &n, &err), WF_OK);
+        if (n == 0)
+            break;
+        for (size_t k = 0; k < n; k++)
+            ck_assert_int_eq(rows[k].sequence, ++after);
+    }
+    ck_assert_int_eq(after, expected);
+    /* Nothing is left to number. */
+    ck_assert_int_eq(wf_store_sequence_events(st, &ctx, &err), WF_OK);
+}
+END_TEST
+
+/* ---- wake-ups ------------------------------------------------------------ */
+
+void
+notes_init(notes *nt)
+{
+    pthread_mutex_init(&nt->mu, NULL);
+    nt->n = 0;
+}
+
+void
+notes_fn(void *arg, const char *channel, const char *payload)
+{
+    notes *nt = arg;
+    pthread_mutex_lock(&nt->mu);
+    if (nt->n < NOTES_MAX) {
+        snprintf(nt->v[nt->n].channel, sizeof nt->v[nt->n].channel, "%s", channel);
+        snprintf(nt->v[nt->n].payload, sizeof nt->v[nt->n].payload, "%s", payload);
+        nt->n++;
+    }
+    pthread_mutex_unlock(&nt->mu);
+}
+
+int
+notes_count(notes *nt)
+{
+    pthread_mutex_lock(&nt->mu);
+    int n = nt->n;
+    pthread_mutex_unlock(&nt->mu);
+    return n;
+}
+
+int
+notes_find(notes *nt, int from, int to, const char *channel, const char *payload)
+{
+    int found = -1;
+    pthread_mutex_lock(&nt->mu);
+    for (int i = from; i < to && i < nt->n && found < 0; i++)
+        if (strcmp(nt->v[i].channel, channel) == 0 && strcmp(nt->v[i].payload, payload) == 0)
+            found = i;
+    pthread_mutex_unlock(&nt->mu);
+    return found;
+}
+
+int
+notes_wait(notes *nt, int from, const char *channel, const char *payload, int timeout_ms)
+{
+    int64_t until = wf_mono_ms() + timeout_ms;
+    for (;;) {
+        int i = notes_find(nt, from, NOTES_MAX, channel, payload);
+        if (i >= 0 || wf_mono_ms() >= until)
+            return i;
+        sleep_us(2000);
+    }
+}
+
+static notes heard;
+
+/* Job types unique to this process: Postgres channels are database-wide,
+ * so other test processes on the same database may notify too. */
+static void
+job_type(char *buf, size_t cap, const char *what)
+{
+    snprintf(buf, cap, "%s-%d", what, (int)getpid());
+}
+
+START_TEST(test_listener_hears_events_and_activatable_jobs)
+{
+    char type[32], barrier[32];
+    job_type(type, sizeof type, "mail");
+    job_type(barrier, sizeof barrier, "barrier");
+    notes_init(&heard);
+    wf_error err = {0};
+    ck_assert_int_eq(wf_store_set_listener(st, notes_fn, &heard, &err), WF_OK);
+    ck_assert_int_eq(wf_store_set_listener(st, notes_fn, &heard, &err), WF_E_INTERNAL);
+    ck_assert_str_eq(err.msg, "the store already has a listener");
+    new_root("r1", T0);
+
+    /* A commit that wrote events. */
+    int from = notes_count(&heard);
+    wf_event_row ev = {0, NULL, S("r1"), S("r1"), S("VARIABLES_SET"), S("alice"), S("{}"), T0};
+    commit_changes(&(wf_store_changes){.events = &ev, .n_events = 1});
+    ck_assert_msg(notes_wait(&heard, from, "wf_events", "", 5000) >= 0, "no wf_events");
+
+    /* A new ACTIVATABLE job: its type on wf_jobs. */
+    from = notes_count(&heard);
+    wf_job_row job = mk_job("j1", "r1", type, T0);
+    commit_changes(&(wf_store_changes){.jobs = &job, .n_jobs = 1});
+    ck_assert_msg(notes_wait(&heard, from, "wf_jobs", type, 5000) >= 0, "no wf_jobs %s", type);
+
+    /* Not activatable anew: the same row written again, a job that is
+     * rolled back, a job inserted already ACTIVATED, and activation
+     * (which writes JOB_ACTIVATED events, so wf_events). */
+    from = notes_count(&heard);
+    commit_changes(&(wf_store_changes){.jobs = &job, .n_jobs = 1});
+    wf_job_row j2 = mk_job("j2", "r1", type, T0);
+    wf_tx *tx = NULL;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_apply(tx, &(wf_store_changes){.jobs = &j2, .n_jobs = 1}, &err), WF_OK);
+    wf_tx_rollback(tx);
+    wf_job_row j3 = mk_job("j3", "r1", type, T0);
+    j3.state = WF_JOB_ACTIVATED;
+    j3.lease_expires_at = T0 + 3600 * INT64_C(1000000);
+    commit_changes(&(wf_store_changes){.jobs = &j3, .n_jobs = 1});
+    wf_job_row *act;
+    size_t n;
+    ck_assert_int_eq(
+        wf_store_activate_jobs(st, &ctx, type, "w1", 10, 60000, T0 + 1, &act, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_msg(notes_wait(&heard, from, "wf_events", "", 5000) >= 0, "no wf_events");
+    /* Barrier: notifications arrive in commit order, so once this one is
+     * here every earlier one is too. */
+    wf_job_row jb = mk_job("jb", "r1", barrier, T0);
+    commit_changes(&(wf_store_changes){.jobs = &jb, .n_jobs = 1});
+    int at = notes_wait(&heard, from, "wf_jobs", barrier, 5000);
+    ck_assert_int_ge(at, 0);
+    ck_assert_int_eq(notes_find(&heard, from, at, "wf_jobs", type), -1);
+
+    /* Back to ACTIVATABLE (a retry after a failure): heard again. */
+    from = notes_count(&heard);
+    wf_job_row retry = act[0];
+    retry.state = WF_JOB_ACTIVATABLE;
+    retry.worker = NULL;
+    retry.activatable_at = T0 + 5;
+    commit_changes(&(wf_store_changes){.jobs = &retry, .n_jobs = 1});
+    ck_assert_msg(notes_wait(&heard, from, "wf_jobs", type, 5000) >= 0, "no wf_jobs on retry");
+}
+END_TEST
+
 Suite *
 store_contract_suite(const char *name)
 {
@@ -1187,6 +1498,8 @@ store_contract_suite(const char *name)
     tcase_add_test(tc, test_lock_wait_honours_deadline);
     tcase_add_test(tc, test_concurrent_lock_no_lost_update);
     tcase_add_test(tc, test_concurrent_activation_leases_once);
+    tcase_add_test(tc, test_events_gap_free_under_concurrent_writers);
+    tcase_add_test(tc, test_listener_hears_events_and_activatable_jobs);
     suite_add_tcase(s, tc);
     return s;
 }

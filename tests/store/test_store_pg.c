@@ -1,7 +1,9 @@
 /*
  * test_store_pg.c: the store contract suite on Postgres, plus the cases
  * only Postgres has: pool exhaustion, deadlines on acquire, a restart
- * under load, an unreachable server, and concurrent migration.
+ * under load, an unreachable server, concurrent migration, transactions
+ * committing out of insertion order, the sequencer (busy elsewhere, a
+ * backlog), and the listener across replicas and across a restart.
  *
  * Needs WF_TEST_PG_DSN (a superuser DSN, e.g. from tests/support/pg.sh);
  * without it prints one "skipped" line and exits 0. The restart case also
@@ -390,6 +392,320 @@ START_TEST(test_concurrent_migration_applies_once)
 }
 END_TEST
 
+/* ---- event sequence ------------------------------------------------------- */
+
+static PGconn *
+store_conn(void)
+{
+    PGconn *pg = PQconnectdb(store_dsn);
+    ck_assert_msg(PQstatus(pg) == CONNECTION_OK, "connect: %s", PQerrorMessage(pg));
+    PQsetNoticeProcessor(pg, quiet, NULL);
+    return pg;
+}
+
+/* The first column of the first row of sql, as a number. */
+static long long
+scalar(PGconn *pg, const char *sql)
+{
+    PGresult *res = PQexec(pg, sql);
+    ck_assert_msg(PQresultStatus(res) == PGRES_TUPLES_OK, "%s: %s", sql, PQerrorMessage(pg));
+    long long v = atoll(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return v;
+}
+
+static void
+exec_ok(PGconn *pg, const char *sql)
+{
+    PGresult *res = PQexec(pg, sql);
+    ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK,
+                  "%s: %s", sql, PQerrorMessage(pg));
+    PQclear(res);
+}
+
+static wf_tx *
+begin_with_events(wf_store_ctx *ctx, const char *root, const char *const *types, size_t n)
+{
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    wf_aggregate g;
+    wf_event_row ev[4];
+    ck_assert_uint_le(n, 4);
+    for (size_t i = 0; i < n; i++)
+        ev[i] = (wf_event_row){0,    NULL, (char *)root, (char *)root, (char *)types[i],
+                               NULL, "{}", wf_now_us()};
+    ck_assert_int_eq(wf_store_begin(st, ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_lock_root(tx, root, &g, &err), WF_OK);
+    ck_assert_msg(wf_tx_apply(tx, &(wf_store_changes){.events = ev, .n_events = n}, &err) == WF_OK,
+                  "apply: %s", err.msg);
+    return tx;
+}
+
+/* The issue's case: T1 writes first but commits last. A reader between the
+ * two commits gets T2's events only; resuming from the last sequence it
+ * saw it then gets T1's: each event once, T2's first. (With sequences
+ * taken at insert, T1's events had the smaller numbers and were skipped.) */
+START_TEST(test_out_of_order_commits_are_read_once_in_order)
+{
+    st = open_with(4, 1000);
+    make_root(st, "r1");
+    make_root(st, "r2");
+    wf_store_ctx ctx = {"t1", 0, arena};
+    wf_error err = {0};
+    const char *t1_types[] = {"T1_A", "T1_B"}, *t2_types[] = {"T2_A"};
+    wf_tx *t1 = begin_with_events(&ctx, "r1", t1_types, 2);
+    wf_tx *t2 = begin_with_events(&ctx, "r2", t2_types, 1);
+    ck_assert_int_eq(wf_tx_commit(t2, &err), WF_OK);
+
+    wf_event_row *rows;
+    size_t n;
+    ck_assert_int_eq(wf_store_read_events(st, &ctx, 0, NULL, 0, &rows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(rows[0].type, "T2_A");
+    ck_assert_int_eq(rows[0].sequence, 1);
+    int64_t last = rows[0].sequence;
+    /* Still nothing more while T1 is open. */
+    ck_assert_int_eq(wf_store_read_events(st, &ctx, last, NULL, 0, &rows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 0);
+
+    ck_assert_int_eq(wf_tx_commit(t1, &err), WF_OK);
+    ck_assert_int_eq(wf_store_read_events(st, &ctx, last, NULL, 0, &rows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(rows[0].type, "T1_A");
+    ck_assert_str_eq(rows[1].type, "T1_B");
+    ck_assert_int_eq(rows[0].sequence, 2);
+    ck_assert_int_eq(rows[1].sequence, 3);
+    ck_assert_int_eq(wf_store_read_events(st, &ctx, 3, NULL, 0, &rows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 0);
+
+    /* T1's rows were inserted first: numbering followed visibility, not
+     * insertion. */
+    PGconn *pg = store_conn();
+    ck_assert_int_eq(scalar(pg, "SELECT count(*) FROM events e1 JOIN events e2 ON e1.id < e2.id "
+                                "WHERE e1.type = 'T1_B' AND e2.type = 'T2_A'"),
+                     1);
+    PQfinish(pg);
+    wf_store_free(st);
+}
+END_TEST
+
+/* A session that holds the sequencer lock (stuck, or slow) delays a read
+ * by at most about a second, or half its deadline: the read then returns
+ * what is numbered (nothing new here), never an error and never a gap;
+ * once the lock is free the next read gets the event. */
+START_TEST(test_sequencer_busy_elsewhere_delays_reads_boundedly)
+{
+    st = open_with(2, 1000);
+    make_root(st, "r1");
+    wf_store_ctx ctx = {"t1", 0, arena};
+    wf_error err = {0};
+    const char *types[] = {"E"};
+    ck_assert_int_eq(wf_tx_commit(begin_with_events(&ctx, "r1", types, 1), &err), WF_OK);
+
+    PGconn *holder = store_conn();
+    exec_ok(holder, "BEGIN");
+    exec_ok(holder, "SELECT pg_advisory_xact_lock(7318240518)");
+    wf_event_row *rows;
+    size_t n;
+    wf_store_ctx c = {"t1", wf_mono_ms() + 5000, arena};
+    int64_t t0 = wf_mono_ms();
+    ck_assert_int_eq(wf_store_read_events(st, &c, 0, NULL, 0, &rows, &n, &err), WF_OK);
+    int64_t took = wf_mono_ms() - t0;
+    ck_assert_uint_eq(n, 0);
+    ck_assert_msg(took >= 900 && took < 2500, "took %" PRId64 " ms", took);
+    /* A short deadline waits half of it. */
+    c.deadline_ms = wf_mono_ms() + 400;
+    t0 = wf_mono_ms();
+    ck_assert_int_eq(wf_store_read_events(st, &c, 0, NULL, 0, &rows, &n, &err), WF_OK);
+    took = wf_mono_ms() - t0;
+    ck_assert_uint_eq(n, 0);
+    ck_assert_msg(took >= 150 && took < 400, "took %" PRId64 " ms", took);
+
+    exec_ok(holder, "COMMIT");
+    PQfinish(holder);
+    ck_assert_int_eq(wf_store_read_events(st, &ctx, 0, NULL, 0, &rows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(rows[0].sequence, 1);
+    wf_store_free(st);
+}
+END_TEST
+
+/* Nobody read for a while: a backlog larger than one batch is numbered by
+ * wf_store_sequence_events in id order, and a read numbers a backlog too. */
+START_TEST(test_sequence_events_catches_up_a_backlog)
+{
+    enum { BACKLOG = 2500 };
+    st = open_with(2, 1000);
+    make_root(st, "r1");
+    wf_store_ctx ctx = {"t1", wf_mono_ms() + 30000, arena};
+    wf_error err = {0};
+    wf_event_row *ev = wf_arena_calloc(arena, BACKLOG, sizeof *ev);
+    for (int i = 0; i < BACKLOG; i++)
+        ev[i] = (wf_event_row){0, NULL, "r1", "r1", "E", NULL, wf_arena_printf(arena, "%d", i), 1};
+    for (int round = 0; round < 2; round++) {
+        wf_tx *tx = NULL;
+        ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+        ck_assert_int_eq(
+            wf_tx_apply(tx, &(wf_store_changes){.events = ev, .n_events = BACKLOG}, &err), WF_OK);
+        ck_assert_int_eq(wf_tx_commit(tx, &err), WF_OK);
+        if (round == 1)
+            break;
+        PGconn *pg = store_conn();
+        ck_assert_int_eq(scalar(pg, "SELECT count(*) FROM events WHERE sequence IS NULL"), BACKLOG);
+        PQfinish(pg);
+        ck_assert_int_eq(wf_store_sequence_events(st, &ctx, &err), WF_OK);
+    }
+    /* The second backlog is numbered by a read. */
+    wf_event_row *rows;
+    size_t n;
+    ck_assert_int_eq(wf_store_read_events(st, &ctx, BACKLOG - 2, NULL, 5, &rows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 5);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_int_eq(rows[i].sequence, BACKLOG - 1 + (int64_t)i);
+        ck_assert_int_eq(atoi(rows[i].data_json), (BACKLOG - 2 + (int)i) % BACKLOG);
+    }
+    PGconn *pg = store_conn();
+    ck_assert_int_eq(scalar(pg, "SELECT count(*) FROM events WHERE sequence IS NULL"), 0);
+    ck_assert_int_eq(scalar(pg, "SELECT max(sequence) FROM events"), 2 * BACKLOG);
+    ck_assert_int_eq(scalar(pg, "SELECT last FROM event_sequencer"), 2 * BACKLOG);
+    /* Dense, and in id order. */
+    ck_assert_int_eq(scalar(pg, "SELECT count(*) FROM (SELECT sequence, row_number() OVER "
+                                "(ORDER BY id) AS k FROM events) x WHERE sequence <> k"),
+                     0);
+    PQfinish(pg);
+    wf_store_free(st);
+}
+END_TEST
+
+/* ---- listener ---------------------------------------------------------------- */
+
+static notes heard_a, heard_b;
+
+static void
+commit_event_and_job(wf_store *s, const char *job_id, const char *type)
+{
+    wf_store_ctx ctx = {"t1", wf_mono_ms() + 2000, arena};
+    wf_event_row ev = {0, NULL, "r1", "r1", "E", NULL, "{}", 1};
+    wf_job_row job = {.id = (char *)job_id,
+                      .root_id = "r1",
+                      .instance_id = "r1",
+                      .job_type = (char *)type,
+                      .state = WF_JOB_ACTIVATABLE,
+                      .attempt = 1,
+                      .max_attempts = 3,
+                      .activatable_at = 1,
+                      .created_at = 1};
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    wf_code rc = wf_store_begin(s, &ctx, &tx, &err);
+    if (rc == WF_OK)
+        rc = wf_tx_apply(
+            tx, &(wf_store_changes){.events = &ev, .n_events = 1, .jobs = &job, .n_jobs = 1}, &err);
+    if (rc == WF_OK)
+        rc = wf_tx_commit(tx, &err);
+    else
+        wf_tx_rollback(tx);
+    ck_assert_msg(rc == WF_OK, "commit: %s", err.msg);
+}
+
+/* Two store objects on one database (two replicas): a commit on either
+ * wakes the listeners of both. Freeing a store stops its listener fast. */
+START_TEST(test_listener_hears_other_replicas)
+{
+    char type_a[32], type_b[32];
+    snprintf(type_a, sizeof type_a, "a-%d", (int)getpid());
+    snprintf(type_b, sizeof type_b, "b-%d", (int)getpid());
+    st = open_with(2, 1000);
+    wf_store *st2 = open_with(2, 1000);
+    make_root(st, "r1");
+    notes_init(&heard_a);
+    notes_init(&heard_b);
+    wf_error err = {0};
+    ck_assert_int_eq(wf_store_set_listener(st, notes_fn, &heard_a, &err), WF_OK);
+    ck_assert_int_eq(wf_store_set_listener(st2, notes_fn, &heard_b, &err), WF_OK);
+
+    int from_a = notes_count(&heard_a), from_b = notes_count(&heard_b);
+    commit_event_and_job(st, "ja", type_a);
+    ck_assert(notes_wait(&heard_a, from_a, "wf_events", "", 5000) >= 0);
+    ck_assert(notes_wait(&heard_b, from_b, "wf_events", "", 5000) >= 0);
+    ck_assert(notes_wait(&heard_a, from_a, "wf_jobs", type_a, 5000) >= 0);
+    ck_assert(notes_wait(&heard_b, from_b, "wf_jobs", type_a, 5000) >= 0);
+    commit_event_and_job(st2, "jb", type_b);
+    ck_assert(notes_wait(&heard_a, from_a, "wf_jobs", type_b, 5000) >= 0);
+    ck_assert(notes_wait(&heard_b, from_b, "wf_jobs", type_b, 5000) >= 0);
+
+    int64_t t0 = wf_mono_ms();
+    wf_store_free(st2);
+    int64_t took = wf_mono_ms() - t0;
+    ck_assert_msg(took < 1000, "stopping the listener took %" PRId64 " ms", took);
+    wf_store_free(st);
+}
+END_TEST
+
+/* The listener reconnects after Postgres restarts, says so with one
+ * ("wf_jobs", "") wake-up (what was sent meanwhile is lost), and hears
+ * commits again. */
+START_TEST(test_listener_survives_restart)
+{
+    const char *ctl = getenv("WF_TEST_PG_CTL");
+    if (ctl == NULL || ctl[0] == '\0') {
+        printf("skipped listener restart case: WF_TEST_PG_CTL not set\n");
+        return;
+    }
+    char type[32];
+    snprintf(type, sizeof type, "r-%d", (int)getpid());
+    st = open_with(2, 1000);
+    make_root(st, "r1");
+    notes_init(&heard_a);
+    wf_error err = {0};
+    ck_assert_int_eq(wf_store_set_listener(st, notes_fn, &heard_a, &err), WF_OK);
+    commit_event_and_job(st, "j0", type);
+    ck_assert(notes_wait(&heard_a, 0, "wf_jobs", type, 5000) >= 0);
+
+    pg_ctl("stop -m fast -w");
+    sleep_ms(1000);
+    int from = notes_count(&heard_a);
+    pg_ctl("start -w -t 60");
+    int at = notes_wait(&heard_a, from, "wf_jobs", "", 5000);
+    ck_assert_msg(at >= 0, "the listener did not come back");
+    ck_assert(notes_find(&heard_a, from, at, "wf_events", "") >= 0);
+
+    /* Commit again (the pool may still be backing off for a moment). */
+    from = notes_count(&heard_a);
+    int64_t until = wf_mono_ms() + 5000;
+    wf_code rc;
+    do {
+        wf_store_ctx ctx = {"t1", wf_mono_ms() + 2000, arena};
+        wf_event_row ev = {0, NULL, "r1", "r1", "E", NULL, "{}", 1};
+        wf_job_row job = {.id = "j1",
+                          .root_id = "r1",
+                          .instance_id = "r1",
+                          .job_type = type,
+                          .state = WF_JOB_ACTIVATABLE,
+                          .attempt = 1,
+                          .max_attempts = 3,
+                          .activatable_at = 1,
+                          .created_at = 1};
+        wf_tx *tx = NULL;
+        rc = wf_store_begin(st, &ctx, &tx, &err);
+        if (rc == WF_OK)
+            rc = wf_tx_apply(
+                tx, &(wf_store_changes){.events = &ev, .n_events = 1, .jobs = &job, .n_jobs = 1},
+                &err);
+        if (rc == WF_OK)
+            rc = wf_tx_commit(tx, &err);
+        else
+            wf_tx_rollback(tx);
+        if (rc != WF_OK)
+            sleep_ms(100);
+    } while (rc != WF_OK && wf_mono_ms() < until);
+    ck_assert_msg(rc == WF_OK, "commit after restart: %s", err.msg);
+    ck_assert(notes_wait(&heard_a, from, "wf_jobs", type, 5000) >= 0);
+    ck_assert(notes_wait(&heard_a, from, "wf_events", "", 5000) >= 0);
+    wf_store_free(st);
+}
+END_TEST
+
 static TCase *
 pg_only_tcase(void)
 {
@@ -401,6 +717,11 @@ pg_only_tcase(void)
     tcase_add_test(tc, test_ready_and_dirty_connection_reuse);
     tcase_add_test(tc, test_concurrent_migration_applies_once);
     tcase_add_test(tc, test_restart_under_load_fails_fast_then_recovers);
+    tcase_add_test(tc, test_out_of_order_commits_are_read_once_in_order);
+    tcase_add_test(tc, test_sequencer_busy_elsewhere_delays_reads_boundedly);
+    tcase_add_test(tc, test_sequence_events_catches_up_a_backlog);
+    tcase_add_test(tc, test_listener_hears_other_replicas);
+    tcase_add_test(tc, test_listener_survives_restart);
     return tc;
 }
 

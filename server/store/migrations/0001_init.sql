@@ -190,8 +190,15 @@ CREATE INDEX signals_instance ON signals (tenant_id, instance_id) WHERE instance
 CREATE INDEX signals_consumer ON signals (tenant_id, consumed_by_instance)
     WHERE consumed_by_instance IS NOT NULL;
 
+-- Domain events. Writers only ever INSERT them, with sequence NULL; the
+-- sequencer (wf_sequence_events below) is the only statement that sets
+-- sequence, in commit-visibility order. id orders the events of one
+-- transaction and of transactions serialised by a root lock; it must keep
+-- the identity's default CACHE 1 (a per-session cache would let a later
+-- insert take a smaller id). Readers only look at sequenced rows.
 CREATE TABLE events (
-    sequence     bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    sequence     bigint UNIQUE,
     tenant_id    text NOT NULL,
     root_id      text COLLATE "C",
     instance_id  text COLLATE "C",
@@ -201,6 +208,113 @@ CREATE TABLE events (
     time         bigint NOT NULL
 );
 CREATE INDEX events_root ON events (tenant_id, root_id, sequence);
+-- What the sequencer has left to do: empty (and so free to probe) when
+-- every committed event is numbered.
+CREATE INDEX events_unsequenced ON events (id) WHERE sequence IS NULL;
+
+-- The last sequence handed out. Updated only by the sequencer, in the same
+-- transaction as the events it numbers, so an aborted batch gives its
+-- numbers back: sequences are dense (1, 2, 3, ...), as in the memory store.
+CREATE TABLE event_sequencer (
+    one   boolean PRIMARY KEY DEFAULT true CHECK (one),
+    last  bigint NOT NULL
+);
+INSERT INTO event_sequencer (one, last) VALUES (true, 0);
+
+-- The sequencer: numbers up to batch committed, unsequenced events in id
+-- order and returns how many (-1: another session held the sequencer lock
+-- for longer than wait_ms; nothing was done). Run it as a statement of its
+-- own (autocommit) so that its numbers become visible at once. It relies
+-- on READ COMMITTED (the default): each statement below takes a fresh
+-- snapshot, so the numbering statement, which starts after the lock is
+-- held, sees every batch committed before it (the lock is released only
+-- after the holder's commit is visible). Under REPEATABLE READ it would
+-- fail (serialization failure, or the UNIQUE on sequence), never number
+-- twice. The numbers are
+-- base + row_number() over the id order, not nextval() in the UPDATE,
+-- whose evaluation order the UPDATE would not guarantee.
+--
+-- Why no reader ever passes a gap: batches are serialised by the advisory
+-- lock (one sequencer at a time across every replica), a batch numbers
+-- only rows committed before it started, starting above every number
+-- committed before it, and its numbers become visible all at once at its
+-- commit, which precedes the next batch. So the sequenced rows any
+-- snapshot sees are always 1..N with nothing missing, and an event whose
+-- transaction commits late is numbered after everything already visible.
+-- Per-root order: the transactions of one root are serialised by the root
+-- row lock, so a later one inserts (larger ids) after the earlier one
+-- committed, and lands in the same batch after it or in a later batch.
+CREATE FUNCTION wf_sequence_events(batch int, wait_ms int) RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    base  bigint;
+    top   bigint;
+    n     bigint;
+BEGIN
+    -- The cheap probe (ordered like the index, so an index scan).
+    PERFORM 1 FROM events WHERE sequence IS NULL ORDER BY id LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN 0;
+    END IF;
+    -- 7318240518: any constant, the same in every replica (the migration
+    -- lock is 7318240517). Wait a little for a running batch rather than
+    -- return before it: a caller must find every event committed before
+    -- its call numbered.
+    IF NOT pg_try_advisory_xact_lock(7318240518) THEN
+        IF wait_ms <= 0 THEN
+            RETURN -1;
+        END IF;
+        BEGIN
+            PERFORM set_config('lock_timeout', wait_ms::text, true);
+            PERFORM pg_advisory_xact_lock(7318240518);
+            PERFORM set_config('lock_timeout', '0', true);
+        EXCEPTION WHEN lock_not_available THEN
+            RETURN -1;
+        END;
+    END IF;
+    SELECT last INTO base FROM event_sequencer;
+    WITH todo AS (
+        SELECT id, row_number() OVER (ORDER BY id) AS k
+        FROM events WHERE sequence IS NULL ORDER BY id LIMIT batch
+    ), done AS (
+        UPDATE events e SET sequence = base + todo.k FROM todo WHERE e.id = todo.id
+        RETURNING e.sequence
+    )
+    SELECT count(*), max(sequence) INTO n, top FROM done;
+    IF n > 0 THEN
+        UPDATE event_sequencer SET last = top;
+    END IF;
+    RETURN n;
+END
+$$;
+
+-- Cross-replica wake-ups (LISTEN/NOTIFY). Notifications are sent at commit
+-- only, once per distinct (channel, payload) per transaction.
+-- wf_events (payload ''): the transaction wrote events.
+CREATE FUNCTION wf_notify_events() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('wf_events', '');
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER events_notify AFTER INSERT ON events
+    FOR EACH STATEMENT EXECUTE FUNCTION wf_notify_events();
+
+-- wf_jobs (payload: the job type): a job became activatable, i.e. was
+-- inserted ACTIVATABLE (1), or updated to be ACTIVATABLE with a state,
+-- activatable_at or job type it did not have before.
+CREATE FUNCTION wf_notify_jobs() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('wf_jobs', NEW.job_type);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER jobs_notify_insert AFTER INSERT ON jobs
+    FOR EACH ROW WHEN (NEW.state = 1) EXECUTE FUNCTION wf_notify_jobs();
+CREATE TRIGGER jobs_notify_update AFTER UPDATE ON jobs
+    FOR EACH ROW WHEN (NEW.state = 1 AND (OLD.state, OLD.activatable_at, OLD.job_type)
+                       IS DISTINCT FROM (NEW.state, NEW.activatable_at, NEW.job_type))
+    EXECUTE FUNCTION wf_notify_jobs();
 
 -- AIP-155 request records, written in the transaction of their effect.
 CREATE TABLE idempotency (
