@@ -66,7 +66,8 @@ main(int argc, char **argv)
     }
     wf_log_threshold = (wf_log_level)cfg->log_level;
 
-    wf_app app = {.cfg = cfg};
+    wf_app app = WF_APP_INIT;
+    app.cfg = cfg;
     if (wf_app_open_store(&app, &err) != WF_OK) {
         WF_LOG(WF_LOG_ERROR, "startup", "could not open the store: %s", err.msg);
         wf_config_free(cfg);
@@ -75,6 +76,13 @@ main(int argc, char **argv)
     wf_rpc_server *srv = wf_rpc_server_start(&app, &err);
     if (srv == NULL) {
         WF_LOG(WF_LOG_ERROR, "startup", "could not start: %s", err.msg);
+        wf_app_close_store(&app);
+        wf_config_free(cfg);
+        return 1;
+    }
+    if (wf_app_listen(&app, &err) != WF_OK) {
+        WF_LOG(WF_LOG_ERROR, "startup", "could not listen for store notifications: %s", err.msg);
+        wf_rpc_server_stop(srv, 0);
         wf_app_close_store(&app);
         wf_config_free(cfg);
         return 1;

@@ -1,6 +1,9 @@
 /*
  * app: helpers shared by every handler (readiness, violations).
  */
+#include <stdio.h>
+#include <string.h>
+
 #include "handler.h"
 #include "handlers.h"
 
@@ -10,6 +13,31 @@ bool
 wf_app_ready(wf_app *app)
 {
     return app->store != NULL && wf_store_ready(app->store);
+}
+
+/* Store notification → wake-up topic. Runs on the store's listener thread
+ * (or a committing thread): only wakes, never blocks. */
+static void
+on_store_notification(void *arg, const char *channel, const char *payload)
+{
+    wf_app *app = arg;
+    if (strcmp(channel, "wf_events") == 0) {
+        wf_app_wake_streams(app, WF_TOPIC_EVENTS);
+    } else if (strcmp(channel, "wf_jobs") == 0) {
+        if (payload == NULL || payload[0] == '\0') {
+            wf_app_wake_streams(app, NULL); /* "re-check everything" after a reconnect */
+            return;
+        }
+        char topic[160];
+        snprintf(topic, sizeof topic, "%s%s", WF_TOPIC_JOBS_PREFIX, payload);
+        wf_app_wake_streams(app, topic);
+    }
+}
+
+wf_code
+wf_app_listen(wf_app *app, wf_error *err)
+{
+    return wf_store_set_listener(app->store, on_store_notification, app, err);
 }
 
 void
@@ -32,10 +60,21 @@ wf_app_render_metrics(wf_app *app, FILE *out)
 }
 
 void
+wf_app_set_waker(wf_app *app, void (*fn)(void *arg, const char *topic), void *arg)
+{
+    pthread_mutex_lock(&app->wake_mu);
+    app->wake_streams = fn;
+    app->wake_arg = arg;
+    pthread_mutex_unlock(&app->wake_mu);
+}
+
+void
 wf_app_wake_streams(wf_app *app, const char *topic)
 {
+    pthread_mutex_lock(&app->wake_mu);
     if (app->wake_streams != NULL)
         app->wake_streams(app->wake_arg, topic);
+    pthread_mutex_unlock(&app->wake_mu);
 }
 
 wf_code

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -29,11 +30,21 @@ typedef struct wf_app {
     const wf_config *cfg;
     wf_store *store;
     struct wf_directory *directory; /* users and groups (engine/directory.h) */
-    /* Set by the rpc layer when it starts: wakes the parked streams and long
-     * polls that listen to topic (see wf_call.wake_topic). */
+    /* Set by the rpc layer while it runs (wf_app_set_waker): wakes the
+     * parked streams and long polls that listen to topic (see
+     * wf_call.wake_topic). wake_mu guards the pair, so a notification
+     * thread never calls into a server that has stopped. */
+    pthread_mutex_t wake_mu;
     void (*wake_streams)(void *arg, const char *topic);
     void *wake_arg;
 } wf_app;
+
+/* Static initializer of the fields wf_app needs before use. */
+#define WF_APP_INIT {.wake_mu = PTHREAD_MUTEX_INITIALIZER}
+
+/* Installs (fn != NULL) or removes the waker. Once it returns with NULL,
+ * no call of the previous waker is in progress or will start. */
+void wf_app_set_waker(wf_app *app, void (*fn)(void *arg, const char *topic), void *arg);
 
 /* Wake-up topics: events committed, and jobs of one type made activatable
  * ("jobs:" + job type). */
@@ -52,6 +63,11 @@ void wf_app_wake_streams(wf_app *app, const char *topic);
  * set, else memory) into app->store, and builds app->directory from
  * WF_USERS / WF_GROUP_<id>. */
 wf_code wf_app_open_store(wf_app *app, wf_error *err);
+
+/* Subscribes to the store's commit notifications (other replicas' commits
+ * on Postgres, this process's on the memory store) and turns them into
+ * stream wake-ups. Call once the rpc layer has set app->wake_streams. */
+wf_code wf_app_listen(wf_app *app, wf_error *err);
 
 /* Closes app->store and frees app->directory. */
 void wf_app_close_store(wf_app *app);

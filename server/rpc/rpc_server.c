@@ -1180,8 +1180,7 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
     grpc_server_start(srv->server);
 
     atomic_store(&srv->ready, wf_app_ready(app) ? 1 : 0);
-    app->wake_streams = wake_streams;
-    app->wake_arg = srv;
+    wf_app_set_waker(app, wake_streams, srv);
     atomic_store(&srv->accepting, 1);
     for (int i = 0; i < srv->nworkers; i++) {
         struct worker *w = &srv->workers[i];
@@ -1222,6 +1221,10 @@ wf_rpc_server_stop(wf_rpc_server *srv, int grace_ms)
     if (srv == NULL)
         return;
     wf_rpc_server_drain(srv);
+
+    /* No wake-up from store notifications from now on: they would reach a
+     * server that is going away. */
+    wf_app_set_waker(srv->app, NULL, NULL);
 
     /* Stop the monitor first: it is the other thread that starts batches. */
     pthread_mutex_lock(&srv->hmu);
@@ -1279,7 +1282,6 @@ wf_rpc_server_stop(wf_rpc_server *srv, int grace_ms)
     grpc_completion_queue_pluck(scq, NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
     grpc_completion_queue_destroy(scq);
 
-    srv->app->wake_streams = NULL;
     wf_rpc_metrics_free(srv->metrics);
     wf_reflection_free(srv->reflection);
     free(srv->workers);

@@ -34,10 +34,12 @@ wf_test_server_start(wf_test_server *ts, const char *const *env)
     ts->cfg = wf_config_load(all, &err);
     ck_assert_msg(ts->cfg != NULL, "config: %s", err.msg);
     wf_log_threshold = (wf_log_level)ts->cfg->log_level;
+    ts->app = (wf_app)WF_APP_INIT;
     ts->app.cfg = ts->cfg;
     ck_assert_msg(wf_app_open_store(&ts->app, &err) == WF_OK, "store: %s", err.msg);
     ts->srv = wf_rpc_server_start(&ts->app, &err);
     ck_assert_msg(ts->srv != NULL, "server: %s", err.msg);
+    ck_assert_msg(wf_app_listen(&ts->app, &err) == WF_OK, "listen: %s", err.msg);
     ts->port = wf_rpc_server_port(ts->srv);
     snprintf(ts->target, sizeof ts->target, "127.0.0.1:%d", ts->port);
 }

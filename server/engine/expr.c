@@ -1,0 +1,708 @@
+/*
+ * expr: jq expressions on libjq 1.6. See expr.h for the thread-safety and
+ * bounding scheme; the notes here say why each piece is there.
+ */
+#include "expr.h"
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jq.h>
+#include <jv.h>
+
+struct wf_expr {
+    char *src;
+    uint64_t hash;      /* FNV-1a of src, for the cache */
+    atomic_int refs;    /* the cache holds one while the entry is cached */
+    pthread_mutex_t mu; /* guards jq and every jv derived from it */
+    jq_state *jq;
+};
+
+/* ---- process-wide setup -------------------------------------------------- */
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+/* Cap Oniguruma backtracking (test/match/capture/split/scan): the defaults
+ * allow 10^7 retries per start position and no cap per search, so one
+ * "(a+)+$" over a long string could run for minutes. libonig is a
+ * dependency of libjq that this library does not link itself, so the
+ * setters are looked up at run time; when absent the defaults stay. */
+static void
+cap_regex_backtracking(void)
+{
+    typedef int (*set_limit_fn)(unsigned long);
+    void *self = dlopen(NULL, RTLD_NOW);
+    if (self == NULL)
+        return;
+    set_limit_fn in_match, in_search;
+    *(void **)&in_match = dlsym(self, "onig_set_retry_limit_in_match");
+    *(void **)&in_search = dlsym(self, "onig_set_retry_limit_in_search");
+    if (in_match != NULL)
+        in_match(100000UL);
+    if (in_search != NULL)
+        in_search(1000000UL);
+    dlclose(self);
+}
+
+static void
+ignore_msg(void *data, jv msg)
+{
+    (void)data;
+    jv_free(msg);
+}
+
+/* Oniguruma initialises its global tables lazily, without a lock, on the
+ * first onig_new(); two threads running their first regex at once would
+ * race. Running one regex here, under pthread_once, settles it. */
+static void
+expr_init(void)
+{
+    cap_regex_backtracking();
+    jq_state *jq = jq_init();
+    if (jq == NULL)
+        return;
+    jq_set_error_cb(jq, ignore_msg, NULL);
+    if (jq_compile(jq, "test(\"a\")")) {
+        jq_start(jq, jv_string("a"), 0);
+        jv_free(jq_next(jq));
+    }
+    jq_teardown(&jq);
+}
+
+/* ---- the program check --------------------------------------------------- */
+
+/* Names refused in call position; see expr.h for why. */
+static const char *const denied_names[] = {
+    "def",
+    "import",
+    "include",
+    "env",
+    "input",
+    "inputs",
+    "debug",
+    "stderr",
+    "halt",
+    "halt_error",
+    "input_filename",
+    "get_search_list",
+    "modulemeta",
+    "get_prog_origin",
+    "get_jq_origin",
+    "range",
+    "repeat",
+    "while",
+    "until",
+    "combinations",
+    "gsub",
+    "sub",
+    NULL,
+};
+
+static bool
+ident_start(int c)
+{
+    return isalpha(c) || c == '_';
+}
+
+static bool
+ident_char(int c)
+{
+    return isalnum(c) || c == '_';
+}
+
+/* Scans src for refused names without parsing it: string literals and
+ * comments are skipped (string interpolations "\( ... )" are code again),
+ * field names (.env) are allowed. It errs on the side of refusing, e.g.
+ * the object key in {env: 1}. Returns false and fills err when refused. */
+static bool
+check_program(const char *s, wf_error *err)
+{
+    int depth[32]; /* paren depth of each open interpolation */
+    int sp = 0;
+    bool in_str = false;
+    size_t n = strlen(s), i = 0;
+
+    while (i < n) {
+        char c = s[i];
+        if (in_str) {
+            if (c == '\\' && s[i + 1] == '(') {
+                if (sp == (int)(sizeof depth / sizeof depth[0])) {
+                    wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                                 "invalid expression: string interpolation is nested too deeply");
+                    return false;
+                }
+                depth[sp++] = 0;
+                in_str = false;
+                i += 2;
+            } else if (c == '\\') {
+                i += 2; /* the escaped character, whatever it is */
+            } else {
+                if (c == '"')
+                    in_str = false;
+                i++;
+            }
+            continue;
+        }
+        if (c == '"') {
+            in_str = true;
+            i++;
+        } else if (c == '#') {
+            while (i < n && s[i] != '\n')
+                i++;
+        } else if (c == '(') {
+            if (sp > 0)
+                depth[sp - 1]++;
+            i++;
+        } else if (c == ')') {
+            if (sp > 0 && depth[sp - 1] == 0) {
+                sp--;
+                in_str = true; /* back in the string around "\(...)" */
+            } else if (sp > 0) {
+                depth[sp - 1]--;
+            }
+            i++;
+        } else if (isdigit((unsigned char)c)) {
+            while (i < n && (isalnum((unsigned char)s[i]) || s[i] == '.'))
+                i++; /* 1e5 is a number, not the name e5 */
+        } else if (c == '$' || ident_start((unsigned char)c)) {
+            size_t st = i;
+            bool var = c == '$';
+            if (var)
+                i++;
+            bool module = false;
+            while (i < n) {
+                if (ident_char((unsigned char)s[i])) {
+                    i++;
+                } else if (s[i] == ':' && s[i + 1] == ':') {
+                    module = true;
+                    i += 2;
+                } else {
+                    break;
+                }
+            }
+            size_t len = i - st;
+            /* ".name" is a field, "..name" is not (and does not parse). */
+            bool field = !var && st > 0 && s[st - 1] == '.' && !(st > 1 && s[st - 2] == '.');
+            if (field)
+                continue;
+            const char *why = NULL;
+            if (module) {
+                why = "modules are";
+            } else if (var) {
+                if (len == 4 && strncmp(s + st, "$ENV", 4) == 0)
+                    why = "variable \"$ENV\" is";
+            } else {
+                for (const char *const *d = denied_names; *d != NULL; d++)
+                    if (strlen(*d) == len && strncmp(s + st, *d, len) == 0)
+                        why = "";
+                if (why == NULL && len == 7 && strncmp(s + st, "recurse", 7) == 0) {
+                    size_t j = i;
+                    while (j < n && isspace((unsigned char)s[j]))
+                        j++;
+                    if (s[j] == '(')
+                        why = ""; /* recurse(f) may never end; recurse and .. do */
+                }
+            }
+            if (why != NULL) {
+                if (*why != '\0')
+                    wf_error_set(err, WF_E_INVALID_ARGUMENT, "%s not allowed in expressions", why);
+                else
+                    wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                                 "function \"%.*s\" is not allowed in expressions", (int)len,
+                                 s + st);
+                return false;
+            }
+        } else {
+            i++;
+        }
+    }
+    return true;
+}
+
+/* ---- compile ------------------------------------------------------------- */
+
+typedef struct compile_msg {
+    char text[200];
+    bool set;
+} compile_msg;
+
+/* Keeps the first compile message, trimmed to the reason:
+ * "jq: error: syntax error, unexpected == (Unix shell quoting issues?) at
+ * <top-level>, line 1:\n.a ==== b" becomes "syntax error, unexpected ==". */
+static void
+keep_compile_msg(void *data, jv msg)
+{
+    compile_msg *cm = data;
+    if (!cm->set && jv_get_kind(msg) == JV_KIND_STRING) {
+        const char *s = jv_string_value(msg);
+        if (strncmp(s, "jq: error: ", 11) == 0)
+            s += 11;
+        size_t len = strcspn(s, "\n");
+        const char *cut[] = {" (Unix shell quoting issues?)", " at <top-level>"};
+        for (size_t k = 0; k < 2; k++) {
+            const char *p = strstr(s, cut[k]);
+            if (p != NULL && (size_t)(p - s) < len)
+                len = (size_t)(p - s);
+        }
+        if (len >= sizeof cm->text)
+            len = sizeof cm->text - 1;
+        memcpy(cm->text, s, len);
+        cm->text[len] = '\0';
+        cm->set = true;
+    }
+    jv_free(msg);
+}
+
+static uint64_t
+fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+wf_code
+wf_expr_compile(const char *src, wf_expr **out, wf_error *err)
+{
+    pthread_once(&init_once, expr_init);
+    if (src == NULL || src[strspn(src, " \t\r\n")] == '\0')
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "expression is empty");
+    if (strlen(src) > WF_EXPR_MAX_SOURCE)
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "expression is longer than %d bytes",
+                            WF_EXPR_MAX_SOURCE);
+    if (!check_program(src, err))
+        return err != NULL ? err->code : WF_E_INVALID_ARGUMENT;
+
+    wf_expr *e = calloc(1, sizeof *e);
+    if (e == NULL || (e->src = strdup(src)) == NULL) {
+        free(e);
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    }
+    e->jq = jq_init();
+    if (e->jq == NULL) {
+        free(e->src);
+        free(e);
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    }
+    compile_msg cm = {.set = false};
+    jq_set_error_cb(e->jq, keep_compile_msg, &cm);
+    int ok = jq_compile(e->jq, src);
+    /* Runtime messages come back from jq_next; nothing may reach stderr. */
+    jq_set_error_cb(e->jq, ignore_msg, NULL);
+    if (!ok) {
+        jq_teardown(&e->jq);
+        free(e->src);
+        free(e);
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "invalid expression: %s",
+                            cm.set ? cm.text : "it does not compile");
+    }
+    e->hash = fnv1a(src);
+    atomic_init(&e->refs, 1);
+    pthread_mutex_init(&e->mu, NULL);
+    *out = e;
+    return WF_OK;
+}
+
+void
+wf_expr_free(wf_expr *e)
+{
+    if (e == NULL)
+        return;
+    if (atomic_fetch_sub(&e->refs, 1) != 1)
+        return;
+    jq_teardown(&e->jq);
+    pthread_mutex_destroy(&e->mu);
+    free(e->src);
+    free(e);
+}
+
+const char *
+wf_expr_source(const wf_expr *e)
+{
+    return e->src;
+}
+
+/* ---- cache --------------------------------------------------------------- */
+
+/* A ring of at most WF_EXPR_CACHE_MAX entries searched linearly by hash:
+ * definitions hold tens of expressions, so this stays small and simple.
+ * The oldest entry is evicted first; holders of a reference keep it alive. */
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static wf_expr *cache_ring[WF_EXPR_CACHE_MAX];
+static size_t cache_n, cache_head;
+
+static wf_expr *
+cache_find_locked(const char *src, uint64_t h)
+{
+    for (size_t i = 0; i < cache_n; i++) {
+        wf_expr *e = cache_ring[(cache_head + i) % WF_EXPR_CACHE_MAX];
+        if (e->hash == h && strcmp(e->src, src) == 0) {
+            atomic_fetch_add(&e->refs, 1);
+            return e;
+        }
+    }
+    return NULL;
+}
+
+wf_code
+wf_expr_cached(const char *src, wf_expr **out, wf_error *err)
+{
+    if (src == NULL)
+        return wf_expr_compile(src, out, err);
+    uint64_t h = fnv1a(src);
+    pthread_mutex_lock(&cache_mu);
+    wf_expr *e = cache_find_locked(src, h);
+    pthread_mutex_unlock(&cache_mu);
+    if (e != NULL) {
+        *out = e;
+        return WF_OK;
+    }
+    /* Compile outside the lock: jq 1.6 parses its builtins on every
+     * compile, which takes milliseconds. */
+    wf_expr *fresh;
+    wf_code rc = wf_expr_compile(src, &fresh, err);
+    if (rc != WF_OK)
+        return rc;
+    wf_expr *evicted = NULL;
+    pthread_mutex_lock(&cache_mu);
+    e = cache_find_locked(src, h); /* another thread may have won the race */
+    if (e == NULL) {
+        if (cache_n == WF_EXPR_CACHE_MAX) {
+            evicted = cache_ring[cache_head];
+            cache_ring[cache_head] = NULL;
+            cache_head = (cache_head + 1) % WF_EXPR_CACHE_MAX;
+            cache_n--;
+        }
+        atomic_fetch_add(&fresh->refs, 1); /* the cache's reference */
+        cache_ring[(cache_head + cache_n) % WF_EXPR_CACHE_MAX] = fresh;
+        cache_n++;
+        e = fresh;
+        fresh = NULL;
+    }
+    pthread_mutex_unlock(&cache_mu);
+    wf_expr_free(fresh);
+    wf_expr_free(evicted);
+    *out = e;
+    return WF_OK;
+}
+
+size_t
+wf_expr_cache_size(void)
+{
+    pthread_mutex_lock(&cache_mu);
+    size_t n = cache_n;
+    pthread_mutex_unlock(&cache_mu);
+    return n;
+}
+
+void
+wf_expr_cache_clear(void)
+{
+    wf_expr *old[WF_EXPR_CACHE_MAX];
+    pthread_mutex_lock(&cache_mu);
+    size_t n = cache_n;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = (cache_head + i) % WF_EXPR_CACHE_MAX;
+        old[i] = cache_ring[k];
+        cache_ring[k] = NULL;
+    }
+    cache_n = cache_head = 0;
+    pthread_mutex_unlock(&cache_mu);
+    for (size_t i = 0; i < n; i++)
+        wf_expr_free(old[i]);
+}
+
+/* ---- evaluation ---------------------------------------------------------- */
+
+/* Locks e and starts it on the variables; on WF_OK the caller pulls
+ * results with jq_next and ends with eval_end. On error e is unlocked. */
+static wf_code
+eval_begin(wf_expr *e, const char *vars_json, wf_error *err)
+{
+    if (vars_json == NULL || vars_json[0] == '\0')
+        vars_json = "{}";
+    size_t len = strlen(vars_json);
+    if (len > WF_EXPR_MAX_INPUT)
+        return wf_error_set(err, WF_E_TOO_LARGE, "variables are larger than %zu bytes",
+                            WF_EXPR_MAX_INPUT);
+    pthread_mutex_lock(&e->mu);
+    /* jv values are refcounted without atomics: the input is created under
+     * the lock too, and every jv is freed before eval_end. */
+    jv input = jv_parse_sized(vars_json, (int)len);
+    if (!jv_is_valid(input)) {
+        jv_free(input);
+        pthread_mutex_unlock(&e->mu);
+        return wf_error_set(err, WF_E_INVALID_JSON, "variables are not valid JSON");
+    }
+    jq_start(e->jq, input, 0);
+    return WF_OK;
+}
+
+static void
+eval_end(wf_expr *e)
+{
+    pthread_mutex_unlock(&e->mu);
+}
+
+static const char *
+kind_name(jv v)
+{
+    return jv_kind_name(jv_get_kind(v));
+}
+
+/* Classifies what jq_next returned: 1 = a value, 0 = no more results,
+ * -1 = a runtime error (err filled, v consumed). */
+static int
+next_result(wf_expr *e, jv v, wf_error *err)
+{
+    if (jv_is_valid(v))
+        return 1;
+    if (!jv_invalid_has_msg(jv_copy(v))) {
+        jv_free(v);
+        if (jq_halted(e->jq)) {
+            wf_error_set(err, WF_E_INVALID_ARGUMENT, "expression halted");
+            return -1;
+        }
+        return 0;
+    }
+    jv msg = jv_invalid_get_msg(v);
+    char text[200];
+    if (jv_get_kind(msg) == JV_KIND_STRING) {
+        snprintf(text, sizeof text, "%s", jv_string_value(msg));
+        jv_free(msg);
+    } else {
+        jv s = jv_dump_string(msg, 0);
+        snprintf(text, sizeof text, "%s (not a string)", jv_string_value(s));
+        jv_free(s);
+    }
+    text[0] = (char)tolower((unsigned char)text[0]);
+    wf_error_set(err, WF_E_INVALID_ARGUMENT, "expression failed: %s", text);
+    return -1;
+}
+
+wf_code
+wf_expr_eval_bool(wf_expr *e, const char *vars_json, bool *out, wf_error *err)
+{
+    wf_code rc = eval_begin(e, vars_json, err);
+    if (rc != WF_OK)
+        return rc;
+    jv v = jq_next(e->jq);
+    int r = next_result(e, v, err);
+    if (r < 0) {
+        rc = err != NULL ? err->code : WF_E_INVALID_ARGUMENT;
+    } else {
+        jv_kind k = r == 1 ? jv_get_kind(v) : JV_KIND_NULL;
+        *out = k != JV_KIND_NULL && k != JV_KIND_FALSE;
+        if (r == 1)
+            jv_free(v);
+        rc = WF_OK;
+    }
+    eval_end(e);
+    return rc;
+}
+
+typedef struct str_list {
+    char **v;
+    size_t n, cap, bytes;
+} str_list;
+
+static wf_code
+str_list_add(str_list *l, wf_arena *a, jv s, wf_error *err)
+{
+    const char *p = jv_string_value(s);
+    size_t len = (size_t)jv_string_length_bytes(jv_copy(s));
+    if (len == 0 || strlen(p) != len)
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                            "expression yielded an empty id or one containing NUL");
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->v[i], p) == 0)
+            return WF_OK;
+    l->bytes += len;
+    if (l->n == WF_EXPR_MAX_RESULTS || l->bytes > WF_EXPR_MAX_OUTPUT)
+        return wf_error_set(err, WF_E_TOO_LARGE, "expression yielded more than %d ids or %zu bytes",
+                            WF_EXPR_MAX_RESULTS, WF_EXPR_MAX_OUTPUT);
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        char **v = wf_arena_alloc(a, cap * sizeof *v);
+        if (v == NULL)
+            return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        if (l->n > 0)
+            memcpy(v, l->v, l->n * sizeof *v);
+        l->v = v;
+        l->cap = cap;
+    }
+    if ((l->v[l->n] = wf_arena_strndup(a, p, len)) == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    l->n++;
+    return WF_OK;
+}
+
+wf_code
+wf_expr_eval_strings(wf_expr *e, const char *vars_json, wf_arena *a, char ***out, size_t *n_out,
+                     wf_error *err)
+{
+    wf_code rc = eval_begin(e, vars_json, err);
+    if (rc != WF_OK)
+        return rc;
+    str_list l = {0};
+    for (int results = 0; rc == WF_OK; results++) {
+        if (results == WF_EXPR_MAX_RESULTS) {
+            rc = wf_error_set(err, WF_E_TOO_LARGE, "expression yielded more than %d results",
+                              WF_EXPR_MAX_RESULTS);
+            break;
+        }
+        jv v = jq_next(e->jq);
+        int r = next_result(e, v, err);
+        if (r <= 0) {
+            if (r < 0)
+                rc = err != NULL ? err->code : WF_E_INVALID_ARGUMENT;
+            break;
+        }
+        if (jv_get_kind(v) == JV_KIND_STRING) {
+            rc = str_list_add(&l, a, v, err);
+        } else if (jv_get_kind(v) == JV_KIND_ARRAY) {
+            int len = jv_array_length(jv_copy(v));
+            for (int i = 0; i < len && rc == WF_OK; i++) {
+                jv item = jv_array_get(jv_copy(v), i);
+                if (jv_get_kind(item) == JV_KIND_STRING)
+                    rc = str_list_add(&l, a, item, err);
+                else
+                    rc = wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                                      "expression must yield strings or arrays of strings, "
+                                      "got an array holding %s",
+                                      kind_name(item));
+                jv_free(item);
+            }
+        } else {
+            rc = wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                              "expression must yield strings or arrays of strings, got %s",
+                              kind_name(v));
+        }
+        jv_free(v);
+    }
+    eval_end(e);
+    if (rc != WF_OK)
+        return rc;
+    *out = l.v;
+    *n_out = l.n;
+    return WF_OK;
+}
+
+wf_code
+wf_expr_eval_time(wf_expr *e, const char *vars_json, int64_t *out_us, wf_error *err)
+{
+    wf_code rc = eval_begin(e, vars_json, err);
+    if (rc != WF_OK)
+        return rc;
+    jv v = jq_next(e->jq);
+    int r = next_result(e, v, err);
+    int64_t us = 0;
+    if (r < 0) {
+        rc = err != NULL ? err->code : WF_E_INVALID_ARGUMENT;
+    } else if (r == 0) {
+        rc = wf_error_set(err, WF_E_INVALID_ARGUMENT, "expression yielded no time");
+    } else {
+        if (jv_get_kind(v) != JV_KIND_STRING)
+            rc =
+                wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                             "expression must yield an RFC 3339 time string, got %s", kind_name(v));
+        else if (!wf_expr_parse_rfc3339(jv_string_value(v), &us))
+            rc = wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                              "expression yielded \"%.64s\", which is not an RFC 3339 time",
+                              jv_string_value(v));
+        jv_free(v);
+    }
+    eval_end(e);
+    if (rc == WF_OK)
+        *out_us = us;
+    return rc;
+}
+
+/* ---- RFC 3339 ------------------------------------------------------------ */
+
+static bool
+digits(const char *s, int n, int *out)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)s[i]))
+            return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+ * days_from_civil). */
+static int64_t
+days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+bool
+wf_expr_parse_rfc3339(const char *s, int64_t *out_us)
+{
+    int y, mo, d, h, mi, sec;
+    if (s == NULL || strlen(s) < 20)
+        return false;
+    if (!digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) || s[7] != '-' ||
+        !digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+        !digits(s + 11, 2, &h) || s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' ||
+        !digits(s + 17, 2, &sec))
+        return false;
+    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || (mo == 2 && d == 29 && !leap) ||
+        h > 23 || mi > 59 || sec > 60)
+        return false;
+    if (sec == 60)
+        sec = 59; /* a leap second reads as the second before it */
+    const char *p = s + 19;
+    int64_t frac_us = 0;
+    if (*p == '.') {
+        p++;
+        int nd = 0;
+        while (isdigit((unsigned char)*p)) {
+            if (nd < 6)
+                frac_us = frac_us * 10 + (*p - '0');
+            nd++;
+            p++;
+        }
+        if (nd == 0)
+            return false;
+        for (int k = nd; k < 6; k++)
+            frac_us *= 10;
+    }
+    int64_t off_s = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int oh, om;
+        if (!digits(p + 1, 2, &oh) || p[3] != ':' || !digits(p + 4, 2, &om) || oh > 23 || om > 59)
+            return false;
+        off_s = (int64_t)(oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
+        p += 6;
+    } else {
+        return false;
+    }
+    if (*p != '\0')
+        return false;
+    int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - off_s;
+    *out_us = secs * 1000000 + frac_us;
+    return true;
+}

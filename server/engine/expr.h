@@ -1,0 +1,95 @@
+/*
+ * expr: jq expressions over instance variables (guards, ids_expression,
+ * due_expression), evaluated with libjq 1.6.
+ *
+ * Thread safety. A jq_state is not thread-safe (jq_start/jq_next mutate its
+ * stack, and the jv values it hands out use non-atomic refcounts), so every
+ * wf_expr owns one compiled jq_state behind its own mutex: any number of
+ * threads may evaluate the same wf_expr, one at a time, and different
+ * expressions in parallel. libjq 1.6 itself has little global state (the
+ * out-of-memory handler is thread-local, lexer and parser are reentrant,
+ * dtoa contexts are per call); the exception is Oniguruma's lazy global
+ * initialisation on the first regex, which the module does once, up front,
+ * under pthread_once (see expr.c).
+ *
+ * Bounds. libjq has no step limit and cannot be interrupted, so programs
+ * are checked before compiling: user functions (def), unbounded generators
+ * (range, repeat, while, until, recurse(f), combinations), gsub/sub (loop
+ * forever on an empty match in 1.6), modules and everything that reads the
+ * process (env, $ENV, input, inputs, debug, stderr, halt, ...) are refused.
+ * Evaluation consumes at most WF_EXPR_MAX_RESULTS results and
+ * WF_EXPR_MAX_OUTPUT bytes; regex backtracking is capped. Residual risk:
+ * a program can still allocate a lot from small text ("x" * 1e8, or string
+ * doubling over a large variables array) and take time polynomial in the
+ * size of the variables. Expressions are written by definition deployers,
+ * not by end users, and variables are capped by the message size limit.
+ * A $HOME/.jq file of the server user is linked into every program by
+ * libjq 1.6: the service must run without one.
+ */
+#ifndef WF_EXPR_H
+#define WF_EXPR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wf_arena.h"
+#include "wf_error.h"
+
+/* Longest accepted expression source, in bytes. */
+#define WF_EXPR_MAX_SOURCE 4096
+/* Largest variables document an expression reads. */
+#define WF_EXPR_MAX_INPUT ((size_t)4 * 1024 * 1024)
+/* Results consumed from one evaluation before giving up. */
+#define WF_EXPR_MAX_RESULTS 1000
+/* Bytes of strings one evaluation may return (ids_expression). */
+#define WF_EXPR_MAX_OUTPUT ((size_t)64 * 1024)
+/* Distinct sources kept compiled by the cache (oldest evicted first). */
+#define WF_EXPR_CACHE_MAX 1024
+
+/* A compiled expression: refcounted, safe to share between threads. */
+typedef struct wf_expr wf_expr;
+
+/* Compiles src into a new expression owned by the caller (one reference).
+ * Errors: WF_E_INVALID_ARGUMENT with a client-safe message
+ * ("invalid expression: syntax error, unexpected ..." or
+ * "function \"range\" is not allowed in expressions"). */
+wf_code wf_expr_compile(const char *src, wf_expr **out, wf_error *err);
+
+/* Like wf_expr_compile, through the process-wide cache keyed by the source
+ * text: each distinct source is compiled once. *out is a new reference. */
+wf_code wf_expr_cached(const char *src, wf_expr **out, wf_error *err);
+
+/* Drops one reference; frees on the last. NULL-safe. */
+void wf_expr_free(wf_expr *e);
+
+/* The source text (owned by e). */
+const char *wf_expr_source(const wf_expr *e);
+
+/* Guard evaluation: the first result decides with jq truthiness (false and
+ * null are false, everything else true); no result is false. vars_json is
+ * a JSON document (NULL or "" reads as {}); invalid JSON gives
+ * WF_E_INVALID_JSON, a jq runtime error WF_E_INVALID_ARGUMENT. */
+wf_code wf_expr_eval_bool(wf_expr *e, const char *vars_json, bool *out, wf_error *err);
+
+/* ids_expression evaluation: every result must be a non-empty string or an
+ * array of them; duplicates are dropped, order is kept. The strings and
+ * the array are allocated in a. Too many results or bytes give
+ * WF_E_TOO_LARGE; a wrong type WF_E_INVALID_ARGUMENT. */
+wf_code wf_expr_eval_strings(wf_expr *e, const char *vars_json, wf_arena *a, char ***out,
+                             size_t *n_out, wf_error *err);
+
+/* due_expression evaluation: the first result must be an RFC 3339 time
+ * string; *out_us is microseconds since the Unix epoch. */
+wf_code wf_expr_eval_time(wf_expr *e, const char *vars_json, int64_t *out_us, wf_error *err);
+
+/* Parses an RFC 3339 date-time ("2024-05-01T10:00:00.5+02:00") into
+ * microseconds since the epoch. False when s is not one. */
+bool wf_expr_parse_rfc3339(const char *s, int64_t *out_us);
+
+/* Number of cached expressions, and emptying the cache (tests, shutdown).
+ * Expressions still referenced elsewhere stay valid. */
+size_t wf_expr_cache_size(void);
+void wf_expr_cache_clear(void);
+
+#endif /* WF_EXPR_H */

@@ -1,0 +1,297 @@
+/*
+ * net: Petri-net process definitions (design.md sections 4 and 5).
+ *
+ * Three parts, all pure (no store, no protobuf, no grpc):
+ *   - the definition model, mapping 1:1 onto workflow.v1.Definition, with
+ *     a canonical JSON encoding (the stored definition content) and its
+ *     content hash;                                           (net.c)
+ *   - validation, reporting every finding at once;            (net_validate.c)
+ *   - the firing rules over an in-memory case state: enablings, firing,
+ *     silent AUTO transitions, withdrawals and termination.   (net_fire.c)
+ *
+ * Memory. A wf_net and everything the functions below return live in a
+ * caller-supplied arena (the RPC's); nothing is freed on its own. Strings
+ * in the model may be NULL, which reads as "" (unset).
+ *
+ * Units. Durations are milliseconds, times microseconds since the Unix
+ * epoch (as in the store); 0 means unset and reads as the documented
+ * default.
+ */
+#ifndef WF_NET_H
+#define WF_NET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h" /* wf_trigger, wf_join_mode: persisted enums, shared */
+#include "wf_arena.h"
+#include "wf_error.h"
+
+/* ---- the model ----------------------------------------------------------- */
+
+/* Numbering follows the proto enums; 0 is "unset". */
+typedef enum wf_place_kind {
+    WF_PLACE_UNSET = 0, /* read as NORMAL */
+    WF_PLACE_START = 1,
+    WF_PLACE_NORMAL = 2,
+    WF_PLACE_END = 3,
+} wf_place_kind;
+
+typedef enum wf_termination {
+    WF_TERMINATION_UNSET = 0, /* read as EXPLICIT */
+    WF_TERMINATION_EXPLICIT = 1,
+    WF_TERMINATION_IMPLICIT = 2,
+} wf_termination;
+
+/* The store's wf_assignee_kind has no USERS (a USERS assignee becomes one
+ * USER task per id), so the definition has its own. */
+typedef enum wf_net_assignee_kind {
+    WF_NET_ASSIGNEE_UNSET = 0,
+    WF_NET_ASSIGNEE_USER = 1,
+    WF_NET_ASSIGNEE_GROUP = 2,
+    WF_NET_ASSIGNEE_USERS = 3,
+} wf_net_assignee_kind;
+
+typedef enum wf_correlation {
+    WF_CORRELATION_UNSET = 0, /* read as INSTANCE */
+    WF_CORRELATION_INSTANCE = 1,
+    WF_CORRELATION_AGGREGATE = 2,
+} wf_correlation;
+
+/* Defaults documented in workflow.proto. */
+#define WF_NET_DEFAULT_MAX_ATTEMPTS 3
+#define WF_NET_DEFAULT_INITIAL_BACKOFF_MS 1000
+#define WF_NET_DEFAULT_MULTIPLIER 2.0
+#define WF_NET_DEFAULT_MAX_BACKOFF_MS (5 * 60 * 1000)
+#define WF_NET_DEFAULT_LEASE_MS (5 * 60 * 1000)
+
+/* Limits that keep one step bounded (checked by validation). */
+#define WF_NET_MAX_NODES 1000 /* places, and transitions, each */
+#define WF_NET_MAX_ARCS 4000
+#define WF_NET_MAX_WEIGHT 100 /* tokens per arc and firing */
+#define WF_NET_MAX_ID_LEN 128
+/* Silent AUTO firings in one step before the step fails (an incident). */
+#define WF_NET_MAX_SILENT_FIRINGS 1000
+
+typedef struct wf_place {
+    const char *id;
+    const char *name;
+    wf_place_kind kind;
+} wf_place;
+
+typedef struct wf_assignee {
+    wf_net_assignee_kind kind;
+    const char **ids;
+    size_t n_ids;
+    const char *ids_expression; /* jq; used instead of ids */
+} wf_assignee;
+
+typedef struct wf_completion {
+    wf_join_mode mode; /* WF_JOIN_NONE (unset) reads as ALL */
+    int32_t quorum;    /* QUORUM only */
+} wf_completion;
+
+typedef struct wf_retry_policy {
+    int32_t max_attempts;       /* 0 = 3 */
+    int64_t initial_backoff_ms; /* 0 = 1 s */
+    double multiplier;          /* 0 = 2.0; else >= 1 */
+    int64_t max_backoff_ms;     /* 0 = 5 min */
+} wf_retry_policy;
+
+typedef struct wf_transition {
+    const char *id;
+    const char *name;
+    wf_trigger trigger;   /* 0 = unset (invalid) */
+    const char **cancels; /* place ids emptied on firing */
+    size_t n_cancels;
+    /* USER */
+    wf_assignee assignee;
+    wf_completion completion;
+    /* AUTO: job_type "" is a silent routing transition */
+    const char *job_type;
+    wf_retry_policy retry;
+    int64_t lease_ms; /* 0 = 5 min */
+    const char *compensation_job_type;
+    /* TIME: exactly one of the two */
+    int64_t delay_ms;
+    const char *due_expression;
+    /* MSG */
+    const char *signal_name;
+    wf_correlation correlation;
+} wf_transition;
+
+typedef struct wf_arc {
+    const char *source;
+    const char *target;
+    int32_t weight;    /* 0 = 1 */
+    const char *guard; /* output arcs only; jq */
+    bool is_default;   /* output arcs only: the else-branch */
+} wf_arc;
+
+typedef struct wf_net {
+    const char *key;
+    int32_t version; /* row metadata: not part of the canonical content */
+    const char *name;
+    const char *description;
+    wf_termination termination;
+    int64_t valid_from;  /* µs, 0 = no bound */
+    int64_t valid_until; /* µs, 0 = no bound */
+    wf_place *places;
+    size_t n_places;
+    wf_transition *transitions;
+    size_t n_transitions;
+    wf_arc *arcs;
+    size_t n_arcs;
+} wf_net;
+
+/* True for an AUTO transition without a job type (fires at once). */
+bool wf_net_is_silent(const wf_transition *t);
+
+/* Effective values, with the proto defaults applied. */
+int32_t wf_net_arc_weight(const wf_arc *a);
+wf_retry_policy wf_net_retry_effective(const wf_transition *t);
+int64_t wf_net_lease_effective(const wf_transition *t);
+
+/* Index of the place / transition with that id, or -1. */
+int wf_net_place_index(const wf_net *net, const char *id);
+int wf_net_transition_index(const wf_net *net, const char *id);
+
+/* ---- canonical JSON and content hash -------------------------------------- */
+
+/* Encodes net as compact JSON with sorted keys, defaults made explicit and
+ * unset values left out, so equal content gives equal bytes. version is
+ * not encoded. *out is NUL-terminated, in a. */
+wf_code wf_net_to_json(const wf_net *net, wf_arena *a, char **out, wf_error *err);
+
+/* Decodes what wf_net_to_json produced (or any JSON of that shape) into a
+ * net allocated in a. Malformed input gives WF_E_INVALID_JSON. */
+wf_code wf_net_from_json(const char *json, wf_arena *a, wf_net **out, wf_error *err);
+
+/* Lower-case hex SHA-256 of the canonical JSON: 64 chars + NUL, in a. */
+wf_code wf_net_content_hash(const wf_net *net, wf_arena *a, char **out, wf_error *err);
+
+/* SHA-256 of any bytes as lower-case hex into out[65]. */
+void wf_net_sha256_hex(const void *data, size_t len, char out[65]);
+
+/* ---- validation ------------------------------------------------------------ */
+
+typedef enum wf_severity {
+    WF_SEVERITY_ERROR = 1, /* blocks the deploy */
+    WF_SEVERITY_WARNING = 2,
+} wf_severity;
+
+/* One finding; code is a stable UPPER_SNAKE string (see net_validate.c),
+ * path names the element ("transitions[2].assignee", "" = whole net). */
+typedef struct wf_validation_error {
+    const char *code;
+    const char *path;
+    const char *message;
+    wf_severity severity;
+} wf_validation_error;
+
+/* Checks net and returns every finding at once in *errors (in a, possibly
+ * zero of them). Returns WF_OK even when findings exist; only running out
+ * of memory fails. Expressions are compiled through the expression cache. */
+wf_code wf_net_validate(const wf_net *net, wf_arena *a, wf_validation_error **errors,
+                        size_t *n_errors, wf_error *err);
+
+/* True when some finding has ERROR severity. */
+bool wf_net_has_errors(const wf_validation_error *errors, size_t n_errors);
+
+/* ---- case state and firing --------------------------------------------- */
+
+typedef struct wf_token {
+    const char *id;
+    const char *place_id;
+    int64_t seq; /* creation order: tokens are taken oldest (lowest) first */
+} wf_token;
+
+/* A live (enabled) work item, bound to specific tokens. */
+typedef struct wf_work_item {
+    const char *id;
+    const char *transition_id;
+    wf_trigger trigger; /* filled by the engine for new items; ignored on input */
+    const char **token_ids;
+    size_t n_token_ids;
+} wf_work_item;
+
+/* The marking and live work items of one case. Inputs are borrowed. */
+typedef struct wf_net_state {
+    const wf_token *tokens;
+    size_t n_tokens;
+    const wf_work_item *items;
+    size_t n_items;
+    int64_t next_seq; /* seq for the next token; raised above every seq seen */
+} wf_net_state;
+
+/* One firing in a step, in order. */
+typedef struct wf_net_firing {
+    const char *work_item_id;
+    const char *transition_id;
+    bool enabled_in_step; /* a silent item created and fired in this step */
+} wf_net_firing;
+
+/* What a step changed, as a diff against the input state. Items created
+ * and withdrawn (or fired) within the step never reach created/withdrawn;
+ * tokens produced and consumed within it never reach the token lists. */
+typedef struct wf_net_diff {
+    wf_token *added_tokens; /* in the new state, not in the old */
+    size_t n_added_tokens;
+    const char **removed_tokens; /* in the old state, not in the new */
+    size_t n_removed_tokens;
+    wf_work_item *created; /* live at the end of the step, new */
+    size_t n_created;
+    const char **withdrawn; /* live before, withdrawn by the step */
+    size_t n_withdrawn;
+    wf_net_firing *fired;
+    size_t n_fired;
+    bool ended;      /* the case is complete (termination rule met) */
+    bool deadlocked; /* not ended, yet nothing is enabled: needs an incident */
+} wf_net_diff;
+
+/* Starts a case: one token in the START place, then enablings, silent
+ * transitions and termination as after a firing. state->next_seq seeds the
+ * token sequence (state may be NULL: empty, seq 1). */
+wf_code wf_net_start(const wf_net *net, const wf_net_state *state, const char *vars_json,
+                     wf_arena *a, wf_net_state *out, wf_net_diff *diff, wf_error *err);
+
+/* The work items the current marking enables beyond the live ones (no
+ * firing). Each transition's tokens are taken oldest first, skipping tokens
+ * bound by its own live items; different transitions may share tokens
+ * (deferred choice). */
+wf_code wf_net_enablings(const wf_net *net, const wf_net_state *state, wf_arena *a,
+                         wf_work_item **items, size_t *n_items, wf_error *err);
+
+/* Fires the live work item work_item_id with the variables after the
+ * firing's output was merged (vars_json). In order: consume its tokens,
+ * empty its cancel places, produce weight tokens on every output arc whose
+ * guard is absent or true (the default arc only when no guarded arc
+ * matched), withdraw every live item whose tokens are gone, enable new
+ * items, fire silent AUTO items at once, check termination.
+ * On error *out and *diff are not written and nothing changed:
+ *   WF_E_NO_ARC_MATCHED     no output arc matched (of this transition, or
+ *                           of a silent one it led to);
+ *   WF_E_INVALID_ARGUMENT   no such live work item, or a guard failed;
+ *   WF_E_DEFINITION_INVALID more than WF_NET_MAX_SILENT_FIRINGS silent
+ *                           firings (a silent cycle): raise an incident. */
+wf_code wf_net_fire(const wf_net *net, const wf_net_state *state, const char *work_item_id,
+                    const char *vars_json, wf_arena *a, wf_net_state *out, wf_net_diff *diff,
+                    wf_error *err);
+
+/* USERS completion: true once `done` of `total` tasks satisfy mode
+ * (ALL: all done; ANY: one; QUORUM: quorum of them). NONE reads as ALL. */
+bool wf_completion_met(wf_join_mode mode, int32_t quorum, size_t done, size_t total);
+
+/* Top-level merge of the JSON object patch into the JSON object base
+ * (NULL or "" read as {}); keys of patch win. *out is compact JSON in a.
+ * Non-objects or malformed JSON give WF_E_INVALID_JSON. */
+wf_code wf_net_merge_variables(const char *base_json, const char *patch_json, wf_arena *a,
+                               char **out, wf_error *err);
+
+/* Comma-joined token ids (the store's work item column) and back. */
+char *wf_net_join_ids(wf_arena *a, const char *const *ids, size_t n);
+wf_code wf_net_split_ids(wf_arena *a, const char *joined, const char ***ids, size_t *n,
+                         wf_error *err);
+
+#endif /* WF_NET_H */

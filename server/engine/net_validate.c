@@ -1,0 +1,622 @@
+/*
+ * net_validate: every check a definition must pass before it can start
+ * cases (Radicore's is_valid / workflow_errors, design.md section 4).
+ *
+ * Codes (stable; the first group is listed on ValidationError.code in
+ * workflow.proto):
+ *   START_PLACE_COUNT, END_PLACE_COUNT, START_PLACE_HAS_INPUT,
+ *   END_PLACE_HAS_OUTPUT, TRANSITION_WITHOUT_INPUT, TRANSITION_WITHOUT_OUTPUT,
+ *   ARC_INVALID_ENDPOINTS, UNKNOWN_REFERENCE, DUPLICATE_ID, NOT_ON_PATH,
+ *   GUARD_INVALID, GUARD_ON_INPUT_ARC, EXPRESSION_INVALID,
+ *   TRIGGER_FIELD_MISSING, TRIGGER_FIELD_CONFLICT, REQUIRED, INVALID_VALUE,
+ *   MISSING_DEFAULT_ARC (warning)
+ * and added here:
+ *   DUPLICATE_ARC          two arcs with the same source and target
+ *   MULTIPLE_DEFAULT_ARCS  more than one is_default arc out of a transition
+ *   DEFAULT_ON_INPUT_ARC   is_default on a place -> transition arc
+ *   TOO_MANY_ELEMENTS      more than WF_NET_MAX_NODES / WF_NET_MAX_ARCS
+ *
+ * Fields of another trigger are an ERROR (TRIGGER_FIELD_CONFLICT), as the
+ * proto says: a stray delay on a USER transition is almost always a
+ * modelling mistake, and refusing it keeps the stored content meaningful.
+ */
+#include "net.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "expr.h"
+
+typedef struct vctx {
+    const wf_net *net;
+    wf_arena *a;
+    wf_validation_error *v;
+    size_t n, cap;
+    bool oom;
+} vctx;
+
+static void add(vctx *c, wf_severity sev, const char *code, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void
+add(vctx *c, wf_severity sev, const char *code, const char *path, const char *fmt, ...)
+{
+    if (c->oom)
+        return;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        wf_validation_error *v = wf_arena_alloc(c->a, cap * sizeof *v);
+        if (v == NULL) {
+            c->oom = true;
+            return;
+        }
+        if (c->n > 0)
+            memcpy(v, c->v, c->n * sizeof *v);
+        c->v = v;
+        c->cap = cap;
+    }
+    char msg[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    wf_validation_error *e = &c->v[c->n];
+    e->code = code; /* static strings */
+    e->path = wf_arena_strdup(c->a, path);
+    e->message = wf_arena_strdup(c->a, msg);
+    e->severity = sev;
+    if (e->path == NULL || e->message == NULL)
+        c->oom = true;
+    else
+        c->n++;
+}
+
+#define ERR(c, code, path, ...) add(c, WF_SEVERITY_ERROR, code, path, __VA_ARGS__)
+
+static bool
+unset(const char *s)
+{
+    return s == NULL || s[0] == '\0';
+}
+
+static const char *
+str(const char *s)
+{
+    return s ? s : "";
+}
+
+/* Ids: 1-128 printable bytes without whitespace (as in workflow.proto). */
+static bool
+id_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > WF_NET_MAX_ID_LEN)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] <= 0x20 || s[i] == 0x7f)
+            return false;
+    return true;
+}
+
+static void
+check_id(vctx *c, const char *id, const char *path, const char *what)
+{
+    if (unset(id))
+        ERR(c, "REQUIRED", path, "%s id is required", what);
+    else if (!id_ok(id))
+        ERR(c, "INVALID_VALUE", path, "%s id \"%.64s\" must be 1-%d printable bytes without spaces",
+            what, id, WF_NET_MAX_ID_LEN);
+}
+
+static void
+check_expr(vctx *c, const char *src, const char *code, const char *path, const char *what)
+{
+    wf_expr *e;
+    wf_error err;
+    if (wf_expr_cached(src, &e, &err) != WF_OK) {
+        ERR(c, code, path, "%s does not compile: %s", what, err.msg);
+        return;
+    }
+    wf_expr_free(e);
+}
+
+/* ---- structure ------------------------------------------------------------ */
+
+static void
+check_header(vctx *c)
+{
+    const wf_net *net = c->net;
+    if (unset(net->key))
+        ERR(c, "REQUIRED", "key", "definition key is required");
+    else if (!id_ok(net->key))
+        ERR(c, "INVALID_VALUE", "key", "definition key must be 1-%d printable bytes without spaces",
+            WF_NET_MAX_ID_LEN);
+    if (net->termination != WF_TERMINATION_UNSET && net->termination != WF_TERMINATION_EXPLICIT &&
+        net->termination != WF_TERMINATION_IMPLICIT)
+        ERR(c, "INVALID_VALUE", "termination", "termination %d is not known", net->termination);
+    if (net->valid_from != 0 && net->valid_until != 0 && net->valid_until <= net->valid_from)
+        ERR(c, "INVALID_VALUE", "valid_until", "valid_until must be after valid_from");
+}
+
+static void
+check_nodes(vctx *c)
+{
+    const wf_net *net = c->net;
+    char path[64];
+    size_t starts = 0, ends = 0;
+
+    for (size_t i = 0; i < net->n_places; i++) {
+        const wf_place *p = &net->places[i];
+        snprintf(path, sizeof path, "places[%zu].id", i);
+        check_id(c, p->id, path, "place");
+        if (p->kind == WF_PLACE_START)
+            starts++;
+        else if (p->kind == WF_PLACE_END)
+            ends++;
+        else if (p->kind != WF_PLACE_UNSET && p->kind != WF_PLACE_NORMAL) {
+            snprintf(path, sizeof path, "places[%zu].kind", i);
+            ERR(c, "INVALID_VALUE", path, "place \"%s\" has unknown kind %d", str(p->id), p->kind);
+        }
+    }
+    for (size_t i = 0; i < net->n_transitions; i++) {
+        snprintf(path, sizeof path, "transitions[%zu].id", i);
+        check_id(c, net->transitions[i].id, path, "transition");
+    }
+    /* Ids are unique across places and transitions: arcs name either. */
+    size_t total = net->n_places + net->n_transitions;
+    for (size_t i = 0; i < total; i++) {
+        const char *id =
+            i < net->n_places ? net->places[i].id : net->transitions[i - net->n_places].id;
+        if (unset(id))
+            continue;
+        for (size_t j = 0; j < i; j++) {
+            const char *other =
+                j < net->n_places ? net->places[j].id : net->transitions[j - net->n_places].id;
+            if (!unset(other) && strcmp(id, other) == 0) {
+                if (i < net->n_places)
+                    snprintf(path, sizeof path, "places[%zu].id", i);
+                else
+                    snprintf(path, sizeof path, "transitions[%zu].id", i - net->n_places);
+                ERR(c, "DUPLICATE_ID", path, "id \"%s\" is used more than once", id);
+                break;
+            }
+        }
+    }
+    if (starts != 1)
+        ERR(c, "START_PLACE_COUNT", "places", "a net needs exactly one START place, found %zu",
+            starts);
+    if (ends != 1)
+        ERR(c, "END_PLACE_COUNT", "places", "a net needs exactly one END place, found %zu", ends);
+}
+
+/* Endpoint kinds of an arc: 'p' place, 't' transition, 0 unknown. */
+static char
+node_kind(const wf_net *net, const char *id)
+{
+    if (wf_net_place_index(net, id) >= 0)
+        return 'p';
+    if (wf_net_transition_index(net, id) >= 0)
+        return 't';
+    return 0;
+}
+
+static void
+check_arcs(vctx *c)
+{
+    const wf_net *net = c->net;
+    char path[64];
+    for (size_t i = 0; i < net->n_arcs; i++) {
+        const wf_arc *ar = &net->arcs[i];
+        char sk = 0, tk = 0;
+        snprintf(path, sizeof path, "arcs[%zu].source", i);
+        if (unset(ar->source))
+            ERR(c, "REQUIRED", path, "arc %zu has no source", i);
+        else if ((sk = node_kind(net, ar->source)) == 0)
+            ERR(c, "UNKNOWN_REFERENCE", path, "arc %zu starts at \"%s\", which does not exist", i,
+                ar->source);
+        snprintf(path, sizeof path, "arcs[%zu].target", i);
+        if (unset(ar->target))
+            ERR(c, "REQUIRED", path, "arc %zu has no target", i);
+        else if ((tk = node_kind(net, ar->target)) == 0)
+            ERR(c, "UNKNOWN_REFERENCE", path, "arc %zu ends at \"%s\", which does not exist", i,
+                ar->target);
+        snprintf(path, sizeof path, "arcs[%zu]", i);
+        if (sk != 0 && sk == tk)
+            ERR(c, "ARC_INVALID_ENDPOINTS", path,
+                "arc %zu joins two %s; arcs join a place and a transition", i,
+                sk == 'p' ? "places" : "transitions");
+        if (sk == 'p' && tk == 't') {
+            const wf_place *p = &net->places[wf_net_place_index(net, ar->source)];
+            if (p->kind == WF_PLACE_END)
+                ERR(c, "END_PLACE_HAS_OUTPUT", path, "arc %zu leaves end place \"%s\"", i, p->id);
+        }
+        if (sk == 't' && tk == 'p') {
+            const wf_place *p = &net->places[wf_net_place_index(net, ar->target)];
+            if (p->kind == WF_PLACE_START)
+                ERR(c, "START_PLACE_HAS_INPUT", path, "arc %zu enters start place \"%s\"", i,
+                    p->id);
+        }
+        for (size_t j = 0; j < i; j++)
+            if (!unset(ar->source) && !unset(ar->target) &&
+                strcmp(ar->source, str(net->arcs[j].source)) == 0 &&
+                strcmp(ar->target, str(net->arcs[j].target)) == 0) {
+                ERR(c, "DUPLICATE_ARC", path,
+                    "arc %zu repeats arc %zu from \"%s\" to \"%s\"; use a weight instead", i, j,
+                    ar->source, ar->target);
+                break;
+            }
+        snprintf(path, sizeof path, "arcs[%zu].weight", i);
+        if (ar->weight < 0 || ar->weight > WF_NET_MAX_WEIGHT)
+            ERR(c, "INVALID_VALUE", path, "arc %zu has weight %d; it must be 1 to %d", i,
+                ar->weight, WF_NET_MAX_WEIGHT);
+
+        bool input = sk == 'p' && tk == 't';
+        snprintf(path, sizeof path, "arcs[%zu].guard", i);
+        if (!unset(ar->guard)) {
+            if (input)
+                ERR(c, "GUARD_ON_INPUT_ARC", path,
+                    "arc %zu enters a transition; only output arcs have guards", i);
+            else if (ar->is_default)
+                ERR(c, "INVALID_VALUE", path, "default arc %zu cannot have a guard", i);
+            else {
+                char what[48];
+                snprintf(what, sizeof what, "guard of arc %zu", i);
+                check_expr(c, ar->guard, "GUARD_INVALID", path, what);
+            }
+        }
+        if (ar->is_default && input) {
+            snprintf(path, sizeof path, "arcs[%zu].is_default", i);
+            ERR(c, "DEFAULT_ON_INPUT_ARC", path,
+                "arc %zu enters a transition; only output arcs can be the default", i);
+        }
+    }
+}
+
+/* Inputs, outputs, default arcs, per transition. */
+static void
+check_transition_arcs(vctx *c)
+{
+    const wf_net *net = c->net;
+    char path[64];
+    for (size_t ti = 0; ti < net->n_transitions; ti++) {
+        const wf_transition *t = &net->transitions[ti];
+        if (unset(t->id))
+            continue;
+        size_t in = 0, out = 0, guarded = 0, plain = 0, defaults = 0;
+        for (size_t i = 0; i < net->n_arcs; i++) {
+            const wf_arc *ar = &net->arcs[i];
+            if (strcmp(str(ar->target), t->id) == 0 && node_kind(net, ar->source) == 'p')
+                in++;
+            if (strcmp(str(ar->source), t->id) != 0 || node_kind(net, ar->target) != 'p')
+                continue;
+            out++;
+            if (ar->is_default) {
+                if (++defaults == 2) {
+                    snprintf(path, sizeof path, "arcs[%zu].is_default", i);
+                    ERR(c, "MULTIPLE_DEFAULT_ARCS", path,
+                        "transition \"%s\" has more than one default arc", t->id);
+                }
+            } else if (!unset(ar->guard)) {
+                guarded++;
+            } else {
+                plain++;
+            }
+        }
+        snprintf(path, sizeof path, "transitions[%zu]", ti);
+        if (in == 0)
+            ERR(c, "TRANSITION_WITHOUT_INPUT", path, "transition \"%s\" has no input arc", t->id);
+        if (out == 0)
+            ERR(c, "TRANSITION_WITHOUT_OUTPUT", path, "transition \"%s\" has no output arc", t->id);
+        /* All-guarded outputs without an else-branch can refuse to fire
+         * (NO_ARC_MATCHED); so can several guards meant as alternatives. */
+        if (defaults == 0 && (guarded >= 2 || (guarded >= 1 && plain == 0)))
+            add(c, WF_SEVERITY_WARNING, "MISSING_DEFAULT_ARC", path,
+                "transition \"%s\" has guarded output arcs but no default arc; firing fails "
+                "when no guard is true",
+                t->id);
+    }
+}
+
+/* Every node lies on a path START -> END: reachable forward from START and
+ * backward from END. Only meaningful with exactly one of each. */
+static void
+check_paths(vctx *c)
+{
+    const wf_net *net = c->net;
+    int start = -1, end = -1;
+    for (size_t i = 0; i < net->n_places; i++) {
+        if (net->places[i].kind == WF_PLACE_START)
+            start = start == -1 ? (int)i : -2;
+        if (net->places[i].kind == WF_PLACE_END)
+            end = end == -1 ? (int)i : -2;
+    }
+    if (start < 0 || end < 0)
+        return;
+    size_t np = net->n_places, n = np + net->n_transitions;
+    /* Node k: place k, or transition k - np. Arc endpoints resolved once. */
+    int *src = wf_arena_alloc(c->a, (net->n_arcs + 1) * sizeof *src);
+    int *dst = wf_arena_alloc(c->a, (net->n_arcs + 1) * sizeof *dst);
+    unsigned char *fw = wf_arena_calloc(c->a, n + 1, 1);
+    unsigned char *bw = wf_arena_calloc(c->a, n + 1, 1);
+    int *stack = wf_arena_alloc(c->a, (n + 1) * sizeof *stack);
+    if (src == NULL || dst == NULL || fw == NULL || bw == NULL || stack == NULL) {
+        c->oom = true;
+        return;
+    }
+    for (size_t i = 0; i < net->n_arcs; i++) {
+        int p = wf_net_place_index(net, net->arcs[i].source);
+        int t = wf_net_transition_index(net, net->arcs[i].source);
+        src[i] = p >= 0 ? p : t >= 0 ? (int)np + t : -1;
+        p = wf_net_place_index(net, net->arcs[i].target);
+        t = wf_net_transition_index(net, net->arcs[i].target);
+        dst[i] = p >= 0 ? p : t >= 0 ? (int)np + t : -1;
+    }
+    for (int dir = 0; dir < 2; dir++) {
+        unsigned char *seen = dir == 0 ? fw : bw;
+        int sp = 0;
+        stack[sp++] = dir == 0 ? start : end;
+        seen[stack[0]] = 1;
+        while (sp > 0) {
+            int k = stack[--sp];
+            for (size_t i = 0; i < net->n_arcs; i++) {
+                int from = dir == 0 ? src[i] : dst[i], to = dir == 0 ? dst[i] : src[i];
+                if (from == k && to >= 0 && !seen[to]) {
+                    seen[to] = 1;
+                    stack[sp++] = to;
+                }
+            }
+        }
+    }
+    char path[64];
+    for (size_t k = 0; k < n; k++) {
+        if (fw[k] && bw[k])
+            continue;
+        const char *id = k < np ? net->places[k].id : net->transitions[k - np].id;
+        if (k < np)
+            snprintf(path, sizeof path, "places[%zu]", k);
+        else
+            snprintf(path, sizeof path, "transitions[%zu]", k - np);
+        ERR(c, "NOT_ON_PATH", path, "%s \"%s\" is not on a path from the start to the end place%s",
+            k < np ? "place" : "transition", str(id),
+            !fw[k] ? " (not reachable from the start)" : " (cannot reach the end)");
+    }
+}
+
+/* ---- triggers --------------------------------------------------------------- */
+
+/* Reports a field set on a transition whose trigger does not use it. */
+static void
+conflict(vctx *c, size_t ti, const char *field, const wf_transition *t, const char *owner)
+{
+    char path[96];
+    snprintf(path, sizeof path, "transitions[%zu].%s", ti, field);
+    ERR(c, "TRIGGER_FIELD_CONFLICT", path, "transition \"%s\": %s applies only to %s transitions",
+        str(t->id), field, owner);
+}
+
+static void
+check_user(vctx *c, size_t ti, const wf_transition *t)
+{
+    char path[96];
+    const wf_assignee *as = &t->assignee;
+    bool has_expr = !unset(as->ids_expression);
+    snprintf(path, sizeof path, "transitions[%zu].assignee", ti);
+    if (as->kind == WF_NET_ASSIGNEE_UNSET) {
+        ERR(c, "TRIGGER_FIELD_MISSING", path, "USER transition \"%s\" needs an assignee kind",
+            str(t->id));
+    } else if (as->kind != WF_NET_ASSIGNEE_USER && as->kind != WF_NET_ASSIGNEE_GROUP &&
+               as->kind != WF_NET_ASSIGNEE_USERS) {
+        snprintf(path, sizeof path, "transitions[%zu].assignee.kind", ti);
+        ERR(c, "INVALID_VALUE", path, "assignee kind %d is not known", as->kind);
+    }
+    snprintf(path, sizeof path, "transitions[%zu].assignee.ids", ti);
+    if (as->n_ids == 0 && !has_expr)
+        ERR(c, "TRIGGER_FIELD_MISSING", path,
+            "USER transition \"%s\" needs assignee ids or an ids_expression", str(t->id));
+    if (as->n_ids > 0 && has_expr) {
+        snprintf(path, sizeof path, "transitions[%zu].assignee.ids_expression", ti);
+        ERR(c, "TRIGGER_FIELD_CONFLICT", path,
+            "transition \"%s\" sets both assignee ids and ids_expression", str(t->id));
+    }
+    if (as->n_ids > 1 && (as->kind == WF_NET_ASSIGNEE_USER || as->kind == WF_NET_ASSIGNEE_GROUP))
+        ERR(c, "INVALID_VALUE", path, "a %s assignee takes exactly one id, got %zu",
+            as->kind == WF_NET_ASSIGNEE_USER ? "USER" : "GROUP", as->n_ids);
+    for (size_t j = 0; j < as->n_ids; j++) {
+        snprintf(path, sizeof path, "transitions[%zu].assignee.ids[%zu]", ti, j);
+        if (unset(as->ids[j]) || !id_ok(as->ids[j])) {
+            ERR(c, unset(as->ids[j]) ? "REQUIRED" : "INVALID_VALUE", path,
+                "assignee id %zu must be 1-%d printable bytes without spaces", j,
+                WF_NET_MAX_ID_LEN);
+            continue;
+        }
+        for (size_t k = 0; k < j; k++)
+            if (!unset(as->ids[k]) && strcmp(as->ids[j], as->ids[k]) == 0) {
+                ERR(c, "INVALID_VALUE", path, "assignee id \"%s\" is listed twice", as->ids[j]);
+                break;
+            }
+    }
+    if (has_expr) {
+        snprintf(path, sizeof path, "transitions[%zu].assignee.ids_expression", ti);
+        check_expr(c, as->ids_expression, "EXPRESSION_INVALID", path, "ids_expression");
+    }
+
+    const wf_completion *cp = &t->completion;
+    snprintf(path, sizeof path, "transitions[%zu].completion.mode", ti);
+    if (cp->mode != WF_JOIN_NONE && cp->mode != WF_JOIN_ALL && cp->mode != WF_JOIN_ANY &&
+        cp->mode != WF_JOIN_QUORUM)
+        ERR(c, "INVALID_VALUE", path, "completion mode %d is not known", cp->mode);
+    else if ((cp->mode == WF_JOIN_ANY || cp->mode == WF_JOIN_QUORUM) &&
+             (as->kind == WF_NET_ASSIGNEE_USER || as->kind == WF_NET_ASSIGNEE_GROUP))
+        ERR(c, "INVALID_VALUE", path,
+            "completion mode applies to USERS assignees; transition \"%s\" has one task",
+            str(t->id));
+    snprintf(path, sizeof path, "transitions[%zu].completion.quorum", ti);
+    if (cp->mode == WF_JOIN_QUORUM) {
+        if (cp->quorum < 1)
+            ERR(c, "INVALID_VALUE", path, "QUORUM needs a quorum of at least 1");
+        else if (as->n_ids > 0 && (size_t)cp->quorum > as->n_ids)
+            ERR(c, "INVALID_VALUE", path, "quorum %d exceeds the %zu assignees", cp->quorum,
+                as->n_ids);
+    } else if (cp->quorum != 0) {
+        ERR(c, "INVALID_VALUE", path, "quorum must be 0 unless the mode is QUORUM");
+    }
+}
+
+static void
+check_auto(vctx *c, size_t ti, const wf_transition *t)
+{
+    char path[96];
+    const wf_retry_policy *r = &t->retry;
+    snprintf(path, sizeof path, "transitions[%zu].retry.max_attempts", ti);
+    if (r->max_attempts < 0 || r->max_attempts > 1000)
+        ERR(c, "INVALID_VALUE", path, "max_attempts must be 0 (default 3) to 1000");
+    snprintf(path, sizeof path, "transitions[%zu].retry.initial_backoff", ti);
+    if (r->initial_backoff_ms < 0)
+        ERR(c, "INVALID_VALUE", path, "initial_backoff must not be negative");
+    snprintf(path, sizeof path, "transitions[%zu].retry.multiplier", ti);
+    if (!isfinite(r->multiplier) || (r->multiplier != 0 && r->multiplier < 1) ||
+        r->multiplier > 1000)
+        ERR(c, "INVALID_VALUE", path, "multiplier must be 0 (default 2) or between 1 and 1000");
+    snprintf(path, sizeof path, "transitions[%zu].retry.max_backoff", ti);
+    wf_retry_policy eff = wf_net_retry_effective(t);
+    if (r->max_backoff_ms < 0)
+        ERR(c, "INVALID_VALUE", path, "max_backoff must not be negative");
+    else if (r->initial_backoff_ms >= 0 && eff.max_backoff_ms < eff.initial_backoff_ms)
+        ERR(c, "INVALID_VALUE", path, "max_backoff must not be below initial_backoff");
+    snprintf(path, sizeof path, "transitions[%zu].lease", ti);
+    if (t->lease_ms < 0)
+        ERR(c, "INVALID_VALUE", path, "lease must not be negative");
+}
+
+static void
+check_triggers(vctx *c)
+{
+    const wf_net *net = c->net;
+    char path[96];
+    for (size_t ti = 0; ti < net->n_transitions; ti++) {
+        const wf_transition *t = &net->transitions[ti];
+        wf_trigger tr = t->trigger;
+        snprintf(path, sizeof path, "transitions[%zu].trigger", ti);
+        if (tr == 0) {
+            ERR(c, "REQUIRED", path, "transition \"%s\" needs a trigger", str(t->id));
+        } else if (tr != WF_TRIGGER_USER && tr != WF_TRIGGER_AUTO && tr != WF_TRIGGER_TIME &&
+                   tr != WF_TRIGGER_MSG) {
+            ERR(c, "INVALID_VALUE", path, "trigger %d is not known", tr);
+            tr = 0;
+        }
+        for (size_t j = 0; j < t->n_cancels; j++) {
+            snprintf(path, sizeof path, "transitions[%zu].cancels[%zu]", ti, j);
+            if (unset(t->cancels[j]))
+                ERR(c, "REQUIRED", path, "cancelled place id is empty");
+            else if (wf_net_place_index(net, t->cancels[j]) < 0)
+                ERR(c, "UNKNOWN_REFERENCE", path,
+                    "transition \"%s\" cancels \"%s\", which is "
+                    "not a place",
+                    str(t->id), t->cancels[j]);
+        }
+        if (tr == 0)
+            continue; /* no trigger: which fields conflict is unknowable */
+
+        /* Each trigger's own fields ... */
+        if (tr == WF_TRIGGER_USER)
+            check_user(c, ti, t);
+        if (tr == WF_TRIGGER_AUTO)
+            check_auto(c, ti, t);
+        if (tr == WF_TRIGGER_TIME) {
+            bool has_due = !unset(t->due_expression);
+            snprintf(path, sizeof path, "transitions[%zu].delay", ti);
+            if (t->delay_ms == 0 && !has_due)
+                ERR(c, "TRIGGER_FIELD_MISSING", path,
+                    "TIME transition \"%s\" needs a delay or a due_expression", str(t->id));
+            else if (t->delay_ms != 0 && has_due)
+                ERR(c, "TRIGGER_FIELD_CONFLICT", path,
+                    "TIME transition \"%s\" sets both delay and due_expression", str(t->id));
+            else if (t->delay_ms < 0)
+                ERR(c, "INVALID_VALUE", path, "delay must be positive");
+            if (has_due) {
+                snprintf(path, sizeof path, "transitions[%zu].due_expression", ti);
+                check_expr(c, t->due_expression, "EXPRESSION_INVALID", path, "due_expression");
+            }
+        }
+        if (tr == WF_TRIGGER_MSG) {
+            snprintf(path, sizeof path, "transitions[%zu].signal_name", ti);
+            if (unset(t->signal_name))
+                ERR(c, "TRIGGER_FIELD_MISSING", path, "MSG transition \"%s\" needs a signal_name",
+                    str(t->id));
+            snprintf(path, sizeof path, "transitions[%zu].correlation", ti);
+            if (t->correlation != WF_CORRELATION_UNSET &&
+                t->correlation != WF_CORRELATION_INSTANCE &&
+                t->correlation != WF_CORRELATION_AGGREGATE)
+                ERR(c, "INVALID_VALUE", path, "correlation %d is not known", t->correlation);
+        }
+        /* ... and nobody else's. */
+        if (tr != WF_TRIGGER_USER) {
+            if (t->assignee.kind != 0 || t->assignee.n_ids > 0 ||
+                !unset(t->assignee.ids_expression))
+                conflict(c, ti, "assignee", t, "USER");
+            if (t->completion.mode != WF_JOIN_NONE || t->completion.quorum != 0)
+                conflict(c, ti, "completion", t, "USER");
+        }
+        if (tr != WF_TRIGGER_AUTO) {
+            if (!unset(t->job_type))
+                conflict(c, ti, "job_type", t, "AUTO");
+            if (t->retry.max_attempts != 0 || t->retry.initial_backoff_ms != 0 ||
+                t->retry.multiplier != 0 || t->retry.max_backoff_ms != 0)
+                conflict(c, ti, "retry", t, "AUTO");
+            if (t->lease_ms != 0)
+                conflict(c, ti, "lease", t, "AUTO");
+            if (!unset(t->compensation_job_type))
+                conflict(c, ti, "compensation_job_type", t, "AUTO");
+        }
+        if (tr != WF_TRIGGER_TIME) {
+            if (t->delay_ms != 0)
+                conflict(c, ti, "delay", t, "TIME");
+            if (!unset(t->due_expression))
+                conflict(c, ti, "due_expression", t, "TIME");
+        }
+        if (tr != WF_TRIGGER_MSG) {
+            if (!unset(t->signal_name))
+                conflict(c, ti, "signal_name", t, "MSG");
+            if (t->correlation != WF_CORRELATION_UNSET)
+                conflict(c, ti, "correlation", t, "MSG");
+        }
+    }
+}
+
+wf_code
+wf_net_validate(const wf_net *net, wf_arena *a, wf_validation_error **errors, size_t *n_errors,
+                wf_error *err)
+{
+    vctx c = {.net = net, .a = a};
+    check_header(&c);
+    if (net->n_places > WF_NET_MAX_NODES || net->n_transitions > WF_NET_MAX_NODES ||
+        net->n_arcs > WF_NET_MAX_ARCS) {
+        /* The checks below are quadratic; refuse before running them. */
+        ERR(&c, "TOO_MANY_ELEMENTS", "",
+            "a net holds at most %d places, %d transitions and %d arcs", WF_NET_MAX_NODES,
+            WF_NET_MAX_NODES, WF_NET_MAX_ARCS);
+    } else {
+        check_nodes(&c);
+        check_arcs(&c);
+        check_transition_arcs(&c);
+        check_paths(&c);
+        check_triggers(&c);
+    }
+    if (c.oom)
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    *errors = c.v;
+    *n_errors = c.n;
+    return WF_OK;
+}
+
+bool
+wf_net_has_errors(const wf_validation_error *errors, size_t n_errors)
+{
+    for (size_t i = 0; i < n_errors; i++)
+        if (errors[i].severity == WF_SEVERITY_ERROR)
+            return true;
+    return false;
+}
