@@ -110,6 +110,25 @@ wf_app_close_store(wf_app *app)
     app->directory = NULL;
 }
 
+static void *
+pb_alloc(void *arena, size_t size)
+{
+    return wf_arena_alloc(arena, size);
+}
+
+static void
+pb_free(void *arena, void *p)
+{
+    (void)arena;
+    (void)p; /* the arena frees everything at once */
+}
+
+ProtobufCAllocator
+wf_arena_pb_allocator(wf_arena *arena)
+{
+    return (ProtobufCAllocator){pb_alloc, pb_free, arena};
+}
+
 wf_code
 wf_call_add_violation(wf_call *call, const char *field, const char *description, wf_error *err)
 {

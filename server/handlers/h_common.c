@@ -274,19 +274,6 @@ wf_h_idem(wf_call *call, const ProtobufCMessage *req, const char *request_id, co
     return WF_OK;
 }
 
-static void *
-pb_alloc(void *arena, size_t size)
-{
-    return wf_arena_alloc(arena, size);
-}
-
-static void
-pb_free(void *arena, void *p)
-{
-    (void)arena;
-    (void)p; /* the arena frees everything at once */
-}
-
 wf_code
 wf_h_respond(wf_call *call, wf_code rc, const wf_uow_idem *idem, const wf_h_builder *b,
              const void *result, ProtobufCMessage **resp, wf_error *err)
@@ -294,7 +281,7 @@ wf_h_respond(wf_call *call, wf_code rc, const wf_uow_idem *idem, const wf_h_buil
     if (rc != WF_OK)
         return rc;
     if (idem != NULL && idem->replayed) {
-        ProtobufCAllocator pa = {pb_alloc, pb_free, call->arena};
+        ProtobufCAllocator pa = wf_arena_pb_allocator(call->arena);
         *resp = protobuf_c_message_unpack(b->desc, &pa, idem->response_len, idem->response);
     } else {
         *resp = b->build(call->arena, result);

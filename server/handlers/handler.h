@@ -161,6 +161,10 @@ extern const wf_route wf_routes[];
 /* True when the service can take traffic (the store answers). */
 bool wf_app_ready(wf_app *app);
 
+/* A protobuf-c allocator over an arena: unpacked messages live as long as
+ * the arena, and protobuf_c_message_free_unpacked is never needed. */
+ProtobufCAllocator wf_arena_pb_allocator(wf_arena *arena);
+
 /* Allocates a violation list entry in the call's arena. */
 wf_code wf_call_add_violation(wf_call *call, const char *field, const char *description,
                               wf_error *err);

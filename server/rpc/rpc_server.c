@@ -235,19 +235,6 @@ start_batch_locked(struct call *c, const grpc_op *ops, size_t nops, struct tag *
 
 /* ---- protobuf <-> byte buffers ------------------------------------------ */
 
-static void *
-pb_alloc(void *arena, size_t size)
-{
-    return wf_arena_alloc(arena, size);
-}
-
-static void
-pb_free(void *arena, void *p)
-{
-    (void)arena;
-    (void)p; /* the arena frees everything at once */
-}
-
 static ProtobufCMessage *
 unpack(struct call *c, const ProtobufCMessageDescriptor *d)
 {
@@ -256,7 +243,7 @@ unpack(struct call *c, const ProtobufCMessageDescriptor *d)
         return NULL;
     grpc_slice all = grpc_byte_buffer_reader_readall(&r);
     grpc_byte_buffer_reader_destroy(&r);
-    ProtobufCAllocator a = {pb_alloc, pb_free, c->arena};
+    ProtobufCAllocator a = wf_arena_pb_allocator(c->arena);
     ProtobufCMessage *msg =
         protobuf_c_message_unpack(d, &a, GRPC_SLICE_LENGTH(all), GRPC_SLICE_START_PTR(all));
     grpc_slice_unref(all);
@@ -750,7 +737,7 @@ reflection_step(struct call *c, int ok)
         if (grpc_byte_buffer_reader_init(&r, bb)) {
             grpc_slice all = grpc_byte_buffer_reader_readall(&r);
             grpc_byte_buffer_reader_destroy(&r);
-            ProtobufCAllocator a = {pb_alloc, pb_free, scratch};
+            ProtobufCAllocator a = wf_arena_pb_allocator(scratch);
             req = protobuf_c_message_unpack(&grpc__reflection__v1__server_reflection_request__descriptor,
                                             &a, GRPC_SLICE_LENGTH(all), GRPC_SLICE_START_PTR(all));
             grpc_slice_unref(all);
@@ -1046,6 +1033,21 @@ server_credentials(const wf_config *cfg, wf_error *err)
     return cr;
 }
 
+/* The last step of both shutdown paths: what the server owns besides grpc
+ * objects, then grpc itself. */
+static void
+free_server(wf_rpc_server *srv)
+{
+    wf_rpc_metrics_free(srv->metrics);
+    wf_reflection_free(srv->reflection);
+    free(srv->workers);
+    free(srv->methods);
+    pthread_mutex_destroy(&srv->hmu);
+    pthread_cond_destroy(&srv->hcond);
+    free(srv);
+    grpc_shutdown();
+}
+
 /* Frees a server that never started its workers (startup failure). */
 static void
 destroy_unstarted(wf_rpc_server *srv)
@@ -1069,14 +1071,7 @@ destroy_unstarted(wf_rpc_server *srv)
             ;
         grpc_completion_queue_destroy(srv->workers[i].cq);
     }
-    wf_rpc_metrics_free(srv->metrics);
-    wf_reflection_free(srv->reflection);
-    free(srv->workers);
-    free(srv->methods);
-    pthread_mutex_destroy(&srv->hmu);
-    pthread_cond_destroy(&srv->hcond);
-    free(srv);
-    grpc_shutdown();
+    free_server(srv);
 }
 
 wf_rpc_server *
@@ -1282,12 +1277,5 @@ wf_rpc_server_stop(wf_rpc_server *srv, int grace_ms)
     grpc_completion_queue_pluck(scq, NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
     grpc_completion_queue_destroy(scq);
 
-    wf_rpc_metrics_free(srv->metrics);
-    wf_reflection_free(srv->reflection);
-    free(srv->workers);
-    free(srv->methods);
-    pthread_mutex_destroy(&srv->hmu);
-    pthread_cond_destroy(&srv->hcond);
-    free(srv);
-    grpc_shutdown();
+    free_server(srv);
 }
