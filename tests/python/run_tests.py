@@ -20,7 +20,12 @@ google.rpc.ErrorInfo{reason, domain "workflow.v1"} carried in the
   WF_API_KEYS exits with code 2 and says why;
 * shutdown: SIGTERM during a burst of calls only yields answers or retryable
   statuses (UNAVAILABLE, CANCELLED), Health.Watch sees NOT_SERVING, and the
-  process exits 0 within 10 s.
+  process exits 0 within 10 s;
+* referrals (ReferralFlowTests): start -> AssignTo USERS with a join ->
+  complete all -> the on_all_completed referral in the next inbox ->
+  CompleteAndEnd; REQUEST_ID_REUSED, TASK_ALREADY_CLAIMED, INVALID_JSON and
+  another tenant's ids; again on Postgres (ReferralFlowPgTests) when
+  WF_TEST_PG_DSN is set.
 
 Every server is a workflowd process started here, on 127.0.0.1 and a free
 port (never 50051), with its stderr captured in the work directory; all of
@@ -36,6 +41,7 @@ Stubs are generated into WORK/gen with the system `protoc` and
 """
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -45,6 +51,7 @@ import sys
 import threading
 import time
 import unittest
+import uuid
 
 import grpc
 
@@ -870,6 +877,310 @@ class ShutdownTests(WorkflowTestCase):
         self.assertEqual(statuses[-1], NOT_SERVING, "watch saw %r" % statuses)
         self.assertIn(watch["end"], (SC.OK, SC.UNAVAILABLE, SC.CANCELLED),
                       "watch ended with %r" % watch["end"])
+
+
+# ---------------------------------------------------------------------------
+# Ad-hoc referrals (TaskFlow): the main flow and its refusals
+# ---------------------------------------------------------------------------
+
+
+class ReferralFlowTests(WorkflowTestCase):
+    """The issue's acceptance flow (start -> assign to users with a join ->
+    complete all -> the next referral appears in the next inbox -> end), and
+    the refusals a client meets on the way: REQUEST_ID_REUSED, a second
+    claim of a group task, non-object variables, another tenant's ids.
+
+    Runs on the memory store; ReferralFlowPgTests runs the same tests on
+    Postgres. Actors, tenants and request ids are unique per test, so the
+    tests also hold on a database that keeps rows from earlier runs."""
+
+    KEY = "py-termination"
+
+    @classmethod
+    def start_referral_server(cls):
+        return start_server(cls, "referral-memory")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = cls.start_referral_server()
+        cls.wf = cls.srv.workflow()
+
+    def setUp(self):
+        # People of this test only, so that inboxes and process lists hold
+        # nothing of other tests (or of earlier runs on Postgres).
+        self.run_id = uuid.uuid4().hex[:8]
+        self.hr, self.it, self.fin, self.mgr = ("%s-%s" % (who, self.run_id) for who in
+                                                ("hr-anna", "it-carol", "fin-dave", "mgr-bob"))
+
+    # ---- helpers ----
+
+    def call(self, method, request, actor=None, tenant=None):
+        return invoke(getattr(self.wf, method), request, md(actor=actor, tenant=tenant))
+
+    def ok(self, outcome):
+        self.assertEqual(outcome.code, SC.OK, "unexpected outcome %r" % outcome)
+        return outcome.response
+
+    def rid(self):
+        return "py-" + uuid.uuid4().hex
+
+    def start_root(self, actor=None, tenant=None, variables='{"employee_id": "E-1042"}'):
+        resp = self.ok(self.call("StartInstance", wf_pb2.StartInstanceRequest(
+            definition_key=self.KEY, variables_json=variables), actor or self.hr, tenant))
+        return resp.instance
+
+    def assign(self, parent, kind, ids, title="Offboard E-1042", actor=None, tenant=None,
+               **fields):
+        req = wf_pb2.AssignToRequest(parent_instance_id=parent, title=title,
+                                     assignee=wf_pb2.Assignee(kind=kind, ids=ids), **fields)
+        return self.call("AssignTo", req, actor or self.hr, tenant)
+
+    def list_all(self, method, request, actor=None):
+        """Every item of a listing, following next_page_token (2 per page,
+        so that paging is exercised too)."""
+        items, field = [], {"ListTasks": "tasks", "ListInstances": "instances"}[method]
+        request.page_size = 2
+        while True:
+            resp = self.ok(self.call(method, request, actor))
+            items.extend(getattr(resp, field))
+            if not resp.next_page_token:
+                return items
+            request.page_token = resp.next_page_token
+
+    def inbox(self, user):
+        return self.list_all("ListTasks", wf_pb2.ListTasksRequest(), actor=user)
+
+    def processes(self, state):
+        return [i.id for i in self.list_all(
+            "ListInstances", wf_pb2.ListInstancesRequest(state=state), actor=self.hr)]
+
+    def complete(self, task_id, actor, variables=""):
+        return self.call("CompleteTask", wf_pb2.CompleteTaskRequest(
+            task_id=task_id, variables_json=variables), actor)
+
+    # ---- the main flow ----
+
+    def test_main_flow_join_refers_to_next_inbox(self):
+        root = self.start_root(variables='{"employee_id": "E-1042", "last_day": "2024-06-30"}')
+        self.assertEqual(root.status, wf_pb2.INSTANCE_STATUS_RUNNING)
+        self.assertEqual(root.started_by, self.hr)
+        self.assertEqual(root.root_instance_id, root.id)
+        self.assertIn(root.id, self.processes(wf_pb2.PROCESS_STATE_NOT_STARTED))
+
+        # HR refers to IT and finance in parallel; the join (ALL) refers on
+        # to the manager.
+        resp = self.ok(self.assign(
+            root.id, wf_pb2.ASSIGNEE_KIND_USERS, [self.it, self.fin],
+            join=wf_pb2.JoinPolicy(mode=wf_pb2.COMPLETION_MODE_ALL),
+            on_all_completed=wf_pb2.AssignToRequest(
+                title="Approve the termination", assignee=wf_pb2.Assignee(
+                    kind=wf_pb2.ASSIGNEE_KIND_USER, ids=[self.mgr])),
+            request_id=self.rid()))
+        referral = resp.instance_id
+        self.assertEqual([t.assignee_id for t in resp.tasks], [self.it, self.fin])
+        self.assertEqual(resp.task.id, resp.tasks[0].id)
+        for t in resp.tasks:
+            self.assertEqual(t.assignee_kind, wf_pb2.ASSIGNEE_KIND_USER)
+            self.assertEqual(t.status, wf_pb2.TASK_STATUS_OPEN)
+            self.assertEqual(t.assigned_by, self.hr)
+            self.assertEqual(t.instance_id, referral)
+            self.assertEqual(t.root_instance_id, root.id)
+        it_task, fin_task = resp.tasks[0].id, resp.tasks[1].id
+        self.assertIn(root.id, self.processes(wf_pb2.PROCESS_STATE_OPEN))
+        self.assertNotIn(root.id, self.processes(wf_pb2.PROCESS_STATE_NOT_STARTED))
+        self.assertEqual([t.id for t in self.inbox(self.it)], [it_task])
+        self.assertEqual([t.id for t in self.inbox(self.fin)], [fin_task])
+        self.assertEqual(self.inbox(self.mgr), [])
+
+        # IT completes: the join waits for finance.
+        done = self.ok(self.complete(it_task, self.it, '{"access_revoked": true}'))
+        self.assertEqual(done.task.status, wf_pb2.TASK_STATUS_DONE)
+        self.assertEqual(done.task.completed_by, self.it)
+        c = done.completion
+        self.assertEqual((c.all_completed, c.total, c.open, c.done), (False, 2, 1, 1))
+        self.assertFalse(done.HasField("next"), "the join fired too early")
+        view = self.ok(self.call("GetInstance", wf_pb2.GetInstanceRequest(instance_id=root.id)))
+        self.assertEqual([ch.id for ch in view.children], [referral])
+        self.assertEqual([(j.instance_id, j.required, j.done, j.total) for j in view.joins],
+                         [(referral, 2, 1, 2)])
+        self.assertEqual(self.inbox(self.mgr), [])
+
+        # Finance completes: the join fires, once, in the same call.
+        done = self.ok(self.complete(fin_task, self.fin, '{"final_pay": 4210.5}'))
+        self.assertTrue(done.completion.all_completed)
+        self.assertTrue(done.HasField("next"), "the join did not refer on")
+        nxt = done.next
+        self.assertEqual(nxt.task.assignee_kind, wf_pb2.ASSIGNEE_KIND_USER)
+        self.assertEqual(nxt.task.assignee_id, self.mgr)
+        self.assertEqual(nxt.task.assigned_by, self.hr)  # the AssignTo caller, not finance
+        self.assertEqual(nxt.task.root_instance_id, root.id)
+        self.assertEqual(nxt.task.title, "Approve the termination")
+        joined = self.ok(self.call("GetInstance", wf_pb2.GetInstanceRequest(instance_id=referral)))
+        self.assertEqual(joined.instance.status, wf_pb2.INSTANCE_STATUS_COMPLETED)
+        self.assertEqual(json.loads(joined.instance.variables_json),
+                         {"access_revoked": True, "final_pay": 4210.5})
+        view = self.ok(self.call("GetInstance", wf_pb2.GetInstanceRequest(instance_id=root.id)))
+        self.assertEqual([ch.id for ch in view.children], [referral, nxt.instance_id])
+        self.assertEqual(view.children[1].parent_instance_id, root.id)
+
+        # The next referral is in the manager's inbox, and nowhere else.
+        mgr_inbox = self.inbox(self.mgr)
+        self.assertEqual([t.id for t in mgr_inbox], [nxt.task.id])
+        self.assertEqual(mgr_inbox[0].status, wf_pb2.TASK_STATUS_OPEN)
+        self.assertEqual(self.inbox(self.it), [])
+        self.assertEqual(self.inbox(self.fin), [])
+        self.assert_error(self.complete(fin_task, self.fin), SC.FAILED_PRECONDITION,
+                          "TASK_NOT_OPEN")
+
+        # The manager ends the process.
+        end = self.ok(self.call("CompleteAndEnd", wf_pb2.CompleteAndEndRequest(
+            task_id=nxt.task.id, variables_json='{"approved": true}'), self.mgr))
+        self.assertEqual(end.task.status, wf_pb2.TASK_STATUS_DONE)
+        self.assertEqual(end.root_instance.id, root.id)
+        self.assertEqual(end.root_instance.status, wf_pb2.INSTANCE_STATUS_COMPLETED)
+        self.assertEqual(len(end.cancelled_tasks), 0)
+        self.assertIn(root.id, self.processes(wf_pb2.PROCESS_STATE_CLOSED))
+        self.assertNotIn(root.id, self.processes(wf_pb2.PROCESS_STATE_OPEN))
+        self.assertEqual(self.inbox(self.mgr), [])
+        self.assert_error(self.assign(root.id, wf_pb2.ASSIGNEE_KIND_USER, [self.it]),
+                          SC.FAILED_PRECONDITION, "INSTANCE_NOT_RUNNING")
+
+    # ---- refusals ----
+
+    def test_changed_retry_request_id_reused(self):
+        root = self.start_root()
+        rid = self.rid()
+        first = self.ok(self.assign(root.id, wf_pb2.ASSIGNEE_KIND_USER, [self.it],
+                                    request_id=rid))
+        # The same request again: the first response, nothing created.
+        again = self.ok(self.assign(root.id, wf_pb2.ASSIGNEE_KIND_USER, [self.it],
+                                    request_id=rid))
+        self.assertEqual(again.instance_id, first.instance_id)
+        self.assertEqual(again.task.id, first.task.id)
+        # The same id with a changed request.
+        self.assert_error(self.assign(root.id, wf_pb2.ASSIGNEE_KIND_USER, [self.fin],
+                                      request_id=rid),
+                          SC.FAILED_PRECONDITION, "REQUEST_ID_REUSED")
+        self.assert_error(self.assign(root.id, wf_pb2.ASSIGNEE_KIND_USER, [self.it],
+                                      title="Another title", request_id=rid),
+                          SC.FAILED_PRECONDITION, "REQUEST_ID_REUSED")
+        # The same request by another actor is another request too.
+        self.assert_error(self.assign(root.id, wf_pb2.ASSIGNEE_KIND_USER, [self.it],
+                                      actor=self.mgr, request_id=rid),
+                          SC.FAILED_PRECONDITION, "REQUEST_ID_REUSED")
+        view = self.ok(self.call("GetInstance", wf_pb2.GetInstanceRequest(instance_id=root.id)))
+        self.assertEqual([c.id for c in view.children], [first.instance_id])
+
+        # CompleteTask: a retry returns the first response; a changed one
+        # is refused and changes nothing.
+        crid = self.rid()
+        req = wf_pb2.CompleteTaskRequest(task_id=first.task.id, variables_json='{"ok": true}',
+                                         request_id=crid)
+        done = self.ok(self.call("CompleteTask", req, self.it))
+        again = self.ok(self.call("CompleteTask", req, self.it))
+        self.assertEqual(again.task.ended_at, done.task.ended_at)
+        self.assertEqual(again.task.status, wf_pb2.TASK_STATUS_DONE)
+        req.variables_json = '{"ok": false}'
+        self.assert_error(self.call("CompleteTask", req, self.it),
+                          SC.FAILED_PRECONDITION, "REQUEST_ID_REUSED")
+
+    def test_second_claim_of_group_task_already_claimed(self):
+        root = self.start_root()
+        group = "it-" + self.run_id
+        task = self.ok(self.assign(root.id, wf_pb2.ASSIGNEE_KIND_GROUP, [group])).task
+        self.assertEqual((task.assignee_kind, task.assignee_id),
+                         (wf_pb2.ASSIGNEE_KIND_GROUP, group))
+        queue = self.list_all("ListTasks", wf_pb2.ListTasksRequest(group=group))
+        self.assertEqual([t.id for t in queue], [task.id])
+        # Completing before a claim is refused.
+        self.assert_error(self.complete(task.id, self.it), SC.FAILED_PRECONDITION,
+                          "TASK_NOT_CLAIMED")
+        claim = wf_pb2.ClaimTaskRequest(task_id=task.id)
+        held = self.ok(self.call("ClaimTask", claim, self.it)).task
+        self.assertEqual((held.status, held.claimed_by), (wf_pb2.TASK_STATUS_CLAIMED, self.it))
+        self.assertEqual(self.list_all("ListTasks", wf_pb2.ListTasksRequest(group=group)), [])
+        self.assertEqual([t.id for t in self.inbox(self.it)], [task.id])
+        # Claiming a task one holds changes nothing.
+        again = self.ok(self.call("ClaimTask", claim, self.it)).task
+        self.assertEqual((again.status, again.claimed_by), (wf_pb2.TASK_STATUS_CLAIMED, self.it))
+        # A second member.
+        other = "it-erik-" + self.run_id
+        self.assert_error(self.call("ClaimTask", claim, other), SC.FAILED_PRECONDITION,
+                          "TASK_ALREADY_CLAIMED")
+        self.assert_error(self.complete(task.id, other), SC.PERMISSION_DENIED, "NOT_ASSIGNEE")
+        self.assert_error(self.call("ReleaseTask", wf_pb2.ReleaseTaskRequest(task_id=task.id),
+                                    other), SC.PERMISSION_DENIED, "NOT_ASSIGNEE")
+        still = self.ok(self.call("GetTask", wf_pb2.GetTaskRequest(task_id=task.id))).task
+        self.assertEqual((still.status, still.claimed_by), (wf_pb2.TASK_STATUS_CLAIMED, self.it))
+        done = self.ok(self.complete(task.id, self.it)).task
+        self.assertEqual((done.status, done.completed_by), (wf_pb2.TASK_STATUS_DONE, self.it))
+        self.assert_error(self.call("ClaimTask", claim, other), SC.FAILED_PRECONDITION,
+                          "TASK_NOT_OPEN")
+
+    def test_non_object_variables_invalid_json(self):
+        for bad in ('[1, 2]', '42', '"text"', 'null', '{"a": ', 'not json'):
+            out = self.call("StartInstance", wf_pb2.StartInstanceRequest(
+                definition_key=self.KEY, variables_json=bad), self.hr)
+            self.assert_error(out, SC.INVALID_ARGUMENT, "INVALID_JSON")
+        root = self.start_root()
+        self.assert_error(self.assign(root.id, wf_pb2.ASSIGNEE_KIND_USER, [self.it],
+                                      variables_json='["a"]'),
+                          SC.INVALID_ARGUMENT, "INVALID_JSON")
+        task = self.ok(self.assign(root.id, wf_pb2.ASSIGNEE_KIND_USER, [self.it])).task
+        self.assert_error(self.complete(task.id, self.it, 'true'), SC.INVALID_ARGUMENT,
+                          "INVALID_JSON")
+        # Nothing changed: the task is still open.
+        still = self.ok(self.call("GetTask", wf_pb2.GetTaskRequest(task_id=task.id))).task
+        self.assertEqual(still.status, wf_pb2.TASK_STATUS_OPEN)
+        # The empty string means {}.
+        self.ok(self.complete(task.id, self.it, ""))
+
+    def test_other_tenant_instance_not_found(self):
+        tenant_a, tenant_b = "py-a-" + self.run_id, "py-b-" + self.run_id
+        root = self.start_root(tenant=tenant_a)
+        self.assertEqual(root.tenant_id, tenant_a)
+        task = self.ok(self.assign(root.id, wf_pb2.ASSIGNEE_KIND_USER, [self.it],
+                                   tenant=tenant_a)).task
+        get = wf_pb2.GetInstanceRequest(instance_id=root.id)
+        self.ok(self.call("GetInstance", get, tenant=tenant_a))
+        self.assert_error(self.call("GetInstance", get, tenant=tenant_b),
+                          SC.NOT_FOUND, "INSTANCE_NOT_FOUND")
+        self.assert_error(self.call("GetInstance", get),  # the default tenant
+                          SC.NOT_FOUND, "INSTANCE_NOT_FOUND")
+        self.assert_error(self.assign(root.id, wf_pb2.ASSIGNEE_KIND_USER, [self.it],
+                                      tenant=tenant_b),
+                          SC.NOT_FOUND, "INSTANCE_NOT_FOUND")
+        self.assert_error(self.call("GetCompletion", wf_pb2.GetCompletionRequest(
+            instance_id=task.instance_id), tenant=tenant_b), SC.NOT_FOUND, "INSTANCE_NOT_FOUND")
+        self.assert_error(self.call("CancelInstance", wf_pb2.CancelInstanceRequest(
+            instance_id=root.id), self.hr, tenant_b), SC.NOT_FOUND, "INSTANCE_NOT_FOUND")
+        self.assert_error(self.call("GetTask", wf_pb2.GetTaskRequest(task_id=task.id),
+                                    tenant=tenant_b), SC.NOT_FOUND, "TASK_NOT_FOUND")
+        self.assert_error(self.complete(task.id, self.it), SC.NOT_FOUND, "TASK_NOT_FOUND")
+        # Tenant b sees nothing of tenant a in the lists either.
+        self.assertEqual(list(self.ok(self.call("ListTasks", wf_pb2.ListTasksRequest(
+            user=self.it), tenant=tenant_b)).tasks), [])
+        # Malformed and empty ids.
+        self.assert_error(self.call("GetInstance", wf_pb2.GetInstanceRequest(
+            instance_id="not-a-uuid"), tenant=tenant_a), SC.NOT_FOUND, "INSTANCE_NOT_FOUND")
+        self.assert_error(self.call("GetInstance", wf_pb2.GetInstanceRequest(),
+                                    tenant=tenant_a), SC.INVALID_ARGUMENT, "INVALID_ARGUMENT")
+        # Tenant a's own call still works: nothing was cancelled.
+        self.ok(self.call("CompleteTask", wf_pb2.CompleteTaskRequest(task_id=task.id),
+                          self.it, tenant_a))
+
+
+class ReferralFlowPgTests(ReferralFlowTests):
+    """ReferralFlowTests against a server on Postgres (DATABASE_URL =
+    $WF_TEST_PG_DSN, which test.sh sets); skipped without it."""
+
+    @classmethod
+    def start_referral_server(cls):
+        dsn = os.environ.get("WF_TEST_PG_DSN")
+        if not dsn:
+            raise unittest.SkipTest("WF_TEST_PG_DSN is not set: the Postgres run of "
+                                    "ReferralFlowTests is skipped (./test.sh sets it)")
+        return start_server(cls, "referral-pg", DATABASE_URL=dsn)
 
 
 # ---------------------------------------------------------------------------
