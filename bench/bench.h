@@ -1,0 +1,224 @@
+/*
+ * wfbench: a closed-loop (or rate-limited) load generator for workflowd on
+ * the C client library. Shared types of the bench sources.
+ *
+ * Shape: a run = one workload for a fixed duration (or until its pre-built
+ * pool is used up) on N threads, each with its own wf_client and therefore
+ * its own HTTP/2 connection. Every call is timed per method, every
+ * operation (one workload step, possibly several RPCs) is timed as a whole,
+ * and failures are counted by gRPC code. A workload whose RPC answers
+ * UNIMPLEMENTED ends its run at once and is reported as "n/a (not
+ * implemented)".
+ */
+#ifndef WF_BENCH_H
+#define WF_BENCH_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wf_client.h"
+
+/* ---- latency histogram (log-linear, ~1.6 % resolution, microseconds) -- */
+
+#define HIST_NBUCKETS (128 + 40 * 64)
+
+typedef struct hist {
+    uint64_t n;
+    uint64_t max_us;
+    uint64_t sum_us;
+    uint32_t b[HIST_NBUCKETS];
+} hist;
+
+void hist_add(hist *h, uint64_t us);
+void hist_merge(hist *dst, const hist *src);
+/* Percentile p in [0,100] in milliseconds; 0 when empty. */
+double hist_pct_ms(const hist *h, double p);
+double hist_max_ms(const hist *h);
+
+/* ---- RPCs the workloads call ------------------------------------------ */
+
+enum bench_method {
+    M_HEALTH,
+    M_DEPLOY,
+    M_START,
+    M_GET_INSTANCE,
+    M_ASSIGN_TO,
+    M_GET_TASK,
+    M_LIST_TASKS,
+    M_CLAIM_TASK,
+    M_COMPLETE_TASK,
+    M_ACTIVATE_JOBS,
+    M_COMPLETE_JOB,
+    M_SEND_SIGNAL,
+    M_COUNT
+};
+
+extern const char *const bench_method_name[M_COUNT];
+
+/* ---- outcome of one operation ---------------------------------------- */
+
+enum op_result {
+    OP_OK = 0,   /* done; w->units was advanced */
+    OP_FAIL = 1, /* an RPC failed (counted by code); the loop goes on */
+    OP_NA = 2,   /* UNIMPLEMENTED: the whole run stops, reported n/a */
+    OP_DONE = 3  /* the workload's pool is used up: this thread stops */
+};
+
+struct run;
+
+/* One load thread. */
+typedef struct worker {
+    int idx;
+    wf_client *c; /* borrowed: one per thread, so one connection each */
+    struct run *run;
+    hist op;             /* latency of whole operations, from the scheduled start */
+    hist op_svc;         /* the same, from the actual start (= op when closed-loop) */
+    hist *m;             /* [M_COUNT] latency per RPC */
+    uint64_t ops_ok;     /* operations that succeeded */
+    uint64_t ops_failed; /* operations with a failed RPC */
+    uint64_t units;      /* work units done (instances, jobs, signals...) */
+    uint64_t mismatches; /* OK answers that did not do what was expected */
+    uint64_t codes[17];  /* failed calls by gRPC code */
+    uint64_t seq;        /* per-thread counter for request ids */
+    unsigned rng;
+    double t_exit; /* when the thread left its loop */
+    char last_err[200];
+} worker;
+
+typedef struct bench bench;
+typedef struct workload workload;
+
+/* One timed phase of one workload. */
+typedef struct run {
+    const workload *wl;
+    bench *b;
+    int nthreads;
+    double duration_s;
+    double rate;          /* operations/s over all threads; 0 = closed loop */
+    uint64_t max_units;   /* stop after this many units; 0 = no limit */
+    int (*op)(worker *w); /* the operation (the workload's or a setup one) */
+    int timed_rss;        /* 1: sample the server's RSS every second */
+
+    atomic_int stop;
+    atomic_int na;
+    atomic_int exited;
+    pthread_barrier_t bar;
+    atomic_uint_fast64_t slot;   /* rate limiting: next schedule slot */
+    atomic_uint_fast64_t cursor; /* shared pool index */
+    atomic_uint_fast64_t units;  /* all threads' units, for max_units */
+    char na_method[64];
+    char na_message[256];
+    double t0;
+
+    worker *w;
+    void *shared; /* workload data made by setup */
+
+    /* results, filled by run_phase */
+    double elapsed_s;
+    uint64_t ops_ok, ops_failed, units_done, mismatches;
+    uint64_t codes[17];
+    hist op_hist;
+    hist op_svc_hist;
+    hist m_hist[M_COUNT];
+    long rss_kb[4096]; /* RSS samples (timed_rss), one per second */
+    int nrss;
+    char last_err[200];
+} run;
+
+/* What a workload reports. */
+typedef struct result {
+    int status; /* RS_OK, RS_NA, RS_ERROR, RS_SKIPPED */
+    char note[320];
+    double units_per_s;
+    double ops_per_s;
+    uint64_t units, ops_ok, ops_failed, mismatches;
+    uint64_t codes[17];
+    double p50_ms, p99_ms, max_ms;
+    double p50_svc_ms, p99_svc_ms; /* from the actual start of each operation */
+    int has_latency;
+    double value; /* rss (MB), bytes, drain rate ... when not a rate run */
+    hist m_hist[M_COUNT];
+} result;
+
+enum { RS_OK = 0, RS_NA = 1, RS_ERROR = 2, RS_SKIPPED = 3 };
+
+/* A workload. setup and cleanup may be NULL. */
+struct workload {
+    const char *name;
+    const char *unit;     /* what one unit is: "call", "instance", "job"... */
+    int (*setup)(run *r); /* 0 ok, OP_NA, or -1 (error in r->last_err) */
+    int (*op)(worker *w);
+    void (*cleanup)(run *r);
+    int pooled; /* the run stops when its pool is used up */
+};
+
+/* Global settings and shared state. */
+struct bench {
+    const char *target;
+    const char *api_key;
+    const char *actor;
+    const char *actor_groups;
+    const char *dsn;
+    const char *pgbench_script;
+    int server_pid;
+    int nthreads;
+    double duration_s;
+    double half_duration_s;
+    double pool_s;
+    uint64_t pool_max;
+    double soak_s;
+    long inbox_rows;
+    long timers;
+    long parked;
+    int use_request_ids;
+    int durable;
+    char run_id[16];
+
+    wf_client **clients; /* nthreads, plus one for setup at [nthreads] */
+    wf_client *setup_client;
+};
+
+/* ---- runner (wfbench.c) ---------------------------------------------- */
+
+double bench_now(void);
+/* Runs r->op on r->nthreads threads; fills the result fields of r. */
+void run_phase(run *r);
+/* Calls one RPC, timing it into w->m and counting failures; marks the run
+ * n/a on UNIMPLEMENTED. Returns the gRPC code. */
+int bcall(worker *w, int method, const ProtobufCMessage *req,
+          const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp, int timeout_ms);
+/* A fresh request id ("" when request ids are off). */
+const char *bench_request_id(worker *w, char *buf, size_t len);
+
+/* A single-threaded "worker" on the setup client, for setup calls. */
+void setup_worker_init(worker *w, run *r);
+void setup_worker_free(worker *w);
+
+/* ---- workloads (workloads.c) ----------------------------------------- */
+
+extern const workload wl_health, wl_read, wl_start, wl_referral, wl_flow, wl_jobs, wl_jobs32,
+    wl_signal, wl_inbox, wl_soak;
+
+/* The drain of due timers: not a closed-loop run. */
+void bench_timers(bench *b, result *res);
+/* Bytes per parked instance (ad-hoc or net). */
+void bench_bytes(bench *b, int net, result *res);
+
+/* ---- Postgres helpers (pgutil.c) ------------------------------------- */
+
+/* Runs SQL on b->dsn; returns 0, or -1 with the message in err. When out
+ * is not NULL, copies the first column of the first row there. */
+int pg_exec(const bench *b, const char *sql, char *out, size_t outlen, char *err, size_t errlen);
+/* Total size of the service's tables (heap, indexes, TOAST), bytes; -1. */
+long long pg_service_bytes(const bench *b, char *err, size_t errlen);
+/* "table=bytes,table=bytes,..." for the service's tables; 0 or -1. */
+int pg_table_bytes(const bench *b, char *out, size_t outlen, char *err, size_t errlen);
+/* Runs pgbench with the one-row-insert script; tps or -1. */
+double pg_pgbench(const bench *b, double seconds, double *lat_ms, char *err, size_t errlen);
+
+/* VmRSS of pid in kB; -1 when unreadable. */
+long proc_rss_kb(int pid);
+
+#endif /* WF_BENCH_H */

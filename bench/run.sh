@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# The benchmark, in one command: builds workflowd and wfbench (Release, in
+# build-bench/), starts a throwaway Postgres 15 (tests/support/pg.sh) and
+# workflowd on 127.0.0.1 free ports, runs wfbench (baselines, every
+# workload, the half-rate p99 pass, the RSS soak, bytes per instance),
+# prints one table and writes it to a results file. Stops the server and
+# Postgres on exit, also on Ctrl-C. See bench/README.md.
+#
+#   bench/run.sh                 quick mode: ~3-5 minutes (10 s per workload,
+#                                30 s soak, 250k-row inbox, 10k timers)
+#   bench/run.sh --full          30 s per workload, 10-minute soak, 1M-row
+#                                inbox, 100k timers, 10k parked instances
+#   bench/run.sh read start      only these workloads (health and the
+#                                pgbench ceiling always run)
+#
+# Options:
+#   --full             the long run described above
+#   --durable          turn fsync and synchronous_commit back on in the
+#                      throwaway Postgres (pg.sh turns them off), so that the
+#                      commit ceiling is a disk-flush ceiling
+#   --threads N        load threads = connections = pgbench clients (default 8)
+#   --out FILE         results file (default build-bench/bench-results-<mode>.txt)
+#   --no-build         use the binaries already in build-bench/
+#   -h, --help         this text
+#
+# Environment (optional):
+#   BENCH_PG_PORT      first port to try for Postgres (default 55732)
+#   BENCH_PORT         first port to try for workflowd (default 56151)
+#   BENCH_WF_THREADS   WF_THREADS of the server (default: the server's own, = CPUs)
+#   BENCH_DB_POOL_SIZE WF_DB_POOL_SIZE of the server (default: the server's own)
+#   BENCH_ARGS         extra wfbench options, e.g. "--no-request-ids --duration 20"
+#   BENCH_WORK         scratch directory (default /tmp/wf-bench-<uid>-<hash>)
+#   PG_BIN             Postgres binaries (default /usr/lib/postgresql/15/bin)
+set -euo pipefail
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+
+mode=quick
+durable=0
+threads=8
+out=""
+build=1
+workloads=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --full) mode=full ;;
+    --durable) durable=1 ;;
+    --threads)
+        [ $# -ge 2 ] || { echo "run.sh: --threads needs a value" >&2; exit 2; }
+        threads=$2
+        shift
+        ;;
+    --out)
+        [ $# -ge 2 ] || { echo "run.sh: --out needs a value" >&2; exit 2; }
+        out=$2
+        shift
+        ;;
+    --no-build) build=0 ;;
+    -h | --help) usage; exit 0 ;;
+    -*) echo "run.sh: unknown option: $1" >&2; usage >&2; exit 2 ;;
+    *) workloads+=("$1") ;;
+    esac
+    shift
+done
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=$ROOT/build-bench
+PG_SH=$ROOT/tests/support/pg.sh
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+export PG_BIN
+export PATH="$PG_BIN:$PATH" # pgbench and psql of the same major version
+WORK=${BENCH_WORK:-${TMPDIR:-/tmp}/wf-bench-$(id -u)-$(printf '%s' "$ROOT" | cksum | cut -d' ' -f1)}
+PG_DIR=$WORK/pg
+[ -n "$out" ] || out=$BUILD/bench-results-$mode.txt
+
+log() { printf 'run.sh: %s\n' "$*" >&2; }
+
+# ---- packages and build ---------------------------------------------------------
+if [ -x scripts/install-deps.sh ]; then
+    scripts/install-deps.sh
+fi
+for tool in cmake pkg-config "$PG_BIN/pgbench" "$PG_BIN/initdb"; do
+    command -v "$tool" >/dev/null 2>&1 || {
+        echo "run.sh: $tool is missing (Debian: postgresql, postgresql-contrib, cmake, pkg-config)" >&2
+        exit 1
+    }
+done
+if [ "$build" = 1 ]; then
+    log "building workflowd and wfbench (Release) in build-bench/"
+    mkdir -p "$BUILD"
+    if ! { cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release &&
+        cmake --build "$BUILD" -j "$(nproc 2>/dev/null || echo 2)" --target workflowd wfbench; } \
+        >"$BUILD/build.log" 2>&1; then
+        tail -n 30 "$BUILD/build.log" >&2
+        echo "run.sh: the build failed (full log: $BUILD/build.log)" >&2
+        exit 1
+    fi
+fi
+WORKFLOWD=$BUILD/server/workflowd
+WFBENCH=$BUILD/bench/wfbench
+if [ ! -x "$WORKFLOWD" ] || [ ! -x "$WFBENCH" ]; then
+    echo "run.sh: binaries missing in $BUILD" >&2
+    exit 1
+fi
+
+# ---- cleanup, also on Ctrl-C ---------------------------------------------------------
+server_pid=""
+pg_started=0
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+        kill -TERM "$server_pid" 2>/dev/null || true
+        for _ in $(seq 1 100); do # up to 10 s, then kill
+            kill -0 "$server_pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+    fi
+    if [ "$pg_started" = 1 ]; then
+        "$PG_SH" stop "$PG_DIR" >/dev/null 2>&1 || true
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+next_free_port() { # first port from $1 that nothing listens on (never 5432 or 50051)
+    local p=$1
+    while port_busy "$p" || [ "$p" = 5432 ] || [ "$p" = 50051 ]; do
+        p=$((p + 1))
+        [ "$p" -lt $(($1 + 200)) ] || { echo "run.sh: no free port from $1" >&2; return 1; }
+    done
+    echo "$p"
+}
+
+# ---- Postgres ---------------------------------------------------------------------
+mkdir -p "$WORK"
+if [ -e "$PG_DIR" ]; then # left over by a killed run: start from a new cluster
+    "$PG_SH" stop "$PG_DIR" >/dev/null 2>&1 || true
+    rm -rf "$PG_DIR"
+fi
+pg_port=${BENCH_PG_PORT:-55732}
+dsn=""
+for attempt in 1 2 3 4 5; do
+    pg_port=$(next_free_port "$pg_port")
+    log "starting Postgres on 127.0.0.1:$pg_port ($PG_DIR)"
+    pg_started=1
+    if pg_out=$("$PG_SH" start "$PG_DIR" "$pg_port"); then
+        dsn=$(printf '%s\n' "$pg_out" | sed '/^[[:space:]]*$/d' | tail -n 1)
+        break
+    fi
+    "$PG_SH" stop "$PG_DIR" >/dev/null 2>&1 || true
+    pg_started=0
+    rm -rf "$PG_DIR"
+    [ "$attempt" -lt 5 ] || { echo "run.sh: Postgres did not start" >&2; exit 1; }
+    pg_port=$((pg_port + 1))
+done
+[ -n "$dsn" ] || { echo "run.sh: pg.sh printed no DSN" >&2; exit 1; }
+if [ "$durable" = 1 ]; then
+    log "durable commits: fsync, synchronous_commit and full_page_writes on"
+    psql -q -X "$dsn" -c "ALTER SYSTEM SET fsync = on" -c "ALTER SYSTEM SET synchronous_commit = on" \
+        -c "ALTER SYSTEM SET full_page_writes = on" -c "SELECT pg_reload_conf()" >/dev/null
+fi
+
+# ---- workflowd ---------------------------------------------------------------------
+srv_port=${BENCH_PORT:-56151}
+for attempt in 1 2 3 4 5; do
+    srv_port=$(next_free_port "$srv_port")
+    log "starting workflowd on 127.0.0.1:$srv_port"
+    (
+        export WF_ENV=development WF_ADDR=127.0.0.1:$srv_port DATABASE_URL=$dsn
+        export WF_LOG_LEVEL=warn WF_API_KEYS=bench-key WF_TRUST_ACTOR_GROUPS=true
+        [ -z "${BENCH_WF_THREADS:-}" ] || export WF_THREADS=$BENCH_WF_THREADS
+        [ -z "${BENCH_DB_POOL_SIZE:-}" ] || export WF_DB_POOL_SIZE=$BENCH_DB_POOL_SIZE
+        exec "$WORKFLOWD"
+    ) >"$WORK/workflowd.log" 2>&1 &
+    server_pid=$!
+    up=0
+    for _ in $(seq 1 100); do # up to 10 s until it listens
+        kill -0 "$server_pid" 2>/dev/null || break
+        if port_busy "$srv_port"; then
+            up=1
+            break
+        fi
+        sleep 0.1
+    done
+    [ "$up" = 1 ] && break
+    kill -TERM "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=""
+    tail -n 5 "$WORK/workflowd.log" >&2
+    [ "$attempt" -lt 5 ] || { echo "run.sh: workflowd did not start" >&2; exit 1; }
+    srv_port=$((srv_port + 1))
+done
+
+# ---- the benchmark -------------------------------------------------------------------
+if [ "$mode" = full ]; then
+    args=(--duration 30 --soak 600 --inbox-rows 1000000 --timers 100000 --parked 10000)
+else
+    args=(--duration 10 --soak 30 --inbox-rows 250000 --timers 10000 --parked 2000)
+fi
+read -r -a extra <<<"${BENCH_ARGS:-}"
+mkdir -p "$(dirname "$out")"
+log "running wfbench ($mode mode); the table follows and goes to $out"
+"$WFBENCH" --target "127.0.0.1:$srv_port" --api-key bench-key --actor bench-user \
+    --actor-groups benchers --dsn "$dsn" --server-pid "$server_pid" \
+    --pgbench-script "$ROOT/bench/insert.sql" --threads "$threads" --label "$mode" \
+    --out "$out" "${args[@]}" ${extra[@]+"${extra[@]}"} ${workloads[@]+"${workloads[@]}"}
+{
+    echo
+    echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)," \
+        "$(awk '/MemTotal/ {printf "%.1f GB RAM", $2 / 1048576}' /proc/meminfo)," \
+        "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    cmdline="bench/run.sh"
+    [ "$mode" = quick ] || cmdline+=" --full"
+    [ "$durable" = 0 ] || cmdline+=" --durable"
+    [ "$threads" = 8 ] || cmdline+=" --threads $threads"
+    [ ${#workloads[@]} -eq 0 ] || cmdline+=" ${workloads[*]}"
+    echo "command: $cmdline" \
+        "${BENCH_ARGS:+(wfbench $BENCH_ARGS) }(server WF_THREADS=${BENCH_WF_THREADS:-default}, Postgres $("$PG_BIN/postgres" --version | awk '{print $3}')," \
+        "fsync $([ "$durable" = 1 ] && echo on || echo off))"
+} | tee -a "$out"
+if grep -q '"level":"error"' "$WORK/workflowd.log" 2>/dev/null; then
+    log "the server logged errors: $WORK/workflowd.log"
+fi
