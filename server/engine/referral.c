@@ -637,6 +637,25 @@ pending(const wf_task_row *t)
 /* Fires the join of referral c when it is met: cancels what ANY/QUORUM
  * leave over, completes the referral, marks the join fired and runs the
  * next AssignTo. *next stays NULL when nothing ran. */
+/* Where the next step of a join goes by default: under the nearest ancestor
+ * of the joined referral that is still running — normally its parent; a
+ * parent that has already completed (its own join fired first) hands the
+ * step up towards the root. NULL when nothing above is running. */
+static const char *
+running_ancestor(ref_work *w, size_t c)
+{
+    const char *id = w->insts[c].parent_id;
+    while (id != NULL) {
+        size_t p = wf_ref__find_instance(w, id);
+        if (p == WF_REF_NONE)
+            return NULL;
+        if (w->insts[p].status == WF_INSTANCE_RUNNING)
+            return id;
+        id = w->insts[p].parent_id;
+    }
+    return NULL;
+}
+
 static wf_code
 fire_join(ref_work *w, wf_tx *tx, size_t c, wf_ref_assignment **next, wf_error *err)
 {
@@ -667,8 +686,8 @@ fire_join(ref_work *w, wf_tx *tx, size_t c, wf_ref_assignment **next, wf_error *
     *next = wf_arena_calloc(w->arena, 1, sizeof **next);
     if (*next == NULL)
         return wf_ref__nomem(err);
-    /* "" as parent means the parent of the referral whose join fired. */
-    return wf_ref__assign(w, spec, tx, w->insts[c].parent_id, *next, err);
+    /* "" as parent: see running_ancestor. */
+    return wf_ref__assign(w, spec, tx, running_ancestor(w, c), *next, err);
 }
 
 static wf_code

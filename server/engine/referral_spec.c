@@ -66,6 +66,23 @@ printable(const char *s, size_t max, bool strict)
     return true;
 }
 
+/* 1..max bytes of text for people (titles): any UTF-8 but control
+ * characters. Protobuf strings are UTF-8 already; only the length and the
+ * control bytes (which would break logs and terminals) are checked here. */
+static bool
+text(const char *s, size_t max)
+{
+    size_t n = s != NULL ? strlen(s) : 0;
+    if (n == 0 || n > max)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f)
+            return false;
+    }
+    return true;
+}
+
 static size_t
 task_count(const wf_assign_spec *s)
 {
@@ -125,8 +142,9 @@ check_one(vstate *v, const wf_assign_spec *s, bool nested, const char *p)
         !printable(s->definition_key, MAX_ID, true))
         violation(v, WF_E_INVALID_ARGUMENT, p, "definition_key",
                   "must be 1 to 128 printable characters without spaces");
-    if (!printable(s->title, MAX_TITLE, false))
-        violation(v, WF_E_INVALID_ARGUMENT, p, "title", "must be 1 to 512 printable characters");
+    if (!text(s->title, MAX_TITLE))
+        violation(v, WF_E_INVALID_ARGUMENT, p, "title",
+                  "must be 1 to 512 bytes of text without control characters");
     check_assignee(v, s, p);
     check_join(v, s, p);
     wf_error jerr;

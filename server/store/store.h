@@ -473,7 +473,7 @@ wf_code wf_store_get_job_by_key(wf_store *st, const wf_store_ctx *ctx, const cha
 
 /* Inbox filter (NULL = every task). With user set: the user's own tasks (assignee USER = user),
  * the OPEN group tasks of groups[], and tasks claimed by user. Else with
- * group set: that group's OPEN tasks. Else every task of the tenant. The
+ * group set: that group's group tasks, any status. Else every task of the tenant. The
  * states filter (empty = any) applies on top. Ordered by (created_at, id). */
 typedef struct wf_task_filter {
     const char *user;

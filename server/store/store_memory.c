@@ -961,8 +961,7 @@ task_match(mem_store *m, const void *row, const void *arg)
         if (!mine && !group && !eq(t->claimed_by, f->user))
             return false;
     } else if (f->group != NULL) {
-        if (t->assignee_kind != WF_ASSIGNEE_GROUP || !eq(t->assignee_id, f->group) ||
-            t->status != WF_TASK_OPEN)
+        if (t->assignee_kind != WF_ASSIGNEE_GROUP || !eq(t->assignee_id, f->group))
             return false;
     }
     if (f->n_states > 0 && !in_ints((int)t->status, (const int *)f->states, f->n_states))

@@ -355,7 +355,7 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                       "OR (assignee_kind = 2 AND status = 1 AND assignee_id = ANY($3::text[])) "
                       "OR claimed_by = $2)) "
                       "OR ($2::text IS NULL AND $4::text IS NOT NULL AND assignee_kind = 2 "
-                      "AND assignee_id = $4 AND status = 1) "
+                      "AND assignee_id = $4) "
                       "OR ($2::text IS NULL AND $4::text IS NULL)) "
                       "AND ($5::smallint[] IS NULL OR status = ANY($5)) "
                       "AND ($6::bigint IS NULL OR (created_at, id) > ($6, $7::text)) "

@@ -493,7 +493,8 @@ START_TEST(test_assign_user_group_and_users)
     ck_assert_ptr_null(assign_req(boss, &req, &st));
     ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
     ck_assert_int_eq(st.nviolations, 3);
-    ck_assert_str_eq(st.violations[0], "title: must be 1 to 512 printable characters");
+    ck_assert_str_eq(st.violations[0],
+                     "title: must be 1 to 512 bytes of text without control characters");
     req.title = "ok";
     a.n_ids = 1;
     j.mode = 0;
@@ -691,10 +692,11 @@ START_TEST(test_inbox_of_user_and_group)
         ck_assert_str_eq(l->next_page_token, "");
     }
 
-    /* A claim shows at once: in the claimer's inbox, out of the group's. */
+    /* A claim shows at once: in the claimer's inbox; the group's view (by
+     * default OPEN and CLAIMED) lists it as claimed. */
     ck_assert_ptr_nonnull(claim(ca, g1->task->id, &st));
     ck_assert(listed(ca, NULL, NULL, g1->task->id));
-    ck_assert(!listed(boss, NULL, grp, g1->task->id));
+    ck_assert(listed(boss, NULL, grp, g1->task->id));
     ck_assert(listed(boss, NULL, grp, g2->task->id));
     /* Completed work leaves the inbox (default: OPEN and CLAIMED). */
     ck_assert_ptr_nonnull(complete(ca, mine->task->id, &st));
@@ -815,6 +817,37 @@ START_TEST(test_all_join_fires_once_under_concurrency)
         ck_assert_str_eq(gi->tasks[0]->assignee_id, next_grp);
         ck_assert_str_eq(gi->tasks[0]->assigned_by, "boss");
     }
+}
+END_TEST
+
+/* A referral under a referral whose own join fires first: its next step
+ * goes to the nearest running ancestor (here the root) instead of failing
+ * on the completed parent. Titles are UTF-8 text. */
+START_TEST(test_nested_join_after_parent_completed)
+{
+    wf_client *boss = as("boss");
+    char *a = u("a"), *b = u("b"), *c = u("c");
+    wf_client_status st;
+    const char *root = start(boss);
+    Workflow__V1__AssignToResponse *r1 = assign(boss, root, USER, &a, 1);
+    Workflow__V1__AssignToRequest req, nreq;
+    Workflow__V1__Assignee as_, nas;
+    Workflow__V1__JoinPolicy j, nj;
+    mk_assign(&req, &as_, &j, r1->instance_id, USER, &b, 1);
+    mk_assign(&nreq, &nas, &nj, NULL, USER, &c, 1);
+    nreq.title = "\u062a\u0633\u0648\u06cc\u0647 \u062d\u0633\u0627\u0628"; /* UTF-8 */
+    req.on_all_completed = &nreq;
+    Workflow__V1__AssignToResponse *r2 = assign_req(boss, &req, &st);
+    ck_ok(st);
+    ck_assert_ptr_nonnull(complete(as(a), r1->task->id, &st)); /* R1's join fires first */
+    Workflow__V1__CompleteTaskResponse *done = complete(as(b), r2->task->id, &st);
+    ck_ok(st);
+    ck_assert_ptr_nonnull(done->next);
+    Workflow__V1__GetInstanceResponse *gi = get_instance(boss, done->next->instance_id, &st);
+    ck_ok(st);
+    ck_assert_str_eq(gi->instance->parent_instance_id, root);
+    ck_assert_str_eq(gi->tasks[0]->title, nreq.title);
+    ck_assert_str_eq(gi->tasks[0]->assignee_id, c);
 }
 END_TEST
 
@@ -1190,6 +1223,7 @@ suite(void)
     tcase_add_test(tc, test_start_is_idempotent);
     tcase_add_test(tc, test_assign_user_group_and_users);
     tcase_add_test(tc, test_other_tenant_sees_nothing);
+    tcase_add_test(tc, test_nested_join_after_parent_completed);
     tcase_add_test(tc, test_personal_task_rules);
     tcase_add_test(tc, test_group_task_rules);
     tcase_add_test(tc, test_task_calls_are_idempotent);

@@ -1098,7 +1098,11 @@ class ReferralFlowTests(WorkflowTestCase):
         claim = wf_pb2.ClaimTaskRequest(task_id=task.id)
         held = self.ok(self.call("ClaimTask", claim, self.it)).task
         self.assertEqual((held.status, held.claimed_by), (wf_pb2.TASK_STATUS_CLAIMED, self.it))
-        self.assertEqual(self.list_all("ListTasks", wf_pb2.ListTasksRequest(group=group)), [])
+        # The group's view still lists it, now claimed; its OPEN queue no longer does.
+        queue = self.list_all("ListTasks", wf_pb2.ListTasksRequest(group=group))
+        self.assertEqual([(t.id, t.status) for t in queue], [(task.id, wf_pb2.TASK_STATUS_CLAIMED)])
+        self.assertEqual(self.list_all("ListTasks", wf_pb2.ListTasksRequest(
+            group=group, states=[wf_pb2.TASK_STATUS_OPEN])), [])
         self.assertEqual([t.id for t in self.inbox(self.it)], [task.id])
         # Claiming a task one holds changes nothing.
         again = self.ok(self.call("ClaimTask", claim, self.it)).task

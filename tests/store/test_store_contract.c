@@ -516,7 +516,12 @@ START_TEST(test_inbox_semantics)
     ck_assert_str_eq(ids, "k1 k2 k4 ");
     list_task_ids(&(wf_task_filter){.user = "bob"}, ids, sizeof ids);
     ck_assert_str_eq(ids, "k3 k5 ");
+    /* A group's view: its group tasks of any status, narrowed by states. */
     list_task_ids(&(wf_task_filter){.group = "ops"}, ids, sizeof ids);
+    ck_assert_str_eq(ids, "k2 k3 ");
+    wf_task_status open_only[] = {WF_TASK_OPEN};
+    list_task_ids(&(wf_task_filter){.group = "ops", .states = open_only, .n_states = 1}, ids,
+                  sizeof ids);
     ck_assert_str_eq(ids, "k2 ");
     ck_assert_uint_eq(list_task_ids(NULL, ids, sizeof ids), 7);
 }
