@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (.ci/run calls this script).
+#
+#   ./test.sh          build with -Werror in build/ and run every suite, then
+#                      again with ASan+UBSan in build-asan/
+#   ./test.sh --fast   skip the sanitizer pass (local use)
+#
+# Installs the Debian packages first (scripts/install-deps.sh; nothing to do
+# when they are present). Starts a throwaway Postgres 15 on 127.0.0.1
+# (tests/support/pg.sh) for the store suites and stops it on exit. Works as
+# root or as a normal user and can be run again at once: a Postgres left over
+# by an interrupted run is stopped first. Each suite's own output is printed (Check's "100%: Checks: N,
+# Failures: 0, Errors: 0" lines), then ctest's summary. Exit status: 0 when
+# every pass built and every suite passed, 1 otherwise, 2 for a usage error.
+#
+# Environment (all optional):
+#   WF_TEST_PG_PORT    first port to try for Postgres (default 55432; the next
+#                      free one is taken when it is busy)
+#   WF_TEST_WORK       scratch directory (default: /tmp/wf-test-<uid>-<hash of
+#                      this checkout>), holds the Postgres data directory
+#   WF_TEST_JOBS       parallel build jobs (default: number of CPUs)
+#   CTEST_PARALLEL_LEVEL  ctest's own variable; suites run one at a time
+#                      unless it is set (they share one database)
+set -euo pipefail
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+
+fast=0
+for arg in "$@"; do
+    case "$arg" in
+    --fast) fast=1 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "test.sh: unknown argument: $arg" >&2; usage >&2; exit 2 ;;
+    esac
+done
+
+cd "$(dirname "$0")"
+ROOT=$PWD
+# Debian packages (a no-op when present; needs root or sudo otherwise).
+scripts/install-deps.sh
+PG_SH=$ROOT/tests/support/pg.sh
+JOBS=${WF_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
+WORK=${WF_TEST_WORK:-${TMPDIR:-/tmp}/wf-test-$(id -u)-$(printf '%s' "$ROOT" | cksum | cut -d' ' -f1)}
+PG_DIR=$WORK/pg
+
+log() { printf '\n==== %s\n' "$*"; }
+
+# ---- Postgres ---------------------------------------------------------------
+[ -x "$PG_SH" ] || { echo "test.sh: $PG_SH is missing or not executable" >&2; exit 1; }
+mkdir -p "$WORK"
+
+pg_stop() { "$PG_SH" stop "$PG_DIR" >/dev/null 2>&1 || true; }
+
+# A previous run that was killed may have left its server running. Every run
+# starts from a new cluster (pg.sh keeps the port of an existing one).
+if [ -e "$PG_DIR" ]; then
+    log "stopping and removing a Postgres left over in $PG_DIR"
+    pg_stop
+    rm -rf "$PG_DIR"
+fi
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+next_free_port() { # first port from $1 on that nothing listens on
+    local p=$1
+    while port_busy "$p"; do
+        p=$((p + 1))
+        [ "$p" -lt $(($1 + 100)) ] || { echo "test.sh: no free port for Postgres" >&2; return 1; }
+    done
+    echo "$p"
+}
+
+trap pg_stop EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# Another process may take the port between the check and the start: then
+# try the next one, from a new cluster (pg.sh keeps an existing one's port).
+port=${WF_TEST_PG_PORT:-55432}
+for attempt in 1 2 3 4 5; do
+    port=$(next_free_port "$port")
+    log "starting Postgres on 127.0.0.1:$port ($PG_DIR)"
+    pg_out=$("$PG_SH" start "$PG_DIR" "$port") && break
+    pg_stop
+    rm -rf "$PG_DIR"
+    [ "$attempt" -lt 5 ] || { echo "test.sh: Postgres did not start" >&2; exit 1; }
+    port=$((port + 1))
+done
+dsn=$(printf '%s\n' "$pg_out" | sed '/^[[:space:]]*$/d' | tail -n 1)
+[ -n "$dsn" ] || { echo "test.sh: pg.sh start printed no DSN" >&2; exit 1; }
+export WF_TEST_PG_DSN=$dsn
+# For the suites that stop and restart the database (e.g. reconnection tests):
+# "$WF_TEST_PG_CTL restart", "... stop -m fast", "... start -w" run pg_ctl on
+# this very server (pg.sh ctl DIR PG_CTL_ARGS...).
+export WF_TEST_PG_CTL="$PG_SH ctl $PG_DIR"
+export WF_TEST_PG_DIR=$PG_DIR WF_TEST_PG_PORT=$port
+echo "WF_TEST_PG_DSN=$WF_TEST_PG_DSN"
+
+# ---- build and test passes ----------------------------------------------------
+failed=()
+
+# Prints every suite's own output from ctest's log, so that each Check
+# summary line appears on a line of its own (ctest -V would prefix them).
+print_suite_logs() {
+    local logf=$1/Testing/Temporary/LastTest.log
+    [ -f "$logf" ] || return 0
+    awk '
+        / Testing: / && !name { name = $3 }
+        /^Output:$/ { getline; inout = 1; printf "\n---- %s\n", name; next }
+        /^<end of output>$/ { inout = 0; name = ""; next }
+        inout { print }
+    ' "$logf"
+}
+
+# run_pass NAME BUILD_DIR [cmake args...]: configure, build, run ctest (with
+# the NAME=value words of the array ctest_env in its environment).
+ctest_env=()
+run_pass() {
+    local name=$1 dir=$2
+    shift 2
+    log "$name: configure ($dir: $*)"
+    if ! cmake -S "$ROOT" -B "$ROOT/$dir" "$@"; then
+        failed+=("$name: configure")
+        return
+    fi
+    log "$name: build"
+    if ! cmake --build "$ROOT/$dir" -j "$JOBS"; then
+        failed+=("$name: build")
+        return
+    fi
+    log "$name: ctest"
+    local rc=0
+    (cd "$ROOT/$dir" && env ${ctest_env[@]+"${ctest_env[@]}"} \
+        ctest --output-on-failure --no-tests=error) 2>&1 | tee "$ROOT/$dir/ctest.out" ||
+        rc=${PIPESTATUS[0]}
+    log "$name: output of each suite"
+    print_suite_logs "$ROOT/$dir"
+    log "$name: ctest summary"
+    sed -n '/tests passed, /,$p' "$ROOT/$dir/ctest.out"
+    [ "$rc" -eq 0 ] || failed+=("$name: ctest (exit $rc)")
+}
+
+run_pass "werror" build -DWF_WERROR=ON -DWF_SANITIZE=OFF
+
+if [ "$fast" -eq 0 ]; then
+    ctest_env=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+               UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
+    run_pass "sanitize" build-asan -DWF_WERROR=ON -DWF_SANITIZE=ON
+else
+    log "sanitize: skipped (--fast)"
+fi
+
+if [ "${#failed[@]}" -gt 0 ]; then
+    log "FAILED: ${failed[*]}"
+    exit 1
+fi
+log "all passes succeeded"
