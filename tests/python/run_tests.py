@@ -218,15 +218,22 @@ class Server:
             time.sleep(0.05)
         return False
 
+    tls_root = None  # PEM of the CA to trust when the server speaks TLS
+
     def new_channel(self):
         """A channel with its own connection (not shared with other channels)
         that retries a lost connection quickly."""
-        return grpc.insecure_channel(self.target, options=[
+        options = [
             ("grpc.use_local_subchannel_pool", 1),
             ("grpc.initial_reconnect_backoff_ms", 100),
             ("grpc.min_reconnect_backoff_ms", 100),
             ("grpc.max_reconnect_backoff_ms", 500),
-        ])
+        ]
+        if self.tls_root is not None:
+            creds = grpc.ssl_channel_credentials(root_certificates=self.tls_root)
+            options.append(("grpc.ssl_target_name_override", "localhost"))
+            return grpc.secure_channel(self.target, creds, options=options)
+        return grpc.insecure_channel(self.target, options=options)
 
     def workflow(self):
         return wf_grpc.WorkflowServiceStub(self.channel)
@@ -738,6 +745,108 @@ class ReflectionTests(WorkflowTestCase):
     def test_unknown_symbol_is_not_found_error_response(self):
         (resp,) = self.ask(1, file_containing_symbol="workflow.v1.Nope")
         self.assertEqual(resp.error_response.error_code, SC.NOT_FOUND.value[0])
+
+
+class ObservabilityTests(WorkflowTestCase):
+    """Prometheus metrics on WF_METRICS_ADDR (valid exposition format, RED
+    counters per method and code) and the trace id of `traceparent` in the
+    access log."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.metrics_port = free_port()
+        cls.srv = start_server(cls, "metrics", keys=KEY1,
+                               WF_METRICS_ADDR="127.0.0.1:%d" % cls.metrics_port)
+
+    def scrape(self):
+        import urllib.request
+        url = "http://127.0.0.1:%d/metrics" % self.metrics_port
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            self.assertIn("text/plain", resp.headers["Content-Type"])
+            return resp.read().decode()
+
+    def test_red_metrics_count_calls_by_code(self):
+        for _ in range(3):
+            self.get_unknown_task(self.srv, md(key=KEY1))
+        invoke(self.srv.workflow().GetTask, wf_pb2.GetTaskRequest(task_id="x"), md())
+        text = self.scrape()
+        self.assertRegex(text, r'grpc_server_started_total\{grpc_type="unary",'
+                               r'grpc_service="workflow.v1.WorkflowService",'
+                               r'grpc_method="GetTask"\} [4-9]')
+        self.assertRegex(text, r'grpc_server_handled_total\{[^}]*grpc_method="GetTask",'
+                               r'grpc_code="Unauthenticated"\} 1')
+        self.assertIn('grpc_server_handling_seconds_bucket{grpc_type="unary",'
+                      'grpc_service="workflow.v1.WorkflowService",grpc_method="GetTask",'
+                      'le="+Inf"}', text)
+        self.assertIn("workflow_db_pool_in_use", text)
+
+    def test_exposition_passes_promtool(self):
+        promtool = shutil.which("promtool")
+        if promtool is None:
+            self.skipTest("promtool is not installed (Debian package prometheus)")
+        self.get_unknown_task(self.srv, md(key=KEY1))
+        res = subprocess.run([promtool, "check", "metrics"], input=self.scrape(),
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(res.returncode, 0, res.stdout + res.stderr)
+
+    def test_other_paths_are_not_found(self):
+        import urllib.error
+        import urllib.request
+        with self.assertRaises(urllib.error.HTTPError) as ctx:
+            urllib.request.urlopen("http://127.0.0.1:%d/" % self.metrics_port, timeout=5)
+        self.assertEqual(ctx.exception.code, 404)
+
+    def test_traceparent_is_logged_with_the_call(self):
+        trace = uuid.uuid4().hex
+        rid = "trace-test-" + uuid.uuid4().hex[:8]
+        self.get_unknown_task(self.srv, md(key=KEY1, request_id=rid,
+                                          extra=[("traceparent",
+                                                  "00-%s-00f067aa0ba902b7-01" % trace)]))
+        self.srv.wait_for_log([rid])
+        line = next(l for l in self.srv.log().splitlines() if rid in l)
+        entry = json.loads(line)
+        self.assertEqual(entry["trace_id"], trace)
+        self.assertEqual(entry["request_id"], rid)
+        self.assertEqual(entry["method"], "/workflow.v1.WorkflowService/GetTask")
+
+
+class TlsTests(WorkflowTestCase):
+    """WF_TLS_CERT/WF_TLS_KEY: the server speaks TLS with a self-signed
+    certificate, for use without a mesh; plaintext clients are refused."""
+
+    @classmethod
+    def setUpClass(cls):
+        openssl = shutil.which("openssl")
+        if openssl is None:
+            raise unittest.SkipTest("openssl is not installed")
+        d = os.path.join(OPTS.work, "tls")
+        os.makedirs(d, exist_ok=True)
+        cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+        subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                        "-subj", "/CN=localhost", "-addext",
+                        "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                        "-keyout", key, "-out", cert], check=True, capture_output=True,
+                       timeout=60)
+        with open(cert, "rb") as f:
+            root = f.read()
+        srv = Server("tls", server_env(keys=KEY1, WF_TLS_CERT=cert, WF_TLS_KEY=key))
+        srv.tls_root = root
+        cls.srv = srv.start()
+        cls.addClassCleanup(srv.kill)
+
+    def test_tls_health_and_call(self):
+        r = self.srv.health().Check(health_pb2.HealthCheckRequest(service=""),
+                                    timeout=RPC_TIMEOUT)
+        self.assertEqual(r.status, health_pb2.HealthCheckResponse.SERVING)
+        self.assert_accepted(self.get_unknown_task(self.srv, md(key=KEY1)))
+
+    def test_plaintext_client_is_refused(self):
+        channel = grpc.insecure_channel(self.srv.target)
+        stub = health_grpc.HealthStub(channel)
+        with self.assertRaises(grpc.RpcError) as ctx:
+            stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=2)
+        self.assertEqual(ctx.exception.code(), SC.UNAVAILABLE)
+        channel.close()
 
 
 class StartupTests(WorkflowTestCase):
