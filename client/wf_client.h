@@ -44,7 +44,7 @@ typedef struct wf_client_status {
 
 /* Per-call settings; NULL means the client's defaults. */
 typedef struct wf_client_call_opts {
-    int timeout_ms;            /* overrides the client's timeout when > 0 */
+    int timeout_ms;            /* overrides the client's timeout when > 0; < 0 = already expired */
     int no_identity;           /* 1: send none of key/tenant/actor headers */
     const wf_client_md *md;    /* extra metadata */
     size_t nmd;

@@ -193,11 +193,12 @@ END_TEST
 START_TEST(test_deadline_exceeded)
 {
     wf_client *c = wf_test_client(&ts, "k1", NULL, NULL);
-    wf_client_call_opts o = {.timeout_ms = 1};
+    /* A deadline already past when the call starts. (A 1 ms deadline is not
+     * reliable: grpc rounds deadlines up to whole milliseconds, and the
+     * server's own check is covered by the interceptor unit tests.) */
+    wf_client_call_opts o = {.timeout_ms = -1};
     Workflow__V1__GetTaskRequest req = WORKFLOW__V1__GET_TASK_REQUEST__INIT;
     wf_client_status st;
-    struct timespec pause = {0, 2 * 1000 * 1000};
-    nanosleep(&pause, NULL);
     ck_assert_int_eq(wf_client_call(c, SVC "GetTask", &req.base, NULL, NULL, &o, &st),
                      GRPC_STATUS_DEADLINE_EXCEEDED);
     wf_client_free(c);
