@@ -1,0 +1,614 @@
+/*
+ * test_scheduler.c: the timer scheduler (server/engine/scheduler.h) with a
+ * fake fire callback, no server.
+ *
+ * Timers are written straight into a store through units of work, as the
+ * engine would. The fake fire follows the firing protocol of store.h: one
+ * unit of work on the timer's root that deletes the timer only if it still
+ * exists, so "fired once" is checked exactly as the real runtime ensures it.
+ *
+ * Memory store cases always run. The two-replica cases run on Postgres
+ * when WF_TEST_PG_DSN is set (each in a fresh schema); otherwise they are
+ * left out and say so.
+ */
+#include <check.h>
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "scheduler.h"
+#include "store.h"
+#include "wf_log.h"
+#include "wf_time.h"
+
+#define S(x) ((char *)(x))
+#define MS INT64_C(1000) /* microseconds per millisecond (row times are in us) */
+
+static void
+sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- writing timers ------------------------------------------------------ */
+
+static void
+new_root(wf_store *st, const char *tenant, const char *id)
+{
+    wf_arena *a = wf_arena_new();
+    wf_store_ctx ctx = {tenant, 0, a};
+    wf_instance_row r = {.id = S(id),
+                         .definition_key = S("def"),
+                         .definition_version = 1,
+                         .root_id = S(id),
+                         .status = WF_INSTANCE_RUNNING,
+                         .variables_json = S("{}"),
+                         .created_at = wf_now_us(),
+                         .updated_at = wf_now_us()};
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_msg(wf_tx_apply(tx, &(wf_store_changes){.instances = &r, .n_instances = 1}, &err) ==
+                      WF_OK,
+                  "apply: %s", err.msg);
+    ck_assert_msg(wf_tx_commit(tx, &err) == WF_OK, "commit: %s", err.msg);
+    wf_arena_free(a);
+}
+
+/* Adds n timers "<root>-<first + i>" due at due_at (us) to root, in one
+ * unit of work: begin, lock the root, apply, commit. */
+static void
+add_timers(wf_store *st, const char *tenant, const char *root, int first, int n, int64_t due_at)
+{
+    wf_arena *a = wf_arena_new();
+    wf_store_ctx ctx = {tenant, 0, a};
+    wf_timer_row *t = wf_arena_calloc(a, (size_t)n, sizeof *t);
+    for (int i = 0; i < n; i++)
+        t[i] = (wf_timer_row){.id = wf_arena_printf(a, "%s-%d", root, first + i),
+                              .root_id = S(root),
+                              .instance_id = S(root),
+                              .work_item_id = S("w"),
+                              .transition_id = S("timeout"),
+                              .due_at = due_at,
+                              .created_at = wf_now_us()};
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    wf_aggregate g;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_msg(wf_tx_lock_root(tx, root, &g, &err) == WF_OK, "lock: %s", err.msg);
+    ck_assert_msg(wf_tx_apply(tx, &(wf_store_changes){.timers = t, .n_timers = (size_t)n}, &err) ==
+                      WF_OK,
+                  "apply: %s", err.msg);
+    ck_assert_msg(wf_tx_commit(tx, &err) == WF_OK, "commit: %s", err.msg);
+    wf_arena_free(a);
+}
+
+/* Timers still stored on root. */
+static size_t
+timers_left(wf_store *st, const char *tenant, const char *root)
+{
+    wf_arena *a = wf_arena_new();
+    wf_store_ctx ctx = {tenant, 0, a};
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    wf_aggregate g;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_lock_root(tx, root, &g, &err), WF_OK);
+    size_t n = g.n_timers;
+    wf_tx_rollback(tx);
+    wf_arena_free(a);
+    return n;
+}
+
+/* ---- the fake fire ------------------------------------------------------- */
+
+#define REC_MAX 4096
+
+/* Every call of fake_fire, in order. Check forks each case, so this starts
+ * empty in every case. */
+static struct {
+    pthread_mutex_t mu;
+    int n;
+    struct {
+        char id[64];
+        int64_t at_ms; /* monotonic */
+        bool fired;
+        wf_code rc;
+    } v[REC_MAX];
+    /* behaviour */
+    char fail_id[64]; /* fail the first fail_left calls for this id */
+    int fail_left;
+    bool unavailable; /* every call fails with WF_E_STORE_UNAVAILABLE */
+    int delay_ms;     /* hold the root lock this long (makes replicas overlap) */
+} rec = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void
+record(const wf_timer_row *t, bool fired, wf_code rc)
+{
+    pthread_mutex_lock(&rec.mu);
+    if (rec.n < REC_MAX) {
+        snprintf(rec.v[rec.n].id, sizeof rec.v[rec.n].id, "%s", t->id);
+        rec.v[rec.n].at_ms = wf_mono_ms();
+        rec.v[rec.n].fired = fired;
+        rec.v[rec.n].rc = rc;
+        rec.n++;
+    }
+    pthread_mutex_unlock(&rec.mu);
+}
+
+/* wf_sched_fire_fn; arg is the wf_store the replica uses. What the real
+ * runtime does, minus the net: one unit of work on the root, fire only if
+ * the timer is still there, delete it in the same transaction. */
+static wf_code
+fake_fire(void *arg, const wf_timer_row *t, int64_t deadline_ms, bool *fired, wf_error *err)
+{
+    wf_store *st = arg;
+    pthread_mutex_lock(&rec.mu);
+    bool fail = rec.unavailable || (rec.fail_left > 0 && strcmp(rec.fail_id, t->id) == 0);
+    if (fail && !rec.unavailable)
+        rec.fail_left--;
+    int delay = rec.delay_ms;
+    pthread_mutex_unlock(&rec.mu);
+    if (fail) {
+        wf_code rc = rec.unavailable ? WF_E_STORE_UNAVAILABLE : WF_E_CONFLICT;
+        record(t, false, rc);
+        return wf_error_set(err, rc, "injected failure");
+    }
+
+    wf_arena *a = wf_arena_new();
+    wf_store_ctx ctx = {t->tenant, deadline_ms, a};
+    wf_tx *tx = NULL;
+    wf_aggregate g = {0};
+    wf_code rc = wf_store_begin(st, &ctx, &tx, err);
+    if (rc == WF_OK)
+        rc = wf_tx_lock_root(tx, t->root_id, &g, err);
+    bool present = false;
+    for (size_t i = 0; rc == WF_OK && i < g.n_timers; i++)
+        present = present || strcmp(g.timers[i].id, t->id) == 0;
+    if (rc == WF_OK && present) {
+        if (delay > 0)
+            sleep_ms(delay);
+        const char *del[] = {t->id};
+        rc = wf_tx_apply(tx, &(wf_store_changes){.del_timers = del, .n_del_timers = 1}, err);
+        if (rc == WF_OK) {
+            rc = wf_tx_commit(tx, err);
+            tx = NULL;
+        }
+    }
+    wf_tx_rollback(tx); /* NULL-safe: after a commit, or when nothing to do */
+    wf_arena_free(a);
+    if (rc == WF_OK)
+        *fired = present;
+    record(t, rc == WF_OK && present, rc);
+    return rc;
+}
+
+static int
+calls(void)
+{
+    pthread_mutex_lock(&rec.mu);
+    int n = rec.n;
+    pthread_mutex_unlock(&rec.mu);
+    return n;
+}
+
+/* Times id fired (successful deletions); its calls in *ncalls when set. */
+static int
+fired_count(const char *id, int *ncalls)
+{
+    int f = 0, c = 0;
+    pthread_mutex_lock(&rec.mu);
+    for (int i = 0; i < rec.n; i++)
+        if (strcmp(rec.v[i].id, id) == 0) {
+            c++;
+            f += rec.v[i].fired;
+        }
+    pthread_mutex_unlock(&rec.mu);
+    if (ncalls != NULL)
+        *ncalls = c;
+    return f;
+}
+
+static int
+total_fired(void)
+{
+    int f = 0;
+    pthread_mutex_lock(&rec.mu);
+    for (int i = 0; i < rec.n; i++)
+        f += rec.v[i].fired;
+    pthread_mutex_unlock(&rec.mu);
+    return f;
+}
+
+/* Polls until total_fired() >= want or timeout_ms passed; returns it. */
+static int
+wait_fired(int want, int timeout_ms)
+{
+    int64_t until = wf_mono_ms() + timeout_ms;
+    while (total_fired() < want && wf_mono_ms() < until)
+        sleep_ms(5);
+    return total_fired();
+}
+
+/* ---- memory store cases -------------------------------------------------- */
+
+static wf_store *st;
+
+static void
+mem_setup(void)
+{
+    wf_error err = {0};
+    st = wf_store_memory_new(&err);
+    ck_assert_ptr_nonnull(st);
+}
+
+static void
+mem_teardown(void)
+{
+    wf_store_free(st);
+    st = NULL;
+}
+
+START_TEST(test_due_timers_fire_once_each)
+{
+    int64_t now = wf_now_us();
+    new_root(st, "t1", "r1");
+    new_root(st, "t2", "r2");
+    add_timers(st, "t1", "r1", 0, 3, now - 1000 * MS);
+    add_timers(st, "t2", "r2", 0, 2, now - 10 * MS); /* another tenant: the scheduler sees all */
+    add_timers(st, "t1", "r1", 100, 1, now + 3600 * 1000 * MS); /* an hour away */
+
+    wf_scheduler_options o = {.idle_ms = 50};
+    wf_error err = {0};
+    wf_scheduler *s = wf_scheduler_start(st, &o, fake_fire, st, &err);
+    ck_assert_msg(s != NULL, "start: %s", err.msg);
+    ck_assert_int_eq(wait_fired(5, 2000), 5);
+    sleep_ms(300); /* several more passes: nothing fires twice */
+    wf_scheduler_stats stats;
+    wf_scheduler_get_stats(s, &stats);
+    wf_scheduler_stop(s);
+
+    ck_assert_int_eq(calls(), 5);
+    const char *ids[] = {"r1-0", "r1-1", "r1-2", "r2-0", "r2-1"};
+    for (size_t i = 0; i < 5; i++)
+        ck_assert_msg(fired_count(ids[i], NULL) == 1, "%s fired %d times", ids[i],
+                      fired_count(ids[i], NULL));
+    ck_assert_int_eq(fired_count("r1-100", NULL), 0);
+    ck_assert_uint_eq(timers_left(st, "t1", "r1"), 1);
+    ck_assert_uint_eq(timers_left(st, "t2", "r2"), 0);
+    ck_assert_uint_eq(stats.fired, 5);
+    ck_assert_uint_eq(stats.fire_errors, 0);
+    ck_assert_uint_eq(stats.claim_errors, 0);
+    ck_assert(stats.passes >= 5);
+    ck_assert(!stats.store_down);
+    /* The oldest was a second overdue when the scheduler started. */
+    ck_assert_int_ge(stats.max_lateness_ms, 1000);
+    ck_assert_int_ge(stats.max_lateness_ms, stats.last_lateness_ms);
+}
+END_TEST
+
+START_TEST(test_not_fired_before_due)
+{
+    new_root(st, "t1", "r1");
+    int64_t t0 = wf_mono_ms();
+    add_timers(st, "t1", "r1", 0, 1, wf_now_us() + 300 * MS);
+    wf_error err = {0};
+    wf_scheduler *s = wf_scheduler_start(st, NULL, fake_fire, st, &err); /* defaults: 200 ms poll */
+    ck_assert_ptr_nonnull(s);
+    sleep_ms(100);
+    ck_assert_int_eq(calls(), 0); /* not due: never even claimed */
+    ck_assert_int_eq(wait_fired(1, 1000), 1);
+    int64_t fired_after = wf_mono_ms() - t0;
+    wf_scheduler_stats stats;
+    wf_scheduler_get_stats(s, &stats);
+    wf_scheduler_stop(s);
+    ck_assert_msg(fired_after >= 300 && fired_after <= 650, "fired after %" PRId64 " ms",
+                  fired_after);
+    /* Late by at most one poll interval (plus scheduling noise). */
+    ck_assert_int_ge(stats.last_lateness_ms, 0);
+    ck_assert_int_le(stats.last_lateness_ms, 300);
+}
+END_TEST
+
+START_TEST(test_wake_picks_up_a_new_timer_promptly)
+{
+    new_root(st, "t1", "r1");
+    /* A long poll interval: only the wake can make this prompt. */
+    wf_scheduler_options o = {.idle_ms = 10000};
+    wf_error err = {0};
+    wf_scheduler *s = wf_scheduler_start(st, &o, fake_fire, st, &err);
+    ck_assert_ptr_nonnull(s);
+    sleep_ms(100); /* the first (empty) pass is done; it sleeps now */
+    add_timers(st, "t1", "r1", 0, 1, wf_now_us());
+    int64_t t0 = wf_mono_ms();
+    wf_scheduler_wake(s);
+    ck_assert_int_eq(wait_fired(1, 2000), 1);
+    int64_t took = wf_mono_ms() - t0;
+    wf_scheduler_stop(s);
+    ck_assert_msg(took < 200, "fired %" PRId64 " ms after the wake", took);
+    wf_scheduler_wake(NULL); /* NULL-safe */
+}
+END_TEST
+
+START_TEST(test_failed_fire_is_retried_after_the_claim_expires)
+{
+    new_root(st, "t1", "r1");
+    add_timers(st, "t1", "r1", 0, 1, wf_now_us() - 10 * MS);
+    add_timers(st, "t1", "r1", 1, 1, wf_now_us() - 5 * MS);
+    snprintf(rec.fail_id, sizeof rec.fail_id, "r1-0");
+    rec.fail_left = 1;
+    wf_scheduler_options o = {.idle_ms = 20, .claim_ms = 300};
+    wf_error err = {0};
+    wf_scheduler *s = wf_scheduler_start(st, &o, fake_fire, st, &err);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(wait_fired(2, 3000), 2);
+    wf_scheduler_stats stats;
+    wf_scheduler_get_stats(s, &stats);
+    wf_scheduler_stop(s);
+
+    int n0 = 0, n1 = 0;
+    ck_assert_int_eq(fired_count("r1-0", &n0), 1);
+    ck_assert_int_eq(n0, 2); /* failed once, then fired */
+    ck_assert_int_eq(fired_count("r1-1", &n1), 1);
+    ck_assert_int_eq(n1, 1); /* the failure did not hold the other timer back */
+    /* The retry waited for the claim to run out (300 ms), not less. */
+    int64_t first = -1, second = -1;
+    for (int i = 0; i < rec.n; i++)
+        if (strcmp(rec.v[i].id, "r1-0") == 0) {
+            if (first < 0)
+                first = rec.v[i].at_ms;
+            else
+                second = rec.v[i].at_ms;
+        }
+    ck_assert_int_eq(rec.v[0].rc, WF_E_CONFLICT);
+    ck_assert_msg(second - first >= 290 && second - first < 1000, "retried after %" PRId64 " ms",
+                  second - first);
+    ck_assert_uint_eq(stats.fire_errors, 1);
+    ck_assert_uint_eq(stats.fired, 2);
+    ck_assert_uint_eq(timers_left(st, "t1", "r1"), 0);
+}
+END_TEST
+
+START_TEST(test_stop_is_prompt_when_idle)
+{
+    wf_scheduler_options o = {.idle_ms = 30000};
+    wf_error err = {0};
+    wf_scheduler *s = wf_scheduler_start(st, &o, fake_fire, st, &err);
+    ck_assert_ptr_nonnull(s);
+    sleep_ms(100);
+    int64_t t0 = wf_mono_ms();
+    wf_scheduler_stop(s);
+    int64_t took = wf_mono_ms() - t0;
+    ck_assert_msg(took < 1000, "stop took %" PRId64 " ms", took);
+    wf_scheduler_stop(NULL); /* NULL-safe */
+}
+END_TEST
+
+/* A store outage reported by fire ends the batch and backs off: 100 due
+ * timers with a batch of one would otherwise be tried back to back. Stop
+ * stays prompt in the middle of the back-off. */
+START_TEST(test_outage_backs_off_and_stop_stays_prompt)
+{
+    new_root(st, "t1", "r1");
+    add_timers(st, "t1", "r1", 0, 100, wf_now_us() - 10 * MS);
+    rec.unavailable = true;
+    wf_scheduler_options o = {.batch = 1, .idle_ms = 10, .backoff_max_ms = 10000};
+    wf_error err = {0};
+    wf_scheduler *s = wf_scheduler_start(st, &o, fake_fire, st, &err);
+    ck_assert_ptr_nonnull(s);
+    sleep_ms(1000); /* back-off 250, then 500: calls at about 0, 250 and 750 ms */
+    int n = calls();
+    int64_t t0 = wf_mono_ms();
+    wf_scheduler_stop(s); /* now in a 1 s back-off */
+    int64_t took = wf_mono_ms() - t0;
+    ck_assert_msg(n >= 2 && n <= 4, "%d fire calls in 1 s", n);
+    ck_assert_msg(took < 1000, "stop took %" PRId64 " ms", took);
+    ck_assert_uint_eq(timers_left(st, "t1", "r1"), 100);
+}
+END_TEST
+
+/* Manual mode: no thread; tick drains every due timer, batch by batch. */
+START_TEST(test_tick_drains_a_backlog_in_batches)
+{
+    new_root(st, "t1", "r1");
+    new_root(st, "t1", "r2");
+    add_timers(st, "t1", "r1", 0, 130, wf_now_us() - 1000 * MS);
+    add_timers(st, "t1", "r2", 0, 120, wf_now_us() - 500 * MS);
+    add_timers(st, "t1", "r2", 500, 1, wf_now_us() + 3600 * 1000 * MS);
+    wf_scheduler_options o = {.manual = true, .batch = 100};
+    wf_error err = {0};
+    wf_scheduler *s = wf_scheduler_start(st, &o, fake_fire, st, &err);
+    ck_assert_ptr_nonnull(s);
+    sleep_ms(50);
+    ck_assert_int_eq(calls(), 0); /* no thread */
+    size_t fired = 0;
+    ck_assert_int_eq(wf_scheduler_tick(s, &fired, &err), WF_OK);
+    ck_assert_uint_eq(fired, 250);
+    wf_scheduler_stats stats;
+    wf_scheduler_get_stats(s, &stats);
+    ck_assert_uint_eq(stats.passes, 3); /* 100 + 100 + 50 */
+    ck_assert_int_eq(wf_scheduler_tick(s, &fired, &err), WF_OK);
+    ck_assert_uint_eq(fired, 0);
+    wf_scheduler_stop(s);
+    ck_assert_int_eq(total_fired(), 250);
+    ck_assert_uint_eq(timers_left(st, "t1", "r1"), 0);
+    ck_assert_uint_eq(timers_left(st, "t1", "r2"), 1);
+}
+END_TEST
+
+/* ---- Postgres: two replicas on one database ------------------------------ */
+
+static const char *pg_dsn;
+static char pg_schema[64];
+static char *pg_store_dsn;
+
+static void
+quiet(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
+static void
+pg_admin(const char *fmt, const char *arg)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql, fmt, arg);
+    PGconn *pg = PQconnectdb(pg_dsn);
+    ck_assert_msg(PQstatus(pg) == CONNECTION_OK, "admin connect: %s", PQerrorMessage(pg));
+    PQsetNoticeProcessor(pg, quiet, NULL);
+    PGresult *res = PQexec(pg, sql);
+    ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s: %s", sql, PQerrorMessage(pg));
+    PQclear(res);
+    PQfinish(pg);
+}
+
+/* A fresh schema per case, and a DSN whose search_path is it. */
+static void
+pg_setup(void)
+{
+    snprintf(pg_schema, sizeof pg_schema, "wf_sched_%d", (int)getpid());
+    pg_admin("DROP SCHEMA IF EXISTS %s CASCADE", pg_schema);
+    pg_admin("CREATE SCHEMA %s", pg_schema);
+    size_t n = strlen(pg_dsn) + strlen(pg_schema) + 64;
+    pg_store_dsn = malloc(n);
+    if (strstr(pg_dsn, "://") != NULL)
+        snprintf(pg_store_dsn, n, "%s%soptions=-csearch_path%%3D%s", pg_dsn,
+                 strchr(pg_dsn, '?') != NULL ? "&" : "?", pg_schema);
+    else
+        snprintf(pg_store_dsn, n, "%s options='-csearch_path=%s'", pg_dsn, pg_schema);
+}
+
+static void
+pg_teardown(void)
+{
+    pg_admin("DROP SCHEMA IF EXISTS %s CASCADE", pg_schema);
+    free(pg_store_dsn);
+    pg_store_dsn = NULL;
+}
+
+static wf_store *
+pg_store(void)
+{
+    wf_store_pg_config cfg = {pg_store_dsn, 4, 2000, 2};
+    wf_error err = {0};
+    wf_store *s = wf_store_pg_new(&cfg, &err);
+    ck_assert_msg(s != NULL, "postgres store: %s", err.msg);
+    return s;
+}
+
+/* Two replicas (a store and a scheduler each) fire 200 due timers spread
+ * over a few roots of two tenants; every timer fires exactly once in
+ * total. claim_ms is the variable: with 30 s the claims keep the replicas
+ * apart; with 20 ms and slow fires the claims run out mid-batch, both
+ * replicas get the same timers, and only the protocol (delete under the
+ * root lock, fire only if still there) keeps it to once. */
+static void
+two_replicas(int64_t claim_ms, int delay_ms)
+{
+    wf_store *a = pg_store(), *b = pg_store();
+    char root[32];
+    for (int r = 0; r < 10; r++) {
+        const char *tenant = r % 2 == 0 ? "t1" : "t2";
+        snprintf(root, sizeof root, "root%d", r);
+        new_root(a, tenant, root);
+        add_timers(a, tenant, root, 0, 20, wf_now_us() - (r + 1) * MS);
+    }
+    rec.delay_ms = delay_ms;
+    wf_scheduler_options o = {.batch = 25, .claim_ms = claim_ms, .idle_ms = 20};
+    wf_error err = {0};
+    wf_scheduler *sa = wf_scheduler_start(a, &o, fake_fire, a, &err);
+    ck_assert_msg(sa != NULL, "start: %s", err.msg);
+    wf_scheduler *sb = wf_scheduler_start(b, &o, fake_fire, b, &err);
+    ck_assert_msg(sb != NULL, "start: %s", err.msg);
+    ck_assert_int_eq(wait_fired(200, 30000), 200);
+    /* More passes; with short claims, let every stale claim run out and be
+     * tried again: still nothing may fire twice. */
+    sleep_ms(claim_ms < 1000 ? 300 + (int)claim_ms : 300);
+    wf_scheduler_stats xa, xb;
+    wf_scheduler_get_stats(sa, &xa);
+    wf_scheduler_get_stats(sb, &xb);
+    wf_scheduler_stop(sa);
+    wf_scheduler_stop(sb);
+
+    ck_assert_int_eq(total_fired(), 200);
+    for (int r = 0; r < 10; r++)
+        for (int i = 0; i < 20; i++) {
+            char id[48];
+            snprintf(id, sizeof id, "root%d-%d", r, i);
+            ck_assert_msg(fired_count(id, NULL) == 1, "%s fired %d times", id,
+                          fired_count(id, NULL));
+        }
+    ck_assert_uint_eq(xa.fired + xb.fired, 200);
+    ck_assert_uint_eq(xa.fire_errors + xb.fire_errors, 0);
+    for (int r = 0; r < 10; r++) {
+        snprintf(root, sizeof root, "root%d", r);
+        ck_assert_uint_eq(timers_left(a, r % 2 == 0 ? "t1" : "t2", root), 0);
+    }
+    printf("claim %" PRId64 " ms: replica a fired %" PRIu64 " (%" PRIu64 " gone), b fired %" PRIu64
+           " (%" PRIu64 " gone)\n",
+           claim_ms, xa.fired, xa.gone, xb.fired, xb.gone);
+    wf_store_free(a);
+    wf_store_free(b);
+}
+
+START_TEST(test_pg_two_replicas_fire_each_timer_once)
+{
+    two_replicas(30000, 1);
+}
+END_TEST
+
+START_TEST(test_pg_expired_claims_still_fire_once)
+{
+    two_replicas(20, 5);
+}
+END_TEST
+
+static Suite *
+scheduler_suite(void)
+{
+    Suite *s = suite_create("scheduler");
+    TCase *tc = tcase_create("memory");
+    tcase_add_checked_fixture(tc, mem_setup, mem_teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_due_timers_fire_once_each);
+    tcase_add_test(tc, test_not_fired_before_due);
+    tcase_add_test(tc, test_wake_picks_up_a_new_timer_promptly);
+    tcase_add_test(tc, test_failed_fire_is_retried_after_the_claim_expires);
+    tcase_add_test(tc, test_stop_is_prompt_when_idle);
+    tcase_add_test(tc, test_outage_backs_off_and_stop_stays_prompt);
+    tcase_add_test(tc, test_tick_drains_a_backlog_in_batches);
+    suite_add_tcase(s, tc);
+
+    pg_dsn = getenv("WF_TEST_PG_DSN");
+    if (pg_dsn != NULL && pg_dsn[0] != '\0') {
+        TCase *pc = tcase_create("postgres");
+        tcase_add_checked_fixture(pc, pg_setup, pg_teardown);
+        tcase_set_timeout(pc, 90);
+        tcase_add_test(pc, test_pg_two_replicas_fire_each_timer_once);
+        tcase_add_test(pc, test_pg_expired_claims_still_fire_once);
+        suite_add_tcase(s, pc);
+    } else {
+        printf("postgres cases skipped: WF_TEST_PG_DSN not set\n");
+    }
+    return s;
+}
+
+int
+main(void)
+{
+    /* Injected failures log warnings; keep the run readable unless asked. */
+    if (getenv("WF_TEST_LOG") == NULL)
+        wf_log_threshold = WF_LOG_ERROR;
+    SRunner *sr = srunner_create(scheduler_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
