@@ -304,14 +304,16 @@ cursor_parse(const char *cursor, wf_arena *arena, int64_t *num, char **str)
 char *
 wf_store__job_activated_data(wf_arena *arena, const wf_job_row *job)
 {
+    /* lowerCamelCase like every event. The key is there so that an audit of
+     * the event log can tell which activation a completion used. */
     char key[128], worker[512];
     if (wf_json_escape(key, sizeof key, job->key, strlen(job->key)) == (size_t)-1 ||
         wf_json_escape(worker, sizeof worker, job->worker, strlen(job->worker)) == (size_t)-1)
-        return wf_arena_printf(arena, "{\"job_id\":\"%s\",\"attempt\":%d}", job->id,
+        return wf_arena_printf(arena, "{\"jobId\":\"%s\",\"attempt\":%d}", job->id,
                                (int)job->attempt);
     return wf_arena_printf(
-        arena, "{\"job_id\":\"%s\",\"job_key\":\"%s\",\"worker\":\"%s\",\"attempt\":%d}", job->id,
-        key, worker, (int)job->attempt);
+        arena, "{\"jobId\":\"%s\",\"jobKey\":\"%s\",\"worker\":\"%s\",\"attempt\":%d}",
+        job->id, key, worker, (int)job->attempt);
 }
 
 bool
