@@ -5,7 +5,8 @@
  * waits for SIGTERM or SIGINT in the main thread (signals are blocked in
  * every other thread, and nothing runs in a signal handler). Shutdown:
  * health NOT_SERVING, wait WF_DRAIN_SECONDS while still serving, stop the
- * server with WF_GRACE_SECONDS for calls in flight, close the store.
+ * timer scheduler, stop the server with WF_GRACE_SECONDS for calls in
+ * flight, close the store.
  *
  * Exit codes: 0 after a clean shutdown, 2 for a configuration error, 1 when
  * the server cannot start (store unreachable, address in use).
@@ -16,7 +17,9 @@
 #include <time.h>
 
 #include "handler.h"
+#include "net_runtime.h"
 #include "rpc_server.h"
+#include "scheduler.h"
 #include "wf_http.h"
 #include "wf_config.h"
 #include "wf_log.h"
@@ -36,6 +39,22 @@ render_metrics(void *arg, FILE *out)
     struct metrics_src *m = arg;
     wf_rpc_server_render_metrics(m->srv, out);
     wf_app_render_metrics(m->app, out);
+}
+
+/* The scheduler's fire callback: one timer through the net runtime, whose
+ * commits wake the streams watching the instance (events, jobs). */
+static void
+wake_streams(void *arg, const char *topic)
+{
+    wf_app_wake_streams(arg, topic);
+}
+
+static wf_code
+fire_timer(void *arg, const wf_timer_row *timer, int64_t deadline_ms, bool *fired, wf_error *err)
+{
+    wf_app *app = arg;
+    wf_net_rt rt = {app->store, wake_streams, app};
+    return wf_net_fire_timer(&rt, timer, deadline_ms, fired, err);
 }
 
 int
@@ -100,6 +119,19 @@ main(int argc, char **argv)
         }
         WF_LOG(WF_LOG_INFO, "startup", "metrics on %s/metrics", cfg->metrics_addr);
     }
+    /* The timer scheduler starts last: it needs the store open and the
+     * server running (a fired timer wakes the streams watching its
+     * instance; before the rpc layer installs its waker a wake-up would be
+     * lost). Signals are blocked already, so its thread inherits the mask. */
+    wf_scheduler *sched = wf_scheduler_start(app.store, NULL, fire_timer, &app, &err);
+    if (sched == NULL) {
+        WF_LOG(WF_LOG_ERROR, "startup", "could not start the timer scheduler: %s", err.msg);
+        wf_http_stop(http);
+        wf_rpc_server_stop(srv, 0);
+        wf_app_close_store(&app);
+        wf_config_free(cfg);
+        return 1;
+    }
     WF_LOG(WF_LOG_INFO, "startup",
            "serving workflow.v1.WorkflowService on port %d (%s mode, %s store, %d threads)",
            wf_rpc_server_port(srv), cfg->development ? "development" : "production",
@@ -113,6 +145,15 @@ main(int argc, char **argv)
     struct timespec drain = {cfg->drain_seconds, 0};
     while (nanosleep(&drain, &drain) != 0)
         ;
+    /* The scheduler stops after the drain (while the replica still serves,
+     * timers still fire: with one replica, stopping earlier would hold
+     * every timer due in the drain until the next start) and before the
+     * server stops: no new unit of work starts during the grace period,
+     * no fire's wake-up reaches an rpc layer being torn down, and above
+     * all its thread is gone before wf_app_close_store frees the store.
+     * It returns within one fire's deadline; timers it had claimed but not
+     * fired are claimed again after claim_ms by any replica. */
+    wf_scheduler_stop(sched);
     wf_rpc_server_stop(srv, cfg->grace_seconds * 1000);
     wf_http_stop(http); /* after the server: scrapes during the drain still work */
     wf_app_close_store(&app);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "engine_json.h"
+#include "net_runtime_int.h"
 #include "referral_int.h"
 #include "wf_time.h"
 
@@ -102,16 +103,19 @@ typedef struct start_op {
     const wf_start_spec *spec;
     const char *vars; /* normalised */
     wf_instance_row *out;
+    bool is_net;           /* the version to start is a NET (net_runtime.c) */
+    wf_definition_row net; /* that version */
 } start_op;
 
 /* The definition to start: the existing one, or a new AD_HOC version 1
  * for an unknown key asked at version 0 (TaskFlow's Start). */
 static wf_code
-start_definition(wf_tx *tx, const start_op *op, int32_t *version, wf_error *err)
+start_definition(wf_tx *tx, start_op *op, int32_t *version, wf_error *err)
 {
     const wf_start_spec *s = op->spec;
     wf_definition_row def;
     bool found = false;
+    op->is_net = false;
     wf_code rc = wf_tx_get_definition(tx, s->definition_key, s->version, &def, &found, err);
     if (rc != WF_OK)
         return rc;
@@ -130,11 +134,19 @@ start_definition(wf_tx *tx, const start_op *op, int32_t *version, wf_error *err)
          * of work then finds its definition. */
         return wf_tx_put_definition(tx, &nd, version, err);
     }
-    if (def.kind == WF_DEF_NET)
-        return wf_error_set(err, WF_E_UNIMPLEMENTED,
-                            "definition \"%s\" is a NET definition; starting nets is not "
-                            "supported by this version of the service",
-                            s->definition_key);
+    if (def.kind == WF_DEF_NET) {
+        /* The net runtime picks the version (version 0: the newest one
+         * inside its validity window) and starts it. */
+        rc = wf_net__pick_version(tx, op->ctx->arena, s->version, &def, err);
+        if (rc != WF_OK)
+            return rc;
+        if (def.kind == WF_DEF_NET) {
+            op->is_net = true;
+            op->net = def;
+            *version = def.version;
+            return WF_OK;
+        }
+    }
     int64_t now = wf_now_us();
     if ((def.valid_from != 0 && now < def.valid_from) ||
         (def.valid_until != 0 && now >= def.valid_until))
@@ -153,6 +165,8 @@ start_body(wf_tx *tx, void *arg, wf_error *err)
     int32_t version = 0;
     ref_work w;
     wf_code rc = start_definition(tx, op, &version, err);
+    if (rc == WF_OK && op->is_net)
+        return wf_net__start(op->ctx, tx, &op->net, s, op->vars, op->out, err);
     if (rc == WF_OK)
         rc = wf_ref__work_init(&w, op->ctx, NULL, err);
     if (rc != WF_OK)
@@ -245,7 +259,7 @@ wf_code
 wf_referral_start(const wf_ref_ctx *ctx, const wf_start_spec *spec, wf_uow_idem *idem,
                   wf_instance_row *out, wf_error *err)
 {
-    start_op op = {ctx, spec, NULL, out};
+    start_op op = {.ctx = ctx, .spec = spec, .out = out};
     wf_code rc = need_actor(ctx, err);
     if (rc == WF_OK)
         rc = check_start(ctx, spec, err);
@@ -480,6 +494,7 @@ typedef struct task_op {
     wf_task_op op;
     const char *patch; /* CompleteTask / CompleteAndEnd output variables */
     void *out;
+    const char *transition_id; /* of the task: a net task (net_runtime.c) */
 } task_op;
 
 /* Finds the task's instance (which never changes) before the unit of
@@ -495,8 +510,10 @@ locate_task(const wf_ref_ctx *ctx, task_op *op, wf_error *err)
     wf_store_ctx sc = store_ctx(ctx);
     wf_task_row t;
     rc = wf_store_get_task(ctx->store, &sc, op->task_id, &t, err);
-    if (rc == WF_OK)
+    if (rc == WF_OK) {
         op->instance_id = t.instance_id;
+        op->transition_id = t.transition_id;
+    }
     return rc;
 }
 
@@ -523,11 +540,14 @@ open_task(task_op *op, wf_tx *tx, ref_work *w, size_t *t, size_t *i, wf_error *e
     if (w->insts[*i].status != WF_INSTANCE_RUNNING)
         return wf_error_set(err, WF_E_INSTANCE_NOT_RUNNING, "instance \"%s\" is not running",
                             w->insts[*i].id);
-    if (task->transition_id != NULL)
-        return wf_error_set(err, WF_E_UNIMPLEMENTED,
-                            "task \"%s\" belongs to a net transition, which this version of the "
-                            "service cannot complete",
-                            task->id);
+    /* Claim and release of a net task follow the referral rules; its
+     * completion is the net runtime's (run_task_op), so a COMPLETE here is
+     * CompleteAndEnd, which ends referral trees only. */
+    if (task->transition_id != NULL && op->op == WF_TASK_OP_COMPLETE)
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                            "task \"%s\" belongs to net transition \"%s\": complete it with "
+                            "CompleteTask; CompleteAndEnd ends referral trees only",
+                            task->id, task->transition_id);
     return WF_OK;
 }
 
@@ -579,6 +599,8 @@ release_body(wf_tx *tx, void *arg, wf_error *err)
     return rc;
 }
 
+static wf_code complete_body(wf_tx *tx, void *arg, wf_error *err);
+
 static wf_code
 run_task_op(const wf_ref_ctx *ctx, task_op *op, wf_uow_body_fn body, wf_uow_idem *idem,
             wf_error *err)
@@ -586,6 +608,9 @@ run_task_op(const wf_ref_ctx *ctx, task_op *op, wf_uow_body_fn body, wf_uow_idem
     wf_code rc = locate_task(ctx, op, err);
     if (rc != WF_OK)
         return rc;
+    if (op->transition_id != NULL && body == complete_body)
+        return wf_net__complete_task(ctx, op->task_id, op->instance_id, op->patch, idem, op->out,
+                                     err);
     wf_store_ctx sc = store_ctx(ctx);
     return wf_uow_run(ctx->store, &sc, idem, body, op, op->out, err);
 }

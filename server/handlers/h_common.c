@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "google/protobuf/timestamp.pb-c.h"
+#include "wf_time.h"
 
 _Static_assert((int)WF_INSTANCE_COMPENSATED ==
                    (int)WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPENSATED,
@@ -48,6 +49,66 @@ wf_h_ref_ctx(wf_call *call, wf_ref_ctx *out)
         .violation = wf_h_violation,
         .violation_arg = call,
     };
+}
+
+static void
+wake_app(void *arg, const char *topic)
+{
+    wf_app_wake_streams(arg, topic);
+}
+
+void
+wf_h_net_ctx(wf_call *call, wf_net_ctx *out)
+{
+    memset(out, 0, sizeof *out);
+    wf_h_ref_ctx(call, &out->ref);
+    out->wake = wake_app;
+    out->wake_arg = call->app;
+}
+
+/* ---- durations and times ----------------------------------------------------------- */
+
+#define MAX_SECONDS ((int64_t)315576000000) /* the Duration / Timestamp range */
+
+int64_t
+wf_h_duration_ms(const Google__Protobuf__Duration *d)
+{
+    if (d == NULL)
+        return 0;
+    int64_t s = d->seconds > MAX_SECONDS    ? MAX_SECONDS
+                : d->seconds < -MAX_SECONDS ? -MAX_SECONDS
+                                            : d->seconds;
+    int64_t ms = s * 1000 + d->nanos / 1000000;
+    if (d->nanos % 1000000 > 0)
+        ms++;
+    return ms;
+}
+
+Google__Protobuf__Duration *
+wf_h_duration(wf_arena *a, int64_t ms, bool *oom)
+{
+    if (ms == 0)
+        return NULL;
+    Google__Protobuf__Duration *d = wf_arena_alloc(a, sizeof *d);
+    if (d == NULL) {
+        *oom = true;
+        return NULL;
+    }
+    google__protobuf__duration__init(d);
+    d->seconds = ms / 1000;
+    d->nanos = (int32_t)(ms % 1000) * 1000000;
+    return d;
+}
+
+int64_t
+wf_h_time_us(const Google__Protobuf__Timestamp *t)
+{
+    if (t == NULL)
+        return 0;
+    int64_t s = t->seconds > MAX_SECONDS    ? MAX_SECONDS
+                : t->seconds < -MAX_SECONDS ? -MAX_SECONDS
+                                            : t->seconds;
+    return s * 1000000 + t->nanos / 1000;
 }
 
 /* ---- rows → messages ------------------------------------------------------------ */
@@ -165,6 +226,51 @@ wf_h_assignment(wf_arena *a, const wf_ref_assignment *r)
         return NULL;
     m->task = r->n_tasks > 0 ? m->tasks[0] : NULL;
     return m;
+}
+
+Workflow__V1__Job *
+wf_h_job(wf_arena *a, const wf_job_row *r)
+{
+    Workflow__V1__Job *m = wf_arena_alloc(a, sizeof *m);
+    bool oom = false;
+    if (m == NULL)
+        return NULL;
+    workflow__v1__job__init(m);
+    bool activated = r->state == WF_JOB_ACTIVATED;
+    m->key = activated ? str(r->key) : (char *)protobuf_c_empty_string;
+    m->id = str(r->id);
+    m->instance_id = str(r->instance_id);
+    m->root_instance_id = str(r->root_id);
+    m->transition_id = str(r->transition_id);
+    m->job_type = str(r->job_type);
+    m->variables_json = r->variables_json != NULL ? r->variables_json : (char *)"{}";
+    m->attempt = r->attempt + 1; /* the row counts failed attempts from 0 */
+    m->max_attempts = r->max_attempts;
+    m->idempotency_key = str(r->idempotency_key);
+    m->compensation = r->compensation;
+    m->worker = activated ? str(r->worker) : (char *)protobuf_c_empty_string;
+    m->error_message = str(r->last_error);
+    if (activated)
+        m->lease_expires_at = wf_h_timestamp(a, r->lease_expires_at, &oom);
+    if (r->state == WF_JOB_ACTIVATABLE && r->activatable_at > wf_now_us())
+        m->activatable_at = wf_h_timestamp(a, r->activatable_at, &oom);
+    return oom ? NULL : m;
+}
+
+Workflow__V1__Timer *
+wf_h_timer(wf_arena *a, const wf_timer_row *r)
+{
+    Workflow__V1__Timer *m = wf_arena_alloc(a, sizeof *m);
+    bool oom = false;
+    if (m == NULL)
+        return NULL;
+    workflow__v1__timer__init(m);
+    m->id = str(r->id);
+    m->instance_id = str(r->instance_id);
+    m->transition_id = str(r->transition_id);
+    m->due_at = wf_h_timestamp(a, r->due_at, &oom);
+    m->created_at = wf_h_timestamp(a, r->created_at, &oom);
+    return oom ? NULL : m;
 }
 
 /* ---- fingerprints --------------------------------------------------------------- */

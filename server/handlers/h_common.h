@@ -13,13 +13,30 @@
 #include <stddef.h>
 
 #include "handler.h"
+#include "net_runtime.h"
 #include "referral.h"
 #include "uow.h"
+#include "google/protobuf/duration.pb-c.h"
 #include "google/protobuf/timestamp.pb-c.h"
 #include "workflow/v1/workflow.pb-c.h"
 
 /* The engine context of call (store, directory, identity, deadline). */
 void wf_h_ref_ctx(wf_call *call, wf_ref_ctx *out);
+
+/* The net runtime context of call: wf_h_ref_ctx plus wake-ups of the
+ * call's server (wf_app_wake_streams) after commits. */
+void wf_h_net_ctx(wf_call *call, wf_net_ctx *out);
+
+/* Duration → milliseconds (a partial millisecond counts as one); 0 for
+ * NULL. Negative durations stay negative. */
+int64_t wf_h_duration_ms(const Google__Protobuf__Duration *d);
+
+/* Milliseconds → Duration in the arena; NULL for 0 and when out of memory
+ * (then *oom is set). */
+Google__Protobuf__Duration *wf_h_duration(wf_arena *a, int64_t ms, bool *oom);
+
+/* Timestamp → microseconds since the epoch; 0 for NULL. */
+int64_t wf_h_time_us(const Google__Protobuf__Timestamp *t);
 
 /* Microseconds since the epoch → Timestamp in the arena; NULL for 0 (unset),
  * and NULL with *oom set when out of memory. */
@@ -31,6 +48,8 @@ Workflow__V1__Task *wf_h_task(wf_arena *a, const wf_task_row *r);
 Workflow__V1__Task **wf_h_tasks(wf_arena *a, const wf_task_row *rows, size_t n);
 Workflow__V1__Instance **wf_h_instances(wf_arena *a, const wf_instance_row *rows, size_t n);
 Workflow__V1__AssignToResponse *wf_h_assignment(wf_arena *a, const wf_ref_assignment *r);
+Workflow__V1__Job *wf_h_job(wf_arena *a, const wf_job_row *r);
+Workflow__V1__Timer *wf_h_timer(wf_arena *a, const wf_timer_row *r);
 
 /* Builds the response message of a handler from the engine's result. */
 typedef struct wf_h_builder {

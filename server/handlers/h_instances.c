@@ -66,6 +66,68 @@ build_joins(wf_arena *a, const wf_ref_instance_view *v)
     return joins;
 }
 
+/* Marking, jobs, timers, awaited signals and USERS joins of a net. */
+static wf_code
+fill_net_view(wf_arena *a, const wf_net_view *nv, Workflow__V1__GetInstanceResponse *m)
+{
+    bool oom = false;
+    m->marking = wf_arena_calloc(a, nv->n_marking + 1, sizeof *m->marking);
+    m->jobs = wf_arena_calloc(a, nv->n_jobs + 1, sizeof *m->jobs);
+    m->timers = wf_arena_calloc(a, nv->n_timers + 1, sizeof *m->timers);
+    m->awaiting_signals = wf_arena_calloc(a, nv->n_awaiting + 1, sizeof *m->awaiting_signals);
+    Workflow__V1__JoinProgress **joins =
+        wf_arena_calloc(a, m->n_joins + nv->n_joins + 1, sizeof *joins);
+    if (!m->marking || !m->jobs || !m->timers || !m->awaiting_signals || !joins)
+        return WF_E_INTERNAL;
+    for (size_t i = 0; i < nv->n_marking; i++) {
+        Workflow__V1__GetInstanceResponse__MarkingEntry *e = wf_arena_alloc(a, sizeof *e);
+        if (e == NULL)
+            return WF_E_INTERNAL;
+        workflow__v1__get_instance_response__marking_entry__init(e);
+        e->key = (char *)nv->marking[i].place_id;
+        e->value = nv->marking[i].count;
+        m->marking[m->n_marking++] = e;
+    }
+    for (size_t i = 0; i < nv->n_jobs; i++)
+        if ((m->jobs[m->n_jobs++] = wf_h_job(a, &nv->jobs[i])) == NULL)
+            return WF_E_INTERNAL;
+    for (size_t i = 0; i < nv->n_timers; i++)
+        if ((m->timers[m->n_timers++] = wf_h_timer(a, &nv->timers[i])) == NULL)
+            return WF_E_INTERNAL;
+    for (size_t i = 0; i < nv->n_awaiting; i++) {
+        Workflow__V1__AwaitingSignal *s = wf_arena_alloc(a, sizeof *s);
+        if (s == NULL)
+            return WF_E_INTERNAL;
+        workflow__v1__awaiting_signal__init(s);
+        s->name = nv->awaiting[i].sub.signal_name;
+        s->transition_id = nv->awaiting[i].sub.transition_id != NULL
+                               ? nv->awaiting[i].sub.transition_id
+                               : (char *)protobuf_c_empty_string;
+        s->since = wf_h_timestamp(a, nv->awaiting[i].sub.created_at, &oom);
+        s->times_out_at = wf_h_timestamp(a, nv->awaiting[i].times_out_at, &oom);
+        s->correlation = (Workflow__V1__Correlation)nv->awaiting[i].correlation;
+        m->awaiting_signals[m->n_awaiting_signals++] = s;
+    }
+    for (size_t i = 0; i < m->n_joins; i++)
+        joins[i] = m->joins[i];
+    for (size_t i = 0; i < nv->n_joins; i++) {
+        Workflow__V1__JoinProgress *j = wf_arena_alloc(a, sizeof *j);
+        if (j == NULL)
+            return WF_E_INTERNAL;
+        workflow__v1__join_progress__init(j);
+        j->instance_id = (char *)nv->joins[i].instance_id;
+        j->mode = (Workflow__V1__CompletionMode)nv->joins[i].mode;
+        j->quorum = nv->joins[i].quorum;
+        j->required = nv->joins[i].required;
+        j->done = nv->joins[i].done;
+        j->total = nv->joins[i].total;
+        joins[m->n_joins + i] = j;
+    }
+    m->joins = joins;
+    m->n_joins += nv->n_joins;
+    return oom ? WF_E_INTERNAL : WF_OK;
+}
+
 wf_code
 h_get_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
 {
@@ -90,6 +152,13 @@ h_get_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **re
     if (v.instance.last_error != NULL)
         m->last_error = v.instance.last_error;
     if (m->instance == NULL || m->tasks == NULL || m->children == NULL || m->joins == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    /* A NET instance: where the net is parked (net_runtime.c). */
+    wf_net_view nv;
+    rc = wf_net_instance_view(&ctx, req->instance_id, &nv, err);
+    if (rc != WF_OK)
+        return rc;
+    if (nv.is_net && fill_net_view(call->arena, &nv, m) != WF_OK)
         return wf_error_set(err, WF_E_INTERNAL, "out of memory");
     *resp = &m->base;
     return WF_OK;

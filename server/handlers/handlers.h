@@ -11,6 +11,14 @@
 wf_code h_not_built(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                     wf_error *err);
 
+/* Definitions (h_definitions.c). */
+wf_code h_deploy_definition(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                            wf_error *err);
+wf_code h_get_definition(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                         wf_error *err);
+wf_code h_list_definitions(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                           wf_error *err);
+
 /* Instances (h_instances.c): ad-hoc roots and trees. */
 wf_code h_start_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                          wf_error *err);
@@ -40,6 +48,15 @@ wf_code h_release_task(wf_call *call, const ProtobufCMessage *req, ProtobufCMess
                        wf_error *err);
 wf_code h_complete_task(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                         wf_error *err);
+
+/* Jobs (h_jobs.c): ActivateJobs is a long-polling unary call. */
+extern const wf_stream_ops h_activate_jobs;
+wf_code h_complete_job(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                       wf_error *err);
+wf_code h_fail_job(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                   wf_error *err);
+wf_code h_extend_job_lease(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                           wf_error *err);
 
 /* WatchEvents: the event log as a server stream (h_events.c). */
 extern const wf_stream_ops h_watch_events;

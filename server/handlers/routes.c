@@ -11,9 +11,9 @@
 
 const wf_route wf_routes[] = {
     /* Definitions */
-    {"DeployDefinition", h_not_built, WF_ROUTE_ACTOR, NULL},
-    {"GetDefinition", h_not_built, 0, NULL},
-    {"ListDefinitions", h_not_built, 0, NULL},
+    {"DeployDefinition", h_deploy_definition, WF_ROUTE_ACTOR, NULL},
+    {"GetDefinition", h_get_definition, 0, NULL},
+    {"ListDefinitions", h_list_definitions, 0, NULL},
     /* Instances */
     {"StartInstance", h_start_instance, WF_ROUTE_ACTOR, NULL},
     {"GetInstance", h_get_instance, 0, NULL},
@@ -32,10 +32,10 @@ const wf_route wf_routes[] = {
     {"ReleaseTask", h_release_task, WF_ROUTE_ACTOR, NULL},
     {"CompleteTask", h_complete_task, WF_ROUTE_ACTOR, NULL},
     /* Jobs */
-    {"ActivateJobs", h_not_built, 0, NULL},
-    {"CompleteJob", h_not_built, 0, NULL},
-    {"FailJob", h_not_built, 0, NULL},
-    {"ExtendJobLease", h_not_built, 0, NULL},
+    {"ActivateJobs", NULL, WF_ROUTE_STREAM, &h_activate_jobs},
+    {"CompleteJob", h_complete_job, 0, NULL},
+    {"FailJob", h_fail_job, 0, NULL},
+    {"ExtendJobLease", h_extend_job_lease, 0, NULL},
     /* Signals */
     {"SendSignal", h_not_built, 0, NULL},
     {"ListSignals", h_not_built, 0, NULL},

@@ -1,0 +1,179 @@
+/*
+ * net_runtime: the case runtime of Petri-net (NET) definitions over the
+ * store (design.md section 5). It turns the pure engine's diffs (net.h)
+ * into rows and events inside one unit of work (uow.h) per root.
+ *
+ * No protobuf, grpc or handler type appears here: the handlers convert
+ * requests into these calls, the timer scheduler calls wf_net_fire_timer.
+ */
+#ifndef WF_NET_RUNTIME_H
+#define WF_NET_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net.h"
+#include "referral.h"
+#include "store.h"
+#include "uow.h"
+#include "wf_error.h"
+
+/* Wake-up topics passed to wf_net_rt.wake (the same strings as the rpc
+ * layer's WF_TOPIC_EVENTS and WF_TOPIC_JOBS_PREFIX + job type). */
+#define WF_NET_TOPIC_EVENTS "events"
+#define WF_NET_TOPIC_JOBS_PREFIX "jobs:"
+
+/* Called after a commit, once per topic that changed ("events", or
+ * "jobs:<type>" for a job that became activatable). Must be cheap and must
+ * not block. */
+typedef void (*wf_net_wake_fn)(void *arg, const char *topic);
+
+/* What the runtime needs from its host: the store and how to wake waiters.
+ * Borrowed for the duration of each call; wake may be NULL. */
+typedef struct wf_net_rt {
+    wf_store *store;
+    wf_net_wake_fn wake;
+    void *wake_arg;
+} wf_net_rt;
+
+/* The context of one engine call made for a client: the referral
+ * context (store, directory, tenant, actor, deadline, arena, violation
+ * sink) plus the wake-up hook run after a commit. */
+typedef struct wf_net_ctx {
+    wf_ref_ctx ref;
+    wf_net_wake_fn wake; /* may be NULL */
+    void *wake_arg;
+} wf_net_ctx;
+
+/* ---- definitions ----------------------------------------------------------- */
+
+typedef struct wf_net_deploy_in {
+    wf_def_kind kind;   /* 0 = unset: a REQUIRED finding */
+    const wf_net *net;  /* the content; an AD_HOC uses key, name, description,
+                           the validity window and must have no net elements */
+    bool validate_only; /* validate, store nothing */
+} wf_net_deploy_in;
+
+typedef struct wf_net_deployed {
+    wf_definition_row row;       /* the version stored, or the identical latest one */
+    const wf_net *net;           /* its model (version set); NULL with validate_only */
+    bool created;                /* a new version was stored */
+    wf_validation_error *errors; /* every finding (validate_only), else the warnings */
+    size_t n_errors;
+} wf_net_deployed;
+
+/* DeployDefinition: validates (every finding at once), then in one unit of
+ * work returns the latest version of the key when its kind and content
+ * hash are the same (created = false), else stores version N+1. Invalid:
+ * WF_E_DEFINITION_INVALID, each ERROR finding reported to
+ * ctx->ref.violation as (path, "CODE: message"), and out->errors filled. */
+wf_code wf_net_deploy(const wf_net_ctx *ctx, const wf_net_deploy_in *in, wf_uow_idem *idem,
+                      wf_net_deployed *out, wf_error *err);
+
+/* GetDefinition: key at version (0 = the latest). */
+wf_code wf_net_get_definition(const wf_net_ctx *ctx, const char *key, int32_t version,
+                              wf_definition_row *row, const wf_net **net, wf_error *err);
+
+/* ListDefinitions: key NULL/"": the latest version of every key, by key;
+ * else every version of key, newest first. page_size 0 = 50, at most 500.
+ * cursor: NULL/"" or a next_cursor of the same query. */
+wf_code wf_net_list_definitions(const wf_net_ctx *ctx, const char *key, int32_t page_size,
+                                const char *cursor, wf_definition_row **rows, const wf_net ***nets,
+                                size_t *n, char **next_cursor, wf_error *err);
+
+/* ---- jobs ------------------------------------------------------------------------ */
+
+#define WF_NET_MAX_JOBS_PER_CALL 100
+#define WF_NET_MAX_LEASE_MS ((int64_t)24 * 3600 * 1000)
+#define WF_NET_MAX_WAIT_MS ((int64_t)60 * 1000)
+
+typedef struct wf_net_activation {
+    const char *job_type; /* required */
+    const char *worker;   /* 0-128 printable bytes */
+    int32_t max_jobs;     /* 0 = 1, above 100 lowered to 100 */
+    int64_t lease_ms;     /* 0 = each transition's lease */
+} wf_net_activation;
+
+/* Checks an activation request (violations to ctx->ref.violation). */
+wf_code wf_net_activation_check(const wf_net_ctx *ctx, const wf_net_activation *a, wf_error *err);
+
+/* One activation pass (no waiting): leases what is activatable now. */
+wf_code wf_net_activate_jobs(const wf_net_ctx *ctx, const wf_net_activation *a, wf_job_row **rows,
+                             size_t *n, wf_error *err);
+
+/* Idempotency of a call that is not one unit of work (ActivateJobs):
+ * lookup (sets idem->replayed and the stored response, or fails with
+ * REQUEST_ID_REUSED) and record (stores idem->encode(result)). No-ops
+ * without a request id. */
+wf_code wf_net_idem_lookup(const wf_net_ctx *ctx, wf_uow_idem *idem, wf_error *err);
+wf_code wf_net_idem_record(const wf_net_ctx *ctx, wf_uow_idem *idem, const void *result,
+                           wf_error *err);
+
+/* CompleteJob: merges variables_json into the instance and fires the
+ * transition. JOB_NOT_FOUND for a key that cannot be a key, JOB_LEASE_LOST
+ * for one that is not the job's current activation. */
+wf_code wf_net_complete_job(const wf_net_ctx *ctx, const char *key, const char *variables_json,
+                            wf_uow_idem *idem, wf_error *err);
+
+typedef struct wf_net_job_failure {
+    const char *key;
+    const char *error_message; /* cut to 4096 bytes */
+    bool retryable;
+    bool has_backoff;   /* backoff_override given */
+    int64_t backoff_ms; /* >= 0 */
+} wf_net_job_failure;
+
+/* FailJob: a retry after the backoff while attempts remain and the failure
+ * is retryable, else the job FAILS and the instance becomes FAILED. */
+wf_code wf_net_fail_job(const wf_net_ctx *ctx, const wf_net_job_failure *f, wf_uow_idem *idem,
+                        wf_error *err);
+
+/* ExtendJobLease: the lease runs lease_ms from now; *expires_at (µs). */
+wf_code wf_net_extend_job_lease(const wf_net_ctx *ctx, const char *key, int64_t lease_ms,
+                                wf_uow_idem *idem, int64_t *expires_at, wf_error *err);
+
+/* ---- GetInstance ------------------------------------------------------------------ */
+
+typedef struct wf_net_marking {
+    const char *place_id;
+    int32_t count;
+} wf_net_marking;
+
+typedef struct wf_net_awaiting {
+    wf_subscription_row sub;
+    wf_correlation correlation;
+    int64_t times_out_at; /* due time of a competing TIME transition, 0 = none */
+} wf_net_awaiting;
+
+/* What a NET instance is waiting for (empty for an AD_HOC instance). */
+typedef struct wf_net_view {
+    bool is_net;
+    wf_net_marking *marking; /* places with tokens, in net order */
+    size_t n_marking;
+    wf_job_row *jobs;
+    size_t n_jobs;
+    wf_timer_row *timers;
+    size_t n_timers;
+    wf_net_awaiting *awaiting;
+    size_t n_awaiting;
+    wf_ref_join *joins; /* USER work items with several tasks */
+    size_t n_joins;
+} wf_net_view;
+
+wf_code wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view *out,
+                             wf_error *err);
+
+/* ---- timers ------------------------------------------------------------------------- */
+
+/* Fires the due timer row->id of tenant row->tenant if it still exists
+ * (one unit of work on row->root_id; a withdrawn or already-fired timer
+ * is a no-op returning WF_OK with *fired = false). row is a row returned by
+ * wf_store_claim_due_timers; the call uses its own context (tenant =
+ * row->tenant, a private arena, deadline_ms: 0 = none). Retryable failures
+ * (WF_E_CONFLICT after the runner's retries, WF_E_STORE_UNAVAILABLE) leave
+ * the timer in place: its claim expires and it is claimed again. */
+wf_code wf_net_fire_timer(const wf_net_rt *rt, const wf_timer_row *row, int64_t deadline_ms,
+                          bool *fired, wf_error *err);
+
+#endif /* WF_NET_RUNTIME_H */

@@ -1,0 +1,434 @@
+/*
+ * net_runtime_defs: DeployDefinition, GetDefinition and ListDefinitions
+ * (design.md section 4, "Definitions").
+ *
+ * A definition version is immutable. Its stored content is the canonical
+ * JSON of its model (net.h: sorted keys, defaults explicit, the version
+ * left out) and content_hash its SHA-256, so "identical content" is a
+ * string comparison: a deploy whose kind and hash equal the latest
+ * version's returns that version (created = false); anything else stores
+ * version N+1 (the store numbers it; a concurrent deploy of the same key
+ * gets WF_E_CONFLICT and the retried unit of work then compares with the
+ * winner). AD_HOC definitions are versioned the same way; their content
+ * is the canonical JSON of a net without elements.
+ *
+ * Listing pages are addressed by cursors of this file's own grammar (the
+ * store's listing is every version by (key, version)):
+ *   "k<key>"     all keys: the page starts after key <key>
+ *   "v<n>"       one key, newest first: the page starts at version n
+ * They are turned into store cursors ("<version>,<key>", store.c).
+ */
+#include "net_runtime_int.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "defcache.h"
+#include "wf_time.h"
+
+#define PAGE_DEFAULT 50
+#define PAGE_MAX 500
+#define SCAN_PAGE 1000
+
+static bool
+same(const char *a, const char *b)
+{
+    return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+
+static bool
+unset(const char *s)
+{
+    return s == NULL || s[0] == '\0';
+}
+
+static wf_code
+invalid(const wf_net_ctx *ctx, const char *field, const char *msg, wf_error *err)
+{
+    if (ctx->ref.violation != NULL)
+        ctx->ref.violation(ctx->ref.violation_arg, field, msg);
+    return wf_error_set(err, WF_E_INVALID_ARGUMENT, "%s %s", field, msg);
+}
+
+/* ---- findings of what net_validate.c does not check --------------------------------------- */
+
+typedef struct findings {
+    wf_arena *a;
+    wf_validation_error *v;
+    size_t n, cap;
+    bool oom;
+} findings;
+
+static void add(findings *f, const char *code, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void
+add(findings *f, const char *code, const char *path, const char *fmt, ...)
+{
+    if (f->oom)
+        return;
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 8;
+        wf_validation_error *v = wf_arena_alloc(f->a, cap * sizeof *v);
+        if (v == NULL) {
+            f->oom = true;
+            return;
+        }
+        if (f->n > 0)
+            memcpy(v, f->v, f->n * sizeof *v);
+        f->v = v;
+        f->cap = cap;
+    }
+    char msg[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    wf_validation_error *e = &f->v[f->n];
+    e->code = code;
+    e->path = wf_arena_strdup(f->a, path);
+    e->message = wf_arena_strdup(f->a, msg);
+    e->severity = WF_SEVERITY_ERROR;
+    if (e->path == NULL || e->message == NULL)
+        f->oom = true;
+    else
+        f->n++;
+}
+
+static void
+check_key(findings *f, const char *key)
+{
+    size_t n = key != NULL ? strlen(key) : 0;
+    if (n == 0) {
+        add(f, "REQUIRED", "key", "definition key is required");
+        return;
+    }
+    bool ok = n <= WF_NET_MAX_ID_LEN;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (unsigned char)key[i] > 0x20 && (unsigned char)key[i] < 0x7f;
+    if (!ok)
+        add(f, "INVALID_VALUE", "key", "definition key must be 1-%d printable bytes without spaces",
+            WF_NET_MAX_ID_LEN);
+}
+
+/* An AD_HOC definition: a key, optional name, description and validity
+ * window, and no net. */
+static void
+check_adhoc(findings *f, const wf_net *net)
+{
+    check_key(f, net->key);
+    if (net->n_places > 0)
+        add(f, "INVALID_VALUE", "places", "an AD_HOC definition has no places");
+    if (net->n_transitions > 0)
+        add(f, "INVALID_VALUE", "transitions", "an AD_HOC definition has no transitions");
+    if (net->n_arcs > 0)
+        add(f, "INVALID_VALUE", "arcs", "an AD_HOC definition has no arcs");
+    if (net->termination != WF_TERMINATION_UNSET)
+        add(f, "INVALID_VALUE", "termination", "an AD_HOC definition has no termination rule");
+    if (net->valid_from != 0 && net->valid_until != 0 && net->valid_until <= net->valid_from)
+        add(f, "INVALID_VALUE", "valid_until", "valid_until must be after valid_from");
+}
+
+static wf_code
+validate(const wf_net_ctx *ctx, const wf_net_deploy_in *in, wf_validation_error **out, size_t *n,
+         wf_error *err)
+{
+    findings f = {.a = ctx->ref.arena};
+    static const wf_net none = {0};
+    const wf_net *net = in->net != NULL ? in->net : &none;
+    switch (in->kind) {
+    case WF_DEF_NET:
+        return wf_net_validate(net, ctx->ref.arena, out, n, err);
+    case WF_DEF_AD_HOC:
+        check_adhoc(&f, net);
+        break;
+    default:
+        if ((int)in->kind == 0)
+            add(&f, "REQUIRED", "kind", "definition kind is required (AD_HOC or NET)");
+        else
+            add(&f, "INVALID_VALUE", "kind", "definition kind %d is not known", (int)in->kind);
+        check_key(&f, net->key);
+        break;
+    }
+    if (f.oom)
+        return wf_ref__nomem(err);
+    *out = f.v;
+    *n = f.n;
+    return WF_OK;
+}
+
+/* ---- DeployDefinition ------------------------------------------------------------------------ */
+
+typedef struct deploy_op {
+    const wf_net_ctx *ctx;
+    const wf_net_deploy_in *in;
+    const char *json;
+    char hash[65];
+    wf_net_deployed *out;
+} deploy_op;
+
+static wf_code
+deploy_body(wf_tx *tx, void *arg, wf_error *err)
+{
+    deploy_op *op = arg;
+    const wf_net *net = op->in->net;
+    wf_net_deployed *out = op->out;
+    wf_definition_row latest;
+    bool found = false;
+    wf_code rc = wf_tx_get_definition(tx, net->key, 0, &latest, &found, err);
+    if (rc != WF_OK)
+        return rc;
+    if (found && latest.kind == op->in->kind && same(latest.content_hash, op->hash)) {
+        out->row = latest;
+        out->created = false;
+    } else {
+        wf_definition_row row = {
+            .key = (char *)net->key,
+            .kind = op->in->kind,
+            .name = (char *)(unset(net->name) ? NULL : net->name),
+            .content = (unsigned char *)op->json,
+            .content_len = strlen(op->json),
+            .content_hash = wf_arena_strdup(op->ctx->ref.arena, op->hash),
+            .valid_from = net->valid_from,
+            .valid_until = net->valid_until,
+            .created_at = wf_now_us(),
+            .created_by = (char *)op->ctx->ref.actor,
+        };
+        if (row.content_hash == NULL)
+            return wf_ref__nomem(err);
+        rc = wf_tx_put_definition(tx, &row, &row.version, err);
+        if (rc != WF_OK)
+            return rc;
+        out->row = row;
+        out->created = true;
+    }
+    return wf_defcache_net(&out->row, op->ctx->ref.arena, &out->net, err);
+}
+
+wf_code
+wf_net_deploy(const wf_net_ctx *ctx, const wf_net_deploy_in *in, wf_uow_idem *idem,
+              wf_net_deployed *out, wf_error *err)
+{
+    memset(out, 0, sizeof *out);
+    wf_validation_error *all = NULL;
+    size_t n = 0;
+    wf_code rc = validate(ctx, in, &all, &n, err);
+    if (rc != WF_OK)
+        return rc;
+    if (in->validate_only) {
+        out->errors = all;
+        out->n_errors = n;
+        return WF_OK;
+    }
+    if (wf_net_has_errors(all, n)) {
+        size_t errors = 0;
+        const wf_validation_error *first = NULL;
+        for (size_t i = 0; i < n; i++) {
+            if (all[i].severity != WF_SEVERITY_ERROR)
+                continue;
+            errors++;
+            if (first == NULL)
+                first = &all[i];
+            if (ctx->ref.violation != NULL) {
+                char *d = wf_arena_printf(ctx->ref.arena, "%s: %s", all[i].code, all[i].message);
+                ctx->ref.violation(ctx->ref.violation_arg, all[i].path,
+                                   d != NULL ? d : all[i].code);
+            }
+        }
+        out->errors = all;
+        out->n_errors = n;
+        return wf_error_set(err, WF_E_DEFINITION_INVALID,
+                            "definition \"%.128s\" is invalid: %zu error%s, the first at %s: %s",
+                            in->net != NULL && in->net->key != NULL ? in->net->key : "", errors,
+                            errors == 1 ? "" : "s", first->path[0] ? first->path : "(definition)",
+                            first->message);
+    }
+    /* Only warnings remain: they are returned with the deployed version. */
+    out->errors = all;
+    out->n_errors = n;
+    if (ctx->ref.actor == NULL || ctx->ref.actor[0] == '\0')
+        return wf_error_set(err, WF_E_ACTOR_MISSING,
+                            "x-actor-id is required: this call acts for a person");
+    deploy_op op = {.ctx = ctx, .in = in, .out = out};
+    char *json;
+    rc = wf_net_to_json(in->net, ctx->ref.arena, &json, err);
+    if (rc != WF_OK)
+        return rc;
+    op.json = json;
+    wf_net_sha256_hex(json, strlen(json), op.hash);
+    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    return wf_uow_run(ctx->ref.store, &sc, idem, deploy_body, &op, out, err);
+}
+
+/* ---- GetDefinition ----------------------------------------------------------------------------
+ */
+
+wf_code
+wf_net_get_definition(const wf_net_ctx *ctx, const char *key, int32_t version,
+                      wf_definition_row *row, const wf_net **net, wf_error *err)
+{
+    if (unset(key))
+        return invalid(ctx, "key", "is required", err);
+    if (version < 0)
+        return invalid(ctx, "version", "must not be negative", err);
+    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_code rc = wf_store_get_definition(ctx->ref.store, &sc, key, version, row, err);
+    if (rc == WF_E_DEFINITION_NOT_FOUND)
+        return version == 0 ? wf_error_set(err, rc, "definition \"%.128s\" does not exist", key)
+                            : wf_error_set(err, rc, "definition \"%.128s\" has no version %d", key,
+                                           (int)version);
+    if (rc != WF_OK)
+        return rc;
+    return wf_defcache_net(row, ctx->ref.arena, net, err);
+}
+
+/* ---- ListDefinitions ----------------------------------------------------------------------------
+ */
+
+typedef struct page {
+    wf_definition_row *rows;
+    const wf_net **nets;
+    size_t n, cap;
+} page;
+
+static wf_code
+emit(const wf_net_ctx *ctx, page *p, const wf_definition_row *row, wf_error *err)
+{
+    if (p->n == p->cap)
+        return wf_error_set(err, WF_E_INTERNAL, "definition page overflow");
+    p->rows[p->n] = *row;
+    wf_code rc = wf_defcache_net(row, ctx->ref.arena, &p->nets[p->n], err);
+    if (rc == WF_OK)
+        p->n++;
+    return rc;
+}
+
+/* Every version of key, newest first, from version top down. */
+static wf_code
+list_versions(const wf_net_ctx *ctx, const char *key, size_t size, const char *cursor, page *p,
+              char **next, wf_error *err)
+{
+    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    long top;
+    if (cursor != NULL) {
+        char *end;
+        top = strtol(cursor + 1, &end, 10);
+        if (cursor[0] != 'v' || *end != '\0' || top < 1 || top > INT_MAX)
+            return invalid(ctx, "page_token", "is malformed", err);
+    } else {
+        wf_definition_row latest;
+        wf_code rc = wf_store_get_definition(ctx->ref.store, &sc, key, 0, &latest, err);
+        if (rc == WF_E_DEFINITION_NOT_FOUND) {
+            wf_error_clear(err);
+            return WF_OK;
+        }
+        if (rc != WF_OK)
+            return rc;
+        top = latest.version;
+    }
+    long low = top - (long)size + 1;
+    if (low < 1)
+        low = 1;
+    char *sc_cursor = wf_arena_printf(ctx->ref.arena, "%ld,%s", low - 1, key);
+    wf_definition_row *rows = NULL;
+    size_t n = 0;
+    char *ignored = NULL;
+    if (sc_cursor == NULL)
+        return wf_ref__nomem(err);
+    wf_code rc = wf_store_list_definitions(ctx->ref.store, &sc, (size_t)(top - low + 1), sc_cursor,
+                                           &rows, &n, &ignored, err);
+    for (size_t i = n; rc == WF_OK && i-- > 0;)
+        if (same(rows[i].key, key) && rows[i].version <= top)
+            rc = emit(ctx, p, &rows[i], err);
+    if (rc == WF_OK && low > 1 &&
+        (*next = wf_arena_printf(ctx->ref.arena, "v%ld", low - 1)) == NULL)
+        return wf_ref__nomem(err);
+    return rc;
+}
+
+/* The latest version of every key after the cursor's key, by key. */
+static wf_code
+list_latest(const wf_net_ctx *ctx, size_t size, const char *cursor, page *p, char **next,
+            wf_error *err)
+{
+    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    const char *sc_cursor = NULL;
+    if (cursor != NULL) {
+        if (cursor[0] != 'k' || cursor[1] == '\0')
+            return invalid(ctx, "page_token", "is malformed", err);
+        /* Past every version of that key. */
+        sc_cursor = wf_arena_printf(ctx->ref.arena, "%d,%s", INT_MAX, cursor + 1);
+        if (sc_cursor == NULL)
+            return wf_ref__nomem(err);
+    }
+    const wf_definition_row *pending = NULL; /* newest row seen of the current key */
+    bool more = false;
+    for (;;) {
+        wf_definition_row *rows = NULL;
+        size_t n = 0;
+        char *nc = NULL;
+        wf_code rc = wf_store_list_definitions(ctx->ref.store, &sc, SCAN_PAGE, sc_cursor, &rows, &n,
+                                               &nc, err);
+        if (rc != WF_OK)
+            return rc;
+        for (size_t i = 0; i < n; i++) {
+            if (pending != NULL && !same(pending->key, rows[i].key)) {
+                if (p->n == size) {
+                    more = true;
+                    break;
+                }
+                if ((rc = emit(ctx, p, pending, err)) != WF_OK)
+                    return rc;
+            }
+            pending = &rows[i];
+        }
+        if (more || nc == NULL)
+            break;
+        sc_cursor = nc;
+    }
+    if (!more && pending != NULL) {
+        if (p->n == size) {
+            more = true;
+        } else {
+            wf_code rc = emit(ctx, p, pending, err);
+            if (rc != WF_OK)
+                return rc;
+        }
+    }
+    if (more && p->n > 0 &&
+        (*next = wf_arena_printf(ctx->ref.arena, "k%s", p->rows[p->n - 1].key)) == NULL)
+        return wf_ref__nomem(err);
+    return WF_OK;
+}
+
+wf_code
+wf_net_list_definitions(const wf_net_ctx *ctx, const char *key, int32_t page_size,
+                        const char *cursor, wf_definition_row **rows, const wf_net ***nets,
+                        size_t *n, char **next_cursor, wf_error *err)
+{
+    if (page_size < 0)
+        return invalid(ctx, "page_size", "must not be negative", err);
+    size_t size = page_size == 0         ? PAGE_DEFAULT
+                  : page_size > PAGE_MAX ? PAGE_MAX
+                                         : (size_t)page_size;
+    page p = {.cap = size};
+    p.rows = wf_arena_calloc(ctx->ref.arena, size + 1, sizeof *p.rows);
+    p.nets = wf_arena_calloc(ctx->ref.arena, size + 1, sizeof *p.nets);
+    if (p.rows == NULL || p.nets == NULL)
+        return wf_ref__nomem(err);
+    char *next = NULL;
+    if (unset(cursor))
+        cursor = NULL;
+    wf_code rc = unset(key) ? list_latest(ctx, size, cursor, &p, &next, err)
+                            : list_versions(ctx, key, size, cursor, &p, &next, err);
+    if (rc != WF_OK)
+        return rc;
+    *rows = p.rows;
+    *nets = p.nets;
+    *n = p.n;
+    *next_cursor = next;
+    return WF_OK;
+}

@@ -1,0 +1,128 @@
+/*
+ * net_runtime_int.h: what the net_runtime*.c files share, and the two
+ * hooks the referral code calls (StartInstance of a NET definition,
+ * CompleteTask of a task of a USER transition).
+ *
+ * The working set of a net unit of work extends the referral working set
+ * (referral_int.h: instances, tasks, events) with the net's own rows:
+ * tokens and work items of the net instance, and the jobs, timers and
+ * subscriptions of the whole aggregate. Each row carries flags: NEW (not
+ * in the store yet), DIRTY (changed) and GONE (to delete). At the end a
+ * row NEW and GONE is never written, a GONE row is deleted, and a NEW or
+ * DIRTY row is upserted, once, whatever happened to it in between.
+ */
+#ifndef WF_NET_RUNTIME_INT_H
+#define WF_NET_RUNTIME_INT_H
+
+#include "net_runtime.h"
+#include "referral_int.h"
+
+enum { NW_NEW = 1, NW_DIRTY = 2, NW_GONE = 4 };
+
+/* One array of rows with their flags. */
+typedef struct nw_rows {
+    void *rows;
+    unsigned char *flags;
+    size_t n, cap;
+} nw_rows;
+
+typedef struct net_work {
+    ref_work rw; /* instances, tasks, events */
+    wf_tx *tx;
+    const wf_aggregate *agg; /* as loaded (NULL for a new root) */
+    size_t inst;             /* the net instance in rw.insts */
+    const wf_net *net;       /* its definition; NULL for an AD_HOC instance */
+    nw_rows toks;            /* wf_token_row of the net instance */
+    nw_rows items;           /* wf_work_item_row of the net instance */
+    nw_rows jobs;            /* wf_job_row of the aggregate */
+    nw_rows timers;          /* wf_timer_row of the aggregate */
+    nw_rows subs;            /* wf_subscription_row of the aggregate */
+    const char **wake;       /* job types made activatable */
+    size_t n_wake;
+    size_t first_new_task; /* tasks at and after this index were created here */
+} net_work;
+
+#define NW_ROW(w, arr, type, i) (&((type *)(w)->arr.rows)[i])
+
+/* Locks the root of instance_id, loads it into a working set and binds
+ * the net instance: instance_id itself. WF_E_INSTANCE_NOT_FOUND when the
+ * aggregate lacks it. w->net is NULL when its definition is AD_HOC. */
+wf_code wf_nw_open(net_work *w, const wf_ref_ctx *ctx, wf_tx *tx, const char *instance_id,
+                   wf_error *err);
+
+/* Starts over from the loaded aggregate, dropping every change (used to
+ * turn a refused firing into an incident). */
+wf_code wf_nw_reset(net_work *w, wf_error *err);
+
+/* Finds a row by id; WF_REF_NONE when absent or GONE. */
+size_t wf_nw_find(const net_work *w, const nw_rows *r, size_t elem, const char *id);
+
+/* Marks row i of r changed / deleted. */
+void wf_nw_dirty(nw_rows *r, size_t i);
+void wf_nw_gone(nw_rows *r, size_t i);
+
+/* Appends an event about the net instance (data reference stolen). */
+wf_code wf_nw_event(net_work *w, const char *type, struct json_t *data, wf_error *err);
+
+/* Fires live work item wi of the net instance, merging patch_json (NULL =
+ * nothing) into the instance's variables first, and applies the step's
+ * diff: tokens, work items with their tasks, jobs, timers and
+ * subscriptions, events, termination. Errors of the net engine
+ * (NO_ARC_MATCHED, a failing guard or expression, the silent loop bound)
+ * leave the working set in an undefined state: roll back, or wf_nw_reset. */
+wf_code wf_nw_fire(net_work *w, const char *work_item_id, const char *patch_json, wf_error *err);
+
+/* Marks the net instance FAILED with last_error (INSTANCE_FAILED). */
+wf_code wf_nw_fail_instance(net_work *w, const char *message, wf_error *err);
+
+/* Writes everything with one wf_tx_apply. */
+wf_code wf_nw_write(net_work *w, wf_error *err);
+
+/* The definition row of key at version inside tx, and its net. */
+wf_code wf_nw_definition(wf_tx *tx, wf_arena *arena, const char *key, int32_t version,
+                         wf_definition_row *row, const wf_net **net, wf_error *err);
+
+/* Adds a job type to wake after the commit (once). */
+wf_code wf_nw_add_wake(net_work *w, const char *job_type, wf_error *err);
+
+/* Copies the job types of w->wake into the arena-backed list (*types, *n)
+ * that outlives the attempt, replacing what it held. */
+void wf_nw_keep_wake(const net_work *w, const char ***types, size_t *n);
+
+/* Calls ctx->wake for "events" and every "jobs:<type>". */
+void wf_nw_wake(const wf_net_ctx *ctx, const char *const *types, size_t n);
+
+/* A unit of work of the net runtime: the runner with idempotency and
+ * retries (uow.h). */
+wf_store_ctx wf_nw_store_ctx(const wf_ref_ctx *ctx);
+
+/* RFC 3339 UTC text of a time in µs, in arena. */
+char *wf_nw_time_text(wf_arena *a, int64_t us);
+
+/* ---- hooks called by referral.c ------------------------------------------- */
+
+/* StartInstance found a NET definition (the latest, or the version asked):
+ * picks the version to start (version 0: the newest whose validity window
+ * contains now; an explicit version must be inside its window, else
+ * DEFINITION_NOT_ACTIVE) into *def. The picked version may be AD_HOC (a
+ * key whose versions changed kind): the caller then starts it as such. */
+wf_code wf_net__pick_version(wf_tx *tx, wf_arena *arena, int32_t asked, wf_definition_row *def,
+                             wf_error *err);
+
+/* Starts a root instance of NET definition def inside tx: the root row
+ * pinned to def's version, INSTANCE_STARTED, one token in START and
+ * everything the net does until it waits. vars is normalised JSON. */
+wf_code wf_net__start(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row *def,
+                      const wf_start_spec *spec, const char *vars, wf_instance_row *out,
+                      wf_error *err);
+
+/* CompleteTask of a task of a USER transition (task_id located in
+ * instance_id by the caller, actor and ids checked): the referral task
+ * rules, then the completion policy of the work item; when met the
+ * remaining tasks are cancelled and the transition fires with the
+ * instance's variables (patch merged). One unit of work. */
+wf_code wf_net__complete_task(const wf_ref_ctx *ctx, const char *task_id, const char *instance_id,
+                              const char *patch, wf_uow_idem *idem, wf_ref_completion *out,
+                              wf_error *err);
+
+#endif /* WF_NET_RUNTIME_INT_H */

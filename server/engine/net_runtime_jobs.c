@@ -1,0 +1,508 @@
+/*
+ * net_runtime_jobs: the jobs of AUTO transitions (design.md section 5,
+ * "Jobs"): activation, completion, failure with retries and backoff, and
+ * lease extension.
+ *
+ * Activation is a cross-instance query (wf_store_activate_jobs: FOR UPDATE
+ * SKIP LOCKED, a fresh key per activation, the JOB_ACTIVATED event written
+ * by the store). Everything else is one unit of work on the job's root,
+ * which also locks the aggregate's jobs, so an activation never races a
+ * completion. A job is addressed by its current key only:
+ *   - a key that is not a UUID can never have been one: JOB_NOT_FOUND;
+ *   - any other key that is not the current activation of a job still
+ *     ACTIVATED in a running instance: JOB_LEASE_LOST (re-activated after
+ *     its lease expired, withdrawn by a competing firing, failed, or the
+ *     instance ended). Keys are not kept after they are replaced, so "never
+ *     existed" and "replaced" cannot be told apart; the retry-safe answer
+ *     for a worker is the same.
+ *   - a key whose lease expired but that no activation has replaced yet is
+ *     still accepted (workflow.proto, CompleteJob).
+ *
+ * Attempts: a job row is created with attempt 0 (the wire's attempt 1).
+ * FailJob spends one; while attempts remain and the failure is retryable
+ * the job returns to ACTIVATABLE after
+ *     min(max_backoff, initial_backoff * multiplier^(n-1)) * U(0.8, 1.2)
+ * for failed attempt n (or backoff_override, without jitter); else the
+ * job FAILS and the instance becomes FAILED with last_error (an incident;
+ * compensation is a later feature). An expired lease spends nothing.
+ */
+#include "net_runtime_int.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "defcache.h"
+#include "engine_json.h"
+#include "wf_time.h"
+
+#define ERROR_MESSAGE_MAX 4096
+
+static bool
+same(const char *a, const char *b)
+{
+    return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+
+static bool
+printable(const char *s, size_t min, size_t max, bool spaces)
+{
+    size_t n = s != NULL ? strlen(s) : 0;
+    if (n < min || n > max)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c > 0x7e || (!spaces && c == ' '))
+            return false;
+    }
+    return true;
+}
+
+static wf_code
+invalid(const wf_net_ctx *ctx, const char *field, const char *msg, wf_error *err)
+{
+    if (ctx->ref.violation != NULL)
+        ctx->ref.violation(ctx->ref.violation_arg, field, msg);
+    return wf_error_set(err, WF_E_INVALID_ARGUMENT, "%s %s", field, msg);
+}
+
+/* ---- activation ------------------------------------------------------------------------ */
+
+wf_code
+wf_net_activation_check(const wf_net_ctx *ctx, const wf_net_activation *a, wf_error *err)
+{
+    if (!printable(a->job_type, 1, 128, false))
+        return invalid(ctx, "job_type", "must be 1 to 128 printable characters without spaces",
+                       err);
+    if (!printable(a->worker, 0, 128, true))
+        return invalid(ctx, "worker", "must be at most 128 printable characters", err);
+    if (a->max_jobs < 0)
+        return invalid(ctx, "max_jobs", "must not be negative", err);
+    if (a->lease_ms < 0 || a->lease_ms > WF_NET_MAX_LEASE_MS)
+        return invalid(ctx, "lease", "must be positive and at most 24 hours", err);
+    return WF_OK;
+}
+
+/* The lease of transition_id in the definition of instance_id; 0 when it
+ * cannot be told (the default lease then stays). */
+static int64_t
+transition_lease(const wf_net_ctx *ctx, const wf_job_row *job)
+{
+    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_instance_row in;
+    wf_definition_row def;
+    const wf_net *net;
+    wf_error e;
+    if (wf_store_get_instance(ctx->ref.store, &sc, job->instance_id, &in, &e) != WF_OK ||
+        wf_store_get_definition(ctx->ref.store, &sc, in.definition_key, in.definition_version, &def,
+                                &e) != WF_OK ||
+        def.kind != WF_DEF_NET || wf_defcache_net(&def, ctx->ref.arena, &net, &e) != WF_OK)
+        return 0;
+    int t = wf_net_transition_index(net, job->transition_id);
+    return t >= 0 ? wf_net_lease_effective(&net->transitions[t]) : 0;
+}
+
+typedef struct lease_op {
+    const wf_net_ctx *ctx;
+    const wf_job_row *job;
+    int64_t expires_at;
+    bool done;
+} lease_op;
+
+/* Sets the lease of an activation the store made with the default lease,
+ * if that activation is still current. */
+static wf_code
+relet_body(wf_tx *tx, void *arg, wf_error *err)
+{
+    lease_op *op = arg;
+    net_work w;
+    op->done = false;
+    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->job->instance_id, err);
+    if (rc != WF_OK)
+        return rc;
+    size_t ji = wf_nw_find(&w, &w.jobs, sizeof(wf_job_row), op->job->id);
+    if (ji == WF_REF_NONE)
+        return WF_OK;
+    wf_job_row *j = NW_ROW(&w, jobs, wf_job_row, ji);
+    if (j->state != WF_JOB_ACTIVATED || !same(j->key, op->job->key))
+        return WF_OK;
+    j->lease_expires_at = op->expires_at;
+    wf_nw_dirty(&w.jobs, ji);
+    op->done = true;
+    return wf_nw_write(&w, err);
+}
+
+wf_code
+wf_net_activate_jobs(const wf_net_ctx *ctx, const wf_net_activation *a, wf_job_row **rows,
+                     size_t *n, wf_error *err)
+{
+    size_t max = a->max_jobs <= 0                         ? 1
+                 : a->max_jobs > WF_NET_MAX_JOBS_PER_CALL ? WF_NET_MAX_JOBS_PER_CALL
+                                                          : (size_t)a->max_jobs;
+    int64_t lease = a->lease_ms > 0 ? a->lease_ms : WF_NET_DEFAULT_LEASE_MS;
+    int64_t now = wf_now_us();
+    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_code rc =
+        wf_store_activate_jobs(ctx->ref.store, &sc, a->job_type, a->worker != NULL ? a->worker : "",
+                               max, lease, now, rows, n, err);
+    if (rc != WF_OK || a->lease_ms > 0)
+        return rc;
+    /* No lease asked: each job gets its transition's lease. The store
+     * leased with the default; the few transitions with another one are
+     * re-let (best effort: the default lease stands on failure). */
+    for (size_t i = 0; i < *n; i++) {
+        wf_job_row *j = &(*rows)[i];
+        int64_t want = transition_lease(ctx, j);
+        if (want <= 0 || want == lease)
+            continue;
+        lease_op op = {ctx, j, now + want * 1000, false};
+        wf_error e;
+        if (wf_uow_run(ctx->ref.store, &sc, NULL, relet_body, &op, NULL, &e) == WF_OK && op.done)
+            j->lease_expires_at = op.expires_at;
+    }
+    return WF_OK;
+}
+
+/* ---- idempotency outside a unit of work ------------------------------------------------ */
+
+wf_code
+wf_net_idem_lookup(const wf_net_ctx *ctx, wf_uow_idem *idem, wf_error *err)
+{
+    if (!wf_uow_idem_active(idem) || idem->encode == NULL)
+        return WF_OK;
+    idem->replayed = false;
+    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_tx *tx = NULL;
+    wf_idempotency_row row;
+    bool found = false;
+    wf_code rc = wf_store_begin(ctx->ref.store, &sc, &tx, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = wf_tx_idempotency_get(tx, idem->method, idem->request_id, &row, &found, err);
+    wf_tx_rollback(tx);
+    if (rc != WF_OK || !found)
+        return rc;
+    if (!same(row.request_hash, idem->request_hash))
+        return wf_error_set(err, WF_E_REQUEST_ID_REUSED,
+                            "request id \"%s\" was already used for a different %s request",
+                            idem->request_id, idem->method);
+    idem->replayed = true;
+    idem->response = row.response;
+    idem->response_len = row.response_len;
+    return WF_OK;
+}
+
+wf_code
+wf_net_idem_record(const wf_net_ctx *ctx, wf_uow_idem *idem, const void *result, wf_error *err)
+{
+    if (!wf_uow_idem_active(idem) || idem->encode == NULL || idem->replayed)
+        return WF_OK;
+    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_idempotency_row row = {
+        .method = (char *)idem->method,
+        .request_id = (char *)idem->request_id,
+        .request_hash = (char *)idem->request_hash,
+        .created_at = wf_now_us(),
+    };
+    wf_tx *tx = NULL;
+    wf_code rc = idem->encode(result, idem->encode_arg, ctx->ref.arena, &row.response,
+                              &row.response_len, err);
+    if (rc == WF_OK)
+        rc = wf_store_begin(ctx->ref.store, &sc, &tx, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = wf_tx_idempotency_put(tx, &row, err);
+    if (rc != WF_OK) {
+        wf_tx_rollback(tx);
+        /* A concurrent call with the same id recorded first: its jobs and
+         * these were both leased; nothing to undo. */
+        if (rc == WF_E_CONFLICT) {
+            wf_error_clear(err);
+            return WF_OK;
+        }
+        return rc;
+    }
+    return wf_tx_commit(tx, err);
+}
+
+/* ---- completion, failure, lease ------------------------------------------------------------ */
+
+typedef enum job_kind { JOB_COMPLETE, JOB_FAIL, JOB_EXTEND } job_kind;
+
+typedef struct job_op {
+    const wf_net_ctx *ctx;
+    job_kind kind;
+    const char *key;
+    const char *instance_id; /* of the job, read before the unit of work */
+    const char *patch;       /* CompleteJob */
+    const wf_net_job_failure *fail;
+    const char *message; /* FailJob, cut */
+    int64_t lease_ms;    /* ExtendJobLease */
+    int64_t expires_at;  /* out */
+    const char **wake;
+    size_t n_wake;
+} job_op;
+
+static wf_code
+lease_lost(const char *key, const char *why, wf_error *err)
+{
+    return wf_error_set(err, WF_E_JOB_LEASE_LOST, "job key \"%.64s\" %s", key, why);
+}
+
+static wf_code
+locate_job(job_op *op, wf_error *err)
+{
+    const char *key = op->key;
+    if (key == NULL || key[0] == '\0')
+        return invalid(op->ctx, "job_key", "is required", err);
+    if (!wf_uuid_valid(key))
+        return wf_error_set(err, WF_E_JOB_NOT_FOUND, "no job has key \"%.64s\"", key);
+    wf_store_ctx sc = wf_nw_store_ctx(&op->ctx->ref);
+    wf_job_row job;
+    wf_code rc = wf_store_get_job_by_key(op->ctx->ref.store, &sc, key, &job, err);
+    if (rc == WF_E_JOB_NOT_FOUND)
+        return lease_lost(key, "is not the current activation of any job", err);
+    if (rc == WF_OK)
+        op->instance_id = job.instance_id;
+    return rc;
+}
+
+/* Locks the job's root and checks that op->key is still its current
+ * activation. *ji is the job's index in the working set. */
+static wf_code
+open_job(job_op *op, wf_tx *tx, net_work *w, size_t *ji, wf_error *err)
+{
+    wf_code rc = wf_nw_open(w, &op->ctx->ref, tx, op->instance_id, err);
+    if (rc == WF_E_INSTANCE_NOT_FOUND)
+        return lease_lost(op->key, "belongs to no instance", err);
+    if (rc != WF_OK)
+        return rc;
+    *ji = WF_REF_NONE;
+    for (size_t i = 0; i < w->jobs.n && *ji == WF_REF_NONE; i++)
+        if (!(w->jobs.flags[i] & NW_GONE) && same(NW_ROW(w, jobs, wf_job_row, i)->key, op->key))
+            *ji = i;
+    if (*ji == WF_REF_NONE)
+        return lease_lost(op->key,
+                          "is no longer the job's activation (re-activated after its "
+                          "lease expired, withdrawn, or finished)",
+                          err);
+    const wf_job_row *j = NW_ROW(w, jobs, wf_job_row, *ji);
+    if (j->state != WF_JOB_ACTIVATED)
+        return lease_lost(op->key, "is not an active lease", err);
+    if (w->rw.insts[w->inst].status != WF_INSTANCE_RUNNING)
+        return lease_lost(op->key, "belongs to an instance that is not running", err);
+    return WF_OK;
+}
+
+static wf_code
+complete_body(wf_tx *tx, void *arg, wf_error *err)
+{
+    job_op *op = arg;
+    net_work w;
+    size_t ji;
+    op->n_wake = 0;
+    wf_code rc = open_job(op, tx, &w, &ji, err);
+    if (rc != WF_OK)
+        return rc;
+    const wf_job_row *j = NW_ROW(&w, jobs, wf_job_row, ji);
+    const char *item_id = j->work_item_id;
+    size_t ii = wf_nw_find(&w, &w.items, sizeof(wf_work_item_row), item_id);
+    if (ii == WF_REF_NONE || NW_ROW(&w, items, wf_work_item_row, ii)->state != WF_WORK_ITEM_ENABLED)
+        return lease_lost(op->key, "belongs to a work item that is no longer enabled", err);
+    rc = wf_nw_event(&w, "JOB_COMPLETED",
+                     json_pack("{s:s,s:s,s:s,s:i}", "jobId", j->id, "transitionId",
+                               j->transition_id != NULL ? j->transition_id : "", "workItemId",
+                               item_id, "attempt", (int)j->attempt + 1),
+                     err);
+    wf_nw_gone(&w.jobs, ji);
+    if (rc == WF_OK)
+        rc = wf_nw_fire(&w, item_id, op->patch, err);
+    if (rc == WF_OK)
+        rc = wf_nw_write(&w, err);
+    if (rc == WF_OK)
+        wf_nw_keep_wake(&w, &op->wake, &op->n_wake);
+    return rc;
+}
+
+/* A uniform double in [0, 1) (splitmix64 over a shared counter). */
+static double
+uniform01(void)
+{
+    static uint64_t state;
+    uint64_t z =
+        __atomic_add_fetch(&state, 0x9E3779B97F4A7C15ULL, __ATOMIC_RELAXED) ^ (uint64_t)wf_now_us();
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0;
+}
+
+/* Delay before the attempt after failed attempt n = attempt + 1. */
+static int64_t
+backoff_ms(const wf_job_row *j)
+{
+    double initial = (double)(j->initial_backoff_ms > 0 ? j->initial_backoff_ms
+                                                        : WF_NET_DEFAULT_INITIAL_BACKOFF_MS);
+    double mult = j->backoff_multiplier >= 1.0 ? j->backoff_multiplier : WF_NET_DEFAULT_MULTIPLIER;
+    double cap =
+        (double)(j->max_backoff_ms > 0 ? j->max_backoff_ms : WF_NET_DEFAULT_MAX_BACKOFF_MS);
+    /* initial * mult^attempt, by multiplication (no libm), stopping at the
+     * cap so large attempt numbers cannot overflow. */
+    double d = initial;
+    for (int32_t k = 0; k < j->attempt && d < cap; k++)
+        d *= mult;
+    if (!(d < cap))
+        d = cap;
+    d *= 0.8 + 0.4 * uniform01();
+    return (int64_t)(d + 0.5);
+}
+
+static wf_code
+fail_body(wf_tx *tx, void *arg, wf_error *err)
+{
+    job_op *op = arg;
+    net_work w;
+    size_t ji;
+    op->n_wake = 0;
+    wf_code rc = open_job(op, tx, &w, &ji, err);
+    if (rc != WF_OK)
+        return rc;
+    wf_job_row *j = NW_ROW(&w, jobs, wf_job_row, ji);
+    int32_t spent = j->attempt + 1; /* the wire's number of the failed attempt */
+    bool retry = op->fail->retryable && spent < j->max_attempts;
+    rc = wf_nw_event(&w, "JOB_FAILED",
+                     json_pack("{s:s,s:i,s:s,s:b,s:s}", "jobId", j->id, "attempt", (int)spent,
+                               "errorMessage", op->message, "retryable", op->fail->retryable,
+                               "transitionId", j->transition_id != NULL ? j->transition_id : ""),
+                     err);
+    if (rc != WF_OK)
+        return rc;
+    j = NW_ROW(&w, jobs, wf_job_row, ji);
+    j->last_error = (char *)op->message;
+    j->key = NULL;
+    j->worker = NULL;
+    j->lease_expires_at = 0;
+    wf_nw_dirty(&w.jobs, ji);
+    if (retry) {
+        int64_t delay = op->fail->has_backoff ? op->fail->backoff_ms : backoff_ms(j);
+        j->attempt = spent;
+        j->state = WF_JOB_ACTIVATABLE;
+        j->activatable_at = w.rw.now + delay * 1000;
+        char *when = wf_nw_time_text(w.rw.arena, j->activatable_at);
+        if (when == NULL)
+            return wf_ref__nomem(err);
+        rc = wf_nw_event(&w, "JOB_RETRY_SCHEDULED",
+                         json_pack("{s:s,s:i,s:s,s:I}", "jobId", j->id, "attempt", (int)spent + 1,
+                                   "activatableAt", when, "backoffMs", (json_int_t)delay),
+                         err);
+        if (rc == WF_OK)
+            rc = wf_nw_add_wake(&w, j->job_type, err);
+    } else {
+        j->attempt = spent;
+        j->state = WF_JOB_FAILED;
+        char msg[ERROR_MESSAGE_MAX + 256];
+        snprintf(msg, sizeof msg, "job \"%s\" of transition \"%s\" failed after %d attempt%s: %s",
+                 j->id, j->transition_id != NULL ? j->transition_id : "", (int)spent,
+                 spent == 1 ? "" : "s", op->message);
+        rc = wf_nw_fail_instance(&w, msg, err);
+    }
+    if (rc == WF_OK)
+        rc = wf_nw_write(&w, err);
+    if (rc == WF_OK)
+        wf_nw_keep_wake(&w, &op->wake, &op->n_wake);
+    return rc;
+}
+
+static wf_code
+extend_body(wf_tx *tx, void *arg, wf_error *err)
+{
+    job_op *op = arg;
+    net_work w;
+    size_t ji;
+    op->n_wake = 0;
+    wf_code rc = open_job(op, tx, &w, &ji, err);
+    if (rc != WF_OK)
+        return rc;
+    wf_job_row *j = NW_ROW(&w, jobs, wf_job_row, ji);
+    j->lease_expires_at = w.rw.now + op->lease_ms * 1000;
+    wf_nw_dirty(&w.jobs, ji);
+    op->expires_at = j->lease_expires_at;
+    return wf_nw_write(&w, err);
+}
+
+static wf_code
+run_job_op(job_op *op, wf_uow_body_fn body, wf_uow_idem *idem, const void *result, wf_error *err)
+{
+    wf_code rc = locate_job(op, err);
+    if (rc == WF_E_JOB_LEASE_LOST && wf_uow_idem_active(idem)) {
+        /* A retry of a call that succeeded: the key is spent, and the
+         * first answer is due, not the error. */
+        wf_error e2;
+        wf_code rc2 = wf_net_idem_lookup(op->ctx, idem, &e2);
+        if (rc2 != WF_OK || idem->replayed) {
+            if (rc2 != WF_OK)
+                *err = e2;
+            else
+                wf_error_clear(err);
+            return rc2;
+        }
+    }
+    if (rc != WF_OK)
+        return rc;
+    wf_store_ctx sc = wf_nw_store_ctx(&op->ctx->ref);
+    rc = wf_uow_run(op->ctx->ref.store, &sc, idem, body, op, result, err);
+    if (rc == WF_OK && !(idem != NULL && idem->replayed))
+        wf_nw_wake(op->ctx, op->wake, op->n_wake);
+    return rc;
+}
+
+wf_code
+wf_net_complete_job(const wf_net_ctx *ctx, const char *key, const char *variables_json,
+                    wf_uow_idem *idem, wf_error *err)
+{
+    job_op op = {.ctx = ctx, .kind = JOB_COMPLETE, .key = key};
+    wf_code rc =
+        wf_engine_json_object(ctx->ref.arena, variables_json, "variables_json", &op.patch, err);
+    if (rc != WF_OK)
+        return rc;
+    return run_job_op(&op, complete_body, idem, &op, err);
+}
+
+/* error_message cut to ERROR_MESSAGE_MAX bytes on a UTF-8 boundary. */
+static const char *
+cut_message(wf_arena *a, const char *s)
+{
+    size_t n = s != NULL ? strlen(s) : 0;
+    if (n <= ERROR_MESSAGE_MAX)
+        return s != NULL ? s : "";
+    n = ERROR_MESSAGE_MAX;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    return wf_arena_strndup(a, s, n);
+}
+
+wf_code
+wf_net_fail_job(const wf_net_ctx *ctx, const wf_net_job_failure *f, wf_uow_idem *idem,
+                wf_error *err)
+{
+    job_op op = {.ctx = ctx, .kind = JOB_FAIL, .key = f->key, .fail = f};
+    if (f->has_backoff && f->backoff_ms < 0)
+        return invalid(ctx, "backoff_override", "must not be negative", err);
+    op.message = cut_message(ctx->ref.arena, f->error_message);
+    if (op.message == NULL)
+        return wf_ref__nomem(err);
+    return run_job_op(&op, fail_body, idem, &op, err);
+}
+
+wf_code
+wf_net_extend_job_lease(const wf_net_ctx *ctx, const char *key, int64_t lease_ms, wf_uow_idem *idem,
+                        int64_t *expires_at, wf_error *err)
+{
+    job_op op = {.ctx = ctx, .kind = JOB_EXTEND, .key = key, .lease_ms = lease_ms};
+    if (lease_ms <= 0 || lease_ms > WF_NET_MAX_LEASE_MS)
+        return invalid(ctx, "lease", "is required: positive and at most 24 hours", err);
+    wf_code rc = run_job_op(&op, extend_body, idem, &op.expires_at, err);
+    if (rc == WF_OK && !(idem != NULL && idem->replayed))
+        *expires_at = op.expires_at;
+    return rc;
+}

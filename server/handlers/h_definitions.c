@@ -1,0 +1,350 @@
+/*
+ * h_definitions: DeployDefinition, GetDefinition and ListDefinitions.
+ *
+ * Translation only: workflow.v1.Definition <-> the engine's wf_net (every
+ * field, durations in ms, times in µs); validation, versioning and paging
+ * are in engine/net_runtime_defs.c. The proto enums of definitions carry
+ * the numbers of net.h's enums (checked below), so they convert by cast;
+ * unknown numbers pass through and validation names them.
+ */
+#include <string.h>
+
+#include "h_common.h"
+#include "handlers.h"
+
+_Static_assert((int)WF_PLACE_END == (int)WORKFLOW__V1__PLACE_KIND__PLACE_KIND_END, "place kind");
+_Static_assert((int)WF_TRIGGER_MSG == (int)WORKFLOW__V1__TRIGGER__TRIGGER_MSG, "trigger");
+_Static_assert((int)WF_TERMINATION_IMPLICIT == (int)WORKFLOW__V1__TERMINATION__TERMINATION_IMPLICIT,
+               "termination");
+_Static_assert((int)WF_NET_ASSIGNEE_USERS == (int)WORKFLOW__V1__ASSIGNEE_KIND__ASSIGNEE_KIND_USERS,
+               "assignee kind");
+_Static_assert((int)WF_CORRELATION_AGGREGATE ==
+                   (int)WORKFLOW__V1__CORRELATION__CORRELATION_AGGREGATE,
+               "correlation");
+_Static_assert((int)WF_DEF_NET == (int)WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_NET,
+               "definition kind");
+_Static_assert((int)WF_SEVERITY_WARNING ==
+                   (int)WORKFLOW__V1__VALIDATION_SEVERITY__VALIDATION_SEVERITY_WARNING,
+               "severity");
+
+static char *
+str(const char *s)
+{
+    return s != NULL ? (char *)s : (char *)protobuf_c_empty_string;
+}
+
+static wf_code
+nomem(wf_error *err)
+{
+    return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+}
+
+/* ---- Definition -> wf_net ------------------------------------------------------------------- */
+
+static wf_code
+transition_in(wf_arena *a, const Workflow__V1__Transition *m, wf_transition *t)
+{
+    memset(t, 0, sizeof *t);
+    t->id = m->id;
+    t->name = m->name;
+    t->trigger = (wf_trigger)m->trigger;
+    t->cancels = (const char **)m->cancels;
+    t->n_cancels = m->n_cancels;
+    if (m->assignee != NULL) {
+        t->assignee.kind = (wf_net_assignee_kind)m->assignee->kind;
+        t->assignee.ids = (const char **)m->assignee->ids;
+        t->assignee.n_ids = m->assignee->n_ids;
+        t->assignee.ids_expression = m->assignee->ids_expression;
+    }
+    if (m->completion != NULL) {
+        t->completion.mode = (wf_join_mode)m->completion->mode;
+        t->completion.quorum = m->completion->quorum;
+    }
+    t->job_type = m->job_type;
+    if (m->retry != NULL) {
+        t->retry.max_attempts = m->retry->max_attempts;
+        t->retry.initial_backoff_ms = wf_h_duration_ms(m->retry->initial_backoff);
+        t->retry.multiplier = m->retry->multiplier;
+        t->retry.max_backoff_ms = wf_h_duration_ms(m->retry->max_backoff);
+    }
+    t->lease_ms = wf_h_duration_ms(m->lease);
+    t->compensation_job_type = m->compensation_job_type;
+    t->delay_ms = wf_h_duration_ms(m->delay);
+    /* An explicit zero or negative delay must reach validation as such. */
+    if (m->delay != NULL && t->delay_ms == 0)
+        t->delay_ms = -1;
+    t->due_expression = m->due_expression;
+    t->signal_name = m->signal_name;
+    t->correlation = (wf_correlation)m->correlation;
+    (void)a;
+    return WF_OK;
+}
+
+static wf_code
+net_in(wf_arena *a, const Workflow__V1__Definition *d, wf_net *net, wf_error *err)
+{
+    memset(net, 0, sizeof *net);
+    net->key = d->key;
+    net->name = d->name;
+    net->description = d->description;
+    net->termination = (wf_termination)d->termination;
+    net->valid_from = wf_h_time_us(d->valid_from);
+    net->valid_until = wf_h_time_us(d->valid_until);
+    net->places = wf_arena_calloc(a, d->n_places + 1, sizeof *net->places);
+    net->transitions = wf_arena_calloc(a, d->n_transitions + 1, sizeof *net->transitions);
+    net->arcs = wf_arena_calloc(a, d->n_arcs + 1, sizeof *net->arcs);
+    if (net->places == NULL || net->transitions == NULL || net->arcs == NULL)
+        return nomem(err);
+    for (size_t i = 0; i < d->n_places; i++)
+        net->places[i] =
+            (wf_place){d->places[i]->id, d->places[i]->name, (wf_place_kind)d->places[i]->kind};
+    net->n_places = d->n_places;
+    for (size_t i = 0; i < d->n_transitions; i++)
+        transition_in(a, d->transitions[i], &net->transitions[i]);
+    net->n_transitions = d->n_transitions;
+    for (size_t i = 0; i < d->n_arcs; i++) {
+        const Workflow__V1__Arc *m = d->arcs[i];
+        net->arcs[i] = (wf_arc){.source = m->source,
+                                .target = m->target,
+                                .weight = m->weight,
+                                .guard = m->guard,
+                                .is_default = m->is_default};
+    }
+    net->n_arcs = d->n_arcs;
+    return WF_OK;
+}
+
+/* ---- wf_net -> Definition ------------------------------------------------------------------- */
+
+static Workflow__V1__Transition *
+transition_out(wf_arena *a, const wf_transition *t, bool *oom)
+{
+    Workflow__V1__Transition *m = wf_arena_alloc(a, sizeof *m);
+    if (m == NULL) {
+        *oom = true;
+        return NULL;
+    }
+    workflow__v1__transition__init(m);
+    m->id = str(t->id);
+    m->name = str(t->name);
+    m->trigger = (Workflow__V1__Trigger)t->trigger;
+    m->cancels = (char **)t->cancels;
+    m->n_cancels = t->n_cancels;
+    if (t->assignee.kind != WF_NET_ASSIGNEE_UNSET || t->assignee.n_ids > 0 ||
+        (t->assignee.ids_expression != NULL && t->assignee.ids_expression[0] != '\0')) {
+        m->assignee = wf_arena_alloc(a, sizeof *m->assignee);
+        if (m->assignee == NULL) {
+            *oom = true;
+            return NULL;
+        }
+        workflow__v1__assignee__init(m->assignee);
+        m->assignee->kind = (Workflow__V1__AssigneeKind)t->assignee.kind;
+        m->assignee->ids = (char **)t->assignee.ids;
+        m->assignee->n_ids = t->assignee.n_ids;
+        m->assignee->ids_expression = str(t->assignee.ids_expression);
+    }
+    if (t->completion.mode != WF_JOIN_NONE || t->completion.quorum != 0) {
+        m->completion = wf_arena_alloc(a, sizeof *m->completion);
+        if (m->completion == NULL) {
+            *oom = true;
+            return NULL;
+        }
+        workflow__v1__completion_policy__init(m->completion);
+        m->completion->mode = (Workflow__V1__CompletionMode)t->completion.mode;
+        m->completion->quorum = t->completion.quorum;
+    }
+    m->job_type = str(t->job_type);
+    const wf_retry_policy *r = &t->retry;
+    if (r->max_attempts != 0 || r->initial_backoff_ms != 0 || r->multiplier != 0 ||
+        r->max_backoff_ms != 0) {
+        m->retry = wf_arena_alloc(a, sizeof *m->retry);
+        if (m->retry == NULL) {
+            *oom = true;
+            return NULL;
+        }
+        workflow__v1__retry_policy__init(m->retry);
+        m->retry->max_attempts = r->max_attempts;
+        m->retry->initial_backoff = wf_h_duration(a, r->initial_backoff_ms, oom);
+        m->retry->multiplier = r->multiplier;
+        m->retry->max_backoff = wf_h_duration(a, r->max_backoff_ms, oom);
+    }
+    m->lease = wf_h_duration(a, t->lease_ms, oom);
+    m->compensation_job_type = str(t->compensation_job_type);
+    m->delay = wf_h_duration(a, t->delay_ms, oom);
+    m->due_expression = str(t->due_expression);
+    m->signal_name = str(t->signal_name);
+    m->correlation = (Workflow__V1__Correlation)t->correlation;
+    return m;
+}
+
+static Workflow__V1__Definition *
+definition_out(wf_arena *a, const wf_definition_row *row, const wf_net *net)
+{
+    Workflow__V1__Definition *m = wf_arena_alloc(a, sizeof *m);
+    bool oom = false;
+    if (m == NULL)
+        return NULL;
+    workflow__v1__definition__init(m);
+    m->key = str(row->key);
+    m->version = row->version;
+    m->name = str(net->name != NULL && net->name[0] != '\0' ? net->name : row->name);
+    m->description = str(net->description);
+    m->kind = (Workflow__V1__DefinitionKind)row->kind;
+    m->termination = (Workflow__V1__Termination)net->termination;
+    m->valid_from = wf_h_timestamp(a, row->valid_from, &oom);
+    m->valid_until = wf_h_timestamp(a, row->valid_until, &oom);
+    m->created_at = wf_h_timestamp(a, row->created_at, &oom);
+    m->created_by = str(row->created_by);
+    m->places = wf_arena_calloc(a, net->n_places + 1, sizeof *m->places);
+    m->transitions = wf_arena_calloc(a, net->n_transitions + 1, sizeof *m->transitions);
+    m->arcs = wf_arena_calloc(a, net->n_arcs + 1, sizeof *m->arcs);
+    if (m->places == NULL || m->transitions == NULL || m->arcs == NULL)
+        return NULL;
+    for (size_t i = 0; i < net->n_places; i++) {
+        Workflow__V1__Place *p = wf_arena_alloc(a, sizeof *p);
+        if (p == NULL)
+            return NULL;
+        workflow__v1__place__init(p);
+        p->id = str(net->places[i].id);
+        p->name = str(net->places[i].name);
+        p->kind = (Workflow__V1__PlaceKind)net->places[i].kind;
+        m->places[i] = p;
+    }
+    m->n_places = net->n_places;
+    for (size_t i = 0; i < net->n_transitions; i++)
+        if ((m->transitions[i] = transition_out(a, &net->transitions[i], &oom)) == NULL)
+            return NULL;
+    m->n_transitions = net->n_transitions;
+    for (size_t i = 0; i < net->n_arcs; i++) {
+        Workflow__V1__Arc *r = wf_arena_alloc(a, sizeof *r);
+        if (r == NULL)
+            return NULL;
+        workflow__v1__arc__init(r);
+        r->source = str(net->arcs[i].source);
+        r->target = str(net->arcs[i].target);
+        r->weight = wf_net_arc_weight(&net->arcs[i]);
+        r->guard = str(net->arcs[i].guard);
+        r->is_default = net->arcs[i].is_default;
+        m->arcs[i] = r;
+    }
+    m->n_arcs = net->n_arcs;
+    return oom ? NULL : m;
+}
+
+/* ---- DeployDefinition ----------------------------------------------------------------------- */
+
+static ProtobufCMessage *
+build_deploy(wf_arena *a, const void *result)
+{
+    const wf_net_deployed *d = result;
+    Workflow__V1__DeployDefinitionResponse *m = wf_arena_alloc(a, sizeof *m);
+    if (m == NULL)
+        return NULL;
+    workflow__v1__deploy_definition_response__init(m);
+    if (d->net != NULL && (m->definition = definition_out(a, &d->row, d->net)) == NULL)
+        return NULL;
+    m->created = d->created;
+    m->errors = wf_arena_calloc(a, d->n_errors + 1, sizeof *m->errors);
+    if (m->errors == NULL)
+        return NULL;
+    for (size_t i = 0; i < d->n_errors; i++) {
+        Workflow__V1__ValidationError *e = wf_arena_alloc(a, sizeof *e);
+        if (e == NULL)
+            return NULL;
+        workflow__v1__validation_error__init(e);
+        e->code = str(d->errors[i].code);
+        e->path = str(d->errors[i].path);
+        e->message = str(d->errors[i].message);
+        e->severity = (Workflow__V1__ValidationSeverity)d->errors[i].severity;
+        m->errors[m->n_errors++] = e;
+    }
+    return &m->base;
+}
+
+static const wf_h_builder deploy_builder = {build_deploy,
+                                            &workflow__v1__deploy_definition_response__descriptor};
+
+wf_code
+h_deploy_definition(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
+                    wf_error *err)
+{
+    const Workflow__V1__DeployDefinitionRequest *req = (const void *)msg;
+    wf_net_ctx ctx;
+    wf_uow_idem idem;
+    wf_net_deployed out;
+    wf_net net;
+    wf_h_net_ctx(call, &ctx);
+    if (req->definition == NULL) {
+        wf_h_violation(call, "definition", "is required");
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "definition is required");
+    }
+    wf_code rc = net_in(call->arena, req->definition, &net, err);
+    if (rc == WF_OK)
+        rc = wf_h_idem(call, msg, req->request_id, &deploy_builder, &idem, err);
+    if (rc != WF_OK)
+        return rc;
+    wf_net_deploy_in in = {(wf_def_kind)req->definition->kind, &net, req->validate_only};
+    rc = wf_net_deploy(&ctx, &in, &idem, &out, err);
+    return wf_h_respond(call, rc, &idem, &deploy_builder, &out, resp, err);
+}
+
+/* ---- GetDefinition -------------------------------------------------------------------------- */
+
+wf_code
+h_get_definition(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
+{
+    const Workflow__V1__GetDefinitionRequest *req = (const void *)msg;
+    wf_net_ctx ctx;
+    wf_definition_row row;
+    const wf_net *net;
+    wf_h_net_ctx(call, &ctx);
+    wf_code rc = wf_net_get_definition(&ctx, req->key, req->version, &row, &net, err);
+    if (rc != WF_OK)
+        return rc;
+    Workflow__V1__GetDefinitionResponse *m = wf_arena_alloc(call->arena, sizeof *m);
+    if (m == NULL)
+        return nomem(err);
+    workflow__v1__get_definition_response__init(m);
+    if ((m->definition = definition_out(call->arena, &row, net)) == NULL)
+        return nomem(err);
+    *resp = &m->base;
+    return WF_OK;
+}
+
+/* ---- ListDefinitions ------------------------------------------------------------------------- */
+
+wf_code
+h_list_definitions(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
+                   wf_error *err)
+{
+    const Workflow__V1__ListDefinitionsRequest *req = (const void *)msg;
+    wf_net_ctx ctx;
+    wf_definition_row *rows = NULL;
+    const wf_net **nets = NULL;
+    size_t n = 0;
+    char *next = NULL;
+    const char *cursor = NULL;
+    wf_h_net_ctx(call, &ctx);
+    wf_code rc = wf_h_page_in(call, msg, req->page_token, &cursor, err);
+    if (rc == WF_OK)
+        rc = wf_net_list_definitions(&ctx, req->key, req->page_size, cursor, &rows, &nets, &n,
+                                     &next, err);
+    if (rc != WF_OK)
+        return rc;
+    Workflow__V1__ListDefinitionsResponse *m = wf_arena_alloc(call->arena, sizeof *m);
+    if (m == NULL)
+        return nomem(err);
+    workflow__v1__list_definitions_response__init(m);
+    m->definitions = wf_arena_calloc(call->arena, n + 1, sizeof *m->definitions);
+    if (m->definitions == NULL)
+        return nomem(err);
+    for (size_t i = 0; i < n; i++)
+        if ((m->definitions[i] = definition_out(call->arena, &rows[i], nets[i])) == NULL)
+            return nomem(err);
+    m->n_definitions = n;
+    m->next_page_token = wf_h_page_out(call, msg, next);
+    if (m->next_page_token == NULL)
+        return nomem(err);
+    *resp = &m->base;
+    return WF_OK;
+}

@@ -1,0 +1,430 @@
+/*
+ * Unit tests of the net runtime over the memory store, without a server:
+ * TIME transitions fired the way the scheduler fires them (claim due
+ * timers with wf_store_claim_due_timers, then wf_net_fire_timer), the
+ * deferred choice between a USER and a TIME transition in both directions,
+ * due_expression, a refused timer firing becoming an incident, the
+ * subscription of a MSG transition, versioning, and the definition cache.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "defcache.h"
+#include "expr.h"
+#include "net_runtime.h"
+#include "referral.h"
+#include "store.h"
+#include "test_support.h"
+#include "wf_time.h"
+
+static wf_store *st;
+static wf_arena *arena;
+static int wakes_events, wakes_jobs;
+
+static void
+setup(void)
+{
+    wf_error err;
+    st = wf_store_memory_new(&err);
+    ck_assert_ptr_nonnull(st);
+    arena = wf_arena_new();
+    ck_assert_ptr_nonnull(arena);
+    wakes_events = wakes_jobs = 0;
+}
+
+static void
+teardown(void)
+{
+    wf_store_free(st);
+    wf_arena_free(arena);
+    wf_expr_cache_clear();
+    wf_defcache_clear();
+}
+
+static wf_ref_ctx
+as(const char *actor)
+{
+    return (wf_ref_ctx){.store = st, .tenant = "default", .actor = actor, .arena = arena};
+}
+
+static void
+count_wake(void *arg, const char *topic)
+{
+    (void)arg;
+    if (strcmp(topic, WF_NET_TOPIC_EVENTS) == 0)
+        wakes_events++;
+    else if (strncmp(topic, WF_NET_TOPIC_JOBS_PREFIX, strlen(WF_NET_TOPIC_JOBS_PREFIX)) == 0)
+        wakes_jobs++;
+}
+
+/* ---- nets ----------------------------------------------------------------------------- */
+
+static const char *alice_ids[] = {"alice"};
+
+/* start -> review (USER alice) -> end, start -> timeout (TIME) -> end: the
+ * deferred choice. The timeout's arc to end carries guard (NULL = none). */
+static wf_net *
+race_net(const char *key, int64_t delay_ms, const char *due_expression, const char *guard)
+{
+    wf_net *n = wf_arena_calloc(arena, 1, sizeof *n);
+    wf_place *p = wf_arena_calloc(arena, 2, sizeof *p);
+    wf_transition *t = wf_arena_calloc(arena, 2, sizeof *t);
+    wf_arc *a = wf_arena_calloc(arena, 4, sizeof *a);
+    p[0] = (wf_place){.id = "start", .kind = WF_PLACE_START};
+    p[1] = (wf_place){.id = "end", .kind = WF_PLACE_END};
+    t[0] = (wf_transition){.id = "review", .name = "Review", .trigger = WF_TRIGGER_USER};
+    t[0].assignee = (wf_assignee){.kind = WF_NET_ASSIGNEE_USER, .ids = alice_ids, .n_ids = 1};
+    t[1] = (wf_transition){.id = "timeout",
+                           .trigger = WF_TRIGGER_TIME,
+                           .delay_ms = delay_ms,
+                           .due_expression = due_expression};
+    a[0] = (wf_arc){.source = "start", .target = "review"};
+    a[1] = (wf_arc){.source = "review", .target = "end"};
+    a[2] = (wf_arc){.source = "start", .target = "timeout"};
+    a[3] = (wf_arc){.source = "timeout", .target = "end", .guard = guard};
+    *n = (wf_net){.key = key,
+                  .places = p,
+                  .n_places = 2,
+                  .transitions = t,
+                  .n_transitions = 2,
+                  .arcs = a,
+                  .n_arcs = 4};
+    return n;
+}
+
+static wf_net_deployed
+deploy(const wf_net *net)
+{
+    wf_net_ctx c = {.ref = as("dev")};
+    wf_net_deploy_in in = {WF_DEF_NET, net, false};
+    wf_net_deployed out;
+    wf_error err;
+    wf_code rc = wf_net_deploy(&c, &in, NULL, &out, &err);
+    ck_assert_msg(rc == WF_OK, "deploy: %s %s", wf_code_reason(rc), err.msg);
+    return out;
+}
+
+static wf_instance_row
+start(const char *key, const char *vars)
+{
+    wf_ref_ctx c = as("boss");
+    wf_start_spec spec = {.definition_key = key, .variables_json = vars};
+    wf_instance_row in;
+    wf_error err;
+    wf_code rc = wf_referral_start(&c, &spec, NULL, &in, &err);
+    ck_assert_msg(rc == WF_OK, "start: %s %s", wf_code_reason(rc), err.msg);
+    return in;
+}
+
+static wf_aggregate
+aggregate(const char *id)
+{
+    wf_store_ctx sc = {"default", 0, arena};
+    wf_aggregate agg;
+    wf_error err;
+    ck_assert_int_eq(wf_uow_read_aggregate(st, &sc, id, &agg, &err), WF_OK);
+    return agg;
+}
+
+/* Event types of root, space-separated. */
+static const char *
+events(const char *root)
+{
+    static char out[4096];
+    wf_store_ctx sc = {"default", 0, arena};
+    wf_event_filter f = {.instance_id = root};
+    wf_event_row *ev;
+    size_t n;
+    wf_error err;
+    ck_assert_int_eq(wf_store_read_events(st, &sc, 0, &f, 1000, &ev, &n, &err), WF_OK);
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(out);
+        snprintf(out + len, sizeof out - len, "%s%s", i ? " " : "", ev[i].type);
+    }
+    return out;
+}
+
+static int
+count_of(const char *list, const char *type)
+{
+    int n = 0;
+    size_t l = strlen(type);
+    for (const char *p = list; (p = strstr(p, type)) != NULL; p += l)
+        if ((p == list || p[-1] == ' ') && (p[l] == ' ' || p[l] == '\0'))
+            n++;
+    return n;
+}
+
+/* Claims every timer due at `now` (all tenants of this private store). */
+static wf_timer_row *
+claim(int64_t now, size_t *n)
+{
+    wf_store_ctx sc = {"default", 0, arena};
+    wf_timer_row *rows;
+    wf_error err;
+    ck_assert_int_eq(wf_store_claim_due_timers(st, &sc, now, 100, 30000, &rows, n, &err), WF_OK);
+    return rows;
+}
+
+static bool
+fire(const wf_timer_row *row)
+{
+    wf_net_rt rt = {.store = st, .wake = count_wake};
+    bool fired = true;
+    wf_error err;
+    wf_code rc = wf_net_fire_timer(&rt, row, wf_mono_ms() + 5000, &fired, &err);
+    ck_assert_msg(rc == WF_OK, "fire: %s %s", wf_code_reason(rc), err.msg);
+    return fired;
+}
+
+#define HOUR_US ((int64_t)3600 * 1000000)
+
+/* ---- tests ----------------------------------------------------------------------------- */
+
+START_TEST(test_timer_fires_once_and_withdraws_the_task)
+{
+    deploy(race_net("race", 60 * 60 * 1000, NULL, NULL));
+    wf_instance_row in = start("race", "{}");
+    ck_assert_int_eq(in.definition_version, 1);
+    wf_aggregate agg = aggregate(in.id);
+    ck_assert_uint_eq(agg.n_timers, 1);
+    ck_assert_uint_eq(agg.n_tasks, 1);
+    ck_assert_uint_eq(agg.n_work_items, 2);
+    ck_assert_uint_eq(agg.n_tokens, 1);
+    /* The task's deadline is the competing timer's. */
+    ck_assert(agg.tasks[0].due_at == agg.timers[0].due_at);
+    ck_assert(agg.timers[0].due_at > wf_now_us() + HOUR_US - 60 * 1000000LL);
+
+    size_t n;
+    ck_assert_ptr_nonnull(claim(wf_now_us(), &n));
+    ck_assert_uint_eq(n, 0); /* not due yet */
+    wf_timer_row *rows = claim(wf_now_us() + 2 * HOUR_US, &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(rows[0].instance_id, in.id);
+    wf_timer_row row = rows[0];
+
+    ck_assert(fire(&row));
+    ck_assert_int_ge(wakes_events, 1);
+    agg = aggregate(in.id);
+    ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_COMPLETED);
+    ck_assert_uint_eq(agg.n_timers, 0);
+    ck_assert_uint_eq(agg.n_work_items, 0);
+    ck_assert_int_eq(agg.tasks[0].status, WF_TASK_CANCELLED);
+    ck_assert_uint_eq(agg.n_tokens, 1);
+    ck_assert_str_eq(agg.tokens[0].place_id, "end");
+
+    /* The same row again (a second replica, a retry): a no-op. */
+    ck_assert(!fire(&row));
+    const char *ev = events(in.id);
+    ck_assert_int_eq(count_of(ev, "TIMER_FIRED"), 1);
+    ck_assert_int_eq(count_of(ev, "TIMER_SCHEDULED"), 1);
+    ck_assert_int_eq(count_of(ev, "WORKITEM_WITHDRAWN"), 1);
+    ck_assert_int_eq(count_of(ev, "TASK_CANCELLED"), 1);
+    ck_assert_int_eq(count_of(ev, "INSTANCE_COMPLETED"), 1);
+    ck_assert_str_eq(ev, "INSTANCE_STARTED TRANSITION_ENABLED TASK_CREATED TRANSITION_ENABLED "
+                         "TIMER_SCHEDULED TIMER_FIRED TRANSITION_FIRED WORKITEM_WITHDRAWN "
+                         "TASK_CANCELLED INSTANCE_COMPLETED");
+}
+END_TEST
+
+START_TEST(test_timer_withdrawn_by_the_user_never_fires)
+{
+    deploy(race_net("race", 60 * 60 * 1000, NULL, NULL));
+    wf_instance_row in = start("race", "{}");
+    size_t n;
+    wf_timer_row *rows = claim(wf_now_us() + 2 * HOUR_US, &n);
+    ck_assert_uint_eq(n, 1);
+    wf_timer_row row = rows[0];
+
+    /* Alice completes her task first: the timer is withdrawn with it. */
+    wf_aggregate agg = aggregate(in.id);
+    wf_ref_ctx alice = as("alice");
+    wf_ref_completion done;
+    wf_error err;
+    wf_code rc = wf_referral_complete(&alice, agg.tasks[0].id, "{\"ok\":true}", NULL, &done, &err);
+    ck_assert_msg(rc == WF_OK, "complete: %s", err.msg);
+    ck_assert_int_eq(done.task.status, WF_TASK_DONE);
+    ck_assert(done.counts.all_completed);
+    agg = aggregate(in.id);
+    ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_COMPLETED);
+    ck_assert_str_eq(agg.instances[0].variables_json, "{\"ok\":true}");
+    ck_assert_uint_eq(agg.n_timers, 0);
+
+    /* The claimed row is stale: firing it does nothing. */
+    ck_assert(!fire(&row));
+    ck_assert_uint_eq((claim(wf_now_us() + 3 * HOUR_US, &n), n), 0);
+    const char *ev = events(in.id);
+    ck_assert_int_eq(count_of(ev, "TIMER_FIRED"), 0);
+    ck_assert_int_eq(count_of(ev, "WORKITEM_WITHDRAWN"), 1);
+    ck_assert_int_eq(count_of(ev, "INSTANCE_COMPLETED"), 1);
+    ck_assert_int_eq(wf_store_get_instance(st, &(wf_store_ctx){"default", 0, arena}, in.id,
+                                           &agg.instances[0], &err),
+                     WF_OK);
+    ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_COMPLETED);
+}
+END_TEST
+
+START_TEST(test_due_expression_and_refused_firing_is_an_incident)
+{
+    /* The timeout's only output arc needs .go: false makes its firing
+     * match no arc, which for a TIME transition is an incident. */
+    deploy(race_net("due", 0, ".due", ".go == true"));
+    wf_instance_row in = start("due", "{\"due\":\"2001-02-03T04:05:06Z\",\"go\":false}");
+    wf_aggregate agg = aggregate(in.id);
+    ck_assert_uint_eq(agg.n_timers, 1);
+    int64_t want;
+    ck_assert(wf_expr_parse_rfc3339("2001-02-03T04:05:06Z", &want));
+    ck_assert(agg.timers[0].due_at == want);
+    size_t n;
+    wf_timer_row *rows = claim(wf_now_us(), &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(fire(&rows[0]));
+    agg = aggregate(in.id);
+    ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_FAILED);
+    ck_assert_ptr_nonnull(agg.instances[0].last_error);
+    ck_assert_ptr_nonnull(strstr(agg.instances[0].last_error, "timeout"));
+    ck_assert_ptr_nonnull(strstr(agg.instances[0].last_error, "no output arc"));
+    ck_assert_uint_eq(agg.n_timers, 0);
+    /* Nothing else moved: the work items and the task wait for a retry. */
+    ck_assert_uint_eq(agg.n_work_items, 2);
+    ck_assert_int_eq(agg.tasks[0].status, WF_TASK_OPEN);
+    const char *ev = events(in.id);
+    ck_assert_int_eq(count_of(ev, "TIMER_FIRED"), 1);
+    ck_assert_int_eq(count_of(ev, "INSTANCE_FAILED"), 1);
+    ck_assert_int_eq(count_of(ev, "TRANSITION_FIRED"), 0);
+    ck_assert(!fire(&rows[0]));
+
+    /* A task of a FAILED instance cannot be completed. */
+    wf_ref_ctx alice = as("alice");
+    wf_ref_completion done;
+    wf_error err;
+    ck_assert_int_eq(wf_referral_complete(&alice, agg.tasks[0].id, "{}", NULL, &done, &err),
+                     WF_E_INSTANCE_NOT_RUNNING);
+}
+END_TEST
+
+START_TEST(test_msg_subscription_and_view)
+{
+    static const wf_place p[] = {{.id = "s", .kind = WF_PLACE_START},
+                                 {.id = "e", .kind = WF_PLACE_END}};
+    static wf_transition t[] = {
+        {.id = "paid",
+         .trigger = WF_TRIGGER_MSG,
+         .signal_name = "payment",
+         .correlation = WF_CORRELATION_AGGREGATE},
+        {.id = "late", .trigger = WF_TRIGGER_TIME, .delay_ms = 1000},
+        {.id = "note", .trigger = WF_TRIGGER_MSG, .signal_name = "note"},
+    };
+    static const wf_arc a[] = {
+        {.source = "s", .target = "paid"}, {.source = "paid", .target = "e"},
+        {.source = "s", .target = "late"}, {.source = "late", .target = "e"},
+        {.source = "s", .target = "note"}, {.source = "note", .target = "e"}};
+    wf_net net = {.key = "msg",
+                  .places = (wf_place *)p,
+                  .n_places = 2,
+                  .transitions = t,
+                  .n_transitions = 3,
+                  .arcs = (wf_arc *)a,
+                  .n_arcs = 6};
+    deploy(&net);
+    wf_ref_ctx c = as("boss");
+    wf_start_spec spec = {
+        .definition_key = "msg", .aggregate_type = "order", .aggregate_id = "A-7"};
+    wf_instance_row in;
+    wf_error err;
+    ck_assert_int_eq(wf_referral_start(&c, &spec, NULL, &in, &err), WF_OK);
+    wf_aggregate agg = aggregate(in.id);
+    ck_assert_uint_eq(agg.n_subscriptions, 2);
+    wf_store_ctx sc = {"default", 0, arena};
+    wf_subscription_row *subs;
+    size_t n;
+    ck_assert_int_eq(
+        wf_store_find_subscriptions(st, &sc, "payment", NULL, "order", "A-7", &subs, &n, &err),
+        WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(subs[0].transition_id, "paid");
+    ck_assert_str_eq(subs[0].instance_id, in.id);
+    ck_assert_int_eq(
+        wf_store_find_subscriptions(st, &sc, "note", in.id, NULL, NULL, &subs, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_ptr_null(subs[0].aggregate_type); /* INSTANCE correlation */
+
+    wf_net_view v;
+    ck_assert_int_eq(wf_net_instance_view(&c, in.id, &v, &err), WF_OK);
+    ck_assert(v.is_net);
+    ck_assert_uint_eq(v.n_marking, 1);
+    ck_assert_str_eq(v.marking[0].place_id, "s");
+    ck_assert_int_eq(v.marking[0].count, 1);
+    ck_assert_uint_eq(v.n_timers, 1);
+    ck_assert_uint_eq(v.n_awaiting, 2);
+    /* Rows made in one step have no fixed order among themselves. */
+    const wf_net_awaiting *paid = NULL, *note = NULL;
+    for (size_t i = 0; i < v.n_awaiting; i++) {
+        if (strcmp(v.awaiting[i].sub.transition_id, "paid") == 0)
+            paid = &v.awaiting[i];
+        else if (strcmp(v.awaiting[i].sub.transition_id, "note") == 0)
+            note = &v.awaiting[i];
+    }
+    ck_assert_ptr_nonnull(paid);
+    ck_assert_ptr_nonnull(note);
+    ck_assert_int_eq(paid->correlation, WF_CORRELATION_AGGREGATE);
+    ck_assert_int_eq(note->correlation, WF_CORRELATION_INSTANCE);
+    ck_assert(paid->times_out_at == v.timers[0].due_at);
+    ck_assert(note->times_out_at == v.timers[0].due_at);
+
+    /* The timer wins: both subscriptions go with it. */
+    wf_timer_row *rows = claim(wf_now_us() + 2 * 1000000, &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(fire(&rows[0]));
+    agg = aggregate(in.id);
+    ck_assert_uint_eq(agg.n_subscriptions, 0);
+    ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_COMPLETED);
+    ck_assert_int_eq(count_of(events(in.id), "WORKITEM_WITHDRAWN"), 2);
+}
+END_TEST
+
+START_TEST(test_versions_and_cache)
+{
+    wf_net *a = race_net("ver", 1000, NULL, NULL);
+    wf_net_deployed d1 = deploy(a);
+    ck_assert(d1.created);
+    ck_assert_int_eq(d1.row.version, 1);
+    size_t cached = wf_defcache_size();
+    wf_net_deployed d2 = deploy(a);
+    ck_assert(!d2.created);
+    ck_assert_int_eq(d2.row.version, 1);
+    ck_assert_uint_eq(wf_defcache_size(), cached);
+    wf_net *b = race_net("ver", 2000, NULL, NULL);
+    wf_net_deployed d3 = deploy(b);
+    ck_assert(d3.created);
+    ck_assert_int_eq(d3.row.version, 2);
+    ck_assert_str_ne(d3.row.content_hash, d1.row.content_hash);
+    ck_assert(d3.net->transitions[1].delay_ms == 2000);
+    /* An instance is pinned to the version it started with. */
+    wf_instance_row in = start("ver", NULL);
+    ck_assert_int_eq(in.definition_version, 2);
+    deploy(race_net("ver", 3000, NULL, NULL));
+    wf_aggregate agg = aggregate(in.id);
+    ck_assert(agg.timers[0].due_at - agg.timers[0].created_at == 2000 * 1000);
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("net_runtime");
+    TCase *tc = tcase_create("memory");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_timer_fires_once_and_withdraws_the_task);
+    tcase_add_test(tc, test_timer_withdrawn_by_the_user_never_fires);
+    tcase_add_test(tc, test_due_expression_and_refused_firing_is_an_incident);
+    tcase_add_test(tc, test_msg_subscription_and_view);
+    tcase_add_test(tc, test_versions_and_cache);
+    suite_add_tcase(s, tc);
+    return wf_test_run(s);
+}
