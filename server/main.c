@@ -19,6 +19,7 @@
 #include "handler.h"
 #include "net_runtime.h"
 #include "rpc_server.h"
+#include "expr.h"
 #include "scheduler.h"
 #include "wf_http.h"
 #include "wf_config.h"
@@ -31,7 +32,36 @@ extern char **environ;
 struct metrics_src {
     wf_rpc_server *srv;
     wf_app *app;
+    wf_scheduler *_Atomic sched; /* set once the scheduler runs */
 };
+
+static void
+render_scheduler(wf_scheduler *s, FILE *out)
+{
+    wf_scheduler_stats st;
+    wf_scheduler_get_stats(s, &st);
+    fprintf(out,
+            "# HELP workflow_timer_lag_seconds Lateness of the last timer fired by this replica "
+            "(commit time - due time).\n"
+            "# TYPE workflow_timer_lag_seconds gauge\n"
+            "workflow_timer_lag_seconds %.3f\n"
+            "# HELP workflow_timer_lag_max_seconds Largest timer lateness since start.\n"
+            "# TYPE workflow_timer_lag_max_seconds gauge\n"
+            "workflow_timer_lag_max_seconds %.3f\n"
+            "# HELP workflow_timers_fired_total Timers fired by this replica.\n"
+            "# TYPE workflow_timers_fired_total counter\n"
+            "workflow_timers_fired_total %llu\n"
+            "# HELP workflow_timer_fire_errors_total Timer firings that failed (retried after "
+            "the claim expires).\n"
+            "# TYPE workflow_timer_fire_errors_total counter\n"
+            "workflow_timer_fire_errors_total %llu\n"
+            "# HELP workflow_scheduler_store_down 1 while claiming due timers fails.\n"
+            "# TYPE workflow_scheduler_store_down gauge\n"
+            "workflow_scheduler_store_down %d\n",
+            (double)st.last_lateness_ms / 1000.0, (double)st.max_lateness_ms / 1000.0,
+            (unsigned long long)st.fired, (unsigned long long)st.fire_errors,
+            st.store_down ? 1 : 0);
+}
 
 static void
 render_metrics(void *arg, FILE *out)
@@ -39,6 +69,9 @@ render_metrics(void *arg, FILE *out)
     struct metrics_src *m = arg;
     wf_rpc_server_render_metrics(m->srv, out);
     wf_app_render_metrics(m->app, out);
+    wf_scheduler *s = m->sched;
+    if (s != NULL)
+        render_scheduler(s, out);
 }
 
 /* The scheduler's fire callback: one timer through the net runtime, whose
@@ -106,7 +139,7 @@ main(int argc, char **argv)
         wf_config_free(cfg);
         return 1;
     }
-    struct metrics_src msrc = {srv, &app};
+    struct metrics_src msrc = {srv, &app, NULL};
     wf_http *http = NULL;
     if (cfg->metrics_addr != NULL) {
         http = wf_http_start(cfg->metrics_addr, render_metrics, &msrc, &err);
@@ -132,6 +165,7 @@ main(int argc, char **argv)
         wf_config_free(cfg);
         return 1;
     }
+    msrc.sched = sched;
     WF_LOG(WF_LOG_INFO, "startup",
            "serving workflow.v1.WorkflowService on port %d (%s mode, %s store, %d threads)",
            wf_rpc_server_port(srv), cfg->development ? "development" : "production",
@@ -153,10 +187,13 @@ main(int argc, char **argv)
      * all its thread is gone before wf_app_close_store frees the store.
      * It returns within one fire's deadline; timers it had claimed but not
      * fired are claimed again after claim_ms by any replica. */
+    /* Metrics go first: they read the scheduler, which is about to be freed
+     * (scrapes during the drain above still worked). */
+    wf_http_stop(http);
     wf_scheduler_stop(sched);
     wf_rpc_server_stop(srv, cfg->grace_seconds * 1000);
-    wf_http_stop(http); /* after the server: scrapes during the drain still work */
     wf_app_close_store(&app);
+    wf_expr_cache_clear(); /* compiled jq programs */
     WF_LOG(WF_LOG_INFO, "shutdown", "stopped");
     wf_config_free(cfg);
     return 0;
