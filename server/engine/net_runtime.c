@@ -51,6 +51,7 @@
 #include "defcache.h"
 #include "engine_json.h"
 #include "expr.h"
+#include "signals_int.h"
 #include "wf_time.h"
 
 static bool
@@ -786,7 +787,10 @@ apply_created(net_work *w, const wf_work_item *ci, const char *vars, wf_error *e
     case WF_TRIGGER_TIME:
         return enable_time(w, &row, t, vars, err);
     case WF_TRIGGER_MSG:
-        return enable_msg(w, &row, t, err);
+        /* A buffered signal waiting for it is consumed now; the item fires
+         * once the whole step is applied (signals_int.h). */
+        rc = enable_msg(w, &row, t, err);
+        return rc == WF_OK ? wf_sig__msg_enabled(w, &row, t, err) : rc;
     }
     return WF_OK;
 }
@@ -858,14 +862,20 @@ apply_diff(net_work *w, const wf_net_diff *d, const char *vars, wf_error *err)
         };
         rc = rows_add(w->rw.arena, &w->toks, &row, sizeof row, NW_NEW, NULL, err);
     }
+    void *sig_mark = wf_sig__pending_mark();
     for (size_t i = 0; rc == WF_OK && i < d->n_created; i++)
         rc = apply_created(w, &d->created[i], vars, err);
+    /* MSG items that consumed a buffered signal fire now. */
+    rc = wf_sig__fire_pending(w, sig_mark, rc, err);
     if (rc != WF_OK)
         return rc;
     link_due(w);
     wf_ref__touch_instance(&w->rw, w->inst);
-    if (d->ended)
-        return wf_ref__finish_instance(&w->rw, w->inst, WF_INSTANCE_COMPLETED, NULL, err);
+    if (d->ended) {
+        rc = wf_ref__finish_instance(&w->rw, w->inst, WF_INSTANCE_COMPLETED, NULL, err);
+        /* Signals buffered for the ended instance can never be delivered. */
+        return rc == WF_OK ? wf_sig__discard_buffered(w, err) : rc;
+    }
     if (d->deadlocked) {
         char msg[300];
         snprintf(msg, sizeof msg,

@@ -133,6 +133,25 @@ wf_code wf_net_fail_job(const wf_net_ctx *ctx, const wf_net_job_failure *f, wf_u
 wf_code wf_net_extend_job_lease(const wf_net_ctx *ctx, const char *key, int64_t lease_ms,
                                 wf_uow_idem *idem, int64_t *expires_at, wf_error *err);
 
+/* ---- sagas and incidents (net_runtime_saga.c) --------------------------------------- */
+
+/* RetryInstance: on a FAILED net instance re-arms the failed job with
+ * fresh attempts (a failed compensation job resumes COMPENSATING, a failed
+ * job RUNNING), INCIDENT_RESOLVED. A RUNNING or COMPENSATING instance (or
+ * an incident without a failed job) is returned unchanged; an ended one is
+ * INSTANCE_NOT_RUNNING. */
+wf_code wf_net_retry_instance(const wf_net_ctx *ctx, const char *instance_id, wf_uow_idem *idem,
+                              wf_instance_row *out, wf_error *err);
+
+/* CancelInstance{compensate}: when the (RUNNING or FAILED) net instance has
+ * completed compensable transitions, abandons its work and starts
+ * compensating (*started; out = the COMPENSATING instance). Otherwise
+ * *started = false, nothing is written and the caller cancels plainly
+ * (wf_referral_cancel), which also reports invalid requests. */
+wf_code wf_net_cancel_compensate(const wf_net_ctx *ctx, const char *instance_id,
+                                 const char *reason, wf_uow_idem *idem, wf_instance_row *out,
+                                 bool *started, wf_error *err);
+
 /* ---- GetInstance ------------------------------------------------------------------ */
 
 typedef struct wf_net_marking {

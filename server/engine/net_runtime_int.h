@@ -99,6 +99,25 @@ wf_store_ctx wf_nw_store_ctx(const wf_ref_ctx *ctx);
 /* RFC 3339 UTC text of a time in µs, in arena. */
 char *wf_nw_time_text(wf_arena *a, int64_t us);
 
+/* ---- sagas (net_runtime_saga.c) -------------------------------------------- */
+
+/* The net instance has completed transitions with a compensation_job_type
+ * not compensated yet. */
+bool wf_nw_saga_has_steps(const net_work *w);
+
+/* Starts compensating when there are steps (*started): the forward work is
+ * abandoned, COMPENSATING, COMPENSATION_STARTED (cause in its data) and
+ * the first compensation job. Else changes nothing. */
+wf_code wf_nw_saga_begin(net_work *w, const char *cause, bool *started, wf_error *err);
+
+/* CompleteJob of compensation job ji (patch merged, NULL = none): the step
+ * is done, then the next one or the end (COMPENSATED / FAILED). */
+wf_code wf_nw_saga_job_done(net_work *w, size_t ji, const char *patch, wf_error *err);
+
+/* Compensation job ji failed with no attempt left: COMPENSATION_STEP_FAILED,
+ * then the next step or the end. */
+wf_code wf_nw_saga_job_failed(net_work *w, size_t ji, const char *message, wf_error *err);
+
 /* ---- hooks called by referral.c ------------------------------------------- */
 
 /* StartInstance found a NET definition (the latest, or the version asked):

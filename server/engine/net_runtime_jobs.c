@@ -23,8 +23,11 @@
  * the job returns to ACTIVATABLE after
  *     min(max_backoff, initial_backoff * multiplier^(n-1)) * U(0.8, 1.2)
  * for failed attempt n (or backoff_override, without jitter); else the
- * job FAILS and the instance becomes FAILED with last_error (an incident;
- * compensation is a later feature). An expired lease spends nothing.
+ * job FAILS: the instance starts compensating when it has completed
+ * transitions with a compensation_job_type (net_runtime_saga.c), else it
+ * becomes FAILED with last_error (an incident, see RetryInstance). A
+ * compensation job that fails for good is recorded and compensation
+ * continues. An expired lease spends nothing.
  */
 #include "net_runtime_int.h"
 
@@ -289,7 +292,8 @@ open_job(job_op *op, wf_tx *tx, net_work *w, size_t *ji, wf_error *err)
     const wf_job_row *j = NW_ROW(w, jobs, wf_job_row, *ji);
     if (j->state != WF_JOB_ACTIVATED)
         return lease_lost(op->key, "is not an active lease", err);
-    if (w->rw.insts[w->inst].status != WF_INSTANCE_RUNNING)
+    if (w->rw.insts[w->inst].status !=
+        (j->compensation ? WF_INSTANCE_COMPENSATING : WF_INSTANCE_RUNNING))
         return lease_lost(op->key, "belongs to an instance that is not running", err);
     return WF_OK;
 }
@@ -305,6 +309,15 @@ complete_body(wf_tx *tx, void *arg, wf_error *err)
     if (rc != WF_OK)
         return rc;
     const wf_job_row *j = NW_ROW(&w, jobs, wf_job_row, ji);
+    if (j->compensation) {
+        /* A saga step: the next one, or the end (net_runtime_saga.c). */
+        rc = wf_nw_saga_job_done(&w, ji, op->patch, err);
+        if (rc == WF_OK)
+            rc = wf_nw_write(&w, err);
+        if (rc == WF_OK)
+            wf_nw_keep_wake(&w, &op->wake, &op->n_wake);
+        return rc;
+    }
     const char *item_id = j->work_item_id;
     size_t ii = wf_nw_find(&w, &w.items, sizeof(wf_work_item_row), item_id);
     if (ii == WF_REF_NONE || NW_ROW(&w, items, wf_work_item_row, ii)->state != WF_WORK_ITEM_ENABLED)
@@ -397,6 +410,10 @@ fail_body(wf_tx *tx, void *arg, wf_error *err)
                          err);
         if (rc == WF_OK)
             rc = wf_nw_add_wake(&w, j->job_type, err);
+    } else if (j->compensation) {
+        /* A saga step failed for good: recorded, compensation continues. */
+        j->attempt = spent;
+        rc = wf_nw_saga_job_failed(&w, ji, op->message, err);
     } else {
         j->attempt = spent;
         j->state = WF_JOB_FAILED;
@@ -404,7 +421,11 @@ fail_body(wf_tx *tx, void *arg, wf_error *err)
         snprintf(msg, sizeof msg, "job \"%s\" of transition \"%s\" failed after %d attempt%s: %s",
                  j->id, j->transition_id != NULL ? j->transition_id : "", (int)spent,
                  spent == 1 ? "" : "s", op->message);
-        rc = wf_nw_fail_instance(&w, msg, err);
+        /* Completed compensable steps: the saga; else an incident. */
+        bool started = false;
+        rc = wf_nw_saga_begin(&w, msg, &started, err);
+        if (rc == WF_OK && !started)
+            rc = wf_nw_fail_instance(&w, msg, err);
     }
     if (rc == WF_OK)
         rc = wf_nw_write(&w, err);

@@ -154,8 +154,9 @@ wf_code wf_referral_complete_and_end(const wf_ref_ctx *ctx, const char *task_id,
                                      const char *variables_json, wf_uow_idem *idem, wf_ref_end *out,
                                      wf_error *err);
 
-/* CancelInstance: the instance and all its descendants. compensate is not
- * built yet (WF_E_UNIMPLEMENTED). reason may be NULL. */
+/* CancelInstance: the instance and all its descendants. compensate is a
+ * plain cancel for ad-hoc trees (nets compensate in net_runtime_saga.c);
+ * reason may be NULL. */
 wf_code wf_referral_cancel(const wf_ref_ctx *ctx, const char *instance_id, const char *reason,
                            bool compensate, wf_uow_idem *idem, wf_instance_row *out, wf_error *err);
 

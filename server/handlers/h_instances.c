@@ -6,6 +6,7 @@
  */
 #include "h_common.h"
 #include "handlers.h"
+#include "signals.h"
 
 /* ---- StartInstance ------------------------------------------------------------------ */
 
@@ -160,6 +161,16 @@ h_get_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **re
         return rc;
     if (nv.is_net && fill_net_view(call->arena, &nv, m) != WF_OK)
         return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    /* Signals buffered for it (by id or by its aggregate; signals.c). */
+    wf_signal_row *buffered = NULL;
+    size_t n_buffered = 0;
+    rc = wf_sig_buffered_for(&ctx, &v.instance, &buffered, &n_buffered, err);
+    if (rc != WF_OK)
+        return rc;
+    m->buffered_signals = wf_h_signals(call->arena, buffered, n_buffered);
+    m->n_buffered_signals = n_buffered;
+    if (m->buffered_signals == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
     *resp = &m->base;
     return WF_OK;
 }
@@ -202,6 +213,36 @@ h_list_instances(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
     return WF_OK;
 }
 
+/* ---- SetVariables ---------------------------------------------------------------- */
+
+static ProtobufCMessage *
+build_set_variables(wf_arena *a, const void *result)
+{
+    Workflow__V1__SetVariablesResponse *m = wf_arena_alloc(a, sizeof *m);
+    if (m == NULL)
+        return NULL;
+    workflow__v1__set_variables_response__init(m);
+    m->instance = wf_h_instance(a, result);
+    return m->instance != NULL ? &m->base : NULL;
+}
+
+static const wf_h_builder set_variables_builder = {
+    build_set_variables, &workflow__v1__set_variables_response__descriptor};
+
+wf_code
+h_set_variables(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
+{
+    const Workflow__V1__SetVariablesRequest *req = (const void *)msg;
+    wf_net_ctx ctx;
+    wf_uow_idem idem;
+    wf_instance_row out;
+    wf_h_net_ctx(call, &ctx);
+    wf_code rc = wf_h_idem(call, msg, req->request_id, &set_variables_builder, &idem, err);
+    if (rc == WF_OK)
+        rc = wf_sig_set_variables(&ctx, req->instance_id, req->variables_json, &idem, &out, err);
+    return wf_h_respond(call, rc, &idem, &set_variables_builder, &out, resp, err);
+}
+
 /* ---- CancelInstance -------------------------------------------------------------- */
 
 static ProtobufCMessage *
@@ -228,8 +269,46 @@ h_cancel_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage *
     wf_instance_row out;
     wf_h_ref_ctx(call, &ctx);
     wf_code rc = wf_h_idem(call, msg, req->request_id, &cancel_builder, &idem, err);
-    if (rc == WF_OK)
-        rc = wf_referral_cancel(&ctx, req->instance_id, req->reason, req->compensate, &idem, &out,
-                                err);
+    bool compensating = false;
+    if (rc == WF_OK && req->compensate) {
+        /* A net with completed compensable steps starts its saga
+         * (net_runtime_saga.c); anything else is a plain cancel. */
+        wf_net_ctx nctx;
+        wf_h_net_ctx(call, &nctx);
+        rc = wf_net_cancel_compensate(&nctx, req->instance_id, req->reason, &idem, &out,
+                                      &compensating, err);
+    }
+    if (rc == WF_OK && !compensating)
+        rc = wf_referral_cancel(&ctx, req->instance_id, req->reason, false, &idem, &out, err);
     return wf_h_respond(call, rc, &idem, &cancel_builder, &out, resp, err);
+}
+
+/* ---- RetryInstance --------------------------------------------------------------- */
+
+static ProtobufCMessage *
+build_retry(wf_arena *a, const void *result)
+{
+    Workflow__V1__RetryInstanceResponse *m = wf_arena_alloc(a, sizeof *m);
+    if (m == NULL)
+        return NULL;
+    workflow__v1__retry_instance_response__init(m);
+    m->instance = wf_h_instance(a, result);
+    return m->instance != NULL ? &m->base : NULL;
+}
+
+static const wf_h_builder retry_builder = {build_retry,
+                                           &workflow__v1__retry_instance_response__descriptor};
+
+wf_code
+h_retry_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
+{
+    const Workflow__V1__RetryInstanceRequest *req = (const void *)msg;
+    wf_net_ctx ctx;
+    wf_uow_idem idem;
+    wf_instance_row out;
+    wf_h_net_ctx(call, &ctx);
+    wf_code rc = wf_h_idem(call, msg, req->request_id, &retry_builder, &idem, err);
+    if (rc == WF_OK)
+        rc = wf_net_retry_instance(&ctx, req->instance_id, &idem, &out, err);
+    return wf_h_respond(call, rc, &idem, &retry_builder, &out, resp, err);
 }

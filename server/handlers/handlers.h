@@ -28,6 +28,10 @@ wf_code h_list_instances(wf_call *call, const ProtobufCMessage *req, ProtobufCMe
                          wf_error *err);
 wf_code h_cancel_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                           wf_error *err);
+wf_code h_set_variables(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                        wf_error *err);
+wf_code h_retry_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                         wf_error *err);
 
 /* Ad-hoc referral (h_referral.c). */
 wf_code h_assign_to(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
@@ -57,6 +61,16 @@ wf_code h_fail_job(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage 
                    wf_error *err);
 wf_code h_extend_job_lease(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                            wf_error *err);
+
+/* Signals (h_signals.c). */
+wf_code h_send_signal(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                      wf_error *err);
+wf_code h_list_signals(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                       wf_error *err);
+/* Delivery-log rows as messages (an array of n, NULL when out of memory);
+ * GetInstance uses it for buffered_signals. */
+struct wf_signal_row;
+struct Workflow__V1__Signal **wf_h_signals(wf_arena *a, const struct wf_signal_row *rows, size_t n);
 
 /* WatchEvents: the event log as a server stream (h_events.c). */
 extern const wf_stream_ops h_watch_events;

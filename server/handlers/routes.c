@@ -19,8 +19,8 @@ const wf_route wf_routes[] = {
     {"GetInstance", h_get_instance, 0, NULL},
     {"ListInstances", h_list_instances, 0, NULL},
     {"CancelInstance", h_cancel_instance, WF_ROUTE_ACTOR, NULL},
-    {"SetVariables", h_not_built, WF_ROUTE_ACTOR, NULL},
-    {"RetryInstance", h_not_built, WF_ROUTE_ACTOR, NULL},
+    {"SetVariables", h_set_variables, WF_ROUTE_ACTOR, NULL},
+    {"RetryInstance", h_retry_instance, WF_ROUTE_ACTOR, NULL},
     /* Ad-hoc referral */
     {"AssignTo", h_assign_to, WF_ROUTE_ACTOR, NULL},
     {"GetCompletion", h_get_completion, 0, NULL},
@@ -37,8 +37,8 @@ const wf_route wf_routes[] = {
     {"FailJob", h_fail_job, 0, NULL},
     {"ExtendJobLease", h_extend_job_lease, 0, NULL},
     /* Signals */
-    {"SendSignal", h_not_built, 0, NULL},
-    {"ListSignals", h_not_built, 0, NULL},
+    {"SendSignal", h_send_signal, 0, NULL},
+    {"ListSignals", h_list_signals, 0, NULL},
     /* Events */
     {"WatchEvents", NULL, WF_ROUTE_STREAM, &h_watch_events},
     {NULL, NULL, 0, NULL},

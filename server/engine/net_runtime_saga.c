@@ -1,0 +1,527 @@
+/*
+ * net_runtime_saga: sagas and incidents of NET instances (design.md
+ * section 5, "Jobs"; mission.md section 3, "Sagas").
+ *
+ * The completion history is the work items of transitions with a
+ * compensation_job_type, kept as FIRED rows with finished_at
+ * (net_runtime.c, apply_fired). Compensation:
+ *   begin      a job failed for good, or CancelInstance{compensate}: the
+ *              forward work is abandoned (enabled items withdrawn with
+ *              their tasks, jobs, timers, subscriptions; tokens removed),
+ *              the instance goes COMPENSATING (COMPENSATION_STARTED with
+ *              the transition ids in compensation order) and the first
+ *              compensation job is created;
+ *   step       one compensation job at a time for the FIRED item finished
+ *              last that has no job yet: compensation = true, job_type =
+ *              the transition's compensation_job_type, its retry policy,
+ *              the instance variables, idempotency key
+ *              "<instance>:<work item>:compensate" (stable across attempts
+ *              and RetryInstance);
+ *   completed  the job and the item are deleted (never compensated twice),
+ *              then the next step;
+ *   failed     after the job's own retries: the job stays FAILED (the
+ *              marker that compensation failed), COMPENSATION_STEP_FAILED,
+ *              last_error = its message, then the next step;
+ *   end        no step left: FAILED (INSTANCE_FAILED) when a compensation
+ *              job FAILED, else COMPENSATED (INSTANCE_COMPENSATED).
+ * RetryInstance of a FAILED instance re-arms the failed job with fresh
+ * attempts (INCIDENT_RESOLVED): a failed compensation job (the one that
+ * comes first in compensation order; the others are queued again) resumes
+ * COMPENSATING, a failed forward job resumes RUNNING.
+ */
+#include "net_runtime_int.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine_json.h"
+#include "wf_time.h"
+
+#define ITEM(w, i) NW_ROW(w, items, wf_work_item_row, i)
+#define JOB(w, i) NW_ROW(w, jobs, wf_job_row, i)
+
+static bool
+same(const char *a, const char *b)
+{
+    return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+
+static const wf_transition *
+transition_of(const net_work *w, const char *id)
+{
+    if (w->net == NULL || id == NULL)
+        return NULL;
+    int t = wf_net_transition_index(w->net, id);
+    return t >= 0 ? &w->net->transitions[t] : NULL;
+}
+
+static const char *
+comp_type(const net_work *w, const wf_work_item_row *it)
+{
+    const wf_transition *t = transition_of(w, it->transition_id);
+    return t != NULL && t->compensation_job_type != NULL && t->compensation_job_type[0] != '\0'
+               ? t->compensation_job_type
+               : NULL;
+}
+
+static const char *
+inst_id(const net_work *w)
+{
+    return w->rw.insts[w->inst].id;
+}
+
+/* Item i is a completed compensable step of the instance. */
+static bool
+compensable(const net_work *w, size_t i)
+{
+    const wf_work_item_row *it = ITEM(w, i);
+    return !(w->items.flags[i] & NW_GONE) && it->state == WF_WORK_ITEM_FIRED &&
+           same(it->instance_id, inst_id(w)) && comp_type(w, it) != NULL;
+}
+
+/* a is compensated before b: finished later (then enabled later, then the
+ * larger, time-ordered id). */
+static bool
+before(const wf_work_item_row *a, const wf_work_item_row *b)
+{
+    if (a->finished_at != b->finished_at)
+        return a->finished_at > b->finished_at;
+    if (a->enabled_at != b->enabled_at)
+        return a->enabled_at > b->enabled_at;
+    return strcmp(a->id, b->id) > 0;
+}
+
+/* The live job (any state) of the instance for work item id; WF_REF_NONE. */
+static size_t
+job_of_item(const net_work *w, const char *item_id, bool compensation)
+{
+    for (size_t i = 0; i < w->jobs.n; i++)
+        if (!(w->jobs.flags[i] & NW_GONE) && JOB(w, i)->compensation == compensation &&
+            same(JOB(w, i)->work_item_id, item_id))
+            return i;
+    return WF_REF_NONE;
+}
+
+bool
+wf_nw_saga_has_steps(const net_work *w)
+{
+    for (size_t i = 0; i < w->items.n; i++)
+        if (compensable(w, i))
+            return true;
+    return false;
+}
+
+/* Appends a NEW job row to w->jobs. */
+static wf_code
+add_job(net_work *w, const wf_job_row *row, wf_error *err)
+{
+    nw_rows *r = &w->jobs;
+    if (r->n + 1 > r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 8;
+        wf_job_row *rows = wf_arena_calloc(w->rw.arena, cap, sizeof *rows);
+        unsigned char *fl = wf_arena_calloc(w->rw.arena, cap, 1);
+        if (rows == NULL || fl == NULL)
+            return wf_ref__nomem(err);
+        if (r->n > 0) {
+            memcpy(rows, r->rows, r->n * sizeof *rows);
+            memcpy(fl, r->flags, r->n);
+        }
+        r->rows = rows;
+        r->flags = fl;
+        r->cap = cap;
+    }
+    ((wf_job_row *)r->rows)[r->n] = *row;
+    r->flags[r->n++] = NW_NEW;
+    return WF_OK;
+}
+
+static wf_code
+create_step(net_work *w, size_t ii, wf_error *err)
+{
+    const wf_instance_row *in = &w->rw.insts[w->inst];
+    const wf_work_item_row *it = ITEM(w, ii);
+    const wf_transition *t = transition_of(w, it->transition_id);
+    wf_retry_policy r = wf_net_retry_effective(t);
+    char *id = wf_arena_alloc(w->rw.arena, WF_UUID_LEN + 1);
+    if (id == NULL)
+        return wf_ref__nomem(err);
+    wf_uuid7(id);
+    wf_job_row job = {
+        .id = id,
+        .tenant = (char *)w->rw.ctx->tenant,
+        .root_id = in->root_id,
+        .instance_id = in->id,
+        .work_item_id = it->id,
+        .transition_id = it->transition_id,
+        .job_type = (char *)t->compensation_job_type,
+        .state = WF_JOB_ACTIVATABLE,
+        .attempt = 0,
+        .max_attempts = r.max_attempts,
+        .activatable_at = w->rw.now,
+        .initial_backoff_ms = r.initial_backoff_ms,
+        .backoff_multiplier = r.multiplier,
+        .max_backoff_ms = r.max_backoff_ms,
+        .variables_json = in->variables_json,
+        .idempotency_key = wf_arena_printf(w->rw.arena, "%s:%s:compensate", in->id, it->id),
+        .compensation = true,
+        .created_at = w->rw.now,
+    };
+    if (job.id == NULL || job.idempotency_key == NULL)
+        return wf_ref__nomem(err);
+    wf_code rc = add_job(w, &job, err);
+    if (rc == WF_OK)
+        rc = wf_nw_add_wake(w, job.job_type, err);
+    if (rc == WF_OK)
+        rc =
+            wf_nw_event(w, "JOB_CREATED",
+                        json_pack("{s:s,s:s,s:s,s:s,s:b,s:s}", "jobId", job.id, "jobType",
+                                  job.job_type, "transitionId", it->transition_id, "workItemId",
+                                  it->id, "compensation", 1, "idempotencyKey", job.idempotency_key),
+                        err);
+    return rc;
+}
+
+/* Creates the next compensation job, or ends the compensation. */
+static wf_code
+next_step(net_work *w, wf_error *err)
+{
+    size_t best = WF_REF_NONE;
+    for (size_t i = 0; i < w->items.n; i++)
+        if (compensable(w, i) && job_of_item(w, ITEM(w, i)->id, true) == WF_REF_NONE &&
+            (best == WF_REF_NONE || before(ITEM(w, i), ITEM(w, best))))
+            best = i;
+    if (best != WF_REF_NONE)
+        return create_step(w, best, err);
+    bool failed = false;
+    for (size_t i = 0; i < w->jobs.n && !failed; i++)
+        failed = !(w->jobs.flags[i] & NW_GONE) && JOB(w, i)->compensation &&
+                 JOB(w, i)->state == WF_JOB_FAILED && same(JOB(w, i)->instance_id, inst_id(w));
+    wf_instance_row *in = &w->rw.insts[w->inst];
+    if (failed) {
+        const char *msg = in->last_error != NULL ? in->last_error : "a compensation job failed";
+        return wf_nw_fail_instance(w, msg, err);
+    }
+    in->status = WF_INSTANCE_COMPENSATED;
+    in->ended_at = w->rw.now;
+    wf_ref__touch_instance(&w->rw, w->inst);
+    return wf_nw_event(w, "INSTANCE_COMPENSATED", json_object(), err);
+}
+
+wf_code
+wf_nw_saga_begin(net_work *w, const char *cause, bool *started, wf_error *err)
+{
+    *started = false;
+    size_t n = 0;
+    for (size_t i = 0; i < w->items.n; i++)
+        n += compensable(w, i);
+    if (n == 0)
+        return WF_OK;
+    *started = true;
+    const char *id = inst_id(w);
+    wf_code rc = WF_OK;
+    /* The forward work is abandoned. */
+    for (size_t i = 0; rc == WF_OK && i < w->items.n; i++) {
+        wf_work_item_row *it = ITEM(w, i);
+        if ((w->items.flags[i] & NW_GONE) || !same(it->instance_id, id) ||
+            it->state != WF_WORK_ITEM_ENABLED)
+            continue;
+        rc = wf_nw_event(
+            w, "WORKITEM_WITHDRAWN",
+            json_pack("{s:s,s:s}", "transitionId", it->transition_id, "workItemId", it->id), err);
+        for (size_t k = 0; rc == WF_OK && k < w->rw.n_tasks; k++) {
+            const wf_task_row *t = &w->rw.tasks[k];
+            if (same(t->work_item_id, it->id) &&
+                (t->status == WF_TASK_OPEN || t->status == WF_TASK_CLAIMED))
+                rc = wf_ref__cancel_task(&w->rw, k, err);
+        }
+        wf_nw_gone(&w->items, i);
+    }
+    for (size_t i = 0; i < w->jobs.n; i++)
+        if (same(JOB(w, i)->instance_id, id))
+            wf_nw_gone(&w->jobs, i);
+    for (size_t i = 0; i < w->timers.n; i++)
+        if (same(NW_ROW(w, timers, wf_timer_row, i)->instance_id, id))
+            wf_nw_gone(&w->timers, i);
+    for (size_t i = 0; i < w->subs.n; i++)
+        if (same(NW_ROW(w, subs, wf_subscription_row, i)->instance_id, id))
+            wf_nw_gone(&w->subs, i);
+    for (size_t i = 0; i < w->toks.n; i++)
+        wf_nw_gone(&w->toks, i);
+    if (rc != WF_OK)
+        return rc;
+    /* The steps in compensation order, for the event. */
+    json_t *ids = json_array();
+    bool *taken = wf_arena_calloc(w->rw.arena, w->items.n + 1, sizeof *taken);
+    if (ids == NULL || taken == NULL) {
+        json_decref(ids);
+        return wf_ref__nomem(err);
+    }
+    for (size_t k = 0; k < n; k++) {
+        size_t best = WF_REF_NONE;
+        for (size_t i = 0; i < w->items.n; i++)
+            if (!taken[i] && compensable(w, i) &&
+                (best == WF_REF_NONE || before(ITEM(w, i), ITEM(w, best))))
+                best = i;
+        taken[best] = true;
+        json_array_append_new(ids, json_string(ITEM(w, best)->transition_id));
+    }
+    wf_instance_row *in = &w->rw.insts[w->inst];
+    in->status = WF_INSTANCE_COMPENSATING;
+    in->last_error = NULL;
+    wf_ref__touch_instance(&w->rw, w->inst);
+    rc = wf_nw_event(
+        w, "COMPENSATION_STARTED",
+        json_pack("{s:o,s:s}", "transitionIds", ids, "cause", cause != NULL ? cause : ""), err);
+    if (rc == WF_OK)
+        rc = next_step(w, err);
+    return rc;
+}
+
+wf_code
+wf_nw_saga_job_done(net_work *w, size_t ji, const char *patch, wf_error *err)
+{
+    wf_job_row *j = JOB(w, ji);
+    wf_code rc =
+        wf_nw_event(w, "JOB_COMPLETED",
+                    json_pack("{s:s,s:s,s:s,s:i,s:b}", "jobId", j->id, "transitionId",
+                              j->transition_id != NULL ? j->transition_id : "", "workItemId",
+                              j->work_item_id, "attempt", (int)j->attempt + 1, "compensation", 1),
+                    err);
+    if (rc != WF_OK)
+        return rc;
+    size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), j->work_item_id);
+    if (ii != WF_REF_NONE)
+        wf_nw_gone(&w->items, ii);
+    wf_nw_gone(&w->jobs, ji);
+    wf_instance_row *in = &w->rw.insts[w->inst];
+    if (patch != NULL && strcmp(patch, "{}") != 0) {
+        const char *merged;
+        rc = wf_engine_json_merge(w->rw.arena, in->variables_json, patch, &merged, err);
+        if (rc != WF_OK)
+            return rc;
+        in->variables_json = (char *)merged;
+        wf_ref__touch_instance(&w->rw, w->inst);
+    }
+    return next_step(w, err);
+}
+
+wf_code
+wf_nw_saga_job_failed(net_work *w, size_t ji, const char *message, wf_error *err)
+{
+    wf_job_row *j = JOB(w, ji);
+    j->state = WF_JOB_FAILED;
+    wf_nw_dirty(&w->jobs, ji);
+    char msg[4096 + 256];
+    snprintf(msg, sizeof msg,
+             "compensation job \"%s\" of transition \"%s\" failed after %d attempt%s: %s", j->id,
+             j->transition_id != NULL ? j->transition_id : "", (int)j->attempt,
+             j->attempt == 1 ? "" : "s", message != NULL ? message : "");
+    wf_instance_row *in = &w->rw.insts[w->inst];
+    in->last_error = wf_ref__strdup(&w->rw, msg);
+    if (in->last_error == NULL)
+        return wf_ref__nomem(err);
+    wf_ref__touch_instance(&w->rw, w->inst);
+    wf_code rc = wf_nw_event(w, "COMPENSATION_STEP_FAILED",
+                             json_pack("{s:s,s:s,s:s}", "jobId", j->id, "transitionId",
+                                       j->transition_id != NULL ? j->transition_id : "",
+                                       "errorMessage", message != NULL ? message : ""),
+                             err);
+    if (rc == WF_OK)
+        rc = next_step(w, err);
+    return rc;
+}
+
+/* ---- RetryInstance --------------------------------------------------------------- */
+
+typedef struct retry_op {
+    const wf_net_ctx *ctx;
+    const char *instance_id;
+    wf_instance_row *out;
+    const char **wake;
+    size_t n_wake;
+} retry_op;
+
+static void
+rearm(net_work *w, size_t ji)
+{
+    wf_job_row *j = JOB(w, ji);
+    j->state = WF_JOB_ACTIVATABLE;
+    j->attempt = 0;
+    j->activatable_at = w->rw.now;
+    j->key = NULL;
+    j->worker = NULL;
+    j->lease_expires_at = 0;
+    j->variables_json = w->rw.insts[w->inst].variables_json;
+    wf_nw_dirty(&w->jobs, ji);
+}
+
+static wf_code
+retry_body(wf_tx *tx, void *arg, wf_error *err)
+{
+    retry_op *op = arg;
+    net_work w;
+    op->n_wake = 0;
+    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->instance_id, err);
+    if (rc != WF_OK)
+        return rc;
+    wf_instance_row *in = &w.rw.insts[w.inst];
+    if (in->status == WF_INSTANCE_COMPLETED || in->status == WF_INSTANCE_CANCELLED ||
+        in->status == WF_INSTANCE_COMPENSATED)
+        return wf_error_set(err, WF_E_INSTANCE_NOT_RUNNING, "instance \"%s\" has ended",
+                            op->instance_id);
+    *op->out = *in;
+    if (in->status != WF_INSTANCE_FAILED)
+        return WF_OK; /* no open incident: nothing changes */
+    /* A failed compensation first (compensation order), else the failed
+     * forward job. */
+    size_t comp = WF_REF_NONE, fwd = WF_REF_NONE;
+    for (size_t i = 0; i < w.jobs.n; i++) {
+        const wf_job_row *j = JOB(&w, i);
+        if ((w.jobs.flags[i] & NW_GONE) || j->state != WF_JOB_FAILED ||
+            !same(j->instance_id, in->id))
+            continue;
+        if (!j->compensation) {
+            if (fwd == WF_REF_NONE)
+                fwd = i;
+            continue;
+        }
+        size_t ii = wf_nw_find(&w, &w.items, sizeof(wf_work_item_row), j->work_item_id);
+        size_t ci = comp != WF_REF_NONE ? wf_nw_find(&w, &w.items, sizeof(wf_work_item_row),
+                                                     JOB(&w, comp)->work_item_id)
+                                        : WF_REF_NONE;
+        if (comp == WF_REF_NONE ||
+            (ii != WF_REF_NONE && (ci == WF_REF_NONE || before(ITEM(&w, ii), ITEM(&w, ci)))))
+            comp = i;
+    }
+    size_t ji = comp != WF_REF_NONE ? comp : fwd;
+    if (ji == WF_REF_NONE)
+        return WF_OK; /* an incident this call cannot retry: unchanged */
+    if (comp != WF_REF_NONE) {
+        /* The other failed compensations are queued again (next_step). */
+        for (size_t i = 0; i < w.jobs.n; i++) {
+            const wf_job_row *j = JOB(&w, i);
+            if (i != comp && !(w.jobs.flags[i] & NW_GONE) && j->compensation &&
+                j->state == WF_JOB_FAILED && same(j->instance_id, in->id))
+                wf_nw_gone(&w.jobs, i);
+        }
+    }
+    rearm(&w, ji);
+    const wf_job_row *j = JOB(&w, ji);
+    in->status = comp != WF_REF_NONE ? WF_INSTANCE_COMPENSATING : WF_INSTANCE_RUNNING;
+    in->last_error = NULL;
+    in->ended_at = 0;
+    wf_ref__touch_instance(&w.rw, w.inst);
+    rc = wf_nw_event(&w, "INCIDENT_RESOLVED",
+                     json_pack("{s:s,s:s,s:s,s:b}", "jobId", j->id, "transitionId",
+                               j->transition_id != NULL ? j->transition_id : "", "workItemId",
+                               j->work_item_id != NULL ? j->work_item_id : "", "compensation",
+                               j->compensation),
+                     err);
+    if (rc == WF_OK)
+        rc = wf_nw_add_wake(&w, j->job_type, err);
+    if (rc == WF_OK)
+        rc = wf_nw_write(&w, err);
+    if (rc == WF_OK) {
+        *op->out = w.rw.insts[w.inst];
+        wf_nw_keep_wake(&w, &op->wake, &op->n_wake);
+    }
+    return rc;
+}
+
+wf_code
+wf_net_retry_instance(const wf_net_ctx *ctx, const char *instance_id, wf_uow_idem *idem,
+                      wf_instance_row *out, wf_error *err)
+{
+    if (instance_id == NULL || !wf_uuid_valid(instance_id))
+        return wf_error_set(err, WF_E_INSTANCE_NOT_FOUND, "instance \"%.64s\" does not exist",
+                            instance_id != NULL ? instance_id : "");
+    retry_op op = {.ctx = ctx, .instance_id = instance_id, .out = out};
+    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_code rc = wf_uow_run(ctx->ref.store, &sc, idem, retry_body, &op, out, err);
+    if (rc == WF_OK && !(idem != NULL && idem->replayed))
+        wf_nw_wake(ctx, op.wake, op.n_wake);
+    return rc;
+}
+
+/* ---- CancelInstance{compensate} ------------------------------------------------- */
+
+typedef struct cancel_op {
+    const wf_net_ctx *ctx;
+    const char *instance_id;
+    const char *reason;
+    wf_instance_row *out;
+    bool started;
+    bool fallback;
+    const char **wake;
+    size_t n_wake;
+} cancel_op;
+
+static wf_code
+cancel_body(wf_tx *tx, void *arg, wf_error *err)
+{
+    cancel_op *op = arg;
+    net_work w;
+    op->started = false;
+    op->fallback = false;
+    op->n_wake = 0;
+    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->instance_id, err);
+    if (rc != WF_OK)
+        return rc;
+    wf_instance_row *in = &w.rw.insts[w.inst];
+    if (in->status != WF_INSTANCE_RUNNING && in->status != WF_INSTANCE_FAILED)
+        return wf_error_set(err, WF_E_INSTANCE_NOT_RUNNING, "instance \"%s\" has already ended",
+                            op->instance_id);
+    if (w.net == NULL || !wf_nw_saga_has_steps(&w)) {
+        /* Nothing to compensate: a plain cancel (the caller). An error, so
+         * that nothing is written or recorded under the request id. */
+        op->fallback = true;
+        return wf_error_set(err, WF_E_UNIMPLEMENTED, "nothing to compensate");
+    }
+    /* Descendants (referrals under the net instance) are cancelled. */
+    for (size_t t = 0; rc == WF_OK && t < w.rw.n_tasks; t++) {
+        const wf_task_row *tk = &w.rw.tasks[t];
+        size_t ti = wf_ref__find_instance(&w.rw, tk->instance_id);
+        if (ti != w.inst && (tk->status == WF_TASK_OPEN || tk->status == WF_TASK_CLAIMED) &&
+            wf_ref__in_subtree(&w.rw, ti, w.inst))
+            rc = wf_ref__cancel_task(&w.rw, t, err);
+    }
+    for (size_t k = w.rw.n_insts; rc == WF_OK && k-- > 0;)
+        if (k != w.inst && wf_ref__in_subtree(&w.rw, k, w.inst) &&
+            (w.rw.insts[k].status == WF_INSTANCE_RUNNING ||
+             w.rw.insts[k].status == WF_INSTANCE_FAILED))
+            rc = wf_ref__finish_instance(&w.rw, k, WF_INSTANCE_CANCELLED, op->reason, err);
+    char cause[1100];
+    snprintf(cause, sizeof cause, "cancelled%s%s", op->reason != NULL && op->reason[0] ? ": " : "",
+             op->reason != NULL ? op->reason : "");
+    if (rc == WF_OK)
+        rc = wf_nw_saga_begin(&w, cause, &op->started, err);
+    if (rc == WF_OK)
+        rc = wf_nw_write(&w, err);
+    if (rc == WF_OK) {
+        *op->out = w.rw.insts[w.inst];
+        wf_nw_keep_wake(&w, &op->wake, &op->n_wake);
+    }
+    return rc;
+}
+
+wf_code
+wf_net_cancel_compensate(const wf_net_ctx *ctx, const char *instance_id, const char *reason,
+                         wf_uow_idem *idem, wf_instance_row *out, bool *started, wf_error *err)
+{
+    *started = false;
+    if (instance_id == NULL || !wf_uuid_valid(instance_id) ||
+        (reason != NULL && strlen(reason) > 1024))
+        return WF_OK; /* the plain cancel reports it */
+    cancel_op op = {.ctx = ctx, .instance_id = instance_id, .reason = reason, .out = out};
+    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_code rc = wf_uow_run(ctx->ref.store, &sc, idem, cancel_body, &op, out, err);
+    if (rc != WF_OK && op.fallback) {
+        wf_error_clear(err);
+        return WF_OK;
+    }
+    if (rc == WF_OK && !(idem != NULL && idem->replayed))
+        wf_nw_wake(ctx, op.wake, op.n_wake);
+    *started = rc == WF_OK;
+    return rc;
+}

@@ -1,0 +1,844 @@
+/*
+ * signals: SendSignal, ListSignals, buffered signals, SetVariables and the
+ * enablement hooks of MSG work items (signals.h, signals_int.h).
+ *
+ * Must not: include protobuf or grpc headers.
+ */
+#include "signals_int.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine_json.h"
+#include "wf_time.h"
+
+#define SUB(w, i) NW_ROW(w, subs, wf_subscription_row, i)
+#define ITEM(w, i) NW_ROW(w, items, wf_work_item_row, i)
+
+#define MAX_NAME 256
+#define MAX_AGG 128
+#define MAX_SIGNAL_ID 256
+
+static bool
+same(const char *a, const char *b)
+{
+    return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+
+static bool
+unset(const char *s)
+{
+    return s == NULL || s[0] == '\0';
+}
+
+static bool
+ended(wf_instance_status s)
+{
+    return s == WF_INSTANCE_COMPLETED || s == WF_INSTANCE_CANCELLED || s == WF_INSTANCE_COMPENSATED;
+}
+
+/* Codes of a refused firing, which become an incident (as for timers). */
+static bool
+incident_code(wf_code rc)
+{
+    return rc == WF_E_NO_ARC_MATCHED || rc == WF_E_INVALID_ARGUMENT || rc == WF_E_INVALID_JSON ||
+           rc == WF_E_DEFINITION_INVALID || rc == WF_E_TOO_LARGE;
+}
+
+static char *
+new_id(wf_arena *a)
+{
+    char *id = wf_arena_alloc(a, WF_UUID_LEN + 1);
+    if (id != NULL)
+        wf_uuid7(id);
+    return id;
+}
+
+static bool
+printable(const char *s, size_t max)
+{
+    size_t n = 0;
+    if (s == NULL)
+        return false;
+    for (; s[n] != '\0'; n++)
+        if ((unsigned char)s[n] < 0x20 || s[n] == 0x7f)
+            return false;
+    return n >= 1 && n <= max;
+}
+
+static wf_code
+violation(const wf_ref_ctx *ctx, wf_code code, const char *field, const char *msg, wf_error *err)
+{
+    if (ctx->violation != NULL)
+        ctx->violation(ctx->violation_arg, field, msg);
+    return wf_error_set(err, code, "%s %s", field, msg);
+}
+
+/* ---- the pending queue of MSG firings (signals_int.h) ------------------------------------ */
+
+typedef struct sig_pending {
+    struct sig_pending *below;
+    const char *item_id;
+    wf_signal_row sig; /* as consumed */
+} sig_pending;
+
+static _Thread_local sig_pending *tl_top;
+
+void *
+wf_sig__pending_mark(void)
+{
+    return tl_top;
+}
+
+static json_t *
+consumed_data(const wf_signal_row *s, const char *transition_id, const char *item_id)
+{
+    return json_pack("{s:s,s:s,s:s*,s:s,s:s,s:b}", "signalName", s->name, "signalLogId", s->id,
+                     "signalId", unset(s->signal_id) ? NULL : s->signal_id, "transitionId",
+                     transition_id != NULL ? transition_id : "", "workItemId", item_id, "buffered",
+                     s->outcome == WF_SIGNAL_BUFFERED);
+}
+
+wf_code
+wf_sig__msg_enabled(net_work *w, const wf_work_item_row *it, const wf_transition *t, wf_error *err)
+{
+    const wf_instance_row *in = &w->rw.insts[w->inst];
+    bool by_agg = t->correlation == WF_CORRELATION_AGGREGATE;
+    if (unset(t->signal_name) ||
+        (by_agg && (unset(in->aggregate_type) || in->aggregate_id == NULL)))
+        return WF_OK;
+    wf_signal_row sig;
+    bool found = false;
+    wf_code rc = wf_tx_consume_signal(
+        w->tx, t->signal_name, by_agg ? NULL : in->id, by_agg ? in->aggregate_type : NULL,
+        by_agg ? in->aggregate_id : NULL, in->id, t->id, w->rw.now, &sig, &found, err);
+    if (rc != WF_OK || !found)
+        return rc;
+    sig_pending *p = wf_arena_calloc(w->rw.arena, 1, sizeof *p);
+    if (p == NULL)
+        return wf_ref__nomem(err);
+    p->item_id = it->id;
+    p->sig = sig;
+    p->below = tl_top;
+    tl_top = p;
+    return WF_OK;
+}
+
+/* Puts a consumed signal back in the buffer (its work item was withdrawn
+ * before it could fire). */
+static wf_code
+unconsume(net_work *w, const wf_signal_row *s, wf_error *err)
+{
+    wf_signal_row r = *s;
+    r.buffered = true;
+    r.consumed_at = 0;
+    r.consumed_by_instance = NULL;
+    r.transition_id = NULL;
+    wf_store_changes c = {.signals = &r, .n_signals = 1};
+    return wf_tx_apply(w->tx, &c, err);
+}
+
+wf_code
+wf_sig__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err)
+{
+    size_t n = 0;
+    for (sig_pending *p = tl_top; p != NULL && p != mark; p = p->below)
+        n++;
+    if (n == 0) {
+        tl_top = mark;
+        return rc;
+    }
+    sig_pending **v = wf_arena_alloc(w->rw.arena, n * sizeof *v);
+    size_t k = n;
+    for (sig_pending *p = tl_top; p != NULL && p != mark; p = p->below)
+        if (v != NULL)
+            v[--k] = p;
+    tl_top = mark;
+    if (rc != WF_OK)
+        return rc;
+    if (v == NULL)
+        return wf_ref__nomem(err);
+    for (size_t i = 0; rc == WF_OK && i < n; i++) {
+        const sig_pending *p = v[i];
+        size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), p->item_id);
+        if (ii == WF_REF_NONE || ITEM(w, ii)->state != WF_WORK_ITEM_ENABLED ||
+            w->rw.insts[w->inst].status != WF_INSTANCE_RUNNING) {
+            rc = unconsume(w, &p->sig, err);
+            continue;
+        }
+        const char *trans = ITEM(w, ii)->transition_id;
+        rc = wf_nw_event(w, "SIGNAL_CONSUMED", consumed_data(&p->sig, trans, p->item_id), err);
+        if (rc == WF_OK)
+            rc = wf_nw_fire(w, p->item_id, unset(p->sig.payload_json) ? NULL : p->sig.payload_json,
+                            err);
+    }
+    return rc;
+}
+
+wf_code
+wf_sig__discard_buffered(net_work *w, wf_error *err)
+{
+    if (w->net == NULL)
+        return WF_OK;
+    const wf_instance_row *in = &w->rw.insts[w->inst];
+    wf_code rc = WF_OK;
+    for (size_t i = 0; rc == WF_OK && i < w->net->n_transitions; i++) {
+        const wf_transition *t = &w->net->transitions[i];
+        if (t->trigger != WF_TRIGGER_MSG || t->correlation == WF_CORRELATION_AGGREGATE ||
+            unset(t->signal_name))
+            continue;
+        bool seen = false; /* a name shared by several transitions: once */
+        for (size_t j = 0; j < i; j++) {
+            const wf_transition *o = &w->net->transitions[j];
+            seen |= o->trigger == WF_TRIGGER_MSG && o->correlation != WF_CORRELATION_AGGREGATE &&
+                    same(o->signal_name, t->signal_name);
+        }
+        for (bool found = !seen; rc == WF_OK && found;) {
+            wf_signal_row s;
+            found = false;
+            rc = wf_tx_consume_signal(w->tx, t->signal_name, in->id, NULL, NULL, in->id, NULL,
+                                      w->rw.now, &s, &found, err);
+            if (rc != WF_OK || !found)
+                break;
+            s.buffered = false;
+            s.discarded = true;
+            s.consumed_at = 0;
+            s.consumed_by_instance = NULL;
+            s.transition_id = NULL;
+            wf_store_changes c = {.signals = &s, .n_signals = 1};
+            rc = wf_tx_apply(w->tx, &c, err);
+        }
+    }
+    return rc;
+}
+
+/* ---- SendSignal ----------------------------------------------------------------------------- */
+
+typedef struct send_op {
+    const wf_net_ctx *ctx;
+    const wf_sig_send_in *in;
+    const char *payload; /* normalised object text */
+    int64_t received_at;
+    const char *log_id;
+    bool write_log;   /* this unit of work writes the log row when it fires */
+    const char *root; /* aggregate path: the root to visit */
+    const char *instance_id;
+    /* results of one run */
+    bool fired;
+    bool logged;
+    const char *fired_instance;
+    wf_signal_outcome outcome;
+    int64_t expires_at;
+    const char **wake;
+    size_t n_wake;
+} send_op;
+
+static wf_signal_row
+log_row(const send_op *op, wf_signal_outcome outcome)
+{
+    const wf_sig_send_in *in = op->in;
+    bool by_agg = unset(in->instance_id);
+    wf_signal_row r = {
+        .id = (char *)op->log_id,
+        .tenant = (char *)op->ctx->ref.tenant,
+        .signal_id = unset(in->signal_id) ? NULL : (char *)in->signal_id,
+        .name = (char *)in->name,
+        .instance_id = by_agg ? NULL : (char *)in->instance_id,
+        .aggregate_type = by_agg ? (char *)in->aggregate_type : NULL,
+        .aggregate_id = by_agg ? (char *)in->aggregate_id : NULL,
+        .payload_json = (char *)op->payload,
+        .outcome = outcome,
+        .received_at = op->received_at,
+    };
+    if (outcome == WF_SIGNAL_BUFFERED) {
+        r.buffered = true;
+        r.expires_at = op->received_at + in->buffer_ttl_ms * 1000;
+    }
+    return r;
+}
+
+static wf_code
+write_log(wf_tx *tx, const wf_signal_row *r, const wf_event_row *ev, wf_error *err)
+{
+    wf_store_changes c = {.signals = r, .n_signals = 1, .events = ev, .n_events = ev ? 1 : 0};
+    return wf_tx_apply(tx, &c, err);
+}
+
+/* The oldest waiting subscription of the net instance for this signal:
+ * INSTANCE correlation when sent by id, the aggregate when sent to it. */
+static size_t
+pick_sub(const net_work *w, const wf_sig_send_in *in)
+{
+    const wf_instance_row *inst = &w->rw.insts[w->inst];
+    size_t best = WF_REF_NONE;
+    int64_t best_at = 0;
+    const char *best_id = NULL;
+    for (size_t i = 0; i < w->subs.n; i++) {
+        const wf_subscription_row *s = SUB(w, i);
+        if ((w->subs.flags[i] & NW_GONE) || !same(s->instance_id, inst->id) ||
+            !same(s->signal_name, in->name))
+            continue;
+        if (unset(in->instance_id)) {
+            if (!same(s->aggregate_type, in->aggregate_type) ||
+                !same(s->aggregate_id, in->aggregate_id))
+                continue;
+        } else if (s->aggregate_type != NULL) {
+            continue; /* AGGREGATE correlation: not reachable by id */
+        }
+        size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), s->work_item_id);
+        if (ii == WF_REF_NONE || ITEM(w, ii)->state != WF_WORK_ITEM_ENABLED)
+            continue;
+        const wf_work_item_row *it = ITEM(w, ii);
+        if (best == WF_REF_NONE || it->enabled_at < best_at ||
+            (it->enabled_at == best_at && strcmp(it->id, best_id) < 0)) {
+            best = i;
+            best_at = it->enabled_at;
+            best_id = it->id;
+        }
+    }
+    return best;
+}
+
+static json_t *
+received_data(const send_op *op)
+{
+    return json_pack("{s:s,s:s,s:s*}", "signalName", op->in->name, "signalLogId", op->log_id,
+                     "signalId", unset(op->in->signal_id) ? NULL : op->in->signal_id);
+}
+
+/* Fires subscription si of w with the payload (or turns a refused firing
+ * into an incident). */
+static wf_code
+fire_sub(net_work *w, send_op *op, size_t si, wf_error *err)
+{
+    const char *item_id = SUB(w, si)->work_item_id;
+    const char *trans = SUB(w, si)->transition_id;
+    const char *sub_id = SUB(w, si)->id;
+    wf_signal_row consumed = log_row(op, WF_SIGNAL_CORRELATED);
+    wf_code rc = wf_nw_event(w, "SIGNAL_RECEIVED", received_data(op), err);
+    if (rc == WF_OK)
+        rc = wf_nw_event(w, "SIGNAL_CONSUMED", consumed_data(&consumed, trans, item_id), err);
+    if (rc == WF_OK)
+        rc = wf_nw_fire(w, item_id, op->payload, err);
+    if (!incident_code(rc))
+        return rc;
+    /* The firing is refused: the signal is spent on this instance, which
+     * keeps the payload and gets an incident (RetryInstance). */
+    char msg[400];
+    snprintf(msg, sizeof msg, "signal \"%s\" of transition \"%s\" could not fire: %s", op->in->name,
+             trans != NULL ? trans : "", err != NULL ? err->msg : "");
+    wf_error_clear(err);
+    rc = wf_nw_reset(w, err);
+    if (rc != WF_OK)
+        return rc;
+    size_t k = wf_nw_find(w, &w->subs, sizeof(wf_subscription_row), sub_id);
+    if (k != WF_REF_NONE)
+        wf_nw_gone(&w->subs, k);
+    wf_instance_row *in = &w->rw.insts[w->inst];
+    const char *vars;
+    rc = wf_engine_json_merge(w->rw.arena, in->variables_json, op->payload, &vars, err);
+    if (rc != WF_OK)
+        return rc;
+    in->variables_json = (char *)vars;
+    wf_ref__touch_instance(&w->rw, w->inst);
+    rc = wf_nw_event(w, "SIGNAL_RECEIVED", received_data(op), err);
+    if (rc == WF_OK)
+        rc = wf_nw_event(w, "SIGNAL_CONSUMED", consumed_data(&consumed, trans, item_id), err);
+    if (rc == WF_OK)
+        rc = wf_nw_fail_instance(w, msg, err);
+    return rc;
+}
+
+/* Writes the CORRELATED log row for the instance just fired. */
+static wf_code
+log_fired(net_work *w, send_op *op, const char *trans, wf_error *err)
+{
+    wf_signal_row r = log_row(op, WF_SIGNAL_CORRELATED);
+    r.consumed_at = w->rw.now;
+    r.consumed_by_instance = w->rw.insts[w->inst].id;
+    r.transition_id = (char *)trans;
+    return write_log(w->tx, &r, NULL, err);
+}
+
+/* By instance id: everything in one unit of work on its root. */
+static wf_code
+send_instance_body(wf_tx *tx, void *arg, wf_error *err)
+{
+    send_op *op = arg;
+    net_work w;
+    op->fired = op->logged = false;
+    op->n_wake = 0;
+    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->in->instance_id, err);
+    if (rc != WF_OK)
+        return rc;
+    op->received_at = w.rw.now;
+    wf_instance_status st = w.rw.insts[w.inst].status;
+    size_t si = WF_REF_NONE;
+    if (st == WF_INSTANCE_RUNNING && w.net != NULL)
+        si = pick_sub(&w, op->in);
+    if (si != WF_REF_NONE) {
+        const char *trans = SUB(&w, si)->transition_id;
+        rc = fire_sub(&w, op, si, err);
+        if (rc == WF_OK)
+            rc = wf_nw_write(&w, err);
+        if (rc == WF_OK)
+            rc = log_fired(&w, op, trans, err);
+        if (rc != WF_OK)
+            return rc;
+        op->outcome = WF_SIGNAL_CORRELATED;
+        op->fired = true;
+        op->fired_instance = w.rw.insts[w.inst].id;
+        wf_nw_keep_wake(&w, &op->wake, &op->n_wake);
+        return WF_OK;
+    }
+    bool buffer = !ended(st) && op->in->buffer_ttl_ms > 0;
+    wf_signal_row r = log_row(op, buffer ? WF_SIGNAL_BUFFERED : WF_SIGNAL_DROPPED);
+    if (buffer) {
+        rc = wf_nw_event(&w, "SIGNAL_BUFFERED",
+                         json_pack("{s:s,s:s,s:s*,s:s}", "signalName", op->in->name, "signalLogId",
+                                   op->log_id, "signalId",
+                                   unset(op->in->signal_id) ? NULL : op->in->signal_id, "expiresAt",
+                                   wf_nw_time_text(w.rw.arena, r.expires_at)),
+                         err);
+        if (rc == WF_OK)
+            rc = wf_nw_write(&w, err);
+    }
+    if (rc == WF_OK)
+        rc = write_log(tx, &r, NULL, err);
+    if (rc != WF_OK)
+        return rc;
+    op->outcome = r.outcome;
+    op->expires_at = r.expires_at;
+    op->logged = true;
+    return WF_OK;
+}
+
+/* By aggregate: one root, re-checked under its lock. */
+static wf_code
+send_root_body(wf_tx *tx, void *arg, wf_error *err)
+{
+    send_op *op = arg;
+    net_work w;
+    op->fired = op->logged = false;
+    op->n_wake = 0;
+    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->instance_id, err);
+    if (rc == WF_E_INSTANCE_NOT_FOUND || rc == WF_E_DEFINITION_NOT_FOUND) {
+        wf_error_clear(err);
+        return WF_OK;
+    }
+    if (rc != WF_OK)
+        return rc;
+    if (w.rw.insts[w.inst].status != WF_INSTANCE_RUNNING || w.net == NULL)
+        return WF_OK;
+    size_t si = pick_sub(&w, op->in);
+    if (si == WF_REF_NONE)
+        return WF_OK; /* fired or withdrawn meanwhile */
+    const char *trans = SUB(&w, si)->transition_id;
+    rc = fire_sub(&w, op, si, err);
+    if (rc == WF_OK)
+        rc = wf_nw_write(&w, err);
+    if (rc == WF_OK && op->write_log) {
+        rc = log_fired(&w, op, trans, err);
+        op->logged = rc == WF_OK;
+    }
+    if (rc != WF_OK)
+        return rc;
+    op->fired = true;
+    op->fired_instance = w.rw.insts[w.inst].id;
+    wf_nw_keep_wake(&w, &op->wake, &op->n_wake);
+    return WF_OK;
+}
+
+/* True when signal_id is already in the delivery log. */
+static wf_code
+seen_before(const wf_net_ctx *ctx, const char *signal_id, bool *seen, wf_error *err)
+{
+    *seen = false;
+    if (unset(signal_id))
+        return WF_OK;
+    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_signal_filter f = {.signal_id = signal_id};
+    wf_signal_row *rows = NULL;
+    size_t n = 0;
+    char *next = NULL;
+    wf_code rc = wf_store_list_signals(ctx->ref.store, &sc, &f, 1, NULL, &rows, &n, &next, err);
+    if (rc == WF_OK)
+        *seen = n > 0;
+    return rc;
+}
+
+/* A lost dedupe race: CONFLICT with the signal_id now in the log is a
+ * DUPLICATE. */
+static bool
+lost_dedupe_race(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_code rc, wf_error *err)
+{
+    if (rc != WF_E_CONFLICT || unset(in->signal_id))
+        return false;
+    wf_error e2;
+    bool seen = false;
+    if (seen_before(ctx, in->signal_id, &seen, &e2) != WF_OK || !seen)
+        return false;
+    wf_error_clear(err);
+    return true;
+}
+
+static wf_code
+check_send(const wf_ref_ctx *ctx, const wf_sig_send_in *in, wf_error *err)
+{
+    if (!printable(in->name, MAX_NAME))
+        return violation(ctx, WF_E_INVALID_ARGUMENT, "name", "must be 1 to 256 printable bytes",
+                         err);
+    if (in->has_aggregate) {
+        if (!printable(in->aggregate_type, MAX_AGG))
+            return violation(ctx, WF_E_INVALID_ARGUMENT, "aggregate.type",
+                             "must be 1 to 128 printable bytes", err);
+        if (!printable(in->aggregate_id, MAX_AGG))
+            return violation(ctx, WF_E_INVALID_ARGUMENT, "aggregate.id",
+                             "must be 1 to 128 printable bytes", err);
+    } else if (unset(in->instance_id)) {
+        return violation(ctx, WF_E_INVALID_ARGUMENT, "target",
+                         "instance_id or aggregate is required", err);
+    }
+    if (in->buffer_ttl_ms < 0)
+        return violation(ctx, WF_E_INVALID_ARGUMENT, "buffer_ttl", "must not be negative", err);
+    if (!unset(in->signal_id) && !printable(in->signal_id, MAX_SIGNAL_ID))
+        return violation(ctx, WF_E_INVALID_ARGUMENT, "signal_id",
+                         "must be at most 256 printable bytes", err);
+    return WF_OK;
+}
+
+static wf_code
+push_id(wf_arena *a, wf_sig_send_out *out, const char *id, wf_error *err)
+{
+    const char **v = wf_arena_alloc(a, (out->n_instance_ids + 1) * sizeof *v);
+    char *copy = wf_arena_strdup(a, id);
+    if (v == NULL || copy == NULL)
+        return wf_ref__nomem(err);
+    if (out->n_instance_ids > 0)
+        memcpy(v, out->instance_ids, out->n_instance_ids * sizeof *v);
+    v[out->n_instance_ids++] = copy;
+    out->instance_ids = v;
+    return WF_OK;
+}
+
+/* Buffers or drops a signal sent to an aggregate nobody awaits. */
+static wf_code
+buffer_or_drop(const wf_net_ctx *ctx, send_op *op, wf_error *err)
+{
+    wf_arena *a = ctx->ref.arena;
+    op->received_at = wf_now_us();
+    bool buffer = op->in->buffer_ttl_ms > 0;
+    wf_signal_row r = log_row(op, buffer ? WF_SIGNAL_BUFFERED : WF_SIGNAL_DROPPED);
+    wf_event_row ev = {
+        .tenant = (char *)ctx->ref.tenant,
+        .type = "SIGNAL_BUFFERED",
+        .actor = (char *)ctx->ref.actor,
+        .time = op->received_at,
+    };
+    if (buffer) {
+        json_t *data =
+            json_pack("{s:s,s:s,s:s*,s:s,s:s,s:s}", "signalName", op->in->name, "signalLogId",
+                      op->log_id, "signalId", unset(op->in->signal_id) ? NULL : op->in->signal_id,
+                      "aggregateType", op->in->aggregate_type, "aggregateId", op->in->aggregate_id,
+                      "expiresAt", wf_nw_time_text(a, r.expires_at));
+        ev.data_json = data != NULL ? wf_engine_json_dump(a, data) : NULL;
+        json_decref(data);
+        if (ev.data_json == NULL)
+            return wf_ref__nomem(err);
+    }
+    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_tx *tx = NULL;
+    wf_code rc = wf_store_begin(ctx->ref.store, &sc, &tx, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = write_log(tx, &r, buffer ? &ev : NULL, err);
+    if (rc != WF_OK) {
+        wf_tx_rollback(tx);
+        return rc;
+    }
+    rc = wf_tx_commit(tx, err);
+    if (rc == WF_OK) {
+        op->outcome = r.outcome;
+        op->expires_at = r.expires_at;
+    }
+    return rc;
+}
+
+static wf_code
+send_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, wf_error *err)
+{
+    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_subscription_row *subs = NULL;
+    size_t n = 0;
+    wf_code rc =
+        wf_store_find_subscriptions(ctx->ref.store, &sc, op->in->name, NULL, op->in->aggregate_type,
+                                    op->in->aggregate_id, &subs, &n, err);
+    if (rc != WF_OK)
+        return rc;
+    bool logged = false;
+    for (size_t i = 0; i < n; i++) {
+        bool done = false; /* one unit of work per root */
+        for (size_t j = 0; j < i; j++)
+            done |= same(subs[j].root_id, subs[i].root_id);
+        if (done)
+            continue;
+        op->root = subs[i].root_id;
+        op->instance_id = subs[i].instance_id;
+        op->write_log = !logged;
+        rc = wf_uow_run(ctx->ref.store, &sc, NULL, send_root_body, op, NULL, err);
+        if (rc != WF_OK) {
+            if (!logged && lost_dedupe_race(ctx, op->in, rc, err)) {
+                out->outcome = WF_SIGNAL_DUPLICATE;
+                out->n_instance_ids = 0;
+                return WF_OK;
+            }
+            return rc;
+        }
+        if (!op->fired)
+            continue;
+        logged |= op->logged;
+        wf_nw_wake(ctx, op->wake, op->n_wake);
+        rc = push_id(ctx->ref.arena, out, op->fired_instance, err);
+        if (rc != WF_OK)
+            return rc;
+    }
+    if (out->n_instance_ids > 0) {
+        out->outcome = WF_SIGNAL_CORRELATED;
+        return WF_OK;
+    }
+    rc = buffer_or_drop(ctx, op, err);
+    if (rc != WF_OK) {
+        if (lost_dedupe_race(ctx, op->in, rc, err)) {
+            out->outcome = WF_SIGNAL_DUPLICATE;
+            return WF_OK;
+        }
+        return rc;
+    }
+    out->outcome = op->outcome;
+    out->expires_at = op->outcome == WF_SIGNAL_BUFFERED ? op->expires_at : 0;
+    return WF_OK;
+}
+
+wf_code
+wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
+            wf_sig_send_out *out, wf_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const wf_ref_ctx *rc_ = &ctx->ref;
+    const char *payload = NULL;
+    wf_code rc = check_send(rc_, in, err);
+    if (rc == WF_OK) {
+        rc = wf_engine_json_object(rc_->arena, in->payload_json, "payload_json", &payload, err);
+        if (rc != WF_OK && rc_->violation != NULL)
+            rc_->violation(rc_->violation_arg, "payload_json", "must be a JSON object");
+    }
+    if (rc == WF_OK)
+        rc = wf_net_idem_lookup(ctx, idem, err);
+    if (rc != WF_OK || (idem != NULL && idem->replayed))
+        return rc;
+    bool seen = false;
+    rc = seen_before(ctx, in->signal_id, &seen, err);
+    if (rc != WF_OK)
+        return rc;
+    if (seen) {
+        out->outcome = WF_SIGNAL_DUPLICATE;
+        return wf_net_idem_record(ctx, idem, out, err);
+    }
+    send_op op = {.ctx = ctx, .in = in, .payload = payload, .log_id = new_id(rc_->arena)};
+    if (op.log_id == NULL)
+        return wf_ref__nomem(err);
+    if (!in->has_aggregate) {
+        wf_store_ctx sc = wf_nw_store_ctx(rc_);
+        rc = wf_uow_run(rc_->store, &sc, NULL, send_instance_body, &op, NULL, err);
+        if (rc != WF_OK) {
+            if (!lost_dedupe_race(ctx, in, rc, err))
+                return rc;
+            rc = WF_OK;
+            out->outcome = WF_SIGNAL_DUPLICATE;
+        } else {
+            out->outcome = op.outcome;
+            if (op.fired) {
+                wf_nw_wake(ctx, op.wake, op.n_wake);
+                rc = push_id(rc_->arena, out, op.fired_instance, err);
+            } else if (op.outcome == WF_SIGNAL_BUFFERED) {
+                out->expires_at = op.expires_at;
+            }
+        }
+    } else {
+        rc = send_aggregate(ctx, &op, out, err);
+    }
+    if (rc == WF_OK)
+        rc = wf_net_idem_record(ctx, idem, out, err);
+    return rc;
+}
+
+/* ---- ListSignals and buffered signals ---------------------------------------------------------
+ */
+
+wf_code
+wf_sig_list(const wf_net_ctx *ctx, const wf_sig_list_in *q, wf_signal_row **rows, size_t *n,
+            char **next_cursor, wf_error *err)
+{
+    const wf_ref_ctx *r = &ctx->ref;
+    if (q->has_aggregate) {
+        if (!printable(q->aggregate_type, MAX_AGG))
+            return violation(r, WF_E_INVALID_ARGUMENT, "aggregate.type",
+                             "must be 1 to 128 printable bytes", err);
+        if (!printable(q->aggregate_id, MAX_AGG))
+            return violation(r, WF_E_INVALID_ARGUMENT, "aggregate.id",
+                             "must be 1 to 128 printable bytes", err);
+    } else if (unset(q->instance_id)) {
+        return violation(r, WF_E_INVALID_ARGUMENT, "target", "instance_id or aggregate is required",
+                         err);
+    }
+    if (q->page_size < 0)
+        return violation(r, WF_E_INVALID_ARGUMENT, "page_size", "must not be negative", err);
+    size_t size = q->page_size == 0 ? 50 : q->page_size > 500 ? 500 : (size_t)q->page_size;
+    wf_signal_filter f = {
+        .instance_id = q->has_aggregate ? NULL : q->instance_id,
+        .aggregate_type = q->has_aggregate ? q->aggregate_type : NULL,
+        .aggregate_id = q->has_aggregate ? q->aggregate_id : NULL,
+    };
+    wf_store_ctx sc = wf_nw_store_ctx(r);
+    wf_signal_row *got = NULL;
+    size_t ng = 0;
+    wf_code rc =
+        wf_store_list_signals(r->store, &sc, &f, size, q->cursor, &got, &ng, next_cursor, err);
+    if (rc == WF_E_INVALID_ARGUMENT && r->violation != NULL)
+        r->violation(r->violation_arg, "page_token", "is malformed");
+    if (rc != WF_OK)
+        return rc;
+    size_t k = 0;
+    for (size_t i = 0; i < ng; i++)
+        if (unset(q->name) || same(got[i].name, q->name))
+            got[k++] = got[i];
+    *rows = got;
+    *n = k;
+    return WF_OK;
+}
+
+static wf_code
+append_buffered(const wf_ref_ctx *ctx, const wf_signal_filter *f, const char *instance_id,
+                int64_t now, wf_signal_row **acc, size_t *n_acc, wf_error *err)
+{
+    wf_store_ctx sc = wf_nw_store_ctx(ctx);
+    const char *cursor = NULL;
+    do {
+        wf_signal_row *rows = NULL;
+        size_t n = 0;
+        char *next = NULL;
+        wf_code rc = wf_store_list_signals(ctx->store, &sc, f, 500, cursor, &rows, &n, &next, err);
+        if (rc != WF_OK)
+            return rc;
+        wf_signal_row *v = wf_arena_alloc(ctx->arena, (*n_acc + n + 1) * sizeof *v);
+        if (v == NULL)
+            return wf_ref__nomem(err);
+        if (*n_acc > 0)
+            memcpy(v, *acc, *n_acc * sizeof *v);
+        for (size_t i = 0; i < n; i++) {
+            const wf_signal_row *s = &rows[i];
+            if (!s->buffered || s->discarded || s->expires_at <= now)
+                continue;
+            if (instance_id != NULL && !same(s->instance_id, instance_id))
+                continue; /* consumed by it, not addressed to it */
+            v[(*n_acc)++] = *s;
+        }
+        *acc = v;
+        cursor = next;
+    } while (cursor != NULL);
+    return WF_OK;
+}
+
+wf_code
+wf_sig_buffered_for(const wf_ref_ctx *ctx, const wf_instance_row *in, wf_signal_row **rows,
+                    size_t *n, wf_error *err)
+{
+    *rows = NULL;
+    *n = 0;
+    if (ended(in->status))
+        return WF_OK;
+    int64_t now = wf_now_us();
+    wf_signal_filter f = {.instance_id = in->id, .buffered_only = true};
+    wf_code rc = append_buffered(ctx, &f, in->id, now, rows, n, err);
+    if (rc == WF_OK && !unset(in->aggregate_type) && in->aggregate_id != NULL) {
+        wf_signal_filter g = {.aggregate_type = in->aggregate_type,
+                              .aggregate_id = in->aggregate_id,
+                              .buffered_only = true};
+        rc = append_buffered(ctx, &g, NULL, now, rows, n, err);
+    }
+    return rc;
+}
+
+/* ---- SetVariables ---------------------------------------------------------------------------- */
+
+typedef struct vars_op {
+    const wf_net_ctx *ctx;
+    const char *instance_id;
+    const char *patch;
+    wf_instance_row *out;
+    const char **wake;
+    size_t n_wake;
+} vars_op;
+
+static wf_code
+vars_body(wf_tx *tx, void *arg, wf_error *err)
+{
+    vars_op *op = arg;
+    net_work w;
+    op->n_wake = 0;
+    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->instance_id, err);
+    if (rc != WF_OK)
+        return rc;
+    wf_instance_row *in = &w.rw.insts[w.inst];
+    if (ended(in->status))
+        return wf_error_set(err, WF_E_INSTANCE_NOT_RUNNING, "instance \"%s\" has ended", in->id);
+    const char *vars;
+    rc = wf_engine_json_merge(w.rw.arena, in->variables_json, op->patch, &vars, err);
+    if (rc != WF_OK)
+        return rc;
+    in->variables_json = (char *)vars;
+    wf_ref__touch_instance(&w.rw, w.inst);
+    json_t *patch = json_loads(op->patch, 0, NULL);
+    json_t *keys = json_array();
+    const char *key;
+    json_t *value;
+    json_object_foreach(patch, key, value)
+    {
+        (void)value;
+        json_array_append_new(keys, json_string(key));
+    }
+    json_decref(patch);
+    rc = wf_nw_event(&w, "VARIABLES_SET", json_pack("{s:o}", "keys", keys), err);
+    if (rc == WF_OK)
+        rc = wf_nw_write(&w, err);
+    if (rc != WF_OK)
+        return rc;
+    *op->out = w.rw.insts[w.inst];
+    wf_nw_keep_wake(&w, &op->wake, &op->n_wake);
+    return WF_OK;
+}
+
+wf_code
+wf_sig_set_variables(const wf_net_ctx *ctx, const char *instance_id, const char *variables_json,
+                     wf_uow_idem *idem, wf_instance_row *out, wf_error *err)
+{
+    const wf_ref_ctx *r = &ctx->ref;
+    if (unset(instance_id))
+        return violation(r, WF_E_INVALID_ARGUMENT, "instance_id", "is required", err);
+    if (unset(variables_json))
+        return violation(r, WF_E_INVALID_ARGUMENT, "variables_json", "is required", err);
+    const char *patch = NULL;
+    wf_code rc = wf_engine_json_object(r->arena, variables_json, "variables_json", &patch, err);
+    if (rc != WF_OK) {
+        if (r->violation != NULL)
+            r->violation(r->violation_arg, "variables_json", "must be a JSON object");
+        return rc;
+    }
+    vars_op op = {ctx, instance_id, patch, out, NULL, 0};
+    wf_store_ctx sc = wf_nw_store_ctx(r);
+    rc = wf_uow_run(r->store, &sc, idem, vars_body, &op, out, err);
+    if (rc == WF_OK && (idem == NULL || !idem->replayed))
+        wf_nw_wake(ctx, op.wake, op.n_wake);
+    return rc;
+}

@@ -1,0 +1,100 @@
+/*
+ * signals: SendSignal, ListSignals, the buffered signals GetInstance shows,
+ * and SetVariables (design.md sections 4 and 5, "Signals").
+ *
+ * SendSignal, in order:
+ *   1. dedupe: a signal_id already in the delivery log answers DUPLICATE
+ *      and changes nothing (read-only);
+ *   2. by instance: one unit of work on its root. An ended instance gives
+ *      DROPPED; a RUNNING net fires its oldest waiting MSG work item of
+ *      that name with INSTANCE correlation; else the signal is buffered
+ *      (buffer_ttl > 0, SIGNAL_BUFFERED) or DROPPED, in that same unit of
+ *      work, so it cannot race the instance starting to wait;
+ *   3. by aggregate: the subscriptions of the aggregate, then one unit of
+ *      work per root that re-checks under the lock that a subscription is
+ *      still there and fires the oldest one; with no firing the signal is
+ *      buffered or dropped in a transaction of its own;
+ *   4. every firing merges the payload into the variables and writes
+ *      SIGNAL_RECEIVED, SIGNAL_CONSUMED, then TRANSITION_FIRED and the rest
+ *      of the step. The delivery-log row (one per call) is written by the
+ *      first unit of work that fires (CORRELATED, consumed by that
+ *      instance); because signal_id is unique per tenant, a concurrent
+ *      duplicate fails that insert (CONFLICT), rolls its firing back and
+ *      answers DUPLICATE.
+ * A firing that matches no outgoing arc still consumes the signal: the
+ * payload is merged, the subscription spent and the instance FAILED with
+ * an incident (like a timer).
+ *
+ * At MSG enablement (net_runtime.c) the oldest buffered, unexpired signal
+ * that targets the instance (INSTANCE correlation) or its aggregate
+ * (AGGREGATE) is consumed in the same transaction and the work item fires
+ * at once, after the step that enabled it (signals_int.h).
+ *
+ * Must not: include protobuf or grpc headers.
+ */
+#ifndef WF_SIGNALS_H
+#define WF_SIGNALS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net_runtime.h"
+#include "store.h"
+#include "uow.h"
+#include "wf_error.h"
+
+typedef struct wf_sig_send_in {
+    const char *name;           /* 1-256 printable bytes */
+    const char *instance_id;    /* the target: instance_id, or ... */
+    const char *aggregate_type; /* ... the aggregate (both set) */
+    const char *aggregate_id;
+    bool has_aggregate;       /* the aggregate target was given (even empty) */
+    const char *payload_json; /* JSON object; NULL/"" = {} */
+    const char *signal_id;    /* NULL/"" = no deduplication */
+    int64_t buffer_ttl_ms;    /* >= 0; 0 = do not buffer */
+} wf_sig_send_in;
+
+typedef struct wf_sig_send_out {
+    wf_signal_outcome outcome;
+    const char **instance_ids; /* CORRELATED: the instances fired */
+    size_t n_instance_ids;
+    int64_t expires_at; /* BUFFERED: µs */
+} wf_sig_send_out;
+
+/* SendSignal. Checks the request (violations to ctx->ref.violation),
+ * looks up / records idem around the whole call (it may span several
+ * units of work). Errors: INVALID_ARGUMENT, INVALID_JSON,
+ * INSTANCE_NOT_FOUND, REQUEST_ID_REUSED. */
+wf_code wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
+                    wf_sig_send_out *out, wf_error *err);
+
+typedef struct wf_sig_list_in {
+    const char *instance_id; /* or the aggregate (both set) */
+    const char *aggregate_type;
+    const char *aggregate_id;
+    bool has_aggregate;
+    const char *name;  /* optional filter */
+    int32_t page_size; /* 0 = 50, at most 500, not negative */
+    const char *cursor;
+} wf_sig_list_in;
+
+/* ListSignals: the delivery log, oldest first. A name filter may give
+ * pages shorter than page_size (next_cursor still says whether more
+ * follow). */
+wf_code wf_sig_list(const wf_net_ctx *ctx, const wf_sig_list_in *q, wf_signal_row **rows, size_t *n,
+                    char **next_cursor, wf_error *err);
+
+/* Buffered, unconsumed, unexpired signals that could reach instance in
+ * (addressed to its id or to its aggregate); none once it has ended. */
+wf_code wf_sig_buffered_for(const wf_ref_ctx *ctx, const wf_instance_row *in, wf_signal_row **rows,
+                            size_t *n, wf_error *err);
+
+/* SetVariables: top-level merge (VARIABLES_SET). Errors:
+ * INSTANCE_NOT_FOUND, INSTANCE_NOT_RUNNING (ended), INVALID_ARGUMENT
+ * (missing), INVALID_JSON (not an object), REQUEST_ID_REUSED. */
+wf_code wf_sig_set_variables(const wf_net_ctx *ctx, const char *instance_id,
+                             const char *variables_json, wf_uow_idem *idem, wf_instance_row *out,
+                             wf_error *err);
+
+#endif /* WF_SIGNALS_H */

@@ -1,0 +1,152 @@
+/*
+ * h_signals: SendSignal and ListSignals.
+ *
+ * Translation only: the rules are in engine/signals.c.
+ */
+#include <string.h>
+
+#include "h_common.h"
+#include "handlers.h"
+#include "signals.h"
+
+/* One delivery-log row as a Workflow__V1__Signal. */
+static Workflow__V1__Signal *
+build_signal(wf_arena *a, const wf_signal_row *r)
+{
+    bool oom = false;
+    Workflow__V1__Signal *m = wf_arena_alloc(a, sizeof *m);
+    if (m == NULL)
+        return NULL;
+    workflow__v1__signal__init(m);
+    m->id = r->id;
+    m->name = r->name;
+    if (r->instance_id != NULL)
+        m->instance_id = r->instance_id;
+    if (r->aggregate_type != NULL) {
+        Workflow__V1__Aggregate *g = wf_arena_alloc(a, sizeof *g);
+        if (g == NULL)
+            return NULL;
+        workflow__v1__aggregate__init(g);
+        g->type = r->aggregate_type;
+        g->id = r->aggregate_id != NULL ? r->aggregate_id : (char *)protobuf_c_empty_string;
+        m->aggregate = g;
+    }
+    m->payload_json = r->payload_json != NULL ? r->payload_json : "{}";
+    m->outcome = (Workflow__V1__SignalOutcome)r->outcome;
+    m->received_at = wf_h_timestamp(a, r->received_at, &oom);
+    m->consumed_at = wf_h_timestamp(a, r->consumed_at, &oom);
+    if (r->consumed_by_instance != NULL)
+        m->consumed_by_instance = r->consumed_by_instance;
+    if (r->transition_id != NULL)
+        m->transition_id = r->transition_id;
+    m->expires_at = wf_h_timestamp(a, r->expires_at, &oom);
+    if (r->signal_id != NULL)
+        m->signal_id = r->signal_id;
+    return oom ? NULL : m;
+}
+
+Workflow__V1__Signal **
+wf_h_signals(wf_arena *a, const wf_signal_row *rows, size_t n)
+{
+    Workflow__V1__Signal **v = wf_arena_calloc(a, n + 1, sizeof *v);
+    for (size_t i = 0; v != NULL && i < n; i++)
+        if ((v[i] = build_signal(a, &rows[i])) == NULL)
+            return NULL;
+    return v;
+}
+
+/* ---- SendSignal ------------------------------------------------------------------------------ */
+
+static ProtobufCMessage *
+build_send(wf_arena *a, const void *result)
+{
+    const wf_sig_send_out *r = result;
+    bool oom = false;
+    Workflow__V1__SendSignalResponse *m = wf_arena_alloc(a, sizeof *m);
+    if (m == NULL)
+        return NULL;
+    workflow__v1__send_signal_response__init(m);
+    m->outcome = (Workflow__V1__SignalOutcome)r->outcome;
+    m->instance_ids = wf_arena_calloc(a, r->n_instance_ids + 1, sizeof *m->instance_ids);
+    if (m->instance_ids == NULL)
+        return NULL;
+    for (size_t i = 0; i < r->n_instance_ids; i++)
+        m->instance_ids[i] = (char *)r->instance_ids[i];
+    m->n_instance_ids = r->n_instance_ids;
+    m->expires_at = wf_h_timestamp(a, r->expires_at, &oom);
+    return oom ? NULL : &m->base;
+}
+
+static const wf_h_builder send_builder = {build_send,
+                                          &workflow__v1__send_signal_response__descriptor};
+
+wf_code
+h_send_signal(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
+{
+    const Workflow__V1__SendSignalRequest *req = (const void *)msg;
+    wf_net_ctx ctx;
+    wf_uow_idem idem;
+    wf_sig_send_out out;
+    wf_h_net_ctx(call, &ctx);
+    ctx.ref.actor = NULL; /* no actor needed; events carry none */
+    bool by_agg = req->target_case == WORKFLOW__V1__SEND_SIGNAL_REQUEST__TARGET_AGGREGATE;
+    wf_sig_send_in in = {
+        .name = req->name,
+        .instance_id = req->target_case == WORKFLOW__V1__SEND_SIGNAL_REQUEST__TARGET_INSTANCE_ID
+                           ? req->instance_id
+                           : NULL,
+        .has_aggregate = by_agg,
+        .aggregate_type = by_agg && req->aggregate != NULL ? req->aggregate->type : NULL,
+        .aggregate_id = by_agg && req->aggregate != NULL ? req->aggregate->id : NULL,
+        .payload_json = req->payload_json,
+        .signal_id = req->signal_id,
+        .buffer_ttl_ms = req->buffer_ttl != NULL ? wf_h_duration_ms(req->buffer_ttl) : 0,
+    };
+    if (req->buffer_ttl != NULL && (req->buffer_ttl->seconds < 0 || req->buffer_ttl->nanos < 0))
+        in.buffer_ttl_ms = -1;
+    wf_code rc = wf_h_idem(call, msg, req->request_id, &send_builder, &idem, err);
+    if (rc == WF_OK)
+        rc = wf_sig_send(&ctx, &in, &idem, &out, err);
+    return wf_h_respond(call, rc, &idem, &send_builder, &out, resp, err);
+}
+
+/* ---- ListSignals ------------------------------------------------------------------------------
+ */
+
+wf_code
+h_list_signals(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
+{
+    const Workflow__V1__ListSignalsRequest *req = (const void *)msg;
+    wf_net_ctx ctx;
+    wf_h_net_ctx(call, &ctx);
+    bool by_agg = req->target_case == WORKFLOW__V1__LIST_SIGNALS_REQUEST__TARGET_AGGREGATE;
+    wf_sig_list_in q = {
+        .instance_id = req->target_case == WORKFLOW__V1__LIST_SIGNALS_REQUEST__TARGET_INSTANCE_ID
+                           ? req->instance_id
+                           : NULL,
+        .has_aggregate = by_agg,
+        .aggregate_type = by_agg && req->aggregate != NULL ? req->aggregate->type : NULL,
+        .aggregate_id = by_agg && req->aggregate != NULL ? req->aggregate->id : NULL,
+        .name = req->name,
+        .page_size = req->page_size,
+    };
+    wf_signal_row *rows = NULL;
+    size_t n = 0;
+    char *next = NULL;
+    wf_code rc = wf_h_page_in(call, msg, req->page_token, &q.cursor, err);
+    if (rc == WF_OK)
+        rc = wf_sig_list(&ctx, &q, &rows, &n, &next, err);
+    if (rc != WF_OK)
+        return rc;
+    Workflow__V1__ListSignalsResponse *m = wf_arena_alloc(call->arena, sizeof *m);
+    if (m == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    workflow__v1__list_signals_response__init(m);
+    m->signals = wf_h_signals(call->arena, rows, n);
+    m->n_signals = n;
+    m->next_page_token = wf_h_page_out(call, msg, next);
+    if (m->signals == NULL || m->next_page_token == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    *resp = &m->base;
+    return WF_OK;
+}

@@ -1,0 +1,646 @@
+/*
+ * End-to-end tests of sagas and incidents over gRPC, on the memory store
+ * and on Postgres (WF_TEST_STORE=pg): a checkout net (reserve -> charge ->
+ * ship, AUTO jobs, reserve compensated by "release", charge by "refund")
+ * whose ship job runs out of attempts is compensated in reverse order
+ * (refund then release), one job at a time, with idempotency keys stable
+ * across retries; a failing compensation is recorded and compensation
+ * continues, the instance ends FAILED and RetryInstance resumes it;
+ * CancelInstance{compensate} compensates the completed steps; RetryInstance
+ * re-arms a plainly failed job.
+ *
+ * Postgres keeps rows between runs: keys and job types carry a per-test
+ * suffix.
+ */
+#include <pthread.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <grpc/status.h>
+
+#include "defcache.h"
+#include "expr.h"
+#include "net_runtime.h"
+#include "test_support.h"
+#include "wf_time.h"
+#include "workflow/v1/workflow.pb-c.h"
+
+#define SVC "/workflow.v1.WorkflowService/"
+
+static wf_test_server ts;
+static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
+static ProtobufCMessage *kept[4096];
+static size_t nkept;
+static wf_client *clients[256];
+static size_t nclients;
+static char suffix[16];
+static wf_arena *ta; /* test-owned messages */
+
+static void
+setup(void)
+{
+    wf_test_server_start(&ts, NULL);
+    char id[WF_UUID_LEN + 1];
+    wf_uuid7(id);
+    snprintf(suffix, sizeof suffix, "%.8s", id + 28);
+    ta = wf_arena_new();
+}
+
+static void
+teardown(void)
+{
+    for (size_t i = 0; i < nkept; i++)
+        protobuf_c_message_free_unpacked(kept[i], NULL);
+    nkept = 0;
+    for (size_t i = 0; i < nclients; i++)
+        wf_client_free(clients[i]);
+    nclients = 0;
+    if (ts.srv != NULL)
+        wf_test_server_stop(&ts, 1000);
+    wf_arena_free(ta);
+    /* Compiled expressions hold jq stacks that LeakSanitizer cannot see
+     * through (libjq points past their end). */
+    wf_expr_cache_clear();
+    wf_defcache_clear();
+}
+
+/* "name" -> "name-1a2b3c4d", unique to the test run. */
+static char *
+u(const char *name)
+{
+    return wf_arena_printf(ta, "%s-%s", name, suffix);
+}
+
+static wf_client *
+as(const char *actor)
+{
+    wf_client_options o = {.target = ts.target, .actor = actor, .timeout_ms = 15000};
+    wf_client *c = wf_client_new(&o);
+    ck_assert_ptr_nonnull(c);
+    pthread_mutex_lock(&kept_mu);
+    clients[nclients++] = c;
+    pthread_mutex_unlock(&kept_mu);
+    return c;
+}
+
+static void *
+call(wf_client *c, const char *method, const void *req, const ProtobufCMessageDescriptor *d,
+     wf_client_status *st)
+{
+    char path[128];
+    ProtobufCMessage *resp = NULL;
+    snprintf(path, sizeof path, SVC "%s", method);
+    int code = wf_client_call(c, path, req, d, &resp, NULL, st);
+    if (code != GRPC_STATUS_OK)
+        return NULL;
+    pthread_mutex_lock(&kept_mu);
+    kept[nkept++] = resp;
+    pthread_mutex_unlock(&kept_mu);
+    return resp;
+}
+
+#define ck_fails(st, code_, reason_)                                                               \
+    do {                                                                                           \
+        ck_assert_msg((st).code == (code_), "code %s, want %s: %s",                                \
+                      wf_client_code_name((st).code), wf_client_code_name(code_), (st).message);   \
+        ck_assert_str_eq((st).reason, (reason_));                                                  \
+    } while (0)
+
+#define ck_ok(st)                                                                                  \
+    ck_assert_msg((st).code == 0, "%s %s: %s", wf_client_code_name((st).code), (st).reason,        \
+                  (st).message)
+
+#define START WORKFLOW__V1__PLACE_KIND__PLACE_KIND_START
+#define NORMAL WORKFLOW__V1__PLACE_KIND__PLACE_KIND_NORMAL
+#define END WORKFLOW__V1__PLACE_KIND__PLACE_KIND_END
+#define T_USER WORKFLOW__V1__TRIGGER__TRIGGER_USER
+#define T_AUTO WORKFLOW__V1__TRIGGER__TRIGGER_AUTO
+#define T_TIME WORKFLOW__V1__TRIGGER__TRIGGER_TIME
+#define T_MSG WORKFLOW__V1__TRIGGER__TRIGGER_MSG
+#define A_USER WORKFLOW__V1__ASSIGNEE_KIND__ASSIGNEE_KIND_USER
+#define A_USERS WORKFLOW__V1__ASSIGNEE_KIND__ASSIGNEE_KIND_USERS
+#define TS_OPEN WORKFLOW__V1__TASK_STATUS__TASK_STATUS_OPEN
+#define TS_DONE WORKFLOW__V1__TASK_STATUS__TASK_STATUS_DONE
+#define TS_CANCELLED WORKFLOW__V1__TASK_STATUS__TASK_STATUS_CANCELLED
+#define I_RUNNING WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_RUNNING
+#define I_COMPLETED WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPLETED
+#define I_FAILED WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_FAILED
+
+/* ---- building definitions ---------------------------------------------------------------- */
+
+typedef struct nb {
+    Workflow__V1__Definition d;
+    Workflow__V1__Place *p[16];
+    Workflow__V1__Transition *t[16];
+    Workflow__V1__Arc *a[48];
+} nb;
+
+static nb *
+net_new(const char *key)
+{
+    nb *n = wf_arena_calloc(ta, 1, sizeof *n);
+    workflow__v1__definition__init(&n->d);
+    n->d.key = (char *)key;
+    n->d.kind = WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_NET;
+    n->d.places = n->p;
+    n->d.transitions = n->t;
+    n->d.arcs = n->a;
+    return n;
+}
+
+static void
+place(nb *n, const char *id, Workflow__V1__PlaceKind kind)
+{
+    Workflow__V1__Place *p = wf_arena_calloc(ta, 1, sizeof *p);
+    workflow__v1__place__init(p);
+    p->id = (char *)id;
+    p->kind = kind;
+    n->p[n->d.n_places++] = p;
+}
+
+static Workflow__V1__Transition *
+trans(nb *n, const char *id, Workflow__V1__Trigger trigger)
+{
+    Workflow__V1__Transition *t = wf_arena_calloc(ta, 1, sizeof *t);
+    workflow__v1__transition__init(t);
+    t->id = (char *)id;
+    t->trigger = trigger;
+    n->t[n->d.n_transitions++] = t;
+    return t;
+}
+
+static Workflow__V1__Arc *
+arc(nb *n, const char *source, const char *target)
+{
+    Workflow__V1__Arc *a = wf_arena_calloc(ta, 1, sizeof *a);
+    workflow__v1__arc__init(a);
+    a->source = (char *)source;
+    a->target = (char *)target;
+    n->a[n->d.n_arcs++] = a;
+    return a;
+}
+
+static Google__Protobuf__Duration *
+dur(int64_t ms)
+{
+    Google__Protobuf__Duration *d = wf_arena_calloc(ta, 1, sizeof *d);
+    google__protobuf__duration__init(d);
+    d->seconds = ms / 1000;
+    d->nanos = (int32_t)(ms % 1000) * 1000000;
+    return d;
+}
+
+static void
+job(Workflow__V1__Transition *t, const char *type, int max_attempts, int64_t initial_ms)
+{
+    t->job_type = (char *)type;
+    Workflow__V1__RetryPolicy *r = wf_arena_calloc(ta, 1, sizeof *r);
+    workflow__v1__retry_policy__init(r);
+    r->max_attempts = max_attempts;
+    if (initial_ms > 0) {
+        r->initial_backoff = dur(initial_ms);
+        r->max_backoff = dur(initial_ms * 8);
+    }
+    t->retry = r;
+}
+
+static Workflow__V1__DeployDefinitionResponse *
+deploy_d(wf_client *c, const Workflow__V1__Definition *d, bool validate_only, wf_client_status *st)
+{
+    Workflow__V1__DeployDefinitionRequest req = WORKFLOW__V1__DEPLOY_DEFINITION_REQUEST__INIT;
+    req.definition = (Workflow__V1__Definition *)d;
+    req.validate_only = validate_only;
+    return call(c, "DeployDefinition", &req, &workflow__v1__deploy_definition_response__descriptor,
+                st);
+}
+
+static Workflow__V1__DeployDefinitionResponse *
+deploy(const nb *n)
+{
+    wf_client_status st;
+    Workflow__V1__DeployDefinitionResponse *r = deploy_d(as("dev"), &n->d, false, &st);
+    ck_ok(st);
+    return r;
+}
+
+/* ---- calls --------------------------------------------------------------------------------- */
+
+static Workflow__V1__Instance *
+start_v(wf_client *c, const char *key, int32_t version, const char *vars, wf_client_status *st)
+{
+    Workflow__V1__StartInstanceRequest req = WORKFLOW__V1__START_INSTANCE_REQUEST__INIT;
+    req.definition_key = (char *)key;
+    req.version = version;
+    req.variables_json = (char *)(vars != NULL ? vars : "");
+    Workflow__V1__StartInstanceResponse *r =
+        call(c, "StartInstance", &req, &workflow__v1__start_instance_response__descriptor, st);
+    return r != NULL ? r->instance : NULL;
+}
+
+static Workflow__V1__Instance *
+start(const char *key, const char *vars)
+{
+    wf_client_status st;
+    Workflow__V1__Instance *in = start_v(as("boss"), key, 0, vars, &st);
+    ck_ok(st);
+    return in;
+}
+
+static Workflow__V1__GetInstanceResponse *
+get_instance(const char *id)
+{
+    Workflow__V1__GetInstanceRequest req = WORKFLOW__V1__GET_INSTANCE_REQUEST__INIT;
+    wf_client_status st;
+    req.instance_id = (char *)id;
+    Workflow__V1__GetInstanceResponse *r =
+        call(as(NULL), "GetInstance", &req, &workflow__v1__get_instance_response__descriptor, &st);
+    ck_ok(st);
+    return r;
+}
+
+static Workflow__V1__ActivateJobsResponse *
+activate_c(wf_client *c, const char *type, int max, int64_t lease_ms, int64_t wait_ms,
+           wf_client_status *st)
+{
+    Workflow__V1__ActivateJobsRequest req = WORKFLOW__V1__ACTIVATE_JOBS_REQUEST__INIT;
+    req.job_type = (char *)type;
+    req.worker = "w1";
+    req.max_jobs = max;
+    if (lease_ms > 0)
+        req.lease = dur(lease_ms);
+    if (wait_ms > 0)
+        req.wait = dur(wait_ms);
+    return call(c, "ActivateJobs", &req, &workflow__v1__activate_jobs_response__descriptor, st);
+}
+
+static Workflow__V1__ActivateJobsResponse *
+activate(const char *type, int max, int64_t lease_ms, int64_t wait_ms)
+{
+    wf_client_status st;
+    Workflow__V1__ActivateJobsResponse *r = activate_c(as(NULL), type, max, lease_ms, wait_ms, &st);
+    ck_ok(st);
+    return r;
+}
+
+static int
+complete_job_c(wf_client *c, const char *key, const char *vars, wf_client_status *st)
+{
+    Workflow__V1__CompleteJobRequest req = WORKFLOW__V1__COMPLETE_JOB_REQUEST__INIT;
+    req.job_key = (char *)key;
+    req.variables_json = (char *)(vars != NULL ? vars : "");
+    call(c, "CompleteJob", &req, &workflow__v1__complete_job_response__descriptor, st);
+    return st->code;
+}
+
+static int
+fail_job(const char *key, const char *msg, int retryable, int64_t backoff_ms, wf_client_status *st)
+{
+    Workflow__V1__FailJobRequest req = WORKFLOW__V1__FAIL_JOB_REQUEST__INIT;
+    req.job_key = (char *)key;
+    req.error_message = (char *)msg;
+    if (retryable >= 0) {
+        req.retryable_presence_case = WORKFLOW__V1__FAIL_JOB_REQUEST__RETRYABLE_PRESENCE_RETRYABLE;
+        req.retryable = retryable;
+    }
+    if (backoff_ms >= 0)
+        req.backoff_override = dur(backoff_ms);
+    call(as(NULL), "FailJob", &req, &workflow__v1__fail_job_response__descriptor, st);
+    return st->code;
+}
+
+/* Event types of root's tree, space-separated, read from the store. */
+static char *
+event_types(const char *root)
+{
+    static char out[8192];
+    wf_arena *a = wf_arena_new();
+    wf_store_ctx sc = {"default", 0, a};
+    wf_event_filter f = {.instance_id = root};
+    wf_event_row *ev;
+    size_t n;
+    wf_error err;
+    ck_assert_int_eq(wf_store_read_events(ts.app.store, &sc, 0, &f, 1000, &ev, &n, &err), WF_OK);
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(out);
+        snprintf(out + len, sizeof out - len, "%s%s", i ? " " : "", ev[i].type);
+    }
+    wf_arena_free(a);
+    return out;
+}
+
+static int
+count_of(const char *list, const char *type)
+{
+    int n = 0;
+    size_t l = strlen(type);
+    for (const char *p = list; (p = strstr(p, type)) != NULL; p += l)
+        if ((p == list || p[-1] == ' ') && (p[l] == ' ' || p[l] == '\0'))
+            n++;
+    return n;
+}
+
+/* Tokens in place_id (0 when absent). */
+static int
+marking(const Workflow__V1__GetInstanceResponse *g, const char *place_id)
+{
+    for (size_t i = 0; i < g->n_marking; i++)
+        if (strcmp(g->marking[i]->key, place_id) == 0)
+            return g->marking[i]->value;
+    return 0;
+}
+
+#define I_COMPENSATING WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPENSATING
+#define I_COMPENSATED WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPENSATED
+#define I_CANCELLED WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_CANCELLED
+
+typedef struct checkout {
+    char *key, *reserve, *charge, *ship, *release, *refund;
+} checkout;
+
+/* s -> reserve -> p1 -> charge -> p2 -> ship -> e; reserve compensated by
+ * release, charge by refund (2 attempts each), ship 2 attempts. */
+static checkout
+checkout_net(void)
+{
+    checkout c = {u("checkout"), u("reserve"), u("charge"), u("ship"), u("release"), u("refund")};
+    nb *n = net_new(c.key);
+    place(n, "s", START);
+    place(n, "p1", NORMAL);
+    place(n, "p2", NORMAL);
+    place(n, "e", END);
+    Workflow__V1__Transition *t = trans(n, "reserve", T_AUTO);
+    job(t, c.reserve, 2, 10);
+    t->compensation_job_type = c.release;
+    t = trans(n, "charge", T_AUTO);
+    job(t, c.charge, 2, 10);
+    t->compensation_job_type = c.refund;
+    t = trans(n, "ship", T_AUTO);
+    job(t, c.ship, 2, 10);
+    arc(n, "s", "reserve");
+    arc(n, "reserve", "p1");
+    arc(n, "p1", "charge");
+    arc(n, "charge", "p2");
+    arc(n, "p2", "ship");
+    arc(n, "ship", "e");
+    deploy(n);
+    return c;
+}
+
+/* Activates exactly one job of type and returns it. */
+static Workflow__V1__Job *
+one_job(const char *type)
+{
+    Workflow__V1__ActivateJobsResponse *r = activate(type, 5, 0, 2000);
+    ck_assert_msg(r->n_jobs == 1, "%zu jobs of %s", r->n_jobs, type);
+    return r->jobs[0];
+}
+
+static void
+complete_ok(const Workflow__V1__Job *j, const char *vars)
+{
+    wf_client_status st;
+    complete_job_c(as(NULL), j->key, vars, &st);
+    ck_ok(st);
+}
+
+static void
+fail_ok(const Workflow__V1__Job *j, const char *msg, int retryable)
+{
+    wf_client_status st;
+    fail_job(j->key, msg, retryable, 0, &st);
+    ck_ok(st);
+}
+
+static Workflow__V1__Instance *
+retry_c(const char *id, wf_client_status *st)
+{
+    Workflow__V1__RetryInstanceRequest req = WORKFLOW__V1__RETRY_INSTANCE_REQUEST__INIT;
+    req.instance_id = (char *)id;
+    Workflow__V1__RetryInstanceResponse *r = call(
+        as("ops"), "RetryInstance", &req, &workflow__v1__retry_instance_response__descriptor, st);
+    return r != NULL ? r->instance : NULL;
+}
+
+static Workflow__V1__Instance *
+cancel_c(const char *id, bool compensate, wf_client_status *st)
+{
+    Workflow__V1__CancelInstanceRequest req = WORKFLOW__V1__CANCEL_INSTANCE_REQUEST__INIT;
+    req.instance_id = (char *)id;
+    req.reason = "customer changed their mind";
+    req.compensate = compensate;
+    Workflow__V1__CancelInstanceResponse *r = call(
+        as("ops"), "CancelInstance", &req, &workflow__v1__cancel_instance_response__descriptor, st);
+    return r != NULL ? r->instance : NULL;
+}
+
+/* Runs reserve and charge to completion, then ship to exhaustion. */
+static void
+run_until_ship_fails(const checkout *c, const char *id)
+{
+    complete_ok(one_job(c->reserve), "{\"reserved\":true}");
+    complete_ok(one_job(c->charge), "{\"charged\":true}");
+    Workflow__V1__Job *s = one_job(c->ship);
+    ck_assert_str_eq(s->instance_id, id);
+    ck_assert(!s->compensation);
+    fail_ok(s, "carrier down", 1);
+    s = one_job(c->ship);
+    ck_assert_int_eq(s->attempt, 2);
+    fail_ok(s, "carrier still down", 1);
+}
+
+START_TEST(test_ship_exhausts_and_compensates_in_reverse_order)
+{
+    checkout c = checkout_net();
+    Workflow__V1__Instance *in = start(c.key, "{\"order\":7}");
+    run_until_ship_fails(&c, in->id);
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_COMPENSATING);
+    ck_assert_int_eq(g->n_marking, 0);
+    ck_assert_uint_eq(g->n_jobs, 1); /* one compensation job at a time */
+    ck_assert(g->jobs[0]->compensation);
+    ck_assert_str_eq(g->jobs[0]->job_type, c.refund);
+    /* release waits for refund. */
+    ck_assert_uint_eq(activate(c.release, 5, 0, 0)->n_jobs, 0);
+    Workflow__V1__Job *r = one_job(c.refund);
+    ck_assert(r->compensation);
+    ck_assert_str_eq(r->transition_id, "charge");
+    ck_assert_int_eq(r->attempt, 1);
+    ck_assert_ptr_nonnull(strstr(r->variables_json, "\"charged\""));
+    char *key1 = wf_arena_strdup(ta, r->idempotency_key);
+    char *id1 = wf_arena_strdup(ta, r->id);
+    ck_assert_ptr_nonnull(strstr(key1, ":compensate"));
+    ck_assert_ptr_nonnull(strstr(key1, in->id));
+    fail_ok(r, "bank timeout", 1); /* retried by its own policy */
+    ck_assert_uint_eq(activate(c.release, 5, 0, 0)->n_jobs, 0);
+    r = one_job(c.refund);
+    ck_assert_int_eq(r->attempt, 2);
+    ck_assert_str_eq(r->idempotency_key, key1);
+    ck_assert_str_eq(r->id, id1);
+    complete_ok(r, NULL);
+    /* A completed compensation is never run again. */
+    ck_assert_uint_eq(activate(c.refund, 5, 0, 0)->n_jobs, 0);
+    Workflow__V1__Job *rel = one_job(c.release);
+    ck_assert(rel->compensation);
+    ck_assert_str_eq(rel->transition_id, "reserve");
+    ck_assert_ptr_nonnull(strstr(rel->idempotency_key, ":compensate"));
+    ck_assert_str_ne(rel->idempotency_key, key1);
+    complete_ok(rel, NULL);
+    g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_COMPENSATED);
+    ck_assert_uint_eq(g->n_jobs, 0);
+    ck_assert_str_eq(g->last_error, "");
+    ck_assert_ptr_nonnull(g->instance->ended_at);
+    char *ev = event_types(in->id);
+    ck_assert_int_eq(count_of(ev, "COMPENSATION_STARTED"), 1);
+    ck_assert_int_eq(count_of(ev, "INSTANCE_COMPENSATED"), 1);
+    ck_assert_int_eq(count_of(ev, "INSTANCE_FAILED"), 0);
+    ck_assert_int_eq(count_of(ev, "COMPENSATION_STEP_FAILED"), 0);
+    /* Events: COMPENSATION_STARTED before INSTANCE_COMPENSATED, last. */
+    ck_assert_ptr_nonnull(strstr(ev, "COMPENSATION_STARTED"));
+    const char *tail = ev + strlen(ev) - strlen("INSTANCE_COMPENSATED");
+    ck_assert_str_eq(tail, "INSTANCE_COMPENSATED");
+    /* An ended saga: RetryInstance refuses, CancelInstance too. */
+    wf_client_status st;
+    ck_assert_ptr_null(retry_c(in->id, &st));
+    ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "INSTANCE_NOT_RUNNING");
+    ck_assert_ptr_null(cancel_c(in->id, true, &st));
+    ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "INSTANCE_NOT_RUNNING");
+}
+END_TEST
+
+START_TEST(test_failing_compensation_is_recorded_and_compensation_continues)
+{
+    checkout c = checkout_net();
+    Workflow__V1__Instance *in = start(c.key, "{}");
+    run_until_ship_fails(&c, in->id);
+    Workflow__V1__Job *r = one_job(c.refund);
+    char *key1 = wf_arena_strdup(ta, r->idempotency_key);
+    fail_ok(r, "refund refused", 0); /* not retryable: fails for good */
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_COMPENSATING);
+    /* release still runs */
+    Workflow__V1__Job *rel = one_job(c.release);
+    ck_assert_str_eq(rel->transition_id, "reserve");
+    complete_ok(rel, NULL);
+    g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_FAILED);
+    ck_assert_ptr_nonnull(strstr(g->last_error, "refund refused"));
+    ck_assert_ptr_nonnull(strstr(g->last_error, "charge"));
+    char *ev = event_types(in->id);
+    ck_assert_int_eq(count_of(ev, "COMPENSATION_STEP_FAILED"), 1);
+    ck_assert_int_eq(count_of(ev, "INSTANCE_FAILED"), 1);
+    ck_assert_int_eq(count_of(ev, "INSTANCE_COMPENSATED"), 0);
+    /* RetryInstance re-arms the failed refund: COMPENSATING, same key. */
+    wf_client_status st;
+    Workflow__V1__Instance *after = retry_c(in->id, &st);
+    ck_ok(st);
+    ck_assert_int_eq(after->status, I_COMPENSATING);
+    r = one_job(c.refund);
+    ck_assert_int_eq(r->attempt, 1);
+    ck_assert_str_eq(r->idempotency_key, key1);
+    complete_ok(r, NULL);
+    ck_assert_uint_eq(activate(c.release, 5, 0, 0)->n_jobs, 0); /* never twice */
+    g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_COMPENSATED);
+    ck_assert_int_eq(count_of(event_types(in->id), "INCIDENT_RESOLVED"), 1);
+}
+END_TEST
+
+START_TEST(test_cancel_with_compensate_compensates_completed_steps)
+{
+    checkout c = checkout_net();
+    Workflow__V1__Instance *in = start(c.key, "{}");
+    complete_ok(one_job(c.reserve), NULL);
+    Workflow__V1__Job *ch = one_job(c.charge); /* in flight */
+    wf_client_status st;
+    Workflow__V1__Instance *out = cancel_c(in->id, true, &st);
+    ck_ok(st);
+    ck_assert_int_eq(out->status, I_COMPENSATING);
+    /* The forward job is gone: its worker loses the lease. */
+    complete_job_c(as(NULL), ch->key, NULL, &st);
+    ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "JOB_LEASE_LOST");
+    ck_assert_uint_eq(activate(c.refund, 5, 0, 0)->n_jobs, 0); /* charge never completed */
+    Workflow__V1__Job *rel = one_job(c.release);
+    ck_assert(rel->compensation);
+    complete_ok(rel, NULL);
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_COMPENSATED);
+    char *ev = event_types(in->id);
+    ck_assert_int_eq(count_of(ev, "COMPENSATION_STARTED"), 1);
+    ck_assert_int_eq(count_of(ev, "WORKITEM_WITHDRAWN"), 1);
+    /* Nothing completed yet: compensate means a plain cancel. */
+    Workflow__V1__Instance *in2 = start(c.key, "{}");
+    out = cancel_c(in2->id, true, &st);
+    ck_ok(st);
+    ck_assert_int_eq(out->status, I_CANCELLED);
+    ck_assert_uint_eq(activate(c.reserve, 5, 0, 0)->n_jobs, 0);
+}
+END_TEST
+
+START_TEST(test_retry_instance_after_a_plain_failure)
+{
+    char *key = u("plain"), *type = u("ship-plain");
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "e", END);
+    job(trans(n, "ship", T_AUTO), type, 1, 10);
+    arc(n, "s", "ship");
+    arc(n, "ship", "e");
+    deploy(n);
+    Workflow__V1__Instance *in = start(key, "{}");
+    wf_client_status st;
+    /* No incident: RetryInstance changes nothing. */
+    Workflow__V1__Instance *same = retry_c(in->id, &st);
+    ck_ok(st);
+    ck_assert_int_eq(same->status, I_RUNNING);
+    ck_assert_int_eq(count_of(event_types(in->id), "INCIDENT_RESOLVED"), 0);
+    Workflow__V1__Job *j = one_job(type);
+    char *job_id = wf_arena_strdup(ta, j->id);
+    char *ikey = wf_arena_strdup(ta, j->idempotency_key);
+    fail_ok(j, "label printer on fire", 1); /* 1 attempt: fails for good */
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_FAILED);
+    ck_assert_ptr_nonnull(strstr(g->last_error, "label printer on fire"));
+    ck_assert_ptr_nonnull(strstr(g->last_error, job_id));
+    ck_assert_ptr_nonnull(strstr(g->last_error, "\"ship\""));
+    ck_assert_int_eq(marking(g, "s"), 1); /* parked where it failed */
+    ck_assert_int_eq(count_of(event_types(in->id), "COMPENSATION_STARTED"), 0);
+    ck_assert_uint_eq(activate(type, 5, 0, 0)->n_jobs, 0);
+    Workflow__V1__Instance *after = retry_c(in->id, &st);
+    ck_ok(st);
+    ck_assert_int_eq(after->status, I_RUNNING);
+    g = get_instance(in->id);
+    ck_assert_str_eq(g->last_error, "");
+    ck_assert_uint_eq(g->n_jobs, 1);
+    ck_assert_int_eq(count_of(event_types(in->id), "INCIDENT_RESOLVED"), 1);
+    j = one_job(type);
+    ck_assert_int_eq(j->attempt, 1); /* fresh attempts */
+    ck_assert_str_eq(j->id, job_id);
+    ck_assert_str_eq(j->idempotency_key, ikey);
+    complete_ok(j, NULL);
+    g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_COMPLETED);
+    ck_assert_ptr_null(retry_c(in->id, &st));
+    ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "INSTANCE_NOT_RUNNING");
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("e2e_saga");
+    TCase *tc = tcase_create(wf_test_store_name());
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_ship_exhausts_and_compensates_in_reverse_order);
+    tcase_add_test(tc, test_failing_compensation_is_recorded_and_compensation_continues);
+    tcase_add_test(tc, test_cancel_with_compensate_compensates_completed_steps);
+    tcase_add_test(tc, test_retry_instance_after_a_plain_failure);
+    suite_add_tcase(s, tc);
+    return wf_test_run(s);
+}

@@ -1,0 +1,1010 @@
+/*
+ * End-to-end tests of signals (MSG transitions) and SetVariables over
+ * gRPC, on the memory store and on Postgres (WF_TEST_STORE=pg):
+ * correlation by instance id and by aggregate (every bound instance
+ * fires), the oldest waiting work item first, buffering then consumption
+ * by a later start or a later enablement (payload merged, at most once),
+ * expiry, signal_id deduplication (also racing from two threads), DROPPED,
+ * the delivery log (ListSignals), buffered signals discarded when their
+ * instance ends, a MSG withdrawn by a competing timeout, and SetVariables.
+ *
+ * Timers are fired the way the scheduler fires them (wf_net_fire_timer).
+ * Postgres keeps rows between runs: keys, aggregates and signal ids are
+ * made unique with a per-test suffix.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <grpc/status.h>
+#include <jansson.h>
+
+#include "defcache.h"
+#include "expr.h"
+#include "net_runtime.h"
+#include "test_support.h"
+#include "wf_time.h"
+#include "workflow/v1/workflow.pb-c.h"
+
+#define SVC "/workflow.v1.WorkflowService/"
+
+static wf_test_server ts;
+static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
+static ProtobufCMessage *kept[4096];
+static size_t nkept;
+static wf_client *clients[256];
+static size_t nclients;
+static char suffix[16];
+static wf_arena *ta; /* test-owned messages */
+
+static void
+setup(void)
+{
+    wf_test_server_start(&ts, NULL);
+    char id[WF_UUID_LEN + 1];
+    wf_uuid7(id);
+    snprintf(suffix, sizeof suffix, "%.8s", id + 28);
+    ta = wf_arena_new();
+}
+
+static void
+teardown(void)
+{
+    for (size_t i = 0; i < nkept; i++)
+        protobuf_c_message_free_unpacked(kept[i], NULL);
+    nkept = 0;
+    for (size_t i = 0; i < nclients; i++)
+        wf_client_free(clients[i]);
+    nclients = 0;
+    if (ts.srv != NULL)
+        wf_test_server_stop(&ts, 1000);
+    wf_arena_free(ta);
+    /* Compiled expressions hold jq stacks that LeakSanitizer cannot see
+     * through (libjq points past their end). */
+    wf_expr_cache_clear();
+    wf_defcache_clear();
+}
+
+/* "name" -> "name-1a2b3c4d", unique to the test run. */
+static char *
+u(const char *name)
+{
+    return wf_arena_printf(ta, "%s-%s", name, suffix);
+}
+
+static wf_client *
+as(const char *actor)
+{
+    wf_client_options o = {.target = ts.target, .actor = actor, .timeout_ms = 15000};
+    wf_client *c = wf_client_new(&o);
+    ck_assert_ptr_nonnull(c);
+    pthread_mutex_lock(&kept_mu);
+    clients[nclients++] = c;
+    pthread_mutex_unlock(&kept_mu);
+    return c;
+}
+
+static void *
+call(wf_client *c, const char *method, const void *req, const ProtobufCMessageDescriptor *d,
+     wf_client_status *st)
+{
+    char path[128];
+    ProtobufCMessage *resp = NULL;
+    snprintf(path, sizeof path, SVC "%s", method);
+    int code = wf_client_call(c, path, req, d, &resp, NULL, st);
+    if (code != GRPC_STATUS_OK)
+        return NULL;
+    pthread_mutex_lock(&kept_mu);
+    kept[nkept++] = resp;
+    pthread_mutex_unlock(&kept_mu);
+    return resp;
+}
+
+#define ck_fails(st, code_, reason_)                                                               \
+    do {                                                                                           \
+        ck_assert_msg((st).code == (code_), "code %s, want %s: %s",                                \
+                      wf_client_code_name((st).code), wf_client_code_name(code_), (st).message);   \
+        ck_assert_str_eq((st).reason, (reason_));                                                  \
+    } while (0)
+
+#define ck_ok(st)                                                                                  \
+    ck_assert_msg((st).code == 0, "%s %s: %s", wf_client_code_name((st).code), (st).reason,        \
+                  (st).message)
+
+#define START WORKFLOW__V1__PLACE_KIND__PLACE_KIND_START
+#define NORMAL WORKFLOW__V1__PLACE_KIND__PLACE_KIND_NORMAL
+#define END WORKFLOW__V1__PLACE_KIND__PLACE_KIND_END
+#define T_TIME WORKFLOW__V1__TRIGGER__TRIGGER_TIME
+#define T_MSG WORKFLOW__V1__TRIGGER__TRIGGER_MSG
+#define A_USER WORKFLOW__V1__ASSIGNEE_KIND__ASSIGNEE_KIND_USER
+#define I_RUNNING WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_RUNNING
+#define I_COMPLETED WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPLETED
+
+typedef struct nb {
+    Workflow__V1__Definition d;
+    Workflow__V1__Place *p[16];
+    Workflow__V1__Transition *t[16];
+    Workflow__V1__Arc *a[48];
+} nb;
+
+static nb *
+net_new(const char *key)
+{
+    nb *n = wf_arena_calloc(ta, 1, sizeof *n);
+    workflow__v1__definition__init(&n->d);
+    n->d.key = (char *)key;
+    n->d.kind = WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_NET;
+    n->d.places = n->p;
+    n->d.transitions = n->t;
+    n->d.arcs = n->a;
+    return n;
+}
+
+static void
+place(nb *n, const char *id, Workflow__V1__PlaceKind kind)
+{
+    Workflow__V1__Place *p = wf_arena_calloc(ta, 1, sizeof *p);
+    workflow__v1__place__init(p);
+    p->id = (char *)id;
+    p->kind = kind;
+    n->p[n->d.n_places++] = p;
+}
+
+static Workflow__V1__Transition *
+trans(nb *n, const char *id, Workflow__V1__Trigger trigger)
+{
+    Workflow__V1__Transition *t = wf_arena_calloc(ta, 1, sizeof *t);
+    workflow__v1__transition__init(t);
+    t->id = (char *)id;
+    t->trigger = trigger;
+    n->t[n->d.n_transitions++] = t;
+    return t;
+}
+
+static Workflow__V1__Arc *
+arc(nb *n, const char *source, const char *target)
+{
+    Workflow__V1__Arc *a = wf_arena_calloc(ta, 1, sizeof *a);
+    workflow__v1__arc__init(a);
+    a->source = (char *)source;
+    a->target = (char *)target;
+    n->a[n->d.n_arcs++] = a;
+    return a;
+}
+
+static Google__Protobuf__Duration *
+dur(int64_t ms)
+{
+    Google__Protobuf__Duration *d = wf_arena_calloc(ta, 1, sizeof *d);
+    google__protobuf__duration__init(d);
+    d->seconds = ms / 1000;
+    d->nanos = (int32_t)(ms % 1000) * 1000000;
+    return d;
+}
+
+#define T_USER WORKFLOW__V1__TRIGGER__TRIGGER_USER
+#define T_AUTO WORKFLOW__V1__TRIGGER__TRIGGER_AUTO
+#define I_CANCELLED WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_CANCELLED
+#define O_CORRELATED WORKFLOW__V1__SIGNAL_OUTCOME__SIGNAL_OUTCOME_CORRELATED
+#define O_BUFFERED WORKFLOW__V1__SIGNAL_OUTCOME__SIGNAL_OUTCOME_BUFFERED
+#define O_DUPLICATE WORKFLOW__V1__SIGNAL_OUTCOME__SIGNAL_OUTCOME_DUPLICATE
+#define O_DROPPED WORKFLOW__V1__SIGNAL_OUTCOME__SIGNAL_OUTCOME_DROPPED
+#define C_AGGREGATE WORKFLOW__V1__CORRELATION__CORRELATION_AGGREGATE
+
+static Workflow__V1__Transition *
+msg(nb *n, const char *id, const char *signal, bool by_aggregate)
+{
+    Workflow__V1__Transition *t = trans(n, id, T_MSG);
+    t->signal_name = (char *)signal;
+    if (by_aggregate)
+        t->correlation = C_AGGREGATE;
+    return t;
+}
+
+static void
+user1(Workflow__V1__Transition *t, const char *id)
+{
+    Workflow__V1__Assignee *a = wf_arena_calloc(ta, 1, sizeof *a);
+    workflow__v1__assignee__init(a);
+    a->kind = A_USER;
+    a->ids = wf_arena_calloc(ta, 2, sizeof *a->ids);
+    a->ids[a->n_ids++] = (char *)id;
+    t->assignee = a;
+}
+
+static void
+deploy(const nb *n)
+{
+    Workflow__V1__DeployDefinitionRequest req = WORKFLOW__V1__DEPLOY_DEFINITION_REQUEST__INIT;
+    wf_client_status st;
+    req.definition = (Workflow__V1__Definition *)&n->d;
+    call(as("dev"), "DeployDefinition", &req, &workflow__v1__deploy_definition_response__descriptor,
+         &st);
+    ck_ok(st);
+}
+
+/* Starts key, bound to aggregate ("order", agg_id) unless agg_id is NULL. */
+static Workflow__V1__Instance *
+start(const char *key, const char *agg_id, const char *vars)
+{
+    Workflow__V1__StartInstanceRequest req = WORKFLOW__V1__START_INSTANCE_REQUEST__INIT;
+    Workflow__V1__Aggregate agg = WORKFLOW__V1__AGGREGATE__INIT;
+    wf_client_status st;
+    req.definition_key = (char *)key;
+    req.variables_json = (char *)(vars != NULL ? vars : "");
+    if (agg_id != NULL) {
+        agg.type = "order";
+        agg.id = (char *)agg_id;
+        req.aggregate = &agg;
+    }
+    Workflow__V1__StartInstanceResponse *r = call(
+        as("boss"), "StartInstance", &req, &workflow__v1__start_instance_response__descriptor, &st);
+    ck_ok(st);
+    return r->instance;
+}
+
+static Workflow__V1__GetInstanceResponse *
+get_instance(const char *id)
+{
+    Workflow__V1__GetInstanceRequest req = WORKFLOW__V1__GET_INSTANCE_REQUEST__INIT;
+    wf_client_status st;
+    req.instance_id = (char *)id;
+    Workflow__V1__GetInstanceResponse *r =
+        call(as(NULL), "GetInstance", &req, &workflow__v1__get_instance_response__descriptor, &st);
+    ck_ok(st);
+    return r;
+}
+
+static int
+marking(const Workflow__V1__GetInstanceResponse *g, const char *place_id)
+{
+    for (size_t i = 0; i < g->n_marking; i++)
+        if (strcmp(g->marking[i]->key, place_id) == 0)
+            return g->marking[i]->value;
+    return 0;
+}
+
+/* The open task of transition_id. */
+static const char *
+open_task(const Workflow__V1__GetInstanceResponse *g, const char *transition_id)
+{
+    for (size_t i = 0; i < g->n_tasks; i++)
+        if (strcmp(g->tasks[i]->transition_id, transition_id) == 0 &&
+            g->tasks[i]->status == WORKFLOW__V1__TASK_STATUS__TASK_STATUS_OPEN)
+            return g->tasks[i]->id;
+    ck_abort_msg("no open task of %s", transition_id);
+    return NULL;
+}
+
+static void
+complete(const char *actor, const char *task_id)
+{
+    Workflow__V1__CompleteTaskRequest req = WORKFLOW__V1__COMPLETE_TASK_REQUEST__INIT;
+    wf_client_status st;
+    req.task_id = (char *)task_id;
+    call(as(actor), "CompleteTask", &req, &workflow__v1__complete_task_response__descriptor, &st);
+    ck_ok(st);
+}
+
+/* SendSignal: to instance_id, or to the aggregate ("order", agg_id). */
+static Workflow__V1__SendSignalResponse *
+send_c(wf_client *c, const char *name, const char *instance_id, const char *agg_id,
+       const char *payload, const char *signal_id, int64_t ttl_ms, wf_client_status *st)
+{
+    Workflow__V1__SendSignalRequest req = WORKFLOW__V1__SEND_SIGNAL_REQUEST__INIT;
+    Workflow__V1__Aggregate agg = WORKFLOW__V1__AGGREGATE__INIT;
+    req.name = (char *)name;
+    if (instance_id != NULL) {
+        req.target_case = WORKFLOW__V1__SEND_SIGNAL_REQUEST__TARGET_INSTANCE_ID;
+        req.instance_id = (char *)instance_id;
+    } else if (agg_id != NULL) {
+        agg.type = "order";
+        agg.id = (char *)agg_id;
+        req.target_case = WORKFLOW__V1__SEND_SIGNAL_REQUEST__TARGET_AGGREGATE;
+        req.aggregate = &agg;
+    }
+    req.payload_json = (char *)(payload != NULL ? payload : "");
+    req.signal_id = (char *)(signal_id != NULL ? signal_id : "");
+    if (ttl_ms != 0)
+        req.buffer_ttl = dur(ttl_ms);
+    return call(c, "SendSignal", &req, &workflow__v1__send_signal_response__descriptor, st);
+}
+
+static Workflow__V1__SendSignalResponse *
+send_sig(const char *name, const char *instance_id, const char *agg_id, const char *payload,
+         const char *signal_id, int64_t ttl_ms)
+{
+    wf_client_status st;
+    Workflow__V1__SendSignalResponse *r =
+        send_c(as(NULL), name, instance_id, agg_id, payload, signal_id, ttl_ms, &st);
+    ck_ok(st);
+    return r;
+}
+
+static Workflow__V1__ListSignalsResponse *
+list_signals(const char *instance_id, const char *agg_id)
+{
+    Workflow__V1__ListSignalsRequest req = WORKFLOW__V1__LIST_SIGNALS_REQUEST__INIT;
+    Workflow__V1__Aggregate agg = WORKFLOW__V1__AGGREGATE__INIT;
+    wf_client_status st;
+    if (instance_id != NULL) {
+        req.target_case = WORKFLOW__V1__LIST_SIGNALS_REQUEST__TARGET_INSTANCE_ID;
+        req.instance_id = (char *)instance_id;
+    } else {
+        agg.type = "order";
+        agg.id = (char *)agg_id;
+        req.target_case = WORKFLOW__V1__LIST_SIGNALS_REQUEST__TARGET_AGGREGATE;
+        req.aggregate = &agg;
+    }
+    Workflow__V1__ListSignalsResponse *r =
+        call(as(NULL), "ListSignals", &req, &workflow__v1__list_signals_response__descriptor, &st);
+    ck_ok(st);
+    return r;
+}
+
+static Workflow__V1__Instance *
+set_vars(const char *id, const char *vars, wf_client_status *st)
+{
+    Workflow__V1__SetVariablesRequest req = WORKFLOW__V1__SET_VARIABLES_REQUEST__INIT;
+    req.instance_id = (char *)id;
+    req.variables_json = (char *)vars;
+    Workflow__V1__SetVariablesResponse *r = call(
+        as("ops"), "SetVariables", &req, &workflow__v1__set_variables_response__descriptor, st);
+    return r != NULL ? r->instance : NULL;
+}
+
+/* Event types of root's tree, space-separated, read from the store. */
+static char *
+event_types(const char *root)
+{
+    static char out[8192];
+    wf_arena *a = wf_arena_new();
+    wf_store_ctx sc = {"default", 0, a};
+    wf_event_filter f = {.instance_id = root};
+    wf_event_row *ev;
+    size_t n;
+    wf_error err;
+    ck_assert_int_eq(wf_store_read_events(ts.app.store, &sc, 0, &f, 1000, &ev, &n, &err), WF_OK);
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(out);
+        snprintf(out + len, sizeof out - len, "%s%s", i ? " " : "", ev[i].type);
+    }
+    wf_arena_free(a);
+    return out;
+}
+
+static int
+count_of(const char *list, const char *type)
+{
+    int n = 0;
+    size_t l = strlen(type);
+    for (const char *p = list; (p = strstr(p, type)) != NULL; p += l)
+        if ((p == list || p[-1] == ' ') && (p[l] == ' ' || p[l] == '\0'))
+            n++;
+    return n;
+}
+
+static void
+sleep_ms(int ms)
+{
+    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+/* The value of key in a JSON object text, as compact text (test-owned). */
+static char *
+var(const char *json, const char *key)
+{
+    json_t *o = json_loads(json, 0, NULL);
+    ck_assert_ptr_nonnull(o);
+    json_t *v = json_object_get(o, key);
+    char *s = v != NULL ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    char *copy = s != NULL ? wf_arena_strdup(ta, s) : NULL;
+    free(s);
+    json_decref(o);
+    return copy;
+}
+
+/* s --recv(MSG name)--> e: waits for one signal. */
+static char *
+one_msg_net(const char *tag, const char *signal, bool by_aggregate)
+{
+    char *key = u(tag);
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "e", END);
+    msg(n, "recv", signal, by_aggregate);
+    arc(n, "s", "recv");
+    arc(n, "recv", "e");
+    deploy(n);
+    return key;
+}
+
+/* ---- tests ---------------------------------------------------------------------------------- */
+
+START_TEST(test_correlate_by_instance)
+{
+    char *key = one_msg_net("byid", "paid", false);
+    Workflow__V1__Instance *in = start(key, NULL, "{\"a\":1}");
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_uint_eq(g->n_awaiting_signals, 1);
+    /* Another name, or the aggregate path, does not reach it. */
+    Workflow__V1__SendSignalResponse *r = send_sig("other", in->id, NULL, NULL, NULL, 0);
+    ck_assert_int_eq(r->outcome, O_DROPPED);
+    r = send_sig("paid", in->id, NULL, "{\"amount\":42}", NULL, 0);
+    ck_assert_int_eq(r->outcome, O_CORRELATED);
+    ck_assert_uint_eq(r->n_instance_ids, 1);
+    ck_assert_str_eq(r->instance_ids[0], in->id);
+    ck_assert_ptr_null(r->expires_at);
+    g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_COMPLETED);
+    ck_assert_str_eq(var(g->instance->variables_json, "amount"), "42");
+    ck_assert_str_eq(var(g->instance->variables_json, "a"), "1");
+    const char *ev = event_types(in->id);
+    ck_assert_msg(strstr(ev, "SIGNAL_RECEIVED SIGNAL_CONSUMED TRANSITION_FIRED") != NULL, "%s", ev);
+    /* The instance has ended: a later signal is DROPPED. */
+    r = send_sig("paid", in->id, NULL, NULL, NULL, 60000);
+    ck_assert_int_eq(r->outcome, O_DROPPED);
+    ck_assert_ptr_null(r->expires_at);
+
+    /* The delivery log of the instance. */
+    Workflow__V1__ListSignalsResponse *l = list_signals(in->id, NULL);
+    ck_assert_uint_eq(l->n_signals, 3);
+    ck_assert_int_eq(l->signals[0]->outcome, O_DROPPED);
+    ck_assert_str_eq(l->signals[0]->name, "other");
+    Workflow__V1__Signal *s = l->signals[1];
+    ck_assert_int_eq(s->outcome, O_CORRELATED);
+    ck_assert_str_eq(s->name, "paid");
+    ck_assert_str_eq(s->instance_id, in->id);
+    ck_assert_ptr_null(s->aggregate);
+    ck_assert_str_eq(s->consumed_by_instance, in->id);
+    ck_assert_str_eq(s->transition_id, "recv");
+    ck_assert_str_eq(var(s->payload_json, "amount"), "42");
+    ck_assert_ptr_nonnull(s->received_at);
+    ck_assert_ptr_nonnull(s->consumed_at);
+    ck_assert_ptr_null(s->expires_at);
+    ck_assert_str_eq(s->signal_id, "");
+    ck_assert_int_eq(l->signals[2]->outcome, O_DROPPED);
+    ck_assert_ptr_null(l->signals[2]->consumed_at);
+    ck_assert_str_eq(l->next_page_token, "");
+
+    /* Bad requests. */
+    wf_client_status st;
+    send_c(as(NULL), "", in->id, NULL, NULL, NULL, 0, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    send_c(as(NULL), "paid", NULL, NULL, NULL, NULL, 0, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    send_c(as(NULL), "paid", in->id, NULL, NULL, NULL, -1000, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    send_c(as(NULL), "paid", in->id, NULL, "[1]", NULL, 0, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_JSON");
+    send_c(as(NULL), "paid", "nope-no-such-instance", NULL, NULL, NULL, 0, &st);
+    ck_fails(st, GRPC_STATUS_NOT_FOUND, "INSTANCE_NOT_FOUND");
+}
+END_TEST
+
+START_TEST(test_correlate_by_aggregate_fires_every_instance)
+{
+    char *key = one_msg_net("byagg", "payment", true);
+    char *agg = u("A");
+    Workflow__V1__Instance *i1 = start(key, agg, NULL);
+    Workflow__V1__Instance *i2 = start(key, agg, NULL);
+    Workflow__V1__Instance *other = start(key, u("B"), NULL);
+    /* INSTANCE addressing does not reach an AGGREGATE subscription. */
+    Workflow__V1__SendSignalResponse *r = send_sig("payment", i1->id, NULL, NULL, NULL, 0);
+    ck_assert_int_eq(r->outcome, O_DROPPED);
+    r = send_sig("payment", NULL, agg, "{\"paid\":true}", NULL, 0);
+    ck_assert_int_eq(r->outcome, O_CORRELATED);
+    ck_assert_uint_eq(r->n_instance_ids, 2);
+    ck_assert_str_eq(r->instance_ids[0], i1->id);
+    ck_assert_str_eq(r->instance_ids[1], i2->id);
+    ck_assert_int_eq(get_instance(i1->id)->instance->status, I_COMPLETED);
+    Workflow__V1__GetInstanceResponse *g2 = get_instance(i2->id);
+    ck_assert_int_eq(g2->instance->status, I_COMPLETED);
+    ck_assert_str_eq(var(g2->instance->variables_json, "paid"), "true");
+    ck_assert_int_eq(get_instance(other->id)->instance->status, I_RUNNING);
+    Workflow__V1__ListSignalsResponse *l = list_signals(NULL, agg);
+    ck_assert_uint_eq(l->n_signals, 1);
+    Workflow__V1__Signal *s = l->signals[0];
+    ck_assert_int_eq(s->outcome, O_CORRELATED);
+    ck_assert_ptr_nonnull(s->aggregate);
+    ck_assert_str_eq(s->aggregate->type, "order");
+    ck_assert_str_eq(s->aggregate->id, agg);
+    ck_assert_str_eq(s->instance_id, "");
+    ck_assert_str_eq(s->consumed_by_instance, i1->id); /* the first */
+    ck_assert_str_eq(s->transition_id, "recv");
+}
+END_TEST
+
+START_TEST(test_oldest_work_item_first)
+{
+    /* "late" is declared first but enabled after "early". */
+    char *key = u("oldest");
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "p", NORMAL);
+    place(n, "q0", NORMAL);
+    place(n, "q", NORMAL);
+    place(n, "x", NORMAL);
+    place(n, "y", NORMAL);
+    place(n, "e", END);
+    msg(n, "late", "go", false);
+    trans(n, "fork", T_AUTO);
+    msg(n, "early", "go", false);
+    user1(trans(n, "step", T_USER), "ann");
+    trans(n, "join", T_AUTO);
+    arc(n, "s", "fork");
+    arc(n, "fork", "p");
+    arc(n, "fork", "q0");
+    arc(n, "q0", "step");
+    arc(n, "step", "q");
+    arc(n, "p", "early");
+    arc(n, "early", "x");
+    arc(n, "q", "late");
+    arc(n, "late", "y");
+    arc(n, "x", "join");
+    arc(n, "y", "join");
+    arc(n, "join", "e");
+    deploy(n);
+    Workflow__V1__Instance *in = start(key, NULL, NULL);
+    sleep_ms(5);
+    complete("ann", open_task(get_instance(in->id), "step"));
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_uint_eq(g->n_awaiting_signals, 2);
+    Workflow__V1__SendSignalResponse *r = send_sig("go", in->id, NULL, NULL, NULL, 0);
+    ck_assert_int_eq(r->outcome, O_CORRELATED);
+    g = get_instance(in->id);
+    ck_assert_int_eq(marking(g, "x"), 1);
+    ck_assert_int_eq(marking(g, "q"), 1);
+    ck_assert_uint_eq(g->n_awaiting_signals, 1);
+    ck_assert_str_eq(g->awaiting_signals[0]->transition_id, "late");
+    r = send_sig("go", in->id, NULL, NULL, NULL, 0);
+    ck_assert_int_eq(r->outcome, O_CORRELATED);
+    ck_assert_int_eq(get_instance(in->id)->instance->status, I_COMPLETED);
+}
+END_TEST
+
+START_TEST(test_buffered_then_consumed_by_a_later_start)
+{
+    char *key = one_msg_net("buf", "payment", true);
+    char *agg = u("A");
+    Workflow__V1__SendSignalResponse *r =
+        send_sig("payment", NULL, agg, "{\"amount\":7}", u("sig"), 60000);
+    ck_assert_int_eq(r->outcome, O_BUFFERED);
+    ck_assert_uint_eq(r->n_instance_ids, 0);
+    ck_assert_ptr_nonnull(r->expires_at);
+    int64_t now_s = wf_now_us() / 1000000;
+    ck_assert_int_ge(r->expires_at->seconds, now_s + 55);
+    ck_assert_int_le(r->expires_at->seconds, now_s + 61);
+    /* The instance consumes it at enablement, in the start itself. */
+    Workflow__V1__Instance *in = start(key, agg, "{\"a\":1}");
+    ck_assert_int_eq(in->status, I_COMPLETED);
+    ck_assert_str_eq(var(in->variables_json, "amount"), "7");
+    ck_assert_str_eq(var(in->variables_json, "a"), "1");
+    const char *ev = event_types(in->id);
+    ck_assert_msg(strstr(ev, "TRANSITION_ENABLED SIGNAL_CONSUMED TRANSITION_FIRED") != NULL, "%s",
+                  ev);
+    /* At most once: the next instance waits. */
+    Workflow__V1__Instance *in2 = start(key, agg, NULL);
+    ck_assert_int_eq(in2->status, I_RUNNING);
+    ck_assert_uint_eq(get_instance(in2->id)->n_buffered_signals, 0);
+    /* The log row stays BUFFERED and records the consumption. */
+    Workflow__V1__ListSignalsResponse *l = list_signals(NULL, agg);
+    ck_assert_uint_eq(l->n_signals, 1);
+    Workflow__V1__Signal *s = l->signals[0];
+    ck_assert_int_eq(s->outcome, O_BUFFERED);
+    ck_assert_ptr_nonnull(s->expires_at);
+    ck_assert_ptr_nonnull(s->consumed_at);
+    ck_assert_str_eq(s->consumed_by_instance, in->id);
+    ck_assert_str_eq(s->transition_id, "recv");
+    ck_assert_str_eq(s->signal_id, u("sig"));
+    /* By instance id, the log shows what the instance consumed. */
+    ck_assert_uint_eq(list_signals(in->id, NULL)->n_signals, 1);
+}
+END_TEST
+
+START_TEST(test_buffered_by_id_then_consumed_at_enablement)
+{
+    /* s -> step (USER) -> p -> recv (MSG) -> e */
+    char *key = u("later");
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "p", NORMAL);
+    place(n, "e", END);
+    user1(trans(n, "step", T_USER), "ann");
+    msg(n, "recv", "done", false);
+    arc(n, "s", "step");
+    arc(n, "step", "p");
+    arc(n, "p", "recv");
+    arc(n, "recv", "e");
+    deploy(n);
+    Workflow__V1__Instance *in = start(key, NULL, NULL);
+    Workflow__V1__SendSignalResponse *r =
+        send_sig("done", in->id, NULL, "{\"z\":\"y\"}", NULL, 60000);
+    ck_assert_int_eq(r->outcome, O_BUFFERED);
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_uint_eq(g->n_buffered_signals, 1);
+    ck_assert_str_eq(g->buffered_signals[0]->name, "done");
+    ck_assert_int_eq(g->buffered_signals[0]->outcome, O_BUFFERED);
+    ck_assert(count_of(event_types(in->id), "SIGNAL_BUFFERED") == 1);
+    complete("ann", open_task(g, "step"));
+    g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_COMPLETED);
+    ck_assert_str_eq(var(g->instance->variables_json, "z"), "\"y\"");
+    ck_assert_uint_eq(g->n_buffered_signals, 0);
+    Workflow__V1__Signal *s = list_signals(in->id, NULL)->signals[0];
+    ck_assert_int_eq(s->outcome, O_BUFFERED);
+    ck_assert_str_eq(s->consumed_by_instance, in->id);
+}
+END_TEST
+
+START_TEST(test_expired_signal_is_never_consumed)
+{
+    char *key = one_msg_net("exp", "payment", true);
+    char *agg = u("A");
+    Workflow__V1__SendSignalResponse *r = send_sig("payment", NULL, agg, NULL, NULL, 300);
+    ck_assert_int_eq(r->outcome, O_BUFFERED);
+    sleep_ms(700);
+    Workflow__V1__Instance *in = start(key, agg, NULL);
+    ck_assert_int_eq(in->status, I_RUNNING);
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_uint_eq(g->n_awaiting_signals, 1);
+    ck_assert_uint_eq(g->n_buffered_signals, 0);
+    Workflow__V1__Signal *s = list_signals(NULL, agg)->signals[0];
+    ck_assert_int_eq(s->outcome, O_BUFFERED);
+    ck_assert_ptr_null(s->consumed_at);
+    ck_assert_str_eq(s->consumed_by_instance, "");
+}
+END_TEST
+
+/* s -> one (MSG go) -> p -> two (MSG go) -> e */
+static char *
+two_step_net(const char *tag)
+{
+    char *key = u(tag);
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "p", NORMAL);
+    place(n, "e", END);
+    msg(n, "one", "go", false);
+    msg(n, "two", "go", false);
+    arc(n, "s", "one");
+    arc(n, "one", "p");
+    arc(n, "p", "two");
+    arc(n, "two", "e");
+    deploy(n);
+    return key;
+}
+
+START_TEST(test_duplicate_signal_id_changes_nothing)
+{
+    char *key = two_step_net("dup");
+    Workflow__V1__Instance *in = start(key, NULL, NULL);
+    char *sid = u("sid");
+    Workflow__V1__SendSignalResponse *r = send_sig("go", in->id, NULL, "{\"n\":1}", sid, 0);
+    ck_assert_int_eq(r->outcome, O_CORRELATED);
+    r = send_sig("go", in->id, NULL, "{\"n\":2}", sid, 0);
+    ck_assert_int_eq(r->outcome, O_DUPLICATE);
+    ck_assert_uint_eq(r->n_instance_ids, 0);
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_int_eq(marking(g, "p"), 1);
+    ck_assert_str_eq(var(g->instance->variables_json, "n"), "1");
+    ck_assert_uint_eq(list_signals(in->id, NULL)->n_signals, 1); /* no row for a duplicate */
+    /* A duplicate is recognised whatever its target. */
+    r = send_sig("go", NULL, u("Z"), NULL, sid, 60000);
+    ck_assert_int_eq(r->outcome, O_DUPLICATE);
+    r = send_sig("go", in->id, NULL, NULL, u("sid2"), 0);
+    ck_assert_int_eq(r->outcome, O_CORRELATED);
+    ck_assert_int_eq(get_instance(in->id)->instance->status, I_COMPLETED);
+}
+END_TEST
+
+typedef struct racer {
+    const char *agg_id; /* by aggregate when set */
+    const char *instance_id;
+    const char *signal_id;
+    pthread_barrier_t *bar;
+    int code;
+    int outcome;
+    char message[1024];
+} racer;
+
+static void *
+race(void *arg)
+{
+    racer *r = arg;
+    wf_client *c = as(NULL);
+    wf_client_status st;
+    pthread_barrier_wait(r->bar);
+    Workflow__V1__SendSignalResponse *resp = send_c(
+        c, "go", r->agg_id != NULL ? NULL : r->instance_id, r->agg_id, NULL, r->signal_id, 0, &st);
+    r->code = st.code;
+    snprintf(r->message, sizeof r->message, "%s %s", st.reason, st.message);
+    r->outcome = resp != NULL ? (int)resp->outcome : -1;
+    return NULL;
+}
+
+START_TEST(test_concurrent_duplicates_correlate_once)
+{
+    char *key = two_step_net("race");
+    for (int round = 0; round < 3; round++) {
+        Workflow__V1__Instance *in = start(key, NULL, NULL);
+        char *sid = wf_arena_printf(ta, "%s-%d", u("race"), round);
+        pthread_barrier_t bar;
+        pthread_barrier_init(&bar, NULL, 2);
+        racer r[2] = {{NULL, in->id, sid, &bar, -1, -1, ""}, {NULL, in->id, sid, &bar, -1, -1, ""}};
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++)
+            pthread_create(&th[i], NULL, race, &r[i]);
+        for (int i = 0; i < 2; i++)
+            pthread_join(th[i], NULL);
+        pthread_barrier_destroy(&bar);
+        ck_assert_msg(r[0].code == 0, "%d %s", r[0].code, r[0].message);
+        ck_assert_msg(r[1].code == 0, "%d %s", r[1].code, r[1].message);
+        ck_assert_int_eq((r[0].outcome == O_CORRELATED) + (r[1].outcome == O_CORRELATED), 1);
+        ck_assert_int_eq((r[0].outcome == O_DUPLICATE) + (r[1].outcome == O_DUPLICATE), 1);
+        Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+        ck_assert_int_eq(marking(g, "p"), 1); /* fired once */
+        ck_assert_int_eq(count_of(event_types(in->id), "SIGNAL_CONSUMED"), 1);
+        ck_assert_uint_eq(list_signals(in->id, NULL)->n_signals, 1);
+    }
+}
+END_TEST
+
+START_TEST(test_concurrent_duplicates_by_aggregate)
+{
+    char *key = u("racea");
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "e", END);
+    msg(n, "recv", "go", true);
+    arc(n, "s", "recv");
+    arc(n, "recv", "e");
+    deploy(n);
+    for (int round = 0; round < 3; round++) {
+        char *agg = wf_arena_printf(ta, "%s-%d", u("AG"), round);
+        Workflow__V1__Instance *i1 = start(key, agg, NULL);
+        Workflow__V1__Instance *i2 = start(key, agg, NULL);
+        char *sid = wf_arena_printf(ta, "%s-%d", u("racea"), round);
+        pthread_barrier_t bar;
+        pthread_barrier_init(&bar, NULL, 2);
+        racer r[2] = {{agg, NULL, sid, &bar, -1, -1, ""}, {agg, NULL, sid, &bar, -1, -1, ""}};
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++)
+            pthread_create(&th[i], NULL, race, &r[i]);
+        for (int i = 0; i < 2; i++)
+            pthread_join(th[i], NULL);
+        pthread_barrier_destroy(&bar);
+        ck_assert_msg(r[0].code == 0, "%d %s", r[0].code, r[0].message);
+        ck_assert_msg(r[1].code == 0, "%d %s", r[1].code, r[1].message);
+        ck_assert_int_eq((r[0].outcome == O_CORRELATED) + (r[1].outcome == O_CORRELATED), 1);
+        ck_assert_int_eq((r[0].outcome == O_DUPLICATE) + (r[1].outcome == O_DUPLICATE), 1);
+        ck_assert_int_eq(get_instance(i1->id)->instance->status, I_COMPLETED);
+        ck_assert_int_eq(get_instance(i2->id)->instance->status, I_COMPLETED);
+        ck_assert_int_eq(count_of(event_types(i1->id), "SIGNAL_CONSUMED"), 1);
+        ck_assert_int_eq(count_of(event_types(i2->id), "SIGNAL_CONSUMED"), 1);
+        ck_assert_uint_eq(list_signals(NULL, agg)->n_signals, 1);
+    }
+}
+END_TEST
+
+START_TEST(test_dropped_without_ttl)
+{
+    char *agg = u("nobody");
+    Workflow__V1__SendSignalResponse *r = send_sig("payment", NULL, agg, NULL, NULL, 0);
+    ck_assert_int_eq(r->outcome, O_DROPPED);
+    ck_assert_ptr_null(r->expires_at);
+    Workflow__V1__ListSignalsResponse *l = list_signals(NULL, agg);
+    ck_assert_uint_eq(l->n_signals, 1);
+    ck_assert_int_eq(l->signals[0]->outcome, O_DROPPED);
+    ck_assert_ptr_null(l->signals[0]->expires_at);
+    ck_assert_ptr_nonnull(l->signals[0]->received_at);
+    /* Paging, the name filter and bad listings. */
+    send_sig("other", NULL, agg, NULL, NULL, 0);
+    send_sig("payment", NULL, agg, NULL, NULL, 0);
+    Workflow__V1__ListSignalsRequest req = WORKFLOW__V1__LIST_SIGNALS_REQUEST__INIT;
+    Workflow__V1__Aggregate ag = WORKFLOW__V1__AGGREGATE__INIT;
+    wf_client_status st;
+    ag.type = "order";
+    ag.id = agg;
+    req.target_case = WORKFLOW__V1__LIST_SIGNALS_REQUEST__TARGET_AGGREGATE;
+    req.aggregate = &ag;
+    req.page_size = 2;
+    l = call(as(NULL), "ListSignals", &req, &workflow__v1__list_signals_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(l->n_signals, 2);
+    ck_assert_str_ne(l->next_page_token, "");
+    req.page_token = l->next_page_token;
+    l = call(as(NULL), "ListSignals", &req, &workflow__v1__list_signals_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(l->n_signals, 1);
+    ck_assert_str_eq(l->signals[0]->name, "payment");
+    ck_assert_str_eq(l->next_page_token, "");
+    req.page_token = "";
+    req.page_size = 0;
+    req.name = "payment";
+    l = call(as(NULL), "ListSignals", &req, &workflow__v1__list_signals_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(l->n_signals, 2);
+    req.page_size = -1;
+    call(as(NULL), "ListSignals", &req, &workflow__v1__list_signals_response__descriptor, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    req.page_size = 0;
+    req.target_case = WORKFLOW__V1__LIST_SIGNALS_REQUEST__TARGET__NOT_SET;
+    call(as(NULL), "ListSignals", &req, &workflow__v1__list_signals_response__descriptor, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    /* A later instance does not get it. */
+    char *key = one_msg_net("drop", "payment", true);
+    ck_assert_int_eq(start(key, agg, NULL)->status, I_RUNNING);
+}
+END_TEST
+
+START_TEST(test_buffered_signals_discarded_when_the_instance_ends)
+{
+    /* fork -> p1: step (USER) -> x: recv (MSG) -> e; p2: fin (USER) -> e.
+     * Completing fin ends the case before recv is ever enabled. */
+    char *key = u("discard");
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "p1", NORMAL);
+    place(n, "p2", NORMAL);
+    place(n, "x", NORMAL);
+    place(n, "e", END);
+    trans(n, "fork", T_AUTO);
+    user1(trans(n, "step", T_USER), "ann");
+    msg(n, "recv", "late", false);
+    user1(trans(n, "fin", T_USER), "bob");
+    arc(n, "s", "fork");
+    arc(n, "fork", "p1");
+    arc(n, "fork", "p2");
+    arc(n, "p1", "step");
+    arc(n, "step", "x");
+    arc(n, "x", "recv");
+    arc(n, "recv", "e");
+    arc(n, "p2", "fin");
+    arc(n, "fin", "e");
+    deploy(n);
+    Workflow__V1__Instance *in = start(key, NULL, NULL);
+    Workflow__V1__SendSignalResponse *r = send_sig("late", in->id, NULL, NULL, NULL, 60000);
+    ck_assert_int_eq(r->outcome, O_BUFFERED);
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_uint_eq(g->n_buffered_signals, 1);
+    complete("bob", open_task(g, "fin"));
+    g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_COMPLETED);
+    ck_assert_uint_eq(g->n_buffered_signals, 0);
+    Workflow__V1__Signal *s = list_signals(in->id, NULL)->signals[0];
+    ck_assert_int_eq(s->outcome, O_BUFFERED);
+    ck_assert_ptr_null(s->consumed_at);
+    /* In the store: out of the buffer, discarded. */
+    wf_arena *a = wf_arena_new();
+    wf_store_ctx sc = {"default", 0, a};
+    wf_signal_filter f = {.instance_id = in->id};
+    wf_signal_row *rows;
+    size_t nr;
+    char *next;
+    wf_error err;
+    ck_assert_int_eq(
+        wf_store_list_signals(ts.app.store, &sc, &f, 10, NULL, &rows, &nr, &next, &err), WF_OK);
+    ck_assert_uint_eq(nr, 1);
+    ck_assert(rows[0].discarded);
+    ck_assert(!rows[0].buffered);
+    wf_arena_free(a);
+}
+END_TEST
+
+/* Fires the timer of instance_id the way the scheduler does. */
+static bool
+fire_timer(const char *instance_id, const char *timer_id)
+{
+    wf_timer_row row = {.id = (char *)timer_id,
+                        .tenant = "default",
+                        .root_id = (char *)instance_id,
+                        .instance_id = (char *)instance_id};
+    wf_net_rt rt = {.store = ts.app.store};
+    bool fired = false;
+    wf_error err;
+    wf_code rc = wf_net_fire_timer(&rt, &row, wf_mono_ms() + 10000, &fired, &err);
+    ck_assert_msg(rc == WF_OK, "fire: %s", err.msg);
+    return fired;
+}
+
+START_TEST(test_timeout_withdraws_the_msg)
+{
+    /* s -> pay (MSG) -> e, s -> timeout (TIME) -> late -> chase (USER) -> e */
+    char *key = u("tmo");
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "late", NORMAL);
+    place(n, "e", END);
+    msg(n, "pay", "paid", false);
+    Workflow__V1__Transition *t = trans(n, "timeout", T_TIME);
+    t->delay = dur(3600 * 1000);
+    user1(trans(n, "chase", T_USER), "ann");
+    arc(n, "s", "pay");
+    arc(n, "pay", "e");
+    arc(n, "s", "timeout");
+    arc(n, "timeout", "late");
+    arc(n, "late", "chase");
+    arc(n, "chase", "e");
+    deploy(n);
+    Workflow__V1__Instance *in = start(key, NULL, NULL);
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_uint_eq(g->n_awaiting_signals, 1);
+    ck_assert_ptr_nonnull(g->awaiting_signals[0]->times_out_at);
+    ck_assert_uint_eq(g->n_timers, 1);
+    ck_assert(fire_timer(in->id, g->timers[0]->id));
+    g = get_instance(in->id);
+    ck_assert_int_eq(marking(g, "late"), 1);
+    ck_assert_uint_eq(g->n_awaiting_signals, 0);
+    Workflow__V1__SendSignalResponse *r = send_sig("paid", in->id, NULL, NULL, NULL, 0);
+    ck_assert_int_eq(r->outcome, O_DROPPED);
+    r = send_sig("paid", in->id, NULL, NULL, NULL, 60000);
+    ck_assert_int_eq(r->outcome, O_BUFFERED);
+    g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_RUNNING);
+    ck_assert_int_eq(marking(g, "late"), 1);
+    ck_assert_int_eq(count_of(event_types(in->id), "SIGNAL_CONSUMED"), 0);
+    /* The other way round: the signal first, then the timer is gone. */
+    Workflow__V1__Instance *in2 = start(key, NULL, NULL);
+    const char *timer = get_instance(in2->id)->timers[0]->id;
+    ck_assert_int_eq(send_sig("paid", in2->id, NULL, NULL, NULL, 0)->outcome, O_CORRELATED);
+    ck_assert(!fire_timer(in2->id, timer));
+    ck_assert_int_eq(get_instance(in2->id)->instance->status, I_COMPLETED);
+}
+END_TEST
+
+START_TEST(test_set_variables)
+{
+    char *key = one_msg_net("vars", "paid", false);
+    Workflow__V1__Instance *in = start(key, NULL, "{\"a\":1,\"b\":{\"c\":1}}");
+    wf_client_status st;
+    Workflow__V1__Instance *out = set_vars(in->id, "{\"b\":{\"d\":2},\"x\":true}", &st);
+    ck_ok(st);
+    ck_assert_str_eq(var(out->variables_json, "a"), "1");
+    ck_assert_str_eq(var(out->variables_json, "b"), "{\"d\":2}"); /* top-level merge */
+    ck_assert_str_eq(var(out->variables_json, "x"), "true");
+    ck_assert_str_eq(var(get_instance(in->id)->instance->variables_json, "x"), "true");
+    ck_assert_int_eq(count_of(event_types(in->id), "VARIABLES_SET"), 1);
+    set_vars(in->id, "[1,2]", &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_JSON");
+    set_vars(in->id, "not json", &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_JSON");
+    set_vars("no-such-instance", "{}", &st);
+    ck_fails(st, GRPC_STATUS_NOT_FOUND, "INSTANCE_NOT_FOUND");
+    ck_assert_int_eq(count_of(event_types(in->id), "VARIABLES_SET"), 1);
+    /* A signal payload merges over it; an ended instance refuses. */
+    send_sig("paid", in->id, NULL, "{\"x\":false}", NULL, 0);
+    ck_assert_str_eq(var(get_instance(in->id)->instance->variables_json, "x"), "false");
+    set_vars(in->id, "{\"y\":1}", &st);
+    ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "INSTANCE_NOT_RUNNING");
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("e2e_signals");
+    TCase *tc = tcase_create(wf_test_store_name());
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_correlate_by_instance);
+    tcase_add_test(tc, test_correlate_by_aggregate_fires_every_instance);
+    tcase_add_test(tc, test_oldest_work_item_first);
+    tcase_add_test(tc, test_buffered_then_consumed_by_a_later_start);
+    tcase_add_test(tc, test_buffered_by_id_then_consumed_at_enablement);
+    tcase_add_test(tc, test_expired_signal_is_never_consumed);
+    tcase_add_test(tc, test_duplicate_signal_id_changes_nothing);
+    tcase_add_test(tc, test_concurrent_duplicates_correlate_once);
+    tcase_add_test(tc, test_concurrent_duplicates_by_aggregate);
+    tcase_add_test(tc, test_dropped_without_ttl);
+    tcase_add_test(tc, test_buffered_signals_discarded_when_the_instance_ends);
+    tcase_add_test(tc, test_timeout_withdraws_the_msg);
+    tcase_add_test(tc, test_set_variables);
+    suite_add_tcase(s, tc);
+    return wf_test_run(s);
+}
