@@ -13,7 +13,6 @@
  * suffix.
  */
 #include <pthread.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,174 +24,13 @@
 #include "defcache.h"
 #include "expr.h"
 #include "net_runtime.h"
+#include "net_kit.h"
 #include "test_support.h"
 #include "wf_time.h"
 #include "workflow/v1/workflow.pb-c.h"
 
 #define SVC "/workflow.v1.WorkflowService/"
 
-static wf_test_server ts;
-static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
-static ProtobufCMessage *kept[4096];
-static size_t nkept;
-static wf_client *clients[256];
-static size_t nclients;
-static char suffix[16];
-static wf_arena *ta; /* test-owned messages */
-
-static void
-setup(void)
-{
-    wf_test_server_start(&ts, NULL);
-    char id[WF_UUID_LEN + 1];
-    wf_uuid7(id);
-    snprintf(suffix, sizeof suffix, "%.8s", id + 28);
-    ta = wf_arena_new();
-}
-
-static void
-teardown(void)
-{
-    for (size_t i = 0; i < nkept; i++)
-        protobuf_c_message_free_unpacked(kept[i], NULL);
-    nkept = 0;
-    for (size_t i = 0; i < nclients; i++)
-        wf_client_free(clients[i]);
-    nclients = 0;
-    if (ts.srv != NULL)
-        wf_test_server_stop(&ts, 1000);
-    wf_arena_free(ta);
-    /* Compiled expressions hold jq stacks that LeakSanitizer cannot see
-     * through (libjq points past their end). */
-    wf_expr_cache_clear();
-    wf_defcache_clear();
-}
-
-/* "name" -> "name-1a2b3c4d", unique to the test run. */
-static char *
-u(const char *name)
-{
-    return wf_arena_printf(ta, "%s-%s", name, suffix);
-}
-
-static wf_client *
-as(const char *actor)
-{
-    wf_client_options o = {.target = ts.target, .actor = actor, .timeout_ms = 15000};
-    wf_client *c = wf_client_new(&o);
-    ck_assert_ptr_nonnull(c);
-    pthread_mutex_lock(&kept_mu);
-    clients[nclients++] = c;
-    pthread_mutex_unlock(&kept_mu);
-    return c;
-}
-
-static void *
-call(wf_client *c, const char *method, const void *req, const ProtobufCMessageDescriptor *d,
-     wf_client_status *st)
-{
-    char path[128];
-    ProtobufCMessage *resp = NULL;
-    snprintf(path, sizeof path, SVC "%s", method);
-    int code = wf_client_call(c, path, req, d, &resp, NULL, st);
-    if (code != GRPC_STATUS_OK)
-        return NULL;
-    pthread_mutex_lock(&kept_mu);
-    kept[nkept++] = resp;
-    pthread_mutex_unlock(&kept_mu);
-    return resp;
-}
-
-#define ck_fails(st, code_, reason_)                                                               \
-    do {                                                                                           \
-        ck_assert_msg((st).code == (code_), "code %s, want %s: %s",                                \
-                      wf_client_code_name((st).code), wf_client_code_name(code_), (st).message);   \
-        ck_assert_str_eq((st).reason, (reason_));                                                  \
-    } while (0)
-
-#define ck_ok(st)                                                                                  \
-    ck_assert_msg((st).code == 0, "%s %s: %s", wf_client_code_name((st).code), (st).reason,        \
-                  (st).message)
-
-#define START WORKFLOW__V1__PLACE_KIND__PLACE_KIND_START
-#define NORMAL WORKFLOW__V1__PLACE_KIND__PLACE_KIND_NORMAL
-#define END WORKFLOW__V1__PLACE_KIND__PLACE_KIND_END
-#define T_USER WORKFLOW__V1__TRIGGER__TRIGGER_USER
-#define T_AUTO WORKFLOW__V1__TRIGGER__TRIGGER_AUTO
-#define T_TIME WORKFLOW__V1__TRIGGER__TRIGGER_TIME
-#define T_MSG WORKFLOW__V1__TRIGGER__TRIGGER_MSG
-#define A_USER WORKFLOW__V1__ASSIGNEE_KIND__ASSIGNEE_KIND_USER
-#define A_USERS WORKFLOW__V1__ASSIGNEE_KIND__ASSIGNEE_KIND_USERS
-#define TS_OPEN WORKFLOW__V1__TASK_STATUS__TASK_STATUS_OPEN
-#define TS_DONE WORKFLOW__V1__TASK_STATUS__TASK_STATUS_DONE
-#define TS_CANCELLED WORKFLOW__V1__TASK_STATUS__TASK_STATUS_CANCELLED
-#define I_RUNNING WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_RUNNING
-#define I_COMPLETED WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPLETED
-#define I_FAILED WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_FAILED
-
-/* ---- building definitions ---------------------------------------------------------------- */
-
-typedef struct nb {
-    Workflow__V1__Definition d;
-    Workflow__V1__Place *p[16];
-    Workflow__V1__Transition *t[16];
-    Workflow__V1__Arc *a[48];
-} nb;
-
-static nb *
-net_new(const char *key)
-{
-    nb *n = wf_arena_calloc(ta, 1, sizeof *n);
-    workflow__v1__definition__init(&n->d);
-    n->d.key = (char *)key;
-    n->d.kind = WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_NET;
-    n->d.places = n->p;
-    n->d.transitions = n->t;
-    n->d.arcs = n->a;
-    return n;
-}
-
-static void
-place(nb *n, const char *id, Workflow__V1__PlaceKind kind)
-{
-    Workflow__V1__Place *p = wf_arena_calloc(ta, 1, sizeof *p);
-    workflow__v1__place__init(p);
-    p->id = (char *)id;
-    p->kind = kind;
-    n->p[n->d.n_places++] = p;
-}
-
-static Workflow__V1__Transition *
-trans(nb *n, const char *id, Workflow__V1__Trigger trigger)
-{
-    Workflow__V1__Transition *t = wf_arena_calloc(ta, 1, sizeof *t);
-    workflow__v1__transition__init(t);
-    t->id = (char *)id;
-    t->trigger = trigger;
-    n->t[n->d.n_transitions++] = t;
-    return t;
-}
-
-static Workflow__V1__Arc *
-arc(nb *n, const char *source, const char *target)
-{
-    Workflow__V1__Arc *a = wf_arena_calloc(ta, 1, sizeof *a);
-    workflow__v1__arc__init(a);
-    a->source = (char *)source;
-    a->target = (char *)target;
-    n->a[n->d.n_arcs++] = a;
-    return a;
-}
-
-static Google__Protobuf__Duration *
-dur(int64_t ms)
-{
-    Google__Protobuf__Duration *d = wf_arena_calloc(ta, 1, sizeof *d);
-    google__protobuf__duration__init(d);
-    d->seconds = ms / 1000;
-    d->nanos = (int32_t)(ms % 1000) * 1000000;
-    return d;
-}
 
 static void
 job(Workflow__V1__Transition *t, const char *type, int max_attempts, int64_t initial_ms)

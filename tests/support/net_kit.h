@@ -1,0 +1,80 @@
+/*
+ * net_kit: what the end-to-end suites of nets, signals and sagas share — an
+ * in-process server per test (checked fixture setup/teardown), clients by
+ * actor, calls whose responses live until teardown, names unique to the
+ * run (Postgres keeps rows between runs), and a builder for Definition
+ * messages.
+ */
+#ifndef WF_NET_KIT_H
+#define WF_NET_KIT_H
+
+#include <grpc/status.h>
+
+#include "google/protobuf/duration.pb-c.h"
+#include "test_support.h"
+#include "workflow/v1/workflow.pb-c.h"
+
+extern wf_test_server ts; /* the test's server */
+extern wf_arena *ta;      /* test-owned messages and strings, freed at teardown */
+
+/* Checked fixture: starts ts on the store WF_TEST_STORE names / stops it
+ * and frees every kept response, client and cached definition. */
+void setup(void);
+void teardown(void);
+
+/* "name" -> "name-1a2b3c4d", unique to the test run. */
+char *u(const char *name);
+
+/* A client acting as actor, freed at teardown. */
+wf_client *as(const char *actor);
+
+/* Calls WorkflowService/method; the response (kept until teardown) or NULL
+ * with st filled. */
+void *call(wf_client *c, const char *method, const void *req, const ProtobufCMessageDescriptor *d,
+           wf_client_status *st);
+
+#define ck_fails(st, code_, reason_)                                                               \
+    do {                                                                                           \
+        ck_assert_msg((st).code == (code_), "code %s, want %s: %s",                                \
+                      wf_client_code_name((st).code), wf_client_code_name(code_), (st).message);   \
+        ck_assert_str_eq((st).reason, (reason_));                                                  \
+    } while (0)
+
+#define ck_ok(st)                                                                                  \
+    ck_assert_msg((st).code == 0, "%s %s: %s", wf_client_code_name((st).code), (st).reason,        \
+                  (st).message)
+
+
+/* ---- building definitions ---------------------------------------------------------------- */
+
+#define START WORKFLOW__V1__PLACE_KIND__PLACE_KIND_START
+#define NORMAL WORKFLOW__V1__PLACE_KIND__PLACE_KIND_NORMAL
+#define END WORKFLOW__V1__PLACE_KIND__PLACE_KIND_END
+#define T_USER WORKFLOW__V1__TRIGGER__TRIGGER_USER
+#define T_AUTO WORKFLOW__V1__TRIGGER__TRIGGER_AUTO
+#define T_TIME WORKFLOW__V1__TRIGGER__TRIGGER_TIME
+#define T_MSG WORKFLOW__V1__TRIGGER__TRIGGER_MSG
+#define A_USER WORKFLOW__V1__ASSIGNEE_KIND__ASSIGNEE_KIND_USER
+#define A_USERS WORKFLOW__V1__ASSIGNEE_KIND__ASSIGNEE_KIND_USERS
+#define TS_OPEN WORKFLOW__V1__TASK_STATUS__TASK_STATUS_OPEN
+#define TS_DONE WORKFLOW__V1__TASK_STATUS__TASK_STATUS_DONE
+#define TS_CANCELLED WORKFLOW__V1__TASK_STATUS__TASK_STATUS_CANCELLED
+#define I_RUNNING WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_RUNNING
+#define I_COMPLETED WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPLETED
+#define I_FAILED WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_FAILED
+
+/* A Definition under construction (fixed capacities suit the tests). */
+typedef struct nb {
+    Workflow__V1__Definition d;
+    Workflow__V1__Place *p[16];
+    Workflow__V1__Transition *t[16];
+    Workflow__V1__Arc *a[48];
+} nb;
+
+nb *net_new(const char *key);
+void place(nb *n, const char *id, Workflow__V1__PlaceKind kind);
+Workflow__V1__Transition *trans(nb *n, const char *id, Workflow__V1__Trigger trigger);
+Workflow__V1__Arc *arc(nb *n, const char *source, const char *target);
+Google__Protobuf__Duration *dur(int64_t ms);
+
+#endif /* WF_NET_KIT_H */
