@@ -722,6 +722,8 @@ END_TEST
 
 /* ---- joins ------------------------------------------------------------------------------- */
 
+#define RACERS 32 /* the concurrency: 32 calls released at once */
+
 typedef struct racer {
     wf_client *c;
     const char *task_id;
@@ -772,8 +774,9 @@ race_claim(void *arg)
 static void
 run_race(racer *r, size_t n, void *(*fn)(void *))
 {
-    pthread_t th[16];
+    pthread_t th[RACERS];
     pthread_barrier_t gate;
+    ck_assert_uint_le(n, RACERS);
     pthread_barrier_init(&gate, NULL, (unsigned)n);
     for (size_t i = 0; i < n; i++) {
         r[i].gate = &gate;
@@ -851,6 +854,48 @@ START_TEST(test_nested_join_after_parent_completed)
 }
 END_TEST
 
+/* 32 tasks of one ALL join completed at the same moment: the join advances
+ * exactly once (one next referral in total). */
+START_TEST(test_join_of_32_completed_at_once)
+{
+    wf_client *boss = as("boss");
+    char *ids[RACERS];
+    for (int i = 0; i < RACERS; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "w%d", i);
+        ids[i] = u(name);
+    }
+    char *next_user = u("closer");
+    wf_client_status st;
+    const char *root = start(boss);
+    Workflow__V1__AssignToRequest req, nreq;
+    Workflow__V1__Assignee a, na;
+    Workflow__V1__JoinPolicy j, nj;
+    mk_assign(&req, &a, &j, root, USERS, ids, RACERS);
+    mk_assign(&nreq, &na, &nj, NULL, USER, &next_user, 1);
+    req.on_all_completed = &nreq;
+    Workflow__V1__AssignToResponse *r = assign_req(boss, &req, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(r->n_tasks, RACERS);
+    racer rc[RACERS];
+    for (int i = 0; i < RACERS; i++)
+        rc[i] = (racer){.c = as(ids[i]), .task_id = r->tasks[i]->id};
+    run_race(rc, RACERS, race_complete);
+    int nexts = 0;
+    for (int i = 0; i < RACERS; i++) {
+        ck_assert_msg(rc[i].code == 0, "%d: %s", i, rc[i].reason);
+        nexts += rc[i].has_next;
+    }
+    ck_assert_int_eq(nexts, 1);
+    Workflow__V1__GetInstanceResponse *gi = get_instance(boss, root, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(gi->n_children, 2);
+    Workflow__V1__ListTasksResponse *inbox = list_tasks(as(next_user), NULL, NULL, 10, NULL, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(inbox->n_tasks, 1);
+}
+END_TEST
+
 START_TEST(test_concurrent_claims_one_wins)
 {
     wf_client *boss = as("boss");
@@ -884,12 +929,12 @@ START_TEST(test_concurrent_completion_of_one_task)
     char *alice = u("alice");
     const char *root = start(boss);
     Workflow__V1__AssignToResponse *r = assign(boss, root, USER, &alice, 1);
-    racer rc[4];
-    for (int i = 0; i < 4; i++)
+    racer rc[RACERS];
+    for (int i = 0; i < RACERS; i++)
         rc[i] = (racer){.c = as(alice), .task_id = r->task->id};
-    run_race(rc, 4, race_complete);
+    run_race(rc, RACERS, race_complete);
     int ok = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < RACERS; i++) {
         if (rc[i].code == 0)
             ok++;
         else
@@ -1230,6 +1275,7 @@ suite(void)
     tcase_add_test(tc, test_all_join_fires_once_under_concurrency);
     tcase_add_test(tc, test_concurrent_claims_one_wins);
     tcase_add_test(tc, test_concurrent_completion_of_one_task);
+    tcase_add_test(tc, test_join_of_32_completed_at_once);
     tcase_add_test(tc, test_any_and_quorum_cancel_the_rest);
     tcase_add_test(tc, test_complete_and_end_closes_the_tree);
     tcase_add_test(tc, test_cancel_instance);
