@@ -6,6 +6,7 @@
  * due_expression, a refused timer firing becoming an incident, the
  * subscription of a MSG transition, versioning, and the definition cache.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,6 +269,95 @@ START_TEST(test_timer_withdrawn_by_the_user_never_fires)
 }
 END_TEST
 
+/* The deferred choice under a real race: alice completes her task at the
+ * very moment the competing timer (due now) is fired by the scheduler, on
+ * two threads released together, 1,000 times. Exactly one side wins every
+ * time: either the task is DONE and the timer never fires, or the timer
+ * fires and the completion is refused while the task is CANCELLED. */
+struct racer {
+    pthread_barrier_t *gate;
+    const char *task_id;
+    wf_timer_row timer;
+    wf_code complete_rc;
+    bool fired;
+};
+
+static void *
+race_complete(void *arg)
+{
+    struct racer *r = arg;
+    wf_arena *a = wf_arena_new();
+    wf_ref_ctx alice = {.store = st, .tenant = "default", .actor = "alice", .arena = a};
+    wf_ref_completion done;
+    wf_error err;
+    pthread_barrier_wait(r->gate);
+    r->complete_rc = wf_referral_complete(&alice, r->task_id, "{}", NULL, &done, &err);
+    wf_arena_free(a);
+    return NULL;
+}
+
+static void *
+race_timer(void *arg)
+{
+    struct racer *r = arg;
+    wf_net_rt rt = {.store = st};
+    wf_error err;
+    pthread_barrier_wait(r->gate);
+    wf_code rc = wf_net_fire_timer(&rt, &r->timer, wf_mono_ms() + 5000, &r->fired, &err);
+    if (rc != WF_OK)
+        r->fired = false;
+    return NULL;
+}
+
+START_TEST(test_user_racing_time_1000_times)
+{
+    /* The timer is due at once: its due time is in the past. */
+    deploy(race_net("race1k", 0, "\"2000-01-01T00:00:00Z\"", NULL));
+    int user_won = 0, timer_won = 0;
+    for (int i = 0; i < 1000; i++) {
+        wf_instance_row in = start("race1k", "{}");
+        wf_aggregate agg = aggregate(in.id);
+        ck_assert_uint_eq(agg.n_tasks, 1);
+        size_t n;
+        wf_timer_row *rows = claim(wf_now_us() + HOUR_US, &n);
+        ck_assert_uint_eq(n, 1);
+        pthread_barrier_t gate;
+        pthread_barrier_init(&gate, NULL, 2);
+        struct racer r = {.gate = &gate, .task_id = agg.tasks[0].id, .timer = rows[0]};
+        pthread_t a, b;
+        pthread_create(&a, NULL, race_complete, &r);
+        pthread_create(&b, NULL, race_timer, &r);
+        pthread_join(a, NULL);
+        pthread_join(b, NULL);
+        pthread_barrier_destroy(&gate);
+
+        agg = aggregate(in.id);
+        ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_COMPLETED);
+        ck_assert_uint_eq(agg.n_timers, 0);
+        const char *ev = events(in.id);
+        ck_assert_int_eq(count_of(ev, "TRANSITION_FIRED"), 1);
+        if (r.complete_rc == WF_OK) {
+            ck_assert_msg(!r.fired, "round %d: both the task and the timer won", i);
+            ck_assert_int_eq(agg.tasks[0].status, WF_TASK_DONE);
+            ck_assert_int_eq(count_of(ev, "TIMER_FIRED"), 0);
+            user_won++;
+        } else {
+            ck_assert_msg(r.fired, "round %d: neither side won (%s)", i,
+                          wf_code_reason(r.complete_rc));
+            ck_assert_msg(r.complete_rc == WF_E_TASK_NOT_OPEN ||
+                              r.complete_rc == WF_E_INSTANCE_NOT_RUNNING,
+                          "round %d: %s", i, wf_code_reason(r.complete_rc));
+            ck_assert_int_eq(agg.tasks[0].status, WF_TASK_CANCELLED);
+            ck_assert_int_eq(count_of(ev, "TIMER_FIRED"), 1);
+            timer_won++;
+        }
+    }
+    printf("user-vs-timer race: the task won %d times, the timer %d times\n", user_won,
+           timer_won);
+    ck_assert_int_eq(user_won + timer_won, 1000);
+}
+END_TEST
+
 START_TEST(test_due_expression_and_refused_firing_is_an_incident)
 {
     /* The timeout's only output arc needs .go: false makes its firing
@@ -422,6 +512,7 @@ main(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_timer_fires_once_and_withdraws_the_task);
     tcase_add_test(tc, test_timer_withdrawn_by_the_user_never_fires);
+    tcase_add_test(tc, test_user_racing_time_1000_times);
     tcase_add_test(tc, test_due_expression_and_refused_firing_is_an_incident);
     tcase_add_test(tc, test_msg_subscription_and_view);
     tcase_add_test(tc, test_versions_and_cache);
