@@ -20,7 +20,7 @@ packages=(
     # tests: a throwaway Postgres, Python client, proto tooling
     postgresql postgresql-contrib
     protobuf-compiler protobuf-compiler-grpc python3 python3-grpcio python3-protobuf
-    valgrind yamllint ca-certificates curl prometheus openssl jq
+    valgrind yamllint ca-certificates curl prometheus openssl jq clang libclang-rt-14-dev
 )
 
 if [ "${1:-}" = "--list" ]; then
