@@ -45,6 +45,7 @@
 #include "rpc_reflection.h"
 #include "rpc_status.h"
 #include "rpc_table.h"
+#include "rpc_wire.h"
 #include "wf_log.h"
 #include "wf_time.h"
 #include "workflow/v1/workflow.pb-c.h"
@@ -235,19 +236,29 @@ start_batch_locked(struct call *c, const grpc_op *ops, size_t nops, struct tag *
 
 /* ---- protobuf <-> byte buffers ------------------------------------------ */
 
-static ProtobufCMessage *
-unpack(struct call *c, const ProtobufCMessageDescriptor *d)
+/* Decodes the request into the call's arena: WF_OK with *msg, or
+ * INVALID_ARGUMENT for malformed bytes, excessive nesting or non-UTF-8
+ * strings (checked before protobuf-c, which trusts both). */
+static wf_code
+unpack(struct call *c, const ProtobufCMessageDescriptor *d, ProtobufCMessage **msg, wf_error *err)
 {
     grpc_byte_buffer_reader r;
     if (!grpc_byte_buffer_reader_init(&r, c->payload))
-        return NULL;
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "the request could not be read");
     grpc_slice all = grpc_byte_buffer_reader_readall(&r);
     grpc_byte_buffer_reader_destroy(&r);
-    ProtobufCAllocator a = wf_arena_pb_allocator(c->arena);
-    ProtobufCMessage *msg =
-        protobuf_c_message_unpack(d, &a, GRPC_SLICE_LENGTH(all), GRPC_SLICE_START_PTR(all));
+    const uint8_t *bytes = GRPC_SLICE_START_PTR(all);
+    size_t len = GRPC_SLICE_LENGTH(all);
+    wf_code rc = wf_rpc_wire_check(d, bytes, len, WF_RPC_MAX_DEPTH, err);
+    if (rc == WF_OK) {
+        ProtobufCAllocator a = wf_arena_pb_allocator(c->arena);
+        *msg = protobuf_c_message_unpack(d, &a, len, bytes);
+        if (*msg == NULL)
+            rc = wf_error_set(err, WF_E_INVALID_ARGUMENT, "the request is not a valid %s message",
+                              d->name);
+    }
     grpc_slice_unref(all);
-    return msg;
+    return rc;
 }
 
 static grpc_byte_buffer *
@@ -836,10 +847,8 @@ dispatch(struct call *c)
         finish_unary(c, NULL, &err, NULL, 0);
         return;
     }
-    ProtobufCMessage *req = unpack(c, c->m->input);
-    if (req == NULL) {
-        wf_error_set(&err, WF_E_INVALID_ARGUMENT, "the request is not a valid %s message",
-                     c->m->input->name);
+    ProtobufCMessage *req = NULL;
+    if (unpack(c, c->m->input, &req, &err) != WF_OK) {
         finish_unary(c, NULL, &err, NULL, 0);
         return;
     }

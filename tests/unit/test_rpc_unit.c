@@ -14,6 +14,7 @@
 #include "rpc_interceptors.h"
 #include "rpc_status.h"
 #include "rpc_table.h"
+#include "rpc_wire.h"
 #include "test_support.h"
 #include "workflow/v1/workflow.pb-c.h"
 
@@ -408,6 +409,71 @@ START_TEST(test_table_rejects_missing_and_extra_routes)
 }
 END_TEST
 
+/* ---- wire checks before unpacking ------------------------------------------ */
+
+/* AssignToRequest nested through on_all_completed, depth levels deep. */
+static uint8_t *
+nested_assign(int depth, size_t *len)
+{
+    Workflow__V1__AssignToRequest *r = calloc((size_t)depth, sizeof *r);
+    for (int i = 0; i < depth; i++) {
+        workflow__v1__assign_to_request__init(&r[i]);
+        r[i].title = "t";
+        if (i + 1 < depth)
+            r[i].on_all_completed = &r[i + 1];
+    }
+    *len = workflow__v1__assign_to_request__get_packed_size(&r[0]);
+    uint8_t *buf = malloc(*len);
+    workflow__v1__assign_to_request__pack(&r[0], buf);
+    free(r);
+    return buf;
+}
+
+START_TEST(test_wire_depth_is_bounded_before_unpacking)
+{
+    wf_error err;
+    size_t len;
+    uint8_t *ok = nested_assign(WF_RPC_MAX_DEPTH, &len);
+    ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__assign_to_request__descriptor, ok, len,
+                                       WF_RPC_MAX_DEPTH, &err),
+                     WF_OK);
+    free(ok);
+    /* Deep enough to overflow a worker's stack inside protobuf-c. */
+    uint8_t *deep = nested_assign(20000, &len);
+    ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__assign_to_request__descriptor, deep, len,
+                                       WF_RPC_MAX_DEPTH, &err),
+                     WF_E_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "nests messages"));
+    free(deep);
+}
+END_TEST
+
+START_TEST(test_wire_strings_must_be_utf8)
+{
+    wf_error err;
+    Workflow__V1__GetTaskRequest req = WORKFLOW__V1__GET_TASK_REQUEST__INIT;
+    uint8_t buf[64];
+    req.task_id = "\xd8\xaa\xd8\xb3\xd9\x88\xdb\x8c\xd9\x87"; /* Persian, valid */
+    size_t n = workflow__v1__get_task_request__pack(&req, buf);
+    ck_assert_int_eq(
+        wf_rpc_wire_check(&workflow__v1__get_task_request__descriptor, buf, n, 32, &err), WF_OK);
+    const char *bad[] = {"\xff", "\xc0\xaf" /* overlong */, "\xed\xa0\x80" /* surrogate */,
+                         "\xe2\x82" /* truncated */};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        req.task_id = (char *)bad[i];
+        n = workflow__v1__get_task_request__pack(&req, buf);
+        ck_assert_int_eq(
+            wf_rpc_wire_check(&workflow__v1__get_task_request__descriptor, buf, n, 32, &err),
+            WF_E_INVALID_ARGUMENT);
+        ck_assert_ptr_nonnull(strstr(err.msg, "task_id"));
+    }
+    /* Malformed wire data is left to the unpacker. */
+    const uint8_t junk[] = {0xff, 0xff, 0xff};
+    ck_assert_int_eq(
+        wf_rpc_wire_check(&workflow__v1__get_task_request__descriptor, junk, 3, 32, &err), WF_OK);
+}
+END_TEST
+
 static Suite *
 rpc_suite(void)
 {
@@ -437,6 +503,8 @@ rpc_suite(void)
     tcase_add_test(ts, test_status_details_decode);
     tcase_add_test(ts, test_table_covers_every_method);
     tcase_add_test(ts, test_table_rejects_missing_and_extra_routes);
+    tcase_add_test(ts, test_wire_depth_is_bounded_before_unpacking);
+    tcase_add_test(ts, test_wire_strings_must_be_utf8);
     suite_add_tcase(s, ts);
     return s;
 }

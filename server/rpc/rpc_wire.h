@@ -1,0 +1,31 @@
+/*
+ * rpc_wire: checks a serialized request against its message descriptor
+ * before protobuf-c unpacks it.
+ *
+ * protobuf-c recurses once per nested message and has no depth limit, so a
+ * small request of deeply nested messages (AssignToRequest.on_all_completed
+ * refers to itself) would overflow the worker's stack; and it does not check
+ * that string fields are UTF-8, which every later layer (JSON, logs, other
+ * languages' clients) assumes. This walk bounds the depth and validates the
+ * strings without allocating.
+ */
+#ifndef WF_RPC_WIRE_H
+#define WF_RPC_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "wf_error.h"
+
+/* Deepest nesting of messages a request may have (the request is depth 1). */
+#define WF_RPC_MAX_DEPTH 32
+
+/* WF_OK when data (len bytes) nests messages at most max_depth deep and
+ * every string field holds valid UTF-8; else WF_E_INVALID_ARGUMENT naming
+ * the problem. Malformed wire data is left to the unpacker to refuse. */
+wf_code wf_rpc_wire_check(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
+                          int max_depth, wf_error *err);
+
+#endif /* WF_RPC_WIRE_H */
