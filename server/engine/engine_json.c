@@ -24,6 +24,37 @@ wf_engine_json_dump(wf_arena *arena, const json_t *value)
     return copy;
 }
 
+/* Deepest nesting accepted in variables: below the 256 levels libjq's parser
+ * takes, so every expression can read what was accepted. */
+#define MAX_DEPTH 128
+
+/* Nesting depth of v, counting containers; stops counting past limit. */
+static int
+depth(json_t *v, int limit)
+{
+    if (limit < 0 || !(json_is_object(v) || json_is_array(v)))
+        return 0;
+    int deepest = 0;
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *x;
+        json_object_foreach(v, k, x) {
+            int d = depth(x, limit - 1);
+            if (d > deepest)
+                deepest = d;
+        }
+    } else {
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x) {
+            int d = depth(x, limit - 1);
+            if (d > deepest)
+                deepest = d;
+        }
+    }
+    return deepest + 1;
+}
+
 /* Parses text into an object (NULL/"" = {}). The caller releases *out. */
 static wf_code
 parse_object(const char *text, const char *field, json_t **out, wf_error *err)
@@ -41,6 +72,11 @@ parse_object(const char *text, const char *field, json_t **out, wf_error *err)
     if (!json_is_object(v)) {
         json_decref(v);
         return wf_error_set(err, WF_E_INVALID_JSON, "%s must be a JSON object", field);
+    }
+    if (depth(v, MAX_DEPTH) > MAX_DEPTH) {
+        json_decref(v);
+        return wf_error_set(err, WF_E_INVALID_JSON, "%s nests deeper than %d levels", field,
+                            MAX_DEPTH);
     }
     *out = v;
     return WF_OK;

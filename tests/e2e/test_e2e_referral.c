@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <grpc/status.h>
 
@@ -724,6 +725,24 @@ END_TEST
 
 #define RACERS 32 /* the concurrency: 32 calls released at once */
 
+/* Connects c before a race, so the race is between calls, not between
+ * connection attempts (a channel's first call fails fast while it
+ * connects). */
+static void
+warm_up(wf_client *c, const char *task_id)
+{
+    Workflow__V1__GetTaskRequest req = WORKFLOW__V1__GET_TASK_REQUEST__INIT;
+    req.task_id = (char *)task_id;
+    wf_client_status st;
+    for (int i = 0; i < 50; i++) {
+        int code = wf_client_call(c, SVC "GetTask", &req.base, NULL, NULL, NULL, &st);
+        if (code != GRPC_STATUS_UNAVAILABLE)
+            return;
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+}
+
 typedef struct racer {
     wf_client *c;
     const char *task_id;
@@ -743,10 +762,12 @@ race_complete(void *arg)
     req.request_id = (char *)(r->rid != NULL ? r->rid : "");
     ProtobufCMessage *resp = NULL;
     wf_client_status st;
+    warm_up(r->c, r->task_id);
     pthread_barrier_wait(r->gate);
     r->code = wf_client_call(r->c, SVC "CompleteTask", &req.base,
                              &workflow__v1__complete_task_response__descriptor, &resp, NULL, &st);
-    snprintf(r->reason, sizeof r->reason, "%s", st.reason);
+    snprintf(r->reason, sizeof r->reason, "%s",
+             st.reason[0] ? st.reason : wf_client_code_name(st.code));
     if (resp != NULL) {
         r->has_next = ((Workflow__V1__CompleteTaskResponse *)resp)->next != NULL;
         protobuf_c_message_free_unpacked(resp, NULL);
@@ -762,6 +783,7 @@ race_claim(void *arg)
     req.task_id = (char *)r->task_id;
     ProtobufCMessage *resp = NULL;
     wf_client_status st;
+    warm_up(r->c, r->task_id);
     pthread_barrier_wait(r->gate);
     r->code = wf_client_call(r->c, SVC "ClaimTask", &req.base,
                              &workflow__v1__claim_task_response__descriptor, &resp, NULL, &st);

@@ -198,6 +198,21 @@ START_TEST(test_json_variables_must_be_objects)
     ck_assert_str_eq(out, "{}");
     ck_assert_int_eq(wf_engine_json_object(a, " {\"a\" : 1} ", "v", &out, &err), WF_OK);
     ck_assert_str_eq(out, "{\"a\":1}");
+    /* Nesting libjq could not read later is refused up front: 128 levels
+     * are fine, 300 are not. */
+    char deep[1024];
+    for (int levels = 128; levels <= 300; levels += 172) {
+        size_t n = 0;
+        for (int i = 0; i < levels; i++)
+            n += (size_t)snprintf(deep + n, sizeof deep - n, i == 0 ? "{\"a\":" : "[");
+        deep[n++] = '1';
+        for (int i = levels - 1; i >= 0; i--)
+            deep[n++] = i == 0 ? '}' : ']';
+        deep[n] = '\0';
+        wf_code rc = wf_engine_json_object(a, deep, "variables_json", &out, &err);
+        ck_assert_int_eq(rc, levels == 128 ? WF_OK : WF_E_INVALID_JSON);
+    }
+    ck_assert_str_eq(err.msg, "variables_json nests deeper than 128 levels");
     ck_assert_int_eq(
         wf_engine_json_merge(a, "{\"a\":1,\"b\":2}", "{\"b\":null,\"c\":[3]}", &out, &err), WF_OK);
     ck_assert_str_eq(out, "{\"a\":1,\"b\":null,\"c\":[3]}");
