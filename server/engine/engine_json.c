@@ -55,9 +55,8 @@ depth(json_t *v, int limit)
     return deepest + 1;
 }
 
-/* Parses text into an object (NULL/"" = {}). The caller releases *out. */
-static wf_code
-parse_object(const char *text, const char *field, json_t **out, wf_error *err)
+wf_code
+wf_engine_json_load_object(const char *text, const char *field, json_t **out, wf_error *err)
 {
     if (text == NULL || text[0] == '\0') {
         *out = json_object();
@@ -87,7 +86,7 @@ wf_engine_json_object(wf_arena *arena, const char *text, const char *field, cons
                       wf_error *err)
 {
     json_t *v;
-    wf_code rc = parse_object(text, field, &v, err);
+    wf_code rc = wf_engine_json_load_object(text, field, &v, err);
     if (rc != WF_OK)
         return rc;
     if (out != NULL) {
@@ -104,9 +103,9 @@ wf_engine_json_merge(wf_arena *arena, const char *base, const char *patch, const
                      wf_error *err)
 {
     json_t *b = NULL, *p = NULL;
-    wf_code rc = parse_object(base, "the instance variables", &b, err);
+    wf_code rc = wf_engine_json_load_object(base, "the instance variables", &b, err);
     if (rc == WF_OK)
-        rc = parse_object(patch, "variables_json", &p, err);
+        rc = wf_engine_json_load_object(patch, "variables_json", &p, err);
     /* json_object_update keeps a null value as a key with null: the
      * documented merge rule. */
     if (rc == WF_OK && json_object_update(b, p) != 0)

@@ -14,6 +14,8 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "wf_arena.h"
 #include "wf_error.h"
 
@@ -23,6 +25,12 @@
  * with WF_E_INVALID_JSON. */
 wf_code wf_engine_json_object(wf_arena *arena, const char *text, const char *field,
                               const char **out, wf_error *err);
+
+/* Parses text into a jansson object (NULL/"" = {}), refusing non-objects
+ * and nesting deeper than jq can read (WF_E_INVALID_JSON). On WF_OK the
+ * caller releases *out with json_decref. The one parser of variables. */
+wf_code wf_engine_json_load_object(const char *text, const char *field, json_t **out,
+                                   wf_error *err);
 
 /* Top-level merge of patch into base (both JSON object text, NULL/"" =
  * {}); *out is the compact result in arena. WF_E_INVALID_JSON when either

@@ -5,6 +5,7 @@
  * step (NO_ARC_MATCHED, a failing guard, the silent-loop bound) changes
  * nothing and the caller's transaction can simply roll back.
  */
+#include "engine_json.h"
 #include "net.h"
 
 #include <jansson.h>
@@ -584,16 +585,8 @@ wf_completion_met(wf_join_mode mode, int32_t quorum, size_t done, size_t total)
 static json_t *
 load_object(const char *s, const char *what, wf_error *err)
 {
-    if (s == NULL || s[0] == '\0')
-        return json_object();
-    json_error_t je;
-    json_t *v = json_loads(s, JSON_REJECT_DUPLICATES, &je);
-    if (v == NULL || !json_is_object(v)) {
-        json_decref(v);
-        wf_error_set(err, WF_E_INVALID_JSON, "%s must be a JSON object", what);
-        return NULL;
-    }
-    return v;
+    json_t *v = NULL;
+    return wf_engine_json_load_object(s, what, &v, err) == WF_OK ? v : NULL;
 }
 
 wf_code
