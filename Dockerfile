@@ -65,8 +65,9 @@ USER 10001:10001
 ENV WF_ADDR=0.0.0.0:50051
 EXPOSE 50051
 STOPSIGNAL SIGTERM
-# Docker/compose only (Kubernetes uses its native gRPC probes instead).
-# Assumes the default port: change it too when WF_ADDR is changed.
+# Docker/compose only (Kubernetes uses its native gRPC probes instead). The
+# probe reads WF_ADDR and WF_TLS_CERT from the container's environment, so
+# it follows the server's port and TLS settings.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-    CMD ["/usr/local/bin/wfctl", "--addr", "127.0.0.1:50051", "--timeout", "2000", "health"]
+    CMD ["/usr/local/bin/workflowd", "--health-probe"]
 ENTRYPOINT ["/usr/local/bin/workflowd"]

@@ -58,17 +58,21 @@ wf_client_new(const wf_client_options *o)
     c->actor = dup_or_null(o->actor);
     c->actor_groups = dup_or_null(o->actor_groups);
     c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 10000;
-    grpc_channel_credentials *cr = o->use_tls
-                                       ? grpc_ssl_credentials_create(NULL, NULL, NULL, NULL)
-                                       : grpc_insecure_credentials_create();
+    grpc_channel_credentials *cr =
+        o->use_tls ? grpc_ssl_credentials_create(o->tls_roots_pem, NULL, NULL, NULL)
+                   : grpc_insecure_credentials_create();
     /* A private subchannel pool: clients made for load tests get their own
      * connection instead of sharing one with every other client. */
-    grpc_arg args[] = {
+    grpc_arg args[4] = {
         {GRPC_ARG_INTEGER, GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, {.integer = 1}},
         {GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, {.integer = 64 * 1024 * 1024}},
         {GRPC_ARG_INTEGER, GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, {.integer = 64 * 1024 * 1024}},
     };
-    grpc_channel_args cargs = {sizeof args / sizeof args[0], args};
+    grpc_channel_args cargs = {3, args};
+    if (o->use_tls && o->tls_server_name != NULL)
+        args[cargs.num_args++] = (grpc_arg){GRPC_ARG_STRING,
+                                            GRPC_SSL_TARGET_NAME_OVERRIDE_ARG,
+                                            {.string = (char *)o->tls_server_name}};
     c->channel = grpc_channel_create(o->target, cr, &cargs);
     grpc_channel_credentials_release(cr);
     return c;

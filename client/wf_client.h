@@ -23,7 +23,10 @@ typedef struct wf_client_options {
     const char *actor;        /* x-actor-id; NULL = none */
     const char *actor_groups; /* x-actor-groups; NULL = none */
     int timeout_ms;           /* per-call deadline; 0 = 10 s */
-    int use_tls;              /* 1: TLS with the system roots (no mesh) */
+    int use_tls;              /* 1: TLS (no mesh) */
+    const char *tls_roots_pem;   /* with use_tls: trusted roots (PEM text); NULL = system roots */
+    const char *tls_server_name; /* with use_tls: name the certificate must carry, when it
+                                    differs from the target's host (127.0.0.1 probes) */
 } wf_client_options;
 
 /* Extra metadata for one call (tests use it to send odd headers). */

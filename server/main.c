@@ -5,7 +5,7 @@
  * waits for SIGTERM or SIGINT in the main thread (signals are blocked in
  * every other thread, and nothing runs in a signal handler). Shutdown:
  * health NOT_SERVING, wait WF_DRAIN_SECONDS while still serving, stop the
- * timer scheduler, stop the server with WF_GRACE_SECONDS for calls in
+ * scheduler, stop the server with WF_GRACE_SECONDS for calls in
  * flight, close the store.
  *
  * Exit codes: 0 after a clean shutdown, 2 for a configuration error, 1 when
@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "handler.h"
+#include "health_probe.h"
 #include "net_runtime.h"
 #include "rpc_server.h"
 #include "expr.h"
@@ -74,31 +75,23 @@ render_metrics(void *arg, FILE *out)
         render_scheduler(s, out);
 }
 
-/* The scheduler's fire callback: one timer through the net runtime, whose
- * commits wake the streams watching the instance (events, jobs). */
-static void
-wake_streams(void *arg, const char *topic)
-{
-    wf_app_wake_streams(arg, topic);
-}
-
-static wf_code
-fire_timer(void *arg, const wf_timer_row *timer, int64_t deadline_ms, bool *fired, wf_error *err)
-{
-    wf_app *app = arg;
-    wf_net_rt rt = {app->store, wake_streams, app};
-    return wf_net_fire_timer(&rt, timer, deadline_ms, fired, err);
-}
-
 int
 main(int argc, char **argv)
 {
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         printf("usage: workflowd\n"
+               "       workflowd --health-probe [--tls-name NAME]\n"
                "Serves workflow.v1.WorkflowService over gRPC. Configured by environment\n"
-               "variables (WF_ADDR, WF_ENV, WF_API_KEYS, DATABASE_URL, ...): see README.md.\n");
+               "variables (WF_ADDR, WF_ENV, WF_API_KEYS, DATABASE_URL, ...): see README.md.\n"
+               "--health-probe asks the server at WF_ADDR for its health and exits 0 when\n"
+               "it is SERVING, 1 otherwise (for Docker's HEALTHCHECK).\n");
         return 0;
     }
+    if (argc > 1 && strcmp(argv[1], "--health-probe") == 0)
+        return wf_health_probe(argc - 2, argv + 2);
+    /* Hidden: an expression worker started by this binary (expr.h). */
+    if (argc > 1 && strcmp(argv[1], WF_EXPR_WORKER_ARG) == 0)
+        return wf_expr_worker_main(argc, argv);
 
     /* Block the shutdown signals before any thread exists, so that every
      * thread (grpc's included) inherits the mask and only sigwait sees them. */
@@ -117,6 +110,13 @@ main(int argc, char **argv)
         return 2;
     }
     wf_log_threshold = (wf_log_level)cfg->log_level;
+    wf_expr_configure(&(wf_expr_options){
+        .isolation = cfg->expr_inline ? WF_EXPR_INLINE : WF_EXPR_PROCESS,
+        .timeout_ms = cfg->expr_timeout_ms,
+        .memory_mb = cfg->expr_memory_mb,
+        .workers = cfg->expr_workers,
+        .recycle_after = 1000,
+    });
 
     wf_app app = WF_APP_INIT;
     app.cfg = cfg;
@@ -156,7 +156,9 @@ main(int argc, char **argv)
      * server running (a fired timer wakes the streams watching its
      * instance; before the rpc layer installs its waker a wake-up would be
      * lost). Signals are blocked already, so its thread inherits the mask. */
-    wf_scheduler *sched = wf_scheduler_start(app.store, NULL, fire_timer, &app, &err);
+    wf_scheduler_options sopt;
+    wf_app_scheduler_options(&app, &sopt);
+    wf_scheduler *sched = wf_scheduler_start(app.store, &sopt, wf_app_fire_timer, &app, &err);
     if (sched == NULL) {
         WF_LOG(WF_LOG_ERROR, "startup", "could not start the timer scheduler: %s", err.msg);
         wf_http_stop(http);
@@ -166,6 +168,7 @@ main(int argc, char **argv)
         return 1;
     }
     msrc.sched = sched;
+    wf_app_set_scheduler(&app, sched); /* timers created here now wake it */
     WF_LOG(WF_LOG_INFO, "startup",
            "serving workflow.v1.WorkflowService on port %d (%s mode, %s store, %d threads)",
            wf_rpc_server_port(srv), cfg->development ? "development" : "production",
@@ -190,10 +193,12 @@ main(int argc, char **argv)
     /* Metrics go first: they read the scheduler, which is about to be freed
      * (scrapes during the drain above still worked). */
     wf_http_stop(http);
+    wf_app_set_scheduler(&app, NULL);
     wf_scheduler_stop(sched);
     wf_rpc_server_stop(srv, cfg->grace_seconds * 1000);
     wf_app_close_store(&app);
     wf_expr_cache_clear(); /* compiled jq programs */
+    wf_expr_shutdown();
     WF_LOG(WF_LOG_INFO, "shutdown", "stopped");
     wf_config_free(cfg);
     return 0;

@@ -840,6 +840,20 @@ class TlsTests(WorkflowTestCase):
         self.assertEqual(r.status, health_pb2.HealthCheckResponse.SERVING)
         self.assert_accepted(self.get_unknown_task(self.srv, md(key=KEY1)))
 
+    def test_health_probe_over_tls(self):
+        # Docker's HEALTHCHECK runs `workflowd --health-probe` in the same
+        # environment as the server: WF_ADDR and WF_TLS_CERT come from there.
+        env = dict(self.srv.env)
+        env["WF_ADDR"] = "0.0.0.0:%d" % self.srv.port
+        p = subprocess.run([OPTS.server, "--health-probe"], env=env, capture_output=True,
+                           timeout=10)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(p.stdout.strip(), b"SERVING")
+        # A name the certificate does not carry fails verification.
+        p = subprocess.run([OPTS.server, "--health-probe", "--tls-name", "elsewhere.example"],
+                           env=env, capture_output=True, timeout=10)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+
     def test_plaintext_client_is_refused(self):
         channel = grpc.insecure_channel(self.srv.target)
         stub = health_grpc.HealthStub(channel)
@@ -850,6 +864,22 @@ class TlsTests(WorkflowTestCase):
 
 
 class StartupTests(WorkflowTestCase):
+
+    def test_health_probe(self):
+        srv = Server("probe", server_env()).start()
+        self.addCleanup(srv.kill)
+        env = dict(srv.env)
+        p = subprocess.run([OPTS.server, "--health-probe"], env=env, capture_output=True,
+                           timeout=10)
+        self.assertEqual((p.returncode, p.stdout.strip()), (0, b"SERVING"), p.stderr)
+        srv.kill()
+        p = subprocess.run([OPTS.server, "--health-probe"], env=env, capture_output=True,
+                           timeout=10)
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn(b"UNAVAILABLE", p.stdout)
+        p = subprocess.run([OPTS.server, "--health-probe", "--no-such-flag"], env=env,
+                           capture_output=True, timeout=10)
+        self.assertEqual(p.returncode, 2)
 
     def run_to_exit(self, name, env):
         srv = Server(name, env)
