@@ -30,6 +30,7 @@
 #   BENCH_DB_POOL_SIZE WF_DB_POOL_SIZE of the server (default: the server's own)
 #   BENCH_ARGS         extra wfbench options, e.g. "--no-request-ids --duration 20"
 #   BENCH_WORK         scratch directory (default /tmp/wf-bench-<uid>-<hash>)
+#   BENCH_BUILD        build directory (default build-bench/ in the tree)
 #   PG_BIN             Postgres binaries (default /usr/lib/postgresql/15/bin)
 set -euo pipefail
 
@@ -65,7 +66,7 @@ done
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD=$ROOT/build-bench
+BUILD=${BENCH_BUILD:-$ROOT/build-bench}
 PG_SH=$ROOT/tests/support/pg.sh
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 export PG_BIN
@@ -87,7 +88,7 @@ for tool in cmake pkg-config "$PG_BIN/pgbench" "$PG_BIN/initdb"; do
     }
 done
 if [ "$build" = 1 ]; then
-    log "building workflowd and wfbench (Release) in build-bench/"
+    log "building workflowd and wfbench (Release) in $BUILD"
     mkdir -p "$BUILD"
     if ! { cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release &&
         cmake --build "$BUILD" -j "$(nproc 2>/dev/null || echo 2)" --target workflowd wfbench; } \

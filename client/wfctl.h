@@ -129,6 +129,7 @@ int print_complete(const ProtobufCMessage *m);
 int print_complete_and_end(const ProtobufCMessage *m);
 int print_completion(const ProtobufCMessage *m);
 int print_send_signal(const ProtobufCMessage *m);
+int print_tick(const ProtobufCMessage *m);
 
 /* Printers of list items (one per item message type): a table row, printed
  * on table_flush(); row_event prints its line at once (event stream). */

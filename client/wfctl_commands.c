@@ -7,8 +7,8 @@
  * that into the protobuf-c request, and the generic runner makes the call
  * and prints the response (human-readable by the command's printer, or as
  * JSON). List commands print one row (or JSON line) per item and can follow
- * next_page_token. Only the job worker (wfctl_jobs.c), the event stream and
- * the tick stub have runners of their own.
+ * next_page_token. Only the job worker (wfctl_jobs.c) and the event stream
+ * have runners of their own.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -91,7 +91,6 @@ struct command {
 #define DESC(x) &workflow__v1__##x##__descriptor
 
 static int run_watch(const struct command *c, struct wfctl_args *a);
-static int run_tick(const struct command *c, struct wfctl_args *a);
 static int run_jobs(const struct command *c, struct wfctl_args *a);
 static int prepare_assign(struct wfctl_args *a);
 static int prepare_deploy(struct wfctl_args *a);
@@ -404,9 +403,16 @@ static const struct command commands[] = {
      .details = "Each line: SEQUENCE TIME TYPE INSTANCE [actor=A] DATA. With --follow, wfctl\n"
                 "resumes after the last sequence when the server ends or drops the stream.\n"},
     {.name = "tick",
-     .summary = "fire due timers now (not available in this version)",
+     .summary = "run one scheduler pass now for this tenant (timers, leases, signals, retention)",
+     .method = "RunSchedulerPass",
+     .req = DESC(run_scheduler_pass_request),
+     .resp = DESC(run_scheduler_pass_response),
      .args = (const struct arg[]){END},
-     .run = run_tick},
+     .print = print_tick,
+     .details = "Fires the due timers of the tenant (--tenant), ends expired job leases\n"
+                "(JOB_LEASE_EXPIRED), expires buffered signals past their TTL and removes rows\n"
+                "past their retention, then prints how many of each. The server does the same\n"
+                "on its own every few hundred milliseconds; tick is for scripts and tests.\n"},
     {.name = NULL},
 };
 
@@ -812,16 +818,6 @@ run_jobs(const struct command *c, struct wfctl_args *a)
 {
     (void)c;
     return wfctl_jobs(a);
-}
-
-static int
-run_tick(const struct command *c, struct wfctl_args *a)
-{
-    (void)c;
-    (void)a;
-    fprintf(stderr, "wfctl tick: not available in this version (the API has no RPC to fire "
-                    "timers by hand; the server's scheduler fires them when due)\n");
-    return WFCTL_USAGE;
 }
 
 /* WatchEvents. With --follow, resumes after the last sequence seen when the

@@ -418,7 +418,9 @@ row_signal(const ProtobufCMessage *m)
                                           "BY_INSTANCE", "TRANSITION", "SIGNAL_ID"});
     const char *target = s->instance_id[0] != '\0' ? s->instance_id : agg(s->aggregate);
     const char *consumed = ts(s->consumed_at);
-    if (consumed[0] == '\0' && s->expires_at != NULL)
+    if (consumed[0] == '\0' && s->expired)
+        consumed = fmt("expired %s", ts(s->expires_at));
+    else if (consumed[0] == '\0' && s->expires_at != NULL)
         consumed = fmt("expires %s", ts(s->expires_at));
     table_row((const char *const[]){ts(s->received_at), s->name, EN(signal_outcome, s->outcome),
                                     target, consumed, s->consumed_by_instance, s->transition_id,
@@ -619,6 +621,18 @@ print_send_signal(const ProtobufCMessage *m)
     for (size_t i = 0; i < r->n_instance_ids; i++)
         kv("instance", "%s", r->instance_ids[i]);
     kv("expires", "%s", ts(r->expires_at));
+    return WFCTL_OK;
+}
+
+int
+print_tick(const ProtobufCMessage *m)
+{
+    const Workflow__V1__RunSchedulerPassResponse *r = (const void *)m;
+    /* One column wider than kv's: "signals expired" does not fit it. */
+    printf("%-15s %lld\n", "timers fired", (long long)r->timers_fired);
+    printf("%-15s %lld\n", "leases expired", (long long)r->leases_expired);
+    printf("%-15s %lld\n", "signals expired", (long long)r->signals_expired);
+    printf("%-15s %lld\n", "rows removed", (long long)r->rows_removed);
     return WFCTL_OK;
 }
 

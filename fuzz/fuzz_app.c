@@ -13,6 +13,7 @@
 #include "defcache.h"
 #include "expr.h"
 #include "fuzz_seeds.h"
+#include "rpc_wire.h"
 #include "wf_log.h"
 #include "wf_time.h"
 #include "workflow/v1/workflow.pb-c.h"
@@ -117,80 +118,21 @@ fuzz_check_packs(const ProtobufCMessage *msg, const ProtobufCMessageDescriptor *
     free(buf);
 }
 
-/* ---- known findings ----------------------------------------------------------------
- *
- * K1 (README.md "Known findings"): a request string that is not UTF-8
- * (protobuf-c does not check; grpc passes the bytes through) reaches
- * jansson's json_string(), which returns NULL, and the engine reports
- * "out of memory" as INTERNAL (net.c wf_net_to_json from
- * DeployDefinition). Until that is fixed, INTERNAL for a request holding
- * such a string is reported once per method and tolerated; FUZZ_STRICT=1
- * makes it a crash again. Remove this when K1 is fixed. */
+/* ---- the door and known findings --------------------------------------------------- */
 
-static bool
-utf8_valid(const char *s)
+bool
+fuzz_wire_ok(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t size,
+             wf_arena *arena)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        uint32_t c;
-        int n;
-        if (p[0] < 0x80) {
-            p++;
-            continue;
-        } else if ((p[0] & 0xe0) == 0xc0) {
-            c = p[0] & 0x1f, n = 1;
-        } else if ((p[0] & 0xf0) == 0xe0) {
-            c = p[0] & 0x0f, n = 2;
-        } else if ((p[0] & 0xf8) == 0xf0) {
-            c = p[0] & 0x07, n = 3;
-        } else {
-            return false;
-        }
-        for (int i = 1; i <= n; i++) {
-            if ((p[i] & 0xc0) != 0x80)
-                return false;
-            c = (c << 6) | (p[i] & 0x3f);
-        }
-        static const uint32_t min[] = {0, 0x80, 0x800, 0x10000};
-        if (c < min[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-            return false;
-        p += n + 1;
-    }
-    return true;
-}
-
-/* True when some string field of m (nested messages included) is not UTF-8. */
-static bool
-has_non_utf8(const ProtobufCMessage *m, int depth)
-{
-    const ProtobufCMessageDescriptor *d = m->descriptor;
-    if (depth > 64)
-        return false;
-    for (unsigned i = 0; i < d->n_fields; i++) {
-        const ProtobufCFieldDescriptor *f = &d->fields[i];
-        const char *base = (const char *)m;
-        if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
-            uint32_t active = *(const uint32_t *)(base + f->quantifier_offset);
-            if (active != f->id)
-                continue;
-        }
-        if (f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_MESSAGE)
-            continue;
-        size_t n = 1;
-        const void *const *items = (const void *const *)(base + f->offset);
-        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
-            n = *(const size_t *)(base + f->quantifier_offset);
-            items = *(const void *const *const *)(base + f->offset);
-        }
-        for (size_t k = 0; k < n; k++) {
-            if (items[k] == NULL)
-                continue;
-            if (f->type == PROTOBUF_C_TYPE_STRING ? !utf8_valid(items[k])
-                                                  : has_non_utf8(items[k], depth + 1))
-                return true;
-        }
-    }
-    return false;
+    wf_violation bad;
+    wf_error err;
+    wf_code rc = wf_rpc_wire_check(desc, data, size, WF_RPC_MAX_DEPTH, arena, &bad, &err);
+    if (rc != WF_OK && rc != WF_E_INVALID_ARGUMENT)
+        fuzz_fail("wire check of %s: %s", desc->name, wf_code_reason(rc));
+    if (rc != WF_OK && strstr(err.msg, "UTF-8") != NULL &&
+        (bad.field == NULL || bad.description == NULL))
+        fuzz_fail("wire check of %s: a string that is not UTF-8 without its field", desc->name);
+    return rc == WF_OK;
 }
 
 void
@@ -225,19 +167,12 @@ fuzz_strict(void)
 /* What the rpc layer turns into a status: the code must be a known one,
  * WF_E_INTERNAL means a bug (wf_error.h), violations must be complete. */
 static void
-check_outcome(const wf_call *call, const ProtobufCMessage *req, wf_code rc, const wf_error *err,
-              const char *what)
+check_outcome(const wf_call *call, wf_code rc, const wf_error *err, const char *what)
 {
     if ((int)rc < 0 || rc >= WF_CODE_COUNT_)
         fuzz_fail("%s %s: unknown code %d", call->method, what, (int)rc);
-    if (rc == WF_E_INTERNAL && !allow_internal) {
-        if (fuzz_strict() || !has_non_utf8(req, 0))
-            fuzz_fail("%s %s: INTERNAL (a bug by wf_error.h): %s", call->method, what, err->msg);
-        char msg[320];
-        snprintf(msg, sizeof msg, "INTERNAL \"%s\" for a request string that is not UTF-8",
-                 err->msg);
-        fuzz_known("K1", call->method, msg);
-    }
+    if (rc == WF_E_INTERNAL && !allow_internal)
+        fuzz_fail("%s %s: INTERNAL (a bug by wf_error.h): %s", call->method, what, err->msg);
     for (size_t i = 0; i < call->nviolations; i++)
         if (call->violations == NULL || call->violations[i].field == NULL ||
             call->violations[i].description == NULL)
@@ -267,7 +202,7 @@ dispatch(wf_app *a, wf_arena *arena, const fuzz_route *r, const ProtobufCMessage
     if (sops == NULL) {
         ProtobufCMessage *resp = NULL;
         wf_code rc = r->route->fn(&call, req, &resp, err);
-        check_outcome(&call, req, rc, err, "handler");
+        check_outcome(&call, rc, err, "handler");
         if (rc != WF_OK)
             return rc;
         if (resp == NULL)
@@ -281,7 +216,7 @@ dispatch(wf_app *a, wf_arena *arena, const fuzz_route *r, const ProtobufCMessage
     /* A stream: open, then pull like the rpc layer until it waits or ends. */
     void *state = NULL;
     wf_code rc = sops->open(&call, req, &state, err);
-    check_outcome(&call, req, rc, err, "open");
+    check_outcome(&call, rc, err, "open");
     if (rc != WF_OK)
         return rc;
     for (int i = 0; i < FUZZ_STREAM_STEPS; i++) {
@@ -297,7 +232,7 @@ dispatch(wf_app *a, wf_arena *arena, const fuzz_route *r, const ProtobufCMessage
                 fuzz_fail("%s next: MESSAGE without a message", call.method);
             fuzz_check_packs(msg, r->method->output, call.method);
         } else if (step == WF_STREAM_END) {
-            check_outcome(&call, req, serr.code, &serr, "next");
+            check_outcome(&call, serr.code, &serr, "next");
         } else if (step != WF_STREAM_WAIT) {
             fuzz_fail("%s next: unknown step %d", call.method, (int)step);
         }

@@ -75,6 +75,12 @@ wf_code fuzz_dispatch(wf_app *app, wf_arena *arena, const fuzz_route *r,
                       const ProtobufCMessage *req, const char *actor, ProtobufCMessage **resp,
                       wf_error *err);
 
+/* The rpc layer's check before unpacking (rpc_wire.h: nesting depth, UTF-8
+ * of every string field): true when the request passes the door. A refused
+ * non-UTF-8 string must come with the violation naming its field. */
+bool fuzz_wire_ok(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t size,
+                  wf_arena *arena);
+
 /* Known findings (README.md "Known findings"): reports id at where once
  * per process on stderr ("FUZZ KNOWN ..."), for run.sh's summary. The
  * caller tolerates the finding unless fuzz_strict() (FUZZ_STRICT=1). */

@@ -122,8 +122,13 @@ proto_mode(const uint8_t *data, size_t size, int deploy)
     wf_app *app = fuzz_app_next_input();
     wf_arena *a = wf_arena_new();
     ProtobufCAllocator alloc = wf_arena_pb_allocator(a);
-    Workflow__V1__Definition *def = (Workflow__V1__Definition *)protobuf_c_message_unpack(
-        &workflow__v1__definition__descriptor, &alloc, size, data);
+    /* The definition arrives inside a DeployDefinitionRequest, whose
+     * strings the rpc layer checks before unpacking (rpc_wire.h). */
+    Workflow__V1__Definition *def =
+        fuzz_wire_ok(&workflow__v1__definition__descriptor, data, size, a)
+            ? (Workflow__V1__Definition *)protobuf_c_message_unpack(
+                  &workflow__v1__definition__descriptor, &alloc, size, data)
+            : NULL;
     if (def == NULL)
         goto done;
     fuzz_jq_cap_message(&def->base); /* libjq's unbounded programs (fuzz_jq.h) */

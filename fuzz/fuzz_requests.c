@@ -51,7 +51,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (arena == NULL)
         fuzz_fail("out of memory");
     ProtobufCAllocator alloc = wf_arena_pb_allocator(arena);
-    ProtobufCMessage *req = protobuf_c_message_unpack(r->method->input, &alloc, size - 1, data + 1);
+    /* As rpc_server.c: the wire check, then protobuf-c. */
+    ProtobufCMessage *req =
+        fuzz_wire_ok(r->method->input, data + 1, size - 1, arena)
+            ? protobuf_c_message_unpack(r->method->input, &alloc, size - 1, data + 1)
+            : NULL;
     if (req != NULL) {
         wf_error err;
         fuzz_jq_cap_message(req); /* libjq's unbounded programs (fuzz_jq.h) */

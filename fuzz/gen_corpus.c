@@ -77,7 +77,8 @@ requests(const char *root)
         }
         write_packed(dir, s[i].name, (uint8_t)(r - routes), s[i].msg);
     }
-    /* Known finding K1 (README.md): a description that is not UTF-8. */
+    /* Regression of K1 (README.md): a description that is not UTF-8, which
+     * the rpc layer's wire check refuses before unpacking. */
     Workflow__V1__DeployDefinitionRequest k1 = WORKFLOW__V1__DEPLOY_DEFINITION_REQUEST__INIT;
     k1.definition = fuzz_seed_definition(a);
     k1.definition->description = "caf\xe9";

@@ -18,7 +18,7 @@
 
 #include "handler.h"
 #include "health_probe.h"
-#include "net_runtime.h"
+#include "rpc_metrics.h"
 #include "rpc_server.h"
 #include "expr.h"
 #include "scheduler.h"
@@ -34,6 +34,7 @@ struct metrics_src {
     wf_rpc_server *srv;
     wf_app *app;
     wf_scheduler *_Atomic sched; /* set once the scheduler runs */
+    wf_rpc_gauges *gauges;       /* store backlog counts, cached (rpc_metrics.h) */
 };
 
 static void
@@ -70,6 +71,8 @@ render_metrics(void *arg, FILE *out)
     struct metrics_src *m = arg;
     wf_rpc_server_render_metrics(m->srv, out);
     wf_app_render_metrics(m->app, out);
+    if (m->gauges != NULL)
+        wf_rpc_gauges_render(m->gauges, out);
     wf_scheduler *s = m->sched;
     if (s != NULL)
         render_scheduler(s, out);
@@ -115,7 +118,7 @@ main(int argc, char **argv)
         .timeout_ms = cfg->expr_timeout_ms,
         .memory_mb = cfg->expr_memory_mb,
         .workers = cfg->expr_workers,
-        .recycle_after = 1000,
+        .recycle_after = 10000,
     });
 
     wf_app app = WF_APP_INIT;
@@ -139,12 +142,15 @@ main(int argc, char **argv)
         wf_config_free(cfg);
         return 1;
     }
-    struct metrics_src msrc = {srv, &app, NULL};
+    /* Counted at most every 5 s, by a scrape that waits at most 1 s. */
+    struct metrics_src msrc = {srv, &app, NULL, NULL};
     wf_http *http = NULL;
     if (cfg->metrics_addr != NULL) {
+        msrc.gauges = wf_rpc_gauges_new(app.store, 5000, 1000);
         http = wf_http_start(cfg->metrics_addr, render_metrics, &msrc, &err);
         if (http == NULL) {
             WF_LOG(WF_LOG_ERROR, "startup", "could not start the metrics endpoint: %s", err.msg);
+            wf_rpc_gauges_free(msrc.gauges);
             wf_rpc_server_stop(srv, 0);
             wf_app_close_store(&app);
             wf_config_free(cfg);
@@ -162,6 +168,7 @@ main(int argc, char **argv)
     if (sched == NULL) {
         WF_LOG(WF_LOG_ERROR, "startup", "could not start the timer scheduler: %s", err.msg);
         wf_http_stop(http);
+        wf_rpc_gauges_free(msrc.gauges);
         wf_rpc_server_stop(srv, 0);
         wf_app_close_store(&app);
         wf_config_free(cfg);
@@ -193,6 +200,7 @@ main(int argc, char **argv)
     /* Metrics go first: they read the scheduler, which is about to be freed
      * (scrapes during the drain above still worked). */
     wf_http_stop(http);
+    wf_rpc_gauges_free(msrc.gauges);
     wf_app_set_scheduler(&app, NULL);
     wf_scheduler_stop(sched);
     wf_rpc_server_stop(srv, cfg->grace_seconds * 1000);

@@ -68,6 +68,38 @@ env_bool(char *const *env, const char *name, bool *out, wf_error *err)
     return true;
 }
 
+#define DAY_S (24LL * 3600)
+
+/* A duration "<n>[s|m|h|d]" (a bare number is seconds) between min_s and
+ * max_s seconds. */
+static bool
+env_duration(char *const *env, const char *name, long long min_s, long long max_s, long long *out,
+             wf_error *err)
+{
+    const char *v = env_str(env, name);
+    if (v == NULL)
+        return true;
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    static const char units[] = "smhd";
+    static const long long unit_s[] = {1, 60, 3600, DAY_S};
+    long long unit = 1;
+    const char *u = end != v && end[0] != '\0' && end[1] == '\0' ? strchr(units, end[0]) : NULL;
+    if (u != NULL) {
+        unit = unit_s[u - units];
+        end++;
+    }
+    /* Checked before multiplying, so the product cannot overflow. */
+    if (end == v || *end != '\0' || n < 0 || n > max_s / unit || n * unit < min_s) {
+        wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                     "%s must be a duration such as 90s, 30m, 24h or 7d, between %llds and %lldd",
+                     name, min_s, max_s / DAY_S);
+        return false;
+    }
+    *out = n * unit;
+    return true;
+}
+
 /* Splits a comma list, trimming blanks and skipping empty items. */
 static char **
 split_list(const char *s, size_t *count)
@@ -197,6 +229,9 @@ wf_config_load(char *const *env, wf_error *err)
     cfg->max_message_bytes = 4 * 1024 * 1024;
     cfg->log_level = WF_LOG_INFO;
     cfg->grace_seconds = 10;
+    cfg->sweep_interval_s = 60;
+    cfg->idempotency_retention_s = DAY_S;
+    cfg->signal_retention_s = 7 * DAY_S;
 
     const char *v = env_str(env, "WF_ENV");
     if (v != NULL && strcmp(v, "development") != 0 && strcmp(v, "production") != 0) {
@@ -229,6 +264,31 @@ wf_config_load(char *const *env, wf_error *err)
         !env_int(env, "WF_DRAIN_SECONDS", 0, 3600, &cfg->drain_seconds, err) ||
         !env_int(env, "WF_GRACE_SECONDS", 0, 3600, &cfg->grace_seconds, err) ||
         !env_bool(env, "WF_TRUST_ACTOR_GROUPS", &cfg->trust_actor_groups, err))
+        goto fail;
+
+    cfg->expr_timeout_ms = 1000;
+    cfg->expr_memory_mb = 256;
+    cfg->expr_workers = cfg->threads + 2;
+    if ((v = env_str(env, "WF_EXPR_ISOLATION")) != NULL && strcmp(v, "process") != 0) {
+        if (strcmp(v, "inline") != 0) {
+            wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                         "WF_EXPR_ISOLATION must be \"process\" or \"inline\"");
+            goto fail;
+        }
+        cfg->expr_inline = true;
+    }
+    if (!env_int(env, "WF_EXPR_TIMEOUT_MS", 10, 60000, &cfg->expr_timeout_ms, err) ||
+        !env_int(env, "WF_EXPR_MEMORY_MB", 32, 65536, &cfg->expr_memory_mb, err) ||
+        !env_int(env, "WF_EXPR_WORKERS", 1, 256, &cfg->expr_workers, err))
+        goto fail;
+
+    /* WF_EVENT_RETENTION unset or 0 keeps events forever; the others need
+     * at least a second (0 would delete what was just written). */
+    if (!env_duration(env, "WF_RETENTION_INTERVAL", 1, DAY_S, &cfg->sweep_interval_s, err) ||
+        !env_duration(env, "WF_IDEMPOTENCY_RETENTION", 1, 3650 * DAY_S,
+                      &cfg->idempotency_retention_s, err) ||
+        !env_duration(env, "WF_SIGNAL_RETENTION", 1, 3650 * DAY_S, &cfg->signal_retention_s, err) ||
+        !env_duration(env, "WF_EVENT_RETENTION", 0, 3650 * DAY_S, &cfg->event_retention_s, err))
         goto fail;
 
     if ((v = env_str(env, "WF_LOG_LEVEL")) != NULL) {

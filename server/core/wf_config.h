@@ -47,6 +47,16 @@ typedef struct wf_config {
     int grace_seconds;        /* WF_GRACE_SECONDS: in-flight calls after drain, default 10 */
     char *tls_cert;           /* WF_TLS_CERT (path) */
     char *tls_key;            /* WF_TLS_KEY (path) */
+    bool expr_inline;         /* WF_EXPR_ISOLATION=inline (default process) */
+    int expr_timeout_ms;      /* WF_EXPR_TIMEOUT_MS, default 1000 */
+    int expr_memory_mb;       /* WF_EXPR_MEMORY_MB, default 256 */
+    int expr_workers;         /* WF_EXPR_WORKERS, default threads + 2 */
+    /* Retention (the scheduler's sweep), in seconds. Durations are read as
+     * "<n>[s|m|h|d]"; a bare number is seconds. */
+    long long sweep_interval_s;        /* WF_RETENTION_INTERVAL, default 60 */
+    long long idempotency_retention_s; /* WF_IDEMPOTENCY_RETENTION, default 24 h */
+    long long signal_retention_s;      /* WF_SIGNAL_RETENTION: expired buffered signals, 7 d */
+    long long event_retention_s;       /* WF_EVENT_RETENTION: events of ended trees; 0 = keep */
 } wf_config;
 
 /* Reads the configuration from an environment given as a NULL-terminated

@@ -60,6 +60,9 @@ typedef enum wf_code {
 
     /* RESOURCE_EXHAUSTED */
     WF_E_TOO_LARGE,
+    /* An expression ran out of its time or memory budget, or crashed the
+     * process evaluating it (see engine/expr.h). */
+    WF_E_EXPRESSION_LIMIT,
 
     /* DEADLINE_EXCEEDED: the call's deadline passed (or statement_timeout). */
     WF_E_DEADLINE_EXCEEDED,

@@ -3,6 +3,7 @@
  * bounding scheme; the notes here say why each piece is there.
  */
 #include "expr.h"
+#include "expr_int.h"
 
 #include <ctype.h>
 #include <dlfcn.h>
@@ -20,7 +21,7 @@ struct wf_expr {
     uint64_t hash;      /* FNV-1a of src, for the cache */
     atomic_int refs;    /* the cache holds one while the entry is cached */
     pthread_mutex_t mu; /* guards jq and every jv derived from it */
-    jq_state *jq;
+    jq_state *jq;       /* NULL: compiled and evaluated by worker processes */
 };
 
 /* ---- process-wide setup -------------------------------------------------- */
@@ -72,6 +73,12 @@ expr_init(void)
         jv_free(jq_next(jq));
     }
     jq_teardown(&jq);
+}
+
+void
+wf_expr__init(void)
+{
+    pthread_once(&init_once, expr_init);
 }
 
 /* ---- the program check --------------------------------------------------- */
@@ -270,9 +277,30 @@ fnv1a(const char *s)
 }
 
 wf_code
+wf_expr__jq_compile(const char *src, jq_state **out, wf_error *err)
+{
+    wf_expr__init();
+    jq_state *jq = jq_init();
+    if (jq == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    compile_msg cm = {.set = false};
+    jq_set_error_cb(jq, keep_compile_msg, &cm);
+    int ok = jq_compile(jq, src);
+    /* Runtime messages come back from jq_next; nothing may reach stderr. */
+    jq_set_error_cb(jq, ignore_msg, NULL);
+    if (!ok) {
+        jq_teardown(&jq);
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "invalid expression: %s",
+                            cm.set ? cm.text : "it does not compile");
+    }
+    *out = jq;
+    return WF_OK;
+}
+
+wf_code
 wf_expr_compile(const char *src, wf_expr **out, wf_error *err)
 {
-    pthread_once(&init_once, expr_init);
+    wf_expr__init();
     if (src == NULL || src[strspn(src, " \t\r\n")] == '\0')
         return wf_error_set(err, WF_E_INVALID_ARGUMENT, "expression is empty");
     if (strlen(src) > WF_EXPR_MAX_SOURCE)
@@ -281,29 +309,23 @@ wf_expr_compile(const char *src, wf_expr **out, wf_error *err)
     if (!check_program(src, err))
         return err != NULL ? err->code : WF_E_INVALID_ARGUMENT;
 
+    /* Isolated, the program is compiled by a worker (which keeps it for
+     * its evaluations): libjq's compile leaks on some syntax errors (fuzz
+     * finding K2), and a worker's leaks end with the worker. */
+    jq_state *jq = NULL;
+    wf_code rc = wf_expr__isolated()
+                     ? wf_expr__remote(WF_EXPR_OP_COMPILE, src, NULL, NULL, NULL, err)
+                     : wf_expr__jq_compile(src, &jq, err);
+    if (rc != WF_OK)
+        return rc;
     wf_expr *e = calloc(1, sizeof *e);
     if (e == NULL || (e->src = strdup(src)) == NULL) {
         free(e);
+        if (jq != NULL)
+            jq_teardown(&jq);
         return wf_error_set(err, WF_E_INTERNAL, "out of memory");
     }
-    e->jq = jq_init();
-    if (e->jq == NULL) {
-        free(e->src);
-        free(e);
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
-    }
-    compile_msg cm = {.set = false};
-    jq_set_error_cb(e->jq, keep_compile_msg, &cm);
-    int ok = jq_compile(e->jq, src);
-    /* Runtime messages come back from jq_next; nothing may reach stderr. */
-    jq_set_error_cb(e->jq, ignore_msg, NULL);
-    if (!ok) {
-        jq_teardown(&e->jq);
-        free(e->src);
-        free(e);
-        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "invalid expression: %s",
-                            cm.set ? cm.text : "it does not compile");
-    }
+    e->jq = jq;
     e->hash = fnv1a(src);
     atomic_init(&e->refs, 1);
     pthread_mutex_init(&e->mu, NULL);
@@ -318,7 +340,8 @@ wf_expr_free(wf_expr *e)
         return;
     if (atomic_fetch_sub(&e->refs, 1) != 1)
         return;
-    jq_teardown(&e->jq);
+    if (e->jq != NULL)
+        jq_teardown(&e->jq);
     pthread_mutex_destroy(&e->mu);
     free(e->src);
     free(e);
@@ -422,36 +445,6 @@ wf_expr_cache_clear(void)
 
 /* ---- evaluation ---------------------------------------------------------- */
 
-/* Locks e and starts it on the variables; on WF_OK the caller pulls
- * results with jq_next and ends with eval_end. On error e is unlocked. */
-static wf_code
-eval_begin(wf_expr *e, const char *vars_json, wf_error *err)
-{
-    if (vars_json == NULL || vars_json[0] == '\0')
-        vars_json = "{}";
-    size_t len = strlen(vars_json);
-    if (len > WF_EXPR_MAX_INPUT)
-        return wf_error_set(err, WF_E_TOO_LARGE, "variables are larger than %zu bytes",
-                            WF_EXPR_MAX_INPUT);
-    pthread_mutex_lock(&e->mu);
-    /* jv values are refcounted without atomics: the input is created under
-     * the lock too, and every jv is freed before eval_end. */
-    jv input = jv_parse_sized(vars_json, (int)len);
-    if (!jv_is_valid(input)) {
-        jv_free(input);
-        pthread_mutex_unlock(&e->mu);
-        return wf_error_set(err, WF_E_INVALID_JSON, "variables are not valid JSON");
-    }
-    jq_start(e->jq, input, 0);
-    return WF_OK;
-}
-
-static void
-eval_end(wf_expr *e)
-{
-    pthread_mutex_unlock(&e->mu);
-}
-
 static const char *
 kind_name(jv v)
 {
@@ -461,13 +454,13 @@ kind_name(jv v)
 /* Classifies what jq_next returned: 1 = a value, 0 = no more results,
  * -1 = a runtime error (err filled, v consumed). */
 static int
-next_result(wf_expr *e, jv v, wf_error *err)
+next_result(jq_state *jq, jv v, wf_error *err)
 {
     if (jv_is_valid(v))
         return 1;
     if (!jv_invalid_has_msg(jv_copy(v))) {
         jv_free(v);
-        if (jq_halted(e->jq)) {
+        if (jq_halted(jq)) {
             wf_error_set(err, WF_E_INVALID_ARGUMENT, "expression halted");
             return -1;
         }
@@ -488,25 +481,18 @@ next_result(wf_expr *e, jv v, wf_error *err)
     return -1;
 }
 
-wf_code
-wf_expr_eval_bool(wf_expr *e, const char *vars_json, bool *out, wf_error *err)
+static wf_code
+run_bool(jq_state *jq, bool *out, wf_error *err)
 {
-    wf_code rc = eval_begin(e, vars_json, err);
-    if (rc != WF_OK)
-        return rc;
-    jv v = jq_next(e->jq);
-    int r = next_result(e, v, err);
-    if (r < 0) {
-        rc = err != NULL ? err->code : WF_E_INVALID_ARGUMENT;
-    } else {
-        jv_kind k = r == 1 ? jv_get_kind(v) : JV_KIND_NULL;
-        *out = k != JV_KIND_NULL && k != JV_KIND_FALSE;
-        if (r == 1)
-            jv_free(v);
-        rc = WF_OK;
-    }
-    eval_end(e);
-    return rc;
+    jv v = jq_next(jq);
+    int r = next_result(jq, v, err);
+    if (r < 0)
+        return err != NULL ? err->code : WF_E_INVALID_ARGUMENT;
+    jv_kind k = r == 1 ? jv_get_kind(v) : JV_KIND_NULL;
+    *out = k != JV_KIND_NULL && k != JV_KIND_FALSE;
+    if (r == 1)
+        jv_free(v);
+    return WF_OK;
 }
 
 typedef struct str_list {
@@ -545,22 +531,19 @@ str_list_add(str_list *l, wf_arena *a, jv s, wf_error *err)
     return WF_OK;
 }
 
-wf_code
-wf_expr_eval_strings(wf_expr *e, const char *vars_json, wf_arena *a, char ***out, size_t *n_out,
-                     wf_error *err)
+static wf_code
+run_strings(jq_state *jq, wf_arena *a, wf_expr_result *res, wf_error *err)
 {
-    wf_code rc = eval_begin(e, vars_json, err);
-    if (rc != WF_OK)
-        return rc;
     str_list l = {0};
+    wf_code rc = WF_OK;
     for (int results = 0; rc == WF_OK; results++) {
         if (results == WF_EXPR_MAX_RESULTS) {
             rc = wf_error_set(err, WF_E_TOO_LARGE, "expression yielded more than %d results",
                               WF_EXPR_MAX_RESULTS);
             break;
         }
-        jv v = jq_next(e->jq);
-        int r = next_result(e, v, err);
+        jv v = jq_next(jq);
+        int r = next_result(jq, v, err);
         if (r <= 0) {
             if (r < 0)
                 rc = err != NULL ? err->code : WF_E_INVALID_ARGUMENT;
@@ -588,41 +571,108 @@ wf_expr_eval_strings(wf_expr *e, const char *vars_json, wf_arena *a, char ***out
         }
         jv_free(v);
     }
-    eval_end(e);
-    if (rc != WF_OK)
-        return rc;
-    *out = l.v;
-    *n_out = l.n;
-    return WF_OK;
+    if (rc == WF_OK) {
+        res->strs = l.v;
+        res->nstrs = l.n;
+    }
+    return rc;
+}
+
+static wf_code
+run_time(jq_state *jq, int64_t *out_us, wf_error *err)
+{
+    jv v = jq_next(jq);
+    int r = next_result(jq, v, err);
+    if (r < 0)
+        return err != NULL ? err->code : WF_E_INVALID_ARGUMENT;
+    if (r == 0)
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "expression yielded no time");
+    wf_code rc = WF_OK;
+    if (jv_get_kind(v) != JV_KIND_STRING)
+        rc = wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                          "expression must yield an RFC 3339 time string, got %s", kind_name(v));
+    else if (!wf_expr_parse_rfc3339(jv_string_value(v), out_us))
+        rc = wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                          "expression yielded \"%.64s\", which is not an RFC 3339 time",
+                          jv_string_value(v));
+    jv_free(v);
+    return rc;
+}
+
+wf_code
+wf_expr__jq_run(jq_state *jq, wf_expr_op op, const char *vars_json, size_t len, wf_arena *a,
+                wf_expr_result *r, wf_error *err)
+{
+    /* jv values are refcounted without atomics: the input is created by
+     * the thread that owns jq, and every jv is freed before returning. */
+    jv input = jv_parse_sized(vars_json, (int)len);
+    if (!jv_is_valid(input)) {
+        jv_free(input);
+        return wf_error_set(err, WF_E_INVALID_JSON, "variables are not valid JSON");
+    }
+    jq_start(jq, input, 0);
+    switch (op) {
+    case WF_EXPR_OP_BOOL:
+        return run_bool(jq, &r->yes, err);
+    case WF_EXPR_OP_STRINGS:
+        return run_strings(jq, a, r, err);
+    case WF_EXPR_OP_TIME:
+        return run_time(jq, &r->us, err);
+    case WF_EXPR_OP_COMPILE:
+        break;
+    }
+    return wf_error_set(err, WF_E_INTERNAL, "unknown expression operation");
+}
+
+/* One evaluation of e, in this process under e's lock or in a worker. */
+static wf_code
+eval(wf_expr *e, wf_expr_op op, const char *vars_json, wf_arena *a, wf_expr_result *r,
+     wf_error *err)
+{
+    if (vars_json == NULL || vars_json[0] == '\0')
+        vars_json = "{}";
+    size_t len = strlen(vars_json);
+    if (len > WF_EXPR_MAX_INPUT)
+        return wf_error_set(err, WF_E_TOO_LARGE, "variables are larger than %zu bytes",
+                            WF_EXPR_MAX_INPUT);
+    if (e->jq == NULL)
+        return wf_expr__remote(op, e->src, vars_json, a, r, err);
+    pthread_mutex_lock(&e->mu);
+    wf_code rc = wf_expr__jq_run(e->jq, op, vars_json, len, a, r, err);
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
+wf_code
+wf_expr_eval_bool(wf_expr *e, const char *vars_json, bool *out, wf_error *err)
+{
+    wf_expr_result r = {0};
+    wf_code rc = eval(e, WF_EXPR_OP_BOOL, vars_json, NULL, &r, err);
+    if (rc == WF_OK)
+        *out = r.yes;
+    return rc;
+}
+
+wf_code
+wf_expr_eval_strings(wf_expr *e, const char *vars_json, wf_arena *a, char ***out, size_t *n_out,
+                     wf_error *err)
+{
+    wf_expr_result r = {0};
+    wf_code rc = eval(e, WF_EXPR_OP_STRINGS, vars_json, a, &r, err);
+    if (rc == WF_OK) {
+        *out = r.strs;
+        *n_out = r.nstrs;
+    }
+    return rc;
 }
 
 wf_code
 wf_expr_eval_time(wf_expr *e, const char *vars_json, int64_t *out_us, wf_error *err)
 {
-    wf_code rc = eval_begin(e, vars_json, err);
-    if (rc != WF_OK)
-        return rc;
-    jv v = jq_next(e->jq);
-    int r = next_result(e, v, err);
-    int64_t us = 0;
-    if (r < 0) {
-        rc = err != NULL ? err->code : WF_E_INVALID_ARGUMENT;
-    } else if (r == 0) {
-        rc = wf_error_set(err, WF_E_INVALID_ARGUMENT, "expression yielded no time");
-    } else {
-        if (jv_get_kind(v) != JV_KIND_STRING)
-            rc =
-                wf_error_set(err, WF_E_INVALID_ARGUMENT,
-                             "expression must yield an RFC 3339 time string, got %s", kind_name(v));
-        else if (!wf_expr_parse_rfc3339(jv_string_value(v), &us))
-            rc = wf_error_set(err, WF_E_INVALID_ARGUMENT,
-                              "expression yielded \"%.64s\", which is not an RFC 3339 time",
-                              jv_string_value(v));
-        jv_free(v);
-    }
-    eval_end(e);
+    wf_expr_result r = {0};
+    wf_code rc = eval(e, WF_EXPR_OP_TIME, vars_json, NULL, &r, err);
     if (rc == WF_OK)
-        *out_us = us;
+        *out_us = r.us;
     return rc;
 }
 

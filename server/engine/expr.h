@@ -12,19 +12,32 @@
  * initialisation on the first regex, which the module does once, up front,
  * under pthread_once (see expr.c).
  *
- * Bounds. libjq has no step limit and cannot be interrupted, so programs
- * are checked before compiling: user functions (def), unbounded generators
- * (range, repeat, while, until, recurse(f), combinations), gsub/sub (loop
- * forever on an empty match in 1.6), modules and everything that reads the
- * process (env, $ENV, input, inputs, debug, stderr, halt, ...) are refused.
- * Evaluation consumes at most WF_EXPR_MAX_RESULTS results and
- * WF_EXPR_MAX_OUTPUT bytes; regex backtracking is capped. Residual risk:
- * a program can still allocate a lot from small text ("x" * 1e8, or string
- * doubling over a large variables array) and take time polynomial in the
- * size of the variables. Expressions are written by definition deployers,
- * not by end users, and variables are capped by the message size limit.
- * A $HOME/.jq file of the server user is linked into every program by
- * libjq 1.6: the service must run without one.
+ * Bounds. libjq has no step limit, cannot be interrupted and aborts the
+ * process when an allocation fails, so programs are checked before
+ * compiling: user functions (def), unbounded generators (range, repeat,
+ * while, until, recurse(f), combinations), gsub/sub (loop forever on an
+ * empty match in 1.6), modules and everything that reads the process (env,
+ * $ENV, input, inputs, debug, stderr, halt, ...) are refused. Evaluation
+ * consumes at most WF_EXPR_MAX_RESULTS results and WF_EXPR_MAX_OUTPUT
+ * bytes; regex backtracking is capped. That check cannot be complete: a
+ * dozen bytes allocate gigabytes (".x[1e9] = 1", "x" * 1e9) or grow
+ * exponentially ([.,.]|[.,.]|...), with numbers the caller chose in the
+ * variables. So the server isolates evaluation (wf_expr_configure):
+ *
+ *   WF_EXPR_PROCESS  (workflowd's default) programs are compiled and run by
+ *                    a pool of worker processes (workflowd --expr-worker),
+ *                    each with an address-space limit, a wall-clock
+ *                    deadline per evaluation enforced by the caller (kill
+ *                    and respawn) and a fresh process after
+ *                    recycle_after evaluations. Running out of either, or
+ *                    the worker dying, is WF_E_EXPRESSION_LIMIT; the
+ *                    server itself never runs libjq.
+ *   WF_EXPR_INLINE   (the default until configured: unit tests, fuzz
+ *                    targets) libjq runs in the calling thread, unbounded.
+ *
+ * Variables are capped by the message size limit either way.
+ * libjq 1.6 links a $HOME/.jq file into every program: workers run with
+ * HOME=/nonexistent; inline, the service must run without one.
  */
 #ifndef WF_EXPR_H
 #define WF_EXPR_H
@@ -86,6 +99,36 @@ wf_code wf_expr_eval_time(wf_expr *e, const char *vars_json, int64_t *out_us, wf
 /* Parses an RFC 3339 date-time ("2024-05-01T10:00:00.5+02:00") into
  * microseconds since the epoch. False when s is not one. */
 bool wf_expr_parse_rfc3339(const char *s, int64_t *out_us);
+
+/* Where expressions run (see "Bounds" above). */
+typedef enum wf_expr_isolation { WF_EXPR_INLINE, WF_EXPR_PROCESS } wf_expr_isolation;
+
+typedef struct wf_expr_options {
+    wf_expr_isolation isolation;
+    int timeout_ms;    /* wall clock of one evaluation */
+    int memory_mb;     /* address space a worker may add to what it maps at start */
+    int workers;       /* most worker processes at once; more callers wait */
+    int recycle_after; /* evaluations before a worker is replaced */
+} wf_expr_options;
+
+/* The argument that makes a binary a worker (see wf_expr_worker_main). */
+#define WF_EXPR_WORKER_ARG "--expr-worker"
+
+/* Selects where expressions run, from now on, for the whole process.
+ * Empties the cache and ends idle workers of an earlier configuration.
+ * Worker processes are started lazily from /proc/self/exe with
+ * WF_EXPR_WORKER_ARG: a binary that configures WF_EXPR_PROCESS must call
+ * wf_expr_worker_main when its first argument is WF_EXPR_WORKER_ARG. */
+void wf_expr_configure(const wf_expr_options *o);
+
+/* Ends every idle worker (waits for them); busy ones end when returned.
+ * Evaluation still works afterwards: workers are started again on demand. */
+void wf_expr_shutdown(void);
+
+/* The worker's loop: requests on file descriptor 0 until it closes; argv
+ * as the pool passes it (argv[1] == WF_EXPR_WORKER_ARG). Returns the exit
+ * status. */
+int wf_expr_worker_main(int argc, char **argv);
 
 /* Number of cached expressions, and emptying the cache (tests, shutdown).
  * Expressions still referenced elsewhere stay valid. */

@@ -277,6 +277,91 @@ wf_nw_reset(net_work *w, wf_error *err)
     return nw_load(w, err);
 }
 
+/* A copy of n elements of size elem in the arena (NULL only when out of
+ * memory; n == 0 gives a valid empty block). */
+static void *
+dup_rows(wf_arena *a, const void *rows, size_t n, size_t elem)
+{
+    void *v = wf_arena_alloc(a, n * elem + 1);
+    if (v != NULL && n > 0)
+        memcpy(v, rows, n * elem);
+    return v;
+}
+
+static bool
+save_rows(wf_arena *a, const nw_rows *r, nw_rows *copy, size_t elem)
+{
+    *copy = *r;
+    copy->rows = dup_rows(a, r->rows, r->n, elem);
+    copy->flags = dup_rows(a, r->flags, r->n, 1);
+    return copy->rows != NULL && copy->flags != NULL;
+}
+
+static void
+restore_rows(nw_rows *r, const nw_rows *copy, size_t elem)
+{
+    /* Rows only grow, so the live arrays hold at least copy->n. */
+    if (copy->n > 0) {
+        memcpy(r->rows, copy->rows, copy->n * elem);
+        memcpy(r->flags, copy->flags, copy->n);
+    }
+    r->n = copy->n;
+}
+
+wf_code
+wf_nw_save(const net_work *w, net_work *save, wf_error *err)
+{
+    wf_arena *a = w->rw.arena;
+    const ref_work *rw = &w->rw;
+    *save = *w;
+    /* Instances, tasks and net rows change in place; events, deletions and
+     * wake-ups are only appended (or copied on append), so their counts
+     * suffice. */
+    save->rw.insts = dup_rows(a, rw->insts, rw->n_insts, sizeof *rw->insts);
+    save->rw.inst_dirty = dup_rows(a, rw->inst_dirty, rw->n_insts, sizeof *rw->inst_dirty);
+    save->rw.tasks = dup_rows(a, rw->tasks, rw->n_tasks, sizeof *rw->tasks);
+    save->rw.task_dirty = dup_rows(a, rw->task_dirty, rw->n_tasks, sizeof *rw->task_dirty);
+    if (save->rw.insts == NULL || save->rw.inst_dirty == NULL || save->rw.tasks == NULL ||
+        save->rw.task_dirty == NULL || !save_rows(a, &w->toks, &save->toks, sizeof(wf_token_row)) ||
+        !save_rows(a, &w->items, &save->items, sizeof(wf_work_item_row)) ||
+        !save_rows(a, &w->jobs, &save->jobs, sizeof(wf_job_row)) ||
+        !save_rows(a, &w->timers, &save->timers, sizeof(wf_timer_row)) ||
+        !save_rows(a, &w->subs, &save->subs, sizeof(wf_subscription_row)))
+        return wf_ref__nomem(err);
+    return WF_OK;
+}
+
+void
+wf_nw_restore(net_work *w, const net_work *save)
+{
+    ref_work *rw = &w->rw;
+    const ref_work *s = &save->rw;
+    /* Copied back into the live arrays, so pointers to rows the caller
+     * took before the save stay valid. */
+    memcpy(rw->insts, s->insts, s->n_insts * sizeof *rw->insts);
+    memcpy(rw->inst_dirty, s->inst_dirty, s->n_insts * sizeof *rw->inst_dirty);
+    if (s->n_tasks > 0) {
+        memcpy(rw->tasks, s->tasks, s->n_tasks * sizeof *rw->tasks);
+        memcpy(rw->task_dirty, s->task_dirty, s->n_tasks * sizeof *rw->task_dirty);
+    }
+    rw->n_insts = s->n_insts;
+    rw->n_tasks = s->n_tasks;
+    rw->n_events = s->n_events;
+    rw->del_jobs = s->del_jobs;
+    rw->n_del_jobs = s->n_del_jobs;
+    rw->del_timers = s->del_timers;
+    rw->n_del_timers = s->n_del_timers;
+    rw->del_subs = s->del_subs;
+    rw->n_del_subs = s->n_del_subs;
+    restore_rows(&w->toks, &save->toks, sizeof(wf_token_row));
+    restore_rows(&w->items, &save->items, sizeof(wf_work_item_row));
+    restore_rows(&w->jobs, &save->jobs, sizeof(wf_job_row));
+    restore_rows(&w->timers, &save->timers, sizeof(wf_timer_row));
+    restore_rows(&w->subs, &save->subs, sizeof(wf_subscription_row));
+    w->wake = save->wake;
+    w->n_wake = save->n_wake;
+}
+
 wf_code
 wf_nw_event(net_work *w, const char *type, json_t *data, wf_error *err)
 {
@@ -314,6 +399,10 @@ wf_nw_wake(const wf_net_ctx *ctx, const char *const *types, size_t n)
     ctx->wake(ctx->wake_arg, WF_NET_TOPIC_EVENTS);
     for (size_t i = 0; i < n; i++) {
         char topic[192];
+        if (types[i][0] == '\0') {
+            ctx->wake(ctx->wake_arg, WF_NET_TOPIC_TIMERS); /* WF_NW_WAKE_TIMERS */
+            continue;
+        }
         snprintf(topic, sizeof topic, "%s%s", WF_NET_TOPIC_JOBS_PREFIX, types[i]);
         ctx->wake(ctx->wake_arg, topic);
     }
@@ -719,6 +808,8 @@ enable_time(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
     if (tm.id == NULL || when == NULL)
         return wf_ref__nomem(err);
     wf_code rc = rows_add(w->rw.arena, &w->timers, &tm, sizeof tm, NW_NEW, NULL, err);
+    if (rc == WF_OK)
+        rc = wf_nw_add_wake(w, WF_NW_WAKE_TIMERS, err);
     if (rc == WF_OK)
         rc = wf_nw_event(w, "TIMER_SCHEDULED",
                          json_pack("{s:s,s:s,s:s,s:s}", "timerId", tm.id, "transitionId", t->id,
@@ -1159,7 +1250,7 @@ static bool
 incident_code(wf_code rc)
 {
     return rc == WF_E_NO_ARC_MATCHED || rc == WF_E_INVALID_ARGUMENT || rc == WF_E_INVALID_JSON ||
-           rc == WF_E_DEFINITION_INVALID || rc == WF_E_TOO_LARGE;
+           rc == WF_E_DEFINITION_INVALID || rc == WF_E_TOO_LARGE || rc == WF_E_EXPRESSION_LIMIT;
 }
 
 static bool

@@ -23,6 +23,9 @@
  * layer's WF_TOPIC_EVENTS and WF_TOPIC_JOBS_PREFIX + job type). */
 #define WF_NET_TOPIC_EVENTS "events"
 #define WF_NET_TOPIC_JOBS_PREFIX "jobs:"
+/* A commit created a timer: the host wakes its timer scheduler, so a
+ * timer due at once does not wait for the next poll (WF_TOPIC_TIMERS). */
+#define WF_NET_TOPIC_TIMERS "timers"
 
 /* Called after a commit, once per topic that changed ("events", or
  * "jobs:<type>" for a job that became activatable). Must be cheap and must
@@ -137,9 +140,12 @@ wf_code wf_net_extend_job_lease(const wf_net_ctx *ctx, const char *key, int64_t 
 
 /* RetryInstance: on a FAILED net instance re-arms the failed job with
  * fresh attempts (a failed compensation job resumes COMPENSATING, a failed
- * job RUNNING), INCIDENT_RESOLVED. A RUNNING or COMPENSATING instance (or
- * an incident without a failed job) is returned unchanged; an ended one is
- * INSTANCE_NOT_RUNNING. */
+ * job RUNNING), INCIDENT_RESOLVED; with no failed job, re-fires the TIME or
+ * MSG work item whose firing was refused, with the current variables
+ * (INCIDENT_RESOLVED, then the firing; refused again: the firing's error,
+ * e.g. NO_ARC_MATCHED, and nothing changes). A RUNNING or COMPENSATING
+ * instance (or an incident with nothing to retry) is returned unchanged;
+ * an ended one is INSTANCE_NOT_RUNNING. */
 wf_code wf_net_retry_instance(const wf_net_ctx *ctx, const char *instance_id, wf_uow_idem *idem,
                               wf_instance_row *out, wf_error *err);
 

@@ -54,6 +54,14 @@ wf_code wf_nw_open(net_work *w, const wf_ref_ctx *ctx, wf_tx *tx, const char *in
  * turn a refused firing into an incident). */
 wf_code wf_nw_reset(net_work *w, wf_error *err);
 
+/* Saves w as it is now into *save (its own copies, in w's arena), so that
+ * wf_nw_restore can go back to this point and keep the changes made
+ * before it: unlike wf_nw_reset, a refused firing nested in a larger unit
+ * of work then undoes only itself. Store writes made in between (signals
+ * consumed) are not undone. */
+wf_code wf_nw_save(const net_work *w, net_work *save, wf_error *err);
+void wf_nw_restore(net_work *w, const net_work *save);
+
 /* Finds a row by id; WF_REF_NONE when absent or GONE. */
 size_t wf_nw_find(const net_work *w, const nw_rows *r, size_t elem, const char *id);
 
@@ -82,14 +90,17 @@ wf_code wf_nw_write(net_work *w, wf_error *err);
 wf_code wf_nw_definition(wf_tx *tx, wf_arena *arena, const char *key, int32_t version,
                          wf_definition_row *row, const wf_net **net, wf_error *err);
 
-/* Adds a job type to wake after the commit (once). */
+/* Adds a job type to wake after the commit (once). WF_NW_WAKE_TIMERS
+ * (no job type is empty) stands for "a timer was created". */
 wf_code wf_nw_add_wake(net_work *w, const char *job_type, wf_error *err);
+#define WF_NW_WAKE_TIMERS ""
 
 /* Copies the job types of w->wake into the arena-backed list (*types, *n)
  * that outlives the attempt, replacing what it held. */
 void wf_nw_keep_wake(const net_work *w, const char ***types, size_t *n);
 
-/* Calls ctx->wake for "events" and every "jobs:<type>". */
+/* Calls ctx->wake for "events" and every "jobs:<type>" (and "timers" for
+ * WF_NW_WAKE_TIMERS). */
 void wf_nw_wake(const wf_net_ctx *ctx, const char *const *types, size_t n);
 
 /* A unit of work of the net runtime: the runner with idempotency and

@@ -28,6 +28,17 @@
  * attempts (INCIDENT_RESOLVED): a failed compensation job (the one that
  * comes first in compensation order; the others are queued again) resumes
  * COMPENSATING, a failed forward job resumes RUNNING.
+ *
+ * A TIME or MSG firing refused by the net (NO_ARC_MATCHED, a failing
+ * guard) leaves its work item ENABLED on its tokens with the timer or
+ * subscription spent, and the instance FAILED (net_runtime.c, signals.c).
+ * RetryInstance re-fires that work item on the same tokens with the
+ * variables as they are now (the signal's payload was merged when it
+ * arrived; SetVariables may have fixed them since), as resolving a
+ * Zeebe/Camunda incident re-evaluates the failed step: INCIDENT_RESOLVED,
+ * then the firing's events. Refused again, the call fails with the
+ * firing's reason and nothing changes. The timer is not re-armed and no
+ * new signal is awaited: the time came and the signal was consumed.
  */
 #include "net_runtime_int.h"
 
@@ -356,6 +367,61 @@ rearm(net_work *w, size_t ji)
     wf_nw_dirty(&w->jobs, ji);
 }
 
+/* The TIME or MSG work item of the instance whose firing was refused:
+ * still ENABLED, but its timer or subscription is spent. WF_REF_NONE. */
+static size_t
+refused_item(const net_work *w)
+{
+    for (size_t i = 0; i < w->items.n; i++) {
+        const wf_work_item_row *it = ITEM(w, i);
+        if ((w->items.flags[i] & NW_GONE) || it->state != WF_WORK_ITEM_ENABLED ||
+            !same(it->instance_id, inst_id(w)) ||
+            (it->trigger != WF_TRIGGER_TIME && it->trigger != WF_TRIGGER_MSG))
+            continue;
+        bool armed = false;
+        if (it->trigger == WF_TRIGGER_TIME) {
+            for (size_t k = 0; k < w->timers.n && !armed; k++)
+                armed = !(w->timers.flags[k] & NW_GONE) &&
+                        same(NW_ROW(w, timers, wf_timer_row, k)->work_item_id, it->id);
+        } else {
+            for (size_t k = 0; k < w->subs.n && !armed; k++)
+                armed = !(w->subs.flags[k] & NW_GONE) &&
+                        same(NW_ROW(w, subs, wf_subscription_row, k)->work_item_id, it->id);
+        }
+        if (!armed)
+            return i;
+    }
+    return WF_REF_NONE;
+}
+
+/* Re-fires the refused TIME/MSG work item ii (see the header comment). */
+static wf_code
+retry_firing(net_work *w, size_t ii, wf_error *err)
+{
+    const wf_work_item_row *it = ITEM(w, ii);
+    const char *item_id = it->id, *trans = it->transition_id;
+    wf_instance_row *in = &w->rw.insts[w->inst];
+    in->status = WF_INSTANCE_RUNNING;
+    in->last_error = NULL;
+    in->ended_at = 0;
+    wf_ref__touch_instance(&w->rw, w->inst);
+    wf_code rc =
+        wf_nw_event(w, "INCIDENT_RESOLVED",
+                    json_pack("{s:s,s:s,s:s}", "transitionId", trans, "workItemId", item_id,
+                              "trigger", it->trigger == WF_TRIGGER_TIME ? "TIME" : "MSG"),
+                    err);
+    if (rc != WF_OK)
+        return rc;
+    rc = wf_nw_fire(w, item_id, NULL, err);
+    if (rc == WF_E_NO_ARC_MATCHED || rc == WF_E_INVALID_ARGUMENT || rc == WF_E_INVALID_JSON) {
+        /* Refused again: the caller rolls back, the incident stays open. */
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        return wf_error_set(err, rc, "transition \"%s\" still cannot fire: %s", trans, why);
+    }
+    return rc;
+}
+
 static wf_code
 retry_body(wf_tx *tx, void *arg, wf_error *err)
 {
@@ -395,8 +461,19 @@ retry_body(wf_tx *tx, void *arg, wf_error *err)
             comp = i;
     }
     size_t ji = comp != WF_REF_NONE ? comp : fwd;
-    if (ji == WF_REF_NONE)
-        return WF_OK; /* an incident this call cannot retry: unchanged */
+    if (ji == WF_REF_NONE) {
+        size_t ii = refused_item(&w);
+        if (ii == WF_REF_NONE)
+            return WF_OK; /* an incident this call cannot retry: unchanged */
+        rc = retry_firing(&w, ii, err);
+        if (rc == WF_OK)
+            rc = wf_nw_write(&w, err);
+        if (rc == WF_OK) {
+            *op->out = w.rw.insts[w.inst];
+            wf_nw_keep_wake(&w, &op->wake, &op->n_wake);
+        }
+        return rc;
+    }
     if (comp != WF_REF_NONE) {
         /* The other failed compensations are queued again (next_step). */
         for (size_t i = 0; i < w.jobs.n; i++) {

@@ -1,24 +1,36 @@
 /*
- * scheduler: the background timer scheduler (design.md section 1,
- * "background: scheduler"; section 5, TIME transitions).
+ * scheduler: the background scheduler (design.md section 1, "background:
+ * scheduler (timers, lease expiry, signal TTL, retention)"; section 5,
+ * TIME transitions and jobs).
  *
- * One thread per process finds due timers of every tenant and hands each to
- * a fire callback, following the firing protocol of
- * wf_store_claim_due_timers (store.h):
+ * One thread per process runs passes over every tenant:
  *
- *     claim a bounded batch (claimed_until = now + claim_ms)
- *       → fire(timer) for each: one unit of work on its root, which fires
- *         only if the timer still exists and deletes it in the same
- *         transaction
- *       → a full batch: claim again at once; else sleep a bounded interval
+ *   timers   claim a bounded batch of due timers (claimed_until = now +
+ *            claim_ms) → fire(timer) for each: one unit of work on its
+ *            root, which fires only if the timer still exists and deletes
+ *            it in the same transaction (wf_store_claim_due_timers);
+ *   leases   a bounded batch of ACTIVATED jobs whose lease ran out → for
+ *            each, one unit of work on its root that re-checks the job
+ *            (still ACTIVATED, same key, lease still run out), makes it
+ *            ACTIVATABLE without spending an attempt, drops its key (the
+ *            stale worker then gets JOB_LEASE_LOST) and writes
+ *            JOB_LEASE_EXPIRED; then wakes ActivateJobs long polls of its
+ *            type (opt.wake; the store's NOTIFY reaches other replicas);
+ *   signals  buffered signals past expires_at leave the buffer, marked
+ *            discarded in the delivery log (wf_store_expire_signals);
+ *   sweep    every sweep_interval_ms, retention: expired signals, request
+ *            records and (when event_retention_ms is set) events of ended
+ *            trees, deleted in batches of sweep_batch rows.
+ * A full batch makes the thread go again at once; else it sleeps idle_ms.
  *
- * The scheduler knows nothing of what firing means: the composition root
- * passes a callback (in workflowd, an adapter to wf_net_fire_timer). That
- * keeps this file free of engine internals and lets the tests fire with a
- * fake.
+ * The scheduler knows nothing of what firing a timer means: the
+ * composition root passes a callback (in workflowd, an adapter to
+ * wf_net_fire_timer). That keeps this file free of net internals and lets
+ * the tests fire with a fake. Lease expiry and the rest are plain row
+ * changes, done here.
  *
- * Why polling: the store has no "next due" query and a timer may be
- * created by any replica, so the thread wakes at least every idle_ms.
+ * Why polling: the store has no "next due" query and timers and leases
+ * are created by any replica, so the thread wakes at least every idle_ms.
  * wf_scheduler_wake shortens the sleep when this process has just created
  * a timer.
  *
@@ -29,11 +41,16 @@
  *   - fire fails: logged; the timer stays claimed until claim_ms has
  *     passed and is then claimed again (by this or another replica). That
  *     is the protocol's recovery; nothing is undone here. A store outage
- *     reported by fire also ends the batch and enters the back-off.
+ *     reported by fire also ends the batch and enters the back-off;
+ *   - a lease, signal or sweep step fails: logged; the rows are still
+ *     there for the next pass.
  *
- * Several schedulers (replicas) may run on one database: claims only avoid
- * duplicate work; the delete under the root lock makes each timer fire at
- * most once.
+ * Several schedulers (replicas) may run on one database: claims and SKIP
+ * LOCKED only avoid duplicate work; the re-checks under the root lock make
+ * each timer fire, and each lease expire, at most once.
+ *
+ * On demand, wf_scheduler_run runs the same passes on the caller's thread
+ * for one tenant (RunSchedulerPass, wfctl tick) or for all.
  *
  * Threads: create the scheduler after SIGTERM/SIGINT are blocked (main
  * does so before any thread exists); its thread inherits the mask.
@@ -59,15 +76,34 @@ typedef struct wf_scheduler wf_scheduler;
 typedef wf_code (*wf_sched_fire_fn)(void *arg, const wf_timer_row *timer, int64_t deadline_ms,
                                     bool *fired, wf_error *err);
 
+/* Wakes waiters after a lease expiry committed: topic "events", then
+ * "jobs:<type>" (net_runtime.h's topics). Cheap, non-blocking; called with
+ * the fire callback's arg. */
+typedef void (*wf_sched_wake_fn)(void *arg, const char *topic);
+
 /* Zero fields take the defaults in brackets. */
 typedef struct wf_scheduler_options {
-    size_t batch;            /* timers claimed per store call [100] */
-    int64_t claim_ms;        /* how long a claim keeps other replicas off [30000] */
-    int64_t idle_ms;         /* longest sleep between passes [200] */
-    int64_t call_timeout_ms; /* deadline of each store call and each fire [5000] */
-    int64_t backoff_max_ms;  /* longest wait between retries after an error [5000] */
-    bool manual;             /* no thread: only wf_scheduler_tick runs passes (tools, tests) */
+    size_t batch;                     /* timers claimed, leases expired per store call [100] */
+    int64_t claim_ms;                 /* how long a claim keeps other replicas off [30000] */
+    int64_t idle_ms;                  /* longest sleep between passes [200] */
+    int64_t call_timeout_ms;          /* deadline of each store call and each fire [5000] */
+    int64_t backoff_max_ms;           /* longest wait between retries after an error [5000] */
+    bool manual;                      /* no thread: only wf_scheduler_tick/_run run passes */
+    wf_sched_wake_fn wake;            /* after each lease expiry; NULL = none */
+    size_t sweep_batch;               /* rows per signal-expiry or retention statement [500] */
+    int64_t sweep_interval_ms;        /* how often the thread sweeps [60000] */
+    int64_t idempotency_retention_ms; /* request records older go [24 h] */
+    int64_t signal_retention_ms;      /* expired buffered signals older go [7 days] */
+    int64_t event_retention_ms;       /* events of trees ended longer ago go; 0 = keep */
 } wf_scheduler_options;
+
+/* What one run did (wf_scheduler_run). */
+typedef struct wf_sched_counts {
+    size_t timers_fired;    /* timers whose firing committed */
+    size_t leases_expired;  /* jobs made activatable again, JOB_LEASE_EXPIRED written */
+    size_t signals_expired; /* buffered signals that left the buffer unconsumed */
+    size_t rows_removed;    /* rows deleted by retention (signals, request records, events) */
+} wf_sched_counts;
 
 /* Counters since start, for metrics. */
 typedef struct wf_scheduler_stats {
@@ -76,6 +112,10 @@ typedef struct wf_scheduler_stats {
     uint64_t gone;            /* claimed timers that were already gone */
     uint64_t fire_errors;     /* fire calls that failed (the timer is retried later) */
     uint64_t claim_errors;    /* claim calls that failed */
+    uint64_t leases_expired;  /* jobs whose expired lease this scheduler ended */
+    uint64_t signals_expired; /* buffered signals it expired */
+    uint64_t rows_removed;    /* rows its retention sweeps deleted */
+    uint64_t step_errors;     /* lease, signal or sweep steps that failed */
     int64_t last_lateness_ms; /* of the last timer fired: fire time - due_at */
     int64_t max_lateness_ms;  /* largest lateness seen */
     bool store_down;          /* the last claim failed (an outage in progress) */
@@ -92,13 +132,25 @@ wf_scheduler *wf_scheduler_start(wf_store *st, const wf_scheduler_options *opt,
  * Ignored during an error back-off. */
 void wf_scheduler_wake(wf_scheduler *s);
 
-/* Runs passes now, on the calling thread, until a claim returns less than a
- * full batch (everything due is handled), and sets *fired (may be NULL) to
- * the number of timers fired. A claim error is returned (err set);
+/* Runs the timer, lease and signal passes now (every tenant, no sweep),
+ * on the calling thread, until a claim returns less than a full batch
+ * (everything due is handled), and sets *fired (may be NULL) to the
+ * number of timers fired. A claim error is returned (err set);
  * failures of single timers are not (they are logged and counted, and the
  * timers retried after their claim). May run concurrently with the thread:
  * the claims keep the two apart. */
 wf_code wf_scheduler_tick(wf_scheduler *s, size_t *fired, wf_error *err);
+
+/* Runs every pass now, on the calling thread, for tenant (NULL: every
+ * tenant): timers until a claim returns less than a full batch, then
+ * expired leases and expired signals the same way, then, with sweep, the
+ * retention sweep. No new batch starts after deadline_ms (monotonic; 0 =
+ * none). *out (may be NULL) gets what was done, also on error. The first
+ * store error ends the run and is returned (err set); failures of single
+ * timers or leases are not (logged, counted, retried later). May run
+ * concurrently with the thread and with other runs. */
+wf_code wf_scheduler_run(wf_scheduler *s, const char *tenant, bool sweep, int64_t deadline_ms,
+                         wf_sched_counts *out, wf_error *err);
 
 /* Copies the counters (thread-safe). */
 void wf_scheduler_get_stats(wf_scheduler *s, wf_scheduler_stats *out);

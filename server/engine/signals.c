@@ -43,7 +43,7 @@ static bool
 incident_code(wf_code rc)
 {
     return rc == WF_E_NO_ARC_MATCHED || rc == WF_E_INVALID_ARGUMENT || rc == WF_E_INVALID_JSON ||
-           rc == WF_E_DEFINITION_INVALID || rc == WF_E_TOO_LARGE;
+           rc == WF_E_DEFINITION_INVALID || rc == WF_E_TOO_LARGE || rc == WF_E_EXPRESSION_LIMIT;
 }
 
 static char *
@@ -110,9 +110,17 @@ wf_sig__msg_enabled(net_work *w, const wf_work_item_row *it, const wf_transition
         return WF_OK;
     wf_signal_row sig;
     bool found = false;
-    wf_code rc = wf_tx_consume_signal(
-        w->tx, t->signal_name, by_agg ? NULL : in->id, by_agg ? in->aggregate_type : NULL,
-        by_agg ? in->aggregate_id : NULL, in->id, t->id, w->rw.now, &sig, &found, err);
+    wf_code rc = WF_OK;
+    /* Under the correlation lock, a SendSignal buffering for this aggregate
+     * either committed first (its row is consumed here) or waits, then sees
+     * this subscription and fires it (buffer_or_drop). */
+    if (by_agg)
+        rc = wf_tx_lock_correlation(w->tx, t->signal_name, in->aggregate_type, in->aggregate_id,
+                                    NULL, err);
+    if (rc == WF_OK)
+        rc = wf_tx_consume_signal(
+            w->tx, t->signal_name, by_agg ? NULL : in->id, by_agg ? in->aggregate_type : NULL,
+            by_agg ? in->aggregate_id : NULL, in->id, t->id, w->rw.now, &sig, &found, err);
     if (rc != WF_OK || !found)
         return rc;
     sig_pending *p = wf_arena_calloc(w->rw.arena, 1, sizeof *p);
@@ -123,6 +131,43 @@ wf_sig__msg_enabled(net_work *w, const wf_work_item_row *it, const wf_transition
     p->below = tl_top;
     tl_top = p;
     return WF_OK;
+}
+
+/* Fires MSG work item item_id of transition trans with a signal's payload
+ * (NULL = none); the events of the signal's consumption are already in w.
+ * A refused firing becomes an incident without failing the unit of work
+ * around it: w goes back to how it was before the firing (what the caller
+ * did so far is kept), the signal stays spent on this instance, which
+ * keeps the payload, the item stays ENABLED with its subscription deleted
+ * (RetryInstance re-fires it) and the instance turns FAILED. */
+static wf_code
+fire_signal(net_work *w, const char *name, const char *item_id, const char *trans,
+            const char *payload, wf_error *err)
+{
+    net_work saved;
+    wf_code rc = wf_nw_save(w, &saved, err);
+    if (rc == WF_OK)
+        rc = wf_nw_fire(w, item_id, payload, err);
+    if (!incident_code(rc))
+        return rc;
+    char msg[400];
+    snprintf(msg, sizeof msg, "signal \"%s\" of transition \"%s\" could not fire: %s",
+             name != NULL ? name : "", trans != NULL ? trans : "", err != NULL ? err->msg : "");
+    wf_error_clear(err);
+    wf_nw_restore(w, &saved);
+    for (size_t i = 0; i < w->subs.n; i++)
+        if (same(SUB(w, i)->work_item_id, item_id))
+            wf_nw_gone(&w->subs, i);
+    wf_instance_row *in = &w->rw.insts[w->inst];
+    if (payload != NULL) {
+        const char *vars;
+        rc = wf_engine_json_merge(w->rw.arena, in->variables_json, payload, &vars, err);
+        if (rc != WF_OK)
+            return rc;
+        in->variables_json = (char *)vars;
+        wf_ref__touch_instance(&w->rw, w->inst);
+    }
+    return wf_nw_fail_instance(w, msg, err);
 }
 
 /* Puts a consumed signal back in the buffer (its work item was withdrawn
@@ -155,8 +200,16 @@ wf_sig__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err)
         if (v != NULL)
             v[--k] = p;
     tl_top = mark;
-    if (rc != WF_OK)
+    if (rc != WF_OK) {
+        /* A refused step that an enclosing firing turns into an incident is
+         * undone while the unit of work goes on: its signals go back. */
+        for (size_t i = 0; incident_code(rc) && v != NULL && i < n; i++) {
+            wf_code u = unconsume(w, &v[i]->sig, err);
+            if (u != WF_OK)
+                return u;
+        }
         return rc;
+    }
     if (v == NULL)
         return wf_ref__nomem(err);
     for (size_t i = 0; rc == WF_OK && i < n; i++) {
@@ -170,8 +223,8 @@ wf_sig__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err)
         const char *trans = ITEM(w, ii)->transition_id;
         rc = wf_nw_event(w, "SIGNAL_CONSUMED", consumed_data(&p->sig, trans, p->item_id), err);
         if (rc == WF_OK)
-            rc = wf_nw_fire(w, p->item_id, unset(p->sig.payload_json) ? NULL : p->sig.payload_json,
-                            err);
+            rc = fire_signal(w, p->sig.name, p->item_id, trans,
+                             unset(p->sig.payload_json) ? NULL : p->sig.payload_json, err);
     }
     return rc;
 }
@@ -308,45 +361,18 @@ received_data(const send_op *op)
 }
 
 /* Fires subscription si of w with the payload (or turns a refused firing
- * into an incident). */
+ * into an incident, fire_signal). */
 static wf_code
 fire_sub(net_work *w, send_op *op, size_t si, wf_error *err)
 {
     const char *item_id = SUB(w, si)->work_item_id;
     const char *trans = SUB(w, si)->transition_id;
-    const char *sub_id = SUB(w, si)->id;
     wf_signal_row consumed = log_row(op, WF_SIGNAL_CORRELATED);
     wf_code rc = wf_nw_event(w, "SIGNAL_RECEIVED", received_data(op), err);
     if (rc == WF_OK)
         rc = wf_nw_event(w, "SIGNAL_CONSUMED", consumed_data(&consumed, trans, item_id), err);
     if (rc == WF_OK)
-        rc = wf_nw_fire(w, item_id, op->payload, err);
-    if (!incident_code(rc))
-        return rc;
-    /* The firing is refused: the signal is spent on this instance, which
-     * keeps the payload and gets an incident (RetryInstance). */
-    char msg[400];
-    snprintf(msg, sizeof msg, "signal \"%s\" of transition \"%s\" could not fire: %s", op->in->name,
-             trans != NULL ? trans : "", err != NULL ? err->msg : "");
-    wf_error_clear(err);
-    rc = wf_nw_reset(w, err);
-    if (rc != WF_OK)
-        return rc;
-    size_t k = wf_nw_find(w, &w->subs, sizeof(wf_subscription_row), sub_id);
-    if (k != WF_REF_NONE)
-        wf_nw_gone(&w->subs, k);
-    wf_instance_row *in = &w->rw.insts[w->inst];
-    const char *vars;
-    rc = wf_engine_json_merge(w->rw.arena, in->variables_json, op->payload, &vars, err);
-    if (rc != WF_OK)
-        return rc;
-    in->variables_json = (char *)vars;
-    wf_ref__touch_instance(&w->rw, w->inst);
-    rc = wf_nw_event(w, "SIGNAL_RECEIVED", received_data(op), err);
-    if (rc == WF_OK)
-        rc = wf_nw_event(w, "SIGNAL_CONSUMED", consumed_data(&consumed, trans, item_id), err);
-    if (rc == WF_OK)
-        rc = wf_nw_fail_instance(w, msg, err);
+        rc = fire_signal(w, op->in->name, item_id, trans, op->payload, err);
     return rc;
 }
 
@@ -522,9 +548,12 @@ push_id(wf_arena *a, wf_sig_send_out *out, const char *id, wf_error *err)
     return WF_OK;
 }
 
-/* Buffers or drops a signal sent to an aggregate nobody awaits. */
+/* Buffers or drops a signal sent to an aggregate nobody awaits. Under the
+ * correlation lock (wf_tx_lock_correlation) it checks again that nobody
+ * awaits it: when an instance began to wait since the subscriptions were
+ * read, *raced is set and nothing is written (the caller fires it). */
 static wf_code
-buffer_or_drop(const wf_net_ctx *ctx, send_op *op, wf_error *err)
+buffer_or_drop(const wf_net_ctx *ctx, send_op *op, bool *raced, wf_error *err)
 {
     wf_arena *a = ctx->ref.arena;
     op->received_at = wf_now_us();
@@ -552,8 +581,12 @@ buffer_or_drop(const wf_net_ctx *ctx, send_op *op, wf_error *err)
     wf_code rc = wf_store_begin(ctx->ref.store, &sc, &tx, err);
     if (rc != WF_OK)
         return rc;
-    rc = write_log(tx, &r, buffer ? &ev : NULL, err);
-    if (rc != WF_OK) {
+    *raced = false;
+    rc = wf_tx_lock_correlation(tx, op->in->name, op->in->aggregate_type, op->in->aggregate_id,
+                                raced, err);
+    if (rc == WF_OK && !*raced)
+        rc = write_log(tx, &r, buffer ? &ev : NULL, err);
+    if (rc != WF_OK || *raced) {
         wf_tx_rollback(tx);
         return rc;
     }
@@ -565,8 +598,16 @@ buffer_or_drop(const wf_net_ctx *ctx, send_op *op, wf_error *err)
     return rc;
 }
 
+/* Rounds of "fire the waiting instances, else buffer" while instances
+ * keep starting to wait in between (each round fires those): past this
+ * the call answers CONFLICT, which a client retries. */
+#define SEND_ROUNDS 8
+
+/* One round of send_aggregate: fires the subscriptions there are now
+ * (out->instance_ids), or finds a concurrent duplicate (*duplicate). */
 static wf_code
-send_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, wf_error *err)
+fire_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, bool *duplicate,
+               wf_error *err)
 {
     wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
     wf_subscription_row *subs = NULL;
@@ -589,8 +630,7 @@ send_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, wf_erro
         rc = wf_uow_run(ctx->ref.store, &sc, NULL, send_root_body, op, NULL, err);
         if (rc != WF_OK) {
             if (!logged && lost_dedupe_race(ctx, op->in, rc, err)) {
-                out->outcome = WF_SIGNAL_DUPLICATE;
-                out->n_instance_ids = 0;
+                *duplicate = true;
                 return WF_OK;
             }
             return rc;
@@ -603,21 +643,43 @@ send_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, wf_erro
         if (rc != WF_OK)
             return rc;
     }
-    if (out->n_instance_ids > 0) {
-        out->outcome = WF_SIGNAL_CORRELATED;
-        return WF_OK;
-    }
-    rc = buffer_or_drop(ctx, op, err);
-    if (rc != WF_OK) {
-        if (lost_dedupe_race(ctx, op->in, rc, err)) {
+    return WF_OK;
+}
+
+static wf_code
+send_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, wf_error *err)
+{
+    for (int round = 0; round < SEND_ROUNDS; round++) {
+        bool duplicate = false, raced = false;
+        wf_code rc = fire_aggregate(ctx, op, out, &duplicate, err);
+        if (rc != WF_OK)
+            return rc;
+        if (duplicate) {
             out->outcome = WF_SIGNAL_DUPLICATE;
+            out->n_instance_ids = 0;
             return WF_OK;
         }
-        return rc;
+        if (out->n_instance_ids > 0) {
+            out->outcome = WF_SIGNAL_CORRELATED;
+            return WF_OK;
+        }
+        rc = buffer_or_drop(ctx, op, &raced, err);
+        if (rc != WF_OK) {
+            if (lost_dedupe_race(ctx, op->in, rc, err)) {
+                out->outcome = WF_SIGNAL_DUPLICATE;
+                return WF_OK;
+            }
+            return rc;
+        }
+        if (!raced) {
+            out->outcome = op->outcome;
+            out->expires_at = op->outcome == WF_SIGNAL_BUFFERED ? op->expires_at : 0;
+            return WF_OK;
+        }
     }
-    out->outcome = op->outcome;
-    out->expires_at = op->outcome == WF_SIGNAL_BUFFERED ? op->expires_at : 0;
-    return WF_OK;
+    return wf_error_set(err, WF_E_CONFLICT,
+                        "instances of aggregate \"%.128s\" kept starting to wait",
+                        op->in->aggregate_id);
 }
 
 wf_code

@@ -13,7 +13,10 @@
  *   3. by aggregate: the subscriptions of the aggregate, then one unit of
  *      work per root that re-checks under the lock that a subscription is
  *      still there and fires the oldest one; with no firing the signal is
- *      buffered or dropped in a transaction of its own;
+ *      buffered or dropped in a transaction of its own, under the
+ *      correlation lock (wf_tx_lock_correlation) that the enabling of an
+ *      AGGREGATE MSG wait takes too, after checking there that no instance
+ *      began to wait meanwhile (if one did: back to the subscriptions);
  *   4. every firing merges the payload into the variables and writes
  *      SIGNAL_RECEIVED, SIGNAL_CONSUMED, then TRANSITION_FIRED and the rest
  *      of the step. The delivery-log row (one per call) is written by the
@@ -28,7 +31,9 @@
  * At MSG enablement (net_runtime.c) the oldest buffered, unexpired signal
  * that targets the instance (INSTANCE correlation) or its aggregate
  * (AGGREGATE) is consumed in the same transaction and the work item fires
- * at once, after the step that enabled it (signals_int.h).
+ * at once, after the step that enabled it (signals_int.h). A refused
+ * firing there is an incident in the same way, and the call that enabled
+ * the wait (StartInstance, CompleteJob, ...) still succeeds.
  *
  * Must not: include protobuf or grpc headers.
  */

@@ -27,8 +27,11 @@ wf_code wf_sig__msg_enabled(net_work *w, const wf_work_item_row *it, const wf_tr
                             wf_error *err);
 
 /* Cuts the queue back to mark and, when rc is WF_OK, fires what was
- * queued above it (SIGNAL_CONSUMED, payload merged). Returns rc or the
- * firing's error. */
+ * queued above it (SIGNAL_CONSUMED, payload merged). A refused firing
+ * (NO_ARC_MATCHED, a failing guard) is an incident of the instance, not
+ * an error: the caller's unit of work goes on. When rc is such a refusal
+ * the queued signals go back to the buffer. Returns rc or the firing's
+ * error. */
 wf_code wf_sig__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err);
 
 /* The net instance ended: its buffered signals (addressed to its id) are

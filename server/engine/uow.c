@@ -54,6 +54,8 @@ idem_lookup(wf_tx *tx, wf_uow_idem *idem, bool *done, wf_error *err)
     return WF_OK;
 }
 
+/* Records the request and commits (one round trip on Postgres); tx is
+ * gone afterwards either way. */
 static wf_code
 idem_record(wf_tx *tx, const wf_store_ctx *ctx, wf_uow_idem *idem, const void *result,
             wf_error *err)
@@ -66,9 +68,11 @@ idem_record(wf_tx *tx, const wf_store_ctx *ctx, wf_uow_idem *idem, const void *r
     };
     wf_code rc =
         idem->encode(result, idem->encode_arg, ctx->arena, &row.response, &row.response_len, err);
-    if (rc != WF_OK)
+    if (rc != WF_OK) {
+        wf_tx_rollback(tx);
         return rc;
-    return wf_tx_idempotency_put(tx, &row, err);
+    }
+    return wf_tx_commit_recorded(tx, &row, err);
 }
 
 /* After the body failed: a concurrent call with the same request id may
@@ -120,11 +124,7 @@ attempt(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body_fn
         return dedupe && rc != WF_E_CONFLICT ? recheck(st, ctx, idem, rc, err) : rc;
     }
     if (dedupe)
-        rc = idem_record(tx, ctx, idem, result, err);
-    if (rc != WF_OK) {
-        wf_tx_rollback(tx);
-        return rc;
-    }
+        return idem_record(tx, ctx, idem, result, err);
     return wf_tx_commit(tx, err);
 }
 

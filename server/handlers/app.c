@@ -8,6 +8,7 @@
 #include "handlers.h"
 
 #include "directory.h"
+#include "scheduler.h"
 
 bool
 wf_app_ready(wf_app *app)
@@ -72,8 +73,18 @@ void
 wf_app_wake_streams(wf_app *app, const char *topic)
 {
     pthread_mutex_lock(&app->wake_mu);
-    if (app->wake_streams != NULL)
+    if (topic != NULL && strcmp(topic, WF_TOPIC_TIMERS) == 0)
+        wf_scheduler_wake(app->sched); /* NULL-safe; no stream listens to it */
+    else if (app->wake_streams != NULL)
         app->wake_streams(app->wake_arg, topic);
+    pthread_mutex_unlock(&app->wake_mu);
+}
+
+void
+wf_app_set_scheduler(wf_app *app, struct wf_scheduler *s)
+{
+    pthread_mutex_lock(&app->wake_mu);
+    app->sched = s;
     pthread_mutex_unlock(&app->wake_mu);
 }
 

@@ -8,6 +8,7 @@
 #include "h_common.h"
 #include "handlers.h"
 #include "signals.h"
+#include "wf_time.h"
 
 /* One delivery-log row as a Workflow__V1__Signal. */
 static Workflow__V1__Signal *
@@ -42,6 +43,10 @@ build_signal(wf_arena *a, const wf_signal_row *r)
     m->expires_at = wf_h_timestamp(a, r->expires_at, &oom);
     if (r->signal_id != NULL)
         m->signal_id = r->signal_id;
+    /* Its TTL ran out unconsumed: consuming needs expires_at > now, so the
+     * answer holds whether or not the scheduler has marked it yet. */
+    m->expired = r->outcome == WF_SIGNAL_BUFFERED && r->consumed_at == 0 && r->expires_at > 0 &&
+                 r->expires_at <= wf_now_us();
     return oom ? NULL : m;
 }
 

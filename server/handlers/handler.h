@@ -37,6 +37,9 @@ typedef struct wf_app {
     pthread_mutex_t wake_mu;
     void (*wake_streams)(void *arg, const char *topic);
     void *wake_arg;
+    /* The background scheduler, once main has started it (under wake_mu):
+     * WF_TOPIC_TIMERS wakes it. */
+    struct wf_scheduler *sched;
 } wf_app;
 
 /* Static initializer of the fields wf_app needs before use. */
@@ -50,6 +53,27 @@ void wf_app_set_waker(wf_app *app, void (*fn)(void *arg, const char *topic), voi
  * ("jobs:" + job type). */
 #define WF_TOPIC_EVENTS "events"
 #define WF_TOPIC_JOBS_PREFIX "jobs:"
+/* A commit in this process created a timer: wakes the scheduler, not the
+ * streams (net_runtime.h's WF_NET_TOPIC_TIMERS). */
+#define WF_TOPIC_TIMERS "timers"
+
+/* Installs (s != NULL) or removes the background scheduler that
+ * WF_TOPIC_TIMERS wakes. Once it returns with NULL, no wake of the
+ * previous one is in progress or will start (so it may be stopped). */
+void wf_app_set_scheduler(wf_app *app, struct wf_scheduler *s);
+
+/* The scheduler's options from the configuration (retention) with the
+ * wake-up hook that reaches this app's streams. For wf_scheduler_start
+ * together with wf_app_fire_timer and app as its arg. */
+struct wf_scheduler_options;
+void wf_app_scheduler_options(const wf_app *app, struct wf_scheduler_options *opt);
+
+/* The scheduler's fire callback (wf_sched_fire_fn; arg is the wf_app):
+ * one timer through the net runtime, whose commit wakes the streams
+ * watching its instance. */
+struct wf_timer_row;
+wf_code wf_app_fire_timer(void *arg, const struct wf_timer_row *timer, int64_t deadline_ms,
+                          bool *fired, wf_error *err);
 
 /* Writes the service's own gauges (pool, work backlog) in Prometheus text
  * format. Thread-safe. */

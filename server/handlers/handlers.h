@@ -75,4 +75,9 @@ struct Workflow__V1__Signal **wf_h_signals(wf_arena *a, const struct wf_signal_r
 /* WatchEvents: the event log as a server stream (h_events.c). */
 extern const wf_stream_ops h_watch_events;
 
+/* RunSchedulerPass: one scheduler pass for the caller's tenant
+ * (h_scheduler.c). */
+wf_code h_run_scheduler_pass(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                             wf_error *err);
+
 #endif /* WF_HANDLERS_H */

@@ -41,5 +41,7 @@ const wf_route wf_routes[] = {
     {"ListSignals", h_list_signals, 0, NULL},
     /* Events */
     {"WatchEvents", NULL, WF_ROUTE_STREAM, &h_watch_events},
+    /* Scheduler */
+    {"RunSchedulerPass", h_run_scheduler_pass, 0, NULL},
     {NULL, NULL, 0, NULL},
 };

@@ -1,12 +1,17 @@
 /*
- * rpc_metrics: per-method counters and latency histograms, rendered in the
- * Prometheus text exposition format.
+ * rpc_metrics: per-method counters and latency histograms, and the cached
+ * backlog gauges of the store, rendered in the Prometheus text exposition
+ * format.
  */
 #include "rpc_metrics.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "wf_time.h"
 
 #define NCODES 17
 
@@ -155,4 +160,125 @@ wf_rpc_metrics_render(const wf_rpc_metrics *m, FILE *out)
                 "grpc_method=\"%s\"} %llu\n",
                 c->type, c->service, c->method, cum);
     }
+}
+
+/* ---- backlog gauges --------------------------------------------------------------- */
+
+/* Job types kept per count (in type order): bounds the label cardinality. */
+#define GAUGE_MAX_JOB_TYPES 200
+
+struct wf_rpc_gauges {
+    wf_store *st;
+    int64_t max_age_ms, timeout_ms;
+    pthread_mutex_t mu;     /* guards every field below */
+    bool refreshing;        /* one scrape refreshes; the others serve the cache */
+    int64_t tried_ms;       /* last refresh attempt (monotonic ms), 0 = never */
+    int64_t counted_ms;     /* last successful one, 0 = never */
+    wf_arena *arena;        /* holds counts.jobs */
+    wf_store_counts counts; /* valid when counted_ms != 0 */
+};
+
+wf_rpc_gauges *
+wf_rpc_gauges_new(wf_store *st, int64_t max_age_ms, int64_t timeout_ms)
+{
+    wf_rpc_gauges *g = calloc(1, sizeof *g);
+    if (g == NULL)
+        return NULL;
+    g->st = st;
+    g->max_age_ms = max_age_ms;
+    g->timeout_ms = timeout_ms;
+    pthread_mutex_init(&g->mu, NULL);
+    return g;
+}
+
+void
+wf_rpc_gauges_free(wf_rpc_gauges *g)
+{
+    if (g == NULL)
+        return;
+    pthread_mutex_destroy(&g->mu);
+    wf_arena_free(g->arena);
+    free(g);
+}
+
+/* Counts again when the cache is older than max_age_ms and no other
+ * scrape is at it. The query runs without the mutex, so concurrent
+ * scrapes render the previous counts instead of waiting. */
+static void
+gauges_refresh(wf_rpc_gauges *g)
+{
+    int64_t now = wf_mono_ms();
+    pthread_mutex_lock(&g->mu);
+    bool due = !g->refreshing && (g->tried_ms == 0 || now - g->tried_ms >= g->max_age_ms);
+    if (due) {
+        g->refreshing = true;
+        g->tried_ms = now;
+    }
+    pthread_mutex_unlock(&g->mu);
+    if (!due)
+        return;
+    wf_arena *a = wf_arena_new();
+    wf_store_counts c = {0};
+    wf_error err;
+    wf_store_ctx ctx = {.deadline_ms = now + g->timeout_ms, .arena = a};
+    bool ok = a != NULL && wf_store_count_backlog(g->st, &ctx, wf_now_us(), GAUGE_MAX_JOB_TYPES, &c,
+                                                  &err) == WF_OK;
+    pthread_mutex_lock(&g->mu);
+    g->refreshing = false;
+    if (ok) {
+        wf_arena_free(g->arena);
+        g->arena = a;
+        g->counts = c;
+        g->counted_ms = wf_mono_ms();
+        a = NULL;
+    }
+    pthread_mutex_unlock(&g->mu);
+    wf_arena_free(a);
+}
+
+/* A label value in the text format: backslash, quote and newline escaped. */
+static void
+put_label(FILE *out, const char *s)
+{
+    for (; *s != '\0'; s++) {
+        if (*s == '\\' || *s == '"')
+            fputc('\\', out);
+        if (*s == '\n')
+            fputs("\\n", out);
+        else
+            fputc(*s, out);
+    }
+}
+
+void
+wf_rpc_gauges_render(wf_rpc_gauges *g, FILE *out)
+{
+    gauges_refresh(g);
+    pthread_mutex_lock(&g->mu);
+    bool have = g->counted_ms != 0;
+    fprintf(out, "# HELP workflow_jobs_activatable Jobs a worker could activate now, by job type "
+                 "(all tenants).\n"
+                 "# TYPE workflow_jobs_activatable gauge\n");
+    for (size_t i = 0; have && i < g->counts.n_jobs; i++) {
+        fputs("workflow_jobs_activatable{job_type=\"", out);
+        put_label(out, g->counts.jobs[i].job_type);
+        fprintf(out, "\"} %lld\n", (long long)g->counts.jobs[i].count);
+    }
+    fprintf(out, "# HELP workflow_tasks_open Tasks waiting for a person: OPEN or CLAIMED (all "
+                 "tenants).\n"
+                 "# TYPE workflow_tasks_open gauge\n");
+    if (have)
+        fprintf(out, "workflow_tasks_open %lld\n", (long long)g->counts.tasks_open);
+    fprintf(out, "# HELP workflow_signals_buffered Signals buffered until an instance awaits "
+                 "them, not expired (all tenants).\n"
+                 "# TYPE workflow_signals_buffered gauge\n");
+    if (have)
+        fprintf(out, "workflow_signals_buffered %lld\n", (long long)g->counts.signals_buffered);
+    fprintf(out, "# HELP workflow_backlog_age_seconds Age of the backlog counts above (they are "
+                 "cached between scrapes).\n"
+                 "# TYPE workflow_backlog_age_seconds gauge\n");
+    if (have)
+        fprintf(out, "workflow_backlog_age_seconds %.3f\n",
+                (double)(wf_mono_ms() - g->counted_ms) / 1000.0);
+    pthread_mutex_unlock(&g->mu);
 }

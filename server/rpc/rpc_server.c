@@ -238,9 +238,11 @@ start_batch_locked(struct call *c, const grpc_op *ops, size_t nops, struct tag *
 
 /* Decodes the request into the call's arena: WF_OK with *msg, or
  * INVALID_ARGUMENT for malformed bytes, excessive nesting or non-UTF-8
- * strings (checked before protobuf-c, which trusts both). */
+ * strings (checked before protobuf-c, which trusts both; *bad then names
+ * the string's field). */
 static wf_code
-unpack(struct call *c, const ProtobufCMessageDescriptor *d, ProtobufCMessage **msg, wf_error *err)
+unpack(struct call *c, const ProtobufCMessageDescriptor *d, ProtobufCMessage **msg,
+       wf_violation *bad, wf_error *err)
 {
     grpc_byte_buffer_reader r;
     if (!grpc_byte_buffer_reader_init(&r, c->payload))
@@ -249,7 +251,7 @@ unpack(struct call *c, const ProtobufCMessageDescriptor *d, ProtobufCMessage **m
     grpc_byte_buffer_reader_destroy(&r);
     const uint8_t *bytes = GRPC_SLICE_START_PTR(all);
     size_t len = GRPC_SLICE_LENGTH(all);
-    wf_code rc = wf_rpc_wire_check(d, bytes, len, WF_RPC_MAX_DEPTH, err);
+    wf_code rc = wf_rpc_wire_check(d, bytes, len, WF_RPC_MAX_DEPTH, c->arena, bad, err);
     if (rc == WF_OK) {
         ProtobufCAllocator a = wf_arena_pb_allocator(c->arena);
         *msg = protobuf_c_message_unpack(d, &a, len, bytes);
@@ -848,8 +850,9 @@ dispatch(struct call *c)
         return;
     }
     ProtobufCMessage *req = NULL;
-    if (unpack(c, c->m->input, &req, &err) != WF_OK) {
-        finish_unary(c, NULL, &err, NULL, 0);
+    wf_violation bad;
+    if (unpack(c, c->m->input, &req, &bad, &err) != WF_OK) {
+        finish_unary(c, NULL, &err, &bad, bad.field != NULL ? 1 : 0);
         return;
     }
 

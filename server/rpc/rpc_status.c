@@ -4,6 +4,8 @@
  */
 #include "rpc_status.h"
 
+#include <string.h>
+
 #include "google/protobuf/any.pb-c.h"
 #include "google/rpc/error_details.pb-c.h"
 #include "google/rpc/status.pb-c.h"
@@ -46,6 +48,7 @@ wf_rpc_status_code(wf_code code)
     case WF_E_CONFLICT:
         return GRPC_STATUS_ABORTED;
     case WF_E_TOO_LARGE:
+    case WF_E_EXPRESSION_LIMIT:
         return GRPC_STATUS_RESOURCE_EXHAUSTED;
     case WF_E_DEADLINE_EXCEEDED:
         return GRPC_STATUS_DEADLINE_EXCEEDED;
@@ -76,6 +79,28 @@ pack_any(wf_arena *arena, const char *type, const ProtobufCMessage *msg)
     return any;
 }
 
+/* Bounds of the BadRequest in the trailer. grpc core clients refuse
+ * metadata above 8 KB by default, and a refused trailer reaches them as
+ * RESOURCE_EXHAUSTED instead of the validation error; a long AssignTo chain
+ * or a large broken definition has many violations with long paths. */
+#define MAX_VIOLATIONS 20
+#define MAX_DETAIL_BYTES 4096
+#define MAX_VIOLATION_TEXT 240
+
+/* s cut to at most max bytes on a UTF-8 character boundary, in the arena. */
+static char *
+cut(wf_arena *arena, const char *s, size_t max)
+{
+    if (s == NULL)
+        return "";
+    size_t n = strlen(s);
+    if (n <= max)
+        return (char *)s;
+    while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+        max--;
+    return wf_arena_printf(arena, "%.*s...", (int)max, s);
+}
+
 size_t
 wf_rpc_status_details(wf_arena *arena, wf_code code, const char *message,
                       const wf_violation *violations, size_t nviolations, uint8_t **out)
@@ -95,18 +120,41 @@ wf_rpc_status_details(wf_arena *arena, wf_code code, const char *message,
     if (nviolations > 0) {
         Google__Rpc__BadRequest br = GOOGLE__RPC__BAD_REQUEST__INIT;
         Google__Rpc__BadRequest__FieldViolation *fv =
-            wf_arena_calloc(arena, nviolations, sizeof *fv);
+            wf_arena_calloc(arena, MAX_VIOLATIONS, sizeof *fv);
         Google__Rpc__BadRequest__FieldViolation **fvp =
-            wf_arena_calloc(arena, nviolations, sizeof *fvp);
+            wf_arena_calloc(arena, MAX_VIOLATIONS, sizeof *fvp);
         if (fv == NULL || fvp == NULL)
             return 0;
-        for (size_t i = 0; i < nviolations; i++) {
-            google__rpc__bad_request__field_violation__init(&fv[i]);
-            fv[i].field = (char *)violations[i].field;
-            fv[i].description = (char *)violations[i].description;
-            fvp[i] = &fv[i];
+        /* The first violations while they fit, keeping room for the
+         * ErrorInfo, the message and a last entry counting the rest. */
+        size_t budget = MAX_DETAIL_BYTES - 512 - (message != NULL ? strlen(message) : 0);
+        size_t kept = 0, bytes = 0;
+        for (size_t i = 0; i < nviolations && kept < MAX_VIOLATIONS - 1; i++) {
+            google__rpc__bad_request__field_violation__init(&fv[kept]);
+            fv[kept].field = cut(arena, violations[i].field, MAX_VIOLATION_TEXT);
+            fv[kept].description = cut(arena, violations[i].description, MAX_VIOLATION_TEXT);
+            if (fv[kept].field == NULL || fv[kept].description == NULL)
+                return 0;
+            size_t n = protobuf_c_message_get_packed_size(&fv[kept].base) + 4;
+            if (bytes + n > budget)
+                break;
+            bytes += n;
+            fvp[kept] = &fv[kept];
+            kept++;
         }
-        br.n_field_violations = nviolations;
+        if (kept < nviolations) {
+            size_t left = nviolations - kept;
+            google__rpc__bad_request__field_violation__init(&fv[kept]);
+            fv[kept].field = cut(arena, violations[kept].field, MAX_VIOLATION_TEXT);
+            fv[kept].description =
+                wf_arena_printf(arena, "%zu more violation%s, from this field on, not listed", left,
+                                left == 1 ? "" : "s");
+            if (fv[kept].field == NULL || fv[kept].description == NULL)
+                return 0;
+            fvp[kept] = &fv[kept];
+            kept++;
+        }
+        br.n_field_violations = kept;
         br.field_violations = fvp;
         details[ndetails] = pack_any(arena, "type.googleapis.com/google.rpc.BadRequest", &br.base);
         if (details[ndetails] == NULL)

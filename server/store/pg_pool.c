@@ -12,8 +12,14 @@
  * Connections that went stale while idle (Postgres restarted) are noticed
  * at acquire by a zero-timeout poll and replaced before use.
  *
- * Owns: PGconn lifetimes, per-connection prepared-statement bits, pool
- * gauges. Must not: contain SQL (store_pg.c hands statements in), log the
+ * Flights (wf_pg_send .. wf_pg_flush) use libpq's pipeline mode, entered
+ * for one flight and left once every result is in, so a connection
+ * between flights is an ordinary one. Results are collected strictly in
+ * order; a connection that fails, times out or answers out of step
+ * mid-flight is marked broken and dropped at release, never reused.
+ *
+ * Owns: PGconn lifetimes, per-connection prepared-statement bits and
+ * flight state, pool gauges. Must not: contain SQL (store_pg.c hands statements in), log the
  * connection string, or keep a connection lent across calls.
  */
 #include "pg_pool.h"
@@ -94,14 +100,20 @@ fail:
     return NULL;
 }
 
+static void flight_reset(wf_pg_conn *c);
+static void clear_results(wf_pg_conn *c);
+
 static void
 drop(wf_pg_conn *c)
 {
     if (c->pg != NULL)
         PQfinish(c->pg);
     c->pg = NULL;
-    c->prepared = 0;
+    memset(c->prepared, 0, sizeof c->prepared);
     c->broken = false;
+    c->timeout_known = false;
+    flight_reset(c);
+    clear_results(c);
 }
 
 void
@@ -109,8 +121,10 @@ wf_pg_pool_free(wf_pg_pool *p)
 {
     if (p == NULL)
         return;
-    for (int i = 0; i < p->size; i++)
+    for (int i = 0; i < p->size; i++) {
         drop(&p->conns[i]);
+        wf_pg_conn_clear(&p->conns[i]);
+    }
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->mu);
     free(p->conns);
@@ -292,6 +306,10 @@ wf_pg_pool_release(wf_pg_pool *p, wf_pg_conn *c)
 {
     if (c == NULL)
         return;
+    if (c->n_items > 0 || c->send_failed)
+        c->broken = true; /* a flight was left uncollected */
+    flight_reset(c);
+    clear_results(c);
     if (c->pg != NULL && (c->broken || PQstatus(c->pg) != CONNECTION_OK ||
                           PQtransactionStatus(c->pg) != PQTRANS_IDLE))
         drop(c);
@@ -308,80 +326,325 @@ wf_pg_pool_stats(wf_pg_pool *p, wf_store_stats *out)
     pthread_mutex_unlock(&p->mu);
 }
 
-/* Flushes what was sent and collects the statement's result. NULL with
- * *timed_out when the cutoff passed; NULL alone when the connection died
- * without a result. */
-static PGresult *
-collect(PGconn *pg, int64_t cutoff, bool *timed_out)
+/* ---- flights ----------------------------------------------------------------- */
+
+/* What a flight holds, in the order the server answers. */
+enum { ITEM_PREPARE, ITEM_EXEC, ITEM_SYNC };
+
+struct wf_pg_item {
+    short kind;
+    short id; /* statement (PREPARE, EXEC) */
+    int slot; /* EXEC: its slot; PREPARE: the slot of the EXEC it serves */
+};
+
+static bool
+is_prepared(const wf_pg_conn *c, int id)
 {
-    *timed_out = false;
+    return (c->prepared[id / 64] >> (id % 64)) & 1;
+}
+
+static void
+set_prepared(wf_pg_conn *c, int id, bool on)
+{
+    uint64_t bit = (uint64_t)1 << (id % 64);
+    if (on)
+        c->prepared[id / 64] |= bit;
+    else
+        c->prepared[id / 64] &= ~bit;
+}
+
+static void
+clear_results(wf_pg_conn *c)
+{
+    for (int i = 0; i < c->n_res; i++)
+        PQclear(c->res[i]);
+    c->n_res = 0;
+}
+
+/* Forgets the flight (after collecting it, or when the connection goes). */
+static void
+flight_reset(wf_pg_conn *c)
+{
+    c->n_items = 0;
+    c->in_flight = false;
+    c->send_failed = false;
+    c->expired = false;
+}
+
+static bool
+push_item(wf_pg_conn *c, short kind, short id, int slot)
+{
+    if (c->n_items == c->cap_items) {
+        int cap = c->cap_items > 0 ? c->cap_items * 2 : 16;
+        struct wf_pg_item *items = realloc(c->items, (size_t)cap * sizeof *items);
+        if (items == NULL)
+            return false;
+        c->items = items;
+        c->cap_items = cap;
+    }
+    c->items[c->n_items++] = (struct wf_pg_item){kind, id, slot};
+    return true;
+}
+
+bool
+wf_pg_idle(const wf_pg_conn *c)
+{
+    return !c->in_flight;
+}
+
+int
+wf_pg_send(wf_pg_conn *c, const wf_pg_stmt *stmts, int id, int nparams, const char *const *values,
+           const int *lengths, const int *formats, int64_t deadline_ms)
+{
+    if (!c->in_flight) {
+        /* A new flight: the last one's results go. */
+        clear_results(c);
+        c->in_flight = true;
+        if (deadline_ms != 0 && wf_mono_ms() >= deadline_ms)
+            c->expired = true;
+    }
+    int slot = c->n_res++;
+    if (c->n_res > c->cap_res) {
+        int cap = c->cap_res > 0 ? c->cap_res * 2 : 16;
+        PGresult **res = realloc(c->res, (size_t)cap * sizeof *res);
+        if (res == NULL) {
+            c->n_res--;
+            c->send_failed = true;
+            return -1;
+        }
+        c->res = res;
+        c->cap_res = cap;
+    }
+    c->res[slot] = NULL;
+    if (c->expired || c->send_failed || c->pg == NULL || c->broken)
+        return slot; /* wf_pg_flush reports it */
+    if (c->n_items == 0 && PQpipelineStatus(c->pg) == PQ_PIPELINE_OFF &&
+        !PQenterPipelineMode(c->pg)) {
+        c->send_failed = true;
+        return slot;
+    }
+    const wf_pg_stmt *st = &stmts[id];
+    if (!is_prepared(c, id)) {
+        /* Counted as prepared from here, so that a second use in this
+         * flight does not prepare it again; undone if it fails. */
+        if (!push_item(c, ITEM_PREPARE, (short)id, slot) ||
+            !PQsendPrepare(c->pg, st->name, st->sql, 0, NULL)) {
+            c->send_failed = true;
+            return slot;
+        }
+        set_prepared(c, id, true);
+    }
+    if (!push_item(c, ITEM_EXEC, (short)id, slot) ||
+        !PQsendQueryPrepared(c->pg, st->name, nparams, values, lengths, formats, 0))
+        c->send_failed = true;
+    return slot;
+}
+
+void
+wf_pg_send_sync(wf_pg_conn *c)
+{
+    if (c->n_items == 0 || c->send_failed || c->expired)
+        return;
+    if (!push_item(c, ITEM_SYNC, 0, -1) || !PQpipelineSync(c->pg))
+        c->send_failed = true;
+}
+
+void
+wf_pg_conn_clear(wf_pg_conn *c)
+{
+    flight_reset(c);
+    clear_results(c);
+    free(c->items);
+    free(c->res);
+    c->items = NULL;
+    c->res = NULL;
+    c->cap_items = c->cap_res = 0;
+}
+
+PGresult *
+wf_pg_take(wf_pg_conn *c, int slot)
+{
+    if (slot < 0 || slot >= c->n_res)
+        return NULL;
+    PGresult *r = c->res[slot];
+    c->res[slot] = NULL;
+    return r;
+}
+
+/* Pushes out what is buffered, reading meanwhile so that a server busy
+ * answering never waits on us: 1 done, 0 timed out, -1 failed. */
+static int
+send_all(PGconn *pg, int64_t cutoff)
+{
     for (;;) {
         int f = PQflush(pg);
         if (f == 0)
-            break;
+            return 1;
         if (f < 0)
-            return NULL;
+            return -1;
         int r = wait_sock(pg, POLLIN | POLLOUT, cutoff);
-        if (r <= 0) {
-            *timed_out = r == 0;
-            return NULL;
-        }
+        if (r <= 0)
+            return r;
         if (!PQconsumeInput(pg))
-            return NULL;
+            return -1;
     }
-    PGresult *keep = NULL;
-    for (;;) {
-        while (PQisBusy(pg)) {
-            int r = wait_sock(pg, POLLIN, cutoff);
-            if (r <= 0) {
-                PQclear(keep);
-                *timed_out = r == 0;
-                return NULL;
-            }
-            if (!PQconsumeInput(pg))
-                break; /* PQgetResult now reports the failure */
-        }
-        PGresult *r = PQgetResult(pg);
-        if (r == NULL)
-            break;
-        /* Keep the first result, unless a later one is an error. */
-        ExecStatusType s = PQresultStatus(r);
-        if (keep == NULL || (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK)) {
-            PQclear(keep);
-            keep = r;
-        } else {
-            PQclear(r);
-        }
-        if (PQstatus(pg) != CONNECTION_OK)
-            break;
-    }
-    return keep;
 }
 
-/* Sends (via send_fn) and waits; maps every failure. */
-static wf_code
-finish(wf_pg_conn *c, const wf_pg_stmt *st, int sent, int64_t cutoff, PGresult **res, wf_error *err)
+/* Waits until PQgetResult would not block: 1 ready, 0 timed out, -1
+ * failed (PQgetResult then reports the failure). */
+static int
+await(PGconn *pg, int64_t cutoff)
 {
-    bool timed_out = false;
-    PGresult *r = sent ? collect(c->pg, cutoff, &timed_out) : NULL;
-    if (timed_out) {
+    while (PQisBusy(pg)) {
+        int r = wait_sock(pg, POLLIN, cutoff);
+        if (r <= 0)
+            return r;
+        if (!PQconsumeInput(pg))
+            return 1;
+    }
+    return 1;
+}
+
+static bool
+ok_status(const PGresult *r)
+{
+    ExecStatusType s = PQresultStatus(r);
+    return s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK;
+}
+
+/* Collects the flight's results in order. Returns WF_OK or the first
+ * failure; *failed as for wf_pg_flush. */
+static wf_code
+collect(wf_pg_conn *c, const wf_pg_stmt *stmts, int64_t cutoff, int *failed, wf_error *err)
+{
+    PGconn *pg = c->pg;
+    wf_code rc = WF_OK;
+    const char *waiting = c->n_items > 0 ? stmts[c->items[0].id].name : "sync";
+    int r = send_all(pg, cutoff);
+    for (int i = 0; r > 0 && i < c->n_items; i++) {
+        const struct wf_pg_item *it = &c->items[i];
+        const wf_pg_stmt *st = &stmts[it->id];
+        waiting = it->kind == ITEM_SYNC ? "sync" : st->name;
+        if ((r = await(pg, cutoff)) <= 0)
+            break;
+        PGresult *res = PQgetResult(pg);
+        if (it->kind == ITEM_SYNC) {
+            bool synced = res != NULL && PQresultStatus(res) == PGRES_PIPELINE_SYNC;
+            if (!synced && rc == WF_OK) {
+                bool broken = false;
+                rc = wf_pg_map_error(pg, res, "sync", "the database", c->quiet, &broken, err);
+                *failed = -1;
+            }
+            PQclear(res);
+            if (!synced) {
+                c->broken = true; /* out of step with the server */
+                r = -1;
+            }
+            continue;
+        }
+        /* One statement: its result, then NULL. */
+        if (res == NULL || PQstatus(pg) != CONNECTION_OK) {
+            if (rc == WF_OK) {
+                bool broken = false;
+                rc = wf_pg_map_error(pg, res, st->name, st->what, c->quiet, &broken, err);
+                *failed = -1;
+            }
+            PQclear(res);
+            c->broken = true;
+            r = -1;
+            break;
+        }
+        bool good = ok_status(res);
+        if (!good && PQresultStatus(res) != PGRES_PIPELINE_ABORTED && rc == WF_OK) {
+            bool broken = false;
+            rc = wf_pg_map_error(pg, res, st->name, st->what, c->quiet, &broken, err);
+            if (broken)
+                c->broken = true;
+            *failed = it->slot;
+        }
+        if (it->kind == ITEM_PREPARE) {
+            if (!good)
+                set_prepared(c, it->id, false);
+            PQclear(res);
+        } else if (good) {
+            c->res[it->slot] = res;
+        } else {
+            PQclear(res);
+        }
+        if ((r = await(pg, cutoff)) <= 0)
+            break;
+        PGresult *extra;
+        while ((extra = PQgetResult(pg)) != NULL) {
+            /* Not expected for one statement: the connection is out of
+             * step with the server. */
+            PQclear(extra);
+            c->broken = true;
+        }
+        if (c->broken) {
+            if (rc == WF_OK) {
+                rc = wf_error_set(err, WF_E_STORE_UNAVAILABLE, "could not reach the database");
+                *failed = -1;
+            }
+            r = -1;
+        }
+    }
+    if (r == 0) {
         /* The server did not answer in time: drop the connection rather
          * than wait (its transaction aborts when the socket closes). */
         c->broken = true;
-        WF_LOG(c->quiet ? WF_LOG_DEBUG : WF_LOG_WARN, "db_timeout", "statement=%s", st->name);
+        WF_LOG(c->quiet ? WF_LOG_DEBUG : WF_LOG_WARN, "db_timeout", "statement=%s", waiting);
+        *failed = -1;
         return wf_error_set(err, WF_E_DEADLINE_EXCEEDED,
                             "deadline exceeded while waiting for the store");
     }
-    ExecStatusType s = r != NULL ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-    if (r != NULL && (s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK)) {
-        *res = r;
-        return WF_OK;
+    if (r < 0 && rc == WF_OK) {
+        bool broken = false;
+        rc = wf_pg_map_error(pg, NULL, waiting, "the database", c->quiet, &broken, err);
+        *failed = -1;
     }
-    bool broken = false;
-    wf_code rc = wf_pg_map_error(c->pg, r, st->name, st->what, c->quiet, &broken, err);
-    if (broken)
+    if (r < 0)
         c->broken = true;
-    PQclear(r);
+    else if (!PQexitPipelineMode(pg))
+        c->broken = true; /* something is left over: not reusable */
+    return rc;
+}
+
+wf_code
+wf_pg_flush(wf_pg_conn *c, const wf_pg_stmt *stmts, int64_t deadline_ms, int *failed, wf_error *err)
+{
+    int dummy;
+    if (failed == NULL)
+        failed = &dummy;
+    *failed = -1;
+    wf_code rc;
+    if (!c->in_flight) {
+        rc = WF_OK; /* nothing was queued */
+    } else if (c->expired && c->n_items == 0) {
+        rc = wf_error_set(err, WF_E_DEADLINE_EXCEEDED,
+                          "deadline exceeded while waiting for the store");
+    } else if (c->pg == NULL || c->broken) {
+        rc = wf_error_set(err, WF_E_STORE_UNAVAILABLE, "could not reach the database");
+    } else if (c->n_items == 0 && !c->send_failed) {
+        rc = WF_OK;
+    } else {
+        if (!c->send_failed && (!push_item(c, ITEM_SYNC, 0, -1) || !PQpipelineSync(c->pg)))
+            c->send_failed = true;
+        if (c->send_failed) {
+            /* libpq would not queue (out of memory, or the connection
+             * went): what was sent cannot be matched up any more. */
+            bool broken = false;
+            rc = wf_pg_map_error(c->pg, NULL, "send", "the database", c->quiet, &broken, err);
+            c->broken = true;
+        } else {
+            int64_t cutoff = deadline_ms != 0 ? deadline_ms + GRACE_MS : 0;
+            rc = collect(c, stmts, cutoff, failed, err);
+        }
+    }
+    flight_reset(c);
+    if (rc != WF_OK) {
+        /* Results of a failed flight are not for reading. */
+        clear_results(c);
+    }
     return rc;
 }
 
@@ -390,23 +653,9 @@ wf_pg_exec(wf_pg_conn *c, const wf_pg_stmt *stmts, int id, int nparams, const ch
            const int *lengths, const int *formats, int64_t deadline_ms, PGresult **res,
            wf_error *err)
 {
-    const wf_pg_stmt *st = &stmts[id];
-    if (c->pg == NULL || c->broken)
-        return wf_error_set(err, WF_E_STORE_UNAVAILABLE, "could not reach the database");
-    if (deadline_ms != 0 && wf_mono_ms() >= deadline_ms)
-        return wf_error_set(err, WF_E_DEADLINE_EXCEEDED,
-                            "deadline exceeded while waiting for the store");
-    int64_t cutoff = deadline_ms != 0 ? deadline_ms + GRACE_MS : 0;
-    uint64_t bit = (uint64_t)1 << id;
-    if ((c->prepared & bit) == 0) {
-        PGresult *r = NULL;
-        wf_code rc =
-            finish(c, st, PQsendPrepare(c->pg, st->name, st->sql, 0, NULL), cutoff, &r, err);
-        PQclear(r);
-        if (rc != WF_OK)
-            return rc;
-        c->prepared |= bit;
-    }
-    return finish(c, st, PQsendQueryPrepared(c->pg, st->name, nparams, values, lengths, formats, 0),
-                  cutoff, res, err);
+    int slot = wf_pg_send(c, stmts, id, nparams, values, lengths, formats, deadline_ms);
+    wf_code rc = wf_pg_flush(c, stmts, deadline_ms, NULL, err);
+    if (rc == WF_OK)
+        *res = wf_pg_take(c, slot);
+    return rc;
 }

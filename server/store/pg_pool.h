@@ -19,15 +19,35 @@
 
 typedef struct wf_pg_pool wf_pg_pool;
 
+#define WF_PG_MAX_STMTS 128 /* statements a store may hand in */
+
+struct wf_pg_item;
+
 /* One pooled connection. Borrowed between acquire and release by one
  * thread at a time (libpq's rule); never kept across two store calls. */
 typedef struct wf_pg_conn {
-    PGconn *pg;        /* NULL until connected */
-    uint64_t prepared; /* bit i: statement i is prepared on pg */
-    bool broken;       /* drop it at release; the next user reconnects */
-    bool busy;         /* owned by the pool: lent out */
-    bool quiet;        /* log failures at debug level: the owner (the
-                          listener) logs once per outage itself */
+    PGconn *pg;                              /* NULL until connected */
+    uint64_t prepared[WF_PG_MAX_STMTS / 64]; /* bit i: statement i is prepared on pg */
+    bool broken;                             /* drop it at release; the next user reconnects */
+    bool busy;                               /* owned by the pool: lent out */
+    bool quiet;                              /* log failures at debug level: the owner (the
+                                                listener) logs once per outage itself */
+    /* The flight being built (see wf_pg_send): what was sent and is not
+     * collected yet, and the results of the last one collected. */
+    struct wf_pg_item *items;
+    int n_items, cap_items;
+    PGresult **res;
+    int n_res, cap_res;
+    bool in_flight;   /* a flight was started and not collected yet */
+    bool send_failed; /* libpq refused to queue: the flight fails */
+    bool expired;     /* the deadline had passed: nothing was sent */
+    /* Session state kept by store_pg.c: the statement_timeout the server
+     * holds for this session (when known), and what the borrower still
+     * owes before its first statement (sent in the same flight). */
+    bool timeout_known;
+    int64_t timeout_ms;
+    bool owe_timeout, owe_begin, timeout_in_flight;
+    int64_t timeout_want;
 } wf_pg_conn;
 
 /* A statement, prepared lazily per connection under its name. */
@@ -73,13 +93,55 @@ PGconn *wf_pg_pool_connect(wf_pg_pool *p, int64_t deadline_ms, bool quiet, wf_er
 void wf_pg_pool_stats(wf_pg_pool *p, wf_store_stats *out);
 
 /* Runs statement id (stmts[id]) with text/binary params, preparing it
- * first on this connection if needed. Waits at most until the deadline
- * (plus a short grace for the server-side statement_timeout to answer);
- * past that the connection is dropped, never left hanging. On WF_OK *res
- * holds a TUPLES_OK or COMMAND_OK result (PQclear it). */
+ * first on this connection if needed: a flight of one (see below). Waits
+ * at most until the deadline (plus a short grace for the server-side
+ * statement_timeout to answer); past that the connection is dropped,
+ * never left hanging. On WF_OK *res holds a TUPLES_OK or COMMAND_OK
+ * result (PQclear it). */
 wf_code wf_pg_exec(wf_pg_conn *c, const wf_pg_stmt *stmts, int id, int nparams,
                    const char *const *values, const int *lengths, const int *formats,
                    int64_t deadline_ms, PGresult **res, wf_error *err);
+
+/*
+ * Flights: statements sent back to back in libpq pipeline mode and
+ * collected together, so that they cost one network round trip. The
+ * server runs them in order; after a failure it skips the rest up to the
+ * next sync point (wf_pg_send_sync, and the one wf_pg_flush adds). Inside
+ * an explicit transaction the failure aborts the transaction, as it would
+ * one statement at a time.
+ */
+
+/* Queues statement id (preparing it first when needed) on c's flight and
+ * returns its slot: 0 for the flight's first statement, then 1, 2, ...
+ * Parameters are copied. A failure to queue is reported by wf_pg_flush. */
+int wf_pg_send(wf_pg_conn *c, const wf_pg_stmt *stmts, int id, int nparams,
+               const char *const *values, const int *lengths, const int *formats,
+               int64_t deadline_ms);
+
+/* A sync point: what was queued before it commits (or fails) as its own
+ * implicit transaction, whatever follows. */
+void wf_pg_send_sync(wf_pg_conn *c);
+
+/* True when nothing is queued on c (the next wf_pg_send starts a flight). */
+bool wf_pg_idle(const wf_pg_conn *c);
+
+/* Sends the flight and collects every result in order, waiting as
+ * wf_pg_exec does. WF_OK when every statement succeeded: wf_pg_take
+ * then hands over each one's result until the next flight starts. Otherwise
+ * the first failure, mapped (pg_errors.c), with *failed set to the slot
+ * of the statement that failed, or -1 when the connection, the deadline
+ * or memory failed rather than a statement. A connection lost or left
+ * mid-flight is marked broken (dropped at release). failed may be NULL. */
+wf_code wf_pg_flush(wf_pg_conn *c, const wf_pg_stmt *stmts, int64_t deadline_ms, int *failed,
+                    wf_error *err);
+
+/* Hands over the result of slot in the flight last collected (PQclear
+ * it), or NULL. Results not taken are freed with the next flight. */
+PGresult *wf_pg_take(wf_pg_conn *c, int slot);
+
+/* Frees the flight buffers and results of a connection kept outside the
+ * pool (the PGconn itself stays: PQfinish it). */
+void wf_pg_conn_clear(wf_pg_conn *c);
 
 /* pg_errors.c: maps a failed result (or a connection failure when res is
  * NULL) to a wf_code and a client-safe message naming what; logs the

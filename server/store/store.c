@@ -449,6 +449,24 @@ wf_tx_idempotency_put(wf_tx *tx, const wf_idempotency_row *in, wf_error *err)
 }
 
 wf_code
+wf_tx_commit_recorded(wf_tx *tx, const wf_idempotency_row *in, wf_error *err)
+{
+    if (tx == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "no open transaction");
+    if (tx->st->ops->commit_recorded == NULL || tx->failed ||
+        wf_store__deadline_passed(tx->ctx.deadline_ms)) {
+        /* The two calls, with their checks. */
+        wf_code rc = wf_tx_idempotency_put(tx, in, err);
+        if (rc != WF_OK) {
+            wf_tx_rollback(tx);
+            return rc;
+        }
+        return wf_tx_commit(tx, err);
+    }
+    return tx->st->ops->commit_recorded(tx, in, err);
+}
+
+wf_code
 wf_tx_put_definition(wf_tx *tx, const wf_definition_row *in, int32_t *version, wf_error *err)
 {
     wf_code rc = check_tx(tx, err);
@@ -477,6 +495,17 @@ wf_tx_consume_signal(wf_tx *tx, const char *name, const char *instance_id,
     return tx_done(tx, tx->st->ops->consume_signal(tx, name, instance_id, aggregate_type,
                                                    aggregate_id, consumer_instance, transition_id,
                                                    now, out, found, err));
+}
+
+wf_code
+wf_tx_lock_correlation(wf_tx *tx, const char *name, const char *aggregate_type,
+                       const char *aggregate_id, bool *awaited, wf_error *err)
+{
+    wf_code rc = check_tx(tx, err);
+    if (rc != WF_OK)
+        return rc;
+    return tx_done(tx, tx->st->ops->lock_correlation(tx, name, aggregate_type, aggregate_id,
+                                                     awaited, err));
 }
 
 wf_code
@@ -698,7 +727,57 @@ wf_store_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, int64_t now, si
         return rc;
     if (limit == 0 || limit > MAX_PAGE)
         limit = limit == 0 ? DEFAULT_PAGE : MAX_PAGE;
-    return st->ops->claim_due_timers(st, ctx, now, limit, claim_ms, rows, n, err);
+    return st->ops->claim_due_timers(st, ctx, NULL, now, limit, claim_ms, rows, n, err);
+}
+
+wf_code
+wf_store_claim_tenant_timers(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
+                             int64_t claim_ms, wf_timer_row **rows, size_t *n, wf_error *err)
+{
+    wf_code rc = check_ctx(ctx, true, err);
+    if (rc != WF_OK)
+        return rc;
+    if (limit == 0 || limit > MAX_PAGE)
+        limit = limit == 0 ? DEFAULT_PAGE : MAX_PAGE;
+    return st->ops->claim_due_timers(st, ctx, ctx->tenant, now, limit, claim_ms, rows, n, err);
+}
+
+wf_code
+wf_store_find_expired_leases(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
+                             wf_job_row **rows, size_t *n, wf_error *err)
+{
+    wf_code rc = check_ctx(ctx, false, err);
+    if (rc != WF_OK)
+        return rc;
+    if (limit == 0 || limit > MAX_PAGE)
+        limit = limit == 0 ? DEFAULT_PAGE : MAX_PAGE;
+    return st->ops->find_expired_leases(st, ctx, now, limit, rows, n, err);
+}
+
+wf_code
+wf_store_expire_signals(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit, size_t *n,
+                        wf_error *err)
+{
+    wf_code rc = check_ctx(ctx, false, err);
+    if (rc != WF_OK)
+        return rc;
+    if (limit == 0 || limit > MAX_PAGE)
+        limit = limit == 0 ? DEFAULT_PAGE : MAX_PAGE;
+    return st->ops->expire_signals(st, ctx, now, limit, n, err);
+}
+
+wf_code
+wf_store_sweep(wf_store *st, const wf_store_ctx *ctx, wf_sweep_kind kind, int64_t before,
+               size_t limit, size_t *n, wf_error *err)
+{
+    wf_code rc = check_ctx(ctx, false, err);
+    if (rc != WF_OK)
+        return rc;
+    if (kind != WF_SWEEP_SIGNALS && kind != WF_SWEEP_IDEMPOTENCY && kind != WF_SWEEP_EVENTS)
+        return wf_error_set(err, WF_E_INTERNAL, "unknown retention sweep %d", (int)kind);
+    if (limit == 0 || limit > MAX_PAGE)
+        limit = limit == 0 ? DEFAULT_PAGE : MAX_PAGE;
+    return st->ops->sweep(st, ctx, kind, before, limit, n, err);
 }
 
 wf_code
@@ -741,6 +820,20 @@ wf_store_sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error *err)
     if (rc != WF_OK)
         return rc;
     return st->ops->sequence_events(st, ctx, err);
+}
+
+wf_code
+wf_store_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max_types,
+                       wf_store_counts *out, wf_error *err)
+{
+    wf_code rc = check_ctx(ctx, false, err);
+    if (rc != WF_OK)
+        return rc;
+    wf_store_counts c = {0};
+    rc = st->ops->count_backlog(st, ctx, now, max_types, &c, err);
+    if (rc == WF_OK)
+        *out = c;
+    return rc;
 }
 
 wf_code

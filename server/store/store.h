@@ -427,6 +427,11 @@ wf_code wf_tx_idempotency_get(wf_tx *tx, const char *method, const char *request
  * (a concurrent retry of the same request won; retrying reads its record). */
 wf_code wf_tx_idempotency_put(wf_tx *tx, const wf_idempotency_row *in, wf_error *err);
 
+/* wf_tx_idempotency_put, then wf_tx_commit: one round trip on Postgres
+ * instead of two. Frees tx either way (a failure rolls back); a record
+ * with the same key is WF_E_CONFLICT. */
+wf_code wf_tx_commit_recorded(wf_tx *tx, const wf_idempotency_row *in, wf_error *err);
+
 /* Stores in as the next version of in->key (in->version is ignored) and
  * returns that version in *version. Two concurrent puts of one key: one
  * gets WF_E_CONFLICT. */
@@ -448,6 +453,20 @@ wf_code wf_tx_consume_signal(wf_tx *tx, const char *name, const char *instance_i
                              const char *aggregate_type, const char *aggregate_id,
                              const char *consumer_instance, const char *transition_id, int64_t now,
                              wf_signal_row *out, bool *found, wf_error *err);
+
+/* Serialises buffering a signal with awaiting it, per correlation key
+ * (ctx->tenant, name, aggregate_type, aggregate_id): takes a lock held
+ * until tx ends, then, when awaited is not NULL, sets *awaited to whether a
+ * committed subscription waits for that signal on that aggregate.
+ * SendSignal by aggregate takes it before buffering, a unit of work
+ * enabling an AGGREGATE MSG wait before it looks for a buffered signal;
+ * whichever of the two commits second sees the other's row, so neither
+ * can miss the other. Postgres: a transaction-scoped advisory lock on a
+ * hash of the key (a hash collision only serialises two keys); memory: the
+ * store mutex already serialises every transaction, only the check runs.
+ * Lock order: after wf_tx_lock_root, never before it. */
+wf_code wf_tx_lock_correlation(wf_tx *tx, const char *name, const char *aggregate_type,
+                               const char *aggregate_id, bool *awaited, wf_error *err);
 
 /* ---- simple reads ------------------------------------------------------ */
 
@@ -568,6 +587,67 @@ wf_code wf_store_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char
 wf_code wf_store_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
                                   int64_t claim_ms, wf_timer_row **rows, size_t *n, wf_error *err);
 
+/* As wf_store_claim_due_timers, but only the timers of ctx->tenant: one
+ * tenant's scheduler pass on demand (RunSchedulerPass). */
+wf_code wf_store_claim_tenant_timers(wf_store *st, const wf_store_ctx *ctx, int64_t now,
+                                     size_t limit, int64_t claim_ms, wf_timer_row **rows, size_t *n,
+                                     wf_error *err);
+
+/* Jobs whose lease ran out: ACTIVATED with lease_expires_at <= now, of
+ * ctx->tenant (NULL: of every tenant; rows carry theirs), at most limit,
+ * ordered by (lease_expires_at, id). Rows locked by a unit of work are
+ * skipped (SKIP LOCKED), so replicas never wait on each other. A read
+ * only: the scheduler then expires each job in a unit of work on its root
+ * and re-checks there (still ACTIVATED, same key, lease still run out),
+ * so two replicas finding the same job expire it once. */
+wf_code wf_store_find_expired_leases(wf_store *st, const wf_store_ctx *ctx, int64_t now,
+                                     size_t limit, wf_job_row **rows, size_t *n, wf_error *err);
+
+/* Signal TTL: up to limit buffered signals of ctx->tenant (NULL: every
+ * tenant) with expires_at <= now leave the buffer: buffered = false,
+ * discarded = true, consumed_at stays 0. The row stays in the delivery
+ * log. Rows locked by a consumer are skipped. *n: how many expired. */
+wf_code wf_store_expire_signals(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
+                                size_t *n, wf_error *err);
+
+/* What a retention sweep removes (wf_store_sweep). */
+typedef enum wf_sweep_kind {
+    /* Delivery-log rows that left the buffer unconsumed (expired or
+     * discarded) with expires_at <= before. */
+    WF_SWEEP_SIGNALS = 1,
+    /* Request records (idempotency) with created_at <= before. */
+    WF_SWEEP_IDEMPOTENCY = 2,
+    /* Numbered events of trees whose root ended for good (COMPLETED,
+     * CANCELLED or COMPENSATED) with ended_at <= before. A RUNNING,
+     * COMPENSATING or FAILED (retryable) root keeps every event. */
+    WF_SWEEP_EVENTS = 3,
+} wf_sweep_kind;
+
+/* Retention: deletes up to limit rows of kind of ctx->tenant (NULL: every
+ * tenant) in one short statement (rows locked elsewhere are skipped) and
+ * sets *n to how many went. Callers repeat while *n == limit. */
+wf_code wf_store_sweep(wf_store *st, const wf_store_ctx *ctx, wf_sweep_kind kind, int64_t before,
+                       size_t limit, size_t *n, wf_error *err);
+
+/* Backlog counts of every tenant for the metrics gauges (ctx->tenant is
+ * not used as a filter; ctx->arena receives the job types). */
+typedef struct wf_store_job_count {
+    char *job_type;
+    int64_t count;
+} wf_store_job_count;
+
+typedef struct wf_store_counts {
+    int64_t tasks_open;       /* OPEN or CLAIMED: waiting for a person */
+    int64_t signals_buffered; /* buffered, not consumed, not expired at now */
+    wf_store_job_count *jobs; /* activatable at now (also a run-out lease), by */
+    size_t n_jobs;            /* job type in type order, at most max_types */
+} wf_store_counts;
+
+/* Fills out with the counts at now. Postgres: one statement over partial
+ * indexes (migrations/0003_gauges.sql); memory: one pass under the mutex. */
+wf_code wf_store_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now,
+                               size_t max_types, wf_store_counts *out, wf_error *err);
+
 /* Subscriptions waiting for signal name: those of instance_id when it is
  * set, else those whose aggregate is (aggregate_type, aggregate_id).
  * Ordered by (created_at, id). The engine then runs one unit of work per
@@ -592,6 +672,9 @@ wf_code wf_store_find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const
  *     skips an event and never sees one twice, even when transactions
  *     commit in another order than they wrote (a slow transaction's events
  *     are numbered after everything already visible).
+ *     Retention (wf_store_sweep, WF_SWEEP_EVENTS) later deletes old events
+ *     of ended trees: the holes it leaves are below what readers have seen
+ *     or are skipped by them, and sequences are never reused.
  *   - The events of one unit of work keep their array order, and units of
  *     work on one root (serialised by its lock) keep their commit order,
  *     so per-instance order is kept.

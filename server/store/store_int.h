@@ -25,6 +25,8 @@ typedef struct wf_store_ops {
     wf_code (*idem_get)(wf_tx *tx, const char *method, const char *request_id,
                         wf_idempotency_row *out, bool *found, wf_error *err);
     wf_code (*idem_put)(wf_tx *tx, const wf_idempotency_row *in, wf_error *err);
+    /* Optional: idem_put then commit in one go (NULL: the two calls). */
+    wf_code (*commit_recorded)(wf_tx *tx, const wf_idempotency_row *in, wf_error *err);
     wf_code (*put_definition)(wf_tx *tx, const wf_definition_row *in, int32_t *version,
                               wf_error *err);
     wf_code (*tx_get_definition)(wf_tx *tx, const char *key, int32_t version,
@@ -33,6 +35,8 @@ typedef struct wf_store_ops {
                               const char *aggregate_type, const char *aggregate_id,
                               const char *consumer, const char *transition_id, int64_t now,
                               wf_signal_row *out, bool *found, wf_error *err);
+    wf_code (*lock_correlation)(wf_tx *tx, const char *name, const char *aggregate_type,
+                                const char *aggregate_id, bool *awaited, wf_error *err);
 
     wf_code (*get_definition)(wf_store *st, const wf_store_ctx *ctx, const char *key,
                               int32_t version, wf_definition_row *out, bool *found, wf_error *err);
@@ -63,8 +67,17 @@ typedef struct wf_store_ops {
     wf_code (*activate_jobs)(wf_store *st, const wf_store_ctx *ctx, const char *job_type,
                              const char *worker, size_t max, int64_t lease_ms, int64_t now,
                              wf_job_row **rows, size_t *n, wf_error *err);
-    wf_code (*claim_due_timers)(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
-                                int64_t claim_ms, wf_timer_row **rows, size_t *n, wf_error *err);
+    /* tenant NULL: every tenant's timers. */
+    wf_code (*claim_due_timers)(wf_store *st, const wf_store_ctx *ctx, const char *tenant,
+                                int64_t now, size_t limit, int64_t claim_ms, wf_timer_row **rows,
+                                size_t *n, wf_error *err);
+    /* The scheduler's other passes: ctx->tenant NULL means every tenant. */
+    wf_code (*find_expired_leases)(wf_store *st, const wf_store_ctx *ctx, int64_t now,
+                                   size_t limit, wf_job_row **rows, size_t *n, wf_error *err);
+    wf_code (*expire_signals)(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
+                              size_t *n, wf_error *err);
+    wf_code (*sweep)(wf_store *st, const wf_store_ctx *ctx, wf_sweep_kind kind, int64_t before,
+                     size_t limit, size_t *n, wf_error *err);
     wf_code (*find_subscriptions)(wf_store *st, const wf_store_ctx *ctx, const char *name,
                                   const char *instance_id, const char *aggregate_type,
                                   const char *aggregate_id, wf_subscription_row **rows, size_t *n,
@@ -73,6 +86,8 @@ typedef struct wf_store_ops {
                            const wf_event_filter *f, size_t limit, wf_event_row **rows, size_t *n,
                            wf_error *err);
     wf_code (*sequence_events)(wf_store *st, const wf_store_ctx *ctx, wf_error *err);
+    wf_code (*count_backlog)(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max_types,
+                             wf_store_counts *out, wf_error *err);
     wf_code (*set_listener)(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err);
 } wf_store_ops;
 

@@ -1212,8 +1212,8 @@ timer_due(mem_store *m, const void *row, const void *arg)
 }
 
 static wf_code
-mem_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
-                     int64_t claim_ms, wf_timer_row **rows, size_t *n, wf_error *err)
+mem_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, const char *tenant, int64_t now,
+                     size_t limit, int64_t claim_ms, wf_timer_row **rows, size_t *n, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
     void **v = NULL;
@@ -1222,7 +1222,7 @@ mem_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t 
     wf_code rc = mem_lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = gather(m, &m->timers, NULL, timer_due, &now, cmp_timer, limit, &v, &k, err);
+    rc = gather(m, &m->timers, tenant, timer_due, &now, cmp_timer, limit, &v, &k, err);
     if (rc == WF_OK)
         rc = copy_out(&wf_store__timer_desc, v, k, ctx->arena, (void **)&out, err);
     for (size_t i = 0; rc == WF_OK && i < k; i++) {
@@ -1236,6 +1236,148 @@ mem_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t 
         *n = k;
     }
     return rc;
+}
+
+/* ---- the scheduler's passes ----------------------------------------------- */
+
+CMP_NUM_ID(cmp_job_lease, wf_job_row, lease_expires_at)
+CMP_NUM_ID(cmp_signal_expiry, wf_signal_row, expires_at)
+
+static bool
+lease_expired(mem_store *m, const void *row, const void *arg)
+{
+    (void)m;
+    const wf_job_row *j = row;
+    return j->state == WF_JOB_ACTIVATED && j->lease_expires_at <= *(const int64_t *)arg;
+}
+
+static wf_code
+mem_find_expired_leases(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
+                        wf_job_row **rows, size_t *n, wf_error *err)
+{
+    mem_store *m = (mem_store *)st;
+    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = select_rows(m, &m->jobs, ctx->tenant, lease_expired, &now, cmp_job_lease, limit,
+                     ctx->arena, rows, n, err);
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+static bool
+signal_expired(mem_store *m, const void *row, const void *arg)
+{
+    (void)m;
+    const wf_signal_row *s = row;
+    return s->buffered && !s->discarded && s->expires_at <= *(const int64_t *)arg;
+}
+
+static wf_code
+mem_expire_signals(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit, size_t *n,
+                   wf_error *err)
+{
+    mem_store *m = (mem_store *)st;
+    void **v = NULL;
+    size_t k = 0;
+    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = gather(m, &m->signals, ctx->tenant, signal_expired, &now, cmp_signal_expiry, limit, &v, &k,
+                err);
+    /* In place: outside any transaction, under the mutex, and no string
+     * changes. */
+    for (size_t i = 0; rc == WF_OK && i < k; i++) {
+        wf_signal_row *s = v[i];
+        s->buffered = false;
+        s->discarded = true;
+    }
+    pthread_mutex_unlock(&m->mu);
+    free(v);
+    if (rc == WF_OK)
+        *n = k;
+    return rc;
+}
+
+typedef struct sweep_q {
+    wf_sweep_kind kind;
+    int64_t before;
+} sweep_q;
+
+static bool
+sweep_match(mem_store *m, const void *row, const void *arg)
+{
+    const sweep_q *q = arg;
+    if (q->kind == WF_SWEEP_IDEMPOTENCY)
+        return ((const wf_idempotency_row *)row)->created_at <= q->before;
+    if (q->kind == WF_SWEEP_SIGNALS) {
+        const wf_signal_row *s = row;
+        return s->outcome == WF_SIGNAL_BUFFERED && !s->buffered && s->consumed_at == 0 &&
+               s->expires_at > 0 && s->expires_at <= q->before;
+    }
+    const wf_event_row *e = row;
+    if (e->root_id == NULL)
+        return false;
+    const wf_instance_row *r = mt_get(&m->insts, e->tenant, e->root_id, NULL);
+    return r != NULL && r->parent_id == NULL && r->ended_at > 0 && r->ended_at <= q->before &&
+           (r->status == WF_INSTANCE_COMPLETED || r->status == WF_INSTANCE_CANCELLED ||
+            r->status == WF_INSTANCE_COMPENSATED);
+}
+
+/* Removes up to limit matching rows of tenant (all when NULL) from t in
+ * one compaction pass; returns how many went. */
+static size_t
+mt_remove_if(mem_store *m, mtable *t, const char *tenant, const sweep_q *q, size_t limit)
+{
+    size_t lo, hi, k = 0, out;
+    mt_tenant_range(t, tenant, &lo, &hi);
+    out = lo;
+    for (size_t i = lo; i < t->n; i++) {
+        if (i < hi && k < limit && sweep_match(m, t->v[i].row, q)) {
+            free(t->v[i].key);
+            row_free(t->d, t->v[i].row);
+            k++;
+            continue;
+        }
+        t->v[out++] = t->v[i];
+    }
+    t->n = out;
+    return k;
+}
+
+static wf_code
+mem_sweep(wf_store *st, const wf_store_ctx *ctx, wf_sweep_kind kind, int64_t before, size_t limit,
+          size_t *n, wf_error *err)
+{
+    mem_store *m = (mem_store *)st;
+    sweep_q q = {kind, before};
+    size_t k = 0;
+    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    if (rc != WF_OK)
+        return rc;
+    if (kind == WF_SWEEP_SIGNALS) {
+        k = mt_remove_if(m, &m->signals, ctx->tenant, &q, limit);
+    } else if (kind == WF_SWEEP_IDEMPOTENCY) {
+        k = mt_remove_if(m, &m->idem, ctx->tenant, &q, limit);
+    } else {
+        /* Events stay in sequence order; the gaps left behind are fine
+         * for readers (they binary-search the start). */
+        size_t out = 0;
+        for (size_t i = 0; i < m->n_events; i++) {
+            wf_event_row *e = &m->events[i];
+            if (k < limit && (ctx->tenant == NULL || eq(e->tenant, ctx->tenant)) &&
+                sweep_match(m, e, &q)) {
+                wf_store__row_clear(&wf_store__event_desc, e);
+                k++;
+                continue;
+            }
+            m->events[out++] = *e;
+        }
+        m->n_events = out;
+    }
+    pthread_mutex_unlock(&m->mu);
+    *n = k;
+    return WF_OK;
 }
 
 static bool
@@ -1347,6 +1489,88 @@ mem_set_listener(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err)
 
 /* ---- construction ------------------------------------------------------- */
 
+/* ---- correlation lock and backlog counts ---------------------------------- */
+
+/* Nothing to lock: the open transaction holds the store mutex, so a
+ * buffering and an awaiting of one key are serialised already. */
+static wf_code
+mem_lock_correlation(wf_tx *t, const char *name, const char *agg_type, const char *agg_id,
+                     bool *awaited, wf_error *err)
+{
+    if (awaited == NULL)
+        return WF_OK;
+    mem_store *m = (mem_store *)t->st;
+    signal_match q = {name, NULL, agg_type, agg_id, 0};
+    void **v = NULL;
+    size_t n = 0;
+    wf_code rc = gather(m, &m->subs, t->ctx.tenant, sub_match, &q, NULL, 1, &v, &n, err);
+    if (rc != WF_OK)
+        return rc;
+    free(v);
+    *awaited = n > 0;
+    return WF_OK;
+}
+
+static bool
+job_ready(mem_store *m, const void *row, const void *arg)
+{
+    (void)m;
+    const wf_job_row *j = row;
+    int64_t now = *(const int64_t *)arg;
+    return (j->state == WF_JOB_ACTIVATABLE && j->activatable_at <= now) ||
+           (j->state == WF_JOB_ACTIVATED && j->lease_expires_at <= now);
+}
+
+static int
+cmp_job_type(const void *a, const void *b)
+{
+    const wf_job_row *x = *(const wf_job_row *const *)a, *y = *(const wf_job_row *const *)b;
+    return strcmp(x->job_type, y->job_type);
+}
+
+static wf_code
+mem_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max_types,
+                  wf_store_counts *out, wf_error *err)
+{
+    mem_store *m = (mem_store *)st;
+    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    if (rc != WF_OK)
+        return rc;
+    for (size_t i = 0; i < m->tasks.n; i++) {
+        const wf_task_row *t = m->tasks.v[i].row;
+        out->tasks_open += t->status == WF_TASK_OPEN || t->status == WF_TASK_CLAIMED;
+    }
+    for (size_t i = 0; i < m->signals.n; i++) {
+        const wf_signal_row *s = m->signals.v[i].row;
+        out->signals_buffered += s->buffered && !s->discarded && s->expires_at > now;
+    }
+    void **v = NULL;
+    size_t n = 0;
+    rc = gather(m, &m->jobs, NULL, job_ready, &now, cmp_job_type, SIZE_MAX, &v, &n, err);
+    if (rc == WF_OK) {
+        out->jobs = wf_arena_calloc(ctx->arena, n + 1, sizeof *out->jobs);
+        if (out->jobs == NULL)
+            rc = wf_store__nomem(err);
+        for (size_t i = 0; rc == WF_OK && i < n; i++) {
+            const char *type = ((const wf_job_row *)v[i])->job_type;
+            if (out->n_jobs == 0 || strcmp(out->jobs[out->n_jobs - 1].job_type, type) != 0) {
+                if (out->n_jobs == max_types)
+                    break;
+                out->jobs[out->n_jobs].job_type = wf_arena_strdup(ctx->arena, type);
+                if (out->jobs[out->n_jobs].job_type == NULL) {
+                    rc = wf_store__nomem(err);
+                    break;
+                }
+                out->n_jobs++;
+            }
+            out->jobs[out->n_jobs - 1].count++;
+        }
+        free(v);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
 static const wf_store_ops mem_ops = {
     .destroy = mem_destroy,
     .ready = mem_ready,
@@ -1361,6 +1585,7 @@ static const wf_store_ops mem_ops = {
     .put_definition = mem_put_definition,
     .tx_get_definition = mem_tx_get_definition,
     .consume_signal = mem_consume_signal,
+    .lock_correlation = mem_lock_correlation,
     .get_definition = mem_get_definition,
     .get_instance = mem_get_instance,
     .get_task = mem_get_task,
@@ -1371,9 +1596,13 @@ static const wf_store_ops mem_ops = {
     .list_signals = mem_list_signals,
     .activate_jobs = mem_activate_jobs,
     .claim_due_timers = mem_claim_due_timers,
+    .find_expired_leases = mem_find_expired_leases,
+    .expire_signals = mem_expire_signals,
+    .sweep = mem_sweep,
     .find_subscriptions = mem_find_subscriptions,
     .read_events = mem_read_events,
     .sequence_events = mem_sequence_events,
+    .count_backlog = mem_count_backlog,
     .set_listener = mem_set_listener,
 };
 

@@ -5,9 +5,13 @@
  * its duration; a unit of work keeps it from begin to commit/rollback.
  * Every statement is prepared (lazily, per connection) and parameterised;
  * dynamic filters are written as "($n IS NULL OR ...)" so the statement
- * text never changes. statement_timeout follows the call's deadline: SET
- * LOCAL (set_config(..., true)) inside transactions, a session setting
- * before single statements. Mutations lock the root instance row with
+ * text never changes. Statements travel in flights (pg_pool.c: libpq
+ * pipeline mode), so that what a store call needs costs one round trip:
+ * BEGIN rides with a transaction's first statement, the aggregate load
+ * is one flight, and so is every write of one mutation. statement_timeout
+ * follows the call's deadline as a session setting, rounded (timeout_for)
+ * and sent, in the same flight, only when the session holds another
+ * value. Mutations lock the root instance row with
  * SELECT ... FOR UPDATE and then the aggregate's jobs and timers, so the
  * cross-instance leases (job activation, timer claims), which use FOR
  * UPDATE SKIP LOCKED, never race a mutation and never block on one.
@@ -132,6 +136,8 @@ enum {
     S_PUT_DEFINITION,
     S_GET_DEFINITION,
     S_CONSUME_SIGNAL,
+    S_LOCK_CORRELATION,
+    S_SUB_AWAITED,
     S_GET_INSTANCE,
     S_GET_TASK,
     S_GET_JOB_BY_KEY,
@@ -141,9 +147,15 @@ enum {
     S_LIST_SIGNALS,
     S_ACTIVATE_JOBS,
     S_CLAIM_TIMERS,
+    S_EXPIRED_LEASES,
+    S_EXPIRE_SIGNALS,
+    S_SWEEP_SIGNALS,
+    S_SWEEP_IDEMPOTENCY,
+    S_SWEEP_EVENTS,
     S_FIND_SUBS,
     S_READ_EVENTS,
     S_SEQUENCE,
+    S_COUNT_BACKLOG,
     S_LISTEN_EVENTS,
     S_LISTEN_JOBS,
     S_MIG_LOCK,
@@ -153,10 +165,14 @@ enum {
     S_MIG_RECORD,
     S_COUNT_
 };
-_Static_assert(S_COUNT_ <= 64, "prepared-statement bits are a uint64_t");
+_Static_assert(S_COUNT_ <= WF_PG_MAX_STMTS, "prepared-statement bits (pg_pool.h)");
 
+/* One table of the aggregate of instance $2 (any instance of the tree):
+ * sent in one flight with lock_root, so the root is found by the same
+ * subquery rather than from lock_root's answer. */
 #define AGG(table, cols, order, lock)                                                              \
-    "SELECT " cols " FROM " table " WHERE tenant_id = $1 AND root_id = $2 ORDER BY " order lock
+    "SELECT " cols " FROM " table " WHERE tenant_id = $1 AND root_id = (SELECT i.root_id FROM "    \
+    "instances i WHERE i.tenant_id = $1 AND i.id = $2) ORDER BY " order lock
 
 static const wf_pg_stmt stmts[S_COUNT_] = {
     [S_BEGIN] = {"begin", "BEGIN", "the transaction"},
@@ -182,9 +198,10 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
     [S_AGG_TOKENS] = {"agg_tokens", AGG("tokens", COLS_TOKENS, "created_seq, id", ""), "token"},
     [S_AGG_WORK_ITEMS] = {"agg_work_items",
                           AGG("work_items", COLS_WORK_ITEMS, "enabled_at, id", ""), "work item"},
-    [S_AGG_JOBS] = {"agg_jobs", AGG("jobs", COLS_JOBS, "created_at, id", " FOR UPDATE"), "job"},
-    [S_AGG_TIMERS] = {"agg_timers", AGG("timers", COLS_TIMERS, "due_at, id", " FOR UPDATE"),
-                      "timer"},
+    [S_AGG_JOBS] = {"agg_jobs", AGG("jobs", COLS_JOBS, "created_at, id", " FOR UPDATE OF jobs"),
+                    "job"},
+    [S_AGG_TIMERS] = {"agg_timers",
+                      AGG("timers", COLS_TIMERS, "due_at, id", " FOR UPDATE OF timers"), "timer"},
     [S_AGG_SUBS] = {"agg_subscriptions",
                     AGG("subscriptions", COLS_SUBSCRIPTIONS, "created_at, id", ""), "subscription"},
 
@@ -337,6 +354,15 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                           "WHERE s.tenant_id = c.tenant_id AND s.id = c.id RETURNING s.*) "
                           "SELECT " COLS_SIGNALS " FROM u",
                           "signal"},
+    /* Unit separators keep the key unambiguous (names are printable). */
+    [S_LOCK_CORRELATION] = {"lock_correlation",
+                            "SELECT pg_advisory_xact_lock(hashtextextended($1::text || chr(31) "
+                            "|| $2::text || chr(31) || $3::text || chr(31) || $4::text, 0))",
+                            "signal"},
+    [S_SUB_AWAITED] = {"sub_awaited",
+                       "SELECT EXISTS (SELECT 1 FROM subscriptions WHERE tenant_id = $1 "
+                       "AND signal_name = $2 AND aggregate_type = $3 AND aggregate_id = $4)",
+                       "subscription"},
 
     [S_GET_INSTANCE] = {"get_instance",
                         "SELECT " COLS_INSTANCES " FROM instances WHERE tenant_id = $1 AND "
@@ -402,15 +428,57 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                          "j.tenant_id = c.tenant_id AND j.id = c.id RETURNING j.*) "
                          "SELECT " COLS_JOBS " FROM u ORDER BY activatable_at, id",
                          "job"},
-    /* All tenants: the scheduler is one per replica, not per tenant. */
+    /* All tenants ($4 NULL: the scheduler is one per replica, not per
+     * tenant), or one tenant's pass on demand. */
     [S_CLAIM_TIMERS] = {"claim_timers",
                         "WITH c AS (SELECT tenant_id, id FROM timers WHERE due_at <= $1 AND "
-                        "claimed_until <= $1 ORDER BY due_at, id LIMIT $2 "
-                        "FOR UPDATE SKIP LOCKED), "
+                        "claimed_until <= $1 AND ($4::text IS NULL OR tenant_id = $4) "
+                        "ORDER BY due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED), "
                         "u AS (UPDATE timers t SET claimed_until = $3 FROM c WHERE "
                         "t.tenant_id = c.tenant_id AND t.id = c.id RETURNING t.*) "
                         "SELECT " COLS_TIMERS " FROM u ORDER BY due_at, id",
                         "timer"},
+    /* The scheduler's passes; $1 NULL = every tenant. Each touches one
+     * bounded batch in one short statement, skipping rows that a unit of
+     * work holds. Buffered rows are always outcome 2 with consumed_at 0:
+     * saying so lets the partial index signals_expiry (0002) serve. */
+    [S_EXPIRED_LEASES] = {"expired_leases",
+                          "SELECT " COLS_JOBS " FROM jobs WHERE ($1::text IS NULL OR "
+                          "tenant_id = $1) AND state = 2 AND lease_expires_at <= $2 "
+                          "ORDER BY lease_expires_at, id LIMIT $3 FOR UPDATE SKIP LOCKED",
+                          "job"},
+    [S_EXPIRE_SIGNALS] = {"expire_signals",
+                          "WITH c AS (SELECT tenant_id, id FROM signals WHERE ($1::text IS NULL "
+                          "OR tenant_id = $1) AND outcome = 2 AND consumed_at = 0 AND buffered "
+                          "AND NOT discarded AND expires_at <= $2 ORDER BY expires_at, id "
+                          "LIMIT $3 FOR UPDATE SKIP LOCKED) "
+                          "UPDATE signals s SET buffered = false, discarded = true FROM c "
+                          "WHERE s.tenant_id = c.tenant_id AND s.id = c.id",
+                          "signal"},
+    [S_SWEEP_SIGNALS] = {"sweep_signals",
+                         "WITH c AS (SELECT tenant_id, id FROM signals WHERE ($1::text IS NULL "
+                         "OR tenant_id = $1) AND outcome = 2 AND consumed_at = 0 AND NOT "
+                         "buffered AND expires_at > 0 AND expires_at <= $2 LIMIT $3 "
+                         "FOR UPDATE SKIP LOCKED) "
+                         "DELETE FROM signals s USING c "
+                         "WHERE s.tenant_id = c.tenant_id AND s.id = c.id",
+                         "signal"},
+    [S_SWEEP_IDEMPOTENCY] = {"sweep_idempotency",
+                             "WITH c AS (SELECT tenant_id, method, request_id FROM idempotency "
+                             "WHERE ($1::text IS NULL OR tenant_id = $1) AND created_at <= $2 "
+                             "LIMIT $3 FOR UPDATE SKIP LOCKED) "
+                             "DELETE FROM idempotency d USING c WHERE d.tenant_id = c.tenant_id "
+                             "AND d.method = c.method AND d.request_id = c.request_id",
+                             "request record"},
+    /* Ended for good: COMPLETED (2), CANCELLED (3), COMPENSATED (6). */
+    [S_SWEEP_EVENTS] = {"sweep_events",
+                        "WITH c AS (SELECT e.id FROM instances i JOIN events e ON "
+                        "e.tenant_id = i.tenant_id AND e.root_id = i.id WHERE ($1::text IS NULL "
+                        "OR i.tenant_id = $1) AND i.parent_id IS NULL AND i.ended_at > 0 AND "
+                        "i.ended_at <= $2 AND i.status IN (2, 3, 6) AND e.sequence IS NOT NULL "
+                        "LIMIT $3 FOR UPDATE OF e SKIP LOCKED) "
+                        "DELETE FROM events d USING c WHERE d.id = c.id",
+                        "event"},
     [S_FIND_SUBS] = {"find_subscriptions",
                      "SELECT " COLS_SUBSCRIPTIONS " FROM subscriptions WHERE tenant_id = $1 "
                      "AND signal_name = $2 AND CASE WHEN $3::text IS NOT NULL "
@@ -430,6 +498,17 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
     /* One batch of the sequencer, in its own (implicit) transaction:
      * ($1 batch, $2 wait ms) -> rows numbered, -1 when busy elsewhere. */
     [S_SEQUENCE] = {"sequence_events", "SELECT wf_sequence_events($1, $2)", "event"},
+    /* Every tenant: (1, type, n) per activatable job type, then (2, NULL,
+     * open tasks) and (3, NULL, buffered signals), over the partial
+     * indexes of 0003_gauges.sql. */
+    [S_COUNT_BACKLOG] = {"count_backlog",
+                         "(SELECT 1, job_type, count(*) FROM jobs WHERE (state = 1 AND "
+                         "activatable_at <= $1) OR (state = 2 AND lease_expires_at <= $1) "
+                         "GROUP BY job_type ORDER BY job_type LIMIT $2) "
+                         "UNION ALL SELECT 2, NULL, count(*) FROM tasks WHERE status IN (1, 2) "
+                         "UNION ALL SELECT 3, NULL, count(*) FROM signals WHERE buffered "
+                         "AND NOT discarded AND expires_at > $1",
+                         "backlog"},
     /* Utility statements go through the extended protocol too. */
     [S_LISTEN_EVENTS] = {"listen_events", "LISTEN wf_events", "the database"},
     [S_LISTEN_JOBS] = {"listen_jobs", "LISTEN wf_jobs", "the database"},
@@ -447,15 +526,27 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
 
 typedef struct pg_listener pg_listener;
 
+/* Definition versions never change once committed, so reads by key and
+ * version are answered from memory after the first. A row enters only
+ * once the transaction that read it has committed: a version written by a
+ * transaction that rolls back is handed out again by the next deploy. */
+#define DEFS_MAX 256
+#define DEFS_SEEN 4 /* rows a unit of work remembers for the cache */
+
 typedef struct pg_store {
     wf_store base;
     wf_pg_pool *pool;
     pg_listener *listener; /* NULL until wf_store_set_listener */
+    pthread_mutex_t defs_mu;
+    wf_definition_row defs[DEFS_MAX]; /* malloc'd copies, tenant set */
+    size_t n_defs;
 } pg_store;
 
 typedef struct pg_tx {
     wf_tx base;
     wf_pg_conn *c;
+    const wf_definition_row *seen[DEFS_SEEN]; /* read here; cached at commit */
+    int n_seen;
 } pg_tx;
 
 /* ---- parameters ---------------------------------------------------------- */
@@ -593,26 +684,88 @@ p_int_array(params *p, const int *v, size_t n)
     p_str(p, s);
 }
 
-/* The statement_timeout for a call: what is left of its deadline. */
-static void
-p_timeout(params *p, int64_t deadline_ms)
+/* The statement_timeout for what is left of a deadline (0: none), rounded
+ * up to a step of at most 1/16 of it and 128 ms. Calls with like deadlines
+ * then ask for the same value, which the session keeps, so it is sent only
+ * when it changes; and the server still gives up before pg_pool.c's grace
+ * (250 ms past the deadline) runs out. */
+static int64_t
+timeout_for(int64_t deadline_ms)
 {
-    int64_t left = deadline_ms != 0 ? deadline_ms - wf_mono_ms() : 0;
-    if (deadline_ms != 0 && left < 1)
+    if (deadline_ms == 0)
+        return 0;
+    int64_t left = deadline_ms - wf_mono_ms();
+    if (left < 1)
         left = 1;
-    p_i64(p, left);
+    int64_t step = 1;
+    while (step < 128 && step * 2 <= left / 16)
+        step *= 2;
+    return (left + step - 1) / step * step;
 }
 
 /* ---- running statements ---------------------------------------------------- */
 
+/* Opens a flight on c with what its borrower owes: the statement_timeout
+ * when the session holds another value (in a sync segment of its own, so
+ * it holds whatever becomes of the transaction), then the deferred BEGIN
+ * of a unit of work. Both ride with the first statement: no round trip
+ * of their own. */
+static void
+flight_open(wf_pg_conn *c, int64_t deadline)
+{
+    if (c->owe_timeout) {
+        c->owe_timeout = false;
+        if (!c->timeout_known || c->timeout_ms != c->timeout_want) {
+            char v[24];
+            snprintf(v, sizeof v, "%" PRId64, c->timeout_want);
+            const char *vals[1] = {v};
+            c->timeout_known = false;
+            c->timeout_in_flight = true;
+            wf_pg_send(c, stmts, S_TIMEOUT_SESSION, 1, vals, NULL, NULL, deadline);
+            wf_pg_send_sync(c);
+        }
+    }
+    if (c->owe_begin) {
+        c->owe_begin = false;
+        wf_pg_send(c, stmts, S_BEGIN, 0, NULL, NULL, NULL, deadline);
+    }
+}
+
+/* Queues statement id with p on c's flight; returns its slot. */
+static int
+push(wf_pg_conn *c, int id, const params *p, int64_t deadline)
+{
+    if (wf_pg_idle(c))
+        flight_open(c, deadline);
+    return wf_pg_send(c, stmts, id, p != NULL ? p->n : 0, p != NULL ? p->v : NULL,
+                      p != NULL ? p->len : NULL, p != NULL ? p->fmt : NULL, deadline);
+}
+
+/* Sends c's flight and collects it (see wf_pg_flush). */
+static wf_code
+flush(wf_pg_conn *c, int64_t deadline, int *failed, wf_error *err)
+{
+    wf_code rc = wf_pg_flush(c, stmts, deadline, failed, err);
+    if (c->timeout_in_flight && rc == WF_OK) {
+        c->timeout_known = true;
+        c->timeout_ms = c->timeout_want;
+    }
+    c->timeout_in_flight = false;
+    return rc;
+}
+
+/* Runs one statement: a flight of its own (with what the borrower owes). */
 static wf_code
 run(wf_pg_conn *c, int id, const params *p, int64_t deadline, PGresult **res, wf_error *err)
 {
+    *res = NULL;
     if (p != NULL && p->oom)
         return wf_store__nomem(err);
-    *res = NULL;
-    return wf_pg_exec(c, stmts, id, p != NULL ? p->n : 0, p != NULL ? p->v : NULL,
-                      p != NULL ? p->len : NULL, p != NULL ? p->fmt : NULL, deadline, res, err);
+    int slot = push(c, id, p, deadline);
+    wf_code rc = flush(c, deadline, NULL, err);
+    if (rc == WF_OK)
+        *res = wf_pg_take(c, slot);
+    return rc;
 }
 
 /* Runs a statement whose result is not needed; *affected gets the row
@@ -710,6 +863,7 @@ conn_put(pg_store *s, wf_pg_conn *c)
 {
     if (c == NULL)
         return;
+    c->owe_timeout = c->owe_begin = false;
     if (c->pg != NULL && !c->broken) {
         PGTransactionStatusType ts = PQtransactionStatus(c->pg);
         if ((ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR) &&
@@ -720,7 +874,8 @@ conn_put(pg_store *s, wf_pg_conn *c)
 }
 
 /* Borrows a connection for single statements, with the call's deadline as
- * its session statement_timeout. */
+ * its session statement_timeout (sent with the first statement, and only
+ * when the session holds another value). */
 static wf_code
 conn_get(pg_store *s, const wf_store_ctx *ctx, wf_pg_conn **out, wf_error *err)
 {
@@ -728,37 +883,22 @@ conn_get(pg_store *s, const wf_store_ctx *ctx, wf_pg_conn **out, wf_error *err)
     wf_code rc = wf_pg_pool_acquire(s->pool, ctx->deadline_ms, &c, err);
     if (rc != WF_OK)
         return rc;
-    params p = {.a = ctx->arena};
-    p_timeout(&p, ctx->deadline_ms);
-    rc = run_cmd(c, S_TIMEOUT_SESSION, &p, ctx->deadline_ms, NULL, err);
-    if (rc != WF_OK) {
-        conn_put(s, c);
-        return rc;
-    }
+    c->owe_timeout = true;
+    c->timeout_want = timeout_for(ctx->deadline_ms);
     *out = c;
     return WF_OK;
 }
 
-/* Borrows a connection and opens a transaction on it with SET LOCAL
- * statement_timeout from the deadline. */
+/* Borrows a connection for a transaction. BEGIN (and the timeout) are
+ * deferred to the transaction's first statement, in the same flight; a
+ * transaction that runs none sends nothing. */
 static wf_code
 tx_open(pg_store *s, const wf_store_ctx *ctx, wf_pg_conn **out, wf_error *err)
 {
-    wf_pg_conn *c = NULL;
-    wf_code rc = wf_pg_pool_acquire(s->pool, ctx->deadline_ms, &c, err);
-    if (rc != WF_OK)
-        return rc;
-    params p = {.a = ctx->arena};
-    p_timeout(&p, ctx->deadline_ms);
-    rc = run_cmd(c, S_BEGIN, NULL, ctx->deadline_ms, NULL, err);
+    wf_code rc = conn_get(s, ctx, out, err);
     if (rc == WF_OK)
-        rc = run_cmd(c, S_TIMEOUT_LOCAL, &p, ctx->deadline_ms, NULL, err);
-    if (rc != WF_OK) {
-        conn_put(s, c);
-        return rc;
-    }
-    *out = c;
-    return WF_OK;
+        (*out)->owe_begin = true;
+    return rc;
 }
 
 /* ---- store lifecycle -------------------------------------------------------- */
@@ -771,7 +911,51 @@ pg_destroy(wf_store *st)
     pg_store *s = (pg_store *)st;
     listener_stop(s->listener);
     wf_pg_pool_free(s->pool);
+    for (size_t i = 0; i < s->n_defs; i++)
+        wf_store__row_clear(&wf_store__definition_desc, &s->defs[i]);
+    pthread_mutex_destroy(&s->defs_mu);
     free(s);
+}
+
+/* The cached version of key into ctx->arena: 1 found, 0 not cached, -1
+ * out of memory. */
+static int
+defs_get(pg_store *s, const wf_store_ctx *ctx, const char *key, int32_t version,
+         wf_definition_row *out)
+{
+    int got = 0;
+    pthread_mutex_lock(&s->defs_mu);
+    for (size_t i = 0; i < s->n_defs; i++) {
+        const wf_definition_row *d = &s->defs[i];
+        if (d->version == version && strcmp(d->key, key) == 0 &&
+            strcmp(d->tenant, ctx->tenant) == 0) {
+            got = wf_store__row_copy(&wf_store__definition_desc, out, d, ctx->arena, NULL) ? 1 : -1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&s->defs_mu);
+    return got;
+}
+
+/* Caches a committed row (once; the cache stops growing when full). */
+static void
+defs_put(pg_store *s, const wf_definition_row *row)
+{
+    if (row->tenant == NULL || row->key == NULL || row->version <= 0)
+        return;
+    pthread_mutex_lock(&s->defs_mu);
+    bool have = false;
+    for (size_t i = 0; !have && i < s->n_defs; i++)
+        have = s->defs[i].version == row->version && strcmp(s->defs[i].key, row->key) == 0 &&
+               strcmp(s->defs[i].tenant, row->tenant) == 0;
+    if (!have && s->n_defs < DEFS_MAX) {
+        wf_definition_row *d = &s->defs[s->n_defs];
+        if (wf_store__row_copy(&wf_store__definition_desc, d, row, NULL, NULL))
+            s->n_defs++;
+        else
+            wf_store__row_clear(&wf_store__definition_desc, d);
+    }
+    pthread_mutex_unlock(&s->defs_mu);
 }
 
 static bool
@@ -817,7 +1001,11 @@ static wf_code
 pg_commit(wf_tx *t, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
-    wf_code rc = run_cmd(tx->c, S_COMMIT, NULL, t->ctx.deadline_ms, NULL, err);
+    /* Still owing BEGIN: nothing ran, nothing to commit. */
+    wf_code rc =
+        tx->c->owe_begin ? WF_OK : run_cmd(tx->c, S_COMMIT, NULL, t->ctx.deadline_ms, NULL, err);
+    for (int i = 0; rc == WF_OK && i < tx->n_seen; i++)
+        defs_put((pg_store *)t->st, tx->seen[i]);
     conn_put((pg_store *)t->st, tx->c);
     free(tx);
     return rc;
@@ -841,6 +1029,31 @@ p_tenant(const wf_store_ctx *ctx, const char *x)
     return p;
 }
 
+/* The aggregate's tables, in the order they are read. */
+static const struct agg_part {
+    int id;
+    const wf_row_desc *d;
+    size_t rows, n; /* offsets in wf_aggregate */
+} agg_parts[] = {
+    {S_AGG_INSTANCES, &wf_store__instance_desc, offsetof(wf_aggregate, instances),
+     offsetof(wf_aggregate, n_instances)},
+    {S_AGG_TASKS, &wf_store__task_desc, offsetof(wf_aggregate, tasks),
+     offsetof(wf_aggregate, n_tasks)},
+    {S_AGG_TOKENS, &wf_store__token_desc, offsetof(wf_aggregate, tokens),
+     offsetof(wf_aggregate, n_tokens)},
+    {S_AGG_WORK_ITEMS, &wf_store__work_item_desc, offsetof(wf_aggregate, work_items),
+     offsetof(wf_aggregate, n_work_items)},
+    {S_AGG_JOBS, &wf_store__job_desc, offsetof(wf_aggregate, jobs), offsetof(wf_aggregate, n_jobs)},
+    {S_AGG_TIMERS, &wf_store__timer_desc, offsetof(wf_aggregate, timers),
+     offsetof(wf_aggregate, n_timers)},
+    {S_AGG_SUBS, &wf_store__subscription_desc, offsetof(wf_aggregate, subscriptions),
+     offsetof(wf_aggregate, n_subscriptions)},
+};
+#define N_AGG_PARTS (sizeof agg_parts / sizeof agg_parts[0])
+
+/* The lock and every table of the aggregate in one flight. The server runs
+ * them in order, so the reads start once the lock is granted and see the
+ * tree as the previous holder left it, as they did one round trip each. */
 static wf_code
 pg_lock_root(wf_tx *t, const char *instance_id, wf_aggregate *out, wf_error *err)
 {
@@ -848,132 +1061,150 @@ pg_lock_root(wf_tx *t, const char *instance_id, wf_aggregate *out, wf_error *err
     const wf_store_ctx *ctx = &t->ctx;
     int64_t dl = ctx->deadline_ms;
     params p = p_tenant(ctx, instance_id);
-    PGresult *res;
-    wf_code rc = run(tx->c, S_LOCK_ROOT, &p, dl, &res, err);
+    int lock = push(tx->c, S_LOCK_ROOT, &p, dl);
+    int slots[N_AGG_PARTS];
+    for (size_t i = 0; i < N_AGG_PARTS; i++)
+        slots[i] = push(tx->c, agg_parts[i].id, &p, dl);
+    wf_code rc = flush(tx->c, dl, NULL, err);
     if (rc != WF_OK)
         return rc;
-    char *root = PQntuples(res) == 1 ? wf_arena_strdup(ctx->arena, PQgetvalue(res, 0, 0)) : NULL;
+    PGresult *res = wf_pg_take(tx->c, lock);
     bool missing = PQntuples(res) == 0;
     PQclear(res);
     if (missing)
         return wf_error_set(err, WF_E_INSTANCE_NOT_FOUND, "instance \"%s\" does not exist",
                             instance_id);
-    if (root == NULL)
-        return wf_store__nomem(err);
 
     wf_aggregate g = {0};
-    wf_arena *a = ctx->arena;
-    p = p_tenant(ctx, root);
-    rc = run_rows(tx->c, S_AGG_INSTANCES, &p, dl, &wf_store__instance_desc, a, &g.instances,
-                  &g.n_instances, err);
-    if (rc == WF_OK)
-        rc = run_rows(tx->c, S_AGG_TASKS, &p, dl, &wf_store__task_desc, a, &g.tasks, &g.n_tasks,
-                      err);
-    if (rc == WF_OK)
-        rc = run_rows(tx->c, S_AGG_TOKENS, &p, dl, &wf_store__token_desc, a, &g.tokens, &g.n_tokens,
-                      err);
-    if (rc == WF_OK)
-        rc = run_rows(tx->c, S_AGG_WORK_ITEMS, &p, dl, &wf_store__work_item_desc, a, &g.work_items,
-                      &g.n_work_items, err);
-    if (rc == WF_OK)
-        rc = run_rows(tx->c, S_AGG_JOBS, &p, dl, &wf_store__job_desc, a, &g.jobs, &g.n_jobs, err);
-    if (rc == WF_OK)
-        rc = run_rows(tx->c, S_AGG_TIMERS, &p, dl, &wf_store__timer_desc, a, &g.timers, &g.n_timers,
-                      err);
-    if (rc == WF_OK)
-        rc = run_rows(tx->c, S_AGG_SUBS, &p, dl, &wf_store__subscription_desc, a, &g.subscriptions,
-                      &g.n_subscriptions, err);
+    for (size_t i = 0; rc == WF_OK && i < N_AGG_PARTS; i++) {
+        const struct agg_part *ap = &agg_parts[i];
+        res = wf_pg_take(tx->c, slots[i]);
+        rc = read_rows(res, ap->d, ctx->arena, (char *)&g + ap->rows,
+                       (size_t *)((char *)&g + ap->n), err);
+        PQclear(res);
+    }
     if (rc == WF_OK)
         *out = g;
     return rc;
 }
 
-static wf_code
-put_instance(pg_tx *tx, const wf_instance_row *in, wf_error *err)
-{
-    const wf_store_ctx *ctx = &tx->base.ctx;
-    params p = {.a = ctx->arena};
-    p_row(&p, &wf_store__instance_desc, in, ctx->tenant, -1);
-    long n = 0;
-    wf_code rc = run_cmd(tx->c, in->version == 0 ? S_INSERT_INSTANCE : S_UPDATE_INSTANCE, &p,
-                         ctx->deadline_ms, &n, err);
-    if ((rc == WF_OK && n != 1) || rc == WF_E_CONFLICT)
-        return wf_error_set(err, WF_E_CONFLICT, "instance \"%s\" was changed concurrently", in->id);
-    return rc;
-}
+/* A write of pg_apply whose outcome needs more than success: an instance
+ * (exactly one row, else a lost race) or a signal (a duplicate id). */
+typedef struct write_check {
+    int slot;
+    bool instance;
+    const char *id;
+} write_check;
 
-/* Upserts n rows of one type (stride d->size). */
-static wf_code
-put_rows(pg_tx *tx, int id, const wf_row_desc *d, const void *rows, size_t n, wf_error *err)
+/* Queues one statement per row (stride d->size) on tx's flight; checks,
+ * when non-NULL, gets one entry per row. False when out of memory. */
+static bool
+queue_rows(pg_tx *tx, int id, const wf_row_desc *d, const void *rows, size_t n, write_check *checks,
+           size_t *n_checks)
 {
     const wf_store_ctx *ctx = &tx->base.ctx;
-    wf_code rc = WF_OK;
-    for (size_t i = 0; rc == WF_OK && i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         params p = {.a = ctx->arena};
         const void *row = (const char *)rows + i * d->size;
         p_row(&p, d, row, ctx->tenant, -1);
-        rc = run_cmd(tx->c, id, &p, ctx->deadline_ms, NULL, err);
-        if (rc == WF_E_CONFLICT && d == &wf_store__signal_desc)
-            rc = wf_error_set(err, WF_E_CONFLICT, "signal \"%s\" was already received",
-                              ((const wf_signal_row *)row)->signal_id);
+        if (p.oom)
+            return false;
+        int slot = push(tx->c, id, &p, ctx->deadline_ms);
+        if (checks != NULL)
+            checks[(*n_checks)++] = (write_check){slot, d == &wf_store__instance_desc,
+                                                  d == &wf_store__instance_desc
+                                                      ? ((const wf_instance_row *)row)->id
+                                                      : ((const wf_signal_row *)row)->signal_id};
     }
-    return rc;
+    return true;
 }
 
-static wf_code
-del_rows(pg_tx *tx, int id, const char *const *ids, size_t n, wf_error *err)
+static void
+queue_dels(pg_tx *tx, int id, const char *const *ids, size_t n)
 {
-    wf_code rc = WF_OK;
-    for (size_t i = 0; rc == WF_OK && i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         params p = p_tenant(&tx->base.ctx, ids[i]);
-        rc = run_cmd(tx->c, id, &p, tx->base.ctx.deadline_ms, NULL, err);
+        push(tx->c, id, &p, tx->base.ctx.deadline_ms);
     }
-    return rc;
 }
 
-static wf_code
-insert_event(wf_pg_conn *c, const wf_store_ctx *ctx, const wf_event_row *e, wf_error *err)
+/* Queues an event insert on c's flight; false when out of memory. */
+static bool
+queue_event(wf_pg_conn *c, const wf_store_ctx *ctx, const wf_event_row *e)
 {
     params p = {.a = ctx->arena};
     p_row(&p, &wf_store__event_desc, e, ctx->tenant, 0 /* sequence: the table assigns it */);
-    return run_cmd(c, S_INSERT_EVENT, &p, ctx->deadline_ms, NULL, err);
+    if (p.oom)
+        return false;
+    push(c, S_INSERT_EVENT, &p, ctx->deadline_ms);
+    return true;
 }
 
+/* Every write of one mutation in one flight. The server stops at the first
+ * failure (the transaction is then aborted); the outcome is judged in the
+ * order the writes ran, as one statement at a time would have. */
 static wf_code
 pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
-    wf_code rc = WF_OK;
-    for (size_t i = 0; rc == WF_OK && i < c->n_instances; i++)
-        rc = put_instance(tx, &c->instances[i], err);
-    if (rc == WF_OK)
-        rc = put_rows(tx, S_UPSERT_TASK, &wf_store__task_desc, c->tasks, c->n_tasks, err);
-    if (rc == WF_OK)
-        rc = put_rows(tx, S_UPSERT_TOKEN, &wf_store__token_desc, c->tokens, c->n_tokens, err);
-    if (rc == WF_OK)
-        rc = put_rows(tx, S_UPSERT_WORK_ITEM, &wf_store__work_item_desc, c->work_items,
-                      c->n_work_items, err);
-    if (rc == WF_OK)
-        rc = put_rows(tx, S_UPSERT_JOB, &wf_store__job_desc, c->jobs, c->n_jobs, err);
-    if (rc == WF_OK)
-        rc = put_rows(tx, S_UPSERT_TIMER, &wf_store__timer_desc, c->timers, c->n_timers, err);
-    if (rc == WF_OK)
-        rc = put_rows(tx, S_UPSERT_SUB, &wf_store__subscription_desc, c->subscriptions,
-                      c->n_subscriptions, err);
-    if (rc == WF_OK)
-        rc = put_rows(tx, S_UPSERT_SIGNAL, &wf_store__signal_desc, c->signals, c->n_signals, err);
-    if (rc == WF_OK)
-        rc = del_rows(tx, S_DEL_TOKEN, c->del_tokens, c->n_del_tokens, err);
-    if (rc == WF_OK)
-        rc = del_rows(tx, S_DEL_WORK_ITEM, c->del_work_items, c->n_del_work_items, err);
-    if (rc == WF_OK)
-        rc = del_rows(tx, S_DEL_JOB, c->del_jobs, c->n_del_jobs, err);
-    if (rc == WF_OK)
-        rc = del_rows(tx, S_DEL_TIMER, c->del_timers, c->n_del_timers, err);
-    if (rc == WF_OK)
-        rc = del_rows(tx, S_DEL_SUB, c->del_subscriptions, c->n_del_subscriptions, err);
-    for (size_t i = 0; rc == WF_OK && i < c->n_events; i++)
-        rc = insert_event(tx->c, &t->ctx, &c->events[i], err);
+    const wf_store_ctx *ctx = &t->ctx;
+    size_t n_checks = 0;
+    write_check *checks =
+        wf_arena_calloc(ctx->arena, c->n_instances + c->n_signals + 1, sizeof *checks);
+    if (checks == NULL)
+        return wf_store__nomem(err);
+    bool ok = true;
+    for (size_t i = 0; ok && i < c->n_instances; i++) {
+        const wf_instance_row *in = &c->instances[i];
+        ok = queue_rows(tx, in->version == 0 ? S_INSERT_INSTANCE : S_UPDATE_INSTANCE,
+                        &wf_store__instance_desc, in, 1, checks, &n_checks);
+    }
+    ok =
+        ok && queue_rows(tx, S_UPSERT_TASK, &wf_store__task_desc, c->tasks, c->n_tasks, NULL, NULL);
+    ok = ok &&
+         queue_rows(tx, S_UPSERT_TOKEN, &wf_store__token_desc, c->tokens, c->n_tokens, NULL, NULL);
+    ok = ok && queue_rows(tx, S_UPSERT_WORK_ITEM, &wf_store__work_item_desc, c->work_items,
+                          c->n_work_items, NULL, NULL);
+    ok = ok && queue_rows(tx, S_UPSERT_JOB, &wf_store__job_desc, c->jobs, c->n_jobs, NULL, NULL);
+    ok = ok &&
+         queue_rows(tx, S_UPSERT_TIMER, &wf_store__timer_desc, c->timers, c->n_timers, NULL, NULL);
+    ok = ok && queue_rows(tx, S_UPSERT_SUB, &wf_store__subscription_desc, c->subscriptions,
+                          c->n_subscriptions, NULL, NULL);
+    ok = ok && queue_rows(tx, S_UPSERT_SIGNAL, &wf_store__signal_desc, c->signals, c->n_signals,
+                          checks, &n_checks);
+    if (ok) {
+        queue_dels(tx, S_DEL_TOKEN, c->del_tokens, c->n_del_tokens);
+        queue_dels(tx, S_DEL_WORK_ITEM, c->del_work_items, c->n_del_work_items);
+        queue_dels(tx, S_DEL_JOB, c->del_jobs, c->n_del_jobs);
+        queue_dels(tx, S_DEL_TIMER, c->del_timers, c->n_del_timers);
+        queue_dels(tx, S_DEL_SUB, c->del_subscriptions, c->n_del_subscriptions);
+    }
+    for (size_t i = 0; ok && i < c->n_events; i++)
+        ok = queue_event(tx->c, ctx, &c->events[i]);
+    /* Out of memory half-way: what was queued still has to be collected. */
+    int failed = -1;
+    wf_code rc = flush(tx->c, ctx->deadline_ms, &failed, err);
+    if (rc == WF_OK && !ok)
+        return wf_store__nomem(err);
+    for (size_t i = 0; i < n_checks; i++) {
+        const write_check *w = &checks[i];
+        if (rc != WF_OK) {
+            if (w->slot != failed || rc != WF_E_CONFLICT)
+                continue;
+            return w->instance ? wf_error_set(err, WF_E_CONFLICT,
+                                              "instance \"%s\" was changed concurrently", w->id)
+                               : wf_error_set(err, WF_E_CONFLICT,
+                                              "signal \"%s\" was already received", w->id);
+        }
+        if (!w->instance)
+            continue;
+        PGresult *res = wf_pg_take(tx->c, w->slot);
+        long n = res != NULL ? atol(PQcmdTuples(res)) : 0;
+        PQclear(res);
+        if (n != 1)
+            return wf_error_set(err, WF_E_CONFLICT, "instance \"%s\" was changed concurrently",
+                                w->id);
+    }
     return rc;
 }
 
@@ -1006,6 +1237,33 @@ pg_idem_put(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
     if (rc == WF_E_CONFLICT)
         return wf_error_set(err, WF_E_CONFLICT, "request \"%s\" was already recorded",
                             in->request_id);
+    return rc;
+}
+
+/* The record and COMMIT in one flight (a failed record skips COMMIT). */
+static wf_code
+pg_commit_recorded(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
+{
+    pg_tx *tx = (pg_tx *)t;
+    int64_t dl = t->ctx.deadline_ms;
+    params p = {.a = t->ctx.arena};
+    p_row(&p, &wf_store__idempotency_desc, in, t->ctx.tenant, -1);
+    wf_code rc;
+    if (p.oom) {
+        rc = wf_store__nomem(err);
+    } else {
+        int put = push(tx->c, S_IDEM_PUT, &p, dl);
+        push(tx->c, S_COMMIT, NULL, dl);
+        int failed = -1;
+        rc = flush(tx->c, dl, &failed, err);
+        if (rc == WF_E_CONFLICT && failed == put)
+            rc = wf_error_set(err, WF_E_CONFLICT, "request \"%s\" was already recorded",
+                              in->request_id);
+    }
+    for (int i = 0; rc == WF_OK && i < tx->n_seen; i++)
+        defs_put((pg_store *)t->st, tx->seen[i]);
+    conn_put((pg_store *)t->st, tx->c);
+    free(tx);
     return rc;
 }
 
@@ -1048,7 +1306,21 @@ static wf_code
 pg_tx_get_definition(wf_tx *t, const char *key, int32_t version, wf_definition_row *out,
                      bool *found, wf_error *err)
 {
-    return get_definition(((pg_tx *)t)->c, &t->ctx, key, version, out, found, err);
+    pg_tx *tx = (pg_tx *)t;
+    int got = version > 0 ? defs_get((pg_store *)t->st, &t->ctx, key, version, out) : 0;
+    if (got != 0) {
+        *found = got > 0;
+        return got > 0 ? WF_OK : wf_store__nomem(err);
+    }
+    wf_code rc = get_definition(tx->c, &t->ctx, key, version, out, found, err);
+    if (rc == WF_OK && *found && tx->n_seen < DEFS_SEEN) {
+        wf_definition_row *keep = wf_arena_alloc(t->ctx.arena, sizeof *keep);
+        if (keep != NULL) {
+            *keep = *out;
+            tx->seen[tx->n_seen++] = keep;
+        }
+    }
+    return rc;
 }
 
 static wf_code
@@ -1073,6 +1345,27 @@ pg_consume_signal(wf_tx *t, const char *name, const char *instance_id, const cha
         if (n > 0)
             *out = rows[0];
     }
+    return rc;
+}
+
+static wf_code
+pg_lock_correlation(wf_tx *t, const char *name, const char *agg_type, const char *agg_id,
+                    bool *awaited, wf_error *err)
+{
+    pg_tx *tx = (pg_tx *)t;
+    params p = p_tenant(&t->ctx, name);
+    p_str(&p, agg_type);
+    p_str(&p, agg_id);
+    wf_code rc = run_cmd(tx->c, S_LOCK_CORRELATION, &p, t->ctx.deadline_ms, NULL, err);
+    if (rc != WF_OK || awaited == NULL)
+        return rc;
+    /* A statement of its own, so its snapshot is taken after the lock is
+     * granted and sees what the previous holder committed. */
+    PGresult *res;
+    rc = run(tx->c, S_SUB_AWAITED, &p, t->ctx.deadline_ms, &res, err);
+    if (rc == WF_OK)
+        *awaited = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
+    PQclear(res);
     return rc;
 }
 
@@ -1113,12 +1406,19 @@ pg_get_definition(wf_store *st, const wf_store_ctx *ctx, const char *key, int32_
                   wf_definition_row *out, bool *found, wf_error *err)
 {
     pg_store *s = (pg_store *)st;
+    int got = version > 0 ? defs_get(s, ctx, key, version, out) : 0;
+    if (got != 0) {
+        *found = got > 0;
+        return got > 0 ? WF_OK : wf_store__nomem(err);
+    }
     wf_pg_conn *c = NULL;
     wf_code rc = conn_get(s, ctx, &c, err);
     if (rc != WF_OK)
         return rc;
     rc = get_definition(c, ctx, key, version, out, found, err);
     conn_put(s, c);
+    if (rc == WF_OK && *found)
+        defs_put(s, out); /* outside a transaction: committed */
     return rc;
 }
 
@@ -1240,8 +1540,10 @@ pg_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, co
     size_t k = 0;
     rc = run_rows(c, S_ACTIVATE_JOBS, &p, ctx->deadline_ms, &wf_store__job_desc, ctx->arena, &jobs,
                   &k, err);
-    /* One JOB_ACTIVATED event per lease, in the same transaction. */
-    for (size_t i = 0; rc == WF_OK && i < k; i++) {
+    /* One JOB_ACTIVATED event per lease, in the same transaction: the
+     * inserts and COMMIT in one flight (a failed insert skips COMMIT). */
+    bool ok = true;
+    for (size_t i = 0; rc == WF_OK && ok && i < k; i++) {
         wf_event_row ev = {0,
                            NULL,
                            jobs[i].root_id,
@@ -1250,10 +1552,15 @@ pg_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, co
                            NULL,
                            wf_store__job_activated_data(ctx->arena, &jobs[i]),
                            now};
-        rc = ev.data_json != NULL ? insert_event(c, ctx, &ev, err) : wf_store__nomem(err);
+        ok = ev.data_json != NULL && queue_event(c, ctx, &ev);
     }
-    if (rc == WF_OK)
-        rc = run_cmd(c, S_COMMIT, NULL, ctx->deadline_ms, NULL, err);
+    if (rc == WF_OK) {
+        if (ok)
+            push(c, S_COMMIT, NULL, ctx->deadline_ms);
+        rc = flush(c, ctx->deadline_ms, NULL, err);
+        if (rc == WF_OK && !ok)
+            rc = wf_store__nomem(err);
+    }
     conn_put(s, c);
     if (rc == WF_OK) {
         *rows = jobs;
@@ -1263,14 +1570,66 @@ pg_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, co
 }
 
 static wf_code
-pg_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
-                    int64_t claim_ms, wf_timer_row **rows, size_t *n, wf_error *err)
+pg_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, const char *tenant, int64_t now,
+                    size_t limit, int64_t claim_ms, wf_timer_row **rows, size_t *n,
+                    wf_error *err)
 {
     params p = {.a = ctx->arena};
     p_i64(&p, now);
     p_i64(&p, (int64_t)limit);
     p_i64(&p, now + claim_ms * 1000);
+    p_str(&p, tenant);
     return query((pg_store *)st, ctx, S_CLAIM_TIMERS, &p, &wf_store__timer_desc, rows, n, err);
+}
+
+static wf_code
+pg_find_expired_leases(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
+                       wf_job_row **rows, size_t *n, wf_error *err)
+{
+    params p = {.a = ctx->arena};
+    p_str(&p, ctx->tenant);
+    p_i64(&p, now);
+    p_i64(&p, (int64_t)limit);
+    return query((pg_store *)st, ctx, S_EXPIRED_LEASES, &p, &wf_store__job_desc, rows, n, err);
+}
+
+/* Runs one of the scheduler's bounded UPDATE/DELETE statements ($1
+ * tenant or NULL, $2 time, $3 limit) and returns the rows it touched. */
+static wf_code
+batch_cmd(pg_store *s, const wf_store_ctx *ctx, int id, int64_t at, size_t limit, size_t *n,
+          wf_error *err)
+{
+    params p = {.a = ctx->arena};
+    p_str(&p, ctx->tenant);
+    p_i64(&p, at);
+    p_i64(&p, (int64_t)limit);
+    wf_pg_conn *c = NULL;
+    wf_code rc = conn_get(s, ctx, &c, err);
+    if (rc != WF_OK)
+        return rc;
+    long affected = 0;
+    rc = run_cmd(c, id, &p, ctx->deadline_ms, &affected, err);
+    conn_put(s, c);
+    if (rc == WF_OK)
+        *n = affected > 0 ? (size_t)affected : 0;
+    return rc;
+}
+
+static wf_code
+pg_expire_signals(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit, size_t *n,
+                  wf_error *err)
+{
+    return batch_cmd((pg_store *)st, ctx, S_EXPIRE_SIGNALS, now, limit, n, err);
+}
+
+static wf_code
+pg_sweep(wf_store *st, const wf_store_ctx *ctx, wf_sweep_kind kind, int64_t before, size_t limit,
+         size_t *n, wf_error *err)
+{
+    int id = kind == WF_SWEEP_SIGNALS       ? S_SWEEP_SIGNALS
+             : kind == WF_SWEEP_IDEMPOTENCY ? S_SWEEP_IDEMPOTENCY
+                                            : S_SWEEP_EVENTS;
+    return batch_cmd((pg_store *)st, ctx, id, before, limit, n, err);
 }
 
 static wf_code
@@ -1347,6 +1706,46 @@ pg_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after, const wf_ev
 }
 
 static wf_code
+pg_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max_types,
+                 wf_store_counts *out, wf_error *err)
+{
+    wf_pg_conn *c = NULL;
+    wf_code rc = conn_get((pg_store *)st, ctx, &c, err);
+    if (rc != WF_OK)
+        return rc;
+    params p = {.a = ctx->arena};
+    p_i64(&p, now);
+    p_i64(&p, (int64_t)max_types);
+    PGresult *res;
+    rc = run(c, S_COUNT_BACKLOG, &p, ctx->deadline_ms, &res, err);
+    int k = rc == WF_OK ? PQntuples(res) : 0;
+    if (rc == WF_OK) {
+        out->jobs = wf_arena_calloc(ctx->arena, (size_t)k + 1, sizeof *out->jobs);
+        if (out->jobs == NULL)
+            rc = wf_store__nomem(err);
+    }
+    for (int r = 0; rc == WF_OK && r < k; r++) {
+        long long n = atoll(PQgetvalue(res, r, 2));
+        switch (atoi(PQgetvalue(res, r, 0))) {
+        case 1:
+            out->jobs[out->n_jobs].job_type = wf_arena_strdup(ctx->arena, PQgetvalue(res, r, 1));
+            out->jobs[out->n_jobs++].count = n;
+            if (out->jobs[out->n_jobs - 1].job_type == NULL)
+                rc = wf_store__nomem(err);
+            break;
+        case 2:
+            out->tasks_open = n;
+            break;
+        default:
+            out->signals_buffered = n;
+        }
+    }
+    PQclear(res);
+    conn_put((pg_store *)st, c);
+    return rc;
+}
+
+static wf_code
 pg_sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error *err)
 {
     pg_store *s = (pg_store *)st;
@@ -1406,6 +1805,7 @@ migrate(pg_store *s, wf_error *err)
      * failed migration; unlock explicitly anyway on success. */
     if (rc == WF_OK)
         rc = run_cmd(&c, S_MIG_UNLOCK, NULL, 0, NULL, err);
+    wf_pg_conn_clear(&c);
     PQfinish(pg);
     wf_arena_free(a);
     return rc;
@@ -1444,6 +1844,7 @@ listener_open(pg_listener *l)
     if (run_cmd(&l->conn, S_LISTEN_EVENTS, NULL, deadline, NULL, NULL) == WF_OK &&
         run_cmd(&l->conn, S_LISTEN_JOBS, NULL, deadline, NULL, NULL) == WF_OK)
         return true;
+    wf_pg_conn_clear(&l->conn);
     PQfinish(l->conn.pg);
     l->conn.pg = NULL;
     return false;
@@ -1453,6 +1854,7 @@ static void
 listener_close(pg_listener *l, const char *why)
 {
     WF_LOG(WF_LOG_WARN, "db_listener_lost", "detail=%s", why);
+    wf_pg_conn_clear(&l->conn);
     PQfinish(l->conn.pg);
     l->conn.pg = NULL;
 }
@@ -1521,6 +1923,7 @@ listener_main(void *arg)
             backoff = backoff_next(backoff);
         }
     }
+    wf_pg_conn_clear(&l->conn);
     if (l->conn.pg != NULL)
         PQfinish(l->conn.pg);
     return NULL;
@@ -1554,6 +1957,7 @@ pg_set_listener(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err)
     if (!listener_open(l))
         WF_LOG(WF_LOG_WARN, "db_listener_lost", "detail=%s", "could not listen; retrying");
     if (pthread_create(&l->thread, NULL, listener_main, l) != 0) {
+        wf_pg_conn_clear(&l->conn);
         if (l->conn.pg != NULL)
             PQfinish(l->conn.pg);
         free(l);
@@ -1576,9 +1980,11 @@ static const wf_store_ops pg_ops = {
     .rollback = pg_rollback,
     .idem_get = pg_idem_get,
     .idem_put = pg_idem_put,
+    .commit_recorded = pg_commit_recorded,
     .put_definition = pg_put_definition,
     .tx_get_definition = pg_tx_get_definition,
     .consume_signal = pg_consume_signal,
+    .lock_correlation = pg_lock_correlation,
     .get_definition = pg_get_definition,
     .get_instance = pg_get_instance,
     .get_task = pg_get_task,
@@ -1589,9 +1995,13 @@ static const wf_store_ops pg_ops = {
     .list_signals = pg_list_signals,
     .activate_jobs = pg_activate_jobs,
     .claim_due_timers = pg_claim_due_timers,
+    .find_expired_leases = pg_find_expired_leases,
+    .expire_signals = pg_expire_signals,
+    .sweep = pg_sweep,
     .find_subscriptions = pg_find_subscriptions,
     .read_events = pg_read_events,
     .sequence_events = pg_sequence_events,
+    .count_backlog = pg_count_backlog,
     .set_listener = pg_set_listener,
 };
 
@@ -1604,6 +2014,7 @@ wf_store_pg_new(const wf_store_pg_config *cfg, wf_error *err)
         return NULL;
     }
     s->base.ops = &pg_ops;
+    pthread_mutex_init(&s->defs_mu, NULL);
     s->pool = wf_pg_pool_new(cfg, err);
     if (s->pool == NULL || migrate(s, err) != WF_OK) {
         pg_destroy(&s->base);

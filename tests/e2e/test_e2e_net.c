@@ -1416,9 +1416,82 @@ START_TEST(test_get_instance_explains_a_parked_net)
 }
 END_TEST
 
-int
-main(void)
+/* s -> wait (TIME) or decide (USER alice) -> [.x[.n] = 1] big -> fin (silent) -> e
+ *                                        -> [default] e
+ * With n = 1e9 the guard asks libjq for 58 GB, which ends the process
+ * evaluating it: here a worker, not the server. */
+static nb *
+limit_net(const char *key, bool timer)
 {
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "big", NORMAL);
+    place(n, "e", END);
+    Workflow__V1__Transition *t = trans(n, "step", timer ? T_TIME : T_USER);
+    if (timer)
+        t->delay = dur(3600 * 1000);
+    else
+        user(t, A_USER, "alice", NULL);
+    trans(n, "fin", T_AUTO);
+    arc(n, "s", "step");
+    arc(n, "step", "big")->guard = ".x[.n] = 1";
+    arc(n, "step", "e")->is_default = true;
+    arc(n, "big", "fin");
+    arc(n, "fin", "e");
+    return n;
+}
+
+START_TEST(test_expression_limit_fails_the_instance_and_the_server_keeps_serving)
+{
+    wf_expr_configure(&(wf_expr_options){.isolation = WF_EXPR_PROCESS,
+                                         .timeout_ms = 1000,
+                                         .memory_mb = 256,
+                                         .workers = 2,
+                                         .recycle_after = 1000});
+    char *tkey = u("limit-timer"), *ukey = u("limit-user");
+    ck_assert_uint_eq(deploy(limit_net(tkey, true))->n_errors, 0);
+    ck_assert_uint_eq(deploy(limit_net(ukey, false))->n_errors, 0);
+
+    /* A timer's firing: the instance gets an incident. */
+    Workflow__V1__Instance *in = start(tkey, "{\"n\":1e9}");
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert(fire_timer(in->id, g->timers[0]->id));
+    g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_FAILED);
+    ck_assert_msg(strstr(g->last_error, "exceeded its memory limit") != NULL, "%s", g->last_error);
+    ck_assert_int_eq(count_of(event_types(in->id), "INSTANCE_FAILED"), 1);
+
+    /* A caller's completion: refused with the reason, nothing changes. */
+    Workflow__V1__Instance *in2 = start(ukey, NULL);
+    char *task_id = task_of(get_instance(in2->id), "step", TS_OPEN)->id;
+    wf_client_status st;
+    ck_assert_ptr_null(complete("alice", task_id, "{\"n\":1e9}", &st));
+    ck_fails(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "EXPRESSION_LIMIT");
+    g = get_instance(in2->id);
+    ck_assert_int_eq(g->instance->status, I_RUNNING);
+    ck_assert_int_eq(task_of(g, "step", 0)->status, TS_OPEN);
+
+    /* The server still serves, and the same guard over sane numbers works. */
+    complete("alice", task_id, "{\"n\":2}", &st);
+    ck_ok(st);
+    g = get_instance(in2->id);
+    ck_assert_int_eq(g->instance->status, I_COMPLETED);
+    Workflow__V1__Instance *in3 = start(tkey, "{\"n\":1}");
+    ck_assert(fire_timer(in3->id, get_instance(in3->id)->timers[0]->id));
+    ck_assert_int_eq(get_instance(in3->id)->instance->status, I_COMPLETED);
+    ck_assert_int_eq(count_of(event_types(in3->id), "TRANSITION_FIRED"), 2); /* step, fin */
+
+    wf_expr_shutdown();
+    wf_expr_configure(&(wf_expr_options){.isolation = WF_EXPR_INLINE});
+}
+END_TEST
+
+int
+main(int argc, char **argv)
+{
+    /* The expression workers of the limit test are this binary. */
+    if (argc > 1 && strcmp(argv[1], WF_EXPR_WORKER_ARG) == 0)
+        return wf_expr_worker_main(argc, argv);
     Suite *s = suite_create("e2e_net");
     TCase *tc = tcase_create(wf_test_store_name());
     tcase_add_checked_fixture(tc, setup, teardown);
@@ -1443,6 +1516,7 @@ main(void)
     tcase_add_test(tc, test_attempts_run_out_and_the_instance_fails);
     tcase_add_test(tc, test_long_poll_returns_when_a_job_appears);
     tcase_add_test(tc, test_get_instance_explains_a_parked_net);
+    tcase_add_test(tc, test_expression_limit_fails_the_instance_and_the_server_keeps_serving);
     suite_add_tcase(s, tc);
     return wf_test_run(s);
 }

@@ -6,7 +6,11 @@
  * by a later start or a later enablement (payload merged, at most once),
  * expiry, signal_id deduplication (also racing from two threads), DROPPED,
  * the delivery log (ListSignals), buffered signals discarded when their
- * instance ends, a MSG withdrawn by a competing timeout, and SetVariables.
+ * instance ends, a MSG withdrawn by a competing timeout, and SetVariables;
+ * a signal sent to an aggregate racing an instance of it that starts to
+ * wait (never both missed); RetryInstance of refused TIME and MSG firings,
+ * also of a buffered signal refused when CompleteJob or StartInstance
+ * enables its wait (the call itself succeeds).
  *
  * Timers are fired the way the scheduler fires them (wf_net_fire_timer).
  * Postgres keeps rows between runs: keys, aggregates and signal ids are
@@ -74,9 +78,10 @@ deploy(const nb *n)
     ck_ok(st);
 }
 
-/* Starts key, bound to aggregate ("order", agg_id) unless agg_id is NULL. */
+/* Starts key as c, bound to aggregate ("order", agg_id) unless agg_id is
+ * NULL. */
 static Workflow__V1__Instance *
-start(const char *key, const char *agg_id, const char *vars)
+start_c(wf_client *c, const char *key, const char *agg_id, const char *vars)
 {
     Workflow__V1__StartInstanceRequest req = WORKFLOW__V1__START_INSTANCE_REQUEST__INIT;
     Workflow__V1__Aggregate agg = WORKFLOW__V1__AGGREGATE__INIT;
@@ -88,10 +93,16 @@ start(const char *key, const char *agg_id, const char *vars)
         agg.id = (char *)agg_id;
         req.aggregate = &agg;
     }
-    Workflow__V1__StartInstanceResponse *r = call(
-        as("boss"), "StartInstance", &req, &workflow__v1__start_instance_response__descriptor, &st);
+    Workflow__V1__StartInstanceResponse *r =
+        call(c, "StartInstance", &req, &workflow__v1__start_instance_response__descriptor, &st);
     ck_ok(st);
     return r->instance;
+}
+
+static Workflow__V1__Instance *
+start(const char *key, const char *agg_id, const char *vars)
+{
+    return start_c(as("boss"), key, agg_id, vars);
 }
 
 static Workflow__V1__GetInstanceResponse *
@@ -833,6 +844,381 @@ START_TEST(test_set_variables)
 }
 END_TEST
 
+/* ---- SendSignal by aggregate racing an instance that starts to wait ------------------------- */
+
+typedef struct side {
+    wf_client *c;
+    pthread_barrier_t *bar;
+    const char *task_id; /* the driver: completing it enables the wait */
+    const char *agg_id;  /* the sender: the aggregate addressed */
+    int code;
+    int outcome;
+    char message[512];
+} side;
+
+static void *
+drive_to_wait(void *arg)
+{
+    side *s = arg;
+    Workflow__V1__CompleteTaskRequest req = WORKFLOW__V1__COMPLETE_TASK_REQUEST__INIT;
+    wf_client_status st;
+    req.task_id = (char *)s->task_id;
+    pthread_barrier_wait(s->bar);
+    call(s->c, "CompleteTask", &req, &workflow__v1__complete_task_response__descriptor, &st);
+    s->code = st.code;
+    snprintf(s->message, sizeof s->message, "%.64s %.400s", st.reason, st.message);
+    return NULL;
+}
+
+static void *
+send_to_aggregate(void *arg)
+{
+    side *s = arg;
+    wf_client_status st;
+    pthread_barrier_wait(s->bar);
+    Workflow__V1__SendSignalResponse *r =
+        send_c(s->c, "ready", NULL, s->agg_id, "{\"sent\":true}", NULL, 60000, &st);
+    s->code = st.code;
+    s->outcome = r != NULL ? (int)r->outcome : -1;
+    snprintf(s->message, sizeof s->message, "%.64s %.400s", st.reason, st.message);
+    return NULL;
+}
+
+START_TEST(test_buffering_races_the_wait_by_aggregate)
+{
+    /* s -> step (USER ann) -> p -> recv (MSG "ready", AGGREGATE) -> e. Each
+     * round one thread sends "ready" to the instance's aggregate (buffered
+     * for a minute when nobody waits) while another completes step, which
+     * makes the instance wait for it. Whoever comes second must see the
+     * other: the signal ends consumed by the instance, exactly once. */
+    char *key = u("aggrace");
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "p", NORMAL);
+    place(n, "e", END);
+    user1(trans(n, "step", T_USER), "ann");
+    msg(n, "recv", "ready", true);
+    arc(n, "s", "step");
+    arc(n, "step", "p");
+    arc(n, "p", "recv");
+    arc(n, "recv", "e");
+    deploy(n);
+    /* Clients are connected before the race, one per side. */
+    wf_client *boss = as("boss"), *ann = as("ann"), *sender = as(NULL);
+    wf_error err;
+    int buffered = 0, rounds = 200;
+    for (int round = 0; round < rounds; round++) {
+        wf_arena *a = wf_arena_new();
+        wf_store_ctx sc = {"default", 0, a};
+        char *agg = wf_arena_printf(ta, "%s-%d", u("R"), round);
+        Workflow__V1__Instance *in = start_c(boss, key, agg, NULL);
+        wf_aggregate ag;
+        ck_assert_int_eq(wf_uow_read_aggregate(ts.app.store, &sc, in->id, &ag, &err), WF_OK);
+        ck_assert_uint_eq(ag.n_tasks, 1);
+        pthread_barrier_t bar;
+        pthread_barrier_init(&bar, NULL, 2);
+        side drv = {.c = ann, .bar = &bar, .task_id = ag.tasks[0].id, .code = -1};
+        side snd = {.c = sender, .bar = &bar, .agg_id = agg, .code = -1, .outcome = -1};
+        pthread_t th[2];
+        pthread_create(&th[0], NULL, drive_to_wait, &drv);
+        pthread_create(&th[1], NULL, send_to_aggregate, &snd);
+        pthread_join(th[0], NULL);
+        pthread_join(th[1], NULL);
+        pthread_barrier_destroy(&bar);
+        ck_assert_msg(drv.code == 0, "round %d: complete: %d %s", round, drv.code, drv.message);
+        ck_assert_msg(snd.code == 0, "round %d: send: %d %s", round, snd.code, snd.message);
+        ck_assert_msg(snd.outcome == O_CORRELATED || snd.outcome == O_BUFFERED, "round %d: %d",
+                      round, snd.outcome);
+        buffered += snd.outcome == O_BUFFERED;
+        /* Never buffered-and-unconsumed while the instance waits. */
+        wf_instance_row row;
+        ck_assert_int_eq(wf_store_get_instance(ts.app.store, &sc, in->id, &row, &err), WF_OK);
+        ck_assert_msg(row.status == WF_INSTANCE_COMPLETED, "round %d: instance %d, signal %s",
+                      round, (int)row.status, snd.outcome == O_BUFFERED ? "buffered" : "fired");
+        ck_assert_int_eq(count_of(event_types(in->id), "SIGNAL_CONSUMED"), 1);
+        wf_signal_filter f = {.aggregate_type = "order", .aggregate_id = agg};
+        wf_signal_row *sig;
+        size_t ns;
+        char *next;
+        ck_assert_int_eq(
+            wf_store_list_signals(ts.app.store, &sc, &f, 10, NULL, &sig, &ns, &next, &err), WF_OK);
+        ck_assert_uint_eq(ns, 1);
+        ck_assert(!sig[0].buffered);
+        ck_assert_str_eq(sig[0].consumed_by_instance, in->id);
+        ck_assert_str_eq(var(row.variables_json, "sent"), "true");
+        wf_arena_free(a);
+    }
+    printf("aggregate buffering race (%s): buffered %d times, correlated %d times\n",
+           wf_test_store_name(), buffered, rounds - buffered);
+}
+END_TEST
+
+/* ---- RetryInstance of refused TIME and MSG firings --------------------------------------------
+ */
+
+typedef struct retrier {
+    wf_client *c;
+    const char *instance_id;
+    pthread_barrier_t *bar;
+    int code;
+    char reason[64];
+} retrier;
+
+static void *
+retry_once(void *arg)
+{
+    retrier *r = arg;
+    Workflow__V1__RetryInstanceRequest req = WORKFLOW__V1__RETRY_INSTANCE_REQUEST__INIT;
+    wf_client_status st;
+    req.instance_id = (char *)r->instance_id;
+    if (r->bar != NULL)
+        pthread_barrier_wait(r->bar);
+    call(r->c, "RetryInstance", &req, &workflow__v1__retry_instance_response__descriptor, &st);
+    r->code = st.code;
+    snprintf(r->reason, sizeof r->reason, "%s", st.reason);
+    return NULL;
+}
+
+/* Two RetryInstance calls at once on an incident whose retry ends the
+ * case: one resolves it, the other finds it ended. */
+static void
+retry_twice_at_once(const char *instance_id)
+{
+    wf_client *c[2] = {as("ops"), as("ops")};
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, 2);
+    retrier r[2] = {{c[0], instance_id, &bar, -1, ""}, {c[1], instance_id, &bar, -1, ""}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, retry_once, &r[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&bar);
+    int ok = r[0].code == 0 ? 0 : 1;
+    ck_assert_msg(r[ok].code == 0, "%d %s / %d %s", r[0].code, r[0].reason, r[1].code, r[1].reason);
+    ck_assert_int_eq(r[1 - ok].code, GRPC_STATUS_FAILED_PRECONDITION);
+    ck_assert_str_eq(r[1 - ok].reason, "INSTANCE_NOT_RUNNING");
+}
+
+START_TEST(test_retry_refires_a_refused_timer)
+{
+    /* s -> tmo (TIME) -> e only when .ok: fired with ok = false it matches
+     * no arc, an incident. */
+    char *key = u("tmoinc");
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "e", END);
+    Workflow__V1__Transition *t = trans(n, "tmo", T_TIME);
+    t->delay = dur(3600 * 1000);
+    arc(n, "s", "tmo");
+    arc(n, "tmo", "e")->guard = ".ok == true";
+    deploy(n);
+    Workflow__V1__Instance *in = start(key, NULL, "{\"ok\":false}");
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert(fire_timer(in->id, g->timers[0]->id));
+    g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_FAILED);
+    ck_assert_ptr_nonnull(strstr(g->last_error, "tmo"));
+    ck_assert_uint_eq(g->n_timers, 0);
+
+    /* Retried as it is: refused again, nothing changes. */
+    retrier r = {as("ops"), in->id, NULL, -1, ""};
+    retry_once(&r);
+    ck_assert_int_eq(r.code, GRPC_STATUS_FAILED_PRECONDITION);
+    ck_assert_str_eq(r.reason, "NO_ARC_MATCHED");
+    g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_FAILED);
+    ck_assert_str_ne(g->last_error, "");
+    ck_assert_int_eq(count_of(event_types(in->id), "INCIDENT_RESOLVED"), 0);
+
+    /* The operator fixes the variables; two retries at once resolve it once. */
+    wf_client_status st;
+    set_vars(in->id, "{\"ok\":true}", &st);
+    ck_ok(st);
+    retry_twice_at_once(in->id);
+    g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_COMPLETED);
+    ck_assert_str_eq(g->last_error, "");
+    const char *ev = event_types(in->id);
+    ck_assert_msg(strstr(ev, "VARIABLES_SET INCIDENT_RESOLVED TRANSITION_FIRED") != NULL, "%s", ev);
+    ck_assert_int_eq(count_of(ev, "INCIDENT_RESOLVED"), 1);
+    ck_assert_int_eq(count_of(ev, "TRANSITION_FIRED"), 1);
+    ck_assert_int_eq(count_of(ev, "TIMER_FIRED"), 1);
+    retry_once(&r);
+    ck_assert_int_eq(r.code, GRPC_STATUS_FAILED_PRECONDITION);
+    ck_assert_str_eq(r.reason, "INSTANCE_NOT_RUNNING");
+}
+END_TEST
+
+START_TEST(test_retry_refires_a_refused_signal)
+{
+    /* s -> recv (MSG "paid") -> e only when .amount > 10. */
+    char *key = u("msginc");
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "e", END);
+    msg(n, "recv", "paid", false);
+    arc(n, "s", "recv");
+    arc(n, "recv", "e")->guard = ".amount > 10";
+    deploy(n);
+    Workflow__V1__Instance *in = start(key, NULL, NULL);
+    Workflow__V1__SendSignalResponse *r = send_sig("paid", in->id, NULL, "{\"amount\":5}", NULL, 0);
+    ck_assert_int_eq(r->outcome, O_CORRELATED);
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_FAILED);
+    ck_assert_ptr_nonnull(strstr(g->last_error, "paid"));
+    ck_assert_uint_eq(g->n_awaiting_signals, 0); /* the signal was consumed */
+    ck_assert_str_eq(var(g->instance->variables_json, "amount"), "5");
+    /* While FAILED a new signal fires nothing (DROPPED without a TTL). */
+    ck_assert_int_eq(send_sig("paid", in->id, NULL, "{\"amount\":99}", NULL, 0)->outcome,
+                     O_DROPPED);
+
+    retrier rr = {as("ops"), in->id, NULL, -1, ""};
+    retry_once(&rr);
+    ck_assert_int_eq(rr.code, GRPC_STATUS_FAILED_PRECONDITION);
+    ck_assert_str_eq(rr.reason, "NO_ARC_MATCHED");
+    ck_assert_int_eq(get_instance(in->id)->instance->status, I_FAILED);
+
+    wf_client_status st;
+    set_vars(in->id, "{\"amount\":50}", &st);
+    ck_ok(st);
+    retry_twice_at_once(in->id);
+    g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_COMPLETED);
+    ck_assert_str_eq(var(g->instance->variables_json, "amount"), "50");
+    const char *ev = event_types(in->id);
+    ck_assert_msg(strstr(ev, "INCIDENT_RESOLVED TRANSITION_FIRED INSTANCE_COMPLETED") != NULL, "%s",
+                  ev);
+    ck_assert_int_eq(count_of(ev, "INCIDENT_RESOLVED"), 1);
+    ck_assert_int_eq(count_of(ev, "SIGNAL_CONSUMED"), 1); /* the retry awaits no new signal */
+    ck_assert_int_eq(count_of(ev, "TRANSITION_FIRED"), 1);
+}
+END_TEST
+
+/* ---- a buffered signal refused when its wait is enabled --------------------------------- */
+
+/* [s -> charge (AUTO job_type) ->] p -> paid (MSG "payment" of the order
+ * aggregate) -> e only when .ok; without job_type p is the start place
+ * and StartInstance enables the wait itself. */
+static char *
+refused_payment_net(const char *tag, const char *job_type)
+{
+    char *key = u(tag);
+    nb *n = net_new(key);
+    if (job_type != NULL) {
+        place(n, "s", START);
+        place(n, "p", NORMAL);
+        trans(n, "charge", T_AUTO)->job_type = (char *)job_type;
+        arc(n, "s", "charge");
+        arc(n, "charge", "p");
+    } else {
+        place(n, "p", START);
+    }
+    place(n, "e", END);
+    msg(n, "paid", "payment", true);
+    arc(n, "p", "paid");
+    arc(n, "paid", "e")->guard = ".ok == true";
+    deploy(n);
+    return key;
+}
+
+/* The incident a refused firing of paid leaves: FAILED naming the
+ * transition, the buffered payment spent on the instance (payload merged,
+ * log row consumed by it for paid), the token still before paid and no
+ * wait left; then SetVariables and RetryInstance complete the case. */
+static void
+assert_refused_then_retried(const char *instance_id, const char *agg, const char *signal_id)
+{
+    Workflow__V1__GetInstanceResponse *g = get_instance(instance_id);
+    ck_assert_int_eq(g->instance->status, I_FAILED);
+    ck_assert_msg(strstr(g->last_error, "transition \"paid\"") != NULL, "%s", g->last_error);
+    ck_assert_msg(strstr(g->last_error, "no output arc") != NULL, "%s", g->last_error);
+    ck_assert_str_eq(var(g->instance->variables_json, "paidBy"), "\"card\"");
+    ck_assert_int_eq(marking(g, "p"), 1);
+    ck_assert_uint_eq(g->n_awaiting_signals, 0);
+    ck_assert_uint_eq(g->n_buffered_signals, 0);
+    Workflow__V1__ListSignalsResponse *l = list_signals(NULL, agg);
+    ck_assert_uint_eq(l->n_signals, 1);
+    ck_assert_int_eq(l->signals[0]->outcome, O_BUFFERED);
+    ck_assert_ptr_nonnull(l->signals[0]->consumed_at);
+    ck_assert_str_eq(l->signals[0]->consumed_by_instance, instance_id);
+    ck_assert_str_eq(l->signals[0]->transition_id, "paid");
+    ck_assert_str_eq(l->signals[0]->signal_id, signal_id);
+    const char *ev = event_types(instance_id);
+    ck_assert_msg(strstr(ev, "TRANSITION_ENABLED SIGNAL_CONSUMED INSTANCE_FAILED") != NULL, "%s",
+                  ev);
+    ck_assert_int_eq(count_of(ev, "SIGNAL_CONSUMED"), 1);
+    ck_assert_int_eq(count_of(ev, "INSTANCE_FAILED"), 1);
+
+    wf_client_status st;
+    set_vars(instance_id, "{\"ok\":true}", &st);
+    ck_ok(st);
+    retrier r = {as("ops"), instance_id, NULL, -1, ""};
+    retry_once(&r);
+    ck_assert_msg(r.code == 0, "%d %s", r.code, r.reason);
+    g = get_instance(instance_id);
+    ck_assert_int_eq(g->instance->status, I_COMPLETED);
+    ck_assert_str_eq(g->last_error, "");
+    ck_assert_str_eq(var(g->instance->variables_json, "paidBy"), "\"card\"");
+    ev = event_types(instance_id);
+    ck_assert_msg(strstr(ev, "INCIDENT_RESOLVED TRANSITION_FIRED INSTANCE_COMPLETED") != NULL, "%s",
+                  ev);
+    ck_assert_int_eq(count_of(ev, "SIGNAL_CONSUMED"), 1); /* the retry awaits no new signal */
+}
+
+START_TEST(test_buffered_signal_refused_after_complete_job)
+{
+    char *type = u("charge");
+    char *key = refused_payment_net("payjob", type);
+    char *agg = u("A"), *sig = u("sig");
+    ck_assert_int_eq(send_sig("payment", NULL, agg, "{\"paidBy\":\"card\"}", sig, 60000)->outcome,
+                     O_BUFFERED);
+    Workflow__V1__Instance *in = start(key, agg, "{\"ok\":false}");
+    ck_assert_int_eq(in->status, I_RUNNING);
+
+    /* The job's work is done whatever the payment's firing does. */
+    Workflow__V1__ActivateJobsRequest ar = WORKFLOW__V1__ACTIVATE_JOBS_REQUEST__INIT;
+    wf_client_status st;
+    ar.job_type = type;
+    ar.worker = "w1";
+    ar.max_jobs = 1;
+    ar.wait = dur(2000);
+    Workflow__V1__ActivateJobsResponse *jobs =
+        call(as(NULL), "ActivateJobs", &ar, &workflow__v1__activate_jobs_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(jobs->n_jobs, 1);
+    Workflow__V1__CompleteJobRequest cr = WORKFLOW__V1__COMPLETE_JOB_REQUEST__INIT;
+    cr.job_key = jobs->jobs[0]->key;
+    cr.variables_json = "{\"charged\":true}";
+    call(as(NULL), "CompleteJob", &cr, &workflow__v1__complete_job_response__descriptor, &st);
+    ck_ok(st);
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_uint_eq(g->n_jobs, 0);
+    ck_assert_str_eq(var(g->instance->variables_json, "charged"), "true");
+    const char *ev = event_types(in->id);
+    ck_assert_msg(strstr(ev, "JOB_COMPLETED TRANSITION_FIRED") != NULL, "%s", ev);
+    ck_assert_int_eq(count_of(ev, "TRANSITION_FIRED"), 1); /* charge only */
+    /* Completed: its key completes nothing more. */
+    call(as(NULL), "CompleteJob", &cr, &workflow__v1__complete_job_response__descriptor, &st);
+    ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "JOB_LEASE_LOST");
+
+    assert_refused_then_retried(in->id, agg, sig);
+}
+END_TEST
+
+START_TEST(test_buffered_signal_refused_at_start)
+{
+    char *key = refused_payment_net("paystart", NULL);
+    char *agg = u("A"), *sig = u("sig");
+    ck_assert_int_eq(send_sig("payment", NULL, agg, "{\"paidBy\":\"card\"}", sig, 60000)->outcome,
+                     O_BUFFERED);
+    Workflow__V1__Instance *in = start(key, agg, "{\"ok\":false}");
+    ck_assert_int_eq(in->status, I_FAILED);
+    ck_assert_int_eq(count_of(event_types(in->id), "INSTANCE_STARTED"), 1);
+    assert_refused_then_retried(in->id, agg, sig);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -853,6 +1239,11 @@ main(void)
     tcase_add_test(tc, test_buffered_signals_discarded_when_the_instance_ends);
     tcase_add_test(tc, test_timeout_withdraws_the_msg);
     tcase_add_test(tc, test_set_variables);
+    tcase_add_test(tc, test_buffering_races_the_wait_by_aggregate);
+    tcase_add_test(tc, test_retry_refires_a_refused_timer);
+    tcase_add_test(tc, test_retry_refires_a_refused_signal);
+    tcase_add_test(tc, test_buffered_signal_refused_after_complete_job);
+    tcase_add_test(tc, test_buffered_signal_refused_at_start);
     suite_add_tcase(s, tc);
     return wf_test_run(s);
 }

@@ -789,6 +789,34 @@ class ObservabilityTests(WorkflowTestCase):
                              capture_output=True, text=True, timeout=30)
         self.assertEqual(res.returncode, 0, res.stdout + res.stderr)
 
+    def test_backlog_gauges_are_exposed_and_move(self):
+        import re
+
+        def tasks_open():
+            m = re.search(r"^workflow_tasks_open (\d+)$", self.scrape(), re.M)
+            self.assertIsNotNone(m)
+            return int(m.group(1))
+
+        text = self.scrape()
+        for family in ("workflow_jobs_activatable", "workflow_tasks_open",
+                       "workflow_signals_buffered", "workflow_backlog_age_seconds"):
+            self.assertIn("# TYPE %s gauge" % family, text)
+        self.assertRegex(text, r"(?m)^workflow_signals_buffered \d+$")
+        before = tasks_open()
+        wf = self.srv.workflow()
+        meta = md(key=KEY1, actor="gauge-" + uuid.uuid4().hex[:8])
+        root = invoke(wf.StartInstance, wf_pb2.StartInstanceRequest(definition_key="gauges"), meta)
+        self.assertEqual(root.code, SC.OK, root)
+        out = invoke(wf.AssignTo, wf_pb2.AssignToRequest(
+            parent_instance_id=root.response.instance.id, title="Counted",
+            assignee=wf_pb2.Assignee(kind=wf_pb2.ASSIGNEE_KIND_USERS, ids=["ann", "bob"])), meta)
+        self.assertEqual(out.code, SC.OK, out)
+        # The counts are cached for up to 5 s between scrapes.
+        deadline = time.monotonic() + 15
+        while tasks_open() < before + 2 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        self.assertEqual(tasks_open(), before + 2)
+
     def test_other_paths_are_not_found(self):
         import urllib.error
         import urllib.request

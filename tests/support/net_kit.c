@@ -10,16 +10,18 @@
 
 #include "defcache.h"
 #include "expr.h"
+#include "net_runtime.h"
 #include "wf_time.h"
 
 #define SVC "/workflow.v1.WorkflowService/"
 
 wf_test_server ts;
 static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
-static ProtobufCMessage *kept[4096];
-static size_t nkept;
-static wf_client *clients[256];
-static size_t nclients;
+/* Grown on demand: race and load tests make thousands of calls. */
+static void **kept; /* ProtobufCMessage * */
+static size_t nkept, capkept;
+static void **clients; /* wf_client * */
+static size_t nclients, capclients;
 static char suffix[16];
 wf_arena *ta; /* test-owned messages */
 
@@ -38,10 +40,14 @@ teardown(void)
 {
     for (size_t i = 0; i < nkept; i++)
         protobuf_c_message_free_unpacked(kept[i], NULL);
-    nkept = 0;
+    free(kept);
+    kept = NULL;
+    nkept = capkept = 0;
     for (size_t i = 0; i < nclients; i++)
         wf_client_free(clients[i]);
-    nclients = 0;
+    free(clients);
+    clients = NULL;
+    nclients = capclients = 0;
     if (ts.srv != NULL)
         wf_test_server_stop(&ts, 1000);
     wf_arena_free(ta);
@@ -58,6 +64,20 @@ u(const char *name)
     return wf_arena_printf(ta, "%s-%s", name, suffix);
 }
 
+/* Appends p to a growable array (caller holds kept_mu). */
+static void
+keep(void ***arr, size_t *n, size_t *cap, void *p)
+{
+    if (*n == *cap) {
+        size_t ncap = *cap != 0 ? *cap * 2 : 256;
+        void **grown = realloc(*arr, ncap * sizeof *grown);
+        ck_assert_ptr_nonnull(grown);
+        *arr = grown;
+        *cap = ncap;
+    }
+    (*arr)[(*n)++] = p;
+}
+
 wf_client *
 as(const char *actor)
 {
@@ -65,7 +85,7 @@ as(const char *actor)
     wf_client *c = wf_client_new(&o);
     ck_assert_ptr_nonnull(c);
     pthread_mutex_lock(&kept_mu);
-    clients[nclients++] = c;
+    keep(&clients, &nclients, &capclients, c);
     pthread_mutex_unlock(&kept_mu);
     return c;
 }
@@ -81,7 +101,7 @@ call(wf_client *c, const char *method, const void *req, const ProtobufCMessageDe
     if (code != GRPC_STATUS_OK)
         return NULL;
     pthread_mutex_lock(&kept_mu);
-    kept[nkept++] = resp;
+    keep(&kept, &nkept, &capkept, resp);
     pthread_mutex_unlock(&kept_mu);
     return resp;
 }
@@ -139,4 +159,42 @@ dur(int64_t ms)
     d->seconds = ms / 1000;
     d->nanos = (int32_t)(ms % 1000) * 1000000;
     return d;
+}
+
+wf_client *
+as_tenant(const char *tenant, const char *actor)
+{
+    wf_client_options o = {
+        .target = ts.target, .tenant = tenant, .actor = actor, .timeout_ms = 15000};
+    wf_client *c = wf_client_new(&o);
+    ck_assert_ptr_nonnull(c);
+    pthread_mutex_lock(&kept_mu);
+    keep(&clients, &nclients, &capclients, c);
+    pthread_mutex_unlock(&kept_mu);
+    return c;
+}
+
+/* As workflowd's: commits of a firing wake the streams watching them. */
+static void
+wake_streams(void *arg, const char *topic)
+{
+    wf_app_wake_streams(arg, topic);
+}
+
+static wf_code
+fire_due_timer(void *arg, const wf_timer_row *timer, int64_t deadline_ms, bool *fired,
+               wf_error *err)
+{
+    wf_net_rt rt = {.store = ((wf_app *)arg)->store, .wake = wake_streams, .wake_arg = arg};
+    return wf_net_fire_timer(&rt, timer, deadline_ms, fired, err);
+}
+
+wf_scheduler *
+scheduler_start(int64_t idle_ms)
+{
+    wf_scheduler_options o = {.idle_ms = idle_ms};
+    wf_error err;
+    wf_scheduler *s = wf_scheduler_start(ts.app.store, &o, fire_due_timer, &ts.app, &err);
+    ck_assert_msg(s != NULL, "scheduler: %s", err.msg);
+    return s;
 }

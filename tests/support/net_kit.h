@@ -11,6 +11,7 @@
 #include <grpc/status.h>
 
 #include "google/protobuf/duration.pb-c.h"
+#include "scheduler.h"
 #include "test_support.h"
 #include "workflow/v1/workflow.pb-c.h"
 
@@ -76,5 +77,16 @@ void place(nb *n, const char *id, Workflow__V1__PlaceKind kind);
 Workflow__V1__Transition *trans(nb *n, const char *id, Workflow__V1__Trigger trigger);
 Workflow__V1__Arc *arc(nb *n, const char *source, const char *target);
 Google__Protobuf__Duration *dur(int64_t ms);
+
+/* ---- tenants and timers ------------------------------------------------------------------- */
+
+/* A client acting as actor in tenant (x-tenant-id), freed at teardown. */
+wf_client *as_tenant(const char *tenant, const char *actor);
+
+/* The timer scheduler workflowd runs (the test server has none), on ts's
+ * store with a pass at least every idle_ms: TIME transitions come due and
+ * fire by themselves, waking the server's streams. Stop it with
+ * wf_scheduler_stop before teardown. */
+wf_scheduler *scheduler_start(int64_t idle_ms);
 
 #endif /* WF_NET_KIT_H */

@@ -137,6 +137,68 @@ START_TEST(test_numbers_and_booleans_parse)
 }
 END_TEST
 
+START_TEST(test_retention_defaults)
+{
+    wf_error err;
+    const char *env[] = {"WF_ENV=development", NULL};
+    wf_config *cfg = load(env, &err);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert_int_eq(cfg->sweep_interval_s, 60);
+    ck_assert_int_eq(cfg->idempotency_retention_s, 24 * 3600);
+    ck_assert_int_eq(cfg->signal_retention_s, 7 * 24 * 3600);
+    ck_assert_int_eq(cfg->event_retention_s, 0); /* keep events forever */
+    wf_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_retention_durations_parse)
+{
+    wf_error err;
+    const char *env[] = {"WF_ENV=development",           "WF_RETENTION_INTERVAL=90",
+                         "WF_IDEMPOTENCY_RETENTION=36h", "WF_SIGNAL_RETENTION=2d",
+                         "WF_EVENT_RETENTION=30m",       NULL};
+    wf_config *cfg = load(env, &err);
+    ck_assert_msg(cfg != NULL, "%s", err.msg);
+    ck_assert_int_eq(cfg->sweep_interval_s, 90);
+    ck_assert_int_eq(cfg->idempotency_retention_s, 36 * 3600);
+    ck_assert_int_eq(cfg->signal_retention_s, 2 * 24 * 3600);
+    ck_assert_int_eq(cfg->event_retention_s, 30 * 60);
+    wf_config_free(cfg);
+
+    const char *keep[] = {"WF_ENV=development", "WF_EVENT_RETENTION=0", "WF_SIGNAL_RETENTION=5s",
+                          NULL};
+    cfg = load(keep, &err);
+    ck_assert_msg(cfg != NULL, "%s", err.msg);
+    ck_assert_int_eq(cfg->event_retention_s, 0);
+    ck_assert_int_eq(cfg->signal_retention_s, 5);
+    wf_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_bad_retention_names_the_variable)
+{
+    static const char *const bad[][2] = {
+        {"WF_IDEMPOTENCY_RETENTION", "WF_IDEMPOTENCY_RETENTION=24x"},
+        {"WF_IDEMPOTENCY_RETENTION", "WF_IDEMPOTENCY_RETENTION=0"}, /* would drop every record */
+        {"WF_IDEMPOTENCY_RETENTION", "WF_IDEMPOTENCY_RETENTION=-1h"},
+        {"WF_EVENT_RETENTION", "WF_EVENT_RETENTION=h"},
+        {"WF_EVENT_RETENTION", "WF_EVENT_RETENTION=99999999999999999999d"},
+        {"WF_EVENT_RETENTION", "WF_EVENT_RETENTION=3651d"},
+        {"WF_SIGNAL_RETENTION", "WF_SIGNAL_RETENTION=1.5h"},
+        {"WF_RETENTION_INTERVAL", "WF_RETENTION_INTERVAL=2d"},
+        {"WF_RETENTION_INTERVAL", "WF_RETENTION_INTERVAL=0"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        wf_error err;
+        const char *env[] = {"WF_ENV=development", bad[i][1], NULL};
+        ck_assert_msg(load(env, &err) == NULL, "%s accepted", bad[i][1]);
+        ck_assert_int_eq(err.code, WF_E_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(err.msg, bad[i][0]) != NULL, "%s: %s", bad[i][1], err.msg);
+        ck_assert_ptr_nonnull(strstr(err.msg, "duration"));
+    }
+}
+END_TEST
+
 static Suite *
 config_suite(void)
 {
@@ -148,6 +210,9 @@ config_suite(void)
     tcase_add_test(tc, test_directory_groups_and_users);
     tcase_add_test(tc, test_malformed_values_are_errors);
     tcase_add_test(tc, test_numbers_and_booleans_parse);
+    tcase_add_test(tc, test_retention_defaults);
+    tcase_add_test(tc, test_retention_durations_parse);
+    tcase_add_test(tc, test_bad_retention_names_the_variable);
     suite_add_tcase(s, tc);
     return s;
 }

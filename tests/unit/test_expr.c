@@ -1,11 +1,17 @@
 /*
  * Unit tests of server/engine/expr: jq guards, ids and due expressions,
- * the program check, the cache, and concurrent evaluation.
+ * the program check, the cache, and concurrent evaluation, in process
+ * (WF_EXPR_INLINE) and again in worker processes (WF_EXPR_PROCESS: this
+ * binary started with WF_EXPR_WORKER_ARG); the limits of the workers
+ * (memory, time, crashes) and the cost of isolation.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "expr.h"
 #include "test_support.h"
@@ -363,6 +369,29 @@ START_TEST(test_concurrent_evaluation)
 }
 END_TEST
 
+/* ---- worker processes ------------------------------------------------------ */
+
+#define TIMEOUT_MS 1000
+
+static void
+isolate(int workers, int recycle_after)
+{
+    wf_expr_configure(&(wf_expr_options){.isolation = WF_EXPR_PROCESS,
+                                         .timeout_ms = TIMEOUT_MS,
+                                         .memory_mb = 256,
+                                         .workers = workers,
+                                         .recycle_after = recycle_after});
+}
+
+static void
+setup_isolated(void)
+{
+    isolate(N_THREADS, 1000);
+    /* Each worker compiles each program it meets (tens of ms in libjq
+     * 1.6): fewer rounds keep the concurrent test's time in bounds. */
+    n_evals = 150;
+}
+
 /* Cached jq states keep their stack through a pointer one past the end
  * of the block, which LeakSanitizer cannot follow: free them. */
 static void
@@ -371,29 +400,197 @@ teardown(void)
     wf_expr_cache_clear();
 }
 
+static void
+teardown_isolated(void)
+{
+    wf_expr_shutdown();
+    /* Every worker was reaped: this process has no child left. */
+    ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1);
+    ck_assert_int_eq(errno, ECHILD);
+    wf_expr_configure(&(wf_expr_options){.isolation = WF_EXPR_INLINE});
+}
+
+/* Evaluates src as a guard over vars on one worker that compiled it first
+ * (so that the time measured is the evaluation's); returns the code and
+ * the milliseconds it took. */
+static wf_code
+timed_guard(const char *src, const char *vars, int64_t *ms, wf_error *err)
+{
+    wf_expr *e = compile_ok(src);
+    bool out;
+    int64_t t0 = wf_mono_ms();
+    wf_code rc = wf_expr_eval_bool(e, vars, &out, err);
+    *ms = wf_mono_ms() - t0;
+    wf_expr_free(e);
+    return rc;
+}
+
+START_TEST(test_runaway_programs_hit_the_limit_and_the_pool_recovers)
+{
+    isolate(1, 1000); /* one worker: every program compiles where it runs */
+    static const struct {
+        const char *src, *vars;
+    } cases[] = {
+        {".x[1e9] = 1", "{}"},                    /* asks for 58 GB */
+        {"\"x\" * 1e9 | length > 0", "{}"},       /* 1 GB */
+        {".x[.n] = 1", "{\"n\":1e9}"},            /* the number from the caller */
+        {"\"x\" * 200000000 | length > 0", "{}"}, /* fits, takes long */
+        {"[.,.]|[.,.]|[.,.]|[.,.]|[.,.]|[.,.]|[.,.]|[.,.]|[.,.]|[.,.]|[.,.]|[.,.]|[.,.]|[.,.]|"
+         "[.,.]|[.,.]|[.,.]|[.,.]|[.,.]|[.,.]|[.,.]|[.,.]|[.,.]|[.,.]|[.,.]|[.,.]|[.,.]|[.,.]|"
+         "tostring | length > 0",
+         "{\"s\":\"abcdefgh\"}"}, /* doubles 28 times */
+        {".s | (.+.) | (.+.) | (.+.) | (.+.) | (.+.) | (.+.) | (.+.) | (.+.) | (.+.) | (.+.) | "
+         "(.+.) | (.+.) | (.+.) | (.+.) | (.+.) | (.+.) | (.+.) | (.+.) | (.+.) | (.+.) | "
+         "(.+.) | (.+.) | (.+.) | (.+.) | (.+.) | (.+.) | (.+.) | (.+.) | (.+.) | (.+.) | "
+         "length > 0",
+         "{\"s\":\"abcdefgh\"}"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        wf_error err;
+        int64_t ms;
+        wf_code rc = timed_guard(cases[i].src, cases[i].vars, &ms, &err);
+        fprintf(stderr, "expr limit: %-40.40s %s after %lld ms: %s\n", cases[i].src,
+                wf_code_reason(rc), (long long)ms, err.msg);
+        ck_assert_msg(rc == WF_E_EXPRESSION_LIMIT, "%s: %s %s", cases[i].src, wf_code_reason(rc),
+                      err.msg);
+        ck_assert_msg(strstr(err.msg, "limit") != NULL, "%s", err.msg);
+        ck_assert_msg(ms < 2 * TIMEOUT_MS, "%s took %lld ms", cases[i].src, (long long)ms);
+        /* The next evaluation gets a fresh worker and works. */
+        ck_assert(guard(".amount > 1000", "{\"amount\":1500}"));
+    }
+    /* A recursive function never compiles: refused before any worker. */
+    wf_expr *e = NULL;
+    wf_error err;
+    ck_assert_int_eq(wf_expr_compile("def f: f; f", &e, &err), WF_E_INVALID_ARGUMENT);
+    /* Compile and runtime errors cross the process boundary unchanged. */
+    ck_assert_int_eq(wf_expr_compile(".a ====", &e, &err), WF_E_INVALID_ARGUMENT);
+    ck_assert_str_eq(err.msg, "invalid expression: syntax error, unexpected ==");
+}
+END_TEST
+
+typedef struct slow_eval {
+    wf_code rc;
+    atomic_bool done;
+} slow_eval;
+
+static void *
+run_slow(void *arg)
+{
+    slow_eval *s = arg;
+    wf_expr *e;
+    wf_error err;
+    bool out;
+    s->rc = wf_expr_cached("\"x\" * 200000000 | length > 0", &e, &err);
+    if (s->rc == WF_OK) {
+        s->rc = wf_expr_eval_bool(e, "{}", &out, &err);
+        wf_expr_free(e);
+    }
+    atomic_store(&s->done, true);
+    return NULL;
+}
+
+START_TEST(test_a_stuck_evaluation_blocks_no_one_else)
+{
+    isolate(2, 1000);
+    wf_expr *e = compile_ok(".amount > 1000");
+    slow_eval s = {.rc = WF_OK};
+    atomic_init(&s.done, false);
+    pthread_t th;
+    pthread_create(&th, NULL, run_slow, &s);
+    /* While the slow one runs to its deadline on one worker, the other
+     * answers (bounded: the slow one ends by its deadline). */
+    int n = 0;
+    while (!atomic_load(&s.done)) {
+        bool out = false;
+        wf_error err;
+        ck_assert_int_eq(wf_expr_eval_bool(e, "{\"amount\":1500}", &out, &err), WF_OK);
+        ck_assert(out);
+        n++;
+    }
+    wf_expr_free(e);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(s.rc, WF_E_EXPRESSION_LIMIT);
+    ck_assert_msg(n >= 5, "only %d evaluations while one was stuck", n);
+}
+END_TEST
+
+START_TEST(test_workers_are_recycled)
+{
+    isolate(2, 5);
+    wf_expr *e = compile_ok(".n + 1 == 2");
+    for (int i = 0; i < 40; i++) {
+        bool out = false;
+        wf_error err;
+        ck_assert_int_eq(wf_expr_eval_bool(e, "{\"n\":1}", &out, &err), WF_OK);
+        ck_assert(out);
+    }
+    wf_expr_free(e);
+}
+END_TEST
+
+/* Cost of one small guard, in process and through a worker; printed. */
+START_TEST(test_cost_of_isolation)
+{
+    const int n = 2000;
+    double us[2];
+    for (int mode = 0; mode < 2; mode++) {
+        if (mode == 0)
+            wf_expr_configure(&(wf_expr_options){.isolation = WF_EXPR_INLINE});
+        else
+            isolate(1, 100000);
+        wf_expr *e = compile_ok(".amount > 1000 and .tier == \"gold\"");
+        bool out;
+        wf_error err;
+        ck_assert_int_eq(wf_expr_eval_bool(e, "{}", &out, &err), WF_OK); /* warm */
+        int64_t t0 = wf_mono_ms();
+        for (int i = 0; i < n; i++)
+            ck_assert_int_eq(wf_expr_eval_bool(e,
+                                               "{\"amount\":1500,\"tier\":\"gold\",\"note\":\"x\"}",
+                                               &out, &err),
+                             WF_OK);
+        us[mode] = (double)(wf_mono_ms() - t0) * 1000.0 / n;
+        wf_expr_free(e);
+    }
+    fprintf(stderr, "expr cost per evaluation: inline %.1f us, isolated %.1f us\n", us[0], us[1]);
+}
+END_TEST
+
 static Suite *
 expr_suite(void)
 {
     Suite *s = suite_create("expr");
-    TCase *tc = tcase_create("expr");
-    tcase_add_checked_fixture(tc, NULL, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_guard_truthiness);
-    tcase_add_test(tc, test_runtime_error_is_invalid_argument);
-    tcase_add_test(tc, test_compile_errors_are_trimmed);
-    tcase_add_test(tc, test_unbounded_and_process_reading_programs_are_refused);
-    tcase_add_test(tc, test_regex_backtracking_is_capped);
-    tcase_add_test(tc, test_ids_expression);
-    tcase_add_test(tc, test_due_expression);
-    tcase_add_test(tc, test_rfc3339_parser);
-    tcase_add_test(tc, test_cache_compiles_once);
-    tcase_add_test(tc, test_concurrent_evaluation);
-    suite_add_tcase(s, tc);
+    for (int isolated = 0; isolated < 2; isolated++) {
+        TCase *tc = tcase_create(isolated ? "process" : "inline");
+        if (isolated)
+            tcase_add_checked_fixture(tc, setup_isolated, teardown_isolated);
+        else
+            tcase_add_checked_fixture(tc, NULL, teardown);
+        tcase_set_timeout(tc, 120);
+        tcase_add_test(tc, test_guard_truthiness);
+        tcase_add_test(tc, test_runtime_error_is_invalid_argument);
+        tcase_add_test(tc, test_compile_errors_are_trimmed);
+        tcase_add_test(tc, test_unbounded_and_process_reading_programs_are_refused);
+        tcase_add_test(tc, test_regex_backtracking_is_capped);
+        tcase_add_test(tc, test_ids_expression);
+        tcase_add_test(tc, test_due_expression);
+        tcase_add_test(tc, test_rfc3339_parser);
+        tcase_add_test(tc, test_cache_compiles_once);
+        tcase_add_test(tc, test_concurrent_evaluation);
+        if (isolated) {
+            tcase_add_test(tc, test_runaway_programs_hit_the_limit_and_the_pool_recovers);
+            tcase_add_test(tc, test_a_stuck_evaluation_blocks_no_one_else);
+            tcase_add_test(tc, test_workers_are_recycled);
+            tcase_add_test(tc, test_cost_of_isolation);
+        }
+        suite_add_tcase(s, tc);
+    }
     return s;
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], WF_EXPR_WORKER_ARG) == 0)
+        return wf_expr_worker_main(argc, argv);
     return wf_test_run(expr_suite());
 }

@@ -4,7 +4,8 @@
  * timers with wf_store_claim_due_timers, then wf_net_fire_timer), the
  * deferred choice between a USER and a TIME transition in both directions,
  * due_expression, a refused timer firing becoming an incident, the
- * subscription of a MSG transition, versioning, and the definition cache.
+ * subscription of a MSG transition, versioning, the definition cache, and
+ * a buffered signal whose firing is refused when its wait is enabled.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "expr.h"
 #include "net_runtime.h"
 #include "referral.h"
+#include "signals.h"
 #include "store.h"
 #include "test_support.h"
 #include "wf_time.h"
@@ -503,6 +505,437 @@ START_TEST(test_versions_and_cache)
 }
 END_TEST
 
+/* ---- a stale timeout never fires ------------------------------------------------------- */
+
+/* start -> paid (MSG "paid", by instance) -> end, start -> timeout (TIME,
+ * due at once) -> late -> chase (USER alice) -> end: the signal and its
+ * timeout compete for the one token. Which arc the case followed shows in
+ * the marking: end (and COMPLETED) after the signal, late after the
+ * timeout. */
+static wf_net *
+signal_race_net(const char *key)
+{
+    wf_net *n = wf_arena_calloc(arena, 1, sizeof *n);
+    wf_place *p = wf_arena_calloc(arena, 3, sizeof *p);
+    wf_transition *t = wf_arena_calloc(arena, 3, sizeof *t);
+    wf_arc *a = wf_arena_calloc(arena, 6, sizeof *a);
+    p[0] = (wf_place){.id = "start", .kind = WF_PLACE_START};
+    p[1] = (wf_place){.id = "late", .kind = WF_PLACE_NORMAL};
+    p[2] = (wf_place){.id = "end", .kind = WF_PLACE_END};
+    t[0] = (wf_transition){.id = "paid", .trigger = WF_TRIGGER_MSG, .signal_name = "paid"};
+    t[1] = (wf_transition){
+        .id = "timeout", .trigger = WF_TRIGGER_TIME, .due_expression = "\"2000-01-01T00:00:00Z\""};
+    t[2] = (wf_transition){.id = "chase", .name = "Chase", .trigger = WF_TRIGGER_USER};
+    t[2].assignee = (wf_assignee){.kind = WF_NET_ASSIGNEE_USER, .ids = alice_ids, .n_ids = 1};
+    a[0] = (wf_arc){.source = "start", .target = "paid"};
+    a[1] = (wf_arc){.source = "paid", .target = "end"};
+    a[2] = (wf_arc){.source = "start", .target = "timeout"};
+    a[3] = (wf_arc){.source = "timeout", .target = "late"};
+    a[4] = (wf_arc){.source = "late", .target = "chase"};
+    a[5] = (wf_arc){.source = "chase", .target = "end"};
+    *n = (wf_net){.key = key,
+                  .places = p,
+                  .n_places = 3,
+                  .transitions = t,
+                  .n_transitions = 3,
+                  .arcs = a,
+                  .n_arcs = 6};
+    return n;
+}
+
+/* SendSignal "paid" to instance_id (not buffered), as the handler calls it. */
+static wf_code
+send_paid(wf_arena *a, const char *instance_id, wf_sig_send_out *out)
+{
+    wf_net_ctx c = {.ref = {.store = st, .tenant = "default", .actor = NULL, .arena = a}};
+    wf_sig_send_in in = {.name = "paid", .instance_id = instance_id};
+    wf_error err;
+    return wf_sig_send(&c, &in, NULL, out, &err);
+}
+
+struct signal_racer {
+    pthread_barrier_t *gate;
+    const char *instance_id;
+    wf_timer_row timer;
+    wf_code send_rc;
+    wf_signal_outcome outcome;
+    bool fired;
+};
+
+static void *
+race_signal(void *arg)
+{
+    struct signal_racer *r = arg;
+    wf_arena *a = wf_arena_new();
+    wf_sig_send_out out = {0};
+    pthread_barrier_wait(r->gate);
+    r->send_rc = send_paid(a, r->instance_id, &out);
+    r->outcome = out.outcome;
+    wf_arena_free(a);
+    return NULL;
+}
+
+static void *
+race_signal_timer(void *arg)
+{
+    struct signal_racer *r = arg;
+    wf_net_rt rt = {.store = st};
+    wf_error err;
+    pthread_barrier_wait(r->gate);
+    wf_code rc = wf_net_fire_timer(&rt, &r->timer, wf_mono_ms() + 5000, &r->fired, &err);
+    if (rc != WF_OK)
+        r->fired = false;
+    return NULL;
+}
+
+static const char *
+place_of_only_token(const wf_aggregate *agg)
+{
+    ck_assert_uint_eq(agg->n_tokens, 1);
+    return agg->tokens[0].place_id;
+}
+
+/* The awaited signal and its timeout, released together on two threads,
+ * 1,000 times. Exactly one side wins every round. When the signal won,
+ * the timeout is stale: firing its claimed row again reports it gone and
+ * changes nothing (no TIMER_FIRED, no token moves, no new event); when the
+ * timeout won, the signal finds nothing waiting and is dropped. */
+START_TEST(test_signal_racing_its_timeout_1000_times)
+{
+    deploy(signal_race_net("sigrace"));
+    int signal_won = 0, timer_won = 0;
+    for (int i = 0; i < 1000; i++) {
+        wf_instance_row in = start("sigrace", "{}");
+        wf_aggregate agg = aggregate(in.id);
+        ck_assert_uint_eq(agg.n_subscriptions, 1);
+        size_t n;
+        wf_timer_row *rows = claim(wf_now_us() + HOUR_US, &n);
+        ck_assert_uint_eq(n, 1);
+        pthread_barrier_t gate;
+        pthread_barrier_init(&gate, NULL, 2);
+        struct signal_racer r = {.gate = &gate, .instance_id = in.id, .timer = rows[0]};
+        pthread_t a, b;
+        pthread_create(&a, NULL, race_signal, &r);
+        pthread_create(&b, NULL, race_signal_timer, &r);
+        pthread_join(a, NULL);
+        pthread_join(b, NULL);
+        pthread_barrier_destroy(&gate);
+        ck_assert_msg(r.send_rc == WF_OK, "round %d: SendSignal: %s", i, wf_code_reason(r.send_rc));
+
+        agg = aggregate(in.id);
+        ck_assert_uint_eq(agg.n_timers, 0);
+        ck_assert_uint_eq(agg.n_subscriptions, 0);
+        const char *ev = events(in.id);
+        ck_assert_int_eq(count_of(ev, "TRANSITION_FIRED"), 1);
+        if (r.outcome == WF_SIGNAL_CORRELATED) {
+            ck_assert_msg(!r.fired, "round %d: both the signal and the timeout won", i);
+            ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_COMPLETED);
+            ck_assert_str_eq(place_of_only_token(&agg), "end");
+            ck_assert_int_eq(count_of(ev, "SIGNAL_CONSUMED"), 1);
+            ck_assert_int_eq(count_of(ev, "TIMER_FIRED"), 0);
+            ck_assert_uint_eq(agg.n_tasks, 0);
+
+            /* The stale timeout, fired again: gone, and nothing changes. */
+            char before[4096];
+            snprintf(before, sizeof before, "%s", ev);
+            ck_assert(!fire(&r.timer));
+            agg = aggregate(in.id);
+            ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_COMPLETED);
+            ck_assert_str_eq(place_of_only_token(&agg), "end");
+            ck_assert_str_eq(events(in.id), before);
+            signal_won++;
+        } else {
+            ck_assert_msg(r.fired, "round %d: neither side won (outcome %d)", i, (int)r.outcome);
+            ck_assert_int_eq(r.outcome, WF_SIGNAL_DROPPED);
+            ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_RUNNING);
+            ck_assert_str_eq(place_of_only_token(&agg), "late");
+            ck_assert_int_eq(count_of(ev, "TIMER_FIRED"), 1);
+            ck_assert_int_eq(count_of(ev, "SIGNAL_CONSUMED"), 0);
+            ck_assert_uint_eq(agg.n_tasks, 1);
+            ck_assert(!fire(&r.timer)); /* once only */
+            timer_won++;
+        }
+    }
+    printf("signal-vs-timeout race: the signal won %d times, the timeout %d times\n",
+           signal_won, timer_won);
+    ck_assert_int_eq(signal_won + timer_won, 1000);
+}
+END_TEST
+
+/* The signal arrives first; the timeout's claimed row comes due later. It
+ * was withdrawn with the subscription's token: it never fires, and a
+ * signal sent after the step was left is dropped, not consumed twice. */
+START_TEST(test_signal_first_then_the_stale_timeout_is_gone)
+{
+    deploy(signal_race_net("sigfirst"));
+    wf_instance_row in = start("sigfirst", "{}");
+    size_t n;
+    wf_timer_row *rows = claim(wf_now_us() + HOUR_US, &n);
+    ck_assert_uint_eq(n, 1);
+    wf_timer_row row = rows[0];
+    wf_sig_send_out out;
+    ck_assert_int_eq(send_paid(arena, in.id, &out), WF_OK);
+    ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
+    ck_assert_uint_eq(out.n_instance_ids, 1);
+    ck_assert_str_eq(out.instance_ids[0], in.id);
+    const char *ev = events(in.id);
+    ck_assert_int_eq(count_of(ev, "WORKITEM_WITHDRAWN"), 1);
+    char before[4096];
+    snprintf(before, sizeof before, "%s", ev);
+
+    ck_assert(!fire(&row));
+    ck_assert_uint_eq((claim(wf_now_us() + 2 * HOUR_US, &n), n), 0);
+    ck_assert_int_eq(send_paid(arena, in.id, &out), WF_OK);
+    ck_assert_int_eq(out.outcome, WF_SIGNAL_DROPPED);
+    wf_aggregate agg = aggregate(in.id);
+    ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_COMPLETED);
+    ck_assert_str_eq(place_of_only_token(&agg), "end");
+    ck_assert_uint_eq(agg.n_tasks, 0);
+    ck_assert_str_eq(events(in.id), before);
+    ck_assert_int_eq(count_of(before, "TIMER_FIRED"), 0);
+}
+END_TEST
+
+/* RetryInstance of a refused TIME firing re-fires the timeout's work item
+ * on its token with the variables as they are then. */
+START_TEST(test_retry_refires_a_refused_timer)
+{
+    deploy(race_net("refire", 1, NULL, ".go == true"));
+    wf_instance_row in = start("refire", "{\"go\":false}");
+    size_t n;
+    wf_timer_row *rows = claim(wf_now_us() + 1000, &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(fire(&rows[0]));
+    ck_assert_int_eq(aggregate(in.id).instances[0].status, WF_INSTANCE_FAILED);
+
+    /* Still refused: the call fails, the incident stays open. */
+    wf_net_ctx ops = {.ref = as("ops"), .wake = count_wake};
+    wf_instance_row out;
+    wf_error err;
+    ck_assert_int_eq(wf_net_retry_instance(&ops, in.id, NULL, &out, &err), WF_E_NO_ARC_MATCHED);
+    ck_assert_ptr_nonnull(strstr(err.msg, "timeout"));
+    wf_aggregate agg = aggregate(in.id);
+    ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_FAILED);
+    ck_assert_ptr_nonnull(agg.instances[0].last_error);
+    ck_assert_int_eq(count_of(events(in.id), "INCIDENT_RESOLVED"), 0);
+
+    /* Fixed variables: the retry fires the timeout, which ends the case and
+     * withdraws the competing review. */
+    ck_assert_int_eq(wf_sig_set_variables(&ops, in.id, "{\"go\":true}", NULL, &out, &err), WF_OK);
+    wakes_events = 0;
+    wf_code rc = wf_net_retry_instance(&ops, in.id, NULL, &out, &err);
+    ck_assert_msg(rc == WF_OK, "retry: %s %s", wf_code_reason(rc), err.msg);
+    ck_assert_int_eq(out.status, WF_INSTANCE_COMPLETED);
+    ck_assert_ptr_null(out.last_error);
+    ck_assert_int_eq(wakes_events, 1);
+    agg = aggregate(in.id);
+    ck_assert_int_eq(agg.tasks[0].status, WF_TASK_CANCELLED);
+    const char *ev = events(in.id);
+    ck_assert_msg(strstr(ev, "INCIDENT_RESOLVED TRANSITION_FIRED") != NULL, "%s", ev);
+    ck_assert_int_eq(count_of(ev, "INCIDENT_RESOLVED"), 1);
+    ck_assert_int_eq(count_of(ev, "TRANSITION_FIRED"), 1);
+    ck_assert_int_eq(wf_net_retry_instance(&ops, in.id, NULL, &out, &err),
+                     WF_E_INSTANCE_NOT_RUNNING);
+}
+END_TEST
+
+/* ---- a buffered signal refused when its wait is enabled -------------------------------- */
+
+/* [start -> review (USER alice) ->] wait -> paid (MSG "payment" of the
+ * order aggregate) -> approved (guard .ok == true) -> approve (USER, ids
+ * from .approver) -> end. Without the review the wait is enabled by
+ * StartInstance itself. */
+static wf_net *
+payment_net(const char *key, bool review)
+{
+    wf_net *n = wf_arena_calloc(arena, 1, sizeof *n);
+    wf_place *p = wf_arena_calloc(arena, 4, sizeof *p);
+    wf_transition *t = wf_arena_calloc(arena, 3, sizeof *t);
+    wf_arc *a = wf_arena_calloc(arena, 6, sizeof *a);
+    size_t np = 0, nt = 0, na = 0;
+    if (review) {
+        p[np++] = (wf_place){.id = "start", .kind = WF_PLACE_START};
+        p[np++] = (wf_place){.id = "wait", .kind = WF_PLACE_NORMAL};
+        t[nt] = (wf_transition){.id = "review", .trigger = WF_TRIGGER_USER};
+        t[nt++].assignee =
+            (wf_assignee){.kind = WF_NET_ASSIGNEE_USER, .ids = alice_ids, .n_ids = 1};
+        a[na++] = (wf_arc){.source = "start", .target = "review"};
+        a[na++] = (wf_arc){.source = "review", .target = "wait"};
+    } else {
+        p[np++] = (wf_place){.id = "wait", .kind = WF_PLACE_START};
+    }
+    p[np++] = (wf_place){.id = "approved", .kind = WF_PLACE_NORMAL};
+    p[np++] = (wf_place){.id = "end", .kind = WF_PLACE_END};
+    t[nt++] = (wf_transition){.id = "paid",
+                              .trigger = WF_TRIGGER_MSG,
+                              .signal_name = "payment",
+                              .correlation = WF_CORRELATION_AGGREGATE};
+    t[nt] = (wf_transition){.id = "approve", .trigger = WF_TRIGGER_USER};
+    t[nt++].assignee = (wf_assignee){.kind = WF_NET_ASSIGNEE_USER, .ids_expression = ".approver"};
+    a[na++] = (wf_arc){.source = "wait", .target = "paid"};
+    a[na++] = (wf_arc){.source = "paid", .target = "approved", .guard = ".ok == true"};
+    a[na++] = (wf_arc){.source = "approved", .target = "approve"};
+    a[na++] = (wf_arc){.source = "approve", .target = "end"};
+    *n = (wf_net){.key = key,
+                  .places = p,
+                  .n_places = np,
+                  .transitions = t,
+                  .n_transitions = nt,
+                  .arcs = a,
+                  .n_arcs = na};
+    return n;
+}
+
+/* SendSignal "payment" to order aggregate_id, buffered for a minute. */
+static void
+buffer_payment(const char *aggregate_id)
+{
+    wf_net_ctx c = {.ref = as("shop")};
+    wf_sig_send_in in = {.name = "payment",
+                         .aggregate_type = "order",
+                         .aggregate_id = aggregate_id,
+                         .has_aggregate = true,
+                         .payload_json = "{\"paidBy\":\"card\"}",
+                         .buffer_ttl_ms = 60000};
+    wf_sig_send_out out;
+    wf_error err;
+    wf_code rc = wf_sig_send(&c, &in, NULL, &out, &err);
+    ck_assert_msg(rc == WF_OK, "send: %s %s", wf_code_reason(rc), err.msg);
+    ck_assert_int_eq(out.outcome, WF_SIGNAL_BUFFERED);
+}
+
+static wf_instance_row
+start_order(const char *key, const char *aggregate_id, const char *vars)
+{
+    wf_ref_ctx c = as("boss");
+    wf_start_spec spec = {.definition_key = key,
+                          .variables_json = vars,
+                          .aggregate_type = "order",
+                          .aggregate_id = aggregate_id};
+    wf_instance_row in;
+    wf_error err;
+    wf_code rc = wf_referral_start(&c, &spec, NULL, &in, &err);
+    ck_assert_msg(rc == WF_OK, "start: %s %s", wf_code_reason(rc), err.msg);
+    return in;
+}
+
+/* The incident left by the refused firing of paid: the instance FAILED
+ * naming the transition, the signal spent on it (payload merged, log row
+ * consumed by it for paid), the paid work item ENABLED on the token in
+ * wait with no subscription left, and nothing of the refused step kept. */
+static void
+assert_paid_incident(const char *instance_id, const char *aggregate_id, const char *why,
+                     int tasks_created)
+{
+    wf_aggregate agg = aggregate(instance_id);
+    const wf_instance_row *in = &agg.instances[0];
+    ck_assert_int_eq(in->status, WF_INSTANCE_FAILED);
+    ck_assert_ptr_nonnull(in->last_error);
+    ck_assert_msg(strstr(in->last_error, "transition \"paid\"") != NULL, "%s", in->last_error);
+    ck_assert_msg(strstr(in->last_error, why) != NULL, "%s", in->last_error);
+    ck_assert_ptr_nonnull(strstr(in->variables_json, "\"paidBy\":\"card\""));
+    ck_assert_uint_eq(agg.n_subscriptions, 0);
+    ck_assert_uint_eq(agg.n_work_items, 1);
+    ck_assert_str_eq(agg.work_items[0].transition_id, "paid");
+    ck_assert_int_eq(agg.work_items[0].state, WF_WORK_ITEM_ENABLED);
+    ck_assert_str_eq(place_of_only_token(&agg), "wait");
+    for (size_t i = 0; i < agg.n_tasks; i++)
+        ck_assert_str_ne(agg.tasks[i].transition_id, "approve");
+
+    wf_net_ctx c = {.ref = as("ops")};
+    wf_sig_list_in q = {
+        .aggregate_type = "order", .aggregate_id = aggregate_id, .has_aggregate = true};
+    wf_signal_row *rows;
+    size_t n;
+    char *next;
+    wf_error err;
+    ck_assert_int_eq(wf_sig_list(&c, &q, &rows, &n, &next, &err), WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(!rows[0].buffered);
+    ck_assert(rows[0].consumed_at > 0);
+    ck_assert_str_eq(rows[0].consumed_by_instance, instance_id);
+    ck_assert_str_eq(rows[0].transition_id, "paid");
+
+    const char *ev = events(instance_id);
+    ck_assert_msg(strstr(ev, "SIGNAL_CONSUMED INSTANCE_FAILED") != NULL, "%s", ev);
+    ck_assert_int_eq(count_of(ev, "SIGNAL_CONSUMED"), 1);
+    ck_assert_int_eq(count_of(ev, "INSTANCE_FAILED"), 1);
+    ck_assert_int_eq(count_of(ev, "TASK_CREATED"), tasks_created);
+}
+
+/* RetryInstance once the variables are fixed: paid fires with them and
+ * approve waits for bob. */
+static void
+fix_and_retry(const char *instance_id, const char *vars)
+{
+    wf_net_ctx ops = {.ref = as("ops")};
+    wf_instance_row out;
+    wf_error err;
+    ck_assert_int_eq(wf_sig_set_variables(&ops, instance_id, vars, NULL, &out, &err), WF_OK);
+    wf_code rc = wf_net_retry_instance(&ops, instance_id, NULL, &out, &err);
+    ck_assert_msg(rc == WF_OK, "retry: %s %s", wf_code_reason(rc), err.msg);
+    ck_assert_int_eq(out.status, WF_INSTANCE_RUNNING);
+    wf_aggregate agg = aggregate(instance_id);
+    ck_assert_str_eq(place_of_only_token(&agg), "approved");
+    const wf_task_row *approve = NULL;
+    for (size_t i = 0; i < agg.n_tasks; i++)
+        if (strcmp(agg.tasks[i].transition_id, "approve") == 0)
+            approve = &agg.tasks[i];
+    ck_assert_ptr_nonnull(approve);
+    ck_assert_str_eq(approve->assignee_id, "bob");
+    const char *ev = events(instance_id);
+    ck_assert_msg(strstr(ev, "INCIDENT_RESOLVED TRANSITION_FIRED") != NULL, "%s", ev);
+}
+
+/* A buffered signal consumed when CompleteTask enables its wait, whose
+ * firing is refused (no arc matches; then, with the guard passing, the
+ * next step's assignee expression gives nobody): the completion succeeds
+ * and the refusal is an incident of the instance. */
+START_TEST(test_buffered_signal_refused_on_enabling_is_an_incident)
+{
+    deploy(payment_net("pay", true));
+    const struct {
+        const char *order, *vars, *why;
+    } cases[] = {
+        {"A-1", "{\"ok\":false}", "no output arc"},
+        {"A-2", "{\"ok\":true}", "approve"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        buffer_payment(cases[k].order);
+        wf_instance_row in = start_order("pay", cases[k].order, cases[k].vars);
+        wf_aggregate agg = aggregate(in.id);
+        ck_assert_uint_eq(agg.n_tasks, 1);
+        wf_ref_ctx alice = as("alice");
+        wf_ref_completion done;
+        wf_error err;
+        wf_code rc =
+            wf_referral_complete(&alice, agg.tasks[0].id, "{\"reviewed\":true}", NULL, &done, &err);
+        ck_assert_msg(rc == WF_OK, "complete: %s %s", wf_code_reason(rc), err.msg);
+        agg = aggregate(in.id);
+        ck_assert_int_eq(agg.tasks[0].status, WF_TASK_DONE);
+        ck_assert_ptr_nonnull(strstr(agg.instances[0].variables_json, "\"reviewed\":true"));
+        ck_assert_int_eq(count_of(events(in.id), "TRANSITION_FIRED"), 1); /* review */
+        /* One task created: the review's. */
+        assert_paid_incident(in.id, cases[k].order, cases[k].why, 1);
+        fix_and_retry(in.id, "{\"ok\":true,\"approver\":\"bob\"}");
+    }
+}
+END_TEST
+
+/* The same refusal when StartInstance itself enables the wait: the
+ * instance is created, FAILED. */
+START_TEST(test_buffered_signal_refused_at_start_is_an_incident)
+{
+    deploy(payment_net("paystart", false));
+    buffer_payment("B-1");
+    wf_instance_row in = start_order("paystart", "B-1", "{\"ok\":false}");
+    ck_assert_int_eq(in.status, WF_INSTANCE_FAILED);
+    assert_paid_incident(in.id, "B-1", "no output arc", 0);
+    ck_assert_int_eq(count_of(events(in.id), "INSTANCE_STARTED"), 1);
+    fix_and_retry(in.id, "{\"ok\":true,\"approver\":\"bob\"}");
+}
+END_TEST
+
 int
 main(void)
 {
@@ -516,6 +949,11 @@ main(void)
     tcase_add_test(tc, test_due_expression_and_refused_firing_is_an_incident);
     tcase_add_test(tc, test_msg_subscription_and_view);
     tcase_add_test(tc, test_versions_and_cache);
+    tcase_add_test(tc, test_signal_racing_its_timeout_1000_times);
+    tcase_add_test(tc, test_signal_first_then_the_stale_timeout_is_gone);
+    tcase_add_test(tc, test_retry_refires_a_refused_timer);
+    tcase_add_test(tc, test_buffered_signal_refused_on_enabling_is_an_incident);
+    tcase_add_test(tc, test_buffered_signal_refused_at_start_is_an_incident);
     suite_add_tcase(s, tc);
     return wf_test_run(s);
 }

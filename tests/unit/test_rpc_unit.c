@@ -435,13 +435,13 @@ START_TEST(test_wire_depth_is_bounded_before_unpacking)
     size_t len;
     uint8_t *ok = nested_assign(WF_RPC_MAX_DEPTH, &len);
     ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__assign_to_request__descriptor, ok, len,
-                                       WF_RPC_MAX_DEPTH, &err),
+                                       WF_RPC_MAX_DEPTH, NULL, NULL, &err),
                      WF_OK);
     free(ok);
     /* Deep enough to overflow a worker's stack inside protobuf-c. */
     uint8_t *deep = nested_assign(20000, &len);
     ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__assign_to_request__descriptor, deep, len,
-                                       WF_RPC_MAX_DEPTH, &err),
+                                       WF_RPC_MAX_DEPTH, NULL, NULL, &err),
                      WF_E_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(err.msg, "nests messages"));
     free(deep);
@@ -456,21 +456,125 @@ START_TEST(test_wire_strings_must_be_utf8)
     req.task_id = "\xd8\xaa\xd8\xb3\xd9\x88\xdb\x8c\xd9\x87"; /* Persian, valid */
     size_t n = workflow__v1__get_task_request__pack(&req, buf);
     ck_assert_int_eq(
-        wf_rpc_wire_check(&workflow__v1__get_task_request__descriptor, buf, n, 32, &err), WF_OK);
+        wf_rpc_wire_check(&workflow__v1__get_task_request__descriptor, buf, n, 32, NULL, NULL, &err), WF_OK);
     const char *bad[] = {"\xff", "\xc0\xaf" /* overlong */, "\xed\xa0\x80" /* surrogate */,
                          "\xe2\x82" /* truncated */};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         req.task_id = (char *)bad[i];
         n = workflow__v1__get_task_request__pack(&req, buf);
         ck_assert_int_eq(
-            wf_rpc_wire_check(&workflow__v1__get_task_request__descriptor, buf, n, 32, &err),
+            wf_rpc_wire_check(&workflow__v1__get_task_request__descriptor, buf, n, 32, NULL, NULL, &err),
             WF_E_INVALID_ARGUMENT);
         ck_assert_ptr_nonnull(strstr(err.msg, "task_id"));
     }
     /* Malformed wire data is left to the unpacker. */
     const uint8_t junk[] = {0xff, 0xff, 0xff};
     ck_assert_int_eq(
-        wf_rpc_wire_check(&workflow__v1__get_task_request__descriptor, junk, 3, 32, &err), WF_OK);
+        wf_rpc_wire_check(&workflow__v1__get_task_request__descriptor, junk, 3, 32, NULL, NULL, &err), WF_OK);
+}
+END_TEST
+
+/* Every string field of every request is checked, nested ones included:
+ * a definition's names reached the JSON layer before (fuzz finding K1). */
+START_TEST(test_wire_names_the_non_utf8_field)
+{
+    Workflow__V1__Place p[2] = {WORKFLOW__V1__PLACE__INIT, WORKFLOW__V1__PLACE__INIT};
+    Workflow__V1__Place *pp[2] = {&p[0], &p[1]};
+    Workflow__V1__Transition t[3] = {WORKFLOW__V1__TRANSITION__INIT, WORKFLOW__V1__TRANSITION__INIT,
+                                     WORKFLOW__V1__TRANSITION__INIT};
+    Workflow__V1__Transition *tp[3] = {&t[0], &t[1], &t[2]};
+    Workflow__V1__Definition d = WORKFLOW__V1__DEFINITION__INIT;
+    Workflow__V1__DeployDefinitionRequest req = WORKFLOW__V1__DEPLOY_DEFINITION_REQUEST__INIT;
+    p[0].id = "s";
+    p[1].id = "e";
+    t[0].id = "a";
+    t[1].id = "b";
+    t[2].id = "c";
+    t[2].name = "caf\xe9"; /* Latin-1 */
+    d.key = "k";
+    d.n_places = 2;
+    d.places = pp;
+    d.n_transitions = 3;
+    d.transitions = tp;
+    req.definition = &d;
+    uint8_t buf[512];
+    size_t n = workflow__v1__deploy_definition_request__pack(&req, buf);
+    wf_violation bad;
+    wf_error err;
+    ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__deploy_definition_request__descriptor, buf,
+                                       n, WF_RPC_MAX_DEPTH, arena, &bad, &err),
+                     WF_E_INVALID_ARGUMENT);
+    ck_assert_str_eq(bad.field, "definition.transitions[2].name");
+    ck_assert_str_eq(bad.description, "must be valid UTF-8");
+    t[2].name = "caf\xc3\xa9";
+    d.description = "\xff";
+    n = workflow__v1__deploy_definition_request__pack(&req, buf);
+    ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__deploy_definition_request__descriptor, buf,
+                                       n, WF_RPC_MAX_DEPTH, arena, &bad, &err),
+                     WF_E_INVALID_ARGUMENT);
+    ck_assert_str_eq(bad.field, "definition.description");
+    d.description = "fine";
+    n = workflow__v1__deploy_definition_request__pack(&req, buf);
+    ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__deploy_definition_request__descriptor, buf,
+                                       n, WF_RPC_MAX_DEPTH, arena, &bad, &err),
+                     WF_OK);
+    ck_assert_ptr_null(bad.field);
+}
+END_TEST
+
+/* Many long violations: the trailer stays small enough for every client,
+ * and the last entry says how many were left out. */
+START_TEST(test_status_details_cap_the_violations)
+{
+    enum { N = 100 };
+    wf_violation v[N];
+    for (int i = 0; i < N; i++) {
+        char *f = wf_arena_alloc(arena, 700);
+        int k = snprintf(f, 700, "on_all_completed");
+        for (int d = 0; d < i % 40 && k < 680; d++)
+            k += snprintf(f + k, (size_t)(700 - k), ".on_all_completed");
+        v[i].field = f;
+        v[i].description = wf_arena_printf(arena, "violation %d: the chain link has no assignee", i);
+    }
+    uint8_t *bytes = NULL;
+    size_t n = wf_rpc_status_details(arena, WF_E_INVALID_ARGUMENT, "the request is invalid", v, N,
+                                     &bytes);
+    ck_assert_uint_gt(n, 0);
+    ck_assert_uint_le(n, 4096);
+    Google__Rpc__Status *st = google__rpc__status__unpack(NULL, n, bytes);
+    ck_assert_ptr_nonnull(st);
+    ck_assert_uint_eq(st->n_details, 2);
+    Google__Rpc__BadRequest *br = google__rpc__bad_request__unpack(
+        NULL, st->details[1]->value.len, st->details[1]->value.data);
+    ck_assert_ptr_nonnull(br);
+    size_t k = br->n_field_violations;
+    ck_assert_uint_ge(k, 2);
+    ck_assert_uint_le(k, 20);
+    /* The kept ones come first and unchanged. */
+    ck_assert_str_eq(br->field_violations[0]->field, "on_all_completed");
+    ck_assert_str_eq(br->field_violations[0]->description,
+                     "violation 0: the chain link has no assignee");
+    char want[64];
+    snprintf(want, sizeof want, "%zu more violations, from this field on, not listed",
+             (size_t)N - (k - 1));
+    ck_assert_str_eq(br->field_violations[k - 1]->description, want);
+    google__rpc__bad_request__free_unpacked(br, NULL);
+    google__rpc__status__free_unpacked(st, NULL);
+
+    /* Twenty short ones: nineteen and a count of one. */
+    for (int i = 0; i < 20; i++)
+        v[i].field = "f";
+    n = wf_rpc_status_details(arena, WF_E_INVALID_ARGUMENT, "m", v, 20, &bytes);
+    st = google__rpc__status__unpack(NULL, n, bytes);
+    ck_assert_ptr_nonnull(st);
+    br = google__rpc__bad_request__unpack(NULL, st->details[1]->value.len,
+                                          st->details[1]->value.data);
+    ck_assert_ptr_nonnull(br);
+    ck_assert_uint_eq(br->n_field_violations, 20);
+    ck_assert_str_eq(br->field_violations[19]->description,
+                     "1 more violation, from this field on, not listed");
+    google__rpc__bad_request__free_unpacked(br, NULL);
+    google__rpc__status__free_unpacked(st, NULL);
 }
 END_TEST
 
@@ -505,6 +609,8 @@ rpc_suite(void)
     tcase_add_test(ts, test_table_rejects_missing_and_extra_routes);
     tcase_add_test(ts, test_wire_depth_is_bounded_before_unpacking);
     tcase_add_test(ts, test_wire_strings_must_be_utf8);
+    tcase_add_test(ts, test_wire_names_the_non_utf8_field);
+    tcase_add_test(ts, test_status_details_cap_the_violations);
     suite_add_tcase(s, ts);
     return s;
 }

@@ -570,6 +570,305 @@ START_TEST(test_pg_expired_claims_still_fire_once)
 }
 END_TEST
 
+/* ---- lease expiry, signal TTL, retention ---------------------------------- */
+
+/* Writes rows of tenant in one unit of work (no root lock: test setup). */
+static void
+put_rows(wf_store *db, const char *tenant, const wf_store_changes *c)
+{
+    wf_arena *a = wf_arena_new();
+    wf_store_ctx ctx = {tenant, 0, a};
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    ck_assert_int_eq(wf_store_begin(db, &ctx, &tx, &err), WF_OK);
+    ck_assert_msg(wf_tx_apply(tx, c, &err) == WF_OK, "apply: %s", err.msg);
+    ck_assert_msg(wf_tx_commit(tx, &err) == WF_OK, "commit: %s", err.msg);
+    wf_arena_free(a);
+}
+
+/* An ACTIVATED job of root with key and lease end lease_at (us). */
+static void
+add_leased_job(wf_store *db, const char *tenant, const char *root, const char *id, const char *key,
+               int64_t lease_at)
+{
+    wf_job_row j = {.id = S(id),
+                    .key = S(key),
+                    .root_id = S(root),
+                    .instance_id = S(root),
+                    .work_item_id = S("w"),
+                    .transition_id = S("charge"),
+                    .job_type = S("charge"),
+                    .state = WF_JOB_ACTIVATED,
+                    .worker = S("w1"),
+                    .attempt = 1,
+                    .max_attempts = 3,
+                    .activatable_at = wf_now_us() - 3600 * 1000 * MS,
+                    .lease_expires_at = lease_at,
+                    .variables_json = S("{}"),
+                    .created_at = wf_now_us()};
+    put_rows(db, tenant, &(wf_store_changes){.jobs = &j, .n_jobs = 1});
+}
+
+/* The job id of root as loaded under its lock (copied into a). */
+static wf_job_row
+job_of(wf_store *db, wf_arena *a, const char *tenant, const char *root)
+{
+    wf_store_ctx ctx = {tenant, 0, a};
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    wf_aggregate g;
+    ck_assert_int_eq(wf_store_begin(db, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_lock_root(tx, root, &g, &err), WF_OK);
+    ck_assert_uint_eq(g.n_jobs, 1);
+    wf_job_row j = g.jobs[0];
+    wf_tx_rollback(tx);
+    return j;
+}
+
+/* Events of tenant of the given type (all types when NULL). */
+static size_t
+events_of(wf_store *db, const char *tenant, const char *type, const char *instance_id)
+{
+    wf_arena *a = wf_arena_new();
+    wf_store_ctx ctx = {tenant, 0, a};
+    const char *types[] = {type};
+    wf_event_filter f = {instance_id, NULL, types, type != NULL ? 1 : 0};
+    wf_event_row *rows;
+    size_t n = 0;
+    wf_error err = {0};
+    ck_assert_int_eq(wf_store_read_events(db, &ctx, 0, &f, 1000, &rows, &n, &err), WF_OK);
+    wf_arena_free(a);
+    return n;
+}
+
+static struct {
+    int n;
+    char last[128];
+} wakes;
+
+static void
+record_wake(void *arg, const char *topic)
+{
+    (void)arg;
+    wakes.n++;
+    snprintf(wakes.last, sizeof wakes.last, "%s", topic);
+}
+
+static wf_scheduler *
+manual(const wf_scheduler_options *extra)
+{
+    wf_scheduler_options o = {0};
+    if (extra != NULL)
+        o = *extra;
+    o.manual = true;
+    o.wake = record_wake;
+    wf_error err = {0};
+    wf_scheduler *s = wf_scheduler_start(st, &o, fake_fire, st, &err);
+    ck_assert_ptr_nonnull(s);
+    return s;
+}
+
+/* A lease that ran out: the job is activatable again at once (no attempt
+ * spent, key dropped), JOB_LEASE_EXPIRED is written once, and the job
+ * type's long polls are woken. A lease still running is left alone. */
+START_TEST(test_expired_lease_is_ended_once)
+{
+    new_root(st, "t1", "r1");
+    new_root(st, "t1", "r2");
+    add_leased_job(st, "t1", "r1", "j1", "k1", wf_now_us() - 10 * MS);
+    add_leased_job(st, "t1", "r2", "j2", "k2", wf_now_us() + 3600 * 1000 * MS);
+    wf_scheduler *s = manual(NULL);
+    wf_sched_counts c;
+    wf_error err = {0};
+    ck_assert_int_eq(wf_scheduler_run(s, NULL, false, 0, &c, &err), WF_OK);
+    ck_assert_uint_eq(c.leases_expired, 1);
+    ck_assert_uint_eq(c.timers_fired, 0);
+    ck_assert_int_ge(wakes.n, 1);
+    ck_assert_str_eq(wakes.last, "jobs:charge");
+
+    wf_arena *a = wf_arena_new();
+    wf_job_row j = job_of(st, a, "t1", "r1");
+    ck_assert_int_eq(j.state, WF_JOB_ACTIVATABLE);
+    ck_assert_ptr_null(j.key);
+    ck_assert_ptr_null(j.worker);
+    ck_assert_int_eq(j.attempt, 1);
+    ck_assert_int_le(j.activatable_at, wf_now_us());
+    ck_assert_int_eq(job_of(st, a, "t1", "r2").state, WF_JOB_ACTIVATED);
+    ck_assert_uint_eq(events_of(st, "t1", "JOB_LEASE_EXPIRED", "r1"), 1);
+
+    /* The stale key finds nothing; ActivateJobs hands the job out again. */
+    wf_store_ctx ctx = {"t1", 0, a};
+    wf_job_row got;
+    ck_assert_int_eq(wf_store_get_job_by_key(st, &ctx, "k1", &got, &err), WF_E_JOB_NOT_FOUND);
+    wf_job_row *rows;
+    size_t n = 0;
+    ck_assert_int_eq(
+        wf_store_activate_jobs(st, &ctx, "charge", "w2", 10, 1000, wf_now_us(), &rows, &n, &err),
+        WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(rows[0].id, "j1");
+
+    /* Nothing left to expire: a second run changes nothing. */
+    ck_assert_int_eq(wf_scheduler_run(s, NULL, false, 0, &c, &err), WF_OK);
+    ck_assert_uint_eq(c.leases_expired, 0);
+    ck_assert_uint_eq(events_of(st, "t1", "JOB_LEASE_EXPIRED", NULL), 1);
+    wf_scheduler_stop(s);
+    wf_arena_free(a);
+}
+END_TEST
+
+/* A run for one tenant fires, expires and sweeps only that tenant. */
+START_TEST(test_tenant_run_leaves_other_tenants_alone)
+{
+    new_root(st, "t1", "r1");
+    new_root(st, "t2", "r2");
+    add_timers(st, "t1", "r1", 0, 3, wf_now_us() - 10 * MS);
+    add_timers(st, "t2", "r2", 0, 2, wf_now_us() - 10 * MS);
+    add_leased_job(st, "t2", "r2", "j2", "k2", wf_now_us() - 10 * MS);
+    wf_scheduler *s = manual(NULL);
+    wf_sched_counts c;
+    wf_error err = {0};
+    ck_assert_int_eq(wf_scheduler_run(s, "t1", true, 0, &c, &err), WF_OK);
+    ck_assert_uint_eq(c.timers_fired, 3);
+    ck_assert_uint_eq(c.leases_expired, 0);
+    ck_assert_uint_eq(timers_left(st, "t1", "r1"), 0);
+    ck_assert_uint_eq(timers_left(st, "t2", "r2"), 2);
+    ck_assert_int_eq(wf_scheduler_run(s, "t2", false, 0, &c, &err), WF_OK);
+    ck_assert_uint_eq(c.timers_fired, 2);
+    ck_assert_uint_eq(c.leases_expired, 1);
+    wf_scheduler_stop(s);
+}
+END_TEST
+
+/* A buffered signal past its TTL leaves the buffer (kept in the log, never
+ * consumed); one still in its TTL stays. */
+START_TEST(test_buffered_signal_expires)
+{
+    int64_t now = wf_now_us();
+    wf_signal_row sig[2] = {
+        {.id = S("s1"),
+         .name = S("paid"),
+         .instance_id = S("r1"),
+         .payload_json = S("{}"),
+         .outcome = WF_SIGNAL_BUFFERED,
+         .buffered = true,
+         .received_at = now - 2000 * MS,
+         .expires_at = now - 1000 * MS},
+        {.id = S("s2"),
+         .name = S("paid"),
+         .instance_id = S("r1"),
+         .payload_json = S("{}"),
+         .outcome = WF_SIGNAL_BUFFERED,
+         .buffered = true,
+         .received_at = now - 2000 * MS,
+         .expires_at = now + 3600 * 1000 * MS},
+    };
+    put_rows(st, "t1", &(wf_store_changes){.signals = sig, .n_signals = 2});
+    wf_scheduler *s = manual(NULL);
+    wf_sched_counts c;
+    wf_error err = {0};
+    ck_assert_int_eq(wf_scheduler_run(s, "t1", false, 0, &c, &err), WF_OK);
+    ck_assert_uint_eq(c.signals_expired, 1);
+    ck_assert_int_eq(wf_scheduler_run(s, "t1", false, 0, &c, &err), WF_OK);
+    ck_assert_uint_eq(c.signals_expired, 0);
+    wf_scheduler_stop(s);
+
+    wf_arena *a = wf_arena_new();
+    wf_store_ctx ctx = {"t1", 0, a};
+    wf_signal_filter f = {.instance_id = "r1"};
+    wf_signal_row *rows;
+    size_t n = 0;
+    char *next = NULL;
+    ck_assert_int_eq(wf_store_list_signals(st, &ctx, &f, 10, NULL, &rows, &n, &next, &err), WF_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(rows[0].id, "s1");
+    ck_assert(!rows[0].buffered);
+    ck_assert(rows[0].discarded);
+    ck_assert_int_eq(rows[0].consumed_at, 0);
+    ck_assert(rows[1].buffered);
+    wf_arena_free(a);
+}
+END_TEST
+
+/* Retention removes old request records, expired signals and, when event
+ * retention is set, the events of trees that ended long enough ago; the
+ * events of a running tree and recent rows stay. Batches are bounded. */
+START_TEST(test_retention_sweep)
+{
+    int64_t now = wf_now_us(), hour = 3600 * 1000 * MS;
+    new_root(st, "t1", "live");
+    wf_instance_row done = {.id = S("done"),
+                            .definition_key = S("def"),
+                            .definition_version = 1,
+                            .root_id = S("done"),
+                            .status = WF_INSTANCE_COMPLETED,
+                            .variables_json = S("{}"),
+                            .created_at = now - 3 * hour,
+                            .updated_at = now - 2 * hour,
+                            .ended_at = now - 2 * hour};
+    wf_event_row ev[3] = {
+        {0, NULL, S("done"), S("done"), S("INSTANCE_STARTED"), NULL, S("{}"), now - 3 * hour},
+        {0, NULL, S("done"), S("done"), S("INSTANCE_COMPLETED"), NULL, S("{}"), now - 2 * hour},
+        {0, NULL, S("live"), S("live"), S("INSTANCE_STARTED"), NULL, S("{}"), now - 3 * hour},
+    };
+    put_rows(
+        st, "t1",
+        &(wf_store_changes){.instances = &done, .n_instances = 1, .events = ev, .n_events = 3});
+    wf_arena *a = wf_arena_new();
+    wf_idempotency_row idem[5];
+    for (int i = 0; i < 5; i++)
+        idem[i] = (wf_idempotency_row){.method = S("StartInstance"),
+                                       .request_id = wf_arena_printf(a, "r%d", i),
+                                       .request_hash = S("h"),
+                                       .created_at = i < 4 ? now - 2 * hour : now};
+    wf_signal_row gone = {.id = S("s1"),
+                          .name = S("paid"),
+                          .instance_id = S("done"),
+                          .outcome = WF_SIGNAL_BUFFERED,
+                          .received_at = now - 3 * hour,
+                          .expires_at = now - 2 * hour,
+                          .discarded = true};
+    wf_store_ctx ctx = {"t1", 0, a};
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(wf_tx_idempotency_put(tx, &idem[i], &err), WF_OK);
+    ck_assert_int_eq(wf_tx_apply(tx, &(wf_store_changes){.signals = &gone, .n_signals = 1}, &err),
+                     WF_OK);
+    ck_assert_int_eq(wf_tx_commit(tx, &err), WF_OK);
+
+    /* Without event retention: events stay, the rest goes (batches of 3). */
+    wf_scheduler_options o = {.sweep_batch = 3,
+                              .idempotency_retention_ms = 3600 * 1000,
+                              .signal_retention_ms = 3600 * 1000};
+    wf_scheduler *s = manual(&o);
+    wf_sched_counts c;
+    ck_assert_int_eq(wf_scheduler_run(s, "t1", true, 0, &c, &err), WF_OK);
+    ck_assert_uint_eq(c.rows_removed, 5); /* 4 records + 1 signal */
+    wf_scheduler_stop(s);
+    ck_assert_uint_eq(events_of(st, "t1", NULL, NULL), 3);
+    bool found = true;
+    wf_idempotency_row r;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_idempotency_get(tx, "StartInstance", "r0", &r, &found, &err), WF_OK);
+    ck_assert(!found);
+    ck_assert_int_eq(wf_tx_idempotency_get(tx, "StartInstance", "r4", &r, &found, &err), WF_OK);
+    ck_assert(found);
+    wf_tx_rollback(tx);
+
+    /* With it: the ended tree's events go, the running tree's stay. */
+    o.event_retention_ms = 3600 * 1000;
+    s = manual(&o);
+    ck_assert_int_eq(wf_scheduler_run(s, "t1", true, 0, &c, &err), WF_OK);
+    ck_assert_uint_eq(c.rows_removed, 2);
+    wf_scheduler_stop(s);
+    ck_assert_uint_eq(events_of(st, "t1", NULL, "done"), 0);
+    ck_assert_uint_eq(events_of(st, "t1", NULL, "live"), 1);
+    wf_arena_free(a);
+}
+END_TEST
+
 static Suite *
 scheduler_suite(void)
 {
@@ -584,6 +883,10 @@ scheduler_suite(void)
     tcase_add_test(tc, test_stop_is_prompt_when_idle);
     tcase_add_test(tc, test_outage_backs_off_and_stop_stays_prompt);
     tcase_add_test(tc, test_tick_drains_a_backlog_in_batches);
+    tcase_add_test(tc, test_expired_lease_is_ended_once);
+    tcase_add_test(tc, test_tenant_run_leaves_other_tenants_alone);
+    tcase_add_test(tc, test_buffered_signal_expires);
+    tcase_add_test(tc, test_retention_sweep);
     suite_add_tcase(s, tc);
 
     pg_dsn = getenv("WF_TEST_PG_DSN");

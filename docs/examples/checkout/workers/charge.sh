@@ -1,0 +1,12 @@
+#!/bin/sh
+# Charges the card; a declined card fails the job (and so, after the last
+# attempt, the order: the reservation is released).
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+if [ "$(var card)" = declined ]; then
+    done_with failed
+    echo "card declined" >&2
+    exit 1
+fi
+done_with ok
+printf '{"payment_id": "P-%s"}\n' "$ORDER"

@@ -1,0 +1,708 @@
+/*
+ * expr_worker: expressions evaluated in worker processes (expr.h, "Bounds").
+ *
+ * The pool. Workers are started lazily with posix_spawn of /proc/self/exe
+ * (the running binary, whatever its path) and WF_EXPR_WORKER_ARG, reused by
+ * one caller at a time, and replaced after recycle_after evaluations, which
+ * also bounds libjq's own leaks. Callers never share a worker, so any number
+ * of threads evaluate at once, up to `workers`; more wait for one to come
+ * back. A worker that misses its deadline is killed (SIGKILL) and reaped at
+ * once; one that dies is reaped when its caller sees the socket close. No
+ * worker outlives the server: each reads its socket until it closes.
+ *
+ * The protocol, over a socketpair (send() with MSG_NOSIGNAL, so a dead
+ * worker is an error, not a SIGPIPE in the server). Every frame is a
+ * native-endian uint32 length, then that many bytes:
+ *
+ *   request  op (wf_expr_op), uint32 program length, program, variables JSON
+ *   started  'S': the program is compiled (or was cached); evaluating
+ *   result   'R', uint32 wf_code, then the message on error, or:
+ *            BOOL uint8; TIME int64 µs; STRINGS uint32 n, n x (uint32 len,
+ *            bytes); COMPILE nothing
+ *
+ * The caller allows WF_EXPR_COMPILE_MS until 'S' and timeout_ms from 'S'
+ * to the result. The worker itself runs under an address-space limit
+ * (RLIMIT_AS: what it maps at start plus memory_mb, so libjq's allocations
+ * fail and it aborts), no core dumps, and a real-time alarm of both
+ * budgets twice over, should the server be unable to kill it.
+ */
+#define _GNU_SOURCE /* posix_spawn_file_actions_addclosefrom_np */
+
+#include "expr.h"
+#include "expr_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "wf_log.h"
+#include "wf_time.h"
+
+#define MAX_WORKERS 256
+/* Programs a worker keeps compiled (oldest dropped first). */
+#define WORKER_CACHE 64
+/* Largest request: op, program, variables and their lengths. */
+#define MAX_REQUEST (WF_EXPR_MAX_INPUT + WF_EXPR_MAX_SOURCE + 64)
+/* Largest result: WF_EXPR_MAX_RESULTS ids within WF_EXPR_MAX_OUTPUT bytes. */
+#define MAX_RESULT (WF_EXPR_MAX_OUTPUT + 8 * WF_EXPR_MAX_RESULTS + 1024)
+
+typedef struct worker {
+    pid_t pid;
+    int fd;
+    int uses;
+    unsigned gen; /* configuration it was started for */
+} worker;
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* a worker came back or ended */
+    wf_expr_options o;
+    unsigned gen;
+    worker *idle[MAX_WORKERS];
+    int nidle;
+    int live; /* started and not yet ended, idle or busy */
+} pool = {
+    .mu = PTHREAD_MUTEX_INITIALIZER,
+    .cv = PTHREAD_COND_INITIALIZER,
+    .o = {WF_EXPR_INLINE, 1000, 256, 4, 1000},
+};
+
+static atomic_bool isolated;
+
+bool
+wf_expr__isolated(void)
+{
+    return atomic_load(&isolated);
+}
+
+/* ---- the caller's side ----------------------------------------------------- */
+
+static void
+end_worker(worker *w)
+{
+    close(w->fd);
+    kill(w->pid, SIGKILL);
+    while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    free(w);
+}
+
+/* Sanitizer settings reach the worker (it is the same binary); nothing
+ * else of the server's environment does, its secrets included. HOME points
+ * nowhere, so libjq links no ~/.jq into the programs. */
+static char **
+worker_env(char **buf, size_t cap)
+{
+    static const char *const keep[] = {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"};
+    size_t n = 0;
+    buf[n++] = "HOME=/nonexistent";
+    buf[n++] = "LC_ALL=C";
+    for (size_t k = 0; k < sizeof keep / sizeof keep[0] && n + 1 < cap; k++) {
+        const char *v = getenv(keep[k]);
+        if (v != NULL) {
+            size_t len = strlen(keep[k]) + strlen(v) + 2;
+            char *s = malloc(len);
+            if (s != NULL) {
+                snprintf(s, len, "%s=%s", keep[k], v);
+                buf[n++] = s;
+            }
+        }
+    }
+    buf[n] = NULL;
+    return buf;
+}
+
+static worker *
+spawn_worker(const wf_expr_options *o, unsigned gen)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return NULL;
+    char mem[24], alarm_ms[24];
+    snprintf(mem, sizeof mem, "%d", o->memory_mb);
+    snprintf(alarm_ms, sizeof alarm_ms, "%d", 2 * (WF_EXPR_COMPILE_MS + o->timeout_ms));
+    char *argv[] = {"workflowd", WF_EXPR_WORKER_ARG, mem, alarm_ms, NULL};
+    char *envbuf[8];
+    char **envp = worker_env(envbuf, 8);
+
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&at);
+    posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    /* Nothing else of the server (client sockets, Postgres connections,
+     * other workers' sockets) reaches a worker. */
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    /* The server blocks SIGTERM/SIGINT and ignores SIGPIPE; a worker does
+     * neither (a closed socket ends it). */
+    sigset_t none, dfl;
+    sigemptyset(&none);
+    sigemptyset(&dfl);
+    sigaddset(&dfl, SIGPIPE);
+    sigaddset(&dfl, SIGALRM);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &dfl);
+    /* Its own process group: a Ctrl-C meant for the server does not end
+     * the workers under it. */
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                      POSIX_SPAWN_SETPGROUP);
+    pid_t pid;
+    int rc = posix_spawn(&pid, "/proc/self/exe", &fa, &at, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    for (size_t i = 2; envp[i] != NULL; i++)
+        free(envp[i]);
+    close(sv[1]);
+    worker *w = rc == 0 ? calloc(1, sizeof *w) : NULL;
+    if (w == NULL) {
+        WF_LOG(WF_LOG_ERROR, "expr_worker", "could not start an expression worker: %s",
+               strerror(rc != 0 ? rc : ENOMEM));
+        if (rc == 0) {
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+        }
+        close(sv[0]);
+        return NULL;
+    }
+    fcntl(sv[0], F_SETFL, O_NONBLOCK);
+    *w = (worker){.pid = pid, .fd = sv[0], .gen = gen};
+    return w;
+}
+
+/* An idle worker, a new one, or NULL when none came free before
+ * deadline_ms (or none could be started). *o receives the options. */
+static worker *
+acquire(int64_t deadline_ms, wf_expr_options *o)
+{
+    pthread_mutex_lock(&pool.mu);
+    for (;;) {
+        *o = pool.o;
+        if (pool.nidle > 0) {
+            worker *w = pool.idle[--pool.nidle];
+            pthread_mutex_unlock(&pool.mu);
+            return w;
+        }
+        if (pool.live < pool.o.workers) {
+            unsigned gen = pool.gen;
+            pool.live++;
+            pthread_mutex_unlock(&pool.mu);
+            worker *w = spawn_worker(o, gen);
+            if (w == NULL) {
+                pthread_mutex_lock(&pool.mu);
+                pool.live--;
+                pthread_cond_signal(&pool.cv);
+                pthread_mutex_unlock(&pool.mu);
+            }
+            return w;
+        }
+        int64_t left = deadline_ms - wf_mono_ms();
+        if (left <= 0)
+            break;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += left / 1000;
+        ts.tv_nsec += (left % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&pool.cv, &pool.mu, &ts);
+    }
+    pthread_mutex_unlock(&pool.mu);
+    return NULL;
+}
+
+/* Gives w back, or ends it when it failed, is used up or belongs to an
+ * earlier configuration. */
+static void
+release(worker *w, bool healthy)
+{
+    pthread_mutex_lock(&pool.mu);
+    bool keep = healthy && w->gen == pool.gen && ++w->uses < pool.o.recycle_after &&
+                pool.nidle < MAX_WORKERS;
+    if (keep) {
+        pool.idle[pool.nidle++] = w;
+    } else {
+        pool.live--;
+    }
+    pthread_cond_signal(&pool.cv);
+    pthread_mutex_unlock(&pool.mu);
+    if (!keep)
+        end_worker(w);
+}
+
+/* 0 on success, -1 when the peer is gone, 1 when deadline_ms passed. */
+static int
+send_all(int fd, const void *buf, size_t n, int64_t deadline_ms)
+{
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+        if (k > 0) {
+            p += k;
+            n -= (size_t)k;
+            continue;
+        }
+        if (k < 0 && errno != EAGAIN && errno != EINTR)
+            return -1;
+        int64_t left = deadline_ms - wf_mono_ms();
+        if (left <= 0)
+            return 1;
+        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+        poll(&pfd, 1, (int)left);
+    }
+    return 0;
+}
+
+static int
+recv_all(int fd, void *buf, size_t n, int64_t deadline_ms)
+{
+    char *p = buf;
+    while (n > 0) {
+        ssize_t k = recv(fd, p, n, 0);
+        if (k > 0) {
+            p += k;
+            n -= (size_t)k;
+            continue;
+        }
+        if (k == 0 || (errno != EAGAIN && errno != EINTR))
+            return -1;
+        int64_t left = deadline_ms - wf_mono_ms();
+        if (left <= 0)
+            return 1;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        poll(&pfd, 1, (int)left);
+    }
+    return 0;
+}
+
+/* Reads one frame into a malloc'ed buffer (*out, *len). */
+static int
+recv_frame(int fd, uint8_t **out, uint32_t *len, int64_t deadline_ms)
+{
+    int rc = recv_all(fd, len, sizeof *len, deadline_ms);
+    if (rc != 0)
+        return rc;
+    if (*len == 0 || *len > MAX_RESULT)
+        return -1;
+    *out = malloc(*len);
+    if (*out == NULL)
+        return -1;
+    rc = recv_all(fd, *out, *len, deadline_ms);
+    if (rc != 0) {
+        free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+static bool
+take(const uint8_t **p, const uint8_t *end, void *dst, size_t n)
+{
+    if ((size_t)(end - *p) < n)
+        return false;
+    memcpy(dst, *p, n);
+    *p += n;
+    return true;
+}
+
+/* Decodes a result frame; false when it is malformed. */
+static bool
+decode_result(wf_expr_op op, const uint8_t *buf, uint32_t len, wf_arena *a, wf_expr_result *r,
+              wf_code *code, wf_error *err)
+{
+    const uint8_t *p = buf + 1, *end = buf + len;
+    uint32_t c;
+    if (buf[0] != 'R' || !take(&p, end, &c, sizeof c) || c >= WF_CODE_COUNT_)
+        return false;
+    *code = (wf_code)c;
+    if (c != WF_OK) {
+        wf_error_set(err, *code, "%.*s", (int)(end - p), (const char *)p);
+        return true;
+    }
+    switch (op) {
+    case WF_EXPR_OP_BOOL: {
+        uint8_t b;
+        if (!take(&p, end, &b, 1))
+            return false;
+        r->yes = b != 0;
+        return true;
+    }
+    case WF_EXPR_OP_TIME:
+        return take(&p, end, &r->us, sizeof r->us);
+    case WF_EXPR_OP_STRINGS: {
+        uint32_t n;
+        if (!take(&p, end, &n, sizeof n) || n > WF_EXPR_MAX_RESULTS)
+            return false;
+        r->strs = n > 0 ? wf_arena_alloc(a, n * sizeof *r->strs) : NULL;
+        if (n > 0 && r->strs == NULL) {
+            *code = wf_error_set(err, WF_E_INTERNAL, "out of memory");
+            return true;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t sl;
+            if (!take(&p, end, &sl, sizeof sl) || (size_t)(end - p) < sl)
+                return false;
+            if ((r->strs[i] = wf_arena_strndup(a, (const char *)p, sl)) == NULL) {
+                *code = wf_error_set(err, WF_E_INTERNAL, "out of memory");
+                return true;
+            }
+            p += sl;
+        }
+        r->nstrs = n;
+        return true;
+    }
+    case WF_EXPR_OP_COMPILE:
+        return true;
+    }
+    return false;
+}
+
+wf_code
+wf_expr__remote(wf_expr_op op, const char *src, const char *vars_json, wf_arena *a,
+                wf_expr_result *r, wf_error *err)
+{
+    wf_expr_options o;
+    size_t slen = strlen(src), vlen = vars_json != NULL ? strlen(vars_json) : 0;
+    uint32_t flen = (uint32_t)(1 + 4 + slen + vlen), sl = (uint32_t)slen;
+    uint8_t head[9];
+    memcpy(head, &flen, 4);
+    head[4] = (uint8_t)op;
+    memcpy(head + 5, &sl, 4);
+
+    int64_t start = wf_mono_ms();
+    pthread_mutex_lock(&pool.mu);
+    int64_t wait_until = start + WF_EXPR_COMPILE_MS + 2 * (int64_t)pool.o.timeout_ms;
+    pthread_mutex_unlock(&pool.mu);
+    /* A worker that died while idle (killed from outside) fails on the
+     * send: that is no fault of this evaluation, so a fresh one gets it. */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        worker *w = acquire(wait_until, &o);
+        if (w == NULL)
+            return wf_error_set(err, WF_E_EXPRESSION_LIMIT,
+                                "no expression worker is available (limit %d)", o.workers);
+        int64_t dl = wf_mono_ms() + WF_EXPR_COMPILE_MS;
+        int rc = send_all(w->fd, head, sizeof head, dl);
+        if (rc == 0)
+            rc = send_all(w->fd, src, slen, dl);
+        if (rc == 0 && vlen > 0)
+            rc = send_all(w->fd, vars_json, vlen, dl);
+        if (rc < 0 && attempt == 0 && w->uses > 0) {
+            release(w, false);
+            continue;
+        }
+        const char *why = rc != 0 ? (rc > 0 ? "timed out" : "died") : NULL;
+        uint8_t *buf = NULL;
+        uint32_t len = 0;
+        wf_code code = WF_OK;
+        /* 'S' within the compile budget, then the result within the
+         * evaluation's deadline. */
+        if (why == NULL && op != WF_EXPR_OP_COMPILE) {
+            rc = recv_frame(w->fd, &buf, &len, dl);
+            if (rc == 0 && (len != 1 || buf[0] != 'S')) {
+                /* a compile error comes instead of 'S' */
+                if (!decode_result(op, buf, len, a, r, &code, err) || code == WF_OK)
+                    rc = -1;
+                else {
+                    free(buf);
+                    release(w, true);
+                    return code;
+                }
+            }
+            free(buf);
+            buf = NULL;
+            dl = wf_mono_ms() + o.timeout_ms;
+        }
+        if (why == NULL && rc == 0)
+            rc = recv_frame(w->fd, &buf, &len, dl);
+        if (why == NULL && rc != 0)
+            why = rc > 0 ? "timed out" : "died";
+        if (why == NULL && !decode_result(op, buf, len, a, r, &code, err))
+            why = "answered garbage";
+        free(buf);
+        if (why != NULL) {
+            pid_t pid = w->pid;
+            release(w, false);
+            WF_LOG(WF_LOG_WARN, "expr_worker",
+                   "expression worker %d %s after %lld ms and was ended: %.80s", (int)pid, why,
+                   (long long)(wf_mono_ms() - start), src);
+            if (rc > 0)
+                return wf_error_set(err, WF_E_EXPRESSION_LIMIT,
+                                    "expression evaluation exceeded its time limit (%d ms)",
+                                    o.timeout_ms);
+            return wf_error_set(err, WF_E_EXPRESSION_LIMIT,
+                                "expression evaluation exceeded its memory limit (%d MiB) or "
+                                "crashed",
+                                o.memory_mb);
+        }
+        release(w, true);
+        return code;
+    }
+    return wf_error_set(err, WF_E_EXPRESSION_LIMIT, "no expression worker could be started");
+}
+
+void
+wf_expr_configure(const wf_expr_options *o)
+{
+    wf_expr_options v = *o;
+    if (v.timeout_ms < 1)
+        v.timeout_ms = 1;
+    if (v.memory_mb < 16)
+        v.memory_mb = 16;
+    if (v.workers < 1)
+        v.workers = 1;
+    if (v.workers > MAX_WORKERS)
+        v.workers = MAX_WORKERS;
+    if (v.recycle_after < 1)
+        v.recycle_after = 1;
+    pthread_mutex_lock(&pool.mu);
+    pool.o = v;
+    pthread_mutex_unlock(&pool.mu);
+    wf_expr_shutdown(); /* idle workers of the old options */
+    atomic_store(&isolated, v.isolation == WF_EXPR_PROCESS);
+    /* Cached expressions were compiled for the old mode. */
+    wf_expr_cache_clear();
+}
+
+void
+wf_expr_shutdown(void)
+{
+    worker *old[MAX_WORKERS];
+    pthread_mutex_lock(&pool.mu);
+    pool.gen++; /* busy workers end when they come back */
+    int n = pool.nidle;
+    memcpy(old, pool.idle, (size_t)n * sizeof *old);
+    pool.nidle = 0;
+    pool.live -= n;
+    pthread_cond_broadcast(&pool.cv);
+    pthread_mutex_unlock(&pool.mu);
+    for (int i = 0; i < n; i++)
+        end_worker(old[i]);
+}
+
+/* ---- the worker's side ----------------------------------------------------- */
+
+typedef struct cached_prog {
+    char *src;
+    jq_state *jq;
+} cached_prog;
+
+static int
+read_full(int fd, void *buf, size_t n)
+{
+    char *p = buf;
+    while (n > 0) {
+        ssize_t k = read(fd, p, n);
+        if (k == 0 || (k < 0 && errno != EINTR))
+            return -1;
+        if (k > 0) {
+            p += k;
+            n -= (size_t)k;
+        }
+    }
+    return 0;
+}
+
+static int
+write_full(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0 && errno != EINTR)
+            return -1;
+        if (k > 0) {
+            p += k;
+            n -= (size_t)k;
+        }
+    }
+    return 0;
+}
+
+/* A growing reply: the length prefix is filled in by reply_send. */
+typedef struct reply {
+    uint8_t *b;
+    size_t n, cap;
+    bool oom;
+} reply;
+
+static void
+put(reply *r, const void *p, size_t n)
+{
+    if (r->n + n > r->cap) {
+        size_t cap = r->cap ? r->cap : 256;
+        while (cap < r->n + n)
+            cap *= 2;
+        uint8_t *b = realloc(r->b, cap);
+        if (b == NULL) {
+            r->oom = true;
+            return;
+        }
+        r->b = b;
+        r->cap = cap;
+    }
+    memcpy(r->b + r->n, p, n);
+    r->n += n;
+}
+
+static int
+reply_send(int fd, reply *r)
+{
+    if (r->oom)
+        return -1;
+    uint32_t len = (uint32_t)(r->n - 4);
+    memcpy(r->b, &len, 4);
+    return write_full(fd, r->b, r->n);
+}
+
+static void
+reply_result(reply *r, wf_code code)
+{
+    uint32_t c = (uint32_t)code;
+    r->n = 0;
+    put(r, "\0\0\0\0R", 5);
+    put(r, &c, sizeof c);
+}
+
+static void
+set_alarm(int ms)
+{
+    struct itimerval it = {.it_value = {ms / 1000, (ms % 1000) * 1000}};
+    setitimer(ITIMER_REAL, &it, NULL);
+}
+
+/* What the process maps before it evaluates anything (shared libraries;
+ * a sanitizer's shadow memory), in bytes. */
+static rlim_t
+mapped_now(void)
+{
+    unsigned long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f != NULL) {
+        if (fscanf(f, "%lu", &pages) != 1)
+            pages = 0;
+        fclose(f);
+    }
+    return (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE);
+}
+
+static jq_state *
+program(cached_prog *cache, size_t *next, const char *src, wf_error *err)
+{
+    for (size_t i = 0; i < WORKER_CACHE; i++)
+        if (cache[i].src != NULL && strcmp(cache[i].src, src) == 0)
+            return cache[i].jq;
+    jq_state *jq;
+    if (wf_expr__jq_compile(src, &jq, err) != WF_OK)
+        return NULL;
+    cached_prog *c = &cache[*next];
+    *next = (*next + 1) % WORKER_CACHE;
+    if (c->src != NULL) {
+        free(c->src);
+        jq_teardown(&c->jq);
+    }
+    c->src = strdup(src);
+    c->jq = jq;
+    if (c->src == NULL) {
+        jq_teardown(&c->jq);
+        wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return NULL;
+    }
+    return jq;
+}
+
+int
+wf_expr_worker_main(int argc, char **argv)
+{
+    if (argc < 4)
+        return 2;
+    long memory_mb = strtol(argv[2], NULL, 10);
+    int alarm_ms = (int)strtol(argv[3], NULL, 10);
+    wf_expr__init(); /* before the limit: Oniguruma's tables */
+    struct rlimit none = {0, 0};
+    setrlimit(RLIMIT_CORE, &none);
+    if (memory_mb > 0) {
+        rlim_t as = mapped_now() + (rlim_t)memory_mb * 1024 * 1024;
+        struct rlimit lim = {as, as};
+        setrlimit(RLIMIT_AS, &lim);
+    }
+    static cached_prog cache[WORKER_CACHE];
+    size_t next = 0;
+    reply r = {0};
+    for (;;) {
+        uint32_t len;
+        if (read_full(0, &len, sizeof len) != 0)
+            return 0; /* the server closed the socket */
+        if (len < 5 || len > MAX_REQUEST)
+            return 2;
+        char *req = malloc((size_t)len + 1);
+        if (req == NULL || read_full(0, req, len) != 0)
+            return 2;
+        req[len] = '\0';
+        set_alarm(alarm_ms);
+        wf_expr_op op = (wf_expr_op)(uint8_t)req[0];
+        uint32_t slen;
+        memcpy(&slen, req + 1, 4);
+        if (slen > len - 5)
+            return 2;
+        char *src = req + 5, *vars = req + 5 + slen;
+        size_t vlen = len - 5 - slen;
+        char save = *vars;
+        *vars = '\0';
+        wf_error err;
+        wf_error_clear(&err);
+        jq_state *jq = program(cache, &next, src, &err);
+        *vars = save;
+        if (jq == NULL) {
+            reply_result(&r, err.code);
+            put(&r, err.msg, strlen(err.msg));
+        } else if (op == WF_EXPR_OP_COMPILE) {
+            reply_result(&r, WF_OK);
+        } else {
+            if (write_full(0, "\1\0\0\0S", 5) != 0)
+                return 0;
+            wf_arena *a = wf_arena_new();
+            wf_expr_result res = {0};
+            wf_code rc = a == NULL ? wf_error_set(&err, WF_E_INTERNAL, "out of memory")
+                                   : wf_expr__jq_run(jq, op, vars, vlen, a, &res, &err);
+            reply_result(&r, rc);
+            if (rc != WF_OK) {
+                put(&r, err.msg, strlen(err.msg));
+            } else if (op == WF_EXPR_OP_BOOL) {
+                uint8_t b = res.yes;
+                put(&r, &b, 1);
+            } else if (op == WF_EXPR_OP_TIME) {
+                put(&r, &res.us, sizeof res.us);
+            } else {
+                uint32_t n = (uint32_t)res.nstrs;
+                put(&r, &n, sizeof n);
+                for (size_t i = 0; i < res.nstrs; i++) {
+                    uint32_t sl = (uint32_t)strlen(res.strs[i]);
+                    put(&r, &sl, sizeof sl);
+                    put(&r, res.strs[i], sl);
+                }
+            }
+            if (a != NULL)
+                wf_arena_free(a);
+        }
+        free(req);
+        if (reply_send(0, &r) != 0)
+            return 0;
+        set_alarm(0);
+    }
+}

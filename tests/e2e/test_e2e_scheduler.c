@@ -1,0 +1,379 @@
+/*
+ * test_e2e_scheduler: RunSchedulerPass through the real gRPC client, on
+ * the store WF_TEST_STORE names (the suite runs on memory and Postgres).
+ *
+ * The in-process server runs no background scheduler, so every timer,
+ * lease expiry, signal expiry and retention sweep seen here was done by
+ * the pass the test asked for. Each test works in a tenant of its own
+ * (Postgres keeps rows between runs, and the pass is tenant-scoped), and
+ * the server keeps request records, expired signals and the events of
+ * ended instances for one second only, so retention can be watched.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "net_kit.h"
+#include "wf_time.h"
+
+#define SVC "/workflow.v1.WorkflowService/"
+
+static char *tenant; /* this test's tenant */
+
+static void
+sched_setup(void)
+{
+    static const char *const env[] = {"WF_IDEMPOTENCY_RETENTION=1s", "WF_SIGNAL_RETENTION=1s",
+                                      "WF_EVENT_RETENTION=1s", NULL};
+    wf_test_server_start(&ts, env);
+    ta = wf_arena_new();
+    char id[WF_UUID_LEN + 1];
+    wf_uuid7(id);
+    tenant = wf_arena_printf(ta, "sched-%s", id + 24);
+}
+
+static void
+sleep_ms(int ms)
+{
+    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+/* A client in this test's tenant. */
+static wf_client *
+me(void)
+{
+    return as_tenant(tenant, "boss");
+}
+
+static Workflow__V1__RunSchedulerPassResponse *
+tick_c(wf_client *c)
+{
+    Workflow__V1__RunSchedulerPassRequest req = WORKFLOW__V1__RUN_SCHEDULER_PASS_REQUEST__INIT;
+    wf_client_status st;
+    Workflow__V1__RunSchedulerPassResponse *r = call(
+        c, "RunSchedulerPass", &req, &workflow__v1__run_scheduler_pass_response__descriptor, &st);
+    ck_ok(st);
+    return r;
+}
+
+static void
+deploy(wf_client *c, const nb *n)
+{
+    Workflow__V1__DeployDefinitionRequest req = WORKFLOW__V1__DEPLOY_DEFINITION_REQUEST__INIT;
+    wf_client_status st;
+    req.definition = (Workflow__V1__Definition *)&n->d;
+    call(c, "DeployDefinition", &req, &workflow__v1__deploy_definition_response__descriptor, &st);
+    ck_ok(st);
+}
+
+/* start -> transition id (trigger) -> end. */
+static nb *
+one_step(const char *key, const char *id, Workflow__V1__Trigger trigger)
+{
+    nb *n = net_new(key);
+    place(n, "start", START);
+    place(n, "end", END);
+    trans(n, id, trigger);
+    arc(n, "start", id);
+    arc(n, id, "end");
+    return n;
+}
+
+static Workflow__V1__Instance *
+start_req(wf_client *c, const char *key, const char *request_id, const char *agg_id)
+{
+    Workflow__V1__StartInstanceRequest req = WORKFLOW__V1__START_INSTANCE_REQUEST__INIT;
+    Workflow__V1__Aggregate agg = WORKFLOW__V1__AGGREGATE__INIT;
+    wf_client_status st;
+    req.definition_key = (char *)key;
+    req.request_id = (char *)(request_id != NULL ? request_id : "");
+    if (agg_id != NULL) {
+        agg.type = "order";
+        agg.id = (char *)agg_id;
+        req.aggregate = &agg;
+    }
+    Workflow__V1__StartInstanceResponse *r =
+        call(c, "StartInstance", &req, &workflow__v1__start_instance_response__descriptor, &st);
+    ck_ok(st);
+    return r->instance;
+}
+
+static Workflow__V1__GetInstanceResponse *
+get_instance(wf_client *c, const char *id)
+{
+    Workflow__V1__GetInstanceRequest req = WORKFLOW__V1__GET_INSTANCE_REQUEST__INIT;
+    wf_client_status st;
+    req.instance_id = (char *)id;
+    Workflow__V1__GetInstanceResponse *r =
+        call(c, "GetInstance", &req, &workflow__v1__get_instance_response__descriptor, &st);
+    ck_ok(st);
+    return r;
+}
+
+/* Events of instance_id's tree (of one type when type != 0), history only. */
+static size_t
+count_events(wf_client *c, const char *instance_id, Workflow__V1__EventType type)
+{
+    Workflow__V1__WatchEventsRequest req = WORKFLOW__V1__WATCH_EVENTS_REQUEST__INIT;
+    Workflow__V1__EventType types[1] = {type};
+    req.instance_id = (char *)instance_id;
+    if (type != 0) {
+        req.types = types;
+        req.n_types = 1;
+    }
+    wf_client_stream *s = wf_client_stream_open(c, SVC "WatchEvents", &req.base, NULL);
+    ck_assert_ptr_nonnull(s);
+    size_t n = 0;
+    ProtobufCMessage *m;
+    wf_client_status st;
+    while (n < 10000 && wf_client_stream_next(s, &workflow__v1__watch_events_response__descriptor,
+                                              &m, &st) == 1) {
+        n++;
+        protobuf_c_message_free_unpacked(m, NULL);
+    }
+    ck_ok(st);
+    wf_client_stream_close(s);
+    return n;
+}
+
+static Workflow__V1__ActivateJobsResponse *
+activate(wf_client *c, const char *type, int64_t lease_ms)
+{
+    Workflow__V1__ActivateJobsRequest req = WORKFLOW__V1__ACTIVATE_JOBS_REQUEST__INIT;
+    wf_client_status st;
+    req.job_type = (char *)type;
+    req.worker = "w1";
+    req.max_jobs = 1;
+    req.lease = dur(lease_ms);
+    Workflow__V1__ActivateJobsResponse *r =
+        call(c, "ActivateJobs", &req, &workflow__v1__activate_jobs_response__descriptor, &st);
+    ck_ok(st);
+    return r;
+}
+
+/* ---- lease expiry --------------------------------------------------------------------------- */
+
+/* A lease that runs out: the pass ends it once (JOB_LEASE_EXPIRED), the
+ * job is activatable again without spending an attempt, and the stale key
+ * is refused with JOB_LEASE_LOST while the new one completes the job. */
+START_TEST(test_expired_lease_is_reported_once_and_the_job_comes_back)
+{
+    wf_client *c = me();
+    const char *key = u("lease");
+    const char *type = u("charge");
+    nb *n = one_step(key, "charge", T_AUTO);
+    n->t[0]->job_type = (char *)type;
+    deploy(c, n);
+    Workflow__V1__Instance *in = start_req(c, key, NULL, NULL);
+
+    Workflow__V1__ActivateJobsResponse *a = activate(c, type, 200);
+    ck_assert_uint_eq(a->n_jobs, 1);
+    const char *stale = a->jobs[0]->key;
+    int32_t attempt = a->jobs[0]->attempt;
+    /* Not run out yet: nothing to expire. */
+    ck_assert_int_eq(tick_c(c)->leases_expired, 0);
+    sleep_ms(400);
+
+    ck_assert_int_eq(tick_c(c)->leases_expired, 1);
+    ck_assert_int_eq(tick_c(c)->leases_expired, 0);
+    ck_assert_uint_eq(
+        count_events(c, in->id, WORKFLOW__V1__EVENT_TYPE__EVENT_TYPE_JOB_LEASE_EXPIRED), 1);
+
+    Workflow__V1__CompleteJobRequest done = WORKFLOW__V1__COMPLETE_JOB_REQUEST__INIT;
+    wf_client_status st;
+    done.job_key = (char *)stale;
+    call(c, "CompleteJob", &done, &workflow__v1__complete_job_response__descriptor, &st);
+    ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "JOB_LEASE_LOST");
+
+    a = activate(c, type, 60000);
+    ck_assert_uint_eq(a->n_jobs, 1);
+    ck_assert_str_ne(a->jobs[0]->key, stale);
+    ck_assert_int_eq(a->jobs[0]->attempt, attempt); /* an expiry spends no attempt */
+    done.job_key = a->jobs[0]->key;
+    call(c, "CompleteJob", &done, &workflow__v1__complete_job_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_int_eq(get_instance(c, in->id)->instance->status, I_COMPLETED);
+    ck_assert_uint_eq(
+        count_events(c, in->id, WORKFLOW__V1__EVENT_TYPE__EVENT_TYPE_JOB_LEASE_EXPIRED), 1);
+}
+END_TEST
+
+/* ---- signal TTL ----------------------------------------------------------------------------- */
+
+/* A buffered signal past its TTL is shown expired in the delivery log and
+ * is never consumed by an instance that awaits it afterwards. */
+START_TEST(test_buffered_signal_past_its_ttl_expires_and_is_never_consumed)
+{
+    wf_client *c = me();
+    const char *agg = u("order");
+    Workflow__V1__SendSignalRequest req = WORKFLOW__V1__SEND_SIGNAL_REQUEST__INIT;
+    Workflow__V1__Aggregate ag = WORKFLOW__V1__AGGREGATE__INIT;
+    ag.type = "order";
+    ag.id = (char *)agg;
+    req.name = "paid";
+    req.target_case = WORKFLOW__V1__SEND_SIGNAL_REQUEST__TARGET_AGGREGATE;
+    req.aggregate = &ag;
+    req.buffer_ttl = dur(200);
+    wf_client_status st;
+    Workflow__V1__SendSignalResponse *sent =
+        call(c, "SendSignal", &req, &workflow__v1__send_signal_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_int_eq(sent->outcome, WORKFLOW__V1__SIGNAL_OUTCOME__SIGNAL_OUTCOME_BUFFERED);
+    sleep_ms(400);
+    ck_assert_int_eq(tick_c(c)->signals_expired, 1);
+
+    Workflow__V1__ListSignalsRequest lr = WORKFLOW__V1__LIST_SIGNALS_REQUEST__INIT;
+    lr.target_case = WORKFLOW__V1__LIST_SIGNALS_REQUEST__TARGET_AGGREGATE;
+    lr.aggregate = &ag;
+    Workflow__V1__ListSignalsResponse *l =
+        call(c, "ListSignals", &lr, &workflow__v1__list_signals_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(l->n_signals, 1);
+    ck_assert(l->signals[0]->expired);
+    ck_assert_ptr_null(l->signals[0]->consumed_at);
+    ck_assert_int_eq(l->signals[0]->outcome, WORKFLOW__V1__SIGNAL_OUTCOME__SIGNAL_OUTCOME_BUFFERED);
+
+    /* An instance of the aggregate that now awaits "paid" keeps waiting. */
+    const char *key = u("await");
+    nb *n = one_step(key, "recv", T_MSG);
+    n->t[0]->signal_name = "paid";
+    n->t[0]->correlation = WORKFLOW__V1__CORRELATION__CORRELATION_AGGREGATE;
+    deploy(c, n);
+    Workflow__V1__Instance *in = start_req(c, key, NULL, agg);
+    Workflow__V1__GetInstanceResponse *g = get_instance(c, in->id);
+    ck_assert_int_eq(g->instance->status, I_RUNNING);
+    ck_assert_uint_eq(g->n_awaiting_signals, 1);
+    ck_assert_uint_eq(g->n_buffered_signals, 0);
+    ck_assert_uint_eq(count_events(c, in->id, WORKFLOW__V1__EVENT_TYPE__EVENT_TYPE_SIGNAL_CONSUMED),
+                      0);
+}
+END_TEST
+
+/* ---- retention ------------------------------------------------------------------------------ */
+
+/* Request records older than the retention go: a replay after that runs
+ * again. Events of an ended instance go once it has been ended longer
+ * than the event retention; a running instance keeps all of its events. */
+START_TEST(test_retention_removes_old_records_and_ended_events_only)
+{
+    wf_client *c = me();
+    const char *done_key = u("quick");
+    nb *n = one_step(done_key, "go", T_TIME);
+    n->t[0]->delay = dur(1);
+    deploy(c, n);
+    const char *live_key = u("slow");
+    n = one_step(live_key, "wait", T_TIME);
+    n->t[0]->delay = dur(3600 * 1000);
+    deploy(c, n);
+
+    const char *rid = u("req");
+    Workflow__V1__Instance *first = start_req(c, done_key, rid, NULL);
+    ck_assert_str_eq(start_req(c, done_key, rid, NULL)->id, first->id); /* a replay */
+    Workflow__V1__Instance *live = start_req(c, live_key, NULL, NULL);
+    sleep_ms(50);
+    Workflow__V1__RunSchedulerPassResponse *r = tick_c(c); /* fires "go": first ends */
+    ck_assert_int_eq(r->timers_fired, 1);
+    ck_assert_int_eq(get_instance(c, first->id)->instance->status, I_COMPLETED);
+    size_t live_events = count_events(c, live->id, 0);
+    ck_assert_uint_gt(live_events, 0);
+    ck_assert_uint_gt(count_events(c, first->id, 0), 0);
+
+    sleep_ms(1200); /* past every retention of this server */
+    r = tick_c(c);
+    ck_assert_int_eq(r->timers_fired, 0);
+    ck_assert_int_ge(r->rows_removed, 1 + 4); /* the request record, the ended tree's events */
+    ck_assert_uint_eq(count_events(c, first->id, 0), 0);
+    ck_assert_uint_eq(count_events(c, live->id, 0), live_events);
+    /* The instance itself stays; only its history went. */
+    ck_assert_int_eq(get_instance(c, first->id)->instance->status, I_COMPLETED);
+
+    /* The request id is forgotten: the same request runs again. */
+    Workflow__V1__Instance *again = start_req(c, done_key, rid, NULL);
+    ck_assert_str_ne(again->id, first->id);
+}
+END_TEST
+
+/* ---- tenants and bad input ------------------------------------------------------------------- */
+
+/* My pass fires my due timers, never another tenant's. */
+START_TEST(test_pass_is_scoped_to_the_callers_tenant)
+{
+    char *other = wf_arena_printf(ta, "%s-b", tenant);
+    wf_client *mine = me(), *theirs = as_tenant(other, "boss");
+    const char *key = u("due");
+    nb *n = one_step(key, "go", T_TIME);
+    n->t[0]->delay = dur(1);
+    deploy(mine, n);
+    deploy(theirs, n);
+    Workflow__V1__Instance *a = start_req(mine, key, NULL, NULL);
+    Workflow__V1__Instance *b = start_req(theirs, key, NULL, NULL);
+    sleep_ms(50);
+
+    ck_assert_int_eq(tick_c(mine)->timers_fired, 1);
+    ck_assert_int_eq(get_instance(mine, a->id)->instance->status, I_COMPLETED);
+    Workflow__V1__GetInstanceResponse *g = get_instance(theirs, b->id);
+    ck_assert_int_eq(g->instance->status, I_RUNNING);
+    ck_assert_uint_eq(g->n_timers, 1);
+    ck_assert_int_eq(tick_c(mine)->timers_fired, 0);
+
+    ck_assert_int_eq(tick_c(theirs)->timers_fired, 1);
+    ck_assert_int_eq(get_instance(theirs, b->id)->instance->status, I_COMPLETED);
+}
+END_TEST
+
+/* Keys bound to a tenant: a pass for another tenant is forbidden, a call
+ * without a key unauthenticated, and a body that is not the request
+ * message invalid. */
+START_TEST(test_bad_calls_get_the_right_code)
+{
+    static const char *const env[] = {"WF_API_KEYS=k-a=tenant-a", NULL};
+    wf_test_server_stop(&ts, 1000);
+    wf_test_server_start(&ts, env);
+    Workflow__V1__RunSchedulerPassRequest req = WORKFLOW__V1__RUN_SCHEDULER_PASS_REQUEST__INIT;
+    const ProtobufCMessageDescriptor *d = &workflow__v1__run_scheduler_pass_response__descriptor;
+    wf_client_status st;
+
+    wf_client *other = wf_test_client(&ts, "k-a", "tenant-b", NULL);
+    ck_assert_ptr_null(call(other, "RunSchedulerPass", &req, d, &st));
+    ck_fails(st, GRPC_STATUS_PERMISSION_DENIED, "TENANT_FORBIDDEN");
+    wf_client_free(other);
+
+    wf_client *anon = wf_test_client(&ts, NULL, "tenant-a", NULL);
+    ck_assert_ptr_null(call(anon, "RunSchedulerPass", &req, d, &st));
+    ck_fails(st, GRPC_STATUS_UNAUTHENTICATED, "API_KEY_MISSING");
+    wf_client_free(anon);
+
+    wf_client *ok = wf_test_client(&ts, "k-a", "tenant-a", NULL);
+    ProtobufCMessage *resp = NULL;
+    static const unsigned char junk[] = {0xff, 0xff, 0xff};
+    wf_client_call_raw(ok, SVC "RunSchedulerPass", junk, sizeof junk, d, &resp, NULL, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    Workflow__V1__RunSchedulerPassResponse *r = call(ok, "RunSchedulerPass", &req, d, &st);
+    ck_ok(st);
+    ck_assert_int_eq(r->timers_fired + r->leases_expired + r->signals_expired, 0);
+    wf_client_free(ok);
+}
+END_TEST
+
+static Suite *
+scheduler_suite(void)
+{
+    Suite *s = suite_create("e2e_scheduler");
+    TCase *tc = tcase_create("run_scheduler_pass");
+    tcase_add_checked_fixture(tc, sched_setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_expired_lease_is_reported_once_and_the_job_comes_back);
+    tcase_add_test(tc, test_buffered_signal_past_its_ttl_expires_and_is_never_consumed);
+    tcase_add_test(tc, test_retention_removes_old_records_and_ended_events_only);
+    tcase_add_test(tc, test_pass_is_scoped_to_the_callers_tenant);
+    tcase_add_test(tc, test_bad_calls_get_the_right_code);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    return wf_test_run(scheduler_suite());
+}
