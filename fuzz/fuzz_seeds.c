@@ -151,7 +151,7 @@ const fuzz_seed *
 fuzz_seed_requests(wf_arena *a, size_t *n)
 {
     static const char *const users[] = {FUZZ_ACTOR, "alice", "bob"};
-    fuzz_seed *s = alloc(a, 32 * sizeof *s);
+    fuzz_seed *s = alloc(a, 48 * sizeof *s);
     size_t k = 0;
 
     Workflow__V1__DeployDefinitionRequest *deploy = alloc(a, sizeof *deploy);
@@ -329,6 +329,38 @@ fuzz_seed_requests(wf_arena *a, size_t *n)
     watch->types[0] = WORKFLOW__V1__EVENT_TYPE__EVENT_TYPE_INSTANCE_STARTED;
     watch->types[1] = WORKFLOW__V1__EVENT_TYPE__EVENT_TYPE_TASK_CREATED;
     s[k++] = (fuzz_seed){"WatchEvents", "watch_events", &watch->base};
+
+    Workflow__V1__SendSignalRequest *sig = alloc(a, sizeof *sig);
+    workflow__v1__send_signal_request__init(sig);
+    sig->name = "carrier-picked-up";
+    sig->target_case = WORKFLOW__V1__SEND_SIGNAL_REQUEST__TARGET_AGGREGATE;
+    sig->aggregate = start2->aggregate;
+    sig->payload_json = "{\"tracking\":\"T-1\"}";
+    sig->signal_id = "sig-1";
+    sig->buffer_ttl = duration(a, 60);
+    s[k++] = (fuzz_seed){"SendSignal", "send_signal_aggregate", &sig->base};
+
+    Workflow__V1__ListSignalsRequest *lsig = alloc(a, sizeof *lsig);
+    workflow__v1__list_signals_request__init(lsig);
+    lsig->target_case = WORKFLOW__V1__LIST_SIGNALS_REQUEST__TARGET_AGGREGATE;
+    lsig->aggregate = start2->aggregate;
+    lsig->page_size = 5;
+    s[k++] = (fuzz_seed){"ListSignals", "list_signals", &lsig->base};
+
+    Workflow__V1__SetVariablesRequest *setv = alloc(a, sizeof *setv);
+    workflow__v1__set_variables_request__init(setv);
+    setv->instance_id = (char *)EXAMPLE_ID;
+    setv->variables_json = "{\"amount\":50}";
+    s[k++] = (fuzz_seed){"SetVariables", "set_variables", &setv->base};
+
+    Workflow__V1__RetryInstanceRequest *retry = alloc(a, sizeof *retry);
+    workflow__v1__retry_instance_request__init(retry);
+    retry->instance_id = (char *)EXAMPLE_ID;
+    s[k++] = (fuzz_seed){"RetryInstance", "retry_instance", &retry->base};
+
+    Workflow__V1__RunSchedulerPassRequest *tick = alloc(a, sizeof *tick);
+    workflow__v1__run_scheduler_pass_request__init(tick);
+    s[k++] = (fuzz_seed){"RunSchedulerPass", "run_scheduler_pass", &tick->base};
 
     *n = k;
     return s;

@@ -137,6 +137,37 @@ START_TEST(test_numbers_and_booleans_parse)
 }
 END_TEST
 
+START_TEST(test_expression_limits)
+{
+    wf_error err;
+    const char *dflt[] = {"WF_ENV=development", "WF_THREADS=3", NULL};
+    wf_config *cfg = load(dflt, &err);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert(!cfg->expr_inline);
+    ck_assert_int_eq(cfg->expr_timeout_ms, 1000);
+    ck_assert_int_eq(cfg->expr_memory_mb, 256);
+    ck_assert_int_eq(cfg->expr_workers, 5);
+    wf_config_free(cfg);
+
+    const char *set[] = {"WF_ENV=development", "WF_EXPR_ISOLATION=inline", "WF_EXPR_TIMEOUT_MS=50",
+                         "WF_EXPR_MEMORY_MB=64", "WF_EXPR_WORKERS=2", NULL};
+    cfg = load(set, &err);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert(cfg->expr_inline);
+    ck_assert_int_eq(cfg->expr_timeout_ms, 50);
+    ck_assert_int_eq(cfg->expr_memory_mb, 64);
+    ck_assert_int_eq(cfg->expr_workers, 2);
+    wf_config_free(cfg);
+
+    const char *bad_mode[] = {"WF_ENV=development", "WF_EXPR_ISOLATION=thread", NULL};
+    ck_assert_ptr_null(load(bad_mode, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "WF_EXPR_ISOLATION"));
+    const char *bad_mem[] = {"WF_ENV=development", "WF_EXPR_MEMORY_MB=1", NULL};
+    ck_assert_ptr_null(load(bad_mem, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "WF_EXPR_MEMORY_MB"));
+}
+END_TEST
+
 START_TEST(test_retention_defaults)
 {
     wf_error err;
@@ -210,6 +241,7 @@ config_suite(void)
     tcase_add_test(tc, test_directory_groups_and_users);
     tcase_add_test(tc, test_malformed_values_are_errors);
     tcase_add_test(tc, test_numbers_and_booleans_parse);
+    tcase_add_test(tc, test_expression_limits);
     tcase_add_test(tc, test_retention_defaults);
     tcase_add_test(tc, test_retention_durations_parse);
     tcase_add_test(tc, test_bad_retention_names_the_variable);
