@@ -1245,9 +1245,8 @@ typedef struct timer_op {
     size_t n_wake;
 } timer_op;
 
-/* Codes of a refused firing, which a timer turns into an incident. */
-static bool
-incident_code(wf_code rc)
+bool
+wf_nw_incident_code(wf_code rc)
 {
     return rc == WF_E_NO_ARC_MATCHED || rc == WF_E_INVALID_ARGUMENT || rc == WF_E_INVALID_JSON ||
            rc == WF_E_DEFINITION_INVALID || rc == WF_E_TOO_LARGE || rc == WF_E_EXPRESSION_LIMIT;
@@ -1297,7 +1296,7 @@ timer_body(wf_tx *tx, void *arg, wf_error *err)
     rc = wf_nw_event(&w, "TIMER_FIRED", data, err);
     if (rc == WF_OK)
         rc = wf_nw_fire(&w, item_id, NULL, err);
-    if (incident_code(rc)) {
+    if (wf_nw_incident_code(rc)) {
         /* The firing is refused: the timer is spent, the instance gets an
          * incident (RetryInstance retries the firing). */
         char msg[300];

@@ -83,6 +83,11 @@ wf_code wf_nw_fire(net_work *w, const char *work_item_id, const char *patch_json
 /* Marks the net instance FAILED with last_error (INSTANCE_FAILED). */
 wf_code wf_nw_fail_instance(net_work *w, const char *message, wf_error *err);
 
+/* Codes of a refused TIME or MSG firing (no arc matched, a guard or
+ * expression failed or hit its limit): the instance gets an incident
+ * instead of the caller an error. */
+bool wf_nw_incident_code(wf_code rc);
+
 /* Writes everything with one wf_tx_apply. */
 wf_code wf_nw_write(net_work *w, wf_error *err);
 

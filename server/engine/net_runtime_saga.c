@@ -413,7 +413,7 @@ retry_firing(net_work *w, size_t ii, wf_error *err)
     if (rc != WF_OK)
         return rc;
     rc = wf_nw_fire(w, item_id, NULL, err);
-    if (rc == WF_E_NO_ARC_MATCHED || rc == WF_E_INVALID_ARGUMENT || rc == WF_E_INVALID_JSON) {
+    if (wf_nw_incident_code(rc)) {
         /* Refused again: the caller rolls back, the incident stays open. */
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg);

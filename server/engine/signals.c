@@ -38,14 +38,6 @@ ended(wf_instance_status s)
     return s == WF_INSTANCE_COMPLETED || s == WF_INSTANCE_CANCELLED || s == WF_INSTANCE_COMPENSATED;
 }
 
-/* Codes of a refused firing, which become an incident (as for timers). */
-static bool
-incident_code(wf_code rc)
-{
-    return rc == WF_E_NO_ARC_MATCHED || rc == WF_E_INVALID_ARGUMENT || rc == WF_E_INVALID_JSON ||
-           rc == WF_E_DEFINITION_INVALID || rc == WF_E_TOO_LARGE || rc == WF_E_EXPRESSION_LIMIT;
-}
-
 static char *
 new_id(wf_arena *a)
 {
@@ -148,7 +140,7 @@ fire_signal(net_work *w, const char *name, const char *item_id, const char *tran
     wf_code rc = wf_nw_save(w, &saved, err);
     if (rc == WF_OK)
         rc = wf_nw_fire(w, item_id, payload, err);
-    if (!incident_code(rc))
+    if (!wf_nw_incident_code(rc))
         return rc;
     char msg[400];
     snprintf(msg, sizeof msg, "signal \"%s\" of transition \"%s\" could not fire: %s",
@@ -203,7 +195,7 @@ wf_sig__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err)
     if (rc != WF_OK) {
         /* A refused step that an enclosing firing turns into an incident is
          * undone while the unit of work goes on: its signals go back. */
-        for (size_t i = 0; incident_code(rc) && v != NULL && i < n; i++) {
+        for (size_t i = 0; wf_nw_incident_code(rc) && v != NULL && i < n; i++) {
             wf_code u = unconsume(w, &v[i]->sig, err);
             if (u != WF_OK)
                 return u;

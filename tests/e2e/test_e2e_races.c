@@ -29,7 +29,7 @@
 #define O_DROPPED WORKFLOW__V1__SIGNAL_OUTCOME__SIGNAL_OUTCOME_DROPPED
 #define C_AGGREGATE WORKFLOW__V1__CORRELATION__CORRELATION_AGGREGATE
 
-static wf_client *shop, *reader; /* made once per test: as() makes a new client */
+static wf_client *shop; /* made once per test: as() makes a new client */
 
 /* s -> paid (MSG "paid" by aggregate) -> e, s -> timeout (TIME, delay_ms)
  * -> late -> chase (USER ann) -> e. The marking tells which arc the case
@@ -64,7 +64,6 @@ deploy_signal_or_timeout(const char *name, int64_t delay_ms)
     req.definition = &n->d;
     wf_client_status st;
     shop = as("shop");
-    reader = as(NULL);
     call(shop, "DeployDefinition", &req, &workflow__v1__deploy_definition_response__descriptor,
          &st);
     ck_ok(st);
@@ -85,27 +84,6 @@ start_for(const char *key, const char *order_id)
         call(shop, "StartInstance", &req, &workflow__v1__start_instance_response__descriptor, &st);
     ck_ok(st);
     return r->instance;
-}
-
-static Workflow__V1__GetInstanceResponse *
-get_instance(const char *id)
-{
-    Workflow__V1__GetInstanceRequest req = WORKFLOW__V1__GET_INSTANCE_REQUEST__INIT;
-    req.instance_id = (char *)id;
-    wf_client_status st;
-    Workflow__V1__GetInstanceResponse *r =
-        call(reader, "GetInstance", &req, &workflow__v1__get_instance_response__descriptor, &st);
-    ck_ok(st);
-    return r;
-}
-
-static int
-marking(const Workflow__V1__GetInstanceResponse *g, const char *place_id)
-{
-    for (size_t i = 0; i < g->n_marking; i++)
-        if (strcmp(g->marking[i]->key, place_id) == 0)
-            return g->marking[i]->value;
-    return 0;
 }
 
 /* The webhook: "paid" for the order, not buffered. */

@@ -46,25 +46,6 @@ job(Workflow__V1__Transition *t, const char *type, int max_attempts, int64_t ini
     t->retry = r;
 }
 
-static Workflow__V1__DeployDefinitionResponse *
-deploy_d(wf_client *c, const Workflow__V1__Definition *d, bool validate_only, wf_client_status *st)
-{
-    Workflow__V1__DeployDefinitionRequest req = WORKFLOW__V1__DEPLOY_DEFINITION_REQUEST__INIT;
-    req.definition = (Workflow__V1__Definition *)d;
-    req.validate_only = validate_only;
-    return call(c, "DeployDefinition", &req, &workflow__v1__deploy_definition_response__descriptor,
-                st);
-}
-
-static Workflow__V1__DeployDefinitionResponse *
-deploy(const nb *n)
-{
-    wf_client_status st;
-    Workflow__V1__DeployDefinitionResponse *r = deploy_d(as("dev"), &n->d, false, &st);
-    ck_ok(st);
-    return r;
-}
-
 /* ---- calls --------------------------------------------------------------------------------- */
 
 static Workflow__V1__Instance *
@@ -86,18 +67,6 @@ start(const char *key, const char *vars)
     Workflow__V1__Instance *in = start_v(as("boss"), key, 0, vars, &st);
     ck_ok(st);
     return in;
-}
-
-static Workflow__V1__GetInstanceResponse *
-get_instance(const char *id)
-{
-    Workflow__V1__GetInstanceRequest req = WORKFLOW__V1__GET_INSTANCE_REQUEST__INIT;
-    wf_client_status st;
-    req.instance_id = (char *)id;
-    Workflow__V1__GetInstanceResponse *r =
-        call(as(NULL), "GetInstance", &req, &workflow__v1__get_instance_response__descriptor, &st);
-    ck_ok(st);
-    return r;
 }
 
 static Workflow__V1__ActivateJobsResponse *
@@ -180,16 +149,6 @@ count_of(const char *list, const char *type)
         if ((p == list || p[-1] == ' ') && (p[l] == ' ' || p[l] == '\0'))
             n++;
     return n;
-}
-
-/* Tokens in place_id (0 when absent). */
-static int
-marking(const Workflow__V1__GetInstanceResponse *g, const char *place_id)
-{
-    for (size_t i = 0; i < g->n_marking; i++)
-        if (strcmp(g->marking[i]->key, place_id) == 0)
-            return g->marking[i]->value;
-    return 0;
 }
 
 #define I_COMPENSATING WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPENSATING

@@ -57,16 +57,6 @@ tick_c(wf_client *c)
     return r;
 }
 
-static void
-deploy(wf_client *c, const nb *n)
-{
-    Workflow__V1__DeployDefinitionRequest req = WORKFLOW__V1__DEPLOY_DEFINITION_REQUEST__INIT;
-    wf_client_status st;
-    req.definition = (Workflow__V1__Definition *)&n->d;
-    call(c, "DeployDefinition", &req, &workflow__v1__deploy_definition_response__descriptor, &st);
-    ck_ok(st);
-}
-
 /* start -> transition id (trigger) -> end. */
 static nb *
 one_step(const char *key, const char *id, Workflow__V1__Trigger trigger)
@@ -97,18 +87,6 @@ start_req(wf_client *c, const char *key, const char *request_id, const char *agg
         call(c, "StartInstance", &req, &workflow__v1__start_instance_response__descriptor, &st);
     ck_ok(st);
     return r->instance;
-}
-
-static Workflow__V1__GetInstanceResponse *
-get_instance(wf_client *c, const char *id)
-{
-    Workflow__V1__GetInstanceRequest req = WORKFLOW__V1__GET_INSTANCE_REQUEST__INIT;
-    wf_client_status st;
-    req.instance_id = (char *)id;
-    Workflow__V1__GetInstanceResponse *r =
-        call(c, "GetInstance", &req, &workflow__v1__get_instance_response__descriptor, &st);
-    ck_ok(st);
-    return r;
 }
 
 /* Events of instance_id's tree (of one type when type != 0), history only. */
@@ -164,7 +142,7 @@ START_TEST(test_expired_lease_is_reported_once_and_the_job_comes_back)
     const char *type = u("charge");
     nb *n = one_step(key, "charge", T_AUTO);
     n->t[0]->job_type = (char *)type;
-    deploy(c, n);
+    deploy_as(c, n);
     Workflow__V1__Instance *in = start_req(c, key, NULL, NULL);
 
     Workflow__V1__ActivateJobsResponse *a = activate(c, type, 200);
@@ -193,7 +171,7 @@ START_TEST(test_expired_lease_is_reported_once_and_the_job_comes_back)
     done.job_key = a->jobs[0]->key;
     call(c, "CompleteJob", &done, &workflow__v1__complete_job_response__descriptor, &st);
     ck_ok(st);
-    ck_assert_int_eq(get_instance(c, in->id)->instance->status, I_COMPLETED);
+    ck_assert_int_eq(get_instance_as(c, in->id)->instance->status, I_COMPLETED);
     ck_assert_uint_eq(
         count_events(c, in->id, WORKFLOW__V1__EVENT_TYPE__EVENT_TYPE_JOB_LEASE_EXPIRED), 1);
 }
@@ -239,9 +217,9 @@ START_TEST(test_buffered_signal_past_its_ttl_expires_and_is_never_consumed)
     nb *n = one_step(key, "recv", T_MSG);
     n->t[0]->signal_name = "paid";
     n->t[0]->correlation = WORKFLOW__V1__CORRELATION__CORRELATION_AGGREGATE;
-    deploy(c, n);
+    deploy_as(c, n);
     Workflow__V1__Instance *in = start_req(c, key, NULL, agg);
-    Workflow__V1__GetInstanceResponse *g = get_instance(c, in->id);
+    Workflow__V1__GetInstanceResponse *g = get_instance_as(c, in->id);
     ck_assert_int_eq(g->instance->status, I_RUNNING);
     ck_assert_uint_eq(g->n_awaiting_signals, 1);
     ck_assert_uint_eq(g->n_buffered_signals, 0);
@@ -261,11 +239,11 @@ START_TEST(test_retention_removes_old_records_and_ended_events_only)
     const char *done_key = u("quick");
     nb *n = one_step(done_key, "go", T_TIME);
     n->t[0]->delay = dur(1);
-    deploy(c, n);
+    deploy_as(c, n);
     const char *live_key = u("slow");
     n = one_step(live_key, "wait", T_TIME);
     n->t[0]->delay = dur(3600 * 1000);
-    deploy(c, n);
+    deploy_as(c, n);
 
     const char *rid = u("req");
     Workflow__V1__Instance *first = start_req(c, done_key, rid, NULL);
@@ -274,7 +252,7 @@ START_TEST(test_retention_removes_old_records_and_ended_events_only)
     sleep_ms(50);
     Workflow__V1__RunSchedulerPassResponse *r = tick_c(c); /* fires "go": first ends */
     ck_assert_int_eq(r->timers_fired, 1);
-    ck_assert_int_eq(get_instance(c, first->id)->instance->status, I_COMPLETED);
+    ck_assert_int_eq(get_instance_as(c, first->id)->instance->status, I_COMPLETED);
     size_t live_events = count_events(c, live->id, 0);
     ck_assert_uint_gt(live_events, 0);
     ck_assert_uint_gt(count_events(c, first->id, 0), 0);
@@ -286,7 +264,7 @@ START_TEST(test_retention_removes_old_records_and_ended_events_only)
     ck_assert_uint_eq(count_events(c, first->id, 0), 0);
     ck_assert_uint_eq(count_events(c, live->id, 0), live_events);
     /* The instance itself stays; only its history went. */
-    ck_assert_int_eq(get_instance(c, first->id)->instance->status, I_COMPLETED);
+    ck_assert_int_eq(get_instance_as(c, first->id)->instance->status, I_COMPLETED);
 
     /* The request id is forgotten: the same request runs again. */
     Workflow__V1__Instance *again = start_req(c, done_key, rid, NULL);
@@ -304,21 +282,21 @@ START_TEST(test_pass_is_scoped_to_the_callers_tenant)
     const char *key = u("due");
     nb *n = one_step(key, "go", T_TIME);
     n->t[0]->delay = dur(1);
-    deploy(mine, n);
-    deploy(theirs, n);
+    deploy_as(mine, n);
+    deploy_as(theirs, n);
     Workflow__V1__Instance *a = start_req(mine, key, NULL, NULL);
     Workflow__V1__Instance *b = start_req(theirs, key, NULL, NULL);
     sleep_ms(50);
 
     ck_assert_int_eq(tick_c(mine)->timers_fired, 1);
-    ck_assert_int_eq(get_instance(mine, a->id)->instance->status, I_COMPLETED);
-    Workflow__V1__GetInstanceResponse *g = get_instance(theirs, b->id);
+    ck_assert_int_eq(get_instance_as(mine, a->id)->instance->status, I_COMPLETED);
+    Workflow__V1__GetInstanceResponse *g = get_instance_as(theirs, b->id);
     ck_assert_int_eq(g->instance->status, I_RUNNING);
     ck_assert_uint_eq(g->n_timers, 1);
     ck_assert_int_eq(tick_c(mine)->timers_fired, 0);
 
     ck_assert_int_eq(tick_c(theirs)->timers_fired, 1);
-    ck_assert_int_eq(get_instance(theirs, b->id)->instance->status, I_COMPLETED);
+    ck_assert_int_eq(get_instance_as(theirs, b->id)->instance->status, I_COMPLETED);
 }
 END_TEST
 

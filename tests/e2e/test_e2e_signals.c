@@ -67,17 +67,6 @@ user1(Workflow__V1__Transition *t, const char *id)
     t->assignee = a;
 }
 
-static void
-deploy(const nb *n)
-{
-    Workflow__V1__DeployDefinitionRequest req = WORKFLOW__V1__DEPLOY_DEFINITION_REQUEST__INIT;
-    wf_client_status st;
-    req.definition = (Workflow__V1__Definition *)&n->d;
-    call(as("dev"), "DeployDefinition", &req, &workflow__v1__deploy_definition_response__descriptor,
-         &st);
-    ck_ok(st);
-}
-
 /* Starts key as c, bound to aggregate ("order", agg_id) unless agg_id is
  * NULL. */
 static Workflow__V1__Instance *
@@ -103,27 +92,6 @@ static Workflow__V1__Instance *
 start(const char *key, const char *agg_id, const char *vars)
 {
     return start_c(as("boss"), key, agg_id, vars);
-}
-
-static Workflow__V1__GetInstanceResponse *
-get_instance(const char *id)
-{
-    Workflow__V1__GetInstanceRequest req = WORKFLOW__V1__GET_INSTANCE_REQUEST__INIT;
-    wf_client_status st;
-    req.instance_id = (char *)id;
-    Workflow__V1__GetInstanceResponse *r =
-        call(as(NULL), "GetInstance", &req, &workflow__v1__get_instance_response__descriptor, &st);
-    ck_ok(st);
-    return r;
-}
-
-static int
-marking(const Workflow__V1__GetInstanceResponse *g, const char *place_id)
-{
-    for (size_t i = 0; i < g->n_marking; i++)
-        if (strcmp(g->marking[i]->key, place_id) == 0)
-            return g->marking[i]->value;
-    return 0;
 }
 
 /* The open task of transition_id. */

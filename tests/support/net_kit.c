@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "defcache.h"
 #include "expr.h"
@@ -21,6 +22,7 @@ static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
 static void **kept; /* ProtobufCMessage * */
 static size_t nkept, capkept;
 static void **clients; /* wf_client * */
+static wf_client *reader; /* get_instance's, one per test: race loops read thousands of times */
 static size_t nclients, capclients;
 static char suffix[16];
 wf_arena *ta; /* test-owned messages */
@@ -47,6 +49,7 @@ teardown(void)
         wf_client_free(clients[i]);
     free(clients);
     clients = NULL;
+    reader = NULL;
     nclients = capclients = 0;
     if (ts.srv != NULL)
         wf_test_server_stop(&ts, 1000);
@@ -104,6 +107,69 @@ call(wf_client *c, const char *method, const void *req, const ProtobufCMessageDe
     keep(&kept, &nkept, &capkept, resp);
     pthread_mutex_unlock(&kept_mu);
     return resp;
+}
+
+Workflow__V1__DeployDefinitionResponse *
+deploy_d(wf_client *c, const Workflow__V1__Definition *d, bool validate_only, wf_client_status *st)
+{
+    Workflow__V1__DeployDefinitionRequest req = WORKFLOW__V1__DEPLOY_DEFINITION_REQUEST__INIT;
+    req.definition = (Workflow__V1__Definition *)d;
+    req.validate_only = validate_only;
+    return call(c, "DeployDefinition", &req, &workflow__v1__deploy_definition_response__descriptor,
+                st);
+}
+
+Workflow__V1__DeployDefinitionResponse *
+deploy_as(wf_client *c, const nb *n)
+{
+    wf_client_status st;
+    Workflow__V1__DeployDefinitionResponse *r = deploy_d(c, &n->d, false, &st);
+    ck_ok(st);
+    return r;
+}
+
+Workflow__V1__DeployDefinitionResponse *
+deploy(const nb *n)
+{
+    return deploy_as(as("dev"), n);
+}
+
+Workflow__V1__GetInstanceResponse *
+get_instance_as(wf_client *c, const char *id)
+{
+    Workflow__V1__GetInstanceRequest req = WORKFLOW__V1__GET_INSTANCE_REQUEST__INIT;
+    wf_client_status st;
+    req.instance_id = (char *)id;
+    Workflow__V1__GetInstanceResponse *r =
+        call(c, "GetInstance", &req, &workflow__v1__get_instance_response__descriptor, &st);
+    ck_ok(st);
+    return r;
+}
+
+Workflow__V1__GetInstanceResponse *
+get_instance(const char *id)
+{
+    pthread_mutex_lock(&kept_mu);
+    wf_client *c = reader;
+    pthread_mutex_unlock(&kept_mu);
+    if (c == NULL) {
+        c = as(NULL);
+        pthread_mutex_lock(&kept_mu);
+        if (reader == NULL)
+            reader = c;
+        c = reader;
+        pthread_mutex_unlock(&kept_mu);
+    }
+    return get_instance_as(c, id);
+}
+
+int
+marking(const Workflow__V1__GetInstanceResponse *g, const char *place_id)
+{
+    for (size_t i = 0; i < g->n_marking; i++)
+        if (strcmp(g->marking[i]->key, place_id) == 0)
+            return g->marking[i]->value;
+    return 0;
 }
 
 nb *

@@ -78,6 +78,23 @@ Workflow__V1__Transition *trans(nb *n, const char *id, Workflow__V1__Trigger tri
 Workflow__V1__Arc *arc(nb *n, const char *source, const char *target);
 Google__Protobuf__Duration *dur(int64_t ms);
 
+/* ---- common calls --------------------------------------------------------------------------- */
+
+/* DeployDefinition of d as c; the response or NULL with st filled. */
+Workflow__V1__DeployDefinitionResponse *deploy_d(wf_client *c, const Workflow__V1__Definition *d,
+                                                 bool validate_only, wf_client_status *st);
+
+/* Deploys n as c / as "dev", asserting OK. */
+Workflow__V1__DeployDefinitionResponse *deploy_as(wf_client *c, const nb *n);
+Workflow__V1__DeployDefinitionResponse *deploy(const nb *n);
+
+/* GetInstance of id as c / as a reader of the default tenant, asserting OK. */
+Workflow__V1__GetInstanceResponse *get_instance_as(wf_client *c, const char *id);
+Workflow__V1__GetInstanceResponse *get_instance(const char *id);
+
+/* Tokens in place_id (0 when absent). */
+int marking(const Workflow__V1__GetInstanceResponse *g, const char *place_id);
+
 /* ---- tenants and timers ------------------------------------------------------------------- */
 
 /* A client acting as actor in tenant (x-tenant-id), freed at teardown. */
