@@ -40,6 +40,7 @@ enum argk {
 };
 
 #define ARGF_OPTIONAL 1u /* a positional that may be left out */
+#define ARGF_EXPR 2u     /* ARG_ASSIGNEE: the value is an ids_expression, not ids */
 
 struct arg {
     enum argk kind;
@@ -247,6 +248,8 @@ static const struct command commands[] = {
              {ARG_ASSIGNEE, "group", "assignee", "GROUP", "one group task (claimed by a member)",
               "GROUP", 0},
              {ARG_ASSIGNEE, "users", "assignee", "U1,U2", "one personal task per user", "USERS", 0},
+             {ARG_ASSIGNEE, "ids-expression", "assignee", "JQ",
+              "one personal task per id a jq expression gives", "USERS", ARGF_EXPR},
              VARS("variables of the referral (JSON object)"),
              OPT(ARG_JOIN, "join", "join", "MODE", "all (default), any or quorum:K"),
              {ARG_ASSIGNEE, "then-user", "on_all_completed.assignee", "USER",
@@ -261,8 +264,9 @@ static const struct command commands[] = {
              END},
      .print = print_assign,
      .prepare = prepare_assign,
-     .details = "Give one of --user, --group, --users. Needs --actor. Prints the child instance\n"
-                "id and the task ids.\n"},
+     .details = "Give one of --user, --group, --users, --ids-expression. Needs --actor. Prints\n"
+                "the child instance id and the task ids. --ids-expression reads the parent's\n"
+                "variables merged with --vars.\n"},
     {.name = "completion",
      .summary = "count the tasks of a referral by status",
      .method = "GetCompletion",
@@ -635,10 +639,15 @@ apply_arg(const struct arg *g, const char *v, struct wfctl_args *a)
         break;
     case ARG_ASSIGNEE: {
         if (get_path(a->req, g->field) != NULL)
-            return wfctl_usage_error("%s: only one assignee may be given (user, group or users)",
-                                     arg_label(g));
+            return wfctl_usage_error(
+                "%s: only one assignee may be given (user, group, users or ids-expression)",
+                arg_label(g));
         val = json_object();
         json_object_set_new(val, "kind", json_string(g->fixed));
+        if (g->flags & ARGF_EXPR) {
+            json_object_set_new(val, "ids_expression", json_string_nocheck(v));
+            break;
+        }
         json_t *ids = strcmp(g->fixed, "USERS") == 0 ? split_list(v) : json_array();
         if (strcmp(g->fixed, "USERS") != 0)
             json_array_append_new(ids, json_string_nocheck(v));

@@ -397,9 +397,40 @@ make_child(ref_work *w, const wf_assign_spec *s, size_t p, const char *key, int3
     return rc;
 }
 
+/* The spec to run: s itself, or, with an ids_expression, s with the ids
+ * the expression gives over the parent's variables merged with the
+ * request's variables_json. The referral's own variables stay the
+ * request's alone; its assignees are chosen in the context it is created
+ * in, which is the parent's (a root's business data, an earlier step's
+ * output). A spec run by a join reports no field violations: the
+ * CompleteTask that fired it has no such field. */
+static wf_code
+resolve_ids(ref_work *w, const wf_assign_spec *s, size_t p, bool joined, wf_assign_spec *out,
+            wf_error *err)
+{
+    if (s->ids_expression == NULL || s->ids_expression[0] == '\0') {
+        *out = *s;
+        return WF_OK;
+    }
+    const char *vars;
+    wf_code rc =
+        wf_engine_json_merge(w->arena, w->insts[p].variables_json, s->variables_json, &vars, err);
+    if (rc != WF_OK)
+        return rc;
+    wf_ref_ctx quiet = *w->ctx;
+    quiet.violation = NULL;
+    rc = wf_referral_spec_resolve(joined ? &quiet : w->ctx, s, vars, out, err);
+    if (rc != WF_OK && joined) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        return wf_error_set(err, rc, "on_all_completed \"%.64s\": %s", s->title, msg);
+    }
+    return rc;
+}
+
 wf_code
 wf_ref__assign(ref_work *w, const wf_assign_spec *s, wf_tx *tx, const char *default_parent,
-               wf_ref_assignment *out, wf_error *err)
+               bool joined, wf_ref_assignment *out, wf_error *err)
 {
     const char *parent_id =
         s->parent_id != NULL && s->parent_id[0] != '\0' ? s->parent_id : default_parent;
@@ -416,14 +447,17 @@ wf_ref__assign(ref_work *w, const wf_assign_spec *s, wf_tx *tx, const char *defa
                           : w->insts[p].definition_key;
     int32_t version = 0;
     wf_instance_row child;
+    wf_assign_spec r; /* s with its ids resolved */
     size_t c;
     wf_code rc = referral_definition(tx, key, &version, err);
     if (rc == WF_OK)
-        rc = check_assignees(w, s, err);
+        rc = resolve_ids(w, s, p, joined, &r, err);
+    if (rc == WF_OK)
+        rc = check_assignees(w, &r, err);
     if (rc == WF_OK)
         rc = precheck_chain(w, tx, s->next, err);
     if (rc == WF_OK)
-        rc = make_child(w, s, p, key, version, by, &child, err);
+        rc = make_child(w, &r, p, key, version, by, &child, err);
     if (rc == WF_OK)
         rc = wf_ref__add_instance(w, &child, &c, err);
     if (rc == WF_OK)
@@ -434,9 +468,9 @@ wf_ref__assign(ref_work *w, const wf_assign_spec *s, wf_tx *tx, const char *defa
     if (rc != WF_OK)
         return rc;
     size_t first = w->n_tasks;
-    for (size_t i = 0; rc == WF_OK && i < s->n_ids; i++) {
+    for (size_t i = 0; rc == WF_OK && i < r.n_ids; i++) {
         size_t t;
-        rc = add_referral_task(w, c, s, s->ids[i], by, &t, err);
+        rc = add_referral_task(w, c, &r, r.ids[i], by, &t, err);
     }
     if (rc != WF_OK)
         return rc;
@@ -462,7 +496,7 @@ assign_body(wf_tx *tx, void *arg, wf_error *err)
     ref_work w;
     wf_code rc = open_work(op->ctx, tx, op->spec->parent_id, &w, err);
     if (rc == WF_OK)
-        rc = wf_ref__assign(&w, op->spec, tx, NULL, op->out, err);
+        rc = wf_ref__assign(&w, op->spec, tx, NULL, false, op->out, err);
     if (rc == WF_OK)
         rc = write_work(tx, &w, err);
     return rc;
@@ -712,7 +746,7 @@ fire_join(ref_work *w, wf_tx *tx, size_t c, wf_ref_assignment **next, wf_error *
     if (*next == NULL)
         return wf_ref__nomem(err);
     /* "" as parent: see running_ancestor. */
-    return wf_ref__assign(w, spec, tx, running_ancestor(w, c), *next, err);
+    return wf_ref__assign(w, spec, tx, running_ancestor(w, c), true, *next, err);
 }
 
 static wf_code

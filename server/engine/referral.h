@@ -64,7 +64,9 @@ typedef struct wf_assign_spec {
     wf_ref_assignee kind;
     const char *const *ids; /* user or group ids */
     size_t n_ids;
-    const char *ids_expression;  /* not supported yet: must be empty */
+    const char *ids_expression;  /* jq, instead of ids: evaluated when the referral is
+                                    created, over the parent's variables merged with
+                                    variables_json */
     const char *variables_json;  /* JSON object text; NULL/"" = {} */
     wf_join_mode join_mode;      /* NONE (unset) reads as ALL */
     int32_t join_quorum;         /* QUORUM only */
@@ -243,11 +245,25 @@ int32_t wf_referral_join_required(wf_join_mode mode, int32_t quorum, const wf_re
  * QUORUM k: k DONE. */
 bool wf_referral_join_met(wf_join_mode mode, int32_t quorum, const wf_ref_counts *c);
 
-/* Checks the shape of spec (and every nested spec): title, assignee, ids,
- * join, JSON. Reports each violation to ctx->violation; returns the first
- * error (WF_E_INVALID_ARGUMENT, WF_E_INVALID_JSON or WF_E_UNIMPLEMENTED). */
+/* Checks the shape of spec (and every nested spec): title, assignee, ids
+ * (or that ids_expression compiles), join, JSON. Reports each violation to
+ * ctx->violation; returns the first error (WF_E_INVALID_ARGUMENT or
+ * WF_E_INVALID_JSON). The rules that need the number of tasks wait, with
+ * an ids_expression, for wf_referral_spec_resolve. */
 wf_code wf_referral_spec_validate(const wf_ref_ctx *ctx, const wf_assign_spec *spec, bool nested,
                                   wf_error *err);
+
+/* Evaluates the ids_expression of spec over vars_json (the variables the
+ * referral is assigned over) and checks the ids it gave by the rules of a
+ * literal list: at least one, exactly one for USER and GROUP, each 1-128
+ * printable bytes, and a QUORUM no larger than the number of tasks.
+ * Duplicates are dropped, order is kept. On WF_OK *out is spec with the
+ * ids filled in and no expression (strings in ctx->arena). Violations go to
+ * ctx->violation under the paths of the AssignTo request. Errors:
+ * WF_E_INVALID_ARGUMENT (wrong result, runtime error), WF_E_TOO_LARGE,
+ * WF_E_EXPRESSION_LIMIT. */
+wf_code wf_referral_spec_resolve(const wf_ref_ctx *ctx, const wf_assign_spec *spec,
+                                 const char *vars_json, wf_assign_spec *out, wf_error *err);
 
 /* The engine's persisted encoding of an assignment spec chain (a JSON
  * document), in arena. by is recorded as the assigner of specs that have

@@ -74,9 +74,11 @@ wf_code wf_ref__cancel_task(ref_work *w, size_t t, wf_error *err);
 wf_code wf_ref__finish_instance(ref_work *w, size_t i, wf_instance_status status,
                                 const char *reason, wf_error *err);
 
-/* Runs an AssignTo inside the working set (top-level or from a join). */
+/* Runs an AssignTo inside the working set: a request's (joined false:
+ * field violations go to ctx->violation) or the next step of a join. */
 wf_code wf_ref__assign(ref_work *w, const wf_assign_spec *spec, wf_tx *tx,
-                       const char *default_parent, wf_ref_assignment *out, wf_error *err);
+                       const char *default_parent, bool joined, wf_ref_assignment *out,
+                       wf_error *err);
 
 /* Copies text into the arena; NULL when out of memory or s is NULL. */
 char *wf_ref__strdup(ref_work *w, const char *s);

@@ -1,15 +1,17 @@
 /*
  * referral_spec: the AssignTo specification: its validation (every
- * violation reported, with the request path of the field) and its
- * persisted encoding.
+ * violation reported, with the request path of the field), the
+ * evaluation of its ids_expression and its persisted encoding.
  *
  * The encoding is the engine's own JSON document, stored opaquely in
  * instance.on_all_completed and read back when the join fires, so the
  * stored form never depends on the wire protocol:
  *   {"v":1,"parent":"..","key":"..","title":"..","kind":1,"ids":[..],
- *    "vars":"{..}","join":1,"quorum":0,"by":"<actor>","next":{...}}
+ *    "expr":"..","vars":"{..}","join":1,"quorum":0,"by":"<actor>",
+ *    "next":{...}}
  * where "by" is the actor of the AssignTo that carried the spec: it stays
- * the assigner of the tasks the join creates later.
+ * the assigner of the tasks the join creates later. "expr" is present only
+ * with an ids_expression, so documents written before it read the same.
  */
 #include "referral.h"
 
@@ -19,6 +21,7 @@
 #include <string.h>
 
 #include "engine_json.h"
+#include "expr.h"
 
 #define SPEC_VERSION 1
 #define MAX_TITLE 512
@@ -89,16 +92,46 @@ task_count(const wf_assign_spec *s)
     return s->kind == WF_REF_ASSIGNEE_USERS ? s->n_ids : 1;
 }
 
+static bool
+has_expr(const wf_assign_spec *s)
+{
+    return s->ids_expression != NULL && s->ids_expression[0] != '\0';
+}
+
+/* With an expression the ids come later (wf_referral_spec_resolve); now
+ * only that it compiles, and that no ids compete with it. */
+static void
+check_expr(vstate *v, const wf_assign_spec *s, const char *p)
+{
+    if (s->n_ids > 0)
+        violation(v, WF_E_INVALID_ARGUMENT, p, "assignee.ids_expression",
+                  "must be empty when ids are listed");
+    wf_expr *e;
+    wf_error cerr;
+    wf_code rc = wf_expr_cached(s->ids_expression, &e, &cerr);
+    if (rc == WF_E_INVALID_ARGUMENT) {
+        violation(v, rc, p, "assignee.ids_expression", "does not compile: %s", cerr.msg);
+        return;
+    }
+    if (rc != WF_OK) {
+        /* Not the request's fault (a worker that could not start): no
+         * violation, the code as it is. */
+        if (v->first == WF_OK)
+            v->first = wf_error_set(v->err, rc, "%s", cerr.msg);
+        return;
+    }
+    wf_expr_free(e);
+}
+
 static void
 check_assignee(vstate *v, const wf_assign_spec *s, const char *p)
 {
-    if (s->ids_expression != NULL && s->ids_expression[0] != '\0') {
-        violation(v, WF_E_UNIMPLEMENTED, p, "assignee.ids_expression",
-                  "ids_expression is not supported on AssignTo yet; list the ids");
-        return;
-    }
     if (s->kind < WF_REF_ASSIGNEE_USER || s->kind > WF_REF_ASSIGNEE_USERS) {
         violation(v, WF_E_INVALID_ARGUMENT, p, "assignee.kind", "must be USER, GROUP or USERS");
+        return;
+    }
+    if (has_expr(s)) {
+        check_expr(v, s, p);
         return;
     }
     if (s->kind != WF_REF_ASSIGNEE_USERS && s->n_ids != 1)
@@ -121,7 +154,12 @@ check_assignee(vstate *v, const wf_assign_spec *s, const char *p)
 static void
 check_join(vstate *v, const wf_assign_spec *s, const char *p)
 {
-    if (s->join_mode == WF_JOIN_QUORUM) {
+    if (s->join_mode == WF_JOIN_QUORUM && has_expr(s)) {
+        /* The upper bound waits for the ids (wf_referral_spec_resolve). */
+        if (s->join_quorum < 1)
+            violation(v, WF_E_INVALID_ARGUMENT, p, "join.quorum",
+                      "must be between 1 and the number of tasks");
+    } else if (s->join_mode == WF_JOIN_QUORUM) {
         size_t n = task_count(s);
         if (s->join_quorum < 1 || (size_t)s->join_quorum > n)
             violation(v, WF_E_INVALID_ARGUMENT, p, "join.quorum",
@@ -176,6 +214,53 @@ wf_referral_spec_validate(const wf_ref_ctx *ctx, const wf_assign_spec *spec, boo
     return v.first;
 }
 
+/* ---- ids_expression ------------------------------------------------------------ */
+
+wf_code
+wf_referral_spec_resolve(const wf_ref_ctx *ctx, const wf_assign_spec *spec, const char *vars_json,
+                         wf_assign_spec *out, wf_error *err)
+{
+    vstate v = {ctx, err, WF_OK};
+    wf_expr *e;
+    char **ids = NULL;
+    size_t n = 0;
+    wf_code rc = wf_expr_cached(spec->ids_expression, &e, err);
+    if (rc == WF_OK) {
+        rc = wf_expr_eval_strings(e, vars_json, ctx->arena, &ids, &n, err);
+        wf_expr_free(e);
+    }
+    if (rc != WF_OK) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        /* A runtime error or a result of the wrong type is the request's;
+         * TOO_LARGE and EXPRESSION_LIMIT keep their own codes. */
+        if (rc != WF_E_INVALID_ARGUMENT)
+            return wf_error_set(err, rc, "assignee.ids_expression: %s", msg);
+        violation(&v, rc, "", "assignee.ids_expression", "%s", msg);
+        return v.first;
+    }
+    if (n == 0) {
+        violation(&v, WF_E_INVALID_ARGUMENT, "", "assignee.ids_expression",
+                  "gave no id; the referral would have no assignee");
+        return v.first;
+    }
+    *out = *spec;
+    out->ids = (const char *const *)ids;
+    out->n_ids = n;
+    out->ids_expression = NULL;
+    if (out->kind != WF_REF_ASSIGNEE_USERS && n != 1)
+        violation(&v, WF_E_INVALID_ARGUMENT, "", "assignee.ids_expression",
+                  "gave %zu ids; USER and GROUP take exactly one", n);
+    for (size_t i = 0; i < n; i++)
+        if (!printable(ids[i], MAX_ID, false)) {
+            violation(&v, WF_E_INVALID_ARGUMENT, "", "assignee.ids_expression",
+                      "gave \"%.64s\", which is not 1 to 128 printable characters", ids[i]);
+            break;
+        }
+    check_join(&v, out, "");
+    return v.first;
+}
+
 /* ---- encoding ---------------------------------------------------------------- */
 
 static json_t *
@@ -193,6 +278,11 @@ encode_one(const wf_assign_spec *s, const char *by, int depth)
                   s->title != NULL ? s->title : "", "kind", (int)s->kind, "ids", ids, "vars",
                   s->variables_json != NULL ? s->variables_json : "", "join", (int)s->join_mode,
                   "quorum", (int)s->join_quorum, "by", by != NULL ? by : "");
+    if (o != NULL && has_expr(s) &&
+        json_object_set_new(o, "expr", json_string(s->ids_expression)) != 0) {
+        json_decref(o);
+        return NULL;
+    }
     if (o != NULL && s->next != NULL && depth < MAX_DEPTH) {
         json_t *next = encode_one(s->next, by, depth + 1);
         if (next == NULL || json_object_set_new(o, "next", next) != 0) {
@@ -220,13 +310,14 @@ wf_referral_spec_encode(wf_arena *arena, const wf_assign_spec *spec, const char 
 static wf_code
 decode_one(wf_arena *a, json_t *o, int depth, wf_assign_spec **out, wf_error *err)
 {
-    const char *parent, *key, *title, *vars, *by;
+    const char *parent, *key, *title, *vars, *by, *expr = NULL;
     int v, kind, join, quorum;
     json_t *ids, *next = NULL;
     if (depth > MAX_DEPTH ||
-        json_unpack(o, "{s:i,s:s,s:s,s:s,s:i,s:o,s:s,s:i,s:i,s:s,s?o}", "v", &v, "parent", &parent,
-                    "key", &key, "title", &title, "kind", &kind, "ids", &ids, "vars", &vars, "join",
-                    &join, "quorum", &quorum, "by", &by, "next", &next) != 0 ||
+        json_unpack(o, "{s:i,s:s,s:s,s:s,s:i,s:o,s?s,s:s,s:i,s:i,s:s,s?o}", "v", &v, "parent",
+                    &parent, "key", &key, "title", &title, "kind", &kind, "ids", &ids, "expr",
+                    &expr, "vars", &vars, "join", &join, "quorum", &quorum, "by", &by, "next",
+                    &next) != 0 ||
         v != SPEC_VERSION || !json_is_array(ids))
         return wf_error_set(err, WF_E_INTERNAL, "a stored referral specification is unreadable");
     wf_assign_spec *s = wf_arena_calloc(a, 1, sizeof *s);
@@ -243,6 +334,7 @@ decode_one(wf_arena *a, json_t *o, int depth, wf_assign_spec **out, wf_error *er
     s->kind = (wf_ref_assignee)kind;
     s->ids = idv;
     s->n_ids = json_array_size(ids);
+    s->ids_expression = expr != NULL ? wf_arena_strdup(a, expr) : NULL;
     s->variables_json = wf_arena_strdup(a, vars);
     s->join_mode = (wf_join_mode)join;
     s->join_quorum = quorum;

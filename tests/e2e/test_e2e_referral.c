@@ -3,7 +3,8 @@
  * on the memory store and on Postgres (WF_TEST_STORE=pg): StartInstance,
  * AssignTo, the inbox, claim/release/complete, joins (also under
  * concurrent completion), CompleteAndEnd, ListInstances, CancelInstance,
- * idempotency, tenancy, the directory and the events each change writes.
+ * assignees from an ids_expression, idempotency, tenancy, the directory
+ * and the events each change writes.
  *
  * Postgres keeps rows between tests, so every test names its own users,
  * groups and definition keys with a unique suffix.
@@ -16,6 +17,7 @@
 
 #include <grpc/status.h>
 
+#include "expr.h"
 #include "test_support.h"
 #include "wf_time.h"
 #include "workflow/v1/workflow.pb-c.h"
@@ -72,6 +74,7 @@ teardown(void)
     nclients = 0;
     if (ts.srv != NULL)
         wf_test_server_stop(&ts, 1000);
+    wf_expr_cache_clear(); /* compiled ids_expressions, so leak checks see none */
 }
 
 /* A name unique to this test run: "alice" -> "alice-1a2b3c4d". */
@@ -1277,6 +1280,240 @@ START_TEST(test_trusted_actor_groups)
 }
 END_TEST
 
+/* ---- ids_expression -------------------------------------------------------------------- */
+
+/* A root of its own definition key with variables vars. */
+static const char *
+start_with(wf_client *c, const char *vars)
+{
+    wf_client_status st;
+    Workflow__V1__Instance *in = start_rid(c, u("expr"), vars, NULL, &st);
+    ck_ok(st);
+    return in->id;
+}
+
+/* An AssignTo request whose assignee comes from expr. */
+static void
+mk_expr(Workflow__V1__AssignToRequest *r, Workflow__V1__Assignee *a, Workflow__V1__JoinPolicy *j,
+        const char *parent, Workflow__V1__AssigneeKind kind, const char *expr)
+{
+    mk_assign(r, a, j, parent, kind, NULL, 0);
+    a->ids_expression = (char *)expr;
+}
+
+/* Expects r to fail INVALID_ARGUMENT with one violation starting with
+ * want, and the root to have no referral afterwards. */
+static void
+assign_refused(wf_client *c, const Workflow__V1__AssignToRequest *r, const char *root,
+               const char *want)
+{
+    wf_client_status st;
+    ck_assert_ptr_null(assign_req(c, r, &st));
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    ck_assert_int_eq(st.nviolations, 1);
+    ck_assert_msg(strncmp(st.violations[0], want, strlen(want)) == 0,
+                  "violation \"%s\", want \"%s\"", st.violations[0], want);
+    Workflow__V1__GetInstanceResponse *gi = get_instance(c, root, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(gi->n_children, 0);
+}
+
+START_TEST(test_ids_expression_reads_parent_and_request_variables)
+{
+    wf_client *boss = as("boss");
+    wf_client_status st;
+    char vars[256];
+    char *alice = u("alice"), *bob = u("bob"), *carol = u("carol");
+    snprintf(vars, sizeof vars, "{\"reviewers\":[\"%s\",\"%s\",\"%s\"],\"lead\":\"%s\"}", alice,
+             bob, alice, carol);
+    const char *root = start_with(boss, vars);
+    Workflow__V1__AssignToRequest req;
+    Workflow__V1__Assignee a;
+    Workflow__V1__JoinPolicy j;
+
+    /* From the parent's variables; the duplicate is dropped. */
+    mk_expr(&req, &a, &j, root, USERS, ".reviewers");
+    j.mode = WORKFLOW__V1__COMPLETION_MODE__COMPLETION_MODE_QUORUM;
+    j.quorum = 2;
+    Workflow__V1__AssignToResponse *r = assign_req(boss, &req, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(r->n_tasks, 2);
+    ck_assert_str_eq(r->tasks[0]->assignee_id, alice);
+    ck_assert_str_eq(r->tasks[1]->assignee_id, bob);
+    ck_assert(listed(boss, bob, NULL, r->tasks[1]->id));
+
+    /* The request's variables override the parent's; the referral keeps
+     * the request's alone. */
+    char over[128];
+    snprintf(over, sizeof over, "{\"lead\":\"%s\"}", bob);
+    mk_expr(&req, &a, &j, root, USER, ".lead");
+    req.variables_json = over;
+    r = assign_req(boss, &req, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(r->n_tasks, 1);
+    ck_assert_str_eq(r->task->assignee_id, bob);
+    ck_assert_int_eq(r->task->assignee_kind, USER);
+    Workflow__V1__GetInstanceResponse *gi = get_instance(boss, r->instance_id, &st);
+    ck_ok(st);
+    ck_assert_str_eq(gi->instance->variables_json, over);
+
+    /* Without the override, the parent's value. */
+    mk_expr(&req, &a, &j, root, GROUP, "\"team-\" + .lead");
+    r = assign_req(boss, &req, &st);
+    ck_ok(st);
+    ck_assert_int_eq(r->task->assignee_kind, GROUP);
+    ck_assert_msg(strncmp(r->task->assignee_id, "team-", 5) == 0 &&
+                      strcmp(r->task->assignee_id + 5, carol) == 0,
+                  "%s", r->task->assignee_id);
+    ck_assert_str_eq(event_types(root, NULL, "boss"),
+                     "INSTANCE_STARTED INSTANCE_STARTED TASK_CREATED TASK_CREATED "
+                     "INSTANCE_STARTED TASK_CREATED INSTANCE_STARTED TASK_CREATED");
+}
+END_TEST
+
+START_TEST(test_ids_expression_refusals_change_nothing)
+{
+    wf_client *boss = as("boss");
+    const char *root = start_with(boss, "{\"none\":[],\"n\":7,\"two\":[\"a\",\"b\"]}");
+    Workflow__V1__AssignToRequest req;
+    Workflow__V1__Assignee a;
+    Workflow__V1__JoinPolicy j;
+
+    mk_expr(&req, &a, &j, root, USERS, ".none[]");
+    assign_refused(boss, &req, root, "assignee.ids_expression: gave no id");
+    mk_expr(&req, &a, &j, root, USERS, ".n");
+    assign_refused(boss, &req, root,
+                   "assignee.ids_expression: expression must yield strings or arrays of strings, "
+                   "got number");
+    mk_expr(&req, &a, &j, root, USERS, ".two[");
+    assign_refused(boss, &req, root, "assignee.ids_expression: does not compile");
+    mk_expr(&req, &a, &j, root, USER, ".two");
+    assign_refused(boss, &req, root, "assignee.ids_expression: gave 2 ids");
+    /* The quorum is checked against the ids the expression gave, under
+     * the literal list's field. */
+    mk_expr(&req, &a, &j, root, USERS, ".two");
+    j.mode = WORKFLOW__V1__COMPLETION_MODE__COMPLETION_MODE_QUORUM;
+    j.quorum = 3;
+    assign_refused(boss, &req, root, "join.quorum: must be between 1 and the number of tasks (2)");
+    /* Ids and an expression at once. */
+    char *ids[] = {"a"};
+    mk_expr(&req, &a, &j, root, USERS, ".two");
+    a.ids = ids;
+    a.n_ids = 1;
+    assign_refused(boss, &req, root, "assignee.ids_expression: must be empty when ids are listed");
+    ck_assert_str_eq(event_types(root, NULL, "boss"), "INSTANCE_STARTED");
+}
+END_TEST
+
+/* root -> P (USERS p1, p2) -> A (USER alice) with on_all_completed B
+ * (USERS from .approvers): B's ids are read when A's join fires, from P
+ * as it is then. */
+START_TEST(test_ids_expression_in_on_all_completed)
+{
+    wf_client *boss = as("boss");
+    char *p1 = u("p1"), *p2 = u("p2"), *alice = u("alice"), *x = u("x");
+    wf_client *c1 = as(p1), *ca = as(alice);
+    wf_client_status st;
+    const char *root = start_with(boss, "{}");
+    char *ps[] = {p1, p2};
+    Workflow__V1__AssignToResponse *pa = assign(boss, root, USERS, ps, 2);
+
+    Workflow__V1__AssignToRequest req, next;
+    Workflow__V1__Assignee a, na;
+    Workflow__V1__JoinPolicy j, nj;
+    mk_assign(&req, &a, &j, pa->instance_id, USER, &alice, 1);
+    mk_expr(&next, &na, &nj, NULL, USERS, ".approvers");
+    next.title = "Approve";
+    next.variables_json = "{\"step\":\"approve\"}";
+    req.on_all_completed = &next;
+    Workflow__V1__AssignToResponse *aa = assign_req(boss, &req, &st);
+    ck_ok(st);
+
+    /* P has no approvers yet: alice's completion meets the join, the next
+     * step gives no id, and the completion is refused. */
+    ck_assert_ptr_null(complete(ca, aa->task->id, &st));
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    ck_assert_msg(strstr(st.message, "on_all_completed \"Approve\"") != NULL, "%s", st.message);
+    Workflow__V1__Task *t = get_task(ca, aa->task->id, &st);
+    ck_ok(st);
+    ck_assert_int_eq(t->status, T_OPEN);
+
+    /* p1's output lands in P; the join now reads it. */
+    char out[128];
+    snprintf(out, sizeof out, "{\"approvers\":[\"%s\"]}", x);
+    complete_rid(c1, pa->tasks[0]->id, out, NULL, &st);
+    ck_ok(st);
+    Workflow__V1__CompleteTaskResponse *cr = complete(ca, aa->task->id, &st);
+    ck_ok(st);
+    ck_assert_ptr_nonnull(cr->next);
+    ck_assert_uint_eq(cr->next->n_tasks, 1);
+    ck_assert_str_eq(cr->next->task->assignee_id, x);
+    ck_assert_str_eq(cr->next->task->assigned_by, "boss");
+    Workflow__V1__GetInstanceResponse *gi = get_instance(boss, cr->next->instance_id, &st);
+    ck_ok(st);
+    ck_assert_str_eq(gi->instance->parent_instance_id, pa->instance_id);
+    ck_assert_str_eq(gi->instance->variables_json, "{\"step\":\"approve\"}");
+    ck_assert(listed(boss, x, NULL, cr->next->task->id));
+}
+END_TEST
+
+/* With n = 1e9 the expression asks libjq for 58 GB, which ends the worker
+ * evaluating it, not the server. */
+START_TEST(test_ids_expression_limit_changes_nothing)
+{
+    wf_expr_configure(&(wf_expr_options){.isolation = WF_EXPR_PROCESS,
+                                         .timeout_ms = 1000,
+                                         .memory_mb = 256,
+                                         .workers = 2,
+                                         .recycle_after = 1000});
+    wf_client *boss = as("boss");
+    wf_client_status st;
+    const char *root = start_with(boss, "{\"n\":1e9}");
+    Workflow__V1__AssignToRequest req;
+    Workflow__V1__Assignee a;
+    Workflow__V1__JoinPolicy j;
+    mk_expr(&req, &a, &j, root, USER, "(.x[.n] = 1) | \"ann\"");
+    ck_assert_ptr_null(assign_req(boss, &req, &st));
+    ck_fails(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "EXPRESSION_LIMIT");
+    Workflow__V1__GetInstanceResponse *gi = get_instance(boss, root, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(gi->n_children, 0);
+
+    /* The same expression over a sane number works. */
+    req.variables_json = "{\"n\":2}";
+    Workflow__V1__AssignToResponse *r = assign_req(boss, &req, &st);
+    ck_ok(st);
+    ck_assert_str_eq(r->task->assignee_id, "ann");
+    wf_expr_shutdown();
+    wf_expr_configure(&(wf_expr_options){.isolation = WF_EXPR_INLINE});
+}
+END_TEST
+
+/* Ids from an expression meet the directory as listed ids do. */
+START_TEST(test_ids_expression_meets_the_static_directory)
+{
+    wf_client *boss = as("boss");
+    wf_client_status st;
+    const char *root = start_with(boss, "{\"grp\":\"nope\",\"people\":[\"carol\",\"zed\"]}");
+    Workflow__V1__AssignToRequest req;
+    Workflow__V1__Assignee a;
+    Workflow__V1__JoinPolicy j;
+    mk_expr(&req, &a, &j, root, GROUP, ".grp");
+    ck_assert_ptr_null(assign_req(boss, &req, &st));
+    ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "EMPTY_GROUP");
+    mk_expr(&req, &a, &j, root, USERS, ".people");
+    ck_assert_ptr_null(assign_req(boss, &req, &st));
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    ck_assert_ptr_nonnull(strstr(st.message, "\"zed\""));
+    mk_expr(&req, &a, &j, root, GROUP, ".grp");
+    req.variables_json = "{\"grp\":\"it\"}";
+    Workflow__V1__AssignToResponse *r = assign_req(boss, &req, &st);
+    ck_ok(st);
+    ck_assert_str_eq(r->task->assignee_id, "it");
+    ck_assert(listed(as("alice"), NULL, NULL, r->task->id));
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -1302,11 +1539,16 @@ suite(void)
     tcase_add_test(tc, test_complete_and_end_closes_the_tree);
     tcase_add_test(tc, test_cancel_instance);
     tcase_add_test(tc, test_list_instances_states_and_paging);
+    tcase_add_test(tc, test_ids_expression_reads_parent_and_request_variables);
+    tcase_add_test(tc, test_ids_expression_refusals_change_nothing);
+    tcase_add_test(tc, test_ids_expression_in_on_all_completed);
+    tcase_add_test(tc, test_ids_expression_limit_changes_nothing);
     suite_add_tcase(s, tc);
     TCase *st = tcase_create("static_directory");
     tcase_add_checked_fixture(st, setup_static, teardown);
     tcase_set_timeout(st, 60);
     tcase_add_test(st, test_static_directory);
+    tcase_add_test(st, test_ids_expression_meets_the_static_directory);
     suite_add_tcase(s, st);
     TCase *tr = tcase_create("trusted_groups");
     tcase_add_checked_fixture(tr, setup_trusted, teardown);
@@ -1317,7 +1559,10 @@ suite(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+    /* The expression workers of the limit test are this binary. */
+    if (argc > 1 && strcmp(argv[1], WF_EXPR_WORKER_ARG) == 0)
+        return wf_expr_worker_main(argc, argv);
     return wf_test_run(suite());
 }

@@ -12,6 +12,7 @@
 
 #include "directory.h"
 #include "engine_json.h"
+#include "expr.h"
 #include "referral.h"
 #include "store.h"
 #include "wf_config.h"
@@ -314,6 +315,75 @@ START_TEST(test_spec_encoding_round_trips)
 }
 END_TEST
 
+START_TEST(test_spec_validation_of_ids_expression)
+{
+    wf_arena *a = wf_arena_new();
+    vlist v = {0};
+    wf_ref_ctx ctx = {.arena = a, .violation = collect, .violation_arg = &v};
+    const char *one[] = {"it"};
+    /* The quorum's upper bound waits for the ids; a nested expression is
+     * compiled too. */
+    wf_assign_spec next = {.title = "Next", .kind = WF_REF_ASSIGNEE_USERS, .ids_expression = ".["};
+    wf_assign_spec s = {.parent_id = "p",
+                        .title = "Review",
+                        .kind = WF_REF_ASSIGNEE_USERS,
+                        .ids_expression = ".reviewers",
+                        .join_mode = WF_JOIN_QUORUM,
+                        .join_quorum = 5,
+                        .next = &next};
+    wf_error err;
+    ck_assert_int_eq(wf_referral_spec_validate(&ctx, &s, false, &err), WF_E_INVALID_ARGUMENT);
+    ck_assert_int_eq(v.n, 1);
+    ck_assert_str_eq(v.fields[0], "on_all_completed.assignee.ids_expression");
+    ck_assert_ptr_nonnull(strstr(err.msg, "does not compile"));
+    next.ids_expression = "[.a, .b]";
+    ck_assert_int_eq(wf_referral_spec_validate(&ctx, &s, false, &err), WF_OK);
+
+    /* Ids and an expression at once, a refused builtin, a zero quorum. */
+    v.n = 0;
+    s.next = NULL;
+    s.ids = one;
+    s.n_ids = 1;
+    s.ids_expression = "range(10)";
+    s.join_quorum = 0;
+    ck_assert_int_eq(wf_referral_spec_validate(&ctx, &s, false, &err), WF_E_INVALID_ARGUMENT);
+    ck_assert_int_eq(v.n, 3);
+    ck_assert_str_eq(v.fields[0], "assignee.ids_expression");
+    ck_assert_str_eq(v.fields[1], "assignee.ids_expression");
+    ck_assert_str_eq(v.fields[2], "join.quorum");
+    ck_assert_str_eq(err.msg, "assignee.ids_expression: must be empty when ids are listed");
+    wf_arena_free(a);
+}
+END_TEST
+
+START_TEST(test_spec_encoding_keeps_ids_expression)
+{
+    wf_arena *a = wf_arena_new();
+    const char *grp[] = {"it"};
+    wf_assign_spec last = {.title = "Sign", .kind = WF_REF_ASSIGNEE_USERS, .ids_expression = ".x"};
+    wf_assign_spec s = {
+        .title = "One", .kind = WF_REF_ASSIGNEE_GROUP, .ids = grp, .n_ids = 1, .next = &last};
+    unsigned char *bytes;
+    size_t len;
+    wf_error err;
+    ck_assert_int_eq(wf_referral_spec_encode(a, &s, "boss", &bytes, &len, &err), WF_OK);
+    wf_assign_spec *d;
+    ck_assert_int_eq(wf_referral_spec_decode(a, bytes, len, &d, &err), WF_OK);
+    ck_assert_ptr_null(d->ids_expression);
+    ck_assert_str_eq(d->next->ids_expression, ".x");
+    ck_assert_uint_eq(d->next->n_ids, 0);
+    /* A document written before the field existed reads as "no
+     * expression". */
+    const char *old = "{\"v\":1,\"parent\":\"\",\"key\":\"\",\"title\":\"t\",\"kind\":1,"
+                      "\"ids\":[\"a\"],\"vars\":\"\",\"join\":0,\"quorum\":0,\"by\":\"b\"}";
+    ck_assert_int_eq(wf_referral_spec_decode(a, (const unsigned char *)old, strlen(old), &d, &err),
+                     WF_OK);
+    ck_assert_ptr_null(d->ids_expression);
+    ck_assert_str_eq(d->ids[0], "a");
+    wf_arena_free(a);
+}
+END_TEST
+
 /* ---- the engine over the memory store ---------------------------------------------- */
 
 static wf_store *st;
@@ -333,6 +403,7 @@ setup(void)
 static void
 teardown(void)
 {
+    wf_expr_cache_clear(); /* compiled ids_expressions, so leak checks see none */
     wf_store_free(st);
     wf_arena_free(arena);
     wf_directory_free(dir);
@@ -545,6 +616,196 @@ START_TEST(test_idempotent_start)
 }
 END_TEST
 
+static char *
+start_vars(const char *vars)
+{
+    wf_ref_ctx c = as("boss");
+    wf_start_spec s = {.definition_key = "leave", .variables_json = vars};
+    wf_instance_row root;
+    wf_error err;
+    ck_assert_int_eq(wf_referral_start(&c, &s, NULL, &root, &err), WF_OK);
+    return root.id;
+}
+
+/* The boss's context, collecting field violations into v. */
+static wf_ref_ctx
+boss_collecting(vlist *v)
+{
+    wf_ref_ctx c = as("boss");
+    c.violation = collect;
+    c.violation_arg = v;
+    return c;
+}
+
+START_TEST(test_ids_expression_reads_parent_and_request_variables)
+{
+    char *root = start_vars("{\"reviewers\":[\"alice\",\"bob\",\"alice\"],\"lead\":\"carol\"}");
+    vlist v = {0};
+    wf_ref_ctx boss = boss_collecting(&v);
+    wf_assign_spec s = {.parent_id = root,
+                        .title = "Review",
+                        .kind = WF_REF_ASSIGNEE_USERS,
+                        .ids_expression = ".reviewers",
+                        .join_mode = WF_JOIN_QUORUM,
+                        .join_quorum = 2};
+    wf_ref_assignment asg;
+    wf_error err;
+    ck_assert_int_eq(wf_referral_assign(&boss, &s, NULL, &asg, &err), WF_OK);
+    /* The duplicate is dropped, the order kept. */
+    ck_assert_uint_eq(asg.n_tasks, 2);
+    ck_assert_str_eq(asg.tasks[0].assignee_id, "alice");
+    ck_assert_str_eq(asg.tasks[1].assignee_id, "bob");
+    ck_assert_int_eq(asg.instance.join_quorum, 2);
+    /* The referral's variables stay the request's. */
+    ck_assert_str_eq(asg.instance.variables_json, "{}");
+
+    /* The request's variables override the parent's, key by key. */
+    s.kind = WF_REF_ASSIGNEE_USER;
+    s.ids_expression = ".lead";
+    s.variables_json = "{\"lead\":\"dave\"}";
+    s.join_mode = WF_JOIN_NONE;
+    s.join_quorum = 0;
+    ck_assert_int_eq(wf_referral_assign(&boss, &s, NULL, &asg, &err), WF_OK);
+    ck_assert_uint_eq(asg.n_tasks, 1);
+    ck_assert_str_eq(asg.tasks[0].assignee_id, "dave");
+    ck_assert_int_eq(asg.tasks[0].assignee_kind, WF_ASSIGNEE_USER);
+    ck_assert_str_eq(asg.instance.variables_json, "{\"lead\":\"dave\"}");
+    s.kind = WF_REF_ASSIGNEE_GROUP;
+    s.ids_expression = "\"team-\" + .lead";
+    ck_assert_int_eq(wf_referral_assign(&boss, &s, NULL, &asg, &err), WF_OK);
+    ck_assert_str_eq(asg.tasks[0].assignee_id, "team-dave");
+    ck_assert_int_eq(asg.tasks[0].assignee_kind, WF_ASSIGNEE_GROUP);
+    ck_assert_int_eq(v.n, 0);
+    ck_assert_str_eq(event_types(root), "INSTANCE_STARTED INSTANCE_STARTED TASK_CREATED "
+                                        "TASK_CREATED INSTANCE_STARTED TASK_CREATED "
+                                        "INSTANCE_STARTED TASK_CREATED");
+}
+END_TEST
+
+/* Assigns s under root and expects code with one violation on field;
+ * asserts that nothing was written. */
+static void
+assign_fails(const char *root, wf_assign_spec *s, wf_code code, const char *field)
+{
+    vlist v = {0};
+    wf_ref_ctx boss = boss_collecting(&v);
+    char *before = wf_arena_strdup(arena, event_types(root));
+    wf_ref_assignment asg;
+    wf_error err;
+    ck_assert_int_eq(wf_referral_assign(&boss, s, NULL, &asg, &err), code);
+    if (field != NULL) {
+        ck_assert_int_eq(v.n, 1);
+        ck_assert_str_eq(v.fields[0], field);
+    } else {
+        ck_assert_int_eq(v.n, 0);
+    }
+    ck_assert_str_eq(event_types(root), before);
+}
+
+START_TEST(test_ids_expression_results_follow_the_literal_rules)
+{
+    char *root = start_vars("{\"none\":[],\"two\":[\"a\",\"b\"],\"n\":7,\"long\":\"\"}");
+    wf_assign_spec s = {.parent_id = root,
+                        .title = "Review",
+                        .kind = WF_REF_ASSIGNEE_USERS,
+                        .ids_expression = ".none[]"};
+    /* Nothing, a number, a null, an empty string. */
+    assign_fails(root, &s, WF_E_INVALID_ARGUMENT, "assignee.ids_expression");
+    s.ids_expression = ".none";
+    assign_fails(root, &s, WF_E_INVALID_ARGUMENT, "assignee.ids_expression");
+    s.ids_expression = ".n";
+    assign_fails(root, &s, WF_E_INVALID_ARGUMENT, "assignee.ids_expression");
+    s.ids_expression = ".missing";
+    assign_fails(root, &s, WF_E_INVALID_ARGUMENT, "assignee.ids_expression");
+    s.ids_expression = "[.two[], .long]";
+    assign_fails(root, &s, WF_E_INVALID_ARGUMENT, "assignee.ids_expression");
+    /* A runtime error is the request's too. */
+    s.ids_expression = ".n[0]";
+    assign_fails(root, &s, WF_E_INVALID_ARGUMENT, "assignee.ids_expression");
+    /* An id a literal list could not hold. */
+    s.ids_expression = "\"a b\n\"";
+    assign_fails(root, &s, WF_E_INVALID_ARGUMENT, "assignee.ids_expression");
+    s.ids_expression = "\"x\" * 129";
+    assign_fails(root, &s, WF_E_INVALID_ARGUMENT, "assignee.ids_expression");
+    /* USER and GROUP take exactly one. */
+    s.ids_expression = ".two";
+    s.kind = WF_REF_ASSIGNEE_USER;
+    assign_fails(root, &s, WF_E_INVALID_ARGUMENT, "assignee.ids_expression");
+    /* A quorum above the ids it gave, with the literal list's field. */
+    s.kind = WF_REF_ASSIGNEE_USERS;
+    s.join_mode = WF_JOIN_QUORUM;
+    s.join_quorum = 3;
+    assign_fails(root, &s, WF_E_INVALID_ARGUMENT, "join.quorum");
+    /* A compile error never reaches the unit of work. */
+    s.join_quorum = 2;
+    s.ids_expression = ".two[";
+    assign_fails(root, &s, WF_E_INVALID_ARGUMENT, "assignee.ids_expression");
+    /* Too many ids: the expression engine's bound. */
+    s.join_mode = WF_JOIN_NONE;
+    s.join_quorum = 0;
+    s.ids_expression = "\"a,\" * 1001 | split(\",\") | to_entries | map(\"u\\(.key)\")";
+    assign_fails(root, &s, WF_E_TOO_LARGE, NULL);
+    s.ids_expression = ".two";
+    wf_error err;
+    wf_ref_ctx boss = as("boss");
+    wf_ref_assignment asg;
+    ck_assert_int_eq(wf_referral_assign(&boss, &s, NULL, &asg, &err), WF_OK);
+    ck_assert_uint_eq(asg.n_tasks, 2);
+}
+END_TEST
+
+/* root -> P (USERS p1, p2) -> A (USER alice) with on_all_completed B
+ * (USERS from .approvers): B's ids are read when A's join fires, from P
+ * as it is then. */
+START_TEST(test_ids_expression_in_a_chain_reads_variables_when_the_join_fires)
+{
+    char *root = start_vars("{}");
+    wf_ref_ctx boss = as("boss"), alice = as("alice"), p1 = as("p1");
+    const char *ps[] = {"p1", "p2"}, *al[] = {"alice"};
+    wf_assign_spec sp = {
+        .parent_id = root, .title = "P", .kind = WF_REF_ASSIGNEE_USERS, .ids = ps, .n_ids = 2};
+    wf_ref_assignment pa, aa;
+    wf_error err;
+    ck_assert_int_eq(wf_referral_assign(&boss, &sp, NULL, &pa, &err), WF_OK);
+    wf_assign_spec b = {.title = "B",
+                        .kind = WF_REF_ASSIGNEE_USERS,
+                        .ids_expression = ".approvers",
+                        .variables_json = "{\"step\":\"b\"}"};
+    wf_assign_spec sa = {.parent_id = pa.instance.id,
+                         .title = "A",
+                         .kind = WF_REF_ASSIGNEE_USER,
+                         .ids = al,
+                         .n_ids = 1,
+                         .next = &b};
+    /* P has no approvers yet, and that is fine until the join fires. */
+    ck_assert_int_eq(wf_referral_assign(&boss, &sa, NULL, &aa, &err), WF_OK);
+
+    /* The join fires, the expression gives nothing: the completion is
+     * refused and nothing changes. */
+    wf_ref_completion c;
+    ck_assert_int_eq(wf_referral_complete(&alice, aa.tasks[0].id, "", NULL, &c, &err),
+                     WF_E_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "on_all_completed \"B\""));
+    wf_task_row t;
+    ck_assert_int_eq(wf_referral_get_task(&alice, aa.tasks[0].id, &t, &err), WF_OK);
+    ck_assert_int_eq(t.status, WF_TASK_OPEN);
+
+    /* p1's output lands in P; now the join finds approvers there. */
+    ck_assert_int_eq(
+        wf_referral_complete(&p1, pa.tasks[0].id, "{\"approvers\":[\"x\",\"y\"]}", NULL, &c, &err),
+        WF_OK);
+    ck_assert_ptr_null(c.next);
+    ck_assert_int_eq(wf_referral_complete(&alice, aa.tasks[0].id, "", NULL, &c, &err), WF_OK);
+    ck_assert_ptr_nonnull(c.next);
+    ck_assert_uint_eq(c.next->n_tasks, 2);
+    ck_assert_str_eq(c.next->tasks[0].assignee_id, "x");
+    ck_assert_str_eq(c.next->tasks[1].assignee_id, "y");
+    ck_assert_str_eq(c.next->tasks[1].assigned_by, "boss");
+    ck_assert_str_eq(c.next->instance.parent_id, pa.instance.id);
+    ck_assert_str_eq(c.next->instance.variables_json, "{\"step\":\"b\"}");
+}
+END_TEST
+
 START_TEST(test_assign_errors)
 {
     char *root = start("boss");
@@ -586,6 +847,8 @@ suite(void)
     tcase_add_test(rules, test_json_variables_must_be_objects);
     tcase_add_test(rules, test_spec_validation_reports_every_violation);
     tcase_add_test(rules, test_spec_encoding_round_trips);
+    tcase_add_test(rules, test_spec_validation_of_ids_expression);
+    tcase_add_test(rules, test_spec_encoding_keeps_ids_expression);
     suite_add_tcase(s, rules);
     TCase *eng = tcase_create("engine");
     tcase_add_checked_fixture(eng, setup, teardown);
@@ -595,6 +858,9 @@ suite(void)
     tcase_add_test(eng, test_cancel_subtree_only);
     tcase_add_test(eng, test_idempotent_start);
     tcase_add_test(eng, test_assign_errors);
+    tcase_add_test(eng, test_ids_expression_reads_parent_and_request_variables);
+    tcase_add_test(eng, test_ids_expression_results_follow_the_literal_rules);
+    tcase_add_test(eng, test_ids_expression_in_a_chain_reads_variables_when_the_join_fires);
     suite_add_tcase(s, eng);
     return s;
 }
