@@ -50,7 +50,8 @@ database) and through the API (WatchEvents on every replica):
     a referral (NOT_STARTED) or whose flow deliberately left them open;
   * net: no job completed twice, every acknowledged CompleteJob used the
     job's current key (the last JOB_ACTIVATED before JOB_COMPLETED), every
-    JOB_LEASE_LOST refusal was justified by a later activation, no timer
+    JOB_LEASE_LOST refusal was justified by a later activation or the
+    lease's expiry, no timer
     fired twice or before its due time, no overdue timer left, exactly one
     of review/timeout fired per instance, in agreement with the client.
 
@@ -1006,15 +1007,17 @@ NET_INVARIANTS = [
                      AND a.job_id = h.job_id AND a.sequence < c.sequence
                      ORDER BY a.sequence DESC LIMIT 1) IS DISTINCT FROM h.job_key)"""),
     ("jobs: every JOB_LEASE_LOST refusal was justified (a later activation of the job with "
-     "another key had committed before the refusal)",
+     "another key, or the expiry of the lease, had committed before the refusal)",
      """SELECT count(*) FROM rep_history WHERE op = 'COMPLETE_JOB'
         AND reason = 'JOB_LEASE_LOST'""",
      """SELECT h.job_id, h.job_key, h.actor, h.extra FROM rep_history h
         WHERE h.op = 'COMPLETE_JOB' AND h.reason = 'JOB_LEASE_LOST'
           AND NOT EXISTS (
-            SELECT 1 FROM rep_ev mine JOIN rep_ev later ON later.type = 'JOB_ACTIVATED'
+            SELECT 1 FROM rep_ev mine JOIN rep_ev later
+                   ON later.type IN ('JOB_ACTIVATED', 'JOB_LEASE_EXPIRED')
                  AND later.job_id = mine.job_id AND later.sequence > mine.sequence
-                 AND later.job_key IS DISTINCT FROM mine.job_key
+                 AND (later.type = 'JOB_LEASE_EXPIRED'
+                      OR later.job_key IS DISTINCT FROM mine.job_key)
             WHERE mine.type = 'JOB_ACTIVATED' AND mine.job_key = h.job_key
               AND later.time <= h.t1)"""),
     ("jobs: every key a worker received is in exactly one JOB_ACTIVATED event",
