@@ -556,8 +556,11 @@ wf_code wf_store_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_si
 
 /* Leases up to max jobs of job_type to worker (lease_ms is milliseconds;
  * now and row times are microseconds): jobs ACTIVATABLE with
- * activatable_at <= now, and ACTIVATED jobs whose lease expired (re-leased
- * without spending an attempt). Each gets state ACTIVATED, a fresh key and
+ * activatable_at <= now. A lease that ran out comes back only through the
+ * scheduler (wf_store_find_expired_leases: JOB_LEASE_EXPIRED, then
+ * ACTIVATABLE without spending an attempt), so that every re-lease follows
+ * its expiry event and this query is one index range with a limit. Each
+ * gets state ACTIVATED, a fresh key and
  * lease_expires_at = now + lease_ms, and a JOB_ACTIVATED event in the same
  * transaction. Rows locked elsewhere are skipped (FOR UPDATE SKIP LOCKED),
  * so no job is leased twice. Returned ordered by (activatable_at, id). */

@@ -1116,9 +1116,8 @@ job_activatable(mem_store *m, const void *row, const void *arg)
     (void)m;
     const wf_job_row *j = row;
     const job_q *q = arg;
-    return eq(j->job_type, q->job_type) &&
-           ((j->state == WF_JOB_ACTIVATABLE && j->activatable_at <= q->now) ||
-            (j->state == WF_JOB_ACTIVATED && j->lease_expires_at <= q->now));
+    return eq(j->job_type, q->job_type) && j->state == WF_JOB_ACTIVATABLE &&
+           j->activatable_at <= q->now;
 }
 
 /* Replaces the stored row under (tenant, id) with a copy of src, outside

@@ -420,9 +420,8 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
      * attempt is spent: attempt belongs to the engine). */
     [S_ACTIVATE_JOBS] = {"activate_jobs",
                          "WITH c AS (SELECT tenant_id, id FROM jobs WHERE tenant_id = $1 AND "
-                         "job_type = $2 AND ((state = 1 AND activatable_at <= $3) OR "
-                         "(state = 2 AND lease_expires_at <= $3)) ORDER BY activatable_at, id "
-                         "LIMIT $4 FOR UPDATE SKIP LOCKED), "
+                         "job_type = $2 AND state = 1 AND activatable_at <= $3 "
+                         "ORDER BY activatable_at, id LIMIT $4 FOR UPDATE SKIP LOCKED), "
                          "u AS (UPDATE jobs j SET state = 2, key = gen_random_uuid()::text, "
                          "worker = $5, lease_expires_at = $6 FROM c WHERE "
                          "j.tenant_id = c.tenant_id AND j.id = c.id RETURNING j.*) "

@@ -1131,6 +1131,17 @@ START_TEST(test_lease_expiry_gives_a_new_key)
     ck_assert_int_eq(first->attempt, 1);
     ck_assert_uint_eq(activate(type, 1, 200, 0)->n_jobs, 0); /* leased */
     sleep_ms(350);
+    /* A run-out lease comes back through the scheduler (this test server
+     * runs none: a pass on demand), with a JOB_LEASE_EXPIRED event. */
+    ck_assert_uint_eq(activate(type, 1, 5000, 0)->n_jobs, 0);
+    Workflow__V1__RunSchedulerPassRequest tick = WORKFLOW__V1__RUN_SCHEDULER_PASS_REQUEST__INIT;
+    wf_client_status tst;
+    Workflow__V1__RunSchedulerPassResponse *pass =
+        call(as(NULL), "RunSchedulerPass", &tick,
+             &workflow__v1__run_scheduler_pass_response__descriptor, &tst);
+    ck_ok(tst);
+    ck_assert_int_ge(pass->leases_expired, 1); /* Postgres keeps earlier runs' jobs */
+    ck_assert_int_eq(count_of(event_types(in->id), "JOB_LEASE_EXPIRED"), 1);
     Workflow__V1__ActivateJobsResponse *r = activate(type, 1, 5000, 0);
     ck_assert_uint_eq(r->n_jobs, 1);
     Workflow__V1__Job *second = r->jobs[0];

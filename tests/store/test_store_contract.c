@@ -765,8 +765,28 @@ START_TEST(test_job_activation_and_leases)
         wf_store_activate_jobs(st, &ctx, "mail", "w2", 10, 1000, now + 1, &rows, &n, &err), WF_OK);
     ck_assert_uint_eq(n, 0);
 
-    /* After expiry they are, with a new key and the same attempt. */
+    /* After expiry neither: activation takes the next activatable job (j3)
+     * and the scheduler finds the run-out lease and gives the job back (as
+     * ACTIVATABLE, without its key) in a unit of work. */
     int64_t later = now + 2000 * 1000;
+    ck_assert_int_eq(
+        wf_store_activate_jobs(st, &ctx, "mail", "w2", 1, 1000, later, &rows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(rows[0].id, "j3");
+    ck_assert_int_eq(wf_store_find_expired_leases(st, &ctx, later, 10, &rows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 2); /* same expiry: by id */
+    ck_assert_str_eq(rows[0].id, "j1");
+    ck_assert_str_eq(rows[1].id, "j2");
+    wf_job_row back[2] = {rows[0], rows[1]};
+    for (int i = 0; i < 2; i++) {
+        back[i].state = WF_JOB_ACTIVATABLE;
+        back[i].key = NULL;
+        back[i].worker = NULL;
+        back[i].lease_expires_at = 0;
+    }
+    commit_changes(&(wf_store_changes){.jobs = back, .n_jobs = 2});
+
+    /* Then it is leased again, with a new key and the same attempt. */
     ck_assert_int_eq(
         wf_store_activate_jobs(st, &ctx, "mail", "w2", 1, 1000, later, &rows, &n, &err), WF_OK);
     ck_assert_uint_eq(n, 1);
@@ -783,9 +803,9 @@ START_TEST(test_job_activation_and_leases)
                                           &(wf_event_filter){.types = types, .n_types = 1}, 0, &evs,
                                           &n, &err),
                      WF_OK);
-    ck_assert_uint_eq(n, 3);
+    ck_assert_uint_eq(n, 4);
     ck_assert_str_eq(evs[0].instance_id, "r1");
-    ck_assert_ptr_nonnull(strstr(evs[2].data_json, "\"worker\":\"w2\""));
+    ck_assert_ptr_nonnull(strstr(evs[3].data_json, "\"worker\":\"w2\""));
 
     /* The aggregate still holds every job, leased or not. */
     wf_tx *tx = NULL;
