@@ -224,8 +224,10 @@ wf_config_load(char *const *env, wf_error *err)
         wf_error_set(err, WF_E_INTERNAL, "out of memory");
         return NULL;
     }
+    /* Handlers block on Postgres, so a CPU serves several workers: with
+     * one worker per CPU, the database round trips left the CPUs idle. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    cfg->threads = ncpu > 0 && ncpu < 64 ? (int)ncpu : 2;
+    cfg->threads = ncpu > 0 && ncpu < 16 ? 4 * (int)ncpu : 64;
     cfg->max_message_bytes = 4 * 1024 * 1024;
     cfg->log_level = WF_LOG_INFO;
     cfg->grace_seconds = 10;
