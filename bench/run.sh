@@ -26,7 +26,7 @@
 # Environment (optional):
 #   BENCH_PG_PORT      first port to try for Postgres (default 55732)
 #   BENCH_PORT         first port to try for workflowd (default 56151)
-#   BENCH_WF_THREADS   WF_THREADS of the server (default: the server's own, = CPUs)
+#   BENCH_WF_THREADS   WF_THREADS of the server (default: the server's own, 4 x CPUs)
 #   BENCH_DB_POOL_SIZE WF_DB_POOL_SIZE of the server (default: the server's own)
 #   BENCH_ARGS         extra wfbench options, e.g. "--no-request-ids --duration 20"
 #   BENCH_WORK         scratch directory (default /tmp/wf-bench-<uid>-<hash>)
