@@ -636,6 +636,15 @@ wf_expr_worker_main(int argc, char **argv)
     wf_expr__init(); /* before the limit: Oniguruma's tables */
     struct rlimit none = {0, 0};
     setrlimit(RLIMIT_CORE, &none);
+    /* Under a container's memory limit, the kernel's OOM killer picks a
+     * worker before the server (raising one's own score needs no rights). */
+    int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (write(fd, "1000", 4) != 4) {
+            /* best effort: the address-space limit still holds */
+        }
+        close(fd);
+    }
     if (memory_mb > 0) {
         rlim_t as = mapped_now() + (rlim_t)memory_mb * 1024 * 1024;
         struct rlimit lim = {as, as};
