@@ -941,9 +941,12 @@ bench_timers(bench *b, result *res)
         }
         goto done;
     }
-    /* Make every timer of these instances due now, in one statement. */
+    /* Make every timer of these instances due now, in one statement. The
+     * rows were all just written: without fresh statistics the planner
+     * expects one instance and nests a scan of every timer inside it. */
     snprintf(
         sql, sizeof sql,
+        "ANALYZE timers, instances; "
         "UPDATE timers t SET due_at = (extract(epoch FROM clock_timestamp()) * 1000000)::bigint "
         "FROM instances i WHERE i.tenant_id = t.tenant_id AND i.id = t.instance_id "
         "AND i.definition_key = '%s'",
