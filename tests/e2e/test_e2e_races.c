@@ -136,13 +136,6 @@ fire_row(const char *instance_id, const char *timer_id)
     return fired;
 }
 
-static void
-sleep_ms(int ms)
-{
-    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&t, NULL);
-}
-
 /* The case followed the signal's arc, and the timeout left no trace but
  * its withdrawal. */
 static void

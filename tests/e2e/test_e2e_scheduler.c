@@ -32,13 +32,6 @@ sched_setup(void)
     tenant = wf_arena_printf(ta, "sched-%s", id + 24);
 }
 
-static void
-sleep_ms(int ms)
-{
-    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&t, NULL);
-}
-
 /* A client in this test's tenant. */
 static wf_client *
 me(void)
@@ -116,7 +109,7 @@ count_events(wf_client *c, const char *instance_id, Workflow__V1__EventType type
 }
 
 static Workflow__V1__ActivateJobsResponse *
-activate(wf_client *c, const char *type, int64_t lease_ms)
+activate_as(wf_client *c, const char *type, int64_t lease_ms)
 {
     Workflow__V1__ActivateJobsRequest req = WORKFLOW__V1__ACTIVATE_JOBS_REQUEST__INIT;
     wf_client_status st;
@@ -145,7 +138,7 @@ START_TEST(test_expired_lease_is_reported_once_and_the_job_comes_back)
     deploy_as(c, n);
     Workflow__V1__Instance *in = start_req(c, key, NULL, NULL);
 
-    Workflow__V1__ActivateJobsResponse *a = activate(c, type, 200);
+    Workflow__V1__ActivateJobsResponse *a = activate_as(c, type, 200);
     ck_assert_uint_eq(a->n_jobs, 1);
     const char *stale = a->jobs[0]->key;
     int32_t attempt = a->jobs[0]->attempt;
@@ -164,7 +157,7 @@ START_TEST(test_expired_lease_is_reported_once_and_the_job_comes_back)
     call(c, "CompleteJob", &done, &workflow__v1__complete_job_response__descriptor, &st);
     ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "JOB_LEASE_LOST");
 
-    a = activate(c, type, 60000);
+    a = activate_as(c, type, 60000);
     ck_assert_uint_eq(a->n_jobs, 1);
     ck_assert_str_ne(a->jobs[0]->key, stale);
     ck_assert_int_eq(a->jobs[0]->attempt, attempt); /* an expiry spends no attempt */

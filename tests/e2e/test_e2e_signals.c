@@ -183,45 +183,6 @@ set_vars(const char *id, const char *vars, wf_client_status *st)
     return r != NULL ? r->instance : NULL;
 }
 
-/* Event types of root's tree, space-separated, read from the store. */
-static char *
-event_types(const char *root)
-{
-    static char out[8192];
-    wf_arena *a = wf_arena_new();
-    wf_store_ctx sc = {"default", 0, a};
-    wf_event_filter f = {.instance_id = root};
-    wf_event_row *ev;
-    size_t n;
-    wf_error err;
-    ck_assert_int_eq(wf_store_read_events(ts.app.store, &sc, 0, &f, 1000, &ev, &n, &err), WF_OK);
-    out[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        size_t len = strlen(out);
-        snprintf(out + len, sizeof out - len, "%s%s", i ? " " : "", ev[i].type);
-    }
-    wf_arena_free(a);
-    return out;
-}
-
-static int
-count_of(const char *list, const char *type)
-{
-    int n = 0;
-    size_t l = strlen(type);
-    for (const char *p = list; (p = strstr(p, type)) != NULL; p += l)
-        if ((p == list || p[-1] == ' ') && (p[l] == ' ' || p[l] == '\0'))
-            n++;
-    return n;
-}
-
-static void
-sleep_ms(int ms)
-{
-    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&t, NULL);
-}
-
 /* The value of key in a JSON object text, as compact text (test-owned). */
 static char *
 var(const char *json, const char *key)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "defcache.h"
 #include "expr.h"
@@ -263,4 +264,94 @@ scheduler_start(int64_t idle_ms)
     wf_scheduler *s = wf_scheduler_start(ts.app.store, &o, fire_due_timer, &ts.app, &err);
     ck_assert_msg(s != NULL, "scheduler: %s", err.msg);
     return s;
+}
+
+/* ---- jobs and events ---------------------------------------------------------------------- */
+
+Workflow__V1__ActivateJobsResponse *
+activate_c(wf_client *c, const char *type, int max, int64_t lease_ms, int64_t wait_ms,
+           wf_client_status *st)
+{
+    Workflow__V1__ActivateJobsRequest req = WORKFLOW__V1__ACTIVATE_JOBS_REQUEST__INIT;
+    req.job_type = (char *)type;
+    req.worker = "w1";
+    req.max_jobs = max;
+    if (lease_ms > 0)
+        req.lease = dur(lease_ms);
+    if (wait_ms > 0)
+        req.wait = dur(wait_ms);
+    return call(c, "ActivateJobs", &req, &workflow__v1__activate_jobs_response__descriptor, st);
+}
+
+Workflow__V1__ActivateJobsResponse *
+activate(const char *type, int max, int64_t lease_ms, int64_t wait_ms)
+{
+    wf_client_status st;
+    Workflow__V1__ActivateJobsResponse *r = activate_c(as(NULL), type, max, lease_ms, wait_ms, &st);
+    ck_ok(st);
+    return r;
+}
+
+int
+complete_job_c(wf_client *c, const char *key, const char *vars, wf_client_status *st)
+{
+    Workflow__V1__CompleteJobRequest req = WORKFLOW__V1__COMPLETE_JOB_REQUEST__INIT;
+    req.job_key = (char *)key;
+    req.variables_json = (char *)(vars != NULL ? vars : "");
+    call(c, "CompleteJob", &req, &workflow__v1__complete_job_response__descriptor, st);
+    return st->code;
+}
+
+int
+fail_job(const char *key, const char *msg, int retryable, int64_t backoff_ms, wf_client_status *st)
+{
+    Workflow__V1__FailJobRequest req = WORKFLOW__V1__FAIL_JOB_REQUEST__INIT;
+    req.job_key = (char *)key;
+    req.error_message = (char *)msg;
+    if (retryable >= 0) {
+        req.retryable_presence_case = WORKFLOW__V1__FAIL_JOB_REQUEST__RETRYABLE_PRESENCE_RETRYABLE;
+        req.retryable = retryable;
+    }
+    if (backoff_ms >= 0)
+        req.backoff_override = dur(backoff_ms);
+    call(as(NULL), "FailJob", &req, &workflow__v1__fail_job_response__descriptor, st);
+    return st->code;
+}
+
+char *
+event_types(const char *root)
+{
+    static char out[8192];
+    wf_arena *a = wf_arena_new();
+    wf_store_ctx sc = {"default", 0, a};
+    wf_event_filter f = {.instance_id = root};
+    wf_event_row *ev;
+    size_t n;
+    wf_error err;
+    ck_assert_int_eq(wf_store_read_events(ts.app.store, &sc, 0, &f, 1000, &ev, &n, &err), WF_OK);
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(out);
+        snprintf(out + len, sizeof out - len, "%s%s", i ? " " : "", ev[i].type);
+    }
+    wf_arena_free(a);
+    return out;
+}
+
+int
+count_of(const char *list, const char *type)
+{
+    int n = 0;
+    size_t l = strlen(type);
+    for (const char *p = list; (p = strstr(p, type)) != NULL; p += l)
+        if ((p == list || p[-1] == ' ') && (p[l] == ' ' || p[l] == '\0'))
+            n++;
+    return n;
+}
+
+void
+sleep_ms(int ms)
+{
+    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
 }

@@ -95,6 +95,29 @@ Workflow__V1__GetInstanceResponse *get_instance(const char *id);
 /* Tokens in place_id (0 when absent). */
 int marking(const Workflow__V1__GetInstanceResponse *g, const char *place_id);
 
+/* ---- jobs and events ---------------------------------------------------------------------- */
+
+/* ActivateJobs of type as worker "w1" (lease_ms / wait_ms 0 = unset). */
+Workflow__V1__ActivateJobsResponse *activate_c(wf_client *c, const char *type, int max,
+                                               int64_t lease_ms, int64_t wait_ms,
+                                               wf_client_status *st);
+/* The same without actor, asserting OK. */
+Workflow__V1__ActivateJobsResponse *activate(const char *type, int max, int64_t lease_ms,
+                                             int64_t wait_ms);
+/* CompleteJob / FailJob (retryable, backoff_ms < 0 = unset); the gRPC code. */
+int complete_job_c(wf_client *c, const char *key, const char *vars, wf_client_status *st);
+int fail_job(const char *key, const char *msg, int retryable, int64_t backoff_ms,
+             wf_client_status *st);
+
+/* Types of root's tree events, space-separated, read from the store (a
+ * static buffer, valid until the next call). */
+char *event_types(const char *root);
+
+/* How many times type occurs as a word of list. */
+int count_of(const char *list, const char *type);
+
+void sleep_ms(int ms);
+
 /* ---- tenants and timers ------------------------------------------------------------------- */
 
 /* A client acting as actor in tenant (x-tenant-id), freed at teardown. */
