@@ -725,6 +725,7 @@ main(int argc, char **argv)
     co.actor = b.actor;
     co.actor_groups = b.actor_groups;
     co.timeout_ms = 10000;
+    co.wait_for_ready = 1;
     b.clients = calloc((size_t)b.nthreads + 1, sizeof(wf_client *));
     for (int i = 0; i <= b.nthreads; i++)
         b.clients[i] = wf_client_new(&co);

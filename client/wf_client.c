@@ -4,6 +4,7 @@
  */
 #include "wf_client.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@ struct wf_client {
     grpc_channel *channel;
     char *api_key, *tenant, *actor, *actor_groups;
     int timeout_ms;
+    bool wait_for_ready;
 };
 
 static const char *const code_names[] = {
@@ -58,6 +60,7 @@ wf_client_new(const wf_client_options *o)
     c->actor = dup_or_null(o->actor);
     c->actor_groups = dup_or_null(o->actor_groups);
     c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 10000;
+    c->wait_for_ready = o->wait_for_ready != 0;
     grpc_channel_credentials *cr =
         o->use_tls ? grpc_ssl_credentials_create(o->tls_roots_pem, NULL, NULL, NULL)
                    : grpc_insecure_credentials_create();
@@ -177,6 +180,15 @@ unpack_bb(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc)
     return m;
 }
 
+/* Wait-for-ready is set explicitly either way, so a service config
+ * cannot turn it on behind the caller's back. */
+static uint32_t
+initial_metadata_flags(const wf_client *c)
+{
+    return GRPC_INITIAL_METADATA_WAIT_FOR_READY_EXPLICITLY_SET |
+           (c->wait_for_ready ? GRPC_INITIAL_METADATA_WAIT_FOR_READY : 0);
+}
+
 static gpr_timespec
 deadline_of(const wf_client *c, const wf_client_call_opts *o)
 {
@@ -215,6 +227,7 @@ wf_client_call_raw(wf_client *c, const char *path, const void *body, size_t len,
     grpc_op ops[6];
     memset(ops, 0, sizeof ops);
     ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[0].flags = initial_metadata_flags(c);
     ops[0].data.send_initial_metadata.count = nmd;
     ops[0].data.send_initial_metadata.metadata = md;
     ops[1].op = GRPC_OP_SEND_MESSAGE;
@@ -325,6 +338,7 @@ wf_client_stream_open(wf_client *c, const char *path, const ProtobufCMessage *re
     grpc_op ops[4];
     memset(ops, 0, sizeof ops);
     ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[0].flags = initial_metadata_flags(c);
     ops[0].data.send_initial_metadata.count = nmd;
     ops[0].data.send_initial_metadata.metadata = md;
     ops[1].op = GRPC_OP_SEND_MESSAGE;

@@ -27,6 +27,9 @@ typedef struct wf_client_options {
     const char *tls_roots_pem;   /* with use_tls: trusted roots (PEM text); NULL = system roots */
     const char *tls_server_name; /* with use_tls: name the certificate must carry, when it
                                     differs from the target's host (127.0.0.1 probes) */
+    int wait_for_ready;       /* 1: a call made while the channel cannot connect waits for it
+                                 (until its deadline) instead of failing UNAVAILABLE at once;
+                                 for workers and load, which outlive a connection failure */
 } wf_client_options;
 
 /* Extra metadata for one call (tests use it to send odd headers). */

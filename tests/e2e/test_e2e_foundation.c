@@ -259,7 +259,10 @@ static void *
 load_thread(void *arg)
 {
     (void)arg;
-    wf_client *c = wf_test_client(&ts, "k1", NULL, NULL);
+    /* Fail fast: calls made after the stop must answer UNAVAILABLE at once,
+     * not wait for a server that is gone. */
+    wf_client_options o = {.target = ts.target, .api_key = "k1", .timeout_ms = 5000};
+    wf_client *c = wf_client_new(&o);
     while (!atomic_load(&stop_load)) {
         wf_client_status st;
         int status = -1;

@@ -971,7 +971,7 @@ static void *
 work_loop(void *arg)
 {
     worker *w = arg;
-    wf_client_options o = {.target = ts.target, .timeout_ms = 15000};
+    wf_client_options o = {.target = ts.target, .timeout_ms = 15000, .wait_for_ready = 1};
     wf_client *c = wf_client_new(&o);
     for (int idle = 0; idle < 3;) {
         Workflow__V1__ActivateJobsRequest req = WORKFLOW__V1__ACTIVATE_JOBS_REQUEST__INIT;
@@ -1186,7 +1186,7 @@ static void *
 poll_once(void *arg)
 {
     poller *p = arg;
-    wf_client_options o = {.target = ts.target, .timeout_ms = 20000};
+    wf_client_options o = {.target = ts.target, .timeout_ms = 20000, .wait_for_ready = 1};
     wf_client *c = wf_client_new(&o);
     Workflow__V1__ActivateJobsRequest req = WORKFLOW__V1__ACTIVATE_JOBS_REQUEST__INIT;
     Google__Protobuf__Duration wait = GOOGLE__PROTOBUF__DURATION__INIT;

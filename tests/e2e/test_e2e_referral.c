@@ -95,7 +95,8 @@ client_full(const char *tenant, const char *actor, const char *groups)
                            .tenant = tenant,
                            .actor = actor,
                            .actor_groups = groups,
-                           .timeout_ms = 10000};
+                           .timeout_ms = 10000,
+                           .wait_for_ready = 1};
     wf_client *c = wf_client_new(&o);
     ck_assert_ptr_nonnull(c);
     clients[nclients++] = c;

@@ -85,7 +85,8 @@ keep(void ***arr, size_t *n, size_t *cap, void *p)
 wf_client *
 as(const char *actor)
 {
-    wf_client_options o = {.target = ts.target, .actor = actor, .timeout_ms = 15000};
+    wf_client_options o = {
+        .target = ts.target, .actor = actor, .timeout_ms = 15000, .wait_for_ready = 1};
     wf_client *c = wf_client_new(&o);
     ck_assert_ptr_nonnull(c);
     pthread_mutex_lock(&kept_mu);
@@ -232,7 +233,8 @@ wf_client *
 as_tenant(const char *tenant, const char *actor)
 {
     wf_client_options o = {
-        .target = ts.target, .tenant = tenant, .actor = actor, .timeout_ms = 15000};
+        .target = ts.target, .tenant = tenant, .actor = actor, .timeout_ms = 15000,
+        .wait_for_ready = 1};
     wf_client *c = wf_client_new(&o);
     ck_assert_ptr_nonnull(c);
     pthread_mutex_lock(&kept_mu);

@@ -59,7 +59,7 @@ wf_test_client(const wf_test_server *ts, const char *key, const char *tenant, co
 {
     wf_client_options o = {
         .target = ts->target, .api_key = key, .tenant = tenant, .actor = actor,
-        .timeout_ms = 5000};
+        .timeout_ms = 5000, .wait_for_ready = 1};
     wf_client *c = wf_client_new(&o);
     ck_assert_ptr_nonnull(c);
     return c;

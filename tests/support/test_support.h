@@ -31,7 +31,9 @@ void wf_test_server_start(wf_test_server *ts, const char *const *env);
 /* Stops the server (grace in ms) and frees everything. */
 void wf_test_server_stop(wf_test_server *ts, int grace_ms);
 
-/* A client of ts with the given identity (any may be NULL). */
+/* A client of ts with the given identity (any may be NULL). Its calls wait
+ * for the channel to connect (wait-for-ready), so a connection attempt that
+ * fails while many clients connect at once costs a reconnect, not a call. */
 wf_client *wf_test_client(const wf_test_server *ts, const char *key, const char *tenant,
                           const char *actor);
 
