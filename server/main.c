@@ -59,10 +59,28 @@ render_scheduler(wf_scheduler *s, FILE *out)
             "workflow_timer_fire_errors_total %llu\n"
             "# HELP workflow_scheduler_store_down 1 while claiming due timers fails.\n"
             "# TYPE workflow_scheduler_store_down gauge\n"
-            "workflow_scheduler_store_down %d\n",
+            "workflow_scheduler_store_down %d\n"
+            "# HELP workflow_job_leases_expired_total Job leases this replica ended "
+            "(JOB_LEASE_EXPIRED).\n"
+            "# TYPE workflow_job_leases_expired_total counter\n"
+            "workflow_job_leases_expired_total %llu\n"
+            "# HELP workflow_signals_expired_total Buffered signals this replica expired "
+            "unconsumed.\n"
+            "# TYPE workflow_signals_expired_total counter\n"
+            "workflow_signals_expired_total %llu\n"
+            "# HELP workflow_retention_rows_removed_total Rows this replica's retention sweeps "
+            "deleted.\n"
+            "# TYPE workflow_retention_rows_removed_total counter\n"
+            "workflow_retention_rows_removed_total %llu\n"
+            "# HELP workflow_scheduler_step_errors_total Lease, signal and retention steps that "
+            "failed (retried on a later pass).\n"
+            "# TYPE workflow_scheduler_step_errors_total counter\n"
+            "workflow_scheduler_step_errors_total %llu\n",
             (double)st.last_lateness_ms / 1000.0, (double)st.max_lateness_ms / 1000.0,
             (unsigned long long)st.fired, (unsigned long long)st.fire_errors,
-            st.store_down ? 1 : 0);
+            st.store_down ? 1 : 0, (unsigned long long)st.leases_expired,
+            (unsigned long long)st.signals_expired, (unsigned long long)st.rows_removed,
+            (unsigned long long)st.step_errors);
 }
 
 static void

@@ -802,6 +802,10 @@ class ObservabilityTests(WorkflowTestCase):
                        "workflow_signals_buffered", "workflow_backlog_age_seconds"):
             self.assertIn("# TYPE %s gauge" % family, text)
         self.assertRegex(text, r"(?m)^workflow_signals_buffered \d+$")
+        for family in ("workflow_timers_fired_total", "workflow_job_leases_expired_total",
+                       "workflow_signals_expired_total", "workflow_retention_rows_removed_total",
+                       "workflow_scheduler_step_errors_total"):
+            self.assertRegex(text, r"(?m)^# TYPE %s counter\n%s \d+$" % (family, family))
         before = tasks_open()
         wf = self.srv.workflow()
         meta = md(key=KEY1, actor="gauge-" + uuid.uuid4().hex[:8])

@@ -683,6 +683,9 @@ START_TEST(test_expired_lease_is_ended_once)
     ck_assert_int_eq(wf_scheduler_run(s, NULL, false, 0, &c, &err), WF_OK);
     ck_assert_uint_eq(c.leases_expired, 1);
     ck_assert_uint_eq(c.timers_fired, 0);
+    wf_scheduler_stats total; /* what /metrics exposes */
+    wf_scheduler_get_stats(s, &total);
+    ck_assert_uint_eq(total.leases_expired, 1);
     ck_assert_int_ge(wakes.n, 1);
     ck_assert_str_eq(wakes.last, "jobs:charge");
 
