@@ -64,33 +64,7 @@ user(Workflow__V1__Transition *t, Workflow__V1__AssigneeKind kind, ...)
     t->assignee = a;
 }
 
-static void
-job(Workflow__V1__Transition *t, const char *type, int max_attempts, int64_t initial_ms)
-{
-    t->job_type = (char *)type;
-    Workflow__V1__RetryPolicy *r = wf_arena_calloc(ta, 1, sizeof *r);
-    workflow__v1__retry_policy__init(r);
-    r->max_attempts = max_attempts;
-    if (initial_ms > 0) {
-        r->initial_backoff = dur(initial_ms);
-        r->max_backoff = dur(initial_ms * 8);
-    }
-    t->retry = r;
-}
-
 /* ---- calls --------------------------------------------------------------------------------- */
-
-static Workflow__V1__Instance *
-start_v(wf_client *c, const char *key, int32_t version, const char *vars, wf_client_status *st)
-{
-    Workflow__V1__StartInstanceRequest req = WORKFLOW__V1__START_INSTANCE_REQUEST__INIT;
-    req.definition_key = (char *)key;
-    req.version = version;
-    req.variables_json = (char *)(vars != NULL ? vars : "");
-    Workflow__V1__StartInstanceResponse *r =
-        call(c, "StartInstance", &req, &workflow__v1__start_instance_response__descriptor, st);
-    return r != NULL ? r->instance : NULL;
-}
 
 static Workflow__V1__Instance *
 start(const char *key, const char *vars)
@@ -698,7 +672,7 @@ job_net(const char *key, const char *type, int max_attempts, int64_t initial_ms)
     nb *n = net_new(key);
     place(n, "s", START);
     place(n, "e", END);
-    job(trans(n, "work", T_AUTO), type, max_attempts, initial_ms);
+    with_job(trans(n, "work", T_AUTO), type, max_attempts, initial_ms);
     arc(n, "s", "work");
     arc(n, "work", "e");
     return n;
@@ -891,7 +865,7 @@ START_TEST(test_job_sees_the_variables_at_activation)
     place(n, "e", END);
     trans(n, "fork", T_AUTO);
     user(trans(n, "ask", T_USER), A_USER, "alice", NULL);
-    job(trans(n, "print", T_AUTO), type, 0, 0);
+    with_job(trans(n, "print", T_AUTO), type, 0, 0);
     trans(n, "join", T_AUTO);
     arc(n, "s", "fork");
     arc(n, "fork", "pa");
@@ -1240,7 +1214,7 @@ START_TEST(test_get_instance_explains_a_parked_net)
     place(n, "q", NORMAL);
     place(n, "e", END);
     trans(n, "fork", T_AUTO);
-    job(trans(n, "send", T_AUTO), type, 0, 0);
+    with_job(trans(n, "send", T_AUTO), type, 0, 0);
     Workflow__V1__Transition *m = trans(n, "paid", T_MSG);
     m->signal_name = "payment";
     m->correlation = WORKFLOW__V1__CORRELATION__CORRELATION_AGGREGATE;

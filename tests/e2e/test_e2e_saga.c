@@ -32,33 +32,7 @@
 #define SVC "/workflow.v1.WorkflowService/"
 
 
-static void
-job(Workflow__V1__Transition *t, const char *type, int max_attempts, int64_t initial_ms)
-{
-    t->job_type = (char *)type;
-    Workflow__V1__RetryPolicy *r = wf_arena_calloc(ta, 1, sizeof *r);
-    workflow__v1__retry_policy__init(r);
-    r->max_attempts = max_attempts;
-    if (initial_ms > 0) {
-        r->initial_backoff = dur(initial_ms);
-        r->max_backoff = dur(initial_ms * 8);
-    }
-    t->retry = r;
-}
-
 /* ---- calls --------------------------------------------------------------------------------- */
-
-static Workflow__V1__Instance *
-start_v(wf_client *c, const char *key, int32_t version, const char *vars, wf_client_status *st)
-{
-    Workflow__V1__StartInstanceRequest req = WORKFLOW__V1__START_INSTANCE_REQUEST__INIT;
-    req.definition_key = (char *)key;
-    req.version = version;
-    req.variables_json = (char *)(vars != NULL ? vars : "");
-    Workflow__V1__StartInstanceResponse *r =
-        call(c, "StartInstance", &req, &workflow__v1__start_instance_response__descriptor, st);
-    return r != NULL ? r->instance : NULL;
-}
 
 static Workflow__V1__Instance *
 start(const char *key, const char *vars)
@@ -89,13 +63,13 @@ checkout_net(void)
     place(n, "p2", NORMAL);
     place(n, "e", END);
     Workflow__V1__Transition *t = trans(n, "reserve", T_AUTO);
-    job(t, c.reserve, 2, 10);
+    with_job(t, c.reserve, 2, 10);
     t->compensation_job_type = c.release;
     t = trans(n, "charge", T_AUTO);
-    job(t, c.charge, 2, 10);
+    with_job(t, c.charge, 2, 10);
     t->compensation_job_type = c.refund;
     t = trans(n, "ship", T_AUTO);
-    job(t, c.ship, 2, 10);
+    with_job(t, c.ship, 2, 10);
     arc(n, "s", "reserve");
     arc(n, "reserve", "p1");
     arc(n, "p1", "charge");
@@ -303,7 +277,7 @@ START_TEST(test_retry_instance_after_a_plain_failure)
     nb *n = net_new(key);
     place(n, "s", START);
     place(n, "e", END);
-    job(trans(n, "ship", T_AUTO), type, 1, 10);
+    with_job(trans(n, "ship", T_AUTO), type, 1, 10);
     arc(n, "s", "ship");
     arc(n, "ship", "e");
     deploy(n);

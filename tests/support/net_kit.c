@@ -229,6 +229,32 @@ dur(int64_t ms)
     return d;
 }
 
+void
+with_job(Workflow__V1__Transition *t, const char *type, int max_attempts, int64_t initial_ms)
+{
+    t->job_type = (char *)type;
+    Workflow__V1__RetryPolicy *r = wf_arena_calloc(ta, 1, sizeof *r);
+    workflow__v1__retry_policy__init(r);
+    r->max_attempts = max_attempts;
+    if (initial_ms > 0) {
+        r->initial_backoff = dur(initial_ms);
+        r->max_backoff = dur(initial_ms * 8);
+    }
+    t->retry = r;
+}
+
+Workflow__V1__Instance *
+start_v(wf_client *c, const char *key, int32_t version, const char *vars, wf_client_status *st)
+{
+    Workflow__V1__StartInstanceRequest req = WORKFLOW__V1__START_INSTANCE_REQUEST__INIT;
+    req.definition_key = (char *)key;
+    req.version = version;
+    req.variables_json = (char *)(vars != NULL ? vars : "");
+    Workflow__V1__StartInstanceResponse *r =
+        call(c, "StartInstance", &req, &workflow__v1__start_instance_response__descriptor, st);
+    return r != NULL ? r->instance : NULL;
+}
+
 wf_client *
 as_tenant(const char *tenant, const char *actor)
 {

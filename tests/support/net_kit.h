@@ -77,6 +77,9 @@ void place(nb *n, const char *id, Workflow__V1__PlaceKind kind);
 Workflow__V1__Transition *trans(nb *n, const char *id, Workflow__V1__Trigger trigger);
 Workflow__V1__Arc *arc(nb *n, const char *source, const char *target);
 Google__Protobuf__Duration *dur(int64_t ms);
+/* Makes t an AUTO job of type with max_attempts and, when initial_ms > 0,
+ * that initial backoff (and 8x it as the maximum). */
+void with_job(Workflow__V1__Transition *t, const char *type, int max_attempts, int64_t initial_ms);
 
 /* ---- common calls --------------------------------------------------------------------------- */
 
@@ -91,6 +94,11 @@ Workflow__V1__DeployDefinitionResponse *deploy(const nb *n);
 /* GetInstance of id as c / as a reader of the default tenant, asserting OK. */
 Workflow__V1__GetInstanceResponse *get_instance_as(wf_client *c, const char *id);
 Workflow__V1__GetInstanceResponse *get_instance(const char *id);
+
+/* StartInstance of key at version (0 = latest) with vars (NULL = none) as
+ * c; the instance or NULL with st filled. */
+Workflow__V1__Instance *start_v(wf_client *c, const char *key, int32_t version, const char *vars,
+                               wf_client_status *st);
 
 /* Tokens in place_id (0 when absent). */
 int marking(const Workflow__V1__GetInstanceResponse *g, const char *place_id);
