@@ -239,13 +239,14 @@ wf_nw_definition(wf_tx *tx, wf_arena *arena, const char *key, int32_t version,
 }
 
 wf_code
-wf_nw_open(net_work *w, const wf_ref_ctx *ctx, wf_tx *tx, const char *instance_id, wf_error *err)
+wf_nw_open(net_work *w, const wf_ref_ctx *ctx, wf_tx *tx, const char *instance_id,
+           const char *root_hint, wf_error *err)
 {
     memset(w, 0, sizeof *w);
     wf_aggregate *agg = wf_arena_calloc(ctx->arena, 1, sizeof *agg);
     if (agg == NULL)
         return wf_ref__nomem(err);
-    wf_code rc = wf_tx_lock_root(tx, instance_id, agg, err);
+    wf_code rc = wf_tx_lock_root_hint(tx, instance_id, root_hint, agg, err);
     if (rc == WF_OK)
         rc = wf_ref__work_init(&w->rw, ctx, agg, err);
     if (rc != WF_OK)
@@ -1129,6 +1130,7 @@ typedef struct task_op {
     const wf_ref_ctx *ctx;
     const char *task_id;
     const char *instance_id;
+    const char *root_id; /* of the task */
     const char *patch;
     wf_ref_completion *out;
     const char **wake;
@@ -1160,7 +1162,7 @@ task_body(wf_tx *tx, void *arg, wf_error *err)
     const wf_ref_ctx *ctx = op->ctx;
     net_work w;
     op->n_wake = 0;
-    wf_code rc = wf_nw_open(&w, ctx, tx, op->instance_id, err);
+    wf_code rc = wf_nw_open(&w, ctx, tx, op->instance_id, op->root_id, err);
     if (rc != WF_OK)
         return rc;
     size_t t = wf_ref__find_task(&w.rw, op->task_id);
@@ -1228,9 +1230,10 @@ task_body(wf_tx *tx, void *arg, wf_error *err)
 
 wf_code
 wf_net__complete_task(const wf_ref_ctx *ctx, const char *task_id, const char *instance_id,
-                      const char *patch, wf_uow_idem *idem, wf_ref_completion *out, wf_error *err)
+                      const char *root_id, const char *patch, wf_uow_idem *idem,
+                      wf_ref_completion *out, wf_error *err)
 {
-    task_op op = {ctx, task_id, instance_id, patch, out, NULL, 0};
+    task_op op = {ctx, task_id, instance_id, root_id, patch, out, NULL, 0};
     wf_store_ctx sc = wf_nw_store_ctx(ctx);
     return wf_uow_run(ctx->store, &sc, idem, task_body, &op, out, err);
 }
@@ -1266,7 +1269,7 @@ timer_body(wf_tx *tx, void *arg, wf_error *err)
     net_work w;
     op->fired = false;
     op->n_wake = 0;
-    wf_code rc = wf_nw_open(&w, op->ctx, tx, row->instance_id, err);
+    wf_code rc = wf_nw_open(&w, op->ctx, tx, row->instance_id, row->root_id, err);
     if (rc == WF_E_INSTANCE_NOT_FOUND || rc == WF_E_DEFINITION_NOT_FOUND) {
         wf_error_clear(err);
         return WF_OK;

@@ -46,9 +46,11 @@ typedef struct net_work {
 
 /* Locks the root of instance_id, loads it into a working set and binds
  * the net instance: instance_id itself. WF_E_INSTANCE_NOT_FOUND when the
- * aggregate lacks it. w->net is NULL when its definition is AD_HOC. */
+ * aggregate lacks it. w->net is NULL when its definition is AD_HOC.
+ * root_hint: the root_id of a row read before, or NULL (see
+ * wf_tx_lock_root_hint). */
 wf_code wf_nw_open(net_work *w, const wf_ref_ctx *ctx, wf_tx *tx, const char *instance_id,
-                   wf_error *err);
+                   const char *root_hint, wf_error *err);
 
 /* Starts over from the loaded aggregate, dropping every change (used to
  * turn a refused firing into an incident). */
@@ -157,7 +159,7 @@ wf_code wf_net__start(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row 
  * remaining tasks are cancelled and the transition fires with the
  * instance's variables (patch merged). One unit of work. */
 wf_code wf_net__complete_task(const wf_ref_ctx *ctx, const char *task_id, const char *instance_id,
-                              const char *patch, wf_uow_idem *idem, wf_ref_completion *out,
-                              wf_error *err);
+                              const char *root_id, const char *patch, wf_uow_idem *idem,
+                              wf_ref_completion *out, wf_error *err);
 
 #endif /* WF_NET_RUNTIME_INT_H */

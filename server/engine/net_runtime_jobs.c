@@ -120,7 +120,7 @@ relet_body(wf_tx *tx, void *arg, wf_error *err)
     lease_op *op = arg;
     net_work w;
     op->done = false;
-    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->job->instance_id, err);
+    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->job->instance_id, op->job->root_id, err);
     if (rc != WF_OK)
         return rc;
     size_t ji = wf_nw_find(&w, &w.jobs, sizeof(wf_job_row), op->job->id);
@@ -237,6 +237,7 @@ typedef struct job_op {
     job_kind kind;
     const char *key;
     const char *instance_id; /* of the job, read before the unit of work */
+    const char *root_id;     /* of the job, likewise */
     const char *patch;       /* CompleteJob */
     const wf_net_job_failure *fail;
     const char *message; /* FailJob, cut */
@@ -265,8 +266,10 @@ locate_job(job_op *op, wf_error *err)
     wf_code rc = wf_store_get_job_by_key(op->ctx->ref.store, &sc, key, &job, err);
     if (rc == WF_E_JOB_NOT_FOUND)
         return lease_lost(key, "is not the current activation of any job", err);
-    if (rc == WF_OK)
+    if (rc == WF_OK) {
         op->instance_id = job.instance_id;
+        op->root_id = job.root_id;
+    }
     return rc;
 }
 
@@ -275,7 +278,7 @@ locate_job(job_op *op, wf_error *err)
 static wf_code
 open_job(job_op *op, wf_tx *tx, net_work *w, size_t *ji, wf_error *err)
 {
-    wf_code rc = wf_nw_open(w, &op->ctx->ref, tx, op->instance_id, err);
+    wf_code rc = wf_nw_open(w, &op->ctx->ref, tx, op->instance_id, op->root_id, err);
     if (rc == WF_E_INSTANCE_NOT_FOUND)
         return lease_lost(op->key, "belongs to no instance", err);
     if (rc != WF_OK)

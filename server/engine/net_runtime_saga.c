@@ -39,8 +39,14 @@
  * then the firing's events. Refused again, the call fails with the
  * firing's reason and nothing changes. The timer is not re-armed and no
  * new signal is awaited: the time came and the signal was consumed.
+ *
+ * Either way, once the instance runs again its MSG waits still armed look
+ * at the buffer again (wf_sig__consume_awaited): a signal buffered while
+ * it was FAILED, or put back when a firing of the step that enabled them
+ * was refused, is consumed then, not only if it is sent again.
  */
 #include "net_runtime_int.h"
+#include "signals_int.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -428,7 +434,7 @@ retry_body(wf_tx *tx, void *arg, wf_error *err)
     retry_op *op = arg;
     net_work w;
     op->n_wake = 0;
-    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->instance_id, err);
+    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->instance_id, NULL, err);
     if (rc != WF_OK)
         return rc;
     wf_instance_row *in = &w.rw.insts[w.inst];
@@ -467,6 +473,8 @@ retry_body(wf_tx *tx, void *arg, wf_error *err)
             return WF_OK; /* an incident this call cannot retry: unchanged */
         rc = retry_firing(&w, ii, err);
         if (rc == WF_OK)
+            rc = wf_sig__consume_awaited(&w, err);
+        if (rc == WF_OK)
             rc = wf_nw_write(&w, err);
         if (rc == WF_OK) {
             *op->out = w.rw.insts[w.inst];
@@ -497,6 +505,8 @@ retry_body(wf_tx *tx, void *arg, wf_error *err)
                      err);
     if (rc == WF_OK)
         rc = wf_nw_add_wake(&w, j->job_type, err);
+    if (rc == WF_OK)
+        rc = wf_sig__consume_awaited(&w, err);
     if (rc == WF_OK)
         rc = wf_nw_write(&w, err);
     if (rc == WF_OK) {
@@ -542,7 +552,7 @@ cancel_body(wf_tx *tx, void *arg, wf_error *err)
     op->started = false;
     op->fallback = false;
     op->n_wake = 0;
-    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->instance_id, err);
+    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->instance_id, NULL, err);
     if (rc != WF_OK)
         return rc;
     wf_instance_row *in = &w.rw.insts[w.inst];

@@ -62,12 +62,14 @@ check_task_id(const char *id, wf_error *err)
     return WF_OK;
 }
 
-/* Locks the root of instance_id and starts a working set over it. */
+/* Locks the root of instance_id and starts a working set over it.
+ * root_hint: see wf_tx_lock_root_hint. */
 static wf_code
-open_work(const wf_ref_ctx *ctx, wf_tx *tx, const char *instance_id, ref_work *w, wf_error *err)
+open_work(const wf_ref_ctx *ctx, wf_tx *tx, const char *instance_id, const char *root_hint,
+          ref_work *w, wf_error *err)
 {
     wf_aggregate agg;
-    wf_code rc = wf_tx_lock_root(tx, instance_id, &agg, err);
+    wf_code rc = wf_tx_lock_root_hint(tx, instance_id, root_hint, &agg, err);
     if (rc != WF_OK)
         return rc;
     return wf_ref__work_init(w, ctx, &agg, err);
@@ -494,7 +496,7 @@ assign_body(wf_tx *tx, void *arg, wf_error *err)
 {
     assign_op *op = arg;
     ref_work w;
-    wf_code rc = open_work(op->ctx, tx, op->spec->parent_id, &w, err);
+    wf_code rc = open_work(op->ctx, tx, op->spec->parent_id, NULL, &w, err);
     if (rc == WF_OK)
         rc = wf_ref__assign(&w, op->spec, tx, NULL, false, op->out, err);
     if (rc == WF_OK)
@@ -525,6 +527,7 @@ typedef struct task_op {
     const wf_ref_ctx *ctx;
     const char *task_id;
     const char *instance_id; /* of the task, read before the transaction */
+    const char *root_id;     /* of the task, likewise */
     wf_task_op op;
     const char *patch; /* CompleteTask / CompleteAndEnd output variables */
     void *out;
@@ -546,6 +549,7 @@ locate_task(const wf_ref_ctx *ctx, task_op *op, wf_error *err)
     rc = wf_store_get_task(ctx->store, &sc, op->task_id, &t, err);
     if (rc == WF_OK) {
         op->instance_id = t.instance_id;
+        op->root_id = t.root_id;
         op->transition_id = t.transition_id;
     }
     return rc;
@@ -557,7 +561,7 @@ static wf_code
 open_task(task_op *op, wf_tx *tx, ref_work *w, size_t *t, size_t *i, wf_error *err)
 {
     const wf_ref_ctx *ctx = op->ctx;
-    wf_code rc = open_work(ctx, tx, op->instance_id, w, err);
+    wf_code rc = open_work(ctx, tx, op->instance_id, op->root_id, w, err);
     if (rc != WF_OK)
         return rc;
     *t = wf_ref__find_task(w, op->task_id);
@@ -643,8 +647,8 @@ run_task_op(const wf_ref_ctx *ctx, task_op *op, wf_uow_body_fn body, wf_uow_idem
     if (rc != WF_OK)
         return rc;
     if (op->transition_id != NULL && body == complete_body)
-        return wf_net__complete_task(ctx, op->task_id, op->instance_id, op->patch, idem, op->out,
-                                     err);
+        return wf_net__complete_task(ctx, op->task_id, op->instance_id, op->root_id, op->patch,
+                                     idem, op->out, err);
     wf_store_ctx sc = store_ctx(ctx);
     return wf_uow_run(ctx->store, &sc, idem, body, op, op->out, err);
 }

@@ -228,7 +228,7 @@ expire_lease(wf_scheduler *s, const wf_job_row *job, bool *expired, wf_error *er
     wf_aggregate agg;
     wf_code rc = wf_store_begin(s->st, &ctx, &tx, err);
     if (rc == WF_OK)
-        rc = wf_tx_lock_root(tx, job->instance_id, &agg, err);
+        rc = wf_tx_lock_root_hint(tx, job->instance_id, job->root_id, &agg, err);
     if (rc == WF_E_INSTANCE_NOT_FOUND) {
         rc = WF_OK; /* deleted with its instance: nothing to expire */
         agg.n_jobs = 0;

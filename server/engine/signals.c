@@ -221,6 +221,40 @@ wf_sig__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err)
     return rc;
 }
 
+/* Work item item_id still waits for its signal: its subscription is in
+ * place (a refused firing spent it). */
+static bool
+armed(const net_work *w, const char *item_id)
+{
+    for (size_t i = 0; i < w->subs.n; i++)
+        if (!(w->subs.flags[i] & NW_GONE) && same(SUB(w, i)->work_item_id, item_id))
+            return true;
+    return false;
+}
+
+wf_code
+wf_sig__consume_awaited(net_work *w, wf_error *err)
+{
+    const wf_instance_row *in = &w->rw.insts[w->inst];
+    if (w->net == NULL || in->status != WF_INSTANCE_RUNNING)
+        return WF_OK;
+    void *mark = wf_sig__pending_mark();
+    wf_code rc = WF_OK;
+    /* Items are loaded oldest first (enabled_at, id) and new ones are
+     * appended, so the oldest wait takes the oldest signal, as SendSignal
+     * picks it. */
+    for (size_t i = 0; rc == WF_OK && i < w->items.n; i++) {
+        const wf_work_item_row *it = ITEM(w, i);
+        if ((w->items.flags[i] & NW_GONE) || it->state != WF_WORK_ITEM_ENABLED ||
+            it->trigger != WF_TRIGGER_MSG || !same(it->instance_id, in->id) || !armed(w, it->id))
+            continue;
+        int t = wf_net_transition_index(w->net, it->transition_id);
+        if (t >= 0)
+            rc = wf_sig__msg_enabled(w, it, &w->net->transitions[t], err);
+    }
+    return wf_sig__fire_pending(w, mark, rc, err);
+}
+
 wf_code
 wf_sig__discard_buffered(net_work *w, wf_error *err)
 {
@@ -387,7 +421,7 @@ send_instance_body(wf_tx *tx, void *arg, wf_error *err)
     net_work w;
     op->fired = op->logged = false;
     op->n_wake = 0;
-    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->in->instance_id, err);
+    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->in->instance_id, NULL, err);
     if (rc != WF_OK)
         return rc;
     op->received_at = w.rw.now;
@@ -440,7 +474,7 @@ send_root_body(wf_tx *tx, void *arg, wf_error *err)
     net_work w;
     op->fired = op->logged = false;
     op->n_wake = 0;
-    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->instance_id, err);
+    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->instance_id, op->root, err);
     if (rc == WF_E_INSTANCE_NOT_FOUND || rc == WF_E_DEFINITION_NOT_FOUND) {
         wf_error_clear(err);
         return WF_OK;
@@ -841,7 +875,7 @@ vars_body(wf_tx *tx, void *arg, wf_error *err)
     vars_op *op = arg;
     net_work w;
     op->n_wake = 0;
-    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->instance_id, err);
+    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->instance_id, NULL, err);
     if (rc != WF_OK)
         return rc;
     wf_instance_row *in = &w.rw.insts[w.inst];

@@ -33,7 +33,9 @@
  * (AGGREGATE) is consumed in the same transaction and the work item fires
  * at once, after the step that enabled it (signals_int.h). A refused
  * firing there is an incident in the same way, and the call that enabled
- * the wait (StartInstance, CompleteJob, ...) still succeeds.
+ * the wait (StartInstance, CompleteJob, ...) still succeeds. RetryInstance
+ * has the waits it finds still armed look at the buffer again the same
+ * way, once the instance runs again (wf_sig__consume_awaited).
  *
  * Must not: include protobuf or grpc headers.
  */

@@ -34,6 +34,15 @@ wf_code wf_sig__msg_enabled(net_work *w, const wf_work_item_row *it, const wf_tr
  * error. */
 wf_code wf_sig__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err);
 
+/* RetryInstance resolved an incident and the instance runs again: every
+ * MSG work item of it still waiting (ENABLED, its subscription in place)
+ * looks at the buffer again, as when it was enabled (wf_sig__msg_enabled
+ * then wf_sig__fire_pending). A signal it missed while the instance was
+ * FAILED (sent then, or put back when an earlier firing of the same step
+ * was refused) is consumed and fires now; a refused firing is the
+ * instance's incident again, and the retry keeps what it did before. */
+wf_code wf_sig__consume_awaited(net_work *w, wf_error *err);
+
 /* The net instance ended: its buffered signals (addressed to its id) are
  * marked discarded. */
 wf_code wf_sig__discard_buffered(net_work *w, wf_error *err);

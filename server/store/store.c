@@ -395,16 +395,40 @@ wf_store_begin(wf_store *st, const wf_store_ctx *ctx, wf_tx **tx, wf_error *err)
 }
 
 wf_code
+wf_tx_lock_root_hint(wf_tx *tx, const char *instance_id, const char *root_hint,
+                     wf_aggregate *out, wf_error *err)
+{
+    wf_aggregate g;
+    wf_code rc = check_tx(tx, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = tx->st->ops->lock_root(tx, instance_id, root_hint, &g, err);
+    /* The root comes first. Deletions address rows by it, so a second
+     * root would leave its rows out of reach. */
+    if (rc == WF_OK && tx->root != NULL && strcmp(tx->root, g.instances[0].id) != 0)
+        rc = wf_error_set(err, WF_E_INTERNAL, "a unit of work locked two roots");
+    if (rc == WF_OK) {
+        tx->root = g.instances[0].id;
+        *out = g;
+    }
+    return tx_done(tx, rc);
+}
+
+wf_code
 wf_tx_lock_root(wf_tx *tx, const char *instance_id, wf_aggregate *out, wf_error *err)
 {
-    wf_code rc = check_tx(tx, err);
-    return rc != WF_OK ? rc : tx_done(tx, tx->st->ops->lock_root(tx, instance_id, out, err));
+    return wf_tx_lock_root_hint(tx, instance_id, NULL, out, err);
 }
 
 wf_code
 wf_tx_apply(wf_tx *tx, const wf_store_changes *changes, wf_error *err)
 {
     wf_code rc = check_tx(tx, err);
+    if (rc == WF_OK && tx->root == NULL &&
+        changes->n_del_tokens + changes->n_del_work_items + changes->n_del_jobs +
+                changes->n_del_timers + changes->n_del_subscriptions >
+            0)
+        rc = tx_done(tx, wf_error_set(err, WF_E_INTERNAL, "deletions need the root locked"));
     return rc != WF_OK ? rc : tx_done(tx, tx->st->ops->apply(tx, changes, err));
 }
 

@@ -323,8 +323,10 @@ typedef struct wf_aggregate {
 } wf_aggregate;
 
 /* What one mutation produced. Rows are upserted by (tenant, id); the
- * del_* arrays name ids to delete; events are appended in array order.
- * All pointers are borrowed for the duration of wf_tx_apply. */
+ * del_* arrays name ids of rows of the root the unit of work locked (a
+ * deletion before wf_tx_lock_root is WF_E_INTERNAL); events are appended
+ * in array order. All pointers are borrowed for the duration of
+ * wf_tx_apply. */
 typedef struct wf_store_changes {
     const wf_instance_row *instances;
     size_t n_instances;
@@ -403,8 +405,21 @@ wf_code wf_store_begin(wf_store *st, const wf_store_ctx *ctx, wf_tx **tx, wf_err
  * descendant) and loads the aggregate into ctx->arena. Postgres: SELECT ...
  * FOR UPDATE on the root row, then the aggregate's jobs and timers are
  * locked too, so job activation and timer claims (SKIP LOCKED) never race a
- * mutation. WF_E_INSTANCE_NOT_FOUND when the instance does not exist. */
+ * mutation. WF_E_INSTANCE_NOT_FOUND when the instance does not exist. A
+ * unit of work locks one root: locking another one is WF_E_INTERNAL.
+ * Postgres addresses the root's rows by their root id (one shard of a
+ * distributed table): it first takes instance_id for the root, and when
+ * that is a child, reads its root by id (a read of every shard) and loads
+ * again. */
 wf_code wf_tx_lock_root(wf_tx *tx, const char *instance_id, wf_aggregate *out, wf_error *err);
+
+/* As wf_tx_lock_root, for a caller that has read a row of the tree (task,
+ * job, timer, subscription, child instance): root_hint is that row's
+ * root_id, which never changes, so a child's root is locked in one round
+ * trip too. The result, errors included, is the same as without the hint
+ * (a hint that is wrong or NULL costs the lookup by id). */
+wf_code wf_tx_lock_root_hint(wf_tx *tx, const char *instance_id, const char *root_hint,
+                             wf_aggregate *out, wf_error *err);
 
 /* Writes one mutation's rows, deletions and events. Instances are checked
  * against their version (see wf_instance_row.version). Events are appended

@@ -18,7 +18,9 @@ typedef struct wf_store_ops {
     void (*stats)(wf_store *st, wf_store_stats *out);
 
     wf_code (*begin)(wf_store *st, const wf_store_ctx *ctx, wf_tx **tx, wf_error *err);
-    wf_code (*lock_root)(wf_tx *tx, const char *instance_id, wf_aggregate *out, wf_error *err);
+    /* root_hint may be NULL. */
+    wf_code (*lock_root)(wf_tx *tx, const char *instance_id, const char *root_hint,
+                         wf_aggregate *out, wf_error *err);
     wf_code (*apply)(wf_tx *tx, const wf_store_changes *c, wf_error *err);
     wf_code (*commit)(wf_tx *tx, wf_error *err);
     void (*rollback)(wf_tx *tx);
@@ -100,6 +102,7 @@ struct wf_tx {
     wf_store *st;
     wf_store_ctx ctx; /* copied at begin; the arena it names is borrowed */
     bool failed;      /* a call failed: the transaction can only roll back */
+    const char *root; /* id of the root locked (in ctx.arena), NULL before */
 };
 
 /* ---- row descriptors ---------------------------------------------------

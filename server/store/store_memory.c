@@ -566,9 +566,12 @@ cmp_root_first(const void *a, const void *b)
     return cmp_instance(a, b);
 }
 
+/* root_hint is not needed: the instance names its root. */
 static wf_code
-mem_lock_root(wf_tx *t, const char *instance_id, wf_aggregate *out, wf_error *err)
+mem_lock_root(wf_tx *t, const char *instance_id, const char *root_hint, wf_aggregate *out,
+              wf_error *err)
 {
+    (void)root_hint;
     mem_store *m = (mem_store *)t->st;
     const char *tenant = t->ctx.tenant;
     wf_arena *a = t->ctx.arena;

@@ -109,6 +109,7 @@ enum {
     S_TIMEOUT_SESSION,
     S_PING,
     S_LOCK_ROOT,
+    S_ROOT_OF,
     S_AGG_INSTANCES,
     S_AGG_TASKS,
     S_AGG_TOKENS,
@@ -167,12 +168,13 @@ enum {
 };
 _Static_assert(S_COUNT_ <= WF_PG_MAX_STMTS, "prepared-statement bits (pg_pool.h)");
 
-/* One table of the aggregate of instance $2 (any instance of the tree):
- * sent in one flight with lock_root, so the root is found by the same
- * subquery rather than from lock_root's answer. */
+/* Every statement of a unit of work names the root of the rows it
+ * touches (root_id, the distribution key of docs/scaling.md), so that on a
+ * sharded database it runs on one shard. AGG: one table of the aggregate
+ * of root $2, sent in one flight with lock_root. DEL: row $2 of root $3. */
 #define AGG(table, cols, order, lock)                                                              \
-    "SELECT " cols " FROM " table " WHERE tenant_id = $1 AND root_id = (SELECT i.root_id FROM "    \
-    "instances i WHERE i.tenant_id = $1 AND i.id = $2) ORDER BY " order lock
+    "SELECT " cols " FROM " table " WHERE tenant_id = $1 AND root_id = $2 ORDER BY " order lock
+#define DEL(table) "DELETE FROM " table " WHERE tenant_id = $1 AND root_id = $3 AND id = $2"
 
 static const wf_pg_stmt stmts[S_COUNT_] = {
     [S_BEGIN] = {"begin", "BEGIN", "the transaction"},
@@ -184,12 +186,14 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                            "the session"},
     [S_PING] = {"ping", "SELECT 1", "the database"},
 
-    /* The root of any instance, locked; its aggregate is read after. */
+    /* Root $2, locked (no row: $2 is no root); its aggregate is read after. */
     [S_LOCK_ROOT] = {"lock_root",
-                     "SELECT r.id FROM instances r WHERE r.tenant_id = $1 AND r.id = "
-                     "(SELECT i.root_id FROM instances i WHERE i.tenant_id = $1 AND i.id = $2) "
-                     "FOR UPDATE OF r",
+                     "SELECT id FROM instances WHERE tenant_id = $1 AND root_id = $2 AND id = $2 "
+                     "FOR UPDATE",
                      "instance"},
+    /* The root of a child instance: a lookup by id, so every shard. */
+    [S_ROOT_OF] = {"root_of", "SELECT root_id FROM instances WHERE tenant_id = $1 AND id = $2",
+                   "instance"},
     [S_AGG_INSTANCES] = {"agg_instances",
                          AGG("instances", COLS_INSTANCES, "parent_id IS NOT NULL, created_at, id",
                              ""),
@@ -219,20 +223,22 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
     [S_UPDATE_INSTANCE] =
         {"update_instance",
          "UPDATE instances SET definition_key = $3, definition_version = $4, parent_id = "
-         "$5, root_id = $6, status = $7, variables_json = $8, aggregate_type = $9, "
-         "aggregate_id = $10, started_by = $11, title = $12, last_error = $13, join_mode = "
-         "$14, join_quorum = $15, on_all_completed = $16, join_fired = $17, created_at = "
-         "$18, updated_at = $19, ended_at = $20, version = $21::bigint + 1 WHERE tenant_id "
-         "= $2 AND id = $1 AND version = $21",
+         "$5, status = $7, variables_json = $8, aggregate_type = $9, aggregate_id = $10, "
+         "started_by = $11, title = $12, last_error = $13, join_mode = $14, join_quorum = "
+         "$15, on_all_completed = $16, join_fired = $17, created_at = $18, updated_at = "
+         "$19, ended_at = $20, version = $21::bigint + 1 WHERE tenant_id = $2 AND root_id "
+         "= $6 AND id = $1 AND version = $21",
          "instance"},
+    /* Keyed by (tenant_id, root_id, id), which an update leaves as it is:
+     * a distributed table refuses to rewrite its distribution column. */
     [S_UPSERT_TASK] =
         {"upsert_task",
          "INSERT INTO tasks (id, tenant_id, instance_id, root_id, definition_key, "
          "transition_id, work_item_id, title, assignee_kind, assignee_id, assigned_by, "
          "status, claimed_by, completed_by, created_at, due_at, ended_at) VALUES ($1, $2, "
          "$3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) ON CONFLICT "
-         "(tenant_id, id) DO UPDATE SET instance_id = EXCLUDED.instance_id, root_id = "
-         "EXCLUDED.root_id, definition_key = EXCLUDED.definition_key, transition_id = "
+         "(tenant_id, root_id, id) DO UPDATE SET instance_id = EXCLUDED.instance_id, "
+         "definition_key = EXCLUDED.definition_key, transition_id = "
          "EXCLUDED.transition_id, work_item_id = EXCLUDED.work_item_id, title = "
          "EXCLUDED.title, assignee_kind = EXCLUDED.assignee_kind, assignee_id = "
          "EXCLUDED.assignee_id, assigned_by = EXCLUDED.assigned_by, status = "
@@ -243,19 +249,19 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
     [S_UPSERT_TOKEN] =
         {"upsert_token",
          "INSERT INTO tokens (id, tenant_id, root_id, instance_id, place_id, created_seq) "
-         "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, id) DO UPDATE SET "
-         "root_id = EXCLUDED.root_id, instance_id = EXCLUDED.instance_id, place_id = "
-         "EXCLUDED.place_id, created_seq = EXCLUDED.created_seq",
+         "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, root_id, id) DO UPDATE "
+         "SET instance_id = EXCLUDED.instance_id, place_id = EXCLUDED.place_id, "
+         "created_seq = EXCLUDED.created_seq",
          "token"},
     [S_UPSERT_WORK_ITEM] =
         {"upsert_work_item",
          "INSERT INTO work_items (id, tenant_id, root_id, instance_id, transition_id, "
          "trigger, token_ids, state, enabled_at, finished_at) VALUES ($1, $2, $3, $4, $5, "
-         "$6, $7, $8, $9, $10) ON CONFLICT (tenant_id, id) DO UPDATE SET root_id = "
-         "EXCLUDED.root_id, instance_id = EXCLUDED.instance_id, transition_id = "
-         "EXCLUDED.transition_id, trigger = EXCLUDED.trigger, token_ids = "
-         "EXCLUDED.token_ids, state = EXCLUDED.state, enabled_at = EXCLUDED.enabled_at, "
-         "finished_at = EXCLUDED.finished_at",
+         "$6, $7, $8, $9, $10) ON CONFLICT (tenant_id, root_id, id) DO UPDATE SET "
+         "instance_id = EXCLUDED.instance_id, transition_id = EXCLUDED.transition_id, "
+         "trigger = EXCLUDED.trigger, token_ids = EXCLUDED.token_ids, state = "
+         "EXCLUDED.state, enabled_at = EXCLUDED.enabled_at, finished_at = "
+         "EXCLUDED.finished_at",
          "work item"},
     [S_UPSERT_JOB] =
         {"upsert_job",
@@ -264,12 +270,12 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
          "lease_expires_at, initial_backoff_ms, backoff_multiplier, max_backoff_ms, "
          "variables_json, idempotency_key, compensation, last_error, created_at) VALUES "
          "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, "
-         "$18, $19, $20, $21, $22) ON CONFLICT (tenant_id, id) DO UPDATE SET key = "
-         "EXCLUDED.key, root_id = EXCLUDED.root_id, instance_id = EXCLUDED.instance_id, "
-         "work_item_id = EXCLUDED.work_item_id, transition_id = EXCLUDED.transition_id, "
-         "job_type = EXCLUDED.job_type, state = EXCLUDED.state, worker = EXCLUDED.worker, "
-         "attempt = EXCLUDED.attempt, max_attempts = EXCLUDED.max_attempts, activatable_at "
-         "= EXCLUDED.activatable_at, lease_expires_at = EXCLUDED.lease_expires_at, "
+         "$18, $19, $20, $21, $22) ON CONFLICT (tenant_id, root_id, id) DO UPDATE SET key "
+         "= EXCLUDED.key, instance_id = EXCLUDED.instance_id, work_item_id = "
+         "EXCLUDED.work_item_id, transition_id = EXCLUDED.transition_id, job_type = "
+         "EXCLUDED.job_type, state = EXCLUDED.state, worker = EXCLUDED.worker, attempt = "
+         "EXCLUDED.attempt, max_attempts = EXCLUDED.max_attempts, activatable_at = "
+         "EXCLUDED.activatable_at, lease_expires_at = EXCLUDED.lease_expires_at, "
          "initial_backoff_ms = EXCLUDED.initial_backoff_ms, backoff_multiplier = "
          "EXCLUDED.backoff_multiplier, max_backoff_ms = EXCLUDED.max_backoff_ms, "
          "variables_json = EXCLUDED.variables_json, idempotency_key = "
@@ -280,19 +286,18 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
         {"upsert_timer",
          "INSERT INTO timers (id, tenant_id, root_id, instance_id, work_item_id, "
          "transition_id, due_at, created_at, claimed_until) VALUES ($1, $2, $3, $4, $5, "
-         "$6, $7, $8, $9) ON CONFLICT (tenant_id, id) DO UPDATE SET root_id = "
-         "EXCLUDED.root_id, instance_id = EXCLUDED.instance_id, work_item_id = "
-         "EXCLUDED.work_item_id, transition_id = EXCLUDED.transition_id, due_at = "
-         "EXCLUDED.due_at, created_at = EXCLUDED.created_at, claimed_until = "
-         "EXCLUDED.claimed_until",
+         "$6, $7, $8, $9) ON CONFLICT (tenant_id, root_id, id) DO UPDATE SET instance_id = "
+         "EXCLUDED.instance_id, work_item_id = EXCLUDED.work_item_id, transition_id = "
+         "EXCLUDED.transition_id, due_at = EXCLUDED.due_at, created_at = "
+         "EXCLUDED.created_at, claimed_until = EXCLUDED.claimed_until",
          "timer"},
     [S_UPSERT_SUB] =
         {"upsert_subscription",
          "INSERT INTO subscriptions (id, tenant_id, root_id, instance_id, work_item_id, "
          "transition_id, signal_name, aggregate_type, aggregate_id, created_at) VALUES "
-         "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (tenant_id, id) DO UPDATE "
-         "SET root_id = EXCLUDED.root_id, instance_id = EXCLUDED.instance_id, work_item_id "
-         "= EXCLUDED.work_item_id, transition_id = EXCLUDED.transition_id, signal_name = "
+         "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (tenant_id, root_id, id) "
+         "DO UPDATE SET instance_id = EXCLUDED.instance_id, work_item_id = "
+         "EXCLUDED.work_item_id, transition_id = EXCLUDED.transition_id, signal_name = "
          "EXCLUDED.signal_name, aggregate_type = EXCLUDED.aggregate_type, aggregate_id = "
          "EXCLUDED.aggregate_id, created_at = EXCLUDED.created_at",
          "subscription"},
@@ -315,13 +320,12 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                         "INSERT INTO events (tenant_id, root_id, instance_id, type, actor, "
                         "data_json, time) VALUES ($1, $2, $3, $4, $5, $6, $7)",
                         "event"},
-    [S_DEL_TOKEN] = {"del_token", "DELETE FROM tokens WHERE tenant_id = $1 AND id = $2", "token"},
-    [S_DEL_WORK_ITEM] = {"del_work_item", "DELETE FROM work_items WHERE tenant_id = $1 AND id = $2",
-                         "work item"},
-    [S_DEL_JOB] = {"del_job", "DELETE FROM jobs WHERE tenant_id = $1 AND id = $2", "job"},
-    [S_DEL_TIMER] = {"del_timer", "DELETE FROM timers WHERE tenant_id = $1 AND id = $2", "timer"},
-    [S_DEL_SUB] = {"del_subscription", "DELETE FROM subscriptions WHERE tenant_id = $1 AND id = $2",
-                   "subscription"},
+    /* $3: the root the unit of work locked (wf_tx.root). */
+    [S_DEL_TOKEN] = {"del_token", DEL("tokens"), "token"},
+    [S_DEL_WORK_ITEM] = {"del_work_item", DEL("work_items"), "work item"},
+    [S_DEL_JOB] = {"del_job", DEL("jobs"), "job"},
+    [S_DEL_TIMER] = {"del_timer", DEL("timers"), "timer"},
+    [S_DEL_SUB] = {"del_subscription", DEL("subscriptions"), "subscription"},
 
     [S_IDEM_GET] = {"idem_get",
                     "SELECT " COLS_IDEMPOTENCY " FROM idempotency WHERE tenant_id = $1 AND "
@@ -1050,16 +1054,16 @@ static const struct agg_part {
 };
 #define N_AGG_PARTS (sizeof agg_parts / sizeof agg_parts[0])
 
-/* The lock and every table of the aggregate in one flight. The server runs
- * them in order, so the reads start once the lock is granted and see the
- * tree as the previous holder left it, as they did one round trip each. */
+/* The lock of root and every table of its aggregate in one flight. The
+ * server runs them in order, so the reads start once the lock is granted
+ * and see the tree as the previous holder left it. *locked: root is a
+ * root (else nothing was locked and *g is empty). */
 static wf_code
-pg_lock_root(wf_tx *t, const char *instance_id, wf_aggregate *out, wf_error *err)
+lock_flight(pg_tx *tx, const char *root, bool *locked, wf_aggregate *g, wf_error *err)
 {
-    pg_tx *tx = (pg_tx *)t;
-    const wf_store_ctx *ctx = &t->ctx;
+    const wf_store_ctx *ctx = &tx->base.ctx;
     int64_t dl = ctx->deadline_ms;
-    params p = p_tenant(ctx, instance_id);
+    params p = p_tenant(ctx, root);
     int lock = push(tx->c, S_LOCK_ROOT, &p, dl);
     int slots[N_AGG_PARTS];
     for (size_t i = 0; i < N_AGG_PARTS; i++)
@@ -1068,23 +1072,61 @@ pg_lock_root(wf_tx *t, const char *instance_id, wf_aggregate *out, wf_error *err
     if (rc != WF_OK)
         return rc;
     PGresult *res = wf_pg_take(tx->c, lock);
-    bool missing = PQntuples(res) == 0;
+    *locked = PQntuples(res) > 0;
     PQclear(res);
-    if (missing)
-        return wf_error_set(err, WF_E_INSTANCE_NOT_FOUND, "instance \"%s\" does not exist",
-                            instance_id);
-
-    wf_aggregate g = {0};
+    memset(g, 0, sizeof *g);
     for (size_t i = 0; rc == WF_OK && i < N_AGG_PARTS; i++) {
         const struct agg_part *ap = &agg_parts[i];
         res = wf_pg_take(tx->c, slots[i]);
-        rc = read_rows(res, ap->d, ctx->arena, (char *)&g + ap->rows,
-                       (size_t *)((char *)&g + ap->n), err);
+        rc = read_rows(res, ap->d, ctx->arena, (char *)g + ap->rows, (size_t *)((char *)g + ap->n),
+                       err);
         PQclear(res);
     }
-    if (rc == WF_OK)
-        *out = g;
     return rc;
+}
+
+static bool
+has_instance(const wf_aggregate *g, const char *id)
+{
+    for (size_t i = 0; i < g->n_instances; i++)
+        if (strcmp(g->instances[i].id, id) == 0)
+            return true;
+    return false;
+}
+
+/* The root is taken to be root_hint, else instance_id itself (most calls
+ * name a root), so that the lock and the aggregate, addressed by root, go
+ * out in one flight. When instance_id is not in what came back (a child
+ * without a hint, or unknown), its root is read by id and the flight runs
+ * again: what the caller gets is the same either way. */
+static wf_code
+pg_lock_root(wf_tx *t, const char *instance_id, const char *root_hint, wf_aggregate *out,
+             wf_error *err)
+{
+    pg_tx *tx = (pg_tx *)t;
+    const char *root = root_hint != NULL ? root_hint : instance_id;
+    bool locked;
+    wf_aggregate g;
+    wf_code rc = lock_flight(tx, root, &locked, &g, err);
+    if (rc == WF_OK && !(locked && has_instance(&g, instance_id))) {
+        params p = p_tenant(&t->ctx, instance_id);
+        PGresult *res;
+        rc = run(tx->c, S_ROOT_OF, &p, t->ctx.deadline_ms, &res, err);
+        if (rc == WF_OK && PQntuples(res) == 1) {
+            root = wf_arena_strdup(t->ctx.arena, PQgetvalue(res, 0, 0));
+            rc = root != NULL ? lock_flight(tx, root, &locked, &g, err) : wf_store__nomem(err);
+        } else {
+            locked = false;
+        }
+        PQclear(res);
+    }
+    if (rc != WF_OK)
+        return rc;
+    if (!(locked && has_instance(&g, instance_id)))
+        return wf_error_set(err, WF_E_INSTANCE_NOT_FOUND, "instance \"%s\" does not exist",
+                            instance_id);
+    *out = g;
+    return WF_OK;
 }
 
 /* A write of pg_apply whose outcome needs more than success: an instance
@@ -1118,11 +1160,13 @@ queue_rows(pg_tx *tx, int id, const wf_row_desc *d, const void *rows, size_t n, 
     return true;
 }
 
+/* Deletions are of the root locked (store.c checks there is one). */
 static void
 queue_dels(pg_tx *tx, int id, const char *const *ids, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         params p = p_tenant(&tx->base.ctx, ids[i]);
+        p_str(&p, tx->base.root);
         push(tx->c, id, &p, tx->base.ctx.deadline_ms);
     }
 }

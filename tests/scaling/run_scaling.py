@@ -23,17 +23,14 @@ against the real store code, statement by statement:
    is routed to the one partition of its row). The sequencer's nested
    statements are captured with auto_explain (log_nested_statements).
 5. Compares each statement's measured class with the class documented in
-   docs/scaling.md (CLASSES below): single (one partition of each table),
-   fan-out (a documented cross-instance read), rekey (a mutation that
-   addresses rows by id alone, so it touches every partition until the
-   change in the doc is made), blocked (its ON CONFLICT names a unique key
-   without the distribution key: it cannot even be planned on a
-   partitioned table), global (touches no per-root table). A statement the
-   store executes that is not classified fails the suite, as does a
-   classified mutation the workload never ran.
+   docs/scaling.md (CLASSES below): single (one partition of each table it
+   names, or an INSERT routed to its row's partition), fan-out (a
+   documented cross-instance read), global (touches no per-root table).
+   Every statement that locks, reads or writes the rows of a unit of work's
+   aggregate is single: a plan that touches a second partition fails the
+   suite. So does a statement the store executes that is not classified,
+   and a classified mutation the workload never ran.
 
-The real statements cannot run on wf_part (the blocked upserts), hence
-EXPLAIN of the logged executions rather than running the workload on it.
 Needs a superuser DSN (WF_TEST_PG_DSN) whose server log it can read
 (pg_read_file); without WF_TEST_PG_DSN it skips.
 """
@@ -56,31 +53,33 @@ REPLAYS_PER_STATEMENT = 24
 # Per statement name of store_pg.c: (runs in a unit of work?, class).
 # Keep in step with the tables of docs/scaling.md.
 CLASSES = {
-    # the root lock and its aggregate (the aggregate reads find the root
-    # from an instance id by subquery, to be sent with lock_root)
-    "lock_root": (True, "rekey"),
-    "agg_instances": (True, "rekey"),
-    "agg_tasks": (True, "rekey"),
-    "agg_tokens": (True, "rekey"),
-    "agg_work_items": (True, "rekey"),
-    "agg_jobs": (True, "rekey"),
-    "agg_timers": (True, "rekey"),
-    "agg_subscriptions": (True, "rekey"),
+    # the root lock and its aggregate, addressed by the root's id
+    "lock_root": (True, "single"),
+    "agg_instances": (True, "single"),
+    "agg_tasks": (True, "single"),
+    "agg_tokens": (True, "single"),
+    "agg_work_items": (True, "single"),
+    "agg_jobs": (True, "single"),
+    "agg_timers": (True, "single"),
+    "agg_subscriptions": (True, "single"),
     # writes of the aggregate
     "insert_instance": (True, "single"),
-    "update_instance": (True, "rekey"),
-    "upsert_task": (True, "blocked"),
-    "upsert_token": (True, "blocked"),
-    "upsert_work_item": (True, "blocked"),
-    "upsert_job": (True, "blocked"),
-    "upsert_timer": (True, "blocked"),
-    "upsert_subscription": (True, "blocked"),
+    "update_instance": (True, "single"),
+    "upsert_task": (True, "single"),
+    "upsert_token": (True, "single"),
+    "upsert_work_item": (True, "single"),
+    "upsert_job": (True, "single"),
+    "upsert_timer": (True, "single"),
+    "upsert_subscription": (True, "single"),
     "insert_event": (True, "single"),
-    "del_token": (True, "rekey"),
-    "del_work_item": (True, "rekey"),
-    "del_job": (True, "rekey"),
-    "del_timer": (True, "rekey"),
-    "del_subscription": (True, "rekey"),
+    "del_token": (True, "single"),
+    "del_work_item": (True, "single"),
+    "del_job": (True, "single"),
+    "del_timer": (True, "single"),
+    "del_subscription": (True, "single"),
+    # the root of a child named by its id alone, before the lock (a lookup
+    # by id: run only when the caller had no row carrying the root)
+    "root_of": (False, "fanout"),
     # not per root: reference or separately distributed tables
     "upsert_signal": (True, "global"),
     "consume_signal": (True, "global"),
@@ -121,10 +120,6 @@ OPTIONAL = {"lock_correlation", "sub_awaited"}
 UTILITY = {"begin", "commit", "rollback", "timeout_local", "timeout_session", "ping",
            "listen_events", "listen_jobs", "mig_lock", "mig_unlock", "mig_table", "mig_has",
            "mig_record"}
-
-OLD_ARBITER = "ON CONFLICT (tenant_id, id)"
-NEW_ARBITER = "ON CONFLICT (tenant_id, root_id, id)"
-ARBITER_ERROR = "no unique or exclusion constraint matching the ON CONFLICT"
 
 # Builds wf_part from the catalog of wf_src (see step 3 above). Notes go to
 # wf_scale_notes: (table, key, definition it had, error, replacement).
@@ -389,12 +384,14 @@ def run(args, admin, pgs, dbs, started):
         admin.run("ALTER DATABASE %s RESET log_min_duration_statement;"
                   "ALTER DATABASE %s RESET log_parameter_max_length;" % (db, db))
     end = log_size(admin, logpath)
+    # In bounded chunks, as bytes (hex): a chunk may end inside a line or
+    # a character, and psql would add a line break after each.
     chunks = []
-    for at in range(offset, end, 8 << 20):  # pg_read_file's text is bounded per call
-        chunks.append(admin.run("SELECT pg_read_file('%s', %d, %d)"
-                                % (logpath.replace("'", "''"), at, min(8 << 20, end - at)),
-                                timeout=60).stdout)
-    execs = parse_log("".join(chunks))
+    for at in range(offset, end, 8 << 20):
+        chunks.append(bytes.fromhex(admin.run(
+            "SELECT encode(pg_read_binary_file('%s', %d, %d), 'hex')"
+            % (logpath.replace("'", "''"), at, min(8 << 20, end - at)), timeout=60).stdout.strip()))
+    execs = parse_log(b"".join(chunks).decode("utf-8", "replace"))
     if not execs:
         fail("no statement of the store found in the server log %s" % logpath)
 
@@ -432,12 +429,6 @@ def run(args, admin, pgs, dbs, started):
             per_pattern[pat] = per_pattern.get(pat, 0) + 1
             n += 1
             picked.append((name, q, "(%s)" % ", ".join(params) if params else ""))
-    # The blocked upserts once more, with the arbiter docs/scaling.md
-    # proposes: they must then plan, routed to their row's partition.
-    proposed = [(n, q.replace(OLD_ARBITER, NEW_ARBITER), a) for n, q, a in picked
-                if CLASSES[n][1] == "blocked" and OLD_ARBITER in q]
-    first = len(picked)
-    picked += proposed
     tag = "$wf%s$" % secrets.token_hex(4)
     rows = []
     for i, (name, q, a) in enumerate(picked):
@@ -458,7 +449,7 @@ def run(args, admin, pgs, dbs, started):
     partitioned = set(pg.run("SELECT relname FROM pg_class WHERE relkind = 'p' AND "
                              "relnamespace = 'wf_part'::regnamespace").stdout.split())
     measured = {}
-    for i, (name, q, a) in enumerate(picked[:first]):
+    for i, (name, q, a) in enumerate(picked):
         m = measured.setdefault(name, {"n": 0, "errors": set(), "parts": {}})
         m["n"] += 1
         plan = plans[i]
@@ -474,13 +465,13 @@ def run(args, admin, pgs, dbs, started):
     def observed(name):
         m = measured[name]
         if m["errors"]:
-            return "blocked" if all(ARBITER_ERROR in e for e in m["errors"]) else "error"
+            return "error"
         if not m["parts"]:
             return "routed" if m.get("routed") else "global"
         return "multi" if max(m["parts"].values()) > 1 else "single"
 
-    ok_for = {"single": {"single", "routed"}, "rekey": {"multi"}, "blocked": {"blocked"},
-              "global": {"global"}, "fanout": {"multi", "single"}}
+    ok_for = {"single": {"single", "routed"}, "global": {"global"},
+              "fanout": {"multi", "single"}}
     problems = []
     print("\n%-20s %-4s %-8s %-8s %4s  %s" % ("statement", "uow", "class", "measured", "runs",
                                                "partitions touched (of %d)" % PARTITIONS))
@@ -508,22 +499,14 @@ def run(args, admin, pgs, dbs, started):
     if not any(touched(p).get("events", 0) > 1 for p in nested):
         problems.append("the sequencer's nested plans were not captured (auto_explain)")
 
-    rerouted = {}
-    for i in range(first, len(picked)):
-        target = re.match(r"\s*Insert on (\w+)", plans[i])
-        ok = target is not None and target.group(1) in partitioned and not touched(plans[i])
-        rerouted[picked[i][0]] = rerouted.get(picked[i][0], True) and ok
-        if not ok:
-            problems.append("%s with %s: %s" % (picked[i][0], NEW_ARBITER, plans[i].strip()[:200]))
-    print("\nblocked upserts with %s: %s" % (NEW_ARBITER, ", ".join(
-        "%s %s" % (n, "routed to 1 partition" if ok else "FAILS") for n, ok in sorted(rerouted.items()))))
 
     missing = sorted(n for n, (uow, _) in CLASSES.items()
                      if uow and n not in measured and n not in OPTIONAL)
     if missing:
         problems.append("mutation statements the workload never ran: " + ", ".join(missing))
-    single = [n for n in measured if CLASSES[n] == (True, "single")]
-    print("\n%d statements replayed (%d plans), %d mutation statements single-shard as is, "
+    single = [n for n in measured
+              if CLASSES[n] == (True, "single") and observed(n) in ok_for["single"]]
+    print("\n%d statements replayed (%d plans), %d mutation statements on one partition each, "
           "%.1f s" % (len(measured), len(picked), len(single), time.monotonic() - started))
     if problems:
         for p in problems:

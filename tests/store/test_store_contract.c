@@ -156,6 +156,39 @@ rows_equal(const wf_row_desc *d, const void *a, const void *b, const char **fiel
                       __LINE__);                                                                   \
     } while (0)
 
+/* Same rows, in the same order, in every part of two aggregates. */
+static bool
+aggregates_equal(const wf_aggregate *a, const wf_aggregate *b)
+{
+    const struct {
+        const wf_row_desc *d;
+        const void *x, *y;
+        size_t nx, ny;
+    } parts[] = {
+        {&wf_store__instance_desc, a->instances, b->instances, a->n_instances, b->n_instances},
+        {&wf_store__task_desc, a->tasks, b->tasks, a->n_tasks, b->n_tasks},
+        {&wf_store__token_desc, a->tokens, b->tokens, a->n_tokens, b->n_tokens},
+        {&wf_store__work_item_desc, a->work_items, b->work_items, a->n_work_items,
+         b->n_work_items},
+        {&wf_store__job_desc, a->jobs, b->jobs, a->n_jobs, b->n_jobs},
+        {&wf_store__timer_desc, a->timers, b->timers, a->n_timers, b->n_timers},
+        {&wf_store__subscription_desc, a->subscriptions, b->subscriptions, a->n_subscriptions,
+         b->n_subscriptions},
+    };
+    for (size_t p = 0; p < sizeof parts / sizeof parts[0]; p++) {
+        if (parts[p].nx != parts[p].ny)
+            return false;
+        for (size_t i = 0; i < parts[p].nx; i++) {
+            const char *what;
+            size_t at = i * parts[p].d->size;
+            if (!rows_equal(parts[p].d, (const char *)parts[p].x + at,
+                            (const char *)parts[p].y + at, &what))
+                return false;
+        }
+    }
+    return true;
+}
+
 /* ---- cases -------------------------------------------------------------- */
 
 START_TEST(test_lock_missing_is_not_found)
@@ -268,6 +301,23 @@ START_TEST(test_aggregate_round_trip)
     ASSERT_ROW_EQ(wf_store__task_desc, &task, &gt);
     ck_assert_int_eq(wf_store_get_task(st, &ctx, "k9", &gt, &err), WF_E_TASK_NOT_FOUND);
     ck_assert_str_eq(err.msg, "task \"k9\" does not exist");
+
+    /* With a root hint (the root_id of a row read before) the aggregate is
+     * the same; a wrong hint, an instance's own id or another instance's,
+     * only costs the lookup. */
+    const char *hints[] = {"r1", "c1", "k1"};
+    for (size_t h = 0; h < sizeof hints / sizeof hints[0]; h++) {
+        wf_aggregate gh;
+        ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+        ck_assert_msg(wf_tx_lock_root_hint(tx, "c1", hints[h], &gh, &err) == WF_OK, "%s: %s",
+                      hints[h], err.msg);
+        wf_tx_rollback(tx);
+        ck_assert_msg(aggregates_equal(&g, &gh), "aggregate with hint \"%s\" differs", hints[h]);
+    }
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_lock_root_hint(tx, "nope", "r1", &g, &err), WF_E_INSTANCE_NOT_FOUND);
+    ck_assert_str_eq(err.msg, "instance \"nope\" does not exist");
+    wf_tx_rollback(tx);
 }
 END_TEST
 
@@ -355,19 +405,36 @@ START_TEST(test_deletes_remove_rows)
                                        .subscriptions = &sub,
                                        .n_subscriptions = 1});
     const char *tk[] = {"tk1"}, *w[] = {"w1"}, *j[] = {"j1"}, *tm[] = {"tm1"}, *s[] = {"s1"};
-    commit_changes(&(wf_store_changes){.del_tokens = tk,
-                                       .n_del_tokens = 1,
-                                       .del_work_items = w,
-                                       .n_del_work_items = 1,
-                                       .del_jobs = j,
-                                       .n_del_jobs = 1,
-                                       .del_timers = tm,
-                                       .n_del_timers = 1,
-                                       .del_subscriptions = s,
-                                       .n_del_subscriptions = 1});
+    wf_store_changes del = {.del_tokens = tk,
+                            .n_del_tokens = 1,
+                            .del_work_items = w,
+                            .n_del_work_items = 1,
+                            .del_jobs = j,
+                            .n_del_jobs = 1,
+                            .del_timers = tm,
+                            .n_del_timers = 1,
+                            .del_subscriptions = s,
+                            .n_del_subscriptions = 1};
     wf_error err = {0};
     wf_tx *tx = NULL;
     wf_aggregate g;
+    /* Deletions address the rows of the root locked: none, none deleted. */
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_apply(tx, &del, &err), WF_E_INTERNAL);
+    ck_assert_str_eq(err.msg, "deletions need the root locked");
+    wf_tx_rollback(tx);
+    /* A unit of work locks one root. */
+    new_root("r2", T0);
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_lock_root(tx, "r1", &g, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_lock_root(tx, "r1", &g, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_lock_root(tx, "r2", &g, &err), WF_E_INTERNAL);
+    wf_tx_rollback(tx);
+
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_lock_root(tx, "r1", &g, &err), WF_OK);
+    ck_assert_msg(wf_tx_apply(tx, &del, &err) == WF_OK, "apply: %s", err.msg);
+    ck_assert_msg(wf_tx_commit(tx, &err) == WF_OK, "commit: %s", err.msg);
     ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
     ck_assert_int_eq(wf_tx_lock_root(tx, "r1", &g, &err), WF_OK);
     wf_tx_rollback(tx);
