@@ -10,7 +10,9 @@
  * a signal sent to an aggregate racing an instance of it that starts to
  * wait (never both missed); RetryInstance of refused TIME and MSG firings,
  * also of a buffered signal refused when CompleteJob or StartInstance
- * enables its wait (the call itself succeeds).
+ * enables its wait (the call itself succeeds); and the waits such a retry
+ * finds still armed, which consume a signal buffered for them meanwhile
+ * (not one that expired).
  *
  * Timers are fired the way the scheduler fires them (wf_net_fire_timer).
  * Postgres keeps rows between runs: keys, aggregates and signal ids are
@@ -1148,6 +1150,256 @@ START_TEST(test_buffered_signal_refused_at_start)
 }
 END_TEST
 
+/* ---- RetryInstance and the waits a refused firing left armed ----------------------------- */
+
+/* s -> step (USER ann) -> p, q; p -> a (MSG "paid" of the order
+ * aggregate) -> x only when .ok; q -> b (MSG "shipped", by instance or of
+ * the aggregate) -> y; x, y -> join (AUTO) -> e. Completing step enables
+ * a and b in one step, a first. */
+static char *
+two_waits_net(const char *tag, bool shipped_by_aggregate)
+{
+    char *key = u(tag);
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "p", NORMAL);
+    place(n, "q", NORMAL);
+    place(n, "x", NORMAL);
+    place(n, "y", NORMAL);
+    place(n, "e", END);
+    user1(trans(n, "step", T_USER), "ann");
+    msg(n, "a", "paid", true);
+    msg(n, "b", "shipped", shipped_by_aggregate);
+    trans(n, "join", T_AUTO);
+    arc(n, "s", "step");
+    arc(n, "step", "p");
+    arc(n, "step", "q");
+    arc(n, "p", "a");
+    arc(n, "a", "x")->guard = ".ok == true";
+    arc(n, "q", "b");
+    arc(n, "b", "y");
+    arc(n, "x", "join");
+    arc(n, "y", "join");
+    arc(n, "join", "e");
+    deploy(n);
+    return key;
+}
+
+/* The one row named name in l. */
+static Workflow__V1__Signal *
+signal_named(const Workflow__V1__ListSignalsResponse *l, const char *name)
+{
+    Workflow__V1__Signal *found = NULL;
+    for (size_t i = 0; i < l->n_signals; i++) {
+        if (strcmp(l->signals[i]->name, name) != 0)
+            continue;
+        ck_assert_msg(found == NULL, "two log rows of %s", name);
+        found = l->signals[i];
+    }
+    ck_assert_msg(found != NULL, "no log row of %s", name);
+    return found;
+}
+
+/* The log row of "shipped", read where it was sent. */
+static Workflow__V1__Signal *
+shipped_row(const char *instance_id, const char *agg, bool by_aggregate)
+{
+    return signal_named(list_signals(by_aggregate ? NULL : instance_id, by_aggregate ? agg : NULL),
+                        "shipped");
+}
+
+/* Buffers "paid" for the aggregate and "shipped" (for shipped_ttl_ms) for
+ * an instance of two_waits_net, then completes step: a consumes paid and
+ * is refused (.ok is false), so the instance is FAILED before b fires and
+ * shipped goes back to the buffer, unconsumed, with b still waiting. */
+static Workflow__V1__Instance *
+refuse_a(const char *key, const char *agg, bool by_aggregate, int64_t shipped_ttl_ms)
+{
+    Workflow__V1__Instance *in = start(key, agg, "{\"ok\":false}");
+    ck_assert_int_eq(send_sig("paid", NULL, agg, "{\"paidBy\":\"card\"}", NULL, 60000)->outcome,
+                     O_BUFFERED);
+    ck_assert_int_eq(send_sig("shipped", by_aggregate ? NULL : in->id, by_aggregate ? agg : NULL,
+                              "{\"carrier\":\"ups\"}", NULL, shipped_ttl_ms)
+                         ->outcome,
+                     O_BUFFERED);
+    complete("ann", open_task(get_instance(in->id), "step"));
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_FAILED);
+    ck_assert_msg(strstr(g->last_error, "transition \"a\"") != NULL, "%s", g->last_error);
+    ck_assert_str_eq(var(g->instance->variables_json, "paidBy"), "\"card\"");
+    ck_assert_ptr_null(var(g->instance->variables_json, "carrier"));
+    ck_assert_uint_eq(g->n_awaiting_signals, 1);
+    ck_assert_str_eq(g->awaiting_signals[0]->transition_id, "b");
+    ck_assert_uint_eq(g->n_buffered_signals, 1);
+    ck_assert_str_eq(g->buffered_signals[0]->name, "shipped");
+    ck_assert_int_eq(marking(g, "p"), 1);
+    ck_assert_int_eq(marking(g, "q"), 1);
+    Workflow__V1__Signal *s = shipped_row(in->id, agg, by_aggregate);
+    ck_assert_ptr_null(s->consumed_at);
+    ck_assert_str_eq(s->consumed_by_instance, "");
+    ck_assert_int_eq(count_of(event_types(in->id), "SIGNAL_CONSUMED"), 1); /* paid */
+    return in;
+}
+
+static void
+retry_ok(const char *instance_id)
+{
+    retrier r = {as("ops"), instance_id, NULL, -1, ""};
+    retry_once(&r);
+    ck_assert_msg(r.code == 0, "%d %s", r.code, r.reason);
+}
+
+/* The fix of a's incident lets a fire; b, still waiting, then consumes the
+ * shipped signal put back in the buffer, in the same call, once. */
+START_TEST(test_retry_consumes_the_signal_a_refused_step_put_back)
+{
+    for (int by_aggregate = 0; by_aggregate < 2; by_aggregate++) {
+        char *key = two_waits_net(by_aggregate ? "putback-agg" : "putback-id", by_aggregate);
+        char *agg = u(by_aggregate ? "PA" : "PI");
+        Workflow__V1__Instance *in = refuse_a(key, agg, by_aggregate, 60000);
+        wf_client_status st;
+        set_vars(in->id, "{\"ok\":true}", &st);
+        ck_ok(st);
+        retry_ok(in->id);
+
+        Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+        ck_assert_int_eq(g->instance->status, I_COMPLETED);
+        ck_assert_str_eq(var(g->instance->variables_json, "carrier"), "\"ups\"");
+        ck_assert_str_eq(var(g->instance->variables_json, "paidBy"), "\"card\"");
+        const char *ev = event_types(in->id);
+        const char *resolved = strstr(ev, "INCIDENT_RESOLVED");
+        ck_assert_ptr_nonnull(resolved);
+        ck_assert_msg(strstr(resolved, "INCIDENT_RESOLVED TRANSITION_FIRED") == resolved, "%s", ev);
+        ck_assert_msg(strstr(resolved, "SIGNAL_CONSUMED TRANSITION_FIRED") != NULL, "%s", ev);
+        ck_assert_int_eq(count_of(resolved, "SIGNAL_CONSUMED"), 1); /* shipped */
+        ck_assert_int_eq(count_of(ev, "SIGNAL_CONSUMED"), 2);
+        ck_assert_int_eq(count_of(ev, "INCIDENT_RESOLVED"), 1);
+        ck_assert_int_eq(count_of(ev, "TRANSITION_FIRED"), 4); /* step, a, b, join */
+
+        Workflow__V1__Signal *s = shipped_row(in->id, agg, by_aggregate);
+        ck_assert_int_eq(s->outcome, O_BUFFERED);
+        ck_assert_ptr_nonnull(s->consumed_at);
+        ck_assert_str_eq(s->consumed_by_instance, in->id);
+        ck_assert_str_eq(s->transition_id, "b");
+        ck_assert(!s->expired);
+        Workflow__V1__ListSignalsResponse *l = list_signals(NULL, agg);
+        Workflow__V1__Signal *paid = signal_named(l, "paid");
+        ck_assert_str_eq(paid->consumed_by_instance, in->id);
+        ck_assert_str_eq(paid->transition_id, "a");
+        /* Nothing is left in the buffer. */
+        for (size_t i = 0; i < l->n_signals; i++)
+            ck_assert_ptr_nonnull(l->signals[i]->consumed_at);
+        l = list_signals(in->id, NULL);
+        for (size_t i = 0; i < l->n_signals; i++)
+            ck_assert_ptr_nonnull(l->signals[i]->consumed_at);
+    }
+}
+END_TEST
+
+/* The same, but shipped expires before the retry: b does not consume it
+ * and waits for a new one. */
+START_TEST(test_retry_leaves_an_expired_signal_in_the_log)
+{
+    for (int by_aggregate = 0; by_aggregate < 2; by_aggregate++) {
+        char *key = two_waits_net(by_aggregate ? "expback-agg" : "expback-id", by_aggregate);
+        char *agg = u(by_aggregate ? "EA" : "EI");
+        Workflow__V1__Instance *in = refuse_a(key, agg, by_aggregate, 2000);
+        sleep_ms(2300);
+        wf_client_status st;
+        set_vars(in->id, "{\"ok\":true}", &st);
+        ck_ok(st);
+        retry_ok(in->id);
+
+        Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+        ck_assert_int_eq(g->instance->status, I_RUNNING);
+        ck_assert_int_eq(marking(g, "x"), 1);
+        ck_assert_int_eq(marking(g, "q"), 1);
+        ck_assert_uint_eq(g->n_awaiting_signals, 1);
+        ck_assert_str_eq(g->awaiting_signals[0]->transition_id, "b");
+        ck_assert_uint_eq(g->n_buffered_signals, 0);
+        ck_assert_ptr_null(var(g->instance->variables_json, "carrier"));
+        ck_assert_int_eq(count_of(event_types(in->id), "SIGNAL_CONSUMED"), 1); /* paid */
+        Workflow__V1__Signal *s = shipped_row(in->id, agg, by_aggregate);
+        ck_assert_ptr_null(s->consumed_at);
+        ck_assert_str_eq(s->consumed_by_instance, "");
+        ck_assert_str_eq(s->transition_id, "");
+
+        /* The wait is live: a new signal fires it. */
+        Workflow__V1__SendSignalResponse *r =
+            send_sig("shipped", by_aggregate ? NULL : in->id, by_aggregate ? agg : NULL,
+                     "{\"carrier\":\"dhl\"}", NULL, 0);
+        ck_assert_int_eq(r->outcome, O_CORRELATED);
+        g = get_instance(in->id);
+        ck_assert_int_eq(g->instance->status, I_COMPLETED);
+        ck_assert_str_eq(var(g->instance->variables_json, "carrier"), "\"dhl\"");
+    }
+}
+END_TEST
+
+/* A job out of attempts leaves the instance FAILED while a parallel MSG
+ * wait is armed; a signal sent to the instance then is buffered. The
+ * retry that re-arms the job lets the wait consume it. */
+START_TEST(test_retry_of_a_failed_job_consumes_a_signal_buffered_meanwhile)
+{
+    /* s -> fork -> p -> charge (AUTO job) -> x, q -> b (MSG shipped) -> y;
+     * x, y -> join -> e. */
+    char *key = u("jobwait"), *type = u("charge");
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "p", NORMAL);
+    place(n, "q", NORMAL);
+    place(n, "x", NORMAL);
+    place(n, "y", NORMAL);
+    place(n, "e", END);
+    trans(n, "fork", T_AUTO);
+    trans(n, "charge", T_AUTO)->job_type = type;
+    msg(n, "b", "shipped", false);
+    trans(n, "join", T_AUTO);
+    arc(n, "s", "fork");
+    arc(n, "fork", "p");
+    arc(n, "fork", "q");
+    arc(n, "p", "charge");
+    arc(n, "charge", "x");
+    arc(n, "q", "b");
+    arc(n, "b", "y");
+    arc(n, "x", "join");
+    arc(n, "y", "join");
+    arc(n, "join", "e");
+    deploy(n);
+    Workflow__V1__Instance *in = start(key, NULL, NULL);
+    Workflow__V1__ActivateJobsResponse *jobs = activate(type, 1, 0, 2000);
+    ck_assert_uint_eq(jobs->n_jobs, 1);
+    wf_client_status st;
+    ck_assert_int_eq(fail_job(jobs->jobs[0]->key, "card declined", 0, -1, &st), 0);
+    ck_assert_int_eq(get_instance(in->id)->instance->status, I_FAILED);
+    ck_assert_int_eq(
+        send_sig("shipped", in->id, NULL, "{\"carrier\":\"ups\"}", NULL, 60000)->outcome,
+        O_BUFFERED);
+
+    retry_ok(in->id);
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_RUNNING);
+    ck_assert_int_eq(marking(g, "y"), 1);
+    ck_assert_uint_eq(g->n_awaiting_signals, 0);
+    ck_assert_uint_eq(g->n_buffered_signals, 0);
+    ck_assert_uint_eq(g->n_jobs, 1);
+    ck_assert_str_eq(var(g->instance->variables_json, "carrier"), "\"ups\"");
+    const char *ev = event_types(in->id);
+    ck_assert_msg(strstr(ev, "INCIDENT_RESOLVED SIGNAL_CONSUMED TRANSITION_FIRED") != NULL, "%s",
+                  ev);
+    ck_assert_int_eq(count_of(ev, "SIGNAL_CONSUMED"), 1);
+    Workflow__V1__Signal *s = shipped_row(in->id, NULL, false);
+    ck_assert_ptr_nonnull(s->consumed_at);
+    ck_assert_str_eq(s->consumed_by_instance, in->id);
+    ck_assert_str_eq(s->transition_id, "b");
+
+    jobs = activate(type, 1, 0, 2000);
+    ck_assert_uint_eq(jobs->n_jobs, 1);
+    ck_assert_int_eq(complete_job_c(as(NULL), jobs->jobs[0]->key, NULL, &st), 0);
+    ck_assert_int_eq(get_instance(in->id)->instance->status, I_COMPLETED);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1173,6 +1425,9 @@ main(void)
     tcase_add_test(tc, test_retry_refires_a_refused_signal);
     tcase_add_test(tc, test_buffered_signal_refused_after_complete_job);
     tcase_add_test(tc, test_buffered_signal_refused_at_start);
+    tcase_add_test(tc, test_retry_consumes_the_signal_a_refused_step_put_back);
+    tcase_add_test(tc, test_retry_leaves_an_expired_signal_in_the_log);
+    tcase_add_test(tc, test_retry_of_a_failed_job_consumes_a_signal_buffered_meanwhile);
     suite_add_tcase(s, tc);
     return wf_test_run(s);
 }

@@ -5,7 +5,8 @@
  * deferred choice between a USER and a TIME transition in both directions,
  * due_expression, a refused timer firing becoming an incident, the
  * subscription of a MSG transition, versioning, the definition cache, and
- * a buffered signal whose firing is refused when its wait is enabled.
+ * a buffered signal whose firing is refused when its wait is enabled, and
+ * the signal of a second wait of that step, which the retry consumes.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -936,6 +937,115 @@ START_TEST(test_buffered_signal_refused_at_start_is_an_incident)
 }
 END_TEST
 
+/* start -> review (USER alice) -> w1, w2; w1 -> paid (MSG "payment" of the
+ * order aggregate) -> x (guard .ok == true); w2 -> shipped (MSG "shipped",
+ * by instance) -> y; x, y -> join (silent AUTO) -> end. Completing the
+ * review enables paid and then shipped in one step. */
+static wf_net *
+two_waits_net(const char *key)
+{
+    wf_net *n = wf_arena_calloc(arena, 1, sizeof *n);
+    wf_place *p = wf_arena_calloc(arena, 6, sizeof *p);
+    wf_transition *t = wf_arena_calloc(arena, 4, sizeof *t);
+    wf_arc *a = wf_arena_calloc(arena, 10, sizeof *a);
+    p[0] = (wf_place){.id = "start", .kind = WF_PLACE_START};
+    p[1] = (wf_place){.id = "w1", .kind = WF_PLACE_NORMAL};
+    p[2] = (wf_place){.id = "w2", .kind = WF_PLACE_NORMAL};
+    p[3] = (wf_place){.id = "x", .kind = WF_PLACE_NORMAL};
+    p[4] = (wf_place){.id = "y", .kind = WF_PLACE_NORMAL};
+    p[5] = (wf_place){.id = "end", .kind = WF_PLACE_END};
+    t[0] = (wf_transition){.id = "review", .trigger = WF_TRIGGER_USER};
+    t[0].assignee = (wf_assignee){.kind = WF_NET_ASSIGNEE_USER, .ids = alice_ids, .n_ids = 1};
+    t[1] = (wf_transition){.id = "paid",
+                           .trigger = WF_TRIGGER_MSG,
+                           .signal_name = "payment",
+                           .correlation = WF_CORRELATION_AGGREGATE};
+    t[2] = (wf_transition){.id = "shipped", .trigger = WF_TRIGGER_MSG, .signal_name = "shipped"};
+    t[3] = (wf_transition){.id = "join", .trigger = WF_TRIGGER_AUTO};
+    a[0] = (wf_arc){.source = "start", .target = "review"};
+    a[1] = (wf_arc){.source = "review", .target = "w1"};
+    a[2] = (wf_arc){.source = "review", .target = "w2"};
+    a[3] = (wf_arc){.source = "w1", .target = "paid"};
+    a[4] = (wf_arc){.source = "paid", .target = "x", .guard = ".ok == true"};
+    a[5] = (wf_arc){.source = "w2", .target = "shipped"};
+    a[6] = (wf_arc){.source = "shipped", .target = "y"};
+    a[7] = (wf_arc){.source = "x", .target = "join"};
+    a[8] = (wf_arc){.source = "y", .target = "join"};
+    a[9] = (wf_arc){.source = "join", .target = "end"};
+    *n = (wf_net){.key = key,
+                  .places = p,
+                  .n_places = 6,
+                  .transitions = t,
+                  .n_transitions = 4,
+                  .arcs = a,
+                  .n_arcs = 10};
+    return n;
+}
+
+/* The delivery-log row of "shipped", addressed to instance_id. */
+static wf_signal_row
+shipped_row(const char *instance_id)
+{
+    wf_net_ctx c = {.ref = as("ops")};
+    wf_sig_list_in q = {.instance_id = instance_id, .name = "shipped"};
+    wf_signal_row *rows;
+    size_t n;
+    char *next;
+    wf_error err;
+    ck_assert_int_eq(wf_sig_list(&c, &q, &rows, &n, &next, &err), WF_OK);
+    ck_assert_uint_eq(n, 1);
+    return rows[0];
+}
+
+/* Both waits consume a buffered signal when the review enables them; the
+ * refused firing of paid fails the instance before shipped fires, so that
+ * signal goes back to the buffer. The retry fires paid, then shipped
+ * consumes its signal in the same unit of work. */
+START_TEST(test_retry_consumes_a_signal_put_back_by_a_refused_firing)
+{
+    deploy(two_waits_net("twowaits"));
+    buffer_payment("C-1");
+    wf_instance_row in = start_order("twowaits", "C-1", "{\"ok\":false}");
+    wf_net_ctx shop = {.ref = as("shop")};
+    wf_sig_send_in sh = {.name = "shipped",
+                         .instance_id = in.id,
+                         .payload_json = "{\"carrier\":\"ups\"}",
+                         .buffer_ttl_ms = 60000};
+    wf_sig_send_out so;
+    wf_error err;
+    ck_assert_int_eq(wf_sig_send(&shop, &sh, NULL, &so, &err), WF_OK);
+    ck_assert_int_eq(so.outcome, WF_SIGNAL_BUFFERED);
+    wf_ref_ctx alice = as("alice");
+    wf_ref_completion done;
+    wf_aggregate agg = aggregate(in.id);
+    ck_assert_int_eq(wf_referral_complete(&alice, agg.tasks[0].id, NULL, NULL, &done, &err), WF_OK);
+
+    agg = aggregate(in.id);
+    ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_FAILED);
+    ck_assert_uint_eq(agg.n_subscriptions, 1);
+    ck_assert_str_eq(agg.subscriptions[0].transition_id, "shipped");
+    wf_signal_row s = shipped_row(in.id);
+    ck_assert(s.buffered);
+    ck_assert_int_eq(s.consumed_at, 0);
+
+    wf_net_ctx ops = {.ref = as("ops")};
+    wf_instance_row out;
+    ck_assert_int_eq(wf_sig_set_variables(&ops, in.id, "{\"ok\":true}", NULL, &out, &err), WF_OK);
+    wf_code rc = wf_net_retry_instance(&ops, in.id, NULL, &out, &err);
+    ck_assert_msg(rc == WF_OK, "retry: %s %s", wf_code_reason(rc), err.msg);
+    ck_assert_int_eq(out.status, WF_INSTANCE_COMPLETED);
+    ck_assert_ptr_nonnull(strstr(out.variables_json, "\"carrier\":\"ups\""));
+    s = shipped_row(in.id);
+    ck_assert(!s.buffered);
+    ck_assert(s.consumed_at > 0);
+    ck_assert_str_eq(s.consumed_by_instance, in.id);
+    ck_assert_str_eq(s.transition_id, "shipped");
+    const char *ev = events(in.id);
+    ck_assert_int_eq(count_of(ev, "SIGNAL_CONSUMED"), 2);
+    ck_assert_int_eq(count_of(ev, "INSTANCE_COMPLETED"), 1);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -954,6 +1064,7 @@ main(void)
     tcase_add_test(tc, test_retry_refires_a_refused_timer);
     tcase_add_test(tc, test_buffered_signal_refused_on_enabling_is_an_incident);
     tcase_add_test(tc, test_buffered_signal_refused_at_start_is_an_incident);
+    tcase_add_test(tc, test_retry_consumes_a_signal_put_back_by_a_refused_firing);
     suite_add_tcase(s, tc);
     return wf_test_run(s);
 }
