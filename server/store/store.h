@@ -469,10 +469,14 @@ wf_code wf_tx_consume_signal(wf_tx *tx, const char *name, const char *instance_i
                              const char *consumer_instance, const char *transition_id, int64_t now,
                              wf_signal_row *out, bool *found, wf_error *err);
 
-/* Serialises buffering a signal with awaiting it, per correlation key
- * (ctx->tenant, name, aggregate_type, aggregate_id): takes a lock held
- * until tx ends, then, when awaited is not NULL, sets *awaited to whether a
- * committed subscription waits for that signal on that aggregate.
+/* Serialises buffering a signal with awaiting it, per aggregate
+ * (ctx->tenant, aggregate_type, aggregate_id; one lock for every signal
+ * name, so that a unit of work enabling several waits of one aggregate
+ * cannot deadlock with another): takes a lock held until tx ends, then,
+ * when awaited is not NULL, sets *awaited to whether a committed
+ * subscription of a RUNNING instance waits for signal name on that
+ * aggregate (a FAILED instance's wait fires only after RetryInstance,
+ * which looks at the buffer then).
  * SendSignal by aggregate takes it before buffering, a unit of work
  * enabling an AGGREGATE MSG wait before it looks for a buffered signal;
  * whichever of the two commits second sees the other's row, so neither

@@ -1493,6 +1493,24 @@ mem_set_listener(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err)
 
 /* ---- correlation lock and backlog counts ---------------------------------- */
 
+typedef struct awaited_match {
+    signal_match q;
+    const char *tenant;
+} awaited_match;
+
+/* A subscription of q whose instance runs (a FAILED one fires only after
+ * RetryInstance, which then looks at the buffer). */
+static bool
+awaiting_match(mem_store *m, const void *row, const void *arg)
+{
+    const awaited_match *a = arg;
+    const wf_subscription_row *s = row;
+    if (!sub_match(m, row, &a->q))
+        return false;
+    const wf_instance_row *in = mt_get(&m->insts, a->tenant, s->instance_id, NULL);
+    return in != NULL && in->status == WF_INSTANCE_RUNNING;
+}
+
 /* Nothing to lock: the open transaction holds the store mutex, so a
  * buffering and an awaiting of one key are serialised already. */
 static wf_code
@@ -1502,10 +1520,10 @@ mem_lock_correlation(wf_tx *t, const char *name, const char *agg_type, const cha
     if (awaited == NULL)
         return WF_OK;
     mem_store *m = (mem_store *)t->st;
-    signal_match q = {name, NULL, agg_type, agg_id, 0};
+    awaited_match q = {{name, NULL, agg_type, agg_id, 0}, t->ctx.tenant};
     void **v = NULL;
     size_t n = 0;
-    wf_code rc = gather(m, &m->subs, t->ctx.tenant, sub_match, &q, NULL, 1, &v, &n, err);
+    wf_code rc = gather(m, &m->subs, t->ctx.tenant, awaiting_match, &q, NULL, 1, &v, &n, err);
     if (rc != WF_OK)
         return rc;
     free(v);

@@ -358,14 +358,20 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                           "WHERE s.tenant_id = c.tenant_id AND s.id = c.id RETURNING s.*) "
                           "SELECT " COLS_SIGNALS " FROM u",
                           "signal"},
-    /* Unit separators keep the key unambiguous (names are printable). */
+    /* One lock per aggregate, whatever the signal's name: a unit of work
+     * enabling waits for two names of one aggregate takes it once (it is
+     * re-entrant), so two such units cannot deadlock by taking two keys in
+     * opposite orders. Unit separators keep the key unambiguous (names
+     * are printable). */
     [S_LOCK_CORRELATION] = {"lock_correlation",
                             "SELECT pg_advisory_xact_lock(hashtextextended($1::text || chr(31) "
-                            "|| $2::text || chr(31) || $3::text || chr(31) || $4::text, 0))",
+                            "|| $2::text || chr(31) || $3::text, 0))",
                             "signal"},
     [S_SUB_AWAITED] = {"sub_awaited",
-                       "SELECT EXISTS (SELECT 1 FROM subscriptions WHERE tenant_id = $1 "
-                       "AND signal_name = $2 AND aggregate_type = $3 AND aggregate_id = $4)",
+                       "SELECT EXISTS (SELECT 1 FROM subscriptions s JOIN instances i ON "
+                       "i.tenant_id = s.tenant_id AND i.root_id = s.root_id AND i.id = "
+                       "s.instance_id WHERE s.tenant_id = $1 AND s.signal_name = $2 AND "
+                       "s.aggregate_type = $3 AND s.aggregate_id = $4 AND i.status = 1)",
                        "subscription"},
 
     [S_GET_INSTANCE] = {"get_instance",
@@ -423,22 +429,24 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
     /* Lease: activatable now, or leased with the lease run out (no
      * attempt is spent: attempt belongs to the engine). */
     [S_ACTIVATE_JOBS] = {"activate_jobs",
-                         "WITH c AS (SELECT tenant_id, id FROM jobs WHERE tenant_id = $1 AND "
+                         "WITH c AS (SELECT tenant_id, root_id, id FROM jobs WHERE tenant_id = $1 AND "
                          "job_type = $2 AND state = 1 AND activatable_at <= $3 "
                          "ORDER BY activatable_at, id LIMIT $4 FOR UPDATE SKIP LOCKED), "
                          "u AS (UPDATE jobs j SET state = 2, key = gen_random_uuid()::text, "
                          "worker = $5, lease_expires_at = $6 FROM c WHERE "
-                         "j.tenant_id = c.tenant_id AND j.id = c.id RETURNING j.*) "
+                         "j.tenant_id = c.tenant_id AND j.root_id = c.root_id AND j.id = c.id "
+                         "RETURNING j.*) "
                          "SELECT " COLS_JOBS " FROM u ORDER BY activatable_at, id",
                          "job"},
     /* All tenants ($4 NULL: the scheduler is one per replica, not per
      * tenant), or one tenant's pass on demand. */
     [S_CLAIM_TIMERS] = {"claim_timers",
-                        "WITH c AS (SELECT tenant_id, id FROM timers WHERE due_at <= $1 AND "
+                        "WITH c AS (SELECT tenant_id, root_id, id FROM timers WHERE due_at <= $1 AND "
                         "claimed_until <= $1 AND ($4::text IS NULL OR tenant_id = $4) "
                         "ORDER BY due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED), "
                         "u AS (UPDATE timers t SET claimed_until = $3 FROM c WHERE "
-                        "t.tenant_id = c.tenant_id AND t.id = c.id RETURNING t.*) "
+                        "t.tenant_id = c.tenant_id AND t.root_id = c.root_id AND t.id = c.id "
+                        "RETURNING t.*) "
                         "SELECT " COLS_TIMERS " FROM u ORDER BY due_at, id",
                         "timer"},
     /* The scheduler's passes; $1 NULL = every tenant. Each touches one
@@ -1396,14 +1404,16 @@ pg_lock_correlation(wf_tx *t, const char *name, const char *agg_type, const char
                     bool *awaited, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
-    params p = p_tenant(&t->ctx, name);
-    p_str(&p, agg_type);
-    p_str(&p, agg_id);
-    wf_code rc = run_cmd(tx->c, S_LOCK_CORRELATION, &p, t->ctx.deadline_ms, NULL, err);
+    params lk = p_tenant(&t->ctx, agg_type);
+    p_str(&lk, agg_id);
+    wf_code rc = run_cmd(tx->c, S_LOCK_CORRELATION, &lk, t->ctx.deadline_ms, NULL, err);
     if (rc != WF_OK || awaited == NULL)
         return rc;
     /* A statement of its own, so its snapshot is taken after the lock is
      * granted and sees what the previous holder committed. */
+    params p = p_tenant(&t->ctx, name);
+    p_str(&p, agg_type);
+    p_str(&p, agg_id);
     PGresult *res;
     rc = run(tx->c, S_SUB_AWAITED, &p, t->ctx.deadline_ms, &res, err);
     if (rc == WF_OK)

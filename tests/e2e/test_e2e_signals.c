@@ -1339,11 +1339,16 @@ END_TEST
 /* A job out of attempts leaves the instance FAILED while a parallel MSG
  * wait is armed; a signal sent to the instance then is buffered. The
  * retry that re-arms the job lets the wait consume it. */
-START_TEST(test_retry_of_a_failed_job_consumes_a_signal_buffered_meanwhile)
+/* A signal sent while the instance is FAILED, by instance id or by its
+ * aggregate, is buffered (the FAILED instance's wait cannot fire; by
+ * aggregate it used to count as a new waiter on every round and end in
+ * CONFLICT) and consumed by the retry. */
+static void
+failed_job_then_signal(bool by_aggregate)
 {
     /* s -> fork -> p -> charge (AUTO job) -> x, q -> b (MSG shipped) -> y;
      * x, y -> join -> e. */
-    char *key = u("jobwait"), *type = u("charge");
+    char *key = u("jobwait"), *type = u("charge"), *agg = by_aggregate ? u("o") : NULL;
     nb *n = net_new(key);
     place(n, "s", START);
     place(n, "p", NORMAL);
@@ -1353,7 +1358,7 @@ START_TEST(test_retry_of_a_failed_job_consumes_a_signal_buffered_meanwhile)
     place(n, "e", END);
     trans(n, "fork", T_AUTO);
     trans(n, "charge", T_AUTO)->job_type = type;
-    msg(n, "b", "shipped", false);
+    msg(n, "b", "shipped", by_aggregate);
     trans(n, "join", T_AUTO);
     arc(n, "s", "fork");
     arc(n, "fork", "p");
@@ -1366,15 +1371,16 @@ START_TEST(test_retry_of_a_failed_job_consumes_a_signal_buffered_meanwhile)
     arc(n, "y", "join");
     arc(n, "join", "e");
     deploy(n);
-    Workflow__V1__Instance *in = start(key, NULL, NULL);
+    Workflow__V1__Instance *in = start(key, agg, NULL);
     Workflow__V1__ActivateJobsResponse *jobs = activate(type, 1, 0, 2000);
     ck_assert_uint_eq(jobs->n_jobs, 1);
     wf_client_status st;
     ck_assert_int_eq(fail_job(jobs->jobs[0]->key, "card declined", 0, -1, &st), 0);
     ck_assert_int_eq(get_instance(in->id)->instance->status, I_FAILED);
-    ck_assert_int_eq(
-        send_sig("shipped", in->id, NULL, "{\"carrier\":\"ups\"}", NULL, 60000)->outcome,
-        O_BUFFERED);
+    ck_assert_int_eq(send_sig("shipped", by_aggregate ? NULL : in->id, agg,
+                              "{\"carrier\":\"ups\"}", NULL, 60000)
+                         ->outcome,
+                     O_BUFFERED);
 
     retry_ok(in->id);
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
@@ -1388,7 +1394,7 @@ START_TEST(test_retry_of_a_failed_job_consumes_a_signal_buffered_meanwhile)
     ck_assert_msg(strstr(ev, "INCIDENT_RESOLVED SIGNAL_CONSUMED TRANSITION_FIRED") != NULL, "%s",
                   ev);
     ck_assert_int_eq(count_of(ev, "SIGNAL_CONSUMED"), 1);
-    Workflow__V1__Signal *s = shipped_row(in->id, NULL, false);
+    Workflow__V1__Signal *s = shipped_row(in->id, agg, by_aggregate);
     ck_assert_ptr_nonnull(s->consumed_at);
     ck_assert_str_eq(s->consumed_by_instance, in->id);
     ck_assert_str_eq(s->transition_id, "b");
@@ -1397,6 +1403,12 @@ START_TEST(test_retry_of_a_failed_job_consumes_a_signal_buffered_meanwhile)
     ck_assert_uint_eq(jobs->n_jobs, 1);
     ck_assert_int_eq(complete_job_c(as(NULL), jobs->jobs[0]->key, NULL, &st), 0);
     ck_assert_int_eq(get_instance(in->id)->instance->status, I_COMPLETED);
+}
+
+START_TEST(test_retry_of_a_failed_job_consumes_a_signal_buffered_meanwhile)
+{
+    failed_job_then_signal(false);
+    failed_job_then_signal(true);
 }
 END_TEST
 

@@ -7,12 +7,14 @@
 -- also serves the aggregate reads (tenant_id, root_id), which had their
 -- own index.
 --
--- Lookups by id alone (get_task, the root of an instance) keep an index on
--- (tenant_id, id). It stays UNIQUE here: an id names one row per tenant,
--- as before, and a row written again under another root is refused rather
--- than duplicated. A distributed table cannot enforce it (no shard key in
--- it); there it is created non-unique, and ids stay unique because the
--- server mints them (UUIDv7).
+-- Lookups by id alone (get_instance, root_of, get_task) keep an index on
+-- (tenant_id, id) for instances and tasks. It stays UNIQUE here: an id
+-- names one row per tenant, as before. A distributed table cannot enforce
+-- it (no shard key in it); there it is created non-unique, and ids stay
+-- unique because the server mints them (UUIDv7). The other tables are
+-- only ever addressed through their root (the aggregate reads, and the
+-- scheduler's and activation's batches join back on the primary key), so
+-- they need no second index.
 
 ALTER TABLE instances DROP CONSTRAINT instances_pkey,
     ADD CONSTRAINT instances_pkey PRIMARY KEY (tenant_id, root_id, id);
@@ -26,25 +28,20 @@ DROP INDEX tasks_root;
 
 ALTER TABLE tokens DROP CONSTRAINT tokens_pkey,
     ADD CONSTRAINT tokens_pkey PRIMARY KEY (tenant_id, root_id, id);
-CREATE UNIQUE INDEX tokens_id ON tokens (tenant_id, id);
 DROP INDEX tokens_root;
 
 ALTER TABLE work_items DROP CONSTRAINT work_items_pkey,
     ADD CONSTRAINT work_items_pkey PRIMARY KEY (tenant_id, root_id, id);
-CREATE UNIQUE INDEX work_items_id ON work_items (tenant_id, id);
 DROP INDEX work_items_root;
 
 ALTER TABLE jobs DROP CONSTRAINT jobs_pkey,
     ADD CONSTRAINT jobs_pkey PRIMARY KEY (tenant_id, root_id, id);
-CREATE UNIQUE INDEX jobs_id ON jobs (tenant_id, id);
 DROP INDEX jobs_root;
 
 ALTER TABLE timers DROP CONSTRAINT timers_pkey,
     ADD CONSTRAINT timers_pkey PRIMARY KEY (tenant_id, root_id, id);
-CREATE UNIQUE INDEX timers_id ON timers (tenant_id, id);
 DROP INDEX timers_root;
 
 ALTER TABLE subscriptions DROP CONSTRAINT subscriptions_pkey,
     ADD CONSTRAINT subscriptions_pkey PRIMARY KEY (tenant_id, root_id, id);
-CREATE UNIQUE INDEX subscriptions_id ON subscriptions (tenant_id, id);
 DROP INDEX subscriptions_root;
