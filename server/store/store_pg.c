@@ -482,12 +482,21 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                              "AND d.method = c.method AND d.request_id = c.request_id",
                              "request record"},
     /* Ended for good: COMPLETED (2), CANCELLED (3), COMPENSATED (6). */
+    /* Up to $3 roots not yet swept (r), up to $3 of their events (c);
+     * when c holds fewer than $3, it holds every event of r, and r is
+     * marked swept in the same statement (migrations/0005). The events of
+     * a root that ended that long ago are all numbered. */
     [S_SWEEP_EVENTS] = {"sweep_events",
-                        "WITH c AS (SELECT e.id FROM instances i JOIN events e ON "
-                        "e.tenant_id = i.tenant_id AND e.root_id = i.id WHERE ($1::text IS NULL "
-                        "OR i.tenant_id = $1) AND i.parent_id IS NULL AND i.ended_at > 0 AND "
-                        "i.ended_at <= $2 AND i.status IN (2, 3, 6) AND e.sequence IS NOT NULL "
-                        "LIMIT $3 FOR UPDATE OF e SKIP LOCKED) "
+                        "WITH r AS (SELECT tenant_id, id FROM instances WHERE ($1::text IS NULL "
+                        "OR tenant_id = $1) AND parent_id IS NULL AND ended_at > 0 AND NOT "
+                        "events_swept AND ended_at <= $2 AND status IN (2, 3, 6) ORDER BY "
+                        "ended_at LIMIT $3 FOR UPDATE SKIP LOCKED), "
+                        "c AS (SELECT e.id FROM r JOIN events e ON e.tenant_id = r.tenant_id AND "
+                        "e.root_id = r.id WHERE e.sequence IS NOT NULL LIMIT $3 FOR UPDATE OF e "
+                        "SKIP LOCKED), "
+                        "m AS (UPDATE instances i SET events_swept = true FROM r WHERE "
+                        "i.tenant_id = r.tenant_id AND i.root_id = r.id AND i.id = r.id AND "
+                        "(SELECT count(*) FROM c) < $3) "
                         "DELETE FROM events d USING c WHERE d.id = c.id",
                         "event"},
     [S_FIND_SUBS] = {"find_subscriptions",
