@@ -250,6 +250,60 @@ START_TEST(test_health_watch_sees_drain)
 }
 END_TEST
 
+/* ---- wait-for-ready ------------------------------------------------------------ */
+
+struct waiting_call {
+    wf_client *c;
+    atomic_int code; /* -1 until the call returns */
+};
+
+static void *
+waiting_health(void *arg)
+{
+    struct waiting_call *w = arg;
+    wf_client_status st;
+    int status = -1;
+    atomic_store(&w->code, health(w->c, "", &status, &st));
+    return NULL;
+}
+
+/* With no server listening, a fail-fast call answers UNAVAILABLE at once;
+ * a wait-for-ready call waits and succeeds once a server comes up on the
+ * address (a worker outliving a restart), within its deadline. */
+START_TEST(test_wait_for_ready_waits_for_the_server)
+{
+    int port = ts.port;
+    char addr[64];
+    snprintf(addr, sizeof addr, "WF_ADDR=127.0.0.1:%d", port);
+    wf_test_server_stop(&ts, 0);
+
+    wf_client_options o = {.target = ts.target, .timeout_ms = 8000};
+    wf_client *fast = wf_client_new(&o);
+    o.wait_for_ready = 1;
+    struct waiting_call w = {.c = wf_client_new(&o), .code = -1};
+    wf_client_status st;
+    int status = -1;
+    int64_t t0 = wf_mono_ms();
+    ck_assert_int_eq(health(fast, "", &status, &st), GRPC_STATUS_UNAVAILABLE);
+    ck_assert_int_lt(wf_mono_ms() - t0, 3000);
+
+    pthread_t th;
+    pthread_create(&th, NULL, waiting_health, &w);
+    struct timespec pause = {0, 500 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    int code = atomic_load(&w.code);
+    ck_assert_int_eq(code, -1); /* still waiting */
+    const char *env[] = {addr, "WF_API_KEYS=k1", NULL};
+    wf_test_server_start(&ts, env);
+    ck_assert_int_eq(ts.port, port);
+    pthread_join(th, NULL);
+    code = atomic_load(&w.code);
+    ck_assert_int_eq(code, GRPC_STATUS_OK);
+    wf_client_free(w.c);
+    wf_client_free(fast);
+}
+END_TEST
+
 /* ---- shutdown while calls are in flight ------------------------------------ */
 
 static atomic_int ok_calls, retryable_calls, bad_calls;
@@ -321,6 +375,7 @@ e2e_suite(void)
     tcase_add_test(tc, test_malformed_protobuf_is_invalid_argument);
     tcase_add_test(tc, test_oversized_request_is_too_large);
     tcase_add_test(tc, test_deadline_exceeded);
+    tcase_add_test(tc, test_wait_for_ready_waits_for_the_server);
     tcase_add_test(tc, test_health_watch_sees_drain);
     tcase_add_test(tc, test_shutdown_during_a_burst);
     suite_add_tcase(s, tc);
