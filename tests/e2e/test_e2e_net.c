@@ -107,22 +107,6 @@ task_for(const Workflow__V1__GetInstanceResponse *g, const char *assignee_id)
     return NULL;
 }
 
-/* Fires the timer of instance_id the way the scheduler does. */
-static bool
-fire_timer(const char *instance_id, const char *timer_id)
-{
-    wf_timer_row row = {.id = (char *)timer_id,
-                        .tenant = "default",
-                        .root_id = (char *)instance_id,
-                        .instance_id = (char *)instance_id};
-    wf_net_rt rt = {.store = ts.app.store};
-    bool fired = false;
-    wf_error err;
-    wf_code rc = wf_net_fire_timer(&rt, &row, wf_mono_ms() + 10000, &fired, &err);
-    ck_assert_msg(rc == WF_OK, "fire: %s", err.msg);
-    return fired;
-}
-
 /* ---- definitions ------------------------------------------------------------------------------
  */
 

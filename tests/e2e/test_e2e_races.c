@@ -119,23 +119,6 @@ events_of_type(const char *instance_id, const char *type)
     return k;
 }
 
-/* Fires timer_id of instance_id the way the scheduler fires a claimed row
- * (a row claimed before the signal came is exactly a stale timeout). */
-static bool
-fire_row(const char *instance_id, const char *timer_id)
-{
-    wf_timer_row row = {.id = (char *)timer_id,
-                        .tenant = "default",
-                        .root_id = (char *)instance_id,
-                        .instance_id = (char *)instance_id};
-    wf_net_rt rt = {.store = ts.app.store};
-    bool fired = false;
-    wf_error err;
-    wf_code rc = wf_net_fire_timer(&rt, &row, wf_mono_ms() + 10000, &fired, &err);
-    ck_assert_msg(rc == WF_OK, "fire: %s %s", wf_code_reason(rc), err.msg);
-    return fired;
-}
-
 /* The case followed the signal's arc, and the timeout left no trace but
  * its withdrawal. */
 static void
@@ -191,7 +174,7 @@ START_TEST(test_signal_first_then_the_timeout_comes_due)
     sleep_ms((int)(left_ms > 0 ? left_ms : 0) + 400);
     wf_scheduler_stop(sched);
     for (int i = 0; i < rounds; i++) {
-        ck_assert(!fire_row(ids[i], timers[i]));
+        ck_assert(!fire_timer(ids[i], timers[i]));
         assert_signal_path(ids[i]);
     }
 }
@@ -267,7 +250,7 @@ START_TEST(test_signal_racing_its_timeout)
 
         if (r.outcome == O_CORRELATED) {
             ck_assert_msg(!r.fired, "round %d: both the signal and the timeout won", i);
-            ck_assert(!fire_row(in->id, r.timer_id)); /* stale: never fires later */
+            ck_assert(!fire_timer(in->id, r.timer_id)); /* stale: never fires later */
             assert_signal_path(in->id);
             signal_won++;
         } else {
@@ -279,7 +262,7 @@ START_TEST(test_signal_racing_its_timeout)
             ck_assert_uint_eq(g->n_awaiting_signals, 0);
             ck_assert_int_eq(events_of_type(in->id, "TIMER_FIRED"), 1);
             ck_assert_int_eq(events_of_type(in->id, "SIGNAL_CONSUMED"), 0);
-            ck_assert(!fire_row(in->id, r.timer_id));
+            ck_assert(!fire_timer(in->id, r.timer_id));
             timer_won++;
         }
     }

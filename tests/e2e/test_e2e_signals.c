@@ -687,22 +687,6 @@ START_TEST(test_buffered_signals_discarded_when_the_instance_ends)
 }
 END_TEST
 
-/* Fires the timer of instance_id the way the scheduler does. */
-static bool
-fire_timer(const char *instance_id, const char *timer_id)
-{
-    wf_timer_row row = {.id = (char *)timer_id,
-                        .tenant = "default",
-                        .root_id = (char *)instance_id,
-                        .instance_id = (char *)instance_id};
-    wf_net_rt rt = {.store = ts.app.store};
-    bool fired = false;
-    wf_error err;
-    wf_code rc = wf_net_fire_timer(&rt, &row, wf_mono_ms() + 10000, &fired, &err);
-    ck_assert_msg(rc == WF_OK, "fire: %s", err.msg);
-    return fired;
-}
-
 START_TEST(test_timeout_withdraws_the_msg)
 {
     /* s -> pay (MSG) -> e, s -> timeout (TIME) -> late -> chase (USER) -> e */

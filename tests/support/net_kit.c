@@ -284,6 +284,20 @@ fire_due_timer(void *arg, const wf_timer_row *timer, int64_t deadline_ms, bool *
     return wf_net_fire_timer(&rt, timer, deadline_ms, fired, err);
 }
 
+bool
+fire_timer(const char *instance_id, const char *timer_id)
+{
+    wf_timer_row row = {.id = (char *)timer_id,
+                        .tenant = "default",
+                        .root_id = (char *)instance_id,
+                        .instance_id = (char *)instance_id};
+    bool fired = false;
+    wf_error err;
+    wf_code rc = fire_due_timer(&ts.app, &row, wf_mono_ms() + 10000, &fired, &err);
+    ck_assert_msg(rc == WF_OK, "fire: %s %s", wf_code_reason(rc), err.msg);
+    return fired;
+}
+
 wf_scheduler *
 scheduler_start(int64_t idle_ms)
 {

@@ -137,4 +137,9 @@ wf_client *as_tenant(const char *tenant, const char *actor);
  * wf_scheduler_stop before teardown. */
 wf_scheduler *scheduler_start(int64_t idle_ms);
 
+/* Fires timer_id of the root instance_id (default tenant) the way the
+ * scheduler fires a claimed row, whether or not it is due (a row claimed
+ * before the signal came is exactly a stale timeout): true when it fired. */
+bool fire_timer(const char *instance_id, const char *timer_id);
+
 #endif /* WF_NET_KIT_H */
