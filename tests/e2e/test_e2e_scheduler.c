@@ -66,20 +66,7 @@ one_step(const char *key, const char *id, Workflow__V1__Trigger trigger)
 static Workflow__V1__Instance *
 start_req(wf_client *c, const char *key, const char *request_id, const char *agg_id)
 {
-    Workflow__V1__StartInstanceRequest req = WORKFLOW__V1__START_INSTANCE_REQUEST__INIT;
-    Workflow__V1__Aggregate agg = WORKFLOW__V1__AGGREGATE__INIT;
-    wf_client_status st;
-    req.definition_key = (char *)key;
-    req.request_id = (char *)(request_id != NULL ? request_id : "");
-    if (agg_id != NULL) {
-        agg.type = "order";
-        agg.id = (char *)agg_id;
-        req.aggregate = &agg;
-    }
-    Workflow__V1__StartInstanceResponse *r =
-        call(c, "StartInstance", &req, &workflow__v1__start_instance_response__descriptor, &st);
-    ck_ok(st);
-    return r->instance;
+    return start_order(c, key, agg_id, NULL, request_id);
 }
 
 /* Events of instance_id's tree (of one type when type != 0), history only. */

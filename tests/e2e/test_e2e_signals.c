@@ -74,20 +74,7 @@ user1(Workflow__V1__Transition *t, const char *id)
 static Workflow__V1__Instance *
 start_c(wf_client *c, const char *key, const char *agg_id, const char *vars)
 {
-    Workflow__V1__StartInstanceRequest req = WORKFLOW__V1__START_INSTANCE_REQUEST__INIT;
-    Workflow__V1__Aggregate agg = WORKFLOW__V1__AGGREGATE__INIT;
-    wf_client_status st;
-    req.definition_key = (char *)key;
-    req.variables_json = (char *)(vars != NULL ? vars : "");
-    if (agg_id != NULL) {
-        agg.type = "order";
-        agg.id = (char *)agg_id;
-        req.aggregate = &agg;
-    }
-    Workflow__V1__StartInstanceResponse *r =
-        call(c, "StartInstance", &req, &workflow__v1__start_instance_response__descriptor, &st);
-    ck_ok(st);
-    return r->instance;
+    return start_order(c, key, agg_id, vars, NULL);
 }
 
 static Workflow__V1__Instance *

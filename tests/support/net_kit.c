@@ -255,6 +255,27 @@ start_v(wf_client *c, const char *key, int32_t version, const char *vars, wf_cli
     return r != NULL ? r->instance : NULL;
 }
 
+Workflow__V1__Instance *
+start_order(wf_client *c, const char *key, const char *agg_id, const char *vars,
+            const char *request_id)
+{
+    Workflow__V1__StartInstanceRequest req = WORKFLOW__V1__START_INSTANCE_REQUEST__INIT;
+    Workflow__V1__Aggregate agg = WORKFLOW__V1__AGGREGATE__INIT;
+    wf_client_status st;
+    req.definition_key = (char *)key;
+    req.variables_json = (char *)(vars != NULL ? vars : "");
+    req.request_id = (char *)(request_id != NULL ? request_id : "");
+    if (agg_id != NULL) {
+        agg.type = "order";
+        agg.id = (char *)agg_id;
+        req.aggregate = &agg;
+    }
+    Workflow__V1__StartInstanceResponse *r =
+        call(c, "StartInstance", &req, &workflow__v1__start_instance_response__descriptor, &st);
+    ck_ok(st);
+    return r->instance;
+}
+
 wf_client *
 as_tenant(const char *tenant, const char *actor)
 {

@@ -100,6 +100,11 @@ Workflow__V1__GetInstanceResponse *get_instance(const char *id);
 Workflow__V1__Instance *start_v(wf_client *c, const char *key, int32_t version, const char *vars,
                                wf_client_status *st);
 
+/* StartInstance of key as c, bound to aggregate ("order", agg_id) unless
+ * agg_id is NULL, with vars and request_id (NULL = none), asserting OK. */
+Workflow__V1__Instance *start_order(wf_client *c, const char *key, const char *agg_id,
+                                    const char *vars, const char *request_id);
+
 /* Tokens in place_id (0 when absent). */
 int marking(const Workflow__V1__GetInstanceResponse *g, const char *place_id);
 
