@@ -167,6 +167,23 @@ wf_nw_find(const net_work *w, const nw_rows *r, size_t elem, const char *id)
     return WF_REF_NONE;
 }
 
+bool
+wf_nw_armed(const net_work *w, const wf_work_item_row *it)
+{
+    if (it->trigger == WF_TRIGGER_TIME) {
+        for (size_t k = 0; k < w->timers.n; k++)
+            if (!(w->timers.flags[k] & NW_GONE) &&
+                same(NW_ROW(w, timers, wf_timer_row, k)->work_item_id, it->id))
+                return true;
+    } else if (it->trigger == WF_TRIGGER_MSG) {
+        for (size_t k = 0; k < w->subs.n; k++)
+            if (!(w->subs.flags[k] & NW_GONE) &&
+                same(NW_ROW(w, subs, wf_subscription_row, k)->work_item_id, it->id))
+                return true;
+    }
+    return false;
+}
+
 void
 wf_nw_dirty(nw_rows *r, size_t i)
 {

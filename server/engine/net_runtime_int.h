@@ -67,6 +67,10 @@ void wf_nw_restore(net_work *w, const net_work *save);
 /* Finds a row by id; WF_REF_NONE when absent or GONE. */
 size_t wf_nw_find(const net_work *w, const nw_rows *r, size_t elem, const char *id);
 
+/* A TIME or MSG work item still waits: its timer or subscription is in
+ * place (a firing spends it, a refused firing too). */
+bool wf_nw_armed(const net_work *w, const wf_work_item_row *it);
+
 /* Marks row i of r changed / deleted. */
 void wf_nw_dirty(nw_rows *r, size_t i);
 void wf_nw_gone(nw_rows *r, size_t i);

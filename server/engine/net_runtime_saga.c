@@ -384,17 +384,7 @@ refused_item(const net_work *w)
             !same(it->instance_id, inst_id(w)) ||
             (it->trigger != WF_TRIGGER_TIME && it->trigger != WF_TRIGGER_MSG))
             continue;
-        bool armed = false;
-        if (it->trigger == WF_TRIGGER_TIME) {
-            for (size_t k = 0; k < w->timers.n && !armed; k++)
-                armed = !(w->timers.flags[k] & NW_GONE) &&
-                        same(NW_ROW(w, timers, wf_timer_row, k)->work_item_id, it->id);
-        } else {
-            for (size_t k = 0; k < w->subs.n && !armed; k++)
-                armed = !(w->subs.flags[k] & NW_GONE) &&
-                        same(NW_ROW(w, subs, wf_subscription_row, k)->work_item_id, it->id);
-        }
-        if (!armed)
+        if (!wf_nw_armed(w, it))
             return i;
     }
     return WF_REF_NONE;

@@ -221,17 +221,6 @@ wf_sig__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err)
     return rc;
 }
 
-/* Work item item_id still waits for its signal: its subscription is in
- * place (a refused firing spent it). */
-static bool
-armed(const net_work *w, const char *item_id)
-{
-    for (size_t i = 0; i < w->subs.n; i++)
-        if (!(w->subs.flags[i] & NW_GONE) && same(SUB(w, i)->work_item_id, item_id))
-            return true;
-    return false;
-}
-
 wf_code
 wf_sig__consume_awaited(net_work *w, wf_error *err)
 {
@@ -246,7 +235,7 @@ wf_sig__consume_awaited(net_work *w, wf_error *err)
     for (size_t i = 0; rc == WF_OK && i < w->items.n; i++) {
         const wf_work_item_row *it = ITEM(w, i);
         if ((w->items.flags[i] & NW_GONE) || it->state != WF_WORK_ITEM_ENABLED ||
-            it->trigger != WF_TRIGGER_MSG || !same(it->instance_id, in->id) || !armed(w, it->id))
+            it->trigger != WF_TRIGGER_MSG || !same(it->instance_id, in->id) || !wf_nw_armed(w, it))
             continue;
         int t = wf_net_transition_index(w->net, it->transition_id);
         if (t >= 0)
