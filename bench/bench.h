@@ -123,6 +123,7 @@ typedef struct run {
     hist op_svc_hist;
     hist m_hist[M_COUNT];
     long rss_kb[4096]; /* RSS samples (timed_rss), one per second */
+    uint64_t units_s[4096]; /* units done at each RSS sample (timed_rss) */
     int nrss;
     char last_err[200];
 } run;
@@ -172,6 +173,7 @@ struct bench {
     long inbox_rows;
     long timers;
     long parked;
+    long backlog; /* waiting jobs of the large backlog run (the small: 1/100) */
     int use_request_ids;
     int durable;
     char run_id[16];
@@ -200,6 +202,13 @@ void setup_worker_free(worker *w);
 
 extern const workload wl_health, wl_read, wl_start, wl_referral, wl_flow, wl_jobs, wl_jobs32,
     wl_signal, wl_inbox, wl_soak;
+/* steps2: an instance through two AUTO job steps; the backlog runs: jobs
+ * with b->backlog / 100 and with b->backlog waiting jobs of their type. */
+extern const workload wl_steps2, wl_backlog_small, wl_backlog_large;
+
+/* After the closed-loop steps2 run: takes its units from the COMPLETED
+ * instances the database counts. */
+void bench_steps2_check(bench *b, result *res);
 
 /* The drain of due timers: not a closed-loop run. */
 void bench_timers(bench *b, result *res);

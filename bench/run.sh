@@ -6,10 +6,12 @@
 # prints one table and writes it to a results file. Stops the server and
 # Postgres on exit, also on Ctrl-C. See bench/README.md.
 #
-#   bench/run.sh                 quick mode: ~3-5 minutes (10 s per workload,
-#                                30 s soak, 250k-row inbox, 10k timers)
+#   bench/run.sh                 quick mode: ~4-6 minutes (10 s per workload,
+#                                30 s soak, 250k-row inbox, 10k timers,
+#                                backlogs of 1k and 100k waiting jobs)
 #   bench/run.sh --full          30 s per workload, 10-minute soak, 1M-row
-#                                inbox, 100k timers, 10k parked instances
+#                                inbox, 100k timers, 10k parked instances,
+#                                the same backlogs
 #   bench/run.sh read start      only these workloads (health and the
 #                                pgbench ceiling always run)
 #
@@ -201,9 +203,11 @@ done
 
 # ---- the benchmark -------------------------------------------------------------------
 if [ "$mode" = full ]; then
-    args=(--duration 30 --soak 600 --inbox-rows 1000000 --timers 100000 --parked 10000)
+    args=(--duration 30 --soak 600 --inbox-rows 1000000 --timers 100000 --parked 10000
+        --backlog 100000)
 else
-    args=(--duration 10 --soak 30 --inbox-rows 250000 --timers 10000 --parked 2000)
+    args=(--duration 10 --soak 30 --inbox-rows 250000 --timers 10000 --parked 2000
+        --backlog 100000)
 fi
 read -r -a extra <<<"${BENCH_ARGS:-}"
 mkdir -p "$(dirname "$out")"

@@ -776,6 +776,229 @@ op_signal(worker *w)
 
 const workload wl_signal = {"signal", "signal", setup_signal, op_signal, cleanup_shared, 1};
 
+/* ---- steps2: start -> job A -> job B -> end; the unit: COMPLETED --------- */
+
+/* Counts instances of key in status (1 RUNNING, 2 COMPLETED); -1 on error. */
+static long long
+count_instances(const bench *b, const char *key, int status, char *err, size_t errlen)
+{
+    char sql[512], out[64];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM instances WHERE tenant_id = 'default' AND definition_key = "
+             "'%s' AND status = %d",
+             key, status);
+    if (pg_exec(b, sql, out, sizeof out, err, errlen) != 0)
+        return -1;
+    return atoll(out);
+}
+
+/* The steps2 closed-loop run, for the SQL check after it. */
+static struct {
+    char key[96];
+    long long completed0; /* COMPLETED instances of key before the run; -1 unknown */
+} steps2_state;
+
+static int
+setup_steps2(run *r)
+{
+    shared_ids *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return -1;
+    r->shared = s;
+    snprintf(s->key, sizeof s->key, "bench-steps2-%s", r->b->run_id);
+    /* job_type names step A; step B is job_type with "-b" (op_steps2). */
+    snprintf(s->job_type, sizeof s->job_type, "bench-steps2-%s", r->b->run_id);
+    snprintf(s->agg_type, sizeof s->agg_type, "bench-steps2-%s-b", r->b->run_id);
+    net n;
+    Workflow__V1__Transition *t = net_init(&n, s->key, 1);
+    t[0].trigger = WORKFLOW__V1__TRIGGER__TRIGGER_AUTO;
+    t[0].job_type = s->job_type;
+    t[1].trigger = WORKFLOW__V1__TRIGGER__TRIGGER_AUTO;
+    t[1].job_type = s->agg_type;
+    int rc = deploy(r, &n);
+    if (rc == 0)
+        rc = probe(r, probe_activate);
+    if (rc != 0)
+        return rc;
+    char err[256];
+    snprintf(steps2_state.key, sizeof steps2_state.key, "%s", s->key);
+    steps2_state.completed0 =
+        r->b->dsn != NULL ? count_instances(r->b, s->key, 2, err, sizeof err) : -1;
+    return 0;
+}
+
+/* Activates one job of type (long poll 5 s) and completes it. */
+static int
+step_one(worker *w, const char *type)
+{
+    Workflow__V1__ActivateJobsResponse *jobs = NULL;
+    int rc = rpc_activate(w, type, 1, 5, &jobs);
+    if (rc != OP_OK)
+        return rc;
+    if (jobs->n_jobs == 0) {
+        protobuf_c_message_free_unpacked(&jobs->base, NULL);
+        w->mismatches++;
+        snprintf(w->last_err, sizeof w->last_err, "ActivateJobs of %.40s: no job within 5 s",
+                 type);
+        return OP_FAIL;
+    }
+    char key[128];
+    snprintf(key, sizeof key, "%s", jobs->jobs[0]->key);
+    protobuf_c_message_free_unpacked(&jobs->base, NULL);
+    return rpc_complete_job(w, key);
+}
+
+/* One instance through both steps. The threads share the job types, so
+ * the jobs one thread completes may belong to another thread's instance;
+ * every thread starts one instance and completes one job of each step, so
+ * the instances finish at the rate of the operations. The units are then
+ * taken from the database (bench_steps2_check). */
+static int
+op_steps2(worker *w)
+{
+    shared_ids *s = w->run->shared;
+    int rc = rpc_start(w, s->key, "{\"amount\":42}", NULL, NULL, NULL, 0);
+    if (rc == OP_OK)
+        rc = step_one(w, s->job_type);
+    if (rc == OP_OK)
+        rc = step_one(w, s->agg_type);
+    if (rc == OP_OK)
+        w->units++;
+    return rc;
+}
+
+const workload wl_steps2 = {"steps2", "instance", setup_steps2, op_steps2, cleanup_shared, 0};
+
+void
+bench_steps2_check(bench *b, result *res)
+{
+    if (res->status != RS_OK || res->units == 0 || res->units_per_s <= 0)
+        return;
+    char err[256];
+    long long now = steps2_state.completed0 >= 0
+                        ? count_instances(b, steps2_state.key, 2, err, sizeof err)
+                        : -1;
+    size_t l = strlen(res->note);
+    if (now < 0) {
+        snprintf(res->note + l, sizeof res->note - l,
+                 "%sunits are operations (no COMPLETED count: needs --dsn)", l ? "; " : "");
+        return;
+    }
+    double el = (double)res->units / res->units_per_s;
+    uint64_t done = (uint64_t)(now - steps2_state.completed0);
+    if (done < res->units)
+        res->mismatches += res->units - done;
+    snprintf(res->note + l, sizeof res->note - l,
+             "%s%llu instances COMPLETED in the database for %llu operations", l ? "; " : "",
+             (unsigned long long)done, (unsigned long long)res->units);
+    /* The unit is a COMPLETED instance, counted by the database. */
+    res->units = done;
+    res->units_per_s = (double)done / el;
+}
+
+/* ---- backlog: jobs with 1k and with 100k waiting jobs of the same type ---- */
+
+/* One job type and key for both sizes: the large run tops the small one's
+ * backlog up. */
+static struct {
+    int deployed;
+    char key[96];
+    long long have; /* waiting jobs, when there is no --dsn to count them */
+} backlog_state;
+
+static int
+setup_backlog(run *r, long size)
+{
+    bench *b = r->b;
+    shared_ids *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return -1;
+    r->shared = s;
+    snprintf(s->key, sizeof s->key, "bench-backlog-%s", b->run_id);
+    snprintf(s->job_type, sizeof s->job_type, "bench-backlog-%s", b->run_id);
+    if (!backlog_state.deployed) {
+        net n;
+        Workflow__V1__Transition *t = net_init(&n, s->key, 0);
+        t[0].trigger = WORKFLOW__V1__TRIGGER__TRIGGER_AUTO;
+        t[0].job_type = s->job_type;
+        int rc = deploy(r, &n);
+        if (rc == 0)
+            rc = probe(r, probe_activate);
+        if (rc != 0)
+            return rc;
+        backlog_state.deployed = 1;
+        snprintf(backlog_state.key, sizeof backlog_state.key, "%s", s->key);
+    }
+    char err[256];
+    /* Each instance of the net waits on one job of the type until it is
+     * completed, so RUNNING instances = waiting jobs. */
+    long long have = b->dsn != NULL ? count_instances(b, s->key, 1, err, sizeof err)
+                                    : backlog_state.have;
+    if (have < 0) {
+        snprintf(r->last_err, sizeof r->last_err, "counting the backlog: %.150s", err);
+        return -1;
+    }
+    if (have < size) {
+        double t = bench_now();
+        double budget = (double)(size - have) / 100.0;
+        budget = budget < 60 ? 60 : budget > 1800 ? 1800 : budget;
+        long long made = fill_pool(r, op_start_pool, (uint64_t)(size - have), budget);
+        if (made < 0)
+            return atomic_load(&r->na) ? OP_NA : -1;
+        have += made;
+        fprintf(stderr, "wfbench: backlog: started %lld instances in %.1f s (StartInstance)\n",
+                made, bench_now() - t);
+    }
+    backlog_state.have = have;
+    s->pool = (uint64_t)have;
+    return 0;
+}
+
+static int
+setup_backlog_small(run *r)
+{
+    return setup_backlog(r, r->b->backlog / 100 > 0 ? r->b->backlog / 100 : 1);
+}
+
+static int
+setup_backlog_large(run *r)
+{
+    return setup_backlog(r, r->b->backlog);
+}
+
+/* ActivateJobs (max_jobs 1) -> CompleteJob, then one StartInstance that
+ * puts a new job at the tail, so that the backlog keeps its size (within
+ * the number of threads) however long the run. */
+static int
+op_backlog(worker *w)
+{
+    shared_ids *s = w->run->shared;
+    Workflow__V1__ActivateJobsResponse *jobs = NULL;
+    int rc = rpc_activate(w, s->job_type, 1, 0, &jobs);
+    if (rc != OP_OK)
+        return rc;
+    if (jobs->n_jobs == 0) {
+        protobuf_c_message_free_unpacked(&jobs->base, NULL);
+        w->mismatches++;
+        snprintf(w->last_err, sizeof w->last_err, "ActivateJobs: no job in a backlog of %llu",
+                 (unsigned long long)s->pool);
+        return OP_FAIL;
+    }
+    char key[128];
+    snprintf(key, sizeof key, "%s", jobs->jobs[0]->key);
+    protobuf_c_message_free_unpacked(&jobs->base, NULL);
+    rc = rpc_complete_job(w, key);
+    if (rc != OP_OK)
+        return rc;
+    w->units++;
+    return rpc_start(w, s->key, "{\"amount\":42}", NULL, NULL, NULL, 0);
+}
+
+const workload wl_backlog_small = {"backlog", "job", setup_backlog_small, op_backlog,
+                                   cleanup_shared, 0};
+const workload wl_backlog_large = {"backlog", "job", setup_backlog_large, op_backlog,
+                                   cleanup_shared, 0};
+
 /* ---- inbox: ListTasks of one user among many open tasks ---------------- */
 
 static int
@@ -843,7 +1066,28 @@ op_inbox(worker *w)
 
 const workload wl_inbox = {"inbox", "call", setup_inbox, op_inbox, cleanup_shared, 0};
 
-/* ---- soak: a mix of the implemented RPCs, for RSS growth --------------- */
+/* ---- soak: a mix of the implemented RPCs, for RSS growth and for the
+ * throughput of its first and last minute ------------------------------- */
+
+static int
+setup_soak(run *r)
+{
+    int rc = setup_adhoc(r);
+    if (rc != 0)
+        return rc;
+    /* A net of one AUTO job, whose key is also its job type: the soak's
+     * job step works the head of one queue for the whole soak. */
+    shared_ids *s = r->shared;
+    snprintf(s->job_type, sizeof s->job_type, "bench-soak-job-%s", r->b->run_id);
+    net n;
+    Workflow__V1__Transition *t = net_init(&n, s->job_type, 0);
+    t[0].trigger = WORKFLOW__V1__TRIGGER__TRIGGER_AUTO;
+    t[0].job_type = s->job_type;
+    rc = deploy(r, &n);
+    if (rc == 0)
+        rc = probe(r, probe_activate);
+    return rc;
+}
 
 static int
 op_soak(worker *w)
@@ -851,7 +1095,13 @@ op_soak(worker *w)
     shared_ids *s = w->run->shared;
     char id[96], task[96];
     size_t n = 0;
-    int rc = rpc_start(w, s->key, "{\"amount\":42}", NULL, NULL, id, sizeof id);
+    /* Every thread starts one job before it activates one, so there is
+     * always one waiting for it. */
+    int rc = rpc_start(w, s->job_type, "{\"amount\":42}", NULL, NULL, NULL, 0);
+    if (rc == OP_OK)
+        rc = step_one(w, s->job_type);
+    if (rc == OP_OK)
+        rc = rpc_start(w, s->key, "{\"amount\":42}", NULL, NULL, id, sizeof id);
     if (rc == OP_OK)
         rc = rpc_assign(w, id, task, sizeof task);
     if (rc == OP_OK)
@@ -867,7 +1117,7 @@ op_soak(worker *w)
     return rc;
 }
 
-const workload wl_soak = {"soak", "instance", setup_adhoc, op_soak, cleanup_shared, 0};
+const workload wl_soak = {"soak", "instance", setup_soak, op_soak, cleanup_shared, 0};
 
 /* ---- timers: drain of due timers by the server's scheduler ------------- */
 
