@@ -209,6 +209,8 @@ extern const workload wl_steps2, wl_backlog_small, wl_backlog_large;
 /* After the closed-loop steps2 run: takes its units from the COMPLETED
  * instances the database counts. */
 void bench_steps2_check(bench *b, result *res);
+/* Waiting jobs of the last backlog run, as its setup counted them. */
+long bench_backlog_size(void);
 
 /* The drain of due timers: not a closed-loop run. */
 void bench_timers(bench *b, result *res);

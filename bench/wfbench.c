@@ -894,8 +894,23 @@ main(int argc, char **argv)
         progress("workload backlog: jobs with %ld waiting, %.0f s (+ backlog setup)", b.backlog,
                  b.duration_s);
         run_workload(&b, &wl_backlog_large, 0, b.duration_s, 0, &rows[lidx].res, NULL);
-        if (rows[sidx].res.status == RS_OK)
+        long large = bench_backlog_size();
+        if (large > 0 && large < b.backlog) { /* the setup ran out of time */
+            snprintf(rows[lidx].name, sizeof rows[lidx].name, "backlog %ld%s waiting",
+                     large >= 1000 ? large / 1000 : large, large >= 1000 ? "k" : "");
+            size_t l = strlen(rows[lidx].res.note);
+            snprintf(rows[lidx].res.note + l, sizeof rows[lidx].res.note - l,
+                     "%sonly %ld of %ld waiting jobs made in the setup's 120 s", l ? "; " : "",
+                     large, b.backlog);
+        }
+        if (rows[sidx].res.status == RS_OK) {
             rows[lidx].ref = rows[sidx].res.units_per_s;
+            size_t l = strlen(rows[sidx].res.note);
+            snprintf(rows[sidx].res.note + l, sizeof rows[sidx].res.note - l,
+                     "%sone job type; one StartInstance per job keeps the backlog's size; no "
+                     "auto-ANALYZE of jobs during both runs",
+                     l ? "; " : "");
+        }
     }
 
     /* Baselines after. */
