@@ -12,8 +12,10 @@
  *     same Postgres.
  * Then runs each workload closed-loop on N threads (one connection each),
  * re-runs every RPC workload rate-limited at half its measured maximum to
- * check p99, soaks for RSS growth, measures bytes per parked instance, and
- * prints one table (also written to --out).
+ * check p99, compares jobs with a small and a large backlog, soaks for RSS
+ * growth and for the throughput of its first and last minute, measures
+ * bytes per parked instance, and prints one table with every target, met
+ * or not (also written to --out).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -722,9 +724,9 @@ main(int argc, char **argv)
         b.pool_s = b.duration_s;
     char **names = argv + optind;
     int nnames = argc - optind;
-    static const char *const known[] = {"all",    "health", "read",   "start",  "referral",
-                                        "flow",   "steps2", "jobs",   "jobs32", "signal",
-                                        "timers", "inbox",  "backlog", "rss",   "bytes"};
+    static const char *const known[] = {"all",    "health", "read",    "start",  "referral",
+                                        "flow",   "steps2", "jobs",    "jobs32", "signal",
+                                        "timers", "inbox",  "backlog", "rss",    "bytes"};
     for (int i = 0; i < nnames; i++) {
         int ok = 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
@@ -815,8 +817,8 @@ main(int argc, char **argv)
     progress("baseline: Health/Check, %.0f s", b.duration_s);
     run_workload(&b, &wl_health, 0, b.duration_s, 0, &h_before, NULL);
 
-    const workload *rpc_wls[] = {&wl_read,   &wl_start,  &wl_referral, &wl_flow,
-                                 &wl_steps2, &wl_jobs,   &wl_jobs32,   &wl_signal};
+    const workload *rpc_wls[] = {&wl_read,   &wl_start, &wl_referral, &wl_flow,
+                                 &wl_steps2, &wl_jobs,  &wl_jobs32,   &wl_signal};
     int health_row = nrows;
     ROW("health", "calls/s", K_BASE_HEALTH, 0, "baseline H", &wl_health, 1);
     int pg_row = nrows;
@@ -1031,8 +1033,7 @@ main(int argc, char **argv)
                              "%.0f inst/s in the first %d s, %.0f in the last (s %d-%d)", first,
                              win, lastr, lw - win, lw);
                 } else {
-                    snprintf(tr->note, sizeof tr->note, "soak too short for two %d s windows",
-                             win);
+                    snprintf(tr->note, sizeof tr->note, "soak too short for two %d s windows", win);
                 }
             } else if (res->status == RS_OK) {
                 res->status = RS_ERROR;

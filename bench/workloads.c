@@ -838,8 +838,7 @@ step_one(worker *w, const char *type)
     if (jobs->n_jobs == 0) {
         protobuf_c_message_free_unpacked(&jobs->base, NULL);
         w->mismatches++;
-        snprintf(w->last_err, sizeof w->last_err, "ActivateJobs of %.40s: no job within 5 s",
-                 type);
+        snprintf(w->last_err, sizeof w->last_err, "ActivateJobs of %.40s: no job within 5 s", type);
         return OP_FAIL;
     }
     char key[128];
@@ -924,8 +923,8 @@ setup_backlog(run *r, long size)
          * (cleanup_backlog), so that the planner has not seen the backlog,
          * whatever the speed of the setup. Vacuum still runs. */
         if (b->dsn != NULL &&
-            pg_exec(b, "ALTER TABLE jobs SET (autovacuum_analyze_threshold = 2000000000)", NULL,
-                    0, err, sizeof err) == 0)
+            pg_exec(b, "ALTER TABLE jobs SET (autovacuum_analyze_threshold = 2000000000)", NULL, 0,
+                    err, sizeof err) == 0)
             backlog_state.analyze_held = 1;
         net n;
         Workflow__V1__Transition *t = net_init(&n, s->key, 0);
@@ -941,8 +940,8 @@ setup_backlog(run *r, long size)
     }
     /* Each instance of the net waits on one job of the type until it is
      * completed, so RUNNING instances = waiting jobs. */
-    long long have = b->dsn != NULL ? count_instances(b, s->key, 1, err, sizeof err)
-                                    : backlog_state.have;
+    long long have =
+        b->dsn != NULL ? count_instances(b, s->key, 1, err, sizeof err) : backlog_state.have;
     if (have < 0) {
         snprintf(r->last_err, sizeof r->last_err, "counting the backlog: %.150s", err);
         return -1;
@@ -1026,10 +1025,10 @@ bench_backlog_size(void)
     return (long)backlog_state.have;
 }
 
-const workload wl_backlog_small = {"backlog", "job", setup_backlog_small, op_backlog,
-                                   cleanup_shared, 0};
-const workload wl_backlog_large = {"backlog", "job", setup_backlog_large, op_backlog,
-                                   cleanup_backlog, 0};
+const workload wl_backlog_small = {"backlog",  "job",          setup_backlog_small,
+                                   op_backlog, cleanup_shared, 0};
+const workload wl_backlog_large = {"backlog",  "job",           setup_backlog_large,
+                                   op_backlog, cleanup_backlog, 0};
 
 /* ---- inbox: ListTasks of one user among many open tasks ---------------- */
 
