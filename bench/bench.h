@@ -211,6 +211,8 @@ extern const workload wl_steps2, wl_backlog_small, wl_backlog_large;
 void bench_steps2_check(bench *b, result *res);
 /* Waiting jobs of the last backlog run, as its setup counted them. */
 long bench_backlog_size(void);
+/* Seconds the backlog setup may take: 4 x duration, within 30..300. */
+double bench_backlog_budget(const bench *b);
 
 /* The drain of due timers: not a closed-loop run. */
 void bench_timers(bench *b, result *res);

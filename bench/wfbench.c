@@ -902,8 +902,8 @@ main(int argc, char **argv)
                      large >= 1000 ? large / 1000 : large, large >= 1000 ? "k" : "");
             size_t l = strlen(rows[lidx].res.note);
             snprintf(rows[lidx].res.note + l, sizeof rows[lidx].res.note - l,
-                     "%sonly %ld of %ld waiting jobs made in the setup's 120 s", l ? "; " : "",
-                     large, b.backlog);
+                     "%sonly %ld of %ld waiting jobs made in the setup's %.0f s", l ? "; " : "",
+                     large, b.backlog, bench_backlog_budget(&b));
         }
         if (rows[sidx].res.status == RS_OK) {
             rows[lidx].ref = rows[sidx].res.units_per_s;

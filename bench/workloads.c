@@ -906,6 +906,13 @@ static struct {
     int analyze_held;
 } backlog_state;
 
+double
+bench_backlog_budget(const bench *b)
+{
+    double t = 4 * b->duration_s;
+    return t < 30 ? 30 : t > 300 ? 300 : t;
+}
+
 static int
 setup_backlog(run *r, long size)
 {
@@ -948,9 +955,10 @@ setup_backlog(run *r, long size)
     }
     if (have < size) {
         double t = bench_now();
-        /* At most two minutes: a slower server gets a smaller backlog, and
-         * the row says how large. */
-        double budget = 120;
+        /* At most 4 x --duration (40 s in quick mode, 120 s in the full
+         * run): a slower server gets a smaller backlog, and the row says
+         * how large. */
+        double budget = bench_backlog_budget(b);
         /* Without request ids: the backlog is setup, and its jobs are the
          * same rows either way. */
         int rids = b->use_request_ids;
