@@ -18,6 +18,7 @@
 #include <grpc/status.h>
 
 #include "net_kit.h"
+#include "net_runtime.h"
 #include "test_support.h"
 #include "wf_time.h"
 #include "workflow/v1/workflow.pb-c.h"
@@ -150,8 +151,12 @@ START_TEST(test_push_order_and_credit)
     /* A completion gives one credit back: the next oldest comes. */
     wf_client_status st;
     ck_assert_int_eq(complete_job_c(as(NULL), j0->key, NULL, &st), GRPC_STATUS_OK);
+    int64_t t0 = wf_mono_ms();
     Workflow__V1__Job *j2 = must_next(s, 3000);
     ck_assert_str_eq(j2->instance_id, in[2]->id);
+    /* At once (the completion wakes the stream), not at a recheck. */
+    ck_assert_msg(wf_mono_ms() - t0 < 700, "pushed %lld ms after the completion",
+                  (long long)(wf_mono_ms() - t0));
     must_not_push(s, 600);
     /* CompleteJobs gives back one credit per completed item. */
     const char *keys[2] = {j1->key, j2->key};
@@ -163,6 +168,19 @@ START_TEST(test_push_order_and_credit)
     Workflow__V1__Job *j3 = must_next(s, 3000), *j4 = must_next(s, 3000);
     ck_assert_str_eq(j3->instance_id, in[3]->id);
     ck_assert_str_eq(j4->instance_id, in[4]->id);
+    /* A completion this server does not see (another replica's) gives the
+     * credit back at the stream's recheck. */
+    Workflow__V1__Instance *in5 = start_job(key, NULL);
+    must_not_push(s, 300);
+    wf_arena *a = wf_arena_new();
+    wf_net_ctx ctx = {.ref = {.store = ts.app.store, .tenant = "default",
+                              .deadline_ms = wf_mono_ms() + 10000, .arena = a}};
+    wf_error err;
+    wf_code rc = wf_net_complete_job(&ctx, j3->key, NULL, NULL, &err);
+    wf_arena_free(a);
+    ck_assert_msg(rc == WF_OK, "complete: %s", err.msg);
+    Workflow__V1__Job *j5 = must_next(s, 4000);
+    ck_assert_str_eq(j5->instance_id, in5->id);
     wf_client_stream_close(s);
     ck_assert_int_eq(get_instance(in[0]->id)->instance->status, I_COMPLETED);
     ck_assert_int_eq(get_instance(in[2]->id)->instance->status, I_COMPLETED);
