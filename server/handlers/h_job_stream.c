@@ -22,7 +22,7 @@
  *   - its lease runs out: checked with the store when the known end
  *     passes, since ExtendJobLease through another replica moves it (on
  *     this process, wf_h_job_stream_extended moves it at once);
- *   - the stream has no credit left and a recheck (every RECHECK_MS, for
+ *   - the stream has no credit left and a recheck (every VERIFY_MS, for
  *     keys held at least that long) finds the key no longer live: a
  *     completion made through another replica.
  * Jobs leased but not yet sent count too. When the stream ends (cancel,
@@ -43,7 +43,10 @@
 #define MAX_COMPLETIONS 500
 /* Longest pause between two passes of a parked stream. */
 #define RECHECK_MS 1000
-/* Held keys checked with the store per recheck of a stream without credit. */
+/* A stream without credit checks with the store, every VERIFY_MS, up to
+ * VERIFY_MAX of the keys it has held that long (a completion through
+ * another replica). */
+#define VERIFY_MS 5000
 #define VERIFY_MAX 64
 /* Each step's store statements get their own deadline (a stream outlives
  * any one statement). */
@@ -214,7 +217,7 @@ step_ctx(const wf_call *call, const jstream *js, wf_arena *arena)
 
 /* Checks with the store the held keys that must be: those whose known
  * lease end has passed (an extension elsewhere may have moved it) and,
- * when all is true, up to VERIFY_MAX keys held at least RECHECK_MS (a
+ * when all is true, up to VERIFY_MAX keys held at least VERIFY_MS (a
  * completion elsewhere). Keys no longer live are given back. */
 static wf_code
 verify_held(const wf_call *call, jstream *js, wf_arena *scratch, bool all, wf_error *err)
@@ -228,7 +231,7 @@ verify_held(const wf_call *call, jstream *js, wf_arena *scratch, bool all, wf_er
     for (size_t i = 0; i < js->nheld; i++) {
         held_job *h = &js->held[i];
         bool due = h->expires_us <= now_us;
-        bool old = all && nolder < VERIFY_MAX && h->since_ms + RECHECK_MS <= now_ms;
+        bool old = all && nolder < VERIFY_MAX && h->since_ms + VERIFY_MS <= now_ms;
         if (due || old) {
             keys[n] = wf_arena_strdup(scratch, h->key);
             if (keys[n] == NULL)
@@ -316,7 +319,7 @@ stream_next(wf_call *call, void *state, wf_arena *scratch, ProtobufCMessage **ms
         if (verify_held(call, js, scratch, recheck, err) != WF_OK)
             return WF_STREAM_END; /* the store is gone: the worker reopens */
         if (recheck)
-            js->next_verify_ms = now_ms + RECHECK_MS;
+            js->next_verify_ms = now_ms + VERIFY_MS;
         avail = free_credit(js, &earliest);
     }
 

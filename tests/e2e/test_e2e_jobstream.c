@@ -179,7 +179,7 @@ START_TEST(test_push_order_and_credit)
     wf_code rc = wf_net_complete_job(&ctx, j3->key, NULL, NULL, &err);
     wf_arena_free(a);
     ck_assert_msg(rc == WF_OK, "complete: %s", err.msg);
-    Workflow__V1__Job *j5 = must_next(s, 4000);
+    Workflow__V1__Job *j5 = must_next(s, 8000);
     ck_assert_str_eq(j5->instance_id, in5->id);
     wf_client_stream_close(s);
     ck_assert_int_eq(get_instance(in[0]->id)->instance->status, I_COMPLETED);
