@@ -52,6 +52,7 @@ enum bench_method {
     M_ACTIVATE_JOBS,
     M_COMPLETE_JOB,
     M_SEND_SIGNAL,
+    M_COMPLETE_JOBS,
     M_COUNT
 };
 
@@ -200,6 +201,7 @@ void setup_worker_free(worker *w);
 
 extern const workload wl_health, wl_read, wl_start, wl_referral, wl_flow, wl_jobs, wl_jobs32,
     wl_signal, wl_inbox, wl_soak;
+extern const workload wl_jobs_stream;
 
 /* The drain of due timers: not a closed-loop run. */
 void bench_timers(bench *b, result *res);
