@@ -60,7 +60,8 @@ typedef struct held_job {
 
 typedef struct jstream {
     wf_app *app;
-    char *topic; /* "jobs:<type>" */
+    const char *tenant; /* a key of another tenant never gives credit back */
+    char *topic;        /* "jobs:<type>" */
     wf_net_ctx ctx;
     wf_net_activation a;
     size_t credit;
@@ -114,7 +115,7 @@ held_remove(jstream *js, size_t i)
 }
 
 void
-wf_h_job_stream_release(wf_app *app, const char *key)
+wf_h_job_stream_release(wf_app *app, const char *tenant, const char *key)
 {
     if (key == NULL || key[0] == '\0')
         return;
@@ -122,7 +123,7 @@ wf_h_job_stream_release(wf_app *app, const char *key)
     topic[0] = '\0';
     pthread_mutex_lock(&reg_mu);
     for (jstream *js = reg_head; js != NULL; js = js->next) {
-        if (js->app != app)
+        if (js->app != app || strcmp(js->tenant, tenant) != 0)
             continue;
         size_t i = held_find(js, key);
         if (i < js->nheld) {
@@ -137,13 +138,13 @@ wf_h_job_stream_release(wf_app *app, const char *key)
 }
 
 void
-wf_h_job_stream_extended(wf_app *app, const char *key, int64_t expires_at)
+wf_h_job_stream_extended(wf_app *app, const char *tenant, const char *key, int64_t expires_at)
 {
     if (key == NULL || key[0] == '\0')
         return;
     pthread_mutex_lock(&reg_mu);
     for (jstream *js = reg_head; js != NULL; js = js->next) {
-        if (js->app != app)
+        if (js->app != app || strcmp(js->tenant, tenant) != 0)
             continue;
         size_t i = held_find(js, key);
         if (i < js->nheld) {
@@ -164,6 +165,7 @@ stream_open(wf_call *call, const ProtobufCMessage *msg, void **state, wf_error *
     if (js == NULL)
         return nomem(err);
     js->app = call->app;
+    js->tenant = call->tenant;
     wf_h_net_ctx(call, &js->ctx);
     js->ctx.ref.actor = NULL; /* workers are not people */
     js->a = (wf_net_activation){.job_type = req->job_type,
@@ -443,7 +445,7 @@ h_complete_jobs(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **r
         call->violations = NULL;
         call->nviolations = 0;
         if (rc == WF_OK || rc == WF_E_JOB_LEASE_LOST || rc == WF_E_JOB_NOT_FOUND)
-            wf_h_job_stream_release(call->app, item->job_key);
+            wf_h_job_stream_release(call->app, call->tenant, item->job_key);
         if (rc == WF_OK)
             continue;
         if (e.code != rc)

@@ -60,12 +60,13 @@ extern const wf_stream_ops h_activate_jobs;
 extern const wf_stream_ops h_stream_activated_jobs;
 wf_code h_complete_jobs(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                         wf_error *err);
-/* The activation key is finished on this process (completed, failed, or
+/* The activation key (of tenant) is finished on this process (completed, failed, or
  * refused as no longer current): the job stream holding it, if any, gets
  * its credit back and is woken. */
-void wf_h_job_stream_release(wf_app *app, const char *key);
+void wf_h_job_stream_release(wf_app *app, const char *tenant, const char *key);
 /* ExtendJobLease moved the lease of key to expires_at (µs). */
-void wf_h_job_stream_extended(wf_app *app, const char *key, int64_t expires_at);
+void wf_h_job_stream_extended(wf_app *app, const char *tenant, const char *key,
+                              int64_t expires_at);
 wf_code h_complete_job(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                        wf_error *err);
 wf_code h_fail_job(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
