@@ -213,6 +213,26 @@ START_TEST(test_push_waits_for_new_jobs_and_picks_variables)
 }
 END_TEST
 
+START_TEST(test_another_tenant_gives_no_credit_back)
+{
+    char *type = u("tenant");
+    const char *key = job_def(type);
+    start_job(key, NULL);
+    start_job(key, NULL);
+    wf_client_stream *s = open_stream(type, 1, 0, 0);
+    Workflow__V1__Job *j = must_next(s, 3000);
+    /* The key means nothing in another tenant: refused, and the stream
+     * still holds its job. */
+    wf_client_status st;
+    complete_job_c(as_tenant(u("other"), NULL), j->key, NULL, &st);
+    ck_assert_int_ne(st.code, GRPC_STATUS_OK);
+    must_not_push(s, 700);
+    ck_assert_int_eq(complete_job_c(as(NULL), j->key, NULL, &st), GRPC_STATUS_OK);
+    must_next(s, 3000);
+    wf_client_stream_close(s);
+}
+END_TEST
+
 START_TEST(test_two_streams_never_share_a_job)
 {
     char *type = u("shared");
@@ -427,6 +447,7 @@ main(void)
     tcase_add_test(tc, test_push_order_and_credit);
     tcase_add_test(tc, test_push_waits_for_new_jobs_and_picks_variables);
     tcase_add_test(tc, test_two_streams_never_share_a_job);
+    tcase_add_test(tc, test_another_tenant_gives_no_credit_back);
     tcase_add_test(tc, test_lease_expiry_brings_the_job_back);
     tcase_add_test(tc, test_complete_jobs_mixed_outcomes);
     tcase_add_test(tc, test_bad_stream_requests);
