@@ -816,7 +816,7 @@ main(int argc, char **argv)
         else if (wl == &wl_jobs32)
             ROW("jobs32 (max_jobs 32)", "jobs/s", K_VS_PG, 0.45, ">= 0.45 C (1.5x)", wl, 1);
         else if (wl == &wl_jobs_stream)
-            ROW("jobs-stream (credit 32, batch)", "jobs/s", K_VS_PG, 0.5, ">= 0.5 C", wl, 1);
+            ROW("jobs-stream credit 32", "jobs/s", K_VS_PG, 0.5, ">= 0.5 C", wl, 1);
         else
             ROW("signal (aggregate)", "signals/s", K_VS_PG, 0.3, ">= 0.3 C", wl, 1);
         progress("workload %s, %.0f s", wl->name, b.duration_s);
