@@ -727,6 +727,9 @@ op_jobs_stream(worker *w)
         req.job_type = s->job_type;
         req.worker = "wfbench";
         req.credit = STREAM_CREDIT;
+        Google__Protobuf__Duration lease = GOOGLE__PROTOBUF__DURATION__INIT;
+        lease.seconds = 300; /* as the jobs workload's ActivateJobs */
+        req.lease = &lease;
         wf_client_call_opts o;
         memset(&o, 0, sizeof o);
         o.no_deadline = 1;
