@@ -38,7 +38,7 @@ static void
 on_signal(int sig)
 {
     (void)sig;
-    static const char first[] = "wfctl jobs: stopping after the current poll or batch (signal "
+    static const char first[] = "wfctl jobs: stopping after the current job or batch (signal "
                                 "again to abort a running command)\n";
     static const char again[] = "wfctl jobs: aborting\n";
     ssize_t w =
