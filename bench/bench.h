@@ -201,7 +201,7 @@ void setup_worker_free(worker *w);
 
 extern const workload wl_health, wl_read, wl_start, wl_referral, wl_flow, wl_jobs, wl_jobs32,
     wl_signal, wl_inbox, wl_soak;
-extern const workload wl_jobs_stream;
+extern const workload wl_jobs_stream, wl_jobs_stream1;
 
 /* The drain of due timers: not a closed-loop run. */
 void bench_timers(bench *b, result *res);

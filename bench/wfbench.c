@@ -701,7 +701,7 @@ main(int argc, char **argv)
     int nnames = argc - optind;
     static const char *const known[] = {"all",   "health", "read",   "start",  "referral",
                                         "flow",  "jobs",   "jobs32", "signal", "timers",
-                                        "inbox", "rss",    "bytes", "jobs-stream"};
+                                        "inbox", "rss",    "bytes", "jobs-stream", "jobs-stream1"};
     for (int i = 0; i < nnames; i++) {
         int ok = 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
@@ -793,7 +793,8 @@ main(int argc, char **argv)
     run_workload(&b, &wl_health, 0, b.duration_s, 0, &h_before, NULL);
 
     const workload *rpc_wls[] = {&wl_read, &wl_start,  &wl_referral, &wl_flow,
-                                 &wl_jobs, &wl_jobs32, &wl_signal, &wl_jobs_stream};
+                                 &wl_jobs, &wl_jobs32, &wl_signal, &wl_jobs_stream,
+                                 &wl_jobs_stream1};
     int health_row = nrows;
     ROW("health", "calls/s", K_BASE_HEALTH, 0, "baseline H", &wl_health, 1);
     int pg_row = nrows;
@@ -815,6 +816,8 @@ main(int argc, char **argv)
             ROW("jobs (max_jobs 1)", "jobs/s", K_VS_PG, 0.3, ">= 0.3 C", wl, 1);
         else if (wl == &wl_jobs32)
             ROW("jobs32 (max_jobs 32)", "jobs/s", K_VS_PG, 0.45, ">= 0.45 C (1.5x)", wl, 1);
+        else if (wl == &wl_jobs_stream1)
+            ROW("jobs-stream1 credit 1", "jobs/s", K_VS_PG, 0.15, ">= 0.15 C", wl, 1);
         else if (wl == &wl_jobs_stream)
             ROW("jobs-stream credit 32", "jobs/s", K_VS_PG, 0.5, ">= 0.5 C", wl, 1);
         else

@@ -685,7 +685,8 @@ const workload wl_jobs32 = {"jobs32", "job", setup_jobs32, op_jobs, cleanup_shar
  * operation waits for the next pushed job, takes whatever else has already
  * arrived (up to the credit), and completes them all with one CompleteJobs;
  * the completions give the credit back, so the server pushes the next jobs
- * while the batch is in flight. */
+ * while the batch is in flight. jobs-stream1: credit 1, each job completed
+ * with CompleteJob (one job in flight per worker, as jobs). */
 
 #define STREAM_CREDIT 32
 
@@ -693,14 +694,26 @@ static wf_client_stream **job_streams; /* one per load thread */
 static int njob_streams;
 
 static int
-setup_jobs_stream(run *r)
+setup_jobs_stream_n(run *r, int credit)
 {
-    int rc = setup_jobs(r, STREAM_CREDIT);
+    int rc = setup_jobs(r, credit);
     if (rc != 0)
         return rc;
     job_streams = calloc((size_t)r->nthreads + 1, sizeof *job_streams);
     njob_streams = r->nthreads;
     return job_streams != NULL ? 0 : -1;
+}
+
+static int
+setup_jobs_stream(run *r)
+{
+    return setup_jobs_stream_n(r, STREAM_CREDIT);
+}
+
+static int
+setup_jobs_stream1(run *r)
+{
+    return setup_jobs_stream_n(r, 1);
 }
 
 static void
@@ -726,7 +739,7 @@ op_jobs_stream(worker *w)
             WORKFLOW__V1__STREAM_ACTIVATED_JOBS_REQUEST__INIT;
         req.job_type = s->job_type;
         req.worker = "wfbench";
-        req.credit = STREAM_CREDIT;
+        req.credit = s->max_jobs;
         Google__Protobuf__Duration lease = GOOGLE__PROTOBUF__DURATION__INIT;
         lease.seconds = 300; /* as the jobs workload's ActivateJobs */
         req.lease = &lease;
@@ -754,8 +767,15 @@ op_jobs_stream(worker *w)
         return st.code == GRPC_STATUS_UNIMPLEMENTED ? OP_NA : OP_FAIL;
     }
     n = 1;
-    while (n < STREAM_CREDIT && wf_client_next_job(*js, 0, &jobs[n], &st) == 1)
+    while (n < (size_t)s->max_jobs && wf_client_next_job(*js, 0, &jobs[n], &st) == 1)
         n++;
+    if (s->max_jobs == 1) {
+        int c = rpc_complete_job(w, jobs[0]->key);
+        if (c == OP_OK)
+            w->units++;
+        protobuf_c_message_free_unpacked(&jobs[0]->base, NULL);
+        return c;
+    }
     Workflow__V1__CompleteJobRequest items[STREAM_CREDIT], *ptrs[STREAM_CREDIT];
     char rids[STREAM_CREDIT][96];
     for (size_t i = 0; i < n; i++) {
@@ -793,6 +813,8 @@ op_jobs_stream(worker *w)
 
 const workload wl_jobs_stream = {"jobs-stream", "job", setup_jobs_stream, op_jobs_stream,
                                  cleanup_jobs_stream, 1};
+const workload wl_jobs_stream1 = {"jobs-stream1", "job", setup_jobs_stream1, op_jobs_stream,
+                                  cleanup_jobs_stream, 1};
 
 /* ---- signal: SendSignal by aggregate to instances waiting on MSG ------ */
 
