@@ -52,6 +52,7 @@ enum bench_method {
     M_ACTIVATE_JOBS,
     M_COMPLETE_JOB,
     M_SEND_SIGNAL,
+    M_COMPLETE_JOBS,
     M_COUNT
 };
 
@@ -213,6 +214,7 @@ void bench_steps2_check(bench *b, result *res);
 long bench_backlog_size(void);
 /* Seconds the backlog setup may take: 4 x duration, within 30..300. */
 double bench_backlog_budget(const bench *b);
+extern const workload wl_jobs_stream, wl_jobs_stream1;
 
 /* The drain of due timers: not a closed-loop run. */
 void bench_timers(bench *b, result *res);

@@ -35,6 +35,7 @@ const char *const bench_method_name[M_COUNT] = {
     "Health/Check", "DeployDefinition", "StartInstance", "GetInstance",
     "AssignTo",     "GetTask",          "ListTasks",     "ClaimTask",
     "CompleteTask", "ActivateJobs",     "CompleteJob",   "SendSignal",
+    "CompleteJobs",
 };
 
 static const char *const method_path[M_COUNT] = {
@@ -50,6 +51,7 @@ static const char *const method_path[M_COUNT] = {
     "/workflow.v1.WorkflowService/ActivateJobs",
     "/workflow.v1.WorkflowService/CompleteJob",
     "/workflow.v1.WorkflowService/SendSignal",
+    "/workflow.v1.WorkflowService/CompleteJobs",
 };
 
 /* ---- runner ------------------------------------------------------------- */
@@ -726,7 +728,8 @@ main(int argc, char **argv)
     int nnames = argc - optind;
     static const char *const known[] = {"all",    "health", "read",    "start",  "referral",
                                         "flow",   "steps2", "jobs",    "jobs32", "signal",
-                                        "timers", "inbox",  "backlog", "rss",    "bytes"};
+                                        "timers", "inbox",  "backlog", "rss",    "bytes",
+                                        "jobs-stream", "jobs-stream1"};
     for (int i = 0; i < nnames; i++) {
         int ok = 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
@@ -817,8 +820,9 @@ main(int argc, char **argv)
     progress("baseline: Health/Check, %.0f s", b.duration_s);
     run_workload(&b, &wl_health, 0, b.duration_s, 0, &h_before, NULL);
 
-    const workload *rpc_wls[] = {&wl_read,   &wl_start, &wl_referral, &wl_flow,
-                                 &wl_steps2, &wl_jobs,  &wl_jobs32,   &wl_signal};
+    const workload *rpc_wls[] = {&wl_read,   &wl_start,       &wl_referral,    &wl_flow,
+                                 &wl_steps2, &wl_jobs,        &wl_jobs32,      &wl_signal,
+                                 &wl_jobs_stream, &wl_jobs_stream1};
     int health_row = nrows;
     ROW("health", "calls/s", K_BASE_HEALTH, 0, "baseline H", &wl_health, 1);
     int pg_row = nrows;
@@ -842,6 +846,10 @@ main(int argc, char **argv)
             ROW("jobs (max_jobs 1)", "jobs/s", K_VS_PG, 0.15, ">= 0.15 C", wl, 1);
         else if (wl == &wl_jobs32)
             ROW("jobs32 (max_jobs 32)", "jobs/s", K_VS_PG, 0.5, ">= 0.5 C", wl, 1);
+        else if (wl == &wl_jobs_stream1)
+            ROW("jobs-stream1 credit 1", "jobs/s", K_VS_PG, 0.15, ">= 0.15 C", wl, 1);
+        else if (wl == &wl_jobs_stream)
+            ROW("jobs-stream credit 32", "jobs/s", K_VS_PG, 0.5, ">= 0.5 C", wl, 1);
         else
             ROW("signal (aggregate)", "signals/s", K_VS_PG, 0.05, ">= 0.05 C", wl, 1);
         progress("workload %s, %.0f s", wl->name, b.duration_s);

@@ -679,6 +679,143 @@ op_jobs(worker *w)
 const workload wl_jobs = {"jobs", "job", setup_jobs1, op_jobs, cleanup_shared, 1};
 const workload wl_jobs32 = {"jobs32", "job", setup_jobs32, op_jobs, cleanup_shared, 1};
 
+/* ---- jobs-stream: StreamActivatedJobs + CompleteJobs on a pre-built pool -
+ *
+ * Each load thread holds one job stream (credit STREAM_CREDIT). An
+ * operation waits for the next pushed job, takes whatever else has already
+ * arrived (up to the credit), and completes them all with one CompleteJobs;
+ * the completions give the credit back, so the server pushes the next jobs
+ * while the batch is in flight. jobs-stream1: credit 1, each job completed
+ * with CompleteJob (one job in flight per worker, as jobs). */
+
+#define STREAM_CREDIT 32
+
+static wf_client_stream **job_streams; /* one per load thread */
+static int njob_streams;
+
+static int
+setup_jobs_stream_n(run *r, int credit)
+{
+    int rc = setup_jobs(r, credit);
+    if (rc != 0)
+        return rc;
+    job_streams = calloc((size_t)r->nthreads + 1, sizeof *job_streams);
+    njob_streams = r->nthreads;
+    return job_streams != NULL ? 0 : -1;
+}
+
+static int
+setup_jobs_stream(run *r)
+{
+    return setup_jobs_stream_n(r, STREAM_CREDIT);
+}
+
+static int
+setup_jobs_stream1(run *r)
+{
+    return setup_jobs_stream_n(r, 1);
+}
+
+static void
+cleanup_jobs_stream(run *r)
+{
+    for (int i = 0; i < njob_streams && job_streams != NULL; i++)
+        wf_client_stream_close(job_streams[i]);
+    free(job_streams);
+    job_streams = NULL;
+    njob_streams = 0;
+    cleanup_shared(r);
+}
+
+static int
+op_jobs_stream(worker *w)
+{
+    shared_ids *s = w->run->shared;
+    if (w->idx >= njob_streams)
+        return OP_FAIL;
+    wf_client_stream **js = &job_streams[w->idx];
+    if (*js == NULL) {
+        Workflow__V1__StreamActivatedJobsRequest req =
+            WORKFLOW__V1__STREAM_ACTIVATED_JOBS_REQUEST__INIT;
+        req.job_type = s->job_type;
+        req.worker = "wfbench";
+        req.credit = s->max_jobs;
+        Google__Protobuf__Duration lease = GOOGLE__PROTOBUF__DURATION__INIT;
+        lease.seconds = 300; /* as the jobs workload's ActivateJobs */
+        req.lease = &lease;
+        wf_client_call_opts o;
+        memset(&o, 0, sizeof o);
+        o.no_deadline = 1;
+        *js = wf_client_stream_jobs(w->c, &req, &o);
+        if (*js == NULL)
+            return OP_FAIL;
+    }
+    Workflow__V1__Job *jobs[STREAM_CREDIT];
+    size_t n = 0;
+    wf_client_status st;
+    /* The first job: a pool used up pushes nothing more. */
+    int got = wf_client_next_job(*js, 2000, &jobs[0], &st);
+    if (got < 0)
+        return OP_DONE;
+    if (got == 0) {
+        wf_client_stream_close(*js);
+        *js = NULL;
+        if (st.code > 0 && st.code < 17)
+            w->codes[st.code]++;
+        snprintf(w->last_err, sizeof w->last_err, "StreamActivatedJobs: %s %.40s %.90s",
+                 wf_client_code_name(st.code), st.reason, st.message);
+        return st.code == GRPC_STATUS_UNIMPLEMENTED ? OP_NA : OP_FAIL;
+    }
+    n = 1;
+    while (n < (size_t)s->max_jobs && wf_client_next_job(*js, 0, &jobs[n], &st) == 1)
+        n++;
+    if (s->max_jobs == 1) {
+        int c = rpc_complete_job(w, jobs[0]->key);
+        if (c == OP_OK)
+            w->units++;
+        protobuf_c_message_free_unpacked(&jobs[0]->base, NULL);
+        return c;
+    }
+    Workflow__V1__CompleteJobRequest items[STREAM_CREDIT], *ptrs[STREAM_CREDIT];
+    char rids[STREAM_CREDIT][96];
+    for (size_t i = 0; i < n; i++) {
+        workflow__v1__complete_job_request__init(&items[i]);
+        items[i].job_key = jobs[i]->key;
+        items[i].variables_json = "{\"charged\":true}";
+        items[i].request_id = (char *)bench_request_id(w, rids[i], sizeof rids[i]);
+        ptrs[i] = &items[i];
+    }
+    Workflow__V1__CompleteJobsRequest req = WORKFLOW__V1__COMPLETE_JOBS_REQUEST__INIT;
+    req.completions = ptrs;
+    req.n_completions = n;
+    ProtobufCMessage *resp = NULL;
+    int code = bcall(w, M_COMPLETE_JOBS, &req.base,
+                     &workflow__v1__complete_jobs_response__descriptor, &resp, 0);
+    int rc = opres(code);
+    if (code == 0) {
+        Workflow__V1__CompleteJobsResponse *r = (void *)resp;
+        for (size_t i = 0; i < r->n_results; i++) {
+            if (r->results[i]->code == 0) {
+                w->units++;
+            } else {
+                w->mismatches++;
+                snprintf(w->last_err, sizeof w->last_err, "CompleteJobs item: %.40s %.120s",
+                         r->results[i]->reason, r->results[i]->message);
+            }
+        }
+    }
+    if (resp != NULL)
+        protobuf_c_message_free_unpacked(resp, NULL);
+    for (size_t i = 0; i < n; i++)
+        protobuf_c_message_free_unpacked(&jobs[i]->base, NULL);
+    return rc;
+}
+
+const workload wl_jobs_stream = {"jobs-stream", "job", setup_jobs_stream, op_jobs_stream,
+                                 cleanup_jobs_stream, 1};
+const workload wl_jobs_stream1 = {"jobs-stream1", "job", setup_jobs_stream1, op_jobs_stream,
+                                  cleanup_jobs_stream, 1};
+
 /* ---- signal: SendSignal by aggregate to instances waiting on MSG ------ */
 
 static int

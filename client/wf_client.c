@@ -19,6 +19,7 @@
 #include "google/protobuf/any.pb-c.h"
 #include "google/rpc/error_details.pb-c.h"
 #include "google/rpc/status.pb-c.h"
+#include "workflow/v1/workflow.pb-c.h"
 
 struct wf_client {
     grpc_channel *channel;
@@ -192,6 +193,8 @@ initial_metadata_flags(const wf_client *c)
 static gpr_timespec
 deadline_of(const wf_client *c, const wf_client_call_opts *o)
 {
+    if (o != NULL && o->no_deadline)
+        return gpr_inf_future(GPR_CLOCK_MONOTONIC);
     if (o != NULL && o->timeout_ms < 0) /* an expired deadline (tests) */
         return gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(1, GPR_TIMESPAN));
     int ms = o != NULL && o->timeout_ms > 0 ? o->timeout_ms : c->timeout_ms;
@@ -309,6 +312,8 @@ struct wf_client_stream {
     grpc_slice details;
     int status_started;
     int finished;
+    grpc_byte_buffer *recv; /* the RECV_MESSAGE in flight */
+    int recv_pending;
 };
 
 wf_client_stream *
@@ -383,17 +388,31 @@ stream_status(wf_client_stream *s, wf_client_status *st)
 }
 
 int
-wf_client_stream_next(wf_client_stream *s, const ProtobufCMessageDescriptor *desc,
-                      ProtobufCMessage **msg, wf_client_status *st)
+wf_client_stream_next_wait(wf_client_stream *s, const ProtobufCMessageDescriptor *desc,
+                           ProtobufCMessage **msg, int wait_ms, wf_client_status *st)
 {
     *msg = NULL;
-    grpc_byte_buffer *recv = NULL;
-    grpc_op op;
-    memset(&op, 0, sizeof op);
-    op.op = GRPC_OP_RECV_MESSAGE;
-    op.data.recv_message.recv_message = &recv;
-    if (grpc_call_start_batch(s->call, &op, 1, &recv, NULL) == GRPC_CALL_OK)
-        grpc_completion_queue_pluck(s->cq, &recv, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    if (!s->recv_pending) {
+        s->recv = NULL;
+        grpc_op op;
+        memset(&op, 0, sizeof op);
+        op.op = GRPC_OP_RECV_MESSAGE;
+        op.data.recv_message.recv_message = &s->recv;
+        if (grpc_call_start_batch(s->call, &op, 1, &s->recv, NULL) == GRPC_CALL_OK)
+            s->recv_pending = 1;
+    }
+    if (s->recv_pending) {
+        gpr_timespec until =
+            wait_ms < 0 ? gpr_inf_future(GPR_CLOCK_REALTIME)
+                        : gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                       gpr_time_from_millis(wait_ms, GPR_TIMESPAN));
+        grpc_event ev = grpc_completion_queue_pluck(s->cq, &s->recv, until, NULL);
+        if (ev.type == GRPC_QUEUE_TIMEOUT)
+            return -1; /* still waiting: the receive stays posted */
+        s->recv_pending = 0;
+    }
+    grpc_byte_buffer *recv = s->recv;
+    s->recv = NULL;
     if (recv == NULL) {
         stream_status(s, st);
         return 0;
@@ -409,6 +428,56 @@ wf_client_stream_next(wf_client_stream *s, const ProtobufCMessageDescriptor *des
     return 1;
 }
 
+int
+wf_client_stream_next(wf_client_stream *s, const ProtobufCMessageDescriptor *desc,
+                      ProtobufCMessage **msg, wf_client_status *st)
+{
+    return wf_client_stream_next_wait(s, desc, msg, -1, st);
+}
+
+wf_client_stream *
+wf_client_stream_jobs(wf_client *c, const struct Workflow__V1__StreamActivatedJobsRequest *req,
+                      const wf_client_call_opts *opts)
+{
+    return wf_client_stream_open(c, "/workflow.v1.WorkflowService/StreamActivatedJobs",
+                                 &req->base, opts);
+}
+
+int
+wf_client_next_job(wf_client_stream *s, int wait_ms, struct Workflow__V1__Job **job,
+                   wf_client_status *st)
+{
+    ProtobufCMessage *m = NULL;
+    *job = NULL;
+    int r = wf_client_stream_next_wait(
+        s, &workflow__v1__stream_activated_jobs_response__descriptor, &m, wait_ms, st);
+    if (r != 1)
+        return r;
+    Workflow__V1__StreamActivatedJobsResponse *resp = (void *)m;
+    *job = resp->job;
+    resp->job = NULL; /* the caller owns the job alone */
+    protobuf_c_message_free_unpacked(m, NULL);
+    if (*job == NULL) {
+        memset(st, 0, sizeof *st);
+        st->code = GRPC_STATUS_INTERNAL;
+        snprintf(st->message, sizeof st->message, "a stream message without a job");
+        return 0;
+    }
+    return 1;
+}
+
+int
+wf_client_complete_jobs(wf_client *c, const struct Workflow__V1__CompleteJobsRequest *req,
+                        struct Workflow__V1__CompleteJobsResponse **resp,
+                        const wf_client_call_opts *opts, wf_client_status *st)
+{
+    ProtobufCMessage *m = NULL;
+    int rc = wf_client_call(c, "/workflow.v1.WorkflowService/CompleteJobs", &req->base,
+                            &workflow__v1__complete_jobs_response__descriptor, &m, opts, st);
+    *resp = (void *)m;
+    return rc;
+}
+
 void
 wf_client_stream_close(wf_client_stream *s)
 {
@@ -416,6 +485,12 @@ wf_client_stream_close(wf_client_stream *s)
         return;
     if (s->call != NULL) {
         grpc_call_cancel(s->call, NULL);
+        if (s->recv_pending) {
+            grpc_completion_queue_pluck(s->cq, &s->recv, gpr_inf_future(GPR_CLOCK_REALTIME),
+                                        NULL);
+            if (s->recv != NULL)
+                grpc_byte_buffer_destroy(s->recv);
+        }
         if (s->status_started && !s->finished)
             grpc_completion_queue_pluck(s->cq, &s->status, gpr_inf_future(GPR_CLOCK_REALTIME),
                                         NULL);

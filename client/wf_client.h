@@ -54,6 +54,7 @@ typedef struct wf_client_call_opts {
     int no_identity;           /* 1: send none of key/tenant/actor headers */
     const wf_client_md *md;    /* extra metadata */
     size_t nmd;
+    int no_deadline;           /* 1: no deadline at all (long-lived streams); wins over timeout_ms */
 } wf_client_call_opts;
 
 /* Creates a client; copies every string of opts. NULL when out of memory. */
@@ -86,6 +87,39 @@ wf_client_stream *wf_client_stream_open(wf_client *c, const char *path,
  * protobuf_c_message_free_unpacked), 0 at the end of the stream (st filled). */
 int wf_client_stream_next(wf_client_stream *s, const ProtobufCMessageDescriptor *desc,
                           ProtobufCMessage **msg, wf_client_status *st);
+
+/* As wf_client_stream_next, waiting at most wait_ms (< 0: no limit): -1
+ * when nothing came in time (the receive stays posted; call again), so a
+ * worker can look at a stop flag between waits. */
+int wf_client_stream_next_wait(wf_client_stream *s, const ProtobufCMessageDescriptor *desc,
+                               ProtobufCMessage **msg, int wait_ms, wf_client_status *st);
+
+/* ---- typed job calls (workflow/v1/workflow.pb-c.h) ---------------------- */
+
+struct Workflow__V1__StreamActivatedJobsRequest;
+struct Workflow__V1__Job;
+struct Workflow__V1__CompleteJobsRequest;
+struct Workflow__V1__CompleteJobsResponse;
+
+/* Opens StreamActivatedJobs (give opts->no_deadline for a long-lived
+ * worker). NULL when the call could not start. */
+wf_client_stream *wf_client_stream_jobs(wf_client *c,
+                                        const struct Workflow__V1__StreamActivatedJobsRequest *req,
+                                        const wf_client_call_opts *opts);
+
+/* The next job pushed on a job stream, waiting at most wait_ms (< 0: no
+ * limit): 1 with *job (free with protobuf_c_message_free_unpacked), -1 when
+ * nothing came in time, 0 at the end of the stream (st filled). Credit
+ * comes back as jobs are completed or failed (CompleteJob, CompleteJobs,
+ * FailJob). */
+int wf_client_next_job(wf_client_stream *s, int wait_ms, struct Workflow__V1__Job **job,
+                       wf_client_status *st);
+
+/* CompleteJobs: on OK *resp has one result per completion (free it with
+ * protobuf_c_message_free_unpacked). Returns st->code (the batch's). */
+int wf_client_complete_jobs(wf_client *c, const struct Workflow__V1__CompleteJobsRequest *req,
+                            struct Workflow__V1__CompleteJobsResponse **resp,
+                            const wf_client_call_opts *opts, wf_client_status *st);
 
 /* Cancels (if still open) and frees the stream. NULL-safe. */
 void wf_client_stream_close(wf_client_stream *s);

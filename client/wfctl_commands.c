@@ -362,20 +362,22 @@ static const struct command commands[] = {
 
     /* ---- jobs and events ---- */
     {.name = "jobs",
-     .summary = "run a job worker: activate jobs of TYPE and run COMMAND for each",
-     .method = "ActivateJobs",
+     .summary = "run a job worker: take pushed jobs of TYPE and run COMMAND for each",
+     .method = "StreamActivatedJobs (ActivateJobs with --once), CompleteJob, FailJob",
      .req = DESC(activate_jobs_request),
      .resp = DESC(activate_jobs_response),
      .args =
          (const struct arg[]){
              POS("job_type", "TYPE", "job type"),
              OPT(ARG_STR, "worker", "worker", "NAME", "worker name (default: wfctl-HOST-PID)"),
-             OPT(ARG_INT, "max", "max_jobs", "N", "jobs per activation (default 1)"),
+             OPT(ARG_INT, "max", "max_jobs", "N",
+                 "jobs held at once: the stream's credit (default 1)"),
              OPT(ARG_DURATION, "lease", "lease", "SECONDS",
                  "lease per job (default: the transition's, 5m)"),
              OPT(ARG_DURATION, "wait", "wait", "SECONDS",
-                 "long-poll for jobs this long (default 30)"),
-             OPT(ARG_LOCAL, "once", "once", NULL, "process one activation batch, then exit"), END},
+                 "with --once: long-poll for jobs this long (default 30)"),
+             OPT(ARG_LOCAL, "once", "once", NULL,
+                 "one ActivateJobs call (up to --max jobs), process it, exit"), END},
      .run = run_jobs,
      .takes_rest = 1,
      .details =
@@ -385,9 +387,11 @@ static const struct command commands[] = {
          "WF_JOB_COMPENSATION (0/1) in its environment. Exit 0 with a JSON object (or\n"
          "nothing) on stdout completes the job with those variables; any other exit fails\n"
          "it (retryable) with the tail of its stderr as the error message. COMMAND's stderr\n"
-         "is passed through. Prints one line per job. SIGINT/SIGTERM: finish the current\n"
-         "batch and exit 0; a second signal terminates COMMAND (the job is failed) and\n"
-         "leaves unstarted jobs to their lease expiry.\n"},
+         "is passed through. Prints one line per job. Jobs come from a StreamActivatedJobs\n"
+         "stream holding at most --max jobs at once (reopened with backoff when it ends).\n"
+         "SIGINT/SIGTERM: finish the current job (with --once: the batch) and exit 0; a\n"
+         "second signal terminates COMMAND (the job is failed) and leaves unstarted jobs to\n"
+         "their lease expiry.\n"},
     {.name = "watch",
      .summary = "stream events, one line each (--follow keeps streaming)",
      .method = "WatchEvents",

@@ -1,13 +1,16 @@
 /*
  * wfctl_jobs: `wfctl jobs TYPE -- COMMAND [ARGS...]`, a job worker.
  *
- * Loop: ActivateJobs (long-poll), then for each job run COMMAND with the
- * job's variables on stdin and the job's identity in the environment; exit 0
- * with a JSON object (or nothing) on stdout completes the job with those
- * variables, anything else fails it (retryable) with the tail of COMMAND's
- * stderr. The long poll is made in slices of at most 5 s so that SIGINT and
- * SIGTERM are honoured promptly: the first finishes the current batch and
- * exits 0, a second terminates COMMAND (and a third kills it).
+ * Loop: a StreamActivatedJobs stream (credit --max) pushes jobs; for each
+ * job run COMMAND with the job's variables on stdin and the job's identity
+ * in the environment; exit 0 with a JSON object (or nothing) on stdout
+ * completes the job with those variables, anything else fails it
+ * (retryable) with the tail of COMMAND's stderr. Either report gives the
+ * stream its credit back. The stream is read in waits of at most 250 ms so
+ * that SIGINT and SIGTERM are honoured promptly: the first finishes the
+ * current job and exits 0, a second terminates COMMAND (and a third kills
+ * it). With --once: one ActivateJobs long poll (in slices of at most 5 s)
+ * and its batch.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +38,7 @@ static void
 on_signal(int sig)
 {
     (void)sig;
-    static const char first[] = "wfctl jobs: stopping after the current poll or batch (signal "
+    static const char first[] = "wfctl jobs: stopping after the current job or batch (signal "
                                 "again to abort a running command)\n";
     static const char again[] = "wfctl jobs: aborting\n";
     ssize_t w =
@@ -432,6 +435,60 @@ transient(int code)
     return code == 4 || code == 10 || code == 13 || code == 14;
 }
 
+/* The stream loop: jobs as the server pushes them, one after another. */
+static int
+stream_loop(const Workflow__V1__ActivateJobsRequest *areq, char **argv)
+{
+    Workflow__V1__StreamActivatedJobsRequest req = WORKFLOW__V1__STREAM_ACTIVATED_JOBS_REQUEST__INIT;
+    req.job_type = areq->job_type;
+    req.worker = areq->worker;
+    req.lease = areq->lease;
+    req.credit = areq->max_jobs > 0 ? areq->max_jobs : 1;
+    wf_client_call_opts o = {0};
+    o.no_deadline = 1;
+    int rc = WFCTL_OK, backoff = 1;
+    while (!stop_requests) {
+        wf_client_stream *s = wf_client_stream_jobs(g_wfctl.client, &req, &o);
+        wf_client_status st;
+        memset(&st, 0, sizeof st);
+        int r = -1;
+        Workflow__V1__Job *job = NULL;
+        while (s != NULL && !stop_requests) {
+            r = wf_client_next_job(s, 250, &job, &st);
+            if (r < 0)
+                continue;
+            if (r == 0)
+                break;
+            backoff = 1;
+            int h = handle_job(job, argv);
+            protobuf_c_message_free_unpacked(&job->base, NULL);
+            if (h < 0) {
+                wf_client_stream_close(s);
+                return WFCTL_FAILED;
+            }
+        }
+        wf_client_stream_close(s);
+        if (stop_requests)
+            break;
+        if (s == NULL) {
+            st.code = 14;
+            snprintf(st.message, sizeof st.message, "could not open the job stream");
+        }
+        /* A server going away ends streams with UNAVAILABLE (or CANCELLED
+         * when the call raced its shutdown): reopen. */
+        if (st.code != 0 && st.code != 1 && !transient(st.code)) {
+            rc = wfctl_fail(&st);
+            break;
+        }
+        if (st.code != 0)
+            wfctl_fail(&st);
+        fprintf(stderr, "wfctl jobs: the job stream ended; reopening in %ds\n", backoff);
+        nap(backoff);
+        backoff = backoff < 30 ? backoff * 2 : 30;
+    }
+    return rc;
+}
+
 int
 wfctl_jobs(struct wfctl_args *a)
 {
@@ -467,6 +524,10 @@ wfctl_jobs(struct wfctl_args *a)
     stop_requests = 0;
 
     int rc = WFCTL_OK, backoff = 1;
+    if (!once) {
+        rc = stream_loop(req, a->rest);
+        goto done;
+    }
     while (!stop_requests) {
         /* One activation: long-poll in slices until jobs come, the wait
          * passes, or a stop is requested. */

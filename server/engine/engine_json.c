@@ -119,3 +119,27 @@ wf_engine_json_merge(wf_arena *arena, const char *base, const char *patch, const
     json_decref(p);
     return rc;
 }
+
+wf_code
+wf_engine_json_pick(wf_arena *arena, const char *text, const char *const *names, size_t n,
+                    const char **out, wf_error *err)
+{
+    json_t *v = NULL;
+    wf_code rc = wf_engine_json_load_object(text, "the instance variables", &v, err);
+    if (rc != WF_OK)
+        return rc;
+    json_t *picked = json_object();
+    for (size_t i = 0; i < n && picked != NULL; i++) {
+        json_t *x = json_object_get(v, names[i]);
+        if (x != NULL && json_object_set(picked, names[i], x) != 0) {
+            json_decref(picked);
+            picked = NULL;
+        }
+    }
+    *out = picked != NULL ? wf_engine_json_dump(arena, picked) : NULL;
+    if (*out == NULL)
+        rc = wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    json_decref(picked);
+    json_decref(v);
+    return rc;
+}

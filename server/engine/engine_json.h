@@ -38,6 +38,12 @@ wf_code wf_engine_json_load_object(const char *text, const char *field, json_t *
 wf_code wf_engine_json_merge(wf_arena *arena, const char *base, const char *patch, const char **out,
                              wf_error *err);
 
+/* The top-level keys names[0..n) of the object text (NULL/"" = {}), as
+ * compact object text in arena; names the object lacks are left out.
+ * WF_E_INVALID_JSON when text is not an object. */
+wf_code wf_engine_json_pick(wf_arena *arena, const char *text, const char *const *names, size_t n,
+                            const char **out, wf_error *err);
+
 /* Compact text of a jansson value built by the caller, copied into arena;
  * NULL when out of memory. Does not steal the reference. */
 struct json_t;

@@ -105,6 +105,14 @@ wf_code wf_net_activation_check(const wf_net_ctx *ctx, const wf_net_activation *
 wf_code wf_net_activate_jobs(const wf_net_ctx *ctx, const wf_net_activation *a, wf_job_row **rows,
                              size_t *n, wf_error *err);
 
+/* Whether key is still a live activation: the current key of a job that
+ * is ACTIVATED with a lease running past now (µs). *held tells; when held,
+ * *expires_at is the lease's end (µs). A read only (one store lookup by
+ * key): job streams use it to give credit back for jobs finished or
+ * extended elsewhere. */
+wf_code wf_net_job_lease_held(const wf_net_ctx *ctx, const char *key, int64_t now, bool *held,
+                              int64_t *expires_at, wf_error *err);
+
 /* Idempotency of a call that is not one unit of work (ActivateJobs):
  * lookup (sets idem->replayed and the stored response, or fails with
  * REQUEST_ID_REUSED) and record (stores idem->encode(result)). No-ops

@@ -166,6 +166,30 @@ wf_net_activate_jobs(const wf_net_ctx *ctx, const wf_net_activation *a, wf_job_r
     return WF_OK;
 }
 
+wf_code
+wf_net_job_lease_held(const wf_net_ctx *ctx, const char *key, int64_t now, bool *held,
+                      int64_t *expires_at, wf_error *err)
+{
+    *held = false;
+    *expires_at = 0;
+    if (key == NULL || key[0] == '\0')
+        return WF_OK;
+    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_job_row job;
+    wf_code rc = wf_store_get_job_by_key(ctx->ref.store, &sc, key, &job, err);
+    if (rc == WF_E_JOB_NOT_FOUND) {
+        wf_error_clear(err);
+        return WF_OK;
+    }
+    if (rc != WF_OK)
+        return rc;
+    if (job.state == WF_JOB_ACTIVATED && same(job.key, key) && job.lease_expires_at > now) {
+        *held = true;
+        *expires_at = job.lease_expires_at;
+    }
+    return WF_OK;
+}
+
 /* ---- idempotency outside a unit of work ------------------------------------------------ */
 
 wf_code

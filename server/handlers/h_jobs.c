@@ -213,6 +213,8 @@ h_complete_job(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **re
     wf_code rc = wf_h_idem(call, msg, req->request_id, &complete_builder, &idem, err);
     if (rc == WF_OK)
         rc = wf_net_complete_job(&ctx, req->job_key, req->variables_json, &idem, err);
+    if (rc == WF_OK || rc == WF_E_JOB_LEASE_LOST || rc == WF_E_JOB_NOT_FOUND)
+        wf_h_job_stream_release(call->app, call->tenant, req->job_key); /* a stream's credit */
     return wf_h_respond(call, rc, &idem, &complete_builder, NULL, resp, err);
 }
 
@@ -236,6 +238,8 @@ h_fail_job(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, 
     wf_code rc = wf_h_idem(call, msg, req->request_id, &fail_builder, &idem, err);
     if (rc == WF_OK)
         rc = wf_net_fail_job(&ctx, &f, &idem, err);
+    if (rc == WF_OK || rc == WF_E_JOB_LEASE_LOST || rc == WF_E_JOB_NOT_FOUND)
+        wf_h_job_stream_release(call->app, call->tenant, req->job_key); /* a stream's credit */
     return wf_h_respond(call, rc, &idem, &fail_builder, NULL, resp, err);
 }
 
@@ -252,5 +256,7 @@ h_extend_job_lease(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage 
     if (rc == WF_OK)
         rc = wf_net_extend_job_lease(&ctx, req->job_key, wf_h_duration_ms(req->lease), &idem,
                                      &expires, err);
+    if (rc == WF_OK && expires > 0)
+        wf_h_job_stream_extended(call->app, call->tenant, req->job_key, expires);
     return wf_h_respond(call, rc, &idem, &extend_builder, &expires, resp, err);
 }

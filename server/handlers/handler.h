@@ -124,6 +124,11 @@ typedef struct wf_call {
      * sends them as google.rpc.BadRequest next to the ErrorInfo. */
     wf_violation *violations;
     size_t nviolations;
+
+    /* The gRPC status code of a wf_code (the rpc layer's one mapping), for
+     * handlers that report per-item outcomes inside an OK response
+     * (CompleteJobs). Set by the rpc layer; may be NULL elsewhere. */
+    int (*status_code)(wf_code code);
 } wf_call;
 
 /* Handles one unary call. On WF_OK *resp points to a response message of the

@@ -55,6 +55,18 @@ wf_code h_complete_task(wf_call *call, const ProtobufCMessage *req, ProtobufCMes
 
 /* Jobs (h_jobs.c): ActivateJobs is a long-polling unary call. */
 extern const wf_stream_ops h_activate_jobs;
+/* Jobs pushed to a worker within a credit, and batched completions
+ * (h_job_stream.c). */
+extern const wf_stream_ops h_stream_activated_jobs;
+wf_code h_complete_jobs(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                        wf_error *err);
+/* The activation key (of tenant) is finished on this process (completed, failed, or
+ * refused as no longer current): the job stream holding it, if any, gets
+ * its credit back and is woken. */
+void wf_h_job_stream_release(wf_app *app, const char *tenant, const char *key);
+/* ExtendJobLease moved the lease of key to expires_at (µs). */
+void wf_h_job_stream_extended(wf_app *app, const char *tenant, const char *key,
+                              int64_t expires_at);
 wf_code h_complete_job(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                        wf_error *err);
 wf_code h_fail_job(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,

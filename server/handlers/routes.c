@@ -36,6 +36,8 @@ const wf_route wf_routes[] = {
     {"CompleteJob", h_complete_job, 0, NULL},
     {"FailJob", h_fail_job, 0, NULL},
     {"ExtendJobLease", h_extend_job_lease, 0, NULL},
+    {"StreamActivatedJobs", NULL, WF_ROUTE_STREAM, &h_stream_activated_jobs},
+    {"CompleteJobs", h_complete_jobs, 0, NULL},
     /* Signals */
     {"SendSignal", h_send_signal, 0, NULL},
     {"ListSignals", h_list_signals, 0, NULL},

@@ -801,6 +801,13 @@ reflection_start(struct call *c)
 
 /* ---- dispatch ------------------------------------------------------------- */
 
+/* wf_call.status_code: the one mapping of rpc_status.c. */
+static int
+status_code_of(wf_code code)
+{
+    return (int)wf_rpc_status_code(code);
+}
+
 static void
 dispatch(struct call *c)
 {
@@ -903,6 +910,7 @@ dispatch(struct call *c)
         .actor_groups = c->ictx.actor_groups,
         .request_id = c->ictx.request_id,
         .deadline_ms = c->ictx.deadline_ms,
+        .status_code = status_code_of,
     };
     const wf_stream_ops *sops = c->m->route->stream;
     if (sops != NULL) {

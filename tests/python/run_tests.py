@@ -1358,6 +1358,64 @@ class ReferralFlowPgTests(ReferralFlowTests):
         return start_server(cls, "referral-pg", DATABASE_URL=dsn)
 
 
+class JobStreamTests(WorkflowTestCase):
+    """A worker as a generated client writes it: StreamActivatedJobs pushes
+    the oldest jobs within the credit, CompleteJobs answers one outcome per
+    item, and a completion gives the credit back."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = start_server(cls, "jobstream")
+        cls.wf = cls.srv.workflow()
+
+    def test_push_within_credit_and_batch_completion(self):
+        run = uuid.uuid4().hex[:8]
+        key, job_type = "py-push-" + run, "py-push-job-" + run
+        d = wf_pb2.Definition(
+            key=key, kind=wf_pb2.DEFINITION_KIND_NET,
+            places=[wf_pb2.Place(id="s", kind=wf_pb2.PLACE_KIND_START),
+                    wf_pb2.Place(id="e", kind=wf_pb2.PLACE_KIND_END)],
+            transitions=[wf_pb2.Transition(id="work", trigger=wf_pb2.TRIGGER_AUTO,
+                                           job_type=job_type)],
+            arcs=[wf_pb2.Arc(source="s", target="work"), wf_pb2.Arc(source="work", target="e")])
+        out = invoke(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(definition=d),
+                     md(actor="dev"))
+        self.assertEqual(out.code, SC.OK, "deploy: %r" % out)
+        ids = []
+        for _ in range(3):
+            out = invoke(self.wf.StartInstance, wf_pb2.StartInstanceRequest(definition_key=key),
+                         md(actor="dev"))
+            self.assertEqual(out.code, SC.OK, "start: %r" % out)
+            ids.append(out.response.instance.id)
+        stream = self.wf.StreamActivatedJobs(
+            wf_pb2.StreamActivatedJobsRequest(job_type=job_type, worker="py", credit=2),
+            metadata=md(), timeout=30)
+        try:
+            first, second = next(stream).job, next(stream).job
+            self.assertEqual([first.instance_id, second.instance_id], ids[:2])
+            self.assertEqual(first.worker, "py")
+            out = invoke(self.wf.CompleteJobs, wf_pb2.CompleteJobsRequest(completions=[
+                wf_pb2.CompleteJobRequest(job_key=first.key),
+                wf_pb2.CompleteJobRequest(job_key="not-a-key")]), md())
+            self.assertEqual(out.code, SC.OK, "CompleteJobs: %r" % out)
+            results = out.response.results
+            self.assertEqual([r.code for r in results],
+                             [SC.OK.value[0], SC.NOT_FOUND.value[0]])
+            self.assertEqual([r.reason for r in results], ["", "JOB_NOT_FOUND"])
+            # The completed item gave one credit back: the third job comes.
+            self.assertEqual(next(stream).job.instance_id, ids[2])
+        finally:
+            stream.cancel()
+        out = invoke(self.wf.CompleteJobs, wf_pb2.CompleteJobsRequest(), md())
+        self.assert_error(out, SC.INVALID_ARGUMENT, "INVALID_ARGUMENT")
+        bad = self.wf.StreamActivatedJobs(
+            wf_pb2.StreamActivatedJobsRequest(job_type=job_type, credit=0), metadata=md(),
+            timeout=10)
+        with self.assertRaises(grpc.RpcError) as caught:
+            next(bad)
+        self.assertEqual(caught.exception.code(), SC.INVALID_ARGUMENT)
+
+
 # ---------------------------------------------------------------------------
 
 
