@@ -10,7 +10,8 @@
  *     cost of an RPC;
  *   - commit ceiling: pgbench with a one-row INSERT per transaction on the
  *     same Postgres.
- * Then runs each workload closed-loop on N threads (one connection each),
+ * Then runs each workload closed-loop on N threads (one connection each, or
+ * N threads sharing --channels connections round-robin),
  * re-runs every RPC workload rate-limited at half its measured maximum to
  * check p99, compares jobs with a small and a large backlog, soaks for RSS
  * growth and for the throughput of its first and last minute, measures
@@ -522,7 +523,9 @@ usage(FILE *o)
                "                         bytes per instance)\n"
                "  --pgbench-script FILE  the one-row-insert script (bench/insert.sql)\n"
                "  --server-pid PID       workflowd's pid (RSS)\n"
-               "  --threads N            load threads, one connection each (default 8)\n"
+               "  --threads N            load threads (default 8)\n"
+               "  --channels N           channels (one HTTP/2 connection each) that the load\n"
+               "                         threads share round-robin (default: one per thread)\n"
                "  --duration S           seconds per workload (default 10)\n"
                "  --half-duration S      seconds per half-rate run (default duration/2)\n"
                "  --pool-seconds S       time to pre-build job/signal pools (default duration)\n"
@@ -595,6 +598,7 @@ main(int argc, char **argv)
     b.backlog = 100000;
     b.use_request_ids = 1;
     const char *out_path = NULL, *label = "";
+    int nchannels = 0; /* 0: one per load thread */
 
     enum {
         O_TARGET = 1,
@@ -617,6 +621,7 @@ main(int argc, char **argv)
         O_NORID,
         O_LABEL,
         O_OUT,
+        O_CHANNELS,
         O_HELP
     };
     static const struct option opts[] = {
@@ -640,6 +645,7 @@ main(int argc, char **argv)
         {"no-request-ids", no_argument, NULL, O_NORID},
         {"label", required_argument, NULL, O_LABEL},
         {"out", required_argument, NULL, O_OUT},
+        {"channels", required_argument, NULL, O_CHANNELS},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -706,6 +712,9 @@ main(int argc, char **argv)
         case O_OUT:
             out_path = optarg;
             break;
+        case O_CHANNELS:
+            nchannels = atoi(optarg);
+            break;
         case O_HELP:
             usage(stdout);
             return 0;
@@ -714,7 +723,10 @@ main(int argc, char **argv)
             return 2;
         }
     }
-    if (b.target == NULL || b.nthreads < 1 || b.nthreads > 256 || b.duration_s <= 0 ||
+    if (nchannels == 0)
+        nchannels = b.nthreads;
+    if (b.target == NULL || b.nthreads < 1 || b.nthreads > 256 || nchannels < 1 ||
+        nchannels > b.nthreads || b.duration_s <= 0 ||
         b.duration_s > 3600 || b.soak_s < 0 || b.soak_s > 7200 || b.inbox_rows < 1 ||
         b.timers < 1 || b.parked < 1 || b.backlog < 1) {
         usage(stderr);
@@ -756,9 +768,16 @@ main(int argc, char **argv)
     co.actor_groups = b.actor_groups;
     co.timeout_ms = 10000;
     co.wait_for_ready = 1;
+    /* Load thread i calls through channel i % nchannels; set-up has its own. */
+    wf_client **channels = calloc((size_t)nchannels + 1, sizeof(wf_client *));
     b.clients = calloc((size_t)b.nthreads + 1, sizeof(wf_client *));
-    for (int i = 0; i <= b.nthreads; i++)
-        b.clients[i] = wf_client_new(&co);
+    if (channels == NULL || b.clients == NULL)
+        return 1;
+    for (int i = 0; i <= nchannels; i++)
+        channels[i] = wf_client_new(&co);
+    for (int i = 0; i < b.nthreads; i++)
+        b.clients[i] = channels[i % nchannels];
+    b.clients[b.nthreads] = channels[nchannels];
     b.setup_client = b.clients[b.nthreads];
 
     /* Wait (bounded) until the server answers SERVING. */
@@ -1106,9 +1125,10 @@ main(int argc, char **argv)
     if (o == NULL)
         return 1;
     fprintf(o,
-            "wfbench%s%s: target %s, %d threads (one connection each), %.0f s per workload, "
+            "wfbench%s%s: target %s, %d threads on %d channel%s, %.0f s per workload, "
             "run %s, %.0f s in all\n",
-            label[0] ? " " : "", label, b.target, b.nthreads, b.duration_s, b.run_id, total);
+            label[0] ? " " : "", label, b.target, b.nthreads, nchannels, nchannels == 1 ? "" : "s",
+            b.duration_s, b.run_id, total);
     fprintf(o,
             "baseline H (Health/Check on the same server): %.0f calls/s (before %.0f, after "
             "%.0f)\n",
@@ -1181,8 +1201,9 @@ main(int argc, char **argv)
     free(buf);
     free(rows);
     free(halves);
-    for (int i = 0; i <= b.nthreads; i++)
-        wf_client_free(b.clients[i]);
+    for (int i = 0; i <= nchannels; i++)
+        wf_client_free(channels[i]);
+    free(channels);
     free(b.clients);
     (void)soak_growth_mb;
     return 0;

@@ -3,23 +3,33 @@
  * and shutdown.
  *
  * DESIGN
- * - N workers, each with its own completion queue. A worker posts one
- *   request slot per registered method plus one catch-all slot on its queue,
- *   so every event of a call comes out on the thread that accepted it.
- * - A unary handler runs synchronously on its worker and ends with one batch
- *   {initial metadata, message, status, RECV_CLOSE}. The slot is re-posted
- *   after the handler returns, so a busy worker is not matched new calls
- *   while idle ones are.
- * - Server streams (Health Watch, WatchEvents) are pull-based: the worker
+ * - Two completion queues. The pool queue holds the request slots of every
+ *   method but the Health service's, plus the catch-all; N worker threads
+ *   all wait on it, so whichever thread is idle takes the next event, and a
+ *   handler that blocks holds only its own thread. (With a queue per worker,
+ *   grpc's matcher hands a connection's next call to the first queue that
+ *   has a slot for the method, which can be the queue of a worker stuck in
+ *   a handler: calls of one connection then wait for each other.) The
+ *   health queue holds only the grpc.health.v1.Health slots and has a
+ *   thread of its own, so Check and Watch answer however busy the pool is.
+ * - A slot is re-posted when its call arrives, before the handler runs: the
+ *   slots limit only how many arrived calls wait for a thread, not how many
+ *   run.
+ * - A unary handler runs synchronously on the thread that took the call and
+ *   ends with one batch {initial metadata, message, status, RECV_CLOSE}.
+ * - Server streams (Health Watch, WatchEvents) are pull-based: a thread
  *   asks the stream for its next message when the previous send completed;
  *   a stream with nothing to say parks. A wake-up (health change, events
- *   committed) starts an empty batch on each parked stream's queue, so the
- *   pull always runs on the stream's own worker. The call mutex serialises
- *   grpc_call_start_batch between that worker and the waker, and is never
- *   held while the stream reads the store. Lock order: server mutex (the
- *   stream list), then call mutex; never the reverse.
- * - A call context is freed when its last outstanding tag comes back
- *   (pending == 0), never earlier.
+ *   committed) starts an empty batch on each parked stream, whose tag comes
+ *   back on the stream's queue. Two events of one call can come out on two
+ *   threads at once: the call mutex serialises grpc_call_start_batch and the
+ *   stream's state between them and the waker, the `pulling` flag lets one
+ *   thread at a time run the stream's step, and the mutex is never held
+ *   while the stream reads the store. Lock order: server mutex (the stream
+ *   list), then call mutex; never the reverse.
+ * - A call context is freed when its last outstanding tag has come back
+ *   AND been handled (pending is decremented at the end of handling a tag),
+ *   never earlier.
  * - Shutdown follows the documented order: drain (health NOT_SERVING) →
  *   shutdown_and_notify → grace → cancel_all_calls → quiesce workers (no
  *   batch is started after this) → shut the queues down → join → destroy.
@@ -51,6 +61,10 @@
 #include "workflow/v1/workflow.pb-c.h"
 
 #define POLL_MS 200
+/* Request slots per method (and catch-all) on its queue. They are re-posted
+ * as calls arrive, so they bound only the arrived calls that wait for a
+ * free thread; calls beyond that wait in grpc's own queue. */
+#define SLOTS_PER_METHOD 4
 
 /* The FileDescriptorSet of the API, embedded at build time (descriptor_set.c). */
 extern const unsigned char wf_descriptor_set[];
@@ -68,18 +82,23 @@ struct tag {
     enum tag_kind kind;
 };
 
-struct worker {
+/* A completion queue and what its calls need to know about it. */
+struct queue {
     wf_rpc_server *srv;
     grpc_completion_queue *cq;
+};
+
+struct worker {
+    struct queue *q;
     pthread_t thread;
-    atomic_int quiesced; /* set by the worker itself: it starts no batch any more */
+    atomic_int quiesced; /* set by the thread itself between two events, once quiescing */
 };
 
 /* Health of one service name as the Health service reports it. */
 enum health_service { HS_READINESS, HS_LIVENESS, HS_UNKNOWN };
 
 struct call {
-    struct worker *w;
+    struct queue *q; /* where its slot was posted and its events come back */
     const wf_rpc_method *m; /* NULL for the catch-all slot */
     grpc_call *call;
     gpr_timespec deadline;
@@ -119,11 +138,13 @@ struct wf_rpc_server {
     grpc_server *server;
     wf_rpc_method *methods;
     size_t nmethods;
-    struct worker *workers;
+    struct queue pool;   /* every method but Health, and the catch-all */
+    struct queue health; /* grpc.health.v1.Health only */
+    struct worker *workers; /* nworkers on the pool queue, then one on the health queue */
     int nworkers;
     int port;
     atomic_int accepting; /* workers re-post slots while set */
-    atomic_int quiescing; /* workers must quiesce */
+    atomic_int quiescing; /* no batch is started any more; threads acknowledge */
 
     pthread_mutex_t hmu; /* health monitor state and the stream list */
     pthread_cond_t hcond;
@@ -181,16 +202,16 @@ call_free(struct call *c)
     free(c);
 }
 
-/* Posts one request slot for method m (NULL = catch-all) on worker w. */
+/* Posts one request slot for method m (NULL = catch-all) on queue q. */
 static void
-post_slot(struct worker *w, const wf_rpc_method *m)
+post_slot(struct queue *q, const wf_rpc_method *m)
 {
     struct call *c = calloc(1, sizeof *c);
     if (c == NULL) {
         WF_LOG(WF_LOG_ERROR, "rpc_slot", "out of memory posting a request slot");
         return;
     }
-    c->w = w;
+    c->q = q;
     c->m = m;
     pthread_mutex_init(&c->mu, NULL);
     c->t_new = (struct tag){c, T_NEW};
@@ -203,11 +224,11 @@ post_slot(struct worker *w, const wf_rpc_method *m)
     if (m != NULL) {
         /* Bidi methods read their messages themselves (no initial payload). */
         grpc_byte_buffer **payload = m->kind == WF_RPC_REFLECTION ? NULL : &c->payload;
-        rc = grpc_server_request_registered_call(w->srv->server, m->handle, &c->call, &c->deadline,
-                                                 &c->md, payload, w->cq, w->cq, &c->t_new);
+        rc = grpc_server_request_registered_call(q->srv->server, m->handle, &c->call, &c->deadline,
+                                                 &c->md, payload, q->cq, q->cq, &c->t_new);
     } else {
         grpc_call_details_init(&c->details);
-        rc = grpc_server_request_call(w->srv->server, &c->call, &c->details, &c->md, w->cq, w->cq,
+        rc = grpc_server_request_call(q->srv->server, &c->call, &c->details, &c->md, q->cq, q->cq,
                                       &c->t_new);
     }
     if (rc != GRPC_CALL_OK) {
@@ -219,11 +240,11 @@ post_slot(struct worker *w, const wf_rpc_method *m)
 }
 
 /* Starts a batch on c under its mutex; counts the tag when it was started.
- * Never starts anything once the worker has quiesced. */
+ * Never starts anything once the server is quiescing. */
 static int
 start_batch_locked(struct call *c, const grpc_op *ops, size_t nops, struct tag *tag)
 {
-    if (atomic_load(&c->w->quiesced))
+    if (atomic_load(&c->q->srv->quiescing))
         return 0;
     grpc_call_error rc = grpc_call_start_batch(c->call, ops, nops, tag, NULL);
     if (rc != GRPC_CALL_OK) {
@@ -289,7 +310,7 @@ call_path(struct call *c)
 static size_t
 method_index(const struct call *c)
 {
-    return c->m != NULL ? (size_t)(c->m - c->w->srv->methods) : c->w->srv->nmethods;
+    return c->m != NULL ? (size_t)(c->m - c->q->srv->methods) : c->q->srv->nmethods;
 }
 
 /* The end of a call, whatever its outcome: one access-log line and the
@@ -301,7 +322,7 @@ call_done(struct call *c, grpc_status_code status, wf_code code)
         return;
     c->done = 1;
     double secs = (double)(wf_now_us() - c->start_us) / 1e6;
-    wf_rpc_metrics_handled(c->w->srv->metrics, method_index(c), status, secs);
+    wf_rpc_metrics_handled(c->q->srv->metrics, method_index(c), status, secs);
     wf_log_level lvl = code == WF_E_INTERNAL ? WF_LOG_ERROR : WF_LOG_INFO;
     if (lvl < wf_log_threshold)
         return;
@@ -576,7 +597,7 @@ static const wf_stream_ops health_watch_ops = {NULL, health_watch_next, NULL, fa
 static void
 stream_unlist(struct call *c)
 {
-    wf_rpc_server *srv = c->w->srv;
+    wf_rpc_server *srv = c->q->srv;
     pthread_mutex_lock(&srv->hmu);
     if (c->on_list) {
         if (c->sprev != NULL)
@@ -596,7 +617,8 @@ static void
 stream_pull(struct call *c)
 {
     pthread_mutex_lock(&c->mu);
-    if (c->pulling || c->sending || c->closed || c->ended || atomic_load(&c->w->quiesced)) {
+    if (c->pulling || c->sending || c->closed || c->ended ||
+        atomic_load(&c->q->srv->quiescing)) {
         pthread_mutex_unlock(&c->mu);
         return;
     }
@@ -674,7 +696,7 @@ stream_pull(struct call *c)
 static void
 stream_start(struct call *c, const wf_stream_ops *ops, void *state)
 {
-    wf_rpc_server *srv = c->w->srv;
+    wf_rpc_server *srv = c->q->srv;
     c->sops = ops;
     c->sstate = state;
     /* On the list first, so no wake-up can slip between the first pull and
@@ -702,13 +724,14 @@ stream_start(struct call *c, const wf_stream_ops *ops, void *state)
     hop.data.send_initial_metadata.count = initial_metadata(c, initial, &rid);
     hop.data.send_initial_metadata.metadata = initial;
     pthread_mutex_lock(&c->mu);
-    if (!start_batch_locked(c, &op, 1, &c->t_close))
+    int refused = !start_batch_locked(c, &op, 1, &c->t_close);
+    if (refused)
         c->closed = 1;
     else if (start_batch_locked(c, &hop, 1, &c->t_batch))
         c->started = c->sending = 1;
     pthread_mutex_unlock(&c->mu);
     grpc_slice_unref(rid);
-    if (c->closed)
+    if (refused)
         stream_unlist(c);
 }
 
@@ -720,7 +743,7 @@ stream_start(struct call *c, const wf_stream_ops *ops, void *state)
 static void
 reflection_step(struct call *c, int ok)
 {
-    wf_rpc_server *srv = c->w->srv;
+    wf_rpc_server *srv = c->q->srv;
     grpc_byte_buffer *bb = c->recv;
     c->recv = NULL;
     grpc_op ops[2];
@@ -811,7 +834,7 @@ status_code_of(wf_code code)
 static void
 dispatch(struct call *c)
 {
-    wf_rpc_server *srv = c->w->srv;
+    wf_rpc_server *srv = c->q->srv;
     const wf_config *cfg = srv->app->cfg;
     wf_error err;
     wf_error_clear(&err);
@@ -935,36 +958,31 @@ dispatch(struct call *c)
 
 /* ---- workers -------------------------------------------------------------- */
 
+/* Handles one event of c. Its tag stays counted in c->pending while it is
+ * handled: another thread taking another event of the same call cannot free
+ * it meanwhile. */
 static void
-on_event(struct worker *w, struct tag *t, int ok)
+on_event(struct tag *t, int ok)
 {
     struct call *c = t->call;
-    wf_rpc_server *srv = w->srv;
+    wf_rpc_server *srv = c->q->srv;
+    int quiescing = atomic_load(&srv->quiescing);
 
     if (t->kind == T_NEW) {
-        pthread_mutex_lock(&c->mu);
-        c->pending--;
-        pthread_mutex_unlock(&c->mu);
-        if (!ok || atomic_load(&w->quiesced)) {
-            /* A slot given back at shutdown (no call attached). */
-            if (c->pending == 0)
-                call_free(c);
-            return;
+        /* ok == 0: a slot given back at shutdown (no call attached). */
+        if (ok && !quiescing) {
+            /* The next call of this method is matched at once, to whichever
+             * thread of the queue is idle. */
+            if (atomic_load(&srv->accepting))
+                post_slot(c->q, c->m);
+            dispatch(c);
         }
-        const wf_rpc_method *m = c->m;
-        dispatch(c);
-        if (atomic_load(&srv->accepting))
-            post_slot(w, m);
     } else if (t->kind == T_RECV) {
-        pthread_mutex_lock(&c->mu);
-        c->pending--;
-        pthread_mutex_unlock(&c->mu);
-        if (!atomic_load(&w->quiesced))
+        if (!quiescing)
             reflection_step(c, ok);
     } else if (t->kind == T_CLOSE) {
         stream_unlist(c); /* before taking c->mu: lock order is hmu → c->mu */
         pthread_mutex_lock(&c->mu);
-        c->pending--;
         c->closed = 1;
         /* A stream that never sent its status was cancelled: by the client,
          * its deadline, or the shutdown. */
@@ -973,7 +991,6 @@ on_event(struct worker *w, struct tag *t, int ok)
         pthread_mutex_unlock(&c->mu);
     } else {
         pthread_mutex_lock(&c->mu);
-        c->pending--;
         if (t->kind == T_BATCH)
             c->sending = 0;
         else
@@ -985,7 +1002,7 @@ on_event(struct worker *w, struct tag *t, int ok)
     }
 
     pthread_mutex_lock(&c->mu);
-    int done = c->pending == 0;
+    int done = --c->pending == 0;
     pthread_mutex_unlock(&c->mu);
     if (done)
         call_free(c);
@@ -995,18 +1012,19 @@ static void *
 worker_main(void *arg)
 {
     struct worker *w = arg;
-    wf_rpc_server *srv = w->srv;
+    wf_rpc_server *srv = w->q->srv;
     for (;;) {
+        /* Between two events: from here on this thread is in no handler. */
         if (atomic_load(&srv->quiescing))
             atomic_store(&w->quiesced, 1);
         gpr_timespec until = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
                                           gpr_time_from_millis(POLL_MS, GPR_TIMESPAN));
-        grpc_event ev = grpc_completion_queue_next(w->cq, until, NULL);
+        grpc_event ev = grpc_completion_queue_next(w->q->cq, until, NULL);
         if (ev.type == GRPC_QUEUE_SHUTDOWN)
             break;
         if (ev.type == GRPC_QUEUE_TIMEOUT)
             continue;
-        on_event(w, ev.tag, ev.success);
+        on_event(ev.tag, ev.success);
     }
     return NULL;
 }
@@ -1081,15 +1099,15 @@ destroy_unstarted(wf_rpc_server *srv)
         grpc_completion_queue_pluck(scq, NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
         grpc_completion_queue_destroy(scq);
     }
-    for (int i = 0; i < srv->nworkers; i++) {
-        if (srv->workers[i].cq == NULL)
+    struct queue *qs[] = {&srv->pool, &srv->health};
+    for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
+        if (qs[i]->cq == NULL)
             continue;
-        grpc_completion_queue_shutdown(srv->workers[i].cq);
-        while (grpc_completion_queue_next(srv->workers[i].cq, gpr_inf_future(GPR_CLOCK_REALTIME),
-                                          NULL)
+        grpc_completion_queue_shutdown(qs[i]->cq);
+        while (grpc_completion_queue_next(qs[i]->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL)
                    .type != GRPC_QUEUE_SHUTDOWN)
             ;
-        grpc_completion_queue_destroy(srv->workers[i].cq);
+        grpc_completion_queue_destroy(qs[i]->cq);
     }
     free_server(srv);
 }
@@ -1166,18 +1184,21 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
     }
 
     srv->nworkers = cfg->threads;
-    srv->workers = calloc((size_t)srv->nworkers, sizeof *srv->workers);
+    srv->workers = calloc((size_t)srv->nworkers + 1, sizeof *srv->workers);
     if (srv->workers == NULL) {
         srv->nworkers = 0;
         wf_error_set(err, WF_E_INTERNAL, "out of memory");
         destroy_unstarted(srv);
         return NULL;
     }
-    for (int i = 0; i < srv->nworkers; i++) {
-        srv->workers[i].srv = srv;
-        srv->workers[i].cq = grpc_completion_queue_create_for_next(NULL);
-        grpc_server_register_completion_queue(srv->server, srv->workers[i].cq, NULL);
+    struct queue *qs[] = {&srv->pool, &srv->health};
+    for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
+        qs[i]->srv = srv;
+        qs[i]->cq = grpc_completion_queue_create_for_next(NULL);
+        grpc_server_register_completion_queue(srv->server, qs[i]->cq, NULL);
     }
+    for (int i = 0; i <= srv->nworkers; i++)
+        srv->workers[i].q = i < srv->nworkers ? &srv->pool : &srv->health;
 
     grpc_server_credentials *cr = server_credentials(cfg, err);
     if (cr == NULL) {
@@ -1197,13 +1218,17 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
     atomic_store(&srv->ready, wf_app_ready(app) ? 1 : 0);
     wf_app_set_waker(app, wake_streams, srv);
     atomic_store(&srv->accepting, 1);
-    for (int i = 0; i < srv->nworkers; i++) {
-        struct worker *w = &srv->workers[i];
-        for (size_t m = 0; m < srv->nmethods; m++)
-            post_slot(w, &srv->methods[m]);
-        post_slot(w, NULL);
-        pthread_create(&w->thread, NULL, worker_main, w);
+    for (int k = 0; k < SLOTS_PER_METHOD; k++) {
+        for (size_t m = 0; m < srv->nmethods; m++) {
+            const wf_rpc_method *mm = &srv->methods[m];
+            int health =
+                mm->kind == WF_RPC_HEALTH_CHECK || mm->kind == WF_RPC_HEALTH_WATCH;
+            post_slot(health ? &srv->health : &srv->pool, mm);
+        }
+        post_slot(&srv->pool, NULL);
     }
+    for (int i = 0; i <= srv->nworkers; i++)
+        pthread_create(&srv->workers[i].thread, NULL, worker_main, &srv->workers[i]);
     if (pthread_create(&srv->monitor, NULL, health_monitor, srv) == 0)
         srv->monitor_started = 1;
     return srv;
@@ -1279,20 +1304,21 @@ wf_rpc_server_stop(wf_rpc_server *srv, int grace_ms)
     srv->hquiesced = 1;
     pthread_mutex_unlock(&srv->hmu);
     atomic_store(&srv->quiescing, 1);
-    for (int i = 0; i < srv->nworkers; i++)
+    for (int i = 0; i <= srv->nworkers; i++)
         while (!atomic_load(&srv->workers[i].quiesced)) {
             struct timespec ts = {0, 10 * 1000 * 1000};
             nanosleep(&ts, NULL);
         }
 
-    /* 4. Shut the queues down; workers drain them and free what is left. */
-    for (int i = 0; i < srv->nworkers; i++)
-        grpc_completion_queue_shutdown(srv->workers[i].cq);
-    for (int i = 0; i < srv->nworkers; i++)
+    /* 4. Shut both queues down; the threads drain them and free what is
+     * left. */
+    grpc_completion_queue_shutdown(srv->pool.cq);
+    grpc_completion_queue_shutdown(srv->health.cq);
+    for (int i = 0; i <= srv->nworkers; i++)
         pthread_join(srv->workers[i].thread, NULL);
     grpc_server_destroy(srv->server);
-    for (int i = 0; i < srv->nworkers; i++)
-        grpc_completion_queue_destroy(srv->workers[i].cq);
+    grpc_completion_queue_destroy(srv->pool.cq);
+    grpc_completion_queue_destroy(srv->health.cq);
     grpc_completion_queue_shutdown(scq);
     grpc_completion_queue_pluck(scq, NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
     grpc_completion_queue_destroy(scq);

@@ -18,6 +18,10 @@ google.rpc.ErrorInfo{reason, domain "workflow.v1"} carried in the
   DEADLINE_EXCEEDED, x-request-id is echoed in the initial metadata;
 * startup: a dev server without keys is open; a production server without
   WF_API_KEYS exits with code 2 and says why;
+* one channel: while a slow call (a guard running into the expression time
+  limit) is in flight on a channel, Health/Check and cheap calls on the same
+  channel answer in < 0.3 s, and 32 calls at once on it all complete (memory
+  store, and Postgres when WF_TEST_PG_DSN is set);
 * shutdown: SIGTERM during a burst of calls only yields answers or retryable
   statuses (UNAVAILABLE, CANCELLED), Health.Watch sees NOT_SERVING, and the
   process exits 0 within 10 s;
@@ -684,6 +688,221 @@ class SizeLimitTests(WorkflowTestCase):
         out = self.start_instance(10 * 1024)
         self.assertNotIn(out.code, (SC.RESOURCE_EXHAUSTED, SC.UNAUTHENTICATED,
                                     SC.PERMISSION_DENIED, SC.INTERNAL), repr(out))
+
+
+# ---------------------------------------------------------------------------
+# One channel: calls multiplexed on one connection are served side by side
+# ---------------------------------------------------------------------------
+
+# A guard that runs far longer than the server's expression time limit: the
+# StartInstance that evaluates it takes that limit, then fails with
+# EXPRESSION_LIMIT. 10^8 additions, no memory to speak of.
+SLOW_GUARD = ('"x" * 10000 | explode as $a '
+              '| reduce $a[] as $i (0; reduce $a[] as $j (.; . + 1)) > 0')
+
+
+class OneChannelTests(WorkflowTestCase):
+    """A generated client sends every call of a backend over one channel,
+    so one HTTP/2 connection. While one call on that channel is slow (a
+    StartInstance whose guard runs into the expression time limit), Health
+    and cheap calls on the same channel, and 32 calls at once, answer at
+    once instead of waiting behind it.
+
+    On the memory store the slow call's unit of work holds the store's one
+    mutex, so the cheap WorkflowService call here is one the handler answers
+    without the store (GetInstance without an id); OneChannelPgTests also
+    reads the store beside the slow call."""
+
+    SLOW_MS = 2000    # the server's expression time limit: the slow call's length
+    QUICK_S = 0.3     # bound for a cheap call beside it
+    CONCURRENT = 32
+    KEY = "py-one-channel-slow"
+
+    @classmethod
+    def start_one_channel_server(cls):
+        return start_server(cls, "one-channel-memory", WF_THREADS=4,
+                            WF_EXPR_TIMEOUT_MS=cls.SLOW_MS)
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = cls.start_one_channel_server()
+        cls.wf = cls.srv.workflow()      # every call below goes over this one channel
+        cls.health = cls.srv.health()
+        cls.meta = md(actor="one-channel")
+        P, T = wf_pb2.Place, wf_pb2.Transition
+        d = wf_pb2.Definition(
+            key=cls.KEY, kind=wf_pb2.DEFINITION_KIND_NET,
+            places=[P(id="s", kind=wf_pb2.PLACE_KIND_START),
+                    P(id="big", kind=wf_pb2.PLACE_KIND_NORMAL),
+                    P(id="e", kind=wf_pb2.PLACE_KIND_END)],
+            transitions=[T(id="decide", trigger=wf_pb2.TRIGGER_AUTO),
+                         T(id="after", trigger=wf_pb2.TRIGGER_AUTO)],
+            arcs=[wf_pb2.Arc(source="s", target="decide"),
+                  wf_pb2.Arc(source="decide", target="big", guard=SLOW_GUARD),
+                  wf_pb2.Arc(source="decide", target="e", is_default=True),
+                  wf_pb2.Arc(source="big", target="after"),
+                  wf_pb2.Arc(source="after", target="e")])
+        out = invoke(cls.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(definition=d),
+                     cls.meta, timeout=30)
+        if out.code != SC.OK:
+            raise RuntimeError("deploy failed: %r" % (out,))
+
+    def cheap_calls(self):
+        """(name, callable returning an Outcome) of calls that are quick
+        when nothing else runs; each checks its own answer."""
+        def health():
+            out = invoke(self.health.Check, health_pb2.HealthCheckRequest(service=""))
+            self.assertEqual(out.code, SC.OK, repr(out))
+            return out
+
+        def no_store():
+            out = invoke(self.wf.GetInstance, wf_pb2.GetInstanceRequest(), self.meta)
+            self.assert_error(out, SC.INVALID_ARGUMENT, "INVALID_ARGUMENT")
+            return out
+        return [("Health/Check", health), ("GetInstance without an id", no_store)]
+
+    def test_cheap_calls_beside_a_slow_call_on_one_channel(self):
+        out = self.beside(lambda: invoke(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
+            definition_key=self.KEY, variables_json="{}"), self.meta, timeout=30))
+        # The slow call really was slow: it ran into the time limit.
+        self.assert_error(out, SC.RESOURCE_EXHAUSTED, "EXPRESSION_LIMIT")
+        self.assertGreaterEqual(out.elapsed, 0.75 * self.SLOW_MS / 1000.0)
+
+    def beside(self, slow_fn):
+        """Runs slow_fn (a call on self.wf) in a thread and, while it is in
+        flight, the cheap calls on the same channel: one after another, then
+        CONCURRENT at once. Returns slow_fn's Outcome."""
+        slow = {}
+
+        def slow_call():
+            slow["out"] = slow_fn()
+            slow["end"] = time.monotonic()
+
+        # Warm the channel and the handlers first (first calls compile, connect).
+        for _, fn in self.cheap_calls():
+            fn()
+        th = threading.Thread(target=slow_call)
+        th.start()
+        try:
+            time.sleep(0.3)  # the slow call is in its handler by now
+            for name, fn in self.cheap_calls() * 3:
+                out = fn()
+                self.assertLess(out.elapsed, self.QUICK_S,
+                                "%s took %.3f s beside a slow call on the same channel"
+                                % (name, out.elapsed))
+
+            # Many calls at once on the same channel: all are answered, each
+            # in its own time, while the slow call still runs.
+            calls = self.cheap_calls()
+            outs, errors = [None] * self.CONCURRENT, []
+
+            def one(i):
+                try:
+                    outs[i] = calls[i % len(calls)][1]()
+                except Exception as e:  # an assertion in a thread: report it below
+                    errors.append(e)
+            ths = [threading.Thread(target=one, args=(i,)) for i in range(self.CONCURRENT)]
+            t0 = time.monotonic()
+            for t in ths:
+                t.start()
+            for t in ths:
+                t.join(timeout=30)
+            burst = time.monotonic() - t0
+            self.assertEqual(errors, [])
+            self.assertTrue(all(o is not None for o in outs), "a call did not come back")
+            self.assertLess(max(o.elapsed for o in outs), 2 * self.QUICK_S,
+                            "the slowest of %d calls on one channel took %.3f s"
+                            % (self.CONCURRENT, max(o.elapsed for o in outs)))
+            self.assertTrue(th.is_alive() or slow["end"] > t0 + burst,
+                            "the slow call ended before the cheap calls did")
+        finally:
+            th.join(timeout=30)
+        self.assertFalse(th.is_alive())
+        return slow["out"]
+
+
+class OneChannelPgTests(OneChannelTests):
+    """OneChannelTests on Postgres (skipped without WF_TEST_PG_DSN), where
+    the cheap calls beside the slow one also read the store: GetInstance of
+    an instance and ListDefinitions. A second slow call: SetVariables on an
+    instance whose row another connection (psql) holds locked."""
+
+    LOCK_S = 2.5
+
+    @classmethod
+    def start_one_channel_server(cls):
+        dsn = os.environ.get("WF_TEST_PG_DSN")
+        if not dsn:
+            raise unittest.SkipTest("WF_TEST_PG_DSN is not set: the Postgres run of "
+                                    "OneChannelTests is skipped (./test.sh sets it)")
+        return start_server(cls, "one-channel-pg", DATABASE_URL=dsn, WF_THREADS=4,
+                            WF_EXPR_TIMEOUT_MS=cls.SLOW_MS)
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        ad_hoc = wf_pb2.Definition(key="py-one-channel-fast", kind=wf_pb2.DEFINITION_KIND_AD_HOC)
+        out = invoke(cls.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(definition=ad_hoc),
+                     cls.meta, timeout=30)
+        if out.code != SC.OK:
+            raise RuntimeError("deploy failed: %r" % (out,))
+        out = invoke(cls.wf.StartInstance, wf_pb2.StartInstanceRequest(
+            definition_key="py-one-channel-fast", variables_json="{}"), cls.meta, timeout=30)
+        if out.code != SC.OK:
+            raise RuntimeError("start failed: %r" % (out,))
+        cls.instance_id = out.response.instance.id
+        out = invoke(cls.wf.StartInstance, wf_pb2.StartInstanceRequest(
+            definition_key="py-one-channel-fast", variables_json="{}"), cls.meta, timeout=30)
+        if out.code != SC.OK:
+            raise RuntimeError("start failed: %r" % (out,))
+        cls.locked_id = out.response.instance.id
+
+    def test_cheap_calls_beside_a_call_waiting_for_a_row_lock(self):
+        psql = shutil.which("psql") or "/usr/lib/postgresql/15/bin/psql"
+        if not os.access(psql, os.X_OK):
+            self.skipTest("no psql to hold a row lock with")
+        dsn = os.environ["WF_TEST_PG_DSN"]
+        sleep_sql = "SELECT pg_sleep(%s) /* one-channel lock %s */;" % (self.LOCK_S, self.locked_id)
+        holder = subprocess.Popen(
+            [psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", dsn], stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+        try:
+            holder.stdin.write("BEGIN;\nSELECT 1 FROM instances WHERE id = '%s' FOR UPDATE;\n%s\n"
+                               "COMMIT;\n" % (self.locked_id, sleep_sql))
+            holder.stdin.close()
+            # The lock is held once its transaction runs the sleep.
+            until = time.monotonic() + 10
+            while time.monotonic() < until:
+                seen = subprocess.run(
+                    [psql, "-X", "-A", "-t", dsn, "-c",
+                     "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "
+                     "AND query LIKE 'SELECT pg_sleep%%one-channel lock %s%%'" % self.locked_id],
+                    capture_output=True, text=True, timeout=10).stdout.strip()
+                if seen == "1":
+                    break
+                time.sleep(0.05)
+            else:
+                self.fail("psql did not take the row lock")
+            out = self.beside(lambda: invoke(self.wf.SetVariables, wf_pb2.SetVariablesRequest(
+                instance_id=self.locked_id, variables_json='{"a": 1}'), self.meta, timeout=30))
+        finally:
+            holder.wait(timeout=30)
+        self.assertEqual(out.code, SC.OK, repr(out))
+        self.assertGreaterEqual(out.elapsed, 1.0, "SetVariables did not wait for the lock")
+
+    def cheap_calls(self):
+        def get_instance():
+            out = invoke(self.wf.GetInstance,
+                         wf_pb2.GetInstanceRequest(instance_id=self.instance_id), self.meta)
+            self.assertEqual(out.code, SC.OK, repr(out))
+            return out
+
+        def list_definitions():
+            out = invoke(self.wf.ListDefinitions, wf_pb2.ListDefinitionsRequest(), self.meta)
+            self.assertEqual(out.code, SC.OK, repr(out))
+            return out
+        return super().cheap_calls() + [("GetInstance", get_instance),
+                                        ("ListDefinitions", list_definitions)]
 
 
 # ---------------------------------------------------------------------------
