@@ -143,6 +143,8 @@ enum {
     S_PUT_DEFINITION,
     S_GET_DEFINITION,
     S_CONSUME_SIGNAL,
+    S_CONSUME_SIGNAL_INSTANCE,
+    S_CONSUME_SIGNAL_AGGREGATE,
     S_LOCK_CORRELATION,
     S_SUB_AWAITED,
     S_GET_INSTANCE,
@@ -222,6 +224,15 @@ _Static_assert(S_COUNT_ <= WF_PG_MAX_STMTS, "prepared-statement bits (pg_pool.h)
     ALL(OPT("$3", "aggregate_type") " AND " OPT("$4", "aggregate_id") " AND "                     \
         OPT("$5", "signal_id") " AND " SIGNALS_OPTS)                                               \
     " " SIGNALS_AFTER " ORDER BY received_at, id LIMIT $9"
+/* consume_signal_*: the candidates (received_at, id), oldest first. */
+#define BUFFERED "tenant_id = $1 AND name = $2 AND buffered AND NOT discarded"
+#define CONSUME_SIGNAL(candidates)                                                                 \
+    "WITH c AS (SELECT s.tenant_id, s.id FROM (" candidates ") x JOIN signals s ON "              \
+    "s.tenant_id = $1 AND s.id = x.id WHERE s.buffered AND NOT s.discarded AND s.expires_at > "   \
+    "$6 ORDER BY x.received_at, x.id LIMIT 1 FOR UPDATE OF s SKIP LOCKED), u AS (UPDATE "         \
+    "signals s SET buffered = false, consumed_at = $6, consumed_by_instance = $7, "               \
+    "transition_id = $8 FROM c WHERE s.tenant_id = c.tenant_id AND s.id = c.id RETURNING s.*) "   \
+    "SELECT " COLS_SIGNALS " FROM u"
 #define EVENTS_REST(def_key, types, limit)                                                         \
     "AND sequence IS NOT NULL AND sequence > $2 AND "                                              \
     ALL("(" def_key "::text IS NULL OR (SELECT i.definition_key FROM instances i WHERE "          \
@@ -401,23 +412,27 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                           "AND key = $2 AND ($3::int = 0 OR version = $3) "
                           "ORDER BY version DESC LIMIT 1",
                           "definition"},
-    /* The oldest buffered signal sent to the instance or to its
-     * aggregate: the two in index order (signals_buffer_*, 0006), merged;
-     * the row is locked and rechecked in the buffer. */
+    /* The oldest buffered signal sent to the instance ($3), to the
+     * aggregate ($4, $5), or to either (two index-ordered runs of
+     * signals_buffer_*, 0006, merged); the row is locked and rechecked in
+     * the buffer. */
     [S_CONSUME_SIGNAL] = {"consume_signal",
-                          "WITH c AS (SELECT s.tenant_id, s.id FROM ((SELECT received_at, id FROM "
-                          "signals WHERE tenant_id = $1 AND name = $2 AND buffered AND NOT "
-                          "discarded AND instance_id = $3) UNION ALL (SELECT received_at, id FROM "
-                          "signals WHERE tenant_id = $1 AND name = $2 AND buffered AND NOT "
-                          "discarded AND aggregate_type = $4 AND aggregate_id = $5 AND "
-                          "instance_id IS DISTINCT FROM $3)) x JOIN signals s ON s.tenant_id = $1 "
-                          "AND s.id = x.id WHERE s.buffered AND NOT s.discarded AND s.expires_at > "
-                          "$6 ORDER BY x.received_at, x.id LIMIT 1 FOR UPDATE OF s SKIP LOCKED), "
-                          "u AS (UPDATE signals s SET buffered = false, consumed_at = $6, "
-                          "consumed_by_instance = $7, transition_id = $8 FROM c "
-                          "WHERE s.tenant_id = c.tenant_id AND s.id = c.id RETURNING s.*) "
-                          "SELECT " COLS_SIGNALS " FROM u",
+                          CONSUME_SIGNAL("(SELECT received_at, id FROM signals WHERE "
+                                         BUFFERED " AND instance_id = $3) UNION ALL (SELECT "
+                                         "received_at, id FROM signals WHERE " BUFFERED " AND "
+                                         "aggregate_type = $4 AND aggregate_id = $5 AND "
+                                         "(instance_id = $3) IS NOT TRUE)"),
                           "signal"},
+    [S_CONSUME_SIGNAL_INSTANCE] = {"consume_signal_instance",
+                                   CONSUME_SIGNAL("SELECT received_at, id FROM signals WHERE "
+                                                  BUFFERED " AND instance_id = $3 AND "
+                                                  "$4::text IS NULL AND $5::text IS NULL"),
+                                   "signal"},
+    [S_CONSUME_SIGNAL_AGGREGATE] = {"consume_signal_aggregate",
+                                    CONSUME_SIGNAL("SELECT received_at, id FROM signals WHERE "
+                                                   BUFFERED " AND aggregate_type = $4 AND "
+                                                   "aggregate_id = $5 AND $3::text IS NULL"),
+                                    "signal"},
     /* One lock per aggregate, whatever the signal's name: a unit of work
      * enabling waits for two names of one aggregate takes it once (it is
      * re-entrant), so two such units cannot deadlock by taking two keys in
@@ -1525,7 +1540,10 @@ pg_consume_signal(wf_tx *t, const char *name, const char *instance_id, const cha
     p_str(&p, transition_id);
     wf_signal_row *rows;
     size_t n;
-    wf_code rc = run_rows(tx->c, S_CONSUME_SIGNAL, &p, t->ctx.deadline_ms, &wf_store__signal_desc,
+    int id = agg_type == NULL && agg_id == NULL ? S_CONSUME_SIGNAL_INSTANCE
+             : instance_id == NULL              ? S_CONSUME_SIGNAL_AGGREGATE
+                                                : S_CONSUME_SIGNAL;
+    wf_code rc = run_rows(tx->c, id, &p, t->ctx.deadline_ms, &wf_store__signal_desc,
                           t->ctx.arena, &rows, &n, err);
     if (rc == WF_OK) {
         *found = n > 0;

@@ -83,6 +83,8 @@ CLASSES = {
     # not per root: reference or separately distributed tables
     "upsert_signal": (True, "global"),
     "consume_signal": (True, "global"),
+    "consume_signal_instance": (True, "global"),
+    "consume_signal_aggregate": (True, "global"),
     "idem_get": (True, "global"),
     "idem_put": (True, "global"),
     "put_definition": (True, "global"),
@@ -124,8 +126,9 @@ CLASSES = {
     "count_backlog": (False, "fanout"),
 }
 # Run only on a path (a signal racing the wait for its aggregate) that the
-# workload may not take; checked when it does.
-OPTIONAL = {"lock_correlation", "sub_awaited"}
+# workload may not take; checked when it does. consume_signal (by instance
+# and aggregate at once) is the store contract's; the engine asks by one.
+OPTIONAL = {"lock_correlation", "sub_awaited", "consume_signal"}
 # Transaction control, settings, LISTEN, migrations: nothing to plan.
 UTILITY = {"begin", "commit", "rollback", "timeout_local", "timeout_session", "ping",
            "listen_events", "listen_jobs", "mig_lock", "mig_unlock", "mig_table", "mig_has",

@@ -58,8 +58,9 @@ static const exemption exempt[] = {
      * the backlog by definition, every few seconds, off the hot path. */
     {"count_backlog", true, true, "the gauge counts the whole backlog"},
     /* The oldest of two index-ordered runs (sent to the instance, sent to
-     * its aggregate), each in the buffer only (signals_buffer_*, 0006):
-     * the planner may sort the two runs instead of merging them. */
+     * an aggregate), each in the buffer only (signals_buffer_*, 0006): the
+     * planner may sort the two runs instead of merging them. The engine
+     * asks by instance or by aggregate (consume_signal_*), never both. */
     {"consume_signal", true, false, "sorts the buffer of one instance and one aggregate"},
     /* Pending: the scheduler's passes and the request-record sweep still
      * take "$1 IS NULL OR tenant_id = $1" and order by a time without the
