@@ -34,8 +34,8 @@
 #include "store.h"
 
 /* Tables that grow with the work in flight or with history. */
-static const char *const backlog[] = {"instances", "tasks",         "tokens",  "work_items",
-                                      "jobs",      "timers",        "signals", "subscriptions",
+static const char *const backlog[] = {"instances", "tasks",      "tokens",  "work_items",
+                                      "jobs",      "timers",     "signals", "subscriptions",
                                       "events",    "idempotency"};
 
 /*
@@ -116,39 +116,53 @@ exec_ok(PGconn *c, const char *sql)
 static const char *const fill_seen[] = {
     "INSERT INTO instances (tenant_id, id, root_id, parent_id, definition_key, "
     "definition_version, status, aggregate_type, aggregate_id, started_by, created_at, "
-    "updated_at, ended_at, version) SELECT " TENANT("g") ", " INST("g") ", " ROOT("g") ", "
-    "CASE WHEN (g - 1) % 4 = 0 THEN NULL ELSE " ROOT("g") " END, 'def' || g % 30, 1, 1 + g % 3, "
-    "CASE WHEN g % 2 = 0 THEN 'order' END, 'a' || g % 5000, 'u' || g % 200, g, g, "
-    "CASE WHEN g % 3 = 1 THEN g ELSE 0 END, 1 FROM generate_series(1, 40000) g",
+    "updated_at, ended_at, version) SELECT " TENANT("g") ", " INST("g") ", " ROOT(
+        "g") ", "
+             "CASE WHEN (g - 1) % 4 = 0 THEN NULL ELSE " ROOT(
+                 "g") " END, 'def' || g % 30, 1, 1 + g % 3, "
+                      "CASE WHEN g % 2 = 0 THEN 'order' END, 'a' || g % 5000, 'u' || g % 200, g, "
+                      "g, "
+                      "CASE WHEN g % 3 = 1 THEN g ELSE 0 END, 1 FROM generate_series(1, 40000) g",
     "INSERT INTO tasks (tenant_id, id, root_id, instance_id, assignee_kind, assignee_id, status, "
-    "claimed_by, created_at) SELECT " TENANT("g") ", 'k' || g, " ROOT("g") ", " INST("g") ", "
-    "1 + g % 2, CASE WHEN g % 2 = 0 THEN 'u' || g % 200 ELSE 'grp' || g % 40 END, 1 + g % 4, "
-    "CASE WHEN g % 4 = 1 THEN 'u' || g % 200 END, g FROM generate_series(1, 40000) g",
-    "INSERT INTO tokens (tenant_id, id, root_id, instance_id, place_id, created_seq) SELECT "
-    TENANT("g") ", 'o' || g, " ROOT("g") ", " INST("g") ", 'p', g FROM generate_series(1, 40000) g",
+    "claimed_by, created_at) SELECT " TENANT("g") ", 'k' || g, " ROOT("g") ", " INST(
+        "g") ", "
+             "1 + g % 2, CASE WHEN g % 2 = 0 THEN 'u' || g % 200 ELSE 'grp' || g % 40 END, 1 + g % "
+             "4, "
+             "CASE WHEN g % 4 = 1 THEN 'u' || g % 200 END, g FROM generate_series(1, 40000) g",
+    "INSERT INTO tokens (tenant_id, id, root_id, instance_id, place_id, created_seq) "
+    "SELECT " TENANT("g") ", 'o' || g, " ROOT("g") ", " INST(
+        "g") ", 'p', g FROM generate_series(1, 40000) g",
     "INSERT INTO work_items (tenant_id, id, root_id, instance_id, transition_id, trigger, state, "
-    "enabled_at) SELECT " TENANT("g") ", 'w' || g, " ROOT("g") ", " INST("g") ", 'tr', 1, 1, g "
-    "FROM generate_series(1, 40000) g",
+    "enabled_at) SELECT " TENANT("g") ", 'w' || g, " ROOT("g") ", " INST(
+        "g") ", 'tr', 1, 1, g "
+             "FROM generate_series(1, 40000) g",
     "INSERT INTO jobs (tenant_id, id, key, root_id, instance_id, job_type, state, attempt, "
-    "max_attempts, activatable_at, lease_expires_at, created_at) SELECT " TENANT("g") ", 'j' || g, "
-    "'key' || g, " ROOT("g") ", " INST("g") ", 'type' || g % 20, 1 + g % 3, 1, 3, g, "
-    "CASE WHEN g % 3 = 1 THEN g ELSE 0 END, g FROM generate_series(1, 40000) g",
-    "INSERT INTO timers (tenant_id, id, root_id, instance_id, due_at, created_at) SELECT "
-    TENANT("g") ", 'm' || g, " ROOT("g") ", " INST("g") ", g, g FROM generate_series(1, 40000) g",
+    "max_attempts, activatable_at, lease_expires_at, created_at) SELECT " TENANT(
+        "g") ", 'j' || g, "
+             "'key' || g, " ROOT("g") ", " INST(
+                 "g") ", 'type' || g % 20, 1 + g % 3, 1, 3, g, "
+                      "CASE WHEN g % 3 = 1 THEN g ELSE 0 END, g FROM generate_series(1, 40000) g",
+    "INSERT INTO timers (tenant_id, id, root_id, instance_id, due_at, created_at) SELECT " TENANT(
+        "g") ", 'm' || g, " ROOT("g") ", " INST("g") ", g, g FROM generate_series(1, 40000) g",
     "INSERT INTO subscriptions (tenant_id, id, root_id, instance_id, signal_name, aggregate_type, "
-    "aggregate_id, created_at) SELECT " TENANT("g") ", 'b' || g, " ROOT("g") ", " INST("g") ", "
-    "'sig' || g % 50, 'order', 'a' || g % 5000, g FROM generate_series(1, 40000) g",
+    "aggregate_id, created_at) SELECT " TENANT("g") ", 'b' || g, " ROOT("g") ", " INST(
+        "g") ", "
+             "'sig' || g % 50, 'order', 'a' || g % 5000, g FROM generate_series(1, 40000) g",
     "INSERT INTO signals (tenant_id, id, signal_id, name, instance_id, aggregate_type, "
     "aggregate_id, outcome, buffered, received_at, expires_at, consumed_at, consumed_by_instance) "
-    "SELECT " TENANT("g") ", 's' || g, 'sid' || g, 'sig' || g % 50, CASE WHEN g % 3 = 0 THEN "
-    INST("g") " END, CASE WHEN g % 3 <> 0 THEN 'order' END, CASE WHEN g % 3 <> 0 THEN 'a' || "
-    "g % 5000 END, 1 + g % 3, g % 3 = 1, g, g + 100000, CASE WHEN g % 3 = 0 THEN g ELSE 0 END, "
-    "CASE WHEN g % 3 = 0 THEN " INST("g") " END FROM generate_series(1, 40000) g",
-    "INSERT INTO events (tenant_id, root_id, instance_id, type, sequence, time) SELECT "
-    TENANT("1 + g % 40000") ", " ROOT("1 + g % 40000") ", " INST("1 + g % 40000") ", "
-    "'T' || g % 10, g, g FROM generate_series(1, 80000) g",
-    "INSERT INTO idempotency (tenant_id, method, request_id, created_at) SELECT "
-    TENANT("g") ", 'M' || g % 10, 'r' || g, g FROM generate_series(1, 40000) g",
+    "SELECT " TENANT("g") ", 's' || g, 'sid' || g, 'sig' || g % 50, CASE WHEN g % 3 = 0 THEN " INST(
+        "g") " END, CASE WHEN g % 3 <> 0 THEN 'order' END, CASE WHEN g % 3 <> 0 THEN 'a' || "
+             "g % 5000 END, 1 + g % 3, g % 3 = 1, g, g + 100000, CASE WHEN g % 3 = 0 THEN g ELSE 0 "
+             "END, "
+             "CASE WHEN g % 3 = 0 THEN " INST("g") " END FROM generate_series(1, 40000) g",
+    "INSERT INTO events (tenant_id, root_id, instance_id, type, sequence, time) SELECT " TENANT(
+        "1 + g % 40000") ", " ROOT("1 + g % 40000") ", " INST("1 + g % 40000") ", "
+                                                                               "'T' || g % 10, g, "
+                                                                               "g FROM "
+                                                                               "generate_series(1, "
+                                                                               "80000) g",
+    "INSERT INTO idempotency (tenant_id, method, request_id, created_at) SELECT " TENANT(
+        "g") ", 'M' || g % 10, 'r' || g, g FROM generate_series(1, 40000) g",
 };
 
 /* After the ANALYZE: values it never saw, each with a backlog of its own,
