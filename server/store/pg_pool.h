@@ -66,6 +66,11 @@ typedef struct wf_pg_migration {
 extern const wf_pg_migration wf_pg_migrations[];
 extern const int wf_pg_n_migrations;
 
+/* Every statement store_pg.c prepares, indexed by its own ids (the plan
+ * guard of tests/store EXPLAINs each one). */
+extern const wf_pg_stmt *const wf_pg_statements;
+extern const int wf_pg_n_statements;
+
 /* Makes a pool of cfg->pool_size connections; none is opened yet. */
 wf_pg_pool *wf_pg_pool_new(const wf_store_pg_config *cfg, wf_error *err);
 

@@ -3,12 +3,19 @@
  *
  * DESIGN. Each store call borrows one pooled connection (pg_pool.c) for
  * its duration; a unit of work keeps it from begin to commit/rollback.
- * Every statement is prepared (lazily, per connection) and parameterised;
- * dynamic filters are written as "($n IS NULL OR ...)" so the statement
- * text never changes. Statements travel in flights (pg_pool.c: libpq
- * pipeline mode), so that what a store call needs costs one round trip:
- * BEGIN rides with a transaction's first statement, the aggregate load
- * is one flight, and so is every write of one mutation. statement_timeout
+ * Every statement is prepared (lazily, per connection) and parameterised,
+ * and its text never changes. Postgres may plan it once for every value
+ * (a generic plan), so a query whose filters are optional comes as one
+ * statement per shape: the parameters a call has pick the statement, and
+ * each shape has an index serving its filter and its order
+ * (migrations/0006_plans.sql). Filters that do not pick the index are
+ * written as "($n IS NULL OR ...)" on the rows it returns; a keyset
+ * cursor is always bound. tests/store/test_store_plans.c plans every
+ * statement of stmts[] that way over a large backlog. Statements travel
+ * in flights (pg_pool.c: libpq pipeline mode), so that what a store call
+ * needs costs one round trip: BEGIN rides with a transaction's first
+ * statement, the aggregate load is one flight, and so is every write of
+ * one mutation. statement_timeout
  * follows the call's deadline as a session setting, rounded (timeout_for)
  * and sent, in the same flight, only when the session holds another
  * value. Mutations lock the root instance row with
@@ -137,15 +144,25 @@ enum {
     S_PUT_DEFINITION,
     S_GET_DEFINITION,
     S_CONSUME_SIGNAL,
+    S_CONSUME_SIGNAL_INSTANCE,
+    S_CONSUME_SIGNAL_AGGREGATE,
     S_LOCK_CORRELATION,
     S_SUB_AWAITED,
     S_GET_INSTANCE,
     S_GET_TASK,
     S_GET_JOB_BY_KEY,
-    S_LIST_TASKS,
-    S_LIST_INSTANCES,
+    S_LIST_TASKS_USER,
+    S_LIST_TASKS_GROUP,
+    S_LIST_TASKS_ALL,
+    S_LIST_INSTANCES_AGGREGATE,
+    S_LIST_INSTANCES_STARTED_BY,
+    S_LIST_INSTANCES_DEFINITION,
+    S_LIST_INSTANCES_ALL,
     S_LIST_DEFINITIONS,
-    S_LIST_SIGNALS,
+    S_LIST_SIGNALS_ID,
+    S_LIST_SIGNALS_INSTANCE,
+    S_LIST_SIGNALS_AGGREGATE,
+    S_LIST_SIGNALS_ALL,
     S_ACTIVATE_JOBS,
     S_CLAIM_TIMERS,
     S_EXPIRED_LEASES,
@@ -153,8 +170,10 @@ enum {
     S_SWEEP_SIGNALS,
     S_SWEEP_IDEMPOTENCY,
     S_SWEEP_EVENTS,
-    S_FIND_SUBS,
-    S_READ_EVENTS,
+    S_FIND_SUBS_INSTANCE,
+    S_FIND_SUBS_AGGREGATE,
+    S_READ_EVENTS_INSTANCE,
+    S_READ_EVENTS_ALL,
     S_SEQUENCE,
     S_COUNT_BACKLOG,
     S_LISTEN_EVENTS,
@@ -175,6 +194,51 @@ _Static_assert(S_COUNT_ <= WF_PG_MAX_STMTS, "prepared-statement bits (pg_pool.h)
 #define AGG(table, cols, order, lock)                                                              \
     "SELECT " cols " FROM " table " WHERE tenant_id = $1 AND root_id = $2 ORDER BY " order lock
 #define DEL(table) "DELETE FROM " table " WHERE tenant_id = $1 AND root_id = $3 AND id = $2"
+
+/* Listings (keyset pages). OPT: the residual filter "param is NULL or
+ * column = param". ALL: the residual filters of a statement, as one CASE.
+ * The planner takes "$n IS NULL" for rare, so each such filter written on
+ * its own looks selective, their product tiny, and it would rather read
+ * the whole index range and sort it than scan in order up to the LIMIT;
+ * one CASE counts as one clause of selectivity 1/2. Subqueries in a
+ * filter are scalar (one index probe per row), never a hashed read of
+ * the whole table. The page's tail: the cursor (always bound), order and
+ * limit. */
+#define OPT(param, col) "(" param "::text IS NULL OR " col " = " param ")"
+#define ALL(conds) "CASE WHEN " conds " THEN true ELSE false END"
+#define TASKS_PAGE(states, c_num, c_str, limit)                                                    \
+    "AND " ALL("(" states "::smallint[] IS NULL OR status = ANY(" states                           \
+               "))") " AND (created_at, id) > (" c_num "::bigint, " c_str                          \
+                     "::text) ORDER BY created_at, id "                                            \
+                     "LIMIT " limit
+#define LIST_INSTANCES(key, opts)                                                                  \
+    "SELECT " COLS_INSTANCES " FROM instances i WHERE tenant_id = $1 " key " AND " ALL(            \
+        opts " AND ($6::smallint[] IS NULL OR status = ANY($6)) AND (NOT $7::boolean OR "          \
+             "parent_id IS NULL) AND ($8::int = 0 OR coalesce((SELECT true FROM instances c "      \
+             "WHERE c.tenant_id = i.tenant_id AND c.parent_id = i.id LIMIT 1), false) = "          \
+             "($8 = 2))") " AND (created_at, id) > ($9::bigint, $10::text) ORDER BY created_at, "  \
+                          "id LIMIT $11"
+#define SIGNALS_INSTANCE_OPT "($2::text IS NULL OR instance_id = $2 OR consumed_by_instance = $2)"
+#define SIGNALS_OPTS "(NOT $6::boolean OR buffered)"
+#define SIGNALS_AFTER "AND (received_at, id) > ($7::bigint, $8::text)"
+#define SIGNALS_REST                                                                               \
+    ALL(OPT("$3", "aggregate_type") " AND " OPT("$4", "aggregate_id") " AND " OPT(                 \
+        "$5", "signal_id") " AND " SIGNALS_OPTS)                                                   \
+    " " SIGNALS_AFTER " ORDER BY received_at, id LIMIT $9"
+/* consume_signal_*: the candidates (received_at, id), oldest first. */
+#define BUFFERED "tenant_id = $1 AND name = $2 AND buffered AND NOT discarded"
+#define CONSUME_SIGNAL(candidates)                                                                 \
+    "WITH c AS (SELECT s.tenant_id, s.id FROM (" candidates ") x JOIN signals s ON "               \
+    "s.tenant_id = $1 AND s.id = x.id WHERE s.buffered AND NOT s.discarded AND s.expires_at > "    \
+    "$6 ORDER BY x.received_at, x.id LIMIT 1 FOR UPDATE OF s SKIP LOCKED), u AS (UPDATE "          \
+    "signals s SET buffered = false, consumed_at = $6, consumed_by_instance = $7, "                \
+    "transition_id = $8 FROM c WHERE s.tenant_id = c.tenant_id AND s.id = c.id RETURNING s.*) "    \
+    "SELECT " COLS_SIGNALS " FROM u"
+#define EVENTS_REST(def_key, types, limit)                                                         \
+    "AND sequence IS NOT NULL AND sequence > $2 AND " ALL(                                         \
+        "(" def_key "::text IS NULL OR (SELECT i.definition_key FROM instances i WHERE "           \
+        "i.tenant_id = e.tenant_id AND i.id = e.instance_id) = " def_key ") AND (" types           \
+        "::text[] IS NULL OR type = ANY(" types "))") " ORDER BY sequence LIMIT " limit
 
 static const wf_pg_stmt stmts[S_COUNT_] = {
     [S_BEGIN] = {"begin", "BEGIN", "the transaction"},
@@ -348,16 +412,29 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                           "AND key = $2 AND ($3::int = 0 OR version = $3) "
                           "ORDER BY version DESC LIMIT 1",
                           "definition"},
+    /* The oldest buffered signal sent to the instance ($3), to the
+     * aggregate ($4, $5), or to either (two index-ordered runs of
+     * signals_buffer_*, 0006, merged); the row is locked and rechecked in
+     * the buffer. */
     [S_CONSUME_SIGNAL] = {"consume_signal",
-                          "WITH c AS (SELECT tenant_id, id FROM signals WHERE tenant_id = $1 "
-                          "AND name = $2 AND buffered AND NOT discarded AND expires_at > $6 "
-                          "AND (instance_id = $3 OR (aggregate_type = $4 AND aggregate_id = $5)) "
-                          "ORDER BY received_at, id LIMIT 1 FOR UPDATE SKIP LOCKED), "
-                          "u AS (UPDATE signals s SET buffered = false, consumed_at = $6, "
-                          "consumed_by_instance = $7, transition_id = $8 FROM c "
-                          "WHERE s.tenant_id = c.tenant_id AND s.id = c.id RETURNING s.*) "
-                          "SELECT " COLS_SIGNALS " FROM u",
+                          CONSUME_SIGNAL("(SELECT received_at, id FROM signals WHERE " BUFFERED
+                                         " AND instance_id = $3) UNION ALL (SELECT "
+                                         "received_at, id FROM signals WHERE " BUFFERED " AND "
+                                         "aggregate_type = $4 AND aggregate_id = $5 AND "
+                                         "(instance_id = $3) IS NOT TRUE)"),
                           "signal"},
+    [S_CONSUME_SIGNAL_INSTANCE] = {"consume_signal_instance",
+                                   CONSUME_SIGNAL(
+                                       "SELECT received_at, id FROM signals WHERE " BUFFERED
+                                       " AND instance_id = $3 AND "
+                                       "$4::text IS NULL AND $5::text IS NULL"),
+                                   "signal"},
+    [S_CONSUME_SIGNAL_AGGREGATE] = {"consume_signal_aggregate",
+                                    CONSUME_SIGNAL(
+                                        "SELECT received_at, id FROM signals WHERE " BUFFERED
+                                        " AND aggregate_type = $4 AND "
+                                        "aggregate_id = $5 AND $3::text IS NULL"),
+                                    "signal"},
     /* One lock per aggregate, whatever the signal's name: a unit of work
      * enabling waits for two names of one aggregate takes it once (it is
      * re-entrant), so two such units cannot deadlock by taking two keys in
@@ -384,71 +461,133 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                           "SELECT " COLS_JOBS " FROM jobs WHERE tenant_id = $1 AND key = $2",
                           "job"},
 
-    /* $2 user, $3 user's groups, $4 group, $5 states, ($6, $7) cursor. */
-    [S_LIST_TASKS] = {"list_tasks",
-                      "SELECT " COLS_TASKS " FROM tasks WHERE tenant_id = $1 AND "
-                      "(($2::text IS NOT NULL AND ((assignee_kind = 1 AND assignee_id = $2) "
-                      "OR (assignee_kind = 2 AND status = 1 AND assignee_id = ANY($3::text[])) "
-                      "OR claimed_by = $2)) "
-                      "OR ($2::text IS NULL AND $4::text IS NOT NULL AND assignee_kind = 2 "
-                      "AND assignee_id = $4) "
-                      "OR ($2::text IS NULL AND $4::text IS NULL)) "
-                      "AND ($5::smallint[] IS NULL OR status = ANY($5)) "
-                      "AND ($6::bigint IS NULL OR (created_at, id) > ($6, $7::text)) "
-                      "ORDER BY created_at, id LIMIT $8",
-                      "task"},
-    [S_LIST_INSTANCES] = {"list_instances",
-                          "SELECT " COLS_INSTANCES " FROM instances i WHERE tenant_id = $1 "
-                          "AND ($2::text IS NULL OR started_by = $2) "
-                          "AND ($3::text IS NULL OR definition_key = $3) "
-                          "AND ($4::text IS NULL OR aggregate_type = $4) "
-                          "AND ($5::text IS NULL OR aggregate_id = $5) "
-                          "AND ($6::smallint[] IS NULL OR status = ANY($6)) "
-                          "AND (NOT $7::boolean OR parent_id IS NULL) "
-                          "AND ($8::int = 0 OR EXISTS (SELECT 1 FROM instances c WHERE "
-                          "c.tenant_id = i.tenant_id AND c.parent_id = i.id) = ($8 = 2)) "
-                          "AND ($9::bigint IS NULL OR (created_at, id) > ($9, $10::text)) "
-                          "ORDER BY created_at, id LIMIT $11",
-                          "instance"},
+    /* Listings: one statement per shape, picked in C by the filter that
+     * picks the index (migrations/0006_plans.sql); the other filters stay
+     * "($n IS NULL OR ...)" on the rows that index returns, in order. The
+     * cursor is always bound (the first page starts below every row), so
+     * it is part of the index condition. */
+    /* $2 user, $3 user's groups, $4 states, ($5, $6) cursor, $7 limit:
+     * given to the user, open in one of the groups, or claimed by the user
+     * (and not already in the first two), each branch in index order. */
+    [S_LIST_TASKS_USER] =
+        {"list_tasks_user",
+         "SELECT " COLS_TASKS " FROM ((SELECT " COLS_TASKS " FROM tasks WHERE tenant_id = $1 "
+         "AND assignee_kind = 1 AND assignee_id = $2 " TASKS_PAGE(
+             "$4", "$5", "$6",
+             "$7") ") UNION ALL (SELECT t.* FROM (SELECT DISTINCT unnest($3::text[]) AS gid) g "
+                   "CROSS JOIN LATERAL (SELECT " COLS_TASKS " FROM tasks WHERE tenant_id = $1 "
+                   "AND assignee_kind = 2 AND assignee_id = g.gid AND status = 1 AND "
+                   "($4::smallint[] IS NULL "
+                   "OR 1 = ANY($4)) AND (created_at, id) > ($5::bigint, $6::text) "
+                   "ORDER BY created_at, id LIMIT $7) t) UNION ALL (SELECT " COLS_TASKS
+                   " FROM tasks "
+                   "WHERE tenant_id = $1 AND claimed_by = $2 AND (assignee_kind = 1 AND "
+                   "assignee_id = $2) "
+                   "IS NOT TRUE AND (assignee_kind = 2 AND status = 1 AND assignee_id = "
+                   "ANY($3::text[])) "
+                   "IS NOT TRUE " TASKS_PAGE("$4", "$5", "$6",
+                                             "$7") ")) x ORDER BY created_at, id LIMIT $7",
+         "task"},
+    /* $2 group, $3 states, ($4, $5) cursor, $6 limit. */
+    [S_LIST_TASKS_GROUP] = {"list_tasks_group",
+                            "SELECT " COLS_TASKS " FROM tasks WHERE tenant_id = $1 AND "
+                            "assignee_kind = 2 AND assignee_id = $2 " TASKS_PAGE("$3", "$4", "$5",
+                                                                                 "$6"),
+                            "task"},
+    /* $2 states, ($3, $4) cursor, $5 limit. */
+    [S_LIST_TASKS_ALL] = {"list_tasks_all",
+                          "SELECT " COLS_TASKS
+                          " FROM tasks WHERE tenant_id = $1 " TASKS_PAGE("$2", "$3", "$4", "$5"),
+                          "task"},
+    /* Every shape binds the same parameters: $2 started_by, $3
+     * definition_key, ($4, $5) aggregate, $6 statuses, $7 roots only, $8
+     * children, ($9, $10) cursor, $11 limit. */
+    [S_LIST_INSTANCES_AGGREGATE] = {"list_instances_aggregate",
+                                    LIST_INSTANCES("AND aggregate_type = $4 AND aggregate_id = $5",
+                                                   OPT("$2", "started_by") " AND " OPT(
+                                                       "$3", "definition_key")),
+                                    "instance"},
+    [S_LIST_INSTANCES_STARTED_BY] =
+        {"list_instances_started_by",
+         LIST_INSTANCES("AND started_by = $2",
+                        OPT("$3", "definition_key") " AND " OPT("$4", "aggregate_type") " AND " OPT(
+                            "$5", "aggregate_id")),
+         "instance"},
+    [S_LIST_INSTANCES_DEFINITION] =
+        {"list_instances_definition",
+         LIST_INSTANCES("AND definition_key = $3",
+                        OPT("$2", "started_by") " AND " OPT("$4", "aggregate_type") " AND " OPT(
+                            "$5", "aggregate_id")),
+         "instance"},
+    [S_LIST_INSTANCES_ALL] =
+        {"list_instances_all",
+         LIST_INSTANCES("", OPT("$2", "started_by") " AND " OPT("$3", "definition_key") " AND " OPT(
+                                "$4", "aggregate_type") " AND " OPT("$5", "aggregate_id")),
+         "instance"},
     [S_LIST_DEFINITIONS] = {"list_definitions",
                             "SELECT " COLS_DEFINITIONS " FROM definitions WHERE tenant_id = $1 "
                             "AND ($2::int IS NULL OR (key, version) > ($3::text, $2)) "
                             "ORDER BY key, version LIMIT $4",
                             "definition"},
-    [S_LIST_SIGNALS] = {"list_signals",
-                        "SELECT " COLS_SIGNALS " FROM signals WHERE tenant_id = $1 "
-                        "AND ($2::text IS NULL OR instance_id = $2 OR consumed_by_instance = $2) "
-                        "AND ($3::text IS NULL OR aggregate_type = $3) "
-                        "AND ($4::text IS NULL OR aggregate_id = $4) "
-                        "AND ($5::text IS NULL OR signal_id = $5) "
-                        "AND (NOT $6::boolean OR buffered) "
-                        "AND ($7::bigint IS NULL OR (received_at, id) > ($7, $8::text)) "
-                        "ORDER BY received_at, id LIMIT $9",
-                        "signal"},
+    /* Every shape binds the same parameters: $2 instance, ($3, $4)
+     * aggregate, $5 signal id, $6 buffered only, ($7, $8) cursor, $9
+     * limit. By signal id: one row at most (signals_dedupe). By instance:
+     * sent to it, or consumed by it and sent elsewhere. */
+    [S_LIST_SIGNALS_ID] = {"list_signals_id",
+                           "SELECT " COLS_SIGNALS " FROM signals WHERE tenant_id = $1 AND "
+                           "signal_id = $5 AND signal_id <> '' AND " ALL(
+                               SIGNALS_INSTANCE_OPT " AND " OPT("$3", "aggregate_type") " AND " OPT(
+                                   "$4", "aggregate_id") " AND " SIGNALS_OPTS) " " SIGNALS_AFTER
+                                                                               " LIMIT $9",
+                           "signal"},
+    [S_LIST_SIGNALS_INSTANCE] =
+        {"list_signals_instance",
+         "SELECT " COLS_SIGNALS " FROM ((SELECT " COLS_SIGNALS " FROM signals WHERE tenant_id = $1 "
+         "AND instance_id = $2 AND " SIGNALS_REST ") UNION ALL (SELECT " COLS_SIGNALS " FROM "
+         "signals WHERE tenant_id = $1 AND consumed_by_instance = $2 AND instance_id IS DISTINCT "
+         "FROM $2 AND " SIGNALS_REST ")) x ORDER BY received_at, id LIMIT $9",
+         "signal"},
+    [S_LIST_SIGNALS_AGGREGATE] =
+        {"list_signals_aggregate",
+         "SELECT " COLS_SIGNALS " FROM signals WHERE tenant_id = $1 AND "
+         "aggregate_type = $3 AND aggregate_id = $4 AND " ALL(SIGNALS_INSTANCE_OPT " AND " OPT(
+             "$5", "signal_id") " AND " SIGNALS_OPTS) " " SIGNALS_AFTER
+                                                      " ORDER BY received_at, id LIMIT $9",
+         "signal"},
+    [S_LIST_SIGNALS_ALL] =
+        {"list_signals_all",
+         "SELECT " COLS_SIGNALS " FROM signals WHERE tenant_id = $1 AND " ALL(
+             SIGNALS_INSTANCE_OPT
+             " AND " OPT("$3", "aggregate_type") " AND " OPT("$4", "aggregate_id") " AND " OPT(
+                 "$5", "signal_id") " AND " SIGNALS_OPTS) " " SIGNALS_AFTER
+                                                          " ORDER BY received_at, id LIMIT $9",
+         "signal"},
 
     /* Lease: activatable now, or leased with the lease run out (no
      * attempt is spent: attempt belongs to the engine). */
-    [S_ACTIVATE_JOBS] = {"activate_jobs",
-                         "WITH c AS (SELECT tenant_id, root_id, id FROM jobs WHERE tenant_id = $1 AND "
-                         "job_type = $2 AND state = 1 AND activatable_at <= $3 "
-                         "ORDER BY activatable_at, id LIMIT $4 FOR UPDATE SKIP LOCKED), "
-                         "u AS (UPDATE jobs j SET state = 2, key = gen_random_uuid()::text, "
-                         "worker = $5, lease_expires_at = $6 FROM c WHERE "
-                         "j.tenant_id = c.tenant_id AND j.root_id = c.root_id AND j.id = c.id "
-                         "RETURNING j.*) "
-                         "SELECT " COLS_JOBS " FROM u ORDER BY activatable_at, id",
-                         "job"},
+    [S_ACTIVATE_JOBS] =
+        {"activate_jobs",
+         "WITH c AS (SELECT tenant_id, root_id, id FROM jobs WHERE tenant_id = $1 AND "
+         "job_type = $2 AND state = 1 AND activatable_at <= $3 "
+         "ORDER BY activatable_at, id LIMIT $4 FOR UPDATE SKIP LOCKED), "
+         "u AS (UPDATE jobs j SET state = 2, key = gen_random_uuid()::text, "
+         "worker = $5, lease_expires_at = $6 FROM c WHERE "
+         "j.tenant_id = c.tenant_id AND j.root_id = c.root_id AND j.id = c.id "
+         "RETURNING j.*) "
+         "SELECT " COLS_JOBS " FROM u ORDER BY activatable_at, id",
+         "job"},
     /* All tenants ($4 NULL: the scheduler is one per replica, not per
      * tenant), or one tenant's pass on demand. */
-    [S_CLAIM_TIMERS] = {"claim_timers",
-                        "WITH c AS (SELECT tenant_id, root_id, id FROM timers WHERE due_at <= $1 AND "
-                        "claimed_until <= $1 AND ($4::text IS NULL OR tenant_id = $4) "
-                        "ORDER BY due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED), "
-                        "u AS (UPDATE timers t SET claimed_until = $3 FROM c WHERE "
-                        "t.tenant_id = c.tenant_id AND t.root_id = c.root_id AND t.id = c.id "
-                        "RETURNING t.*) "
-                        "SELECT " COLS_TIMERS " FROM u ORDER BY due_at, id",
-                        "timer"},
+    [S_CLAIM_TIMERS] =
+        {"claim_timers",
+         "WITH c AS (SELECT tenant_id, root_id, id FROM timers WHERE due_at <= $1 AND "
+         "claimed_until <= $1 AND ($4::text IS NULL OR tenant_id = $4) "
+         "ORDER BY due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED), "
+         "u AS (UPDATE timers t SET claimed_until = $3 FROM c WHERE "
+         "t.tenant_id = c.tenant_id AND t.root_id = c.root_id AND t.id = c.id "
+         "RETURNING t.*) "
+         "SELECT " COLS_TIMERS " FROM u ORDER BY due_at, id",
+         "timer"},
     /* The scheduler's passes; $1 NULL = every tenant. Each touches one
      * bounded batch in one short statement, skipping rows that a unit of
      * work holds. Buffered rows are always outcome 2 with consumed_at 0:
@@ -499,22 +638,37 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                         "(SELECT count(*) FROM c) < $3) "
                         "DELETE FROM events d USING c WHERE d.id = c.id",
                         "event"},
-    [S_FIND_SUBS] = {"find_subscriptions",
-                     "SELECT " COLS_SUBSCRIPTIONS " FROM subscriptions WHERE tenant_id = $1 "
-                     "AND signal_name = $2 AND CASE WHEN $3::text IS NOT NULL "
-                     "THEN instance_id = $3 ELSE aggregate_type = $4 AND aggregate_id = $5 END "
-                     "ORDER BY created_at, id",
-                     "subscription"},
-    [S_READ_EVENTS] = {"read_events",
-                       "SELECT " COLS_EVENTS " FROM events e WHERE tenant_id = $1 "
-                       "AND sequence IS NOT NULL AND sequence > $2 "
-                       "AND ($3::text IS NULL OR instance_id = $3 OR root_id = $3) "
-                       "AND ($4::text IS NULL OR EXISTS (SELECT 1 FROM instances i WHERE "
-                       "i.tenant_id = e.tenant_id AND i.id = e.instance_id AND "
-                       "i.definition_key = $4)) "
-                       "AND ($5::text[] IS NULL OR type = ANY($5)) "
-                       "ORDER BY sequence LIMIT $6",
-                       "event"},
+    /* Waits for a signal sent to one instance, or to one aggregate. */
+    [S_FIND_SUBS_INSTANCE] = {"find_subscriptions_instance",
+                              "SELECT " COLS_SUBSCRIPTIONS " FROM subscriptions WHERE tenant_id = "
+                              "$1 AND instance_id = $3 AND signal_name = $2 "
+                              "ORDER BY created_at, id",
+                              "subscription"},
+    [S_FIND_SUBS_AGGREGATE] = {"find_subscriptions_aggregate",
+                               "SELECT " COLS_SUBSCRIPTIONS " FROM subscriptions WHERE tenant_id "
+                               "= $1 AND signal_name = $2 AND aggregate_type = $3 AND "
+                               "aggregate_id = $4 ORDER BY created_at, id",
+                               "subscription"},
+    /* $2 after, $3 instance, $4 definition key, $5 types, $6 limit. The
+     * instance's events are those of its tree when it is a root, else
+     * those it wrote itself within its root's: both by events_root. */
+    [S_READ_EVENTS_INSTANCE] = {"read_events_instance",
+                                "SELECT " COLS_EVENTS " FROM ((SELECT " COLS_EVENTS
+                                " FROM events e WHERE tenant_id = $1 "
+                                "AND root_id = $3 " EVENTS_REST(
+                                    "$4", "$5",
+                                    "$6") ") UNION ALL (SELECT " COLS_EVENTS
+                                          " FROM events e WHERE tenant_id = $1 AND root_id = "
+                                          "(SELECT i.root_id FROM instances i "
+                                          "WHERE i.tenant_id = $1 AND i.id = $3) AND root_id <> $3 "
+                                          "AND instance_id = $3 " EVENTS_REST(
+                                              "$4", "$5", "$6") ")) x ORDER BY sequence LIMIT $6",
+                                "event"},
+    /* $2 after, $3 definition key, $4 types, $5 limit. */
+    [S_READ_EVENTS_ALL] = {"read_events_all",
+                           "SELECT " COLS_EVENTS
+                           " FROM events e WHERE tenant_id = $1 " EVENTS_REST("$3", "$4", "$5"),
+                           "event"},
     /* One batch of the sequencer, in its own (implicit) transaction:
      * ($1 batch, $2 wait ms) -> rows numbered, -1 when busy elsewhere. */
     [S_SEQUENCE] = {"sequence_events", "SELECT wf_sequence_events($1, $2)", "event"},
@@ -543,6 +697,10 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
     [S_MIG_RECORD] = {"mig_record", "INSERT INTO schema_migrations (version) VALUES ($1)",
                       "the schema"},
 };
+
+/* The table, for the plan guard (tests/store/test_store_plans.c). */
+const wf_pg_stmt *const wf_pg_statements = stmts;
+const int wf_pg_n_statements = S_COUNT_;
 
 typedef struct pg_listener pg_listener;
 
@@ -1398,8 +1556,11 @@ pg_consume_signal(wf_tx *t, const char *name, const char *instance_id, const cha
     p_str(&p, transition_id);
     wf_signal_row *rows;
     size_t n;
-    wf_code rc = run_rows(tx->c, S_CONSUME_SIGNAL, &p, t->ctx.deadline_ms, &wf_store__signal_desc,
-                          t->ctx.arena, &rows, &n, err);
+    int id = agg_type == NULL && agg_id == NULL ? S_CONSUME_SIGNAL_INSTANCE
+             : instance_id == NULL              ? S_CONSUME_SIGNAL_AGGREGATE
+                                                : S_CONSUME_SIGNAL;
+    wf_code rc = run_rows(tx->c, id, &p, t->ctx.deadline_ms, &wf_store__signal_desc, t->ctx.arena,
+                          &rows, &n, err);
     if (rc == WF_OK) {
         *found = n > 0;
         if (n > 0)
@@ -1523,18 +1684,42 @@ p_cursor(params *p, bool has, int64_t num, const char *str)
     }
 }
 
+/* Appends the keyset cursor, or on the first page one below every row
+ * (the smallest number, the empty id), so that the statement's cursor
+ * condition is always an index condition. */
+static void
+p_after(params *p, bool has, int64_t num, const char *str)
+{
+    p_cursor(p, true, has ? num : INT64_MIN, has ? str : "");
+}
+
+static bool
+given(const char *s)
+{
+    return s != NULL && s[0] != '\0';
+}
+
 static wf_code
 pg_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f, size_t limit,
               bool has, int64_t c_num, const char *c_str, wf_task_row **rows, size_t *n,
               wf_error *err)
 {
-    params p = p_tenant(ctx, f->user);
-    p_text_array(&p, f->groups, f->user != NULL ? f->n_groups : 0);
-    p_str(&p, f->group);
+    /* A user's inbox (the group is then ignored), a group's, or all. */
+    int id = f->user != NULL    ? S_LIST_TASKS_USER
+             : f->group != NULL ? S_LIST_TASKS_GROUP
+                                : S_LIST_TASKS_ALL;
+    params p = {.a = ctx->arena};
+    p_str(&p, ctx->tenant);
+    if (id == S_LIST_TASKS_USER) {
+        p_str(&p, f->user);
+        p_text_array(&p, f->groups, f->n_groups);
+    } else if (id == S_LIST_TASKS_GROUP) {
+        p_str(&p, f->group);
+    }
     p_int_array(&p, (const int *)f->states, f->n_states);
-    p_cursor(&p, has, c_num, c_str);
+    p_after(&p, has, c_num, c_str);
     p_i64(&p, (int64_t)limit);
-    return query((pg_store *)st, ctx, S_LIST_TASKS, &p, &wf_store__task_desc, rows, n, err);
+    return query((pg_store *)st, ctx, id, &p, &wf_store__task_desc, rows, n, err);
 }
 
 static wf_code
@@ -1542,6 +1727,11 @@ pg_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filte
                   bool has, int64_t c_num, const char *c_str, wf_instance_row **rows, size_t *n,
                   wf_error *err)
 {
+    /* The index: the aggregate, else who started it, else the definition. */
+    int id = f->aggregate_type != NULL && f->aggregate_id != NULL ? S_LIST_INSTANCES_AGGREGATE
+             : f->started_by != NULL                              ? S_LIST_INSTANCES_STARTED_BY
+             : f->definition_key != NULL                          ? S_LIST_INSTANCES_DEFINITION
+                                                                  : S_LIST_INSTANCES_ALL;
     params p = p_tenant(ctx, f->started_by);
     p_str(&p, f->definition_key);
     p_str(&p, f->aggregate_type);
@@ -1549,9 +1739,9 @@ pg_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filte
     p_int_array(&p, (const int *)f->statuses, f->n_statuses);
     p_bool(&p, f->roots_only);
     p_i64(&p, f->children);
-    p_cursor(&p, has, c_num, c_str);
+    p_after(&p, has, c_num, c_str);
     p_i64(&p, (int64_t)limit);
-    return query((pg_store *)st, ctx, S_LIST_INSTANCES, &p, &wf_store__instance_desc, rows, n, err);
+    return query((pg_store *)st, ctx, id, &p, &wf_store__instance_desc, rows, n, err);
 }
 
 static wf_code
@@ -1571,14 +1761,19 @@ pg_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f
                 bool has, int64_t c_num, const char *c_str, wf_signal_row **rows, size_t *n,
                 wf_error *err)
 {
+    /* The index: the dedupe key, else the instance, else the aggregate. */
+    int id = given(f->signal_id)                                    ? S_LIST_SIGNALS_ID
+             : f->instance_id != NULL                               ? S_LIST_SIGNALS_INSTANCE
+             : f->aggregate_type != NULL && f->aggregate_id != NULL ? S_LIST_SIGNALS_AGGREGATE
+                                                                    : S_LIST_SIGNALS_ALL;
     params p = p_tenant(ctx, f->instance_id);
     p_str(&p, f->aggregate_type);
     p_str(&p, f->aggregate_id);
     p_str(&p, f->signal_id);
     p_bool(&p, f->buffered_only);
-    p_cursor(&p, has, c_num, c_str);
+    p_after(&p, has, c_num, c_str);
     p_i64(&p, (int64_t)limit);
-    return query((pg_store *)st, ctx, S_LIST_SIGNALS, &p, &wf_store__signal_desc, rows, n, err);
+    return query((pg_store *)st, ctx, id, &p, &wf_store__signal_desc, rows, n, err);
 }
 
 /* ---- cross-instance work ----------------------------------------------------- */
@@ -1700,10 +1895,15 @@ pg_find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const char *name,
                       wf_subscription_row **rows, size_t *n, wf_error *err)
 {
     params p = p_tenant(ctx, name);
-    p_str(&p, instance_id);
-    p_str(&p, agg_type);
-    p_str(&p, agg_id);
-    return query((pg_store *)st, ctx, S_FIND_SUBS, &p, &wf_store__subscription_desc, rows, n, err);
+    if (instance_id != NULL) {
+        p_str(&p, instance_id);
+    } else {
+        p_str(&p, agg_type);
+        p_str(&p, agg_id);
+    }
+    return query((pg_store *)st, ctx,
+                 instance_id != NULL ? S_FIND_SUBS_INSTANCE : S_FIND_SUBS_AGGREGATE, &p,
+                 &wf_store__subscription_desc, rows, n, err);
 }
 
 /*
@@ -1749,7 +1949,8 @@ pg_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after, const wf_ev
     params p = {.a = ctx->arena};
     p_str(&p, ctx->tenant);
     p_i64(&p, after);
-    p_str(&p, f->instance_id);
+    if (f->instance_id != NULL)
+        p_str(&p, f->instance_id);
     p_str(&p, f->definition_key);
     p_text_array(&p, f->types, f->n_types);
     p_i64(&p, (int64_t)limit);
@@ -1761,8 +1962,8 @@ pg_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after, const wf_ev
      * snapshot: the read sees those numbers and every smaller one. */
     rc = sequence_pending(c, ctx, SEQ_READ_ROUNDS, err);
     if (rc == WF_OK)
-        rc = run_rows(c, S_READ_EVENTS, &p, ctx->deadline_ms, &wf_store__event_desc, ctx->arena,
-                      rows, n, err);
+        rc = run_rows(c, f->instance_id != NULL ? S_READ_EVENTS_INSTANCE : S_READ_EVENTS_ALL, &p,
+                      ctx->deadline_ms, &wf_store__event_desc, ctx->arena, rows, n, err);
     conn_put(s, c);
     return rc;
 }

@@ -83,6 +83,8 @@ CLASSES = {
     # not per root: reference or separately distributed tables
     "upsert_signal": (True, "global"),
     "consume_signal": (True, "global"),
+    "consume_signal_instance": (True, "global"),
+    "consume_signal_aggregate": (True, "global"),
     "idem_get": (True, "global"),
     "idem_put": (True, "global"),
     "put_definition": (True, "global"),
@@ -97,12 +99,22 @@ CLASSES = {
     "get_instance": (False, "fanout"),
     "get_task": (False, "fanout"),
     "get_job_by_key": (False, "fanout"),
-    "list_tasks": (False, "fanout"),
-    "list_instances": (False, "fanout"),
+    "list_tasks_user": (False, "fanout"),
+    "list_tasks_group": (False, "fanout"),
+    "list_tasks_all": (False, "fanout"),
+    "list_instances_aggregate": (False, "fanout"),
+    "list_instances_started_by": (False, "fanout"),
+    "list_instances_definition": (False, "fanout"),
+    "list_instances_all": (False, "fanout"),
     "list_definitions": (False, "global"),
-    "list_signals": (False, "global"),
-    "find_subscriptions": (False, "fanout"),
-    "read_events": (False, "fanout"),
+    "list_signals_id": (False, "global"),
+    "list_signals_instance": (False, "global"),
+    "list_signals_aggregate": (False, "global"),
+    "list_signals_all": (False, "global"),
+    "find_subscriptions_instance": (False, "fanout"),
+    "find_subscriptions_aggregate": (False, "fanout"),
+    "read_events_instance": (False, "fanout"),
+    "read_events_all": (False, "fanout"),
     "sequence_events": (False, "global"),
     # the scheduler's passes
     "claim_timers": (False, "fanout"),
@@ -114,8 +126,9 @@ CLASSES = {
     "count_backlog": (False, "fanout"),
 }
 # Run only on a path (a signal racing the wait for its aggregate) that the
-# workload may not take; checked when it does.
-OPTIONAL = {"lock_correlation", "sub_awaited"}
+# workload may not take; checked when it does. consume_signal (by instance
+# and aggregate at once) is the store contract's; the engine asks by one.
+OPTIONAL = {"lock_correlation", "sub_awaited", "consume_signal"}
 # Transaction control, settings, LISTEN, migrations: nothing to plan.
 UTILITY = {"begin", "commit", "rollback", "timeout_local", "timeout_session", "ping",
            "listen_events", "listen_jobs", "mig_lock", "mig_unlock", "mig_table", "mig_has",
