@@ -743,7 +743,10 @@ wf_code wf_store_sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error
  *     or whose activatable_at arrives, notifies nobody: pollers also need
  *     a timer.
  * Notifications are hints: one commit gives at most one per distinct
- * (channel, payload); they carry no tenant; a rollback gives none. After
+ * (channel, payload); they carry no tenant; a rollback gives none.
+ * Postgres sends them after commit, outside the writing transaction,
+ * coalescing the commits of a few milliseconds into one notification per
+ * (channel, payload) (and, past 32 job types, wf_jobs ""). After
  * the Postgres listener reconnects (notifications sent while it was down
  * are lost) it calls fn once with ("wf_events", "") and ("wf_jobs", "") so
  * that waiters re-check.
