@@ -1401,8 +1401,8 @@ cmp_batch_entry(const void *pa, const void *pb)
 
 /* Adds types[0..n) to the distinct wake types of a batch. */
 static bool
-batch_keep_wake(wf_arena *a, const char ***all, size_t *n_all, size_t *cap, const char *const *types,
-                size_t n)
+batch_keep_wake(wf_arena *a, const char ***all, size_t *n_all, size_t *cap,
+                const char *const *types, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         bool have = false;
@@ -1448,7 +1448,8 @@ fire_batch_once(const wf_net_rt *rt, batch_entry *e, size_t n, int64_t deadline_
         const char **wake = NULL;
         size_t n_wake = 0, cap_wake = 0;
         wf_tx *tx = NULL;
-        wf_code rc = got != NULL ? wf_store_begin_batch(rt->store, &sc, &tx, err) : wf_ref__nomem(err);
+        wf_code rc =
+            got != NULL ? wf_store_begin_batch(rt->store, &sc, &tx, err) : wf_ref__nomem(err);
         if (rc != WF_OK) {
             wf_arena_free(a);
             return rc;

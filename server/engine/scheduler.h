@@ -82,9 +82,8 @@ typedef wf_code (*wf_sched_fire_fn)(void *arg, const wf_timer_row *timer, int64_
 /* Fires a batch of claimed timers (rows live until the call returns), as
  * wf_net_fire_timers: per timer i, fired[i], codes[i] and errs[i] with the
  * meaning of wf_sched_fire_fn's *fired, code and err. */
-typedef void (*wf_sched_fire_batch_fn)(void *arg, const wf_timer_row *rows, size_t n,
-                                       int64_t deadline_ms, bool *fired, wf_code *codes,
-                                       wf_error *errs);
+typedef void (*wf_sched_batch_fn)(void *arg, const wf_timer_row *rows, size_t n,
+                                  int64_t deadline_ms, bool *fired, wf_code *codes, wf_error *errs);
 
 /* Wakes waiters after a lease expiry committed: topic "events", then
  * "jobs:<type>" (net_runtime.h's topics). Cheap, non-blocking; called with
@@ -100,7 +99,7 @@ typedef struct wf_scheduler_options {
     int64_t backoff_max_ms;           /* longest wait between retries after an error [5000] */
     bool manual;                      /* no thread: only wf_scheduler_tick/_run run passes */
     wf_sched_wake_fn wake;            /* after each lease expiry; NULL = none */
-    wf_sched_fire_batch_fn fire_batch; /* fires each claimed batch at once; NULL = fire */
+    wf_sched_batch_fn fire_batch;     /* fires each claimed batch at once; NULL = fire */
     size_t sweep_batch;               /* rows per signal-expiry or retention statement [500] */
     int64_t sweep_interval_ms;        /* how often the thread sweeps [60000] */
     int64_t idempotency_retention_ms; /* request records older go [24 h] */

@@ -176,7 +176,8 @@ enum {
     S_COUNT_
 };
 _Static_assert(S_COUNT_ <= WF_PG_MAX_STMTS, "prepared-statement bits (pg_pool.h)");
-_Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 && S_SWEEP_SIGNALS_T == S_SWEEP_SIGNALS + 1 &&
+_Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
+                   S_SWEEP_SIGNALS_T == S_SWEEP_SIGNALS + 1 &&
                    S_SWEEP_IDEMPOTENCY_T == S_SWEEP_IDEMPOTENCY + 1 &&
                    S_SWEEP_EVENTS_T == S_SWEEP_EVENTS + 1,
                "batch_cmd: the one-tenant shape follows the every-tenant one");
@@ -283,7 +284,8 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
     [S_UPSERT_JOB] =
         {"upsert_job",
          "WITH o AS (SELECT state, activatable_at, job_type FROM jobs WHERE tenant_id = $3 AND "
-         "root_id = $4 AND id = $1), u AS (INSERT INTO jobs (id, key, tenant_id, root_id, instance_id, work_item_id, "
+         "root_id = $4 AND id = $1), "
+         "u AS (INSERT INTO jobs (id, key, tenant_id, root_id, instance_id, work_item_id, "
          "transition_id, job_type, state, worker, attempt, max_attempts, activatable_at, "
          "lease_expires_at, initial_backoff_ms, backoff_multiplier, max_backoff_ms, "
          "variables_json, idempotency_key, compensation, last_error, created_at) VALUES "
@@ -484,17 +486,18 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
      * lets the partial indexes signals_expiry / signals_tenant_expiry
      * serve. */
 #define EXPIRE_SIGNALS(tenant)                                                                     \
-    "WITH c AS (SELECT tenant_id, id FROM signals WHERE " tenant "outcome = 2 AND consumed_at = 0 " \
-    "AND buffered AND NOT discarded AND expires_at <= $1 ORDER BY expires_at, id LIMIT $2 "        \
-    "FOR UPDATE SKIP LOCKED) "                                                                     \
+    "WITH c AS (SELECT tenant_id, id FROM signals WHERE " tenant                                   \
+    "outcome = 2 AND consumed_at = 0 AND buffered AND NOT discarded AND expires_at <= $1 "         \
+    "ORDER BY expires_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) "                                    \
     "UPDATE signals s SET buffered = false, discarded = true FROM c "                              \
     "WHERE s.tenant_id = c.tenant_id AND s.id = c.id"
     [S_EXPIRE_SIGNALS] = {"expire_signals", EXPIRE_SIGNALS(""), "signal"},
     [S_EXPIRE_SIGNALS_T] = {"expire_signals_tenant", EXPIRE_SIGNALS("tenant_id = $3 AND "),
                             "signal"},
 #define SWEEP_SIGNALS(tenant)                                                                      \
-    "WITH c AS (SELECT tenant_id, id FROM signals WHERE " tenant "outcome = 2 AND consumed_at = 0 " \
-    "AND NOT buffered AND expires_at > 0 AND expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED) "   \
+    "WITH c AS (SELECT tenant_id, id FROM signals WHERE " tenant                                   \
+    "outcome = 2 AND consumed_at = 0 AND NOT buffered AND expires_at > 0 AND expires_at <= $1 "    \
+    "LIMIT $2 FOR UPDATE SKIP LOCKED) "                                                            \
     "DELETE FROM signals s USING c WHERE s.tenant_id = c.tenant_id AND s.id = c.id"
     [S_SWEEP_SIGNALS] = {"sweep_signals", SWEEP_SIGNALS(""), "signal"},
     [S_SWEEP_SIGNALS_T] = {"sweep_signals_tenant", SWEEP_SIGNALS("tenant_id = $3 AND "), "signal"},

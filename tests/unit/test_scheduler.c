@@ -442,7 +442,7 @@ START_TEST(test_tick_drains_a_backlog_in_batches)
 }
 END_TEST
 
-/* wf_sched_fire_batch_fn over fake_fire (arg: the store): records the size
+/* wf_sched_batch_fn over fake_fire (arg: the store): records the size
  * of each batch it is handed. */
 static size_t batch_sizes[16];
 static int n_batches;
