@@ -1371,6 +1371,185 @@ wf_net_fire_timer(const wf_net_rt *rt, const wf_timer_row *row, int64_t deadline
     return rc;
 }
 
+/* ---- timers in batches ------------------------------------------------------------------------ */
+
+/* Roots per batch transaction: few enough that a batch holds its root
+ * locks briefly, enough that the commit is shared. */
+#define FIRE_BATCH_ROOTS 50
+
+typedef struct batch_entry {
+    const wf_timer_row *row;
+    size_t at;     /* index in the caller's arrays */
+    bool excluded; /* fired on its own after the batch */
+} batch_entry;
+
+static int
+cmp_batch_entry(const void *pa, const void *pb)
+{
+    const wf_timer_row *a = ((const batch_entry *)pa)->row, *b = ((const batch_entry *)pb)->row;
+    int c = strcmp(a->tenant, b->tenant);
+    if (c == 0)
+        c = strcmp(a->root_id, b->root_id);
+    if (c == 0)
+        c = a->due_at < b->due_at ? -1 : a->due_at > b->due_at;
+    if (c == 0)
+        c = strcmp(a->id, b->id);
+    if (c == 0)
+        c = a < b ? -1 : a > b;
+    return c;
+}
+
+/* Adds types[0..n) to the distinct wake types of a batch. */
+static bool
+batch_keep_wake(wf_arena *a, const char ***all, size_t *n_all, size_t *cap,
+                const char *const *types, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        bool have = false;
+        for (size_t j = 0; j < *n_all && !have; j++)
+            have = strcmp((*all)[j], types[i]) == 0;
+        if (have)
+            continue;
+        if (*n_all == *cap) {
+            size_t c = *cap ? *cap * 2 : 8;
+            const char **v = wf_arena_alloc(a, c * sizeof *v);
+            if (v == NULL)
+                return false;
+            if (*n_all > 0)
+                memcpy(v, *all, *n_all * sizeof *v);
+            *all = v;
+            *cap = c;
+        }
+        (*all)[(*n_all)++] = types[i];
+    }
+    return true;
+}
+
+/*
+ * One transaction over the roots of e[0..n) (one tenant, sorted by root),
+ * skipping the excluded ones. When a root's firing fails (an error, or a
+ * store call that poisoned the transaction), everything is rolled back,
+ * that root is excluded (the caller fires its timers alone) and the rest
+ * runs again. *done: the batch committed (fired[] and the wake-ups are
+ * done); else the commit itself failed with the returned code.
+ */
+static wf_code
+fire_batch_once(const wf_net_rt *rt, batch_entry *e, size_t n, int64_t deadline_ms, bool *fired,
+                wf_error *err)
+{
+    for (;;) {
+        wf_arena *a = wf_arena_new();
+        if (a == NULL)
+            return wf_ref__nomem(err);
+        wf_ref_ctx ctx = {
+            .store = rt->store, .tenant = e[0].row->tenant, .deadline_ms = deadline_ms, .arena = a};
+        wf_store_ctx sc = wf_nw_store_ctx(&ctx);
+        bool *got = wf_arena_calloc(a, n, sizeof *got);
+        const char **wake = NULL;
+        size_t n_wake = 0, cap_wake = 0;
+        wf_tx *tx = NULL;
+        wf_code rc =
+            got != NULL ? wf_store_begin_batch(rt->store, &sc, &tx, err) : wf_ref__nomem(err);
+        if (rc != WF_OK) {
+            wf_arena_free(a);
+            return rc;
+        }
+        size_t bad = n, live = 0;
+        for (size_t i = 0; i < n && bad == n; i++) {
+            if (e[i].excluded)
+                continue;
+            live++;
+            timer_op op = {&ctx, e[i].row, false, NULL, 0};
+            wf_error e2;
+            wf_error_clear(&e2);
+            wf_code brc = timer_body(tx, &op, &e2);
+            if (brc != WF_OK || wf_tx_failed(tx) ||
+                (op.fired && !batch_keep_wake(a, &wake, &n_wake, &cap_wake, op.wake, op.n_wake)))
+                bad = i;
+            else
+                got[i] = op.fired;
+        }
+        if (bad < n) {
+            wf_tx_rollback(tx);
+            wf_arena_free(a);
+            for (size_t i = 0; i < n; i++)
+                if (strcmp(e[i].row->root_id, e[bad].row->root_id) == 0)
+                    e[i].excluded = true;
+            continue;
+        }
+        rc = live > 0 ? wf_tx_commit(tx, err) : (wf_tx_rollback(tx), WF_OK);
+        if (rc == WF_OK) {
+            for (size_t i = 0; i < n; i++)
+                if (!e[i].excluded)
+                    fired[e[i].at] = got[i];
+            bool any = false;
+            for (size_t i = 0; i < n; i++)
+                any |= got[i];
+            if (any && rt->wake != NULL) {
+                wf_net_ctx nc = {.wake = rt->wake, .wake_arg = rt->wake_arg};
+                wf_nw_wake(&nc, wake, n_wake);
+            }
+        }
+        wf_arena_free(a);
+        return rc;
+    }
+}
+
+void
+wf_net_fire_timers(const wf_net_rt *rt, const wf_timer_row *rows, size_t n, int64_t deadline_ms,
+                   bool *fired, wf_code *codes, wf_error *errs)
+{
+    for (size_t i = 0; i < n; i++) {
+        fired[i] = false;
+        codes[i] = WF_OK;
+        wf_error_clear(&errs[i]);
+    }
+    batch_entry *e = calloc(n + 1, sizeof *e);
+    size_t k = 0;
+    for (size_t i = 0; e != NULL && i < n; i++) {
+        const wf_timer_row *r = &rows[i];
+        if (rt == NULL || rt->store == NULL || r->id == NULL || r->instance_id == NULL ||
+            r->tenant == NULL || r->root_id == NULL)
+            codes[i] = wf_error_set(&errs[i], WF_E_INVALID_ARGUMENT, "timer row is incomplete");
+        else
+            e[k++] = (batch_entry){r, i, false};
+    }
+    if (e == NULL) {
+        for (size_t i = 0; i < n; i++)
+            codes[i] = wf_ref__nomem(&errs[i]);
+        return;
+    }
+    qsort(e, k, sizeof *e, cmp_batch_entry);
+    /* Chunks of one tenant and at most FIRE_BATCH_ROOTS roots, in (tenant,
+     * root id) order: every batch locks its roots in ascending order. */
+    for (size_t lo = 0; lo < k;) {
+        size_t hi = lo + 1, roots = 1;
+        while (hi < k && strcmp(e[hi].row->tenant, e[lo].row->tenant) == 0) {
+            if (strcmp(e[hi].row->root_id, e[hi - 1].row->root_id) != 0) {
+                if (roots == FIRE_BATCH_ROOTS)
+                    break;
+                roots++;
+            }
+            hi++;
+        }
+        wf_error berr;
+        wf_error_clear(&berr);
+        wf_code rc = fire_batch_once(rt, &e[lo], hi - lo, deadline_ms, fired, &berr);
+        for (size_t i = lo; i < hi; i++) {
+            size_t at = e[i].at;
+            if (rc != WF_OK && !e[i].excluded) {
+                codes[at] = rc;
+                errs[at] = berr;
+            } else if (e[i].excluded) {
+                /* Alone, with the runner's retries: its own outcome. */
+                codes[at] = wf_net_fire_timer(rt, e[i].row, deadline_ms, &fired[at], &errs[at]);
+            }
+        }
+        lo = hi;
+    }
+    free(e);
+}
+
 /* ---- GetInstance ----------------------------------------------------------------------------- */
 
 wf_code

@@ -209,4 +209,20 @@ wf_code wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_
 wf_code wf_net_fire_timer(const wf_net_rt *rt, const wf_timer_row *row, int64_t deadline_ms,
                           bool *fired, wf_error *err);
 
+/* Fires a batch of claimed timers (rows as wf_store_claim_due_timers
+ * returns them: any tenants and roots, any order). They are grouped by
+ * tenant and root and fired in batch units of work (wf_store_begin_batch)
+ * of up to 50 roots each, locking the roots in ascending id order, each
+ * root's due timers in (due_at, id) order, one commit per batch. Each
+ * timer fires as wf_net_fire_timer would: only if it is still in its
+ * aggregate with its work item still enabled (a withdrawn timer, one whose
+ * token was consumed meanwhile, or one fired elsewhere gives *fired =
+ * false). A root whose firing fails is taken out of its batch (which runs
+ * again without it) and fired on its own, so one root's failure never
+ * costs the others their firings. Per timer i: fired[i], codes[i] (WF_OK
+ * or the failure, which leaves the timer for its claim to run out, as
+ * wf_net_fire_timer) and errs[i]. Wake-ups follow each commit. */
+void wf_net_fire_timers(const wf_net_rt *rt, const wf_timer_row *rows, size_t n,
+                        int64_t deadline_ms, bool *fired, wf_code *codes, wf_error *errs);
+
 #endif /* WF_NET_RUNTIME_H */

@@ -78,15 +78,12 @@ note_claim(wf_scheduler *s, wf_code rc, const wf_error *err)
                wf_mono_ms() - since);
 }
 
-/* Fires one claimed timer and records the outcome. Returns fire's code;
- * *fired as fire reported it. */
-static wf_code
-fire_one(wf_scheduler *s, const wf_timer_row *t, bool *fired_out)
+/* Records the outcome of one firing (rc, fired and err as the fire
+ * callback reported them). */
+static void
+note_fire(wf_scheduler *s, const wf_timer_row *t, wf_code rc, bool fired, const wf_error *e)
 {
-    bool fired = false;
-    wf_error err;
-    wf_error_clear(&err);
-    wf_code rc = s->fire(s->arg, t, wf_mono_ms() + s->opt.call_timeout_ms, &fired, &err);
+    wf_error err = *e;
     /* Lateness is measured when the firing has committed: that is when
      * its effects (tasks, events, stream wake-ups) exist. */
     int64_t lateness_ms = (wf_now_us() - t->due_at) / 1000;
@@ -117,8 +114,41 @@ fire_one(wf_scheduler *s, const wf_timer_row *t, bool *fired_out)
                "timer %s (tenant %s, instance %s, transition %s) fired %" PRId64 " ms late", t->id,
                t->tenant, t->instance_id, t->transition_id != NULL ? t->transition_id : "",
                lateness_ms);
+}
+
+/* Fires one claimed timer and records the outcome. Returns fire's code;
+ * *fired as fire reported it. */
+static wf_code
+fire_one(wf_scheduler *s, const wf_timer_row *t, bool *fired_out)
+{
+    bool fired = false;
+    wf_error err;
+    wf_error_clear(&err);
+    wf_code rc = s->fire(s->arg, t, wf_mono_ms() + s->opt.call_timeout_ms, &fired, &err);
+    note_fire(s, t, rc, fired, &err);
     *fired_out = rc == WF_OK && fired;
     return rc;
+}
+
+/* Fires rows[0..n) with opt.fire_batch and records each outcome. *outage:
+ * one of them found the store unreachable. */
+static wf_code
+fire_batch(wf_scheduler *s, const wf_timer_row *rows, size_t n, wf_arena *arena, size_t *nfired,
+           bool *outage, wf_error *err)
+{
+    bool *fired = wf_arena_calloc(arena, n + 1, sizeof *fired);
+    wf_code *codes = wf_arena_calloc(arena, n + 1, sizeof *codes);
+    wf_error *errs = wf_arena_calloc(arena, n + 1, sizeof *errs);
+    if (fired == NULL || codes == NULL || errs == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    s->opt.fire_batch(s->arg, rows, n, wf_mono_ms() + s->opt.call_timeout_ms, fired, codes, errs);
+    for (size_t i = 0; i < n; i++) {
+        note_fire(s, &rows[i], codes[i], fired[i], &errs[i]);
+        if (codes[i] == WF_OK && fired[i])
+            (*nfired)++;
+        *outage |= codes[i] == WF_E_STORE_UNAVAILABLE;
+    }
+    return WF_OK;
 }
 
 /*
@@ -160,6 +190,13 @@ run_pass(wf_scheduler *s, const char *tenant, size_t *nfired, bool *full, bool *
         return rc;
     }
     *full = n == s->opt.batch;
+    if (s->opt.fire_batch != NULL && n > 0) {
+        rc = fire_batch(s, rows, n, arena, nfired, outage, err);
+        if (*outage)
+            *full = false;
+        wf_arena_free(arena);
+        return rc;
+    }
     for (size_t i = 0; i < n; i++) {
         if (is_stopping(s)) {
             /* Stop stays prompt; what is left is retried after its claim. */

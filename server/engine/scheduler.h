@@ -8,7 +8,10 @@
  *   timers   claim a bounded batch of due timers (claimed_until = now +
  *            claim_ms) → fire(timer) for each: one unit of work on its
  *            root, which fires only if the timer still exists and deletes
- *            it in the same transaction (wf_store_claim_due_timers);
+ *            it in the same transaction (wf_store_claim_due_timers); or,
+ *            with opt.fire_batch (workflowd), the whole claimed batch at
+ *            once: batch units of work over many roots, locked in root-id
+ *            order, one commit each (wf_net_fire_timers);
  *   leases   a bounded batch of ACTIVATED jobs whose lease ran out → for
  *            each, one unit of work on its root that re-checks the job
  *            (still ACTIVATED, same key, lease still run out), makes it
@@ -76,6 +79,12 @@ typedef struct wf_scheduler wf_scheduler;
 typedef wf_code (*wf_sched_fire_fn)(void *arg, const wf_timer_row *timer, int64_t deadline_ms,
                                     bool *fired, wf_error *err);
 
+/* Fires a batch of claimed timers (rows live until the call returns), as
+ * wf_net_fire_timers: per timer i, fired[i], codes[i] and errs[i] with the
+ * meaning of wf_sched_fire_fn's *fired, code and err. */
+typedef void (*wf_sched_batch_fn)(void *arg, const wf_timer_row *rows, size_t n,
+                                  int64_t deadline_ms, bool *fired, wf_code *codes, wf_error *errs);
+
 /* Wakes waiters after a lease expiry committed: topic "events", then
  * "jobs:<type>" (net_runtime.h's topics). Cheap, non-blocking; called with
  * the fire callback's arg. */
@@ -90,6 +99,7 @@ typedef struct wf_scheduler_options {
     int64_t backoff_max_ms;           /* longest wait between retries after an error [5000] */
     bool manual;                      /* no thread: only wf_scheduler_tick/_run run passes */
     wf_sched_wake_fn wake;            /* after each lease expiry; NULL = none */
+    wf_sched_batch_fn fire_batch;     /* fires each claimed batch at once; NULL = fire */
     size_t sweep_batch;               /* rows per signal-expiry or retention statement [500] */
     int64_t sweep_interval_ms;        /* how often the thread sweeps [60000] */
     int64_t idempotency_retention_ms; /* request records older go [24 h] */
@@ -155,7 +165,7 @@ wf_code wf_scheduler_run(wf_scheduler *s, const char *tenant, bool sweep, int64_
 /* Copies the counters (thread-safe). */
 void wf_scheduler_get_stats(wf_scheduler *s, wf_scheduler_stats *out);
 
-/* Stops the thread (it finishes the timer in hand; the rest of its batch
+/* Stops the thread (it finishes the timer, or the fire_batch call, in hand; the rest of its batch
  * stays claimed and is retried after claim_ms, here or on another
  * replica), joins it and frees s. NULL-safe. Returns within one store
  * call's deadline. */

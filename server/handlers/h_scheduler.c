@@ -25,11 +25,21 @@ wake_app(void *arg, const char *topic)
     wf_app_wake_streams(arg, topic);
 }
 
+static void
+fire_timers(void *arg, const wf_timer_row *rows, size_t n, int64_t deadline_ms, bool *fired,
+            wf_code *codes, wf_error *errs)
+{
+    wf_app *app = arg;
+    wf_net_rt rt = {app->store, wake_app, app};
+    wf_net_fire_timers(&rt, rows, n, deadline_ms, fired, codes, errs);
+}
+
 void
 wf_app_scheduler_options(const wf_app *app, wf_scheduler_options *opt)
 {
     memset(opt, 0, sizeof *opt);
     opt->wake = wake_app;
+    opt->fire_batch = fire_timers;
     opt->sweep_interval_ms = app->cfg->sweep_interval_s * 1000;
     opt->idempotency_retention_ms = app->cfg->idempotency_retention_s * 1000;
     opt->signal_retention_ms = app->cfg->signal_retention_s * 1000;

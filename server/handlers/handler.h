@@ -63,8 +63,9 @@ void wf_app_set_waker(wf_app *app, void (*fn)(void *arg, const char *topic), voi
 void wf_app_set_scheduler(wf_app *app, struct wf_scheduler *s);
 
 /* The scheduler's options from the configuration (retention) with the
- * wake-up hook that reaches this app's streams. For wf_scheduler_start
- * together with wf_app_fire_timer and app as its arg. */
+ * wake-up hook that reaches this app's streams and the batch firing of
+ * timers (wf_net_fire_timers). For wf_scheduler_start together with
+ * wf_app_fire_timer and app as its arg. */
 struct wf_scheduler_options;
 void wf_app_scheduler_options(const wf_app *app, struct wf_scheduler_options *opt);
 

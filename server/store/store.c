@@ -395,6 +395,21 @@ wf_store_begin(wf_store *st, const wf_store_ctx *ctx, wf_tx **tx, wf_error *err)
 }
 
 wf_code
+wf_store_begin_batch(wf_store *st, const wf_store_ctx *ctx, wf_tx **tx, wf_error *err)
+{
+    wf_code rc = wf_store_begin(st, ctx, tx, err);
+    if (rc == WF_OK)
+        (*tx)->batch = true;
+    return rc;
+}
+
+bool
+wf_tx_failed(const wf_tx *tx)
+{
+    return tx == NULL || tx->failed;
+}
+
+wf_code
 wf_tx_lock_root_hint(wf_tx *tx, const char *instance_id, const char *root_hint,
                      wf_aggregate *out, wf_error *err)
 {
@@ -402,11 +417,21 @@ wf_tx_lock_root_hint(wf_tx *tx, const char *instance_id, const char *root_hint,
     wf_code rc = check_tx(tx, err);
     if (rc != WF_OK)
         return rc;
+    /* A batch takes its roots in ascending order: refused before the lock
+     * when the hint already says it would go back. */
+    if (tx->batch && tx->root != NULL && root_hint != NULL && strcmp(root_hint, tx->root) < 0)
+        return tx_done(tx, wf_error_set(err, WF_E_INTERNAL,
+                                        "a batch locks its roots in ascending order"));
     rc = tx->st->ops->lock_root(tx, instance_id, root_hint, &g, err);
     /* The root comes first. Deletions address rows by it, so a second
-     * root would leave its rows out of reach. */
-    if (rc == WF_OK && tx->root != NULL && strcmp(tx->root, g.instances[0].id) != 0)
-        rc = wf_error_set(err, WF_E_INTERNAL, "a unit of work locked two roots");
+     * root would leave its rows out of reach; a batch writes each root's
+     * rows before it locks the next one. */
+    if (rc == WF_OK && tx->root != NULL && strcmp(tx->root, g.instances[0].id) != 0) {
+        if (!tx->batch)
+            rc = wf_error_set(err, WF_E_INTERNAL, "a unit of work locked two roots");
+        else if (strcmp(g.instances[0].id, tx->root) < 0)
+            rc = wf_error_set(err, WF_E_INTERNAL, "a batch locks its roots in ascending order");
+    }
     if (rc == WF_OK) {
         tx->root = g.instances[0].id;
         *out = g;

@@ -401,6 +401,23 @@ void wf_store_get_stats(wf_store *st, wf_store_stats *out);
  * one mutex until commit/rollback (every other call waits). */
 wf_code wf_store_begin(wf_store *st, const wf_store_ctx *ctx, wf_tx **tx, wf_error *err);
 
+/* A unit of work over several roots, for batches of small units (due
+ * timers: engine/net_runtime.c). As wf_store_begin, except that
+ * wf_tx_lock_root_hint may lock further roots, each with a greater id
+ * than the one locked before (byte order), every lock held until commit
+ * or rollback: two batches, and a batch and any unit of work, then never
+ * wait for each other in a cycle of root locks. Going back to a smaller
+ * root is WF_E_INTERNAL (refused before locking when the hint says so).
+ * Each root's rows are written (deletions address the root locked last)
+ * before the next root is locked. One commit for the whole batch; any
+ * failure poisons all of it (wf_tx_failed), so callers retry the rest
+ * without the root that failed. Postgres: one transaction on one pooled
+ * connection; memory: the one mutex, as any unit of work. */
+wf_code wf_store_begin_batch(wf_store *st, const wf_store_ctx *ctx, wf_tx **tx, wf_error *err);
+
+/* True once a call of tx failed (only wf_tx_rollback is accepted then). */
+bool wf_tx_failed(const wf_tx *tx);
+
 /* Locks the root of instance_id (which may be the root itself or any
  * descendant) and loads the aggregate into ctx->arena. Postgres: SELECT ...
  * FOR UPDATE on the root row, then the aggregate's jobs and timers are
@@ -743,7 +760,10 @@ wf_code wf_store_sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error
  *     or whose activatable_at arrives, notifies nobody: pollers also need
  *     a timer.
  * Notifications are hints: one commit gives at most one per distinct
- * (channel, payload); they carry no tenant; a rollback gives none. After
+ * (channel, payload); they carry no tenant; a rollback gives none.
+ * Postgres sends them after commit, outside the writing transaction,
+ * coalescing the commits of a few milliseconds into one notification per
+ * (channel, payload) (and, past 32 job types, wf_jobs ""). After
  * the Postgres listener reconnects (notifications sent while it was down
  * are lost) it calls fn once with ("wf_events", "") and ("wf_jobs", "") so
  * that waiters re-check.

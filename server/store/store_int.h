@@ -102,7 +102,8 @@ struct wf_tx {
     wf_store *st;
     wf_store_ctx ctx; /* copied at begin; the arena it names is borrowed */
     bool failed;      /* a call failed: the transaction can only roll back */
-    const char *root; /* id of the root locked (in ctx.arena), NULL before */
+    bool batch;       /* wf_store_begin_batch: several roots, in ascending order */
+    const char *root; /* id of the root locked last (in ctx.arena), NULL before */
 };
 
 /* ---- row descriptors ---------------------------------------------------

@@ -641,7 +641,7 @@ same_str(const char *a, const char *b)
 
 /* Remembers that tx makes job j activatable, when it does: j is
  * ACTIVATABLE and is new, or was not ACTIVATABLE, or had another
- * activatable_at or type (the rule of the Postgres jobs_notify triggers). */
+ * activatable_at or type (the rule of the Postgres job upsert). */
 static wf_code
 note_job(mem_tx *tx, mem_store *m, const wf_job_row *j, wf_error *err)
 {

@@ -28,10 +28,12 @@
  *
  * Events are inserted unnumbered; the sequencer (wf_sequence_events in
  * migrations/0001_init.sql, which explains why it is gap-free) numbers
- * committed ones, and every event read runs it first. Wake-ups: triggers
- * NOTIFY wf_events / wf_jobs at commit; the optional listener thread owns
- * one connection outside the pool that LISTENs and hands notifications to
- * the callback, reconnecting with back-off after an outage.
+ * committed ones, and every event read runs it first. Wake-ups: commits
+ * note what they owe and the notifier thread sends wf_events / wf_jobs
+ * after commit, coalesced, in a transaction of its own (never inside a
+ * writer: see "notifier"); the optional listener thread owns one
+ * connection outside the pool that LISTENs and hands notifications to the
+ * callback, reconnecting with back-off after an outage.
  *
  * Owns: the schema (migrations/, applied at startup under an advisory
  * lock) and every query. Must not: leak SQL or libpq text to clients
@@ -165,11 +167,17 @@ enum {
     S_LIST_SIGNALS_ALL,
     S_ACTIVATE_JOBS,
     S_CLAIM_TIMERS,
+    S_CLAIM_TIMERS_T,
     S_EXPIRED_LEASES,
+    S_EXPIRED_LEASES_T,
     S_EXPIRE_SIGNALS,
+    S_EXPIRE_SIGNALS_T,
     S_SWEEP_SIGNALS,
+    S_SWEEP_SIGNALS_T,
     S_SWEEP_IDEMPOTENCY,
+    S_SWEEP_IDEMPOTENCY_T,
     S_SWEEP_EVENTS,
+    S_SWEEP_EVENTS_T,
     S_FIND_SUBS_INSTANCE,
     S_FIND_SUBS_AGGREGATE,
     S_READ_EVENTS_INSTANCE,
@@ -178,6 +186,7 @@ enum {
     S_COUNT_BACKLOG,
     S_LISTEN_EVENTS,
     S_LISTEN_JOBS,
+    S_NOTIFY,
     S_MIG_LOCK,
     S_MIG_UNLOCK,
     S_MIG_TABLE,
@@ -186,6 +195,11 @@ enum {
     S_COUNT_
 };
 _Static_assert(S_COUNT_ <= WF_PG_MAX_STMTS, "prepared-statement bits (pg_pool.h)");
+_Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
+                   S_SWEEP_SIGNALS_T == S_SWEEP_SIGNALS + 1 &&
+                   S_SWEEP_IDEMPOTENCY_T == S_SWEEP_IDEMPOTENCY + 1 &&
+                   S_SWEEP_EVENTS_T == S_SWEEP_EVENTS + 1,
+               "batch_cmd: the one-tenant shape follows the every-tenant one");
 
 /* Every statement of a unit of work names the root of the rows it
  * touches (root_id, the distribution key of docs/scaling.md), so that on a
@@ -327,9 +341,15 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
          "EXCLUDED.state, enabled_at = EXCLUDED.enabled_at, finished_at = "
          "EXCLUDED.finished_at",
          "work item"},
+    /* Returns whether the job became activatable: it is ACTIVATABLE and
+     * did not exist, or had another state, activatable_at or type (o sees
+     * the row as it was before this statement). Such commits notify
+     * wf_jobs (the notifier). */
     [S_UPSERT_JOB] =
         {"upsert_job",
-         "INSERT INTO jobs (id, key, tenant_id, root_id, instance_id, work_item_id, "
+         "WITH o AS (SELECT state, activatable_at, job_type FROM jobs WHERE tenant_id = $3 AND "
+         "root_id = $4 AND id = $1), "
+         "u AS (INSERT INTO jobs (id, key, tenant_id, root_id, instance_id, work_item_id, "
          "transition_id, job_type, state, worker, attempt, max_attempts, activatable_at, "
          "lease_expires_at, initial_backoff_ms, backoff_multiplier, max_backoff_ms, "
          "variables_json, idempotency_key, compensation, last_error, created_at) VALUES "
@@ -344,7 +364,11 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
          "EXCLUDED.backoff_multiplier, max_backoff_ms = EXCLUDED.max_backoff_ms, "
          "variables_json = EXCLUDED.variables_json, idempotency_key = "
          "EXCLUDED.idempotency_key, compensation = EXCLUDED.compensation, last_error = "
-         "EXCLUDED.last_error, created_at = EXCLUDED.created_at",
+         "EXCLUDED.last_error, created_at = EXCLUDED.created_at "
+         "RETURNING state, activatable_at, job_type) "
+         "SELECT u.state = 1 AND NOT EXISTS (SELECT 1 FROM o WHERE o.state = u.state AND "
+         "o.activatable_at = u.activatable_at AND o.job_type IS NOT DISTINCT FROM u.job_type) "
+         "FROM u",
          "job"},
     [S_UPSERT_TIMER] =
         {"upsert_timer",
@@ -565,79 +589,80 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
 
     /* Lease: activatable now, or leased with the lease run out (no
      * attempt is spent: attempt belongs to the engine). */
-    [S_ACTIVATE_JOBS] =
-        {"activate_jobs",
-         "WITH c AS (SELECT tenant_id, root_id, id FROM jobs WHERE tenant_id = $1 AND "
-         "job_type = $2 AND state = 1 AND activatable_at <= $3 "
-         "ORDER BY activatable_at, id LIMIT $4 FOR UPDATE SKIP LOCKED), "
-         "u AS (UPDATE jobs j SET state = 2, key = gen_random_uuid()::text, "
-         "worker = $5, lease_expires_at = $6 FROM c WHERE "
-         "j.tenant_id = c.tenant_id AND j.root_id = c.root_id AND j.id = c.id "
-         "RETURNING j.*) "
-         "SELECT " COLS_JOBS " FROM u ORDER BY activatable_at, id",
-         "job"},
-    /* All tenants ($4 NULL: the scheduler is one per replica, not per
-     * tenant), or one tenant's pass on demand. */
-    [S_CLAIM_TIMERS] =
-        {"claim_timers",
-         "WITH c AS (SELECT tenant_id, root_id, id FROM timers WHERE due_at <= $1 AND "
-         "claimed_until <= $1 AND ($4::text IS NULL OR tenant_id = $4) "
-         "ORDER BY due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED), "
-         "u AS (UPDATE timers t SET claimed_until = $3 FROM c WHERE "
-         "t.tenant_id = c.tenant_id AND t.root_id = c.root_id AND t.id = c.id "
-         "RETURNING t.*) "
-         "SELECT " COLS_TIMERS " FROM u ORDER BY due_at, id",
-         "timer"},
-    /* The scheduler's passes; $1 NULL = every tenant. Each touches one
-     * bounded batch in one short statement, skipping rows that a unit of
-     * work holds. Buffered rows are always outcome 2 with consumed_at 0:
-     * saying so lets the partial index signals_expiry (0002) serve. */
-    [S_EXPIRED_LEASES] = {"expired_leases",
-                          "SELECT " COLS_JOBS " FROM jobs WHERE ($1::text IS NULL OR "
-                          "tenant_id = $1) AND state = 2 AND lease_expires_at <= $2 "
-                          "ORDER BY lease_expires_at, id LIMIT $3 FOR UPDATE SKIP LOCKED",
-                          "job"},
-    [S_EXPIRE_SIGNALS] = {"expire_signals",
-                          "WITH c AS (SELECT tenant_id, id FROM signals WHERE ($1::text IS NULL "
-                          "OR tenant_id = $1) AND outcome = 2 AND consumed_at = 0 AND buffered "
-                          "AND NOT discarded AND expires_at <= $2 ORDER BY expires_at, id "
-                          "LIMIT $3 FOR UPDATE SKIP LOCKED) "
-                          "UPDATE signals s SET buffered = false, discarded = true FROM c "
-                          "WHERE s.tenant_id = c.tenant_id AND s.id = c.id",
-                          "signal"},
-    [S_SWEEP_SIGNALS] = {"sweep_signals",
-                         "WITH c AS (SELECT tenant_id, id FROM signals WHERE ($1::text IS NULL "
-                         "OR tenant_id = $1) AND outcome = 2 AND consumed_at = 0 AND NOT "
-                         "buffered AND expires_at > 0 AND expires_at <= $2 LIMIT $3 "
-                         "FOR UPDATE SKIP LOCKED) "
-                         "DELETE FROM signals s USING c "
-                         "WHERE s.tenant_id = c.tenant_id AND s.id = c.id",
-                         "signal"},
-    [S_SWEEP_IDEMPOTENCY] = {"sweep_idempotency",
-                             "WITH c AS (SELECT tenant_id, method, request_id FROM idempotency "
-                             "WHERE ($1::text IS NULL OR tenant_id = $1) AND created_at <= $2 "
-                             "LIMIT $3 FOR UPDATE SKIP LOCKED) "
-                             "DELETE FROM idempotency d USING c WHERE d.tenant_id = c.tenant_id "
-                             "AND d.method = c.method AND d.request_id = c.request_id",
-                             "request record"},
+    [S_ACTIVATE_JOBS] = {"activate_jobs",
+                         "WITH c AS (SELECT tenant_id, root_id, id FROM jobs WHERE tenant_id = $1 AND "
+                         "job_type = $2 AND state = 1 AND activatable_at <= $3 "
+                         "ORDER BY activatable_at, id LIMIT $4 FOR UPDATE SKIP LOCKED), "
+                         "u AS (UPDATE jobs j SET state = 2, key = gen_random_uuid()::text, "
+                         "worker = $5, lease_expires_at = $6 FROM c WHERE "
+                         "j.tenant_id = c.tenant_id AND j.root_id = c.root_id AND j.id = c.id "
+                         "RETURNING j.*) "
+                         "SELECT " COLS_JOBS " FROM u ORDER BY activatable_at, id",
+                         "job"},
+    /* The scheduler's statements come in two shapes: every tenant (the
+     * background thread, one per replica), and one tenant (the last
+     * parameter; RunSchedulerPass), each served by an index on its filter
+     * and order (migrations/0007_wake.sql). $1 now, $2 limit. Each
+     * touches one bounded batch in one short statement, skipping rows
+     * that a unit of work holds. */
+#define CLAIM_TIMERS(tenant)                                                                       \
+    "WITH c AS (SELECT tenant_id, root_id, id FROM timers WHERE " tenant "due_at <= $1 AND "       \
+    "claimed_until <= $1 ORDER BY due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED), "                   \
+    "u AS (UPDATE timers t SET claimed_until = $3 FROM c WHERE t.tenant_id = c.tenant_id AND "     \
+    "t.root_id = c.root_id AND t.id = c.id RETURNING t.*) "                                        \
+    "SELECT " COLS_TIMERS " FROM u ORDER BY due_at, id"
+    [S_CLAIM_TIMERS] = {"claim_timers", CLAIM_TIMERS(""), "timer"},
+    [S_CLAIM_TIMERS_T] = {"claim_timers_tenant", CLAIM_TIMERS("tenant_id = $4 AND "), "timer"},
+#define EXPIRED_LEASES(tenant)                                                                     \
+    "SELECT " COLS_JOBS " FROM jobs WHERE " tenant "state = 2 AND lease_expires_at <= $1 "         \
+    "ORDER BY lease_expires_at, id LIMIT $2 FOR UPDATE SKIP LOCKED"
+    [S_EXPIRED_LEASES] = {"expired_leases", EXPIRED_LEASES(""), "job"},
+    [S_EXPIRED_LEASES_T] = {"expired_leases_tenant", EXPIRED_LEASES("tenant_id = $3 AND "),
+                            "job"},
+    /* Buffered rows are always outcome 2 with consumed_at 0: saying so
+     * lets the partial indexes signals_expiry / signals_tenant_expiry
+     * serve. */
+#define EXPIRE_SIGNALS(tenant)                                                                     \
+    "WITH c AS (SELECT tenant_id, id FROM signals WHERE " tenant                                   \
+    "outcome = 2 AND consumed_at = 0 AND buffered AND NOT discarded AND expires_at <= $1 "         \
+    "ORDER BY expires_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) "                                    \
+    "UPDATE signals s SET buffered = false, discarded = true FROM c "                              \
+    "WHERE s.tenant_id = c.tenant_id AND s.id = c.id"
+    [S_EXPIRE_SIGNALS] = {"expire_signals", EXPIRE_SIGNALS(""), "signal"},
+    [S_EXPIRE_SIGNALS_T] = {"expire_signals_tenant", EXPIRE_SIGNALS("tenant_id = $3 AND "),
+                            "signal"},
+#define SWEEP_SIGNALS(tenant)                                                                      \
+    "WITH c AS (SELECT tenant_id, id FROM signals WHERE " tenant                                   \
+    "outcome = 2 AND consumed_at = 0 AND NOT buffered AND expires_at > 0 AND expires_at <= $1 "    \
+    "LIMIT $2 FOR UPDATE SKIP LOCKED) "                                                            \
+    "DELETE FROM signals s USING c WHERE s.tenant_id = c.tenant_id AND s.id = c.id"
+    [S_SWEEP_SIGNALS] = {"sweep_signals", SWEEP_SIGNALS(""), "signal"},
+    [S_SWEEP_SIGNALS_T] = {"sweep_signals_tenant", SWEEP_SIGNALS("tenant_id = $3 AND "), "signal"},
+#define SWEEP_IDEMPOTENCY(tenant)                                                                  \
+    "WITH c AS (SELECT tenant_id, method, request_id FROM idempotency WHERE " tenant               \
+    "created_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED) "                                           \
+    "DELETE FROM idempotency d USING c WHERE d.tenant_id = c.tenant_id "                           \
+    "AND d.method = c.method AND d.request_id = c.request_id"
+    [S_SWEEP_IDEMPOTENCY] = {"sweep_idempotency", SWEEP_IDEMPOTENCY(""), "request record"},
+    [S_SWEEP_IDEMPOTENCY_T] = {"sweep_idempotency_tenant",
+                               SWEEP_IDEMPOTENCY("tenant_id = $3 AND "), "request record"},
     /* Ended for good: COMPLETED (2), CANCELLED (3), COMPENSATED (6). */
-    /* Up to $3 roots not yet swept (r), up to $3 of their events (c);
-     * when c holds fewer than $3, it holds every event of r, and r is
+    /* Up to $2 roots not yet swept (r), up to $2 of their events (c);
+     * when c holds fewer than $2, it holds every event of r, and r is
      * marked swept in the same statement (migrations/0005). The events of
      * a root that ended that long ago are all numbered. */
-    [S_SWEEP_EVENTS] = {"sweep_events",
-                        "WITH r AS (SELECT tenant_id, id FROM instances WHERE ($1::text IS NULL "
-                        "OR tenant_id = $1) AND parent_id IS NULL AND ended_at > 0 AND NOT "
-                        "events_swept AND ended_at <= $2 AND status IN (2, 3, 6) ORDER BY "
-                        "ended_at LIMIT $3 FOR UPDATE SKIP LOCKED), "
-                        "c AS (SELECT e.id FROM r JOIN events e ON e.tenant_id = r.tenant_id AND "
-                        "e.root_id = r.id WHERE e.sequence IS NOT NULL LIMIT $3 FOR UPDATE OF e "
-                        "SKIP LOCKED), "
-                        "m AS (UPDATE instances i SET events_swept = true FROM r WHERE "
-                        "i.tenant_id = r.tenant_id AND i.root_id = r.id AND i.id = r.id AND "
-                        "(SELECT count(*) FROM c) < $3) "
-                        "DELETE FROM events d USING c WHERE d.id = c.id",
-                        "event"},
+#define SWEEP_EVENTS(tenant)                                                                       \
+    "WITH r AS (SELECT tenant_id, id FROM instances WHERE " tenant "parent_id IS NULL AND "        \
+    "ended_at > 0 AND NOT events_swept AND ended_at <= $1 AND status IN (2, 3, 6) ORDER BY "      \
+    "ended_at LIMIT $2 FOR UPDATE SKIP LOCKED), "                                                  \
+    "c AS (SELECT e.id FROM r JOIN events e ON e.tenant_id = r.tenant_id AND "                     \
+    "e.root_id = r.id WHERE e.sequence IS NOT NULL LIMIT $2 FOR UPDATE OF e SKIP LOCKED), "        \
+    "m AS (UPDATE instances i SET events_swept = true FROM r WHERE "                               \
+    "i.tenant_id = r.tenant_id AND i.root_id = r.id AND i.id = r.id AND "                          \
+    "(SELECT count(*) FROM c) < $2) "                                                              \
+    "DELETE FROM events d USING c WHERE d.id = c.id"
+    [S_SWEEP_EVENTS] = {"sweep_events", SWEEP_EVENTS(""), "event"},
+    [S_SWEEP_EVENTS_T] = {"sweep_events_tenant", SWEEP_EVENTS("tenant_id = $3 AND "), "event"},
     /* Waits for a signal sent to one instance, or to one aggregate. */
     [S_FIND_SUBS_INSTANCE] = {"find_subscriptions_instance",
                               "SELECT " COLS_SUBSCRIPTIONS " FROM subscriptions WHERE tenant_id = "
@@ -674,10 +699,14 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
     [S_SEQUENCE] = {"sequence_events", "SELECT wf_sequence_events($1, $2)", "event"},
     /* Every tenant: (1, type, n) per activatable job type, then (2, NULL,
      * open tasks) and (3, NULL, buffered signals), over the partial
-     * indexes of 0003_gauges.sql. */
+     * indexes of 0003_gauges.sql. The two kinds of activatable job (ready,
+     * a lease run out) are counted apart, each over its own index, rather
+     * than by one OR that no index serves. */
     [S_COUNT_BACKLOG] = {"count_backlog",
-                         "(SELECT 1, job_type, count(*) FROM jobs WHERE (state = 1 AND "
-                         "activatable_at <= $1) OR (state = 2 AND lease_expires_at <= $1) "
+                         "(SELECT 1, job_type, sum(n)::bigint FROM (SELECT job_type, count(*) n "
+                         "FROM jobs WHERE state = 1 AND activatable_at <= $1 GROUP BY job_type "
+                         "UNION ALL SELECT job_type, count(*) FROM jobs WHERE state = 2 AND "
+                         "lease_expires_at <= $1 GROUP BY job_type) k "
                          "GROUP BY job_type ORDER BY job_type LIMIT $2) "
                          "UNION ALL SELECT 2, NULL, count(*) FROM tasks WHERE status IN (1, 2) "
                          "UNION ALL SELECT 3, NULL, count(*) FROM signals WHERE buffered "
@@ -686,6 +715,10 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
     /* Utility statements go through the extended protocol too. */
     [S_LISTEN_EVENTS] = {"listen_events", "LISTEN wf_events", "the database"},
     [S_LISTEN_JOBS] = {"listen_jobs", "LISTEN wf_jobs", "the database"},
+    /* The notifier's coalesced wake-ups: ($1 channels, $2 payloads). */
+    [S_NOTIFY] = {"notify",
+                  "SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS n(c, p)",
+                  "the database"},
 
     [S_MIG_LOCK] = {"mig_lock", "SELECT pg_advisory_lock(" MIGRATION_LOCK ")", "the schema"},
     [S_MIG_UNLOCK] = {"mig_unlock", "SELECT pg_advisory_unlock(" MIGRATION_LOCK ")", "the schema"},
@@ -704,6 +737,25 @@ const int wf_pg_n_statements = S_COUNT_;
 
 typedef struct pg_listener pg_listener;
 
+/* Notifier: the wake-ups this store's commits owe other replicas, sent
+ * after commit by one thread (see "notifier" below). At most
+ * NOTIFY_TYPES job types are named; past that, payload "" (any type). */
+#define NOTIFY_TYPES 32
+#define NOTIFY_INTERVAL_MS 5   /* at most one NOTIFY transaction per interval */
+#define NOTIFY_RETRY_MS 250    /* after a failed send */
+#define NOTIFY_SEND_MS 1000    /* deadline of one send */
+
+typedef struct pg_notifier {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* CLOCK_MONOTONIC; signalled by a note and by stop */
+    bool pending, events, any_type, stop, started;
+    char *types[NOTIFY_TYPES]; /* malloc'd, distinct */
+    size_t n_types;
+    int64_t next_ms; /* monotonic: no send before */
+    uint64_t sent;   /* NOTIFY transactions sent (tests, logs) */
+    pthread_t thread;
+} pg_notifier;
+
 /* Definition versions never change once committed, so reads by key and
  * version are answered from memory after the first. A row enters only
  * once the transaction that read it has committed: a version written by a
@@ -715,6 +767,7 @@ typedef struct pg_store {
     wf_store base;
     wf_pg_pool *pool;
     pg_listener *listener; /* NULL until wf_store_set_listener */
+    pg_notifier notifier;
     pthread_mutex_t defs_mu;
     wf_definition_row defs[DEFS_MAX]; /* malloc'd copies, tenant set */
     size_t n_defs;
@@ -725,6 +778,11 @@ typedef struct pg_tx {
     wf_pg_conn *c;
     const wf_definition_row *seen[DEFS_SEEN]; /* read here; cached at commit */
     int n_seen;
+    /* What the commit owes the notifier: events written, job types made
+     * activatable (ctx arena; any_type when more than fit). */
+    bool wrote_events, any_type;
+    const char *types[NOTIFY_TYPES];
+    size_t n_types;
 } pg_tx;
 
 /* ---- parameters ---------------------------------------------------------- */
@@ -1079,6 +1137,195 @@ tx_open(pg_store *s, const wf_store_ctx *ctx, wf_pg_conn **out, wf_error *err)
     return rc;
 }
 
+/* ---- notifier ------------------------------------------------------------------ */
+
+/*
+ * Wake-ups for the other replicas, sent after commit and outside every
+ * writing transaction: a notifying transaction takes Postgres's one
+ * database-wide notify lock at commit, so NOTIFY in the writers would
+ * serialise every commit behind it. A committed unit of work only notes
+ * what it owes (events written, job types made activatable); one thread
+ * sends what was noted in one short transaction of its own, at once when
+ * it has been idle, else at most once per NOTIFY_INTERVAL_MS, so a burst
+ * of commits costs one NOTIFY per channel and payload. A failed send
+ * (Postgres away) is retried after NOTIFY_RETRY_MS as a wake-everything
+ * hint. Notifications stay hints: the waiters' periodic recheck is the
+ * fallback, and in-process waiters are woken directly by the engine.
+ */
+
+static void
+notifier_add_type(pg_notifier *n, const char *type)
+{
+    for (size_t i = 0; i < n->n_types; i++)
+        if (strcmp(n->types[i], type) == 0)
+            return;
+    char *copy = n->n_types < NOTIFY_TYPES ? strdup(type) : NULL;
+    if (copy == NULL)
+        n->any_type = true;
+    else
+        n->types[n->n_types++] = copy;
+}
+
+/* Notes what a commit owes; cheap, never blocks on the database. */
+static void
+notifier_note(pg_store *s, bool events, bool any_type, const char *const *types, size_t n_types)
+{
+    if (!events && !any_type && n_types == 0)
+        return;
+    pg_notifier *n = &s->notifier;
+    pthread_mutex_lock(&n->mu);
+    n->events |= events;
+    n->any_type |= any_type;
+    for (size_t i = 0; i < n_types; i++)
+        notifier_add_type(n, types[i]);
+    if (!n->pending) {
+        n->pending = true;
+        pthread_cond_signal(&n->cv);
+    }
+    pthread_mutex_unlock(&n->mu);
+}
+
+static void
+notes_of_tx(pg_tx *tx)
+{
+    notifier_note((pg_store *)tx->base.st, tx->wrote_events, tx->any_type, tx->types, tx->n_types);
+}
+
+/* Remembers that tx made a job of type activatable. */
+static void
+tx_note_type(pg_tx *tx, const char *type)
+{
+    if (type == NULL)
+        return;
+    for (size_t i = 0; i < tx->n_types; i++)
+        if (strcmp(tx->types[i], type) == 0)
+            return;
+    if (tx->n_types < NOTIFY_TYPES)
+        tx->types[tx->n_types++] = type;
+    else
+        tx->any_type = true;
+}
+
+/* One transaction of pg_notify calls: wf_events when events is set, then
+ * wf_jobs per type ("" for any). */
+static wf_code
+notifier_send(pg_store *s, bool events, bool any_type, char *const *types, size_t n_types,
+              wf_error *err)
+{
+    size_t k = 0, m = any_type ? 1 : n_types;
+    const char *chan[NOTIFY_TYPES + 1], *pay[NOTIFY_TYPES + 1];
+    if (events) {
+        chan[k] = "wf_events";
+        pay[k++] = "";
+    }
+    for (size_t i = 0; i < m; i++) {
+        chan[k] = "wf_jobs";
+        pay[k++] = any_type ? "" : types[i];
+    }
+    if (k == 0)
+        return WF_OK;
+    wf_arena *a = wf_arena_new();
+    if (a == NULL)
+        return wf_store__nomem(err);
+    wf_store_ctx ctx = {NULL, wf_mono_ms() + NOTIFY_SEND_MS, a};
+    params p = {.a = a};
+    p_text_array(&p, chan, k);
+    p_text_array(&p, pay, k);
+    wf_pg_conn *c = NULL;
+    wf_code rc = p.oom ? wf_store__nomem(err) : conn_get(s, &ctx, &c, err);
+    if (rc == WF_OK) {
+        rc = run_cmd(c, S_NOTIFY, &p, ctx.deadline_ms, NULL, err);
+        conn_put(s, c);
+    }
+    wf_arena_free(a);
+    return rc;
+}
+
+static void *
+notifier_main(void *arg)
+{
+    pg_store *s = arg;
+    pg_notifier *n = &s->notifier;
+    pthread_mutex_lock(&n->mu);
+    for (;;) {
+        if (!n->pending && n->stop)
+            break;
+        if (!n->pending) {
+            pthread_cond_wait(&n->cv, &n->mu);
+            continue;
+        }
+        int64_t now = wf_mono_ms();
+        if (!n->stop && now < n->next_ms) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            int64_t ns = (int64_t)ts.tv_nsec + (n->next_ms - now) * 1000000;
+            ts.tv_sec += (time_t)(ns / 1000000000);
+            ts.tv_nsec = (long)(ns % 1000000000);
+            pthread_cond_timedwait(&n->cv, &n->mu, &ts);
+            continue;
+        }
+        bool events = n->events, any_type = n->any_type, stopping = n->stop;
+        char *types[NOTIFY_TYPES];
+        size_t n_types = n->n_types;
+        memcpy(types, n->types, n_types * sizeof types[0]);
+        n->pending = n->events = n->any_type = false;
+        n->n_types = 0;
+        pthread_mutex_unlock(&n->mu);
+
+        wf_error err;
+        wf_error_clear(&err);
+        wf_code rc = notifier_send(s, events, any_type, types, n_types, &err);
+        for (size_t i = 0; i < n_types; i++)
+            free(types[i]);
+        if (rc != WF_OK)
+            WF_LOG(WF_LOG_DEBUG, "db_notify_failed", "detail=%s", err.msg);
+
+        pthread_mutex_lock(&n->mu);
+        if (rc == WF_OK) {
+            n->sent++;
+        } else if (!stopping) {
+            /* Lost: ask every waiter elsewhere to look again. */
+            n->pending = n->events = n->any_type = true;
+        }
+        n->next_ms = wf_mono_ms() + (rc == WF_OK ? NOTIFY_INTERVAL_MS : NOTIFY_RETRY_MS);
+    }
+    pthread_mutex_unlock(&n->mu);
+    return NULL;
+}
+
+static bool
+notifier_start(pg_store *s)
+{
+    pg_notifier *n = &s->notifier;
+    pthread_mutex_init(&n->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&n->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    n->started = pthread_create(&n->thread, NULL, notifier_main, s) == 0;
+    return n->started;
+}
+
+/* Sends what is still owed (once, within NOTIFY_SEND_MS), then joins. */
+static void
+notifier_stop(pg_store *s)
+{
+    pg_notifier *n = &s->notifier;
+    if (!n->started)
+        return;
+    pthread_mutex_lock(&n->mu);
+    n->stop = true;
+    pthread_cond_signal(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+    pthread_join(n->thread, NULL);
+    for (size_t i = 0; i < n->n_types; i++)
+        free(n->types[i]);
+    pthread_cond_destroy(&n->cv);
+    pthread_mutex_destroy(&n->mu);
+    n->started = false;
+}
+
 /* ---- store lifecycle -------------------------------------------------------- */
 
 static void listener_stop(pg_listener *l);
@@ -1087,6 +1334,7 @@ static void
 pg_destroy(wf_store *st)
 {
     pg_store *s = (pg_store *)st;
+    notifier_stop(s);
     listener_stop(s->listener);
     wf_pg_pool_free(s->pool);
     for (size_t i = 0; i < s->n_defs; i++)
@@ -1185,6 +1433,8 @@ pg_commit(wf_tx *t, wf_error *err)
     for (int i = 0; rc == WF_OK && i < tx->n_seen; i++)
         defs_put((pg_store *)t->st, tx->seen[i]);
     conn_put((pg_store *)t->st, tx->c);
+    if (rc == WF_OK)
+        notes_of_tx(tx);
     free(tx);
     return rc;
 }
@@ -1383,7 +1633,17 @@ pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
          queue_rows(tx, S_UPSERT_TOKEN, &wf_store__token_desc, c->tokens, c->n_tokens, NULL, NULL);
     ok = ok && queue_rows(tx, S_UPSERT_WORK_ITEM, &wf_store__work_item_desc, c->work_items,
                           c->n_work_items, NULL, NULL);
-    ok = ok && queue_rows(tx, S_UPSERT_JOB, &wf_store__job_desc, c->jobs, c->n_jobs, NULL, NULL);
+    /* Job upserts answer whether the job became activatable. */
+    int *job_slots = wf_arena_calloc(ctx->arena, c->n_jobs + 1, sizeof *job_slots);
+    ok = ok && job_slots != NULL;
+    for (size_t i = 0; ok && i < c->n_jobs; i++) {
+        job_slots[i] = -1;
+        params p = {.a = ctx->arena};
+        p_row(&p, &wf_store__job_desc, &c->jobs[i], ctx->tenant, -1);
+        ok = !p.oom;
+        if (ok)
+            job_slots[i] = push(tx->c, S_UPSERT_JOB, &p, ctx->deadline_ms);
+    }
     ok = ok &&
          queue_rows(tx, S_UPSERT_TIMER, &wf_store__timer_desc, c->timers, c->n_timers, NULL, NULL);
     ok = ok && queue_rows(tx, S_UPSERT_SUB, &wf_store__subscription_desc, c->subscriptions,
@@ -1423,7 +1683,16 @@ pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
             return wf_error_set(err, WF_E_CONFLICT, "instance \"%s\" was changed concurrently",
                                 w->id);
     }
-    return rc;
+    if (rc != WF_OK)
+        return rc;
+    for (size_t i = 0; i < c->n_jobs; i++) {
+        PGresult *res = wf_pg_take(tx->c, job_slots[i]);
+        if (res != NULL && PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't')
+            tx_note_type(tx, c->jobs[i].job_type);
+        PQclear(res);
+    }
+    tx->wrote_events |= c->n_events > 0;
+    return WF_OK;
 }
 
 static wf_code
@@ -1481,6 +1750,8 @@ pg_commit_recorded(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
     for (int i = 0; rc == WF_OK && i < tx->n_seen; i++)
         defs_put((pg_store *)t->st, tx->seen[i]);
     conn_put((pg_store *)t->st, tx->c);
+    if (rc == WF_OK)
+        notes_of_tx(tx);
     free(tx);
     return rc;
 }
@@ -1820,6 +2091,7 @@ pg_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, co
     }
     conn_put(s, c);
     if (rc == WF_OK) {
+        notifier_note(s, k > 0, false, NULL, 0);
         *rows = jobs;
         *n = k;
     }
@@ -1835,8 +2107,10 @@ pg_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, const char *tenant, i
     p_i64(&p, now);
     p_i64(&p, (int64_t)limit);
     p_i64(&p, now + claim_ms * 1000);
-    p_str(&p, tenant);
-    return query((pg_store *)st, ctx, S_CLAIM_TIMERS, &p, &wf_store__timer_desc, rows, n, err);
+    if (tenant != NULL)
+        p_str(&p, tenant);
+    return query((pg_store *)st, ctx, tenant != NULL ? S_CLAIM_TIMERS_T : S_CLAIM_TIMERS, &p,
+                 &wf_store__timer_desc, rows, n, err);
 }
 
 static wf_code
@@ -1844,22 +2118,28 @@ pg_find_expired_leases(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_
                        wf_job_row **rows, size_t *n, wf_error *err)
 {
     params p = {.a = ctx->arena};
-    p_str(&p, ctx->tenant);
     p_i64(&p, now);
     p_i64(&p, (int64_t)limit);
-    return query((pg_store *)st, ctx, S_EXPIRED_LEASES, &p, &wf_store__job_desc, rows, n, err);
+    if (ctx->tenant != NULL)
+        p_str(&p, ctx->tenant);
+    return query((pg_store *)st, ctx, ctx->tenant != NULL ? S_EXPIRED_LEASES_T : S_EXPIRED_LEASES,
+                 &p, &wf_store__job_desc, rows, n, err);
 }
 
-/* Runs one of the scheduler's bounded UPDATE/DELETE statements ($1
- * tenant or NULL, $2 time, $3 limit) and returns the rows it touched. */
+/* Runs one of the scheduler's bounded UPDATE/DELETE statements ($1 time,
+ * $2 limit; the shape after id, id + 1, takes $3 tenant) and returns the
+ * rows it touched. */
 static wf_code
 batch_cmd(pg_store *s, const wf_store_ctx *ctx, int id, int64_t at, size_t limit, size_t *n,
           wf_error *err)
 {
     params p = {.a = ctx->arena};
-    p_str(&p, ctx->tenant);
     p_i64(&p, at);
     p_i64(&p, (int64_t)limit);
+    if (ctx->tenant != NULL) {
+        p_str(&p, ctx->tenant);
+        id++;
+    }
     wf_pg_conn *c = NULL;
     wf_code rc = conn_get(s, ctx, &c, err);
     if (rc != WF_OK)
@@ -2280,6 +2560,11 @@ wf_store_pg_new(const wf_store_pg_config *cfg, wf_error *err)
     pthread_mutex_init(&s->defs_mu, NULL);
     s->pool = wf_pg_pool_new(cfg, err);
     if (s->pool == NULL || migrate(s, err) != WF_OK) {
+        pg_destroy(&s->base);
+        return NULL;
+    }
+    if (!notifier_start(s)) {
+        wf_error_set(err, WF_E_INTERNAL, "could not start the database notifier");
         pg_destroy(&s->base);
         return NULL;
     }

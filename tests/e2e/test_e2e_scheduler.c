@@ -280,6 +280,35 @@ START_TEST(test_pass_is_scoped_to_the_callers_tenant)
 }
 END_TEST
 
+/* Many roots' timers in one pass: claimed a batch at a time and fired in
+ * batch units of work over many roots (more roots than one batch holds),
+ * each timer once, with its event, each instance completed. */
+START_TEST(test_pass_fires_many_roots_timers_in_batches)
+{
+    enum { N = 120 };
+    wf_client *c = me();
+    const char *key = u("many");
+    nb *n = one_step(key, "go", T_TIME);
+    n->t[0]->delay = dur(1);
+    deploy_as(c, n);
+    Workflow__V1__Instance *in[N];
+    for (int i = 0; i < N; i++)
+        in[i] = start_req(c, key, NULL, NULL);
+    sleep_ms(50);
+
+    ck_assert_int_eq(tick_c(c)->timers_fired, N);
+    for (int i = 0; i < N; i++) {
+        Workflow__V1__GetInstanceResponse *g = get_instance_as(c, in[i]->id);
+        ck_assert_int_eq(g->instance->status, I_COMPLETED);
+        ck_assert_uint_eq(g->n_timers, 0);
+        if (i % 10 == 0)
+            ck_assert_uint_eq(
+                count_events(c, in[i]->id, WORKFLOW__V1__EVENT_TYPE__EVENT_TYPE_TIMER_FIRED), 1);
+    }
+    ck_assert_int_eq(tick_c(c)->timers_fired, 0);
+}
+END_TEST
+
 /* Keys bound to a tenant: a pass for another tenant is forbidden, a call
  * without a key unauthenticated, and a body that is not the request
  * message invalid. */
@@ -325,6 +354,7 @@ scheduler_suite(void)
     tcase_add_test(tc, test_buffered_signal_past_its_ttl_expires_and_is_never_consumed);
     tcase_add_test(tc, test_retention_removes_old_records_and_ended_events_only);
     tcase_add_test(tc, test_pass_is_scoped_to_the_callers_tenant);
+    tcase_add_test(tc, test_pass_fires_many_roots_timers_in_batches);
     tcase_add_test(tc, test_bad_calls_get_the_right_code);
     suite_add_tcase(s, tc);
     return s;

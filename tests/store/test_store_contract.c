@@ -381,6 +381,79 @@ START_TEST(test_stale_instance_version_is_conflict)
 }
 END_TEST
 
+/* A batch unit of work locks several roots in ascending id order, writes
+ * and deletes each one's rows after locking it, and commits (or rolls
+ * back) them together; going back to a smaller root is refused, and a
+ * plain unit of work still locks one root only. */
+START_TEST(test_batch_locks_roots_in_order)
+{
+    const char *ids[] = {"b1", "b2", "b3"}, *tms[] = {"tm1", "tm2", "tm3"};
+    for (int i = 0; i < 3; i++) {
+        wf_instance_row r = mk_instance(ids[i], NULL, ids[i], T0 + i);
+        wf_timer_row tim = {S(tms[i]), NULL, S(ids[i]), S(ids[i]), S("w1"), S("x"), T0, T0, 0};
+        commit_changes(&(wf_store_changes){.instances = &r,
+                                           .n_instances = 1,
+                                           .timers = &tim,
+                                           .n_timers = 1});
+    }
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    wf_aggregate g;
+
+    /* b1 then b3: each one's timer deleted, an event each; one commit. */
+    ck_assert_int_eq(wf_store_begin_batch(st, &ctx, &tx, &err), WF_OK);
+    for (int i = 0; i < 3; i += 2) {
+        ck_assert_int_eq(wf_tx_lock_root_hint(tx, ids[i], ids[i], &g, &err), WF_OK);
+        ck_assert_uint_eq(g.n_timers, 1);
+        wf_event_row ev = {0, NULL, S(ids[i]), S(ids[i]), S("TIMER_FIRED"), NULL, S("{}"), T0};
+        ck_assert_int_eq(wf_tx_apply(tx,
+                                     &(wf_store_changes){.del_timers = &tms[i],
+                                                         .n_del_timers = 1,
+                                                         .events = &ev,
+                                                         .n_events = 1},
+                                     &err),
+                         WF_OK);
+    }
+    ck_assert(!wf_tx_failed(tx));
+    ck_assert_int_eq(wf_tx_commit(tx, &err), WF_OK);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+        ck_assert_int_eq(wf_tx_lock_root(tx, ids[i], &g, &err), WF_OK);
+        ck_assert_uint_eq(g.n_timers, i == 1 ? 1 : 0);
+        wf_tx_rollback(tx);
+    }
+    wf_event_row *evs;
+    size_t n;
+    ck_assert_int_eq(
+        wf_store_read_events(st, &ctx, 0, &(wf_event_filter){0}, 10, &evs, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(evs[0].root_id, "b1");
+    ck_assert_str_eq(evs[1].root_id, "b3");
+
+    /* Back from b2 to b1: refused, before the lock with a hint and after
+     * it without one; the batch is poisoned and b2's write rolls back. */
+    for (int hinted = 0; hinted < 2; hinted++) {
+        ck_assert_int_eq(wf_store_begin_batch(st, &ctx, &tx, &err), WF_OK);
+        ck_assert_int_eq(wf_tx_lock_root_hint(tx, "b2", "b2", &g, &err), WF_OK);
+        ck_assert_int_eq(
+            wf_tx_apply(tx, &(wf_store_changes){.del_timers = &tms[1], .n_del_timers = 1}, &err),
+            WF_OK);
+        ck_assert_int_eq(wf_tx_lock_root_hint(tx, "b1", hinted ? "b1" : NULL, &g, &err),
+                         WF_E_INTERNAL);
+        ck_assert_str_eq(err.msg, "a batch locks its roots in ascending order");
+        ck_assert(wf_tx_failed(tx));
+        ck_assert_int_eq(wf_tx_commit(tx, &err), WF_E_INTERNAL);
+    }
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_lock_root(tx, "b2", &g, &err), WF_OK);
+    ck_assert_uint_eq(g.n_timers, 1);
+    /* Not a batch: a second root is refused. */
+    ck_assert_int_eq(wf_tx_lock_root(tx, "b3", &g, &err), WF_E_INTERNAL);
+    ck_assert_str_eq(err.msg, "a unit of work locked two roots");
+    wf_tx_rollback(tx);
+}
+END_TEST
+
 START_TEST(test_deletes_remove_rows)
 {
     wf_instance_row r = mk_instance("r1", NULL, "r1", T0);
@@ -1576,6 +1649,7 @@ store_contract_suite(const char *name)
     tcase_add_test(tc, test_rollback_discards_everything);
     tcase_add_test(tc, test_stale_instance_version_is_conflict);
     tcase_add_test(tc, test_deletes_remove_rows);
+    tcase_add_test(tc, test_batch_locks_roots_in_order);
     tcase_add_test(tc, test_idempotency_records);
     tcase_add_test(tc, test_definitions_versions_and_listing);
     tcase_add_test(tc, test_inbox_semantics);

@@ -642,6 +642,104 @@ START_TEST(test_listener_hears_other_replicas)
 }
 END_TEST
 
+/* Wake-ups leave the writing transactions: no trigger notifies on events
+ * or jobs, and a burst of commits on one replica reaches another as fewer
+ * notifications than commits (coalesced after commit), the last commit's
+ * included. */
+#define BURST_THREADS 4
+#define BURST_COMMITS 50
+
+struct burst {
+    wf_store *st;
+    int thread;
+    const char *type;
+};
+
+static void *
+burst_main(void *arg)
+{
+    struct burst *b = arg;
+    wf_arena *a = wf_arena_new();
+    for (int i = 0; i < BURST_COMMITS && a != NULL; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "jb-%d-%d", b->thread, i);
+        wf_store_ctx ctx = {"t1", wf_mono_ms() + 5000, a};
+        wf_event_row ev = {0, NULL, "r1", "r1", "E", NULL, "{}", 1};
+        wf_job_row job = {.id = id,
+                          .root_id = "r1",
+                          .instance_id = "r1",
+                          .job_type = (char *)b->type,
+                          .state = WF_JOB_ACTIVATABLE,
+                          .attempt = 1,
+                          .max_attempts = 3,
+                          .activatable_at = 1,
+                          .created_at = 1};
+        wf_error err = {0};
+        wf_tx *tx = NULL;
+        wf_code rc = wf_store_begin(b->st, &ctx, &tx, &err);
+        if (rc == WF_OK)
+            rc = wf_tx_apply(tx,
+                             &(wf_store_changes){
+                                 .events = &ev, .n_events = 1, .jobs = &job, .n_jobs = 1},
+                             &err);
+        if (rc == WF_OK)
+            rc = wf_tx_commit(tx, &err);
+        else
+            wf_tx_rollback(tx);
+        ck_assert_msg(rc == WF_OK, "commit: %s", err.msg);
+    }
+    wf_arena_free(a);
+    return NULL;
+}
+
+START_TEST(test_commits_notify_after_commit_coalesced)
+{
+    char type[32], last[32];
+    snprintf(type, sizeof type, "burst-%d", (int)getpid());
+    snprintf(last, sizeof last, "last-%d", (int)getpid());
+    st = open_with(BURST_THREADS + 1, 2000);
+    wf_store *st2 = open_with(1, 1000);
+    make_root(st, "r1");
+    PGconn *pg = store_conn();
+    ck_assert_int_eq(scalar(pg, "SELECT count(*) FROM pg_trigger WHERE tgrelid IN "
+                                "('events'::regclass, 'jobs'::regclass) AND NOT tgisinternal"),
+                     0);
+    PQfinish(pg);
+    notes_init(&heard_b);
+    wf_error err = {0};
+    ck_assert_int_eq(wf_store_set_listener(st2, notes_fn, &heard_b, &err), WF_OK);
+
+    int from = notes_count(&heard_b);
+    pthread_t th[BURST_THREADS];
+    struct burst b[BURST_THREADS];
+    for (int i = 0; i < BURST_THREADS; i++) {
+        b[i] = (struct burst){st, i, type};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, burst_main, &b[i]), 0);
+    }
+    for (int i = 0; i < BURST_THREADS; i++)
+        pthread_join(th[i], NULL);
+    /* Notifications arrive in the order they were sent: once the last
+     * commit's is here, every earlier one is. */
+    commit_event_and_job(st, "j-last", last);
+    int at = notes_wait(&heard_b, from, "wf_jobs", last, 5000);
+    ck_assert_int_ge(at, 0);
+    int events = 0, jobs = 0;
+    for (int i = from; i <= at; i++) {
+        events += notes_find(&heard_b, i, i + 1, "wf_events", "") == i;
+        jobs += notes_find(&heard_b, i, i + 1, "wf_jobs", type) == i;
+    }
+    const int commits = BURST_THREADS * BURST_COMMITS + 1;
+    ck_assert_int_ge(events, 1);
+    ck_assert_int_ge(jobs, 1);
+    ck_assert_msg(events < commits && jobs < commits,
+                  "%d commits, %d wf_events and %d wf_jobs notifications", commits, events, jobs);
+    printf("coalesced wake-ups: %d commits, %d wf_events, %d wf_jobs notifications\n", commits,
+           events, jobs);
+    wf_store_free(st2);
+    wf_store_free(st);
+}
+END_TEST
+
 /* The listener reconnects after Postgres restarts, says so with one
  * ("wf_jobs", "") wake-up (what was sent meanwhile is lost), and hears
  * commits again. */
@@ -721,6 +819,7 @@ pg_only_tcase(void)
     tcase_add_test(tc, test_sequencer_busy_elsewhere_delays_reads_boundedly);
     tcase_add_test(tc, test_sequence_events_catches_up_a_backlog);
     tcase_add_test(tc, test_listener_hears_other_replicas);
+    tcase_add_test(tc, test_commits_notify_after_commit_coalesced);
     tcase_add_test(tc, test_listener_survives_restart);
     return tc;
 }

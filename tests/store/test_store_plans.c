@@ -62,14 +62,6 @@ static const exemption exempt[] = {
      * planner may sort the two runs instead of merging them. The engine
      * asks by instance or by aggregate (consume_signal_*), never both. */
     {"consume_signal", true, false, "sorts the buffer of one instance and one aggregate"},
-    /* Pending: the scheduler's passes and the request-record sweep still
-     * take "$1 IS NULL OR tenant_id = $1" and order by a time without the
-     * id. Each entry goes when its statement gets an index serving its
-     * filter and its order. */
-    {"claim_timers", true, false, "pending"},
-    {"expired_leases", true, false, "pending"},
-    {"expire_signals", true, false, "pending"},
-    {"sweep_idempotency", false, true, "pending"},
 };
 
 static const exemption *

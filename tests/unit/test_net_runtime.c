@@ -272,6 +272,76 @@ START_TEST(test_timer_withdrawn_by_the_user_never_fires)
 }
 END_TEST
 
+/* The scheduler's batch: one call fires the due timers of many roots (in
+ * batch units of work over several roots), each once and with its events;
+ * a claimed timer whose token was consumed meanwhile does not fire; and a
+ * root that fails (here a row naming no instance) is taken out of the
+ * batch without costing the others their firings. */
+START_TEST(test_timers_fire_in_batches)
+{
+    deploy(race_net("race", 60 * 60 * 1000, NULL, NULL));
+    enum { N = 12, STALE = 3 };
+    wf_instance_row in[N];
+    for (int i = 0; i < N; i++)
+        in[i] = start("race", "{}");
+    size_t n;
+    wf_timer_row *claimed = claim(wf_now_us() + 2 * HOUR_US, &n);
+    ck_assert_uint_eq(n, N);
+    wf_timer_row rows[N + 1];
+    memcpy(rows, claimed, N * sizeof rows[0]);
+    /* A row whose root does not exist sorts first and fails first. */
+    rows[N] = rows[0];
+    rows[N].id = "ghost";
+    rows[N].instance_id = rows[N].root_id = "00000000-0000-7000-8000-000000000000";
+
+    /* Alice completes the first STALE instances' tasks: their claimed
+     * timers are stale. */
+    wf_ref_ctx alice = as("alice");
+    for (int i = 0; i < STALE; i++) {
+        wf_aggregate agg = aggregate(in[i].id);
+        wf_ref_completion done;
+        wf_error err;
+        ck_assert_int_eq(
+            wf_referral_complete(&alice, agg.tasks[0].id, "{\"ok\":true}", NULL, &done, &err),
+            WF_OK);
+    }
+
+    wf_net_rt rt = {.store = st, .wake = count_wake};
+    bool fired[N + 1];
+    wf_code codes[N + 1];
+    wf_error errs[N + 1];
+    wf_net_fire_timers(&rt, rows, N + 1, wf_mono_ms() + 5000, fired, codes, errs);
+    ck_assert(!fired[N]);
+    ck_assert_int_ne(codes[N], WF_OK);
+    ck_assert_int_ge(wakes_events, 1);
+    for (int r = 0; r < N; r++) {
+        int i = -1;
+        for (int k = 0; k < N; k++)
+            if (strcmp(rows[r].instance_id, in[k].id) == 0)
+                i = k;
+        ck_assert_int_ge(i, 0);
+        ck_assert_msg(codes[r] == WF_OK, "timer %d: %s", r, errs[r].msg);
+        ck_assert_int_eq(fired[r], i >= STALE);
+        const char *ev = events(in[i].id);
+        ck_assert_int_eq(count_of(ev, "TIMER_FIRED"), i >= STALE ? 1 : 0);
+        ck_assert_int_eq(count_of(ev, "INSTANCE_COMPLETED"), 1);
+        wf_aggregate agg = aggregate(in[i].id);
+        ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_COMPLETED);
+        ck_assert_uint_eq(agg.n_timers, 0);
+        ck_assert_int_eq(agg.tasks[0].status, i >= STALE ? WF_TASK_CANCELLED : WF_TASK_DONE);
+    }
+
+    /* The same rows again (another replica, a retry): nothing fires. */
+    wf_net_fire_timers(&rt, rows, N, wf_mono_ms() + 5000, fired, codes, errs);
+    for (int r = 0; r < N; r++) {
+        ck_assert_int_eq(codes[r], WF_OK);
+        ck_assert(!fired[r]);
+    }
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(count_of(events(in[i].id), "TIMER_FIRED"), i >= STALE ? 1 : 0);
+}
+END_TEST
+
 /* The deferred choice under a real race: alice completes her task at the
  * very moment the competing timer (due now) is fired by the scheduler, on
  * two threads released together, 1,000 times. Exactly one side wins every
@@ -1055,6 +1125,7 @@ main(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_timer_fires_once_and_withdraws_the_task);
     tcase_add_test(tc, test_timer_withdrawn_by_the_user_never_fires);
+    tcase_add_test(tc, test_timers_fire_in_batches);
     tcase_add_test(tc, test_user_racing_time_1000_times);
     tcase_add_test(tc, test_due_expression_and_refused_firing_is_an_incident);
     tcase_add_test(tc, test_msg_subscription_and_view);

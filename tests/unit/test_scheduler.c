@@ -442,6 +442,56 @@ START_TEST(test_tick_drains_a_backlog_in_batches)
 }
 END_TEST
 
+/* wf_sched_batch_fn over fake_fire (arg: the store): records the size
+ * of each batch it is handed. */
+static size_t batch_sizes[16];
+static int n_batches;
+
+static void
+fake_fire_batch(void *arg, const wf_timer_row *rows, size_t n, int64_t deadline_ms, bool *fired,
+                wf_code *codes, wf_error *errs)
+{
+    if (n_batches < 16)
+        batch_sizes[n_batches] = n;
+    n_batches++;
+    for (size_t i = 0; i < n; i++) {
+        fired[i] = false;
+        codes[i] = fake_fire(arg, &rows[i], deadline_ms, &fired[i], &errs[i]);
+    }
+}
+
+/* With fire_batch, each claimed batch is handed over whole, and each
+ * timer's outcome is counted as with fire: fired, gone, failed (retried
+ * after its claim). */
+START_TEST(test_fire_batch_gets_each_claimed_batch_whole)
+{
+    new_root(st, "t1", "r1");
+    new_root(st, "t1", "r2");
+    add_timers(st, "t1", "r1", 0, 130, wf_now_us() - 1000 * MS);
+    add_timers(st, "t1", "r2", 0, 120, wf_now_us() - 500 * MS);
+    snprintf(rec.fail_id, sizeof rec.fail_id, "r2-7");
+    rec.fail_left = 1;
+    n_batches = 0;
+    wf_scheduler_options o = {.manual = true, .batch = 100, .fire_batch = fake_fire_batch};
+    wf_error err = {0};
+    wf_scheduler *s = wf_scheduler_start(st, &o, fake_fire, st, &err);
+    ck_assert_ptr_nonnull(s);
+    size_t fired = 0;
+    ck_assert_int_eq(wf_scheduler_tick(s, &fired, &err), WF_OK);
+    ck_assert_uint_eq(fired, 249);
+    ck_assert_int_eq(n_batches, 3);
+    ck_assert_uint_eq(batch_sizes[0], 100);
+    ck_assert_uint_eq(batch_sizes[1], 100);
+    ck_assert_uint_eq(batch_sizes[2], 50);
+    wf_scheduler_stats stats;
+    wf_scheduler_get_stats(s, &stats);
+    ck_assert_uint_eq(stats.fired, 249);
+    ck_assert_uint_eq(stats.fire_errors, 1);
+    ck_assert_uint_eq(timers_left(st, "t1", "r2"), 1); /* claimed: back after claim_ms */
+    wf_scheduler_stop(s);
+}
+END_TEST
+
 /* ---- Postgres: two replicas on one database ------------------------------ */
 
 static const char *pg_dsn;
@@ -937,6 +987,7 @@ scheduler_suite(void)
     tcase_add_test(tc, test_stop_is_prompt_when_idle);
     tcase_add_test(tc, test_outage_backs_off_and_stop_stays_prompt);
     tcase_add_test(tc, test_tick_drains_a_backlog_in_batches);
+    tcase_add_test(tc, test_fire_batch_gets_each_claimed_batch_whole);
     tcase_add_test(tc, test_expired_lease_is_ended_once);
     tcase_add_test(tc, test_tenant_run_leaves_other_tenants_alone);
     tcase_add_test(tc, test_buffered_signal_expires);
