@@ -605,11 +605,14 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
      * and order (migrations/0007_wake.sql). $1 now, $2 limit. Each
      * touches one bounded batch in one short statement, skipping rows
      * that a unit of work holds. */
+/* The claimed rows are updated through their ctid, locked by the same
+ * statement: a join back on the key would be planned as a hash join over
+ * every timer, since a generic plan takes LIMIT $2 for a tenth of the
+ * due rows. */
 #define CLAIM_TIMERS(tenant)                                                                       \
-    "WITH c AS (SELECT tenant_id, root_id, id FROM timers WHERE " tenant "due_at <= $1 AND "       \
-    "claimed_until <= $1 ORDER BY due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED), "                   \
-    "u AS (UPDATE timers t SET claimed_until = $3 FROM c WHERE t.tenant_id = c.tenant_id AND "     \
-    "t.root_id = c.root_id AND t.id = c.id RETURNING t.*) "                                        \
+    "WITH u AS (UPDATE timers SET claimed_until = $3 WHERE ctid = ANY(ARRAY(SELECT ctid FROM "   \
+    "timers WHERE " tenant "due_at <= $1 AND claimed_until <= $1 ORDER BY due_at, id LIMIT $2 "  \
+    "FOR UPDATE SKIP LOCKED)) RETURNING *) "                                                       \
     "SELECT " COLS_TIMERS " FROM u ORDER BY due_at, id"
     [S_CLAIM_TIMERS] = {"claim_timers", CLAIM_TIMERS(""), "timer"},
     [S_CLAIM_TIMERS_T] = {"claim_timers_tenant", CLAIM_TIMERS("tenant_id = $4 AND "), "timer"},
@@ -638,11 +641,10 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
     "DELETE FROM signals s USING c WHERE s.tenant_id = c.tenant_id AND s.id = c.id"
     [S_SWEEP_SIGNALS] = {"sweep_signals", SWEEP_SIGNALS(""), "signal"},
     [S_SWEEP_SIGNALS_T] = {"sweep_signals_tenant", SWEEP_SIGNALS("tenant_id = $3 AND "), "signal"},
+/* Through the ctids the same statement locked, as claim_timers. */
 #define SWEEP_IDEMPOTENCY(tenant)                                                                  \
-    "WITH c AS (SELECT tenant_id, method, request_id FROM idempotency WHERE " tenant               \
-    "created_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED) "                                           \
-    "DELETE FROM idempotency d USING c WHERE d.tenant_id = c.tenant_id "                           \
-    "AND d.method = c.method AND d.request_id = c.request_id"
+    "DELETE FROM idempotency WHERE ctid = ANY(ARRAY(SELECT ctid FROM idempotency WHERE " tenant   \
+    "created_at <= $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
     [S_SWEEP_IDEMPOTENCY] = {"sweep_idempotency", SWEEP_IDEMPOTENCY(""), "request record"},
     [S_SWEEP_IDEMPOTENCY_T] = {"sweep_idempotency_tenant",
                                SWEEP_IDEMPOTENCY("tenant_id = $3 AND "), "request record"},

@@ -62,6 +62,11 @@ static const exemption exempt[] = {
      * planner may sort the two runs instead of merging them. The engine
      * asks by instance or by aggregate (consume_signal_*), never both. */
     {"consume_signal", true, false, "sorts the buffer of one instance and one aggregate"},
+    /* RunSchedulerPass for one tenant: may sort that tenant's records past
+     * their retention, which is what the pass is there to delete (an index
+     * by tenant would cost every request record an entry, for a pass run on
+     * demand). */
+    {"sweep_idempotency_tenant", true, false, "sorts the expired records of one tenant"},
 };
 
 static const exemption *
@@ -229,7 +234,7 @@ is_subplan(json_t *node)
 /* The backlog table whose rows node returns unbounded (NULL: none): a
  * Limit bounds its input; a Nested Loop returns what its outer side
  * drives (the inner side runs once per outer row); a CTE Scan returns
- * its CTE. */
+ * its CTE; a Tid Scan, the rows it names. */
 static const char *
 reads_backlog(json_t *top, json_t *node, int depth)
 {
@@ -240,6 +245,9 @@ reads_backlog(json_t *top, json_t *node, int depth)
         json_t *cte = find_cte(top, str_of(node, "CTE Name"));
         return cte != NULL ? reads_backlog(top, cte, depth + 1) : NULL;
     }
+    /* A Tid Scan returns the rows whose ctids its condition names. */
+    if (strcmp(type, "Tid Scan") == 0)
+        return NULL;
     if (strstr(type, "Scan") != NULL && is_backlog(str_of(node, "Relation Name")))
         return str_of(node, "Relation Name");
     bool nested = strcmp(type, "Nested Loop") == 0;

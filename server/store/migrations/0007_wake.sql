@@ -33,6 +33,13 @@ DROP INDEX signals_expiry;
 CREATE INDEX signals_expiry ON signals (expires_at, id) WHERE outcome = 2 AND consumed_at = 0;
 CREATE INDEX signals_tenant_expiry ON signals (tenant_id, expires_at, id)
     WHERE outcome = 2 AND consumed_at = 0;
+-- The TTL pass reads the buffer itself (buffered, not discarded), which the
+-- gauge's index of 0003 covers: ordered by (expires_at, id) it serves the
+-- pass's order too; and per tenant.
+DROP INDEX signals_buffered;
+CREATE INDEX signals_buffered ON signals (expires_at, id) WHERE buffered AND NOT discarded;
+CREATE INDEX signals_tenant_buffered ON signals (tenant_id, expires_at, id)
+    WHERE buffered AND NOT discarded;
 
 -- Event retention of one tenant: its unswept ended roots, by end time.
 CREATE INDEX instances_tenant_unswept ON instances (tenant_id, ended_at)
