@@ -123,15 +123,23 @@ CLASSES = {
     "sweep_signals": (False, "global"),
     "sweep_idempotency": (False, "global"),
     "sweep_events": (False, "fanout"),
+    # ... and their one-tenant shapes (RunSchedulerPass)
+    "claim_timers_tenant": (False, "fanout"),
+    "expired_leases_tenant": (False, "fanout"),
+    "expire_signals_tenant": (False, "global"),
+    "sweep_signals_tenant": (False, "global"),
+    "sweep_idempotency_tenant": (False, "global"),
+    "sweep_events_tenant": (False, "fanout"),
     "count_backlog": (False, "fanout"),
 }
 # Run only on a path (a signal racing the wait for its aggregate) that the
 # workload may not take; checked when it does. consume_signal (by instance
 # and aggregate at once) is the store contract's; the engine asks by one.
 OPTIONAL = {"lock_correlation", "sub_awaited", "consume_signal"}
-# Transaction control, settings, LISTEN, migrations: nothing to plan.
+# Transaction control, settings, LISTEN and the notifier's NOTIFY,
+# migrations: nothing to plan.
 UTILITY = {"begin", "commit", "rollback", "timeout_local", "timeout_session", "ping",
-           "listen_events", "listen_jobs", "mig_lock", "mig_unlock", "mig_table", "mig_has",
+           "listen_events", "listen_jobs", "notify", "mig_lock", "mig_unlock", "mig_table", "mig_has",
            "mig_record"}
 
 # Builds wf_part from the catalog of wf_src (see step 3 above). Notes go to
