@@ -72,7 +72,10 @@ idem_record(wf_tx *tx, const wf_store_ctx *ctx, wf_uow_idem *idem, const void *r
         wf_tx_rollback(tx);
         return rc;
     }
-    return wf_tx_commit_recorded(tx, &row, err);
+    rc = idem->recorded ? wf_tx_commit_amended(tx, &row, err) : wf_tx_commit_recorded(tx, &row, err);
+    if (rc == WF_OK)
+        idem->recorded = true;
+    return rc;
 }
 
 /* After the body failed: a concurrent call with the same request id may
@@ -110,7 +113,9 @@ attempt(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body_fn
     wf_code rc = wf_store_begin(st, ctx, &tx, err);
     if (rc != WF_OK)
         return rc;
-    if (dedupe) {
+    if (idem != NULL)
+        idem->no_record = false;
+    if (dedupe && !idem->recorded) {
         bool done;
         rc = idem_lookup(tx, idem, &done, err);
         if (rc != WF_OK || done) {
@@ -121,11 +126,23 @@ attempt(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body_fn
     rc = body(tx, arg, err);
     if (rc != WF_OK) {
         wf_tx_rollback(tx);
-        return dedupe && rc != WF_E_CONFLICT ? recheck(st, ctx, idem, rc, err) : rc;
+        return dedupe && !idem->recorded && rc != WF_E_CONFLICT ? recheck(st, ctx, idem, rc, err)
+                                                                : rc;
     }
-    if (dedupe)
+    if (dedupe && !idem->no_record)
         return idem_record(tx, ctx, idem, result, err);
     return wf_tx_commit(tx, err);
+}
+
+wf_code
+wf_uow_commit(wf_store *st, const wf_store_ctx *ctx, wf_tx *tx, wf_uow_idem *idem,
+              const void *result, wf_error *err)
+{
+    if (!(wf_uow_idem_active(idem) && idem->encode != NULL))
+        return wf_tx_commit(tx, err);
+    bool first = !idem->recorded;
+    wf_code rc = idem_record(tx, ctx, idem, result, err);
+    return rc == WF_E_CONFLICT && first ? recheck(st, ctx, idem, rc, err) : rc;
 }
 
 wf_code

@@ -447,6 +447,14 @@ wf_code wf_tx_idempotency_put(wf_tx *tx, const wf_idempotency_row *in, wf_error 
  * with the same key is WF_E_CONFLICT. */
 wf_code wf_tx_commit_recorded(wf_tx *tx, const wf_idempotency_row *in, wf_error *err);
 
+/* As wf_tx_commit_recorded, but a record of the same (method, request_id)
+ * with the same request_hash is replaced instead of refused: a call whose
+ * effect spans several units of work (SendSignal to an aggregate fires
+ * one root per unit of work) records with the first and amends the
+ * response with each later one, so every committed effect has its record.
+ * A record with another hash is left as it is. */
+wf_code wf_tx_commit_amended(wf_tx *tx, const wf_idempotency_row *in, wf_error *err);
+
 /* Stores in as the next version of in->key (in->version is ignored) and
  * returns that version in *version. Two concurrent puts of one key: one
  * gets WF_E_CONFLICT. */
@@ -586,6 +594,14 @@ wf_code wf_store_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_si
 wf_code wf_store_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type,
                                const char *worker, size_t max, int64_t lease_ms, int64_t now,
                                wf_job_row **rows, size_t *n, wf_error *err);
+
+/* As wf_store_activate_jobs, inside a unit of work (which locks no root
+ * for it): the leases and their JOB_ACTIVATED events commit or roll back
+ * with the transaction, and so with the request record written in it
+ * (wf_tx_commit_recorded). A rollback gives the jobs back. */
+wf_code wf_tx_activate_jobs(wf_tx *tx, const char *job_type, const char *worker, size_t max,
+                            int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
+                            wf_error *err);
 
 /*
  * Due timers of EVERY tenant (ctx->tenant is ignored; rows carry theirs):

@@ -134,6 +134,7 @@ enum {
     S_DEL_SUB,
     S_IDEM_GET,
     S_IDEM_PUT,
+    S_IDEM_AMEND,
     S_PUT_DEFINITION,
     S_GET_DEFINITION,
     S_CONSUME_SIGNAL,
@@ -335,6 +336,11 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                     "INSERT INTO idempotency (" COLS_IDEMPOTENCY ") VALUES ($1, $2, $3, $4, $5, "
                     "$6)",
                     "request record"},
+    [S_IDEM_AMEND] = {"idem_amend",
+                      "INSERT INTO idempotency (" COLS_IDEMPOTENCY ") VALUES ($1, $2, $3, $4, $5, "
+                      "$6) ON CONFLICT (tenant_id, method, request_id) DO UPDATE SET response = "
+                      "EXCLUDED.response WHERE idempotency.request_hash = EXCLUDED.request_hash",
+                      "request record"},
     /* The next version of a key; a concurrent put of the same key fails
      * on the primary key (CONFLICT). */
     [S_PUT_DEFINITION] = {"put_definition",
@@ -1300,9 +1306,18 @@ pg_idem_put(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
     return rc;
 }
 
+static wf_code
+pg_idem_amend(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
+{
+    pg_tx *tx = (pg_tx *)t;
+    params p = {.a = t->ctx.arena};
+    p_row(&p, &wf_store__idempotency_desc, in, t->ctx.tenant, -1);
+    return run_cmd(tx->c, S_IDEM_AMEND, &p, t->ctx.deadline_ms, NULL, err);
+}
+
 /* The record and COMMIT in one flight (a failed record skips COMMIT). */
 static wf_code
-pg_commit_recorded(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
+pg_commit_recorded(wf_tx *t, const wf_idempotency_row *in, bool amend, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
     int64_t dl = t->ctx.deadline_ms;
@@ -1312,7 +1327,7 @@ pg_commit_recorded(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
     if (p.oom) {
         rc = wf_store__nomem(err);
     } else {
-        int put = push(tx->c, S_IDEM_PUT, &p, dl);
+        int put = push(tx->c, amend ? S_IDEM_AMEND : S_IDEM_PUT, &p, dl);
         push(tx->c, S_COMMIT, NULL, dl);
         int failed = -1;
         rc = flush(tx->c, dl, &failed, err);
@@ -1583,16 +1598,14 @@ pg_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f
 
 /* ---- cross-instance work ----------------------------------------------------- */
 
+/* The lease statement and its JOB_ACTIVATED events on c, in the
+ * transaction c has open (or owes); commit: COMMIT rides with the events.
+ * A failure leaves the transaction to be rolled back by the caller. */
 static wf_code
-pg_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, const char *worker,
-                 size_t max, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
-                 wf_error *err)
+activate_on(wf_pg_conn *c, const wf_store_ctx *ctx, const char *job_type, const char *worker,
+            size_t max, int64_t lease_ms, int64_t now, bool commit, wf_job_row **rows, size_t *n,
+            wf_error *err)
 {
-    pg_store *s = (pg_store *)st;
-    wf_pg_conn *c = NULL;
-    wf_code rc = tx_open(s, ctx, &c, err);
-    if (rc != WF_OK)
-        return rc;
     params p = p_tenant(ctx, job_type);
     p_i64(&p, now);
     p_i64(&p, (int64_t)max);
@@ -1600,10 +1613,10 @@ pg_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, co
     p_i64(&p, now + lease_ms * 1000);
     wf_job_row *jobs = NULL;
     size_t k = 0;
-    rc = run_rows(c, S_ACTIVATE_JOBS, &p, ctx->deadline_ms, &wf_store__job_desc, ctx->arena, &jobs,
-                  &k, err);
+    wf_code rc = run_rows(c, S_ACTIVATE_JOBS, &p, ctx->deadline_ms, &wf_store__job_desc,
+                          ctx->arena, &jobs, &k, err);
     /* One JOB_ACTIVATED event per lease, in the same transaction: the
-     * inserts and COMMIT in one flight (a failed insert skips COMMIT). */
+     * inserts (and COMMIT) in one flight (a failed insert skips COMMIT). */
     bool ok = true;
     for (size_t i = 0; rc == WF_OK && ok && i < k; i++) {
         wf_event_row ev = {0,
@@ -1616,19 +1629,40 @@ pg_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, co
                            now};
         ok = ev.data_json != NULL && queue_event(c, ctx, &ev);
     }
-    if (rc == WF_OK) {
-        if (ok)
+    if (rc == WF_OK && (k > 0 || commit)) {
+        if (ok && commit)
             push(c, S_COMMIT, NULL, ctx->deadline_ms);
         rc = flush(c, ctx->deadline_ms, NULL, err);
         if (rc == WF_OK && !ok)
             rc = wf_store__nomem(err);
     }
-    conn_put(s, c);
     if (rc == WF_OK) {
         *rows = jobs;
         *n = k;
     }
     return rc;
+}
+
+static wf_code
+pg_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, const char *worker,
+                 size_t max, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
+                 wf_error *err)
+{
+    pg_store *s = (pg_store *)st;
+    wf_pg_conn *c = NULL;
+    wf_code rc = tx_open(s, ctx, &c, err);
+    if (rc == WF_OK)
+        rc = activate_on(c, ctx, job_type, worker, max, lease_ms, now, true, rows, n, err);
+    conn_put(s, c);
+    return rc;
+}
+
+static wf_code
+pg_tx_activate_jobs(wf_tx *t, const char *job_type, const char *worker, size_t max,
+                    int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n, wf_error *err)
+{
+    return activate_on(((pg_tx *)t)->c, &t->ctx, job_type, worker, max, lease_ms, now, false, rows,
+                       n, err);
 }
 
 static wf_code
@@ -2042,6 +2076,7 @@ static const wf_store_ops pg_ops = {
     .rollback = pg_rollback,
     .idem_get = pg_idem_get,
     .idem_put = pg_idem_put,
+    .idem_amend = pg_idem_amend,
     .commit_recorded = pg_commit_recorded,
     .put_definition = pg_put_definition,
     .tx_get_definition = pg_tx_get_definition,
@@ -2056,6 +2091,7 @@ static const wf_store_ops pg_ops = {
     .list_definitions = pg_list_definitions,
     .list_signals = pg_list_signals,
     .activate_jobs = pg_activate_jobs,
+    .tx_activate_jobs = pg_tx_activate_jobs,
     .claim_due_timers = pg_claim_due_timers,
     .find_expired_leases = pg_find_expired_leases,
     .expire_signals = pg_expire_signals,
