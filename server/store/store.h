@@ -387,6 +387,12 @@ typedef struct wf_store_stats {
     int pool_size; /* 0 for the memory store */
     int in_use;    /* connections borrowed now */
     int waiting;   /* callers waiting for a connection */
+    /* Round trips to the database (flights: statements sent together in
+     * pipeline mode) and the statements they carried, since the store was
+     * made, over every pooled connection. A test reads the difference
+     * around a call. Memory store: 0. */
+    int64_t flights;
+    int64_t statements;
 } wf_store_stats;
 
 /* Snapshot of pool gauges for metrics. */
