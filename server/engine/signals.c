@@ -764,15 +764,18 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
         if (rc != WF_OK && rc_->violation != NULL)
             rc_->violation(rc_->violation_arg, "payload_json", "must be a JSON object");
     }
-    if (rc == WF_OK)
-        rc = wf_net_idem_lookup(ctx, idem, err);
-    if (rc != WF_OK || (idem != NULL && idem->replayed))
+    if (rc != WF_OK)
         return rc;
+    /* The request id is looked up by the first unit of work, in its
+     * first flight; an answer without one (a duplicate) looks it up here. */
     bool seen = false;
     rc = seen_before(ctx, in->signal_id, &seen, err);
     if (rc != WF_OK)
         return rc;
     if (seen) {
+        rc = wf_net_idem_lookup(ctx, idem, err);
+        if (rc != WF_OK || (idem != NULL && idem->replayed))
+            return rc;
         out->outcome = WF_SIGNAL_DUPLICATE;
         return wf_net_idem_record(ctx, idem, out, err);
     }
@@ -784,6 +787,10 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
                   .out = out};
     if (op.log_id == NULL)
         return wf_ref__nomem(err);
+    if (op.idem != NULL) {
+        op.idem->spans = true;
+        op.idem->recorded = false;
+    }
     /* Every unit of work with an effect records the request in its own
      * transaction; what is left to record below is an answer without an
      * effect (a duplicate). */
@@ -809,9 +816,18 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
             return WF_OK;
         }
     }
-    if (rc == WF_OK)
-        rc = wf_net_idem_record(ctx, idem, out, err);
-    return rc;
+    if (rc != WF_OK || op.idem == NULL || op.idem->recorded)
+        return rc;
+    /* A duplicate found by a lost race: the first answer to this request
+     * id, if there is one, else this one. */
+    wf_sig_send_out mine = *out;
+    rc = wf_net_idem_lookup(ctx, idem, err);
+    if (rc != WF_OK || idem->replayed) {
+        memset(out, 0, sizeof *out);
+        return rc;
+    }
+    *out = mine;
+    return wf_net_idem_record(ctx, idem, out, err);
 }
 
 /* ---- ListSignals and buffered signals ---------------------------------------------------------

@@ -46,10 +46,12 @@ typedef struct wf_uow_idem {
      * of a long poll, a unit of work of a multi-root call that fired
      * nothing): the run commits without a record. Reset at each attempt. */
     bool no_record;
-    /* Out, and in for the next run of the same call: a unit of work of
-     * this call committed its record. A later one (a call spanning several
-     * roots) skips the lookup and amends the record's response
-     * (wf_tx_commit_amended), so each effect commits with its record. */
+    /* spans (in): the call runs several units of work (one per root) on
+     * this idem. recorded (out; kept from run to run when spans): a unit
+     * of work of this call committed its record, so a later one skips the
+     * lookup and amends the record's response (wf_tx_commit_amended):
+     * each effect commits with its record. */
+    bool spans;
     bool recorded;
 
     bool replayed;                 /* true: the body did not run */

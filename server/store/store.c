@@ -449,6 +449,13 @@ wf_tx_commit(wf_tx *tx, wf_error *err)
 }
 
 void
+wf_tx_defer_writes(wf_tx *tx)
+{
+    if (tx != NULL && tx->st->ops->defer_writes != NULL)
+        tx->st->ops->defer_writes(tx);
+}
+
+void
 wf_tx_rollback(wf_tx *tx)
 {
     if (tx != NULL)
@@ -463,6 +470,19 @@ wf_tx_idempotency_get(wf_tx *tx, const char *method, const char *request_id,
     return rc != WF_OK
                ? rc
                : tx_done(tx, tx->st->ops->idem_get(tx, method, request_id, out, found, err));
+}
+
+wf_code
+wf_tx_idempotency_prefetch(wf_tx *tx, const char *method, const char *request_id,
+                           wf_idempotency_row *out, bool *found, wf_error *err)
+{
+    wf_code rc = check_tx(tx, err);
+    if (rc != WF_OK)
+        return rc;
+    *found = false;
+    if (tx->st->ops->idem_prefetch == NULL)
+        return tx_done(tx, tx->st->ops->idem_get(tx, method, request_id, out, found, err));
+    return tx_done(tx, tx->st->ops->idem_prefetch(tx, method, request_id, out, found, err));
 }
 
 wf_code

@@ -433,6 +433,15 @@ wf_code wf_tx_lock_root_hint(wf_tx *tx, const char *instance_id, const char *roo
  * (see wf_store_read_events). */
 wf_code wf_tx_apply(wf_tx *tx, const wf_store_changes *changes, wf_error *err);
 
+/* Lets the writes of tx travel with its next statements (at the latest
+ * its commit) instead of a round trip of their own: from now on
+ * wf_tx_apply may return WF_OK for writes that then fail, and the failure
+ * (WF_E_CONFLICT for a stale instance version or a duplicate signal id)
+ * is reported by the next wf_tx_* call, the commit included. For a runner
+ * that treats every failure of a unit of work alike (engine/uow.c).
+ * Memory: writes are applied at once either way. */
+void wf_tx_defer_writes(wf_tx *tx);
+
 /* Commits and frees tx (also on failure: a failed commit is rolled back). */
 wf_code wf_tx_commit(wf_tx *tx, wf_error *err);
 
@@ -443,6 +452,16 @@ void wf_tx_rollback(wf_tx *tx);
  * *out is filled when found. */
 wf_code wf_tx_idempotency_get(wf_tx *tx, const char *method, const char *request_id,
                               wf_idempotency_row *out, bool *found, wf_error *err);
+
+/* As wf_tx_idempotency_get, but the lookup may travel with the
+ * transaction's next statements instead of a round trip of its own:
+ * *found and *out (both must stay valid until the transaction ends) are
+ * set when its answer is in, at the latest when the next wf_tx_* call
+ * returns. When a record is found, that call fails (WF_E_CONFLICT: the
+ * request was already recorded), so a body stops at once; its writes are
+ * rolled back with the transaction. Memory: looked up at once. */
+wf_code wf_tx_idempotency_prefetch(wf_tx *tx, const char *method, const char *request_id,
+                                   wf_idempotency_row *out, bool *found, wf_error *err);
 
 /* Records a request's result. A record with the same key is WF_E_CONFLICT
  * (a concurrent retry of the same request won; retrying reads its record). */

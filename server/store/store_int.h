@@ -23,10 +23,14 @@ typedef struct wf_store_ops {
                          wf_aggregate *out, wf_error *err);
     wf_code (*apply)(wf_tx *tx, const wf_store_changes *c, wf_error *err);
     wf_code (*commit)(wf_tx *tx, wf_error *err);
+    void (*defer_writes)(wf_tx *tx); /* optional */
     void (*rollback)(wf_tx *tx);
     wf_code (*idem_get)(wf_tx *tx, const char *method, const char *request_id,
                         wf_idempotency_row *out, bool *found, wf_error *err);
     wf_code (*idem_put)(wf_tx *tx, const wf_idempotency_row *in, wf_error *err);
+    /* Optional (NULL: idem_get at once). */
+    wf_code (*idem_prefetch)(wf_tx *tx, const char *method, const char *request_id,
+                             wf_idempotency_row *out, bool *found, wf_error *err);
     /* idem_put that replaces a record of the same request (same hash). */
     wf_code (*idem_amend)(wf_tx *tx, const wf_idempotency_row *in, wf_error *err);
     /* Optional: idem_put (amend: idem_amend) then commit in one go (NULL:

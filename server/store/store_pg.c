@@ -119,6 +119,7 @@ enum {
     S_AGG_SUBS,
     S_INSERT_INSTANCE,
     S_UPDATE_INSTANCE,
+    S_UPDATE_INSTANCE_CHECKED,
     S_UPSERT_TASK,
     S_UPSERT_TOKEN,
     S_UPSERT_WORK_ITEM,
@@ -229,6 +230,20 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
          "$15, on_all_completed = $16, join_fired = $17, created_at = $18, updated_at = "
          "$19, ended_at = $20, version = $21::bigint + 1 WHERE tenant_id = $2 AND root_id "
          "= $6 AND id = $1 AND version = $21",
+         "instance"},
+    /* The same, failing when it updates no row (a stale version), for
+     * deferred writes whose row count nobody reads: 1 / 0 raises
+     * division_by_zero, which pg_errors.c maps to CONFLICT for this
+     * statement only. */
+    [S_UPDATE_INSTANCE_CHECKED] =
+        {"update_instance_checked",
+         "WITH u AS (UPDATE instances SET definition_key = $3, definition_version = $4, "
+         "parent_id = $5, status = $7, variables_json = $8, aggregate_type = $9, "
+         "aggregate_id = $10, started_by = $11, title = $12, last_error = $13, join_mode = "
+         "$14, join_quorum = $15, on_all_completed = $16, join_fired = $17, created_at = $18, "
+         "updated_at = $19, ended_at = $20, version = $21::bigint + 1 WHERE tenant_id = $2 "
+         "AND root_id = $6 AND id = $1 AND version = $21 RETURNING 1) "
+         "SELECT 1 / count(*) FROM u",
          "instance"},
     /* Keyed by (tenant_id, root_id, id), which an update leaves as it is:
      * a distributed table refuses to rewrite its distribution column. */
@@ -441,7 +456,14 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                          "u AS (UPDATE jobs j SET state = 2, key = gen_random_uuid()::text, "
                          "worker = $5, lease_expires_at = $6 FROM c WHERE "
                          "j.tenant_id = c.tenant_id AND j.root_id = c.root_id AND j.id = c.id "
-                         "RETURNING j.*) "
+                         "RETURNING j.*), "
+                         /* One JOB_ACTIVATED event per lease, in the same
+                          * statement (data as wf_store__job_activated_data). */
+                         "e AS (INSERT INTO events (tenant_id, root_id, instance_id, type, actor, "
+                         "data_json, time) SELECT tenant_id, root_id, instance_id, "
+                         "'JOB_ACTIVATED', NULL, '{\"jobId\":\"' || id || '\",\"jobKey\":' || "
+                         "to_json(key)::text || ',\"worker\":' || to_json(worker)::text || "
+                         "',\"attempt\":' || attempt || '}', $3 FROM u ORDER BY activatable_at, id) "
                          "SELECT " COLS_JOBS " FROM u ORDER BY activatable_at, id",
                          "job"},
     /* All tenants ($4 NULL: the scheduler is one per replica, not per
@@ -568,11 +590,22 @@ typedef struct pg_store {
     size_t n_defs;
 } pg_store;
 
+/* A request lookup riding on a flight (wf_tx_idempotency_prefetch). */
+struct wf_pg_lookup {
+    int slot;
+    const char *request_id;
+    wf_arena *arena;
+    wf_idempotency_row *out;
+    bool *found;
+};
+
 typedef struct pg_tx {
     wf_tx base;
     wf_pg_conn *c;
     const wf_definition_row *seen[DEFS_SEEN]; /* read here; cached at commit */
     int n_seen;
+    struct wf_pg_lookup lookup; /* wf_tx_idempotency_prefetch */
+    bool defer;                 /* wf_tx_defer_writes */
 } pg_tx;
 
 /* ---- parameters ---------------------------------------------------------- */
@@ -767,16 +800,35 @@ push(wf_pg_conn *c, int id, const params *p, int64_t deadline)
                       p != NULL ? p->len : NULL, p != NULL ? p->fmt : NULL, deadline);
 }
 
-/* Sends c's flight and collects it (see wf_pg_flush). */
+static wf_code read_rows(PGresult *res, const wf_row_desc *d, wf_arena *a, void *out, size_t *n,
+                         wf_error *err);
+
+/* Sends c's flight and collects it (see wf_pg_flush). A request lookup
+ * that rode on it and found a record fails the flight's caller. */
 static wf_code
 flush(wf_pg_conn *c, int64_t deadline, int *failed, wf_error *err)
 {
+    struct wf_pg_lookup *l = c->lookup;
+    c->lookup = NULL;
     wf_code rc = wf_pg_flush(c, stmts, deadline, failed, err);
     if (c->timeout_in_flight && rc == WF_OK) {
         c->timeout_known = true;
         c->timeout_ms = c->timeout_want;
     }
     c->timeout_in_flight = false;
+    if (l != NULL && rc == WF_OK) {
+        PGresult *res = wf_pg_take(c, l->slot);
+        wf_idempotency_row *rows = NULL;
+        size_t n = 0;
+        rc = read_rows(res, &wf_store__idempotency_desc, l->arena, &rows, &n, err);
+        PQclear(res);
+        if (rc == WF_OK && n > 0) {
+            *l->out = rows[0];
+            *l->found = true;
+            rc = wf_error_set(err, WF_E_CONFLICT, "request \"%s\" was already recorded",
+                              l->request_id);
+        }
+    }
     return rc;
 }
 
@@ -890,6 +942,7 @@ conn_put(pg_store *s, wf_pg_conn *c)
     if (c == NULL)
         return;
     c->owe_timeout = c->owe_begin = false;
+    c->lookup = NULL;
     if (c->pg != NULL && !c->broken) {
         PGTransactionStatusType ts = PQtransactionStatus(c->pg);
         if ((ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR) &&
@@ -1035,6 +1088,12 @@ pg_commit(wf_tx *t, wf_error *err)
     conn_put((pg_store *)t->st, tx->c);
     free(tx);
     return rc;
+}
+
+static void
+pg_defer_writes(wf_tx *t)
+{
+    ((pg_tx *)t)->defer = true;
 }
 
 static void
@@ -1220,9 +1279,10 @@ pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
     if (checks == NULL)
         return wf_store__nomem(err);
     bool ok = true;
+    int update = tx->defer ? S_UPDATE_INSTANCE_CHECKED : S_UPDATE_INSTANCE;
     for (size_t i = 0; ok && i < c->n_instances; i++) {
         const wf_instance_row *in = &c->instances[i];
-        ok = queue_rows(tx, in->version == 0 ? S_INSERT_INSTANCE : S_UPDATE_INSTANCE,
+        ok = queue_rows(tx, in->version == 0 ? S_INSERT_INSTANCE : update,
                         &wf_store__instance_desc, in, 1, checks, &n_checks);
     }
     ok =
@@ -1247,6 +1307,10 @@ pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
     }
     for (size_t i = 0; ok && i < c->n_events; i++)
         ok = queue_event(tx->c, ctx, &c->events[i]);
+    /* Deferred: the next flight carries them, and its caller reports
+     * their failure (the checked update and the unique indexes raise). */
+    if (tx->defer && ok)
+        return WF_OK;
     /* Out of memory half-way: what was queued still has to be collected. */
     int failed = -1;
     wf_code rc = flush(tx->c, ctx->deadline_ms, &failed, err);
@@ -1291,6 +1355,23 @@ pg_idem_get(wf_tx *t, const char *method, const char *request_id, wf_idempotency
             *out = rows[0];
     }
     return rc;
+}
+
+/* Queued on the flight being built, after BEGIN: it goes out with the
+ * body's first statements (flush reads it). */
+static wf_code
+pg_idem_prefetch(wf_tx *t, const char *method, const char *request_id, wf_idempotency_row *out,
+                 bool *found, wf_error *err)
+{
+    pg_tx *tx = (pg_tx *)t;
+    params p = p_tenant(&t->ctx, method);
+    p_str(&p, request_id);
+    if (p.oom)
+        return wf_store__nomem(err);
+    tx->lookup = (struct wf_pg_lookup){
+        push(tx->c, S_IDEM_GET, &p, t->ctx.deadline_ms), request_id, t->ctx.arena, out, found};
+    tx->c->lookup = &tx->lookup;
+    return WF_OK;
 }
 
 static wf_code
@@ -1598,12 +1679,11 @@ pg_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f
 
 /* ---- cross-instance work ----------------------------------------------------- */
 
-/* The lease statement and its JOB_ACTIVATED events on c, in the
- * transaction c has open (or owes); commit: COMMIT rides with the events.
- * A failure leaves the transaction to be rolled back by the caller. */
+/* The lease statement, which writes its JOB_ACTIVATED events itself, on
+ * c: in the transaction c has open (or owes), or alone (autocommit). */
 static wf_code
 activate_on(wf_pg_conn *c, const wf_store_ctx *ctx, const char *job_type, const char *worker,
-            size_t max, int64_t lease_ms, int64_t now, bool commit, wf_job_row **rows, size_t *n,
+            size_t max, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
             wf_error *err)
 {
     params p = p_tenant(ctx, job_type);
@@ -1611,38 +1691,11 @@ activate_on(wf_pg_conn *c, const wf_store_ctx *ctx, const char *job_type, const 
     p_i64(&p, (int64_t)max);
     p_str(&p, worker);
     p_i64(&p, now + lease_ms * 1000);
-    wf_job_row *jobs = NULL;
-    size_t k = 0;
-    wf_code rc = run_rows(c, S_ACTIVATE_JOBS, &p, ctx->deadline_ms, &wf_store__job_desc,
-                          ctx->arena, &jobs, &k, err);
-    /* One JOB_ACTIVATED event per lease, in the same transaction: the
-     * inserts (and COMMIT) in one flight (a failed insert skips COMMIT). */
-    bool ok = true;
-    for (size_t i = 0; rc == WF_OK && ok && i < k; i++) {
-        wf_event_row ev = {0,
-                           NULL,
-                           jobs[i].root_id,
-                           jobs[i].instance_id,
-                           "JOB_ACTIVATED",
-                           NULL,
-                           wf_store__job_activated_data(ctx->arena, &jobs[i]),
-                           now};
-        ok = ev.data_json != NULL && queue_event(c, ctx, &ev);
-    }
-    if (rc == WF_OK && (k > 0 || commit)) {
-        if (ok && commit)
-            push(c, S_COMMIT, NULL, ctx->deadline_ms);
-        rc = flush(c, ctx->deadline_ms, NULL, err);
-        if (rc == WF_OK && !ok)
-            rc = wf_store__nomem(err);
-    }
-    if (rc == WF_OK) {
-        *rows = jobs;
-        *n = k;
-    }
-    return rc;
+    return run_rows(c, S_ACTIVATE_JOBS, &p, ctx->deadline_ms, &wf_store__job_desc, ctx->arena,
+                    rows, n, err);
 }
 
+/* One statement, one flight: the leases and their events commit together. */
 static wf_code
 pg_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, const char *worker,
                  size_t max, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
@@ -1650,9 +1703,9 @@ pg_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, co
 {
     pg_store *s = (pg_store *)st;
     wf_pg_conn *c = NULL;
-    wf_code rc = tx_open(s, ctx, &c, err);
+    wf_code rc = conn_get(s, ctx, &c, err);
     if (rc == WF_OK)
-        rc = activate_on(c, ctx, job_type, worker, max, lease_ms, now, true, rows, n, err);
+        rc = activate_on(c, ctx, job_type, worker, max, lease_ms, now, rows, n, err);
     conn_put(s, c);
     return rc;
 }
@@ -1661,8 +1714,8 @@ static wf_code
 pg_tx_activate_jobs(wf_tx *t, const char *job_type, const char *worker, size_t max,
                     int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n, wf_error *err)
 {
-    return activate_on(((pg_tx *)t)->c, &t->ctx, job_type, worker, max, lease_ms, now, false, rows,
-                       n, err);
+    return activate_on(((pg_tx *)t)->c, &t->ctx, job_type, worker, max, lease_ms, now, rows, n,
+                       err);
 }
 
 static wf_code
@@ -2077,6 +2130,8 @@ static const wf_store_ops pg_ops = {
     .idem_get = pg_idem_get,
     .idem_put = pg_idem_put,
     .idem_amend = pg_idem_amend,
+    .idem_prefetch = pg_idem_prefetch,
+    .defer_writes = pg_defer_writes,
     .commit_recorded = pg_commit_recorded,
     .put_definition = pg_put_definition,
     .tx_get_definition = pg_tx_get_definition,

@@ -4,13 +4,15 @@
  * makes, with a request id as clients send one, on the test's thread with
  * nothing else using the store, and asserts how many flights it took:
  *
- *   ActivateJobs   1 (the lease statement writes its JOB_ACTIVATED
- *                  events; with a request id its lookup and record ride
- *                  in the same transaction, 2)
- *   CompleteJob    2 (the job key carries the root: no lookup by key
- *                  comes first)
- *   SendSignal     by aggregate, to one waiting instance
- *   StartInstance  <= 2
+ *   StartInstance  2: BEGIN + request lookup + definition, then the
+ *                  writes + request record + COMMIT
+ *   ActivateJobs   1: one statement leases and writes its JOB_ACTIVATED
+ *                  events; with a request id 2 (BEGIN + lookup + lease,
+ *                  then record + COMMIT)
+ *   CompleteJob    3: the job read by key comes first, then as StartInstance
+ *                  (lock and aggregate instead of the definition)
+ *   SendSignal     3 by aggregate to one waiting instance: the
+ *                  subscriptions, then as CompleteJob
  *
  * A regression (one more round trip) fails here. Needs WF_TEST_PG_DSN;
  * skipped otherwise. Each case runs in its own schema.
@@ -32,11 +34,11 @@
 #include "wf_log.h"
 
 /* Flights per call. */
-#define START_FLIGHTS 4
-#define ACTIVATE_FLIGHTS 2
-#define ACTIVATE_IDEM_FLIGHTS 4
-#define COMPLETE_FLIGHTS 5
-#define SIGNAL_FLIGHTS 8
+#define START_FLIGHTS 2
+#define ACTIVATE_FLIGHTS 1
+#define ACTIVATE_IDEM_FLIGHTS 2
+#define COMPLETE_FLIGHTS 3
+#define SIGNAL_FLIGHTS 3
 
 static const char *dsn;
 static char schema[64];
