@@ -7,8 +7,11 @@
  * SKIP LOCKED, a fresh key per activation, the JOB_ACTIVATED event written
  * by the store). Everything else is one unit of work on the job's root,
  * which also locks the aggregate's jobs, so an activation never races a
- * completion. A job is addressed by its current key only:
- *   - a key that is not a UUID can never have been one: JOB_NOT_FOUND;
+ * completion. A job is addressed by its current key only. A key is
+ * "<instance id>.<uuid>", so that CompleteJob, FailJob and ExtendJobLease
+ * lock the job's tree at once, without reading the job by key first
+ * (keys made before were a bare UUID; they are still looked up by key):
+ *   - a key of neither form can never have been one: JOB_NOT_FOUND;
  *   - any other key that is not the current activation of a job still
  *     ACTIVATED in a running instance: JOB_LEASE_LOST (re-activated after
  *     its lease expired, withdrawn by a competing firing, failed, or the
@@ -330,8 +333,18 @@ locate_job(job_op *op, wf_error *err)
     const char *key = op->key;
     if (key == NULL || key[0] == '\0')
         return invalid(op->ctx, "job_key", "is required", err);
+    /* "<instance id>.<uuid>" (the store makes them so): the unit of work
+     * locks the instance's tree at once and finds the job by its key
+     * there, with no read by key first. */
+    const char *dot = strrchr(key, '.');
+    if (dot != NULL && dot > key && wf_uuid_valid(dot + 1)) {
+        op->instance_id = wf_arena_strndup(op->ctx->ref.arena, key, (size_t)(dot - key));
+        op->root_id = NULL;
+        return op->instance_id != NULL ? WF_OK : wf_ref__nomem(err);
+    }
     if (!wf_uuid_valid(key))
         return wf_error_set(err, WF_E_JOB_NOT_FOUND, "no job has key \"%.64s\"", key);
+    /* A bare UUID, as keys were made before they named the instance. */
     wf_store_ctx sc = wf_nw_store_ctx(&op->ctx->ref);
     wf_job_row job;
     wf_code rc = wf_store_get_job_by_key(op->ctx->ref.store, &sc, key, &job, err);

@@ -1174,9 +1174,15 @@ activate_locked(mem_store *m, mem_tx *tx, const wf_store_ctx *ctx, const char *j
             rc = wf_store__nomem(err);
     }
     for (size_t i = 0; rc == WF_OK && i < k; i++) {
-        char key[WF_UUID_LEN + 1];
-        wf_uuid7(key);
+        char uuid[WF_UUID_LEN + 1];
+        wf_uuid7(uuid);
         wf_job_row j = *(const wf_job_row *)v[i];
+        /* "<instance id>.<uuid>": the key names the job's instance */
+        char *key = wf_arena_printf(ctx->arena, "%s.%s", j.instance_id, uuid);
+        if (key == NULL) {
+            rc = wf_store__nomem(err);
+            break;
+        }
         j.key = key;
         j.worker = (char *)worker;
         j.state = WF_JOB_ACTIVATED;

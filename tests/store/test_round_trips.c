@@ -9,8 +9,9 @@
  *   ActivateJobs   1: one statement leases and writes its JOB_ACTIVATED
  *                  events; with a request id 2 (BEGIN + lookup + lease,
  *                  then record + COMMIT)
- *   CompleteJob    3: the job read by key comes first, then as StartInstance
- *                  (lock and aggregate instead of the definition)
+ *   CompleteJob    2: the key names the job's instance, so BEGIN + lookup
+ *                  + lock and aggregate, then writes + record + COMMIT; a
+ *                  key made before (a bare UUID) is read by key first, 3
  *   SendSignal     3 by aggregate to one waiting instance: the
  *                  subscriptions, then as CompleteJob
  *
@@ -37,7 +38,8 @@
 #define START_FLIGHTS 2
 #define ACTIVATE_FLIGHTS 1
 #define ACTIVATE_IDEM_FLIGHTS 2
-#define COMPLETE_FLIGHTS 3
+#define COMPLETE_FLIGHTS 2
+#define COMPLETE_OLD_KEY_FLIGHTS 3
 #define SIGNAL_FLIGHTS 3
 
 static const char *dsn;
@@ -264,6 +266,24 @@ START_TEST(test_round_trips_per_call)
     wf_code rc = wf_net_complete_job(&c, got.rows[0].key, "{}", &i, &err);
     ck_assert_msg(rc == WF_OK, "complete: %s %s", wf_code_reason(rc), err.msg);
     ASSERT_FLIGHTS("CompleteJob (request id)", since(c0), COMPLETE_FLIGHTS);
+
+    /* A key as made before keys named their instance (a bare UUID)
+     * still completes its job, after a read by key. */
+    start("jobs", NULL, &in);
+    got = activate(false);
+    admin("UPDATE %s.jobs SET key = substring(key FROM position('.' IN key) + 1)", schema);
+    const char *bare = strchr(got.rows[0].key, '.') + 1;
+    c0 = now_counts();
+    i = idem("CompleteJob");
+    rc = wf_net_complete_job(&c, bare, "{}", &i, &err);
+    ck_assert_msg(rc == WF_OK, "complete (bare key): %s %s", wf_code_reason(rc), err.msg);
+    ASSERT_FLIGHTS("CompleteJob (a bare UUID key)", since(c0), COMPLETE_OLD_KEY_FLIGHTS);
+    /* A spent key of either form: JOB_LEASE_LOST; neither form: not found. */
+    ck_assert_int_eq(wf_net_complete_job(&c, bare, "{}", NULL, &err), WF_E_JOB_LEASE_LOST);
+    ck_assert_int_eq(wf_net_complete_job(&c, got.rows[0].key, "{}", NULL, &err),
+                     WF_E_JOB_LEASE_LOST);
+    ck_assert_int_eq(wf_net_complete_job(&c, "x.not-a-uuid", "{}", NULL, &err),
+                     WF_E_JOB_NOT_FOUND);
 
     start("msg", "A-1", &in);
     wf_sig_send_in s = {.name = "payment",
