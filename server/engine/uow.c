@@ -153,8 +153,13 @@ attempt(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body_fn
         wf_tx_rollback(tx);
         return lookup && rc != WF_E_CONFLICT ? recheck(st, ctx, idem, rc, err) : rc;
     }
-    if (dedupe && !idem->no_record)
-        return idem_record(tx, ctx, idem, result, err);
+    if (dedupe && !idem->no_record) {
+        /* A record already there fails the flight that carries ours (and,
+         * when the body sent nothing before, the lookup with it): read it
+         * again on its own. */
+        rc = idem_record(tx, ctx, idem, result, err);
+        return rc == WF_E_CONFLICT && lookup ? recheck(st, ctx, idem, rc, err) : rc;
+    }
     return wf_tx_commit(tx, err);
 }
 

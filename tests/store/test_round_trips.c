@@ -235,6 +235,34 @@ activate(bool with_request_id)
 
 /* ---- cases ------------------------------------------------------------------------------- */
 
+/* A retry replays, also when the body sends nothing before its commit
+ * (the definition named by version is cached): the lookup then rides
+ * with the commit, whose record fails, and is read again on its own. */
+START_TEST(test_replay_when_the_lookup_rides_with_the_commit)
+{
+    deploy_nets();
+    wf_ref_ctx c = ctx().ref;
+    wf_start_spec spec = {.definition_key = "jobs", .version = 1};
+    wf_instance_row first, again;
+    wf_error err;
+    for (int i = 0; i < 2; i++) { /* the second caches version 1 */
+        wf_uow_idem w = idem("StartInstance");
+        ck_assert_int_eq(wf_referral_start(&c, &spec, &w, &first, &err), WF_OK);
+    }
+    wf_uow_idem i1 = idem("StartInstance");
+    ck_assert_int_eq(wf_referral_start(&c, &spec, &i1, &first, &err), WF_OK);
+    ck_assert(!i1.replayed);
+    wf_uow_idem i2 = i1;
+    counts c0 = now_counts();
+    wf_code rc = wf_referral_start(&c, &spec, &i2, &again, &err);
+    ck_assert_msg(rc == WF_OK, "replay: %s %s", wf_code_reason(rc), err.msg);
+    ck_assert(i2.replayed);
+    ck_assert_int_le(since(c0).flights, 4);
+    i2.request_hash = "other";
+    ck_assert_int_eq(wf_referral_start(&c, &spec, &i2, &again, &err), WF_E_REQUEST_ID_REUSED);
+}
+END_TEST
+
 START_TEST(test_round_trips_per_call)
 {
     deploy_nets();
@@ -315,6 +343,7 @@ main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_round_trips_per_call);
+    tcase_add_test(tc, test_replay_when_the_lookup_rides_with_the_commit);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
