@@ -944,6 +944,14 @@ conn_put(pg_store *s, wf_pg_conn *c)
         return;
     c->owe_timeout = c->owe_begin = false;
     c->lookup = NULL;
+    if (c->pg != NULL && !c->broken && !wf_pg_idle(c)) {
+        /* Deferred writes never sent (a unit of work rolled back before
+         * its commit): they go out with a ROLLBACK that undoes them,
+         * rather than leaving a flight that would cost the connection. */
+        push(c, S_ROLLBACK, NULL, wf_mono_ms() + 1000);
+        if (flush(c, wf_mono_ms() + 1000, NULL, NULL) == WF_E_STORE_UNAVAILABLE)
+            c->broken = true;
+    }
     if (c->pg != NULL && !c->broken) {
         PGTransactionStatusType ts = PQtransactionStatus(c->pg);
         if ((ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR) &&

@@ -263,6 +263,50 @@ START_TEST(test_replay_when_the_lookup_rides_with_the_commit)
 }
 END_TEST
 
+/* Deferred writes of a unit of work rolled back before its commit are
+ * sent with the ROLLBACK (one flight) and leave nothing behind; the
+ * connection stays usable. A stale instance version fails at commit. */
+START_TEST(test_deferred_writes_rolled_back_or_refused)
+{
+    wf_store_ctx sc = {"default", 0, arena};
+    wf_instance_row in = {.id = "r1",
+                          .definition_key = "k",
+                          .definition_version = 1,
+                          .root_id = "r1",
+                          .status = WF_INSTANCE_RUNNING,
+                          .variables_json = "{}",
+                          .created_at = 1,
+                          .updated_at = 1};
+    wf_store_changes ch = {.instances = &in, .n_instances = 1};
+    wf_tx *tx = NULL;
+    wf_error err;
+    counts c0 = now_counts();
+    ck_assert_int_eq(wf_store_begin(st, &sc, &tx, &err), WF_OK);
+    wf_tx_defer_writes(tx);
+    ck_assert_int_eq(wf_tx_apply(tx, &ch, &err), WF_OK);
+    wf_tx_rollback(tx);
+    ck_assert_int_eq(since(c0).flights, 1);
+    wf_instance_row got;
+    ck_assert_int_eq(wf_store_get_instance(st, &sc, "r1", &got, &err), WF_E_INSTANCE_NOT_FOUND);
+
+    /* Written for good, then a stale update (version 0 again is "new":
+     * the insert conflicts; version 5 does not match) fails the commit. */
+    ck_assert_int_eq(wf_store_begin(st, &sc, &tx, &err), WF_OK);
+    wf_tx_defer_writes(tx);
+    ck_assert_int_eq(wf_tx_apply(tx, &ch, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_commit(tx, &err), WF_OK);
+    in.version = 5;
+    in.status = WF_INSTANCE_COMPLETED;
+    ck_assert_int_eq(wf_store_begin(st, &sc, &tx, &err), WF_OK);
+    wf_tx_defer_writes(tx);
+    ck_assert_int_eq(wf_tx_apply(tx, &ch, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_commit(tx, &err), WF_E_CONFLICT);
+    ck_assert_int_eq(wf_store_get_instance(st, &sc, "r1", &got, &err), WF_OK);
+    ck_assert_int_eq(got.status, WF_INSTANCE_RUNNING);
+    ck_assert_int_eq(got.version, 1);
+}
+END_TEST
+
 START_TEST(test_round_trips_per_call)
 {
     deploy_nets();
@@ -343,6 +387,7 @@ main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_round_trips_per_call);
+    tcase_add_test(tc, test_deferred_writes_rolled_back_or_refused);
     tcase_add_test(tc, test_replay_when_the_lookup_rides_with_the_commit);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
