@@ -65,6 +65,7 @@ CLASSES = {
     # writes of the aggregate
     "insert_instance": (True, "single"),
     "update_instance": (True, "single"),
+    "update_instance_checked": (True, "single"),
     "upsert_task": (True, "single"),
     "upsert_token": (True, "single"),
     "upsert_work_item": (True, "single"),
@@ -85,6 +86,7 @@ CLASSES = {
     "consume_signal": (True, "global"),
     "idem_get": (True, "global"),
     "idem_put": (True, "global"),
+    "idem_amend": (True, "global"),
     "put_definition": (True, "global"),
     "get_definition": (True, "global"),
     # correlation by aggregate inside a unit of work: a lock that is no
@@ -115,7 +117,7 @@ CLASSES = {
 }
 # Run only on a path (a signal racing the wait for its aggregate) that the
 # workload may not take; checked when it does.
-OPTIONAL = {"lock_correlation", "sub_awaited"}
+OPTIONAL = {"lock_correlation", "sub_awaited", "update_instance", "idem_amend"}
 # Transaction control, settings, LISTEN, migrations: nothing to plan.
 UTILITY = {"begin", "commit", "rollback", "timeout_local", "timeout_session", "ping",
            "listen_events", "listen_jobs", "mig_lock", "mig_unlock", "mig_table", "mig_has",
