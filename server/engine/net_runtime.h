@@ -113,7 +113,25 @@ wf_code wf_net_activate_jobs(const wf_net_ctx *ctx, const wf_net_activation *a, 
 wf_code wf_net_job_lease_held(const wf_net_ctx *ctx, const char *key, int64_t now, bool *held,
                               int64_t *expires_at, wf_error *err);
 
-/* Idempotency of a call that is not one unit of work (ActivateJobs):
+/* What one activation pass leased. */
+typedef struct wf_net_activated {
+    const wf_job_row *rows;
+    size_t n;
+} wf_net_activated;
+
+/* wf_net_activate_jobs with idempotency (idem may be NULL): the leases
+ * and the request record commit in one transaction, so a retry after a
+ * crash never leases again what the first call got. A pass that leased
+ * nothing records nothing unless last (the long poll's final answer).
+ * On a replay (idem->replayed) out is empty and idem holds the first
+ * response; *out is what idem->encode was given. */
+wf_code wf_net_activate_recorded(const wf_net_ctx *ctx, const wf_net_activation *a,
+                                 wf_uow_idem *idem, bool last, wf_net_activated *out,
+                                 wf_error *err);
+
+/* Idempotency of a call that is not one unit of work (SendSignal), for
+ * an answer without an effect (a duplicate signal): an effect always
+ * records in its own transaction (wf_uow_run, wf_uow_commit).
  * lookup (sets idem->replayed and the stored response, or fails with
  * REQUEST_ID_REUSED) and record (stores idem->encode(result)). No-ops
  * without a request id. */

@@ -7,8 +7,11 @@
  * SKIP LOCKED, a fresh key per activation, the JOB_ACTIVATED event written
  * by the store). Everything else is one unit of work on the job's root,
  * which also locks the aggregate's jobs, so an activation never races a
- * completion. A job is addressed by its current key only:
- *   - a key that is not a UUID can never have been one: JOB_NOT_FOUND;
+ * completion. A job is addressed by its current key only. A key is
+ * "<instance id>.<uuid>", so that CompleteJob, FailJob and ExtendJobLease
+ * lock the job's tree at once, without reading the job by key first
+ * (keys made before were a bare UUID; they are still looked up by key):
+ *   - a key of neither form can never have been one: JOB_NOT_FOUND;
  *   - any other key that is not the current activation of a job still
  *     ACTIVATED in a running instance: JOB_LEASE_LOST (re-activated after
  *     its lease expired, withdrawn by a competing firing, failed, or the
@@ -135,26 +138,15 @@ relet_body(wf_tx *tx, void *arg, wf_error *err)
     return wf_nw_write(&w, err);
 }
 
-wf_code
-wf_net_activate_jobs(const wf_net_ctx *ctx, const wf_net_activation *a, wf_job_row **rows,
-                     size_t *n, wf_error *err)
+/* No lease asked: each job gets its transition's lease. The store leased
+ * with the default; the few transitions with another one are re-let (best
+ * effort: the default lease stands on failure). */
+static void
+relet_all(const wf_net_ctx *ctx, wf_job_row *rows, size_t n, int64_t lease, int64_t now)
 {
-    size_t max = a->max_jobs <= 0                         ? 1
-                 : a->max_jobs > WF_NET_MAX_JOBS_PER_CALL ? WF_NET_MAX_JOBS_PER_CALL
-                                                          : (size_t)a->max_jobs;
-    int64_t lease = a->lease_ms > 0 ? a->lease_ms : WF_NET_DEFAULT_LEASE_MS;
-    int64_t now = wf_now_us();
     wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
-    wf_code rc =
-        wf_store_activate_jobs(ctx->ref.store, &sc, a->job_type, a->worker != NULL ? a->worker : "",
-                               max, lease, now, rows, n, err);
-    if (rc != WF_OK || a->lease_ms > 0)
-        return rc;
-    /* No lease asked: each job gets its transition's lease. The store
-     * leased with the default; the few transitions with another one are
-     * re-let (best effort: the default lease stands on failure). */
-    for (size_t i = 0; i < *n; i++) {
-        wf_job_row *j = &(*rows)[i];
+    for (size_t i = 0; i < n; i++) {
+        wf_job_row *j = &rows[i];
         int64_t want = transition_lease(ctx, j);
         if (want <= 0 || want == lease)
             continue;
@@ -163,6 +155,88 @@ wf_net_activate_jobs(const wf_net_ctx *ctx, const wf_net_activation *a, wf_job_r
         if (wf_uow_run(ctx->ref.store, &sc, NULL, relet_body, &op, NULL, &e) == WF_OK && op.done)
             j->lease_expires_at = op.expires_at;
     }
+}
+
+static size_t
+activation_max(const wf_net_activation *a)
+{
+    return a->max_jobs <= 0                         ? 1
+           : a->max_jobs > WF_NET_MAX_JOBS_PER_CALL ? WF_NET_MAX_JOBS_PER_CALL
+                                                    : (size_t)a->max_jobs;
+}
+
+wf_code
+wf_net_activate_jobs(const wf_net_ctx *ctx, const wf_net_activation *a, wf_job_row **rows,
+                     size_t *n, wf_error *err)
+{
+    int64_t lease = a->lease_ms > 0 ? a->lease_ms : WF_NET_DEFAULT_LEASE_MS;
+    int64_t now = wf_now_us();
+    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_code rc =
+        wf_store_activate_jobs(ctx->ref.store, &sc, a->job_type, a->worker != NULL ? a->worker : "",
+                               activation_max(a), lease, now, rows, n, err);
+    if (rc == WF_OK && a->lease_ms <= 0)
+        relet_all(ctx, *rows, *n, lease, now);
+    return rc;
+}
+
+typedef struct activate_op {
+    const wf_net_activation *a;
+    int64_t lease, now;
+    bool last;
+    wf_uow_idem *idem;
+    wf_net_activated *out;
+    wf_job_row *rows;
+} activate_op;
+
+static wf_code
+activate_body(wf_tx *tx, void *arg, wf_error *err)
+{
+    activate_op *op = arg;
+    size_t n = 0;
+    op->rows = NULL;
+    op->out->rows = NULL;
+    op->out->n = 0;
+    wf_code rc = wf_tx_activate_jobs(tx, op->a->job_type, op->a->worker != NULL ? op->a->worker : "",
+                                     activation_max(op->a), op->lease, op->now, &op->rows, &n, err);
+    if (rc != WF_OK)
+        return rc;
+    op->out->rows = op->rows;
+    op->out->n = n;
+    if (n == 0 && !op->last)
+        op->idem->no_record = true;
+    return WF_OK;
+}
+
+wf_code
+wf_net_activate_recorded(const wf_net_ctx *ctx, const wf_net_activation *a, wf_uow_idem *idem,
+                         bool last, wf_net_activated *out, wf_error *err)
+{
+    out->rows = NULL;
+    out->n = 0;
+    if (!wf_uow_idem_active(idem) || idem->encode == NULL) {
+        wf_job_row *rows = NULL;
+        size_t n = 0;
+        wf_code rc = wf_net_activate_jobs(ctx, a, &rows, &n, err);
+        if (rc == WF_OK) {
+            out->rows = rows;
+            out->n = n;
+        }
+        return rc;
+    }
+    activate_op op = {a, a->lease_ms > 0 ? a->lease_ms : WF_NET_DEFAULT_LEASE_MS, wf_now_us(),
+                      last, idem, out, NULL};
+    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_code rc = wf_uow_run(ctx->ref.store, &sc, idem, activate_body, &op, out, err);
+    if (rc != WF_OK || idem->replayed) {
+        out->rows = NULL;
+        out->n = 0;
+        return rc;
+    }
+    /* The record holds the default lease of jobs whose transition asks for
+     * another one: a replay reports that lease, the re-let one stands. */
+    if (a->lease_ms <= 0)
+        relet_all(ctx, op.rows, out->n, op.lease, op.now);
     return WF_OK;
 }
 
@@ -222,7 +296,7 @@ wf_net_idem_lookup(const wf_net_ctx *ctx, wf_uow_idem *idem, wf_error *err)
 wf_code
 wf_net_idem_record(const wf_net_ctx *ctx, wf_uow_idem *idem, const void *result, wf_error *err)
 {
-    if (!wf_uow_idem_active(idem) || idem->encode == NULL || idem->replayed)
+    if (!wf_uow_idem_active(idem) || idem->encode == NULL || idem->replayed || idem->recorded)
         return WF_OK;
     wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
     wf_idempotency_row row = {
@@ -283,8 +357,18 @@ locate_job(job_op *op, wf_error *err)
     const char *key = op->key;
     if (key == NULL || key[0] == '\0')
         return invalid(op->ctx, "job_key", "is required", err);
+    /* "<instance id>.<uuid>" (the store makes them so): the unit of work
+     * locks the instance's tree at once and finds the job by its key
+     * there, with no read by key first. */
+    const char *dot = strrchr(key, '.');
+    if (dot != NULL && dot > key && wf_uuid_valid(dot + 1)) {
+        op->instance_id = wf_arena_strndup(op->ctx->ref.arena, key, (size_t)(dot - key));
+        op->root_id = NULL;
+        return op->instance_id != NULL ? WF_OK : wf_ref__nomem(err);
+    }
     if (!wf_uuid_valid(key))
         return wf_error_set(err, WF_E_JOB_NOT_FOUND, "no job has key \"%.64s\"", key);
+    /* A bare UUID, as keys were made before they named the instance. */
     wf_store_ctx sc = wf_nw_store_ctx(&op->ctx->ref);
     wf_job_row job;
     wf_code rc = wf_store_get_job_by_key(op->ctx->ref.store, &sc, key, &job, err);

@@ -283,6 +283,9 @@ wf_sig__discard_buffered(net_work *w, wf_error *err)
 
 /* ---- SendSignal ----------------------------------------------------------------------------- */
 
+struct wf_sig_send_out;
+static wf_code push_id(wf_arena *a, wf_sig_send_out *out, const char *id, wf_error *err);
+
 typedef struct send_op {
     const wf_net_ctx *ctx;
     const wf_sig_send_in *in;
@@ -300,6 +303,12 @@ typedef struct send_op {
     int64_t expires_at;
     const char **wake;
     size_t n_wake;
+    /* The call's idempotency (NULL: none) and its response: each unit of
+     * work with an effect records the response so far in its own
+     * transaction (wf_uow_idem.recorded). */
+    wf_uow_idem *idem;
+    wf_sig_send_out *out;
+    size_t base_ids; /* aggregate path: instances fired by earlier roots */
 } send_op;
 
 static wf_signal_row
@@ -455,6 +464,24 @@ send_instance_body(wf_tx *tx, void *arg, wf_error *err)
     return WF_OK;
 }
 
+/* send_instance_body with the response it records filled in. */
+static wf_code
+send_instance_rec_body(wf_tx *tx, void *arg, wf_error *err)
+{
+    send_op *op = arg;
+    op->out->n_instance_ids = 0;
+    op->out->expires_at = 0;
+    wf_code rc = send_instance_body(tx, arg, err);
+    if (rc != WF_OK)
+        return rc;
+    op->out->outcome = op->outcome;
+    if (op->fired)
+        return push_id(op->ctx->ref.arena, op->out, op->fired_instance, err);
+    if (op->outcome == WF_SIGNAL_BUFFERED)
+        op->out->expires_at = op->expires_at;
+    return WF_OK;
+}
+
 /* By aggregate: one root, re-checked under its lock. */
 static wf_code
 send_root_body(wf_tx *tx, void *arg, wf_error *err)
@@ -489,6 +516,25 @@ send_root_body(wf_tx *tx, void *arg, wf_error *err)
     op->fired_instance = w.rw.insts[w.inst].id;
     wf_nw_keep_wake(&w, &op->wake, &op->n_wake);
     return WF_OK;
+}
+
+/* send_root_body with this root's instance added to the response it
+ * records; a root that fired nothing records nothing. */
+static wf_code
+send_root_rec_body(wf_tx *tx, void *arg, wf_error *err)
+{
+    send_op *op = arg;
+    op->out->n_instance_ids = op->base_ids; /* an attempt again */
+    wf_code rc = send_root_body(tx, arg, err);
+    if (rc != WF_OK)
+        return rc;
+    if (!op->fired) {
+        if (op->idem != NULL)
+            op->idem->no_record = true;
+        return WF_OK;
+    }
+    op->out->outcome = WF_SIGNAL_CORRELATED;
+    return push_id(op->ctx->ref.arena, op->out, op->fired_instance, err);
 }
 
 /* True when signal_id is already in the delivery log. */
@@ -605,7 +651,11 @@ buffer_or_drop(const wf_net_ctx *ctx, send_op *op, bool *raced, wf_error *err)
         wf_tx_rollback(tx);
         return rc;
     }
-    rc = wf_tx_commit(tx, err);
+    /* The response this records: nobody was fired (else no buffering). */
+    op->out->outcome = r.outcome;
+    op->out->n_instance_ids = 0;
+    op->out->expires_at = r.outcome == WF_SIGNAL_BUFFERED ? r.expires_at : 0;
+    rc = wf_uow_commit(ctx->ref.store, &sc, tx, op->idem, op->out, err);
     if (rc == WF_OK) {
         op->outcome = r.outcome;
         op->expires_at = r.expires_at;
@@ -642,7 +692,10 @@ fire_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, bool *d
         op->root = subs[i].root_id;
         op->instance_id = subs[i].instance_id;
         op->write_log = !logged;
-        rc = wf_uow_run(ctx->ref.store, &sc, NULL, send_root_body, op, NULL, err);
+        op->base_ids = out->n_instance_ids;
+        rc = wf_uow_run(ctx->ref.store, &sc, op->idem, send_root_rec_body, op, out, err);
+        if (rc != WF_OK)
+            out->n_instance_ids = op->base_ids;
         if (rc != WF_OK) {
             if (!logged && lost_dedupe_race(ctx, op->in, rc, err)) {
                 *duplicate = true;
@@ -650,13 +703,12 @@ fire_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, bool *d
             }
             return rc;
         }
+        if (op->idem != NULL && op->idem->replayed)
+            return WF_OK; /* the same request, recorded by another call */
         if (!op->fired)
             continue;
         logged |= op->logged;
         wf_nw_wake(ctx, op->wake, op->n_wake);
-        rc = push_id(ctx->ref.arena, out, op->fired_instance, err);
-        if (rc != WF_OK)
-            return rc;
     }
     return WF_OK;
 }
@@ -667,7 +719,7 @@ send_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, wf_erro
     for (int round = 0; round < SEND_ROUNDS; round++) {
         bool duplicate = false, raced = false;
         wf_code rc = fire_aggregate(ctx, op, out, &duplicate, err);
-        if (rc != WF_OK)
+        if (rc != WF_OK || (op->idem != NULL && op->idem->replayed))
             return rc;
         if (duplicate) {
             out->outcome = WF_SIGNAL_DUPLICATE;
@@ -679,6 +731,8 @@ send_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, wf_erro
             return WF_OK;
         }
         rc = buffer_or_drop(ctx, op, &raced, err);
+        if (rc == WF_OK && op->idem != NULL && op->idem->replayed)
+            return WF_OK;
         if (rc != WF_OK) {
             if (lost_dedupe_race(ctx, op->in, rc, err)) {
                 out->outcome = WF_SIGNAL_DUPLICATE;
@@ -710,44 +764,70 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
         if (rc != WF_OK && rc_->violation != NULL)
             rc_->violation(rc_->violation_arg, "payload_json", "must be a JSON object");
     }
-    if (rc == WF_OK)
-        rc = wf_net_idem_lookup(ctx, idem, err);
-    if (rc != WF_OK || (idem != NULL && idem->replayed))
+    if (rc != WF_OK)
         return rc;
+    /* The request id is looked up by the first unit of work, in its
+     * first flight; an answer without one (a duplicate) looks it up here. */
     bool seen = false;
     rc = seen_before(ctx, in->signal_id, &seen, err);
     if (rc != WF_OK)
         return rc;
     if (seen) {
+        rc = wf_net_idem_lookup(ctx, idem, err);
+        if (rc != WF_OK || (idem != NULL && idem->replayed))
+            return rc;
         out->outcome = WF_SIGNAL_DUPLICATE;
         return wf_net_idem_record(ctx, idem, out, err);
     }
-    send_op op = {.ctx = ctx, .in = in, .payload = payload, .log_id = new_id(rc_->arena)};
+    send_op op = {.ctx = ctx,
+                  .in = in,
+                  .payload = payload,
+                  .log_id = new_id(rc_->arena),
+                  .idem = wf_uow_idem_active(idem) ? idem : NULL,
+                  .out = out};
     if (op.log_id == NULL)
         return wf_ref__nomem(err);
+    if (op.idem != NULL) {
+        op.idem->spans = true;
+        op.idem->recorded = false;
+    }
+    /* Every unit of work with an effect records the request in its own
+     * transaction; what is left to record below is an answer without an
+     * effect (a duplicate). */
     if (!in->has_aggregate) {
         wf_store_ctx sc = wf_nw_store_ctx(rc_);
-        rc = wf_uow_run(rc_->store, &sc, NULL, send_instance_body, &op, NULL, err);
+        rc = wf_uow_run(rc_->store, &sc, op.idem, send_instance_rec_body, &op, out, err);
         if (rc != WF_OK) {
+            memset(out, 0, sizeof *out);
             if (!lost_dedupe_race(ctx, in, rc, err))
                 return rc;
             rc = WF_OK;
             out->outcome = WF_SIGNAL_DUPLICATE;
-        } else {
-            out->outcome = op.outcome;
-            if (op.fired) {
-                wf_nw_wake(ctx, op.wake, op.n_wake);
-                rc = push_id(rc_->arena, out, op.fired_instance, err);
-            } else if (op.outcome == WF_SIGNAL_BUFFERED) {
-                out->expires_at = op.expires_at;
-            }
+        } else if (op.idem != NULL && op.idem->replayed) {
+            memset(out, 0, sizeof *out);
+            return WF_OK;
+        } else if (op.fired) {
+            wf_nw_wake(ctx, op.wake, op.n_wake);
         }
     } else {
         rc = send_aggregate(ctx, &op, out, err);
+        if (rc == WF_OK && op.idem != NULL && op.idem->replayed) {
+            memset(out, 0, sizeof *out);
+            return WF_OK;
+        }
     }
-    if (rc == WF_OK)
-        rc = wf_net_idem_record(ctx, idem, out, err);
-    return rc;
+    if (rc != WF_OK || op.idem == NULL || op.idem->recorded)
+        return rc;
+    /* A duplicate found by a lost race: the first answer to this request
+     * id, if there is one, else this one. */
+    wf_sig_send_out mine = *out;
+    rc = wf_net_idem_lookup(ctx, idem, err);
+    if (rc != WF_OK || idem->replayed) {
+        memset(out, 0, sizeof *out);
+        return rc;
+    }
+    *out = mine;
+    return wf_net_idem_record(ctx, idem, out, err);
 }
 
 /* ---- ListSignals and buffered signals ---------------------------------------------------------

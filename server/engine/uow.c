@@ -72,7 +72,10 @@ idem_record(wf_tx *tx, const wf_store_ctx *ctx, wf_uow_idem *idem, const void *r
         wf_tx_rollback(tx);
         return rc;
     }
-    return wf_tx_commit_recorded(tx, &row, err);
+    rc = idem->recorded ? wf_tx_commit_amended(tx, &row, err) : wf_tx_commit_recorded(tx, &row, err);
+    if (rc == WF_OK)
+        idem->recorded = true;
+    return rc;
 }
 
 /* After the body failed: a concurrent call with the same request id may
@@ -100,32 +103,75 @@ recheck(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_code rc, wf
     return rc2;
 }
 
-/* One attempt. */
+/* The outcome of a lookup that found row. */
+static wf_code
+found_record(wf_uow_idem *idem, const wf_idempotency_row *row, wf_error *err)
+{
+    if (row->request_hash == NULL || strcmp(row->request_hash, idem->request_hash) != 0)
+        return wf_error_set(err, WF_E_REQUEST_ID_REUSED,
+                            "request id \"%s\" was already used for a different %s request",
+                            idem->request_id, idem->method);
+    wf_error_clear(err);
+    idem->replayed = true;
+    idem->response = row->response;
+    idem->response_len = row->response_len;
+    return WF_OK;
+}
+
+/* One attempt. The lookup rides with the body's first statements
+ * (wf_tx_idempotency_prefetch); a record found there stops the body. */
 static wf_code
 attempt(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body_fn body, void *arg,
         const void *result, wf_error *err)
 {
     wf_tx *tx = NULL;
     bool dedupe = wf_uow_idem_active(idem) && idem->encode != NULL;
+    bool lookup = dedupe && !idem->recorded;
+    wf_idempotency_row row;
+    bool found = false;
     wf_code rc = wf_store_begin(st, ctx, &tx, err);
     if (rc != WF_OK)
         return rc;
-    if (dedupe) {
-        bool done;
-        rc = idem_lookup(tx, idem, &done, err);
-        if (rc != WF_OK || done) {
+    /* Every failure of a run is handled alike (rolled back, retried on
+     * CONFLICT), so writes may ride with the next flight, the commit's. */
+    wf_tx_defer_writes(tx);
+    if (idem != NULL)
+        idem->no_record = false;
+    if (lookup) {
+        rc = wf_tx_idempotency_prefetch(tx, idem->method, idem->request_id, &row, &found, err);
+        if (rc != WF_OK || found) {
             wf_tx_rollback(tx);
-            return rc;
+            return rc != WF_OK ? rc : found_record(idem, &row, err);
         }
     }
     rc = body(tx, arg, err);
+    if (found) {
+        wf_tx_rollback(tx);
+        return found_record(idem, &row, err);
+    }
     if (rc != WF_OK) {
         wf_tx_rollback(tx);
-        return dedupe && rc != WF_E_CONFLICT ? recheck(st, ctx, idem, rc, err) : rc;
+        return lookup && rc != WF_E_CONFLICT ? recheck(st, ctx, idem, rc, err) : rc;
     }
-    if (dedupe)
-        return idem_record(tx, ctx, idem, result, err);
+    if (dedupe && !idem->no_record) {
+        /* A record already there fails the flight that carries ours (and,
+         * when the body sent nothing before, the lookup with it): read it
+         * again on its own. */
+        rc = idem_record(tx, ctx, idem, result, err);
+        return rc == WF_E_CONFLICT && lookup ? recheck(st, ctx, idem, rc, err) : rc;
+    }
     return wf_tx_commit(tx, err);
+}
+
+wf_code
+wf_uow_commit(wf_store *st, const wf_store_ctx *ctx, wf_tx *tx, wf_uow_idem *idem,
+              const void *result, wf_error *err)
+{
+    if (!(wf_uow_idem_active(idem) && idem->encode != NULL))
+        return wf_tx_commit(tx, err);
+    bool first = !idem->recorded;
+    wf_code rc = idem_record(tx, ctx, idem, result, err);
+    return rc == WF_E_CONFLICT && first ? recheck(st, ctx, idem, rc, err) : rc;
 }
 
 wf_code
@@ -137,6 +183,8 @@ wf_uow_run(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body
         idem->replayed = false;
         idem->response = NULL;
         idem->response_len = 0;
+        if (!idem->spans)
+            idem->recorded = false;
     }
     for (int i = 0; i < UOW_ATTEMPTS; i++) {
         if (i > 0)

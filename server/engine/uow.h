@@ -15,7 +15,8 @@
  * Idempotency is scoped by (tenant, method, request_id). A repeated id
  * with the same request hash returns the stored response bytes without
  * running the body; with another hash it fails with REQUEST_ID_REUSED.
- * Only successful runs are recorded. The engine never sees the response
+ * Only successful runs are recorded, always in the transaction of their
+ * effect (a crash can lose both, never only the record). The engine never sees the response
  * format: the caller supplies an encoder that turns the body's result into
  * bytes inside the transaction, and decodes the bytes of a replay itself.
  */
@@ -41,6 +42,18 @@ typedef struct wf_uow_idem {
     wf_uow_encode_fn encode;
     void *encode_arg;
 
+    /* Set by a body that changed nothing worth recording (an empty pass
+     * of a long poll, a unit of work of a multi-root call that fired
+     * nothing): the run commits without a record. Reset at each attempt. */
+    bool no_record;
+    /* spans (in): the call runs several units of work (one per root) on
+     * this idem. recorded (out; kept from run to run when spans): a unit
+     * of work of this call committed its record, so a later one skips the
+     * lookup and amends the record's response (wf_tx_commit_amended):
+     * each effect commits with its record. */
+    bool spans;
+    bool recorded;
+
     bool replayed;                 /* true: the body did not run */
     const unsigned char *response; /* the first call's response (ctx arena) */
     size_t response_len;
@@ -55,6 +68,15 @@ typedef wf_code (*wf_uow_body_fn)(wf_tx *tx, void *arg, wf_error *err);
  * body's effects committed, or idem->replayed is true. */
 wf_code wf_uow_run(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body_fn body,
                    void *arg, const void *result, wf_error *err);
+
+/* For a caller that runs its own transaction tx (begun on st with ctx):
+ * records the request (or amends the record, see wf_uow_idem.recorded)
+ * and commits, tx is gone afterwards. When another call with the same
+ * request id recorded first (WF_E_CONFLICT), the id is looked up again:
+ * idem->replayed (or REQUEST_ID_REUSED) then tells the caller to answer
+ * with the stored response. Without deduplication, a plain commit. */
+wf_code wf_uow_commit(wf_store *st, const wf_store_ctx *ctx, wf_tx *tx, wf_uow_idem *idem,
+                      const void *result, wf_error *err);
 
 /* Loads the aggregate of instance_id for reading: a transaction that locks
  * the root, copies the rows into ctx->arena and rolls back. Used by reads

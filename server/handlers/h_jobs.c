@@ -40,10 +40,7 @@ invalid(wf_call *call, const char *field, const char *msg, wf_error *err)
 
 /* ---- ActivateJobs ------------------------------------------------------------------------- */
 
-typedef struct activation_result {
-    const wf_job_row *rows;
-    size_t n;
-} activation_result;
+typedef wf_net_activated activation_result;
 
 static ProtobufCMessage *
 build_activate(wf_arena *a, const void *result)
@@ -94,10 +91,10 @@ activate_open(wf_call *call, const ProtobufCMessage *msg, void **state, wf_error
     if (wait > WF_NET_MAX_WAIT_MS)
         wait = WF_NET_MAX_WAIT_MS;
     wf_code rc = wf_net_activation_check(&st->ctx, &st->a, err);
+    /* The request id is looked up in each pass's transaction, the one
+     * that records it with the leases. */
     if (rc == WF_OK)
         rc = wf_h_idem(call, msg, req->request_id, &activate_builder, &st->idem, err);
-    if (rc == WF_OK)
-        rc = wf_net_idem_lookup(&st->ctx, &st->idem, err);
     if (rc != WF_OK)
         return rc;
     int64_t now = wf_mono_ms();
@@ -111,36 +108,41 @@ activate_open(wf_call *call, const ProtobufCMessage *msg, void **state, wf_error
     return WF_OK;
 }
 
+/* The first call's response, for a retry with its request id. */
+static wf_stream_step
+activate_replay(activation *st, wf_arena *scratch, ProtobufCMessage **msg, wf_error *err)
+{
+    ProtobufCAllocator pa = wf_arena_pb_allocator(scratch);
+    *msg = protobuf_c_message_unpack(activate_builder.desc, &pa, st->idem.response_len,
+                                     st->idem.response);
+    if (*msg == NULL) {
+        wf_error_set(err, WF_E_INTERNAL, "could not read the stored ActivateJobs response");
+        return WF_STREAM_END;
+    }
+    return WF_STREAM_MESSAGE;
+}
+
 static wf_stream_step
 activate_next(wf_call *call, void *state, wf_arena *scratch, ProtobufCMessage **msg, wf_error *err)
 {
     activation *st = state;
-    if (st->idem.replayed) {
-        ProtobufCAllocator pa = wf_arena_pb_allocator(scratch);
-        *msg = protobuf_c_message_unpack(activate_builder.desc, &pa, st->idem.response_len,
-                                         st->idem.response);
-        if (*msg == NULL) {
-            wf_error_set(err, WF_E_INTERNAL, "could not read the stored ActivateJobs response");
-            return WF_STREAM_END;
-        }
-        return WF_STREAM_MESSAGE;
-    }
     /* Each pass allocates in the step's scratch, not in the call's arena,
      * so a long wait does not accumulate memory. */
     wf_net_ctx ctx = st->ctx;
     ctx.ref.arena = scratch;
     activation_result r = {NULL, 0};
-    wf_job_row *rows = NULL;
-    if (wf_net_activate_jobs(&ctx, &st->a, &rows, &r.n, err) != WF_OK)
-        return WF_STREAM_END;
-    r.rows = rows;
     int64_t now = wf_mono_ms();
-    if (r.n == 0 && now < st->wait_end_ms) {
+    bool last = now >= st->wait_end_ms;
+    /* The leases and the request record commit together (a pass that
+     * leases nothing before the wait is over records nothing). */
+    if (wf_net_activate_recorded(&ctx, &st->a, &st->idem, last, &r, err) != WF_OK)
+        return WF_STREAM_END;
+    if (st->idem.replayed)
+        return activate_replay(st, scratch, msg, err);
+    if (r.n == 0 && !last) {
         call->wake_at_ms = now + RECHECK_MS < st->wait_end_ms ? now + RECHECK_MS : st->wait_end_ms;
         return WF_STREAM_WAIT;
     }
-    if (wf_net_idem_record(&ctx, &st->idem, &r, err) != WF_OK)
-        return WF_STREAM_END;
     *msg = build_activate(scratch, &r);
     if (*msg == NULL) {
         wf_error_set(err, WF_E_INTERNAL, "out of memory");

@@ -47,6 +47,10 @@ wf_pg_map_error(PGconn *pg, const PGresult *res, const char *stmt, const char *w
          * violation: another transaction won a race; retrying is safe. */
         code = wf_error_set(err, WF_E_CONFLICT,
                             "could not write %s: a concurrent transaction interfered", what);
+    } else if (strcmp(state, "22012") == 0 && strcmp(stmt, "update_instance_checked") == 0) {
+        /* The checked instance update divides by the rows it updated:
+         * none means the version it names is stale (store_pg.c). */
+        code = wf_error_set(err, WF_E_CONFLICT, "%s was changed concurrently", what);
     } else if (strcmp(state, "57014") == 0) {
         /* statement_timeout, set from the call's deadline. */
         code = wf_error_set(err, WF_E_DEADLINE_EXCEEDED,

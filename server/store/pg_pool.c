@@ -58,6 +58,7 @@ struct wf_pg_pool {
     const char *vals[KW_N + 1];
     char *dsn;
     char connect_timeout[16];
+    int64_t flights, statements; /* sent so far (atomic, relaxed) */
 };
 
 wf_pg_pool *
@@ -72,6 +73,10 @@ wf_pg_pool_new(const wf_store_pg_config *cfg, wf_error *err)
     p->connect_timeout_ms = cts * 1000;
     p->backoff_ms = BACKOFF_MIN_MS;
     p->conns = calloc((size_t)p->size, sizeof *p->conns);
+    for (int i = 0; p->conns != NULL && i < p->size; i++) {
+        p->conns[i].count_flights = &p->flights;
+        p->conns[i].count_statements = &p->statements;
+    }
     p->dsn = strdup(cfg->dsn);
     if (p->conns == NULL || p->dsn == NULL)
         goto fail;
@@ -324,6 +329,8 @@ wf_pg_pool_stats(wf_pg_pool *p, wf_store_stats *out)
     out->in_use = p->in_use;
     out->waiting = p->waiting;
     pthread_mutex_unlock(&p->mu);
+    out->flights = __atomic_load_n(&p->flights, __ATOMIC_RELAXED);
+    out->statements = __atomic_load_n(&p->statements, __ATOMIC_RELAXED);
 }
 
 /* ---- flights ----------------------------------------------------------------- */
@@ -637,6 +644,13 @@ wf_pg_flush(wf_pg_conn *c, const wf_pg_stmt *stmts, int64_t deadline_ms, int *fa
             c->broken = true;
         } else {
             int64_t cutoff = deadline_ms != 0 ? deadline_ms + GRACE_MS : 0;
+            if (c->count_flights != NULL) {
+                int64_t k = 0;
+                for (int i = 0; i < c->n_items; i++)
+                    k += c->items[i].kind == ITEM_EXEC;
+                __atomic_add_fetch(c->count_flights, 1, __ATOMIC_RELAXED);
+                __atomic_add_fetch(c->count_statements, k, __ATOMIC_RELAXED);
+            }
             rc = collect(c, stmts, cutoff, failed, err);
         }
     }

@@ -48,6 +48,12 @@ typedef struct wf_pg_conn {
     int64_t timeout_ms;
     bool owe_timeout, owe_begin, timeout_in_flight;
     int64_t timeout_want;
+    /* A request lookup queued on the flight being built, read by
+     * store_pg.c when the flight is collected (NULL: none). */
+    struct wf_pg_lookup *lookup;
+    /* Flights sent and statements in them (pool connections: counted into
+     * the pool's totals, see wf_store_stats; NULL outside the pool). */
+    int64_t *count_flights, *count_statements;
 } wf_pg_conn;
 
 /* A statement, prepared lazily per connection under its name. */

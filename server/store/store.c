@@ -474,6 +474,13 @@ wf_tx_commit(wf_tx *tx, wf_error *err)
 }
 
 void
+wf_tx_defer_writes(wf_tx *tx)
+{
+    if (tx != NULL && tx->st->ops->defer_writes != NULL)
+        tx->st->ops->defer_writes(tx);
+}
+
+void
 wf_tx_rollback(wf_tx *tx)
 {
     if (tx != NULL)
@@ -491,28 +498,56 @@ wf_tx_idempotency_get(wf_tx *tx, const char *method, const char *request_id,
 }
 
 wf_code
+wf_tx_idempotency_prefetch(wf_tx *tx, const char *method, const char *request_id,
+                           wf_idempotency_row *out, bool *found, wf_error *err)
+{
+    wf_code rc = check_tx(tx, err);
+    if (rc != WF_OK)
+        return rc;
+    *found = false;
+    if (tx->st->ops->idem_prefetch == NULL)
+        return tx_done(tx, tx->st->ops->idem_get(tx, method, request_id, out, found, err));
+    return tx_done(tx, tx->st->ops->idem_prefetch(tx, method, request_id, out, found, err));
+}
+
+wf_code
 wf_tx_idempotency_put(wf_tx *tx, const wf_idempotency_row *in, wf_error *err)
 {
     wf_code rc = check_tx(tx, err);
     return rc != WF_OK ? rc : tx_done(tx, tx->st->ops->idem_put(tx, in, err));
 }
 
-wf_code
-wf_tx_commit_recorded(wf_tx *tx, const wf_idempotency_row *in, wf_error *err)
+static wf_code
+commit_recorded(wf_tx *tx, const wf_idempotency_row *in, bool amend, wf_error *err)
 {
     if (tx == NULL)
         return wf_error_set(err, WF_E_INTERNAL, "no open transaction");
     if (tx->st->ops->commit_recorded == NULL || tx->failed ||
         wf_store__deadline_passed(tx->ctx.deadline_ms)) {
         /* The two calls, with their checks. */
-        wf_code rc = wf_tx_idempotency_put(tx, in, err);
+        wf_code rc = check_tx(tx, err);
+        if (rc == WF_OK)
+            rc = tx_done(tx, amend ? tx->st->ops->idem_amend(tx, in, err)
+                                   : tx->st->ops->idem_put(tx, in, err));
         if (rc != WF_OK) {
             wf_tx_rollback(tx);
             return rc;
         }
         return wf_tx_commit(tx, err);
     }
-    return tx->st->ops->commit_recorded(tx, in, err);
+    return tx->st->ops->commit_recorded(tx, in, amend, err);
+}
+
+wf_code
+wf_tx_commit_recorded(wf_tx *tx, const wf_idempotency_row *in, wf_error *err)
+{
+    return commit_recorded(tx, in, false, err);
+}
+
+wf_code
+wf_tx_commit_amended(wf_tx *tx, const wf_idempotency_row *in, wf_error *err)
+{
+    return commit_recorded(tx, in, true, err);
 }
 
 wf_code
@@ -765,6 +800,28 @@ wf_store_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_ty
     if (max > MAX_PAGE)
         max = MAX_PAGE;
     return st->ops->activate_jobs(st, ctx, job_type, worker, max, lease_ms, now, rows, n, err);
+}
+
+wf_code
+wf_tx_activate_jobs(wf_tx *tx, const char *job_type, const char *worker, size_t max,
+                    int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n, wf_error *err)
+{
+    wf_code rc = check_tx(tx, err);
+    if (rc != WF_OK)
+        return rc;
+    if (job_type == NULL || worker == NULL || lease_ms <= 0)
+        return tx_done(tx, wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                                        "job activation needs a job type, a worker and a lease"));
+    if (max == 0) {
+        *rows = NULL;
+        *n = 0;
+        return WF_OK;
+    }
+    if (max > MAX_PAGE)
+        max = MAX_PAGE;
+    return tx_done(tx,
+                   tx->st->ops->tx_activate_jobs(tx, job_type, worker, max, lease_ms, now, rows, n,
+                                                 err));
 }
 
 wf_code

@@ -387,6 +387,12 @@ typedef struct wf_store_stats {
     int pool_size; /* 0 for the memory store */
     int in_use;    /* connections borrowed now */
     int waiting;   /* callers waiting for a connection */
+    /* Round trips to the database (flights: statements sent together in
+     * pipeline mode) and the statements they carried, since the store was
+     * made, over every pooled connection. A test reads the difference
+     * around a call. Memory store: 0. */
+    int64_t flights;
+    int64_t statements;
 } wf_store_stats;
 
 /* Snapshot of pool gauges for metrics. */
@@ -444,6 +450,15 @@ wf_code wf_tx_lock_root_hint(wf_tx *tx, const char *instance_id, const char *roo
  * (see wf_store_read_events). */
 wf_code wf_tx_apply(wf_tx *tx, const wf_store_changes *changes, wf_error *err);
 
+/* Lets the writes of tx travel with its next statements (at the latest
+ * its commit) instead of a round trip of their own: from now on
+ * wf_tx_apply may return WF_OK for writes that then fail, and the failure
+ * (WF_E_CONFLICT for a stale instance version or a duplicate signal id)
+ * is reported by the next wf_tx_* call, the commit included. For a runner
+ * that treats every failure of a unit of work alike (engine/uow.c).
+ * Memory: writes are applied at once either way. */
+void wf_tx_defer_writes(wf_tx *tx);
+
 /* Commits and frees tx (also on failure: a failed commit is rolled back). */
 wf_code wf_tx_commit(wf_tx *tx, wf_error *err);
 
@@ -455,6 +470,16 @@ void wf_tx_rollback(wf_tx *tx);
 wf_code wf_tx_idempotency_get(wf_tx *tx, const char *method, const char *request_id,
                               wf_idempotency_row *out, bool *found, wf_error *err);
 
+/* As wf_tx_idempotency_get, but the lookup may travel with the
+ * transaction's next statements instead of a round trip of its own:
+ * *found and *out (both must stay valid until the transaction ends) are
+ * set when its answer is in, at the latest when the next wf_tx_* call
+ * returns. When a record is found, that call fails (WF_E_CONFLICT: the
+ * request was already recorded), so a body stops at once; its writes are
+ * rolled back with the transaction. Memory: looked up at once. */
+wf_code wf_tx_idempotency_prefetch(wf_tx *tx, const char *method, const char *request_id,
+                                   wf_idempotency_row *out, bool *found, wf_error *err);
+
 /* Records a request's result. A record with the same key is WF_E_CONFLICT
  * (a concurrent retry of the same request won; retrying reads its record). */
 wf_code wf_tx_idempotency_put(wf_tx *tx, const wf_idempotency_row *in, wf_error *err);
@@ -463,6 +488,14 @@ wf_code wf_tx_idempotency_put(wf_tx *tx, const wf_idempotency_row *in, wf_error 
  * instead of two. Frees tx either way (a failure rolls back); a record
  * with the same key is WF_E_CONFLICT. */
 wf_code wf_tx_commit_recorded(wf_tx *tx, const wf_idempotency_row *in, wf_error *err);
+
+/* As wf_tx_commit_recorded, but a record of the same (method, request_id)
+ * with the same request_hash is replaced instead of refused: a call whose
+ * effect spans several units of work (SendSignal to an aggregate fires
+ * one root per unit of work) records with the first and amends the
+ * response with each later one, so every committed effect has its record.
+ * A record with another hash is left as it is. */
+wf_code wf_tx_commit_amended(wf_tx *tx, const wf_idempotency_row *in, wf_error *err);
 
 /* Stores in as the next version of in->key (in->version is ignored) and
  * returns that version in *version. Two concurrent puts of one key: one
@@ -603,6 +636,14 @@ wf_code wf_store_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_si
 wf_code wf_store_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type,
                                const char *worker, size_t max, int64_t lease_ms, int64_t now,
                                wf_job_row **rows, size_t *n, wf_error *err);
+
+/* As wf_store_activate_jobs, inside a unit of work (which locks no root
+ * for it): the leases and their JOB_ACTIVATED events commit or roll back
+ * with the transaction, and so with the request record written in it
+ * (wf_tx_commit_recorded). A rollback gives the jobs back. */
+wf_code wf_tx_activate_jobs(wf_tx *tx, const char *job_type, const char *worker, size_t max,
+                            int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
+                            wf_error *err);
 
 /*
  * Due timers of EVERY tenant (ctx->tenant is ignored; rows carry theirs):

@@ -23,12 +23,20 @@ typedef struct wf_store_ops {
                          wf_aggregate *out, wf_error *err);
     wf_code (*apply)(wf_tx *tx, const wf_store_changes *c, wf_error *err);
     wf_code (*commit)(wf_tx *tx, wf_error *err);
+    void (*defer_writes)(wf_tx *tx); /* optional */
     void (*rollback)(wf_tx *tx);
     wf_code (*idem_get)(wf_tx *tx, const char *method, const char *request_id,
                         wf_idempotency_row *out, bool *found, wf_error *err);
     wf_code (*idem_put)(wf_tx *tx, const wf_idempotency_row *in, wf_error *err);
-    /* Optional: idem_put then commit in one go (NULL: the two calls). */
-    wf_code (*commit_recorded)(wf_tx *tx, const wf_idempotency_row *in, wf_error *err);
+    /* Optional (NULL: idem_get at once). */
+    wf_code (*idem_prefetch)(wf_tx *tx, const char *method, const char *request_id,
+                             wf_idempotency_row *out, bool *found, wf_error *err);
+    /* idem_put that replaces a record of the same request (same hash). */
+    wf_code (*idem_amend)(wf_tx *tx, const wf_idempotency_row *in, wf_error *err);
+    /* Optional: idem_put (amend: idem_amend) then commit in one go (NULL:
+     * the two calls). */
+    wf_code (*commit_recorded)(wf_tx *tx, const wf_idempotency_row *in, bool amend,
+                               wf_error *err);
     wf_code (*put_definition)(wf_tx *tx, const wf_definition_row *in, int32_t *version,
                               wf_error *err);
     wf_code (*tx_get_definition)(wf_tx *tx, const char *key, int32_t version,
@@ -69,6 +77,9 @@ typedef struct wf_store_ops {
     wf_code (*activate_jobs)(wf_store *st, const wf_store_ctx *ctx, const char *job_type,
                              const char *worker, size_t max, int64_t lease_ms, int64_t now,
                              wf_job_row **rows, size_t *n, wf_error *err);
+    wf_code (*tx_activate_jobs)(wf_tx *tx, const char *job_type, const char *worker, size_t max,
+                                int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
+                                wf_error *err);
     /* tenant NULL: every tenant's timers. */
     wf_code (*claim_due_timers)(wf_store *st, const wf_store_ctx *ctx, const char *tenant,
                                 int64_t now, size_t limit, int64_t claim_ms, wf_timer_row **rows,

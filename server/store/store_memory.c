@@ -754,6 +754,19 @@ mem_idem_put(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
     return tx_put((mem_tx *)t, &m->idem, in, in->method, in->request_id, err);
 }
 
+/* A record of the same request (same hash) replaced, or a new one; one
+ * of another request is left as it is. */
+static wf_code
+mem_idem_amend(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
+{
+    mem_store *m = (mem_store *)t->st;
+    const wf_idempotency_row *r = mt_get(&m->idem, t->ctx.tenant, in->method, in->request_id);
+    if (r != NULL && (r->request_hash == NULL || in->request_hash == NULL ||
+                      strcmp(r->request_hash, in->request_hash) != 0))
+        return WF_OK;
+    return tx_put((mem_tx *)t, &m->idem, in, in->method, in->request_id, err);
+}
+
 /* The definition of key at version (0 = latest) in tenant, or NULL. */
 static const wf_definition_row *
 find_definition(mem_store *m, const char *tenant, const char *key, int32_t version)
@@ -1142,21 +1155,18 @@ replace_row(mtable *t, const char *tenant, const char *id, const void *src, wf_e
     return WF_OK;
 }
 
+/* Leases up to max jobs with the mutex held: through tx's undo log when
+ * tx is not NULL (a rollback gives the jobs back), else for good. */
 static wf_code
-mem_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, const char *worker,
-                  size_t max, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
-                  wf_error *err)
+activate_locked(mem_store *m, mem_tx *tx, const wf_store_ctx *ctx, const char *job_type,
+                const char *worker, size_t max, int64_t lease_ms, int64_t now, wf_job_row **rows,
+                size_t *n, wf_error *err)
 {
-    mem_store *m = (mem_store *)st;
     job_q q = {job_type, now};
     void **v = NULL;
     size_t k = 0;
     wf_job_row *out = NULL;
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
-    if (rc != WF_OK)
-        return rc;
-    size_t ev_before = m->n_events;
-    rc =
+    wf_code rc =
         gather(m, &m->jobs, ctx->tenant, job_activatable, &q, cmp_job_activation, max, &v, &k, err);
     if (rc == WF_OK) {
         out = wf_arena_calloc(ctx->arena, k > 0 ? k : 1, sizeof *out);
@@ -1164,9 +1174,15 @@ mem_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, c
             rc = wf_store__nomem(err);
     }
     for (size_t i = 0; rc == WF_OK && i < k; i++) {
-        char key[WF_UUID_LEN + 1];
-        wf_uuid7(key);
+        char uuid[WF_UUID_LEN + 1];
+        wf_uuid7(uuid);
         wf_job_row j = *(const wf_job_row *)v[i];
+        /* "<instance id>.<uuid>": the key names the job's instance */
+        char *key = wf_arena_printf(ctx->arena, "%s.%s", j.instance_id, uuid);
+        if (key == NULL) {
+            rc = wf_store__nomem(err);
+            break;
+        }
         j.key = key;
         j.worker = (char *)worker;
         j.state = WF_JOB_ACTIVATED;
@@ -1183,25 +1199,52 @@ mem_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, c
                            now};
         if (rc == WF_OK && ev.data_json == NULL)
             rc = wf_store__nomem(err);
-        /* out[i] owns its strings in the arena; v[i] is freed by the replace. */
+        /* out[i] owns its strings in the arena; v[i] is freed by the replace
+         * (or kept by the undo log). */
         if (rc == WF_OK)
-            rc = replace_row(&m->jobs, ctx->tenant, out[i].id, &out[i], err);
+            rc = tx != NULL ? tx_put(tx, &m->jobs, &out[i], out[i].id, NULL, err)
+                            : replace_row(&m->jobs, ctx->tenant, out[i].id, &out[i], err);
         if (rc == WF_OK)
             rc = append_event(m, &ev, ctx->tenant, err);
+        if (rc == WF_OK && tx != NULL)
+            tx->wrote_events = true;
     }
-    /* JOB_ACTIVATED events were written: wake event readers, after the
-     * mutex is released. */
-    wf_store_listen_fn fn = m->n_events > ev_before ? m->listen_fn : NULL;
-    void *arg = m->listen_arg;
-    pthread_mutex_unlock(&m->mu);
     free(v);
-    if (fn != NULL)
-        fn(arg, "wf_events", "");
     if (rc == WF_OK) {
         *rows = out;
         *n = k;
     }
     return rc;
+}
+
+static wf_code
+mem_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, const char *worker,
+                  size_t max, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
+                  wf_error *err)
+{
+    mem_store *m = (mem_store *)st;
+    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    if (rc != WF_OK)
+        return rc;
+    size_t ev_before = m->n_events;
+    rc = activate_locked(m, NULL, ctx, job_type, worker, max, lease_ms, now, rows, n, err);
+    /* JOB_ACTIVATED events were written: wake event readers, after the
+     * mutex is released. */
+    wf_store_listen_fn fn = m->n_events > ev_before ? m->listen_fn : NULL;
+    void *arg = m->listen_arg;
+    pthread_mutex_unlock(&m->mu);
+    if (fn != NULL)
+        fn(arg, "wf_events", "");
+    return rc;
+}
+
+/* Inside a unit of work: the mutex is already held by tx. */
+static wf_code
+mem_tx_activate_jobs(wf_tx *t, const char *job_type, const char *worker, size_t max,
+                     int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n, wf_error *err)
+{
+    return activate_locked((mem_store *)t->st, (mem_tx *)t, &t->ctx, job_type, worker, max,
+                           lease_ms, now, rows, n, err);
 }
 
 static bool
@@ -1602,6 +1645,7 @@ static const wf_store_ops mem_ops = {
     .rollback = mem_rollback,
     .idem_get = mem_idem_get,
     .idem_put = mem_idem_put,
+    .idem_amend = mem_idem_amend,
     .put_definition = mem_put_definition,
     .tx_get_definition = mem_tx_get_definition,
     .consume_signal = mem_consume_signal,
@@ -1615,6 +1659,7 @@ static const wf_store_ops mem_ops = {
     .list_definitions = mem_list_definitions,
     .list_signals = mem_list_signals,
     .activate_jobs = mem_activate_jobs,
+    .tx_activate_jobs = mem_tx_activate_jobs,
     .claim_due_timers = mem_claim_due_timers,
     .find_expired_leases = mem_find_expired_leases,
     .expire_signals = mem_expire_signals,

@@ -128,6 +128,7 @@ enum {
     S_AGG_SUBS,
     S_INSERT_INSTANCE,
     S_UPDATE_INSTANCE,
+    S_UPDATE_INSTANCE_CHECKED,
     S_UPSERT_TASK,
     S_UPSERT_TOKEN,
     S_UPSERT_WORK_ITEM,
@@ -143,6 +144,7 @@ enum {
     S_DEL_SUB,
     S_IDEM_GET,
     S_IDEM_PUT,
+    S_IDEM_AMEND,
     S_PUT_DEFINITION,
     S_GET_DEFINITION,
     S_CONSUME_SIGNAL,
@@ -307,6 +309,20 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
          "$19, ended_at = $20, version = $21::bigint + 1 WHERE tenant_id = $2 AND root_id "
          "= $6 AND id = $1 AND version = $21",
          "instance"},
+    /* The same, failing when it updates no row (a stale version), for
+     * deferred writes whose row count nobody reads: 1 / 0 raises
+     * division_by_zero, which pg_errors.c maps to CONFLICT for this
+     * statement only. */
+    [S_UPDATE_INSTANCE_CHECKED] =
+        {"update_instance_checked",
+         "WITH u AS (UPDATE instances SET definition_key = $3, definition_version = $4, "
+         "parent_id = $5, status = $7, variables_json = $8, aggregate_type = $9, "
+         "aggregate_id = $10, started_by = $11, title = $12, last_error = $13, join_mode = "
+         "$14, join_quorum = $15, on_all_completed = $16, join_fired = $17, created_at = $18, "
+         "updated_at = $19, ended_at = $20, version = $21::bigint + 1 WHERE tenant_id = $2 "
+         "AND root_id = $6 AND id = $1 AND version = $21 RETURNING 1) "
+         "SELECT 1 / count(*) FROM u",
+         "instance"},
     /* Keyed by (tenant_id, root_id, id), which an update leaves as it is:
      * a distributed table refuses to rewrite its distribution column. */
     [S_UPSERT_TASK] =
@@ -423,6 +439,11 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                     "INSERT INTO idempotency (" COLS_IDEMPOTENCY ") VALUES ($1, $2, $3, $4, $5, "
                     "$6)",
                     "request record"},
+    [S_IDEM_AMEND] = {"idem_amend",
+                      "INSERT INTO idempotency (" COLS_IDEMPOTENCY ") VALUES ($1, $2, $3, $4, $5, "
+                      "$6) ON CONFLICT (tenant_id, method, request_id) DO UPDATE SET response = "
+                      "EXCLUDED.response WHERE idempotency.request_hash = EXCLUDED.request_hash",
+                      "request record"},
     /* The next version of a key; a concurrent put of the same key fails
      * on the primary key (CONFLICT). */
     [S_PUT_DEFINITION] = {"put_definition",
@@ -593,10 +614,18 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                          "WITH c AS (SELECT tenant_id, root_id, id FROM jobs WHERE tenant_id = $1 AND "
                          "job_type = $2 AND state = 1 AND activatable_at <= $3 "
                          "ORDER BY activatable_at, id LIMIT $4 FOR UPDATE SKIP LOCKED), "
-                         "u AS (UPDATE jobs j SET state = 2, key = gen_random_uuid()::text, "
+                         "u AS (UPDATE jobs j SET state = 2, key = j.instance_id || '.' || "
+                         "gen_random_uuid()::text, "
                          "worker = $5, lease_expires_at = $6 FROM c WHERE "
                          "j.tenant_id = c.tenant_id AND j.root_id = c.root_id AND j.id = c.id "
-                         "RETURNING j.*) "
+                         "RETURNING j.*), "
+                         /* One JOB_ACTIVATED event per lease, in the same
+                          * statement (data as wf_store__job_activated_data). */
+                         "e AS (INSERT INTO events (tenant_id, root_id, instance_id, type, actor, "
+                         "data_json, time) SELECT tenant_id, root_id, instance_id, "
+                         "'JOB_ACTIVATED', NULL, '{\"jobId\":\"' || id || '\",\"jobKey\":' || "
+                         "to_json(key)::text || ',\"worker\":' || to_json(worker)::text || "
+                         "',\"attempt\":' || attempt || '}', $3 FROM u ORDER BY activatable_at, id) "
                          "SELECT " COLS_JOBS " FROM u ORDER BY activatable_at, id",
                          "job"},
     /* The scheduler's statements come in two shapes: every tenant (the
@@ -775,6 +804,15 @@ typedef struct pg_store {
     size_t n_defs;
 } pg_store;
 
+/* A request lookup riding on a flight (wf_tx_idempotency_prefetch). */
+struct wf_pg_lookup {
+    int slot;
+    const char *request_id;
+    wf_arena *arena;
+    wf_idempotency_row *out;
+    bool *found;
+};
+
 typedef struct pg_tx {
     wf_tx base;
     wf_pg_conn *c;
@@ -785,6 +823,8 @@ typedef struct pg_tx {
     bool wrote_events, any_type;
     const char *types[NOTIFY_TYPES];
     size_t n_types;
+    struct wf_pg_lookup lookup; /* wf_tx_idempotency_prefetch */
+    bool defer;                 /* wf_tx_defer_writes */
 } pg_tx;
 
 /* ---- parameters ---------------------------------------------------------- */
@@ -979,16 +1019,35 @@ push(wf_pg_conn *c, int id, const params *p, int64_t deadline)
                       p != NULL ? p->len : NULL, p != NULL ? p->fmt : NULL, deadline);
 }
 
-/* Sends c's flight and collects it (see wf_pg_flush). */
+static wf_code read_rows(PGresult *res, const wf_row_desc *d, wf_arena *a, void *out, size_t *n,
+                         wf_error *err);
+
+/* Sends c's flight and collects it (see wf_pg_flush). A request lookup
+ * that rode on it and found a record fails the flight's caller. */
 static wf_code
 flush(wf_pg_conn *c, int64_t deadline, int *failed, wf_error *err)
 {
+    struct wf_pg_lookup *l = c->lookup;
+    c->lookup = NULL;
     wf_code rc = wf_pg_flush(c, stmts, deadline, failed, err);
     if (c->timeout_in_flight && rc == WF_OK) {
         c->timeout_known = true;
         c->timeout_ms = c->timeout_want;
     }
     c->timeout_in_flight = false;
+    if (l != NULL && rc == WF_OK) {
+        PGresult *res = wf_pg_take(c, l->slot);
+        wf_idempotency_row *rows = NULL;
+        size_t n = 0;
+        rc = read_rows(res, &wf_store__idempotency_desc, l->arena, &rows, &n, err);
+        PQclear(res);
+        if (rc == WF_OK && n > 0) {
+            *l->out = rows[0];
+            *l->found = true;
+            rc = wf_error_set(err, WF_E_CONFLICT, "request \"%s\" was already recorded",
+                              l->request_id);
+        }
+    }
     return rc;
 }
 
@@ -1102,6 +1161,15 @@ conn_put(pg_store *s, wf_pg_conn *c)
     if (c == NULL)
         return;
     c->owe_timeout = c->owe_begin = false;
+    c->lookup = NULL;
+    if (c->pg != NULL && !c->broken && !wf_pg_idle(c)) {
+        /* Deferred writes never sent (a unit of work rolled back before
+         * its commit): they go out with a ROLLBACK that undoes them,
+         * rather than leaving a flight that would cost the connection. */
+        push(c, S_ROLLBACK, NULL, wf_mono_ms() + 1000);
+        if (flush(c, wf_mono_ms() + 1000, NULL, NULL) == WF_E_STORE_UNAVAILABLE)
+            c->broken = true;
+    }
     if (c->pg != NULL && !c->broken) {
         PGTransactionStatusType ts = PQtransactionStatus(c->pg);
         if ((ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR) &&
@@ -1442,6 +1510,12 @@ pg_commit(wf_tx *t, wf_error *err)
 }
 
 static void
+pg_defer_writes(wf_tx *t)
+{
+    ((pg_tx *)t)->defer = true;
+}
+
+static void
 pg_rollback(wf_tx *t)
 {
     pg_tx *tx = (pg_tx *)t;
@@ -1624,9 +1698,10 @@ pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
     if (checks == NULL)
         return wf_store__nomem(err);
     bool ok = true;
+    int update = tx->defer ? S_UPDATE_INSTANCE_CHECKED : S_UPDATE_INSTANCE;
     for (size_t i = 0; ok && i < c->n_instances; i++) {
         const wf_instance_row *in = &c->instances[i];
-        ok = queue_rows(tx, in->version == 0 ? S_INSERT_INSTANCE : S_UPDATE_INSTANCE,
+        ok = queue_rows(tx, in->version == 0 ? S_INSERT_INSTANCE : update,
                         &wf_store__instance_desc, in, 1, checks, &n_checks);
     }
     ok =
@@ -1661,6 +1736,17 @@ pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
     }
     for (size_t i = 0; ok && i < c->n_events; i++)
         ok = queue_event(tx->c, ctx, &c->events[i]);
+    /* Deferred: the next flight carries them, and its caller reports
+     * their failure (the checked update and the unique indexes raise).
+     * Nobody reads the upserts' answers then, so the commit owes a wake-up
+     * for every job type written ACTIVATABLE (a spare one costs a recheck). */
+    if (tx->defer && ok) {
+        for (size_t i = 0; i < c->n_jobs; i++)
+            if (c->jobs[i].state == WF_JOB_ACTIVATABLE)
+                tx_note_type(tx, c->jobs[i].job_type);
+        tx->wrote_events |= c->n_events > 0;
+        return WF_OK;
+    }
     /* Out of memory half-way: what was queued still has to be collected. */
     int failed = -1;
     wf_code rc = flush(tx->c, ctx->deadline_ms, &failed, err);
@@ -1716,6 +1802,23 @@ pg_idem_get(wf_tx *t, const char *method, const char *request_id, wf_idempotency
     return rc;
 }
 
+/* Queued on the flight being built, after BEGIN: it goes out with the
+ * body's first statements (flush reads it). */
+static wf_code
+pg_idem_prefetch(wf_tx *t, const char *method, const char *request_id, wf_idempotency_row *out,
+                 bool *found, wf_error *err)
+{
+    pg_tx *tx = (pg_tx *)t;
+    params p = p_tenant(&t->ctx, method);
+    p_str(&p, request_id);
+    if (p.oom)
+        return wf_store__nomem(err);
+    tx->lookup = (struct wf_pg_lookup){
+        push(tx->c, S_IDEM_GET, &p, t->ctx.deadline_ms), request_id, t->ctx.arena, out, found};
+    tx->c->lookup = &tx->lookup;
+    return WF_OK;
+}
+
 static wf_code
 pg_idem_put(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
 {
@@ -1729,9 +1832,18 @@ pg_idem_put(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
     return rc;
 }
 
+static wf_code
+pg_idem_amend(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
+{
+    pg_tx *tx = (pg_tx *)t;
+    params p = {.a = t->ctx.arena};
+    p_row(&p, &wf_store__idempotency_desc, in, t->ctx.tenant, -1);
+    return run_cmd(tx->c, S_IDEM_AMEND, &p, t->ctx.deadline_ms, NULL, err);
+}
+
 /* The record and COMMIT in one flight (a failed record skips COMMIT). */
 static wf_code
-pg_commit_recorded(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
+pg_commit_recorded(wf_tx *t, const wf_idempotency_row *in, bool amend, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
     int64_t dl = t->ctx.deadline_ms;
@@ -1741,7 +1853,7 @@ pg_commit_recorded(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
     if (p.oom) {
         rc = wf_store__nomem(err);
     } else {
-        int put = push(tx->c, S_IDEM_PUT, &p, dl);
+        int put = push(tx->c, amend ? S_IDEM_AMEND : S_IDEM_PUT, &p, dl);
         push(tx->c, S_COMMIT, NULL, dl);
         int failed = -1;
         rc = flush(tx->c, dl, &failed, err);
@@ -2051,6 +2163,23 @@ pg_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f
 
 /* ---- cross-instance work ----------------------------------------------------- */
 
+/* The lease statement, which writes its JOB_ACTIVATED events itself, on
+ * c: in the transaction c has open (or owes), or alone (autocommit). */
+static wf_code
+activate_on(wf_pg_conn *c, const wf_store_ctx *ctx, const char *job_type, const char *worker,
+            size_t max, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
+            wf_error *err)
+{
+    params p = p_tenant(ctx, job_type);
+    p_i64(&p, now);
+    p_i64(&p, (int64_t)max);
+    p_str(&p, worker);
+    p_i64(&p, now + lease_ms * 1000);
+    return run_rows(c, S_ACTIVATE_JOBS, &p, ctx->deadline_ms, &wf_store__job_desc, ctx->arena,
+                    rows, n, err);
+}
+
+/* One statement, one flight: the leases and their events commit together. */
 static wf_code
 pg_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, const char *worker,
                  size_t max, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
@@ -2058,45 +2187,24 @@ pg_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, co
 {
     pg_store *s = (pg_store *)st;
     wf_pg_conn *c = NULL;
-    wf_code rc = tx_open(s, ctx, &c, err);
-    if (rc != WF_OK)
-        return rc;
-    params p = p_tenant(ctx, job_type);
-    p_i64(&p, now);
-    p_i64(&p, (int64_t)max);
-    p_str(&p, worker);
-    p_i64(&p, now + lease_ms * 1000);
-    wf_job_row *jobs = NULL;
-    size_t k = 0;
-    rc = run_rows(c, S_ACTIVATE_JOBS, &p, ctx->deadline_ms, &wf_store__job_desc, ctx->arena, &jobs,
-                  &k, err);
-    /* One JOB_ACTIVATED event per lease, in the same transaction: the
-     * inserts and COMMIT in one flight (a failed insert skips COMMIT). */
-    bool ok = true;
-    for (size_t i = 0; rc == WF_OK && ok && i < k; i++) {
-        wf_event_row ev = {0,
-                           NULL,
-                           jobs[i].root_id,
-                           jobs[i].instance_id,
-                           "JOB_ACTIVATED",
-                           NULL,
-                           wf_store__job_activated_data(ctx->arena, &jobs[i]),
-                           now};
-        ok = ev.data_json != NULL && queue_event(c, ctx, &ev);
-    }
-    if (rc == WF_OK) {
-        if (ok)
-            push(c, S_COMMIT, NULL, ctx->deadline_ms);
-        rc = flush(c, ctx->deadline_ms, NULL, err);
-        if (rc == WF_OK && !ok)
-            rc = wf_store__nomem(err);
-    }
+    wf_code rc = conn_get(s, ctx, &c, err);
+    if (rc == WF_OK)
+        rc = activate_on(c, ctx, job_type, worker, max, lease_ms, now, rows, n, err);
     conn_put(s, c);
-    if (rc == WF_OK) {
-        notifier_note(s, k > 0, false, NULL, 0);
-        *rows = jobs;
-        *n = k;
-    }
+    if (rc == WF_OK)
+        notifier_note(s, *n > 0, false, NULL, 0);
+    return rc;
+}
+
+static wf_code
+pg_tx_activate_jobs(wf_tx *t, const char *job_type, const char *worker, size_t max,
+                    int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n, wf_error *err)
+{
+    pg_tx *tx = (pg_tx *)t;
+    wf_code rc = activate_on(tx->c, &t->ctx, job_type, worker, max, lease_ms, now, rows, n, err);
+    /* The statement wrote the JOB_ACTIVATED events: the commit owes them. */
+    if (rc == WF_OK)
+        tx->wrote_events |= *n > 0;
     return rc;
 }
 
@@ -2525,6 +2633,9 @@ static const wf_store_ops pg_ops = {
     .rollback = pg_rollback,
     .idem_get = pg_idem_get,
     .idem_put = pg_idem_put,
+    .idem_amend = pg_idem_amend,
+    .idem_prefetch = pg_idem_prefetch,
+    .defer_writes = pg_defer_writes,
     .commit_recorded = pg_commit_recorded,
     .put_definition = pg_put_definition,
     .tx_get_definition = pg_tx_get_definition,
@@ -2539,6 +2650,7 @@ static const wf_store_ops pg_ops = {
     .list_definitions = pg_list_definitions,
     .list_signals = pg_list_signals,
     .activate_jobs = pg_activate_jobs,
+    .tx_activate_jobs = pg_tx_activate_jobs,
     .claim_due_timers = pg_claim_due_timers,
     .find_expired_leases = pg_find_expired_leases,
     .expire_signals = pg_expire_signals,

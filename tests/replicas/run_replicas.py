@@ -48,6 +48,11 @@ database) and through the API (WatchEvents on every replica):
   * no RUNNING instance with nothing pending (no OPEN/CLAIMED task, job,
     timer or subscription in its tree), except AD_HOC roots that never got
     a referral (NOT_STARTED) or whose flow deliberately left them open;
+  * net: no job leased twice at once (a lease ends, by expiry or failure,
+    before the job is leased again); no request id whose effect committed
+    without its record (every JOB_ACTIVATED key is in a recorded
+    ActivateJobs response, and every acknowledged ActivateJobs is recorded
+    with the keys its worker got);
   * net: no job completed twice, every acknowledged CompleteJob used the
     job's current key (the last JOB_ACTIVATED before JOB_COMPLETED), every
     JOB_LEASE_LOST refusal was justified by a later activation or the
@@ -701,14 +706,15 @@ def net_flow(cl, i, n):
 
 def job_worker(cl, name, stop):
     while not stop.is_set():
+        req_id = rid()
         r = cl.call("ActivateJobs", pb.ActivateJobsRequest(
             job_type=JOB_TYPE, worker=name, max_jobs=3, lease=dur(JOB_LEASE), wait=dur(0.5),
-            request_id=rid()), timeout=RPC_TIMEOUT)
+            request_id=req_id), timeout=RPC_TIMEOUT)
         if not r.ok:
             time.sleep(0.2)
             continue
         for j in r.resp.jobs:
-            REC.row("ACTIVATED", "net", r, actor=name, root_id=j.root_instance_id,
+            REC.row("ACTIVATED", "net", r, rid=req_id, actor=name, root_id=j.root_instance_id,
                     instance_id=j.instance_id, job_id=j.id, job_key=j.key)
         for j in r.resp.jobs:
             stale = random.random() < 0.15
@@ -1026,6 +1032,30 @@ NET_INVARIANTS = [
           'JOB_ACTIVATED' AND e.job_key = h.job_key) FROM rep_history h
         WHERE h.op = 'ACTIVATED' AND (SELECT count(*) FROM rep_ev e WHERE e.type =
           'JOB_ACTIVATED' AND e.job_key = h.job_key) <> 1"""),
+    ("jobs: no job leased twice at once (between two JOB_ACTIVATED of a job, its lease "
+     "ended: JOB_LEASE_EXPIRED or JOB_FAILED)",
+     "SELECT count(*) FROM rep_ev WHERE type = 'JOB_ACTIVATED'",
+     """SELECT a.job_id, a.sequence, b.sequence FROM rep_ev a
+        JOIN LATERAL (SELECT n.sequence FROM rep_ev n WHERE n.type = 'JOB_ACTIVATED'
+                        AND n.job_id = a.job_id AND n.sequence > a.sequence
+                        ORDER BY n.sequence LIMIT 1) b ON true
+        WHERE a.type = 'JOB_ACTIVATED'
+          AND NOT EXISTS (SELECT 1 FROM rep_ev x WHERE x.job_id = a.job_id
+                          AND x.type IN ('JOB_LEASE_EXPIRED', 'JOB_FAILED')
+                          AND x.sequence > a.sequence AND x.sequence < b.sequence)"""),
+    ("requests: no request id whose effect committed without its record (every "
+     "JOB_ACTIVATED key is in the recorded response of an ActivateJobs request id)",
+     "SELECT count(*) FROM rep_ev WHERE type = 'JOB_ACTIVATED'",
+     """SELECT e.job_id, e.job_key FROM rep_ev e WHERE e.type = 'JOB_ACTIVATED'
+          AND NOT EXISTS (SELECT 1 FROM idempotency r WHERE r.method LIKE '%ActivateJobs'
+                          AND position(convert_to(e.job_key, 'UTF8') IN r.response) > 0)"""),
+    ("requests: every acknowledged ActivateJobs has its record, holding the keys its worker "
+     "got (a retry with the request id answers the first response)",
+     "SELECT count(*) FROM rep_history WHERE op = 'ACTIVATED'",
+     """SELECT h.rid, h.job_key FROM rep_history h WHERE h.op = 'ACTIVATED'
+          AND NOT EXISTS (SELECT 1 FROM idempotency r WHERE r.method LIKE '%ActivateJobs'
+                          AND r.request_id = h.rid COLLATE "C"
+                          AND position(convert_to(h.job_key, 'UTF8') IN r.response) > 0)"""),
     ("timers: none fired twice (TIMER_FIRED per timer <= 1)",
      "SELECT count(*) FROM rep_ev WHERE type = 'TIMER_SCHEDULED'",
      """SELECT timer_id, count(*) FROM rep_ev WHERE type = 'TIMER_FIRED'

@@ -65,6 +65,7 @@ CLASSES = {
     # writes of the aggregate
     "insert_instance": (True, "single"),
     "update_instance": (True, "single"),
+    "update_instance_checked": (True, "single"),
     "upsert_task": (True, "single"),
     "upsert_token": (True, "single"),
     "upsert_work_item": (True, "single"),
@@ -87,6 +88,7 @@ CLASSES = {
     "consume_signal_aggregate": (True, "global"),
     "idem_get": (True, "global"),
     "idem_put": (True, "global"),
+    "idem_amend": (True, "global"),
     "put_definition": (True, "global"),
     "get_definition": (True, "global"),
     # correlation by aggregate inside a unit of work: a lock that is no
@@ -135,7 +137,7 @@ CLASSES = {
 # Run only on a path (a signal racing the wait for its aggregate) that the
 # workload may not take; checked when it does. consume_signal (by instance
 # and aggregate at once) is the store contract's; the engine asks by one.
-OPTIONAL = {"lock_correlation", "sub_awaited", "consume_signal"}
+OPTIONAL = {"lock_correlation", "sub_awaited", "consume_signal", "update_instance", "idem_amend"}
 # Transaction control, settings, LISTEN and the notifier's NOTIFY,
 # migrations: nothing to plan.
 UTILITY = {"begin", "commit", "rollback", "timeout_local", "timeout_session", "ping",

@@ -1,0 +1,398 @@
+/*
+ * Round trips to Postgres per call, counted by the store (wf_store_stats:
+ * flights and statements). Each case runs the engine call an RPC handler
+ * makes, with a request id as clients send one, on the test's thread with
+ * nothing else using the store, and asserts how many flights it took:
+ *
+ *   StartInstance  2: BEGIN + request lookup + definition, then the
+ *                  writes + request record + COMMIT
+ *   ActivateJobs   1: one statement leases and writes its JOB_ACTIVATED
+ *                  events; with a request id 2 (BEGIN + lookup + lease,
+ *                  then record + COMMIT)
+ *   CompleteJob    2: the key names the job's instance, so BEGIN + lookup
+ *                  + lock and aggregate, then writes + record + COMMIT; a
+ *                  key made before (a bare UUID) is read by key first, 3
+ *   SendSignal     3 by aggregate to one waiting instance: the
+ *                  subscriptions, then as CompleteJob
+ *
+ * A regression (one more round trip) fails here. Needs WF_TEST_PG_DSN;
+ * skipped otherwise. Each case runs in its own schema.
+ */
+#include <check.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "defcache.h"
+#include "expr.h"
+#include "net_runtime.h"
+#include "referral.h"
+#include "signals.h"
+#include "store.h"
+#include "uow.h"
+#include "wf_log.h"
+
+/* Flights per call. */
+#define START_FLIGHTS 2
+#define ACTIVATE_FLIGHTS 1
+#define ACTIVATE_IDEM_FLIGHTS 2
+#define COMPLETE_FLIGHTS 2
+#define COMPLETE_OLD_KEY_FLIGHTS 3
+#define SIGNAL_FLIGHTS 3
+
+static const char *dsn;
+static char schema[64];
+static char store_dsn[1024];
+static wf_store *st;
+static wf_arena *arena;
+
+static void
+quiet(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
+static void
+admin(const char *fmt, const char *arg)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql, fmt, arg);
+    PGconn *pg = PQconnectdb(dsn);
+    ck_assert_msg(PQstatus(pg) == CONNECTION_OK, "admin connect: %s", PQerrorMessage(pg));
+    PQsetNoticeProcessor(pg, quiet, NULL);
+    PGresult *res = PQexec(pg, sql);
+    ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s: %s", sql, PQerrorMessage(pg));
+    PQclear(res);
+    PQfinish(pg);
+}
+
+static void
+setup(void)
+{
+    snprintf(schema, sizeof schema, "wf_rt_%d", (int)getpid());
+    admin("DROP SCHEMA IF EXISTS %s CASCADE", schema);
+    admin("CREATE SCHEMA %s", schema);
+    if (strstr(dsn, "://") != NULL)
+        snprintf(store_dsn, sizeof store_dsn, "%s%soptions=-csearch_path%%3D%s", dsn,
+                 strchr(dsn, '?') != NULL ? "&" : "?", schema);
+    else
+        snprintf(store_dsn, sizeof store_dsn, "%s options='-csearch_path=%s'", dsn, schema);
+    wf_store_pg_config cfg = {store_dsn, 2, 1000, 2};
+    wf_error err = {0};
+    st = wf_store_pg_new(&cfg, &err);
+    ck_assert_msg(st != NULL, "postgres store: %s", err.msg);
+    arena = wf_arena_new();
+    ck_assert_ptr_nonnull(arena);
+}
+
+static void
+teardown(void)
+{
+    wf_store_free(st);
+    wf_arena_free(arena);
+    wf_expr_cache_clear();
+    wf_defcache_clear();
+    admin("DROP SCHEMA IF EXISTS %s CASCADE", schema);
+}
+
+static wf_net_ctx
+ctx(void)
+{
+    return (wf_net_ctx){.ref = {.store = st, .tenant = "default", .actor = "t", .arena = arena}};
+}
+
+/* ---- counting ---------------------------------------------------------------------------- */
+
+typedef struct counts {
+    int64_t flights, statements;
+} counts;
+
+static counts
+now_counts(void)
+{
+    wf_store_stats s;
+    wf_store_get_stats(st, &s);
+    return (counts){s.flights, s.statements};
+}
+
+static counts
+since(counts before)
+{
+    counts c = now_counts();
+    return (counts){c.flights - before.flights, c.statements - before.statements};
+}
+
+/* ---- requests ---------------------------------------------------------------------------- */
+
+/* Response bytes: a fixed text (what is stored is not the point here). */
+static wf_code
+encode_any(const void *result, void *arg, wf_arena *a, unsigned char **bytes, size_t *len,
+           wf_error *err)
+{
+    (void)result;
+    (void)arg;
+    *bytes = wf_arena_alloc(a, 2);
+    if (*bytes == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    memcpy(*bytes, "ok", 2);
+    *len = 2;
+    return WF_OK;
+}
+
+static int request_no;
+
+static wf_uow_idem
+idem(const char *method)
+{
+    char *id = wf_arena_printf(arena, "req-%d", ++request_no);
+    return (wf_uow_idem){
+        .method = method, .request_id = id, .request_hash = "h", .encode = encode_any};
+}
+
+static void
+deploy(wf_net *net)
+{
+    wf_net_ctx c = ctx();
+    wf_net_deploy_in in = {WF_DEF_NET, net, false};
+    wf_net_deployed out;
+    wf_error err;
+    wf_code rc = wf_net_deploy(&c, &in, NULL, &out, &err);
+    ck_assert_msg(rc == WF_OK, "deploy: %s %s", wf_code_reason(rc), err.msg);
+}
+
+/* s -> step (AUTO job "ship") -> e, and s -> paid (MSG "payment" by
+ * aggregate) -> e */
+static void
+deploy_nets(void)
+{
+    static const wf_place p[] = {{.id = "s", .kind = WF_PLACE_START},
+                                 {.id = "e", .kind = WF_PLACE_END}};
+    static wf_transition tj[] = {{.id = "step", .trigger = WF_TRIGGER_AUTO, .job_type = "ship"}};
+    static wf_transition tm[] = {{.id = "paid",
+                                  .trigger = WF_TRIGGER_MSG,
+                                  .signal_name = "payment",
+                                  .correlation = WF_CORRELATION_AGGREGATE}};
+    static const wf_arc aj[] = {{.source = "s", .target = "step"},
+                                {.source = "step", .target = "e"}};
+    static const wf_arc am[] = {{.source = "s", .target = "paid"},
+                                {.source = "paid", .target = "e"}};
+    wf_net jobs = {.key = "jobs",
+                   .places = (wf_place *)p,
+                   .n_places = 2,
+                   .transitions = tj,
+                   .n_transitions = 1,
+                   .arcs = (wf_arc *)aj,
+                   .n_arcs = 2};
+    wf_net msg = {.key = "msg",
+                  .places = (wf_place *)p,
+                  .n_places = 2,
+                  .transitions = tm,
+                  .n_transitions = 1,
+                  .arcs = (wf_arc *)am,
+                  .n_arcs = 2};
+    deploy(&jobs);
+    deploy(&msg);
+}
+
+static wf_code
+start(const char *key, const char *aggregate_id, wf_instance_row *in)
+{
+    wf_ref_ctx c = ctx().ref;
+    wf_start_spec spec = {.definition_key = key,
+                          .aggregate_type = aggregate_id != NULL ? "order" : NULL,
+                          .aggregate_id = aggregate_id};
+    wf_uow_idem i = idem("StartInstance");
+    wf_error err;
+    wf_code rc = wf_referral_start(&c, &spec, &i, in, &err);
+    ck_assert_msg(rc == WF_OK, "start: %s %s", wf_code_reason(rc), err.msg);
+    return rc;
+}
+
+static wf_net_activated
+activate(bool with_request_id)
+{
+    wf_net_ctx c = ctx();
+    wf_net_activation a = {.job_type = "ship", .worker = "w", .max_jobs = 1, .lease_ms = 60000};
+    wf_uow_idem i = idem("ActivateJobs");
+    wf_net_activated got;
+    wf_error err;
+    wf_code rc = wf_net_activate_recorded(&c, &a, with_request_id ? &i : NULL, true, &got, &err);
+    ck_assert_msg(rc == WF_OK, "activate: %s %s", wf_code_reason(rc), err.msg);
+    ck_assert_uint_eq(got.n, 1);
+    return got;
+}
+
+#define ASSERT_FLIGHTS(what, got, want)                                                          \
+    do {                                                                                         \
+        fprintf(stderr, "%-34s %lld flights, %lld statements\n", what, (long long)(got).flights, \
+                (long long)(got).statements);                                                    \
+        ck_assert_msg((got).flights == (want), "%s: %lld flights, want %d", what,               \
+                      (long long)(got).flights, (int)(want));                                    \
+    } while (0)
+
+/* ---- cases ------------------------------------------------------------------------------- */
+
+/* A retry replays, also when the body sends nothing before its commit
+ * (the definition named by version is cached): the lookup then rides
+ * with the commit, whose record fails, and is read again on its own. */
+START_TEST(test_replay_when_the_lookup_rides_with_the_commit)
+{
+    deploy_nets();
+    wf_ref_ctx c = ctx().ref;
+    wf_start_spec spec = {.definition_key = "jobs", .version = 1};
+    wf_instance_row first, again;
+    wf_error err;
+    for (int i = 0; i < 2; i++) { /* the second caches version 1 */
+        wf_uow_idem w = idem("StartInstance");
+        ck_assert_int_eq(wf_referral_start(&c, &spec, &w, &first, &err), WF_OK);
+    }
+    wf_uow_idem i1 = idem("StartInstance");
+    ck_assert_int_eq(wf_referral_start(&c, &spec, &i1, &first, &err), WF_OK);
+    ck_assert(!i1.replayed);
+    wf_uow_idem i2 = i1;
+    counts c0 = now_counts();
+    wf_code rc = wf_referral_start(&c, &spec, &i2, &again, &err);
+    ck_assert_msg(rc == WF_OK, "replay: %s %s", wf_code_reason(rc), err.msg);
+    ck_assert(i2.replayed);
+    ck_assert_int_le(since(c0).flights, 4);
+    i2.request_hash = "other";
+    ck_assert_int_eq(wf_referral_start(&c, &spec, &i2, &again, &err), WF_E_REQUEST_ID_REUSED);
+}
+END_TEST
+
+/* Deferred writes of a unit of work rolled back before its commit are
+ * sent with the ROLLBACK (one flight) and leave nothing behind; the
+ * connection stays usable. A stale instance version fails at commit. */
+START_TEST(test_deferred_writes_rolled_back_or_refused)
+{
+    wf_store_ctx sc = {"default", 0, arena};
+    wf_instance_row in = {.id = "r1",
+                          .definition_key = "k",
+                          .definition_version = 1,
+                          .root_id = "r1",
+                          .status = WF_INSTANCE_RUNNING,
+                          .variables_json = "{}",
+                          .created_at = 1,
+                          .updated_at = 1};
+    wf_store_changes ch = {.instances = &in, .n_instances = 1};
+    wf_tx *tx = NULL;
+    wf_error err;
+    counts c0 = now_counts();
+    ck_assert_int_eq(wf_store_begin(st, &sc, &tx, &err), WF_OK);
+    wf_tx_defer_writes(tx);
+    ck_assert_int_eq(wf_tx_apply(tx, &ch, &err), WF_OK);
+    wf_tx_rollback(tx);
+    ck_assert_int_eq(since(c0).flights, 1);
+    wf_instance_row got;
+    ck_assert_int_eq(wf_store_get_instance(st, &sc, "r1", &got, &err), WF_E_INSTANCE_NOT_FOUND);
+
+    /* Written for good, then a stale update (version 0 again is "new":
+     * the insert conflicts; version 5 does not match) fails the commit. */
+    ck_assert_int_eq(wf_store_begin(st, &sc, &tx, &err), WF_OK);
+    wf_tx_defer_writes(tx);
+    ck_assert_int_eq(wf_tx_apply(tx, &ch, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_commit(tx, &err), WF_OK);
+    in.version = 5;
+    in.status = WF_INSTANCE_COMPLETED;
+    ck_assert_int_eq(wf_store_begin(st, &sc, &tx, &err), WF_OK);
+    wf_tx_defer_writes(tx);
+    ck_assert_int_eq(wf_tx_apply(tx, &ch, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_commit(tx, &err), WF_E_CONFLICT);
+    ck_assert_int_eq(wf_store_get_instance(st, &sc, "r1", &got, &err), WF_OK);
+    ck_assert_int_eq(got.status, WF_INSTANCE_RUNNING);
+    ck_assert_int_eq(got.version, 1);
+}
+END_TEST
+
+START_TEST(test_round_trips_per_call)
+{
+    deploy_nets();
+    wf_instance_row in;
+    /* Warm: the definitions are cached, the statements prepared (one
+     * instance per kind). */
+    start("jobs", NULL, &in);
+    start("jobs", NULL, &in);
+    start("jobs", NULL, &in);
+    start("msg", "warm", &in);
+    (void)activate(false);
+
+    counts c0 = now_counts();
+    start("jobs", NULL, &in);
+    ASSERT_FLIGHTS("StartInstance (request id)", since(c0), START_FLIGHTS);
+
+    c0 = now_counts();
+    wf_net_activated got = activate(false);
+    ASSERT_FLIGHTS("ActivateJobs", since(c0), ACTIVATE_FLIGHTS);
+
+    c0 = now_counts();
+    got = activate(true);
+    ASSERT_FLIGHTS("ActivateJobs (request id)", since(c0), ACTIVATE_IDEM_FLIGHTS);
+
+    wf_net_ctx c = ctx();
+    wf_error err;
+    c0 = now_counts();
+    wf_uow_idem i = idem("CompleteJob");
+    wf_code rc = wf_net_complete_job(&c, got.rows[0].key, "{}", &i, &err);
+    ck_assert_msg(rc == WF_OK, "complete: %s %s", wf_code_reason(rc), err.msg);
+    ASSERT_FLIGHTS("CompleteJob (request id)", since(c0), COMPLETE_FLIGHTS);
+
+    /* A key as made before keys named their instance (a bare UUID)
+     * still completes its job, after a read by key. */
+    start("jobs", NULL, &in);
+    got = activate(false);
+    admin("UPDATE %s.jobs SET key = substring(key FROM position('.' IN key) + 1)", schema);
+    const char *bare = strchr(got.rows[0].key, '.') + 1;
+    c0 = now_counts();
+    i = idem("CompleteJob");
+    rc = wf_net_complete_job(&c, bare, "{}", &i, &err);
+    ck_assert_msg(rc == WF_OK, "complete (bare key): %s %s", wf_code_reason(rc), err.msg);
+    ASSERT_FLIGHTS("CompleteJob (a bare UUID key)", since(c0), COMPLETE_OLD_KEY_FLIGHTS);
+    /* A spent key of either form: JOB_LEASE_LOST; neither form: not found. */
+    ck_assert_int_eq(wf_net_complete_job(&c, bare, "{}", NULL, &err), WF_E_JOB_LEASE_LOST);
+    ck_assert_int_eq(wf_net_complete_job(&c, got.rows[0].key, "{}", NULL, &err),
+                     WF_E_JOB_LEASE_LOST);
+    ck_assert_int_eq(wf_net_complete_job(&c, "x.not-a-uuid", "{}", NULL, &err),
+                     WF_E_JOB_NOT_FOUND);
+
+    start("msg", "A-1", &in);
+    wf_sig_send_in s = {.name = "payment",
+                        .aggregate_type = "order",
+                        .aggregate_id = "A-1",
+                        .has_aggregate = true};
+    wf_sig_send_out out;
+    c0 = now_counts();
+    i = idem("SendSignal");
+    rc = wf_sig_send(&c, &s, &i, &out, &err);
+    ck_assert_msg(rc == WF_OK, "send: %s %s", wf_code_reason(rc), err.msg);
+    ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
+    ASSERT_FLIGHTS("SendSignal by aggregate (request id)", since(c0), SIGNAL_FLIGHTS);
+}
+END_TEST
+
+int
+main(void)
+{
+    dsn = getenv("WF_TEST_PG_DSN");
+    if (dsn == NULL || dsn[0] == '\0') {
+        printf("skipped: WF_TEST_PG_DSN not set\n");
+        return 0;
+    }
+    if (getenv("WF_TEST_LOG") == NULL)
+        wf_log_threshold = WF_LOG_ERROR;
+    Suite *s = suite_create("round_trips");
+    TCase *tc = tcase_create("flights");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_round_trips_per_call);
+    tcase_add_test(tc, test_deferred_writes_rolled_back_or_refused);
+    tcase_add_test(tc, test_replay_when_the_lookup_rides_with_the_commit);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}

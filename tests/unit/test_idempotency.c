@@ -1,0 +1,424 @@
+/*
+ * Unit tests of request records over the memory store, without a server:
+ * the record of a mutating call commits in the transaction of its effect.
+ * A store whose request-record writes fail stands for a crash between the
+ * effect and its record: the effect must not stay without its record
+ * (else a retry with the same request id would lease or deliver again).
+ * Covered: ActivateJobs, SendSignal to an instance, to an aggregate that
+ * buffers it, and to an aggregate fired on two roots (one unit of work
+ * each), whose record follows every root fired.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "defcache.h"
+#include "expr.h"
+#include "net_runtime.h"
+#include "referral.h"
+#include "signals.h"
+#include "store.h"
+#include "store_int.h"
+#include "test_support.h"
+#include "uow.h"
+
+static wf_store *st;
+static wf_arena *arena;
+
+/* ---- a store whose request records fail ------------------------------------------------ */
+
+static const wf_store_ops *real_ops;
+static wf_store_ops faulty_ops;
+static int pass_records; /* the next n record writes succeed, then */
+static int fail_records; /* the next n fail; -1: all */
+static int records_written;
+
+static bool
+record_fails(void)
+{
+    if (pass_records > 0) {
+        pass_records--;
+        return false;
+    }
+    if (fail_records == 0)
+        return false;
+    if (fail_records > 0)
+        fail_records--;
+    return true;
+}
+
+static wf_code
+faulty_put(wf_tx *tx, const wf_idempotency_row *in, wf_error *err)
+{
+    if (record_fails())
+        return wf_error_set(err, WF_E_STORE_UNAVAILABLE, "lost before the record");
+    records_written++;
+    return real_ops->idem_put(tx, in, err);
+}
+
+static wf_code
+faulty_amend(wf_tx *tx, const wf_idempotency_row *in, wf_error *err)
+{
+    if (record_fails())
+        return wf_error_set(err, WF_E_STORE_UNAVAILABLE, "lost before the record");
+    records_written++;
+    return real_ops->idem_amend(tx, in, err);
+}
+
+static void
+setup(void)
+{
+    wf_error err;
+    st = wf_store_memory_new(&err);
+    ck_assert_ptr_nonnull(st);
+    arena = wf_arena_new();
+    ck_assert_ptr_nonnull(arena);
+    real_ops = st->ops;
+    faulty_ops = *real_ops;
+    faulty_ops.idem_put = faulty_put;
+    faulty_ops.idem_amend = faulty_amend;
+    faulty_ops.commit_recorded = NULL; /* the two calls, so the put can fail */
+    st->ops = &faulty_ops;
+    pass_records = fail_records = 0;
+    records_written = 0;
+}
+
+static void
+teardown(void)
+{
+    st->ops = real_ops;
+    wf_store_free(st);
+    wf_arena_free(arena);
+    wf_expr_cache_clear();
+    wf_defcache_clear();
+}
+
+static wf_net_ctx
+ctx(void)
+{
+    return (wf_net_ctx){.ref = {.store = st, .tenant = "default", .actor = "t", .arena = arena}};
+}
+
+/* ---- encoders: the response as text ----------------------------------------------------- */
+
+static wf_code
+encode_text(const char *text, wf_arena *a, unsigned char **bytes, size_t *len, wf_error *err)
+{
+    size_t n = strlen(text);
+    *bytes = wf_arena_alloc(a, n + 1);
+    if (*bytes == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    memcpy(*bytes, text, n + 1);
+    *len = n;
+    return WF_OK;
+}
+
+/* Keys of the jobs leased, comma-separated. */
+static wf_code
+encode_jobs(const void *result, void *arg, wf_arena *a, unsigned char **bytes, size_t *len,
+            wf_error *err)
+{
+    (void)arg;
+    const wf_net_activated *r = result;
+    char buf[1024] = "";
+    for (size_t i = 0; i < r->n; i++)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i ? "," : "",
+                 r->rows[i].key);
+    return encode_text(buf, a, bytes, len, err);
+}
+
+/* "outcome:instance,instance". */
+static wf_code
+encode_send(const void *result, void *arg, wf_arena *a, unsigned char **bytes, size_t *len,
+            wf_error *err)
+{
+    (void)arg;
+    const wf_sig_send_out *o = result;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%d:", (int)o->outcome);
+    for (size_t i = 0; i < o->n_instance_ids; i++)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i ? "," : "",
+                 o->instance_ids[i]);
+    return encode_text(buf, a, bytes, len, err);
+}
+
+static wf_uow_idem
+idem(const char *method, const char *request_id, wf_uow_encode_fn encode)
+{
+    return (wf_uow_idem){.method = method,
+                         .request_id = request_id,
+                         .request_hash = "h",
+                         .encode = encode};
+}
+
+static const char *
+response_text(const wf_uow_idem *i)
+{
+    return wf_arena_strndup(arena, (const char *)i->response, i->response_len);
+}
+
+/* ---- nets ------------------------------------------------------------------------------ */
+
+static void
+deploy(wf_net *net)
+{
+    wf_net_ctx c = ctx();
+    wf_net_deploy_in in = {WF_DEF_NET, net, false};
+    wf_net_deployed out;
+    wf_error err;
+    wf_code rc = wf_net_deploy(&c, &in, NULL, &out, &err);
+    ck_assert_msg(rc == WF_OK, "deploy: %s %s", wf_code_reason(rc), err.msg);
+}
+
+/* s -> step (AUTO job "ship") -> e */
+static void
+deploy_job_net(void)
+{
+    static const wf_place p[] = {{.id = "s", .kind = WF_PLACE_START},
+                                 {.id = "e", .kind = WF_PLACE_END}};
+    static wf_transition t[] = {{.id = "step", .trigger = WF_TRIGGER_AUTO, .job_type = "ship"}};
+    static const wf_arc a[] = {{.source = "s", .target = "step"}, {.source = "step", .target = "e"}};
+    wf_net net = {.key = "jobs",
+                  .places = (wf_place *)p,
+                  .n_places = 2,
+                  .transitions = t,
+                  .n_transitions = 1,
+                  .arcs = (wf_arc *)a,
+                  .n_arcs = 2};
+    deploy(&net);
+}
+
+/* s -> paid (MSG "payment", correlation corr) -> e */
+static void
+deploy_msg_net(const char *key, wf_correlation corr)
+{
+    static const wf_place p[] = {{.id = "s", .kind = WF_PLACE_START},
+                                 {.id = "e", .kind = WF_PLACE_END}};
+    wf_transition *t = wf_arena_calloc(arena, 1, sizeof *t);
+    *t = (wf_transition){
+        .id = "paid", .trigger = WF_TRIGGER_MSG, .signal_name = "payment", .correlation = corr};
+    static const wf_arc a[] = {{.source = "s", .target = "paid"}, {.source = "paid", .target = "e"}};
+    wf_net net = {.key = key,
+                  .places = (wf_place *)p,
+                  .n_places = 2,
+                  .transitions = t,
+                  .n_transitions = 1,
+                  .arcs = (wf_arc *)a,
+                  .n_arcs = 2};
+    deploy(&net);
+}
+
+static wf_instance_row
+start(const char *key, const char *aggregate_id)
+{
+    wf_ref_ctx c = ctx().ref;
+    wf_start_spec spec = {.definition_key = key,
+                          .aggregate_type = aggregate_id != NULL ? "order" : NULL,
+                          .aggregate_id = aggregate_id};
+    wf_instance_row in;
+    wf_error err;
+    wf_code rc = wf_referral_start(&c, &spec, NULL, &in, &err);
+    ck_assert_msg(rc == WF_OK, "start: %s %s", wf_code_reason(rc), err.msg);
+    return in;
+}
+
+static wf_instance_status
+status_of(const char *id)
+{
+    wf_store_ctx sc = {"default", 0, arena};
+    wf_instance_row in;
+    wf_error err;
+    ck_assert_int_eq(wf_store_get_instance(st, &sc, id, &in, &err), WF_OK);
+    return in.status;
+}
+
+static size_t
+jobs_in_state(const char *root, wf_job_state state)
+{
+    wf_store_ctx sc = {"default", 0, arena};
+    wf_aggregate agg;
+    wf_error err;
+    ck_assert_int_eq(wf_uow_read_aggregate(st, &sc, root, &agg, &err), WF_OK);
+    size_t k = 0;
+    for (size_t i = 0; i < agg.n_jobs; i++)
+        k += agg.jobs[i].state == state;
+    return k;
+}
+
+/* ---- tests ----------------------------------------------------------------------------- */
+
+START_TEST(test_activation_lost_with_its_record_leases_nothing)
+{
+    deploy_job_net();
+    wf_instance_row in = start("jobs", NULL);
+    wf_net_ctx c = ctx();
+    wf_net_activation a = {.job_type = "ship", .worker = "w", .max_jobs = 1, .lease_ms = 60000};
+    wf_net_activated got;
+    wf_error err;
+
+    /* The record cannot be written: the lease must go with it. */
+    fail_records = -1;
+    wf_uow_idem i1 = idem("ActivateJobs", "act-1", encode_jobs);
+    ck_assert_int_ne(wf_net_activate_recorded(&c, &a, &i1, true, &got, &err), WF_OK);
+    ck_assert_uint_eq(jobs_in_state(in.id, WF_JOB_ACTIVATABLE), 1);
+    ck_assert_uint_eq(jobs_in_state(in.id, WF_JOB_ACTIVATED), 0);
+
+    /* The retry leases the job; a second retry gets the first answer. */
+    fail_records = 0;
+    wf_uow_idem i2 = idem("ActivateJobs", "act-1", encode_jobs);
+    ck_assert_int_eq(wf_net_activate_recorded(&c, &a, &i2, true, &got, &err), WF_OK);
+    ck_assert(!i2.replayed);
+    ck_assert_uint_eq(got.n, 1);
+    const char *key = wf_arena_strdup(arena, got.rows[0].key);
+    wf_uow_idem i3 = idem("ActivateJobs", "act-1", encode_jobs);
+    ck_assert_int_eq(wf_net_activate_recorded(&c, &a, &i3, true, &got, &err), WF_OK);
+    ck_assert(i3.replayed);
+    ck_assert_str_eq(response_text(&i3), key);
+    ck_assert_uint_eq(jobs_in_state(in.id, WF_JOB_ACTIVATED), 1);
+
+    /* An empty pass of a long poll records nothing; its last pass does. */
+    wf_uow_idem i4 = idem("ActivateJobs", "act-2", encode_jobs);
+    ck_assert_int_eq(wf_net_activate_recorded(&c, &a, &i4, false, &got, &err), WF_OK);
+    ck_assert_uint_eq(got.n, 0);
+    ck_assert_int_eq(records_written, 1);
+    ck_assert_int_eq(wf_net_activate_recorded(&c, &a, &i4, true, &got, &err), WF_OK);
+    ck_assert_int_eq(records_written, 2);
+}
+END_TEST
+
+START_TEST(test_signal_lost_with_its_record_delivers_nothing)
+{
+    deploy_msg_net("pay", WF_CORRELATION_INSTANCE);
+    wf_instance_row in = start("pay", NULL);
+    wf_net_ctx c = ctx();
+    wf_sig_send_in s = {.name = "payment", .instance_id = in.id};
+    wf_sig_send_out out;
+    wf_error err;
+
+    fail_records = -1;
+    wf_uow_idem i1 = idem("SendSignal", "sig-1", encode_send);
+    ck_assert_int_ne(wf_sig_send(&c, &s, &i1, &out, &err), WF_OK);
+    ck_assert_int_eq(status_of(in.id), WF_INSTANCE_RUNNING);
+
+    fail_records = 0;
+    wf_uow_idem i2 = idem("SendSignal", "sig-1", encode_send);
+    ck_assert_int_eq(wf_sig_send(&c, &s, &i2, &out, &err), WF_OK);
+    ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
+    ck_assert_int_eq(status_of(in.id), WF_INSTANCE_COMPLETED);
+    wf_uow_idem i3 = idem("SendSignal", "sig-1", encode_send);
+    ck_assert_int_eq(wf_sig_send(&c, &s, &i3, &out, &err), WF_OK);
+    ck_assert(i3.replayed);
+    char want[256];
+    snprintf(want, sizeof want, "%d:%s", (int)WF_SIGNAL_CORRELATED, in.id);
+    ck_assert_str_eq(response_text(&i3), want);
+    ck_assert_int_eq(records_written, 1);
+}
+END_TEST
+
+START_TEST(test_buffered_signal_lost_with_its_record_is_not_buffered)
+{
+    wf_net_ctx c = ctx();
+    wf_sig_send_in s = {.name = "payment",
+                        .aggregate_type = "order",
+                        .aggregate_id = "B-1",
+                        .has_aggregate = true,
+                        .buffer_ttl_ms = 60000};
+    wf_sig_send_out out;
+    wf_error err;
+
+    fail_records = -1;
+    wf_uow_idem i1 = idem("SendSignal", "sig-b", encode_send);
+    ck_assert_int_ne(wf_sig_send(&c, &s, &i1, &out, &err), WF_OK);
+    wf_store_ctx sc = {"default", 0, arena};
+    wf_signal_filter f = {.aggregate_type = "order", .aggregate_id = "B-1"};
+    wf_signal_row *rows;
+    size_t n;
+    char *next;
+    ck_assert_int_eq(wf_store_list_signals(st, &sc, &f, 10, NULL, &rows, &n, &next, &err), WF_OK);
+    ck_assert_uint_eq(n, 0);
+
+    fail_records = 0;
+    wf_uow_idem i2 = idem("SendSignal", "sig-b", encode_send);
+    ck_assert_int_eq(wf_sig_send(&c, &s, &i2, &out, &err), WF_OK);
+    ck_assert_int_eq(out.outcome, WF_SIGNAL_BUFFERED);
+    ck_assert_int_eq(wf_store_list_signals(st, &sc, &f, 10, NULL, &rows, &n, &next, &err), WF_OK);
+    ck_assert_uint_eq(n, 1);
+}
+END_TEST
+
+START_TEST(test_aggregate_signal_records_with_every_root)
+{
+    deploy_msg_net("agg", WF_CORRELATION_AGGREGATE);
+    wf_instance_row a = start("agg", "A-1");
+    wf_instance_row b = start("agg", "A-1");
+    wf_net_ctx c = ctx();
+    wf_sig_send_in s = {.name = "payment",
+                        .aggregate_type = "order",
+                        .aggregate_id = "A-1",
+                        .has_aggregate = true};
+    wf_sig_send_out out;
+    wf_error err;
+
+    /* The first root's record cannot be written: nobody is fired. */
+    fail_records = 1;
+    wf_uow_idem i1 = idem("SendSignal", "sig-a", encode_send);
+    ck_assert_int_ne(wf_sig_send(&c, &s, &i1, &out, &err), WF_OK);
+    ck_assert_int_eq(status_of(a.id), WF_INSTANCE_RUNNING);
+    ck_assert_int_eq(status_of(b.id), WF_INSTANCE_RUNNING);
+
+    /* The first root commits with its record, the second is lost with
+     * its amendment: a retry answers what committed, the first root. */
+    pass_records = 1;
+    fail_records = 1;
+    wf_uow_idem i2 = idem("SendSignal", "sig-a", encode_send);
+    ck_assert_int_ne(wf_sig_send(&c, &s, &i2, &out, &err), WF_OK);
+    ck_assert_int_eq(status_of(a.id), WF_INSTANCE_COMPLETED);
+    ck_assert_int_eq(status_of(b.id), WF_INSTANCE_RUNNING);
+    wf_uow_idem i3 = idem("SendSignal", "sig-a", encode_send);
+    ck_assert_int_eq(wf_sig_send(&c, &s, &i3, &out, &err), WF_OK);
+    ck_assert(i3.replayed);
+    char want[256];
+    snprintf(want, sizeof want, "%d:%s", (int)WF_SIGNAL_CORRELATED, a.id);
+    ck_assert_str_eq(response_text(&i3), want);
+    ck_assert_int_eq(status_of(b.id), WF_INSTANCE_RUNNING);
+
+    /* Two roots, both recorded: one record, amended by the second. */
+    wf_instance_row x = start("agg", "A-2");
+    wf_instance_row y = start("agg", "A-2");
+    s.aggregate_id = "A-2";
+    records_written = 0;
+    wf_uow_idem i4 = idem("SendSignal", "sig-b", encode_send);
+    ck_assert_int_eq(wf_sig_send(&c, &s, &i4, &out, &err), WF_OK);
+    ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
+    ck_assert_uint_eq(out.n_instance_ids, 2);
+    ck_assert_int_eq(records_written, 2);
+    wf_uow_idem i5 = idem("SendSignal", "sig-b", encode_send);
+    ck_assert_int_eq(wf_sig_send(&c, &s, &i5, &out, &err), WF_OK);
+    ck_assert(i5.replayed);
+    snprintf(want, sizeof want, "%d:%s,%s", (int)WF_SIGNAL_CORRELATED, x.id, y.id);
+    ck_assert_str_eq(response_text(&i5), want);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+    Suite *s = suite_create("idempotency");
+    TCase *tc = tcase_create("records");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_activation_lost_with_its_record_leases_nothing);
+    tcase_add_test(tc, test_signal_lost_with_its_record_delivers_nothing);
+    tcase_add_test(tc, test_buffered_signal_lost_with_its_record_is_not_buffered);
+    tcase_add_test(tc, test_aggregate_signal_records_with_every_root);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    return wf_test_run(suite());
+}
