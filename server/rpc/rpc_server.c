@@ -422,6 +422,9 @@ finish_with(struct call *c, const ProtobufCMessage *resp, grpc_status_code statu
     ops[n].data.recv_close_on_server.cancelled = &c->cancelled;
     n++;
 
+    /* Counted and logged before the answer can reach the client: a caller
+     * that reads /metrics right after its answer sees its call. */
+    call_done(c, status, code);
     pthread_mutex_lock(&c->mu);
     start_batch_locked(c, ops, n, &c->t_batch);
     pthread_mutex_unlock(&c->mu);
@@ -429,8 +432,6 @@ finish_with(struct call *c, const ProtobufCMessage *resp, grpc_status_code statu
     grpc_slice_unref(rid);
     grpc_slice_unref(msg);
     grpc_slice_unref(details);
-
-    call_done(c, status, code);
 }
 
 static void

@@ -1304,7 +1304,13 @@ notifier_send(pg_store *s, bool events, bool any_type, char *const *types, size_
     wf_pg_conn *c = NULL;
     wf_code rc = p.oom ? wf_store__nomem(err) : conn_get(s, &ctx, &c, err);
     if (rc == WF_OK) {
+        /* Background work, not a call's: left out of the flight counts
+         * (wf_store_stats), as the listener's connection is. */
+        int64_t *flights = c->count_flights, *statements = c->count_statements;
+        c->count_flights = c->count_statements = NULL;
         rc = run_cmd(c, S_NOTIFY, &p, ctx.deadline_ms, NULL, err);
+        c->count_flights = flights;
+        c->count_statements = statements;
         conn_put(s, c);
     }
     wf_arena_free(a);
