@@ -57,6 +57,10 @@ typedef struct wf_h_builder {
     const ProtobufCMessageDescriptor *desc; /* of the response */
 } wf_h_builder;
 
+/* CompleteJob's response (h_jobs.c): CompleteJobs items store it too, so
+ * that a request id is shared by both methods. */
+extern const wf_h_builder wf_h_complete_job_builder;
+
 /* Prepares the idempotency of a mutating call: checks request_id (0-128
  * printable bytes) and fingerprints req (every field but request_id) with
  * the actor. The response is produced by b. */

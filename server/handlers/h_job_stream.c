@@ -390,22 +390,6 @@ const wf_stream_ops h_stream_activated_jobs = {stream_open, stream_next, stream_
 
 /* ---- CompleteJobs ---------------------------------------------------------------------------- */
 
-static ProtobufCMessage *
-build_complete(wf_arena *a, const void *result)
-{
-    (void)result;
-    Workflow__V1__CompleteJobResponse *m = wf_arena_alloc(a, sizeof *m);
-    if (m == NULL)
-        return NULL;
-    workflow__v1__complete_job_response__init(m);
-    return &m->base;
-}
-
-/* The stored response of an item is CompleteJob's, so that a request id is
- * shared by both methods. */
-static const wf_h_builder complete_builder = {build_complete,
-                                              &workflow__v1__complete_job_response__descriptor};
-
 wf_code
 h_complete_jobs(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
                 wf_error *err)
@@ -437,7 +421,7 @@ h_complete_jobs(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **r
         wf_uow_idem idem;
         wf_error e;
         wf_error_clear(&e);
-        wf_code rc = wf_h_idem(call, &item->base, item->request_id, &complete_builder, &idem, &e);
+        wf_code rc = wf_h_idem(call, &item->base, item->request_id, &wf_h_complete_job_builder, &idem, &e);
         if (rc == WF_OK)
             rc = wf_net_complete_job(&ctx, item->job_key, item->variables_json, &idem, &e);
         /* An item's violations are in its message, not in the call's

@@ -192,8 +192,8 @@ build_extend(wf_arena *a, const void *result)
     return oom ? NULL : &m->base;
 }
 
-static const wf_h_builder complete_builder = {build_complete,
-                                              &workflow__v1__complete_job_response__descriptor};
+const wf_h_builder wf_h_complete_job_builder = {build_complete,
+                                                &workflow__v1__complete_job_response__descriptor};
 static const wf_h_builder fail_builder = {build_fail, &workflow__v1__fail_job_response__descriptor};
 static const wf_h_builder extend_builder = {build_extend,
                                             &workflow__v1__extend_job_lease_response__descriptor};
@@ -212,12 +212,12 @@ h_complete_job(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **re
     wf_net_ctx ctx;
     wf_uow_idem idem;
     job_ctx(call, &ctx);
-    wf_code rc = wf_h_idem(call, msg, req->request_id, &complete_builder, &idem, err);
+    wf_code rc = wf_h_idem(call, msg, req->request_id, &wf_h_complete_job_builder, &idem, err);
     if (rc == WF_OK)
         rc = wf_net_complete_job(&ctx, req->job_key, req->variables_json, &idem, err);
     if (rc == WF_OK || rc == WF_E_JOB_LEASE_LOST || rc == WF_E_JOB_NOT_FOUND)
         wf_h_job_stream_release(call->app, call->tenant, req->job_key); /* a stream's credit */
-    return wf_h_respond(call, rc, &idem, &complete_builder, NULL, resp, err);
+    return wf_h_respond(call, rc, &idem, &wf_h_complete_job_builder, NULL, resp, err);
 }
 
 wf_code
