@@ -510,9 +510,9 @@ static void
 usage(FILE *o)
 {
     fprintf(o, "usage: wfbench --target HOST:PORT [options] [WORKLOAD...]\n"
-               "workloads (default: all): read start referral flow steps2 jobs jobs32 signal\n"
-               "  timers inbox backlog rss bytes  (health and the pgbench ceiling always run:\n"
-               "  they are the baselines)\n"
+               "workloads (default: all): read start referral flow steps2 jobs jobs32\n"
+               "  jobs-stream jobs-stream1 signal timers inbox backlog rss bytes  (health and\n"
+               "  the pgbench ceiling always run: they are the baselines)\n"
                "options:\n"
                "  --target HOST:PORT     workflowd to load (127.0.0.1 only, please)\n"
                "  --api-key KEY          x-api-key (default bench-key)\n"
