@@ -6,7 +6,7 @@
 # prints one table and writes it to a results file. Stops the server and
 # Postgres on exit, also on Ctrl-C. See bench/README.md.
 #
-#   bench/run.sh                 quick mode: ~4-6 minutes (10 s per workload,
+#   bench/run.sh                 quick mode: ~6-8 minutes (10 s per workload,
 #                                30 s soak, 250k-row inbox, 10k timers,
 #                                backlogs of 1k and 100k waiting jobs)
 #   bench/run.sh --full          30 s per workload, 10-minute soak, 1M-row
