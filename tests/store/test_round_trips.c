@@ -32,6 +32,7 @@
 #include "signals.h"
 #include "store.h"
 #include "uow.h"
+#include "test_support.h"
 #include "wf_log.h"
 
 /* Flights per call. */
@@ -44,42 +45,16 @@
 
 static const char *dsn;
 static char schema[64];
-static char store_dsn[1024];
+static char *store_dsn;
 static wf_store *st;
 static wf_arena *arena;
-
-static void
-quiet(void *arg, const char *message)
-{
-    (void)arg;
-    (void)message;
-}
-
-static void
-admin(const char *fmt, const char *arg)
-{
-    char sql[256];
-    snprintf(sql, sizeof sql, fmt, arg);
-    PGconn *pg = PQconnectdb(dsn);
-    ck_assert_msg(PQstatus(pg) == CONNECTION_OK, "admin connect: %s", PQerrorMessage(pg));
-    PQsetNoticeProcessor(pg, quiet, NULL);
-    PGresult *res = PQexec(pg, sql);
-    ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s: %s", sql, PQerrorMessage(pg));
-    PQclear(res);
-    PQfinish(pg);
-}
 
 static void
 setup(void)
 {
     snprintf(schema, sizeof schema, "wf_rt_%d", (int)getpid());
-    admin("DROP SCHEMA IF EXISTS %s CASCADE", schema);
-    admin("CREATE SCHEMA %s", schema);
-    if (strstr(dsn, "://") != NULL)
-        snprintf(store_dsn, sizeof store_dsn, "%s%soptions=-csearch_path%%3D%s", dsn,
-                 strchr(dsn, '?') != NULL ? "&" : "?", schema);
-    else
-        snprintf(store_dsn, sizeof store_dsn, "%s options='-csearch_path=%s'", dsn, schema);
+    free(store_dsn);
+    store_dsn = wf_test_pg_fresh_schema(dsn, schema);
     wf_store_pg_config cfg = {store_dsn, 2, 1000, 2};
     wf_error err = {0};
     st = wf_store_pg_new(&cfg, &err);
@@ -95,7 +70,7 @@ teardown(void)
     wf_arena_free(arena);
     wf_expr_cache_clear();
     wf_defcache_clear();
-    admin("DROP SCHEMA IF EXISTS %s CASCADE", schema);
+    wf_test_pg_admin(dsn, "DROP SCHEMA IF EXISTS %s CASCADE", schema);
 }
 
 static wf_net_ctx
@@ -225,12 +200,12 @@ activate(bool with_request_id)
     return got;
 }
 
-#define ASSERT_FLIGHTS(what, got, want)                                                          \
-    do {                                                                                         \
-        fprintf(stderr, "%-34s %lld flights, %lld statements\n", what, (long long)(got).flights, \
-                (long long)(got).statements);                                                    \
-        ck_assert_msg((got).flights == (want), "%s: %lld flights, want %d", what,               \
-                      (long long)(got).flights, (int)(want));                                    \
+#define ASSERT_FLIGHTS(what, got, want)                                                            \
+    do {                                                                                           \
+        fprintf(stderr, "%-34s %lld flights, %lld statements\n", what, (long long)(got).flights,   \
+                (long long)(got).statements);                                                      \
+        ck_assert_msg((got).flights == (want), "%s: %lld flights, want %d", what,                  \
+                      (long long)(got).flights, (int)(want));                                      \
     } while (0)
 
 /* ---- cases ------------------------------------------------------------------------------- */
@@ -343,7 +318,8 @@ START_TEST(test_round_trips_per_call)
      * still completes its job, after a read by key. */
     start("jobs", NULL, &in);
     got = activate(false);
-    admin("UPDATE %s.jobs SET key = substring(key FROM position('.' IN key) + 1)", schema);
+    wf_test_pg_admin(dsn, "UPDATE %s.jobs SET key = substring(key FROM position('.' IN key) + 1)",
+                     schema);
     const char *bare = strchr(got.rows[0].key, '.') + 1;
     c0 = now_counts();
     i = idem("CompleteJob");
@@ -354,14 +330,11 @@ START_TEST(test_round_trips_per_call)
     ck_assert_int_eq(wf_net_complete_job(&c, bare, "{}", NULL, &err), WF_E_JOB_LEASE_LOST);
     ck_assert_int_eq(wf_net_complete_job(&c, got.rows[0].key, "{}", NULL, &err),
                      WF_E_JOB_LEASE_LOST);
-    ck_assert_int_eq(wf_net_complete_job(&c, "x.not-a-uuid", "{}", NULL, &err),
-                     WF_E_JOB_NOT_FOUND);
+    ck_assert_int_eq(wf_net_complete_job(&c, "x.not-a-uuid", "{}", NULL, &err), WF_E_JOB_NOT_FOUND);
 
     start("msg", "A-1", &in);
-    wf_sig_send_in s = {.name = "payment",
-                        .aggregate_type = "order",
-                        .aggregate_id = "A-1",
-                        .has_aggregate = true};
+    wf_sig_send_in s = {
+        .name = "payment", .aggregate_type = "order", .aggregate_id = "A-1", .has_aggregate = true};
     wf_sig_send_out out;
     c0 = now_counts();
     i = idem("SendSignal");

@@ -23,6 +23,7 @@
 
 #include "scheduler.h"
 #include "store.h"
+#include "test_support.h"
 #include "wf_log.h"
 #include "wf_time.h"
 
@@ -498,47 +499,18 @@ static const char *pg_dsn;
 static char pg_schema[64];
 static char *pg_store_dsn;
 
-static void
-quiet(void *arg, const char *message)
-{
-    (void)arg;
-    (void)message;
-}
-
-static void
-pg_admin(const char *fmt, const char *arg)
-{
-    char sql[256];
-    snprintf(sql, sizeof sql, fmt, arg);
-    PGconn *pg = PQconnectdb(pg_dsn);
-    ck_assert_msg(PQstatus(pg) == CONNECTION_OK, "admin connect: %s", PQerrorMessage(pg));
-    PQsetNoticeProcessor(pg, quiet, NULL);
-    PGresult *res = PQexec(pg, sql);
-    ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s: %s", sql, PQerrorMessage(pg));
-    PQclear(res);
-    PQfinish(pg);
-}
-
 /* A fresh schema per case, and a DSN whose search_path is it. */
 static void
 pg_setup(void)
 {
     snprintf(pg_schema, sizeof pg_schema, "wf_sched_%d", (int)getpid());
-    pg_admin("DROP SCHEMA IF EXISTS %s CASCADE", pg_schema);
-    pg_admin("CREATE SCHEMA %s", pg_schema);
-    size_t n = strlen(pg_dsn) + strlen(pg_schema) + 64;
-    pg_store_dsn = malloc(n);
-    if (strstr(pg_dsn, "://") != NULL)
-        snprintf(pg_store_dsn, n, "%s%soptions=-csearch_path%%3D%s", pg_dsn,
-                 strchr(pg_dsn, '?') != NULL ? "&" : "?", pg_schema);
-    else
-        snprintf(pg_store_dsn, n, "%s options='-csearch_path=%s'", pg_dsn, pg_schema);
+    pg_store_dsn = wf_test_pg_fresh_schema(pg_dsn, pg_schema);
 }
 
 static void
 pg_teardown(void)
 {
-    pg_admin("DROP SCHEMA IF EXISTS %s CASCADE", pg_schema);
+    wf_test_pg_admin(pg_dsn, "DROP SCHEMA IF EXISTS %s CASCADE", pg_schema);
     free(pg_store_dsn);
     pg_store_dsn = NULL;
 }
