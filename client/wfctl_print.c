@@ -333,6 +333,26 @@ definition_block(const Workflow__V1__Definition *d)
     kv("valid until", "%s", ts(d->valid_until));
     kv("created", "%s", ts(d->created_at));
     kv("created by", "%s", d->created_by);
+    if (d->n_steps > 0) {
+        section("steps", d->n_steps);
+        table_begin(2, 4, (const char *const[]){"ID", "KIND", "NAME", "NEXT"});
+        for (size_t i = 0; i < d->n_steps; i++) {
+            const Workflow__V1__Step *st = d->steps[i];
+            char b[512] = "";
+            size_t n = 0;
+            for (size_t r = 0; r < st->n_next && n < sizeof b; r++)
+                n += (size_t)snprintf(b + n, sizeof b - n, "%s%s%s%s", r ? "; " : "",
+                                      st->next[r]->guard[0] ? st->next[r]->guard : "always",
+                                      " -> ", st->next[r]->step);
+            const char *kind = st->job            ? fmt("job %s", st->job->job_type)
+                               : st->user         ? "user"
+                               : st->await_signal ? fmt("await %s", st->await_signal->signal_name)
+                               : st->sleep        ? "sleep"
+                                                  : "";
+            table_row((const char *const[]){st->id, kind, st->name, b});
+        }
+        table_flush();
+    }
     if (d->n_places > 0) {
         section("places", d->n_places);
         table_begin(2, 3, (const char *const[]){"ID", "KIND", "NAME"});
@@ -677,6 +697,17 @@ print_show(const ProtobufCMessage *m)
         if (st == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_RUNNING ||
             st == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPENSATING)
             kv("waiting for", "%s", waiting_for(r));
+    }
+    if (r->n_current_steps > 0) {
+        char b[512] = "";
+        size_t n = 0;
+        for (size_t i = 0; i < r->n_current_steps && n < sizeof b; i++) {
+            const Workflow__V1__CurrentStep *c = r->current_steps[i];
+            n += (size_t)snprintf(b + n, sizeof b - n, "%s%s", i ? ", " : "", c->id);
+            if (n < sizeof b && strcmp(c->name, c->id) != 0)
+                n += (size_t)snprintf(b + n, sizeof b - n, " (%s)", c->name);
+        }
+        kv(r->n_current_steps == 1 ? "current step" : "current steps", "%s", b);
     }
     kv("last error", "%s", r->last_error);
 

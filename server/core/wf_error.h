@@ -30,6 +30,8 @@ typedef enum wf_code {
     WF_E_INVALID_JSON,
     WF_E_DEFINITION_INVALID,
     WF_E_ACTOR_MISSING,
+    /* CompleteJob next_step names no step of the instance's definition. */
+    WF_E_UNKNOWN_STEP,
 
     /* FAILED_PRECONDITION */
     WF_E_TASK_NOT_OPEN,

@@ -151,6 +151,48 @@ put_strs(enc *e, json_t *obj, const char *key, const char **v, size_t n)
     put(e, obj, key, arr);
 }
 
+static void
+encode_user(enc *e, json_t *o, const wf_assignee *as, const wf_completion *cp, bool user)
+{
+    if (as->kind != 0 || as->n_ids > 0 || !unset(as->ids_expression)) {
+        json_t *a = json_object();
+        put(e, o, "assignee", a);
+        if (a != NULL) {
+            put_enum(e, a, "kind", enum_name(NAMES(assignee_kinds), (int)as->kind));
+            put_strs(e, a, "ids", as->ids, as->n_ids);
+            put_str(e, a, "ids_expression", as->ids_expression);
+        }
+    }
+    wf_join_mode mode = cp->mode;
+    if (mode == WF_JOIN_NONE && user)
+        mode = WF_JOIN_ALL;
+    if (mode != WF_JOIN_NONE || cp->quorum != 0) {
+        json_t *c = json_object();
+        put(e, o, "completion", c);
+        if (c != NULL) {
+            put_enum(e, c, "mode", enum_name(NAMES(completion_modes), (int)mode));
+            put_int(e, c, "quorum", cp->quorum);
+        }
+    }
+}
+
+static void
+encode_retry(enc *e, json_t *o, wf_retry_policy r)
+{
+    if (r.max_attempts != 0 || r.initial_backoff_ms != 0 || r.multiplier != 0 ||
+        r.max_backoff_ms != 0) {
+        json_t *ro = json_object();
+        put(e, o, "retry", ro);
+        if (ro != NULL) {
+            put_int(e, ro, "max_attempts", r.max_attempts);
+            put_int(e, ro, "initial_backoff_ms", r.initial_backoff_ms);
+            if (r.multiplier != 0)
+                put(e, ro, "multiplier", json_real(r.multiplier));
+            put_int(e, ro, "max_backoff_ms", r.max_backoff_ms);
+        }
+    }
+}
+
 static json_t *
 encode_transition(enc *e, const wf_transition *t)
 {
@@ -167,40 +209,9 @@ encode_transition(enc *e, const wf_transition *t)
     /* Fields are written whatever the trigger (an invalid net round-trips
      * too); defaults are made explicit only for the trigger they belong to,
      * so "unset" and "set to the default" encode the same. */
-    if (t->assignee.kind != 0 || t->assignee.n_ids > 0 || !unset(t->assignee.ids_expression)) {
-        json_t *a = json_object();
-        put(e, o, "assignee", a);
-        if (a != NULL) {
-            put_enum(e, a, "kind", enum_name(NAMES(assignee_kinds), (int)t->assignee.kind));
-            put_strs(e, a, "ids", t->assignee.ids, t->assignee.n_ids);
-            put_str(e, a, "ids_expression", t->assignee.ids_expression);
-        }
-    }
-    wf_join_mode mode = t->completion.mode;
-    if (mode == WF_JOIN_NONE && t->trigger == WF_TRIGGER_USER)
-        mode = WF_JOIN_ALL;
-    if (mode != WF_JOIN_NONE || t->completion.quorum != 0) {
-        json_t *c = json_object();
-        put(e, o, "completion", c);
-        if (c != NULL) {
-            put_enum(e, c, "mode", enum_name(NAMES(completion_modes), (int)mode));
-            put_int(e, c, "quorum", t->completion.quorum);
-        }
-    }
+    encode_user(e, o, &t->assignee, &t->completion, t->trigger == WF_TRIGGER_USER);
     put_str(e, o, "job_type", t->job_type);
-    wf_retry_policy r = t->trigger == WF_TRIGGER_AUTO ? wf_net_retry_effective(t) : t->retry;
-    if (r.max_attempts != 0 || r.initial_backoff_ms != 0 || r.multiplier != 0 ||
-        r.max_backoff_ms != 0) {
-        json_t *ro = json_object();
-        put(e, o, "retry", ro);
-        if (ro != NULL) {
-            put_int(e, ro, "max_attempts", r.max_attempts);
-            put_int(e, ro, "initial_backoff_ms", r.initial_backoff_ms);
-            if (r.multiplier != 0)
-                put(e, ro, "multiplier", json_real(r.multiplier));
-            put_int(e, ro, "max_backoff_ms", r.max_backoff_ms);
-        }
-    }
+    encode_retry(e, o, t->trigger == WF_TRIGGER_AUTO ? wf_net_retry_effective(t) : t->retry);
     put_int(e, o, "lease_ms",
             t->trigger == WF_TRIGGER_AUTO ? wf_net_lease_effective(t) : t->lease_ms);
     put_str(e, o, "compensation_job_type", t->compensation_job_type);
@@ -211,6 +222,63 @@ encode_transition(enc *e, const wf_transition *t)
     if (corr == WF_CORRELATION_UNSET && t->trigger == WF_TRIGGER_MSG)
         corr = WF_CORRELATION_INSTANCE;
     put_enum(e, o, "correlation", enum_name(NAMES(correlations), (int)corr));
+    put_str(e, o, "step_id", t->step_id);
+    if (t->first_match)
+        put(e, o, "first_match", json_true());
+    if (t->fails)
+        put(e, o, "fails", json_true());
+    return o;
+}
+
+/* A step as it was given (the compiled net carries the defaults). */
+static json_t *
+encode_step(enc *e, const wf_step *st)
+{
+    json_t *o = json_object(), *k;
+    if (o == NULL) {
+        e->oom = true;
+        return NULL;
+    }
+    put_str(e, o, "id", st->id);
+    put_str(e, o, "name", st->name);
+    if (st->has_job && (k = json_object()) != NULL) {
+        put(e, o, "job", k);
+        put_str(e, k, "job_type", st->job_type);
+        put_int(e, k, "lease_ms", st->lease_ms);
+    }
+    if (st->has_user && (k = json_object()) != NULL) {
+        put(e, o, "user", k);
+        encode_user(e, k, &st->assignee, &st->completion, true);
+    }
+    if (st->has_await && (k = json_object()) != NULL) {
+        put(e, o, "await", k);
+        put_str(e, k, "signal_name", st->signal_name);
+        put_enum(e, k, "correlation",
+                 enum_name(NAMES(correlations),
+                           st->correlation ? (int)st->correlation : WF_CORRELATION_INSTANCE));
+        put_int(e, k, "timeout_ms", st->timeout_ms);
+        put_str(e, k, "on_timeout", st->on_timeout);
+    }
+    if (st->has_sleep && (k = json_object()) != NULL) {
+        put(e, o, "sleep", k);
+        put_int(e, k, "duration_ms", st->duration_ms);
+        put_str(e, k, "due_expression", st->due_expression);
+    }
+    encode_retry(e, o, st->retry);
+    put_str(e, o, "compensation_job_type", st->compensation_job_type);
+    if (st->n_next > 0) {
+        json_t *arr = json_array();
+        put(e, o, "next", arr);
+        for (size_t i = 0; arr != NULL && i < st->n_next; i++) {
+            json_t *r = json_object();
+            if (r == NULL || json_array_append_new(arr, r) != 0) {
+                e->oom = true;
+                break;
+            }
+            put_str(e, r, "guard", st->next[i].guard);
+            put_str(e, r, "step", st->next[i].step);
+        }
+    }
     return o;
 }
 
@@ -263,6 +331,17 @@ wf_net_to_json(const wf_net *net, wf_arena *a, char **out, wf_error *err)
             put_str(&e, o, "guard", ar->guard);
             if (ar->is_default)
                 put(&e, o, "is_default", json_true());
+        }
+        if (net->n_steps > 0) {
+            json_t *steps = json_array();
+            put(&e, root, "steps", steps);
+            for (size_t i = 0; steps != NULL && i < net->n_steps; i++) {
+                json_t *o = encode_step(&e, &net->steps[i]);
+                if (o == NULL || json_array_append_new(steps, o) != 0) {
+                    e.oom = true;
+                    break;
+                }
+            }
         }
         /* The arrays are always present, even empty: a stable shape. */
         put(&e, root, "places", json_incref(places));
@@ -400,6 +479,92 @@ get_obj(dec *d, json_t *o, const char *key)
     return v;
 }
 
+static bool
+get_bool(dec *d, json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    if (v != NULL && !json_is_boolean(v))
+        dec_fail(d, key);
+    return json_is_true(v);
+}
+
+static void
+decode_user(dec *d, json_t *o, wf_assignee *as, wf_completion *cp)
+{
+    json_t *a = get_obj(d, o, "assignee");
+    if (a != NULL) {
+        as->kind = (wf_net_assignee_kind)get_enum(d, a, "kind", NAMES(assignee_kinds));
+        as->ids = get_strs(d, a, "ids", &as->n_ids);
+        as->ids_expression = get_str(d, a, "ids_expression");
+    }
+    json_t *c = get_obj(d, o, "completion");
+    if (c != NULL) {
+        cp->mode = (wf_join_mode)get_enum(d, c, "mode", NAMES(completion_modes));
+        cp->quorum = (int32_t)get_int(d, c, "quorum");
+    }
+}
+
+static void
+decode_retry(dec *d, json_t *o, wf_retry_policy *rp)
+{
+    json_t *r = get_obj(d, o, "retry");
+    if (r != NULL) {
+        rp->max_attempts = (int32_t)get_int(d, r, "max_attempts");
+        rp->initial_backoff_ms = get_int(d, r, "initial_backoff_ms");
+        json_t *m = json_object_get(r, "multiplier");
+        if (m != NULL && !json_is_number(m))
+            dec_fail(d, "multiplier");
+        rp->multiplier = m != NULL ? json_number_value(m) : 0;
+        rp->max_backoff_ms = get_int(d, r, "max_backoff_ms");
+    }
+}
+
+static void
+decode_step(dec *d, json_t *o, wf_step *st)
+{
+    json_t *k;
+    st->id = get_str(d, o, "id");
+    st->name = get_str(d, o, "name");
+    if ((k = get_obj(d, o, "job")) != NULL) {
+        st->has_job = true;
+        st->job_type = get_str(d, k, "job_type");
+        st->lease_ms = get_int(d, k, "lease_ms");
+    }
+    if ((k = get_obj(d, o, "user")) != NULL) {
+        st->has_user = true;
+        decode_user(d, k, &st->assignee, &st->completion);
+    }
+    if ((k = get_obj(d, o, "await")) != NULL) {
+        st->has_await = true;
+        st->signal_name = get_str(d, k, "signal_name");
+        st->correlation = (wf_correlation)get_enum(d, k, "correlation", NAMES(correlations));
+        st->timeout_ms = get_int(d, k, "timeout_ms");
+        st->on_timeout = get_str(d, k, "on_timeout");
+    }
+    if ((k = get_obj(d, o, "sleep")) != NULL) {
+        st->has_sleep = true;
+        st->duration_ms = get_int(d, k, "duration_ms");
+        st->due_expression = get_str(d, k, "due_expression");
+    }
+    decode_retry(d, o, &st->retry);
+    st->compensation_job_type = get_str(d, o, "compensation_job_type");
+    json_t *arr = get_array(d, o, "next", &st->n_next);
+    st->next = wf_arena_calloc(d->a, st->n_next + 1, sizeof *st->next);
+    if (st->next == NULL) {
+        dec_fail(d, "out of memory");
+        st->n_next = 0;
+    }
+    for (size_t i = 0; i < st->n_next; i++) {
+        json_t *r = json_array_get(arr, i);
+        if (!json_is_object(r)) {
+            dec_fail(d, "next");
+            break;
+        }
+        st->next[i].guard = get_str(d, r, "guard");
+        st->next[i].step = get_str(d, r, "step");
+    }
+}
+
 static void
 decode_transition(dec *d, json_t *o, wf_transition *t)
 {
@@ -407,34 +572,18 @@ decode_transition(dec *d, json_t *o, wf_transition *t)
     t->name = get_str(d, o, "name");
     t->trigger = (wf_trigger)get_enum(d, o, "trigger", NAMES(triggers));
     t->cancels = get_strs(d, o, "cancels", &t->n_cancels);
-    json_t *as = get_obj(d, o, "assignee");
-    if (as != NULL) {
-        t->assignee.kind = (wf_net_assignee_kind)get_enum(d, as, "kind", NAMES(assignee_kinds));
-        t->assignee.ids = get_strs(d, as, "ids", &t->assignee.n_ids);
-        t->assignee.ids_expression = get_str(d, as, "ids_expression");
-    }
-    json_t *c = get_obj(d, o, "completion");
-    if (c != NULL) {
-        t->completion.mode = (wf_join_mode)get_enum(d, c, "mode", NAMES(completion_modes));
-        t->completion.quorum = (int32_t)get_int(d, c, "quorum");
-    }
+    decode_user(d, o, &t->assignee, &t->completion);
     t->job_type = get_str(d, o, "job_type");
-    json_t *r = get_obj(d, o, "retry");
-    if (r != NULL) {
-        t->retry.max_attempts = (int32_t)get_int(d, r, "max_attempts");
-        t->retry.initial_backoff_ms = get_int(d, r, "initial_backoff_ms");
-        json_t *m = json_object_get(r, "multiplier");
-        if (m != NULL && !json_is_number(m))
-            dec_fail(d, "multiplier");
-        t->retry.multiplier = m != NULL ? json_number_value(m) : 0;
-        t->retry.max_backoff_ms = get_int(d, r, "max_backoff_ms");
-    }
+    decode_retry(d, o, &t->retry);
     t->lease_ms = get_int(d, o, "lease_ms");
     t->compensation_job_type = get_str(d, o, "compensation_job_type");
     t->delay_ms = get_int(d, o, "delay_ms");
     t->due_expression = get_str(d, o, "due_expression");
     t->signal_name = get_str(d, o, "signal_name");
     t->correlation = (wf_correlation)get_enum(d, o, "correlation", NAMES(correlations));
+    t->step_id = get_str(d, o, "step_id");
+    t->first_match = get_bool(d, o, "first_match");
+    t->fails = get_bool(d, o, "fails");
 }
 
 wf_code
@@ -503,8 +652,18 @@ wf_net_from_json(const char *json, wf_arena *a, wf_net **out, wf_error *err)
             dec_fail(&d, "is_default");
         ar->is_default = json_is_true(def);
     }
+    arr = get_array(&d, root, "steps", &net->n_steps);
+    net->steps = wf_arena_calloc(a, net->n_steps + 1, sizeof *net->steps);
+    for (size_t i = 0; net->steps != NULL && i < net->n_steps; i++) {
+        json_t *o = json_array_get(arr, i);
+        if (!json_is_object(o)) {
+            dec_fail(&d, "steps");
+            break;
+        }
+        decode_step(&d, o, &net->steps[i]);
+    }
     json_decref(root);
-    if (net->places == NULL || net->transitions == NULL || net->arcs == NULL)
+    if (net->places == NULL || net->transitions == NULL || net->arcs == NULL || net->steps == NULL)
         return wf_error_set(err, WF_E_INTERNAL, "out of memory");
     if (d.failed)
         return err != NULL ? err->code : WF_E_INVALID_JSON;

@@ -20,6 +20,7 @@
 #ifndef WF_NET_H
 #define WF_NET_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -119,6 +120,16 @@ typedef struct wf_transition {
     /* MSG */
     const char *signal_name;
     wf_correlation correlation;
+    /* Set only by the step compiler (net_steps.c), never by a NET deploy:
+     * step_id is the step the transition runs ("" = none); first_match
+     * routes to the first output arc, in arc order, whose guard is absent
+     * or true (else the default arc) instead of to every matching arc;
+     * fails marks the timeout of an await step without on_timeout: its
+     * firing is refused (WF_E_NO_ARC_MATCHED) and the runtime fails the
+     * step instead. */
+    const char *step_id;
+    bool first_match;
+    bool fails;
 } wf_transition;
 
 typedef struct wf_arc {
@@ -128,6 +139,42 @@ typedef struct wf_arc {
     const char *guard; /* output arcs only; jq */
     bool is_default;   /* output arcs only: the else-branch */
 } wf_arc;
+
+/* ---- step lists (DEFINITION_KIND_STEPS, net_steps.c) ------------------- */
+
+/* One `next` rule: when guard (jq; "" = always) is true after the step's
+ * output is merged, go to step `step`. Rules are tried in order. */
+typedef struct wf_step_rule {
+    const char *guard;
+    const char *step;
+} wf_step_rule;
+
+/* One step: exactly one of job, user, await, sleep (has_* tell which are
+ * given; validation refuses zero or several). Durations in ms. */
+typedef struct wf_step {
+    const char *id;
+    const char *name;
+    bool has_job, has_user, has_await, has_sleep;
+    /* job */
+    const char *job_type;
+    int64_t lease_ms;
+    /* user */
+    wf_assignee assignee;
+    wf_completion completion;
+    /* await */
+    const char *signal_name;
+    wf_correlation correlation;
+    int64_t timeout_ms;     /* 0 = waits for ever; negative = invalid */
+    const char *on_timeout; /* step id; "" = the step fails */
+    /* sleep: exactly one of the two */
+    int64_t duration_ms; /* negative = invalid */
+    const char *due_expression;
+    /* job steps only */
+    wf_retry_policy retry;
+    const char *compensation_job_type;
+    wf_step_rule *next;
+    size_t n_next;
+} wf_step;
 
 typedef struct wf_net {
     const char *key;
@@ -143,6 +190,10 @@ typedef struct wf_net {
     size_t n_transitions;
     wf_arc *arcs;
     size_t n_arcs;
+    /* A STEPS definition: its ordered steps; places, transitions and arcs
+     * are then the net compiled from them (wf_steps_compile). */
+    wf_step *steps;
+    size_t n_steps;
 } wf_net;
 
 /* True for an AUTO transition without a job type (fires at once). */
@@ -196,6 +247,19 @@ typedef struct wf_validation_error {
 wf_code wf_net_validate(const wf_net *net, wf_arena *a, wf_validation_error **errors,
                         size_t *n_errors, wf_error *err);
 
+/* Findings being collected (internal to the engine: net_validate.c,
+ * net_steps.c): an arena-backed array that grows; oom is sticky. */
+typedef struct wf_findings {
+    wf_arena *a;
+    wf_validation_error *v;
+    size_t n, cap;
+    bool oom;
+} wf_findings;
+
+/* Appends one finding (message from fmt and ap, cut to 300 bytes). */
+void wf_net__vfinding(wf_findings *f, wf_severity sev, const char *code, const char *path,
+                      const char *fmt, va_list ap);
+
 /* True when some finding has ERROR severity. */
 bool wf_net_has_errors(const wf_validation_error *errors, size_t n_errors);
 
@@ -230,6 +294,8 @@ typedef struct wf_net_firing {
     const char *work_item_id;
     const char *transition_id;
     bool enabled_in_step; /* a silent item created and fired in this step */
+    const char **produced; /* place ids of the tokens produced, in order */
+    size_t n_produced;
 } wf_net_firing;
 
 /* What a step changed, as a diff against the input state. Items created
@@ -279,6 +345,14 @@ wf_code wf_net_fire(const wf_net *net, const wf_net_state *state, const char *wo
                     const char *vars_json, wf_arena *a, wf_net_state *out, wf_net_diff *diff,
                     wf_error *err);
 
+/* wf_net_fire, except that with goto_place set (a place id, NULL = none)
+ * the firing produces one token in that place instead of on its output
+ * arcs (a worker's "goto" of a step list). An unknown goto_place is
+ * WF_E_INVALID_ARGUMENT. */
+wf_code wf_net_fire_goto(const wf_net *net, const wf_net_state *state, const char *work_item_id,
+                         const char *goto_place, const char *vars_json, wf_arena *a,
+                         wf_net_state *out, wf_net_diff *diff, wf_error *err);
+
 /* USERS completion: true once `done` of `total` tasks satisfy mode
  * (ALL: all done; ANY: one; QUORUM: quorum of them). NONE reads as ALL. */
 bool wf_completion_met(wf_join_mode mode, int32_t quorum, size_t done, size_t total);
@@ -293,5 +367,33 @@ wf_code wf_net_merge_variables(const char *base_json, const char *patch_json, wf
 char *wf_net_join_ids(wf_arena *a, const char *const *ids, size_t n);
 wf_code wf_net_split_ids(wf_arena *a, const char *joined, const char ***ids, size_t *n,
                          wf_error *err);
+
+/* ---- step lists -------------------------------------------------------------------- */
+
+/* The compiled net of a step list: place STEPS_START (":start"), a silent
+ * AUTO transition ":begin" to the first step's place, per step a place
+ * "<id>:ready" and a transition "<id>" (job: AUTO with the job type,
+ * retry, lease and compensation; user: USER; await: MSG; sleep: TIME)
+ * whose output arcs are the step's `next` rules in order (first match)
+ * and a default arc to the following step's place (to ":end" after the
+ * last step); an await with a timeout also gets a competing TIME
+ * transition "<id>:timeout" on the same place, to on_timeout's place or,
+ * without on_timeout, marked `fails`. */
+#define WF_STEPS_START_PLACE ":start"
+#define WF_STEPS_END_PLACE ":end"
+
+/* The place id of step step_id ("<id>:ready") in a, or NULL (no memory). */
+char *wf_steps_place_id(wf_arena *a, const char *step_id);
+
+/* Index of the step with that id in net->steps, or -1. */
+int wf_steps_index(const wf_net *net, const char *step_id);
+
+/* Validates the step list of in (every finding at once, as
+ * wf_net_validate; paths name steps: "steps[2].next[0].step") and, when
+ * it has no error, compiles it: *out is a copy of in with places,
+ * transitions and arcs filled (in a). With errors *out is NULL. Only
+ * running out of memory fails. */
+wf_code wf_steps_compile(const wf_net *in, wf_arena *a, wf_net **out,
+                         wf_validation_error **errors, size_t *n_errors, wf_error *err);
 
 #endif /* WF_NET_H */

@@ -277,31 +277,40 @@ enable(ws *w)
     return WF_OK;
 }
 
-/* Fires live item ii. Guards are evaluated before anything changes, so a
- * refusal leaves the working set as it was. */
+/* Fires live item ii; goto_place >= 0 produces one token there instead
+ * of routing over the output arcs. Guards are evaluated before anything
+ * changes, so a refusal leaves the working set as it was. A first_match
+ * transition takes only the first arc (in arc order) that passes. */
 static wf_code
-fire_one(ws *w, size_t ii, const char *vars_json)
+fire_one(ws *w, size_t ii, const char *vars_json, int goto_place)
 {
     const wf_net *net = w->net;
     witem *it = &w->it[ii];
     const wf_transition *t = &net->transitions[it->trans];
+    if (t->fails)
+        return wf_error_set(w->err, WF_E_NO_ARC_MATCHED,
+                            "step \"%s\" timed out and has no on_timeout step",
+                            t->step_id != NULL ? t->step_id : t->id);
     unsigned char *chosen = wf_arena_calloc(w->a, w->narcs + 1, 1);
     if (chosen == NULL)
         return oom(w);
     size_t outputs = 0, nchosen = 0;
     int dflt = -1;
     bool guard_matched = false;
-    for (size_t i = 0; i < w->narcs; i++) {
+    for (size_t i = 0; i < w->narcs && goto_place < 0; i++) {
         const rarc *r = &w->arcs[i];
         if (r->input || r->trans != it->trans)
             continue;
         outputs++;
         const wf_arc *ar = &net->arcs[r->index];
+        if (t->first_match && guard_matched && !ar->is_default)
+            continue;
         if (ar->is_default) {
             dflt = (int)i;
         } else if (ar->guard == NULL || ar->guard[0] == '\0') {
             chosen[i] = 1;
             nchosen++;
+            guard_matched |= t->first_match;
         } else {
             wf_expr *e;
             wf_error ge;
@@ -340,17 +349,33 @@ fire_one(ws *w, size_t ii, const char *vars_json)
     it->live = false;
     if (!reserve(w, (void **)&w->fired, &w->capfired, w->nfired, w->nfired + 1, sizeof *w->fired))
         return oom(w);
-    w->fired[w->nfired++] = (wf_net_firing){
-        .work_item_id = it->id, .transition_id = t->id, .enabled_in_step = !it->orig};
-    for (size_t i = 0; i < w->narcs; i++) {
-        if (!chosen[i])
-            continue;
-        for (int32_t k = 0; k < w->arcs[i].weight; k++) {
-            wf_code rc = add_token(w, w->arcs[i].place);
-            if (rc != WF_OK)
-                return rc;
-        }
+    size_t nprod = 0;
+    for (size_t i = 0; i < w->narcs; i++)
+        nprod += chosen[i] ? (size_t)w->arcs[i].weight : 0;
+    const char **prod = wf_arena_alloc(w->a, (nprod + 2) * sizeof *prod);
+    if (prod == NULL)
+        return oom(w);
+    wf_net_firing *f = &w->fired[w->nfired++];
+    *f = (wf_net_firing){.work_item_id = it->id,
+                         .transition_id = t->id,
+                         .enabled_in_step = !it->orig,
+                         .produced = prod};
+    if (goto_place >= 0) {
+        prod[f->n_produced++] = net->places[goto_place].id;
+        return add_token(w, goto_place);
     }
+    /* The default arc last (the order the events have always listed). */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < w->narcs; i++) {
+            if (!chosen[i] || (pass == 0) == ((int)i == dflt))
+                continue;
+            for (int32_t k = 0; k < w->arcs[i].weight; k++) {
+                prod[f->n_produced++] = net->places[w->arcs[i].place].id;
+                wf_code rc = add_token(w, w->arcs[i].place);
+                if (rc != WF_OK)
+                    return rc;
+            }
+        }
     return WF_OK;
 }
 
@@ -398,7 +423,7 @@ settle(ws *w, const char *vars_json)
                                 "silent transitions of definition \"%s\" fired more than %d "
                                 "times in one step; the net loops without waiting",
                                 net->key ? net->key : "", WF_NET_MAX_SILENT_FIRINGS);
-        rc = fire_one(w, next, vars_json);
+        rc = fire_one(w, next, vars_json, -1);
         if (rc != WF_OK)
             return rc;
     }
@@ -544,6 +569,18 @@ wf_code
 wf_net_fire(const wf_net *net, const wf_net_state *state, const char *work_item_id,
             const char *vars_json, wf_arena *a, wf_net_state *out, wf_net_diff *diff, wf_error *err)
 {
+    return wf_net_fire_goto(net, state, work_item_id, NULL, vars_json, a, out, diff, err);
+}
+
+wf_code
+wf_net_fire_goto(const wf_net *net, const wf_net_state *state, const char *work_item_id,
+                 const char *goto_place, const char *vars_json, wf_arena *a, wf_net_state *out,
+                 wf_net_diff *diff, wf_error *err)
+{
+    int gp = goto_place != NULL ? wf_net_place_index(net, goto_place) : -1;
+    if (goto_place != NULL && gp < 0)
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "place \"%s\" is not in the net",
+                            goto_place);
     ws w;
     wf_code rc = load(&w, net, state, a, err);
     if (rc != WF_OK)
@@ -556,7 +593,7 @@ wf_net_fire(const wf_net *net, const wf_net_state *state, const char *work_item_
     if (ii == w.nit)
         return wf_error_set(err, WF_E_INVALID_ARGUMENT, "work item \"%s\" is not enabled",
                             work_item_id ? work_item_id : "");
-    if ((rc = fire_one(&w, ii, vars_json)) != WF_OK || (rc = settle(&w, vars_json)) != WF_OK)
+    if ((rc = fire_one(&w, ii, vars_json, gp)) != WF_OK || (rc = settle(&w, vars_json)) != WF_OK)
         return rc;
     return finish(&w, out, diff);
 }

@@ -250,7 +250,7 @@ wf_nw_definition(wf_tx *tx, wf_arena *arena, const char *key, int32_t version,
         return wf_error_set(err, WF_E_DEFINITION_NOT_FOUND, "definition \"%s\" has no version %d",
                             key != NULL ? key : "", (int)version);
     *net = NULL;
-    if (row->kind == WF_DEF_NET)
+    if (WF_DEF_RUNS_NET(row->kind))
         return wf_defcache_net(row, arena, net, err);
     return WF_OK;
 }
@@ -586,44 +586,13 @@ consumed_places(const net_work *w, const wf_work_item_row *row, const wf_transit
     return v;
 }
 
-/* Place ids a firing of t produced into, by the rule of net_fire.c (the
- * guards read the same variables the step used). */
+/* Place ids a firing produced into (as the engine routed it). */
 static json_t *
-produced_places(const net_work *w, const wf_transition *t, const char *vars)
+produced_places(const wf_net_firing *f)
 {
     json_t *v = json_array();
-    const char *dflt = NULL;
-    int32_t dweight = 1;
-    bool matched = false;
-    if (v == NULL)
-        return NULL;
-    for (size_t i = 0; i < w->net->n_arcs; i++) {
-        const wf_arc *a = &w->net->arcs[i];
-        if (!same(a->source, t->id) || wf_net_place_index(w->net, a->target) < 0)
-            continue;
-        bool take = false;
-        if (a->is_default) {
-            dflt = a->target;
-            dweight = wf_net_arc_weight(a);
-        } else if (unset(a->guard)) {
-            take = true;
-        } else {
-            wf_expr *e;
-            wf_error ge;
-            bool yes = false;
-            if (wf_expr_cached(a->guard, &e, &ge) == WF_OK) {
-                if (wf_expr_eval_bool(e, vars, &yes, &ge) != WF_OK)
-                    yes = false;
-                wf_expr_free(e);
-            }
-            matched |= yes;
-            take = yes;
-        }
-        for (int32_t k = 0; take && k < wf_net_arc_weight(a); k++)
-            json_array_append_new(v, json_string(a->target));
-    }
-    for (int32_t k = 0; !matched && dflt != NULL && k < dweight; k++)
-        json_array_append_new(v, json_string(dflt));
+    for (size_t i = 0; v != NULL && i < f->n_produced; i++)
+        json_array_append_new(v, json_string(f->produced[i]));
     return v;
 }
 
@@ -649,7 +618,7 @@ task_pending(const wf_task_row *t)
 }
 
 static wf_code
-apply_fired(net_work *w, const wf_net_firing *f, const char *vars, wf_error *err)
+apply_fired(net_work *w, const wf_net_firing *f, wf_error *err)
 {
     const wf_transition *t = transition_of(w, f->transition_id);
     size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), f->work_item_id);
@@ -659,7 +628,7 @@ apply_fired(net_work *w, const wf_net_firing *f, const char *vars, wf_error *err
     json_t *data = json_pack("{s:s,s:s,s:s,s:o*,s:o*}", "transitionId", t->id, "workItemId",
                              f->work_item_id, "trigger", trigger_name(t->trigger), "consumed",
                              consumed_places(w, ii != WF_REF_NONE ? ITEM(w, ii) : NULL, t),
-                             "produced", produced_places(w, t, vars));
+                             "produced", produced_places(f));
     wf_code rc = wf_nw_event(w, "TRANSITION_FIRED", data, err);
     if (rc != WF_OK || ii == WF_REF_NONE)
         return rc;
@@ -948,7 +917,7 @@ apply_diff(net_work *w, const wf_net_diff *d, const char *vars, wf_error *err)
 {
     wf_code rc = WF_OK;
     for (size_t i = 0; rc == WF_OK && i < d->n_fired; i++)
-        rc = apply_fired(w, &d->fired[i], vars, err);
+        rc = apply_fired(w, &d->fired[i], err);
     for (size_t i = 0; rc == WF_OK && i < d->n_withdrawn; i++)
         rc = apply_withdrawn(w, d->withdrawn[i], err);
     if (rc != WF_OK)
@@ -1025,6 +994,13 @@ current_state(net_work *w, wf_net_state *st, wf_error *err)
 wf_code
 wf_nw_fire(net_work *w, const char *work_item_id, const char *patch_json, wf_error *err)
 {
+    return wf_nw_fire_goto(w, work_item_id, patch_json, NULL, err);
+}
+
+wf_code
+wf_nw_fire_goto(net_work *w, const char *work_item_id, const char *patch_json,
+                const char *goto_place, wf_error *err)
+{
     if (w->net == NULL)
         return wf_error_set(err, WF_E_INTERNAL, "instance \"%s\" does not run a net",
                             w->rw.insts[w->inst].id);
@@ -1042,7 +1018,8 @@ wf_nw_fire(net_work *w, const char *work_item_id, const char *patch_json, wf_err
     wf_net_diff d;
     rc = current_state(w, &st, err);
     if (rc == WF_OK)
-        rc = wf_net_fire(w->net, &st, work_item_id, vars, w->rw.arena, &out, &d, err);
+        rc = wf_net_fire_goto(w->net, &st, work_item_id, goto_place, vars, w->rw.arena, &out, &d,
+                              err);
     if (rc == WF_OK)
         rc = apply_diff(w, &d, vars, err);
     return rc;
@@ -1272,6 +1249,14 @@ wf_nw_incident_code(wf_code rc)
            rc == WF_E_DEFINITION_INVALID || rc == WF_E_TOO_LARGE || rc == WF_E_EXPRESSION_LIMIT;
 }
 
+/* The signal name of step step_id of the net ("" when none). */
+static const char *
+awaited_signal(const net_work *w, const char *step_id)
+{
+    int k = wf_steps_index(w->net, step_id);
+    return k >= 0 && w->net->steps[k].signal_name != NULL ? w->net->steps[k].signal_name : "";
+}
+
 static bool
 ended(wf_instance_status s)
 {
@@ -1320,8 +1305,14 @@ timer_body(wf_tx *tx, void *arg, wf_error *err)
         /* The firing is refused: the timer is spent, the instance gets an
          * incident (RetryInstance retries the firing). */
         char msg[300];
-        snprintf(msg, sizeof msg, "timer of transition \"%s\" could not fire: %s",
-                 trans_id != NULL ? trans_id : "", err->msg);
+        const wf_transition *tr = transition_of(&w, trans_id);
+        bool step_failed = tr != NULL && tr->fails;
+        if (step_failed)
+            snprintf(msg, sizeof msg, "step \"%s\" timed out waiting for signal \"%s\"",
+                     tr->step_id, awaited_signal(&w, tr->step_id));
+        else
+            snprintf(msg, sizeof msg, "timer of transition \"%s\" could not fire: %s",
+                     trans_id != NULL ? trans_id : "", err->msg);
         wf_error_clear(err);
         rc = wf_nw_reset(&w, err);
         if (rc == WF_OK) {
@@ -1333,7 +1324,12 @@ timer_body(wf_tx *tx, void *arg, wf_error *err)
                                        trans_id != NULL ? trans_id : "", "workItemId", item_id),
                              err);
         }
-        if (rc == WF_OK)
+        /* The timeout of an await step without on_timeout fails the step:
+         * as a job out of attempts, the saga when there is one. */
+        bool started = false;
+        if (rc == WF_OK && step_failed)
+            rc = wf_nw_saga_begin(&w, msg, &started, err);
+        if (rc == WF_OK && !started)
             rc = wf_nw_fail_instance(&w, msg, err);
     }
     if (rc == WF_OK)
@@ -1575,7 +1571,7 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
     wf_definition_row def;
     rc = wf_store_get_definition(ctx->store, &sc, in->definition_key, in->definition_version, &def,
                                  err);
-    if (rc != WF_OK || def.kind != WF_DEF_NET)
+    if (rc != WF_OK || !WF_DEF_RUNS_NET(def.kind))
         return rc;
     const wf_net *net;
     rc = wf_defcache_net(&def, ctx->arena, &net, err);
@@ -1653,6 +1649,21 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
             .done = c.done,
             .total = c.total,
         };
+    }
+    /* A step list: the steps whose work items are enabled, in list order. */
+    out->current_steps = wf_arena_calloc(a, net->n_steps + 1, sizeof *out->current_steps);
+    if (out->current_steps == NULL)
+        return wf_ref__nomem(err);
+    for (size_t k = 0; k < net->n_steps; k++) {
+        bool now = false;
+        for (size_t i = 0; i < agg.n_work_items && !now; i++) {
+            const wf_work_item_row *it = &agg.work_items[i];
+            const wf_transition *t = transition_of(&w, it->transition_id);
+            now = same(it->instance_id, instance_id) && it->state == WF_WORK_ITEM_ENABLED &&
+                  t != NULL && same(t->step_id, net->steps[k].id);
+        }
+        if (now)
+            out->current_steps[out->n_current_steps++] = &net->steps[k];
     }
     return WF_OK;
 }

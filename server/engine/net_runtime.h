@@ -145,6 +145,15 @@ wf_code wf_net_idem_record(const wf_net_ctx *ctx, wf_uow_idem *idem, const void 
 wf_code wf_net_complete_job(const wf_net_ctx *ctx, const char *key, const char *variables_json,
                             wf_uow_idem *idem, wf_error *err);
 
+/* CompleteJob with next_step (NULL or "" = none): a worker's "goto" in a
+ * STEPS definition; the token goes to that step instead of the step's
+ * `next` rules. Before anything changes: WF_E_UNKNOWN_STEP when the
+ * instance's pinned definition has no such step, WF_E_INVALID_ARGUMENT
+ * for a job of a NET definition or a compensation job (each also
+ * reported to ctx->ref.violation as field "next_step"). */
+wf_code wf_net_complete_job_to(const wf_net_ctx *ctx, const char *key, const char *variables_json,
+                               const char *next_step, wf_uow_idem *idem, wf_error *err);
+
 typedef struct wf_net_job_failure {
     const char *key;
     const char *error_message; /* cut to 4096 bytes */
@@ -210,6 +219,8 @@ typedef struct wf_net_view {
     size_t n_awaiting;
     wf_ref_join *joins; /* USER work items with several tasks */
     size_t n_joins;
+    const wf_step **current_steps; /* STEPS: the steps it is in, in list order */
+    size_t n_current_steps;
 } wf_net_view;
 
 wf_code wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view *out,

@@ -98,6 +98,17 @@ add(findings *f, const char *code, const char *path, const char *fmt, ...)
         f->n++;
 }
 
+/* Appends findings made elsewhere (net_validate.c, net_steps.c). */
+static void
+append(findings *f, const wf_validation_error *v, size_t n)
+{
+    for (size_t i = 0; i < n && !f->oom; i++) {
+        add(f, v[i].code, v[i].path, "%s", v[i].message);
+        if (!f->oom)
+            f->v[f->n - 1].severity = v[i].severity;
+    }
+}
+
 static void
 check_key(findings *f, const char *key)
 {
@@ -132,22 +143,47 @@ check_adhoc(findings *f, const wf_net *net)
         add(f, "INVALID_VALUE", "valid_until", "valid_until must be after valid_from");
 }
 
+/* Validates in; a STEPS definition is compiled too (*compiled, NULL when
+ * it has errors or is of another kind). */
 static wf_code
 validate(const wf_net_ctx *ctx, const wf_net_deploy_in *in, wf_validation_error **out, size_t *n,
-         wf_error *err)
+         wf_net **compiled, wf_error *err)
 {
     findings f = {.a = ctx->ref.arena};
     static const wf_net none = {0};
     const wf_net *net = in->net != NULL ? in->net : &none;
+    *compiled = NULL;
+    if (in->kind != WF_DEF_STEPS && net->n_steps > 0) {
+        /* Only a step list has steps; the rest is checked as usual. */
+        add(&f, "INVALID_VALUE", "steps", "only a STEPS definition has steps");
+        if (f.oom)
+            return wf_ref__nomem(err);
+    }
     switch (in->kind) {
-    case WF_DEF_NET:
-        return wf_net_validate(net, ctx->ref.arena, out, n, err);
+    case WF_DEF_NET: {
+        wf_validation_error *v;
+        size_t nv;
+        wf_code rc = wf_net_validate(net, ctx->ref.arena, &v, &nv, err);
+        if (rc != WF_OK)
+            return rc;
+        append(&f, v, nv);
+        break;
+    }
+    case WF_DEF_STEPS: {
+        wf_validation_error *v;
+        size_t nv;
+        wf_code rc = wf_steps_compile(net, ctx->ref.arena, compiled, &v, &nv, err);
+        if (rc != WF_OK)
+            return rc;
+        append(&f, v, nv);
+        break;
+    }
     case WF_DEF_AD_HOC:
         check_adhoc(&f, net);
         break;
     default:
         if ((int)in->kind == 0)
-            add(&f, "REQUIRED", "kind", "definition kind is required (AD_HOC or NET)");
+            add(&f, "REQUIRED", "kind", "definition kind is required (AD_HOC, NET or STEPS)");
         else
             add(&f, "INVALID_VALUE", "kind", "definition kind %d is not known", (int)in->kind);
         check_key(&f, net->key);
@@ -215,7 +251,8 @@ wf_net_deploy(const wf_net_ctx *ctx, const wf_net_deploy_in *in, wf_uow_idem *id
     memset(out, 0, sizeof *out);
     wf_validation_error *all = NULL;
     size_t n = 0;
-    wf_code rc = validate(ctx, in, &all, &n, err);
+    wf_net *compiled = NULL;
+    wf_code rc = validate(ctx, in, &all, &n, &compiled, err);
     if (rc != WF_OK)
         return rc;
     if (in->validate_only) {
@@ -252,9 +289,14 @@ wf_net_deploy(const wf_net_ctx *ctx, const wf_net_deploy_in *in, wf_uow_idem *id
     if (ctx->ref.actor == NULL || ctx->ref.actor[0] == '\0')
         return wf_error_set(err, WF_E_ACTOR_MISSING,
                             "x-actor-id is required: this call acts for a person");
-    deploy_op op = {.ctx = ctx, .in = in, .out = out};
+    /* A step list is stored with its compiled net, so that its instances
+     * keep running the net they started with. */
+    wf_net_deploy_in stored = *in;
+    if (compiled != NULL)
+        stored.net = compiled;
+    deploy_op op = {.ctx = ctx, .in = &stored, .out = out};
     char *json;
-    rc = wf_net_to_json(in->net, ctx->ref.arena, &json, err);
+    rc = wf_net_to_json(stored.net, ctx->ref.arena, &json, err);
     if (rc != WF_OK)
         return rc;
     op.json = json;

@@ -86,6 +86,10 @@ wf_code wf_nw_event(net_work *w, const char *type, struct json_t *data, wf_error
  * leave the working set in an undefined state: roll back, or wf_nw_reset. */
 wf_code wf_nw_fire(net_work *w, const char *work_item_id, const char *patch_json, wf_error *err);
 
+/* wf_nw_fire producing one token in goto_place (NULL = route as usual). */
+wf_code wf_nw_fire_goto(net_work *w, const char *work_item_id, const char *patch_json,
+                        const char *goto_place, wf_error *err);
+
 /* Marks the net instance FAILED with last_error (INSTANCE_FAILED). */
 wf_code wf_nw_fail_instance(net_work *w, const char *message, wf_error *err);
 

@@ -102,7 +102,7 @@ transition_lease(const wf_net_ctx *ctx, const wf_job_row *job)
     if (wf_store_get_instance(ctx->ref.store, &sc, job->instance_id, &in, &e) != WF_OK ||
         wf_store_get_definition(ctx->ref.store, &sc, in.definition_key, in.definition_version, &def,
                                 &e) != WF_OK ||
-        def.kind != WF_DEF_NET || wf_defcache_net(&def, ctx->ref.arena, &net, &e) != WF_OK)
+        !WF_DEF_RUNS_NET(def.kind) || wf_defcache_net(&def, ctx->ref.arena, &net, &e) != WF_OK)
         return 0;
     int t = wf_net_transition_index(net, job->transition_id);
     return t >= 0 ? wf_net_lease_effective(&net->transitions[t]) : 0;
@@ -337,6 +337,7 @@ typedef struct job_op {
     const char *instance_id; /* of the job, read before the unit of work */
     const char *root_id;     /* of the job, likewise */
     const char *patch;       /* CompleteJob */
+    const char *next_step;   /* CompleteJob: the step to go to, NULL = the rules */
     const wf_net_job_failure *fail;
     const char *message; /* FailJob, cut */
     int64_t lease_ms;    /* ExtendJobLease */
@@ -409,6 +410,35 @@ open_job(job_op *op, wf_tx *tx, net_work *w, size_t *ji, wf_error *err)
     return WF_OK;
 }
 
+/* The place of CompleteJob's next_step: a step of the instance's pinned
+ * definition, for a forward job of a STEPS definition. */
+static wf_code
+goto_place_of(job_op *op, const net_work *w, const wf_job_row *j, const char **place,
+              wf_error *err)
+{
+    const wf_net *net = w->net;
+    char msg[300];
+    wf_code code = WF_E_INVALID_ARGUMENT;
+    if (net->n_steps == 0)
+        snprintf(msg, sizeof msg,
+                 "applies only to jobs of STEPS definitions; definition \"%.128s\" is a net",
+                 net->key != NULL ? net->key : "");
+    else if (j->compensation)
+        snprintf(msg, sizeof msg, "does not apply to a compensation job");
+    else if (wf_steps_index(net, op->next_step) < 0) {
+        code = WF_E_UNKNOWN_STEP;
+        snprintf(msg, sizeof msg, "names no step of definition \"%.128s\" version %d: \"%.64s\"",
+                 net->key != NULL ? net->key : "", (int)w->rw.insts[w->inst].definition_version,
+                 op->next_step);
+    } else {
+        *place = wf_steps_place_id(w->rw.arena, op->next_step);
+        return *place != NULL ? WF_OK : wf_ref__nomem(err);
+    }
+    if (op->ctx->ref.violation != NULL)
+        op->ctx->ref.violation(op->ctx->ref.violation_arg, "next_step", msg);
+    return wf_error_set(err, code, "next_step %s", msg);
+}
+
 static wf_code
 complete_body(wf_tx *tx, void *arg, wf_error *err)
 {
@@ -420,6 +450,12 @@ complete_body(wf_tx *tx, void *arg, wf_error *err)
     if (rc != WF_OK)
         return rc;
     const wf_job_row *j = NW_ROW(&w, jobs, wf_job_row, ji);
+    const char *goto_place = NULL;
+    if (op->next_step != NULL && op->next_step[0] != '\0') {
+        rc = goto_place_of(op, &w, j, &goto_place, err);
+        if (rc != WF_OK)
+            return rc;
+    }
     if (j->compensation) {
         /* A saga step: the next one, or the end (net_runtime_saga.c). */
         rc = wf_nw_saga_job_done(&w, ji, op->patch, err);
@@ -440,7 +476,7 @@ complete_body(wf_tx *tx, void *arg, wf_error *err)
                      err);
     wf_nw_gone(&w.jobs, ji);
     if (rc == WF_OK)
-        rc = wf_nw_fire(&w, item_id, op->patch, err);
+        rc = wf_nw_fire_goto(&w, item_id, op->patch, goto_place, err);
     if (rc == WF_OK)
         rc = wf_nw_write(&w, err);
     if (rc == WF_OK)
@@ -592,7 +628,14 @@ wf_code
 wf_net_complete_job(const wf_net_ctx *ctx, const char *key, const char *variables_json,
                     wf_uow_idem *idem, wf_error *err)
 {
-    job_op op = {.ctx = ctx, .kind = JOB_COMPLETE, .key = key};
+    return wf_net_complete_job_to(ctx, key, variables_json, NULL, idem, err);
+}
+
+wf_code
+wf_net_complete_job_to(const wf_net_ctx *ctx, const char *key, const char *variables_json,
+                       const char *next_step, wf_uow_idem *idem, wf_error *err)
+{
+    job_op op = {.ctx = ctx, .kind = JOB_COMPLETE, .key = key, .next_step = next_step};
     wf_code rc =
         wf_engine_json_object(ctx->ref.arena, variables_json, "variables_json", &op.patch, err);
     if (rc != WF_OK)

@@ -32,46 +32,50 @@
 
 typedef struct vctx {
     const wf_net *net;
-    wf_arena *a;
-    wf_validation_error *v;
-    size_t n, cap;
-    bool oom;
+    wf_findings f;
 } vctx;
 
 static void add(vctx *c, wf_severity sev, const char *code, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+void
+wf_net__vfinding(wf_findings *f, wf_severity sev, const char *code, const char *path,
+                 const char *fmt, va_list ap)
+{
+    if (f->oom)
+        return;
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 16;
+        wf_validation_error *v = wf_arena_alloc(f->a, cap * sizeof *v);
+        if (v == NULL) {
+            f->oom = true;
+            return;
+        }
+        if (f->n > 0)
+            memcpy(v, f->v, f->n * sizeof *v);
+        f->v = v;
+        f->cap = cap;
+    }
+    char msg[300];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    wf_validation_error *e = &f->v[f->n];
+    e->code = code; /* static strings */
+    e->path = wf_arena_strdup(f->a, path);
+    e->message = wf_arena_strdup(f->a, msg);
+    e->severity = sev;
+    if (e->path == NULL || e->message == NULL)
+        f->oom = true;
+    else
+        f->n++;
+}
+
 static void
 add(vctx *c, wf_severity sev, const char *code, const char *path, const char *fmt, ...)
 {
-    if (c->oom)
-        return;
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 16;
-        wf_validation_error *v = wf_arena_alloc(c->a, cap * sizeof *v);
-        if (v == NULL) {
-            c->oom = true;
-            return;
-        }
-        if (c->n > 0)
-            memcpy(v, c->v, c->n * sizeof *v);
-        c->v = v;
-        c->cap = cap;
-    }
-    char msg[300];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    wf_net__vfinding(&c->f, sev, code, path, fmt, ap);
     va_end(ap);
-    wf_validation_error *e = &c->v[c->n];
-    e->code = code; /* static strings */
-    e->path = wf_arena_strdup(c->a, path);
-    e->message = wf_arena_strdup(c->a, msg);
-    e->severity = sev;
-    if (e->path == NULL || e->message == NULL)
-        c->oom = true;
-    else
-        c->n++;
 }
 
 #define ERR(c, code, path, ...) add(c, WF_SEVERITY_ERROR, code, path, __VA_ARGS__)
@@ -239,7 +243,11 @@ check_arcs(vctx *c)
                 ERR(c, "START_PLACE_HAS_INPUT", path, "arc %zu enters start place \"%s\"", i,
                     p->id);
         }
-        for (size_t j = 0; j < i; j++)
+        /* Out of a first_match transition (a compiled step), two arcs to
+         * one place are two ordered rules, not a repeat. */
+        int st = sk == 't' ? wf_net_transition_index(net, ar->source) : -1;
+        bool ordered = st >= 0 && net->transitions[st].first_match;
+        for (size_t j = 0; j < i && !ordered; j++)
             if (!unset(ar->source) && !unset(ar->target) &&
                 strcmp(ar->source, str(net->arcs[j].source)) == 0 &&
                 strcmp(ar->target, str(net->arcs[j].target)) == 0) {
@@ -337,13 +345,13 @@ check_paths(vctx *c)
         return;
     size_t np = net->n_places, n = np + net->n_transitions;
     /* Node k: place k, or transition k - np. Arc endpoints resolved once. */
-    int *src = wf_arena_alloc(c->a, (net->n_arcs + 1) * sizeof *src);
-    int *dst = wf_arena_alloc(c->a, (net->n_arcs + 1) * sizeof *dst);
-    unsigned char *fw = wf_arena_calloc(c->a, n + 1, 1);
-    unsigned char *bw = wf_arena_calloc(c->a, n + 1, 1);
-    int *stack = wf_arena_alloc(c->a, (n + 1) * sizeof *stack);
+    int *src = wf_arena_alloc(c->f.a, (net->n_arcs + 1) * sizeof *src);
+    int *dst = wf_arena_alloc(c->f.a, (net->n_arcs + 1) * sizeof *dst);
+    unsigned char *fw = wf_arena_calloc(c->f.a, n + 1, 1);
+    unsigned char *bw = wf_arena_calloc(c->f.a, n + 1, 1);
+    int *stack = wf_arena_alloc(c->f.a, (n + 1) * sizeof *stack);
     if (src == NULL || dst == NULL || fw == NULL || bw == NULL || stack == NULL) {
-        c->oom = true;
+        c->f.oom = true;
         return;
     }
     for (size_t i = 0; i < net->n_arcs; i++) {
@@ -590,7 +598,7 @@ wf_code
 wf_net_validate(const wf_net *net, wf_arena *a, wf_validation_error **errors, size_t *n_errors,
                 wf_error *err)
 {
-    vctx c = {.net = net, .a = a};
+    vctx c = {.net = net, .f = {.a = a}};
     check_header(&c);
     if (net->n_places > WF_NET_MAX_NODES || net->n_transitions > WF_NET_MAX_NODES ||
         net->n_arcs > WF_NET_MAX_ARCS) {
@@ -605,10 +613,10 @@ wf_net_validate(const wf_net *net, wf_arena *a, wf_validation_error **errors, si
         check_paths(&c);
         check_triggers(&c);
     }
-    if (c.oom)
+    if (c.f.oom)
         return wf_error_set(err, WF_E_INTERNAL, "out of memory");
-    *errors = c.v;
-    *n_errors = c.n;
+    *errors = c.f.v;
+    *n_errors = c.f.n;
     return WF_OK;
 }
 

@@ -136,13 +136,13 @@ start_definition(wf_tx *tx, start_op *op, int32_t *version, wf_error *err)
          * of work then finds its definition. */
         return wf_tx_put_definition(tx, &nd, version, err);
     }
-    if (def.kind == WF_DEF_NET) {
+    if (WF_DEF_RUNS_NET(def.kind)) {
         /* The net runtime picks the version (version 0: the newest one
          * inside its validity window) and starts it. */
         rc = wf_net__pick_version(tx, op->ctx->arena, s->version, &def, err);
         if (rc != WF_OK)
             return rc;
-        if (def.kind == WF_DEF_NET) {
+        if (WF_DEF_RUNS_NET(def.kind)) {
             op->is_net = true;
             op->net = def;
             *version = def.version;
@@ -290,9 +290,9 @@ referral_definition(wf_tx *tx, const char *key, int32_t *version, wf_error *err)
                             key);
     if (def.kind != WF_DEF_AD_HOC)
         return wf_error_set(err, WF_E_INVALID_ARGUMENT,
-                            "definition \"%s\" is a NET definition; AssignTo needs an AD_HOC "
+                            "definition \"%s\" is a %s definition; AssignTo needs an AD_HOC "
                             "definition",
-                            key);
+                            key, def.kind == WF_DEF_STEPS ? "STEPS" : "NET");
     *version = def.version;
     return WF_OK;
 }

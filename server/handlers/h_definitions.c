@@ -23,6 +23,8 @@ _Static_assert((int)WF_CORRELATION_AGGREGATE ==
                "correlation");
 _Static_assert((int)WF_DEF_NET == (int)WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_NET,
                "definition kind");
+_Static_assert((int)WF_DEF_STEPS == (int)WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_STEPS,
+               "definition kind");
 _Static_assert((int)WF_SEVERITY_WARNING ==
                    (int)WORKFLOW__V1__VALIDATION_SEVERITY__VALIDATION_SEVERITY_WARNING,
                "severity");
@@ -41,6 +43,73 @@ nomem(wf_error *err)
 
 /* ---- Definition -> wf_net ------------------------------------------------------------------- */
 
+static void
+user_in(const Workflow__V1__Assignee *as, const Workflow__V1__CompletionPolicy *cp,
+        wf_assignee *a, wf_completion *c)
+{
+    if (as != NULL) {
+        a->kind = (wf_net_assignee_kind)as->kind;
+        a->ids = (const char **)as->ids;
+        a->n_ids = as->n_ids;
+        a->ids_expression = as->ids_expression;
+    }
+    if (cp != NULL) {
+        c->mode = (wf_join_mode)cp->mode;
+        c->quorum = cp->quorum;
+    }
+}
+
+static void
+retry_in(const Workflow__V1__RetryPolicy *m, wf_retry_policy *r)
+{
+    if (m != NULL) {
+        r->max_attempts = m->max_attempts;
+        r->initial_backoff_ms = wf_h_duration_ms(m->initial_backoff);
+        r->multiplier = m->multiplier;
+        r->max_backoff_ms = wf_h_duration_ms(m->max_backoff);
+    }
+}
+
+/* A positive duration in ms; an explicit zero or negative one must reach
+ * validation as such (-1). */
+static int64_t
+positive_ms(const Google__Protobuf__Duration *d)
+{
+    int64_t ms = wf_h_duration_ms(d);
+    return d != NULL && ms == 0 ? -1 : ms;
+}
+
+static void
+step_in(const Workflow__V1__Step *m, wf_step *st)
+{
+    memset(st, 0, sizeof *st);
+    st->id = m->id;
+    st->name = m->name;
+    if (m->job != NULL) {
+        st->has_job = true;
+        st->job_type = m->job->job_type;
+        st->lease_ms = wf_h_duration_ms(m->job->lease);
+    }
+    if (m->user != NULL) {
+        st->has_user = true;
+        user_in(m->user->assignee, m->user->completion, &st->assignee, &st->completion);
+    }
+    if (m->await_signal != NULL) {
+        st->has_await = true;
+        st->signal_name = m->await_signal->signal_name;
+        st->correlation = (wf_correlation)m->await_signal->correlation;
+        st->timeout_ms = positive_ms(m->await_signal->timeout);
+        st->on_timeout = m->await_signal->on_timeout;
+    }
+    if (m->sleep != NULL) {
+        st->has_sleep = true;
+        st->duration_ms = positive_ms(m->sleep->duration);
+        st->due_expression = m->sleep->due_expression;
+    }
+    retry_in(m->retry, &st->retry);
+    st->compensation_job_type = m->compensation_job_type;
+}
+
 static wf_code
 transition_in(wf_arena *a, const Workflow__V1__Transition *m, wf_transition *t)
 {
@@ -50,23 +119,9 @@ transition_in(wf_arena *a, const Workflow__V1__Transition *m, wf_transition *t)
     t->trigger = (wf_trigger)m->trigger;
     t->cancels = (const char **)m->cancels;
     t->n_cancels = m->n_cancels;
-    if (m->assignee != NULL) {
-        t->assignee.kind = (wf_net_assignee_kind)m->assignee->kind;
-        t->assignee.ids = (const char **)m->assignee->ids;
-        t->assignee.n_ids = m->assignee->n_ids;
-        t->assignee.ids_expression = m->assignee->ids_expression;
-    }
-    if (m->completion != NULL) {
-        t->completion.mode = (wf_join_mode)m->completion->mode;
-        t->completion.quorum = m->completion->quorum;
-    }
+    user_in(m->assignee, m->completion, &t->assignee, &t->completion);
     t->job_type = m->job_type;
-    if (m->retry != NULL) {
-        t->retry.max_attempts = m->retry->max_attempts;
-        t->retry.initial_backoff_ms = wf_h_duration_ms(m->retry->initial_backoff);
-        t->retry.multiplier = m->retry->multiplier;
-        t->retry.max_backoff_ms = wf_h_duration_ms(m->retry->max_backoff);
-    }
+    retry_in(m->retry, &t->retry);
     t->lease_ms = wf_h_duration_ms(m->lease);
     t->compensation_job_type = m->compensation_job_type;
     t->delay_ms = wf_h_duration_ms(m->delay);
@@ -111,10 +166,131 @@ net_in(wf_arena *a, const Workflow__V1__Definition *d, wf_net *net, wf_error *er
                                 .is_default = m->is_default};
     }
     net->n_arcs = d->n_arcs;
+    net->steps = wf_arena_calloc(a, d->n_steps + 1, sizeof *net->steps);
+    if (net->steps == NULL)
+        return nomem(err);
+    for (size_t i = 0; i < d->n_steps; i++) {
+        wf_step *st = &net->steps[i];
+        step_in(d->steps[i], st);
+        st->next = wf_arena_calloc(a, d->steps[i]->n_next + 1, sizeof *st->next);
+        if (st->next == NULL)
+            return nomem(err);
+        for (size_t r = 0; r < d->steps[i]->n_next; r++)
+            st->next[r] = (wf_step_rule){d->steps[i]->next[r]->guard, d->steps[i]->next[r]->step};
+        st->n_next = d->steps[i]->n_next;
+    }
+    net->n_steps = d->n_steps;
     return WF_OK;
 }
 
 /* ---- wf_net -> Definition ------------------------------------------------------------------- */
+
+static void *
+alloc_or(wf_arena *a, size_t size, bool *oom)
+{
+    void *p = wf_arena_alloc(a, size);
+    if (p == NULL)
+        *oom = true;
+    return p;
+}
+
+static Workflow__V1__Assignee *
+assignee_out(wf_arena *a, const wf_assignee *as, bool *oom)
+{
+    if (as->kind == WF_NET_ASSIGNEE_UNSET && as->n_ids == 0 &&
+        (as->ids_expression == NULL || as->ids_expression[0] == '\0'))
+        return NULL;
+    Workflow__V1__Assignee *m = alloc_or(a, sizeof *m, oom);
+    if (m == NULL)
+        return NULL;
+    workflow__v1__assignee__init(m);
+    m->kind = (Workflow__V1__AssigneeKind)as->kind;
+    m->ids = (char **)as->ids;
+    m->n_ids = as->n_ids;
+    m->ids_expression = str(as->ids_expression);
+    return m;
+}
+
+static Workflow__V1__CompletionPolicy *
+completion_out(wf_arena *a, const wf_completion *c, bool *oom)
+{
+    if (c->mode == WF_JOIN_NONE && c->quorum == 0)
+        return NULL;
+    Workflow__V1__CompletionPolicy *m = alloc_or(a, sizeof *m, oom);
+    if (m == NULL)
+        return NULL;
+    workflow__v1__completion_policy__init(m);
+    m->mode = (Workflow__V1__CompletionMode)c->mode;
+    m->quorum = c->quorum;
+    return m;
+}
+
+static Workflow__V1__RetryPolicy *
+retry_out(wf_arena *a, const wf_retry_policy *r, bool *oom)
+{
+    if (r->max_attempts == 0 && r->initial_backoff_ms == 0 && r->multiplier == 0 &&
+        r->max_backoff_ms == 0)
+        return NULL;
+    Workflow__V1__RetryPolicy *m = alloc_or(a, sizeof *m, oom);
+    if (m == NULL)
+        return NULL;
+    workflow__v1__retry_policy__init(m);
+    m->max_attempts = r->max_attempts;
+    m->initial_backoff = wf_h_duration(a, r->initial_backoff_ms, oom);
+    m->multiplier = r->multiplier;
+    m->max_backoff = wf_h_duration(a, r->max_backoff_ms, oom);
+    return m;
+}
+
+static Workflow__V1__Step *
+step_out(wf_arena *a, const wf_step *st, bool *oom)
+{
+    Workflow__V1__Step *m = alloc_or(a, sizeof *m, oom);
+    if (m == NULL)
+        return NULL;
+    workflow__v1__step__init(m);
+    m->id = str(st->id);
+    m->name = str(st->name);
+    if (st->has_job && (m->job = alloc_or(a, sizeof *m->job, oom)) != NULL) {
+        workflow__v1__job_step__init(m->job);
+        m->job->job_type = str(st->job_type);
+        m->job->lease = wf_h_duration(a, st->lease_ms, oom);
+    }
+    if (st->has_user && (m->user = alloc_or(a, sizeof *m->user, oom)) != NULL) {
+        workflow__v1__user_step__init(m->user);
+        m->user->assignee = assignee_out(a, &st->assignee, oom);
+        m->user->completion = completion_out(a, &st->completion, oom);
+    }
+    if (st->has_await && (m->await_signal = alloc_or(a, sizeof *m->await_signal, oom)) != NULL) {
+        workflow__v1__await_step__init(m->await_signal);
+        m->await_signal->signal_name = str(st->signal_name);
+        m->await_signal->correlation = (Workflow__V1__Correlation)st->correlation;
+        m->await_signal->timeout = wf_h_duration(a, st->timeout_ms, oom);
+        m->await_signal->on_timeout = str(st->on_timeout);
+    }
+    if (st->has_sleep && (m->sleep = alloc_or(a, sizeof *m->sleep, oom)) != NULL) {
+        workflow__v1__sleep_step__init(m->sleep);
+        m->sleep->duration = wf_h_duration(a, st->duration_ms, oom);
+        m->sleep->due_expression = str(st->due_expression);
+    }
+    m->retry = retry_out(a, &st->retry, oom);
+    m->compensation_job_type = str(st->compensation_job_type);
+    m->next = wf_arena_calloc(a, st->n_next + 1, sizeof *m->next);
+    if (m->next == NULL) {
+        *oom = true;
+        return NULL;
+    }
+    for (size_t r = 0; r < st->n_next; r++) {
+        Workflow__V1__NextRule *n = alloc_or(a, sizeof *n, oom);
+        if (n == NULL)
+            return NULL;
+        workflow__v1__next_rule__init(n);
+        n->guard = str(st->next[r].guard);
+        n->step = str(st->next[r].step);
+        m->next[m->n_next++] = n;
+    }
+    return m;
+}
 
 static Workflow__V1__Transition *
 transition_out(wf_arena *a, const wf_transition *t, bool *oom)
@@ -130,44 +306,10 @@ transition_out(wf_arena *a, const wf_transition *t, bool *oom)
     m->trigger = (Workflow__V1__Trigger)t->trigger;
     m->cancels = (char **)t->cancels;
     m->n_cancels = t->n_cancels;
-    if (t->assignee.kind != WF_NET_ASSIGNEE_UNSET || t->assignee.n_ids > 0 ||
-        (t->assignee.ids_expression != NULL && t->assignee.ids_expression[0] != '\0')) {
-        m->assignee = wf_arena_alloc(a, sizeof *m->assignee);
-        if (m->assignee == NULL) {
-            *oom = true;
-            return NULL;
-        }
-        workflow__v1__assignee__init(m->assignee);
-        m->assignee->kind = (Workflow__V1__AssigneeKind)t->assignee.kind;
-        m->assignee->ids = (char **)t->assignee.ids;
-        m->assignee->n_ids = t->assignee.n_ids;
-        m->assignee->ids_expression = str(t->assignee.ids_expression);
-    }
-    if (t->completion.mode != WF_JOIN_NONE || t->completion.quorum != 0) {
-        m->completion = wf_arena_alloc(a, sizeof *m->completion);
-        if (m->completion == NULL) {
-            *oom = true;
-            return NULL;
-        }
-        workflow__v1__completion_policy__init(m->completion);
-        m->completion->mode = (Workflow__V1__CompletionMode)t->completion.mode;
-        m->completion->quorum = t->completion.quorum;
-    }
+    m->assignee = assignee_out(a, &t->assignee, oom);
+    m->completion = completion_out(a, &t->completion, oom);
     m->job_type = str(t->job_type);
-    const wf_retry_policy *r = &t->retry;
-    if (r->max_attempts != 0 || r->initial_backoff_ms != 0 || r->multiplier != 0 ||
-        r->max_backoff_ms != 0) {
-        m->retry = wf_arena_alloc(a, sizeof *m->retry);
-        if (m->retry == NULL) {
-            *oom = true;
-            return NULL;
-        }
-        workflow__v1__retry_policy__init(m->retry);
-        m->retry->max_attempts = r->max_attempts;
-        m->retry->initial_backoff = wf_h_duration(a, r->initial_backoff_ms, oom);
-        m->retry->multiplier = r->multiplier;
-        m->retry->max_backoff = wf_h_duration(a, r->max_backoff_ms, oom);
-    }
+    m->retry = retry_out(a, &t->retry, oom);
     m->lease = wf_h_duration(a, t->lease_ms, oom);
     m->compensation_job_type = str(t->compensation_job_type);
     m->delay = wf_h_duration(a, t->delay_ms, oom);
@@ -228,6 +370,12 @@ definition_out(wf_arena *a, const wf_definition_row *row, const wf_net *net)
         m->arcs[i] = r;
     }
     m->n_arcs = net->n_arcs;
+    m->steps = wf_arena_calloc(a, net->n_steps + 1, sizeof *m->steps);
+    if (m->steps == NULL)
+        return NULL;
+    for (size_t i = 0; i < net->n_steps; i++)
+        if ((m->steps[m->n_steps++] = step_out(a, &net->steps[i], &oom)) == NULL)
+            return NULL;
     return oom ? NULL : m;
 }
 

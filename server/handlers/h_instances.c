@@ -67,7 +67,8 @@ build_joins(wf_arena *a, const wf_ref_instance_view *v)
     return joins;
 }
 
-/* Marking, jobs, timers, awaited signals and USERS joins of a net. */
+/* Marking, jobs, timers, awaited signals, USERS joins and current steps
+ * of a net. */
 static wf_code
 fill_net_view(wf_arena *a, const wf_net_view *nv, Workflow__V1__GetInstanceResponse *m)
 {
@@ -126,6 +127,19 @@ fill_net_view(wf_arena *a, const wf_net_view *nv, Workflow__V1__GetInstanceRespo
     }
     m->joins = joins;
     m->n_joins += nv->n_joins;
+    m->current_steps = wf_arena_calloc(a, nv->n_current_steps + 1, sizeof *m->current_steps);
+    if (m->current_steps == NULL)
+        return WF_E_INTERNAL;
+    for (size_t i = 0; i < nv->n_current_steps; i++) {
+        const wf_step *st = nv->current_steps[i];
+        Workflow__V1__CurrentStep *c = wf_arena_alloc(a, sizeof *c);
+        if (c == NULL)
+            return WF_E_INTERNAL;
+        workflow__v1__current_step__init(c);
+        c->id = (char *)st->id;
+        c->name = (char *)(st->name != NULL && st->name[0] != '\0' ? st->name : st->id);
+        m->current_steps[m->n_current_steps++] = c;
+    }
     return oom ? WF_E_INTERNAL : WF_OK;
 }
 

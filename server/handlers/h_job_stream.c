@@ -423,7 +423,8 @@ h_complete_jobs(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **r
         wf_error_clear(&e);
         wf_code rc = wf_h_idem(call, &item->base, item->request_id, &wf_h_complete_job_builder, &idem, &e);
         if (rc == WF_OK)
-            rc = wf_net_complete_job(&ctx, item->job_key, item->variables_json, &idem, &e);
+            rc = wf_net_complete_job_to(&ctx, item->job_key, item->variables_json,
+                                        item->next_step, &idem, &e);
         /* An item's violations are in its message, not in the call's
          * (OK) status. */
         call->violations = NULL;

@@ -25,6 +25,7 @@ wf_rpc_status_code(wf_code code)
     case WF_E_INVALID_JSON:
     case WF_E_DEFINITION_INVALID:
     case WF_E_ACTOR_MISSING:
+    case WF_E_UNKNOWN_STEP:
         return GRPC_STATUS_INVALID_ARGUMENT;
     case WF_E_TASK_NOT_OPEN:
     case WF_E_TASK_ALREADY_CLAIMED:

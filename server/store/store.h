@@ -63,7 +63,12 @@ typedef struct wf_store_ctx {
 
 /* ---- enums: their numeric values are persisted; never renumber ---------- */
 
-typedef enum wf_def_kind { WF_DEF_AD_HOC = 1, WF_DEF_NET = 2 } wf_def_kind;
+/* WF_DEF_STEPS: a step list stored with the net compiled from it; it runs
+ * as a net. */
+typedef enum wf_def_kind { WF_DEF_AD_HOC = 1, WF_DEF_NET = 2, WF_DEF_STEPS = 3 } wf_def_kind;
+
+/* The kinds whose instances run a net (NET, and STEPS compiled to one). */
+#define WF_DEF_RUNS_NET(kind) ((kind) == WF_DEF_NET || (kind) == WF_DEF_STEPS)
 
 typedef enum wf_instance_status {
     WF_INSTANCE_RUNNING = 1,
