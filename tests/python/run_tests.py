@@ -58,6 +58,7 @@ import unittest
 import uuid
 
 import grpc
+from google.protobuf import duration_pb2
 
 RPC_TIMEOUT = 5.0  # seconds, every unary call
 READY_TIMEOUT = 10.0  # seconds for a server to answer SERVING
@@ -1633,6 +1634,156 @@ class JobStreamTests(WorkflowTestCase):
         with self.assertRaises(grpc.RpcError) as caught:
             next(bad)
         self.assertEqual(caught.exception.code(), SC.INVALID_ARGUMENT)
+
+
+class StepListTests(WorkflowTestCase):
+    """A step-list definition (DEFINITION_KIND_STEPS) as a generated client
+    uses it: deploy the steps, read them back with the compiled net, run the
+    instance with jobs, a worker's next_step goto (also in a CompleteJobs
+    batch), an unknown step refused, and an await step woken by a signal.
+    Runs on the memory store; StepListPgTests runs it on Postgres."""
+
+    @classmethod
+    def start_steps_server(cls):
+        return start_server(cls, "steps-memory")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = cls.start_steps_server()
+        cls.wf = cls.srv.workflow()
+
+    def ok(self, outcome):
+        self.assertEqual(outcome.code, SC.OK, "unexpected outcome %r" % outcome)
+        return outcome.response
+
+    def job(self, job_type):
+        resp = self.ok(invoke(self.wf.ActivateJobs, wf_pb2.ActivateJobsRequest(
+            job_type=job_type, worker="py", max_jobs=5,
+            wait=duration_pb2.Duration(seconds=2)), md()))
+        self.assertEqual(len(resp.jobs), 1, "jobs of %s: %r" % (job_type, resp.jobs))
+        return resp.jobs[0]
+
+    def current(self, instance_id):
+        resp = self.ok(invoke(self.wf.GetInstance, wf_pb2.GetInstanceRequest(
+            instance_id=instance_id), md()))
+        return [c.id for c in resp.current_steps], resp
+
+    def test_deploy_run_with_jobs_and_a_goto(self):
+        run = uuid.uuid4().hex[:8]
+        key = "py-steps-" + run
+        types = {name: "py-%s-%s" % (name, run) for name in ("reserve", "charge", "ship", "wrap")}
+        # `await` is a Python keyword: the field is await_signal.
+        d = wf_pb2.Definition(key=key, kind=wf_pb2.DEFINITION_KIND_STEPS, steps=[
+            wf_pb2.Step(id="reserve", name="Reserve stock",
+                        job=wf_pb2.JobStep(job_type=types["reserve"]),
+                        retry=wf_pb2.RetryPolicy(max_attempts=2),
+                        compensation_job_type="py-release-" + run),
+            wf_pb2.Step(id="charge", job=wf_pb2.JobStep(job_type=types["charge"]),
+                        next=[wf_pb2.NextRule(guard=".gift == true", step="wrap")]),
+            wf_pb2.Step(id="carrier", await_signal=wf_pb2.AwaitStep(
+                signal_name="picked_up", correlation=wf_pb2.CORRELATION_AGGREGATE,
+                timeout=duration_pb2.Duration(seconds=172800))),
+            wf_pb2.Step(id="ship", job=wf_pb2.JobStep(job_type=types["ship"])),
+            wf_pb2.Step(id="wrap", job=wf_pb2.JobStep(job_type=types["wrap"])),
+        ])
+        out = self.ok(invoke(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(
+            definition=d), md(actor="dev")))
+        self.assertTrue(out.created)
+        again = self.ok(invoke(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(
+            definition=d), md(actor="dev")))
+        self.assertFalse(again.created)
+        self.assertEqual(again.definition.version, out.definition.version)
+
+        got = self.ok(invoke(self.wf.GetDefinition, wf_pb2.GetDefinitionRequest(key=key),
+                             md())).definition
+        self.assertEqual(got.kind, wf_pb2.DEFINITION_KIND_STEPS)
+        self.assertEqual([s.id for s in got.steps], ["reserve", "charge", "carrier", "ship", "wrap"])
+        self.assertEqual(got.steps[0].job.job_type, types["reserve"])
+        self.assertEqual(got.steps[2].await_signal.timeout.seconds, 172800)
+        self.assertEqual(got.steps[1].next[0].step, "wrap")
+        self.assertIn("reserve:ready", [p.id for p in got.places])
+        self.assertIn("carrier:timeout", [t.id for t in got.transitions])
+        self.assertTrue(any(a.source == "charge" and a.target == "wrap:ready" and
+                            a.guard == ".gift == true" for a in got.arcs))
+
+        order = "py-order-" + run
+        inst = self.ok(invoke(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
+            definition_key=key, variables_json='{"gift": false}',
+            aggregate=wf_pb2.Aggregate(type="order", id=order)), md(actor="shop"))).instance
+        self.assertEqual(self.current(inst.id)[0], ["reserve"])
+        job = self.job(types["reserve"])
+        self.assertEqual(job.transition_id, "reserve")
+        # An unknown step is refused with a reason, and nothing changes.
+        bad = invoke(self.wf.CompleteJob, wf_pb2.CompleteJobRequest(
+            job_key=job.key, next_step="nowhere"), md())
+        self.assert_error(bad, SC.INVALID_ARGUMENT, "UNKNOWN_STEP")
+        self.assertEqual(self.current(inst.id)[0], ["reserve"])
+        self.ok(invoke(self.wf.CompleteJob, wf_pb2.CompleteJobRequest(
+            job_key=job.key, variables_json='{"reserved": true}'), md()))
+        # The worker of charge says "goto wrap" in a CompleteJobs batch,
+        # although the rule's guard is false.
+        job = self.job(types["charge"])
+        res = self.ok(invoke(self.wf.CompleteJobs, wf_pb2.CompleteJobsRequest(completions=[
+            wf_pb2.CompleteJobRequest(job_key=job.key, next_step="wrap")]), md())).results
+        self.assertEqual([r.code for r in res], [SC.OK.value[0]])
+        self.assertEqual(self.current(inst.id)[0], ["wrap"])
+        self.ok(invoke(self.wf.CompleteJob, wf_pb2.CompleteJobRequest(
+            job_key=self.job(types["wrap"]).key), md()))
+        self.assertEqual(self.current(inst.id)[1].instance.status,
+                         wf_pb2.INSTANCE_STATUS_COMPLETED)
+
+        # A second order takes the plain path through the await step.
+        order2 = order + "-2"
+        inst = self.ok(invoke(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
+            definition_key=key, aggregate=wf_pb2.Aggregate(type="order", id=order2)),
+            md(actor="shop"))).instance
+        for name in ("reserve", "charge"):
+            self.ok(invoke(self.wf.CompleteJob, wf_pb2.CompleteJobRequest(
+                job_key=self.job(types[name]).key), md()))
+        steps, view = self.current(inst.id)
+        self.assertEqual(steps, ["carrier"])
+        self.assertEqual(view.awaiting_signals[0].transition_id, "carrier")
+        sent = self.ok(invoke(self.wf.SendSignal, wf_pb2.SendSignalRequest(
+            name="picked_up", aggregate=wf_pb2.Aggregate(type="order", id=order2),
+            payload_json='{"tracking": "JD1"}'), md()))
+        self.assertEqual(sent.outcome, wf_pb2.SIGNAL_OUTCOME_CORRELATED)
+        self.assertEqual(self.current(inst.id)[0], ["ship"])
+        self.ok(invoke(self.wf.CompleteJob, wf_pb2.CompleteJobRequest(
+            job_key=self.job(types["ship"]).key), md()))
+        self.ok(invoke(self.wf.CompleteJob, wf_pb2.CompleteJobRequest(
+            job_key=self.job(types["wrap"]).key), md()))
+        done = self.current(inst.id)[1].instance
+        self.assertEqual(done.status, wf_pb2.INSTANCE_STATUS_COMPLETED)
+        self.assertIn('"tracking":"JD1"', done.variables_json)
+
+    def test_invalid_step_list_lists_every_error(self):
+        d = wf_pb2.Definition(key="py-steps-bad-" + uuid.uuid4().hex[:8],
+                              kind=wf_pb2.DEFINITION_KIND_STEPS, steps=[
+            wf_pb2.Step(id="a", job=wf_pb2.JobStep(job_type="t"),
+                        next=[wf_pb2.NextRule(step="ghost")]),
+            wf_pb2.Step(id="a"),
+        ])
+        out = self.ok(invoke(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(
+            definition=d, validate_only=True), md(actor="dev")))
+        found = {(e.code, e.path) for e in out.errors}
+        self.assertIn(("UNKNOWN_STEP", "steps[0].next[0].step"), found)
+        self.assertIn(("DUPLICATE_ID", "steps[1].id"), found)
+        self.assertIn(("STEP_KIND_MISSING", "steps[1]"), found)
+        self.assert_error(invoke(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(
+            definition=d), md(actor="dev")), SC.INVALID_ARGUMENT, "DEFINITION_INVALID")
+
+
+class StepListPgTests(StepListTests):
+    """StepListTests against a server on Postgres; skipped without
+    WF_TEST_PG_DSN."""
+
+    @classmethod
+    def start_steps_server(cls):
+        dsn = os.environ.get("WF_TEST_PG_DSN")
+        if not dsn:
+            raise unittest.SkipTest("WF_TEST_PG_DSN is not set: the Postgres run of "
+                                    "StepListTests is skipped (./test.sh sets it)")
+        return start_server(cls, "steps-pg", DATABASE_URL=dsn)
 
 
 # ---------------------------------------------------------------------------
