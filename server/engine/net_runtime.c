@@ -805,6 +805,17 @@ enable_time(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
     return rc;
 }
 
+wf_code
+wf_nw_rearm_timer(net_work *w, size_t ii, wf_error *err)
+{
+    const wf_work_item_row *it = ITEM(w, ii);
+    const wf_transition *t = transition_of(w, it->transition_id);
+    if (t == NULL || t->trigger != WF_TRIGGER_TIME)
+        return wf_error_set(err, WF_E_INTERNAL, "work item \"%s\" is not a TIME work item",
+                            it->id);
+    return enable_time(w, it, t, w->rw.insts[w->inst].variables_json, err);
+}
+
 static wf_code
 enable_msg(net_work *w, const wf_work_item_row *it, const wf_transition *t, wf_error *err)
 {

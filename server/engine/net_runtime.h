@@ -178,7 +178,8 @@ wf_code wf_net_extend_job_lease(const wf_net_ctx *ctx, const char *key, int64_t 
  * job RUNNING), INCIDENT_RESOLVED; with no failed job, re-fires the TIME or
  * MSG work item whose firing was refused, with the current variables
  * (INCIDENT_RESOLVED, then the firing; refused again: the firing's error,
- * e.g. NO_ARC_MATCHED, and nothing changes). A RUNNING or COMPENSATING
+ * e.g. NO_ARC_MATCHED, and nothing changes); the timeout of an await step
+ * that failed the step is armed again instead (a new timer). A RUNNING or COMPENSATING
  * instance (or an incident with nothing to retry) is returned unchanged;
  * an ended one is INSTANCE_NOT_RUNNING. */
 wf_code wf_net_retry_instance(const wf_net_ctx *ctx, const char *instance_id, wf_uow_idem *idem,

@@ -90,6 +90,10 @@ wf_code wf_nw_fire(net_work *w, const char *work_item_id, const char *patch_json
 wf_code wf_nw_fire_goto(net_work *w, const char *work_item_id, const char *patch_json,
                         const char *goto_place, wf_error *err);
 
+/* Arms TIME work item ii (an index in w->items) again: a new timer from
+ * now, TIMER_SCHEDULED. */
+wf_code wf_nw_rearm_timer(net_work *w, size_t ii, wf_error *err);
+
 /* Marks the net instance FAILED with last_error (INSTANCE_FAILED). */
 wf_code wf_nw_fail_instance(net_work *w, const char *message, wf_error *err);
 

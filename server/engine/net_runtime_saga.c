@@ -408,6 +408,10 @@ retry_firing(net_work *w, size_t ii, wf_error *err)
                     err);
     if (rc != WF_OK)
         return rc;
+    int ti = wf_net_transition_index(w->net, trans);
+    if (ti >= 0 && w->net->transitions[ti].fails)
+        /* An await step that timed out waits again, a whole timeout. */
+        return wf_nw_rearm_timer(w, ii, err);
     rc = wf_nw_fire(w, item_id, NULL, err);
     if (wf_nw_incident_code(rc)) {
         /* Refused again: the caller rolls back, the incident stays open. */

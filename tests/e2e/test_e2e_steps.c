@@ -418,13 +418,50 @@ START_TEST(test_await_timeout_fails_the_step)
 {
     char *after, *late, *key = await_list(NULL, &after, &late);
     Workflow__V1__Instance *in = start_order(as("boss"), key, u("o"), "{}", NULL);
-    ck_assert(fire_timer(in->id, timer_id(in->id)));
+    char *old_timer = timer_id(in->id);
+    ck_assert(fire_timer(in->id, old_timer));
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
     ck_assert_int_eq(g->instance->status, I_FAILED);
+    ck_assert_uint_eq(g->n_timers, 0);
     ck_assert_ptr_nonnull(strstr(g->last_error, "step \"wait\" timed out"));
     ck_assert_str_eq(current(in->id), "wait");
     ck_assert_int_eq(count_of(event_types(in->id), "INSTANCE_FAILED"), 1);
     no_job(after);
+
+    /* RetryInstance: the step waits again, a whole timeout from now. */
+    Workflow__V1__RetryInstanceRequest rq = WORKFLOW__V1__RETRY_INSTANCE_REQUEST__INIT;
+    wf_client_status st;
+    rq.instance_id = in->id;
+    Workflow__V1__RetryInstanceResponse *rr = call(
+        as("ops"), "RetryInstance", &rq, &workflow__v1__retry_instance_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_int_eq(rr->instance->status, I_RUNNING);
+    g = get_instance(in->id);
+    ck_assert_str_eq(g->last_error, "");
+    ck_assert_uint_eq(g->n_timers, 1);
+    ck_assert_str_ne(g->timers[0]->id, old_timer);
+    ck_assert_str_eq(g->timers[0]->transition_id, "wait:timeout");
+    send_agg("go", in->aggregate->id, "{}", 0);
+    ck_assert_str_eq(current(in->id), "after");
+}
+END_TEST
+
+START_TEST(test_await_timeout_compensates)
+{
+    char *key = u("steps-await-saga"), *ja = u("a"), *undo = u("undo");
+    sb *b = steps_new(key);
+    job_step(b, "a", ja, 0)->compensation_job_type = undo;
+    await_step(b, "wait", "go", 3600 * 1000, NULL);
+    deploy_steps(b);
+    Workflow__V1__Instance *in = start_order(as("boss"), key, u("o"), "{}", NULL);
+    complete_ok(one_job(ja), "{}");
+    ck_assert(fire_timer(in->id, timer_id(in->id)));
+    ck_assert_int_eq(get_instance(in->id)->instance->status,
+                     WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPENSATING);
+    complete_ok(one_job(undo), "{}");
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_COMPENSATED);
+    ck_assert_int_eq(count_of(event_types(in->id), "COMPENSATION_STARTED"), 1);
 }
 END_TEST
 
@@ -609,6 +646,7 @@ main(void)
     tcase_add_test(tc, test_await_signal_first);
     tcase_add_test(tc, test_await_timeout_goes_to_on_timeout);
     tcase_add_test(tc, test_await_timeout_fails_the_step);
+    tcase_add_test(tc, test_await_timeout_compensates);
     tcase_add_test(tc, test_buffered_signal_meets_a_later_await);
     tcase_add_test(tc, test_sleep_and_user_steps);
     tcase_add_test(tc, test_retries_reset_per_step);

@@ -144,8 +144,9 @@ O1=A-$RUN-1 O2=A-$RUN-2 O3=A-$RUN-3
 echo "wfctl: $WFCTL; server: $ADDR; orders: $O1 $O2 $O3"
 
 # ---------------------------------------------------------------------------
-step "1. Deploy the checkout definition"
+step "1. Deploy the checkout step list (compiled into a net by the server)"
 wf --actor shop-backend deploy "$HERE/checkout.json"
+wf definition checkout
 
 step "2. Start one worker loop per job type (the scripts in workers/)"
 for type in reserve-stock charge ship refund release-stock; do
@@ -164,8 +165,9 @@ echo "   instance $ID1"
 wait_until "$ID1" "parked, waiting for the carrier webhook" ".awaiting_signals | length" 1
 wf show "$ID1"
 wf_quiet --json show "$ID1"
+expect "current step" "$(j .current_steps[0].id)" carrier
 expect "awaited signal" "$(j .awaiting_signals[0].name)" carrier_picked_up
-expect "its timeout" "$(j .timers[0].transition_id)" carrier_timeout
+expect "its timeout" "$(j .timers[0].transition_id)" carrier:timeout
 expect "status" "$(j .instance.status)" RUNNING
 
 step "4. The carrier's webhook, by aggregate (the backend does not know the instance id)"
