@@ -175,7 +175,7 @@ START_TEST(test_deploy_reports_every_error_at_once)
     ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "DEFINITION_INVALID");
     ck_assert_int_eq(st.nviolations, 1);
     ck_assert_str_eq(st.violations[0],
-                     "kind: REQUIRED: definition kind is required (AD_HOC or NET)");
+                     "kind: REQUIRED: definition kind is required (AD_HOC, NET or STEPS)");
     n->d.kind = WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_AD_HOC;
     ck_assert_ptr_null(deploy_d(dev, &n->d, false, &st));
     ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "DEFINITION_INVALID");
