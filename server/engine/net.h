@@ -1,13 +1,15 @@
 /*
  * net: Petri-net process definitions (design.md sections 4 and 5).
  *
- * Three parts, all pure (no store, no protobuf, no grpc):
+ * Four parts, all pure (no store, no protobuf, no grpc):
  *   - the definition model, mapping 1:1 onto workflow.v1.Definition, with
  *     a canonical JSON encoding (the stored definition content) and its
  *     content hash;                                           (net.c)
  *   - validation, reporting every finding at once;            (net_validate.c)
  *   - the firing rules over an in-memory case state: enablings, firing,
- *     silent AUTO transitions, withdrawals and termination.   (net_fire.c)
+ *     silent AUTO transitions, withdrawals and termination;   (net_fire.c)
+ *   - step lists (DEFINITION_KIND_STEPS): their validation and their
+ *     compilation into a net that the firing rules run.       (net_steps.c)
  *
  * Memory. A wf_net and everything the functions below return live in a
  * caller-supplied arena (the RPC's); nothing is freed on its own. Strings

@@ -313,7 +313,7 @@ compile(comp *c, const wf_net *in)
  * (a finding on the frame, which only a finding of the step list itself
  * can cause). */
 static const char *
-remap(comp *c, const char *path)
+remap(comp *c, const char *path, const char **msg)
 {
     size_t k;
     int used = 0;
@@ -350,8 +350,17 @@ remap(comp *c, const char *path)
         const origin *o = &c->oa[k];
         if (o->step < 0)
             return NULL;
-        if (o->rule >= 0)
+        if (o->rule >= 0) {
+            /* "guard of arc 7 does not compile: ..." names the rule instead. */
+            const char *why = strstr(*msg, "does not compile");
+            if (why != NULL) {
+                const char *m = wf_arena_printf(c->a, "guard of rule %d of step \"%s\" %s",
+                                                o->rule, c->net->steps[o->step].id, why);
+                if (m != NULL)
+                    *msg = m;
+            }
             return wf_arena_printf(c->a, "steps[%d].next[%d]%s", o->step, o->rule, path + used);
+        }
         return wf_arena_printf(c->a, "steps[%d]", o->step);
     }
     return NULL;
@@ -416,17 +425,17 @@ wf_steps_compile(const wf_net *in, wf_arena *a, wf_net **out, wf_validation_erro
             return rc;
         for (size_t i = 0; i < n; i++) {
             /* The header (key, validity window) is checked there once. */
-            const char *path = v[i].path;
+            const char *path = v[i].path, *msg = v[i].message;
             bool header = strncmp(path, "transitions[", 12) != 0 && strncmp(path, "arcs[", 5) != 0 &&
                           strncmp(path, "places", 6) != 0;
             if (!header) {
-                path = remap(&c, v[i].path);
+                path = remap(&c, v[i].path, &msg);
                 /* Findings on the frame or the net's shape follow from
                  * findings of the list itself. */
                 if (path == NULL || (own_errors && structural(v[i].code)))
                     continue;
             }
-            err_at(&f, v[i].code, path, "%s", v[i].message);
+            err_at(&f, v[i].code, path, "%s", msg);
             if (!f.oom && f.n > 0)
                 f.v[f.n - 1].severity = v[i].severity;
         }
