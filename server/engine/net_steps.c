@@ -28,6 +28,10 @@
 #include <string.h>
 
 #define STEP_ID_MAX 100 /* leaves room for the ":ready" / ":timeout" suffixes */
+/* Limits that keep the compiled net within the net's own (net.h): at most
+ * 2 transitions per step plus ":begin", 4 arcs per step plus the rules. */
+#define STEPS_MAX ((WF_NET_MAX_NODES - 2) / 2)
+#define RULES_MAX (WF_NET_MAX_ARCS / 2)
 
 static bool
 unset(const char *s)
@@ -86,6 +90,17 @@ retry_set(const wf_retry_policy *r)
            r->max_backoff_ms != 0;
 }
 
+/* Bounds that keep validation and the compiled net small (the checks
+ * below and the net's are quadratic). */
+static bool
+too_many(const wf_net *net)
+{
+    size_t rules = 0;
+    for (size_t i = 0; i < net->n_steps; i++)
+        rules += net->steps[i].n_next;
+    return net->n_steps > STEPS_MAX || rules > RULES_MAX;
+}
+
 /* The step list's own checks (see the file comment). */
 static void
 check_steps(wf_findings *f, const wf_net *net)
@@ -107,9 +122,10 @@ check_steps(wf_findings *f, const wf_net *net)
         err_at(f, "STEPS_EMPTY", "steps", "a STEPS definition needs at least one step");
         return;
     }
-    if (net->n_steps > WF_NET_MAX_NODES / 2) {
-        err_at(f, "TOO_MANY_ELEMENTS", "steps", "a STEPS definition holds at most %d steps",
-               WF_NET_MAX_NODES / 2);
+    if (too_many(net)) {
+        err_at(f, "TOO_MANY_ELEMENTS", "steps",
+               "a STEPS definition holds at most %d steps and %d next rules in all",
+               STEPS_MAX, RULES_MAX);
         return;
     }
     for (size_t i = 0; i < net->n_steps; i++) {
@@ -393,7 +409,7 @@ wf_steps_compile(const wf_net *in, wf_arena *a, wf_net **out, wf_validation_erro
     *out = NULL;
     check_steps(&f, in);
     bool own_errors = wf_net_has_errors(f.v, f.n);
-    bool shapeless = in->n_steps == 0 || in->n_steps > WF_NET_MAX_NODES / 2;
+    bool shapeless = in->n_steps == 0 || too_many(in);
     wf_net *net = NULL;
     if (!shapeless && !f.oom) {
         size_t ns = in->n_steps;

@@ -276,6 +276,41 @@ START_TEST(test_empty_list)
 }
 END_TEST
 
+START_TEST(test_limits)
+{
+    /* 499 awaits with timeouts, 2000 rules: the compiled net stays within
+     * the net's limits; one step more is refused. */
+    wf_net *in = list_new("big", 500);
+    for (int i = 0; i < 499; i++) {
+        wf_step *w = S(in, wf_arena_printf(A, "s%d", i));
+        w->has_await = true;
+        w->signal_name = "go";
+        w->timeout_ms = 1000;
+        w->on_timeout = "s0";
+        w->next = wf_arena_calloc(A, 5, sizeof *w->next);
+        for (int r = 0; r < (i < 3 ? 5 : 4); r++)
+            rule(w, ".x", "s0");
+    }
+    size_t rules = 0;
+    for (size_t i = 0; i < in->n_steps; i++)
+        rules += in->steps[i].n_next;
+    ck_assert_uint_eq(rules, 1999);
+    in->steps[3].next[in->steps[3].n_next++] = (wf_step_rule){".y", "s1"};
+    wf_net *net = compile_ok(in);
+    ck_assert_uint_le(net->n_transitions, WF_NET_MAX_NODES);
+    ck_assert_uint_le(net->n_arcs, WF_NET_MAX_ARCS);
+
+    job(in, "one-more", "t");
+    wf_net *out = NULL;
+    wf_validation_error *v = NULL;
+    size_t n = 0;
+    wf_error err;
+    ck_assert_int_eq(wf_steps_compile(in, A, &out, &v, &n, &err), WF_OK);
+    ck_assert_ptr_null(out);
+    ck_assert(has(v, n, "TOO_MANY_ELEMENTS", "steps"));
+}
+END_TEST
+
 /* ---- firing: first match and goto ------------------------------------------------- */
 
 static const char *
@@ -404,6 +439,7 @@ main(void)
     tcase_add_test(tc, test_await_without_on_timeout_fails);
     tcase_add_test(tc, test_validation_lists_every_error);
     tcase_add_test(tc, test_empty_list);
+    tcase_add_test(tc, test_limits);
     tcase_add_test(tc, test_first_matching_rule_wins);
     tcase_add_test(tc, test_goto_overrides_the_rules);
     tcase_add_test(tc, test_last_step_ends_the_case);
