@@ -236,7 +236,7 @@ run_command(char **argv, char **envp, const char *input, struct run_result *r)
 static const char *const job_vars[] = {
     "WF_JOB_KEY",          "WF_JOB_ID",           "WF_JOB_TYPE",         "WF_JOB_ATTEMPT",
     "WF_JOB_MAX_ATTEMPTS", "WF_INSTANCE_ID",      "WF_ROOT_INSTANCE_ID", "WF_TRANSITION_ID",
-    "WF_IDEMPOTENCY_KEY",  "WF_JOB_COMPENSATION",
+    "WF_IDEMPOTENCY_KEY",  "WF_JOB_COMPENSATION", "WF_NEXT_STEP_FILE",
 };
 #define NJOBVARS (sizeof job_vars / sizeof job_vars[0])
 
@@ -252,7 +252,7 @@ is_job_var(const char *entry)
 }
 
 static char **
-job_env(const Workflow__V1__Job *j, char **owned)
+job_env(const Workflow__V1__Job *j, const char *next_step_file, char **owned)
 {
     char attempt[16], max[16];
     snprintf(attempt, sizeof attempt, "%d", j->attempt);
@@ -266,7 +266,8 @@ job_env(const Workflow__V1__Job *j, char **owned)
                                     j->root_instance_id,
                                     j->transition_id,
                                     j->idempotency_key,
-                                    j->compensation ? "1" : "0"};
+                                    j->compensation ? "1" : "0",
+                                    next_step_file};
     size_t n = 0;
     while (environ[n] != NULL)
         n++;
@@ -348,13 +349,49 @@ report(const Workflow__V1__Job *j, const char *outcome, const char *error, int r
     fflush(stdout);
 }
 
+/* An empty file for COMMAND to write the step to go to (a worker's goto,
+ * CompleteJobRequest.next_step) into; its path in path, or "" when none
+ * could be made (WF_NEXT_STEP_FILE is then empty). */
+static void
+next_step_file(char *path, size_t n)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, n, "%s/wfctl-next-step-XXXXXX", dir != NULL && dir[0] != '\0' ? dir : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0)
+        path[0] = '\0';
+    else
+        close(fd);
+}
+
+/* The step COMMAND wrote into path (first line, trimmed; "" = none), into
+ * out[n]; the file is removed. */
+static void
+read_next_step(const char *path, char *out, size_t n)
+{
+    out[0] = '\0';
+    if (path[0] == '\0')
+        return;
+    FILE *f = fopen(path, "r");
+    if (f != NULL) {
+        if (fgets(out, (int)n, f) == NULL)
+            out[0] = '\0';
+        fclose(f);
+    }
+    unlink(path);
+    out[strcspn(out, "\r\n")] = '\0';
+    trim(out);
+}
+
 /* Runs one job and reports it. 0 done, 1 the report failed, -1 COMMAND
  * cannot be started (fatal for the worker). */
 static int
 handle_job(const Workflow__V1__Job *j, char **argv)
 {
     char *owned[NJOBVARS] = {0};
-    char **env = job_env(j, owned);
+    char next_path[4096], next_step[256];
+    next_step_file(next_path, sizeof next_path);
+    char **env = job_env(j, next_path, owned);
     struct run_result r;
     memset(&r, 0, sizeof r);
     int started = env != NULL
@@ -364,6 +401,7 @@ handle_job(const Workflow__V1__Job *j, char **argv)
     free(env);
     for (size_t i = 0; i < NJOBVARS; i++)
         free(owned[i]);
+    read_next_step(next_path, next_step, sizeof next_step);
     if (started != 0) {
         fprintf(stderr, "wfctl jobs: cannot run %s: %s (job %s left to its lease expiry)\n",
                 argv[0], strerror(e), j->id);
@@ -404,6 +442,7 @@ handle_job(const Workflow__V1__Job *j, char **argv)
         Workflow__V1__CompleteJobRequest req = WORKFLOW__V1__COMPLETE_JOB_REQUEST__INIT;
         req.job_key = j->key;
         req.variables_json = (char *)vars;
+        req.next_step = next_step;
         rc = wfctl_call("CompleteJob", &req.base, &workflow__v1__complete_job_response__descriptor,
                         &resp, 0, &st);
     } else {

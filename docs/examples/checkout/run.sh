@@ -11,14 +11,16 @@
 # Values are read from `wfctl --json` with jq when it is installed, else
 # with /usr/bin/python3.
 #
-# It deploys the definition, starts one `wfctl jobs` worker loop per job
+# It deploys the step list, starts one `wfctl jobs` worker loop per job
 # type (the scripts in workers/), then runs three orders:
 #   1. the carrier webhook arrives while the order waits for it: COMPLETED;
 #   2. the webhook arrives before the order exists (it is buffered), then
 #      shipping fails after its retries: refund, then release the stock,
 #      COMPENSATED;
 #   3. the card is declined on every attempt: the stock is released (there
-#      is nothing to refund), COMPENSATED.
+#      is nothing to refund), COMPENSATED;
+#   4. the order is collected in the shop: the charge worker answers "goto
+#      ship" (a worker's next_step), so it never waits for the carrier.
 # Prints every command and its output. Exits 0 when every outcome is the
 # expected one; otherwise prints "FAILED: ..." and exits 1 (2 when wfctl or
 # the server cannot be reached).
@@ -140,8 +142,8 @@ if ! "$WFCTL" --addr "$ADDR" health >/dev/null 2>&1; then
 fi
 # Order numbers unique to this run (Postgres keeps the orders of earlier runs).
 RUN=$(date +%s)-$$
-O1=A-$RUN-1 O2=A-$RUN-2 O3=A-$RUN-3
-echo "wfctl: $WFCTL; server: $ADDR; orders: $O1 $O2 $O3"
+O1=A-$RUN-1 O2=A-$RUN-2 O3=A-$RUN-3 O4=A-$RUN-4
+echo "wfctl: $WFCTL; server: $ADDR; orders: $O1 $O2 $O3 $O4"
 
 # ---------------------------------------------------------------------------
 step "1. Deploy the checkout step list (compiled into a net by the server)"
@@ -215,7 +217,17 @@ wf show "$ID3"
 expect "worker runs (nothing was charged: no refund)" "$(runs "$O3")" \
     "reserve-stock:ok charge:failed charge:failed charge:failed release-stock:ok"
 
-step "7. The workers' output"
+# ---------------------------------------------------------------------------
+step "7. Order $O4: collected in the shop, the charge worker skips the carrier (goto ship)"
+wf_quiet --json --actor shop-backend start checkout --aggregate "order:$O4" \
+    --vars "{\"order_id\": \"$O4\", \"amount\": 40, \"card\": \"ok\", \"label\": \"ok\", \"delivery\": \"pickup\"}"
+ID4=$(j .instance.id)
+echo "   instance $ID4"
+wait_until "$ID4" "order $O4 COMPLETED" .instance.status COMPLETED
+wf show "$ID4"
+expect "worker runs (no wait for the carrier)" "$(runs "$O4")" "reserve-stock:ok charge:ok ship:ok"
+
+step "8. The workers' output"
 stop_workers
 sed 's/^/   /' "$WORK/jobs.out"
 
