@@ -753,15 +753,26 @@ prepare_assign(struct wfctl_args *a)
 }
 
 /* Output-only fields of a Definition (as printed by `wfctl --json definition`)
- * are dropped, so that a printed definition deploys again unchanged. */
+ * are dropped, so that a printed definition deploys again unchanged: on a
+ * step list (kind STEPS with steps) also the compiled net. */
 static int
 prepare_deploy(struct wfctl_args *a)
 {
     json_t *d = json_object_get(a->req, "definition");
     static const char *const output_only[] = {"version", "created_at", "createdAt", "created_by",
                                               "createdBy"};
+    static const char *const compiled[] = {"places", "transitions", "arcs"};
     for (size_t i = 0; json_is_object(d) && i < sizeof output_only / sizeof output_only[0]; i++)
         json_object_del(d, output_only[i]);
+    json_t *k = json_object_get(d, "kind");
+    const char *kind = json_string_value(k);
+    int is_steps = (kind != NULL && (strcasecmp(kind, "STEPS") == 0 ||
+                                      strcasecmp(kind, "DEFINITION_KIND_STEPS") == 0)) ||
+                    (json_is_integer(k) &&
+                     json_integer_value(k) == WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_STEPS);
+    if (is_steps && json_array_size(json_object_get(d, "steps")) > 0)
+        for (size_t i = 0; i < sizeof compiled / sizeof compiled[0]; i++)
+            json_object_del(d, compiled[i]);
     return 0;
 }
 

@@ -295,8 +295,10 @@ wf_net_to_json(const wf_net *net, wf_arena *a, char **out, wf_error *err)
         put_str(&e, root, "key", net->key);
         put_str(&e, root, "name", net->name);
         put_str(&e, root, "description", net->description);
+        /* A step list has no termination rule (it ends after its last step). */
         wf_termination term = net->termination ? net->termination : WF_TERMINATION_EXPLICIT;
-        put_enum(&e, root, "termination", enum_name(NAMES(terminations), (int)term));
+        if (net->n_steps == 0 || net->termination != WF_TERMINATION_UNSET)
+            put_enum(&e, root, "termination", enum_name(NAMES(terminations), (int)term));
         put_int(&e, root, "valid_from", net->valid_from);
         put_int(&e, root, "valid_until", net->valid_until);
         for (size_t i = 0; i < net->n_places; i++) {

@@ -208,6 +208,7 @@ START_TEST(test_deploy_and_get_definition)
     ck_ok(st);
     const Workflow__V1__Definition *d = g->definition;
     ck_assert_int_eq(d->kind, STEPS_KIND);
+    ck_assert_int_eq(d->termination, WORKFLOW__V1__TERMINATION__TERMINATION_UNSPECIFIED);
     ck_assert_uint_eq(d->n_steps, 3);
     ck_assert_str_eq(d->steps[0]->id, "a");
     ck_assert_str_eq(d->steps[0]->name, "Do a");

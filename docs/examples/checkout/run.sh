@@ -149,6 +149,11 @@ echo "wfctl: $WFCTL; server: $ADDR; orders: $O1 $O2 $O3 $O4"
 step "1. Deploy the checkout step list (compiled into a net by the server)"
 wf --actor shop-backend deploy "$HERE/checkout.json"
 wf definition checkout
+echo "   (a printed definition deploys again unchanged: wfctl drops the compiled net)"
+wf_quiet --json definition checkout
+j .definition >"$WORK/printed.json"
+wf --actor shop-backend deploy "$WORK/printed.json"
+grep -q "unchanged" "$OUT" || fail "the printed definition did not deploy unchanged"
 
 step "2. Start one worker loop per job type (the scripts in workers/)"
 for type in reserve-stock charge ship refund release-stock; do
