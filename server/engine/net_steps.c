@@ -325,6 +325,31 @@ compile(comp *c, const wf_net *in)
     }
 }
 
+/* A message of the net's validation about a compiled transition, in the
+ * words of steps ("USER transition \"a\"" -> "user step \"a\""). */
+static const char *
+reword(wf_arena *a, const char *msg)
+{
+    static const struct {
+        const char *from, *to;
+    } words[] = {
+        {"USER transition ", "user step "},  {"AUTO transition ", "job step "},
+        {"MSG transition ", "await step "},  {"TIME transition ", "step "},
+        {"a delay or a due_expression", "a duration or a due_expression"},
+    };
+    const char *out = msg;
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        const char *at = strstr(out, words[i].from);
+        if (at == NULL)
+            continue;
+        const char *m = wf_arena_printf(a, "%.*s%s%s", (int)(at - out), out, words[i].to,
+                                        at + strlen(words[i].from));
+        if (m != NULL)
+            out = m;
+    }
+    return out;
+}
+
 /* The step path of a finding on the compiled net, or NULL to drop it
  * (a finding on the frame, which only a finding of the step list itself
  * can cause). */
@@ -351,6 +376,7 @@ remap(comp *c, const char *path, const char **msg)
         };
         if (strncmp(rest, ".retry", 6) == 0 || strcmp(rest, ".compensation_job_type") == 0)
             return wf_arena_printf(c->a, "steps[%d]%s", o->step, rest);
+        *msg = reword(c->a, *msg);
         if (strcmp(rest, ".delay") == 0)
             return wf_arena_printf(c->a, "steps[%d].%s.%s", o->step, o->sub,
                                    o->timeout ? "timeout" : "duration");
