@@ -325,7 +325,8 @@ failure_message(const struct run_result *r, const char *why, char *msg, size_t n
 }
 
 static void
-report(const Workflow__V1__Job *j, const char *outcome, const char *error, int reported)
+report(const Workflow__V1__Job *j, const char *outcome, const char *error, const char *next_step,
+       int reported)
 {
     if (g_wfctl.json) {
         json_t *o = json_object();
@@ -337,14 +338,18 @@ report(const Workflow__V1__Job *j, const char *outcome, const char *error, int r
         json_object_set_new(o, "outcome", json_string(outcome));
         if (error != NULL)
             json_object_set_new(o, "error_message", json_string_nocheck(error));
+        if (next_step != NULL && next_step[0] != '\0')
+            json_object_set_new(o, "next_step", json_string_nocheck(next_step));
         json_object_set_new(o, "reported", json_boolean(reported));
         json_print_line(stdout, o);
         json_decref(o);
     } else {
         int len = error != NULL ? (int)strcspn(error, "\n") : 0;
-        printf("job %s (%s, attempt %d/%d, instance %s): %s%s%.*s%s\n", j->id, j->job_type,
+        int goto_ = next_step != NULL && next_step[0] != '\0';
+        printf("job %s (%s, attempt %d/%d, instance %s): %s%s%.*s%s%s%s\n", j->id, j->job_type,
                j->attempt, j->max_attempts, j->instance_id, outcome, error ? ": " : "", len,
-               error ? error : "", reported ? "" : " (not reported)");
+               error ? error : "", goto_ ? ", next step " : "", goto_ ? next_step : "",
+               reported ? "" : " (not reported)");
     }
     fflush(stdout);
 }
@@ -456,7 +461,8 @@ handle_job(const Workflow__V1__Job *j, char **argv)
     }
     if (resp != NULL)
         protobuf_c_message_free_unpacked(resp, NULL);
-    report(j, vars != NULL ? "completed" : "failed", vars != NULL ? NULL : msg, rc == 0);
+    report(j, vars != NULL ? "completed" : "failed", vars != NULL ? NULL : msg,
+           vars != NULL ? next_step : NULL, rc == 0);
     free(r.out);
     if (rc != 0) {
         wfctl_fail(&st);
