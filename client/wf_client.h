@@ -46,6 +46,9 @@ typedef struct wf_client_status {
     char domain[64];      /* google.rpc.ErrorInfo.domain */
     int nviolations;      /* google.rpc.BadRequest field violations received */
     char violations[8][160]; /* the first few, as "field: description" */
+    char violation_reasons[8][64]; /* their FieldViolation.reason, "" when absent */
+    int nmetadata;                 /* ErrorInfo.metadata entries received */
+    char metadata[8][160];         /* the first few, as "key=value", in wire order */
 } wf_client_status;
 
 /* Per-call settings; NULL means the client's defaults. */

@@ -68,7 +68,7 @@ static wf_code
 invalid(const wf_net_ctx *ctx, const char *field, const char *msg, wf_error *err)
 {
     if (ctx->ref.violation != NULL)
-        ctx->ref.violation(ctx->ref.violation_arg, field, msg);
+        ctx->ref.violation(ctx->ref.violation_arg, field, NULL, msg);
     return wf_error_set(err, WF_E_INVALID_ARGUMENT, "%s %s", field, msg);
 }
 

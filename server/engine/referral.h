@@ -27,8 +27,11 @@
 #include "store.h"
 #include "uow.h"
 
-/* Receives one field violation (google.rpc.BadRequest) of a request. */
-typedef void (*wf_ref_violation_fn)(void *arg, const char *field, const char *description);
+/* Receives one field violation (google.rpc.BadRequest) of a request: field
+ * is the request path, reason a stable code (NULL = the reason of the
+ * error the call fails with). */
+typedef void (*wf_ref_violation_fn)(void *arg, const char *field, const char *reason,
+                                    const char *description);
 
 /* Who calls and with what. Borrowed for the duration of one engine call. */
 typedef struct wf_ref_ctx {

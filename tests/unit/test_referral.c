@@ -229,9 +229,10 @@ typedef struct vlist {
 } vlist;
 
 static void
-collect(void *arg, const char *field, const char *description)
+collect(void *arg, const char *field, const char *reason, const char *description)
 {
     vlist *v = arg;
+    (void)reason;
     (void)description;
     if (v->n < 16)
         snprintf(v->fields[v->n++], sizeof v->fields[0], "%s", field);
