@@ -348,7 +348,7 @@ typedef struct job_op {
 static wf_code
 lease_lost(const char *key, const char *why, wf_error *err)
 {
-    return wf_error_set(err, WF_E_JOB_LEASE_LOST, "job key \"%.64s\" %s", key, why);
+    return wf_error_set(err, WF_E_JOB_LEASE_LOST, "job key \"%.128s\" %s", key, why);
 }
 
 static wf_code
@@ -367,7 +367,7 @@ locate_job(job_op *op, wf_error *err)
         return op->instance_id != NULL ? WF_OK : wf_ref__nomem(err);
     }
     if (!wf_uuid_valid(key))
-        return wf_error_set(err, WF_E_JOB_NOT_FOUND, "no job has key \"%.64s\"", key);
+        return wf_error_set(err, WF_E_JOB_NOT_FOUND, "no job has key \"%.128s\"", key);
     /* A bare UUID, as keys were made before they named the instance. */
     wf_store_ctx sc = wf_nw_store_ctx(&op->ctx->ref);
     wf_job_row job;

@@ -827,12 +827,6 @@ START_TEST(test_group_task_of_a_net)
     ck_assert_str_eq(c->task->claimed_by, "olga");
     ck_assert_ptr_null(complete("pete", task->id, NULL, &st));
     ck_fails(st, GRPC_STATUS_PERMISSION_DENIED, "NOT_ASSIGNEE");
-    /* CompleteAndEnd is for referral trees. */
-    Workflow__V1__CompleteAndEndRequest ce = WORKFLOW__V1__COMPLETE_AND_END_REQUEST__INIT;
-    ce.task_id = task->id;
-    ck_assert_ptr_null(call(as("olga"), "CompleteAndEnd", &ce,
-                            &workflow__v1__complete_and_end_response__descriptor, &st));
-    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
     Workflow__V1__CompleteTaskRequest req = WORKFLOW__V1__COMPLETE_TASK_REQUEST__INIT;
     req.task_id = task->id;
     req.request_id = u("ct");
