@@ -1326,8 +1326,8 @@ end_body(wf_tx *tx, void *arg, wf_error *err)
 
 wf_code
 wf_net__complete_and_end(const wf_ref_ctx *ctx, const char *task_id, const char *instance_id,
-                         const char *root_id, const char *patch, wf_uow_idem *idem,
-                         wf_ref_end *out, wf_error *err)
+                         const char *root_id, const char *patch, wf_uow_idem *idem, wf_ref_end *out,
+                         wf_error *err)
 {
     task_op op = {ctx, task_id, instance_id, root_id, patch, NULL, out, NULL, 0};
     wf_store_ctx sc = wf_nw_store_ctx(ctx);

@@ -289,9 +289,10 @@ wf_referral_list_tasks(const wf_ref_ctx *ctx, const wf_ref_task_query *q, wf_tas
     for (size_t i = 0; i < q->n_states; i++)
         if (q->states[i] < WF_TASK_OPEN || q->states[i] > WF_TASK_CANCELLED)
             return wf_error_set(err, WF_E_INVALID_ARGUMENT, "states[%zu] is not a task status", i);
+    size_t n_pending = empty(q->group) ? 2 : 1; /* OPEN only for a group */
     wf_task_filter f = {
         .states = q->n_states > 0 ? q->states : pending,
-        .n_states = q->n_states > 0 ? q->n_states : empty(q->group) ? 2 : 1,
+        .n_states = q->n_states > 0 ? q->n_states : n_pending,
     };
     if (!empty(q->group)) {
         f.group = q->group;

@@ -141,8 +141,8 @@ wf_arena_pb_allocator(wf_arena *arena)
 }
 
 wf_code
-wf_call_add_violation(wf_call *call, const char *field, const char *reason,
-                      const char *description, wf_error *err)
+wf_call_add_violation(wf_call *call, const char *field, const char *reason, const char *description,
+                      wf_error *err)
 {
     size_t n = call->nviolations;
     wf_violation *v = wf_arena_alloc(call->arena, (n + 1) * sizeof *v);

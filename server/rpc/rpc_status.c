@@ -152,8 +152,8 @@ wf_rpc_status_details(wf_arena *arena, wf_code code, const char *message,
             fv[kept].field = cut(arena, violations[i].field, MAX_VIOLATION_TEXT);
             fv[kept].description = cut(arena, violations[i].description, MAX_VIOLATION_TEXT);
             /* A violation without a code of its own has the error's. */
-            fv[kept].reason = (char *)(violations[i].reason != NULL ? violations[i].reason
-                                                                    : info.reason);
+            fv[kept].reason =
+                (char *)(violations[i].reason != NULL ? violations[i].reason : info.reason);
             if (fv[kept].field == NULL || fv[kept].description == NULL)
                 return 0;
             size_t n = protobuf_c_message_get_packed_size(&fv[kept].base) + 4;

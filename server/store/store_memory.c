@@ -1034,10 +1034,10 @@ instance_match(mem_store *m, const void *row, const void *arg)
         return false;
     if (f->begun != WF_BEGUN_ANY) {
         const wf_definition_row *d = NULL;
-        bool begun = r->status != WF_INSTANCE_RUNNING ||
-                     (d = find_definition(m, q->tenant, r->definition_key,
-                                          r->definition_version)) == NULL ||
-                     d->kind != WF_DEF_AD_HOC || has_child(m, q->tenant, r->id);
+        bool begun =
+            r->status != WF_INSTANCE_RUNNING ||
+            (d = find_definition(m, q->tenant, r->definition_key, r->definition_version)) == NULL ||
+            d->kind != WF_DEF_AD_HOC || has_child(m, q->tenant, r->id);
         if (begun != (f->begun == WF_BEGUN_YES))
             return false;
     }

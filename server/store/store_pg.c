@@ -233,9 +233,10 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
              "parent_id IS NULL) AND ($8::int = 0 OR (status = 1 AND NOT coalesce((SELECT true "   \
              "FROM instances c WHERE c.tenant_id = i.tenant_id AND c.parent_id = i.id LIMIT 1), "  \
              "false) AND coalesce((SELECT d.kind = 1 FROM definitions d WHERE d.tenant_id = "      \
-             "i.tenant_id AND d.key = i.definition_key COLLATE \"C\" AND d.version = i.definition_version), "    \
-             "false)) = ($8 = 1))") " AND (created_at, id) > ($9::bigint, $10::text) ORDER BY "    \
-                                    "created_at, id LIMIT $11"
+             "i.tenant_id AND d.key = i.definition_key COLLATE \"C\" AND d.version = "             \
+             "i.definition_version), false)) = ($8 = 1))") " AND (created_at, id) > ($9::bigint, " \
+                                                           "$10::text) ORDER BY created_at, id "   \
+                                                           "LIMIT $11"
 #define SIGNALS_INSTANCE_OPT "($2::text IS NULL OR instance_id = $2 OR consumed_by_instance = $2)"
 #define SIGNALS_OPTS "(NOT $6::boolean OR buffered)"
 #define SIGNALS_AFTER "AND (received_at, id) > ($7::bigint, $8::text)"

@@ -283,8 +283,8 @@ START_TEST(test_error_details_name_the_ids)
     /* TASK_NOT_FOUND */
     Workflow__V1__GetTaskRequest gt = WORKFLOW__V1__GET_TASK_REQUEST__INIT;
     gt.task_id = "01930000-0000-7000-8000-00000000beef";
-    ck_assert_ptr_null(call(as("boss"), "GetTask", &gt, &workflow__v1__get_task_response__descriptor,
-                            &st));
+    ck_assert_ptr_null(
+        call(as("boss"), "GetTask", &gt, &workflow__v1__get_task_response__descriptor, &st));
     ck_fails(st, GRPC_STATUS_NOT_FOUND, "TASK_NOT_FOUND");
     ck_metadata(&st, (const char *[]){"taskId=01930000-0000-7000-8000-00000000beef"}, 1);
     /* INSTANCE_NOT_FOUND */
@@ -317,7 +317,8 @@ START_TEST(test_error_details_name_the_ids)
     Workflow__V1__Job *j = activate(type, 1, 0, 0)->jobs[0];
     ck_assert_int_eq(complete_job_c(as(NULL), j->key, NULL, &st), 0);
     complete_job_c(as(NULL), j->key, NULL, &st);
-    ck_assert_msg(strcmp(st.reason, "JOB_LEASE_LOST") == 0 || strcmp(st.reason, "JOB_NOT_FOUND") == 0,
+    ck_assert_msg(strcmp(st.reason, "JOB_LEASE_LOST") == 0 ||
+                      strcmp(st.reason, "JOB_NOT_FOUND") == 0,
                   "reason %s", st.reason);
     snprintf(md, sizeof md, "jobKey=%s", j->key);
     ck_metadata(&st, (const char *[]){md}, 1);
@@ -400,8 +401,9 @@ START_TEST(test_complete_and_end_of_a_net_task_ends_the_whole_case)
     ck_assert_ptr_null(call(as("mallory"), "CompleteAndEnd", &ce,
                             &workflow__v1__complete_and_end_response__descriptor, &st));
     ck_fails(st, GRPC_STATUS_PERMISSION_DENIED, "NOT_ASSIGNEE");
-    Workflow__V1__CompleteAndEndResponse *r = call(
-        as("ann"), "CompleteAndEnd", &ce, &workflow__v1__complete_and_end_response__descriptor, &st);
+    Workflow__V1__CompleteAndEndResponse *r =
+        call(as("ann"), "CompleteAndEnd", &ce, &workflow__v1__complete_and_end_response__descriptor,
+             &st);
     ck_ok(st);
     ck_assert_int_eq(r->task->status, TS_DONE);
     ck_assert_str_eq(r->task->completed_by, "ann");
@@ -422,7 +424,8 @@ START_TEST(test_complete_and_end_of_a_net_task_ends_the_whole_case)
     /* The job is gone: nothing to activate, the held key is stale. */
     ck_assert_uint_eq(activate(type, 5, 0, 0)->n_jobs, 0);
     complete_job_c(as(NULL), j->key, NULL, &st);
-    ck_assert_msg(strcmp(st.reason, "JOB_LEASE_LOST") == 0 || strcmp(st.reason, "JOB_NOT_FOUND") == 0,
+    ck_assert_msg(strcmp(st.reason, "JOB_LEASE_LOST") == 0 ||
+                      strcmp(st.reason, "JOB_NOT_FOUND") == 0,
                   "reason %s", st.reason);
     /* The timer is gone: it never fires. */
     ck_assert(!fire_timer(in->id, timer_id));
@@ -486,8 +489,9 @@ START_TEST(test_complete_and_end_cancels_the_other_tasks_and_referrals)
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
     Workflow__V1__CompleteAndEndRequest ce = WORKFLOW__V1__COMPLETE_AND_END_REQUEST__INIT;
     ce.task_id = task_of(g, "left", TS_OPEN)->id;
-    Workflow__V1__CompleteAndEndResponse *r = call(
-        as("ann"), "CompleteAndEnd", &ce, &workflow__v1__complete_and_end_response__descriptor, &st);
+    Workflow__V1__CompleteAndEndResponse *r =
+        call(as("ann"), "CompleteAndEnd", &ce, &workflow__v1__complete_and_end_response__descriptor,
+             &st);
     ck_ok(st);
     ck_assert_uint_eq(r->n_cancelled_tasks, 2);
     ck_assert_int_eq(r->root_instance->status, I_COMPLETED);

@@ -186,7 +186,8 @@ START_TEST(test_deploy_reports_every_error_at_once)
     ck_assert_ptr_null(deploy_d(dev, &d, false, &st));
     ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "DEFINITION_INVALID");
     ck_assert_int_eq(st.nviolations, 1);
-    ck_assert_str_eq(st.violations[0], "definition.kind: definition kind is required (AD_HOC or NET)");
+    ck_assert_str_eq(st.violations[0],
+                     "definition.kind: definition kind is required (AD_HOC or NET)");
     ck_assert_str_eq(st.violation_reasons[0], "REQUIRED");
     n->d.kind = WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_AD_HOC;
     ck_assert_ptr_null(deploy_d(dev, &n->d, false, &st));

@@ -734,9 +734,8 @@ START_TEST(test_list_instances_filters)
     int32_t v = 0;
     const char *keys[] = {"def", "net"};
     for (int i = 0; i < 2; i++) {
-        wf_definition_row d = {.key = S(keys[i]),
-                               .kind = i == 0 ? WF_DEF_AD_HOC : WF_DEF_NET,
-                               .created_at = T0};
+        wf_definition_row d = {
+            .key = S(keys[i]), .kind = i == 0 ? WF_DEF_AD_HOC : WF_DEF_NET, .created_at = T0};
         ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &derr), WF_OK);
         ck_assert_int_eq(wf_tx_put_definition(tx, &d, &v, &derr), WF_OK);
         ck_assert_int_eq(wf_tx_commit(tx, &derr), WF_OK);
