@@ -203,7 +203,7 @@ wf_code wf_referral_list_instances(const wf_ref_ctx *ctx, const wf_ref_instance_
 typedef struct wf_ref_task_query {
     const char *user;             /* NULL/"" = the actor unless group is set */
     const char *group;            /* NULL/"" = none */
-    const wf_task_status *states; /* empty = OPEN and CLAIMED */
+    const wf_task_status *states; /* empty = OPEN and CLAIMED (a group: OPEN) */
     size_t n_states;
     int32_t page_size;
     const char *cursor;
