@@ -147,6 +147,10 @@ decode_details(const grpc_metadata_array *trailers, wf_client_status *st)
                 if (info != NULL) {
                     snprintf(st->reason, sizeof st->reason, "%s", info->reason);
                     snprintf(st->domain, sizeof st->domain, "%s", info->domain);
+                    st->nmetadata = (int)info->n_metadata;
+                    for (size_t k = 0; k < info->n_metadata && k < 8; k++)
+                        snprintf(st->metadata[k], sizeof st->metadata[k], "%s=%s",
+                                 info->metadata[k]->key, info->metadata[k]->value);
                     google__rpc__error_info__free_unpacked(info, NULL);
                 }
             } else if (strcmp(any->type_url, "type.googleapis.com/google.rpc.BadRequest") == 0) {
@@ -154,10 +158,13 @@ decode_details(const grpc_metadata_array *trailers, wf_client_status *st)
                     google__rpc__bad_request__unpack(NULL, any->value.len, any->value.data);
                 if (br != NULL) {
                     st->nviolations = (int)br->n_field_violations;
-                    for (size_t k = 0; k < br->n_field_violations && k < 8; k++)
+                    for (size_t k = 0; k < br->n_field_violations && k < 8; k++) {
                         snprintf(st->violations[k], sizeof st->violations[k], "%s: %s",
                                  br->field_violations[k]->field,
                                  br->field_violations[k]->description);
+                        snprintf(st->violation_reasons[k], sizeof st->violation_reasons[k], "%s",
+                                 br->field_violations[k]->reason);
+                    }
                     google__rpc__bad_request__free_unpacked(br, NULL);
                 }
             }

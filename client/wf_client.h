@@ -40,12 +40,15 @@ typedef struct wf_client_md {
 
 /* The outcome of a call. */
 typedef struct wf_client_status {
-    int code;             /* grpc_status_code; 0 = OK */
-    char message[512];    /* grpc-message */
-    char reason[64];      /* google.rpc.ErrorInfo.reason, "" when absent */
-    char domain[64];      /* google.rpc.ErrorInfo.domain */
-    int nviolations;      /* google.rpc.BadRequest field violations received */
-    char violations[8][160]; /* the first few, as "field: description" */
+    int code;                      /* grpc_status_code; 0 = OK */
+    char message[512];             /* grpc-message */
+    char reason[64];               /* google.rpc.ErrorInfo.reason, "" when absent */
+    char domain[64];               /* google.rpc.ErrorInfo.domain */
+    int nviolations;               /* google.rpc.BadRequest field violations received */
+    char violations[8][160];       /* the first few, as "field: description" */
+    char violation_reasons[8][64]; /* their FieldViolation.reason, "" when absent */
+    int nmetadata;                 /* ErrorInfo.metadata entries received */
+    char metadata[8][160];         /* the first few, as "key=value", in wire order */
 } wf_client_status;
 
 /* Per-call settings; NULL means the client's defaults. */

@@ -53,8 +53,14 @@ wfctl_fail(const wf_client_status *st)
         fprintf(stderr, " (%s)", st->reason);
     fprintf(stderr, ": %s\n", st->message);
     int shown = st->nviolations < 8 ? st->nviolations : 8;
-    for (int i = 0; i < shown; i++)
-        fprintf(stderr, "  %s\n", st->violations[i]);
+    for (int i = 0; i < shown; i++) {
+        /* A violation's own code (a validation code) when it has one. */
+        const char *r = st->violation_reasons[i];
+        if (r[0] != '\0' && strcmp(r, st->reason) != 0)
+            fprintf(stderr, "  %s (%s)\n", st->violations[i], r);
+        else
+            fprintf(stderr, "  %s\n", st->violations[i]);
+    }
     if (st->nviolations > shown)
         fprintf(stderr, "  ... and %d more\n", st->nviolations - shown);
     return WFCTL_FAILED;

@@ -4,7 +4,9 @@
 #include "wf_error.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 /* Indexed by wf_code; a designated initializer per entry keeps the table in
  * step with the enum (a missing entry is NULL and caught by the unit test). */
@@ -79,4 +81,61 @@ int
 wf_code_is_retryable(wf_code code)
 {
     return code == WF_E_STORE_UNAVAILABLE || code == WF_E_CONFLICT;
+}
+
+/* Kinds of objects a message names, longest first where one ends another
+ * ("job key" before "key", "work item" before "item"). */
+static const struct {
+    const char *kind;
+    const char *key;
+} id_kinds[] = {
+    {"job with key", "jobKey"},
+    {"job has key", "jobKey"},
+    {"job key", "jobKey"},
+    {"work item", "workItemId"},
+    {"request id", "requestId"},
+    {"task", "taskId"},
+    {"instance", "instanceId"},
+    {"definition", "definitionKey"},
+    {"job", "jobId"},
+    {"transition", "transitionId"},
+    {"place", "placeId"},
+    {"group", "groupId"},
+    {"user", "userId"},
+};
+
+/* The key of the kind that ends msg[0..end) as a whole word, or NULL. */
+static const char *
+kind_before(const char *msg, size_t end)
+{
+    for (size_t k = 0; k < sizeof id_kinds / sizeof id_kinds[0]; k++) {
+        size_t n = strlen(id_kinds[k].kind);
+        if (n > end || memcmp(msg + end - n, id_kinds[k].kind, n) != 0)
+            continue;
+        if (end == n || msg[end - n - 1] == ' ' || msg[end - n - 1] == '(')
+            return id_kinds[k].key;
+    }
+    return NULL;
+}
+
+size_t
+wf_error_ids(const char *msg, wf_error_id *out, size_t max)
+{
+    size_t n = 0;
+    if (msg == NULL)
+        return 0;
+    for (const char *q = strchr(msg, '"'); q != NULL && n < max;) {
+        const char *close = strchr(q + 1, '"');
+        if (close == NULL)
+            break;
+        /* An opening quote follows "<kind> ". */
+        const char *key = q > msg && q[-1] == ' ' ? kind_before(msg, (size_t)(q - msg) - 1) : NULL;
+        bool seen = false;
+        for (size_t i = 0; i < n && key != NULL; i++)
+            seen |= strcmp(out[i].key, key) == 0;
+        if (key != NULL && !seen && close > q + 1)
+            out[n++] = (wf_error_id){key, q + 1, (size_t)(close - q - 1)};
+        q = strchr(close + 1, '"');
+    }
+    return n;
 }

@@ -102,4 +102,23 @@ const char *wf_code_reason(wf_code code);
 /* True for codes a client may retry unchanged (UNAVAILABLE, ABORTED). */
 int wf_code_is_retryable(wf_code code);
 
+/* One id an error message names: key is a lowerCamelCase name (static
+ * storage), value points into the message, len bytes long. */
+typedef struct wf_error_id {
+    const char *key;
+    const char *value;
+    size_t len;
+} wf_error_id;
+
+/* The ids msg names, in order, at most max of them, each key once (the
+ * first occurrence wins); returns how many were stored in out. Messages
+ * name an object by its kind and its quoted id, as in
+ * `task "t-1" is not open`; the kinds known here are task (taskId),
+ * instance (instanceId), definition (definitionKey), job key / job has key
+ * / job with key (jobKey), job (jobId), transition (transitionId), place
+ * (placeId), work item (workItemId), group (groupId), user (userId) and
+ * request id (requestId). The rpc layer sends them in ErrorInfo.metadata,
+ * so a new error message that follows this style gets its ids there. */
+size_t wf_error_ids(const char *msg, wf_error_id *out, size_t max);
+
 #endif /* WF_ERROR_H */

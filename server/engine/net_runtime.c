@@ -663,6 +663,35 @@ apply_withdrawn(net_work *w, const char *item_id, wf_error *err)
     return rc;
 }
 
+wf_code
+wf_nw_abandon(net_work *w, const char *keep, bool whole_tree, wf_error *err)
+{
+    const char *id = w->rw.insts[w->inst].id;
+    wf_code rc = WF_OK;
+    for (size_t i = 0; rc == WF_OK && i < w->items.n; i++) {
+        const wf_work_item_row *it = ITEM(w, i);
+        if ((w->items.flags[i] & NW_GONE) || !same(it->instance_id, id) ||
+            it->state != WF_WORK_ITEM_ENABLED)
+            continue;
+        if (same(it->id, keep))
+            wf_nw_gone(&w->items, i);
+        else
+            rc = apply_withdrawn(w, it->id, err);
+    }
+    for (size_t i = 0; i < w->jobs.n; i++)
+        if (whole_tree || same(JOB(w, i)->instance_id, id))
+            wf_nw_gone(&w->jobs, i);
+    for (size_t i = 0; i < w->timers.n; i++)
+        if (whole_tree || same(TIMER(w, i)->instance_id, id))
+            wf_nw_gone(&w->timers, i);
+    for (size_t i = 0; i < w->subs.n; i++)
+        if (whole_tree || same(SUB(w, i)->instance_id, id))
+            wf_nw_gone(&w->subs, i);
+    for (size_t i = 0; i < w->toks.n; i++)
+        wf_nw_gone(&w->toks, i);
+    return rc;
+}
+
 static wf_code
 add_task(net_work *w, const wf_work_item_row *it, const wf_transition *t, wf_assignee_kind kind,
          const char *assignee, wf_error *err)
@@ -1137,7 +1166,8 @@ typedef struct task_op {
     const char *instance_id;
     const char *root_id; /* of the task */
     const char *patch;
-    wf_ref_completion *out;
+    wf_ref_completion *out; /* CompleteTask */
+    wf_ref_end *end;        /* CompleteAndEnd */
     const char **wake;
     size_t n_wake;
 } task_op;
@@ -1160,55 +1190,53 @@ count_item_tasks(const ref_work *rw, const char *item_id, wf_ref_counts *c)
     c->all_completed = c->total > 0 && c->open == 0 && c->claimed == 0;
 }
 
+/* Opens the tree of op's task and checks that the actor may complete it
+ * now: *t is the task, *item its live work item, *tr its transition. */
 static wf_code
-task_body(wf_tx *tx, void *arg, wf_error *err)
+open_task(net_work *w, wf_tx *tx, const task_op *op, size_t *t, const char **item,
+          const wf_transition **tr, wf_error *err)
 {
-    task_op *op = arg;
     const wf_ref_ctx *ctx = op->ctx;
-    net_work w;
-    op->n_wake = 0;
-    wf_code rc = wf_nw_open(&w, ctx, tx, op->instance_id, op->root_id, err);
+    wf_code rc = wf_nw_open(w, ctx, tx, op->instance_id, op->root_id, err);
     if (rc != WF_OK)
         return rc;
-    size_t t = wf_ref__find_task(&w.rw, op->task_id);
-    if (t == WF_REF_NONE)
+    *t = wf_ref__find_task(&w->rw, op->task_id);
+    if (*t == WF_REF_NONE)
         return wf_error_set(err, WF_E_TASK_NOT_FOUND, "task \"%s\" does not exist", op->task_id);
-    const wf_task_row *task = &w.rw.tasks[t];
+    const wf_task_row *task = &w->rw.tasks[*t];
     bool member =
         task->assignee_kind == WF_ASSIGNEE_GROUP &&
         wf_referral_actor_in_group(ctx->dir, ctx->actor, ctx->actor_groups, task->assignee_id);
     rc = wf_referral_check_task_op(task, WF_TASK_OP_COMPLETE, ctx->actor, member, err);
     if (rc != WF_OK)
         return rc;
-    if (w.rw.insts[w.inst].status != WF_INSTANCE_RUNNING)
+    if (w->rw.insts[w->inst].status != WF_INSTANCE_RUNNING)
         return wf_error_set(err, WF_E_INSTANCE_NOT_RUNNING, "instance \"%s\" is not running",
-                            w.rw.insts[w.inst].id);
-    size_t ii = wf_nw_find(&w, &w.items, sizeof(wf_work_item_row), task->work_item_id);
-    if (w.net == NULL || ii == WF_REF_NONE || ITEM(&w, ii)->state != WF_WORK_ITEM_ENABLED)
+                            w->rw.insts[w->inst].id);
+    size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), task->work_item_id);
+    if (w->net == NULL || ii == WF_REF_NONE || ITEM(w, ii)->state != WF_WORK_ITEM_ENABLED)
         return wf_error_set(err, WF_E_TASK_NOT_OPEN, "task \"%s\" is no longer enabled", task->id);
-    const char *item_id = ITEM(&w, ii)->id;
-    const wf_transition *tr = transition_of(&w, ITEM(&w, ii)->transition_id);
-    if (tr == NULL)
+    *item = ITEM(w, ii)->id;
+    *tr = transition_of(w, ITEM(w, ii)->transition_id);
+    if (*tr == NULL)
         return wf_error_set(err, WF_E_INTERNAL, "transition \"%s\" is not in the net",
-                            ITEM(&w, ii)->transition_id);
+                            ITEM(w, ii)->transition_id);
+    return WF_OK;
+}
 
+static wf_code
+task_body(wf_tx *tx, void *arg, wf_error *err)
+{
+    task_op *op = arg;
+    net_work w;
+    size_t t;
+    const char *item_id;
+    const wf_transition *tr;
+    op->n_wake = 0;
+    wf_code rc = open_task(&w, tx, op, &t, &item_id, &tr, err);
     /* The task is done; its output joins the instance's variables. */
-    wf_instance_row *in = &w.rw.insts[w.inst];
-    const char *vars;
-    rc = wf_engine_json_merge(w.rw.arena, in->variables_json, op->patch, &vars, err);
-    if (rc != WF_OK)
-        return rc;
-    in->variables_json = (char *)vars;
-    wf_ref__touch_instance(&w.rw, w.inst);
-    wf_task_row *tk = &w.rw.tasks[t];
-    tk->status = WF_TASK_DONE;
-    tk->completed_by = wf_ref__strdup(&w.rw, ctx->actor);
-    tk->ended_at = w.rw.now;
-    wf_ref__touch_task(&w.rw, t);
-    rc = wf_nw_event(&w, "TASK_COMPLETED",
-                     json_pack("{s:s,s:s,s:s}", "taskId", tk->id, "completedBy", tk->completed_by,
-                               "transitionId", tr->id),
-                     err);
+    if (rc == WF_OK)
+        rc = wf_ref__complete_task(&w.rw, t, w.inst, op->patch, err);
     if (rc != WF_OK)
         return rc;
 
@@ -1238,9 +1266,60 @@ wf_net__complete_task(const wf_ref_ctx *ctx, const char *task_id, const char *in
                       const char *root_id, const char *patch, wf_uow_idem *idem,
                       wf_ref_completion *out, wf_error *err)
 {
-    task_op op = {ctx, task_id, instance_id, root_id, patch, out, NULL, 0};
+    task_op op = {ctx, task_id, instance_id, root_id, patch, out, NULL, NULL, 0};
     wf_store_ctx sc = wf_nw_store_ctx(ctx);
     return wf_uow_run(ctx->store, &sc, idem, task_body, &op, out, err);
+}
+
+/* CompleteAndEnd of a net task: the task is done (its transition does not
+ * fire), the rest of the tree's work is withdrawn and every instance of
+ * the tree completes. */
+static wf_code
+end_body(wf_tx *tx, void *arg, wf_error *err)
+{
+    task_op *op = arg;
+    net_work w;
+    size_t t;
+    const char *item_id;
+    const wf_transition *tr;
+    op->end->n_cancelled = 0;
+    wf_code rc = open_task(&w, tx, op, &t, &item_id, &tr, err);
+    if (rc != WF_OK)
+        return rc;
+    size_t root = wf_ref__find_instance(&w.rw, w.rw.insts[w.inst].root_id);
+    if (root == WF_REF_NONE || w.rw.insts[root].status != WF_INSTANCE_RUNNING)
+        return wf_error_set(err, WF_E_INSTANCE_NOT_RUNNING, "instance \"%s\" is not running",
+                            w.rw.insts[w.inst].root_id);
+    rc = wf_ref__complete_task(&w.rw, t, w.inst, op->patch, err);
+    /* Tasks first, so that the response lists every one cancelled; then
+     * the work items (WORKITEM_WITHDRAWN), jobs, timers and subscriptions
+     * of the whole tree, and the instances. */
+    if (rc == WF_OK)
+        rc = wf_ref__cancel_pending_except(&w.rw, t, op->end, err);
+    if (rc == WF_OK)
+        rc = wf_nw_abandon(&w, item_id, true, err);
+    if (rc == WF_OK)
+        rc = wf_ref__complete_tree(&w.rw, root, err);
+    /* Signals buffered for the ended instance can never be delivered. */
+    if (rc == WF_OK)
+        rc = wf_sig__discard_buffered(&w, err);
+    if (rc == WF_OK)
+        rc = wf_nw_write(&w, err);
+    if (rc == WF_OK) {
+        op->end->root = w.rw.insts[root];
+        op->end->task = w.rw.tasks[t];
+    }
+    return rc;
+}
+
+wf_code
+wf_net__complete_and_end(const wf_ref_ctx *ctx, const char *task_id, const char *instance_id,
+                         const char *root_id, const char *patch, wf_uow_idem *idem, wf_ref_end *out,
+                         wf_error *err)
+{
+    task_op op = {ctx, task_id, instance_id, root_id, patch, NULL, out, NULL, 0};
+    wf_store_ctx sc = wf_nw_store_ctx(ctx);
+    return wf_uow_run(ctx->store, &sc, idem, end_body, &op, out, err);
 }
 
 /* ---- timers --------------------------------------------------------------------------------- */

@@ -49,7 +49,7 @@ static wf_code
 invalid(const wf_net_ctx *ctx, const char *field, const char *msg, wf_error *err)
 {
     if (ctx->ref.violation != NULL)
-        ctx->ref.violation(ctx->ref.violation_arg, field, msg);
+        ctx->ref.violation(ctx->ref.violation_arg, field, NULL, msg);
     return wf_error_set(err, WF_E_INVALID_ARGUMENT, "%s %s", field, msg);
 }
 
@@ -270,9 +270,12 @@ wf_net_deploy(const wf_net_ctx *ctx, const wf_net_deploy_in *in, wf_uow_idem *id
             if (first == NULL)
                 first = &all[i];
             if (ctx->ref.violation != NULL) {
-                char *d = wf_arena_printf(ctx->ref.arena, "%s: %s", all[i].code, all[i].message);
-                ctx->ref.violation(ctx->ref.violation_arg, all[i].path,
-                                   d != NULL ? d : all[i].code);
+                /* The request path: the element's path inside the
+                 * request's `definition` field. */
+                char *f = wf_arena_printf(ctx->ref.arena, "definition%s%s",
+                                          all[i].path[0] ? "." : "", all[i].path);
+                ctx->ref.violation(ctx->ref.violation_arg, f != NULL ? f : "definition",
+                                   all[i].code, all[i].message);
             }
         }
         out->errors = all;

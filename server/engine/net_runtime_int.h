@@ -94,6 +94,14 @@ wf_code wf_nw_fire_goto(net_work *w, const char *work_item_id, const char *patch
  * now, TIMER_SCHEDULED. */
 wf_code wf_nw_rearm_timer(net_work *w, size_t ii, wf_error *err);
 
+/* Abandons the work of the net instance: every other ENABLED work item is
+ * withdrawn (WORKITEM_WITHDRAWN, its OPEN and CLAIMED tasks CANCELLED),
+ * item keep (NULL = none) is removed without an event, the tokens are
+ * removed, and the jobs, timers and subscriptions of the net instance
+ * (whole_tree: of every instance of the aggregate) are deleted. Used when
+ * compensation begins and by CompleteAndEnd. */
+wf_code wf_nw_abandon(net_work *w, const char *keep, bool whole_tree, wf_error *err);
+
 /* Marks the net instance FAILED with last_error (INSTANCE_FAILED). */
 wf_code wf_nw_fail_instance(net_work *w, const char *message, wf_error *err);
 
@@ -173,5 +181,15 @@ wf_code wf_net__start(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row 
 wf_code wf_net__complete_task(const wf_ref_ctx *ctx, const char *task_id, const char *instance_id,
                               const char *root_id, const char *patch, wf_uow_idem *idem,
                               wf_ref_completion *out, wf_error *err);
+
+/* CompleteAndEnd of a task of a USER transition (located as for
+ * wf_net__complete_task): the task is DONE with its output merged, every
+ * other pending task of the tree CANCELLED, every other work item of the
+ * net instance withdrawn (WORKITEM_WITHDRAWN), the jobs, timers and
+ * subscriptions of the tree deleted, its buffered signals discarded, and
+ * the root and all its running descendants COMPLETED. One unit of work. */
+wf_code wf_net__complete_and_end(const wf_ref_ctx *ctx, const char *task_id,
+                                 const char *instance_id, const char *root_id, const char *patch,
+                                 wf_uow_idem *idem, wf_ref_end *out, wf_error *err);
 
 #endif /* WF_NET_RUNTIME_INT_H */

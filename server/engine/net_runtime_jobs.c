@@ -68,7 +68,7 @@ static wf_code
 invalid(const wf_net_ctx *ctx, const char *field, const char *msg, wf_error *err)
 {
     if (ctx->ref.violation != NULL)
-        ctx->ref.violation(ctx->ref.violation_arg, field, msg);
+        ctx->ref.violation(ctx->ref.violation_arg, field, NULL, msg);
     return wf_error_set(err, WF_E_INVALID_ARGUMENT, "%s %s", field, msg);
 }
 
@@ -349,7 +349,7 @@ typedef struct job_op {
 static wf_code
 lease_lost(const char *key, const char *why, wf_error *err)
 {
-    return wf_error_set(err, WF_E_JOB_LEASE_LOST, "job key \"%.64s\" %s", key, why);
+    return wf_error_set(err, WF_E_JOB_LEASE_LOST, "job key \"%.128s\" %s", key, why);
 }
 
 static wf_code
@@ -368,7 +368,7 @@ locate_job(job_op *op, wf_error *err)
         return op->instance_id != NULL ? WF_OK : wf_ref__nomem(err);
     }
     if (!wf_uuid_valid(key))
-        return wf_error_set(err, WF_E_JOB_NOT_FOUND, "no job has key \"%.64s\"", key);
+        return wf_error_set(err, WF_E_JOB_NOT_FOUND, "no job has key \"%.128s\"", key);
     /* A bare UUID, as keys were made before they named the instance. */
     wf_store_ctx sc = wf_nw_store_ctx(&op->ctx->ref);
     wf_job_row job;

@@ -235,36 +235,8 @@ wf_nw_saga_begin(net_work *w, const char *cause, bool *started, wf_error *err)
     if (n == 0)
         return WF_OK;
     *started = true;
-    const char *id = inst_id(w);
-    wf_code rc = WF_OK;
     /* The forward work is abandoned. */
-    for (size_t i = 0; rc == WF_OK && i < w->items.n; i++) {
-        wf_work_item_row *it = ITEM(w, i);
-        if ((w->items.flags[i] & NW_GONE) || !same(it->instance_id, id) ||
-            it->state != WF_WORK_ITEM_ENABLED)
-            continue;
-        rc = wf_nw_event(
-            w, "WORKITEM_WITHDRAWN",
-            json_pack("{s:s,s:s}", "transitionId", it->transition_id, "workItemId", it->id), err);
-        for (size_t k = 0; rc == WF_OK && k < w->rw.n_tasks; k++) {
-            const wf_task_row *t = &w->rw.tasks[k];
-            if (same(t->work_item_id, it->id) &&
-                (t->status == WF_TASK_OPEN || t->status == WF_TASK_CLAIMED))
-                rc = wf_ref__cancel_task(&w->rw, k, err);
-        }
-        wf_nw_gone(&w->items, i);
-    }
-    for (size_t i = 0; i < w->jobs.n; i++)
-        if (same(JOB(w, i)->instance_id, id))
-            wf_nw_gone(&w->jobs, i);
-    for (size_t i = 0; i < w->timers.n; i++)
-        if (same(NW_ROW(w, timers, wf_timer_row, i)->instance_id, id))
-            wf_nw_gone(&w->timers, i);
-    for (size_t i = 0; i < w->subs.n; i++)
-        if (same(NW_ROW(w, subs, wf_subscription_row, i)->instance_id, id))
-            wf_nw_gone(&w->subs, i);
-    for (size_t i = 0; i < w->toks.n; i++)
-        wf_nw_gone(&w->toks, i);
+    wf_code rc = wf_nw_abandon(w, NULL, false, err);
     if (rc != WF_OK)
         return rc;
     /* The steps in compensation order, for the event. */

@@ -4,8 +4,8 @@
  *
  * Codes (stable; the first group is listed on ValidationError.code in
  * workflow.proto):
- *   START_PLACE_COUNT, END_PLACE_COUNT, START_PLACE_HAS_INPUT,
- *   END_PLACE_HAS_OUTPUT, TRANSITION_WITHOUT_INPUT, TRANSITION_WITHOUT_OUTPUT,
+ *   START_PLACE_COUNT, END_PLACE_COUNT, END_PLACE_HAS_OUTPUT,
+ *   TRANSITION_WITHOUT_INPUT, TRANSITION_WITHOUT_OUTPUT,
  *   ARC_INVALID_ENDPOINTS, UNKNOWN_REFERENCE, DUPLICATE_ID, NOT_ON_PATH,
  *   GUARD_INVALID, GUARD_ON_INPUT_ARC, EXPRESSION_INVALID,
  *   TRIGGER_FIELD_MISSING, TRIGGER_FIELD_CONFLICT, REQUIRED, INVALID_VALUE,
@@ -237,14 +237,10 @@ check_arcs(vctx *c)
             if (p->kind == WF_PLACE_END)
                 ERR(c, "END_PLACE_HAS_OUTPUT", path, "arc %zu leaves end place \"%s\"", i, p->id);
         }
-        if (sk == 't' && tk == 'p') {
-            const wf_place *p = &net->places[wf_net_place_index(net, ar->target)];
-            if (p->kind == WF_PLACE_START)
-                ERR(c, "START_PLACE_HAS_INPUT", path, "arc %zu enters start place \"%s\"", i,
-                    p->id);
-        }
-        /* Out of a first_match transition (a compiled step), two arcs to
-         * one place are two ordered rules, not a repeat. */
+        /* An arc from a transition into START is allowed: it restarts the
+         * case (Radicore's restart arc). Only END has no way out. Out of a
+         * first_match transition (a compiled step), two arcs to one place
+         * are two ordered rules, not a repeat. */
         int st = sk == 't' ? wf_net_transition_index(net, ar->source) : -1;
         bool ordered = st >= 0 && net->transitions[st].first_match;
         for (size_t j = 0; j < i && !ordered; j++)

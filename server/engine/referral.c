@@ -234,7 +234,7 @@ static wf_code
 invalid(const wf_ref_ctx *ctx, const char *field, const char *msg, wf_error *err)
 {
     if (ctx->violation != NULL)
-        ctx->violation(ctx->violation_arg, field, msg);
+        ctx->violation(ctx->violation_arg, field, NULL, msg);
     return wf_error_set(err, WF_E_INVALID_ARGUMENT, "%s %s", field, msg);
 }
 
@@ -579,13 +579,7 @@ open_task(task_op *op, wf_tx *tx, ref_work *w, size_t *t, size_t *i, wf_error *e
         return wf_error_set(err, WF_E_INSTANCE_NOT_RUNNING, "instance \"%s\" is not running",
                             w->insts[*i].id);
     /* Claim and release of a net task follow the referral rules; its
-     * completion is the net runtime's (run_task_op), so a COMPLETE here is
-     * CompleteAndEnd, which ends referral trees only. */
-    if (task->transition_id != NULL && op->op == WF_TASK_OP_COMPLETE)
-        return wf_error_set(err, WF_E_INVALID_ARGUMENT,
-                            "task \"%s\" belongs to net transition \"%s\": complete it with "
-                            "CompleteTask; CompleteAndEnd ends referral trees only",
-                            task->id, task->transition_id);
+     * completion and CompleteAndEnd are the net runtime's (run_task_op). */
     return WF_OK;
 }
 
@@ -638,6 +632,7 @@ release_body(wf_tx *tx, void *arg, wf_error *err)
 }
 
 static wf_code complete_body(wf_tx *tx, void *arg, wf_error *err);
+static wf_code end_body(wf_tx *tx, void *arg, wf_error *err);
 
 static wf_code
 run_task_op(const wf_ref_ctx *ctx, task_op *op, wf_uow_body_fn body, wf_uow_idem *idem,
@@ -649,6 +644,9 @@ run_task_op(const wf_ref_ctx *ctx, task_op *op, wf_uow_body_fn body, wf_uow_idem
     if (op->transition_id != NULL && body == complete_body)
         return wf_net__complete_task(ctx, op->task_id, op->instance_id, op->root_id, op->patch,
                                      idem, op->out, err);
+    if (op->transition_id != NULL && body == end_body)
+        return wf_net__complete_and_end(ctx, op->task_id, op->instance_id, op->root_id, op->patch,
+                                        idem, op->out, err);
     wf_store_ctx sc = store_ctx(ctx);
     return wf_uow_run(ctx->store, &sc, idem, body, op, op->out, err);
 }
@@ -669,10 +667,8 @@ wf_referral_release(const wf_ref_ctx *ctx, const char *task_id, wf_uow_idem *ide
     return run_task_op(ctx, &op, release_body, idem, err);
 }
 
-/* Marks task t DONE by the actor and merges the output into its
- * instance i. Shared by CompleteTask and CompleteAndEnd. */
-static wf_code
-complete_task(ref_work *w, size_t t, size_t i, const char *patch, wf_error *err)
+wf_code
+wf_ref__complete_task(ref_work *w, size_t t, size_t i, const char *patch, wf_error *err)
 {
     wf_task_row *task = &w->tasks[t];
     wf_instance_row *in = &w->insts[i];
@@ -686,9 +682,10 @@ complete_task(ref_work *w, size_t t, size_t i, const char *patch, wf_error *err)
     task->completed_by = wf_ref__strdup(w, w->ctx->actor);
     task->ended_at = w->now;
     wf_ref__touch_task(w, t);
-    return wf_ref__event(
-        w, i, "TASK_COMPLETED",
-        json_pack("{s:s,s:s}", "taskId", task->id, "completedBy", task->completed_by), err);
+    return wf_ref__event(w, i, "TASK_COMPLETED",
+                         json_pack("{s:s,s:s,s:s*}", "taskId", task->id, "completedBy",
+                                   task->completed_by, "transitionId", task->transition_id),
+                         err);
 }
 
 static bool
@@ -763,7 +760,7 @@ complete_body(wf_tx *tx, void *arg, wf_error *err)
     out->next = NULL;
     wf_code rc = open_task(op, tx, &w, &t, &i, err);
     if (rc == WF_OK)
-        rc = complete_task(&w, t, i, op->patch, err);
+        rc = wf_ref__complete_task(&w, t, i, op->patch, err);
     if (rc == WF_OK)
         rc = fire_join(&w, tx, i, &out->next, err);
     if (rc == WF_OK)
@@ -789,8 +786,8 @@ wf_referral_complete(const wf_ref_ctx *ctx, const char *task_id, const char *var
 
 /* ---- CompleteAndEnd ---------------------------------------------------------------- */
 
-static wf_code
-cancel_pending_except(ref_work *w, size_t keep, wf_ref_end *out, wf_error *err)
+wf_code
+wf_ref__cancel_pending_except(ref_work *w, size_t keep, wf_ref_end *out, wf_error *err)
 {
     wf_code rc = WF_OK;
     out->cancelled = wf_arena_calloc(w->arena, w->n_tasks + 1, sizeof *out->cancelled);
@@ -802,6 +799,20 @@ cancel_pending_except(ref_work *w, size_t keep, wf_ref_end *out, wf_error *err)
         rc = wf_ref__cancel_task(w, t, err);
         out->cancelled[out->n_cancelled++] = w->tasks[t];
     }
+    return rc;
+}
+
+wf_code
+wf_ref__complete_tree(ref_work *w, size_t root, wf_error *err)
+{
+    wf_code rc = WF_OK;
+    /* Descendants first, the root last: the root's INSTANCE_COMPLETED is
+     * the final event of the process. */
+    for (size_t k = 0; rc == WF_OK && k < w->n_insts; k++)
+        if (k != root && w->insts[k].status == WF_INSTANCE_RUNNING)
+            rc = wf_ref__finish_instance(w, k, WF_INSTANCE_COMPLETED, NULL, err);
+    if (rc == WF_OK)
+        rc = wf_ref__finish_instance(w, root, WF_INSTANCE_COMPLETED, NULL, err);
     return rc;
 }
 
@@ -820,16 +831,11 @@ end_body(wf_tx *tx, void *arg, wf_error *err)
     if (root == WF_REF_NONE || w.insts[root].status != WF_INSTANCE_RUNNING)
         return wf_error_set(err, WF_E_INSTANCE_NOT_RUNNING, "instance \"%s\" is not running",
                             w.insts[i].root_id);
-    rc = complete_task(&w, t, i, op->patch, err);
+    rc = wf_ref__complete_task(&w, t, i, op->patch, err);
     if (rc == WF_OK)
-        rc = cancel_pending_except(&w, t, out, err);
-    /* Descendants first, the root last: the root's INSTANCE_COMPLETED is
-     * the final event of the process. */
-    for (size_t k = 0; rc == WF_OK && k < w.n_insts; k++)
-        if (k != root && w.insts[k].status == WF_INSTANCE_RUNNING)
-            rc = wf_ref__finish_instance(&w, k, WF_INSTANCE_COMPLETED, NULL, err);
+        rc = wf_ref__cancel_pending_except(&w, t, out, err);
     if (rc == WF_OK)
-        rc = wf_ref__finish_instance(&w, root, WF_INSTANCE_COMPLETED, NULL, err);
+        rc = wf_ref__complete_tree(&w, root, err);
     if (rc == WF_OK)
         rc = write_work(tx, &w, err);
     if (rc == WF_OK) {

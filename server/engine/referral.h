@@ -27,8 +27,11 @@
 #include "store.h"
 #include "uow.h"
 
-/* Receives one field violation (google.rpc.BadRequest) of a request. */
-typedef void (*wf_ref_violation_fn)(void *arg, const char *field, const char *description);
+/* Receives one field violation (google.rpc.BadRequest) of a request: field
+ * is the request path, reason a stable code (NULL = the reason of the
+ * error the call fails with). */
+typedef void (*wf_ref_violation_fn)(void *arg, const char *field, const char *reason,
+                                    const char *description);
 
 /* Who calls and with what. Borrowed for the duration of one engine call. */
 typedef struct wf_ref_ctx {
@@ -200,7 +203,7 @@ wf_code wf_referral_list_instances(const wf_ref_ctx *ctx, const wf_ref_instance_
 typedef struct wf_ref_task_query {
     const char *user;             /* NULL/"" = the actor unless group is set */
     const char *group;            /* NULL/"" = none */
-    const wf_task_status *states; /* empty = OPEN and CLAIMED */
+    const wf_task_status *states; /* empty = OPEN and CLAIMED (a group: OPEN) */
     size_t n_states;
     int32_t page_size;
     const char *cursor;

@@ -71,6 +71,18 @@ bool wf_ref__in_subtree(const ref_work *w, size_t i, size_t a);
 
 /* Task state changes, each with its event. */
 wf_code wf_ref__cancel_task(ref_work *w, size_t t, wf_error *err);
+
+/* Marks task t DONE by the actor (TASK_COMPLETED, with the transition of
+ * a net task) and merges the output patch into instance i. Shared by
+ * CompleteTask and CompleteAndEnd, of referrals and of nets. */
+wf_code wf_ref__complete_task(ref_work *w, size_t t, size_t i, const char *patch, wf_error *err);
+
+/* The end of CompleteAndEnd, once task keep is done: every other OPEN or
+ * CLAIMED task of the tree is CANCELLED (listed in out->cancelled); then
+ * wf_ref__complete_tree: every running instance but root COMPLETED, then
+ * root (its INSTANCE_COMPLETED is the last event of the process). */
+wf_code wf_ref__cancel_pending_except(ref_work *w, size_t keep, wf_ref_end *out, wf_error *err);
+wf_code wf_ref__complete_tree(ref_work *w, size_t root, wf_error *err);
 wf_code wf_ref__finish_instance(ref_work *w, size_t i, wf_instance_status status,
                                 const char *reason, wf_error *err);
 

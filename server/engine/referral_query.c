@@ -149,10 +149,14 @@ wf_referral_get_instance(const wf_ref_ctx *ctx, const char *instance_id, wf_ref_
 /* ---- ListInstances ---------------------------------------------------------------- */
 
 /* The statuses a TaskFlow process state stands for, intersected with an
- * explicit status filter. *children is the referral filter. */
+ * explicit status filter, and *begun, whether work has begun. Every root is
+ * in exactly one state: NOT_STARTED is a RUNNING AD_HOC root without a
+ * referral (no work begun); OPEN is every other root that has not ended
+ * (a running NET root, a root with referrals, a FAILED or COMPENSATING
+ * one); CLOSED is an ended root. */
 static size_t
 state_statuses(wf_process_state state, wf_instance_status status, wf_instance_status *out,
-               wf_children_filter *children)
+               wf_begun_filter *begun)
 {
     static const wf_instance_status open[] = {WF_INSTANCE_RUNNING, WF_INSTANCE_COMPENSATING,
                                               WF_INSTANCE_FAILED};
@@ -161,17 +165,13 @@ state_statuses(wf_process_state state, wf_instance_status status, wf_instance_st
     static const wf_instance_status running[] = {WF_INSTANCE_RUNNING};
     const wf_instance_status *set = NULL;
     size_t n_set = 0, n = 0;
-    *children = WF_CHILDREN_ANY;
+    *begun = WF_BEGUN_ANY;
     switch (state) {
     case WF_PROCESS_NOT_STARTED:
-        set = running, n_set = 1, *children = WF_CHILDREN_NONE;
+        set = running, n_set = 1, *begun = WF_BEGUN_NO;
         break;
     case WF_PROCESS_OPEN:
-        /* Not ended and past NOT_STARTED: a root with at least one
-         * referral. Exact for ad-hoc roots; a NET root without children
-         * would need a store filter on the definition kind to count as
-         * OPEN, which the store does not offer yet. */
-        set = open, n_set = 3, *children = WF_CHILDREN_SOME;
+        set = open, n_set = 3, *begun = WF_BEGUN_YES;
         break;
     case WF_PROCESS_CLOSED:
         set = closed, n_set = 3;
@@ -220,7 +220,7 @@ wf_referral_list_instances(const wf_ref_ctx *ctx, const wf_ref_instance_query *q
         .statuses = statuses,
         .roots_only = true,
     };
-    f.n_statuses = state_statuses(q->state, q->status, statuses, &f.children);
+    f.n_statuses = state_statuses(q->state, q->status, statuses, &f.begun);
     if (f.n_statuses == 0 && (q->state != WF_PROCESS_ANY || q->status != 0)) {
         /* The state and the status exclude each other: nothing matches. */
         *rows = NULL, *n = 0, *next_cursor = NULL;
@@ -277,6 +277,8 @@ wf_code
 wf_referral_list_tasks(const wf_ref_ctx *ctx, const wf_ref_task_query *q, wf_task_row **rows,
                        size_t *n, char **next_cursor, wf_error *err)
 {
+    /* Defaults: a user's inbox is their pending work (open and claimed); a
+     * group's queue is its open tasks, since a claimed task has left it. */
     static const wf_task_status pending[] = {WF_TASK_OPEN, WF_TASK_CLAIMED};
     size_t size = 0;
     wf_code rc = page_size(q->page_size, &size, err);
@@ -287,9 +289,10 @@ wf_referral_list_tasks(const wf_ref_ctx *ctx, const wf_ref_task_query *q, wf_tas
     for (size_t i = 0; i < q->n_states; i++)
         if (q->states[i] < WF_TASK_OPEN || q->states[i] > WF_TASK_CANCELLED)
             return wf_error_set(err, WF_E_INVALID_ARGUMENT, "states[%zu] is not a task status", i);
+    size_t n_pending = empty(q->group) ? 2 : 1; /* OPEN only for a group */
     wf_task_filter f = {
         .states = q->n_states > 0 ? q->states : pending,
-        .n_states = q->n_states > 0 ? q->n_states : 2,
+        .n_states = q->n_states > 0 ? q->n_states : n_pending,
     };
     if (!empty(q->group)) {
         f.group = q->group;

@@ -49,7 +49,7 @@ violation(vstate *v, wf_code code, const char *prefix, const char *field, const 
     va_end(ap);
     snprintf(path, sizeof path, "%s%s", prefix, field);
     if (v->ctx->violation != NULL)
-        v->ctx->violation(v->ctx->violation_arg, path, msg);
+        v->ctx->violation(v->ctx->violation_arg, path, wf_code_reason(code), msg);
     if (v->first == WF_OK)
         v->first = wf_error_set(v->err, code, "%s: %s", path, msg);
 }

@@ -63,7 +63,7 @@ static wf_code
 violation(const wf_ref_ctx *ctx, wf_code code, const char *field, const char *msg, wf_error *err)
 {
     if (ctx->violation != NULL)
-        ctx->violation(ctx->violation_arg, field, msg);
+        ctx->violation(ctx->violation_arg, field, wf_code_reason(code), msg);
     return wf_error_set(err, code, "%s %s", field, msg);
 }
 
@@ -762,7 +762,7 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
     if (rc == WF_OK) {
         rc = wf_engine_json_object(rc_->arena, in->payload_json, "payload_json", &payload, err);
         if (rc != WF_OK && rc_->violation != NULL)
-            rc_->violation(rc_->violation_arg, "payload_json", "must be a JSON object");
+            rc_->violation(rc_->violation_arg, "payload_json", NULL, "must be a JSON object");
     }
     if (rc != WF_OK)
         return rc;
@@ -863,7 +863,7 @@ wf_sig_list(const wf_net_ctx *ctx, const wf_sig_list_in *q, wf_signal_row **rows
     wf_code rc =
         wf_store_list_signals(r->store, &sc, &f, size, q->cursor, &got, &ng, next_cursor, err);
     if (rc == WF_E_INVALID_ARGUMENT && r->violation != NULL)
-        r->violation(r->violation_arg, "page_token", "is malformed");
+        r->violation(r->violation_arg, "page_token", NULL, "is malformed");
     if (rc != WF_OK)
         return rc;
     size_t k = 0;
@@ -989,7 +989,7 @@ wf_sig_set_variables(const wf_net_ctx *ctx, const char *instance_id, const char 
     wf_code rc = wf_engine_json_object(r->arena, variables_json, "variables_json", &patch, err);
     if (rc != WF_OK) {
         if (r->violation != NULL)
-            r->violation(r->violation_arg, "variables_json", "must be a JSON object");
+            r->violation(r->violation_arg, "variables_json", NULL, "must be a JSON object");
         return rc;
     }
     vars_op op = {ctx, instance_id, patch, out, NULL, 0};

@@ -141,7 +141,8 @@ wf_arena_pb_allocator(wf_arena *arena)
 }
 
 wf_code
-wf_call_add_violation(wf_call *call, const char *field, const char *description, wf_error *err)
+wf_call_add_violation(wf_call *call, const char *field, const char *reason, const char *description,
+                      wf_error *err)
 {
     size_t n = call->nviolations;
     wf_violation *v = wf_arena_alloc(call->arena, (n + 1) * sizeof *v);
@@ -150,6 +151,7 @@ wf_call_add_violation(wf_call *call, const char *field, const char *description,
     for (size_t i = 0; i < n; i++)
         v[i] = call->violations[i];
     v[n].field = wf_arena_strdup(call->arena, field);
+    v[n].reason = reason != NULL ? wf_arena_strdup(call->arena, reason) : NULL;
     v[n].description = wf_arena_strdup(call->arena, description);
     call->violations = v;
     call->nviolations = n + 1;

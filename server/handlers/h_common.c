@@ -28,11 +28,17 @@ _Static_assert((int)WF_JOIN_QUORUM == (int)WORKFLOW__V1__COMPLETION_MODE__COMPLE
                "join mode numbering");
 
 void
-wf_h_violation(void *arg, const char *field, const char *description)
+wf_h_violation_coded(void *arg, const char *field, const char *reason, const char *description)
 {
     wf_error ignored;
     /* Out of memory here only loses the detail, never the error itself. */
-    wf_call_add_violation(arg, field, description, &ignored);
+    wf_call_add_violation(arg, field, reason, description, &ignored);
+}
+
+void
+wf_h_violation(void *arg, const char *field, const char *description)
+{
+    wf_h_violation_coded(arg, field, NULL, description);
 }
 
 void
@@ -46,7 +52,7 @@ wf_h_ref_ctx(wf_call *call, wf_ref_ctx *out)
         .actor_groups = call->actor_groups,
         .deadline_ms = call->deadline_ms,
         .arena = call->arena,
-        .violation = wf_h_violation,
+        .violation = wf_h_violation_coded,
         .violation_arg = call,
     };
 }

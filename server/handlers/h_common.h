@@ -79,7 +79,12 @@ wf_code wf_h_page_in(wf_call *call, const ProtobufCMessage *req, const char *tok
                      const char **cursor, wf_error *err);
 char *wf_h_page_out(wf_call *call, const ProtobufCMessage *req, const char *cursor);
 
-/* A violation sink for wf_ref_ctx (arg is the wf_call). */
+/* The violation sink of wf_ref_ctx (arg is the wf_call). */
+void wf_h_violation_coded(void *arg, const char *field, const char *reason,
+                          const char *description);
+
+/* A violation of a handler's own check, with the reason of the error the
+ * call fails with. */
 void wf_h_violation(void *arg, const char *field, const char *description);
 
 #endif /* WF_H_COMMON_H */

@@ -99,7 +99,8 @@ void wf_app_close_store(wf_app *app);
 
 /* One field violation for google.rpc.BadRequest (validation errors). */
 typedef struct wf_violation {
-    const char *field;       /* path of the element, e.g. "transitions[2].assignee" */
+    const char *field;       /* request path, e.g. "definition.transitions[2].assignee" */
+    const char *reason;      /* stable code, e.g. "TRIGGER_FIELD_MISSING"; NULL = the error's */
     const char *description; /* client-safe message */
 } wf_violation;
 
@@ -195,8 +196,9 @@ bool wf_app_ready(wf_app *app);
  * the arena, and protobuf_c_message_free_unpacked is never needed. */
 ProtobufCAllocator wf_arena_pb_allocator(wf_arena *arena);
 
-/* Allocates a violation list entry in the call's arena. */
-wf_code wf_call_add_violation(wf_call *call, const char *field, const char *description,
-                              wf_error *err);
+/* Allocates a violation list entry in the call's arena; reason NULL = the
+ * reason of the error the call fails with. */
+wf_code wf_call_add_violation(wf_call *call, const char *field, const char *reason,
+                              const char *description, wf_error *err);
 
 #endif /* WF_HANDLER_H */

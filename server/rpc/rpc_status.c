@@ -87,6 +87,7 @@ pack_any(wf_arena *arena, const char *type, const ProtobufCMessage *msg)
 #define MAX_VIOLATIONS 20
 #define MAX_DETAIL_BYTES 4096
 #define MAX_VIOLATION_TEXT 240
+#define MAX_METADATA 8
 
 /* s cut to at most max bytes on a UTF-8 character boundary, in the arena. */
 static char *
@@ -109,6 +110,23 @@ wf_rpc_status_details(wf_arena *arena, wf_code code, const char *message,
     Google__Rpc__ErrorInfo info = GOOGLE__RPC__ERROR_INFO__INIT;
     info.reason = (char *)wf_code_reason(code);
     info.domain = WF_ERROR_DOMAIN;
+    /* metadata: the ids the message names ({"taskId": "..."}). */
+    wf_error_id ids[MAX_METADATA];
+    size_t nids = wf_error_ids(message, ids, MAX_METADATA);
+    Google__Rpc__ErrorInfo__MetadataEntry *md = wf_arena_calloc(arena, nids + 1, sizeof *md);
+    Google__Rpc__ErrorInfo__MetadataEntry **mdp = wf_arena_calloc(arena, nids + 1, sizeof *mdp);
+    if (md == NULL || mdp == NULL)
+        return 0;
+    for (size_t i = 0; i < nids; i++) {
+        google__rpc__error_info__metadata_entry__init(&md[i]);
+        md[i].key = (char *)ids[i].key;
+        md[i].value = wf_arena_printf(arena, "%.*s", (int)ids[i].len, ids[i].value);
+        if (md[i].value == NULL)
+            return 0;
+        mdp[i] = &md[i];
+    }
+    info.n_metadata = nids;
+    info.metadata = mdp;
 
     Google__Protobuf__Any *details[2];
     size_t ndetails = 0;
@@ -134,6 +152,9 @@ wf_rpc_status_details(wf_arena *arena, wf_code code, const char *message,
             google__rpc__bad_request__field_violation__init(&fv[kept]);
             fv[kept].field = cut(arena, violations[i].field, MAX_VIOLATION_TEXT);
             fv[kept].description = cut(arena, violations[i].description, MAX_VIOLATION_TEXT);
+            /* A violation without a code of its own has the error's. */
+            fv[kept].reason =
+                (char *)(violations[i].reason != NULL ? violations[i].reason : info.reason);
             if (fv[kept].field == NULL || fv[kept].description == NULL)
                 return 0;
             size_t n = protobuf_c_message_get_packed_size(&fv[kept].base) + 4;
@@ -150,6 +171,7 @@ wf_rpc_status_details(wf_arena *arena, wf_code code, const char *message,
             fv[kept].description =
                 wf_arena_printf(arena, "%zu more violation%s, from this field on, not listed", left,
                                 left == 1 ? "" : "s");
+            fv[kept].reason = info.reason;
             if (fv[kept].field == NULL || fv[kept].description == NULL)
                 return 0;
             fvp[kept] = &fv[kept];

@@ -190,6 +190,6 @@ wf_rpc_wire_check(const ProtobufCMessageDescriptor *desc, const uint8_t *data, s
                  .arena = arena,
                  .bad = bad};
     if (bad != NULL)
-        *bad = (wf_violation){NULL, NULL};
+        *bad = (wf_violation){0};
     return walk(&wk, desc, data, len, 1, err);
 }

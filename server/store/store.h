@@ -581,14 +581,17 @@ wf_code wf_store_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task
                             size_t page_size, const char *cursor, wf_task_row **rows, size_t *n,
                             char **next_cursor, wf_error *err);
 
-/* NULL fields (and a NULL filter) do not filter. children: whether the
- * instance has child instances (TaskFlow's notStarted = a root without
- * referrals). Ordered by (created_at, id). */
-typedef enum wf_children_filter {
-    WF_CHILDREN_ANY = 0,
-    WF_CHILDREN_NONE = 1,
-    WF_CHILDREN_SOME = 2,
-} wf_children_filter;
+/* NULL fields (and a NULL filter) do not filter. begun: whether work has
+ * begun in the instance. It has not (WF_BEGUN_NO, TaskFlow's notStarted)
+ * while it is RUNNING, its definition version is AD_HOC and it has no child
+ * instance (no referral); every other instance has begun (WF_BEGUN_YES),
+ * among them every instance of a NET, whose start creates its first work.
+ * Ordered by (created_at, id). */
+typedef enum wf_begun_filter {
+    WF_BEGUN_ANY = 0,
+    WF_BEGUN_NO = 1,
+    WF_BEGUN_YES = 2,
+} wf_begun_filter;
 
 typedef struct wf_instance_filter {
     const char *started_by;
@@ -598,7 +601,7 @@ typedef struct wf_instance_filter {
     const wf_instance_status *statuses;
     size_t n_statuses;
     bool roots_only;
-    wf_children_filter children;
+    wf_begun_filter begun;
 } wf_instance_filter;
 
 wf_code wf_store_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filter *f,

@@ -1032,9 +1032,15 @@ instance_match(mem_store *m, const void *row, const void *arg)
         (f->n_statuses > 0 && !in_ints((int)r->status, (const int *)f->statuses, f->n_statuses)) ||
         !after(&q->k, r->created_at, r->id))
         return false;
-    if (f->children != WF_CHILDREN_ANY &&
-        has_child(m, q->tenant, r->id) != (f->children == WF_CHILDREN_SOME))
-        return false;
+    if (f->begun != WF_BEGUN_ANY) {
+        const wf_definition_row *d = NULL;
+        bool begun =
+            r->status != WF_INSTANCE_RUNNING ||
+            (d = find_definition(m, q->tenant, r->definition_key, r->definition_version)) == NULL ||
+            d->kind != WF_DEF_AD_HOC || has_child(m, q->tenant, r->id);
+        if (begun != (f->begun == WF_BEGUN_YES))
+            return false;
+    }
     return true;
 }
 

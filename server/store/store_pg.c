@@ -230,10 +230,13 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
 #define LIST_INSTANCES(key, opts)                                                                  \
     "SELECT " COLS_INSTANCES " FROM instances i WHERE tenant_id = $1 " key " AND " ALL(            \
         opts " AND ($6::smallint[] IS NULL OR status = ANY($6)) AND (NOT $7::boolean OR "          \
-             "parent_id IS NULL) AND ($8::int = 0 OR coalesce((SELECT true FROM instances c "      \
-             "WHERE c.tenant_id = i.tenant_id AND c.parent_id = i.id LIMIT 1), false) = "          \
-             "($8 = 2))") " AND (created_at, id) > ($9::bigint, $10::text) ORDER BY created_at, "  \
-                          "id LIMIT $11"
+             "parent_id IS NULL) AND ($8::int = 0 OR (status = 1 AND NOT coalesce((SELECT true "   \
+             "FROM instances c WHERE c.tenant_id = i.tenant_id AND c.parent_id = i.id LIMIT 1), "  \
+             "false) AND coalesce((SELECT d.kind = 1 FROM definitions d WHERE d.tenant_id = "      \
+             "i.tenant_id AND d.key = i.definition_key COLLATE \"C\" AND d.version = "             \
+             "i.definition_version), false)) = ($8 = 1))") " AND (created_at, id) > ($9::bigint, " \
+                                                           "$10::text) ORDER BY created_at, id "   \
+                                                           "LIMIT $11"
 #define SIGNALS_INSTANCE_OPT "($2::text IS NULL OR instance_id = $2 OR consumed_by_instance = $2)"
 #define SIGNALS_OPTS "(NOT $6::boolean OR buffered)"
 #define SIGNALS_AFTER "AND (received_at, id) > ($7::bigint, $8::text)"
@@ -546,7 +549,7 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                           "task"},
     /* Every shape binds the same parameters: $2 started_by, $3
      * definition_key, ($4, $5) aggregate, $6 statuses, $7 roots only, $8
-     * children, ($9, $10) cursor, $11 limit. */
+     * begun (wf_begun_filter), ($9, $10) cursor, $11 limit. */
     [S_LIST_INSTANCES_AGGREGATE] = {"list_instances_aggregate",
                                     LIST_INSTANCES("AND aggregate_type = $4 AND aggregate_id = $5",
                                                    OPT("$2", "started_by") " AND " OPT(
@@ -2129,7 +2132,7 @@ pg_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filte
     p_str(&p, f->aggregate_id);
     p_int_array(&p, (const int *)f->statuses, f->n_statuses);
     p_bool(&p, f->roots_only);
-    p_i64(&p, f->children);
+    p_i64(&p, f->begun);
     p_after(&p, has, c_num, c_str);
     p_i64(&p, (int64_t)limit);
     return query((pg_store *)st, ctx, id, &p, &wf_store__instance_desc, rows, n, err);

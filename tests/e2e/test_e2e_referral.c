@@ -697,12 +697,31 @@ START_TEST(test_inbox_of_user_and_group)
         ck_assert_str_eq(l->next_page_token, "");
     }
 
-    /* A claim shows at once: in the claimer's inbox; the group's view (by
-     * default OPEN and CLAIMED) lists it as claimed. */
+    /* A claim shows at once: in the claimer's inbox, and the task leaves
+     * the group's queue (by default OPEN only); asked for, CLAIMED lists
+     * it with its claimer. */
     ck_assert_ptr_nonnull(claim(ca, g1->task->id, &st));
     ck_assert(listed(ca, NULL, NULL, g1->task->id));
-    ck_assert(listed(boss, NULL, grp, g1->task->id));
+    ck_assert(!listed(boss, NULL, grp, g1->task->id));
     ck_assert(listed(boss, NULL, grp, g2->task->id));
+    Workflow__V1__ListTasksRequest gq = WORKFLOW__V1__LIST_TASKS_REQUEST__INIT;
+    Workflow__V1__TaskStatus claimed[] = {WORKFLOW__V1__TASK_STATUS__TASK_STATUS_CLAIMED};
+    gq.group = grp;
+    gq.states = claimed;
+    gq.n_states = 1;
+    l = call(boss, "ListTasks", &gq, &workflow__v1__list_tasks_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(l->n_tasks, 1);
+    ck_assert_str_eq(l->tasks[0]->id, g1->task->id);
+    ck_assert_str_eq(l->tasks[0]->claimed_by, alice);
+    /* Released, it is back in the queue. */
+    Workflow__V1__ReleaseTaskRequest rr = WORKFLOW__V1__RELEASE_TASK_REQUEST__INIT;
+    rr.task_id = g1->task->id;
+    ck_assert_ptr_nonnull(
+        call(ca, "ReleaseTask", &rr, &workflow__v1__release_task_response__descriptor, &st));
+    ck_ok(st);
+    ck_assert(listed(boss, NULL, grp, g1->task->id));
+    ck_assert_ptr_nonnull(claim(ca, g1->task->id, &st));
     /* Completed work leaves the inbox (default: OPEN and CLAIMED). */
     ck_assert_ptr_nonnull(complete(ca, mine->task->id, &st));
     ck_assert(!listed(ca, NULL, NULL, mine->task->id));

@@ -370,6 +370,18 @@ def error_info(status):
     return None
 
 
+def bad_request(status):
+    """The google.rpc.BadRequest inside a google.rpc.Status, or None."""
+    if status is None:
+        return None
+    for any_msg in status.details:
+        if any_msg.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+            br = error_details_pb2.BadRequest()
+            any_msg.Unpack(br)
+            return br
+    return None
+
+
 def raw_method(channel, path):
     """A unary multi-callable that sends and receives raw bytes."""
     return channel.unary_unary(path, request_serializer=None, response_deserializer=None)
@@ -1489,11 +1501,14 @@ class ReferralFlowTests(WorkflowTestCase):
         claim = wf_pb2.ClaimTaskRequest(task_id=task.id)
         held = self.ok(self.call("ClaimTask", claim, self.it)).task
         self.assertEqual((held.status, held.claimed_by), (wf_pb2.TASK_STATUS_CLAIMED, self.it))
-        # The group's view still lists it, now claimed; its OPEN queue no longer does.
-        queue = self.list_all("ListTasks", wf_pb2.ListTasksRequest(group=group))
-        self.assertEqual([(t.id, t.status) for t in queue], [(task.id, wf_pb2.TASK_STATUS_CLAIMED)])
+        # It has left the group's queue (by default OPEN only); asked for,
+        # the group's CLAIMED tasks list it.
+        self.assertEqual(self.list_all("ListTasks", wf_pb2.ListTasksRequest(group=group)), [])
         self.assertEqual(self.list_all("ListTasks", wf_pb2.ListTasksRequest(
             group=group, states=[wf_pb2.TASK_STATUS_OPEN])), [])
+        queue = self.list_all("ListTasks", wf_pb2.ListTasksRequest(
+            group=group, states=[wf_pb2.TASK_STATUS_CLAIMED]))
+        self.assertEqual([(t.id, t.status) for t in queue], [(task.id, wf_pb2.TASK_STATUS_CLAIMED)])
         self.assertEqual([t.id for t in self.inbox(self.it)], [task.id])
         # Claiming a task one holds changes nothing.
         again = self.ok(self.call("ClaimTask", claim, self.it)).task
@@ -1529,6 +1544,54 @@ class ReferralFlowTests(WorkflowTestCase):
         self.assertEqual(still.status, wf_pb2.TASK_STATUS_OPEN)
         # The empty string means {}.
         self.ok(self.complete(task.id, self.it, ""))
+
+    def test_error_details_reasons_paths_and_ids(self):
+        # DEFINITION_INVALID: one violation per error, at its request path,
+        # with the validation code as reason; the metadata names the key.
+        key = "py-bad-" + self.run_id
+        d = wf_pb2.Definition(key=key, kind=wf_pb2.DEFINITION_KIND_NET)
+        d.places.add(id="s1", kind=wf_pb2.PLACE_KIND_START)
+        d.places.add(id="s2", kind=wf_pb2.PLACE_KIND_START)
+        d.transitions.add(id="t", trigger=wf_pb2.TRIGGER_USER)
+        d.arcs.add(source="s1", target="t")
+        d.arcs.add(source="t", target="nowhere")
+        out = self.call("DeployDefinition", wf_pb2.DeployDefinitionRequest(definition=d), self.hr)
+        self.assert_error(out, SC.INVALID_ARGUMENT, "DEFINITION_INVALID")
+        self.assertEqual(dict(out.info.metadata), {"definitionKey": key})
+        violations = {(v.field, v.reason) for v in bad_request(out.status).field_violations}
+        self.assertIn(("definition.places", "START_PLACE_COUNT"), violations)
+        self.assertIn(("definition.places", "END_PLACE_COUNT"), violations)
+        self.assertIn(("definition.transitions[0].assignee", "TRIGGER_FIELD_MISSING"), violations)
+        self.assertIn(("definition.arcs[1].target", "UNKNOWN_REFERENCE"), violations)
+        for v in bad_request(out.status).field_violations:
+            self.assertFalse(v.description.startswith(v.reason), v)
+        # The same findings with validate_only: paths relative to the definition.
+        resp = self.ok(self.call("DeployDefinition", wf_pb2.DeployDefinitionRequest(
+            definition=d, validate_only=True), self.hr))
+        self.assertIn(("places", "START_PLACE_COUNT"), {(e.path, e.code) for e in resp.errors})
+
+        # NOT_FOUND errors name the id they did not find.
+        missing = "01930000-0000-7000-8000-" + uuid.uuid4().hex[:12]
+        out = self.call("GetTask", wf_pb2.GetTaskRequest(task_id=missing))
+        self.assert_error(out, SC.NOT_FOUND, "TASK_NOT_FOUND")
+        self.assertEqual(dict(out.info.metadata), {"taskId": missing})
+        out = self.call("GetInstance", wf_pb2.GetInstanceRequest(instance_id=missing))
+        self.assert_error(out, SC.NOT_FOUND, "INSTANCE_NOT_FOUND")
+        self.assertEqual(dict(out.info.metadata), {"instanceId": missing})
+        out = self.call("CompleteJob", wf_pb2.CompleteJobRequest(job_key=missing + ".x"))
+        self.assertIn(out.reason, ("JOB_NOT_FOUND", "JOB_LEASE_LOST"), out)
+        self.assertEqual(dict(out.info.metadata), {"jobKey": missing + ".x"})
+        # A task rule names the task; an AssignTo violation carries the
+        # error's reason at its request path.
+        root = self.start_root()
+        task = self.ok(self.assign(root.id, wf_pb2.ASSIGNEE_KIND_USER, [self.it])).task
+        out = self.complete(task.id, self.fin)
+        self.assert_error(out, SC.PERMISSION_DENIED, "NOT_ASSIGNEE")
+        self.assertEqual(dict(out.info.metadata), {"taskId": task.id})
+        out = self.assign(root.id, wf_pb2.ASSIGNEE_KIND_USER, [self.it], title="")
+        self.assert_error(out, SC.INVALID_ARGUMENT, "INVALID_ARGUMENT")
+        self.assertEqual([(v.field, v.reason) for v in bad_request(out.status).field_violations],
+                         [("title", "INVALID_ARGUMENT")])
 
     def test_other_tenant_instance_not_found(self):
         tenant_a, tenant_b = "py-a-" + self.run_id, "py-b-" + self.run_id

@@ -728,6 +728,18 @@ END_TEST
 
 START_TEST(test_list_instances_filters)
 {
+    /* "def" is AD_HOC, "net" is a NET. */
+    wf_error derr = {0};
+    wf_tx *tx = NULL;
+    int32_t v = 0;
+    const char *keys[] = {"def", "net"};
+    for (int i = 0; i < 2; i++) {
+        wf_definition_row d = {
+            .key = S(keys[i]), .kind = i == 0 ? WF_DEF_AD_HOC : WF_DEF_NET, .created_at = T0};
+        ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &derr), WF_OK);
+        ck_assert_int_eq(wf_tx_put_definition(tx, &d, &v, &derr), WF_OK);
+        ck_assert_int_eq(wf_tx_commit(tx, &derr), WF_OK);
+    }
     new_root("r1", T0);
     new_root("r2", T0 + 1);
     wf_instance_row r3 = mk_instance("r3", NULL, "r3", T0 + 2);
@@ -736,18 +748,25 @@ START_TEST(test_list_instances_filters)
     r3.aggregate_type = S("order");
     r3.aggregate_id = S("o-9");
     wf_instance_row c = mk_instance("c1", "r1", "r1", T0 + 3);
-    wf_instance_row both[] = {r3, c};
-    commit_changes(&(wf_store_changes){.instances = both, .n_instances = 2});
+    /* A running NET root and a failed AD_HOC root, neither with children:
+     * work has begun in both. */
+    wf_instance_row r4 = mk_instance("r4", NULL, "r4", T0 + 4);
+    r4.definition_key = S("net");
+    wf_instance_row r5 = mk_instance("r5", NULL, "r5", T0 + 5);
+    r5.status = WF_INSTANCE_FAILED;
+    wf_instance_row rows4[] = {r3, c, r4, r5};
+    commit_changes(&(wf_store_changes){.instances = rows4, .n_instances = 4});
 
     struct {
         wf_instance_filter f;
         const char *want;
     } cases[] = {
-        {{.roots_only = true}, "r1 r2 r3 "},
-        {{0}, "r1 r2 r3 c1 "},
-        {{.started_by = "alice", .roots_only = true}, "r1 r2 "},
-        {{.roots_only = true, .children = WF_CHILDREN_NONE}, "r2 r3 "},
-        {{.children = WF_CHILDREN_SOME}, "r1 "},
+        {{.roots_only = true}, "r1 r2 r3 r4 r5 "},
+        {{0}, "r1 r2 r3 c1 r4 r5 "},
+        {{.started_by = "alice", .roots_only = true}, "r1 r2 r4 r5 "},
+        {{.roots_only = true, .begun = WF_BEGUN_NO}, "r2 "},
+        {{.roots_only = true, .begun = WF_BEGUN_YES}, "r1 r3 r4 r5 "},
+        {{.begun = WF_BEGUN_NO}, "r2 c1 "},
         {{.statuses = (wf_instance_status[]){WF_INSTANCE_COMPLETED}, .n_statuses = 1}, "r3 "},
         {{.aggregate_type = "order", .aggregate_id = "o-9"}, "r3 "},
         {{.definition_key = "other"}, ""},

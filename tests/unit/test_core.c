@@ -1,6 +1,7 @@
 /*
  * Unit tests of server/core: error reasons, arena, JSON escaping, UUIDs.
  */
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -41,6 +42,45 @@ START_TEST(test_error_set_formats_and_truncates)
     wf_error_clear(&err);
     ck_assert_int_eq(err.code, WF_OK);
     ck_assert_str_eq(err.msg, "");
+}
+END_TEST
+
+/* "key=value," for every id msg names. */
+static const char *
+ids_of(const char *msg)
+{
+    static char buf[256];
+    wf_error_id ids[4];
+    size_t n = wf_error_ids(msg, ids, 4);
+    buf[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s=%.*s,", ids[i].key,
+                 (int)ids[i].len, ids[i].value);
+    return buf;
+}
+
+START_TEST(test_error_ids_of_a_message)
+{
+    ck_assert_str_eq(ids_of("task \"t-1\" is not open"), "taskId=t-1,");
+    ck_assert_str_eq(ids_of("instance \"i-1\" is not running"), "instanceId=i-1,");
+    ck_assert_str_eq(ids_of("version 7 of definition \"order\" does not exist"),
+                     "definitionKey=order,");
+    ck_assert_str_eq(ids_of("job key \"k1\" was leased again"), "jobKey=k1,");
+    ck_assert_str_eq(ids_of("no job has key \"k2\""), "jobKey=k2,");
+    ck_assert_str_eq(ids_of("job with key \"k3\" does not exist"), "jobKey=k3,");
+    ck_assert_str_eq(ids_of("user \"ann\" is not a member of group \"ops\""),
+                     "userId=ann,groupId=ops,");
+    ck_assert_str_eq(ids_of("compensation job \"j\" of transition \"pay\" failed"),
+                     "jobId=j,transitionId=pay,");
+    /* The first of a kind wins; unknown kinds, words ending in a kind,
+     * empty and unterminated quotes name nothing. */
+    ck_assert_str_eq(ids_of("task \"a\" and task \"b\""), "taskId=a,");
+    ck_assert_str_eq(ids_of("expression yielded \"x\""), "");
+    ck_assert_str_eq(ids_of("subtask \"x\""), "");
+    ck_assert_str_eq(ids_of("task \"\" is empty"), "");
+    ck_assert_str_eq(ids_of("task \"open"), "");
+    ck_assert_str_eq(ids_of(NULL), "");
+    ck_assert_str_eq(ids_of("\"x\" task \"y\""), "taskId=y,");
 }
 END_TEST
 
@@ -117,6 +157,7 @@ core_suite(void)
     tcase_add_test(tc, test_every_code_has_a_distinct_reason);
     tcase_add_test(tc, test_error_set_formats_and_truncates);
     tcase_add_test(tc, test_retryable_codes);
+    tcase_add_test(tc, test_error_ids_of_a_message);
     tcase_add_test(tc, test_arena_alignment_growth_and_strings);
     tcase_add_test(tc, test_json_escape);
     tcase_add_test(tc, test_uuid7_format_and_order);

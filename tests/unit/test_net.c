@@ -216,14 +216,47 @@ START_TEST(test_start_and_end_place_counts)
 }
 END_TEST
 
-START_TEST(test_start_has_input_and_end_has_output)
+/* start -> draft -> p1 -> review -> end [.approved]
+ *                                -> start (default: the restart arc) */
+static wf_net *
+restart_net(void)
 {
+    wf_net *n = net_new("restart");
+    P(n, "start", WF_PLACE_START);
+    P(n, "p1", WF_PLACE_NORMAL);
+    P(n, "end", WF_PLACE_END);
+    U(n, "draft");
+    U(n, "review");
+    ARC(n, "start", "draft");
+    ARC(n, "draft", "p1");
+    ARC(n, "p1", "review");
+    ARC(n, "review", "end")->guard = ".approved";
+    ARC(n, "review", "start")->is_default = true;
+    return n;
+}
+
+START_TEST(test_start_may_have_input_but_end_no_output)
+{
+    /* An arc into START restarts the case (Radicore's restart arc). */
+    ck_assert_uint_eq(validate(restart_net()), 0);
     wf_net *n = sequence_net();
-    ARC(n, "t2", "start"); /* arcs[4] */
+    ARC(n, "t2", "start"); /* arcs[4]: allowed */
     ARC(n, "end", "t1");   /* arcs[5] */
     validate(n);
-    EXPECT("START_PLACE_HAS_INPUT", "arcs[4]");
+    ck_assert_uint_eq(NV, 1);
     EXPECT("END_PLACE_HAS_OUTPUT", "arcs[5]");
+    ck_assert_int_eq(finding("START_PLACE_HAS_INPUT", "arcs[4]"), 0);
+    /* The restart arc puts no node on a path it was not on: a transition
+     * that only feeds START from a dead branch is still reported. */
+    n = restart_net();
+    P(n, "dead", WF_PLACE_NORMAL); /* places[3]: nothing puts a token here */
+    U(n, "revive");                /* transitions[2] */
+    ARC(n, "dead", "revive");
+    ARC(n, "revive", "start");
+    validate(n);
+    EXPECT("NOT_ON_PATH", "places[3]");
+    EXPECT("NOT_ON_PATH", "transitions[2]");
+    ck_assert_int_eq(finding("NOT_ON_PATH", "places[0]"), 0);
 }
 END_TEST
 
@@ -1102,6 +1135,46 @@ START_TEST(test_loop_back_via_guard_then_exit)
 }
 END_TEST
 
+START_TEST(test_restart_arc_runs_the_start_again)
+{
+    wf_net *n = restart_net();
+    start(n, "{}");
+    ck_assert_uint_eq(tokens_in("start"), 1);
+    for (int round = 0; round < 2; round++) {
+        const char *old = item_of("draft", 0)->id;
+        fire_net(n, "draft", "{}");
+        ck_assert_uint_eq(tokens_in("start"), 0);
+        fire_net(n, "review", "{\"approved\":false}");
+        /* Back in START: the case goes on, and the start's transition is
+         * enabled again with a new work item. */
+        ck_assert(!D.ended);
+        ck_assert(!D.deadlocked);
+        ck_assert_uint_eq(tokens_in("start"), 1);
+        ck_assert_uint_eq(ST.n_tokens, 1);
+        ck_assert_uint_eq(items_of("draft"), 1);
+        ck_assert_uint_eq(ST.n_items, 1);
+        ck_assert_str_ne(item_of("draft", 0)->id, old);
+        ck_assert_uint_eq(D.n_created, 1);
+        ck_assert_str_eq(D.created[0].transition_id, "draft");
+    }
+    fire_net(n, "draft", "{}");
+    fire_net(n, "review", "{\"approved\":true}");
+    ck_assert(D.ended);
+    ck_assert_uint_eq(tokens_in("end"), 1);
+    ck_assert_uint_eq(tokens_in("start"), 0);
+
+    /* IMPLICIT termination: a token back in START is a token outside END,
+     * so the case does not end there either. */
+    n = restart_net();
+    n->termination = WF_TERMINATION_IMPLICIT;
+    start(n, "{}");
+    fire_net(n, "draft", "{}");
+    fire_net(n, "review", "{}");
+    ck_assert(!D.ended);
+    ck_assert_uint_eq(items_of("draft"), 1);
+}
+END_TEST
+
 START_TEST(test_seq_continues_above_existing_tokens)
 {
     wf_net *n = sequence_net();
@@ -1182,7 +1255,7 @@ net_suite(void)
     tcase_set_timeout(tv, 30); /* jq 1.6 compiles take ms; CI may be loaded */
     tcase_add_test(tv, test_valid_net_has_no_findings);
     tcase_add_test(tv, test_start_and_end_place_counts);
-    tcase_add_test(tv, test_start_has_input_and_end_has_output);
+    tcase_add_test(tv, test_start_may_have_input_but_end_no_output);
     tcase_add_test(tv, test_transition_without_input_or_output);
     tcase_add_test(tv, test_arcs_join_a_place_and_a_transition);
     tcase_add_test(tv, test_unknown_and_missing_references);
@@ -1214,6 +1287,7 @@ net_suite(void)
     tcase_add_checked_fixture(tf, setup, teardown);
     tcase_set_timeout(tf, 30); /* jq 1.6 compiles take ms; CI may be loaded */
     tcase_add_test(tf, test_sequence);
+    tcase_add_test(tf, test_restart_arc_runs_the_start_again);
     tcase_add_test(tf, test_and_split_and_join);
     tcase_add_test(tf, test_weights);
     tcase_add_test(tf, test_explicit_or_split_with_default);

@@ -6,7 +6,8 @@
  * due_expression, a refused timer firing becoming an incident, the
  * subscription of a MSG transition, versioning, the definition cache, and
  * a buffered signal whose firing is refused when its wait is enabled, and
- * the signal of a second wait of that step, which the retry consumes.
+ * the signal of a second wait of that step, which the retry consumes;
+ * CompleteAndEnd of a net task withdrawing the competing timer.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -232,6 +233,46 @@ START_TEST(test_timer_fires_once_and_withdraws_the_task)
     ck_assert_str_eq(ev, "INSTANCE_STARTED TRANSITION_ENABLED TASK_CREATED TRANSITION_ENABLED "
                          "TIMER_SCHEDULED TIMER_FIRED TRANSITION_FIRED WORKITEM_WITHDRAWN "
                          "TASK_CANCELLED INSTANCE_COMPLETED");
+}
+END_TEST
+
+START_TEST(test_complete_and_end_withdraws_the_net_and_ends_it)
+{
+    deploy(race_net("race", 60 * 60 * 1000, NULL, NULL));
+    wf_instance_row in = start("race", "{\"n\":1}");
+    wf_aggregate agg = aggregate(in.id);
+    const char *task_id = agg.tasks[0].id;
+    /* A scheduler claimed the timer before the end. */
+    size_t n;
+    wf_timer_row row = claim(wf_now_us() + 2 * HOUR_US, &n)[0];
+    ck_assert_uint_eq(n, 1);
+
+    wf_ref_ctx mallory = as("mallory"), alice = as("alice");
+    wf_ref_end end;
+    wf_error err;
+    ck_assert_int_eq(wf_referral_complete_and_end(&mallory, task_id, "", NULL, &end, &err),
+                     WF_E_NOT_ASSIGNEE);
+    wf_code rc =
+        wf_referral_complete_and_end(&alice, task_id, "{\"why\":\"done\"}", NULL, &end, &err);
+    ck_assert_msg(rc == WF_OK, "end: %s %s", wf_code_reason(rc), err.msg);
+    ck_assert_int_eq(end.root.status, WF_INSTANCE_COMPLETED);
+    ck_assert_int_eq(end.task.status, WF_TASK_DONE);
+    ck_assert_str_eq(end.task.completed_by, "alice");
+    ck_assert_uint_eq(end.n_cancelled, 0);
+    agg = aggregate(in.id);
+    ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_COMPLETED);
+    ck_assert_str_eq(agg.instances[0].variables_json, "{\"n\":1,\"why\":\"done\"}");
+    ck_assert_uint_eq(agg.n_timers, 0);
+    ck_assert_uint_eq(agg.n_work_items, 0);
+    ck_assert_uint_eq(agg.n_tokens, 0);
+    ck_assert_int_eq(agg.tasks[0].status, WF_TASK_DONE);
+    /* The claimed timer row is stale: it never fires. */
+    ck_assert(!fire(&row));
+    ck_assert_str_eq(events(in.id), "INSTANCE_STARTED TRANSITION_ENABLED TASK_CREATED "
+                                    "TRANSITION_ENABLED TIMER_SCHEDULED TASK_COMPLETED "
+                                    "WORKITEM_WITHDRAWN INSTANCE_COMPLETED");
+    ck_assert_int_eq(wf_referral_complete_and_end(&alice, task_id, "", NULL, &end, &err),
+                     WF_E_TASK_NOT_OPEN);
 }
 END_TEST
 
@@ -1125,6 +1166,7 @@ main(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_timer_fires_once_and_withdraws_the_task);
     tcase_add_test(tc, test_timer_withdrawn_by_the_user_never_fires);
+    tcase_add_test(tc, test_complete_and_end_withdraws_the_net_and_ends_it);
     tcase_add_test(tc, test_timers_fire_in_batches);
     tcase_add_test(tc, test_user_racing_time_1000_times);
     tcase_add_test(tc, test_due_expression_and_refused_firing_is_an_incident);

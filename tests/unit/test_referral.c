@@ -229,9 +229,10 @@ typedef struct vlist {
 } vlist;
 
 static void
-collect(void *arg, const char *field, const char *description)
+collect(void *arg, const char *field, const char *reason, const char *description)
 {
     vlist *v = arg;
+    (void)reason;
     (void)description;
     if (v->n < 16)
         snprintf(v->fields[v->n++], sizeof v->fields[0], "%s", field);
@@ -556,6 +557,91 @@ START_TEST(test_complete_and_end_closes_the_tree)
 }
 END_TEST
 
+/* Ids of the tasks a query lists, space-separated. */
+static char *
+listed(const wf_ref_ctx *c, const wf_ref_task_query *q)
+{
+    wf_task_row *rows;
+    size_t n;
+    char *next;
+    wf_error err;
+    ck_assert_int_eq(wf_referral_list_tasks(c, q, &rows, &n, &next, &err), WF_OK);
+    char *s = wf_arena_calloc(arena, 1024, 1);
+    for (size_t i = 0; i < n; i++)
+        snprintf(s + strlen(s), 1024 - strlen(s), "%s ", rows[i].id);
+    return s;
+}
+
+START_TEST(test_group_queue_lists_open_tasks_by_default)
+{
+    char *root = start("boss");
+    const char *grp[] = {"it"};
+    wf_assign_spec s = {
+        .parent_id = root, .title = "Fix", .kind = WF_REF_ASSIGNEE_GROUP, .ids = grp, .n_ids = 1};
+    wf_ref_ctx boss = as("boss"), carol = as("carol");
+    wf_ref_assignment a1, a2;
+    wf_error err;
+    ck_assert_int_eq(wf_referral_assign(&boss, &s, NULL, &a1, &err), WF_OK);
+    ck_assert_int_eq(wf_referral_assign(&boss, &s, NULL, &a2, &err), WF_OK);
+    wf_task_row held;
+    ck_assert_int_eq(wf_referral_claim(&carol, a1.tasks[0].id, NULL, &held, &err), WF_OK);
+    char want[128];
+    /* The group's queue: OPEN only. */
+    wf_ref_task_query q = {.group = "it"};
+    snprintf(want, sizeof want, "%s ", a2.tasks[0].id);
+    ck_assert_str_eq(listed(&boss, &q), want);
+    /* Asked for, CLAIMED lists the held one. */
+    static const wf_task_status claimed[] = {WF_TASK_CLAIMED};
+    q.states = claimed;
+    q.n_states = 1;
+    snprintf(want, sizeof want, "%s ", a1.tasks[0].id);
+    ck_assert_str_eq(listed(&boss, &q), want);
+    /* The claimer's inbox keeps its default: OPEN and CLAIMED. */
+    wf_ref_task_query mine = {0};
+    ck_assert_str_eq(listed(&carol, &mine), want);
+}
+END_TEST
+
+/* The process states (N, O, C) whose ListInstances list id. */
+static char *
+states_of(const char *id)
+{
+    static const wf_process_state states[] = {WF_PROCESS_NOT_STARTED, WF_PROCESS_OPEN,
+                                              WF_PROCESS_CLOSED};
+    char *s = wf_arena_calloc(arena, 4, 1);
+    wf_ref_ctx c = as("boss");
+    for (size_t k = 0; k < 3; k++) {
+        wf_ref_instance_query q = {.started_by = "*", .state = states[k]};
+        wf_instance_row *rows;
+        size_t n;
+        char *next;
+        wf_error err;
+        ck_assert_int_eq(wf_referral_list_instances(&c, &q, &rows, &n, &next, &err), WF_OK);
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(rows[i].id, id) == 0)
+                s[strlen(s)] = "NOC"[k];
+    }
+    return s;
+}
+
+START_TEST(test_every_root_in_one_process_state)
+{
+    char *fresh = start("boss"), *referred = start("boss"), *ended = start("boss");
+    const char *ann[] = {"ann"};
+    wf_assign_spec s = {
+        .parent_id = referred, .title = "Do", .kind = WF_REF_ASSIGNEE_USER, .ids = ann, .n_ids = 1};
+    wf_ref_ctx boss = as("boss");
+    wf_ref_assignment asg;
+    wf_instance_row out;
+    wf_error err;
+    ck_assert_int_eq(wf_referral_assign(&boss, &s, NULL, &asg, &err), WF_OK);
+    ck_assert_int_eq(wf_referral_cancel(&boss, ended, "no", false, NULL, &out, &err), WF_OK);
+    ck_assert_str_eq(states_of(fresh), "N");
+    ck_assert_str_eq(states_of(referred), "O");
+    ck_assert_str_eq(states_of(ended), "C");
+}
+END_TEST
+
 START_TEST(test_cancel_subtree_only)
 {
     char *root = start("boss");
@@ -855,6 +941,8 @@ suite(void)
     tcase_add_test(eng, test_all_join_runs_next_once_with_original_assigner);
     tcase_add_test(eng, test_any_join_cancels_the_rest);
     tcase_add_test(eng, test_complete_and_end_closes_the_tree);
+    tcase_add_test(eng, test_group_queue_lists_open_tasks_by_default);
+    tcase_add_test(eng, test_every_root_in_one_process_state);
     tcase_add_test(eng, test_cancel_subtree_only);
     tcase_add_test(eng, test_idempotent_start);
     tcase_add_test(eng, test_assign_errors);

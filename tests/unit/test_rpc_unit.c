@@ -321,26 +321,36 @@ END_TEST
 
 START_TEST(test_status_details_decode)
 {
-    wf_violation v[2] = {{"places", "no START place"}, {"arcs[1].guard", "does not compile"}};
+    wf_violation v[2] = {{"definition.places", "START_PLACE_COUNT", "no START place"},
+                         {"definition.arcs[1].guard", NULL, "does not compile"}};
     uint8_t *bytes = NULL;
-    size_t n = wf_rpc_status_details(arena, WF_E_DEFINITION_INVALID, "definition is invalid", v,
-                                     2, &bytes);
+    size_t n = wf_rpc_status_details(arena, WF_E_DEFINITION_INVALID,
+                                     "definition \"order\" is invalid", v, 2, &bytes);
     ck_assert_uint_gt(n, 0);
     Google__Rpc__Status *st = google__rpc__status__unpack(NULL, n, bytes);
     ck_assert_ptr_nonnull(st);
     ck_assert_int_eq(st->code, GRPC_STATUS_INVALID_ARGUMENT);
-    ck_assert_str_eq(st->message, "definition is invalid");
+    ck_assert_str_eq(st->message, "definition \"order\" is invalid");
     ck_assert_uint_eq(st->n_details, 2);
     ck_assert_str_eq(st->details[0]->type_url, "type.googleapis.com/google.rpc.ErrorInfo");
     Google__Rpc__ErrorInfo *info = google__rpc__error_info__unpack(
         NULL, st->details[0]->value.len, st->details[0]->value.data);
     ck_assert_str_eq(info->reason, "DEFINITION_INVALID");
     ck_assert_str_eq(info->domain, "workflow.v1");
+    /* The id the message names. */
+    ck_assert_uint_eq(info->n_metadata, 1);
+    ck_assert_str_eq(info->metadata[0]->key, "definitionKey");
+    ck_assert_str_eq(info->metadata[0]->value, "order");
     google__rpc__error_info__free_unpacked(info, NULL);
     Google__Rpc__BadRequest *br = google__rpc__bad_request__unpack(
         NULL, st->details[1]->value.len, st->details[1]->value.data);
     ck_assert_uint_eq(br->n_field_violations, 2);
-    ck_assert_str_eq(br->field_violations[1]->field, "arcs[1].guard");
+    ck_assert_str_eq(br->field_violations[0]->field, "definition.places");
+    ck_assert_str_eq(br->field_violations[0]->reason, "START_PLACE_COUNT");
+    ck_assert_str_eq(br->field_violations[0]->description, "no START place");
+    ck_assert_str_eq(br->field_violations[1]->field, "definition.arcs[1].guard");
+    /* Without a code of its own, a violation has the error's reason. */
+    ck_assert_str_eq(br->field_violations[1]->reason, "DEFINITION_INVALID");
     google__rpc__bad_request__free_unpacked(br, NULL);
     google__rpc__status__free_unpacked(st, NULL);
 }
@@ -533,7 +543,7 @@ START_TEST(test_status_details_cap_the_violations)
         int k = snprintf(f, 700, "on_all_completed");
         for (int d = 0; d < i % 40 && k < 680; d++)
             k += snprintf(f + k, (size_t)(700 - k), ".on_all_completed");
-        v[i].field = f;
+        v[i] = (wf_violation){.field = f};
         v[i].description = wf_arena_printf(arena, "violation %d: the chain link has no assignee", i);
     }
     uint8_t *bytes = NULL;

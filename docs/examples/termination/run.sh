@@ -170,6 +170,8 @@ wf_fails FAILED_PRECONDITION TASK_ALREADY_CLAIMED --actor it-erik claim "$IT_TAS
 wf_fails PERMISSION_DENIED NOT_ASSIGNEE --actor it-erik complete "$IT_TASK"
 wf_quiet --json tasks --group it --all
 expect "a claimed task leaves the group queue" "$(j id root_instance_id="$ROOT")" ""
+wf_quiet --json tasks --group it --state claimed --all
+expect "the group's claimed tasks, asked for, list it" "$(j id root_instance_id="$ROOT")" "$IT_TASK"
 
 step "4. it-carol completes the IT task"
 wfj "task.status task.completed_by completion next" --actor it-carol complete "$IT_TASK" \
