@@ -435,7 +435,7 @@ goto_place_of(job_op *op, const net_work *w, const wf_job_row *j, const char **p
         return *place != NULL ? WF_OK : wf_ref__nomem(err);
     }
     if (op->ctx->ref.violation != NULL)
-        op->ctx->ref.violation(op->ctx->ref.violation_arg, "next_step", msg);
+        op->ctx->ref.violation(op->ctx->ref.violation_arg, "next_step", NULL, msg);
     return wf_error_set(err, code, "next_step %s", msg);
 }
 
