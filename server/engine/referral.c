@@ -110,7 +110,8 @@ typedef struct start_op {
 } start_op;
 
 /* The definition to start: the existing one, or a new AD_HOC version 1
- * for an unknown key asked at version 0 (TaskFlow's Start). */
+ * for a key without any definition asked at version 0 (TaskFlow's Start),
+ * unless auto-creation is off (wf_ref_ctx.no_auto_create). */
 static wf_code
 start_definition(wf_tx *tx, start_op *op, int32_t *version, wf_error *err)
 {
@@ -124,6 +125,9 @@ start_definition(wf_tx *tx, start_op *op, int32_t *version, wf_error *err)
     if (!found && s->version != 0)
         return wf_error_set(err, WF_E_DEFINITION_NOT_FOUND, "definition \"%s\" has no version %d",
                             s->definition_key, (int)s->version);
+    if (!found && op->ctx->no_auto_create)
+        return wf_error_set(err, WF_E_DEFINITION_NOT_FOUND, "definition \"%s\" does not exist",
+                            s->definition_key);
     if (!found) {
         wf_definition_row nd = {
             .key = (char *)s->definition_key,
@@ -132,9 +136,14 @@ start_definition(wf_tx *tx, start_op *op, int32_t *version, wf_error *err)
             .created_at = wf_now_us(),
             .created_by = (char *)op->ctx->actor,
         };
-        /* A concurrent creator makes this WF_E_CONFLICT; the retried unit
-         * of work then finds its definition. */
-        return wf_tx_put_definition(tx, &nd, version, err);
+        /* A concurrent creator (or deploy of another kind) makes this
+         * WF_E_CONFLICT; the retried unit of work then finds its
+         * definition. */
+        rc = wf_tx_put_definition(tx, &nd, version, err);
+        if (rc == WF_E_DEFINITION_KIND_CONFLICT)
+            rc = wf_error_set(err, WF_E_CONFLICT, "definition \"%s\" was deployed concurrently",
+                              s->definition_key);
+        return rc;
     }
     if (def.kind == WF_DEF_NET) {
         /* The net runtime picks the version (version 0: the newest one

@@ -41,6 +41,10 @@ typedef struct wf_ref_ctx {
     wf_arena *arena;               /* receives every result */
     wf_ref_violation_fn violation; /* optional sink for field violations */
     void *violation_arg;
+    /* WF_AUTO_CREATE_DEFINITIONS=false: StartInstance of a key without any
+     * definition fails DEFINITION_NOT_FOUND instead of creating an AD_HOC
+     * version 1. */
+    bool no_auto_create;
 } wf_ref_ctx;
 
 /* ---- requests ------------------------------------------------------------ */

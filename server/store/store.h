@@ -499,7 +499,9 @@ wf_code wf_tx_commit_amended(wf_tx *tx, const wf_idempotency_row *in, wf_error *
 
 /* Stores in as the next version of in->key (in->version is ignored) and
  * returns that version in *version. Two concurrent puts of one key: one
- * gets WF_E_CONFLICT. */
+ * gets WF_E_CONFLICT. A key never changes kind: when it holds a version of
+ * another kind than in->kind, WF_E_DEFINITION_KIND_CONFLICT and nothing is
+ * stored (also against a concurrent put of the other kind). */
 wf_code wf_tx_put_definition(wf_tx *tx, const wf_definition_row *in, int32_t *version,
                              wf_error *err);
 

@@ -789,6 +789,9 @@ mem_put_definition(wf_tx *t, const wf_definition_row *in, int32_t *version, wf_e
 {
     mem_store *m = (mem_store *)t->st;
     const wf_definition_row *latest = find_definition(m, t->ctx.tenant, in->key, 0);
+    if (latest != NULL && latest->kind != in->kind)
+        return wf_error_set(err, WF_E_DEFINITION_KIND_CONFLICT,
+                            "definition \"%s\" has versions of another kind", in->key);
     wf_definition_row copy = *in;
     copy.version = latest != NULL ? latest->version + 1 : 1;
     char vbuf[16];

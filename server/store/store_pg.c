@@ -450,7 +450,8 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                           "INSERT INTO definitions (" COLS_DEFINITIONS ") SELECT $1::text, "
                           "$2::text, coalesce(max(version), 0) + 1, $3::smallint, $4::text, "
                           "$5::bytea, $6::text, $7::bigint, $8::bigint, $9::bigint, $10::text "
-                          "FROM definitions WHERE tenant_id = $1 AND key = $2 RETURNING version",
+                          "FROM definitions WHERE tenant_id = $1 AND key = $2 "
+                          "HAVING bool_and(kind = $3::smallint) IS NOT FALSE RETURNING version",
                           "definition"},
     [S_GET_DEFINITION] = {"get_definition",
                           "SELECT " COLS_DEFINITIONS " FROM definitions WHERE tenant_id = $1 "
@@ -1884,9 +1885,17 @@ pg_put_definition(wf_tx *t, const wf_definition_row *in, int32_t *version, wf_er
     p_row(&p, &wf_store__definition_desc, in, t->ctx.tenant, 2 /* version: assigned */);
     PGresult *res;
     wf_code rc = run(tx->c, S_PUT_DEFINITION, &p, t->ctx.deadline_ms, &res, err);
-    if (rc == WF_OK)
+    /* No row: the key holds a version of another kind. The version and
+     * the kind check read one snapshot, so a concurrent put of the other
+     * kind either is seen here or takes the same version number (the
+     * primary key makes one of the two CONFLICT). */
+    bool kind_conflict = rc == WF_OK && PQntuples(res) == 0;
+    if (rc == WF_OK && !kind_conflict)
         *version = (int32_t)atoi(PQgetvalue(res, 0, 0));
     PQclear(res);
+    if (kind_conflict)
+        return wf_error_set(err, WF_E_DEFINITION_KIND_CONFLICT,
+                            "definition \"%s\" has versions of another kind", in->key);
     if (rc == WF_E_CONFLICT)
         return wf_error_set(err, WF_E_CONFLICT, "definition \"%s\" was deployed concurrently",
                             in->key);

@@ -608,6 +608,20 @@ START_TEST(test_definitions_versions_and_listing)
         }
     } while (cursor != NULL);
     ck_assert_int_eq(seen, 6);
+
+    /* A key never changes kind: a put of another kind stores nothing. */
+    wf_definition_row other = {.key = S("b"),
+                               .kind = WF_DEF_AD_HOC,
+                               .content_hash = S("h2"),
+                               .created_at = T0 + 9,
+                               .created_by = S("u")};
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_put_definition(tx, &other, &v, &err), WF_E_DEFINITION_KIND_CONFLICT);
+    ck_assert_str_eq(err.msg, "definition \"b\" has versions of another kind");
+    wf_tx_rollback(tx);
+    ck_assert_int_eq(wf_store_get_definition(st, &ctx, "b", 0, &d, &err), WF_OK);
+    ck_assert_int_eq(d.version, 3);
+    ck_assert_int_eq(d.kind, WF_DEF_NET);
 }
 END_TEST
 
