@@ -260,7 +260,8 @@ typedef struct wf_subscription_row {
 typedef struct wf_signal_row {
     char *id;
     char *tenant;
-    char *signal_id; /* client dedupe key; unique per tenant when non-NULL */
+    char *signal_id; /* client dedupe key; unique per tenant when non-NULL, among
+                        the rows whose outcome is not WF_SIGNAL_DUPLICATE */
     char *name;
     char *instance_id; /* target instance, or NULL when sent to an aggregate */
     char *aggregate_type;
@@ -609,7 +610,8 @@ wf_code wf_store_list_definitions(wf_store *st, const wf_store_ctx *ctx, size_t 
 
 /* The delivery log. instance_id matches signals sent to or consumed by that
  * instance; the aggregate pair matches signals sent to that aggregate;
- * signal_id matches the dedupe key; buffered_only keeps signals still in
+ * signal_id matches the dedupe key (the first delivery, never a
+ * DUPLICATE row); buffered_only keeps signals still in
  * the buffer. Ordered by (received_at, id). */
 typedef struct wf_signal_filter {
     const char *instance_id;

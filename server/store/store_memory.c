@@ -609,12 +609,15 @@ mem_lock_root(wf_tx *t, const char *instance_id, const char *root_hint, wf_aggre
 static wf_code
 put_signal(mem_tx *tx, mem_store *m, const wf_signal_row *s, wf_error *err)
 {
-    if (s->signal_id != NULL && s->signal_id[0] != '\0') {
+    /* signal_id is unique among the rows that are not DUPLICATE (as the
+     * partial index signals_dedupe on Postgres). */
+    if (s->signal_id != NULL && s->signal_id[0] != '\0' && s->outcome != WF_SIGNAL_DUPLICATE) {
         size_t lo, hi;
         mt_tenant_range(&m->signals, tx->base.ctx.tenant, &lo, &hi);
         for (size_t i = lo; i < hi; i++) {
             const wf_signal_row *o = m->signals.v[i].row;
-            if (eq(o->signal_id, s->signal_id) && !eq(o->id, s->id))
+            if (eq(o->signal_id, s->signal_id) && !eq(o->id, s->id) &&
+                o->outcome != WF_SIGNAL_DUPLICATE)
                 return wf_error_set(err, WF_E_CONFLICT, "signal \"%s\" was already received",
                                     s->signal_id);
         }
@@ -1100,7 +1103,8 @@ signal_listed(mem_store *m, const void *row, const void *arg)
          !eq(s->consumed_by_instance, f->instance_id)) ||
         (f->aggregate_type != NULL && !eq(s->aggregate_type, f->aggregate_type)) ||
         (f->aggregate_id != NULL && !eq(s->aggregate_id, f->aggregate_id)) ||
-        (f->signal_id != NULL && !eq(s->signal_id, f->signal_id)) ||
+        (f->signal_id != NULL &&
+         (!eq(s->signal_id, f->signal_id) || s->outcome == WF_SIGNAL_DUPLICATE)) ||
         (f->buffered_only && !s->buffered))
         return false;
     return after(&q->k, s->received_at, s->id);

@@ -577,11 +577,12 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                             "definition"},
     /* Every shape binds the same parameters: $2 instance, ($3, $4)
      * aggregate, $5 signal id, $6 buffered only, ($7, $8) cursor, $9
-     * limit. By signal id: one row at most (signals_dedupe). By instance:
+     * limit. By signal id: the one row that is not a DUPLICATE
+     * (signals_dedupe, 0008), the first delivery. By instance:
      * sent to it, or consumed by it and sent elsewhere. */
     [S_LIST_SIGNALS_ID] = {"list_signals_id",
                            "SELECT " COLS_SIGNALS " FROM signals WHERE tenant_id = $1 AND "
-                           "signal_id = $5 AND signal_id <> '' AND " ALL(
+                           "signal_id = $5 AND signal_id <> '' AND outcome <> 3 AND " ALL(
                                SIGNALS_INSTANCE_OPT " AND " OPT("$3", "aggregate_type") " AND " OPT(
                                    "$4", "aggregate_id") " AND " SIGNALS_OPTS) " " SIGNALS_AFTER
                                                                                " LIMIT $9",

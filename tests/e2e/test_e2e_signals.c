@@ -470,13 +470,129 @@ START_TEST(test_duplicate_signal_id_changes_nothing)
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
     ck_assert_int_eq(marking(g, "p"), 1);
     ck_assert_str_eq(var(g->instance->variables_json, "n"), "1");
-    ck_assert_uint_eq(list_signals(in->id, NULL)->n_signals, 1); /* no row for a duplicate */
+    /* The duplicate has a row of its own, and changed nothing else. */
+    Workflow__V1__ListSignalsResponse *l = list_signals(in->id, NULL);
+    ck_assert_uint_eq(l->n_signals, 2);
+    ck_assert_int_eq(l->signals[1]->outcome, O_DUPLICATE);
+    ck_assert_str_eq(l->signals[1]->signal_id, sid);
+    ck_assert_ptr_null(l->signals[1]->consumed_at);
     /* A duplicate is recognised whatever its target. */
     r = send_sig("go", NULL, u("Z"), NULL, sid, 60000);
     ck_assert_int_eq(r->outcome, O_DUPLICATE);
     r = send_sig("go", in->id, NULL, NULL, u("sid2"), 0);
     ck_assert_int_eq(r->outcome, O_CORRELATED);
     ck_assert_int_eq(get_instance(in->id)->instance->status, I_COMPLETED);
+}
+END_TEST
+
+/* WatchEvents history of the given types whose data mentions tag, as
+ * "TYPE TYPE ..." (EventType names without prefix); the data_json of the
+ * i-th such event goes to data[i] (up to cap). Retried briefly: Postgres
+ * numbers committed events asynchronously. */
+static char *
+watched(const Workflow__V1__EventType *types, size_t n_types, const char *tag, size_t want,
+        char **data, size_t cap)
+{
+    static char out[2048];
+    for (int attempt = 0; attempt < 40; attempt++) {
+        Workflow__V1__WatchEventsRequest req = WORKFLOW__V1__WATCH_EVENTS_REQUEST__INIT;
+        req.types = (Workflow__V1__EventType *)types;
+        req.n_types = n_types;
+        wf_client_stream *st = wf_client_stream_open(as(NULL), SVC "WatchEvents", &req.base, NULL);
+        ck_assert_ptr_nonnull(st);
+        ProtobufCMessage *m;
+        wf_client_status cs;
+        size_t n = 0;
+        out[0] = '\0';
+        while (wf_client_stream_next(st, &workflow__v1__watch_events_response__descriptor, &m, &cs)) {
+            Workflow__V1__Event *e = ((Workflow__V1__WatchEventsResponse *)m)->event;
+            if (strstr(e->data_json, tag) != NULL) {
+                const ProtobufCEnumValue *v =
+                    protobuf_c_enum_descriptor_get_value(&workflow__v1__event_type__descriptor, e->type);
+                size_t len = strlen(out);
+                snprintf(out + len, sizeof out - len, "%s%s", len ? " " : "",
+                         v != NULL ? v->name + strlen("EVENT_TYPE_") : "?");
+                if (n < cap)
+                    data[n] = wf_arena_strdup(ta, e->data_json);
+                n++;
+            }
+            protobuf_c_message_free_unpacked(m, NULL);
+        }
+        wf_client_stream_close(st);
+        ck_ok(cs);
+        if (n >= want)
+            break;
+        sleep_ms(50);
+    }
+    return out;
+}
+
+/* Every delivery is logged: DROPPED, BUFFERED, CORRELATED, DUPLICATE,
+ * DROPPED leave five rows (the DUPLICATE one once had none), and the
+ * DROPPED and DUPLICATE ones are events a watcher sees without polling
+ * the log. */
+START_TEST(test_every_delivery_is_logged_and_lost_ones_are_events)
+{
+    char *key = u("five");
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "p", NORMAL);
+    place(n, "e", END);
+    msg(n, "one", "go", true);
+    msg(n, "two", "go", true);
+    arc(n, "s", "one");
+    arc(n, "one", "p");
+    arc(n, "p", "two");
+    arc(n, "two", "e");
+    deploy(n);
+    char *agg = u("FIVE");
+    char *sid = u("five-3");
+    ck_assert_int_eq(send_sig("go", NULL, agg, NULL, u("five-1"), 0)->outcome, O_DROPPED);
+    ck_assert_int_eq(send_sig("go", NULL, agg, NULL, u("five-2"), 60000)->outcome, O_BUFFERED);
+    Workflow__V1__Instance *in = start(key, agg, NULL); /* "one" consumes the buffered one */
+    ck_assert_int_eq(marking(get_instance(in->id), "p"), 1);
+    ck_assert_int_eq(send_sig("go", NULL, agg, "{\"n\":1}", sid, 0)->outcome, O_CORRELATED);
+    Workflow__V1__SendSignalResponse *r = send_sig("go", NULL, agg, "{\"n\":2}", sid, 60000);
+    ck_assert_int_eq(r->outcome, O_DUPLICATE);
+    ck_assert_uint_eq(r->n_instance_ids, 0);
+    ck_assert_ptr_null(r->expires_at);
+    ck_assert_int_eq(send_sig("go", NULL, agg, NULL, u("five-5"), 0)->outcome, O_DROPPED);
+
+    Workflow__V1__ListSignalsResponse *l = list_signals(NULL, agg);
+    ck_assert_uint_eq(l->n_signals, 5);
+    const int want[] = {O_DROPPED, O_BUFFERED, O_CORRELATED, O_DUPLICATE, O_DROPPED};
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(l->signals[i]->outcome, want[i]);
+    ck_assert_str_eq(l->signals[1]->consumed_by_instance, in->id);
+    Workflow__V1__Signal *dup = l->signals[3];
+    ck_assert_str_eq(dup->signal_id, sid);
+    ck_assert_str_eq(dup->payload_json, "{\"n\":2}");
+    ck_assert_ptr_null(dup->consumed_at);
+    ck_assert_ptr_null(dup->expires_at);
+    ck_assert_str_ne(dup->id, l->signals[2]->id);
+    /* Nothing else changed: the instance kept the first payload. */
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_COMPLETED);
+    ck_assert_str_eq(var(g->instance->variables_json, "n"), "1");
+    ck_assert_uint_eq(g->n_buffered_signals, 0);
+
+    Workflow__V1__EventType types[] = {WORKFLOW__V1__EVENT_TYPE__EVENT_TYPE_SIGNAL_DROPPED,
+                                       WORKFLOW__V1__EVENT_TYPE__EVENT_TYPE_SIGNAL_DUPLICATE};
+    char *data[3] = {0};
+    ck_assert_str_eq(watched(types, 2, agg, 3, data, 3),
+                     "SIGNAL_DROPPED SIGNAL_DUPLICATE SIGNAL_DROPPED");
+    json_t *d = json_loads(data[1], 0, NULL);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_str_eq(json_string_value(json_object_get(d, "signalLogId")), dup->id);
+    ck_assert_str_eq(json_string_value(json_object_get(d, "originalSignalLogId")),
+                     l->signals[2]->id);
+    ck_assert_str_eq(json_string_value(json_object_get(d, "signalId")), sid);
+    ck_assert_str_eq(json_string_value(json_object_get(d, "aggregateId")), agg);
+    json_decref(d);
+
+    /* By instance id: the DROPPED event belongs to the instance. */
+    ck_assert_int_eq(send_sig("go", in->id, NULL, NULL, NULL, 0)->outcome, O_DROPPED);
+    ck_assert_int_eq(count_of(event_types(in->id), "SIGNAL_DROPPED"), 1);
 }
 END_TEST
 
@@ -527,7 +643,7 @@ START_TEST(test_concurrent_duplicates_correlate_once)
         Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
         ck_assert_int_eq(marking(g, "p"), 1); /* fired once */
         ck_assert_int_eq(count_of(event_types(in->id), "SIGNAL_CONSUMED"), 1);
-        ck_assert_uint_eq(list_signals(in->id, NULL)->n_signals, 1);
+        ck_assert_uint_eq(list_signals(in->id, NULL)->n_signals, 2); /* one is DUPLICATE */
     }
 }
 END_TEST
@@ -564,7 +680,11 @@ START_TEST(test_concurrent_duplicates_by_aggregate)
         ck_assert_int_eq(get_instance(i2->id)->instance->status, I_COMPLETED);
         ck_assert_int_eq(count_of(event_types(i1->id), "SIGNAL_CONSUMED"), 1);
         ck_assert_int_eq(count_of(event_types(i2->id), "SIGNAL_CONSUMED"), 1);
-        ck_assert_uint_eq(list_signals(NULL, agg)->n_signals, 1);
+        Workflow__V1__ListSignalsResponse *l = list_signals(NULL, agg);
+        ck_assert_uint_eq(l->n_signals, 2);
+        ck_assert_int_eq((l->signals[0]->outcome == O_DUPLICATE) +
+                             (l->signals[1]->outcome == O_DUPLICATE),
+                         1);
     }
 }
 END_TEST
@@ -1397,6 +1517,7 @@ main(void)
     tcase_add_test(tc, test_buffered_by_id_then_consumed_at_enablement);
     tcase_add_test(tc, test_expired_signal_is_never_consumed);
     tcase_add_test(tc, test_duplicate_signal_id_changes_nothing);
+    tcase_add_test(tc, test_every_delivery_is_logged_and_lost_ones_are_events);
     tcase_add_test(tc, test_concurrent_duplicates_correlate_once);
     tcase_add_test(tc, test_concurrent_duplicates_by_aggregate);
     tcase_add_test(tc, test_dropped_without_ttl);
