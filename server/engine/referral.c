@@ -182,7 +182,7 @@ start_body(wf_tx *tx, void *arg, wf_error *err)
         rc = wf_ref__work_init(&w, op->ctx, NULL, err);
     if (rc != WF_OK)
         return rc;
-    char *id = new_id(&w);
+    char *id = s->instance_id != NULL ? wf_ref__strdup(&w, s->instance_id) : new_id(&w);
     if (id == NULL)
         return wf_ref__nomem(err);
     bool has_agg = s->aggregate_type != NULL && s->aggregate_type[0] != '\0';
@@ -267,16 +267,31 @@ check_start(const wf_ref_ctx *ctx, const wf_start_spec *s, wf_error *err)
 }
 
 wf_code
-wf_referral_start(const wf_ref_ctx *ctx, const wf_start_spec *spec, wf_uow_idem *idem,
-                  wf_instance_row *out, wf_error *err)
+wf_ref__check_start(const wf_ref_ctx *ctx, const wf_start_spec *spec, const char **vars,
+                    wf_error *err)
 {
-    start_op op = {.ctx = ctx, .spec = spec, .out = out};
     wf_code rc = need_actor(ctx, err);
     if (rc == WF_OK)
         rc = check_start(ctx, spec, err);
     if (rc == WF_OK)
-        rc = wf_engine_json_object(ctx->arena, spec->variables_json, "variables_json", &op.vars,
-                                   err);
+        rc = wf_engine_json_object(ctx->arena, spec->variables_json, "variables_json", vars, err);
+    return rc;
+}
+
+wf_code
+wf_ref__start_in(const wf_ref_ctx *ctx, wf_tx *tx, const wf_start_spec *spec, const char *vars,
+                 wf_instance_row *out, wf_error *err)
+{
+    start_op op = {.ctx = ctx, .spec = spec, .vars = vars, .out = out};
+    return start_body(tx, &op, err);
+}
+
+wf_code
+wf_referral_start(const wf_ref_ctx *ctx, const wf_start_spec *spec, wf_uow_idem *idem,
+                  wf_instance_row *out, wf_error *err)
+{
+    start_op op = {.ctx = ctx, .spec = spec, .out = out};
+    wf_code rc = wf_ref__check_start(ctx, spec, &op.vars, err);
     if (rc != WF_OK)
         return rc;
     wf_store_ctx sc = store_ctx(ctx);

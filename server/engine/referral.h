@@ -84,6 +84,7 @@ typedef struct wf_start_spec {
     const char *variables_json; /* NULL/"" = {} */
     const char *aggregate_type; /* both or neither */
     const char *aggregate_id;
+    const char *instance_id; /* NULL = a new id (SendSignal's start names it first) */
 } wf_start_spec;
 
 /* ---- results ------------------------------------------------------------- */

@@ -283,6 +283,16 @@ wf_sig__discard_buffered(net_work *w, wf_error *err)
 
 /* ---- SendSignal ----------------------------------------------------------------------------- */
 
+/* A violation of SendSignalRequest.start: the field named under start
+ * (arg is the caller's wf_ref_ctx). */
+static void
+start_violation(void *arg, const char *field, const char *msg)
+{
+    const wf_ref_ctx *c = arg;
+    char *f = wf_arena_printf(c->arena, "start.%s", field);
+    c->violation(c->violation_arg, f != NULL ? f : field, msg);
+}
+
 struct wf_sig_send_out;
 static wf_code push_id(wf_arena *a, wf_sig_send_out *out, const char *id, wf_error *err);
 
@@ -310,6 +320,8 @@ typedef struct send_op {
     wf_sig_send_out *out;
     size_t base_ids;      /* aggregate path: instances fired by earlier roots */
     const char *original; /* DUPLICATE: the log row of the first delivery */
+    const char *start_vars; /* start: its variables, normalised */
+    const char *started;    /* STARTED: the instance started */
 } send_op;
 
 static wf_signal_row
@@ -329,9 +341,12 @@ log_row(const send_op *op, wf_signal_outcome outcome)
         .outcome = outcome,
         .received_at = op->received_at,
     };
-    if (outcome == WF_SIGNAL_BUFFERED) {
+    if (outcome == WF_SIGNAL_BUFFERED || outcome == WF_SIGNAL_STARTED) {
+        int64_t ttl_ms = in->buffer_ttl_ms;
+        if (outcome == WF_SIGNAL_STARTED && ttl_ms == 0)
+            ttl_ms = WF_SIG_START_TTL_MS;
         r.buffered = true;
-        r.expires_at = op->received_at + in->buffer_ttl_ms * 1000;
+        r.expires_at = op->received_at + ttl_ms * 1000;
     }
     return r;
 }
@@ -668,6 +683,9 @@ check_send(const wf_ref_ctx *ctx, const wf_sig_send_in *in, wf_error *err)
         return violation(ctx, WF_E_INVALID_ARGUMENT, "target",
                          "instance_id or aggregate is required", err);
     }
+    if (in->start != NULL && !in->has_aggregate)
+        return violation(ctx, WF_E_INVALID_ARGUMENT, "start",
+                         "needs the signal sent to an aggregate, not to an instance_id", err);
     if (in->buffer_ttl_ms < 0)
         return violation(ctx, WF_E_INVALID_ARGUMENT, "buffer_ttl", "must not be negative", err);
     if (!unset(in->signal_id) && !printable(in->signal_id, MAX_SIGNAL_ID))
@@ -687,6 +705,53 @@ push_id(wf_arena *a, wf_sig_send_out *out, const char *id, wf_error *err)
         memcpy(v, out->instance_ids, out->n_instance_ids * sizeof *v);
     v[out->n_instance_ids++] = copy;
     out->instance_ids = v;
+    return WF_OK;
+}
+
+/* Correlate or start, under the correlation lock of the aggregate with
+ * nobody waiting for the signal: when no root instance of the aggregate is
+ * live, logs the signal STARTED, buffered (SIGNAL_BUFFERED, without an
+ * instance as any signal buffered for an aggregate), then starts the
+ * instance of op->in->start bound to the aggregate, as StartInstance
+ * would, in tx: a first wait of its net for the signal consumes it there
+ * (SIGNAL_CONSUMED). Every sender with start takes the same lock, so one
+ * aggregate gets at most one instance: the next sender sees it live.
+ * *started says whether this one started it (op->started). */
+static wf_code
+start_for(const wf_net_ctx *ctx, send_op *op, wf_tx *tx, bool *started, wf_error *err)
+{
+    wf_arena *a = ctx->ref.arena;
+    bool live = true;
+    *started = false;
+    wf_code rc =
+        wf_tx_aggregate_live(tx, op->in->aggregate_type, op->in->aggregate_id, &live, err);
+    if (rc != WF_OK || live)
+        return rc;
+    char *id = new_id(a);
+    if (id == NULL)
+        return wf_ref__nomem(err);
+    wf_start_spec spec = *op->in->start;
+    spec.aggregate_type = op->in->aggregate_type;
+    spec.aggregate_id = op->in->aggregate_id;
+    spec.instance_id = id;
+    wf_signal_row r = log_row(op, WF_SIGNAL_STARTED);
+    json_t *data = delivery_data(op);
+    if (data != NULL) {
+        json_object_set_new(data, "expiresAt", json_string(wf_nw_time_text(a, r.expires_at)));
+        json_object_set_new(data, "outcome", json_string("STARTED"));
+        json_object_set_new(data, "instanceId", json_string(id));
+    }
+    wf_event_row ev;
+    rc = delivery_event(ctx, "SIGNAL_BUFFERED", data, op->received_at, &ev, err);
+    if (rc == WF_OK)
+        rc = write_log(tx, &r, &ev, err);
+    wf_instance_row root;
+    if (rc == WF_OK)
+        rc = wf_ref__start_in(&ctx->ref, tx, &spec, op->start_vars, &root, err);
+    if (rc != WF_OK)
+        return rc;
+    op->started = id;
+    *started = true;
     return WF_OK;
 }
 
@@ -715,9 +780,14 @@ buffer_or_drop(const wf_net_ctx *ctx, send_op *op, bool *raced, wf_error *err)
     if (rc != WF_OK)
         return rc;
     *raced = false;
+    bool started = false;
     rc = wf_tx_lock_correlation(tx, op->in->name, op->in->aggregate_type, op->in->aggregate_id,
                                 raced, err);
-    if (rc == WF_OK && !*raced)
+    if (rc == WF_OK && !*raced && op->in->start != NULL)
+        rc = start_for(ctx, op, tx, &started, err);
+    if (rc == WF_OK && !*raced && started)
+        r = log_row(op, WF_SIGNAL_STARTED);
+    else if (rc == WF_OK && !*raced)
         rc = write_log(tx, &r, &ev, err);
     if (rc != WF_OK || *raced) {
         wf_tx_rollback(tx);
@@ -726,8 +796,13 @@ buffer_or_drop(const wf_net_ctx *ctx, send_op *op, bool *raced, wf_error *err)
     /* The response this records: nobody was fired (else no buffering). */
     op->out->outcome = r.outcome;
     op->out->n_instance_ids = 0;
-    op->out->expires_at = r.outcome == WF_SIGNAL_BUFFERED ? r.expires_at : 0;
-    rc = wf_uow_commit(ctx->ref.store, &sc, tx, op->idem, op->out, err);
+    op->out->expires_at = r.buffered ? r.expires_at : 0;
+    if (started)
+        rc = push_id(a, op->out, op->started, err);
+    if (rc == WF_OK)
+        rc = wf_uow_commit(ctx->ref.store, &sc, tx, op->idem, op->out, err);
+    else
+        wf_tx_rollback(tx);
     if (rc == WF_OK) {
         op->outcome = r.outcome;
         op->expires_at = r.expires_at;
@@ -810,11 +885,21 @@ send_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, wf_erro
                 out->outcome = WF_SIGNAL_DUPLICATE;
                 return WF_OK;
             }
+            /* A start that lost a race (a definition created at once):
+             * the next round sees the winner. */
+            if (rc == WF_E_CONFLICT && op->in->start != NULL) {
+                wf_error_clear(err);
+                continue;
+            }
             return rc;
         }
         if (!raced) {
             out->outcome = op->outcome;
-            out->expires_at = op->outcome == WF_SIGNAL_BUFFERED ? op->expires_at : 0;
+            out->expires_at = op->outcome == WF_SIGNAL_BUFFERED || op->outcome == WF_SIGNAL_STARTED
+                                  ? op->expires_at
+                                  : 0;
+            if (op->outcome == WF_SIGNAL_STARTED)
+                wf_nw_wake(ctx, NULL, 0);
             return WF_OK;
         }
     }
@@ -847,6 +932,18 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
                   .out = out};
     if (op.log_id == NULL)
         return wf_ref__nomem(err);
+    if (in->start != NULL) {
+        /* StartInstance's rules, its violations named under start. */
+        wf_ref_ctx sctx = *rc_;
+        sctx.violation = rc_->violation != NULL ? start_violation : NULL;
+        sctx.violation_arg = (void *)rc_;
+        wf_start_spec spec = *in->start;
+        spec.aggregate_type = in->aggregate_type;
+        spec.aggregate_id = in->aggregate_id;
+        rc = wf_ref__check_start(&sctx, &spec, &op.start_vars, err);
+        if (rc != WF_OK)
+            return rc;
+    }
     /* The request id is looked up by the first unit of work, in its
      * first flight; a duplicate is logged (and its request id looked up)
      * in a unit of work of its own. */

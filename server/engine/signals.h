@@ -47,6 +47,7 @@
 #include <stdint.h>
 
 #include "net_runtime.h"
+#include "referral.h"
 #include "store.h"
 #include "uow.h"
 #include "wf_error.h"
@@ -60,11 +61,20 @@ typedef struct wf_sig_send_in {
     const char *payload_json; /* JSON object; NULL/"" = {} */
     const char *signal_id;    /* NULL/"" = no deduplication */
     int64_t buffer_ttl_ms;    /* >= 0; 0 = do not buffer */
+    /* Correlate or start (aggregate target only): what to start when no
+     * instance of the aggregate awaits the signal and no root of it is
+     * live; its aggregate and instance_id are ignored (the signal's
+     * aggregate, a new id). NULL = never start. */
+    const wf_start_spec *start;
 } wf_sig_send_in;
+
+/* How long a signal that started an instance (STARTED) stays buffered for
+ * it when the request has no buffer_ttl: 24 hours. */
+#define WF_SIG_START_TTL_MS (24LL * 3600 * 1000)
 
 typedef struct wf_sig_send_out {
     wf_signal_outcome outcome;
-    const char **instance_ids; /* CORRELATED: the instances fired */
+    const char **instance_ids; /* CORRELATED: the instances fired; STARTED: the new one */
     size_t n_instance_ids;
     int64_t expires_at; /* BUFFERED: µs */
 } wf_sig_send_out;
@@ -72,7 +82,9 @@ typedef struct wf_sig_send_out {
 /* SendSignal. Checks the request (violations to ctx->ref.violation),
  * looks up / records idem around the whole call (it may span several
  * units of work). Errors: INVALID_ARGUMENT, INVALID_JSON,
- * INSTANCE_NOT_FOUND, REQUEST_ID_REUSED. */
+ * INSTANCE_NOT_FOUND, REQUEST_ID_REUSED; with start also StartInstance's
+ * (ACTOR_MISSING, DEFINITION_NOT_FOUND, DEFINITION_NOT_ACTIVE,
+ * NO_ARC_MATCHED). */
 wf_code wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
                     wf_sig_send_out *out, wf_error *err);
 

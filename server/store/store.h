@@ -114,6 +114,7 @@ typedef enum wf_signal_outcome {
     WF_SIGNAL_BUFFERED = 2,
     WF_SIGNAL_DUPLICATE = 3,
     WF_SIGNAL_DROPPED = 4,
+    WF_SIGNAL_STARTED = 5, /* started an instance and waits buffered for it */
 } wf_signal_outcome;
 
 /* ---- rows -------------------------------------------------------------- */
@@ -539,6 +540,14 @@ wf_code wf_tx_consume_signal(wf_tx *tx, const char *name, const char *instance_i
  * Lock order: after wf_tx_lock_root, never before it. */
 wf_code wf_tx_lock_correlation(wf_tx *tx, const char *name, const char *aggregate_type,
                                const char *aggregate_id, bool *awaited, wf_error *err);
+
+/* Under wf_tx_lock_correlation of that aggregate: *live is whether a root
+ * instance bound to (aggregate_type, aggregate_id) has not ended (RUNNING,
+ * FAILED or COMPENSATING), as committed when the lock was granted or
+ * written by tx. SendSignal with start reads it to start at most one
+ * instance per aggregate. */
+wf_code wf_tx_aggregate_live(wf_tx *tx, const char *aggregate_type, const char *aggregate_id,
+                             bool *live, wf_error *err);
 
 /* ---- simple reads ------------------------------------------------------ */
 

@@ -1364,7 +1364,8 @@ sweep_match(mem_store *m, const void *row, const void *arg)
         return ((const wf_idempotency_row *)row)->created_at <= q->before;
     if (q->kind == WF_SWEEP_SIGNALS) {
         const wf_signal_row *s = row;
-        return s->outcome == WF_SIGNAL_BUFFERED && !s->buffered && s->consumed_at == 0 &&
+        return (s->outcome == WF_SIGNAL_BUFFERED || s->outcome == WF_SIGNAL_STARTED) &&
+               !s->buffered && s->consumed_at == 0 &&
                s->expires_at > 0 && s->expires_at <= q->before;
     }
     const wf_event_row *e = row;
@@ -1581,6 +1582,24 @@ mem_lock_correlation(wf_tx *t, const char *name, const char *agg_type, const cha
     return WF_OK;
 }
 
+static wf_code
+mem_aggregate_live(wf_tx *t, const char *agg_type, const char *agg_id, bool *live, wf_error *err)
+{
+    (void)err;
+    mem_store *m = (mem_store *)t->st;
+    size_t lo, hi;
+    mt_tenant_range(&m->insts, t->ctx.tenant, &lo, &hi);
+    *live = false;
+    for (size_t i = lo; i < hi && !*live; i++) {
+        const wf_instance_row *in = m->insts.v[i].row;
+        *live = in->parent_id == NULL && eq(in->aggregate_type, agg_type) &&
+                eq(in->aggregate_id, agg_id) &&
+                (in->status == WF_INSTANCE_RUNNING || in->status == WF_INSTANCE_FAILED ||
+                 in->status == WF_INSTANCE_COMPENSATING);
+    }
+    return WF_OK;
+}
+
 static bool
 job_ready(mem_store *m, const void *row, const void *arg)
 {
@@ -1657,6 +1676,7 @@ static const wf_store_ops mem_ops = {
     .tx_get_definition = mem_tx_get_definition,
     .consume_signal = mem_consume_signal,
     .lock_correlation = mem_lock_correlation,
+    .aggregate_live = mem_aggregate_live,
     .get_definition = mem_get_definition,
     .get_instance = mem_get_instance,
     .get_task = mem_get_task,

@@ -152,6 +152,7 @@ enum {
     S_CONSUME_SIGNAL_AGGREGATE,
     S_LOCK_CORRELATION,
     S_SUB_AWAITED,
+    S_AGGREGATE_LIVE,
     S_GET_INSTANCE,
     S_GET_TASK,
     S_GET_JOB_BY_KEY,
@@ -496,6 +497,13 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                        "s.instance_id WHERE s.tenant_id = $1 AND s.signal_name = $2 AND "
                        "s.aggregate_type = $3 AND s.aggregate_id = $4 AND i.status = 1)",
                        "subscription"},
+    /* A root of the aggregate that has not ended (1 RUNNING, 4 FAILED, 5
+     * COMPENSATING), through instances_aggregate. */
+    [S_AGGREGATE_LIVE] = {"aggregate_live",
+                          "SELECT EXISTS (SELECT 1 FROM instances WHERE tenant_id = $1 AND "
+                          "aggregate_type = $2 AND aggregate_id = $3 AND parent_id IS NULL AND "
+                          "status IN (1, 4, 5))",
+                          "instance"},
 
     [S_GET_INSTANCE] = {"get_instance",
                         "SELECT " COLS_INSTANCES " FROM instances WHERE tenant_id = $1 AND "
@@ -653,12 +661,12 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
     [S_EXPIRED_LEASES] = {"expired_leases", EXPIRED_LEASES(""), "job"},
     [S_EXPIRED_LEASES_T] = {"expired_leases_tenant", EXPIRED_LEASES("tenant_id = $3 AND "),
                             "job"},
-    /* Buffered rows are always outcome 2 with consumed_at 0: saying so
-     * lets the partial indexes signals_expiry / signals_tenant_expiry
-     * serve. */
+    /* Buffered rows are always outcome 2 (BUFFERED) or 5 (STARTED) with
+     * consumed_at 0: saying so lets the partial indexes signals_expiry /
+     * signals_tenant_expiry serve. */
 #define EXPIRE_SIGNALS(tenant)                                                                     \
     "WITH c AS (SELECT tenant_id, id FROM signals WHERE " tenant                                   \
-    "outcome = 2 AND consumed_at = 0 AND buffered AND NOT discarded AND expires_at <= $1 "         \
+    "outcome IN (2, 5) AND consumed_at = 0 AND buffered AND NOT discarded AND expires_at <= $1 "         \
     "ORDER BY expires_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) "                                    \
     "UPDATE signals s SET buffered = false, discarded = true FROM c "                              \
     "WHERE s.tenant_id = c.tenant_id AND s.id = c.id"
@@ -667,7 +675,8 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                             "signal"},
 #define SWEEP_SIGNALS(tenant)                                                                      \
     "WITH c AS (SELECT tenant_id, id FROM signals WHERE " tenant                                   \
-    "outcome = 2 AND consumed_at = 0 AND NOT buffered AND expires_at > 0 AND expires_at <= $1 "    \
+    "outcome IN (2, 5) AND consumed_at = 0 AND NOT buffered AND expires_at > 0 AND "          \
+    "expires_at <= $1 "    \
     "LIMIT $2 FOR UPDATE SKIP LOCKED) "                                                            \
     "DELETE FROM signals s USING c WHERE s.tenant_id = c.tenant_id AND s.id = c.id"
     [S_SWEEP_SIGNALS] = {"sweep_signals", SWEEP_SIGNALS(""), "signal"},
@@ -1993,6 +2002,20 @@ pg_lock_correlation(wf_tx *t, const char *name, const char *agg_type, const char
     return rc;
 }
 
+static wf_code
+pg_aggregate_live(wf_tx *t, const char *agg_type, const char *agg_id, bool *live, wf_error *err)
+{
+    pg_tx *tx = (pg_tx *)t;
+    params p = p_tenant(&t->ctx, agg_type);
+    p_str(&p, agg_id);
+    PGresult *res;
+    wf_code rc = run(tx->c, S_AGGREGATE_LIVE, &p, t->ctx.deadline_ms, &res, err);
+    if (rc == WF_OK)
+        *live = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
+    PQclear(res);
+    return rc;
+}
+
 /* ---- reads outside a unit of work -------------------------------------------- */
 
 /* Runs one row-returning statement on a borrowed connection. */
@@ -2657,6 +2680,7 @@ static const wf_store_ops pg_ops = {
     .tx_get_definition = pg_tx_get_definition,
     .consume_signal = pg_consume_signal,
     .lock_correlation = pg_lock_correlation,
+    .aggregate_live = pg_aggregate_live,
     .get_definition = pg_get_definition,
     .get_instance = pg_get_instance,
     .get_task = pg_get_task,
