@@ -318,8 +318,8 @@ typedef struct send_op {
      * transaction (wf_uow_idem.recorded). */
     wf_uow_idem *idem;
     wf_sig_send_out *out;
-    size_t base_ids;      /* aggregate path: instances fired by earlier roots */
-    const char *original; /* DUPLICATE: the log row of the first delivery */
+    size_t base_ids;        /* aggregate path: instances fired by earlier roots */
+    const char *original;   /* DUPLICATE: the log row of the first delivery */
     const char *start_vars; /* start: its variables, normalised */
     const char *started;    /* STARTED: the instance started */
 } send_op;
@@ -593,8 +593,8 @@ seen_before(const wf_net_ctx *ctx, const char *signal_id, bool *seen, const char
 /* A lost dedupe race: CONFLICT with the signal_id now in the log is a
  * DUPLICATE (*original: the winner's row). */
 static bool
-lost_dedupe_race(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_code rc,
-                 const char **original, wf_error *err)
+lost_dedupe_race(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_code rc, const char **original,
+                 wf_error *err)
 {
     if (rc != WF_E_CONFLICT || unset(in->signal_id))
         return false;
@@ -611,8 +611,8 @@ lost_dedupe_race(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_code rc,
  * watcher without an instance or definition filter (e.g. types =
  * SIGNAL_DROPPED, SIGNAL_DUPLICATE). data is taken. */
 static wf_code
-delivery_event(const wf_net_ctx *ctx, const char *type, json_t *data, int64_t at,
-               wf_event_row *ev, wf_error *err)
+delivery_event(const wf_net_ctx *ctx, const char *type, json_t *data, int64_t at, wf_event_row *ev,
+               wf_error *err)
 {
     *ev = (wf_event_row){
         .tenant = (char *)ctx->ref.tenant,
@@ -723,8 +723,7 @@ start_for(const wf_net_ctx *ctx, send_op *op, wf_tx *tx, bool *started, wf_error
     wf_arena *a = ctx->ref.arena;
     bool live = true;
     *started = false;
-    wf_code rc =
-        wf_tx_aggregate_live(tx, op->in->aggregate_type, op->in->aggregate_id, &live, err);
+    wf_code rc = wf_tx_aggregate_live(tx, op->in->aggregate_type, op->in->aggregate_id, &live, err);
     if (rc != WF_OK || live)
         return rc;
     char *id = new_id(a);

@@ -46,8 +46,7 @@ build_signal(wf_arena *a, const wf_signal_row *r)
     /* Its TTL ran out unconsumed: consuming needs expires_at > now, so the
      * answer holds whether or not the scheduler has marked it yet. */
     m->expired = (r->outcome == WF_SIGNAL_BUFFERED || r->outcome == WF_SIGNAL_STARTED) &&
-                 r->consumed_at == 0 && r->expires_at > 0 &&
-                 r->expires_at <= wf_now_us();
+                 r->consumed_at == 0 && r->expires_at > 0 && r->expires_at <= wf_now_us();
     return oom ? NULL : m;
 }
 

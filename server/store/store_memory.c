@@ -1365,8 +1365,8 @@ sweep_match(mem_store *m, const void *row, const void *arg)
     if (q->kind == WF_SWEEP_SIGNALS) {
         const wf_signal_row *s = row;
         return (s->outcome == WF_SIGNAL_BUFFERED || s->outcome == WF_SIGNAL_STARTED) &&
-               !s->buffered && s->consumed_at == 0 &&
-               s->expires_at > 0 && s->expires_at <= q->before;
+               !s->buffered && s->consumed_at == 0 && s->expires_at > 0 &&
+               s->expires_at <= q->before;
     }
     const wf_event_row *e = row;
     if (e->root_id == NULL)

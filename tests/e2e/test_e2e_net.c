@@ -327,8 +327,9 @@ versions_of(const char *key, Workflow__V1__DefinitionKind kind)
     Workflow__V1__ListDefinitionsRequest req = WORKFLOW__V1__LIST_DEFINITIONS_REQUEST__INIT;
     wf_client_status st;
     req.key = (char *)key;
-    Workflow__V1__ListDefinitionsResponse *l = call(
-        as(NULL), "ListDefinitions", &req, &workflow__v1__list_definitions_response__descriptor, &st);
+    Workflow__V1__ListDefinitionsResponse *l =
+        call(as(NULL), "ListDefinitions", &req,
+             &workflow__v1__list_definitions_response__descriptor, &st);
     ck_ok(st);
     for (size_t i = 0; i < l->n_definitions; i++)
         ck_assert_int_eq(l->definitions[i]->kind, kind);

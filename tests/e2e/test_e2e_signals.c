@@ -514,11 +514,12 @@ watched(const Workflow__V1__EventType *types, size_t n_types, const char *tag, s
         wf_client_status cs;
         size_t n = 0;
         out[0] = '\0';
-        while (wf_client_stream_next(st, &workflow__v1__watch_events_response__descriptor, &m, &cs)) {
+        while (
+            wf_client_stream_next(st, &workflow__v1__watch_events_response__descriptor, &m, &cs)) {
             Workflow__V1__Event *e = ((Workflow__V1__WatchEventsResponse *)m)->event;
             if (strstr(e->data_json, tag) != NULL) {
-                const ProtobufCEnumValue *v =
-                    protobuf_c_enum_descriptor_get_value(&workflow__v1__event_type__descriptor, e->type);
+                const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(
+                    &workflow__v1__event_type__descriptor, e->type);
                 size_t len = strlen(out);
                 snprintf(out + len, sizeof out - len, "%s%s", len ? " " : "",
                          v != NULL ? v->name + strlen("EVENT_TYPE_") : "?");
@@ -686,8 +687,8 @@ START_TEST(test_correlate_or_start)
     ck_assert_int_eq(l->signals[0]->outcome, WORKFLOW__V1__SIGNAL_OUTCOME__SIGNAL_OUTCOME_STARTED);
     ck_assert_str_eq(l->signals[0]->consumed_by_instance, id);
     ck_assert_str_eq(l->signals[0]->transition_id, "recv");
-    ck_assert_msg(strstr(event_types(id), "INSTANCE_STARTED") == event_types(id),
-                  "%s", event_types(id));
+    ck_assert_msg(strstr(event_types(id), "INSTANCE_STARTED") == event_types(id), "%s",
+                  event_types(id));
     ck_assert_int_eq(count_of(event_types(id), "SIGNAL_CONSUMED"), 1);
 
     /* Running, not waiting: the normal outcome, nothing started. */
@@ -725,8 +726,7 @@ START_TEST(test_correlate_or_start)
     ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
     ck_assert_msg(strncmp(st.violations[0], "start.definition_key: ", 22) == 0, "%s",
                   st.violations[0]);
-    ck_assert_ptr_null(
-        send_cs(hook, "paid", NULL, agg3, NULL, NULL, 0, start_of(key, "[1]"), &st));
+    ck_assert_ptr_null(send_cs(hook, "paid", NULL, agg3, NULL, NULL, 0, start_of(key, "[1]"), &st));
     ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_JSON");
     ck_assert_ptr_null(
         send_cs(as(NULL), "paid", NULL, agg3, NULL, NULL, 0, start_of(key, NULL), &st));
@@ -758,9 +758,8 @@ START_TEST(test_start_buffers_for_a_later_wait)
     deploy(n);
     char *agg = u("COSL");
     wf_client_status st;
-    Workflow__V1__SendSignalResponse *r = send_cs(as("hook"), "paid", NULL, agg,
-                                                  "{\"amount\":7}", NULL, 0, start_of(key, NULL),
-                                                  &st);
+    Workflow__V1__SendSignalResponse *r =
+        send_cs(as("hook"), "paid", NULL, agg, "{\"amount\":7}", NULL, 0, start_of(key, NULL), &st);
     ck_ok(st);
     ck_assert_int_eq(r->outcome, WORKFLOW__V1__SIGNAL_OUTCOME__SIGNAL_OUTCOME_STARTED);
     char *id = wf_arena_strdup(ta, r->instance_ids[0]);
@@ -845,13 +844,13 @@ START_TEST(test_concurrent_starters_start_one_instance)
         starter r[STARTERS];
         pthread_t th[STARTERS];
         for (int i = 0; i < STARTERS; i++) {
-            r[i] = (starter){.c = two && i % 2 ? wf_test_client(&ts2, NULL, NULL, "hook")
-                                               : as("hook"),
-                             .agg_id = agg,
-                             .key = key,
-                             .signal_id = wf_arena_printf(ta, "%s-%d", agg, i),
-                             .bar = &bar,
-                             .outcome = -1};
+            r[i] =
+                (starter){.c = two && i % 2 ? wf_test_client(&ts2, NULL, NULL, "hook") : as("hook"),
+                          .agg_id = agg,
+                          .key = key,
+                          .signal_id = wf_arena_printf(ta, "%s-%d", agg, i),
+                          .bar = &bar,
+                          .outcome = -1};
             pthread_create(&th[i], NULL, race_start, &r[i]);
         }
         for (int i = 0; i < STARTERS; i++)
@@ -971,9 +970,8 @@ START_TEST(test_concurrent_duplicates_by_aggregate)
         ck_assert_int_eq(count_of(event_types(i2->id), "SIGNAL_CONSUMED"), 1);
         Workflow__V1__ListSignalsResponse *l = list_signals(NULL, agg);
         ck_assert_uint_eq(l->n_signals, 2);
-        ck_assert_int_eq((l->signals[0]->outcome == O_DUPLICATE) +
-                             (l->signals[1]->outcome == O_DUPLICATE),
-                         1);
+        ck_assert_int_eq(
+            (l->signals[0]->outcome == O_DUPLICATE) + (l->signals[1]->outcome == O_DUPLICATE), 1);
     }
 }
 END_TEST
