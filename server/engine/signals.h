@@ -4,7 +4,8 @@
  *
  * SendSignal, in order:
  *   1. dedupe: a signal_id already in the delivery log answers DUPLICATE
- *      and changes nothing (read-only);
+ *      and changes nothing but the log (a DUPLICATE row of its own and a
+ *      SIGNAL_DUPLICATE event, in a unit of work of their own);
  *   2. by instance: one unit of work on its root. An ended instance gives
  *      DROPPED; a RUNNING net fires its oldest waiting MSG work item of
  *      that name with INSTANCE correlation; else the signal is buffered
@@ -17,6 +18,10 @@
  *      correlation lock (wf_tx_lock_correlation) that the enabling of an
  *      AGGREGATE MSG wait takes too, after checking there that no instance
  *      began to wait meanwhile (if one did: back to the subscriptions);
+ *      with start (correlate or start) and no live root of the aggregate,
+ *      that transaction logs the signal STARTED, buffered, and starts the
+ *      instance, whose first wait consumes it (start_for in signals.c);
+ *      a drop writes SIGNAL_DROPPED;
  *   4. every firing merges the payload into the variables and writes
  *      SIGNAL_RECEIVED, SIGNAL_CONSUMED, then TRANSITION_FIRED and the rest
  *      of the step. The delivery-log row (one per call) is written by the
