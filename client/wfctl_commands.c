@@ -174,7 +174,8 @@ static const struct command commands[] = {
                                       "definition version (default: the latest active)"),
                                   REQUEST_ID, END},
      .print = print_start,
-     .details = "An unknown KEY creates an AD_HOC definition of that key (then use assign).\n"
+     .details = "An unknown KEY creates an AD_HOC definition of that key (then use assign),\n"
+                "unless the server runs with WF_AUTO_CREATE_DEFINITIONS=false.\n"
                 "Needs --actor. Prints the instance id (--json: the whole response).\n"},
     {.name = "show",
      .summary = "explain an instance: status, variables, tasks, jobs, timers, signals, joins",
