@@ -174,7 +174,8 @@ static const struct command commands[] = {
                                       "definition version (default: the latest active)"),
                                   REQUEST_ID, END},
      .print = print_start,
-     .details = "An unknown KEY creates an AD_HOC definition of that key (then use assign).\n"
+     .details = "An unknown KEY creates an AD_HOC definition of that key (then use assign),\n"
+                "unless the server runs with WF_AUTO_CREATE_DEFINITIONS=false.\n"
                 "Needs --actor. Prints the instance id (--json: the whole response).\n"},
     {.name = "show",
      .summary = "explain an instance: status, variables, tasks, jobs, timers, signals, joins",
@@ -343,11 +344,20 @@ static const struct command commands[] = {
                                   "deduplication key (a repeat is DUPLICATE)"),
                               OPT(ARG_DURATION, "ttl", "buffer_ttl", "SECONDS",
                                   "buffer this long when nobody waits (default: drop)"),
+                              OPT(ARG_STR, "start", "start.definition_key", "KEY",
+                                  "correlate or start: start an instance of KEY if none runs"),
+                              OPT(ARG_INT, "start-version", "start.version", "N",
+                                  "version --start starts (default: the latest active)"),
+                              OPT(ARG_JSON, "start-vars", "start.variables_json", "JSON",
+                                  "initial variables of the instance --start starts"),
                               REQUEST_ID, END},
      .print = print_send_signal,
      .details = "Give --instance or --aggregate. Prints the outcome (CORRELATED, BUFFERED,\n"
-                "DUPLICATE, DROPPED), the instances it reached and when a buffered signal\n"
-                "expires.\n"},
+                "DUPLICATE, DROPPED, STARTED), the instances it reached (or started) and\n"
+                "when a buffered signal expires. --start (with --aggregate and --actor):\n"
+                "when no instance of the aggregate waits for the signal and none is running,\n"
+                "starts one of KEY bound to the aggregate; its first wait consumes the\n"
+                "signal (STARTED).\n"},
     {.name = "signals",
      .summary = "list the signal delivery log of an instance or an aggregate",
      .method = "ListSignals",

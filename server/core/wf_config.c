@@ -267,6 +267,11 @@ wf_config_load(char *const *env, wf_error *err)
         !env_int(env, "WF_GRACE_SECONDS", 0, 3600, &cfg->grace_seconds, err) ||
         !env_bool(env, "WF_TRUST_ACTOR_GROUPS", &cfg->trust_actor_groups, err))
         goto fail;
+    /* StartInstance of a key without any definition creates an AD_HOC
+     * version 1 (TaskFlow's Start) unless this is false. */
+    cfg->auto_create_definitions = true;
+    if (!env_bool(env, "WF_AUTO_CREATE_DEFINITIONS", &cfg->auto_create_definitions, err))
+        goto fail;
 
     cfg->expr_timeout_ms = 1000;
     cfg->expr_memory_mb = 256;

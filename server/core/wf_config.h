@@ -40,6 +40,7 @@ typedef struct wf_config {
     wf_config_group *groups;  /* WF_GROUP_<id> */
     size_t ngroups;
     bool trust_actor_groups;  /* WF_TRUST_ACTOR_GROUPS=true */
+    bool auto_create_definitions; /* WF_AUTO_CREATE_DEFINITIONS, default true */
     char *metrics_addr;       /* WF_METRICS_ADDR; NULL = no metrics endpoint */
     int log_level;            /* WF_LOG_LEVEL (wf_log_level) */
     int max_message_bytes;    /* WF_MAX_MESSAGE_BYTES, default 4 MiB */

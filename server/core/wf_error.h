@@ -43,6 +43,8 @@ typedef enum wf_code {
     WF_E_JOB_LEASE_LOST,
     WF_E_EMPTY_GROUP,
     WF_E_REQUEST_ID_REUSED,
+    /* A deploy of one kind onto a key that holds versions of another kind. */
+    WF_E_DEFINITION_KIND_CONFLICT,
 
     /* PERMISSION_DENIED */
     WF_E_NOT_ASSIGNEE,

@@ -1116,7 +1116,8 @@ wf_net__start(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row *def,
         rc = wf_ref__work_init(&w.rw, ctx, NULL, err);
     if (rc != WF_OK)
         return rc;
-    char *id = new_id(ctx->arena);
+    char *id = spec->instance_id != NULL ? wf_arena_strdup(ctx->arena, spec->instance_id)
+                                         : new_id(ctx->arena);
     if (id == NULL)
         return wf_ref__nomem(err);
     bool has_agg = !unset(spec->aggregate_type);

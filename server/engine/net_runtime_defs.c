@@ -198,6 +198,19 @@ validate(const wf_net_ctx *ctx, const wf_net_deploy_in *in, wf_validation_error 
 
 /* ---- DeployDefinition ------------------------------------------------------------------------ */
 
+/* The kind of a definition, for messages. */
+static const char *
+kind_text(wf_def_kind k)
+{
+    switch (k) {
+    case WF_DEF_AD_HOC:
+        return "an AD_HOC definition";
+    case WF_DEF_NET:
+        return "a NET definition";
+    }
+    return "a definition of another kind";
+}
+
 typedef struct deploy_op {
     const wf_net_ctx *ctx;
     const wf_net_deploy_in *in;
@@ -217,7 +230,14 @@ deploy_body(wf_tx *tx, void *arg, wf_error *err)
     wf_code rc = wf_tx_get_definition(tx, net->key, 0, &latest, &found, err);
     if (rc != WF_OK)
         return rc;
-    if (found && latest.kind == op->in->kind && same(latest.content_hash, op->hash)) {
+    /* A key never changes kind (the store enforces it against a racing
+     * put of the other kind too). */
+    if (found && latest.kind != op->in->kind)
+        return wf_error_set(err, WF_E_DEFINITION_KIND_CONFLICT,
+                            "definition \"%.128s\" is %s; %s cannot be deployed onto its "
+                            "key",
+                            net->key, kind_text(latest.kind), kind_text(op->in->kind));
+    if (found && same(latest.content_hash, op->hash)) {
         out->row = latest;
         out->created = false;
     } else {

@@ -110,7 +110,8 @@ typedef struct start_op {
 } start_op;
 
 /* The definition to start: the existing one, or a new AD_HOC version 1
- * for an unknown key asked at version 0 (TaskFlow's Start). */
+ * for a key without any definition asked at version 0 (TaskFlow's Start),
+ * unless auto-creation is off (wf_ref_ctx.no_auto_create). */
 static wf_code
 start_definition(wf_tx *tx, start_op *op, int32_t *version, wf_error *err)
 {
@@ -124,6 +125,9 @@ start_definition(wf_tx *tx, start_op *op, int32_t *version, wf_error *err)
     if (!found && s->version != 0)
         return wf_error_set(err, WF_E_DEFINITION_NOT_FOUND, "definition \"%s\" has no version %d",
                             s->definition_key, (int)s->version);
+    if (!found && op->ctx->no_auto_create)
+        return wf_error_set(err, WF_E_DEFINITION_NOT_FOUND, "definition \"%s\" does not exist",
+                            s->definition_key);
     if (!found) {
         wf_definition_row nd = {
             .key = (char *)s->definition_key,
@@ -132,9 +136,14 @@ start_definition(wf_tx *tx, start_op *op, int32_t *version, wf_error *err)
             .created_at = wf_now_us(),
             .created_by = (char *)op->ctx->actor,
         };
-        /* A concurrent creator makes this WF_E_CONFLICT; the retried unit
-         * of work then finds its definition. */
-        return wf_tx_put_definition(tx, &nd, version, err);
+        /* A concurrent creator (or deploy of another kind) makes this
+         * WF_E_CONFLICT; the retried unit of work then finds its
+         * definition. */
+        rc = wf_tx_put_definition(tx, &nd, version, err);
+        if (rc == WF_E_DEFINITION_KIND_CONFLICT)
+            rc = wf_error_set(err, WF_E_CONFLICT, "definition \"%s\" was deployed concurrently",
+                              s->definition_key);
+        return rc;
     }
     if (WF_DEF_RUNS_NET(def.kind)) {
         /* The net runtime picks the version (version 0: the newest one
@@ -173,7 +182,7 @@ start_body(wf_tx *tx, void *arg, wf_error *err)
         rc = wf_ref__work_init(&w, op->ctx, NULL, err);
     if (rc != WF_OK)
         return rc;
-    char *id = new_id(&w);
+    char *id = s->instance_id != NULL ? wf_ref__strdup(&w, s->instance_id) : new_id(&w);
     if (id == NULL)
         return wf_ref__nomem(err);
     bool has_agg = s->aggregate_type != NULL && s->aggregate_type[0] != '\0';
@@ -258,16 +267,31 @@ check_start(const wf_ref_ctx *ctx, const wf_start_spec *s, wf_error *err)
 }
 
 wf_code
-wf_referral_start(const wf_ref_ctx *ctx, const wf_start_spec *spec, wf_uow_idem *idem,
-                  wf_instance_row *out, wf_error *err)
+wf_ref__check_start(const wf_ref_ctx *ctx, const wf_start_spec *spec, const char **vars,
+                    wf_error *err)
 {
-    start_op op = {.ctx = ctx, .spec = spec, .out = out};
     wf_code rc = need_actor(ctx, err);
     if (rc == WF_OK)
         rc = check_start(ctx, spec, err);
     if (rc == WF_OK)
-        rc = wf_engine_json_object(ctx->arena, spec->variables_json, "variables_json", &op.vars,
-                                   err);
+        rc = wf_engine_json_object(ctx->arena, spec->variables_json, "variables_json", vars, err);
+    return rc;
+}
+
+wf_code
+wf_ref__start_in(const wf_ref_ctx *ctx, wf_tx *tx, const wf_start_spec *spec, const char *vars,
+                 wf_instance_row *out, wf_error *err)
+{
+    start_op op = {.ctx = ctx, .spec = spec, .vars = vars, .out = out};
+    return start_body(tx, &op, err);
+}
+
+wf_code
+wf_referral_start(const wf_ref_ctx *ctx, const wf_start_spec *spec, wf_uow_idem *idem,
+                  wf_instance_row *out, wf_error *err)
+{
+    start_op op = {.ctx = ctx, .spec = spec, .out = out};
+    wf_code rc = wf_ref__check_start(ctx, spec, &op.vars, err);
     if (rc != WF_OK)
         return rc;
     wf_store_ctx sc = store_ctx(ctx);

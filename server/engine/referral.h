@@ -44,6 +44,10 @@ typedef struct wf_ref_ctx {
     wf_arena *arena;               /* receives every result */
     wf_ref_violation_fn violation; /* optional sink for field violations */
     void *violation_arg;
+    /* WF_AUTO_CREATE_DEFINITIONS=false: StartInstance of a key without any
+     * definition fails DEFINITION_NOT_FOUND instead of creating an AD_HOC
+     * version 1. */
+    bool no_auto_create;
 } wf_ref_ctx;
 
 /* ---- requests ------------------------------------------------------------ */
@@ -83,6 +87,7 @@ typedef struct wf_start_spec {
     const char *variables_json; /* NULL/"" = {} */
     const char *aggregate_type; /* both or neither */
     const char *aggregate_id;
+    const char *instance_id; /* NULL = a new id (SendSignal's start names it first) */
 } wf_start_spec;
 
 /* ---- results ------------------------------------------------------------- */

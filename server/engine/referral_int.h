@@ -92,6 +92,18 @@ wf_code wf_ref__assign(ref_work *w, const wf_assign_spec *spec, wf_tx *tx,
                        const char *default_parent, bool joined, wf_ref_assignment *out,
                        wf_error *err);
 
+/* StartInstance's checks of spec (actor, key, version, aggregate) and its
+ * variables, normalised into *vars; violations go to ctx->violation. */
+wf_code wf_ref__check_start(const wf_ref_ctx *ctx, const wf_start_spec *spec, const char **vars,
+                            wf_error *err);
+
+/* StartInstance's unit of work inside tx (spec checked, vars normalised):
+ * the definition (created when the key has none and auto-creation is on),
+ * the root instance and, for a net, everything it does until it waits.
+ * *out is the new root. */
+wf_code wf_ref__start_in(const wf_ref_ctx *ctx, wf_tx *tx, const wf_start_spec *spec,
+                         const char *vars, wf_instance_row *out, wf_error *err);
+
 /* Copies text into the arena; NULL when out of memory or s is NULL. */
 char *wf_ref__strdup(ref_work *w, const char *s);
 

@@ -283,6 +283,16 @@ wf_sig__discard_buffered(net_work *w, wf_error *err)
 
 /* ---- SendSignal ----------------------------------------------------------------------------- */
 
+/* A violation of SendSignalRequest.start: the field named under start
+ * (arg is the caller's wf_ref_ctx). */
+static void
+start_violation(void *arg, const char *field, const char *msg)
+{
+    const wf_ref_ctx *c = arg;
+    char *f = wf_arena_printf(c->arena, "start.%s", field);
+    c->violation(c->violation_arg, f != NULL ? f : field, msg);
+}
+
 struct wf_sig_send_out;
 static wf_code push_id(wf_arena *a, wf_sig_send_out *out, const char *id, wf_error *err);
 
@@ -308,7 +318,10 @@ typedef struct send_op {
      * transaction (wf_uow_idem.recorded). */
     wf_uow_idem *idem;
     wf_sig_send_out *out;
-    size_t base_ids; /* aggregate path: instances fired by earlier roots */
+    size_t base_ids;        /* aggregate path: instances fired by earlier roots */
+    const char *original;   /* DUPLICATE: the log row of the first delivery */
+    const char *start_vars; /* start: its variables, normalised */
+    const char *started;    /* STARTED: the instance started */
 } send_op;
 
 static wf_signal_row
@@ -328,9 +341,12 @@ log_row(const send_op *op, wf_signal_outcome outcome)
         .outcome = outcome,
         .received_at = op->received_at,
     };
-    if (outcome == WF_SIGNAL_BUFFERED) {
+    if (outcome == WF_SIGNAL_BUFFERED || outcome == WF_SIGNAL_STARTED) {
+        int64_t ttl_ms = in->buffer_ttl_ms;
+        if (outcome == WF_SIGNAL_STARTED && ttl_ms == 0)
+            ttl_ms = WF_SIG_START_TTL_MS;
         r.buffered = true;
-        r.expires_at = op->received_at + in->buffer_ttl_ms * 1000;
+        r.expires_at = op->received_at + ttl_ms * 1000;
     }
     return r;
 }
@@ -382,6 +398,19 @@ received_data(const send_op *op)
 {
     return json_pack("{s:s,s:s,s:s*}", "signalName", op->in->name, "signalLogId", op->log_id,
                      "signalId", unset(op->in->signal_id) ? NULL : op->in->signal_id);
+}
+
+/* The data of a delivery's event: the signal and its target. */
+static json_t *
+delivery_data(const send_op *op)
+{
+    const wf_sig_send_in *in = op->in;
+    bool by_agg = unset(in->instance_id);
+    return json_pack("{s:s,s:s,s:s*,s:s*,s:s*,s:s*}", "signalName", in->name, "signalLogId",
+                     op->log_id, "signalId", unset(in->signal_id) ? NULL : in->signal_id,
+                     "instanceId", by_agg ? NULL : in->instance_id, "aggregateType",
+                     by_agg ? in->aggregate_type : NULL, "aggregateId",
+                     by_agg ? in->aggregate_id : NULL);
 }
 
 /* Fires subscription si of w with the payload (or turns a refused firing
@@ -451,9 +480,11 @@ send_instance_body(wf_tx *tx, void *arg, wf_error *err)
                                    unset(op->in->signal_id) ? NULL : op->in->signal_id, "expiresAt",
                                    wf_nw_time_text(w.rw.arena, r.expires_at)),
                          err);
-        if (rc == WF_OK)
-            rc = wf_nw_write(&w, err);
+    } else {
+        rc = wf_nw_event(&w, "SIGNAL_DROPPED", delivery_data(op), err);
     }
+    if (rc == WF_OK)
+        rc = wf_nw_write(&w, err);
     if (rc == WF_OK)
         rc = write_log(tx, &r, NULL, err);
     if (rc != WF_OK)
@@ -537,9 +568,11 @@ send_root_rec_body(wf_tx *tx, void *arg, wf_error *err)
     return push_id(op->ctx->ref.arena, op->out, op->fired_instance, err);
 }
 
-/* True when signal_id is already in the delivery log. */
+/* True when signal_id is already in the delivery log; *original (may be
+ * NULL) is then the id of its row (the first delivery, not a DUPLICATE). */
 static wf_code
-seen_before(const wf_net_ctx *ctx, const char *signal_id, bool *seen, wf_error *err)
+seen_before(const wf_net_ctx *ctx, const char *signal_id, bool *seen, const char **original,
+            wf_error *err)
 {
     *seen = false;
     if (unset(signal_id))
@@ -552,22 +585,85 @@ seen_before(const wf_net_ctx *ctx, const char *signal_id, bool *seen, wf_error *
     wf_code rc = wf_store_list_signals(ctx->ref.store, &sc, &f, 1, NULL, &rows, &n, &next, err);
     if (rc == WF_OK)
         *seen = n > 0;
+    if (*seen && original != NULL)
+        *original = rows[0].id;
     return rc;
 }
 
 /* A lost dedupe race: CONFLICT with the signal_id now in the log is a
- * DUPLICATE. */
+ * DUPLICATE (*original: the winner's row). */
 static bool
-lost_dedupe_race(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_code rc, wf_error *err)
+lost_dedupe_race(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_code rc, const char **original,
+                 wf_error *err)
 {
     if (rc != WF_E_CONFLICT || unset(in->signal_id))
         return false;
     wf_error e2;
     bool seen = false;
-    if (seen_before(ctx, in->signal_id, &seen, &e2) != WF_OK || !seen)
+    if (seen_before(ctx, in->signal_id, &seen, original, &e2) != WF_OK || !seen)
         return false;
     wf_error_clear(err);
     return true;
+}
+
+/* An event of a delivery that reached no instance (DROPPED by aggregate,
+ * DUPLICATE): written without an instance, so WatchEvents shows it to a
+ * watcher without an instance or definition filter (e.g. types =
+ * SIGNAL_DROPPED, SIGNAL_DUPLICATE). data is taken. */
+static wf_code
+delivery_event(const wf_net_ctx *ctx, const char *type, json_t *data, int64_t at, wf_event_row *ev,
+               wf_error *err)
+{
+    *ev = (wf_event_row){
+        .tenant = (char *)ctx->ref.tenant,
+        .type = (char *)type,
+        .actor = (char *)ctx->ref.actor,
+        .time = at,
+    };
+    ev->data_json = data != NULL ? wf_engine_json_dump(ctx->ref.arena, data) : NULL;
+    json_decref(data);
+    return ev->data_json != NULL ? WF_OK : wf_ref__nomem(err);
+}
+
+/* Logs a DUPLICATE delivery: a row of its own (the unique signal_id
+ * index leaves DUPLICATE rows out) and SIGNAL_DUPLICATE naming the
+ * original row; nothing is consumed, buffered or changed. */
+static wf_code
+duplicate_body(wf_tx *tx, void *arg, wf_error *err)
+{
+    send_op *op = arg;
+    op->received_at = wf_now_us();
+    wf_signal_row r = log_row(op, WF_SIGNAL_DUPLICATE);
+    json_t *data = delivery_data(op);
+    if (data != NULL && op->original != NULL)
+        json_object_set_new(data, "originalSignalLogId", json_string(op->original));
+    wf_event_row ev;
+    wf_code rc = delivery_event(op->ctx, "SIGNAL_DUPLICATE", data, op->received_at, &ev, err);
+    if (rc == WF_OK)
+        rc = write_log(tx, &r, &ev, err);
+    if (rc != WF_OK)
+        return rc;
+    op->out->outcome = WF_SIGNAL_DUPLICATE;
+    op->out->n_instance_ids = 0;
+    op->out->expires_at = 0;
+    return WF_OK;
+}
+
+/* Answers DUPLICATE and logs it, with the request record (a retry of the
+ * same request id answers the first response). */
+static wf_code
+log_duplicate(send_op *op, wf_uow_idem *idem, wf_error *err)
+{
+    wf_store_ctx sc = wf_nw_store_ctx(&op->ctx->ref);
+    memset(op->out, 0, sizeof *op->out);
+    op->log_id = new_id(op->ctx->ref.arena);
+    if (op->log_id == NULL)
+        return wf_ref__nomem(err);
+    wf_code rc = wf_uow_run(op->ctx->ref.store, &sc, wf_uow_idem_active(idem) ? idem : NULL,
+                            duplicate_body, op, op->out, err);
+    if (rc == WF_OK && idem != NULL && idem->replayed)
+        memset(op->out, 0, sizeof *op->out);
+    return rc;
 }
 
 static wf_code
@@ -587,6 +683,9 @@ check_send(const wf_ref_ctx *ctx, const wf_sig_send_in *in, wf_error *err)
         return violation(ctx, WF_E_INVALID_ARGUMENT, "target",
                          "instance_id or aggregate is required", err);
     }
+    if (in->start != NULL && !in->has_aggregate)
+        return violation(ctx, WF_E_INVALID_ARGUMENT, "start",
+                         "needs the signal sent to an aggregate, not to an instance_id", err);
     if (in->buffer_ttl_ms < 0)
         return violation(ctx, WF_E_INVALID_ARGUMENT, "buffer_ttl", "must not be negative", err);
     if (!unset(in->signal_id) && !printable(in->signal_id, MAX_SIGNAL_ID))
@@ -609,6 +708,52 @@ push_id(wf_arena *a, wf_sig_send_out *out, const char *id, wf_error *err)
     return WF_OK;
 }
 
+/* Correlate or start, under the correlation lock of the aggregate with
+ * nobody waiting for the signal: when no root instance of the aggregate is
+ * live, logs the signal STARTED, buffered (SIGNAL_BUFFERED, without an
+ * instance as any signal buffered for an aggregate), then starts the
+ * instance of op->in->start bound to the aggregate, as StartInstance
+ * would, in tx: a first wait of its net for the signal consumes it there
+ * (SIGNAL_CONSUMED). Every sender with start takes the same lock, so one
+ * aggregate gets at most one instance: the next sender sees it live.
+ * *started says whether this one started it (op->started). */
+static wf_code
+start_for(const wf_net_ctx *ctx, send_op *op, wf_tx *tx, bool *started, wf_error *err)
+{
+    wf_arena *a = ctx->ref.arena;
+    bool live = true;
+    *started = false;
+    wf_code rc = wf_tx_aggregate_live(tx, op->in->aggregate_type, op->in->aggregate_id, &live, err);
+    if (rc != WF_OK || live)
+        return rc;
+    char *id = new_id(a);
+    if (id == NULL)
+        return wf_ref__nomem(err);
+    wf_start_spec spec = *op->in->start;
+    spec.aggregate_type = op->in->aggregate_type;
+    spec.aggregate_id = op->in->aggregate_id;
+    spec.instance_id = id;
+    wf_signal_row r = log_row(op, WF_SIGNAL_STARTED);
+    json_t *data = delivery_data(op);
+    if (data != NULL) {
+        json_object_set_new(data, "expiresAt", json_string(wf_nw_time_text(a, r.expires_at)));
+        json_object_set_new(data, "outcome", json_string("STARTED"));
+        json_object_set_new(data, "instanceId", json_string(id));
+    }
+    wf_event_row ev;
+    rc = delivery_event(ctx, "SIGNAL_BUFFERED", data, op->received_at, &ev, err);
+    if (rc == WF_OK)
+        rc = write_log(tx, &r, &ev, err);
+    wf_instance_row root;
+    if (rc == WF_OK)
+        rc = wf_ref__start_in(&ctx->ref, tx, &spec, op->start_vars, &root, err);
+    if (rc != WF_OK)
+        return rc;
+    op->started = id;
+    *started = true;
+    return WF_OK;
+}
+
 /* Buffers or drops a signal sent to an aggregate nobody awaits. Under the
  * correlation lock (wf_tx_lock_correlation) it checks again that nobody
  * awaits it: when an instance began to wait since the subscriptions were
@@ -620,33 +765,29 @@ buffer_or_drop(const wf_net_ctx *ctx, send_op *op, bool *raced, wf_error *err)
     op->received_at = wf_now_us();
     bool buffer = op->in->buffer_ttl_ms > 0;
     wf_signal_row r = log_row(op, buffer ? WF_SIGNAL_BUFFERED : WF_SIGNAL_DROPPED);
-    wf_event_row ev = {
-        .tenant = (char *)ctx->ref.tenant,
-        .type = "SIGNAL_BUFFERED",
-        .actor = (char *)ctx->ref.actor,
-        .time = op->received_at,
-    };
-    if (buffer) {
-        json_t *data =
-            json_pack("{s:s,s:s,s:s*,s:s,s:s,s:s}", "signalName", op->in->name, "signalLogId",
-                      op->log_id, "signalId", unset(op->in->signal_id) ? NULL : op->in->signal_id,
-                      "aggregateType", op->in->aggregate_type, "aggregateId", op->in->aggregate_id,
-                      "expiresAt", wf_nw_time_text(a, r.expires_at));
-        ev.data_json = data != NULL ? wf_engine_json_dump(a, data) : NULL;
-        json_decref(data);
-        if (ev.data_json == NULL)
-            return wf_ref__nomem(err);
-    }
+    json_t *data = delivery_data(op);
+    if (buffer && data != NULL)
+        json_object_set_new(data, "expiresAt", json_string(wf_nw_time_text(a, r.expires_at)));
+    wf_event_row ev;
+    wf_code rc = delivery_event(ctx, buffer ? "SIGNAL_BUFFERED" : "SIGNAL_DROPPED", data,
+                                op->received_at, &ev, err);
+    if (rc != WF_OK)
+        return rc;
     wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
     wf_tx *tx = NULL;
-    wf_code rc = wf_store_begin(ctx->ref.store, &sc, &tx, err);
+    rc = wf_store_begin(ctx->ref.store, &sc, &tx, err);
     if (rc != WF_OK)
         return rc;
     *raced = false;
+    bool started = false;
     rc = wf_tx_lock_correlation(tx, op->in->name, op->in->aggregate_type, op->in->aggregate_id,
                                 raced, err);
-    if (rc == WF_OK && !*raced)
-        rc = write_log(tx, &r, buffer ? &ev : NULL, err);
+    if (rc == WF_OK && !*raced && op->in->start != NULL)
+        rc = start_for(ctx, op, tx, &started, err);
+    if (rc == WF_OK && !*raced && started)
+        r = log_row(op, WF_SIGNAL_STARTED);
+    else if (rc == WF_OK && !*raced)
+        rc = write_log(tx, &r, &ev, err);
     if (rc != WF_OK || *raced) {
         wf_tx_rollback(tx);
         return rc;
@@ -654,8 +795,13 @@ buffer_or_drop(const wf_net_ctx *ctx, send_op *op, bool *raced, wf_error *err)
     /* The response this records: nobody was fired (else no buffering). */
     op->out->outcome = r.outcome;
     op->out->n_instance_ids = 0;
-    op->out->expires_at = r.outcome == WF_SIGNAL_BUFFERED ? r.expires_at : 0;
-    rc = wf_uow_commit(ctx->ref.store, &sc, tx, op->idem, op->out, err);
+    op->out->expires_at = r.buffered ? r.expires_at : 0;
+    if (started)
+        rc = push_id(a, op->out, op->started, err);
+    if (rc == WF_OK)
+        rc = wf_uow_commit(ctx->ref.store, &sc, tx, op->idem, op->out, err);
+    else
+        wf_tx_rollback(tx);
     if (rc == WF_OK) {
         op->outcome = r.outcome;
         op->expires_at = r.expires_at;
@@ -697,7 +843,7 @@ fire_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, bool *d
         if (rc != WF_OK)
             out->n_instance_ids = op->base_ids;
         if (rc != WF_OK) {
-            if (!logged && lost_dedupe_race(ctx, op->in, rc, err)) {
+            if (!logged && lost_dedupe_race(ctx, op->in, rc, &op->original, err)) {
                 *duplicate = true;
                 return WF_OK;
             }
@@ -734,15 +880,25 @@ send_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, wf_erro
         if (rc == WF_OK && op->idem != NULL && op->idem->replayed)
             return WF_OK;
         if (rc != WF_OK) {
-            if (lost_dedupe_race(ctx, op->in, rc, err)) {
+            if (lost_dedupe_race(ctx, op->in, rc, &op->original, err)) {
                 out->outcome = WF_SIGNAL_DUPLICATE;
                 return WF_OK;
+            }
+            /* A start that lost a race (a definition created at once):
+             * the next round sees the winner. */
+            if (rc == WF_E_CONFLICT && op->in->start != NULL) {
+                wf_error_clear(err);
+                continue;
             }
             return rc;
         }
         if (!raced) {
             out->outcome = op->outcome;
-            out->expires_at = op->outcome == WF_SIGNAL_BUFFERED ? op->expires_at : 0;
+            out->expires_at = op->outcome == WF_SIGNAL_BUFFERED || op->outcome == WF_SIGNAL_STARTED
+                                  ? op->expires_at
+                                  : 0;
+            if (op->outcome == WF_SIGNAL_STARTED)
+                wf_nw_wake(ctx, NULL, 0);
             return WF_OK;
         }
     }
@@ -766,27 +922,36 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
     }
     if (rc != WF_OK)
         return rc;
-    /* The request id is looked up by the first unit of work, in its
-     * first flight; an answer without one (a duplicate) looks it up here. */
-    bool seen = false;
-    rc = seen_before(ctx, in->signal_id, &seen, err);
-    if (rc != WF_OK)
-        return rc;
-    if (seen) {
-        rc = wf_net_idem_lookup(ctx, idem, err);
-        if (rc != WF_OK || (idem != NULL && idem->replayed))
-            return rc;
-        out->outcome = WF_SIGNAL_DUPLICATE;
-        return wf_net_idem_record(ctx, idem, out, err);
-    }
     send_op op = {.ctx = ctx,
                   .in = in,
                   .payload = payload,
+                  .received_at = wf_now_us(), /* a unit of work may take its own clock */
                   .log_id = new_id(rc_->arena),
                   .idem = wf_uow_idem_active(idem) ? idem : NULL,
                   .out = out};
     if (op.log_id == NULL)
         return wf_ref__nomem(err);
+    if (in->start != NULL) {
+        /* StartInstance's rules, its violations named under start. */
+        wf_ref_ctx sctx = *rc_;
+        sctx.violation = rc_->violation != NULL ? start_violation : NULL;
+        sctx.violation_arg = (void *)rc_;
+        wf_start_spec spec = *in->start;
+        spec.aggregate_type = in->aggregate_type;
+        spec.aggregate_id = in->aggregate_id;
+        rc = wf_ref__check_start(&sctx, &spec, &op.start_vars, err);
+        if (rc != WF_OK)
+            return rc;
+    }
+    /* The request id is looked up by the first unit of work, in its
+     * first flight; a duplicate is logged (and its request id looked up)
+     * in a unit of work of its own. */
+    bool seen = false;
+    rc = seen_before(ctx, in->signal_id, &seen, &op.original, err);
+    if (rc != WF_OK)
+        return rc;
+    if (seen)
+        return log_duplicate(&op, idem, err);
     if (op.idem != NULL) {
         op.idem->spans = true;
         op.idem->recorded = false;
@@ -799,7 +964,7 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
         rc = wf_uow_run(rc_->store, &sc, op.idem, send_instance_rec_body, &op, out, err);
         if (rc != WF_OK) {
             memset(out, 0, sizeof *out);
-            if (!lost_dedupe_race(ctx, in, rc, err))
+            if (!lost_dedupe_race(ctx, in, rc, &op.original, err))
                 return rc;
             rc = WF_OK;
             out->outcome = WF_SIGNAL_DUPLICATE;
@@ -816,10 +981,12 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
             return WF_OK;
         }
     }
+    if (rc == WF_OK && out->outcome == WF_SIGNAL_DUPLICATE)
+        return log_duplicate(&op, idem, err); /* found by a lost race */
     if (rc != WF_OK || op.idem == NULL || op.idem->recorded)
         return rc;
-    /* A duplicate found by a lost race: the first answer to this request
-     * id, if there is one, else this one. */
+    /* An answer without an effect: the first answer to this request id,
+     * if there is one, else this one. */
     wf_sig_send_out mine = *out;
     rc = wf_net_idem_lookup(ctx, idem, err);
     if (rc != WF_OK || idem->replayed) {

@@ -4,7 +4,8 @@
  *
  * SendSignal, in order:
  *   1. dedupe: a signal_id already in the delivery log answers DUPLICATE
- *      and changes nothing (read-only);
+ *      and changes nothing but the log (a DUPLICATE row of its own and a
+ *      SIGNAL_DUPLICATE event, in a unit of work of their own);
  *   2. by instance: one unit of work on its root. An ended instance gives
  *      DROPPED; a RUNNING net fires its oldest waiting MSG work item of
  *      that name with INSTANCE correlation; else the signal is buffered
@@ -17,6 +18,10 @@
  *      correlation lock (wf_tx_lock_correlation) that the enabling of an
  *      AGGREGATE MSG wait takes too, after checking there that no instance
  *      began to wait meanwhile (if one did: back to the subscriptions);
+ *      with start (correlate or start) and no live root of the aggregate,
+ *      that transaction logs the signal STARTED, buffered, and starts the
+ *      instance, whose first wait consumes it (start_for in signals.c);
+ *      a drop writes SIGNAL_DROPPED;
  *   4. every firing merges the payload into the variables and writes
  *      SIGNAL_RECEIVED, SIGNAL_CONSUMED, then TRANSITION_FIRED and the rest
  *      of the step. The delivery-log row (one per call) is written by the
@@ -47,6 +52,7 @@
 #include <stdint.h>
 
 #include "net_runtime.h"
+#include "referral.h"
 #include "store.h"
 #include "uow.h"
 #include "wf_error.h"
@@ -60,11 +66,20 @@ typedef struct wf_sig_send_in {
     const char *payload_json; /* JSON object; NULL/"" = {} */
     const char *signal_id;    /* NULL/"" = no deduplication */
     int64_t buffer_ttl_ms;    /* >= 0; 0 = do not buffer */
+    /* Correlate or start (aggregate target only): what to start when no
+     * instance of the aggregate awaits the signal and no root of it is
+     * live; its aggregate and instance_id are ignored (the signal's
+     * aggregate, a new id). NULL = never start. */
+    const wf_start_spec *start;
 } wf_sig_send_in;
+
+/* How long a signal that started an instance (STARTED) stays buffered for
+ * it when the request has no buffer_ttl: 24 hours. */
+#define WF_SIG_START_TTL_MS (24LL * 3600 * 1000)
 
 typedef struct wf_sig_send_out {
     wf_signal_outcome outcome;
-    const char **instance_ids; /* CORRELATED: the instances fired */
+    const char **instance_ids; /* CORRELATED: the instances fired; STARTED: the new one */
     size_t n_instance_ids;
     int64_t expires_at; /* BUFFERED: µs */
 } wf_sig_send_out;
@@ -72,7 +87,9 @@ typedef struct wf_sig_send_out {
 /* SendSignal. Checks the request (violations to ctx->ref.violation),
  * looks up / records idem around the whole call (it may span several
  * units of work). Errors: INVALID_ARGUMENT, INVALID_JSON,
- * INSTANCE_NOT_FOUND, REQUEST_ID_REUSED. */
+ * INSTANCE_NOT_FOUND, REQUEST_ID_REUSED; with start also StartInstance's
+ * (ACTOR_MISSING, DEFINITION_NOT_FOUND, DEFINITION_NOT_ACTIVE,
+ * NO_ARC_MATCHED). */
 wf_code wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
                     wf_sig_send_out *out, wf_error *err);
 

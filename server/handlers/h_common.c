@@ -54,6 +54,7 @@ wf_h_ref_ctx(wf_call *call, wf_ref_ctx *out)
         .arena = call->arena,
         .violation = wf_h_violation_coded,
         .violation_arg = call,
+        .no_auto_create = call->app->cfg != NULL && !call->app->cfg->auto_create_definitions,
     };
 }
 

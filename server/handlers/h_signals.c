@@ -45,8 +45,8 @@ build_signal(wf_arena *a, const wf_signal_row *r)
         m->signal_id = r->signal_id;
     /* Its TTL ran out unconsumed: consuming needs expires_at > now, so the
      * answer holds whether or not the scheduler has marked it yet. */
-    m->expired = r->outcome == WF_SIGNAL_BUFFERED && r->consumed_at == 0 && r->expires_at > 0 &&
-                 r->expires_at <= wf_now_us();
+    m->expired = (r->outcome == WF_SIGNAL_BUFFERED || r->outcome == WF_SIGNAL_STARTED) &&
+                 r->consumed_at == 0 && r->expires_at > 0 && r->expires_at <= wf_now_us();
     return oom ? NULL : m;
 }
 
@@ -93,8 +93,15 @@ h_send_signal(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **res
     wf_uow_idem idem;
     wf_sig_send_out out;
     wf_h_net_ctx(call, &ctx);
-    ctx.ref.actor = NULL; /* no actor needed; events carry none */
+    if (req->start == NULL)
+        ctx.ref.actor = NULL; /* no actor needed; events carry none */
     bool by_agg = req->target_case == WORKFLOW__V1__SEND_SIGNAL_REQUEST__TARGET_AGGREGATE;
+    wf_start_spec start = {0};
+    if (req->start != NULL) {
+        start.definition_key = req->start->definition_key;
+        start.version = req->start->version;
+        start.variables_json = req->start->variables_json;
+    }
     wf_sig_send_in in = {
         .name = req->name,
         .instance_id = req->target_case == WORKFLOW__V1__SEND_SIGNAL_REQUEST__TARGET_INSTANCE_ID
@@ -106,6 +113,7 @@ h_send_signal(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **res
         .payload_json = req->payload_json,
         .signal_id = req->signal_id,
         .buffer_ttl_ms = req->buffer_ttl != NULL ? wf_h_duration_ms(req->buffer_ttl) : 0,
+        .start = req->start != NULL ? &start : NULL,
     };
     if (req->buffer_ttl != NULL && (req->buffer_ttl->seconds < 0 || req->buffer_ttl->nanos < 0))
         in.buffer_ttl_ms = -1;

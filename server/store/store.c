@@ -593,6 +593,16 @@ wf_tx_lock_correlation(wf_tx *tx, const char *name, const char *aggregate_type,
 }
 
 wf_code
+wf_tx_aggregate_live(wf_tx *tx, const char *aggregate_type, const char *aggregate_id, bool *live,
+                     wf_error *err)
+{
+    wf_code rc = check_tx(tx, err);
+    if (rc != WF_OK)
+        return rc;
+    return tx_done(tx, tx->st->ops->aggregate_live(tx, aggregate_type, aggregate_id, live, err));
+}
+
+wf_code
 wf_store_get_definition(wf_store *st, const wf_store_ctx *ctx, const char *key, int32_t version,
                         wf_definition_row *out, wf_error *err)
 {

@@ -119,6 +119,7 @@ typedef enum wf_signal_outcome {
     WF_SIGNAL_BUFFERED = 2,
     WF_SIGNAL_DUPLICATE = 3,
     WF_SIGNAL_DROPPED = 4,
+    WF_SIGNAL_STARTED = 5, /* started an instance and waits buffered for it */
 } wf_signal_outcome;
 
 /* ---- rows -------------------------------------------------------------- */
@@ -265,7 +266,8 @@ typedef struct wf_subscription_row {
 typedef struct wf_signal_row {
     char *id;
     char *tenant;
-    char *signal_id; /* client dedupe key; unique per tenant when non-NULL */
+    char *signal_id; /* client dedupe key; unique per tenant when non-NULL, among
+                        the rows whose outcome is not WF_SIGNAL_DUPLICATE */
     char *name;
     char *instance_id; /* target instance, or NULL when sent to an aggregate */
     char *aggregate_type;
@@ -504,7 +506,9 @@ wf_code wf_tx_commit_amended(wf_tx *tx, const wf_idempotency_row *in, wf_error *
 
 /* Stores in as the next version of in->key (in->version is ignored) and
  * returns that version in *version. Two concurrent puts of one key: one
- * gets WF_E_CONFLICT. */
+ * gets WF_E_CONFLICT. A key never changes kind: when it holds a version of
+ * another kind than in->kind, WF_E_DEFINITION_KIND_CONFLICT and nothing is
+ * stored (also against a concurrent put of the other kind). */
 wf_code wf_tx_put_definition(wf_tx *tx, const wf_definition_row *in, int32_t *version,
                              wf_error *err);
 
@@ -541,6 +545,14 @@ wf_code wf_tx_consume_signal(wf_tx *tx, const char *name, const char *instance_i
  * Lock order: after wf_tx_lock_root, never before it. */
 wf_code wf_tx_lock_correlation(wf_tx *tx, const char *name, const char *aggregate_type,
                                const char *aggregate_id, bool *awaited, wf_error *err);
+
+/* Under wf_tx_lock_correlation of that aggregate: *live is whether a root
+ * instance bound to (aggregate_type, aggregate_id) has not ended (RUNNING,
+ * FAILED or COMPENSATING), as committed when the lock was granted or
+ * written by tx. SendSignal with start reads it to start at most one
+ * instance per aggregate. */
+wf_code wf_tx_aggregate_live(wf_tx *tx, const char *aggregate_type, const char *aggregate_id,
+                             bool *live, wf_error *err);
 
 /* ---- simple reads ------------------------------------------------------ */
 
@@ -615,7 +627,8 @@ wf_code wf_store_list_definitions(wf_store *st, const wf_store_ctx *ctx, size_t 
 
 /* The delivery log. instance_id matches signals sent to or consumed by that
  * instance; the aggregate pair matches signals sent to that aggregate;
- * signal_id matches the dedupe key; buffered_only keeps signals still in
+ * signal_id matches the dedupe key (the first delivery, never a
+ * DUPLICATE row); buffered_only keeps signals still in
  * the buffer. Ordered by (received_at, id). */
 typedef struct wf_signal_filter {
     const char *instance_id;

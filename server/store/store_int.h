@@ -47,6 +47,8 @@ typedef struct wf_store_ops {
                               wf_signal_row *out, bool *found, wf_error *err);
     wf_code (*lock_correlation)(wf_tx *tx, const char *name, const char *aggregate_type,
                                 const char *aggregate_id, bool *awaited, wf_error *err);
+    wf_code (*aggregate_live)(wf_tx *tx, const char *aggregate_type, const char *aggregate_id,
+                              bool *live, wf_error *err);
 
     wf_code (*get_definition)(wf_store *st, const wf_store_ctx *ctx, const char *key,
                               int32_t version, wf_definition_row *out, bool *found, wf_error *err);

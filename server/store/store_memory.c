@@ -609,12 +609,15 @@ mem_lock_root(wf_tx *t, const char *instance_id, const char *root_hint, wf_aggre
 static wf_code
 put_signal(mem_tx *tx, mem_store *m, const wf_signal_row *s, wf_error *err)
 {
-    if (s->signal_id != NULL && s->signal_id[0] != '\0') {
+    /* signal_id is unique among the rows that are not DUPLICATE (as the
+     * partial index signals_dedupe on Postgres). */
+    if (s->signal_id != NULL && s->signal_id[0] != '\0' && s->outcome != WF_SIGNAL_DUPLICATE) {
         size_t lo, hi;
         mt_tenant_range(&m->signals, tx->base.ctx.tenant, &lo, &hi);
         for (size_t i = lo; i < hi; i++) {
             const wf_signal_row *o = m->signals.v[i].row;
-            if (eq(o->signal_id, s->signal_id) && !eq(o->id, s->id))
+            if (eq(o->signal_id, s->signal_id) && !eq(o->id, s->id) &&
+                o->outcome != WF_SIGNAL_DUPLICATE)
                 return wf_error_set(err, WF_E_CONFLICT, "signal \"%s\" was already received",
                                     s->signal_id);
         }
@@ -789,6 +792,9 @@ mem_put_definition(wf_tx *t, const wf_definition_row *in, int32_t *version, wf_e
 {
     mem_store *m = (mem_store *)t->st;
     const wf_definition_row *latest = find_definition(m, t->ctx.tenant, in->key, 0);
+    if (latest != NULL && latest->kind != in->kind)
+        return wf_error_set(err, WF_E_DEFINITION_KIND_CONFLICT,
+                            "definition \"%s\" has versions of another kind", in->key);
     wf_definition_row copy = *in;
     copy.version = latest != NULL ? latest->version + 1 : 1;
     char vbuf[16];
@@ -1103,7 +1109,8 @@ signal_listed(mem_store *m, const void *row, const void *arg)
          !eq(s->consumed_by_instance, f->instance_id)) ||
         (f->aggregate_type != NULL && !eq(s->aggregate_type, f->aggregate_type)) ||
         (f->aggregate_id != NULL && !eq(s->aggregate_id, f->aggregate_id)) ||
-        (f->signal_id != NULL && !eq(s->signal_id, f->signal_id)) ||
+        (f->signal_id != NULL &&
+         (!eq(s->signal_id, f->signal_id) || s->outcome == WF_SIGNAL_DUPLICATE)) ||
         (f->buffered_only && !s->buffered))
         return false;
     return after(&q->k, s->received_at, s->id);
@@ -1363,8 +1370,9 @@ sweep_match(mem_store *m, const void *row, const void *arg)
         return ((const wf_idempotency_row *)row)->created_at <= q->before;
     if (q->kind == WF_SWEEP_SIGNALS) {
         const wf_signal_row *s = row;
-        return s->outcome == WF_SIGNAL_BUFFERED && !s->buffered && s->consumed_at == 0 &&
-               s->expires_at > 0 && s->expires_at <= q->before;
+        return (s->outcome == WF_SIGNAL_BUFFERED || s->outcome == WF_SIGNAL_STARTED) &&
+               !s->buffered && s->consumed_at == 0 && s->expires_at > 0 &&
+               s->expires_at <= q->before;
     }
     const wf_event_row *e = row;
     if (e->root_id == NULL)
@@ -1580,6 +1588,24 @@ mem_lock_correlation(wf_tx *t, const char *name, const char *agg_type, const cha
     return WF_OK;
 }
 
+static wf_code
+mem_aggregate_live(wf_tx *t, const char *agg_type, const char *agg_id, bool *live, wf_error *err)
+{
+    (void)err;
+    mem_store *m = (mem_store *)t->st;
+    size_t lo, hi;
+    mt_tenant_range(&m->insts, t->ctx.tenant, &lo, &hi);
+    *live = false;
+    for (size_t i = lo; i < hi && !*live; i++) {
+        const wf_instance_row *in = m->insts.v[i].row;
+        *live = in->parent_id == NULL && eq(in->aggregate_type, agg_type) &&
+                eq(in->aggregate_id, agg_id) &&
+                (in->status == WF_INSTANCE_RUNNING || in->status == WF_INSTANCE_FAILED ||
+                 in->status == WF_INSTANCE_COMPENSATING);
+    }
+    return WF_OK;
+}
+
 static bool
 job_ready(mem_store *m, const void *row, const void *arg)
 {
@@ -1656,6 +1682,7 @@ static const wf_store_ops mem_ops = {
     .tx_get_definition = mem_tx_get_definition,
     .consume_signal = mem_consume_signal,
     .lock_correlation = mem_lock_correlation,
+    .aggregate_live = mem_aggregate_live,
     .get_definition = mem_get_definition,
     .get_instance = mem_get_instance,
     .get_task = mem_get_task,

@@ -152,6 +152,7 @@ enum {
     S_CONSUME_SIGNAL_AGGREGATE,
     S_LOCK_CORRELATION,
     S_SUB_AWAITED,
+    S_AGGREGATE_LIVE,
     S_GET_INSTANCE,
     S_GET_TASK,
     S_GET_JOB_BY_KEY,
@@ -453,7 +454,8 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                           "INSERT INTO definitions (" COLS_DEFINITIONS ") SELECT $1::text, "
                           "$2::text, coalesce(max(version), 0) + 1, $3::smallint, $4::text, "
                           "$5::bytea, $6::text, $7::bigint, $8::bigint, $9::bigint, $10::text "
-                          "FROM definitions WHERE tenant_id = $1 AND key = $2 RETURNING version",
+                          "FROM definitions WHERE tenant_id = $1 AND key = $2 "
+                          "HAVING bool_and(kind = $3::smallint) IS NOT FALSE RETURNING version",
                           "definition"},
     [S_GET_DEFINITION] = {"get_definition",
                           "SELECT " COLS_DEFINITIONS " FROM definitions WHERE tenant_id = $1 "
@@ -498,6 +500,13 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                        "s.instance_id WHERE s.tenant_id = $1 AND s.signal_name = $2 AND "
                        "s.aggregate_type = $3 AND s.aggregate_id = $4 AND i.status = 1)",
                        "subscription"},
+    /* A root of the aggregate that has not ended (1 RUNNING, 4 FAILED, 5
+     * COMPENSATING), through instances_aggregate. */
+    [S_AGGREGATE_LIVE] = {"aggregate_live",
+                          "SELECT EXISTS (SELECT 1 FROM instances WHERE tenant_id = $1 AND "
+                          "aggregate_type = $2 AND aggregate_id = $3 AND parent_id IS NULL AND "
+                          "status IN (1, 4, 5))",
+                          "instance"},
 
     [S_GET_INSTANCE] = {"get_instance",
                         "SELECT " COLS_INSTANCES " FROM instances WHERE tenant_id = $1 AND "
@@ -579,11 +588,12 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                             "definition"},
     /* Every shape binds the same parameters: $2 instance, ($3, $4)
      * aggregate, $5 signal id, $6 buffered only, ($7, $8) cursor, $9
-     * limit. By signal id: one row at most (signals_dedupe). By instance:
+     * limit. By signal id: the one row that is not a DUPLICATE
+     * (signals_dedupe, 0008), the first delivery. By instance:
      * sent to it, or consumed by it and sent elsewhere. */
     [S_LIST_SIGNALS_ID] = {"list_signals_id",
                            "SELECT " COLS_SIGNALS " FROM signals WHERE tenant_id = $1 AND "
-                           "signal_id = $5 AND signal_id <> '' AND " ALL(
+                           "signal_id = $5 AND signal_id <> '' AND outcome <> 3 AND " ALL(
                                SIGNALS_INSTANCE_OPT " AND " OPT("$3", "aggregate_type") " AND " OPT(
                                    "$4", "aggregate_id") " AND " SIGNALS_OPTS) " " SIGNALS_AFTER
                                                                                " LIMIT $9",
@@ -654,12 +664,12 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
     [S_EXPIRED_LEASES] = {"expired_leases", EXPIRED_LEASES(""), "job"},
     [S_EXPIRED_LEASES_T] = {"expired_leases_tenant", EXPIRED_LEASES("tenant_id = $3 AND "),
                             "job"},
-    /* Buffered rows are always outcome 2 with consumed_at 0: saying so
-     * lets the partial indexes signals_expiry / signals_tenant_expiry
-     * serve. */
+    /* Buffered rows are always outcome 2 (BUFFERED) or 5 (STARTED) with
+     * consumed_at 0: saying so lets the partial indexes signals_expiry /
+     * signals_tenant_expiry serve. */
 #define EXPIRE_SIGNALS(tenant)                                                                     \
     "WITH c AS (SELECT tenant_id, id FROM signals WHERE " tenant                                   \
-    "outcome = 2 AND consumed_at = 0 AND buffered AND NOT discarded AND expires_at <= $1 "         \
+    "outcome IN (2, 5) AND consumed_at = 0 AND buffered AND NOT discarded AND expires_at <= $1 "         \
     "ORDER BY expires_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) "                                    \
     "UPDATE signals s SET buffered = false, discarded = true FROM c "                              \
     "WHERE s.tenant_id = c.tenant_id AND s.id = c.id"
@@ -668,7 +678,8 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                             "signal"},
 #define SWEEP_SIGNALS(tenant)                                                                      \
     "WITH c AS (SELECT tenant_id, id FROM signals WHERE " tenant                                   \
-    "outcome = 2 AND consumed_at = 0 AND NOT buffered AND expires_at > 0 AND expires_at <= $1 "    \
+    "outcome IN (2, 5) AND consumed_at = 0 AND NOT buffered AND expires_at > 0 AND "          \
+    "expires_at <= $1 "    \
     "LIMIT $2 FOR UPDATE SKIP LOCKED) "                                                            \
     "DELETE FROM signals s USING c WHERE s.tenant_id = c.tenant_id AND s.id = c.id"
     [S_SWEEP_SIGNALS] = {"sweep_signals", SWEEP_SIGNALS(""), "signal"},
@@ -1887,9 +1898,17 @@ pg_put_definition(wf_tx *t, const wf_definition_row *in, int32_t *version, wf_er
     p_row(&p, &wf_store__definition_desc, in, t->ctx.tenant, 2 /* version: assigned */);
     PGresult *res;
     wf_code rc = run(tx->c, S_PUT_DEFINITION, &p, t->ctx.deadline_ms, &res, err);
-    if (rc == WF_OK)
+    /* No row: the key holds a version of another kind. The version and
+     * the kind check read one snapshot, so a concurrent put of the other
+     * kind either is seen here or takes the same version number (the
+     * primary key makes one of the two CONFLICT). */
+    bool kind_conflict = rc == WF_OK && PQntuples(res) == 0;
+    if (rc == WF_OK && !kind_conflict)
         *version = (int32_t)atoi(PQgetvalue(res, 0, 0));
     PQclear(res);
+    if (kind_conflict)
+        return wf_error_set(err, WF_E_DEFINITION_KIND_CONFLICT,
+                            "definition \"%s\" has versions of another kind", in->key);
     if (rc == WF_E_CONFLICT)
         return wf_error_set(err, WF_E_CONFLICT, "definition \"%s\" was deployed concurrently",
                             in->key);
@@ -1982,6 +2001,20 @@ pg_lock_correlation(wf_tx *t, const char *name, const char *agg_type, const char
     rc = run(tx->c, S_SUB_AWAITED, &p, t->ctx.deadline_ms, &res, err);
     if (rc == WF_OK)
         *awaited = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
+    PQclear(res);
+    return rc;
+}
+
+static wf_code
+pg_aggregate_live(wf_tx *t, const char *agg_type, const char *agg_id, bool *live, wf_error *err)
+{
+    pg_tx *tx = (pg_tx *)t;
+    params p = p_tenant(&t->ctx, agg_type);
+    p_str(&p, agg_id);
+    PGresult *res;
+    wf_code rc = run(tx->c, S_AGGREGATE_LIVE, &p, t->ctx.deadline_ms, &res, err);
+    if (rc == WF_OK)
+        *live = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
     PQclear(res);
     return rc;
 }
@@ -2650,6 +2683,7 @@ static const wf_store_ops pg_ops = {
     .tx_get_definition = pg_tx_get_definition,
     .consume_signal = pg_consume_signal,
     .lock_correlation = pg_lock_correlation,
+    .aggregate_live = pg_aggregate_live,
     .get_definition = pg_get_definition,
     .get_instance = pg_get_instance,
     .get_task = pg_get_task,

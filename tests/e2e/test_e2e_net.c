@@ -330,6 +330,137 @@ START_TEST(test_versions_get_and_list)
 }
 END_TEST
 
+#define K_AD_HOC WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_AD_HOC
+#define K_NET WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_NET
+
+/* Versions of key, asserting each has kind. */
+static size_t
+versions_of(const char *key, Workflow__V1__DefinitionKind kind)
+{
+    Workflow__V1__ListDefinitionsRequest req = WORKFLOW__V1__LIST_DEFINITIONS_REQUEST__INIT;
+    wf_client_status st;
+    req.key = (char *)key;
+    Workflow__V1__ListDefinitionsResponse *l =
+        call(as(NULL), "ListDefinitions", &req,
+             &workflow__v1__list_definitions_response__descriptor, &st);
+    ck_ok(st);
+    for (size_t i = 0; i < l->n_definitions; i++)
+        ck_assert_int_eq(l->definitions[i]->kind, kind);
+    return l->n_definitions;
+}
+
+/* A refused NET deploy, then a start that creates an AD_HOC version 1: a
+ * later NET deploy of that key is refused (it once became version 2), and
+ * so is an AD_HOC deploy onto a NET key. */
+START_TEST(test_a_key_never_changes_kind)
+{
+    char *key = u("kind");
+    wf_client_status st;
+    nb *bad = net_new(key);
+    place(bad, "e", END); /* no START place */
+    ck_assert_ptr_null(deploy_d(as("dev"), &bad->d, false, &st));
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "DEFINITION_INVALID");
+    Workflow__V1__Instance *in = start(key, NULL);
+    ck_assert_int_eq(in->definition_version, 1);
+    ck_assert_ptr_null(deploy_d(as("dev"), &simple_net(key, "alice", "Net")->d, false, &st));
+    ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "DEFINITION_KIND_CONFLICT");
+    ck_assert_str_eq(st.message, wf_arena_printf(ta,
+                                                 "definition \"%s\" is an AD_HOC definition; a "
+                                                 "NET definition cannot be deployed onto its key",
+                                                 key));
+    ck_assert_uint_eq(versions_of(key, K_AD_HOC), 1);
+    ck_assert_int_eq(start(key, NULL)->definition_version, 1);
+
+    char *net_key = u("kindnet");
+    deploy(simple_net(net_key, "alice", "Net"));
+    Workflow__V1__Definition ad = WORKFLOW__V1__DEFINITION__INIT;
+    ad.key = net_key;
+    ad.kind = K_AD_HOC;
+    ck_assert_ptr_null(deploy_d(as("dev"), &ad, false, &st));
+    ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "DEFINITION_KIND_CONFLICT");
+    ck_assert_uint_eq(versions_of(net_key, K_NET), 1);
+    /* validate_only checks the content only. */
+    deploy_d(as("dev"), &ad, true, &st);
+    ck_ok(st);
+}
+END_TEST
+
+typedef struct kind_racer {
+    const char *key;
+    pthread_barrier_t *bar;
+    bool deploys; /* else starts */
+    wf_client_status st;
+    int32_t version;
+} kind_racer;
+
+static void *
+race_kind(void *arg)
+{
+    kind_racer *r = arg;
+    wf_client *c = as("dev");
+    nb *n = r->deploys ? simple_net(r->key, "alice", "Net") : NULL;
+    pthread_barrier_wait(r->bar);
+    if (r->deploys) {
+        Workflow__V1__DeployDefinitionResponse *d = deploy_d(c, &n->d, false, &r->st);
+        r->version = d != NULL ? d->definition->version : 0;
+    } else {
+        Workflow__V1__Instance *in = start_v(c, r->key, 0, NULL, &r->st);
+        r->version = in != NULL ? in->definition_version : 0;
+    }
+    return NULL;
+}
+
+/* A NET deploy racing an auto-creating start of a new key: one kind
+ * wins, the key has one version, and the start ran the winner. */
+START_TEST(test_deploy_racing_an_auto_creation_keeps_one_kind)
+{
+    for (int round = 0; round < 12; round++) {
+        char *key = wf_arena_printf(ta, "%s-%d", u("kindrace"), round);
+        pthread_barrier_t bar;
+        pthread_barrier_init(&bar, NULL, 2);
+        kind_racer r[2] = {{.key = key, .bar = &bar, .deploys = true},
+                           {.key = key, .bar = &bar, .deploys = false}};
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++)
+            pthread_create(&th[i], NULL, race_kind, &r[i]);
+        for (int i = 0; i < 2; i++)
+            pthread_join(th[i], NULL);
+        pthread_barrier_destroy(&bar);
+        ck_assert_msg(r[1].st.code == 0, "start: %s %s", r[1].st.reason, r[1].st.message);
+        ck_assert_int_eq(r[1].version, 1);
+        if (r[0].st.code == 0) {
+            ck_assert_int_eq(r[0].version, 1);
+            ck_assert_uint_eq(versions_of(key, K_NET), 1);
+        } else {
+            ck_fails(r[0].st, GRPC_STATUS_FAILED_PRECONDITION, "DEFINITION_KIND_CONFLICT");
+            ck_assert_uint_eq(versions_of(key, K_AD_HOC), 1);
+        }
+    }
+}
+END_TEST
+
+/* WF_AUTO_CREATE_DEFINITIONS=false: an unknown key is NOT_FOUND and
+ * nothing is created; deployed keys start as before. */
+START_TEST(test_auto_creation_off)
+{
+    wf_test_server_stop(&ts, 1000);
+    const char *env[] = {"WF_AUTO_CREATE_DEFINITIONS=false", NULL};
+    wf_test_server_start(&ts, env);
+    char *key = u("nocreate");
+    wf_client_status st;
+    ck_assert_ptr_null(start_v(as("boss"), key, 0, NULL, &st));
+    ck_fails(st, GRPC_STATUS_NOT_FOUND, "DEFINITION_NOT_FOUND");
+    ck_assert_str_eq(st.message, wf_arena_printf(ta, "definition \"%s\" does not exist", key));
+    ck_assert_uint_eq(versions_of(key, K_AD_HOC), 0);
+    Workflow__V1__Definition ad = WORKFLOW__V1__DEFINITION__INIT;
+    ad.key = key;
+    ad.kind = K_AD_HOC;
+    deploy_d(as("dev"), &ad, false, &st);
+    ck_ok(st);
+    ck_assert_int_eq(start(key, NULL)->definition_version, 1);
+}
+END_TEST
+
 START_TEST(test_validity_window_and_snapshot)
 {
     char *key = u("window");
@@ -1345,6 +1476,9 @@ main(int argc, char **argv)
     tcase_add_test(tc, test_deploy_reports_every_error_at_once);
     tcase_add_test(tc, test_versions_get_and_list);
     tcase_add_test(tc, test_validity_window_and_snapshot);
+    tcase_add_test(tc, test_a_key_never_changes_kind);
+    tcase_add_test(tc, test_deploy_racing_an_auto_creation_keeps_one_kind);
+    tcase_add_test(tc, test_auto_creation_off);
     tcase_add_test(tc, test_deferred_choice_user_wins);
     tcase_add_test(tc, test_deferred_choice_timer_wins);
     tcase_add_test(tc, test_and_split_and_join);

@@ -105,12 +105,15 @@ complete(const char *actor, const char *task_id)
     ck_ok(st);
 }
 
-/* SendSignal: to instance_id, or to the aggregate ("order", agg_id). */
+/* SendSignal: to instance_id, or to the aggregate ("order", agg_id);
+ * with start when not NULL. */
 static Workflow__V1__SendSignalResponse *
-send_c(wf_client *c, const char *name, const char *instance_id, const char *agg_id,
-       const char *payload, const char *signal_id, int64_t ttl_ms, wf_client_status *st)
+send_cs(wf_client *c, const char *name, const char *instance_id, const char *agg_id,
+        const char *payload, const char *signal_id, int64_t ttl_ms,
+        Workflow__V1__SignalStart *start, wf_client_status *st)
 {
     Workflow__V1__SendSignalRequest req = WORKFLOW__V1__SEND_SIGNAL_REQUEST__INIT;
+    req.start = start;
     Workflow__V1__Aggregate agg = WORKFLOW__V1__AGGREGATE__INIT;
     req.name = (char *)name;
     if (instance_id != NULL) {
@@ -127,6 +130,13 @@ send_c(wf_client *c, const char *name, const char *instance_id, const char *agg_
     if (ttl_ms != 0)
         req.buffer_ttl = dur(ttl_ms);
     return call(c, "SendSignal", &req, &workflow__v1__send_signal_response__descriptor, st);
+}
+
+static Workflow__V1__SendSignalResponse *
+send_c(wf_client *c, const char *name, const char *instance_id, const char *agg_id,
+       const char *payload, const char *signal_id, int64_t ttl_ms, wf_client_status *st)
+{
+    return send_cs(c, name, instance_id, agg_id, payload, signal_id, ttl_ms, NULL, st);
 }
 
 static Workflow__V1__SendSignalResponse *
@@ -470,13 +480,407 @@ START_TEST(test_duplicate_signal_id_changes_nothing)
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
     ck_assert_int_eq(marking(g, "p"), 1);
     ck_assert_str_eq(var(g->instance->variables_json, "n"), "1");
-    ck_assert_uint_eq(list_signals(in->id, NULL)->n_signals, 1); /* no row for a duplicate */
+    /* The duplicate has a row of its own, and changed nothing else. */
+    Workflow__V1__ListSignalsResponse *l = list_signals(in->id, NULL);
+    ck_assert_uint_eq(l->n_signals, 2);
+    ck_assert_int_eq(l->signals[1]->outcome, O_DUPLICATE);
+    ck_assert_str_eq(l->signals[1]->signal_id, sid);
+    ck_assert_ptr_null(l->signals[1]->consumed_at);
     /* A duplicate is recognised whatever its target. */
     r = send_sig("go", NULL, u("Z"), NULL, sid, 60000);
     ck_assert_int_eq(r->outcome, O_DUPLICATE);
     r = send_sig("go", in->id, NULL, NULL, u("sid2"), 0);
     ck_assert_int_eq(r->outcome, O_CORRELATED);
     ck_assert_int_eq(get_instance(in->id)->instance->status, I_COMPLETED);
+}
+END_TEST
+
+/* WatchEvents history of the given types whose data mentions tag, as
+ * "TYPE TYPE ..." (EventType names without prefix); the data_json of the
+ * i-th such event goes to data[i] (up to cap). Retried briefly: Postgres
+ * numbers committed events asynchronously. */
+static char *
+watched(const Workflow__V1__EventType *types, size_t n_types, const char *tag, size_t want,
+        char **data, size_t cap)
+{
+    static char out[2048];
+    for (int attempt = 0; attempt < 40; attempt++) {
+        Workflow__V1__WatchEventsRequest req = WORKFLOW__V1__WATCH_EVENTS_REQUEST__INIT;
+        req.types = (Workflow__V1__EventType *)types;
+        req.n_types = n_types;
+        wf_client_stream *st = wf_client_stream_open(as(NULL), SVC "WatchEvents", &req.base, NULL);
+        ck_assert_ptr_nonnull(st);
+        ProtobufCMessage *m;
+        wf_client_status cs;
+        size_t n = 0;
+        out[0] = '\0';
+        while (
+            wf_client_stream_next(st, &workflow__v1__watch_events_response__descriptor, &m, &cs)) {
+            Workflow__V1__Event *e = ((Workflow__V1__WatchEventsResponse *)m)->event;
+            if (strstr(e->data_json, tag) != NULL) {
+                const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(
+                    &workflow__v1__event_type__descriptor, e->type);
+                size_t len = strlen(out);
+                snprintf(out + len, sizeof out - len, "%s%s", len ? " " : "",
+                         v != NULL ? v->name + strlen("EVENT_TYPE_") : "?");
+                if (n < cap)
+                    data[n] = wf_arena_strdup(ta, e->data_json);
+                n++;
+            }
+            protobuf_c_message_free_unpacked(m, NULL);
+        }
+        wf_client_stream_close(st);
+        ck_ok(cs);
+        if (n >= want)
+            break;
+        sleep_ms(50);
+    }
+    return out;
+}
+
+/* Every delivery is logged: DROPPED, BUFFERED, CORRELATED, DUPLICATE,
+ * DROPPED leave five rows (the DUPLICATE one once had none), and the
+ * DROPPED and DUPLICATE ones are events a watcher sees without polling
+ * the log. */
+START_TEST(test_every_delivery_is_logged_and_lost_ones_are_events)
+{
+    char *key = u("five");
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "p", NORMAL);
+    place(n, "e", END);
+    msg(n, "one", "go", true);
+    msg(n, "two", "go", true);
+    arc(n, "s", "one");
+    arc(n, "one", "p");
+    arc(n, "p", "two");
+    arc(n, "two", "e");
+    deploy(n);
+    char *agg = u("FIVE");
+    char *sid = u("five-3");
+    ck_assert_int_eq(send_sig("go", NULL, agg, NULL, u("five-1"), 0)->outcome, O_DROPPED);
+    ck_assert_int_eq(send_sig("go", NULL, agg, NULL, u("five-2"), 60000)->outcome, O_BUFFERED);
+    Workflow__V1__Instance *in = start(key, agg, NULL); /* "one" consumes the buffered one */
+    ck_assert_int_eq(marking(get_instance(in->id), "p"), 1);
+    ck_assert_int_eq(send_sig("go", NULL, agg, "{\"n\":1}", sid, 0)->outcome, O_CORRELATED);
+    Workflow__V1__SendSignalResponse *r = send_sig("go", NULL, agg, "{\"n\":2}", sid, 60000);
+    ck_assert_int_eq(r->outcome, O_DUPLICATE);
+    ck_assert_uint_eq(r->n_instance_ids, 0);
+    ck_assert_ptr_null(r->expires_at);
+    ck_assert_int_eq(send_sig("go", NULL, agg, NULL, u("five-5"), 0)->outcome, O_DROPPED);
+
+    Workflow__V1__ListSignalsResponse *l = list_signals(NULL, agg);
+    ck_assert_uint_eq(l->n_signals, 5);
+    const int want[] = {O_DROPPED, O_BUFFERED, O_CORRELATED, O_DUPLICATE, O_DROPPED};
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(l->signals[i]->outcome, want[i]);
+    ck_assert_str_eq(l->signals[1]->consumed_by_instance, in->id);
+    Workflow__V1__Signal *dup = l->signals[3];
+    ck_assert_str_eq(dup->signal_id, sid);
+    ck_assert_str_eq(dup->payload_json, "{\"n\":2}");
+    ck_assert_ptr_null(dup->consumed_at);
+    ck_assert_ptr_null(dup->expires_at);
+    ck_assert_str_ne(dup->id, l->signals[2]->id);
+    /* Nothing else changed: the instance kept the first payload. */
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_COMPLETED);
+    ck_assert_str_eq(var(g->instance->variables_json, "n"), "1");
+    ck_assert_uint_eq(g->n_buffered_signals, 0);
+
+    Workflow__V1__EventType types[] = {WORKFLOW__V1__EVENT_TYPE__EVENT_TYPE_SIGNAL_DROPPED,
+                                       WORKFLOW__V1__EVENT_TYPE__EVENT_TYPE_SIGNAL_DUPLICATE};
+    char *data[3] = {0};
+    ck_assert_str_eq(watched(types, 2, agg, 3, data, 3),
+                     "SIGNAL_DROPPED SIGNAL_DUPLICATE SIGNAL_DROPPED");
+    json_t *d = json_loads(data[1], 0, NULL);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_str_eq(json_string_value(json_object_get(d, "signalLogId")), dup->id);
+    ck_assert_str_eq(json_string_value(json_object_get(d, "originalSignalLogId")),
+                     l->signals[2]->id);
+    ck_assert_str_eq(json_string_value(json_object_get(d, "signalId")), sid);
+    ck_assert_str_eq(json_string_value(json_object_get(d, "aggregateId")), agg);
+    json_decref(d);
+
+    /* By instance id: the DROPPED event belongs to the instance. */
+    ck_assert_int_eq(send_sig("go", in->id, NULL, NULL, NULL, 0)->outcome, O_DROPPED);
+    ck_assert_int_eq(count_of(event_types(in->id), "SIGNAL_DROPPED"), 1);
+}
+END_TEST
+
+/* ---- correlate or start -------------------------------------------------------------------- */
+
+static Workflow__V1__SignalStart *
+start_of(const char *key, const char *vars)
+{
+    Workflow__V1__SignalStart *s = wf_arena_calloc(ta, 1, sizeof *s);
+    workflow__v1__signal_start__init(s);
+    s->definition_key = (char *)key;
+    s->variables_json = (char *)(vars != NULL ? vars : "");
+    return s;
+}
+
+/* Root instances of aggregate ("order", agg_id) started by actor. */
+static size_t
+instances_of(const char *actor, const char *agg_id)
+{
+    Workflow__V1__ListInstancesRequest req = WORKFLOW__V1__LIST_INSTANCES_REQUEST__INIT;
+    Workflow__V1__Aggregate agg = WORKFLOW__V1__AGGREGATE__INIT;
+    wf_client_status st;
+    agg.type = "order";
+    agg.id = (char *)agg_id;
+    req.aggregate = &agg;
+    Workflow__V1__ListInstancesResponse *l = call(
+        as(actor), "ListInstances", &req, &workflow__v1__list_instances_response__descriptor, &st);
+    ck_ok(st);
+    return l->n_instances;
+}
+
+/* s -> recv (MSG paid, aggregate) -> p -> ship (USER alice) -> e */
+static char *
+paid_then_ship(const char *tag)
+{
+    char *key = u(tag);
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "p", NORMAL);
+    place(n, "e", END);
+    msg(n, "recv", "paid", true);
+    user1(trans(n, "ship", T_USER), "alice");
+    arc(n, "s", "recv");
+    arc(n, "recv", "p");
+    arc(n, "p", "ship");
+    arc(n, "ship", "e");
+    deploy(n);
+    return key;
+}
+
+/* SendSignal with start: no instance of the aggregate, so one starts and
+ * its first wait consumes the signal (STARTED); then the instance runs but
+ * does not wait (DROPPED / BUFFERED, nothing started); a waiting instance
+ * is CORRELATED; a duplicate changes nothing; refusals. */
+START_TEST(test_correlate_or_start)
+{
+    char *key = paid_then_ship("cos");
+    char *agg = u("COS");
+    wf_client *hook = as("hook");
+    wf_client_status st;
+    Workflow__V1__SendSignalResponse *r =
+        send_cs(hook, "paid", NULL, agg, "{\"amount\":5}", u("cos-1"), 0,
+                start_of(key, "{\"src\":\"webhook\"}"), &st);
+    ck_ok(st);
+    ck_assert_int_eq(r->outcome, WORKFLOW__V1__SIGNAL_OUTCOME__SIGNAL_OUTCOME_STARTED);
+    ck_assert_uint_eq(r->n_instance_ids, 1);
+    ck_assert_ptr_nonnull(r->expires_at); /* 24 h without buffer_ttl */
+    ck_assert_int_ge(r->expires_at->seconds, time(NULL) + 23 * 3600);
+    char *id = wf_arena_strdup(ta, r->instance_ids[0]);
+    Workflow__V1__GetInstanceResponse *g = get_instance(id);
+    ck_assert_int_eq(g->instance->status, I_RUNNING);
+    ck_assert_str_eq(g->instance->definition_key, key);
+    ck_assert_str_eq(g->instance->started_by, "hook");
+    ck_assert_str_eq(g->instance->aggregate->id, agg);
+    ck_assert_int_eq(marking(g, "p"), 1); /* the first wait consumed it */
+    ck_assert_str_eq(var(g->instance->variables_json, "amount"), "5");
+    ck_assert_str_eq(var(g->instance->variables_json, "src"), "\"webhook\"");
+    ck_assert_uint_eq(g->n_buffered_signals, 0);
+    Workflow__V1__ListSignalsResponse *l = list_signals(NULL, agg);
+    ck_assert_uint_eq(l->n_signals, 1);
+    ck_assert_int_eq(l->signals[0]->outcome, WORKFLOW__V1__SIGNAL_OUTCOME__SIGNAL_OUTCOME_STARTED);
+    ck_assert_str_eq(l->signals[0]->consumed_by_instance, id);
+    ck_assert_str_eq(l->signals[0]->transition_id, "recv");
+    ck_assert_msg(strstr(event_types(id), "INSTANCE_STARTED") == event_types(id), "%s",
+                  event_types(id));
+    ck_assert_int_eq(count_of(event_types(id), "SIGNAL_CONSUMED"), 1);
+
+    /* Running, not waiting: the normal outcome, nothing started. */
+    r = send_cs(hook, "paid", NULL, agg, NULL, u("cos-2"), 0, start_of(key, NULL), &st);
+    ck_ok(st);
+    ck_assert_int_eq(r->outcome, O_DROPPED);
+    r = send_cs(hook, "paid", NULL, agg, NULL, u("cos-3"), 60000, start_of(key, NULL), &st);
+    ck_ok(st);
+    ck_assert_int_eq(r->outcome, O_BUFFERED);
+    ck_assert_uint_eq(r->n_instance_ids, 0);
+    ck_assert_uint_eq(instances_of("hook", agg), 1);
+    /* A duplicate starts nothing either. */
+    r = send_cs(hook, "paid", NULL, agg, NULL, u("cos-1"), 0, start_of(key, NULL), &st);
+    ck_ok(st);
+    ck_assert_int_eq(r->outcome, O_DUPLICATE);
+    ck_assert_uint_eq(instances_of("hook", agg), 1);
+
+    /* Waiting: correlated, nothing started. */
+    char *agg2 = u("COS2");
+    Workflow__V1__Instance *waiting = start(key, agg2, NULL);
+    r = send_cs(hook, "paid", NULL, agg2, NULL, NULL, 0, start_of(key, NULL), &st);
+    ck_ok(st);
+    ck_assert_int_eq(r->outcome, O_CORRELATED);
+    ck_assert_uint_eq(r->n_instance_ids, 1);
+    ck_assert_str_eq(r->instance_ids[0], waiting->id);
+    ck_assert_uint_eq(instances_of("hook", agg2), 0);
+
+    /* Refusals: by instance id, a bad start, no actor, an unknown version. */
+    ck_assert_ptr_null(send_cs(hook, "paid", id, NULL, NULL, NULL, 0, start_of(key, NULL), &st));
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    ck_assert_str_eq(st.violations[0],
+                     "start: needs the signal sent to an aggregate, not to an instance_id");
+    char *agg3 = u("COS3");
+    ck_assert_ptr_null(send_cs(hook, "paid", NULL, agg3, NULL, NULL, 0, start_of("", NULL), &st));
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    ck_assert_msg(strncmp(st.violations[0], "start.definition_key: ", 22) == 0, "%s",
+                  st.violations[0]);
+    ck_assert_ptr_null(send_cs(hook, "paid", NULL, agg3, NULL, NULL, 0, start_of(key, "[1]"), &st));
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_JSON");
+    ck_assert_ptr_null(
+        send_cs(as(NULL), "paid", NULL, agg3, NULL, NULL, 0, start_of(key, NULL), &st));
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "ACTOR_MISSING");
+    Workflow__V1__SignalStart *v9 = start_of(key, NULL);
+    v9->version = 9;
+    ck_assert_ptr_null(send_cs(hook, "paid", NULL, agg3, NULL, NULL, 0, v9, &st));
+    ck_fails(st, GRPC_STATUS_NOT_FOUND, "DEFINITION_NOT_FOUND");
+    ck_assert_uint_eq(list_signals(NULL, agg3)->n_signals, 0); /* refused: not logged */
+    ck_assert_uint_eq(instances_of("hook", agg3), 0);
+}
+END_TEST
+
+/* A started instance whose first step is not the wait: the signal stays
+ * buffered for it (even without buffer_ttl) until its wait consumes it. */
+START_TEST(test_start_buffers_for_a_later_wait)
+{
+    char *key = u("cosl");
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "p", NORMAL);
+    place(n, "e", END);
+    user1(trans(n, "review", T_USER), "alice");
+    msg(n, "recv", "paid", true);
+    arc(n, "s", "review");
+    arc(n, "review", "p");
+    arc(n, "p", "recv");
+    arc(n, "recv", "e");
+    deploy(n);
+    char *agg = u("COSL");
+    wf_client_status st;
+    Workflow__V1__SendSignalResponse *r =
+        send_cs(as("hook"), "paid", NULL, agg, "{\"amount\":7}", NULL, 0, start_of(key, NULL), &st);
+    ck_ok(st);
+    ck_assert_int_eq(r->outcome, WORKFLOW__V1__SIGNAL_OUTCOME__SIGNAL_OUTCOME_STARTED);
+    char *id = wf_arena_strdup(ta, r->instance_ids[0]);
+    Workflow__V1__GetInstanceResponse *g = get_instance(id);
+    ck_assert_uint_eq(g->n_buffered_signals, 1);
+    ck_assert_int_eq(count_of(event_types(id), "SIGNAL_CONSUMED"), 0);
+    complete("alice", open_task(g, "review"));
+    g = get_instance(id);
+    ck_assert_int_eq(g->instance->status, I_COMPLETED);
+    ck_assert_str_eq(var(g->instance->variables_json, "amount"), "7");
+    ck_assert_str_eq(list_signals(NULL, agg)->signals[0]->consumed_by_instance, id);
+}
+END_TEST
+
+/* s -> recv (MSG go, aggregate) -> p; p -> more (MSG go, aggregate) -> p;
+ * p -> done (MSG stop) -> e: every "go" of the aggregate is consumed, and
+ * the instance stays running. */
+static char *
+loop_net(const char *tag)
+{
+    char *key = u(tag);
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "p", NORMAL);
+    place(n, "e", END);
+    msg(n, "recv", "go", true);
+    msg(n, "more", "go", true);
+    msg(n, "done", "stop", true);
+    arc(n, "s", "recv");
+    arc(n, "recv", "p");
+    arc(n, "p", "more");
+    arc(n, "more", "p");
+    arc(n, "p", "done");
+    arc(n, "done", "e");
+    deploy(n);
+    return key;
+}
+
+#define STARTERS 8
+
+typedef struct starter {
+    wf_client *c;
+    const char *agg_id;
+    const char *key;
+    const char *signal_id;
+    pthread_barrier_t *bar;
+    wf_client_status st;
+    int outcome;
+    char instance[64];
+} starter;
+
+static void *
+race_start(void *arg)
+{
+    starter *r = arg;
+    Workflow__V1__SignalStart s = WORKFLOW__V1__SIGNAL_START__INIT;
+    s.definition_key = (char *)r->key;
+    pthread_barrier_wait(r->bar);
+    Workflow__V1__SendSignalResponse *resp =
+        send_cs(r->c, "go", NULL, r->agg_id, NULL, r->signal_id, 60000, &s, &r->st);
+    r->outcome = resp != NULL ? (int)resp->outcome : -1;
+    if (resp != NULL && resp->n_instance_ids == 1)
+        snprintf(r->instance, sizeof r->instance, "%s", resp->instance_ids[0]);
+    return NULL;
+}
+
+/* Concurrent senders with start to one aggregate (different signal ids;
+ * on Postgres through two servers, as two replicas): exactly one instance
+ * starts, every other signal correlates with it or is buffered for it,
+ * and it consumes all of them. */
+START_TEST(test_concurrent_starters_start_one_instance)
+{
+    char *key = loop_net("cosr");
+    wf_test_server ts2 = {0};
+    bool two = wf_test_store_is_pg();
+    if (two)
+        wf_test_server_start(&ts2, NULL);
+    for (int round = 0; round < 3; round++) {
+        char *agg = wf_arena_printf(ta, "%s-%d", u("COSR"), round);
+        pthread_barrier_t bar;
+        pthread_barrier_init(&bar, NULL, STARTERS);
+        starter r[STARTERS];
+        pthread_t th[STARTERS];
+        for (int i = 0; i < STARTERS; i++) {
+            r[i] =
+                (starter){.c = two && i % 2 ? wf_test_client(&ts2, NULL, NULL, "hook") : as("hook"),
+                          .agg_id = agg,
+                          .key = key,
+                          .signal_id = wf_arena_printf(ta, "%s-%d", agg, i),
+                          .bar = &bar,
+                          .outcome = -1};
+            pthread_create(&th[i], NULL, race_start, &r[i]);
+        }
+        for (int i = 0; i < STARTERS; i++)
+            pthread_join(th[i], NULL);
+        pthread_barrier_destroy(&bar);
+        int started = 0;
+        const char *id = NULL;
+        for (int i = 0; i < STARTERS; i++) {
+            ck_assert_msg(r[i].st.code == 0, "%d %s %s", r[i].st.code, r[i].st.reason,
+                          r[i].st.message);
+            if (r[i].outcome == WORKFLOW__V1__SIGNAL_OUTCOME__SIGNAL_OUTCOME_STARTED) {
+                started++;
+                id = wf_arena_strdup(ta, r[i].instance);
+            } else {
+                ck_assert_msg(r[i].outcome == O_CORRELATED || r[i].outcome == O_BUFFERED,
+                              "outcome %d", r[i].outcome);
+            }
+            if (two && i % 2)
+                wf_client_free(r[i].c);
+        }
+        ck_assert_int_eq(started, 1);
+        for (int i = 0; i < STARTERS; i++)
+            if (r[i].outcome == O_CORRELATED)
+                ck_assert_str_eq(r[i].instance, id);
+        ck_assert_uint_eq(instances_of("hook", agg), 1);
+        ck_assert_int_eq(count_of(event_types(id), "SIGNAL_CONSUMED"), STARTERS);
+        ck_assert_int_eq(marking(get_instance(id), "p"), 1);
+    }
+    if (two)
+        wf_test_server_stop(&ts2, 1000);
 }
 END_TEST
 
@@ -527,7 +931,7 @@ START_TEST(test_concurrent_duplicates_correlate_once)
         Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
         ck_assert_int_eq(marking(g, "p"), 1); /* fired once */
         ck_assert_int_eq(count_of(event_types(in->id), "SIGNAL_CONSUMED"), 1);
-        ck_assert_uint_eq(list_signals(in->id, NULL)->n_signals, 1);
+        ck_assert_uint_eq(list_signals(in->id, NULL)->n_signals, 2); /* one is DUPLICATE */
     }
 }
 END_TEST
@@ -564,7 +968,10 @@ START_TEST(test_concurrent_duplicates_by_aggregate)
         ck_assert_int_eq(get_instance(i2->id)->instance->status, I_COMPLETED);
         ck_assert_int_eq(count_of(event_types(i1->id), "SIGNAL_CONSUMED"), 1);
         ck_assert_int_eq(count_of(event_types(i2->id), "SIGNAL_CONSUMED"), 1);
-        ck_assert_uint_eq(list_signals(NULL, agg)->n_signals, 1);
+        Workflow__V1__ListSignalsResponse *l = list_signals(NULL, agg);
+        ck_assert_uint_eq(l->n_signals, 2);
+        ck_assert_int_eq(
+            (l->signals[0]->outcome == O_DUPLICATE) + (l->signals[1]->outcome == O_DUPLICATE), 1);
     }
 }
 END_TEST
@@ -1397,6 +1804,10 @@ main(void)
     tcase_add_test(tc, test_buffered_by_id_then_consumed_at_enablement);
     tcase_add_test(tc, test_expired_signal_is_never_consumed);
     tcase_add_test(tc, test_duplicate_signal_id_changes_nothing);
+    tcase_add_test(tc, test_every_delivery_is_logged_and_lost_ones_are_events);
+    tcase_add_test(tc, test_correlate_or_start);
+    tcase_add_test(tc, test_start_buffers_for_a_later_wait);
+    tcase_add_test(tc, test_concurrent_starters_start_one_instance);
     tcase_add_test(tc, test_concurrent_duplicates_correlate_once);
     tcase_add_test(tc, test_concurrent_duplicates_by_aggregate);
     tcase_add_test(tc, test_dropped_without_ttl);

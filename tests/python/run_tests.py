@@ -29,7 +29,13 @@ google.rpc.ErrorInfo{reason, domain "workflow.v1"} carried in the
   complete all -> the on_all_completed referral in the next inbox ->
   CompleteAndEnd; REQUEST_ID_REUSED, TASK_ALREADY_CLAIMED, INVALID_JSON and
   another tenant's ids; again on Postgres (ReferralFlowPgTests) when
-  WF_TEST_PG_DSN is set.
+  WF_TEST_PG_DSN is set;
+* correlate or start (CorrelateOrStartTests): SendSignal with `start` to an
+  aggregate starts one instance (STARTED) whose first wait consumes the
+  signal, correlates with a waiting one, buffers for a running one, replays
+  a request_id, and 8 concurrent senders (each on its own channel) start
+  exactly one instance; again on Postgres (CorrelateOrStartPgTests, also
+  through two server processes).
 
 Every server is a workflowd process started here, on 127.0.0.1 and a free
 port (never 50051), with its stderr captured in the work directory; all of
@@ -1847,6 +1853,153 @@ class StepListPgTests(StepListTests):
             raise unittest.SkipTest("WF_TEST_PG_DSN is not set: the Postgres run of "
                                     "StepListTests is skipped (./test.sh sets it)")
         return start_server(cls, "steps-pg", DATABASE_URL=dsn)
+
+class CorrelateOrStartTests(WorkflowTestCase):
+    """SendSignal with start, as a webhook handler with a generated client
+    writes it: one call per delivery, no check-then-start race in the
+    client."""
+
+    @classmethod
+    def start_servers(cls):
+        return [start_server(cls, "cos-memory")]
+
+    @classmethod
+    def setUpClass(cls):
+        cls.servers = cls.start_servers()
+        cls.wf = cls.servers[0].workflow()
+
+    def setUp(self):
+        self.run = uuid.uuid4().hex[:8]
+        self.key = "py-cos-" + self.run
+        # s -> paid (MSG "paid", AGGREGATE) -> p; p -> more (MSG "paid") -> p;
+        # p -> done (MSG "close") -> e: it consumes every "paid" of its order.
+        msg = lambda tid, name: wf_pb2.Transition(  # noqa: E731
+            id=tid, trigger=wf_pb2.TRIGGER_MSG, signal_name=name,
+            correlation=wf_pb2.CORRELATION_AGGREGATE)
+        d = wf_pb2.Definition(
+            key=self.key, kind=wf_pb2.DEFINITION_KIND_NET,
+            places=[wf_pb2.Place(id="s", kind=wf_pb2.PLACE_KIND_START),
+                    wf_pb2.Place(id="p", kind=wf_pb2.PLACE_KIND_NORMAL),
+                    wf_pb2.Place(id="e", kind=wf_pb2.PLACE_KIND_END)],
+            transitions=[msg("paid", "paid"), msg("more", "paid"), msg("done", "close")],
+            arcs=[wf_pb2.Arc(source="s", target="paid"), wf_pb2.Arc(source="paid", target="p"),
+                  wf_pb2.Arc(source="p", target="more"), wf_pb2.Arc(source="more", target="p"),
+                  wf_pb2.Arc(source="p", target="done"), wf_pb2.Arc(source="done", target="e")])
+        out = invoke(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(definition=d),
+                     md(actor="dev"))
+        self.assertEqual(out.code, SC.OK, "deploy: %r" % out)
+
+    def send(self, order, signal_id=None, payload="", ttl_s=0, start=True, wf=None,
+             request_id="", name="paid"):
+        req = wf_pb2.SendSignalRequest(
+            name=name, aggregate=wf_pb2.Aggregate(type="order", id=order),
+            payload_json=payload, signal_id=signal_id or uuid.uuid4().hex, request_id=request_id)
+        if ttl_s:
+            req.buffer_ttl.seconds = ttl_s
+        if start:
+            req.start.definition_key = self.key
+            req.start.variables_json = '{"source": "webhook"}'
+        return invoke((wf or self.wf).SendSignal, req, md(actor="webhook"))
+
+    def instances(self, order):
+        out = invoke(self.wf.ListInstances, wf_pb2.ListInstancesRequest(
+            started_by="webhook", aggregate=wf_pb2.Aggregate(type="order", id=order)),
+            md(actor="webhook"))
+        self.assertEqual(out.code, SC.OK, "list: %r" % out)
+        return list(out.response.instances)
+
+    def get(self, instance_id):
+        out = invoke(self.wf.GetInstance, wf_pb2.GetInstanceRequest(instance_id=instance_id),
+                     md())
+        self.assertEqual(out.code, SC.OK, "get: %r" % out)
+        return out.response
+
+    def test_start_then_correlate_then_buffer(self):
+        order = "O-" + self.run
+        first = self.send(order, payload='{"amount": 42}')
+        self.assertEqual(first.code, SC.OK, "send: %r" % first)
+        self.assertEqual(first.response.outcome, wf_pb2.SIGNAL_OUTCOME_STARTED)
+        self.assertEqual(len(first.response.instance_ids), 1)
+        started = first.response.instance_ids[0]
+        g = self.get(started)
+        self.assertEqual(g.instance.status, wf_pb2.INSTANCE_STATUS_RUNNING)
+        self.assertEqual(g.instance.aggregate.id, order)
+        self.assertEqual(json.loads(g.instance.variables_json),
+                         {"source": "webhook", "amount": 42})
+        self.assertEqual(dict(g.marking), {"p": 1})
+        # It now waits: the next delivery correlates with it, nothing starts.
+        again = self.send(order)
+        self.assertEqual(again.response.outcome, wf_pb2.SIGNAL_OUTCOME_CORRELATED)
+        self.assertEqual(list(again.response.instance_ids), [started])
+        # A name it does not wait for, while it runs: buffered, no start.
+        other = self.send(order, name="refund", ttl_s=60)
+        self.assertEqual(other.response.outcome, wf_pb2.SIGNAL_OUTCOME_BUFFERED)
+        self.assertEqual([i.id for i in self.instances(order)], [started])
+        # A transport retry with the same request_id answers the first
+        # response; a repeated signal_id is DUPLICATE; neither starts.
+        fresh = "O2-" + self.run
+        rid = "py-" + uuid.uuid4().hex
+        sid = uuid.uuid4().hex
+        a = self.send(fresh, signal_id=sid, request_id=rid)
+        b = self.send(fresh, signal_id=sid, request_id=rid)
+        self.assertEqual(a.response, b.response)
+        self.assertEqual(a.response.outcome, wf_pb2.SIGNAL_OUTCOME_STARTED)
+        c = self.send(fresh, signal_id=sid)
+        self.assertEqual(c.response.outcome, wf_pb2.SIGNAL_OUTCOME_DUPLICATE)
+        self.assertEqual(len(self.instances(fresh)), 1)
+        # Addressed by instance id, start is refused.
+        bad = invoke(self.wf.SendSignal, wf_pb2.SendSignalRequest(
+            name="paid", instance_id=started, start=wf_pb2.SignalStart(definition_key=self.key)),
+            md(actor="webhook"))
+        self.assert_error(bad, SC.INVALID_ARGUMENT, "INVALID_ARGUMENT")
+
+    def test_concurrent_senders_start_one_instance(self):
+        order = "OC-" + self.run
+        senders = 8
+        channels = [grpc.insecure_channel(self.servers[i % len(self.servers)].target)
+                    for i in range(senders)]
+        barrier = threading.Barrier(senders)
+        results = [None] * senders
+
+        def deliver(i):
+            wf = wf_grpc.WorkflowServiceStub(channels[i])
+            barrier.wait()
+            results[i] = self.send(order, ttl_s=60, wf=wf)
+
+        threads = [threading.Thread(target=deliver, args=(i,)) for i in range(senders)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for ch in channels:
+            ch.close()
+        for r in results:
+            self.assertEqual(r.code, SC.OK, "send: %r" % r)
+        outcomes = [r.response.outcome for r in results]
+        self.assertEqual(outcomes.count(wf_pb2.SIGNAL_OUTCOME_STARTED), 1, outcomes)
+        self.assertTrue(all(o in (wf_pb2.SIGNAL_OUTCOME_STARTED, wf_pb2.SIGNAL_OUTCOME_CORRELATED,
+                                  wf_pb2.SIGNAL_OUTCOME_BUFFERED) for o in outcomes), outcomes)
+        live = self.instances(order)
+        self.assertEqual(len(live), 1)
+        # Every delivery reached that one instance, buffered ones included.
+        out = invoke(self.wf.ListSignals, wf_pb2.ListSignalsRequest(
+            aggregate=wf_pb2.Aggregate(type="order", id=order)), md())
+        self.assertEqual(out.code, SC.OK)
+        self.assertEqual([s.consumed_by_instance for s in out.response.signals],
+                         [live[0].id] * senders)
+
+
+class CorrelateOrStartPgTests(CorrelateOrStartTests):
+    """CorrelateOrStartTests on Postgres, the concurrent senders spread over
+    two server processes (two replicas); skipped without WF_TEST_PG_DSN."""
+
+    @classmethod
+    def start_servers(cls):
+        dsn = os.environ.get("WF_TEST_PG_DSN")
+        if not dsn:
+            raise unittest.SkipTest("WF_TEST_PG_DSN is not set: the Postgres run of "
+                                    "CorrelateOrStartTests is skipped (./test.sh sets it)")
+        return [start_server(cls, "cos-pg-%d" % i, DATABASE_URL=dsn) for i in range(2)]
 
 
 # ---------------------------------------------------------------------------

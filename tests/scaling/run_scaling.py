@@ -95,6 +95,8 @@ CLASSES = {
     # row's, and whether any instance waits for the aggregate
     "lock_correlation": (True, "global"),
     "sub_awaited": (True, "fanout"),
+    # SendSignal with start: whether a root of the aggregate is live
+    "aggregate_live": (True, "fanout"),
     # lease of jobs of one type across instances
     "activate_jobs": (True, "fanout"),
     # reads outside a unit of work
@@ -137,7 +139,8 @@ CLASSES = {
 # Run only on a path (a signal racing the wait for its aggregate) that the
 # workload may not take; checked when it does. consume_signal (by instance
 # and aggregate at once) is the store contract's; the engine asks by one.
-OPTIONAL = {"lock_correlation", "sub_awaited", "consume_signal", "update_instance", "idem_amend"}
+OPTIONAL = {"lock_correlation", "sub_awaited", "aggregate_live", "consume_signal", "update_instance",
+            "idem_amend"}
 # Transaction control, settings, LISTEN and the notifier's NOTIFY,
 # migrations: nothing to plan.
 UTILITY = {"begin", "commit", "rollback", "timeout_local", "timeout_session", "ping",

@@ -13,7 +13,12 @@
  *                  + lock and aggregate, then writes + record + COMMIT; a
  *                  key made before (a bare UUID) is read by key first, 3
  *   SendSignal     3 by aggregate to one waiting instance: the
- *                  subscriptions, then as CompleteJob
+ *                  subscriptions, then as CompleteJob; 10 with start when
+ *                  it starts an instance: the subscriptions, BEGIN + the
+ *                  correlation lock, whether one waits, whether a root of
+ *                  the aggregate is live (each read after the lock), then
+ *                  what StartInstance reads, the first wait's lock and
+ *                  buffer, and the writes + record + COMMIT
  *
  * A regression (one more round trip) fails here. Needs WF_TEST_PG_DSN;
  * skipped otherwise. Each case runs in its own schema.
@@ -42,6 +47,7 @@
 #define COMPLETE_FLIGHTS 2
 #define COMPLETE_OLD_KEY_FLIGHTS 3
 #define SIGNAL_FLIGHTS 3
+#define SIGNAL_START_FLIGHTS 10
 
 static const char *dsn;
 static char schema[64];
@@ -342,6 +348,17 @@ START_TEST(test_round_trips_per_call)
     ck_assert_msg(rc == WF_OK, "send: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
     ASSERT_FLIGHTS("SendSignal by aggregate (request id)", since(c0), SIGNAL_FLIGHTS);
+
+    /* Correlate or start, nobody of the aggregate there: it starts one. */
+    wf_start_spec spec = {.definition_key = "msg"};
+    s.aggregate_id = "A-2";
+    s.start = &spec;
+    c0 = now_counts();
+    i = idem("SendSignal");
+    rc = wf_sig_send(&c, &s, &i, &out, &err);
+    ck_assert_msg(rc == WF_OK, "send with start: %s %s", wf_code_reason(rc), err.msg);
+    ck_assert_int_eq(out.outcome, WF_SIGNAL_STARTED);
+    ASSERT_FLIGHTS("SendSignal with start (request id)", since(c0), SIGNAL_START_FLIGHTS);
 }
 END_TEST
 

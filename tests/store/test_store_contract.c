@@ -608,6 +608,20 @@ START_TEST(test_definitions_versions_and_listing)
         }
     } while (cursor != NULL);
     ck_assert_int_eq(seen, 6);
+
+    /* A key never changes kind: a put of another kind stores nothing. */
+    wf_definition_row other = {.key = S("b"),
+                               .kind = WF_DEF_AD_HOC,
+                               .content_hash = S("h2"),
+                               .created_at = T0 + 9,
+                               .created_by = S("u")};
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_put_definition(tx, &other, &v, &err), WF_E_DEFINITION_KIND_CONFLICT);
+    ck_assert_str_eq(err.msg, "definition \"b\" has versions of another kind");
+    wf_tx_rollback(tx);
+    ck_assert_int_eq(wf_store_get_definition(st, &ctx, "b", 0, &d, &err), WF_OK);
+    ck_assert_int_eq(d.version, 3);
+    ck_assert_int_eq(d.kind, WF_DEF_NET);
 }
 END_TEST
 
@@ -723,6 +737,40 @@ START_TEST(test_pagination_is_stable)
     ck_assert_int_eq(wf_store_list_tasks(st, &ctx, &f, 10, "garbage", &rows, &n, &next, &err),
                      WF_E_INVALID_ARGUMENT);
     ck_assert_str_eq(err.msg, "invalid page token");
+}
+END_TEST
+
+/* wf_tx_aggregate_live: a root of the aggregate that has not ended,
+ * committed or written by the transaction itself; children do not count. */
+START_TEST(test_aggregate_live)
+{
+    wf_instance_row ended = mk_instance("r1", NULL, "r1", T0);
+    ended.status = WF_INSTANCE_COMPLETED;
+    ended.aggregate_type = S("order");
+    ended.aggregate_id = S("o-1");
+    wf_instance_row root = mk_instance("r2", NULL, "r2", T0 + 1);
+    wf_instance_row child = mk_instance("c2", "r2", "r2", T0 + 2);
+    child.aggregate_type = S("order");
+    child.aggregate_id = S("o-1");
+    wf_instance_row rows[] = {ended, root, child};
+    commit_changes(&(wf_store_changes){.instances = rows, .n_instances = 3});
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    bool live = true;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_aggregate_live(tx, "order", "o-1", &live, &err), WF_OK);
+    ck_assert(!live);
+    wf_instance_row failed = mk_instance("r3", NULL, "r3", T0 + 3);
+    failed.status = WF_INSTANCE_FAILED;
+    failed.aggregate_type = S("order");
+    failed.aggregate_id = S("o-1");
+    ck_assert_int_eq(
+        wf_tx_apply(tx, &(wf_store_changes){.instances = &failed, .n_instances = 1}, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_aggregate_live(tx, "order", "o-1", &live, &err), WF_OK);
+    ck_assert(live);
+    ck_assert_int_eq(wf_tx_aggregate_live(tx, "order", "o-2", &live, &err), WF_OK);
+    ck_assert(!live);
+    wf_tx_rollback(tx);
 }
 END_TEST
 
@@ -1674,6 +1722,7 @@ store_contract_suite(const char *name)
     tcase_add_test(tc, test_inbox_semantics);
     tcase_add_test(tc, test_pagination_is_stable);
     tcase_add_test(tc, test_list_instances_filters);
+    tcase_add_test(tc, test_aggregate_live);
     tcase_add_test(tc, test_tenant_isolation);
     tcase_add_test(tc, test_job_activation_and_leases);
     tcase_add_test(tc, test_due_timers_are_claimed_once);

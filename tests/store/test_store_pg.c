@@ -146,6 +146,43 @@ make_root(wf_store *s, const char *id)
     ck_assert_int_eq(wf_tx_commit(tx, &err), WF_OK);
 }
 
+/* A deploy that read "no definition" and an auto-creation of the same
+ * key that commits before the deploy stores: the deploy's put sees the
+ * other kind in the statement that numbers its version and stores
+ * nothing (it once stored a NET version 2 on top of an AD_HOC 1). */
+START_TEST(test_racing_puts_of_two_kinds_keep_one)
+{
+    st = open_with(2, 1000);
+    wf_store_ctx ctx = {"t1", 0, arena};
+    wf_error err = {0};
+    wf_tx *deploy = NULL, *create = NULL;
+    wf_definition_row d;
+    bool found = true;
+    int32_t v = 0;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &deploy, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_get_definition(deploy, "k", 0, &d, &found, &err), WF_OK);
+    ck_assert(!found);
+    wf_definition_row adhoc = {.key = "k",
+                               .kind = WF_DEF_AD_HOC,
+                               .content_hash = "a",
+                               .created_at = wf_now_us(),
+                               .created_by = "u"};
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &create, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_put_definition(create, &adhoc, &v, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_commit(create, &err), WF_OK);
+    ck_assert_int_eq(v, 1);
+    wf_definition_row net = adhoc;
+    net.kind = WF_DEF_NET;
+    net.content_hash = "n";
+    ck_assert_int_eq(wf_tx_put_definition(deploy, &net, &v, &err), WF_E_DEFINITION_KIND_CONFLICT);
+    wf_tx_rollback(deploy);
+    ck_assert_int_eq(wf_store_get_definition(st, &ctx, "k", 0, &d, &err), WF_OK);
+    ck_assert_int_eq(d.version, 1);
+    ck_assert_int_eq(d.kind, WF_DEF_AD_HOC);
+    wf_store_free(st);
+}
+END_TEST
+
 START_TEST(test_pool_exhaustion_is_unavailable)
 {
     st = open_with(1, 300);
@@ -811,6 +848,7 @@ pg_only_tcase(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 90);
     tcase_add_test(tc, test_pool_exhaustion_is_unavailable);
+    tcase_add_test(tc, test_racing_puts_of_two_kinds_keep_one);
     tcase_add_test(tc, test_unreachable_server_fails_fast);
     tcase_add_test(tc, test_ready_and_dirty_connection_reuse);
     tcase_add_test(tc, test_concurrent_migration_applies_once);

@@ -50,7 +50,22 @@ START_TEST(test_development_defaults)
     ck_assert_int_eq(cfg->log_level, WF_LOG_INFO);
     ck_assert(cfg->threads >= 1);
     ck_assert(wf_config_open_access(cfg));
+    ck_assert(cfg->auto_create_definitions);
     wf_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_auto_create_definitions_can_be_turned_off)
+{
+    wf_error err;
+    const char *off[] = {"WF_ENV=development", "WF_AUTO_CREATE_DEFINITIONS=false", NULL};
+    wf_config *cfg = load(off, &err);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert(!cfg->auto_create_definitions);
+    wf_config_free(cfg);
+    const char *bad[] = {"WF_ENV=development", "WF_AUTO_CREATE_DEFINITIONS=maybe", NULL};
+    ck_assert_ptr_null(load(bad, &err));
+    ck_assert_str_eq(err.msg, "WF_AUTO_CREATE_DEFINITIONS must be true or false");
 }
 END_TEST
 
@@ -237,6 +252,7 @@ config_suite(void)
     TCase *tc = tcase_create("config");
     tcase_add_test(tc, test_production_requires_keys_and_database);
     tcase_add_test(tc, test_development_defaults);
+    tcase_add_test(tc, test_auto_create_definitions_can_be_turned_off);
     tcase_add_test(tc, test_api_keys_with_and_without_tenant);
     tcase_add_test(tc, test_directory_groups_and_users);
     tcase_add_test(tc, test_malformed_values_are_errors);
