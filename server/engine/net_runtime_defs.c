@@ -207,6 +207,8 @@ kind_text(wf_def_kind k)
         return "an AD_HOC definition";
     case WF_DEF_NET:
         return "a NET definition";
+    case WF_DEF_STEPS:
+        return "a STEPS definition";
     }
     return "a definition of another kind";
 }

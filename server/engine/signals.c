@@ -286,11 +286,11 @@ wf_sig__discard_buffered(net_work *w, wf_error *err)
 /* A violation of SendSignalRequest.start: the field named under start
  * (arg is the caller's wf_ref_ctx). */
 static void
-start_violation(void *arg, const char *field, const char *msg)
+start_violation(void *arg, const char *field, const char *reason, const char *msg)
 {
     const wf_ref_ctx *c = arg;
     char *f = wf_arena_printf(c->arena, "start.%s", field);
-    c->violation(c->violation_arg, f != NULL ? f : field, msg);
+    c->violation(c->violation_arg, f != NULL ? f : field, reason, msg);
 }
 
 struct wf_sig_send_out;

@@ -514,8 +514,9 @@ END_TEST
 static int violations;
 
 static void
-count_violation(void *arg, const char *field, const char *msg)
+count_violation(void *arg, const char *field, const char *reason, const char *msg)
 {
+    (void)reason;
     (void)msg;
     ck_assert_str_eq(field, (const char *)arg);
     violations++;
