@@ -429,13 +429,27 @@ wf_nw_wake(const wf_net_ctx *ctx, const char *const *types, size_t n)
 wf_code
 wf_nw_fail_instance(net_work *w, const char *message, wf_error *err)
 {
+    return wf_nw_fail_instance_data(w, message, NULL, err);
+}
+
+wf_code
+wf_nw_fail_instance_data(net_work *w, const char *message, json_t *data, wf_error *err)
+{
     wf_instance_row *in = &w->rw.insts[w->inst];
     in->status = WF_INSTANCE_FAILED;
     in->last_error = wf_ref__strdup(&w->rw, message);
-    if (in->last_error == NULL)
+    if (in->last_error == NULL) {
+        json_decref(data);
         return wf_ref__nomem(err);
+    }
     wf_ref__touch_instance(&w->rw, w->inst);
-    return wf_nw_event(w, "INSTANCE_FAILED", json_pack("{s:s}", "errorMessage", message), err);
+    if (data == NULL)
+        data = json_object();
+    if (data != NULL && json_object_set_new(data, "errorMessage", json_string(message)) != 0) {
+        json_decref(data);
+        data = NULL;
+    }
+    return wf_nw_event(w, "INSTANCE_FAILED", data, err);
 }
 
 /* ---- writing -------------------------------------------------------------------------- */

@@ -88,6 +88,10 @@ wf_code wf_nw_fire(net_work *w, const char *work_item_id, const char *patch_json
 
 /* Marks the net instance FAILED with last_error (INSTANCE_FAILED). */
 wf_code wf_nw_fail_instance(net_work *w, const char *message, wf_error *err);
+/* The same with more fields for the event's data (reference stolen; NULL
+ * = none). */
+wf_code wf_nw_fail_instance_data(net_work *w, const char *message, struct json_t *data,
+                                 wf_error *err);
 
 /* Codes of a refused TIME or MSG firing (no arc matched, a guard or
  * expression failed or hit its limit): the instance gets an incident
