@@ -252,7 +252,7 @@ wf_nw_saga_begin(net_work *w, const char *cause, bool *started, wf_error *err)
                 (t->status == WF_TASK_OPEN || t->status == WF_TASK_CLAIMED))
                 rc = wf_ref__cancel_task(&w->rw, k, err);
         }
-        wf_nw_gone(&w->items, i);
+        wf_nw_end_item(w, i, WF_WORK_ITEM_WITHDRAWN, NULL);
     }
     for (size_t i = 0; i < w->jobs.n; i++)
         if (same(JOB(w, i)->instance_id, id))
@@ -309,7 +309,7 @@ wf_nw_saga_job_done(net_work *w, size_t ji, const char *patch, wf_error *err)
         return rc;
     size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), j->work_item_id);
     if (ii != WF_REF_NONE)
-        wf_nw_gone(&w->items, ii);
+        wf_nw_end_item(w, ii, WF_WORK_ITEM_FINISHED, NULL); /* compensated: history */
     wf_nw_gone(&w->jobs, ji);
     wf_instance_row *in = &w->rw.insts[w->inst];
     if (patch != NULL && strcmp(patch, "{}") != 0) {
