@@ -589,12 +589,16 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
      * limit. By signal id: one row at most (signals_dedupe). By instance:
      * sent to it, or consumed by it and sent elsewhere. */
     /* ListWorkItems: one instance's items in (enabled_at, id) order
-     * (work_items_instance, 0008); $3 a bit per state (0 = any). */
+     * (work_items_instance, 0008); $3 a bit per state (0 = any). By
+     * instance alone: with the root named too, the planner would rather
+     * sort the root's rows from the primary key. */
     [S_LIST_WORK_ITEMS] = {"list_work_items",
                            "SELECT " COLS_WORK_ITEMS " FROM work_items WHERE tenant_id = $1 AND "
-                           "instance_id = $2 AND ($3::int = 0 OR ($3::int >> state) & 1 = 1) "
-                           "AND (enabled_at, id) > ($4::bigint, $5::text) ORDER BY enabled_at, "
-                           "id LIMIT $6",
+                           "instance_id = $2 AND " ALL(
+                               "($3::int = 0 OR ($3::int >> state) & 1 = 1)") " AND (enabled_at, "
+                                                                              "id) > ($4::bigint, "
+                                                                              "$5::text) ORDER BY "
+                                                                              "enabled_at, id LIMIT $6",
                            "work item"},
     [S_LIST_SIGNALS_ID] = {"list_signals_id",
                            "SELECT " COLS_SIGNALS " FROM signals WHERE tenant_id = $1 AND "
