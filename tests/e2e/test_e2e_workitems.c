@@ -462,6 +462,61 @@ START_TEST(test_history_errors_cancel_and_ad_hoc)
 }
 END_TEST
 
+/* s -> reserve (job, compensated by release) -> a -> charge (job, one
+ * attempt) -> e: charge fails, the saga compensates reserve. */
+START_TEST(test_history_of_a_saga)
+{
+    char *key = u("history-saga");
+    char *reserve = u("reserve"), *charge = u("charge"), *release = u("release");
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "a", NORMAL);
+    place(n, "e", END);
+    Workflow__V1__Transition *t = trans(n, "reserve", T_AUTO);
+    with_job(t, reserve, 1, 0);
+    t->compensation_job_type = release;
+    with_job(trans(n, "charge", T_AUTO), charge, 1, 0);
+    arc(n, "s", "reserve");
+    arc(n, "reserve", "a");
+    arc(n, "a", "charge");
+    arc(n, "charge", "e");
+    ck_assert(deploy(n)->created);
+    wf_client_status st;
+    Workflow__V1__Instance *in = start_v(as("boss"), key, 0, NULL, &st);
+    ck_ok(st);
+    Workflow__V1__ActivateJobsResponse *a = activate(reserve, 1, 0, 0);
+    ck_assert_int_eq(complete_job_c(as("w1"), a->jobs[0]->key, NULL, &st), 0);
+    a = activate(charge, 1, 0, 0);
+    ck_assert_int_eq(fail_job(a->jobs[0]->key, "card declined", 0, -1, &st), 0);
+    /* Compensating: reserve is done (kept for the saga), charge withdrawn. */
+    Workflow__V1__ListWorkItemsResponse *r = list_items(in->id);
+    ck_assert_uint_eq(r->n_work_items, 2);
+    Workflow__V1__WorkItem *rs = item_of(r, "reserve");
+    ck_assert_int_eq(rs->state, WI_FINISHED);
+    ck_assert_str_eq(rs->finished_by, "w1");
+    int64_t done = us_of(rs->finished_at);
+    ck_assert(done > 0);
+    Workflow__V1__WorkItem *ch = item_of(r, "charge");
+    ck_assert_int_eq(ch->state, WI_CANCELLED);
+    ck_assert_ptr_nonnull(ch->cancelled_at);
+    ck_assert_str_eq(ch->finished_by, "");
+    /* The compensation completes: the compensated step stays FINISHED,
+     * with the time it fired; the compensation job is no work item. */
+    a = activate(release, 1, 0, 0);
+    ck_assert_uint_eq(a->n_jobs, 1);
+    ck_assert_int_eq(complete_job_c(as("w1"), a->jobs[0]->key, NULL, &st), 0);
+    ck_assert_int_eq(get_instance(in->id)->instance->status,
+                     WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPENSATED);
+    r = list_items(in->id);
+    ck_assert_uint_eq(r->n_work_items, 2);
+    rs = item_of(r, "reserve");
+    ck_assert_int_eq(rs->state, WI_FINISHED);
+    ck_assert_int_eq(us_of(rs->finished_at), done);
+    ck_assert_str_eq(rs->finished_by, "w1");
+    ck_assert_int_eq(item_of(r, "charge")->state, WI_CANCELLED);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -473,6 +528,7 @@ main(void)
     tcase_add_test(tc, test_unroutable_batch_completion_is_an_incident);
     tcase_add_test(tc, test_history_of_task_job_timer_and_withdrawn_wait);
     tcase_add_test(tc, test_history_errors_cancel_and_ad_hoc);
+    tcase_add_test(tc, test_history_of_a_saga);
     suite_add_tcase(s, tc);
     return wf_test_run(s);
 }
