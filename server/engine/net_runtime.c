@@ -198,6 +198,9 @@ wf_nw_gone(nw_rows *r, size_t i)
 
 #define TOK(w, i) NW_ROW(w, toks, wf_token_row, i)
 #define ITEM(w, i) NW_ROW(w, items, wf_work_item_row, i)
+#define JOB(w, i) NW_ROW(w, jobs, wf_job_row, i)
+#define TIMER(w, i) NW_ROW(w, timers, wf_timer_row, i)
+#define SUB(w, i) NW_ROW(w, subs, wf_subscription_row, i)
 
 void
 wf_nw_end_item(net_work *w, size_t ii, wf_work_item_state state, const char *by)
@@ -210,9 +213,6 @@ wf_nw_end_item(net_work *w, size_t ii, wf_work_item_state state, const char *by)
         it->finished_by = (char *)by;
     w->items.flags[ii] |= NW_GONE | NW_KEEP | NW_DIRTY;
 }
-#define JOB(w, i) NW_ROW(w, jobs, wf_job_row, i)
-#define TIMER(w, i) NW_ROW(w, timers, wf_timer_row, i)
-#define SUB(w, i) NW_ROW(w, subs, wf_subscription_row, i)
 
 /* ---- working set ------------------------------------------------------------------- */
 
@@ -937,8 +937,8 @@ apply_created(net_work *w, const wf_work_item *ci, const char *vars, wf_error *e
         .token_ids = wf_net_join_ids(w->rw.arena, ci->token_ids, ci->n_token_ids),
         .state = WF_WORK_ITEM_ENABLED,
         .enabled_at = w->rw.now,
-        .job_type = t->trigger == WF_TRIGGER_AUTO && !unset(t->job_type) ? (char *)t->job_type
-                                                                         : NULL,
+        .job_type =
+            t->trigger == WF_TRIGGER_AUTO && !unset(t->job_type) ? (char *)t->job_type : NULL,
         .signal_name = t->trigger == WF_TRIGGER_MSG ? (char *)t->signal_name : NULL,
     };
     size_t ii;
@@ -1016,6 +1016,8 @@ link_due(net_work *w)
             continue;
         int64_t due = 0;
         if (it->trigger == WF_TRIGGER_TIME) {
+            /* A timer spent by a refused firing keeps its due time. */
+            due = it->deadline;
             for (size_t k = 0; k < w->timers.n; k++)
                 if (!(w->timers.flags[k] & NW_GONE) && same(TIMER(w, k)->work_item_id, it->id))
                     due = TIMER(w, k)->due_at;

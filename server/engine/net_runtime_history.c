@@ -76,13 +76,15 @@ wf_net_list_work_items(const wf_ref_ctx *ctx, const wf_net_list_items_in *q, wf_
     unsigned bits = 0;
     for (size_t i = 0; i < q->n_states; i++)
         bits |= store_states((wf_net_item_state)q->states[i], over);
-    size_t size = q->page_size == 0 ? 50 : q->page_size > PAGE_MAX ? PAGE_MAX : (size_t)q->page_size;
+    size_t size = q->page_size == 0         ? 50
+                  : q->page_size > PAGE_MAX ? PAGE_MAX
+                                            : (size_t)q->page_size;
     wf_work_item_row *rows = NULL;
     size_t k = 0;
     *next_cursor = NULL;
     if (q->n_states == 0 || bits != 0) {
-        rc = wf_store_list_work_items(ctx->store, &sc, q->instance_id, bits, size, q->cursor,
-                                      &rows, &k, next_cursor, err);
+        rc = wf_store_list_work_items(ctx->store, &sc, q->instance_id, bits, size, q->cursor, &rows,
+                                      &k, next_cursor, err);
         if (rc == WF_E_INVALID_ARGUMENT)
             return violation(ctx, "page_token", "is malformed", err);
         if (rc != WF_OK)

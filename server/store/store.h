@@ -208,8 +208,8 @@ typedef struct wf_work_item_row {
     char *token_ids; /* comma-separated ids of the bound tokens */
     wf_work_item_state state;
     int64_t enabled_at;
-    int64_t finished_at; /* fired or withdrawn; 0 while ENABLED */
-    int64_t deadline;    /* its timer's due_at, or a competing timer's; 0 = none */
+    int64_t finished_at;   /* fired or withdrawn; 0 while ENABLED */
+    int64_t deadline;      /* its timer's due_at, or a competing timer's; 0 = none */
     int32_t assignee_kind; /* USER items: the net's assignee kind (0 = none) */
     char *assignee_id;     /* USER items: the assignee ids, comma-separated */
     char *job_type;        /* AUTO items with a job */

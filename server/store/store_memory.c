@@ -1145,8 +1145,8 @@ work_item_listed(mem_store *m, const void *row, const void *arg)
 }
 
 static wf_code
-mem_list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *instance_id,
-                    unsigned states, size_t limit, bool has, int64_t c_num, const char *c_str,
+mem_list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *instance_id, unsigned states,
+                    size_t limit, bool has, int64_t c_num, const char *c_str,
                     wf_work_item_row **rows, size_t *n, wf_error *err)
 {
     mem_store *m = (mem_store *)st;

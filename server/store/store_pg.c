@@ -92,7 +92,7 @@
 #define COLS_TOKENS "id, tenant_id, root_id, instance_id, place_id, created_seq"
 #define COLS_WORK_ITEMS                                                                            \
     "id, tenant_id, root_id, instance_id, transition_id, trigger, token_ids, state, "              \
-    "enabled_at, finished_at, deadline, assignee_kind, assignee_id, job_type, signal_name, "      \
+    "enabled_at, finished_at, deadline, assignee_kind, assignee_id, job_type, signal_name, "       \
     "finished_by"
 #define COLS_JOBS                                                                                  \
     "id, key, tenant_id, root_id, instance_id, work_item_id, transition_id, job_type, "            \
@@ -236,6 +236,8 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
              "WHERE c.tenant_id = i.tenant_id AND c.parent_id = i.id LIMIT 1), false) = "          \
              "($8 = 2))") " AND (created_at, id) > ($9::bigint, $10::text) ORDER BY created_at, "  \
                           "id LIMIT $11"
+/* list_work_items: $3 holds a bit per work item state (0 = any). */
+#define WORK_ITEMS_STATES ALL("($3::int = 0 OR ($3::int >> state) & 1 = 1)")
 #define SIGNALS_INSTANCE_OPT "($2::text IS NULL OR instance_id = $2 OR consumed_by_instance = $2)"
 #define SIGNALS_OPTS "(NOT $6::boolean OR buffered)"
 #define SIGNALS_AFTER "AND (received_at, id) > ($7::bigint, $8::text)"
@@ -589,16 +591,13 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
      * limit. By signal id: one row at most (signals_dedupe). By instance:
      * sent to it, or consumed by it and sent elsewhere. */
     /* ListWorkItems: one instance's items in (enabled_at, id) order
-     * (work_items_instance, 0008); $3 a bit per state (0 = any). By
-     * instance alone: with the root named too, the planner would rather
+     * (work_items_instance, 0008), by state. By instance alone: with the root named too, the planner would rather
      * sort the root's rows from the primary key. */
     [S_LIST_WORK_ITEMS] = {"list_work_items",
                            "SELECT " COLS_WORK_ITEMS " FROM work_items WHERE tenant_id = $1 AND "
-                           "instance_id = $2 AND " ALL(
-                               "($3::int = 0 OR ($3::int >> state) & 1 = 1)") " AND (enabled_at, "
-                                                                              "id) > ($4::bigint, "
-                                                                              "$5::text) ORDER BY "
-                                                                              "enabled_at, id LIMIT $6",
+                           "instance_id = $2 AND " WORK_ITEMS_STATES
+                           " AND (enabled_at, id) > ($4::bigint, $5::text) "
+                           "ORDER BY enabled_at, id LIMIT $6",
                            "work item"},
     [S_LIST_SIGNALS_ID] = {"list_signals_id",
                            "SELECT " COLS_SIGNALS " FROM signals WHERE tenant_id = $1 AND "
@@ -2190,8 +2189,8 @@ pg_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f
 }
 
 static wf_code
-pg_list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *instance_id,
-                   unsigned states, size_t limit, bool has, int64_t c_num, const char *c_str,
+pg_list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *instance_id, unsigned states,
+                   size_t limit, bool has, int64_t c_num, const char *c_str,
                    wf_work_item_row **rows, size_t *n, wf_error *err)
 {
     params p = p_tenant(ctx, instance_id);

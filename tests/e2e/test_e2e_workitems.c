@@ -60,8 +60,8 @@ complete_jobs_one(const char *key, const char *vars)
     req.completions = items;
     req.n_completions = 1;
     wf_client_status st;
-    Workflow__V1__CompleteJobsResponse *r =
-        call(as("w1"), "CompleteJobs", &req, &workflow__v1__complete_jobs_response__descriptor, &st);
+    Workflow__V1__CompleteJobsResponse *r = call(
+        as("w1"), "CompleteJobs", &req, &workflow__v1__complete_jobs_response__descriptor, &st);
     ck_ok(st);
     ck_assert_uint_eq(r->n_results, 1);
     return r->results[0]->code;
@@ -197,8 +197,8 @@ END_TEST
 #define WI_CANCELLED WORKFLOW__V1__WORK_ITEM_STATE__WORK_ITEM_STATE_CANCELLED
 
 static Workflow__V1__ListWorkItemsResponse *
-list_items_c(wf_client *c, const char *id, const Workflow__V1__WorkItemState *states, size_t n_states,
-             int32_t page_size, const char *token, wf_client_status *st)
+list_items_c(wf_client *c, const char *id, const Workflow__V1__WorkItemState *states,
+             size_t n_states, int32_t page_size, const char *token, wf_client_status *st)
 {
     Workflow__V1__ListWorkItemsRequest req = WORKFLOW__V1__LIST_WORK_ITEMS_REQUEST__INIT;
     req.instance_id = (char *)id;
@@ -348,7 +348,8 @@ START_TEST(test_history_of_task_job_timer_and_withdrawn_wait)
     ck_assert_str_eq(r->work_items[0]->transition_id, "review");
     ck_assert_str_eq(r->work_items[1]->transition_id, "charge");
     for (size_t i = 1; i < r->n_work_items; i++) {
-        int64_t p = us_of(r->work_items[i - 1]->enabled_at), q = us_of(r->work_items[i]->enabled_at);
+        int64_t p = us_of(r->work_items[i - 1]->enabled_at),
+                q = us_of(r->work_items[i]->enabled_at);
         ck_assert(p < q || (p == q && strcmp(r->work_items[i - 1]->id, r->work_items[i]->id) < 0));
     }
     rv = item_of(r, "review");
@@ -443,8 +444,9 @@ START_TEST(test_history_errors_cancel_and_ad_hoc)
     Workflow__V1__CancelInstanceRequest creq = WORKFLOW__V1__CANCEL_INSTANCE_REQUEST__INIT;
     creq.instance_id = in->id;
     creq.reason = "no longer needed";
-    Workflow__V1__CancelInstanceResponse *c = call(
-        as("ops"), "CancelInstance", &creq, &workflow__v1__cancel_instance_response__descriptor, &st);
+    Workflow__V1__CancelInstanceResponse *c =
+        call(as("ops"), "CancelInstance", &creq,
+             &workflow__v1__cancel_instance_response__descriptor, &st);
     ck_ok(st);
     Workflow__V1__ListWorkItemsResponse *r = list_items(in->id);
     ck_assert_uint_eq(r->n_work_items, 1);

@@ -349,9 +349,11 @@ START_TEST(test_work_item_history)
     char *next;
     int bad[] = {9};
     wf_net_list_items_in q = {.instance_id = in.id, .states = bad, .n_states = 1};
-    ck_assert_int_eq(wf_net_list_work_items(&c, &q, &items, &n, &next, &err), WF_E_INVALID_ARGUMENT);
+    ck_assert_int_eq(wf_net_list_work_items(&c, &q, &items, &n, &next, &err),
+                     WF_E_INVALID_ARGUMENT);
     q = (wf_net_list_items_in){.instance_id = in.id, .page_size = -1};
-    ck_assert_int_eq(wf_net_list_work_items(&c, &q, &items, &n, &next, &err), WF_E_INVALID_ARGUMENT);
+    ck_assert_int_eq(wf_net_list_work_items(&c, &q, &items, &n, &next, &err),
+                     WF_E_INVALID_ARGUMENT);
     q = (wf_net_list_items_in){.instance_id = "0190a0a0-0000-7000-8000-000000000000"};
     ck_assert_int_eq(wf_net_list_work_items(&c, &q, &items, &n, &next, &err),
                      WF_E_INSTANCE_NOT_FOUND);
