@@ -139,6 +139,9 @@ void row_task(const ProtobufCMessage *m);
 void row_signal(const ProtobufCMessage *m);
 void row_event(const ProtobufCMessage *m);
 
+/* show --history: a "history" section with one row per work item. */
+void print_history(const ProtobufCMessage *const *items, size_t n);
+
 /* ---- wfctl_jobs.c ------------------------------------------------------ */
 
 int wfctl_jobs(struct wfctl_args *a);

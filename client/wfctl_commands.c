@@ -92,6 +92,7 @@ struct command {
 #define DESC(x) &workflow__v1__##x##__descriptor
 
 static int run_watch(const struct command *c, struct wfctl_args *a);
+static int run_show(const struct command *c, struct wfctl_args *a);
 static int run_jobs(const struct command *c, struct wfctl_args *a);
 static int prepare_assign(struct wfctl_args *a);
 static int prepare_deploy(struct wfctl_args *a);
@@ -182,8 +183,15 @@ static const struct command commands[] = {
      .method = "GetInstance",
      .req = DESC(get_instance_request),
      .resp = DESC(get_instance_response),
-     .args = (const struct arg[]){POS("instance_id", "ID", "instance id"), END},
-     .print = print_show},
+     .args = (const struct arg[]){POS("instance_id", "ID", "instance id"),
+                                  OPT(ARG_LOCAL, "history", "history", NULL,
+                                      "also list every work item, open and ended (ListWorkItems)"),
+                                  END},
+     .print = print_show,
+     .run = run_show,
+     .details = "--history adds the work items of a net instance in enabled order: transition,\n"
+                "trigger, state, when enabled and ended, deadline, assignee / job type / signal,\n"
+                "and who finished it (with --json: one more JSON line per work item).\n"},
     {.name = "processes",
      .summary = "list root instances, newest first",
      .method = "ListInstances",
@@ -844,6 +852,70 @@ run_unary(const struct command *c, struct wfctl_args *a)
     table_flush();
     fflush(stdout);
     protobuf_c_message_free_unpacked(req, NULL);
+    return rc;
+}
+
+/* show: GetInstance, then with --history every page of ListWorkItems. */
+static int
+run_show(const struct command *c, struct wfctl_args *a)
+{
+    int rc = run_unary(c, a);
+    if (rc != WFCTL_OK || !json_is_true(json_object_get(a->local, "history")))
+        return rc;
+    Workflow__V1__ListWorkItemsRequest req = WORKFLOW__V1__LIST_WORK_ITEMS_REQUEST__INIT;
+    req.instance_id = (char *)json_string_value(json_object_get(a->req, "instance_id"));
+    req.page_size = 500;
+    ProtobufCMessage **pages = NULL;
+    size_t n_pages = 0, n = 0;
+    const ProtobufCMessage **items = NULL;
+    char *token = NULL;
+    for (;;) {
+        ProtobufCMessage *resp = NULL;
+        wf_client_status st;
+        if (wfctl_call("ListWorkItems", &req.base,
+                       &workflow__v1__list_work_items_response__descriptor, &resp, 0, &st) != 0) {
+            rc = wfctl_fail(&st);
+            break;
+        }
+        ProtobufCMessage **pv = realloc(pages, (n_pages + 1) * sizeof *pv);
+        const Workflow__V1__ListWorkItemsResponse *r = (const void *)resp;
+        const ProtobufCMessage **iv =
+            pv != NULL ? realloc(items, (n + r->n_work_items + 1) * sizeof *iv) : NULL;
+        if (pv != NULL)
+            pages = pv;
+        if (iv == NULL) {
+            protobuf_c_message_free_unpacked(resp, NULL);
+            fprintf(stderr, "error: out of memory\n");
+            rc = WFCTL_FAILED;
+            break;
+        }
+        items = iv;
+        pages[n_pages++] = resp;
+        for (size_t i = 0; i < r->n_work_items; i++)
+            items[n++] = &r->work_items[i]->base;
+        if (r->next_page_token[0] == '\0')
+            break;
+        free(token);
+        token = strdup(r->next_page_token);
+        req.page_token = token;
+        if (token == NULL) {
+            rc = WFCTL_FAILED;
+            break;
+        }
+    }
+    if (rc == WFCTL_OK) {
+        if (g_wfctl.json)
+            for (size_t i = 0; i < n; i++)
+                pbjson_print(items[i]);
+        else
+            print_history(items, n);
+        fflush(stdout);
+    }
+    for (size_t i = 0; i < n_pages; i++)
+        protobuf_c_message_free_unpacked(pages[i], NULL);
+    free(pages);
+    free(items);
+    free(token);
     return rc;
 }
 

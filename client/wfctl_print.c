@@ -447,6 +447,41 @@ row_signal(const ProtobufCMessage *m)
                                     s->signal_id});
 }
 
+/* show --history: the work items of the instance, in enabled order. */
+void
+print_history(const ProtobufCMessage *const *items, size_t n)
+{
+    section("history", n);
+    if (n == 0) {
+        printf("  no work items\n");
+        return;
+    }
+    table_begin(2, 9,
+                (const char *const[]){"ID", "TRANSITION", "TRIGGER", "STATE", "ENABLED", "ENDED",
+                                      "DEADLINE", "FOR", "BY"});
+    for (size_t i = 0; i < n; i++) {
+        const Workflow__V1__WorkItem *w = (const void *)items[i];
+        const char *who = w->job_type[0] != '\0'      ? fmt("job %s", w->job_type)
+                          : w->signal_name[0] != '\0' ? fmt("signal %s", w->signal_name)
+                                                      : "";
+        if (w->n_assignee_ids > 0) {
+            char *list = scratch();
+            list[0] = '\0';
+            for (size_t k = 0; k < w->n_assignee_ids; k++)
+                snprintf(list + strlen(list), 256 - strlen(list), "%s%s", k ? "," : "",
+                         w->assignee_ids[k]);
+            who = w->assignee_kind == WORKFLOW__V1__ASSIGNEE_KIND__ASSIGNEE_KIND_GROUP
+                      ? fmt("group:%s", list)
+                      : fmt("user:%s", list);
+        }
+        table_row((const char *const[]){
+            w->id, w->transition_id, EN(trigger, w->trigger), EN(work_item_state, w->state),
+            ts(w->enabled_at), ts(w->finished_at != NULL ? w->finished_at : w->cancelled_at),
+            ts(w->deadline), who, w->finished_by});
+    }
+    table_flush();
+}
+
 /* Events stream: one line each, printed at once (no table). */
 void
 row_event(const ProtobufCMessage *m)

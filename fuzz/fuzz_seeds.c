@@ -358,6 +358,15 @@ fuzz_seed_requests(wf_arena *a, size_t *n)
     retry->instance_id = (char *)EXAMPLE_ID;
     s[k++] = (fuzz_seed){"RetryInstance", "retry_instance", &retry->base};
 
+    Workflow__V1__ListWorkItemsRequest *items = alloc(a, sizeof *items);
+    workflow__v1__list_work_items_request__init(items);
+    items->instance_id = (char *)EXAMPLE_ID;
+    items->states = alloc(a, 2 * sizeof *items->states);
+    items->states[items->n_states++] = WORKFLOW__V1__WORK_ITEM_STATE__WORK_ITEM_STATE_FINISHED;
+    items->states[items->n_states++] = WORKFLOW__V1__WORK_ITEM_STATE__WORK_ITEM_STATE_CANCELLED;
+    items->page_size = 5;
+    s[k++] = (fuzz_seed){"ListWorkItems", "list_work_items", &items->base};
+
     Workflow__V1__RunSchedulerPassRequest *tick = alloc(a, sizeof *tick);
     workflow__v1__run_scheduler_pass_request__init(tick);
     s[k++] = (fuzz_seed){"RunSchedulerPass", "run_scheduler_pass", &tick->base};

@@ -202,6 +202,18 @@ wf_nw_gone(nw_rows *r, size_t i)
 #define TIMER(w, i) NW_ROW(w, timers, wf_timer_row, i)
 #define SUB(w, i) NW_ROW(w, subs, wf_subscription_row, i)
 
+void
+wf_nw_end_item(net_work *w, size_t ii, wf_work_item_state state, const char *by)
+{
+    wf_work_item_row *it = ITEM(w, ii);
+    it->state = state;
+    if (it->finished_at == 0)
+        it->finished_at = w->rw.now;
+    if (by != NULL && by[0] != '\0')
+        it->finished_by = (char *)by;
+    w->items.flags[ii] |= NW_GONE | NW_KEEP | NW_DIRTY;
+}
+
 /* ---- working set ------------------------------------------------------------------- */
 
 static wf_code
@@ -429,13 +441,27 @@ wf_nw_wake(const wf_net_ctx *ctx, const char *const *types, size_t n)
 wf_code
 wf_nw_fail_instance(net_work *w, const char *message, wf_error *err)
 {
+    return wf_nw_fail_instance_data(w, message, NULL, err);
+}
+
+wf_code
+wf_nw_fail_instance_data(net_work *w, const char *message, json_t *data, wf_error *err)
+{
     wf_instance_row *in = &w->rw.insts[w->inst];
     in->status = WF_INSTANCE_FAILED;
     in->last_error = wf_ref__strdup(&w->rw, message);
-    if (in->last_error == NULL)
+    if (in->last_error == NULL) {
+        json_decref(data);
         return wf_ref__nomem(err);
+    }
     wf_ref__touch_instance(&w->rw, w->inst);
-    return wf_nw_event(w, "INSTANCE_FAILED", json_pack("{s:s}", "errorMessage", message), err);
+    if (data == NULL)
+        data = json_object();
+    if (data != NULL && json_object_set_new(data, "errorMessage", json_string(message)) != 0) {
+        json_decref(data);
+        data = NULL;
+    }
+    return wf_nw_event(w, "INSTANCE_FAILED", data, err);
 }
 
 /* ---- writing -------------------------------------------------------------------------- */
@@ -452,7 +478,7 @@ collect(wf_arena *a, const nw_rows *r, size_t elem, const void **up, size_t *n_u
     size_t nu = 0, nd = 0;
     for (size_t i = 0; i < r->n; i++) {
         unsigned char f = r->flags[i];
-        if (f & NW_GONE) {
+        if ((f & NW_GONE) && !(f & NW_KEEP)) {
             if (!(f & NW_NEW))
                 ids[nd++] = row_id(r, elem, i);
         } else if (f & (NW_NEW | NW_DIRTY)) {
@@ -617,6 +643,29 @@ task_pending(const wf_task_row *t)
     return t->status == WF_TASK_OPEN || t->status == WF_TASK_CLAIMED;
 }
 
+/* Who finished item it as it fires: the worker of its job (AUTO), the
+ * actor who completed its last task (USER); NULL for TIME and MSG. */
+static const char *
+finisher(const net_work *w, const wf_work_item_row *it)
+{
+    if (it->trigger == WF_TRIGGER_AUTO) {
+        for (size_t i = 0; i < w->jobs.n; i++)
+            if (same(JOB(w, i)->work_item_id, it->id) && !JOB(w, i)->compensation)
+                return JOB(w, i)->worker;
+        return NULL;
+    }
+    if (it->trigger != WF_TRIGGER_USER)
+        return NULL;
+    const wf_task_row *last = NULL;
+    for (size_t k = 0; k < w->rw.n_tasks; k++) {
+        const wf_task_row *t = &w->rw.tasks[k];
+        if (same(t->work_item_id, it->id) && t->status == WF_TASK_DONE &&
+            (last == NULL || t->ended_at >= last->ended_at))
+            last = t;
+    }
+    return last != NULL && last->completed_by != NULL ? last->completed_by : w->rw.ctx->actor;
+}
+
 static wf_code
 apply_fired(net_work *w, const wf_net_firing *f, wf_error *err)
 {
@@ -632,15 +681,18 @@ apply_fired(net_work *w, const wf_net_firing *f, wf_error *err)
     wf_code rc = wf_nw_event(w, "TRANSITION_FIRED", data, err);
     if (rc != WF_OK || ii == WF_REF_NONE)
         return rc;
+    const char *by = finisher(w, ITEM(w, ii));
     drop_side_rows(w, f->work_item_id);
     wf_work_item_row *it = ITEM(w, ii);
     if (!unset(t->compensation_job_type)) {
-        /* Kept for the saga: compensation runs in reverse completion order. */
+        /* Kept live for the saga: compensation runs in reverse completion
+         * order. */
         it->state = WF_WORK_ITEM_FIRED;
         it->finished_at = w->rw.now;
+        it->finished_by = (char *)by;
         wf_nw_dirty(&w->items, ii);
     } else {
-        wf_nw_gone(&w->items, ii);
+        wf_nw_end_item(w, ii, WF_WORK_ITEM_FINISHED, by);
     }
     return WF_OK;
 }
@@ -659,7 +711,7 @@ apply_withdrawn(net_work *w, const char *item_id, wf_error *err)
         if (same(w->rw.tasks[k].work_item_id, item_id) && task_pending(&w->rw.tasks[k]))
             rc = wf_ref__cancel_task(&w->rw, k, err);
     drop_side_rows(w, item_id);
-    wf_nw_gone(&w->items, ii);
+    wf_nw_end_item(w, ii, WF_WORK_ITEM_WITHDRAWN, NULL);
     return rc;
 }
 
@@ -674,7 +726,7 @@ wf_nw_abandon(net_work *w, const char *keep, bool whole_tree, wf_error *err)
             it->state != WF_WORK_ITEM_ENABLED)
             continue;
         if (same(it->id, keep))
-            wf_nw_gone(&w->items, i);
+            wf_nw_end_item(w, i, WF_WORK_ITEM_FINISHED, w->rw.ctx->actor);
         else
             rc = apply_withdrawn(w, it->id, err);
     }
@@ -749,6 +801,15 @@ enable_user(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
                             t->id);
     wf_assignee_kind kind =
         t->assignee.kind == WF_NET_ASSIGNEE_GROUP ? WF_ASSIGNEE_GROUP : WF_ASSIGNEE_USER;
+    size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), it->id);
+    if (ii != WF_REF_NONE) {
+        /* The history names whom the item was given to. */
+        char *list = wf_net_join_ids(w->rw.arena, ids, n);
+        if (list == NULL)
+            return wf_ref__nomem(err);
+        ITEM(w, ii)->assignee_kind = (int32_t)t->assignee.kind;
+        ITEM(w, ii)->assignee_id = list;
+    }
     wf_code rc = WF_OK;
     for (size_t i = 0; rc == WF_OK && i < n; i++)
         rc = add_task(w, it, t, kind, ids[i], err);
@@ -885,6 +946,9 @@ apply_created(net_work *w, const wf_work_item *ci, const char *vars, wf_error *e
         .token_ids = wf_net_join_ids(w->rw.arena, ci->token_ids, ci->n_token_ids),
         .state = WF_WORK_ITEM_ENABLED,
         .enabled_at = w->rw.now,
+        .job_type =
+            t->trigger == WF_TRIGGER_AUTO && !unset(t->job_type) ? (char *)t->job_type : NULL,
+        .signal_name = t->trigger == WF_TRIGGER_MSG ? (char *)t->signal_name : NULL,
     };
     size_t ii;
     if (row.token_ids == NULL)
@@ -948,6 +1012,30 @@ link_due(net_work *w)
         if (due != t->due_at) {
             t->due_at = due;
             wf_ref__touch_task(&w->rw, k);
+        }
+    }
+    /* The deadline of every live item: its own timer's due time (TIME),
+     * else that of the earliest timer competing for one of its tokens
+     * (the timeout of a USER, MSG or AUTO item). Written only when it
+     * changed. */
+    for (size_t i = 0; i < w->items.n; i++) {
+        wf_work_item_row *it = ITEM(w, i);
+        if ((w->items.flags[i] & NW_GONE) || it->state != WF_WORK_ITEM_ENABLED ||
+            !same(it->instance_id, w->rw.insts[w->inst].id))
+            continue;
+        int64_t due = 0;
+        if (it->trigger == WF_TRIGGER_TIME) {
+            /* A timer spent by a refused firing keeps its due time. */
+            due = it->deadline;
+            for (size_t k = 0; k < w->timers.n; k++)
+                if (!(w->timers.flags[k] & NW_GONE) && same(TIMER(w, k)->work_item_id, it->id))
+                    due = TIMER(w, k)->due_at;
+        } else {
+            due = competing_due(w, it);
+        }
+        if (due != it->deadline) {
+            it->deadline = due;
+            wf_nw_dirty(&w->items, i);
         }
     }
 }

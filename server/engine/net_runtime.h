@@ -227,6 +227,40 @@ typedef struct wf_net_view {
 wf_code wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view *out,
                              wf_error *err);
 
+/* ---- ListWorkItems (net_runtime_history.c) -------------------------------------------- */
+
+/* A work item's state as clients see it. */
+typedef enum wf_net_item_state {
+    WF_NET_ITEM_ENABLED = 1,
+    WF_NET_ITEM_FINISHED = 2,
+    WF_NET_ITEM_CANCELLED = 3,
+} wf_net_item_state;
+
+typedef struct wf_net_list_items_in {
+    const char *instance_id;
+    const int *states; /* wf_net_item_state values; none = every state */
+    size_t n_states;
+    int32_t page_size; /* 0 = 50, at most 500 */
+    const char *cursor;
+} wf_net_list_items_in;
+
+typedef struct wf_net_item {
+    wf_work_item_row row;
+    wf_net_item_state state;
+    int64_t finished_at;  /* FINISHED: when it fired; else 0 */
+    int64_t cancelled_at; /* CANCELLED: when it was withdrawn; else 0 */
+    const char *transition_name;
+} wf_net_item;
+
+/* The work items of an instance, open and ended, in (enabled_at, id)
+ * order. A live item of an instance that has ended (COMPLETED,
+ * CANCELLED, COMPENSATED) is CANCELLED at the instance's ended_at: it
+ * can never fire. WF_E_INSTANCE_NOT_FOUND for an unknown instance (or one
+ * of another tenant); WF_E_INVALID_ARGUMENT for a bad state, page size or
+ * cursor (reported to ctx->violation). */
+wf_code wf_net_list_work_items(const wf_ref_ctx *ctx, const wf_net_list_items_in *q,
+                               wf_net_item **items, size_t *n, char **next_cursor, wf_error *err);
+
 /* ---- timers ------------------------------------------------------------------------- */
 
 /* Fires the due timer row->id of tenant row->tenant if it still exists

@@ -9,7 +9,9 @@
  * subscriptions of the whole aggregate. Each row carries flags: NEW (not
  * in the store yet), DIRTY (changed) and GONE (to delete). At the end a
  * row NEW and GONE is never written, a GONE row is deleted, and a NEW or
- * DIRTY row is upserted, once, whatever happened to it in between.
+ * DIRTY row is upserted, once, whatever happened to it in between. A work
+ * item that ends is GONE from the working set but KEEP: it is upserted
+ * with its end state, as history (wf_nw_end_item).
  */
 #ifndef WF_NET_RUNTIME_INT_H
 #define WF_NET_RUNTIME_INT_H
@@ -17,7 +19,7 @@
 #include "net_runtime.h"
 #include "referral_int.h"
 
-enum { NW_NEW = 1, NW_DIRTY = 2, NW_GONE = 4 };
+enum { NW_NEW = 1, NW_DIRTY = 2, NW_GONE = 4, NW_KEEP = 8 };
 
 /* One array of rows with their flags. */
 typedef struct nw_rows {
@@ -75,6 +77,12 @@ bool wf_nw_armed(const net_work *w, const wf_work_item_row *it);
 void wf_nw_dirty(nw_rows *r, size_t i);
 void wf_nw_gone(nw_rows *r, size_t i);
 
+/* Ends work item ii of the working set: state FINISHED or WITHDRAWN,
+ * finished_at now (kept when already set: a compensated step keeps the
+ * time it fired), finished_by (NULL = nobody). The row leaves the working
+ * set and is written as history (store.h). */
+void wf_nw_end_item(net_work *w, size_t ii, wf_work_item_state state, const char *by);
+
 /* Appends an event about the net instance (data reference stolen). */
 wf_code wf_nw_event(net_work *w, const char *type, struct json_t *data, wf_error *err);
 
@@ -96,14 +104,18 @@ wf_code wf_nw_rearm_timer(net_work *w, size_t ii, wf_error *err);
 
 /* Abandons the work of the net instance: every other ENABLED work item is
  * withdrawn (WORKITEM_WITHDRAWN, its OPEN and CLAIMED tasks CANCELLED),
- * item keep (NULL = none) is removed without an event, the tokens are
- * removed, and the jobs, timers and subscriptions of the net instance
- * (whole_tree: of every instance of the aggregate) are deleted. Used when
- * compensation begins and by CompleteAndEnd. */
+ * item keep (NULL = none) ends FINISHED by the actor without an event,
+ * the tokens are removed, and the jobs, timers and subscriptions of the
+ * net instance (whole_tree: of every instance of the aggregate) are
+ * deleted. Used when compensation begins and by CompleteAndEnd. */
 wf_code wf_nw_abandon(net_work *w, const char *keep, bool whole_tree, wf_error *err);
 
 /* Marks the net instance FAILED with last_error (INSTANCE_FAILED). */
 wf_code wf_nw_fail_instance(net_work *w, const char *message, wf_error *err);
+/* The same with more fields for the event's data (reference stolen; NULL
+ * = none). */
+wf_code wf_nw_fail_instance_data(net_work *w, const char *message, struct json_t *data,
+                                 wf_error *err);
 
 /* Codes of a refused TIME or MSG firing (no arc matched, a guard or
  * expression failed or hit its limit): the instance gets an incident

@@ -31,6 +31,10 @@
  * becomes FAILED with last_error (an incident, see RetryInstance). A
  * compensation job that fails for good is recorded and compensation
  * continues. An expired lease spends nothing.
+ *
+ * A completion the net cannot route (no output arc matches, a guard or
+ * expression fails) succeeds as a call and is an incident (unroutable):
+ * the job FAILED, the instance FAILED, RetryInstance re-arms the job.
  */
 #include "net_runtime_int.h"
 
@@ -439,6 +443,48 @@ goto_place_of(job_op *op, const net_work *w, const wf_job_row *j, const char **p
     return wf_error_set(err, code, "next_step %s", msg);
 }
 
+/* The completion of job job_id was refused by the net (no output arc
+ * matched, a guard or expression failed): as a Zeebe incident, the
+ * call succeeds and the instance becomes FAILED, nothing of the
+ * completion is kept (its output is not merged), and the job is FAILED
+ * (never leased again) until RetryInstance re-arms it with the
+ * variables as they are then. No saga starts: the step did not fail,
+ * its routing did, and SetVariables can fix that. */
+static wf_code
+unroutable(net_work *w, const job_op *op, const char *job_id, wf_error *err)
+{
+    char why[512];
+    snprintf(why, sizeof why, "%s", err->msg);
+    wf_code code = err->code;
+    wf_error_clear(err);
+    wf_code rc = wf_nw_reset(w, err);
+    if (rc != WF_OK)
+        return rc;
+    size_t ji = wf_nw_find(w, &w->jobs, sizeof(wf_job_row), job_id);
+    if (ji == WF_REF_NONE)
+        return wf_error_set(err, WF_E_INTERNAL, "job \"%s\" is gone", job_id);
+    wf_job_row *j = NW_ROW(w, jobs, wf_job_row, ji);
+    const char *trans = j->transition_id != NULL ? j->transition_id : "";
+    char msg[ERROR_MESSAGE_MAX + 1024];
+    snprintf(msg, sizeof msg,
+             "completion of job \"%s\" of transition \"%s\" could not be routed: %s; "
+             "output: %.*s",
+             j->id, trans, why, ERROR_MESSAGE_MAX, op->patch != NULL ? op->patch : "{}");
+    j->state = WF_JOB_FAILED;
+    j->key = NULL;
+    j->worker = NULL;
+    j->lease_expires_at = 0;
+    j->last_error = wf_ref__strdup(&w->rw, msg);
+    if (j->last_error == NULL)
+        return wf_ref__nomem(err);
+    wf_nw_dirty(&w->jobs, ji);
+    return wf_nw_fail_instance_data(
+        w, msg,
+        json_pack("{s:s,s:s,s:s,s:s}", "jobId", j->id, "transitionId", trans, "workItemId",
+                  j->work_item_id != NULL ? j->work_item_id : "", "reason", wf_code_reason(code)),
+        err);
+}
+
 static wf_code
 complete_body(wf_tx *tx, void *arg, wf_error *err)
 {
@@ -469,6 +515,7 @@ complete_body(wf_tx *tx, void *arg, wf_error *err)
     size_t ii = wf_nw_find(&w, &w.items, sizeof(wf_work_item_row), item_id);
     if (ii == WF_REF_NONE || NW_ROW(&w, items, wf_work_item_row, ii)->state != WF_WORK_ITEM_ENABLED)
         return lease_lost(op->key, "belongs to a work item that is no longer enabled", err);
+    const char *job_id = j->id;
     rc = wf_nw_event(&w, "JOB_COMPLETED",
                      json_pack("{s:s,s:s,s:s,s:i}", "jobId", j->id, "transitionId",
                                j->transition_id != NULL ? j->transition_id : "", "workItemId",
@@ -477,6 +524,8 @@ complete_body(wf_tx *tx, void *arg, wf_error *err)
     wf_nw_gone(&w.jobs, ji);
     if (rc == WF_OK)
         rc = wf_nw_fire_goto(&w, item_id, op->patch, goto_place, err);
+    if (wf_nw_incident_code(rc))
+        rc = unroutable(&w, op, job_id, err);
     if (rc == WF_OK)
         rc = wf_nw_write(&w, err);
     if (rc == WF_OK)

@@ -281,7 +281,7 @@ wf_nw_saga_job_done(net_work *w, size_t ji, const char *patch, wf_error *err)
         return rc;
     size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), j->work_item_id);
     if (ii != WF_REF_NONE)
-        wf_nw_gone(&w->items, ii);
+        wf_nw_end_item(w, ii, WF_WORK_ITEM_FINISHED, NULL); /* compensated: history */
     wf_nw_gone(&w->jobs, ji);
     wf_instance_row *in = &w->rw.insts[w->inst];
     if (patch != NULL && strcmp(patch, "{}") != 0) {

@@ -1,9 +1,12 @@
 /*
  * h_instances: StartInstance, GetInstance, ListInstances and
- * CancelInstance for ad-hoc (TaskFlow) trees.
+ * CancelInstance for ad-hoc (TaskFlow) trees; ListWorkItems.
  *
- * Translation only: every rule is in engine/referral*.c.
+ * Translation only: every rule is in engine/referral*.c and
+ * engine/net_runtime_history.c.
  */
+#include <string.h>
+
 #include "h_common.h"
 #include "handlers.h"
 #include "signals.h"
@@ -325,4 +328,107 @@ h_retry_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
     if (rc == WF_OK)
         rc = wf_net_retry_instance(&ctx, req->instance_id, &idem, &out, err);
     return wf_h_respond(call, rc, &idem, &retry_builder, &out, resp, err);
+}
+
+/* ---- ListWorkItems ------------------------------------------------------------------------- */
+
+/* "a,b" → ["a", "b"] in the arena; *n = 0 for NULL or "". */
+static char **
+split_ids(wf_arena *a, const char *list, size_t *n, bool *oom)
+{
+    *n = 0;
+    if (list == NULL || list[0] == '\0')
+        return NULL;
+    size_t cap = 1;
+    for (const char *p = list; *p != '\0'; p++)
+        cap += *p == ',';
+    char **v = wf_arena_calloc(a, cap, sizeof *v);
+    if (v == NULL) {
+        *oom = true;
+        return NULL;
+    }
+    for (const char *p = list;;) {
+        const char *c = strchr(p, ',');
+        size_t len = c != NULL ? (size_t)(c - p) : strlen(p);
+        v[*n] = wf_arena_strndup(a, p, len);
+        if (v[*n] == NULL)
+            *oom = true;
+        (*n)++;
+        if (c == NULL)
+            break;
+        p = c + 1;
+    }
+    return v;
+}
+
+static Workflow__V1__WorkItem *
+work_item_msg(wf_arena *a, const wf_net_item *it, bool *oom)
+{
+    Workflow__V1__WorkItem *m = wf_arena_alloc(a, sizeof *m);
+    if (m == NULL) {
+        *oom = true;
+        return NULL;
+    }
+    workflow__v1__work_item__init(m);
+    const wf_work_item_row *r = &it->row;
+    m->id = r->id;
+    m->instance_id = r->instance_id;
+    m->transition_id = r->transition_id;
+    m->transition_name = it->transition_name != NULL ? (char *)it->transition_name : "";
+    m->trigger = (Workflow__V1__Trigger)r->trigger;
+    m->state = (Workflow__V1__WorkItemState)it->state;
+    m->enabled_at = wf_h_timestamp(a, r->enabled_at, oom);
+    m->finished_at = wf_h_timestamp(a, it->finished_at, oom);
+    m->cancelled_at = wf_h_timestamp(a, it->cancelled_at, oom);
+    m->deadline = wf_h_timestamp(a, r->deadline, oom);
+    m->assignee_kind = (Workflow__V1__AssigneeKind)r->assignee_kind;
+    m->assignee_ids = split_ids(a, r->assignee_id, &m->n_assignee_ids, oom);
+    m->job_type = r->job_type != NULL ? r->job_type : "";
+    m->signal_name = r->signal_name != NULL ? r->signal_name : "";
+    m->finished_by =
+        it->state == WF_NET_ITEM_FINISHED && r->finished_by != NULL ? r->finished_by : "";
+    return m;
+}
+
+wf_code
+h_list_work_items(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
+                  wf_error *err)
+{
+    const Workflow__V1__ListWorkItemsRequest *req = (const void *)msg;
+    wf_ref_ctx ctx;
+    wf_h_ref_ctx(call, &ctx);
+    int *states = wf_arena_calloc(call->arena, req->n_states + 1, sizeof *states);
+    if (states == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    for (size_t i = 0; i < req->n_states; i++)
+        states[i] = (int)req->states[i];
+    wf_net_list_items_in q = {
+        .instance_id = req->instance_id,
+        .states = states,
+        .n_states = req->n_states,
+        .page_size = req->page_size,
+    };
+    wf_net_item *items = NULL;
+    size_t n = 0;
+    char *next = NULL;
+    wf_code rc = wf_h_page_in(call, msg, req->page_token, &q.cursor, err);
+    if (rc == WF_OK)
+        rc = wf_net_list_work_items(&ctx, &q, &items, &n, &next, err);
+    if (rc != WF_OK)
+        return rc;
+    Workflow__V1__ListWorkItemsResponse *m = wf_arena_alloc(call->arena, sizeof *m);
+    if (m == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    workflow__v1__list_work_items_response__init(m);
+    bool oom = false;
+    m->work_items = wf_arena_calloc(call->arena, n + 1, sizeof *m->work_items);
+    oom = m->work_items == NULL;
+    for (size_t i = 0; !oom && i < n; i++)
+        m->work_items[i] = work_item_msg(call->arena, &items[i], &oom);
+    m->n_work_items = n;
+    m->next_page_token = wf_h_page_out(call, msg, next);
+    if (oom || m->next_page_token == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    *resp = &m->base;
+    return WF_OK;
 }

@@ -32,6 +32,8 @@ wf_code h_set_variables(wf_call *call, const ProtobufCMessage *req, ProtobufCMes
                         wf_error *err);
 wf_code h_retry_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                          wf_error *err);
+wf_code h_list_work_items(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                          wf_error *err);
 
 /* Ad-hoc referral (h_referral.c). */
 wf_code h_assign_to(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,

@@ -127,6 +127,12 @@ static const wf_field work_item_fields[] = {
     I32(wf_work_item_row, state),
     I64(wf_work_item_row, enabled_at),
     I64(wf_work_item_row, finished_at),
+    I64(wf_work_item_row, deadline),
+    I32(wf_work_item_row, assignee_kind),
+    STR(wf_work_item_row, assignee_id),
+    STR(wf_work_item_row, job_type),
+    STR(wf_work_item_row, signal_name),
+    STR(wf_work_item_row, finished_by),
 };
 DESC(wf_store__work_item_desc, "work item", wf_work_item_row, work_item_fields);
 
@@ -784,6 +790,32 @@ wf_store_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_fil
     if (rc == WF_OK)
         rc = page_end(ctx, r, sizeof *r, &k, page_size, offsetof(wf_signal_row, received_at), false,
                       offsetof(wf_signal_row, id), next_cursor, err);
+    if (rc == WF_OK) {
+        *rows = r;
+        *n = k;
+    }
+    return rc;
+}
+
+wf_code
+wf_store_list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *instance_id,
+                         unsigned states, size_t page_size, const char *cursor,
+                         wf_work_item_row **rows, size_t *n, char **next_cursor, wf_error *err)
+{
+    bool has;
+    int64_t num;
+    char *str;
+    wf_work_item_row *r = NULL;
+    size_t k = 0;
+    wf_code rc = page_begin(ctx, &page_size, cursor, &has, &num, &str, err);
+    if (rc == WF_OK && instance_id == NULL)
+        rc = wf_error_set(err, WF_E_INVALID_ARGUMENT, "an instance id is required");
+    if (rc == WF_OK)
+        rc = st->ops->list_work_items(st, ctx, instance_id, states, page_size + 1, has, num, str,
+                                      &r, &k, err);
+    if (rc == WF_OK)
+        rc = page_end(ctx, r, sizeof *r, &k, page_size, offsetof(wf_work_item_row, enabled_at),
+                      false, offsetof(wf_work_item_row, id), next_cursor, err);
     if (rc == WF_OK) {
         *rows = r;
         *n = k;

@@ -102,10 +102,15 @@ typedef enum wf_trigger {
     WF_TRIGGER_MSG = 4,
 } wf_trigger;
 
+/* A work item's life. ENABLED and FIRED rows are live: the aggregate of
+ * wf_tx_lock_root holds them. WITHDRAWN and FINISHED rows are history
+ * only: kept for wf_store_list_work_items, never loaded with the
+ * aggregate. */
 typedef enum wf_work_item_state {
     WF_WORK_ITEM_ENABLED = 1,
-    WF_WORK_ITEM_FIRED = 2,
-    WF_WORK_ITEM_WITHDRAWN = 3,
+    WF_WORK_ITEM_FIRED = 2,     /* fired; kept live for the saga (compensable) */
+    WF_WORK_ITEM_WITHDRAWN = 3, /* withdrawn (cancelled) */
+    WF_WORK_ITEM_FINISHED = 4,  /* fired (or compensated), history only */
 } wf_work_item_state;
 
 typedef enum wf_job_state {
@@ -209,7 +214,13 @@ typedef struct wf_work_item_row {
     char *token_ids; /* comma-separated ids of the bound tokens */
     wf_work_item_state state;
     int64_t enabled_at;
-    int64_t finished_at;
+    int64_t finished_at;   /* fired or withdrawn; 0 while ENABLED */
+    int64_t deadline;      /* its timer's due_at, or a competing timer's; 0 = none */
+    int32_t assignee_kind; /* USER items: the net's assignee kind (0 = none) */
+    char *assignee_id;     /* USER items: the assignee ids, comma-separated */
+    char *job_type;        /* AUTO items with a job */
+    char *signal_name;     /* MSG items */
+    char *finished_by;     /* the completing actor or worker; NULL otherwise */
 } wf_work_item_row;
 
 typedef struct wf_job_row {
@@ -641,6 +652,13 @@ typedef struct wf_signal_filter {
 wf_code wf_store_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f,
                               size_t page_size, const char *cursor, wf_signal_row **rows, size_t *n,
                               char **next_cursor, wf_error *err);
+
+/* The work items of one instance, live and ended (history), whose state
+ * is in states (bit 1u << state; 0 = any). Ordered by (enabled_at, id). */
+wf_code wf_store_list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *instance_id,
+                                 unsigned states, size_t page_size, const char *cursor,
+                                 wf_work_item_row **rows, size_t *n, char **next_cursor,
+                                 wf_error *err);
 
 /* ---- cross-instance work ----------------------------------------------- */
 

@@ -75,6 +75,10 @@ typedef struct wf_store_ops {
     wf_code (*list_signals)(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f,
                             size_t limit, bool has_cursor, int64_t c_num, const char *c_str,
                             wf_signal_row **rows, size_t *n, wf_error *err);
+    wf_code (*list_work_items)(wf_store *st, const wf_store_ctx *ctx, const char *instance_id,
+                               unsigned states, size_t limit, bool has, int64_t c_num,
+                               const char *c_str, wf_work_item_row **rows, size_t *n,
+                               wf_error *err);
 
     wf_code (*activate_jobs)(wf_store *st, const wf_store_ctx *ctx, const char *job_type,
                              const char *worker, size_t max, int64_t lease_ms, int64_t now,

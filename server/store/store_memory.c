@@ -549,7 +549,15 @@ typedef struct root_arg {
 ROOT_PRED(in_root_instance, wf_instance_row)
 ROOT_PRED(in_root_task, wf_task_row)
 ROOT_PRED(in_root_token, wf_token_row)
-ROOT_PRED(in_root_work_item, wf_work_item_row)
+/* Only live work items belong to the aggregate (store.h). */
+static bool
+in_root_work_item(mem_store *m, const void *row, const void *arg)
+{
+    (void)m;
+    const wf_work_item_row *it = row;
+    return eq(it->root_id, ((const root_arg *)arg)->root) &&
+           (it->state == WF_WORK_ITEM_ENABLED || it->state == WF_WORK_ITEM_FIRED);
+}
 ROOT_PRED(in_root_job, wf_job_row)
 ROOT_PRED(in_root_timer, wf_timer_row)
 ROOT_PRED(in_root_sub, wf_subscription_row)
@@ -1132,6 +1140,39 @@ mem_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *
     return rc;
 }
 
+typedef struct work_item_q {
+    const char *instance_id;
+    unsigned states;
+    keyset k;
+} work_item_q;
+
+static bool
+work_item_listed(mem_store *m, const void *row, const void *arg)
+{
+    (void)m;
+    const wf_work_item_row *it = row;
+    const work_item_q *q = arg;
+    return eq(it->instance_id, q->instance_id) &&
+           (q->states == 0 || (q->states & (1u << (unsigned)it->state)) != 0) &&
+           after(&q->k, it->enabled_at, it->id);
+}
+
+static wf_code
+mem_list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *instance_id, unsigned states,
+                    size_t limit, bool has, int64_t c_num, const char *c_str,
+                    wf_work_item_row **rows, size_t *n, wf_error *err)
+{
+    mem_store *m = (mem_store *)st;
+    work_item_q q = {instance_id, states, {has, c_num, c_str}};
+    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = select_rows(m, &m->work_items, ctx->tenant, work_item_listed, &q, cmp_work_item, limit,
+                     ctx->arena, rows, n, err);
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
 /* ---- cross-instance work ------------------------------------------------ */
 
 typedef struct job_q {
@@ -1691,6 +1732,7 @@ static const wf_store_ops mem_ops = {
     .list_instances = mem_list_instances,
     .list_definitions = mem_list_definitions,
     .list_signals = mem_list_signals,
+    .list_work_items = mem_list_work_items,
     .activate_jobs = mem_activate_jobs,
     .tx_activate_jobs = mem_tx_activate_jobs,
     .claim_due_timers = mem_claim_due_timers,

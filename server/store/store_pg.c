@@ -92,7 +92,8 @@
 #define COLS_TOKENS "id, tenant_id, root_id, instance_id, place_id, created_seq"
 #define COLS_WORK_ITEMS                                                                            \
     "id, tenant_id, root_id, instance_id, transition_id, trigger, token_ids, state, "              \
-    "enabled_at, finished_at"
+    "enabled_at, finished_at, deadline, assignee_kind, assignee_id, job_type, signal_name, "       \
+    "finished_by"
 #define COLS_JOBS                                                                                  \
     "id, key, tenant_id, root_id, instance_id, work_item_id, transition_id, job_type, "            \
     "state, worker, attempt, max_attempts, activatable_at, lease_expires_at, "                     \
@@ -164,6 +165,7 @@ enum {
     S_LIST_INSTANCES_DEFINITION,
     S_LIST_INSTANCES_ALL,
     S_LIST_DEFINITIONS,
+    S_LIST_WORK_ITEMS,
     S_LIST_SIGNALS_ID,
     S_LIST_SIGNALS_INSTANCE,
     S_LIST_SIGNALS_AGGREGATE,
@@ -238,6 +240,8 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
              "i.definition_version), false)) = ($8 = 1))") " AND (created_at, id) > ($9::bigint, " \
                                                            "$10::text) ORDER BY created_at, id "   \
                                                            "LIMIT $11"
+/* list_work_items: $3 holds a bit per work item state (0 = any). */
+#define WORK_ITEMS_STATES ALL("($3::int = 0 OR ($3::int >> state) & 1 = 1)")
 #define SIGNALS_INSTANCE_OPT "($2::text IS NULL OR instance_id = $2 OR consumed_by_instance = $2)"
 #define SIGNALS_OPTS "(NOT $6::boolean OR buffered)"
 #define SIGNALS_AFTER "AND (received_at, id) > ($7::bigint, $8::text)"
@@ -284,8 +288,12 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                          "instance"},
     [S_AGG_TASKS] = {"agg_tasks", AGG("tasks", COLS_TASKS, "created_at, id", ""), "task"},
     [S_AGG_TOKENS] = {"agg_tokens", AGG("tokens", COLS_TOKENS, "created_seq, id", ""), "token"},
+    /* Live items only (ENABLED, FIRED): ended ones are history
+     * (work_items_live, 0009). */
     [S_AGG_WORK_ITEMS] = {"agg_work_items",
-                          AGG("work_items", COLS_WORK_ITEMS, "enabled_at, id", ""), "work item"},
+                          "SELECT " COLS_WORK_ITEMS " FROM work_items WHERE tenant_id = $1 AND "
+                          "root_id = $2 AND state IN (1, 2) ORDER BY enabled_at, id",
+                          "work item"},
     [S_AGG_JOBS] = {"agg_jobs", AGG("jobs", COLS_JOBS, "created_at, id", " FOR UPDATE OF jobs"),
                     "job"},
     [S_AGG_TIMERS] = {"agg_timers",
@@ -354,12 +362,16 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
     [S_UPSERT_WORK_ITEM] =
         {"upsert_work_item",
          "INSERT INTO work_items (id, tenant_id, root_id, instance_id, transition_id, "
-         "trigger, token_ids, state, enabled_at, finished_at) VALUES ($1, $2, $3, $4, $5, "
-         "$6, $7, $8, $9, $10) ON CONFLICT (tenant_id, root_id, id) DO UPDATE SET "
-         "instance_id = EXCLUDED.instance_id, transition_id = EXCLUDED.transition_id, "
-         "trigger = EXCLUDED.trigger, token_ids = EXCLUDED.token_ids, state = "
-         "EXCLUDED.state, enabled_at = EXCLUDED.enabled_at, finished_at = "
-         "EXCLUDED.finished_at",
+         "trigger, token_ids, state, enabled_at, finished_at, deadline, assignee_kind, "
+         "assignee_id, job_type, signal_name, finished_by) VALUES ($1, $2, $3, $4, $5, "
+         "$6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT (tenant_id, root_id, "
+         "id) DO UPDATE SET instance_id = EXCLUDED.instance_id, transition_id = "
+         "EXCLUDED.transition_id, trigger = EXCLUDED.trigger, token_ids = EXCLUDED.token_ids, "
+         "state = EXCLUDED.state, enabled_at = EXCLUDED.enabled_at, finished_at = "
+         "EXCLUDED.finished_at, deadline = EXCLUDED.deadline, assignee_kind = "
+         "EXCLUDED.assignee_kind, assignee_id = EXCLUDED.assignee_id, job_type = "
+         "EXCLUDED.job_type, signal_name = EXCLUDED.signal_name, finished_by = "
+         "EXCLUDED.finished_by",
          "work item"},
     /* Returns whether the job became activatable: it is ACTIVATABLE and
      * did not exist, or had another state, activatable_at or type (o sees
@@ -591,6 +603,15 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
      * limit. By signal id: the one row that is not a DUPLICATE
      * (signals_dedupe, 0008), the first delivery. By instance:
      * sent to it, or consumed by it and sent elsewhere. */
+    /* ListWorkItems: one instance's items in (enabled_at, id) order
+     * (work_items_instance, 0009), by state. By instance alone: with the root named too, the planner would rather
+     * sort the root's rows from the primary key. */
+    [S_LIST_WORK_ITEMS] = {"list_work_items",
+                           "SELECT " COLS_WORK_ITEMS " FROM work_items WHERE tenant_id = $1 AND "
+                           "instance_id = $2 AND " WORK_ITEMS_STATES
+                           " AND (enabled_at, id) > ($4::bigint, $5::text) "
+                           "ORDER BY enabled_at, id LIMIT $6",
+                           "work item"},
     [S_LIST_SIGNALS_ID] = {"list_signals_id",
                            "SELECT " COLS_SIGNALS " FROM signals WHERE tenant_id = $1 AND "
                            "signal_id = $5 AND signal_id <> '' AND outcome <> 3 AND " ALL(
@@ -2203,6 +2224,19 @@ pg_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f
     return query((pg_store *)st, ctx, id, &p, &wf_store__signal_desc, rows, n, err);
 }
 
+static wf_code
+pg_list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *instance_id, unsigned states,
+                   size_t limit, bool has, int64_t c_num, const char *c_str,
+                   wf_work_item_row **rows, size_t *n, wf_error *err)
+{
+    params p = p_tenant(ctx, instance_id);
+    p_i64(&p, (int64_t)states);
+    p_after(&p, has, c_num, c_str);
+    p_i64(&p, (int64_t)limit);
+    return query((pg_store *)st, ctx, S_LIST_WORK_ITEMS, &p, &wf_store__work_item_desc, rows, n,
+                 err);
+}
+
 /* ---- cross-instance work ----------------------------------------------------- */
 
 /* The lease statement, which writes its JOB_ACTIVATED events itself, on
@@ -2692,6 +2726,7 @@ static const wf_store_ops pg_ops = {
     .list_instances = pg_list_instances,
     .list_definitions = pg_list_definitions,
     .list_signals = pg_list_signals,
+    .list_work_items = pg_list_work_items,
     .activate_jobs = pg_activate_jobs,
     .tx_activate_jobs = pg_tx_activate_jobs,
     .claim_due_timers = pg_claim_due_timers,

@@ -233,7 +233,10 @@ START_TEST(test_aggregate_round_trip)
                            S("r1"),      S("r1"),
                            S("approve"), WF_TRIGGER_USER,
                            S("tk1,tk2"), WF_WORK_ITEM_ENABLED,
-                           T0 + 2,       0};
+                           T0 + 2,       0,
+                           0,            0,
+                           NULL,         NULL,
+                           NULL,         NULL};
     wf_job_row job = mk_job("j1", "r1", "mail", T0 + 3);
     job.backoff_multiplier = 1.5;
     job.initial_backoff_ms = 250;
@@ -454,13 +457,113 @@ START_TEST(test_batch_locks_roots_in_order)
 }
 END_TEST
 
+/* Work-item history: ended items are kept but leave the aggregate; the
+ * listing of one instance pages them in (enabled_at, id) order, filtered
+ * by state, within the tenant. */
+static wf_work_item_row
+mk_item(const char *id, const char *inst, wf_work_item_state state, int64_t enabled)
+{
+    wf_work_item_row w = {.id = S(id),
+                          .root_id = S("r1"),
+                          .instance_id = S(inst),
+                          .transition_id = S("t"),
+                          .trigger = WF_TRIGGER_AUTO,
+                          .token_ids = S("tk"),
+                          .state = state,
+                          .enabled_at = enabled};
+    return w;
+}
+
+START_TEST(test_work_item_history)
+{
+    wf_instance_row r = mk_instance("r1", NULL, "r1", T0);
+    wf_work_item_row wi[5] = {
+        mk_item("w3", "r1", WF_WORK_ITEM_WITHDRAWN, T0 + 3),
+        mk_item("w1", "r1", WF_WORK_ITEM_ENABLED, T0 + 1),
+        mk_item("w2", "r1", WF_WORK_ITEM_FINISHED, T0 + 2),
+        mk_item("w4", "r1", WF_WORK_ITEM_FIRED, T0 + 4),
+        mk_item("w0", "other", WF_WORK_ITEM_ENABLED, T0),
+    };
+    wi[2].finished_at = T0 + 5;
+    wi[2].finished_by = S("worker-1");
+    wi[2].job_type = S("charge");
+    wi[2].deadline = T0 + 9;
+    wi[2].assignee_kind = 3;
+    wi[2].assignee_id = S("ann,ben");
+    wi[2].signal_name = S("paid");
+    commit_changes(&(wf_store_changes){
+        .instances = &r, .n_instances = 1, .work_items = wi, .n_work_items = 5});
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    wf_aggregate g;
+    /* The aggregate: live items only (ENABLED, FIRED). */
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_lock_root(tx, "r1", &g, &err), WF_OK);
+    wf_tx_rollback(tx);
+    ck_assert_uint_eq(g.n_work_items, 3);
+    ck_assert_str_eq(g.work_items[0].id, "w0");
+    ck_assert_str_eq(g.work_items[1].id, "w1");
+    ck_assert_str_eq(g.work_items[2].id, "w4");
+    /* The history of r1: everything, in enabled order, every field. */
+    wf_work_item_row *rows;
+    size_t n;
+    char *next;
+    ck_assert_int_eq(wf_store_list_work_items(st, &ctx, "r1", 0, 0, NULL, &rows, &n, &next, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 4);
+    ck_assert_ptr_null(next);
+    ck_assert_str_eq(rows[0].id, "w1");
+    ck_assert_str_eq(rows[1].id, "w2");
+    ck_assert_str_eq(rows[2].id, "w3");
+    ck_assert_str_eq(rows[3].id, "w4");
+    ck_assert_int_eq(rows[1].state, WF_WORK_ITEM_FINISHED);
+    ck_assert_int_eq(rows[1].finished_at, T0 + 5);
+    ck_assert_int_eq(rows[1].deadline, T0 + 9);
+    ck_assert_int_eq(rows[1].assignee_kind, 3);
+    ck_assert_str_eq(rows[1].assignee_id, "ann,ben");
+    ck_assert_str_eq(rows[1].job_type, "charge");
+    ck_assert_str_eq(rows[1].signal_name, "paid");
+    ck_assert_str_eq(rows[1].finished_by, "worker-1");
+    ck_assert_ptr_null(rows[0].finished_by);
+    /* By state. */
+    unsigned ended = (1u << WF_WORK_ITEM_FINISHED) | (1u << WF_WORK_ITEM_FIRED);
+    ck_assert_int_eq(
+        wf_store_list_work_items(st, &ctx, "r1", ended, 0, NULL, &rows, &n, &next, &err), WF_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(rows[0].id, "w2");
+    ck_assert_str_eq(rows[1].id, "w4");
+    /* Pages of one. */
+    const char *want[] = {"w1", "w2", "w3", "w4"};
+    char *cursor = NULL;
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(
+            wf_store_list_work_items(st, &ctx, "r1", 0, 1, cursor, &rows, &n, &next, &err), WF_OK);
+        ck_assert_uint_eq(n, 1);
+        ck_assert_str_eq(rows[0].id, want[i]);
+        if (i < 3)
+            ck_assert_ptr_nonnull(next);
+        else
+            ck_assert_ptr_null(next);
+        cursor = next;
+    }
+    ck_assert_int_eq(
+        wf_store_list_work_items(st, &ctx, "r1", 0, 1, "bogus", &rows, &n, &next, &err),
+        WF_E_INVALID_ARGUMENT);
+    /* Another tenant sees none of it. */
+    wf_store_ctx c2 = {"t2", 0, arena};
+    ck_assert_int_eq(wf_store_list_work_items(st, &c2, "r1", 0, 0, NULL, &rows, &n, &next, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 0);
+}
+END_TEST
+
 START_TEST(test_deletes_remove_rows)
 {
     wf_instance_row r = mk_instance("r1", NULL, "r1", T0);
     wf_token_row tok = {S("tk1"), NULL, S("r1"), S("r1"), S("p"), 1};
     wf_work_item_row wi = {
         S("w1"), NULL, S("r1"), S("r1"), S("x"), WF_TRIGGER_AUTO, S("tk1"), WF_WORK_ITEM_ENABLED,
-        T0,      0};
+        T0,      0,    0,       0,       NULL,   NULL,            NULL,     NULL};
     wf_job_row job = mk_job("j1", "r1", "mail", T0);
     wf_timer_row tim = {S("tm1"), NULL, S("r1"), S("r1"), S("w1"), S("x"), T0, T0, 0};
     wf_subscription_row sub = {S("s1"), NULL,     S("r1"), S("r1"), S("w1"),
@@ -1716,6 +1819,7 @@ store_contract_suite(const char *name)
     tcase_add_test(tc, test_rollback_discards_everything);
     tcase_add_test(tc, test_stale_instance_version_is_conflict);
     tcase_add_test(tc, test_deletes_remove_rows);
+    tcase_add_test(tc, test_work_item_history);
     tcase_add_test(tc, test_batch_locks_roots_in_order);
     tcase_add_test(tc, test_idempotency_records);
     tcase_add_test(tc, test_definitions_versions_and_listing);

@@ -313,6 +313,94 @@ START_TEST(test_timer_withdrawn_by_the_user_never_fires)
 }
 END_TEST
 
+/* The work-item history (wf_net_list_work_items): a user's completion
+ * and the timer it withdrew; then a timer's firing and the task it
+ * withdrew; states, times, deadline, assignee and finished_by. */
+static wf_net_item *
+history(const char *id, const int *states, size_t n_states, size_t *n)
+{
+    wf_ref_ctx c = as(NULL);
+    wf_net_list_items_in q = {.instance_id = id, .states = states, .n_states = n_states};
+    wf_net_item *items;
+    char *next;
+    wf_error err;
+    wf_code rc = wf_net_list_work_items(&c, &q, &items, n, &next, &err);
+    ck_assert_msg(rc == WF_OK, "list: %s", err.msg);
+    ck_assert_ptr_null(next);
+    return items;
+}
+
+START_TEST(test_work_item_history)
+{
+    deploy(race_net("race", 60 * 60 * 1000, NULL, NULL));
+    /* Alice completes: review FINISHED by alice, the timeout CANCELLED. */
+    wf_instance_row in = start("race", "{}");
+    wf_aggregate agg = aggregate(in.id);
+    int64_t due = agg.timers[0].due_at;
+    size_t n;
+    wf_net_item *h = history(in.id, NULL, 0, &n);
+    ck_assert_uint_eq(n, 2);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_int_eq(h[i].state, WF_NET_ITEM_ENABLED);
+        ck_assert_int_eq(h[i].row.deadline, due);
+    }
+    wf_ref_ctx alice = as("alice");
+    wf_ref_completion done;
+    wf_error err;
+    ck_assert_int_eq(wf_referral_complete(&alice, agg.tasks[0].id, NULL, NULL, &done, &err), WF_OK);
+    h = history(in.id, NULL, 0, &n);
+    ck_assert_uint_eq(n, 2);
+    const wf_net_item *rv = strcmp(h[0].row.transition_id, "review") == 0 ? &h[0] : &h[1];
+    const wf_net_item *to = rv == &h[0] ? &h[1] : &h[0];
+    ck_assert_int_eq(rv->state, WF_NET_ITEM_FINISHED);
+    ck_assert_str_eq(rv->transition_name, "Review");
+    ck_assert_str_eq(rv->row.finished_by, "alice");
+    ck_assert_int_eq(rv->row.assignee_kind, WF_NET_ASSIGNEE_USER);
+    ck_assert_str_eq(rv->row.assignee_id, "alice");
+    ck_assert(rv->finished_at >= rv->row.enabled_at && rv->cancelled_at == 0);
+    ck_assert_int_eq(to->state, WF_NET_ITEM_CANCELLED);
+    ck_assert_int_eq(to->cancelled_at, rv->finished_at);
+    ck_assert_int_eq(to->finished_at, 0);
+    ck_assert_ptr_null(to->row.finished_by);
+    ck_assert_int_eq(to->row.deadline, due);
+    int fin[] = {WF_NET_ITEM_FINISHED}, open[] = {WF_NET_ITEM_ENABLED};
+    ck_assert_uint_eq((history(in.id, fin, 1, &n), n), 1);
+    ck_assert_uint_eq((history(in.id, open, 1, &n), n), 0);
+    /* The live rows left the aggregate. */
+    ck_assert_uint_eq(aggregate(in.id).n_work_items, 0);
+
+    /* The timer fires: timeout FINISHED by nobody, review CANCELLED. */
+    wf_instance_row in2 = start("race", "{}");
+    wf_timer_row *rows = claim(wf_now_us() + 2 * HOUR_US, &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(fire(&rows[0]));
+    h = history(in2.id, NULL, 0, &n);
+    ck_assert_uint_eq(n, 2);
+    rv = strcmp(h[0].row.transition_id, "review") == 0 ? &h[0] : &h[1];
+    to = rv == &h[0] ? &h[1] : &h[0];
+    ck_assert_int_eq(to->state, WF_NET_ITEM_FINISHED);
+    ck_assert_ptr_null(to->row.finished_by);
+    ck_assert_int_eq(rv->state, WF_NET_ITEM_CANCELLED);
+    ck_assert_ptr_null(rv->row.finished_by);
+    ck_assert_int_eq(rv->cancelled_at, to->finished_at);
+
+    /* Bad requests. */
+    wf_ref_ctx c = as(NULL);
+    wf_net_item *items;
+    char *next;
+    int bad[] = {9};
+    wf_net_list_items_in q = {.instance_id = in.id, .states = bad, .n_states = 1};
+    ck_assert_int_eq(wf_net_list_work_items(&c, &q, &items, &n, &next, &err),
+                     WF_E_INVALID_ARGUMENT);
+    q = (wf_net_list_items_in){.instance_id = in.id, .page_size = -1};
+    ck_assert_int_eq(wf_net_list_work_items(&c, &q, &items, &n, &next, &err),
+                     WF_E_INVALID_ARGUMENT);
+    q = (wf_net_list_items_in){.instance_id = "0190a0a0-0000-7000-8000-000000000000"};
+    ck_assert_int_eq(wf_net_list_work_items(&c, &q, &items, &n, &next, &err),
+                     WF_E_INSTANCE_NOT_FOUND);
+}
+END_TEST
+
 /* The scheduler's batch: one call fires the due timers of many roots (in
  * batch units of work over several roots), each once and with its events;
  * a claimed timer whose token was consumed meanwhile does not fire; and a
@@ -1254,6 +1342,7 @@ main(void)
     tcase_add_test(tc, test_timer_fires_once_and_withdraws_the_task);
     tcase_add_test(tc, test_timer_withdrawn_by_the_user_never_fires);
     tcase_add_test(tc, test_complete_and_end_withdraws_the_net_and_ends_it);
+    tcase_add_test(tc, test_work_item_history);
     tcase_add_test(tc, test_timers_fire_in_batches);
     tcase_add_test(tc, test_user_racing_time_1000_times);
     tcase_add_test(tc, test_due_expression_and_refused_firing_is_an_incident);
