@@ -26,7 +26,7 @@ static wf_code
 violation(const wf_ref_ctx *ctx, const char *field, const char *msg, wf_error *err)
 {
     if (ctx->violation != NULL)
-        ctx->violation(ctx->violation_arg, field, msg);
+        ctx->violation(ctx->violation_arg, field, NULL, msg);
     return wf_error_set(err, WF_E_INVALID_ARGUMENT, "%s %s", field, msg);
 }
 
