@@ -522,9 +522,14 @@ wf_nw_write(net_work *w, wf_error *err)
                          &c.n_del_tokens, err);
     c.tokens = up;
     if (rc == WF_OK) {
-        rc = collect(a, &w->items, sizeof(wf_work_item_row), &up, &c.n_work_items,
-                     &c.del_work_items, &c.n_del_work_items, err);
+        /* Work items are never deleted: an ended one is history (KEEP). */
+        const char *const *none;
+        size_t n_none;
+        rc = collect(a, &w->items, sizeof(wf_work_item_row), &up, &c.n_work_items, &none, &n_none,
+                     err);
         c.work_items = up;
+        if (rc == WF_OK && n_none > 0)
+            rc = wf_error_set(err, WF_E_INTERNAL, "a work item would be deleted");
     }
     if (rc == WF_OK) {
         rc = collect(a, &w->jobs, sizeof(wf_job_row), &up, &c.n_jobs, &c.del_jobs, &c.n_del_jobs,

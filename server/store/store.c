@@ -456,7 +456,7 @@ wf_tx_apply(wf_tx *tx, const wf_store_changes *changes, wf_error *err)
 {
     wf_code rc = check_tx(tx, err);
     if (rc == WF_OK && tx->root == NULL &&
-        changes->n_del_tokens + changes->n_del_work_items + changes->n_del_jobs +
+        changes->n_del_tokens + changes->n_del_jobs +
                 changes->n_del_timers + changes->n_del_subscriptions >
             0)
         rc = tx_done(tx, wf_error_set(err, WF_E_INTERNAL, "deletions need the root locked"));

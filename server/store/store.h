@@ -366,8 +366,6 @@ typedef struct wf_store_changes {
     size_t n_events;
     const char *const *del_tokens;
     size_t n_del_tokens;
-    const char *const *del_work_items;
-    size_t n_del_work_items;
     const char *const *del_jobs;
     size_t n_del_jobs;
     const char *const *del_timers;

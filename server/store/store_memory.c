@@ -728,8 +728,6 @@ mem_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
         rc = put_signal(tx, m, &c->signals[i], err);
     for (size_t i = 0; rc == WF_OK && i < c->n_del_tokens; i++)
         rc = tx_del(tx, &m->tokens, c->del_tokens[i], err);
-    for (size_t i = 0; rc == WF_OK && i < c->n_del_work_items; i++)
-        rc = tx_del(tx, &m->work_items, c->del_work_items[i], err);
     for (size_t i = 0; rc == WF_OK && i < c->n_del_jobs; i++)
         rc = tx_del(tx, &m->jobs, c->del_jobs[i], err);
     for (size_t i = 0; rc == WF_OK && i < c->n_del_timers; i++)

@@ -139,7 +139,6 @@ enum {
     S_UPSERT_SIGNAL,
     S_INSERT_EVENT,
     S_DEL_TOKEN,
-    S_DEL_WORK_ITEM,
     S_DEL_JOB,
     S_DEL_TIMER,
     S_DEL_SUB,
@@ -442,7 +441,6 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                         "event"},
     /* $3: the root the unit of work locked (wf_tx.root). */
     [S_DEL_TOKEN] = {"del_token", DEL("tokens"), "token"},
-    [S_DEL_WORK_ITEM] = {"del_work_item", DEL("work_items"), "work item"},
     [S_DEL_JOB] = {"del_job", DEL("jobs"), "job"},
     [S_DEL_TIMER] = {"del_timer", DEL("timers"), "timer"},
     [S_DEL_SUB] = {"del_subscription", DEL("subscriptions"), "subscription"},
@@ -1770,7 +1768,6 @@ pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
                           checks, &n_checks);
     if (ok) {
         queue_dels(tx, S_DEL_TOKEN, c->del_tokens, c->n_del_tokens);
-        queue_dels(tx, S_DEL_WORK_ITEM, c->del_work_items, c->n_del_work_items);
         queue_dels(tx, S_DEL_JOB, c->del_jobs, c->n_del_jobs);
         queue_dels(tx, S_DEL_TIMER, c->del_timers, c->n_del_timers);
         queue_dels(tx, S_DEL_SUB, c->del_subscriptions, c->n_del_subscriptions);

@@ -74,7 +74,6 @@ CLASSES = {
     "upsert_subscription": (True, "single"),
     "insert_event": (True, "single"),
     "del_token": (True, "single"),
-    "del_work_item": (True, "single"),
     "del_job": (True, "single"),
     "del_timer": (True, "single"),
     "del_subscription": (True, "single"),
