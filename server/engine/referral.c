@@ -238,9 +238,8 @@ printable_text(const char *s, size_t max)
     return true;
 }
 
-/* Reports one field violation and fails with INVALID_ARGUMENT. */
-static wf_code
-invalid(const wf_ref_ctx *ctx, const char *field, const char *msg, wf_error *err)
+wf_code
+wf_ref__invalid(const wf_ref_ctx *ctx, const char *field, const char *msg, wf_error *err)
 {
     if (ctx->violation != NULL)
         ctx->violation(ctx->violation_arg, field, NULL, msg);
@@ -253,16 +252,16 @@ check_start(const wf_ref_ctx *ctx, const wf_start_spec *s, wf_error *err)
     bool has_type = s->aggregate_type != NULL && s->aggregate_type[0] != '\0';
     bool has_id = s->aggregate_id != NULL && s->aggregate_id[0] != '\0';
     if (!printable_key(s->definition_key, 128))
-        return invalid(ctx, "definition_key",
-                       "must be 1 to 128 printable characters without spaces", err);
+        return wf_ref__invalid(ctx, "definition_key",
+                               "must be 1 to 128 printable characters without spaces", err);
     if (s->version < 0)
-        return invalid(ctx, "version", "must not be negative", err);
+        return wf_ref__invalid(ctx, "version", "must not be negative", err);
     if (has_type != has_id)
-        return invalid(ctx, "aggregate", "needs both type and id, or neither", err);
+        return wf_ref__invalid(ctx, "aggregate", "needs both type and id, or neither", err);
     if (has_type && !printable_text(s->aggregate_type, 128))
-        return invalid(ctx, "aggregate.type", "must be 1 to 128 printable characters", err);
+        return wf_ref__invalid(ctx, "aggregate.type", "must be 1 to 128 printable characters", err);
     if (has_id && !printable_text(s->aggregate_id, 128))
-        return invalid(ctx, "aggregate.id", "must be 1 to 128 printable characters", err);
+        return wf_ref__invalid(ctx, "aggregate.id", "must be 1 to 128 printable characters", err);
     return WF_OK;
 }
 

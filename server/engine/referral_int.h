@@ -110,4 +110,8 @@ char *wf_ref__strdup(ref_work *w, const char *s);
 /* Out-of-memory failure with the standard message. */
 wf_code wf_ref__nomem(wf_error *err);
 
+/* Reports one field violation of the request (field, msg) and fails with
+ * INVALID_ARGUMENT. */
+wf_code wf_ref__invalid(const wf_ref_ctx *ctx, const char *field, const char *msg, wf_error *err);
+
 #endif /* WF_REFERRAL_INT_H */
