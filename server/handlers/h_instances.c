@@ -44,7 +44,7 @@ h_start_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
     };
     wf_code rc = wf_h_idem(call, msg, req->request_id, &start_builder, &idem, err);
     if (rc == WF_OK)
-        rc = wf_referral_start(&ctx, &spec, &idem, &out, err);
+        rc = wf_instances_start(&ctx, &spec, &idem, &out, err);
     return wf_h_respond(call, rc, &idem, &start_builder, &out, resp, err);
 }
 
@@ -151,41 +151,31 @@ h_get_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **re
 {
     const Workflow__V1__GetInstanceRequest *req = (const void *)msg;
     wf_ref_ctx ctx;
-    wf_ref_instance_view v;
+    wf_instance_view iv;
     wf_h_ref_ctx(call, &ctx);
-    wf_code rc = wf_referral_get_instance(&ctx, req->instance_id, &v, err);
+    wf_code rc = wf_instances_get(&ctx, req->instance_id, &iv, err);
     if (rc != WF_OK)
         return rc;
+    const wf_ref_instance_view *v = &iv.tree;
     Workflow__V1__GetInstanceResponse *m = wf_arena_alloc(call->arena, sizeof *m);
     if (m == NULL)
         return wf_error_set(err, WF_E_INTERNAL, "out of memory");
     workflow__v1__get_instance_response__init(m);
-    m->instance = wf_h_instance(call->arena, &v.instance);
-    m->n_tasks = v.n_tasks;
-    m->tasks = wf_h_tasks(call->arena, v.tasks, v.n_tasks);
-    m->n_children = v.n_children;
-    m->children = wf_h_instances(call->arena, v.children, v.n_children);
-    m->n_joins = v.n_joins;
-    m->joins = build_joins(call->arena, &v);
-    if (v.instance.last_error != NULL)
-        m->last_error = v.instance.last_error;
+    m->instance = wf_h_instance(call->arena, &v->instance);
+    m->n_tasks = v->n_tasks;
+    m->tasks = wf_h_tasks(call->arena, v->tasks, v->n_tasks);
+    m->n_children = v->n_children;
+    m->children = wf_h_instances(call->arena, v->children, v->n_children);
+    m->n_joins = v->n_joins;
+    m->joins = build_joins(call->arena, v);
+    if (v->instance.last_error != NULL)
+        m->last_error = v->instance.last_error;
     if (m->instance == NULL || m->tasks == NULL || m->children == NULL || m->joins == NULL)
         return wf_error_set(err, WF_E_INTERNAL, "out of memory");
-    /* A NET instance: where the net is parked (net_runtime.c). */
-    wf_net_view nv;
-    rc = wf_net_instance_view(&ctx, req->instance_id, &nv, err);
-    if (rc != WF_OK)
-        return rc;
-    if (nv.is_net && fill_net_view(call->arena, &nv, m) != WF_OK)
+    if (iv.net.is_net && fill_net_view(call->arena, &iv.net, m) != WF_OK)
         return wf_error_set(err, WF_E_INTERNAL, "out of memory");
-    /* Signals buffered for it (by id or by its aggregate; signals.c). */
-    wf_signal_row *buffered = NULL;
-    size_t n_buffered = 0;
-    rc = wf_sig_buffered_for(&ctx, &v.instance, &buffered, &n_buffered, err);
-    if (rc != WF_OK)
-        return rc;
-    m->buffered_signals = wf_h_signals(call->arena, buffered, n_buffered);
-    m->n_buffered_signals = n_buffered;
+    m->buffered_signals = wf_h_signals(call->arena, iv.buffered, iv.n_buffered);
+    m->n_buffered_signals = iv.n_buffered;
     if (m->buffered_signals == NULL)
         return wf_error_set(err, WF_E_INTERNAL, "out of memory");
     *resp = &m->base;
@@ -281,22 +271,14 @@ h_cancel_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage *
                   wf_error *err)
 {
     const Workflow__V1__CancelInstanceRequest *req = (const void *)msg;
-    wf_ref_ctx ctx;
+    wf_net_ctx ctx;
     wf_uow_idem idem;
     wf_instance_row out;
-    wf_h_ref_ctx(call, &ctx);
+    wf_h_net_ctx(call, &ctx);
     wf_code rc = wf_h_idem(call, msg, req->request_id, &cancel_builder, &idem, err);
-    bool compensating = false;
-    if (rc == WF_OK && req->compensate) {
-        /* A net with completed compensable steps starts its saga
-         * (net_runtime_saga.c); anything else is a plain cancel. */
-        wf_net_ctx nctx;
-        wf_h_net_ctx(call, &nctx);
-        rc = wf_net_cancel_compensate(&nctx, req->instance_id, req->reason, &idem, &out,
-                                      &compensating, err);
-    }
-    if (rc == WF_OK && !compensating)
-        rc = wf_referral_cancel(&ctx, req->instance_id, req->reason, false, &idem, &out, err);
+    if (rc == WF_OK)
+        rc = wf_instances_cancel(&ctx, req->instance_id, req->reason, req->compensate, &idem, &out,
+                                 err);
     return wf_h_respond(call, rc, &idem, &cancel_builder, &out, resp, err);
 }
 

@@ -127,6 +127,6 @@ h_complete_and_end(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage 
     wf_code rc = wf_h_idem(call, msg, req->request_id, &end_builder, &idem, err);
     if (rc == WF_OK)
         rc =
-            wf_referral_complete_and_end(&ctx, req->task_id, req->variables_json, &idem, &out, err);
+            wf_instances_complete_and_end(&ctx, req->task_id, req->variables_json, &idem, &out, err);
     return wf_h_respond(call, rc, &idem, &end_builder, &out, resp, err);
 }

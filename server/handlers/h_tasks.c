@@ -168,6 +168,6 @@ h_complete_task(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **r
     wf_h_ref_ctx(call, &ctx);
     wf_code rc = wf_h_idem(call, msg, req->request_id, &complete_builder, &idem, err);
     if (rc == WF_OK)
-        rc = wf_referral_complete(&ctx, req->task_id, req->variables_json, &idem, &out, err);
+        rc = wf_instances_complete_task(&ctx, req->task_id, req->variables_json, &idem, &out, err);
     return wf_h_respond(call, rc, &idem, &complete_builder, &out, resp, err);
 }

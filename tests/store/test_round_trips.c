@@ -33,6 +33,7 @@
 #include "defcache.h"
 #include "expr.h"
 #include "net_runtime.h"
+#include "instances.h"
 #include "referral.h"
 #include "signals.h"
 #include "store.h"
@@ -187,7 +188,7 @@ start(const char *key, const char *aggregate_id, wf_instance_row *in)
                           .aggregate_id = aggregate_id};
     wf_uow_idem i = idem("StartInstance");
     wf_error err;
-    wf_code rc = wf_referral_start(&c, &spec, &i, in, &err);
+    wf_code rc = wf_instances_start(&c, &spec, &i, in, &err);
     ck_assert_msg(rc == WF_OK, "start: %s %s", wf_code_reason(rc), err.msg);
     return rc;
 }
@@ -228,19 +229,19 @@ START_TEST(test_replay_when_the_lookup_rides_with_the_commit)
     wf_error err;
     for (int i = 0; i < 2; i++) { /* the second caches version 1 */
         wf_uow_idem w = idem("StartInstance");
-        ck_assert_int_eq(wf_referral_start(&c, &spec, &w, &first, &err), WF_OK);
+        ck_assert_int_eq(wf_instances_start(&c, &spec, &w, &first, &err), WF_OK);
     }
     wf_uow_idem i1 = idem("StartInstance");
-    ck_assert_int_eq(wf_referral_start(&c, &spec, &i1, &first, &err), WF_OK);
+    ck_assert_int_eq(wf_instances_start(&c, &spec, &i1, &first, &err), WF_OK);
     ck_assert(!i1.replayed);
     wf_uow_idem i2 = i1;
     counts c0 = now_counts();
-    wf_code rc = wf_referral_start(&c, &spec, &i2, &again, &err);
+    wf_code rc = wf_instances_start(&c, &spec, &i2, &again, &err);
     ck_assert_msg(rc == WF_OK, "replay: %s %s", wf_code_reason(rc), err.msg);
     ck_assert(i2.replayed);
     ck_assert_int_le(since(c0).flights, 4);
     i2.request_hash = "other";
-    ck_assert_int_eq(wf_referral_start(&c, &spec, &i2, &again, &err), WF_E_REQUEST_ID_REUSED);
+    ck_assert_int_eq(wf_instances_start(&c, &spec, &i2, &again, &err), WF_E_REQUEST_ID_REUSED);
 }
 END_TEST
 

@@ -17,6 +17,7 @@
 #include "defcache.h"
 #include "expr.h"
 #include "net_runtime.h"
+#include "instances.h"
 #include "referral.h"
 #include "signals.h"
 #include "store.h"
@@ -219,7 +220,7 @@ start(const char *key, const char *aggregate_id)
                           .aggregate_id = aggregate_id};
     wf_instance_row in;
     wf_error err;
-    wf_code rc = wf_referral_start(&c, &spec, NULL, &in, &err);
+    wf_code rc = wf_instances_start(&c, &spec, NULL, &in, &err);
     ck_assert_msg(rc == WF_OK, "start: %s %s", wf_code_reason(rc), err.msg);
     return in;
 }

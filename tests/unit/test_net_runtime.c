@@ -19,6 +19,7 @@
 #include "defcache.h"
 #include "expr.h"
 #include "net_runtime.h"
+#include "instances.h"
 #include "referral.h"
 #include "signals.h"
 #include "store.h"
@@ -119,7 +120,7 @@ start(const char *key, const char *vars)
     wf_start_spec spec = {.definition_key = key, .variables_json = vars};
     wf_instance_row in;
     wf_error err;
-    wf_code rc = wf_referral_start(&c, &spec, NULL, &in, &err);
+    wf_code rc = wf_instances_start(&c, &spec, NULL, &in, &err);
     ck_assert_msg(rc == WF_OK, "start: %s %s", wf_code_reason(rc), err.msg);
     return in;
 }
@@ -250,10 +251,10 @@ START_TEST(test_complete_and_end_withdraws_the_net_and_ends_it)
     wf_ref_ctx mallory = as("mallory"), alice = as("alice");
     wf_ref_end end;
     wf_error err;
-    ck_assert_int_eq(wf_referral_complete_and_end(&mallory, task_id, "", NULL, &end, &err),
+    ck_assert_int_eq(wf_instances_complete_and_end(&mallory, task_id, "", NULL, &end, &err),
                      WF_E_NOT_ASSIGNEE);
     wf_code rc =
-        wf_referral_complete_and_end(&alice, task_id, "{\"why\":\"done\"}", NULL, &end, &err);
+        wf_instances_complete_and_end(&alice, task_id, "{\"why\":\"done\"}", NULL, &end, &err);
     ck_assert_msg(rc == WF_OK, "end: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_int_eq(end.root.status, WF_INSTANCE_COMPLETED);
     ck_assert_int_eq(end.task.status, WF_TASK_DONE);
@@ -271,7 +272,7 @@ START_TEST(test_complete_and_end_withdraws_the_net_and_ends_it)
     ck_assert_str_eq(events(in.id), "INSTANCE_STARTED TRANSITION_ENABLED TASK_CREATED "
                                     "TRANSITION_ENABLED TIMER_SCHEDULED TASK_COMPLETED "
                                     "WORKITEM_WITHDRAWN INSTANCE_COMPLETED");
-    ck_assert_int_eq(wf_referral_complete_and_end(&alice, task_id, "", NULL, &end, &err),
+    ck_assert_int_eq(wf_instances_complete_and_end(&alice, task_id, "", NULL, &end, &err),
                      WF_E_TASK_NOT_OPEN);
 }
 END_TEST
@@ -290,7 +291,7 @@ START_TEST(test_timer_withdrawn_by_the_user_never_fires)
     wf_ref_ctx alice = as("alice");
     wf_ref_completion done;
     wf_error err;
-    wf_code rc = wf_referral_complete(&alice, agg.tasks[0].id, "{\"ok\":true}", NULL, &done, &err);
+    wf_code rc = wf_instances_complete_task(&alice, agg.tasks[0].id, "{\"ok\":true}", NULL, &done, &err);
     ck_assert_msg(rc == WF_OK, "complete: %s", err.msg);
     ck_assert_int_eq(done.task.status, WF_TASK_DONE);
     ck_assert(done.counts.all_completed);
@@ -347,7 +348,7 @@ START_TEST(test_work_item_history)
     wf_ref_ctx alice = as("alice");
     wf_ref_completion done;
     wf_error err;
-    ck_assert_int_eq(wf_referral_complete(&alice, agg.tasks[0].id, NULL, NULL, &done, &err), WF_OK);
+    ck_assert_int_eq(wf_instances_complete_task(&alice, agg.tasks[0].id, NULL, NULL, &done, &err), WF_OK);
     h = history(in.id, NULL, 0, &n);
     ck_assert_uint_eq(n, 2);
     const wf_net_item *rv = strcmp(h[0].row.transition_id, "review") == 0 ? &h[0] : &h[1];
@@ -431,7 +432,7 @@ START_TEST(test_timers_fire_in_batches)
         wf_ref_completion done;
         wf_error err;
         ck_assert_int_eq(
-            wf_referral_complete(&alice, agg.tasks[0].id, "{\"ok\":true}", NULL, &done, &err),
+            wf_instances_complete_task(&alice, agg.tasks[0].id, "{\"ok\":true}", NULL, &done, &err),
             WF_OK);
     }
 
@@ -493,7 +494,7 @@ race_complete(void *arg)
     wf_ref_completion done;
     wf_error err;
     pthread_barrier_wait(r->gate);
-    r->complete_rc = wf_referral_complete(&alice, r->task_id, "{}", NULL, &done, &err);
+    r->complete_rc = wf_instances_complete_task(&alice, r->task_id, "{}", NULL, &done, &err);
     wf_arena_free(a);
     return NULL;
 }
@@ -594,7 +595,7 @@ START_TEST(test_due_expression_and_refused_firing_is_an_incident)
     wf_ref_ctx alice = as("alice");
     wf_ref_completion done;
     wf_error err;
-    ck_assert_int_eq(wf_referral_complete(&alice, agg.tasks[0].id, "{}", NULL, &done, &err),
+    ck_assert_int_eq(wf_instances_complete_task(&alice, agg.tasks[0].id, "{}", NULL, &done, &err),
                      WF_E_INSTANCE_NOT_RUNNING);
 }
 END_TEST
@@ -714,7 +715,7 @@ START_TEST(test_msg_subscription_and_view)
         .definition_key = "msg", .aggregate_type = "order", .aggregate_id = "A-7"};
     wf_instance_row in;
     wf_error err;
-    ck_assert_int_eq(wf_referral_start(&c, &spec, NULL, &in, &err), WF_OK);
+    ck_assert_int_eq(wf_instances_start(&c, &spec, NULL, &in, &err), WF_OK);
     wf_aggregate agg = aggregate(in.id);
     ck_assert_uint_eq(agg.n_subscriptions, 2);
     wf_store_ctx sc = {"default", 0, arena};
@@ -1101,7 +1102,7 @@ start_order(const char *key, const char *aggregate_id, const char *vars)
                           .aggregate_id = aggregate_id};
     wf_instance_row in;
     wf_error err;
-    wf_code rc = wf_referral_start(&c, &spec, NULL, &in, &err);
+    wf_code rc = wf_instances_start(&c, &spec, NULL, &in, &err);
     ck_assert_msg(rc == WF_OK, "start: %s %s", wf_code_reason(rc), err.msg);
     return in;
 }
@@ -1196,7 +1197,7 @@ START_TEST(test_buffered_signal_refused_on_enabling_is_an_incident)
         wf_ref_completion done;
         wf_error err;
         wf_code rc =
-            wf_referral_complete(&alice, agg.tasks[0].id, "{\"reviewed\":true}", NULL, &done, &err);
+            wf_instances_complete_task(&alice, agg.tasks[0].id, "{\"reviewed\":true}", NULL, &done, &err);
         ck_assert_msg(rc == WF_OK, "complete: %s %s", wf_code_reason(rc), err.msg);
         agg = aggregate(in.id);
         ck_assert_int_eq(agg.tasks[0].status, WF_TASK_DONE);
@@ -1304,7 +1305,7 @@ START_TEST(test_retry_consumes_a_signal_put_back_by_a_refused_firing)
     wf_ref_ctx alice = as("alice");
     wf_ref_completion done;
     wf_aggregate agg = aggregate(in.id);
-    ck_assert_int_eq(wf_referral_complete(&alice, agg.tasks[0].id, NULL, NULL, &done, &err), WF_OK);
+    ck_assert_int_eq(wf_instances_complete_task(&alice, agg.tasks[0].id, NULL, NULL, &done, &err), WF_OK);
 
     agg = aggregate(in.id);
     ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_FAILED);

@@ -13,6 +13,7 @@
 #include "directory.h"
 #include "engine_json.h"
 #include "expr.h"
+#include "instances.h"
 #include "referral.h"
 #include "store.h"
 #include "wf_config.h"
@@ -423,7 +424,7 @@ start(const char *actor)
     wf_start_spec s = {.definition_key = "leave", .variables_json = "{\"days\":3}"};
     wf_instance_row root;
     wf_error err;
-    ck_assert_int_eq(wf_referral_start(&c, &s, NULL, &root, &err), WF_OK);
+    ck_assert_int_eq(wf_instances_start(&c, &s, NULL, &root, &err), WF_OK);
     ck_assert_int_eq(root.status, WF_INSTANCE_RUNNING);
     ck_assert_str_eq(root.started_by, actor);
     ck_assert_int_eq(root.definition_version, 1);
@@ -472,10 +473,10 @@ START_TEST(test_all_join_runs_next_once_with_original_assigner)
 
     wf_ref_completion c1, c2;
     ck_assert_int_eq(
-        wf_referral_complete(&alice, asg.tasks[0].id, "{\"ok\":true}", NULL, &c1, &err), WF_OK);
+        wf_instances_complete_task(&alice, asg.tasks[0].id, "{\"ok\":true}", NULL, &c1, &err), WF_OK);
     ck_assert_ptr_null(c1.next);
     ck_assert(!c1.counts.all_completed);
-    ck_assert_int_eq(wf_referral_complete(&bob, asg.tasks[1].id, "", NULL, &c2, &err), WF_OK);
+    ck_assert_int_eq(wf_instances_complete_task(&bob, asg.tasks[1].id, "", NULL, &c2, &err), WF_OK);
     ck_assert(c2.counts.all_completed);
     ck_assert_ptr_nonnull(c2.next);
     ck_assert_uint_eq(c2.next->n_tasks, 1);
@@ -495,7 +496,7 @@ START_TEST(test_all_join_runs_next_once_with_original_assigner)
                      "TASK_COMPLETED TASK_COMPLETED INSTANCE_COMPLETED INSTANCE_STARTED "
                      "TASK_CREATED");
     /* A DONE task cannot be completed again. */
-    ck_assert_int_eq(wf_referral_complete(&bob, asg.tasks[1].id, "", NULL, &c2, &err),
+    ck_assert_int_eq(wf_instances_complete_task(&bob, asg.tasks[1].id, "", NULL, &c2, &err),
                      WF_E_TASK_NOT_OPEN);
 }
 END_TEST
@@ -515,7 +516,7 @@ START_TEST(test_any_join_cancels_the_rest)
     wf_ref_completion c;
     wf_error err;
     ck_assert_int_eq(wf_referral_assign(&boss, &s, NULL, &asg, &err), WF_OK);
-    ck_assert_int_eq(wf_referral_complete(&b, asg.tasks[1].id, "", NULL, &c, &err), WF_OK);
+    ck_assert_int_eq(wf_instances_complete_task(&b, asg.tasks[1].id, "", NULL, &c, &err), WF_OK);
     ck_assert_int_eq(c.counts.done, 1);
     ck_assert_int_eq(c.counts.cancelled, 2);
     ck_assert(c.counts.all_completed);
@@ -523,7 +524,7 @@ START_TEST(test_any_join_cancels_the_rest)
     wf_ref_counts k;
     ck_assert_int_eq(wf_referral_completion(&boss, asg.instance.id, &k, &err), WF_OK);
     ck_assert_int_eq(k.cancelled, 2);
-    ck_assert_int_eq(wf_referral_complete(&boss, asg.tasks[0].id, "", NULL, &c, &err),
+    ck_assert_int_eq(wf_instances_complete_task(&boss, asg.tasks[0].id, "", NULL, &c, &err),
                      WF_E_TASK_NOT_OPEN);
 }
 END_TEST
@@ -542,7 +543,7 @@ START_TEST(test_complete_and_end_closes_the_tree)
     ck_assert_int_eq(wf_referral_assign(&boss, &s1, NULL, &r1, &err), WF_OK);
     ck_assert_int_eq(wf_referral_assign(&boss, &s2, NULL, &r2, &err), WF_OK);
     wf_ref_end end;
-    ck_assert_int_eq(wf_referral_complete_and_end(&a, r1.tasks[0].id, "", NULL, &end, &err), WF_OK);
+    ck_assert_int_eq(wf_instances_complete_and_end(&a, r1.tasks[0].id, "", NULL, &end, &err), WF_OK);
     ck_assert_int_eq(end.root.status, WF_INSTANCE_COMPLETED);
     ck_assert_int_eq(end.task.status, WF_TASK_DONE);
     ck_assert_uint_eq(end.n_cancelled, 2);
@@ -687,17 +688,17 @@ START_TEST(test_idempotent_start)
         .method = "StartInstance", .request_id = "r1", .request_hash = "h1", .encode = enc};
     wf_instance_row first, again;
     wf_error err;
-    ck_assert_int_eq(wf_referral_start(&c, &s, &idem, &first, &err), WF_OK);
+    ck_assert_int_eq(wf_instances_start(&c, &s, &idem, &first, &err), WF_OK);
     ck_assert(!idem.replayed);
-    ck_assert_int_eq(wf_referral_start(&c, &s, &idem, &again, &err), WF_OK);
+    ck_assert_int_eq(wf_instances_start(&c, &s, &idem, &again, &err), WF_OK);
     ck_assert(idem.replayed);
     ck_assert_uint_eq(idem.response_len, strlen(first.id));
     ck_assert(memcmp(idem.response, first.id, idem.response_len) == 0);
     idem.request_hash = "h2";
-    ck_assert_int_eq(wf_referral_start(&c, &s, &idem, &again, &err), WF_E_REQUEST_ID_REUSED);
+    ck_assert_int_eq(wf_instances_start(&c, &s, &idem, &again, &err), WF_E_REQUEST_ID_REUSED);
     /* Another method may reuse the id. */
     idem.method = "Other";
-    ck_assert_int_eq(wf_referral_start(&c, &s, &idem, &again, &err), WF_OK);
+    ck_assert_int_eq(wf_instances_start(&c, &s, &idem, &again, &err), WF_OK);
     ck_assert(!idem.replayed);
 }
 END_TEST
@@ -709,7 +710,7 @@ start_vars(const char *vars)
     wf_start_spec s = {.definition_key = "leave", .variables_json = vars};
     wf_instance_row root;
     wf_error err;
-    ck_assert_int_eq(wf_referral_start(&c, &s, NULL, &root, &err), WF_OK);
+    ck_assert_int_eq(wf_instances_start(&c, &s, NULL, &root, &err), WF_OK);
     return root.id;
 }
 
@@ -869,7 +870,7 @@ START_TEST(test_ids_expression_in_a_chain_reads_variables_when_the_join_fires)
     /* The join fires, the expression gives nothing: the completion is
      * refused and nothing changes. */
     wf_ref_completion c;
-    ck_assert_int_eq(wf_referral_complete(&alice, aa.tasks[0].id, "", NULL, &c, &err),
+    ck_assert_int_eq(wf_instances_complete_task(&alice, aa.tasks[0].id, "", NULL, &c, &err),
                      WF_E_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(err.msg, "on_all_completed \"B\""));
     wf_task_row t;
@@ -878,10 +879,10 @@ START_TEST(test_ids_expression_in_a_chain_reads_variables_when_the_join_fires)
 
     /* p1's output lands in P; now the join finds approvers there. */
     ck_assert_int_eq(
-        wf_referral_complete(&p1, pa.tasks[0].id, "{\"approvers\":[\"x\",\"y\"]}", NULL, &c, &err),
+        wf_instances_complete_task(&p1, pa.tasks[0].id, "{\"approvers\":[\"x\",\"y\"]}", NULL, &c, &err),
         WF_OK);
     ck_assert_ptr_null(c.next);
-    ck_assert_int_eq(wf_referral_complete(&alice, aa.tasks[0].id, "", NULL, &c, &err), WF_OK);
+    ck_assert_int_eq(wf_instances_complete_task(&alice, aa.tasks[0].id, "", NULL, &c, &err), WF_OK);
     ck_assert_ptr_nonnull(c.next);
     ck_assert_uint_eq(c.next->n_tasks, 2);
     ck_assert_str_eq(c.next->tasks[0].assignee_id, "x");

@@ -18,17 +18,10 @@
 #include <string.h>
 
 #include "engine_json.h"
-#include "net_runtime_int.h"
 #include "referral_int.h"
 #include "wf_time.h"
 
 /* ---- shared helpers ----------------------------------------------------------- */
-
-static wf_store_ctx
-store_ctx(const wf_ref_ctx *ctx)
-{
-    return (wf_store_ctx){ctx->tenant, ctx->deadline_ms, ctx->arena};
-}
 
 static wf_code
 need_actor(const wf_ref_ctx *ctx, wf_error *err)
@@ -66,25 +59,25 @@ check_task_id(const char *id, wf_error *err)
  * root_hint: see wf_tx_lock_root_hint. */
 static wf_code
 open_work(const wf_ref_ctx *ctx, wf_tx *tx, const char *instance_id, const char *root_hint,
-          ref_work *w, wf_error *err)
+          wf_work *w, wf_error *err)
 {
     wf_aggregate agg;
     wf_code rc = wf_tx_lock_root_hint(tx, instance_id, root_hint, &agg, err);
     if (rc != WF_OK)
         return rc;
-    return wf_ref__work_init(w, ctx, &agg, err);
+    return wf_work_init(w, ctx, &agg, err);
 }
 
 static wf_code
-write_work(wf_tx *tx, const ref_work *w, wf_error *err)
+write_work(wf_tx *tx, const wf_work *w, wf_error *err)
 {
     wf_store_changes c;
-    wf_ref__work_changes(w, &c);
+    wf_work_changes(w, &c);
     return wf_tx_apply(tx, &c, err);
 }
 
 static char *
-new_id(ref_work *w)
+new_id(wf_work *w)
 {
     char *id = wf_arena_alloc(w->arena, WF_UUID_LEN + 1);
     if (id != NULL)
@@ -105,27 +98,23 @@ typedef struct start_op {
     const wf_start_spec *spec;
     const char *vars; /* normalised */
     wf_instance_row *out;
-    bool is_net;           /* the version to start is a NET (net_runtime.c) */
-    wf_definition_row net; /* that version */
 } start_op;
 
 /* The definition to start: the existing one, or a new AD_HOC version 1
  * for a key without any definition asked at version 0 (TaskFlow's Start),
  * unless auto-creation is off (wf_ref_ctx.no_auto_create). */
-static wf_code
-start_definition(wf_tx *tx, start_op *op, int32_t *version, wf_error *err)
+wf_code
+wf_referral_start_definition(const wf_ref_ctx *ctx, wf_tx *tx, const wf_start_spec *s,
+                             wf_definition_row *def, wf_error *err)
 {
-    const wf_start_spec *s = op->spec;
-    wf_definition_row def;
     bool found = false;
-    op->is_net = false;
-    wf_code rc = wf_tx_get_definition(tx, s->definition_key, s->version, &def, &found, err);
+    wf_code rc = wf_tx_get_definition(tx, s->definition_key, s->version, def, &found, err);
     if (rc != WF_OK)
         return rc;
     if (!found && s->version != 0)
         return wf_error_set(err, WF_E_DEFINITION_NOT_FOUND, "definition \"%s\" has no version %d",
                             s->definition_key, (int)s->version);
-    if (!found && op->ctx->no_auto_create)
+    if (!found && ctx->no_auto_create)
         return wf_error_set(err, WF_E_DEFINITION_NOT_FOUND, "definition \"%s\" does not exist",
                             s->definition_key);
     if (!found) {
@@ -134,76 +123,60 @@ start_definition(wf_tx *tx, start_op *op, int32_t *version, wf_error *err)
             .kind = WF_DEF_AD_HOC,
             .name = (char *)s->definition_key,
             .created_at = wf_now_us(),
-            .created_by = (char *)op->ctx->actor,
+            .created_by = (char *)ctx->actor,
         };
         /* A concurrent creator (or deploy of another kind) makes this
          * WF_E_CONFLICT; the retried unit of work then finds its
          * definition. */
-        rc = wf_tx_put_definition(tx, &nd, version, err);
+        int32_t version = 0;
+        rc = wf_tx_put_definition(tx, &nd, &version, err);
         if (rc == WF_E_DEFINITION_KIND_CONFLICT)
             rc = wf_error_set(err, WF_E_CONFLICT, "definition \"%s\" was deployed concurrently",
                               s->definition_key);
+        *def = nd;
+        def->version = version;
         return rc;
     }
-    if (WF_DEF_RUNS_NET(def.kind)) {
-        /* The net runtime picks the version (version 0: the newest one
-         * inside its validity window) and starts it. */
-        rc = wf_net__pick_version(tx, op->ctx->arena, s->version, &def, err);
-        if (rc != WF_OK)
-            return rc;
-        if (WF_DEF_RUNS_NET(def.kind)) {
-            op->is_net = true;
-            op->net = def;
-            *version = def.version;
-            return WF_OK;
-        }
-    }
-    int64_t now = wf_now_us();
-    if ((def.valid_from != 0 && now < def.valid_from) ||
-        (def.valid_until != 0 && now >= def.valid_until))
-        return wf_error_set(err, WF_E_DEFINITION_NOT_ACTIVE,
-                            "definition \"%s\" version %d is outside its validity window", def.key,
-                            (int)def.version);
-    *version = def.version;
     return WF_OK;
 }
 
 static wf_code
-start_body(wf_tx *tx, void *arg, wf_error *err)
+start_root(start_op *op, wf_tx *tx, const wf_definition_row *def, wf_error *err)
 {
-    start_op *op = arg;
     const wf_start_spec *s = op->spec;
-    int32_t version = 0;
-    ref_work w;
-    wf_code rc = start_definition(tx, op, &version, err);
-    if (rc == WF_OK && op->is_net)
-        return wf_net__start(op->ctx, tx, &op->net, s, op->vars, op->out, err);
-    if (rc == WF_OK)
-        rc = wf_ref__work_init(&w, op->ctx, NULL, err);
+    int32_t version = def->version;
+    wf_work w;
+    int64_t now = wf_now_us();
+    if ((def->valid_from != 0 && now < def->valid_from) ||
+        (def->valid_until != 0 && now >= def->valid_until))
+        return wf_error_set(err, WF_E_DEFINITION_NOT_ACTIVE,
+                            "definition \"%s\" version %d is outside its validity window",
+                            def->key, (int)def->version);
+    wf_code rc = wf_work_init(&w, op->ctx, NULL, err);
     if (rc != WF_OK)
         return rc;
-    char *id = s->instance_id != NULL ? wf_ref__strdup(&w, s->instance_id) : new_id(&w);
+    char *id = s->instance_id != NULL ? wf_work_strdup(&w, s->instance_id) : new_id(&w);
     if (id == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     bool has_agg = s->aggregate_type != NULL && s->aggregate_type[0] != '\0';
     wf_instance_row root = {
         .id = id,
         .tenant = (char *)op->ctx->tenant,
-        .definition_key = wf_ref__strdup(&w, s->definition_key),
+        .definition_key = wf_work_strdup(&w, s->definition_key),
         .definition_version = version,
         .root_id = id,
         .status = WF_INSTANCE_RUNNING,
         .variables_json = (char *)op->vars,
-        .aggregate_type = has_agg ? wf_ref__strdup(&w, s->aggregate_type) : NULL,
-        .aggregate_id = has_agg ? wf_ref__strdup(&w, s->aggregate_id) : NULL,
-        .started_by = wf_ref__strdup(&w, op->ctx->actor),
+        .aggregate_type = has_agg ? wf_work_strdup(&w, s->aggregate_type) : NULL,
+        .aggregate_id = has_agg ? wf_work_strdup(&w, s->aggregate_id) : NULL,
+        .started_by = wf_work_strdup(&w, op->ctx->actor),
         .created_at = w.now,
         .updated_at = w.now,
     };
     size_t i;
-    rc = wf_ref__add_instance(&w, &root, &i, err);
+    rc = wf_work_add_instance(&w, &root, &i, err);
     if (rc == WF_OK)
-        rc = wf_ref__event(&w, i, "INSTANCE_STARTED",
+        rc = wf_work_event(&w, i, "INSTANCE_STARTED",
                            json_pack("{s:s,s:i}", "definitionKey", root.definition_key,
                                      "definitionVersion", (int)version),
                            err);
@@ -238,35 +211,27 @@ printable_text(const char *s, size_t max)
     return true;
 }
 
-wf_code
-wf_ref__invalid(const wf_ref_ctx *ctx, const char *field, const char *msg, wf_error *err)
-{
-    if (ctx->violation != NULL)
-        ctx->violation(ctx->violation_arg, field, NULL, msg);
-    return wf_error_set(err, WF_E_INVALID_ARGUMENT, "%s %s", field, msg);
-}
-
 static wf_code
 check_start(const wf_ref_ctx *ctx, const wf_start_spec *s, wf_error *err)
 {
     bool has_type = s->aggregate_type != NULL && s->aggregate_type[0] != '\0';
     bool has_id = s->aggregate_id != NULL && s->aggregate_id[0] != '\0';
     if (!printable_key(s->definition_key, 128))
-        return wf_ref__invalid(ctx, "definition_key",
+        return wf_work_invalid(ctx, "definition_key",
                                "must be 1 to 128 printable characters without spaces", err);
     if (s->version < 0)
-        return wf_ref__invalid(ctx, "version", "must not be negative", err);
+        return wf_work_invalid(ctx, "version", "must not be negative", err);
     if (has_type != has_id)
-        return wf_ref__invalid(ctx, "aggregate", "needs both type and id, or neither", err);
+        return wf_work_invalid(ctx, "aggregate", "needs both type and id, or neither", err);
     if (has_type && !printable_text(s->aggregate_type, 128))
-        return wf_ref__invalid(ctx, "aggregate.type", "must be 1 to 128 printable characters", err);
+        return wf_work_invalid(ctx, "aggregate.type", "must be 1 to 128 printable characters", err);
     if (has_id && !printable_text(s->aggregate_id, 128))
-        return wf_ref__invalid(ctx, "aggregate.id", "must be 1 to 128 printable characters", err);
+        return wf_work_invalid(ctx, "aggregate.id", "must be 1 to 128 printable characters", err);
     return WF_OK;
 }
 
 wf_code
-wf_ref__check_start(const wf_ref_ctx *ctx, const wf_start_spec *spec, const char **vars,
+wf_referral_check_start(const wf_ref_ctx *ctx, const wf_start_spec *spec, const char **vars,
                     wf_error *err)
 {
     wf_code rc = need_actor(ctx, err);
@@ -278,23 +243,12 @@ wf_ref__check_start(const wf_ref_ctx *ctx, const wf_start_spec *spec, const char
 }
 
 wf_code
-wf_ref__start_in(const wf_ref_ctx *ctx, wf_tx *tx, const wf_start_spec *spec, const char *vars,
-                 wf_instance_row *out, wf_error *err)
+wf_referral_start_root(const wf_ref_ctx *ctx, wf_tx *tx, const wf_start_spec *spec,
+                       const char *vars, const wf_definition_row *def, wf_instance_row *out,
+                       wf_error *err)
 {
     start_op op = {.ctx = ctx, .spec = spec, .vars = vars, .out = out};
-    return start_body(tx, &op, err);
-}
-
-wf_code
-wf_referral_start(const wf_ref_ctx *ctx, const wf_start_spec *spec, wf_uow_idem *idem,
-                  wf_instance_row *out, wf_error *err)
-{
-    start_op op = {.ctx = ctx, .spec = spec, .out = out};
-    wf_code rc = wf_ref__check_start(ctx, spec, &op.vars, err);
-    if (rc != WF_OK)
-        return rc;
-    wf_store_ctx sc = store_ctx(ctx);
-    return wf_uow_run(ctx->store, &sc, idem, start_body, &op, out, err);
+    return start_root(&op, tx, def, err);
 }
 
 /* ---- AssignTo --------------------------------------------------------------------- */
@@ -322,7 +276,7 @@ referral_definition(wf_tx *tx, const char *key, int32_t *version, wf_error *err)
 
 /* The directory must know every assignee (static directories only). */
 static wf_code
-check_assignees(const ref_work *w, const wf_assign_spec *s, wf_error *err)
+check_assignees(const wf_work *w, const wf_assign_spec *s, wf_error *err)
 {
     const wf_directory *dir = w->ctx->dir;
     for (size_t i = 0; i < s->n_ids; i++) {
@@ -339,7 +293,7 @@ check_assignees(const ref_work *w, const wf_assign_spec *s, wf_error *err)
  * step fails the AssignTo rather than a later CompleteTask: assignees,
  * explicit definitions, explicit parents (which must be in this tree). */
 static wf_code
-precheck_chain(const ref_work *w, wf_tx *tx, const wf_assign_spec *s, wf_error *err)
+precheck_chain(const wf_work *w, wf_tx *tx, const wf_assign_spec *s, wf_error *err)
 {
     wf_code rc = WF_OK;
     for (; rc == WF_OK && s != NULL; s = s->next) {
@@ -348,7 +302,7 @@ precheck_chain(const ref_work *w, wf_tx *tx, const wf_assign_spec *s, wf_error *
         if (rc == WF_OK && s->definition_key != NULL && s->definition_key[0] != '\0')
             rc = referral_definition(tx, s->definition_key, &version, err);
         if (rc == WF_OK && s->parent_id != NULL && s->parent_id[0] != '\0' &&
-            wf_ref__find_instance(w, s->parent_id) == WF_REF_NONE)
+            wf_work_find_instance(w, s->parent_id) == WF_WORK_NONE)
             rc = wf_error_set(err, WF_E_INVALID_ARGUMENT,
                               "on_all_completed.parent_instance_id \"%.64s\" is not an instance "
                               "of this process tree",
@@ -358,7 +312,7 @@ precheck_chain(const ref_work *w, wf_tx *tx, const wf_assign_spec *s, wf_error *
 }
 
 static wf_code
-add_referral_task(ref_work *w, size_t child, const wf_assign_spec *s, const char *assignee,
+add_referral_task(wf_work *w, size_t child, const wf_assign_spec *s, const char *assignee,
                   const char *by, size_t *index, wf_error *err)
 {
     const wf_instance_row *c = &w->insts[child];
@@ -368,19 +322,19 @@ add_referral_task(ref_work *w, size_t child, const wf_assign_spec *s, const char
         .instance_id = c->id,
         .root_id = c->root_id,
         .definition_key = c->definition_key,
-        .title = wf_ref__strdup(w, s->title),
+        .title = wf_work_strdup(w, s->title),
         .assignee_kind = s->kind == WF_REF_ASSIGNEE_GROUP ? WF_ASSIGNEE_GROUP : WF_ASSIGNEE_USER,
-        .assignee_id = wf_ref__strdup(w, assignee),
+        .assignee_id = wf_work_strdup(w, assignee),
         .assigned_by = (char *)by,
         .status = WF_TASK_OPEN,
         .created_at = w->now,
     };
     if (t.id == NULL || t.title == NULL || t.assignee_id == NULL)
-        return wf_ref__nomem(err);
-    wf_code rc = wf_ref__add_task(w, &t, index, err);
+        return wf_work_nomem(err);
+    wf_code rc = wf_work_add_task(w, &t, index, err);
     if (rc != WF_OK)
         return rc;
-    return wf_ref__event(w, child, "TASK_CREATED",
+    return wf_work_event(w, child, "TASK_CREATED",
                          json_pack("{s:s,s:s,s:s}", "taskId", t.id, "assigneeKind",
                                    kind_name(t.assignee_kind), "assigneeId", t.assignee_id),
                          err);
@@ -388,7 +342,7 @@ add_referral_task(ref_work *w, size_t child, const wf_assign_spec *s, const char
 
 /* Builds the child row of a referral under parent p. */
 static wf_code
-make_child(ref_work *w, const wf_assign_spec *s, size_t p, const char *key, int32_t version,
+make_child(wf_work *w, const wf_assign_spec *s, size_t p, const char *key, int32_t version,
            const char *by, wf_instance_row *out, wf_error *err)
 {
     const char *vars;
@@ -399,14 +353,14 @@ make_child(ref_work *w, const wf_assign_spec *s, size_t p, const char *key, int3
     *out = (wf_instance_row){
         .id = new_id(w),
         .tenant = (char *)w->ctx->tenant,
-        .definition_key = wf_ref__strdup(w, key),
+        .definition_key = wf_work_strdup(w, key),
         .definition_version = version,
         .parent_id = parent->id,
         .root_id = parent->root_id,
         .status = WF_INSTANCE_RUNNING,
         .variables_json = (char *)vars,
         .started_by = (char *)by,
-        .title = wf_ref__strdup(w, s->title),
+        .title = wf_work_strdup(w, s->title),
         /* An unset join reads as ALL: the referral completes when all its
          * tasks are done, with or without a next step. */
         .join_mode = s->join_mode == WF_JOIN_NONE ? WF_JOIN_ALL : s->join_mode,
@@ -415,7 +369,7 @@ make_child(ref_work *w, const wf_assign_spec *s, size_t p, const char *key, int3
         .updated_at = w->now,
     };
     if (out->id == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     if (s->next != NULL)
         rc = wf_referral_spec_encode(w->arena, s->next, by, &out->on_all_completed,
                                      &out->on_all_completed_len, err);
@@ -430,7 +384,7 @@ make_child(ref_work *w, const wf_assign_spec *s, size_t p, const char *key, int3
  * output). A spec run by a join reports no field violations: the
  * CompleteTask that fired it has no such field. */
 static wf_code
-resolve_ids(ref_work *w, const wf_assign_spec *s, size_t p, bool joined, wf_assign_spec *out,
+resolve_ids(wf_work *w, const wf_assign_spec *s, size_t p, bool joined, wf_assign_spec *out,
             wf_error *err)
 {
     if (s->ids_expression == NULL || s->ids_expression[0] == '\0') {
@@ -454,14 +408,14 @@ resolve_ids(ref_work *w, const wf_assign_spec *s, size_t p, bool joined, wf_assi
 }
 
 wf_code
-wf_ref__assign(ref_work *w, const wf_assign_spec *s, wf_tx *tx, const char *default_parent,
+wf_referral__assign(wf_work *w, const wf_assign_spec *s, wf_tx *tx, const char *default_parent,
                bool joined, wf_ref_assignment *out, wf_error *err)
 {
     const char *parent_id =
         s->parent_id != NULL && s->parent_id[0] != '\0' ? s->parent_id : default_parent;
     const char *by = s->assigned_by != NULL ? s->assigned_by : w->ctx->actor;
-    size_t p = wf_ref__find_instance(w, parent_id);
-    if (p == WF_REF_NONE)
+    size_t p = wf_work_find_instance(w, parent_id);
+    if (p == WF_WORK_NONE)
         return wf_error_set(err, WF_E_INSTANCE_NOT_FOUND, "instance \"%.64s\" does not exist",
                             parent_id != NULL ? parent_id : "");
     if (w->insts[p].status != WF_INSTANCE_RUNNING)
@@ -484,9 +438,9 @@ wf_ref__assign(ref_work *w, const wf_assign_spec *s, wf_tx *tx, const char *defa
     if (rc == WF_OK)
         rc = make_child(w, &r, p, key, version, by, &child, err);
     if (rc == WF_OK)
-        rc = wf_ref__add_instance(w, &child, &c, err);
+        rc = wf_work_add_instance(w, &child, &c, err);
     if (rc == WF_OK)
-        rc = wf_ref__event(w, c, "INSTANCE_STARTED",
+        rc = wf_work_event(w, c, "INSTANCE_STARTED",
                            json_pack("{s:s,s:i,s:s}", "definitionKey", key, "definitionVersion",
                                      (int)version, "parentInstanceId", w->insts[p].id),
                            err);
@@ -503,7 +457,7 @@ wf_ref__assign(ref_work *w, const wf_assign_spec *s, wf_tx *tx, const char *defa
     out->n_tasks = w->n_tasks - first;
     out->tasks = wf_arena_calloc(w->arena, out->n_tasks + 1, sizeof *out->tasks);
     if (out->tasks == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     memcpy(out->tasks, &w->tasks[first], out->n_tasks * sizeof *out->tasks);
     return WF_OK;
 }
@@ -518,10 +472,10 @@ static wf_code
 assign_body(wf_tx *tx, void *arg, wf_error *err)
 {
     assign_op *op = arg;
-    ref_work w;
+    wf_work w;
     wf_code rc = open_work(op->ctx, tx, op->spec->parent_id, NULL, &w, err);
     if (rc == WF_OK)
-        rc = wf_ref__assign(&w, op->spec, tx, NULL, false, op->out, err);
+        rc = wf_referral__assign(&w, op->spec, tx, NULL, false, op->out, err);
     if (rc == WF_OK)
         rc = write_work(tx, &w, err);
     return rc;
@@ -539,7 +493,7 @@ wf_referral_assign(const wf_ref_ctx *ctx, const wf_assign_spec *spec, wf_uow_ide
         rc = check_instance_id(spec->parent_id, err);
     if (rc != WF_OK)
         return rc;
-    wf_store_ctx sc = store_ctx(ctx);
+    wf_store_ctx sc = wf_work_store_ctx(ctx);
     return wf_uow_run(ctx->store, &sc, idem, assign_body, &op, out, err);
 }
 
@@ -554,26 +508,27 @@ typedef struct task_op {
     wf_task_op op;
     const char *patch; /* CompleteTask / CompleteAndEnd output variables */
     void *out;
-    const char *transition_id; /* of the task: a net task (net_runtime.c) */
 } task_op;
 
 /* Finds the task's instance (which never changes) before the unit of
  * work, since the lock is taken by instance. */
-static wf_code
-locate_task(const wf_ref_ctx *ctx, task_op *op, wf_error *err)
+wf_code
+wf_referral_locate_task(const wf_ref_ctx *ctx, const char *task_id, wf_ref_task_at *out,
+                        wf_error *err)
 {
     wf_code rc = need_actor(ctx, err);
     if (rc == WF_OK)
-        rc = check_task_id(op->task_id, err);
+        rc = check_task_id(task_id, err);
     if (rc != WF_OK)
         return rc;
-    wf_store_ctx sc = store_ctx(ctx);
+    wf_store_ctx sc = wf_work_store_ctx(ctx);
     wf_task_row t;
-    rc = wf_store_get_task(ctx->store, &sc, op->task_id, &t, err);
+    rc = wf_store_get_task(ctx->store, &sc, task_id, &t, err);
     if (rc == WF_OK) {
-        op->instance_id = t.instance_id;
-        op->root_id = t.root_id;
-        op->transition_id = t.transition_id;
+        out->task_id = task_id;
+        out->instance_id = t.instance_id;
+        out->root_id = t.root_id;
+        out->transition_id = t.transition_id;
     }
     return rc;
 }
@@ -581,15 +536,15 @@ locate_task(const wf_ref_ctx *ctx, task_op *op, wf_error *err)
 /* Locks the tree of the task and applies the permission rules of op.
  * *t and *i are the task's and its instance's indexes. */
 static wf_code
-open_task(task_op *op, wf_tx *tx, ref_work *w, size_t *t, size_t *i, wf_error *err)
+open_task(task_op *op, wf_tx *tx, wf_work *w, size_t *t, size_t *i, wf_error *err)
 {
     const wf_ref_ctx *ctx = op->ctx;
     wf_code rc = open_work(ctx, tx, op->instance_id, op->root_id, w, err);
     if (rc != WF_OK)
         return rc;
-    *t = wf_ref__find_task(w, op->task_id);
-    *i = *t != WF_REF_NONE ? wf_ref__find_instance(w, w->tasks[*t].instance_id) : WF_REF_NONE;
-    if (*t == WF_REF_NONE || *i == WF_REF_NONE)
+    *t = wf_work_find_task(w, op->task_id);
+    *i = *t != WF_WORK_NONE ? wf_work_find_instance(w, w->tasks[*t].instance_id) : WF_WORK_NONE;
+    if (*t == WF_WORK_NONE || *i == WF_WORK_NONE)
         return wf_error_set(err, WF_E_TASK_NOT_FOUND, "task \"%s\" does not exist", op->task_id);
     const wf_task_row *task = &w->tasks[*t];
     bool member =
@@ -610,7 +565,7 @@ static wf_code
 claim_body(wf_tx *tx, void *arg, wf_error *err)
 {
     task_op *op = arg;
-    ref_work w;
+    wf_work w;
     size_t t, i;
     wf_code rc = open_task(op, tx, &w, &t, &i, err);
     if (rc != WF_OK)
@@ -618,10 +573,10 @@ claim_body(wf_tx *tx, void *arg, wf_error *err)
     wf_task_row *task = &w.tasks[t];
     if (task->status == WF_TASK_OPEN) {
         task->status = WF_TASK_CLAIMED;
-        task->claimed_by = wf_ref__strdup(&w, op->ctx->actor);
-        wf_ref__touch_task(&w, t);
-        wf_ref__touch_instance(&w, i);
-        rc = wf_ref__event(
+        task->claimed_by = wf_work_strdup(&w, op->ctx->actor);
+        wf_work_touch_task(&w, t);
+        wf_work_touch_instance(&w, i);
+        rc = wf_work_event(
             &w, i, "TASK_CLAIMED",
             json_pack("{s:s,s:s}", "taskId", task->id, "claimedBy", task->claimed_by), err);
         if (rc == WF_OK)
@@ -636,7 +591,7 @@ static wf_code
 release_body(wf_tx *tx, void *arg, wf_error *err)
 {
     task_op *op = arg;
-    ref_work w;
+    wf_work w;
     size_t t, i;
     wf_code rc = open_task(op, tx, &w, &t, &i, err);
     if (rc != WF_OK)
@@ -644,9 +599,9 @@ release_body(wf_tx *tx, void *arg, wf_error *err)
     wf_task_row *task = &w.tasks[t];
     task->status = WF_TASK_OPEN;
     task->claimed_by = NULL;
-    wf_ref__touch_task(&w, t);
-    wf_ref__touch_instance(&w, i);
-    rc = wf_ref__event(&w, i, "TASK_RELEASED", json_pack("{s:s}", "taskId", task->id), err);
+    wf_work_touch_task(&w, t);
+    wf_work_touch_instance(&w, i);
+    rc = wf_work_event(&w, i, "TASK_RELEASED", json_pack("{s:s}", "taskId", task->id), err);
     if (rc == WF_OK)
         rc = write_work(tx, &w, err);
     if (rc == WF_OK)
@@ -654,24 +609,25 @@ release_body(wf_tx *tx, void *arg, wf_error *err)
     return rc;
 }
 
-static wf_code complete_body(wf_tx *tx, void *arg, wf_error *err);
-static wf_code end_body(wf_tx *tx, void *arg, wf_error *err);
+static wf_code
+run_located(const wf_ref_ctx *ctx, task_op *op, wf_uow_body_fn body, wf_uow_idem *idem,
+            wf_error *err)
+{
+    wf_store_ctx sc = wf_work_store_ctx(ctx);
+    return wf_uow_run(ctx->store, &sc, idem, body, op, op->out, err);
+}
 
 static wf_code
 run_task_op(const wf_ref_ctx *ctx, task_op *op, wf_uow_body_fn body, wf_uow_idem *idem,
             wf_error *err)
 {
-    wf_code rc = locate_task(ctx, op, err);
+    wf_ref_task_at at;
+    wf_code rc = wf_referral_locate_task(ctx, op->task_id, &at, err);
     if (rc != WF_OK)
         return rc;
-    if (op->transition_id != NULL && body == complete_body)
-        return wf_net__complete_task(ctx, op->task_id, op->instance_id, op->root_id, op->patch,
-                                     idem, op->out, err);
-    if (op->transition_id != NULL && body == end_body)
-        return wf_net__complete_and_end(ctx, op->task_id, op->instance_id, op->root_id, op->patch,
-                                        idem, op->out, err);
-    wf_store_ctx sc = store_ctx(ctx);
-    return wf_uow_run(ctx->store, &sc, idem, body, op, op->out, err);
+    op->instance_id = at.instance_id;
+    op->root_id = at.root_id;
+    return run_located(ctx, op, body, idem, err);
 }
 
 wf_code
@@ -691,7 +647,7 @@ wf_referral_release(const wf_ref_ctx *ctx, const char *task_id, wf_uow_idem *ide
 }
 
 wf_code
-wf_ref__complete_task(ref_work *w, size_t t, size_t i, const char *patch, wf_error *err)
+wf_referral_done_task(wf_work *w, size_t t, size_t i, const char *patch, wf_error *err)
 {
     wf_task_row *task = &w->tasks[t];
     wf_instance_row *in = &w->insts[i];
@@ -700,12 +656,12 @@ wf_ref__complete_task(ref_work *w, size_t t, size_t i, const char *patch, wf_err
     if (rc != WF_OK)
         return rc;
     in->variables_json = (char *)merged;
-    wf_ref__touch_instance(w, i);
+    wf_work_touch_instance(w, i);
     task->status = WF_TASK_DONE;
-    task->completed_by = wf_ref__strdup(w, w->ctx->actor);
+    task->completed_by = wf_work_strdup(w, w->ctx->actor);
     task->ended_at = w->now;
-    wf_ref__touch_task(w, t);
-    return wf_ref__event(w, i, "TASK_COMPLETED",
+    wf_work_touch_task(w, t);
+    return wf_work_event(w, i, "TASK_COMPLETED",
                          json_pack("{s:s,s:s,s:s*}", "taskId", task->id, "completedBy",
                                    task->completed_by, "transitionId", task->transition_id),
                          err);
@@ -725,12 +681,12 @@ pending(const wf_task_row *t)
  * parent that has already completed (its own join fired first) hands the
  * step up towards the root. NULL when nothing above is running. */
 static const char *
-running_ancestor(ref_work *w, size_t c)
+running_ancestor(wf_work *w, size_t c)
 {
     const char *id = w->insts[c].parent_id;
     while (id != NULL) {
-        size_t p = wf_ref__find_instance(w, id);
-        if (p == WF_REF_NONE)
+        size_t p = wf_work_find_instance(w, id);
+        if (p == WF_WORK_NONE)
             return NULL;
         if (w->insts[p].status == WF_INSTANCE_RUNNING)
             return id;
@@ -740,7 +696,7 @@ running_ancestor(ref_work *w, size_t c)
 }
 
 static wf_code
-fire_join(ref_work *w, wf_tx *tx, size_t c, wf_ref_assignment **next, wf_error *err)
+fire_join(wf_work *w, wf_tx *tx, size_t c, wf_ref_assignment **next, wf_error *err)
 {
     wf_instance_row *in = &w->insts[c];
     wf_ref_counts counts;
@@ -752,9 +708,9 @@ fire_join(ref_work *w, wf_tx *tx, size_t c, wf_ref_assignment **next, wf_error *
     wf_code rc = WF_OK;
     for (size_t t = 0; rc == WF_OK && t < w->n_tasks; t++)
         if (strcmp(w->tasks[t].instance_id, in->id) == 0 && pending(&w->tasks[t]))
-            rc = wf_ref__cancel_task(w, t, err);
+            rc = wf_referral_cancel_task(w, t, err);
     if (rc == WF_OK)
-        rc = wf_ref__finish_instance(w, c, WF_INSTANCE_COMPLETED, NULL, err);
+        rc = wf_referral_finish_instance(w, c, WF_INSTANCE_COMPLETED, NULL, err);
     if (rc != WF_OK)
         return rc;
     in = &w->insts[c];
@@ -768,9 +724,9 @@ fire_join(ref_work *w, wf_tx *tx, size_t c, wf_ref_assignment **next, wf_error *
         return rc;
     *next = wf_arena_calloc(w->arena, 1, sizeof **next);
     if (*next == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     /* "" as parent: see running_ancestor. */
-    return wf_ref__assign(w, spec, tx, running_ancestor(w, c), true, *next, err);
+    return wf_referral__assign(w, spec, tx, running_ancestor(w, c), true, *next, err);
 }
 
 static wf_code
@@ -778,12 +734,12 @@ complete_body(wf_tx *tx, void *arg, wf_error *err)
 {
     task_op *op = arg;
     wf_ref_completion *out = op->out;
-    ref_work w;
+    wf_work w;
     size_t t, i;
     out->next = NULL;
     wf_code rc = open_task(op, tx, &w, &t, &i, err);
     if (rc == WF_OK)
-        rc = wf_ref__complete_task(&w, t, i, op->patch, err);
+        rc = wf_referral_done_task(&w, t, i, op->patch, err);
     if (rc == WF_OK)
         rc = fire_join(&w, tx, i, &out->next, err);
     if (rc == WF_OK)
@@ -796,46 +752,48 @@ complete_body(wf_tx *tx, void *arg, wf_error *err)
 }
 
 wf_code
-wf_referral_complete(const wf_ref_ctx *ctx, const char *task_id, const char *variables_json,
-                     wf_uow_idem *idem, wf_ref_completion *out, wf_error *err)
+wf_referral_complete_at(const wf_ref_ctx *ctx, const wf_ref_task_at *at, const char *patch,
+                        wf_uow_idem *idem, wf_ref_completion *out, wf_error *err)
 {
-    task_op op = {.ctx = ctx, .task_id = task_id, .op = WF_TASK_OP_COMPLETE, .out = out};
-    wf_code rc =
-        wf_engine_json_object(ctx->arena, variables_json, "variables_json", &op.patch, err);
-    if (rc != WF_OK)
-        return rc;
-    return run_task_op(ctx, &op, complete_body, idem, err);
+    task_op op = {.ctx = ctx,
+                  .task_id = at->task_id,
+                  .instance_id = at->instance_id,
+                  .root_id = at->root_id,
+                  .op = WF_TASK_OP_COMPLETE,
+                  .patch = patch,
+                  .out = out};
+    return run_located(ctx, &op, complete_body, idem, err);
 }
 
 /* ---- CompleteAndEnd ---------------------------------------------------------------- */
 
 wf_code
-wf_ref__cancel_pending_except(ref_work *w, size_t keep, wf_ref_end *out, wf_error *err)
+wf_referral_cancel_pending_except(wf_work *w, size_t keep, wf_ref_end *out, wf_error *err)
 {
     wf_code rc = WF_OK;
     out->cancelled = wf_arena_calloc(w->arena, w->n_tasks + 1, sizeof *out->cancelled);
     if (out->cancelled == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     for (size_t t = 0; rc == WF_OK && t < w->n_tasks; t++) {
         if (t == keep || !pending(&w->tasks[t]))
             continue;
-        rc = wf_ref__cancel_task(w, t, err);
+        rc = wf_referral_cancel_task(w, t, err);
         out->cancelled[out->n_cancelled++] = w->tasks[t];
     }
     return rc;
 }
 
 wf_code
-wf_ref__complete_tree(ref_work *w, size_t root, wf_error *err)
+wf_referral_complete_tree(wf_work *w, size_t root, wf_error *err)
 {
     wf_code rc = WF_OK;
     /* Descendants first, the root last: the root's INSTANCE_COMPLETED is
      * the final event of the process. */
     for (size_t k = 0; rc == WF_OK && k < w->n_insts; k++)
         if (k != root && w->insts[k].status == WF_INSTANCE_RUNNING)
-            rc = wf_ref__finish_instance(w, k, WF_INSTANCE_COMPLETED, NULL, err);
+            rc = wf_referral_finish_instance(w, k, WF_INSTANCE_COMPLETED, NULL, err);
     if (rc == WF_OK)
-        rc = wf_ref__finish_instance(w, root, WF_INSTANCE_COMPLETED, NULL, err);
+        rc = wf_referral_finish_instance(w, root, WF_INSTANCE_COMPLETED, NULL, err);
     return rc;
 }
 
@@ -844,21 +802,21 @@ end_body(wf_tx *tx, void *arg, wf_error *err)
 {
     task_op *op = arg;
     wf_ref_end *out = op->out;
-    ref_work w;
+    wf_work w;
     size_t t, i;
     out->n_cancelled = 0;
     wf_code rc = open_task(op, tx, &w, &t, &i, err);
     if (rc != WF_OK)
         return rc;
-    size_t root = wf_ref__find_instance(&w, w.insts[i].root_id);
-    if (root == WF_REF_NONE || w.insts[root].status != WF_INSTANCE_RUNNING)
+    size_t root = wf_work_find_instance(&w, w.insts[i].root_id);
+    if (root == WF_WORK_NONE || w.insts[root].status != WF_INSTANCE_RUNNING)
         return wf_error_set(err, WF_E_INSTANCE_NOT_RUNNING, "instance \"%s\" is not running",
                             w.insts[i].root_id);
-    rc = wf_ref__complete_task(&w, t, i, op->patch, err);
+    rc = wf_referral_done_task(&w, t, i, op->patch, err);
     if (rc == WF_OK)
-        rc = wf_ref__cancel_pending_except(&w, t, out, err);
+        rc = wf_referral_cancel_pending_except(&w, t, out, err);
     if (rc == WF_OK)
-        rc = wf_ref__complete_tree(&w, root, err);
+        rc = wf_referral_complete_tree(&w, root, err);
     if (rc == WF_OK)
         rc = write_work(tx, &w, err);
     if (rc == WF_OK) {
@@ -869,15 +827,17 @@ end_body(wf_tx *tx, void *arg, wf_error *err)
 }
 
 wf_code
-wf_referral_complete_and_end(const wf_ref_ctx *ctx, const char *task_id, const char *variables_json,
-                             wf_uow_idem *idem, wf_ref_end *out, wf_error *err)
+wf_referral_end_at(const wf_ref_ctx *ctx, const wf_ref_task_at *at, const char *patch,
+                   wf_uow_idem *idem, wf_ref_end *out, wf_error *err)
 {
-    task_op op = {.ctx = ctx, .task_id = task_id, .op = WF_TASK_OP_COMPLETE, .out = out};
-    wf_code rc =
-        wf_engine_json_object(ctx->arena, variables_json, "variables_json", &op.patch, err);
-    if (rc != WF_OK)
-        return rc;
-    return run_task_op(ctx, &op, end_body, idem, err);
+    task_op op = {.ctx = ctx,
+                  .task_id = at->task_id,
+                  .instance_id = at->instance_id,
+                  .root_id = at->root_id,
+                  .op = WF_TASK_OP_COMPLETE,
+                  .patch = patch,
+                  .out = out};
+    return run_located(ctx, &op, end_body, idem, err);
 }
 
 /* ---- CancelInstance -------------------------------------------------------------------- */
@@ -898,18 +858,18 @@ cancellable(wf_instance_status s)
 /* Removes the jobs, timers and signal subscriptions of the subtree of a
  * (net work that has no meaning once the instance is cancelled). */
 static wf_code
-drop_net_rows(ref_work *w, const wf_aggregate *agg, size_t a, wf_error *err)
+drop_net_rows(wf_work *w, const wf_aggregate *agg, size_t a, wf_error *err)
 {
     wf_code rc = WF_OK;
     for (size_t k = 0; rc == WF_OK && k < agg->n_jobs; k++)
-        if (wf_ref__in_subtree(w, wf_ref__find_instance(w, agg->jobs[k].instance_id), a))
-            rc = wf_ref__del(w, &w->del_jobs, &w->n_del_jobs, agg->jobs[k].id, err);
+        if (wf_work_in_subtree(w, wf_work_find_instance(w, agg->jobs[k].instance_id), a))
+            rc = wf_work_del(w, &w->del_jobs, &w->n_del_jobs, agg->jobs[k].id, err);
     for (size_t k = 0; rc == WF_OK && k < agg->n_timers; k++)
-        if (wf_ref__in_subtree(w, wf_ref__find_instance(w, agg->timers[k].instance_id), a))
-            rc = wf_ref__del(w, &w->del_timers, &w->n_del_timers, agg->timers[k].id, err);
+        if (wf_work_in_subtree(w, wf_work_find_instance(w, agg->timers[k].instance_id), a))
+            rc = wf_work_del(w, &w->del_timers, &w->n_del_timers, agg->timers[k].id, err);
     for (size_t k = 0; rc == WF_OK && k < agg->n_subscriptions; k++)
-        if (wf_ref__in_subtree(w, wf_ref__find_instance(w, agg->subscriptions[k].instance_id), a))
-            rc = wf_ref__del(w, &w->del_subs, &w->n_del_subs, agg->subscriptions[k].id, err);
+        if (wf_work_in_subtree(w, wf_work_find_instance(w, agg->subscriptions[k].instance_id), a))
+            rc = wf_work_del(w, &w->del_subs, &w->n_del_subs, agg->subscriptions[k].id, err);
     return rc;
 }
 
@@ -918,14 +878,14 @@ cancel_body(wf_tx *tx, void *arg, wf_error *err)
 {
     cancel_op *op = arg;
     wf_aggregate agg;
-    ref_work w;
+    wf_work w;
     wf_code rc = wf_tx_lock_root(tx, op->instance_id, &agg, err);
     if (rc == WF_OK)
-        rc = wf_ref__work_init(&w, op->ctx, &agg, err);
+        rc = wf_work_init(&w, op->ctx, &agg, err);
     if (rc != WF_OK)
         return rc;
-    size_t a = wf_ref__find_instance(&w, op->instance_id);
-    if (a == WF_REF_NONE)
+    size_t a = wf_work_find_instance(&w, op->instance_id);
+    if (a == WF_WORK_NONE)
         return wf_error_set(err, WF_E_INSTANCE_NOT_FOUND, "instance \"%s\" does not exist",
                             op->instance_id);
     if (!cancellable(w.insts[a].status))
@@ -933,16 +893,16 @@ cancel_body(wf_tx *tx, void *arg, wf_error *err)
                             op->instance_id);
     for (size_t t = 0; rc == WF_OK && t < w.n_tasks; t++)
         if (pending(&w.tasks[t]) &&
-            wf_ref__in_subtree(&w, wf_ref__find_instance(&w, w.tasks[t].instance_id), a))
-            rc = wf_ref__cancel_task(&w, t, err);
+            wf_work_in_subtree(&w, wf_work_find_instance(&w, w.tasks[t].instance_id), a))
+            rc = wf_referral_cancel_task(&w, t, err);
     if (rc == WF_OK)
         rc = drop_net_rows(&w, &agg, a, err);
     /* Descendants (created after their parents) newest first, then a. */
     for (size_t k = w.n_insts; rc == WF_OK && k-- > 0;)
-        if (k != a && cancellable(w.insts[k].status) && wf_ref__in_subtree(&w, k, a))
-            rc = wf_ref__finish_instance(&w, k, WF_INSTANCE_CANCELLED, op->reason, err);
+        if (k != a && cancellable(w.insts[k].status) && wf_work_in_subtree(&w, k, a))
+            rc = wf_referral_finish_instance(&w, k, WF_INSTANCE_CANCELLED, op->reason, err);
     if (rc == WF_OK)
-        rc = wf_ref__finish_instance(&w, a, WF_INSTANCE_CANCELLED, op->reason, err);
+        rc = wf_referral_finish_instance(&w, a, WF_INSTANCE_CANCELLED, op->reason, err);
     if (rc == WF_OK)
         rc = write_work(tx, &w, err);
     if (rc == WF_OK)
@@ -965,6 +925,35 @@ wf_referral_cancel(const wf_ref_ctx *ctx, const char *instance_id, const char *r
     if (compensate)
         return wf_error_set(err, WF_E_UNIMPLEMENTED,
                             "compensation is not supported by this version of the service");
-    wf_store_ctx sc = store_ctx(ctx);
+    wf_store_ctx sc = wf_work_store_ctx(ctx);
     return wf_uow_run(ctx->store, &sc, idem, cancel_body, &op, out, err);
+}
+
+/* ---- state changes every rule shares ------------------------------------------ */
+
+wf_code
+wf_referral_cancel_task(wf_work *w, size_t t, wf_error *err)
+{
+    wf_task_row *task = &w->tasks[t];
+    task->status = WF_TASK_CANCELLED;
+    task->ended_at = w->now;
+    wf_work_touch_task(w, t);
+    size_t i = wf_work_find_instance(w, task->instance_id);
+    if (i == WF_WORK_NONE)
+        return wf_error_set(err, WF_E_INTERNAL, "task \"%s\" has no instance", task->id);
+    return wf_work_event(w, i, "TASK_CANCELLED", json_pack("{s:s}", "taskId", task->id), err);
+}
+
+wf_code
+wf_referral_finish_instance(wf_work *w, size_t i, wf_instance_status status, const char *reason,
+                        wf_error *err)
+{
+    wf_instance_row *in = &w->insts[i];
+    in->status = status;
+    in->ended_at = w->now;
+    wf_work_touch_instance(w, i);
+    if (status == WF_INSTANCE_CANCELLED)
+        return wf_work_event(w, i, "INSTANCE_CANCELLED",
+                             json_pack("{s:s}", "reason", reason != NULL ? reason : ""), err);
+    return wf_work_event(w, i, "INSTANCE_COMPLETED", json_object(), err);
 }

@@ -23,32 +23,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "directory.h"
 #include "store.h"
 #include "uow.h"
-
-/* Receives one field violation (google.rpc.BadRequest) of a request: field
- * is the request path, reason a stable code (NULL = the reason of the
- * error the call fails with). */
-typedef void (*wf_ref_violation_fn)(void *arg, const char *field, const char *reason,
-                                    const char *description);
-
-/* Who calls and with what. Borrowed for the duration of one engine call. */
-typedef struct wf_ref_ctx {
-    wf_store *store;
-    const wf_directory *dir;       /* NULL = open directory */
-    const char *tenant;            /* required */
-    const char *actor;             /* x-actor-id; NULL when absent */
-    const char *actor_groups;      /* trusted x-actor-groups (comma list); NULL otherwise */
-    int64_t deadline_ms;           /* monotonic ms, 0 = none */
-    wf_arena *arena;               /* receives every result */
-    wf_ref_violation_fn violation; /* optional sink for field violations */
-    void *violation_arg;
-    /* WF_AUTO_CREATE_DEFINITIONS=false: StartInstance of a key without any
-     * definition fails DEFINITION_NOT_FOUND instead of creating an AD_HOC
-     * version 1. */
-    bool no_auto_create;
-} wf_ref_ctx;
+#include "work.h"
 
 /* ---- requests ------------------------------------------------------------ */
 
@@ -137,11 +114,24 @@ typedef struct wf_ref_instance_view {
 
 /* ---- mutations (one unit of work each; idem may be NULL) ------------------ */
 
-/* StartInstance: an AD_HOC root (the definition is created at version 1
- * when the key is unknown and version is 0). NET definitions answer
- * WF_E_UNIMPLEMENTED until the net engine takes them. */
-wf_code wf_referral_start(const wf_ref_ctx *ctx, const wf_start_spec *spec, wf_uow_idem *idem,
-                          wf_instance_row *out, wf_error *err);
+/* StartInstance's checks of spec (actor, key, version, aggregate) and its
+ * variables, normalised into *vars; violations go to ctx->violation. */
+wf_code wf_referral_check_start(const wf_ref_ctx *ctx, const wf_start_spec *spec,
+                                const char **vars, wf_error *err);
+
+/* The definition StartInstance starts, inside tx: key at spec->version,
+ * or a new AD_HOC version 1 when the key has none, version 0 is asked and
+ * auto-creation is on. A NET definition is the runtime's to start
+ * (wf_net_start_in). */
+wf_code wf_referral_start_definition(const wf_ref_ctx *ctx, wf_tx *tx, const wf_start_spec *spec,
+                                     wf_definition_row *def, wf_error *err);
+
+/* Starts an AD_HOC root of def inside tx (spec checked, vars normalised):
+ * DEFINITION_NOT_ACTIVE outside def's validity window, else the root row
+ * and INSTANCE_STARTED. */
+wf_code wf_referral_start_root(const wf_ref_ctx *ctx, wf_tx *tx, const wf_start_spec *spec,
+                               const char *vars, const wf_definition_row *def,
+                               wf_instance_row *out, wf_error *err);
 
 /* AssignTo. */
 wf_code wf_referral_assign(const wf_ref_ctx *ctx, const wf_assign_spec *spec, wf_uow_idem *idem,
@@ -153,16 +143,30 @@ wf_code wf_referral_claim(const wf_ref_ctx *ctx, const char *task_id, wf_uow_ide
 wf_code wf_referral_release(const wf_ref_ctx *ctx, const char *task_id, wf_uow_idem *idem,
                             wf_task_row *out, wf_error *err);
 
-/* CompleteTask: merges variables_json into the task's instance and fires
- * the referral's join when it is met. */
-wf_code wf_referral_complete(const wf_ref_ctx *ctx, const char *task_id, const char *variables_json,
-                             wf_uow_idem *idem, wf_ref_completion *out, wf_error *err);
+/* A task located before its unit of work (the lock is taken by instance):
+ * its instance and root, and its transition (NULL = a referral task; else
+ * a task of a net's USER transition, completed by the runtime). */
+typedef struct wf_ref_task_at {
+    const char *task_id;
+    const char *instance_id;
+    const char *root_id;
+    const char *transition_id;
+} wf_ref_task_at;
 
-/* CompleteAndEnd: completes the task, cancels every other pending task of
- * the tree, completes the root and every running descendant. */
-wf_code wf_referral_complete_and_end(const wf_ref_ctx *ctx, const char *task_id,
-                                     const char *variables_json, wf_uow_idem *idem, wf_ref_end *out,
-                                     wf_error *err);
+/* Checks the actor and task_id and reads the task's location. */
+wf_code wf_referral_locate_task(const wf_ref_ctx *ctx, const char *task_id, wf_ref_task_at *out,
+                                wf_error *err);
+
+/* CompleteTask of a located referral task: merges patch (normalised JSON)
+ * into the task's instance and fires the referral's join when it is met. */
+wf_code wf_referral_complete_at(const wf_ref_ctx *ctx, const wf_ref_task_at *at, const char *patch,
+                                wf_uow_idem *idem, wf_ref_completion *out, wf_error *err);
+
+/* CompleteAndEnd of a located referral task: completes the task, cancels
+ * every other pending task of the tree, completes the root and every
+ * running descendant. */
+wf_code wf_referral_end_at(const wf_ref_ctx *ctx, const wf_ref_task_at *at, const char *patch,
+                           wf_uow_idem *idem, wf_ref_end *out, wf_error *err);
 
 /* CancelInstance: the instance and all its descendants. compensate is a
  * plain cancel for ad-hoc trees (nets compensate in net_runtime_saga.c);
@@ -282,5 +286,24 @@ wf_code wf_referral_spec_encode(wf_arena *arena, const wf_assign_spec *spec, con
 /* Decodes wf_referral_spec_encode output into arena. */
 wf_code wf_referral_spec_decode(wf_arena *arena, const unsigned char *bytes, size_t len,
                                 wf_assign_spec **out, wf_error *err);
+
+/* ---- rules on a working set (work.h), shared with the net runtime --------- */
+
+/* Task state changes, each with its event. */
+wf_code wf_referral_cancel_task(wf_work *w, size_t t, wf_error *err);
+
+/* Marks task t DONE by the actor (TASK_COMPLETED, with the transition of
+ * a net task) and merges the output patch into instance i. Shared by
+ * CompleteTask and CompleteAndEnd, of referrals and of nets. */
+wf_code wf_referral_done_task(wf_work *w, size_t t, size_t i, const char *patch, wf_error *err);
+
+/* The end of CompleteAndEnd, once task keep is done: every other OPEN or
+ * CLAIMED task of the tree is CANCELLED (listed in out->cancelled); then
+ * wf_referral_complete_tree: every running instance but root COMPLETED, then
+ * root (its INSTANCE_COMPLETED is the last event of the process). */
+wf_code wf_referral_cancel_pending_except(wf_work *w, size_t keep, wf_ref_end *out, wf_error *err);
+wf_code wf_referral_complete_tree(wf_work *w, size_t root, wf_error *err);
+wf_code wf_referral_finish_instance(wf_work *w, size_t i, wf_instance_status status,
+                                const char *reason, wf_error *err);
 
 #endif /* WF_REFERRAL_H */

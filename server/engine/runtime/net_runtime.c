@@ -75,12 +75,6 @@ new_id(wf_arena *a)
     return id;
 }
 
-wf_store_ctx
-wf_nw_store_ctx(const wf_ref_ctx *ctx)
-{
-    return (wf_store_ctx){ctx->tenant, ctx->deadline_ms, ctx->arena};
-}
-
 char *
 wf_nw_time_text(wf_arena *a, int64_t us)
 {
@@ -141,7 +135,7 @@ rows_add(wf_arena *a, nw_rows *r, const void *row, size_t elem, unsigned char fl
          wf_error *err)
 {
     if (!rows_grow(a, r, r->n + 1, elem))
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     memcpy((char *)r->rows + r->n * elem, row, elem);
     r->flags[r->n] = flags;
     if (index != NULL)
@@ -164,7 +158,7 @@ wf_nw_find(const net_work *w, const nw_rows *r, size_t elem, const char *id)
     for (size_t i = 0; id != NULL && i < r->n; i++)
         if (!(r->flags[i] & NW_GONE) && same(row_id(r, elem, i), id))
             return i;
-    return WF_REF_NONE;
+    return WF_WORK_NONE;
 }
 
 bool
@@ -274,16 +268,16 @@ wf_nw_open(net_work *w, const wf_ref_ctx *ctx, wf_tx *tx, const char *instance_i
     memset(w, 0, sizeof *w);
     wf_aggregate *agg = wf_arena_calloc(ctx->arena, 1, sizeof *agg);
     if (agg == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     wf_code rc = wf_tx_lock_root_hint(tx, instance_id, root_hint, agg, err);
     if (rc == WF_OK)
-        rc = wf_ref__work_init(&w->rw, ctx, agg, err);
+        rc = wf_work_init(&w->rw, ctx, agg, err);
     if (rc != WF_OK)
         return rc;
     w->tx = tx;
     w->agg = agg;
-    w->inst = wf_ref__find_instance(&w->rw, instance_id);
-    if (w->inst == WF_REF_NONE)
+    w->inst = wf_work_find_instance(&w->rw, instance_id);
+    if (w->inst == WF_WORK_NONE)
         return wf_error_set(err, WF_E_INSTANCE_NOT_FOUND, "instance \"%s\" does not exist",
                             instance_id);
     const wf_instance_row *in = &w->rw.insts[w->inst];
@@ -300,7 +294,7 @@ wf_nw_reset(net_work *w, wf_error *err)
 {
     const wf_ref_ctx *ctx = w->rw.ctx;
     size_t inst = w->inst;
-    wf_code rc = wf_ref__work_init(&w->rw, ctx, w->agg, err);
+    wf_code rc = wf_work_init(&w->rw, ctx, w->agg, err);
     if (rc != WF_OK)
         return rc;
     w->inst = inst;
@@ -342,7 +336,7 @@ wf_code
 wf_nw_save(const net_work *w, net_work *save, wf_error *err)
 {
     wf_arena *a = w->rw.arena;
-    const ref_work *rw = &w->rw;
+    const wf_work *rw = &w->rw;
     *save = *w;
     /* Instances, tasks and net rows change in place; events, deletions and
      * wake-ups are only appended (or copied on append), so their counts
@@ -357,15 +351,15 @@ wf_nw_save(const net_work *w, net_work *save, wf_error *err)
         !save_rows(a, &w->jobs, &save->jobs, sizeof(wf_job_row)) ||
         !save_rows(a, &w->timers, &save->timers, sizeof(wf_timer_row)) ||
         !save_rows(a, &w->subs, &save->subs, sizeof(wf_subscription_row)))
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     return WF_OK;
 }
 
 void
 wf_nw_restore(net_work *w, const net_work *save)
 {
-    ref_work *rw = &w->rw;
-    const ref_work *s = &save->rw;
+    wf_work *rw = &w->rw;
+    const wf_work *s = &save->rw;
     /* Copied back into the live arrays, so pointers to rows the caller
      * took before the save stay valid. */
     memcpy(rw->insts, s->insts, s->n_insts * sizeof *rw->insts);
@@ -395,7 +389,7 @@ wf_nw_restore(net_work *w, const net_work *save)
 wf_code
 wf_nw_event(net_work *w, const char *type, json_t *data, wf_error *err)
 {
-    return wf_ref__event(&w->rw, w->inst, type, data, err);
+    return wf_work_event(&w->rw, w->inst, type, data, err);
 }
 
 wf_code
@@ -406,7 +400,7 @@ wf_nw_add_wake(net_work *w, const char *type, wf_error *err)
             return WF_OK;
     const char **v = wf_arena_alloc(w->rw.arena, (w->n_wake + 1) * sizeof *v);
     if (v == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     if (w->n_wake > 0)
         memcpy(v, w->wake, w->n_wake * sizeof *v);
     v[w->n_wake++] = type;
@@ -449,12 +443,12 @@ wf_nw_fail_instance_data(net_work *w, const char *message, json_t *data, wf_erro
 {
     wf_instance_row *in = &w->rw.insts[w->inst];
     in->status = WF_INSTANCE_FAILED;
-    in->last_error = wf_ref__strdup(&w->rw, message);
+    in->last_error = wf_work_strdup(&w->rw, message);
     if (in->last_error == NULL) {
         json_decref(data);
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     }
-    wf_ref__touch_instance(&w->rw, w->inst);
+    wf_work_touch_instance(&w->rw, w->inst);
     if (data == NULL)
         data = json_object();
     if (data != NULL && json_object_set_new(data, "errorMessage", json_string(message)) != 0) {
@@ -474,7 +468,7 @@ collect(wf_arena *a, const nw_rows *r, size_t elem, const void **up, size_t *n_u
     char *rows = wf_arena_alloc(a, (r->n + 1) * elem);
     const char **ids = wf_arena_alloc(a, (r->n + 1) * sizeof *ids);
     if (rows == NULL || ids == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     size_t nu = 0, nd = 0;
     for (size_t i = 0; i < r->n; i++) {
         unsigned char f = r->flags[i];
@@ -516,7 +510,7 @@ wf_nw_write(net_work *w, wf_error *err)
     wf_store_changes c;
     wf_arena *a = w->rw.arena;
     refresh_job_variables(w);
-    wf_ref__work_changes(&w->rw, &c);
+    wf_work_changes(&w->rw, &c);
     const void *up;
     wf_code rc = collect(a, &w->toks, sizeof(wf_token_row), &up, &c.n_tokens, &c.del_tokens,
                          &c.n_del_tokens, err);
@@ -585,7 +579,7 @@ find_token_any(const net_work *w, const char *id)
     for (size_t i = 0; id != NULL && i < w->toks.n; i++)
         if (same(TOK(w, i)->id, id))
             return i;
-    return WF_REF_NONE;
+    return WF_WORK_NONE;
 }
 
 /* Place ids an item consumes: its bound tokens' places, or (an item
@@ -602,7 +596,7 @@ consumed_places(const net_work *w, const wf_work_item_row *row, const wf_transit
             char id[WF_UUID_LEN + 8];
             snprintf(id, sizeof id, "%.*s", (int)(l < sizeof id - 1 ? l : sizeof id - 1), p);
             size_t k = find_token_any(w, id);
-            if (k != WF_REF_NONE)
+            if (k != WF_WORK_NONE)
                 json_array_append_new(v, json_string(TOK(w, k)->place_id));
             p += l + (p[l] == ',');
         }
@@ -681,10 +675,10 @@ apply_fired(net_work *w, const wf_net_firing *f, wf_error *err)
                             f->transition_id);
     json_t *data = json_pack("{s:s,s:s,s:s,s:o*,s:o*}", "transitionId", t->id, "workItemId",
                              f->work_item_id, "trigger", trigger_name(t->trigger), "consumed",
-                             consumed_places(w, ii != WF_REF_NONE ? ITEM(w, ii) : NULL, t),
+                             consumed_places(w, ii != WF_WORK_NONE ? ITEM(w, ii) : NULL, t),
                              "produced", produced_places(f));
     wf_code rc = wf_nw_event(w, "TRANSITION_FIRED", data, err);
-    if (rc != WF_OK || ii == WF_REF_NONE)
+    if (rc != WF_OK || ii == WF_WORK_NONE)
         return rc;
     const char *by = finisher(w, ITEM(w, ii));
     drop_side_rows(w, f->work_item_id);
@@ -706,7 +700,7 @@ static wf_code
 apply_withdrawn(net_work *w, const char *item_id, wf_error *err)
 {
     size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), item_id);
-    if (ii == WF_REF_NONE)
+    if (ii == WF_WORK_NONE)
         return WF_OK;
     const wf_work_item_row *it = ITEM(w, ii);
     wf_code rc = wf_nw_event(
@@ -714,7 +708,7 @@ apply_withdrawn(net_work *w, const char *item_id, wf_error *err)
         json_pack("{s:s,s:s}", "transitionId", it->transition_id, "workItemId", it->id), err);
     for (size_t k = 0; rc == WF_OK && k < w->rw.n_tasks; k++)
         if (same(w->rw.tasks[k].work_item_id, item_id) && task_pending(&w->rw.tasks[k]))
-            rc = wf_ref__cancel_task(&w->rw, k, err);
+            rc = wf_referral_cancel_task(&w->rw, k, err);
     drop_side_rows(w, item_id);
     wf_nw_end_item(w, ii, WF_WORK_ITEM_WITHDRAWN, NULL);
     return rc;
@@ -764,14 +758,14 @@ add_task(net_work *w, const wf_work_item_row *it, const wf_transition *t, wf_ass
         .work_item_id = it->id,
         .title = (char *)(unset(t->name) ? t->id : t->name),
         .assignee_kind = kind,
-        .assignee_id = wf_ref__strdup(&w->rw, assignee),
+        .assignee_id = wf_work_strdup(&w->rw, assignee),
         .status = WF_TASK_OPEN,
         .created_at = w->rw.now,
     };
     size_t k;
     if (row.id == NULL || row.assignee_id == NULL)
-        return wf_ref__nomem(err);
-    wf_code rc = wf_ref__add_task(&w->rw, &row, &k, err);
+        return wf_work_nomem(err);
+    wf_code rc = wf_work_add_task(&w->rw, &row, &k, err);
     if (rc != WF_OK)
         return rc;
     return wf_nw_event(w, "TASK_CREATED",
@@ -807,11 +801,11 @@ enable_user(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
     wf_assignee_kind kind =
         t->assignee.kind == WF_NET_ASSIGNEE_GROUP ? WF_ASSIGNEE_GROUP : WF_ASSIGNEE_USER;
     size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), it->id);
-    if (ii != WF_REF_NONE) {
+    if (ii != WF_WORK_NONE) {
         /* The history names whom the item was given to. */
         char *list = wf_net_join_ids(w->rw.arena, ids, n);
         if (list == NULL)
-            return wf_ref__nomem(err);
+            return wf_work_nomem(err);
         ITEM(w, ii)->assignee_kind = (int32_t)t->assignee.kind;
         ITEM(w, ii)->assignee_id = list;
     }
@@ -847,7 +841,7 @@ enable_auto(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
         .created_at = w->rw.now,
     };
     if (job.id == NULL || job.idempotency_key == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     wf_code rc = rows_add(w->rw.arena, &w->jobs, &job, sizeof job, NW_NEW, NULL, err);
     if (rc == WF_OK)
         rc = wf_nw_add_wake(w, t->job_type, err);
@@ -888,7 +882,7 @@ enable_time(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
     };
     char *when = wf_nw_time_text(w->rw.arena, due);
     if (tm.id == NULL || when == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     wf_code rc = rows_add(w->rw.arena, &w->timers, &tm, sizeof tm, NW_NEW, NULL, err);
     if (rc == WF_OK)
         rc = wf_nw_add_wake(w, WF_NW_WAKE_TIMERS, err);
@@ -929,7 +923,7 @@ enable_msg(net_work *w, const wf_work_item_row *it, const wf_transition *t, wf_e
         .created_at = w->rw.now,
     };
     if (s.id == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     return rows_add(w->rw.arena, &w->subs, &s, sizeof s, NW_NEW, NULL, err);
 }
 
@@ -957,7 +951,7 @@ apply_created(net_work *w, const wf_work_item *ci, const char *vars, wf_error *e
     };
     size_t ii;
     if (row.token_ids == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     wf_code rc = rows_add(w->rw.arena, &w->items, &row, sizeof row, NW_NEW, &ii, err);
     if (rc == WF_OK)
         rc = wf_nw_event(w, "TRANSITION_ENABLED",
@@ -994,7 +988,7 @@ competing_due(const net_work *w, const wf_work_item_row *row)
             !same(tm->instance_id, row->instance_id))
             continue;
         size_t k = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), tm->work_item_id);
-        if (k != WF_REF_NONE && shares_token(ITEM(w, k)->token_ids, row->token_ids) &&
+        if (k != WF_WORK_NONE && shares_token(ITEM(w, k)->token_ids, row->token_ids) &&
             (due == 0 || tm->due_at < due))
             due = tm->due_at;
     }
@@ -1011,12 +1005,12 @@ link_due(net_work *w)
             !same(t->instance_id, w->rw.insts[w->inst].id))
             continue;
         size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), t->work_item_id);
-        if (ii == WF_REF_NONE)
+        if (ii == WF_WORK_NONE)
             continue;
         int64_t due = competing_due(w, ITEM(w, ii));
         if (due != t->due_at) {
             t->due_at = due;
-            wf_ref__touch_task(&w->rw, k);
+            wf_work_touch_task(&w->rw, k);
         }
     }
     /* The deadline of every live item: its own timer's due time (TIME),
@@ -1058,7 +1052,7 @@ apply_diff(net_work *w, const wf_net_diff *d, const char *vars, wf_error *err)
     const wf_instance_row *in = &w->rw.insts[w->inst];
     for (size_t i = 0; i < d->n_removed_tokens; i++) {
         size_t k = wf_nw_find(w, &w->toks, sizeof(wf_token_row), d->removed_tokens[i]);
-        if (k != WF_REF_NONE)
+        if (k != WF_WORK_NONE)
             wf_nw_gone(&w->toks, k);
     }
     for (size_t i = 0; rc == WF_OK && i < d->n_added_tokens; i++) {
@@ -1081,9 +1075,9 @@ apply_diff(net_work *w, const wf_net_diff *d, const char *vars, wf_error *err)
     if (rc != WF_OK)
         return rc;
     link_due(w);
-    wf_ref__touch_instance(&w->rw, w->inst);
+    wf_work_touch_instance(&w->rw, w->inst);
     if (d->ended) {
-        rc = wf_ref__finish_instance(&w->rw, w->inst, WF_INSTANCE_COMPLETED, NULL, err);
+        rc = wf_referral_finish_instance(&w->rw, w->inst, WF_INSTANCE_COMPLETED, NULL, err);
         /* Signals buffered for the ended instance can never be delivered. */
         return rc == WF_OK ? wf_sig__discard_buffered(w, err) : rc;
     }
@@ -1105,7 +1099,7 @@ current_state(net_work *w, wf_net_state *st, wf_error *err)
     wf_token *toks = wf_arena_alloc(a, (w->toks.n + 1) * sizeof *toks);
     wf_work_item *items = wf_arena_alloc(a, (w->items.n + 1) * sizeof *items);
     if (toks == NULL || items == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     size_t nt = 0, ni = 0;
     for (size_t i = 0; i < w->toks.n; i++)
         if (!(w->toks.flags[i] & NW_GONE))
@@ -1145,7 +1139,7 @@ wf_nw_fire_goto(net_work *w, const char *work_item_id, const char *patch_json,
         if (rc != WF_OK)
             return rc;
         in->variables_json = (char *)vars;
-        wf_ref__touch_instance(&w->rw, w->inst);
+        wf_work_touch_instance(&w->rw, w->inst);
     }
     wf_net_state st, out;
     wf_net_diff d;
@@ -1167,11 +1161,14 @@ active(const wf_definition_row *d, int64_t now)
            (d->valid_until == 0 || now < d->valid_until);
 }
 
-wf_code
-wf_net__pick_version(wf_tx *tx, wf_arena *arena, int32_t asked, wf_definition_row *def,
-                     wf_error *err)
+/* A NET definition found for StartInstance: picks the version to start
+ * (version 0: the newest whose validity window contains now; an explicit
+ * version must be inside its window, else DEFINITION_NOT_ACTIVE) into
+ * *def. The picked version may be AD_HOC (a key whose versions changed
+ * kind): it then starts as such. */
+static wf_code
+pick_version(wf_tx *tx, int32_t asked, wf_definition_row *def, wf_error *err)
 {
-    (void)arena;
     int64_t now = wf_now_us();
     if (active(def, now))
         return WF_OK;
@@ -1196,9 +1193,9 @@ wf_net__pick_version(wf_tx *tx, wf_arena *arena, int32_t asked, wf_definition_ro
                         "no version of definition \"%s\" is inside its validity window now", key);
 }
 
-wf_code
-wf_net__start(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row *def,
-              const wf_start_spec *spec, const char *vars, wf_instance_row *out, wf_error *err)
+static wf_code
+start_net(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row *def,
+          const wf_start_spec *spec, const char *vars, wf_instance_row *out, wf_error *err)
 {
     net_work w;
     memset(&w, 0, sizeof w);
@@ -1206,30 +1203,30 @@ wf_net__start(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row *def,
     const wf_net *net;
     wf_code rc = wf_defcache_net(def, ctx->arena, &net, err);
     if (rc == WF_OK)
-        rc = wf_ref__work_init(&w.rw, ctx, NULL, err);
+        rc = wf_work_init(&w.rw, ctx, NULL, err);
     if (rc != WF_OK)
         return rc;
     char *id = spec->instance_id != NULL ? wf_arena_strdup(ctx->arena, spec->instance_id)
                                          : new_id(ctx->arena);
     if (id == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     bool has_agg = !unset(spec->aggregate_type);
     wf_instance_row root = {
         .id = id,
         .tenant = (char *)ctx->tenant,
-        .definition_key = wf_ref__strdup(&w.rw, def->key),
+        .definition_key = wf_work_strdup(&w.rw, def->key),
         .definition_version = def->version,
         .root_id = id,
         .status = WF_INSTANCE_RUNNING,
         .variables_json = (char *)vars,
-        .aggregate_type = has_agg ? wf_ref__strdup(&w.rw, spec->aggregate_type) : NULL,
-        .aggregate_id = has_agg ? wf_ref__strdup(&w.rw, spec->aggregate_id) : NULL,
-        .started_by = wf_ref__strdup(&w.rw, ctx->actor),
-        .title = wf_ref__strdup(&w.rw, unset(net->name) ? def->key : net->name),
+        .aggregate_type = has_agg ? wf_work_strdup(&w.rw, spec->aggregate_type) : NULL,
+        .aggregate_id = has_agg ? wf_work_strdup(&w.rw, spec->aggregate_id) : NULL,
+        .started_by = wf_work_strdup(&w.rw, ctx->actor),
+        .title = wf_work_strdup(&w.rw, unset(net->name) ? def->key : net->name),
         .created_at = w.rw.now,
         .updated_at = w.rw.now,
     };
-    rc = wf_ref__add_instance(&w.rw, &root, &w.inst, err);
+    rc = wf_work_add_instance(&w.rw, &root, &w.inst, err);
     if (rc != WF_OK)
         return rc;
     w.net = net;
@@ -1252,6 +1249,21 @@ wf_net__start(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row *def,
     return rc;
 }
 
+wf_code
+wf_net_start_in(const wf_ref_ctx *ctx, wf_tx *tx, const wf_start_spec *spec, const char *vars,
+                wf_instance_row *out, wf_error *err)
+{
+    wf_definition_row def;
+    wf_code rc = wf_referral_start_definition(ctx, tx, spec, &def, err);
+    if (rc == WF_OK && WF_DEF_RUNS_NET(def.kind))
+        rc = pick_version(tx, spec->version, &def, err);
+    if (rc != WF_OK)
+        return rc;
+    if (WF_DEF_RUNS_NET(def.kind))
+        return start_net(ctx, tx, &def, spec, vars, out, err);
+    return wf_referral_start_root(ctx, tx, spec, vars, &def, out, err);
+}
+
 /* ---- CompleteTask of a USER transition ----------------------------------------------------- */
 
 typedef struct task_op {
@@ -1268,7 +1280,7 @@ typedef struct task_op {
 
 /* Counts the tasks of work item id. */
 static void
-count_item_tasks(const ref_work *rw, const char *item_id, wf_ref_counts *c)
+count_item_tasks(const wf_work *rw, const char *item_id, wf_ref_counts *c)
 {
     memset(c, 0, sizeof *c);
     for (size_t k = 0; k < rw->n_tasks; k++) {
@@ -1294,8 +1306,8 @@ open_task(net_work *w, wf_tx *tx, const task_op *op, size_t *t, const char **ite
     wf_code rc = wf_nw_open(w, ctx, tx, op->instance_id, op->root_id, err);
     if (rc != WF_OK)
         return rc;
-    *t = wf_ref__find_task(&w->rw, op->task_id);
-    if (*t == WF_REF_NONE)
+    *t = wf_work_find_task(&w->rw, op->task_id);
+    if (*t == WF_WORK_NONE)
         return wf_error_set(err, WF_E_TASK_NOT_FOUND, "task \"%s\" does not exist", op->task_id);
     const wf_task_row *task = &w->rw.tasks[*t];
     bool member =
@@ -1308,7 +1320,7 @@ open_task(net_work *w, wf_tx *tx, const task_op *op, size_t *t, const char **ite
         return wf_error_set(err, WF_E_INSTANCE_NOT_RUNNING, "instance \"%s\" is not running",
                             w->rw.insts[w->inst].id);
     size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), task->work_item_id);
-    if (w->net == NULL || ii == WF_REF_NONE || ITEM(w, ii)->state != WF_WORK_ITEM_ENABLED)
+    if (w->net == NULL || ii == WF_WORK_NONE || ITEM(w, ii)->state != WF_WORK_ITEM_ENABLED)
         return wf_error_set(err, WF_E_TASK_NOT_OPEN, "task \"%s\" is no longer enabled", task->id);
     *item = ITEM(w, ii)->id;
     *tr = transition_of(w, ITEM(w, ii)->transition_id);
@@ -1330,7 +1342,7 @@ task_body(wf_tx *tx, void *arg, wf_error *err)
     wf_code rc = open_task(&w, tx, op, &t, &item_id, &tr, err);
     /* The task is done; its output joins the instance's variables. */
     if (rc == WF_OK)
-        rc = wf_ref__complete_task(&w.rw, t, w.inst, op->patch, err);
+        rc = wf_referral_done_task(&w.rw, t, w.inst, op->patch, err);
     if (rc != WF_OK)
         return rc;
 
@@ -1340,7 +1352,7 @@ task_body(wf_tx *tx, void *arg, wf_error *err)
                           (size_t)c.total)) {
         for (size_t k = 0; rc == WF_OK && k < w.rw.n_tasks; k++)
             if (same(w.rw.tasks[k].work_item_id, item_id) && task_pending(&w.rw.tasks[k]))
-                rc = wf_ref__cancel_task(&w.rw, k, err);
+                rc = wf_referral_cancel_task(&w.rw, k, err);
         if (rc == WF_OK)
             rc = wf_nw_fire(&w, item_id, NULL, err);
     }
@@ -1356,12 +1368,12 @@ task_body(wf_tx *tx, void *arg, wf_error *err)
 }
 
 wf_code
-wf_net__complete_task(const wf_ref_ctx *ctx, const char *task_id, const char *instance_id,
-                      const char *root_id, const char *patch, wf_uow_idem *idem,
-                      wf_ref_completion *out, wf_error *err)
+wf_net_complete_task(const wf_ref_ctx *ctx, const char *task_id, const char *instance_id,
+                     const char *root_id, const char *patch, wf_uow_idem *idem,
+                     wf_ref_completion *out, wf_error *err)
 {
     task_op op = {ctx, task_id, instance_id, root_id, patch, out, NULL, NULL, 0};
-    wf_store_ctx sc = wf_nw_store_ctx(ctx);
+    wf_store_ctx sc = wf_work_store_ctx(ctx);
     return wf_uow_run(ctx->store, &sc, idem, task_body, &op, out, err);
 }
 
@@ -1380,20 +1392,20 @@ end_body(wf_tx *tx, void *arg, wf_error *err)
     wf_code rc = open_task(&w, tx, op, &t, &item_id, &tr, err);
     if (rc != WF_OK)
         return rc;
-    size_t root = wf_ref__find_instance(&w.rw, w.rw.insts[w.inst].root_id);
-    if (root == WF_REF_NONE || w.rw.insts[root].status != WF_INSTANCE_RUNNING)
+    size_t root = wf_work_find_instance(&w.rw, w.rw.insts[w.inst].root_id);
+    if (root == WF_WORK_NONE || w.rw.insts[root].status != WF_INSTANCE_RUNNING)
         return wf_error_set(err, WF_E_INSTANCE_NOT_RUNNING, "instance \"%s\" is not running",
                             w.rw.insts[w.inst].root_id);
-    rc = wf_ref__complete_task(&w.rw, t, w.inst, op->patch, err);
+    rc = wf_referral_done_task(&w.rw, t, w.inst, op->patch, err);
     /* Tasks first, so that the response lists every one cancelled; then
      * the work items (WORKITEM_WITHDRAWN), jobs, timers and subscriptions
      * of the whole tree, and the instances. */
     if (rc == WF_OK)
-        rc = wf_ref__cancel_pending_except(&w.rw, t, op->end, err);
+        rc = wf_referral_cancel_pending_except(&w.rw, t, op->end, err);
     if (rc == WF_OK)
         rc = wf_nw_abandon(&w, item_id, true, err);
     if (rc == WF_OK)
-        rc = wf_ref__complete_tree(&w.rw, root, err);
+        rc = wf_referral_complete_tree(&w.rw, root, err);
     /* Signals buffered for the ended instance can never be delivered. */
     if (rc == WF_OK)
         rc = wf_sig__discard_buffered(&w, err);
@@ -1407,12 +1419,12 @@ end_body(wf_tx *tx, void *arg, wf_error *err)
 }
 
 wf_code
-wf_net__complete_and_end(const wf_ref_ctx *ctx, const char *task_id, const char *instance_id,
-                         const char *root_id, const char *patch, wf_uow_idem *idem, wf_ref_end *out,
-                         wf_error *err)
+wf_net_complete_and_end(const wf_ref_ctx *ctx, const char *task_id, const char *instance_id,
+                        const char *root_id, const char *patch, wf_uow_idem *idem, wf_ref_end *out,
+                        wf_error *err)
 {
     task_op op = {ctx, task_id, instance_id, root_id, patch, NULL, out, NULL, 0};
-    wf_store_ctx sc = wf_nw_store_ctx(ctx);
+    wf_store_ctx sc = wf_work_store_ctx(ctx);
     return wf_uow_run(ctx->store, &sc, idem, end_body, &op, out, err);
 }
 
@@ -1463,7 +1475,7 @@ timer_body(wf_tx *tx, void *arg, wf_error *err)
     if (rc != WF_OK)
         return rc;
     size_t ti = wf_nw_find(&w, &w.timers, sizeof(wf_timer_row), row->id);
-    if (ti == WF_REF_NONE)
+    if (ti == WF_WORK_NONE)
         return WF_OK; /* withdrawn, or fired by another replica */
     wf_instance_status st = w.rw.insts[w.inst].status;
     if (st != WF_INSTANCE_RUNNING) {
@@ -1478,7 +1490,7 @@ timer_body(wf_tx *tx, void *arg, wf_error *err)
     const char *trans_id = TIMER(&w, ti)->transition_id;
     size_t ii = wf_nw_find(&w, &w.items, sizeof(wf_work_item_row), item_id);
     wf_nw_gone(&w.timers, ti);
-    if (w.net == NULL || ii == WF_REF_NONE || ITEM(&w, ii)->state != WF_WORK_ITEM_ENABLED)
+    if (w.net == NULL || ii == WF_WORK_NONE || ITEM(&w, ii)->state != WF_WORK_ITEM_ENABLED)
         return wf_nw_write(&w, err);
     json_t *data = json_pack("{s:s,s:s,s:s}", "timerId", row->id, "transitionId",
                              trans_id != NULL ? trans_id : "", "workItemId", item_id);
@@ -1501,7 +1513,7 @@ timer_body(wf_tx *tx, void *arg, wf_error *err)
         rc = wf_nw_reset(&w, err);
         if (rc == WF_OK) {
             ti = wf_nw_find(&w, &w.timers, sizeof(wf_timer_row), row->id);
-            if (ti != WF_REF_NONE)
+            if (ti != WF_WORK_NONE)
                 wf_nw_gone(&w.timers, ti);
             rc = wf_nw_event(&w, "TIMER_FIRED",
                              json_pack("{s:s,s:s,s:s}", "timerId", row->id, "transitionId",
@@ -1534,11 +1546,11 @@ wf_net_fire_timer(const wf_net_rt *rt, const wf_timer_row *row, int64_t deadline
         return wf_error_set(err, WF_E_INVALID_ARGUMENT, "timer row is incomplete");
     wf_arena *a = wf_arena_new();
     if (a == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     wf_ref_ctx ctx = {
         .store = rt->store, .tenant = row->tenant, .deadline_ms = deadline_ms, .arena = a};
     timer_op op = {&ctx, row, false, NULL, 0};
-    wf_store_ctx sc = wf_nw_store_ctx(&ctx);
+    wf_store_ctx sc = wf_work_store_ctx(&ctx);
     wf_code rc = wf_uow_run(rt->store, &sc, NULL, timer_body, &op, NULL, err);
     if (rc == WF_OK) {
         *fired = op.fired;
@@ -1620,16 +1632,16 @@ fire_batch_once(const wf_net_rt *rt, batch_entry *e, size_t n, int64_t deadline_
     for (;;) {
         wf_arena *a = wf_arena_new();
         if (a == NULL)
-            return wf_ref__nomem(err);
+            return wf_work_nomem(err);
         wf_ref_ctx ctx = {
             .store = rt->store, .tenant = e[0].row->tenant, .deadline_ms = deadline_ms, .arena = a};
-        wf_store_ctx sc = wf_nw_store_ctx(&ctx);
+        wf_store_ctx sc = wf_work_store_ctx(&ctx);
         bool *got = wf_arena_calloc(a, n, sizeof *got);
         const char **wake = NULL;
         size_t n_wake = 0, cap_wake = 0;
         wf_tx *tx = NULL;
         wf_code rc =
-            got != NULL ? wf_store_begin_batch(rt->store, &sc, &tx, err) : wf_ref__nomem(err);
+            got != NULL ? wf_store_begin_batch(rt->store, &sc, &tx, err) : wf_work_nomem(err);
         if (rc != WF_OK) {
             wf_arena_free(a);
             return rc;
@@ -1696,7 +1708,7 @@ wf_net_fire_timers(const wf_net_rt *rt, const wf_timer_row *rows, size_t n, int6
     }
     if (e == NULL) {
         for (size_t i = 0; i < n; i++)
-            codes[i] = wf_ref__nomem(&errs[i]);
+            codes[i] = wf_work_nomem(&errs[i]);
         return;
     }
     qsort(e, k, sizeof *e, cmp_batch_entry);
@@ -1740,7 +1752,7 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
     if (unset(instance_id) || !wf_uuid_valid(instance_id))
         return wf_error_set(err, WF_E_INSTANCE_NOT_FOUND, "instance \"%.64s\" does not exist",
                             instance_id != NULL ? instance_id : "");
-    wf_store_ctx sc = wf_nw_store_ctx(ctx);
+    wf_store_ctx sc = wf_work_store_ctx(ctx);
     wf_aggregate agg;
     wf_code rc = wf_uow_read_aggregate(ctx->store, &sc, instance_id, &agg, err);
     if (rc != WF_OK)
@@ -1769,7 +1781,7 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
     out->awaiting = wf_arena_calloc(a, agg.n_subscriptions + 1, sizeof *out->awaiting);
     out->joins = wf_arena_calloc(a, agg.n_work_items + 1, sizeof *out->joins);
     if (!out->marking || !out->jobs || !out->timers || !out->awaiting || !out->joins)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     for (size_t p = 0; p < net->n_places; p++) {
         int32_t count = 0;
         for (size_t i = 0; i < agg.n_tokens; i++)
@@ -1789,10 +1801,10 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
     memset(&w, 0, sizeof w);
     w.agg = &agg;
     w.net = net;
-    rc = wf_ref__work_init(&w.rw, ctx, &agg, err);
+    rc = wf_work_init(&w.rw, ctx, &agg, err);
     if (rc != WF_OK)
         return rc;
-    w.inst = wf_ref__find_instance(&w.rw, instance_id);
+    w.inst = wf_work_find_instance(&w.rw, instance_id);
     rc = nw_load(&w, err);
     if (rc != WF_OK)
         return rc;
@@ -1807,7 +1819,7 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
             .correlation = t != NULL && t->correlation == WF_CORRELATION_AGGREGATE
                                ? WF_CORRELATION_AGGREGATE
                                : WF_CORRELATION_INSTANCE,
-            .times_out_at = ii != WF_REF_NONE ? competing_due(&w, ITEM(&w, ii)) : 0,
+            .times_out_at = ii != WF_WORK_NONE ? competing_due(&w, ITEM(&w, ii)) : 0,
         };
     }
     for (size_t i = 0; i < agg.n_work_items; i++) {
@@ -1837,7 +1849,7 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
     /* A step list: the steps whose work items are enabled, in list order. */
     out->current_steps = wf_arena_calloc(a, net->n_steps + 1, sizeof *out->current_steps);
     if (out->current_steps == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     for (size_t k = 0; k < net->n_steps; k++) {
         bool now = false;
         for (size_t i = 0; i < agg.n_work_items && !now; i++) {

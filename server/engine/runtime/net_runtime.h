@@ -185,6 +185,33 @@ wf_code wf_net_extend_job_lease(const wf_net_ctx *ctx, const char *key, int64_t 
 wf_code wf_net_retry_instance(const wf_net_ctx *ctx, const char *instance_id, wf_uow_idem *idem,
                               wf_instance_row *out, wf_error *err);
 
+/* StartInstance's unit of work inside tx (spec checked, vars normalised;
+ * also a start on signal): the definition (wf_referral_start_definition);
+ * a NET one starts here — the root row pinned to the version picked,
+ * INSTANCE_STARTED, one token in START and everything the net does until
+ * it waits —, an AD_HOC one as a referral root. *out is the new root. */
+wf_code wf_net_start_in(const wf_ref_ctx *ctx, wf_tx *tx, const wf_start_spec *spec,
+                        const char *vars, wf_instance_row *out, wf_error *err);
+
+/* CompleteTask of a task of a USER transition (task_id located in
+ * instance_id by the caller, actor and ids checked): the referral task
+ * rules, then the completion policy of the work item; when met the
+ * remaining tasks are cancelled and the transition fires with the
+ * instance's variables (patch merged). One unit of work. */
+wf_code wf_net_complete_task(const wf_ref_ctx *ctx, const char *task_id, const char *instance_id,
+                             const char *root_id, const char *patch, wf_uow_idem *idem,
+                             wf_ref_completion *out, wf_error *err);
+
+/* CompleteAndEnd of a task of a USER transition (located as for
+ * wf_net_complete_task): the task is DONE with its output merged, every
+ * other pending task of the tree CANCELLED, every other work item of the
+ * net instance withdrawn (WORKITEM_WITHDRAWN), the jobs, timers and
+ * subscriptions of the tree deleted, its buffered signals discarded, and
+ * the root and all its running descendants COMPLETED. One unit of work. */
+wf_code wf_net_complete_and_end(const wf_ref_ctx *ctx, const char *task_id,
+                                const char *instance_id, const char *root_id, const char *patch,
+                                wf_uow_idem *idem, wf_ref_end *out, wf_error *err);
+
 /* CancelInstance{compensate}: when the (RUNNING or FAILED) net instance has
  * completed compensable transitions, abandons its work and starts
  * compensating (*started; out = the COMPENSATING instance). Otherwise

@@ -50,16 +50,16 @@ wf_net_list_work_items(const wf_ref_ctx *ctx, const wf_net_list_items_in *q, wf_
                        size_t *n, char **next_cursor, wf_error *err)
 {
     if (q->instance_id == NULL || q->instance_id[0] == '\0')
-        return wf_ref__invalid(ctx, "instance_id", "is required", err);
+        return wf_work_invalid(ctx, "instance_id", "is required", err);
     for (size_t i = 0; i < q->n_states; i++)
         if (q->states[i] < WF_NET_ITEM_ENABLED || q->states[i] > WF_NET_ITEM_CANCELLED)
-            return wf_ref__invalid(ctx, "states", "holds an unknown work item state", err);
+            return wf_work_invalid(ctx, "states", "holds an unknown work item state", err);
     if (q->page_size < 0)
-        return wf_ref__invalid(ctx, "page_size", "must not be negative", err);
+        return wf_work_invalid(ctx, "page_size", "must not be negative", err);
     if (!wf_uuid_valid(q->instance_id))
         return wf_error_set(err, WF_E_INSTANCE_NOT_FOUND, "instance \"%.64s\" does not exist",
                             q->instance_id);
-    wf_store_ctx sc = wf_nw_store_ctx(ctx);
+    wf_store_ctx sc = wf_work_store_ctx(ctx);
     wf_instance_row in;
     wf_code rc = wf_store_get_instance(ctx->store, &sc, q->instance_id, &in, err);
     if (rc != WF_OK)
@@ -78,7 +78,7 @@ wf_net_list_work_items(const wf_ref_ctx *ctx, const wf_net_list_items_in *q, wf_
         rc = wf_store_list_work_items(ctx->store, &sc, q->instance_id, bits, size, q->cursor, &rows,
                                       &k, next_cursor, err);
         if (rc == WF_E_INVALID_ARGUMENT)
-            return wf_ref__invalid(ctx, "page_token", "is malformed", err);
+            return wf_work_invalid(ctx, "page_token", "is malformed", err);
         if (rc != WF_OK)
             return rc;
     }

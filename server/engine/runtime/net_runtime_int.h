@@ -1,10 +1,9 @@
 /*
- * net_runtime_int.h: what the net_runtime*.c files share, and the two
- * hooks the referral code calls (StartInstance of a NET definition,
- * CompleteTask of a task of a USER transition).
+ * net_runtime_int.h: what the files of the runtime share and nobody else
+ * uses.
  *
- * The working set of a net unit of work extends the referral working set
- * (referral_int.h: instances, tasks, events) with the net's own rows:
+ * The working set of a net unit of work extends the working set of the
+ * base module (work.h: instances, tasks, events) with the net's own rows:
  * tokens and work items of the net instance, and the jobs, timers and
  * subscriptions of the whole aggregate. Each row carries flags: NEW (not
  * in the store yet), DIRTY (changed) and GONE (to delete). At the end a
@@ -17,7 +16,7 @@
 #define WF_NET_RUNTIME_INT_H
 
 #include "net_runtime.h"
-#include "referral_int.h"
+#include "work.h"
 
 enum { NW_NEW = 1, NW_DIRTY = 2, NW_GONE = 4, NW_KEEP = 8 };
 
@@ -29,7 +28,7 @@ typedef struct nw_rows {
 } nw_rows;
 
 typedef struct net_work {
-    ref_work rw; /* instances, tasks, events */
+    wf_work rw; /* instances, tasks, events */
     wf_tx *tx;
     const wf_aggregate *agg; /* as loaded (NULL for a new root) */
     size_t inst;             /* the net instance in rw.insts */
@@ -66,7 +65,7 @@ wf_code wf_nw_reset(net_work *w, wf_error *err);
 wf_code wf_nw_save(const net_work *w, net_work *save, wf_error *err);
 void wf_nw_restore(net_work *w, const net_work *save);
 
-/* Finds a row by id; WF_REF_NONE when absent or GONE. */
+/* Finds a row by id; WF_WORK_NONE when absent or GONE. */
 size_t wf_nw_find(const net_work *w, const nw_rows *r, size_t elem, const char *id);
 
 /* A TIME or MSG work item still waits: its timer or subscription is in
@@ -142,10 +141,6 @@ void wf_nw_keep_wake(const net_work *w, const char ***types, size_t *n);
  * WF_NW_WAKE_TIMERS). */
 void wf_nw_wake(const wf_net_ctx *ctx, const char *const *types, size_t n);
 
-/* A unit of work of the net runtime: the runner with idempotency and
- * retries (uow.h). */
-wf_store_ctx wf_nw_store_ctx(const wf_ref_ctx *ctx);
-
 /* RFC 3339 UTC text of a time in µs, in arena. */
 char *wf_nw_time_text(wf_arena *a, int64_t us);
 
@@ -167,41 +162,5 @@ wf_code wf_nw_saga_job_done(net_work *w, size_t ji, const char *patch, wf_error 
 /* Compensation job ji failed with no attempt left: COMPENSATION_STEP_FAILED,
  * then the next step or the end. */
 wf_code wf_nw_saga_job_failed(net_work *w, size_t ji, const char *message, wf_error *err);
-
-/* ---- hooks called by referral.c ------------------------------------------- */
-
-/* StartInstance found a NET definition (the latest, or the version asked):
- * picks the version to start (version 0: the newest whose validity window
- * contains now; an explicit version must be inside its window, else
- * DEFINITION_NOT_ACTIVE) into *def. The picked version may be AD_HOC (a
- * key whose versions changed kind): the caller then starts it as such. */
-wf_code wf_net__pick_version(wf_tx *tx, wf_arena *arena, int32_t asked, wf_definition_row *def,
-                             wf_error *err);
-
-/* Starts a root instance of NET definition def inside tx: the root row
- * pinned to def's version, INSTANCE_STARTED, one token in START and
- * everything the net does until it waits. vars is normalised JSON. */
-wf_code wf_net__start(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row *def,
-                      const wf_start_spec *spec, const char *vars, wf_instance_row *out,
-                      wf_error *err);
-
-/* CompleteTask of a task of a USER transition (task_id located in
- * instance_id by the caller, actor and ids checked): the referral task
- * rules, then the completion policy of the work item; when met the
- * remaining tasks are cancelled and the transition fires with the
- * instance's variables (patch merged). One unit of work. */
-wf_code wf_net__complete_task(const wf_ref_ctx *ctx, const char *task_id, const char *instance_id,
-                              const char *root_id, const char *patch, wf_uow_idem *idem,
-                              wf_ref_completion *out, wf_error *err);
-
-/* CompleteAndEnd of a task of a USER transition (located as for
- * wf_net__complete_task): the task is DONE with its output merged, every
- * other pending task of the tree CANCELLED, every other work item of the
- * net instance withdrawn (WORKITEM_WITHDRAWN), the jobs, timers and
- * subscriptions of the tree deleted, its buffered signals discarded, and
- * the root and all its running descendants COMPLETED. One unit of work. */
-wf_code wf_net__complete_and_end(const wf_ref_ctx *ctx, const char *task_id,
-                                 const char *instance_id, const char *root_id, const char *patch,
-                                 wf_uow_idem *idem, wf_ref_end *out, wf_error *err);
 
 #endif /* WF_NET_RUNTIME_INT_H */

@@ -98,7 +98,7 @@ wf_net_activation_check(const wf_net_ctx *ctx, const wf_net_activation *a, wf_er
 static int64_t
 transition_lease(const wf_net_ctx *ctx, const wf_job_row *job)
 {
-    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     wf_instance_row in;
     wf_definition_row def;
     const wf_net *net;
@@ -131,7 +131,7 @@ relet_body(wf_tx *tx, void *arg, wf_error *err)
     if (rc != WF_OK)
         return rc;
     size_t ji = wf_nw_find(&w, &w.jobs, sizeof(wf_job_row), op->job->id);
-    if (ji == WF_REF_NONE)
+    if (ji == WF_WORK_NONE)
         return WF_OK;
     wf_job_row *j = NW_ROW(&w, jobs, wf_job_row, ji);
     if (j->state != WF_JOB_ACTIVATED || !same(j->key, op->job->key))
@@ -148,7 +148,7 @@ relet_body(wf_tx *tx, void *arg, wf_error *err)
 static void
 relet_all(const wf_net_ctx *ctx, wf_job_row *rows, size_t n, int64_t lease, int64_t now)
 {
-    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     for (size_t i = 0; i < n; i++) {
         wf_job_row *j = &rows[i];
         int64_t want = transition_lease(ctx, j);
@@ -175,7 +175,7 @@ wf_net_activate_jobs(const wf_net_ctx *ctx, const wf_net_activation *a, wf_job_r
 {
     int64_t lease = a->lease_ms > 0 ? a->lease_ms : WF_NET_DEFAULT_LEASE_MS;
     int64_t now = wf_now_us();
-    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     wf_code rc =
         wf_store_activate_jobs(ctx->ref.store, &sc, a->job_type, a->worker != NULL ? a->worker : "",
                                activation_max(a), lease, now, rows, n, err);
@@ -230,7 +230,7 @@ wf_net_activate_recorded(const wf_net_ctx *ctx, const wf_net_activation *a, wf_u
     }
     activate_op op = {a, a->lease_ms > 0 ? a->lease_ms : WF_NET_DEFAULT_LEASE_MS, wf_now_us(),
                       last, idem, out, NULL};
-    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     wf_code rc = wf_uow_run(ctx->ref.store, &sc, idem, activate_body, &op, out, err);
     if (rc != WF_OK || idem->replayed) {
         out->rows = NULL;
@@ -252,7 +252,7 @@ wf_net_job_lease_held(const wf_net_ctx *ctx, const char *key, int64_t now, bool 
     *expires_at = 0;
     if (key == NULL || key[0] == '\0')
         return WF_OK;
-    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     wf_job_row job;
     wf_code rc = wf_store_get_job_by_key(ctx->ref.store, &sc, key, &job, err);
     if (rc == WF_E_JOB_NOT_FOUND) {
@@ -276,7 +276,7 @@ wf_net_idem_lookup(const wf_net_ctx *ctx, wf_uow_idem *idem, wf_error *err)
     if (!wf_uow_idem_active(idem) || idem->encode == NULL)
         return WF_OK;
     idem->replayed = false;
-    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     wf_tx *tx = NULL;
     wf_idempotency_row row;
     bool found = false;
@@ -302,7 +302,7 @@ wf_net_idem_record(const wf_net_ctx *ctx, wf_uow_idem *idem, const void *result,
 {
     if (!wf_uow_idem_active(idem) || idem->encode == NULL || idem->replayed || idem->recorded)
         return WF_OK;
-    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     wf_idempotency_row row = {
         .method = (char *)idem->method,
         .request_id = (char *)idem->request_id,
@@ -369,12 +369,12 @@ locate_job(job_op *op, wf_error *err)
     if (dot != NULL && dot > key && wf_uuid_valid(dot + 1)) {
         op->instance_id = wf_arena_strndup(op->ctx->ref.arena, key, (size_t)(dot - key));
         op->root_id = NULL;
-        return op->instance_id != NULL ? WF_OK : wf_ref__nomem(err);
+        return op->instance_id != NULL ? WF_OK : wf_work_nomem(err);
     }
     if (!wf_uuid_valid(key))
         return wf_error_set(err, WF_E_JOB_NOT_FOUND, "no job has key \"%.128s\"", key);
     /* A bare UUID, as keys were made before they named the instance. */
-    wf_store_ctx sc = wf_nw_store_ctx(&op->ctx->ref);
+    wf_store_ctx sc = wf_work_store_ctx(&op->ctx->ref);
     wf_job_row job;
     wf_code rc = wf_store_get_job_by_key(op->ctx->ref.store, &sc, key, &job, err);
     if (rc == WF_E_JOB_NOT_FOUND)
@@ -396,11 +396,11 @@ open_job(job_op *op, wf_tx *tx, net_work *w, size_t *ji, wf_error *err)
         return lease_lost(op->key, "belongs to no instance", err);
     if (rc != WF_OK)
         return rc;
-    *ji = WF_REF_NONE;
-    for (size_t i = 0; i < w->jobs.n && *ji == WF_REF_NONE; i++)
+    *ji = WF_WORK_NONE;
+    for (size_t i = 0; i < w->jobs.n && *ji == WF_WORK_NONE; i++)
         if (!(w->jobs.flags[i] & NW_GONE) && same(NW_ROW(w, jobs, wf_job_row, i)->key, op->key))
             *ji = i;
-    if (*ji == WF_REF_NONE)
+    if (*ji == WF_WORK_NONE)
         return lease_lost(op->key,
                           "is no longer the job's activation (re-activated after its "
                           "lease expired, withdrawn, or finished)",
@@ -436,7 +436,7 @@ goto_place_of(job_op *op, const net_work *w, const wf_job_row *j, const char **p
                  op->next_step);
     } else {
         *place = wf_steps_place_id(w->rw.arena, op->next_step);
-        return *place != NULL ? WF_OK : wf_ref__nomem(err);
+        return *place != NULL ? WF_OK : wf_work_nomem(err);
     }
     if (op->ctx->ref.violation != NULL)
         op->ctx->ref.violation(op->ctx->ref.violation_arg, "next_step", NULL, msg);
@@ -461,7 +461,7 @@ unroutable(net_work *w, const job_op *op, const char *job_id, wf_error *err)
     if (rc != WF_OK)
         return rc;
     size_t ji = wf_nw_find(w, &w->jobs, sizeof(wf_job_row), job_id);
-    if (ji == WF_REF_NONE)
+    if (ji == WF_WORK_NONE)
         return wf_error_set(err, WF_E_INTERNAL, "job \"%s\" is gone", job_id);
     wf_job_row *j = NW_ROW(w, jobs, wf_job_row, ji);
     const char *trans = j->transition_id != NULL ? j->transition_id : "";
@@ -474,9 +474,9 @@ unroutable(net_work *w, const job_op *op, const char *job_id, wf_error *err)
     j->key = NULL;
     j->worker = NULL;
     j->lease_expires_at = 0;
-    j->last_error = wf_ref__strdup(&w->rw, msg);
+    j->last_error = wf_work_strdup(&w->rw, msg);
     if (j->last_error == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     wf_nw_dirty(&w->jobs, ji);
     return wf_nw_fail_instance_data(
         w, msg,
@@ -513,7 +513,7 @@ complete_body(wf_tx *tx, void *arg, wf_error *err)
     }
     const char *item_id = j->work_item_id;
     size_t ii = wf_nw_find(&w, &w.items, sizeof(wf_work_item_row), item_id);
-    if (ii == WF_REF_NONE || NW_ROW(&w, items, wf_work_item_row, ii)->state != WF_WORK_ITEM_ENABLED)
+    if (ii == WF_WORK_NONE || NW_ROW(&w, items, wf_work_item_row, ii)->state != WF_WORK_ITEM_ENABLED)
         return lease_lost(op->key, "belongs to a work item that is no longer enabled", err);
     const char *job_id = j->id;
     rc = wf_nw_event(&w, "JOB_COMPLETED",
@@ -599,7 +599,7 @@ fail_body(wf_tx *tx, void *arg, wf_error *err)
         j->activatable_at = w.rw.now + delay * 1000;
         char *when = wf_nw_time_text(w.rw.arena, j->activatable_at);
         if (when == NULL)
-            return wf_ref__nomem(err);
+            return wf_work_nomem(err);
         rc = wf_nw_event(&w, "JOB_RETRY_SCHEDULED",
                          json_pack("{s:s,s:i,s:s,s:I}", "jobId", j->id, "attempt", (int)spent + 1,
                                    "activatableAt", when, "backoffMs", (json_int_t)delay),
@@ -666,7 +666,7 @@ run_job_op(job_op *op, wf_uow_body_fn body, wf_uow_idem *idem, const void *resul
     }
     if (rc != WF_OK)
         return rc;
-    wf_store_ctx sc = wf_nw_store_ctx(&op->ctx->ref);
+    wf_store_ctx sc = wf_work_store_ctx(&op->ctx->ref);
     rc = wf_uow_run(op->ctx->ref.store, &sc, idem, body, op, result, err);
     if (rc == WF_OK && !(idem != NULL && idem->replayed))
         wf_nw_wake(op->ctx, op->wake, op->n_wake);
@@ -714,7 +714,7 @@ wf_net_fail_job(const wf_net_ctx *ctx, const wf_net_job_failure *f, wf_uow_idem 
         return invalid(ctx, "backoff_override", "must not be negative", err);
     op.message = cut_message(ctx->ref.arena, f->error_message);
     if (op.message == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     return run_job_op(&op, fail_body, idem, &op, err);
 }
 

@@ -109,7 +109,7 @@ before(const wf_work_item_row *a, const wf_work_item_row *b)
     return strcmp(a->id, b->id) > 0;
 }
 
-/* The live job (any state) of the instance for work item id; WF_REF_NONE. */
+/* The live job (any state) of the instance for work item id; WF_WORK_NONE. */
 static size_t
 job_of_item(const net_work *w, const char *item_id, bool compensation)
 {
@@ -117,7 +117,7 @@ job_of_item(const net_work *w, const char *item_id, bool compensation)
         if (!(w->jobs.flags[i] & NW_GONE) && JOB(w, i)->compensation == compensation &&
             same(JOB(w, i)->work_item_id, item_id))
             return i;
-    return WF_REF_NONE;
+    return WF_WORK_NONE;
 }
 
 bool
@@ -139,7 +139,7 @@ add_job(net_work *w, const wf_job_row *row, wf_error *err)
         wf_job_row *rows = wf_arena_calloc(w->rw.arena, cap, sizeof *rows);
         unsigned char *fl = wf_arena_calloc(w->rw.arena, cap, 1);
         if (rows == NULL || fl == NULL)
-            return wf_ref__nomem(err);
+            return wf_work_nomem(err);
         if (r->n > 0) {
             memcpy(rows, r->rows, r->n * sizeof *rows);
             memcpy(fl, r->flags, r->n);
@@ -162,7 +162,7 @@ create_step(net_work *w, size_t ii, wf_error *err)
     wf_retry_policy r = wf_net_retry_effective(t);
     char *id = wf_arena_alloc(w->rw.arena, WF_UUID_LEN + 1);
     if (id == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     wf_uuid7(id);
     wf_job_row job = {
         .id = id,
@@ -185,7 +185,7 @@ create_step(net_work *w, size_t ii, wf_error *err)
         .created_at = w->rw.now,
     };
     if (job.id == NULL || job.idempotency_key == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     wf_code rc = add_job(w, &job, err);
     if (rc == WF_OK)
         rc = wf_nw_add_wake(w, job.job_type, err);
@@ -203,12 +203,12 @@ create_step(net_work *w, size_t ii, wf_error *err)
 static wf_code
 next_step(net_work *w, wf_error *err)
 {
-    size_t best = WF_REF_NONE;
+    size_t best = WF_WORK_NONE;
     for (size_t i = 0; i < w->items.n; i++)
-        if (compensable(w, i) && job_of_item(w, ITEM(w, i)->id, true) == WF_REF_NONE &&
-            (best == WF_REF_NONE || before(ITEM(w, i), ITEM(w, best))))
+        if (compensable(w, i) && job_of_item(w, ITEM(w, i)->id, true) == WF_WORK_NONE &&
+            (best == WF_WORK_NONE || before(ITEM(w, i), ITEM(w, best))))
             best = i;
-    if (best != WF_REF_NONE)
+    if (best != WF_WORK_NONE)
         return create_step(w, best, err);
     bool failed = false;
     for (size_t i = 0; i < w->jobs.n && !failed; i++)
@@ -221,7 +221,7 @@ next_step(net_work *w, wf_error *err)
     }
     in->status = WF_INSTANCE_COMPENSATED;
     in->ended_at = w->rw.now;
-    wf_ref__touch_instance(&w->rw, w->inst);
+    wf_work_touch_instance(&w->rw, w->inst);
     return wf_nw_event(w, "INSTANCE_COMPENSATED", json_object(), err);
 }
 
@@ -244,13 +244,13 @@ wf_nw_saga_begin(net_work *w, const char *cause, bool *started, wf_error *err)
     bool *taken = wf_arena_calloc(w->rw.arena, w->items.n + 1, sizeof *taken);
     if (ids == NULL || taken == NULL) {
         json_decref(ids);
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     }
     for (size_t k = 0; k < n; k++) {
-        size_t best = WF_REF_NONE;
+        size_t best = WF_WORK_NONE;
         for (size_t i = 0; i < w->items.n; i++)
             if (!taken[i] && compensable(w, i) &&
-                (best == WF_REF_NONE || before(ITEM(w, i), ITEM(w, best))))
+                (best == WF_WORK_NONE || before(ITEM(w, i), ITEM(w, best))))
                 best = i;
         taken[best] = true;
         json_array_append_new(ids, json_string(ITEM(w, best)->transition_id));
@@ -258,7 +258,7 @@ wf_nw_saga_begin(net_work *w, const char *cause, bool *started, wf_error *err)
     wf_instance_row *in = &w->rw.insts[w->inst];
     in->status = WF_INSTANCE_COMPENSATING;
     in->last_error = NULL;
-    wf_ref__touch_instance(&w->rw, w->inst);
+    wf_work_touch_instance(&w->rw, w->inst);
     rc = wf_nw_event(
         w, "COMPENSATION_STARTED",
         json_pack("{s:o,s:s}", "transitionIds", ids, "cause", cause != NULL ? cause : ""), err);
@@ -280,7 +280,7 @@ wf_nw_saga_job_done(net_work *w, size_t ji, const char *patch, wf_error *err)
     if (rc != WF_OK)
         return rc;
     size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), j->work_item_id);
-    if (ii != WF_REF_NONE)
+    if (ii != WF_WORK_NONE)
         wf_nw_end_item(w, ii, WF_WORK_ITEM_FINISHED, NULL); /* compensated: history */
     wf_nw_gone(&w->jobs, ji);
     wf_instance_row *in = &w->rw.insts[w->inst];
@@ -290,7 +290,7 @@ wf_nw_saga_job_done(net_work *w, size_t ji, const char *patch, wf_error *err)
         if (rc != WF_OK)
             return rc;
         in->variables_json = (char *)merged;
-        wf_ref__touch_instance(&w->rw, w->inst);
+        wf_work_touch_instance(&w->rw, w->inst);
     }
     return next_step(w, err);
 }
@@ -307,10 +307,10 @@ wf_nw_saga_job_failed(net_work *w, size_t ji, const char *message, wf_error *err
              j->transition_id != NULL ? j->transition_id : "", (int)j->attempt,
              j->attempt == 1 ? "" : "s", message != NULL ? message : "");
     wf_instance_row *in = &w->rw.insts[w->inst];
-    in->last_error = wf_ref__strdup(&w->rw, msg);
+    in->last_error = wf_work_strdup(&w->rw, msg);
     if (in->last_error == NULL)
-        return wf_ref__nomem(err);
-    wf_ref__touch_instance(&w->rw, w->inst);
+        return wf_work_nomem(err);
+    wf_work_touch_instance(&w->rw, w->inst);
     wf_code rc = wf_nw_event(w, "COMPENSATION_STEP_FAILED",
                              json_pack("{s:s,s:s,s:s}", "jobId", j->id, "transitionId",
                                        j->transition_id != NULL ? j->transition_id : "",
@@ -346,7 +346,7 @@ rearm(net_work *w, size_t ji)
 }
 
 /* The TIME or MSG work item of the instance whose firing was refused:
- * still ENABLED, but its timer or subscription is spent. WF_REF_NONE. */
+ * still ENABLED, but its timer or subscription is spent. WF_WORK_NONE. */
 static size_t
 refused_item(const net_work *w)
 {
@@ -359,7 +359,7 @@ refused_item(const net_work *w)
         if (!wf_nw_armed(w, it))
             return i;
     }
-    return WF_REF_NONE;
+    return WF_WORK_NONE;
 }
 
 /* Re-fires the refused TIME/MSG work item ii (see the header comment). */
@@ -372,7 +372,7 @@ retry_firing(net_work *w, size_t ii, wf_error *err)
     in->status = WF_INSTANCE_RUNNING;
     in->last_error = NULL;
     in->ended_at = 0;
-    wf_ref__touch_instance(&w->rw, w->inst);
+    wf_work_touch_instance(&w->rw, w->inst);
     wf_code rc =
         wf_nw_event(w, "INCIDENT_RESOLVED",
                     json_pack("{s:s,s:s,s:s}", "transitionId", trans, "workItemId", item_id,
@@ -413,29 +413,29 @@ retry_body(wf_tx *tx, void *arg, wf_error *err)
         return WF_OK; /* no open incident: nothing changes */
     /* A failed compensation first (compensation order), else the failed
      * forward job. */
-    size_t comp = WF_REF_NONE, fwd = WF_REF_NONE;
+    size_t comp = WF_WORK_NONE, fwd = WF_WORK_NONE;
     for (size_t i = 0; i < w.jobs.n; i++) {
         const wf_job_row *j = JOB(&w, i);
         if ((w.jobs.flags[i] & NW_GONE) || j->state != WF_JOB_FAILED ||
             !same(j->instance_id, in->id))
             continue;
         if (!j->compensation) {
-            if (fwd == WF_REF_NONE)
+            if (fwd == WF_WORK_NONE)
                 fwd = i;
             continue;
         }
         size_t ii = wf_nw_find(&w, &w.items, sizeof(wf_work_item_row), j->work_item_id);
-        size_t ci = comp != WF_REF_NONE ? wf_nw_find(&w, &w.items, sizeof(wf_work_item_row),
+        size_t ci = comp != WF_WORK_NONE ? wf_nw_find(&w, &w.items, sizeof(wf_work_item_row),
                                                      JOB(&w, comp)->work_item_id)
-                                        : WF_REF_NONE;
-        if (comp == WF_REF_NONE ||
-            (ii != WF_REF_NONE && (ci == WF_REF_NONE || before(ITEM(&w, ii), ITEM(&w, ci)))))
+                                        : WF_WORK_NONE;
+        if (comp == WF_WORK_NONE ||
+            (ii != WF_WORK_NONE && (ci == WF_WORK_NONE || before(ITEM(&w, ii), ITEM(&w, ci)))))
             comp = i;
     }
-    size_t ji = comp != WF_REF_NONE ? comp : fwd;
-    if (ji == WF_REF_NONE) {
+    size_t ji = comp != WF_WORK_NONE ? comp : fwd;
+    if (ji == WF_WORK_NONE) {
         size_t ii = refused_item(&w);
-        if (ii == WF_REF_NONE)
+        if (ii == WF_WORK_NONE)
             return WF_OK; /* an incident this call cannot retry: unchanged */
         rc = retry_firing(&w, ii, err);
         if (rc == WF_OK)
@@ -448,7 +448,7 @@ retry_body(wf_tx *tx, void *arg, wf_error *err)
         }
         return rc;
     }
-    if (comp != WF_REF_NONE) {
+    if (comp != WF_WORK_NONE) {
         /* The other failed compensations are queued again (next_step). */
         for (size_t i = 0; i < w.jobs.n; i++) {
             const wf_job_row *j = JOB(&w, i);
@@ -459,10 +459,10 @@ retry_body(wf_tx *tx, void *arg, wf_error *err)
     }
     rearm(&w, ji);
     const wf_job_row *j = JOB(&w, ji);
-    in->status = comp != WF_REF_NONE ? WF_INSTANCE_COMPENSATING : WF_INSTANCE_RUNNING;
+    in->status = comp != WF_WORK_NONE ? WF_INSTANCE_COMPENSATING : WF_INSTANCE_RUNNING;
     in->last_error = NULL;
     in->ended_at = 0;
-    wf_ref__touch_instance(&w.rw, w.inst);
+    wf_work_touch_instance(&w.rw, w.inst);
     rc = wf_nw_event(&w, "INCIDENT_RESOLVED",
                      json_pack("{s:s,s:s,s:s,s:b}", "jobId", j->id, "transitionId",
                                j->transition_id != NULL ? j->transition_id : "", "workItemId",
@@ -490,7 +490,7 @@ wf_net_retry_instance(const wf_net_ctx *ctx, const char *instance_id, wf_uow_ide
         return wf_error_set(err, WF_E_INSTANCE_NOT_FOUND, "instance \"%.64s\" does not exist",
                             instance_id != NULL ? instance_id : "");
     retry_op op = {.ctx = ctx, .instance_id = instance_id, .out = out};
-    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     wf_code rc = wf_uow_run(ctx->ref.store, &sc, idem, retry_body, &op, out, err);
     if (rc == WF_OK && !(idem != NULL && idem->replayed))
         wf_nw_wake(ctx, op.wake, op.n_wake);
@@ -534,16 +534,16 @@ cancel_body(wf_tx *tx, void *arg, wf_error *err)
     /* Descendants (referrals under the net instance) are cancelled. */
     for (size_t t = 0; rc == WF_OK && t < w.rw.n_tasks; t++) {
         const wf_task_row *tk = &w.rw.tasks[t];
-        size_t ti = wf_ref__find_instance(&w.rw, tk->instance_id);
+        size_t ti = wf_work_find_instance(&w.rw, tk->instance_id);
         if (ti != w.inst && (tk->status == WF_TASK_OPEN || tk->status == WF_TASK_CLAIMED) &&
-            wf_ref__in_subtree(&w.rw, ti, w.inst))
-            rc = wf_ref__cancel_task(&w.rw, t, err);
+            wf_work_in_subtree(&w.rw, ti, w.inst))
+            rc = wf_referral_cancel_task(&w.rw, t, err);
     }
     for (size_t k = w.rw.n_insts; rc == WF_OK && k-- > 0;)
-        if (k != w.inst && wf_ref__in_subtree(&w.rw, k, w.inst) &&
+        if (k != w.inst && wf_work_in_subtree(&w.rw, k, w.inst) &&
             (w.rw.insts[k].status == WF_INSTANCE_RUNNING ||
              w.rw.insts[k].status == WF_INSTANCE_FAILED))
-            rc = wf_ref__finish_instance(&w.rw, k, WF_INSTANCE_CANCELLED, op->reason, err);
+            rc = wf_referral_finish_instance(&w.rw, k, WF_INSTANCE_CANCELLED, op->reason, err);
     char cause[1100];
     snprintf(cause, sizeof cause, "cancelled%s%s", op->reason != NULL && op->reason[0] ? ": " : "",
              op->reason != NULL ? op->reason : "");
@@ -567,7 +567,7 @@ wf_net_cancel_compensate(const wf_net_ctx *ctx, const char *instance_id, const c
         (reason != NULL && strlen(reason) > 1024))
         return WF_OK; /* the plain cancel reports it */
     cancel_op op = {.ctx = ctx, .instance_id = instance_id, .reason = reason, .out = out};
-    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     wf_code rc = wf_uow_run(ctx->ref.store, &sc, idem, cancel_body, &op, out, err);
     if (rc != WF_OK && op.fallback) {
         wf_error_clear(err);

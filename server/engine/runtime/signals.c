@@ -117,7 +117,7 @@ wf_sig__msg_enabled(net_work *w, const wf_work_item_row *it, const wf_transition
         return rc;
     sig_pending *p = wf_arena_calloc(w->rw.arena, 1, sizeof *p);
     if (p == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     p->item_id = it->id;
     p->sig = sig;
     p->below = tl_top;
@@ -157,7 +157,7 @@ fire_signal(net_work *w, const char *name, const char *item_id, const char *tran
         if (rc != WF_OK)
             return rc;
         in->variables_json = (char *)vars;
-        wf_ref__touch_instance(&w->rw, w->inst);
+        wf_work_touch_instance(&w->rw, w->inst);
     }
     return wf_nw_fail_instance(w, msg, err);
 }
@@ -203,11 +203,11 @@ wf_sig__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err)
         return rc;
     }
     if (v == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     for (size_t i = 0; rc == WF_OK && i < n; i++) {
         const sig_pending *p = v[i];
         size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), p->item_id);
-        if (ii == WF_REF_NONE || ITEM(w, ii)->state != WF_WORK_ITEM_ENABLED ||
+        if (ii == WF_WORK_NONE || ITEM(w, ii)->state != WF_WORK_ITEM_ENABLED ||
             w->rw.insts[w->inst].status != WF_INSTANCE_RUNNING) {
             rc = unconsume(w, &p->sig, err);
             continue;
@@ -364,7 +364,7 @@ static size_t
 pick_sub(const net_work *w, const wf_sig_send_in *in)
 {
     const wf_instance_row *inst = &w->rw.insts[w->inst];
-    size_t best = WF_REF_NONE;
+    size_t best = WF_WORK_NONE;
     int64_t best_at = 0;
     const char *best_id = NULL;
     for (size_t i = 0; i < w->subs.n; i++) {
@@ -380,10 +380,10 @@ pick_sub(const net_work *w, const wf_sig_send_in *in)
             continue; /* AGGREGATE correlation: not reachable by id */
         }
         size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), s->work_item_id);
-        if (ii == WF_REF_NONE || ITEM(w, ii)->state != WF_WORK_ITEM_ENABLED)
+        if (ii == WF_WORK_NONE || ITEM(w, ii)->state != WF_WORK_ITEM_ENABLED)
             continue;
         const wf_work_item_row *it = ITEM(w, ii);
-        if (best == WF_REF_NONE || it->enabled_at < best_at ||
+        if (best == WF_WORK_NONE || it->enabled_at < best_at ||
             (it->enabled_at == best_at && strcmp(it->id, best_id) < 0)) {
             best = i;
             best_at = it->enabled_at;
@@ -453,10 +453,10 @@ send_instance_body(wf_tx *tx, void *arg, wf_error *err)
         return rc;
     op->received_at = w.rw.now;
     wf_instance_status st = w.rw.insts[w.inst].status;
-    size_t si = WF_REF_NONE;
+    size_t si = WF_WORK_NONE;
     if (st == WF_INSTANCE_RUNNING && w.net != NULL)
         si = pick_sub(&w, op->in);
-    if (si != WF_REF_NONE) {
+    if (si != WF_WORK_NONE) {
         const char *trans = SUB(&w, si)->transition_id;
         rc = fire_sub(&w, op, si, err);
         if (rc == WF_OK)
@@ -531,7 +531,7 @@ send_root_body(wf_tx *tx, void *arg, wf_error *err)
     if (w.rw.insts[w.inst].status != WF_INSTANCE_RUNNING || w.net == NULL)
         return WF_OK;
     size_t si = pick_sub(&w, op->in);
-    if (si == WF_REF_NONE)
+    if (si == WF_WORK_NONE)
         return WF_OK; /* fired or withdrawn meanwhile */
     const char *trans = SUB(&w, si)->transition_id;
     rc = fire_sub(&w, op, si, err);
@@ -577,7 +577,7 @@ seen_before(const wf_net_ctx *ctx, const char *signal_id, bool *seen, const char
     *seen = false;
     if (unset(signal_id))
         return WF_OK;
-    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     wf_signal_filter f = {.signal_id = signal_id};
     wf_signal_row *rows = NULL;
     size_t n = 0;
@@ -622,7 +622,7 @@ delivery_event(const wf_net_ctx *ctx, const char *type, json_t *data, int64_t at
     };
     ev->data_json = data != NULL ? wf_engine_json_dump(ctx->ref.arena, data) : NULL;
     json_decref(data);
-    return ev->data_json != NULL ? WF_OK : wf_ref__nomem(err);
+    return ev->data_json != NULL ? WF_OK : wf_work_nomem(err);
 }
 
 /* Logs a DUPLICATE delivery: a row of its own (the unique signal_id
@@ -654,11 +654,11 @@ duplicate_body(wf_tx *tx, void *arg, wf_error *err)
 static wf_code
 log_duplicate(send_op *op, wf_uow_idem *idem, wf_error *err)
 {
-    wf_store_ctx sc = wf_nw_store_ctx(&op->ctx->ref);
+    wf_store_ctx sc = wf_work_store_ctx(&op->ctx->ref);
     memset(op->out, 0, sizeof *op->out);
     op->log_id = new_id(op->ctx->ref.arena);
     if (op->log_id == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     wf_code rc = wf_uow_run(op->ctx->ref.store, &sc, wf_uow_idem_active(idem) ? idem : NULL,
                             duplicate_body, op, op->out, err);
     if (rc == WF_OK && idem != NULL && idem->replayed)
@@ -700,7 +700,7 @@ push_id(wf_arena *a, wf_sig_send_out *out, const char *id, wf_error *err)
     const char **v = wf_arena_alloc(a, (out->n_instance_ids + 1) * sizeof *v);
     char *copy = wf_arena_strdup(a, id);
     if (v == NULL || copy == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     if (out->n_instance_ids > 0)
         memcpy(v, out->instance_ids, out->n_instance_ids * sizeof *v);
     v[out->n_instance_ids++] = copy;
@@ -728,7 +728,7 @@ start_for(const wf_net_ctx *ctx, send_op *op, wf_tx *tx, bool *started, wf_error
         return rc;
     char *id = new_id(a);
     if (id == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     wf_start_spec spec = *op->in->start;
     spec.aggregate_type = op->in->aggregate_type;
     spec.aggregate_id = op->in->aggregate_id;
@@ -746,7 +746,7 @@ start_for(const wf_net_ctx *ctx, send_op *op, wf_tx *tx, bool *started, wf_error
         rc = write_log(tx, &r, &ev, err);
     wf_instance_row root;
     if (rc == WF_OK)
-        rc = wf_ref__start_in(&ctx->ref, tx, &spec, op->start_vars, &root, err);
+        rc = wf_net_start_in(&ctx->ref, tx, &spec, op->start_vars, &root, err);
     if (rc != WF_OK)
         return rc;
     op->started = id;
@@ -773,7 +773,7 @@ buffer_or_drop(const wf_net_ctx *ctx, send_op *op, bool *raced, wf_error *err)
                                 op->received_at, &ev, err);
     if (rc != WF_OK)
         return rc;
-    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     wf_tx *tx = NULL;
     rc = wf_store_begin(ctx->ref.store, &sc, &tx, err);
     if (rc != WF_OK)
@@ -820,7 +820,7 @@ static wf_code
 fire_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, bool *duplicate,
                wf_error *err)
 {
-    wf_store_ctx sc = wf_nw_store_ctx(&ctx->ref);
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     wf_subscription_row *subs = NULL;
     size_t n = 0;
     wf_code rc =
@@ -930,7 +930,7 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
                   .idem = wf_uow_idem_active(idem) ? idem : NULL,
                   .out = out};
     if (op.log_id == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     if (in->start != NULL) {
         /* StartInstance's rules, its violations named under start. */
         wf_ref_ctx sctx = *rc_;
@@ -939,7 +939,7 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
         wf_start_spec spec = *in->start;
         spec.aggregate_type = in->aggregate_type;
         spec.aggregate_id = in->aggregate_id;
-        rc = wf_ref__check_start(&sctx, &spec, &op.start_vars, err);
+        rc = wf_referral_check_start(&sctx, &spec, &op.start_vars, err);
         if (rc != WF_OK)
             return rc;
     }
@@ -960,7 +960,7 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
      * transaction; what is left to record below is an answer without an
      * effect (a duplicate). */
     if (!in->has_aggregate) {
-        wf_store_ctx sc = wf_nw_store_ctx(rc_);
+        wf_store_ctx sc = wf_work_store_ctx(rc_);
         rc = wf_uow_run(rc_->store, &sc, op.idem, send_instance_rec_body, &op, out, err);
         if (rc != WF_OK) {
             memset(out, 0, sizeof *out);
@@ -1024,7 +1024,7 @@ wf_sig_list(const wf_net_ctx *ctx, const wf_sig_list_in *q, wf_signal_row **rows
         .aggregate_type = q->has_aggregate ? q->aggregate_type : NULL,
         .aggregate_id = q->has_aggregate ? q->aggregate_id : NULL,
     };
-    wf_store_ctx sc = wf_nw_store_ctx(r);
+    wf_store_ctx sc = wf_work_store_ctx(r);
     wf_signal_row *got = NULL;
     size_t ng = 0;
     wf_code rc =
@@ -1046,7 +1046,7 @@ static wf_code
 append_buffered(const wf_ref_ctx *ctx, const wf_signal_filter *f, const char *instance_id,
                 int64_t now, wf_signal_row **acc, size_t *n_acc, wf_error *err)
 {
-    wf_store_ctx sc = wf_nw_store_ctx(ctx);
+    wf_store_ctx sc = wf_work_store_ctx(ctx);
     const char *cursor = NULL;
     do {
         wf_signal_row *rows = NULL;
@@ -1057,7 +1057,7 @@ append_buffered(const wf_ref_ctx *ctx, const wf_signal_filter *f, const char *in
             return rc;
         wf_signal_row *v = wf_arena_alloc(ctx->arena, (*n_acc + n + 1) * sizeof *v);
         if (v == NULL)
-            return wf_ref__nomem(err);
+            return wf_work_nomem(err);
         if (*n_acc > 0)
             memcpy(v, *acc, *n_acc * sizeof *v);
         for (size_t i = 0; i < n; i++) {
@@ -1122,7 +1122,7 @@ vars_body(wf_tx *tx, void *arg, wf_error *err)
     if (rc != WF_OK)
         return rc;
     in->variables_json = (char *)vars;
-    wf_ref__touch_instance(&w.rw, w.inst);
+    wf_work_touch_instance(&w.rw, w.inst);
     json_t *patch = json_loads(op->patch, 0, NULL);
     json_t *keys = json_array();
     const char *key;
@@ -1160,7 +1160,7 @@ wf_sig_set_variables(const wf_net_ctx *ctx, const char *instance_id, const char 
         return rc;
     }
     vars_op op = {ctx, instance_id, patch, out, NULL, 0};
-    wf_store_ctx sc = wf_nw_store_ctx(r);
+    wf_store_ctx sc = wf_work_store_ctx(r);
     rc = wf_uow_run(r->store, &sc, idem, vars_body, &op, out, err);
     if (rc == WF_OK && (idem == NULL || !idem->replayed))
         wf_nw_wake(ctx, op.wake, op.n_wake);

@@ -1,11 +1,10 @@
 /*
- * referral_work: the working set of one referral unit of work (see
- * referral_int.h) and the state changes every rule shares: cancelling a
- * task and ending an instance, each with its event.
+ * work: the working set of one unit of work (work.h), shared by the
+ * referral rules and the net runtime.
  *
  * Owns nothing beyond the call: every array lives in the call's arena.
  */
-#include "referral_int.h"
+#include "work.h"
 
 #include <jansson.h>
 #include <string.h>
@@ -14,13 +13,27 @@
 #include "wf_time.h"
 
 wf_code
-wf_ref__nomem(wf_error *err)
+wf_work_nomem(wf_error *err)
 {
     return wf_error_set(err, WF_E_INTERNAL, "out of memory");
 }
 
+wf_store_ctx
+wf_work_store_ctx(const wf_ref_ctx *ctx)
+{
+    return (wf_store_ctx){ctx->tenant, ctx->deadline_ms, ctx->arena};
+}
+
+wf_code
+wf_work_invalid(const wf_ref_ctx *ctx, const char *field, const char *msg, wf_error *err)
+{
+    if (ctx->violation != NULL)
+        ctx->violation(ctx->violation_arg, field, NULL, msg);
+    return wf_error_set(err, WF_E_INVALID_ARGUMENT, "%s %s", field, msg);
+}
+
 char *
-wf_ref__strdup(ref_work *w, const char *s)
+wf_work_strdup(wf_work *w, const char *s)
 {
     return s == NULL ? NULL : wf_arena_strdup(w->arena, s);
 }
@@ -52,7 +65,7 @@ grow(wf_arena *a, void **rows, bool **dirty, size_t *cap, size_t n, size_t need,
 }
 
 wf_code
-wf_ref__work_init(ref_work *w, const wf_ref_ctx *ctx, const wf_aggregate *agg, wf_error *err)
+wf_work_init(wf_work *w, const wf_ref_ctx *ctx, const wf_aggregate *agg, wf_error *err)
 {
     memset(w, 0, sizeof *w);
     w->ctx = ctx;
@@ -63,7 +76,7 @@ wf_ref__work_init(ref_work *w, const wf_ref_ctx *ctx, const wf_aggregate *agg, w
               sizeof *w->insts) ||
         !grow(w->arena, (void **)&w->tasks, &w->task_dirty, &w->cap_tasks, 0, nt + 8,
               sizeof *w->tasks))
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     if (ni > 0)
         memcpy(w->insts, agg->instances, ni * sizeof *w->insts);
     if (nt > 0)
@@ -74,29 +87,29 @@ wf_ref__work_init(ref_work *w, const wf_ref_ctx *ctx, const wf_aggregate *agg, w
 }
 
 size_t
-wf_ref__find_instance(const ref_work *w, const char *id)
+wf_work_find_instance(const wf_work *w, const char *id)
 {
     for (size_t i = 0; id != NULL && i < w->n_insts; i++)
         if (strcmp(w->insts[i].id, id) == 0)
             return i;
-    return WF_REF_NONE;
+    return WF_WORK_NONE;
 }
 
 size_t
-wf_ref__find_task(const ref_work *w, const char *id)
+wf_work_find_task(const wf_work *w, const char *id)
 {
     for (size_t i = 0; id != NULL && i < w->n_tasks; i++)
         if (strcmp(w->tasks[i].id, id) == 0)
             return i;
-    return WF_REF_NONE;
+    return WF_WORK_NONE;
 }
 
 wf_code
-wf_ref__add_instance(ref_work *w, const wf_instance_row *row, size_t *index, wf_error *err)
+wf_work_add_instance(wf_work *w, const wf_instance_row *row, size_t *index, wf_error *err)
 {
     if (!grow(w->arena, (void **)&w->insts, &w->inst_dirty, &w->cap_insts, w->n_insts,
               w->n_insts + 1, sizeof *w->insts))
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     w->insts[w->n_insts] = *row;
     w->insts[w->n_insts].version = 0; /* new: the row must not exist yet */
     w->inst_dirty[w->n_insts] = true;
@@ -105,11 +118,11 @@ wf_ref__add_instance(ref_work *w, const wf_instance_row *row, size_t *index, wf_
 }
 
 wf_code
-wf_ref__add_task(ref_work *w, const wf_task_row *row, size_t *index, wf_error *err)
+wf_work_add_task(wf_work *w, const wf_task_row *row, size_t *index, wf_error *err)
 {
     if (!grow(w->arena, (void **)&w->tasks, &w->task_dirty, &w->cap_tasks, w->n_tasks,
               w->n_tasks + 1, sizeof *w->tasks))
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     w->tasks[w->n_tasks] = *row;
     w->task_dirty[w->n_tasks] = true;
     *index = w->n_tasks++;
@@ -117,28 +130,28 @@ wf_ref__add_task(ref_work *w, const wf_task_row *row, size_t *index, wf_error *e
 }
 
 void
-wf_ref__touch_instance(ref_work *w, size_t i)
+wf_work_touch_instance(wf_work *w, size_t i)
 {
     w->insts[i].updated_at = w->now;
     w->inst_dirty[i] = true;
 }
 
 void
-wf_ref__touch_task(ref_work *w, size_t i)
+wf_work_touch_task(wf_work *w, size_t i)
 {
     w->task_dirty[i] = true;
 }
 
 wf_code
-wf_ref__event(ref_work *w, size_t inst, const char *type, json_t *data, wf_error *err)
+wf_work_event(wf_work *w, size_t inst, const char *type, json_t *data, wf_error *err)
 {
     if (data == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     char *text = wf_engine_json_dump(w->arena, data);
     json_decref(data);
     if (text == NULL || !grow(w->arena, (void **)&w->events, NULL, &w->cap_events, w->n_events,
                               w->n_events + 1, sizeof *w->events))
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     const wf_instance_row *in = &w->insts[inst];
     w->events[w->n_events++] = (wf_event_row){
         .root_id = in->root_id,
@@ -152,11 +165,11 @@ wf_ref__event(ref_work *w, size_t inst, const char *type, json_t *data, wf_error
 }
 
 wf_code
-wf_ref__del(ref_work *w, const char ***list, size_t *n, const char *id, wf_error *err)
+wf_work_del(wf_work *w, const char ***list, size_t *n, const char *id, wf_error *err)
 {
     const char **v = wf_arena_alloc(w->arena, (*n + 1) * sizeof *v);
     if (v == NULL)
-        return wf_ref__nomem(err);
+        return wf_work_nomem(err);
     if (*n > 0)
         memcpy(v, *list, *n * sizeof *v);
     v[(*n)++] = id;
@@ -165,7 +178,7 @@ wf_ref__del(ref_work *w, const char ***list, size_t *n, const char *id, wf_error
 }
 
 void
-wf_ref__work_changes(const ref_work *w, wf_store_changes *out)
+wf_work_changes(const wf_work *w, wf_store_changes *out)
 {
     memset(out, 0, sizeof *out);
     /* Compact the dirty rows in place of fresh arrays; on failure to
@@ -194,41 +207,14 @@ wf_ref__work_changes(const ref_work *w, wf_store_changes *out)
 }
 
 bool
-wf_ref__in_subtree(const ref_work *w, size_t i, size_t a)
+wf_work_in_subtree(const wf_work *w, size_t i, size_t a)
 {
     /* Walk up through the parents; the hop bound guards against a cycle
      * in corrupted data. */
-    for (size_t hops = 0; i != WF_REF_NONE && hops <= w->n_insts; hops++) {
+    for (size_t hops = 0; i != WF_WORK_NONE && hops <= w->n_insts; hops++) {
         if (i == a)
             return true;
-        i = wf_ref__find_instance(w, w->insts[i].parent_id);
+        i = wf_work_find_instance(w, w->insts[i].parent_id);
     }
     return false;
-}
-
-wf_code
-wf_ref__cancel_task(ref_work *w, size_t t, wf_error *err)
-{
-    wf_task_row *task = &w->tasks[t];
-    task->status = WF_TASK_CANCELLED;
-    task->ended_at = w->now;
-    wf_ref__touch_task(w, t);
-    size_t i = wf_ref__find_instance(w, task->instance_id);
-    if (i == WF_REF_NONE)
-        return wf_error_set(err, WF_E_INTERNAL, "task \"%s\" has no instance", task->id);
-    return wf_ref__event(w, i, "TASK_CANCELLED", json_pack("{s:s}", "taskId", task->id), err);
-}
-
-wf_code
-wf_ref__finish_instance(ref_work *w, size_t i, wf_instance_status status, const char *reason,
-                        wf_error *err)
-{
-    wf_instance_row *in = &w->insts[i];
-    in->status = status;
-    in->ended_at = w->now;
-    wf_ref__touch_instance(w, i);
-    if (status == WF_INSTANCE_CANCELLED)
-        return wf_ref__event(w, i, "INSTANCE_CANCELLED",
-                             json_pack("{s:s}", "reason", reason != NULL ? reason : ""), err);
-    return wf_ref__event(w, i, "INSTANCE_COMPLETED", json_object(), err);
 }
