@@ -56,18 +56,27 @@ idem_lookup(wf_tx *tx, wf_uow_idem *idem, bool *done, wf_error *err)
 
 /* Records the request and commits (one round trip on Postgres); tx is
  * gone afterwards either way. */
+/* The record of idem with the encoded result. */
 static wf_code
-idem_record(wf_tx *tx, const wf_store_ctx *ctx, wf_uow_idem *idem, const void *result,
-            wf_error *err)
+idem_row(const wf_store_ctx *ctx, const wf_uow_idem *idem, const void *result,
+         wf_idempotency_row *row, wf_error *err)
 {
-    wf_idempotency_row row = {
+    *row = (wf_idempotency_row){
         .method = (char *)idem->method,
         .request_id = (char *)idem->request_id,
         .request_hash = (char *)idem->request_hash,
         .created_at = wf_now_us(),
     };
-    wf_code rc =
-        idem->encode(result, idem->encode_arg, ctx->arena, &row.response, &row.response_len, err);
+    return idem->encode(result, idem->encode_arg, ctx->arena, &row->response, &row->response_len,
+                        err);
+}
+
+static wf_code
+idem_record(wf_tx *tx, const wf_store_ctx *ctx, wf_uow_idem *idem, const void *result,
+            wf_error *err)
+{
+    wf_idempotency_row row;
+    wf_code rc = idem_row(ctx, idem, result, &row, err);
     if (rc != WF_OK) {
         wf_tx_rollback(tx);
         return rc;
@@ -208,4 +217,49 @@ wf_uow_read_aggregate(wf_store *st, const wf_store_ctx *ctx, const char *instanc
     /* Nothing was written: rolling back only releases the lock. */
     wf_tx_rollback(tx);
     return rc;
+}
+
+/* ---- idempotency outside a unit of work -------------------------------------------- */
+
+wf_code
+wf_uow_idem_lookup(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_error *err)
+{
+    if (!wf_uow_idem_active(idem) || idem->encode == NULL)
+        return WF_OK;
+    idem->replayed = false;
+    wf_tx *tx = NULL;
+    bool done = false;
+    wf_code rc = wf_store_begin(st, ctx, &tx, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = idem_lookup(tx, idem, &done, err);
+    wf_tx_rollback(tx);
+    return rc;
+}
+
+wf_code
+wf_uow_idem_record(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, const void *result,
+                   wf_error *err)
+{
+    if (!wf_uow_idem_active(idem) || idem->encode == NULL || idem->replayed || idem->recorded)
+        return WF_OK;
+    wf_idempotency_row row;
+    wf_tx *tx = NULL;
+    wf_code rc = idem_row(ctx, idem, result, &row, err);
+    if (rc == WF_OK)
+        rc = wf_store_begin(st, ctx, &tx, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = wf_tx_idempotency_put(tx, &row, err);
+    if (rc != WF_OK) {
+        wf_tx_rollback(tx);
+        /* A concurrent call with the same id recorded first: nothing to
+         * undo, its answer and this one have the same effect. */
+        if (rc == WF_E_CONFLICT) {
+            wf_error_clear(err);
+            return WF_OK;
+        }
+        return rc;
+    }
+    return wf_tx_commit(tx, err);
 }

@@ -84,6 +84,17 @@ wf_code wf_uow_commit(wf_store *st, const wf_store_ctx *ctx, wf_tx *tx, wf_uow_i
 wf_code wf_uow_read_aggregate(wf_store *st, const wf_store_ctx *ctx, const char *instance_id,
                               wf_aggregate *out, wf_error *err);
 
+/* Idempotency of a call that is not one unit of work (SendSignal), for
+ * an answer without an effect (a duplicate signal): an effect always
+ * records in its own transaction (wf_uow_run, wf_uow_commit).
+ * lookup (sets idem->replayed and the stored response, or fails with
+ * REQUEST_ID_REUSED) and record (stores idem->encode(result)), each in a
+ * transaction of its own. No-ops without a request id. */
+wf_code wf_uow_idem_lookup(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem,
+                           wf_error *err);
+wf_code wf_uow_idem_record(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem,
+                           const void *result, wf_error *err);
+
 /* True when request_id asks for deduplication (non-empty). */
 bool wf_uow_idem_active(const wf_uow_idem *idem);
 

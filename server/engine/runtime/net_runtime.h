@@ -129,16 +129,6 @@ wf_code wf_net_activate_recorded(const wf_net_ctx *ctx, const wf_net_activation 
                                  wf_uow_idem *idem, bool last, wf_net_activated *out,
                                  wf_error *err);
 
-/* Idempotency of a call that is not one unit of work (SendSignal), for
- * an answer without an effect (a duplicate signal): an effect always
- * records in its own transaction (wf_uow_run, wf_uow_commit).
- * lookup (sets idem->replayed and the stored response, or fails with
- * REQUEST_ID_REUSED) and record (stores idem->encode(result)). No-ops
- * without a request id. */
-wf_code wf_net_idem_lookup(const wf_net_ctx *ctx, wf_uow_idem *idem, wf_error *err);
-wf_code wf_net_idem_record(const wf_net_ctx *ctx, wf_uow_idem *idem, const void *result,
-                           wf_error *err);
-
 /* CompleteJob: merges variables_json into the instance and fires the
  * transition. JOB_NOT_FOUND for a key that cannot be a key, JOB_LEASE_LOST
  * for one that is not the job's current activation. */

@@ -16,6 +16,7 @@
 #define WF_NET_RUNTIME_INT_H
 
 #include "net_runtime.h"
+#include "signals.h"
 #include "work.h"
 
 enum { NW_NEW = 1, NW_DIRTY = 2, NW_GONE = 4, NW_KEEP = 8 };
@@ -41,9 +42,16 @@ typedef struct net_work {
     const char **wake;       /* job types made activatable */
     size_t n_wake;
     size_t first_new_task; /* tasks at and after this index were created here */
+    struct nw_sig_pending *sig_top; /* MSG firings queued by signal consumption
+                                       (signals.c), newest first */
 } net_work;
 
 #define NW_ROW(w, arr, type, i) (&((type *)(w)->arr.rows)[i])
+#define TOK(w, i) NW_ROW(w, toks, wf_token_row, i)
+#define ITEM(w, i) NW_ROW(w, items, wf_work_item_row, i)
+#define JOB(w, i) NW_ROW(w, jobs, wf_job_row, i)
+#define TIMER(w, i) NW_ROW(w, timers, wf_timer_row, i)
+#define SUB(w, i) NW_ROW(w, subs, wf_subscription_row, i)
 
 /* Locks the root of instance_id, loads it into a working set and binds
  * the net instance: instance_id itself. WF_E_INSTANCE_NOT_FOUND when the
@@ -71,6 +79,9 @@ size_t wf_nw_find(const net_work *w, const nw_rows *r, size_t elem, const char *
 /* A TIME or MSG work item still waits: its timer or subscription is in
  * place (a firing spends it, a refused firing too). */
 bool wf_nw_armed(const net_work *w, const wf_work_item_row *it);
+
+/* Transition id of w's net (NULL when absent or the instance is AD_HOC). */
+const wf_transition *wf_nw_transition_of(const net_work *w, const char *id);
 
 /* Marks row i of r changed / deleted. */
 void wf_nw_dirty(nw_rows *r, size_t i);
@@ -162,5 +173,50 @@ wf_code wf_nw_saga_job_done(net_work *w, size_t ji, const char *patch, wf_error 
 /* Compensation job ji failed with no attempt left: COMPENSATION_STEP_FAILED,
  * then the next step or the end. */
 wf_code wf_nw_saga_job_failed(net_work *w, size_t ji, const char *message, wf_error *err);
+
+/* ---- signal consumption (signals.c) ---------------------------------------------- *
+ *
+ * the hooks net_runtime.c calls so that a MSG work item
+ * consumes a buffered signal when it is enabled, and an instance that
+ * ends discards the signals buffered for it.
+ *
+ * Consumption happens inside apply_created (the MSG branch): the signal
+ * row is taken (wf_tx_consume_signal, SKIP LOCKED) and the firing is
+ * queued. The queue is drained by the apply_diff that created the item,
+ * after all of that step's items exist, so the firing sees the whole
+ * marking; nested steps keep their own part of the queue (a per-thread
+ * stack, marked on entry to apply_diff and always cut back to the mark on
+ * exit). A queued item withdrawn before it fires puts its signal back in
+ * the buffer.
+ */
+
+/* The current top of w's queue (opaque). */
+void *wf_sig__pending_mark(const net_work *w);
+
+/* MSG work item it of transition t was just enabled (its subscription is
+ * in w->subs): consumes a matching buffered signal and queues the firing. */
+wf_code wf_sig__msg_enabled(net_work *w, const wf_work_item_row *it, const wf_transition *t,
+                            wf_error *err);
+
+/* Cuts the queue back to mark and, when rc is WF_OK, fires what was
+ * queued above it (SIGNAL_CONSUMED, payload merged). A refused firing
+ * (NO_ARC_MATCHED, a failing guard) is an incident of the instance, not
+ * an error: the caller's unit of work goes on. When rc is such a refusal
+ * the queued signals go back to the buffer. Returns rc or the firing's
+ * error. */
+wf_code wf_sig__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err);
+
+/* RetryInstance resolved an incident and the instance runs again: every
+ * MSG work item of it still waiting (ENABLED, its subscription in place)
+ * looks at the buffer again, as when it was enabled (wf_sig__msg_enabled
+ * then wf_sig__fire_pending). A signal it missed while the instance was
+ * FAILED (sent then, or put back when an earlier firing of the same step
+ * was refused) is consumed and fires now; a refused firing is the
+ * instance's incident again, and the retry keeps what it did before. */
+wf_code wf_sig__consume_awaited(net_work *w, wf_error *err);
+
+/* The net instance ended: its buffered signals (addressed to its id) are
+ * marked discarded. */
+wf_code wf_sig__discard_buffered(net_work *w, wf_error *err);
 
 #endif /* WF_NET_RUNTIME_INT_H */

@@ -268,68 +268,6 @@ wf_net_job_lease_held(const wf_net_ctx *ctx, const char *key, int64_t now, bool 
     return WF_OK;
 }
 
-/* ---- idempotency outside a unit of work ------------------------------------------------ */
-
-wf_code
-wf_net_idem_lookup(const wf_net_ctx *ctx, wf_uow_idem *idem, wf_error *err)
-{
-    if (!wf_uow_idem_active(idem) || idem->encode == NULL)
-        return WF_OK;
-    idem->replayed = false;
-    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
-    wf_tx *tx = NULL;
-    wf_idempotency_row row;
-    bool found = false;
-    wf_code rc = wf_store_begin(ctx->ref.store, &sc, &tx, err);
-    if (rc != WF_OK)
-        return rc;
-    rc = wf_tx_idempotency_get(tx, idem->method, idem->request_id, &row, &found, err);
-    wf_tx_rollback(tx);
-    if (rc != WF_OK || !found)
-        return rc;
-    if (!same(row.request_hash, idem->request_hash))
-        return wf_error_set(err, WF_E_REQUEST_ID_REUSED,
-                            "request id \"%s\" was already used for a different %s request",
-                            idem->request_id, idem->method);
-    idem->replayed = true;
-    idem->response = row.response;
-    idem->response_len = row.response_len;
-    return WF_OK;
-}
-
-wf_code
-wf_net_idem_record(const wf_net_ctx *ctx, wf_uow_idem *idem, const void *result, wf_error *err)
-{
-    if (!wf_uow_idem_active(idem) || idem->encode == NULL || idem->replayed || idem->recorded)
-        return WF_OK;
-    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
-    wf_idempotency_row row = {
-        .method = (char *)idem->method,
-        .request_id = (char *)idem->request_id,
-        .request_hash = (char *)idem->request_hash,
-        .created_at = wf_now_us(),
-    };
-    wf_tx *tx = NULL;
-    wf_code rc = idem->encode(result, idem->encode_arg, ctx->ref.arena, &row.response,
-                              &row.response_len, err);
-    if (rc == WF_OK)
-        rc = wf_store_begin(ctx->ref.store, &sc, &tx, err);
-    if (rc != WF_OK)
-        return rc;
-    rc = wf_tx_idempotency_put(tx, &row, err);
-    if (rc != WF_OK) {
-        wf_tx_rollback(tx);
-        /* A concurrent call with the same id recorded first: its jobs and
-         * these were both leased; nothing to undo. */
-        if (rc == WF_E_CONFLICT) {
-            wf_error_clear(err);
-            return WF_OK;
-        }
-        return rc;
-    }
-    return wf_tx_commit(tx, err);
-}
-
 /* ---- completion, failure, lease ------------------------------------------------------------ */
 
 typedef enum job_kind { JOB_COMPLETE, JOB_FAIL, JOB_EXTEND } job_kind;
@@ -655,7 +593,8 @@ run_job_op(job_op *op, wf_uow_body_fn body, wf_uow_idem *idem, const void *resul
         /* A retry of a call that succeeded: the key is spent, and the
          * first answer is due, not the error. */
         wf_error e2;
-        wf_code rc2 = wf_net_idem_lookup(op->ctx, idem, &e2);
+        wf_store_ctx sc = wf_work_store_ctx(&op->ctx->ref);
+        wf_code rc2 = wf_uow_idem_lookup(op->ctx->ref.store, &sc, idem, &e2);
         if (rc2 != WF_OK || idem->replayed) {
             if (rc2 != WF_OK)
                 *err = e2;

@@ -46,7 +46,6 @@
  * was refused, is consumed then, not only if it is sent again.
  */
 #include "net_runtime_int.h"
-#include "signals_int.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -55,8 +54,6 @@
 #include "engine_json.h"
 #include "wf_time.h"
 
-#define ITEM(w, i) NW_ROW(w, items, wf_work_item_row, i)
-#define JOB(w, i) NW_ROW(w, jobs, wf_job_row, i)
 
 static bool
 same(const char *a, const char *b)
@@ -64,19 +61,10 @@ same(const char *a, const char *b)
     return a != NULL && b != NULL && strcmp(a, b) == 0;
 }
 
-static const wf_transition *
-transition_of(const net_work *w, const char *id)
-{
-    if (w->net == NULL || id == NULL)
-        return NULL;
-    int t = wf_net_transition_index(w->net, id);
-    return t >= 0 ? &w->net->transitions[t] : NULL;
-}
-
 static const char *
 comp_type(const net_work *w, const wf_work_item_row *it)
 {
-    const wf_transition *t = transition_of(w, it->transition_id);
+    const wf_transition *t = wf_nw_transition_of(w, it->transition_id);
     return t != NULL && t->compensation_job_type != NULL && t->compensation_job_type[0] != '\0'
                ? t->compensation_job_type
                : NULL;
@@ -158,7 +146,7 @@ create_step(net_work *w, size_t ii, wf_error *err)
 {
     const wf_instance_row *in = &w->rw.insts[w->inst];
     const wf_work_item_row *it = ITEM(w, ii);
-    const wf_transition *t = transition_of(w, it->transition_id);
+    const wf_transition *t = wf_nw_transition_of(w, it->transition_id);
     wf_retry_policy r = wf_net_retry_effective(t);
     char *id = wf_arena_alloc(w->rw.arena, WF_UUID_LEN + 1);
     if (id == NULL)

@@ -1,10 +1,11 @@
 /*
  * signals: SendSignal, ListSignals, buffered signals, SetVariables and the
- * enablement hooks of MSG work items (signals.h, signals_int.h).
+ * enablement hooks of MSG work items (signals.h, net_runtime_int.h).
  *
  * Must not: include protobuf or grpc headers.
  */
-#include "signals_int.h"
+
+#include "net_runtime_int.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -13,8 +14,6 @@
 #include "engine_json.h"
 #include "wf_time.h"
 
-#define SUB(w, i) NW_ROW(w, subs, wf_subscription_row, i)
-#define ITEM(w, i) NW_ROW(w, items, wf_work_item_row, i)
 
 #define MAX_NAME 256
 #define MAX_AGG 128
@@ -67,20 +66,18 @@ violation(const wf_ref_ctx *ctx, wf_code code, const char *field, const char *ms
     return wf_error_set(err, code, "%s %s", field, msg);
 }
 
-/* ---- the pending queue of MSG firings (signals_int.h) ------------------------------------ */
+/* ---- the pending queue of MSG firings (net_runtime_int.h) ------------------------------------ */
 
-typedef struct sig_pending {
-    struct sig_pending *below;
+typedef struct nw_sig_pending {
+    struct nw_sig_pending *below;
     const char *item_id;
     wf_signal_row sig; /* as consumed */
 } sig_pending;
 
-static _Thread_local sig_pending *tl_top;
-
 void *
-wf_sig__pending_mark(void)
+wf_sig__pending_mark(const net_work *w)
 {
-    return tl_top;
+    return w->sig_top;
 }
 
 static json_t *
@@ -120,8 +117,8 @@ wf_sig__msg_enabled(net_work *w, const wf_work_item_row *it, const wf_transition
         return wf_work_nomem(err);
     p->item_id = it->id;
     p->sig = sig;
-    p->below = tl_top;
-    tl_top = p;
+    p->below = w->sig_top;
+    w->sig_top = p;
     return WF_OK;
 }
 
@@ -180,18 +177,18 @@ wf_code
 wf_sig__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err)
 {
     size_t n = 0;
-    for (sig_pending *p = tl_top; p != NULL && p != mark; p = p->below)
+    for (sig_pending *p = w->sig_top; p != NULL && p != mark; p = p->below)
         n++;
     if (n == 0) {
-        tl_top = mark;
+        w->sig_top = mark;
         return rc;
     }
     sig_pending **v = wf_arena_alloc(w->rw.arena, n * sizeof *v);
     size_t k = n;
-    for (sig_pending *p = tl_top; p != NULL && p != mark; p = p->below)
+    for (sig_pending *p = w->sig_top; p != NULL && p != mark; p = p->below)
         if (v != NULL)
             v[--k] = p;
-    tl_top = mark;
+    w->sig_top = mark;
     if (rc != WF_OK) {
         /* A refused step that an enclosing firing turns into an incident is
          * undone while the unit of work goes on: its signals go back. */
@@ -227,7 +224,7 @@ wf_sig__consume_awaited(net_work *w, wf_error *err)
     const wf_instance_row *in = &w->rw.insts[w->inst];
     if (w->net == NULL || in->status != WF_INSTANCE_RUNNING)
         return WF_OK;
-    void *mark = wf_sig__pending_mark();
+    void *mark = wf_sig__pending_mark(w);
     wf_code rc = WF_OK;
     /* Items are loaded oldest first (enabled_at, id) and new ones are
      * appended, so the oldest wait takes the oldest signal, as SendSignal
@@ -988,13 +985,14 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
     /* An answer without an effect: the first answer to this request id,
      * if there is one, else this one. */
     wf_sig_send_out mine = *out;
-    rc = wf_net_idem_lookup(ctx, idem, err);
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
+    rc = wf_uow_idem_lookup(ctx->ref.store, &sc, idem, err);
     if (rc != WF_OK || idem->replayed) {
         memset(out, 0, sizeof *out);
         return rc;
     }
     *out = mine;
-    return wf_net_idem_record(ctx, idem, out, err);
+    return wf_uow_idem_record(ctx->ref.store, &sc, idem, out, err);
 }
 
 /* ---- ListSignals and buffered signals ---------------------------------------------------------

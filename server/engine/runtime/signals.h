@@ -36,7 +36,7 @@
  * At MSG enablement (net_runtime.c) the oldest buffered, unexpired signal
  * that targets the instance (INSTANCE correlation) or its aggregate
  * (AGGREGATE) is consumed in the same transaction and the work item fires
- * at once, after the step that enabled it (signals_int.h). A refused
+ * at once, after the step that enabled it (net_runtime_int.h). A refused
  * firing there is an incident in the same way, and the call that enabled
  * the wait (StartInstance, CompleteJob, ...) still succeeds. RetryInstance
  * has the waits it finds still armed look at the buffer again the same
