@@ -164,7 +164,7 @@ main(int argc, char **argv)
     struct metrics_src msrc = {srv, &app, NULL, NULL};
     wf_http *http = NULL;
     if (cfg->metrics_addr != NULL) {
-        msrc.gauges = wf_rpc_gauges_new(app.store, 5000, 1000);
+        msrc.gauges = wf_rpc_gauges_new(&app, 5000, 1000);
         http = wf_http_start(cfg->metrics_addr, render_metrics, &msrc, &err);
         if (http == NULL) {
             WF_LOG(WF_LOG_ERROR, "startup", "could not start the metrics endpoint: %s", err.msg);

@@ -8,6 +8,7 @@
 #include "handlers.h"
 
 #include "directory.h"
+#include "reads.h"
 #include "scheduler.h"
 
 bool
@@ -39,6 +40,13 @@ wf_code
 wf_app_listen(wf_app *app, wf_error *err)
 {
     return wf_store_set_listener(app->store, on_store_notification, app, err);
+}
+
+wf_code
+wf_app_count_backlog(wf_app *app, wf_arena *arena, int64_t timeout_ms, size_t max_types,
+                     wf_store_counts *out, wf_error *err)
+{
+    return wf_engine_count_backlog(app->store, arena, timeout_ms, max_types, out, err);
 }
 
 void

@@ -13,6 +13,7 @@
 
 #include "h_common.h"
 #include "handlers.h"
+#include "reads.h"
 #include "wf_time.h"
 
 #define BATCH 256
@@ -98,12 +99,10 @@ watch_next(wf_call *call, void *state, wf_arena *scratch, ProtobufCMessage **msg
             wf_error_set(err, WF_E_INTERNAL, "out of memory");
             return WF_STREAM_END;
         }
-        /* A follow stream lives beyond any one read: reads get their own
-         * deadline rather than the stream's. */
-        wf_store_ctx ctx = {.tenant = call->tenant, .arena = w->batch,
-                            .deadline_ms = wf_mono_ms() + 5000};
-        if (wf_store_read_events(call->app->store, &ctx, w->after, &w->filter, BATCH, &w->rows,
-                                 &w->n, err) != WF_OK)
+        /* A follow stream lives beyond any one read: the engine gives each
+         * read its own deadline rather than the stream's. */
+        if (wf_engine_read_events(call->app->store, call->tenant, w->batch, w->after, &w->filter,
+                                  BATCH, &w->rows, &w->n, err) != WF_OK)
             return WF_STREAM_END; /* the client resumes from its last sequence */
         if (w->n == 0) {
             if (w->follow)

@@ -80,6 +80,11 @@ wf_code wf_app_fire_timer(void *arg, const struct wf_timer_row *timer, int64_t d
  * format. Thread-safe. */
 void wf_app_render_metrics(wf_app *app, FILE *out);
 
+/* The work backlog counts (wf_engine_count_backlog) for the metrics
+ * endpoint's gauges; the read may take timeout_ms. */
+wf_code wf_app_count_backlog(wf_app *app, wf_arena *arena, int64_t timeout_ms, size_t max_types,
+                             wf_store_counts *out, wf_error *err);
+
 /* Wakes the server's parked streams that listen to topic (a no-op before
  * the server runs). Cheap and non-blocking: any thread may call it. */
 void wf_app_wake_streams(wf_app *app, const char *topic);

@@ -168,7 +168,7 @@ wf_rpc_metrics_render(const wf_rpc_metrics *m, FILE *out)
 #define GAUGE_MAX_JOB_TYPES 200
 
 struct wf_rpc_gauges {
-    wf_store *st;
+    wf_app *app;
     int64_t max_age_ms, timeout_ms;
     pthread_mutex_t mu;     /* guards every field below */
     bool refreshing;        /* one scrape refreshes; the others serve the cache */
@@ -179,12 +179,12 @@ struct wf_rpc_gauges {
 };
 
 wf_rpc_gauges *
-wf_rpc_gauges_new(wf_store *st, int64_t max_age_ms, int64_t timeout_ms)
+wf_rpc_gauges_new(wf_app *app, int64_t max_age_ms, int64_t timeout_ms)
 {
     wf_rpc_gauges *g = calloc(1, sizeof *g);
     if (g == NULL)
         return NULL;
-    g->st = st;
+    g->app = app;
     g->max_age_ms = max_age_ms;
     g->timeout_ms = timeout_ms;
     pthread_mutex_init(&g->mu, NULL);
@@ -220,9 +220,8 @@ gauges_refresh(wf_rpc_gauges *g)
     wf_arena *a = wf_arena_new();
     wf_store_counts c = {0};
     wf_error err;
-    wf_store_ctx ctx = {.deadline_ms = now + g->timeout_ms, .arena = a};
-    bool ok = a != NULL && wf_store_count_backlog(g->st, &ctx, wf_now_us(), GAUGE_MAX_JOB_TYPES, &c,
-                                                  &err) == WF_OK;
+    bool ok = a != NULL && wf_app_count_backlog(g->app, a, g->timeout_ms, GAUGE_MAX_JOB_TYPES, &c,
+                                                &err) == WF_OK;
     pthread_mutex_lock(&g->mu);
     g->refreshing = false;
     if (ok) {

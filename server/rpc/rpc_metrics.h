@@ -7,7 +7,8 @@
  * workers' hot path; rendering reads them without stopping anyone.
  *
  * Backlog gauges (activatable jobs by type, open tasks, buffered signals)
- * come from count queries on the store, cached: see wf_rpc_gauges_new.
+ * come from the engine's count of the backlog (through the app), cached:
+ * see wf_rpc_gauges_new.
  */
 #ifndef WF_RPC_METRICS_H
 #define WF_RPC_METRICS_H
@@ -18,7 +19,7 @@
 #include <grpc/status.h>
 
 #include "rpc_table.h"
-#include "store.h"
+#include "handler.h"
 
 typedef struct wf_rpc_metrics wf_rpc_metrics;
 
@@ -40,13 +41,13 @@ void wf_rpc_metrics_render(const wf_rpc_metrics *m, FILE *out);
 
 typedef struct wf_rpc_gauges wf_rpc_gauges;
 
-/* Backlog gauges over st (borrowed; it must outlive the gauges). The
+/* Backlog gauges of app (borrowed; it must outlive the gauges). The
  * counts are refreshed lazily by a scrape when they are older than
  * max_age_ms, with a deadline of timeout_ms, by one scrape at a time:
  * a scrape waits at most timeout_ms, and only once per max_age_ms, even
  * when the database is down (the last counts are served meanwhile, with
  * their age). NULL when out of memory. */
-wf_rpc_gauges *wf_rpc_gauges_new(wf_store *st, int64_t max_age_ms, int64_t timeout_ms);
+wf_rpc_gauges *wf_rpc_gauges_new(wf_app *app, int64_t max_age_ms, int64_t timeout_ms);
 
 void wf_rpc_gauges_free(wf_rpc_gauges *g);
 
