@@ -14,7 +14,6 @@
 #include "h_common.h"
 #include "handlers.h"
 #include "reads.h"
-#include "wf_time.h"
 
 #define BATCH 256
 #define MAX_TYPES 64
