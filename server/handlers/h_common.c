@@ -3,7 +3,7 @@
  * h_referral.c and h_tasks.c.
  *
  * Owns no state. The enums of store.h carry the same numbers as their
- * protobuf counterparts (both follow design.md), so conversions are casts;
+ * protobuf counterparts (both follow workflow.proto), so conversions are casts;
  * the static asserts below keep it that way.
  */
 #include "h_common.h"

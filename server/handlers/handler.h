@@ -170,8 +170,9 @@ typedef struct wf_stream_ops {
     /* Releases what the state holds outside call->arena, however the stream
      * ended. May be NULL. */
     void (*close)(void *state);
-    /* True for a long-polling unary method: its first message is the
-     * response, and the call ends with it. */
+    /* True for a long-polling unary method: the call ends at its first
+     * message (the response, status OK) or at WF_STREAM_END before any
+     * (err's status, no response). */
     bool unary;
 } wf_stream_ops;
 

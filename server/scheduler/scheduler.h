@@ -1,7 +1,7 @@
 /*
- * scheduler: the background scheduler (design.md section 1, "background:
- * scheduler (timers, lease expiry, signal TTL, retention)"; section 5,
- * TIME transitions and jobs).
+ * scheduler: the background scheduler (timers of TIME transitions, lease
+ * expiry of jobs, signal TTL, retention; docs/behaviour.md, "The background
+ * scheduler").
  *
  * One thread per process runs passes over every tenant:
  *

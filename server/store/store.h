@@ -1,5 +1,5 @@
 /*
- * store: the storage port of the engine (design.md sections 1 and 6).
+ * store: the storage port of the engine (docs/architecture.md).
  *
  * One contract, two implementations: the in-memory store (development and
  * tests) and the connection-pooled Postgres store (production). Both must
@@ -780,7 +780,7 @@ wf_code wf_store_find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const
  * that instance and, when it is a root, of its whole tree; definition_key
  * matches events of instances of that definition; types[] is a set.
  *
- * Delivery guarantees (design.md section 4), on both stores:
+ * Delivery guarantees (docs/behaviour.md), on both stores:
  *   - Sequences are 1, 2, 3, ... with no gaps, handed out as events
  *     become visible (after their transaction commits), never below a
  *     sequence already visible: every reader that sees sequence N also

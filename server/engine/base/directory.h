@@ -1,6 +1,6 @@
 /*
- * directory: who exists and who belongs to which group (design.md section
- * 2, "Directory"; the TaskFlow seed's IDirectory).
+ * directory: who exists and who belongs to which group (docs/behaviour.md,
+ * "Directory and permissions"; the TaskFlow seed's IDirectory).
  *
  * Two kinds, chosen once from the configuration:
  *   - open (neither WF_USERS nor any WF_GROUP_<id> is set): every user and

@@ -1,6 +1,6 @@
 /*
- * engine_json: the engine's handling of JSON variables (design.md section 4,
- * "JSON variables").
+ * engine_json: the engine's handling of JSON variables (docs/behaviour.md,
+ * "Request limits").
  *
  * Variables travel as JSON object text. The engine validates every input
  * (INVALID_JSON for anything but an object; "" and NULL mean {}), stores a

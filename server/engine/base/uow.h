@@ -1,6 +1,6 @@
 /*
  * uow: the unit-of-work runner every mutating engine call goes through
- * (design.md section 1, "Engine shape"; AIP-155 idempotency).
+ * (docs/architecture.md; AIP-155 idempotency).
  *
  * One run is one transaction on one root:
  *

@@ -1,5 +1,5 @@
 /*
- * net: Petri-net process definitions (design.md sections 4 and 5).
+ * net: Petri-net process definitions (docs/architecture.md).
  *
  * Four parts, all pure (no store, no protobuf, no grpc):
  *   - the definition model, mapping 1:1 onto workflow.v1.Definition, with

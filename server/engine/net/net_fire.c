@@ -1,5 +1,5 @@
 /*
- * net_fire: the firing rules of design.md section 5 over an in-memory case
+ * net_fire: the firing rules of a Petri net (net.h) over an in-memory case
  * state. A step copies the state into a working set, mutates it, and hands
  * back the new state plus a diff; the input is never touched, so a refused
  * step (NO_ARC_MATCHED, a failing guard, the silent-loop bound) changes

@@ -1,6 +1,6 @@
 /*
  * net_validate: every check a definition must pass before it can start
- * cases (Radicore's is_valid / workflow_errors, design.md section 4).
+ * cases (Radicore's is_valid / workflow_errors).
  *
  * Codes (stable; the first group is listed on ValidationError.code in
  * workflow.proto):

@@ -1,6 +1,5 @@
 /*
- * referral: TaskFlow's ad-hoc referral workflows (mission.md section 1,
- * design.md section 4 "Instances", "Ad-hoc referral", "Tasks").
+ * referral: TaskFlow's ad-hoc referral workflows (docs/referrals.md).
  *
  * A root instance is started (StartInstance on an AD_HOC key, created on
  * first use); each AssignTo creates a child instance (a referral) with its

@@ -1,5 +1,5 @@
 /*
- * net_runtime: the case runtime of NET definitions (design.md section 5)
+ * net_runtime: the case runtime of NET definitions (docs/architecture.md)
  * over the store: the working set of a net unit of work, the mapping of
  * the pure engine's diffs (net.h) to rows and events, and the units of
  * work that fire transitions: StartInstance, CompleteTask of a USER

@@ -1,6 +1,6 @@
 /*
  * net_runtime: the case runtime of Petri-net (NET) definitions over the
- * store (design.md section 5). It turns the pure engine's diffs (net.h)
+ * store (docs/architecture.md). It turns the pure engine's diffs (net.h)
  * into rows and events inside one unit of work (uow.h) per root.
  *
  * No protobuf, grpc or handler type appears here: the handlers convert

@@ -1,6 +1,6 @@
 /*
  * net_runtime_defs: DeployDefinition, GetDefinition and ListDefinitions
- * (design.md section 4, "Definitions").
+ * (docs/architecture.md, "Where an RPC lives").
  *
  * A definition version is immutable. Its stored content is the canonical
  * JSON of its model (net.h: sorted keys, defaults explicit, the version

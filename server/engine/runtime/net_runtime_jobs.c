@@ -1,6 +1,6 @@
 /*
- * net_runtime_jobs: the jobs of AUTO transitions (design.md section 5,
- * "Jobs"): activation, completion, failure with retries and backoff, and
+ * net_runtime_jobs: the jobs of AUTO transitions (workflow.proto,
+ * ActivateJobs): activation, completion, failure with retries and backoff, and
  * lease extension.
  *
  * Activation is a cross-instance query (wf_store_activate_jobs: FOR UPDATE

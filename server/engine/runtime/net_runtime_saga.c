@@ -1,6 +1,6 @@
 /*
- * net_runtime_saga: sagas and incidents of NET instances (design.md
- * section 5, "Jobs"; mission.md section 3, "Sagas").
+ * net_runtime_saga: sagas and incidents of NET instances (docs/behaviour.md,
+ * "Incidents and RetryInstance").
  *
  * The completion history is the work items of transitions with a
  * compensation_job_type, kept as FIRED rows with finished_at

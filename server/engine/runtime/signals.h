@@ -1,6 +1,6 @@
 /*
  * signals: SendSignal, ListSignals, the buffered signals GetInstance shows,
- * and SetVariables (design.md sections 4 and 5, "Signals").
+ * and SetVariables (docs/behaviour.md, "Signals sent to an aggregate").
  *
  * SendSignal, in order:
  *   1. dedupe: a signal_id already in the delivery log answers DUPLICATE
