@@ -75,7 +75,7 @@ new_id(wf_arena *a)
 }
 
 char *
-wf_nw_time_text(wf_arena *a, int64_t us)
+wf_runtime__time_text(wf_arena *a, int64_t us)
 {
     time_t s = (time_t)(us / 1000000);
     int frac = (int)(us % 1000000);
@@ -151,7 +151,7 @@ row_id(const nw_rows *r, size_t elem, size_t i)
 }
 
 size_t
-wf_nw_find(const net_work *w, const nw_rows *r, size_t elem, const char *id)
+wf_runtime__find(const net_work *w, const nw_rows *r, size_t elem, const char *id)
 {
     (void)w;
     for (size_t i = 0; id != NULL && i < r->n; i++)
@@ -161,7 +161,7 @@ wf_nw_find(const net_work *w, const nw_rows *r, size_t elem, const char *id)
 }
 
 bool
-wf_nw_armed(const net_work *w, const wf_work_item_row *it)
+wf_runtime__armed(const net_work *w, const wf_work_item_row *it)
 {
     if (it->trigger == WF_TRIGGER_TIME) {
         for (size_t k = 0; k < w->timers.n; k++)
@@ -178,20 +178,20 @@ wf_nw_armed(const net_work *w, const wf_work_item_row *it)
 }
 
 void
-wf_nw_dirty(nw_rows *r, size_t i)
+wf_runtime__dirty(nw_rows *r, size_t i)
 {
     r->flags[i] |= NW_DIRTY;
 }
 
 void
-wf_nw_gone(nw_rows *r, size_t i)
+wf_runtime__gone(nw_rows *r, size_t i)
 {
     r->flags[i] |= NW_GONE;
 }
 
 
 void
-wf_nw_end_item(net_work *w, size_t ii, wf_work_item_state state, const char *by)
+wf_runtime__end_item(net_work *w, size_t ii, wf_work_item_state state, const char *by)
 {
     wf_work_item_row *it = ITEM(w, ii);
     it->state = state;
@@ -239,7 +239,7 @@ nw_load(net_work *w, wf_error *err)
 }
 
 wf_code
-wf_nw_definition(wf_tx *tx, wf_arena *arena, const char *key, int32_t version,
+wf_runtime__definition(wf_tx *tx, wf_arena *arena, const char *key, int32_t version,
                  wf_definition_row *row, const wf_net **net, wf_error *err)
 {
     bool found = false;
@@ -256,7 +256,7 @@ wf_nw_definition(wf_tx *tx, wf_arena *arena, const char *key, int32_t version,
 }
 
 wf_code
-wf_nw_open(net_work *w, const wf_ref_ctx *ctx, wf_tx *tx, const char *instance_id,
+wf_runtime__open(net_work *w, const wf_ref_ctx *ctx, wf_tx *tx, const char *instance_id,
            const char *root_hint, wf_error *err)
 {
     memset(w, 0, sizeof *w);
@@ -276,7 +276,7 @@ wf_nw_open(net_work *w, const wf_ref_ctx *ctx, wf_tx *tx, const char *instance_i
                             instance_id);
     const wf_instance_row *in = &w->rw.insts[w->inst];
     wf_definition_row def;
-    rc = wf_nw_definition(tx, ctx->arena, in->definition_key, in->definition_version, &def, &w->net,
+    rc = wf_runtime__definition(tx, ctx->arena, in->definition_key, in->definition_version, &def, &w->net,
                           err);
     if (rc != WF_OK)
         return rc;
@@ -284,7 +284,7 @@ wf_nw_open(net_work *w, const wf_ref_ctx *ctx, wf_tx *tx, const char *instance_i
 }
 
 wf_code
-wf_nw_reset(net_work *w, wf_error *err)
+wf_runtime__reset(net_work *w, wf_error *err)
 {
     const wf_ref_ctx *ctx = w->rw.ctx;
     size_t inst = w->inst;
@@ -327,7 +327,7 @@ restore_rows(nw_rows *r, const nw_rows *copy, size_t elem)
 }
 
 wf_code
-wf_nw_save(const net_work *w, net_work *save, wf_error *err)
+wf_runtime__save(const net_work *w, net_work *save, wf_error *err)
 {
     wf_arena *a = w->rw.arena;
     const wf_work *rw = &w->rw;
@@ -350,7 +350,7 @@ wf_nw_save(const net_work *w, net_work *save, wf_error *err)
 }
 
 void
-wf_nw_restore(net_work *w, const net_work *save)
+wf_runtime__restore(net_work *w, const net_work *save)
 {
     wf_work *rw = &w->rw;
     const wf_work *s = &save->rw;
@@ -381,13 +381,13 @@ wf_nw_restore(net_work *w, const net_work *save)
 }
 
 wf_code
-wf_nw_event(net_work *w, const char *type, json_t *data, wf_error *err)
+wf_runtime__event(net_work *w, const char *type, json_t *data, wf_error *err)
 {
     return wf_work_event(&w->rw, w->inst, type, data, err);
 }
 
 wf_code
-wf_nw_add_wake(net_work *w, const char *type, wf_error *err)
+wf_runtime__add_wake(net_work *w, const char *type, wf_error *err)
 {
     for (size_t i = 0; i < w->n_wake; i++)
         if (same(w->wake[i], type))
@@ -403,14 +403,14 @@ wf_nw_add_wake(net_work *w, const char *type, wf_error *err)
 }
 
 void
-wf_nw_keep_wake(const net_work *w, const char ***types, size_t *n)
+wf_runtime__keep_wake(const net_work *w, const char ***types, size_t *n)
 {
     *types = w->wake;
     *n = w->n_wake;
 }
 
 void
-wf_nw_wake(const wf_net_ctx *ctx, const char *const *types, size_t n)
+wf_runtime__wake(const wf_net_ctx *ctx, const char *const *types, size_t n)
 {
     if (ctx == NULL || ctx->wake == NULL)
         return;
@@ -427,13 +427,13 @@ wf_nw_wake(const wf_net_ctx *ctx, const char *const *types, size_t n)
 }
 
 wf_code
-wf_nw_fail_instance(net_work *w, const char *message, wf_error *err)
+wf_runtime__fail_instance(net_work *w, const char *message, wf_error *err)
 {
-    return wf_nw_fail_instance_data(w, message, NULL, err);
+    return wf_runtime__fail_instance_data(w, message, NULL, err);
 }
 
 wf_code
-wf_nw_fail_instance_data(net_work *w, const char *message, json_t *data, wf_error *err)
+wf_runtime__fail_instance_data(net_work *w, const char *message, json_t *data, wf_error *err)
 {
     wf_instance_row *in = &w->rw.insts[w->inst];
     in->status = WF_INSTANCE_FAILED;
@@ -449,7 +449,7 @@ wf_nw_fail_instance_data(net_work *w, const char *message, json_t *data, wf_erro
         json_decref(data);
         data = NULL;
     }
-    return wf_nw_event(w, "INSTANCE_FAILED", data, err);
+    return wf_runtime__event(w, "INSTANCE_FAILED", data, err);
 }
 
 /* ---- writing -------------------------------------------------------------------------- */
@@ -494,12 +494,12 @@ refresh_job_variables(net_work *w)
             same(j->variables_json, in->variables_json))
             continue;
         j->variables_json = in->variables_json;
-        wf_nw_dirty(&w->jobs, i);
+        wf_runtime__dirty(&w->jobs, i);
     }
 }
 
 wf_code
-wf_nw_write(net_work *w, wf_error *err)
+wf_runtime__write(net_work *w, wf_error *err)
 {
     wf_store_changes c;
     wf_arena *a = w->rw.arena;
@@ -542,7 +542,7 @@ wf_nw_write(net_work *w, wf_error *err)
 /* ---- diff -> rows ------------------------------------------------------------------------ */
 
 const wf_transition *
-wf_nw_transition_of(const net_work *w, const char *id)
+wf_runtime__transition_of(const net_work *w, const char *id)
 {
     if (w->net == NULL || id == NULL)
         return NULL;
@@ -623,13 +623,13 @@ drop_side_rows(net_work *w, const char *item_id)
 {
     for (size_t i = 0; i < w->jobs.n; i++)
         if (same(JOB(w, i)->work_item_id, item_id))
-            wf_nw_gone(&w->jobs, i);
+            wf_runtime__gone(&w->jobs, i);
     for (size_t i = 0; i < w->timers.n; i++)
         if (same(TIMER(w, i)->work_item_id, item_id))
-            wf_nw_gone(&w->timers, i);
+            wf_runtime__gone(&w->timers, i);
     for (size_t i = 0; i < w->subs.n; i++)
         if (same(SUB(w, i)->work_item_id, item_id))
-            wf_nw_gone(&w->subs, i);
+            wf_runtime__gone(&w->subs, i);
 }
 
 static bool
@@ -664,8 +664,8 @@ finisher(const net_work *w, const wf_work_item_row *it)
 static wf_code
 apply_fired(net_work *w, const wf_net_firing *f, wf_error *err)
 {
-    const wf_transition *t = wf_nw_transition_of(w, f->transition_id);
-    size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), f->work_item_id);
+    const wf_transition *t = wf_runtime__transition_of(w, f->transition_id);
+    size_t ii = wf_runtime__find(w, &w->items, sizeof(wf_work_item_row), f->work_item_id);
     if (t == NULL)
         return wf_error_set(err, WF_E_INTERNAL, "transition \"%s\" is not in the net",
                             f->transition_id);
@@ -673,7 +673,7 @@ apply_fired(net_work *w, const wf_net_firing *f, wf_error *err)
                              f->work_item_id, "trigger", trigger_name(t->trigger), "consumed",
                              consumed_places(w, ii != WF_WORK_NONE ? ITEM(w, ii) : NULL, t),
                              "produced", produced_places(f));
-    wf_code rc = wf_nw_event(w, "TRANSITION_FIRED", data, err);
+    wf_code rc = wf_runtime__event(w, "TRANSITION_FIRED", data, err);
     if (rc != WF_OK || ii == WF_WORK_NONE)
         return rc;
     const char *by = finisher(w, ITEM(w, ii));
@@ -685,9 +685,9 @@ apply_fired(net_work *w, const wf_net_firing *f, wf_error *err)
         it->state = WF_WORK_ITEM_FIRED;
         it->finished_at = w->rw.now;
         it->finished_by = (char *)by;
-        wf_nw_dirty(&w->items, ii);
+        wf_runtime__dirty(&w->items, ii);
     } else {
-        wf_nw_end_item(w, ii, WF_WORK_ITEM_FINISHED, by);
+        wf_runtime__end_item(w, ii, WF_WORK_ITEM_FINISHED, by);
     }
     return WF_OK;
 }
@@ -695,23 +695,23 @@ apply_fired(net_work *w, const wf_net_firing *f, wf_error *err)
 static wf_code
 apply_withdrawn(net_work *w, const char *item_id, wf_error *err)
 {
-    size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), item_id);
+    size_t ii = wf_runtime__find(w, &w->items, sizeof(wf_work_item_row), item_id);
     if (ii == WF_WORK_NONE)
         return WF_OK;
     const wf_work_item_row *it = ITEM(w, ii);
-    wf_code rc = wf_nw_event(
+    wf_code rc = wf_runtime__event(
         w, "WORKITEM_WITHDRAWN",
         json_pack("{s:s,s:s}", "transitionId", it->transition_id, "workItemId", it->id), err);
     for (size_t k = 0; rc == WF_OK && k < w->rw.n_tasks; k++)
         if (same(w->rw.tasks[k].work_item_id, item_id) && task_pending(&w->rw.tasks[k]))
             rc = wf_referral_cancel_task(&w->rw, k, err);
     drop_side_rows(w, item_id);
-    wf_nw_end_item(w, ii, WF_WORK_ITEM_WITHDRAWN, NULL);
+    wf_runtime__end_item(w, ii, WF_WORK_ITEM_WITHDRAWN, NULL);
     return rc;
 }
 
 wf_code
-wf_nw_abandon(net_work *w, const char *keep, bool whole_tree, wf_error *err)
+wf_runtime__abandon(net_work *w, const char *keep, bool whole_tree, wf_error *err)
 {
     const char *id = w->rw.insts[w->inst].id;
     wf_code rc = WF_OK;
@@ -721,21 +721,21 @@ wf_nw_abandon(net_work *w, const char *keep, bool whole_tree, wf_error *err)
             it->state != WF_WORK_ITEM_ENABLED)
             continue;
         if (same(it->id, keep))
-            wf_nw_end_item(w, i, WF_WORK_ITEM_FINISHED, w->rw.ctx->actor);
+            wf_runtime__end_item(w, i, WF_WORK_ITEM_FINISHED, w->rw.ctx->actor);
         else
             rc = apply_withdrawn(w, it->id, err);
     }
     for (size_t i = 0; i < w->jobs.n; i++)
         if (whole_tree || same(JOB(w, i)->instance_id, id))
-            wf_nw_gone(&w->jobs, i);
+            wf_runtime__gone(&w->jobs, i);
     for (size_t i = 0; i < w->timers.n; i++)
         if (whole_tree || same(TIMER(w, i)->instance_id, id))
-            wf_nw_gone(&w->timers, i);
+            wf_runtime__gone(&w->timers, i);
     for (size_t i = 0; i < w->subs.n; i++)
         if (whole_tree || same(SUB(w, i)->instance_id, id))
-            wf_nw_gone(&w->subs, i);
+            wf_runtime__gone(&w->subs, i);
     for (size_t i = 0; i < w->toks.n; i++)
-        wf_nw_gone(&w->toks, i);
+        wf_runtime__gone(&w->toks, i);
     return rc;
 }
 
@@ -764,7 +764,7 @@ add_task(net_work *w, const wf_work_item_row *it, const wf_transition *t, wf_ass
     wf_code rc = wf_work_add_task(&w->rw, &row, &k, err);
     if (rc != WF_OK)
         return rc;
-    return wf_nw_event(w, "TASK_CREATED",
+    return wf_runtime__event(w, "TASK_CREATED",
                        json_pack("{s:s,s:s,s:s,s:s,s:s}", "taskId", row.id, "assigneeKind",
                                  kind == WF_ASSIGNEE_GROUP ? "GROUP" : "USER", "assigneeId",
                                  row.assignee_id, "transitionId", t->id, "workItemId", it->id),
@@ -796,7 +796,7 @@ enable_user(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
                             t->id);
     wf_assignee_kind kind =
         t->assignee.kind == WF_NET_ASSIGNEE_GROUP ? WF_ASSIGNEE_GROUP : WF_ASSIGNEE_USER;
-    size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), it->id);
+    size_t ii = wf_runtime__find(w, &w->items, sizeof(wf_work_item_row), it->id);
     if (ii != WF_WORK_NONE) {
         /* The history names whom the item was given to. */
         char *list = wf_net_join_ids(w->rw.arena, ids, n);
@@ -840,9 +840,9 @@ enable_auto(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
         return wf_work_nomem(err);
     wf_code rc = rows_add(w->rw.arena, &w->jobs, &job, sizeof job, NW_NEW, NULL, err);
     if (rc == WF_OK)
-        rc = wf_nw_add_wake(w, t->job_type, err);
+        rc = wf_runtime__add_wake(w, t->job_type, err);
     if (rc == WF_OK)
-        rc = wf_nw_event(w, "JOB_CREATED",
+        rc = wf_runtime__event(w, "JOB_CREATED",
                          json_pack("{s:s,s:s,s:s,s:s}", "jobId", job.id, "jobType", t->job_type,
                                    "transitionId", t->id, "workItemId", it->id),
                          err);
@@ -876,14 +876,14 @@ enable_time(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
         .due_at = due,
         .created_at = w->rw.now,
     };
-    char *when = wf_nw_time_text(w->rw.arena, due);
+    char *when = wf_runtime__time_text(w->rw.arena, due);
     if (tm.id == NULL || when == NULL)
         return wf_work_nomem(err);
     wf_code rc = rows_add(w->rw.arena, &w->timers, &tm, sizeof tm, NW_NEW, NULL, err);
     if (rc == WF_OK)
-        rc = wf_nw_add_wake(w, WF_NW_WAKE_TIMERS, err);
+        rc = wf_runtime__add_wake(w, WF_NW_WAKE_TIMERS, err);
     if (rc == WF_OK)
-        rc = wf_nw_event(w, "TIMER_SCHEDULED",
+        rc = wf_runtime__event(w, "TIMER_SCHEDULED",
                          json_pack("{s:s,s:s,s:s,s:s}", "timerId", tm.id, "transitionId", t->id,
                                    "workItemId", it->id, "dueAt", when),
                          err);
@@ -891,10 +891,10 @@ enable_time(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
 }
 
 wf_code
-wf_nw_rearm_timer(net_work *w, size_t ii, wf_error *err)
+wf_runtime__rearm_timer(net_work *w, size_t ii, wf_error *err)
 {
     const wf_work_item_row *it = ITEM(w, ii);
-    const wf_transition *t = wf_nw_transition_of(w, it->transition_id);
+    const wf_transition *t = wf_runtime__transition_of(w, it->transition_id);
     if (t == NULL || t->trigger != WF_TRIGGER_TIME)
         return wf_error_set(err, WF_E_INTERNAL, "work item \"%s\" is not a TIME work item",
                             it->id);
@@ -926,7 +926,7 @@ enable_msg(net_work *w, const wf_work_item_row *it, const wf_transition *t, wf_e
 static wf_code
 apply_created(net_work *w, const wf_work_item *ci, const char *vars, wf_error *err)
 {
-    const wf_transition *t = wf_nw_transition_of(w, ci->transition_id);
+    const wf_transition *t = wf_runtime__transition_of(w, ci->transition_id);
     const wf_instance_row *in = &w->rw.insts[w->inst];
     if (t == NULL)
         return wf_error_set(err, WF_E_INTERNAL, "transition \"%s\" is not in the net",
@@ -950,7 +950,7 @@ apply_created(net_work *w, const wf_work_item *ci, const char *vars, wf_error *e
         return wf_work_nomem(err);
     wf_code rc = rows_add(w->rw.arena, &w->items, &row, sizeof row, NW_NEW, &ii, err);
     if (rc == WF_OK)
-        rc = wf_nw_event(w, "TRANSITION_ENABLED",
+        rc = wf_runtime__event(w, "TRANSITION_ENABLED",
                          json_pack("{s:s,s:s,s:s}", "transitionId", t->id, "workItemId", row.id,
                                    "trigger", trigger_name(t->trigger)),
                          err);
@@ -967,7 +967,7 @@ apply_created(net_work *w, const wf_work_item *ci, const char *vars, wf_error *e
         /* A buffered signal waiting for it is consumed now; the item fires
          * once the whole step is applied (net_runtime_int.h). */
         rc = enable_msg(w, &row, t, err);
-        return rc == WF_OK ? wf_sig__msg_enabled(w, &row, t, err) : rc;
+        return rc == WF_OK ? wf_runtime__msg_enabled(w, &row, t, err) : rc;
     }
     return WF_OK;
 }
@@ -983,7 +983,7 @@ competing_due(const net_work *w, const wf_work_item_row *row)
         if ((w->timers.flags[i] & NW_GONE) || same(tm->work_item_id, row->id) ||
             !same(tm->instance_id, row->instance_id))
             continue;
-        size_t k = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), tm->work_item_id);
+        size_t k = wf_runtime__find(w, &w->items, sizeof(wf_work_item_row), tm->work_item_id);
         if (k != WF_WORK_NONE && shares_token(ITEM(w, k)->token_ids, row->token_ids) &&
             (due == 0 || tm->due_at < due))
             due = tm->due_at;
@@ -1000,7 +1000,7 @@ link_due(net_work *w)
         if (!task_pending(t) || t->work_item_id == NULL ||
             !same(t->instance_id, w->rw.insts[w->inst].id))
             continue;
-        size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), t->work_item_id);
+        size_t ii = wf_runtime__find(w, &w->items, sizeof(wf_work_item_row), t->work_item_id);
         if (ii == WF_WORK_NONE)
             continue;
         int64_t due = competing_due(w, ITEM(w, ii));
@@ -1030,7 +1030,7 @@ link_due(net_work *w)
         }
         if (due != it->deadline) {
             it->deadline = due;
-            wf_nw_dirty(&w->items, i);
+            wf_runtime__dirty(&w->items, i);
         }
     }
 }
@@ -1047,9 +1047,9 @@ apply_diff(net_work *w, const wf_net_diff *d, const char *vars, wf_error *err)
         return rc;
     const wf_instance_row *in = &w->rw.insts[w->inst];
     for (size_t i = 0; i < d->n_removed_tokens; i++) {
-        size_t k = wf_nw_find(w, &w->toks, sizeof(wf_token_row), d->removed_tokens[i]);
+        size_t k = wf_runtime__find(w, &w->toks, sizeof(wf_token_row), d->removed_tokens[i]);
         if (k != WF_WORK_NONE)
-            wf_nw_gone(&w->toks, k);
+            wf_runtime__gone(&w->toks, k);
     }
     for (size_t i = 0; rc == WF_OK && i < d->n_added_tokens; i++) {
         const wf_token *t = &d->added_tokens[i];
@@ -1063,11 +1063,11 @@ apply_diff(net_work *w, const wf_net_diff *d, const char *vars, wf_error *err)
         };
         rc = rows_add(w->rw.arena, &w->toks, &row, sizeof row, NW_NEW, NULL, err);
     }
-    void *sig_mark = wf_sig__pending_mark(w);
+    void *sig_mark = wf_runtime__pending_mark(w);
     for (size_t i = 0; rc == WF_OK && i < d->n_created; i++)
         rc = apply_created(w, &d->created[i], vars, err);
     /* MSG items that consumed a buffered signal fire now. */
-    rc = wf_sig__fire_pending(w, sig_mark, rc, err);
+    rc = wf_runtime__fire_pending(w, sig_mark, rc, err);
     if (rc != WF_OK)
         return rc;
     link_due(w);
@@ -1075,14 +1075,14 @@ apply_diff(net_work *w, const wf_net_diff *d, const char *vars, wf_error *err)
     if (d->ended) {
         rc = wf_referral_finish_instance(&w->rw, w->inst, WF_INSTANCE_COMPLETED, NULL, err);
         /* Signals buffered for the ended instance can never be delivered. */
-        return rc == WF_OK ? wf_sig__discard_buffered(w, err) : rc;
+        return rc == WF_OK ? wf_runtime__discard_buffered(w, err) : rc;
     }
     if (d->deadlocked) {
         char msg[300];
         snprintf(msg, sizeof msg,
                  "no transition of definition \"%s\" is enabled and the case has not ended",
                  w->net->key != NULL ? w->net->key : "");
-        return wf_nw_fail_instance(w, msg, err);
+        return wf_runtime__fail_instance(w, msg, err);
     }
     return WF_OK;
 }
@@ -1115,13 +1115,13 @@ current_state(net_work *w, wf_net_state *st, wf_error *err)
 }
 
 wf_code
-wf_nw_fire(net_work *w, const char *work_item_id, const char *patch_json, wf_error *err)
+wf_runtime__fire(net_work *w, const char *work_item_id, const char *patch_json, wf_error *err)
 {
-    return wf_nw_fire_goto(w, work_item_id, patch_json, NULL, err);
+    return wf_runtime__fire_goto(w, work_item_id, patch_json, NULL, err);
 }
 
 wf_code
-wf_nw_fire_goto(net_work *w, const char *work_item_id, const char *patch_json,
+wf_runtime__fire_goto(net_work *w, const char *work_item_id, const char *patch_json,
                 const char *goto_place, wf_error *err)
 {
     if (w->net == NULL)
@@ -1228,7 +1228,7 @@ start_net(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row *def,
     w.net = net;
     rc = nw_load(&w, err);
     if (rc == WF_OK)
-        rc = wf_nw_event(&w, "INSTANCE_STARTED",
+        rc = wf_runtime__event(&w, "INSTANCE_STARTED",
                          json_pack("{s:s,s:i}", "definitionKey", root.definition_key,
                                    "definitionVersion", (int)def->version),
                          err);
@@ -1239,7 +1239,7 @@ start_net(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row *def,
     if (rc == WF_OK)
         rc = apply_diff(&w, &d, vars, err);
     if (rc == WF_OK)
-        rc = wf_nw_write(&w, err);
+        rc = wf_runtime__write(&w, err);
     if (rc == WF_OK)
         *out = w.rw.insts[w.inst];
     return rc;
@@ -1299,7 +1299,7 @@ open_task(net_work *w, wf_tx *tx, const task_op *op, size_t *t, const char **ite
           const wf_transition **tr, wf_error *err)
 {
     const wf_ref_ctx *ctx = op->ctx;
-    wf_code rc = wf_nw_open(w, ctx, tx, op->instance_id, op->root_id, err);
+    wf_code rc = wf_runtime__open(w, ctx, tx, op->instance_id, op->root_id, err);
     if (rc != WF_OK)
         return rc;
     *t = wf_work_find_task(&w->rw, op->task_id);
@@ -1315,11 +1315,11 @@ open_task(net_work *w, wf_tx *tx, const task_op *op, size_t *t, const char **ite
     if (w->rw.insts[w->inst].status != WF_INSTANCE_RUNNING)
         return wf_error_set(err, WF_E_INSTANCE_NOT_RUNNING, "instance \"%s\" is not running",
                             w->rw.insts[w->inst].id);
-    size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), task->work_item_id);
+    size_t ii = wf_runtime__find(w, &w->items, sizeof(wf_work_item_row), task->work_item_id);
     if (w->net == NULL || ii == WF_WORK_NONE || ITEM(w, ii)->state != WF_WORK_ITEM_ENABLED)
         return wf_error_set(err, WF_E_TASK_NOT_OPEN, "task \"%s\" is no longer enabled", task->id);
     *item = ITEM(w, ii)->id;
-    *tr = wf_nw_transition_of(w, ITEM(w, ii)->transition_id);
+    *tr = wf_runtime__transition_of(w, ITEM(w, ii)->transition_id);
     if (*tr == NULL)
         return wf_error_set(err, WF_E_INTERNAL, "transition \"%s\" is not in the net",
                             ITEM(w, ii)->transition_id);
@@ -1350,16 +1350,16 @@ task_body(wf_tx *tx, void *arg, wf_error *err)
             if (same(w.rw.tasks[k].work_item_id, item_id) && task_pending(&w.rw.tasks[k]))
                 rc = wf_referral_cancel_task(&w.rw, k, err);
         if (rc == WF_OK)
-            rc = wf_nw_fire(&w, item_id, NULL, err);
+            rc = wf_runtime__fire(&w, item_id, NULL, err);
     }
     if (rc == WF_OK)
-        rc = wf_nw_write(&w, err);
+        rc = wf_runtime__write(&w, err);
     if (rc != WF_OK)
         return rc;
     op->out->task = w.rw.tasks[t];
     op->out->next = NULL;
     count_item_tasks(&w.rw, item_id, &op->out->counts);
-    wf_nw_keep_wake(&w, &op->wake, &op->n_wake);
+    wf_runtime__keep_wake(&w, &op->wake, &op->n_wake);
     return WF_OK;
 }
 
@@ -1399,14 +1399,14 @@ end_body(wf_tx *tx, void *arg, wf_error *err)
     if (rc == WF_OK)
         rc = wf_referral_cancel_pending_except(&w.rw, t, op->end, err);
     if (rc == WF_OK)
-        rc = wf_nw_abandon(&w, item_id, true, err);
+        rc = wf_runtime__abandon(&w, item_id, true, err);
     if (rc == WF_OK)
         rc = wf_referral_complete_tree(&w.rw, root, err);
     /* Signals buffered for the ended instance can never be delivered. */
     if (rc == WF_OK)
-        rc = wf_sig__discard_buffered(&w, err);
+        rc = wf_runtime__discard_buffered(&w, err);
     if (rc == WF_OK)
-        rc = wf_nw_write(&w, err);
+        rc = wf_runtime__write(&w, err);
     if (rc == WF_OK) {
         op->end->root = w.rw.insts[root];
         op->end->task = w.rw.tasks[t];
@@ -1427,7 +1427,7 @@ wf_net_complete_and_end(const wf_ref_ctx *ctx, const char *task_id, const char *
 /* ---- incidents ---------------------------------------------------------------------------- */
 
 bool
-wf_nw_incident_code(wf_code rc)
+wf_runtime__incident_code(wf_code rc)
 {
     return rc == WF_E_NO_ARC_MATCHED || rc == WF_E_INVALID_ARGUMENT || rc == WF_E_INVALID_JSON ||
            rc == WF_E_DEFINITION_INVALID || rc == WF_E_TOO_LARGE || rc == WF_E_EXPRESSION_LIMIT;
@@ -1503,8 +1503,8 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
         const wf_subscription_row *s = &agg.subscriptions[i];
         if (!same(s->instance_id, instance_id))
             continue;
-        const wf_transition *t = wf_nw_transition_of(&w, s->transition_id);
-        size_t ii = wf_nw_find(&w, &w.items, sizeof(wf_work_item_row), s->work_item_id);
+        const wf_transition *t = wf_runtime__transition_of(&w, s->transition_id);
+        size_t ii = wf_runtime__find(&w, &w.items, sizeof(wf_work_item_row), s->work_item_id);
         out->awaiting[out->n_awaiting++] = (wf_net_awaiting){
             .sub = *s,
             .correlation = t != NULL && t->correlation == WF_CORRELATION_AGGREGATE
@@ -1518,7 +1518,7 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
         if (!same(it->instance_id, instance_id) || it->trigger != WF_TRIGGER_USER ||
             it->state != WF_WORK_ITEM_ENABLED)
             continue;
-        const wf_transition *t = wf_nw_transition_of(&w, it->transition_id);
+        const wf_transition *t = wf_runtime__transition_of(&w, it->transition_id);
         wf_ref_counts c;
         count_item_tasks(&w.rw, it->id, &c);
         if (t == NULL || c.total < 2)
@@ -1545,7 +1545,7 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
         bool now = false;
         for (size_t i = 0; i < agg.n_work_items && !now; i++) {
             const wf_work_item_row *it = &agg.work_items[i];
-            const wf_transition *t = wf_nw_transition_of(&w, it->transition_id);
+            const wf_transition *t = wf_runtime__transition_of(&w, it->transition_id);
             now = same(it->instance_id, instance_id) && it->state == WF_WORK_ITEM_ENABLED &&
                   t != NULL && same(t->step_id, net->steps[k].id);
         }

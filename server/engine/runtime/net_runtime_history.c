@@ -3,7 +3,7 @@
  * instance (Radicore's WORKITEM table).
  *
  * The net runtime keeps every work item it ends (net_runtime.c,
- * wf_nw_end_item): FINISHED when it fired, WITHDRAWN when a competing
+ * wf_runtime__end_item): FINISHED when it fired, WITHDRAWN when a competing
  * firing, a saga or the end of the case took its tokens; FIRED items
  * (completed compensable steps, live for the saga) read as FINISHED. Rows
  * are never deleted while the instance row exists, so the history lives

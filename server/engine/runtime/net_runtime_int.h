@@ -10,7 +10,7 @@
  * row NEW and GONE is never written, a GONE row is deleted, and a NEW or
  * DIRTY row is upserted, once, whatever happened to it in between. A work
  * item that ends is GONE from the working set but KEEP: it is upserted
- * with its end state, as history (wf_nw_end_item).
+ * with its end state, as history (wf_runtime__end_item).
  */
 #ifndef WF_NET_RUNTIME_INT_H
 #define WF_NET_RUNTIME_INT_H
@@ -58,59 +58,59 @@ typedef struct net_work {
  * aggregate lacks it. w->net is NULL when its definition is AD_HOC.
  * root_hint: the root_id of a row read before, or NULL (see
  * wf_tx_lock_root_hint). */
-wf_code wf_nw_open(net_work *w, const wf_ref_ctx *ctx, wf_tx *tx, const char *instance_id,
+wf_code wf_runtime__open(net_work *w, const wf_ref_ctx *ctx, wf_tx *tx, const char *instance_id,
                    const char *root_hint, wf_error *err);
 
 /* Starts over from the loaded aggregate, dropping every change (used to
  * turn a refused firing into an incident). */
-wf_code wf_nw_reset(net_work *w, wf_error *err);
+wf_code wf_runtime__reset(net_work *w, wf_error *err);
 
 /* Saves w as it is now into *save (its own copies, in w's arena), so that
- * wf_nw_restore can go back to this point and keep the changes made
- * before it: unlike wf_nw_reset, a refused firing nested in a larger unit
+ * wf_runtime__restore can go back to this point and keep the changes made
+ * before it: unlike wf_runtime__reset, a refused firing nested in a larger unit
  * of work then undoes only itself. Store writes made in between (signals
  * consumed) are not undone. */
-wf_code wf_nw_save(const net_work *w, net_work *save, wf_error *err);
-void wf_nw_restore(net_work *w, const net_work *save);
+wf_code wf_runtime__save(const net_work *w, net_work *save, wf_error *err);
+void wf_runtime__restore(net_work *w, const net_work *save);
 
 /* Finds a row by id; WF_WORK_NONE when absent or GONE. */
-size_t wf_nw_find(const net_work *w, const nw_rows *r, size_t elem, const char *id);
+size_t wf_runtime__find(const net_work *w, const nw_rows *r, size_t elem, const char *id);
 
 /* A TIME or MSG work item still waits: its timer or subscription is in
  * place (a firing spends it, a refused firing too). */
-bool wf_nw_armed(const net_work *w, const wf_work_item_row *it);
+bool wf_runtime__armed(const net_work *w, const wf_work_item_row *it);
 
 /* Transition id of w's net (NULL when absent or the instance is AD_HOC). */
-const wf_transition *wf_nw_transition_of(const net_work *w, const char *id);
+const wf_transition *wf_runtime__transition_of(const net_work *w, const char *id);
 
 /* Marks row i of r changed / deleted. */
-void wf_nw_dirty(nw_rows *r, size_t i);
-void wf_nw_gone(nw_rows *r, size_t i);
+void wf_runtime__dirty(nw_rows *r, size_t i);
+void wf_runtime__gone(nw_rows *r, size_t i);
 
 /* Ends work item ii of the working set: state FINISHED or WITHDRAWN,
  * finished_at now (kept when already set: a compensated step keeps the
  * time it fired), finished_by (NULL = nobody). The row leaves the working
  * set and is written as history (store.h). */
-void wf_nw_end_item(net_work *w, size_t ii, wf_work_item_state state, const char *by);
+void wf_runtime__end_item(net_work *w, size_t ii, wf_work_item_state state, const char *by);
 
 /* Appends an event about the net instance (data reference stolen). */
-wf_code wf_nw_event(net_work *w, const char *type, struct json_t *data, wf_error *err);
+wf_code wf_runtime__event(net_work *w, const char *type, struct json_t *data, wf_error *err);
 
 /* Fires live work item wi of the net instance, merging patch_json (NULL =
  * nothing) into the instance's variables first, and applies the step's
  * diff: tokens, work items with their tasks, jobs, timers and
  * subscriptions, events, termination. Errors of the net engine
  * (NO_ARC_MATCHED, a failing guard or expression, the silent loop bound)
- * leave the working set in an undefined state: roll back, or wf_nw_reset. */
-wf_code wf_nw_fire(net_work *w, const char *work_item_id, const char *patch_json, wf_error *err);
+ * leave the working set in an undefined state: roll back, or wf_runtime__reset. */
+wf_code wf_runtime__fire(net_work *w, const char *work_item_id, const char *patch_json, wf_error *err);
 
-/* wf_nw_fire producing one token in goto_place (NULL = route as usual). */
-wf_code wf_nw_fire_goto(net_work *w, const char *work_item_id, const char *patch_json,
+/* wf_runtime__fire producing one token in goto_place (NULL = route as usual). */
+wf_code wf_runtime__fire_goto(net_work *w, const char *work_item_id, const char *patch_json,
                         const char *goto_place, wf_error *err);
 
 /* Arms TIME work item ii (an index in w->items) again: a new timer from
  * now, TIMER_SCHEDULED. */
-wf_code wf_nw_rearm_timer(net_work *w, size_t ii, wf_error *err);
+wf_code wf_runtime__rearm_timer(net_work *w, size_t ii, wf_error *err);
 
 /* Abandons the work of the net instance: every other ENABLED work item is
  * withdrawn (WORKITEM_WITHDRAWN, its OPEN and CLAIMED tasks CANCELLED),
@@ -118,61 +118,61 @@ wf_code wf_nw_rearm_timer(net_work *w, size_t ii, wf_error *err);
  * the tokens are removed, and the jobs, timers and subscriptions of the
  * net instance (whole_tree: of every instance of the aggregate) are
  * deleted. Used when compensation begins and by CompleteAndEnd. */
-wf_code wf_nw_abandon(net_work *w, const char *keep, bool whole_tree, wf_error *err);
+wf_code wf_runtime__abandon(net_work *w, const char *keep, bool whole_tree, wf_error *err);
 
 /* Marks the net instance FAILED with last_error (INSTANCE_FAILED). */
-wf_code wf_nw_fail_instance(net_work *w, const char *message, wf_error *err);
+wf_code wf_runtime__fail_instance(net_work *w, const char *message, wf_error *err);
 /* The same with more fields for the event's data (reference stolen; NULL
  * = none). */
-wf_code wf_nw_fail_instance_data(net_work *w, const char *message, struct json_t *data,
+wf_code wf_runtime__fail_instance_data(net_work *w, const char *message, struct json_t *data,
                                  wf_error *err);
 
 /* Codes of a refused TIME or MSG firing (no arc matched, a guard or
  * expression failed or hit its limit): the instance gets an incident
  * instead of the caller an error. */
-bool wf_nw_incident_code(wf_code rc);
+bool wf_runtime__incident_code(wf_code rc);
 
 /* Writes everything with one wf_tx_apply. */
-wf_code wf_nw_write(net_work *w, wf_error *err);
+wf_code wf_runtime__write(net_work *w, wf_error *err);
 
 /* The definition row of key at version inside tx, and its net. */
-wf_code wf_nw_definition(wf_tx *tx, wf_arena *arena, const char *key, int32_t version,
+wf_code wf_runtime__definition(wf_tx *tx, wf_arena *arena, const char *key, int32_t version,
                          wf_definition_row *row, const wf_net **net, wf_error *err);
 
 /* Adds a job type to wake after the commit (once). WF_NW_WAKE_TIMERS
  * (no job type is empty) stands for "a timer was created". */
-wf_code wf_nw_add_wake(net_work *w, const char *job_type, wf_error *err);
+wf_code wf_runtime__add_wake(net_work *w, const char *job_type, wf_error *err);
 #define WF_NW_WAKE_TIMERS ""
 
 /* Copies the job types of w->wake into the arena-backed list (*types, *n)
  * that outlives the attempt, replacing what it held. */
-void wf_nw_keep_wake(const net_work *w, const char ***types, size_t *n);
+void wf_runtime__keep_wake(const net_work *w, const char ***types, size_t *n);
 
 /* Calls ctx->wake for "events" and every "jobs:<type>" (and "timers" for
  * WF_NW_WAKE_TIMERS). */
-void wf_nw_wake(const wf_net_ctx *ctx, const char *const *types, size_t n);
+void wf_runtime__wake(const wf_net_ctx *ctx, const char *const *types, size_t n);
 
 /* RFC 3339 UTC text of a time in µs, in arena. */
-char *wf_nw_time_text(wf_arena *a, int64_t us);
+char *wf_runtime__time_text(wf_arena *a, int64_t us);
 
 /* ---- sagas (net_runtime_saga.c) -------------------------------------------- */
 
 /* The net instance has completed transitions with a compensation_job_type
  * not compensated yet. */
-bool wf_nw_saga_has_steps(const net_work *w);
+bool wf_runtime__saga_has_steps(const net_work *w);
 
 /* Starts compensating when there are steps (*started): the forward work is
  * abandoned, COMPENSATING, COMPENSATION_STARTED (cause in its data) and
  * the first compensation job. Else changes nothing. */
-wf_code wf_nw_saga_begin(net_work *w, const char *cause, bool *started, wf_error *err);
+wf_code wf_runtime__saga_begin(net_work *w, const char *cause, bool *started, wf_error *err);
 
 /* CompleteJob of compensation job ji (patch merged, NULL = none): the step
  * is done, then the next one or the end (COMPENSATED / FAILED). */
-wf_code wf_nw_saga_job_done(net_work *w, size_t ji, const char *patch, wf_error *err);
+wf_code wf_runtime__saga_job_done(net_work *w, size_t ji, const char *patch, wf_error *err);
 
 /* Compensation job ji failed with no attempt left: COMPENSATION_STEP_FAILED,
  * then the next step or the end. */
-wf_code wf_nw_saga_job_failed(net_work *w, size_t ji, const char *message, wf_error *err);
+wf_code wf_runtime__saga_job_failed(net_work *w, size_t ji, const char *message, wf_error *err);
 
 /* ---- signal consumption (signals.c) ---------------------------------------------- *
  *
@@ -191,11 +191,11 @@ wf_code wf_nw_saga_job_failed(net_work *w, size_t ji, const char *message, wf_er
  */
 
 /* The current top of w's queue (opaque). */
-void *wf_sig__pending_mark(const net_work *w);
+void *wf_runtime__pending_mark(const net_work *w);
 
 /* MSG work item it of transition t was just enabled (its subscription is
  * in w->subs): consumes a matching buffered signal and queues the firing. */
-wf_code wf_sig__msg_enabled(net_work *w, const wf_work_item_row *it, const wf_transition *t,
+wf_code wf_runtime__msg_enabled(net_work *w, const wf_work_item_row *it, const wf_transition *t,
                             wf_error *err);
 
 /* Cuts the queue back to mark and, when rc is WF_OK, fires what was
@@ -204,19 +204,19 @@ wf_code wf_sig__msg_enabled(net_work *w, const wf_work_item_row *it, const wf_tr
  * an error: the caller's unit of work goes on. When rc is such a refusal
  * the queued signals go back to the buffer. Returns rc or the firing's
  * error. */
-wf_code wf_sig__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err);
+wf_code wf_runtime__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err);
 
 /* RetryInstance resolved an incident and the instance runs again: every
  * MSG work item of it still waiting (ENABLED, its subscription in place)
- * looks at the buffer again, as when it was enabled (wf_sig__msg_enabled
- * then wf_sig__fire_pending). A signal it missed while the instance was
+ * looks at the buffer again, as when it was enabled (wf_runtime__msg_enabled
+ * then wf_runtime__fire_pending). A signal it missed while the instance was
  * FAILED (sent then, or put back when an earlier firing of the same step
  * was refused) is consumed and fires now; a refused firing is the
  * instance's incident again, and the retry keeps what it did before. */
-wf_code wf_sig__consume_awaited(net_work *w, wf_error *err);
+wf_code wf_runtime__consume_awaited(net_work *w, wf_error *err);
 
 /* The net instance ended: its buffered signals (addressed to its id) are
  * marked discarded. */
-wf_code wf_sig__discard_buffered(net_work *w, wf_error *err);
+wf_code wf_runtime__discard_buffered(net_work *w, wf_error *err);
 
 #endif /* WF_NET_RUNTIME_INT_H */

@@ -127,19 +127,19 @@ relet_body(wf_tx *tx, void *arg, wf_error *err)
     lease_op *op = arg;
     net_work w;
     op->done = false;
-    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->job->instance_id, op->job->root_id, err);
+    wf_code rc = wf_runtime__open(&w, &op->ctx->ref, tx, op->job->instance_id, op->job->root_id, err);
     if (rc != WF_OK)
         return rc;
-    size_t ji = wf_nw_find(&w, &w.jobs, sizeof(wf_job_row), op->job->id);
+    size_t ji = wf_runtime__find(&w, &w.jobs, sizeof(wf_job_row), op->job->id);
     if (ji == WF_WORK_NONE)
         return WF_OK;
     wf_job_row *j = NW_ROW(&w, jobs, wf_job_row, ji);
     if (j->state != WF_JOB_ACTIVATED || !same(j->key, op->job->key))
         return WF_OK;
     j->lease_expires_at = op->expires_at;
-    wf_nw_dirty(&w.jobs, ji);
+    wf_runtime__dirty(&w.jobs, ji);
     op->done = true;
-    return wf_nw_write(&w, err);
+    return wf_runtime__write(&w, err);
 }
 
 /* No lease asked: each job gets its transition's lease. The store leased
@@ -329,7 +329,7 @@ locate_job(job_op *op, wf_error *err)
 static wf_code
 open_job(job_op *op, wf_tx *tx, net_work *w, size_t *ji, wf_error *err)
 {
-    wf_code rc = wf_nw_open(w, &op->ctx->ref, tx, op->instance_id, op->root_id, err);
+    wf_code rc = wf_runtime__open(w, &op->ctx->ref, tx, op->instance_id, op->root_id, err);
     if (rc == WF_E_INSTANCE_NOT_FOUND)
         return lease_lost(op->key, "belongs to no instance", err);
     if (rc != WF_OK)
@@ -395,10 +395,10 @@ unroutable(net_work *w, const job_op *op, const char *job_id, wf_error *err)
     snprintf(why, sizeof why, "%s", err->msg);
     wf_code code = err->code;
     wf_error_clear(err);
-    wf_code rc = wf_nw_reset(w, err);
+    wf_code rc = wf_runtime__reset(w, err);
     if (rc != WF_OK)
         return rc;
-    size_t ji = wf_nw_find(w, &w->jobs, sizeof(wf_job_row), job_id);
+    size_t ji = wf_runtime__find(w, &w->jobs, sizeof(wf_job_row), job_id);
     if (ji == WF_WORK_NONE)
         return wf_error_set(err, WF_E_INTERNAL, "job \"%s\" is gone", job_id);
     wf_job_row *j = NW_ROW(w, jobs, wf_job_row, ji);
@@ -415,8 +415,8 @@ unroutable(net_work *w, const job_op *op, const char *job_id, wf_error *err)
     j->last_error = wf_work_strdup(&w->rw, msg);
     if (j->last_error == NULL)
         return wf_work_nomem(err);
-    wf_nw_dirty(&w->jobs, ji);
-    return wf_nw_fail_instance_data(
+    wf_runtime__dirty(&w->jobs, ji);
+    return wf_runtime__fail_instance_data(
         w, msg,
         json_pack("{s:s,s:s,s:s,s:s}", "jobId", j->id, "transitionId", trans, "workItemId",
                   j->work_item_id != NULL ? j->work_item_id : "", "reason", wf_code_reason(code)),
@@ -442,32 +442,32 @@ complete_body(wf_tx *tx, void *arg, wf_error *err)
     }
     if (j->compensation) {
         /* A saga step: the next one, or the end (net_runtime_saga.c). */
-        rc = wf_nw_saga_job_done(&w, ji, op->patch, err);
+        rc = wf_runtime__saga_job_done(&w, ji, op->patch, err);
         if (rc == WF_OK)
-            rc = wf_nw_write(&w, err);
+            rc = wf_runtime__write(&w, err);
         if (rc == WF_OK)
-            wf_nw_keep_wake(&w, &op->wake, &op->n_wake);
+            wf_runtime__keep_wake(&w, &op->wake, &op->n_wake);
         return rc;
     }
     const char *item_id = j->work_item_id;
-    size_t ii = wf_nw_find(&w, &w.items, sizeof(wf_work_item_row), item_id);
+    size_t ii = wf_runtime__find(&w, &w.items, sizeof(wf_work_item_row), item_id);
     if (ii == WF_WORK_NONE || NW_ROW(&w, items, wf_work_item_row, ii)->state != WF_WORK_ITEM_ENABLED)
         return lease_lost(op->key, "belongs to a work item that is no longer enabled", err);
     const char *job_id = j->id;
-    rc = wf_nw_event(&w, "JOB_COMPLETED",
+    rc = wf_runtime__event(&w, "JOB_COMPLETED",
                      json_pack("{s:s,s:s,s:s,s:i}", "jobId", j->id, "transitionId",
                                j->transition_id != NULL ? j->transition_id : "", "workItemId",
                                item_id, "attempt", (int)j->attempt + 1),
                      err);
-    wf_nw_gone(&w.jobs, ji);
+    wf_runtime__gone(&w.jobs, ji);
     if (rc == WF_OK)
-        rc = wf_nw_fire_goto(&w, item_id, op->patch, goto_place, err);
-    if (wf_nw_incident_code(rc))
+        rc = wf_runtime__fire_goto(&w, item_id, op->patch, goto_place, err);
+    if (wf_runtime__incident_code(rc))
         rc = unroutable(&w, op, job_id, err);
     if (rc == WF_OK)
-        rc = wf_nw_write(&w, err);
+        rc = wf_runtime__write(&w, err);
     if (rc == WF_OK)
-        wf_nw_keep_wake(&w, &op->wake, &op->n_wake);
+        wf_runtime__keep_wake(&w, &op->wake, &op->n_wake);
     return rc;
 }
 
@@ -517,7 +517,7 @@ fail_body(wf_tx *tx, void *arg, wf_error *err)
     wf_job_row *j = NW_ROW(&w, jobs, wf_job_row, ji);
     int32_t spent = j->attempt + 1; /* the wire's number of the failed attempt */
     bool retry = op->fail->retryable && spent < j->max_attempts;
-    rc = wf_nw_event(&w, "JOB_FAILED",
+    rc = wf_runtime__event(&w, "JOB_FAILED",
                      json_pack("{s:s,s:i,s:s,s:b,s:s}", "jobId", j->id, "attempt", (int)spent,
                                "errorMessage", op->message, "retryable", op->fail->retryable,
                                "transitionId", j->transition_id != NULL ? j->transition_id : ""),
@@ -529,25 +529,25 @@ fail_body(wf_tx *tx, void *arg, wf_error *err)
     j->key = NULL;
     j->worker = NULL;
     j->lease_expires_at = 0;
-    wf_nw_dirty(&w.jobs, ji);
+    wf_runtime__dirty(&w.jobs, ji);
     if (retry) {
         int64_t delay = op->fail->has_backoff ? op->fail->backoff_ms : backoff_ms(j);
         j->attempt = spent;
         j->state = WF_JOB_ACTIVATABLE;
         j->activatable_at = w.rw.now + delay * 1000;
-        char *when = wf_nw_time_text(w.rw.arena, j->activatable_at);
+        char *when = wf_runtime__time_text(w.rw.arena, j->activatable_at);
         if (when == NULL)
             return wf_work_nomem(err);
-        rc = wf_nw_event(&w, "JOB_RETRY_SCHEDULED",
+        rc = wf_runtime__event(&w, "JOB_RETRY_SCHEDULED",
                          json_pack("{s:s,s:i,s:s,s:I}", "jobId", j->id, "attempt", (int)spent + 1,
                                    "activatableAt", when, "backoffMs", (json_int_t)delay),
                          err);
         if (rc == WF_OK)
-            rc = wf_nw_add_wake(&w, j->job_type, err);
+            rc = wf_runtime__add_wake(&w, j->job_type, err);
     } else if (j->compensation) {
         /* A saga step failed for good: recorded, compensation continues. */
         j->attempt = spent;
-        rc = wf_nw_saga_job_failed(&w, ji, op->message, err);
+        rc = wf_runtime__saga_job_failed(&w, ji, op->message, err);
     } else {
         j->attempt = spent;
         j->state = WF_JOB_FAILED;
@@ -557,14 +557,14 @@ fail_body(wf_tx *tx, void *arg, wf_error *err)
                  spent == 1 ? "" : "s", op->message);
         /* Completed compensable steps: the saga; else an incident. */
         bool started = false;
-        rc = wf_nw_saga_begin(&w, msg, &started, err);
+        rc = wf_runtime__saga_begin(&w, msg, &started, err);
         if (rc == WF_OK && !started)
-            rc = wf_nw_fail_instance(&w, msg, err);
+            rc = wf_runtime__fail_instance(&w, msg, err);
     }
     if (rc == WF_OK)
-        rc = wf_nw_write(&w, err);
+        rc = wf_runtime__write(&w, err);
     if (rc == WF_OK)
-        wf_nw_keep_wake(&w, &op->wake, &op->n_wake);
+        wf_runtime__keep_wake(&w, &op->wake, &op->n_wake);
     return rc;
 }
 
@@ -580,9 +580,9 @@ extend_body(wf_tx *tx, void *arg, wf_error *err)
         return rc;
     wf_job_row *j = NW_ROW(&w, jobs, wf_job_row, ji);
     j->lease_expires_at = w.rw.now + op->lease_ms * 1000;
-    wf_nw_dirty(&w.jobs, ji);
+    wf_runtime__dirty(&w.jobs, ji);
     op->expires_at = j->lease_expires_at;
-    return wf_nw_write(&w, err);
+    return wf_runtime__write(&w, err);
 }
 
 static wf_code
@@ -608,7 +608,7 @@ run_job_op(job_op *op, wf_uow_body_fn body, wf_uow_idem *idem, const void *resul
     wf_store_ctx sc = wf_work_store_ctx(&op->ctx->ref);
     rc = wf_uow_run(op->ctx->ref.store, &sc, idem, body, op, result, err);
     if (rc == WF_OK && !(idem != NULL && idem->replayed))
-        wf_nw_wake(op->ctx, op->wake, op->n_wake);
+        wf_runtime__wake(op->ctx, op->wake, op->n_wake);
     return rc;
 }
 

@@ -41,7 +41,7 @@
  * new signal is awaited: the time came and the signal was consumed.
  *
  * Either way, once the instance runs again its MSG waits still armed look
- * at the buffer again (wf_sig__consume_awaited): a signal buffered while
+ * at the buffer again (wf_runtime__consume_awaited): a signal buffered while
  * it was FAILED, or put back when a firing of the step that enabled them
  * was refused, is consumed then, not only if it is sent again.
  */
@@ -64,7 +64,7 @@ same(const char *a, const char *b)
 static const char *
 comp_type(const net_work *w, const wf_work_item_row *it)
 {
-    const wf_transition *t = wf_nw_transition_of(w, it->transition_id);
+    const wf_transition *t = wf_runtime__transition_of(w, it->transition_id);
     return t != NULL && t->compensation_job_type != NULL && t->compensation_job_type[0] != '\0'
                ? t->compensation_job_type
                : NULL;
@@ -109,7 +109,7 @@ job_of_item(const net_work *w, const char *item_id, bool compensation)
 }
 
 bool
-wf_nw_saga_has_steps(const net_work *w)
+wf_runtime__saga_has_steps(const net_work *w)
 {
     for (size_t i = 0; i < w->items.n; i++)
         if (compensable(w, i))
@@ -146,7 +146,7 @@ create_step(net_work *w, size_t ii, wf_error *err)
 {
     const wf_instance_row *in = &w->rw.insts[w->inst];
     const wf_work_item_row *it = ITEM(w, ii);
-    const wf_transition *t = wf_nw_transition_of(w, it->transition_id);
+    const wf_transition *t = wf_runtime__transition_of(w, it->transition_id);
     wf_retry_policy r = wf_net_retry_effective(t);
     char *id = wf_arena_alloc(w->rw.arena, WF_UUID_LEN + 1);
     if (id == NULL)
@@ -176,10 +176,10 @@ create_step(net_work *w, size_t ii, wf_error *err)
         return wf_work_nomem(err);
     wf_code rc = add_job(w, &job, err);
     if (rc == WF_OK)
-        rc = wf_nw_add_wake(w, job.job_type, err);
+        rc = wf_runtime__add_wake(w, job.job_type, err);
     if (rc == WF_OK)
         rc =
-            wf_nw_event(w, "JOB_CREATED",
+            wf_runtime__event(w, "JOB_CREATED",
                         json_pack("{s:s,s:s,s:s,s:s,s:b,s:s}", "jobId", job.id, "jobType",
                                   job.job_type, "transitionId", it->transition_id, "workItemId",
                                   it->id, "compensation", 1, "idempotencyKey", job.idempotency_key),
@@ -205,16 +205,16 @@ next_step(net_work *w, wf_error *err)
     wf_instance_row *in = &w->rw.insts[w->inst];
     if (failed) {
         const char *msg = in->last_error != NULL ? in->last_error : "a compensation job failed";
-        return wf_nw_fail_instance(w, msg, err);
+        return wf_runtime__fail_instance(w, msg, err);
     }
     in->status = WF_INSTANCE_COMPENSATED;
     in->ended_at = w->rw.now;
     wf_work_touch_instance(&w->rw, w->inst);
-    return wf_nw_event(w, "INSTANCE_COMPENSATED", json_object(), err);
+    return wf_runtime__event(w, "INSTANCE_COMPENSATED", json_object(), err);
 }
 
 wf_code
-wf_nw_saga_begin(net_work *w, const char *cause, bool *started, wf_error *err)
+wf_runtime__saga_begin(net_work *w, const char *cause, bool *started, wf_error *err)
 {
     *started = false;
     size_t n = 0;
@@ -224,7 +224,7 @@ wf_nw_saga_begin(net_work *w, const char *cause, bool *started, wf_error *err)
         return WF_OK;
     *started = true;
     /* The forward work is abandoned. */
-    wf_code rc = wf_nw_abandon(w, NULL, false, err);
+    wf_code rc = wf_runtime__abandon(w, NULL, false, err);
     if (rc != WF_OK)
         return rc;
     /* The steps in compensation order, for the event. */
@@ -247,7 +247,7 @@ wf_nw_saga_begin(net_work *w, const char *cause, bool *started, wf_error *err)
     in->status = WF_INSTANCE_COMPENSATING;
     in->last_error = NULL;
     wf_work_touch_instance(&w->rw, w->inst);
-    rc = wf_nw_event(
+    rc = wf_runtime__event(
         w, "COMPENSATION_STARTED",
         json_pack("{s:o,s:s}", "transitionIds", ids, "cause", cause != NULL ? cause : ""), err);
     if (rc == WF_OK)
@@ -256,21 +256,21 @@ wf_nw_saga_begin(net_work *w, const char *cause, bool *started, wf_error *err)
 }
 
 wf_code
-wf_nw_saga_job_done(net_work *w, size_t ji, const char *patch, wf_error *err)
+wf_runtime__saga_job_done(net_work *w, size_t ji, const char *patch, wf_error *err)
 {
     wf_job_row *j = JOB(w, ji);
     wf_code rc =
-        wf_nw_event(w, "JOB_COMPLETED",
+        wf_runtime__event(w, "JOB_COMPLETED",
                     json_pack("{s:s,s:s,s:s,s:i,s:b}", "jobId", j->id, "transitionId",
                               j->transition_id != NULL ? j->transition_id : "", "workItemId",
                               j->work_item_id, "attempt", (int)j->attempt + 1, "compensation", 1),
                     err);
     if (rc != WF_OK)
         return rc;
-    size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), j->work_item_id);
+    size_t ii = wf_runtime__find(w, &w->items, sizeof(wf_work_item_row), j->work_item_id);
     if (ii != WF_WORK_NONE)
-        wf_nw_end_item(w, ii, WF_WORK_ITEM_FINISHED, NULL); /* compensated: history */
-    wf_nw_gone(&w->jobs, ji);
+        wf_runtime__end_item(w, ii, WF_WORK_ITEM_FINISHED, NULL); /* compensated: history */
+    wf_runtime__gone(&w->jobs, ji);
     wf_instance_row *in = &w->rw.insts[w->inst];
     if (patch != NULL && strcmp(patch, "{}") != 0) {
         const char *merged;
@@ -284,11 +284,11 @@ wf_nw_saga_job_done(net_work *w, size_t ji, const char *patch, wf_error *err)
 }
 
 wf_code
-wf_nw_saga_job_failed(net_work *w, size_t ji, const char *message, wf_error *err)
+wf_runtime__saga_job_failed(net_work *w, size_t ji, const char *message, wf_error *err)
 {
     wf_job_row *j = JOB(w, ji);
     j->state = WF_JOB_FAILED;
-    wf_nw_dirty(&w->jobs, ji);
+    wf_runtime__dirty(&w->jobs, ji);
     char msg[4096 + 256];
     snprintf(msg, sizeof msg,
              "compensation job \"%s\" of transition \"%s\" failed after %d attempt%s: %s", j->id,
@@ -299,7 +299,7 @@ wf_nw_saga_job_failed(net_work *w, size_t ji, const char *message, wf_error *err
     if (in->last_error == NULL)
         return wf_work_nomem(err);
     wf_work_touch_instance(&w->rw, w->inst);
-    wf_code rc = wf_nw_event(w, "COMPENSATION_STEP_FAILED",
+    wf_code rc = wf_runtime__event(w, "COMPENSATION_STEP_FAILED",
                              json_pack("{s:s,s:s,s:s}", "jobId", j->id, "transitionId",
                                        j->transition_id != NULL ? j->transition_id : "",
                                        "errorMessage", message != NULL ? message : ""),
@@ -330,7 +330,7 @@ rearm(net_work *w, size_t ji)
     j->worker = NULL;
     j->lease_expires_at = 0;
     j->variables_json = w->rw.insts[w->inst].variables_json;
-    wf_nw_dirty(&w->jobs, ji);
+    wf_runtime__dirty(&w->jobs, ji);
 }
 
 /* The TIME or MSG work item of the instance whose firing was refused:
@@ -344,7 +344,7 @@ refused_item(const net_work *w)
             !same(it->instance_id, inst_id(w)) ||
             (it->trigger != WF_TRIGGER_TIME && it->trigger != WF_TRIGGER_MSG))
             continue;
-        if (!wf_nw_armed(w, it))
+        if (!wf_runtime__armed(w, it))
             return i;
     }
     return WF_WORK_NONE;
@@ -362,7 +362,7 @@ retry_firing(net_work *w, size_t ii, wf_error *err)
     in->ended_at = 0;
     wf_work_touch_instance(&w->rw, w->inst);
     wf_code rc =
-        wf_nw_event(w, "INCIDENT_RESOLVED",
+        wf_runtime__event(w, "INCIDENT_RESOLVED",
                     json_pack("{s:s,s:s,s:s}", "transitionId", trans, "workItemId", item_id,
                               "trigger", it->trigger == WF_TRIGGER_TIME ? "TIME" : "MSG"),
                     err);
@@ -371,9 +371,9 @@ retry_firing(net_work *w, size_t ii, wf_error *err)
     int ti = wf_net_transition_index(w->net, trans);
     if (ti >= 0 && w->net->transitions[ti].fails)
         /* An await step that timed out waits again, a whole timeout. */
-        return wf_nw_rearm_timer(w, ii, err);
-    rc = wf_nw_fire(w, item_id, NULL, err);
-    if (wf_nw_incident_code(rc)) {
+        return wf_runtime__rearm_timer(w, ii, err);
+    rc = wf_runtime__fire(w, item_id, NULL, err);
+    if (wf_runtime__incident_code(rc)) {
         /* Refused again: the caller rolls back, the incident stays open. */
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg);
@@ -388,7 +388,7 @@ retry_body(wf_tx *tx, void *arg, wf_error *err)
     retry_op *op = arg;
     net_work w;
     op->n_wake = 0;
-    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->instance_id, NULL, err);
+    wf_code rc = wf_runtime__open(&w, &op->ctx->ref, tx, op->instance_id, NULL, err);
     if (rc != WF_OK)
         return rc;
     wf_instance_row *in = &w.rw.insts[w.inst];
@@ -412,8 +412,8 @@ retry_body(wf_tx *tx, void *arg, wf_error *err)
                 fwd = i;
             continue;
         }
-        size_t ii = wf_nw_find(&w, &w.items, sizeof(wf_work_item_row), j->work_item_id);
-        size_t ci = comp != WF_WORK_NONE ? wf_nw_find(&w, &w.items, sizeof(wf_work_item_row),
+        size_t ii = wf_runtime__find(&w, &w.items, sizeof(wf_work_item_row), j->work_item_id);
+        size_t ci = comp != WF_WORK_NONE ? wf_runtime__find(&w, &w.items, sizeof(wf_work_item_row),
                                                      JOB(&w, comp)->work_item_id)
                                         : WF_WORK_NONE;
         if (comp == WF_WORK_NONE ||
@@ -427,12 +427,12 @@ retry_body(wf_tx *tx, void *arg, wf_error *err)
             return WF_OK; /* an incident this call cannot retry: unchanged */
         rc = retry_firing(&w, ii, err);
         if (rc == WF_OK)
-            rc = wf_sig__consume_awaited(&w, err);
+            rc = wf_runtime__consume_awaited(&w, err);
         if (rc == WF_OK)
-            rc = wf_nw_write(&w, err);
+            rc = wf_runtime__write(&w, err);
         if (rc == WF_OK) {
             *op->out = w.rw.insts[w.inst];
-            wf_nw_keep_wake(&w, &op->wake, &op->n_wake);
+            wf_runtime__keep_wake(&w, &op->wake, &op->n_wake);
         }
         return rc;
     }
@@ -442,7 +442,7 @@ retry_body(wf_tx *tx, void *arg, wf_error *err)
             const wf_job_row *j = JOB(&w, i);
             if (i != comp && !(w.jobs.flags[i] & NW_GONE) && j->compensation &&
                 j->state == WF_JOB_FAILED && same(j->instance_id, in->id))
-                wf_nw_gone(&w.jobs, i);
+                wf_runtime__gone(&w.jobs, i);
         }
     }
     rearm(&w, ji);
@@ -451,21 +451,21 @@ retry_body(wf_tx *tx, void *arg, wf_error *err)
     in->last_error = NULL;
     in->ended_at = 0;
     wf_work_touch_instance(&w.rw, w.inst);
-    rc = wf_nw_event(&w, "INCIDENT_RESOLVED",
+    rc = wf_runtime__event(&w, "INCIDENT_RESOLVED",
                      json_pack("{s:s,s:s,s:s,s:b}", "jobId", j->id, "transitionId",
                                j->transition_id != NULL ? j->transition_id : "", "workItemId",
                                j->work_item_id != NULL ? j->work_item_id : "", "compensation",
                                j->compensation),
                      err);
     if (rc == WF_OK)
-        rc = wf_nw_add_wake(&w, j->job_type, err);
+        rc = wf_runtime__add_wake(&w, j->job_type, err);
     if (rc == WF_OK)
-        rc = wf_sig__consume_awaited(&w, err);
+        rc = wf_runtime__consume_awaited(&w, err);
     if (rc == WF_OK)
-        rc = wf_nw_write(&w, err);
+        rc = wf_runtime__write(&w, err);
     if (rc == WF_OK) {
         *op->out = w.rw.insts[w.inst];
-        wf_nw_keep_wake(&w, &op->wake, &op->n_wake);
+        wf_runtime__keep_wake(&w, &op->wake, &op->n_wake);
     }
     return rc;
 }
@@ -481,7 +481,7 @@ wf_net_retry_instance(const wf_net_ctx *ctx, const char *instance_id, wf_uow_ide
     wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     wf_code rc = wf_uow_run(ctx->ref.store, &sc, idem, retry_body, &op, out, err);
     if (rc == WF_OK && !(idem != NULL && idem->replayed))
-        wf_nw_wake(ctx, op.wake, op.n_wake);
+        wf_runtime__wake(ctx, op.wake, op.n_wake);
     return rc;
 }
 
@@ -506,14 +506,14 @@ cancel_body(wf_tx *tx, void *arg, wf_error *err)
     op->started = false;
     op->fallback = false;
     op->n_wake = 0;
-    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->instance_id, NULL, err);
+    wf_code rc = wf_runtime__open(&w, &op->ctx->ref, tx, op->instance_id, NULL, err);
     if (rc != WF_OK)
         return rc;
     wf_instance_row *in = &w.rw.insts[w.inst];
     if (in->status != WF_INSTANCE_RUNNING && in->status != WF_INSTANCE_FAILED)
         return wf_error_set(err, WF_E_INSTANCE_NOT_RUNNING, "instance \"%s\" has already ended",
                             op->instance_id);
-    if (w.net == NULL || !wf_nw_saga_has_steps(&w)) {
+    if (w.net == NULL || !wf_runtime__saga_has_steps(&w)) {
         /* Nothing to compensate: a plain cancel (the caller). An error, so
          * that nothing is written or recorded under the request id. */
         op->fallback = true;
@@ -536,12 +536,12 @@ cancel_body(wf_tx *tx, void *arg, wf_error *err)
     snprintf(cause, sizeof cause, "cancelled%s%s", op->reason != NULL && op->reason[0] ? ": " : "",
              op->reason != NULL ? op->reason : "");
     if (rc == WF_OK)
-        rc = wf_nw_saga_begin(&w, cause, &op->started, err);
+        rc = wf_runtime__saga_begin(&w, cause, &op->started, err);
     if (rc == WF_OK)
-        rc = wf_nw_write(&w, err);
+        rc = wf_runtime__write(&w, err);
     if (rc == WF_OK) {
         *op->out = w.rw.insts[w.inst];
-        wf_nw_keep_wake(&w, &op->wake, &op->n_wake);
+        wf_runtime__keep_wake(&w, &op->wake, &op->n_wake);
     }
     return rc;
 }
@@ -562,7 +562,7 @@ wf_net_cancel_compensate(const wf_net_ctx *ctx, const char *instance_id, const c
         return WF_OK;
     }
     if (rc == WF_OK && !(idem != NULL && idem->replayed))
-        wf_nw_wake(ctx, op.wake, op.n_wake);
+        wf_runtime__wake(ctx, op.wake, op.n_wake);
     *started = rc == WF_OK;
     return rc;
 }

@@ -46,14 +46,14 @@ timer_body(wf_tx *tx, void *arg, wf_error *err)
     net_work w;
     op->fired = false;
     op->n_wake = 0;
-    wf_code rc = wf_nw_open(&w, op->ctx, tx, row->instance_id, row->root_id, err);
+    wf_code rc = wf_runtime__open(&w, op->ctx, tx, row->instance_id, row->root_id, err);
     if (rc == WF_E_INSTANCE_NOT_FOUND || rc == WF_E_DEFINITION_NOT_FOUND) {
         wf_error_clear(err);
         return WF_OK;
     }
     if (rc != WF_OK)
         return rc;
-    size_t ti = wf_nw_find(&w, &w.timers, sizeof(wf_timer_row), row->id);
+    size_t ti = wf_runtime__find(&w, &w.timers, sizeof(wf_timer_row), row->id);
     if (ti == WF_WORK_NONE)
         return WF_OK; /* withdrawn, or fired by another replica */
     wf_instance_status st = w.rw.insts[w.inst].status;
@@ -62,25 +62,25 @@ timer_body(wf_tx *tx, void *arg, wf_error *err)
          * one has no use for them. */
         if (!ended(st))
             return WF_OK;
-        wf_nw_gone(&w.timers, ti);
-        return wf_nw_write(&w, err);
+        wf_runtime__gone(&w.timers, ti);
+        return wf_runtime__write(&w, err);
     }
     const char *item_id = TIMER(&w, ti)->work_item_id;
     const char *trans_id = TIMER(&w, ti)->transition_id;
-    size_t ii = wf_nw_find(&w, &w.items, sizeof(wf_work_item_row), item_id);
-    wf_nw_gone(&w.timers, ti);
+    size_t ii = wf_runtime__find(&w, &w.items, sizeof(wf_work_item_row), item_id);
+    wf_runtime__gone(&w.timers, ti);
     if (w.net == NULL || ii == WF_WORK_NONE || ITEM(&w, ii)->state != WF_WORK_ITEM_ENABLED)
-        return wf_nw_write(&w, err);
+        return wf_runtime__write(&w, err);
     json_t *data = json_pack("{s:s,s:s,s:s}", "timerId", row->id, "transitionId",
                              trans_id != NULL ? trans_id : "", "workItemId", item_id);
-    rc = wf_nw_event(&w, "TIMER_FIRED", data, err);
+    rc = wf_runtime__event(&w, "TIMER_FIRED", data, err);
     if (rc == WF_OK)
-        rc = wf_nw_fire(&w, item_id, NULL, err);
-    if (wf_nw_incident_code(rc)) {
+        rc = wf_runtime__fire(&w, item_id, NULL, err);
+    if (wf_runtime__incident_code(rc)) {
         /* The firing is refused: the timer is spent, the instance gets an
          * incident (RetryInstance retries the firing). */
         char msg[300];
-        const wf_transition *tr = wf_nw_transition_of(&w, trans_id);
+        const wf_transition *tr = wf_runtime__transition_of(&w, trans_id);
         bool step_failed = tr != NULL && tr->fails;
         if (step_failed)
             snprintf(msg, sizeof msg, "step \"%s\" timed out waiting for signal \"%s\"",
@@ -89,12 +89,12 @@ timer_body(wf_tx *tx, void *arg, wf_error *err)
             snprintf(msg, sizeof msg, "timer of transition \"%s\" could not fire: %s",
                      trans_id != NULL ? trans_id : "", err->msg);
         wf_error_clear(err);
-        rc = wf_nw_reset(&w, err);
+        rc = wf_runtime__reset(&w, err);
         if (rc == WF_OK) {
-            ti = wf_nw_find(&w, &w.timers, sizeof(wf_timer_row), row->id);
+            ti = wf_runtime__find(&w, &w.timers, sizeof(wf_timer_row), row->id);
             if (ti != WF_WORK_NONE)
-                wf_nw_gone(&w.timers, ti);
-            rc = wf_nw_event(&w, "TIMER_FIRED",
+                wf_runtime__gone(&w.timers, ti);
+            rc = wf_runtime__event(&w, "TIMER_FIRED",
                              json_pack("{s:s,s:s,s:s}", "timerId", row->id, "transitionId",
                                        trans_id != NULL ? trans_id : "", "workItemId", item_id),
                              err);
@@ -103,16 +103,16 @@ timer_body(wf_tx *tx, void *arg, wf_error *err)
          * as a job out of attempts, the saga when there is one. */
         bool started = false;
         if (rc == WF_OK && step_failed)
-            rc = wf_nw_saga_begin(&w, msg, &started, err);
+            rc = wf_runtime__saga_begin(&w, msg, &started, err);
         if (rc == WF_OK && !started)
-            rc = wf_nw_fail_instance(&w, msg, err);
+            rc = wf_runtime__fail_instance(&w, msg, err);
     }
     if (rc == WF_OK)
-        rc = wf_nw_write(&w, err);
+        rc = wf_runtime__write(&w, err);
     if (rc != WF_OK)
         return rc;
     op->fired = true;
-    wf_nw_keep_wake(&w, &op->wake, &op->n_wake);
+    wf_runtime__keep_wake(&w, &op->wake, &op->n_wake);
     return WF_OK;
 }
 
@@ -135,7 +135,7 @@ wf_net_fire_timer(const wf_net_rt *rt, const wf_timer_row *row, int64_t deadline
         *fired = op.fired;
         if (op.fired && rt->wake != NULL) {
             wf_net_ctx nc = {.wake = rt->wake, .wake_arg = rt->wake_arg};
-            wf_nw_wake(&nc, op.wake, op.n_wake);
+            wf_runtime__wake(&nc, op.wake, op.n_wake);
         }
     }
     wf_arena_free(a);
@@ -258,7 +258,7 @@ fire_batch_once(const wf_net_rt *rt, batch_entry *e, size_t n, int64_t deadline_
                 any |= got[i];
             if (any && rt->wake != NULL) {
                 wf_net_ctx nc = {.wake = rt->wake, .wake_arg = rt->wake_arg};
-                wf_nw_wake(&nc, wake, n_wake);
+                wf_runtime__wake(&nc, wake, n_wake);
             }
         }
         wf_arena_free(a);

@@ -75,7 +75,7 @@ typedef struct nw_sig_pending {
 } sig_pending;
 
 void *
-wf_sig__pending_mark(const net_work *w)
+wf_runtime__pending_mark(const net_work *w)
 {
     return w->sig_top;
 }
@@ -90,7 +90,7 @@ consumed_data(const wf_signal_row *s, const char *transition_id, const char *ite
 }
 
 wf_code
-wf_sig__msg_enabled(net_work *w, const wf_work_item_row *it, const wf_transition *t, wf_error *err)
+wf_runtime__msg_enabled(net_work *w, const wf_work_item_row *it, const wf_transition *t, wf_error *err)
 {
     const wf_instance_row *in = &w->rw.insts[w->inst];
     bool by_agg = t->correlation == WF_CORRELATION_AGGREGATE;
@@ -134,19 +134,19 @@ fire_signal(net_work *w, const char *name, const char *item_id, const char *tran
             const char *payload, wf_error *err)
 {
     net_work saved;
-    wf_code rc = wf_nw_save(w, &saved, err);
+    wf_code rc = wf_runtime__save(w, &saved, err);
     if (rc == WF_OK)
-        rc = wf_nw_fire(w, item_id, payload, err);
-    if (!wf_nw_incident_code(rc))
+        rc = wf_runtime__fire(w, item_id, payload, err);
+    if (!wf_runtime__incident_code(rc))
         return rc;
     char msg[400];
     snprintf(msg, sizeof msg, "signal \"%s\" of transition \"%s\" could not fire: %s",
              name != NULL ? name : "", trans != NULL ? trans : "", err != NULL ? err->msg : "");
     wf_error_clear(err);
-    wf_nw_restore(w, &saved);
+    wf_runtime__restore(w, &saved);
     for (size_t i = 0; i < w->subs.n; i++)
         if (same(SUB(w, i)->work_item_id, item_id))
-            wf_nw_gone(&w->subs, i);
+            wf_runtime__gone(&w->subs, i);
     wf_instance_row *in = &w->rw.insts[w->inst];
     if (payload != NULL) {
         const char *vars;
@@ -156,7 +156,7 @@ fire_signal(net_work *w, const char *name, const char *item_id, const char *tran
         in->variables_json = (char *)vars;
         wf_work_touch_instance(&w->rw, w->inst);
     }
-    return wf_nw_fail_instance(w, msg, err);
+    return wf_runtime__fail_instance(w, msg, err);
 }
 
 /* Puts a consumed signal back in the buffer (its work item was withdrawn
@@ -174,7 +174,7 @@ unconsume(net_work *w, const wf_signal_row *s, wf_error *err)
 }
 
 wf_code
-wf_sig__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err)
+wf_runtime__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err)
 {
     size_t n = 0;
     for (sig_pending *p = w->sig_top; p != NULL && p != mark; p = p->below)
@@ -192,7 +192,7 @@ wf_sig__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err)
     if (rc != WF_OK) {
         /* A refused step that an enclosing firing turns into an incident is
          * undone while the unit of work goes on: its signals go back. */
-        for (size_t i = 0; wf_nw_incident_code(rc) && v != NULL && i < n; i++) {
+        for (size_t i = 0; wf_runtime__incident_code(rc) && v != NULL && i < n; i++) {
             wf_code u = unconsume(w, &v[i]->sig, err);
             if (u != WF_OK)
                 return u;
@@ -203,14 +203,14 @@ wf_sig__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err)
         return wf_work_nomem(err);
     for (size_t i = 0; rc == WF_OK && i < n; i++) {
         const sig_pending *p = v[i];
-        size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), p->item_id);
+        size_t ii = wf_runtime__find(w, &w->items, sizeof(wf_work_item_row), p->item_id);
         if (ii == WF_WORK_NONE || ITEM(w, ii)->state != WF_WORK_ITEM_ENABLED ||
             w->rw.insts[w->inst].status != WF_INSTANCE_RUNNING) {
             rc = unconsume(w, &p->sig, err);
             continue;
         }
         const char *trans = ITEM(w, ii)->transition_id;
-        rc = wf_nw_event(w, "SIGNAL_CONSUMED", consumed_data(&p->sig, trans, p->item_id), err);
+        rc = wf_runtime__event(w, "SIGNAL_CONSUMED", consumed_data(&p->sig, trans, p->item_id), err);
         if (rc == WF_OK)
             rc = fire_signal(w, p->sig.name, p->item_id, trans,
                              unset(p->sig.payload_json) ? NULL : p->sig.payload_json, err);
@@ -219,12 +219,12 @@ wf_sig__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err)
 }
 
 wf_code
-wf_sig__consume_awaited(net_work *w, wf_error *err)
+wf_runtime__consume_awaited(net_work *w, wf_error *err)
 {
     const wf_instance_row *in = &w->rw.insts[w->inst];
     if (w->net == NULL || in->status != WF_INSTANCE_RUNNING)
         return WF_OK;
-    void *mark = wf_sig__pending_mark(w);
+    void *mark = wf_runtime__pending_mark(w);
     wf_code rc = WF_OK;
     /* Items are loaded oldest first (enabled_at, id) and new ones are
      * appended, so the oldest wait takes the oldest signal, as SendSignal
@@ -232,17 +232,17 @@ wf_sig__consume_awaited(net_work *w, wf_error *err)
     for (size_t i = 0; rc == WF_OK && i < w->items.n; i++) {
         const wf_work_item_row *it = ITEM(w, i);
         if ((w->items.flags[i] & NW_GONE) || it->state != WF_WORK_ITEM_ENABLED ||
-            it->trigger != WF_TRIGGER_MSG || !same(it->instance_id, in->id) || !wf_nw_armed(w, it))
+            it->trigger != WF_TRIGGER_MSG || !same(it->instance_id, in->id) || !wf_runtime__armed(w, it))
             continue;
         int t = wf_net_transition_index(w->net, it->transition_id);
         if (t >= 0)
-            rc = wf_sig__msg_enabled(w, it, &w->net->transitions[t], err);
+            rc = wf_runtime__msg_enabled(w, it, &w->net->transitions[t], err);
     }
-    return wf_sig__fire_pending(w, mark, rc, err);
+    return wf_runtime__fire_pending(w, mark, rc, err);
 }
 
 wf_code
-wf_sig__discard_buffered(net_work *w, wf_error *err)
+wf_runtime__discard_buffered(net_work *w, wf_error *err)
 {
     if (w->net == NULL)
         return WF_OK;
@@ -376,7 +376,7 @@ pick_sub(const net_work *w, const wf_sig_send_in *in)
         } else if (s->aggregate_type != NULL) {
             continue; /* AGGREGATE correlation: not reachable by id */
         }
-        size_t ii = wf_nw_find(w, &w->items, sizeof(wf_work_item_row), s->work_item_id);
+        size_t ii = wf_runtime__find(w, &w->items, sizeof(wf_work_item_row), s->work_item_id);
         if (ii == WF_WORK_NONE || ITEM(w, ii)->state != WF_WORK_ITEM_ENABLED)
             continue;
         const wf_work_item_row *it = ITEM(w, ii);
@@ -418,9 +418,9 @@ fire_sub(net_work *w, send_op *op, size_t si, wf_error *err)
     const char *item_id = SUB(w, si)->work_item_id;
     const char *trans = SUB(w, si)->transition_id;
     wf_signal_row consumed = log_row(op, WF_SIGNAL_CORRELATED);
-    wf_code rc = wf_nw_event(w, "SIGNAL_RECEIVED", received_data(op), err);
+    wf_code rc = wf_runtime__event(w, "SIGNAL_RECEIVED", received_data(op), err);
     if (rc == WF_OK)
-        rc = wf_nw_event(w, "SIGNAL_CONSUMED", consumed_data(&consumed, trans, item_id), err);
+        rc = wf_runtime__event(w, "SIGNAL_CONSUMED", consumed_data(&consumed, trans, item_id), err);
     if (rc == WF_OK)
         rc = fire_signal(w, op->in->name, item_id, trans, op->payload, err);
     return rc;
@@ -445,7 +445,7 @@ send_instance_body(wf_tx *tx, void *arg, wf_error *err)
     net_work w;
     op->fired = op->logged = false;
     op->n_wake = 0;
-    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->in->instance_id, NULL, err);
+    wf_code rc = wf_runtime__open(&w, &op->ctx->ref, tx, op->in->instance_id, NULL, err);
     if (rc != WF_OK)
         return rc;
     op->received_at = w.rw.now;
@@ -457,7 +457,7 @@ send_instance_body(wf_tx *tx, void *arg, wf_error *err)
         const char *trans = SUB(&w, si)->transition_id;
         rc = fire_sub(&w, op, si, err);
         if (rc == WF_OK)
-            rc = wf_nw_write(&w, err);
+            rc = wf_runtime__write(&w, err);
         if (rc == WF_OK)
             rc = log_fired(&w, op, trans, err);
         if (rc != WF_OK)
@@ -465,23 +465,23 @@ send_instance_body(wf_tx *tx, void *arg, wf_error *err)
         op->outcome = WF_SIGNAL_CORRELATED;
         op->fired = true;
         op->fired_instance = w.rw.insts[w.inst].id;
-        wf_nw_keep_wake(&w, &op->wake, &op->n_wake);
+        wf_runtime__keep_wake(&w, &op->wake, &op->n_wake);
         return WF_OK;
     }
     bool buffer = !ended(st) && op->in->buffer_ttl_ms > 0;
     wf_signal_row r = log_row(op, buffer ? WF_SIGNAL_BUFFERED : WF_SIGNAL_DROPPED);
     if (buffer) {
-        rc = wf_nw_event(&w, "SIGNAL_BUFFERED",
+        rc = wf_runtime__event(&w, "SIGNAL_BUFFERED",
                          json_pack("{s:s,s:s,s:s*,s:s}", "signalName", op->in->name, "signalLogId",
                                    op->log_id, "signalId",
                                    unset(op->in->signal_id) ? NULL : op->in->signal_id, "expiresAt",
-                                   wf_nw_time_text(w.rw.arena, r.expires_at)),
+                                   wf_runtime__time_text(w.rw.arena, r.expires_at)),
                          err);
     } else {
-        rc = wf_nw_event(&w, "SIGNAL_DROPPED", delivery_data(op), err);
+        rc = wf_runtime__event(&w, "SIGNAL_DROPPED", delivery_data(op), err);
     }
     if (rc == WF_OK)
-        rc = wf_nw_write(&w, err);
+        rc = wf_runtime__write(&w, err);
     if (rc == WF_OK)
         rc = write_log(tx, &r, NULL, err);
     if (rc != WF_OK)
@@ -518,7 +518,7 @@ send_root_body(wf_tx *tx, void *arg, wf_error *err)
     net_work w;
     op->fired = op->logged = false;
     op->n_wake = 0;
-    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->instance_id, op->root, err);
+    wf_code rc = wf_runtime__open(&w, &op->ctx->ref, tx, op->instance_id, op->root, err);
     if (rc == WF_E_INSTANCE_NOT_FOUND || rc == WF_E_DEFINITION_NOT_FOUND) {
         wf_error_clear(err);
         return WF_OK;
@@ -533,7 +533,7 @@ send_root_body(wf_tx *tx, void *arg, wf_error *err)
     const char *trans = SUB(&w, si)->transition_id;
     rc = fire_sub(&w, op, si, err);
     if (rc == WF_OK)
-        rc = wf_nw_write(&w, err);
+        rc = wf_runtime__write(&w, err);
     if (rc == WF_OK && op->write_log) {
         rc = log_fired(&w, op, trans, err);
         op->logged = rc == WF_OK;
@@ -542,7 +542,7 @@ send_root_body(wf_tx *tx, void *arg, wf_error *err)
         return rc;
     op->fired = true;
     op->fired_instance = w.rw.insts[w.inst].id;
-    wf_nw_keep_wake(&w, &op->wake, &op->n_wake);
+    wf_runtime__keep_wake(&w, &op->wake, &op->n_wake);
     return WF_OK;
 }
 
@@ -733,7 +733,7 @@ start_for(const wf_net_ctx *ctx, send_op *op, wf_tx *tx, bool *started, wf_error
     wf_signal_row r = log_row(op, WF_SIGNAL_STARTED);
     json_t *data = delivery_data(op);
     if (data != NULL) {
-        json_object_set_new(data, "expiresAt", json_string(wf_nw_time_text(a, r.expires_at)));
+        json_object_set_new(data, "expiresAt", json_string(wf_runtime__time_text(a, r.expires_at)));
         json_object_set_new(data, "outcome", json_string("STARTED"));
         json_object_set_new(data, "instanceId", json_string(id));
     }
@@ -764,7 +764,7 @@ buffer_or_drop(const wf_net_ctx *ctx, send_op *op, bool *raced, wf_error *err)
     wf_signal_row r = log_row(op, buffer ? WF_SIGNAL_BUFFERED : WF_SIGNAL_DROPPED);
     json_t *data = delivery_data(op);
     if (buffer && data != NULL)
-        json_object_set_new(data, "expiresAt", json_string(wf_nw_time_text(a, r.expires_at)));
+        json_object_set_new(data, "expiresAt", json_string(wf_runtime__time_text(a, r.expires_at)));
     wf_event_row ev;
     wf_code rc = delivery_event(ctx, buffer ? "SIGNAL_BUFFERED" : "SIGNAL_DROPPED", data,
                                 op->received_at, &ev, err);
@@ -851,7 +851,7 @@ fire_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, bool *d
         if (!op->fired)
             continue;
         logged |= op->logged;
-        wf_nw_wake(ctx, op->wake, op->n_wake);
+        wf_runtime__wake(ctx, op->wake, op->n_wake);
     }
     return WF_OK;
 }
@@ -895,7 +895,7 @@ send_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, wf_erro
                                   ? op->expires_at
                                   : 0;
             if (op->outcome == WF_SIGNAL_STARTED)
-                wf_nw_wake(ctx, NULL, 0);
+                wf_runtime__wake(ctx, NULL, 0);
             return WF_OK;
         }
     }
@@ -969,7 +969,7 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
             memset(out, 0, sizeof *out);
             return WF_OK;
         } else if (op.fired) {
-            wf_nw_wake(ctx, op.wake, op.n_wake);
+            wf_runtime__wake(ctx, op.wake, op.n_wake);
         }
     } else {
         rc = send_aggregate(ctx, &op, out, err);
@@ -1109,7 +1109,7 @@ vars_body(wf_tx *tx, void *arg, wf_error *err)
     vars_op *op = arg;
     net_work w;
     op->n_wake = 0;
-    wf_code rc = wf_nw_open(&w, &op->ctx->ref, tx, op->instance_id, NULL, err);
+    wf_code rc = wf_runtime__open(&w, &op->ctx->ref, tx, op->instance_id, NULL, err);
     if (rc != WF_OK)
         return rc;
     wf_instance_row *in = &w.rw.insts[w.inst];
@@ -1131,13 +1131,13 @@ vars_body(wf_tx *tx, void *arg, wf_error *err)
         json_array_append_new(keys, json_string(key));
     }
     json_decref(patch);
-    rc = wf_nw_event(&w, "VARIABLES_SET", json_pack("{s:o}", "keys", keys), err);
+    rc = wf_runtime__event(&w, "VARIABLES_SET", json_pack("{s:o}", "keys", keys), err);
     if (rc == WF_OK)
-        rc = wf_nw_write(&w, err);
+        rc = wf_runtime__write(&w, err);
     if (rc != WF_OK)
         return rc;
     *op->out = w.rw.insts[w.inst];
-    wf_nw_keep_wake(&w, &op->wake, &op->n_wake);
+    wf_runtime__keep_wake(&w, &op->wake, &op->n_wake);
     return WF_OK;
 }
 
@@ -1161,6 +1161,6 @@ wf_sig_set_variables(const wf_net_ctx *ctx, const char *instance_id, const char 
     wf_store_ctx sc = wf_work_store_ctx(r);
     rc = wf_uow_run(r->store, &sc, idem, vars_body, &op, out, err);
     if (rc == WF_OK && (idem == NULL || !idem->replayed))
-        wf_nw_wake(ctx, op.wake, op.n_wake);
+        wf_runtime__wake(ctx, op.wake, op.n_wake);
     return rc;
 }

@@ -40,7 +40,7 @@
  * firing there is an incident in the same way, and the call that enabled
  * the wait (StartInstance, CompleteJob, ...) still succeeds. RetryInstance
  * has the waits it finds still armed look at the buffer again the same
- * way, once the instance runs again (wf_sig__consume_awaited).
+ * way, once the instance runs again (wf_runtime__consume_awaited).
  *
  * Must not: include protobuf or grpc headers.
  */
