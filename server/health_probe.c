@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grpc/health/v1/health.pb-c.h"
-#include "wf_client.h"
+#include "rpc_probe.h"
+#include "rpc_status.h"
 
 #define PROBE_TIMEOUT_MS 2000
 
@@ -86,7 +86,7 @@ wf_health_probe(int argc, char **argv)
     probe_target(addr != NULL && addr[0] != '\0' ? addr : "0.0.0.0:50051", target,
                  sizeof target);
 
-    wf_client_options o = {.target = target, .timeout_ms = PROBE_TIMEOUT_MS};
+    wf_rpc_probe o = {.target = target, .timeout_ms = PROBE_TIMEOUT_MS};
     char *roots = NULL;
     const char *cert = getenv("WF_TLS_CERT");
     if (cert != NULL && cert[0] != '\0') {
@@ -95,33 +95,18 @@ wf_health_probe(int argc, char **argv)
             fprintf(stderr, "health probe: cannot read WF_TLS_CERT %s\n", cert);
             return 1;
         }
-        o.use_tls = 1;
-        o.tls_roots_pem = roots;
-        o.tls_server_name = tls_name;
+        o.roots_pem = roots;
+        o.server_name = tls_name;
     }
 
-    int rc = 1;
-    wf_client *c = wf_client_new(&o);
-    if (c != NULL) {
-        Grpc__Health__V1__HealthCheckRequest req = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
-        req.service = "";
-        ProtobufCMessage *resp = NULL;
-        wf_client_status st;
-        int code = wf_client_call(c, "/grpc.health.v1.Health/Check", &req.base,
-                                  &grpc__health__v1__health_check_response__descriptor, &resp,
-                                  NULL, &st);
-        if (code == 0) {
-            const Grpc__Health__V1__HealthCheckResponse *r = (const void *)resp;
-            bool serving =
-                r->status == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
-            printf("%s\n", serving ? "SERVING" : "NOT_SERVING");
-            rc = serving ? 0 : 1;
-            protobuf_c_message_free_unpacked(resp, NULL);
-        } else {
-            printf("%s: %s\n", wf_client_code_name(code), st.message);
-        }
-        wf_client_free(c);
-    }
+    bool serving = false;
+    char message[512];
+    int code = wf_rpc_probe_health(&o, &serving, message, sizeof message);
+    if (code == 0)
+        printf("%s\n", serving ? "SERVING" : "NOT_SERVING");
+    else
+        printf("%s: %s\n", wf_rpc_code_name(code), message);
+    int rc = code == 0 && serving ? 0 : 1;
     free(roots);
     return rc;
 }

@@ -159,26 +159,6 @@ struct wf_rpc_server {
     int monitor_started;
 };
 
-static const char *const grpc_code_names[] = {
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-};
-
 /* ---- call contexts ------------------------------------------------------ */
 
 static void
@@ -329,7 +309,7 @@ call_done(struct call *c, grpc_status_code status, wf_code code)
     wf_log_line l;
     wf_log_line_begin(&l, lvl, "rpc");
     wf_log_line_str(&l, "method", call_path(c));
-    wf_log_line_str(&l, "code", grpc_code_names[status]);
+    wf_log_line_str(&l, "code", wf_rpc_code_name(status));
     if (code != WF_OK)
         wf_log_line_str(&l, "reason", wf_code_reason(code));
     wf_log_line_double(&l, "dur_ms", secs * 1000.0);

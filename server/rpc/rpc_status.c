@@ -10,6 +10,34 @@
 #include "google/rpc/error_details.pb-c.h"
 #include "google/rpc/status.pb-c.h"
 
+static const char *const code_names[] = {
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+};
+
+const char *
+wf_rpc_code_name(int code)
+{
+    if (code < 0 || (size_t)code >= sizeof code_names / sizeof code_names[0])
+        return "UNKNOWN";
+    return code_names[code];
+}
+
 grpc_status_code
 wf_rpc_status_code(wf_code code)
 {

@@ -23,6 +23,9 @@
 /* The gRPC status code of a core code. */
 grpc_status_code wf_rpc_status_code(wf_code code);
 
+/* The canonical name of a grpc status code ("UNAVAILABLE"). */
+const char *wf_rpc_code_name(int code);
+
 /* Serializes google.rpc.Status{code, message, details: [ErrorInfo, BadRequest?]}
  * into the arena. Returns the byte length (0 when out of memory) and sets
  * *out. */
