@@ -12,7 +12,6 @@ FROM debian:12-slim AS build
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
         build-essential \
-        check \
         cmake \
         grpc-proto \
         libgrpc-dev \
@@ -28,7 +27,7 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
-RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DWF_WERROR=OFF \
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DWF_WERROR=OFF -DBUILD_TESTING=OFF \
     && cmake --build /build -j "$(nproc)" --target workflowd wfctl \
     && install -D -s -m 0755 /build/server/workflowd /out/workflowd \
     && install -D -s -m 0755 /build/client/wfctl /out/wfctl

@@ -176,17 +176,17 @@ wf_code wf_runtime__saga_job_failed(net_work *w, size_t ji, const char *message,
 
 /* ---- signal consumption (signals.c) ---------------------------------------------- *
  *
- * the hooks net_runtime.c calls so that a MSG work item
- * consumes a buffered signal when it is enabled, and an instance that
- * ends discards the signals buffered for it.
+ * The hooks net_runtime.c calls so that a MSG work item consumes a
+ * buffered signal when it is enabled, and an instance that ends discards
+ * the signals buffered for it.
  *
  * Consumption happens inside apply_created (the MSG branch): the signal
  * row is taken (wf_tx_consume_signal, SKIP LOCKED) and the firing is
  * queued. The queue is drained by the apply_diff that created the item,
  * after all of that step's items exist, so the firing sees the whole
- * marking; nested steps keep their own part of the queue (a per-thread
- * stack, marked on entry to apply_diff and always cut back to the mark on
- * exit). A queued item withdrawn before it fires puts its signal back in
+ * marking; nested steps keep their own part of the queue (a stack in
+ * the working set, net_work.sig_top, marked on entry to apply_diff and
+ * always cut back to the mark on exit). A queued item withdrawn before it fires puts its signal back in
  * the buffer.
  */
 
