@@ -167,9 +167,9 @@ wf_code wf_referral_complete_at(const wf_ref_ctx *ctx, const wf_ref_task_at *at,
 wf_code wf_referral_end_at(const wf_ref_ctx *ctx, const wf_ref_task_at *at, const char *patch,
                            wf_uow_idem *idem, wf_ref_end *out, wf_error *err);
 
-/* CancelInstance: the instance and all its descendants. compensate is a
- * plain cancel for ad-hoc trees (nets compensate in net_runtime_saga.c);
- * reason may be NULL. */
+/* CancelInstance: the instance and all its descendants, a plain cancel;
+ * reason may be NULL. A saga is the runtime's (wf_net_cancel_compensate;
+ * wf_instances_cancel chooses): compensate true answers UNIMPLEMENTED. */
 wf_code wf_referral_cancel(const wf_ref_ctx *ctx, const char *instance_id, const char *reason,
                            bool compensate, wf_uow_idem *idem, wf_instance_row *out, wf_error *err);
 
