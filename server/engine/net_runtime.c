@@ -52,6 +52,7 @@
 #include "engine_json.h"
 #include "expr.h"
 #include "signals_int.h"
+#include "wf_id.h"
 #include "wf_time.h"
 
 static bool

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "defcache.h"
+#include "wf_id.h"
 #include "wf_time.h"
 
 #define PAGE_MAX 500

@@ -44,6 +44,7 @@
 
 #include "defcache.h"
 #include "engine_json.h"
+#include "wf_id.h"
 #include "wf_time.h"
 
 #define ERROR_MESSAGE_MAX 4096

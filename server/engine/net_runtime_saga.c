@@ -53,6 +53,7 @@
 #include <string.h>
 
 #include "engine_json.h"
+#include "wf_id.h"
 #include "wf_time.h"
 
 #define ITEM(w, i) NW_ROW(w, items, wf_work_item_row, i)

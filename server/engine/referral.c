@@ -20,6 +20,7 @@
 #include "engine_json.h"
 #include "net_runtime_int.h"
 #include "referral_int.h"
+#include "wf_id.h"
 #include "wf_time.h"
 
 /* ---- shared helpers ----------------------------------------------------------- */

@@ -11,6 +11,7 @@
 
 #include <string.h>
 
+#include "wf_id.h"
 #include "wf_time.h"
 
 #define PAGE_DEFAULT 50

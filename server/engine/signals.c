@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine_json.h"
+#include "wf_id.h"
 #include "wf_time.h"
 
 #define SUB(w, i) NW_ROW(w, subs, wf_subscription_row, i)

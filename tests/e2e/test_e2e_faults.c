@@ -47,6 +47,7 @@
 #include "grpc/health/v1/health.pb-c.h"
 #include "pg_pool.h" /* wf_pg_migrations: the migrations embedded in workflowd */
 #include "test_support.h"
+#include "wf_id.h"
 #include "wf_time.h"
 #include "workflow/v1/workflow.pb-c.h"
 

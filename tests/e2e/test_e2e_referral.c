@@ -19,6 +19,7 @@
 
 #include "expr.h"
 #include "test_support.h"
+#include "wf_id.h"
 #include "wf_time.h"
 #include "workflow/v1/workflow.pb-c.h"
 

@@ -13,6 +13,7 @@
 #include "defcache.h"
 #include "expr.h"
 #include "net_runtime.h"
+#include "wf_id.h"
 #include "wf_time.h"
 
 #define SVC "/workflow.v1.WorkflowService/"
