@@ -393,8 +393,8 @@ static wf_code
 open_job(job_op *op, wf_tx *tx, net_work *w, size_t *ji, wf_error *err)
 {
     wf_code rc = wf_nw_open(w, &op->ctx->ref, tx, op->instance_id, op->root_id, err);
-    if (rc == WF_E_INSTANCE_NOT_FOUND)
-        return lease_lost(op->key, "belongs to no instance", err);
+    if (rc == WF_E_INSTANCE_NOT_FOUND) /* no job ever had a key naming no instance */
+        return wf_error_set(err, WF_E_JOB_NOT_FOUND, "no job has key \"%.128s\"", op->key);
     if (rc != WF_OK)
         return rc;
     *ji = WF_REF_NONE;

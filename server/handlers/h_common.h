@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "handler.h"
+#include "ids.h"
 #include "net_runtime.h"
 #include "referral.h"
 #include "uow.h"
