@@ -60,7 +60,7 @@ database) and through the API (WatchEvents on every replica):
     fired twice or before its due time, no overdue timer left, exactly one
     of review/timeout fired per instance, in agreement with the client.
 
-Skips (exit 0, "skipped: ...") without WF_TEST_PG_DSN or WF_TEST_PG_CTL
+Skips (exit 77, "skipped: ...") without WF_TEST_PG_DSN or WF_TEST_PG_CTL
 (test.sh exports both). Run:
 
     /usr/bin/python3 tests/replicas/run_replicas.py --server BUILD/server/workflowd \\
@@ -1235,7 +1235,7 @@ def main():
     dsn, ctl = os.environ.get("WF_TEST_PG_DSN"), os.environ.get("WF_TEST_PG_CTL")
     if not dsn or not ctl:
         print("skipped: WF_TEST_PG_DSN and WF_TEST_PG_CTL are not both set (./test.sh sets them)")
-        return 0
+        return 77  # CTest SKIP_RETURN_CODE
     OPTS.server = os.path.abspath(OPTS.server)
     OPTS.proto = os.path.abspath(OPTS.proto)
     OPTS.work = os.path.abspath(OPTS.work)

@@ -32,7 +32,7 @@ against the real store code, statement by statement:
    and a classified mutation the workload never ran.
 
 Needs a superuser DSN (WF_TEST_PG_DSN) whose server log it can read
-(pg_read_file); without WF_TEST_PG_DSN it skips.
+(pg_read_file); without WF_TEST_PG_DSN it skips (exit 77).
 """
 import argparse
 import json
@@ -333,14 +333,14 @@ def main():
     dsn = os.environ.get("WF_TEST_PG_DSN", "")
     if not dsn:
         print("skipped: WF_TEST_PG_DSN is not set")
-        return 0
+        return 77  # CTest SKIP_RETURN_CODE
     psql = shutil.which("psql") or "/usr/lib/postgresql/15/bin/psql"
     os.makedirs(args.work, exist_ok=True)
     started = time.monotonic()
     admin = Pg(psql, dsn)
     if admin.run("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").stdout.strip() != "t":
         print("skipped: WF_TEST_PG_DSN is not a superuser (needed to log statements)")
-        return 0
+        return 77
     # One scratch database per workload suite, so that the suites can run
     # side by side without seeing each other's rows.
     stem = "wf_scaling_%d_%s" % (os.getpid(), secrets.token_hex(3))

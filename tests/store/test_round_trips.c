@@ -368,7 +368,7 @@ main(void)
     dsn = getenv("WF_TEST_PG_DSN");
     if (dsn == NULL || dsn[0] == '\0') {
         printf("skipped: WF_TEST_PG_DSN not set\n");
-        return 0;
+        return 77; /* CTest SKIP_RETURN_CODE */
     }
     if (getenv("WF_TEST_LOG") == NULL)
         wf_log_threshold = WF_LOG_ERROR;

@@ -6,7 +6,7 @@
  * backlog), and the listener across replicas and across a restart.
  *
  * Needs WF_TEST_PG_DSN (a superuser DSN, e.g. from tests/support/pg.sh);
- * without it prints one "skipped" line and exits 0. The restart case also
+ * without it prints one "skipped" line and exits 77 (skipped). The restart case also
  * needs WF_TEST_PG_CTL, a command prefix that runs pg_ctl on that cluster
  * (e.g. "tests/support/pg.sh ctl DIR"). Each case runs in its own schema
  * (search_path), created fresh and migrated by the store itself.
@@ -868,7 +868,7 @@ main(void)
     dsn = getenv("WF_TEST_PG_DSN");
     if (dsn == NULL || dsn[0] == '\0') {
         printf("skipped: WF_TEST_PG_DSN not set\n");
-        return 0;
+        return 77; /* CTest SKIP_RETURN_CODE */
     }
     /* Expected failures (outages, conflicts) log warnings; keep the run
      * readable unless asked. */

@@ -86,7 +86,7 @@ wf_test_run(Suite *s)
         const char *dsn = getenv("WF_TEST_PG_DSN");
         if (dsn == NULL || dsn[0] == '\0') {
             printf("skipped: WF_TEST_STORE=pg but WF_TEST_PG_DSN is not set\n");
-            return 0;
+            return WF_TEST_SKIP;
         }
     }
     SRunner *sr = srunner_create(s);

@@ -44,9 +44,12 @@ bool wf_test_store_is_pg(void);
 /* "pg" or "memory", for messages. */
 const char *wf_test_store_name(void);
 
+/* The exit status of a suite that ran nothing (CTest SKIP_RETURN_CODE). */
+#define WF_TEST_SKIP 77
+
 /* Runs a suite in fork mode and returns the process exit status. With
  * WF_TEST_STORE=pg and no WF_TEST_PG_DSN it prints that it is skipped and
- * returns 0. */
+ * returns WF_TEST_SKIP. */
 int wf_test_run(Suite *s);
 
 /* Postgres suites. Runs one administrative statement (fmt with one %s)
