@@ -76,7 +76,7 @@ teardown(void)
     wf_arena_free(arena);
     wf_expr_cache_clear();
     wf_defcache_clear();
-    wf_test_pg_admin(dsn, "DROP SCHEMA IF EXISTS %s CASCADE", schema);
+    wf_test_pg_drop_schema(dsn, schema);
 }
 
 static wf_net_ctx

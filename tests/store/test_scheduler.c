@@ -511,7 +511,7 @@ pg_setup(void)
 static void
 pg_teardown(void)
 {
-    wf_test_pg_admin(pg_dsn, "DROP SCHEMA IF EXISTS %s CASCADE", pg_schema);
+    wf_test_pg_drop_schema(pg_dsn, pg_schema);
     free(pg_store_dsn);
     pg_store_dsn = NULL;
 }
@@ -546,8 +546,7 @@ pg_store_teardown(void)
 static long
 pg_scalar(const char *sql)
 {
-    PGconn *pg = PQconnectdb(pg_store_dsn);
-    ck_assert_msg(PQstatus(pg) == CONNECTION_OK, "connect: %s", PQerrorMessage(pg));
+    PGconn *pg = wf_test_pg_connect(pg_store_dsn);
     PGresult *res = PQexec(pg, sql);
     ck_assert_msg(PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1, "%s: %s", sql,
                   PQerrorMessage(pg));
