@@ -10,7 +10,7 @@ wf_ids_check(const wf_ref_ctx *ctx, wf_id_kind kind, const char *field, const ch
              wf_error *err)
 {
     if (id == NULL || id[0] == '\0') {
-        if (ctx->violation != NULL)
+        if (ctx != NULL && ctx->violation != NULL)
             ctx->violation(ctx->violation_arg, field, NULL, "is required");
         return wf_error_set(err, WF_E_INVALID_ARGUMENT, "%s is required", field);
     }

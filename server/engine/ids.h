@@ -25,7 +25,7 @@ typedef enum wf_id_kind {
 } wf_id_kind;
 
 /* Checks id, the request field field, by the rule above; the violation of
- * an empty id goes to ctx->violation. */
+ * an empty id goes to ctx->violation (ctx may be NULL: none). */
 wf_code wf_ids_check(const wf_ref_ctx *ctx, wf_id_kind kind, const char *field, const char *id,
                      wf_error *err);
 
