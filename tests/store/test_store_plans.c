@@ -410,7 +410,7 @@ main(void)
         return 77; /* CTest SKIP_RETURN_CODE */
     }
     snprintf(schema, sizeof schema, "wf_plans_%d", (int)getpid());
-    /* Outside a Check test: no ck_assert here (nor in the test_pg helpers). */
+    /* Outside a Check test: no ck_assert here (test_pg asserts too). */
     pg = PQconnectdb(dsn);
     if (PQstatus(pg) != CONNECTION_OK) {
         fprintf(stderr, "connect: %s", PQerrorMessage(pg));

@@ -2,7 +2,7 @@
  * test_pg: the one Postgres fixture of the C suites — administrative
  * statements on the test cluster, and a fresh schema per case with a DSN
  * whose search_path is that schema (the store migrates it on open).
- * Every helper fails the running Check test when Postgres refuses.
+ * Each of them fails the running Check test when Postgres refuses.
  */
 #ifndef WF_TEST_PG_H
 #define WF_TEST_PG_H
