@@ -47,7 +47,10 @@ Run (Debian's python3, which has python3-grpcio and python3-protobuf):
         --proto proto --work BUILD/tests/python [unittest args, e.g. -k Auth]
 
 Stubs are generated into WORK/gen with the system `protoc` and
-/usr/bin/grpc_python_plugin at every run. Exit status 0 = all tests passed.
+/usr/bin/grpc_python_plugin at every run (tests/support/wf_testkit.py).
+--store memory runs the classes on the memory store, --store pg only the
+*PgTests classes (CTest test_python / test_python_pg). Exit status 0 = all
+tests passed, 77 = skipped (--store pg without WF_TEST_PG_DSN).
 """
 
 import argparse
@@ -1942,13 +1945,31 @@ class CorrelateOrStartPgTests(CorrelateOrStartTests):
 # ---------------------------------------------------------------------------
 
 
+def store_classes(store):
+    """Names of the test classes a --store run takes (None = every one):
+    the *PgTests classes run on Postgres, the others on the memory store."""
+    if store == "all":
+        return None
+    loader = unittest.TestLoader()
+    return sorted(name for name, cls in globals().items()
+                  if isinstance(cls, type) and issubclass(cls, unittest.TestCase)
+                  and cls.__module__ == __name__ and loader.getTestCaseNames(cls)
+                  and name.endswith("PgTests") == (store == "pg"))
+
+
 def main():
     global OPTS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--server", required=True, help="path of the workflowd binary")
     parser.add_argument("--proto", required=True, help="the project's proto/ directory")
     parser.add_argument("--work", required=True, help="work directory (stubs, server logs)")
+    parser.add_argument("--store", choices=("all", "memory", "pg"), default="all",
+                        help="memory: the classes on the memory store; pg: the *PgTests "
+                             "classes only (exit 77, skipped, without WF_TEST_PG_DSN)")
     OPTS, rest = parser.parse_known_args()
+    if OPTS.store == "pg" and wf_testkit.pg_dsn() is None:
+        print("skipped: WF_TEST_PG_DSN is not set (./test.sh sets it)")
+        return wf_testkit.SKIP
     OPTS.server = os.path.abspath(OPTS.server)
     OPTS.proto = os.path.abspath(OPTS.proto)
     OPTS.work = os.path.abspath(OPTS.work)
@@ -1972,7 +1993,7 @@ def main():
     timer.start()
     try:
         prog = unittest.main(module=__name__, argv=[sys.argv[0]] + rest, verbosity=2,
-                             exit=False)
+                             exit=False, defaultTest=store_classes(OPTS.store))
         ok = prog.result.wasSuccessful()
     finally:
         timer.cancel()
