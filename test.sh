@@ -11,7 +11,8 @@
 # root or as a normal user and can be run again at once: a Postgres left over
 # by an interrupted run is stopped first. Each suite's own output is printed (Check's "100%: Checks: N,
 # Failures: 0, Errors: 0" lines), then ctest's summary. Exit status: 0 when
-# every pass built and every suite passed, 1 otherwise, 2 for a usage error.
+# every pass built and every suite passed (none skipped: with the database
+# given, no suite may skip), 1 otherwise, 2 for a usage error.
 #
 # Environment (all optional):
 #   WF_TEST_PG_PORT    first port to try for Postgres (default 55432; the next
@@ -137,6 +138,14 @@ run_pass() {
     log "$name: ctest summary"
     sed -n '/tests passed, /,$p' "$ROOT/$dir/ctest.out"
     [ "$rc" -eq 0 ] || failed+=("$name: ctest (exit $rc)")
+    # A suite skips (exit 77) only when it has no database; this run gave it
+    # one, so a skipped suite ran nothing and is a failure.
+    local skipped
+    skipped=$(grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*\*\*\*Skipped' "$ROOT/$dir/ctest.out" |
+        sed -E 's/^.*Test +#[0-9]+: ([^ ]+).*$/\1/' | tr '\n' ' ' || true)
+    if [ -n "$WF_TEST_PG_DSN" ] && [ -n "$skipped" ]; then
+        failed+=("$name: skipped although WF_TEST_PG_DSN is set: $skipped")
+    fi
 }
 
 run_pass "werror" build -DWF_WERROR=ON -DWF_SANITIZE=OFF

@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "handler.h"
+#include "ids.h"
 #include "instances.h"
 #include "net_runtime.h"
 #include "referral.h"

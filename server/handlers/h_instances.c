@@ -153,6 +153,8 @@ h_get_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **re
     wf_ref_ctx ctx;
     wf_instance_view iv;
     wf_h_ref_ctx(call, &ctx);
+    if (wf_ids_check(&ctx, WF_ID_INSTANCE, "instance_id", req->instance_id, err) != WF_OK)
+        return err->code;
     wf_code rc = wf_instances_get(&ctx, req->instance_id, &iv, err);
     if (rc != WF_OK)
         return rc;
@@ -244,6 +246,8 @@ h_set_variables(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **r
     wf_uow_idem idem;
     wf_instance_row out;
     wf_h_net_ctx(call, &ctx);
+    if (wf_ids_check(&ctx.ref, WF_ID_INSTANCE, "instance_id", req->instance_id, err) != WF_OK)
+        return err->code;
     wf_code rc = wf_h_idem(call, msg, req->request_id, &set_variables_builder, &idem, err);
     if (rc == WF_OK)
         rc = wf_sig_set_variables(&ctx, req->instance_id, req->variables_json, &idem, &out, err);
@@ -275,6 +279,8 @@ h_cancel_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage *
     wf_uow_idem idem;
     wf_instance_row out;
     wf_h_net_ctx(call, &ctx);
+    if (wf_ids_check(&ctx.ref, WF_ID_INSTANCE, "instance_id", req->instance_id, err) != WF_OK)
+        return err->code;
     wf_code rc = wf_h_idem(call, msg, req->request_id, &cancel_builder, &idem, err);
     if (rc == WF_OK)
         rc = wf_instances_cancel(&ctx, req->instance_id, req->reason, req->compensate, &idem, &out,
@@ -306,6 +312,8 @@ h_retry_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
     wf_uow_idem idem;
     wf_instance_row out;
     wf_h_net_ctx(call, &ctx);
+    if (wf_ids_check(&ctx.ref, WF_ID_INSTANCE, "instance_id", req->instance_id, err) != WF_OK)
+        return err->code;
     wf_code rc = wf_h_idem(call, msg, req->request_id, &retry_builder, &idem, err);
     if (rc == WF_OK)
         rc = wf_net_retry_instance(&ctx, req->instance_id, &idem, &out, err);
@@ -379,6 +387,8 @@ h_list_work_items(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage *
     const Workflow__V1__ListWorkItemsRequest *req = (const void *)msg;
     wf_ref_ctx ctx;
     wf_h_ref_ctx(call, &ctx);
+    if (wf_ids_check(&ctx, WF_ID_INSTANCE, "instance_id", req->instance_id, err) != WF_OK)
+        return err->code;
     int *states = wf_arena_calloc(call->arena, req->n_states + 1, sizeof *states);
     if (states == NULL)
         return wf_error_set(err, WF_E_INTERNAL, "out of memory");

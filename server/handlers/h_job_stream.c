@@ -421,7 +421,10 @@ h_complete_jobs(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **r
         wf_uow_idem idem;
         wf_error e;
         wf_error_clear(&e);
-        wf_code rc = wf_h_idem(call, &item->base, item->request_id, &wf_h_complete_job_builder, &idem, &e);
+        wf_code rc = wf_ids_check(&ctx.ref, WF_ID_JOB_KEY, "job_key", item->job_key, &e);
+        if (rc == WF_OK)
+            rc = wf_h_idem(call, &item->base, item->request_id, &wf_h_complete_job_builder,
+                           &idem, &e);
         if (rc == WF_OK)
             rc = wf_net_complete_job_to(&ctx, item->job_key, item->variables_json,
                                         item->next_step, &idem, &e);

@@ -212,6 +212,8 @@ h_complete_job(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **re
     wf_net_ctx ctx;
     wf_uow_idem idem;
     job_ctx(call, &ctx);
+    if (wf_ids_check(&ctx.ref, WF_ID_JOB_KEY, "job_key", req->job_key, err) != WF_OK)
+        return err->code;
     wf_code rc = wf_h_idem(call, msg, req->request_id, &wf_h_complete_job_builder, &idem, err);
     if (rc == WF_OK)
         rc = wf_net_complete_job_to(&ctx, req->job_key, req->variables_json, req->next_step,
@@ -228,6 +230,8 @@ h_fail_job(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, 
     wf_net_ctx ctx;
     wf_uow_idem idem;
     job_ctx(call, &ctx);
+    if (wf_ids_check(&ctx.ref, WF_ID_JOB_KEY, "job_key", req->job_key, err) != WF_OK)
+        return err->code;
     wf_net_job_failure f = {
         .key = req->job_key,
         .error_message = req->error_message,
@@ -255,6 +259,8 @@ h_extend_job_lease(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage 
     wf_uow_idem idem;
     int64_t expires = 0;
     job_ctx(call, &ctx);
+    if (wf_ids_check(&ctx.ref, WF_ID_JOB_KEY, "job_key", req->job_key, err) != WF_OK)
+        return err->code;
     wf_code rc = wf_h_idem(call, msg, req->request_id, &extend_builder, &idem, err);
     if (rc == WF_OK)
         rc = wf_net_extend_job_lease(&ctx, req->job_key, wf_h_duration_ms(req->lease), &idem,

@@ -58,6 +58,8 @@ h_assign_to(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
     wf_uow_idem idem;
     wf_ref_assignment out;
     wf_h_ref_ctx(call, &ctx);
+    if (wf_ids_check(&ctx, WF_ID_INSTANCE, "parent_instance_id", req->parent_instance_id, err) != WF_OK)
+        return err->code;
     wf_assign_spec *spec = to_spec(call->arena, req, 0);
     if (spec == NULL)
         return wf_error_set(err, WF_E_INTERNAL, "out of memory");
@@ -76,6 +78,8 @@ h_get_completion(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
     wf_ref_ctx ctx;
     wf_ref_counts c;
     wf_h_ref_ctx(call, &ctx);
+    if (wf_ids_check(&ctx, WF_ID_INSTANCE, "instance_id", req->instance_id, err) != WF_OK)
+        return err->code;
     wf_code rc = wf_referral_completion(&ctx, req->instance_id, &c, err);
     if (rc != WF_OK)
         return rc;
@@ -124,6 +128,8 @@ h_complete_and_end(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage 
     wf_uow_idem idem;
     wf_ref_end out = {0};
     wf_h_ref_ctx(call, &ctx);
+    if (wf_ids_check(&ctx, WF_ID_TASK, "task_id", req->task_id, err) != WF_OK)
+        return err->code;
     wf_code rc = wf_h_idem(call, msg, req->request_id, &end_builder, &idem, err);
     if (rc == WF_OK)
         rc =

@@ -117,6 +117,10 @@ h_send_signal(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **res
     };
     if (req->buffer_ttl != NULL && (req->buffer_ttl->seconds < 0 || req->buffer_ttl->nanos < 0))
         in.buffer_ttl_ms = -1;
+    /* An empty instance_id is an unset target: the engine names "target". */
+    if (in.instance_id != NULL && in.instance_id[0] != '\0' &&
+        wf_ids_check(&ctx.ref, WF_ID_INSTANCE, "instance_id", in.instance_id, err) != WF_OK)
+        return err->code;
     wf_code rc = wf_h_idem(call, msg, req->request_id, &send_builder, &idem, err);
     if (rc == WF_OK)
         rc = wf_sig_send(&ctx, &in, &idem, &out, err);

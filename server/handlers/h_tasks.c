@@ -57,6 +57,8 @@ h_get_task(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, 
     wf_ref_ctx ctx;
     wf_task_row t;
     wf_h_ref_ctx(call, &ctx);
+    if (wf_ids_check(&ctx, WF_ID_TASK, "task_id", req->task_id, err) != WF_OK)
+        return err->code;
     wf_code rc = wf_referral_get_task(&ctx, req->task_id, &t, err);
     if (rc != WF_OK)
         return rc;
@@ -108,6 +110,8 @@ h_claim_task(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp
     wf_uow_idem idem;
     wf_task_row out;
     wf_h_ref_ctx(call, &ctx);
+    if (wf_ids_check(&ctx, WF_ID_TASK, "task_id", req->task_id, err) != WF_OK)
+        return err->code;
     wf_code rc = wf_h_idem(call, msg, req->request_id, &claim_builder, &idem, err);
     if (rc == WF_OK)
         rc = wf_referral_claim(&ctx, req->task_id, &idem, &out, err);
@@ -122,6 +126,8 @@ h_release_task(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **re
     wf_uow_idem idem;
     wf_task_row out;
     wf_h_ref_ctx(call, &ctx);
+    if (wf_ids_check(&ctx, WF_ID_TASK, "task_id", req->task_id, err) != WF_OK)
+        return err->code;
     wf_code rc = wf_h_idem(call, msg, req->request_id, &release_builder, &idem, err);
     if (rc == WF_OK)
         rc = wf_referral_release(&ctx, req->task_id, &idem, &out, err);
@@ -166,6 +172,8 @@ h_complete_task(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **r
     wf_uow_idem idem;
     wf_ref_completion out = {0};
     wf_h_ref_ctx(call, &ctx);
+    if (wf_ids_check(&ctx, WF_ID_TASK, "task_id", req->task_id, err) != WF_OK)
+        return err->code;
     wf_code rc = wf_h_idem(call, msg, req->request_id, &complete_builder, &idem, err);
     if (rc == WF_OK)
         rc = wf_instances_complete_task(&ctx, req->task_id, req->variables_json, &idem, &out, err);

@@ -12,6 +12,7 @@
 #include <grpc/support/time.h>
 
 #include "handler.h"
+#include "wf_id.h"
 #include "wf_time.h"
 
 #define MAX_ID_LEN 128

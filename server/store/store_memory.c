@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wf_id.h"
 #include "wf_time.h"
 
 typedef struct mslot {

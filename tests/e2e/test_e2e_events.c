@@ -14,6 +14,7 @@
 #include <grpc/status.h>
 
 #include "test_support.h"
+#include "wf_id.h"
 #include "wf_time.h"
 #include "workflow/v1/workflow.pb-c.h"
 

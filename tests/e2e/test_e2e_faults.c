@@ -15,7 +15,7 @@
  *
  * Needs WF_TEST_PG_DSN (both cases) and WF_TEST_PG_CTL ("pg.sh ctl DIR",
  * the kill case); test.sh exports both. Without them it prints
- * "skipped: ..." and exits 0.
+ * "skipped: ..." and exits 77 (skipped).
  *
  * Cleanup does not depend on the test process surviving: in fork mode a
  * failed assertion _exit()s the test child (no checked teardown, no atexit
@@ -47,6 +47,7 @@
 #include "grpc/health/v1/health.pb-c.h"
 #include "pg_pool.h" /* wf_pg_migrations: the migrations embedded in workflowd */
 #include "test_support.h"
+#include "wf_id.h"
 #include "wf_time.h"
 #include "workflow/v1/workflow.pb-c.h"
 
@@ -998,7 +999,7 @@ main(void)
     unsetenv("WF_TEST_STORE");
     if (env_nonempty("WF_TEST_PG_DSN") == NULL) {
         printf("skipped: WF_TEST_PG_DSN is not set (test.sh sets it)\n");
-        return 0;
+        return 77; /* CTest SKIP_RETURN_CODE */
     }
     Suite *s = suite_create("e2e_faults");
     if (env_nonempty("WF_TEST_PG_CTL") != NULL) {

@@ -32,6 +32,7 @@
 #include "net_runtime.h"
 #include "net_kit.h"
 #include "test_support.h"
+#include "wf_id.h"
 #include "wf_time.h"
 #include "workflow/v1/workflow.pb-c.h"
 

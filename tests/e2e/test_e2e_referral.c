@@ -18,122 +18,25 @@
 #include <grpc/status.h>
 
 #include "expr.h"
+#include "net_kit.h"
 #include "test_support.h"
-#include "wf_time.h"
 #include "workflow/v1/workflow.pb-c.h"
 
 #define SVC "/workflow.v1.WorkflowService/"
-
-static wf_test_server ts;
-
-/* Responses are kept until teardown so tests can use their strings. */
-static ProtobufCMessage *kept[4096];
-static size_t nkept;
-static wf_client *clients[256];
-static size_t nclients;
-static char suffix[16];
-
-static void
-start_server(const char *const *env)
-{
-    wf_test_server_start(&ts, env);
-    char id[WF_UUID_LEN + 1];
-    wf_uuid7(id);
-    /* The random tail of a UUIDv7 keeps names unique across runs. */
-    snprintf(suffix, sizeof suffix, "%.8s", id + 28);
-}
-
-static void
-setup_open(void)
-{
-    start_server(NULL);
-}
 
 static void
 setup_static(void)
 {
     const char *env[] = {"WF_GROUP_it=alice,bob", "WF_USERS=carol", NULL};
-    start_server(env);
+    setup_with(env);
 }
 
 static void
 setup_trusted(void)
 {
     const char *env[] = {"WF_TRUST_ACTOR_GROUPS=true", NULL};
-    start_server(env);
+    setup_with(env);
 }
-
-static void
-teardown(void)
-{
-    for (size_t i = 0; i < nkept; i++)
-        protobuf_c_message_free_unpacked(kept[i], NULL);
-    nkept = 0;
-    for (size_t i = 0; i < nclients; i++)
-        wf_client_free(clients[i]);
-    nclients = 0;
-    if (ts.srv != NULL)
-        wf_test_server_stop(&ts, 1000);
-    wf_expr_cache_clear(); /* compiled ids_expressions, so leak checks see none */
-}
-
-/* A name unique to this test run: "alice" -> "alice-1a2b3c4d". */
-static char *
-u(const char *name)
-{
-    static char buf[64][64];
-    static int k;
-    char *s = buf[k++ % 64];
-    snprintf(s, 64, "%s-%s", name, suffix);
-    return s;
-}
-
-static wf_client *
-client_full(const char *tenant, const char *actor, const char *groups)
-{
-    wf_client_options o = {.target = ts.target,
-                           .tenant = tenant,
-                           .actor = actor,
-                           .actor_groups = groups,
-                           .timeout_ms = 10000,
-                           .wait_for_ready = 1};
-    wf_client *c = wf_client_new(&o);
-    ck_assert_ptr_nonnull(c);
-    clients[nclients++] = c;
-    return c;
-}
-
-static wf_client *
-as(const char *actor)
-{
-    return client_full(NULL, actor, NULL);
-}
-
-static void *
-call(wf_client *c, const char *method, const void *req, const ProtobufCMessageDescriptor *d,
-     wf_client_status *st)
-{
-    char path[128];
-    ProtobufCMessage *resp = NULL;
-    snprintf(path, sizeof path, SVC "%s", method);
-    int code = wf_client_call(c, path, req, d, &resp, NULL, st);
-    if (code != GRPC_STATUS_OK)
-        return NULL;
-    kept[nkept++] = resp;
-    return resp;
-}
-
-/* Asserts a failed call's code and reason. */
-#define ck_fails(st, code_, reason_)                                                               \
-    do {                                                                                           \
-        ck_assert_msg((st).code == (code_), "code %s, want %s: %s",                                \
-                      wf_client_code_name((st).code), wf_client_code_name(code_), (st).message);   \
-        ck_assert_str_eq((st).reason, (reason_));                                                  \
-    } while (0)
-
-#define ck_ok(st)                                                                                  \
-    ck_assert_msg((st).code == 0, "%s %s: %s", wf_client_code_name((st).code), (st).reason,        \
-                  (st).message)
 
 /* ---- call helpers ------------------------------------------------------------------------ */
 
@@ -258,7 +161,7 @@ get_task(wf_client *c, const char *task_id, wf_client_status *st)
 }
 
 static Workflow__V1__GetInstanceResponse *
-get_instance(wf_client *c, const char *id, wf_client_status *st)
+get_inst(wf_client *c, const char *id, wf_client_status *st)
 {
     Workflow__V1__GetInstanceRequest req = WORKFLOW__V1__GET_INSTANCE_REQUEST__INIT;
     req.instance_id = (char *)id;
@@ -305,7 +208,7 @@ listed(wf_client *c, const char *user, const char *group, const char *task_id)
 /* Event types of root's tree, in order, space-separated, read straight
  * from the server's store. */
 static char *
-event_types(const char *root, const char *tenant, const char *want_actor)
+tree_events(const char *root, const char *tenant, const char *want_actor)
 {
     static char out[4096];
     wf_arena *a = wf_arena_new();
@@ -354,7 +257,7 @@ START_TEST(test_start_creates_an_adhoc_root)
     ck_assert_int_eq(again->definition_version, 1);
     ck_assert_str_eq(again->variables_json, "{}");
     ck_assert_str_ne(again->id, in->id);
-    ck_assert_str_eq(event_types(in->id, NULL, u("boss")), "INSTANCE_STARTED");
+    ck_assert_str_eq(tree_events(in->id, NULL, u("boss")), "INSTANCE_STARTED");
 }
 END_TEST
 
@@ -465,14 +368,14 @@ START_TEST(test_assign_user_group_and_users)
     ck_assert_int_eq(r->tasks[1]->assignee_kind, USER);
     ck_assert_str_eq(r->tasks[0]->instance_id, r->tasks[1]->instance_id);
 
-    Workflow__V1__GetInstanceResponse *gi = get_instance(boss, root, &st);
+    Workflow__V1__GetInstanceResponse *gi = get_inst(boss, root, &st);
     ck_ok(st);
     ck_assert_uint_eq(gi->n_children, 3);
     ck_assert_uint_eq(gi->n_tasks, 0); /* tasks live on the referrals */
     ck_assert_str_eq(gi->children[2]->id, r->instance_id);
     ck_assert_str_eq(gi->children[2]->parent_instance_id, root);
     ck_assert_uint_eq(gi->n_joins, 3);
-    gi = get_instance(boss, r->instance_id, &st);
+    gi = get_inst(boss, r->instance_id, &st);
     ck_assert_uint_eq(gi->n_tasks, 2);
     ck_assert_int_eq(gi->instance->status, I_RUNNING);
 
@@ -511,22 +414,22 @@ END_TEST
 
 START_TEST(test_other_tenant_sees_nothing)
 {
-    wf_client *a = client_full("tenant-a", "boss", NULL);
-    wf_client *b = client_full("tenant-b", "boss", NULL);
+    wf_client *a = as_groups("tenant-a", "boss", NULL);
+    wf_client *b = as_groups("tenant-b", "boss", NULL);
     wf_client_status st;
     const char *root = start(a);
     char *alice = u("alice");
     Workflow__V1__AssignToResponse *r = assign(a, root, USER, &alice, 1);
-    ck_assert_ptr_null(get_instance(b, root, &st));
+    ck_assert_ptr_null(get_inst(b, root, &st));
     ck_fails(st, GRPC_STATUS_NOT_FOUND, "INSTANCE_NOT_FOUND");
     ck_assert_ptr_null(get_task(b, r->task->id, &st));
     ck_fails(st, GRPC_STATUS_NOT_FOUND, "TASK_NOT_FOUND");
-    ck_assert_ptr_null(complete(client_full("tenant-b", alice, NULL), r->task->id, &st));
+    ck_assert_ptr_null(complete(as_groups("tenant-b", alice, NULL), r->task->id, &st));
     ck_fails(st, GRPC_STATUS_NOT_FOUND, "TASK_NOT_FOUND");
     ck_assert_ptr_null(completion(b, r->instance_id, &st));
     ck_fails(st, GRPC_STATUS_NOT_FOUND, "INSTANCE_NOT_FOUND");
-    ck_assert(!listed(client_full("tenant-b", alice, NULL), NULL, NULL, r->task->id));
-    ck_assert(listed(client_full("tenant-a", alice, NULL), NULL, NULL, r->task->id));
+    ck_assert(!listed(as_groups("tenant-b", alice, NULL), NULL, NULL, r->task->id));
+    ck_assert(listed(as_groups("tenant-a", alice, NULL), NULL, NULL, r->task->id));
     ck_assert_ptr_nonnull(get_task(a, r->task->id, &st));
     ck_assert_ptr_null(get_task(a, "nonsense", &st));
     ck_fails(st, GRPC_STATUS_NOT_FOUND, "TASK_NOT_FOUND");
@@ -559,7 +462,7 @@ START_TEST(test_personal_task_rules)
     ck_assert_ptr_null(c->next);
     ck_assert_ptr_null(complete(ca, r->task->id, &st));
     ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "TASK_NOT_OPEN");
-    Workflow__V1__GetInstanceResponse *gi = get_instance(boss, r->instance_id, &st);
+    Workflow__V1__GetInstanceResponse *gi = get_inst(boss, r->instance_id, &st);
     ck_assert_str_eq(gi->instance->variables_json, "{\"ok\":1}");
     /* The referral completes when its (default ALL) join is met. */
     ck_assert_int_eq(gi->instance->status, I_COMPLETED);
@@ -605,7 +508,7 @@ START_TEST(test_group_task_rules)
     ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "TASK_NOT_OPEN");
     ck_assert_ptr_null(release(cb, t, &st));
     ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "TASK_NOT_OPEN");
-    ck_assert_str_eq(event_types(root, NULL, "boss"),
+    ck_assert_str_eq(tree_events(root, NULL, "boss"),
                      "INSTANCE_STARTED INSTANCE_STARTED TASK_CREATED TASK_CLAIMED TASK_RELEASED "
                      "TASK_CLAIMED TASK_COMPLETED INSTANCE_COMPLETED");
 }
@@ -854,12 +757,12 @@ START_TEST(test_all_join_fires_once_under_concurrency)
         run_race(rc, 2, race_complete);
         ck_assert_msg(rc[0].code == 0 && rc[1].code == 0, "%s / %s", rc[0].reason, rc[1].reason);
         ck_assert_int_eq(rc[0].has_next + rc[1].has_next, 1);
-        Workflow__V1__GetInstanceResponse *gi = get_instance(boss, root, &st);
+        Workflow__V1__GetInstanceResponse *gi = get_inst(boss, root, &st);
         ck_ok(st);
         ck_assert_uint_eq(gi->n_children, 2);
         ck_assert_int_eq(gi->children[0]->status, I_COMPLETED);
         ck_assert_int_eq(gi->children[1]->status, I_RUNNING);
-        gi = get_instance(boss, gi->children[1]->id, &st);
+        gi = get_inst(boss, gi->children[1]->id, &st);
         ck_assert_uint_eq(gi->n_tasks, 1);
         ck_assert_str_eq(gi->tasks[0]->title, "Archive");
         ck_assert_str_eq(gi->tasks[0]->assignee_id, next_grp);
@@ -891,7 +794,7 @@ START_TEST(test_nested_join_after_parent_completed)
     Workflow__V1__CompleteTaskResponse *done = complete(as(b), r2->task->id, &st);
     ck_ok(st);
     ck_assert_ptr_nonnull(done->next);
-    Workflow__V1__GetInstanceResponse *gi = get_instance(boss, done->next->instance_id, &st);
+    Workflow__V1__GetInstanceResponse *gi = get_inst(boss, done->next->instance_id, &st);
     ck_ok(st);
     ck_assert_str_eq(gi->instance->parent_instance_id, root);
     ck_assert_str_eq(gi->tasks[0]->title, nreq.title);
@@ -932,7 +835,7 @@ START_TEST(test_join_of_32_completed_at_once)
         nexts += rc[i].has_next;
     }
     ck_assert_int_eq(nexts, 1);
-    Workflow__V1__GetInstanceResponse *gi = get_instance(boss, root, &st);
+    Workflow__V1__GetInstanceResponse *gi = get_inst(boss, root, &st);
     ck_ok(st);
     ck_assert_uint_eq(gi->n_children, 2);
     Workflow__V1__ListTasksResponse *inbox = list_tasks(as(next_user), NULL, NULL, 10, NULL, &st);
@@ -949,10 +852,8 @@ START_TEST(test_concurrent_claims_one_wins)
     const char *root = start(boss);
     Workflow__V1__AssignToResponse *r = assign(boss, root, GROUP, &grp, 1);
     racer rc[8];
-    char names[8][32];
     for (int i = 0; i < 8; i++) {
-        snprintf(names[i], sizeof names[i], "m%d-%s", i, suffix);
-        rc[i] = (racer){.c = as(names[i]), .task_id = r->task->id};
+        rc[i] = (racer){.c = as(u(wf_arena_printf(ta, "m%d", i))), .task_id = r->task->id};
     }
     run_race(rc, 8, race_claim);
     int ok = 0;
@@ -1029,7 +930,7 @@ START_TEST(test_any_and_quorum_cancel_the_rest)
     req.on_all_completed = &nreq;
     Workflow__V1__AssignToResponse *q = assign_req(boss, &req, &st);
     ck_ok(st);
-    Workflow__V1__GetInstanceResponse *gi = get_instance(boss, q->instance_id, &st);
+    Workflow__V1__GetInstanceResponse *gi = get_inst(boss, q->instance_id, &st);
     ck_assert_uint_eq(gi->n_joins, 1);
     ck_assert_int_eq(gi->joins[0]->required, 2);
     ck_assert_int_eq(gi->joins[0]->total, 3);
@@ -1096,12 +997,12 @@ START_TEST(test_complete_and_end_closes_the_tree)
     for (size_t i = 0; i < e->n_cancelled_tasks; i++)
         ck_assert_int_eq(e->cancelled_tasks[i]->status, T_CANCELLED);
 
-    Workflow__V1__GetInstanceResponse *gi = get_instance(boss, root, &st);
+    Workflow__V1__GetInstanceResponse *gi = get_inst(boss, root, &st);
     ck_assert_uint_eq(gi->n_children, 2);
     ck_assert_int_eq(gi->children[0]->status, I_COMPLETED);
     ck_assert_int_eq(gi->children[1]->status, I_COMPLETED);
     ck_assert_str_eq(gi->children[0]->variables_json, "{\"final\":true}");
-    gi = get_instance(boss, r3->instance_id, &st);
+    gi = get_inst(boss, r3->instance_id, &st);
     ck_assert_int_eq(gi->instance->status, I_COMPLETED);
     ck_assert_int_eq(gi->tasks[0]->status, T_CANCELLED);
     /* Nothing is pending anywhere in the tree. */
@@ -1116,7 +1017,7 @@ START_TEST(test_complete_and_end_closes_the_tree)
     mk_assign(&ar, &aa, &aj, root, USER, &alice, 1);
     ck_assert_ptr_null(assign_req(boss, &ar, &st));
     ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "INSTANCE_NOT_RUNNING");
-    const char *ev = event_types(root, NULL, "boss");
+    const char *ev = tree_events(root, NULL, "boss");
     ck_assert_ptr_nonnull(strstr(ev, "TASK_COMPLETED TASK_CANCELLED TASK_CANCELLED "
                                      "TASK_CANCELLED INSTANCE_COMPLETED INSTANCE_COMPLETED "
                                      "INSTANCE_COMPLETED INSTANCE_COMPLETED"));
@@ -1141,7 +1042,7 @@ START_TEST(test_cancel_instance)
     ck_ok(st);
     ck_assert_int_eq(c->instance->status, I_CANCELLED);
     ck_assert_int_eq(get_task(boss, r->task->id, &st)->status, T_CANCELLED);
-    Workflow__V1__GetInstanceResponse *gi = get_instance(boss, r->instance_id, &st);
+    Workflow__V1__GetInstanceResponse *gi = get_inst(boss, r->instance_id, &st);
     ck_assert_int_eq(gi->instance->status, I_CANCELLED);
     req.compensate = 0;
     ck_assert_ptr_null(call(boss, "CancelInstance", &req,
@@ -1153,7 +1054,7 @@ START_TEST(test_cancel_instance)
     ck_assert_ptr_null(call(boss, "CancelInstance", &req,
                             &workflow__v1__cancel_instance_response__descriptor, &st));
     ck_fails(st, GRPC_STATUS_NOT_FOUND, "INSTANCE_NOT_FOUND");
-    ck_assert_str_eq(event_types(root, NULL, "boss"),
+    ck_assert_str_eq(tree_events(root, NULL, "boss"),
                      "INSTANCE_STARTED INSTANCE_STARTED TASK_CREATED TASK_CANCELLED "
                      "INSTANCE_CANCELLED INSTANCE_CANCELLED");
 }
@@ -1272,7 +1173,7 @@ START_TEST(test_static_directory)
     ck_assert(listed(as("bob"), NULL, NULL, g->task->id));
     /* x-actor-groups is ignored without WF_TRUST_ACTOR_GROUPS. */
     Workflow__V1__AssignToResponse *g2 = assign(boss, root, GROUP, &it, 1);
-    ck_assert_ptr_null(claim(client_full(NULL, "carol", "it"), g2->task->id, &st));
+    ck_assert_ptr_null(claim(as_groups(NULL, "carol", "it"), g2->task->id, &st));
     ck_fails(st, GRPC_STATUS_PERMISSION_DENIED, "NOT_GROUP_MEMBER");
 }
 END_TEST
@@ -1287,7 +1188,7 @@ START_TEST(test_trusted_actor_groups)
     snprintf(groups, sizeof groups, "%s,other", g1);
     Workflow__V1__AssignToResponse *t1 = assign(boss, root, GROUP, &g1, 1);
     Workflow__V1__AssignToResponse *t2 = assign(boss, root, GROUP, &g2, 1);
-    wf_client *me = client_full(NULL, user, groups);
+    wf_client *me = as_groups(NULL, user, groups);
     ck_assert(listed(me, NULL, NULL, t1->task->id));
     ck_assert(!listed(me, NULL, NULL, t2->task->id));
     ck_assert_ptr_null(claim(me, t2->task->id, &st));
@@ -1333,7 +1234,7 @@ assign_refused(wf_client *c, const Workflow__V1__AssignToRequest *r, const char 
     ck_assert_int_eq(st.nviolations, 1);
     ck_assert_msg(strncmp(st.violations[0], want, strlen(want)) == 0,
                   "violation \"%s\", want \"%s\"", st.violations[0], want);
-    Workflow__V1__GetInstanceResponse *gi = get_instance(c, root, &st);
+    Workflow__V1__GetInstanceResponse *gi = get_inst(c, root, &st);
     ck_ok(st);
     ck_assert_uint_eq(gi->n_children, 0);
 }
@@ -1373,7 +1274,7 @@ START_TEST(test_ids_expression_reads_parent_and_request_variables)
     ck_assert_uint_eq(r->n_tasks, 1);
     ck_assert_str_eq(r->task->assignee_id, bob);
     ck_assert_int_eq(r->task->assignee_kind, USER);
-    Workflow__V1__GetInstanceResponse *gi = get_instance(boss, r->instance_id, &st);
+    Workflow__V1__GetInstanceResponse *gi = get_inst(boss, r->instance_id, &st);
     ck_ok(st);
     ck_assert_str_eq(gi->instance->variables_json, over);
 
@@ -1385,7 +1286,7 @@ START_TEST(test_ids_expression_reads_parent_and_request_variables)
     ck_assert_msg(strncmp(r->task->assignee_id, "team-", 5) == 0 &&
                       strcmp(r->task->assignee_id + 5, carol) == 0,
                   "%s", r->task->assignee_id);
-    ck_assert_str_eq(event_types(root, NULL, "boss"),
+    ck_assert_str_eq(tree_events(root, NULL, "boss"),
                      "INSTANCE_STARTED INSTANCE_STARTED TASK_CREATED TASK_CREATED "
                      "INSTANCE_STARTED TASK_CREATED INSTANCE_STARTED TASK_CREATED");
 }
@@ -1421,7 +1322,7 @@ START_TEST(test_ids_expression_refusals_change_nothing)
     a.ids = ids;
     a.n_ids = 1;
     assign_refused(boss, &req, root, "assignee.ids_expression: must be empty when ids are listed");
-    ck_assert_str_eq(event_types(root, NULL, "boss"), "INSTANCE_STARTED");
+    ck_assert_str_eq(tree_events(root, NULL, "boss"), "INSTANCE_STARTED");
 }
 END_TEST
 
@@ -1469,7 +1370,7 @@ START_TEST(test_ids_expression_in_on_all_completed)
     ck_assert_uint_eq(cr->next->n_tasks, 1);
     ck_assert_str_eq(cr->next->task->assignee_id, x);
     ck_assert_str_eq(cr->next->task->assigned_by, "boss");
-    Workflow__V1__GetInstanceResponse *gi = get_instance(boss, cr->next->instance_id, &st);
+    Workflow__V1__GetInstanceResponse *gi = get_inst(boss, cr->next->instance_id, &st);
     ck_ok(st);
     ck_assert_str_eq(gi->instance->parent_instance_id, pa->instance_id);
     ck_assert_str_eq(gi->instance->variables_json, "{\"step\":\"approve\"}");
@@ -1495,7 +1396,7 @@ START_TEST(test_ids_expression_limit_changes_nothing)
     mk_expr(&req, &a, &j, root, USER, "(.x[.n] = 1) | \"ann\"");
     ck_assert_ptr_null(assign_req(boss, &req, &st));
     ck_fails(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "EXPRESSION_LIMIT");
-    Workflow__V1__GetInstanceResponse *gi = get_instance(boss, root, &st);
+    Workflow__V1__GetInstanceResponse *gi = get_inst(boss, root, &st);
     ck_ok(st);
     ck_assert_uint_eq(gi->n_children, 0);
 
@@ -1539,7 +1440,7 @@ suite(void)
 {
     Suite *s = suite_create("e2e_referral");
     TCase *tc = tcase_create("open");
-    tcase_add_checked_fixture(tc, setup_open, teardown);
+    tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_start_creates_an_adhoc_root);
     tcase_add_test(tc, test_start_rejects_bad_input);

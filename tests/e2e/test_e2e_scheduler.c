@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "net_kit.h"
+#include "wf_id.h"
 #include "wf_time.h"
 
 #define SVC "/workflow.v1.WorkflowService/"

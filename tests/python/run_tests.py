@@ -47,7 +47,10 @@ Run (Debian's python3, which has python3-grpcio and python3-protobuf):
         --proto proto --work BUILD/tests/python [unittest args, e.g. -k Auth]
 
 Stubs are generated into WORK/gen with the system `protoc` and
-/usr/bin/grpc_python_plugin at every run. Exit status 0 = all tests passed.
+/usr/bin/grpc_python_plugin at every run (tests/support/wf_testkit.py).
+--store memory runs the classes on the memory store, --store pg only the
+*PgTests classes (CTest test_python / test_python_pg). Exit status 0 = all
+tests passed, 77 = skipped (--store pg without WF_TEST_PG_DSN).
 """
 
 import argparse
@@ -55,7 +58,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -65,6 +67,9 @@ import uuid
 
 import grpc
 from google.protobuf import duration_pb2
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import wf_testkit  # noqa: E402  (the Python suites' shared kit)
 
 RPC_TIMEOUT = 5.0  # seconds, every unary call
 READY_TIMEOUT = 10.0  # seconds for a server to answer SERVING
@@ -81,6 +86,7 @@ WRONG_KEY = "k9-wrong-0b1d2f-secret"
 # Set by main(): command line and the generated modules.
 OPTS = None
 wf_pb2 = wf_grpc = status_pb2 = error_details_pb2 = health_pb2 = health_grpc = None
+STUBS = None  # wf_testkit.generate_stubs' namespace
 reflection_modules = []  # (pb2, pb2_grpc) for reflection v1 and v1alpha
 
 SC = grpc.StatusCode
@@ -92,40 +98,14 @@ SC = grpc.StatusCode
 
 
 def generate_stubs(proto_dir, work):
-    """Compiles the contract and health.proto into WORK/gen and imports them."""
-    global wf_pb2, wf_grpc, status_pb2, error_details_pb2, health_pb2, health_grpc
-    gen = os.path.join(work, "gen")
-    shutil.rmtree(gen, ignore_errors=True)
-    os.makedirs(gen)
-    protoc = shutil.which("protoc") or "/usr/bin/protoc"
-    plugin = "--plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin"
-    runs = [
-        # The contract, with google.rpc; well-known types from /usr/include.
-        ["-I" + proto_dir, "-I/usr/include", "workflow/v1/workflow.proto",
-         "google/rpc/status.proto", "google/rpc/error_details.proto"],
-        # -I…/grpc (not …/grpc-proto) so that no top-level `grpc` package
-        # shadows grpcio: the module is health.v1.health_pb2.
-        ["-I/usr/share/grpc-proto/grpc", "health/v1/health.proto",
-         "reflection/v1/reflection.proto", "reflection/v1alpha/reflection.proto"],
-    ]
-    for extra in runs:
-        cmd = [protoc, "--python_out=" + gen, "--grpc_out=" + gen, plugin] + extra
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-        if res.returncode != 0:
-            raise SystemExit("protoc failed: %s\n%s" % (" ".join(cmd), res.stderr))
-    sys.path.insert(0, gen)
-    import importlib
-
-    wf_pb2 = importlib.import_module("workflow.v1.workflow_pb2")
-    wf_grpc = importlib.import_module("workflow.v1.workflow_pb2_grpc")
-    status_pb2 = importlib.import_module("google.rpc.status_pb2")
-    error_details_pb2 = importlib.import_module("google.rpc.error_details_pb2")
-    health_pb2 = importlib.import_module("health.v1.health_pb2")
-    health_grpc = importlib.import_module("health.v1.health_pb2_grpc")
-    for version in ("v1", "v1alpha"):
-        reflection_modules.append(
-            (importlib.import_module("reflection.%s.reflection_pb2" % version),
-             importlib.import_module("reflection.%s.reflection_pb2_grpc" % version)))
+    """Compiles the contract, health.proto and reflection into WORK/gen
+    (wf_testkit) and imports them."""
+    global wf_pb2, wf_grpc, status_pb2, error_details_pb2, health_pb2, health_grpc, STUBS
+    STUBS = wf_testkit.generate_stubs(proto_dir, work, reflection=True)
+    wf_pb2, wf_grpc = STUBS.wf_pb2, STUBS.wf_grpc
+    status_pb2, error_details_pb2 = STUBS.status_pb2, STUBS.error_details_pb2
+    health_pb2, health_grpc = STUBS.health_pb2, STUBS.health_grpc
+    reflection_modules.extend(STUBS.reflection)
 
 
 # ---------------------------------------------------------------------------
@@ -136,27 +116,16 @@ _servers = []  # every process started, for the final cleanup
 _servers_lock = threading.Lock()
 
 
-def free_port():
-    """A port nobody listens on right now (the kernel's pick), never 50051."""
-    while True:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port != 50051:
-            return port
+free_port = wf_testkit.free_port
 
 
 def server_env(dev=True, keys=None, **extra):
     """The environment of a workflowd: ours minus any WF_*/DATABASE_URL."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("WF_") and k != "DATABASE_URL"}
-    env["WF_DRAIN_SECONDS"] = "0"
     if dev:
-        env["WF_ENV"] = "development"
+        extra.setdefault("WF_ENV", "development")
     if keys is not None:
-        env["WF_API_KEYS"] = keys
-    env.update({k: str(v) for k, v in extra.items()})
-    return env
+        extra["WF_API_KEYS"] = keys
+    return wf_testkit.server_env(**extra)
 
 
 class Server:
@@ -206,40 +175,14 @@ class Server:
                            % (self.name, self.log_path, self.log()[-2000:]))
 
     def _wait_ready(self):
-        # Wait for the port first: a gRPC channel that found nothing there
-        # backs off before it retries, which would slow every start down.
-        until = time.monotonic() + READY_TIMEOUT
-        while True:
-            if self.proc.poll() is not None or time.monotonic() > until:
-                return False
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        stub = health_grpc.HealthStub(self.channel)
-        while time.monotonic() < until and self.proc.poll() is None:
-            try:
-                r = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1.0,
-                               wait_for_ready=True)
-                if r.status == health_pb2.HealthCheckResponse.SERVING:
-                    return True
-            except grpc.RpcError:
-                pass
-            time.sleep(0.05)
-        return False
+        return wf_testkit.wait_serving(STUBS, self.channel, self.proc, self.port, READY_TIMEOUT)
 
     tls_root = None  # PEM of the CA to trust when the server speaks TLS
 
     def new_channel(self):
         """A channel with its own connection (not shared with other channels)
         that retries a lost connection quickly."""
-        options = [
-            ("grpc.use_local_subchannel_pool", 1),
-            ("grpc.initial_reconnect_backoff_ms", 100),
-            ("grpc.min_reconnect_backoff_ms", 100),
-            ("grpc.max_reconnect_backoff_ms", 500),
-        ]
+        options = list(wf_testkit.CHANNEL_OPTIONS)
         if self.tls_root is not None:
             creds = grpc.ssl_channel_credentials(root_certificates=self.tls_root)
             options.append(("grpc.ssl_target_name_override", "localhost"))
@@ -288,6 +231,15 @@ def kill_all_servers():
             s.kill()
         except Exception:  # cleanup must go on
             pass
+
+
+def pg_dsn_or_skip(what):
+    """The test cluster's DSN; skips the Postgres run of what without one."""
+    dsn = wf_testkit.pg_dsn()
+    if dsn is None:
+        raise unittest.SkipTest("WF_TEST_PG_DSN is not set: the Postgres run of "
+                                "%s is skipped (./test.sh sets it)" % what)
+    return dsn
 
 
 def start_server(testcase_cls, name, **env_kw):
@@ -850,10 +802,7 @@ class OneChannelPgTests(OneChannelTests):
 
     @classmethod
     def start_one_channel_server(cls):
-        dsn = os.environ.get("WF_TEST_PG_DSN")
-        if not dsn:
-            raise unittest.SkipTest("WF_TEST_PG_DSN is not set: the Postgres run of "
-                                    "OneChannelTests is skipped (./test.sh sets it)")
+        dsn = pg_dsn_or_skip("OneChannelTests")
         return start_server(cls, "one-channel-pg", DATABASE_URL=dsn, WF_THREADS=4,
                             WF_EXPR_TIMEOUT_MS=cls.SLOW_MS)
 
@@ -877,7 +826,7 @@ class OneChannelPgTests(OneChannelTests):
         cls.locked_id = out.response.instance.id
 
     def test_cheap_calls_beside_a_call_waiting_for_a_row_lock(self):
-        psql = shutil.which("psql") or "/usr/lib/postgresql/15/bin/psql"
+        psql = wf_testkit.psql_path()
         if not os.access(psql, os.X_OK):
             self.skipTest("no psql to hold a row lock with")
         dsn = os.environ["WF_TEST_PG_DSN"]
@@ -1640,10 +1589,7 @@ class ReferralFlowPgTests(ReferralFlowTests):
 
     @classmethod
     def start_referral_server(cls):
-        dsn = os.environ.get("WF_TEST_PG_DSN")
-        if not dsn:
-            raise unittest.SkipTest("WF_TEST_PG_DSN is not set: the Postgres run of "
-                                    "ReferralFlowTests is skipped (./test.sh sets it)")
+        dsn = pg_dsn_or_skip("ReferralFlowTests")
         return start_server(cls, "referral-pg", DATABASE_URL=dsn)
 
 
@@ -1848,10 +1794,7 @@ class StepListPgTests(StepListTests):
 
     @classmethod
     def start_steps_server(cls):
-        dsn = os.environ.get("WF_TEST_PG_DSN")
-        if not dsn:
-            raise unittest.SkipTest("WF_TEST_PG_DSN is not set: the Postgres run of "
-                                    "StepListTests is skipped (./test.sh sets it)")
+        dsn = pg_dsn_or_skip("StepListTests")
         return start_server(cls, "steps-pg", DATABASE_URL=dsn)
 
 class CorrelateOrStartTests(WorkflowTestCase):
@@ -1995,14 +1938,23 @@ class CorrelateOrStartPgTests(CorrelateOrStartTests):
 
     @classmethod
     def start_servers(cls):
-        dsn = os.environ.get("WF_TEST_PG_DSN")
-        if not dsn:
-            raise unittest.SkipTest("WF_TEST_PG_DSN is not set: the Postgres run of "
-                                    "CorrelateOrStartTests is skipped (./test.sh sets it)")
+        dsn = pg_dsn_or_skip("CorrelateOrStartTests")
         return [start_server(cls, "cos-pg-%d" % i, DATABASE_URL=dsn) for i in range(2)]
 
 
 # ---------------------------------------------------------------------------
+
+
+def store_classes(store):
+    """Names of the test classes a --store run takes (None = every one):
+    the *PgTests classes run on Postgres, the others on the memory store."""
+    if store == "all":
+        return None
+    loader = unittest.TestLoader()
+    return sorted(name for name, cls in globals().items()
+                  if isinstance(cls, type) and issubclass(cls, unittest.TestCase)
+                  and cls.__module__ == __name__ and loader.getTestCaseNames(cls)
+                  and name.endswith("PgTests") == (store == "pg"))
 
 
 def main():
@@ -2011,7 +1963,13 @@ def main():
     parser.add_argument("--server", required=True, help="path of the workflowd binary")
     parser.add_argument("--proto", required=True, help="the project's proto/ directory")
     parser.add_argument("--work", required=True, help="work directory (stubs, server logs)")
+    parser.add_argument("--store", choices=("all", "memory", "pg"), default="all",
+                        help="memory: the classes on the memory store; pg: the *PgTests "
+                             "classes only (exit 77, skipped, without WF_TEST_PG_DSN)")
     OPTS, rest = parser.parse_known_args()
+    if OPTS.store == "pg" and wf_testkit.pg_dsn() is None:
+        print("skipped: WF_TEST_PG_DSN is not set (./test.sh sets it)")
+        return wf_testkit.SKIP
     OPTS.server = os.path.abspath(OPTS.server)
     OPTS.proto = os.path.abspath(OPTS.proto)
     OPTS.work = os.path.abspath(OPTS.work)
@@ -2035,7 +1993,7 @@ def main():
     timer.start()
     try:
         prog = unittest.main(module=__name__, argv=[sys.argv[0]] + rest, verbosity=2,
-                             exit=False)
+                             exit=False, defaultTest=store_classes(OPTS.store))
         ok = prog.result.wasSuccessful()
     finally:
         timer.cancel()

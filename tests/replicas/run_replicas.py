@@ -60,7 +60,7 @@ database) and through the API (WatchEvents on every replica):
     fired twice or before its due time, no overdue timer left, exactly one
     of review/timeout fired per instance, in agreement with the client.
 
-Skips (exit 0, "skipped: ...") without WF_TEST_PG_DSN or WF_TEST_PG_CTL
+Skips (exit 77, "skipped: ...") without WF_TEST_PG_DSN or WF_TEST_PG_CTL
 (test.sh exports both). Run:
 
     /usr/bin/python3 tests/replicas/run_replicas.py --server BUILD/server/workflowd \\
@@ -78,9 +78,7 @@ import json
 import os
 import random
 import shlex
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -90,6 +88,9 @@ import urllib.parse
 import uuid
 
 import grpc
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import wf_testkit  # noqa: E402  (the Python suites' shared kit)
 
 RPC_TIMEOUT = 5.0      # seconds, one attempt of a unary call
 OP_BUDGET = 30.0       # seconds, all attempts of one operation
@@ -109,6 +110,7 @@ TRANSIENT = (SC.UNAVAILABLE, SC.DEADLINE_EXCEEDED, SC.CANCELLED)
 
 OPTS = None
 pb = pbg = status_pb2 = error_details_pb2 = health_pb2 = health_grpc = None
+STUBS = None  # wf_testkit.generate_stubs' namespace
 T0 = time.monotonic()
 
 
@@ -117,33 +119,19 @@ def say(msg):
 
 
 # ---------------------------------------------------------------------------
-# Stubs (as tests/python/run_tests.py: protoc + grpc_python_plugin into WORK/gen)
+# Stubs (wf_testkit: protoc + grpc_python_plugin into WORK/gen)
 # ---------------------------------------------------------------------------
 
 
 def generate_stubs(proto_dir, work):
-    global pb, pbg, status_pb2, error_details_pb2, health_pb2, health_grpc
-    gen = os.path.join(work, "gen")
-    shutil.rmtree(gen, ignore_errors=True)
-    os.makedirs(gen)
-    protoc = shutil.which("protoc") or "/usr/bin/protoc"
-    plugin = "--plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin"
-    for extra in (["-I" + proto_dir, "-I/usr/include", "workflow/v1/workflow.proto",
-                   "google/rpc/status.proto", "google/rpc/error_details.proto"],
-                  ["-I/usr/share/grpc-proto/grpc", "health/v1/health.proto"]):
-        cmd = [protoc, "--python_out=" + gen, "--grpc_out=" + gen, plugin] + extra
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-        if res.returncode != 0:
-            raise SetupError("protoc failed: %s\n%s" % (" ".join(cmd), res.stderr))
-    sys.path.insert(0, gen)
-    import importlib
-
-    pb = importlib.import_module("workflow.v1.workflow_pb2")
-    pbg = importlib.import_module("workflow.v1.workflow_pb2_grpc")
-    status_pb2 = importlib.import_module("google.rpc.status_pb2")
-    error_details_pb2 = importlib.import_module("google.rpc.error_details_pb2")
-    health_pb2 = importlib.import_module("health.v1.health_pb2")
-    health_grpc = importlib.import_module("health.v1.health_pb2_grpc")
+    global pb, pbg, status_pb2, error_details_pb2, health_pb2, health_grpc, STUBS
+    try:
+        STUBS = wf_testkit.generate_stubs(proto_dir, work)
+    except RuntimeError as e:
+        raise SetupError(str(e))
+    pb, pbg = STUBS.wf_pb2, STUBS.wf_grpc
+    status_pb2, error_details_pb2 = STUBS.status_pb2, STUBS.error_details_pb2
+    health_pb2, health_grpc = STUBS.health_pb2, STUBS.health_grpc
 
 
 class SetupError(Exception):
@@ -184,7 +172,7 @@ def ts_seconds(ts):
 
 def psql(dsn, sql, stdin=None, timeout=60):
     """Rows of one statement (lists of strings; NULL = '')."""
-    res = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-At", "-F", "\x1f",
+    res = subprocess.run([wf_testkit.psql_path(), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-At", "-F", "\x1f",
                           "-d", dsn, "-c", sql], input=stdin, capture_output=True, text=True,
                          timeout=timeout)
     if res.returncode != 0:
@@ -193,10 +181,9 @@ def psql(dsn, sql, stdin=None, timeout=60):
 
 
 def dsn_with_db(dsn, db):
-    u = urllib.parse.urlsplit(dsn)
-    if u.scheme not in ("postgres", "postgresql"):
+    if urllib.parse.urlsplit(dsn).scheme not in ("postgres", "postgresql"):
         raise SetupError("WF_TEST_PG_DSN must be a postgresql:// URL: %s" % dsn)
-    return urllib.parse.urlunsplit((u.scheme, u.netloc, "/" + db, u.query, u.fragment))
+    return wf_testkit.dsn_with_db(dsn, db)
 
 
 def pg_ctl(*args, timeout=90):
@@ -217,22 +204,11 @@ def pg_running():
 # ---------------------------------------------------------------------------
 
 
-def free_port():
-    while True:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port != 50051:
-            return port
+free_port = wf_testkit.free_port
 
 
 def new_channel(port):
-    return grpc.insecure_channel("127.0.0.1:%d" % port, options=[
-        ("grpc.use_local_subchannel_pool", 1),
-        ("grpc.initial_reconnect_backoff_ms", 100),
-        ("grpc.min_reconnect_backoff_ms", 100),
-        ("grpc.max_reconnect_backoff_ms", 500),
-    ])
+    return wf_testkit.new_channel("127.0.0.1:%d" % port)
 
 
 class Replica:
@@ -252,12 +228,9 @@ class Replica:
         self.logs = []
 
     def env(self):
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("WF_") and k != "DATABASE_URL"}
-        env.update(WF_ENV="development", WF_API_KEYS=API_KEY, DATABASE_URL=self.database_url,
-                   WF_ADDR="127.0.0.1:%d" % self.port, WF_DRAIN_SECONDS="0",
-                   WF_LOG_LEVEL="warn", WF_THREADS="2")
-        return env
+        return wf_testkit.server_env(
+            WF_ENV="development", WF_API_KEYS=API_KEY, DATABASE_URL=self.database_url,
+            WF_ADDR="127.0.0.1:%d" % self.port, WF_LOG_LEVEL="warn", WF_THREADS="2")
 
     def start(self, port=None):
         """Starts the process (on `port` when given) and waits for SERVING."""
@@ -283,19 +256,9 @@ class Replica:
         raise SetupError("replica %d did not become ready; see %s" % (self.idx, self.logs[-1]))
 
     def wait_ready(self):
-        until = time.monotonic() + READY_TIMEOUT
         ch = new_channel(self.port)
         try:
-            stub = health_grpc.HealthStub(ch)
-            while time.monotonic() < until and self.proc.poll() is None:
-                try:
-                    r = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1.0)
-                    if r.status == health_pb2.HealthCheckResponse.SERVING:
-                        return True
-                except grpc.RpcError:
-                    pass
-                time.sleep(0.05)
-            return False
+            return wf_testkit.wait_serving(STUBS, ch, self.proc, self.port, READY_TIMEOUT)
         finally:
             ch.close()
 
@@ -1235,7 +1198,7 @@ def main():
     dsn, ctl = os.environ.get("WF_TEST_PG_DSN"), os.environ.get("WF_TEST_PG_CTL")
     if not dsn or not ctl:
         print("skipped: WF_TEST_PG_DSN and WF_TEST_PG_CTL are not both set (./test.sh sets them)")
-        return 0
+        return wf_testkit.SKIP
     OPTS.server = os.path.abspath(OPTS.server)
     OPTS.proto = os.path.abspath(OPTS.proto)
     OPTS.work = os.path.abspath(OPTS.work)

@@ -32,18 +32,19 @@ against the real store code, statement by statement:
    and a classified mutation the workload never ran.
 
 Needs a superuser DSN (WF_TEST_PG_DSN) whose server log it can read
-(pg_read_file); without WF_TEST_PG_DSN it skips.
+(pg_read_file); without WF_TEST_PG_DSN it skips (exit 77).
 """
 import argparse
 import json
 import os
 import re
 import secrets
-import shutil
 import subprocess
 import sys
 import time
-import urllib.parse
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import wf_testkit  # noqa: E402  (the Python suites' shared kit)
 
 PARTITIONS = 8
 SUITE_TIMEOUT_S = 90
@@ -282,12 +283,7 @@ class Pg:
         return r
 
 
-def with_db(dsn, db):
-    """dsn, pointing at database db (URI or key=value conninfo)."""
-    if re.match(r"^postgres(ql)?://", dsn):
-        u = urllib.parse.urlsplit(dsn)
-        return urllib.parse.urlunsplit((u.scheme, u.netloc, "/" + db, u.query, u.fragment))
-    return dsn + " dbname=" + db
+with_db = wf_testkit.dsn_with_db
 
 
 PREFIX = r"^\S.*?\b(LOG|DETAIL|ERROR|WARNING|NOTICE|STATEMENT|HINT|CONTEXT|FATAL):  "
@@ -333,14 +329,14 @@ def main():
     dsn = os.environ.get("WF_TEST_PG_DSN", "")
     if not dsn:
         print("skipped: WF_TEST_PG_DSN is not set")
-        return 0
-    psql = shutil.which("psql") or "/usr/lib/postgresql/15/bin/psql"
+        return wf_testkit.SKIP
+    psql = wf_testkit.psql_path()
     os.makedirs(args.work, exist_ok=True)
     started = time.monotonic()
     admin = Pg(psql, dsn)
     if admin.run("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").stdout.strip() != "t":
         print("skipped: WF_TEST_PG_DSN is not a superuser (needed to log statements)")
-        return 0
+        return wf_testkit.SKIP
     # One scratch database per workload suite, so that the suites can run
     # side by side without seeing each other's rows.
     stem = "wf_scaling_%d_%s" % (os.getpid(), secrets.token_hex(3))

@@ -77,7 +77,7 @@ teardown(void)
     wf_arena_free(arena);
     wf_expr_cache_clear();
     wf_defcache_clear();
-    wf_test_pg_admin(dsn, "DROP SCHEMA IF EXISTS %s CASCADE", schema);
+    wf_test_pg_drop_schema(dsn, schema);
 }
 
 static wf_net_ctx
@@ -369,7 +369,7 @@ main(void)
     dsn = getenv("WF_TEST_PG_DSN");
     if (dsn == NULL || dsn[0] == '\0') {
         printf("skipped: WF_TEST_PG_DSN not set\n");
-        return 0;
+        return 77; /* CTest SKIP_RETURN_CODE */
     }
     if (getenv("WF_TEST_LOG") == NULL)
         wf_log_threshold = WF_LOG_ERROR;

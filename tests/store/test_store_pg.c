@@ -6,7 +6,7 @@
  * backlog), and the listener across replicas and across a restart.
  *
  * Needs WF_TEST_PG_DSN (a superuser DSN, e.g. from tests/support/pg.sh);
- * without it prints one "skipped" line and exits 0. The restart case also
+ * without it prints one "skipped" line and exits 77 (skipped). The restart case also
  * needs WF_TEST_PG_CTL, a command prefix that runs pg_ctl on that cluster
  * (e.g. "tests/support/pg.sh ctl DIR"). Each case runs in its own schema
  * (search_path), created fresh and migrated by the store itself.
@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "pg_pool.h" /* wf_pg_n_migrations */
+#include "test_pg.h"
 #include "wf_log.h"
 #include "wf_time.h"
 
@@ -31,43 +32,13 @@ static const char *dsn;
 static char schema[64];
 static char *store_dsn;
 
-static void
-quiet(void *arg, const char *message)
-{
-    (void)arg;
-    (void)message;
-}
-
-/* Runs one administrative statement on the bare DSN (test setup only). */
-static void
-admin(const char *fmt, const char *arg)
-{
-    char sql[256];
-    snprintf(sql, sizeof sql, fmt, arg);
-    PGconn *pg = PQconnectdb(dsn);
-    ck_assert_msg(PQstatus(pg) == CONNECTION_OK, "admin connect: %s", PQerrorMessage(pg));
-    PQsetNoticeProcessor(pg, quiet, NULL);
-    PGresult *res = PQexec(pg, sql);
-    ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s: %s", sql, PQerrorMessage(pg));
-    PQclear(res);
-    PQfinish(pg);
-}
-
 /* A fresh schema for this test process, and a DSN whose search_path is it. */
 static void
 fresh_schema(void)
 {
     snprintf(schema, sizeof schema, "wf_t_%d", (int)getpid());
-    admin("DROP SCHEMA IF EXISTS %s CASCADE", schema);
-    admin("CREATE SCHEMA %s", schema);
-    size_t n = strlen(dsn) + strlen(schema) + 64;
     free(store_dsn);
-    store_dsn = malloc(n);
-    if (strstr(dsn, "://") != NULL)
-        snprintf(store_dsn, n, "%s%soptions=-csearch_path%%3D%s", dsn,
-                 strchr(dsn, '?') != NULL ? "&" : "?", schema);
-    else
-        snprintf(store_dsn, n, "%s options='-csearch_path=%s'", dsn, schema);
+    store_dsn = wf_test_pg_fresh_schema(dsn, schema);
 }
 
 static wf_store *
@@ -91,7 +62,7 @@ static void
 pg_close(wf_store *st)
 {
     wf_store_free(st);
-    admin("DROP SCHEMA IF EXISTS %s CASCADE", schema);
+    wf_test_pg_drop_schema(dsn, schema);
     free(store_dsn);
     store_dsn = NULL;
 }
@@ -121,7 +92,7 @@ static void
 teardown(void)
 {
     wf_arena_free(arena);
-    admin("DROP SCHEMA IF EXISTS %s CASCADE", schema);
+    wf_test_pg_drop_schema(dsn, schema);
     free(store_dsn);
     store_dsn = NULL;
 }
@@ -434,10 +405,7 @@ END_TEST
 static PGconn *
 store_conn(void)
 {
-    PGconn *pg = PQconnectdb(store_dsn);
-    ck_assert_msg(PQstatus(pg) == CONNECTION_OK, "connect: %s", PQerrorMessage(pg));
-    PQsetNoticeProcessor(pg, quiet, NULL);
-    return pg;
+    return wf_test_pg_connect(store_dsn);
 }
 
 /* The first column of the first row of sql, as a number. */
@@ -868,7 +836,7 @@ main(void)
     dsn = getenv("WF_TEST_PG_DSN");
     if (dsn == NULL || dsn[0] == '\0') {
         printf("skipped: WF_TEST_PG_DSN not set\n");
-        return 0;
+        return 77; /* CTest SKIP_RETURN_CODE */
     }
     /* Expected failures (outages, conflicts) log warnings; keep the run
      * readable unless asked. */

@@ -20,7 +20,7 @@
  * fine). Each failure names the statement and prints its plan.
  *
  * Needs WF_TEST_PG_DSN (a superuser DSN); without it prints one "skipped"
- * line and exits 0. Runs in its own schema, migrated by the store.
+ * line and exits 77 (skipped). Runs in its own schema, migrated by the store.
  */
 #include <check.h>
 #include <jansson.h>
@@ -32,6 +32,7 @@
 
 #include "pg_pool.h" /* wf_pg_statements */
 #include "store.h"
+#include "test_pg.h"
 
 /* Tables that grow with the work in flight or with history. */
 static const char *const backlog[] = {"instances", "tasks",      "tokens",  "work_items",
@@ -368,13 +369,7 @@ guard(const char *phase, int *checked)
 START_TEST(test_generic_plans_over_a_backlog)
 {
     /* The store migrates the fresh schema, as at a server's start. */
-    size_t n = strlen(dsn) + strlen(schema) + 64;
-    char *store_dsn = malloc(n);
-    if (strstr(dsn, "://") != NULL)
-        snprintf(store_dsn, n, "%s%soptions=-csearch_path%%3D%s", dsn,
-                 strchr(dsn, '?') != NULL ? "&" : "?", schema);
-    else
-        snprintf(store_dsn, n, "%s options='-csearch_path=%s'", dsn, schema);
+    char *store_dsn = wf_test_pg_schema_dsn(dsn, schema);
     wf_store_pg_config cfg = {store_dsn, 1, 1000, 2};
     wf_error err = {0};
     wf_store *st = wf_store_pg_new(&cfg, &err);
@@ -412,9 +407,10 @@ main(void)
     dsn = getenv("WF_TEST_PG_DSN");
     if (dsn == NULL || dsn[0] == '\0') {
         printf("skipped: WF_TEST_PG_DSN is not set\n");
-        return 0;
+        return 77; /* CTest SKIP_RETURN_CODE */
     }
     snprintf(schema, sizeof schema, "wf_plans_%d", (int)getpid());
+    /* Outside a Check test: no ck_assert here (test_pg asserts too). */
     pg = PQconnectdb(dsn);
     if (PQstatus(pg) != CONNECTION_OK) {
         fprintf(stderr, "connect: %s", PQerrorMessage(pg));

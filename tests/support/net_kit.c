@@ -13,6 +13,7 @@
 #include "defcache.h"
 #include "expr.h"
 #include "net_runtime.h"
+#include "wf_id.h"
 #include "wf_time.h"
 
 #define SVC "/workflow.v1.WorkflowService/"
@@ -31,7 +32,13 @@ wf_arena *ta; /* test-owned messages */
 void
 setup(void)
 {
-    wf_test_server_start(&ts, NULL);
+    setup_with(NULL);
+}
+
+void
+setup_with(const char *const *env)
+{
+    wf_test_server_start(&ts, env);
     char id[WF_UUID_LEN + 1];
     wf_uuid7(id);
     snprintf(suffix, sizeof suffix, "%.8s", id + 28);
@@ -85,14 +92,7 @@ keep(void ***arr, size_t *n, size_t *cap, void *p)
 wf_client *
 as(const char *actor)
 {
-    wf_client_options o = {
-        .target = ts.target, .actor = actor, .timeout_ms = 15000, .wait_for_ready = 1};
-    wf_client *c = wf_client_new(&o);
-    ck_assert_ptr_nonnull(c);
-    pthread_mutex_lock(&kept_mu);
-    keep(&clients, &nclients, &capclients, c);
-    pthread_mutex_unlock(&kept_mu);
-    return c;
+    return as_groups(NULL, actor, NULL);
 }
 
 void *
@@ -279,9 +279,15 @@ start_order(wf_client *c, const char *key, const char *agg_id, const char *vars,
 wf_client *
 as_tenant(const char *tenant, const char *actor)
 {
+    return as_groups(tenant, actor, NULL);
+}
+
+wf_client *
+as_groups(const char *tenant, const char *actor, const char *groups)
+{
     wf_client_options o = {
-        .target = ts.target, .tenant = tenant, .actor = actor, .timeout_ms = 15000,
-        .wait_for_ready = 1};
+        .target = ts.target, .tenant = tenant, .actor = actor, .actor_groups = groups,
+        .timeout_ms = 15000, .wait_for_ready = 1};
     wf_client *c = wf_client_new(&o);
     ck_assert_ptr_nonnull(c);
     pthread_mutex_lock(&kept_mu);

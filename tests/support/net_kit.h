@@ -3,7 +3,7 @@
  * in-process server per test (checked fixture setup/teardown), clients by
  * actor, calls whose responses live until teardown, names unique to the
  * run (Postgres keeps rows between runs), and a builder for Definition
- * messages.
+ * messages. Every end-to-end suite but the fault suite builds on it.
  */
 #ifndef WF_NET_KIT_H
 #define WF_NET_KIT_H
@@ -22,6 +22,9 @@ extern wf_arena *ta;      /* test-owned messages and strings, freed at teardown 
  * and frees every kept response, client and cached definition. */
 void setup(void);
 void teardown(void);
+/* setup with a NULL-terminated "NAME=value" server environment (see
+ * wf_test_server_start). */
+void setup_with(const char *const *env);
 
 /* "name" -> "name-1a2b3c4d", unique to the test run. */
 char *u(const char *name);
@@ -135,6 +138,8 @@ void sleep_ms(int ms);
 
 /* A client acting as actor in tenant (x-tenant-id), freed at teardown. */
 wf_client *as_tenant(const char *tenant, const char *actor);
+/* The same with x-actor-groups (tenant and groups may be NULL). */
+wf_client *as_groups(const char *tenant, const char *actor, const char *groups);
 
 /* The timer scheduler workflowd runs (the test server has none), on ts's
  * store with a pass at least every idle_ms: TIME transitions come due and

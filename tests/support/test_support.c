@@ -5,7 +5,6 @@
 
 #include "wf_log.h"
 
-#include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,7 +85,7 @@ wf_test_run(Suite *s)
         const char *dsn = getenv("WF_TEST_PG_DSN");
         if (dsn == NULL || dsn[0] == '\0') {
             printf("skipped: WF_TEST_STORE=pg but WF_TEST_PG_DSN is not set\n");
-            return 0;
+            return WF_TEST_SKIP;
         }
     }
     SRunner *sr = srunner_create(s);
@@ -94,41 +93,4 @@ wf_test_run(Suite *s)
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed == 0 ? 0 : 1;
-}
-
-static void
-pg_quiet(void *arg, const char *message)
-{
-    (void)arg;
-    (void)message;
-}
-
-void
-wf_test_pg_admin(const char *dsn, const char *fmt, const char *arg)
-{
-    char sql[256];
-    snprintf(sql, sizeof sql, fmt, arg);
-    PGconn *pg = PQconnectdb(dsn);
-    ck_assert_msg(PQstatus(pg) == CONNECTION_OK, "admin connect: %s", PQerrorMessage(pg));
-    PQsetNoticeProcessor(pg, pg_quiet, NULL);
-    PGresult *res = PQexec(pg, sql);
-    ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s: %s", sql, PQerrorMessage(pg));
-    PQclear(res);
-    PQfinish(pg);
-}
-
-char *
-wf_test_pg_fresh_schema(const char *dsn, const char *schema)
-{
-    wf_test_pg_admin(dsn, "DROP SCHEMA IF EXISTS %s CASCADE", schema);
-    wf_test_pg_admin(dsn, "CREATE SCHEMA %s", schema);
-    size_t n = strlen(dsn) + strlen(schema) + 64;
-    char *out = malloc(n);
-    ck_assert_ptr_nonnull(out);
-    if (strstr(dsn, "://") != NULL)
-        snprintf(out, n, "%s%soptions=-csearch_path%%3D%s", dsn,
-                 strchr(dsn, '?') != NULL ? "&" : "?", schema);
-    else
-        snprintf(out, n, "%s options='-csearch_path=%s'", dsn, schema);
-    return out;
 }

@@ -10,6 +10,7 @@
 
 #include "handler.h"
 #include "rpc_server.h"
+#include "test_pg.h"
 #include "wf_client.h"
 #include "wf_config.h"
 
@@ -44,16 +45,12 @@ bool wf_test_store_is_pg(void);
 /* "pg" or "memory", for messages. */
 const char *wf_test_store_name(void);
 
+/* The exit status of a suite that ran nothing (CTest SKIP_RETURN_CODE). */
+#define WF_TEST_SKIP 77
+
 /* Runs a suite in fork mode and returns the process exit status. With
  * WF_TEST_STORE=pg and no WF_TEST_PG_DSN it prints that it is skipped and
- * returns 0. */
+ * returns WF_TEST_SKIP. */
 int wf_test_run(Suite *s);
-
-/* Postgres suites. Runs one administrative statement (fmt with one %s)
- * on dsn, failing the test when it does not succeed. */
-void wf_test_pg_admin(const char *dsn, const char *fmt, const char *arg);
-/* Drops and creates schema on dsn; returns a DSN (malloc'd, the caller
- * frees it) whose search_path is that schema. */
-char *wf_test_pg_fresh_schema(const char *dsn, const char *schema);
 
 #endif /* WF_TEST_SUPPORT_H */

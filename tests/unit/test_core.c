@@ -9,6 +9,7 @@
 #include "wf_arena.h"
 #include "wf_error.h"
 #include "wf_log.h"
+#include "wf_id.h"
 #include "wf_time.h"
 
 START_TEST(test_every_code_has_a_distinct_reason)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "expr.h"
+#include "wf_id.h"
 #include "wf_time.h"
 
 /* An arc resolved to indices; arcs that do not join an existing place and

@@ -18,7 +18,9 @@
 #include <string.h>
 
 #include "engine_json.h"
+#include "ids.h"
 #include "referral_int.h"
+#include "wf_id.h"
 #include "wf_time.h"
 
 /* ---- shared helpers ----------------------------------------------------------- */
@@ -38,21 +40,13 @@ need_actor(const wf_ref_ctx *ctx, wf_error *err)
 static wf_code
 check_instance_id(const char *id, wf_error *err)
 {
-    if (id == NULL || id[0] == '\0')
-        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "instance_id is required");
-    if (!wf_uuid_valid(id))
-        return wf_error_set(err, WF_E_INSTANCE_NOT_FOUND, "instance \"%.64s\" does not exist", id);
-    return WF_OK;
+    return wf_ids_check(NULL, WF_ID_INSTANCE, "instance_id", id, err);
 }
 
 static wf_code
 check_task_id(const char *id, wf_error *err)
 {
-    if (id == NULL || id[0] == '\0')
-        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "task_id is required");
-    if (!wf_uuid_valid(id))
-        return wf_error_set(err, WF_E_TASK_NOT_FOUND, "task \"%.64s\" does not exist", id);
-    return WF_OK;
+    return wf_ids_check(NULL, WF_ID_TASK, "task_id", id, err);
 }
 
 /* Locks the root of instance_id and starts a working set over it.

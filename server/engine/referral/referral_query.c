@@ -11,6 +11,7 @@
 
 #include <string.h>
 
+#include "ids.h"
 #include "wf_time.h"
 
 #define PAGE_DEFAULT 50
@@ -40,10 +41,9 @@ empty(const char *s)
 wf_code
 wf_referral_get_task(const wf_ref_ctx *ctx, const char *task_id, wf_task_row *out, wf_error *err)
 {
-    if (empty(task_id))
-        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "task_id is required");
-    if (!wf_uuid_valid(task_id))
-        return wf_error_set(err, WF_E_TASK_NOT_FOUND, "task \"%.64s\" does not exist", task_id);
+    wf_code rc = wf_ids_check(ctx, WF_ID_TASK, "task_id", task_id, err);
+    if (rc != WF_OK)
+        return rc;
     wf_store_ctx sc = store_ctx(ctx);
     return wf_store_get_task(ctx->store, &sc, task_id, out, err);
 }
@@ -53,13 +53,11 @@ static wf_code
 load_tree(const wf_ref_ctx *ctx, const char *instance_id, wf_aggregate *agg, size_t *self,
           wf_error *err)
 {
-    if (empty(instance_id))
-        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "instance_id is required");
-    if (!wf_uuid_valid(instance_id))
-        return wf_error_set(err, WF_E_INSTANCE_NOT_FOUND, "instance \"%.64s\" does not exist",
-                            instance_id);
+    wf_code rc = wf_ids_check(ctx, WF_ID_INSTANCE, "instance_id", instance_id, err);
+    if (rc != WF_OK)
+        return rc;
     wf_store_ctx sc = store_ctx(ctx);
-    wf_code rc = wf_uow_read_aggregate(ctx->store, &sc, instance_id, agg, err);
+    rc = wf_uow_read_aggregate(ctx->store, &sc, instance_id, agg, err);
     if (rc != WF_OK)
         return rc;
     for (size_t i = 0; i < agg->n_instances; i++)

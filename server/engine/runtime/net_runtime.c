@@ -51,6 +51,8 @@
 #include "defcache.h"
 #include "engine_json.h"
 #include "expr.h"
+#include "ids.h"
+#include "wf_id.h"
 #include "wf_time.h"
 
 static bool
@@ -1440,12 +1442,12 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
                      wf_error *err)
 {
     memset(out, 0, sizeof *out);
-    if (unset(instance_id) || !wf_uuid_valid(instance_id))
-        return wf_error_set(err, WF_E_INSTANCE_NOT_FOUND, "instance \"%.64s\" does not exist",
-                            instance_id != NULL ? instance_id : "");
+    wf_code rc = wf_ids_check(ctx, WF_ID_INSTANCE, "instance_id", instance_id, err);
+    if (rc != WF_OK)
+        return rc;
     wf_store_ctx sc = wf_work_store_ctx(ctx);
     wf_aggregate agg;
-    wf_code rc = wf_uow_read_aggregate(ctx->store, &sc, instance_id, &agg, err);
+    rc = wf_uow_read_aggregate(ctx->store, &sc, instance_id, &agg, err);
     if (rc != WF_OK)
         return rc;
     const wf_instance_row *in = NULL;

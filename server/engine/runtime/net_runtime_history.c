@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "defcache.h"
+#include "ids.h"
+#include "wf_id.h"
 #include "wf_time.h"
 
 #define PAGE_MAX 500
@@ -56,12 +58,12 @@ wf_net_list_work_items(const wf_ref_ctx *ctx, const wf_net_list_items_in *q, wf_
             return wf_work_invalid(ctx, "states", "holds an unknown work item state", err);
     if (q->page_size < 0)
         return wf_work_invalid(ctx, "page_size", "must not be negative", err);
-    if (!wf_uuid_valid(q->instance_id))
-        return wf_error_set(err, WF_E_INSTANCE_NOT_FOUND, "instance \"%.64s\" does not exist",
-                            q->instance_id);
+    wf_code rc = wf_ids_check(ctx, WF_ID_INSTANCE, "instance_id", q->instance_id, err);
+    if (rc != WF_OK)
+        return rc;
     wf_store_ctx sc = wf_work_store_ctx(ctx);
     wf_instance_row in;
-    wf_code rc = wf_store_get_instance(ctx->store, &sc, q->instance_id, &in, err);
+    rc = wf_store_get_instance(ctx->store, &sc, q->instance_id, &in, err);
     if (rc != WF_OK)
         return rc;
     bool over = ended(in.status);

@@ -44,6 +44,8 @@
 
 #include "defcache.h"
 #include "engine_json.h"
+#include "ids.h"
+#include "wf_id.h"
 #include "wf_time.h"
 
 #define ERROR_MESSAGE_MAX 4096
@@ -298,23 +300,22 @@ static wf_code
 locate_job(job_op *op, wf_error *err)
 {
     const char *key = op->key;
-    if (key == NULL || key[0] == '\0')
-        return invalid(op->ctx, "job_key", "is required", err);
+    wf_code rc = wf_ids_check(&op->ctx->ref, WF_ID_JOB_KEY, "job_key", key, err);
+    if (rc != WF_OK)
+        return rc;
     /* "<instance id>.<uuid>" (the store makes them so): the unit of work
      * locks the instance's tree at once and finds the job by its key
      * there, with no read by key first. */
-    const char *dot = strrchr(key, '.');
-    if (dot != NULL && dot > key && wf_uuid_valid(dot + 1)) {
-        op->instance_id = wf_arena_strndup(op->ctx->ref.arena, key, (size_t)(dot - key));
+    size_t instance_len;
+    if (wf_id_job_key_split(key, &instance_len)) {
+        op->instance_id = wf_arena_strndup(op->ctx->ref.arena, key, instance_len);
         op->root_id = NULL;
         return op->instance_id != NULL ? WF_OK : wf_work_nomem(err);
     }
-    if (!wf_uuid_valid(key))
-        return wf_error_set(err, WF_E_JOB_NOT_FOUND, "no job has key \"%.128s\"", key);
     /* A bare UUID, as keys were made before they named the instance. */
     wf_store_ctx sc = wf_work_store_ctx(&op->ctx->ref);
     wf_job_row job;
-    wf_code rc = wf_store_get_job_by_key(op->ctx->ref.store, &sc, key, &job, err);
+    rc = wf_store_get_job_by_key(op->ctx->ref.store, &sc, key, &job, err);
     if (rc == WF_E_JOB_NOT_FOUND)
         return lease_lost(key, "is not the current activation of any job", err);
     if (rc == WF_OK) {
@@ -330,8 +331,8 @@ static wf_code
 open_job(job_op *op, wf_tx *tx, net_work *w, size_t *ji, wf_error *err)
 {
     wf_code rc = wf_runtime__open(w, &op->ctx->ref, tx, op->instance_id, op->root_id, err);
-    if (rc == WF_E_INSTANCE_NOT_FOUND)
-        return lease_lost(op->key, "belongs to no instance", err);
+    if (rc == WF_E_INSTANCE_NOT_FOUND) /* no job ever had a key naming no instance */
+        return wf_error_set(err, WF_E_JOB_NOT_FOUND, "no job has key \"%.128s\"", op->key);
     if (rc != WF_OK)
         return rc;
     *ji = WF_WORK_NONE;

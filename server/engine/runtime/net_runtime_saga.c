@@ -52,6 +52,8 @@
 #include <string.h>
 
 #include "engine_json.h"
+#include "ids.h"
+#include "wf_id.h"
 #include "wf_time.h"
 
 
@@ -474,12 +476,12 @@ wf_code
 wf_net_retry_instance(const wf_net_ctx *ctx, const char *instance_id, wf_uow_idem *idem,
                       wf_instance_row *out, wf_error *err)
 {
-    if (instance_id == NULL || !wf_uuid_valid(instance_id))
-        return wf_error_set(err, WF_E_INSTANCE_NOT_FOUND, "instance \"%.64s\" does not exist",
-                            instance_id != NULL ? instance_id : "");
+    wf_code rc = wf_ids_check(&ctx->ref, WF_ID_INSTANCE, "instance_id", instance_id, err);
+    if (rc != WF_OK)
+        return rc;
     retry_op op = {.ctx = ctx, .instance_id = instance_id, .out = out};
     wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
-    wf_code rc = wf_uow_run(ctx->ref.store, &sc, idem, retry_body, &op, out, err);
+    rc = wf_uow_run(ctx->ref.store, &sc, idem, retry_body, &op, out, err);
     if (rc == WF_OK && !(idem != NULL && idem->replayed))
         wf_runtime__wake(ctx, op.wake, op.n_wake);
     return rc;

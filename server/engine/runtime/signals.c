@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "engine_json.h"
+#include "wf_id.h"
 #include "wf_time.h"
 
 

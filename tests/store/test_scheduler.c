@@ -7,9 +7,10 @@
  * unit of work on the timer's root that deletes the timer only if it still
  * exists, so "fired once" is checked exactly as the real runtime ensures it.
  *
- * Memory store cases always run. The two-replica cases run on Postgres
- * when WF_TEST_PG_DSN is set (each in a fresh schema); otherwise they are
- * left out and say so.
+ * WF_TEST_STORE selects the run: "memory" (CTest test_scheduler) runs the
+ * memory store cases; "pg" (test_scheduler_pg) runs the two-replica cases
+ * and the retention sweep on Postgres at WF_TEST_PG_DSN, each in a fresh
+ * schema, and is skipped (exit 77) without it.
  */
 #include <check.h>
 #include <inttypes.h>
@@ -510,7 +511,7 @@ pg_setup(void)
 static void
 pg_teardown(void)
 {
-    wf_test_pg_admin(pg_dsn, "DROP SCHEMA IF EXISTS %s CASCADE", pg_schema);
+    wf_test_pg_drop_schema(pg_dsn, pg_schema);
     free(pg_store_dsn);
     pg_store_dsn = NULL;
 }
@@ -545,8 +546,7 @@ pg_store_teardown(void)
 static long
 pg_scalar(const char *sql)
 {
-    PGconn *pg = PQconnectdb(pg_store_dsn);
-    ck_assert_msg(PQstatus(pg) == CONNECTION_OK, "connect: %s", PQerrorMessage(pg));
+    PGconn *pg = wf_test_pg_connect(pg_store_dsn);
     PGresult *res = PQexec(pg, sql);
     ck_assert_msg(PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1, "%s: %s", sql,
                   PQerrorMessage(pg));
@@ -949,6 +949,21 @@ static Suite *
 scheduler_suite(void)
 {
     Suite *s = suite_create("scheduler");
+    if (wf_test_store_is_pg()) {
+        pg_dsn = getenv("WF_TEST_PG_DSN");
+        TCase *pc = tcase_create("postgres");
+        tcase_add_checked_fixture(pc, pg_setup, pg_teardown);
+        tcase_set_timeout(pc, 90);
+        tcase_add_test(pc, test_pg_two_replicas_fire_each_timer_once);
+        tcase_add_test(pc, test_pg_expired_claims_still_fire_once);
+        suite_add_tcase(s, pc);
+        TCase *ps = tcase_create("postgres store");
+        tcase_add_checked_fixture(ps, pg_store_setup, pg_store_teardown);
+        tcase_set_timeout(ps, 60);
+        tcase_add_test(ps, test_retention_sweep);
+        suite_add_tcase(s, ps);
+        return s;
+    }
     TCase *tc = tcase_create("memory");
     tcase_add_checked_fixture(tc, mem_setup, mem_teardown);
     tcase_set_timeout(tc, 30);
@@ -965,23 +980,6 @@ scheduler_suite(void)
     tcase_add_test(tc, test_buffered_signal_expires);
     tcase_add_test(tc, test_retention_sweep);
     suite_add_tcase(s, tc);
-
-    pg_dsn = getenv("WF_TEST_PG_DSN");
-    if (pg_dsn != NULL && pg_dsn[0] != '\0') {
-        TCase *pc = tcase_create("postgres");
-        tcase_add_checked_fixture(pc, pg_setup, pg_teardown);
-        tcase_set_timeout(pc, 90);
-        tcase_add_test(pc, test_pg_two_replicas_fire_each_timer_once);
-        tcase_add_test(pc, test_pg_expired_claims_still_fire_once);
-        suite_add_tcase(s, pc);
-        TCase *ps = tcase_create("postgres store");
-        tcase_add_checked_fixture(ps, pg_store_setup, pg_store_teardown);
-        tcase_set_timeout(ps, 60);
-        tcase_add_test(ps, test_retention_sweep);
-        suite_add_tcase(s, ps);
-    } else {
-        printf("postgres cases skipped: WF_TEST_PG_DSN not set\n");
-    }
     return s;
 }
 
@@ -991,9 +989,5 @@ main(void)
     /* Injected failures log warnings; keep the run readable unless asked. */
     if (getenv("WF_TEST_LOG") == NULL)
         wf_log_threshold = WF_LOG_ERROR;
-    SRunner *sr = srunner_create(scheduler_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return wf_test_run(scheduler_suite());
 }

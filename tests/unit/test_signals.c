@@ -1,0 +1,254 @@
+/*
+ * Unit tests of the signal rules (server/engine/signals.h) over the memory
+ * store, without a server: a signal to an instance that waits fires its MSG
+ * transition and merges the payload; one nobody waits for is buffered
+ * (buffer_ttl) or dropped; a buffered signal is consumed when an instance
+ * of its aggregate begins to wait; a signal_id seen before is DUPLICATE; an
+ * ended instance drops signals and refuses SetVariables; bad requests fail
+ * with their reasons and change nothing.
+ */
+#include <check.h>
+#include <string.h>
+
+#include "defcache.h"
+#include "expr.h"
+#include "instances.h"
+#include "net_runtime.h"
+#include "referral.h"
+#include "signals.h"
+#include "store.h"
+#include "test_support.h"
+
+static wf_store *st;
+static wf_arena *arena;
+
+static void
+setup(void)
+{
+    wf_error err;
+    st = wf_store_memory_new(&err);
+    ck_assert_ptr_nonnull(st);
+    arena = wf_arena_new();
+    ck_assert_ptr_nonnull(arena);
+}
+
+static void
+teardown(void)
+{
+    wf_store_free(st);
+    wf_arena_free(arena);
+    wf_expr_cache_clear();
+    wf_defcache_clear();
+}
+
+static wf_net_ctx
+ctx(void)
+{
+    return (wf_net_ctx){.ref = {.store = st, .tenant = "default", .actor = "t", .arena = arena}};
+}
+
+/* s -> paid (MSG "payment", correlation corr) -> e */
+static void
+deploy_msg_net(const char *key, wf_correlation corr)
+{
+    static const wf_place p[] = {{.id = "s", .kind = WF_PLACE_START},
+                                 {.id = "e", .kind = WF_PLACE_END}};
+    wf_transition *t = wf_arena_calloc(arena, 1, sizeof *t);
+    *t = (wf_transition){
+        .id = "paid", .trigger = WF_TRIGGER_MSG, .signal_name = "payment", .correlation = corr};
+    static const wf_arc a[] = {{.source = "s", .target = "paid"}, {.source = "paid", .target = "e"}};
+    wf_net net = {.key = key,
+                  .places = (wf_place *)p,
+                  .n_places = 2,
+                  .transitions = t,
+                  .n_transitions = 1,
+                  .arcs = (wf_arc *)a,
+                  .n_arcs = 2};
+    wf_net_ctx c = ctx();
+    wf_net_deploy_in in = {WF_DEF_NET, &net, false};
+    wf_net_deployed out;
+    wf_error err;
+    wf_code rc = wf_net_deploy(&c, &in, NULL, &out, &err);
+    ck_assert_msg(rc == WF_OK, "deploy: %s %s", wf_code_reason(rc), err.msg);
+}
+
+static wf_instance_row
+start(const char *key, const char *aggregate_id)
+{
+    wf_ref_ctx c = ctx().ref;
+    wf_start_spec spec = {.definition_key = key,
+                          .aggregate_type = aggregate_id != NULL ? "order" : NULL,
+                          .aggregate_id = aggregate_id};
+    wf_instance_row in;
+    wf_error err;
+    wf_code rc = wf_instances_start(&c, &spec, NULL, &in, &err);
+    ck_assert_msg(rc == WF_OK, "start: %s %s", wf_code_reason(rc), err.msg);
+    return in;
+}
+
+static wf_instance_row
+instance(const char *id)
+{
+    wf_store_ctx sc = {"default", 0, arena};
+    wf_instance_row in;
+    wf_error err;
+    ck_assert_int_eq(wf_store_get_instance(st, &sc, id, &in, &err), WF_OK);
+    return in;
+}
+
+/* SendSignal of name to the instance id (or, id NULL, to order agg). */
+static wf_code
+send(const char *name, const char *id, const char *agg, const char *payload,
+     const char *signal_id, int64_t ttl_ms, wf_sig_send_out *out, wf_error *err)
+{
+    wf_net_ctx c = ctx();
+    wf_sig_send_in in = {.name = name,
+                         .instance_id = id,
+                         .aggregate_type = agg != NULL ? "order" : NULL,
+                         .aggregate_id = agg,
+                         .has_aggregate = agg != NULL,
+                         .payload_json = payload,
+                         .signal_id = signal_id,
+                         .buffer_ttl_ms = ttl_ms};
+    memset(out, 0, sizeof *out);
+    wf_error_clear(err);
+    return wf_sig_send(&c, &in, NULL, out, err);
+}
+
+static size_t
+buffered_for(const wf_instance_row *in)
+{
+    wf_ref_ctx c = ctx().ref;
+    wf_signal_row *rows;
+    size_t n;
+    wf_error err;
+    ck_assert_int_eq(wf_sig_buffered_for(&c, in, &rows, &n, &err), WF_OK);
+    return n;
+}
+
+START_TEST(test_signal_to_a_waiting_instance_fires_and_merges)
+{
+    deploy_msg_net("pay", WF_CORRELATION_INSTANCE);
+    wf_instance_row in = start("pay", NULL);
+    wf_sig_send_out out;
+    wf_error err;
+    ck_assert_int_eq(send("payment", in.id, NULL, "{\"amount\": 5}", NULL, 0, &out, &err), WF_OK);
+    ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
+    ck_assert_uint_eq(out.n_instance_ids, 1);
+    ck_assert_str_eq(out.instance_ids[0], in.id);
+    wf_instance_row after = instance(in.id);
+    ck_assert_int_eq(after.status, WF_INSTANCE_COMPLETED);
+    ck_assert_ptr_nonnull(strstr(after.variables_json, "\"amount\""));
+}
+END_TEST
+
+START_TEST(test_unawaited_signal_is_buffered_or_dropped)
+{
+    deploy_msg_net("pay2", WF_CORRELATION_INSTANCE);
+    wf_instance_row in = start("pay2", NULL);
+    wf_sig_send_out out;
+    wf_error err;
+    /* A name the instance does not wait for: no ttl drops it ... */
+    ck_assert_int_eq(send("refund", in.id, NULL, NULL, NULL, 0, &out, &err), WF_OK);
+    ck_assert_int_eq(out.outcome, WF_SIGNAL_DROPPED);
+    ck_assert_uint_eq(buffered_for(&in), 0);
+    /* ... a ttl keeps it, and GetInstance would show it. */
+    ck_assert_int_eq(send("refund", in.id, NULL, NULL, NULL, 60000, &out, &err), WF_OK);
+    ck_assert_int_eq(out.outcome, WF_SIGNAL_BUFFERED);
+    ck_assert_int_gt(out.expires_at, 0);
+    ck_assert_uint_eq(buffered_for(&in), 1);
+    ck_assert_int_eq(instance(in.id).status, WF_INSTANCE_RUNNING);
+}
+END_TEST
+
+START_TEST(test_buffered_aggregate_signal_is_consumed_when_an_instance_waits)
+{
+    deploy_msg_net("agg", WF_CORRELATION_AGGREGATE);
+    wf_sig_send_out out;
+    wf_error err;
+    ck_assert_int_eq(send("payment", NULL, "A-1", "{\"paid\": true}", NULL, 60000, &out, &err),
+                     WF_OK);
+    ck_assert_int_eq(out.outcome, WF_SIGNAL_BUFFERED);
+    /* The instance's MSG wait consumes it as it is enabled, at start. */
+    wf_instance_row in = start("agg", "A-1");
+    wf_instance_row after = instance(in.id);
+    ck_assert_int_eq(after.status, WF_INSTANCE_COMPLETED);
+    ck_assert_ptr_nonnull(strstr(after.variables_json, "\"paid\""));
+    ck_assert_uint_eq(buffered_for(&after), 0);
+}
+END_TEST
+
+START_TEST(test_a_signal_id_seen_before_is_duplicate)
+{
+    deploy_msg_net("dup", WF_CORRELATION_INSTANCE);
+    wf_instance_row in = start("dup", NULL);
+    wf_sig_send_out out;
+    wf_error err;
+    ck_assert_int_eq(send("payment", in.id, NULL, NULL, "sig-1", 0, &out, &err), WF_OK);
+    ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
+    ck_assert_int_eq(send("payment", in.id, NULL, NULL, "sig-1", 0, &out, &err), WF_OK);
+    ck_assert_int_eq(out.outcome, WF_SIGNAL_DUPLICATE);
+}
+END_TEST
+
+START_TEST(test_an_ended_instance_drops_signals_and_refuses_variables)
+{
+    deploy_msg_net("end", WF_CORRELATION_INSTANCE);
+    wf_instance_row in = start("end", NULL);
+    wf_sig_send_out out;
+    wf_error err;
+    ck_assert_int_eq(send("payment", in.id, NULL, NULL, NULL, 0, &out, &err), WF_OK);
+    ck_assert_int_eq(instance(in.id).status, WF_INSTANCE_COMPLETED);
+    ck_assert_int_eq(send("payment", in.id, NULL, NULL, NULL, 60000, &out, &err), WF_OK);
+    ck_assert_int_eq(out.outcome, WF_SIGNAL_DROPPED);
+    wf_net_ctx c = ctx();
+    wf_instance_row row;
+    wf_error_clear(&err);
+    ck_assert_int_eq(wf_sig_set_variables(&c, in.id, "{\"a\": 1}", NULL, &row, &err),
+                     WF_E_INSTANCE_NOT_RUNNING);
+}
+END_TEST
+
+START_TEST(test_bad_requests_fail_and_change_nothing)
+{
+    deploy_msg_net("bad", WF_CORRELATION_INSTANCE);
+    wf_instance_row in = start("bad", NULL);
+    wf_sig_send_out out;
+    wf_error err;
+    ck_assert_int_eq(send("", in.id, NULL, NULL, NULL, 0, &out, &err), WF_E_INVALID_ARGUMENT);
+    ck_assert_int_eq(send("payment", in.id, NULL, "[1]", NULL, 0, &out, &err),
+                     WF_E_INVALID_JSON);
+    ck_assert_int_eq(send("payment", NULL, NULL, NULL, NULL, 0, &out, &err),
+                     WF_E_INVALID_ARGUMENT);
+    ck_assert_int_eq(send("payment", "01900000-0000-7000-8000-000000000000", NULL, NULL, NULL, 0,
+                          &out, &err),
+                     WF_E_INSTANCE_NOT_FOUND);
+    ck_assert_int_eq(send("payment", in.id, NULL, NULL, NULL, -1, &out, &err),
+                     WF_E_INVALID_ARGUMENT);
+    ck_assert_int_eq(instance(in.id).status, WF_INSTANCE_RUNNING);
+    wf_net_ctx c = ctx();
+    wf_instance_row row;
+    wf_error_clear(&err);
+    ck_assert_int_eq(wf_sig_set_variables(&c, in.id, "\"text\"", NULL, &row, &err),
+                     WF_E_INVALID_JSON);
+    ck_assert_int_eq(wf_sig_set_variables(&c, in.id, "{\"v\": 2}", NULL, &row, &err), WF_OK);
+    ck_assert_ptr_nonnull(strstr(instance(in.id).variables_json, "\"v\""));
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("signals");
+    TCase *tc = tcase_create("memory");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_signal_to_a_waiting_instance_fires_and_merges);
+    tcase_add_test(tc, test_unawaited_signal_is_buffered_or_dropped);
+    tcase_add_test(tc, test_buffered_aggregate_signal_is_consumed_when_an_instance_waits);
+    tcase_add_test(tc, test_a_signal_id_seen_before_is_duplicate);
+    tcase_add_test(tc, test_an_ended_instance_drops_signals_and_refuses_variables);
+    tcase_add_test(tc, test_bad_requests_fail_and_change_nothing);
+    suite_add_tcase(s, tc);
+    return wf_test_run(s);
+}
