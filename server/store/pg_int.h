@@ -178,30 +178,30 @@ typedef struct params {
 } params;
 
 /* store_pg.c: lifecycle and the definition cache */
-int defs_get(pg_store *s, const wf_store_ctx *ctx, const char *key, int32_t version,
-             wf_definition_row *out);
-void defs_put(pg_store *s, const wf_definition_row *row);
+int wf_pg__defs_get(pg_store *s, const wf_store_ctx *ctx, const char *key, int32_t version,
+                    wf_definition_row *out);
+void wf_pg__defs_put(pg_store *s, const wf_definition_row *row);
 
 /* pg_tx.c: parameters, statements in flights, connections, the unit of work */
-void p_str(params *p, const char *s);
-void p_i64(params *p, int64_t x);
-void p_bool(params *p, bool b);
-void p_text_array(params *p, const char *const *strs, size_t n);
-void p_int_array(params *p, const int *v, size_t n);
-int64_t timeout_for(int64_t deadline_ms);
-wf_code run(wf_pg_conn *c, int id, const params *p, int64_t deadline, PGresult **res,
-            wf_error *err);
-wf_code run_cmd(wf_pg_conn *c, int id, const params *p, int64_t deadline, long *affected,
-                wf_error *err);
-wf_code run_rows(wf_pg_conn *c, int id, const params *p, int64_t deadline, const wf_row_desc *d,
-                 wf_arena *a, void *rows, size_t *n, wf_error *err);
-void conn_put(pg_store *s, wf_pg_conn *c);
-wf_code conn_get(pg_store *s, const wf_store_ctx *ctx, wf_pg_conn **out, wf_error *err);
+void wf_pg__p_str(params *p, const char *s);
+void wf_pg__p_i64(params *p, int64_t x);
+void wf_pg__p_bool(params *p, bool b);
+void wf_pg__p_text_array(params *p, const char *const *strs, size_t n);
+void wf_pg__p_int_array(params *p, const int *v, size_t n);
+int64_t wf_pg__timeout_for(int64_t deadline_ms);
+wf_code wf_pg__run(wf_pg_conn *c, int id, const params *p, int64_t deadline, PGresult **res,
+                   wf_error *err);
+wf_code wf_pg__run_cmd(wf_pg_conn *c, int id, const params *p, int64_t deadline, long *affected,
+                       wf_error *err);
+wf_code wf_pg__run_rows(wf_pg_conn *c, int id, const params *p, int64_t deadline,
+                        const wf_row_desc *d, wf_arena *a, void *rows, size_t *n, wf_error *err);
+void wf_pg__conn_put(pg_store *s, wf_pg_conn *c);
+wf_code wf_pg__conn_get(pg_store *s, const wf_store_ctx *ctx, wf_pg_conn **out, wf_error *err);
 wf_code pg_begin(wf_store *st, const wf_store_ctx *ctx, wf_tx **out, wf_error *err);
 wf_code pg_commit(wf_tx *t, wf_error *err);
 void pg_defer_writes(wf_tx *t);
 void pg_rollback(wf_tx *t);
-params p_tenant(const wf_store_ctx *ctx, const char *x);
+params wf_pg__p_tenant(const wf_store_ctx *ctx, const char *x);
 wf_code pg_lock_root(wf_tx *t, const char *instance_id, const char *root_hint, wf_aggregate *out,
                      wf_error *err);
 wf_code pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err);
@@ -213,8 +213,8 @@ wf_code pg_idem_put(wf_tx *t, const wf_idempotency_row *in, wf_error *err);
 wf_code pg_idem_amend(wf_tx *t, const wf_idempotency_row *in, wf_error *err);
 wf_code pg_commit_recorded(wf_tx *t, const wf_idempotency_row *in, bool amend, wf_error *err);
 wf_code pg_put_definition(wf_tx *t, const wf_definition_row *in, int32_t *version, wf_error *err);
-wf_code get_definition(wf_pg_conn *c, const wf_store_ctx *ctx, const char *key, int32_t version,
-                       wf_definition_row *out, bool *found, wf_error *err);
+wf_code wf_pg__get_definition(wf_pg_conn *c, const wf_store_ctx *ctx, const char *key,
+                              int32_t version, wf_definition_row *out, bool *found, wf_error *err);
 wf_code pg_tx_get_definition(wf_tx *t, const char *key, int32_t version, wf_definition_row *out,
                              bool *found, wf_error *err);
 wf_code pg_consume_signal(wf_tx *t, const char *name, const char *instance_id, const char *agg_type,
@@ -226,8 +226,8 @@ wf_code pg_aggregate_live(wf_tx *t, const char *agg_type, const char *agg_id, bo
                           wf_error *err);
 
 /* pg_reads.c: reads outside a unit of work, cross-instance work, events */
-wf_code query(pg_store *s, const wf_store_ctx *ctx, int id, const params *p, const wf_row_desc *d,
-              void *rows, size_t *n, wf_error *err);
+wf_code wf_pg__query(pg_store *s, const wf_store_ctx *ctx, int id, const params *p,
+                     const wf_row_desc *d, void *rows, size_t *n, wf_error *err);
 wf_code pg_get_definition(wf_store *st, const wf_store_ctx *ctx, const char *key, int32_t version,
                           wf_definition_row *out, bool *found, wf_error *err);
 wf_code pg_get_instance(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_instance_row *out,
@@ -236,7 +236,7 @@ wf_code pg_get_task(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_ta
                     bool *found, wf_error *err);
 wf_code pg_get_job_by_key(wf_store *st, const wf_store_ctx *ctx, const char *key, wf_job_row *out,
                           bool *found, wf_error *err);
-bool given(const char *s);
+bool wf_pg__given(const char *s);
 wf_code pg_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f, size_t limit,
                       bool has, int64_t c_num, const char *c_str, wf_task_row **rows, size_t *n,
                       wf_error *err);
@@ -263,8 +263,8 @@ wf_code pg_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, const char *t
                             wf_error *err);
 wf_code pg_find_expired_leases(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
                                wf_job_row **rows, size_t *n, wf_error *err);
-wf_code batch_cmd(pg_store *s, const wf_store_ctx *ctx, int id, int64_t at, size_t limit, size_t *n,
-                  wf_error *err);
+wf_code wf_pg__batch_cmd(pg_store *s, const wf_store_ctx *ctx, int id, int64_t at, size_t limit,
+                         size_t *n, wf_error *err);
 wf_code pg_expire_signals(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
                           size_t *n, wf_error *err);
 wf_code pg_sweep(wf_store *st, const wf_store_ctx *ctx, wf_sweep_kind kind, int64_t before,
@@ -280,16 +280,16 @@ wf_code pg_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, siz
 wf_code pg_sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error *err);
 
 /* pg_migrate.c: migrations */
-wf_code migrate(pg_store *s, wf_error *err);
+wf_code wf_pg__migrate(pg_store *s, wf_error *err);
 
 /* pg_listen.c: the notifier and the listener */
-void notifier_note(pg_store *s, bool events, bool any_type, const char *const *types,
-                   size_t n_types);
-void notes_of_tx(pg_tx *tx);
-void tx_note_type(pg_tx *tx, const char *type);
-bool notifier_start(pg_store *s);
-void notifier_stop(pg_store *s);
-void listener_stop(pg_listener *l);
+void wf_pg__notifier_note(pg_store *s, bool events, bool any_type, const char *const *types,
+                          size_t n_types);
+void wf_pg__notes_of_tx(pg_tx *tx);
+void wf_pg__tx_note_type(pg_tx *tx, const char *type);
+bool wf_pg__notifier_start(pg_store *s);
+void wf_pg__notifier_stop(pg_store *s);
+void wf_pg__listener_stop(pg_listener *l);
 wf_code pg_set_listener(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err);
 
 #endif

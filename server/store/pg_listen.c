@@ -54,7 +54,7 @@ notifier_add_type(pg_notifier *n, const char *type)
 
 /* Notes what a commit owes; cheap, never blocks on the database. */
 void
-notifier_note(pg_store *s, bool events, bool any_type, const char *const *types, size_t n_types)
+wf_pg__notifier_note(pg_store *s, bool events, bool any_type, const char *const *types, size_t n_types)
 {
     if (!events && !any_type && n_types == 0)
         return;
@@ -72,14 +72,14 @@ notifier_note(pg_store *s, bool events, bool any_type, const char *const *types,
 }
 
 void
-notes_of_tx(pg_tx *tx)
+wf_pg__notes_of_tx(pg_tx *tx)
 {
-    notifier_note((pg_store *)tx->base.st, tx->wrote_events, tx->any_type, tx->types, tx->n_types);
+    wf_pg__notifier_note((pg_store *)tx->base.st, tx->wrote_events, tx->any_type, tx->types, tx->n_types);
 }
 
 /* Remembers that tx made a job of type activatable. */
 void
-tx_note_type(pg_tx *tx, const char *type)
+wf_pg__tx_note_type(pg_tx *tx, const char *type)
 {
     if (type == NULL)
         return;
@@ -115,19 +115,19 @@ notifier_send(pg_store *s, bool events, bool any_type, char *const *types, size_
         return wf_store__nomem(err);
     wf_store_ctx ctx = {NULL, wf_mono_ms() + NOTIFY_SEND_MS, a};
     params p = {.a = a};
-    p_text_array(&p, chan, k);
-    p_text_array(&p, pay, k);
+    wf_pg__p_text_array(&p, chan, k);
+    wf_pg__p_text_array(&p, pay, k);
     wf_pg_conn *c = NULL;
-    wf_code rc = p.oom ? wf_store__nomem(err) : conn_get(s, &ctx, &c, err);
+    wf_code rc = p.oom ? wf_store__nomem(err) : wf_pg__conn_get(s, &ctx, &c, err);
     if (rc == WF_OK) {
         /* Background work, not a call's: left out of the flight counts
          * (wf_store_stats), as the listener's connection is. */
         int64_t *flights = c->count_flights, *statements = c->count_statements;
         c->count_flights = c->count_statements = NULL;
-        rc = run_cmd(c, S_NOTIFY, &p, ctx.deadline_ms, NULL, err);
+        rc = wf_pg__run_cmd(c, S_NOTIFY, &p, ctx.deadline_ms, NULL, err);
         c->count_flights = flights;
         c->count_statements = statements;
-        conn_put(s, c);
+        wf_pg__conn_put(s, c);
     }
     wf_arena_free(a);
     return rc;
@@ -186,7 +186,7 @@ notifier_main(void *arg)
 }
 
 bool
-notifier_start(pg_store *s)
+wf_pg__notifier_start(pg_store *s)
 {
     pg_notifier *n = &s->notifier;
     pthread_mutex_init(&n->mu, NULL);
@@ -201,7 +201,7 @@ notifier_start(pg_store *s)
 
 /* Sends what is still owed (once, within NOTIFY_SEND_MS), then joins. */
 void
-notifier_stop(pg_store *s)
+wf_pg__notifier_stop(pg_store *s)
 {
     pg_notifier *n = &s->notifier;
     if (!n->started)
@@ -235,7 +235,7 @@ struct pg_listener {
     wf_store_listen_fn fn;
     void *arg;
     wf_pg_conn conn;  /* conn.pg NULL while disconnected */
-    atomic_bool stop; /* set by listener_stop */
+    atomic_bool stop; /* set by wf_pg__listener_stop */
     pthread_t thread;
 };
 
@@ -248,8 +248,8 @@ listener_open(pg_listener *l)
     if (l->conn.pg == NULL)
         return false;
     int64_t deadline = wf_mono_ms() + LISTEN_STMT_MS;
-    if (run_cmd(&l->conn, S_LISTEN_EVENTS, NULL, deadline, NULL, NULL) == WF_OK &&
-        run_cmd(&l->conn, S_LISTEN_JOBS, NULL, deadline, NULL, NULL) == WF_OK)
+    if (wf_pg__run_cmd(&l->conn, S_LISTEN_EVENTS, NULL, deadline, NULL, NULL) == WF_OK &&
+        wf_pg__run_cmd(&l->conn, S_LISTEN_JOBS, NULL, deadline, NULL, NULL) == WF_OK)
         return true;
     wf_pg_conn_clear(&l->conn);
     PQfinish(l->conn.pg);
@@ -337,7 +337,7 @@ listener_main(void *arg)
 }
 
 void
-listener_stop(pg_listener *l)
+wf_pg__listener_stop(pg_listener *l)
 {
     if (l == NULL)
         return;

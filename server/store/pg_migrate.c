@@ -14,7 +14,7 @@
  * its own transaction, while holding a session advisory lock: replicas
  * starting together queue on the lock, and each finds the work done. */
 wf_code
-migrate(pg_store *s, wf_error *err)
+wf_pg__migrate(pg_store *s, wf_error *err)
 {
     PGconn *pg = wf_pg_pool_connect(s->pool, 0, false, err);
     if (pg == NULL)
@@ -23,17 +23,17 @@ migrate(pg_store *s, wf_error *err)
     wf_arena *a = wf_arena_new();
     wf_code rc = a != NULL ? WF_OK : wf_store__nomem(err);
     if (rc == WF_OK)
-        rc = run_cmd(&c, S_MIG_LOCK, NULL, 0, NULL, err);
+        rc = wf_pg__run_cmd(&c, S_MIG_LOCK, NULL, 0, NULL, err);
     if (rc == WF_OK)
-        rc = run_cmd(&c, S_MIG_TABLE, NULL, 0, NULL, err);
+        rc = wf_pg__run_cmd(&c, S_MIG_TABLE, NULL, 0, NULL, err);
     for (int i = 0; rc == WF_OK && i < wf_pg_n_migrations; i++) {
         const wf_pg_migration *m = &wf_pg_migrations[i];
         params p = {.a = a};
-        p_i64(&p, m->version);
+        wf_pg__p_i64(&p, m->version);
         long have = 0;
-        rc = run_cmd(&c, S_BEGIN, NULL, 0, NULL, err);
+        rc = wf_pg__run_cmd(&c, S_BEGIN, NULL, 0, NULL, err);
         if (rc == WF_OK)
-            rc = run_cmd(&c, S_MIG_HAS, &p, 0, &have, err);
+            rc = wf_pg__run_cmd(&c, S_MIG_HAS, &p, 0, &have, err);
         if (rc == WF_OK && have == 0) {
             /* The migration text is ours, embedded at build time; it may
              * hold several statements, hence the simple protocol. */
@@ -44,17 +44,17 @@ migrate(pg_store *s, wf_error *err)
             }
             PQclear(res);
             if (rc == WF_OK)
-                rc = run_cmd(&c, S_MIG_RECORD, &p, 0, NULL, err);
+                rc = wf_pg__run_cmd(&c, S_MIG_RECORD, &p, 0, NULL, err);
             if (rc == WF_OK)
                 WF_LOG(WF_LOG_INFO, "db_migrated", "version=%d", m->version);
         }
         if (rc == WF_OK)
-            rc = run_cmd(&c, S_COMMIT, NULL, 0, NULL, err);
+            rc = wf_pg__run_cmd(&c, S_COMMIT, NULL, 0, NULL, err);
     }
     /* Closing the session releases the advisory lock and rolls back a
      * failed migration; unlock explicitly anyway on success. */
     if (rc == WF_OK)
-        rc = run_cmd(&c, S_MIG_UNLOCK, NULL, 0, NULL, err);
+        rc = wf_pg__run_cmd(&c, S_MIG_UNLOCK, NULL, 0, NULL, err);
     wf_pg_conn_clear(&c);
     PQfinish(pg);
     wf_arena_free(a);

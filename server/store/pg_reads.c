@@ -25,15 +25,15 @@
 
 /* Runs one row-returning statement on a borrowed connection. */
 wf_code
-query(pg_store *s, const wf_store_ctx *ctx, int id, const params *p, const wf_row_desc *d,
+wf_pg__query(pg_store *s, const wf_store_ctx *ctx, int id, const params *p, const wf_row_desc *d,
       void *rows, size_t *n, wf_error *err)
 {
     wf_pg_conn *c = NULL;
-    wf_code rc = conn_get(s, ctx, &c, err);
+    wf_code rc = wf_pg__conn_get(s, ctx, &c, err);
     if (rc != WF_OK)
         return rc;
-    rc = run_rows(c, id, p, ctx->deadline_ms, d, ctx->arena, rows, n, err);
-    conn_put(s, c);
+    rc = wf_pg__run_rows(c, id, p, ctx->deadline_ms, d, ctx->arena, rows, n, err);
+    wf_pg__conn_put(s, c);
     return rc;
 }
 
@@ -44,7 +44,7 @@ query_one(pg_store *s, const wf_store_ctx *ctx, int id, const params *p, const w
 {
     void *rows;
     size_t n;
-    wf_code rc = query(s, ctx, id, p, d, &rows, &n, err);
+    wf_code rc = wf_pg__query(s, ctx, id, p, d, &rows, &n, err);
     if (rc == WF_OK) {
         *found = n > 0;
         if (n > 0)
@@ -58,19 +58,19 @@ pg_get_definition(wf_store *st, const wf_store_ctx *ctx, const char *key, int32_
                   wf_definition_row *out, bool *found, wf_error *err)
 {
     pg_store *s = (pg_store *)st;
-    int got = version > 0 ? defs_get(s, ctx, key, version, out) : 0;
+    int got = version > 0 ? wf_pg__defs_get(s, ctx, key, version, out) : 0;
     if (got != 0) {
         *found = got > 0;
         return got > 0 ? WF_OK : wf_store__nomem(err);
     }
     wf_pg_conn *c = NULL;
-    wf_code rc = conn_get(s, ctx, &c, err);
+    wf_code rc = wf_pg__conn_get(s, ctx, &c, err);
     if (rc != WF_OK)
         return rc;
-    rc = get_definition(c, ctx, key, version, out, found, err);
-    conn_put(s, c);
+    rc = wf_pg__get_definition(c, ctx, key, version, out, found, err);
+    wf_pg__conn_put(s, c);
     if (rc == WF_OK && *found)
-        defs_put(s, out); /* outside a transaction: committed */
+        wf_pg__defs_put(s, out); /* outside a transaction: committed */
     return rc;
 }
 
@@ -78,7 +78,7 @@ wf_code
 pg_get_instance(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_instance_row *out,
                 bool *found, wf_error *err)
 {
-    params p = p_tenant(ctx, id);
+    params p = wf_pg__p_tenant(ctx, id);
     return query_one((pg_store *)st, ctx, S_GET_INSTANCE, &p, &wf_store__instance_desc, out, found,
                      err);
 }
@@ -87,7 +87,7 @@ wf_code
 pg_get_task(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_task_row *out, bool *found,
             wf_error *err)
 {
-    params p = p_tenant(ctx, id);
+    params p = wf_pg__p_tenant(ctx, id);
     return query_one((pg_store *)st, ctx, S_GET_TASK, &p, &wf_store__task_desc, out, found, err);
 }
 
@@ -95,7 +95,7 @@ wf_code
 pg_get_job_by_key(wf_store *st, const wf_store_ctx *ctx, const char *key, wf_job_row *out,
                   bool *found, wf_error *err)
 {
-    params p = p_tenant(ctx, key);
+    params p = wf_pg__p_tenant(ctx, key);
     return query_one((pg_store *)st, ctx, S_GET_JOB_BY_KEY, &p, &wf_store__job_desc, out, found,
                      err);
 }
@@ -105,11 +105,11 @@ static void
 p_cursor(params *p, bool has, int64_t num, const char *str)
 {
     if (has) {
-        p_i64(p, num);
-        p_str(p, str);
+        wf_pg__p_i64(p, num);
+        wf_pg__p_str(p, str);
     } else {
-        p_str(p, NULL);
-        p_str(p, NULL);
+        wf_pg__p_str(p, NULL);
+        wf_pg__p_str(p, NULL);
     }
 }
 
@@ -123,7 +123,7 @@ p_after(params *p, bool has, int64_t num, const char *str)
 }
 
 bool
-given(const char *s)
+wf_pg__given(const char *s)
 {
     return s != NULL && s[0] != '\0';
 }
@@ -138,17 +138,17 @@ pg_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f, si
              : f->group != NULL ? S_LIST_TASKS_GROUP
                                 : S_LIST_TASKS_ALL;
     params p = {.a = ctx->arena};
-    p_str(&p, ctx->tenant);
+    wf_pg__p_str(&p, ctx->tenant);
     if (id == S_LIST_TASKS_USER) {
-        p_str(&p, f->user);
-        p_text_array(&p, f->groups, f->n_groups);
+        wf_pg__p_str(&p, f->user);
+        wf_pg__p_text_array(&p, f->groups, f->n_groups);
     } else if (id == S_LIST_TASKS_GROUP) {
-        p_str(&p, f->group);
+        wf_pg__p_str(&p, f->group);
     }
-    p_int_array(&p, (const int *)f->states, f->n_states);
+    wf_pg__p_int_array(&p, (const int *)f->states, f->n_states);
     p_after(&p, has, c_num, c_str);
-    p_i64(&p, (int64_t)limit);
-    return query((pg_store *)st, ctx, id, &p, &wf_store__task_desc, rows, n, err);
+    wf_pg__p_i64(&p, (int64_t)limit);
+    return wf_pg__query((pg_store *)st, ctx, id, &p, &wf_store__task_desc, rows, n, err);
 }
 
 wf_code
@@ -161,16 +161,16 @@ pg_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filte
              : f->started_by != NULL                              ? S_LIST_INSTANCES_STARTED_BY
              : f->definition_key != NULL                          ? S_LIST_INSTANCES_DEFINITION
                                                                   : S_LIST_INSTANCES_ALL;
-    params p = p_tenant(ctx, f->started_by);
-    p_str(&p, f->definition_key);
-    p_str(&p, f->aggregate_type);
-    p_str(&p, f->aggregate_id);
-    p_int_array(&p, (const int *)f->statuses, f->n_statuses);
-    p_bool(&p, f->roots_only);
-    p_i64(&p, f->begun);
+    params p = wf_pg__p_tenant(ctx, f->started_by);
+    wf_pg__p_str(&p, f->definition_key);
+    wf_pg__p_str(&p, f->aggregate_type);
+    wf_pg__p_str(&p, f->aggregate_id);
+    wf_pg__p_int_array(&p, (const int *)f->statuses, f->n_statuses);
+    wf_pg__p_bool(&p, f->roots_only);
+    wf_pg__p_i64(&p, f->begun);
     p_after(&p, has, c_num, c_str);
-    p_i64(&p, (int64_t)limit);
-    return query((pg_store *)st, ctx, id, &p, &wf_store__instance_desc, rows, n, err);
+    wf_pg__p_i64(&p, (int64_t)limit);
+    return wf_pg__query((pg_store *)st, ctx, id, &p, &wf_store__instance_desc, rows, n, err);
 }
 
 wf_code
@@ -178,10 +178,10 @@ pg_list_definitions(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool ha
                     const char *c_str, wf_definition_row **rows, size_t *n, wf_error *err)
 {
     params p = {.a = ctx->arena};
-    p_str(&p, ctx->tenant);
+    wf_pg__p_str(&p, ctx->tenant);
     p_cursor(&p, has, c_num, c_str);
-    p_i64(&p, (int64_t)limit);
-    return query((pg_store *)st, ctx, S_LIST_DEFINITIONS, &p, &wf_store__definition_desc, rows, n,
+    wf_pg__p_i64(&p, (int64_t)limit);
+    return wf_pg__query((pg_store *)st, ctx, S_LIST_DEFINITIONS, &p, &wf_store__definition_desc, rows, n,
                  err);
 }
 
@@ -191,18 +191,18 @@ pg_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f
                 wf_error *err)
 {
     /* The index: the dedupe key, else the instance, else the aggregate. */
-    int id = given(f->signal_id)                                    ? S_LIST_SIGNALS_ID
+    int id = wf_pg__given(f->signal_id)                                    ? S_LIST_SIGNALS_ID
              : f->instance_id != NULL                               ? S_LIST_SIGNALS_INSTANCE
              : f->aggregate_type != NULL && f->aggregate_id != NULL ? S_LIST_SIGNALS_AGGREGATE
                                                                     : S_LIST_SIGNALS_ALL;
-    params p = p_tenant(ctx, f->instance_id);
-    p_str(&p, f->aggregate_type);
-    p_str(&p, f->aggregate_id);
-    p_str(&p, f->signal_id);
-    p_bool(&p, f->buffered_only);
+    params p = wf_pg__p_tenant(ctx, f->instance_id);
+    wf_pg__p_str(&p, f->aggregate_type);
+    wf_pg__p_str(&p, f->aggregate_id);
+    wf_pg__p_str(&p, f->signal_id);
+    wf_pg__p_bool(&p, f->buffered_only);
     p_after(&p, has, c_num, c_str);
-    p_i64(&p, (int64_t)limit);
-    return query((pg_store *)st, ctx, id, &p, &wf_store__signal_desc, rows, n, err);
+    wf_pg__p_i64(&p, (int64_t)limit);
+    return wf_pg__query((pg_store *)st, ctx, id, &p, &wf_store__signal_desc, rows, n, err);
 }
 
 wf_code
@@ -210,11 +210,11 @@ pg_list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *instance_i
                    size_t limit, bool has, int64_t c_num, const char *c_str,
                    wf_work_item_row **rows, size_t *n, wf_error *err)
 {
-    params p = p_tenant(ctx, instance_id);
-    p_i64(&p, (int64_t)states);
+    params p = wf_pg__p_tenant(ctx, instance_id);
+    wf_pg__p_i64(&p, (int64_t)states);
     p_after(&p, has, c_num, c_str);
-    p_i64(&p, (int64_t)limit);
-    return query((pg_store *)st, ctx, S_LIST_WORK_ITEMS, &p, &wf_store__work_item_desc, rows, n,
+    wf_pg__p_i64(&p, (int64_t)limit);
+    return wf_pg__query((pg_store *)st, ctx, S_LIST_WORK_ITEMS, &p, &wf_store__work_item_desc, rows, n,
                  err);
 }
 
@@ -227,12 +227,12 @@ activate_on(wf_pg_conn *c, const wf_store_ctx *ctx, const char *job_type, const 
             size_t max, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
             wf_error *err)
 {
-    params p = p_tenant(ctx, job_type);
-    p_i64(&p, now);
-    p_i64(&p, (int64_t)max);
-    p_str(&p, worker);
-    p_i64(&p, now + lease_ms * 1000);
-    return run_rows(c, S_ACTIVATE_JOBS, &p, ctx->deadline_ms, &wf_store__job_desc, ctx->arena,
+    params p = wf_pg__p_tenant(ctx, job_type);
+    wf_pg__p_i64(&p, now);
+    wf_pg__p_i64(&p, (int64_t)max);
+    wf_pg__p_str(&p, worker);
+    wf_pg__p_i64(&p, now + lease_ms * 1000);
+    return wf_pg__run_rows(c, S_ACTIVATE_JOBS, &p, ctx->deadline_ms, &wf_store__job_desc, ctx->arena,
                     rows, n, err);
 }
 
@@ -244,12 +244,12 @@ pg_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, co
 {
     pg_store *s = (pg_store *)st;
     wf_pg_conn *c = NULL;
-    wf_code rc = conn_get(s, ctx, &c, err);
+    wf_code rc = wf_pg__conn_get(s, ctx, &c, err);
     if (rc == WF_OK)
         rc = activate_on(c, ctx, job_type, worker, max, lease_ms, now, rows, n, err);
-    conn_put(s, c);
+    wf_pg__conn_put(s, c);
     if (rc == WF_OK)
-        notifier_note(s, *n > 0, false, NULL, 0);
+        wf_pg__notifier_note(s, *n > 0, false, NULL, 0);
     return rc;
 }
 
@@ -271,12 +271,12 @@ pg_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, const char *tenant, i
                     wf_error *err)
 {
     params p = {.a = ctx->arena};
-    p_i64(&p, now);
-    p_i64(&p, (int64_t)limit);
-    p_i64(&p, now + claim_ms * 1000);
+    wf_pg__p_i64(&p, now);
+    wf_pg__p_i64(&p, (int64_t)limit);
+    wf_pg__p_i64(&p, now + claim_ms * 1000);
     if (tenant != NULL)
-        p_str(&p, tenant);
-    return query((pg_store *)st, ctx, tenant != NULL ? S_CLAIM_TIMERS_T : S_CLAIM_TIMERS, &p,
+        wf_pg__p_str(&p, tenant);
+    return wf_pg__query((pg_store *)st, ctx, tenant != NULL ? S_CLAIM_TIMERS_T : S_CLAIM_TIMERS, &p,
                  &wf_store__timer_desc, rows, n, err);
 }
 
@@ -285,11 +285,11 @@ pg_find_expired_leases(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_
                        wf_job_row **rows, size_t *n, wf_error *err)
 {
     params p = {.a = ctx->arena};
-    p_i64(&p, now);
-    p_i64(&p, (int64_t)limit);
+    wf_pg__p_i64(&p, now);
+    wf_pg__p_i64(&p, (int64_t)limit);
     if (ctx->tenant != NULL)
-        p_str(&p, ctx->tenant);
-    return query((pg_store *)st, ctx, ctx->tenant != NULL ? S_EXPIRED_LEASES_T : S_EXPIRED_LEASES,
+        wf_pg__p_str(&p, ctx->tenant);
+    return wf_pg__query((pg_store *)st, ctx, ctx->tenant != NULL ? S_EXPIRED_LEASES_T : S_EXPIRED_LEASES,
                  &p, &wf_store__job_desc, rows, n, err);
 }
 
@@ -297,23 +297,23 @@ pg_find_expired_leases(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_
  * $2 limit; the shape after id, id + 1, takes $3 tenant) and returns the
  * rows it touched. */
 wf_code
-batch_cmd(pg_store *s, const wf_store_ctx *ctx, int id, int64_t at, size_t limit, size_t *n,
+wf_pg__batch_cmd(pg_store *s, const wf_store_ctx *ctx, int id, int64_t at, size_t limit, size_t *n,
           wf_error *err)
 {
     params p = {.a = ctx->arena};
-    p_i64(&p, at);
-    p_i64(&p, (int64_t)limit);
+    wf_pg__p_i64(&p, at);
+    wf_pg__p_i64(&p, (int64_t)limit);
     if (ctx->tenant != NULL) {
-        p_str(&p, ctx->tenant);
+        wf_pg__p_str(&p, ctx->tenant);
         id++;
     }
     wf_pg_conn *c = NULL;
-    wf_code rc = conn_get(s, ctx, &c, err);
+    wf_code rc = wf_pg__conn_get(s, ctx, &c, err);
     if (rc != WF_OK)
         return rc;
     long affected = 0;
-    rc = run_cmd(c, id, &p, ctx->deadline_ms, &affected, err);
-    conn_put(s, c);
+    rc = wf_pg__run_cmd(c, id, &p, ctx->deadline_ms, &affected, err);
+    wf_pg__conn_put(s, c);
     if (rc == WF_OK)
         *n = affected > 0 ? (size_t)affected : 0;
     return rc;
@@ -323,7 +323,7 @@ wf_code
 pg_expire_signals(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit, size_t *n,
                   wf_error *err)
 {
-    return batch_cmd((pg_store *)st, ctx, S_EXPIRE_SIGNALS, now, limit, n, err);
+    return wf_pg__batch_cmd((pg_store *)st, ctx, S_EXPIRE_SIGNALS, now, limit, n, err);
 }
 
 wf_code
@@ -333,7 +333,7 @@ pg_sweep(wf_store *st, const wf_store_ctx *ctx, wf_sweep_kind kind, int64_t befo
     int id = kind == WF_SWEEP_SIGNALS       ? S_SWEEP_SIGNALS
              : kind == WF_SWEEP_IDEMPOTENCY ? S_SWEEP_IDEMPOTENCY
                                             : S_SWEEP_EVENTS;
-    return batch_cmd((pg_store *)st, ctx, id, before, limit, n, err);
+    return wf_pg__batch_cmd((pg_store *)st, ctx, id, before, limit, n, err);
 }
 
 wf_code
@@ -341,14 +341,14 @@ pg_find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const char *name,
                       const char *instance_id, const char *agg_type, const char *agg_id,
                       wf_subscription_row **rows, size_t *n, wf_error *err)
 {
-    params p = p_tenant(ctx, name);
+    params p = wf_pg__p_tenant(ctx, name);
     if (instance_id != NULL) {
-        p_str(&p, instance_id);
+        wf_pg__p_str(&p, instance_id);
     } else {
-        p_str(&p, agg_type);
-        p_str(&p, agg_id);
+        wf_pg__p_str(&p, agg_type);
+        wf_pg__p_str(&p, agg_id);
     }
-    return query((pg_store *)st, ctx,
+    return wf_pg__query((pg_store *)st, ctx,
                  instance_id != NULL ? S_FIND_SUBS_INSTANCE : S_FIND_SUBS_AGGREGATE, &p,
                  &wf_store__subscription_desc, rows, n, err);
 }
@@ -372,10 +372,10 @@ sequence_pending(wf_pg_conn *c, const wf_store_ctx *ctx, int max_rounds, wf_erro
             wait = wait < 1 ? 1 : wait;
         }
         params p = {.a = ctx->arena};
-        p_i64(&p, SEQ_BATCH);
-        p_i64(&p, wait);
+        wf_pg__p_i64(&p, SEQ_BATCH);
+        wf_pg__p_i64(&p, wait);
         PGresult *res;
-        wf_code rc = run(c, S_SEQUENCE, &p, ctx->deadline_ms, &res, err);
+        wf_code rc = wf_pg__run(c, S_SEQUENCE, &p, ctx->deadline_ms, &res, err);
         if (rc != WF_OK)
             return rc;
         long long done = PQntuples(res) == 1 ? atoll(PQgetvalue(res, 0, 0)) : 0;
@@ -394,24 +394,24 @@ pg_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after, const wf_ev
 {
     pg_store *s = (pg_store *)st;
     params p = {.a = ctx->arena};
-    p_str(&p, ctx->tenant);
-    p_i64(&p, after);
+    wf_pg__p_str(&p, ctx->tenant);
+    wf_pg__p_i64(&p, after);
     if (f->instance_id != NULL)
-        p_str(&p, f->instance_id);
-    p_str(&p, f->definition_key);
-    p_text_array(&p, f->types, f->n_types);
-    p_i64(&p, (int64_t)limit);
+        wf_pg__p_str(&p, f->instance_id);
+    wf_pg__p_str(&p, f->definition_key);
+    wf_pg__p_text_array(&p, f->types, f->n_types);
+    wf_pg__p_i64(&p, (int64_t)limit);
     wf_pg_conn *c = NULL;
-    wf_code rc = conn_get(s, ctx, &c, err);
+    wf_code rc = wf_pg__conn_get(s, ctx, &c, err);
     if (rc != WF_OK)
         return rc;
     /* Number what committed before this call, then read in a later
      * snapshot: the read sees those numbers and every smaller one. */
     rc = sequence_pending(c, ctx, SEQ_READ_ROUNDS, err);
     if (rc == WF_OK)
-        rc = run_rows(c, f->instance_id != NULL ? S_READ_EVENTS_INSTANCE : S_READ_EVENTS_ALL, &p,
+        rc = wf_pg__run_rows(c, f->instance_id != NULL ? S_READ_EVENTS_INSTANCE : S_READ_EVENTS_ALL, &p,
                       ctx->deadline_ms, &wf_store__event_desc, ctx->arena, rows, n, err);
-    conn_put(s, c);
+    wf_pg__conn_put(s, c);
     return rc;
 }
 
@@ -420,14 +420,14 @@ pg_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max_
                  wf_store_counts *out, wf_error *err)
 {
     wf_pg_conn *c = NULL;
-    wf_code rc = conn_get((pg_store *)st, ctx, &c, err);
+    wf_code rc = wf_pg__conn_get((pg_store *)st, ctx, &c, err);
     if (rc != WF_OK)
         return rc;
     params p = {.a = ctx->arena};
-    p_i64(&p, now);
-    p_i64(&p, (int64_t)max_types);
+    wf_pg__p_i64(&p, now);
+    wf_pg__p_i64(&p, (int64_t)max_types);
     PGresult *res;
-    rc = run(c, S_COUNT_BACKLOG, &p, ctx->deadline_ms, &res, err);
+    rc = wf_pg__run(c, S_COUNT_BACKLOG, &p, ctx->deadline_ms, &res, err);
     int k = rc == WF_OK ? PQntuples(res) : 0;
     if (rc == WF_OK) {
         out->jobs = wf_arena_calloc(ctx->arena, (size_t)k + 1, sizeof *out->jobs);
@@ -451,7 +451,7 @@ pg_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max_
         }
     }
     PQclear(res);
-    conn_put((pg_store *)st, c);
+    wf_pg__conn_put((pg_store *)st, c);
     return rc;
 }
 
@@ -460,11 +460,11 @@ pg_sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error *err)
 {
     pg_store *s = (pg_store *)st;
     wf_pg_conn *c = NULL;
-    wf_code rc = conn_get(s, ctx, &c, err);
+    wf_code rc = wf_pg__conn_get(s, ctx, &c, err);
     if (rc != WF_OK)
         return rc;
     rc = sequence_pending(c, ctx, SEQ_TICK_ROUNDS, err);
-    conn_put(s, c);
+    wf_pg__conn_put(s, c);
     return rc;
 }
 

@@ -16,7 +16,7 @@
 /* ---- parameters ---------------------------------------------------------- */
 
 void
-p_str(params *p, const char *s)
+wf_pg__p_str(params *p, const char *s)
 {
     p->v[p->n] = s;
     p->len[p->n] = 0;
@@ -25,23 +25,23 @@ p_str(params *p, const char *s)
 }
 
 void
-p_i64(params *p, int64_t x)
+wf_pg__p_i64(params *p, int64_t x)
 {
     char *s = wf_arena_printf(p->a, "%" PRId64, x);
     p->oom |= s == NULL;
-    p_str(p, s);
+    wf_pg__p_str(p, s);
 }
 
 void
-p_bool(params *p, bool b)
+wf_pg__p_bool(params *p, bool b)
 {
-    p_str(p, b ? "t" : "f");
+    wf_pg__p_str(p, b ? "t" : "f");
 }
 
 static void
 p_bytes(params *p, const void *b, size_t n)
 {
-    p_str(p, b);
+    wf_pg__p_str(p, b);
     p->len[p->n - 1] = (int)n;
     p->fmt[p->n - 1] = b != NULL ? 1 : 0;
 }
@@ -58,24 +58,24 @@ p_row(params *p, const wf_row_desc *d, const void *row, const char *tenant, int 
             continue;
         switch (f->type) {
         case WF_F_STR:
-            p_str(p, f->off == d->tenant_off ? tenant : *(char *const *)at);
+            wf_pg__p_str(p, f->off == d->tenant_off ? tenant : *(char *const *)at);
             break;
         case WF_F_BYTES:
             p_bytes(p, *(void *const *)at, *(const size_t *)((const char *)row + f->len_off));
             break;
         case WF_F_I64:
-            p_i64(p, *(const int64_t *)at);
+            wf_pg__p_i64(p, *(const int64_t *)at);
             break;
         case WF_F_I32:
-            p_i64(p, *(const int32_t *)at);
+            wf_pg__p_i64(p, *(const int32_t *)at);
             break;
         case WF_F_BOOL:
-            p_bool(p, *(const bool *)at);
+            wf_pg__p_bool(p, *(const bool *)at);
             break;
         case WF_F_F64: {
             char *s = wf_arena_printf(p->a, "%.17g", *(const double *)at);
             p->oom |= s == NULL;
-            p_str(p, s);
+            wf_pg__p_str(p, s);
             break;
         }
         }
@@ -86,10 +86,10 @@ p_row(params *p, const wf_row_desc *d, const void *row, const char *tenant, int 
  * passed as NULL, which the statements read as "no filter" (or, for the
  * inbox groups, "no group matches"). */
 void
-p_text_array(params *p, const char *const *strs, size_t n)
+wf_pg__p_text_array(params *p, const char *const *strs, size_t n)
 {
     if (n == 0) {
-        p_str(p, NULL);
+        wf_pg__p_str(p, NULL);
         return;
     }
     size_t cap = 3;
@@ -113,14 +113,14 @@ p_text_array(params *p, const char *const *strs, size_t n)
         *o = '\0';
     }
     p->oom |= s == NULL;
-    p_str(p, s);
+    wf_pg__p_str(p, s);
 }
 
 void
-p_int_array(params *p, const int *v, size_t n)
+wf_pg__p_int_array(params *p, const int *v, size_t n)
 {
     if (n == 0) {
-        p_str(p, NULL);
+        wf_pg__p_str(p, NULL);
         return;
     }
     char *s = wf_arena_alloc(p->a, n * 12 + 3), *o = s;
@@ -132,7 +132,7 @@ p_int_array(params *p, const int *v, size_t n)
         *o = '\0';
     }
     p->oom |= s == NULL;
-    p_str(p, s);
+    wf_pg__p_str(p, s);
 }
 
 /* The statement_timeout for what is left of a deadline (0: none), rounded
@@ -141,7 +141,7 @@ p_int_array(params *p, const int *v, size_t n)
  * when it changes; and the server still gives up before pg_pool.c's grace
  * (250 ms past the deadline) runs out. */
 int64_t
-timeout_for(int64_t deadline_ms)
+wf_pg__timeout_for(int64_t deadline_ms)
 {
     if (deadline_ms == 0)
         return 0;
@@ -226,7 +226,7 @@ flush(wf_pg_conn *c, int64_t deadline, int *failed, wf_error *err)
 
 /* Runs one statement: a flight of its own (with what the borrower owes). */
 wf_code
-run(wf_pg_conn *c, int id, const params *p, int64_t deadline, PGresult **res, wf_error *err)
+wf_pg__run(wf_pg_conn *c, int id, const params *p, int64_t deadline, PGresult **res, wf_error *err)
 {
     *res = NULL;
     if (p != NULL && p->oom)
@@ -241,10 +241,10 @@ run(wf_pg_conn *c, int id, const params *p, int64_t deadline, PGresult **res, wf
 /* Runs a statement whose result is not needed; *affected gets the row
  * count when non-NULL. */
 wf_code
-run_cmd(wf_pg_conn *c, int id, const params *p, int64_t deadline, long *affected, wf_error *err)
+wf_pg__run_cmd(wf_pg_conn *c, int id, const params *p, int64_t deadline, long *affected, wf_error *err)
 {
     PGresult *res;
-    wf_code rc = run(c, id, p, deadline, &res, err);
+    wf_code rc = wf_pg__run(c, id, p, deadline, &res, err);
     if (rc == WF_OK && affected != NULL)
         *affected = atol(PQcmdTuples(res));
     PQclear(res);
@@ -314,11 +314,11 @@ read_rows(PGresult *res, const wf_row_desc *d, wf_arena *a, void *out, size_t *n
 }
 
 wf_code
-run_rows(wf_pg_conn *c, int id, const params *p, int64_t deadline, const wf_row_desc *d,
+wf_pg__run_rows(wf_pg_conn *c, int id, const params *p, int64_t deadline, const wf_row_desc *d,
          wf_arena *a, void *rows, size_t *n, wf_error *err)
 {
     PGresult *res;
-    wf_code rc = run(c, id, p, deadline, &res, err);
+    wf_code rc = wf_pg__run(c, id, p, deadline, &res, err);
     if (rc == WF_OK)
         rc = read_rows(res, d, a, rows, n, err);
     PQclear(res);
@@ -329,7 +329,7 @@ run_rows(wf_pg_conn *c, int id, const params *p, int64_t deadline, const wf_row_
 
 /* Returns c to the pool, rolling back whatever it still has open. */
 void
-conn_put(pg_store *s, wf_pg_conn *c)
+wf_pg__conn_put(pg_store *s, wf_pg_conn *c)
 {
     if (c == NULL)
         return;
@@ -346,7 +346,7 @@ conn_put(pg_store *s, wf_pg_conn *c)
     if (c->pg != NULL && !c->broken) {
         PGTransactionStatusType ts = PQtransactionStatus(c->pg);
         if ((ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR) &&
-            run_cmd(c, S_ROLLBACK, NULL, wf_mono_ms() + 1000, NULL, NULL) != WF_OK)
+            wf_pg__run_cmd(c, S_ROLLBACK, NULL, wf_mono_ms() + 1000, NULL, NULL) != WF_OK)
             c->broken = true;
     }
     wf_pg_pool_release(s->pool, c);
@@ -356,14 +356,14 @@ conn_put(pg_store *s, wf_pg_conn *c)
  * its session statement_timeout (sent with the first statement, and only
  * when the session holds another value). */
 wf_code
-conn_get(pg_store *s, const wf_store_ctx *ctx, wf_pg_conn **out, wf_error *err)
+wf_pg__conn_get(pg_store *s, const wf_store_ctx *ctx, wf_pg_conn **out, wf_error *err)
 {
     wf_pg_conn *c = NULL;
     wf_code rc = wf_pg_pool_acquire(s->pool, ctx->deadline_ms, &c, err);
     if (rc != WF_OK)
         return rc;
     c->owe_timeout = true;
-    c->timeout_want = timeout_for(ctx->deadline_ms);
+    c->timeout_want = wf_pg__timeout_for(ctx->deadline_ms);
     *out = c;
     return WF_OK;
 }
@@ -374,7 +374,7 @@ conn_get(pg_store *s, const wf_store_ctx *ctx, wf_pg_conn **out, wf_error *err)
 static wf_code
 tx_open(pg_store *s, const wf_store_ctx *ctx, wf_pg_conn **out, wf_error *err)
 {
-    wf_code rc = conn_get(s, ctx, out, err);
+    wf_code rc = wf_pg__conn_get(s, ctx, out, err);
     if (rc == WF_OK)
         (*out)->owe_begin = true;
     return rc;
@@ -406,12 +406,12 @@ pg_commit(wf_tx *t, wf_error *err)
     pg_tx *tx = (pg_tx *)t;
     /* Still owing BEGIN: nothing ran, nothing to commit. */
     wf_code rc =
-        tx->c->owe_begin ? WF_OK : run_cmd(tx->c, S_COMMIT, NULL, t->ctx.deadline_ms, NULL, err);
+        tx->c->owe_begin ? WF_OK : wf_pg__run_cmd(tx->c, S_COMMIT, NULL, t->ctx.deadline_ms, NULL, err);
     for (int i = 0; rc == WF_OK && i < tx->n_seen; i++)
-        defs_put((pg_store *)t->st, tx->seen[i]);
-    conn_put((pg_store *)t->st, tx->c);
+        wf_pg__defs_put((pg_store *)t->st, tx->seen[i]);
+    wf_pg__conn_put((pg_store *)t->st, tx->c);
     if (rc == WF_OK)
-        notes_of_tx(tx);
+        wf_pg__notes_of_tx(tx);
     free(tx);
     return rc;
 }
@@ -426,17 +426,17 @@ void
 pg_rollback(wf_tx *t)
 {
     pg_tx *tx = (pg_tx *)t;
-    conn_put((pg_store *)t->st, tx->c);
+    wf_pg__conn_put((pg_store *)t->st, tx->c);
     free(tx);
 }
 
 /* Two-parameter (tenant, x) statement parameters. */
 params
-p_tenant(const wf_store_ctx *ctx, const char *x)
+wf_pg__p_tenant(const wf_store_ctx *ctx, const char *x)
 {
     params p = {.a = ctx->arena};
-    p_str(&p, ctx->tenant);
-    p_str(&p, x);
+    wf_pg__p_str(&p, ctx->tenant);
+    wf_pg__p_str(&p, x);
     return p;
 }
 
@@ -471,7 +471,7 @@ lock_flight(pg_tx *tx, const char *root, bool *locked, wf_aggregate *g, wf_error
 {
     const wf_store_ctx *ctx = &tx->base.ctx;
     int64_t dl = ctx->deadline_ms;
-    params p = p_tenant(ctx, root);
+    params p = wf_pg__p_tenant(ctx, root);
     int lock = push(tx->c, S_LOCK_ROOT, &p, dl);
     int slots[N_AGG_PARTS];
     for (size_t i = 0; i < N_AGG_PARTS; i++)
@@ -517,9 +517,9 @@ pg_lock_root(wf_tx *t, const char *instance_id, const char *root_hint, wf_aggreg
     wf_aggregate g;
     wf_code rc = lock_flight(tx, root, &locked, &g, err);
     if (rc == WF_OK && !(locked && has_instance(&g, instance_id))) {
-        params p = p_tenant(&t->ctx, instance_id);
+        params p = wf_pg__p_tenant(&t->ctx, instance_id);
         PGresult *res;
-        rc = run(tx->c, S_ROOT_OF, &p, t->ctx.deadline_ms, &res, err);
+        rc = wf_pg__run(tx->c, S_ROOT_OF, &p, t->ctx.deadline_ms, &res, err);
         if (rc == WF_OK && PQntuples(res) == 1) {
             root = wf_arena_strdup(t->ctx.arena, PQgetvalue(res, 0, 0));
             rc = root != NULL ? lock_flight(tx, root, &locked, &g, err) : wf_store__nomem(err);
@@ -573,8 +573,8 @@ static void
 queue_dels(pg_tx *tx, int id, const char *const *ids, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        params p = p_tenant(&tx->base.ctx, ids[i]);
-        p_str(&p, tx->base.root);
+        params p = wf_pg__p_tenant(&tx->base.ctx, ids[i]);
+        wf_pg__p_str(&p, tx->base.root);
         push(tx->c, id, &p, tx->base.ctx.deadline_ms);
     }
 }
@@ -649,7 +649,7 @@ pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
     if (tx->defer && ok) {
         for (size_t i = 0; i < c->n_jobs; i++)
             if (c->jobs[i].state == WF_JOB_ACTIVATABLE)
-                tx_note_type(tx, c->jobs[i].job_type);
+                wf_pg__tx_note_type(tx, c->jobs[i].job_type);
         tx->wrote_events |= c->n_events > 0;
         return WF_OK;
     }
@@ -682,7 +682,7 @@ pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
     for (size_t i = 0; i < c->n_jobs; i++) {
         PGresult *res = wf_pg_take(tx->c, job_slots[i]);
         if (res != NULL && PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't')
-            tx_note_type(tx, c->jobs[i].job_type);
+            wf_pg__tx_note_type(tx, c->jobs[i].job_type);
         PQclear(res);
     }
     tx->wrote_events |= c->n_events > 0;
@@ -694,11 +694,11 @@ pg_idem_get(wf_tx *t, const char *method, const char *request_id, wf_idempotency
             bool *found, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
-    params p = p_tenant(&t->ctx, method);
-    p_str(&p, request_id);
+    params p = wf_pg__p_tenant(&t->ctx, method);
+    wf_pg__p_str(&p, request_id);
     wf_idempotency_row *rows;
     size_t n;
-    wf_code rc = run_rows(tx->c, S_IDEM_GET, &p, t->ctx.deadline_ms, &wf_store__idempotency_desc,
+    wf_code rc = wf_pg__run_rows(tx->c, S_IDEM_GET, &p, t->ctx.deadline_ms, &wf_store__idempotency_desc,
                           t->ctx.arena, &rows, &n, err);
     if (rc == WF_OK) {
         *found = n > 0;
@@ -715,8 +715,8 @@ pg_idem_prefetch(wf_tx *t, const char *method, const char *request_id, wf_idempo
                  bool *found, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
-    params p = p_tenant(&t->ctx, method);
-    p_str(&p, request_id);
+    params p = wf_pg__p_tenant(&t->ctx, method);
+    wf_pg__p_str(&p, request_id);
     if (p.oom)
         return wf_store__nomem(err);
     tx->lookup = (struct wf_pg_lookup){
@@ -731,7 +731,7 @@ pg_idem_put(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
     pg_tx *tx = (pg_tx *)t;
     params p = {.a = t->ctx.arena};
     p_row(&p, &wf_store__idempotency_desc, in, t->ctx.tenant, -1);
-    wf_code rc = run_cmd(tx->c, S_IDEM_PUT, &p, t->ctx.deadline_ms, NULL, err);
+    wf_code rc = wf_pg__run_cmd(tx->c, S_IDEM_PUT, &p, t->ctx.deadline_ms, NULL, err);
     if (rc == WF_E_CONFLICT)
         return wf_error_set(err, WF_E_CONFLICT, "request \"%s\" was already recorded",
                             in->request_id);
@@ -744,7 +744,7 @@ pg_idem_amend(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
     pg_tx *tx = (pg_tx *)t;
     params p = {.a = t->ctx.arena};
     p_row(&p, &wf_store__idempotency_desc, in, t->ctx.tenant, -1);
-    return run_cmd(tx->c, S_IDEM_AMEND, &p, t->ctx.deadline_ms, NULL, err);
+    return wf_pg__run_cmd(tx->c, S_IDEM_AMEND, &p, t->ctx.deadline_ms, NULL, err);
 }
 
 /* The record and COMMIT in one flight (a failed record skips COMMIT). */
@@ -768,10 +768,10 @@ pg_commit_recorded(wf_tx *t, const wf_idempotency_row *in, bool amend, wf_error 
                               in->request_id);
     }
     for (int i = 0; rc == WF_OK && i < tx->n_seen; i++)
-        defs_put((pg_store *)t->st, tx->seen[i]);
-    conn_put((pg_store *)t->st, tx->c);
+        wf_pg__defs_put((pg_store *)t->st, tx->seen[i]);
+    wf_pg__conn_put((pg_store *)t->st, tx->c);
     if (rc == WF_OK)
-        notes_of_tx(tx);
+        wf_pg__notes_of_tx(tx);
     free(tx);
     return rc;
 }
@@ -783,7 +783,7 @@ pg_put_definition(wf_tx *t, const wf_definition_row *in, int32_t *version, wf_er
     params p = {.a = t->ctx.arena};
     p_row(&p, &wf_store__definition_desc, in, t->ctx.tenant, 2 /* version: assigned */);
     PGresult *res;
-    wf_code rc = run(tx->c, S_PUT_DEFINITION, &p, t->ctx.deadline_ms, &res, err);
+    wf_code rc = wf_pg__run(tx->c, S_PUT_DEFINITION, &p, t->ctx.deadline_ms, &res, err);
     /* No row: the key holds a version of another kind. The version and
      * the kind check read one snapshot, so a concurrent put of the other
      * kind either is seen here or takes the same version number (the
@@ -802,14 +802,14 @@ pg_put_definition(wf_tx *t, const wf_definition_row *in, int32_t *version, wf_er
 }
 
 wf_code
-get_definition(wf_pg_conn *c, const wf_store_ctx *ctx, const char *key, int32_t version,
+wf_pg__get_definition(wf_pg_conn *c, const wf_store_ctx *ctx, const char *key, int32_t version,
                wf_definition_row *out, bool *found, wf_error *err)
 {
-    params p = p_tenant(ctx, key);
-    p_i64(&p, version);
+    params p = wf_pg__p_tenant(ctx, key);
+    wf_pg__p_i64(&p, version);
     wf_definition_row *rows;
     size_t n;
-    wf_code rc = run_rows(c, S_GET_DEFINITION, &p, ctx->deadline_ms, &wf_store__definition_desc,
+    wf_code rc = wf_pg__run_rows(c, S_GET_DEFINITION, &p, ctx->deadline_ms, &wf_store__definition_desc,
                           ctx->arena, &rows, &n, err);
     if (rc == WF_OK) {
         *found = n > 0;
@@ -824,12 +824,12 @@ pg_tx_get_definition(wf_tx *t, const char *key, int32_t version, wf_definition_r
                      bool *found, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
-    int got = version > 0 ? defs_get((pg_store *)t->st, &t->ctx, key, version, out) : 0;
+    int got = version > 0 ? wf_pg__defs_get((pg_store *)t->st, &t->ctx, key, version, out) : 0;
     if (got != 0) {
         *found = got > 0;
         return got > 0 ? WF_OK : wf_store__nomem(err);
     }
-    wf_code rc = get_definition(tx->c, &t->ctx, key, version, out, found, err);
+    wf_code rc = wf_pg__get_definition(tx->c, &t->ctx, key, version, out, found, err);
     if (rc == WF_OK && *found && tx->n_seen < DEFS_SEEN) {
         wf_definition_row *keep = wf_arena_alloc(t->ctx.arena, sizeof *keep);
         if (keep != NULL) {
@@ -846,19 +846,19 @@ pg_consume_signal(wf_tx *t, const char *name, const char *instance_id, const cha
                   wf_signal_row *out, bool *found, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
-    params p = p_tenant(&t->ctx, name);
-    p_str(&p, instance_id);
-    p_str(&p, agg_type);
-    p_str(&p, agg_id);
-    p_i64(&p, now);
-    p_str(&p, consumer);
-    p_str(&p, transition_id);
+    params p = wf_pg__p_tenant(&t->ctx, name);
+    wf_pg__p_str(&p, instance_id);
+    wf_pg__p_str(&p, agg_type);
+    wf_pg__p_str(&p, agg_id);
+    wf_pg__p_i64(&p, now);
+    wf_pg__p_str(&p, consumer);
+    wf_pg__p_str(&p, transition_id);
     wf_signal_row *rows;
     size_t n;
     int id = agg_type == NULL && agg_id == NULL ? S_CONSUME_SIGNAL_INSTANCE
              : instance_id == NULL              ? S_CONSUME_SIGNAL_AGGREGATE
                                                 : S_CONSUME_SIGNAL;
-    wf_code rc = run_rows(tx->c, id, &p, t->ctx.deadline_ms, &wf_store__signal_desc, t->ctx.arena,
+    wf_code rc = wf_pg__run_rows(tx->c, id, &p, t->ctx.deadline_ms, &wf_store__signal_desc, t->ctx.arena,
                           &rows, &n, err);
     if (rc == WF_OK) {
         *found = n > 0;
@@ -873,18 +873,18 @@ pg_lock_correlation(wf_tx *t, const char *name, const char *agg_type, const char
                     bool *awaited, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
-    params lk = p_tenant(&t->ctx, agg_type);
-    p_str(&lk, agg_id);
-    wf_code rc = run_cmd(tx->c, S_LOCK_CORRELATION, &lk, t->ctx.deadline_ms, NULL, err);
+    params lk = wf_pg__p_tenant(&t->ctx, agg_type);
+    wf_pg__p_str(&lk, agg_id);
+    wf_code rc = wf_pg__run_cmd(tx->c, S_LOCK_CORRELATION, &lk, t->ctx.deadline_ms, NULL, err);
     if (rc != WF_OK || awaited == NULL)
         return rc;
     /* A statement of its own, so its snapshot is taken after the lock is
      * granted and sees what the previous holder committed. */
-    params p = p_tenant(&t->ctx, name);
-    p_str(&p, agg_type);
-    p_str(&p, agg_id);
+    params p = wf_pg__p_tenant(&t->ctx, name);
+    wf_pg__p_str(&p, agg_type);
+    wf_pg__p_str(&p, agg_id);
     PGresult *res;
-    rc = run(tx->c, S_SUB_AWAITED, &p, t->ctx.deadline_ms, &res, err);
+    rc = wf_pg__run(tx->c, S_SUB_AWAITED, &p, t->ctx.deadline_ms, &res, err);
     if (rc == WF_OK)
         *awaited = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
     PQclear(res);
@@ -895,10 +895,10 @@ wf_code
 pg_aggregate_live(wf_tx *t, const char *agg_type, const char *agg_id, bool *live, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
-    params p = p_tenant(&t->ctx, agg_type);
-    p_str(&p, agg_id);
+    params p = wf_pg__p_tenant(&t->ctx, agg_type);
+    wf_pg__p_str(&p, agg_id);
     PGresult *res;
-    wf_code rc = run(tx->c, S_AGGREGATE_LIVE, &p, t->ctx.deadline_ms, &res, err);
+    wf_code rc = wf_pg__run(tx->c, S_AGGREGATE_LIVE, &p, t->ctx.deadline_ms, &res, err);
     if (rc == WF_OK)
         *live = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
     PQclear(res);

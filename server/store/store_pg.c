@@ -20,7 +20,7 @@
  * needs costs one round trip: BEGIN rides with a transaction's first
  * statement, the aggregate load is one flight, and so is every write of
  * one mutation. statement_timeout
- * follows the call's deadline as a session setting, rounded (timeout_for)
+ * follows the call's deadline as a session setting, rounded (wf_pg__timeout_for)
  * and sent, in the same flight, only when the session holds another
  * value. Mutations lock the root instance row with
  * SELECT ... FOR UPDATE and then the aggregate's jobs and timers, so the
@@ -65,8 +65,8 @@ static void
 pg_destroy(wf_store *st)
 {
     pg_store *s = (pg_store *)st;
-    notifier_stop(s);
-    listener_stop(s->listener);
+    wf_pg__notifier_stop(s);
+    wf_pg__listener_stop(s->listener);
     wf_pg_pool_free(s->pool);
     for (size_t i = 0; i < s->n_defs; i++)
         wf_store__row_clear(&wf_store__definition_desc, &s->defs[i]);
@@ -77,7 +77,7 @@ pg_destroy(wf_store *st)
 /* The cached version of key into ctx->arena: 1 found, 0 not cached, -1
  * out of memory. */
 int
-defs_get(pg_store *s, const wf_store_ctx *ctx, const char *key, int32_t version,
+wf_pg__defs_get(pg_store *s, const wf_store_ctx *ctx, const char *key, int32_t version,
          wf_definition_row *out)
 {
     int got = 0;
@@ -96,7 +96,7 @@ defs_get(pg_store *s, const wf_store_ctx *ctx, const char *key, int32_t version,
 
 /* Caches a committed row (once; the cache stops growing when full). */
 void
-defs_put(pg_store *s, const wf_definition_row *row)
+wf_pg__defs_put(pg_store *s, const wf_definition_row *row)
 {
     if (row->tenant == NULL || row->key == NULL || row->version <= 0)
         return;
@@ -123,8 +123,8 @@ pg_ready(wf_store *st)
     int64_t deadline = wf_mono_ms() + 1000;
     if (wf_pg_pool_acquire(s->pool, deadline, &c, NULL) != WF_OK)
         return false;
-    bool ok = run_cmd(c, S_PING, NULL, deadline, NULL, NULL) == WF_OK;
-    conn_put(s, c);
+    bool ok = wf_pg__run_cmd(c, S_PING, NULL, deadline, NULL, NULL) == WF_OK;
+    wf_pg__conn_put(s, c);
     return ok;
 }
 
@@ -189,11 +189,11 @@ wf_store_pg_new(const wf_store_pg_config *cfg, wf_error *err)
     s->base.ops = &pg_ops;
     pthread_mutex_init(&s->defs_mu, NULL);
     s->pool = wf_pg_pool_new(cfg, err);
-    if (s->pool == NULL || migrate(s, err) != WF_OK) {
+    if (s->pool == NULL || wf_pg__migrate(s, err) != WF_OK) {
         pg_destroy(&s->base);
         return NULL;
     }
-    if (!notifier_start(s)) {
+    if (!wf_pg__notifier_start(s)) {
         wf_error_set(err, WF_E_INTERNAL, "could not start the database notifier");
         pg_destroy(&s->base);
         return NULL;
