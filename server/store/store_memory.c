@@ -361,8 +361,8 @@ static wf_code
 select_rows(mem_store *m, mtable *t, const char *tenant, mpred pred, const void *arg, mcmp cmp,
             size_t limit, wf_arena *a, void *rows, size_t *n, wf_error *err)
 {
-    void **v;
-    size_t k;
+    void **v = NULL;
+    size_t k = 0;
     wf_code rc = gather(m, t, tenant, pred, arg, cmp, limit, &v, &k, err);
     if (rc != WF_OK)
         return rc;
@@ -852,8 +852,8 @@ mem_consume_signal(wf_tx *t, const char *name, const char *instance_id, const ch
 {
     mem_store *m = (mem_store *)t->st;
     signal_match q = {name, instance_id, agg_type, agg_id, now};
-    void **v;
-    size_t n;
+    void **v = NULL;
+    size_t n = 0;
     wf_code rc =
         gather(m, &m->signals, t->ctx.tenant, buffered_match, &q, cmp_signal, 1, &v, &n, err);
     if (rc != WF_OK)
