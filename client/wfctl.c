@@ -36,6 +36,7 @@ usage(FILE *f)
             "  --tls              use TLS with the system roots (WFCTL_TLS=1)\n"
             "  --json             print JSON, one object per line (also accepted after the "
             "command)\n"
+            "  --version          print \"wfctl VERSION\" and exit\n"
             "\n"
             "commands:\n");
     wfctl_list_commands(f);
@@ -131,7 +132,8 @@ main(int argc, char **argv)
         {"tenant", required_argument, NULL, 't'}, {"actor", required_argument, NULL, 'u'},
         {"groups", required_argument, NULL, 'g'}, {"timeout", required_argument, NULL, 'T'},
         {"tls", no_argument, NULL, 'S'},          {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
     };
     int opt;
     while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
@@ -164,6 +166,9 @@ main(int argc, char **argv)
             break;
         case 'h':
             usage(stdout);
+            return WFCTL_OK;
+        case 'V':
+            printf("wfctl %s\n", WF_VERSION);
             return WFCTL_OK;
         default:
             usage(stderr);

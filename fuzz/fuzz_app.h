@@ -8,7 +8,7 @@
  *     so memory stays bounded;
  *   - the method table: each row of wf_routes with its protobuf-c method
  *     descriptor from workflow__v1__workflow_service__descriptor;
- *   - fuzz_dispatch: one call driven the way rpc/rpc_server.c dispatch()
+ *   - fuzz_dispatch: one call driven the way rpc/rpc_call.c dispatch()
  *     drives it (a unary handler, or a stream's open + a few next steps),
  *     every response packed as the rpc layer would, and the handler
  *     contract of handler.h checked. A broken contract aborts with a line

@@ -1,6 +1,6 @@
 /*
  * fuzz_requests: request decoding + validation + engine rules, on the
- * memory store, the way the rpc layer runs a call (rpc_server.c dispatch).
+ * memory store, the way the rpc layer runs a call (rpc_call.c dispatch).
  *
  * Input: byte 0 selects the route, wf_routes[byte0 % nroutes]; when
  * (byte0 / nroutes) is odd and the route does not require an actor, the
@@ -51,7 +51,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (arena == NULL)
         fuzz_fail("out of memory");
     ProtobufCAllocator alloc = wf_arena_pb_allocator(arena);
-    /* As rpc_server.c: the wire check, then protobuf-c. */
+    /* As rpc_call.c: the wire check, then protobuf-c. */
     ProtobufCMessage *req =
         fuzz_wire_ok(r->method->input, data + 1, size - 1, arena)
             ? protobuf_c_message_unpack(r->method->input, &alloc, size - 1, data + 1)

@@ -17,10 +17,11 @@ build_packages=(
 )
 packages=(
     "${build_packages[@]}"
-    # tests: a throwaway Postgres, Python client, proto tooling
+    # tests: a throwaway Postgres, Python client, proto tooling, clang-format
     postgresql postgresql-contrib
     protobuf-compiler protobuf-compiler-grpc python3 python3-grpcio python3-protobuf
     valgrind yamllint ca-certificates curl prometheus openssl jq clang libclang-rt-14-dev
+    clang-format
 )
 
 if [ "${1:-}" = "--list" ]; then

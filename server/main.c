@@ -102,10 +102,16 @@ main(int argc, char **argv)
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         printf("usage: workflowd\n"
                "       workflowd --health-probe [--tls-name NAME]\n"
+               "       workflowd --version\n"
                "Serves workflow.v1.WorkflowService over gRPC. Configured by environment\n"
                "variables (WF_ADDR, WF_ENV, WF_API_KEYS, DATABASE_URL, ...): see README.md.\n"
                "--health-probe asks the server at WF_ADDR for its health and exits 0 when\n"
-               "it is SERVING, 1 otherwise (for Docker's HEALTHCHECK).\n");
+               "it is SERVING, 1 otherwise (for Docker's HEALTHCHECK).\n"
+               "--version prints \"workflowd VERSION\" and exits 0.\n");
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--version") == 0) {
+        printf("workflowd %s\n", WF_VERSION);
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "--health-probe") == 0)

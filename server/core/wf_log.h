@@ -48,8 +48,6 @@ typedef struct wf_log_line {
 void wf_log_line_begin(wf_log_line *l, wf_log_level level, const char *event);
 /* Adds "key":"escaped value"; a NULL value is skipped. */
 void wf_log_line_str(wf_log_line *l, const char *key, const char *value);
-/* Adds "key":number. */
-void wf_log_line_int(wf_log_line *l, const char *key, long long value);
 /* Adds "key":number with three decimals. */
 void wf_log_line_double(wf_log_line *l, const char *key, double value);
 /* Closes the line and writes it to stderr in one write. */

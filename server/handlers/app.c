@@ -165,13 +165,3 @@ wf_call_add_violation(wf_call *call, const char *field, const char *reason, cons
     call->nviolations = n + 1;
     return WF_OK;
 }
-
-wf_code
-h_not_built(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp, wf_error *err)
-{
-    (void)req;
-    (void)resp;
-    return wf_error_set(err, WF_E_UNIMPLEMENTED,
-                        "method %s is not implemented by this version of the service",
-                        call->method);
-}

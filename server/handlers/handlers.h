@@ -6,11 +6,6 @@
 
 #include "handler.h"
 
-/* Answers UNIMPLEMENTED for an RPC of the contract whose capability is not
- * built in this version of the service. */
-wf_code h_not_built(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
-                    wf_error *err);
-
 /* Definitions (h_definitions.c). */
 wf_code h_deploy_definition(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                             wf_error *err);

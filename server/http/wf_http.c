@@ -94,12 +94,6 @@ wf_http_start(const char *addr, wf_http_metrics_fn fn, void *arg, wf_error *err)
     return h;
 }
 
-int
-wf_http_port(const wf_http *h)
-{
-    return h->port;
-}
-
 void
 wf_http_stop(wf_http *h)
 {

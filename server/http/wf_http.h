@@ -19,9 +19,6 @@ typedef void (*wf_http_metrics_fn)(void *arg, FILE *out);
  * with fn's output; other paths get 404. NULL and err on failure. */
 wf_http *wf_http_start(const char *addr, wf_http_metrics_fn fn, void *arg, wf_error *err);
 
-/* The bound port (useful when addr asked for port 0). */
-int wf_http_port(const wf_http *h);
-
 /* Stops the listener and joins its thread. NULL-safe. */
 void wf_http_stop(wf_http *h);
 

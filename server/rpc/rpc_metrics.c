@@ -111,6 +111,10 @@ wf_rpc_metrics_handled(wf_rpc_metrics *m, size_t i, grpc_status_code code, doubl
 void
 wf_rpc_metrics_render(const wf_rpc_metrics *m, FILE *out)
 {
+    fprintf(out, "# HELP workflow_build_info The version of this workflowd (always 1).\n"
+                 "# TYPE workflow_build_info gauge\n"
+                 "workflow_build_info{version=\"%s\"} 1\n",
+            WF_VERSION);
     fprintf(out, "# HELP grpc_server_started_total Total number of RPCs started on the server.\n"
                  "# TYPE grpc_server_started_total counter\n");
     for (size_t i = 0; i < m->n; i++)

@@ -661,15 +661,3 @@ wf_pg_flush(wf_pg_conn *c, const wf_pg_stmt *stmts, int64_t deadline_ms, int *fa
     }
     return rc;
 }
-
-wf_code
-wf_pg_exec(wf_pg_conn *c, const wf_pg_stmt *stmts, int id, int nparams, const char *const *values,
-           const int *lengths, const int *formats, int64_t deadline_ms, PGresult **res,
-           wf_error *err)
-{
-    int slot = wf_pg_send(c, stmts, id, nparams, values, lengths, formats, deadline_ms);
-    wf_code rc = wf_pg_flush(c, stmts, deadline_ms, NULL, err);
-    if (rc == WF_OK)
-        *res = wf_pg_take(c, slot);
-    return rc;
-}

@@ -1,11 +1,12 @@
 /*
  * pg_pool.h: the Postgres store's connection layer (internal to
- * server/store; only store_pg.c includes it).
+ * server/store; only the Postgres store's files include it, through
+ * pg_int.h).
  *
  * A fixed-size pool of libpq connections behind a mutex and a condition
- * variable, with lazy (re)connection, and the one function that runs a
- * prepared statement on a borrowed connection within a deadline. It knows
- * no SQL of its own: statements are handed in by store_pg.c.
+ * variable, with lazy (re)connection, and the flights that run prepared
+ * statements on a borrowed connection within a deadline. It knows no SQL
+ * of its own: statements are handed in (the table of pg_stmts.c).
  */
 #ifndef WF_PG_POOL_H
 #define WF_PG_POOL_H
@@ -103,16 +104,6 @@ PGconn *wf_pg_pool_connect(wf_pg_pool *p, int64_t deadline_ms, bool quiet, wf_er
 
 void wf_pg_pool_stats(wf_pg_pool *p, wf_store_stats *out);
 
-/* Runs statement id (stmts[id]) with text/binary params, preparing it
- * first on this connection if needed: a flight of one (see below). Waits
- * at most until the deadline (plus a short grace for the server-side
- * statement_timeout to answer); past that the connection is dropped,
- * never left hanging. On WF_OK *res holds a TUPLES_OK or COMMAND_OK
- * result (PQclear it). */
-wf_code wf_pg_exec(wf_pg_conn *c, const wf_pg_stmt *stmts, int id, int nparams,
-                   const char *const *values, const int *lengths, const int *formats,
-                   int64_t deadline_ms, PGresult **res, wf_error *err);
-
 /*
  * Flights: statements sent back to back in libpq pipeline mode and
  * collected together, so that they cost one network round trip. The
@@ -136,8 +127,10 @@ void wf_pg_send_sync(wf_pg_conn *c);
 /* True when nothing is queued on c (the next wf_pg_send starts a flight). */
 bool wf_pg_idle(const wf_pg_conn *c);
 
-/* Sends the flight and collects every result in order, waiting as
- * wf_pg_exec does. WF_OK when every statement succeeded: wf_pg_take
+/* Sends the flight and collects every result in order, waiting at most
+ * until the deadline (plus a short grace for the server-side
+ * statement_timeout to answer); past that the connection is dropped,
+ * never left hanging. WF_OK when every statement succeeded: wf_pg_take
  * then hands over each one's result until the next flight starts. Otherwise
  * the first failure, mapped (pg_errors.c), with *failed set to the slot
  * of the statement that failed, or -1 when the connection, the deadline

@@ -278,12 +278,6 @@ wf_store__row_clear(const wf_row_desc *d, void *row)
     }
 }
 
-const char *
-wf_store__row_str(const wf_row_desc *d, const void *row, size_t i)
-{
-    return *(const char *const *)((const char *)row + d->fields[i].off);
-}
-
 char *
 wf_store__cursor_make(wf_arena *arena, int64_t num, const char *str)
 {

@@ -174,9 +174,6 @@ bool wf_store__row_copy(const wf_row_desc *d, void *dst, const void *src, wf_are
 /* Frees the malloc'd strings and blobs of a row copied with arena NULL. */
 void wf_store__row_clear(const wf_row_desc *d, void *row);
 
-/* Returns field i of row as a string for messages and keys (STR only). */
-const char *wf_store__row_str(const wf_row_desc *d, const void *row, size_t i);
-
 /* Cursor text: "<number>,<text>" (text may hold commas). */
 char *wf_store__cursor_make(wf_arena *arena, int64_t num, const char *str);
 

@@ -44,7 +44,8 @@ them are killed at the end, also when a test fails.
 Run (Debian's python3, which has python3-grpcio and python3-protobuf):
 
     /usr/bin/python3 tests/python/run_tests.py --server BUILD/server/workflowd \\
-        --proto proto --work BUILD/tests/python [unittest args, e.g. -k Auth]
+        --proto proto --work BUILD/tests/python [--wfctl BUILD/client/wfctl] \\
+        [unittest args, e.g. -k Auth]
 
 Stubs are generated into WORK/gen with the system `protoc` and
 /usr/bin/grpc_python_plugin at every run (tests/support/wf_testkit.py).
@@ -967,6 +968,15 @@ class ObservabilityTests(WorkflowTestCase):
                       'le="+Inf"}', text)
         self.assertIn("workflow_db_pool_in_use", text)
 
+    def test_build_info_carries_the_version(self):
+        import re
+        p = subprocess.run([OPTS.server, "--version"], capture_output=True, text=True,
+                           timeout=10)
+        version = p.stdout.split()[1]
+        self.assertRegex(self.scrape(), r'(?m)^# TYPE workflow_build_info gauge\n'
+                                        r'workflow_build_info\{version="%s"\} 1$'
+                                        % re.escape(version))
+
     def test_exposition_passes_promtool(self):
         promtool = shutil.which("promtool")
         if promtool is None:
@@ -1099,6 +1109,20 @@ class StartupTests(WorkflowTestCase):
         p = subprocess.run([OPTS.server, "--health-probe", "--no-such-flag"], env=env,
                            capture_output=True, timeout=10)
         self.assertEqual(p.returncode, 2)
+
+    def run_version(self, binary, name):
+        # A free WF_ADDR: were --version to start a server, it would not
+        # take a port in use, and the timeout ends the test.
+        env = server_env(WF_ADDR="127.0.0.1:%d" % free_port())
+        p = subprocess.run([binary, "--version"], env=env, stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=10)
+        self.assertEqual((p.returncode, p.stderr), (0, ""), p.stdout)
+        self.assertRegex(p.stdout, r"\A%s [0-9]+\.[0-9]+\.[0-9]+\S*\n\Z" % name)
+        return p.stdout.split()[1]
+
+    def test_version_prints_and_exits(self):
+        version = self.run_version(OPTS.server, "workflowd")
+        self.assertEqual(self.run_version(OPTS.wfctl, "wfctl"), version)
 
     def run_to_exit(self, name, env):
         srv = Server(name, env)
@@ -1961,6 +1985,8 @@ def main():
     global OPTS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--server", required=True, help="path of the workflowd binary")
+    parser.add_argument("--wfctl", help="path of the wfctl binary (default: client/wfctl "
+                        "of the build that holds --server)")
     parser.add_argument("--proto", required=True, help="the project's proto/ directory")
     parser.add_argument("--work", required=True, help="work directory (stubs, server logs)")
     parser.add_argument("--store", choices=("all", "memory", "pg"), default="all",
@@ -1971,6 +1997,8 @@ def main():
         print("skipped: WF_TEST_PG_DSN is not set (./test.sh sets it)")
         return wf_testkit.SKIP
     OPTS.server = os.path.abspath(OPTS.server)
+    OPTS.wfctl = os.path.abspath(OPTS.wfctl or os.path.join(
+        os.path.dirname(OPTS.server), "..", "client", "wfctl"))
     OPTS.proto = os.path.abspath(OPTS.proto)
     OPTS.work = os.path.abspath(OPTS.work)
     os.makedirs(OPTS.work, exist_ok=True)

@@ -116,7 +116,7 @@ wf_referral_get_instance(const wf_ref_ctx *ctx, const char *instance_id, wf_ref_
                          wf_error *err)
 {
     wf_aggregate agg;
-    size_t self;
+    size_t self = 0;
     wf_code rc = load_tree(ctx, instance_id, &agg, &self, err);
     if (rc != WF_OK)
         return rc;

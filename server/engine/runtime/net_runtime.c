@@ -507,14 +507,14 @@ wf_runtime__write(net_work *w, wf_error *err)
     wf_arena *a = w->rw.arena;
     refresh_job_variables(w);
     wf_work_changes(&w->rw, &c);
-    const void *up;
+    const void *up = NULL;
     wf_code rc = collect(a, &w->toks, sizeof(wf_token_row), &up, &c.n_tokens, &c.del_tokens,
                          &c.n_del_tokens, err);
-    c.tokens = up;
     if (rc == WF_OK) {
+        c.tokens = up;
         /* Work items are never deleted: an ended one is history (KEEP). */
         const char *const *none;
-        size_t n_none;
+        size_t n_none = 0;
         rc = collect(a, &w->items, sizeof(wf_work_item_row), &up, &c.n_work_items, &none, &n_none,
                      err);
         c.work_items = up;
@@ -1334,7 +1334,7 @@ task_body(wf_tx *tx, void *arg, wf_error *err)
     task_op *op = arg;
     net_work w;
     size_t t;
-    const char *item_id;
+    const char *item_id = NULL;
     const wf_transition *tr;
     op->n_wake = 0;
     wf_code rc = open_task(&w, tx, op, &t, &item_id, &tr, err);
@@ -1384,7 +1384,7 @@ end_body(wf_tx *tx, void *arg, wf_error *err)
     task_op *op = arg;
     net_work w;
     size_t t;
-    const char *item_id;
+    const char *item_id = NULL;
     const wf_transition *tr;
     op->end->n_cancelled = 0;
     wf_code rc = open_task(&w, tx, op, &t, &item_id, &tr, err);

@@ -1,0 +1,376 @@
+/*
+ * pg_listen.c: the Postgres store's two threads: the notifier, which
+ * sends the wake-ups commits owe, and the listener, which receives them.
+ */
+#include "pg_int.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "wf_log.h"
+#include "wf_time.h"
+
+/* Listener: poll timeout (how fast wf_store_free stops it) and reconnect
+ * back-off, as the pool's. */
+#define LISTEN_POLL_MS 100
+#define LISTEN_BACKOFF_MIN_MS 250
+#define LISTEN_BACKOFF_MAX_MS 2000
+#define LISTEN_STMT_MS 2000
+#define LISTEN_HEALTHY_MS 10000 /* connected this long: the back-off starts over */
+
+/* ---- notifier ------------------------------------------------------------------ */
+
+/*
+ * Wake-ups for the other replicas, sent after commit and outside every
+ * writing transaction: a notifying transaction takes Postgres's one
+ * database-wide notify lock at commit, so NOTIFY in the writers would
+ * serialise every commit behind it. A committed unit of work only notes
+ * what it owes (events written, job types made activatable); one thread
+ * sends what was noted in one short transaction of its own, at once when
+ * it has been idle, else at most once per NOTIFY_INTERVAL_MS, so a burst
+ * of commits costs one NOTIFY per channel and payload. A failed send
+ * (Postgres away) is retried after NOTIFY_RETRY_MS as a wake-everything
+ * hint. Notifications stay hints: the waiters' periodic recheck is the
+ * fallback, and in-process waiters are woken directly by the engine.
+ */
+
+static void
+notifier_add_type(pg_notifier *n, const char *type)
+{
+    for (size_t i = 0; i < n->n_types; i++)
+        if (strcmp(n->types[i], type) == 0)
+            return;
+    char *copy = n->n_types < NOTIFY_TYPES ? strdup(type) : NULL;
+    if (copy == NULL)
+        n->any_type = true;
+    else
+        n->types[n->n_types++] = copy;
+}
+
+/* Notes what a commit owes; cheap, never blocks on the database. */
+void
+wf_pg__notifier_note(pg_store *s, bool events, bool any_type, const char *const *types, size_t n_types)
+{
+    if (!events && !any_type && n_types == 0)
+        return;
+    pg_notifier *n = &s->notifier;
+    pthread_mutex_lock(&n->mu);
+    n->events |= events;
+    n->any_type |= any_type;
+    for (size_t i = 0; i < n_types; i++)
+        notifier_add_type(n, types[i]);
+    if (!n->pending) {
+        n->pending = true;
+        pthread_cond_signal(&n->cv);
+    }
+    pthread_mutex_unlock(&n->mu);
+}
+
+void
+wf_pg__notes_of_tx(pg_tx *tx)
+{
+    wf_pg__notifier_note((pg_store *)tx->base.st, tx->wrote_events, tx->any_type, tx->types, tx->n_types);
+}
+
+/* Remembers that tx made a job of type activatable. */
+void
+wf_pg__tx_note_type(pg_tx *tx, const char *type)
+{
+    if (type == NULL)
+        return;
+    for (size_t i = 0; i < tx->n_types; i++)
+        if (strcmp(tx->types[i], type) == 0)
+            return;
+    if (tx->n_types < NOTIFY_TYPES)
+        tx->types[tx->n_types++] = type;
+    else
+        tx->any_type = true;
+}
+
+/* One transaction of pg_notify calls: wf_events when events is set, then
+ * wf_jobs per type ("" for any). */
+static wf_code
+notifier_send(pg_store *s, bool events, bool any_type, char *const *types, size_t n_types,
+              wf_error *err)
+{
+    size_t k = 0, m = any_type ? 1 : n_types;
+    const char *chan[NOTIFY_TYPES + 1], *pay[NOTIFY_TYPES + 1];
+    if (events) {
+        chan[k] = "wf_events";
+        pay[k++] = "";
+    }
+    for (size_t i = 0; i < m; i++) {
+        chan[k] = "wf_jobs";
+        pay[k++] = any_type ? "" : types[i];
+    }
+    if (k == 0)
+        return WF_OK;
+    wf_arena *a = wf_arena_new();
+    if (a == NULL)
+        return wf_store__nomem(err);
+    wf_store_ctx ctx = {NULL, wf_mono_ms() + NOTIFY_SEND_MS, a};
+    params p = {.a = a};
+    wf_pg__p_text_array(&p, chan, k);
+    wf_pg__p_text_array(&p, pay, k);
+    wf_pg_conn *c = NULL;
+    wf_code rc = p.oom ? wf_store__nomem(err) : wf_pg__conn_get(s, &ctx, &c, err);
+    if (rc == WF_OK) {
+        /* Background work, not a call's: left out of the flight counts
+         * (wf_store_stats), as the listener's connection is. */
+        int64_t *flights = c->count_flights, *statements = c->count_statements;
+        c->count_flights = c->count_statements = NULL;
+        rc = wf_pg__run_cmd(c, S_NOTIFY, &p, ctx.deadline_ms, NULL, err);
+        c->count_flights = flights;
+        c->count_statements = statements;
+        wf_pg__conn_put(s, c);
+    }
+    wf_arena_free(a);
+    return rc;
+}
+
+static void *
+notifier_main(void *arg)
+{
+    pg_store *s = arg;
+    pg_notifier *n = &s->notifier;
+    pthread_mutex_lock(&n->mu);
+    for (;;) {
+        if (!n->pending && n->stop)
+            break;
+        if (!n->pending) {
+            pthread_cond_wait(&n->cv, &n->mu);
+            continue;
+        }
+        int64_t now = wf_mono_ms();
+        if (!n->stop && now < n->next_ms) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            int64_t ns = (int64_t)ts.tv_nsec + (n->next_ms - now) * 1000000;
+            ts.tv_sec += (time_t)(ns / 1000000000);
+            ts.tv_nsec = (long)(ns % 1000000000);
+            pthread_cond_timedwait(&n->cv, &n->mu, &ts);
+            continue;
+        }
+        bool events = n->events, any_type = n->any_type, stopping = n->stop;
+        char *types[NOTIFY_TYPES];
+        size_t n_types = n->n_types;
+        memcpy(types, n->types, n_types * sizeof types[0]);
+        n->pending = n->events = n->any_type = false;
+        n->n_types = 0;
+        pthread_mutex_unlock(&n->mu);
+
+        wf_error err;
+        wf_error_clear(&err);
+        wf_code rc = notifier_send(s, events, any_type, types, n_types, &err);
+        for (size_t i = 0; i < n_types; i++)
+            free(types[i]);
+        if (rc != WF_OK)
+            WF_LOG(WF_LOG_DEBUG, "db_notify_failed", "detail=%s", err.msg);
+
+        pthread_mutex_lock(&n->mu);
+        if (rc == WF_OK) {
+            n->sent++;
+        } else if (!stopping) {
+            /* Lost: ask every waiter elsewhere to look again. */
+            n->pending = n->events = n->any_type = true;
+        }
+        n->next_ms = wf_mono_ms() + (rc == WF_OK ? NOTIFY_INTERVAL_MS : NOTIFY_RETRY_MS);
+    }
+    pthread_mutex_unlock(&n->mu);
+    return NULL;
+}
+
+bool
+wf_pg__notifier_start(pg_store *s)
+{
+    pg_notifier *n = &s->notifier;
+    pthread_mutex_init(&n->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&n->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    n->started = pthread_create(&n->thread, NULL, notifier_main, s) == 0;
+    return n->started;
+}
+
+/* Sends what is still owed (once, within NOTIFY_SEND_MS), then joins. */
+void
+wf_pg__notifier_stop(pg_store *s)
+{
+    pg_notifier *n = &s->notifier;
+    if (!n->started)
+        return;
+    pthread_mutex_lock(&n->mu);
+    n->stop = true;
+    pthread_cond_signal(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+    pthread_join(n->thread, NULL);
+    for (size_t i = 0; i < n->n_types; i++)
+        free(n->types[i]);
+    pthread_cond_destroy(&n->cv);
+    pthread_mutex_destroy(&n->mu);
+    n->started = false;
+}
+
+/* ---- listener ---------------------------------------------------------------- */
+
+/*
+ * One thread, one connection outside the pool: LISTEN on both channels,
+ * poll() its socket with a short timeout (so a stop is noticed within
+ * LISTEN_POLL_MS), hand every notification to the callback. When the
+ * connection is lost it retries with back-off, logging once when the
+ * outage starts and once when it ends (failed attempts in between are
+ * quiet), and after reconnecting calls the callback once per channel with
+ * payload "" (what was sent meanwhile is lost). Only this thread touches
+ * conn after the start.
+ */
+struct pg_listener {
+    wf_pg_pool *pool; /* for connection parameters only; outlives the thread */
+    wf_store_listen_fn fn;
+    void *arg;
+    wf_pg_conn conn;  /* conn.pg NULL while disconnected */
+    atomic_bool stop; /* set by wf_pg__listener_stop */
+    pthread_t thread;
+};
+
+/* Connects and LISTENs; false (connection closed) on any failure. */
+static bool
+listener_open(pg_listener *l)
+{
+    l->conn = (wf_pg_conn){.quiet = true};
+    l->conn.pg = wf_pg_pool_connect(l->pool, 0, true, NULL);
+    if (l->conn.pg == NULL)
+        return false;
+    int64_t deadline = wf_mono_ms() + LISTEN_STMT_MS;
+    if (wf_pg__run_cmd(&l->conn, S_LISTEN_EVENTS, NULL, deadline, NULL, NULL) == WF_OK &&
+        wf_pg__run_cmd(&l->conn, S_LISTEN_JOBS, NULL, deadline, NULL, NULL) == WF_OK)
+        return true;
+    wf_pg_conn_clear(&l->conn);
+    PQfinish(l->conn.pg);
+    l->conn.pg = NULL;
+    return false;
+}
+
+static void
+listener_close(pg_listener *l, const char *why)
+{
+    WF_LOG(WF_LOG_WARN, "db_listener_lost", "detail=%s", why);
+    wf_pg_conn_clear(&l->conn);
+    PQfinish(l->conn.pg);
+    l->conn.pg = NULL;
+}
+
+static void
+sleep_ms(int64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Delivers what libpq has queued; false when the connection broke. */
+static bool
+listener_drain(pg_listener *l)
+{
+    PGnotify *nf;
+    while ((nf = PQnotifies(l->conn.pg)) != NULL) {
+        l->fn(l->arg, nf->relname, nf->extra != NULL ? nf->extra : "");
+        PQfreemem(nf);
+    }
+    return PQstatus(l->conn.pg) == CONNECTION_OK;
+}
+
+/* The next back-off step after ms. */
+static int64_t
+backoff_next(int64_t ms)
+{
+    return ms * 2 < LISTEN_BACKOFF_MAX_MS ? ms * 2 : LISTEN_BACKOFF_MAX_MS;
+}
+
+static void *
+listener_main(void *arg)
+{
+    pg_listener *l = arg;
+    /* Every retry waits (a server that accepts and then drops connections
+     * must not make this spin); the back-off only starts over once a
+     * connection has stayed up for LISTEN_HEALTHY_MS. */
+    int64_t backoff = LISTEN_BACKOFF_MIN_MS, retry_at = 0, up_since = wf_mono_ms();
+    while (!atomic_load(&l->stop)) {
+        int64_t now = wf_mono_ms();
+        if (l->conn.pg == NULL) {
+            if (now < retry_at) {
+                sleep_ms(retry_at - now < LISTEN_POLL_MS ? retry_at - now : LISTEN_POLL_MS);
+                continue;
+            }
+            if (!listener_open(l)) {
+                retry_at = wf_mono_ms() + backoff;
+                backoff = backoff_next(backoff);
+                continue;
+            }
+            up_since = wf_mono_ms();
+            WF_LOG(WF_LOG_INFO, "db_listener_restored", "channels=wf_events,wf_jobs");
+            l->fn(l->arg, "wf_events", "");
+            l->fn(l->arg, "wf_jobs", "");
+            continue;
+        }
+        if (now - up_since >= LISTEN_HEALTHY_MS)
+            backoff = LISTEN_BACKOFF_MIN_MS;
+        struct pollfd pfd = {PQsocket(l->conn.pg), POLLIN, 0};
+        int r = pfd.fd >= 0 ? poll(&pfd, 1, LISTEN_POLL_MS) : -1;
+        if (r < 0 && pfd.fd >= 0 && errno == EINTR)
+            continue;
+        if (r < 0 || (r > 0 && !PQconsumeInput(l->conn.pg)) || !listener_drain(l)) {
+            listener_close(l, PQerrorMessage(l->conn.pg));
+            retry_at = wf_mono_ms() + backoff;
+            backoff = backoff_next(backoff);
+        }
+    }
+    wf_pg_conn_clear(&l->conn);
+    if (l->conn.pg != NULL)
+        PQfinish(l->conn.pg);
+    return NULL;
+}
+
+void
+wf_pg__listener_stop(pg_listener *l)
+{
+    if (l == NULL)
+        return;
+    atomic_store(&l->stop, true);
+    pthread_join(l->thread, NULL);
+    free(l);
+}
+
+wf_code
+pg_set_listener(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err)
+{
+    pg_store *s = (pg_store *)st;
+    if (s->listener != NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "the store already has a listener");
+    pg_listener *l = calloc(1, sizeof *l);
+    if (l == NULL)
+        return wf_store__nomem(err);
+    l->pool = s->pool;
+    l->fn = fn;
+    l->arg = arg;
+    atomic_init(&l->stop, false);
+    /* Listen before returning, so that no commit after this call goes
+     * unheard; if Postgres is down the thread keeps trying. */
+    if (!listener_open(l))
+        WF_LOG(WF_LOG_WARN, "db_listener_lost", "detail=%s", "could not listen; retrying");
+    if (pthread_create(&l->thread, NULL, listener_main, l) != 0) {
+        wf_pg_conn_clear(&l->conn);
+        if (l->conn.pg != NULL)
+            PQfinish(l->conn.pg);
+        free(l);
+        return wf_error_set(err, WF_E_INTERNAL, "could not start the database listener");
+    }
+    s->listener = l;
+    return WF_OK;
+}
+

@@ -1,0 +1,470 @@
+/*
+ * pg_reads.c: the Postgres store's reads outside a unit of work,
+ * its cross-instance work (job activation, timer claims, sweeps) and the
+ * event reads with their sequencer.
+ */
+#include "pg_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wf_log.h"
+#include "wf_time.h"
+
+/* Sequencer: rows numbered per batch (one short transaction each), the
+ * longest wait for another session's batch, and how many batches a read
+ * runs before reading anyway (a backlog is caught up over several calls). */
+#define SEQ_BATCH 1000
+#define SEQ_WAIT_MS 1000
+#define SEQ_READ_ROUNDS 10
+#define SEQ_TICK_ROUNDS 1000
+
+/* ---- reads outside a unit of work -------------------------------------------- */
+
+/* Runs one row-returning statement on a borrowed connection. */
+wf_code
+wf_pg__query(pg_store *s, const wf_store_ctx *ctx, int id, const params *p, const wf_row_desc *d,
+      void *rows, size_t *n, wf_error *err)
+{
+    wf_pg_conn *c = NULL;
+    wf_code rc = wf_pg__conn_get(s, ctx, &c, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = wf_pg__run_rows(c, id, p, ctx->deadline_ms, d, ctx->arena, rows, n, err);
+    wf_pg__conn_put(s, c);
+    return rc;
+}
+
+/* A query for at most one row, copied into out. */
+static wf_code
+query_one(pg_store *s, const wf_store_ctx *ctx, int id, const params *p, const wf_row_desc *d,
+          void *out, bool *found, wf_error *err)
+{
+    void *rows;
+    size_t n;
+    wf_code rc = wf_pg__query(s, ctx, id, p, d, &rows, &n, err);
+    if (rc == WF_OK) {
+        *found = n > 0;
+        if (n > 0)
+            memcpy(out, rows, d->size);
+    }
+    return rc;
+}
+
+wf_code
+pg_get_definition(wf_store *st, const wf_store_ctx *ctx, const char *key, int32_t version,
+                  wf_definition_row *out, bool *found, wf_error *err)
+{
+    pg_store *s = (pg_store *)st;
+    int got = version > 0 ? wf_pg__defs_get(s, ctx, key, version, out) : 0;
+    if (got != 0) {
+        *found = got > 0;
+        return got > 0 ? WF_OK : wf_store__nomem(err);
+    }
+    wf_pg_conn *c = NULL;
+    wf_code rc = wf_pg__conn_get(s, ctx, &c, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = wf_pg__get_definition(c, ctx, key, version, out, found, err);
+    wf_pg__conn_put(s, c);
+    if (rc == WF_OK && *found)
+        wf_pg__defs_put(s, out); /* outside a transaction: committed */
+    return rc;
+}
+
+wf_code
+pg_get_instance(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_instance_row *out,
+                bool *found, wf_error *err)
+{
+    params p = wf_pg__p_tenant(ctx, id);
+    return query_one((pg_store *)st, ctx, S_GET_INSTANCE, &p, &wf_store__instance_desc, out, found,
+                     err);
+}
+
+wf_code
+pg_get_task(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_task_row *out, bool *found,
+            wf_error *err)
+{
+    params p = wf_pg__p_tenant(ctx, id);
+    return query_one((pg_store *)st, ctx, S_GET_TASK, &p, &wf_store__task_desc, out, found, err);
+}
+
+wf_code
+pg_get_job_by_key(wf_store *st, const wf_store_ctx *ctx, const char *key, wf_job_row *out,
+                  bool *found, wf_error *err)
+{
+    params p = wf_pg__p_tenant(ctx, key);
+    return query_one((pg_store *)st, ctx, S_GET_JOB_BY_KEY, &p, &wf_store__job_desc, out, found,
+                     err);
+}
+
+/* Appends the keyset cursor (number, text) or two NULLs. */
+static void
+p_cursor(params *p, bool has, int64_t num, const char *str)
+{
+    if (has) {
+        wf_pg__p_i64(p, num);
+        wf_pg__p_str(p, str);
+    } else {
+        wf_pg__p_str(p, NULL);
+        wf_pg__p_str(p, NULL);
+    }
+}
+
+/* Appends the keyset cursor, or on the first page one below every row
+ * (the smallest number, the empty id), so that the statement's cursor
+ * condition is always an index condition. */
+static void
+p_after(params *p, bool has, int64_t num, const char *str)
+{
+    p_cursor(p, true, has ? num : INT64_MIN, has ? str : "");
+}
+
+bool
+wf_pg__given(const char *s)
+{
+    return s != NULL && s[0] != '\0';
+}
+
+wf_code
+pg_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f, size_t limit,
+              bool has, int64_t c_num, const char *c_str, wf_task_row **rows, size_t *n,
+              wf_error *err)
+{
+    /* A user's inbox (the group is then ignored), a group's, or all. */
+    int id = f->user != NULL    ? S_LIST_TASKS_USER
+             : f->group != NULL ? S_LIST_TASKS_GROUP
+                                : S_LIST_TASKS_ALL;
+    params p = {.a = ctx->arena};
+    wf_pg__p_str(&p, ctx->tenant);
+    if (id == S_LIST_TASKS_USER) {
+        wf_pg__p_str(&p, f->user);
+        wf_pg__p_text_array(&p, f->groups, f->n_groups);
+    } else if (id == S_LIST_TASKS_GROUP) {
+        wf_pg__p_str(&p, f->group);
+    }
+    wf_pg__p_int_array(&p, (const int *)f->states, f->n_states);
+    p_after(&p, has, c_num, c_str);
+    wf_pg__p_i64(&p, (int64_t)limit);
+    return wf_pg__query((pg_store *)st, ctx, id, &p, &wf_store__task_desc, rows, n, err);
+}
+
+wf_code
+pg_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filter *f, size_t limit,
+                  bool has, int64_t c_num, const char *c_str, wf_instance_row **rows, size_t *n,
+                  wf_error *err)
+{
+    /* The index: the aggregate, else who started it, else the definition. */
+    int id = f->aggregate_type != NULL && f->aggregate_id != NULL ? S_LIST_INSTANCES_AGGREGATE
+             : f->started_by != NULL                              ? S_LIST_INSTANCES_STARTED_BY
+             : f->definition_key != NULL                          ? S_LIST_INSTANCES_DEFINITION
+                                                                  : S_LIST_INSTANCES_ALL;
+    params p = wf_pg__p_tenant(ctx, f->started_by);
+    wf_pg__p_str(&p, f->definition_key);
+    wf_pg__p_str(&p, f->aggregate_type);
+    wf_pg__p_str(&p, f->aggregate_id);
+    wf_pg__p_int_array(&p, (const int *)f->statuses, f->n_statuses);
+    wf_pg__p_bool(&p, f->roots_only);
+    wf_pg__p_i64(&p, f->begun);
+    p_after(&p, has, c_num, c_str);
+    wf_pg__p_i64(&p, (int64_t)limit);
+    return wf_pg__query((pg_store *)st, ctx, id, &p, &wf_store__instance_desc, rows, n, err);
+}
+
+wf_code
+pg_list_definitions(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has, int64_t c_num,
+                    const char *c_str, wf_definition_row **rows, size_t *n, wf_error *err)
+{
+    params p = {.a = ctx->arena};
+    wf_pg__p_str(&p, ctx->tenant);
+    p_cursor(&p, has, c_num, c_str);
+    wf_pg__p_i64(&p, (int64_t)limit);
+    return wf_pg__query((pg_store *)st, ctx, S_LIST_DEFINITIONS, &p, &wf_store__definition_desc, rows, n,
+                 err);
+}
+
+wf_code
+pg_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f, size_t limit,
+                bool has, int64_t c_num, const char *c_str, wf_signal_row **rows, size_t *n,
+                wf_error *err)
+{
+    /* The index: the dedupe key, else the instance, else the aggregate. */
+    int id = wf_pg__given(f->signal_id)                                    ? S_LIST_SIGNALS_ID
+             : f->instance_id != NULL                               ? S_LIST_SIGNALS_INSTANCE
+             : f->aggregate_type != NULL && f->aggregate_id != NULL ? S_LIST_SIGNALS_AGGREGATE
+                                                                    : S_LIST_SIGNALS_ALL;
+    params p = wf_pg__p_tenant(ctx, f->instance_id);
+    wf_pg__p_str(&p, f->aggregate_type);
+    wf_pg__p_str(&p, f->aggregate_id);
+    wf_pg__p_str(&p, f->signal_id);
+    wf_pg__p_bool(&p, f->buffered_only);
+    p_after(&p, has, c_num, c_str);
+    wf_pg__p_i64(&p, (int64_t)limit);
+    return wf_pg__query((pg_store *)st, ctx, id, &p, &wf_store__signal_desc, rows, n, err);
+}
+
+wf_code
+pg_list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *instance_id, unsigned states,
+                   size_t limit, bool has, int64_t c_num, const char *c_str,
+                   wf_work_item_row **rows, size_t *n, wf_error *err)
+{
+    params p = wf_pg__p_tenant(ctx, instance_id);
+    wf_pg__p_i64(&p, (int64_t)states);
+    p_after(&p, has, c_num, c_str);
+    wf_pg__p_i64(&p, (int64_t)limit);
+    return wf_pg__query((pg_store *)st, ctx, S_LIST_WORK_ITEMS, &p, &wf_store__work_item_desc, rows, n,
+                 err);
+}
+
+/* ---- cross-instance work ----------------------------------------------------- */
+
+/* The lease statement, which writes its JOB_ACTIVATED events itself, on
+ * c: in the transaction c has open (or owes), or alone (autocommit). */
+static wf_code
+activate_on(wf_pg_conn *c, const wf_store_ctx *ctx, const char *job_type, const char *worker,
+            size_t max, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
+            wf_error *err)
+{
+    params p = wf_pg__p_tenant(ctx, job_type);
+    wf_pg__p_i64(&p, now);
+    wf_pg__p_i64(&p, (int64_t)max);
+    wf_pg__p_str(&p, worker);
+    wf_pg__p_i64(&p, now + lease_ms * 1000);
+    return wf_pg__run_rows(c, S_ACTIVATE_JOBS, &p, ctx->deadline_ms, &wf_store__job_desc, ctx->arena,
+                    rows, n, err);
+}
+
+/* One statement, one flight: the leases and their events commit together. */
+wf_code
+pg_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, const char *worker,
+                 size_t max, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
+                 wf_error *err)
+{
+    pg_store *s = (pg_store *)st;
+    wf_pg_conn *c = NULL;
+    wf_code rc = wf_pg__conn_get(s, ctx, &c, err);
+    if (rc == WF_OK)
+        rc = activate_on(c, ctx, job_type, worker, max, lease_ms, now, rows, n, err);
+    wf_pg__conn_put(s, c);
+    if (rc == WF_OK)
+        wf_pg__notifier_note(s, *n > 0, false, NULL, 0);
+    return rc;
+}
+
+wf_code
+pg_tx_activate_jobs(wf_tx *t, const char *job_type, const char *worker, size_t max,
+                    int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n, wf_error *err)
+{
+    pg_tx *tx = (pg_tx *)t;
+    wf_code rc = activate_on(tx->c, &t->ctx, job_type, worker, max, lease_ms, now, rows, n, err);
+    /* The statement wrote the JOB_ACTIVATED events: the commit owes them. */
+    if (rc == WF_OK)
+        tx->wrote_events |= *n > 0;
+    return rc;
+}
+
+wf_code
+pg_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, const char *tenant, int64_t now,
+                    size_t limit, int64_t claim_ms, wf_timer_row **rows, size_t *n,
+                    wf_error *err)
+{
+    params p = {.a = ctx->arena};
+    wf_pg__p_i64(&p, now);
+    wf_pg__p_i64(&p, (int64_t)limit);
+    wf_pg__p_i64(&p, now + claim_ms * 1000);
+    if (tenant != NULL)
+        wf_pg__p_str(&p, tenant);
+    return wf_pg__query((pg_store *)st, ctx, tenant != NULL ? S_CLAIM_TIMERS_T : S_CLAIM_TIMERS, &p,
+                 &wf_store__timer_desc, rows, n, err);
+}
+
+wf_code
+pg_find_expired_leases(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
+                       wf_job_row **rows, size_t *n, wf_error *err)
+{
+    params p = {.a = ctx->arena};
+    wf_pg__p_i64(&p, now);
+    wf_pg__p_i64(&p, (int64_t)limit);
+    if (ctx->tenant != NULL)
+        wf_pg__p_str(&p, ctx->tenant);
+    return wf_pg__query((pg_store *)st, ctx, ctx->tenant != NULL ? S_EXPIRED_LEASES_T : S_EXPIRED_LEASES,
+                 &p, &wf_store__job_desc, rows, n, err);
+}
+
+/* Runs one of the scheduler's bounded UPDATE/DELETE statements ($1 time,
+ * $2 limit; the shape after id, id + 1, takes $3 tenant) and returns the
+ * rows it touched. */
+wf_code
+wf_pg__batch_cmd(pg_store *s, const wf_store_ctx *ctx, int id, int64_t at, size_t limit, size_t *n,
+          wf_error *err)
+{
+    params p = {.a = ctx->arena};
+    wf_pg__p_i64(&p, at);
+    wf_pg__p_i64(&p, (int64_t)limit);
+    if (ctx->tenant != NULL) {
+        wf_pg__p_str(&p, ctx->tenant);
+        id++;
+    }
+    wf_pg_conn *c = NULL;
+    wf_code rc = wf_pg__conn_get(s, ctx, &c, err);
+    if (rc != WF_OK)
+        return rc;
+    long affected = 0;
+    rc = wf_pg__run_cmd(c, id, &p, ctx->deadline_ms, &affected, err);
+    wf_pg__conn_put(s, c);
+    if (rc == WF_OK)
+        *n = affected > 0 ? (size_t)affected : 0;
+    return rc;
+}
+
+wf_code
+pg_expire_signals(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit, size_t *n,
+                  wf_error *err)
+{
+    return wf_pg__batch_cmd((pg_store *)st, ctx, S_EXPIRE_SIGNALS, now, limit, n, err);
+}
+
+wf_code
+pg_sweep(wf_store *st, const wf_store_ctx *ctx, wf_sweep_kind kind, int64_t before, size_t limit,
+         size_t *n, wf_error *err)
+{
+    int id = kind == WF_SWEEP_SIGNALS       ? S_SWEEP_SIGNALS
+             : kind == WF_SWEEP_IDEMPOTENCY ? S_SWEEP_IDEMPOTENCY
+                                            : S_SWEEP_EVENTS;
+    return wf_pg__batch_cmd((pg_store *)st, ctx, id, before, limit, n, err);
+}
+
+wf_code
+pg_find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const char *name,
+                      const char *instance_id, const char *agg_type, const char *agg_id,
+                      wf_subscription_row **rows, size_t *n, wf_error *err)
+{
+    params p = wf_pg__p_tenant(ctx, name);
+    if (instance_id != NULL) {
+        wf_pg__p_str(&p, instance_id);
+    } else {
+        wf_pg__p_str(&p, agg_type);
+        wf_pg__p_str(&p, agg_id);
+    }
+    return wf_pg__query((pg_store *)st, ctx,
+                 instance_id != NULL ? S_FIND_SUBS_INSTANCE : S_FIND_SUBS_AGGREGATE, &p,
+                 &wf_store__subscription_desc, rows, n, err);
+}
+
+/*
+ * Runs sequencer batches on c until nothing committed is left unnumbered,
+ * another session keeps the sequencer lock past the wait (then the caller
+ * reads what is numbered: never a gap, perhaps not the newest), or
+ * max_rounds batches ran (a backlog is caught up over several calls).
+ * Each batch is its own transaction, so what is done stays done.
+ */
+static wf_code
+sequence_pending(wf_pg_conn *c, const wf_store_ctx *ctx, int max_rounds, wf_error *err)
+{
+    for (int round = 0; round < max_rounds; round++) {
+        /* Leave half of what remains of the deadline for the read. */
+        int64_t wait = SEQ_WAIT_MS;
+        if (ctx->deadline_ms != 0) {
+            int64_t half = (ctx->deadline_ms - wf_mono_ms()) / 2;
+            wait = half < wait ? half : wait;
+            wait = wait < 1 ? 1 : wait;
+        }
+        params p = {.a = ctx->arena};
+        wf_pg__p_i64(&p, SEQ_BATCH);
+        wf_pg__p_i64(&p, wait);
+        PGresult *res;
+        wf_code rc = wf_pg__run(c, S_SEQUENCE, &p, ctx->deadline_ms, &res, err);
+        if (rc != WF_OK)
+            return rc;
+        long long done = PQntuples(res) == 1 ? atoll(PQgetvalue(res, 0, 0)) : 0;
+        PQclear(res);
+        if (done < 0)
+            WF_LOG(WF_LOG_DEBUG, "db_sequencer_busy", "wait_ms=%" PRId64, wait);
+        if (done < SEQ_BATCH)
+            break;
+    }
+    return WF_OK;
+}
+
+wf_code
+pg_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after, const wf_event_filter *f,
+               size_t limit, wf_event_row **rows, size_t *n, wf_error *err)
+{
+    pg_store *s = (pg_store *)st;
+    params p = {.a = ctx->arena};
+    wf_pg__p_str(&p, ctx->tenant);
+    wf_pg__p_i64(&p, after);
+    if (f->instance_id != NULL)
+        wf_pg__p_str(&p, f->instance_id);
+    wf_pg__p_str(&p, f->definition_key);
+    wf_pg__p_text_array(&p, f->types, f->n_types);
+    wf_pg__p_i64(&p, (int64_t)limit);
+    wf_pg_conn *c = NULL;
+    wf_code rc = wf_pg__conn_get(s, ctx, &c, err);
+    if (rc != WF_OK)
+        return rc;
+    /* Number what committed before this call, then read in a later
+     * snapshot: the read sees those numbers and every smaller one. */
+    rc = sequence_pending(c, ctx, SEQ_READ_ROUNDS, err);
+    if (rc == WF_OK)
+        rc = wf_pg__run_rows(c, f->instance_id != NULL ? S_READ_EVENTS_INSTANCE : S_READ_EVENTS_ALL, &p,
+                      ctx->deadline_ms, &wf_store__event_desc, ctx->arena, rows, n, err);
+    wf_pg__conn_put(s, c);
+    return rc;
+}
+
+wf_code
+pg_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max_types,
+                 wf_store_counts *out, wf_error *err)
+{
+    wf_pg_conn *c = NULL;
+    wf_code rc = wf_pg__conn_get((pg_store *)st, ctx, &c, err);
+    if (rc != WF_OK)
+        return rc;
+    params p = {.a = ctx->arena};
+    wf_pg__p_i64(&p, now);
+    wf_pg__p_i64(&p, (int64_t)max_types);
+    PGresult *res;
+    rc = wf_pg__run(c, S_COUNT_BACKLOG, &p, ctx->deadline_ms, &res, err);
+    int k = rc == WF_OK ? PQntuples(res) : 0;
+    if (rc == WF_OK) {
+        out->jobs = wf_arena_calloc(ctx->arena, (size_t)k + 1, sizeof *out->jobs);
+        if (out->jobs == NULL)
+            rc = wf_store__nomem(err);
+    }
+    for (int r = 0; rc == WF_OK && r < k; r++) {
+        long long n = atoll(PQgetvalue(res, r, 2));
+        switch (atoi(PQgetvalue(res, r, 0))) {
+        case 1:
+            out->jobs[out->n_jobs].job_type = wf_arena_strdup(ctx->arena, PQgetvalue(res, r, 1));
+            out->jobs[out->n_jobs++].count = n;
+            if (out->jobs[out->n_jobs - 1].job_type == NULL)
+                rc = wf_store__nomem(err);
+            break;
+        case 2:
+            out->tasks_open = n;
+            break;
+        default:
+            out->signals_buffered = n;
+        }
+    }
+    PQclear(res);
+    wf_pg__conn_put((pg_store *)st, c);
+    return rc;
+}
+
+wf_code
+pg_sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error *err)
+{
+    pg_store *s = (pg_store *)st;
+    wf_pg_conn *c = NULL;
+    wf_code rc = wf_pg__conn_get(s, ctx, &c, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = sequence_pending(c, ctx, SEQ_TICK_ROUNDS, err);
+    wf_pg__conn_put(s, c);
+    return rc;
+}
+

@@ -1,0 +1,646 @@
+/*
+ * pg_stmts.c: the Postgres store's statement table, every SQL text of the
+ * service (store_pg.c explains how statements are shaped and planned).
+ */
+#include "pg_int.h"
+
+/* Any 64-bit constant, the same in every replica: serialises migrations.
+ * (The sequencer's lock, in 0001_init.sql, is 7318240518.) */
+#define MIGRATION_LOCK "7318240517"
+
+/* Column lists, in the order of the row descriptors in store.c. */
+#define COLS_DEFINITIONS                                                                           \
+    "tenant_id, key, version, kind, name, content, content_hash, valid_from, "                     \
+    "valid_until, created_at, created_by"
+#define COLS_INSTANCES                                                                             \
+    "id, tenant_id, definition_key, definition_version, parent_id, root_id, status, "              \
+    "variables_json, aggregate_type, aggregate_id, started_by, title, last_error, "                \
+    "join_mode, join_quorum, on_all_completed, join_fired, created_at, updated_at, "               \
+    "ended_at, version"
+#define COLS_TASKS                                                                                 \
+    "id, tenant_id, instance_id, root_id, definition_key, transition_id, "                         \
+    "work_item_id, title, assignee_kind, assignee_id, assigned_by, status, "                       \
+    "claimed_by, completed_by, created_at, due_at, ended_at"
+#define COLS_TOKENS "id, tenant_id, root_id, instance_id, place_id, created_seq"
+#define COLS_WORK_ITEMS                                                                            \
+    "id, tenant_id, root_id, instance_id, transition_id, trigger, token_ids, state, "              \
+    "enabled_at, finished_at, deadline, assignee_kind, assignee_id, job_type, signal_name, "       \
+    "finished_by"
+#define COLS_JOBS                                                                                  \
+    "id, key, tenant_id, root_id, instance_id, work_item_id, transition_id, job_type, "            \
+    "state, worker, attempt, max_attempts, activatable_at, lease_expires_at, "                     \
+    "initial_backoff_ms, backoff_multiplier, max_backoff_ms, variables_json, "                     \
+    "idempotency_key, compensation, last_error, created_at"
+#define COLS_TIMERS                                                                                \
+    "id, tenant_id, root_id, instance_id, work_item_id, transition_id, due_at, "                   \
+    "created_at, claimed_until"
+#define COLS_SUBSCRIPTIONS                                                                         \
+    "id, tenant_id, root_id, instance_id, work_item_id, transition_id, signal_name, "              \
+    "aggregate_type, aggregate_id, created_at"
+#define COLS_SIGNALS                                                                               \
+    "id, tenant_id, signal_id, name, instance_id, aggregate_type, aggregate_id, "                  \
+    "payload_json, outcome, buffered, received_at, expires_at, consumed_at, "                      \
+    "consumed_by_instance, transition_id, discarded"
+#define COLS_EVENTS "sequence, tenant_id, root_id, instance_id, type, actor, data_json, time"
+#define COLS_IDEMPOTENCY "tenant_id, method, request_id, request_hash, response, created_at"
+_Static_assert(S_COUNT_ <= WF_PG_MAX_STMTS, "prepared-statement bits (pg_pool.h)");
+_Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
+                   S_SWEEP_SIGNALS_T == S_SWEEP_SIGNALS + 1 &&
+                   S_SWEEP_IDEMPOTENCY_T == S_SWEEP_IDEMPOTENCY + 1 &&
+                   S_SWEEP_EVENTS_T == S_SWEEP_EVENTS + 1,
+               "batch_cmd: the one-tenant shape follows the every-tenant one");
+
+/* Every statement of a unit of work names the root of the rows it
+ * touches (root_id, the distribution key of docs/scaling.md), so that on a
+ * sharded database it runs on one shard. AGG: one table of the aggregate
+ * of root $2, sent in one flight with lock_root. DEL: row $2 of root $3. */
+#define AGG(table, cols, order, lock)                                                              \
+    "SELECT " cols " FROM " table " WHERE tenant_id = $1 AND root_id = $2 ORDER BY " order lock
+#define DEL(table) "DELETE FROM " table " WHERE tenant_id = $1 AND root_id = $3 AND id = $2"
+
+/* Listings (keyset pages). OPT: the residual filter "param is NULL or
+ * column = param". ALL: the residual filters of a statement, as one CASE.
+ * The planner takes "$n IS NULL" for rare, so each such filter written on
+ * its own looks selective, their product tiny, and it would rather read
+ * the whole index range and sort it than scan in order up to the LIMIT;
+ * one CASE counts as one clause of selectivity 1/2. Subqueries in a
+ * filter are scalar (one index probe per row), never a hashed read of
+ * the whole table. The page's tail: the cursor (always bound), order and
+ * limit. */
+#define OPT(param, col) "(" param "::text IS NULL OR " col " = " param ")"
+#define ALL(conds) "CASE WHEN " conds " THEN true ELSE false END"
+#define TASKS_PAGE(states, c_num, c_str, limit)                                                    \
+    "AND " ALL("(" states "::smallint[] IS NULL OR status = ANY(" states                           \
+               "))") " AND (created_at, id) > (" c_num "::bigint, " c_str                          \
+                     "::text) ORDER BY created_at, id "                                            \
+                     "LIMIT " limit
+#define LIST_INSTANCES(key, opts)                                                                  \
+    "SELECT " COLS_INSTANCES " FROM instances i WHERE tenant_id = $1 " key " AND " ALL(            \
+        opts " AND ($6::smallint[] IS NULL OR status = ANY($6)) AND (NOT $7::boolean OR "          \
+             "parent_id IS NULL) AND ($8::int = 0 OR (status = 1 AND NOT coalesce((SELECT true "   \
+             "FROM instances c WHERE c.tenant_id = i.tenant_id AND c.parent_id = i.id LIMIT 1), "  \
+             "false) AND coalesce((SELECT d.kind = 1 FROM definitions d WHERE d.tenant_id = "      \
+             "i.tenant_id AND d.key = i.definition_key COLLATE \"C\" AND d.version = "             \
+             "i.definition_version), false)) = ($8 = 1))") " AND (created_at, id) > ($9::bigint, " \
+                                                           "$10::text) ORDER BY created_at, id "   \
+                                                           "LIMIT $11"
+/* list_work_items: $3 holds a bit per work item state (0 = any). */
+#define WORK_ITEMS_STATES ALL("($3::int = 0 OR ($3::int >> state) & 1 = 1)")
+#define SIGNALS_INSTANCE_OPT "($2::text IS NULL OR instance_id = $2 OR consumed_by_instance = $2)"
+#define SIGNALS_OPTS "(NOT $6::boolean OR buffered)"
+#define SIGNALS_AFTER "AND (received_at, id) > ($7::bigint, $8::text)"
+#define SIGNALS_REST                                                                               \
+    ALL(OPT("$3", "aggregate_type") " AND " OPT("$4", "aggregate_id") " AND " OPT(                 \
+        "$5", "signal_id") " AND " SIGNALS_OPTS)                                                   \
+    " " SIGNALS_AFTER " ORDER BY received_at, id LIMIT $9"
+/* consume_signal_*: the candidates (received_at, id), oldest first. */
+#define BUFFERED "tenant_id = $1 AND name = $2 AND buffered AND NOT discarded"
+#define CONSUME_SIGNAL(candidates)                                                                 \
+    "WITH c AS (SELECT s.tenant_id, s.id FROM (" candidates ") x JOIN signals s ON "               \
+    "s.tenant_id = $1 AND s.id = x.id WHERE s.buffered AND NOT s.discarded AND s.expires_at > "    \
+    "$6 ORDER BY x.received_at, x.id LIMIT 1 FOR UPDATE OF s SKIP LOCKED), u AS (UPDATE "          \
+    "signals s SET buffered = false, consumed_at = $6, consumed_by_instance = $7, "                \
+    "transition_id = $8 FROM c WHERE s.tenant_id = c.tenant_id AND s.id = c.id RETURNING s.*) "    \
+    "SELECT " COLS_SIGNALS " FROM u"
+#define EVENTS_REST(def_key, types, limit)                                                         \
+    "AND sequence IS NOT NULL AND sequence > $2 AND " ALL(                                         \
+        "(" def_key "::text IS NULL OR (SELECT i.definition_key FROM instances i WHERE "           \
+        "i.tenant_id = e.tenant_id AND i.id = e.instance_id) = " def_key ") AND (" types           \
+        "::text[] IS NULL OR type = ANY(" types "))") " ORDER BY sequence LIMIT " limit
+
+static const wf_pg_stmt stmts[S_COUNT_] = {
+    [S_BEGIN] = {"begin", "BEGIN", "the transaction"},
+    [S_COMMIT] = {"commit", "COMMIT", "the transaction"},
+    [S_ROLLBACK] = {"rollback", "ROLLBACK", "the transaction"},
+    [S_TIMEOUT_LOCAL] = {"timeout_local", "SELECT set_config('statement_timeout', $1, true)",
+                         "the transaction"},
+    [S_TIMEOUT_SESSION] = {"timeout_session", "SELECT set_config('statement_timeout', $1, false)",
+                           "the session"},
+    [S_PING] = {"ping", "SELECT 1", "the database"},
+
+    /* Root $2, locked (no row: $2 is no root); its aggregate is read after. */
+    [S_LOCK_ROOT] = {"lock_root",
+                     "SELECT id FROM instances WHERE tenant_id = $1 AND root_id = $2 AND id = $2 "
+                     "FOR UPDATE",
+                     "instance"},
+    /* The root of a child instance: a lookup by id, so every shard. */
+    [S_ROOT_OF] = {"root_of", "SELECT root_id FROM instances WHERE tenant_id = $1 AND id = $2",
+                   "instance"},
+    [S_AGG_INSTANCES] = {"agg_instances",
+                         AGG("instances", COLS_INSTANCES, "parent_id IS NOT NULL, created_at, id",
+                             ""),
+                         "instance"},
+    [S_AGG_TASKS] = {"agg_tasks", AGG("tasks", COLS_TASKS, "created_at, id", ""), "task"},
+    [S_AGG_TOKENS] = {"agg_tokens", AGG("tokens", COLS_TOKENS, "created_seq, id", ""), "token"},
+    /* Live items only (ENABLED, FIRED): ended ones are history
+     * (work_items_live, 0009). */
+    [S_AGG_WORK_ITEMS] = {"agg_work_items",
+                          "SELECT " COLS_WORK_ITEMS " FROM work_items WHERE tenant_id = $1 AND "
+                          "root_id = $2 AND state IN (1, 2) ORDER BY enabled_at, id",
+                          "work item"},
+    [S_AGG_JOBS] = {"agg_jobs", AGG("jobs", COLS_JOBS, "created_at, id", " FOR UPDATE OF jobs"),
+                    "job"},
+    [S_AGG_TIMERS] = {"agg_timers",
+                      AGG("timers", COLS_TIMERS, "due_at, id", " FOR UPDATE OF timers"), "timer"},
+    [S_AGG_SUBS] = {"agg_subscriptions",
+                    AGG("subscriptions", COLS_SUBSCRIPTIONS, "created_at, id", ""), "subscription"},
+
+    /* A new instance must not exist (version 0); an update must match the
+     * stored version. Both store version + 1. */
+    [S_INSERT_INSTANCE] =
+        {"insert_instance",
+         "INSERT INTO instances (id, tenant_id, definition_key, definition_version, "
+         "parent_id, root_id, status, variables_json, aggregate_type, aggregate_id, "
+         "started_by, title, last_error, join_mode, join_quorum, on_all_completed, "
+         "join_fired, created_at, updated_at, ended_at, version) VALUES ($1, $2, $3, $4, "
+         "$5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
+         "$21::bigint + 1)",
+         "instance"},
+    [S_UPDATE_INSTANCE] =
+        {"update_instance",
+         "UPDATE instances SET definition_key = $3, definition_version = $4, parent_id = "
+         "$5, status = $7, variables_json = $8, aggregate_type = $9, aggregate_id = $10, "
+         "started_by = $11, title = $12, last_error = $13, join_mode = $14, join_quorum = "
+         "$15, on_all_completed = $16, join_fired = $17, created_at = $18, updated_at = "
+         "$19, ended_at = $20, version = $21::bigint + 1 WHERE tenant_id = $2 AND root_id "
+         "= $6 AND id = $1 AND version = $21",
+         "instance"},
+    /* The same, failing when it updates no row (a stale version), for
+     * deferred writes whose row count nobody reads: 1 / 0 raises
+     * division_by_zero, which pg_errors.c maps to CONFLICT for this
+     * statement only. */
+    [S_UPDATE_INSTANCE_CHECKED] =
+        {"update_instance_checked",
+         "WITH u AS (UPDATE instances SET definition_key = $3, definition_version = $4, "
+         "parent_id = $5, status = $7, variables_json = $8, aggregate_type = $9, "
+         "aggregate_id = $10, started_by = $11, title = $12, last_error = $13, join_mode = "
+         "$14, join_quorum = $15, on_all_completed = $16, join_fired = $17, created_at = $18, "
+         "updated_at = $19, ended_at = $20, version = $21::bigint + 1 WHERE tenant_id = $2 "
+         "AND root_id = $6 AND id = $1 AND version = $21 RETURNING 1) "
+         "SELECT 1 / count(*) FROM u",
+         "instance"},
+    /* Keyed by (tenant_id, root_id, id), which an update leaves as it is:
+     * a distributed table refuses to rewrite its distribution column. */
+    [S_UPSERT_TASK] =
+        {"upsert_task",
+         "INSERT INTO tasks (id, tenant_id, instance_id, root_id, definition_key, "
+         "transition_id, work_item_id, title, assignee_kind, assignee_id, assigned_by, "
+         "status, claimed_by, completed_by, created_at, due_at, ended_at) VALUES ($1, $2, "
+         "$3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) ON CONFLICT "
+         "(tenant_id, root_id, id) DO UPDATE SET instance_id = EXCLUDED.instance_id, "
+         "definition_key = EXCLUDED.definition_key, transition_id = "
+         "EXCLUDED.transition_id, work_item_id = EXCLUDED.work_item_id, title = "
+         "EXCLUDED.title, assignee_kind = EXCLUDED.assignee_kind, assignee_id = "
+         "EXCLUDED.assignee_id, assigned_by = EXCLUDED.assigned_by, status = "
+         "EXCLUDED.status, claimed_by = EXCLUDED.claimed_by, completed_by = "
+         "EXCLUDED.completed_by, created_at = EXCLUDED.created_at, due_at = "
+         "EXCLUDED.due_at, ended_at = EXCLUDED.ended_at",
+         "task"},
+    [S_UPSERT_TOKEN] =
+        {"upsert_token",
+         "INSERT INTO tokens (id, tenant_id, root_id, instance_id, place_id, created_seq) "
+         "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, root_id, id) DO UPDATE "
+         "SET instance_id = EXCLUDED.instance_id, place_id = EXCLUDED.place_id, "
+         "created_seq = EXCLUDED.created_seq",
+         "token"},
+    [S_UPSERT_WORK_ITEM] =
+        {"upsert_work_item",
+         "INSERT INTO work_items (id, tenant_id, root_id, instance_id, transition_id, "
+         "trigger, token_ids, state, enabled_at, finished_at, deadline, assignee_kind, "
+         "assignee_id, job_type, signal_name, finished_by) VALUES ($1, $2, $3, $4, $5, "
+         "$6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT (tenant_id, root_id, "
+         "id) DO UPDATE SET instance_id = EXCLUDED.instance_id, transition_id = "
+         "EXCLUDED.transition_id, trigger = EXCLUDED.trigger, token_ids = EXCLUDED.token_ids, "
+         "state = EXCLUDED.state, enabled_at = EXCLUDED.enabled_at, finished_at = "
+         "EXCLUDED.finished_at, deadline = EXCLUDED.deadline, assignee_kind = "
+         "EXCLUDED.assignee_kind, assignee_id = EXCLUDED.assignee_id, job_type = "
+         "EXCLUDED.job_type, signal_name = EXCLUDED.signal_name, finished_by = "
+         "EXCLUDED.finished_by",
+         "work item"},
+    /* Returns whether the job became activatable: it is ACTIVATABLE and
+     * did not exist, or had another state, activatable_at or type (o sees
+     * the row as it was before this statement). Such commits notify
+     * wf_jobs (the notifier). */
+    [S_UPSERT_JOB] =
+        {"upsert_job",
+         "WITH o AS (SELECT state, activatable_at, job_type FROM jobs WHERE tenant_id = $3 AND "
+         "root_id = $4 AND id = $1), "
+         "u AS (INSERT INTO jobs (id, key, tenant_id, root_id, instance_id, work_item_id, "
+         "transition_id, job_type, state, worker, attempt, max_attempts, activatable_at, "
+         "lease_expires_at, initial_backoff_ms, backoff_multiplier, max_backoff_ms, "
+         "variables_json, idempotency_key, compensation, last_error, created_at) VALUES "
+         "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, "
+         "$18, $19, $20, $21, $22) ON CONFLICT (tenant_id, root_id, id) DO UPDATE SET key "
+         "= EXCLUDED.key, instance_id = EXCLUDED.instance_id, work_item_id = "
+         "EXCLUDED.work_item_id, transition_id = EXCLUDED.transition_id, job_type = "
+         "EXCLUDED.job_type, state = EXCLUDED.state, worker = EXCLUDED.worker, attempt = "
+         "EXCLUDED.attempt, max_attempts = EXCLUDED.max_attempts, activatable_at = "
+         "EXCLUDED.activatable_at, lease_expires_at = EXCLUDED.lease_expires_at, "
+         "initial_backoff_ms = EXCLUDED.initial_backoff_ms, backoff_multiplier = "
+         "EXCLUDED.backoff_multiplier, max_backoff_ms = EXCLUDED.max_backoff_ms, "
+         "variables_json = EXCLUDED.variables_json, idempotency_key = "
+         "EXCLUDED.idempotency_key, compensation = EXCLUDED.compensation, last_error = "
+         "EXCLUDED.last_error, created_at = EXCLUDED.created_at "
+         "RETURNING state, activatable_at, job_type) "
+         "SELECT u.state = 1 AND NOT EXISTS (SELECT 1 FROM o WHERE o.state = u.state AND "
+         "o.activatable_at = u.activatable_at AND o.job_type IS NOT DISTINCT FROM u.job_type) "
+         "FROM u",
+         "job"},
+    [S_UPSERT_TIMER] =
+        {"upsert_timer",
+         "INSERT INTO timers (id, tenant_id, root_id, instance_id, work_item_id, "
+         "transition_id, due_at, created_at, claimed_until) VALUES ($1, $2, $3, $4, $5, "
+         "$6, $7, $8, $9) ON CONFLICT (tenant_id, root_id, id) DO UPDATE SET instance_id = "
+         "EXCLUDED.instance_id, work_item_id = EXCLUDED.work_item_id, transition_id = "
+         "EXCLUDED.transition_id, due_at = EXCLUDED.due_at, created_at = "
+         "EXCLUDED.created_at, claimed_until = EXCLUDED.claimed_until",
+         "timer"},
+    [S_UPSERT_SUB] =
+        {"upsert_subscription",
+         "INSERT INTO subscriptions (id, tenant_id, root_id, instance_id, work_item_id, "
+         "transition_id, signal_name, aggregate_type, aggregate_id, created_at) VALUES "
+         "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (tenant_id, root_id, id) "
+         "DO UPDATE SET instance_id = EXCLUDED.instance_id, work_item_id = "
+         "EXCLUDED.work_item_id, transition_id = EXCLUDED.transition_id, signal_name = "
+         "EXCLUDED.signal_name, aggregate_type = EXCLUDED.aggregate_type, aggregate_id = "
+         "EXCLUDED.aggregate_id, created_at = EXCLUDED.created_at",
+         "subscription"},
+    [S_UPSERT_SIGNAL] =
+        {"upsert_signal",
+         "INSERT INTO signals (id, tenant_id, signal_id, name, instance_id, "
+         "aggregate_type, aggregate_id, payload_json, outcome, buffered, received_at, "
+         "expires_at, consumed_at, consumed_by_instance, transition_id, discarded) VALUES "
+         "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON "
+         "CONFLICT (tenant_id, id) DO UPDATE SET signal_id = EXCLUDED.signal_id, name = "
+         "EXCLUDED.name, instance_id = EXCLUDED.instance_id, aggregate_type = "
+         "EXCLUDED.aggregate_type, aggregate_id = EXCLUDED.aggregate_id, payload_json = "
+         "EXCLUDED.payload_json, outcome = EXCLUDED.outcome, buffered = EXCLUDED.buffered, "
+         "received_at = EXCLUDED.received_at, expires_at = EXCLUDED.expires_at, "
+         "consumed_at = EXCLUDED.consumed_at, consumed_by_instance = "
+         "EXCLUDED.consumed_by_instance, transition_id = EXCLUDED.transition_id, discarded "
+         "= EXCLUDED.discarded",
+         "signal"},
+    [S_INSERT_EVENT] = {"insert_event",
+                        "INSERT INTO events (tenant_id, root_id, instance_id, type, actor, "
+                        "data_json, time) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                        "event"},
+    /* $3: the root the unit of work locked (wf_tx.root). */
+    [S_DEL_TOKEN] = {"del_token", DEL("tokens"), "token"},
+    [S_DEL_JOB] = {"del_job", DEL("jobs"), "job"},
+    [S_DEL_TIMER] = {"del_timer", DEL("timers"), "timer"},
+    [S_DEL_SUB] = {"del_subscription", DEL("subscriptions"), "subscription"},
+
+    [S_IDEM_GET] = {"idem_get",
+                    "SELECT " COLS_IDEMPOTENCY " FROM idempotency WHERE tenant_id = $1 AND "
+                    "method = $2 AND request_id = $3",
+                    "request record"},
+    [S_IDEM_PUT] = {"idem_put",
+                    "INSERT INTO idempotency (" COLS_IDEMPOTENCY ") VALUES ($1, $2, $3, $4, $5, "
+                    "$6)",
+                    "request record"},
+    [S_IDEM_AMEND] = {"idem_amend",
+                      "INSERT INTO idempotency (" COLS_IDEMPOTENCY ") VALUES ($1, $2, $3, $4, $5, "
+                      "$6) ON CONFLICT (tenant_id, method, request_id) DO UPDATE SET response = "
+                      "EXCLUDED.response WHERE idempotency.request_hash = EXCLUDED.request_hash",
+                      "request record"},
+    /* The next version of a key; a concurrent put of the same key fails
+     * on the primary key (CONFLICT). */
+    [S_PUT_DEFINITION] = {"put_definition",
+                          "INSERT INTO definitions (" COLS_DEFINITIONS ") SELECT $1::text, "
+                          "$2::text, coalesce(max(version), 0) + 1, $3::smallint, $4::text, "
+                          "$5::bytea, $6::text, $7::bigint, $8::bigint, $9::bigint, $10::text "
+                          "FROM definitions WHERE tenant_id = $1 AND key = $2 "
+                          "HAVING bool_and(kind = $3::smallint) IS NOT FALSE RETURNING version",
+                          "definition"},
+    [S_GET_DEFINITION] = {"get_definition",
+                          "SELECT " COLS_DEFINITIONS " FROM definitions WHERE tenant_id = $1 "
+                          "AND key = $2 AND ($3::int = 0 OR version = $3) "
+                          "ORDER BY version DESC LIMIT 1",
+                          "definition"},
+    /* The oldest buffered signal sent to the instance ($3), to the
+     * aggregate ($4, $5), or to either (two index-ordered runs of
+     * signals_buffer_*, 0006, merged); the row is locked and rechecked in
+     * the buffer. */
+    [S_CONSUME_SIGNAL] = {"consume_signal",
+                          CONSUME_SIGNAL("(SELECT received_at, id FROM signals WHERE " BUFFERED
+                                         " AND instance_id = $3) UNION ALL (SELECT "
+                                         "received_at, id FROM signals WHERE " BUFFERED " AND "
+                                         "aggregate_type = $4 AND aggregate_id = $5 AND "
+                                         "(instance_id = $3) IS NOT TRUE)"),
+                          "signal"},
+    [S_CONSUME_SIGNAL_INSTANCE] = {"consume_signal_instance",
+                                   CONSUME_SIGNAL(
+                                       "SELECT received_at, id FROM signals WHERE " BUFFERED
+                                       " AND instance_id = $3 AND "
+                                       "$4::text IS NULL AND $5::text IS NULL"),
+                                   "signal"},
+    [S_CONSUME_SIGNAL_AGGREGATE] = {"consume_signal_aggregate",
+                                    CONSUME_SIGNAL(
+                                        "SELECT received_at, id FROM signals WHERE " BUFFERED
+                                        " AND aggregate_type = $4 AND "
+                                        "aggregate_id = $5 AND $3::text IS NULL"),
+                                    "signal"},
+    /* One lock per aggregate, whatever the signal's name: a unit of work
+     * enabling waits for two names of one aggregate takes it once (it is
+     * re-entrant), so two such units cannot deadlock by taking two keys in
+     * opposite orders. Unit separators keep the key unambiguous (names
+     * are printable). */
+    [S_LOCK_CORRELATION] = {"lock_correlation",
+                            "SELECT pg_advisory_xact_lock(hashtextextended($1::text || chr(31) "
+                            "|| $2::text || chr(31) || $3::text, 0))",
+                            "signal"},
+    [S_SUB_AWAITED] = {"sub_awaited",
+                       "SELECT EXISTS (SELECT 1 FROM subscriptions s JOIN instances i ON "
+                       "i.tenant_id = s.tenant_id AND i.root_id = s.root_id AND i.id = "
+                       "s.instance_id WHERE s.tenant_id = $1 AND s.signal_name = $2 AND "
+                       "s.aggregate_type = $3 AND s.aggregate_id = $4 AND i.status = 1)",
+                       "subscription"},
+    /* A root of the aggregate that has not ended (1 RUNNING, 4 FAILED, 5
+     * COMPENSATING), through instances_aggregate. */
+    [S_AGGREGATE_LIVE] = {"aggregate_live",
+                          "SELECT EXISTS (SELECT 1 FROM instances WHERE tenant_id = $1 AND "
+                          "aggregate_type = $2 AND aggregate_id = $3 AND parent_id IS NULL AND "
+                          "status IN (1, 4, 5))",
+                          "instance"},
+
+    [S_GET_INSTANCE] = {"get_instance",
+                        "SELECT " COLS_INSTANCES " FROM instances WHERE tenant_id = $1 AND "
+                        "id = $2",
+                        "instance"},
+    [S_GET_TASK] = {"get_task", "SELECT " COLS_TASKS " FROM tasks WHERE tenant_id = $1 AND id = $2",
+                    "task"},
+    [S_GET_JOB_BY_KEY] = {"get_job_by_key",
+                          "SELECT " COLS_JOBS " FROM jobs WHERE tenant_id = $1 AND key = $2",
+                          "job"},
+
+    /* Listings: one statement per shape, picked in C by the filter that
+     * picks the index (migrations/0006_plans.sql); the other filters stay
+     * "($n IS NULL OR ...)" on the rows that index returns, in order. The
+     * cursor is always bound (the first page starts below every row), so
+     * it is part of the index condition. */
+    /* $2 user, $3 user's groups, $4 states, ($5, $6) cursor, $7 limit:
+     * given to the user, open in one of the groups, or claimed by the user
+     * (and not already in the first two), each branch in index order. */
+    [S_LIST_TASKS_USER] =
+        {"list_tasks_user",
+         "SELECT " COLS_TASKS " FROM ((SELECT " COLS_TASKS " FROM tasks WHERE tenant_id = $1 "
+         "AND assignee_kind = 1 AND assignee_id = $2 " TASKS_PAGE(
+             "$4", "$5", "$6",
+             "$7") ") UNION ALL (SELECT t.* FROM (SELECT DISTINCT unnest($3::text[]) AS gid) g "
+                   "CROSS JOIN LATERAL (SELECT " COLS_TASKS " FROM tasks WHERE tenant_id = $1 "
+                   "AND assignee_kind = 2 AND assignee_id = g.gid AND status = 1 AND "
+                   "($4::smallint[] IS NULL "
+                   "OR 1 = ANY($4)) AND (created_at, id) > ($5::bigint, $6::text) "
+                   "ORDER BY created_at, id LIMIT $7) t) UNION ALL (SELECT " COLS_TASKS
+                   " FROM tasks "
+                   "WHERE tenant_id = $1 AND claimed_by = $2 AND (assignee_kind = 1 AND "
+                   "assignee_id = $2) "
+                   "IS NOT TRUE AND (assignee_kind = 2 AND status = 1 AND assignee_id = "
+                   "ANY($3::text[])) "
+                   "IS NOT TRUE " TASKS_PAGE("$4", "$5", "$6",
+                                             "$7") ")) x ORDER BY created_at, id LIMIT $7",
+         "task"},
+    /* $2 group, $3 states, ($4, $5) cursor, $6 limit. */
+    [S_LIST_TASKS_GROUP] = {"list_tasks_group",
+                            "SELECT " COLS_TASKS " FROM tasks WHERE tenant_id = $1 AND "
+                            "assignee_kind = 2 AND assignee_id = $2 " TASKS_PAGE("$3", "$4", "$5",
+                                                                                 "$6"),
+                            "task"},
+    /* $2 states, ($3, $4) cursor, $5 limit. */
+    [S_LIST_TASKS_ALL] = {"list_tasks_all",
+                          "SELECT " COLS_TASKS
+                          " FROM tasks WHERE tenant_id = $1 " TASKS_PAGE("$2", "$3", "$4", "$5"),
+                          "task"},
+    /* Every shape binds the same parameters: $2 started_by, $3
+     * definition_key, ($4, $5) aggregate, $6 statuses, $7 roots only, $8
+     * begun (wf_begun_filter), ($9, $10) cursor, $11 limit. */
+    [S_LIST_INSTANCES_AGGREGATE] = {"list_instances_aggregate",
+                                    LIST_INSTANCES("AND aggregate_type = $4 AND aggregate_id = $5",
+                                                   OPT("$2", "started_by") " AND " OPT(
+                                                       "$3", "definition_key")),
+                                    "instance"},
+    [S_LIST_INSTANCES_STARTED_BY] =
+        {"list_instances_started_by",
+         LIST_INSTANCES("AND started_by = $2",
+                        OPT("$3", "definition_key") " AND " OPT("$4", "aggregate_type") " AND " OPT(
+                            "$5", "aggregate_id")),
+         "instance"},
+    [S_LIST_INSTANCES_DEFINITION] =
+        {"list_instances_definition",
+         LIST_INSTANCES("AND definition_key = $3",
+                        OPT("$2", "started_by") " AND " OPT("$4", "aggregate_type") " AND " OPT(
+                            "$5", "aggregate_id")),
+         "instance"},
+    [S_LIST_INSTANCES_ALL] =
+        {"list_instances_all",
+         LIST_INSTANCES("", OPT("$2", "started_by") " AND " OPT("$3", "definition_key") " AND " OPT(
+                                "$4", "aggregate_type") " AND " OPT("$5", "aggregate_id")),
+         "instance"},
+    [S_LIST_DEFINITIONS] = {"list_definitions",
+                            "SELECT " COLS_DEFINITIONS " FROM definitions WHERE tenant_id = $1 "
+                            "AND ($2::int IS NULL OR (key, version) > ($3::text, $2)) "
+                            "ORDER BY key, version LIMIT $4",
+                            "definition"},
+    /* Every shape binds the same parameters: $2 instance, ($3, $4)
+     * aggregate, $5 signal id, $6 buffered only, ($7, $8) cursor, $9
+     * limit. By signal id: the one row that is not a DUPLICATE
+     * (signals_dedupe, 0008), the first delivery. By instance:
+     * sent to it, or consumed by it and sent elsewhere. */
+    /* ListWorkItems: one instance's items in (enabled_at, id) order
+     * (work_items_instance, 0009), by state. By instance alone: with the root named too, the planner would rather
+     * sort the root's rows from the primary key. */
+    [S_LIST_WORK_ITEMS] = {"list_work_items",
+                           "SELECT " COLS_WORK_ITEMS " FROM work_items WHERE tenant_id = $1 AND "
+                           "instance_id = $2 AND " WORK_ITEMS_STATES
+                           " AND (enabled_at, id) > ($4::bigint, $5::text) "
+                           "ORDER BY enabled_at, id LIMIT $6",
+                           "work item"},
+    [S_LIST_SIGNALS_ID] = {"list_signals_id",
+                           "SELECT " COLS_SIGNALS " FROM signals WHERE tenant_id = $1 AND "
+                           "signal_id = $5 AND signal_id <> '' AND outcome <> 3 AND " ALL(
+                               SIGNALS_INSTANCE_OPT " AND " OPT("$3", "aggregate_type") " AND " OPT(
+                                   "$4", "aggregate_id") " AND " SIGNALS_OPTS) " " SIGNALS_AFTER
+                                                                               " LIMIT $9",
+                           "signal"},
+    [S_LIST_SIGNALS_INSTANCE] =
+        {"list_signals_instance",
+         "SELECT " COLS_SIGNALS " FROM ((SELECT " COLS_SIGNALS " FROM signals WHERE tenant_id = $1 "
+         "AND instance_id = $2 AND " SIGNALS_REST ") UNION ALL (SELECT " COLS_SIGNALS " FROM "
+         "signals WHERE tenant_id = $1 AND consumed_by_instance = $2 AND instance_id IS DISTINCT "
+         "FROM $2 AND " SIGNALS_REST ")) x ORDER BY received_at, id LIMIT $9",
+         "signal"},
+    [S_LIST_SIGNALS_AGGREGATE] =
+        {"list_signals_aggregate",
+         "SELECT " COLS_SIGNALS " FROM signals WHERE tenant_id = $1 AND "
+         "aggregate_type = $3 AND aggregate_id = $4 AND " ALL(SIGNALS_INSTANCE_OPT " AND " OPT(
+             "$5", "signal_id") " AND " SIGNALS_OPTS) " " SIGNALS_AFTER
+                                                      " ORDER BY received_at, id LIMIT $9",
+         "signal"},
+    [S_LIST_SIGNALS_ALL] =
+        {"list_signals_all",
+         "SELECT " COLS_SIGNALS " FROM signals WHERE tenant_id = $1 AND " ALL(
+             SIGNALS_INSTANCE_OPT
+             " AND " OPT("$3", "aggregate_type") " AND " OPT("$4", "aggregate_id") " AND " OPT(
+                 "$5", "signal_id") " AND " SIGNALS_OPTS) " " SIGNALS_AFTER
+                                                          " ORDER BY received_at, id LIMIT $9",
+         "signal"},
+
+    /* Lease: activatable now, or leased with the lease run out (no
+     * attempt is spent: attempt belongs to the engine). */
+    [S_ACTIVATE_JOBS] = {"activate_jobs",
+                         "WITH c AS (SELECT tenant_id, root_id, id FROM jobs WHERE tenant_id = $1 AND "
+                         "job_type = $2 AND state = 1 AND activatable_at <= $3 "
+                         "ORDER BY activatable_at, id LIMIT $4 FOR UPDATE SKIP LOCKED), "
+                         "u AS (UPDATE jobs j SET state = 2, key = j.instance_id || '.' || "
+                         "gen_random_uuid()::text, "
+                         "worker = $5, lease_expires_at = $6 FROM c WHERE "
+                         "j.tenant_id = c.tenant_id AND j.root_id = c.root_id AND j.id = c.id "
+                         "RETURNING j.*), "
+                         /* One JOB_ACTIVATED event per lease, in the same
+                          * statement (data as wf_store__job_activated_data). */
+                         "e AS (INSERT INTO events (tenant_id, root_id, instance_id, type, actor, "
+                         "data_json, time) SELECT tenant_id, root_id, instance_id, "
+                         "'JOB_ACTIVATED', NULL, '{\"jobId\":\"' || id || '\",\"jobKey\":' || "
+                         "to_json(key)::text || ',\"worker\":' || to_json(worker)::text || "
+                         "',\"attempt\":' || attempt || '}', $3 FROM u ORDER BY activatable_at, id) "
+                         "SELECT " COLS_JOBS " FROM u ORDER BY activatable_at, id",
+                         "job"},
+    /* The scheduler's statements come in two shapes: every tenant (the
+     * background thread, one per replica), and one tenant (the last
+     * parameter; RunSchedulerPass), each served by an index on its filter
+     * and order (migrations/0007_wake.sql). $1 now, $2 limit. Each
+     * touches one bounded batch in one short statement, skipping rows
+     * that a unit of work holds. */
+/* The claimed rows are updated through their ctid, locked by the same
+ * statement: a join back on the key would be planned as a hash join over
+ * every timer, since a generic plan takes LIMIT $2 for a tenth of the
+ * due rows. */
+#define CLAIM_TIMERS(tenant)                                                                       \
+    "WITH u AS (UPDATE timers SET claimed_until = $3 WHERE ctid = ANY(ARRAY(SELECT ctid FROM "   \
+    "timers WHERE " tenant "due_at <= $1 AND claimed_until <= $1 ORDER BY due_at, id LIMIT $2 "  \
+    "FOR UPDATE SKIP LOCKED)) RETURNING *) "                                                       \
+    "SELECT " COLS_TIMERS " FROM u ORDER BY due_at, id"
+    [S_CLAIM_TIMERS] = {"claim_timers", CLAIM_TIMERS(""), "timer"},
+    [S_CLAIM_TIMERS_T] = {"claim_timers_tenant", CLAIM_TIMERS("tenant_id = $4 AND "), "timer"},
+#define EXPIRED_LEASES(tenant)                                                                     \
+    "SELECT " COLS_JOBS " FROM jobs WHERE " tenant "state = 2 AND lease_expires_at <= $1 "         \
+    "ORDER BY lease_expires_at, id LIMIT $2 FOR UPDATE SKIP LOCKED"
+    [S_EXPIRED_LEASES] = {"expired_leases", EXPIRED_LEASES(""), "job"},
+    [S_EXPIRED_LEASES_T] = {"expired_leases_tenant", EXPIRED_LEASES("tenant_id = $3 AND "),
+                            "job"},
+    /* Buffered rows are always outcome 2 (BUFFERED) or 5 (STARTED) with
+     * consumed_at 0: saying so lets the partial indexes signals_expiry /
+     * signals_tenant_expiry serve. */
+#define EXPIRE_SIGNALS(tenant)                                                                     \
+    "WITH c AS (SELECT tenant_id, id FROM signals WHERE " tenant                                   \
+    "outcome IN (2, 5) AND consumed_at = 0 AND buffered AND NOT discarded AND expires_at <= $1 "         \
+    "ORDER BY expires_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) "                                    \
+    "UPDATE signals s SET buffered = false, discarded = true FROM c "                              \
+    "WHERE s.tenant_id = c.tenant_id AND s.id = c.id"
+    [S_EXPIRE_SIGNALS] = {"expire_signals", EXPIRE_SIGNALS(""), "signal"},
+    [S_EXPIRE_SIGNALS_T] = {"expire_signals_tenant", EXPIRE_SIGNALS("tenant_id = $3 AND "),
+                            "signal"},
+#define SWEEP_SIGNALS(tenant)                                                                      \
+    "WITH c AS (SELECT tenant_id, id FROM signals WHERE " tenant                                   \
+    "outcome IN (2, 5) AND consumed_at = 0 AND NOT buffered AND expires_at > 0 AND "          \
+    "expires_at <= $1 "    \
+    "LIMIT $2 FOR UPDATE SKIP LOCKED) "                                                            \
+    "DELETE FROM signals s USING c WHERE s.tenant_id = c.tenant_id AND s.id = c.id"
+    [S_SWEEP_SIGNALS] = {"sweep_signals", SWEEP_SIGNALS(""), "signal"},
+    [S_SWEEP_SIGNALS_T] = {"sweep_signals_tenant", SWEEP_SIGNALS("tenant_id = $3 AND "), "signal"},
+/* Through the ctids the same statement locked, as claim_timers. */
+#define SWEEP_IDEMPOTENCY(tenant)                                                                  \
+    "DELETE FROM idempotency WHERE ctid = ANY(ARRAY(SELECT ctid FROM idempotency WHERE " tenant   \
+    "created_at <= $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
+    [S_SWEEP_IDEMPOTENCY] = {"sweep_idempotency", SWEEP_IDEMPOTENCY(""), "request record"},
+    [S_SWEEP_IDEMPOTENCY_T] = {"sweep_idempotency_tenant",
+                               SWEEP_IDEMPOTENCY("tenant_id = $3 AND "), "request record"},
+    /* Ended for good: COMPLETED (2), CANCELLED (3), COMPENSATED (6). */
+    /* Up to $2 roots not yet swept (r), up to $2 of their events (c);
+     * when c holds fewer than $2, it holds every event of r, and r is
+     * marked swept in the same statement (migrations/0005). The events of
+     * a root that ended that long ago are all numbered. */
+#define SWEEP_EVENTS(tenant)                                                                       \
+    "WITH r AS (SELECT tenant_id, id FROM instances WHERE " tenant "parent_id IS NULL AND "        \
+    "ended_at > 0 AND NOT events_swept AND ended_at <= $1 AND status IN (2, 3, 6) ORDER BY "      \
+    "ended_at LIMIT $2 FOR UPDATE SKIP LOCKED), "                                                  \
+    "c AS (SELECT e.id FROM r JOIN events e ON e.tenant_id = r.tenant_id AND "                     \
+    "e.root_id = r.id WHERE e.sequence IS NOT NULL LIMIT $2 FOR UPDATE OF e SKIP LOCKED), "        \
+    "m AS (UPDATE instances i SET events_swept = true FROM r WHERE "                               \
+    "i.tenant_id = r.tenant_id AND i.root_id = r.id AND i.id = r.id AND "                          \
+    "(SELECT count(*) FROM c) < $2) "                                                              \
+    "DELETE FROM events d USING c WHERE d.id = c.id"
+    [S_SWEEP_EVENTS] = {"sweep_events", SWEEP_EVENTS(""), "event"},
+    [S_SWEEP_EVENTS_T] = {"sweep_events_tenant", SWEEP_EVENTS("tenant_id = $3 AND "), "event"},
+    /* Waits for a signal sent to one instance, or to one aggregate. */
+    [S_FIND_SUBS_INSTANCE] = {"find_subscriptions_instance",
+                              "SELECT " COLS_SUBSCRIPTIONS " FROM subscriptions WHERE tenant_id = "
+                              "$1 AND instance_id = $3 AND signal_name = $2 "
+                              "ORDER BY created_at, id",
+                              "subscription"},
+    [S_FIND_SUBS_AGGREGATE] = {"find_subscriptions_aggregate",
+                               "SELECT " COLS_SUBSCRIPTIONS " FROM subscriptions WHERE tenant_id "
+                               "= $1 AND signal_name = $2 AND aggregate_type = $3 AND "
+                               "aggregate_id = $4 ORDER BY created_at, id",
+                               "subscription"},
+    /* $2 after, $3 instance, $4 definition key, $5 types, $6 limit. The
+     * instance's events are those of its tree when it is a root, else
+     * those it wrote itself within its root's: both by events_root. */
+    [S_READ_EVENTS_INSTANCE] = {"read_events_instance",
+                                "SELECT " COLS_EVENTS " FROM ((SELECT " COLS_EVENTS
+                                " FROM events e WHERE tenant_id = $1 "
+                                "AND root_id = $3 " EVENTS_REST(
+                                    "$4", "$5",
+                                    "$6") ") UNION ALL (SELECT " COLS_EVENTS
+                                          " FROM events e WHERE tenant_id = $1 AND root_id = "
+                                          "(SELECT i.root_id FROM instances i "
+                                          "WHERE i.tenant_id = $1 AND i.id = $3) AND root_id <> $3 "
+                                          "AND instance_id = $3 " EVENTS_REST(
+                                              "$4", "$5", "$6") ")) x ORDER BY sequence LIMIT $6",
+                                "event"},
+    /* $2 after, $3 definition key, $4 types, $5 limit. */
+    [S_READ_EVENTS_ALL] = {"read_events_all",
+                           "SELECT " COLS_EVENTS
+                           " FROM events e WHERE tenant_id = $1 " EVENTS_REST("$3", "$4", "$5"),
+                           "event"},
+    /* One batch of the sequencer, in its own (implicit) transaction:
+     * ($1 batch, $2 wait ms) -> rows numbered, -1 when busy elsewhere. */
+    [S_SEQUENCE] = {"sequence_events", "SELECT wf_sequence_events($1, $2)", "event"},
+    /* Every tenant: (1, type, n) per activatable job type, then (2, NULL,
+     * open tasks) and (3, NULL, buffered signals), over the partial
+     * indexes of 0003_gauges.sql. The two kinds of activatable job (ready,
+     * a lease run out) are counted apart, each over its own index, rather
+     * than by one OR that no index serves. */
+    [S_COUNT_BACKLOG] = {"count_backlog",
+                         "(SELECT 1, job_type, sum(n)::bigint FROM (SELECT job_type, count(*) n "
+                         "FROM jobs WHERE state = 1 AND activatable_at <= $1 GROUP BY job_type "
+                         "UNION ALL SELECT job_type, count(*) FROM jobs WHERE state = 2 AND "
+                         "lease_expires_at <= $1 GROUP BY job_type) k "
+                         "GROUP BY job_type ORDER BY job_type LIMIT $2) "
+                         "UNION ALL SELECT 2, NULL, count(*) FROM tasks WHERE status IN (1, 2) "
+                         "UNION ALL SELECT 3, NULL, count(*) FROM signals WHERE buffered "
+                         "AND NOT discarded AND expires_at > $1",
+                         "backlog"},
+    /* Utility statements go through the extended protocol too. */
+    [S_LISTEN_EVENTS] = {"listen_events", "LISTEN wf_events", "the database"},
+    [S_LISTEN_JOBS] = {"listen_jobs", "LISTEN wf_jobs", "the database"},
+    /* The notifier's coalesced wake-ups: ($1 channels, $2 payloads). */
+    [S_NOTIFY] = {"notify",
+                  "SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS n(c, p)",
+                  "the database"},
+
+    [S_MIG_LOCK] = {"mig_lock", "SELECT pg_advisory_lock(" MIGRATION_LOCK ")", "the schema"},
+    [S_MIG_UNLOCK] = {"mig_unlock", "SELECT pg_advisory_unlock(" MIGRATION_LOCK ")", "the schema"},
+    [S_MIG_TABLE] = {"mig_table",
+                     "CREATE TABLE IF NOT EXISTS schema_migrations (version int PRIMARY KEY, "
+                     "applied_at timestamptz NOT NULL DEFAULT now())",
+                     "the schema"},
+    [S_MIG_HAS] = {"mig_has", "SELECT 1 FROM schema_migrations WHERE version = $1", "the schema"},
+    [S_MIG_RECORD] = {"mig_record", "INSERT INTO schema_migrations (version) VALUES ($1)",
+                      "the schema"},
+};
+
+/* The table, for the plan guard (tests/store/test_store_plans.c). */
+const wf_pg_stmt *const wf_pg_statements = stmts;
+const int wf_pg_n_statements = S_COUNT_;
+
