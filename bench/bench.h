@@ -123,7 +123,7 @@ typedef struct run {
     hist op_hist;
     hist op_svc_hist;
     hist m_hist[M_COUNT];
-    long rss_kb[4096]; /* RSS samples (timed_rss), one per second */
+    long rss_kb[4096];      /* RSS samples (timed_rss), one per second */
     uint64_t units_s[4096]; /* units done at each RSS sample (timed_rss) */
     int nrss;
     char last_err[200];

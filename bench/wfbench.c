@@ -33,10 +33,9 @@
 #include "grpc/health/v1/health.pb-c.h"
 
 const char *const bench_method_name[M_COUNT] = {
-    "Health/Check", "DeployDefinition", "StartInstance", "GetInstance",
-    "AssignTo",     "GetTask",          "ListTasks",     "ClaimTask",
-    "CompleteTask", "ActivateJobs",     "CompleteJob",   "SendSignal",
-    "CompleteJobs",
+    "Health/Check", "DeployDefinition", "StartInstance", "GetInstance",  "AssignTo",
+    "GetTask",      "ListTasks",        "ClaimTask",     "CompleteTask", "ActivateJobs",
+    "CompleteJob",  "SendSignal",       "CompleteJobs",
 };
 
 static const char *const method_path[M_COUNT] = {
@@ -726,9 +725,8 @@ main(int argc, char **argv)
     if (nchannels == 0)
         nchannels = b.nthreads;
     if (b.target == NULL || b.nthreads < 1 || b.nthreads > 256 || nchannels < 1 ||
-        nchannels > b.nthreads || b.duration_s <= 0 ||
-        b.duration_s > 3600 || b.soak_s < 0 || b.soak_s > 7200 || b.inbox_rows < 1 ||
-        b.timers < 1 || b.parked < 1 || b.backlog < 1) {
+        nchannels > b.nthreads || b.duration_s <= 0 || b.duration_s > 3600 || b.soak_s < 0 ||
+        b.soak_s > 7200 || b.inbox_rows < 1 || b.timers < 1 || b.parked < 1 || b.backlog < 1) {
         usage(stderr);
         return 2;
     }
@@ -738,10 +736,10 @@ main(int argc, char **argv)
         b.pool_s = b.duration_s;
     char **names = argv + optind;
     int nnames = argc - optind;
-    static const char *const known[] = {"all",    "health", "read",    "start",  "referral",
-                                        "flow",   "steps2", "jobs",    "jobs32", "signal",
-                                        "timers", "inbox",  "backlog", "rss",    "bytes",
-                                        "jobs-stream", "jobs-stream1"};
+    static const char *const known[] = {
+        "all",     "health", "read",   "start",       "referral",    "flow",
+        "steps2",  "jobs",   "jobs32", "signal",      "timers",      "inbox",
+        "backlog", "rss",    "bytes",  "jobs-stream", "jobs-stream1"};
     for (int i = 0; i < nnames; i++) {
         int ok = 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
@@ -839,8 +837,8 @@ main(int argc, char **argv)
     progress("baseline: Health/Check, %.0f s", b.duration_s);
     run_workload(&b, &wl_health, 0, b.duration_s, 0, &h_before, NULL);
 
-    const workload *rpc_wls[] = {&wl_read,   &wl_start,       &wl_referral,    &wl_flow,
-                                 &wl_steps2, &wl_jobs,        &wl_jobs32,      &wl_signal,
+    const workload *rpc_wls[] = {&wl_read,        &wl_start,       &wl_referral, &wl_flow,
+                                 &wl_steps2,      &wl_jobs,        &wl_jobs32,   &wl_signal,
                                  &wl_jobs_stream, &wl_jobs_stream1};
     int health_row = nrows;
     ROW("health", "calls/s", K_BASE_HEALTH, 0, "baseline H", &wl_health, 1);

@@ -811,9 +811,9 @@ op_jobs_stream(worker *w)
     return rc;
 }
 
-const workload wl_jobs_stream = {"jobs-stream", "job", setup_jobs_stream, op_jobs_stream,
+const workload wl_jobs_stream = {"jobs-stream",       "job", setup_jobs_stream, op_jobs_stream,
                                  cleanup_jobs_stream, 1};
-const workload wl_jobs_stream1 = {"jobs-stream1", "job", setup_jobs_stream1, op_jobs_stream,
+const workload wl_jobs_stream1 = {"jobs-stream1",      "job", setup_jobs_stream1, op_jobs_stream,
                                   cleanup_jobs_stream, 1};
 
 /* ---- signal: SendSignal by aggregate to instances waiting on MSG ------ */

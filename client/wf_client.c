@@ -29,10 +29,23 @@ struct wf_client {
 };
 
 static const char *const code_names[] = {
-    "OK",        "CANCELLED",         "UNKNOWN",     "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-    "NOT_FOUND", "ALREADY_EXISTS",    "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE",
-    "DATA_LOSS", "UNAUTHENTICATED",
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
 };
 
 const char *
@@ -135,8 +148,8 @@ decode_details(const grpc_metadata_array *trailers, wf_client_status *st)
         if (grpc_slice_str_cmp(trailers->metadata[i].key, "grpc-status-details-bin") != 0)
             continue;
         const grpc_slice *v = &trailers->metadata[i].value;
-        Google__Rpc__Status *s = google__rpc__status__unpack(NULL, GRPC_SLICE_LENGTH(*v),
-                                                             GRPC_SLICE_START_PTR(*v));
+        Google__Rpc__Status *s =
+            google__rpc__status__unpack(NULL, GRPC_SLICE_LENGTH(*v), GRPC_SLICE_START_PTR(*v));
         if (s == NULL)
             return;
         for (size_t d = 0; d < s->n_details; d++) {
@@ -409,10 +422,10 @@ wf_client_stream_next_wait(wf_client_stream *s, const ProtobufCMessageDescriptor
             s->recv_pending = 1;
     }
     if (s->recv_pending) {
-        gpr_timespec until =
-            wait_ms < 0 ? gpr_inf_future(GPR_CLOCK_REALTIME)
-                        : gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                       gpr_time_from_millis(wait_ms, GPR_TIMESPAN));
+        gpr_timespec until = wait_ms < 0
+                                 ? gpr_inf_future(GPR_CLOCK_REALTIME)
+                                 : gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                                gpr_time_from_millis(wait_ms, GPR_TIMESPAN));
         grpc_event ev = grpc_completion_queue_pluck(s->cq, &s->recv, until, NULL);
         if (ev.type == GRPC_QUEUE_TIMEOUT)
             return -1; /* still waiting: the receive stays posted */
@@ -446,8 +459,8 @@ wf_client_stream *
 wf_client_stream_jobs(wf_client *c, const struct Workflow__V1__StreamActivatedJobsRequest *req,
                       const wf_client_call_opts *opts)
 {
-    return wf_client_stream_open(c, "/workflow.v1.WorkflowService/StreamActivatedJobs",
-                                 &req->base, opts);
+    return wf_client_stream_open(c, "/workflow.v1.WorkflowService/StreamActivatedJobs", &req->base,
+                                 opts);
 }
 
 int
@@ -456,8 +469,8 @@ wf_client_next_job(wf_client_stream *s, int wait_ms, struct Workflow__V1__Job **
 {
     ProtobufCMessage *m = NULL;
     *job = NULL;
-    int r = wf_client_stream_next_wait(
-        s, &workflow__v1__stream_activated_jobs_response__descriptor, &m, wait_ms, st);
+    int r = wf_client_stream_next_wait(s, &workflow__v1__stream_activated_jobs_response__descriptor,
+                                       &m, wait_ms, st);
     if (r != 1)
         return r;
     Workflow__V1__StreamActivatedJobsResponse *resp = (void *)m;
@@ -493,8 +506,7 @@ wf_client_stream_close(wf_client_stream *s)
     if (s->call != NULL) {
         grpc_call_cancel(s->call, NULL);
         if (s->recv_pending) {
-            grpc_completion_queue_pluck(s->cq, &s->recv, gpr_inf_future(GPR_CLOCK_REALTIME),
-                                        NULL);
+            grpc_completion_queue_pluck(s->cq, &s->recv, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
             if (s->recv != NULL)
                 grpc_byte_buffer_destroy(s->recv);
         }

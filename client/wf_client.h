@@ -17,19 +17,19 @@
 typedef struct wf_client wf_client;
 
 typedef struct wf_client_options {
-    const char *target;       /* "127.0.0.1:50051", "dns:///svc:50051", "unix:/path" */
-    const char *api_key;      /* sent as x-api-key; NULL = none */
-    const char *tenant;       /* x-tenant-id; NULL = server default */
-    const char *actor;        /* x-actor-id; NULL = none */
-    const char *actor_groups; /* x-actor-groups; NULL = none */
-    int timeout_ms;           /* per-call deadline; 0 = 10 s */
-    int use_tls;              /* 1: TLS (no mesh) */
+    const char *target;          /* "127.0.0.1:50051", "dns:///svc:50051", "unix:/path" */
+    const char *api_key;         /* sent as x-api-key; NULL = none */
+    const char *tenant;          /* x-tenant-id; NULL = server default */
+    const char *actor;           /* x-actor-id; NULL = none */
+    const char *actor_groups;    /* x-actor-groups; NULL = none */
+    int timeout_ms;              /* per-call deadline; 0 = 10 s */
+    int use_tls;                 /* 1: TLS (no mesh) */
     const char *tls_roots_pem;   /* with use_tls: trusted roots (PEM text); NULL = system roots */
     const char *tls_server_name; /* with use_tls: name the certificate must carry, when it
                                     differs from the target's host (127.0.0.1 probes) */
-    int wait_for_ready;       /* 1: a call made while the channel cannot connect waits for it
-                                 (until its deadline) instead of failing UNAVAILABLE at once;
-                                 for workers and load, which outlive a connection failure */
+    int wait_for_ready;          /* 1: a call made while the channel cannot connect waits for it
+                                    (until its deadline) instead of failing UNAVAILABLE at once;
+                                    for workers and load, which outlive a connection failure */
 } wf_client_options;
 
 /* Extra metadata for one call (tests use it to send odd headers). */
@@ -53,11 +53,11 @@ typedef struct wf_client_status {
 
 /* Per-call settings; NULL means the client's defaults. */
 typedef struct wf_client_call_opts {
-    int timeout_ms;            /* overrides the client's timeout when > 0; < 0 = already expired */
-    int no_identity;           /* 1: send none of key/tenant/actor headers */
-    const wf_client_md *md;    /* extra metadata */
+    int timeout_ms;         /* overrides the client's timeout when > 0; < 0 = already expired */
+    int no_identity;        /* 1: send none of key/tenant/actor headers */
+    const wf_client_md *md; /* extra metadata */
     size_t nmd;
-    int no_deadline;           /* 1: no deadline at all (long-lived streams); wins over timeout_ms */
+    int no_deadline; /* 1: no deadline at all (long-lived streams); wins over timeout_ms */
 } wf_client_call_opts;
 
 /* Creates a client; copies every string of opts. NULL when out of memory. */
@@ -82,8 +82,7 @@ int wf_client_call_raw(wf_client *c, const char *path, const void *body, size_t 
 typedef struct wf_client_stream wf_client_stream;
 
 /* Opens a server-streaming call. NULL when the call could not start. */
-wf_client_stream *wf_client_stream_open(wf_client *c, const char *path,
-                                        const ProtobufCMessage *req,
+wf_client_stream *wf_client_stream_open(wf_client *c, const char *path, const ProtobufCMessage *req,
                                         const wf_client_call_opts *opts);
 
 /* Receives the next message: 1 with *msg set (free with

@@ -128,11 +128,16 @@ main(int argc, char **argv)
     if (timeout != NULL && parse_timeout(timeout, &o.timeout_ms) != 0)
         return wfctl_usage_error("WFCTL_TIMEOUT: \"%s\" is not a number of milliseconds", timeout);
     static const struct option longopts[] = {
-        {"addr", required_argument, NULL, 'a'},   {"key", required_argument, NULL, 'k'},
-        {"tenant", required_argument, NULL, 't'}, {"actor", required_argument, NULL, 'u'},
-        {"groups", required_argument, NULL, 'g'}, {"timeout", required_argument, NULL, 'T'},
-        {"tls", no_argument, NULL, 'S'},          {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+        {"addr", required_argument, NULL, 'a'},
+        {"key", required_argument, NULL, 'k'},
+        {"tenant", required_argument, NULL, 't'},
+        {"actor", required_argument, NULL, 'u'},
+        {"groups", required_argument, NULL, 'g'},
+        {"timeout", required_argument, NULL, 'T'},
+        {"tls", no_argument, NULL, 'S'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     int opt;

@@ -384,18 +384,18 @@ static const struct command commands[] = {
      .method = "StreamActivatedJobs (ActivateJobs with --once), CompleteJob, FailJob",
      .req = DESC(activate_jobs_request),
      .resp = DESC(activate_jobs_response),
-     .args =
-         (const struct arg[]){
-             POS("job_type", "TYPE", "job type"),
-             OPT(ARG_STR, "worker", "worker", "NAME", "worker name (default: wfctl-HOST-PID)"),
-             OPT(ARG_INT, "max", "max_jobs", "N",
-                 "jobs held at once: the stream's credit (default 1)"),
-             OPT(ARG_DURATION, "lease", "lease", "SECONDS",
-                 "lease per job (default: the transition's, 5m)"),
-             OPT(ARG_DURATION, "wait", "wait", "SECONDS",
-                 "with --once: long-poll for jobs this long (default 30)"),
-             OPT(ARG_LOCAL, "once", "once", NULL,
-                 "one ActivateJobs call (up to --max jobs), process it, exit"), END},
+     .args = (const struct arg[]){POS("job_type", "TYPE", "job type"),
+                                  OPT(ARG_STR, "worker", "worker", "NAME",
+                                      "worker name (default: wfctl-HOST-PID)"),
+                                  OPT(ARG_INT, "max", "max_jobs", "N",
+                                      "jobs held at once: the stream's credit (default 1)"),
+                                  OPT(ARG_DURATION, "lease", "lease", "SECONDS",
+                                      "lease per job (default: the transition's, 5m)"),
+                                  OPT(ARG_DURATION, "wait", "wait", "SECONDS",
+                                      "with --once: long-poll for jobs this long (default 30)"),
+                                  OPT(ARG_LOCAL, "once", "once", NULL,
+                                      "one ActivateJobs call (up to --max jobs), process it, exit"),
+                                  END},
      .run = run_jobs,
      .takes_rest = 1,
      .details =
@@ -785,9 +785,9 @@ prepare_deploy(struct wfctl_args *a)
     json_t *k = json_object_get(d, "kind");
     const char *kind = json_string_value(k);
     int is_steps = (kind != NULL && (strcasecmp(kind, "STEPS") == 0 ||
-                                      strcasecmp(kind, "DEFINITION_KIND_STEPS") == 0)) ||
-                    (json_is_integer(k) &&
-                     json_integer_value(k) == WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_STEPS);
+                                     strcasecmp(kind, "DEFINITION_KIND_STEPS") == 0)) ||
+                   (json_is_integer(k) &&
+                    json_integer_value(k) == WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_STEPS);
     if (is_steps && json_array_size(json_object_get(d, "steps")) > 0)
         for (size_t i = 0; i < sizeof compiled / sizeof compiled[0]; i++)
             json_object_del(d, compiled[i]);

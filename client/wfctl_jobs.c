@@ -484,7 +484,8 @@ transient(int code)
 static int
 stream_loop(const Workflow__V1__ActivateJobsRequest *areq, char **argv)
 {
-    Workflow__V1__StreamActivatedJobsRequest req = WORKFLOW__V1__STREAM_ACTIVATED_JOBS_REQUEST__INIT;
+    Workflow__V1__StreamActivatedJobsRequest req =
+        WORKFLOW__V1__STREAM_ACTIVATED_JOBS_REQUEST__INIT;
     req.job_type = areq->job_type;
     req.worker = areq->worker;
     req.lease = areq->lease;

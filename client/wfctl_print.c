@@ -342,8 +342,8 @@ definition_block(const Workflow__V1__Definition *d)
             size_t n = 0;
             for (size_t r = 0; r < st->n_next && n < sizeof b; r++)
                 n += (size_t)snprintf(b + n, sizeof b - n, "%s%s%s%s", r ? "; " : "",
-                                      st->next[r]->guard[0] ? st->next[r]->guard : "always",
-                                      " -> ", st->next[r]->step);
+                                      st->next[r]->guard[0] ? st->next[r]->guard : "always", " -> ",
+                                      st->next[r]->step);
             const char *kind = st->job            ? fmt("job %s", st->job->job_type)
                                : st->user         ? "user"
                                : st->await_signal ? fmt("await %s", st->await_signal->signal_name)

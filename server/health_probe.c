@@ -83,8 +83,7 @@ wf_health_probe(int argc, char **argv)
 
     const char *addr = getenv("WF_ADDR");
     char target[512];
-    probe_target(addr != NULL && addr[0] != '\0' ? addr : "0.0.0.0:50051", target,
-                 sizeof target);
+    probe_target(addr != NULL && addr[0] != '\0' ? addr : "0.0.0.0:50051", target, sizeof target);
 
     wf_rpc_probe o = {.target = target, .timeout_ms = PROBE_TIMEOUT_MS};
     char *roots = NULL;

@@ -77,10 +77,9 @@ render_scheduler(wf_scheduler *s, FILE *out)
             "# TYPE workflow_scheduler_step_errors_total counter\n"
             "workflow_scheduler_step_errors_total %llu\n",
             (double)st.last_lateness_ms / 1000.0, (double)st.max_lateness_ms / 1000.0,
-            (unsigned long long)st.fired, (unsigned long long)st.fire_errors,
-            st.store_down ? 1 : 0, (unsigned long long)st.leases_expired,
-            (unsigned long long)st.signals_expired, (unsigned long long)st.rows_removed,
-            (unsigned long long)st.step_errors);
+            (unsigned long long)st.fired, (unsigned long long)st.fire_errors, st.store_down ? 1 : 0,
+            (unsigned long long)st.leases_expired, (unsigned long long)st.signals_expired,
+            (unsigned long long)st.rows_removed, (unsigned long long)st.step_errors);
 }
 
 static void

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ALIGN ((size_t)_Alignof(max_align_t))
+#define ALIGN ((size_t) _Alignof(max_align_t))
 #define FIRST_CHUNK ((size_t)8 * 1024)
 #define MAX_CHUNK ((size_t)1024 * 1024)
 
@@ -23,9 +23,9 @@ struct chunk {
 };
 
 struct wf_arena {
-    struct chunk *head;   /* current chunk, newest first */
-    size_t next_size;     /* size of the next regular chunk */
-    size_t total;         /* bytes handed out */
+    struct chunk *head; /* current chunk, newest first */
+    size_t next_size;   /* size of the next regular chunk */
+    size_t total;       /* bytes handed out */
 };
 
 wf_arena *

@@ -237,7 +237,8 @@ wf_config_load(char *const *env, wf_error *err)
 
     const char *v = env_str(env, "WF_ENV");
     if (v != NULL && strcmp(v, "development") != 0 && strcmp(v, "production") != 0) {
-        wf_error_set(err, WF_E_INVALID_ARGUMENT, "WF_ENV must be \"production\" or \"development\"");
+        wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                     "WF_ENV must be \"production\" or \"development\"");
         goto fail;
     }
     cfg->development = v != NULL && strcmp(v, "development") == 0;

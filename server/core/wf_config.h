@@ -28,30 +28,30 @@ typedef struct wf_config_group {
 } wf_config_group;
 
 typedef struct wf_config {
-    char *addr;               /* WF_ADDR, default 0.0.0.0:50051 */
-    char *database_url;       /* DATABASE_URL; NULL selects the memory store */
-    int db_pool_size;         /* WF_DB_POOL_SIZE, default = threads */
-    int threads;              /* WF_THREADS, default = number of CPUs */
-    wf_api_key *api_keys;     /* WF_API_KEYS */
+    char *addr;           /* WF_ADDR, default 0.0.0.0:50051 */
+    char *database_url;   /* DATABASE_URL; NULL selects the memory store */
+    int db_pool_size;     /* WF_DB_POOL_SIZE, default = threads */
+    int threads;          /* WF_THREADS, default = number of CPUs */
+    wf_api_key *api_keys; /* WF_API_KEYS */
     size_t napi_keys;
-    bool development;         /* WF_ENV=development */
-    char **users;             /* WF_USERS (static directory) */
+    bool development; /* WF_ENV=development */
+    char **users;     /* WF_USERS (static directory) */
     size_t nusers;
-    wf_config_group *groups;  /* WF_GROUP_<id> */
+    wf_config_group *groups; /* WF_GROUP_<id> */
     size_t ngroups;
-    bool trust_actor_groups;  /* WF_TRUST_ACTOR_GROUPS=true */
+    bool trust_actor_groups;      /* WF_TRUST_ACTOR_GROUPS=true */
     bool auto_create_definitions; /* WF_AUTO_CREATE_DEFINITIONS, default true */
-    char *metrics_addr;       /* WF_METRICS_ADDR; NULL = no metrics endpoint */
-    int log_level;            /* WF_LOG_LEVEL (wf_log_level) */
-    int max_message_bytes;    /* WF_MAX_MESSAGE_BYTES, default 4 MiB */
-    int drain_seconds;        /* WF_DRAIN_SECONDS, default 5 (0 in development) */
-    int grace_seconds;        /* WF_GRACE_SECONDS: in-flight calls after drain, default 10 */
-    char *tls_cert;           /* WF_TLS_CERT (path) */
-    char *tls_key;            /* WF_TLS_KEY (path) */
-    bool expr_inline;         /* WF_EXPR_ISOLATION=inline (default process) */
-    int expr_timeout_ms;      /* WF_EXPR_TIMEOUT_MS, default 1000 */
-    int expr_memory_mb;       /* WF_EXPR_MEMORY_MB, default 256 */
-    int expr_workers;         /* WF_EXPR_WORKERS, default threads + 2 */
+    char *metrics_addr;           /* WF_METRICS_ADDR; NULL = no metrics endpoint */
+    int log_level;                /* WF_LOG_LEVEL (wf_log_level) */
+    int max_message_bytes;        /* WF_MAX_MESSAGE_BYTES, default 4 MiB */
+    int drain_seconds;            /* WF_DRAIN_SECONDS, default 5 (0 in development) */
+    int grace_seconds;            /* WF_GRACE_SECONDS: in-flight calls after drain, default 10 */
+    char *tls_cert;               /* WF_TLS_CERT (path) */
+    char *tls_key;                /* WF_TLS_KEY (path) */
+    bool expr_inline;             /* WF_EXPR_ISOLATION=inline (default process) */
+    int expr_timeout_ms;          /* WF_EXPR_TIMEOUT_MS, default 1000 */
+    int expr_memory_mb;           /* WF_EXPR_MEMORY_MB, default 256 */
+    int expr_workers;             /* WF_EXPR_WORKERS, default threads + 2 */
     /* Retention (the scheduler's sweep), in seconds. Durations are read as
      * "<n>[s|m|h|d]"; a bare number is seconds. */
     long long sweep_interval_s;        /* WF_RETENTION_INTERVAL, default 60 */

@@ -34,11 +34,26 @@ wf_json_escape(char *dst, size_t cap, const char *src, size_t n)
         const char *rep = NULL;
         size_t rl = 1;
         switch (c) {
-        case '"': rep = "\\\""; rl = 2; break;
-        case '\\': rep = "\\\\"; rl = 2; break;
-        case '\n': rep = "\\n"; rl = 2; break;
-        case '\r': rep = "\\r"; rl = 2; break;
-        case '\t': rep = "\\t"; rl = 2; break;
+        case '"':
+            rep = "\\\"";
+            rl = 2;
+            break;
+        case '\\':
+            rep = "\\\\";
+            rl = 2;
+            break;
+        case '\n':
+            rep = "\\n";
+            rl = 2;
+            break;
+        case '\r':
+            rep = "\\r";
+            rl = 2;
+            break;
+        case '\t':
+            rep = "\\t";
+            rl = 2;
+            break;
         default:
             if (c < 0x20 || c == 0x7f) {
                 snprintf(tmp, sizeof tmp, "\\u%04x", c);
@@ -79,8 +94,8 @@ wf_log_line_begin(wf_log_line *l, wf_log_level level, const char *event)
     gmtime_r(&ts.tv_sec, &tm);
     int n = snprintf(l->buf, sizeof l->buf,
                      "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\",\"level\":\"%s\"",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, ts.tv_nsec / 1000000, level_names[level]);
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     ts.tv_nsec / 1000000, level_names[level]);
     l->len = n > 0 ? (size_t)n : 0;
     wf_log_line_str(l, "event", event);
 }

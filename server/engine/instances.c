@@ -36,8 +36,8 @@ wf_instances_start(const wf_ref_ctx *ctx, const wf_start_spec *spec, wf_uow_idem
 
 /* The patch normalised, then the task located. */
 static wf_code
-locate(const wf_ref_ctx *ctx, const char *task_id, const char *variables_json,
-       const char **patch, wf_ref_task_at *at, wf_error *err)
+locate(const wf_ref_ctx *ctx, const char *task_id, const char *variables_json, const char **patch,
+       wf_ref_task_at *at, wf_error *err)
 {
     wf_code rc = wf_engine_json_object(ctx->arena, variables_json, "variables_json", patch, err);
     if (rc == WF_OK)

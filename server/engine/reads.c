@@ -10,9 +10,8 @@ wf_engine_read_events(wf_store *st, const char *tenant, wf_arena *arena, int64_t
                       const wf_event_filter *f, size_t limit, wf_event_row **rows, size_t *n,
                       wf_error *err)
 {
-    wf_store_ctx ctx = {.tenant = tenant,
-                        .arena = arena,
-                        .deadline_ms = wf_mono_ms() + WF_ENGINE_EVENTS_READ_MS};
+    wf_store_ctx ctx = {
+        .tenant = tenant, .arena = arena, .deadline_ms = wf_mono_ms() + WF_ENGINE_EVENTS_READ_MS};
     return wf_store_read_events(st, &ctx, after, f, limit, rows, n, err);
 }
 

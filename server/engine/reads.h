@@ -25,7 +25,7 @@ wf_code wf_engine_read_events(wf_store *st, const char *tenant, wf_arena *arena,
 /* The backlog counts at now (open tasks, buffered signals, activatable
  * jobs of at most max_types job types), in arena; the read may take
  * timeout_ms. */
-wf_code wf_engine_count_backlog(wf_store *st, wf_arena *arena, int64_t timeout_ms,
-                                size_t max_types, wf_store_counts *out, wf_error *err);
+wf_code wf_engine_count_backlog(wf_store *st, wf_arena *arena, int64_t timeout_ms, size_t max_types,
+                                wf_store_counts *out, wf_error *err);
 
 #endif /* WF_READS_H */

@@ -44,8 +44,8 @@ nomem(wf_error *err)
 /* ---- Definition -> wf_net ------------------------------------------------------------------- */
 
 static void
-user_in(const Workflow__V1__Assignee *as, const Workflow__V1__CompletionPolicy *cp,
-        wf_assignee *a, wf_completion *c)
+user_in(const Workflow__V1__Assignee *as, const Workflow__V1__CompletionPolicy *cp, wf_assignee *a,
+        wf_completion *c)
 {
     if (as != NULL) {
         a->kind = (wf_net_assignee_kind)as->kind;

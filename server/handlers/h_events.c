@@ -19,10 +19,10 @@
 #define MAX_TYPES 64
 
 struct watch {
-    int64_t after;       /* last sequence handed out */
+    int64_t after; /* last sequence handed out */
     wf_event_filter filter;
     bool follow;
-    wf_arena *batch;     /* owns rows; replaced at each read */
+    wf_arena *batch; /* owns rows; replaced at each read */
     wf_event_row *rows;
     size_t n, next;
 };
@@ -44,8 +44,7 @@ watch_open(wf_call *call, const ProtobufCMessage *msg, void **state, wf_error *e
         const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(
             &workflow__v1__event_type__descriptor, req->types[i]);
         if (v == NULL || req->types[i] == WORKFLOW__V1__EVENT_TYPE__EVENT_TYPE_UNSPECIFIED)
-            return wf_error_set(err, WF_E_INVALID_ARGUMENT, "types[%zu] is not an event type",
-                                i);
+            return wf_error_set(err, WF_E_INVALID_ARGUMENT, "types[%zu] is not an event type", i);
         /* "EVENT_TYPE_TASK_CREATED" is stored as "TASK_CREATED". */
         types[i] = v->name + strlen("EVENT_TYPE_");
     }

@@ -346,8 +346,7 @@ stream_next(wf_call *call, void *state, wf_arena *scratch, ProtobufCMessage **ms
                 char *key = strdup(js->rows[i].key != NULL ? js->rows[i].key : "");
                 if (key == NULL)
                     break;
-                js->held[js->nheld++] =
-                    (held_job){key, js->rows[i].lease_expires_at, leased_ms};
+                js->held[js->nheld++] = (held_job){key, js->rows[i].lease_expires_at, leased_ms};
             }
             pthread_mutex_unlock(&reg_mu);
             wf_app_wake_streams(call->app, WF_TOPIC_EVENTS); /* JOB_ACTIVATED events */
@@ -391,8 +390,7 @@ const wf_stream_ops h_stream_activated_jobs = {stream_open, stream_next, stream_
 /* ---- CompleteJobs ---------------------------------------------------------------------------- */
 
 wf_code
-h_complete_jobs(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
-                wf_error *err)
+h_complete_jobs(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
 {
     const Workflow__V1__CompleteJobsRequest *req = (const void *)msg;
     if (req->n_completions == 0 || req->n_completions > MAX_COMPLETIONS)
@@ -423,11 +421,11 @@ h_complete_jobs(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **r
         wf_error_clear(&e);
         wf_code rc = wf_ids_check(&ctx.ref, WF_ID_JOB_KEY, "job_key", item->job_key, &e);
         if (rc == WF_OK)
-            rc = wf_h_idem(call, &item->base, item->request_id, &wf_h_complete_job_builder,
-                           &idem, &e);
+            rc = wf_h_idem(call, &item->base, item->request_id, &wf_h_complete_job_builder, &idem,
+                           &e);
         if (rc == WF_OK)
-            rc = wf_net_complete_job_to(&ctx, item->job_key, item->variables_json,
-                                        item->next_step, &idem, &e);
+            rc = wf_net_complete_job_to(&ctx, item->job_key, item->variables_json, item->next_step,
+                                        &idem, &e);
         /* An item's violations are in its message, not in the call's
          * (OK) status. */
         call->violations = NULL;

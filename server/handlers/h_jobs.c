@@ -216,8 +216,8 @@ h_complete_job(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **re
         return err->code;
     wf_code rc = wf_h_idem(call, msg, req->request_id, &wf_h_complete_job_builder, &idem, err);
     if (rc == WF_OK)
-        rc = wf_net_complete_job_to(&ctx, req->job_key, req->variables_json, req->next_step,
-                                    &idem, err);
+        rc = wf_net_complete_job_to(&ctx, req->job_key, req->variables_json, req->next_step, &idem,
+                                    err);
     if (rc == WF_OK || rc == WF_E_JOB_LEASE_LOST || rc == WF_E_JOB_NOT_FOUND)
         wf_h_job_stream_release(call->app, call->tenant, req->job_key); /* a stream's credit */
     return wf_h_respond(call, rc, &idem, &wf_h_complete_job_builder, NULL, resp, err);

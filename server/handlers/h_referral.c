@@ -58,7 +58,8 @@ h_assign_to(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
     wf_uow_idem idem;
     wf_ref_assignment out;
     wf_h_ref_ctx(call, &ctx);
-    if (wf_ids_check(&ctx, WF_ID_INSTANCE, "parent_instance_id", req->parent_instance_id, err) != WF_OK)
+    if (wf_ids_check(&ctx, WF_ID_INSTANCE, "parent_instance_id", req->parent_instance_id, err) !=
+        WF_OK)
         return err->code;
     wf_assign_spec *spec = to_spec(call->arena, req, 0);
     if (spec == NULL)
@@ -132,7 +133,7 @@ h_complete_and_end(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage 
         return err->code;
     wf_code rc = wf_h_idem(call, msg, req->request_id, &end_builder, &idem, err);
     if (rc == WF_OK)
-        rc =
-            wf_instances_complete_and_end(&ctx, req->task_id, req->variables_json, &idem, &out, err);
+        rc = wf_instances_complete_and_end(&ctx, req->task_id, req->variables_json, &idem, &out,
+                                           err);
     return wf_h_respond(call, rc, &idem, &end_builder, &out, resp, err);
 }

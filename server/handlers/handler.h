@@ -43,7 +43,10 @@ typedef struct wf_app {
 } wf_app;
 
 /* Static initializer of the fields wf_app needs before use. */
-#define WF_APP_INIT {.wake_mu = PTHREAD_MUTEX_INITIALIZER}
+#define WF_APP_INIT                                                                                \
+    {                                                                                              \
+        .wake_mu = PTHREAD_MUTEX_INITIALIZER                                                       \
+    }
 
 /* Installs (fn != NULL) or removes the waker. Once it returns with NULL,
  * no call of the previous waker is in progress or will start. */
@@ -187,9 +190,9 @@ enum {
  * the protobuf service descriptor name exactly the same methods. */
 typedef struct wf_route {
     const char *method;
-    wf_handler_fn fn;               /* unary methods */
+    wf_handler_fn fn; /* unary methods */
     unsigned flags;
-    const wf_stream_ops *stream;    /* server-streaming methods; NULL for unary */
+    const wf_stream_ops *stream; /* server-streaming methods; NULL for unary */
 } wf_route;
 
 /* The method table (handlers/routes.c), terminated by a NULL method. */

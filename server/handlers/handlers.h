@@ -62,8 +62,7 @@ wf_code h_complete_jobs(wf_call *call, const ProtobufCMessage *req, ProtobufCMes
  * its credit back and is woken. */
 void wf_h_job_stream_release(wf_app *app, const char *tenant, const char *key);
 /* ExtendJobLease moved the lease of key to expires_at (µs). */
-void wf_h_job_stream_extended(wf_app *app, const char *tenant, const char *key,
-                              int64_t expires_at);
+void wf_h_job_stream_extended(wf_app *app, const char *tenant, const char *key, int64_t expires_at);
 wf_code h_complete_job(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                        wf_error *err);
 wf_code h_fail_job(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,

@@ -81,8 +81,8 @@ wf_http_start(const char *addr, wf_http_metrics_fn fn, void *arg, wf_error *err)
     }
     h->fn = fn;
     h->arg = arg;
-    h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
-                            (uint16_t)port, NULL, NULL, answer, h, MHD_OPTION_SOCK_ADDR, &sa,
+    h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port,
+                            NULL, NULL, answer, h, MHD_OPTION_SOCK_ADDR, &sa,
                             MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
     if (h->d == NULL) {
         free(h);

@@ -203,9 +203,9 @@ wf_rpc__initial_metadata(struct call *c, grpc_metadata md[1], grpc_slice *rid)
  * core error, the google.rpc.Status trailer. *msg and *details must be
  * unref'd after the batch has started. */
 void
-wf_rpc__status_op(struct call *c, grpc_op *op, grpc_status_code status, wf_code code, const char *message,
-          const wf_violation *violations, size_t nviolations, grpc_slice *msg,
-          grpc_metadata trailer[1], grpc_slice *details)
+wf_rpc__status_op(struct call *c, grpc_op *op, grpc_status_code status, wf_code code,
+                  const char *message, const wf_violation *violations, size_t nviolations,
+                  grpc_slice *msg, grpc_metadata trailer[1], grpc_slice *details)
 {
     *msg = grpc_empty_slice();
     *details = grpc_empty_slice();
@@ -232,8 +232,9 @@ wf_rpc__status_op(struct call *c, grpc_op *op, grpc_status_code status, wf_code 
  * otherwise the status with its message and, when code is a core error,
  * the google.rpc.Status trailer. */
 void
-wf_rpc__finish_with(struct call *c, const ProtobufCMessage *resp, grpc_status_code status, wf_code code,
-            const char *message, const wf_violation *violations, size_t nviolations)
+wf_rpc__finish_with(struct call *c, const ProtobufCMessage *resp, grpc_status_code status,
+                    wf_code code, const char *message, const wf_violation *violations,
+                    size_t nviolations)
 {
     grpc_op ops[4];
     memset(ops, 0, sizeof ops);
@@ -259,7 +260,7 @@ wf_rpc__finish_with(struct call *c, const ProtobufCMessage *resp, grpc_status_co
     grpc_slice msg, details;
     grpc_metadata trailer[1];
     wf_rpc__status_op(c, &ops[n++], status, code, message, violations, nviolations, &msg, trailer,
-              &details);
+                      &details);
 
     ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
     ops[n].data.recv_close_on_server.cancelled = &c->cancelled;
@@ -279,10 +280,10 @@ wf_rpc__finish_with(struct call *c, const ProtobufCMessage *resp, grpc_status_co
 
 void
 wf_rpc__finish_unary(struct call *c, const ProtobufCMessage *resp, const wf_error *err,
-             const wf_violation *violations, size_t nviolations)
+                     const wf_violation *violations, size_t nviolations)
 {
     wf_rpc__finish_with(c, resp, wf_rpc_status_code(err->code), err->code, err->msg, violations,
-                nviolations);
+                        nviolations);
 }
 
 /* ---- dispatch ------------------------------------------------------------- */
@@ -480,8 +481,8 @@ wf_rpc__worker_main(void *arg)
         /* Between two events: from here on this thread is in no handler. */
         if (atomic_load(&srv->quiescing))
             atomic_store(&w->quiesced, 1);
-        gpr_timespec until = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                          gpr_time_from_millis(POLL_MS, GPR_TIMESPAN));
+        gpr_timespec until =
+            gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(POLL_MS, GPR_TIMESPAN));
         grpc_event ev = grpc_completion_queue_next(w->q->cq, until, NULL);
         if (ev.type == GRPC_QUEUE_SHUTDOWN)
             break;
@@ -491,4 +492,3 @@ wf_rpc__worker_main(void *arg)
     }
     return NULL;
 }
-

@@ -166,4 +166,3 @@ health_watch_next(wf_call *call, void *state, wf_arena *scratch, ProtobufCMessag
 }
 
 const wf_stream_ops wf_rpc__health_watch_ops = {NULL, health_watch_next, NULL, false};
-

@@ -18,8 +18,7 @@
 #define MAX_ID_LEN 128
 
 int
-wf_rpc_md_get(const grpc_metadata_array *md, const char *key, wf_arena *arena,
-              const char **value)
+wf_rpc_md_get(const grpc_metadata_array *md, const char *key, wf_arena *arena, const char **value)
 {
     int n = 0;
     *value = NULL;

@@ -21,11 +21,10 @@ static const double bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 #define NBOUNDS (sizeof bounds / sizeof bounds[0])
 
 static const char *const code_names[NCODES] = {
-    "OK",          "Canceled",          "Unknown",         "InvalidArgument",
-    "DeadlineExceeded", "NotFound",     "AlreadyExists",   "PermissionDenied",
-    "ResourceExhausted", "FailedPrecondition", "Aborted",  "OutOfRange",
-    "Unimplemented", "Internal",        "Unavailable",     "DataLoss",
-    "Unauthenticated",
+    "OK",       "Canceled",        "Unknown",          "InvalidArgument",   "DeadlineExceeded",
+    "NotFound", "AlreadyExists",   "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
+    "Aborted",  "OutOfRange",      "Unimplemented",    "Internal",          "Unavailable",
+    "DataLoss", "Unauthenticated",
 };
 
 struct method_counters {
@@ -111,9 +110,10 @@ wf_rpc_metrics_handled(wf_rpc_metrics *m, size_t i, grpc_status_code code, doubl
 void
 wf_rpc_metrics_render(const wf_rpc_metrics *m, FILE *out)
 {
-    fprintf(out, "# HELP workflow_build_info The version of this workflowd (always 1).\n"
-                 "# TYPE workflow_build_info gauge\n"
-                 "workflow_build_info{version=\"%s\"} 1\n",
+    fprintf(out,
+            "# HELP workflow_build_info The version of this workflowd (always 1).\n"
+            "# TYPE workflow_build_info gauge\n"
+            "workflow_build_info{version=\"%s\"} 1\n",
             WF_VERSION);
     fprintf(out, "# HELP grpc_server_started_total Total number of RPCs started on the server.\n"
                  "# TYPE grpc_server_started_total counter\n");

@@ -23,9 +23,8 @@ open_channel(const wf_rpc_probe *p)
     grpc_channel_credentials *cr = p->roots_pem != NULL
                                        ? grpc_ssl_credentials_create(p->roots_pem, NULL, NULL, NULL)
                                        : grpc_insecure_credentials_create();
-    grpc_arg arg = {GRPC_ARG_STRING,
-                    GRPC_SSL_TARGET_NAME_OVERRIDE_ARG,
-                    {.string = (char *)p->server_name}};
+    grpc_arg arg = {
+        GRPC_ARG_STRING, GRPC_SSL_TARGET_NAME_OVERRIDE_ARG, {.string = (char *)p->server_name}};
     grpc_channel_args args = {p->roots_pem != NULL && p->server_name != NULL ? 1 : 0, &arg};
     grpc_channel *ch = grpc_channel_create(p->target, cr, &args);
     grpc_channel_credentials_release(cr);
@@ -63,8 +62,8 @@ wf_rpc_probe_health(const wf_rpc_probe *p, bool *serving, char *message, size_t 
     gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_REALTIME),
                                          gpr_time_from_millis(p->timeout_ms, GPR_TIMESPAN));
     grpc_slice method = grpc_slice_from_static_string(CHECK_PATH);
-    grpc_call *call =
-        grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq, method, NULL, deadline, NULL);
+    grpc_call *call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq, method, NULL,
+                                               deadline, NULL);
     grpc_slice_unref(method);
 
     Grpc__Health__V1__HealthCheckRequest req = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;

@@ -210,8 +210,8 @@ files_response(const wf_reflection *r, Grpc__Reflection__V1__ServerReflectionRes
 }
 
 Grpc__Reflection__V1__ServerReflectionResponse *
-wf_reflection_answer(const wf_reflection *r, const Grpc__Reflection__V1__ServerReflectionRequest *req,
-                     wf_arena *a)
+wf_reflection_answer(const wf_reflection *r,
+                     const Grpc__Reflection__V1__ServerReflectionRequest *req, wf_arena *a)
 {
     Grpc__Reflection__V1__ServerReflectionResponse *resp = wf_arena_alloc(a, sizeof *resp);
     if (resp == NULL)
@@ -223,8 +223,7 @@ wf_reflection_answer(const wf_reflection *r, const Grpc__Reflection__V1__ServerR
     switch (req->message_request_case) {
     case GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__MESSAGE_REQUEST_LIST_SERVICES: {
         Grpc__Reflection__V1__ListServiceResponse *ls = wf_arena_alloc(a, sizeof *ls);
-        Grpc__Reflection__V1__ServiceResponse *svc =
-            wf_arena_calloc(a, r->nservices, sizeof *svc);
+        Grpc__Reflection__V1__ServiceResponse *svc = wf_arena_calloc(a, r->nservices, sizeof *svc);
         Grpc__Reflection__V1__ServiceResponse **svcp =
             wf_arena_calloc(a, r->nservices, sizeof *svcp);
         if (ls == NULL || svc == NULL || svcp == NULL)

@@ -17,15 +17,15 @@ typedef struct wf_reflection wf_reflection;
 /* Indexes the serialized FileDescriptorSet (len bytes, borrowed for the
  * index's lifetime) and the list of service names to announce. NULL and
  * err when the set does not parse. */
-wf_reflection *wf_reflection_new(const unsigned char *set, size_t len,
-                                 const char *const *services, size_t nservices, wf_error *err);
+wf_reflection *wf_reflection_new(const unsigned char *set, size_t len, const char *const *services,
+                                 size_t nservices, wf_error *err);
 
 void wf_reflection_free(wf_reflection *r);
 
 /* Answers one request; the response lives in the arena. Unknown files or
  * symbols get an ErrorResponse with NOT_FOUND, as the protocol asks. */
 Grpc__Reflection__V1__ServerReflectionResponse *
-wf_reflection_answer(const wf_reflection *r, const Grpc__Reflection__V1__ServerReflectionRequest *req,
-                     wf_arena *arena);
+wf_reflection_answer(const wf_reflection *r,
+                     const Grpc__Reflection__V1__ServerReflectionRequest *req, wf_arena *arena);
 
 #endif /* WF_RPC_REFLECTION_H */

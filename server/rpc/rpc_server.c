@@ -95,8 +95,7 @@ server_credentials(const wf_config *cfg, wf_error *err)
         fclose(f);
     }
     grpc_ssl_pem_key_cert_pair pair = {pem[1], pem[0]};
-    grpc_server_credentials *cr =
-        grpc_ssl_server_credentials_create(NULL, &pair, 1, 0, NULL);
+    grpc_server_credentials *cr = grpc_ssl_server_credentials_create(NULL, &pair, 1, 0, NULL);
     free(pem[0]);
     free(pem[1]);
     if (cr == NULL)
@@ -137,8 +136,9 @@ destroy_unstarted(wf_rpc_server *srv)
         if (qs[i]->cq == NULL)
             continue;
         grpc_completion_queue_shutdown(qs[i]->cq);
-        while (grpc_completion_queue_next(qs[i]->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL)
-                   .type != GRPC_QUEUE_SHUTDOWN)
+        while (
+            grpc_completion_queue_next(qs[i]->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+            GRPC_QUEUE_SHUTDOWN)
             ;
         grpc_completion_queue_destroy(qs[i]->cq);
     }
@@ -164,9 +164,9 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
         destroy_unstarted(srv);
         return NULL;
     }
-    static const char *const services[] = {
-        "workflow.v1.WorkflowService", "grpc.health.v1.Health",
-        "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"};
+    static const char *const services[] = {"workflow.v1.WorkflowService", "grpc.health.v1.Health",
+                                           "grpc.reflection.v1.ServerReflection",
+                                           "grpc.reflection.v1alpha.ServerReflection"};
     srv->reflection = wf_reflection_new(wf_descriptor_set, wf_descriptor_set_len, services,
                                         sizeof services / sizeof services[0], err);
     if (srv->reflection == NULL) {
@@ -194,7 +194,8 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
         {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_TIME_MS, {.integer = 60000}},
         {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_TIMEOUT_MS, {.integer = 20000}},
         {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, {.integer = 1}},
-        {GRPC_ARG_INTEGER, GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+        {GRPC_ARG_INTEGER,
+         GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
          {.integer = 10000}},
         {GRPC_ARG_INTEGER, GRPC_ARG_MAX_CONNECTION_AGE_MS, {.integer = 300000}},
         {GRPC_ARG_INTEGER, GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, {.integer = 30000}},
@@ -254,8 +255,7 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
     for (int k = 0; k < SLOTS_PER_METHOD; k++) {
         for (size_t m = 0; m < srv->nmethods; m++) {
             const wf_rpc_method *mm = &srv->methods[m];
-            int health =
-                mm->kind == WF_RPC_HEALTH_CHECK || mm->kind == WF_RPC_HEALTH_WATCH;
+            int health = mm->kind == WF_RPC_HEALTH_CHECK || mm->kind == WF_RPC_HEALTH_WATCH;
             wf_rpc__post_slot(health ? &srv->health : &srv->pool, mm);
         }
         wf_rpc__post_slot(&srv->pool, NULL);
@@ -323,8 +323,8 @@ wf_rpc_server_stop(wf_rpc_server *srv, int grace_ms)
     pthread_mutex_unlock(&srv->hmu);
 
     /* 2. Let calls in flight finish within the grace period, then cancel. */
-    gpr_timespec until = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                      gpr_time_from_millis(grace_ms, GPR_TIMESPAN));
+    gpr_timespec until =
+        gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(grace_ms, GPR_TIMESPAN));
     grpc_event ev = grpc_completion_queue_pluck(scq, srv, until, NULL);
     if (ev.type == GRPC_QUEUE_TIMEOUT) {
         WF_LOG(WF_LOG_WARN, "shutdown", "grace period over: cancelling the remaining calls");

@@ -159,8 +159,7 @@ wf_rpc_status_details(wf_arena *arena, wf_code code, const char *message,
 
     Google__Protobuf__Any *details[2];
     size_t ndetails = 0;
-    details[ndetails] = pack_any(arena, "type.googleapis.com/google.rpc.ErrorInfo",
-                                 &info.base);
+    details[ndetails] = pack_any(arena, "type.googleapis.com/google.rpc.ErrorInfo", &info.base);
     if (details[ndetails] == NULL)
         return 0;
     ndetails++;

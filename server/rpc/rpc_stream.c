@@ -43,8 +43,7 @@ void
 wf_rpc__stream_pull(struct call *c)
 {
     pthread_mutex_lock(&c->mu);
-    if (c->pulling || c->sending || c->closed || c->ended ||
-        atomic_load(&c->q->srv->quiescing)) {
+    if (c->pulling || c->sending || c->closed || c->ended || atomic_load(&c->q->srv->quiescing)) {
         pthread_mutex_unlock(&c->mu);
         return;
     }
@@ -97,8 +96,8 @@ wf_rpc__stream_pull(struct call *c)
             n++;
         }
         if (last)
-            wf_rpc__status_op(c, &ops[n++], wf_rpc_status_code(err.code), err.code, err.msg, NULL, 0,
-                      &smsg, trailer, &sdetails);
+            wf_rpc__status_op(c, &ops[n++], wf_rpc_status_code(err.code), err.code, err.msg, NULL,
+                              0, &smsg, trailer, &sdetails);
         if (wf_rpc__start_batch_locked(c, ops, n, &c->t_batch)) {
             c->started = 1;
             if (last)
@@ -200,8 +199,9 @@ wf_rpc__reflection_step(struct call *c, int ok)
             grpc_slice all = grpc_byte_buffer_reader_readall(&r);
             grpc_byte_buffer_reader_destroy(&r);
             ProtobufCAllocator a = wf_arena_pb_allocator(scratch);
-            req = protobuf_c_message_unpack(&grpc__reflection__v1__server_reflection_request__descriptor,
-                                            &a, GRPC_SLICE_LENGTH(all), GRPC_SLICE_START_PTR(all));
+            req = protobuf_c_message_unpack(
+                &grpc__reflection__v1__server_reflection_request__descriptor, &a,
+                GRPC_SLICE_LENGTH(all), GRPC_SLICE_START_PTR(all));
             grpc_slice_unref(all);
         }
         if (req != NULL)
@@ -247,4 +247,3 @@ wf_rpc__reflection_start(struct call *c)
     pthread_mutex_unlock(&c->mu);
     grpc_slice_unref(rid);
 }
-

@@ -21,12 +21,12 @@ typedef enum wf_rpc_kind {
 } wf_rpc_kind;
 
 typedef struct wf_rpc_method {
-    char path[128];                                /* "/workflow.v1.WorkflowService/GetTask" */
+    char path[128]; /* "/workflow.v1.WorkflowService/GetTask" */
     wf_rpc_kind kind;
-    const wf_route *route;                         /* WF_RPC_WORKFLOW only */
-    const ProtobufCMessageDescriptor *input;       /* request type */
-    const ProtobufCMessageDescriptor *output;      /* response type */
-    void *handle;                                  /* grpc_server_register_method result */
+    const wf_route *route;                    /* WF_RPC_WORKFLOW only */
+    const ProtobufCMessageDescriptor *input;  /* request type */
+    const ProtobufCMessageDescriptor *output; /* response type */
+    void *handle;                             /* grpc_server_register_method result */
 } wf_rpc_method;
 
 /* Builds the table: one entry per method of svc (each must have exactly one

@@ -76,8 +76,8 @@ mem_get_job_by_key(wf_store *st, const wf_store_ctx *ctx, const char *key, wf_jo
     wf_code rc = mem_lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__select_rows(m, &m->jobs, ctx->tenant, job_has_key, key, NULL, 1, ctx->arena, &rows, &n,
-                     err);
+    rc = wf_mem__select_rows(m, &m->jobs, ctx->tenant, job_has_key, key, NULL, 1, ctx->arena, &rows,
+                             &n, err);
     pthread_mutex_unlock(&m->mu);
     if (rc == WF_OK) {
         *found = n > 0;
@@ -144,8 +144,8 @@ mem_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f, s
     wf_code rc = mem_lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__select_rows(m, &m->tasks, ctx->tenant, task_match, &q, wf_mem__cmp_task, limit, ctx->arena, rows,
-                     n, err);
+    rc = wf_mem__select_rows(m, &m->tasks, ctx->tenant, task_match, &q, wf_mem__cmp_task, limit,
+                             ctx->arena, rows, n, err);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -183,10 +183,10 @@ instance_match(mem_store *m, const void *row, const void *arg)
         return false;
     if (f->begun != WF_BEGUN_ANY) {
         const wf_definition_row *d = NULL;
-        bool begun =
-            r->status != WF_INSTANCE_RUNNING ||
-            (d = wf_mem__find_definition(m, q->tenant, r->definition_key, r->definition_version)) == NULL ||
-            d->kind != WF_DEF_AD_HOC || has_child(m, q->tenant, r->id);
+        bool begun = r->status != WF_INSTANCE_RUNNING ||
+                     (d = wf_mem__find_definition(m, q->tenant, r->definition_key,
+                                                  r->definition_version)) == NULL ||
+                     d->kind != WF_DEF_AD_HOC || has_child(m, q->tenant, r->id);
         if (begun != (f->begun == WF_BEGUN_YES))
             return false;
     }
@@ -203,8 +203,8 @@ mem_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filt
     wf_code rc = mem_lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__select_rows(m, &m->insts, ctx->tenant, instance_match, &q, wf_mem__cmp_instance, limit, ctx->arena,
-                     rows, n, err);
+    rc = wf_mem__select_rows(m, &m->insts, ctx->tenant, instance_match, &q, wf_mem__cmp_instance,
+                             limit, ctx->arena, rows, n, err);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -230,8 +230,8 @@ mem_list_definitions(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool h
     wf_code rc = mem_lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__select_rows(m, &m->defs, ctx->tenant, definition_after, &k, wf_mem__cmp_definition, limit,
-                     ctx->arena, rows, n, err);
+    rc = wf_mem__select_rows(m, &m->defs, ctx->tenant, definition_after, &k, wf_mem__cmp_definition,
+                             limit, ctx->arena, rows, n, err);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -269,8 +269,8 @@ mem_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *
     wf_code rc = mem_lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__select_rows(m, &m->signals, ctx->tenant, signal_listed, &q, wf_mem__cmp_signal, limit, ctx->arena,
-                     rows, n, err);
+    rc = wf_mem__select_rows(m, &m->signals, ctx->tenant, signal_listed, &q, wf_mem__cmp_signal,
+                             limit, ctx->arena, rows, n, err);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -302,9 +302,8 @@ mem_list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *instance_
     wf_code rc = mem_lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__select_rows(m, &m->work_items, ctx->tenant, work_item_listed, &q, wf_mem__cmp_work_item, limit,
-                     ctx->arena, rows, n, err);
+    rc = wf_mem__select_rows(m, &m->work_items, ctx->tenant, work_item_listed, &q,
+                             wf_mem__cmp_work_item, limit, ctx->arena, rows, n, err);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
-

@@ -111,7 +111,7 @@ typedef struct root_arg {
     static bool fn(mem_store *m, const void *row, const void *arg)                                 \
     {                                                                                              \
         (void)m;                                                                                   \
-        return wf_mem__eq(((const T *)row)->root_id, ((const root_arg *)arg)->root);                       \
+        return wf_mem__eq(((const T *)row)->root_id, ((const root_arg *)arg)->root);               \
     }
 ROOT_PRED(in_root_instance, wf_instance_row)
 ROOT_PRED(in_root_task, wf_task_row)
@@ -156,26 +156,27 @@ mem_lock_root(wf_tx *t, const char *instance_id, const char *root_hint, wf_aggre
                             instance_id);
     root_arg r = {inst->root_id};
     wf_aggregate g = {0};
-    wf_code rc = wf_mem__select_rows(m, &m->insts, tenant, in_root_instance, &r, cmp_root_first, SIZE_MAX,
-                             a, &g.instances, &g.n_instances, err);
+    wf_code rc = wf_mem__select_rows(m, &m->insts, tenant, in_root_instance, &r, cmp_root_first,
+                                     SIZE_MAX, a, &g.instances, &g.n_instances, err);
     if (rc == WF_OK)
-        rc = wf_mem__select_rows(m, &m->tasks, tenant, in_root_task, &r, wf_mem__cmp_task, SIZE_MAX, a, &g.tasks,
-                         &g.n_tasks, err);
+        rc = wf_mem__select_rows(m, &m->tasks, tenant, in_root_task, &r, wf_mem__cmp_task, SIZE_MAX,
+                                 a, &g.tasks, &g.n_tasks, err);
     if (rc == WF_OK)
-        rc = wf_mem__select_rows(m, &m->tokens, tenant, in_root_token, &r, wf_mem__cmp_token, SIZE_MAX, a,
-                         &g.tokens, &g.n_tokens, err);
+        rc = wf_mem__select_rows(m, &m->tokens, tenant, in_root_token, &r, wf_mem__cmp_token,
+                                 SIZE_MAX, a, &g.tokens, &g.n_tokens, err);
     if (rc == WF_OK)
-        rc = wf_mem__select_rows(m, &m->work_items, tenant, in_root_work_item, &r, wf_mem__cmp_work_item, SIZE_MAX,
-                         a, &g.work_items, &g.n_work_items, err);
+        rc = wf_mem__select_rows(m, &m->work_items, tenant, in_root_work_item, &r,
+                                 wf_mem__cmp_work_item, SIZE_MAX, a, &g.work_items, &g.n_work_items,
+                                 err);
     if (rc == WF_OK)
-        rc = wf_mem__select_rows(m, &m->jobs, tenant, in_root_job, &r, wf_mem__cmp_job, SIZE_MAX, a, &g.jobs,
-                         &g.n_jobs, err);
+        rc = wf_mem__select_rows(m, &m->jobs, tenant, in_root_job, &r, wf_mem__cmp_job, SIZE_MAX, a,
+                                 &g.jobs, &g.n_jobs, err);
     if (rc == WF_OK)
-        rc = wf_mem__select_rows(m, &m->timers, tenant, in_root_timer, &r, wf_mem__cmp_timer, SIZE_MAX, a,
-                         &g.timers, &g.n_timers, err);
+        rc = wf_mem__select_rows(m, &m->timers, tenant, in_root_timer, &r, wf_mem__cmp_timer,
+                                 SIZE_MAX, a, &g.timers, &g.n_timers, err);
     if (rc == WF_OK)
         rc = wf_mem__select_rows(m, &m->subs, tenant, in_root_sub, &r, wf_mem__cmp_sub, SIZE_MAX, a,
-                         &g.subscriptions, &g.n_subscriptions, err);
+                                 &g.subscriptions, &g.n_subscriptions, err);
     if (rc == WF_OK)
         *out = g;
     return rc;
@@ -336,7 +337,8 @@ wf_code
 mem_idem_amend(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
 {
     mem_store *m = (mem_store *)t->st;
-    const wf_idempotency_row *r = wf_mem__mt_get(&m->idem, t->ctx.tenant, in->method, in->request_id);
+    const wf_idempotency_row *r =
+        wf_mem__mt_get(&m->idem, t->ctx.tenant, in->method, in->request_id);
     if (r != NULL && (r->request_hash == NULL || in->request_hash == NULL ||
                       strcmp(r->request_hash, in->request_hash) != 0))
         return WF_OK;
@@ -380,7 +382,7 @@ mem_put_definition(wf_tx *t, const wf_definition_row *in, int32_t *version, wf_e
 
 wf_code
 wf_mem__get_definition(mem_store *m, const wf_store_ctx *ctx, const char *key, int32_t version,
-               wf_definition_row *out, bool *found, wf_error *err)
+                       wf_definition_row *out, bool *found, wf_error *err)
 {
     const wf_definition_row *d = wf_mem__find_definition(m, ctx->tenant, key, version);
     *found = d != NULL;
@@ -416,8 +418,8 @@ mem_consume_signal(wf_tx *t, const char *name, const char *instance_id, const ch
     signal_match q = {name, instance_id, agg_type, agg_id, now};
     void **v = NULL;
     size_t n = 0;
-    wf_code rc =
-        wf_mem__gather(m, &m->signals, t->ctx.tenant, buffered_match, &q, wf_mem__cmp_signal, 1, &v, &n, err);
+    wf_code rc = wf_mem__gather(m, &m->signals, t->ctx.tenant, buffered_match, &q,
+                                wf_mem__cmp_signal, 1, &v, &n, err);
     if (rc != WF_OK)
         return rc;
     *found = n > 0;
@@ -436,4 +438,3 @@ mem_consume_signal(wf_tx *t, const char *name, const char *instance_id, const ch
     free(v);
     return rc;
 }
-

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "wf_id.h"
 #include "wf_time.h"
 
 /* ---- cross-instance work ------------------------------------------------ */
@@ -61,8 +62,8 @@ activate_locked(mem_store *m, mem_tx *tx, const wf_store_ctx *ctx, const char *j
     void **v = NULL;
     size_t k = 0;
     wf_job_row *out = NULL;
-    wf_code rc =
-        wf_mem__gather(m, &m->jobs, ctx->tenant, job_activatable, &q, wf_mem__cmp_job_activation, max, &v, &k, err);
+    wf_code rc = wf_mem__gather(m, &m->jobs, ctx->tenant, job_activatable, &q,
+                                wf_mem__cmp_job_activation, max, &v, &k, err);
     if (rc == WF_OK) {
         out = wf_arena_calloc(ctx->arena, k > 0 ? k : 1, sizeof *out);
         if (out == NULL)
@@ -162,7 +163,8 @@ mem_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, const char *tenant, 
     wf_code rc = mem_lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__gather(m, &m->timers, tenant, timer_due, &now, wf_mem__cmp_timer, limit, &v, &k, err);
+    rc = wf_mem__gather(m, &m->timers, tenant, timer_due, &now, wf_mem__cmp_timer, limit, &v, &k,
+                        err);
     if (rc == WF_OK)
         rc = wf_mem__copy_out(&wf_store__timer_desc, v, k, ctx->arena, (void **)&out, err);
     for (size_t i = 0; rc == WF_OK && i < k; i++) {
@@ -199,8 +201,8 @@ mem_find_expired_leases(wf_store *st, const wf_store_ctx *ctx, int64_t now, size
     wf_code rc = mem_lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__select_rows(m, &m->jobs, ctx->tenant, lease_expired, &now, wf_mem__cmp_job_lease, limit,
-                     ctx->arena, rows, n, err);
+    rc = wf_mem__select_rows(m, &m->jobs, ctx->tenant, lease_expired, &now, wf_mem__cmp_job_lease,
+                             limit, ctx->arena, rows, n, err);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -223,8 +225,8 @@ mem_expire_signals(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t li
     wf_code rc = mem_lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__gather(m, &m->signals, ctx->tenant, signal_expired, &now, wf_mem__cmp_signal_expiry, limit, &v, &k,
-                err);
+    rc = wf_mem__gather(m, &m->signals, ctx->tenant, signal_expired, &now,
+                        wf_mem__cmp_signal_expiry, limit, &v, &k, err);
     /* In place: outside any transaction, under the mutex, and no string
      * changes. */
     for (size_t i = 0; rc == WF_OK && i < k; i++) {
@@ -344,8 +346,8 @@ mem_find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const char *name,
     wf_code rc = mem_lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__select_rows(m, &m->subs, ctx->tenant, sub_match, &q, wf_mem__cmp_sub, SIZE_MAX, ctx->arena, rows,
-                     n, err);
+    rc = wf_mem__select_rows(m, &m->subs, ctx->tenant, sub_match, &q, wf_mem__cmp_sub, SIZE_MAX,
+                             ctx->arena, rows, n, err);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -394,7 +396,8 @@ mem_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after_seq, const 
         if (event_match(m, &m->events[i], ctx->tenant, f))
             v[k++] = &m->events[i];
     if (rc == WF_OK)
-        rc = wf_mem__copy_out(&wf_store__event_desc, (void *const *)v, k, ctx->arena, (void **)rows, err);
+        rc = wf_mem__copy_out(&wf_store__event_desc, (void *const *)v, k, ctx->arena, (void **)rows,
+                              err);
     pthread_mutex_unlock(&m->mu);
     free(v);
     if (rc == WF_OK)
@@ -460,7 +463,8 @@ mem_lock_correlation(wf_tx *t, const char *name, const char *agg_type, const cha
     awaited_match q = {{name, NULL, agg_type, agg_id, 0}, t->ctx.tenant};
     void **v = NULL;
     size_t n = 0;
-    wf_code rc = wf_mem__gather(m, &m->subs, t->ctx.tenant, awaiting_match, &q, NULL, 1, &v, &n, err);
+    wf_code rc =
+        wf_mem__gather(m, &m->subs, t->ctx.tenant, awaiting_match, &q, NULL, 1, &v, &n, err);
     if (rc != WF_OK)
         return rc;
     free(v);
@@ -545,4 +549,3 @@ mem_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
-

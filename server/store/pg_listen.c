@@ -54,7 +54,8 @@ notifier_add_type(pg_notifier *n, const char *type)
 
 /* Notes what a commit owes; cheap, never blocks on the database. */
 void
-wf_pg__notifier_note(pg_store *s, bool events, bool any_type, const char *const *types, size_t n_types)
+wf_pg__notifier_note(pg_store *s, bool events, bool any_type, const char *const *types,
+                     size_t n_types)
 {
     if (!events && !any_type && n_types == 0)
         return;
@@ -74,7 +75,8 @@ wf_pg__notifier_note(pg_store *s, bool events, bool any_type, const char *const 
 void
 wf_pg__notes_of_tx(pg_tx *tx)
 {
-    wf_pg__notifier_note((pg_store *)tx->base.st, tx->wrote_events, tx->any_type, tx->types, tx->n_types);
+    wf_pg__notifier_note((pg_store *)tx->base.st, tx->wrote_events, tx->any_type, tx->types,
+                         tx->n_types);
 }
 
 /* Remembers that tx made a job of type activatable. */
@@ -373,4 +375,3 @@ pg_set_listener(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err)
     s->listener = l;
     return WF_OK;
 }
-

@@ -60,4 +60,3 @@ wf_pg__migrate(pg_store *s, wf_error *err)
     wf_arena_free(a);
     return rc;
 }
-

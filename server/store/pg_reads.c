@@ -26,7 +26,7 @@
 /* Runs one row-returning statement on a borrowed connection. */
 wf_code
 wf_pg__query(pg_store *s, const wf_store_ctx *ctx, int id, const params *p, const wf_row_desc *d,
-      void *rows, size_t *n, wf_error *err)
+             void *rows, size_t *n, wf_error *err)
 {
     wf_pg_conn *c = NULL;
     wf_code rc = wf_pg__conn_get(s, ctx, &c, err);
@@ -181,8 +181,8 @@ pg_list_definitions(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool ha
     wf_pg__p_str(&p, ctx->tenant);
     p_cursor(&p, has, c_num, c_str);
     wf_pg__p_i64(&p, (int64_t)limit);
-    return wf_pg__query((pg_store *)st, ctx, S_LIST_DEFINITIONS, &p, &wf_store__definition_desc, rows, n,
-                 err);
+    return wf_pg__query((pg_store *)st, ctx, S_LIST_DEFINITIONS, &p, &wf_store__definition_desc,
+                        rows, n, err);
 }
 
 wf_code
@@ -191,7 +191,7 @@ pg_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f
                 wf_error *err)
 {
     /* The index: the dedupe key, else the instance, else the aggregate. */
-    int id = wf_pg__given(f->signal_id)                                    ? S_LIST_SIGNALS_ID
+    int id = wf_pg__given(f->signal_id)                             ? S_LIST_SIGNALS_ID
              : f->instance_id != NULL                               ? S_LIST_SIGNALS_INSTANCE
              : f->aggregate_type != NULL && f->aggregate_id != NULL ? S_LIST_SIGNALS_AGGREGATE
                                                                     : S_LIST_SIGNALS_ALL;
@@ -214,8 +214,8 @@ pg_list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *instance_i
     wf_pg__p_i64(&p, (int64_t)states);
     p_after(&p, has, c_num, c_str);
     wf_pg__p_i64(&p, (int64_t)limit);
-    return wf_pg__query((pg_store *)st, ctx, S_LIST_WORK_ITEMS, &p, &wf_store__work_item_desc, rows, n,
-                 err);
+    return wf_pg__query((pg_store *)st, ctx, S_LIST_WORK_ITEMS, &p, &wf_store__work_item_desc, rows,
+                        n, err);
 }
 
 /* ---- cross-instance work ----------------------------------------------------- */
@@ -224,16 +224,15 @@ pg_list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *instance_i
  * c: in the transaction c has open (or owes), or alone (autocommit). */
 static wf_code
 activate_on(wf_pg_conn *c, const wf_store_ctx *ctx, const char *job_type, const char *worker,
-            size_t max, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
-            wf_error *err)
+            size_t max, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n, wf_error *err)
 {
     params p = wf_pg__p_tenant(ctx, job_type);
     wf_pg__p_i64(&p, now);
     wf_pg__p_i64(&p, (int64_t)max);
     wf_pg__p_str(&p, worker);
     wf_pg__p_i64(&p, now + lease_ms * 1000);
-    return wf_pg__run_rows(c, S_ACTIVATE_JOBS, &p, ctx->deadline_ms, &wf_store__job_desc, ctx->arena,
-                    rows, n, err);
+    return wf_pg__run_rows(c, S_ACTIVATE_JOBS, &p, ctx->deadline_ms, &wf_store__job_desc,
+                           ctx->arena, rows, n, err);
 }
 
 /* One statement, one flight: the leases and their events commit together. */
@@ -267,8 +266,7 @@ pg_tx_activate_jobs(wf_tx *t, const char *job_type, const char *worker, size_t m
 
 wf_code
 pg_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, const char *tenant, int64_t now,
-                    size_t limit, int64_t claim_ms, wf_timer_row **rows, size_t *n,
-                    wf_error *err)
+                    size_t limit, int64_t claim_ms, wf_timer_row **rows, size_t *n, wf_error *err)
 {
     params p = {.a = ctx->arena};
     wf_pg__p_i64(&p, now);
@@ -277,7 +275,7 @@ pg_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, const char *tenant, i
     if (tenant != NULL)
         wf_pg__p_str(&p, tenant);
     return wf_pg__query((pg_store *)st, ctx, tenant != NULL ? S_CLAIM_TIMERS_T : S_CLAIM_TIMERS, &p,
-                 &wf_store__timer_desc, rows, n, err);
+                        &wf_store__timer_desc, rows, n, err);
 }
 
 wf_code
@@ -289,8 +287,9 @@ pg_find_expired_leases(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_
     wf_pg__p_i64(&p, (int64_t)limit);
     if (ctx->tenant != NULL)
         wf_pg__p_str(&p, ctx->tenant);
-    return wf_pg__query((pg_store *)st, ctx, ctx->tenant != NULL ? S_EXPIRED_LEASES_T : S_EXPIRED_LEASES,
-                 &p, &wf_store__job_desc, rows, n, err);
+    return wf_pg__query((pg_store *)st, ctx,
+                        ctx->tenant != NULL ? S_EXPIRED_LEASES_T : S_EXPIRED_LEASES, &p,
+                        &wf_store__job_desc, rows, n, err);
 }
 
 /* Runs one of the scheduler's bounded UPDATE/DELETE statements ($1 time,
@@ -298,7 +297,7 @@ pg_find_expired_leases(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_
  * rows it touched. */
 wf_code
 wf_pg__batch_cmd(pg_store *s, const wf_store_ctx *ctx, int id, int64_t at, size_t limit, size_t *n,
-          wf_error *err)
+                 wf_error *err)
 {
     params p = {.a = ctx->arena};
     wf_pg__p_i64(&p, at);
@@ -349,8 +348,8 @@ pg_find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const char *name,
         wf_pg__p_str(&p, agg_id);
     }
     return wf_pg__query((pg_store *)st, ctx,
-                 instance_id != NULL ? S_FIND_SUBS_INSTANCE : S_FIND_SUBS_AGGREGATE, &p,
-                 &wf_store__subscription_desc, rows, n, err);
+                        instance_id != NULL ? S_FIND_SUBS_INSTANCE : S_FIND_SUBS_AGGREGATE, &p,
+                        &wf_store__subscription_desc, rows, n, err);
 }
 
 /*
@@ -409,8 +408,8 @@ pg_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after, const wf_ev
      * snapshot: the read sees those numbers and every smaller one. */
     rc = sequence_pending(c, ctx, SEQ_READ_ROUNDS, err);
     if (rc == WF_OK)
-        rc = wf_pg__run_rows(c, f->instance_id != NULL ? S_READ_EVENTS_INSTANCE : S_READ_EVENTS_ALL, &p,
-                      ctx->deadline_ms, &wf_store__event_desc, ctx->arena, rows, n, err);
+        rc = wf_pg__run_rows(c, f->instance_id != NULL ? S_READ_EVENTS_INSTANCE : S_READ_EVENTS_ALL,
+                             &p, ctx->deadline_ms, &wf_store__event_desc, ctx->arena, rows, n, err);
     wf_pg__conn_put(s, c);
     return rc;
 }
@@ -467,4 +466,3 @@ pg_sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error *err)
     wf_pg__conn_put(s, c);
     return rc;
 }
-

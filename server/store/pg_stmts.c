@@ -447,8 +447,8 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
      * (signals_dedupe, 0008), the first delivery. By instance:
      * sent to it, or consumed by it and sent elsewhere. */
     /* ListWorkItems: one instance's items in (enabled_at, id) order
-     * (work_items_instance, 0009), by state. By instance alone: with the root named too, the planner would rather
-     * sort the root's rows from the primary key. */
+     * (work_items_instance, 0009), by state. By instance alone: with the root named too, the
+     * planner would rather sort the root's rows from the primary key. */
     [S_LIST_WORK_ITEMS] = {"list_work_items",
                            "SELECT " COLS_WORK_ITEMS " FROM work_items WHERE tenant_id = $1 AND "
                            "instance_id = $2 AND " WORK_ITEMS_STATES
@@ -487,37 +487,38 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
 
     /* Lease: activatable now, or leased with the lease run out (no
      * attempt is spent: attempt belongs to the engine). */
-    [S_ACTIVATE_JOBS] = {"activate_jobs",
-                         "WITH c AS (SELECT tenant_id, root_id, id FROM jobs WHERE tenant_id = $1 AND "
-                         "job_type = $2 AND state = 1 AND activatable_at <= $3 "
-                         "ORDER BY activatable_at, id LIMIT $4 FOR UPDATE SKIP LOCKED), "
-                         "u AS (UPDATE jobs j SET state = 2, key = j.instance_id || '.' || "
-                         "gen_random_uuid()::text, "
-                         "worker = $5, lease_expires_at = $6 FROM c WHERE "
-                         "j.tenant_id = c.tenant_id AND j.root_id = c.root_id AND j.id = c.id "
-                         "RETURNING j.*), "
-                         /* One JOB_ACTIVATED event per lease, in the same
-                          * statement (data as wf_store__job_activated_data). */
-                         "e AS (INSERT INTO events (tenant_id, root_id, instance_id, type, actor, "
-                         "data_json, time) SELECT tenant_id, root_id, instance_id, "
-                         "'JOB_ACTIVATED', NULL, '{\"jobId\":\"' || id || '\",\"jobKey\":' || "
-                         "to_json(key)::text || ',\"worker\":' || to_json(worker)::text || "
-                         "',\"attempt\":' || attempt || '}', $3 FROM u ORDER BY activatable_at, id) "
-                         "SELECT " COLS_JOBS " FROM u ORDER BY activatable_at, id",
-                         "job"},
-    /* The scheduler's statements come in two shapes: every tenant (the
-     * background thread, one per replica), and one tenant (the last
-     * parameter; RunSchedulerPass), each served by an index on its filter
-     * and order (migrations/0007_wake.sql). $1 now, $2 limit. Each
-     * touches one bounded batch in one short statement, skipping rows
-     * that a unit of work holds. */
+    [S_ACTIVATE_JOBS] =
+        {"activate_jobs",
+         "WITH c AS (SELECT tenant_id, root_id, id FROM jobs WHERE tenant_id = $1 AND "
+         "job_type = $2 AND state = 1 AND activatable_at <= $3 "
+         "ORDER BY activatable_at, id LIMIT $4 FOR UPDATE SKIP LOCKED), "
+         "u AS (UPDATE jobs j SET state = 2, key = j.instance_id || '.' || "
+         "gen_random_uuid()::text, "
+         "worker = $5, lease_expires_at = $6 FROM c WHERE "
+         "j.tenant_id = c.tenant_id AND j.root_id = c.root_id AND j.id = c.id "
+         "RETURNING j.*), "
+         /* One JOB_ACTIVATED event per lease, in the same
+          * statement (data as wf_store__job_activated_data). */
+         "e AS (INSERT INTO events (tenant_id, root_id, instance_id, type, actor, "
+         "data_json, time) SELECT tenant_id, root_id, instance_id, "
+         "'JOB_ACTIVATED', NULL, '{\"jobId\":\"' || id || '\",\"jobKey\":' || "
+         "to_json(key)::text || ',\"worker\":' || to_json(worker)::text || "
+         "',\"attempt\":' || attempt || '}', $3 FROM u ORDER BY activatable_at, id) "
+         "SELECT " COLS_JOBS " FROM u ORDER BY activatable_at, id",
+         "job"},
+/* The scheduler's statements come in two shapes: every tenant (the
+ * background thread, one per replica), and one tenant (the last
+ * parameter; RunSchedulerPass), each served by an index on its filter
+ * and order (migrations/0007_wake.sql). $1 now, $2 limit. Each
+ * touches one bounded batch in one short statement, skipping rows
+ * that a unit of work holds. */
 /* The claimed rows are updated through their ctid, locked by the same
  * statement: a join back on the key would be planned as a hash join over
  * every timer, since a generic plan takes LIMIT $2 for a tenth of the
  * due rows. */
 #define CLAIM_TIMERS(tenant)                                                                       \
-    "WITH u AS (UPDATE timers SET claimed_until = $3 WHERE ctid = ANY(ARRAY(SELECT ctid FROM "   \
-    "timers WHERE " tenant "due_at <= $1 AND claimed_until <= $1 ORDER BY due_at, id LIMIT $2 "  \
+    "WITH u AS (UPDATE timers SET claimed_until = $3 WHERE ctid = ANY(ARRAY(SELECT ctid FROM "     \
+    "timers WHERE " tenant "due_at <= $1 AND claimed_until <= $1 ORDER BY due_at, id LIMIT $2 "    \
     "FOR UPDATE SKIP LOCKED)) RETURNING *) "                                                       \
     "SELECT " COLS_TIMERS " FROM u ORDER BY due_at, id"
     [S_CLAIM_TIMERS] = {"claim_timers", CLAIM_TIMERS(""), "timer"},
@@ -526,14 +527,13 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
     "SELECT " COLS_JOBS " FROM jobs WHERE " tenant "state = 2 AND lease_expires_at <= $1 "         \
     "ORDER BY lease_expires_at, id LIMIT $2 FOR UPDATE SKIP LOCKED"
     [S_EXPIRED_LEASES] = {"expired_leases", EXPIRED_LEASES(""), "job"},
-    [S_EXPIRED_LEASES_T] = {"expired_leases_tenant", EXPIRED_LEASES("tenant_id = $3 AND "),
-                            "job"},
-    /* Buffered rows are always outcome 2 (BUFFERED) or 5 (STARTED) with
-     * consumed_at 0: saying so lets the partial indexes signals_expiry /
-     * signals_tenant_expiry serve. */
+    [S_EXPIRED_LEASES_T] = {"expired_leases_tenant", EXPIRED_LEASES("tenant_id = $3 AND "), "job"},
+/* Buffered rows are always outcome 2 (BUFFERED) or 5 (STARTED) with
+ * consumed_at 0: saying so lets the partial indexes signals_expiry /
+ * signals_tenant_expiry serve. */
 #define EXPIRE_SIGNALS(tenant)                                                                     \
     "WITH c AS (SELECT tenant_id, id FROM signals WHERE " tenant                                   \
-    "outcome IN (2, 5) AND consumed_at = 0 AND buffered AND NOT discarded AND expires_at <= $1 "         \
+    "outcome IN (2, 5) AND consumed_at = 0 AND buffered AND NOT discarded AND expires_at <= $1 "   \
     "ORDER BY expires_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) "                                    \
     "UPDATE signals s SET buffered = false, discarded = true FROM c "                              \
     "WHERE s.tenant_id = c.tenant_id AND s.id = c.id"
@@ -542,27 +542,27 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                             "signal"},
 #define SWEEP_SIGNALS(tenant)                                                                      \
     "WITH c AS (SELECT tenant_id, id FROM signals WHERE " tenant                                   \
-    "outcome IN (2, 5) AND consumed_at = 0 AND NOT buffered AND expires_at > 0 AND "          \
-    "expires_at <= $1 "    \
+    "outcome IN (2, 5) AND consumed_at = 0 AND NOT buffered AND expires_at > 0 AND "               \
+    "expires_at <= $1 "                                                                            \
     "LIMIT $2 FOR UPDATE SKIP LOCKED) "                                                            \
     "DELETE FROM signals s USING c WHERE s.tenant_id = c.tenant_id AND s.id = c.id"
     [S_SWEEP_SIGNALS] = {"sweep_signals", SWEEP_SIGNALS(""), "signal"},
     [S_SWEEP_SIGNALS_T] = {"sweep_signals_tenant", SWEEP_SIGNALS("tenant_id = $3 AND "), "signal"},
 /* Through the ctids the same statement locked, as claim_timers. */
 #define SWEEP_IDEMPOTENCY(tenant)                                                                  \
-    "DELETE FROM idempotency WHERE ctid = ANY(ARRAY(SELECT ctid FROM idempotency WHERE " tenant   \
+    "DELETE FROM idempotency WHERE ctid = ANY(ARRAY(SELECT ctid FROM idempotency WHERE " tenant    \
     "created_at <= $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
     [S_SWEEP_IDEMPOTENCY] = {"sweep_idempotency", SWEEP_IDEMPOTENCY(""), "request record"},
-    [S_SWEEP_IDEMPOTENCY_T] = {"sweep_idempotency_tenant",
-                               SWEEP_IDEMPOTENCY("tenant_id = $3 AND "), "request record"},
-    /* Ended for good: COMPLETED (2), CANCELLED (3), COMPENSATED (6). */
-    /* Up to $2 roots not yet swept (r), up to $2 of their events (c);
-     * when c holds fewer than $2, it holds every event of r, and r is
-     * marked swept in the same statement (migrations/0005). The events of
-     * a root that ended that long ago are all numbered. */
+    [S_SWEEP_IDEMPOTENCY_T] = {"sweep_idempotency_tenant", SWEEP_IDEMPOTENCY("tenant_id = $3 AND "),
+                               "request record"},
+/* Ended for good: COMPLETED (2), CANCELLED (3), COMPENSATED (6). */
+/* Up to $2 roots not yet swept (r), up to $2 of their events (c);
+ * when c holds fewer than $2, it holds every event of r, and r is
+ * marked swept in the same statement (migrations/0005). The events of
+ * a root that ended that long ago are all numbered. */
 #define SWEEP_EVENTS(tenant)                                                                       \
     "WITH r AS (SELECT tenant_id, id FROM instances WHERE " tenant "parent_id IS NULL AND "        \
-    "ended_at > 0 AND NOT events_swept AND ended_at <= $1 AND status IN (2, 3, 6) ORDER BY "      \
+    "ended_at > 0 AND NOT events_swept AND ended_at <= $1 AND status IN (2, 3, 6) ORDER BY "       \
     "ended_at LIMIT $2 FOR UPDATE SKIP LOCKED), "                                                  \
     "c AS (SELECT e.id FROM r JOIN events e ON e.tenant_id = r.tenant_id AND "                     \
     "e.root_id = r.id WHERE e.sequence IS NOT NULL LIMIT $2 FOR UPDATE OF e SKIP LOCKED), "        \
@@ -625,8 +625,7 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
     [S_LISTEN_EVENTS] = {"listen_events", "LISTEN wf_events", "the database"},
     [S_LISTEN_JOBS] = {"listen_jobs", "LISTEN wf_jobs", "the database"},
     /* The notifier's coalesced wake-ups: ($1 channels, $2 payloads). */
-    [S_NOTIFY] = {"notify",
-                  "SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS n(c, p)",
+    [S_NOTIFY] = {"notify", "SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS n(c, p)",
                   "the database"},
 
     [S_MIG_LOCK] = {"mig_lock", "SELECT pg_advisory_lock(" MIGRATION_LOCK ")", "the schema"},
@@ -643,4 +642,3 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
 /* The table, for the plan guard (tests/store/test_store_plans.c). */
 const wf_pg_stmt *const wf_pg_statements = stmts;
 const int wf_pg_n_statements = S_COUNT_;
-

@@ -241,7 +241,8 @@ wf_pg__run(wf_pg_conn *c, int id, const params *p, int64_t deadline, PGresult **
 /* Runs a statement whose result is not needed; *affected gets the row
  * count when non-NULL. */
 wf_code
-wf_pg__run_cmd(wf_pg_conn *c, int id, const params *p, int64_t deadline, long *affected, wf_error *err)
+wf_pg__run_cmd(wf_pg_conn *c, int id, const params *p, int64_t deadline, long *affected,
+               wf_error *err)
 {
     PGresult *res;
     wf_code rc = wf_pg__run(c, id, p, deadline, &res, err);
@@ -315,7 +316,7 @@ read_rows(PGresult *res, const wf_row_desc *d, wf_arena *a, void *out, size_t *n
 
 wf_code
 wf_pg__run_rows(wf_pg_conn *c, int id, const params *p, int64_t deadline, const wf_row_desc *d,
-         wf_arena *a, void *rows, size_t *n, wf_error *err)
+                wf_arena *a, void *rows, size_t *n, wf_error *err)
 {
     PGresult *res;
     wf_code rc = wf_pg__run(c, id, p, deadline, &res, err);
@@ -405,8 +406,9 @@ pg_commit(wf_tx *t, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
     /* Still owing BEGIN: nothing ran, nothing to commit. */
-    wf_code rc =
-        tx->c->owe_begin ? WF_OK : wf_pg__run_cmd(tx->c, S_COMMIT, NULL, t->ctx.deadline_ms, NULL, err);
+    wf_code rc = tx->c->owe_begin
+                     ? WF_OK
+                     : wf_pg__run_cmd(tx->c, S_COMMIT, NULL, t->ctx.deadline_ms, NULL, err);
     for (int i = 0; rc == WF_OK && i < tx->n_seen; i++)
         wf_pg__defs_put((pg_store *)t->st, tx->seen[i]);
     wf_pg__conn_put((pg_store *)t->st, tx->c);
@@ -608,8 +610,8 @@ pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
     int update = tx->defer ? S_UPDATE_INSTANCE_CHECKED : S_UPDATE_INSTANCE;
     for (size_t i = 0; ok && i < c->n_instances; i++) {
         const wf_instance_row *in = &c->instances[i];
-        ok = queue_rows(tx, in->version == 0 ? S_INSERT_INSTANCE : update,
-                        &wf_store__instance_desc, in, 1, checks, &n_checks);
+        ok = queue_rows(tx, in->version == 0 ? S_INSERT_INSTANCE : update, &wf_store__instance_desc,
+                        in, 1, checks, &n_checks);
     }
     ok =
         ok && queue_rows(tx, S_UPSERT_TASK, &wf_store__task_desc, c->tasks, c->n_tasks, NULL, NULL);
@@ -698,8 +700,8 @@ pg_idem_get(wf_tx *t, const char *method, const char *request_id, wf_idempotency
     wf_pg__p_str(&p, request_id);
     wf_idempotency_row *rows;
     size_t n;
-    wf_code rc = wf_pg__run_rows(tx->c, S_IDEM_GET, &p, t->ctx.deadline_ms, &wf_store__idempotency_desc,
-                          t->ctx.arena, &rows, &n, err);
+    wf_code rc = wf_pg__run_rows(tx->c, S_IDEM_GET, &p, t->ctx.deadline_ms,
+                                 &wf_store__idempotency_desc, t->ctx.arena, &rows, &n, err);
     if (rc == WF_OK) {
         *found = n > 0;
         if (n > 0)
@@ -719,8 +721,8 @@ pg_idem_prefetch(wf_tx *t, const char *method, const char *request_id, wf_idempo
     wf_pg__p_str(&p, request_id);
     if (p.oom)
         return wf_store__nomem(err);
-    tx->lookup = (struct wf_pg_lookup){
-        push(tx->c, S_IDEM_GET, &p, t->ctx.deadline_ms), request_id, t->ctx.arena, out, found};
+    tx->lookup = (struct wf_pg_lookup){push(tx->c, S_IDEM_GET, &p, t->ctx.deadline_ms), request_id,
+                                       t->ctx.arena, out, found};
     tx->c->lookup = &tx->lookup;
     return WF_OK;
 }
@@ -803,14 +805,14 @@ pg_put_definition(wf_tx *t, const wf_definition_row *in, int32_t *version, wf_er
 
 wf_code
 wf_pg__get_definition(wf_pg_conn *c, const wf_store_ctx *ctx, const char *key, int32_t version,
-               wf_definition_row *out, bool *found, wf_error *err)
+                      wf_definition_row *out, bool *found, wf_error *err)
 {
     params p = wf_pg__p_tenant(ctx, key);
     wf_pg__p_i64(&p, version);
     wf_definition_row *rows;
     size_t n;
-    wf_code rc = wf_pg__run_rows(c, S_GET_DEFINITION, &p, ctx->deadline_ms, &wf_store__definition_desc,
-                          ctx->arena, &rows, &n, err);
+    wf_code rc = wf_pg__run_rows(c, S_GET_DEFINITION, &p, ctx->deadline_ms,
+                                 &wf_store__definition_desc, ctx->arena, &rows, &n, err);
     if (rc == WF_OK) {
         *found = n > 0;
         if (n > 0)
@@ -858,8 +860,8 @@ pg_consume_signal(wf_tx *t, const char *name, const char *instance_id, const cha
     int id = agg_type == NULL && agg_id == NULL ? S_CONSUME_SIGNAL_INSTANCE
              : instance_id == NULL              ? S_CONSUME_SIGNAL_AGGREGATE
                                                 : S_CONSUME_SIGNAL;
-    wf_code rc = wf_pg__run_rows(tx->c, id, &p, t->ctx.deadline_ms, &wf_store__signal_desc, t->ctx.arena,
-                          &rows, &n, err);
+    wf_code rc = wf_pg__run_rows(tx->c, id, &p, t->ctx.deadline_ms, &wf_store__signal_desc,
+                                 t->ctx.arena, &rows, &n, err);
     if (rc == WF_OK) {
         *found = n > 0;
         if (n > 0)
@@ -904,4 +906,3 @@ pg_aggregate_live(wf_tx *t, const char *agg_type, const char *agg_id, bool *live
     PQclear(res);
     return rc;
 }
-

@@ -311,9 +311,9 @@ wf_store__job_activated_data(wf_arena *arena, const wf_job_row *job)
         wf_json_escape(worker, sizeof worker, job->worker, strlen(job->worker)) == (size_t)-1)
         return wf_arena_printf(arena, "{\"jobId\":\"%s\",\"attempt\":%d}", job->id,
                                (int)job->attempt);
-    return wf_arena_printf(
-        arena, "{\"jobId\":\"%s\",\"jobKey\":\"%s\",\"worker\":\"%s\",\"attempt\":%d}",
-        job->id, key, worker, (int)job->attempt);
+    return wf_arena_printf(arena,
+                           "{\"jobId\":\"%s\",\"jobKey\":\"%s\",\"worker\":\"%s\",\"attempt\":%d}",
+                           job->id, key, worker, (int)job->attempt);
 }
 
 bool
@@ -410,8 +410,8 @@ wf_tx_failed(const wf_tx *tx)
 }
 
 wf_code
-wf_tx_lock_root_hint(wf_tx *tx, const char *instance_id, const char *root_hint,
-                     wf_aggregate *out, wf_error *err)
+wf_tx_lock_root_hint(wf_tx *tx, const char *instance_id, const char *root_hint, wf_aggregate *out,
+                     wf_error *err)
 {
     wf_aggregate g;
     wf_code rc = check_tx(tx, err);
@@ -420,8 +420,8 @@ wf_tx_lock_root_hint(wf_tx *tx, const char *instance_id, const char *root_hint,
     /* A batch takes its roots in ascending order: refused before the lock
      * when the hint already says it would go back. */
     if (tx->batch && tx->root != NULL && root_hint != NULL && strcmp(root_hint, tx->root) < 0)
-        return tx_done(tx, wf_error_set(err, WF_E_INTERNAL,
-                                        "a batch locks its roots in ascending order"));
+        return tx_done(
+            tx, wf_error_set(err, WF_E_INTERNAL, "a batch locks its roots in ascending order"));
     rc = tx->st->ops->lock_root(tx, instance_id, root_hint, &g, err);
     /* The root comes first. Deletions address rows by it, so a second
      * root would leave its rows out of reach; a batch writes each root's
@@ -450,8 +450,8 @@ wf_tx_apply(wf_tx *tx, const wf_store_changes *changes, wf_error *err)
 {
     wf_code rc = check_tx(tx, err);
     if (rc == WF_OK && tx->root == NULL &&
-        changes->n_del_tokens + changes->n_del_jobs +
-                changes->n_del_timers + changes->n_del_subscriptions >
+        changes->n_del_tokens + changes->n_del_jobs + changes->n_del_timers +
+                changes->n_del_subscriptions >
             0)
         rc = tx_done(tx, wf_error_set(err, WF_E_INTERNAL, "deletions need the root locked"));
     return rc != WF_OK ? rc : tx_done(tx, tx->st->ops->apply(tx, changes, err));
@@ -588,8 +588,8 @@ wf_tx_lock_correlation(wf_tx *tx, const char *name, const char *aggregate_type,
     wf_code rc = check_tx(tx, err);
     if (rc != WF_OK)
         return rc;
-    return tx_done(tx, tx->st->ops->lock_correlation(tx, name, aggregate_type, aggregate_id,
-                                                     awaited, err));
+    return tx_done(
+        tx, tx->st->ops->lock_correlation(tx, name, aggregate_type, aggregate_id, awaited, err));
 }
 
 wf_code
@@ -855,9 +855,8 @@ wf_tx_activate_jobs(wf_tx *tx, const char *job_type, const char *worker, size_t 
     }
     if (max > MAX_PAGE)
         max = MAX_PAGE;
-    return tx_done(tx,
-                   tx->st->ops->tx_activate_jobs(tx, job_type, worker, max, lease_ms, now, rows, n,
-                                                 err));
+    return tx_done(
+        tx, tx->st->ops->tx_activate_jobs(tx, job_type, worker, max, lease_ms, now, rows, n, err));
 }
 
 wf_code

@@ -762,8 +762,8 @@ typedef struct wf_store_counts {
 
 /* Fills out with the counts at now. Postgres: one statement over partial
  * indexes (migrations/0003_gauges.sql); memory: one pass under the mutex. */
-wf_code wf_store_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now,
-                               size_t max_types, wf_store_counts *out, wf_error *err);
+wf_code wf_store_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max_types,
+                               wf_store_counts *out, wf_error *err);
 
 /* Subscriptions waiting for signal name: those of instance_id when it is
  * set, else those whose aggregate is (aggregate_type, aggregate_id).

@@ -35,8 +35,7 @@ typedef struct wf_store_ops {
     wf_code (*idem_amend)(wf_tx *tx, const wf_idempotency_row *in, wf_error *err);
     /* Optional: idem_put (amend: idem_amend) then commit in one go (NULL:
      * the two calls). */
-    wf_code (*commit_recorded)(wf_tx *tx, const wf_idempotency_row *in, bool amend,
-                               wf_error *err);
+    wf_code (*commit_recorded)(wf_tx *tx, const wf_idempotency_row *in, bool amend, wf_error *err);
     wf_code (*put_definition)(wf_tx *tx, const wf_definition_row *in, int32_t *version,
                               wf_error *err);
     wf_code (*tx_get_definition)(wf_tx *tx, const char *key, int32_t version,
@@ -91,8 +90,8 @@ typedef struct wf_store_ops {
                                 int64_t now, size_t limit, int64_t claim_ms, wf_timer_row **rows,
                                 size_t *n, wf_error *err);
     /* The scheduler's other passes: ctx->tenant NULL means every tenant. */
-    wf_code (*find_expired_leases)(wf_store *st, const wf_store_ctx *ctx, int64_t now,
-                                   size_t limit, wf_job_row **rows, size_t *n, wf_error *err);
+    wf_code (*find_expired_leases)(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
+                                   wf_job_row **rows, size_t *n, wf_error *err);
     wf_code (*expire_signals)(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
                               size_t *n, wf_error *err);
     wf_code (*sweep)(wf_store *st, const wf_store_ctx *ctx, wf_sweep_kind kind, int64_t before,

@@ -39,7 +39,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wf_id.h"
 #include "wf_time.h"
 
 bool
@@ -287,7 +286,7 @@ wf_mem__tx_del(mem_tx *tx, mtable *t, const char *id, wf_error *err)
  * when NULL), sorted by cmp and cut to limit. *out is malloc'd. */
 wf_code
 wf_mem__gather(mem_store *m, mtable *t, const char *tenant, mpred pred, const void *arg, mcmp cmp,
-       size_t limit, void ***out, size_t *n, wf_error *err)
+               size_t limit, void ***out, size_t *n, wf_error *err)
 {
     size_t lo, hi, k = 0;
     wf_mem__mt_tenant_range(t, tenant, &lo, &hi);
@@ -306,7 +305,8 @@ wf_mem__gather(mem_store *m, mtable *t, const char *tenant, mpred pred, const vo
 
 /* Copies n stored rows into one arena array. */
 wf_code
-wf_mem__copy_out(const wf_row_desc *d, void *const *src, size_t n, wf_arena *a, void **rows, wf_error *err)
+wf_mem__copy_out(const wf_row_desc *d, void *const *src, size_t n, wf_arena *a, void **rows,
+                 wf_error *err)
 {
     char *dst = wf_arena_calloc(a, n > 0 ? n : 1, d->size);
     if (dst == NULL)
@@ -319,8 +319,8 @@ wf_mem__copy_out(const wf_row_desc *d, void *const *src, size_t n, wf_arena *a, 
 }
 
 wf_code
-wf_mem__select_rows(mem_store *m, mtable *t, const char *tenant, mpred pred, const void *arg, mcmp cmp,
-            size_t limit, wf_arena *a, void *rows, size_t *n, wf_error *err)
+wf_mem__select_rows(mem_store *m, mtable *t, const char *tenant, mpred pred, const void *arg,
+                    mcmp cmp, size_t limit, wf_arena *a, void *rows, size_t *n, wf_error *err)
 {
     void **v = NULL;
     size_t k = 0;

@@ -78,7 +78,7 @@ pg_destroy(wf_store *st)
  * out of memory. */
 int
 wf_pg__defs_get(pg_store *s, const wf_store_ctx *ctx, const char *key, int32_t version,
-         wf_definition_row *out)
+                wf_definition_row *out)
 {
     int got = 0;
     pthread_mutex_lock(&s->defs_mu);

@@ -48,8 +48,8 @@ start_root(char id[WF_UUID_LEN + 1])
     ProtobufCMessage *resp = NULL;
     wf_client_status st;
     ck_assert_int_eq(wf_client_call(cli, SVC "StartInstance", &req.base,
-                                    &workflow__v1__start_instance_response__descriptor, &resp,
-                                    NULL, &st),
+                                    &workflow__v1__start_instance_response__descriptor, &resp, NULL,
+                                    &st),
                      GRPC_STATUS_OK);
     snprintf(id, WF_UUID_LEN + 1, "%s",
              ((Workflow__V1__StartInstanceResponse *)resp)->instance->id);
@@ -161,9 +161,8 @@ START_TEST(test_bad_requests)
     wf_client_status st;
     ProtobufCMessage *m;
     wf_client_stream *s = wf_client_stream_open(cli, SVC "WatchEvents", &req.base, NULL);
-    ck_assert_int_eq(wf_client_stream_next(s, &workflow__v1__watch_events_response__descriptor,
-                                           &m, &st),
-                     0);
+    ck_assert_int_eq(
+        wf_client_stream_next(s, &workflow__v1__watch_events_response__descriptor, &m, &st), 0);
     ck_assert_int_eq(st.code, GRPC_STATUS_INVALID_ARGUMENT);
     ck_assert_str_eq(st.reason, "INVALID_ARGUMENT");
     wf_client_stream_close(s);
@@ -173,9 +172,8 @@ START_TEST(test_bad_requests)
     req.types = bad;
     req.n_types = 1;
     s = wf_client_stream_open(cli, SVC "WatchEvents", &req.base, NULL);
-    ck_assert_int_eq(wf_client_stream_next(s, &workflow__v1__watch_events_response__descriptor,
-                                           &m, &st),
-                     0);
+    ck_assert_int_eq(
+        wf_client_stream_next(s, &workflow__v1__watch_events_response__descriptor, &m, &st), 0);
     ck_assert_int_eq(st.code, GRPC_STATUS_INVALID_ARGUMENT);
     wf_client_stream_close(s);
 }
@@ -195,9 +193,8 @@ START_TEST(test_follow_live_then_shutdown)
     ck_assert_ptr_nonnull(s);
     ProtobufCMessage *m;
     wf_client_status st;
-    ck_assert_int_eq(wf_client_stream_next(s, &workflow__v1__watch_events_response__descriptor,
-                                           &m, &st),
-                     1);
+    ck_assert_int_eq(
+        wf_client_stream_next(s, &workflow__v1__watch_events_response__descriptor, &m, &st), 1);
     Workflow__V1__Event *e = ((Workflow__V1__WatchEventsResponse *)m)->event;
     ck_assert_int_eq(e->type, WORKFLOW__V1__EVENT_TYPE__EVENT_TYPE_INSTANCE_STARTED);
     int64_t last = e->sequence;
@@ -209,8 +206,7 @@ START_TEST(test_follow_live_then_shutdown)
     int seen_task = 0;
     while (!seen_task) {
         ck_assert_int_eq(
-            wf_client_stream_next(s, &workflow__v1__watch_events_response__descriptor, &m, &st),
-            1);
+            wf_client_stream_next(s, &workflow__v1__watch_events_response__descriptor, &m, &st), 1);
         e = ((Workflow__V1__WatchEventsResponse *)m)->event;
         ck_assert_int_gt(e->sequence, last);
         last = e->sequence;
@@ -220,9 +216,8 @@ START_TEST(test_follow_live_then_shutdown)
     ck_assert_int_lt(wf_mono_ms() - t0, 3000); /* woken, not polled on a timer */
 
     wf_test_server_stop(&ts, 3000);
-    ck_assert_int_eq(wf_client_stream_next(s, &workflow__v1__watch_events_response__descriptor,
-                                           &m, &st),
-                     0);
+    ck_assert_int_eq(
+        wf_client_stream_next(s, &workflow__v1__watch_events_response__descriptor, &m, &st), 0);
     ck_assert_int_eq(st.code, GRPC_STATUS_UNAVAILABLE);
     wf_client_stream_close(s);
 }

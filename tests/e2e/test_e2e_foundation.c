@@ -53,9 +53,9 @@ health(wf_client *c, const char *service, int *status, wf_client_status *st)
     Grpc__Health__V1__HealthCheckRequest req = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
     req.service = (char *)service;
     ProtobufCMessage *resp = NULL;
-    int code = wf_client_call(c, "/grpc.health.v1.Health/Check", &req.base,
-                              &grpc__health__v1__health_check_response__descriptor, &resp, NULL,
-                              st);
+    int code =
+        wf_client_call(c, "/grpc.health.v1.Health/Check", &req.base,
+                       &grpc__health__v1__health_check_response__descriptor, &resp, NULL, st);
     if (resp != NULL) {
         *status = ((Grpc__Health__V1__HealthCheckResponse *)resp)->status;
         protobuf_c_message_free_unpacked(resp, NULL);
@@ -214,17 +214,15 @@ START_TEST(test_health_watch_sees_drain)
     ck_assert_ptr_nonnull(s);
     ProtobufCMessage *m = NULL;
     wf_client_status st;
-    ck_assert_int_eq(wf_client_stream_next(s, &grpc__health__v1__health_check_response__descriptor,
-                                           &m, &st),
-                     1);
+    ck_assert_int_eq(
+        wf_client_stream_next(s, &grpc__health__v1__health_check_response__descriptor, &m, &st), 1);
     ck_assert_int_eq(((Grpc__Health__V1__HealthCheckResponse *)m)->status,
                      GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING);
     protobuf_c_message_free_unpacked(m, NULL);
 
     wf_rpc_server_drain(ts.srv);
-    ck_assert_int_eq(wf_client_stream_next(s, &grpc__health__v1__health_check_response__descriptor,
-                                           &m, &st),
-                     1);
+    ck_assert_int_eq(
+        wf_client_stream_next(s, &grpc__health__v1__health_check_response__descriptor, &m, &st), 1);
     ck_assert_int_eq(((Grpc__Health__V1__HealthCheckResponse *)m)->status,
                      GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
     protobuf_c_message_free_unpacked(m, NULL);
@@ -241,9 +239,8 @@ START_TEST(test_health_watch_sees_drain)
     int64_t t0 = wf_mono_ms();
     wf_test_server_stop(&ts, 5000);
     ck_assert_int_lt(wf_mono_ms() - t0, 3000);
-    ck_assert_int_eq(wf_client_stream_next(s, &grpc__health__v1__health_check_response__descriptor,
-                                           &m, &st),
-                     0);
+    ck_assert_int_eq(
+        wf_client_stream_next(s, &grpc__health__v1__health_check_response__descriptor, &m, &st), 0);
     ck_assert_int_eq(st.code, GRPC_STATUS_UNAVAILABLE);
     wf_client_stream_close(s);
     wf_client_free(c);

@@ -23,10 +23,10 @@ typedef struct id_case {
     const char *method;
     const ProtobufCMessageDescriptor *desc; /* of the request */
     const ProtobufCMessageDescriptor *resp; /* of the response */
-    const char *field;  /* the id field */
-    const char *reason; /* NOT_FOUND reason of a missing one */
+    const char *field;                      /* the id field */
+    const char *reason;                     /* NOT_FOUND reason of a missing one */
     id_use use;
-    const char *count;  /* ID_FILTER: the repeated field that must come back empty */
+    const char *count; /* ID_FILTER: the repeated field that must come back empty */
 } id_case;
 
 /* The field a violation of an empty id names: the field itself, or for a
@@ -44,18 +44,12 @@ violation_field(const id_case *c)
 
 static const id_case cases[] = {
     {"GetInstance", D(get_instance), "instance_id", "INSTANCE_NOT_FOUND", ID_REQUIRED, NULL},
-    {"CancelInstance", D(cancel_instance), "instance_id", "INSTANCE_NOT_FOUND", ID_REQUIRED,
-     NULL},
-    {"SetVariables", D(set_variables), "instance_id", "INSTANCE_NOT_FOUND", ID_REQUIRED,
-     NULL},
-    {"RetryInstance", D(retry_instance), "instance_id", "INSTANCE_NOT_FOUND", ID_REQUIRED,
-     NULL},
-    {"ListWorkItems", D(list_work_items), "instance_id", "INSTANCE_NOT_FOUND", ID_REQUIRED,
-     NULL},
-    {"AssignTo", D(assign_to), "parent_instance_id", "INSTANCE_NOT_FOUND", ID_REQUIRED,
-     NULL},
-    {"GetCompletion", D(get_completion), "instance_id", "INSTANCE_NOT_FOUND", ID_REQUIRED,
-     NULL},
+    {"CancelInstance", D(cancel_instance), "instance_id", "INSTANCE_NOT_FOUND", ID_REQUIRED, NULL},
+    {"SetVariables", D(set_variables), "instance_id", "INSTANCE_NOT_FOUND", ID_REQUIRED, NULL},
+    {"RetryInstance", D(retry_instance), "instance_id", "INSTANCE_NOT_FOUND", ID_REQUIRED, NULL},
+    {"ListWorkItems", D(list_work_items), "instance_id", "INSTANCE_NOT_FOUND", ID_REQUIRED, NULL},
+    {"AssignTo", D(assign_to), "parent_instance_id", "INSTANCE_NOT_FOUND", ID_REQUIRED, NULL},
+    {"GetCompletion", D(get_completion), "instance_id", "INSTANCE_NOT_FOUND", ID_REQUIRED, NULL},
     {"CompleteAndEnd", D(complete_and_end), "task_id", "TASK_NOT_FOUND", ID_REQUIRED, NULL},
     {"GetTask", D(get_task), "task_id", "TASK_NOT_FOUND", ID_REQUIRED, NULL},
     {"ClaimTask", D(claim_task), "task_id", "TASK_NOT_FOUND", ID_REQUIRED, NULL},
@@ -65,8 +59,7 @@ static const id_case cases[] = {
     {"FailJob", D(fail_job), "job_key", "JOB_NOT_FOUND", ID_REQUIRED, NULL},
     {"ExtendJobLease", D(extend_job_lease), "job_key", "JOB_NOT_FOUND", ID_REQUIRED, NULL},
     {"SendSignal", D(send_signal), "instance_id", "INSTANCE_NOT_FOUND", ID_REQUIRED, NULL},
-    {"ListSignals", D(list_signals), "instance_id", "INSTANCE_NOT_FOUND", ID_FILTER,
-     "signals"},
+    {"ListSignals", D(list_signals), "instance_id", "INSTANCE_NOT_FOUND", ID_FILTER, "signals"},
 };
 
 /* Sets the string field name of msg (and its oneof case). */
@@ -75,8 +68,8 @@ set_str(ProtobufCMessage *msg, const char *name, const char *value)
 {
     const ProtobufCFieldDescriptor *f =
         protobuf_c_message_descriptor_get_field_by_name(msg->descriptor, name);
-    ck_assert_msg(f != NULL && f->type == PROTOBUF_C_TYPE_STRING, "%s.%s",
-                  msg->descriptor->name, name);
+    ck_assert_msg(f != NULL && f->type == PROTOBUF_C_TYPE_STRING, "%s.%s", msg->descriptor->name,
+                  name);
     *(const char **)((char *)msg + f->offset) = value;
     if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)
         *(uint32_t *)((char *)msg + f->quantifier_offset) = f->id;
@@ -152,8 +145,8 @@ ck_not_found(const id_case *c, const char *id, const wf_client_status *st, const
         return;
     }
     expect(resp == NULL && st->code == GRPC_STATUS_NOT_FOUND && strcmp(st->reason, c->reason) == 0,
-                  "%s %s=\"%s\": %s %s (%s), want NOT_FOUND %s", c->method, c->field, id,
-                  wf_client_code_name(st->code), st->reason, st->message, c->reason);
+           "%s %s=\"%s\": %s %s (%s), want NOT_FOUND %s", c->method, c->field, id,
+           wf_client_code_name(st->code), st->reason, st->message, c->reason);
 }
 
 START_TEST(test_every_id_of_every_rpc)
@@ -168,10 +161,9 @@ START_TEST(test_every_id_of_every_rpc)
             const char *vf = violation_field(c);
             void *r = call(cl, c->method, request(c, ""), c->resp, &st);
             expect(r == NULL && st.code == GRPC_STATUS_INVALID_ARGUMENT &&
-                              strcmp(st.reason, "INVALID_ARGUMENT") == 0,
-                          "%s %s=\"\": %s %s (%s), want INVALID_ARGUMENT INVALID_ARGUMENT",
-                          c->method, c->field, wf_client_code_name(st.code), st.reason,
-                          st.message);
+                       strcmp(st.reason, "INVALID_ARGUMENT") == 0,
+                   "%s %s=\"\": %s %s (%s), want INVALID_ARGUMENT INVALID_ARGUMENT", c->method,
+                   c->field, wf_client_code_name(st.code), st.reason, st.message);
             expect(st.nviolations >= 1 && strncmp(st.violations[0], vf, strlen(vf)) == 0 &&
                        st.violations[0][strlen(vf)] == ':',
                    "%s: violation \"%s\", want field %s", c->method,
@@ -200,8 +192,7 @@ END_TEST
 START_TEST(test_complete_jobs_items)
 {
     wf_client *cl = as("dev");
-    const char *keys[] = {"x", "y.z", wf_arena_printf(ta, "%s.%s", unknown_uuid(),
-                                                     unknown_uuid())};
+    const char *keys[] = {"x", "y.z", wf_arena_printf(ta, "%s.%s", unknown_uuid(), unknown_uuid())};
     size_t n = sizeof keys / sizeof keys[0];
     Workflow__V1__CompleteJobsRequest req = WORKFLOW__V1__COMPLETE_JOBS_REQUEST__INIT;
     Workflow__V1__CompleteJobRequest *items[4];
@@ -223,9 +214,8 @@ START_TEST(test_complete_jobs_items)
     ck_assert_str_eq(r->results[n]->message, "job_key is required");
     for (size_t i = 0; i < n; i++) {
         expect(r->results[i]->code == GRPC_STATUS_NOT_FOUND &&
-                          strcmp(r->results[i]->reason, "JOB_NOT_FOUND") == 0,
-                      "item %zu (%s): %d %s", i, keys[i], r->results[i]->code,
-                      r->results[i]->reason);
+                   strcmp(r->results[i]->reason, "JOB_NOT_FOUND") == 0,
+               "item %zu (%s): %d %s", i, keys[i], r->results[i]->code, r->results[i]->reason);
     }
     ck_assert_msg(mismatches == 0, "%d items break the rule (printed above)", mismatches);
 }

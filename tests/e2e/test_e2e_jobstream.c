@@ -52,7 +52,8 @@ start_job(const char *key, const char *vars)
 static wf_client_stream *
 open_stream(const char *type, int credit, int64_t lease_ms, int timeout_ms)
 {
-    Workflow__V1__StreamActivatedJobsRequest req = WORKFLOW__V1__STREAM_ACTIVATED_JOBS_REQUEST__INIT;
+    Workflow__V1__StreamActivatedJobsRequest req =
+        WORKFLOW__V1__STREAM_ACTIVATED_JOBS_REQUEST__INIT;
     req.job_type = (char *)type;
     req.worker = "ws";
     req.credit = credit;
@@ -173,8 +174,10 @@ START_TEST(test_push_order_and_credit)
     Workflow__V1__Instance *in5 = start_job(key, NULL);
     must_not_push(s, 300);
     wf_arena *a = wf_arena_new();
-    wf_net_ctx ctx = {.ref = {.store = ts.app.store, .tenant = "default",
-                              .deadline_ms = wf_mono_ms() + 10000, .arena = a}};
+    wf_net_ctx ctx = {.ref = {.store = ts.app.store,
+                              .tenant = "default",
+                              .deadline_ms = wf_mono_ms() + 10000,
+                              .arena = a}};
     wf_error err;
     wf_code rc = wf_net_complete_job(&ctx, j3->key, NULL, NULL, &err);
     wf_arena_free(a);
@@ -191,7 +194,8 @@ START_TEST(test_push_waits_for_new_jobs_and_picks_variables)
 {
     char *type = u("later");
     const char *key = job_def(type);
-    Workflow__V1__StreamActivatedJobsRequest req = WORKFLOW__V1__STREAM_ACTIVATED_JOBS_REQUEST__INIT;
+    Workflow__V1__StreamActivatedJobsRequest req =
+        WORKFLOW__V1__STREAM_ACTIVATED_JOBS_REQUEST__INIT;
     req.job_type = type;
     req.credit = 5;
     char *names[2] = {"a", "c"};
@@ -268,8 +272,8 @@ START_TEST(test_lease_expiry_brings_the_job_back)
      * credit came back with the lease's end, so it takes the job again. */
     Workflow__V1__RunSchedulerPassRequest tick = WORKFLOW__V1__RUN_SCHEDULER_PASS_REQUEST__INIT;
     wf_client_status st;
-    call(as(NULL), "RunSchedulerPass", &tick, &workflow__v1__run_scheduler_pass_response__descriptor,
-         &st);
+    call(as(NULL), "RunSchedulerPass", &tick,
+         &workflow__v1__run_scheduler_pass_response__descriptor, &st);
     ck_ok(st);
     Workflow__V1__Job *second = must_next(s, 3000);
     ck_assert_str_eq(second->id, first->id);
@@ -357,7 +361,8 @@ stream_fails(const Workflow__V1__StreamActivatedJobsRequest *req, const char *wh
 
 START_TEST(test_bad_stream_requests)
 {
-    Workflow__V1__StreamActivatedJobsRequest req = WORKFLOW__V1__STREAM_ACTIVATED_JOBS_REQUEST__INIT;
+    Workflow__V1__StreamActivatedJobsRequest req =
+        WORKFLOW__V1__STREAM_ACTIVATED_JOBS_REQUEST__INIT;
     req.credit = 1;
     stream_fails(&req, "empty job type");
     req.job_type = u("bad");
@@ -431,8 +436,7 @@ START_TEST(test_shutdown_ends_the_stream_unavailable)
     ck_assert_msg(st.code == GRPC_STATUS_UNAVAILABLE, "ended with %s",
                   wf_client_code_name(st.code));
     /* Well before the 5 s grace: open streams are ended first. */
-    ck_assert_msg(wf_mono_ms() - t0 < 3000, "ended after %lld ms",
-                  (long long)(wf_mono_ms() - t0));
+    ck_assert_msg(wf_mono_ms() - t0 < 3000, "ended after %lld ms", (long long)(wf_mono_ms() - t0));
     wf_client_stream_close(s);
 }
 END_TEST

@@ -38,7 +38,6 @@
 
 #define SVC "/workflow.v1.WorkflowService/"
 
-
 static Google__Protobuf__Timestamp *
 at(int64_t us)
 {

@@ -31,7 +31,6 @@
 
 #define SVC "/workflow.v1.WorkflowService/"
 
-
 /* ---- calls --------------------------------------------------------------------------------- */
 
 static Workflow__V1__Instance *

@@ -38,7 +38,6 @@
 
 #define SVC "/workflow.v1.WorkflowService/"
 
-
 #define T_USER WORKFLOW__V1__TRIGGER__TRIGGER_USER
 #define T_AUTO WORKFLOW__V1__TRIGGER__TRIGGER_AUTO
 #define I_CANCELLED WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_CANCELLED
@@ -1755,10 +1754,10 @@ failed_job_then_signal(bool by_aggregate)
     wf_client_status st;
     ck_assert_int_eq(fail_job(jobs->jobs[0]->key, "card declined", 0, -1, &st), 0);
     ck_assert_int_eq(get_instance(in->id)->instance->status, I_FAILED);
-    ck_assert_int_eq(send_sig("shipped", by_aggregate ? NULL : in->id, agg,
-                              "{\"carrier\":\"ups\"}", NULL, 60000)
-                         ->outcome,
-                     O_BUFFERED);
+    ck_assert_int_eq(
+        send_sig("shipped", by_aggregate ? NULL : in->id, agg, "{\"carrier\":\"ups\"}", NULL, 60000)
+            ->outcome,
+        O_BUFFERED);
 
     retry_ok(in->id);
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);

@@ -202,9 +202,8 @@ START_TEST(test_deploy_and_get_definition)
     Workflow__V1__GetDefinitionRequest req = WORKFLOW__V1__GET_DEFINITION_REQUEST__INIT;
     wf_client_status st;
     req.key = key;
-    Workflow__V1__GetDefinitionResponse *g =
-        call(as(NULL), "GetDefinition", &req, &workflow__v1__get_definition_response__descriptor,
-             &st);
+    Workflow__V1__GetDefinitionResponse *g = call(
+        as(NULL), "GetDefinition", &req, &workflow__v1__get_definition_response__descriptor, &st);
     ck_ok(st);
     const Workflow__V1__Definition *d = g->definition;
     ck_assert_int_eq(d->kind, STEPS_KIND);
@@ -522,8 +521,7 @@ START_TEST(test_sleep_and_user_steps)
     wf_client_status st;
     req.task_id = g->tasks[0]->id;
     req.variables_json = "{\"approved\":false}";
-    call(as("alice"), "CompleteTask", &req, &workflow__v1__complete_task_response__descriptor,
-         &st);
+    call(as("alice"), "CompleteTask", &req, &workflow__v1__complete_task_response__descriptor, &st);
     ck_ok(st);
     g = get_instance(in->id);
     ck_assert_str_eq(current(in->id), "approve");
@@ -531,8 +529,7 @@ START_TEST(test_sleep_and_user_steps)
     Workflow__V1__Task *open = g->tasks[0]->status == TS_OPEN ? g->tasks[0] : g->tasks[1];
     req.task_id = open->id;
     req.variables_json = "{\"approved\":true}";
-    call(as("alice"), "CompleteTask", &req, &workflow__v1__complete_task_response__descriptor,
-         &st);
+    call(as("alice"), "CompleteTask", &req, &workflow__v1__complete_task_response__descriptor, &st);
     ck_ok(st);
     ck_assert_str_eq(current(in->id), "last");
     complete_ok(one_job(last), "{}");

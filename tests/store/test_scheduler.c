@@ -556,7 +556,6 @@ pg_scalar(const char *sql)
     return v;
 }
 
-
 /* Two replicas (a store and a scheduler each) fire 200 due timers spread
  * over a few roots of two tenants; every timer fires exactly once in
  * total. claim_ms is the variable: with 30 s the claims keep the replicas
@@ -876,7 +875,7 @@ START_TEST(test_retention_sweep)
     done2.id = done2.root_id = S("done2");
     wf_event_row ev2[4];
     for (int i = 0; i < 4; i++)
-        ev2[i] = (wf_event_row){0,    NULL,       S("done2"), S("done2"), S("TASK_CREATED"),
+        ev2[i] = (wf_event_row){0,    NULL,    S("done2"),    S("done2"), S("TASK_CREATED"),
                                 NULL, S("{}"), now - 3 * hour};
     put_rows(
         st, "t1",

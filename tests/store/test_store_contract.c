@@ -168,8 +168,7 @@ aggregates_equal(const wf_aggregate *a, const wf_aggregate *b)
         {&wf_store__instance_desc, a->instances, b->instances, a->n_instances, b->n_instances},
         {&wf_store__task_desc, a->tasks, b->tasks, a->n_tasks, b->n_tasks},
         {&wf_store__token_desc, a->tokens, b->tokens, a->n_tokens, b->n_tokens},
-        {&wf_store__work_item_desc, a->work_items, b->work_items, a->n_work_items,
-         b->n_work_items},
+        {&wf_store__work_item_desc, a->work_items, b->work_items, a->n_work_items, b->n_work_items},
         {&wf_store__job_desc, a->jobs, b->jobs, a->n_jobs, b->n_jobs},
         {&wf_store__timer_desc, a->timers, b->timers, a->n_timers, b->n_timers},
         {&wf_store__subscription_desc, a->subscriptions, b->subscriptions, a->n_subscriptions,
@@ -229,14 +228,22 @@ START_TEST(test_aggregate_round_trip)
     task.assigned_by = S("alice");
     wf_token_row tok[2] = {{S("tk2"), NULL, S("r1"), S("r1"), S("p1"), 2},
                            {S("tk1"), NULL, S("r1"), S("r1"), S("p0"), 1}};
-    wf_work_item_row wi = {S("w1"),      NULL,
-                           S("r1"),      S("r1"),
-                           S("approve"), WF_TRIGGER_USER,
-                           S("tk1,tk2"), WF_WORK_ITEM_ENABLED,
-                           T0 + 2,       0,
-                           0,            0,
-                           NULL,         NULL,
-                           NULL,         NULL};
+    wf_work_item_row wi = {S("w1"),
+                           NULL,
+                           S("r1"),
+                           S("r1"),
+                           S("approve"),
+                           WF_TRIGGER_USER,
+                           S("tk1,tk2"),
+                           WF_WORK_ITEM_ENABLED,
+                           T0 + 2,
+                           0,
+                           0,
+                           0,
+                           NULL,
+                           NULL,
+                           NULL,
+                           NULL};
     wf_job_row job = mk_job("j1", "r1", "mail", T0 + 3);
     job.backoff_multiplier = 1.5;
     job.initial_backoff_ms = 250;
@@ -394,10 +401,8 @@ START_TEST(test_batch_locks_roots_in_order)
     for (int i = 0; i < 3; i++) {
         wf_instance_row r = mk_instance(ids[i], NULL, ids[i], T0 + i);
         wf_timer_row tim = {S(tms[i]), NULL, S(ids[i]), S(ids[i]), S("w1"), S("x"), T0, T0, 0};
-        commit_changes(&(wf_store_changes){.instances = &r,
-                                           .n_instances = 1,
-                                           .timers = &tim,
-                                           .n_timers = 1});
+        commit_changes(
+            &(wf_store_changes){.instances = &r, .n_instances = 1, .timers = &tim, .n_timers = 1});
     }
     wf_error err = {0};
     wf_tx *tx = NULL;
@@ -409,13 +414,12 @@ START_TEST(test_batch_locks_roots_in_order)
         ck_assert_int_eq(wf_tx_lock_root_hint(tx, ids[i], ids[i], &g, &err), WF_OK);
         ck_assert_uint_eq(g.n_timers, 1);
         wf_event_row ev = {0, NULL, S(ids[i]), S(ids[i]), S("TIMER_FIRED"), NULL, S("{}"), T0};
-        ck_assert_int_eq(wf_tx_apply(tx,
-                                     &(wf_store_changes){.del_timers = &tms[i],
-                                                         .n_del_timers = 1,
-                                                         .events = &ev,
-                                                         .n_events = 1},
-                                     &err),
-                         WF_OK);
+        ck_assert_int_eq(
+            wf_tx_apply(tx,
+                        &(wf_store_changes){
+                            .del_timers = &tms[i], .n_del_timers = 1, .events = &ev, .n_events = 1},
+                        &err),
+            WF_OK);
     }
     ck_assert(!wf_tx_failed(tx));
     ck_assert_int_eq(wf_tx_commit(tx, &err), WF_OK);
@@ -427,8 +431,8 @@ START_TEST(test_batch_locks_roots_in_order)
     }
     wf_event_row *evs;
     size_t n;
-    ck_assert_int_eq(
-        wf_store_read_events(st, &ctx, 0, &(wf_event_filter){0}, 10, &evs, &n, &err), WF_OK);
+    ck_assert_int_eq(wf_store_read_events(st, &ctx, 0, &(wf_event_filter){0}, 10, &evs, &n, &err),
+                     WF_OK);
     ck_assert_uint_eq(n, 2);
     ck_assert_str_eq(evs[0].root_id, "b1");
     ck_assert_str_eq(evs[1].root_id, "b3");
@@ -561,9 +565,14 @@ START_TEST(test_deletes_remove_rows)
 {
     wf_instance_row r = mk_instance("r1", NULL, "r1", T0);
     wf_token_row tok = {S("tk1"), NULL, S("r1"), S("r1"), S("p"), 1};
-    wf_work_item_row wi = {
-        S("w1"), NULL, S("r1"), S("r1"), S("x"), WF_TRIGGER_AUTO, S("tk1"), WF_WORK_ITEM_ENABLED,
-        T0,      0,    0,       0,       NULL,   NULL,            NULL,     NULL};
+    wf_work_item_row wi = {S("w1"),  NULL,
+                           S("r1"),  S("r1"),
+                           S("x"),   WF_TRIGGER_AUTO,
+                           S("tk1"), WF_WORK_ITEM_ENABLED,
+                           T0,       0,
+                           0,        0,
+                           NULL,     NULL,
+                           NULL,     NULL};
     wf_job_row job = mk_job("j1", "r1", "mail", T0);
     wf_timer_row tim = {S("tm1"), NULL, S("r1"), S("r1"), S("w1"), S("x"), T0, T0, 0};
     wf_subscription_row sub = {S("s1"), NULL,     S("r1"), S("r1"), S("w1"),

@@ -683,10 +683,9 @@ burst_main(void *arg)
         wf_tx *tx = NULL;
         wf_code rc = wf_store_begin(b->st, &ctx, &tx, &err);
         if (rc == WF_OK)
-            rc = wf_tx_apply(tx,
-                             &(wf_store_changes){
-                                 .events = &ev, .n_events = 1, .jobs = &job, .n_jobs = 1},
-                             &err);
+            rc = wf_tx_apply(
+                tx, &(wf_store_changes){.events = &ev, .n_events = 1, .jobs = &job, .n_jobs = 1},
+                &err);
         if (rc == WF_OK)
             rc = wf_tx_commit(tx, &err);
         else

@@ -23,7 +23,7 @@ static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
 /* Grown on demand: race and load tests make thousands of calls. */
 static void **kept; /* ProtobufCMessage * */
 static size_t nkept, capkept;
-static void **clients; /* wf_client * */
+static void **clients;    /* wf_client * */
 static wf_client *reader; /* get_instance's, one per test: race loops read thousands of times */
 static size_t nclients, capclients;
 static char suffix[16];
@@ -285,9 +285,12 @@ as_tenant(const char *tenant, const char *actor)
 wf_client *
 as_groups(const char *tenant, const char *actor, const char *groups)
 {
-    wf_client_options o = {
-        .target = ts.target, .tenant = tenant, .actor = actor, .actor_groups = groups,
-        .timeout_ms = 15000, .wait_for_ready = 1};
+    wf_client_options o = {.target = ts.target,
+                           .tenant = tenant,
+                           .actor = actor,
+                           .actor_groups = groups,
+                           .timeout_ms = 15000,
+                           .wait_for_ready = 1};
     wf_client *c = wf_client_new(&o);
     ck_assert_ptr_nonnull(c);
     pthread_mutex_lock(&kept_mu);

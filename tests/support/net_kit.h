@@ -48,7 +48,6 @@ void *call(wf_client *c, const char *method, const void *req, const ProtobufCMes
     ck_assert_msg((st).code == 0, "%s %s: %s", wf_client_code_name((st).code), (st).reason,        \
                   (st).message)
 
-
 /* ---- building definitions ---------------------------------------------------------------- */
 
 #define START WORKFLOW__V1__PLACE_KIND__PLACE_KIND_START
@@ -101,7 +100,7 @@ Workflow__V1__GetInstanceResponse *get_instance(const char *id);
 /* StartInstance of key at version (0 = latest) with vars (NULL = none) as
  * c; the instance or NULL with st filled. */
 Workflow__V1__Instance *start_v(wf_client *c, const char *key, int32_t version, const char *vars,
-                               wf_client_status *st);
+                                wf_client_status *st);
 
 /* StartInstance of key as c, bound to aggregate ("order", agg_id) unless
  * agg_id is NULL, with vars and request_id (NULL = none), asserting OK. */

@@ -57,9 +57,12 @@ wf_test_server_stop(wf_test_server *ts, int grace_ms)
 wf_client *
 wf_test_client(const wf_test_server *ts, const char *key, const char *tenant, const char *actor)
 {
-    wf_client_options o = {
-        .target = ts->target, .api_key = key, .tenant = tenant, .actor = actor,
-        .timeout_ms = 5000, .wait_for_ready = 1};
+    wf_client_options o = {.target = ts->target,
+                           .api_key = key,
+                           .tenant = tenant,
+                           .actor = actor,
+                           .timeout_ms = 5000,
+                           .wait_for_ready = 1};
     wf_client *c = wf_client_new(&o);
     ck_assert_ptr_nonnull(c);
     return c;

@@ -96,8 +96,8 @@ END_TEST
 START_TEST(test_directory_groups_and_users)
 {
     wf_error err;
-    const char *env[] = {"WF_ENV=development", "WF_USERS=alice,bob",
-                         "WF_GROUP_it=alice, carol", "WF_GROUP_finance=bob", NULL};
+    const char *env[] = {"WF_ENV=development", "WF_USERS=alice,bob", "WF_GROUP_it=alice, carol",
+                         "WF_GROUP_finance=bob", NULL};
     wf_config *cfg = load(env, &err);
     ck_assert_ptr_nonnull(cfg);
     ck_assert_uint_eq(cfg->nusers, 2);
@@ -134,11 +134,10 @@ END_TEST
 START_TEST(test_numbers_and_booleans_parse)
 {
     wf_error err;
-    const char *env[] = {"WF_ENV=development",      "WF_THREADS=3",
-                         "WF_DB_POOL_SIZE=7",       "WF_MAX_MESSAGE_BYTES=65536",
-                         "WF_DRAIN_SECONDS=2",      "WF_TRUST_ACTOR_GROUPS=true",
-                         "WF_LOG_LEVEL=debug",      "WF_ADDR=127.0.0.1:7000",
-                         NULL};
+    const char *env[] = {
+        "WF_ENV=development",         "WF_THREADS=3",           "WF_DB_POOL_SIZE=7",
+        "WF_MAX_MESSAGE_BYTES=65536", "WF_DRAIN_SECONDS=2",     "WF_TRUST_ACTOR_GROUPS=true",
+        "WF_LOG_LEVEL=debug",         "WF_ADDR=127.0.0.1:7000", NULL};
     wf_config *cfg = load(env, &err);
     ck_assert_ptr_nonnull(cfg);
     ck_assert_int_eq(cfg->threads, 3);
@@ -164,8 +163,9 @@ START_TEST(test_expression_limits)
     ck_assert_int_eq(cfg->expr_workers, 5);
     wf_config_free(cfg);
 
-    const char *set[] = {"WF_ENV=development", "WF_EXPR_ISOLATION=inline", "WF_EXPR_TIMEOUT_MS=50",
-                         "WF_EXPR_MEMORY_MB=64", "WF_EXPR_WORKERS=2", NULL};
+    const char *set[] = {"WF_ENV=development",    "WF_EXPR_ISOLATION=inline",
+                         "WF_EXPR_TIMEOUT_MS=50", "WF_EXPR_MEMORY_MB=64",
+                         "WF_EXPR_WORKERS=2",     NULL};
     cfg = load(set, &err);
     ck_assert_ptr_nonnull(cfg);
     ck_assert(cfg->expr_inline);

@@ -483,10 +483,10 @@ run_slow(void *arg)
     bool out;
     /* 10^9 iterations in constant memory: runs into the deadline. */
 #define D10 "(0,1,2,3,4,5,6,7,8,9)"
-    s->rc = wf_expr_cached("any(" D10 " as $a | " D10 " as $b | " D10 " as $c | " D10
-                           " as $d | " D10 " as $e | " D10 " as $f | " D10 " as $g | " D10
-                           " as $h | " D10 "; . < 0)",
-                           &e, &err);
+    s->rc =
+        wf_expr_cached("any(" D10 " as $a | " D10 " as $b | " D10 " as $c | " D10 " as $d | " D10
+                       " as $e | " D10 " as $f | " D10 " as $g | " D10 " as $h | " D10 "; . < 0)",
+                       &e, &err);
 #undef D10
     if (s->rc == WF_OK) {
         s->rc = wf_expr_eval_bool(e, "{}", &out, &err);

@@ -125,8 +125,7 @@ encode_jobs(const void *result, void *arg, wf_arena *a, unsigned char **bytes, s
     const wf_net_activated *r = result;
     char buf[1024] = "";
     for (size_t i = 0; i < r->n; i++)
-        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i ? "," : "",
-                 r->rows[i].key);
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i ? "," : "", r->rows[i].key);
     return encode_text(buf, a, bytes, len, err);
 }
 
@@ -148,10 +147,8 @@ encode_send(const void *result, void *arg, wf_arena *a, unsigned char **bytes, s
 static wf_uow_idem
 idem(const char *method, const char *request_id, wf_uow_encode_fn encode)
 {
-    return (wf_uow_idem){.method = method,
-                         .request_id = request_id,
-                         .request_hash = "h",
-                         .encode = encode};
+    return (wf_uow_idem){
+        .method = method, .request_id = request_id, .request_hash = "h", .encode = encode};
 }
 
 static const char *
@@ -180,7 +177,8 @@ deploy_job_net(void)
     static const wf_place p[] = {{.id = "s", .kind = WF_PLACE_START},
                                  {.id = "e", .kind = WF_PLACE_END}};
     static wf_transition t[] = {{.id = "step", .trigger = WF_TRIGGER_AUTO, .job_type = "ship"}};
-    static const wf_arc a[] = {{.source = "s", .target = "step"}, {.source = "step", .target = "e"}};
+    static const wf_arc a[] = {{.source = "s", .target = "step"},
+                               {.source = "step", .target = "e"}};
     wf_net net = {.key = "jobs",
                   .places = (wf_place *)p,
                   .n_places = 2,
@@ -200,7 +198,8 @@ deploy_msg_net(const char *key, wf_correlation corr)
     wf_transition *t = wf_arena_calloc(arena, 1, sizeof *t);
     *t = (wf_transition){
         .id = "paid", .trigger = WF_TRIGGER_MSG, .signal_name = "payment", .correlation = corr};
-    static const wf_arc a[] = {{.source = "s", .target = "paid"}, {.source = "paid", .target = "e"}};
+    static const wf_arc a[] = {{.source = "s", .target = "paid"},
+                               {.source = "paid", .target = "e"}};
     wf_net net = {.key = key,
                   .places = (wf_place *)p,
                   .n_places = 2,
@@ -355,10 +354,8 @@ START_TEST(test_aggregate_signal_records_with_every_root)
     wf_instance_row a = start("agg", "A-1");
     wf_instance_row b = start("agg", "A-1");
     wf_net_ctx c = ctx();
-    wf_sig_send_in s = {.name = "payment",
-                        .aggregate_type = "order",
-                        .aggregate_id = "A-1",
-                        .has_aggregate = true};
+    wf_sig_send_in s = {
+        .name = "payment", .aggregate_type = "order", .aggregate_id = "A-1", .has_aggregate = true};
     wf_sig_send_out out;
     wf_error err;
 

@@ -291,7 +291,8 @@ START_TEST(test_timer_withdrawn_by_the_user_never_fires)
     wf_ref_ctx alice = as("alice");
     wf_ref_completion done;
     wf_error err;
-    wf_code rc = wf_instances_complete_task(&alice, agg.tasks[0].id, "{\"ok\":true}", NULL, &done, &err);
+    wf_code rc =
+        wf_instances_complete_task(&alice, agg.tasks[0].id, "{\"ok\":true}", NULL, &done, &err);
     ck_assert_msg(rc == WF_OK, "complete: %s", err.msg);
     ck_assert_int_eq(done.task.status, WF_TASK_DONE);
     ck_assert(done.counts.all_completed);
@@ -348,7 +349,8 @@ START_TEST(test_work_item_history)
     wf_ref_ctx alice = as("alice");
     wf_ref_completion done;
     wf_error err;
-    ck_assert_int_eq(wf_instances_complete_task(&alice, agg.tasks[0].id, NULL, NULL, &done, &err), WF_OK);
+    ck_assert_int_eq(wf_instances_complete_task(&alice, agg.tasks[0].id, NULL, NULL, &done, &err),
+                     WF_OK);
     h = history(in.id, NULL, 0, &n);
     ck_assert_uint_eq(n, 2);
     const wf_net_item *rv = strcmp(h[0].row.transition_id, "review") == 0 ? &h[0] : &h[1];
@@ -555,8 +557,7 @@ START_TEST(test_user_racing_time_1000_times)
             timer_won++;
         }
     }
-    printf("user-vs-timer race: the task won %d times, the timer %d times\n", user_won,
-           timer_won);
+    printf("user-vs-timer race: the task won %d times, the timer %d times\n", user_won, timer_won);
     ck_assert_int_eq(user_won + timer_won, 1000);
 }
 END_TEST
@@ -943,8 +944,8 @@ START_TEST(test_signal_racing_its_timeout_1000_times)
             timer_won++;
         }
     }
-    printf("signal-vs-timeout race: the signal won %d times, the timeout %d times\n",
-           signal_won, timer_won);
+    printf("signal-vs-timeout race: the signal won %d times, the timeout %d times\n", signal_won,
+           timer_won);
     ck_assert_int_eq(signal_won + timer_won, 1000);
 }
 END_TEST
@@ -1196,8 +1197,8 @@ START_TEST(test_buffered_signal_refused_on_enabling_is_an_incident)
         wf_ref_ctx alice = as("alice");
         wf_ref_completion done;
         wf_error err;
-        wf_code rc =
-            wf_instances_complete_task(&alice, agg.tasks[0].id, "{\"reviewed\":true}", NULL, &done, &err);
+        wf_code rc = wf_instances_complete_task(&alice, agg.tasks[0].id, "{\"reviewed\":true}",
+                                                NULL, &done, &err);
         ck_assert_msg(rc == WF_OK, "complete: %s %s", wf_code_reason(rc), err.msg);
         agg = aggregate(in.id);
         ck_assert_int_eq(agg.tasks[0].status, WF_TASK_DONE);
@@ -1305,7 +1306,8 @@ START_TEST(test_retry_consumes_a_signal_put_back_by_a_refused_firing)
     wf_ref_ctx alice = as("alice");
     wf_ref_completion done;
     wf_aggregate agg = aggregate(in.id);
-    ck_assert_int_eq(wf_instances_complete_task(&alice, agg.tasks[0].id, NULL, NULL, &done, &err), WF_OK);
+    ck_assert_int_eq(wf_instances_complete_task(&alice, agg.tasks[0].id, NULL, NULL, &done, &err),
+                     WF_OK);
 
     agg = aggregate(in.id);
     ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_FAILED);

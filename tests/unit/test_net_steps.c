@@ -208,15 +208,15 @@ START_TEST(test_validation_lists_every_error)
     in->places[0] = (wf_place){"p", NULL, WF_PLACE_START};
     in->n_places = 1;
     wf_step *a = job(in, "a", "t");
-    rule(a, ".x >", "b");      /* guard does not compile */
-    rule(a, ".y", "nowhere");  /* unknown step */
-    rule(a, ".z", "");         /* no step */
-    job(in, "a", "t");         /* duplicate id */
-    S(in, "none");             /* no kind */
+    rule(a, ".x >", "b");     /* guard does not compile */
+    rule(a, ".y", "nowhere"); /* unknown step */
+    rule(a, ".z", "");        /* no step */
+    job(in, "a", "t");        /* duplicate id */
+    S(in, "none");            /* no kind */
     wf_step *two = job(in, "two", "t");
-    two->has_sleep = true;     /* two kinds */
+    two->has_sleep = true; /* two kinds */
     two->duration_ms = 5;
-    job(in, "b", "");          /* job without job_type */
+    job(in, "b", ""); /* job without job_type */
     wf_step *w = S(in, "w");
     w->has_await = true;
     w->signal_name = "s";
@@ -226,11 +226,11 @@ START_TEST(test_validation_lists_every_error)
     w2->has_await = true;
     w2->signal_name = "s";
     w2->timeout_ms = 10;
-    w2->on_timeout = "ghost";  /* unknown step */
+    w2->on_timeout = "ghost"; /* unknown step */
     wf_step *u = S(in, "u");
-    u->has_user = true;        /* no assignee */
+    u->has_user = true; /* no assignee */
     wf_step *z = S(in, "z");
-    z->has_sleep = true;       /* neither duration nor due_expression */
+    z->has_sleep = true; /* neither duration nor due_expression */
     S(in, "bad id!")->has_job = true;
 
     wf_net *out = NULL;

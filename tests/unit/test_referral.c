@@ -473,7 +473,8 @@ START_TEST(test_all_join_runs_next_once_with_original_assigner)
 
     wf_ref_completion c1, c2;
     ck_assert_int_eq(
-        wf_instances_complete_task(&alice, asg.tasks[0].id, "{\"ok\":true}", NULL, &c1, &err), WF_OK);
+        wf_instances_complete_task(&alice, asg.tasks[0].id, "{\"ok\":true}", NULL, &c1, &err),
+        WF_OK);
     ck_assert_ptr_null(c1.next);
     ck_assert(!c1.counts.all_completed);
     ck_assert_int_eq(wf_instances_complete_task(&bob, asg.tasks[1].id, "", NULL, &c2, &err), WF_OK);
@@ -543,7 +544,8 @@ START_TEST(test_complete_and_end_closes_the_tree)
     ck_assert_int_eq(wf_referral_assign(&boss, &s1, NULL, &r1, &err), WF_OK);
     ck_assert_int_eq(wf_referral_assign(&boss, &s2, NULL, &r2, &err), WF_OK);
     wf_ref_end end;
-    ck_assert_int_eq(wf_instances_complete_and_end(&a, r1.tasks[0].id, "", NULL, &end, &err), WF_OK);
+    ck_assert_int_eq(wf_instances_complete_and_end(&a, r1.tasks[0].id, "", NULL, &end, &err),
+                     WF_OK);
     ck_assert_int_eq(end.root.status, WF_INSTANCE_COMPLETED);
     ck_assert_int_eq(end.task.status, WF_TASK_DONE);
     ck_assert_uint_eq(end.n_cancelled, 2);
@@ -878,9 +880,9 @@ START_TEST(test_ids_expression_in_a_chain_reads_variables_when_the_join_fires)
     ck_assert_int_eq(t.status, WF_TASK_OPEN);
 
     /* p1's output lands in P; now the join finds approvers there. */
-    ck_assert_int_eq(
-        wf_instances_complete_task(&p1, pa.tasks[0].id, "{\"approvers\":[\"x\",\"y\"]}", NULL, &c, &err),
-        WF_OK);
+    ck_assert_int_eq(wf_instances_complete_task(&p1, pa.tasks[0].id,
+                                                "{\"approvers\":[\"x\",\"y\"]}", NULL, &c, &err),
+                     WF_OK);
     ck_assert_ptr_null(c.next);
     ck_assert_int_eq(wf_instances_complete_task(&alice, aa.tasks[0].id, "", NULL, &c, &err), WF_OK);
     ck_assert_ptr_nonnull(c.next);

@@ -263,12 +263,14 @@ START_TEST(test_expired_deadline)
 {
     md_add("x-api-key", "k1");
     wf_rpc_ctx ctx = ctx_for(0);
-    ctx.deadline = gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(5, GPR_TIMESPAN));
+    ctx.deadline =
+        gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(5, GPR_TIMESPAN));
     wf_error err;
     ck_assert_int_eq(run(&ctx, &err), WF_E_DEADLINE_EXCEEDED);
 
     ctx = ctx_for(0);
-    ctx.deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(5000, GPR_TIMESPAN));
+    ctx.deadline =
+        gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(5000, GPR_TIMESPAN));
     ck_assert_int_eq(run(&ctx, &err), WF_OK);
     ck_assert_int_gt(ctx.deadline_ms, 0);
 }
@@ -334,8 +336,8 @@ START_TEST(test_status_details_decode)
     ck_assert_str_eq(st->message, "definition \"order\" is invalid");
     ck_assert_uint_eq(st->n_details, 2);
     ck_assert_str_eq(st->details[0]->type_url, "type.googleapis.com/google.rpc.ErrorInfo");
-    Google__Rpc__ErrorInfo *info = google__rpc__error_info__unpack(
-        NULL, st->details[0]->value.len, st->details[0]->value.data);
+    Google__Rpc__ErrorInfo *info = google__rpc__error_info__unpack(NULL, st->details[0]->value.len,
+                                                                   st->details[0]->value.data);
     ck_assert_str_eq(info->reason, "DEFINITION_INVALID");
     ck_assert_str_eq(info->domain, "workflow.v1");
     /* The id the message names. */
@@ -343,8 +345,8 @@ START_TEST(test_status_details_decode)
     ck_assert_str_eq(info->metadata[0]->key, "definitionKey");
     ck_assert_str_eq(info->metadata[0]->value, "order");
     google__rpc__error_info__free_unpacked(info, NULL);
-    Google__Rpc__BadRequest *br = google__rpc__bad_request__unpack(
-        NULL, st->details[1]->value.len, st->details[1]->value.data);
+    Google__Rpc__BadRequest *br = google__rpc__bad_request__unpack(NULL, st->details[1]->value.len,
+                                                                   st->details[1]->value.data);
     ck_assert_uint_eq(br->n_field_violations, 2);
     ck_assert_str_eq(br->field_violations[0]->field, "definition.places");
     ck_assert_str_eq(br->field_violations[0]->reason, "START_PLACE_COUNT");
@@ -364,9 +366,9 @@ START_TEST(test_table_covers_every_method)
     wf_rpc_method *t = NULL;
     size_t n = 0;
     wf_error err;
-    ck_assert_int_eq(wf_rpc_table_build(&workflow__v1__workflow_service__descriptor, wf_routes,
-                                        &t, &n, &err),
-                     WF_OK);
+    ck_assert_int_eq(
+        wf_rpc_table_build(&workflow__v1__workflow_service__descriptor, wf_routes, &t, &n, &err),
+        WF_OK);
     const ProtobufCServiceDescriptor *svc = &workflow__v1__workflow_service__descriptor;
     ck_assert_uint_eq(n, svc->n_methods + 4);
     ck_assert_str_eq(t[0].path, "/workflow.v1.WorkflowService/DeployDefinition");
@@ -466,22 +468,24 @@ START_TEST(test_wire_strings_must_be_utf8)
     uint8_t buf[64];
     req.task_id = "\xd8\xaa\xd8\xb3\xd9\x88\xdb\x8c\xd9\x87"; /* Persian, valid */
     size_t n = workflow__v1__get_task_request__pack(&req, buf);
-    ck_assert_int_eq(
-        wf_rpc_wire_check(&workflow__v1__get_task_request__descriptor, buf, n, 32, NULL, NULL, &err), WF_OK);
+    ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__get_task_request__descriptor, buf, n, 32,
+                                       NULL, NULL, &err),
+                     WF_OK);
     const char *bad[] = {"\xff", "\xc0\xaf" /* overlong */, "\xed\xa0\x80" /* surrogate */,
                          "\xe2\x82" /* truncated */};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         req.task_id = (char *)bad[i];
         n = workflow__v1__get_task_request__pack(&req, buf);
-        ck_assert_int_eq(
-            wf_rpc_wire_check(&workflow__v1__get_task_request__descriptor, buf, n, 32, NULL, NULL, &err),
-            WF_E_INVALID_ARGUMENT);
+        ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__get_task_request__descriptor, buf, n, 32,
+                                           NULL, NULL, &err),
+                         WF_E_INVALID_ARGUMENT);
         ck_assert_ptr_nonnull(strstr(err.msg, "task_id"));
     }
     /* Malformed wire data is left to the unpacker. */
     const uint8_t junk[] = {0xff, 0xff, 0xff};
-    ck_assert_int_eq(
-        wf_rpc_wire_check(&workflow__v1__get_task_request__descriptor, junk, 3, 32, NULL, NULL, &err), WF_OK);
+    ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__get_task_request__descriptor, junk, 3, 32,
+                                       NULL, NULL, &err),
+                     WF_OK);
 }
 END_TEST
 
@@ -512,22 +516,22 @@ START_TEST(test_wire_names_the_non_utf8_field)
     size_t n = workflow__v1__deploy_definition_request__pack(&req, buf);
     wf_violation bad;
     wf_error err;
-    ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__deploy_definition_request__descriptor, buf,
-                                       n, WF_RPC_MAX_DEPTH, arena, &bad, &err),
+    ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__deploy_definition_request__descriptor, buf, n,
+                                       WF_RPC_MAX_DEPTH, arena, &bad, &err),
                      WF_E_INVALID_ARGUMENT);
     ck_assert_str_eq(bad.field, "definition.transitions[2].name");
     ck_assert_str_eq(bad.description, "must be valid UTF-8");
     t[2].name = "caf\xc3\xa9";
     d.description = "\xff";
     n = workflow__v1__deploy_definition_request__pack(&req, buf);
-    ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__deploy_definition_request__descriptor, buf,
-                                       n, WF_RPC_MAX_DEPTH, arena, &bad, &err),
+    ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__deploy_definition_request__descriptor, buf, n,
+                                       WF_RPC_MAX_DEPTH, arena, &bad, &err),
                      WF_E_INVALID_ARGUMENT);
     ck_assert_str_eq(bad.field, "definition.description");
     d.description = "fine";
     n = workflow__v1__deploy_definition_request__pack(&req, buf);
-    ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__deploy_definition_request__descriptor, buf,
-                                       n, WF_RPC_MAX_DEPTH, arena, &bad, &err),
+    ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__deploy_definition_request__descriptor, buf, n,
+                                       WF_RPC_MAX_DEPTH, arena, &bad, &err),
                      WF_OK);
     ck_assert_ptr_null(bad.field);
 }
@@ -545,18 +549,19 @@ START_TEST(test_status_details_cap_the_violations)
         for (int d = 0; d < i % 40 && k < 680; d++)
             k += snprintf(f + k, (size_t)(700 - k), ".on_all_completed");
         v[i] = (wf_violation){.field = f};
-        v[i].description = wf_arena_printf(arena, "violation %d: the chain link has no assignee", i);
+        v[i].description =
+            wf_arena_printf(arena, "violation %d: the chain link has no assignee", i);
     }
     uint8_t *bytes = NULL;
-    size_t n = wf_rpc_status_details(arena, WF_E_INVALID_ARGUMENT, "the request is invalid", v, N,
-                                     &bytes);
+    size_t n =
+        wf_rpc_status_details(arena, WF_E_INVALID_ARGUMENT, "the request is invalid", v, N, &bytes);
     ck_assert_uint_gt(n, 0);
     ck_assert_uint_le(n, 4096);
     Google__Rpc__Status *st = google__rpc__status__unpack(NULL, n, bytes);
     ck_assert_ptr_nonnull(st);
     ck_assert_uint_eq(st->n_details, 2);
-    Google__Rpc__BadRequest *br = google__rpc__bad_request__unpack(
-        NULL, st->details[1]->value.len, st->details[1]->value.data);
+    Google__Rpc__BadRequest *br = google__rpc__bad_request__unpack(NULL, st->details[1]->value.len,
+                                                                   st->details[1]->value.data);
     ck_assert_ptr_nonnull(br);
     size_t k = br->n_field_violations;
     ck_assert_uint_ge(k, 2);

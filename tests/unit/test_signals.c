@@ -56,7 +56,8 @@ deploy_msg_net(const char *key, wf_correlation corr)
     wf_transition *t = wf_arena_calloc(arena, 1, sizeof *t);
     *t = (wf_transition){
         .id = "paid", .trigger = WF_TRIGGER_MSG, .signal_name = "payment", .correlation = corr};
-    static const wf_arc a[] = {{.source = "s", .target = "paid"}, {.source = "paid", .target = "e"}};
+    static const wf_arc a[] = {{.source = "s", .target = "paid"},
+                               {.source = "paid", .target = "e"}};
     wf_net net = {.key = key,
                   .places = (wf_place *)p,
                   .n_places = 2,
@@ -98,8 +99,8 @@ instance(const char *id)
 
 /* SendSignal of name to the instance id (or, id NULL, to order agg). */
 static wf_code
-send(const char *name, const char *id, const char *agg, const char *payload,
-     const char *signal_id, int64_t ttl_ms, wf_sig_send_out *out, wf_error *err)
+send(const char *name, const char *id, const char *agg, const char *payload, const char *signal_id,
+     int64_t ttl_ms, wf_sig_send_out *out, wf_error *err)
 {
     wf_net_ctx c = ctx();
     wf_sig_send_in in = {.name = name,
@@ -216,13 +217,11 @@ START_TEST(test_bad_requests_fail_and_change_nothing)
     wf_sig_send_out out;
     wf_error err;
     ck_assert_int_eq(send("", in.id, NULL, NULL, NULL, 0, &out, &err), WF_E_INVALID_ARGUMENT);
-    ck_assert_int_eq(send("payment", in.id, NULL, "[1]", NULL, 0, &out, &err),
-                     WF_E_INVALID_JSON);
-    ck_assert_int_eq(send("payment", NULL, NULL, NULL, NULL, 0, &out, &err),
-                     WF_E_INVALID_ARGUMENT);
-    ck_assert_int_eq(send("payment", "01900000-0000-7000-8000-000000000000", NULL, NULL, NULL, 0,
-                          &out, &err),
-                     WF_E_INSTANCE_NOT_FOUND);
+    ck_assert_int_eq(send("payment", in.id, NULL, "[1]", NULL, 0, &out, &err), WF_E_INVALID_JSON);
+    ck_assert_int_eq(send("payment", NULL, NULL, NULL, NULL, 0, &out, &err), WF_E_INVALID_ARGUMENT);
+    ck_assert_int_eq(
+        send("payment", "01900000-0000-7000-8000-000000000000", NULL, NULL, NULL, 0, &out, &err),
+        WF_E_INSTANCE_NOT_FOUND);
     ck_assert_int_eq(send("payment", in.id, NULL, NULL, NULL, -1, &out, &err),
                      WF_E_INVALID_ARGUMENT);
     ck_assert_int_eq(instance(in.id).status, WF_INSTANCE_RUNNING);

@@ -76,8 +76,8 @@ static wf_uow_idem
 idem_of(const char *request_id, const char *hash)
 {
     encodes = 0;
-    return (wf_uow_idem){.method = "CompleteTask", .request_id = request_id,
-                         .request_hash = hash, .encode = encode};
+    return (wf_uow_idem){
+        .method = "CompleteTask", .request_id = request_id, .request_hash = hash, .encode = encode};
 }
 
 static wf_code

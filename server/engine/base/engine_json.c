@@ -38,7 +38,8 @@ depth(json_t *v, int limit)
     if (json_is_object(v)) {
         const char *k;
         json_t *x;
-        json_object_foreach(v, k, x) {
+        json_object_foreach(v, k, x)
+        {
             int d = depth(x, limit - 1);
             if (d > deepest)
                 deepest = d;
@@ -46,7 +47,8 @@ depth(json_t *v, int limit)
     } else {
         size_t i;
         json_t *x;
-        json_array_foreach(v, i, x) {
+        json_array_foreach(v, i, x)
+        {
             int d = depth(x, limit - 1);
             if (d > deepest)
                 deepest = d;

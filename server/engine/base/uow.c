@@ -81,7 +81,8 @@ idem_record(wf_tx *tx, const wf_store_ctx *ctx, wf_uow_idem *idem, const void *r
         wf_tx_rollback(tx);
         return rc;
     }
-    rc = idem->recorded ? wf_tx_commit_amended(tx, &row, err) : wf_tx_commit_recorded(tx, &row, err);
+    rc =
+        idem->recorded ? wf_tx_commit_amended(tx, &row, err) : wf_tx_commit_recorded(tx, &row, err);
     if (rc == WF_OK)
         idem->recorded = true;
     return rc;

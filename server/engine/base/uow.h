@@ -90,8 +90,7 @@ wf_code wf_uow_read_aggregate(wf_store *st, const wf_store_ctx *ctx, const char 
  * lookup (sets idem->replayed and the stored response, or fails with
  * REQUEST_ID_REUSED) and record (stores idem->encode(result)), each in a
  * transaction of its own. No-ops without a request id. */
-wf_code wf_uow_idem_lookup(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem,
-                           wf_error *err);
+wf_code wf_uow_idem_lookup(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_error *err);
 wf_code wf_uow_idem_record(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem,
                            const void *result, wf_error *err);
 

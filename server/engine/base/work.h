@@ -65,8 +65,7 @@ typedef struct wf_work {
 #define WF_WORK_NONE ((size_t)-1)
 
 /* Starts a working set over agg (NULL = empty, for a new root). */
-wf_code wf_work_init(wf_work *w, const wf_ref_ctx *ctx, const wf_aggregate *agg,
-                          wf_error *err);
+wf_code wf_work_init(wf_work *w, const wf_ref_ctx *ctx, const wf_aggregate *agg, wf_error *err);
 
 /* Index of instance / task id, or WF_WORK_NONE. */
 size_t wf_work_find_instance(const wf_work *w, const char *id);

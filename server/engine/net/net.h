@@ -295,7 +295,7 @@ typedef struct wf_net_state {
 typedef struct wf_net_firing {
     const char *work_item_id;
     const char *transition_id;
-    bool enabled_in_step; /* a silent item created and fired in this step */
+    bool enabled_in_step;  /* a silent item created and fired in this step */
     const char **produced; /* place ids of the tokens produced, in order */
     size_t n_produced;
 } wf_net_firing;
@@ -395,7 +395,7 @@ int wf_steps_index(const wf_net *net, const char *step_id);
  * it has no error, compiles it: *out is a copy of in with places,
  * transitions and arcs filled (in a). With errors *out is NULL. Only
  * running out of memory fails. */
-wf_code wf_steps_compile(const wf_net *in, wf_arena *a, wf_net **out,
-                         wf_validation_error **errors, size_t *n_errors, wf_error *err);
+wf_code wf_steps_compile(const wf_net *in, wf_arena *a, wf_net **out, wf_validation_error **errors,
+                         size_t *n_errors, wf_error *err);
 
 #endif /* WF_NET_H */

@@ -124,8 +124,8 @@ check_steps(wf_findings *f, const wf_net *net)
     }
     if (too_many(net)) {
         err_at(f, "TOO_MANY_ELEMENTS", "steps",
-               "a STEPS definition holds at most %d steps and %d next rules in all",
-               STEPS_MAX, RULES_MAX);
+               "a STEPS definition holds at most %d steps and %d next rules in all", STEPS_MAX,
+               RULES_MAX);
         return;
     }
     for (size_t i = 0; i < net->n_steps; i++) {
@@ -174,8 +174,8 @@ check_steps(wf_findings *f, const wf_net *net)
                 err_at(f, "INVALID_VALUE", path, "step \"%s\": timeout must be positive", sid);
             snprintf(path, sizeof path, "steps[%zu].await_signal.on_timeout", i);
             if (!unset(st->on_timeout) && st->timeout_ms == 0)
-                err_at(f, "STEP_FIELD_CONFLICT", path,
-                       "step \"%s\": on_timeout needs a timeout", sid);
+                err_at(f, "STEP_FIELD_CONFLICT", path, "step \"%s\": on_timeout needs a timeout",
+                       sid);
             else if (!unset(st->on_timeout) && wf_steps_index(net, st->on_timeout) < 0)
                 err_at(f, "UNKNOWN_STEP", path, "step \"%s\": on_timeout names no step \"%.64s\"",
                        sid, st->on_timeout);
@@ -214,7 +214,8 @@ add_arc(comp *c, const char *source, const char *target, const char *guard, bool
         int rule)
 {
     size_t k = c->net->n_arcs++;
-    c->net->arcs[k] = (wf_arc){.source = source, .target = target, .guard = guard, .is_default = dflt};
+    c->net->arcs[k] =
+        (wf_arc){.source = source, .target = target, .guard = guard, .is_default = dflt};
     c->oa[k] = (origin){.step = step, .rule = rule};
 }
 
@@ -333,8 +334,10 @@ reword(wf_arena *a, const char *msg)
     static const struct {
         const char *from, *to;
     } words[] = {
-        {"USER transition ", "user step "},  {"AUTO transition ", "job step "},
-        {"MSG transition ", "await step "},  {"TIME transition ", "step "},
+        {"USER transition ", "user step "},
+        {"AUTO transition ", "job step "},
+        {"MSG transition ", "await step "},
+        {"TIME transition ", "step "},
         {"a delay or a due_expression", "a duration or a due_expression"},
     };
     const char *out = msg;
@@ -369,9 +372,12 @@ remap(comp *c, const char *path, const char **msg)
         static const struct {
             const char *from, *to;
         } fields[] = {
-            {".assignee", ".assignee"}, {".completion", ".completion"},
-            {".job_type", ".job_type"}, {".lease", ".lease"},
-            {".signal_name", ".signal_name"}, {".correlation", ".correlation"},
+            {".assignee", ".assignee"},
+            {".completion", ".completion"},
+            {".job_type", ".job_type"},
+            {".lease", ".lease"},
+            {".signal_name", ".signal_name"},
+            {".correlation", ".correlation"},
             {".due_expression", ".due_expression"},
         };
         if (strncmp(rest, ".retry", 6) == 0 || strcmp(rest, ".compensation_job_type") == 0)
@@ -396,8 +402,8 @@ remap(comp *c, const char *path, const char **msg)
             /* "guard of arc 7 does not compile: ..." names the rule instead. */
             const char *why = strstr(*msg, "does not compile");
             if (why != NULL) {
-                const char *m = wf_arena_printf(c->a, "guard of rule %d of step \"%s\" %s",
-                                                o->rule, c->net->steps[o->step].id, why);
+                const char *m = wf_arena_printf(c->a, "guard of rule %d of step \"%s\" %s", o->rule,
+                                                c->net->steps[o->step].id, why);
                 if (m != NULL)
                     *msg = m;
             }
@@ -413,14 +419,10 @@ remap(comp *c, const char *path, const char **msg)
 static bool
 structural(const char *code)
 {
-    static const char *const codes[] = {"DUPLICATE_ID",
-                                        "UNKNOWN_REFERENCE",
-                                        "NOT_ON_PATH",
-                                        "DUPLICATE_ARC",
-                                        "TRANSITION_WITHOUT_INPUT",
-                                        "TRANSITION_WITHOUT_OUTPUT",
-                                        "MULTIPLE_DEFAULT_ARCS",
-                                        "ARC_INVALID_ENDPOINTS"};
+    static const char *const codes[] = {
+        "DUPLICATE_ID",          "UNKNOWN_REFERENCE",        "NOT_ON_PATH",
+        "DUPLICATE_ARC",         "TRANSITION_WITHOUT_INPUT", "TRANSITION_WITHOUT_OUTPUT",
+        "MULTIPLE_DEFAULT_ARCS", "ARC_INVALID_ENDPOINTS"};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
         if (strcmp(code, codes[i]) == 0)
             return true;
@@ -454,8 +456,8 @@ wf_steps_compile(const wf_net *in, wf_arena *a, wf_net **out, wf_validation_erro
             net->n_places = net->n_transitions = net->n_arcs = 0;
             net->termination = WF_TERMINATION_UNSET;
         }
-        if (net == NULL || net->places == NULL || net->transitions == NULL ||
-            net->arcs == NULL || c.ot == NULL || c.oa == NULL)
+        if (net == NULL || net->places == NULL || net->transitions == NULL || net->arcs == NULL ||
+            c.ot == NULL || c.oa == NULL)
             return wf_error_set(err, WF_E_INTERNAL, "out of memory");
         compile(&c, in);
         if (c.oom)
@@ -468,8 +470,8 @@ wf_steps_compile(const wf_net *in, wf_arena *a, wf_net **out, wf_validation_erro
         for (size_t i = 0; i < n; i++) {
             /* The header (key, validity window) is checked there once. */
             const char *path = v[i].path, *msg = v[i].message;
-            bool header = strncmp(path, "transitions[", 12) != 0 && strncmp(path, "arcs[", 5) != 0 &&
-                          strncmp(path, "places", 6) != 0;
+            bool header = strncmp(path, "transitions[", 12) != 0 &&
+                          strncmp(path, "arcs[", 5) != 0 && strncmp(path, "places", 6) != 0;
             if (!header) {
                 path = remap(&c, v[i].path, &msg);
                 /* Findings on the frame or the net's shape follow from

@@ -144,8 +144,8 @@ start_root(start_op *op, wf_tx *tx, const wf_definition_row *def, wf_error *err)
     if ((def->valid_from != 0 && now < def->valid_from) ||
         (def->valid_until != 0 && now >= def->valid_until))
         return wf_error_set(err, WF_E_DEFINITION_NOT_ACTIVE,
-                            "definition \"%s\" version %d is outside its validity window",
-                            def->key, (int)def->version);
+                            "definition \"%s\" version %d is outside its validity window", def->key,
+                            (int)def->version);
     wf_code rc = wf_work_init(&w, op->ctx, NULL, err);
     if (rc != WF_OK)
         return rc;
@@ -226,7 +226,7 @@ check_start(const wf_ref_ctx *ctx, const wf_start_spec *s, wf_error *err)
 
 wf_code
 wf_referral_check_start(const wf_ref_ctx *ctx, const wf_start_spec *spec, const char **vars,
-                    wf_error *err)
+                        wf_error *err)
 {
     wf_code rc = need_actor(ctx, err);
     if (rc == WF_OK)
@@ -403,7 +403,7 @@ resolve_ids(wf_work *w, const wf_assign_spec *s, size_t p, bool joined, wf_assig
 
 wf_code
 wf_referral__assign(wf_work *w, const wf_assign_spec *s, wf_tx *tx, const char *default_parent,
-               bool joined, wf_ref_assignment *out, wf_error *err)
+                    bool joined, wf_ref_assignment *out, wf_error *err)
 {
     const char *parent_id =
         s->parent_id != NULL && s->parent_id[0] != '\0' ? s->parent_id : default_parent;
@@ -940,7 +940,7 @@ wf_referral_cancel_task(wf_work *w, size_t t, wf_error *err)
 
 wf_code
 wf_referral_finish_instance(wf_work *w, size_t i, wf_instance_status status, const char *reason,
-                        wf_error *err)
+                            wf_error *err)
 {
     wf_instance_row *in = &w->insts[i];
     in->status = status;

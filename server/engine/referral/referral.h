@@ -115,8 +115,8 @@ typedef struct wf_ref_instance_view {
 
 /* StartInstance's checks of spec (actor, key, version, aggregate) and its
  * variables, normalised into *vars; violations go to ctx->violation. */
-wf_code wf_referral_check_start(const wf_ref_ctx *ctx, const wf_start_spec *spec,
-                                const char **vars, wf_error *err);
+wf_code wf_referral_check_start(const wf_ref_ctx *ctx, const wf_start_spec *spec, const char **vars,
+                                wf_error *err);
 
 /* The definition StartInstance starts, inside tx: key at spec->version,
  * or a new AD_HOC version 1 when the key has none, version 0 is asked and
@@ -129,8 +129,8 @@ wf_code wf_referral_start_definition(const wf_ref_ctx *ctx, wf_tx *tx, const wf_
  * DEFINITION_NOT_ACTIVE outside def's validity window, else the root row
  * and INSTANCE_STARTED. */
 wf_code wf_referral_start_root(const wf_ref_ctx *ctx, wf_tx *tx, const wf_start_spec *spec,
-                               const char *vars, const wf_definition_row *def,
-                               wf_instance_row *out, wf_error *err);
+                               const char *vars, const wf_definition_row *def, wf_instance_row *out,
+                               wf_error *err);
 
 /* AssignTo. */
 wf_code wf_referral_assign(const wf_ref_ctx *ctx, const wf_assign_spec *spec, wf_uow_idem *idem,
@@ -303,6 +303,6 @@ wf_code wf_referral_done_task(wf_work *w, size_t t, size_t i, const char *patch,
 wf_code wf_referral_cancel_pending_except(wf_work *w, size_t keep, wf_ref_end *out, wf_error *err);
 wf_code wf_referral_complete_tree(wf_work *w, size_t root, wf_error *err);
 wf_code wf_referral_finish_instance(wf_work *w, size_t i, wf_instance_status status,
-                                const char *reason, wf_error *err);
+                                    const char *reason, wf_error *err);
 
 #endif /* WF_REFERRAL_H */

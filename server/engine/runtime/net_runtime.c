@@ -191,7 +191,6 @@ wf_runtime__gone(nw_rows *r, size_t i)
     r->flags[i] |= NW_GONE;
 }
 
-
 void
 wf_runtime__end_item(net_work *w, size_t ii, wf_work_item_state state, const char *by)
 {
@@ -242,7 +241,7 @@ nw_load(net_work *w, wf_error *err)
 
 wf_code
 wf_runtime__definition(wf_tx *tx, wf_arena *arena, const char *key, int32_t version,
-                 wf_definition_row *row, const wf_net **net, wf_error *err)
+                       wf_definition_row *row, const wf_net **net, wf_error *err)
 {
     bool found = false;
     wf_code rc = wf_tx_get_definition(tx, key, version, row, &found, err);
@@ -259,7 +258,7 @@ wf_runtime__definition(wf_tx *tx, wf_arena *arena, const char *key, int32_t vers
 
 wf_code
 wf_runtime__open(net_work *w, const wf_ref_ctx *ctx, wf_tx *tx, const char *instance_id,
-           const char *root_hint, wf_error *err)
+                 const char *root_hint, wf_error *err)
 {
     memset(w, 0, sizeof *w);
     wf_aggregate *agg = wf_arena_calloc(ctx->arena, 1, sizeof *agg);
@@ -278,8 +277,8 @@ wf_runtime__open(net_work *w, const wf_ref_ctx *ctx, wf_tx *tx, const char *inst
                             instance_id);
     const wf_instance_row *in = &w->rw.insts[w->inst];
     wf_definition_row def;
-    rc = wf_runtime__definition(tx, ctx->arena, in->definition_key, in->definition_version, &def, &w->net,
-                          err);
+    rc = wf_runtime__definition(tx, ctx->arena, in->definition_key, in->definition_version, &def,
+                                &w->net, err);
     if (rc != WF_OK)
         return rc;
     return nw_load(w, err);
@@ -767,10 +766,11 @@ add_task(net_work *w, const wf_work_item_row *it, const wf_transition *t, wf_ass
     if (rc != WF_OK)
         return rc;
     return wf_runtime__event(w, "TASK_CREATED",
-                       json_pack("{s:s,s:s,s:s,s:s,s:s}", "taskId", row.id, "assigneeKind",
-                                 kind == WF_ASSIGNEE_GROUP ? "GROUP" : "USER", "assigneeId",
-                                 row.assignee_id, "transitionId", t->id, "workItemId", it->id),
-                       err);
+                             json_pack("{s:s,s:s,s:s,s:s,s:s}", "taskId", row.id, "assigneeKind",
+                                       kind == WF_ASSIGNEE_GROUP ? "GROUP" : "USER", "assigneeId",
+                                       row.assignee_id, "transitionId", t->id, "workItemId",
+                                       it->id),
+                             err);
 }
 
 static wf_code
@@ -845,9 +845,9 @@ enable_auto(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
         rc = wf_runtime__add_wake(w, t->job_type, err);
     if (rc == WF_OK)
         rc = wf_runtime__event(w, "JOB_CREATED",
-                         json_pack("{s:s,s:s,s:s,s:s}", "jobId", job.id, "jobType", t->job_type,
-                                   "transitionId", t->id, "workItemId", it->id),
-                         err);
+                               json_pack("{s:s,s:s,s:s,s:s}", "jobId", job.id, "jobType",
+                                         t->job_type, "transitionId", t->id, "workItemId", it->id),
+                               err);
     return rc;
 }
 
@@ -886,9 +886,9 @@ enable_time(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
         rc = wf_runtime__add_wake(w, WF_NW_WAKE_TIMERS, err);
     if (rc == WF_OK)
         rc = wf_runtime__event(w, "TIMER_SCHEDULED",
-                         json_pack("{s:s,s:s,s:s,s:s}", "timerId", tm.id, "transitionId", t->id,
-                                   "workItemId", it->id, "dueAt", when),
-                         err);
+                               json_pack("{s:s,s:s,s:s,s:s}", "timerId", tm.id, "transitionId",
+                                         t->id, "workItemId", it->id, "dueAt", when),
+                               err);
     return rc;
 }
 
@@ -898,8 +898,7 @@ wf_runtime__rearm_timer(net_work *w, size_t ii, wf_error *err)
     const wf_work_item_row *it = ITEM(w, ii);
     const wf_transition *t = wf_runtime__transition_of(w, it->transition_id);
     if (t == NULL || t->trigger != WF_TRIGGER_TIME)
-        return wf_error_set(err, WF_E_INTERNAL, "work item \"%s\" is not a TIME work item",
-                            it->id);
+        return wf_error_set(err, WF_E_INTERNAL, "work item \"%s\" is not a TIME work item", it->id);
     return enable_time(w, it, t, w->rw.insts[w->inst].variables_json, err);
 }
 
@@ -953,9 +952,9 @@ apply_created(net_work *w, const wf_work_item *ci, const char *vars, wf_error *e
     wf_code rc = rows_add(w->rw.arena, &w->items, &row, sizeof row, NW_NEW, &ii, err);
     if (rc == WF_OK)
         rc = wf_runtime__event(w, "TRANSITION_ENABLED",
-                         json_pack("{s:s,s:s,s:s}", "transitionId", t->id, "workItemId", row.id,
-                                   "trigger", trigger_name(t->trigger)),
-                         err);
+                               json_pack("{s:s,s:s,s:s}", "transitionId", t->id, "workItemId",
+                                         row.id, "trigger", trigger_name(t->trigger)),
+                               err);
     if (rc != WF_OK)
         return rc;
     switch (t->trigger) {
@@ -1124,7 +1123,7 @@ wf_runtime__fire(net_work *w, const char *work_item_id, const char *patch_json, 
 
 wf_code
 wf_runtime__fire_goto(net_work *w, const char *work_item_id, const char *patch_json,
-                const char *goto_place, wf_error *err)
+                      const char *goto_place, wf_error *err)
 {
     if (w->net == NULL)
         return wf_error_set(err, WF_E_INTERNAL, "instance \"%s\" does not run a net",
@@ -1192,8 +1191,8 @@ pick_version(wf_tx *tx, int32_t asked, wf_definition_row *def, wf_error *err)
 }
 
 static wf_code
-start_net(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row *def,
-          const wf_start_spec *spec, const char *vars, wf_instance_row *out, wf_error *err)
+start_net(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row *def, const wf_start_spec *spec,
+          const char *vars, wf_instance_row *out, wf_error *err)
 {
     net_work w;
     memset(&w, 0, sizeof w);
@@ -1231,9 +1230,9 @@ start_net(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row *def,
     rc = nw_load(&w, err);
     if (rc == WF_OK)
         rc = wf_runtime__event(&w, "INSTANCE_STARTED",
-                         json_pack("{s:s,s:i}", "definitionKey", root.definition_key,
-                                   "definitionVersion", (int)def->version),
-                         err);
+                               json_pack("{s:s,s:i}", "definitionKey", root.definition_key,
+                                         "definitionVersion", (int)def->version),
+                               err);
     wf_net_state st;
     wf_net_diff d;
     if (rc == WF_OK)

@@ -198,18 +198,18 @@ wf_code wf_net_complete_task(const wf_ref_ctx *ctx, const char *task_id, const c
  * net instance withdrawn (WORKITEM_WITHDRAWN), the jobs, timers and
  * subscriptions of the tree deleted, its buffered signals discarded, and
  * the root and all its running descendants COMPLETED. One unit of work. */
-wf_code wf_net_complete_and_end(const wf_ref_ctx *ctx, const char *task_id,
-                                const char *instance_id, const char *root_id, const char *patch,
-                                wf_uow_idem *idem, wf_ref_end *out, wf_error *err);
+wf_code wf_net_complete_and_end(const wf_ref_ctx *ctx, const char *task_id, const char *instance_id,
+                                const char *root_id, const char *patch, wf_uow_idem *idem,
+                                wf_ref_end *out, wf_error *err);
 
 /* CancelInstance{compensate}: when the (RUNNING or FAILED) net instance has
  * completed compensable transitions, abandons its work and starts
  * compensating (*started; out = the COMPENSATING instance). Otherwise
  * *started = false, nothing is written and the caller cancels plainly
  * (wf_referral_cancel), which also reports invalid requests. */
-wf_code wf_net_cancel_compensate(const wf_net_ctx *ctx, const char *instance_id,
-                                 const char *reason, wf_uow_idem *idem, wf_instance_row *out,
-                                 bool *started, wf_error *err);
+wf_code wf_net_cancel_compensate(const wf_net_ctx *ctx, const char *instance_id, const char *reason,
+                                 wf_uow_idem *idem, wf_instance_row *out, bool *started,
+                                 wf_error *err);
 
 /* ---- GetInstance ------------------------------------------------------------------ */
 

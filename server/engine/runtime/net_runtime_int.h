@@ -41,7 +41,7 @@ typedef struct net_work {
     nw_rows subs;            /* wf_subscription_row of the aggregate */
     const char **wake;       /* job types made activatable */
     size_t n_wake;
-    size_t first_new_task; /* tasks at and after this index were created here */
+    size_t first_new_task;          /* tasks at and after this index were created here */
     struct nw_sig_pending *sig_top; /* MSG firings queued by signal consumption
                                        (signals.c), newest first */
 } net_work;
@@ -59,7 +59,7 @@ typedef struct net_work {
  * root_hint: the root_id of a row read before, or NULL (see
  * wf_tx_lock_root_hint). */
 wf_code wf_runtime__open(net_work *w, const wf_ref_ctx *ctx, wf_tx *tx, const char *instance_id,
-                   const char *root_hint, wf_error *err);
+                         const char *root_hint, wf_error *err);
 
 /* Starts over from the loaded aggregate, dropping every change (used to
  * turn a refused firing into an incident). */
@@ -102,11 +102,12 @@ wf_code wf_runtime__event(net_work *w, const char *type, struct json_t *data, wf
  * subscriptions, events, termination. Errors of the net engine
  * (NO_ARC_MATCHED, a failing guard or expression, the silent loop bound)
  * leave the working set in an undefined state: roll back, or wf_runtime__reset. */
-wf_code wf_runtime__fire(net_work *w, const char *work_item_id, const char *patch_json, wf_error *err);
+wf_code wf_runtime__fire(net_work *w, const char *work_item_id, const char *patch_json,
+                         wf_error *err);
 
 /* wf_runtime__fire producing one token in goto_place (NULL = route as usual). */
 wf_code wf_runtime__fire_goto(net_work *w, const char *work_item_id, const char *patch_json,
-                        const char *goto_place, wf_error *err);
+                              const char *goto_place, wf_error *err);
 
 /* Arms TIME work item ii (an index in w->items) again: a new timer from
  * now, TIMER_SCHEDULED. */
@@ -125,7 +126,7 @@ wf_code wf_runtime__fail_instance(net_work *w, const char *message, wf_error *er
 /* The same with more fields for the event's data (reference stolen; NULL
  * = none). */
 wf_code wf_runtime__fail_instance_data(net_work *w, const char *message, struct json_t *data,
-                                 wf_error *err);
+                                       wf_error *err);
 
 /* Codes of a refused TIME or MSG firing (no arc matched, a guard or
  * expression failed or hit its limit): the instance gets an incident
@@ -137,7 +138,7 @@ wf_code wf_runtime__write(net_work *w, wf_error *err);
 
 /* The definition row of key at version inside tx, and its net. */
 wf_code wf_runtime__definition(wf_tx *tx, wf_arena *arena, const char *key, int32_t version,
-                         wf_definition_row *row, const wf_net **net, wf_error *err);
+                               wf_definition_row *row, const wf_net **net, wf_error *err);
 
 /* Adds a job type to wake after the commit (once). WF_NW_WAKE_TIMERS
  * (no job type is empty) stands for "a timer was created". */
@@ -186,8 +187,8 @@ wf_code wf_runtime__saga_job_failed(net_work *w, size_t ji, const char *message,
  * after all of that step's items exist, so the firing sees the whole
  * marking; nested steps keep their own part of the queue (a stack in
  * the working set, net_work.sig_top, marked on entry to apply_diff and
- * always cut back to the mark on exit). A queued item withdrawn before it fires puts its signal back in
- * the buffer.
+ * always cut back to the mark on exit). A queued item withdrawn before it fires puts its signal
+ * back in the buffer.
  */
 
 /* The current top of w's queue (opaque). */
@@ -196,7 +197,7 @@ void *wf_runtime__pending_mark(const net_work *w);
 /* MSG work item it of transition t was just enabled (its subscription is
  * in w->subs): consumes a matching buffered signal and queues the firing. */
 wf_code wf_runtime__msg_enabled(net_work *w, const wf_work_item_row *it, const wf_transition *t,
-                            wf_error *err);
+                                wf_error *err);
 
 /* Cuts the queue back to mark and, when rc is WF_OK, fires what was
  * queued above it (SIGNAL_CONSUMED, payload merged). A refused firing

@@ -129,7 +129,8 @@ relet_body(wf_tx *tx, void *arg, wf_error *err)
     lease_op *op = arg;
     net_work w;
     op->done = false;
-    wf_code rc = wf_runtime__open(&w, &op->ctx->ref, tx, op->job->instance_id, op->job->root_id, err);
+    wf_code rc =
+        wf_runtime__open(&w, &op->ctx->ref, tx, op->job->instance_id, op->job->root_id, err);
     if (rc != WF_OK)
         return rc;
     size_t ji = wf_runtime__find(&w, &w.jobs, sizeof(wf_job_row), op->job->id);
@@ -203,8 +204,9 @@ activate_body(wf_tx *tx, void *arg, wf_error *err)
     op->rows = NULL;
     op->out->rows = NULL;
     op->out->n = 0;
-    wf_code rc = wf_tx_activate_jobs(tx, op->a->job_type, op->a->worker != NULL ? op->a->worker : "",
-                                     activation_max(op->a), op->lease, op->now, &op->rows, &n, err);
+    wf_code rc =
+        wf_tx_activate_jobs(tx, op->a->job_type, op->a->worker != NULL ? op->a->worker : "",
+                            activation_max(op->a), op->lease, op->now, &op->rows, &n, err);
     if (rc != WF_OK)
         return rc;
     op->out->rows = op->rows;
@@ -230,8 +232,9 @@ wf_net_activate_recorded(const wf_net_ctx *ctx, const wf_net_activation *a, wf_u
         }
         return rc;
     }
-    activate_op op = {a, a->lease_ms > 0 ? a->lease_ms : WF_NET_DEFAULT_LEASE_MS, wf_now_us(),
-                      last, idem, out, NULL};
+    activate_op op = {
+        a,   a->lease_ms > 0 ? a->lease_ms : WF_NET_DEFAULT_LEASE_MS, wf_now_us(), last, idem, out,
+        NULL};
     wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     wf_code rc = wf_uow_run(ctx->ref.store, &sc, idem, activate_body, &op, out, err);
     if (rc != WF_OK || idem->replayed) {
@@ -356,8 +359,7 @@ open_job(job_op *op, wf_tx *tx, net_work *w, size_t *ji, wf_error *err)
 /* The place of CompleteJob's next_step: a step of the instance's pinned
  * definition, for a forward job of a STEPS definition. */
 static wf_code
-goto_place_of(job_op *op, const net_work *w, const wf_job_row *j, const char **place,
-              wf_error *err)
+goto_place_of(job_op *op, const net_work *w, const wf_job_row *j, const char **place, wf_error *err)
 {
     const wf_net *net = w->net;
     char msg[300];
@@ -452,14 +454,15 @@ complete_body(wf_tx *tx, void *arg, wf_error *err)
     }
     const char *item_id = j->work_item_id;
     size_t ii = wf_runtime__find(&w, &w.items, sizeof(wf_work_item_row), item_id);
-    if (ii == WF_WORK_NONE || NW_ROW(&w, items, wf_work_item_row, ii)->state != WF_WORK_ITEM_ENABLED)
+    if (ii == WF_WORK_NONE ||
+        NW_ROW(&w, items, wf_work_item_row, ii)->state != WF_WORK_ITEM_ENABLED)
         return lease_lost(op->key, "belongs to a work item that is no longer enabled", err);
     const char *job_id = j->id;
     rc = wf_runtime__event(&w, "JOB_COMPLETED",
-                     json_pack("{s:s,s:s,s:s,s:i}", "jobId", j->id, "transitionId",
-                               j->transition_id != NULL ? j->transition_id : "", "workItemId",
-                               item_id, "attempt", (int)j->attempt + 1),
-                     err);
+                           json_pack("{s:s,s:s,s:s,s:i}", "jobId", j->id, "transitionId",
+                                     j->transition_id != NULL ? j->transition_id : "", "workItemId",
+                                     item_id, "attempt", (int)j->attempt + 1),
+                           err);
     wf_runtime__gone(&w.jobs, ji);
     if (rc == WF_OK)
         rc = wf_runtime__fire_goto(&w, item_id, op->patch, goto_place, err);
@@ -519,10 +522,11 @@ fail_body(wf_tx *tx, void *arg, wf_error *err)
     int32_t spent = j->attempt + 1; /* the wire's number of the failed attempt */
     bool retry = op->fail->retryable && spent < j->max_attempts;
     rc = wf_runtime__event(&w, "JOB_FAILED",
-                     json_pack("{s:s,s:i,s:s,s:b,s:s}", "jobId", j->id, "attempt", (int)spent,
-                               "errorMessage", op->message, "retryable", op->fail->retryable,
-                               "transitionId", j->transition_id != NULL ? j->transition_id : ""),
-                     err);
+                           json_pack("{s:s,s:i,s:s,s:b,s:s}", "jobId", j->id, "attempt", (int)spent,
+                                     "errorMessage", op->message, "retryable", op->fail->retryable,
+                                     "transitionId",
+                                     j->transition_id != NULL ? j->transition_id : ""),
+                           err);
     if (rc != WF_OK)
         return rc;
     j = NW_ROW(&w, jobs, wf_job_row, ji);
@@ -540,9 +544,10 @@ fail_body(wf_tx *tx, void *arg, wf_error *err)
         if (when == NULL)
             return wf_work_nomem(err);
         rc = wf_runtime__event(&w, "JOB_RETRY_SCHEDULED",
-                         json_pack("{s:s,s:i,s:s,s:I}", "jobId", j->id, "attempt", (int)spent + 1,
-                                   "activatableAt", when, "backoffMs", (json_int_t)delay),
-                         err);
+                               json_pack("{s:s,s:i,s:s,s:I}", "jobId", j->id, "attempt",
+                                         (int)spent + 1, "activatableAt", when, "backoffMs",
+                                         (json_int_t)delay),
+                               err);
         if (rc == WF_OK)
             rc = wf_runtime__add_wake(&w, j->job_type, err);
     } else if (j->compensation) {

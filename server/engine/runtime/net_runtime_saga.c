@@ -56,7 +56,6 @@
 #include "wf_id.h"
 #include "wf_time.h"
 
-
 static bool
 same(const char *a, const char *b)
 {
@@ -180,12 +179,12 @@ create_step(net_work *w, size_t ii, wf_error *err)
     if (rc == WF_OK)
         rc = wf_runtime__add_wake(w, job.job_type, err);
     if (rc == WF_OK)
-        rc =
-            wf_runtime__event(w, "JOB_CREATED",
-                        json_pack("{s:s,s:s,s:s,s:s,s:b,s:s}", "jobId", job.id, "jobType",
-                                  job.job_type, "transitionId", it->transition_id, "workItemId",
-                                  it->id, "compensation", 1, "idempotencyKey", job.idempotency_key),
-                        err);
+        rc = wf_runtime__event(w, "JOB_CREATED",
+                               json_pack("{s:s,s:s,s:s,s:s,s:b,s:s}", "jobId", job.id, "jobType",
+                                         job.job_type, "transitionId", it->transition_id,
+                                         "workItemId", it->id, "compensation", 1, "idempotencyKey",
+                                         job.idempotency_key),
+                               err);
     return rc;
 }
 
@@ -261,12 +260,12 @@ wf_code
 wf_runtime__saga_job_done(net_work *w, size_t ji, const char *patch, wf_error *err)
 {
     wf_job_row *j = JOB(w, ji);
-    wf_code rc =
-        wf_runtime__event(w, "JOB_COMPLETED",
-                    json_pack("{s:s,s:s,s:s,s:i,s:b}", "jobId", j->id, "transitionId",
-                              j->transition_id != NULL ? j->transition_id : "", "workItemId",
-                              j->work_item_id, "attempt", (int)j->attempt + 1, "compensation", 1),
-                    err);
+    wf_code rc = wf_runtime__event(
+        w, "JOB_COMPLETED",
+        json_pack("{s:s,s:s,s:s,s:i,s:b}", "jobId", j->id, "transitionId",
+                  j->transition_id != NULL ? j->transition_id : "", "workItemId", j->work_item_id,
+                  "attempt", (int)j->attempt + 1, "compensation", 1),
+        err);
     if (rc != WF_OK)
         return rc;
     size_t ii = wf_runtime__find(w, &w->items, sizeof(wf_work_item_row), j->work_item_id);
@@ -302,10 +301,10 @@ wf_runtime__saga_job_failed(net_work *w, size_t ji, const char *message, wf_erro
         return wf_work_nomem(err);
     wf_work_touch_instance(&w->rw, w->inst);
     wf_code rc = wf_runtime__event(w, "COMPENSATION_STEP_FAILED",
-                             json_pack("{s:s,s:s,s:s}", "jobId", j->id, "transitionId",
-                                       j->transition_id != NULL ? j->transition_id : "",
-                                       "errorMessage", message != NULL ? message : ""),
-                             err);
+                                   json_pack("{s:s,s:s,s:s}", "jobId", j->id, "transitionId",
+                                             j->transition_id != NULL ? j->transition_id : "",
+                                             "errorMessage", message != NULL ? message : ""),
+                                   err);
     if (rc == WF_OK)
         rc = next_step(w, err);
     return rc;
@@ -365,9 +364,9 @@ retry_firing(net_work *w, size_t ii, wf_error *err)
     wf_work_touch_instance(&w->rw, w->inst);
     wf_code rc =
         wf_runtime__event(w, "INCIDENT_RESOLVED",
-                    json_pack("{s:s,s:s,s:s}", "transitionId", trans, "workItemId", item_id,
-                              "trigger", it->trigger == WF_TRIGGER_TIME ? "TIME" : "MSG"),
-                    err);
+                          json_pack("{s:s,s:s,s:s}", "transitionId", trans, "workItemId", item_id,
+                                    "trigger", it->trigger == WF_TRIGGER_TIME ? "TIME" : "MSG"),
+                          err);
     if (rc != WF_OK)
         return rc;
     int ti = wf_net_transition_index(w->net, trans);
@@ -416,8 +415,8 @@ retry_body(wf_tx *tx, void *arg, wf_error *err)
         }
         size_t ii = wf_runtime__find(&w, &w.items, sizeof(wf_work_item_row), j->work_item_id);
         size_t ci = comp != WF_WORK_NONE ? wf_runtime__find(&w, &w.items, sizeof(wf_work_item_row),
-                                                     JOB(&w, comp)->work_item_id)
-                                        : WF_WORK_NONE;
+                                                            JOB(&w, comp)->work_item_id)
+                                         : WF_WORK_NONE;
         if (comp == WF_WORK_NONE ||
             (ii != WF_WORK_NONE && (ci == WF_WORK_NONE || before(ITEM(&w, ii), ITEM(&w, ci)))))
             comp = i;
@@ -454,11 +453,11 @@ retry_body(wf_tx *tx, void *arg, wf_error *err)
     in->ended_at = 0;
     wf_work_touch_instance(&w.rw, w.inst);
     rc = wf_runtime__event(&w, "INCIDENT_RESOLVED",
-                     json_pack("{s:s,s:s,s:s,s:b}", "jobId", j->id, "transitionId",
-                               j->transition_id != NULL ? j->transition_id : "", "workItemId",
-                               j->work_item_id != NULL ? j->work_item_id : "", "compensation",
-                               j->compensation),
-                     err);
+                           json_pack("{s:s,s:s,s:s,s:b}", "jobId", j->id, "transitionId",
+                                     j->transition_id != NULL ? j->transition_id : "", "workItemId",
+                                     j->work_item_id != NULL ? j->work_item_id : "", "compensation",
+                                     j->compensation),
+                           err);
     if (rc == WF_OK)
         rc = wf_runtime__add_wake(&w, j->job_type, err);
     if (rc == WF_OK)

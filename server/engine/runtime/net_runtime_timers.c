@@ -95,9 +95,10 @@ timer_body(wf_tx *tx, void *arg, wf_error *err)
             if (ti != WF_WORK_NONE)
                 wf_runtime__gone(&w.timers, ti);
             rc = wf_runtime__event(&w, "TIMER_FIRED",
-                             json_pack("{s:s,s:s,s:s}", "timerId", row->id, "transitionId",
-                                       trans_id != NULL ? trans_id : "", "workItemId", item_id),
-                             err);
+                                   json_pack("{s:s,s:s,s:s}", "timerId", row->id, "transitionId",
+                                             trans_id != NULL ? trans_id : "", "workItemId",
+                                             item_id),
+                                   err);
         }
         /* The timeout of an await step without on_timeout fails the step:
          * as a job out of attempts, the saga when there is one. */
@@ -142,7 +143,8 @@ wf_net_fire_timer(const wf_net_rt *rt, const wf_timer_row *row, int64_t deadline
     return rc;
 }
 
-/* ---- timers in batches ------------------------------------------------------------------------ */
+/* ---- timers in batches ------------------------------------------------------------------------
+ */
 
 /* Roots per batch transaction: few enough that a batch holds its root
  * locks briefly, enough that the commit is shared. */

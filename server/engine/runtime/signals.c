@@ -15,7 +15,6 @@
 #include "wf_id.h"
 #include "wf_time.h"
 
-
 #define MAX_NAME 256
 #define MAX_AGG 128
 #define MAX_SIGNAL_ID 256
@@ -91,7 +90,8 @@ consumed_data(const wf_signal_row *s, const char *transition_id, const char *ite
 }
 
 wf_code
-wf_runtime__msg_enabled(net_work *w, const wf_work_item_row *it, const wf_transition *t, wf_error *err)
+wf_runtime__msg_enabled(net_work *w, const wf_work_item_row *it, const wf_transition *t,
+                        wf_error *err)
 {
     const wf_instance_row *in = &w->rw.insts[w->inst];
     bool by_agg = t->correlation == WF_CORRELATION_AGGREGATE;
@@ -211,7 +211,8 @@ wf_runtime__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err)
             continue;
         }
         const char *trans = ITEM(w, ii)->transition_id;
-        rc = wf_runtime__event(w, "SIGNAL_CONSUMED", consumed_data(&p->sig, trans, p->item_id), err);
+        rc =
+            wf_runtime__event(w, "SIGNAL_CONSUMED", consumed_data(&p->sig, trans, p->item_id), err);
         if (rc == WF_OK)
             rc = fire_signal(w, p->sig.name, p->item_id, trans,
                              unset(p->sig.payload_json) ? NULL : p->sig.payload_json, err);
@@ -233,7 +234,8 @@ wf_runtime__consume_awaited(net_work *w, wf_error *err)
     for (size_t i = 0; rc == WF_OK && i < w->items.n; i++) {
         const wf_work_item_row *it = ITEM(w, i);
         if ((w->items.flags[i] & NW_GONE) || it->state != WF_WORK_ITEM_ENABLED ||
-            it->trigger != WF_TRIGGER_MSG || !same(it->instance_id, in->id) || !wf_runtime__armed(w, it))
+            it->trigger != WF_TRIGGER_MSG || !same(it->instance_id, in->id) ||
+            !wf_runtime__armed(w, it))
             continue;
         int t = wf_net_transition_index(w->net, it->transition_id);
         if (t >= 0)
@@ -472,12 +474,12 @@ send_instance_body(wf_tx *tx, void *arg, wf_error *err)
     bool buffer = !ended(st) && op->in->buffer_ttl_ms > 0;
     wf_signal_row r = log_row(op, buffer ? WF_SIGNAL_BUFFERED : WF_SIGNAL_DROPPED);
     if (buffer) {
-        rc = wf_runtime__event(&w, "SIGNAL_BUFFERED",
-                         json_pack("{s:s,s:s,s:s*,s:s}", "signalName", op->in->name, "signalLogId",
-                                   op->log_id, "signalId",
-                                   unset(op->in->signal_id) ? NULL : op->in->signal_id, "expiresAt",
-                                   wf_runtime__time_text(w.rw.arena, r.expires_at)),
-                         err);
+        rc = wf_runtime__event(
+            &w, "SIGNAL_BUFFERED",
+            json_pack("{s:s,s:s,s:s*,s:s}", "signalName", op->in->name, "signalLogId", op->log_id,
+                      "signalId", unset(op->in->signal_id) ? NULL : op->in->signal_id, "expiresAt",
+                      wf_runtime__time_text(w.rw.arena, r.expires_at)),
+            err);
     } else {
         rc = wf_runtime__event(&w, "SIGNAL_DROPPED", delivery_data(op), err);
     }
