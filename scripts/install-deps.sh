@@ -11,13 +11,14 @@
 set -euo pipefail
 
 build_packages=(
-    build-essential cmake pkg-config check
+    build-essential cmake pkg-config
     libgrpc-dev protobuf-c-compiler libprotobuf-c-dev libprotobuf-dev grpc-proto
     libpq-dev libjansson-dev libjq-dev libonig-dev libmicrohttpd-dev
 )
 packages=(
     "${build_packages[@]}"
-    # tests: a throwaway Postgres, Python client, proto tooling, clang-format
+    # tests: Check, a throwaway Postgres, Python client, proto tooling, clang-format
+    check
     postgresql postgresql-contrib
     protobuf-compiler protobuf-compiler-grpc python3 python3-grpcio python3-protobuf
     valgrind yamllint ca-certificates curl prometheus openssl jq clang libclang-rt-14-dev
