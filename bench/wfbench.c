@@ -371,8 +371,10 @@ run_workload(bench *b, const workload *wl, double rate, double duration, int tim
     } else {
         char ct[160];
         codes_text(r->codes, r->mismatches, ct, sizeof ct);
-        if (ct[0] != '\0')
-            snprintf(res->note, sizeof res->note, "errors: %s; last: %.150s", ct, r->last_err);
+        /* The note is a summary: cutting it short is fine. */
+        if (ct[0] != '\0' &&
+            snprintf(res->note, sizeof res->note, "errors: %s; last: %.150s", ct, r->last_err) < 0)
+            res->note[0] = '\0';
         if (wl->pooled && el < duration * 0.95) {
             size_t l = strlen(res->note);
             snprintf(res->note + l, sizeof res->note - l, "%spool used up after %.1f s",
@@ -432,9 +434,7 @@ print_table(FILE *o, row *rows, int nrows, double health, double ceiling)
         row *w = &rows[i];
         result *r = &w->res;
         if (r->status != RS_OK) {
-            char s[200];
-            snprintf(s, sizeof s, "%s", r->note);
-            fprintf(o, "%-22s %-75s %-16s %s\n", w->name, s, w->target, status_text(r));
+            fprintf(o, "%-22s %-75.199s %-16s %s\n", w->name, r->note, w->target, status_text(r));
             continue;
         }
         char val[32], p50[16] = "-", p99[16] = "-", mx[16] = "-", err[16] = "-", ratio[24] = "-";

@@ -6,6 +6,7 @@
 #include "wf_arena.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@ struct wf_arena {
     struct chunk *head; /* current chunk, newest first */
     size_t next_size;   /* size of the next regular chunk */
     size_t total;       /* bytes handed out */
+    bool failed;        /* some allocation returned NULL (sticky) */
 };
 
 wf_arena *
@@ -63,8 +65,8 @@ chunk_new(size_t size)
     return c;
 }
 
-void *
-wf_arena_alloc(wf_arena *a, size_t n)
+static void *
+arena_alloc(wf_arena *a, size_t n)
 {
     if (n == 0)
         n = 1;
@@ -107,10 +109,27 @@ wf_arena_alloc(wf_arena *a, size_t n)
 }
 
 void *
+wf_arena_alloc(wf_arena *a, size_t n)
+{
+    void *p = arena_alloc(a, n);
+    if (p == NULL)
+        a->failed = true;
+    return p;
+}
+
+bool
+wf_arena_failed(const wf_arena *a)
+{
+    return a->failed;
+}
+
+void *
 wf_arena_calloc(wf_arena *a, size_t count, size_t size)
 {
-    if (size != 0 && count > SIZE_MAX / size)
+    if (size != 0 && count > SIZE_MAX / size) {
+        a->failed = true;
         return NULL;
+    }
     void *p = wf_arena_alloc(a, count * size);
     if (p != NULL)
         memset(p, 0, count * size);
@@ -145,8 +164,10 @@ wf_arena_printf(wf_arena *a, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (n < 0)
+    if (n < 0) {
+        a->failed = true;
         return NULL;
+    }
     char *p = wf_arena_alloc(a, (size_t)n + 1);
     if (p == NULL)
         return NULL;

@@ -11,6 +11,7 @@
 #ifndef WF_ARENA_H
 #define WF_ARENA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct wf_arena wf_arena;
@@ -35,6 +36,13 @@ char *wf_arena_strndup(wf_arena *a, const char *s, size_t n);
 
 /* printf into the arena. NULL when out of memory. */
 char *wf_arena_printf(wf_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* True once any allocation from a has returned NULL; it stays true. A
+ * builder that makes many allocations may skip the NULL checks of values it
+ * only stores (the struct it fills must tolerate NULL strings until then) and
+ * check this once before it uses the result.
+ * Map it to wf_error_nomem(). */
+bool wf_arena_failed(const wf_arena *a);
 
 /* Bytes handed out so far (for tests and metrics). */
 size_t wf_arena_used(const wf_arena *a);

@@ -157,11 +157,11 @@ parse_api_keys(wf_config *cfg, const char *v, wf_error *err)
     size_t n;
     char **items = split_list(v, &n);
     if (items == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory"), false;
+        return wf_error_nomem(err), false;
     cfg->api_keys = calloc(n ? n : 1, sizeof *cfg->api_keys);
     if (cfg->api_keys == NULL) {
         free_list(items, n);
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory"), false;
+        return wf_error_nomem(err), false;
     }
     for (size_t i = 0; i < n; i++) {
         char *eq = strchr(items[i], '=');
@@ -221,7 +221,7 @@ wf_config_load(char *const *env, wf_error *err)
 {
     wf_config *cfg = calloc(1, sizeof *cfg);
     if (cfg == NULL) {
-        wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        wf_error_nomem(err);
         return NULL;
     }
     /* Handlers block on Postgres, so a CPU serves several workers: with
@@ -312,7 +312,7 @@ wf_config_load(char *const *env, wf_error *err)
     if ((v = env_str(env, "WF_USERS")) != NULL)
         cfg->users = split_list(v, &cfg->nusers);
     if (!parse_groups(cfg, env)) {
-        wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        wf_error_nomem(err);
         goto fail;
     }
 

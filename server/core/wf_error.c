@@ -40,6 +40,7 @@ static const char *const reasons[WF_CODE_COUNT_] = {
     [WF_E_CONFLICT] = "CONFLICT",
     [WF_E_TOO_LARGE] = "TOO_LARGE",
     [WF_E_EXPRESSION_LIMIT] = "EXPRESSION_LIMIT",
+    [WF_E_NOMEM] = "OUT_OF_MEMORY",
     [WF_E_DEADLINE_EXCEEDED] = "DEADLINE_EXCEEDED",
     [WF_E_CANCELLED] = "CANCELLED",
     [WF_E_UNIMPLEMENTED] = "UNIMPLEMENTED",
@@ -59,6 +60,12 @@ wf_error_set(wf_error *err, wf_code code, const char *fmt, ...)
     if (n < 0)
         err->msg[0] = '\0';
     return code;
+}
+
+wf_code
+wf_error_nomem(wf_error *err)
+{
+    return wf_error_set(err, WF_E_NOMEM, "out of memory");
 }
 
 void

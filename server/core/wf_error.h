@@ -67,6 +67,9 @@ typedef enum wf_code {
     /* An expression ran out of its time or memory budget, or crashed the
      * process evaluating it (see engine/expr.h). */
     WF_E_EXPRESSION_LIMIT,
+    /* Memory ran out: malloc failed, or a call's arena reached its cap
+     * (WF_ARENA_MAX_BYTES). Nothing was changed; a retry may succeed. */
+    WF_E_NOMEM,
 
     /* DEADLINE_EXCEEDED: the call's deadline passed (or statement_timeout). */
     WF_E_DEADLINE_EXCEEDED,
@@ -93,6 +96,10 @@ typedef struct wf_error {
  * The message is truncated to fit; it never allocates. */
 wf_code wf_error_set(wf_error *err, wf_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Sets *err to WF_E_NOMEM with the one message for it, and returns
+ * WF_E_NOMEM: every "out of memory" path goes through here. */
+wf_code wf_error_nomem(wf_error *err);
 
 /* Clears *err to WF_OK with an empty message. */
 void wf_error_clear(wf_error *err);

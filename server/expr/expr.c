@@ -282,7 +282,7 @@ wf_expr__jq_compile(const char *src, jq_state **out, wf_error *err)
     wf_expr__init();
     jq_state *jq = jq_init();
     if (jq == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     compile_msg cm = {.set = false};
     jq_set_error_cb(jq, keep_compile_msg, &cm);
     int ok = jq_compile(jq, src);
@@ -323,7 +323,7 @@ wf_expr_compile(const char *src, wf_expr **out, wf_error *err)
         free(e);
         if (jq != NULL)
             jq_teardown(&jq);
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     }
     e->jq = jq;
     e->hash = fnv1a(src);
@@ -519,14 +519,14 @@ str_list_add(str_list *l, wf_arena *a, jv s, wf_error *err)
         size_t cap = l->cap ? l->cap * 2 : 8;
         char **v = wf_arena_alloc(a, cap * sizeof *v);
         if (v == NULL)
-            return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+            return wf_error_nomem(err);
         if (l->n > 0)
             memcpy(v, l->v, l->n * sizeof *v);
         l->v = v;
         l->cap = cap;
     }
     if ((l->v[l->n] = wf_arena_strndup(a, p, len)) == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     l->n++;
     return WF_OK;
 }

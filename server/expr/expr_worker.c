@@ -351,7 +351,7 @@ decode_result(wf_expr_op op, const uint8_t *buf, uint32_t len, wf_arena *a, wf_e
             return false;
         r->strs = n > 0 ? wf_arena_alloc(a, n * sizeof *r->strs) : NULL;
         if (n > 0 && r->strs == NULL) {
-            *code = wf_error_set(err, WF_E_INTERNAL, "out of memory");
+            *code = wf_error_nomem(err);
             return true;
         }
         for (uint32_t i = 0; i < n; i++) {
@@ -359,7 +359,7 @@ decode_result(wf_expr_op op, const uint8_t *buf, uint32_t len, wf_arena *a, wf_e
             if (!take(&p, end, &sl, sizeof sl) || (size_t)(end - p) < sl)
                 return false;
             if ((r->strs[i] = wf_arena_strndup(a, (const char *)p, sl)) == NULL) {
-                *code = wf_error_set(err, WF_E_INTERNAL, "out of memory");
+                *code = wf_error_nomem(err);
                 return true;
             }
             p += sl;
@@ -620,7 +620,7 @@ program(cached_prog *cache, size_t *next, const char *src, wf_error *err)
     c->jq = jq;
     if (c->src == NULL) {
         jq_teardown(&c->jq);
-        wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        wf_error_nomem(err);
         return NULL;
     }
     return jq;
@@ -687,7 +687,7 @@ wf_expr_worker_main(int argc, char **argv)
                 return 0;
             wf_arena *a = wf_arena_new();
             wf_expr_result res = {0};
-            wf_code rc = a == NULL ? wf_error_set(&err, WF_E_INTERNAL, "out of memory")
+            wf_code rc = a == NULL ? wf_error_nomem(&err)
                                    : wf_expr__jq_run(jq, op, vars, vlen, a, &res, &err);
             reply_result(&r, rc);
             if (rc != WF_OK) {

@@ -155,7 +155,7 @@ wf_call_add_violation(wf_call *call, const char *field, const char *reason, cons
     size_t n = call->nviolations;
     wf_violation *v = wf_arena_alloc(call->arena, (n + 1) * sizeof *v);
     if (v == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     for (size_t i = 0; i < n; i++)
         v[i] = call->violations[i];
     v[n].field = wf_arena_strdup(call->arena, field);

@@ -343,11 +343,11 @@ encode(const void *result, void *arg, wf_arena *a, unsigned char **bytes, size_t
     const wf_h_builder *b = arg;
     ProtobufCMessage *m = b->build(a, result);
     if (m == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     *len = protobuf_c_message_get_packed_size(m);
     *bytes = wf_arena_alloc(a, *len + 1);
     if (*bytes == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     protobuf_c_message_pack(m, *bytes);
     return WF_OK;
 }
@@ -383,7 +383,7 @@ wf_h_idem(wf_call *call, const ProtobufCMessage *req, const char *request_id, co
     out->encode = encode;
     out->encode_arg = (void *)b;
     if (out->request_hash == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     return WF_OK;
 }
 
@@ -419,7 +419,7 @@ wf_h_page_in(wf_call *call, const ProtobufCMessage *req, const char *token, cons
         return WF_OK;
     const char *fp = fingerprint(call, req, page_fields, 2);
     if (fp == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     size_t n = strlen(fp);
     if (strncmp(token, fp, n) != 0 || token[n] != '.' || token[n + 1] == '\0') {
         wf_h_violation(call, "page_token", "is malformed or belongs to a different query");

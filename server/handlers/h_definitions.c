@@ -35,12 +35,6 @@ str(const char *s)
     return s != NULL ? (char *)s : (char *)protobuf_c_empty_string;
 }
 
-static wf_code
-nomem(wf_error *err)
-{
-    return wf_error_set(err, WF_E_INTERNAL, "out of memory");
-}
-
 /* ---- Definition -> wf_net ------------------------------------------------------------------- */
 
 static void
@@ -149,7 +143,7 @@ net_in(wf_arena *a, const Workflow__V1__Definition *d, wf_net *net, wf_error *er
     net->transitions = wf_arena_calloc(a, d->n_transitions + 1, sizeof *net->transitions);
     net->arcs = wf_arena_calloc(a, d->n_arcs + 1, sizeof *net->arcs);
     if (net->places == NULL || net->transitions == NULL || net->arcs == NULL)
-        return nomem(err);
+        return wf_error_nomem(err);
     for (size_t i = 0; i < d->n_places; i++)
         net->places[i] =
             (wf_place){d->places[i]->id, d->places[i]->name, (wf_place_kind)d->places[i]->kind};
@@ -168,13 +162,13 @@ net_in(wf_arena *a, const Workflow__V1__Definition *d, wf_net *net, wf_error *er
     net->n_arcs = d->n_arcs;
     net->steps = wf_arena_calloc(a, d->n_steps + 1, sizeof *net->steps);
     if (net->steps == NULL)
-        return nomem(err);
+        return wf_error_nomem(err);
     for (size_t i = 0; i < d->n_steps; i++) {
         wf_step *st = &net->steps[i];
         step_in(d->steps[i], st);
         st->next = wf_arena_calloc(a, d->steps[i]->n_next + 1, sizeof *st->next);
         if (st->next == NULL)
-            return nomem(err);
+            return wf_error_nomem(err);
         for (size_t r = 0; r < d->steps[i]->n_next; r++)
             st->next[r] = (wf_step_rule){d->steps[i]->next[r]->guard, d->steps[i]->next[r]->step};
         st->n_next = d->steps[i]->n_next;
@@ -451,10 +445,10 @@ h_get_definition(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
         return rc;
     Workflow__V1__GetDefinitionResponse *m = wf_arena_alloc(call->arena, sizeof *m);
     if (m == NULL)
-        return nomem(err);
+        return wf_error_nomem(err);
     workflow__v1__get_definition_response__init(m);
     if ((m->definition = definition_out(call->arena, &row, net)) == NULL)
-        return nomem(err);
+        return wf_error_nomem(err);
     *resp = &m->base;
     return WF_OK;
 }
@@ -481,18 +475,18 @@ h_list_definitions(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage 
         return rc;
     Workflow__V1__ListDefinitionsResponse *m = wf_arena_alloc(call->arena, sizeof *m);
     if (m == NULL)
-        return nomem(err);
+        return wf_error_nomem(err);
     workflow__v1__list_definitions_response__init(m);
     m->definitions = wf_arena_calloc(call->arena, n + 1, sizeof *m->definitions);
     if (m->definitions == NULL)
-        return nomem(err);
+        return wf_error_nomem(err);
     for (size_t i = 0; i < n; i++)
         if ((m->definitions[i] = definition_out(call->arena, &rows[i], nets[i])) == NULL)
-            return nomem(err);
+            return wf_error_nomem(err);
     m->n_definitions = n;
     m->next_page_token = wf_h_page_out(call, msg, next);
     if (m->next_page_token == NULL)
-        return nomem(err);
+        return wf_error_nomem(err);
     *resp = &m->base;
     return WF_OK;
 }

@@ -39,7 +39,7 @@ watch_open(wf_call *call, const ProtobufCMessage *msg, void **state, wf_error *e
     struct watch *w = wf_arena_calloc(call->arena, 1, sizeof *w);
     const char **types = wf_arena_calloc(call->arena, req->n_types + 1, sizeof *types);
     if (w == NULL || types == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     for (size_t i = 0; i < req->n_types; i++) {
         const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(
             &workflow__v1__event_type__descriptor, req->types[i]);
@@ -94,7 +94,7 @@ watch_next(wf_call *call, void *state, wf_arena *scratch, ProtobufCMessage **msg
         w->rows = NULL;
         w->n = w->next = 0;
         if (w->batch == NULL) {
-            wf_error_set(err, WF_E_INTERNAL, "out of memory");
+            wf_error_nomem(err);
             return WF_STREAM_END;
         }
         /* A follow stream lives beyond any one read: the engine gives each
@@ -112,7 +112,7 @@ watch_next(wf_call *call, void *state, wf_arena *scratch, ProtobufCMessage **msg
     const wf_event_row *r = &w->rows[w->next++];
     Workflow__V1__WatchEventsResponse *resp = event_message(scratch, r);
     if (resp == NULL) {
-        wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        wf_error_nomem(err);
         return WF_STREAM_END;
     }
     w->after = r->sequence;

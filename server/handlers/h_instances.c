@@ -161,7 +161,7 @@ h_get_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **re
     const wf_ref_instance_view *v = &iv.tree;
     Workflow__V1__GetInstanceResponse *m = wf_arena_alloc(call->arena, sizeof *m);
     if (m == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     workflow__v1__get_instance_response__init(m);
     m->instance = wf_h_instance(call->arena, &v->instance);
     m->n_tasks = v->n_tasks;
@@ -173,13 +173,13 @@ h_get_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **re
     if (v->instance.last_error != NULL)
         m->last_error = v->instance.last_error;
     if (m->instance == NULL || m->tasks == NULL || m->children == NULL || m->joins == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     if (iv.net.is_net && fill_net_view(call->arena, &iv.net, m) != WF_OK)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     m->buffered_signals = wf_h_signals(call->arena, iv.buffered, iv.n_buffered);
     m->n_buffered_signals = iv.n_buffered;
     if (m->buffered_signals == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     *resp = &m->base;
     return WF_OK;
 }
@@ -211,13 +211,13 @@ h_list_instances(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
         return rc;
     Workflow__V1__ListInstancesResponse *m = wf_arena_alloc(call->arena, sizeof *m);
     if (m == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     workflow__v1__list_instances_response__init(m);
     m->n_instances = n;
     m->instances = wf_h_instances(call->arena, rows, n);
     m->next_page_token = wf_h_page_out(call, msg, next);
     if (m->instances == NULL || m->next_page_token == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     *resp = &m->base;
     return WF_OK;
 }
@@ -391,7 +391,7 @@ h_list_work_items(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage *
         return err->code;
     int *states = wf_arena_calloc(call->arena, req->n_states + 1, sizeof *states);
     if (states == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     for (size_t i = 0; i < req->n_states; i++)
         states[i] = (int)req->states[i];
     wf_net_list_items_in q = {
@@ -410,7 +410,7 @@ h_list_work_items(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage *
         return rc;
     Workflow__V1__ListWorkItemsResponse *m = wf_arena_alloc(call->arena, sizeof *m);
     if (m == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     workflow__v1__list_work_items_response__init(m);
     bool oom = false;
     m->work_items = wf_arena_calloc(call->arena, n + 1, sizeof *m->work_items);
@@ -420,7 +420,7 @@ h_list_work_items(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage *
     m->n_work_items = n;
     m->next_page_token = wf_h_page_out(call, msg, next);
     if (oom || m->next_page_token == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     *resp = &m->base;
     return WF_OK;
 }

@@ -82,12 +82,6 @@ static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static jstream *reg_head;
 
 static wf_code
-nomem(wf_error *err)
-{
-    return wf_error_set(err, WF_E_INTERNAL, "out of memory");
-}
-
-static wf_code
 invalid(wf_call *call, const char *field, const char *msg, wf_error *err)
 {
     wf_h_violation(call, field, msg);
@@ -163,7 +157,7 @@ stream_open(wf_call *call, const ProtobufCMessage *msg, void **state, wf_error *
     const Workflow__V1__StreamActivatedJobsRequest *req = (const void *)msg;
     jstream *js = wf_arena_calloc(call->arena, 1, sizeof *js);
     if (js == NULL)
-        return nomem(err);
+        return wf_error_nomem(err);
     js->app = call->app;
     js->tenant = call->tenant;
     wf_h_net_ctx(call, &js->ctx);
@@ -190,7 +184,7 @@ stream_open(wf_call *call, const ProtobufCMessage *msg, void **state, wf_error *
     js->held = wf_arena_calloc(call->arena, js->credit, sizeof *js->held);
     js->topic = wf_arena_printf(call->arena, "%s%s", WF_TOPIC_JOBS_PREFIX, req->job_type);
     if (js->held == NULL || js->topic == NULL)
-        return nomem(err);
+        return wf_error_nomem(err);
     call->wake_topic = js->topic;
 
     pthread_mutex_lock(&reg_mu);
@@ -227,7 +221,7 @@ verify_held(const wf_call *call, jstream *js, wf_arena *scratch, bool all, wf_er
     int64_t now_us = wf_now_us(), now_ms = wf_mono_ms();
     char **keys = wf_arena_calloc(scratch, js->credit, sizeof *keys);
     if (keys == NULL)
-        return nomem(err);
+        return wf_error_nomem(err);
     size_t n = 0, nolder = 0;
     pthread_mutex_lock(&reg_mu);
     for (size_t i = 0; i < js->nheld; i++) {
@@ -286,13 +280,13 @@ push_next(jstream *js, wf_arena *scratch, ProtobufCMessage **msg, wf_error *err)
     const wf_job_row *r = &js->rows[js->nextrow++];
     Workflow__V1__StreamActivatedJobsResponse *m = wf_arena_alloc(scratch, sizeof *m);
     if (m == NULL) {
-        nomem(err);
+        wf_error_nomem(err);
         return WF_STREAM_END;
     }
     workflow__v1__stream_activated_jobs_response__init(m);
     m->job = wf_h_job(scratch, r);
     if (m->job == NULL) {
-        nomem(err);
+        wf_error_nomem(err);
         return WF_STREAM_END;
     }
     if (js->nfetch > 0) {
@@ -331,7 +325,7 @@ stream_next(wf_call *call, void *state, wf_arena *scratch, ProtobufCMessage **ms
         js->rows = NULL;
         js->nrows = js->nextrow = 0;
         if (js->batch == NULL) {
-            nomem(err);
+            wf_error_nomem(err);
             return WF_STREAM_END;
         }
         wf_net_activation a = js->a;
@@ -401,7 +395,7 @@ h_complete_jobs(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **r
     Workflow__V1__CompleteJobResult **ptrs =
         wf_arena_calloc(call->arena, req->n_completions, sizeof *ptrs);
     if (m == NULL || res == NULL || ptrs == NULL)
-        return nomem(err);
+        return wf_error_nomem(err);
     workflow__v1__complete_jobs_response__init(m);
 
     /* Each item is a CompleteJob: same idempotency scope and record. */
@@ -441,7 +435,7 @@ h_complete_jobs(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **r
         r->message = wf_arena_strdup(call->arena, e.msg);
         if (r->message == NULL) {
             call->method = method;
-            return nomem(err);
+            return wf_error_nomem(err);
         }
     }
     call->method = method;

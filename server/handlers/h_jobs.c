@@ -26,12 +26,6 @@
 #define DEADLINE_MARGIN_MS 200
 
 static wf_code
-nomem(wf_error *err)
-{
-    return wf_error_set(err, WF_E_INTERNAL, "out of memory");
-}
-
-static wf_code
 invalid(wf_call *call, const char *field, const char *msg, wf_error *err)
 {
     wf_h_violation(call, field, msg);
@@ -76,7 +70,7 @@ activate_open(wf_call *call, const ProtobufCMessage *msg, void **state, wf_error
     const Workflow__V1__ActivateJobsRequest *req = (const void *)msg;
     activation *st = wf_arena_calloc(call->arena, 1, sizeof *st);
     if (st == NULL)
-        return nomem(err);
+        return wf_error_nomem(err);
     wf_h_net_ctx(call, &st->ctx);
     st->ctx.ref.actor = NULL;
     st->a = (wf_net_activation){.job_type = req->job_type,
@@ -103,7 +97,7 @@ activate_open(wf_call *call, const ProtobufCMessage *msg, void **state, wf_error
         st->wait_end_ms = call->deadline_ms - DEADLINE_MARGIN_MS;
     call->wake_topic = wf_arena_printf(call->arena, "%s%s", WF_TOPIC_JOBS_PREFIX, req->job_type);
     if (call->wake_topic == NULL)
-        return nomem(err);
+        return wf_error_nomem(err);
     *state = st;
     return WF_OK;
 }
@@ -145,7 +139,7 @@ activate_next(wf_call *call, void *state, wf_arena *scratch, ProtobufCMessage **
     }
     *msg = build_activate(scratch, &r);
     if (*msg == NULL) {
-        wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        wf_error_nomem(err);
         return WF_STREAM_END;
     }
     if (r.n > 0)

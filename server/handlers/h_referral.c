@@ -63,7 +63,7 @@ h_assign_to(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
         return err->code;
     wf_assign_spec *spec = to_spec(call->arena, req, 0);
     if (spec == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     wf_code rc = wf_h_idem(call, msg, req->request_id, &assign_builder, &idem, err);
     if (rc == WF_OK)
         rc = wf_referral_assign(&ctx, spec, &idem, &out, err);
@@ -86,7 +86,7 @@ h_get_completion(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
         return rc;
     Workflow__V1__GetCompletionResponse *m = wf_arena_alloc(call->arena, sizeof *m);
     if (m == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     workflow__v1__get_completion_response__init(m);
     m->all_completed = c.all_completed;
     m->total = c.total;

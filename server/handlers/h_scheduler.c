@@ -80,7 +80,7 @@ h_run_scheduler_pass(wf_call *call, const ProtobufCMessage *req, ProtobufCMessag
         return rc;
     Workflow__V1__RunSchedulerPassResponse *m = wf_arena_alloc(call->arena, sizeof *m);
     if (m == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     workflow__v1__run_scheduler_pass_response__init(m);
     m->timers_fired = (int64_t)c.timers_fired;
     m->leases_expired = (int64_t)c.leases_expired;

@@ -157,13 +157,13 @@ h_list_signals(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **re
         return rc;
     Workflow__V1__ListSignalsResponse *m = wf_arena_alloc(call->arena, sizeof *m);
     if (m == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     workflow__v1__list_signals_response__init(m);
     m->signals = wf_h_signals(call->arena, rows, n);
     m->n_signals = n;
     m->next_page_token = wf_h_page_out(call, msg, next);
     if (m->signals == NULL || m->next_page_token == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     *resp = &m->base;
     return WF_OK;
 }

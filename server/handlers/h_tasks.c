@@ -20,7 +20,7 @@ h_list_tasks(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp
     wf_h_ref_ctx(call, &ctx);
     wf_task_status *states = wf_arena_calloc(call->arena, req->n_states + 1, sizeof *states);
     if (states == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     for (size_t i = 0; i < req->n_states; i++)
         states[i] = (wf_task_status)req->states[i];
     wf_ref_task_query q = {
@@ -37,13 +37,13 @@ h_list_tasks(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp
         return rc;
     Workflow__V1__ListTasksResponse *m = wf_arena_alloc(call->arena, sizeof *m);
     if (m == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     workflow__v1__list_tasks_response__init(m);
     m->n_tasks = n;
     m->tasks = wf_h_tasks(call->arena, rows, n);
     m->next_page_token = wf_h_page_out(call, msg, next);
     if (m->tasks == NULL || m->next_page_token == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     *resp = &m->base;
     return WF_OK;
 }
@@ -64,11 +64,11 @@ h_get_task(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, 
         return rc;
     Workflow__V1__GetTaskResponse *m = wf_arena_alloc(call->arena, sizeof *m);
     if (m == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     workflow__v1__get_task_response__init(m);
     m->task = wf_h_task(call->arena, &t);
     if (m->task == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     *resp = &m->base;
     return WF_OK;
 }

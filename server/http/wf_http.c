@@ -76,7 +76,7 @@ wf_http_start(const char *addr, wf_http_metrics_fn fn, void *arg, wf_error *err)
     }
     wf_http *h = calloc(1, sizeof *h);
     if (h == NULL) {
-        wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        wf_error_nomem(err);
         return NULL;
     }
     h->fn = fn;

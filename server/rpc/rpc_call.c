@@ -371,7 +371,7 @@ dispatch(struct call *c)
         const Grpc__Health__V1__HealthCheckRequest *hreq = (const void *)req;
         struct health_watch *hw = wf_arena_alloc(c->arena, sizeof *hw);
         if (hw == NULL) {
-            wf_error_set(&err, WF_E_INTERNAL, "out of memory");
+            wf_error_nomem(&err);
             wf_rpc__finish_unary(c, NULL, &err, NULL, 0);
             return;
         }

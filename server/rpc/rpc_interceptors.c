@@ -86,7 +86,7 @@ icpt_request_id(wf_rpc_ctx *ctx, wf_error *err)
     } else {
         char *id = wf_arena_alloc(ctx->arena, WF_UUID_LEN + 1);
         if (id == NULL)
-            return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+            return wf_error_nomem(err);
         wf_uuid7(id);
         ctx->request_id = id;
     }

@@ -90,7 +90,7 @@ wf_reflection_new(const unsigned char *set, size_t len, const char *const *servi
 {
     wf_reflection *r = calloc(1, sizeof *r);
     if (r == NULL) {
-        wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        wf_error_nomem(err);
         return NULL;
     }
     r->services = services;
@@ -129,7 +129,7 @@ wf_reflection_new(const unsigned char *set, size_t len, const char *const *servi
     }
     return r;
 oom:
-    wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    wf_error_nomem(err);
     wf_reflection_free(r);
     return NULL;
 }

@@ -151,7 +151,7 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
     const wf_config *cfg = app->cfg;
     wf_rpc_server *srv = calloc(1, sizeof *srv);
     if (srv == NULL) {
-        wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        wf_error_nomem(err);
         return NULL;
     }
     srv->app = app;
@@ -175,7 +175,7 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
     }
     srv->metrics = wf_rpc_metrics_new(srv->methods, srv->nmethods);
     if (srv->metrics == NULL) {
-        wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        wf_error_nomem(err);
         destroy_unstarted(srv);
         return NULL;
     }
@@ -221,7 +221,7 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
     srv->workers = calloc((size_t)srv->nworkers + 1, sizeof *srv->workers);
     if (srv->workers == NULL) {
         srv->nworkers = 0;
-        wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        wf_error_nomem(err);
         destroy_unstarted(srv);
         return NULL;
     }

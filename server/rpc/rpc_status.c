@@ -79,6 +79,7 @@ wf_rpc_status_code(wf_code code)
         return GRPC_STATUS_ABORTED;
     case WF_E_TOO_LARGE:
     case WF_E_EXPRESSION_LIMIT:
+    case WF_E_NOMEM:
         return GRPC_STATUS_RESOURCE_EXHAUSTED;
     case WF_E_DEADLINE_EXCEEDED:
         return GRPC_STATUS_DEADLINE_EXCEEDED;

@@ -39,7 +39,7 @@ wf_rpc_table_build(const ProtobufCServiceDescriptor *svc, const wf_route *routes
     size_t total = svc->n_methods + 4;
     wf_rpc_method *t = calloc(total, sizeof *t);
     if (t == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
 
     for (unsigned i = 0; i < svc->n_methods; i++) {
         const ProtobufCMethodDescriptor *m = &svc->methods[i];

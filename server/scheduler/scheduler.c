@@ -140,7 +140,7 @@ fire_batch(wf_scheduler *s, const wf_timer_row *rows, size_t n, wf_arena *arena,
     wf_code *codes = wf_arena_calloc(arena, n + 1, sizeof *codes);
     wf_error *errs = wf_arena_calloc(arena, n + 1, sizeof *errs);
     if (fired == NULL || codes == NULL || errs == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     s->opt.fire_batch(s->arg, rows, n, wf_mono_ms() + s->opt.call_timeout_ms, fired, codes, errs);
     for (size_t i = 0; i < n; i++) {
         note_fire(s, &rows[i], codes[i], fired[i], &errs[i]);
@@ -173,7 +173,7 @@ run_pass(wf_scheduler *s, const char *tenant, size_t *nfired, bool *full, bool *
      * done, then go at once. */
     wf_arena *arena = wf_arena_new();
     if (arena == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     /* Without a tenant the claim sees every tenant, and each row carries
      * its own (fire uses it). */
     wf_store_ctx ctx = {tenant, wf_mono_ms() + s->opt.call_timeout_ms, arena};
@@ -258,7 +258,7 @@ expire_lease(wf_scheduler *s, const wf_job_row *job, bool *expired, wf_error *er
     *expired = false;
     wf_arena *arena = wf_arena_new();
     if (arena == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     int64_t now = wf_now_us();
     wf_store_ctx ctx = {job->tenant, wf_mono_ms() + s->opt.call_timeout_ms, arena};
     wf_tx *tx = NULL;
@@ -293,8 +293,7 @@ expire_lease(wf_scheduler *s, const wf_job_row *job, bool *expired, wf_error *er
     wf_event_row ev = {0,    NULL, cur->root_id, cur->instance_id, "JOB_LEASE_EXPIRED",
                        NULL, text, now};
     wf_store_changes c = {.jobs = &upd, .n_jobs = 1, .events = &ev, .n_events = 1};
-    rc =
-        text != NULL ? wf_tx_apply(tx, &c, err) : wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    rc = text != NULL ? wf_tx_apply(tx, &c, err) : wf_error_nomem(err);
     free(text);
     if (rc == WF_OK) {
         rc = wf_tx_commit(tx, err);
@@ -326,7 +325,7 @@ lease_pass(wf_scheduler *s, const char *tenant, size_t *nexpired, bool *full, wf
     *full = false;
     wf_arena *arena = wf_arena_new();
     if (arena == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     wf_store_ctx ctx = {tenant, wf_mono_ms() + s->opt.call_timeout_ms, arena};
     wf_job_row *rows = NULL;
     size_t n = 0;
@@ -364,7 +363,7 @@ signal_pass(wf_scheduler *s, const char *tenant, size_t *nexpired, bool *full, w
     *full = false;
     wf_arena *arena = wf_arena_new();
     if (arena == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     wf_store_ctx ctx = {tenant, wf_mono_ms() + s->opt.call_timeout_ms, arena};
     wf_code rc =
         wf_store_expire_signals(s->st, &ctx, wf_now_us(), s->opt.sweep_batch, nexpired, err);
@@ -396,7 +395,7 @@ sweep_pass(wf_scheduler *s, const char *tenant, int64_t deadline_ms, size_t *nre
                 break;
             wf_arena *arena = wf_arena_new();
             if (arena == NULL)
-                return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+                return wf_error_nomem(err);
             wf_store_ctx ctx = {tenant, wf_mono_ms() + s->opt.call_timeout_ms, arena};
             size_t n = 0;
             rc = wf_store_sweep(s->st, &ctx, kinds[k], before, s->opt.sweep_batch, &n, err);
@@ -501,7 +500,7 @@ wf_scheduler_start(wf_store *st, const wf_scheduler_options *opt, wf_sched_fire_
     }
     wf_scheduler *s = calloc(1, sizeof *s);
     if (s == NULL) {
-        wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        wf_error_nomem(err);
         return NULL;
     }
     s->st = st;

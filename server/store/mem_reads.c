@@ -38,7 +38,7 @@ get_by_id(mem_store *m, mtable *t, const wf_store_ctx *ctx, const char *id, void
     const void *row = wf_mem__mt_get(t, ctx->tenant, id, NULL);
     *found = row != NULL;
     if (row != NULL && !wf_store__row_copy(t->d, out, row, ctx->arena, NULL))
-        rc = wf_store__nomem(err);
+        rc = wf_error_nomem(err);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }

@@ -21,7 +21,7 @@ mem_begin(wf_store *st, const wf_store_ctx *ctx, wf_tx **out, wf_error *err)
     mem_store *m = (mem_store *)st;
     mem_tx *tx = calloc(1, sizeof *tx);
     if (tx == NULL)
-        return wf_store__nomem(err);
+        return wf_error_nomem(err);
     wf_code rc = mem_lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK) {
         free(tx);
@@ -237,13 +237,13 @@ note_job(mem_tx *tx, mem_store *m, const wf_job_row *j, wf_error *err)
         size_t cap = tx->cap_job_types ? tx->cap_job_types * 2 : 4;
         char **v = realloc(tx->job_types, cap * sizeof *v);
         if (v == NULL)
-            return wf_store__nomem(err);
+            return wf_error_nomem(err);
         tx->job_types = v;
         tx->cap_job_types = cap;
     }
     char *type = strdup(j->job_type);
     if (type == NULL)
-        return wf_store__nomem(err);
+        return wf_error_nomem(err);
     tx->job_types[tx->n_job_types++] = type;
     return WF_OK;
 }
@@ -255,14 +255,14 @@ wf_mem__append_event(mem_store *m, const wf_event_row *e, const char *tenant, wf
         size_t cap = m->cap_events ? m->cap_events * 2 : 256;
         wf_event_row *v = realloc(m->events, cap * sizeof *v);
         if (v == NULL)
-            return wf_store__nomem(err);
+            return wf_error_nomem(err);
         m->events = v;
         m->cap_events = cap;
     }
     wf_event_row *dst = &m->events[m->n_events];
     if (!wf_store__row_copy(&wf_store__event_desc, dst, e, NULL, tenant)) {
         wf_store__row_clear(&wf_store__event_desc, dst);
-        return wf_store__nomem(err);
+        return wf_error_nomem(err);
     }
     dst->sequence = ++m->last_seq;
     m->n_events++;
@@ -317,7 +317,7 @@ mem_idem_get(wf_tx *t, const char *method, const char *request_id, wf_idempotenc
     const wf_idempotency_row *r = wf_mem__mt_get(&m->idem, t->ctx.tenant, method, request_id);
     *found = r != NULL;
     if (r != NULL && !wf_store__row_copy(&wf_store__idempotency_desc, out, r, t->ctx.arena, NULL))
-        return wf_store__nomem(err);
+        return wf_error_nomem(err);
     return WF_OK;
 }
 
@@ -387,7 +387,7 @@ wf_mem__get_definition(mem_store *m, const wf_store_ctx *ctx, const char *key, i
     const wf_definition_row *d = wf_mem__find_definition(m, ctx->tenant, key, version);
     *found = d != NULL;
     if (d != NULL && !wf_store__row_copy(&wf_store__definition_desc, out, d, ctx->arena, NULL))
-        return wf_store__nomem(err);
+        return wf_error_nomem(err);
     return WF_OK;
 }
 
@@ -431,7 +431,7 @@ mem_consume_signal(wf_tx *t, const char *name, const char *instance_id, const ch
         s.transition_id = (char *)transition_id;
         /* Copy out before the write replaces (and may free) v[0]. */
         if (!wf_store__row_copy(&wf_store__signal_desc, out, &s, t->ctx.arena, NULL))
-            rc = wf_store__nomem(err);
+            rc = wf_error_nomem(err);
         if (rc == WF_OK)
             rc = wf_mem__tx_put((mem_tx *)t, &m->signals, &s, s.id, NULL, err);
     }

@@ -44,7 +44,7 @@ replace_row(mtable *t, const char *tenant, const char *id, const void *src, wf_e
         free(key);
         if (row != NULL)
             wf_mem__row_free(t->d, row);
-        return wf_store__nomem(err);
+        return wf_error_nomem(err);
     }
     if (old != NULL)
         wf_mem__row_free(t->d, old);
@@ -67,7 +67,7 @@ activate_locked(mem_store *m, mem_tx *tx, const wf_store_ctx *ctx, const char *j
     if (rc == WF_OK) {
         out = wf_arena_calloc(ctx->arena, k > 0 ? k : 1, sizeof *out);
         if (out == NULL)
-            rc = wf_store__nomem(err);
+            rc = wf_error_nomem(err);
     }
     for (size_t i = 0; rc == WF_OK && i < k; i++) {
         char uuid[WF_UUID_LEN + 1];
@@ -76,7 +76,7 @@ activate_locked(mem_store *m, mem_tx *tx, const wf_store_ctx *ctx, const char *j
         /* "<instance id>.<uuid>": the key names the job's instance */
         char *key = wf_arena_printf(ctx->arena, "%s.%s", j.instance_id, uuid);
         if (key == NULL) {
-            rc = wf_store__nomem(err);
+            rc = wf_error_nomem(err);
             break;
         }
         j.key = key;
@@ -84,7 +84,7 @@ activate_locked(mem_store *m, mem_tx *tx, const wf_store_ctx *ctx, const char *j
         j.state = WF_JOB_ACTIVATED;
         j.lease_expires_at = now + lease_ms * 1000;
         if (!wf_store__row_copy(&wf_store__job_desc, &out[i], &j, ctx->arena, NULL))
-            rc = wf_store__nomem(err);
+            rc = wf_error_nomem(err);
         wf_event_row ev = {0,
                            NULL,
                            out[i].root_id,
@@ -94,7 +94,7 @@ activate_locked(mem_store *m, mem_tx *tx, const wf_store_ctx *ctx, const char *j
                            wf_store__job_activated_data(ctx->arena, &out[i]),
                            now};
         if (rc == WF_OK && ev.data_json == NULL)
-            rc = wf_store__nomem(err);
+            rc = wf_error_nomem(err);
         /* out[i] owns its strings in the arena; v[i] is freed by the replace
          * (or kept by the undo log). */
         if (rc == WF_OK)
@@ -382,7 +382,7 @@ mem_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after_seq, const 
         return rc;
     const wf_event_row **v = malloc((limit + 1) * sizeof *v);
     if (v == NULL)
-        rc = wf_store__nomem(err);
+        rc = wf_error_nomem(err);
     /* Sequences are dense and ascending: binary search the start. */
     size_t lo = 0, hi = m->n_events;
     while (lo < hi) {
@@ -529,7 +529,7 @@ mem_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max
     if (rc == WF_OK) {
         out->jobs = wf_arena_calloc(ctx->arena, n + 1, sizeof *out->jobs);
         if (out->jobs == NULL)
-            rc = wf_store__nomem(err);
+            rc = wf_error_nomem(err);
         for (size_t i = 0; rc == WF_OK && i < n; i++) {
             const char *type = ((const wf_job_row *)v[i])->job_type;
             if (out->n_jobs == 0 || strcmp(out->jobs[out->n_jobs - 1].job_type, type) != 0) {
@@ -537,7 +537,7 @@ mem_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max
                     break;
                 out->jobs[out->n_jobs].job_type = wf_arena_strdup(ctx->arena, type);
                 if (out->jobs[out->n_jobs].job_type == NULL) {
-                    rc = wf_store__nomem(err);
+                    rc = wf_error_nomem(err);
                     break;
                 }
                 out->n_jobs++;

@@ -114,13 +114,13 @@ notifier_send(pg_store *s, bool events, bool any_type, char *const *types, size_
         return WF_OK;
     wf_arena *a = wf_arena_new();
     if (a == NULL)
-        return wf_store__nomem(err);
+        return wf_error_nomem(err);
     wf_store_ctx ctx = {NULL, wf_mono_ms() + NOTIFY_SEND_MS, a};
     params p = {.a = a};
     wf_pg__p_text_array(&p, chan, k);
     wf_pg__p_text_array(&p, pay, k);
     wf_pg_conn *c = NULL;
-    wf_code rc = p.oom ? wf_store__nomem(err) : wf_pg__conn_get(s, &ctx, &c, err);
+    wf_code rc = p.oom ? wf_error_nomem(err) : wf_pg__conn_get(s, &ctx, &c, err);
     if (rc == WF_OK) {
         /* Background work, not a call's: left out of the flight counts
          * (wf_store_stats), as the listener's connection is. */
@@ -356,7 +356,7 @@ pg_set_listener(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err)
         return wf_error_set(err, WF_E_INTERNAL, "the store already has a listener");
     pg_listener *l = calloc(1, sizeof *l);
     if (l == NULL)
-        return wf_store__nomem(err);
+        return wf_error_nomem(err);
     l->pool = s->pool;
     l->fn = fn;
     l->arg = arg;

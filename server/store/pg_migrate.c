@@ -21,7 +21,7 @@ wf_pg__migrate(pg_store *s, wf_error *err)
         return err != NULL ? err->code : WF_E_STORE_UNAVAILABLE;
     wf_pg_conn c = {.pg = pg};
     wf_arena *a = wf_arena_new();
-    wf_code rc = a != NULL ? WF_OK : wf_store__nomem(err);
+    wf_code rc = a != NULL ? WF_OK : wf_error_nomem(err);
     if (rc == WF_OK)
         rc = wf_pg__run_cmd(&c, S_MIG_LOCK, NULL, 0, NULL, err);
     if (rc == WF_OK)

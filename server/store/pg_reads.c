@@ -61,7 +61,7 @@ pg_get_definition(wf_store *st, const wf_store_ctx *ctx, const char *key, int32_
     int got = version > 0 ? wf_pg__defs_get(s, ctx, key, version, out) : 0;
     if (got != 0) {
         *found = got > 0;
-        return got > 0 ? WF_OK : wf_store__nomem(err);
+        return got > 0 ? WF_OK : wf_error_nomem(err);
     }
     wf_pg_conn *c = NULL;
     wf_code rc = wf_pg__conn_get(s, ctx, &c, err);
@@ -431,7 +431,7 @@ pg_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max_
     if (rc == WF_OK) {
         out->jobs = wf_arena_calloc(ctx->arena, (size_t)k + 1, sizeof *out->jobs);
         if (out->jobs == NULL)
-            rc = wf_store__nomem(err);
+            rc = wf_error_nomem(err);
     }
     for (int r = 0; rc == WF_OK && r < k; r++) {
         long long n = atoll(PQgetvalue(res, r, 2));
@@ -440,7 +440,7 @@ pg_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max_
             out->jobs[out->n_jobs].job_type = wf_arena_strdup(ctx->arena, PQgetvalue(res, r, 1));
             out->jobs[out->n_jobs++].count = n;
             if (out->jobs[out->n_jobs - 1].job_type == NULL)
-                rc = wf_store__nomem(err);
+                rc = wf_error_nomem(err);
             break;
         case 2:
             out->tasks_open = n;

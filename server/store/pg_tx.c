@@ -230,7 +230,7 @@ wf_pg__run(wf_pg_conn *c, int id, const params *p, int64_t deadline, PGresult **
 {
     *res = NULL;
     if (p != NULL && p->oom)
-        return wf_store__nomem(err);
+        return wf_error_nomem(err);
     int slot = push(c, id, p, deadline);
     wf_code rc = flush(c, deadline, NULL, err);
     if (rc == WF_OK)
@@ -264,7 +264,7 @@ read_rows(PGresult *res, const wf_row_desc *d, wf_arena *a, void *out, size_t *n
     size_t k = (size_t)PQntuples(res);
     char *rows = wf_arena_calloc(a, k > 0 ? k : 1, d->size);
     if (rows == NULL)
-        return wf_store__nomem(err);
+        return wf_error_nomem(err);
     for (size_t r = 0; r < k; r++) {
         char *row = rows + r * d->size;
         for (size_t i = 0; i < d->n_fields; i++) {
@@ -277,7 +277,7 @@ read_rows(PGresult *res, const wf_row_desc *d, wf_arena *a, void *out, size_t *n
             case WF_F_STR: {
                 char *s = wf_arena_strndup(a, v, (size_t)PQgetlength(res, (int)r, (int)i));
                 if (s == NULL)
-                    return wf_store__nomem(err);
+                    return wf_error_nomem(err);
                 *(char **)at = s;
                 break;
             }
@@ -289,7 +289,7 @@ read_rows(PGresult *res, const wf_row_desc *d, wf_arena *a, void *out, size_t *n
                     memcpy(copy, raw, len);
                 PQfreemem(raw);
                 if (copy == NULL)
-                    return wf_store__nomem(err);
+                    return wf_error_nomem(err);
                 *(void **)at = copy;
                 *(size_t *)(row + f->len_off) = len;
                 break;
@@ -389,7 +389,7 @@ pg_begin(wf_store *st, const wf_store_ctx *ctx, wf_tx **out, wf_error *err)
     pg_store *s = (pg_store *)st;
     pg_tx *tx = calloc(1, sizeof *tx);
     if (tx == NULL)
-        return wf_store__nomem(err);
+        return wf_error_nomem(err);
     wf_code rc = tx_open(s, ctx, &tx->c, err);
     if (rc != WF_OK) {
         free(tx);
@@ -524,7 +524,7 @@ pg_lock_root(wf_tx *t, const char *instance_id, const char *root_hint, wf_aggreg
         rc = wf_pg__run(tx->c, S_ROOT_OF, &p, t->ctx.deadline_ms, &res, err);
         if (rc == WF_OK && PQntuples(res) == 1) {
             root = wf_arena_strdup(t->ctx.arena, PQgetvalue(res, 0, 0));
-            rc = root != NULL ? lock_flight(tx, root, &locked, &g, err) : wf_store__nomem(err);
+            rc = root != NULL ? lock_flight(tx, root, &locked, &g, err) : wf_error_nomem(err);
         } else {
             locked = false;
         }
@@ -605,7 +605,7 @@ pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
     write_check *checks =
         wf_arena_calloc(ctx->arena, c->n_instances + c->n_signals + 1, sizeof *checks);
     if (checks == NULL)
-        return wf_store__nomem(err);
+        return wf_error_nomem(err);
     bool ok = true;
     int update = tx->defer ? S_UPDATE_INSTANCE_CHECKED : S_UPDATE_INSTANCE;
     for (size_t i = 0; ok && i < c->n_instances; i++) {
@@ -659,7 +659,7 @@ pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
     int failed = -1;
     wf_code rc = flush(tx->c, ctx->deadline_ms, &failed, err);
     if (rc == WF_OK && !ok)
-        return wf_store__nomem(err);
+        return wf_error_nomem(err);
     for (size_t i = 0; i < n_checks; i++) {
         const write_check *w = &checks[i];
         if (rc != WF_OK) {
@@ -720,7 +720,7 @@ pg_idem_prefetch(wf_tx *t, const char *method, const char *request_id, wf_idempo
     params p = wf_pg__p_tenant(&t->ctx, method);
     wf_pg__p_str(&p, request_id);
     if (p.oom)
-        return wf_store__nomem(err);
+        return wf_error_nomem(err);
     tx->lookup = (struct wf_pg_lookup){push(tx->c, S_IDEM_GET, &p, t->ctx.deadline_ms), request_id,
                                        t->ctx.arena, out, found};
     tx->c->lookup = &tx->lookup;
@@ -759,7 +759,7 @@ pg_commit_recorded(wf_tx *t, const wf_idempotency_row *in, bool amend, wf_error 
     p_row(&p, &wf_store__idempotency_desc, in, t->ctx.tenant, -1);
     wf_code rc;
     if (p.oom) {
-        rc = wf_store__nomem(err);
+        rc = wf_error_nomem(err);
     } else {
         int put = push(tx->c, amend ? S_IDEM_AMEND : S_IDEM_PUT, &p, dl);
         push(tx->c, S_COMMIT, NULL, dl);
@@ -829,7 +829,7 @@ pg_tx_get_definition(wf_tx *t, const char *key, int32_t version, wf_definition_r
     int got = version > 0 ? wf_pg__defs_get((pg_store *)t->st, &t->ctx, key, version, out) : 0;
     if (got != 0) {
         *found = got > 0;
-        return got > 0 ? WF_OK : wf_store__nomem(err);
+        return got > 0 ? WF_OK : wf_error_nomem(err);
     }
     wf_code rc = wf_pg__get_definition(tx->c, &t->ctx, key, version, out, found, err);
     if (rc == WF_OK && *found && tx->n_seen < DEFS_SEEN) {

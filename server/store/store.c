@@ -322,12 +322,6 @@ wf_store__deadline_passed(int64_t deadline_ms)
     return deadline_ms != 0 && wf_mono_ms() >= deadline_ms;
 }
 
-wf_code
-wf_store__nomem(wf_error *err)
-{
-    return wf_error_set(err, WF_E_TOO_LARGE, "out of memory");
-}
-
 /* ---- entry points ------------------------------------------------------ */
 
 /* Checks shared by every tenant-scoped call. */
@@ -693,7 +687,7 @@ page_end(const wf_store_ctx *ctx, const void *rows, size_t row_size, size_t *n, 
     int64_t num =
         num_is_i32 ? *(const int32_t *)(last + num_off) : *(const int64_t *)(last + num_off);
     *next_cursor = wf_store__cursor_make(ctx->arena, num, *(char *const *)(last + str_off));
-    return *next_cursor != NULL ? WF_OK : wf_store__nomem(err);
+    return *next_cursor != NULL ? WF_OK : wf_error_nomem(err);
 }
 
 wf_code

@@ -183,7 +183,4 @@ char *wf_store__job_activated_data(wf_arena *arena, const wf_job_row *job);
 /* True when the monotonic deadline has passed (0 = no deadline). */
 bool wf_store__deadline_passed(int64_t deadline_ms);
 
-/* Sets the client message for an out-of-memory failure. */
-wf_code wf_store__nomem(wf_error *err);
-
 #endif /* WF_STORE_INT_H */

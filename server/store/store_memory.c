@@ -250,13 +250,13 @@ wf_mem__tx_put(mem_tx *tx, mtable *t, const void *src, const char *id, const cha
         free(key);
         if (row != NULL)
             wf_mem__row_free(t->d, row);
-        return wf_store__nomem(err);
+        return wf_error_nomem(err);
     }
     if (!wf_mem__mt_put(t, key, row, &old)) {
         free(tx->undo[--tx->n_undo].key);
         free(key);
         wf_mem__row_free(t->d, row);
-        return wf_store__nomem(err);
+        return wf_error_nomem(err);
     }
     tx->undo[tx->n_undo - 1].old = old;
     return WF_OK;
@@ -267,12 +267,12 @@ wf_mem__tx_del(mem_tx *tx, mtable *t, const char *id, wf_error *err)
 {
     char *key = wf_mem__make_key(tx->base.ctx.tenant, id, NULL);
     if (key == NULL)
-        return wf_store__nomem(err);
+        return wf_error_nomem(err);
     bool found;
     mt_find(t, key, &found);
     if (found && !undo_push(tx, t, key, NULL)) {
         free(key);
-        return wf_store__nomem(err);
+        return wf_error_nomem(err);
     }
     if (found)
         tx->undo[tx->n_undo - 1].old = wf_mem__mt_take(t, key);
@@ -292,7 +292,7 @@ wf_mem__gather(mem_store *m, mtable *t, const char *tenant, mpred pred, const vo
     wf_mem__mt_tenant_range(t, tenant, &lo, &hi);
     void **v = malloc((hi - lo + 1) * sizeof *v);
     if (v == NULL)
-        return wf_store__nomem(err);
+        return wf_error_nomem(err);
     for (size_t i = lo; i < hi; i++)
         if (pred == NULL || pred(m, t->v[i].row, arg))
             v[k++] = t->v[i].row;
@@ -310,10 +310,10 @@ wf_mem__copy_out(const wf_row_desc *d, void *const *src, size_t n, wf_arena *a, 
 {
     char *dst = wf_arena_calloc(a, n > 0 ? n : 1, d->size);
     if (dst == NULL)
-        return wf_store__nomem(err);
+        return wf_error_nomem(err);
     for (size_t i = 0; i < n; i++)
         if (!wf_store__row_copy(d, dst + i * d->size, src[i], a, NULL))
-            return wf_store__nomem(err);
+            return wf_error_nomem(err);
     *rows = dst;
     return WF_OK;
 }
@@ -439,7 +439,7 @@ wf_store_memory_new(wf_error *err)
 {
     mem_store *m = calloc(1, sizeof *m);
     if (m == NULL) {
-        wf_store__nomem(err);
+        wf_error_nomem(err);
         return NULL;
     }
     pthread_mutexattr_t attr;

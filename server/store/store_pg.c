@@ -183,7 +183,7 @@ wf_store_pg_new(const wf_store_pg_config *cfg, wf_error *err)
 {
     pg_store *s = calloc(1, sizeof *s);
     if (s == NULL) {
-        wf_store__nomem(err);
+        wf_error_nomem(err);
         return NULL;
     }
     s->base.ops = &pg_ops;

@@ -113,13 +113,29 @@ START_TEST(test_arena_alignment_growth_and_strings)
     ck_assert_str_eq(wf_arena_strndup(a, "hello", 2), "he");
     ck_assert_str_eq(wf_arena_printf(a, "%d-%s", 7, "x"), "7-x");
     ck_assert_ptr_null(wf_arena_strdup(a, NULL));
+    ck_assert(!wf_arena_failed(a)); /* a NULL input is not a failure */
     int *z = wf_arena_calloc(a, 100, sizeof *z);
     for (int i = 0; i < 100; i++)
         ck_assert_int_eq(z[i], 0);
+    ck_assert(!wf_arena_failed(a));
     ck_assert_ptr_null(wf_arena_calloc(a, SIZE_MAX / 2, 4));
+    ck_assert(wf_arena_failed(a));
     ck_assert_ptr_null(wf_arena_alloc(a, WF_ARENA_MAX_BYTES + 1));
     ck_assert_uint_ge(wf_arena_used(a), 3 * 1024 * 1024);
+    /* The flag is sticky: later successes do not clear it. */
+    ck_assert_ptr_nonnull(wf_arena_strdup(a, "after"));
+    ck_assert(wf_arena_failed(a));
     wf_arena_free(a);
+    wf_arena *b = wf_arena_new();
+    ck_assert_ptr_null(wf_arena_alloc(b, WF_ARENA_MAX_BYTES + 1));
+    ck_assert(wf_arena_failed(b));
+    wf_arena_free(b);
+    wf_error err;
+    ck_assert_int_eq(wf_error_nomem(&err), WF_E_NOMEM);
+    ck_assert_int_eq(err.code, WF_E_NOMEM);
+    ck_assert_str_eq(err.msg, "out of memory");
+    ck_assert_str_eq(wf_code_reason(WF_E_NOMEM), "OUT_OF_MEMORY");
+    ck_assert(!wf_code_is_retryable(WF_E_NOMEM));
     wf_arena_free(NULL);
 }
 END_TEST

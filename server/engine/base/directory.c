@@ -100,7 +100,7 @@ wf_directory_new(const wf_config *cfg, wf_error *err)
     return d;
 nomem:
     wf_directory_free(d);
-    wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    wf_error_nomem(err);
     return NULL;
 }
 

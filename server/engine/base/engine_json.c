@@ -62,7 +62,7 @@ wf_engine_json_load_object(const char *text, const char *field, json_t **out, wf
 {
     if (text == NULL || text[0] == '\0') {
         *out = json_object();
-        return *out != NULL ? WF_OK : wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return *out != NULL ? WF_OK : wf_error_nomem(err);
     }
     json_error_t je;
     json_t *v = json_loads(text, JSON_REJECT_DUPLICATES, &je);
@@ -94,7 +94,7 @@ wf_engine_json_object(wf_arena *arena, const char *text, const char *field, cons
     if (out != NULL) {
         *out = wf_engine_json_dump(arena, v);
         if (*out == NULL)
-            rc = wf_error_set(err, WF_E_INTERNAL, "out of memory");
+            rc = wf_error_nomem(err);
     }
     json_decref(v);
     return rc;
@@ -111,11 +111,11 @@ wf_engine_json_merge(wf_arena *arena, const char *base, const char *patch, const
     /* json_object_update keeps a null value as a key with null: the
      * documented merge rule. */
     if (rc == WF_OK && json_object_update(b, p) != 0)
-        rc = wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        rc = wf_error_nomem(err);
     if (rc == WF_OK) {
         *out = wf_engine_json_dump(arena, b);
         if (*out == NULL)
-            rc = wf_error_set(err, WF_E_INTERNAL, "out of memory");
+            rc = wf_error_nomem(err);
     }
     json_decref(b);
     json_decref(p);
@@ -140,7 +140,7 @@ wf_engine_json_pick(wf_arena *arena, const char *text, const char *const *names,
     }
     *out = picked != NULL ? wf_engine_json_dump(arena, picked) : NULL;
     if (*out == NULL)
-        rc = wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        rc = wf_error_nomem(err);
     json_decref(picked);
     json_decref(v);
     return rc;

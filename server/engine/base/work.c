@@ -12,12 +12,6 @@
 #include "engine_json.h"
 #include "wf_time.h"
 
-wf_code
-wf_work_nomem(wf_error *err)
-{
-    return wf_error_set(err, WF_E_INTERNAL, "out of memory");
-}
-
 wf_store_ctx
 wf_work_store_ctx(const wf_ref_ctx *ctx)
 {
@@ -76,7 +70,7 @@ wf_work_init(wf_work *w, const wf_ref_ctx *ctx, const wf_aggregate *agg, wf_erro
               sizeof *w->insts) ||
         !grow(w->arena, (void **)&w->tasks, &w->task_dirty, &w->cap_tasks, 0, nt + 8,
               sizeof *w->tasks))
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     if (ni > 0)
         memcpy(w->insts, agg->instances, ni * sizeof *w->insts);
     if (nt > 0)
@@ -109,7 +103,7 @@ wf_work_add_instance(wf_work *w, const wf_instance_row *row, size_t *index, wf_e
 {
     if (!grow(w->arena, (void **)&w->insts, &w->inst_dirty, &w->cap_insts, w->n_insts,
               w->n_insts + 1, sizeof *w->insts))
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     w->insts[w->n_insts] = *row;
     w->insts[w->n_insts].version = 0; /* new: the row must not exist yet */
     w->inst_dirty[w->n_insts] = true;
@@ -122,7 +116,7 @@ wf_work_add_task(wf_work *w, const wf_task_row *row, size_t *index, wf_error *er
 {
     if (!grow(w->arena, (void **)&w->tasks, &w->task_dirty, &w->cap_tasks, w->n_tasks,
               w->n_tasks + 1, sizeof *w->tasks))
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     w->tasks[w->n_tasks] = *row;
     w->task_dirty[w->n_tasks] = true;
     *index = w->n_tasks++;
@@ -146,12 +140,12 @@ wf_code
 wf_work_event(wf_work *w, size_t inst, const char *type, json_t *data, wf_error *err)
 {
     if (data == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     char *text = wf_engine_json_dump(w->arena, data);
     json_decref(data);
     if (text == NULL || !grow(w->arena, (void **)&w->events, NULL, &w->cap_events, w->n_events,
                               w->n_events + 1, sizeof *w->events))
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     const wf_instance_row *in = &w->insts[inst];
     w->events[w->n_events++] = (wf_event_row){
         .root_id = in->root_id,
@@ -169,7 +163,7 @@ wf_work_del(wf_work *w, const char ***list, size_t *n, const char *id, wf_error 
 {
     const char **v = wf_arena_alloc(w->arena, (*n + 1) * sizeof *v);
     if (v == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     if (*n > 0)
         memcpy(v, *list, *n * sizeof *v);
     v[(*n)++] = id;

@@ -99,9 +99,6 @@ bool wf_work_in_subtree(const wf_work *w, size_t i, size_t a);
 /* Copies text into the arena; NULL when out of memory or s is NULL. */
 char *wf_work_strdup(wf_work *w, const char *s);
 
-/* Out-of-memory failure with the standard message. */
-wf_code wf_work_nomem(wf_error *err);
-
 /* Reports one field violation of the request (field, msg) and fails with
  * INVALID_ARGUMENT. */
 wf_code wf_work_invalid(const wf_ref_ctx *ctx, const char *field, const char *msg, wf_error *err);

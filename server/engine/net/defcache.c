@@ -67,7 +67,7 @@ insert(const char *hash, const char *json, const wf_net **out, bool *full, wf_er
     if (e == NULL || a == NULL) {
         free(e);
         wf_arena_free(a);
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     }
     wf_code rc = wf_net_from_json(json, a, &net, err);
     if (rc != WF_OK) {
@@ -115,7 +115,7 @@ wf_defcache_net(const wf_definition_row *row, wf_arena *arena, const wf_net **ou
 {
     wf_net *copy = wf_arena_alloc(arena, sizeof *copy);
     if (copy == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     if (row->content == NULL || row->content_len == 0) {
         /* An AD_HOC definition made by StartInstance: no content. */
         *copy = (wf_net){.key = row->key, .name = row->name};
@@ -123,7 +123,7 @@ wf_defcache_net(const wf_definition_row *row, wf_arena *arena, const wf_net **ou
         const wf_net *net = NULL;
         char *json = wf_arena_strndup(arena, (const char *)row->content, row->content_len);
         if (json == NULL)
-            return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+            return wf_error_nomem(err);
         bool cacheable = valid_hash(row->content_hash);
         if (cacheable)
             net = lookup(row->content_hash);

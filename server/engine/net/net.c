@@ -356,11 +356,11 @@ wf_net_to_json(const wf_net *net, wf_arena *a, char **out, wf_error *err)
     json_decref(arcs);
     json_decref(root);
     if (s == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     char *copy = wf_arena_strdup(a, s);
     free(s);
     if (copy == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     *out = copy;
     return WF_OK;
 }
@@ -382,6 +382,15 @@ dec_fail(dec *d, const char *what)
     return WF_E_INVALID_JSON;
 }
 
+static wf_code
+dec_nomem(dec *d)
+{
+    if (!d->failed)
+        wf_error_nomem(d->err);
+    d->failed = true;
+    return WF_E_NOMEM;
+}
+
 static const char *
 get_str(dec *d, json_t *o, const char *key)
 {
@@ -394,7 +403,7 @@ get_str(dec *d, json_t *o, const char *key)
     }
     char *s = wf_arena_strdup(d->a, json_string_value(v));
     if (s == NULL)
-        dec_fail(d, "out of memory");
+        dec_nomem(d);
     return s ? s : "";
 }
 
@@ -450,7 +459,7 @@ get_strs(dec *d, json_t *o, const char *key, size_t *n)
         return NULL;
     const char **v = wf_arena_calloc(d->a, *n, sizeof *v);
     if (v == NULL) {
-        dec_fail(d, "out of memory");
+        dec_nomem(d);
         *n = 0;
         return NULL;
     }
@@ -463,7 +472,7 @@ get_strs(dec *d, json_t *o, const char *key, size_t *n)
         }
         v[i] = wf_arena_strdup(d->a, json_string_value(s));
         if (v[i] == NULL) {
-            dec_fail(d, "out of memory");
+            dec_nomem(d);
             v[i] = "";
         }
     }
@@ -553,7 +562,7 @@ decode_step(dec *d, json_t *o, wf_step *st)
     json_t *arr = get_array(d, o, "next", &st->n_next);
     st->next = wf_arena_calloc(d->a, st->n_next + 1, sizeof *st->next);
     if (st->next == NULL) {
-        dec_fail(d, "out of memory");
+        dec_nomem(d);
         st->n_next = 0;
     }
     for (size_t i = 0; i < st->n_next; i++) {
@@ -601,7 +610,7 @@ wf_net_from_json(const char *json, wf_arena *a, wf_net **out, wf_error *err)
     wf_net *net = wf_arena_calloc(a, 1, sizeof *net);
     if (net == NULL) {
         json_decref(root);
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     }
     net->key = get_str(&d, root, "key");
     net->name = get_str(&d, root, "name");
@@ -666,7 +675,7 @@ wf_net_from_json(const char *json, wf_arena *a, wf_net **out, wf_error *err)
     }
     json_decref(root);
     if (net->places == NULL || net->transitions == NULL || net->arcs == NULL || net->steps == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     if (d.failed)
         return err != NULL ? err->code : WF_E_INVALID_JSON;
     *out = net;
@@ -789,7 +798,7 @@ wf_net_content_hash(const wf_net *net, wf_arena *a, char **out, wf_error *err)
         return rc;
     char *hex = wf_arena_alloc(a, 65);
     if (hex == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     wf_net_sha256_hex(json, strlen(json), hex);
     *out = hex;
     return WF_OK;

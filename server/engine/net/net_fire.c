@@ -59,7 +59,7 @@ typedef struct ws {
 static wf_code
 oom(ws *w)
 {
-    return wf_error_set(w->err, WF_E_INTERNAL, "out of memory");
+    return wf_error_nomem(w->err);
 }
 
 /* Makes room for `need` elements of which the first `used` are kept.
@@ -643,7 +643,7 @@ wf_net_merge_variables(const char *base_json, const char *patch_json, wf_arena *
     char *s = NULL;
     if (json_object_update(base, patch) != 0 ||
         (s = json_dumps(base, JSON_COMPACT | JSON_SORT_KEYS)) == NULL)
-        rc = wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        rc = wf_error_nomem(err);
     json_decref(base);
     json_decref(patch);
     if (rc != WF_OK)
@@ -651,7 +651,7 @@ wf_net_merge_variables(const char *base_json, const char *patch_json, wf_arena *
     char *copy = wf_arena_strdup(a, s);
     free(s);
     if (copy == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     *out = copy;
     return WF_OK;
 }
@@ -687,12 +687,12 @@ wf_net_split_ids(wf_arena *a, const char *joined, const char ***ids, size_t *n, 
     }
     const char **v = wf_arena_alloc(a, (cnt + 1) * sizeof *v);
     if (v == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     const char *p = joined;
     for (size_t i = 0; i < cnt; i++) {
         size_t l = strcspn(p, ",");
         if ((v[i] = wf_arena_strndup(a, p, l)) == NULL)
-            return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+            return wf_error_nomem(err);
         p += l + (p[l] == ',');
     }
     *ids = v;

@@ -458,10 +458,10 @@ wf_steps_compile(const wf_net *in, wf_arena *a, wf_net **out, wf_validation_erro
         }
         if (net == NULL || net->places == NULL || net->transitions == NULL || net->arcs == NULL ||
             c.ot == NULL || c.oa == NULL)
-            return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+            return wf_error_nomem(err);
         compile(&c, in);
         if (c.oom)
-            return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+            return wf_error_nomem(err);
         wf_validation_error *v = NULL;
         size_t n = 0;
         wf_code rc = wf_net_validate(net, a, &v, &n, err);
@@ -500,7 +500,7 @@ wf_steps_compile(const wf_net *in, wf_arena *a, wf_net **out, wf_validation_erro
                 err_at(&f, v[i].code, v[i].path, "%s", v[i].message);
     }
     if (f.oom)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     *errors = f.v;
     *n_errors = f.n;
     if (!wf_net_has_errors(f.v, f.n))

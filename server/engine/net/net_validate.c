@@ -610,7 +610,7 @@ wf_net_validate(const wf_net *net, wf_arena *a, wf_validation_error **errors, si
         check_triggers(&c);
     }
     if (c.f.oom)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     *errors = c.f.v;
     *n_errors = c.f.n;
     return WF_OK;

@@ -151,7 +151,7 @@ start_root(start_op *op, wf_tx *tx, const wf_definition_row *def, wf_error *err)
         return rc;
     char *id = s->instance_id != NULL ? wf_work_strdup(&w, s->instance_id) : new_id(&w);
     if (id == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     bool has_agg = s->aggregate_type != NULL && s->aggregate_type[0] != '\0';
     wf_instance_row root = {
         .id = id,
@@ -324,7 +324,7 @@ add_referral_task(wf_work *w, size_t child, const wf_assign_spec *s, const char 
         .created_at = w->now,
     };
     if (t.id == NULL || t.title == NULL || t.assignee_id == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     wf_code rc = wf_work_add_task(w, &t, index, err);
     if (rc != WF_OK)
         return rc;
@@ -363,7 +363,7 @@ make_child(wf_work *w, const wf_assign_spec *s, size_t p, const char *key, int32
         .updated_at = w->now,
     };
     if (out->id == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     if (s->next != NULL)
         rc = wf_referral_spec_encode(w->arena, s->next, by, &out->on_all_completed,
                                      &out->on_all_completed_len, err);
@@ -451,7 +451,7 @@ wf_referral__assign(wf_work *w, const wf_assign_spec *s, wf_tx *tx, const char *
     out->n_tasks = w->n_tasks - first;
     out->tasks = wf_arena_calloc(w->arena, out->n_tasks + 1, sizeof *out->tasks);
     if (out->tasks == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     memcpy(out->tasks, &w->tasks[first], out->n_tasks * sizeof *out->tasks);
     return WF_OK;
 }
@@ -718,7 +718,7 @@ fire_join(wf_work *w, wf_tx *tx, size_t c, wf_ref_assignment **next, wf_error *e
         return rc;
     *next = wf_arena_calloc(w->arena, 1, sizeof **next);
     if (*next == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     /* "" as parent: see running_ancestor. */
     return wf_referral__assign(w, spec, tx, running_ancestor(w, c), true, *next, err);
 }
@@ -767,7 +767,7 @@ wf_referral_cancel_pending_except(wf_work *w, size_t keep, wf_ref_end *out, wf_e
     wf_code rc = WF_OK;
     out->cancelled = wf_arena_calloc(w->arena, w->n_tasks + 1, sizeof *out->cancelled);
     if (out->cancelled == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     for (size_t t = 0; rc == WF_OK && t < w->n_tasks; t++) {
         if (t == keep || !pending(&w->tasks[t]))
             continue;

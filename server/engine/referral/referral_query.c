@@ -126,7 +126,7 @@ wf_referral_get_instance(const wf_ref_ctx *ctx, const char *instance_id, wf_ref_
     out->children = wf_arena_calloc(ctx->arena, agg.n_instances + 1, sizeof *out->children);
     out->joins = wf_arena_calloc(ctx->arena, agg.n_instances + 1, sizeof *out->joins);
     if (out->tasks == NULL || out->children == NULL || out->joins == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     /* The store orders tasks and instances by (created_at, id): oldest
      * first, as the contract wants. */
     for (size_t i = 0; i < agg.n_tasks; i++)
@@ -258,12 +258,12 @@ inbox_groups(const wf_ref_ctx *ctx, const char *user, const char ***out, size_t 
     const char **dir_groups;
     size_t n_dir;
     if (!wf_directory_user_groups(ctx->dir, user, ctx->arena, &dir_groups, &n_dir))
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     const char *hdr = same(user, ctx->actor) ? ctx->actor_groups : NULL;
     size_t cap = n_dir + (hdr != NULL ? strlen(hdr) / 2 + 2 : 0) + 1;
     const char **v = wf_arena_calloc(ctx->arena, cap, sizeof *v);
     if (v == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     for (size_t i = 0; i < n_dir; i++)
         v[i] = dir_groups[i];
     *n = hdr != NULL ? add_header_groups(ctx->arena, hdr, v, n_dir, cap) : n_dir;

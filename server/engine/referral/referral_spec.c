@@ -301,7 +301,7 @@ wf_referral_spec_encode(wf_arena *arena, const wf_assign_spec *spec, const char 
     char *text = o != NULL ? wf_engine_json_dump(arena, o) : NULL;
     json_decref(o);
     if (text == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     *bytes = (unsigned char *)text;
     *len = strlen(text);
     return WF_OK;
@@ -323,7 +323,7 @@ decode_one(wf_arena *a, json_t *o, int depth, wf_assign_spec **out, wf_error *er
     wf_assign_spec *s = wf_arena_calloc(a, 1, sizeof *s);
     const char **idv = wf_arena_calloc(a, json_array_size(ids) + 1, sizeof *idv);
     if (s == NULL || idv == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     for (size_t i = 0; i < json_array_size(ids); i++) {
         const char *id = json_string_value(json_array_get(ids, i));
         idv[i] = wf_arena_strdup(a, id != NULL ? id : "");

@@ -136,7 +136,7 @@ rows_add(wf_arena *a, nw_rows *r, const void *row, size_t elem, unsigned char fl
          wf_error *err)
 {
     if (!rows_grow(a, r, r->n + 1, elem))
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     memcpy((char *)r->rows + r->n * elem, row, elem);
     r->flags[r->n] = flags;
     if (index != NULL)
@@ -263,7 +263,7 @@ wf_runtime__open(net_work *w, const wf_ref_ctx *ctx, wf_tx *tx, const char *inst
     memset(w, 0, sizeof *w);
     wf_aggregate *agg = wf_arena_calloc(ctx->arena, 1, sizeof *agg);
     if (agg == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     wf_code rc = wf_tx_lock_root_hint(tx, instance_id, root_hint, agg, err);
     if (rc == WF_OK)
         rc = wf_work_init(&w->rw, ctx, agg, err);
@@ -346,7 +346,7 @@ wf_runtime__save(const net_work *w, net_work *save, wf_error *err)
         !save_rows(a, &w->jobs, &save->jobs, sizeof(wf_job_row)) ||
         !save_rows(a, &w->timers, &save->timers, sizeof(wf_timer_row)) ||
         !save_rows(a, &w->subs, &save->subs, sizeof(wf_subscription_row)))
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     return WF_OK;
 }
 
@@ -395,7 +395,7 @@ wf_runtime__add_wake(net_work *w, const char *type, wf_error *err)
             return WF_OK;
     const char **v = wf_arena_alloc(w->rw.arena, (w->n_wake + 1) * sizeof *v);
     if (v == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     if (w->n_wake > 0)
         memcpy(v, w->wake, w->n_wake * sizeof *v);
     v[w->n_wake++] = type;
@@ -441,7 +441,7 @@ wf_runtime__fail_instance_data(net_work *w, const char *message, json_t *data, w
     in->last_error = wf_work_strdup(&w->rw, message);
     if (in->last_error == NULL) {
         json_decref(data);
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     }
     wf_work_touch_instance(&w->rw, w->inst);
     if (data == NULL)
@@ -463,7 +463,7 @@ collect(wf_arena *a, const nw_rows *r, size_t elem, const void **up, size_t *n_u
     char *rows = wf_arena_alloc(a, (r->n + 1) * elem);
     const char **ids = wf_arena_alloc(a, (r->n + 1) * sizeof *ids);
     if (rows == NULL || ids == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     size_t nu = 0, nd = 0;
     for (size_t i = 0; i < r->n; i++) {
         unsigned char f = r->flags[i];
@@ -761,7 +761,7 @@ add_task(net_work *w, const wf_work_item_row *it, const wf_transition *t, wf_ass
     };
     size_t k;
     if (row.id == NULL || row.assignee_id == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     wf_code rc = wf_work_add_task(&w->rw, &row, &k, err);
     if (rc != WF_OK)
         return rc;
@@ -803,7 +803,7 @@ enable_user(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
         /* The history names whom the item was given to. */
         char *list = wf_net_join_ids(w->rw.arena, ids, n);
         if (list == NULL)
-            return wf_work_nomem(err);
+            return wf_error_nomem(err);
         ITEM(w, ii)->assignee_kind = (int32_t)t->assignee.kind;
         ITEM(w, ii)->assignee_id = list;
     }
@@ -839,7 +839,7 @@ enable_auto(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
         .created_at = w->rw.now,
     };
     if (job.id == NULL || job.idempotency_key == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     wf_code rc = rows_add(w->rw.arena, &w->jobs, &job, sizeof job, NW_NEW, NULL, err);
     if (rc == WF_OK)
         rc = wf_runtime__add_wake(w, t->job_type, err);
@@ -880,7 +880,7 @@ enable_time(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
     };
     char *when = wf_runtime__time_text(w->rw.arena, due);
     if (tm.id == NULL || when == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     wf_code rc = rows_add(w->rw.arena, &w->timers, &tm, sizeof tm, NW_NEW, NULL, err);
     if (rc == WF_OK)
         rc = wf_runtime__add_wake(w, WF_NW_WAKE_TIMERS, err);
@@ -920,7 +920,7 @@ enable_msg(net_work *w, const wf_work_item_row *it, const wf_transition *t, wf_e
         .created_at = w->rw.now,
     };
     if (s.id == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     return rows_add(w->rw.arena, &w->subs, &s, sizeof s, NW_NEW, NULL, err);
 }
 
@@ -948,7 +948,7 @@ apply_created(net_work *w, const wf_work_item *ci, const char *vars, wf_error *e
     };
     size_t ii;
     if (row.token_ids == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     wf_code rc = rows_add(w->rw.arena, &w->items, &row, sizeof row, NW_NEW, &ii, err);
     if (rc == WF_OK)
         rc = wf_runtime__event(w, "TRANSITION_ENABLED",
@@ -1096,7 +1096,7 @@ current_state(net_work *w, wf_net_state *st, wf_error *err)
     wf_token *toks = wf_arena_alloc(a, (w->toks.n + 1) * sizeof *toks);
     wf_work_item *items = wf_arena_alloc(a, (w->items.n + 1) * sizeof *items);
     if (toks == NULL || items == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     size_t nt = 0, ni = 0;
     for (size_t i = 0; i < w->toks.n; i++)
         if (!(w->toks.flags[i] & NW_GONE))
@@ -1206,7 +1206,7 @@ start_net(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row *def, const 
     char *id = spec->instance_id != NULL ? wf_arena_strdup(ctx->arena, spec->instance_id)
                                          : new_id(ctx->arena);
     if (id == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     bool has_agg = !unset(spec->aggregate_type);
     wf_instance_row root = {
         .id = id,
@@ -1473,7 +1473,7 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
     out->awaiting = wf_arena_calloc(a, agg.n_subscriptions + 1, sizeof *out->awaiting);
     out->joins = wf_arena_calloc(a, agg.n_work_items + 1, sizeof *out->joins);
     if (!out->marking || !out->jobs || !out->timers || !out->awaiting || !out->joins)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     for (size_t p = 0; p < net->n_places; p++) {
         int32_t count = 0;
         for (size_t i = 0; i < agg.n_tokens; i++)
@@ -1541,7 +1541,7 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
     /* A step list: the steps whose work items are enabled, in list order. */
     out->current_steps = wf_arena_calloc(a, net->n_steps + 1, sizeof *out->current_steps);
     if (out->current_steps == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     for (size_t k = 0; k < net->n_steps; k++) {
         bool now = false;
         for (size_t i = 0; i < agg.n_work_items && !now; i++) {

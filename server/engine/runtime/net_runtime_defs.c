@@ -157,7 +157,7 @@ validate(const wf_net_ctx *ctx, const wf_net_deploy_in *in, wf_validation_error 
         /* Only a step list has steps; the rest is checked as usual. */
         add(&f, "INVALID_VALUE", "steps", "only a STEPS definition has steps");
         if (f.oom)
-            return wf_work_nomem(err);
+            return wf_error_nomem(err);
     }
     switch (in->kind) {
     case WF_DEF_NET: {
@@ -190,7 +190,7 @@ validate(const wf_net_ctx *ctx, const wf_net_deploy_in *in, wf_validation_error 
         break;
     }
     if (f.oom)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     *out = f.v;
     *n = f.n;
     return WF_OK;
@@ -256,7 +256,7 @@ deploy_body(wf_tx *tx, void *arg, wf_error *err)
             .created_by = (char *)op->ctx->ref.actor,
         };
         if (row.content_hash == NULL)
-            return wf_work_nomem(err);
+            return wf_error_nomem(err);
         rc = wf_tx_put_definition(tx, &row, &row.version, err);
         if (rc != WF_OK)
             return rc;
@@ -404,7 +404,7 @@ list_versions(const wf_net_ctx *ctx, const char *key, size_t size, const char *c
     size_t n = 0;
     char *ignored = NULL;
     if (sc_cursor == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     wf_code rc = wf_store_list_definitions(ctx->ref.store, &sc, (size_t)(top - low + 1), sc_cursor,
                                            &rows, &n, &ignored, err);
     for (size_t i = n; rc == WF_OK && i-- > 0;)
@@ -412,7 +412,7 @@ list_versions(const wf_net_ctx *ctx, const char *key, size_t size, const char *c
             rc = emit(ctx, p, &rows[i], err);
     if (rc == WF_OK && low > 1 &&
         (*next = wf_arena_printf(ctx->ref.arena, "v%ld", low - 1)) == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     return rc;
 }
 
@@ -429,7 +429,7 @@ list_latest(const wf_net_ctx *ctx, size_t size, const char *cursor, page *p, cha
         /* Past every version of that key. */
         sc_cursor = wf_arena_printf(ctx->ref.arena, "%d,%s", INT_MAX, cursor + 1);
         if (sc_cursor == NULL)
-            return wf_work_nomem(err);
+            return wf_error_nomem(err);
     }
     const wf_definition_row *pending = NULL; /* newest row seen of the current key */
     bool more = false;
@@ -467,7 +467,7 @@ list_latest(const wf_net_ctx *ctx, size_t size, const char *cursor, page *p, cha
     }
     if (more && p->n > 0 &&
         (*next = wf_arena_printf(ctx->ref.arena, "k%s", p->rows[p->n - 1].key)) == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     return WF_OK;
 }
 
@@ -485,7 +485,7 @@ wf_net_list_definitions(const wf_net_ctx *ctx, const char *key, int32_t page_siz
     p.rows = wf_arena_calloc(ctx->ref.arena, size + 1, sizeof *p.rows);
     p.nets = wf_arena_calloc(ctx->ref.arena, size + 1, sizeof *p.nets);
     if (p.rows == NULL || p.nets == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     char *next = NULL;
     if (unset(cursor))
         cursor = NULL;

@@ -97,7 +97,7 @@ wf_net_list_work_items(const wf_ref_ctx *ctx, const wf_net_list_items_in *q, wf_
     }
     wf_net_item *out = wf_arena_calloc(ctx->arena, k + 1, sizeof *out);
     if (out == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+        return wf_error_nomem(err);
     for (size_t i = 0; i < k; i++) {
         wf_net_item *it = &out[i];
         it->row = rows[i];

@@ -313,7 +313,7 @@ locate_job(job_op *op, wf_error *err)
     if (wf_id_job_key_split(key, &instance_len)) {
         op->instance_id = wf_arena_strndup(op->ctx->ref.arena, key, instance_len);
         op->root_id = NULL;
-        return op->instance_id != NULL ? WF_OK : wf_work_nomem(err);
+        return op->instance_id != NULL ? WF_OK : wf_error_nomem(err);
     }
     /* A bare UUID, as keys were made before they named the instance. */
     wf_store_ctx sc = wf_work_store_ctx(&op->ctx->ref);
@@ -377,7 +377,7 @@ goto_place_of(job_op *op, const net_work *w, const wf_job_row *j, const char **p
                  op->next_step);
     } else {
         *place = wf_steps_place_id(w->rw.arena, op->next_step);
-        return *place != NULL ? WF_OK : wf_work_nomem(err);
+        return *place != NULL ? WF_OK : wf_error_nomem(err);
     }
     if (op->ctx->ref.violation != NULL)
         op->ctx->ref.violation(op->ctx->ref.violation_arg, "next_step", NULL, msg);
@@ -417,7 +417,7 @@ unroutable(net_work *w, const job_op *op, const char *job_id, wf_error *err)
     j->lease_expires_at = 0;
     j->last_error = wf_work_strdup(&w->rw, msg);
     if (j->last_error == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     wf_runtime__dirty(&w->jobs, ji);
     return wf_runtime__fail_instance_data(
         w, msg,
@@ -542,7 +542,7 @@ fail_body(wf_tx *tx, void *arg, wf_error *err)
         j->activatable_at = w.rw.now + delay * 1000;
         char *when = wf_runtime__time_text(w.rw.arena, j->activatable_at);
         if (when == NULL)
-            return wf_work_nomem(err);
+            return wf_error_nomem(err);
         rc = wf_runtime__event(&w, "JOB_RETRY_SCHEDULED",
                                json_pack("{s:s,s:i,s:s,s:I}", "jobId", j->id, "attempt",
                                          (int)spent + 1, "activatableAt", when, "backoffMs",
@@ -659,7 +659,7 @@ wf_net_fail_job(const wf_net_ctx *ctx, const wf_net_job_failure *f, wf_uow_idem 
         return invalid(ctx, "backoff_override", "must not be negative", err);
     op.message = cut_message(ctx->ref.arena, f->error_message);
     if (op.message == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     return run_job_op(&op, fail_body, idem, &op, err);
 }
 

@@ -128,7 +128,7 @@ add_job(net_work *w, const wf_job_row *row, wf_error *err)
         wf_job_row *rows = wf_arena_calloc(w->rw.arena, cap, sizeof *rows);
         unsigned char *fl = wf_arena_calloc(w->rw.arena, cap, 1);
         if (rows == NULL || fl == NULL)
-            return wf_work_nomem(err);
+            return wf_error_nomem(err);
         if (r->n > 0) {
             memcpy(rows, r->rows, r->n * sizeof *rows);
             memcpy(fl, r->flags, r->n);
@@ -151,7 +151,7 @@ create_step(net_work *w, size_t ii, wf_error *err)
     wf_retry_policy r = wf_net_retry_effective(t);
     char *id = wf_arena_alloc(w->rw.arena, WF_UUID_LEN + 1);
     if (id == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     wf_uuid7(id);
     wf_job_row job = {
         .id = id,
@@ -174,7 +174,7 @@ create_step(net_work *w, size_t ii, wf_error *err)
         .created_at = w->rw.now,
     };
     if (job.id == NULL || job.idempotency_key == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     wf_code rc = add_job(w, &job, err);
     if (rc == WF_OK)
         rc = wf_runtime__add_wake(w, job.job_type, err);
@@ -233,7 +233,7 @@ wf_runtime__saga_begin(net_work *w, const char *cause, bool *started, wf_error *
     bool *taken = wf_arena_calloc(w->rw.arena, w->items.n + 1, sizeof *taken);
     if (ids == NULL || taken == NULL) {
         json_decref(ids);
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     }
     for (size_t k = 0; k < n; k++) {
         size_t best = WF_WORK_NONE;
@@ -298,7 +298,7 @@ wf_runtime__saga_job_failed(net_work *w, size_t ji, const char *message, wf_erro
     wf_instance_row *in = &w->rw.insts[w->inst];
     in->last_error = wf_work_strdup(&w->rw, msg);
     if (in->last_error == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     wf_work_touch_instance(&w->rw, w->inst);
     wf_code rc = wf_runtime__event(w, "COMPENSATION_STEP_FAILED",
                                    json_pack("{s:s,s:s,s:s}", "jobId", j->id, "transitionId",

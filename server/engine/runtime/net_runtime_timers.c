@@ -126,7 +126,7 @@ wf_net_fire_timer(const wf_net_rt *rt, const wf_timer_row *row, int64_t deadline
         return wf_error_set(err, WF_E_INVALID_ARGUMENT, "timer row is incomplete");
     wf_arena *a = wf_arena_new();
     if (a == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     wf_ref_ctx ctx = {
         .store = rt->store, .tenant = row->tenant, .deadline_ms = deadline_ms, .arena = a};
     timer_op op = {&ctx, row, false, NULL, 0};
@@ -213,7 +213,7 @@ fire_batch_once(const wf_net_rt *rt, batch_entry *e, size_t n, int64_t deadline_
     for (;;) {
         wf_arena *a = wf_arena_new();
         if (a == NULL)
-            return wf_work_nomem(err);
+            return wf_error_nomem(err);
         wf_ref_ctx ctx = {
             .store = rt->store, .tenant = e[0].row->tenant, .deadline_ms = deadline_ms, .arena = a};
         wf_store_ctx sc = wf_work_store_ctx(&ctx);
@@ -222,7 +222,7 @@ fire_batch_once(const wf_net_rt *rt, batch_entry *e, size_t n, int64_t deadline_
         size_t n_wake = 0, cap_wake = 0;
         wf_tx *tx = NULL;
         wf_code rc =
-            got != NULL ? wf_store_begin_batch(rt->store, &sc, &tx, err) : wf_work_nomem(err);
+            got != NULL ? wf_store_begin_batch(rt->store, &sc, &tx, err) : wf_error_nomem(err);
         if (rc != WF_OK) {
             wf_arena_free(a);
             return rc;
@@ -289,7 +289,7 @@ wf_net_fire_timers(const wf_net_rt *rt, const wf_timer_row *rows, size_t n, int6
     }
     if (e == NULL) {
         for (size_t i = 0; i < n; i++)
-            codes[i] = wf_work_nomem(&errs[i]);
+            codes[i] = wf_error_nomem(&errs[i]);
         return;
     }
     qsort(e, k, sizeof *e, cmp_batch_entry);

@@ -115,7 +115,7 @@ wf_runtime__msg_enabled(net_work *w, const wf_work_item_row *it, const wf_transi
         return rc;
     sig_pending *p = wf_arena_calloc(w->rw.arena, 1, sizeof *p);
     if (p == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     p->item_id = it->id;
     p->sig = sig;
     p->below = w->sig_top;
@@ -201,7 +201,7 @@ wf_runtime__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err)
         return rc;
     }
     if (v == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     for (size_t i = 0; rc == WF_OK && i < n; i++) {
         const sig_pending *p = v[i];
         size_t ii = wf_runtime__find(w, &w->items, sizeof(wf_work_item_row), p->item_id);
@@ -622,7 +622,7 @@ delivery_event(const wf_net_ctx *ctx, const char *type, json_t *data, int64_t at
     };
     ev->data_json = data != NULL ? wf_engine_json_dump(ctx->ref.arena, data) : NULL;
     json_decref(data);
-    return ev->data_json != NULL ? WF_OK : wf_work_nomem(err);
+    return ev->data_json != NULL ? WF_OK : wf_error_nomem(err);
 }
 
 /* Logs a DUPLICATE delivery: a row of its own (the unique signal_id
@@ -658,7 +658,7 @@ log_duplicate(send_op *op, wf_uow_idem *idem, wf_error *err)
     memset(op->out, 0, sizeof *op->out);
     op->log_id = new_id(op->ctx->ref.arena);
     if (op->log_id == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     wf_code rc = wf_uow_run(op->ctx->ref.store, &sc, wf_uow_idem_active(idem) ? idem : NULL,
                             duplicate_body, op, op->out, err);
     if (rc == WF_OK && idem != NULL && idem->replayed)
@@ -700,7 +700,7 @@ push_id(wf_arena *a, wf_sig_send_out *out, const char *id, wf_error *err)
     const char **v = wf_arena_alloc(a, (out->n_instance_ids + 1) * sizeof *v);
     char *copy = wf_arena_strdup(a, id);
     if (v == NULL || copy == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     if (out->n_instance_ids > 0)
         memcpy(v, out->instance_ids, out->n_instance_ids * sizeof *v);
     v[out->n_instance_ids++] = copy;
@@ -728,7 +728,7 @@ start_for(const wf_net_ctx *ctx, send_op *op, wf_tx *tx, bool *started, wf_error
         return rc;
     char *id = new_id(a);
     if (id == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     wf_start_spec spec = *op->in->start;
     spec.aggregate_type = op->in->aggregate_type;
     spec.aggregate_id = op->in->aggregate_id;
@@ -930,7 +930,7 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
                   .idem = wf_uow_idem_active(idem) ? idem : NULL,
                   .out = out};
     if (op.log_id == NULL)
-        return wf_work_nomem(err);
+        return wf_error_nomem(err);
     if (in->start != NULL) {
         /* StartInstance's rules, its violations named under start. */
         wf_ref_ctx sctx = *rc_;
@@ -1058,7 +1058,7 @@ append_buffered(const wf_ref_ctx *ctx, const wf_signal_filter *f, const char *in
             return rc;
         wf_signal_row *v = wf_arena_alloc(ctx->arena, (*n_acc + n + 1) * sizeof *v);
         if (v == NULL)
-            return wf_work_nomem(err);
+            return wf_error_nomem(err);
         if (*n_acc > 0)
             memcpy(v, *acc, *n_acc * sizeof *v);
         for (size_t i = 0; i < n; i++) {
