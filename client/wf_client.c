@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include <grpc/byte_buffer.h>
-#include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/alloc.h>
@@ -20,6 +19,7 @@
 #include "google/rpc/error_details.pb-c.h"
 #include "google/rpc/status.pb-c.h"
 #include "workflow/v1/workflow.pb-c.h"
+#include "wf_grpc.h"
 
 struct wf_client {
     grpc_channel *channel;
@@ -28,32 +28,10 @@ struct wf_client {
     bool wait_for_ready;
 };
 
-static const char *const code_names[] = {
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-};
-
 const char *
 wf_client_code_name(int code)
 {
-    if (code < 0 || code > 16)
-        return "UNKNOWN";
-    return code_names[code];
+    return wf_grpc_code_name(code);
 }
 
 static char *
@@ -187,20 +165,6 @@ decode_details(const grpc_metadata_array *trailers, wf_client_status *st)
     }
 }
 
-static ProtobufCMessage *
-unpack_bb(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc)
-{
-    grpc_byte_buffer_reader r;
-    if (!grpc_byte_buffer_reader_init(&r, bb))
-        return NULL;
-    grpc_slice all = grpc_byte_buffer_reader_readall(&r);
-    grpc_byte_buffer_reader_destroy(&r);
-    ProtobufCMessage *m =
-        protobuf_c_message_unpack(desc, NULL, GRPC_SLICE_LENGTH(all), GRPC_SLICE_START_PTR(all));
-    grpc_slice_unref(all);
-    return m;
-}
-
 /* Wait-for-ready is set explicitly either way, so a service config
  * cannot turn it on behind the caller's back. */
 static uint32_t
@@ -229,54 +193,20 @@ wf_client_call_raw(wf_client *c, const char *path, const void *body, size_t len,
     memset(st, 0, sizeof *st);
     if (resp != NULL)
         *resp = NULL;
-    grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
-    grpc_slice method = grpc_slice_from_copied_string(path);
-    grpc_call *call = grpc_channel_create_call(c->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
-                                               method, NULL, deadline_of(c, o), NULL);
-    grpc_slice_unref(method);
-
     grpc_metadata md[16];
     size_t nmd = build_md(c, o, md, 16);
-    grpc_slice s = grpc_slice_from_copied_buffer(body, len);
-    grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&s, 1);
-    grpc_slice_unref(s);
-    grpc_byte_buffer *recv = NULL;
-    grpc_metadata_array initial, trailers;
-    grpc_metadata_array_init(&initial);
-    grpc_metadata_array_init(&trailers);
-    grpc_status_code status = GRPC_STATUS_UNKNOWN;
-    grpc_slice details = grpc_empty_slice();
-
-    grpc_op ops[6];
-    memset(ops, 0, sizeof ops);
-    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[0].flags = initial_metadata_flags(c);
-    ops[0].data.send_initial_metadata.count = nmd;
-    ops[0].data.send_initial_metadata.metadata = md;
-    ops[1].op = GRPC_OP_SEND_MESSAGE;
-    ops[1].data.send_message.send_message = send;
-    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-    ops[3].data.recv_initial_metadata.recv_initial_metadata = &initial;
-    ops[4].op = GRPC_OP_RECV_MESSAGE;
-    ops[4].data.recv_message.recv_message = &recv;
-    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-    ops[5].data.recv_status_on_client.trailing_metadata = &trailers;
-    ops[5].data.recv_status_on_client.status = &status;
-    ops[5].data.recv_status_on_client.status_details = &details;
-
-    grpc_call_error rc = grpc_call_start_batch(call, ops, 6, call, NULL);
+    wf_grpc_unary_req req = {path, deadline_of(c, o), initial_metadata_flags(c), md, nmd, body,
+                             len};
+    wf_grpc_unary u;
+    wf_grpc_unary_call(c->channel, &req, &u);
     free_md(md, nmd);
-    if (rc == GRPC_CALL_OK) {
-        grpc_completion_queue_pluck(cq, call, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-        st->code = (int)status;
-        char *m = grpc_slice_to_c_string(details);
-        snprintf(st->message, sizeof st->message, "%s", m);
-        gpr_free(m);
-        if (status != GRPC_STATUS_OK)
-            decode_details(&trailers, st);
-        else if (recv != NULL && resp != NULL && resp_desc != NULL) {
-            *resp = unpack_bb(recv, resp_desc);
+    if (u.start == GRPC_CALL_OK) {
+        st->code = (int)u.status;
+        snprintf(st->message, sizeof st->message, "%s", u.message);
+        if (u.status != GRPC_STATUS_OK)
+            decode_details(&u.trailers, st);
+        else if (u.response != NULL && resp != NULL && resp_desc != NULL) {
+            *resp = wf_grpc_unpack(u.response, resp_desc);
             if (*resp == NULL) {
                 st->code = GRPC_STATUS_INTERNAL;
                 snprintf(st->message, sizeof st->message, "could not decode the response");
@@ -285,19 +215,9 @@ wf_client_call_raw(wf_client *c, const char *path, const void *body, size_t len,
     } else {
         st->code = GRPC_STATUS_INTERNAL;
         snprintf(st->message, sizeof st->message, "could not start the call (grpc error %d)",
-                 (int)rc);
+                 (int)u.start);
     }
-
-    if (recv != NULL)
-        grpc_byte_buffer_destroy(recv);
-    grpc_byte_buffer_destroy(send);
-    grpc_slice_unref(details);
-    grpc_metadata_array_destroy(&initial);
-    grpc_metadata_array_destroy(&trailers);
-    grpc_call_unref(call);
-    grpc_completion_queue_shutdown(cq);
-    grpc_completion_queue_pluck(cq, NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-    grpc_completion_queue_destroy(cq);
+    wf_grpc_unary_done(&u);
     return st->code;
 }
 
@@ -437,7 +357,7 @@ wf_client_stream_next_wait(wf_client_stream *s, const ProtobufCMessageDescriptor
         stream_status(s, st);
         return 0;
     }
-    *msg = unpack_bb(recv, desc);
+    *msg = wf_grpc_unpack(recv, desc);
     grpc_byte_buffer_destroy(recv);
     if (*msg == NULL) {
         memset(st, 0, sizeof *st);

@@ -6,7 +6,7 @@
 #   tools/check-format.sh --diff  also print what clang-format would change
 #   tools/check-format.sh --fix   format those files in place
 #
-# The files: the tracked *.c and *.h under server/ client/ tests/ fuzz/
+# The files: the tracked *.c and *.h under common/ server/ client/ tests/ fuzz/
 # bench/ (every file in those folders when this is not a git checkout).
 # CLANG_FORMAT names another binary. Exit status: 0 when every file is
 # formatted (or was fixed), 1 when some file is not, 2 for a usage error or
@@ -29,7 +29,7 @@ command -v "$cf" >/dev/null 2>&1 ||
 [ -f .clang-format ] || { echo "check-format: .clang-format is missing" >&2; exit 2; }
 
 dirs=()
-for d in server client tests fuzz bench; do
+for d in common server client tests fuzz bench; do
     [ -d "$d" ] && dirs+=("$d")
 done
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then

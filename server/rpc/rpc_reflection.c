@@ -176,7 +176,7 @@ error_response(Grpc__Reflection__V1__ServerReflectionResponse *resp, wf_arena *a
 {
     Grpc__Reflection__V1__ErrorResponse *e = wf_arena_alloc(a, sizeof *e);
     if (e == NULL)
-        return;
+        return; /* the arena's flag tells the caller */
     grpc__reflection__v1__error_response__init(e);
     e->error_code = code;
     e->error_message = wf_arena_printf(a, "%s \"%s\" is not known", what, name);
@@ -194,8 +194,8 @@ files_response(const wf_reflection *r, Grpc__Reflection__V1__ServerReflectionRes
     size_t *order = wf_arena_calloc(a, nfiles, sizeof *order);
     Grpc__Reflection__V1__FileDescriptorResponse *fr = wf_arena_alloc(a, sizeof *fr);
     ProtobufCBinaryData *blobs = wf_arena_calloc(a, nfiles, sizeof *blobs);
-    if (seen == NULL || order == NULL || fr == NULL || blobs == NULL)
-        return;
+    if (wf_arena_failed(a))
+        return; /* the caller sees the flag too */
     size_t n = 0;
     collect(r, f, seen, order, &n);
     grpc__reflection__v1__file_descriptor_response__init(fr);
@@ -211,11 +211,14 @@ files_response(const wf_reflection *r, Grpc__Reflection__V1__ServerReflectionRes
 
 Grpc__Reflection__V1__ServerReflectionResponse *
 wf_reflection_answer(const wf_reflection *r,
-                     const Grpc__Reflection__V1__ServerReflectionRequest *req, wf_arena *a)
+                     const Grpc__Reflection__V1__ServerReflectionRequest *req, wf_arena *a,
+                     wf_error *err)
 {
     Grpc__Reflection__V1__ServerReflectionResponse *resp = wf_arena_alloc(a, sizeof *resp);
-    if (resp == NULL)
+    if (resp == NULL) {
+        wf_error_nomem(err);
         return NULL;
+    }
     grpc__reflection__v1__server_reflection_response__init(resp);
     resp->valid_host = req->host;
     resp->original_request = (Grpc__Reflection__V1__ServerReflectionRequest *)req;
@@ -226,8 +229,8 @@ wf_reflection_answer(const wf_reflection *r,
         Grpc__Reflection__V1__ServiceResponse *svc = wf_arena_calloc(a, r->nservices, sizeof *svc);
         Grpc__Reflection__V1__ServiceResponse **svcp =
             wf_arena_calloc(a, r->nservices, sizeof *svcp);
-        if (ls == NULL || svc == NULL || svcp == NULL)
-            return NULL;
+        if (wf_arena_failed(a))
+            break;
         grpc__reflection__v1__list_service_response__init(ls);
         for (size_t i = 0; i < r->nservices; i++) {
             grpc__reflection__v1__service_response__init(&svc[i]);
@@ -272,7 +275,7 @@ wf_reflection_answer(const wf_reflection *r,
         }
         Grpc__Reflection__V1__ExtensionNumberResponse *en = wf_arena_alloc(a, sizeof *en);
         if (en == NULL)
-            return NULL;
+            break;
         grpc__reflection__v1__extension_number_response__init(en);
         en->base_type_name = req->all_extension_numbers_of_type;
         resp->message_response_case =
@@ -283,6 +286,12 @@ wf_reflection_answer(const wf_reflection *r,
     default:
         error_response(resp, a, GRPC_STATUS_INVALID_ARGUMENT, "request kind", "");
         break;
+    }
+    /* One check for every allocation of the answer, the nested builders'
+     * included. */
+    if (wf_arena_failed(a)) {
+        wf_error_nomem(err);
+        return NULL;
     }
     return resp;
 }

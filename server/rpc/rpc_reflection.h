@@ -23,9 +23,11 @@ wf_reflection *wf_reflection_new(const unsigned char *set, size_t len, const cha
 void wf_reflection_free(wf_reflection *r);
 
 /* Answers one request; the response lives in the arena. Unknown files or
- * symbols get an ErrorResponse with NOT_FOUND, as the protocol asks. */
+ * symbols get an ErrorResponse with NOT_FOUND, as the protocol asks. NULL
+ * and WF_E_NOMEM in err when the arena has failed (wf_arena_failed). */
 Grpc__Reflection__V1__ServerReflectionResponse *
 wf_reflection_answer(const wf_reflection *r,
-                     const Grpc__Reflection__V1__ServerReflectionRequest *req, wf_arena *arena);
+                     const Grpc__Reflection__V1__ServerReflectionRequest *req, wf_arena *arena,
+                     wf_error *err);
 
 #endif /* WF_RPC_REFLECTION_H */

@@ -9,33 +9,12 @@
 #include "google/protobuf/any.pb-c.h"
 #include "google/rpc/error_details.pb-c.h"
 #include "google/rpc/status.pb-c.h"
-
-static const char *const code_names[] = {
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-};
+#include "wf_grpc.h"
 
 const char *
 wf_rpc_code_name(int code)
 {
-    if (code < 0 || (size_t)code >= sizeof code_names / sizeof code_names[0])
-        return "UNKNOWN";
-    return code_names[code];
+    return wf_grpc_code_name(code);
 }
 
 grpc_status_code
@@ -133,6 +112,9 @@ cut(wf_arena *arena, const char *s, size_t max)
     return wf_arena_printf(arena, "%.*s...", (int)max, s);
 }
 
+/* Every allocation is checked where it is made, not through the arena's
+ * failure flag: the trailer of an out-of-memory error is built in the call's
+ * arena right after one of its allocations failed, and must still go out. */
 size_t
 wf_rpc_status_details(wf_arena *arena, wf_code code, const char *message,
                       const wf_violation *violations, size_t nviolations, uint8_t **out)

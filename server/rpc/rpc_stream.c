@@ -190,9 +190,12 @@ wf_rpc__reflection_step(struct call *c, int ok)
         wf_rpc__finish_with(c, NULL, GRPC_STATUS_OK, WF_OK, "", NULL, 0);
         return;
     }
+    wf_error err;
     wf_arena *scratch = wf_arena_new();
     Grpc__Reflection__V1__ServerReflectionResponse *resp = NULL;
-    if (scratch != NULL) {
+    if (scratch == NULL)
+        wf_error_nomem(&err);
+    else {
         grpc_byte_buffer_reader r;
         ProtobufCMessage *req = NULL;
         if (grpc_byte_buffer_reader_init(&r, bb)) {
@@ -205,14 +208,16 @@ wf_rpc__reflection_step(struct call *c, int ok)
             grpc_slice_unref(all);
         }
         if (req != NULL)
-            resp = wf_reflection_answer(srv->reflection, (const void *)req, scratch);
+            resp = wf_reflection_answer(srv->reflection, (const void *)req, scratch, &err);
+        else if (wf_arena_failed(scratch))
+            wf_error_nomem(&err);
+        else
+            wf_error_set(&err, WF_E_INVALID_ARGUMENT, "the request is not a valid %s message",
+                         grpc__reflection__v1__server_reflection_request__descriptor.name);
     }
     grpc_byte_buffer_destroy(bb);
     if (resp == NULL) {
         wf_arena_free(scratch);
-        wf_error err;
-        wf_error_set(&err, WF_E_INVALID_ARGUMENT, "the request is not a valid %s message",
-                     grpc__reflection__v1__server_reflection_request__descriptor.name);
         wf_rpc__finish_unary(c, NULL, &err, NULL, 0);
         return;
     }

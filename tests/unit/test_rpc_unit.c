@@ -1,6 +1,7 @@
 /*
  * Unit tests of the rpc layer without a server: the interceptor chain on
- * fake metadata, the status mapping, the error trailer and the method table.
+ * fake metadata, the status mapping, the error trailer, the method table and
+ * the reflection index.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "google/rpc/error_details.pb-c.h"
 #include "google/rpc/status.pb-c.h"
 #include "rpc_interceptors.h"
+#include "rpc_reflection.h"
 #include "rpc_status.h"
 #include "rpc_table.h"
 #include "rpc_wire.h"
@@ -360,6 +362,103 @@ START_TEST(test_status_details_decode)
 }
 END_TEST
 
+START_TEST(test_code_names)
+{
+    const char *const names[] = {"OK",
+                                 "CANCELLED",
+                                 "UNKNOWN",
+                                 "INVALID_ARGUMENT",
+                                 "DEADLINE_EXCEEDED",
+                                 "NOT_FOUND",
+                                 "ALREADY_EXISTS",
+                                 "PERMISSION_DENIED",
+                                 "RESOURCE_EXHAUSTED",
+                                 "FAILED_PRECONDITION",
+                                 "ABORTED",
+                                 "OUT_OF_RANGE",
+                                 "UNIMPLEMENTED",
+                                 "INTERNAL",
+                                 "UNAVAILABLE",
+                                 "DATA_LOSS",
+                                 "UNAUTHENTICATED"};
+    for (int c = 0; c < 17; c++)
+        ck_assert_str_eq(wf_rpc_code_name(c), names[c]);
+    ck_assert_str_eq(wf_rpc_code_name(GRPC_STATUS_UNAVAILABLE), "UNAVAILABLE");
+    ck_assert_str_eq(wf_rpc_code_name(-1), "UNKNOWN");
+    ck_assert_str_eq(wf_rpc_code_name(17), "UNKNOWN");
+}
+END_TEST
+
+/* An out-of-memory error is often built in the call's arena right after an
+ * allocation from it failed: the trailer must not give up because the
+ * arena's failure flag is set. */
+START_TEST(test_status_details_on_a_failed_arena)
+{
+    ck_assert_ptr_null(wf_arena_alloc(arena, WF_ARENA_MAX_BYTES + 1));
+    ck_assert(wf_arena_failed(arena));
+    wf_violation v[1] = {{"request.variables", NULL, "too large"}};
+    uint8_t *bytes = NULL;
+    size_t n = wf_rpc_status_details(arena, WF_E_NOMEM, "out of memory", v, 1, &bytes);
+    ck_assert_uint_gt(n, 0);
+    Google__Rpc__Status *st = google__rpc__status__unpack(NULL, n, bytes);
+    ck_assert_ptr_nonnull(st);
+    ck_assert_int_eq(st->code, GRPC_STATUS_RESOURCE_EXHAUSTED);
+    ck_assert_uint_eq(st->n_details, 2);
+    Google__Rpc__ErrorInfo *info = google__rpc__error_info__unpack(NULL, st->details[0]->value.len,
+                                                                   st->details[0]->value.data);
+    ck_assert_ptr_nonnull(info);
+    ck_assert_str_eq(info->reason, "OUT_OF_MEMORY");
+    google__rpc__error_info__free_unpacked(info, NULL);
+    google__rpc__status__free_unpacked(st, NULL);
+}
+END_TEST
+
+/* ---- reflection ----------------------------------------------------------- */
+
+extern const unsigned char wf_descriptor_set[];
+extern const size_t wf_descriptor_set_len;
+
+START_TEST(test_reflection_answer_out_of_memory)
+{
+    static const char *const services[] = {"workflow.v1.WorkflowService", "grpc.health.v1.Health"};
+    wf_error err;
+    wf_reflection *r =
+        wf_reflection_new(wf_descriptor_set, wf_descriptor_set_len, services, 2, &err);
+    ck_assert_ptr_nonnull(r);
+    Grpc__Reflection__V1__ServerReflectionRequest list =
+        GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__INIT;
+    list.message_request_case =
+        GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__MESSAGE_REQUEST_LIST_SERVICES;
+    list.list_services = "";
+    Grpc__Reflection__V1__ServerReflectionRequest sym =
+        GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__INIT;
+    sym.message_request_case =
+        GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__MESSAGE_REQUEST_FILE_CONTAINING_SYMBOL;
+    sym.file_containing_symbol = "workflow.v1.WorkflowService";
+
+    Grpc__Reflection__V1__ServerReflectionResponse *resp =
+        wf_reflection_answer(r, &list, arena, &err);
+    ck_assert_ptr_nonnull(resp);
+    ck_assert_ptr_nonnull(resp->list_services_response);
+    ck_assert_uint_eq(resp->list_services_response->n_service, 2);
+    ck_assert_str_eq(resp->list_services_response->service[1]->name, "grpc.health.v1.Health");
+    resp = wf_reflection_answer(r, &sym, arena, &err);
+    ck_assert_ptr_nonnull(resp);
+    ck_assert_uint_gt(resp->file_descriptor_response->n_file_descriptor_proto, 1);
+
+    /* Once an allocation from the arena has failed, no answer is half built:
+     * NULL and OUT_OF_MEMORY, whichever builder ran. */
+    ck_assert_ptr_null(wf_arena_alloc(arena, WF_ARENA_MAX_BYTES + 1));
+    wf_error_clear(&err);
+    ck_assert_ptr_null(wf_reflection_answer(r, &list, arena, &err));
+    ck_assert_int_eq(err.code, WF_E_NOMEM);
+    wf_error_clear(&err);
+    ck_assert_ptr_null(wf_reflection_answer(r, &sym, arena, &err));
+    ck_assert_int_eq(err.code, WF_E_NOMEM);
+    wf_reflection_free(r);
+}
+END_TEST
+
 /* ---- method table --------------------------------------------------------- */
 
 START_TEST(test_table_covers_every_method)
@@ -628,6 +727,9 @@ rpc_suite(void)
     tcase_add_test(ts, test_wire_strings_must_be_utf8);
     tcase_add_test(ts, test_wire_names_the_non_utf8_field);
     tcase_add_test(ts, test_status_details_cap_the_violations);
+    tcase_add_test(ts, test_code_names);
+    tcase_add_test(ts, test_status_details_on_a_failed_arena);
+    tcase_add_test(ts, test_reflection_answer_out_of_memory);
     suite_add_tcase(s, ts);
     return s;
 }
