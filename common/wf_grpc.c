@@ -59,10 +59,10 @@ wf_grpc_unary_call(grpc_channel *ch, const wf_grpc_unary_req *req, wf_grpc_unary
     memset(u, 0, sizeof *u);
     u->status = GRPC_STATUS_UNKNOWN;
     grpc_metadata_array_init(&u->trailers);
-    grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
+    u->cq = grpc_completion_queue_create_for_pluck(NULL);
     grpc_slice method = grpc_slice_from_copied_string(req->path);
-    grpc_call *call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq, method, NULL,
-                                               req->deadline, NULL);
+    u->call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, u->cq, method, NULL,
+                                       req->deadline, NULL);
     grpc_slice_unref(method);
 
     grpc_slice s = grpc_slice_from_copied_buffer(req->body, req->len);
@@ -90,9 +90,9 @@ wf_grpc_unary_call(grpc_channel *ch, const wf_grpc_unary_req *req, wf_grpc_unary
     ops[5].data.recv_status_on_client.status = &u->status;
     ops[5].data.recv_status_on_client.status_details = &details;
 
-    u->start = grpc_call_start_batch(call, ops, 6, call, NULL);
+    u->start = grpc_call_start_batch(u->call, ops, 6, u->call, NULL);
     if (u->start == GRPC_CALL_OK) {
-        grpc_completion_queue_pluck(cq, call, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        grpc_completion_queue_pluck(u->cq, u->call, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
         char *m = grpc_slice_to_c_string(details);
         snprintf(u->message, sizeof u->message, "%s", m);
         gpr_free(m);
@@ -101,10 +101,6 @@ wf_grpc_unary_call(grpc_channel *ch, const wf_grpc_unary_req *req, wf_grpc_unary
     grpc_byte_buffer_destroy(send);
     grpc_slice_unref(details);
     grpc_metadata_array_destroy(&initial);
-    grpc_call_unref(call);
-    grpc_completion_queue_shutdown(cq);
-    grpc_completion_queue_pluck(cq, NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-    grpc_completion_queue_destroy(cq);
 }
 
 void
@@ -114,4 +110,9 @@ wf_grpc_unary_done(wf_grpc_unary *u)
         grpc_byte_buffer_destroy(u->response);
     u->response = NULL;
     grpc_metadata_array_destroy(&u->trailers);
+    /* The call owns the trailers' keys and values: it goes last. */
+    grpc_call_unref(u->call);
+    grpc_completion_queue_shutdown(u->cq);
+    grpc_completion_queue_pluck(u->cq, NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    grpc_completion_queue_destroy(u->cq);
 }

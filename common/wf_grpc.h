@@ -40,7 +40,9 @@ typedef struct wf_grpc_unary {
     grpc_status_code status;      /* GRPC_STATUS_UNKNOWN until then */
     char message[512];            /* grpc-message */
     grpc_byte_buffer *response;   /* the response message; NULL when none came */
-    grpc_metadata_array trailers; /* the trailing metadata */
+    grpc_metadata_array trailers; /* the trailing metadata; the call owns its keys and values */
+    grpc_call *call;              /* kept alive for the trailers until wf_grpc_unary_done */
+    grpc_completion_queue *cq;
 } wf_grpc_unary;
 
 /* Runs the call on ch and blocks until its status, on a completion queue of
@@ -48,7 +50,7 @@ typedef struct wf_grpc_unary {
  * wf_grpc_unary_done. */
 void wf_grpc_unary_call(grpc_channel *ch, const wf_grpc_unary_req *req, wf_grpc_unary *u);
 
-/* Frees the response and the trailers of u. */
+/* Frees the response and the trailers of u, then the call itself. */
 void wf_grpc_unary_done(wf_grpc_unary *u);
 
 #endif /* WF_GRPC_H */

@@ -43,36 +43,6 @@ user_t(nb *n, const char *id, const char *who)
     return t;
 }
 
-static Workflow__V1__Instance *
-start(const char *key, const char *vars)
-{
-    wf_client_status st;
-    Workflow__V1__Instance *in = start_v(as("boss"), key, 0, vars, &st);
-    ck_ok(st);
-    return in;
-}
-
-static Workflow__V1__CompleteTaskResponse *
-complete(const char *actor, const char *task_id, const char *vars, wf_client_status *st)
-{
-    Workflow__V1__CompleteTaskRequest req = WORKFLOW__V1__COMPLETE_TASK_REQUEST__INIT;
-    req.task_id = (char *)task_id;
-    req.variables_json = (char *)(vars != NULL ? vars : "");
-    return call(as(actor), "CompleteTask", &req, &workflow__v1__complete_task_response__descriptor,
-                st);
-}
-
-/* The task of transition_id with status (0 = any); NULL when none. */
-static Workflow__V1__Task *
-task_of(const Workflow__V1__GetInstanceResponse *g, const char *transition_id, int status)
-{
-    for (size_t i = 0; i < g->n_tasks; i++)
-        if (strcmp(g->tasks[i]->transition_id, transition_id) == 0 &&
-            (status == 0 || (int)g->tasks[i]->status == status))
-            return g->tasks[i];
-    return NULL;
-}
-
 static size_t
 tasks_with(const Workflow__V1__GetInstanceResponse *g, int status)
 {
@@ -109,7 +79,7 @@ START_TEST(test_restart_arc_loops_through_start)
     Workflow__V1__DeployDefinitionResponse *r = deploy(restart_net(key));
     ck_assert(r->created);
     ck_assert_uint_eq(r->n_errors, 0);
-    Workflow__V1__Instance *in = start(key, "{\"doc\":1}");
+    Workflow__V1__Instance *in = start_boss(key, "{\"doc\":1}");
     wf_client_status st;
     const char *prev = NULL;
     for (int round = 0; round < 2; round++) {
@@ -121,13 +91,13 @@ START_TEST(test_restart_arc_loops_through_start)
         if (prev != NULL) /* a new work item, a new task */
             ck_assert_str_ne(draft->id, prev);
         prev = wf_arena_strdup(ta, draft->id);
-        complete("ann", draft->id, NULL, &st);
+        complete_task_as("ann", draft->id, NULL, &st);
         ck_ok(st);
         g = get_instance(in->id);
         ck_assert_int_eq(marking(g, "s"), 0);
         ck_assert_int_eq(marking(g, "p1"), 1);
         /* Sent back: the token returns to START and draft is enabled again. */
-        complete("bob", task_of(g, "review", TS_OPEN)->id, "{\"approved\":false}", &st);
+        complete_task_as("bob", task_of(g, "review", TS_OPEN)->id, "{\"approved\":false}", &st);
         ck_ok(st);
     }
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
@@ -135,10 +105,10 @@ START_TEST(test_restart_arc_loops_through_start)
     ck_assert_int_eq(marking(g, "s"), 1);
     ck_assert_uint_eq(tasks_with(g, TS_OPEN), 1);
     ck_assert_uint_eq(tasks_with(g, TS_DONE), 4);
-    complete("ann", task_of(g, "draft", TS_OPEN)->id, NULL, &st);
+    complete_task_as("ann", task_of(g, "draft", TS_OPEN)->id, NULL, &st);
     ck_ok(st);
-    complete("bob", task_of(get_instance(in->id), "review", TS_OPEN)->id, "{\"approved\":true}",
-             &st);
+    complete_task_as("bob", task_of(get_instance(in->id), "review", TS_OPEN)->id,
+                     "{\"approved\":true}", &st);
     ck_ok(st);
     g = get_instance(in->id);
     ck_assert_int_eq(g->instance->status, I_COMPLETED);
@@ -196,7 +166,7 @@ START_TEST(test_every_root_is_in_exactly_one_process_state)
 {
     /* AD_HOC: no referral = NOT_STARTED; a referral = OPEN; ended = CLOSED. */
     char *adhoc = u("adhoc");
-    Workflow__V1__Instance *a = start(adhoc, NULL);
+    Workflow__V1__Instance *a = start_boss(adhoc, NULL);
     ck_assert_str_eq(states_of(adhoc, a->id), "N");
     Workflow__V1__AssignToRequest ar = WORKFLOW__V1__ASSIGN_TO_REQUEST__INIT;
     Workflow__V1__Assignee who = WORKFLOW__V1__ASSIGNEE__INIT;
@@ -228,7 +198,7 @@ START_TEST(test_every_root_is_in_exactly_one_process_state)
     arc(n, "s", "charge");
     arc(n, "charge", "e");
     deploy(n);
-    Workflow__V1__Instance *running = start(net, NULL);
+    Workflow__V1__Instance *running = start_boss(net, NULL);
     ck_assert_str_eq(states_of(net, running->id), "O");
     /* FAILED with an incident, no referral: OPEN. */
     Workflow__V1__Job *j = activate(type, 1, 0, 0)->jobs[0];
@@ -236,14 +206,14 @@ START_TEST(test_every_root_is_in_exactly_one_process_state)
     ck_assert_int_eq(get_instance(running->id)->instance->status, I_FAILED);
     ck_assert_str_eq(states_of(net, running->id), "O");
     /* Completed: CLOSED. */
-    Workflow__V1__Instance *done = start(net, NULL);
+    Workflow__V1__Instance *done = start_boss(net, NULL);
     ck_assert_str_eq(states_of(net, done->id), "O");
     j = activate(type, 1, 0, 0)->jobs[0];
     ck_assert_int_eq(complete_job_c(as(NULL), j->key, NULL, &st), 0);
     ck_assert_int_eq(get_instance(done->id)->instance->status, I_COMPLETED);
     ck_assert_str_eq(states_of(net, done->id), "C");
     /* Cancelled: CLOSED. */
-    Workflow__V1__Instance *gone = start(net, NULL);
+    Workflow__V1__Instance *gone = start_boss(net, NULL);
     Workflow__V1__CancelInstanceRequest cr = WORKFLOW__V1__CANCEL_INSTANCE_REQUEST__INIT;
     cr.instance_id = gone->id;
     call(as("boss"), "CancelInstance", &cr, &workflow__v1__cancel_instance_response__descriptor,
@@ -313,7 +283,7 @@ START_TEST(test_error_details_name_the_ids)
     arc(n, "s", "ship");
     arc(n, "ship", "e");
     deploy(n);
-    Workflow__V1__Instance *in = start(net, NULL);
+    Workflow__V1__Instance *in = start_boss(net, NULL);
     Workflow__V1__Job *j = activate(type, 1, 0, 0)->jobs[0];
     ck_assert_int_eq(complete_job_c(as(NULL), j->key, NULL, &st), 0);
     complete_job_c(as(NULL), j->key, NULL, &st);
@@ -326,9 +296,9 @@ START_TEST(test_error_details_name_the_ids)
     /* TASK_NOT_OPEN / NOT_ASSIGNEE of a net task name the task. */
     char *rkey = u("restart");
     deploy(restart_net(rkey));
-    in = start(rkey, NULL);
+    in = start_boss(rkey, NULL);
     char *task_id = task_of(get_instance(in->id), "draft", TS_OPEN)->id;
-    ck_assert_ptr_null(complete("mallory", task_id, NULL, &st));
+    ck_assert_ptr_null(complete_task_as("mallory", task_id, NULL, &st));
     ck_fails(st, GRPC_STATUS_PERMISSION_DENIED, "NOT_ASSIGNEE");
     snprintf(md, sizeof md, "taskId=%s", task_id);
     ck_metadata(&st, (const char *[]){md}, 1);
@@ -384,7 +354,7 @@ START_TEST(test_complete_and_end_of_a_net_task_ends_the_whole_case)
 {
     char *key = u("par"), *type = u("pack");
     deploy(parallel_net(key, type));
-    Workflow__V1__Instance *in = start(key, "{\"order\":3}");
+    Workflow__V1__Instance *in = start_boss(key, "{\"order\":3}");
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
     ck_assert_uint_eq(g->n_tasks, 1);
     ck_assert_uint_eq(g->n_jobs, 1);
@@ -469,7 +439,7 @@ START_TEST(test_complete_and_end_cancels_the_other_tasks_and_referrals)
     arc(n, "b", "right");
     arc(n, "right", "e");
     deploy(n);
-    Workflow__V1__Instance *in = start(key, NULL);
+    Workflow__V1__Instance *in = start_boss(key, NULL);
     wf_client_status st;
     Workflow__V1__AssignToRequest ar = WORKFLOW__V1__ASSIGN_TO_REQUEST__INIT;
     Workflow__V1__Assignee who = WORKFLOW__V1__ASSIGNEE__INIT;
@@ -478,7 +448,7 @@ START_TEST(test_complete_and_end_cancels_the_other_tasks_and_referrals)
     who.ids = ids;
     who.n_ids = 1;
     char *adv = u("advice");
-    start(adv, NULL); /* creates the AD_HOC definition of the referral */
+    start_boss(adv, NULL); /* creates the AD_HOC definition of the referral */
     ar.parent_instance_id = in->id;
     ar.definition_key = adv;
     ar.title = "advise";

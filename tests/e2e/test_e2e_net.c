@@ -66,36 +66,6 @@ user(Workflow__V1__Transition *t, Workflow__V1__AssigneeKind kind, ...)
 
 /* ---- calls --------------------------------------------------------------------------------- */
 
-static Workflow__V1__Instance *
-start(const char *key, const char *vars)
-{
-    wf_client_status st;
-    Workflow__V1__Instance *in = start_v(as("boss"), key, 0, vars, &st);
-    ck_ok(st);
-    return in;
-}
-
-static Workflow__V1__CompleteTaskResponse *
-complete(const char *actor, const char *task_id, const char *vars, wf_client_status *st)
-{
-    Workflow__V1__CompleteTaskRequest req = WORKFLOW__V1__COMPLETE_TASK_REQUEST__INIT;
-    req.task_id = (char *)task_id;
-    req.variables_json = (char *)(vars != NULL ? vars : "");
-    return call(as(actor), "CompleteTask", &req, &workflow__v1__complete_task_response__descriptor,
-                st);
-}
-
-/* The task of transition_id among tasks with status; NULL when none. */
-static Workflow__V1__Task *
-task_of(const Workflow__V1__GetInstanceResponse *g, const char *transition_id, int status)
-{
-    for (size_t i = 0; i < g->n_tasks; i++)
-        if (strcmp(g->tasks[i]->transition_id, transition_id) == 0 &&
-            (status == 0 || (int)g->tasks[i]->status == status))
-            return g->tasks[i];
-    return NULL;
-}
-
 /* The task assigned to assignee_id. */
 static Workflow__V1__Task *
 task_for(const Workflow__V1__GetInstanceResponse *g, const char *assignee_id)
@@ -324,7 +294,7 @@ START_TEST(test_versions_get_and_list)
     ck_assert_int_eq(r->definition->kind, WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_AD_HOC);
     r = deploy_d(as("dev"), &ad, false, &st);
     ck_assert(!r->created);
-    Workflow__V1__Instance *in = start(ad.key, NULL);
+    Workflow__V1__Instance *in = start_boss(ad.key, NULL);
     ck_assert_int_eq(in->definition_version, 1);
     ck_assert_uint_eq(get_instance(in->id)->n_marking, 0);
 }
@@ -360,7 +330,7 @@ START_TEST(test_a_key_never_changes_kind)
     place(bad, "e", END); /* no START place */
     ck_assert_ptr_null(deploy_d(as("dev"), &bad->d, false, &st));
     ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "DEFINITION_INVALID");
-    Workflow__V1__Instance *in = start(key, NULL);
+    Workflow__V1__Instance *in = start_boss(key, NULL);
     ck_assert_int_eq(in->definition_version, 1);
     ck_assert_ptr_null(deploy_d(as("dev"), &simple_net(key, "alice", "Net")->d, false, &st));
     ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "DEFINITION_KIND_CONFLICT");
@@ -369,7 +339,7 @@ START_TEST(test_a_key_never_changes_kind)
                                                  "NET definition cannot be deployed onto its key",
                                                  key));
     ck_assert_uint_eq(versions_of(key, K_AD_HOC), 1);
-    ck_assert_int_eq(start(key, NULL)->definition_version, 1);
+    ck_assert_int_eq(start_boss(key, NULL)->definition_version, 1);
 
     char *net_key = u("kindnet");
     deploy(simple_net(net_key, "alice", "Net"));
@@ -457,7 +427,7 @@ START_TEST(test_auto_creation_off)
     ad.kind = K_AD_HOC;
     deploy_d(as("dev"), &ad, false, &st);
     ck_ok(st);
-    ck_assert_int_eq(start(key, NULL)->definition_version, 1);
+    ck_assert_int_eq(start_boss(key, NULL)->definition_version, 1);
 }
 END_TEST
 
@@ -465,7 +435,7 @@ START_TEST(test_validity_window_and_snapshot)
 {
     char *key = u("window");
     deploy(simple_net(key, "alice", "One"));
-    Workflow__V1__Instance *first = start(key, NULL);
+    Workflow__V1__Instance *first = start_boss(key, NULL);
     ck_assert_int_eq(first->definition_version, 1);
     /* Version 2 only becomes valid in an hour. */
     nb *later = simple_net(key, "bob", "Two");
@@ -474,7 +444,7 @@ START_TEST(test_validity_window_and_snapshot)
     ck_assert_int_eq(r->definition->version, 2);
     ck_assert_ptr_nonnull(r->definition->valid_from);
     /* Version 0 starts the newest version valid now: 1. */
-    Workflow__V1__Instance *in = start(key, NULL);
+    Workflow__V1__Instance *in = start_boss(key, NULL);
     ck_assert_int_eq(in->definition_version, 1);
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
     ck_assert_str_eq(g->tasks[0]->assignee_id, "alice");
@@ -503,11 +473,11 @@ START_TEST(test_validity_window_and_snapshot)
     /* Snapshot: a new version (valid now) does not change the first
      * instance, which still runs version 1 and completes by its rules. */
     deploy(simple_net(key, "carol", "Three"));
-    Workflow__V1__Instance *third = start(key, NULL);
+    Workflow__V1__Instance *third = start_boss(key, NULL);
     ck_assert_int_eq(third->definition_version, 3);
     g = get_instance(first->id);
     ck_assert_int_eq(g->instance->definition_version, 1);
-    Workflow__V1__CompleteTaskResponse *c = complete("alice", g->tasks[0]->id, "{}", &st);
+    Workflow__V1__CompleteTaskResponse *c = complete_task_as("alice", g->tasks[0]->id, "{}", &st);
     ck_ok(st);
     ck_assert_int_eq(c->task->status, TS_DONE);
     ck_assert_int_eq(get_instance(first->id)->instance->status, I_COMPLETED);
@@ -532,7 +502,7 @@ START_TEST(test_deferred_choice_user_wins)
 {
     char *key = u("race");
     deploy(race_net(key));
-    Workflow__V1__Instance *in = start(key, "{\"order\":7}");
+    Workflow__V1__Instance *in = start_boss(key, "{\"order\":7}");
     ck_assert_int_eq(in->status, I_RUNNING);
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
     ck_assert_uint_eq(g->n_tasks, 1);
@@ -552,9 +522,10 @@ START_TEST(test_deferred_choice_user_wins)
 
     /* Only the assignee may complete it. */
     wf_client_status st;
-    ck_assert_ptr_null(complete("mallory", t->id, NULL, &st));
+    ck_assert_ptr_null(complete_task_as("mallory", t->id, NULL, &st));
     ck_fails(st, GRPC_STATUS_PERMISSION_DENIED, "NOT_ASSIGNEE");
-    Workflow__V1__CompleteTaskResponse *c = complete("alice", t->id, "{\"approved\":true}", &st);
+    Workflow__V1__CompleteTaskResponse *c =
+        complete_task_as("alice", t->id, "{\"approved\":true}", &st);
     ck_ok(st);
     ck_assert_int_eq(c->task->status, TS_DONE);
     ck_assert(c->completion->all_completed);
@@ -567,7 +538,7 @@ START_TEST(test_deferred_choice_user_wins)
     /* The withdrawn timer never fires. */
     ck_assert(!fire_timer(in->id, timer_id));
     ck_assert_int_eq(get_instance(in->id)->instance->status, I_COMPLETED);
-    ck_assert_ptr_null(complete("alice", t->id, NULL, &st));
+    ck_assert_ptr_null(complete_task_as("alice", t->id, NULL, &st));
     ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "TASK_NOT_OPEN");
     ck_assert_str_eq(event_types(in->id),
                      "INSTANCE_STARTED TRANSITION_ENABLED TASK_CREATED TRANSITION_ENABLED "
@@ -580,7 +551,7 @@ START_TEST(test_deferred_choice_timer_wins)
 {
     char *key = u("race");
     deploy(race_net(key));
-    Workflow__V1__Instance *in = start(key, NULL);
+    Workflow__V1__Instance *in = start_boss(key, NULL);
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
     char *task_id = g->tasks[0]->id;
     ck_assert(fire_timer(in->id, g->timers[0]->id));
@@ -589,7 +560,7 @@ START_TEST(test_deferred_choice_timer_wins)
     ck_assert_int_eq(g->instance->status, I_COMPLETED);
     ck_assert_int_eq(task_of(g, "review", 0)->status, TS_CANCELLED);
     wf_client_status st;
-    ck_assert_ptr_null(complete("alice", task_id, NULL, &st));
+    ck_assert_ptr_null(complete_task_as("alice", task_id, NULL, &st));
     ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "TASK_NOT_OPEN");
     const char *ev = event_types(in->id);
     ck_assert_int_eq(count_of(ev, "TIMER_FIRED"), 1);
@@ -623,20 +594,20 @@ START_TEST(test_and_split_and_join)
     arc(n, "qb", "join");
     arc(n, "join", "e");
     deploy(n);
-    Workflow__V1__Instance *in = start(key, NULL);
+    Workflow__V1__Instance *in = start_boss(key, NULL);
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
     ck_assert_uint_eq(g->n_tasks, 2);
     ck_assert_int_eq(marking(g, "pa"), 1);
     ck_assert_int_eq(marking(g, "pb"), 1);
     ck_assert_int_eq(marking(g, "s"), 0);
     wf_client_status st;
-    complete("alice", task_of(g, "a", TS_OPEN)->id, "{\"a\":1}", &st);
+    complete_task_as("alice", task_of(g, "a", TS_OPEN)->id, "{\"a\":1}", &st);
     ck_ok(st);
     g = get_instance(in->id);
     ck_assert_int_eq(g->instance->status, I_RUNNING);
     ck_assert_int_eq(marking(g, "qa"), 1);
     ck_assert_int_eq(marking(g, "pb"), 1);
-    complete("bob", task_of(g, "b", TS_OPEN)->id, "{\"b\":2}", &st);
+    complete_task_as("bob", task_of(g, "b", TS_OPEN)->id, "{\"b\":2}", &st);
     ck_ok(st);
     g = get_instance(in->id);
     ck_assert_int_eq(g->instance->status, I_COMPLETED);
@@ -698,9 +669,9 @@ START_TEST(test_guarded_or_split_with_default)
     ck_assert_uint_eq(r->n_errors, 0);
     wf_client_status st;
     /* Big amount: the guarded arc. */
-    Workflow__V1__Instance *big = start(key, NULL);
+    Workflow__V1__Instance *big = start_boss(key, NULL);
     Workflow__V1__GetInstanceResponse *g = get_instance(big->id);
-    complete("alice", task_of(g, "decide", TS_OPEN)->id, "{\"amount\":5000}", &st);
+    complete_task_as("alice", task_of(g, "decide", TS_OPEN)->id, "{\"amount\":5000}", &st);
     ck_ok(st);
     g = get_instance(big->id);
     ck_assert_int_eq(g->instance->status, I_RUNNING);
@@ -708,9 +679,9 @@ START_TEST(test_guarded_or_split_with_default)
     ck_assert_ptr_nonnull(task_of(g, "approve", TS_OPEN));
     /* Small amount: no guard matches, the default arc is taken and the
      * silent transition ends the case at once. */
-    Workflow__V1__Instance *small = start(key, NULL);
+    Workflow__V1__Instance *small = start_boss(key, NULL);
     g = get_instance(small->id);
-    complete("alice", task_of(g, "decide", TS_OPEN)->id, "{\"amount\":10}", &st);
+    complete_task_as("alice", task_of(g, "decide", TS_OPEN)->id, "{\"amount\":10}", &st);
     ck_ok(st);
     g = get_instance(small->id);
     ck_assert_int_eq(g->instance->status, I_COMPLETED);
@@ -729,12 +700,12 @@ START_TEST(test_no_arc_matched_changes_nothing)
     ck_assert_str_eq(r->errors[0]->path, "transitions[0]");
     ck_assert_int_eq(r->errors[0]->severity,
                      WORKFLOW__V1__VALIDATION_SEVERITY__VALIDATION_SEVERITY_WARNING);
-    Workflow__V1__Instance *in = start(key, "{\"n\":1}");
+    Workflow__V1__Instance *in = start_boss(key, "{\"n\":1}");
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
     char *task_id = task_of(g, "decide", TS_OPEN)->id;
     const char *before = wf_arena_strdup(ta, event_types(in->id));
     wf_client_status st;
-    ck_assert_ptr_null(complete("alice", task_id, "{\"amount\":5}", &st));
+    ck_assert_ptr_null(complete_task_as("alice", task_id, "{\"amount\":5}", &st));
     ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "NO_ARC_MATCHED");
     g = get_instance(in->id);
     ck_assert_int_eq(g->instance->status, I_RUNNING);
@@ -742,7 +713,7 @@ START_TEST(test_no_arc_matched_changes_nothing)
     ck_assert_int_eq(task_of(g, "decide", 0)->status, TS_OPEN);
     ck_assert_str_eq(event_types(in->id), before);
     /* A matching output fires. */
-    complete("alice", task_id, "{\"amount\":5000}", &st);
+    complete_task_as("alice", task_id, "{\"amount\":5000}", &st);
     ck_ok(st);
     ck_assert_ptr_nonnull(task_of(get_instance(in->id), "approve", TS_OPEN));
 }
@@ -763,21 +734,22 @@ START_TEST(test_users_quorum)
     arc(n, "s", "vote");
     arc(n, "vote", "e");
     deploy(n);
-    Workflow__V1__Instance *in = start(key, NULL);
+    Workflow__V1__Instance *in = start_boss(key, NULL);
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
     ck_assert_uint_eq(g->n_tasks, 3);
     ck_assert_uint_eq(g->n_joins, 1);
     ck_assert_int_eq(g->joins[0]->required, 2);
     ck_assert_int_eq(g->joins[0]->total, 3);
     wf_client_status st;
-    Workflow__V1__CompleteTaskResponse *c = complete("ann", task_for(g, "ann")->id, "{}", &st);
+    Workflow__V1__CompleteTaskResponse *c =
+        complete_task_as("ann", task_for(g, "ann")->id, "{}", &st);
     ck_ok(st);
     ck_assert(!c->completion->all_completed);
     ck_assert_int_eq(c->completion->done, 1);
     g = get_instance(in->id);
     ck_assert_int_eq(g->instance->status, I_RUNNING);
     ck_assert_int_eq(g->joins[0]->done, 1);
-    c = complete("ben", task_for(g, "ben")->id, "{}", &st);
+    c = complete_task_as("ben", task_for(g, "ben")->id, "{}", &st);
     ck_ok(st);
     ck_assert(c->completion->all_completed);
     ck_assert_int_eq(c->completion->done, 2);
@@ -810,7 +782,7 @@ START_TEST(test_job_activate_and_complete)
 {
     char *key = u("job"), *type = u("charge");
     deploy(job_net(key, type, 0, 0));
-    Workflow__V1__Instance *in = start(key, "{\"amount\":3}");
+    Workflow__V1__Instance *in = start_boss(key, "{\"amount\":3}");
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
     ck_assert_uint_eq(g->n_jobs, 1);
     ck_assert_str_eq(g->jobs[0]->key, "");
@@ -875,7 +847,7 @@ START_TEST(test_transition_lease_and_idempotent_job_calls)
     nb *n = job_net(key, type, 0, 0);
     n->t[0]->lease = dur(1500);
     deploy(n);
-    Workflow__V1__Instance *in = start(key, NULL);
+    Workflow__V1__Instance *in = start_boss(key, NULL);
     Workflow__V1__Job *j = activate(type, 1, 0, 0)->jobs[0];
     int64_t exp = j->lease_expires_at->seconds * 1000000 + j->lease_expires_at->nanos / 1000;
     int64_t left_ms = (exp - wf_now_us()) / 1000;
@@ -894,7 +866,7 @@ START_TEST(test_transition_lease_and_idempotent_job_calls)
     ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "REQUEST_ID_REUSED");
     ck_assert_int_eq(count_of(event_types(in->id), "JOB_COMPLETED"), 1);
     /* ActivateJobs with a request id: a retry returns the same jobs. */
-    start(key, NULL);
+    start_boss(key, NULL);
     Workflow__V1__ActivateJobsRequest ar = WORKFLOW__V1__ACTIVATE_JOBS_REQUEST__INIT;
     ar.job_type = type;
     ar.request_id = u("aj");
@@ -936,7 +908,7 @@ START_TEST(test_group_task_of_a_net)
     ck_assert(d1->created && d2->created); /* the replayed first answer */
     ck_assert_int_eq(d2->definition->version, 1);
 
-    Workflow__V1__Instance *in = start(key, NULL);
+    Workflow__V1__Instance *in = start_boss(key, NULL);
     Workflow__V1__Task *task = get_instance(in->id)->tasks[0];
     ck_assert_int_eq(task->assignee_kind, WORKFLOW__V1__ASSIGNEE_KIND__ASSIGNEE_KIND_GROUP);
     ck_assert_str_eq(task->assignee_id, grp);
@@ -949,7 +921,7 @@ START_TEST(test_group_task_of_a_net)
     ck_assert_uint_eq(l->n_tasks, 1);
     ck_assert_str_eq(l->tasks[0]->id, task->id);
     /* A group task must be claimed first (the referral rules). */
-    ck_assert_ptr_null(complete("olga", task->id, NULL, &st));
+    ck_assert_ptr_null(complete_task_as("olga", task->id, NULL, &st));
     ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "TASK_NOT_CLAIMED");
     Workflow__V1__ClaimTaskRequest cr = WORKFLOW__V1__CLAIM_TASK_REQUEST__INIT;
     cr.task_id = task->id;
@@ -957,7 +929,7 @@ START_TEST(test_group_task_of_a_net)
         call(as("olga"), "ClaimTask", &cr, &workflow__v1__claim_task_response__descriptor, &st);
     ck_ok(st);
     ck_assert_str_eq(c->task->claimed_by, "olga");
-    ck_assert_ptr_null(complete("pete", task->id, NULL, &st));
+    ck_assert_ptr_null(complete_task_as("pete", task->id, NULL, &st));
     ck_fails(st, GRPC_STATUS_PERMISSION_DENIED, "NOT_ASSIGNEE");
     Workflow__V1__CompleteTaskRequest req = WORKFLOW__V1__COMPLETE_TASK_REQUEST__INIT;
     req.task_id = task->id;
@@ -1000,9 +972,9 @@ START_TEST(test_job_sees_the_variables_at_activation)
     arc(n, "qb", "join");
     arc(n, "join", "e");
     deploy(n);
-    Workflow__V1__Instance *in = start(key, "{\"n\":1}");
+    Workflow__V1__Instance *in = start_boss(key, "{\"n\":1}");
     wf_client_status st;
-    complete("alice", get_instance(in->id)->tasks[0]->id, "{\"copies\":2}", &st);
+    complete_task_as("alice", get_instance(in->id)->tasks[0]->id, "{\"copies\":2}", &st);
     ck_ok(st);
     Workflow__V1__Job *j = activate(type, 1, 0, 0)->jobs[0];
     ck_assert_str_eq(j->variables_json, "{\"n\":1,\"copies\":2}");
@@ -1034,7 +1006,7 @@ START_TEST(test_two_workers_race_one_key)
     char *key = u("race-job"), *type = u("ship");
     deploy(job_net(key, type, 0, 0));
     for (int round = 0; round < 4; round++) {
-        Workflow__V1__Instance *in = start(key, NULL);
+        Workflow__V1__Instance *in = start_boss(key, NULL);
         Workflow__V1__ActivateJobsResponse *r = activate(type, 1, 0, 0);
         ck_assert_uint_eq(r->n_jobs, 1);
         pthread_barrier_t gate;
@@ -1111,7 +1083,7 @@ START_TEST(test_concurrent_workers_complete_each_job_once)
     enum { JOBS = 8 };
     const char *ids[JOBS];
     for (int i = 0; i < JOBS; i++)
-        ids[i] = start(key, NULL)->id;
+        ids[i] = start_boss(key, NULL)->id;
     worker w[2] = {{.type = type}, {.type = type}};
     pthread_t th[2];
     for (int i = 0; i < 2; i++)
@@ -1133,7 +1105,7 @@ START_TEST(test_lease_expiry_gives_a_new_key)
 {
     char *key = u("lease"), *type = u("slow");
     deploy(job_net(key, type, 0, 0));
-    Workflow__V1__Instance *in = start(key, NULL);
+    Workflow__V1__Instance *in = start_boss(key, NULL);
     Workflow__V1__Job *first = activate(type, 1, 200, 0)->jobs[0];
     ck_assert_int_eq(first->attempt, 1);
     ck_assert_uint_eq(activate(type, 1, 200, 0)->n_jobs, 0); /* leased */
@@ -1188,7 +1160,7 @@ START_TEST(test_fail_job_backs_off_then_retries)
 {
     char *key = u("retry"), *type = u("flaky");
     deploy(job_net(key, type, 3, 400));
-    Workflow__V1__Instance *in = start(key, NULL);
+    Workflow__V1__Instance *in = start_boss(key, NULL);
     Workflow__V1__Job *j = activate(type, 1, 0, 0)->jobs[0];
     wf_client_status st;
     ck_assert_int_eq(fail_job(j->key, "gateway timeout", -1, -1, &st), 0);
@@ -1227,7 +1199,7 @@ START_TEST(test_attempts_run_out_and_the_instance_fails)
 {
     char *key = u("exhaust"), *type = u("broken");
     deploy(job_net(key, type, 2, 0));
-    Workflow__V1__Instance *in = start(key, NULL);
+    Workflow__V1__Instance *in = start_boss(key, NULL);
     wf_client_status st;
     Workflow__V1__Job *j = activate(type, 1, 0, 0)->jobs[0];
     ck_assert_int_eq(fail_job(j->key, "first", -1, 0, &st), 0); /* no backoff */
@@ -1246,7 +1218,7 @@ START_TEST(test_attempts_run_out_and_the_instance_fails)
     ck_assert_int_eq(count_of(ev, "INSTANCE_FAILED"), 1);
 
     /* retryable = false fails the step at once, attempts left or not. */
-    Workflow__V1__Instance *in2 = start(key, NULL);
+    Workflow__V1__Instance *in2 = start_boss(key, NULL);
     j = activate(type, 1, 0, 0)->jobs[0];
     ck_assert_int_eq(fail_job(j->key, "invalid card", 0, -1, &st), 0);
     g = get_instance(in2->id);
@@ -1255,7 +1227,7 @@ START_TEST(test_attempts_run_out_and_the_instance_fails)
     fail_job(j->key, "x", -1, -1, &st);
     ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "JOB_LEASE_LOST");
     /* A negative backoff_override is refused and changes nothing. */
-    Workflow__V1__Instance *in3 = start(key, NULL);
+    Workflow__V1__Instance *in3 = start_boss(key, NULL);
     j = activate(type, 1, 0, 0)->jobs[0];
     Workflow__V1__FailJobRequest fr = WORKFLOW__V1__FAIL_JOB_REQUEST__INIT;
     Google__Protobuf__Duration neg = GOOGLE__PROTOBUF__DURATION__INIT;
@@ -1312,7 +1284,7 @@ START_TEST(test_long_poll_returns_when_a_job_appears)
     pthread_t th;
     pthread_create(&th, NULL, poll_once, &p);
     sleep_ms(400); /* the worker is parked */
-    start(key, NULL);
+    start_boss(key, NULL);
     pthread_join(th, NULL);
     ck_assert_int_eq(p.code, 0);
     ck_assert_uint_eq(p.n_jobs, 1);
@@ -1430,7 +1402,7 @@ START_TEST(test_expression_limit_fails_the_instance_and_the_server_keeps_serving
     ck_assert_uint_eq(deploy(limit_net(ukey, false))->n_errors, 0);
 
     /* A timer's firing: the instance gets an incident. */
-    Workflow__V1__Instance *in = start(tkey, "{\"n\":1e9}");
+    Workflow__V1__Instance *in = start_boss(tkey, "{\"n\":1e9}");
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
     ck_assert(fire_timer(in->id, g->timers[0]->id));
     g = get_instance(in->id);
@@ -1439,21 +1411,21 @@ START_TEST(test_expression_limit_fails_the_instance_and_the_server_keeps_serving
     ck_assert_int_eq(count_of(event_types(in->id), "INSTANCE_FAILED"), 1);
 
     /* A caller's completion: refused with the reason, nothing changes. */
-    Workflow__V1__Instance *in2 = start(ukey, NULL);
+    Workflow__V1__Instance *in2 = start_boss(ukey, NULL);
     char *task_id = task_of(get_instance(in2->id), "step", TS_OPEN)->id;
     wf_client_status st;
-    ck_assert_ptr_null(complete("alice", task_id, "{\"n\":1e9}", &st));
+    ck_assert_ptr_null(complete_task_as("alice", task_id, "{\"n\":1e9}", &st));
     ck_fails(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "EXPRESSION_LIMIT");
     g = get_instance(in2->id);
     ck_assert_int_eq(g->instance->status, I_RUNNING);
     ck_assert_int_eq(task_of(g, "step", 0)->status, TS_OPEN);
 
     /* The server still serves, and the same guard over sane numbers works. */
-    complete("alice", task_id, "{\"n\":2}", &st);
+    complete_task_as("alice", task_id, "{\"n\":2}", &st);
     ck_ok(st);
     g = get_instance(in2->id);
     ck_assert_int_eq(g->instance->status, I_COMPLETED);
-    Workflow__V1__Instance *in3 = start(tkey, "{\"n\":1}");
+    Workflow__V1__Instance *in3 = start_boss(tkey, "{\"n\":1}");
     ck_assert(fire_timer(in3->id, get_instance(in3->id)->timers[0]->id));
     ck_assert_int_eq(get_instance(in3->id)->instance->status, I_COMPLETED);
     ck_assert_int_eq(count_of(event_types(in3->id), "TRANSITION_FIRED"), 2); /* step, fin */

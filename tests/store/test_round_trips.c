@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "defcache.h"
+#include "engine_kit.h"
 #include "expr.h"
 #include "net_runtime.h"
 #include "instances.h"
@@ -138,11 +139,7 @@ static void
 deploy(wf_net *net)
 {
     wf_net_ctx c = ctx();
-    wf_net_deploy_in in = {WF_DEF_NET, net, false};
-    wf_net_deployed out;
-    wf_error err;
-    wf_code rc = wf_net_deploy(&c, &in, NULL, &out, &err);
-    ck_assert_msg(rc == WF_OK, "deploy: %s %s", wf_code_reason(rc), err.msg);
+    kit_deploy(&c, net);
 }
 
 /* s -> step (AUTO job "ship") -> e, and s -> paid (MSG "payment" by
@@ -183,14 +180,10 @@ static wf_code
 start(const char *key, const char *aggregate_id, wf_instance_row *in)
 {
     wf_ref_ctx c = ctx().ref;
-    wf_start_spec spec = {.definition_key = key,
-                          .aggregate_type = aggregate_id != NULL ? "order" : NULL,
-                          .aggregate_id = aggregate_id};
+    wf_start_spec spec = kit_order_spec(key, aggregate_id);
     wf_uow_idem i = idem("StartInstance");
-    wf_error err;
-    wf_code rc = wf_instances_start(&c, &spec, &i, in, &err);
-    ck_assert_msg(rc == WF_OK, "start: %s %s", wf_code_reason(rc), err.msg);
-    return rc;
+    *in = kit_start(&c, &spec, &i);
+    return WF_OK;
 }
 
 static wf_net_activated

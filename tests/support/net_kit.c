@@ -276,6 +276,35 @@ start_order(wf_client *c, const char *key, const char *agg_id, const char *vars,
     return r->instance;
 }
 
+Workflow__V1__Instance *
+start_boss(const char *key, const char *vars)
+{
+    wf_client_status st;
+    Workflow__V1__Instance *in = start_v(as("boss"), key, 0, vars, &st);
+    ck_ok(st);
+    return in;
+}
+
+Workflow__V1__CompleteTaskResponse *
+complete_task_as(const char *actor, const char *task_id, const char *vars, wf_client_status *st)
+{
+    Workflow__V1__CompleteTaskRequest req = WORKFLOW__V1__COMPLETE_TASK_REQUEST__INIT;
+    req.task_id = (char *)task_id;
+    req.variables_json = (char *)(vars != NULL ? vars : "");
+    return call(as(actor), "CompleteTask", &req, &workflow__v1__complete_task_response__descriptor,
+                st);
+}
+
+Workflow__V1__Task *
+task_of(const Workflow__V1__GetInstanceResponse *g, const char *transition_id, int status)
+{
+    for (size_t i = 0; i < g->n_tasks; i++)
+        if (strcmp(g->tasks[i]->transition_id, transition_id) == 0 &&
+            (status == 0 || (int)g->tasks[i]->status == status))
+            return g->tasks[i];
+    return NULL;
+}
+
 wf_client *
 as_tenant(const char *tenant, const char *actor)
 {

@@ -107,6 +107,19 @@ Workflow__V1__Instance *start_v(wf_client *c, const char *key, int32_t version, 
 Workflow__V1__Instance *start_order(wf_client *c, const char *key, const char *agg_id,
                                     const char *vars, const char *request_id);
 
+/* StartInstance of key (latest version) with vars (NULL = none) as "boss",
+ * asserting OK. */
+Workflow__V1__Instance *start_boss(const char *key, const char *vars);
+
+/* CompleteTask of task_id with vars (NULL = none) as actor; the response or
+ * NULL with st filled. */
+Workflow__V1__CompleteTaskResponse *complete_task_as(const char *actor, const char *task_id,
+                                                     const char *vars, wf_client_status *st);
+
+/* The task of transition_id with status (0 = any); NULL when none. */
+Workflow__V1__Task *task_of(const Workflow__V1__GetInstanceResponse *g, const char *transition_id,
+                            int status);
+
 /* Tokens in place_id (0 when absent). */
 int marking(const Workflow__V1__GetInstanceResponse *g, const char *place_id);
 

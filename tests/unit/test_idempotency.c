@@ -15,6 +15,7 @@
 #include <check.h>
 
 #include "defcache.h"
+#include "engine_kit.h"
 #include "expr.h"
 #include "net_runtime.h"
 #include "instances.h"
@@ -163,11 +164,7 @@ static void
 deploy(wf_net *net)
 {
     wf_net_ctx c = ctx();
-    wf_net_deploy_in in = {WF_DEF_NET, net, false};
-    wf_net_deployed out;
-    wf_error err;
-    wf_code rc = wf_net_deploy(&c, &in, NULL, &out, &err);
-    ck_assert_msg(rc == WF_OK, "deploy: %s %s", wf_code_reason(rc), err.msg);
+    kit_deploy(&c, net);
 }
 
 /* s -> step (AUTO job "ship") -> e */
@@ -193,35 +190,16 @@ deploy_job_net(void)
 static void
 deploy_msg_net(const char *key, wf_correlation corr)
 {
-    static const wf_place p[] = {{.id = "s", .kind = WF_PLACE_START},
-                                 {.id = "e", .kind = WF_PLACE_END}};
-    wf_transition *t = wf_arena_calloc(arena, 1, sizeof *t);
-    *t = (wf_transition){
-        .id = "paid", .trigger = WF_TRIGGER_MSG, .signal_name = "payment", .correlation = corr};
-    static const wf_arc a[] = {{.source = "s", .target = "paid"},
-                               {.source = "paid", .target = "e"}};
-    wf_net net = {.key = key,
-                  .places = (wf_place *)p,
-                  .n_places = 2,
-                  .transitions = t,
-                  .n_transitions = 1,
-                  .arcs = (wf_arc *)a,
-                  .n_arcs = 2};
-    deploy(&net);
+    wf_net_ctx c = ctx();
+    kit_deploy_msg_net(&c, key, corr);
 }
 
 static wf_instance_row
 start(const char *key, const char *aggregate_id)
 {
     wf_ref_ctx c = ctx().ref;
-    wf_start_spec spec = {.definition_key = key,
-                          .aggregate_type = aggregate_id != NULL ? "order" : NULL,
-                          .aggregate_id = aggregate_id};
-    wf_instance_row in;
-    wf_error err;
-    wf_code rc = wf_instances_start(&c, &spec, NULL, &in, &err);
-    ck_assert_msg(rc == WF_OK, "start: %s %s", wf_code_reason(rc), err.msg);
-    return in;
+    wf_start_spec spec = kit_order_spec(key, aggregate_id);
+    return kit_start(&c, &spec, NULL);
 }
 
 static wf_instance_status

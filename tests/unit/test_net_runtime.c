@@ -17,6 +17,7 @@
 #include <check.h>
 
 #include "defcache.h"
+#include "engine_kit.h"
 #include "expr.h"
 #include "net_runtime.h"
 #include "instances.h"
@@ -105,12 +106,7 @@ static wf_net_deployed
 deploy(const wf_net *net)
 {
     wf_net_ctx c = {.ref = as("dev")};
-    wf_net_deploy_in in = {WF_DEF_NET, net, false};
-    wf_net_deployed out;
-    wf_error err;
-    wf_code rc = wf_net_deploy(&c, &in, NULL, &out, &err);
-    ck_assert_msg(rc == WF_OK, "deploy: %s %s", wf_code_reason(rc), err.msg);
-    return out;
+    return kit_deploy(&c, net);
 }
 
 static wf_instance_row
@@ -118,11 +114,7 @@ start(const char *key, const char *vars)
 {
     wf_ref_ctx c = as("boss");
     wf_start_spec spec = {.definition_key = key, .variables_json = vars};
-    wf_instance_row in;
-    wf_error err;
-    wf_code rc = wf_instances_start(&c, &spec, NULL, &in, &err);
-    ck_assert_msg(rc == WF_OK, "start: %s %s", wf_code_reason(rc), err.msg);
-    return in;
+    return kit_start(&c, &spec, NULL);
 }
 
 static wf_aggregate

@@ -1,0 +1,56 @@
+/*
+ * engine_kit: engine_kit.h.
+ */
+#include "engine_kit.h"
+
+#include <check.h>
+
+wf_net_deployed
+kit_deploy(const wf_net_ctx *c, const wf_net *net)
+{
+    wf_net_deploy_in in = {WF_DEF_NET, net, false};
+    wf_net_deployed out;
+    wf_error err;
+    wf_code rc = wf_net_deploy(c, &in, NULL, &out, &err);
+    ck_assert_msg(rc == WF_OK, "deploy: %s %s", wf_code_reason(rc), err.msg);
+    return out;
+}
+
+void
+kit_deploy_msg_net(const wf_net_ctx *c, const char *key, wf_correlation corr)
+{
+    static const wf_place p[] = {{.id = "s", .kind = WF_PLACE_START},
+                                 {.id = "e", .kind = WF_PLACE_END}};
+    wf_transition *t = wf_arena_calloc(c->ref.arena, 1, sizeof *t);
+    ck_assert_ptr_nonnull(t);
+    *t = (wf_transition){
+        .id = "paid", .trigger = WF_TRIGGER_MSG, .signal_name = "payment", .correlation = corr};
+    static const wf_arc a[] = {{.source = "s", .target = "paid"},
+                               {.source = "paid", .target = "e"}};
+    wf_net net = {.key = key,
+                  .places = (wf_place *)p,
+                  .n_places = 2,
+                  .transitions = t,
+                  .n_transitions = 1,
+                  .arcs = (wf_arc *)a,
+                  .n_arcs = 2};
+    kit_deploy(c, &net);
+}
+
+wf_start_spec
+kit_order_spec(const char *key, const char *aggregate_id)
+{
+    return (wf_start_spec){.definition_key = key,
+                           .aggregate_type = aggregate_id != NULL ? "order" : NULL,
+                           .aggregate_id = aggregate_id};
+}
+
+wf_instance_row
+kit_start(const wf_ref_ctx *c, const wf_start_spec *spec, wf_uow_idem *idem)
+{
+    wf_instance_row in;
+    wf_error err;
+    wf_code rc = wf_instances_start(c, spec, idem, &in, &err);
+    ck_assert_msg(rc == WF_OK, "start: %s %s", wf_code_reason(rc), err.msg);
+    return in;
+}

@@ -1,0 +1,26 @@
+/*
+ * engine_kit: what the unit suites of the engine share, calling it without
+ * a server: deploying nets and starting instances, asserting OK (the
+ * failure message names the reason and the text of the error).
+ */
+#ifndef WF_ENGINE_KIT_H
+#define WF_ENGINE_KIT_H
+
+#include "instances.h"
+#include "net_runtime.h"
+
+/* Deploys net in c's tenant as c's actor, asserting OK. */
+wf_net_deployed kit_deploy(const wf_net_ctx *c, const wf_net *net);
+
+/* Deploys key: s -> paid (MSG "payment", correlation corr) -> e, asserting
+ * OK. The transition lives in c's arena. */
+void kit_deploy_msg_net(const wf_net_ctx *c, const char *key, wf_correlation corr);
+
+/* A start of key, bound to the aggregate ("order", aggregate_id) unless
+ * aggregate_id is NULL. */
+wf_start_spec kit_order_spec(const char *key, const char *aggregate_id);
+
+/* StartInstance of spec in c (idem may be NULL), asserting OK. */
+wf_instance_row kit_start(const wf_ref_ctx *c, const wf_start_spec *spec, wf_uow_idem *idem);
+
+#endif /* WF_ENGINE_KIT_H */
