@@ -135,45 +135,14 @@ idem(const char *method)
         .method = method, .request_id = id, .request_hash = "h", .encode = encode_any};
 }
 
-static void
-deploy(wf_net *net)
-{
-    wf_net_ctx c = ctx();
-    kit_deploy(&c, net);
-}
-
 /* s -> step (AUTO job "ship") -> e, and s -> paid (MSG "payment" by
  * aggregate) -> e */
 static void
 deploy_nets(void)
 {
-    static const wf_place p[] = {{.id = "s", .kind = WF_PLACE_START},
-                                 {.id = "e", .kind = WF_PLACE_END}};
     static wf_transition tj[] = {{.id = "step", .trigger = WF_TRIGGER_AUTO, .job_type = "ship"}};
-    static wf_transition tm[] = {{.id = "paid",
-                                  .trigger = WF_TRIGGER_MSG,
-                                  .signal_name = "payment",
-                                  .correlation = WF_CORRELATION_AGGREGATE}};
-    static const wf_arc aj[] = {{.source = "s", .target = "step"},
-                                {.source = "step", .target = "e"}};
-    static const wf_arc am[] = {{.source = "s", .target = "paid"},
-                                {.source = "paid", .target = "e"}};
-    wf_net jobs = {.key = "jobs",
-                   .places = (wf_place *)p,
-                   .n_places = 2,
-                   .transitions = tj,
-                   .n_transitions = 1,
-                   .arcs = (wf_arc *)aj,
-                   .n_arcs = 2};
-    wf_net msg = {.key = "msg",
-                  .places = (wf_place *)p,
-                  .n_places = 2,
-                  .transitions = tm,
-                  .n_transitions = 1,
-                  .arcs = (wf_arc *)am,
-                  .n_arcs = 2};
-    deploy(&jobs);
-    deploy(&msg);
+    kit_deploy_line(ctx(), "jobs", tj);
+    kit_deploy_msg_net(ctx(), "msg", WF_CORRELATION_AGGREGATE);
 }
 
 static wf_code

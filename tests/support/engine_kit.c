@@ -17,16 +17,11 @@ kit_deploy(const wf_net_ctx *c, const wf_net *net)
 }
 
 void
-kit_deploy_msg_net(const wf_net_ctx *c, const char *key, wf_correlation corr)
+kit_deploy_line(wf_net_ctx c, const char *key, wf_transition *t)
 {
     static const wf_place p[] = {{.id = "s", .kind = WF_PLACE_START},
                                  {.id = "e", .kind = WF_PLACE_END}};
-    wf_transition *t = wf_arena_calloc(c->ref.arena, 1, sizeof *t);
-    ck_assert_ptr_nonnull(t);
-    *t = (wf_transition){
-        .id = "paid", .trigger = WF_TRIGGER_MSG, .signal_name = "payment", .correlation = corr};
-    static const wf_arc a[] = {{.source = "s", .target = "paid"},
-                               {.source = "paid", .target = "e"}};
+    const wf_arc a[] = {{.source = "s", .target = t->id}, {.source = t->id, .target = "e"}};
     wf_net net = {.key = key,
                   .places = (wf_place *)p,
                   .n_places = 2,
@@ -34,7 +29,17 @@ kit_deploy_msg_net(const wf_net_ctx *c, const char *key, wf_correlation corr)
                   .n_transitions = 1,
                   .arcs = (wf_arc *)a,
                   .n_arcs = 2};
-    kit_deploy(c, &net);
+    kit_deploy(&c, &net);
+}
+
+void
+kit_deploy_msg_net(wf_net_ctx c, const char *key, wf_correlation corr)
+{
+    wf_transition *t = wf_arena_calloc(c.ref.arena, 1, sizeof *t);
+    ck_assert_ptr_nonnull(t);
+    *t = (wf_transition){
+        .id = "paid", .trigger = WF_TRIGGER_MSG, .signal_name = "payment", .correlation = corr};
+    kit_deploy_line(c, key, t);
 }
 
 wf_start_spec
@@ -53,4 +58,11 @@ kit_start(const wf_ref_ctx *c, const wf_start_spec *spec, wf_uow_idem *idem)
     wf_code rc = wf_instances_start(c, spec, idem, &in, &err);
     ck_assert_msg(rc == WF_OK, "start: %s %s", wf_code_reason(rc), err.msg);
     return in;
+}
+
+wf_instance_row
+kit_start_order(wf_net_ctx c, const char *key, const char *aggregate_id)
+{
+    wf_start_spec spec = kit_order_spec(key, aggregate_id);
+    return kit_start(&c.ref, &spec, NULL);
 }

@@ -12,9 +12,12 @@
 /* Deploys net in c's tenant as c's actor, asserting OK. */
 wf_net_deployed kit_deploy(const wf_net_ctx *c, const wf_net *net);
 
-/* Deploys key: s -> paid (MSG "payment", correlation corr) -> e, asserting
- * OK. The transition lives in c's arena. */
-void kit_deploy_msg_net(const wf_net_ctx *c, const char *key, wf_correlation corr);
+/* Deploys key: s -> t -> e in c, asserting OK. */
+void kit_deploy_line(wf_net_ctx c, const char *key, wf_transition *t);
+
+/* Deploys key: s -> paid (MSG "payment", correlation corr) -> e in c,
+ * asserting OK. The transition lives in c's arena. */
+void kit_deploy_msg_net(wf_net_ctx c, const char *key, wf_correlation corr);
 
 /* A start of key, bound to the aggregate ("order", aggregate_id) unless
  * aggregate_id is NULL. */
@@ -22,5 +25,8 @@ wf_start_spec kit_order_spec(const char *key, const char *aggregate_id);
 
 /* StartInstance of spec in c (idem may be NULL), asserting OK. */
 wf_instance_row kit_start(const wf_ref_ctx *c, const wf_start_spec *spec, wf_uow_idem *idem);
+
+/* StartInstance of kit_order_spec(key, aggregate_id) in c, asserting OK. */
+wf_instance_row kit_start_order(wf_net_ctx c, const char *key, const char *aggregate_id);
 
 #endif /* WF_ENGINE_KIT_H */

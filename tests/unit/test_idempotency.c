@@ -160,46 +160,12 @@ response_text(const wf_uow_idem *i)
 
 /* ---- nets ------------------------------------------------------------------------------ */
 
-static void
-deploy(wf_net *net)
-{
-    wf_net_ctx c = ctx();
-    kit_deploy(&c, net);
-}
-
 /* s -> step (AUTO job "ship") -> e */
 static void
 deploy_job_net(void)
 {
-    static const wf_place p[] = {{.id = "s", .kind = WF_PLACE_START},
-                                 {.id = "e", .kind = WF_PLACE_END}};
     static wf_transition t[] = {{.id = "step", .trigger = WF_TRIGGER_AUTO, .job_type = "ship"}};
-    static const wf_arc a[] = {{.source = "s", .target = "step"},
-                               {.source = "step", .target = "e"}};
-    wf_net net = {.key = "jobs",
-                  .places = (wf_place *)p,
-                  .n_places = 2,
-                  .transitions = t,
-                  .n_transitions = 1,
-                  .arcs = (wf_arc *)a,
-                  .n_arcs = 2};
-    deploy(&net);
-}
-
-/* s -> paid (MSG "payment", correlation corr) -> e */
-static void
-deploy_msg_net(const char *key, wf_correlation corr)
-{
-    wf_net_ctx c = ctx();
-    kit_deploy_msg_net(&c, key, corr);
-}
-
-static wf_instance_row
-start(const char *key, const char *aggregate_id)
-{
-    wf_ref_ctx c = ctx().ref;
-    wf_start_spec spec = kit_order_spec(key, aggregate_id);
-    return kit_start(&c, &spec, NULL);
+    kit_deploy_line(ctx(), "jobs", t);
 }
 
 static wf_instance_status
@@ -230,7 +196,7 @@ jobs_in_state(const char *root, wf_job_state state)
 START_TEST(test_activation_lost_with_its_record_leases_nothing)
 {
     deploy_job_net();
-    wf_instance_row in = start("jobs", NULL);
+    wf_instance_row in = kit_start_order(ctx(), "jobs", NULL);
     wf_net_ctx c = ctx();
     wf_net_activation a = {.job_type = "ship", .worker = "w", .max_jobs = 1, .lease_ms = 60000};
     wf_net_activated got;
@@ -268,8 +234,8 @@ END_TEST
 
 START_TEST(test_signal_lost_with_its_record_delivers_nothing)
 {
-    deploy_msg_net("pay", WF_CORRELATION_INSTANCE);
-    wf_instance_row in = start("pay", NULL);
+    kit_deploy_msg_net(ctx(), "pay", WF_CORRELATION_INSTANCE);
+    wf_instance_row in = kit_start_order(ctx(), "pay", NULL);
     wf_net_ctx c = ctx();
     wf_sig_send_in s = {.name = "payment", .instance_id = in.id};
     wf_sig_send_out out;
@@ -328,9 +294,9 @@ END_TEST
 
 START_TEST(test_aggregate_signal_records_with_every_root)
 {
-    deploy_msg_net("agg", WF_CORRELATION_AGGREGATE);
-    wf_instance_row a = start("agg", "A-1");
-    wf_instance_row b = start("agg", "A-1");
+    kit_deploy_msg_net(ctx(), "agg", WF_CORRELATION_AGGREGATE);
+    wf_instance_row a = kit_start_order(ctx(), "agg", "A-1");
+    wf_instance_row b = kit_start_order(ctx(), "agg", "A-1");
     wf_net_ctx c = ctx();
     wf_sig_send_in s = {
         .name = "payment", .aggregate_type = "order", .aggregate_id = "A-1", .has_aggregate = true};
@@ -361,8 +327,8 @@ START_TEST(test_aggregate_signal_records_with_every_root)
     ck_assert_int_eq(status_of(b.id), WF_INSTANCE_RUNNING);
 
     /* Two roots, both recorded: one record, amended by the second. */
-    wf_instance_row x = start("agg", "A-2");
-    wf_instance_row y = start("agg", "A-2");
+    wf_instance_row x = kit_start_order(ctx(), "agg", "A-2");
+    wf_instance_row y = kit_start_order(ctx(), "agg", "A-2");
     s.aggregate_id = "A-2";
     records_written = 0;
     wf_uow_idem i4 = idem("SendSignal", "sig-b", encode_send);

@@ -48,22 +48,6 @@ ctx(void)
     return (wf_net_ctx){.ref = {.store = st, .tenant = "default", .actor = "t", .arena = arena}};
 }
 
-/* s -> paid (MSG "payment", correlation corr) -> e */
-static void
-deploy_msg_net(const char *key, wf_correlation corr)
-{
-    wf_net_ctx c = ctx();
-    kit_deploy_msg_net(&c, key, corr);
-}
-
-static wf_instance_row
-start(const char *key, const char *aggregate_id)
-{
-    wf_ref_ctx c = ctx().ref;
-    wf_start_spec spec = kit_order_spec(key, aggregate_id);
-    return kit_start(&c, &spec, NULL);
-}
-
 static wf_instance_row
 instance(const char *id)
 {
@@ -106,8 +90,8 @@ buffered_for(const wf_instance_row *in)
 
 START_TEST(test_signal_to_a_waiting_instance_fires_and_merges)
 {
-    deploy_msg_net("pay", WF_CORRELATION_INSTANCE);
-    wf_instance_row in = start("pay", NULL);
+    kit_deploy_msg_net(ctx(), "pay", WF_CORRELATION_INSTANCE);
+    wf_instance_row in = kit_start_order(ctx(), "pay", NULL);
     wf_sig_send_out out;
     wf_error err;
     ck_assert_int_eq(send("payment", in.id, NULL, "{\"amount\": 5}", NULL, 0, &out, &err), WF_OK);
@@ -122,8 +106,8 @@ END_TEST
 
 START_TEST(test_unawaited_signal_is_buffered_or_dropped)
 {
-    deploy_msg_net("pay2", WF_CORRELATION_INSTANCE);
-    wf_instance_row in = start("pay2", NULL);
+    kit_deploy_msg_net(ctx(), "pay2", WF_CORRELATION_INSTANCE);
+    wf_instance_row in = kit_start_order(ctx(), "pay2", NULL);
     wf_sig_send_out out;
     wf_error err;
     /* A name the instance does not wait for: no ttl drops it ... */
@@ -141,14 +125,14 @@ END_TEST
 
 START_TEST(test_buffered_aggregate_signal_is_consumed_when_an_instance_waits)
 {
-    deploy_msg_net("agg", WF_CORRELATION_AGGREGATE);
+    kit_deploy_msg_net(ctx(), "agg", WF_CORRELATION_AGGREGATE);
     wf_sig_send_out out;
     wf_error err;
     ck_assert_int_eq(send("payment", NULL, "A-1", "{\"paid\": true}", NULL, 60000, &out, &err),
                      WF_OK);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_BUFFERED);
     /* The instance's MSG wait consumes it as it is enabled, at start. */
-    wf_instance_row in = start("agg", "A-1");
+    wf_instance_row in = kit_start_order(ctx(), "agg", "A-1");
     wf_instance_row after = instance(in.id);
     ck_assert_int_eq(after.status, WF_INSTANCE_COMPLETED);
     ck_assert_ptr_nonnull(strstr(after.variables_json, "\"paid\""));
@@ -158,8 +142,8 @@ END_TEST
 
 START_TEST(test_a_signal_id_seen_before_is_duplicate)
 {
-    deploy_msg_net("dup", WF_CORRELATION_INSTANCE);
-    wf_instance_row in = start("dup", NULL);
+    kit_deploy_msg_net(ctx(), "dup", WF_CORRELATION_INSTANCE);
+    wf_instance_row in = kit_start_order(ctx(), "dup", NULL);
     wf_sig_send_out out;
     wf_error err;
     ck_assert_int_eq(send("payment", in.id, NULL, NULL, "sig-1", 0, &out, &err), WF_OK);
@@ -171,8 +155,8 @@ END_TEST
 
 START_TEST(test_an_ended_instance_drops_signals_and_refuses_variables)
 {
-    deploy_msg_net("end", WF_CORRELATION_INSTANCE);
-    wf_instance_row in = start("end", NULL);
+    kit_deploy_msg_net(ctx(), "end", WF_CORRELATION_INSTANCE);
+    wf_instance_row in = kit_start_order(ctx(), "end", NULL);
     wf_sig_send_out out;
     wf_error err;
     ck_assert_int_eq(send("payment", in.id, NULL, NULL, NULL, 0, &out, &err), WF_OK);
@@ -189,8 +173,8 @@ END_TEST
 
 START_TEST(test_bad_requests_fail_and_change_nothing)
 {
-    deploy_msg_net("bad", WF_CORRELATION_INSTANCE);
-    wf_instance_row in = start("bad", NULL);
+    kit_deploy_msg_net(ctx(), "bad", WF_CORRELATION_INSTANCE);
+    wf_instance_row in = kit_start_order(ctx(), "bad", NULL);
     wf_sig_send_out out;
     wf_error err;
     ck_assert_int_eq(send("", in.id, NULL, NULL, NULL, 0, &out, &err), WF_E_INVALID_ARGUMENT);
