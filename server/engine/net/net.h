@@ -249,8 +249,8 @@ typedef struct wf_validation_error {
 wf_code wf_net_validate(const wf_net *net, wf_arena *a, wf_validation_error **errors,
                         size_t *n_errors, wf_error *err);
 
-/* Findings being collected (internal to the engine: net_validate.c,
- * net_steps.c): an arena-backed array that grows; oom is sticky. */
+/* Findings being collected (net_validate.c, net_steps.c and the deploy
+ * checks of the runtime): an arena-backed array that grows; oom is sticky. */
 typedef struct wf_findings {
     wf_arena *a;
     wf_validation_error *v;
@@ -261,6 +261,9 @@ typedef struct wf_findings {
 /* Appends one finding (message from fmt and ap, cut to 300 bytes). */
 void wf_net__vfinding(wf_findings *f, wf_severity sev, const char *code, const char *path,
                       const char *fmt, va_list ap);
+/* The same with the arguments of fmt; code is a static string. */
+void wf_findings_add(wf_findings *f, wf_severity sev, const char *code, const char *path,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* True when some finding has ERROR severity. */
 bool wf_net_has_errors(const wf_validation_error *errors, size_t n_errors);

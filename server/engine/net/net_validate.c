@@ -69,6 +69,16 @@ wf_net__vfinding(wf_findings *f, wf_severity sev, const char *code, const char *
         f->n++;
 }
 
+void
+wf_findings_add(wf_findings *f, wf_severity sev, const char *code, const char *path,
+                const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    wf_net__vfinding(f, sev, code, path, fmt, ap);
+    va_end(ap);
+}
+
 static void
 add(vctx *c, wf_severity sev, const char *code, const char *path, const char *fmt, ...)
 {

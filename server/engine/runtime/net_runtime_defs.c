@@ -55,92 +55,52 @@ invalid(const wf_net_ctx *ctx, const char *field, const char *msg, wf_error *err
 
 /* ---- findings of what net_validate.c does not check --------------------------------------- */
 
-typedef struct findings {
-    wf_arena *a;
-    wf_validation_error *v;
-    size_t n, cap;
-    bool oom;
-} findings;
-
-static void add(findings *f, const char *code, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void
-add(findings *f, const char *code, const char *path, const char *fmt, ...)
-{
-    if (f->oom)
-        return;
-    if (f->n == f->cap) {
-        size_t cap = f->cap ? f->cap * 2 : 8;
-        wf_validation_error *v = wf_arena_alloc(f->a, cap * sizeof *v);
-        if (v == NULL) {
-            f->oom = true;
-            return;
-        }
-        if (f->n > 0)
-            memcpy(v, f->v, f->n * sizeof *v);
-        f->v = v;
-        f->cap = cap;
-    }
-    char msg[300];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    wf_validation_error *e = &f->v[f->n];
-    e->code = code;
-    e->path = wf_arena_strdup(f->a, path);
-    e->message = wf_arena_strdup(f->a, msg);
-    e->severity = WF_SEVERITY_ERROR;
-    if (e->path == NULL || e->message == NULL)
-        f->oom = true;
-    else
-        f->n++;
-}
-
 /* Appends findings made elsewhere (net_validate.c, net_steps.c). */
 static void
-append(findings *f, const wf_validation_error *v, size_t n)
+append(wf_findings *f, const wf_validation_error *v, size_t n)
 {
-    for (size_t i = 0; i < n && !f->oom; i++) {
-        add(f, v[i].code, v[i].path, "%s", v[i].message);
-        if (!f->oom)
-            f->v[f->n - 1].severity = v[i].severity;
-    }
+    for (size_t i = 0; i < n && !f->oom; i++)
+        wf_findings_add(f, v[i].severity, v[i].code, v[i].path, "%s", v[i].message);
 }
 
 static void
-check_key(findings *f, const char *key)
+check_key(wf_findings *f, const char *key)
 {
     size_t n = key != NULL ? strlen(key) : 0;
     if (n == 0) {
-        add(f, "REQUIRED", "key", "definition key is required");
+        wf_findings_add(f, WF_SEVERITY_ERROR, "REQUIRED", "key", "definition key is required");
         return;
     }
     bool ok = n <= WF_NET_MAX_ID_LEN;
     for (size_t i = 0; ok && i < n; i++)
         ok = (unsigned char)key[i] > 0x20 && (unsigned char)key[i] < 0x7f;
     if (!ok)
-        add(f, "INVALID_VALUE", "key", "definition key must be 1-%d printable bytes without spaces",
-            WF_NET_MAX_ID_LEN);
+        wf_findings_add(f, WF_SEVERITY_ERROR, "INVALID_VALUE", "key",
+                        "definition key must be 1-%d printable bytes without spaces",
+                        WF_NET_MAX_ID_LEN);
 }
 
 /* An AD_HOC definition: a key, optional name, description and validity
  * window, and no net. */
 static void
-check_adhoc(findings *f, const wf_net *net)
+check_adhoc(wf_findings *f, const wf_net *net)
 {
     check_key(f, net->key);
     if (net->n_places > 0)
-        add(f, "INVALID_VALUE", "places", "an AD_HOC definition has no places");
+        wf_findings_add(f, WF_SEVERITY_ERROR, "INVALID_VALUE", "places",
+                        "an AD_HOC definition has no places");
     if (net->n_transitions > 0)
-        add(f, "INVALID_VALUE", "transitions", "an AD_HOC definition has no transitions");
+        wf_findings_add(f, WF_SEVERITY_ERROR, "INVALID_VALUE", "transitions",
+                        "an AD_HOC definition has no transitions");
     if (net->n_arcs > 0)
-        add(f, "INVALID_VALUE", "arcs", "an AD_HOC definition has no arcs");
+        wf_findings_add(f, WF_SEVERITY_ERROR, "INVALID_VALUE", "arcs",
+                        "an AD_HOC definition has no arcs");
     if (net->termination != WF_TERMINATION_UNSET)
-        add(f, "INVALID_VALUE", "termination", "an AD_HOC definition has no termination rule");
+        wf_findings_add(f, WF_SEVERITY_ERROR, "INVALID_VALUE", "termination",
+                        "an AD_HOC definition has no termination rule");
     if (net->valid_from != 0 && net->valid_until != 0 && net->valid_until <= net->valid_from)
-        add(f, "INVALID_VALUE", "valid_until", "valid_until must be after valid_from");
+        wf_findings_add(f, WF_SEVERITY_ERROR, "INVALID_VALUE", "valid_until",
+                        "valid_until must be after valid_from");
 }
 
 /* Validates in; a STEPS definition is compiled too (*compiled, NULL when
@@ -149,13 +109,14 @@ static wf_code
 validate(const wf_net_ctx *ctx, const wf_net_deploy_in *in, wf_validation_error **out, size_t *n,
          wf_net **compiled, wf_error *err)
 {
-    findings f = {.a = ctx->ref.arena};
+    wf_findings f = {.a = ctx->ref.arena};
     static const wf_net none = {0};
     const wf_net *net = in->net != NULL ? in->net : &none;
     *compiled = NULL;
     if (in->kind != WF_DEF_STEPS && net->n_steps > 0) {
         /* Only a step list has steps; the rest is checked as usual. */
-        add(&f, "INVALID_VALUE", "steps", "only a STEPS definition has steps");
+        wf_findings_add(&f, WF_SEVERITY_ERROR, "INVALID_VALUE", "steps",
+                        "only a STEPS definition has steps");
         if (f.oom)
             return wf_error_nomem(err);
     }
@@ -183,9 +144,11 @@ validate(const wf_net_ctx *ctx, const wf_net_deploy_in *in, wf_validation_error 
         break;
     default:
         if ((int)in->kind == 0)
-            add(&f, "REQUIRED", "kind", "definition kind is required (AD_HOC, NET or STEPS)");
+            wf_findings_add(&f, WF_SEVERITY_ERROR, "REQUIRED", "kind",
+                            "definition kind is required (AD_HOC, NET or STEPS)");
         else
-            add(&f, "INVALID_VALUE", "kind", "definition kind %d is not known", (int)in->kind);
+            wf_findings_add(&f, WF_SEVERITY_ERROR, "INVALID_VALUE", "kind",
+                            "definition kind %d is not known", (int)in->kind);
         check_key(&f, net->key);
         break;
     }
