@@ -50,7 +50,7 @@
 #include <time.h>
 
 #include "defcache.h"
-#include "engine_json.h"
+#include "vars.h"
 #include "expr.h"
 #include "ids.h"
 #include "wf_id.h"
@@ -668,7 +668,7 @@ wf_runtime__fire_goto(net_work *w, const char *work_item_id, const char *patch_j
     const char *vars = in->variables_json;
     wf_code rc;
     if (patch_json != NULL) {
-        rc = wf_engine_json_merge(w->rw.arena, in->variables_json, patch_json, &vars, err);
+        rc = wf_vars_merge(w->rw.arena, in->variables_json, patch_json, &vars, err);
         if (rc != WF_OK)
             return rc;
         in->variables_json = (char *)vars;

@@ -1,16 +1,17 @@
 /*
  * net_runtime_int.h: what the files of the runtime share and nobody else
- * uses.
+ * uses: the working set of a net unit of work and the wf_runtime__
+ * functions one file of the runtime defines and another calls.
  *
  * The working set of a net unit of work extends the working set of the
  * base module (work.h: instances, tasks, events) with the net's own rows:
  * tokens and work items of the net instance, and the jobs, timers and
  * subscriptions of the whole aggregate. Each row carries flags: NEW (not
  * in the store yet), DIRTY (changed) and GONE (to delete). At the end a
- * row NEW and GONE is never written, a GONE row is deleted, and a NEW or
- * DIRTY row is upserted, once, whatever happened to it in between. A work
- * item that ends is GONE from the working set but KEEP: it is upserted
- * with its end state, as history (wf_runtime__end_item).
+ * GONE row is deleted (not written at all when it is also NEW), and a NEW
+ * or DIRTY row is upserted, once, whatever happened to it in between. A
+ * work item that ends is GONE from the working set but KEEP: it is
+ * upserted with its end state, as history (wf_runtime__end_item).
  */
 #ifndef WF_NET_RUNTIME_INT_H
 #define WF_NET_RUNTIME_INT_H
@@ -117,25 +118,22 @@ wf_code wf_runtime__fail_instance(net_work *w, const char *message, wf_error *er
 wf_code wf_runtime__fail_instance_data(net_work *w, const char *message, struct json_t *data,
                                        wf_error *err);
 
-/* Codes of a refused TIME or MSG firing (no arc matched, a guard or
- * expression failed or hit its limit): the instance gets an incident
- * instead of the caller an error. */
+/* Codes of a firing the net refused (no arc matched, a guard or
+ * expression failed or hit its limit): a TIME or MSG firing, or a
+ * CompleteJob's, gives the instance an incident instead of the caller an
+ * error; RetryInstance refused again answers the code. */
 bool wf_runtime__incident_code(wf_code rc);
 
 /* Writes everything with one wf_tx_apply. */
 wf_code wf_runtime__write(net_work *w, wf_error *err);
-
-/* The definition row of key at version inside tx, and its net. */
-wf_code wf_runtime__definition(wf_tx *tx, wf_arena *arena, const char *key, int32_t version,
-                               wf_definition_row *row, const wf_net **net, wf_error *err);
 
 /* Adds a job type to wake after the commit (once). WF_NW_WAKE_TIMERS
  * (no job type is empty) stands for "a timer was created". */
 wf_code wf_runtime__add_wake(net_work *w, const char *job_type, wf_error *err);
 #define WF_NW_WAKE_TIMERS ""
 
-/* Copies the job types of w->wake into the arena-backed list (*types, *n)
- * that outlives the attempt, replacing what it held. */
+/* Sets (*types, *n), replacing what they held, to the job types of
+ * w->wake: they live in the call's arena, so they outlive the attempt. */
 void wf_runtime__keep_wake(const net_work *w, const char ***types, size_t *n);
 
 /* Calls ctx->wake for "events" and every "jobs:<type>" (and "timers" for
@@ -158,7 +156,7 @@ wf_code wf_runtime__apply_diff(net_work *w, const wf_net_diff *d, const char *va
  * token; 0 when none. */
 int64_t wf_runtime__competing_due(const net_work *w, const wf_work_item_row *row);
 
-/* Fires live work item wi of the net instance, merging patch_json (NULL =
+/* Fires live work item work_item_id of the net instance, merging patch_json (NULL =
  * nothing) into the instance's variables first, and applies the step's
  * diff: tokens, work items with their tasks, jobs, timers and
  * subscriptions, events, termination. Errors of the net engine
@@ -190,10 +188,6 @@ void wf_runtime__count_tasks(const wf_work *rw, const char *item_id, wf_ref_coun
 
 /* ---- sagas (net_runtime_saga.c) -------------------------------------------- */
 
-/* The net instance has completed transitions with a compensation_job_type
- * not compensated yet. */
-bool wf_runtime__saga_has_steps(const net_work *w);
-
 /* Starts compensating when there are steps (*started): the forward work is
  * abandoned, COMPENSATING, COMPENSATION_STARTED (cause in its data) and
  * the first compensation job. Else changes nothing. */
@@ -209,18 +203,20 @@ wf_code wf_runtime__saga_job_failed(net_work *w, size_t ji, const char *message,
 
 /* ---- signal consumption (signals_consume.c) -------------------------------------- *
  *
- * The hooks net_runtime.c calls so that a MSG work item consumes a
- * buffered signal when it is enabled, and an instance that ends discards
- * the signals buffered for it.
+ * The hooks the firing (net_runtime.c) calls so that a MSG work item
+ * consumes a buffered signal when it is enabled, and an instance that
+ * ends discards the signals buffered for it (CompleteAndEnd too); the
+ * second look at the buffer of RetryInstance (net_runtime_saga.c); and
+ * the firing of a signal, which SendSignal (signals.c) shares.
  *
  * Consumption happens inside apply_created (the MSG branch): the signal
  * row is taken (wf_tx_consume_signal, SKIP LOCKED) and the firing is
- * queued. The queue is drained by the apply_diff that created the item,
- * after all of that step's items exist, so the firing sees the whole
- * marking; nested steps keep their own part of the queue (a stack in
- * the working set, net_work.sig_top, marked on entry to apply_diff and
- * always cut back to the mark on exit). A queued item withdrawn before it fires puts its signal
- * back in the buffer.
+ * queued. The queue is drained by the wf_runtime__apply_diff that created
+ * the item, after all of that step's items exist, so the firing sees the
+ * whole marking; nested steps keep their own part of the queue (a stack
+ * in the working set, net_work.sig_top, marked before the step's items
+ * are created and always cut back to the mark after). A queued item
+ * withdrawn before it fires puts its signal back in the buffer.
  */
 
 /* Fires MSG work item item_id of transition trans with a signal's payload

@@ -170,9 +170,11 @@ wf_runtime__load(net_work *w, wf_error *err)
     return rc;
 }
 
-wf_code
-wf_runtime__definition(wf_tx *tx, wf_arena *arena, const char *key, int32_t version,
-                       wf_definition_row *row, const wf_net **net, wf_error *err)
+/* The definition row of key at version inside tx, and its net (NULL when
+ * the definition does not run a net). */
+static wf_code
+load_definition(wf_tx *tx, wf_arena *arena, const char *key, int32_t version,
+                wf_definition_row *row, const wf_net **net, wf_error *err)
 {
     bool found = false;
     wf_code rc = wf_tx_get_definition(tx, key, version, row, &found, err);
@@ -208,8 +210,8 @@ wf_runtime__open(net_work *w, const wf_ref_ctx *ctx, wf_tx *tx, const char *inst
                             instance_id);
     const wf_instance_row *in = &w->rw.insts[w->inst];
     wf_definition_row def;
-    rc = wf_runtime__definition(tx, ctx->arena, in->definition_key, in->definition_version, &def,
-                                &w->net, err);
+    rc = load_definition(tx, ctx->arena, in->definition_key, in->definition_version, &def, &w->net,
+                         err);
     if (rc != WF_OK)
         return rc;
     return wf_runtime__load(w, err);

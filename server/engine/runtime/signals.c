@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine_json.h"
+#include "vars.h"
 #include "wf_id.h"
 #include "wf_time.h"
 
@@ -407,7 +407,7 @@ delivery_event(const wf_net_ctx *ctx, const char *type, json_t *data, int64_t at
         .actor = (char *)ctx->ref.actor,
         .time = at,
     };
-    ev->data_json = data != NULL ? wf_engine_json_dump(ctx->ref.arena, data) : NULL;
+    ev->data_json = data != NULL ? wf_vars_dump(ctx->ref.arena, data) : NULL;
     json_decref(data);
     return ev->data_json != NULL ? WF_OK : wf_error_nomem(err);
 }
@@ -703,7 +703,7 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
     const char *payload = NULL;
     wf_code rc = check_send(rc_, in, err);
     if (rc == WF_OK) {
-        rc = wf_engine_json_object(rc_->arena, in->payload_json, "payload_json", &payload, err);
+        rc = wf_vars_object(rc_->arena, in->payload_json, "payload_json", &payload, err);
         if (rc != WF_OK && rc_->violation != NULL)
             rc_->violation(rc_->violation_arg, "payload_json", NULL, "must be a JSON object");
     }

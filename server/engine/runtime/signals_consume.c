@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine_json.h"
+#include "vars.h"
 
 static bool
 same(const char *a, const char *b)
@@ -106,7 +106,7 @@ wf_runtime__fire_signal(net_work *w, const char *name, const char *item_id, cons
     wf_instance_row *in = &w->rw.insts[w->inst];
     if (payload != NULL) {
         const char *vars;
-        rc = wf_engine_json_merge(w->rw.arena, in->variables_json, payload, &vars, err);
+        rc = wf_vars_merge(w->rw.arena, in->variables_json, payload, &vars, err);
         if (rc != WF_OK)
             return rc;
         in->variables_json = (char *)vars;

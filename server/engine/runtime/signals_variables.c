@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "engine_json.h"
+#include "vars.h"
 
 static bool
 unset(const char *s)
@@ -53,7 +53,7 @@ vars_body(wf_tx *tx, void *arg, wf_error *err)
     if (ended(in->status))
         return wf_error_set(err, WF_E_INSTANCE_NOT_RUNNING, "instance \"%s\" has ended", in->id);
     const char *vars;
-    rc = wf_engine_json_merge(w.rw.arena, in->variables_json, op->patch, &vars, err);
+    rc = wf_vars_merge(w.rw.arena, in->variables_json, op->patch, &vars, err);
     if (rc != WF_OK)
         return rc;
     in->variables_json = (char *)vars;
@@ -88,7 +88,7 @@ wf_sig_set_variables(const wf_net_ctx *ctx, const char *instance_id, const char 
     if (unset(variables_json))
         return violation(r, WF_E_INVALID_ARGUMENT, "variables_json", "is required", err);
     const char *patch = NULL;
-    wf_code rc = wf_engine_json_object(r->arena, variables_json, "variables_json", &patch, err);
+    wf_code rc = wf_vars_object(r->arena, variables_json, "variables_json", &patch, err);
     if (rc != WF_OK) {
         if (r->violation != NULL)
             r->violation(r->violation_arg, "variables_json", NULL, "must be a JSON object");
