@@ -1,7 +1,7 @@
 /*
  * app: the long-lived service of handler.h: readiness, the store and the
  * directory, commit notifications and wake-ups, the pool gauges, and the
- * helpers every handler shares (protobuf allocator, violations).
+ * functions every handler shares (protobuf allocator, violations).
  */
 #include <stdio.h>
 #include <string.h>
