@@ -473,6 +473,8 @@ wf_runtime__write(net_work *w, wf_error *err)
     return wf_tx_apply(w->tx, &c, err);
 }
 
+/* ---- lookups -------------------------------------------------------------------------- */
+
 const wf_transition *
 wf_runtime__transition_of(const net_work *w, const char *id)
 {
