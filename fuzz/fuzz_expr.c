@@ -1,6 +1,6 @@
 /*
  * fuzz_expr: jq expressions over variables (expr.h) and the engine's JSON
- * object handling (engine_json.h, wf_net_merge_variables).
+ * object handling (vars.h, wf_net_merge_variables).
  *
  * Input: EXPRESSION NUL VARIABLES [NUL PATCH]. The expression is cut at
  * MAX_EXPR bytes and the two JSON documents at MAX_VARS bytes each: expr.h
@@ -10,14 +10,14 @@
  * the variables are {}.
  *
  *   - wf_expr_compile, then wf_expr_eval_bool, _strings and _time on the
- *     variables when wf_engine_json_object accepts them (the engine never
+ *     variables when wf_vars_object accepts them (the engine never
  *     evaluates anything else) and the program is within the harness caps
  *     for libjq's unbounded evaluation (fuzz_jq.h); libjq's own compile leak is exempt (known
  *     finding K2 in README.md), and INVALID_JSON from an evaluation is
  *     known finding K3;
- *   - wf_engine_json_object on the variables, and again on its output
+ *   - wf_vars_object on the variables, and again on its output
  *     (the compact text of an object is an object);
- *   - wf_engine_json_merge and wf_net_merge_variables of VARIABLES and
+ *   - wf_vars_merge and wf_net_merge_variables of VARIABLES and
  *     PATCH (PATCH defaults to VARIABLES): both must accept or refuse the
  *     same inputs, and a merge result must be an object;
  *   - wf_expr_parse_rfc3339 on the expression text.
@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_json.h"
+#include "vars.h"
 #include "expr.h"
 #include "fuzz_app.h"
 #include "fuzz_jq.h"
@@ -64,7 +64,7 @@ check(wf_code rc, const wf_error *err, const char *what)
 }
 
 /* An evaluation over variables the engine accepted. INVALID_JSON there is
- * known finding K3 (README.md): jansson (engine_json) accepts objects
+ * known finding K3 (README.md): jansson (vars.c) accepts objects
  * nested up to 2048 deep, libjq 1.6 parses at most 256 levels, so every
  * guard, ids_expression and due_expression over such variables fails. */
 static void
@@ -77,7 +77,7 @@ check_eval(wf_code rc, const wf_error *err, const char *what)
         if (fuzz_strict())
             fuzz_fail("%s: variables the engine accepted are not valid JSON to libjq", what);
         fuzz_known("K3", "wf_expr_eval_*",
-                   "INVALID_JSON for variables wf_engine_json_object accepted (nested deeper "
+                   "INVALID_JSON for variables wf_vars_object accepted (nested deeper "
                    "than libjq's 256 levels?)");
     }
 }
@@ -101,33 +101,33 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int64_t us;
     (void)wf_expr_parse_rfc3339(expr, &us);
 
-    /* engine_json */
+    /* vars.c */
     const char *norm = NULL;
-    wf_code rc = wf_engine_json_object(a, v, "variables_json", &norm, &err);
-    check(rc, &err, "wf_engine_json_object");
+    wf_code rc = wf_vars_object(a, v, "variables_json", &norm, &err);
+    check(rc, &err, "wf_vars_object");
     if (fuzz_debug())
         fprintf(stderr, "fuzz: variables %s %s\n", wf_code_reason(rc), err.msg);
     if (rc == WF_OK) {
         const char *norm2 = NULL;
-        if (wf_engine_json_object(a, norm, "variables_json", &norm2, &err) != WF_OK)
+        if (wf_vars_object(a, norm, "variables_json", &norm2, &err) != WF_OK)
             fuzz_fail("the normalised variables are not an object: %s", norm);
         if (strcmp(norm, norm2) != 0)
             fuzz_fail("normalising is not stable: %s vs %s", norm, norm2);
     }
     const char *merged = NULL;
     char *merged2 = NULL;
-    wf_code m1 = wf_engine_json_merge(a, v, p, &merged, &err);
-    check(m1, &err, "wf_engine_json_merge");
+    wf_code m1 = wf_vars_merge(a, v, p, &merged, &err);
+    check(m1, &err, "wf_vars_merge");
     wf_code m2 = wf_net_merge_variables(v, p, a, &merged2, &err);
     check(m2, &err, "wf_net_merge_variables");
     if ((m1 == WF_OK) != (m2 == WF_OK))
-        fuzz_fail("the two merges disagree: engine_json %s, net %s", wf_code_reason(m1),
+        fuzz_fail("the two merges disagree: vars %s, net %s", wf_code_reason(m1),
                   wf_code_reason(m2));
-    if (m1 == WF_OK && wf_engine_json_object(a, merged, "merged", NULL, &err) != WF_OK)
+    if (m1 == WF_OK && wf_vars_object(a, merged, "merged", NULL, &err) != WF_OK)
         fuzz_fail("a merge result is not an object: %s", merged);
 
     /* expressions: evaluated, like the engine does, only over variables
-     * wf_engine_json_object accepted (rc above). libjq 1.6 leaks in
+     * wf_vars_object accepted (rc above). libjq 1.6 leaks in
      * jv_parse_sized on some malformed text; the engine never hands it
      * text that jansson refused. */
     wf_code accepted = rc;

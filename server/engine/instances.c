@@ -5,7 +5,7 @@
  */
 #include "instances.h"
 
-#include "engine_json.h"
+#include "vars.h"
 #include "uow.h"
 
 typedef struct start_op {
@@ -39,7 +39,7 @@ static wf_code
 locate(const wf_ref_ctx *ctx, const char *task_id, const char *variables_json, const char **patch,
        wf_ref_task_at *at, wf_error *err)
 {
-    wf_code rc = wf_engine_json_object(ctx->arena, variables_json, "variables_json", patch, err);
+    wf_code rc = wf_vars_object(ctx->arena, variables_json, "variables_json", patch, err);
     if (rc == WF_OK)
         rc = wf_referral_locate_task(ctx, task_id, at, err);
     return rc;
@@ -85,7 +85,7 @@ wf_instances_cancel(const wf_net_ctx *ctx, const char *instance_id, const char *
     if (compensate)
         rc = wf_net_cancel_compensate(ctx, instance_id, reason, idem, out, &compensating, err);
     if (rc == WF_OK && !compensating)
-        rc = wf_referral_cancel(&ctx->ref, instance_id, reason, false, idem, out, err);
+        rc = wf_referral_cancel(&ctx->ref, instance_id, reason, idem, out, err);
     return rc;
 }
 

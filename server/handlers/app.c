@@ -1,5 +1,7 @@
 /*
- * app: helpers shared by every handler (readiness, violations).
+ * app: the long-lived service of handler.h: readiness, the store and the
+ * directory, commit notifications and wake-ups, the pool gauges, and the
+ * functions every handler shares (protobuf allocator, violations).
  */
 #include <stdio.h>
 #include <string.h>
@@ -46,7 +48,7 @@ wf_code
 wf_app_count_backlog(wf_app *app, wf_arena *arena, int64_t timeout_ms, size_t max_types,
                      wf_store_counts *out, wf_error *err)
 {
-    return wf_engine_count_backlog(app->store, arena, timeout_ms, max_types, out, err);
+    return wf_reads_count_backlog(app->store, arena, timeout_ms, max_types, out, err);
 }
 
 void

@@ -99,8 +99,8 @@ watch_next(wf_call *call, void *state, wf_arena *scratch, ProtobufCMessage **msg
         }
         /* A follow stream lives beyond any one read: the engine gives each
          * read its own deadline rather than the stream's. */
-        if (wf_engine_read_events(call->app->store, call->tenant, w->batch, w->after, &w->filter,
-                                  BATCH, &w->rows, &w->n, err) != WF_OK)
+        if (wf_reads_events(call->app->store, call->tenant, w->batch, w->after, &w->filter, BATCH,
+                            &w->rows, &w->n, err) != WF_OK)
             return WF_STREAM_END; /* the client resumes from its last sequence */
         if (w->n == 0) {
             if (w->follow)

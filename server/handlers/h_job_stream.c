@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_json.h"
+#include "vars.h"
 #include "h_common.h"
 #include "handlers.h"
 #include "wf_time.h"
@@ -291,8 +291,7 @@ push_next(jstream *js, wf_arena *scratch, ProtobufCMessage **msg, wf_error *err)
     }
     if (js->nfetch > 0) {
         const char *picked = NULL;
-        if (wf_engine_json_pick(scratch, r->variables_json, js->fetch, js->nfetch, &picked, err) !=
-            WF_OK)
+        if (wf_vars_pick(scratch, r->variables_json, js->fetch, js->nfetch, &picked, err) != WF_OK)
             return WF_STREAM_END;
         m->job->variables_json = (char *)picked;
     }

@@ -25,11 +25,12 @@
 #include "store.h"
 
 /* The long-lived service: everything a handler may reach, built once by
- * main and shared read-only between threads (each member is thread-safe). */
+ * main and shared between threads: read-only but for the waker and the
+ * scheduler, which change under wake_mu (each member is thread-safe). */
 typedef struct wf_app {
     const wf_config *cfg;
     wf_store *store;
-    struct wf_directory *directory; /* users and groups (engine/directory.h) */
+    struct wf_directory *directory; /* users and groups (engine/base/directory.h) */
     /* Set by the rpc layer while it runs (wf_app_set_waker): wakes the
      * parked streams and long polls that listen to topic (see
      * wf_call.wake_topic). wake_mu guards the pair, so a notification
@@ -73,17 +74,17 @@ struct wf_scheduler_options;
 void wf_app_scheduler_options(const wf_app *app, struct wf_scheduler_options *opt);
 
 /* The scheduler's fire callback (wf_sched_fire_fn; arg is the wf_app):
- * one timer through the net runtime, whose commit wakes the streams
- * watching its instance. */
+ * one timer through the net runtime, whose commit wakes this app's
+ * streams (wf_app_wake_streams). */
 struct wf_timer_row;
 wf_code wf_app_fire_timer(void *arg, const struct wf_timer_row *timer, int64_t deadline_ms,
                           bool *fired, wf_error *err);
 
-/* Writes the service's own gauges (pool, work backlog) in Prometheus text
- * format. Thread-safe. */
+/* Writes the gauges of the store's connection pool in Prometheus text
+ * format (the backlog gauges come from wf_app_count_backlog). Thread-safe. */
 void wf_app_render_metrics(wf_app *app, FILE *out);
 
-/* The work backlog counts (wf_engine_count_backlog) for the metrics
+/* The work backlog counts (wf_reads_count_backlog) for the metrics
  * endpoint's gauges; the read may take timeout_ms. */
 wf_code wf_app_count_backlog(wf_app *app, wf_arena *arena, int64_t timeout_ms, size_t max_types,
                              wf_store_counts *out, wf_error *err);
@@ -97,7 +98,7 @@ void wf_app_wake_streams(wf_app *app, const char *topic);
  * WF_USERS / WF_GROUP_<id>. */
 wf_code wf_app_open_store(wf_app *app, wf_error *err);
 
-/* Subscribes to the store's commit notifications (other replicas' commits
+/* Subscribes to the store's commit notifications (every replica's commits
  * on Postgres, this process's on the memory store) and turns them into
  * stream wake-ups. Call once the rpc layer has set app->wake_streams. */
 wf_code wf_app_listen(wf_app *app, wf_error *err);
@@ -179,10 +180,12 @@ typedef struct wf_stream_ops {
     bool unary;
 } wf_stream_ops;
 
-/* Route flags: which interceptors a method needs. */
+/* Route flags. */
 enum {
-    WF_ROUTE_ACTOR = 1 << 0,  /* x-actor-id is required (the call acts for a person) */
-    WF_ROUTE_STREAM = 1 << 1, /* server-streaming method */
+    WF_ROUTE_ACTOR = 1 << 0,  /* the interceptors require x-actor-id (the call acts for a
+                                 person) */
+    WF_ROUTE_STREAM = 1 << 1, /* runs on stream ops: a server stream or a unary long poll
+                                 (the rpc layer goes by wf_route.stream) */
 };
 
 /* One row of the method table: a method name of workflow.v1.WorkflowService,
@@ -190,9 +193,9 @@ enum {
  * the protobuf service descriptor name exactly the same methods. */
 typedef struct wf_route {
     const char *method;
-    wf_handler_fn fn; /* unary methods */
+    wf_handler_fn fn; /* unary methods; NULL when stream is set */
     unsigned flags;
-    const wf_stream_ops *stream; /* server-streaming methods; NULL for unary */
+    const wf_stream_ops *stream; /* server streams and unary long polls; else NULL */
 } wf_route;
 
 /* The method table (handlers/routes.c), terminated by a NULL method. */

@@ -13,7 +13,6 @@ struct wf_http {
     struct MHD_Daemon *d;
     wf_http_metrics_fn fn;
     void *arg;
-    int port;
 };
 
 static enum MHD_Result
@@ -89,8 +88,6 @@ wf_http_start(const char *addr, wf_http_metrics_fn fn, void *arg, wf_error *err)
         wf_error_set(err, WF_E_INVALID_ARGUMENT, "could not listen on %s for metrics", addr);
         return NULL;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
-    h->port = info != NULL ? info->port : (int)port;
     return h;
 }
 

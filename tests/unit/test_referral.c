@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "directory.h"
-#include "engine_json.h"
+#include "vars.h"
 #include "expr.h"
 #include "instances.h"
 #include "referral.h"
@@ -188,17 +188,15 @@ START_TEST(test_json_variables_must_be_objects)
     wf_arena *a = wf_arena_new();
     wf_error err;
     const char *out;
-    ck_assert_int_eq(wf_engine_json_object(a, "[1]", "variables_json", &out, &err),
-                     WF_E_INVALID_JSON);
+    ck_assert_int_eq(wf_vars_object(a, "[1]", "variables_json", &out, &err), WF_E_INVALID_JSON);
     ck_assert_str_eq(err.msg, "variables_json must be a JSON object");
-    ck_assert_int_eq(wf_engine_json_object(a, "not json", "variables_json", &out, &err),
+    ck_assert_int_eq(wf_vars_object(a, "not json", "variables_json", &out, &err),
                      WF_E_INVALID_JSON);
     ck_assert_ptr_nonnull(strstr(err.msg, "variables_json is not valid JSON"));
-    ck_assert_int_eq(wf_engine_json_object(a, "\"s\"", "variables_json", &out, &err),
-                     WF_E_INVALID_JSON);
-    ck_assert_int_eq(wf_engine_json_object(a, "", "variables_json", &out, &err), WF_OK);
+    ck_assert_int_eq(wf_vars_object(a, "\"s\"", "variables_json", &out, &err), WF_E_INVALID_JSON);
+    ck_assert_int_eq(wf_vars_object(a, "", "variables_json", &out, &err), WF_OK);
     ck_assert_str_eq(out, "{}");
-    ck_assert_int_eq(wf_engine_json_object(a, " {\"a\" : 1} ", "v", &out, &err), WF_OK);
+    ck_assert_int_eq(wf_vars_object(a, " {\"a\" : 1} ", "v", &out, &err), WF_OK);
     ck_assert_str_eq(out, "{\"a\":1}");
     /* Nesting libjq could not read later is refused up front: 128 levels
      * are fine, 300 are not. */
@@ -211,14 +209,14 @@ START_TEST(test_json_variables_must_be_objects)
         for (int i = levels - 1; i >= 0; i--)
             deep[n++] = i == 0 ? '}' : ']';
         deep[n] = '\0';
-        wf_code rc = wf_engine_json_object(a, deep, "variables_json", &out, &err);
+        wf_code rc = wf_vars_object(a, deep, "variables_json", &out, &err);
         ck_assert_int_eq(rc, levels == 128 ? WF_OK : WF_E_INVALID_JSON);
     }
     ck_assert_str_eq(err.msg, "variables_json nests deeper than 128 levels");
-    ck_assert_int_eq(
-        wf_engine_json_merge(a, "{\"a\":1,\"b\":2}", "{\"b\":null,\"c\":[3]}", &out, &err), WF_OK);
+    ck_assert_int_eq(wf_vars_merge(a, "{\"a\":1,\"b\":2}", "{\"b\":null,\"c\":[3]}", &out, &err),
+                     WF_OK);
     ck_assert_str_eq(out, "{\"a\":1,\"b\":null,\"c\":[3]}");
-    ck_assert_int_eq(wf_engine_json_merge(a, "{}", "[]", &out, &err), WF_E_INVALID_JSON);
+    ck_assert_int_eq(wf_vars_merge(a, "{}", "[]", &out, &err), WF_E_INVALID_JSON);
     wf_arena_free(a);
 }
 END_TEST
@@ -555,7 +553,7 @@ START_TEST(test_complete_and_end_closes_the_tree)
         ck_assert_int_eq(v.children[i].status, WF_INSTANCE_COMPLETED);
     ck_assert_uint_eq(v.n_joins, 0);
     wf_instance_row out;
-    ck_assert_int_eq(wf_referral_cancel(&boss, root, "late", false, NULL, &out, &err),
+    ck_assert_int_eq(wf_referral_cancel(&boss, root, "late", NULL, &out, &err),
                      WF_E_INSTANCE_NOT_RUNNING);
 }
 END_TEST
@@ -638,7 +636,7 @@ START_TEST(test_every_root_in_one_process_state)
     wf_instance_row out;
     wf_error err;
     ck_assert_int_eq(wf_referral_assign(&boss, &s, NULL, &asg, &err), WF_OK);
-    ck_assert_int_eq(wf_referral_cancel(&boss, ended, "no", false, NULL, &out, &err), WF_OK);
+    ck_assert_int_eq(wf_referral_cancel(&boss, ended, "no", NULL, &out, &err), WF_OK);
     ck_assert_str_eq(states_of(fresh), "N");
     ck_assert_str_eq(states_of(referred), "O");
     ck_assert_str_eq(states_of(ended), "C");
@@ -657,16 +655,13 @@ START_TEST(test_cancel_subtree_only)
     ck_assert_int_eq(wf_referral_assign(&boss, &s, NULL, &r1, &err), WF_OK);
     ck_assert_int_eq(wf_referral_assign(&boss, &s, NULL, &r2, &err), WF_OK);
     wf_instance_row out;
-    ck_assert_int_eq(wf_referral_cancel(&boss, r1.instance.id, "no", false, NULL, &out, &err),
-                     WF_OK);
+    ck_assert_int_eq(wf_referral_cancel(&boss, r1.instance.id, "no", NULL, &out, &err), WF_OK);
     ck_assert_int_eq(out.status, WF_INSTANCE_CANCELLED);
     wf_task_row t;
     ck_assert_int_eq(wf_referral_get_task(&boss, r1.tasks[0].id, &t, &err), WF_OK);
     ck_assert_int_eq(t.status, WF_TASK_CANCELLED);
     ck_assert_int_eq(wf_referral_get_task(&boss, r2.tasks[0].id, &t, &err), WF_OK);
     ck_assert_int_eq(t.status, WF_TASK_OPEN);
-    ck_assert_int_eq(wf_referral_cancel(&boss, root, NULL, true, NULL, &out, &err),
-                     WF_E_UNIMPLEMENTED);
 }
 END_TEST
 

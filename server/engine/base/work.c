@@ -9,7 +9,7 @@
 #include <jansson.h>
 #include <string.h>
 
-#include "engine_json.h"
+#include "vars.h"
 #include "wf_time.h"
 
 wf_store_ctx
@@ -141,7 +141,7 @@ wf_work_event(wf_work *w, size_t inst, const char *type, json_t *data, wf_error 
 {
     if (data == NULL)
         return wf_error_nomem(err);
-    char *text = wf_engine_json_dump(w->arena, data);
+    char *text = wf_vars_dump(w->arena, data);
     json_decref(data);
     if (text == NULL || !grow(w->arena, (void **)&w->events, NULL, &w->cap_events, w->n_events,
                               w->n_events + 1, sizeof *w->events))

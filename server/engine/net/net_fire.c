@@ -5,7 +5,7 @@
  * step (NO_ARC_MATCHED, a failing guard, the silent-loop bound) changes
  * nothing and the caller's transaction can simply roll back.
  */
-#include "engine_json.h"
+#include "vars.h"
 #include "net.h"
 
 #include <jansson.h>
@@ -624,7 +624,7 @@ static json_t *
 load_object(const char *s, const char *what, wf_error *err)
 {
     json_t *v = NULL;
-    return wf_engine_json_load_object(s, what, &v, err) == WF_OK ? v : NULL;
+    return wf_vars_load_object(s, what, &v, err) == WF_OK ? v : NULL;
 }
 
 wf_code

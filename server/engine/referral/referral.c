@@ -17,7 +17,7 @@
 #include <jansson.h>
 #include <string.h>
 
-#include "engine_json.h"
+#include "vars.h"
 #include "ids.h"
 #include "referral_int.h"
 #include "wf_id.h"
@@ -232,7 +232,7 @@ wf_referral_check_start(const wf_ref_ctx *ctx, const wf_start_spec *spec, const 
     if (rc == WF_OK)
         rc = check_start(ctx, spec, err);
     if (rc == WF_OK)
-        rc = wf_engine_json_object(ctx->arena, spec->variables_json, "variables_json", vars, err);
+        rc = wf_vars_object(ctx->arena, spec->variables_json, "variables_json", vars, err);
     return rc;
 }
 
@@ -340,7 +340,7 @@ make_child(wf_work *w, const wf_assign_spec *s, size_t p, const char *key, int32
            const char *by, wf_instance_row *out, wf_error *err)
 {
     const char *vars;
-    wf_code rc = wf_engine_json_object(w->arena, s->variables_json, "variables_json", &vars, err);
+    wf_code rc = wf_vars_object(w->arena, s->variables_json, "variables_json", &vars, err);
     if (rc != WF_OK)
         return rc;
     const wf_instance_row *parent = &w->insts[p];
@@ -386,8 +386,7 @@ resolve_ids(wf_work *w, const wf_assign_spec *s, size_t p, bool joined, wf_assig
         return WF_OK;
     }
     const char *vars;
-    wf_code rc =
-        wf_engine_json_merge(w->arena, w->insts[p].variables_json, s->variables_json, &vars, err);
+    wf_code rc = wf_vars_merge(w->arena, w->insts[p].variables_json, s->variables_json, &vars, err);
     if (rc != WF_OK)
         return rc;
     wf_ref_ctx quiet = *w->ctx;
@@ -646,7 +645,7 @@ wf_referral_done_task(wf_work *w, size_t t, size_t i, const char *patch, wf_erro
     wf_task_row *task = &w->tasks[t];
     wf_instance_row *in = &w->insts[i];
     const char *merged;
-    wf_code rc = wf_engine_json_merge(w->arena, in->variables_json, patch, &merged, err);
+    wf_code rc = wf_vars_merge(w->arena, in->variables_json, patch, &merged, err);
     if (rc != WF_OK)
         return rc;
     in->variables_json = (char *)merged;
@@ -667,9 +666,6 @@ pending(const wf_task_row *t)
     return t->status == WF_TASK_OPEN || t->status == WF_TASK_CLAIMED;
 }
 
-/* Fires the join of referral c when it is met: cancels what ANY/QUORUM
- * leave over, completes the referral, marks the join fired and runs the
- * next AssignTo. *next stays NULL when nothing ran. */
 /* Where the next step of a join goes by default: under the nearest ancestor
  * of the joined referral that is still running — normally its parent; a
  * parent that has already completed (its own join fired first) hands the
@@ -689,6 +685,9 @@ running_ancestor(wf_work *w, size_t c)
     return NULL;
 }
 
+/* Fires the join of referral c when it is met: cancels what ANY/QUORUM
+ * leave over, completes the referral, marks the join fired and runs the
+ * next AssignTo. *next stays NULL when nothing ran. */
 static wf_code
 fire_join(wf_work *w, wf_tx *tx, size_t c, wf_ref_assignment **next, wf_error *err)
 {
@@ -906,7 +905,7 @@ cancel_body(wf_tx *tx, void *arg, wf_error *err)
 
 wf_code
 wf_referral_cancel(const wf_ref_ctx *ctx, const char *instance_id, const char *reason,
-                   bool compensate, wf_uow_idem *idem, wf_instance_row *out, wf_error *err)
+                   wf_uow_idem *idem, wf_instance_row *out, wf_error *err)
 {
     cancel_op op = {ctx, instance_id, reason, out};
     wf_code rc = need_actor(ctx, err);
@@ -916,9 +915,6 @@ wf_referral_cancel(const wf_ref_ctx *ctx, const char *instance_id, const char *r
         return rc;
     if (reason != NULL && strlen(reason) > 1024)
         return wf_error_set(err, WF_E_INVALID_ARGUMENT, "reason must be at most 1024 bytes");
-    if (compensate)
-        return wf_error_set(err, WF_E_UNIMPLEMENTED,
-                            "compensation is not supported by this version of the service");
     wf_store_ctx sc = wf_work_store_ctx(ctx);
     return wf_uow_run(ctx->store, &sc, idem, cancel_body, &op, out, err);
 }

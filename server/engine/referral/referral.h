@@ -9,9 +9,11 @@
  * as the next AssignTo in the same transaction, exactly once.
  *
  * Every mutation is one unit of work on one root (uow.h) and appends one
- * event per state change in the same transaction. Every rule lives here;
- * callers (the gRPC handlers) only translate. No protobuf or grpc type
- * appears in this header.
+ * event per state change in the same transaction. Every rule of a
+ * referral lives here: the handlers only translate, the entry layer
+ * (instances.h) chooses between a referral and a net, and the net runtime
+ * uses the rules on a working set below for the tasks of its USER
+ * transitions. No protobuf or grpc type appears in this header.
  *
  * Result rows and strings live in ctx->arena.
  */
@@ -41,7 +43,9 @@ typedef enum wf_ref_assignee {
  * (wf_referral_spec_encode) on the child instance. */
 typedef struct wf_assign_spec {
     const char *parent_id;      /* required at top level; "" in a nested spec
-                                   = the parent of the enclosing referral */
+                                   = the parent of the enclosing referral (its
+                                   nearest running ancestor when the parent has
+                                   ended) */
     const char *definition_key; /* NULL/"" = the parent's definition */
     const char *title;          /* 1-512 bytes */
     wf_ref_assignee kind;
@@ -59,7 +63,8 @@ typedef struct wf_assign_spec {
 
 typedef struct wf_start_spec {
     const char *definition_key;
-    int32_t version;            /* 0 = latest */
+    int32_t version;            /* 0 = the latest (a NET: the newest inside its
+                                   validity window) */
     const char *variables_json; /* NULL/"" = {} */
     const char *aggregate_type; /* both or neither */
     const char *aggregate_id;
@@ -169,9 +174,9 @@ wf_code wf_referral_end_at(const wf_ref_ctx *ctx, const wf_ref_task_at *at, cons
 
 /* CancelInstance: the instance and all its descendants, a plain cancel;
  * reason may be NULL. A saga is the runtime's (wf_net_cancel_compensate;
- * wf_instances_cancel chooses): compensate true answers UNIMPLEMENTED. */
+ * wf_instances_cancel chooses). */
 wf_code wf_referral_cancel(const wf_ref_ctx *ctx, const char *instance_id, const char *reason,
-                           bool compensate, wf_uow_idem *idem, wf_instance_row *out, wf_error *err);
+                           wf_uow_idem *idem, wf_instance_row *out, wf_error *err);
 
 /* ---- reads ------------------------------------------------------------------ */
 
@@ -288,7 +293,7 @@ wf_code wf_referral_spec_decode(wf_arena *arena, const unsigned char *bytes, siz
 
 /* ---- rules on a working set (work.h), shared with the net runtime --------- */
 
-/* Task state changes, each with its event. */
+/* Cancels task t (TASK_CANCELLED). */
 wf_code wf_referral_cancel_task(wf_work *w, size_t t, wf_error *err);
 
 /* Marks task t DONE by the actor (TASK_COMPLETED, with the transition of
@@ -302,6 +307,9 @@ wf_code wf_referral_done_task(wf_work *w, size_t t, size_t i, const char *patch,
  * root (its INSTANCE_COMPLETED is the last event of the process). */
 wf_code wf_referral_cancel_pending_except(wf_work *w, size_t keep, wf_ref_end *out, wf_error *err);
 wf_code wf_referral_complete_tree(wf_work *w, size_t root, wf_error *err);
+
+/* Ends instance i with status (COMPLETED or CANCELLED) at now, with its
+ * event: INSTANCE_CANCELLED (reason, NULL = "") or INSTANCE_COMPLETED. */
 wf_code wf_referral_finish_instance(wf_work *w, size_t i, wf_instance_status status,
                                     const char *reason, wf_error *err);
 

@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine_json.h"
+#include "vars.h"
 #include "expr.h"
 
 #define SPEC_VERSION 1
@@ -188,7 +188,7 @@ check_one(vstate *v, const wf_assign_spec *s, bool nested, const char *p)
     wf_error jerr;
     char f[300];
     snprintf(f, sizeof f, "%svariables_json", p);
-    if (wf_engine_json_object(v->ctx->arena, s->variables_json, f, NULL, &jerr) != WF_OK)
+    if (wf_vars_object(v->ctx->arena, s->variables_json, f, NULL, &jerr) != WF_OK)
         violation(v, jerr.code, p, "variables_json", "must be a JSON object");
 }
 
@@ -298,7 +298,7 @@ wf_referral_spec_encode(wf_arena *arena, const wf_assign_spec *spec, const char 
                         unsigned char **bytes, size_t *len, wf_error *err)
 {
     json_t *o = encode_one(spec, by, 0);
-    char *text = o != NULL ? wf_engine_json_dump(arena, o) : NULL;
+    char *text = o != NULL ? wf_vars_dump(arena, o) : NULL;
     json_decref(o);
     if (text == NULL)
         return wf_error_nomem(err);

@@ -43,7 +43,7 @@
 #include <string.h>
 
 #include "defcache.h"
-#include "engine_json.h"
+#include "vars.h"
 #include "ids.h"
 #include "wf_id.h"
 #include "wf_time.h"
@@ -630,8 +630,7 @@ wf_net_complete_job_to(const wf_net_ctx *ctx, const char *key, const char *varia
                        const char *next_step, wf_uow_idem *idem, wf_error *err)
 {
     job_op op = {.ctx = ctx, .kind = JOB_COMPLETE, .key = key, .next_step = next_step};
-    wf_code rc =
-        wf_engine_json_object(ctx->ref.arena, variables_json, "variables_json", &op.patch, err);
+    wf_code rc = wf_vars_object(ctx->ref.arena, variables_json, "variables_json", &op.patch, err);
     if (rc != WF_OK)
         return rc;
     return run_job_op(&op, complete_body, idem, &op, err);

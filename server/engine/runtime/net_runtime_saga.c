@@ -31,7 +31,8 @@
  *
  * A TIME or MSG firing refused by the net (NO_ARC_MATCHED, a failing
  * guard) leaves its work item ENABLED on its tokens with the timer or
- * subscription spent, and the instance FAILED (net_runtime.c, signals.c).
+ * subscription spent, and the instance FAILED (net_runtime_timers.c,
+ * signals_consume.c).
  * RetryInstance re-fires that work item on the same tokens with the
  * variables as they are now (the signal's payload was merged when it
  * arrived; SetVariables may have fixed them since), as resolving a
@@ -51,7 +52,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine_json.h"
+#include "vars.h"
 #include "ids.h"
 #include "wf_id.h"
 #include "wf_time.h"
@@ -109,8 +110,10 @@ job_of_item(const net_work *w, const char *item_id, bool compensation)
     return WF_WORK_NONE;
 }
 
-bool
-wf_runtime__saga_has_steps(const net_work *w)
+/* The net instance has completed transitions with a compensation_job_type
+ * not compensated yet. */
+static bool
+has_steps(const net_work *w)
 {
     for (size_t i = 0; i < w->items.n; i++)
         if (compensable(w, i))
@@ -275,7 +278,7 @@ wf_runtime__saga_job_done(net_work *w, size_t ji, const char *patch, wf_error *e
     wf_instance_row *in = &w->rw.insts[w->inst];
     if (patch != NULL && strcmp(patch, "{}") != 0) {
         const char *merged;
-        rc = wf_engine_json_merge(w->rw.arena, in->variables_json, patch, &merged, err);
+        rc = wf_vars_merge(w->rw.arena, in->variables_json, patch, &merged, err);
         if (rc != WF_OK)
             return rc;
         in->variables_json = (char *)merged;
@@ -514,7 +517,7 @@ cancel_body(wf_tx *tx, void *arg, wf_error *err)
     if (in->status != WF_INSTANCE_RUNNING && in->status != WF_INSTANCE_FAILED)
         return wf_error_set(err, WF_E_INSTANCE_NOT_RUNNING, "instance \"%s\" has already ended",
                             op->instance_id);
-    if (w.net == NULL || !wf_runtime__saga_has_steps(&w)) {
+    if (w.net == NULL || !has_steps(&w)) {
         /* Nothing to compensate: a plain cancel (the caller). An error, so
          * that nothing is written or recorded under the request id. */
         op->fallback = true;

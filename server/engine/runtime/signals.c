@@ -1,6 +1,7 @@
 /*
- * signals: SendSignal, ListSignals, buffered signals, SetVariables and the
- * enablement hooks of MSG work items (signals.h, net_runtime_int.h).
+ * signals: SendSignal (signals.h): dedupe, delivery to an instance or an
+ * aggregate, buffering, dropping and correlate-or-start. The consumption
+ * of buffered signals by MSG work items is in signals_consume.c.
  *
  * Must not: include protobuf or grpc headers.
  */
@@ -11,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine_json.h"
+#include "vars.h"
 #include "wf_id.h"
 #include "wf_time.h"
 
@@ -64,221 +65,6 @@ violation(const wf_ref_ctx *ctx, wf_code code, const char *field, const char *ms
     if (ctx->violation != NULL)
         ctx->violation(ctx->violation_arg, field, wf_code_reason(code), msg);
     return wf_error_set(err, code, "%s %s", field, msg);
-}
-
-/* ---- the pending queue of MSG firings (net_runtime_int.h) ------------------------------------ */
-
-typedef struct nw_sig_pending {
-    struct nw_sig_pending *below;
-    const char *item_id;
-    wf_signal_row sig; /* as consumed */
-} sig_pending;
-
-void *
-wf_runtime__pending_mark(const net_work *w)
-{
-    return w->sig_top;
-}
-
-static json_t *
-consumed_data(const wf_signal_row *s, const char *transition_id, const char *item_id)
-{
-    return json_pack("{s:s,s:s,s:s*,s:s,s:s,s:b}", "signalName", s->name, "signalLogId", s->id,
-                     "signalId", unset(s->signal_id) ? NULL : s->signal_id, "transitionId",
-                     transition_id != NULL ? transition_id : "", "workItemId", item_id, "buffered",
-                     s->outcome == WF_SIGNAL_BUFFERED);
-}
-
-wf_code
-wf_runtime__msg_enabled(net_work *w, const wf_work_item_row *it, const wf_transition *t,
-                        wf_error *err)
-{
-    const wf_instance_row *in = &w->rw.insts[w->inst];
-    bool by_agg = t->correlation == WF_CORRELATION_AGGREGATE;
-    if (unset(t->signal_name) ||
-        (by_agg && (unset(in->aggregate_type) || in->aggregate_id == NULL)))
-        return WF_OK;
-    wf_signal_row sig;
-    bool found = false;
-    wf_code rc = WF_OK;
-    /* Under the correlation lock, a SendSignal buffering for this aggregate
-     * either committed first (its row is consumed here) or waits, then sees
-     * this subscription and fires it (buffer_or_drop). */
-    if (by_agg)
-        rc = wf_tx_lock_correlation(w->tx, t->signal_name, in->aggregate_type, in->aggregate_id,
-                                    NULL, err);
-    if (rc == WF_OK)
-        rc = wf_tx_consume_signal(
-            w->tx, t->signal_name, by_agg ? NULL : in->id, by_agg ? in->aggregate_type : NULL,
-            by_agg ? in->aggregate_id : NULL, in->id, t->id, w->rw.now, &sig, &found, err);
-    if (rc != WF_OK || !found)
-        return rc;
-    sig_pending *p = wf_arena_calloc(w->rw.arena, 1, sizeof *p);
-    if (p == NULL)
-        return wf_error_nomem(err);
-    p->item_id = it->id;
-    p->sig = sig;
-    p->below = w->sig_top;
-    w->sig_top = p;
-    return WF_OK;
-}
-
-/* Fires MSG work item item_id of transition trans with a signal's payload
- * (NULL = none); the events of the signal's consumption are already in w.
- * A refused firing becomes an incident without failing the unit of work
- * around it: w goes back to how it was before the firing (what the caller
- * did so far is kept), the signal stays spent on this instance, which
- * keeps the payload, the item stays ENABLED with its subscription deleted
- * (RetryInstance re-fires it) and the instance turns FAILED. */
-static wf_code
-fire_signal(net_work *w, const char *name, const char *item_id, const char *trans,
-            const char *payload, wf_error *err)
-{
-    net_work saved;
-    wf_code rc = wf_runtime__save(w, &saved, err);
-    if (rc == WF_OK)
-        rc = wf_runtime__fire(w, item_id, payload, err);
-    if (!wf_runtime__incident_code(rc))
-        return rc;
-    char msg[400];
-    snprintf(msg, sizeof msg, "signal \"%s\" of transition \"%s\" could not fire: %s",
-             name != NULL ? name : "", trans != NULL ? trans : "", err != NULL ? err->msg : "");
-    wf_error_clear(err);
-    wf_runtime__restore(w, &saved);
-    for (size_t i = 0; i < w->subs.n; i++)
-        if (same(SUB(w, i)->work_item_id, item_id))
-            wf_runtime__gone(&w->subs, i);
-    wf_instance_row *in = &w->rw.insts[w->inst];
-    if (payload != NULL) {
-        const char *vars;
-        rc = wf_engine_json_merge(w->rw.arena, in->variables_json, payload, &vars, err);
-        if (rc != WF_OK)
-            return rc;
-        in->variables_json = (char *)vars;
-        wf_work_touch_instance(&w->rw, w->inst);
-    }
-    return wf_runtime__fail_instance(w, msg, err);
-}
-
-/* Puts a consumed signal back in the buffer (its work item was withdrawn
- * before it could fire). */
-static wf_code
-unconsume(net_work *w, const wf_signal_row *s, wf_error *err)
-{
-    wf_signal_row r = *s;
-    r.buffered = true;
-    r.consumed_at = 0;
-    r.consumed_by_instance = NULL;
-    r.transition_id = NULL;
-    wf_store_changes c = {.signals = &r, .n_signals = 1};
-    return wf_tx_apply(w->tx, &c, err);
-}
-
-wf_code
-wf_runtime__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err)
-{
-    size_t n = 0;
-    for (sig_pending *p = w->sig_top; p != NULL && p != mark; p = p->below)
-        n++;
-    if (n == 0) {
-        w->sig_top = mark;
-        return rc;
-    }
-    sig_pending **v = wf_arena_alloc(w->rw.arena, n * sizeof *v);
-    size_t k = n;
-    for (sig_pending *p = w->sig_top; p != NULL && p != mark; p = p->below)
-        if (v != NULL)
-            v[--k] = p;
-    w->sig_top = mark;
-    if (rc != WF_OK) {
-        /* A refused step that an enclosing firing turns into an incident is
-         * undone while the unit of work goes on: its signals go back. */
-        for (size_t i = 0; wf_runtime__incident_code(rc) && v != NULL && i < n; i++) {
-            wf_code u = unconsume(w, &v[i]->sig, err);
-            if (u != WF_OK)
-                return u;
-        }
-        return rc;
-    }
-    if (v == NULL)
-        return wf_error_nomem(err);
-    for (size_t i = 0; rc == WF_OK && i < n; i++) {
-        const sig_pending *p = v[i];
-        size_t ii = wf_runtime__find(w, &w->items, sizeof(wf_work_item_row), p->item_id);
-        if (ii == WF_WORK_NONE || ITEM(w, ii)->state != WF_WORK_ITEM_ENABLED ||
-            w->rw.insts[w->inst].status != WF_INSTANCE_RUNNING) {
-            rc = unconsume(w, &p->sig, err);
-            continue;
-        }
-        const char *trans = ITEM(w, ii)->transition_id;
-        rc =
-            wf_runtime__event(w, "SIGNAL_CONSUMED", consumed_data(&p->sig, trans, p->item_id), err);
-        if (rc == WF_OK)
-            rc = fire_signal(w, p->sig.name, p->item_id, trans,
-                             unset(p->sig.payload_json) ? NULL : p->sig.payload_json, err);
-    }
-    return rc;
-}
-
-wf_code
-wf_runtime__consume_awaited(net_work *w, wf_error *err)
-{
-    const wf_instance_row *in = &w->rw.insts[w->inst];
-    if (w->net == NULL || in->status != WF_INSTANCE_RUNNING)
-        return WF_OK;
-    void *mark = wf_runtime__pending_mark(w);
-    wf_code rc = WF_OK;
-    /* Items are loaded oldest first (enabled_at, id) and new ones are
-     * appended, so the oldest wait takes the oldest signal, as SendSignal
-     * picks it. */
-    for (size_t i = 0; rc == WF_OK && i < w->items.n; i++) {
-        const wf_work_item_row *it = ITEM(w, i);
-        if ((w->items.flags[i] & NW_GONE) || it->state != WF_WORK_ITEM_ENABLED ||
-            it->trigger != WF_TRIGGER_MSG || !same(it->instance_id, in->id) ||
-            !wf_runtime__armed(w, it))
-            continue;
-        int t = wf_net_transition_index(w->net, it->transition_id);
-        if (t >= 0)
-            rc = wf_runtime__msg_enabled(w, it, &w->net->transitions[t], err);
-    }
-    return wf_runtime__fire_pending(w, mark, rc, err);
-}
-
-wf_code
-wf_runtime__discard_buffered(net_work *w, wf_error *err)
-{
-    if (w->net == NULL)
-        return WF_OK;
-    const wf_instance_row *in = &w->rw.insts[w->inst];
-    wf_code rc = WF_OK;
-    for (size_t i = 0; rc == WF_OK && i < w->net->n_transitions; i++) {
-        const wf_transition *t = &w->net->transitions[i];
-        if (t->trigger != WF_TRIGGER_MSG || t->correlation == WF_CORRELATION_AGGREGATE ||
-            unset(t->signal_name))
-            continue;
-        bool seen = false; /* a name shared by several transitions: once */
-        for (size_t j = 0; j < i; j++) {
-            const wf_transition *o = &w->net->transitions[j];
-            seen |= o->trigger == WF_TRIGGER_MSG && o->correlation != WF_CORRELATION_AGGREGATE &&
-                    same(o->signal_name, t->signal_name);
-        }
-        for (bool found = !seen; rc == WF_OK && found;) {
-            wf_signal_row s;
-            found = false;
-            rc = wf_tx_consume_signal(w->tx, t->signal_name, in->id, NULL, NULL, in->id, NULL,
-                                      w->rw.now, &s, &found, err);
-            if (rc != WF_OK || !found)
-                break;
-            s.buffered = false;
-            s.discarded = true;
-            s.consumed_at = 0;
-            s.consumed_by_instance = NULL;
-            s.transition_id = NULL;
-            wf_store_changes c = {.signals = &s, .n_signals = 1};
-            rc = wf_tx_apply(w->tx, &c, err);
-        }
-    }
-    return rc;
 }
 
 /* ---- SendSignal ----------------------------------------------------------------------------- */
@@ -414,7 +200,7 @@ delivery_data(const send_op *op)
 }
 
 /* Fires subscription si of w with the payload (or turns a refused firing
- * into an incident, fire_signal). */
+ * into an incident, wf_runtime__fire_signal). */
 static wf_code
 fire_sub(net_work *w, send_op *op, size_t si, wf_error *err)
 {
@@ -423,9 +209,10 @@ fire_sub(net_work *w, send_op *op, size_t si, wf_error *err)
     wf_signal_row consumed = log_row(op, WF_SIGNAL_CORRELATED);
     wf_code rc = wf_runtime__event(w, "SIGNAL_RECEIVED", received_data(op), err);
     if (rc == WF_OK)
-        rc = wf_runtime__event(w, "SIGNAL_CONSUMED", consumed_data(&consumed, trans, item_id), err);
+        rc = wf_runtime__event(w, "SIGNAL_CONSUMED",
+                               wf_runtime__consumed_data(&consumed, trans, item_id), err);
     if (rc == WF_OK)
-        rc = fire_signal(w, op->in->name, item_id, trans, op->payload, err);
+        rc = wf_runtime__fire_signal(w, op->in->name, item_id, trans, op->payload, err);
     return rc;
 }
 
@@ -620,7 +407,7 @@ delivery_event(const wf_net_ctx *ctx, const char *type, json_t *data, int64_t at
         .actor = (char *)ctx->ref.actor,
         .time = at,
     };
-    ev->data_json = data != NULL ? wf_engine_json_dump(ctx->ref.arena, data) : NULL;
+    ev->data_json = data != NULL ? wf_vars_dump(ctx->ref.arena, data) : NULL;
     json_decref(data);
     return ev->data_json != NULL ? WF_OK : wf_error_nomem(err);
 }
@@ -916,7 +703,7 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
     const char *payload = NULL;
     wf_code rc = check_send(rc_, in, err);
     if (rc == WF_OK) {
-        rc = wf_engine_json_object(rc_->arena, in->payload_json, "payload_json", &payload, err);
+        rc = wf_vars_object(rc_->arena, in->payload_json, "payload_json", &payload, err);
         if (rc != WF_OK && rc_->violation != NULL)
             rc_->violation(rc_->violation_arg, "payload_json", NULL, "must be a JSON object");
     }
@@ -996,174 +783,4 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
     }
     *out = mine;
     return wf_uow_idem_record(ctx->ref.store, &sc, idem, out, err);
-}
-
-/* ---- ListSignals and buffered signals ---------------------------------------------------------
- */
-
-wf_code
-wf_sig_list(const wf_net_ctx *ctx, const wf_sig_list_in *q, wf_signal_row **rows, size_t *n,
-            char **next_cursor, wf_error *err)
-{
-    const wf_ref_ctx *r = &ctx->ref;
-    if (q->has_aggregate) {
-        if (!printable(q->aggregate_type, MAX_AGG))
-            return violation(r, WF_E_INVALID_ARGUMENT, "aggregate.type",
-                             "must be 1 to 128 printable bytes", err);
-        if (!printable(q->aggregate_id, MAX_AGG))
-            return violation(r, WF_E_INVALID_ARGUMENT, "aggregate.id",
-                             "must be 1 to 128 printable bytes", err);
-    } else if (unset(q->instance_id)) {
-        return violation(r, WF_E_INVALID_ARGUMENT, "target", "instance_id or aggregate is required",
-                         err);
-    }
-    if (q->page_size < 0)
-        return violation(r, WF_E_INVALID_ARGUMENT, "page_size", "must not be negative", err);
-    size_t size = q->page_size == 0 ? 50 : q->page_size > 500 ? 500 : (size_t)q->page_size;
-    wf_signal_filter f = {
-        .instance_id = q->has_aggregate ? NULL : q->instance_id,
-        .aggregate_type = q->has_aggregate ? q->aggregate_type : NULL,
-        .aggregate_id = q->has_aggregate ? q->aggregate_id : NULL,
-    };
-    wf_store_ctx sc = wf_work_store_ctx(r);
-    wf_signal_row *got = NULL;
-    size_t ng = 0;
-    wf_code rc =
-        wf_store_list_signals(r->store, &sc, &f, size, q->cursor, &got, &ng, next_cursor, err);
-    if (rc == WF_E_INVALID_ARGUMENT && r->violation != NULL)
-        r->violation(r->violation_arg, "page_token", NULL, "is malformed");
-    if (rc != WF_OK)
-        return rc;
-    size_t k = 0;
-    for (size_t i = 0; i < ng; i++)
-        if (unset(q->name) || same(got[i].name, q->name))
-            got[k++] = got[i];
-    *rows = got;
-    *n = k;
-    return WF_OK;
-}
-
-static wf_code
-append_buffered(const wf_ref_ctx *ctx, const wf_signal_filter *f, const char *instance_id,
-                int64_t now, wf_signal_row **acc, size_t *n_acc, wf_error *err)
-{
-    wf_store_ctx sc = wf_work_store_ctx(ctx);
-    const char *cursor = NULL;
-    do {
-        wf_signal_row *rows = NULL;
-        size_t n = 0;
-        char *next = NULL;
-        wf_code rc = wf_store_list_signals(ctx->store, &sc, f, 500, cursor, &rows, &n, &next, err);
-        if (rc != WF_OK)
-            return rc;
-        wf_signal_row *v = wf_arena_alloc(ctx->arena, (*n_acc + n + 1) * sizeof *v);
-        if (v == NULL)
-            return wf_error_nomem(err);
-        if (*n_acc > 0)
-            memcpy(v, *acc, *n_acc * sizeof *v);
-        for (size_t i = 0; i < n; i++) {
-            const wf_signal_row *s = &rows[i];
-            if (!s->buffered || s->discarded || s->expires_at <= now)
-                continue;
-            if (instance_id != NULL && !same(s->instance_id, instance_id))
-                continue; /* consumed by it, not addressed to it */
-            v[(*n_acc)++] = *s;
-        }
-        *acc = v;
-        cursor = next;
-    } while (cursor != NULL);
-    return WF_OK;
-}
-
-wf_code
-wf_sig_buffered_for(const wf_ref_ctx *ctx, const wf_instance_row *in, wf_signal_row **rows,
-                    size_t *n, wf_error *err)
-{
-    *rows = NULL;
-    *n = 0;
-    if (ended(in->status))
-        return WF_OK;
-    int64_t now = wf_now_us();
-    wf_signal_filter f = {.instance_id = in->id, .buffered_only = true};
-    wf_code rc = append_buffered(ctx, &f, in->id, now, rows, n, err);
-    if (rc == WF_OK && !unset(in->aggregate_type) && in->aggregate_id != NULL) {
-        wf_signal_filter g = {.aggregate_type = in->aggregate_type,
-                              .aggregate_id = in->aggregate_id,
-                              .buffered_only = true};
-        rc = append_buffered(ctx, &g, NULL, now, rows, n, err);
-    }
-    return rc;
-}
-
-/* ---- SetVariables ---------------------------------------------------------------------------- */
-
-typedef struct vars_op {
-    const wf_net_ctx *ctx;
-    const char *instance_id;
-    const char *patch;
-    wf_instance_row *out;
-    const char **wake;
-    size_t n_wake;
-} vars_op;
-
-static wf_code
-vars_body(wf_tx *tx, void *arg, wf_error *err)
-{
-    vars_op *op = arg;
-    net_work w;
-    op->n_wake = 0;
-    wf_code rc = wf_runtime__open(&w, &op->ctx->ref, tx, op->instance_id, NULL, err);
-    if (rc != WF_OK)
-        return rc;
-    wf_instance_row *in = &w.rw.insts[w.inst];
-    if (ended(in->status))
-        return wf_error_set(err, WF_E_INSTANCE_NOT_RUNNING, "instance \"%s\" has ended", in->id);
-    const char *vars;
-    rc = wf_engine_json_merge(w.rw.arena, in->variables_json, op->patch, &vars, err);
-    if (rc != WF_OK)
-        return rc;
-    in->variables_json = (char *)vars;
-    wf_work_touch_instance(&w.rw, w.inst);
-    json_t *patch = json_loads(op->patch, 0, NULL);
-    json_t *keys = json_array();
-    const char *key;
-    json_t *value;
-    json_object_foreach(patch, key, value)
-    {
-        (void)value;
-        json_array_append_new(keys, json_string(key));
-    }
-    json_decref(patch);
-    rc = wf_runtime__event(&w, "VARIABLES_SET", json_pack("{s:o}", "keys", keys), err);
-    if (rc == WF_OK)
-        rc = wf_runtime__write(&w, err);
-    if (rc != WF_OK)
-        return rc;
-    *op->out = w.rw.insts[w.inst];
-    wf_runtime__keep_wake(&w, &op->wake, &op->n_wake);
-    return WF_OK;
-}
-
-wf_code
-wf_sig_set_variables(const wf_net_ctx *ctx, const char *instance_id, const char *variables_json,
-                     wf_uow_idem *idem, wf_instance_row *out, wf_error *err)
-{
-    const wf_ref_ctx *r = &ctx->ref;
-    if (unset(instance_id))
-        return violation(r, WF_E_INVALID_ARGUMENT, "instance_id", "is required", err);
-    if (unset(variables_json))
-        return violation(r, WF_E_INVALID_ARGUMENT, "variables_json", "is required", err);
-    const char *patch = NULL;
-    wf_code rc = wf_engine_json_object(r->arena, variables_json, "variables_json", &patch, err);
-    if (rc != WF_OK) {
-        if (r->violation != NULL)
-            r->violation(r->violation_arg, "variables_json", NULL, "must be a JSON object");
-        return rc;
-    }
-    vars_op op = {ctx, instance_id, patch, out, NULL, 0};
-    wf_store_ctx sc = wf_work_store_ctx(r);
-    rc = wf_uow_run(r->store, &sc, idem, vars_body, &op, out, err);
-    if (rc == WF_OK && (idem == NULL || !idem->replayed))
-        wf_runtime__wake(ctx, op.wake, op.n_wake);
-    return rc;
 }

@@ -1,4 +1,6 @@
--- 0001_init: the whole data model of design.md sections 4-6.
+-- 0001_init: the first data model: definitions, instances and tasks, the
+-- rows of a running net (tokens, work items, jobs, timers, subscriptions),
+-- signals, events and request records (docs/scaling.md lists the tables).
 --
 -- Conventions: every table starts its primary key with tenant_id, and every
 -- per-instance table carries root_id (the aggregate and future sharding

@@ -1,5 +1,5 @@
 /*
- * engine_json: JSON variables of the engine (validation, normalisation,
+ * vars: JSON variables of the engine (validation, normalisation,
  * top-level merge) over jansson.
  *
  * Owns nothing long-lived: every jansson value is released before return
@@ -7,14 +7,14 @@
  * jansson's text beyond the position of the error, so no library wording
  * leaks into a gRPC status.
  */
-#include "engine_json.h"
+#include "vars.h"
 
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
 char *
-wf_engine_json_dump(wf_arena *arena, const json_t *value)
+wf_vars_dump(wf_arena *arena, const json_t *value)
 {
     char *s = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
     if (s == NULL)
@@ -58,7 +58,7 @@ depth(json_t *v, int limit)
 }
 
 wf_code
-wf_engine_json_load_object(const char *text, const char *field, json_t **out, wf_error *err)
+wf_vars_load_object(const char *text, const char *field, json_t **out, wf_error *err)
 {
     if (text == NULL || text[0] == '\0') {
         *out = json_object();
@@ -84,15 +84,15 @@ wf_engine_json_load_object(const char *text, const char *field, json_t **out, wf
 }
 
 wf_code
-wf_engine_json_object(wf_arena *arena, const char *text, const char *field, const char **out,
-                      wf_error *err)
+wf_vars_object(wf_arena *arena, const char *text, const char *field, const char **out,
+               wf_error *err)
 {
     json_t *v;
-    wf_code rc = wf_engine_json_load_object(text, field, &v, err);
+    wf_code rc = wf_vars_load_object(text, field, &v, err);
     if (rc != WF_OK)
         return rc;
     if (out != NULL) {
-        *out = wf_engine_json_dump(arena, v);
+        *out = wf_vars_dump(arena, v);
         if (*out == NULL)
             rc = wf_error_nomem(err);
     }
@@ -101,19 +101,18 @@ wf_engine_json_object(wf_arena *arena, const char *text, const char *field, cons
 }
 
 wf_code
-wf_engine_json_merge(wf_arena *arena, const char *base, const char *patch, const char **out,
-                     wf_error *err)
+wf_vars_merge(wf_arena *arena, const char *base, const char *patch, const char **out, wf_error *err)
 {
     json_t *b = NULL, *p = NULL;
-    wf_code rc = wf_engine_json_load_object(base, "the instance variables", &b, err);
+    wf_code rc = wf_vars_load_object(base, "the instance variables", &b, err);
     if (rc == WF_OK)
-        rc = wf_engine_json_load_object(patch, "variables_json", &p, err);
+        rc = wf_vars_load_object(patch, "variables_json", &p, err);
     /* json_object_update keeps a null value as a key with null: the
      * documented merge rule. */
     if (rc == WF_OK && json_object_update(b, p) != 0)
         rc = wf_error_nomem(err);
     if (rc == WF_OK) {
-        *out = wf_engine_json_dump(arena, b);
+        *out = wf_vars_dump(arena, b);
         if (*out == NULL)
             rc = wf_error_nomem(err);
     }
@@ -123,11 +122,11 @@ wf_engine_json_merge(wf_arena *arena, const char *base, const char *patch, const
 }
 
 wf_code
-wf_engine_json_pick(wf_arena *arena, const char *text, const char *const *names, size_t n,
-                    const char **out, wf_error *err)
+wf_vars_pick(wf_arena *arena, const char *text, const char *const *names, size_t n,
+             const char **out, wf_error *err)
 {
     json_t *v = NULL;
-    wf_code rc = wf_engine_json_load_object(text, "the instance variables", &v, err);
+    wf_code rc = wf_vars_load_object(text, "the instance variables", &v, err);
     if (rc != WF_OK)
         return rc;
     json_t *picked = json_object();
@@ -138,7 +137,7 @@ wf_engine_json_pick(wf_arena *arena, const char *text, const char *const *names,
             picked = NULL;
         }
     }
-    *out = picked != NULL ? wf_engine_json_dump(arena, picked) : NULL;
+    *out = picked != NULL ? wf_vars_dump(arena, picked) : NULL;
     if (*out == NULL)
         rc = wf_error_nomem(err);
     json_decref(picked);
