@@ -463,8 +463,8 @@ raw_list_definitions(const char *key, size_t klen)
             break;
         size_t len = (size_t)fh[0] << 16 | (size_t)fh[1] << 8 | fh[2];
         uint8_t type = fh[3], flags = fh[4];
-        uint32_t stream = ((uint32_t)fh[5] & 0x7f) << 24 | (uint32_t)fh[6] << 16 |
-                          (uint32_t)fh[7] << 8 | fh[8];
+        uint32_t stream =
+            ((uint32_t)fh[5] & 0x7f) << 24 | (uint32_t)fh[6] << 16 | (uint32_t)fh[7] << 8 | fh[8];
         static uint8_t payload[1 << 16];
         if (len > sizeof payload || !read_full(fd, payload, len))
             break;
