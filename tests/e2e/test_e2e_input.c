@@ -25,7 +25,7 @@
 
 #define SVC "/workflow.v1.WorkflowService/"
 
-/* ---- helpers ------------------------------------------------------------------------ */
+/* ---- requests and captures ------------------------------------------------------------------ */
 
 /* m packed into the arena, with the byte 0x01 of the first occurrence of
  * marked (a string value of m holding exactly one 0x01) turned into NUL:
