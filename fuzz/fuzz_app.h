@@ -76,8 +76,9 @@ wf_code fuzz_dispatch(wf_app *app, wf_arena *arena, const fuzz_route *r,
                       wf_error *err);
 
 /* The rpc layer's check before unpacking (rpc_wire.h: nesting depth, UTF-8
- * of every string field): true when the request passes the door. A refused
- * non-UTF-8 string must come with the violation naming its field. */
+ * and NUL bytes of every string field, wire types, Duration and Timestamp
+ * ranges): true when the request passes the door. A refused field must
+ * come with the violation naming it. */
 bool fuzz_wire_ok(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t size,
                   wf_arena *arena);
 

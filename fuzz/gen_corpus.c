@@ -57,6 +57,29 @@ write_packed(const char *dir, const char *name, uint8_t prefix, const ProtobufCM
     free(buf);
 }
 
+/* As write_packed, with the byte 0x01 of the first occurrence of marked (a
+ * string of m holding one 0x01) turned into a NUL: protobuf-c strings
+ * cannot hold one, the wire can, and the wire check must refuse it. */
+static void
+write_packed_nul(const char *dir, const char *name, uint8_t prefix, const ProtobufCMessage *m,
+                 const char *marked)
+{
+    size_t n = protobuf_c_message_get_packed_size(m);
+    uint8_t *buf = malloc(n ? n : 1);
+    protobuf_c_message_pack(m, buf);
+    size_t k = strlen(marked);
+    for (size_t i = 0; i + k <= n; i++)
+        if (memcmp(buf + i, marked, k) == 0) {
+            *(uint8_t *)memchr(buf + i, 0x01, k) = 0;
+            write_file(dir, name, &prefix, 1, buf, n);
+            free(buf);
+            return;
+        }
+    fprintf(stderr, "gen_corpus: %s: no \"%s\" in the packed message\n", name, marked);
+    failed = 1;
+    free(buf);
+}
+
 static void
 requests(const char *root)
 {
@@ -84,6 +107,44 @@ requests(const char *root)
     k1.definition->description = "caf\xe9";
     write_packed(dir, "k1_deploy_non_utf8",
                  (uint8_t)(fuzz_route_named("DeployDefinition") - routes), &k1.base);
+    /* NUL bytes in strings (valid UTF-8, but protobuf-c would cut them): an
+     * id plus junk, a JSON text plus junk, a nested name. */
+    Workflow__V1__GetInstanceRequest gi = WORKFLOW__V1__GET_INSTANCE_REQUEST__INIT;
+    gi.instance_id = "00000000-0000-7000-8000-000000000000\x01junk";
+    write_packed_nul(dir, "nul_get_instance", (uint8_t)(fuzz_route_named("GetInstance") - routes),
+                     &gi.base, gi.instance_id);
+    Workflow__V1__StartInstanceRequest si = WORKFLOW__V1__START_INSTANCE_REQUEST__INIT;
+    si.definition_key = "adhoc";
+    si.variables_json = "{\"a\":1}\x01";
+    write_packed_nul(dir, "nul_start_variables",
+                     (uint8_t)(fuzz_route_named("StartInstance") - routes), &si.base,
+                     si.variables_json);
+    Workflow__V1__DeployDefinitionRequest nd = WORKFLOW__V1__DEPLOY_DEFINITION_REQUEST__INIT;
+    nd.definition = fuzz_seed_definition(a);
+    nd.definition->description = "a\x01"
+                                 "b";
+    write_packed_nul(dir, "nul_deploy_description",
+                     (uint8_t)(fuzz_route_named("DeployDefinition") - routes), &nd.base,
+                     "a\x01"
+                     "b");
+    /* A bool sent length-delimited (protobuf-c read it as true) and a
+     * Duration past its range: refused by the wire check. */
+    Workflow__V1__WatchEventsRequest we = WORKFLOW__V1__WATCH_EVENTS_REQUEST__INIT;
+    size_t wn = workflow__v1__watch_events_request__get_packed_size(&we);
+    uint8_t wbuf[64];
+    workflow__v1__watch_events_request__pack(&we, wbuf);
+    wbuf[wn++] = (5 << 3) | 2; /* follow, length-delimited */
+    wbuf[wn++] = 1;
+    wbuf[wn++] = 1;
+    uint8_t wroute = (uint8_t)(fuzz_route_named("WatchEvents") - routes);
+    write_file(dir, "watch_follow_wrong_wire_type", &wroute, 1, wbuf, wn);
+    Workflow__V1__SendSignalRequest ss = WORKFLOW__V1__SEND_SIGNAL_REQUEST__INIT;
+    Google__Protobuf__Duration ttl = GOOGLE__PROTOBUF__DURATION__INIT;
+    ttl.seconds = 10000000000000LL;
+    ss.name = "ping";
+    ss.buffer_ttl = &ttl;
+    write_packed(dir, "signal_ttl_out_of_range", (uint8_t)(fuzz_route_named("SendSignal") - routes),
+                 &ss.base);
     /* The same list calls without an actor (route byte + nroutes). */
     Workflow__V1__ListInstancesRequest li = WORKFLOW__V1__LIST_INSTANCES_REQUEST__INIT;
     li.page_size = 1;

@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "wf_id.h"
 #include "wf_log.h"
 
 static const char *
@@ -151,6 +152,17 @@ key_id_of(const char *key, char out[9])
     out[8] = '\0';
 }
 
+/* A key a client can send as it is: printable ASCII, no blanks (HTTP trims
+ * them at the ends of a header value). */
+static bool
+key_ok(const char *key)
+{
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        if (*p <= 0x20 || *p >= 0x7f)
+            return false;
+    return true;
+}
+
 static bool
 parse_api_keys(wf_config *cfg, const char *v, wf_error *err)
 {
@@ -171,11 +183,30 @@ parse_api_keys(wf_config *cfg, const char *v, wf_error *err)
             k->tenant = strdup(eq + 1);
         }
         k->key = strdup(items[i]);
-        key_id_of(k->key, k->key_id);
-        if (k->key[0] == '\0' || (k->tenant != NULL && k->tenant[0] == '\0')) {
+        if (k->key == NULL || (eq != NULL && k->tenant == NULL)) {
             free_list(items, n);
-            return wf_error_set(err, WF_E_INVALID_ARGUMENT,
-                                "WF_API_KEYS entry %zu must be \"key\" or \"key=tenant\"", i + 1),
+            return wf_error_nomem(err), false;
+        }
+        key_id_of(k->key, k->key_id);
+        /* Messages name the entry, never the key. */
+        const char *bad = NULL;
+        if (k->key[0] == '\0' || (k->tenant != NULL && k->tenant[0] == '\0'))
+            bad = "must be \"key\" or \"key=tenant\"";
+        else if (!key_ok(k->key))
+            bad = "must have a key of printable ASCII without spaces";
+        else if (k->tenant != NULL && !wf_id_tenant_valid(k->tenant, strlen(k->tenant)))
+            bad = "must name a tenant of 1 to 64 letters, digits, \".\", \"_\" or \"-\"";
+        for (size_t j = 0; bad == NULL && j < i; j++)
+            if (strcmp(cfg->api_keys[j].key, k->key) == 0) {
+                free_list(items, n);
+                return wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                                    "WF_API_KEYS entry %zu repeats the key of entry %zu", i + 1,
+                                    j + 1),
+                       false;
+            }
+        if (bad != NULL) {
+            free_list(items, n);
+            return wf_error_set(err, WF_E_INVALID_ARGUMENT, "WF_API_KEYS entry %zu %s", i + 1, bad),
                    false;
         }
     }

@@ -71,3 +71,17 @@ wf_id_job_key_valid(const char *s)
     size_t n;
     return wf_uuid_valid(s) || (wf_id_job_key_split(s, &n) && n == WF_UUID_LEN && uuid_at(s));
 }
+
+bool
+wf_id_tenant_valid(const char *s, size_t n)
+{
+    if (s == NULL || n == 0 || n > 64)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return false;
+    }
+    return true;
+}

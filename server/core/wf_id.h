@@ -32,4 +32,8 @@ bool wf_id_job_key_split(const char *s, size_t *instance_len);
 /* True when s is a job key of either shape (see above). */
 bool wf_id_job_key_valid(const char *s);
 
+/* True when the n bytes at s are a tenant id: 1 to 64 of [A-Za-z0-9._-]
+ * (tenants end up in logs and row keys). */
+bool wf_id_tenant_valid(const char *s, size_t n);
+
 #endif /* WF_ID_H */

@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "wf_utf8.h"
+
 wf_log_level wf_log_threshold = WF_LOG_INFO;
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
@@ -59,6 +61,17 @@ wf_json_escape(char *dst, size_t cap, const char *src, size_t n)
                 snprintf(tmp, sizeof tmp, "\\u%04x", c);
                 rep = tmp;
                 rl = 6;
+            } else if (c >= 0x80) {
+                /* A whole character as it is; a byte that does not start
+                 * one becomes U+FFFD, so the output is valid UTF-8. */
+                rl = wf_utf8_char((const unsigned char *)src + i, n - i);
+                if (rl == 0) {
+                    rep = "\\ufffd";
+                    rl = 6;
+                } else {
+                    rep = src + i;
+                    i += rl - 1;
+                }
             }
         }
         if (o + rl + 1 > cap)

@@ -54,7 +54,9 @@ void wf_log_line_double(wf_log_line *l, const char *key, double value);
 void wf_log_line_end(wf_log_line *l);
 
 /* JSON-escapes src (n bytes) into dst (cap bytes, NUL-terminated); returns
- * the escaped length, or (size_t)-1 when it does not fit. */
+ * the escaped length, or (size_t)-1 when it does not fit. The output is
+ * valid UTF-8: a byte of src that does not start a valid character (bytes
+ * from the wire, a message cut mid-character) becomes \ufffd. */
 size_t wf_json_escape(char *dst, size_t cap, const char *src, size_t n);
 
 #endif /* WF_LOG_H */

@@ -101,9 +101,10 @@ wf_rpc__start_batch_locked(struct call *c, const grpc_op *ops, size_t nops, stru
 /* ---- protobuf <-> byte buffers ------------------------------------------ */
 
 /* Decodes the request into the call's arena: WF_OK with *msg, or
- * INVALID_ARGUMENT for malformed bytes, excessive nesting or non-UTF-8
- * strings (checked before protobuf-c, which trusts both; *bad then names
- * the string's field). */
+ * INVALID_ARGUMENT for malformed bytes, excessive nesting, strings that are
+ * not UTF-8 or hold a NUL, wrong wire types or out-of-range Durations and
+ * Timestamps (rpc_wire.c, before protobuf-c, which trusts all of them;
+ * *bad then names the field). */
 static wf_code
 unpack(struct call *c, const ProtobufCMessageDescriptor *d, ProtobufCMessage **msg,
        wf_violation *bad, wf_error *err)

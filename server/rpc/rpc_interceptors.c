@@ -1,5 +1,6 @@
 /*
- * rpc_interceptors: request id/trace → API key → tenant → actor → deadline.
+ * rpc_interceptors: request id/trace → metadata size → API key → tenant →
+ * actor → deadline.
  *
  * Messages never contain the presented key. Duplicated security-relevant
  * metadata (two x-api-key, two x-tenant-id, two x-actor-id) is refused
@@ -18,10 +19,13 @@
 #define MAX_ID_LEN 128
 
 int
-wf_rpc_md_get(const grpc_metadata_array *md, const char *key, wf_arena *arena, const char **value)
+wf_rpc_md_get(const grpc_metadata_array *md, const char *key, wf_arena *arena, const char **value,
+              size_t *len)
 {
     int n = 0;
     *value = NULL;
+    if (len != NULL)
+        *len = 0;
     for (size_t i = 0; i < md->count; i++) {
         if (grpc_slice_str_cmp(md->metadata[i].key, key) != 0)
             continue;
@@ -29,6 +33,8 @@ wf_rpc_md_get(const grpc_metadata_array *md, const char *key, wf_arena *arena, c
             const grpc_slice *v = &md->metadata[i].value;
             *value = wf_arena_strndup(arena, (const char *)GRPC_SLICE_START_PTR(*v),
                                       GRPC_SLICE_LENGTH(*v));
+            if (len != NULL && *value != NULL)
+                *len = GRPC_SLICE_LENGTH(*v);
         }
     }
     return n;
@@ -48,12 +54,11 @@ wf_rpc_secret_equal(const char *presented, size_t presented_len, const char *exp
     return diff == 0;
 }
 
-/* 1..max printable ASCII bytes. */
+/* 1..max printable ASCII bytes (n bytes at s: a NUL is not printable). */
 static int
-printable_id(const char *s, size_t max)
+printable_id(const char *s, size_t n, size_t max)
 {
-    size_t n = strlen(s);
-    if (n == 0 || n > max)
+    if (s == NULL || n == 0 || n > max)
         return 0;
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
@@ -61,27 +66,13 @@ printable_id(const char *s, size_t max)
     return 1;
 }
 
-/* Tenant ids: 1..64 of [A-Za-z0-9._-]. They end up in logs and row keys. */
-static int
-valid_tenant(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 64)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
-            return 0;
-    }
-    return 1;
-}
-
 static wf_code
 icpt_request_id(wf_rpc_ctx *ctx, wf_error *err)
 {
     const char *v;
-    if (wf_rpc_md_get(ctx->md, "x-request-id", ctx->arena, &v) > 0 && printable_id(v, MAX_ID_LEN)) {
+    size_t vlen;
+    if (wf_rpc_md_get(ctx->md, "x-request-id", ctx->arena, &v, &vlen) > 0 &&
+        printable_id(v, vlen, MAX_ID_LEN)) {
         ctx->request_id = v;
     } else {
         char *id = wf_arena_alloc(ctx->arena, WF_UUID_LEN + 1);
@@ -91,7 +82,7 @@ icpt_request_id(wf_rpc_ctx *ctx, wf_error *err)
         ctx->request_id = id;
     }
     /* W3C traceparent: "00-<32 hex trace id>-<16 hex span id>-<2 hex flags>". */
-    if (wf_rpc_md_get(ctx->md, "traceparent", ctx->arena, &v) > 0 && strlen(v) >= 55 &&
+    if (wf_rpc_md_get(ctx->md, "traceparent", ctx->arena, &v, NULL) > 0 && strlen(v) >= 55 &&
         v[2] == '-' && v[35] == '-') {
         char *t = wf_arena_strndup(ctx->arena, v + 3, 32);
         int ok = t != NULL;
@@ -103,25 +94,44 @@ icpt_request_id(wf_rpc_ctx *ctx, wf_error *err)
     return WF_OK;
 }
 
-/* Finds the presented key: x-api-key, or authorization: Bearer <key>. */
 static wf_code
-presented_key(wf_rpc_ctx *ctx, const char **key, wf_error *err)
+icpt_metadata_size(wf_rpc_ctx *ctx, wf_error *err)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < ctx->md->count; i++)
+        total += GRPC_SLICE_LENGTH(ctx->md->metadata[i].key) +
+                 GRPC_SLICE_LENGTH(ctx->md->metadata[i].value) + 32;
+    if (total > WF_RPC_MAX_METADATA_BYTES)
+        return wf_error_set(err, WF_E_TOO_LARGE,
+                            "the request's metadata is %zu bytes; at most %d are accepted", total,
+                            WF_RPC_MAX_METADATA_BYTES);
+    return WF_OK;
+}
+
+/* Finds the presented key: x-api-key, or authorization: Bearer <key>.
+ * *klen is its whole length: a NUL inside is part of it, not its end. */
+static wf_code
+presented_key(wf_rpc_ctx *ctx, const char **key, size_t *klen, wf_error *err)
 {
     const char *api, *auth;
-    int napi = wf_rpc_md_get(ctx->md, "x-api-key", ctx->arena, &api);
-    int nauth = wf_rpc_md_get(ctx->md, "authorization", ctx->arena, &auth);
+    size_t api_len, auth_len;
+    int napi = wf_rpc_md_get(ctx->md, "x-api-key", ctx->arena, &api, &api_len);
+    int nauth = wf_rpc_md_get(ctx->md, "authorization", ctx->arena, &auth, &auth_len);
     *key = NULL;
+    *klen = 0;
     if (napi > 1 || nauth > 1)
         return wf_error_set(err, WF_E_API_KEY_INVALID, "API key metadata appears more than once");
     if (napi == 1) {
         *key = api;
-    } else if (nauth == 1) {
-        if (strncmp(auth, "Bearer ", 7) != 0 || auth[7] == '\0')
+        *klen = api_len;
+    } else if (nauth == 1 && auth != NULL) {
+        if (auth_len <= 7 || strncmp(auth, "Bearer ", 7) != 0)
             return wf_error_set(err, WF_E_API_KEY_INVALID,
                                 "authorization metadata must be \"Bearer <key>\"");
         *key = auth + 7;
+        *klen = auth_len - 7;
     }
-    if (*key == NULL || (*key)[0] == '\0')
+    if (*key == NULL || *klen == 0)
         return wf_error_set(err, WF_E_API_KEY_MISSING,
                             "an API key is required in x-api-key or authorization: Bearer");
     return WF_OK;
@@ -132,10 +142,11 @@ icpt_auth_tenant(wf_rpc_ctx *ctx, wf_error *err)
 {
     const wf_config *cfg = ctx->cfg;
     const char *tenant;
-    int ntenant = wf_rpc_md_get(ctx->md, "x-tenant-id", ctx->arena, &tenant);
+    size_t tenant_len;
+    int ntenant = wf_rpc_md_get(ctx->md, "x-tenant-id", ctx->arena, &tenant, &tenant_len);
     if (ntenant > 1)
         return wf_error_set(err, WF_E_INVALID_ARGUMENT, "x-tenant-id appears more than once");
-    if (ntenant == 1 && !valid_tenant(tenant))
+    if (ntenant == 1 && !wf_id_tenant_valid(tenant, tenant_len))
         return wf_error_set(err, WF_E_INVALID_ARGUMENT,
                             "x-tenant-id must be 1 to 64 characters of letters, digits, \".\", "
                             "\"_\" or \"-\"");
@@ -143,10 +154,10 @@ icpt_auth_tenant(wf_rpc_ctx *ctx, wf_error *err)
     const wf_api_key *match = NULL;
     if (!ctx->public_method && !wf_config_open_access(cfg)) {
         const char *key;
-        wf_code rc = presented_key(ctx, &key, err);
+        size_t klen;
+        wf_code rc = presented_key(ctx, &key, &klen, err);
         if (rc != WF_OK)
             return rc;
-        size_t klen = strlen(key);
         /* Compare against every configured key, without early exit. */
         for (size_t i = 0; i < cfg->napi_keys; i++)
             if (wf_rpc_secret_equal(key, klen, cfg->api_keys[i].key) && match == NULL)
@@ -171,11 +182,12 @@ static wf_code
 icpt_actor(wf_rpc_ctx *ctx, wf_error *err)
 {
     const char *actor;
-    int n = wf_rpc_md_get(ctx->md, "x-actor-id", ctx->arena, &actor);
+    size_t actor_len;
+    int n = wf_rpc_md_get(ctx->md, "x-actor-id", ctx->arena, &actor, &actor_len);
     if (n > 1)
         return wf_error_set(err, WF_E_INVALID_ARGUMENT, "x-actor-id appears more than once");
     if (n == 1) {
-        if (!printable_id(actor, MAX_ID_LEN))
+        if (!printable_id(actor, actor_len, MAX_ID_LEN))
             return wf_error_set(err, WF_E_INVALID_ARGUMENT,
                                 "x-actor-id must be 1 to 128 printable ASCII characters");
         ctx->actor = actor;
@@ -185,7 +197,9 @@ icpt_actor(wf_rpc_ctx *ctx, wf_error *err)
     }
     if (ctx->cfg->trust_actor_groups) {
         const char *groups;
-        if (wf_rpc_md_get(ctx->md, "x-actor-groups", ctx->arena, &groups) == 1)
+        size_t groups_len;
+        if (wf_rpc_md_get(ctx->md, "x-actor-groups", ctx->arena, &groups, &groups_len) == 1 &&
+            groups != NULL && strlen(groups) == groups_len)
             ctx->actor_groups = groups;
     }
     return WF_OK;
@@ -213,10 +227,7 @@ typedef wf_code (*interceptor_fn)(wf_rpc_ctx *ctx, wf_error *err);
  * is logged with it; the key is checked before anything about the caller's
  * claims (tenant, actor) is believed. */
 static const interceptor_fn chain[] = {
-    icpt_request_id,
-    icpt_auth_tenant,
-    icpt_actor,
-    icpt_deadline,
+    icpt_request_id, icpt_metadata_size, icpt_auth_tenant, icpt_actor, icpt_deadline,
 };
 
 wf_code

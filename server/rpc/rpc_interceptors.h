@@ -1,6 +1,7 @@
 /*
  * rpc_interceptors: the ordered checks every call passes before its payload
- * is unpacked (request id/trace, API key → tenant, actor, deadline).
+ * is unpacked (request id/trace, metadata size, API key → tenant, actor,
+ * deadline).
  *
  * They read only metadata and configuration, so they are unit-tested with
  * fake metadata arrays and no server. The first failing link stops the chain
@@ -17,6 +18,15 @@
 #include "wf_arena.h"
 #include "wf_config.h"
 #include "wf_error.h"
+
+/* The most request metadata a call may carry, counted as HTTP/2 counts a
+ * header list (name + value + 32 bytes per entry); more is refused with
+ * RESOURCE_EXHAUSTED TOO_LARGE. Core's own limit (the server's channel
+ * args) sits far above, so that an oversized header block is still parsed
+ * whole: core refusing it part-way loses the connection's HPACK state and
+ * with it every other call on the connection. */
+#define WF_RPC_MAX_METADATA_BYTES (16 * 1024)
+#define WF_RPC_CORE_MAX_METADATA_BYTES (256 * 1024)
 
 /* What the chain reads and what it establishes. Output strings live in the
  * arena (or point into the call's metadata, valid until the call ends). */
@@ -43,9 +53,11 @@ typedef struct wf_rpc_ctx {
 wf_code wf_rpc_intercept(wf_rpc_ctx *ctx, wf_error *err);
 
 /* Looks a metadata key up. Returns the number of occurrences; *value is set
- * to the first (NULL-terminated copy in the arena) when there is one. */
+ * to the first (NUL-terminated copy in the arena) when there is one, and
+ * *len (when len is non-NULL) to its whole length: a value may hold NUL
+ * bytes (raw HTTP/2 allows them), which strlen would not count. */
 int wf_rpc_md_get(const grpc_metadata_array *md, const char *key, wf_arena *arena,
-                  const char **value);
+                  const char **value, size_t *len);
 
 /* Constant-time comparison of a presented secret with a configured one:
  * the time depends only on the configured key's length. */

@@ -188,6 +188,9 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
         {GRPC_ARG_INTEGER, GRPC_ARG_ALLOW_REUSEPORT, {.integer = 0}},
         {GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, {.integer = core_max}},
         {GRPC_ARG_INTEGER, GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, {.integer = core_max}},
+        /* Metadata likewise (rpc_interceptors.h): ours is refused with a
+         * reason on a connection that stays usable. */
+        {GRPC_ARG_INTEGER, GRPC_ARG_MAX_METADATA_SIZE, {.integer = WF_RPC_CORE_MAX_METADATA_BYTES}},
         /* Behind a mesh: ping idle connections, let clients ping every 10 s,
          * and recycle connections every 5 minutes so that clients
          * re-resolve and load spreads over new replicas. */

@@ -1,12 +1,17 @@
 /*
  * rpc_wire: a descriptor-guided walk over protobuf wire data (see
  * rpc_wire.h). Only length-delimited fields need attention: sub-messages
- * are walked one level deeper, strings are checked for UTF-8, everything
- * else is skipped.
+ * are walked one level deeper, strings are checked for UTF-8 and NUL
+ * bytes, Durations and Timestamps for their range; every known field's
+ * wire type is checked; everything else is skipped.
  */
 #include "rpc_wire.h"
 
 #include <stdio.h>
+#include <string.h>
+
+#include "wf_time.h"
+#include "wf_utf8.h"
 
 enum { NOT_CHECKED = -1 }; /* malformed wire data: let the unpacker say so */
 
@@ -23,39 +28,6 @@ varint(const uint8_t *p, size_t len, size_t *at, uint64_t *out)
         }
     }
     return NOT_CHECKED;
-}
-
-/* Strict UTF-8: no overlongs, no surrogates, nothing above U+10FFFF. */
-static int
-utf8_ok(const uint8_t *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        uint8_t c = s[i];
-        size_t k;
-        uint32_t cp, min;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xe0) == 0xc0) {
-            k = 1, cp = c & 0x1f, min = 0x80;
-        } else if ((c & 0xf0) == 0xe0) {
-            k = 2, cp = c & 0x0f, min = 0x800;
-        } else if ((c & 0xf8) == 0xf0) {
-            k = 3, cp = c & 0x07, min = 0x10000;
-        } else {
-            return 0;
-        }
-        for (size_t j = 1; j <= k; j++) {
-            if (i + j >= n || (s[i + j] & 0xc0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (s[i + j] & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return 0;
-        i += k + 1;
-    }
-    return 1;
 }
 
 /* Where the walk is: the field of each enclosing message that it
@@ -128,6 +100,96 @@ field_path(walker *wk, int depth, const ProtobufCFieldDescriptor *f, const uint8
     return wf_arena_strdup(wk->arena, buf);
 }
 
+/* The wire type a field of f's type is sent with; repeated scalars may
+ * also come packed (length-delimited). */
+static int
+wire_type_ok(const ProtobufCFieldDescriptor *f, unsigned wt)
+{
+    unsigned want;
+    switch (f->type) {
+    case PROTOBUF_C_TYPE_STRING:
+    case PROTOBUF_C_TYPE_BYTES:
+    case PROTOBUF_C_TYPE_MESSAGE:
+        return wt == 2;
+    case PROTOBUF_C_TYPE_FIXED32:
+    case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_FLOAT:
+        want = 5;
+        break;
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_DOUBLE:
+        want = 1;
+        break;
+    default: /* the varints: int32 ... uint64, sint32/64, bool, enum */
+        want = 0;
+        break;
+    }
+    return wt == want || (wt == 2 && f->label == PROTOBUF_C_LABEL_REPEATED);
+}
+
+/* google.protobuf.Duration and Timestamp hold their range in comments
+ * only: a Duration is at most 10000 years either way, its nanos within
+ * a second and of the seconds' sign; a Timestamp lies in the years 1 to
+ * 9999, its nanos within 0..999999999. A Duration must also name a time
+ * that, counted from now, is a valid Timestamp (every duration of the API
+ * is added to the clock), so no time derived from a request passes year
+ * 9999. Returns the description of what is wrong, or NULL. */
+#define DURATION_MAX_SECONDS ((int64_t)315576000000)
+#define TIMESTAMP_MIN_SECONDS ((int64_t)-62135596800) /* 0001-01-01T00:00:00Z */
+#define TIMESTAMP_MAX_SECONDS ((int64_t)253402300799) /* 9999-12-31T23:59:59Z */
+
+static const char *
+well_known_range(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len)
+{
+    int duration = strcmp(desc->name, "google.protobuf.Duration") == 0;
+    if (!duration && strcmp(desc->name, "google.protobuf.Timestamp") != 0)
+        return NULL;
+    int64_t seconds = 0, nanos = 0;
+    size_t at = 0;
+    while (at < len) {
+        uint64_t key, v = 0;
+        if (varint(p, len, &at, &key) != 0)
+            return NULL;
+        /* The wire types were checked by the walk; unknown fields of
+         * another type end the scan (the unpacker skips them). */
+        if ((key & 7) != 0 || varint(p, len, &at, &v) != 0)
+            return NULL;
+        if ((key >> 3) == 1)
+            seconds = (int64_t)v;
+        else if ((key >> 3) == 2)
+            nanos = (int32_t)(uint32_t)v; /* protobuf-c keeps the low 32 bits */
+    }
+    if (duration) {
+        int64_t now_s = wf_now_us() / 1000000;
+        if (seconds < -DURATION_MAX_SECONDS || seconds > DURATION_MAX_SECONDS ||
+            nanos < -999999999 || nanos > 999999999 || (seconds > 0 && nanos < 0) ||
+            (seconds < 0 && nanos > 0) || seconds > TIMESTAMP_MAX_SECONDS - now_s)
+            return "must be a valid Duration: seconds and nanos of one sign, nanos within a "
+                   "second, no longer than 10000 years and not reaching past "
+                   "9999-12-31T23:59:59Z from now";
+    } else if (seconds < TIMESTAMP_MIN_SECONDS || seconds > TIMESTAMP_MAX_SECONDS || nanos < 0 ||
+               nanos > 999999999) {
+        return "must be a valid Timestamp: from 0001-01-01T00:00:00Z to "
+               "9999-12-31T23:59:59.999999999Z, nanos from 0 to 999999999";
+    }
+    return NULL;
+}
+
+/* Refuses the field f (key at offset key_at of msg, in desc) with why. */
+static wf_code
+refuse(walker *wk, int depth, const ProtobufCMessageDescriptor *desc,
+       const ProtobufCFieldDescriptor *f, const uint8_t *msg, size_t key_at, const char *why,
+       wf_error *err)
+{
+    if (wk->bad != NULL && wk->arena != NULL) {
+        wk->bad->field = field_path(wk, depth, f, msg, key_at);
+        wk->bad->description = why;
+    }
+    return wf_error_set(err, WF_E_INVALID_ARGUMENT, "field \"%s\" of %s %s", f->name, desc->name,
+                        why);
+}
+
 static wf_code
 walk(walker *wk, const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len, int depth,
      wf_error *err)
@@ -141,7 +203,16 @@ walk(walker *wk, const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_
         size_t key_at = at;
         if (varint(p, len, &at, &key) != 0)
             return WF_OK;
-        switch (key & 7) {
+        unsigned wt = (unsigned)(key & 7);
+        const ProtobufCFieldDescriptor *f =
+            key >> 3 <= UINT32_MAX
+                ? protobuf_c_message_descriptor_get_field(desc, (unsigned)(key >> 3))
+                : NULL;
+        /* protobuf-c reads a known field whatever its wire type says (a
+         * bool sent length-delimited is true): refuse the mismatch. */
+        if (f != NULL && !wire_type_ok(f, wt))
+            return refuse(wk, depth, desc, f, p, key_at, "has the wrong wire type", err);
+        switch (wt) {
         case 0:
             if (varint(p, len, &at, &n) != 0)
                 return WF_OK;
@@ -155,22 +226,23 @@ walk(walker *wk, const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_
         case 2: {
             if (varint(p, len, &at, &n) != 0 || n > len - at)
                 return WF_OK;
-            const ProtobufCFieldDescriptor *f =
-                protobuf_c_message_descriptor_get_field(desc, (unsigned)(key >> 3));
             if (f != NULL && f->type == PROTOBUF_C_TYPE_MESSAGE) {
                 if (depth <= WF_RPC_MAX_DEPTH)
                     wk->path[depth - 1] = (frame){f, p, key_at};
                 wf_code rc = walk(wk, f->descriptor, p + at, (size_t)n, depth + 1, err);
                 if (rc != WF_OK)
                     return rc;
-            } else if (f != NULL && f->type == PROTOBUF_C_TYPE_STRING &&
-                       !utf8_ok(p + at, (size_t)n)) {
-                if (wk->bad != NULL && wk->arena != NULL) {
-                    wk->bad->field = field_path(wk, depth, f, p, key_at);
-                    wk->bad->description = "must be valid UTF-8";
-                }
-                return wf_error_set(err, WF_E_INVALID_ARGUMENT,
-                                    "field \"%s\" of %s is not valid UTF-8", f->name, desc->name);
+                const char *why = well_known_range(f->descriptor, p + at, (size_t)n);
+                if (why != NULL)
+                    return refuse(wk, depth, desc, f, p, key_at, why, err);
+            } else if (f != NULL && f->type == PROTOBUF_C_TYPE_STRING) {
+                /* protobuf-c hands strings on as C strings: a NUL would
+                 * cut them silently (an id plus NUL would name the
+                 * instance of its prefix). */
+                if (!wf_utf8_valid(p + at, (size_t)n))
+                    return refuse(wk, depth, desc, f, p, key_at, "must be valid UTF-8", err);
+                if (memchr(p + at, '\0', (size_t)n) != NULL)
+                    return refuse(wk, depth, desc, f, p, key_at, "must not contain NUL bytes", err);
             }
             at += (size_t)n;
             break;

@@ -5,8 +5,9 @@
  * connection trouble and server shutdown are STORE_UNAVAILABLE (retry),
  * serialization failures, deadlocks and unique violations are CONFLICT
  * (retry), statement_timeout is DEADLINE_EXCEEDED. The SQLSTATE and the
- * server's text go to the log only; err->msg never carries library or SQL
- * text. Must not: decide anything about the connection beyond "broken".
+ * server's primary message (never its DETAIL, which quotes row values) go
+ * to the log only, unique violations at debug level; err->msg never
+ * carries library or SQL text. Must not: decide anything about the connection beyond "broken".
  */
 #include "pg_pool.h"
 
@@ -25,7 +26,10 @@ wf_pg_map_error(PGconn *pg, const PGresult *res, const char *stmt, const char *w
                 bool *broken, wf_error *err)
 {
     const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-    const char *text = res != NULL ? PQresultErrorMessage(res) : NULL;
+    /* The primary message only: the DETAIL of a constraint violation
+     * quotes the row's key or the whole failing row (tenant, signal ids,
+     * request ids, variables), which is the callers' data, not the log's. */
+    const char *text = res != NULL ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
     if (text == NULL || text[0] == '\0')
         text = pg != NULL ? PQerrorMessage(pg) : "no connection";
     bool conn_bad = pg == NULL || PQstatus(pg) != CONNECTION_OK;
@@ -60,7 +64,13 @@ wf_pg_map_error(PGconn *pg, const PGresult *res, const char *stmt, const char *w
     } else {
         code = wf_error_set(err, WF_E_INTERNAL, "could not access %s", what);
     }
-    wf_log_level level = code == WF_E_INTERNAL ? WF_LOG_ERROR : WF_LOG_WARN;
+    /* A unique violation is a race the engine expects to lose now and
+     * then (a signal id or a request id recorded first by another call, a
+     * version deployed concurrently): it re-reads and answers, so the
+     * failure is worth a debug line only. */
+    wf_log_level level = code == WF_E_INTERNAL         ? WF_LOG_ERROR
+                         : strcmp(state, "23505") == 0 ? WF_LOG_DEBUG
+                                                       : WF_LOG_WARN;
     WF_LOG(quiet ? WF_LOG_DEBUG : level, "db_error", "statement=%s sqlstate=%s code=%s detail=%s",
            stmt, state[0] ? state : "none", wf_code_reason(code), text);
     return code;

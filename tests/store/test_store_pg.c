@@ -117,6 +117,52 @@ make_root(wf_store *s, const char *id)
     ck_assert_int_eq(wf_tx_commit(tx, &err), WF_OK);
 }
 
+/* A request id recorded twice (two calls racing with one id): Postgres
+ * answers a unique violation, whose DETAIL quotes the key (tenant, method,
+ * request id). The engine expects to lose such races now and then, so the
+ * failure is CONFLICT, logged at debug level with the primary message only. */
+START_TEST(test_expected_race_is_a_debug_line_without_detail)
+{
+    st = open_with(2, 1000);
+    wf_store_ctx ctx = {"t1", 0, arena};
+    wf_idempotency_row row = {.tenant = "t1",
+                              .method = "StartInstance",
+                              .request_id = "req-secret-42",
+                              .request_hash = "h",
+                              .response = (unsigned char *)"r",
+                              .response_len = 1,
+                              .created_at = wf_now_us()};
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_commit_recorded(tx, &row, &err), WF_OK);
+
+    FILE *cap = tmpfile();
+    ck_assert_ptr_nonnull(cap);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fileno(cap), 2);
+    wf_log_level was = wf_log_threshold;
+    wf_log_threshold = WF_LOG_DEBUG;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    wf_code rc = wf_tx_commit_recorded(tx, &row, &err);
+    wf_log_threshold = was;
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char buf[8192];
+    ssize_t n = pread(fileno(cap), buf, sizeof buf - 1, 0);
+    buf[n > 0 ? n : 0] = '\0';
+    fclose(cap);
+    ck_assert_int_eq(rc, WF_E_CONFLICT);
+    ck_assert_msg(strstr(buf, "\"level\":\"debug\",\"event\":\"db_error\"") != NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "sqlstate=23505") != NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "\"level\":\"warn\"") == NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "DETAIL") == NULL && strstr(buf, "req-secret-42") == NULL, "%s", buf);
+    wf_store_free(st);
+}
+END_TEST
+
 /* A deploy that read "no definition" and an auto-creation of the same
  * key that commits before the deploy stores: the deploy's put sees the
  * other kind in the statement that numbers its version and stores
@@ -816,6 +862,7 @@ pg_only_tcase(void)
     tcase_set_timeout(tc, 90);
     tcase_add_test(tc, test_pool_exhaustion_is_unavailable);
     tcase_add_test(tc, test_racing_puts_of_two_kinds_keep_one);
+    tcase_add_test(tc, test_expected_race_is_a_debug_line_without_detail);
     tcase_add_test(tc, test_unreachable_server_fails_fast);
     tcase_add_test(tc, test_ready_and_dirty_connection_reuse);
     tcase_add_test(tc, test_concurrent_migration_applies_once);

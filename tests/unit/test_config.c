@@ -93,6 +93,40 @@ START_TEST(test_api_keys_with_and_without_tenant)
 }
 END_TEST
 
+/* Keys that could never be presented, tenants no call could name, and a
+ * key listed twice (for two tenants: which one would it act in?) stop the
+ * start with a message naming the entry, never the key. */
+START_TEST(test_api_keys_refused_at_start)
+{
+    wf_error err;
+    const struct {
+        const char *keys;
+        const char *msg;
+    } bad[] = {
+        {"WF_API_KEYS=k-a=t a", "entry 1 must name a tenant"},
+        {"WF_API_KEYS=k-b,k-a=t\xc3\xa9", "entry 2 must name a tenant"},
+        {"WF_API_KEYS=k-a=ta,k-a=tb", "entry 2 repeats the key of entry 1"},
+        {"WF_API_KEYS=k-a,k-b,k-a", "entry 3 repeats the key of entry 1"},
+        {"WF_API_KEYS=k a", "entry 1 must have a key of printable ASCII"},
+        {"WF_API_KEYS=k\x01"
+         "a",
+         "entry 1 must have a key of printable ASCII"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *env[] = {"WF_ENV=development", bad[i].keys, NULL};
+        ck_assert_msg(load(env, &err) == NULL, "%s was accepted", bad[i].keys);
+        ck_assert_int_eq(err.code, WF_E_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(err.msg, bad[i].msg) != NULL, "%s: %s", bad[i].keys, err.msg);
+        ck_assert_ptr_null(strstr(err.msg, "k-a"));
+    }
+    const char *ok[] = {"WF_ENV=development", "WF_API_KEYS=k-a=t.a_1-b,k-b=t.a_1-b", NULL};
+    wf_config *cfg = load(ok, &err);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert_uint_eq(cfg->napi_keys, 2);
+    wf_config_free(cfg);
+}
+END_TEST
+
 START_TEST(test_directory_groups_and_users)
 {
     wf_error err;
@@ -254,6 +288,7 @@ config_suite(void)
     tcase_add_test(tc, test_development_defaults);
     tcase_add_test(tc, test_auto_create_definitions_can_be_turned_off);
     tcase_add_test(tc, test_api_keys_with_and_without_tenant);
+    tcase_add_test(tc, test_api_keys_refused_at_start);
     tcase_add_test(tc, test_directory_groups_and_users);
     tcase_add_test(tc, test_malformed_values_are_errors);
     tcase_add_test(tc, test_numbers_and_booleans_parse);

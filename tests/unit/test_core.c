@@ -9,6 +9,7 @@
 #include "wf_arena.h"
 #include "wf_error.h"
 #include "wf_log.h"
+#include "wf_utf8.h"
 #include "wf_id.h"
 #include "wf_time.h"
 
@@ -149,6 +150,24 @@ START_TEST(test_json_escape)
 }
 END_TEST
 
+/* Bytes that do not start a valid UTF-8 character become \ufffd, so a
+ * log line is valid UTF-8 whatever came from the wire; valid characters
+ * pass as they are. */
+START_TEST(test_json_escape_replaces_invalid_utf8)
+{
+    char out[128];
+    const char *in = "caf\xc3\xa9 \xe9 \xc0\xaf \xed\xa0\x80 \xe2\x82 \xf0\x9f\x98\x80";
+    ck_assert_uint_ne(wf_json_escape(out, sizeof out, in, strlen(in)), (size_t)-1);
+    ck_assert_str_eq(out, "caf\xc3\xa9 \\ufffd \\ufffd\\ufffd \\ufffd\\ufffd\\ufffd "
+                          "\\ufffd\\ufffd \xf0\x9f\x98\x80");
+    ck_assert(wf_utf8_valid((const unsigned char *)out, strlen(out)));
+    ck_assert(!wf_utf8_valid((const unsigned char *)in, strlen(in)));
+    ck_assert_uint_eq(wf_utf8_char((const unsigned char *)"\xf0\x9f\x98\x80", 4), 4);
+    ck_assert_uint_eq(wf_utf8_char((const unsigned char *)"\xf4\x90\x80\x80", 4), 0);
+    ck_assert_uint_eq(wf_utf8_char((const unsigned char *)"a", 0), 0);
+}
+END_TEST
+
 START_TEST(test_uuid7_format_and_order)
 {
     char a[WF_UUID_LEN + 1], b[WF_UUID_LEN + 1];
@@ -178,6 +197,7 @@ core_suite(void)
     tcase_add_test(tc, test_error_ids_of_a_message);
     tcase_add_test(tc, test_arena_alignment_growth_and_strings);
     tcase_add_test(tc, test_json_escape);
+    tcase_add_test(tc, test_json_escape_replaces_invalid_utf8);
     tcase_add_test(tc, test_uuid7_format_and_order);
     suite_add_tcase(s, tc);
     return s;

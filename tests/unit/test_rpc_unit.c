@@ -74,6 +74,15 @@ run(wf_rpc_ctx *ctx, wf_error *err)
     return wf_rpc_intercept(ctx, err);
 }
 
+/* A value of n bytes (NUL bytes included), as raw HTTP/2 can send it. */
+static void
+md_add_bytes(const char *k, const char *v, size_t n)
+{
+    md_items[md.count].key = grpc_slice_from_static_string(k);
+    md_items[md.count].value = grpc_slice_from_static_buffer(v, n);
+    md.count++;
+}
+
 /* ---- interceptors --------------------------------------------------------- */
 
 START_TEST(test_missing_key_is_unauthenticated)
@@ -105,6 +114,59 @@ START_TEST(test_key_prefix_is_not_a_match)
     md_add("x-api-key", "k1x");
     ctx = ctx_for(0);
     ck_assert_int_eq(run(&ctx, &err), WF_E_API_KEY_INVALID);
+}
+END_TEST
+
+/* A NUL inside a metadata value is part of it: "k1\0junk" is not k1, and
+ * an actor or tenant with a NUL is refused, not cut. */
+START_TEST(test_nul_in_metadata_is_not_an_end)
+{
+    wf_error err;
+    const char *keys[] = {"k1\0junk", "k1\0"};
+    for (size_t i = 0; i < 2; i++) {
+        md.count = 0;
+        md_add_bytes("x-api-key", keys[i], i == 0 ? 7 : 3);
+        wf_rpc_ctx ctx = ctx_for(0);
+        ck_assert_int_eq(run(&ctx, &err), WF_E_API_KEY_INVALID);
+        md.count = 0;
+        md_add_bytes("authorization", i == 0 ? "Bearer k1\0junk" : "Bearer k1\0", i == 0 ? 14 : 10);
+        ctx = ctx_for(0);
+        ck_assert_int_eq(run(&ctx, &err), WF_E_API_KEY_INVALID);
+    }
+    md.count = 0;
+    md_add("x-api-key", "k1");
+    md_add_bytes("x-actor-id", "alice\0bob", 9);
+    wf_rpc_ctx ctx = ctx_for(0);
+    ck_assert_int_eq(run(&ctx, &err), WF_E_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "x-actor-id"));
+    md.count = 0;
+    md_add("x-api-key", "k1");
+    md_add_bytes("x-tenant-id", "t1\0x", 4);
+    ctx = ctx_for(0);
+    ck_assert_int_eq(run(&ctx, &err), WF_E_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "x-tenant-id"));
+}
+END_TEST
+
+/* More metadata than WF_RPC_MAX_METADATA_BYTES is TOO_LARGE, whatever the
+ * key; just under it passes. */
+START_TEST(test_oversized_metadata_is_too_large)
+{
+    static char pad[WF_RPC_MAX_METADATA_BYTES + 1];
+    size_t fits = WF_RPC_MAX_METADATA_BYTES - (strlen("x-api-key") + 2 + 32) - (5 + 32);
+    memset(pad, 'a', sizeof pad - 1);
+    md_add("x-api-key", "k1");
+    md_add_bytes("x-pad", pad, fits);
+    wf_rpc_ctx ctx = ctx_for(0);
+    wf_error err;
+    ck_assert_int_eq(run(&ctx, &err), WF_OK);
+    md.count = 0;
+    md_add("x-api-key", "k1");
+    md_add_bytes("x-pad", pad, fits + 1);
+    ctx = ctx_for(0);
+    ck_assert_int_eq(run(&ctx, &err), WF_E_TOO_LARGE);
+    ck_assert_ptr_nonnull(strstr(err.msg, "metadata"));
+    ck_assert_ptr_nonnull(ctx.request_id); /* logged with the failure */
 }
 END_TEST
 
@@ -589,6 +651,152 @@ START_TEST(test_wire_strings_must_be_utf8)
 }
 END_TEST
 
+/* protobuf-c hands strings on as C strings: a NUL would cut one, so the
+ * wire check refuses it (valid UTF-8 as it is), naming the field. */
+START_TEST(test_wire_strings_must_not_hold_nul)
+{
+    Workflow__V1__StartInstanceRequest req = WORKFLOW__V1__START_INSTANCE_REQUEST__INIT;
+    req.definition_key = "k";
+    req.variables_json = "{\"a\":1}#";
+    uint8_t buf[64];
+    size_t n = workflow__v1__start_instance_request__pack(&req, buf);
+    wf_violation bad;
+    wf_error err;
+    ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__start_instance_request__descriptor, buf, n,
+                                       WF_RPC_MAX_DEPTH, arena, &bad, &err),
+                     WF_OK);
+    uint8_t *hash = memchr(buf, '#', n);
+    ck_assert_ptr_nonnull(hash);
+    *hash = '\0';
+    ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__start_instance_request__descriptor, buf, n,
+                                       WF_RPC_MAX_DEPTH, arena, &bad, &err),
+                     WF_E_INVALID_ARGUMENT);
+    ck_assert_str_eq(bad.field, "variables_json");
+    ck_assert_str_eq(bad.description, "must not contain NUL bytes");
+    ck_assert_ptr_nonnull(strstr(err.msg, "variables_json"));
+}
+END_TEST
+
+/* A known field with a wire type its type does not use is refused
+ * (protobuf-c would read a length-delimited bool as true); packed
+ * repeated scalars and unknown fields pass. */
+START_TEST(test_wire_types_must_match_the_field)
+{
+    wf_violation bad;
+    wf_error err;
+    /* WatchEventsRequest.follow (5, bool) as length-delimited, then as
+     * 64-bit and as 32-bit. */
+    const uint8_t follow_ld[] = {(5 << 3) | 2, 1, 1};
+    const uint8_t follow_64[] = {(5 << 3) | 1, 1, 0, 0, 0, 0, 0, 0, 0};
+    const uint8_t follow_32[] = {(5 << 3) | 5, 1, 0, 0, 0};
+    const uint8_t follow_ok[] = {(5 << 3) | 0, 1};
+    const struct {
+        const uint8_t *b;
+        size_t n;
+    } bad_ones[] = {{follow_ld, sizeof follow_ld},
+                    {follow_64, sizeof follow_64},
+                    {follow_32, sizeof follow_32}};
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__watch_events_request__descriptor,
+                                           bad_ones[i].b, bad_ones[i].n, WF_RPC_MAX_DEPTH, arena,
+                                           &bad, &err),
+                         WF_E_INVALID_ARGUMENT);
+        ck_assert_str_eq(bad.field, "follow");
+        ck_assert_str_eq(bad.description, "has the wrong wire type");
+    }
+    ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__watch_events_request__descriptor, follow_ok,
+                                       sizeof follow_ok, WF_RPC_MAX_DEPTH, arena, &bad, &err),
+                     WF_OK);
+    /* A string sent as a varint; a message sent as a varint. */
+    const uint8_t id_varint[] = {(1 << 3) | 0, 7};
+    ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__get_task_request__descriptor, id_varint,
+                                       sizeof id_varint, WF_RPC_MAX_DEPTH, arena, &bad, &err),
+                     WF_E_INVALID_ARGUMENT);
+    ck_assert_str_eq(bad.field, "task_id");
+    /* An unknown field (99) of any type is skipped. */
+    const uint8_t unknown[] = {0x98, 0x06, 1, 0x9d, 0x06, 0, 0, 0, 0};
+    ck_assert_int_eq(wf_rpc_wire_check(&workflow__v1__get_task_request__descriptor, unknown,
+                                       sizeof unknown, WF_RPC_MAX_DEPTH, arena, &bad, &err),
+                     WF_OK);
+}
+END_TEST
+
+/* Durations and Timestamps within their documented ranges only. */
+START_TEST(test_wire_durations_and_timestamps_in_range)
+{
+    Workflow__V1__SendSignalRequest req = WORKFLOW__V1__SEND_SIGNAL_REQUEST__INIT;
+    Google__Protobuf__Duration d = GOOGLE__PROTOBUF__DURATION__INIT;
+    req.name = "n";
+    req.buffer_ttl = &d;
+    const struct {
+        int64_t s;
+        int32_t ns;
+        bool ok;
+    } cases[] = {
+        {60, 0, true},
+        {0, 999999999, true},
+        {-1, -5, true}, /* negative: in range (the handler refuses it with its own words) */
+        {86400LL * 365 * 1000, 0, true},
+        {1, 1000000000, false},
+        {1, -1, false},
+        {-1, 1, false},
+        {315576000001LL, 0, false},
+        {-315576000001LL, 0, false},
+        {10000000000000LL, 0, false},
+        {253402300799LL, 0, false}, /* from now, past 9999-12-31 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        d.seconds = cases[i].s;
+        d.nanos = cases[i].ns;
+        uint8_t buf[128];
+        size_t n = workflow__v1__send_signal_request__pack(&req, buf);
+        wf_violation bad;
+        wf_error err;
+        wf_code rc = wf_rpc_wire_check(&workflow__v1__send_signal_request__descriptor, buf, n,
+                                       WF_RPC_MAX_DEPTH, arena, &bad, &err);
+        ck_assert_msg(rc == (cases[i].ok ? WF_OK : WF_E_INVALID_ARGUMENT), "case %zu: %s", i,
+                      err.msg);
+        if (!cases[i].ok) {
+            ck_assert_str_eq(bad.field, "buffer_ttl");
+            ck_assert_ptr_nonnull(strstr(bad.description, "valid Duration"));
+        }
+    }
+    Workflow__V1__Definition def = WORKFLOW__V1__DEFINITION__INIT;
+    Workflow__V1__DeployDefinitionRequest dr = WORKFLOW__V1__DEPLOY_DEFINITION_REQUEST__INIT;
+    Google__Protobuf__Timestamp t = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
+    def.key = "k";
+    def.valid_until = &t;
+    dr.definition = &def;
+    const struct {
+        int64_t s;
+        int32_t ns;
+        bool ok;
+    } times[] = {
+        {0, 0, true},
+        {253402300799LL, 999999999, true},
+        {-62135596800LL, 0, true},
+        {253402300800LL, 0, false},
+        {-62135596801LL, 0, false},
+        {0, -1, false},
+        {0, 1000000000, false},
+    };
+    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
+        t.seconds = times[i].s;
+        t.nanos = times[i].ns;
+        uint8_t buf[128];
+        size_t n = workflow__v1__deploy_definition_request__pack(&dr, buf);
+        wf_violation bad;
+        wf_error err;
+        wf_code rc = wf_rpc_wire_check(&workflow__v1__deploy_definition_request__descriptor, buf, n,
+                                       WF_RPC_MAX_DEPTH, arena, &bad, &err);
+        ck_assert_msg(rc == (times[i].ok ? WF_OK : WF_E_INVALID_ARGUMENT), "time %zu: %s", i,
+                      err.msg);
+        if (!times[i].ok)
+            ck_assert_str_eq(bad.field, "definition.valid_until");
+    }
+}
+END_TEST
+
 /* Every string field of every request is checked, nested ones included:
  * a definition's names reached the JSON layer before (fuzz finding K1). */
 START_TEST(test_wire_names_the_non_utf8_field)
@@ -703,6 +911,8 @@ rpc_suite(void)
     tcase_add_test(tc, test_missing_key_is_unauthenticated);
     tcase_add_test(tc, test_wrong_key_is_invalid_and_not_echoed);
     tcase_add_test(tc, test_key_prefix_is_not_a_match);
+    tcase_add_test(tc, test_nul_in_metadata_is_not_an_end);
+    tcase_add_test(tc, test_oversized_metadata_is_too_large);
     tcase_add_test(tc, test_valid_key_default_tenant);
     tcase_add_test(tc, test_bearer_token_is_accepted);
     tcase_add_test(tc, test_duplicated_key_is_refused);
@@ -726,6 +936,9 @@ rpc_suite(void)
     tcase_add_test(ts, test_wire_depth_is_bounded_before_unpacking);
     tcase_add_test(ts, test_wire_strings_must_be_utf8);
     tcase_add_test(ts, test_wire_names_the_non_utf8_field);
+    tcase_add_test(ts, test_wire_strings_must_not_hold_nul);
+    tcase_add_test(ts, test_wire_types_must_match_the_field);
+    tcase_add_test(ts, test_wire_durations_and_timestamps_in_range);
     tcase_add_test(ts, test_status_details_cap_the_violations);
     tcase_add_test(ts, test_code_names);
     tcase_add_test(ts, test_status_details_on_a_failed_arena);

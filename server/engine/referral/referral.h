@@ -269,6 +269,11 @@ bool wf_referral_join_met(wf_join_mode mode, int32_t quorum, const wf_ref_counts
 wf_code wf_referral_spec_validate(const wf_ref_ctx *ctx, const wf_assign_spec *spec, bool nested,
                                   wf_error *err);
 
+/* The rule of an assignee id, listed or given by an ids_expression, of a
+ * referral or of a net's USER transition: 1 to 128 printable ASCII
+ * bytes. */
+bool wf_referral_assignee_id_ok(const char *id);
+
 /* Evaluates the ids_expression of spec over vars_json (the variables the
  * referral is assigned over) and checks the ids it gave by the rules of a
  * literal list: at least one, exactly one for USER and GROUP, each 1-128

@@ -86,6 +86,12 @@ text(const char *s, size_t max)
     return true;
 }
 
+bool
+wf_referral_assignee_id_ok(const char *id)
+{
+    return printable(id, MAX_ID, false);
+}
+
 static size_t
 task_count(const wf_assign_spec *s)
 {
@@ -143,7 +149,7 @@ check_assignee(vstate *v, const wf_assign_spec *s, const char *p)
     for (size_t i = 0; i < s->n_ids; i++) {
         char f[64];
         snprintf(f, sizeof f, "assignee.ids[%zu]", i);
-        if (!printable(s->ids[i], MAX_ID, false))
+        if (!wf_referral_assignee_id_ok(s->ids[i]))
             violation(v, WF_E_INVALID_ARGUMENT, p, f, "must be 1 to 128 printable characters");
         for (size_t j = 0; j < i; j++)
             if (s->ids[i] != NULL && s->ids[j] != NULL && strcmp(s->ids[i], s->ids[j]) == 0)
@@ -252,7 +258,7 @@ wf_referral_spec_resolve(const wf_ref_ctx *ctx, const wf_assign_spec *spec, cons
         violation(&v, WF_E_INVALID_ARGUMENT, "", "assignee.ids_expression",
                   "gave %zu ids; USER and GROUP take exactly one", n);
     for (size_t i = 0; i < n; i++)
-        if (!printable(ids[i], MAX_ID, false)) {
+        if (!wf_referral_assignee_id_ok(ids[i])) {
             violation(&v, WF_E_INVALID_ARGUMENT, "", "assignee.ids_expression",
                       "gave \"%.64s\", which is not 1 to 128 printable characters", ids[i]);
             break;

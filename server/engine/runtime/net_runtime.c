@@ -329,6 +329,13 @@ enable_user(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
             return wf_error_set(err, rc, "ids_expression of transition \"%s\": %s", t->id,
                                 err != NULL ? err->msg : "");
         ids = (const char *const *)got;
+        /* The ids an AssignTo's expression may give, by the same rule. */
+        for (size_t i = 0; i < n; i++)
+            if (!wf_referral_assignee_id_ok(ids[i]))
+                return wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                                    "ids_expression of transition \"%s\" gave \"%.64s\", which "
+                                    "is not 1 to 128 printable characters",
+                                    t->id, ids[i]);
     }
     if (n == 0)
         return wf_error_set(err, WF_E_INVALID_ARGUMENT,
