@@ -131,6 +131,7 @@ class Cluster:
         self.port = None
         self.dsn = None
         self.pids = []  # the processes of a failed primary
+        self.shmid = None
 
     def ctl(self, *args, timeout=90, check=True):
         return run(["sh", PG_SH, "ctl", self.dir] + list(args), timeout=timeout, check=check)
@@ -158,11 +159,16 @@ class Cluster:
         raise SetupError("the standby did not start: %s" % res.stderr)
 
     def processes(self):
-        """The postmaster (postmaster.pid) and its children."""
+        """The postmaster (postmaster.pid) and its children; notes the id of
+        its System V shared memory segment (left behind by a killed
+        postmaster) in self.shmid."""
         try:
             with open(os.path.join(self.dir, "data", "postmaster.pid")) as f:
-                pm = int(f.readline())
-        except (OSError, ValueError):
+                lines = f.read().splitlines()
+            pm = int(lines[0])
+            if len(lines) > 6 and len(lines[6].split()) == 2:
+                self.shmid = lines[6].split()[1]
+        except (OSError, ValueError, IndexError):
             return []
         kids = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pm)], capture_output=True,
                               text=True, timeout=10).stdout.split()
@@ -200,6 +206,14 @@ class Cluster:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        if self.pids and self.shmid is not None:
+            until = time.monotonic() + 10
+            while time.monotonic() < until and any(os.path.exists("/proc/%d" % p)
+                                                   for p in self.pids):
+                time.sleep(0.05)
+            res = run(["ipcrm", "-m", self.shmid], check=False, timeout=10)
+            if res.returncode != 0:
+                say("ipcrm -m %s: %s" % (self.shmid, res.stderr.strip()))
         if not self.pids and os.path.exists(os.path.join(self.dir, "data", "postmaster.pid")):
             self.ctl("stop", "-m", "immediate", "-w", "-t", "30", check=False, timeout=60)
 
