@@ -2,7 +2,8 @@
  * test_store_pg.c: the store contract suite on Postgres, plus the cases
  * only Postgres has: pool exhaustion, deadlines on acquire, a restart
  * under load, an unreachable server, a DSN whose first host hangs (a
- * failover target list), concurrent migration, transactions
+ * failover target list), a server that turned read-only, concurrent
+ * migration, transactions
  * committing out of insertion order, the sequencer (busy elsewhere, a
  * backlog), and the listener across replicas and across a restart.
  *
@@ -283,6 +284,83 @@ START_TEST(test_hung_first_host_is_passed_over)
     ck_assert(wf_store_ready(st));
     wf_store_free(st);
     close(tarpit);
+}
+END_TEST
+
+/* A server that takes no writes (a standby the DSN reached, a primary made
+ * read-only during a failover): writes fail STORE_UNAVAILABLE, retryable,
+ * not INTERNAL, and reads still work. Sessions of a role of this case's
+ * own are made read-only (ALTER ROLE ... SET default_transaction_read_only)
+ * after the store opened, and the open ones are ended, so that the pool
+ * reconnects into read-only sessions. */
+START_TEST(test_read_only_server_is_unavailable)
+{
+    char role[64];
+    snprintf(role, sizeof role, "wf_ro_%d", (int)getpid());
+    wf_test_pg_admin(dsn, "DROP ROLE IF EXISTS %s", role);
+    wf_test_pg_admin(dsn, "CREATE ROLE %s LOGIN SUPERUSER", role);
+    PQconninfoOption *opts = PQconninfoParse(store_dsn, NULL);
+    ck_assert_ptr_nonnull(opts);
+    char ro[2048] = "";
+    for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
+        if (o->val != NULL && o->val[0] != '\0' && strcmp(o->keyword, "user") != 0)
+            conninfo_add(ro, sizeof ro, o->keyword, o->val);
+    conninfo_add(ro, sizeof ro, "user", role);
+    PQconninfoFree(opts);
+
+    st = open_with(2, 1000);
+    wf_store_free(st); /* the schema is migrated; the role's store follows */
+    wf_store_pg_config cfg = {ro, 2, 1000, 2};
+    wf_error err = {0};
+    st = wf_store_pg_new(&cfg, &err);
+    ck_assert_msg(st != NULL, "store as %s: %s", role, err.msg);
+    make_root(st, "r1");
+
+    wf_test_pg_admin(dsn, "ALTER ROLE %s SET default_transaction_read_only = on", role);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '%s'", role);
+    PGconn *admin = wf_test_pg_connect(dsn);
+    PGresult *res = PQexec(admin, sql);
+    ck_assert_int_eq(PQresultStatus(res), PGRES_TUPLES_OK);
+    PQclear(res);
+    PQfinish(admin);
+
+    wf_store_ctx ctx = {"t1", 0, arena};
+    wf_instance_row r = {.id = "r2",
+                         .definition_key = "d",
+                         .definition_version = 1,
+                         .root_id = "r2",
+                         .status = WF_INSTANCE_RUNNING,
+                         .variables_json = "{}",
+                         .created_at = wf_now_us(),
+                         .updated_at = wf_now_us()};
+    /* The first calls may still meet a session that was just ended. */
+    wf_code rc = WF_OK;
+    for (int attempt = 0; attempt < 20; attempt++) {
+        wf_tx *tx = NULL;
+        err = (wf_error){0};
+        rc = wf_store_begin(st, &ctx, &tx, &err);
+        if (rc == WF_OK) {
+            rc = wf_tx_apply(tx, &(wf_store_changes){.instances = &r, .n_instances = 1}, &err);
+            if (rc == WF_OK)
+                rc = wf_tx_commit(tx, &err);
+            else
+                wf_tx_rollback(tx);
+        }
+        if (rc != WF_E_STORE_UNAVAILABLE || strstr(err.msg, "read-only") != NULL)
+            break;
+        sleep_ms(300);
+    }
+    ck_assert_msg(rc == WF_E_STORE_UNAVAILABLE, "write on a read-only server: %s (%s)",
+                  wf_code_reason(rc), err.msg);
+    ck_assert_str_eq(err.msg, "could not write to the database: the server is read-only");
+    wf_instance_row got;
+    ck_assert_int_eq(wf_store_get_instance(st, &ctx, "r1", &got, &err), WF_OK);
+    wf_store_free(st);
+    st = NULL;
+    wf_test_pg_admin(dsn, "DROP OWNED BY %s", role);
+    wf_test_pg_admin(dsn, "DROP ROLE %s", role);
 }
 END_TEST
 
@@ -901,6 +979,7 @@ pg_only_tcase(void)
     tcase_add_test(tc, test_racing_puts_of_two_kinds_keep_one);
     tcase_add_test(tc, test_unreachable_server_fails_fast);
     tcase_add_test(tc, test_hung_first_host_is_passed_over);
+    tcase_add_test(tc, test_read_only_server_is_unavailable);
     tcase_add_test(tc, test_ready_and_dirty_connection_reuse);
     tcase_add_test(tc, test_concurrent_migration_applies_once);
     tcase_add_test(tc, test_restart_under_load_fails_fast_then_recovers);
