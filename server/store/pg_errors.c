@@ -2,7 +2,8 @@
  * pg_errors.c: SQLSTATE -> wf_code, in one place.
  *
  * Owns the decision of what a Postgres failure means to a client:
- * connection trouble and server shutdown are STORE_UNAVAILABLE (retry),
+ * connection trouble, server shutdown and a server that takes no writes
+ * (a standby) are STORE_UNAVAILABLE (retry),
  * serialization failures, deadlocks and unique violations are CONFLICT
  * (retry), statement_timeout is DEADLINE_EXCEEDED. The SQLSTATE and the
  * server's primary message (never its DETAIL, which quotes row values) go
@@ -55,6 +56,15 @@ wf_pg_map_error(PGconn *pg, const PGresult *res, const char *stmt, const char *w
         /* The checked instance update divides by the rows it updated:
          * none means the version it names is stale (store_pg.c). */
         code = wf_error_set(err, WF_E_CONFLICT, "%s was changed concurrently", what);
+    } else if (strcmp(state, "25006") == 0) {
+        /* read_only_sql_transaction: the session is on a server that
+         * takes no writes (a standby, or a primary demoted or made
+         * read-only during a failover). Dropping the connection lets the
+         * next one look for the primary again (target_session_attrs, a
+         * name that moved); the call may be retried. */
+        *broken = true;
+        code = wf_error_set(err, WF_E_STORE_UNAVAILABLE,
+                            "could not write to the database: the server is read-only");
     } else if (strcmp(state, "57014") == 0) {
         /* statement_timeout, set from the call's deadline. */
         code = wf_error_set(err, WF_E_DEADLINE_EXCEEDED,

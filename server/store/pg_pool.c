@@ -12,6 +12,15 @@
  * Connections that went stale while idle (Postgres restarted) are noticed
  * at acquire by a zero-timeout poll and replaced before use.
  *
+ * A DSN that lists several hosts (postgresql://h1:p1,h2:p2/db?
+ * target_session_attrs=read-write, for a primary and its standbys) is
+ * tried one host at a time, each bounded by the connect timeout: libpq's
+ * non-blocking connect gives no host a timeout of its own, so a host that
+ * hangs (down without refusing, or frozen) would use up the whole attempt
+ * and the next host would never be tried. The first host tried is the one
+ * that connected last, so that after a failover new connections go to the
+ * new primary at once instead of waiting on the old one first.
+ *
  * Flights (wf_pg_send .. wf_pg_flush) use libpq's pipeline mode, entered
  * for one flight and left once every result is in, so a connection
  * between flights is an ordinary one. Results are collected strictly in
@@ -38,8 +47,24 @@
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 2000
 #define GRACE_MS 250 /* after the deadline, for statement_timeout to answer */
+#define MAX_HOSTS 16 /* hosts of a DSN tried one by one; more: libpq walks them itself */
 
-enum { KW_CONNECT_TIMEOUT, KW_APP, KW_KA, KW_KA_IDLE, KW_KA_INTERVAL, KW_KA_COUNT, KW_DSN, KW_N };
+/* Connection keywords. The host ones come after the DSN (expanded from
+ * dbname), so that they override its host lists for one attempt; they
+ * stay NULL (ignored) for a DSN of one host. */
+enum {
+    KW_CONNECT_TIMEOUT,
+    KW_APP,
+    KW_KA,
+    KW_KA_IDLE,
+    KW_KA_INTERVAL,
+    KW_KA_COUNT,
+    KW_DSN,
+    KW_HOST,
+    KW_HOSTADDR,
+    KW_PORT,
+    KW_N
+};
 
 struct wf_pg_pool {
     pthread_mutex_t mu;
@@ -59,7 +84,88 @@ struct wf_pg_pool {
     char *dsn;
     char connect_timeout[16];
     int64_t flights, statements; /* sent so far (atomic, relaxed) */
+    /* The DSN's hosts when it lists several (else n_hosts is 0): entry i
+     * of its host, hostaddr and port lists (NULL when the list is not
+     * given; one port serves every host), split from hosts_buf. */
+    int n_hosts;
+    const char *host[MAX_HOSTS], *hostaddr[MAX_HOSTS], *port[MAX_HOSTS];
+    char *hosts_buf;
+    int preferred; /* the host that connected last (atomic, relaxed) */
 };
+
+/* Splits list (a copy in *buf, advanced past it) at commas into out[]:
+ * the number of entries, 0 when it has more than MAX_HOSTS or an empty
+ * one. */
+static int
+split_list(const char *list, char **buf, const char **out)
+{
+    size_t len = strlen(list);
+    char *copy = *buf;
+    memcpy(copy, list, len + 1);
+    *buf += len + 1;
+    int n = 0;
+    for (char *start = copy;; n++) {
+        char *comma = strchr(start, ',');
+        if (comma != NULL)
+            *comma = '\0';
+        if (n == MAX_HOSTS || start[0] == '\0')
+            return 0;
+        out[n] = start;
+        if (comma == NULL)
+            return n + 1;
+        start = comma + 1;
+    }
+}
+
+/* Reads the host lists of p->dsn. A DSN of one host, one libpq cannot
+ * parse (the connect reports it) or with lists that do not match leaves
+ * n_hosts 0: libpq then connects as given. False when out of memory. */
+static bool
+parse_hosts(wf_pg_pool *p)
+{
+    PQconninfoOption *opts = PQconninfoParse(p->dsn, NULL);
+    if (opts == NULL)
+        return true;
+    const char *host = NULL, *hostaddr = NULL, *port = NULL;
+    size_t need = 0;
+    for (PQconninfoOption *o = opts; o->keyword != NULL; o++) {
+        if (o->val == NULL || o->val[0] == '\0')
+            continue;
+        if (strcmp(o->keyword, "host") == 0)
+            host = o->val;
+        else if (strcmp(o->keyword, "hostaddr") == 0)
+            hostaddr = o->val;
+        else if (strcmp(o->keyword, "port") == 0)
+            port = o->val;
+        else
+            continue;
+        need += strlen(o->val) + 1;
+    }
+    bool ok = true;
+    if (need > 0 && (p->hosts_buf = malloc(need)) == NULL)
+        ok = false;
+    char *buf = p->hosts_buf;
+    int n = 0, n_addr = 0, n_port = 0;
+    if (ok && host != NULL)
+        n = split_list(host, &buf, p->host);
+    if (ok && hostaddr != NULL) {
+        n_addr = split_list(hostaddr, &buf, p->hostaddr);
+        if (host == NULL)
+            n = n_addr;
+    }
+    if (ok && port != NULL)
+        n_port = split_list(port, &buf, p->port);
+    bool fits =
+        n >= 2 && (hostaddr == NULL || n_addr == n) && (port == NULL || n_port == 1 || n_port == n);
+    if (ok && fits) {
+        /* The lists not given stay NULL (the pool is calloc'ed). */
+        p->n_hosts = n;
+        for (int i = 1; n_port == 1 && i < n; i++)
+            p->port[i] = p->port[0];
+    }
+    PQconninfoFree(opts);
+    return ok;
+}
 
 wf_pg_pool *
 wf_pg_pool_new(const wf_store_pg_config *cfg, wf_error *err)
@@ -78,12 +184,19 @@ wf_pg_pool_new(const wf_store_pg_config *cfg, wf_error *err)
         p->conns[i].count_statements = &p->statements;
     }
     p->dsn = strdup(cfg->dsn);
-    if (p->conns == NULL || p->dsn == NULL)
+    if (p->conns == NULL || p->dsn == NULL || !parse_hosts(p))
         goto fail;
     snprintf(p->connect_timeout, sizeof p->connect_timeout, "%d", cts);
-    const char *k[KW_N] = {"connect_timeout", "application_name",    "keepalives",
-                           "keepalives_idle", "keepalives_interval", "keepalives_count",
-                           "dbname"};
+    const char *k[KW_N] = {"connect_timeout",
+                           "application_name",
+                           "keepalives",
+                           "keepalives_idle",
+                           "keepalives_interval",
+                           "keepalives_count",
+                           "dbname",
+                           "host",
+                           "hostaddr",
+                           "port"};
     const char *v[KW_N] = {p->connect_timeout, "workflowd", "1", "10", "5", "3", p->dsn};
     memcpy(p->keys, k, sizeof k);
     memcpy(p->vals, v, sizeof v);
@@ -99,6 +212,7 @@ fail:
     if (p != NULL) {
         free(p->conns);
         free(p->dsn);
+        free(p->hosts_buf);
         free(p);
     }
     wf_error_set(err, WF_E_INTERNAL, "could not create the database pool");
@@ -134,6 +248,7 @@ wf_pg_pool_free(wf_pg_pool *p)
     pthread_mutex_destroy(&p->mu);
     free(p->conns);
     free(p->dsn);
+    free(p->hosts_buf);
     free(p);
 }
 
@@ -168,40 +283,76 @@ notice_to_log(void *arg, const char *message)
     WF_LOG(WF_LOG_DEBUG, "db_notice", "%s", message);
 }
 
-/* Connects without ever blocking past min(connect timeout, deadline).
- * quiet: do not log a failure (the caller logs once per outage). */
+/* One connect attempt with vals (to host i of a multi-host DSN, or as the
+ * DSN says), never blocking past cutoff. NULL on failure, with what went
+ * wrong in why. */
 static PGconn *
-connect_bounded(wf_pg_pool *p, int64_t deadline_ms, bool quiet, wf_error *err)
+connect_once(const wf_pg_pool *p, const char *const *vals, int64_t cutoff, char *why,
+             size_t why_cap)
 {
-    int64_t cutoff = wf_mono_ms() + p->connect_timeout_ms;
-    if (deadline_ms != 0 && deadline_ms < cutoff)
-        cutoff = deadline_ms;
-    PGconn *pg = PQconnectStartParams(p->keys, p->vals, 1);
+    PGconn *pg = PQconnectStartParams(p->keys, vals, 1);
     if (pg == NULL) {
-        wf_error_set(err, WF_E_STORE_UNAVAILABLE, "could not connect to the database");
+        snprintf(why, why_cap, "out of memory");
         return NULL;
     }
     PostgresPollingStatusType st = PGRES_POLLING_WRITING;
-    const char *why = NULL;
+    const char *failure = NULL;
     while (PQstatus(pg) != CONNECTION_BAD && st != PGRES_POLLING_OK) {
         if (st == PGRES_POLLING_FAILED)
             break;
         int r = wait_sock(pg, st == PGRES_POLLING_READING ? POLLIN : POLLOUT, cutoff);
         if (r <= 0) {
-            why = r == 0 ? "timed out" : "poll failed";
+            failure = r == 0 ? "timed out" : "poll failed";
             break;
         }
         st = PQconnectPoll(pg);
     }
     if (st != PGRES_POLLING_OK || PQstatus(pg) != CONNECTION_OK || PQsetnonblocking(pg, 1) != 0) {
-        if (!quiet)
-            WF_LOG(WF_LOG_WARN, "db_connect_failed", "detail=%s",
-                   why != NULL ? why : PQerrorMessage(pg));
+        snprintf(why, why_cap, "%s", failure != NULL ? failure : PQerrorMessage(pg));
         PQfinish(pg);
-        wf_error_set(err, WF_E_STORE_UNAVAILABLE, "could not connect to the database");
         return NULL;
     }
     PQsetNoticeProcessor(pg, notice_to_log, NULL);
+    return pg;
+}
+
+/* Connects without ever blocking past the deadline, each host of the DSN
+ * (or the DSN as a whole) for at most the connect timeout; the host that
+ * connected last first. quiet: do not log a failure (the caller logs once
+ * per outage). */
+static PGconn *
+connect_bounded(wf_pg_pool *p, int64_t deadline_ms, bool quiet, wf_error *err)
+{
+    const char *vals[KW_N + 1];
+    memcpy(vals, p->vals, sizeof vals);
+    char why[512] = "";
+    int n = p->n_hosts > 0 ? p->n_hosts : 1;
+    int first = p->n_hosts > 0 ? __atomic_load_n(&p->preferred, __ATOMIC_RELAXED) : 0;
+    PGconn *pg = NULL;
+    for (int k = 0; k < n && pg == NULL; k++) {
+        int64_t now = wf_mono_ms();
+        if (k > 0 && deadline_ms != 0 && now >= deadline_ms)
+            break;
+        int64_t cutoff = now + p->connect_timeout_ms;
+        if (deadline_ms != 0 && deadline_ms < cutoff)
+            cutoff = deadline_ms;
+        int i = (first + k) % n;
+        if (p->n_hosts > 0) {
+            vals[KW_HOST] = p->host[i];
+            vals[KW_HOSTADDR] = p->hostaddr[i];
+            vals[KW_PORT] = p->port[i];
+        }
+        pg = connect_once(p, vals, cutoff, why, sizeof why);
+        if (pg != NULL && p->n_hosts > 0)
+            __atomic_store_n(&p->preferred, i, __ATOMIC_RELAXED);
+        else if (pg == NULL && p->n_hosts > 0)
+            WF_LOG(WF_LOG_DEBUG, "db_connect_failed", "host=%d/%d detail=%s", i + 1, n, why);
+    }
+    if (pg == NULL) {
+        if (!quiet)
+            WF_LOG(WF_LOG_WARN, "db_connect_failed", "detail=%s", why);
+        wf_error_set(err, WF_E_STORE_UNAVAILABLE, "could not connect to the database");
+    }
     return pg;
 }
 

@@ -17,6 +17,12 @@
  * the kill case); test.sh exports both. Without them it prints
  * "skipped: ..." and exits 77 (skipped).
  *
+ * With WF_TEST_PG_DURABLE=1 (test_e2e_faults_durable: a cluster of its own
+ * made by tests/support/durable_pg.sh) the kill case first checks that the
+ * cluster runs as production does, fsync, synchronous_commit and
+ * full_page_writes on, and leaves the server's sessions at the cluster's
+ * settings: the kill then tests durability as deployed.
+ *
  * Cleanup does not depend on the test process surviving: in fork mode a
  * failed assertion _exit()s the test child (no checked teardown, no atexit
  * handler runs) and a timeout SIGKILLs it. So the unchecked teardowns, which
@@ -196,6 +202,27 @@ sql_command(const char *ci, const char *sql, char *errbuf, size_t cap)
         PQclear(r);
     } else {
         snprintf(errbuf, cap, "%s", PQerrorMessage(c));
+    }
+    PQfinish(c);
+    return ok;
+}
+
+/* The value of a server setting (SHOW name) into out; on failure out
+ * gets the error. */
+static bool
+show_setting(const char *ci, const char *name, char *out, size_t cap)
+{
+    PGconn *c = PQconnectdb(ci);
+    bool ok = PQstatus(c) == CONNECTION_OK;
+    if (ok) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "SHOW %s", name);
+        PGresult *r = PQexec(c, sql);
+        ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+        snprintf(out, cap, "%s", ok ? PQgetvalue(r, 0, 0) : PQresultErrorMessage(r));
+        PQclear(r);
+    } else {
+        snprintf(out, cap, "%s", PQerrorMessage(c));
     }
     PQfinish(c);
     return ok;
@@ -412,15 +439,32 @@ setup_kill(void)
     random_suffix(sfx);
     snprintf(run_key, sizeof run_key, "faults-%s", sfx);
     snprintf(run_actor, sizeof run_actor, "loader-%s", sfx);
-    /* The cluster of pg.sh runs with synchronous_commit=off: there a crash
-     * may lose commits of the last few hundred ms, by Postgres' own design
-     * and whatever the service does. The server's sessions ask for
+    /* The fast cluster of pg.sh runs with synchronous_commit=off: there a
+     * crash may lose commits of the last few hundred ms, by Postgres' own
+     * design and whatever the service does. The server's sessions ask for
      * synchronous commit, so that "no acknowledged write is lost" tests the
-     * service, not that setting. */
+     * service, not that setting. A durable cluster (pg.sh --durable) is
+     * checked to be one and used as it is. */
     static char dburl[2048];
     char ci[2000];
-    ck_assert_msg(conninfo(ci, sizeof ci, NULL, "-c synchronous_commit=on"),
-                  "cannot build a conninfo from WF_TEST_PG_DSN");
+    const char *durable = env_nonempty("WF_TEST_PG_DURABLE");
+    if (durable != NULL && strcmp(durable, "1") == 0) {
+        const char *const names[] = {"fsync", "synchronous_commit", "full_page_writes"};
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+            char val[256];
+            ck_assert_msg(show_setting(getenv("WF_TEST_PG_DSN"), names[i], val, sizeof val),
+                          "SHOW %s failed: %s", names[i], val);
+            ck_assert_msg(strcmp(val, "on") == 0,
+                          "WF_TEST_PG_DURABLE=1 but the cluster runs with %s = %s", names[i], val);
+        }
+        printf("faults/kill: durable cluster (fsync, synchronous_commit, full_page_writes on)\n");
+        fflush(stdout);
+        ck_assert_msg(conninfo(ci, sizeof ci, NULL, NULL),
+                      "cannot build a conninfo from WF_TEST_PG_DSN");
+    } else {
+        ck_assert_msg(conninfo(ci, sizeof ci, NULL, "-c synchronous_commit=on"),
+                      "cannot build a conninfo from WF_TEST_PG_DSN");
+    }
     snprintf(dburl, sizeof dburl, "DATABASE_URL=%s", ci);
     const char *env[] = {dburl, "WF_DB_POOL_SIZE=" POOL_SIZE, "WF_THREADS=4", NULL};
     wf_test_server_start(&ts, env);

@@ -1,7 +1,9 @@
 /*
  * test_store_pg.c: the store contract suite on Postgres, plus the cases
  * only Postgres has: pool exhaustion, deadlines on acquire, a restart
- * under load, an unreachable server, concurrent migration, transactions
+ * under load, an unreachable server, a DSN whose first host hangs (a
+ * failover target list), a server that turned read-only, concurrent
+ * migration, transactions
  * committing out of insertion order, the sequencer (busy elsewhere, a
  * backlog), and the listener across replicas and across a restart.
  *
@@ -13,12 +15,15 @@
  */
 #include "store_test.h"
 
+#include <arpa/inet.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -246,6 +251,162 @@ START_TEST(test_unreachable_server_fails_fast)
     ck_assert_int_eq(err.code, WF_E_STORE_UNAVAILABLE);
     ck_assert_str_eq(err.msg, "could not connect to the database");
     ck_assert_int_lt(wf_mono_ms() - t0, 3000);
+}
+END_TEST
+
+/* Appends key='value' (conninfo quoting) to out. */
+static void
+conninfo_add(char *out, size_t cap, const char *key, const char *val)
+{
+    size_t n = strlen(out);
+    n += (size_t)snprintf(out + n, cap - n, "%s%s='", n > 0 ? " " : "", key);
+    for (const char *c = val; *c != '\0' && n + 3 < cap; c++) {
+        if (*c == '\'' || *c == '\\')
+            out[n++] = '\\';
+        out[n++] = *c;
+    }
+    ck_assert_uint_lt(n + 2, cap);
+    out[n++] = '\'';
+    out[n] = '\0';
+}
+
+/* The failover DSN of a primary and its standby (host=a,b port=p,q
+ * target_session_attrs=read-write) whose first host hangs: a port that
+ * completes the TCP handshake and never answers, as a frozen server or a
+ * host that went away behind a firewall. The pool must give each host its
+ * own connect timeout, reach the second one, and go there first from then
+ * on. */
+START_TEST(test_hung_first_host_is_passed_over)
+{
+    int tarpit = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(tarpit, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    ck_assert_int_eq(bind(tarpit, (struct sockaddr *)&sa, sizeof sa), 0);
+    ck_assert_int_eq(listen(tarpit, 64), 0); /* never accepted */
+    ck_assert_int_eq(getsockname(tarpit, (struct sockaddr *)&sa, &len), 0);
+
+    PQconninfoOption *opts = PQconninfoParse(store_dsn, NULL);
+    ck_assert_ptr_nonnull(opts);
+    char multi[2048] = "", hosts[512], ports[64];
+    const char *host = "127.0.0.1", *port = "5432";
+    for (PQconninfoOption *o = opts; o->keyword != NULL; o++) {
+        if (o->val == NULL || o->val[0] == '\0')
+            continue;
+        if (strcmp(o->keyword, "host") == 0)
+            host = o->val;
+        else if (strcmp(o->keyword, "port") == 0)
+            port = o->val;
+        else if (strcmp(o->keyword, "hostaddr") != 0 &&
+                 strcmp(o->keyword, "target_session_attrs") != 0)
+            conninfo_add(multi, sizeof multi, o->keyword, o->val);
+    }
+    snprintf(hosts, sizeof hosts, "127.0.0.1,%s", host);
+    snprintf(ports, sizeof ports, "%d,%s", (int)ntohs(sa.sin_port), port);
+    conninfo_add(multi, sizeof multi, "host", hosts);
+    conninfo_add(multi, sizeof multi, "port", ports);
+    conninfo_add(multi, sizeof multi, "target_session_attrs", "read-write");
+    PQconninfoFree(opts);
+
+    /* Opening connects once (the migrations): 2 s on the hung host, then
+     * the real one. */
+    wf_store_pg_config cfg = {multi, 2, 1000, 2};
+    wf_error err = {0};
+    int64_t t0 = wf_mono_ms();
+    st = wf_store_pg_new(&cfg, &err);
+    int64_t took = wf_mono_ms() - t0;
+    ck_assert_msg(st != NULL, "open over a hung first host: %s (after %" PRId64 " ms)", err.msg,
+                  took);
+    ck_assert_msg(took >= 1500 && took < 5000, "open took %" PRId64 " ms", took);
+
+    /* The pool's connections go to the host that answered, at once. */
+    t0 = wf_mono_ms();
+    make_root(st, "r1");
+    wf_instance_row r;
+    wf_store_ctx ctx = {"t1", wf_mono_ms() + 3000, arena};
+    ck_assert_int_eq(wf_store_get_instance(st, &ctx, "r1", &r, &err), WF_OK);
+    took = wf_mono_ms() - t0;
+    ck_assert_msg(took < 1000, "calls after the open took %" PRId64 " ms", took);
+    ck_assert(wf_store_ready(st));
+    wf_store_free(st);
+    close(tarpit);
+}
+END_TEST
+
+/* A server that takes no writes (a standby the DSN reached, a primary made
+ * read-only during a failover): writes fail STORE_UNAVAILABLE, retryable,
+ * not INTERNAL, and reads still work. Sessions of a role of this case's
+ * own are made read-only (ALTER ROLE ... SET default_transaction_read_only)
+ * after the store opened, and the open ones are ended, so that the pool
+ * reconnects into read-only sessions. */
+START_TEST(test_read_only_server_is_unavailable)
+{
+    char role[64];
+    snprintf(role, sizeof role, "wf_ro_%d", (int)getpid());
+    wf_test_pg_admin(dsn, "DROP ROLE IF EXISTS %s", role);
+    wf_test_pg_admin(dsn, "CREATE ROLE %s LOGIN SUPERUSER", role);
+    PQconninfoOption *opts = PQconninfoParse(store_dsn, NULL);
+    ck_assert_ptr_nonnull(opts);
+    char ro[2048] = "";
+    for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
+        if (o->val != NULL && o->val[0] != '\0' && strcmp(o->keyword, "user") != 0)
+            conninfo_add(ro, sizeof ro, o->keyword, o->val);
+    conninfo_add(ro, sizeof ro, "user", role);
+    PQconninfoFree(opts);
+
+    st = open_with(2, 1000);
+    wf_store_free(st); /* the schema is migrated; the role's store follows */
+    wf_store_pg_config cfg = {ro, 2, 1000, 2};
+    wf_error err = {0};
+    st = wf_store_pg_new(&cfg, &err);
+    ck_assert_msg(st != NULL, "store as %s: %s", role, err.msg);
+    make_root(st, "r1");
+
+    wf_test_pg_admin(dsn, "ALTER ROLE %s SET default_transaction_read_only = on", role);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '%s'", role);
+    PGconn *admin = wf_test_pg_connect(dsn);
+    PGresult *res = PQexec(admin, sql);
+    ck_assert_int_eq(PQresultStatus(res), PGRES_TUPLES_OK);
+    PQclear(res);
+    PQfinish(admin);
+
+    wf_store_ctx ctx = {"t1", 0, arena};
+    wf_instance_row r = {.id = "r2",
+                         .definition_key = "d",
+                         .definition_version = 1,
+                         .root_id = "r2",
+                         .status = WF_INSTANCE_RUNNING,
+                         .variables_json = "{}",
+                         .created_at = wf_now_us(),
+                         .updated_at = wf_now_us()};
+    /* The first calls may still meet a session that was just ended. */
+    wf_code rc = WF_OK;
+    for (int attempt = 0; attempt < 20; attempt++) {
+        wf_tx *tx = NULL;
+        err = (wf_error){0};
+        rc = wf_store_begin(st, &ctx, &tx, &err);
+        if (rc == WF_OK) {
+            rc = wf_tx_apply(tx, &(wf_store_changes){.instances = &r, .n_instances = 1}, &err);
+            if (rc == WF_OK)
+                rc = wf_tx_commit(tx, &err);
+            else
+                wf_tx_rollback(tx);
+        }
+        if (rc != WF_E_STORE_UNAVAILABLE || strstr(err.msg, "read-only") != NULL)
+            break;
+        sleep_ms(300);
+    }
+    ck_assert_msg(rc == WF_E_STORE_UNAVAILABLE, "write on a read-only server: %s (%s)",
+                  wf_code_reason(rc), err.msg);
+    ck_assert_str_eq(err.msg, "could not write to the database: the server is read-only");
+    wf_instance_row got;
+    ck_assert_int_eq(wf_store_get_instance(st, &ctx, "r1", &got, &err), WF_OK);
+    wf_store_free(st);
+    st = NULL;
+    wf_test_pg_admin(dsn, "DROP OWNED BY %s", role);
+    wf_test_pg_admin(dsn, "DROP ROLE %s", role);
 }
 END_TEST
 
@@ -864,6 +1025,8 @@ pg_only_tcase(void)
     tcase_add_test(tc, test_racing_puts_of_two_kinds_keep_one);
     tcase_add_test(tc, test_expected_race_is_a_debug_line_without_detail);
     tcase_add_test(tc, test_unreachable_server_fails_fast);
+    tcase_add_test(tc, test_hung_first_host_is_passed_over);
+    tcase_add_test(tc, test_read_only_server_is_unavailable);
     tcase_add_test(tc, test_ready_and_dirty_connection_reuse);
     tcase_add_test(tc, test_concurrent_migration_applies_once);
     tcase_add_test(tc, test_restart_under_load_fails_fast_then_recovers);
