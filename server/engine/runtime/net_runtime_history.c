@@ -2,7 +2,7 @@
  * net_runtime_history: ListWorkItems, the work-item history of a net
  * instance (Radicore's WORKITEM table).
  *
- * The net runtime keeps every work item it ends (net_runtime.c,
+ * The net runtime keeps every work item it ends (net_runtime_work.c,
  * wf_runtime__end_item): FINISHED when it fired, WITHDRAWN when a competing
  * firing, a saga or the end of the case took its tokens; FIRED items
  * (completed compensable steps, live for the saga) read as FINISHED. Rows

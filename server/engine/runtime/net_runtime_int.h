@@ -43,7 +43,7 @@ typedef struct net_work {
     size_t n_wake;
     size_t first_new_task;          /* tasks at and after this index were created here */
     struct nw_sig_pending *sig_top; /* MSG firings queued by signal consumption
-                                       (signals.c), newest first */
+                                       (signals_consume.c), newest first */
 } net_work;
 
 #define NW_ROW(w, arr, type, i) (&((type *)(w)->arr.rows)[i])
@@ -52,6 +52,17 @@ typedef struct net_work {
 #define JOB(w, i) NW_ROW(w, jobs, wf_job_row, i)
 #define TIMER(w, i) NW_ROW(w, timers, wf_timer_row, i)
 #define SUB(w, i) NW_ROW(w, subs, wf_subscription_row, i)
+
+/* ---- the working set (net_runtime_work.c) ----------------------------------- */
+
+/* Appends a copy of row (elem bytes) to r with flags; its index in
+ * *index (NULL = not wanted). */
+wf_code wf_runtime__add_row(wf_arena *a, nw_rows *r, const void *row, size_t elem,
+                            unsigned char flags, size_t *index, wf_error *err);
+
+/* Fills the row arrays of w from w->agg (NULL: empty) for the net
+ * instance w->inst, and clears the job types to wake. */
+wf_code wf_runtime__load(net_work *w, wf_error *err);
 
 /* Locks the root of instance_id, loads it into a working set and binds
  * the net instance: instance_id itself. WF_E_INSTANCE_NOT_FOUND when the
@@ -83,6 +94,9 @@ bool wf_runtime__armed(const net_work *w, const wf_work_item_row *it);
 /* Transition id of w's net (NULL when absent or the instance is AD_HOC). */
 const wf_transition *wf_runtime__transition_of(const net_work *w, const char *id);
 
+/* The task is OPEN or CLAIMED. */
+bool wf_runtime__task_pending(const wf_task_row *t);
+
 /* Marks row i of r changed / deleted. */
 void wf_runtime__dirty(nw_rows *r, size_t i);
 void wf_runtime__gone(nw_rows *r, size_t i);
@@ -95,31 +109,6 @@ void wf_runtime__end_item(net_work *w, size_t ii, wf_work_item_state state, cons
 
 /* Appends an event about the net instance (data reference stolen). */
 wf_code wf_runtime__event(net_work *w, const char *type, struct json_t *data, wf_error *err);
-
-/* Fires live work item wi of the net instance, merging patch_json (NULL =
- * nothing) into the instance's variables first, and applies the step's
- * diff: tokens, work items with their tasks, jobs, timers and
- * subscriptions, events, termination. Errors of the net engine
- * (NO_ARC_MATCHED, a failing guard or expression, the silent loop bound)
- * leave the working set in an undefined state: roll back, or wf_runtime__reset. */
-wf_code wf_runtime__fire(net_work *w, const char *work_item_id, const char *patch_json,
-                         wf_error *err);
-
-/* wf_runtime__fire producing one token in goto_place (NULL = route as usual). */
-wf_code wf_runtime__fire_goto(net_work *w, const char *work_item_id, const char *patch_json,
-                              const char *goto_place, wf_error *err);
-
-/* Arms TIME work item ii (an index in w->items) again: a new timer from
- * now, TIMER_SCHEDULED. */
-wf_code wf_runtime__rearm_timer(net_work *w, size_t ii, wf_error *err);
-
-/* Abandons the work of the net instance: every other ENABLED work item is
- * withdrawn (WORKITEM_WITHDRAWN, its OPEN and CLAIMED tasks CANCELLED),
- * item keep (NULL = none) ends FINISHED by the actor without an event,
- * the tokens are removed, and the jobs, timers and subscriptions of the
- * net instance (whole_tree: of every instance of the aggregate) are
- * deleted. Used when compensation begins and by CompleteAndEnd. */
-wf_code wf_runtime__abandon(net_work *w, const char *keep, bool whole_tree, wf_error *err);
 
 /* Marks the net instance FAILED with last_error (INSTANCE_FAILED). */
 wf_code wf_runtime__fail_instance(net_work *w, const char *message, wf_error *err);
@@ -156,6 +145,49 @@ void wf_runtime__wake(const wf_net_ctx *ctx, const char *const *types, size_t n)
 /* RFC 3339 UTC text of a time in µs, in arena. */
 char *wf_runtime__time_text(wf_arena *a, int64_t us);
 
+/* ---- firing (net_runtime.c) ------------------------------------------------- */
+
+/* Applies diff d of a step of the net instance (vars: its variables after
+ * the step's patch): fired and withdrawn items, tokens, created items with
+ * their tasks, jobs, timers and subscriptions, the MSG firings queued by
+ * signal consumption, due times of tasks, and the end or deadlock of the
+ * instance. */
+wf_code wf_runtime__apply_diff(net_work *w, const wf_net_diff *d, const char *vars, wf_error *err);
+
+/* Due time of the earliest live timer competing with item row for a
+ * token; 0 when none. */
+int64_t wf_runtime__competing_due(const net_work *w, const wf_work_item_row *row);
+
+/* Fires live work item wi of the net instance, merging patch_json (NULL =
+ * nothing) into the instance's variables first, and applies the step's
+ * diff: tokens, work items with their tasks, jobs, timers and
+ * subscriptions, events, termination. Errors of the net engine
+ * (NO_ARC_MATCHED, a failing guard or expression, the silent loop bound)
+ * leave the working set in an undefined state: roll back, or wf_runtime__reset. */
+wf_code wf_runtime__fire(net_work *w, const char *work_item_id, const char *patch_json,
+                         wf_error *err);
+
+/* wf_runtime__fire producing one token in goto_place (NULL = route as usual). */
+wf_code wf_runtime__fire_goto(net_work *w, const char *work_item_id, const char *patch_json,
+                              const char *goto_place, wf_error *err);
+
+/* Arms TIME work item ii (an index in w->items) again: a new timer from
+ * now, TIMER_SCHEDULED. */
+wf_code wf_runtime__rearm_timer(net_work *w, size_t ii, wf_error *err);
+
+/* Abandons the work of the net instance: every other ENABLED work item is
+ * withdrawn (WORKITEM_WITHDRAWN, its OPEN and CLAIMED tasks CANCELLED),
+ * item keep (NULL = none) ends FINISHED by the actor without an event,
+ * the tokens are removed, and the jobs, timers and subscriptions of the
+ * net instance (whole_tree: of every instance of the aggregate) are
+ * deleted. Used when compensation begins and by CompleteAndEnd. */
+wf_code wf_runtime__abandon(net_work *w, const char *keep, bool whole_tree, wf_error *err);
+
+/* ---- USER tasks (net_runtime_tasks.c) --------------------------------------- */
+
+/* Counts the tasks of work item item_id in rw. */
+void wf_runtime__count_tasks(const wf_work *rw, const char *item_id, wf_ref_counts *c);
+
 /* ---- sagas (net_runtime_saga.c) -------------------------------------------- */
 
 /* The net instance has completed transitions with a compensation_job_type
@@ -175,7 +207,7 @@ wf_code wf_runtime__saga_job_done(net_work *w, size_t ji, const char *patch, wf_
  * then the next step or the end. */
 wf_code wf_runtime__saga_job_failed(net_work *w, size_t ji, const char *message, wf_error *err);
 
-/* ---- signal consumption (signals.c) ---------------------------------------------- *
+/* ---- signal consumption (signals_consume.c) -------------------------------------- *
  *
  * The hooks net_runtime.c calls so that a MSG work item consumes a
  * buffered signal when it is enabled, and an instance that ends discards
@@ -190,6 +222,22 @@ wf_code wf_runtime__saga_job_failed(net_work *w, size_t ji, const char *message,
  * always cut back to the mark on exit). A queued item withdrawn before it fires puts its signal
  * back in the buffer.
  */
+
+/* Fires MSG work item item_id of transition trans with a signal's payload
+ * (NULL = none); the events of the signal's consumption are already in w.
+ * A refused firing becomes an incident without failing the unit of work
+ * around it: w goes back to how it was before the firing (what the caller
+ * did so far is kept), the signal stays spent on this instance, which
+ * keeps the payload, the item stays ENABLED with its subscription deleted
+ * (RetryInstance re-fires it) and the instance turns FAILED. Used by
+ * SendSignal too (signals.c). */
+wf_code wf_runtime__fire_signal(net_work *w, const char *name, const char *item_id,
+                                const char *trans, const char *payload, wf_error *err);
+
+/* The data of SIGNAL_CONSUMED: signal s fires work item item_id of
+ * transition_id (new reference). */
+struct json_t *wf_runtime__consumed_data(const wf_signal_row *s, const char *transition_id,
+                                         const char *item_id);
 
 /* The current top of w's queue (opaque). */
 void *wf_runtime__pending_mark(const net_work *w);

@@ -31,7 +31,8 @@
  *
  * A TIME or MSG firing refused by the net (NO_ARC_MATCHED, a failing
  * guard) leaves its work item ENABLED on its tokens with the timer or
- * subscription spent, and the instance FAILED (net_runtime.c, signals.c).
+ * subscription spent, and the instance FAILED (net_runtime_timers.c,
+ * signals_consume.c).
  * RetryInstance re-fires that work item on the same tokens with the
  * variables as they are now (the signal's payload was merged when it
  * arrived; SetVariables may have fixed them since), as resolving a
