@@ -494,7 +494,7 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
      * JOB_ACTIVATED events. */
     [S_ACTIVATE_JOBS] =
         {"activate_jobs",
-         "WITH l AS (SELECT tenant_id, id, activatable_at, "
+         "WITH l AS (SELECT " COLS_JOBS ", "
          "octet_length(coalesce(variables_json, '')) + octet_length(coalesce(last_error, '')) + "
          "octet_length(coalesce(idempotency_key, '')) + 1024 AS b FROM jobs WHERE "
          "tenant_id = $1 AND job_type = $2 AND state = 1 AND activatable_at <= $3 "
@@ -505,9 +505,9 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
          "gen_random_uuid()::text, "
          "worker = $5, lease_expires_at = $6 FROM c WHERE "
          "j.tenant_id = c.tenant_id AND j.id = c.id RETURNING j.*) "
-         "SELECT " COLS_JOBS " FROM u UNION ALL SELECT " COLS_JOBS " FROM jobs WHERE "
-         "NOT EXISTS (SELECT 1 FROM c) AND (tenant_id, id) = (SELECT tenant_id, id FROM l "
-         "ORDER BY activatable_at, id LIMIT 1) ORDER BY activatable_at, id",
+         "SELECT " COLS_JOBS " FROM u UNION ALL (SELECT " COLS_JOBS " FROM l WHERE "
+         "NOT EXISTS (SELECT 1 FROM c) ORDER BY activatable_at, id LIMIT 1) "
+         "ORDER BY activatable_at, id",
          "job"},
 /* The scheduler's statements come in two shapes: every tenant (the
  * background thread, one per replica), and one tenant (the last

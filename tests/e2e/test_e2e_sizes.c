@@ -353,8 +353,8 @@ START_TEST(test_list_instances_pages_by_bytes)
     req.page_size = 500;
     size_t total = 0;
     for (int page = 0; page < 2; page++) {
-        Workflow__V1__ListInstancesResponse *r = call(
-            c, "ListInstances", &req, &workflow__v1__list_instances_response__descriptor, &st);
+        Workflow__V1__ListInstancesResponse *r =
+            call(c, "ListInstances", &req, &workflow__v1__list_instances_response__descriptor, &st);
         ck_ok(st);
         ck_assert_uint_eq(r->n_instances, 2);
         ck_assert_uint_lt(protobuf_c_message_get_packed_size(&r->base), SEND_LIMIT);
