@@ -1130,6 +1130,25 @@ START_TEST(test_pages_bounded_by_bytes)
             ck_assert_ptr_null(next);
         token = next;
     }
+    /* Events come in batches bounded alike. */
+    wf_event_row evs[3];
+    for (int i = 0; i < 3; i++)
+        evs[i] = (wf_event_row){.root_id = S("p0"),
+                                .instance_id = S("p0"),
+                                .type = S("VARIABLES_SET"),
+                                .data_json = big,
+                                .time = T0 + i};
+    commit_changes(&(wf_store_changes){.events = evs, .n_events = 3});
+    ck_assert_int_eq(wf_store_sequence_events(st, &ctx, &err), WF_OK);
+    wf_event_row *got;
+    size_t ng;
+    const wf_event_filter ef = {.instance_id = "p0"};
+    ck_assert_int_eq(wf_store_read_events(st, &ctx, 0, &ef, 100, &got, &ng, &err), WF_OK);
+    ck_assert_uint_eq(ng, 2);
+    ck_assert_int_eq(wf_store_read_events(st, &ctx, got[1].sequence, &ef, 100, &got, &ng, &err),
+                     WF_OK);
+    ck_assert_uint_eq(ng, 1);
+
     /* A budget below one row still gives one row a page. */
     wf_store_set_page_bytes(st, 100);
     wf_instance_row *rows;
