@@ -261,6 +261,48 @@ START_TEST(test_children_count_in_the_bound)
 }
 END_TEST
 
+static void
+buffer_signal(const char *instance_id, const char *payload)
+{
+    Workflow__V1__SendSignalRequest req = WORKFLOW__V1__SEND_SIGNAL_REQUEST__INIT;
+    req.name = "later";
+    req.target_case = WORKFLOW__V1__SEND_SIGNAL_REQUEST__TARGET_INSTANCE_ID;
+    req.instance_id = (char *)instance_id;
+    req.payload_json = (char *)payload;
+    req.buffer_ttl = dur(3600 * 1000);
+    wf_client_status st;
+    call(as(NULL), "SendSignal", &req, &workflow__v1__send_signal_response__descriptor, &st);
+    ck_ok(st);
+}
+
+/* Two children of 30 KiB and two buffered signals of 48 KiB: GetInstance
+ * of the root leaves out the children's variables first, the last child
+ * first, until the answer fits; the children answer their own. */
+START_TEST(test_get_instance_leaves_out_children_variables)
+{
+    Workflow__V1__Instance *root = start(u("adhoc"), NULL);
+    wf_client_status st;
+    Workflow__V1__AssignToResponse *a1 = assign(root->id, blob("a", 30000), &st);
+    ck_ok(st);
+    assign(root->id, blob("b", 30000), &st);
+    ck_ok(st);
+    buffer_signal(root->id, blob("p", 48000));
+    buffer_signal(root->id, blob("q", 48000));
+    Workflow__V1__GetInstanceResponse *g = get_instance(root->id);
+    ck_assert_uint_lt(protobuf_c_message_get_packed_size(&g->base), SEND_LIMIT);
+    ck_assert_uint_eq(g->n_children, 2);
+    ck_assert(g->children[1]->variables_omitted);
+    ck_assert_str_eq(g->children[1]->variables_json, "");
+    ck_assert(g->children[0]->variables_omitted);
+    ck_assert_uint_eq(g->n_buffered_signals, 2);
+    ck_assert(!g->buffered_signals[0]->payload_omitted);
+    ck_assert(!g->buffered_signals[1]->payload_omitted);
+    Workflow__V1__GetInstanceResponse *child = get_instance(a1->instance_id);
+    ck_assert(!child->instance->variables_omitted);
+    ck_assert_uint_gt(strlen(child->instance->variables_json), 30000);
+}
+END_TEST
+
 /* Three parallel jobs repeat the root's 40 KiB of variables, and three
  * buffered signals carry 48 KiB each: GetInstance leaves out the jobs'
  * variables and then signal payloads until the answer fits (before, it
@@ -298,17 +340,8 @@ START_TEST(test_get_instance_leaves_out_what_does_not_fit)
     ck_assert(g->jobs[2]->variables_omitted);
     ck_assert_str_eq(g->jobs[2]->variables_json, "");
 
-    for (int i = 0; i < 3; i++) {
-        Workflow__V1__SendSignalRequest req = WORKFLOW__V1__SEND_SIGNAL_REQUEST__INIT;
-        req.name = "later";
-        req.target_case = WORKFLOW__V1__SEND_SIGNAL_REQUEST__TARGET_INSTANCE_ID;
-        req.instance_id = in->id;
-        req.payload_json = blob("p", 48000);
-        req.buffer_ttl = dur(3600 * 1000);
-        wf_client_status st;
-        call(as(NULL), "SendSignal", &req, &workflow__v1__send_signal_response__descriptor, &st);
-        ck_ok(st);
-    }
+    for (int i = 0; i < 3; i++)
+        buffer_signal(in->id, blob("p", 48000));
     g = get_instance(in->id);
     ck_assert_uint_eq(g->n_buffered_signals, 3);
     ck_assert_uint_lt(protobuf_c_message_get_packed_size(&g->base), SEND_LIMIT);
@@ -382,6 +415,7 @@ main(void)
     tcase_add_test(tc, test_set_variables_is_bounded);
     tcase_add_test(tc, test_children_count_in_the_bound);
     tcase_add_test(tc, test_get_instance_leaves_out_what_does_not_fit);
+    tcase_add_test(tc, test_get_instance_leaves_out_children_variables);
     tcase_add_test(tc, test_list_instances_pages_by_bytes);
     suite_add_tcase(s, tc);
     return wf_test_run(s);
