@@ -251,10 +251,20 @@ START_TEST(test_children_count_in_the_bound)
 {
     Workflow__V1__Instance *root = start(u("adhoc"), NULL);
     wf_client_status st;
-    ck_assert_ptr_nonnull(assign(root->id, blob("a", 48000), &st));
+    Workflow__V1__AssignToResponse *a = assign(root->id, blob("a", 48000), &st);
     ck_ok(st);
     ck_assert_ptr_null(assign(root->id, blob("b", 48000), &st));
     ck_fails(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "VARIABLES_TOO_LARGE");
+    /* A task's output merged into its referral is bound alike. */
+    Workflow__V1__CompleteTaskRequest ct = WORKFLOW__V1__COMPLETE_TASK_REQUEST__INIT;
+    ct.task_id = a->task->id;
+    ct.variables_json = blob("c", 20000);
+    ck_assert_ptr_null(call(as("alice"), "CompleteTask", &ct,
+                            &workflow__v1__complete_task_response__descriptor, &st));
+    ck_fails(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "VARIABLES_TOO_LARGE");
+    ct.variables_json = "{\"c\":1}";
+    call(as("alice"), "CompleteTask", &ct, &workflow__v1__complete_task_response__descriptor, &st);
+    ck_ok(st);
     Workflow__V1__GetInstanceResponse *g = get_instance(root->id);
     ck_assert_uint_eq(g->n_children, 1);
     ck_assert(!g->children[0]->variables_omitted);
