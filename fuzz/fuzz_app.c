@@ -21,8 +21,15 @@
 /* A fixed development configuration: memory store (no DATABASE_URL), no
  * API keys, a static directory so that user and group checks run. */
 static char *fuzz_env[] = {
-    "WF_ENV=development",      "WF_LOG_LEVEL=error",      "WF_THREADS=1",
-    "WF_USERS=fuzz,alice,bob", "WF_GROUP_ops=fuzz,alice", NULL,
+    "WF_ENV=development",
+    "WF_LOG_LEVEL=error",
+    "WF_THREADS=1",
+    "WF_USERS=fuzz,alice,bob",
+    "WF_GROUP_ops=fuzz,alice",
+    /* Small sizes, so that inputs reach the bounds: 16 KiB of variables a
+     * tree, answers of at most 32 KiB. */
+    "WF_MAX_MESSAGE_BYTES=16384",
+    NULL,
 };
 
 static wf_config *cfg;
@@ -105,6 +112,9 @@ fuzz_check_packs(const ProtobufCMessage *msg, const ProtobufCMessageDescriptor *
         fuzz_fail("%s: response %s fails protobuf_c_message_check (NULL in a repeated field?)",
                   what, desc->name);
     size_t n = protobuf_c_message_get_packed_size(msg);
+    if (cfg != NULL && n > (size_t)wf_config_send_limit(cfg))
+        fuzz_fail("%s: response %s takes %zu bytes, more than the send limit %d", what, desc->name,
+                  n, wf_config_send_limit(cfg));
     uint8_t *buf = malloc(n ? n : 1);
     if (buf == NULL)
         fuzz_fail("out of memory");

@@ -353,6 +353,19 @@ fuzz_seed_requests(wf_arena *a, size_t *n)
     setv->variables_json = "{\"amount\":50}";
     s[k++] = (fuzz_seed){"SetVariables", "set_variables", &setv->base};
 
+    /* 6 KiB of variables: a few of these on one tree reach the bound on
+     * variables (VARIABLES_TOO_LARGE), and pages and activations of such
+     * instances the bound on answers. */
+    static char big[6 * 1024 + 16];
+    memcpy(big, "{\"blob\":\"", 9);
+    memset(big + 9, 'x', 6 * 1024);
+    memcpy(big + 9 + 6 * 1024, "\"}", 3);
+    Workflow__V1__SetVariablesRequest *setbig = alloc(a, sizeof *setbig);
+    workflow__v1__set_variables_request__init(setbig);
+    setbig->instance_id = (char *)EXAMPLE_ID;
+    setbig->variables_json = big;
+    s[k++] = (fuzz_seed){"SetVariables", "set_variables_large", &setbig->base};
+
     Workflow__V1__RetryInstanceRequest *retry = alloc(a, sizeof *retry);
     workflow__v1__retry_instance_request__init(retry);
     retry->instance_id = (char *)EXAMPLE_ID;

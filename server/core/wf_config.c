@@ -299,6 +299,14 @@ wf_config_load(char *const *env, wf_error *err)
         !env_int(env, "WF_GRACE_SECONDS", 0, 3600, &cfg->grace_seconds, err) ||
         !env_bool(env, "WF_TRUST_ACTOR_GROUPS", &cfg->trust_actor_groups, err))
         goto fail;
+    /* Sizes. Answers may be twice as large as requests (the send limit,
+     * wf_config_send_limit); the variables of one instance tree are bounded
+     * by at most half of that, so that any answer echoing a tree's
+     * variables (GetInstance, SetVariables, an activated job) fits. */
+    cfg->max_variables_bytes = cfg->max_message_bytes;
+    if (!env_int(env, "WF_MAX_VARIABLES_BYTES", 1024, cfg->max_message_bytes,
+                 &cfg->max_variables_bytes, err))
+        goto fail;
     /* StartInstance of a key without any definition creates an AD_HOC
      * version 1 (TaskFlow's Start) unless this is false. */
     cfg->auto_create_definitions = true;
@@ -365,6 +373,19 @@ wf_config_load(char *const *env, wf_error *err)
 fail:
     wf_config_free(cfg);
     return NULL;
+}
+
+int
+wf_config_send_limit(const wf_config *cfg)
+{
+    return cfg->max_message_bytes > (1 << 29) ? (1 << 30) : cfg->max_message_bytes * 2;
+}
+
+size_t
+wf_config_answer_budget(const wf_config *cfg)
+{
+    size_t limit = (size_t)wf_config_send_limit(cfg);
+    return limit - limit / 16;
 }
 
 void

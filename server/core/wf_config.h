@@ -44,6 +44,7 @@ typedef struct wf_config {
     char *metrics_addr;           /* WF_METRICS_ADDR; NULL = no metrics endpoint */
     int log_level;                /* WF_LOG_LEVEL (wf_log_level) */
     int max_message_bytes;        /* WF_MAX_MESSAGE_BYTES, default 4 MiB */
+    int max_variables_bytes;      /* WF_MAX_VARIABLES_BYTES: one instance tree, default as above */
     int drain_seconds;            /* WF_DRAIN_SECONDS, default 5 (0 in development) */
     int grace_seconds;            /* WF_GRACE_SECONDS: in-flight calls after drain, default 10 */
     char *tls_cert;               /* WF_TLS_CERT (path) */
@@ -68,6 +69,14 @@ typedef struct wf_config {
 wf_config *wf_config_load(char *const *env, wf_error *err);
 
 void wf_config_free(wf_config *cfg);
+
+/* The largest message the server sends (grpc's send limit): twice
+ * WF_MAX_MESSAGE_BYTES, at most 1 GiB. */
+int wf_config_send_limit(const wf_config *cfg);
+
+/* What one answer's rows (jobs, list entries, an instance's children) may
+ * take: the send limit less a margin for the rest of the message. */
+size_t wf_config_answer_budget(const wf_config *cfg);
 
 /* True when no API key is configured and development mode allows that:
  * every call is then accepted without a key. */

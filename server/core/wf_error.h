@@ -64,6 +64,10 @@ typedef enum wf_code {
 
     /* RESOURCE_EXHAUSTED */
     WF_E_TOO_LARGE,
+    /* A mutation would make the variables of an instance tree larger than
+     * WF_MAX_VARIABLES_BYTES, or a job's variables cannot be sent in an
+     * answer. Nothing was changed. */
+    WF_E_VARIABLES_TOO_LARGE,
     /* An expression ran out of its time or memory budget, or crashed the
      * process evaluating it (see engine/expr.h). */
     WF_E_EXPRESSION_LIMIT,

@@ -119,6 +119,7 @@ wf_app_open_store(wf_app *app, wf_error *err)
         app->directory = NULL;
         return err->code;
     }
+    wf_store_set_page_bytes(app->store, wf_config_answer_budget(cfg));
     return WF_OK;
 }
 

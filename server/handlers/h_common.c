@@ -55,6 +55,9 @@ wf_h_ref_ctx(wf_call *call, wf_ref_ctx *out)
         .violation = wf_h_violation_coded,
         .violation_arg = call,
         .no_auto_create = call->app->cfg != NULL && !call->app->cfg->auto_create_definitions,
+        .max_variables_bytes =
+            call->app->cfg != NULL ? (size_t)call->app->cfg->max_variables_bytes : 0,
+        .answer_bytes = call->app->cfg != NULL ? wf_config_answer_budget(call->app->cfg) : 0,
     };
 }
 

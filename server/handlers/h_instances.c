@@ -146,6 +146,43 @@ fill_net_view(wf_arena *a, const wf_net_view *nv, Workflow__V1__GetInstanceRespo
     return oom ? WF_E_INTERNAL : WF_OK;
 }
 
+/* Keeps a GetInstance answer within budget bytes: leaves out the
+ * variables of children (from the last), then of jobs, then the payloads
+ * of buffered signals, each marked as left out. The size is the packed
+ * size less what was left out, plus the flags. A tree so large that even then it does not
+ * fit (thousands of tasks) fails with TOO_LARGE rather than an answer the
+ * transport would refuse. */
+static wf_code
+fit_answer(Workflow__V1__GetInstanceResponse *m, const char *id, size_t budget, wf_error *err)
+{
+    if (budget == 0)
+        return WF_OK;
+    size_t size = protobuf_c_message_get_packed_size(&m->base);
+    for (size_t i = m->n_children; size > budget && i > 0; i--) {
+        Workflow__V1__Instance *c = m->children[i - 1];
+        size = size - strlen(c->variables_json) + 2; /* the flag */
+        c->variables_json = (char *)protobuf_c_empty_string;
+        c->variables_omitted = true;
+    }
+    for (size_t i = m->n_jobs; size > budget && i > 0; i--) {
+        Workflow__V1__Job *j = m->jobs[i - 1];
+        size = size - strlen(j->variables_json) + 2; /* the flag */
+        j->variables_json = (char *)protobuf_c_empty_string;
+        j->variables_omitted = true;
+    }
+    for (size_t i = m->n_buffered_signals; size > budget && i > 0; i--) {
+        Workflow__V1__Signal *sg = m->buffered_signals[i - 1];
+        size = size - strlen(sg->payload_json) + 2; /* the flag */
+        sg->payload_json = (char *)protobuf_c_empty_string;
+        sg->payload_omitted = true;
+    }
+    if (size > budget)
+        return wf_error_set(err, WF_E_TOO_LARGE,
+                            "instance \"%s\" has more to show than an answer holds (%zu bytes)", id,
+                            budget);
+    return WF_OK;
+}
+
 wf_code
 h_get_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
 {
@@ -180,6 +217,9 @@ h_get_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **re
     m->n_buffered_signals = iv.n_buffered;
     if (m->buffered_signals == NULL)
         return wf_error_nomem(err);
+    rc = fit_answer(m, req->instance_id, ctx.answer_bytes, err);
+    if (rc != WF_OK)
+        return rc;
     *resp = &m->base;
     return WF_OK;
 }

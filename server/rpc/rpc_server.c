@@ -183,7 +183,7 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
     /* Core's own size limit sits above ours, so that most oversized requests
      * reach us and get the TOO_LARGE reason; beyond it core answers
      * RESOURCE_EXHAUSTED by itself. */
-    int core_max = cfg->max_message_bytes > (1 << 29) ? (1 << 30) : cfg->max_message_bytes * 2;
+    int core_max = wf_config_send_limit(cfg);
     grpc_arg args[] = {
         {GRPC_ARG_INTEGER, GRPC_ARG_ALLOW_REUSEPORT, {.integer = 0}},
         {GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, {.integer = core_max}},

@@ -57,6 +57,7 @@ wf_rpc_status_code(wf_code code)
     case WF_E_CONFLICT:
         return GRPC_STATUS_ABORTED;
     case WF_E_TOO_LARGE:
+    case WF_E_VARIABLES_TOO_LARGE:
     case WF_E_EXPRESSION_LIMIT:
     case WF_E_NOMEM:
         return GRPC_STATUS_RESOURCE_EXHAUSTED;

@@ -51,12 +51,13 @@ replace_row(mtable *t, const char *tenant, const char *id, const void *src, wf_e
     return WF_OK;
 }
 
-/* Leases up to max jobs with the mutex held: through tx's undo log when
- * tx is not NULL (a rollback gives the jobs back), else for good. */
+/* Leases up to max jobs (and at most max_bytes of answer, see
+ * wf_tx_activate_jobs) with the mutex held: through tx's undo log when tx
+ * is not NULL (a rollback gives the jobs back), else for good. */
 static wf_code
 activate_locked(mem_store *m, mem_tx *tx, const wf_store_ctx *ctx, const char *job_type,
-                const char *worker, size_t max, int64_t lease_ms, int64_t now, wf_job_row **rows,
-                size_t *n, wf_error *err)
+                const char *worker, size_t max, size_t max_bytes, int64_t lease_ms, int64_t now,
+                wf_job_row **rows, size_t *n, wf_error *err)
 {
     job_q q = {job_type, now};
     void **v = NULL;
@@ -64,6 +65,18 @@ activate_locked(mem_store *m, mem_tx *tx, const wf_store_ctx *ctx, const char *j
     wf_job_row *out = NULL;
     wf_code rc = wf_mem__gather(m, &m->jobs, ctx->tenant, job_activatable, &q,
                                 wf_mem__cmp_job_activation, max, &v, &k, err);
+    if (rc == WF_OK && max_bytes > 0) {
+        size_t total = 0, fit = 0;
+        while (fit < k) {
+            total += wf_store__job_answer_bytes(v[fit]);
+            if (total > max_bytes)
+                break;
+            fit++;
+        }
+        if (fit == 0 && k > 0)
+            rc = wf_store__job_too_large(v[0], max_bytes, err);
+        k = fit;
+    }
     if (rc == WF_OK) {
         out = wf_arena_calloc(ctx->arena, k > 0 ? k : 1, sizeof *out);
         if (out == NULL)
@@ -85,25 +98,11 @@ activate_locked(mem_store *m, mem_tx *tx, const wf_store_ctx *ctx, const char *j
         j.lease_expires_at = now + lease_ms * 1000;
         if (!wf_store__row_copy(&wf_store__job_desc, &out[i], &j, ctx->arena, NULL))
             rc = wf_error_nomem(err);
-        wf_event_row ev = {0,
-                           NULL,
-                           out[i].root_id,
-                           out[i].instance_id,
-                           "JOB_ACTIVATED",
-                           NULL,
-                           wf_store__job_activated_data(ctx->arena, &out[i]),
-                           now};
-        if (rc == WF_OK && ev.data_json == NULL)
-            rc = wf_error_nomem(err);
         /* out[i] owns its strings in the arena; v[i] is freed by the replace
          * (or kept by the undo log). */
         if (rc == WF_OK)
             rc = tx != NULL ? wf_mem__tx_put(tx, &m->jobs, &out[i], out[i].id, NULL, err)
                             : replace_row(&m->jobs, ctx->tenant, out[i].id, &out[i], err);
-        if (rc == WF_OK)
-            rc = wf_mem__append_event(m, &ev, ctx->tenant, err);
-        if (rc == WF_OK && tx != NULL)
-            tx->wrote_events = true;
     }
     free(v);
     if (rc == WF_OK) {
@@ -115,32 +114,27 @@ activate_locked(mem_store *m, mem_tx *tx, const wf_store_ctx *ctx, const char *j
 
 wf_code
 mem_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, const char *worker,
-                  size_t max, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
-                  wf_error *err)
+                  size_t max, size_t max_bytes, int64_t lease_ms, int64_t now, wf_job_row **rows,
+                  size_t *n, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
     wf_code rc = mem_lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    size_t ev_before = m->n_events;
-    rc = activate_locked(m, NULL, ctx, job_type, worker, max, lease_ms, now, rows, n, err);
-    /* JOB_ACTIVATED events were written: wake event readers, after the
-     * mutex is released. */
-    wf_store_listen_fn fn = m->n_events > ev_before ? m->listen_fn : NULL;
-    void *arg = m->listen_arg;
+    rc = activate_locked(m, NULL, ctx, job_type, worker, max, max_bytes, lease_ms, now, rows, n,
+                         err);
     pthread_mutex_unlock(&m->mu);
-    if (fn != NULL)
-        fn(arg, "wf_events", "");
     return rc;
 }
 
 /* Inside a unit of work: the mutex is already held by tx. */
 wf_code
 mem_tx_activate_jobs(wf_tx *t, const char *job_type, const char *worker, size_t max,
-                     int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n, wf_error *err)
+                     size_t max_bytes, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
+                     wf_error *err)
 {
     return activate_locked((mem_store *)t->st, (mem_tx *)t, &t->ctx, job_type, worker, max,
-                           lease_ms, now, rows, n, err);
+                           max_bytes, lease_ms, now, rows, n, err);
 }
 
 static bool

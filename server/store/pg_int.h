@@ -253,11 +253,11 @@ wf_code pg_list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *in
                            unsigned states, size_t limit, bool has, int64_t c_num,
                            const char *c_str, wf_work_item_row **rows, size_t *n, wf_error *err);
 wf_code pg_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type,
-                         const char *worker, size_t max, int64_t lease_ms, int64_t now,
-                         wf_job_row **rows, size_t *n, wf_error *err);
+                         const char *worker, size_t max, size_t max_bytes, int64_t lease_ms,
+                         int64_t now, wf_job_row **rows, size_t *n, wf_error *err);
 wf_code pg_tx_activate_jobs(wf_tx *t, const char *job_type, const char *worker, size_t max,
-                            int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
-                            wf_error *err);
+                            size_t max_bytes, int64_t lease_ms, int64_t now, wf_job_row **rows,
+                            size_t *n, wf_error *err);
 wf_code pg_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, const char *tenant, int64_t now,
                             size_t limit, int64_t claim_ms, wf_timer_row **rows, size_t *n,
                             wf_error *err);

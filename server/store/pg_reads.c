@@ -220,48 +220,52 @@ pg_list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *instance_i
 
 /* ---- cross-instance work ----------------------------------------------------- */
 
-/* The lease statement, which writes its JOB_ACTIVATED events itself, on
- * c: in the transaction c has open (or owes), or alone (autocommit). */
+/* The lease statement on c: in the transaction c has open (or owes), or
+ * alone (autocommit). A first job too large for max_bytes comes back
+ * unleased: refused here. */
 static wf_code
 activate_on(wf_pg_conn *c, const wf_store_ctx *ctx, const char *job_type, const char *worker,
-            size_t max, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n, wf_error *err)
+            size_t max, size_t max_bytes, int64_t lease_ms, int64_t now, wf_job_row **rows,
+            size_t *n, wf_error *err)
 {
     params p = wf_pg__p_tenant(ctx, job_type);
     wf_pg__p_i64(&p, now);
     wf_pg__p_i64(&p, (int64_t)max);
     wf_pg__p_str(&p, worker);
     wf_pg__p_i64(&p, now + lease_ms * 1000);
-    return wf_pg__run_rows(c, S_ACTIVATE_JOBS, &p, ctx->deadline_ms, &wf_store__job_desc,
-                           ctx->arena, rows, n, err);
+    wf_pg__p_i64(&p, (int64_t)max_bytes);
+    wf_code rc = wf_pg__run_rows(c, S_ACTIVATE_JOBS, &p, ctx->deadline_ms, &wf_store__job_desc,
+                                 ctx->arena, rows, n, err);
+    if (rc == WF_OK && *n == 1 && (*rows)[0].state != WF_JOB_ACTIVATED) {
+        *n = 0;
+        return wf_store__job_too_large(&(*rows)[0], max_bytes, err);
+    }
+    return rc;
 }
 
-/* One statement, one flight: the leases and their events commit together. */
+/* One statement, one flight. */
 wf_code
 pg_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, const char *worker,
-                 size_t max, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
-                 wf_error *err)
+                 size_t max, size_t max_bytes, int64_t lease_ms, int64_t now, wf_job_row **rows,
+                 size_t *n, wf_error *err)
 {
     pg_store *s = (pg_store *)st;
     wf_pg_conn *c = NULL;
     wf_code rc = wf_pg__conn_get(s, ctx, &c, err);
     if (rc == WF_OK)
-        rc = activate_on(c, ctx, job_type, worker, max, lease_ms, now, rows, n, err);
+        rc = activate_on(c, ctx, job_type, worker, max, max_bytes, lease_ms, now, rows, n, err);
     wf_pg__conn_put(s, c);
-    if (rc == WF_OK)
-        wf_pg__notifier_note(s, *n > 0, false, NULL, 0);
     return rc;
 }
 
 wf_code
 pg_tx_activate_jobs(wf_tx *t, const char *job_type, const char *worker, size_t max,
-                    int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n, wf_error *err)
+                    size_t max_bytes, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
+                    wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
-    wf_code rc = activate_on(tx->c, &t->ctx, job_type, worker, max, lease_ms, now, rows, n, err);
-    /* The statement wrote the JOB_ACTIVATED events: the commit owes them. */
-    if (rc == WF_OK)
-        tx->wrote_events |= *n > 0;
-    return rc;
+    return activate_on(tx->c, &t->ctx, job_type, worker, max, max_bytes, lease_ms, now, rows, n,
+                       err);
 }
 
 wf_code

@@ -485,26 +485,29 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                                                           " ORDER BY received_at, id LIMIT $9",
          "signal"},
 
-    /* Lease: activatable now, or leased with the lease run out (no
-     * attempt is spent: attempt belongs to the engine). */
+    /* Lease: activatable now. The candidates are locked in order and
+     * leased while the answer's estimate of their bytes
+     * (wf_store__job_answer_bytes: variables, error and idempotency key
+     * plus 1024) stays within $7 (0 = no bound); when the first alone
+     * passes it, nothing is leased and that row comes back unchanged
+     * (state 1), for the caller to refuse. The engine writes the
+     * JOB_ACTIVATED events. */
     [S_ACTIVATE_JOBS] =
         {"activate_jobs",
-         "WITH c AS (SELECT tenant_id, root_id, id FROM jobs WHERE tenant_id = $1 AND "
-         "job_type = $2 AND state = 1 AND activatable_at <= $3 "
+         "WITH l AS (SELECT " COLS_JOBS ", "
+         "octet_length(coalesce(variables_json, '')) + octet_length(coalesce(last_error, '')) + "
+         "octet_length(coalesce(idempotency_key, '')) + 1024 AS b FROM jobs WHERE "
+         "tenant_id = $1 AND job_type = $2 AND state = 1 AND activatable_at <= $3 "
          "ORDER BY activatable_at, id LIMIT $4 FOR UPDATE SKIP LOCKED), "
+         "c AS (SELECT tenant_id, id FROM (SELECT tenant_id, id, sum(b) OVER "
+         "(ORDER BY activatable_at, id) AS t FROM l) x WHERE $7::bigint = 0 OR t <= $7::bigint), "
          "u AS (UPDATE jobs j SET state = 2, key = j.instance_id || '.' || "
          "gen_random_uuid()::text, "
          "worker = $5, lease_expires_at = $6 FROM c WHERE "
-         "j.tenant_id = c.tenant_id AND j.root_id = c.root_id AND j.id = c.id "
-         "RETURNING j.*), "
-         /* One JOB_ACTIVATED event per lease, in the same
-          * statement (data as wf_store__job_activated_data). */
-         "e AS (INSERT INTO events (tenant_id, root_id, instance_id, type, actor, "
-         "data_json, time) SELECT tenant_id, root_id, instance_id, "
-         "'JOB_ACTIVATED', NULL, '{\"jobId\":\"' || id || '\",\"jobKey\":' || "
-         "to_json(key)::text || ',\"worker\":' || to_json(worker)::text || "
-         "',\"attempt\":' || attempt || '}', $3 FROM u ORDER BY activatable_at, id) "
-         "SELECT " COLS_JOBS " FROM u ORDER BY activatable_at, id",
+         "j.tenant_id = c.tenant_id AND j.id = c.id RETURNING j.*) "
+         "SELECT " COLS_JOBS " FROM u UNION ALL (SELECT " COLS_JOBS " FROM l WHERE "
+         "NOT EXISTS (SELECT 1 FROM c) ORDER BY activatable_at, id LIMIT 1) "
+         "ORDER BY activatable_at, id",
          "job"},
 /* The scheduler's statements come in two shapes: every tenant (the
  * background thread, one per replica), and one tenant (the last

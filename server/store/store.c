@@ -301,21 +301,6 @@ cursor_parse(const char *cursor, wf_arena *arena, int64_t *num, char **str)
     return *str != NULL;
 }
 
-char *
-wf_store__job_activated_data(wf_arena *arena, const wf_job_row *job)
-{
-    /* lowerCamelCase like every event. The key is there so that an audit of
-     * the event log can tell which activation a completion used. */
-    char key[128], worker[512];
-    if (wf_json_escape(key, sizeof key, job->key, strlen(job->key)) == (size_t)-1 ||
-        wf_json_escape(worker, sizeof worker, job->worker, strlen(job->worker)) == (size_t)-1)
-        return wf_arena_printf(arena, "{\"jobId\":\"%s\",\"attempt\":%d}", job->id,
-                               (int)job->attempt);
-    return wf_arena_printf(arena,
-                           "{\"jobId\":\"%s\",\"jobKey\":\"%s\",\"worker\":\"%s\",\"attempt\":%d}",
-                           job->id, key, worker, (int)job->attempt);
-}
-
 bool
 wf_store__deadline_passed(int64_t deadline_ms)
 {
@@ -653,6 +638,13 @@ wf_store_get_job_by_key(wf_store *st, const wf_store_ctx *ctx, const char *key, 
     return rc;
 }
 
+void
+wf_store_set_page_bytes(wf_store *st, size_t bytes)
+{
+    if (st != NULL)
+        st->page_bytes = bytes;
+}
+
 /* Common front half of every listing: context, page size, cursor. */
 static wf_code
 page_begin(const wf_store_ctx *ctx, size_t *page_size, const char *cursor, bool *has_cursor,
@@ -673,13 +665,19 @@ page_begin(const wf_store_ctx *ctx, size_t *page_size, const char *cursor, bool 
     return WF_OK;
 }
 
-/* Back half: trims the look-ahead row and makes the next cursor from the
- * last row kept. num_off/str_off locate the keyset columns in the row. */
+/* Back half: trims the look-ahead row, and the rows past ctx->page_bytes,
+ * and makes the next cursor from the last row kept. num_off/str_off
+ * locate the keyset columns in the row. */
 static wf_code
-page_end(const wf_store_ctx *ctx, const void *rows, size_t row_size, size_t *n, size_t page_size,
-         size_t num_off, bool num_is_i32, size_t str_off, char **next_cursor, wf_error *err)
+page_end(const wf_store *st, const wf_store_ctx *ctx, const wf_row_desc *d, const void *rows,
+         size_t *n, size_t page_size, size_t num_off, bool num_is_i32, size_t str_off,
+         char **next_cursor, wf_error *err)
 {
+    size_t row_size = d->size;
     *next_cursor = NULL;
+    size_t fit = wf_store__rows_within(d, rows, *n < page_size ? *n : page_size, st->page_bytes);
+    if (fit < page_size && fit < *n)
+        page_size = fit; /* more rows follow: the page is full by bytes */
     if (*n <= page_size)
         return WF_OK;
     *n = page_size;
@@ -705,8 +703,9 @@ wf_store_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter 
         rc = st->ops->list_tasks(st, ctx, f != NULL ? f : &(wf_task_filter){0}, page_size + 1, has,
                                  num, str, &r, &k, err);
     if (rc == WF_OK)
-        rc = page_end(ctx, r, sizeof *r, &k, page_size, offsetof(wf_task_row, created_at), false,
-                      offsetof(wf_task_row, id), next_cursor, err);
+        rc = page_end(st, ctx, &wf_store__task_desc, r, &k, page_size,
+                      offsetof(wf_task_row, created_at), false, offsetof(wf_task_row, id),
+                      next_cursor, err);
     if (rc == WF_OK) {
         *rows = r;
         *n = k;
@@ -729,8 +728,9 @@ wf_store_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance
         rc = st->ops->list_instances(st, ctx, f != NULL ? f : &(wf_instance_filter){0},
                                      page_size + 1, has, num, str, &r, &k, err);
     if (rc == WF_OK)
-        rc = page_end(ctx, r, sizeof *r, &k, page_size, offsetof(wf_instance_row, created_at),
-                      false, offsetof(wf_instance_row, id), next_cursor, err);
+        rc = page_end(st, ctx, &wf_store__instance_desc, r, &k, page_size,
+                      offsetof(wf_instance_row, created_at), false, offsetof(wf_instance_row, id),
+                      next_cursor, err);
     if (rc == WF_OK) {
         *rows = r;
         *n = k;
@@ -752,8 +752,9 @@ wf_store_list_definitions(wf_store *st, const wf_store_ctx *ctx, size_t page_siz
     if (rc == WF_OK)
         rc = st->ops->list_definitions(st, ctx, page_size + 1, has, num, str, &r, &k, err);
     if (rc == WF_OK)
-        rc = page_end(ctx, r, sizeof *r, &k, page_size, offsetof(wf_definition_row, version), true,
-                      offsetof(wf_definition_row, key), next_cursor, err);
+        rc = page_end(st, ctx, &wf_store__definition_desc, r, &k, page_size,
+                      offsetof(wf_definition_row, version), true, offsetof(wf_definition_row, key),
+                      next_cursor, err);
     if (rc == WF_OK) {
         *rows = r;
         *n = k;
@@ -776,8 +777,9 @@ wf_store_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_fil
         rc = st->ops->list_signals(st, ctx, f != NULL ? f : &(wf_signal_filter){0}, page_size + 1,
                                    has, num, str, &r, &k, err);
     if (rc == WF_OK)
-        rc = page_end(ctx, r, sizeof *r, &k, page_size, offsetof(wf_signal_row, received_at), false,
-                      offsetof(wf_signal_row, id), next_cursor, err);
+        rc = page_end(st, ctx, &wf_store__signal_desc, r, &k, page_size,
+                      offsetof(wf_signal_row, received_at), false, offsetof(wf_signal_row, id),
+                      next_cursor, err);
     if (rc == WF_OK) {
         *rows = r;
         *n = k;
@@ -802,8 +804,9 @@ wf_store_list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *inst
         rc = st->ops->list_work_items(st, ctx, instance_id, states, page_size + 1, has, num, str,
                                       &r, &k, err);
     if (rc == WF_OK)
-        rc = page_end(ctx, r, sizeof *r, &k, page_size, offsetof(wf_work_item_row, enabled_at),
-                      false, offsetof(wf_work_item_row, id), next_cursor, err);
+        rc = page_end(st, ctx, &wf_store__work_item_desc, r, &k, page_size,
+                      offsetof(wf_work_item_row, enabled_at), false, offsetof(wf_work_item_row, id),
+                      next_cursor, err);
     if (rc == WF_OK) {
         *rows = r;
         *n = k;
@@ -829,12 +832,13 @@ wf_store_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_ty
     }
     if (max > MAX_PAGE)
         max = MAX_PAGE;
-    return st->ops->activate_jobs(st, ctx, job_type, worker, max, lease_ms, now, rows, n, err);
+    return st->ops->activate_jobs(st, ctx, job_type, worker, max, 0, lease_ms, now, rows, n, err);
 }
 
 wf_code
 wf_tx_activate_jobs(wf_tx *tx, const char *job_type, const char *worker, size_t max,
-                    int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n, wf_error *err)
+                    size_t max_bytes, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
+                    wf_error *err)
 {
     wf_code rc = check_tx(tx, err);
     if (rc != WF_OK)
@@ -849,8 +853,8 @@ wf_tx_activate_jobs(wf_tx *tx, const char *job_type, const char *worker, size_t 
     }
     if (max > MAX_PAGE)
         max = MAX_PAGE;
-    return tx_done(
-        tx, tx->st->ops->tx_activate_jobs(tx, job_type, worker, max, lease_ms, now, rows, n, err));
+    return tx_done(tx, tx->st->ops->tx_activate_jobs(tx, job_type, worker, max, max_bytes, lease_ms,
+                                                     now, rows, n, err));
 }
 
 wf_code
@@ -944,8 +948,11 @@ wf_store_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after_sequen
         limit = 100;
     if (limit > MAX_PAGE)
         limit = MAX_PAGE;
-    return st->ops->read_events(st, ctx, after_sequence, f != NULL ? f : &none, limit, rows, n,
-                                err);
+    rc = st->ops->read_events(st, ctx, after_sequence, f != NULL ? f : &none, limit, rows, n, err);
+    /* A batch bounded by bytes too; the reader goes on after its last. */
+    if (rc == WF_OK)
+        *n = wf_store__rows_within(&wf_store__event_desc, *rows, *n, st->page_bytes);
+    return rc;
 }
 
 wf_code

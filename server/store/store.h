@@ -396,6 +396,14 @@ wf_store *wf_store_pg_new(const wf_store_pg_config *cfg, wf_error *err);
  * not be called from the listener callback. */
 void wf_store_free(wf_store *st);
 
+/* Bounds the pages of every listing (tasks, instances, definitions,
+ * signals, work items) and every batch of events by bytes too: a page
+ * stops before its rows, as estimated with their tags, take more than
+ * bytes (at least one row per page; the next page token follows from the
+ * last row kept). 0 (the default) counts rows only. Set once, before the
+ * store is shared. */
+void wf_store_set_page_bytes(wf_store *st, size_t bytes);
+
 /* True when the store can serve calls now (health checks). */
 bool wf_store_ready(wf_store *st);
 
@@ -667,20 +675,27 @@ wf_code wf_store_list_work_items(wf_store *st, const wf_store_ctx *ctx, const ch
  * ACTIVATABLE without spending an attempt), so that every re-lease follows
  * its expiry event and this query is one index range with a limit. Each
  * gets state ACTIVATED, a fresh key and
- * lease_expires_at = now + lease_ms, and a JOB_ACTIVATED event in the same
- * transaction. Rows locked elsewhere are skipped (FOR UPDATE SKIP LOCKED),
- * so no job is leased twice. Returned ordered by (activatable_at, id). */
+ * lease_expires_at = now + lease_ms. No event is written: the engine
+ * writes JOB_ACTIVATED in the transaction of the leases (wf_tx_activate_jobs
+ * in a unit of work). Rows locked elsewhere are skipped (FOR UPDATE SKIP
+ * LOCKED), so no job is leased twice. Returned ordered by
+ * (activatable_at, id). Without a bound on bytes (see wf_tx_activate_jobs). */
 wf_code wf_store_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type,
                                const char *worker, size_t max, int64_t lease_ms, int64_t now,
                                wf_job_row **rows, size_t *n, wf_error *err);
 
 /* As wf_store_activate_jobs, inside a unit of work (which locks no root
- * for it): the leases and their JOB_ACTIVATED events commit or roll back
- * with the transaction, and so with the request record written in it
- * (wf_tx_commit_recorded). A rollback gives the jobs back. */
+ * for it): the leases commit or roll back with the transaction, and so
+ * with the events and the request record written in it
+ * (wf_tx_commit_recorded). A rollback gives the jobs back. max_bytes (0 =
+ * none) bounds the answer: jobs are leased in order while the sum of
+ * their wf_store__job_answer_bytes estimates stays within it, so a job
+ * that would not fit is not leased; when the first one alone does not
+ * fit, nothing is leased and the call fails with
+ * WF_E_VARIABLES_TOO_LARGE naming the job. */
 wf_code wf_tx_activate_jobs(wf_tx *tx, const char *job_type, const char *worker, size_t max,
-                            int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
-                            wf_error *err);
+                            size_t max_bytes, int64_t lease_ms, int64_t now, wf_job_row **rows,
+                            size_t *n, wf_error *err);
 
 /*
  * Due timers of EVERY tenant (ctx->tenant is ignored; rows carry theirs):

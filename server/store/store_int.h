@@ -80,11 +80,11 @@ typedef struct wf_store_ops {
                                wf_error *err);
 
     wf_code (*activate_jobs)(wf_store *st, const wf_store_ctx *ctx, const char *job_type,
-                             const char *worker, size_t max, int64_t lease_ms, int64_t now,
-                             wf_job_row **rows, size_t *n, wf_error *err);
+                             const char *worker, size_t max, size_t max_bytes, int64_t lease_ms,
+                             int64_t now, wf_job_row **rows, size_t *n, wf_error *err);
     wf_code (*tx_activate_jobs)(wf_tx *tx, const char *job_type, const char *worker, size_t max,
-                                int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
-                                wf_error *err);
+                                size_t max_bytes, int64_t lease_ms, int64_t now, wf_job_row **rows,
+                                size_t *n, wf_error *err);
     /* tenant NULL: every tenant's timers. */
     wf_code (*claim_due_timers)(wf_store *st, const wf_store_ctx *ctx, const char *tenant,
                                 int64_t now, size_t limit, int64_t claim_ms, wf_timer_row **rows,
@@ -112,6 +112,7 @@ typedef struct wf_store_ops {
 /* Implementations embed these first in their own structs. */
 struct wf_store {
     const wf_store_ops *ops;
+    size_t page_bytes; /* wf_store_set_page_bytes; 0 = pages count rows only */
 };
 
 struct wf_tx {
@@ -176,9 +177,21 @@ void wf_store__row_clear(const wf_row_desc *d, void *row);
 /* Cursor text: "<number>,<text>" (text may hold commas). */
 char *wf_store__cursor_make(wf_arena *arena, int64_t num, const char *str);
 
-/* Builds the JSON data of the JOB_ACTIVATED event the activation writes,
- * into arena. NULL when out of memory. */
-char *wf_store__job_activated_data(wf_arena *arena, const wf_job_row *job);
+/* An estimate of the bytes row takes in an answer (protobuf), at least
+ * as large as its fields with their tags. */
+size_t wf_store__row_bytes(const wf_row_desc *d, const void *row);
+
+/* How many of the n rows (stride d->size) fit in budget bytes
+ * (wf_store__row_bytes each); at least one; n when budget is 0. */
+size_t wf_store__rows_within(const wf_row_desc *d, const void *rows, size_t n, size_t budget);
+
+/* The bytes a job takes in an activation answer, as the Postgres lease
+ * statement counts them: variables, last error and idempotency key, plus
+ * 1024 for the ids, names and times. */
+size_t wf_store__job_answer_bytes(const wf_job_row *job);
+
+/* Fails an activation whose first job alone takes more than max_bytes. */
+wf_code wf_store__job_too_large(const wf_job_row *job, size_t max_bytes, wf_error *err);
 
 /* True when the monotonic deadline has passed (0 = no deadline). */
 bool wf_store__deadline_passed(int64_t deadline_ms);

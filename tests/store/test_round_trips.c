@@ -6,9 +6,10 @@
  *
  *   StartInstance  2: BEGIN + request lookup + definition, then the
  *                  writes + request record + COMMIT
- *   ActivateJobs   1: one statement leases and writes its JOB_ACTIVATED
- *                  events; with a request id 2 (BEGIN + lookup + lease,
- *                  then record + COMMIT)
+ *   ActivateJobs   2: BEGIN + the lease, then the JOB_ACTIVATED events the
+ *                  engine builds + COMMIT (1 while the statement wrote
+ *                  the events itself); with a request id 2 as well (BEGIN
+ *                  + lookup + lease, then events + record + COMMIT)
  *   CompleteJob    2: the key names the job's instance, so BEGIN + lookup
  *                  + lock and aggregate, then writes + record + COMMIT; a
  *                  key made before (a bare UUID) is read by key first, 3
@@ -44,7 +45,7 @@
 
 /* Flights per call. */
 #define START_FLIGHTS 2
-#define ACTIVATE_FLIGHTS 1
+#define ACTIVATE_FLIGHTS 2
 #define ACTIVATE_IDEM_FLIGHTS 2
 #define COMPLETE_FLIGHTS 2
 #define COMPLETE_OLD_KEY_FLIGHTS 3

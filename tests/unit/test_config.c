@@ -55,6 +55,32 @@ START_TEST(test_development_defaults)
 }
 END_TEST
 
+/* The send limit is twice the request limit; the variables of a tree are
+ * bounded by the request limit by default, and never above it. */
+START_TEST(test_sizes)
+{
+    wf_error err;
+    const char *dflt[] = {"WF_ENV=development", NULL};
+    wf_config *cfg = load(dflt, &err);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert_int_eq(cfg->max_variables_bytes, 4 * 1024 * 1024);
+    ck_assert_int_eq(wf_config_send_limit(cfg), 8 * 1024 * 1024);
+    ck_assert_uint_eq(wf_config_answer_budget(cfg), 8 * 1024 * 1024 - 512 * 1024);
+    wf_config_free(cfg);
+    const char *small[] = {"WF_ENV=development", "WF_MAX_MESSAGE_BYTES=65536",
+                           "WF_MAX_VARIABLES_BYTES=4096", NULL};
+    cfg = load(small, &err);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert_int_eq(cfg->max_variables_bytes, 4096);
+    ck_assert_int_eq(wf_config_send_limit(cfg), 131072);
+    wf_config_free(cfg);
+    const char *over[] = {"WF_ENV=development", "WF_MAX_MESSAGE_BYTES=65536",
+                          "WF_MAX_VARIABLES_BYTES=65537", NULL};
+    ck_assert_ptr_null(load(over, &err));
+    ck_assert_str_eq(err.msg, "WF_MAX_VARIABLES_BYTES must be an integer between 1024 and 65536");
+}
+END_TEST
+
 START_TEST(test_auto_create_definitions_can_be_turned_off)
 {
     wf_error err;
@@ -287,6 +313,7 @@ config_suite(void)
     tcase_add_test(tc, test_production_requires_keys_and_database);
     tcase_add_test(tc, test_development_defaults);
     tcase_add_test(tc, test_auto_create_definitions_can_be_turned_off);
+    tcase_add_test(tc, test_sizes);
     tcase_add_test(tc, test_api_keys_with_and_without_tenant);
     tcase_add_test(tc, test_api_keys_refused_at_start);
     tcase_add_test(tc, test_directory_groups_and_users);

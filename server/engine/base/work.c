@@ -77,7 +77,36 @@ wf_work_init(wf_work *w, const wf_ref_ctx *ctx, const wf_aggregate *agg, wf_erro
         memcpy(w->tasks, agg->tasks, nt * sizeof *w->tasks);
     w->n_insts = ni;
     w->n_tasks = nt;
+    w->vars_loaded = wf_work_variables_bytes(w);
     return WF_OK;
+}
+
+size_t
+wf_work_variables_bytes(const wf_work *w)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < w->n_insts; i++)
+        if (w->insts[i].variables_json != NULL)
+            n += strlen(w->insts[i].variables_json);
+    return n;
+}
+
+wf_code
+wf_work_check_variables(const wf_work *w, wf_error *err)
+{
+    size_t max = w->ctx->max_variables_bytes;
+    if (max == 0 || w->n_insts == 0)
+        return WF_OK;
+    size_t now = wf_work_variables_bytes(w);
+    if (now <= max || now <= w->vars_loaded)
+        return WF_OK;
+    /* The root comes first in the working set (wf_aggregate's order), or
+     * is the first instance a new tree appended. */
+    const wf_instance_row *root = &w->insts[0];
+    return wf_error_set(err, WF_E_VARIABLES_TOO_LARGE,
+                        "the variables of the tree of instance \"%s\" would take %zu bytes, "
+                        "more than %zu",
+                        root->root_id != NULL ? root->root_id : root->id, now, max);
 }
 
 size_t

@@ -44,6 +44,12 @@ typedef struct wf_ref_ctx {
      * definition fails DEFINITION_NOT_FOUND instead of creating an AD_HOC
      * version 1. */
     bool no_auto_create;
+    /* WF_MAX_VARIABLES_BYTES: the variables of one instance tree (the sum
+     * over its instances) may not grow past this; 0 = unbounded. */
+    size_t max_variables_bytes;
+    /* What the rows of one answer may take (wf_config_answer_budget):
+     * activated jobs, list pages; 0 = unbounded. */
+    size_t answer_bytes;
 } wf_ref_ctx;
 
 typedef struct wf_work {
@@ -60,6 +66,7 @@ typedef struct wf_work {
     size_t n_events, cap_events;
     const char **del_jobs, **del_timers, **del_subs;
     size_t n_del_jobs, n_del_timers, n_del_subs;
+    size_t vars_loaded; /* bytes of variables of the tree as loaded */
 } wf_work;
 
 #define WF_WORK_NONE ((size_t)-1)
@@ -85,6 +92,15 @@ void wf_work_touch_task(wf_work *w, size_t i);
 struct json_t;
 wf_code wf_work_event(wf_work *w, size_t inst, const char *type, struct json_t *data,
                       wf_error *err);
+
+/* The bytes of variables of every instance of the working set. */
+size_t wf_work_variables_bytes(const wf_work *w);
+
+/* Refuses a mutation that grows the variables of the tree past
+ * ctx->max_variables_bytes (WF_E_VARIABLES_TOO_LARGE, naming the root). A
+ * tree already past the bound (the bound was lowered) may still change
+ * as long as its variables do not grow. Called before every write. */
+wf_code wf_work_check_variables(const wf_work *w, wf_error *err);
 
 /* Collects the dirty rows, deletions and events. */
 void wf_work_changes(const wf_work *w, wf_store_changes *out);

@@ -66,6 +66,9 @@ static wf_code
 write_work(wf_tx *tx, const wf_work *w, wf_error *err)
 {
     wf_store_changes c;
+    wf_code rc = wf_work_check_variables(w, err);
+    if (rc != WF_OK)
+        return rc;
     wf_work_changes(w, &c);
     return wf_tx_apply(tx, &c, err);
 }

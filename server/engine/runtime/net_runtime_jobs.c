@@ -3,9 +3,10 @@
  * ActivateJobs): activation, completion, failure with retries and backoff, and
  * lease extension.
  *
- * Activation is a cross-instance query (wf_store_activate_jobs: FOR UPDATE
- * SKIP LOCKED, a fresh key per activation, the JOB_ACTIVATED event written
- * by the store). Everything else is one unit of work on the job's root,
+ * Activation is a cross-instance query (wf_tx_activate_jobs: FOR UPDATE
+ * SKIP LOCKED, a fresh key per activation, no more jobs than the answer
+ * can carry), in a transaction with the JOB_ACTIVATED events written
+ * here. Everything else is one unit of work on the job's root,
  * which also locks the aggregate's jobs, so an activation never races a
  * completion. A job is addressed by its current key only. A key is
  * "<instance id>.<uuid>", so that CompleteJob, FailJob and ExtendJobLease
@@ -172,30 +173,40 @@ activation_max(const wf_net_activation *a)
                                                     : (size_t)a->max_jobs;
 }
 
-wf_code
-wf_net_activate_jobs(const wf_net_ctx *ctx, const wf_net_activation *a, wf_job_row **rows,
-                     size_t *n, wf_error *err)
-{
-    int64_t lease = a->lease_ms > 0 ? a->lease_ms : WF_NET_DEFAULT_LEASE_MS;
-    int64_t now = wf_now_us();
-    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
-    wf_code rc =
-        wf_store_activate_jobs(ctx->ref.store, &sc, a->job_type, a->worker != NULL ? a->worker : "",
-                               activation_max(a), lease, now, rows, n, err);
-    if (rc == WF_OK && a->lease_ms <= 0)
-        relet_all(ctx, *rows, *n, lease, now);
-    return rc;
-}
-
 typedef struct activate_op {
+    const wf_net_ctx *ctx;
     const wf_net_activation *a;
     int64_t lease, now;
     bool last;
-    wf_uow_idem *idem;
+    wf_uow_idem *idem; /* NULL: no request record */
     wf_net_activated *out;
     wf_job_row *rows;
 } activate_op;
 
+/* The JOB_ACTIVATED event of one lease. lowerCamelCase like every event;
+ * the key is there so that an audit of the event log can tell which
+ * activation a completion used; attempt counts failed attempts from 0,
+ * as the row does. */
+static wf_code
+activated_event(wf_arena *a, const wf_job_row *j, int64_t now, wf_event_row *ev, wf_error *err)
+{
+    json_t *data = json_pack("{s:s,s:s,s:s,s:i}", "jobId", j->id, "jobKey", j->key, "worker",
+                             j->worker != NULL ? j->worker : "", "attempt", (json_int_t)j->attempt);
+    char *text = data != NULL ? wf_engine_json_dump(a, data) : NULL;
+    json_decref(data);
+    if (text == NULL)
+        return wf_error_nomem(err);
+    *ev = (wf_event_row){.root_id = j->root_id,
+                         .instance_id = j->instance_id,
+                         .type = "JOB_ACTIVATED",
+                         .data_json = text,
+                         .time = now};
+    return WF_OK;
+}
+
+/* Leases, and writes one JOB_ACTIVATED event per lease in the same
+ * transaction (with the writes deferred, the events ride with the
+ * commit). */
 static wf_code
 activate_body(wf_tx *tx, void *arg, wf_error *err)
 {
@@ -204,15 +215,46 @@ activate_body(wf_tx *tx, void *arg, wf_error *err)
     op->rows = NULL;
     op->out->rows = NULL;
     op->out->n = 0;
-    wf_code rc =
-        wf_tx_activate_jobs(tx, op->a->job_type, op->a->worker != NULL ? op->a->worker : "",
-                            activation_max(op->a), op->lease, op->now, &op->rows, &n, err);
+    wf_code rc = wf_tx_activate_jobs(
+        tx, op->a->job_type, op->a->worker != NULL ? op->a->worker : "", activation_max(op->a),
+        op->ctx->ref.answer_bytes, op->lease, op->now, &op->rows, &n, err);
     if (rc != WF_OK)
         return rc;
     op->out->rows = op->rows;
     op->out->n = n;
-    if (n == 0 && !op->last)
-        op->idem->no_record = true;
+    if (n == 0) {
+        if (op->idem != NULL && !op->last)
+            op->idem->no_record = true;
+        return WF_OK;
+    }
+    wf_arena *a = op->ctx->ref.arena;
+    wf_event_row *evs = wf_arena_calloc(a, n, sizeof *evs);
+    if (evs == NULL)
+        return wf_error_nomem(err);
+    for (size_t i = 0; rc == WF_OK && i < n; i++)
+        rc = activated_event(a, &op->rows[i], op->now, &evs[i], err);
+    if (rc != WF_OK)
+        return rc;
+    wf_store_changes c = {.events = evs, .n_events = n};
+    return wf_tx_apply(tx, &c, err);
+}
+
+wf_code
+wf_net_activate_jobs(const wf_net_ctx *ctx, const wf_net_activation *a, wf_job_row **rows,
+                     size_t *n, wf_error *err)
+{
+    wf_net_activated out = {NULL, 0};
+    activate_op op = {ctx,         a,    a->lease_ms > 0 ? a->lease_ms : WF_NET_DEFAULT_LEASE_MS,
+                      wf_now_us(), true, NULL,
+                      &out,        NULL};
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
+    wf_code rc = wf_uow_run(ctx->ref.store, &sc, NULL, activate_body, &op, NULL, err);
+    if (rc != WF_OK)
+        return rc;
+    *rows = op.rows;
+    *n = out.n;
+    if (a->lease_ms <= 0)
+        relet_all(ctx, *rows, *n, op.lease, op.now);
     return WF_OK;
 }
 
@@ -232,9 +274,9 @@ wf_net_activate_recorded(const wf_net_ctx *ctx, const wf_net_activation *a, wf_u
         }
         return rc;
     }
-    activate_op op = {
-        a,   a->lease_ms > 0 ? a->lease_ms : WF_NET_DEFAULT_LEASE_MS, wf_now_us(), last, idem, out,
-        NULL};
+    activate_op op = {ctx,         a,    a->lease_ms > 0 ? a->lease_ms : WF_NET_DEFAULT_LEASE_MS,
+                      wf_now_us(), last, idem,
+                      out,         NULL};
     wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     wf_code rc = wf_uow_run(ctx->ref.store, &sc, idem, activate_body, &op, out, err);
     if (rc != WF_OK || idem->replayed) {

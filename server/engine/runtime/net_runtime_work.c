@@ -437,11 +437,14 @@ wf_runtime__write(net_work *w, wf_error *err)
 {
     wf_store_changes c;
     wf_arena *a = w->rw.arena;
+    wf_code rc = wf_work_check_variables(&w->rw, err);
+    if (rc != WF_OK)
+        return rc;
     refresh_job_variables(w);
     wf_work_changes(&w->rw, &c);
     const void *up = NULL;
-    wf_code rc = collect(a, &w->toks, sizeof(wf_token_row), &up, &c.n_tokens, &c.del_tokens,
-                         &c.n_del_tokens, err);
+    rc = collect(a, &w->toks, sizeof(wf_token_row), &up, &c.n_tokens, &c.del_tokens,
+                 &c.n_del_tokens, err);
     if (rc == WF_OK) {
         c.tokens = up;
         /* Work items are never deleted: an ended one is history (KEEP). */
