@@ -192,7 +192,7 @@ activated_event(wf_arena *a, const wf_job_row *j, int64_t now, wf_event_row *ev,
 {
     json_t *data = json_pack("{s:s,s:s,s:s,s:i}", "jobId", j->id, "jobKey", j->key, "worker",
                              j->worker != NULL ? j->worker : "", "attempt", (json_int_t)j->attempt);
-    char *text = data != NULL ? wf_engine_json_dump(a, data) : NULL;
+    char *text = data != NULL ? wf_vars_dump(a, data) : NULL;
     json_decref(data);
     if (text == NULL)
         return wf_error_nomem(err);
