@@ -12,6 +12,15 @@
 
 #include "wf_time.h"
 
+char *
+wf_id_new(wf_arena *a)
+{
+    char *id = wf_arena_alloc(a, WF_UUID_LEN + 1);
+    if (id != NULL)
+        wf_uuid7(id);
+    return id;
+}
+
 void
 wf_uuid7(char out[WF_UUID_LEN + 1])
 {

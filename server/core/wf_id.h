@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "wf_arena.h"
+
 /* Length of a UUID string, without its NUL. */
 #define WF_UUID_LEN 36
 
@@ -21,6 +23,9 @@
  * which must hold at least WF_UUID_LEN + 1 bytes. Time ordering makes ids
  * usable as stable keyset-pagination keys. */
 void wf_uuid7(char out[WF_UUID_LEN + 1]);
+
+/* A new UUIDv7 in the arena; NULL when out of memory. */
+char *wf_id_new(wf_arena *a);
 
 /* True when s is a canonical lower- or upper-case UUID string. */
 bool wf_uuid_valid(const char *s);

@@ -307,6 +307,12 @@ wf_store__deadline_passed(int64_t deadline_ms)
     return deadline_ms != 0 && wf_mono_ms() >= deadline_ms;
 }
 
+bool
+wf_instance_ended(wf_instance_status s)
+{
+    return s == WF_INSTANCE_COMPLETED || s == WF_INSTANCE_CANCELLED || s == WF_INSTANCE_COMPENSATED;
+}
+
 /* ---- entry points ------------------------------------------------------ */
 
 /* Checks shared by every tenant-scoped call. */

@@ -79,6 +79,10 @@ typedef enum wf_instance_status {
     WF_INSTANCE_COMPENSATED = 6,
 } wf_instance_status;
 
+/* True for the statuses an instance never leaves: COMPLETED, CANCELLED and
+ * COMPENSATED (FAILED may be retried, COMPENSATING is still running). */
+bool wf_instance_ended(wf_instance_status s);
+
 typedef enum wf_join_mode {
     WF_JOIN_NONE = 0,
     WF_JOIN_ALL = 1,

@@ -26,6 +26,15 @@ wf_work_invalid(const wf_ref_ctx *ctx, const char *field, const char *msg, wf_er
     return wf_error_set(err, WF_E_INVALID_ARGUMENT, "%s %s", field, msg);
 }
 
+wf_code
+wf_work_violation(const wf_ref_ctx *ctx, wf_code code, const char *field, const char *msg,
+                  wf_error *err)
+{
+    if (ctx->violation != NULL)
+        ctx->violation(ctx->violation_arg, field, wf_code_reason(code), msg);
+    return wf_error_set(err, code, "%s %s", field, msg);
+}
+
 char *
 wf_work_strdup(wf_work *w, const char *s)
 {

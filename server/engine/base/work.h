@@ -119,6 +119,11 @@ char *wf_work_strdup(wf_work *w, const char *s);
  * INVALID_ARGUMENT. */
 wf_code wf_work_invalid(const wf_ref_ctx *ctx, const char *field, const char *msg, wf_error *err);
 
+/* The same for another code: the violation carries code's reason, and the
+ * call fails with code. */
+wf_code wf_work_violation(const wf_ref_ctx *ctx, wf_code code, const char *field, const char *msg,
+                          wf_error *err);
+
 /* The store context of a call (tenant, deadline, arena). */
 wf_store_ctx wf_work_store_ctx(const wf_ref_ctx *ctx);
 

@@ -2,6 +2,7 @@
  * net: the definition model, its canonical JSON encoding and content hash.
  */
 #include "net.h"
+#include "wf_str.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -9,16 +10,10 @@
 
 /* ---- model helpers -------------------------------------------------------- */
 
-static bool
-unset(const char *s)
-{
-    return s == NULL || s[0] == '\0';
-}
-
 bool
 wf_net_is_silent(const wf_transition *t)
 {
-    return t->trigger == WF_TRIGGER_AUTO && unset(t->job_type);
+    return t->trigger == WF_TRIGGER_AUTO && wf_str_empty(t->job_type);
 }
 
 int32_t
@@ -57,7 +52,7 @@ same(const char *a, const char *b)
 int
 wf_net_place_index(const wf_net *net, const char *id)
 {
-    if (unset(id))
+    if (wf_str_empty(id))
         return -1;
     for (size_t i = 0; i < net->n_places; i++)
         if (same(net->places[i].id, id))
@@ -68,7 +63,7 @@ wf_net_place_index(const wf_net *net, const char *id)
 int
 wf_net_transition_index(const wf_net *net, const char *id)
 {
-    if (unset(id))
+    if (wf_str_empty(id))
         return -1;
     for (size_t i = 0; i < net->n_transitions; i++)
         if (same(net->transitions[i].id, id))
@@ -121,7 +116,7 @@ put(enc *e, json_t *obj, const char *key, json_t *v)
 static void
 put_str(enc *e, json_t *obj, const char *key, const char *s)
 {
-    if (!unset(s))
+    if (!wf_str_empty(s))
         put(e, obj, key, json_string(s));
 }
 
@@ -154,7 +149,7 @@ put_strs(enc *e, json_t *obj, const char *key, const char **v, size_t n)
 static void
 encode_user(enc *e, json_t *o, const wf_assignee *as, const wf_completion *cp, bool user)
 {
-    if (as->kind != 0 || as->n_ids > 0 || !unset(as->ids_expression)) {
+    if (as->kind != 0 || as->n_ids > 0 || !wf_str_empty(as->ids_expression)) {
         json_t *a = json_object();
         put(e, o, "assignee", a);
         if (a != NULL) {

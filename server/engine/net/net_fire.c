@@ -82,15 +82,6 @@ reserve(ws *w, void **arr, size_t *cap, size_t used, size_t need, size_t elem)
     return true;
 }
 
-static const char *
-new_id(ws *w)
-{
-    char *id = wf_arena_alloc(w->a, WF_UUID_LEN + 1);
-    if (id != NULL)
-        wf_uuid7(id);
-    return id;
-}
-
 static int
 cmp_tok(const void *x, const void *y)
 {
@@ -187,7 +178,7 @@ add_token(ws *w, int place)
 {
     if (!reserve(w, (void **)&w->tok, &w->captok, w->ntok, w->ntok + 1, sizeof *w->tok))
         return oom(w);
-    const char *id = new_id(w);
+    const char *id = wf_id_new(w->a);
     if (id == NULL)
         return oom(w);
     /* Appended with a rising seq, so the array stays oldest first. */
@@ -267,7 +258,7 @@ enable(ws *w)
             if (!reserve(w, (void **)&w->it, &w->capit, w->nit, w->nit + 1, sizeof *w->it))
                 return oom(w);
             witem *it = &w->it[w->nit];
-            *it = (witem){.id = new_id(w), .trans = (int)t, .ntoks = np, .live = true};
+            *it = (witem){.id = wf_id_new(w->a), .trans = (int)t, .ntoks = np, .live = true};
             it->toks = wf_arena_alloc(w->a, np * sizeof *it->toks);
             if (it->id == NULL || it->toks == NULL)
                 return oom(w);

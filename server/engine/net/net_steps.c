@@ -22,6 +22,7 @@
  * "arcs[7].guard" becomes "steps[2].next[0].guard".
  */
 #include "net.h"
+#include "wf_str.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,12 +33,6 @@
  * 2 transitions per step plus ":begin", 4 arcs per step plus the rules. */
 #define STEPS_MAX ((WF_NET_MAX_NODES - 2) / 2)
 #define RULES_MAX (WF_NET_MAX_ARCS / 2)
-
-static bool
-unset(const char *s)
-{
-    return s == NULL || s[0] == '\0';
-}
 
 static void err_at(wf_findings *f, const char *code, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -131,7 +126,7 @@ check_steps(wf_findings *f, const wf_net *net)
     for (size_t i = 0; i < net->n_steps; i++) {
         const wf_step *st = &net->steps[i];
         snprintf(path, sizeof path, "steps[%zu].id", i);
-        if (unset(st->id))
+        if (wf_str_empty(st->id))
             err_at(f, "REQUIRED", path, "step %zu needs an id", i);
         else if (!step_id_ok(st->id))
             err_at(f, "INVALID_VALUE", path,
@@ -144,7 +139,7 @@ check_steps(wf_findings *f, const wf_net *net)
                            st->id, j);
                     break;
                 }
-        const char *sid = unset(st->id) ? "" : st->id;
+        const char *sid = wf_str_empty(st->id) ? "" : st->id;
         int kinds = st->has_job + st->has_user + st->has_await + st->has_sleep;
         snprintf(path, sizeof path, "steps[%zu]", i);
         if (kinds == 0)
@@ -154,7 +149,7 @@ check_steps(wf_findings *f, const wf_net *net)
             err_at(f, "STEP_KIND_CONFLICT", path,
                    "step \"%s\" has %d of job, user, await_signal and sleep; it takes exactly one",
                    sid, kinds);
-        if (st->has_job && unset(st->job_type)) {
+        if (st->has_job && wf_str_empty(st->job_type)) {
             snprintf(path, sizeof path, "steps[%zu].job.job_type", i);
             err_at(f, "TRIGGER_FIELD_MISSING", path, "job step \"%s\" needs a job_type", sid);
         }
@@ -163,7 +158,7 @@ check_steps(wf_findings *f, const wf_net *net)
             err_at(f, "STEP_FIELD_CONFLICT", path, "step \"%s\": retry applies only to job steps",
                    sid);
         }
-        if (!st->has_job && !unset(st->compensation_job_type)) {
+        if (!st->has_job && !wf_str_empty(st->compensation_job_type)) {
             snprintf(path, sizeof path, "steps[%zu].compensation_job_type", i);
             err_at(f, "STEP_FIELD_CONFLICT", path,
                    "step \"%s\": compensation_job_type applies only to job steps", sid);
@@ -173,16 +168,16 @@ check_steps(wf_findings *f, const wf_net *net)
             if (st->timeout_ms < 0)
                 err_at(f, "INVALID_VALUE", path, "step \"%s\": timeout must be positive", sid);
             snprintf(path, sizeof path, "steps[%zu].await_signal.on_timeout", i);
-            if (!unset(st->on_timeout) && st->timeout_ms == 0)
+            if (!wf_str_empty(st->on_timeout) && st->timeout_ms == 0)
                 err_at(f, "STEP_FIELD_CONFLICT", path, "step \"%s\": on_timeout needs a timeout",
                        sid);
-            else if (!unset(st->on_timeout) && wf_steps_index(net, st->on_timeout) < 0)
+            else if (!wf_str_empty(st->on_timeout) && wf_steps_index(net, st->on_timeout) < 0)
                 err_at(f, "UNKNOWN_STEP", path, "step \"%s\": on_timeout names no step \"%.64s\"",
                        sid, st->on_timeout);
         }
         for (size_t r = 0; r < st->n_next; r++) {
             snprintf(path, sizeof path, "steps[%zu].next[%zu].step", i, r);
-            if (unset(st->next[r].step))
+            if (wf_str_empty(st->next[r].step))
                 err_at(f, "REQUIRED", path, "rule %zu of step \"%s\" needs a step to go to", r,
                        sid);
             else if (wf_steps_index(net, st->next[r].step) < 0)
@@ -257,7 +252,7 @@ compile(comp *c, const wf_net *in)
         const wf_step *st = &in->steps[i];
         places[i] = place_of(c, st->id);
         net->places[net->n_places++] =
-            (wf_place){places[i], unset(st->name) ? st->id : st->name, WF_PLACE_NORMAL};
+            (wf_place){places[i], wf_str_empty(st->name) ? st->id : st->name, WF_PLACE_NORMAL};
     }
     net->places[net->n_places++] = (wf_place){WF_STEPS_END_PLACE, "end", WF_PLACE_END};
     places[ns] = WF_STEPS_END_PLACE;
@@ -268,7 +263,7 @@ compile(comp *c, const wf_net *in)
 
     for (size_t i = 0; i < ns; i++) {
         const wf_step *st = &in->steps[i];
-        const char *name = unset(st->name) ? st->id : st->name;
+        const char *name = wf_str_empty(st->name) ? st->id : st->name;
         wf_trigger trig = st->has_user    ? WF_TRIGGER_USER
                           : st->has_await ? WF_TRIGGER_MSG
                           : st->has_sleep ? WF_TRIGGER_TIME
@@ -303,7 +298,8 @@ compile(comp *c, const wf_net *in)
         add_arc(c, places[i], st->id, NULL, false, (int)i, -1);
         for (size_t r = 0; r < st->n_next; r++)
             add_arc(c, st->id, place_of(c, st->next[r].step),
-                    unset(st->next[r].guard) ? NULL : st->next[r].guard, false, (int)i, (int)r);
+                    wf_str_empty(st->next[r].guard) ? NULL : st->next[r].guard, false, (int)i,
+                    (int)r);
         add_arc(c, st->id, places[i + 1], NULL, st->n_next > 0, (int)i, -1);
 
         if (st->has_await && st->timeout_ms > 0) {
@@ -316,7 +312,7 @@ compile(comp *c, const wf_net *in)
             wf_transition *to = add_transition(c, tid, tname, WF_TRIGGER_TIME, (int)i, sub, true);
             to->delay_ms = st->timeout_ms;
             to->step_id = st->id;
-            to->fails = unset(st->on_timeout);
+            to->fails = wf_str_empty(st->on_timeout);
             add_arc(c, places[i], tid, NULL, false, (int)i, -1);
             /* A failing timeout never produces; its arc to the end only
              * keeps the net's shape valid. */

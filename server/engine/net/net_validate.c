@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "expr.h"
+#include "wf_str.h"
 
 typedef struct vctx {
     const wf_net *net;
@@ -90,12 +91,6 @@ add(vctx *c, wf_severity sev, const char *code, const char *path, const char *fm
 
 #define ERR(c, code, path, ...) add(c, WF_SEVERITY_ERROR, code, path, __VA_ARGS__)
 
-static bool
-unset(const char *s)
-{
-    return s == NULL || s[0] == '\0';
-}
-
 static const char *
 str(const char *s)
 {
@@ -118,7 +113,7 @@ id_ok(const char *s)
 static void
 check_id(vctx *c, const char *id, const char *path, const char *what)
 {
-    if (unset(id))
+    if (wf_str_empty(id))
         ERR(c, "REQUIRED", path, "%s id is required", what);
     else if (!id_ok(id))
         ERR(c, "INVALID_VALUE", path, "%s id \"%.64s\" must be 1-%d printable bytes without spaces",
@@ -143,7 +138,7 @@ static void
 check_header(vctx *c)
 {
     const wf_net *net = c->net;
-    if (unset(net->key))
+    if (wf_str_empty(net->key))
         ERR(c, "REQUIRED", "key", "definition key is required");
     else if (!id_ok(net->key))
         ERR(c, "INVALID_VALUE", "key", "definition key must be 1-%d printable bytes without spaces",
@@ -184,12 +179,12 @@ check_nodes(vctx *c)
     for (size_t i = 0; i < total; i++) {
         const char *id =
             i < net->n_places ? net->places[i].id : net->transitions[i - net->n_places].id;
-        if (unset(id))
+        if (wf_str_empty(id))
             continue;
         for (size_t j = 0; j < i; j++) {
             const char *other =
                 j < net->n_places ? net->places[j].id : net->transitions[j - net->n_places].id;
-            if (!unset(other) && strcmp(id, other) == 0) {
+            if (!wf_str_empty(other) && strcmp(id, other) == 0) {
                 if (i < net->n_places)
                     snprintf(path, sizeof path, "places[%zu].id", i);
                 else
@@ -226,13 +221,13 @@ check_arcs(vctx *c)
         const wf_arc *ar = &net->arcs[i];
         char sk = 0, tk = 0;
         snprintf(path, sizeof path, "arcs[%zu].source", i);
-        if (unset(ar->source))
+        if (wf_str_empty(ar->source))
             ERR(c, "REQUIRED", path, "arc %zu has no source", i);
         else if ((sk = node_kind(net, ar->source)) == 0)
             ERR(c, "UNKNOWN_REFERENCE", path, "arc %zu starts at \"%s\", which does not exist", i,
                 ar->source);
         snprintf(path, sizeof path, "arcs[%zu].target", i);
-        if (unset(ar->target))
+        if (wf_str_empty(ar->target))
             ERR(c, "REQUIRED", path, "arc %zu has no target", i);
         else if ((tk = node_kind(net, ar->target)) == 0)
             ERR(c, "UNKNOWN_REFERENCE", path, "arc %zu ends at \"%s\", which does not exist", i,
@@ -254,7 +249,7 @@ check_arcs(vctx *c)
         int st = sk == 't' ? wf_net_transition_index(net, ar->source) : -1;
         bool ordered = st >= 0 && net->transitions[st].first_match;
         for (size_t j = 0; j < i && !ordered; j++)
-            if (!unset(ar->source) && !unset(ar->target) &&
+            if (!wf_str_empty(ar->source) && !wf_str_empty(ar->target) &&
                 strcmp(ar->source, str(net->arcs[j].source)) == 0 &&
                 strcmp(ar->target, str(net->arcs[j].target)) == 0) {
                 ERR(c, "DUPLICATE_ARC", path,
@@ -269,7 +264,7 @@ check_arcs(vctx *c)
 
         bool input = sk == 'p' && tk == 't';
         snprintf(path, sizeof path, "arcs[%zu].guard", i);
-        if (!unset(ar->guard)) {
+        if (!wf_str_empty(ar->guard)) {
             if (input)
                 ERR(c, "GUARD_ON_INPUT_ARC", path,
                     "arc %zu enters a transition; only output arcs have guards", i);
@@ -297,7 +292,7 @@ check_transition_arcs(vctx *c)
     char path[64];
     for (size_t ti = 0; ti < net->n_transitions; ti++) {
         const wf_transition *t = &net->transitions[ti];
-        if (unset(t->id))
+        if (wf_str_empty(t->id))
             continue;
         size_t in = 0, out = 0, guarded = 0, plain = 0, defaults = 0;
         for (size_t i = 0; i < net->n_arcs; i++) {
@@ -313,7 +308,7 @@ check_transition_arcs(vctx *c)
                     ERR(c, "MULTIPLE_DEFAULT_ARCS", path,
                         "transition \"%s\" has more than one default arc", t->id);
                 }
-            } else if (!unset(ar->guard)) {
+            } else if (!wf_str_empty(ar->guard)) {
                 guarded++;
             } else {
                 plain++;
@@ -416,7 +411,7 @@ check_user(vctx *c, size_t ti, const wf_transition *t)
 {
     char path[96];
     const wf_assignee *as = &t->assignee;
-    bool has_expr = !unset(as->ids_expression);
+    bool has_expr = !wf_str_empty(as->ids_expression);
     snprintf(path, sizeof path, "transitions[%zu].assignee", ti);
     if (as->kind == WF_NET_ASSIGNEE_UNSET) {
         ERR(c, "TRIGGER_FIELD_MISSING", path, "USER transition \"%s\" needs an assignee kind",
@@ -440,14 +435,14 @@ check_user(vctx *c, size_t ti, const wf_transition *t)
             as->kind == WF_NET_ASSIGNEE_USER ? "USER" : "GROUP", as->n_ids);
     for (size_t j = 0; j < as->n_ids; j++) {
         snprintf(path, sizeof path, "transitions[%zu].assignee.ids[%zu]", ti, j);
-        if (unset(as->ids[j]) || !id_ok(as->ids[j])) {
-            ERR(c, unset(as->ids[j]) ? "REQUIRED" : "INVALID_VALUE", path,
+        if (wf_str_empty(as->ids[j]) || !id_ok(as->ids[j])) {
+            ERR(c, wf_str_empty(as->ids[j]) ? "REQUIRED" : "INVALID_VALUE", path,
                 "assignee id %zu must be 1-%d printable bytes without spaces", j,
                 WF_NET_MAX_ID_LEN);
             continue;
         }
         for (size_t k = 0; k < j; k++)
-            if (!unset(as->ids[k]) && strcmp(as->ids[j], as->ids[k]) == 0) {
+            if (!wf_str_empty(as->ids[k]) && strcmp(as->ids[j], as->ids[k]) == 0) {
                 ERR(c, "INVALID_VALUE", path, "assignee id \"%s\" is listed twice", as->ids[j]);
                 break;
             }
@@ -523,7 +518,7 @@ check_triggers(vctx *c)
         }
         for (size_t j = 0; j < t->n_cancels; j++) {
             snprintf(path, sizeof path, "transitions[%zu].cancels[%zu]", ti, j);
-            if (unset(t->cancels[j]))
+            if (wf_str_empty(t->cancels[j]))
                 ERR(c, "REQUIRED", path, "cancelled place id is empty");
             else if (wf_net_place_index(net, t->cancels[j]) < 0)
                 ERR(c, "UNKNOWN_REFERENCE", path,
@@ -540,7 +535,7 @@ check_triggers(vctx *c)
         if (tr == WF_TRIGGER_AUTO)
             check_auto(c, ti, t);
         if (tr == WF_TRIGGER_TIME) {
-            bool has_due = !unset(t->due_expression);
+            bool has_due = !wf_str_empty(t->due_expression);
             snprintf(path, sizeof path, "transitions[%zu].delay", ti);
             if (t->delay_ms == 0 && !has_due)
                 ERR(c, "TRIGGER_FIELD_MISSING", path,
@@ -557,7 +552,7 @@ check_triggers(vctx *c)
         }
         if (tr == WF_TRIGGER_MSG) {
             snprintf(path, sizeof path, "transitions[%zu].signal_name", ti);
-            if (unset(t->signal_name))
+            if (wf_str_empty(t->signal_name))
                 ERR(c, "TRIGGER_FIELD_MISSING", path, "MSG transition \"%s\" needs a signal_name",
                     str(t->id));
             snprintf(path, sizeof path, "transitions[%zu].correlation", ti);
@@ -569,30 +564,30 @@ check_triggers(vctx *c)
         /* ... and nobody else's. */
         if (tr != WF_TRIGGER_USER) {
             if (t->assignee.kind != 0 || t->assignee.n_ids > 0 ||
-                !unset(t->assignee.ids_expression))
+                !wf_str_empty(t->assignee.ids_expression))
                 conflict(c, ti, "assignee", t, "USER");
             if (t->completion.mode != WF_JOIN_NONE || t->completion.quorum != 0)
                 conflict(c, ti, "completion", t, "USER");
         }
         if (tr != WF_TRIGGER_AUTO) {
-            if (!unset(t->job_type))
+            if (!wf_str_empty(t->job_type))
                 conflict(c, ti, "job_type", t, "AUTO");
             if (t->retry.max_attempts != 0 || t->retry.initial_backoff_ms != 0 ||
                 t->retry.multiplier != 0 || t->retry.max_backoff_ms != 0)
                 conflict(c, ti, "retry", t, "AUTO");
             if (t->lease_ms != 0)
                 conflict(c, ti, "lease", t, "AUTO");
-            if (!unset(t->compensation_job_type))
+            if (!wf_str_empty(t->compensation_job_type))
                 conflict(c, ti, "compensation_job_type", t, "AUTO");
         }
         if (tr != WF_TRIGGER_TIME) {
             if (t->delay_ms != 0)
                 conflict(c, ti, "delay", t, "TIME");
-            if (!unset(t->due_expression))
+            if (!wf_str_empty(t->due_expression))
                 conflict(c, ti, "due_expression", t, "TIME");
         }
         if (tr != WF_TRIGGER_MSG) {
-            if (!unset(t->signal_name))
+            if (!wf_str_empty(t->signal_name))
                 conflict(c, ti, "signal_name", t, "MSG");
             if (t->correlation != WF_CORRELATION_UNSET)
                 conflict(c, ti, "correlation", t, "MSG");

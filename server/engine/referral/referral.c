@@ -73,15 +73,6 @@ write_work(wf_tx *tx, const wf_work *w, wf_error *err)
     return wf_tx_apply(tx, &c, err);
 }
 
-static char *
-new_id(wf_work *w)
-{
-    char *id = wf_arena_alloc(w->arena, WF_UUID_LEN + 1);
-    if (id != NULL)
-        wf_uuid7(id);
-    return id;
-}
-
 static const char *
 kind_name(wf_assignee_kind k)
 {
@@ -152,7 +143,7 @@ start_root(start_op *op, wf_tx *tx, const wf_definition_row *def, wf_error *err)
     wf_code rc = wf_work_init(&w, op->ctx, NULL, err);
     if (rc != WF_OK)
         return rc;
-    char *id = s->instance_id != NULL ? wf_work_strdup(&w, s->instance_id) : new_id(&w);
+    char *id = s->instance_id != NULL ? wf_work_strdup(&w, s->instance_id) : wf_id_new(w.arena);
     if (id == NULL)
         return wf_error_nomem(err);
     bool has_agg = s->aggregate_type != NULL && s->aggregate_type[0] != '\0';
@@ -314,7 +305,7 @@ add_referral_task(wf_work *w, size_t child, const wf_assign_spec *s, const char 
 {
     const wf_instance_row *c = &w->insts[child];
     wf_task_row t = {
-        .id = new_id(w),
+        .id = wf_id_new(w->arena),
         .tenant = (char *)w->ctx->tenant,
         .instance_id = c->id,
         .root_id = c->root_id,
@@ -348,7 +339,7 @@ make_child(wf_work *w, const wf_assign_spec *s, size_t p, const char *key, int32
         return rc;
     const wf_instance_row *parent = &w->insts[p];
     *out = (wf_instance_row){
-        .id = new_id(w),
+        .id = wf_id_new(w->arena),
         .tenant = (char *)w->ctx->tenant,
         .definition_key = wf_work_strdup(w, key),
         .definition_version = version,

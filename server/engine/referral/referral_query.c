@@ -13,6 +13,7 @@
 
 #include "ids.h"
 #include "wf_time.h"
+#include "wf_str.h"
 
 #define PAGE_DEFAULT 50
 #define PAGE_MAX 500
@@ -81,12 +82,6 @@ wf_referral_completion(const wf_ref_ctx *ctx, const char *instance_id, wf_ref_co
     return rc;
 }
 
-static bool
-same(const char *a, const char *b)
-{
-    return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
-
 /* A referral join still waiting: a running child whose join has not
  * fired. */
 static bool
@@ -130,12 +125,12 @@ wf_referral_get_instance(const wf_ref_ctx *ctx, const char *instance_id, wf_ref_
     /* The store orders tasks and instances by (created_at, id): oldest
      * first, as the contract wants. */
     for (size_t i = 0; i < agg.n_tasks; i++)
-        if (same(agg.tasks[i].instance_id, instance_id))
+        if (wf_str_eq(agg.tasks[i].instance_id, instance_id))
             out->tasks[out->n_tasks++] = agg.tasks[i];
     if (join_pending(&out->instance))
         add_join(&agg, &out->instance, out);
     for (size_t i = 0; i < agg.n_instances; i++) {
-        if (!same(agg.instances[i].parent_id, instance_id))
+        if (!wf_str_eq(agg.instances[i].parent_id, instance_id))
             continue;
         out->children[out->n_children++] = agg.instances[i];
         if (join_pending(&agg.instances[i]))
@@ -259,7 +254,7 @@ inbox_groups(const wf_ref_ctx *ctx, const char *user, const char ***out, size_t 
     size_t n_dir;
     if (!wf_directory_user_groups(ctx->dir, user, ctx->arena, &dir_groups, &n_dir))
         return wf_error_nomem(err);
-    const char *hdr = same(user, ctx->actor) ? ctx->actor_groups : NULL;
+    const char *hdr = wf_str_eq(user, ctx->actor) ? ctx->actor_groups : NULL;
     size_t cap = n_dir + (hdr != NULL ? strlen(hdr) / 2 + 2 : 0) + 1;
     const char **v = wf_arena_calloc(ctx->arena, cap, sizeof *v);
     if (v == NULL)

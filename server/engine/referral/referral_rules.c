@@ -7,14 +7,9 @@
  *   - task counts and join conditions.
  */
 #include "referral.h"
+#include "wf_str.h"
 
 #include <string.h>
-
-static bool
-same(const char *a, const char *b)
-{
-    return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
 
 static bool
 in_comma_list(const char *list, const char *item)
@@ -60,12 +55,12 @@ static wf_code
 check_claim(const wf_task_row *t, const char *actor, bool is_member, wf_error *err)
 {
     if (t->status == WF_TASK_CLAIMED)
-        return same(t->claimed_by, actor)
+        return wf_str_eq(t->claimed_by, actor)
                    ? WF_OK
                    : wf_error_set(err, WF_E_TASK_ALREADY_CLAIMED,
                                   "task \"%s\" is already claimed by another user", t->id);
     if (t->assignee_kind == WF_ASSIGNEE_USER)
-        return same(t->assignee_id, actor)
+        return wf_str_eq(t->assignee_id, actor)
                    ? WF_OK
                    : wf_error_set(err, WF_E_NOT_ASSIGNEE, "task \"%s\" is assigned to another user",
                                   t->id);
@@ -80,7 +75,7 @@ check_release(const wf_task_row *t, const char *actor, wf_error *err)
 {
     if (t->status == WF_TASK_OPEN)
         return wf_error_set(err, WF_E_TASK_NOT_CLAIMED, "task \"%s\" is not claimed", t->id);
-    return same(t->claimed_by, actor)
+    return wf_str_eq(t->claimed_by, actor)
                ? WF_OK
                : wf_error_set(err, WF_E_NOT_ASSIGNEE, "task \"%s\" is claimed by another user",
                               t->id);
@@ -90,7 +85,7 @@ static wf_code
 check_complete(const wf_task_row *t, const char *actor, wf_error *err)
 {
     if (t->assignee_kind == WF_ASSIGNEE_USER)
-        return same(t->assignee_id, actor)
+        return wf_str_eq(t->assignee_id, actor)
                    ? WF_OK
                    : wf_error_set(err, WF_E_NOT_ASSIGNEE, "task \"%s\" is assigned to another user",
                                   t->id);
@@ -98,7 +93,7 @@ check_complete(const wf_task_row *t, const char *actor, wf_error *err)
     if (t->status == WF_TASK_OPEN)
         return wf_error_set(err, WF_E_TASK_NOT_CLAIMED,
                             "group task \"%s\" must be claimed before it is completed", t->id);
-    return same(t->claimed_by, actor)
+    return wf_str_eq(t->claimed_by, actor)
                ? WF_OK
                : wf_error_set(err, WF_E_NOT_ASSIGNEE, "task \"%s\" is claimed by another user",
                               t->id);
@@ -131,7 +126,7 @@ wf_referral_count(const wf_task_row *tasks, size_t n, const char *instance_id, w
 {
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < n; i++) {
-        if (!same(tasks[i].instance_id, instance_id))
+        if (!wf_str_eq(tasks[i].instance_id, instance_id))
             continue;
         out->total++;
         switch (tasks[i].status) {

@@ -55,27 +55,7 @@
 #include "ids.h"
 #include "wf_id.h"
 #include "wf_time.h"
-
-static bool
-same(const char *a, const char *b)
-{
-    return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
-
-static bool
-unset(const char *s)
-{
-    return s == NULL || s[0] == '\0';
-}
-
-static char *
-new_id(wf_arena *a)
-{
-    char *id = wf_arena_alloc(a, WF_UUID_LEN + 1);
-    if (id != NULL)
-        wf_uuid7(id);
-    return id;
-}
+#include "wf_str.h"
 
 static const char *
 trigger_name(wf_trigger t)
@@ -99,7 +79,7 @@ trigger_name(wf_trigger t)
 static bool
 shares_token(const char *a, const char *b)
 {
-    if (unset(a) || unset(b))
+    if (wf_str_empty(a) || wf_str_empty(b))
         return false;
     for (const char *p = a; *p != '\0';) {
         size_t l = strcspn(p, ",");
@@ -118,7 +98,7 @@ static size_t
 find_token_any(const net_work *w, const char *id)
 {
     for (size_t i = 0; id != NULL && i < w->toks.n; i++)
-        if (same(TOK(w, i)->id, id))
+        if (wf_str_eq(TOK(w, i)->id, id))
             return i;
     return WF_WORK_NONE;
 }
@@ -145,7 +125,7 @@ consumed_places(const net_work *w, const wf_work_item_row *row, const wf_transit
     }
     for (size_t i = 0; i < w->net->n_arcs; i++) {
         const wf_arc *a = &w->net->arcs[i];
-        if (same(a->target, t->id) && wf_net_place_index(w->net, a->source) >= 0)
+        if (wf_str_eq(a->target, t->id) && wf_net_place_index(w->net, a->source) >= 0)
             for (int32_t k = 0; k < wf_net_arc_weight(a); k++)
                 json_array_append_new(v, json_string(a->source));
     }
@@ -167,13 +147,13 @@ static void
 drop_side_rows(net_work *w, const char *item_id)
 {
     for (size_t i = 0; i < w->jobs.n; i++)
-        if (same(JOB(w, i)->work_item_id, item_id))
+        if (wf_str_eq(JOB(w, i)->work_item_id, item_id))
             wf_runtime__gone(&w->jobs, i);
     for (size_t i = 0; i < w->timers.n; i++)
-        if (same(TIMER(w, i)->work_item_id, item_id))
+        if (wf_str_eq(TIMER(w, i)->work_item_id, item_id))
             wf_runtime__gone(&w->timers, i);
     for (size_t i = 0; i < w->subs.n; i++)
-        if (same(SUB(w, i)->work_item_id, item_id))
+        if (wf_str_eq(SUB(w, i)->work_item_id, item_id))
             wf_runtime__gone(&w->subs, i);
 }
 
@@ -184,7 +164,7 @@ finisher(const net_work *w, const wf_work_item_row *it)
 {
     if (it->trigger == WF_TRIGGER_AUTO) {
         for (size_t i = 0; i < w->jobs.n; i++)
-            if (same(JOB(w, i)->work_item_id, it->id) && !JOB(w, i)->compensation)
+            if (wf_str_eq(JOB(w, i)->work_item_id, it->id) && !JOB(w, i)->compensation)
                 return JOB(w, i)->worker;
         return NULL;
     }
@@ -193,7 +173,7 @@ finisher(const net_work *w, const wf_work_item_row *it)
     const wf_task_row *last = NULL;
     for (size_t k = 0; k < w->rw.n_tasks; k++) {
         const wf_task_row *t = &w->rw.tasks[k];
-        if (same(t->work_item_id, it->id) && t->status == WF_TASK_DONE &&
+        if (wf_str_eq(t->work_item_id, it->id) && t->status == WF_TASK_DONE &&
             (last == NULL || t->ended_at >= last->ended_at))
             last = t;
     }
@@ -218,7 +198,7 @@ apply_fired(net_work *w, const wf_net_firing *f, wf_error *err)
     const char *by = finisher(w, ITEM(w, ii));
     drop_side_rows(w, f->work_item_id);
     wf_work_item_row *it = ITEM(w, ii);
-    if (!unset(t->compensation_job_type)) {
+    if (!wf_str_empty(t->compensation_job_type)) {
         /* Kept live for the saga: compensation runs in reverse completion
          * order. */
         it->state = WF_WORK_ITEM_FIRED;
@@ -242,7 +222,8 @@ apply_withdrawn(net_work *w, const char *item_id, wf_error *err)
         w, "WORKITEM_WITHDRAWN",
         json_pack("{s:s,s:s}", "transitionId", it->transition_id, "workItemId", it->id), err);
     for (size_t k = 0; rc == WF_OK && k < w->rw.n_tasks; k++)
-        if (same(w->rw.tasks[k].work_item_id, item_id) && wf_runtime__task_pending(&w->rw.tasks[k]))
+        if (wf_str_eq(w->rw.tasks[k].work_item_id, item_id) &&
+            wf_runtime__task_pending(&w->rw.tasks[k]))
             rc = wf_referral_cancel_task(&w->rw, k, err);
     drop_side_rows(w, item_id);
     wf_runtime__end_item(w, ii, WF_WORK_ITEM_WITHDRAWN, NULL);
@@ -256,22 +237,22 @@ wf_runtime__abandon(net_work *w, const char *keep, bool whole_tree, wf_error *er
     wf_code rc = WF_OK;
     for (size_t i = 0; rc == WF_OK && i < w->items.n; i++) {
         const wf_work_item_row *it = ITEM(w, i);
-        if ((w->items.flags[i] & NW_GONE) || !same(it->instance_id, id) ||
+        if ((w->items.flags[i] & NW_GONE) || !wf_str_eq(it->instance_id, id) ||
             it->state != WF_WORK_ITEM_ENABLED)
             continue;
-        if (same(it->id, keep))
+        if (wf_str_eq(it->id, keep))
             wf_runtime__end_item(w, i, WF_WORK_ITEM_FINISHED, w->rw.ctx->actor);
         else
             rc = apply_withdrawn(w, it->id, err);
     }
     for (size_t i = 0; i < w->jobs.n; i++)
-        if (whole_tree || same(JOB(w, i)->instance_id, id))
+        if (whole_tree || wf_str_eq(JOB(w, i)->instance_id, id))
             wf_runtime__gone(&w->jobs, i);
     for (size_t i = 0; i < w->timers.n; i++)
-        if (whole_tree || same(TIMER(w, i)->instance_id, id))
+        if (whole_tree || wf_str_eq(TIMER(w, i)->instance_id, id))
             wf_runtime__gone(&w->timers, i);
     for (size_t i = 0; i < w->subs.n; i++)
-        if (whole_tree || same(SUB(w, i)->instance_id, id))
+        if (whole_tree || wf_str_eq(SUB(w, i)->instance_id, id))
             wf_runtime__gone(&w->subs, i);
     for (size_t i = 0; i < w->toks.n; i++)
         wf_runtime__gone(&w->toks, i);
@@ -284,14 +265,14 @@ add_task(net_work *w, const wf_work_item_row *it, const wf_transition *t, wf_ass
 {
     const wf_instance_row *in = &w->rw.insts[w->inst];
     wf_task_row row = {
-        .id = new_id(w->rw.arena),
+        .id = wf_id_new(w->rw.arena),
         .tenant = (char *)w->rw.ctx->tenant,
         .instance_id = in->id,
         .root_id = in->root_id,
         .definition_key = in->definition_key,
         .transition_id = it->transition_id,
         .work_item_id = it->id,
-        .title = (char *)(unset(t->name) ? t->id : t->name),
+        .title = (char *)(wf_str_empty(t->name) ? t->id : t->name),
         .assignee_kind = kind,
         .assignee_id = wf_work_strdup(&w->rw, assignee),
         .status = WF_TASK_OPEN,
@@ -317,7 +298,7 @@ enable_user(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
 {
     const char *const *ids = t->assignee.ids;
     size_t n = t->assignee.n_ids;
-    if (!unset(t->assignee.ids_expression)) {
+    if (!wf_str_empty(t->assignee.ids_expression)) {
         wf_expr *e;
         char **got = NULL;
         wf_code rc = wf_expr_cached(t->assignee.ids_expression, &e, err);
@@ -365,7 +346,7 @@ enable_auto(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
     const wf_instance_row *in = &w->rw.insts[w->inst];
     wf_retry_policy r = wf_net_retry_effective(t);
     wf_job_row job = {
-        .id = new_id(w->rw.arena),
+        .id = wf_id_new(w->rw.arena),
         .tenant = (char *)w->rw.ctx->tenant,
         .root_id = in->root_id,
         .instance_id = in->id,
@@ -402,7 +383,7 @@ enable_time(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
 {
     const wf_instance_row *in = &w->rw.insts[w->inst];
     int64_t due = w->rw.now + t->delay_ms * 1000;
-    if (!unset(t->due_expression)) {
+    if (!wf_str_empty(t->due_expression)) {
         wf_expr *e;
         wf_code rc = wf_expr_cached(t->due_expression, &e, err);
         if (rc != WF_OK)
@@ -414,7 +395,7 @@ enable_time(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
                                 err != NULL ? err->msg : "");
     }
     wf_timer_row tm = {
-        .id = new_id(w->rw.arena),
+        .id = wf_id_new(w->rw.arena),
         .tenant = (char *)w->rw.ctx->tenant,
         .root_id = in->root_id,
         .instance_id = in->id,
@@ -453,7 +434,7 @@ enable_msg(net_work *w, const wf_work_item_row *it, const wf_transition *t, wf_e
     const wf_instance_row *in = &w->rw.insts[w->inst];
     bool by_agg = t->correlation == WF_CORRELATION_AGGREGATE;
     wf_subscription_row s = {
-        .id = new_id(w->rw.arena),
+        .id = wf_id_new(w->rw.arena),
         .tenant = (char *)w->rw.ctx->tenant,
         .root_id = in->root_id,
         .instance_id = in->id,
@@ -487,8 +468,9 @@ apply_created(net_work *w, const wf_work_item *ci, const char *vars, wf_error *e
         .token_ids = wf_net_join_ids(w->rw.arena, ci->token_ids, ci->n_token_ids),
         .state = WF_WORK_ITEM_ENABLED,
         .enabled_at = w->rw.now,
-        .job_type =
-            t->trigger == WF_TRIGGER_AUTO && !unset(t->job_type) ? (char *)t->job_type : NULL,
+        .job_type = t->trigger == WF_TRIGGER_AUTO && !wf_str_empty(t->job_type)
+                        ? (char *)t->job_type
+                        : NULL,
         .signal_name = t->trigger == WF_TRIGGER_MSG ? (char *)t->signal_name : NULL,
     };
     size_t ii;
@@ -506,7 +488,7 @@ apply_created(net_work *w, const wf_work_item *ci, const char *vars, wf_error *e
     case WF_TRIGGER_USER:
         return enable_user(w, &row, t, vars, err);
     case WF_TRIGGER_AUTO:
-        return unset(t->job_type) ? WF_OK : enable_auto(w, &row, t, vars, err);
+        return wf_str_empty(t->job_type) ? WF_OK : enable_auto(w, &row, t, vars, err);
     case WF_TRIGGER_TIME:
         return enable_time(w, &row, t, vars, err);
     case WF_TRIGGER_MSG:
@@ -524,8 +506,8 @@ wf_runtime__competing_due(const net_work *w, const wf_work_item_row *row)
     int64_t due = 0;
     for (size_t i = 0; i < w->timers.n; i++) {
         const wf_timer_row *tm = TIMER(w, i);
-        if ((w->timers.flags[i] & NW_GONE) || same(tm->work_item_id, row->id) ||
-            !same(tm->instance_id, row->instance_id))
+        if ((w->timers.flags[i] & NW_GONE) || wf_str_eq(tm->work_item_id, row->id) ||
+            !wf_str_eq(tm->instance_id, row->instance_id))
             continue;
         size_t k = wf_runtime__find(w, &w->items, sizeof(wf_work_item_row), tm->work_item_id);
         if (k != WF_WORK_NONE && shares_token(ITEM(w, k)->token_ids, row->token_ids) &&
@@ -542,7 +524,7 @@ link_due(net_work *w)
     for (size_t k = 0; k < w->rw.n_tasks; k++) {
         wf_task_row *t = &w->rw.tasks[k];
         if (!wf_runtime__task_pending(t) || t->work_item_id == NULL ||
-            !same(t->instance_id, w->rw.insts[w->inst].id))
+            !wf_str_eq(t->instance_id, w->rw.insts[w->inst].id))
             continue;
         size_t ii = wf_runtime__find(w, &w->items, sizeof(wf_work_item_row), t->work_item_id);
         if (ii == WF_WORK_NONE)
@@ -560,14 +542,14 @@ link_due(net_work *w)
     for (size_t i = 0; i < w->items.n; i++) {
         wf_work_item_row *it = ITEM(w, i);
         if ((w->items.flags[i] & NW_GONE) || it->state != WF_WORK_ITEM_ENABLED ||
-            !same(it->instance_id, w->rw.insts[w->inst].id))
+            !wf_str_eq(it->instance_id, w->rw.insts[w->inst].id))
             continue;
         int64_t due = 0;
         if (it->trigger == WF_TRIGGER_TIME) {
             /* A timer spent by a refused firing keeps its due time. */
             due = it->deadline;
             for (size_t k = 0; k < w->timers.n; k++)
-                if (!(w->timers.flags[k] & NW_GONE) && same(TIMER(w, k)->work_item_id, it->id))
+                if (!(w->timers.flags[k] & NW_GONE) && wf_str_eq(TIMER(w, k)->work_item_id, it->id))
                     due = TIMER(w, k)->due_at;
         } else {
             due = wf_runtime__competing_due(w, it);

@@ -28,30 +28,11 @@
 
 #include "defcache.h"
 #include "wf_time.h"
+#include "wf_str.h"
 
 #define PAGE_DEFAULT 50
 #define PAGE_MAX 500
 #define SCAN_PAGE 1000
-
-static bool
-same(const char *a, const char *b)
-{
-    return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
-
-static bool
-unset(const char *s)
-{
-    return s == NULL || s[0] == '\0';
-}
-
-static wf_code
-invalid(const wf_net_ctx *ctx, const char *field, const char *msg, wf_error *err)
-{
-    if (ctx->ref.violation != NULL)
-        ctx->ref.violation(ctx->ref.violation_arg, field, NULL, msg);
-    return wf_error_set(err, WF_E_INVALID_ARGUMENT, "%s %s", field, msg);
-}
 
 /* ---- findings of what net_validate.c does not check --------------------------------------- */
 
@@ -202,14 +183,14 @@ deploy_body(wf_tx *tx, void *arg, wf_error *err)
                             "definition \"%.128s\" is %s; %s cannot be deployed onto its "
                             "key",
                             net->key, kind_text(latest.kind), kind_text(op->in->kind));
-    if (found && same(latest.content_hash, op->hash)) {
+    if (found && wf_str_eq(latest.content_hash, op->hash)) {
         out->row = latest;
         out->created = false;
     } else {
         wf_definition_row row = {
             .key = (char *)net->key,
             .kind = op->in->kind,
-            .name = (char *)(unset(net->name) ? NULL : net->name),
+            .name = (char *)(wf_str_empty(net->name) ? NULL : net->name),
             .content = (unsigned char *)op->json,
             .content_len = strlen(op->json),
             .content_hash = wf_arena_strdup(op->ctx->ref.arena, op->hash),
@@ -300,10 +281,10 @@ wf_code
 wf_net_get_definition(const wf_net_ctx *ctx, const char *key, int32_t version,
                       wf_definition_row *row, const wf_net **net, wf_error *err)
 {
-    if (unset(key))
-        return invalid(ctx, "key", "is required", err);
+    if (wf_str_empty(key))
+        return wf_work_invalid(&ctx->ref, "key", "is required", err);
     if (version < 0)
-        return invalid(ctx, "version", "must not be negative", err);
+        return wf_work_invalid(&ctx->ref, "version", "must not be negative", err);
     wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     wf_code rc = wf_store_get_definition(ctx->ref.store, &sc, key, version, row, err);
     if (rc == WF_E_DEFINITION_NOT_FOUND)
@@ -347,7 +328,7 @@ list_versions(const wf_net_ctx *ctx, const char *key, size_t size, const char *c
         char *end;
         top = strtol(cursor + 1, &end, 10);
         if (cursor[0] != 'v' || *end != '\0' || top < 1 || top > INT_MAX)
-            return invalid(ctx, "page_token", "is malformed", err);
+            return wf_work_invalid(&ctx->ref, "page_token", "is malformed", err);
     } else {
         wf_definition_row latest;
         wf_code rc = wf_store_get_definition(ctx->ref.store, &sc, key, 0, &latest, err);
@@ -371,7 +352,7 @@ list_versions(const wf_net_ctx *ctx, const char *key, size_t size, const char *c
     wf_code rc = wf_store_list_definitions(ctx->ref.store, &sc, (size_t)(top - low + 1), sc_cursor,
                                            &rows, &n, &ignored, err);
     for (size_t i = n; rc == WF_OK && i-- > 0;)
-        if (same(rows[i].key, key) && rows[i].version <= top)
+        if (wf_str_eq(rows[i].key, key) && rows[i].version <= top)
             rc = emit(ctx, p, &rows[i], err);
     if (rc == WF_OK && low > 1 &&
         (*next = wf_arena_printf(ctx->ref.arena, "v%ld", low - 1)) == NULL)
@@ -388,7 +369,7 @@ list_latest(const wf_net_ctx *ctx, size_t size, const char *cursor, page *p, cha
     const char *sc_cursor = NULL;
     if (cursor != NULL) {
         if (cursor[0] != 'k' || cursor[1] == '\0')
-            return invalid(ctx, "page_token", "is malformed", err);
+            return wf_work_invalid(&ctx->ref, "page_token", "is malformed", err);
         /* Past every version of that key. */
         sc_cursor = wf_arena_printf(ctx->ref.arena, "%d,%s", INT_MAX, cursor + 1);
         if (sc_cursor == NULL)
@@ -405,7 +386,7 @@ list_latest(const wf_net_ctx *ctx, size_t size, const char *cursor, page *p, cha
         if (rc != WF_OK)
             return rc;
         for (size_t i = 0; i < n; i++) {
-            if (pending != NULL && !same(pending->key, rows[i].key)) {
+            if (pending != NULL && !wf_str_eq(pending->key, rows[i].key)) {
                 if (p->n == size) {
                     more = true;
                     break;
@@ -440,7 +421,7 @@ wf_net_list_definitions(const wf_net_ctx *ctx, const char *key, int32_t page_siz
                         size_t *n, char **next_cursor, wf_error *err)
 {
     if (page_size < 0)
-        return invalid(ctx, "page_size", "must not be negative", err);
+        return wf_work_invalid(&ctx->ref, "page_size", "must not be negative", err);
     size_t size = page_size == 0         ? PAGE_DEFAULT
                   : page_size > PAGE_MAX ? PAGE_MAX
                                          : (size_t)page_size;
@@ -450,10 +431,10 @@ wf_net_list_definitions(const wf_net_ctx *ctx, const char *key, int32_t page_siz
     if (p.rows == NULL || p.nets == NULL)
         return wf_error_nomem(err);
     char *next = NULL;
-    if (unset(cursor))
+    if (wf_str_empty(cursor))
         cursor = NULL;
-    wf_code rc = unset(key) ? list_latest(ctx, size, cursor, &p, &next, err)
-                            : list_versions(ctx, key, size, cursor, &p, &next, err);
+    wf_code rc = wf_str_empty(key) ? list_latest(ctx, size, cursor, &p, &next, err)
+                                   : list_versions(ctx, key, size, cursor, &p, &next, err);
     if (rc != WF_OK)
         return rc;
     *rows = p.rows;

@@ -24,12 +24,6 @@
 
 #define PAGE_MAX 500
 
-static bool
-ended(wf_instance_status s)
-{
-    return s == WF_INSTANCE_COMPLETED || s == WF_INSTANCE_CANCELLED || s == WF_INSTANCE_COMPENSATED;
-}
-
 #define BIT(s) (1u << (unsigned)(s))
 
 /* The store states (bits) that read as state st. */
@@ -66,7 +60,7 @@ wf_net_list_work_items(const wf_ref_ctx *ctx, const wf_net_list_items_in *q, wf_
     rc = wf_store_get_instance(ctx->store, &sc, q->instance_id, &in, err);
     if (rc != WF_OK)
         return rc;
-    bool over = ended(in.status);
+    bool over = wf_instance_ended(in.status);
     unsigned bits = 0;
     for (size_t i = 0; i < q->n_states; i++)
         bits |= store_states((wf_net_item_state)q->states[i], over);

@@ -264,4 +264,8 @@ wf_code wf_runtime__consume_awaited(net_work *w, wf_error *err);
  * marked discarded. */
 wf_code wf_runtime__discard_buffered(net_work *w, wf_error *err);
 
+/* True when s is 1..max bytes with no control character (names and keys a
+ * caller gives: signal names, correlation keys, signal ids). */
+bool wf_runtime__printable(const char *s, size_t max);
+
 #endif /* WF_NET_RUNTIME_INT_H */

@@ -48,14 +48,9 @@
 #include "ids.h"
 #include "wf_id.h"
 #include "wf_time.h"
+#include "wf_str.h"
 
 #define ERROR_MESSAGE_MAX 4096
-
-static bool
-same(const char *a, const char *b)
-{
-    return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
 
 static bool
 printable(const char *s, size_t min, size_t max, bool spaces)
@@ -71,28 +66,21 @@ printable(const char *s, size_t min, size_t max, bool spaces)
     return true;
 }
 
-static wf_code
-invalid(const wf_net_ctx *ctx, const char *field, const char *msg, wf_error *err)
-{
-    if (ctx->ref.violation != NULL)
-        ctx->ref.violation(ctx->ref.violation_arg, field, NULL, msg);
-    return wf_error_set(err, WF_E_INVALID_ARGUMENT, "%s %s", field, msg);
-}
-
 /* ---- activation ------------------------------------------------------------------------ */
 
 wf_code
 wf_net_activation_check(const wf_net_ctx *ctx, const wf_net_activation *a, wf_error *err)
 {
     if (!printable(a->job_type, 1, 128, false))
-        return invalid(ctx, "job_type", "must be 1 to 128 printable characters without spaces",
-                       err);
+        return wf_work_invalid(&ctx->ref, "job_type",
+                               "must be 1 to 128 printable characters without spaces", err);
     if (!printable(a->worker, 0, 128, true))
-        return invalid(ctx, "worker", "must be at most 128 printable characters", err);
+        return wf_work_invalid(&ctx->ref, "worker", "must be at most 128 printable characters",
+                               err);
     if (a->max_jobs < 0)
-        return invalid(ctx, "max_jobs", "must not be negative", err);
+        return wf_work_invalid(&ctx->ref, "max_jobs", "must not be negative", err);
     if (a->lease_ms < 0 || a->lease_ms > WF_NET_MAX_LEASE_MS)
-        return invalid(ctx, "lease", "must be positive and at most 24 hours", err);
+        return wf_work_invalid(&ctx->ref, "lease", "must be positive and at most 24 hours", err);
     return WF_OK;
 }
 
@@ -138,7 +126,7 @@ relet_body(wf_tx *tx, void *arg, wf_error *err)
     if (ji == WF_WORK_NONE)
         return WF_OK;
     wf_job_row *j = NW_ROW(&w, jobs, wf_job_row, ji);
-    if (j->state != WF_JOB_ACTIVATED || !same(j->key, op->job->key))
+    if (j->state != WF_JOB_ACTIVATED || !wf_str_eq(j->key, op->job->key))
         return WF_OK;
     j->lease_expires_at = op->expires_at;
     wf_runtime__dirty(&w.jobs, ji);
@@ -308,7 +296,7 @@ wf_net_job_lease_held(const wf_net_ctx *ctx, const char *key, int64_t now, bool 
     }
     if (rc != WF_OK)
         return rc;
-    if (job.state == WF_JOB_ACTIVATED && same(job.key, key) && job.lease_expires_at > now) {
+    if (job.state == WF_JOB_ACTIVATED && wf_str_eq(job.key, key) && job.lease_expires_at > now) {
         *held = true;
         *expires_at = job.lease_expires_at;
     }
@@ -382,7 +370,8 @@ open_job(job_op *op, wf_tx *tx, net_work *w, size_t *ji, wf_error *err)
         return rc;
     *ji = WF_WORK_NONE;
     for (size_t i = 0; i < w->jobs.n && *ji == WF_WORK_NONE; i++)
-        if (!(w->jobs.flags[i] & NW_GONE) && same(NW_ROW(w, jobs, wf_job_row, i)->key, op->key))
+        if (!(w->jobs.flags[i] & NW_GONE) &&
+            wf_str_eq(NW_ROW(w, jobs, wf_job_row, i)->key, op->key))
             *ji = i;
     if (*ji == WF_WORK_NONE)
         return lease_lost(op->key,
@@ -697,7 +686,7 @@ wf_net_fail_job(const wf_net_ctx *ctx, const wf_net_job_failure *f, wf_uow_idem 
 {
     job_op op = {.ctx = ctx, .kind = JOB_FAIL, .key = f->key, .fail = f};
     if (f->has_backoff && f->backoff_ms < 0)
-        return invalid(ctx, "backoff_override", "must not be negative", err);
+        return wf_work_invalid(&ctx->ref, "backoff_override", "must not be negative", err);
     op.message = cut_message(ctx->ref.arena, f->error_message);
     if (op.message == NULL)
         return wf_error_nomem(err);
@@ -710,7 +699,8 @@ wf_net_extend_job_lease(const wf_net_ctx *ctx, const char *key, int64_t lease_ms
 {
     job_op op = {.ctx = ctx, .kind = JOB_EXTEND, .key = key, .lease_ms = lease_ms};
     if (lease_ms <= 0 || lease_ms > WF_NET_MAX_LEASE_MS)
-        return invalid(ctx, "lease", "is required: positive and at most 24 hours", err);
+        return wf_work_invalid(&ctx->ref, "lease", "is required: positive and at most 24 hours",
+                               err);
     wf_code rc = run_job_op(&op, extend_body, idem, &op.expires_at, err);
     if (rc == WF_OK && !(idem != NULL && idem->replayed))
         *expires_at = op.expires_at;

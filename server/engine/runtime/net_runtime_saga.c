@@ -56,12 +56,7 @@
 #include "ids.h"
 #include "wf_id.h"
 #include "wf_time.h"
-
-static bool
-same(const char *a, const char *b)
-{
-    return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
+#include "wf_str.h"
 
 static const char *
 comp_type(const net_work *w, const wf_work_item_row *it)
@@ -84,7 +79,7 @@ compensable(const net_work *w, size_t i)
 {
     const wf_work_item_row *it = ITEM(w, i);
     return !(w->items.flags[i] & NW_GONE) && it->state == WF_WORK_ITEM_FIRED &&
-           same(it->instance_id, inst_id(w)) && comp_type(w, it) != NULL;
+           wf_str_eq(it->instance_id, inst_id(w)) && comp_type(w, it) != NULL;
 }
 
 /* a is compensated before b: finished later (then enabled later, then the
@@ -105,7 +100,7 @@ job_of_item(const net_work *w, const char *item_id, bool compensation)
 {
     for (size_t i = 0; i < w->jobs.n; i++)
         if (!(w->jobs.flags[i] & NW_GONE) && JOB(w, i)->compensation == compensation &&
-            same(JOB(w, i)->work_item_id, item_id))
+            wf_str_eq(JOB(w, i)->work_item_id, item_id))
             return i;
     return WF_WORK_NONE;
 }
@@ -205,7 +200,7 @@ next_step(net_work *w, wf_error *err)
     bool failed = false;
     for (size_t i = 0; i < w->jobs.n && !failed; i++)
         failed = !(w->jobs.flags[i] & NW_GONE) && JOB(w, i)->compensation &&
-                 JOB(w, i)->state == WF_JOB_FAILED && same(JOB(w, i)->instance_id, inst_id(w));
+                 JOB(w, i)->state == WF_JOB_FAILED && wf_str_eq(JOB(w, i)->instance_id, inst_id(w));
     wf_instance_row *in = &w->rw.insts[w->inst];
     if (failed) {
         const char *msg = in->last_error != NULL ? in->last_error : "a compensation job failed";
@@ -345,7 +340,7 @@ refused_item(const net_work *w)
     for (size_t i = 0; i < w->items.n; i++) {
         const wf_work_item_row *it = ITEM(w, i);
         if ((w->items.flags[i] & NW_GONE) || it->state != WF_WORK_ITEM_ENABLED ||
-            !same(it->instance_id, inst_id(w)) ||
+            !wf_str_eq(it->instance_id, inst_id(w)) ||
             (it->trigger != WF_TRIGGER_TIME && it->trigger != WF_TRIGGER_MSG))
             continue;
         if (!wf_runtime__armed(w, it))
@@ -409,7 +404,7 @@ retry_body(wf_tx *tx, void *arg, wf_error *err)
     for (size_t i = 0; i < w.jobs.n; i++) {
         const wf_job_row *j = JOB(&w, i);
         if ((w.jobs.flags[i] & NW_GONE) || j->state != WF_JOB_FAILED ||
-            !same(j->instance_id, in->id))
+            !wf_str_eq(j->instance_id, in->id))
             continue;
         if (!j->compensation) {
             if (fwd == WF_WORK_NONE)
@@ -445,7 +440,7 @@ retry_body(wf_tx *tx, void *arg, wf_error *err)
         for (size_t i = 0; i < w.jobs.n; i++) {
             const wf_job_row *j = JOB(&w, i);
             if (i != comp && !(w.jobs.flags[i] & NW_GONE) && j->compensation &&
-                j->state == WF_JOB_FAILED && same(j->instance_id, in->id))
+                j->state == WF_JOB_FAILED && wf_str_eq(j->instance_id, in->id))
                 wf_runtime__gone(&w.jobs, i);
         }
     }

@@ -14,21 +14,7 @@
 #include "defcache.h"
 #include "wf_id.h"
 #include "wf_time.h"
-
-static bool
-unset(const char *s)
-{
-    return s == NULL || s[0] == '\0';
-}
-
-static char *
-new_id(wf_arena *a)
-{
-    char *id = wf_arena_alloc(a, WF_UUID_LEN + 1);
-    if (id != NULL)
-        wf_uuid7(id);
-    return id;
-}
+#include "wf_str.h"
 
 /* ---- StartInstance ------------------------------------------------------------------------ */
 
@@ -85,10 +71,10 @@ start_net(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row *def, const 
     if (rc != WF_OK)
         return rc;
     char *id = spec->instance_id != NULL ? wf_arena_strdup(ctx->arena, spec->instance_id)
-                                         : new_id(ctx->arena);
+                                         : wf_id_new(ctx->arena);
     if (id == NULL)
         return wf_error_nomem(err);
-    bool has_agg = !unset(spec->aggregate_type);
+    bool has_agg = !wf_str_empty(spec->aggregate_type);
     wf_instance_row root = {
         .id = id,
         .tenant = (char *)ctx->tenant,
@@ -100,7 +86,7 @@ start_net(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row *def, const 
         .aggregate_type = has_agg ? wf_work_strdup(&w.rw, spec->aggregate_type) : NULL,
         .aggregate_id = has_agg ? wf_work_strdup(&w.rw, spec->aggregate_id) : NULL,
         .started_by = wf_work_strdup(&w.rw, ctx->actor),
-        .title = wf_work_strdup(&w.rw, unset(net->name) ? def->key : net->name),
+        .title = wf_work_strdup(&w.rw, wf_str_empty(net->name) ? def->key : net->name),
         .created_at = w.rw.now,
         .updated_at = w.rw.now,
     };

@@ -7,14 +7,9 @@
  * Must not: include protobuf or grpc headers.
  */
 #include "net_runtime_int.h"
+#include "wf_str.h"
 
 #include <string.h>
-
-static bool
-same(const char *a, const char *b)
-{
-    return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
 
 /* ---- CompleteTask of a USER transition ----------------------------------------------------- */
 
@@ -36,7 +31,7 @@ wf_runtime__count_tasks(const wf_work *rw, const char *item_id, wf_ref_counts *c
     memset(c, 0, sizeof *c);
     for (size_t k = 0; k < rw->n_tasks; k++) {
         const wf_task_row *t = &rw->tasks[k];
-        if (!same(t->work_item_id, item_id))
+        if (!wf_str_eq(t->work_item_id, item_id))
             continue;
         c->total++;
         c->open += t->status == WF_TASK_OPEN;
@@ -102,7 +97,7 @@ task_body(wf_tx *tx, void *arg, wf_error *err)
     if (wf_completion_met(tr->completion.mode, tr->completion.quorum, (size_t)c.done,
                           (size_t)c.total)) {
         for (size_t k = 0; rc == WF_OK && k < w.rw.n_tasks; k++)
-            if (same(w.rw.tasks[k].work_item_id, item_id) &&
+            if (wf_str_eq(w.rw.tasks[k].work_item_id, item_id) &&
                 wf_runtime__task_pending(&w.rw.tasks[k]))
                 rc = wf_referral_cancel_task(&w.rw, k, err);
         if (rc == WF_OK)

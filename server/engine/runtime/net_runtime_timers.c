@@ -32,12 +32,6 @@ awaited_signal(const net_work *w, const char *step_id)
     return k >= 0 && w->net->steps[k].signal_name != NULL ? w->net->steps[k].signal_name : "";
 }
 
-static bool
-ended(wf_instance_status s)
-{
-    return s == WF_INSTANCE_COMPLETED || s == WF_INSTANCE_CANCELLED || s == WF_INSTANCE_COMPENSATED;
-}
-
 static wf_code
 timer_body(wf_tx *tx, void *arg, wf_error *err)
 {
@@ -60,7 +54,7 @@ timer_body(wf_tx *tx, void *arg, wf_error *err)
     if (st != WF_INSTANCE_RUNNING) {
         /* A FAILED instance keeps its timers for RetryInstance; an ended
          * one has no use for them. */
-        if (!ended(st))
+        if (!wf_instance_ended(st))
             return WF_OK;
         wf_runtime__gone(&w.timers, ti);
         return wf_runtime__write(&w, err);

@@ -11,12 +11,7 @@
 
 #include "defcache.h"
 #include "ids.h"
-
-static bool
-same(const char *a, const char *b)
-{
-    return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
+#include "wf_str.h"
 
 /* ---- GetInstance ----------------------------------------------------------------------------- */
 
@@ -35,7 +30,7 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
         return rc;
     const wf_instance_row *in = NULL;
     for (size_t i = 0; i < agg.n_instances && in == NULL; i++)
-        if (same(agg.instances[i].id, instance_id))
+        if (wf_str_eq(agg.instances[i].id, instance_id))
             in = &agg.instances[i];
     if (in == NULL)
         return wf_error_set(err, WF_E_INSTANCE_NOT_FOUND, "instance \"%s\" does not exist",
@@ -61,16 +56,16 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
     for (size_t p = 0; p < net->n_places; p++) {
         int32_t count = 0;
         for (size_t i = 0; i < agg.n_tokens; i++)
-            count += same(agg.tokens[i].instance_id, instance_id) &&
-                     same(agg.tokens[i].place_id, net->places[p].id);
+            count += wf_str_eq(agg.tokens[i].instance_id, instance_id) &&
+                     wf_str_eq(agg.tokens[i].place_id, net->places[p].id);
         if (count > 0)
             out->marking[out->n_marking++] = (wf_net_marking){net->places[p].id, count};
     }
     for (size_t i = 0; i < agg.n_jobs; i++)
-        if (same(agg.jobs[i].instance_id, instance_id) && agg.jobs[i].state != WF_JOB_FAILED)
+        if (wf_str_eq(agg.jobs[i].instance_id, instance_id) && agg.jobs[i].state != WF_JOB_FAILED)
             out->jobs[out->n_jobs++] = agg.jobs[i];
     for (size_t i = 0; i < agg.n_timers; i++)
-        if (same(agg.timers[i].instance_id, instance_id))
+        if (wf_str_eq(agg.timers[i].instance_id, instance_id))
             out->timers[out->n_timers++] = agg.timers[i];
     /* Competing timers through a scratch working set of the rows. */
     net_work w;
@@ -86,7 +81,7 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
         return rc;
     for (size_t i = 0; i < agg.n_subscriptions; i++) {
         const wf_subscription_row *s = &agg.subscriptions[i];
-        if (!same(s->instance_id, instance_id))
+        if (!wf_str_eq(s->instance_id, instance_id))
             continue;
         const wf_transition *t = wf_runtime__transition_of(&w, s->transition_id);
         size_t ii = wf_runtime__find(&w, &w.items, sizeof(wf_work_item_row), s->work_item_id);
@@ -100,7 +95,7 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
     }
     for (size_t i = 0; i < agg.n_work_items; i++) {
         const wf_work_item_row *it = &agg.work_items[i];
-        if (!same(it->instance_id, instance_id) || it->trigger != WF_TRIGGER_USER ||
+        if (!wf_str_eq(it->instance_id, instance_id) || it->trigger != WF_TRIGGER_USER ||
             it->state != WF_WORK_ITEM_ENABLED)
             continue;
         const wf_transition *t = wf_runtime__transition_of(&w, it->transition_id);
@@ -131,8 +126,8 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
         for (size_t i = 0; i < agg.n_work_items && !now; i++) {
             const wf_work_item_row *it = &agg.work_items[i];
             const wf_transition *t = wf_runtime__transition_of(&w, it->transition_id);
-            now = same(it->instance_id, instance_id) && it->state == WF_WORK_ITEM_ENABLED &&
-                  t != NULL && same(t->step_id, net->steps[k].id);
+            now = wf_str_eq(it->instance_id, instance_id) && it->state == WF_WORK_ITEM_ENABLED &&
+                  t != NULL && wf_str_eq(t->step_id, net->steps[k].id);
         }
         if (now)
             out->current_steps[out->n_current_steps++] = &net->steps[k];

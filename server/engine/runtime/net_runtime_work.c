@@ -14,12 +14,7 @@
 #include <time.h>
 
 #include "defcache.h"
-
-static bool
-same(const char *a, const char *b)
-{
-    return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
+#include "wf_str.h"
 
 char *
 wf_runtime__time_text(wf_arena *a, int64_t us)
@@ -86,7 +81,7 @@ wf_runtime__find(const net_work *w, const nw_rows *r, size_t elem, const char *i
 {
     (void)w;
     for (size_t i = 0; id != NULL && i < r->n; i++)
-        if (!(r->flags[i] & NW_GONE) && same(row_id(r, elem, i), id))
+        if (!(r->flags[i] & NW_GONE) && wf_str_eq(row_id(r, elem, i), id))
             return i;
     return WF_WORK_NONE;
 }
@@ -97,12 +92,12 @@ wf_runtime__armed(const net_work *w, const wf_work_item_row *it)
     if (it->trigger == WF_TRIGGER_TIME) {
         for (size_t k = 0; k < w->timers.n; k++)
             if (!(w->timers.flags[k] & NW_GONE) &&
-                same(NW_ROW(w, timers, wf_timer_row, k)->work_item_id, it->id))
+                wf_str_eq(NW_ROW(w, timers, wf_timer_row, k)->work_item_id, it->id))
                 return true;
     } else if (it->trigger == WF_TRIGGER_MSG) {
         for (size_t k = 0; k < w->subs.n; k++)
             if (!(w->subs.flags[k] & NW_GONE) &&
-                same(NW_ROW(w, subs, wf_subscription_row, k)->work_item_id, it->id))
+                wf_str_eq(NW_ROW(w, subs, wf_subscription_row, k)->work_item_id, it->id))
                 return true;
     }
     return false;
@@ -152,11 +147,11 @@ wf_runtime__load(net_work *w, wf_error *err)
     if (agg == NULL)
         return WF_OK;
     for (size_t i = 0; rc == WF_OK && i < agg->n_tokens; i++)
-        if (same(agg->tokens[i].instance_id, id))
+        if (wf_str_eq(agg->tokens[i].instance_id, id))
             rc = wf_runtime__add_row(a, &w->toks, &agg->tokens[i], sizeof(wf_token_row), 0, NULL,
                                      err);
     for (size_t i = 0; rc == WF_OK && i < agg->n_work_items; i++)
-        if (same(agg->work_items[i].instance_id, id))
+        if (wf_str_eq(agg->work_items[i].instance_id, id))
             rc = wf_runtime__add_row(a, &w->items, &agg->work_items[i], sizeof(wf_work_item_row), 0,
                                      NULL, err);
     for (size_t i = 0; rc == WF_OK && i < agg->n_jobs; i++)
@@ -324,7 +319,7 @@ wf_code
 wf_runtime__add_wake(net_work *w, const char *type, wf_error *err)
 {
     for (size_t i = 0; i < w->n_wake; i++)
-        if (same(w->wake[i], type))
+        if (wf_str_eq(w->wake[i], type))
             return WF_OK;
     const char **v = wf_arena_alloc(w->rw.arena, (w->n_wake + 1) * sizeof *v);
     if (v == NULL)
@@ -424,8 +419,8 @@ refresh_job_variables(net_work *w)
     for (size_t i = 0; i < w->jobs.n; i++) {
         wf_job_row *j = JOB(w, i);
         if ((w->jobs.flags[i] & NW_GONE) || j->state != WF_JOB_ACTIVATABLE ||
-            !same(j->instance_id, in->id) || in->variables_json == NULL ||
-            same(j->variables_json, in->variables_json))
+            !wf_str_eq(j->instance_id, in->id) || in->variables_json == NULL ||
+            wf_str_eq(j->variables_json, in->variables_json))
             continue;
         j->variables_json = in->variables_json;
         wf_runtime__dirty(&w->jobs, i);

@@ -15,40 +15,14 @@
 #include "vars.h"
 #include "wf_id.h"
 #include "wf_time.h"
+#include "wf_str.h"
 
 #define MAX_NAME 256
 #define MAX_AGG 128
 #define MAX_SIGNAL_ID 256
 
-static bool
-same(const char *a, const char *b)
-{
-    return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
-
-static bool
-unset(const char *s)
-{
-    return s == NULL || s[0] == '\0';
-}
-
-static bool
-ended(wf_instance_status s)
-{
-    return s == WF_INSTANCE_COMPLETED || s == WF_INSTANCE_CANCELLED || s == WF_INSTANCE_COMPENSATED;
-}
-
-static char *
-new_id(wf_arena *a)
-{
-    char *id = wf_arena_alloc(a, WF_UUID_LEN + 1);
-    if (id != NULL)
-        wf_uuid7(id);
-    return id;
-}
-
-static bool
-printable(const char *s, size_t max)
+bool
+wf_runtime__printable(const char *s, size_t max)
 {
     size_t n = 0;
     if (s == NULL)
@@ -57,14 +31,6 @@ printable(const char *s, size_t max)
         if ((unsigned char)s[n] < 0x20 || s[n] == 0x7f)
             return false;
     return n >= 1 && n <= max;
-}
-
-static wf_code
-violation(const wf_ref_ctx *ctx, wf_code code, const char *field, const char *msg, wf_error *err)
-{
-    if (ctx->violation != NULL)
-        ctx->violation(ctx->violation_arg, field, wf_code_reason(code), msg);
-    return wf_error_set(err, code, "%s %s", field, msg);
 }
 
 /* ---- SendSignal ----------------------------------------------------------------------------- */
@@ -114,11 +80,11 @@ static wf_signal_row
 log_row(const send_op *op, wf_signal_outcome outcome)
 {
     const wf_sig_send_in *in = op->in;
-    bool by_agg = unset(in->instance_id);
+    bool by_agg = wf_str_empty(in->instance_id);
     wf_signal_row r = {
         .id = (char *)op->log_id,
         .tenant = (char *)op->ctx->ref.tenant,
-        .signal_id = unset(in->signal_id) ? NULL : (char *)in->signal_id,
+        .signal_id = wf_str_empty(in->signal_id) ? NULL : (char *)in->signal_id,
         .name = (char *)in->name,
         .instance_id = by_agg ? NULL : (char *)in->instance_id,
         .aggregate_type = by_agg ? (char *)in->aggregate_type : NULL,
@@ -155,12 +121,12 @@ pick_sub(const net_work *w, const wf_sig_send_in *in)
     const char *best_id = NULL;
     for (size_t i = 0; i < w->subs.n; i++) {
         const wf_subscription_row *s = SUB(w, i);
-        if ((w->subs.flags[i] & NW_GONE) || !same(s->instance_id, inst->id) ||
-            !same(s->signal_name, in->name))
+        if ((w->subs.flags[i] & NW_GONE) || !wf_str_eq(s->instance_id, inst->id) ||
+            !wf_str_eq(s->signal_name, in->name))
             continue;
-        if (unset(in->instance_id)) {
-            if (!same(s->aggregate_type, in->aggregate_type) ||
-                !same(s->aggregate_id, in->aggregate_id))
+        if (wf_str_empty(in->instance_id)) {
+            if (!wf_str_eq(s->aggregate_type, in->aggregate_type) ||
+                !wf_str_eq(s->aggregate_id, in->aggregate_id))
                 continue;
         } else if (s->aggregate_type != NULL) {
             continue; /* AGGREGATE correlation: not reachable by id */
@@ -183,7 +149,7 @@ static json_t *
 received_data(const send_op *op)
 {
     return json_pack("{s:s,s:s,s:s*}", "signalName", op->in->name, "signalLogId", op->log_id,
-                     "signalId", unset(op->in->signal_id) ? NULL : op->in->signal_id);
+                     "signalId", wf_str_empty(op->in->signal_id) ? NULL : op->in->signal_id);
 }
 
 /* The data of a delivery's event: the signal and its target. */
@@ -191,9 +157,9 @@ static json_t *
 delivery_data(const send_op *op)
 {
     const wf_sig_send_in *in = op->in;
-    bool by_agg = unset(in->instance_id);
+    bool by_agg = wf_str_empty(in->instance_id);
     return json_pack("{s:s,s:s,s:s*,s:s*,s:s*,s:s*}", "signalName", in->name, "signalLogId",
-                     op->log_id, "signalId", unset(in->signal_id) ? NULL : in->signal_id,
+                     op->log_id, "signalId", wf_str_empty(in->signal_id) ? NULL : in->signal_id,
                      "instanceId", by_agg ? NULL : in->instance_id, "aggregateType",
                      by_agg ? in->aggregate_type : NULL, "aggregateId",
                      by_agg ? in->aggregate_id : NULL);
@@ -258,14 +224,14 @@ send_instance_body(wf_tx *tx, void *arg, wf_error *err)
         wf_runtime__keep_wake(&w, &op->wake, &op->n_wake);
         return WF_OK;
     }
-    bool buffer = !ended(st) && op->in->buffer_ttl_ms > 0;
+    bool buffer = !wf_instance_ended(st) && op->in->buffer_ttl_ms > 0;
     wf_signal_row r = log_row(op, buffer ? WF_SIGNAL_BUFFERED : WF_SIGNAL_DROPPED);
     if (buffer) {
         rc = wf_runtime__event(
             &w, "SIGNAL_BUFFERED",
             json_pack("{s:s,s:s,s:s*,s:s}", "signalName", op->in->name, "signalLogId", op->log_id,
-                      "signalId", unset(op->in->signal_id) ? NULL : op->in->signal_id, "expiresAt",
-                      wf_runtime__time_text(w.rw.arena, r.expires_at)),
+                      "signalId", wf_str_empty(op->in->signal_id) ? NULL : op->in->signal_id,
+                      "expiresAt", wf_runtime__time_text(w.rw.arena, r.expires_at)),
             err);
     } else {
         rc = wf_runtime__event(&w, "SIGNAL_DROPPED", delivery_data(op), err);
@@ -362,7 +328,7 @@ seen_before(const wf_net_ctx *ctx, const char *signal_id, bool *seen, const char
             wf_error *err)
 {
     *seen = false;
-    if (unset(signal_id))
+    if (wf_str_empty(signal_id))
         return WF_OK;
     wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     wf_signal_filter f = {.signal_id = signal_id};
@@ -383,7 +349,7 @@ static bool
 lost_dedupe_race(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_code rc, const char **original,
                  wf_error *err)
 {
-    if (rc != WF_E_CONFLICT || unset(in->signal_id))
+    if (rc != WF_E_CONFLICT || wf_str_empty(in->signal_id))
         return false;
     wf_error e2;
     bool seen = false;
@@ -443,7 +409,7 @@ log_duplicate(send_op *op, wf_uow_idem *idem, wf_error *err)
 {
     wf_store_ctx sc = wf_work_store_ctx(&op->ctx->ref);
     memset(op->out, 0, sizeof *op->out);
-    op->log_id = new_id(op->ctx->ref.arena);
+    op->log_id = wf_id_new(op->ctx->ref.arena);
     if (op->log_id == NULL)
         return wf_error_nomem(err);
     wf_code rc = wf_uow_run(op->ctx->ref.store, &sc, wf_uow_idem_active(idem) ? idem : NULL,
@@ -456,28 +422,30 @@ log_duplicate(send_op *op, wf_uow_idem *idem, wf_error *err)
 static wf_code
 check_send(const wf_ref_ctx *ctx, const wf_sig_send_in *in, wf_error *err)
 {
-    if (!printable(in->name, MAX_NAME))
-        return violation(ctx, WF_E_INVALID_ARGUMENT, "name", "must be 1 to 256 printable bytes",
-                         err);
+    if (!wf_runtime__printable(in->name, MAX_NAME))
+        return wf_work_violation(ctx, WF_E_INVALID_ARGUMENT, "name",
+                                 "must be 1 to 256 printable bytes", err);
     if (in->has_aggregate) {
-        if (!printable(in->aggregate_type, MAX_AGG))
-            return violation(ctx, WF_E_INVALID_ARGUMENT, "aggregate.type",
-                             "must be 1 to 128 printable bytes", err);
-        if (!printable(in->aggregate_id, MAX_AGG))
-            return violation(ctx, WF_E_INVALID_ARGUMENT, "aggregate.id",
-                             "must be 1 to 128 printable bytes", err);
-    } else if (unset(in->instance_id)) {
-        return violation(ctx, WF_E_INVALID_ARGUMENT, "target",
-                         "instance_id or aggregate is required", err);
+        if (!wf_runtime__printable(in->aggregate_type, MAX_AGG))
+            return wf_work_violation(ctx, WF_E_INVALID_ARGUMENT, "aggregate.type",
+                                     "must be 1 to 128 printable bytes", err);
+        if (!wf_runtime__printable(in->aggregate_id, MAX_AGG))
+            return wf_work_violation(ctx, WF_E_INVALID_ARGUMENT, "aggregate.id",
+                                     "must be 1 to 128 printable bytes", err);
+    } else if (wf_str_empty(in->instance_id)) {
+        return wf_work_violation(ctx, WF_E_INVALID_ARGUMENT, "target",
+                                 "instance_id or aggregate is required", err);
     }
     if (in->start != NULL && !in->has_aggregate)
-        return violation(ctx, WF_E_INVALID_ARGUMENT, "start",
-                         "needs the signal sent to an aggregate, not to an instance_id", err);
+        return wf_work_violation(ctx, WF_E_INVALID_ARGUMENT, "start",
+                                 "needs the signal sent to an aggregate, not to an instance_id",
+                                 err);
     if (in->buffer_ttl_ms < 0)
-        return violation(ctx, WF_E_INVALID_ARGUMENT, "buffer_ttl", "must not be negative", err);
-    if (!unset(in->signal_id) && !printable(in->signal_id, MAX_SIGNAL_ID))
-        return violation(ctx, WF_E_INVALID_ARGUMENT, "signal_id",
-                         "must be at most 256 printable bytes", err);
+        return wf_work_violation(ctx, WF_E_INVALID_ARGUMENT, "buffer_ttl", "must not be negative",
+                                 err);
+    if (!wf_str_empty(in->signal_id) && !wf_runtime__printable(in->signal_id, MAX_SIGNAL_ID))
+        return wf_work_violation(ctx, WF_E_INVALID_ARGUMENT, "signal_id",
+                                 "must be at most 256 printable bytes", err);
     return WF_OK;
 }
 
@@ -513,7 +481,7 @@ start_for(const wf_net_ctx *ctx, send_op *op, wf_tx *tx, bool *started, wf_error
     wf_code rc = wf_tx_aggregate_live(tx, op->in->aggregate_type, op->in->aggregate_id, &live, err);
     if (rc != WF_OK || live)
         return rc;
-    char *id = new_id(a);
+    char *id = wf_id_new(a);
     if (id == NULL)
         return wf_error_nomem(err);
     wf_start_spec spec = *op->in->start;
@@ -619,7 +587,7 @@ fire_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, bool *d
     for (size_t i = 0; i < n; i++) {
         bool done = false; /* one unit of work per root */
         for (size_t j = 0; j < i; j++)
-            done |= same(subs[j].root_id, subs[i].root_id);
+            done |= wf_str_eq(subs[j].root_id, subs[i].root_id);
         if (done)
             continue;
         op->root = subs[i].root_id;
@@ -713,7 +681,7 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
                   .in = in,
                   .payload = payload,
                   .received_at = wf_now_us(), /* a unit of work may take its own clock */
-                  .log_id = new_id(rc_->arena),
+                  .log_id = wf_id_new(rc_->arena),
                   .idem = wf_uow_idem_active(idem) ? idem : NULL,
                   .out = out};
     if (op.log_id == NULL)

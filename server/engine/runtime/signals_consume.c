@@ -15,18 +15,7 @@
 #include <string.h>
 
 #include "vars.h"
-
-static bool
-same(const char *a, const char *b)
-{
-    return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
-
-static bool
-unset(const char *s)
-{
-    return s == NULL || s[0] == '\0';
-}
+#include "wf_str.h"
 
 /* ---- the pending queue of MSG firings (net_runtime_int.h) ------------------------------------ */
 
@@ -46,7 +35,7 @@ json_t *
 wf_runtime__consumed_data(const wf_signal_row *s, const char *transition_id, const char *item_id)
 {
     return json_pack("{s:s,s:s,s:s*,s:s,s:s,s:b}", "signalName", s->name, "signalLogId", s->id,
-                     "signalId", unset(s->signal_id) ? NULL : s->signal_id, "transitionId",
+                     "signalId", wf_str_empty(s->signal_id) ? NULL : s->signal_id, "transitionId",
                      transition_id != NULL ? transition_id : "", "workItemId", item_id, "buffered",
                      s->outcome == WF_SIGNAL_BUFFERED);
 }
@@ -57,8 +46,8 @@ wf_runtime__msg_enabled(net_work *w, const wf_work_item_row *it, const wf_transi
 {
     const wf_instance_row *in = &w->rw.insts[w->inst];
     bool by_agg = t->correlation == WF_CORRELATION_AGGREGATE;
-    if (unset(t->signal_name) ||
-        (by_agg && (unset(in->aggregate_type) || in->aggregate_id == NULL)))
+    if (wf_str_empty(t->signal_name) ||
+        (by_agg && (wf_str_empty(in->aggregate_type) || in->aggregate_id == NULL)))
         return WF_OK;
     wf_signal_row sig;
     bool found = false;
@@ -101,7 +90,7 @@ wf_runtime__fire_signal(net_work *w, const char *name, const char *item_id, cons
     wf_error_clear(err);
     wf_runtime__restore(w, &saved);
     for (size_t i = 0; i < w->subs.n; i++)
-        if (same(SUB(w, i)->work_item_id, item_id))
+        if (wf_str_eq(SUB(w, i)->work_item_id, item_id))
             wf_runtime__gone(&w->subs, i);
     wf_instance_row *in = &w->rw.insts[w->inst];
     if (payload != NULL) {
@@ -169,9 +158,9 @@ wf_runtime__fire_pending(net_work *w, void *mark, wf_code rc, wf_error *err)
         rc = wf_runtime__event(w, "SIGNAL_CONSUMED",
                                wf_runtime__consumed_data(&p->sig, trans, p->item_id), err);
         if (rc == WF_OK)
-            rc = wf_runtime__fire_signal(w, p->sig.name, p->item_id, trans,
-                                         unset(p->sig.payload_json) ? NULL : p->sig.payload_json,
-                                         err);
+            rc = wf_runtime__fire_signal(
+                w, p->sig.name, p->item_id, trans,
+                wf_str_empty(p->sig.payload_json) ? NULL : p->sig.payload_json, err);
     }
     return rc;
 }
@@ -190,7 +179,7 @@ wf_runtime__consume_awaited(net_work *w, wf_error *err)
     for (size_t i = 0; rc == WF_OK && i < w->items.n; i++) {
         const wf_work_item_row *it = ITEM(w, i);
         if ((w->items.flags[i] & NW_GONE) || it->state != WF_WORK_ITEM_ENABLED ||
-            it->trigger != WF_TRIGGER_MSG || !same(it->instance_id, in->id) ||
+            it->trigger != WF_TRIGGER_MSG || !wf_str_eq(it->instance_id, in->id) ||
             !wf_runtime__armed(w, it))
             continue;
         int t = wf_net_transition_index(w->net, it->transition_id);
@@ -210,13 +199,13 @@ wf_runtime__discard_buffered(net_work *w, wf_error *err)
     for (size_t i = 0; rc == WF_OK && i < w->net->n_transitions; i++) {
         const wf_transition *t = &w->net->transitions[i];
         if (t->trigger != WF_TRIGGER_MSG || t->correlation == WF_CORRELATION_AGGREGATE ||
-            unset(t->signal_name))
+            wf_str_empty(t->signal_name))
             continue;
         bool seen = false; /* a name shared by several transitions: once */
         for (size_t j = 0; j < i; j++) {
             const wf_transition *o = &w->net->transitions[j];
             seen |= o->trigger == WF_TRIGGER_MSG && o->correlation != WF_CORRELATION_AGGREGATE &&
-                    same(o->signal_name, t->signal_name);
+                    wf_str_eq(o->signal_name, t->signal_name);
         }
         for (bool found = !seen; rc == WF_OK && found;) {
             wf_signal_row s;

@@ -10,46 +10,9 @@
 #include <string.h>
 
 #include "wf_time.h"
+#include "wf_str.h"
 
 #define MAX_AGG 128
-
-static bool
-same(const char *a, const char *b)
-{
-    return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
-
-static bool
-unset(const char *s)
-{
-    return s == NULL || s[0] == '\0';
-}
-
-static bool
-ended(wf_instance_status s)
-{
-    return s == WF_INSTANCE_COMPLETED || s == WF_INSTANCE_CANCELLED || s == WF_INSTANCE_COMPENSATED;
-}
-
-static bool
-printable(const char *s, size_t max)
-{
-    size_t n = 0;
-    if (s == NULL)
-        return false;
-    for (; s[n] != '\0'; n++)
-        if ((unsigned char)s[n] < 0x20 || s[n] == 0x7f)
-            return false;
-    return n >= 1 && n <= max;
-}
-
-static wf_code
-violation(const wf_ref_ctx *ctx, wf_code code, const char *field, const char *msg, wf_error *err)
-{
-    if (ctx->violation != NULL)
-        ctx->violation(ctx->violation_arg, field, wf_code_reason(code), msg);
-    return wf_error_set(err, code, "%s %s", field, msg);
-}
 
 wf_code
 wf_sig_list(const wf_net_ctx *ctx, const wf_sig_list_in *q, wf_signal_row **rows, size_t *n,
@@ -57,18 +20,19 @@ wf_sig_list(const wf_net_ctx *ctx, const wf_sig_list_in *q, wf_signal_row **rows
 {
     const wf_ref_ctx *r = &ctx->ref;
     if (q->has_aggregate) {
-        if (!printable(q->aggregate_type, MAX_AGG))
-            return violation(r, WF_E_INVALID_ARGUMENT, "aggregate.type",
-                             "must be 1 to 128 printable bytes", err);
-        if (!printable(q->aggregate_id, MAX_AGG))
-            return violation(r, WF_E_INVALID_ARGUMENT, "aggregate.id",
-                             "must be 1 to 128 printable bytes", err);
-    } else if (unset(q->instance_id)) {
-        return violation(r, WF_E_INVALID_ARGUMENT, "target", "instance_id or aggregate is required",
-                         err);
+        if (!wf_runtime__printable(q->aggregate_type, MAX_AGG))
+            return wf_work_violation(r, WF_E_INVALID_ARGUMENT, "aggregate.type",
+                                     "must be 1 to 128 printable bytes", err);
+        if (!wf_runtime__printable(q->aggregate_id, MAX_AGG))
+            return wf_work_violation(r, WF_E_INVALID_ARGUMENT, "aggregate.id",
+                                     "must be 1 to 128 printable bytes", err);
+    } else if (wf_str_empty(q->instance_id)) {
+        return wf_work_violation(r, WF_E_INVALID_ARGUMENT, "target",
+                                 "instance_id or aggregate is required", err);
     }
     if (q->page_size < 0)
-        return violation(r, WF_E_INVALID_ARGUMENT, "page_size", "must not be negative", err);
+        return wf_work_violation(r, WF_E_INVALID_ARGUMENT, "page_size", "must not be negative",
+                                 err);
     size_t size = q->page_size == 0 ? 50 : q->page_size > 500 ? 500 : (size_t)q->page_size;
     wf_signal_filter f = {
         .instance_id = q->has_aggregate ? NULL : q->instance_id,
@@ -86,7 +50,7 @@ wf_sig_list(const wf_net_ctx *ctx, const wf_sig_list_in *q, wf_signal_row **rows
         return rc;
     size_t k = 0;
     for (size_t i = 0; i < ng; i++)
-        if (unset(q->name) || same(got[i].name, q->name))
+        if (wf_str_empty(q->name) || wf_str_eq(got[i].name, q->name))
             got[k++] = got[i];
     *rows = got;
     *n = k;
@@ -115,7 +79,7 @@ append_buffered(const wf_ref_ctx *ctx, const wf_signal_filter *f, const char *in
             const wf_signal_row *s = &rows[i];
             if (!s->buffered || s->discarded || s->expires_at <= now)
                 continue;
-            if (instance_id != NULL && !same(s->instance_id, instance_id))
+            if (instance_id != NULL && !wf_str_eq(s->instance_id, instance_id))
                 continue; /* consumed by it, not addressed to it */
             v[(*n_acc)++] = *s;
         }
@@ -131,12 +95,12 @@ wf_sig_buffered_for(const wf_ref_ctx *ctx, const wf_instance_row *in, wf_signal_
 {
     *rows = NULL;
     *n = 0;
-    if (ended(in->status))
+    if (wf_instance_ended(in->status))
         return WF_OK;
     int64_t now = wf_now_us();
     wf_signal_filter f = {.instance_id = in->id, .buffered_only = true};
     wf_code rc = append_buffered(ctx, &f, in->id, now, rows, n, err);
-    if (rc == WF_OK && !unset(in->aggregate_type) && in->aggregate_id != NULL) {
+    if (rc == WF_OK && !wf_str_empty(in->aggregate_type) && in->aggregate_id != NULL) {
         wf_signal_filter g = {.aggregate_type = in->aggregate_type,
                               .aggregate_id = in->aggregate_id,
                               .buffered_only = true};

@@ -10,26 +10,7 @@
 #include <jansson.h>
 
 #include "vars.h"
-
-static bool
-unset(const char *s)
-{
-    return s == NULL || s[0] == '\0';
-}
-
-static bool
-ended(wf_instance_status s)
-{
-    return s == WF_INSTANCE_COMPLETED || s == WF_INSTANCE_CANCELLED || s == WF_INSTANCE_COMPENSATED;
-}
-
-static wf_code
-violation(const wf_ref_ctx *ctx, wf_code code, const char *field, const char *msg, wf_error *err)
-{
-    if (ctx->violation != NULL)
-        ctx->violation(ctx->violation_arg, field, wf_code_reason(code), msg);
-    return wf_error_set(err, code, "%s %s", field, msg);
-}
+#include "wf_str.h"
 
 typedef struct vars_op {
     const wf_net_ctx *ctx;
@@ -50,7 +31,7 @@ vars_body(wf_tx *tx, void *arg, wf_error *err)
     if (rc != WF_OK)
         return rc;
     wf_instance_row *in = &w.rw.insts[w.inst];
-    if (ended(in->status))
+    if (wf_instance_ended(in->status))
         return wf_error_set(err, WF_E_INSTANCE_NOT_RUNNING, "instance \"%s\" has ended", in->id);
     const char *vars;
     rc = wf_vars_merge(w.rw.arena, in->variables_json, op->patch, &vars, err);
@@ -83,10 +64,10 @@ wf_sig_set_variables(const wf_net_ctx *ctx, const char *instance_id, const char 
                      wf_uow_idem *idem, wf_instance_row *out, wf_error *err)
 {
     const wf_ref_ctx *r = &ctx->ref;
-    if (unset(instance_id))
-        return violation(r, WF_E_INVALID_ARGUMENT, "instance_id", "is required", err);
-    if (unset(variables_json))
-        return violation(r, WF_E_INVALID_ARGUMENT, "variables_json", "is required", err);
+    if (wf_str_empty(instance_id))
+        return wf_work_violation(r, WF_E_INVALID_ARGUMENT, "instance_id", "is required", err);
+    if (wf_str_empty(variables_json))
+        return wf_work_violation(r, WF_E_INVALID_ARGUMENT, "variables_json", "is required", err);
     const char *patch = NULL;
     wf_code rc = wf_vars_object(r->arena, variables_json, "variables_json", &patch, err);
     if (rc != WF_OK) {
