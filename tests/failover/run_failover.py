@@ -116,10 +116,12 @@ def run(cmd, timeout=90, check=True):
 
 
 def psql(dsn, sql, timeout=30):
-    """Rows of one statement (lists of strings; NULL = '')."""
+    """Rows of one statement (lists of strings; NULL = ''). The statement goes
+    on stdin: one that lists thousands of request ids passes what a command
+    line may hold."""
     res = subprocess.run([wf_testkit.psql_path(), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-At",
-                          "-F", "\x1f", "-d", dsn, "-c", sql], capture_output=True, text=True,
-                         timeout=timeout, stdin=subprocess.DEVNULL)
+                          "-F", "\x1f", "-d", dsn], input=sql.rstrip().rstrip(";") + ";\n", capture_output=True, text=True,
+                         timeout=timeout)
     if res.returncode != 0:
         raise RuntimeError("psql failed (%s): %s" % (sql.strip()[:200], res.stderr.strip()))
     return [line.split("\x1f") for line in res.stdout.splitlines() if line != ""]
