@@ -62,17 +62,18 @@ wf_rpc__post_slot(struct queue *q, const wf_rpc_method *m)
     c->t_close = (struct tag){c, T_CLOSE};
     c->t_wake = (struct tag){c, T_WAKE};
     c->t_recv = (struct tag){c, T_RECV};
+    c->t_dispatch = (struct tag){c, T_DISPATCH};
     grpc_metadata_array_init(&c->md);
     grpc_call_error rc;
     if (m != NULL) {
         /* Bidi methods read their messages themselves (no initial payload). */
         grpc_byte_buffer **payload = m->kind == WF_RPC_REFLECTION ? NULL : &c->payload;
         rc = grpc_server_request_registered_call(q->srv->server, m->handle, &c->call, &c->deadline,
-                                                 &c->md, payload, q->cq, q->cq, &c->t_new);
+                                                 &c->md, payload, q->cq, q->notify, &c->t_new);
     } else {
         grpc_call_details_init(&c->details);
-        rc = grpc_server_request_call(q->srv->server, &c->call, &c->details, &c->md, q->cq, q->cq,
-                                      &c->t_new);
+        rc = grpc_server_request_call(q->srv->server, &c->call, &c->details, &c->md, q->cq,
+                                      q->notify, &c->t_new);
     }
     if (rc != GRPC_CALL_OK) {
         WF_LOG(WF_LOG_ERROR, "rpc_slot", "could not post a request slot (grpc error %d)", (int)rc);
@@ -420,6 +421,48 @@ dispatch(struct call *c)
     wf_rpc__finish_unary(c, resp, &err, call->violations, call->nviolations);
 }
 
+/* ---- admission ------------------------------------------------------------ */
+
+/* Answers c RESOURCE_EXHAUSTED OVERLOADED without running anything of it:
+ * no interceptor, no unpacking, no handler. */
+static void
+refuse(struct call *c)
+{
+    wf_rpc_server *srv = c->q->srv;
+    c->start_us = wf_now_us();
+    wf_rpc_metrics_started(srv->metrics, method_index(c));
+    wf_rpc_metrics_refused(srv->metrics);
+    c->arena = wf_arena_new();
+    if (c->arena == NULL) {
+        grpc_call_cancel_with_status(c->call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory",
+                                     NULL);
+        return;
+    }
+    char msg[128];
+    snprintf(msg, sizeof msg, "the server is overloaded (%d calls wait for a thread); retry later",
+             srv->max_queued);
+    wf_rpc__finish_with(c, NULL, GRPC_STATUS_RESOURCE_EXHAUSTED, WF_E_OVERLOADED, msg, NULL, 0);
+}
+
+/* On the accept thread: hands c to the pool (an empty batch whose tag,
+ * T_DISPATCH, comes back on the pool queue), or refuses it when the pool's
+ * queue is full. */
+static void
+admit(struct call *c)
+{
+    wf_rpc_server *srv = c->q->srv;
+    if (wf_rpc_metrics_enqueue(srv->metrics) >= srv->max_queued) {
+        wf_rpc_metrics_dequeue(srv->metrics);
+        refuse(c);
+        return;
+    }
+    pthread_mutex_lock(&c->mu);
+    int ok = wf_rpc__start_batch_locked(c, NULL, 0, &c->t_dispatch);
+    pthread_mutex_unlock(&c->mu);
+    if (!ok)
+        wf_rpc_metrics_dequeue(srv->metrics);
+}
+
 /* ---- workers -------------------------------------------------------------- */
 
 /* Handles one event of c. Its tag stays counted in c->pending while it is
@@ -439,8 +482,15 @@ on_event(struct tag *t, int ok)
              * thread of the queue is idle. */
             if (atomic_load(&srv->accepting))
                 wf_rpc__post_slot(c->q, c->m);
-            dispatch(c);
+            if (c->q == &srv->pool)
+                admit(c); /* on the accept thread */
+            else
+                dispatch(c);
         }
+    } else if (t->kind == T_DISPATCH) {
+        wf_rpc_metrics_dequeue(srv->metrics);
+        if (ok && !quiescing)
+            dispatch(c);
     } else if (t->kind == T_RECV) {
         if (!quiescing)
             wf_rpc__reflection_step(c, ok);
