@@ -17,7 +17,8 @@
  * compiling: user functions (def), unbounded generators (range, repeat,
  * while, until, recurse(f), combinations), gsub/sub (loop forever on an
  * empty match in 1.6), modules and everything that reads the process (env,
- * $ENV, input, inputs, debug, stderr, halt, ...) are refused. Evaluation
+ * $ENV, input, inputs, debug, stderr, halt, ...) are refused, and so are
+ * the literal shapes that crash libjq 1.6 (check_shapes, expr.c). Evaluation
  * consumes at most WF_EXPR_MAX_RESULTS results and WF_EXPR_MAX_OUTPUT
  * bytes; regex backtracking is capped. That check cannot be complete: a
  * dozen bytes allocate gigabytes (".x[1e9] = 1", "x" * 1e9) or grow
@@ -33,7 +34,9 @@
  *                    the worker dying, is WF_E_EXPRESSION_LIMIT; the
  *                    server itself never runs libjq.
  *   WF_EXPR_INLINE   (the default until configured: unit tests, fuzz
- *                    targets) libjq runs in the calling thread, unbounded.
+ *                    targets) libjq runs in the calling thread, unbounded:
+ *                    for trusted definitions only (workflowd refuses it
+ *                    outside development).
  *
  * Variables are capped by the message size limit either way.
  * libjq 1.6 links a $HOME/.jq file into every program: workers run with

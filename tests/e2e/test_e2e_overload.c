@@ -219,9 +219,9 @@ wide_deploy(void *arg)
     wf_client_status st;
     wf_client_call_opts o = {.timeout_ms = 60000};
     int64_t t0 = wf_mono_ms();
-    dp->code = wf_client_call(c, SVC "DeployDefinition", &req.base,
-                              &workflow__v1__deploy_definition_response__descriptor, &resp, &o,
-                              &st);
+    dp->code =
+        wf_client_call(c, SVC "DeployDefinition", &req.base,
+                       &workflow__v1__deploy_definition_response__descriptor, &resp, &o, &st);
     dp->ms = wf_mono_ms() - t0;
     if (resp != NULL)
         protobuf_c_message_free_unpacked(resp, NULL);
@@ -340,8 +340,9 @@ guarded_starts(void *arg)
         wf_client_status st;
         wf_client_call_opts o = {.timeout_ms = 30000};
         int64_t t0 = wf_now_us();
-        int code = wf_client_call(c, SVC "StartInstance", &req.base,
-                                  &workflow__v1__start_instance_response__descriptor, &resp, &o, &st);
+        int code =
+            wf_client_call(c, SVC "StartInstance", &req.base,
+                           &workflow__v1__start_instance_response__descriptor, &resp, &o, &st);
         int64_t us = wf_now_us() - t0;
         if (resp != NULL)
             protobuf_c_message_free_unpacked(resp, NULL);

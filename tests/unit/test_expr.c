@@ -431,7 +431,7 @@ START_TEST(test_runaway_programs_hit_the_limit_and_the_pool_recovers)
     static const struct {
         const char *src, *vars;
     } cases[] = {
-        {".x[1e9] = 1", "{}"},                    /* asks for 58 GB */
+        {".x[1000 * 1000000] = 1", "{}"},         /* asks for 58 GB */
         {"\"x\" * 1e9 | length > 0", "{}"},       /* 1 GB */
         {".x[.n] = 1", "{\"n\":1e9}"},            /* the number from the caller */
         {"\"x\" * 200000000 | length > 0", "{}"}, /* fits, takes long */
@@ -566,6 +566,48 @@ START_TEST(test_cost_of_isolation)
 }
 END_TEST
 
+/* Shapes that crash libjq 1.6 itself (SIGSEGV, SIGABRT on an assertion)
+ * are refused at compile time in both modes; evaluated inline they would
+ * end this process. */
+START_TEST(test_programs_that_crash_libjq_are_refused)
+{
+    static const struct {
+        const char *src, *msg;
+    } cases[] = {
+        {".x[1e9] = 1", "array index 1e9 is too large (at most 1000000) in expressions"},
+        {".x[ 2000000 ] |= 1", "array index 2000000 is too large (at most 1000000) in expressions"},
+        {"\"\\(.x[1e9] = 1)\"", "array index 1e9 is too large (at most 1000000) in expressions"},
+        {"reduce .a[] as $x (null; [.])",
+         "a reduce or foreach that nests its state in a new array or object is not allowed in "
+         "expressions"},
+        {"[foreach .a[] as $x (0; {v: .})] | length > 0",
+         "a reduce or foreach that nests its state in a new array or object is not allowed in "
+         "expressions"},
+        {"nan | todate", "nan, infinite and numbers beyond 1e+15 are not allowed in expressions "
+                         "that format dates"},
+        {"1e19 | todate", "nan, infinite and numbers beyond 1e+15 are not allowed in expressions "
+                          "that format dates"},
+        {"infinite | strftime(\"%Y\")", "nan, infinite and numbers beyond 1e+15 are not allowed "
+                                        "in expressions that format dates"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        wf_expr *e = NULL;
+        wf_error err;
+        ck_assert_msg(wf_expr_compile(cases[i].src, &e, &err) == WF_E_INVALID_ARGUMENT,
+                      "%s was accepted", cases[i].src);
+        ck_assert_str_eq(err.msg, cases[i].msg);
+    }
+    /* Neighbours of those shapes stay allowed. */
+    ck_assert(guard(".a[2] == 3", "{\"a\":[1,2,3]}"));
+    ck_assert(guard("(reduce .a[] as $x ([]; . + [$x])) | length == 3", "{\"a\":[1,2,3]}"));
+    ck_assert(guard("(reduce .a[] as $x (0; . + $x)) == 6", "{\"a\":[1,2,3]}"));
+    ck_assert(guard("[.a[] | {v: .}] | length == 3", "{\"a\":[1,2,3]}"));
+    ck_assert(guard("(0 | todate) == \"1970-01-01T00:00:00Z\"", NULL));
+    ck_assert(guard(".amount > 1e19", "{\"amount\":1e20}"));
+    ck_assert(guard("(.x | isnan) == false", "{\"x\":1}"));
+}
+END_TEST
+
 static Suite *
 expr_suite(void)
 {
@@ -581,6 +623,7 @@ expr_suite(void)
         tcase_add_test(tc, test_runtime_error_is_invalid_argument);
         tcase_add_test(tc, test_compile_errors_are_trimmed);
         tcase_add_test(tc, test_unbounded_and_process_reading_programs_are_refused);
+        tcase_add_test(tc, test_programs_that_crash_libjq_are_refused);
         tcase_add_test(tc, test_regex_backtracking_is_capped);
         tcase_add_test(tc, test_ids_expression);
         tcase_add_test(tc, test_due_expression);
