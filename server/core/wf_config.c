@@ -296,7 +296,7 @@ wf_config_load(char *const *env, wf_error *err)
     cfg->max_queued_calls = 8 * cfg->threads;
     cfg->expr_max_queued = 2 * cfg->expr_workers;
     if (!env_int(env, "WF_MAX_QUEUED_CALLS", 1, 1000000, &cfg->max_queued_calls, err) ||
-        !env_int(env, "WF_EXPR_MAX_QUEUED", 0, 100000, &cfg->expr_max_queued, err))
+        !env_int(env, "WF_EXPR_MAX_QUEUED", 1, 100000, &cfg->expr_max_queued, err))
         goto fail;
     if (cfg->expr_inline && !cfg->development) {
         wf_error_set(err, WF_E_INVALID_ARGUMENT,

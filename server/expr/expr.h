@@ -112,7 +112,14 @@ typedef struct wf_expr_options {
     int memory_mb;     /* address space a worker may add to what it maps at start */
     int workers;       /* most worker processes at once; more callers wait */
     int recycle_after; /* evaluations before a worker is replaced */
+    int max_queued;    /* callers that may wait for a busy worker; one more fails at once
+                          with WF_E_EXPRESSION_LIMIT (0: 2 x workers) */
 } wf_expr_options;
+
+/* The deadline of the calling thread's current call (monotonic ms, 0 =
+ * none), set by the server around each handler: an evaluation or compile
+ * waits for a worker no longer than that (WF_E_DEADLINE_EXCEEDED). */
+void wf_expr_set_call_deadline(int64_t deadline_ms);
 
 /* The argument that makes a binary a worker (see wf_expr_worker_main). */
 #define WF_EXPR_WORKER_ARG "--expr-worker"

@@ -15,6 +15,7 @@
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
 
+#include "expr.h"
 #include "grpc/health/v1/health.pb-c.h"
 #include "rpc_status.h"
 #include "rpc_wire.h"
@@ -401,9 +402,14 @@ dispatch(struct call *c)
         .status_code = status_code_of,
     };
     const wf_stream_ops *sops = c->m->route->stream;
+    /* Expression work of the handler waits for a worker no longer than the
+     * call may run. */
+    wf_expr_set_call_deadline(c->ictx.deadline_ms);
     if (sops != NULL) {
         void *state = NULL;
-        if (sops->open(call, req, &state, &err) != WF_OK) {
+        wf_code orc = sops->open(call, req, &state, &err);
+        wf_expr_set_call_deadline(0);
+        if (orc != WF_OK) {
             wf_rpc__finish_unary(c, NULL, &err, call->violations, call->nviolations);
             return;
         }
@@ -412,6 +418,7 @@ dispatch(struct call *c)
     }
     ProtobufCMessage *resp = NULL;
     wf_code rc = c->m->route->fn(call, req, &resp, &err);
+    wf_expr_set_call_deadline(0);
     if (rc == WF_OK && resp == NULL)
         wf_error_set(&err, WF_E_INTERNAL, "the handler of %s produced no response", call->method);
     else if (rc == WF_OK)

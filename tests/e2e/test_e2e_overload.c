@@ -2,8 +2,14 @@
  * End-to-end tests of the server under overload, on the memory store and
  * on Postgres (WF_TEST_STORE=pg):
  *
- * - Health (Check, on fresh connections, and Watch) answers within a small
- *   bound while every pool thread is held by slow guard evaluations.
+ * - Health Check, on fresh connections, answers within a small bound while
+ *   every pool thread is held by slow guard evaluations or by deploys that
+ *   compile hundreds of new guards.
+ * - Backpressure: a small pool under many callers refuses the excess at
+ *   once (RESOURCE_EXHAUSTED OVERLOADED, RetryInfo) and accepted calls wait
+ *   a bounded time; the metrics count the refusals.
+ * - The expression queue (Postgres): past one waiting evaluation, guard
+ *   calls fail at once with EXPRESSION_LIMIT and unrelated calls go on.
  *
  * Figures are printed so that they can be quoted.
  */
@@ -432,6 +438,93 @@ START_TEST(test_overload_refuses_at_once_and_bounds_the_wait_of_accepted_calls)
 }
 END_TEST
 
+/* ---- the expression queue ------------------------------------------------------------------ */
+
+static void
+setup_four(void)
+{
+    const char *env[] = {"WF_THREADS=4", NULL};
+    setup_with(env);
+}
+
+/* s -> go (silent) -> e: no expression at all. */
+static char *
+deploy_plain(void)
+{
+    char *key = u("plain");
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "e", END);
+    trans(n, "go", T_AUTO);
+    arc(n, "s", "go");
+    arc(n, "go", "e");
+    ck_assert_uint_eq(deploy(n)->n_errors, 0);
+    return key;
+}
+
+START_TEST(test_a_full_expression_queue_refuses_at_once)
+{
+    /* The memory store runs a guard's unit of work under its one lock, so
+     * guard calls there queue on the store before they reach the
+     * expression queue: this case is about Postgres. */
+    if (!wf_test_store_is_pg())
+        return;
+    wf_expr_configure(&(wf_expr_options){.isolation = WF_EXPR_PROCESS,
+                                         .timeout_ms = 1000,
+                                         .memory_mb = 256,
+                                         .workers = 1,
+                                         .recycle_after = 1000,
+                                         .max_queued = 1});
+    set_slow_vars(400);
+    char *slow = deploy_slow(), *plain = deploy_plain();
+    enum { NSLOW = 6 };
+    static caller cl[NSLOW];
+    for (int i = 0; i < NSLOW; i++) {
+        cl[i] = (caller){.key = slow, .rounds = 2};
+        pthread_create(&cl[i].th, NULL, guarded_starts, &cl[i]);
+    }
+    sleep_ms(200);
+    /* Unrelated calls meanwhile: StartInstance of a net without guards. */
+    wf_client *c = wf_test_client(&ts, NULL, NULL, "other");
+    int64_t lat[20];
+    size_t n = 0;
+    for (int i = 0; i < 20; i++) {
+        Workflow__V1__StartInstanceRequest req = WORKFLOW__V1__START_INSTANCE_REQUEST__INIT;
+        req.definition_key = plain;
+        ProtobufCMessage *resp = NULL;
+        wf_client_status st;
+        int64_t t0 = wf_mono_ms();
+        int code =
+            wf_client_call(c, SVC "StartInstance", &req.base,
+                           &workflow__v1__start_instance_response__descriptor, &resp, NULL, &st);
+        lat[n++] = wf_mono_ms() - t0;
+        if (resp != NULL)
+            protobuf_c_message_free_unpacked(resp, NULL);
+        ck_assert_msg(code == 0, "unrelated call: %s %s", wf_client_code_name(code), st.reason);
+        sleep_ms(50);
+    }
+    wf_client_free(c);
+    int limit = 0, okc = 0;
+    int64_t lim_max = 0;
+    for (int i = 0; i < NSLOW; i++) {
+        pthread_join(cl[i].th, NULL);
+        /* guarded_starts files EXPRESSION_LIMIT under "other". */
+        if (cl[i].nother > 0)
+            ck_assert_msg(strstr(cl[i].other, "EXPRESSION_LIMIT") != NULL, "%s", cl[i].other);
+        limit += cl[i].nother;
+        okc += cl[i].nok;
+        (void)lim_max;
+    }
+    int64_t p50 = percentile(lat, n, 0.5), mx = percentile(lat, n, 1.0);
+    printf("expression queue (%s, 1 worker, 1 waiting, %d slow callers x 2): %d EXPRESSION_LIMIT, "
+           "%d ok; unrelated StartInstance p50 %lld ms, max %lld ms\n",
+           wf_test_store_name(), NSLOW, limit, okc, (long long)p50, (long long)mx);
+    ck_assert_int_eq(limit, NSLOW * 2);
+    /* No unrelated call waits for an expression worker. */
+    ck_assert_msg(mx < 1000, "unrelated max %lld ms", (long long)mx);
+}
+END_TEST
+
 int
 main(int argc, char **argv)
 {
@@ -450,5 +543,10 @@ main(int argc, char **argv)
     tcase_set_timeout(bp, 120);
     tcase_add_test(bp, test_overload_refuses_at_once_and_bounds_the_wait_of_accepted_calls);
     suite_add_tcase(s, bp);
+    TCase *eq = tcase_create("expression_queue");
+    tcase_add_checked_fixture(eq, setup_four, teardown);
+    tcase_set_timeout(eq, 120);
+    tcase_add_test(eq, test_a_full_expression_queue_refuses_at_once);
+    suite_add_tcase(s, eq);
     return wf_test_run(s);
 }

@@ -216,12 +216,12 @@ START_TEST(test_overload_bounds)
     ck_assert_int_eq(cfg->max_queued_calls, 24);
     ck_assert_int_eq(cfg->expr_max_queued, 10);
     wf_config_free(cfg);
-    const char *set[] = {"WF_ENV=development", "WF_MAX_QUEUED_CALLS=7", "WF_EXPR_MAX_QUEUED=0",
+    const char *set[] = {"WF_ENV=development", "WF_MAX_QUEUED_CALLS=7", "WF_EXPR_MAX_QUEUED=1",
                          NULL};
     cfg = load(set, &err);
     ck_assert_ptr_nonnull(cfg);
     ck_assert_int_eq(cfg->max_queued_calls, 7);
-    ck_assert_int_eq(cfg->expr_max_queued, 0);
+    ck_assert_int_eq(cfg->expr_max_queued, 1);
     wf_config_free(cfg);
     const char *bad[] = {"WF_ENV=development", "WF_MAX_QUEUED_CALLS=0", NULL};
     ck_assert_ptr_null(load(bad, &err));

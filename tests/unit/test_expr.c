@@ -525,6 +525,57 @@ START_TEST(test_a_stuck_evaluation_blocks_no_one_else)
 }
 END_TEST
 
+/* One worker, one waiting place: with the worker stuck and one caller
+ * waiting, a third caller fails at once with EXPRESSION_LIMIT; a caller
+ * whose call deadline comes first gives up at it. */
+START_TEST(test_the_expression_queue_is_bounded)
+{
+    wf_expr_configure(&(wf_expr_options){.isolation = WF_EXPR_PROCESS,
+                                         .timeout_ms = TIMEOUT_MS,
+                                         .memory_mb = 256,
+                                         .workers = 1,
+                                         .recycle_after = 1000,
+                                         .max_queued = 1});
+    wf_expr *e = compile_ok(".amount > 1000");
+    slow_eval s = {.rc = WF_OK};
+    atomic_init(&s.done, false);
+    pthread_t th;
+    pthread_create(&th, NULL, run_slow, &s);
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    nanosleep(&ts, NULL); /* the slow one holds the worker */
+
+    /* The waiting place taken by a caller whose call has 300 ms left. */
+    int64_t t0 = wf_mono_ms();
+    wf_expr_set_call_deadline(t0 + 300);
+    bool out = false;
+    wf_error err;
+    wf_code rc = wf_expr_eval_bool(e, "{\"amount\":1500}", &out, &err);
+    int64_t waited = wf_mono_ms() - t0;
+    wf_expr_set_call_deadline(0);
+    ck_assert_msg(rc == WF_E_DEADLINE_EXCEEDED, "%s: %s", wf_code_reason(rc), err.msg);
+    ck_assert_msg(waited >= 250 && waited < 900, "waited %lld ms", (long long)waited);
+
+    /* A waiter in the queue, then one more: refused at once. */
+    slow_eval w = {.rc = WF_OK};
+    atomic_init(&w.done, false);
+    pthread_t wth;
+    pthread_create(&wth, NULL, run_slow, &w);
+    nanosleep(&ts, NULL);
+    t0 = wf_mono_ms();
+    rc = wf_expr_eval_bool(e, "{\"amount\":1500}", &out, &err);
+    int64_t refused = wf_mono_ms() - t0;
+    ck_assert_msg(rc == WF_E_EXPRESSION_LIMIT, "%s: %s", wf_code_reason(rc), err.msg);
+    ck_assert_str_eq(err.msg, "the expression queue is full (1 workers busy, 1 waiting)");
+    ck_assert_msg(refused < 100, "refused after %lld ms", (long long)refused);
+    pthread_join(th, NULL);
+    pthread_join(wth, NULL);
+    /* Once the queue drains, evaluations work again. */
+    ck_assert_int_eq(wf_expr_eval_bool(e, "{\"amount\":1500}", &out, &err), WF_OK);
+    ck_assert(out);
+    wf_expr_free(e);
+}
+END_TEST
+
 START_TEST(test_workers_are_recycled)
 {
     isolate(2, 5);
@@ -634,6 +685,7 @@ expr_suite(void)
             tcase_add_test(tc, test_runaway_programs_hit_the_limit_and_the_pool_recovers);
             tcase_add_test(tc, test_a_stuck_evaluation_blocks_no_one_else);
             tcase_add_test(tc, test_workers_are_recycled);
+            tcase_add_test(tc, test_the_expression_queue_is_bounded);
             tcase_add_test(tc, test_cost_of_isolation);
         }
         suite_add_tcase(s, tc);
