@@ -293,7 +293,7 @@ wf_config_load(char *const *env, wf_error *err)
      * (RESOURCE_EXHAUSTED OVERLOADED / EXPRESSION_LIMIT) instead of waiting
      * for its deadline. Inline evaluation serves trusted definitions only:
      * production refuses it. */
-    cfg->max_queued_calls = 8 * cfg->threads;
+    cfg->max_queued_calls = 8 * cfg->threads > 64 ? 8 * cfg->threads : 64;
     cfg->expr_max_queued = 2 * cfg->expr_workers;
     if (!env_int(env, "WF_MAX_QUEUED_CALLS", 1, 1000000, &cfg->max_queued_calls, err) ||
         !env_int(env, "WF_EXPR_MAX_QUEUED", 1, 100000, &cfg->expr_max_queued, err))
