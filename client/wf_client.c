@@ -158,6 +158,15 @@ decode_details(const grpc_metadata_array *trailers, wf_client_status *st)
                     }
                     google__rpc__bad_request__free_unpacked(br, NULL);
                 }
+            } else if (strcmp(any->type_url, "type.googleapis.com/google.rpc.RetryInfo") == 0) {
+                Google__Rpc__RetryInfo *ri =
+                    google__rpc__retry_info__unpack(NULL, any->value.len, any->value.data);
+                if (ri != NULL) {
+                    if (ri->retry_delay != NULL)
+                        st->retry_delay_ms = (int)(ri->retry_delay->seconds * 1000 +
+                                                   ri->retry_delay->nanos / 1000000);
+                    google__rpc__retry_info__free_unpacked(ri, NULL);
+                }
             }
         }
         google__rpc__status__free_unpacked(s, NULL);

@@ -49,6 +49,7 @@ typedef struct wf_client_status {
     char violation_reasons[8][64]; /* their FieldViolation.reason, "" when absent */
     int nmetadata;                 /* ErrorInfo.metadata entries received */
     char metadata[8][160];         /* the first few, as "key=value", in wire order */
+    int retry_delay_ms;            /* google.rpc.RetryInfo.retry_delay; 0 when absent */
 } wf_client_status;
 
 /* Per-call settings; NULL means the client's defaults. */

@@ -142,6 +142,7 @@ main(int argc, char **argv)
         .memory_mb = cfg->expr_memory_mb,
         .workers = cfg->expr_workers,
         .recycle_after = 10000,
+        .max_queued = cfg->expr_max_queued,
     });
 
     wf_app app = WF_APP_INIT;

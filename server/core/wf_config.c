@@ -328,6 +328,22 @@ wf_config_load(char *const *env, wf_error *err)
         !env_int(env, "WF_EXPR_MEMORY_MB", 32, 65536, &cfg->expr_memory_mb, err) ||
         !env_int(env, "WF_EXPR_WORKERS", 1, 256, &cfg->expr_workers, err))
         goto fail;
+    /* Overload bounds: beyond them a call is refused at once
+     * (RESOURCE_EXHAUSTED OVERLOADED / EXPRESSION_LIMIT) instead of waiting
+     * for its deadline. Inline evaluation serves trusted definitions only:
+     * production refuses it. */
+    cfg->max_queued_calls = 8 * cfg->threads > 64 ? 8 * cfg->threads : 64;
+    cfg->expr_max_queued = 2 * cfg->expr_workers;
+    if (!env_int(env, "WF_MAX_QUEUED_CALLS", 1, 1000000, &cfg->max_queued_calls, err) ||
+        !env_int(env, "WF_EXPR_MAX_QUEUED", 1, 100000, &cfg->expr_max_queued, err))
+        goto fail;
+    if (cfg->expr_inline && !cfg->development) {
+        wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                     "WF_EXPR_ISOLATION=inline is refused in production: inline evaluation "
+                     "runs expressions in the server process without limits and is for trusted "
+                     "definitions in development only");
+        goto fail;
+    }
 
     /* WF_EVENT_RETENTION unset or 0 keeps events forever; the others need
      * at least a second (0 would delete what was just written). */

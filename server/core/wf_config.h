@@ -53,6 +53,11 @@ typedef struct wf_config {
     int expr_timeout_ms;          /* WF_EXPR_TIMEOUT_MS, default 1000 */
     int expr_memory_mb;           /* WF_EXPR_MEMORY_MB, default 256 */
     int expr_workers;             /* WF_EXPR_WORKERS, default threads + 2 */
+    /* Overload bounds. */
+    int max_queued_calls; /* WF_MAX_QUEUED_CALLS: calls waiting for a thread, default 8 x threads,
+                             at least 64 */
+    int expr_max_queued;  /* WF_EXPR_MAX_QUEUED: evaluations waiting for a worker, default
+                             2 x expr_workers */
     /* Retention (the scheduler's sweep), in seconds. Durations are read as
      * "<n>[s|m|h|d]"; a bare number is seconds. */
     long long sweep_interval_s;        /* WF_RETENTION_INTERVAL, default 60 */

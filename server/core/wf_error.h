@@ -74,6 +74,10 @@ typedef enum wf_code {
     /* Memory ran out: malloc failed, or a call's arena reached its cap
      * (WF_ARENA_MAX_BYTES). Nothing was changed; a retry may succeed. */
     WF_E_NOMEM,
+    /* The server is saturated: more calls wait for a thread than
+     * WF_MAX_QUEUED_CALLS allows. Nothing was done; retry after the
+     * RetryInfo delay. */
+    WF_E_OVERLOADED,
 
     /* DEADLINE_EXCEEDED: the call's deadline passed (or statement_timeout). */
     WF_E_DEADLINE_EXCEEDED,

@@ -231,6 +231,196 @@ check_program(const char *s, wf_error *err)
     return true;
 }
 
+/* ---- shapes that crash libjq 1.6 ----------------------------------------- */
+
+/* Largest literal array index accepted (.x[1e9] = 1 allocates 1e9 slots). */
+#define MAX_LITERAL_INDEX 1e6
+/* Largest literal number accepted in a program that formats dates: libjq
+ * 1.6 asserts (aborts) in strftime/todate on a time gmtime rejects. */
+#define MAX_DATE_LITERAL 1e15
+
+static const char *const date_names[] = {
+    "todate", "todateiso8601", "date", "strftime", "strflocaltime", "dateadd", "datesub", NULL,
+};
+
+static bool
+is_name(const char *s, size_t len, const char *const *names)
+{
+    for (const char *const *d = names; *d != NULL; d++)
+        if (strlen(*d) == len && strncmp(s, *d, len) == 0)
+            return true;
+    return false;
+}
+
+/* Refuses the program shapes known to crash libjq 1.6 itself, whatever the
+ * variables: a literal array index beyond MAX_LITERAL_INDEX (".x[1e9] = 1",
+ * SIGSEGV), a reduce or foreach whose update wraps its state in a new array
+ * or object ("reduce .a[] as $x (null; [.])": the nesting grows with the
+ * input and libjq recurses through it, SIGSEGV), and, in a program that
+ * formats dates, nan, infinite or a literal beyond MAX_DATE_LITERAL
+ * ("nan | todate", "1e19 | todate": an assertion, SIGABRT). The scan skips
+ * strings (but not their interpolations) and comments, like
+ * check_program. Numbers that come from the variables cannot be checked
+ * here: process isolation contains those. */
+static bool
+check_shapes(const char *s, wf_error *err)
+{
+    int interp[32]; /* paren depth of each open interpolation */
+    int sp = 0, paren = 0;
+    bool in_str = false;
+    size_t n = strlen(s), i = 0;
+    char brackets[64]; /* 'i' index, 'c' constructor */
+    int nb = 0;
+    /* reduce/foreach being read: its paren level, and whether its update
+     * (after the first ';') is being read, with the constructor depth there. */
+    struct red {
+        int level, update_nb;
+        bool open, update;
+    } red[8];
+    int nred = 0;
+    bool dates = false, nonfinite = false;
+    double big = 0;
+    char prev = 0; /* last significant character outside strings */
+
+    while (i < n) {
+        char c = s[i];
+        if (in_str) {
+            if (c == '\\' && s[i + 1] == '(') {
+                if (sp == (int)(sizeof interp / sizeof interp[0]))
+                    return true; /* check_program refuses it */
+                interp[sp++] = 0;
+                in_str = false;
+                i += 2;
+                prev = '(';
+            } else if (c == '\\') {
+                i += 2;
+            } else {
+                if (c == '"') {
+                    in_str = false;
+                    prev = '"';
+                }
+                i++;
+            }
+            continue;
+        }
+        if (isspace((unsigned char)c)) {
+            i++;
+            continue;
+        }
+        if (c == '"') {
+            in_str = true;
+            i++;
+            continue;
+        }
+        if (c == '#') {
+            while (i < n && s[i] != '\n')
+                i++;
+            continue;
+        }
+        if (c == '(') {
+            if (sp > 0)
+                interp[sp - 1]++;
+            paren++;
+            if (nred > 0 && !red[nred - 1].open) {
+                red[nred - 1].open = true;
+                red[nred - 1].level = paren;
+            }
+        } else if (c == ')') {
+            if (sp > 0 && interp[sp - 1] == 0) {
+                sp--;
+                in_str = true;
+                i++;
+                continue;
+            }
+            if (sp > 0)
+                interp[sp - 1]--;
+            if (nred > 0 && red[nred - 1].open && red[nred - 1].level == paren)
+                nred--;
+            paren--;
+        } else if (c == ';') {
+            if (nred > 0 && red[nred - 1].open && red[nred - 1].level == paren &&
+                !red[nred - 1].update) {
+                red[nred - 1].update = true;
+                red[nred - 1].update_nb = nb;
+            }
+        } else if (c == '[' || c == '{') {
+            bool index = c == '[' && (prev == '.' || prev == ']' || prev == ')' || prev == '"' ||
+                                      prev == '?' || ident_char((unsigned char)prev));
+            if (nb < (int)sizeof brackets)
+                brackets[nb] = index ? 'i' : 'c';
+            nb++;
+        } else if (c == ']' || c == '}') {
+            if (nb > 0)
+                nb--;
+        } else if (c == '.' && i + 1 < n && s[i + 1] == '.') {
+            i += 2;
+            prev = '.';
+            continue;
+        } else if (c == '.' && !ident_start((unsigned char)s[i + 1]) && s[i + 1] != '[' &&
+                   s[i + 1] != '"' && !isdigit((unsigned char)s[i + 1])) {
+            /* "." itself: inside a constructor of a reduce's update? */
+            if (nred > 0 && red[nred - 1].update) {
+                for (int k = red[nred - 1].update_nb; k < nb && k < (int)sizeof brackets; k++)
+                    if (brackets[k] == 'c') {
+                        wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                                     "a reduce or foreach that nests its state in a new array "
+                                     "or object is not allowed in expressions");
+                        return false;
+                    }
+            }
+        } else if (isdigit((unsigned char)c) || (c == '.' && isdigit((unsigned char)s[i + 1]))) {
+            char *end;
+            double v = strtod(s + i, &end);
+            if (end == s + i)
+                end = (char *)s + i + 1;
+            if (nb > 0 && nb <= (int)sizeof brackets && brackets[nb - 1] == 'i' &&
+                !(v <= MAX_LITERAL_INDEX)) {
+                wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                             "array index %.*s is too large (at most %.0f) in expressions",
+                             (int)(end - (s + i)), s + i, MAX_LITERAL_INDEX);
+                return false;
+            }
+            if (!(v <= big))
+                big = v;
+            i = (size_t)(end - s);
+            while (i < n && isalnum((unsigned char)s[i]))
+                i++;
+            prev = '0';
+            continue;
+        } else if (c == '$' || ident_start((unsigned char)c)) {
+            size_t st = i;
+            i++;
+            while (i < n && (ident_char((unsigned char)s[i]) || s[i] == ':'))
+                i++;
+            size_t len = i - st;
+            bool field = st > 0 && s[st - 1] == '.';
+            if (!field && c != '$') {
+                if (is_name(s + st, len, date_names))
+                    dates = true;
+                else if ((len == 3 && strncmp(s + st, "nan", 3) == 0) ||
+                         (len == 8 && strncmp(s + st, "infinite", 8) == 0))
+                    nonfinite = true;
+                else if (((len == 6 && strncmp(s + st, "reduce", 6) == 0) ||
+                          (len == 7 && strncmp(s + st, "foreach", 7) == 0)) &&
+                         nred < (int)(sizeof red / sizeof red[0]))
+                    red[nred++] = (struct red){0, 0, false, false};
+            }
+            prev = 'a';
+            continue;
+        }
+        prev = c;
+        i++;
+    }
+    if (dates && (nonfinite || big > MAX_DATE_LITERAL)) {
+        wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                     "nan, infinite and numbers beyond %.0e are not allowed in expressions that "
+                     "format dates",
+                     MAX_DATE_LITERAL);
+        return false;
+    }
+    return true;
+}
+
 /* ---- compile ------------------------------------------------------------- */
 
 typedef struct compile_msg {
@@ -306,7 +496,7 @@ wf_expr_compile(const char *src, wf_expr **out, wf_error *err)
     if (strlen(src) > WF_EXPR_MAX_SOURCE)
         return wf_error_set(err, WF_E_INVALID_ARGUMENT, "expression is longer than %d bytes",
                             WF_EXPR_MAX_SOURCE);
-    if (!check_program(src, err))
+    if (!check_program(src, err) || !check_shapes(src, err))
         return err != NULL ? err->code : WF_E_INVALID_ARGUMENT;
 
     /* Isolated, the program is compiled by a worker (which keeps it for

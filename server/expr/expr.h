@@ -17,7 +17,8 @@
  * compiling: user functions (def), unbounded generators (range, repeat,
  * while, until, recurse(f), combinations), gsub/sub (loop forever on an
  * empty match in 1.6), modules and everything that reads the process (env,
- * $ENV, input, inputs, debug, stderr, halt, ...) are refused. Evaluation
+ * $ENV, input, inputs, debug, stderr, halt, ...) are refused, and so are
+ * the literal shapes that crash libjq 1.6 (check_shapes, expr.c). Evaluation
  * consumes at most WF_EXPR_MAX_RESULTS results and WF_EXPR_MAX_OUTPUT
  * bytes; regex backtracking is capped. That check cannot be complete: a
  * dozen bytes allocate gigabytes (".x[1e9] = 1", "x" * 1e9) or grow
@@ -33,7 +34,9 @@
  *                    the worker dying, is WF_E_EXPRESSION_LIMIT; the
  *                    server itself never runs libjq.
  *   WF_EXPR_INLINE   (the default until configured: unit tests, fuzz
- *                    targets) libjq runs in the calling thread, unbounded.
+ *                    targets) libjq runs in the calling thread, unbounded:
+ *                    for trusted definitions only (workflowd refuses it
+ *                    outside development).
  *
  * Variables are capped by the message size limit either way.
  * libjq 1.6 links a $HOME/.jq file into every program: workers run with
@@ -109,7 +112,14 @@ typedef struct wf_expr_options {
     int memory_mb;     /* address space a worker may add to what it maps at start */
     int workers;       /* most worker processes at once; more callers wait */
     int recycle_after; /* evaluations before a worker is replaced */
+    int max_queued;    /* callers that may wait for a busy worker; one more fails at once
+                          with WF_E_EXPRESSION_LIMIT (0: 2 x workers) */
 } wf_expr_options;
+
+/* The deadline of the calling thread's current call (monotonic ms, 0 =
+ * none), set by the server around each handler: an evaluation or compile
+ * waits for a worker no longer than that (WF_E_DEADLINE_EXCEEDED). */
+void wf_expr_set_call_deadline(int64_t deadline_ms);
 
 /* The argument that makes a binary a worker (see wf_expr_worker_main). */
 #define WF_EXPR_WORKER_ARG "--expr-worker"

@@ -72,12 +72,21 @@ static struct {
     unsigned gen;
     worker *idle[MAX_WORKERS];
     int nidle;
-    int live; /* started and not yet ended, idle or busy */
+    int live;    /* started and not yet ended, idle or busy */
+    int waiting; /* callers waiting for a worker (bounded by o.max_queued) */
 } pool = {
     .mu = PTHREAD_MUTEX_INITIALIZER,
     .cv = PTHREAD_COND_INITIALIZER,
-    .o = {WF_EXPR_INLINE, 1000, 256, 4, 1000},
+    .o = {WF_EXPR_INLINE, 1000, 256, 4, 1000, 8},
 };
+
+static _Thread_local int64_t call_deadline_ms;
+
+void
+wf_expr_set_call_deadline(int64_t deadline_ms)
+{
+    call_deadline_ms = deadline_ms;
+}
 
 static atomic_bool isolated;
 
@@ -184,22 +193,34 @@ spawn_worker(const wf_expr_options *o, unsigned gen)
     return w;
 }
 
+/* Why acquire found no worker. */
+typedef enum { ACQ_NONE, ACQ_FULL, ACQ_DEADLINE } acq_fail;
+
 /* An idle worker, a new one, or NULL when none came free before
- * deadline_ms (or none could be started). *o receives the options. */
+ * deadline_ms or the call's deadline (*why ACQ_DEADLINE when the call's
+ * came first), when max_queued callers already wait (ACQ_FULL), or when
+ * none could be started. *o receives the options. */
 static worker *
-acquire(int64_t deadline_ms, wf_expr_options *o)
+acquire(int64_t deadline_ms, wf_expr_options *o, acq_fail *why)
 {
+    *why = ACQ_NONE;
+    bool queued = false;
+    int64_t call_dl = call_deadline_ms;
     pthread_mutex_lock(&pool.mu);
     for (;;) {
         *o = pool.o;
         if (pool.nidle > 0) {
             worker *w = pool.idle[--pool.nidle];
+            if (queued)
+                pool.waiting--;
             pthread_mutex_unlock(&pool.mu);
             return w;
         }
         if (pool.live < pool.o.workers) {
             unsigned gen = pool.gen;
             pool.live++;
+            if (queued)
+                pool.waiting--;
             pthread_mutex_unlock(&pool.mu);
             worker *w = spawn_worker(o, gen);
             if (w == NULL) {
@@ -210,9 +231,23 @@ acquire(int64_t deadline_ms, wf_expr_options *o)
             }
             return w;
         }
-        int64_t left = deadline_ms - wf_mono_ms();
-        if (left <= 0)
+        if (!queued) {
+            if (pool.waiting >= pool.o.max_queued) {
+                *why = ACQ_FULL;
+                break;
+            }
+            pool.waiting++;
+            queued = true;
+        }
+        int64_t until = deadline_ms;
+        if (call_dl > 0 && call_dl < until)
+            until = call_dl;
+        int64_t left = until - wf_mono_ms();
+        if (left <= 0) {
+            if (until == call_dl && call_dl < deadline_ms)
+                *why = ACQ_DEADLINE;
             break;
+        }
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_sec += left / 1000;
@@ -223,6 +258,8 @@ acquire(int64_t deadline_ms, wf_expr_options *o)
         }
         pthread_cond_timedwait(&pool.cv, &pool.mu, &ts);
     }
+    if (queued)
+        pool.waiting--;
     pthread_mutex_unlock(&pool.mu);
     return NULL;
 }
@@ -392,7 +429,15 @@ wf_expr__remote(wf_expr_op op, const char *src, const char *vars_json, wf_arena 
     /* A worker that died while idle (killed from outside) fails on the
      * send: that is no fault of this evaluation, so a fresh one gets it. */
     for (int attempt = 0; attempt < 2; attempt++) {
-        worker *w = acquire(wait_until, &o);
+        acq_fail why_none;
+        worker *w = acquire(wait_until, &o, &why_none);
+        if (w == NULL && why_none == ACQ_FULL)
+            return wf_error_set(err, WF_E_EXPRESSION_LIMIT,
+                                "the expression queue is full (%d workers busy, %d waiting)",
+                                o.workers, o.max_queued);
+        if (w == NULL && why_none == ACQ_DEADLINE)
+            return wf_error_set(err, WF_E_DEADLINE_EXCEEDED,
+                                "deadline exceeded while waiting for an expression worker");
         if (w == NULL)
             return wf_error_set(err, WF_E_EXPRESSION_LIMIT,
                                 "no expression worker is available (limit %d)", o.workers);
@@ -470,6 +515,8 @@ wf_expr_configure(const wf_expr_options *o)
         v.workers = MAX_WORKERS;
     if (v.recycle_after < 1)
         v.recycle_after = 1;
+    if (v.max_queued < 1)
+        v.max_queued = 2 * v.workers;
     pthread_mutex_lock(&pool.mu);
     pool.o = v;
     pthread_mutex_unlock(&pool.mu);

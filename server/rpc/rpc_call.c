@@ -15,6 +15,7 @@
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
 
+#include "expr.h"
 #include "grpc/health/v1/health.pb-c.h"
 #include "rpc_status.h"
 #include "rpc_wire.h"
@@ -62,17 +63,18 @@ wf_rpc__post_slot(struct queue *q, const wf_rpc_method *m)
     c->t_close = (struct tag){c, T_CLOSE};
     c->t_wake = (struct tag){c, T_WAKE};
     c->t_recv = (struct tag){c, T_RECV};
+    c->t_dispatch = (struct tag){c, T_DISPATCH};
     grpc_metadata_array_init(&c->md);
     grpc_call_error rc;
     if (m != NULL) {
         /* Bidi methods read their messages themselves (no initial payload). */
         grpc_byte_buffer **payload = m->kind == WF_RPC_REFLECTION ? NULL : &c->payload;
         rc = grpc_server_request_registered_call(q->srv->server, m->handle, &c->call, &c->deadline,
-                                                 &c->md, payload, q->cq, q->cq, &c->t_new);
+                                                 &c->md, payload, q->cq, q->notify, &c->t_new);
     } else {
         grpc_call_details_init(&c->details);
-        rc = grpc_server_request_call(q->srv->server, &c->call, &c->details, &c->md, q->cq, q->cq,
-                                      &c->t_new);
+        rc = grpc_server_request_call(q->srv->server, &c->call, &c->details, &c->md, q->cq,
+                                      q->notify, &c->t_new);
     }
     if (rc != GRPC_CALL_OK) {
         WF_LOG(WF_LOG_ERROR, "rpc_slot", "could not post a request slot (grpc error %d)", (int)rc);
@@ -401,9 +403,14 @@ dispatch(struct call *c)
         .status_code = status_code_of,
     };
     const wf_stream_ops *sops = c->m->route->stream;
+    /* Expression work of the handler waits for a worker no longer than the
+     * call may run. */
+    wf_expr_set_call_deadline(c->ictx.deadline_ms);
     if (sops != NULL) {
         void *state = NULL;
-        if (sops->open(call, req, &state, &err) != WF_OK) {
+        wf_code orc = sops->open(call, req, &state, &err);
+        wf_expr_set_call_deadline(0);
+        if (orc != WF_OK) {
             wf_rpc__finish_unary(c, NULL, &err, call->violations, call->nviolations);
             return;
         }
@@ -412,6 +419,7 @@ dispatch(struct call *c)
     }
     ProtobufCMessage *resp = NULL;
     wf_code rc = c->m->route->fn(call, req, &resp, &err);
+    wf_expr_set_call_deadline(0);
     if (rc == WF_OK && resp == NULL)
         wf_error_set(&err, WF_E_INTERNAL, "the handler of %s produced no response", call->method);
     else if (rc == WF_OK)
@@ -419,6 +427,48 @@ dispatch(struct call *c)
     else if (err.code != rc)
         wf_error_set(&err, rc, "%s", err.msg[0] ? err.msg : wf_code_reason(rc));
     wf_rpc__finish_unary(c, resp, &err, call->violations, call->nviolations);
+}
+
+/* ---- admission ------------------------------------------------------------ */
+
+/* Answers c RESOURCE_EXHAUSTED OVERLOADED without running anything of it:
+ * no interceptor, no unpacking, no handler. */
+static void
+refuse(struct call *c)
+{
+    wf_rpc_server *srv = c->q->srv;
+    c->start_us = wf_now_us();
+    wf_rpc_metrics_started(srv->metrics, method_index(c));
+    wf_rpc_metrics_refused(srv->metrics);
+    c->arena = wf_arena_new();
+    if (c->arena == NULL) {
+        grpc_call_cancel_with_status(c->call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory",
+                                     NULL);
+        return;
+    }
+    char msg[128];
+    snprintf(msg, sizeof msg, "the server is overloaded (%d calls wait for a thread); retry later",
+             srv->max_queued);
+    wf_rpc__finish_with(c, NULL, GRPC_STATUS_RESOURCE_EXHAUSTED, WF_E_OVERLOADED, msg, NULL, 0);
+}
+
+/* On the accept thread: hands c to the pool (an empty batch whose tag,
+ * T_DISPATCH, comes back on the pool queue), or refuses it when the pool's
+ * queue is full. */
+static void
+admit(struct call *c)
+{
+    wf_rpc_server *srv = c->q->srv;
+    if (wf_rpc_metrics_enqueue(srv->metrics) >= srv->max_queued) {
+        wf_rpc_metrics_dequeue(srv->metrics);
+        refuse(c);
+        return;
+    }
+    pthread_mutex_lock(&c->mu);
+    int ok = wf_rpc__start_batch_locked(c, NULL, 0, &c->t_dispatch);
+    pthread_mutex_unlock(&c->mu);
+    if (!ok)
+        wf_rpc_metrics_dequeue(srv->metrics);
 }
 
 /* ---- workers -------------------------------------------------------------- */
@@ -440,8 +490,15 @@ on_event(struct tag *t, int ok)
              * thread of the queue is idle. */
             if (atomic_load(&srv->accepting))
                 wf_rpc__post_slot(c->q, c->m);
-            dispatch(c);
+            if (c->q == &srv->pool)
+                admit(c); /* on the accept thread */
+            else
+                dispatch(c);
         }
+    } else if (t->kind == T_DISPATCH) {
+        wf_rpc_metrics_dequeue(srv->metrics);
+        if (ok && !quiescing)
+            dispatch(c);
     } else if (t->kind == T_RECV) {
         if (!quiescing)
             wf_rpc__reflection_step(c, ok);

@@ -40,6 +40,8 @@ struct method_counters {
 struct wf_rpc_metrics {
     size_t n; /* methods + the unknown slot */
     struct method_counters *m;
+    atomic_int queued;     /* calls handed to the pool, not yet taken by a thread */
+    atomic_ullong refused; /* calls refused OVERLOADED */
 };
 
 wf_rpc_metrics *
@@ -105,6 +107,24 @@ wf_rpc_metrics_handled(wf_rpc_metrics *m, size_t i, grpc_status_code code, doubl
                               memory_order_relaxed);
 }
 
+int
+wf_rpc_metrics_enqueue(wf_rpc_metrics *m)
+{
+    return atomic_fetch_add_explicit(&m->queued, 1, memory_order_relaxed);
+}
+
+void
+wf_rpc_metrics_dequeue(wf_rpc_metrics *m)
+{
+    atomic_fetch_sub_explicit(&m->queued, 1, memory_order_relaxed);
+}
+
+void
+wf_rpc_metrics_refused(wf_rpc_metrics *m)
+{
+    atomic_fetch_add_explicit(&m->refused, 1, memory_order_relaxed);
+}
+
 #define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
 void
@@ -115,6 +135,15 @@ wf_rpc_metrics_render(const wf_rpc_metrics *m, FILE *out)
             "# TYPE workflow_build_info gauge\n"
             "workflow_build_info{version=\"%s\"} 1\n",
             WF_VERSION);
+    fprintf(out,
+            "# HELP workflow_rpc_queued_calls Calls that arrived and wait for a server thread.\n"
+            "# TYPE workflow_rpc_queued_calls gauge\n"
+            "workflow_rpc_queued_calls %d\n"
+            "# HELP workflow_rpc_refused_total Calls refused at once because too many waited "
+            "(RESOURCE_EXHAUSTED OVERLOADED).\n"
+            "# TYPE workflow_rpc_refused_total counter\n"
+            "workflow_rpc_refused_total{reason=\"OVERLOADED\"} %llu\n",
+            LOAD(m->queued), LOAD(m->refused));
     fprintf(out, "# HELP grpc_server_started_total Total number of RPCs started on the server.\n"
                  "# TYPE grpc_server_started_total counter\n");
     for (size_t i = 0; i < m->n; i++)

@@ -36,6 +36,12 @@ void wf_rpc_metrics_started(wf_rpc_metrics *m, size_t i);
 /* A call of method index i ended with code after seconds. */
 void wf_rpc_metrics_handled(wf_rpc_metrics *m, size_t i, grpc_status_code code, double seconds);
 
+/* The pool's queue of waiting calls: enqueue returns the length before
+ * the call was added; refused counts a call refused OVERLOADED. */
+int wf_rpc_metrics_enqueue(wf_rpc_metrics *m);
+void wf_rpc_metrics_dequeue(wf_rpc_metrics *m);
+void wf_rpc_metrics_refused(wf_rpc_metrics *m);
+
 /* Writes every family, with HELP and TYPE lines, to out. */
 void wf_rpc_metrics_render(const wf_rpc_metrics *m, FILE *out);
 

@@ -6,7 +6,7 @@
  * declarations: rpc_server_int.h).
  *
  * DESIGN
- * - Two completion queues. The pool queue holds the request slots of every
+ * - Three completion queues. The pool queue holds the request slots of every
  *   method but the Health service's, plus the catch-all; N worker threads
  *   all wait on it, so whichever thread is idle takes the next event, and a
  *   handler that blocks holds only its own thread. (With a queue per worker,
@@ -15,9 +15,15 @@
  *   a handler: calls of one connection then wait for each other.) The
  *   health queue holds only the grpc.health.v1.Health slots and has a
  *   thread of its own, so Check and Watch answer however busy the pool is.
- * - A slot is re-posted when its call arrives, before the handler runs: the
- *   slots limit only how many arrived calls wait for a thread, not how many
- *   run.
+ * - Admission. The pool's slots report arrivals on a third queue, the
+ *   accept queue, whose one thread never runs a handler: it re-posts the
+ *   slot, then hands the call to the pool with an empty batch (T_DISPATCH,
+ *   which comes back on the pool queue, the call's own) or, when more than
+ *   WF_MAX_QUEUED_CALLS calls already wait for a pool thread, answers
+ *   RESOURCE_EXHAUSTED OVERLOADED with a RetryInfo at once. So an
+ *   overloaded server refuses in microseconds instead of letting calls wait
+ *   for their deadline, and the wait of an accepted call stays bounded.
+ *   Health never goes through admission.
  * - A unary handler runs synchronously on the thread that took the call and
  *   ends with one batch {initial metadata, message, status, RECV_CLOSE}.
  * - Server streams (Health Watch, WatchEvents) are pull-based: a thread
@@ -131,7 +137,7 @@ destroy_unstarted(wf_rpc_server *srv)
         grpc_completion_queue_pluck(scq, NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
         grpc_completion_queue_destroy(scq);
     }
-    struct queue *qs[] = {&srv->pool, &srv->health};
+    struct queue *qs[] = {&srv->pool, &srv->health, &srv->accept};
     for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
         if (qs[i]->cq == NULL)
             continue;
@@ -221,21 +227,27 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
     }
 
     srv->nworkers = cfg->threads;
-    srv->workers = calloc((size_t)srv->nworkers + 1, sizeof *srv->workers);
+    srv->max_queued = cfg->max_queued_calls;
+    srv->workers = calloc((size_t)srv->nworkers + 2, sizeof *srv->workers);
     if (srv->workers == NULL) {
         srv->nworkers = 0;
         wf_error_nomem(err);
         destroy_unstarted(srv);
         return NULL;
     }
-    struct queue *qs[] = {&srv->pool, &srv->health};
+    struct queue *qs[] = {&srv->pool, &srv->health, &srv->accept};
     for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
         qs[i]->srv = srv;
         qs[i]->cq = grpc_completion_queue_create_for_next(NULL);
+        qs[i]->notify = qs[i]->cq;
         grpc_server_register_completion_queue(srv->server, qs[i]->cq, NULL);
     }
-    for (int i = 0; i <= srv->nworkers; i++)
-        srv->workers[i].q = i < srv->nworkers ? &srv->pool : &srv->health;
+    /* The pool's calls arrive on the accept queue, run on the pool's. */
+    srv->pool.notify = srv->accept.cq;
+    for (int i = 0; i < srv->nworkers; i++)
+        srv->workers[i].q = &srv->pool;
+    srv->workers[srv->nworkers].q = &srv->health;
+    srv->workers[srv->nworkers + 1].q = &srv->accept;
 
     grpc_server_credentials *cr = server_credentials(cfg, err);
     if (cr == NULL) {
@@ -263,7 +275,7 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
         }
         wf_rpc__post_slot(&srv->pool, NULL);
     }
-    for (int i = 0; i <= srv->nworkers; i++)
+    for (int i = 0; i < srv->nworkers + 2; i++)
         pthread_create(&srv->workers[i].thread, NULL, wf_rpc__worker_main, &srv->workers[i]);
     if (pthread_create(&srv->monitor, NULL, wf_rpc__health_monitor, srv) == 0)
         srv->monitor_started = 1;
@@ -340,21 +352,23 @@ wf_rpc_server_stop(wf_rpc_server *srv, int grace_ms)
     srv->hquiesced = 1;
     pthread_mutex_unlock(&srv->hmu);
     atomic_store(&srv->quiescing, 1);
-    for (int i = 0; i <= srv->nworkers; i++)
+    for (int i = 0; i < srv->nworkers + 2; i++)
         while (!atomic_load(&srv->workers[i].quiesced)) {
             struct timespec ts = {0, 10 * 1000 * 1000};
             nanosleep(&ts, NULL);
         }
 
-    /* 4. Shut both queues down; the threads drain them and free what is
+    /* 4. Shut the queues down; the threads drain them and free what is
      * left. */
     grpc_completion_queue_shutdown(srv->pool.cq);
     grpc_completion_queue_shutdown(srv->health.cq);
-    for (int i = 0; i <= srv->nworkers; i++)
+    grpc_completion_queue_shutdown(srv->accept.cq);
+    for (int i = 0; i < srv->nworkers + 2; i++)
         pthread_join(srv->workers[i].thread, NULL);
     grpc_server_destroy(srv->server);
     grpc_completion_queue_destroy(srv->pool.cq);
     grpc_completion_queue_destroy(srv->health.cq);
+    grpc_completion_queue_destroy(srv->accept.cq);
     grpc_completion_queue_shutdown(scq);
     grpc_completion_queue_pluck(scq, NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
     grpc_completion_queue_destroy(scq);

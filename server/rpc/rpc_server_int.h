@@ -33,7 +33,7 @@ extern const size_t wf_descriptor_set_len;
 #define TIMER_TICK_MS 100   /* precision of timed wake-ups (long polls) */
 #define TOPIC_HEALTH "health"
 
-enum tag_kind { T_NEW, T_BATCH, T_CLOSE, T_WAKE, T_RECV };
+enum tag_kind { T_NEW, T_BATCH, T_CLOSE, T_WAKE, T_RECV, T_DISPATCH };
 
 struct call;
 
@@ -46,6 +46,7 @@ struct tag {
 struct queue {
     wf_rpc_server *srv;
     grpc_completion_queue *cq;
+    grpc_completion_queue *notify; /* where its slots report arrivals (T_NEW) */
 };
 
 struct worker {
@@ -66,7 +67,7 @@ struct call {
     grpc_call_details details; /* catch-all only */
     grpc_byte_buffer *payload; /* registered methods only */
     grpc_byte_buffer *send;    /* the message in flight, one per send */
-    struct tag t_new, t_batch, t_close, t_wake, t_recv;
+    struct tag t_new, t_batch, t_close, t_wake, t_recv, t_dispatch;
     grpc_byte_buffer *recv; /* bidi streams: the message just received */
     int cancelled;          /* out-param of RECV_CLOSE_ON_SERVER */
 
@@ -100,8 +101,10 @@ struct wf_rpc_server {
     size_t nmethods;
     struct queue pool;      /* every method but Health, and the catch-all */
     struct queue health;    /* grpc.health.v1.Health only */
-    struct worker *workers; /* nworkers on the pool queue, then one on the health queue */
+    struct queue accept;    /* arrivals of the pool's calls: admitted or refused */
+    struct worker *workers; /* nworkers on the pool queue, then the health and accept threads */
     int nworkers;
+    int max_queued; /* WF_MAX_QUEUED_CALLS */
     int port;
     atomic_int accepting; /* workers re-post slots while set */
     atomic_int quiescing; /* no batch is started any more; threads acknowledge */

@@ -60,6 +60,7 @@ wf_rpc_status_code(wf_code code)
     case WF_E_VARIABLES_TOO_LARGE:
     case WF_E_EXPRESSION_LIMIT:
     case WF_E_NOMEM:
+    case WF_E_OVERLOADED:
         return GRPC_STATUS_RESOURCE_EXHAUSTED;
     case WF_E_DEADLINE_EXCEEDED:
         return GRPC_STATUS_DEADLINE_EXCEEDED;
@@ -141,7 +142,7 @@ wf_rpc_status_details(wf_arena *arena, wf_code code, const char *message,
     info.n_metadata = nids;
     info.metadata = mdp;
 
-    Google__Protobuf__Any *details[2];
+    Google__Protobuf__Any *details[3];
     size_t ndetails = 0;
     details[ndetails] = pack_any(arena, "type.googleapis.com/google.rpc.ErrorInfo", &info.base);
     if (details[ndetails] == NULL)
@@ -192,6 +193,18 @@ wf_rpc_status_details(wf_arena *arena, wf_code code, const char *message,
         br.n_field_violations = kept;
         br.field_violations = fvp;
         details[ndetails] = pack_any(arena, "type.googleapis.com/google.rpc.BadRequest", &br.base);
+        if (details[ndetails] == NULL)
+            return 0;
+        ndetails++;
+    }
+
+    if (code == WF_E_OVERLOADED) {
+        /* Refused before any work: a client may retry after the delay. */
+        Google__Protobuf__Duration delay = GOOGLE__PROTOBUF__DURATION__INIT;
+        delay.nanos = WF_RPC_RETRY_DELAY_MS * 1000000;
+        Google__Rpc__RetryInfo ri = GOOGLE__RPC__RETRY_INFO__INIT;
+        ri.retry_delay = &delay;
+        details[ndetails] = pack_any(arena, "type.googleapis.com/google.rpc.RetryInfo", &ri.base);
         if (details[ndetails] == NULL)
             return 0;
         ndetails++;

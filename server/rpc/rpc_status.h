@@ -4,7 +4,8 @@
  * This is the only place that knows how the core's error vocabulary maps to
  * gRPC codes. Every error status carries, in the grpc-status-details-bin
  * trailer, a google.rpc.Status with an ErrorInfo{reason, domain
- * "workflow.v1"} and, for validation failures, a google.rpc.BadRequest.
+ * "workflow.v1"} and, for validation failures, a google.rpc.BadRequest;
+ * an OVERLOADED refusal adds a google.rpc.RetryInfo.
  */
 #ifndef WF_RPC_STATUS_H
 #define WF_RPC_STATUS_H
@@ -26,7 +27,11 @@ grpc_status_code wf_rpc_status_code(wf_code code);
 /* The canonical name of a grpc status code ("UNAVAILABLE"). */
 const char *wf_rpc_code_name(int code);
 
-/* Serializes google.rpc.Status{code, message, details: [ErrorInfo, BadRequest?]}
+/* The delay an OVERLOADED refusal asks for in its google.rpc.RetryInfo. */
+#define WF_RPC_RETRY_DELAY_MS 200
+
+/* Serializes google.rpc.Status{code, message, details: [ErrorInfo,
+ * BadRequest?, RetryInfo (OVERLOADED only)?]}
  * into the arena. Returns the byte length (0 when out of memory) and sets
  * *out. */
 size_t wf_rpc_status_details(wf_arena *arena, wf_code code, const char *message,

@@ -243,6 +243,52 @@ START_TEST(test_expression_limits)
 }
 END_TEST
 
+START_TEST(test_inline_expressions_are_refused_in_production)
+{
+    wf_error err;
+    const char *prod[] = {"WF_ENV=production", "WF_API_KEYS=k1",
+                          "DATABASE_URL=postgresql://x@127.0.0.1/db", "WF_EXPR_ISOLATION=inline",
+                          NULL};
+    ck_assert_ptr_null(load(prod, &err));
+    ck_assert_int_eq(err.code, WF_E_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(err.msg, "WF_EXPR_ISOLATION=inline is refused in production") != NULL,
+                  "%s", err.msg);
+    /* WF_ENV unset is production too. */
+    const char *unset[] = {"WF_API_KEYS=k1", "DATABASE_URL=postgresql://x@127.0.0.1/db",
+                           "WF_EXPR_ISOLATION=inline", NULL};
+    ck_assert_ptr_null(load(unset, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "WF_EXPR_ISOLATION=inline"));
+    /* process isolation in production is fine. */
+    const char *proc[] = {"WF_API_KEYS=k1", "DATABASE_URL=postgresql://x@127.0.0.1/db",
+                          "WF_EXPR_ISOLATION=process", NULL};
+    wf_config *cfg = load(proc, &err);
+    ck_assert_ptr_nonnull(cfg);
+    wf_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_overload_bounds)
+{
+    wf_error err;
+    const char *dflt[] = {"WF_ENV=development", "WF_THREADS=3", NULL};
+    wf_config *cfg = load(dflt, &err);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert_int_eq(cfg->max_queued_calls, 64); /* 8 x threads, at least 64 */
+    ck_assert_int_eq(cfg->expr_max_queued, 10);
+    wf_config_free(cfg);
+    const char *set[] = {"WF_ENV=development", "WF_MAX_QUEUED_CALLS=7", "WF_EXPR_MAX_QUEUED=1",
+                         NULL};
+    cfg = load(set, &err);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert_int_eq(cfg->max_queued_calls, 7);
+    ck_assert_int_eq(cfg->expr_max_queued, 1);
+    wf_config_free(cfg);
+    const char *bad[] = {"WF_ENV=development", "WF_MAX_QUEUED_CALLS=0", NULL};
+    ck_assert_ptr_null(load(bad, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "WF_MAX_QUEUED_CALLS"));
+}
+END_TEST
+
 START_TEST(test_retention_defaults)
 {
     wf_error err;
@@ -320,6 +366,8 @@ config_suite(void)
     tcase_add_test(tc, test_malformed_values_are_errors);
     tcase_add_test(tc, test_numbers_and_booleans_parse);
     tcase_add_test(tc, test_expression_limits);
+    tcase_add_test(tc, test_inline_expressions_are_refused_in_production);
+    tcase_add_test(tc, test_overload_bounds);
     tcase_add_test(tc, test_retention_defaults);
     tcase_add_test(tc, test_retention_durations_parse);
     tcase_add_test(tc, test_bad_retention_names_the_variable);

@@ -431,7 +431,7 @@ START_TEST(test_runaway_programs_hit_the_limit_and_the_pool_recovers)
     static const struct {
         const char *src, *vars;
     } cases[] = {
-        {".x[1e9] = 1", "{}"},                    /* asks for 58 GB */
+        {".x[1000 * 1000000] = 1", "{}"},         /* asks for 58 GB */
         {"\"x\" * 1e9 | length > 0", "{}"},       /* 1 GB */
         {".x[.n] = 1", "{\"n\":1e9}"},            /* the number from the caller */
         {"\"x\" * 200000000 | length > 0", "{}"}, /* fits, takes long */
@@ -468,6 +468,12 @@ START_TEST(test_runaway_programs_hit_the_limit_and_the_pool_recovers)
 }
 END_TEST
 
+/* 10^9 iterations in constant memory: runs into the deadline. */
+#define D10 "(0,1,2,3,4,5,6,7,8,9)"
+#define SLOW_SRC                                                                                   \
+    "any(" D10 " as $a | " D10 " as $b | " D10 " as $c | " D10 " as $d | " D10 " as $e | " D10     \
+    " as $f | " D10 " as $g | " D10 " as $h | " D10 "; . < 0)"
+
 typedef struct slow_eval {
     wf_code rc;
     char msg[256];
@@ -481,13 +487,7 @@ run_slow(void *arg)
     wf_expr *e;
     wf_error err;
     bool out;
-    /* 10^9 iterations in constant memory: runs into the deadline. */
-#define D10 "(0,1,2,3,4,5,6,7,8,9)"
-    s->rc =
-        wf_expr_cached("any(" D10 " as $a | " D10 " as $b | " D10 " as $c | " D10 " as $d | " D10
-                       " as $e | " D10 " as $f | " D10 " as $g | " D10 " as $h | " D10 "; . < 0)",
-                       &e, &err);
-#undef D10
+    s->rc = wf_expr_cached(SLOW_SRC, &e, &err);
     if (s->rc == WF_OK) {
         s->rc = wf_expr_eval_bool(e, "{}", &out, &err);
         wf_expr_free(e);
@@ -522,6 +522,63 @@ START_TEST(test_a_stuck_evaluation_blocks_no_one_else)
     /* Served one after the other, the first fast call would wait for the
      * slow one and the loop would end after it. */
     ck_assert_msg(n >= 2, "only %d evaluations while one was stuck", n);
+}
+END_TEST
+
+/* One worker, one waiting place: with the worker stuck and one caller
+ * waiting, a third caller fails at once with EXPRESSION_LIMIT; a caller
+ * whose call deadline comes first gives up at it. */
+START_TEST(test_the_expression_queue_is_bounded)
+{
+    wf_expr_configure(&(wf_expr_options){.isolation = WF_EXPR_PROCESS,
+                                         .timeout_ms = TIMEOUT_MS,
+                                         .memory_mb = 256,
+                                         .workers = 1,
+                                         .recycle_after = 1000,
+                                         .max_queued = 1});
+    wf_expr *e = compile_ok(".amount > 1000");
+    /* The slow program compiled (and cached) first: its threads then ask
+     * the worker for the evaluation alone, and keep it. */
+    wf_expr *warm = NULL;
+    wf_error werr;
+    ck_assert_int_eq(wf_expr_cached(SLOW_SRC, &warm, &werr), WF_OK);
+    slow_eval s = {.rc = WF_OK};
+    atomic_init(&s.done, false);
+    pthread_t th;
+    pthread_create(&th, NULL, run_slow, &s);
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    nanosleep(&ts, NULL); /* the slow one holds the worker */
+
+    /* The waiting place taken by a caller whose call has 300 ms left. */
+    int64_t t0 = wf_mono_ms();
+    wf_expr_set_call_deadline(t0 + 300);
+    bool out = false;
+    wf_error err;
+    wf_code rc = wf_expr_eval_bool(e, "{\"amount\":1500}", &out, &err);
+    int64_t waited = wf_mono_ms() - t0;
+    wf_expr_set_call_deadline(0);
+    ck_assert_msg(rc == WF_E_DEADLINE_EXCEEDED, "%s: %s", wf_code_reason(rc), err.msg);
+    ck_assert_msg(waited >= 250 && waited < 900, "waited %lld ms", (long long)waited);
+
+    /* A waiter in the queue, then one more: refused at once. */
+    slow_eval w = {.rc = WF_OK};
+    atomic_init(&w.done, false);
+    pthread_t wth;
+    pthread_create(&wth, NULL, run_slow, &w);
+    nanosleep(&ts, NULL);
+    t0 = wf_mono_ms();
+    rc = wf_expr_eval_bool(e, "{\"amount\":1500}", &out, &err);
+    int64_t refused = wf_mono_ms() - t0;
+    ck_assert_msg(rc == WF_E_EXPRESSION_LIMIT, "%s: %s", wf_code_reason(rc), err.msg);
+    ck_assert_str_eq(err.msg, "the expression queue is full (1 workers busy, 1 waiting)");
+    ck_assert_msg(refused < 100, "refused after %lld ms", (long long)refused);
+    pthread_join(th, NULL);
+    pthread_join(wth, NULL);
+    /* Once the queue drains, evaluations work again. */
+    ck_assert_int_eq(wf_expr_eval_bool(e, "{\"amount\":1500}", &out, &err), WF_OK);
+    ck_assert(out);
+    wf_expr_free(e);
+    wf_expr_free(warm);
 }
 END_TEST
 
@@ -566,6 +623,48 @@ START_TEST(test_cost_of_isolation)
 }
 END_TEST
 
+/* Shapes that crash libjq 1.6 itself (SIGSEGV, SIGABRT on an assertion)
+ * are refused at compile time in both modes; evaluated inline they would
+ * end this process. */
+START_TEST(test_programs_that_crash_libjq_are_refused)
+{
+    static const struct {
+        const char *src, *msg;
+    } cases[] = {
+        {".x[1e9] = 1", "array index 1e9 is too large (at most 1000000) in expressions"},
+        {".x[ 2000000 ] |= 1", "array index 2000000 is too large (at most 1000000) in expressions"},
+        {"\"\\(.x[1e9] = 1)\"", "array index 1e9 is too large (at most 1000000) in expressions"},
+        {"reduce .a[] as $x (null; [.])",
+         "a reduce or foreach that nests its state in a new array or object is not allowed in "
+         "expressions"},
+        {"[foreach .a[] as $x (0; {v: .})] | length > 0",
+         "a reduce or foreach that nests its state in a new array or object is not allowed in "
+         "expressions"},
+        {"nan | todate", "nan, infinite and numbers beyond 1e+15 are not allowed in expressions "
+                         "that format dates"},
+        {"1e19 | todate", "nan, infinite and numbers beyond 1e+15 are not allowed in expressions "
+                          "that format dates"},
+        {"infinite | strftime(\"%Y\")", "nan, infinite and numbers beyond 1e+15 are not allowed "
+                                        "in expressions that format dates"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        wf_expr *e = NULL;
+        wf_error err;
+        ck_assert_msg(wf_expr_compile(cases[i].src, &e, &err) == WF_E_INVALID_ARGUMENT,
+                      "%s was accepted", cases[i].src);
+        ck_assert_str_eq(err.msg, cases[i].msg);
+    }
+    /* Neighbours of those shapes stay allowed. */
+    ck_assert(guard(".a[2] == 3", "{\"a\":[1,2,3]}"));
+    ck_assert(guard("(reduce .a[] as $x ([]; . + [$x])) | length == 3", "{\"a\":[1,2,3]}"));
+    ck_assert(guard("(reduce .a[] as $x (0; . + $x)) == 6", "{\"a\":[1,2,3]}"));
+    ck_assert(guard("[.a[] | {v: .}] | length == 3", "{\"a\":[1,2,3]}"));
+    ck_assert(guard("(0 | todate) == \"1970-01-01T00:00:00Z\"", NULL));
+    ck_assert(guard(".amount > 1e19", "{\"amount\":1e20}"));
+    ck_assert(guard("(.x | isnan) == false", "{\"x\":1}"));
+}
+END_TEST
+
 static Suite *
 expr_suite(void)
 {
@@ -581,6 +680,7 @@ expr_suite(void)
         tcase_add_test(tc, test_runtime_error_is_invalid_argument);
         tcase_add_test(tc, test_compile_errors_are_trimmed);
         tcase_add_test(tc, test_unbounded_and_process_reading_programs_are_refused);
+        tcase_add_test(tc, test_programs_that_crash_libjq_are_refused);
         tcase_add_test(tc, test_regex_backtracking_is_capped);
         tcase_add_test(tc, test_ids_expression);
         tcase_add_test(tc, test_due_expression);
@@ -591,6 +691,7 @@ expr_suite(void)
             tcase_add_test(tc, test_runaway_programs_hit_the_limit_and_the_pool_recovers);
             tcase_add_test(tc, test_a_stuck_evaluation_blocks_no_one_else);
             tcase_add_test(tc, test_workers_are_recycled);
+            tcase_add_test(tc, test_the_expression_queue_is_bounded);
             tcase_add_test(tc, test_cost_of_isolation);
         }
         suite_add_tcase(s, tc);

@@ -1,0 +1,557 @@
+/*
+ * End-to-end tests of the server under overload, on the memory store and
+ * on Postgres (WF_TEST_STORE=pg):
+ *
+ * - Health Check, on fresh connections, answers within a small bound while
+ *   every pool thread is held by slow guard evaluations or by deploys that
+ *   compile hundreds of new guards.
+ * - Backpressure: a small pool under many callers refuses the excess at
+ *   once (RESOURCE_EXHAUSTED OVERLOADED, RetryInfo) and accepted calls wait
+ *   a bounded time; the metrics count the refusals.
+ * - The expression queue (Postgres): past one waiting evaluation, guard
+ *   calls fail at once with EXPRESSION_LIMIT and unrelated calls go on.
+ *
+ * Figures are printed so that they can be quoted.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <grpc/status.h>
+
+#include "expr.h"
+#include "grpc/health/v1/health.pb-c.h"
+#include "net_kit.h"
+#include "test_support.h"
+#include "wf_time.h"
+#include "workflow/v1/workflow.pb-c.h"
+
+#define SVC "/workflow.v1.WorkflowService/"
+#define WF_TEST_RETRY_DELAY_MS 200 /* rpc_status.h */
+
+/* A guard of n^3 additions for an array a of n numbers: n = 400 runs past
+ * any sane budget, n = 60 takes a few tens of milliseconds. */
+#define SLOW_GUARD "[.a[] as $x | .a[] as $y | .a[] | $x + $y + .] | length > 0"
+
+static char slow_vars[4096];
+
+static void
+set_slow_vars(int n)
+{
+    size_t k = (size_t)snprintf(slow_vars, sizeof slow_vars, "{\"a\":[");
+    for (int i = 0; i < n; i++)
+        k += (size_t)snprintf(slow_vars + k, sizeof slow_vars - k, "%s%d", i ? "," : "", i);
+    snprintf(slow_vars + k, sizeof slow_vars - k, "]}");
+}
+
+static void
+isolate(int timeout_ms, int workers)
+{
+    wf_expr_configure(&(wf_expr_options){.isolation = WF_EXPR_PROCESS,
+                                         .timeout_ms = timeout_ms,
+                                         .memory_mb = 256,
+                                         .workers = workers,
+                                         .recycle_after = 1000});
+    set_slow_vars(400);
+}
+
+/* s -> go (silent) -> [SLOW_GUARD] mid -> fin (silent) -> e, [default] e: StartInstance evaluates
+ * the guard in the call. */
+static char *
+deploy_slow(void)
+{
+    char *key = u("slow");
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "mid", NORMAL);
+    place(n, "e", END);
+    trans(n, "go", T_AUTO);
+    trans(n, "fin", T_AUTO);
+    arc(n, "s", "go");
+    arc(n, "mid", "fin");
+    arc(n, "fin", "e");
+    arc(n, "go", "mid")->guard = SLOW_GUARD;
+    arc(n, "go", "e")->is_default = true;
+    ck_assert_uint_eq(deploy(n)->n_errors, 0);
+    return key;
+}
+
+/* s -> go (silent) -> [.x > salt+i] m<i> -> fin (silent) -> e for i < nguards, and a
+ * default arc go -> e: nguards guards no cache has seen when salt is new. */
+static Workflow__V1__Definition *
+wide_net(const char *key, int nguards, int salt)
+{
+    size_t np = (size_t)nguards + 2, na = 2 * (size_t)nguards + 3;
+    Workflow__V1__Definition *d = wf_arena_calloc(ta, 1, sizeof *d);
+    workflow__v1__definition__init(d);
+    d->key = (char *)key;
+    d->kind = WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_NET;
+    d->places = wf_arena_calloc(ta, np, sizeof *d->places);
+    d->transitions = wf_arena_calloc(ta, 2, sizeof *d->transitions);
+    d->arcs = wf_arena_calloc(ta, na, sizeof *d->arcs);
+    const char *pid[2] = {"s", "e"};
+    for (int i = 0; i < 2; i++) {
+        Workflow__V1__Place *pl = wf_arena_calloc(ta, 1, sizeof *pl);
+        workflow__v1__place__init(pl);
+        pl->id = (char *)pid[i];
+        pl->kind = i == 0 ? START : END;
+        d->places[d->n_places++] = pl;
+    }
+    const char *tid[2] = {"go", "fin"};
+    for (int i = 0; i < 2; i++) {
+        Workflow__V1__Transition *t = wf_arena_calloc(ta, 1, sizeof *t);
+        workflow__v1__transition__init(t);
+        t->id = (char *)tid[i];
+        t->trigger = T_AUTO;
+        d->transitions[d->n_transitions++] = t;
+    }
+#define ARC(src, dst)                                                                              \
+    do {                                                                                           \
+        Workflow__V1__Arc *a_ = wf_arena_calloc(ta, 1, sizeof *a_);                                \
+        workflow__v1__arc__init(a_);                                                               \
+        a_->source = (char *)(src);                                                                \
+        a_->target = (char *)(dst);                                                                \
+        d->arcs[d->n_arcs++] = a_;                                                                 \
+    } while (0)
+    ARC("s", "go");
+    ARC("fin", "e");
+    ARC("go", "e");
+    d->arcs[d->n_arcs - 1]->is_default = true;
+    for (int i = 0; i < nguards; i++) {
+        char *m = wf_arena_printf(ta, "m%d", i);
+        Workflow__V1__Place *pl = wf_arena_calloc(ta, 1, sizeof *pl);
+        workflow__v1__place__init(pl);
+        pl->id = m;
+        pl->kind = NORMAL;
+        d->places[d->n_places++] = pl;
+        ARC("go", m);
+        d->arcs[d->n_arcs - 1]->guard = wf_arena_printf(ta, ".x > %d", salt + i);
+        ARC(m, "fin");
+    }
+#undef ARC
+    return d;
+}
+
+static int64_t
+percentile(int64_t *v, size_t n, double p)
+{
+    if (n == 0)
+        return -1;
+    for (size_t i = 1; i < n; i++) /* insertion sort: a few hundred values */
+        for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            int64_t t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    size_t k = (size_t)(p * (double)(n - 1) + 0.5);
+    return v[k];
+}
+
+static void
+setup8(void)
+{
+    const char *env[] = {"WF_THREADS=8", NULL};
+    setup_with(env);
+}
+
+/* ---- load ------------------------------------------------------------------------------- */
+
+typedef struct loader {
+    const char *key;
+    int rounds;
+    pthread_t th;
+} loader;
+
+static void *
+slow_starts(void *arg)
+{
+    loader *l = arg;
+    wf_client *c = wf_test_client(&ts, NULL, NULL, "load");
+    for (int i = 0; i < l->rounds; i++) {
+        Workflow__V1__StartInstanceRequest req = WORKFLOW__V1__START_INSTANCE_REQUEST__INIT;
+        req.definition_key = (char *)l->key;
+        req.variables_json = slow_vars;
+        ProtobufCMessage *resp = NULL;
+        wf_client_status st;
+        wf_client_call_opts o = {.timeout_ms = 30000};
+        wf_client_call(c, SVC "StartInstance", &req.base,
+                       &workflow__v1__start_instance_response__descriptor, &resp, &o, &st);
+        if (resp != NULL)
+            protobuf_c_message_free_unpacked(resp, NULL);
+    }
+    wf_client_free(c);
+    return NULL;
+}
+
+/* One Health Check on a connection of its own; its latency in ms, or -1
+ * when it failed. */
+static int64_t
+health_check_ms(const char *service)
+{
+    wf_client *c = wf_test_client(&ts, NULL, NULL, NULL);
+    Grpc__Health__V1__HealthCheckRequest req = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
+    req.service = (char *)service;
+    ProtobufCMessage *resp = NULL;
+    wf_client_status st;
+    wf_client_call_opts o = {.timeout_ms = 20000};
+    int64_t t0 = wf_mono_ms();
+    int code = wf_client_call(c, "/grpc.health.v1.Health/Check", &req.base,
+                              &grpc__health__v1__health_check_response__descriptor, &resp, &o, &st);
+    int64_t ms = wf_mono_ms() - t0;
+    if (resp != NULL)
+        protobuf_c_message_free_unpacked(resp, NULL);
+    wf_client_free(c);
+    return code == GRPC_STATUS_OK ? ms : -1;
+}
+
+typedef struct deployer {
+    Workflow__V1__Definition *def;
+    int64_t ms;
+    int code;
+    pthread_t th;
+} deployer;
+
+/* DeployDefinition{validate_only} of a net of 100 new guards. */
+static void *
+wide_deploy(void *arg)
+{
+    deployer *dp = arg;
+    wf_client *c = wf_test_client(&ts, NULL, NULL, "load");
+    Workflow__V1__DeployDefinitionRequest req = WORKFLOW__V1__DEPLOY_DEFINITION_REQUEST__INIT;
+    req.definition = dp->def;
+    req.validate_only = true;
+    ProtobufCMessage *resp = NULL;
+    wf_client_status st;
+    wf_client_call_opts o = {.timeout_ms = 60000};
+    int64_t t0 = wf_mono_ms();
+    dp->code =
+        wf_client_call(c, SVC "DeployDefinition", &req.base,
+                       &workflow__v1__deploy_definition_response__descriptor, &resp, &o, &st);
+    dp->ms = wf_mono_ms() - t0;
+    if (resp != NULL)
+        protobuf_c_message_free_unpacked(resp, NULL);
+    wf_client_free(c);
+    return NULL;
+}
+
+/* Health checks every 50 ms for rounds rounds: the worst latency, failures counted. */
+static int64_t
+probe_health(int rounds, int *failed, int64_t *p50)
+{
+    int64_t lat[64];
+    size_t n = 0;
+    const char *services[] = {"", "liveness", "readiness"};
+    for (int i = 0; i < rounds && i < 64; i++) {
+        int64_t ms = health_check_ms(services[i % 3]);
+        if (ms < 0)
+            (*failed)++;
+        else
+            lat[n++] = ms;
+        sleep_ms(50);
+    }
+    *p50 = percentile(lat, n, 0.5);
+    return percentile(lat, n, 1.0);
+}
+
+START_TEST(test_health_answers_while_deploys_compile)
+{
+    isolate(1000, 10);
+    enum { NDEP = 8 };
+    deployer dp[NDEP];
+    int salt = (int)(wf_now_us() % 1000000) * 100;
+    for (int i = 0; i < NDEP; i++) {
+        dp[i] = (deployer){.def = wide_net(u("wide"), 100, salt + i * 1000)};
+        pthread_create(&dp[i].th, NULL, wide_deploy, &dp[i]);
+    }
+    sleep_ms(200);
+    int failed = 0;
+    int64_t p50, mx = probe_health(30, &failed, &p50);
+    int64_t dmax = 0;
+    for (int i = 0; i < NDEP; i++) {
+        pthread_join(dp[i].th, NULL);
+        if (dp[i].ms > dmax)
+            dmax = dp[i].ms;
+    }
+    printf("health under %d deploys of 100 new guards (%s): p50 %lld ms, max %lld ms, %d "
+           "failed; slowest deploy %lld ms\n",
+           NDEP, wf_test_store_name(), (long long)p50, (long long)mx, failed, (long long)dmax);
+    ck_assert_int_eq(failed, 0);
+    /* A fresh connection and one call, on a machine whose CPUs the
+     * expression workers saturate: far below the seconds of a starved pool. */
+    ck_assert_msg(mx < 1000, "a health check took %lld ms", (long long)mx);
+}
+END_TEST
+
+START_TEST(test_health_answers_while_slow_guards_hold_the_pool)
+{
+    isolate(1000, 10);
+    char *key = deploy_slow();
+    enum { NLOAD = 16 };
+    loader l[NLOAD];
+    for (int i = 0; i < NLOAD; i++) {
+        l[i] = (loader){.key = key, .rounds = 2};
+        pthread_create(&l[i].th, NULL, slow_starts, &l[i]);
+    }
+    sleep_ms(300); /* the pool is busy */
+    int64_t lat[40];
+    size_t n = 0;
+    int failed = 0;
+    const char *services[] = {"", "liveness", "readiness"};
+    for (int i = 0; i < 30; i++) {
+        int64_t ms = health_check_ms(services[i % 3]);
+        if (ms < 0)
+            failed++;
+        else
+            lat[n++] = ms;
+        sleep_ms(50);
+    }
+    for (int i = 0; i < NLOAD; i++)
+        pthread_join(l[i].th, NULL);
+    int64_t p50 = percentile(lat, n, 0.5), mx = percentile(lat, n, 1.0);
+    printf("health under slow guards (%s): %zu checks, p50 %lld ms, max %lld ms, %d failed\n",
+           wf_test_store_name(), n, (long long)p50, (long long)mx, failed);
+    ck_assert_int_eq(failed, 0);
+    /* A fresh connection and one call, on a machine whose CPUs the
+     * expression workers saturate: far below the seconds of a starved pool. */
+    ck_assert_msg(mx < 1000, "a health check took %lld ms", (long long)mx);
+}
+END_TEST
+
+/* ---- backpressure -------------------------------------------------------------------------- */
+
+static void
+setup_small_pool(void)
+{
+    const char *env[] = {"WF_THREADS=2", "WF_MAX_QUEUED_CALLS=4", NULL};
+    setup_with(env);
+}
+
+typedef struct caller {
+    const char *key;
+    int rounds;
+    int64_t ok_ms[16], refused_ms[16];
+    int nok, nrefused, nother;
+    int retry_ms;
+    char other[128];
+    pthread_t th;
+} caller;
+
+static void *
+guarded_starts(void *arg)
+{
+    caller *cl = arg;
+    wf_client *c = wf_test_client(&ts, NULL, NULL, "load");
+    for (int i = 0; i < cl->rounds && i < 16; i++) {
+        Workflow__V1__StartInstanceRequest req = WORKFLOW__V1__START_INSTANCE_REQUEST__INIT;
+        req.definition_key = (char *)cl->key;
+        req.variables_json = slow_vars;
+        ProtobufCMessage *resp = NULL;
+        wf_client_status st;
+        wf_client_call_opts o = {.timeout_ms = 30000};
+        int64_t t0 = wf_now_us();
+        int code =
+            wf_client_call(c, SVC "StartInstance", &req.base,
+                           &workflow__v1__start_instance_response__descriptor, &resp, &o, &st);
+        int64_t us = wf_now_us() - t0;
+        if (resp != NULL)
+            protobuf_c_message_free_unpacked(resp, NULL);
+        if (code == GRPC_STATUS_OK) {
+            cl->ok_ms[cl->nok++] = us;
+        } else if (code == GRPC_STATUS_RESOURCE_EXHAUSTED && strcmp(st.reason, "OVERLOADED") == 0) {
+            cl->refused_ms[cl->nrefused++] = us;
+            cl->retry_ms = st.retry_delay_ms;
+        } else {
+            cl->nother++;
+            snprintf(cl->other, sizeof cl->other, "%s %s: %.60s", wf_client_code_name(code),
+                     st.reason, st.message);
+        }
+    }
+    wf_client_free(c);
+    return NULL;
+}
+
+START_TEST(test_overload_refuses_at_once_and_bounds_the_wait_of_accepted_calls)
+{
+    isolate(5000, 4);
+    set_slow_vars(60);
+    char *key = deploy_slow();
+    /* One call alone: the unit of the bounds below. */
+    caller one = {.key = key, .rounds = 3};
+    guarded_starts(&one);
+    ck_assert_msg(one.nok == 3, "alone: %s", one.other);
+    int64_t alone_us = one.ok_ms[0];
+    for (int i = 1; i < one.nok; i++)
+        if (one.ok_ms[i] < alone_us)
+            alone_us = one.ok_ms[i];
+
+    enum { NCALLERS = 24, ROUNDS = 4 };
+    static caller cl[NCALLERS];
+    for (int i = 0; i < NCALLERS; i++) {
+        cl[i] = (caller){.key = key, .rounds = ROUNDS};
+        pthread_create(&cl[i].th, NULL, guarded_starts, &cl[i]);
+    }
+    int64_t ok[NCALLERS * ROUNDS], refused[NCALLERS * ROUNDS];
+    size_t nok = 0, nref = 0;
+    int nother = 0, retry_ms = 0;
+    const char *other = "";
+    for (int i = 0; i < NCALLERS; i++) {
+        pthread_join(cl[i].th, NULL);
+        for (int k = 0; k < cl[i].nok; k++)
+            ok[nok++] = cl[i].ok_ms[k];
+        for (int k = 0; k < cl[i].nrefused; k++)
+            refused[nref++] = cl[i].refused_ms[k];
+        nother += cl[i].nother;
+        if (cl[i].nother > 0)
+            other = cl[i].other;
+        if (cl[i].nrefused > 0)
+            retry_ms = cl[i].retry_ms;
+    }
+    int64_t ok50 = percentile(ok, nok, 0.5), ok99 = percentile(ok, nok, 0.99);
+    int64_t ref50 = percentile(refused, nref, 0.5), ref99 = percentile(refused, nref, 0.99);
+    printf("overload (%s, 2 threads, WF_MAX_QUEUED_CALLS=4, %d callers x %d): one call alone "
+           "%.1f ms; accepted %zu p50 %.1f ms p99 %.1f ms; refused %zu p50 %.2f ms p99 %.2f ms\n",
+           wf_test_store_name(), NCALLERS, ROUNDS, alone_us / 1e3, nok, ok50 / 1e3, ok99 / 1e3,
+           nref, ref50 / 1e3, ref99 / 1e3);
+    ck_assert_msg(nother == 0, "%d calls failed otherwise: %s", nother, other);
+    ck_assert_msg(nref > 0, "no call was refused");
+    ck_assert_msg(nok > 0, "no call was accepted");
+    ck_assert_int_eq(retry_ms, WF_TEST_RETRY_DELAY_MS);
+    /* Refusals take no thread: they come back fast whatever the load. */
+    ck_assert_msg(ref99 < 200 * 1000, "refused p99 %lld us", (long long)ref99);
+    /* An accepted call waits behind at most the queue and the running
+     * calls ((4 + 2) / 2 calls' time on two threads), never towards its
+     * 30 s deadline: a third of it leaves room for a loaded machine and
+     * sanitizers. */
+    ck_assert_msg(ok99 < 10 * 1000 * 1000, "accepted p99 %lld us, alone %lld us", (long long)ok99,
+                  (long long)alone_us);
+
+    /* The figures reach the metrics. */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    wf_rpc_server_render_metrics(ts.srv, f);
+    fclose(f);
+    char want[96];
+    snprintf(want, sizeof want, "workflow_rpc_refused_total{reason=\"OVERLOADED\"} %zu\n", nref);
+    ck_assert_msg(strstr(text, want) != NULL, "%s", text);
+    ck_assert_ptr_nonnull(strstr(text, "workflow_rpc_queued_calls 0\n"));
+    free(text);
+
+    /* Health is never refused, however full the queue. */
+    ck_assert_int_ge(health_check_ms(""), 0);
+}
+END_TEST
+
+/* ---- the expression queue ------------------------------------------------------------------ */
+
+static void
+setup_four(void)
+{
+    const char *env[] = {"WF_THREADS=4", NULL};
+    setup_with(env);
+}
+
+/* s -> go (silent) -> e: no expression at all. */
+static char *
+deploy_plain(void)
+{
+    char *key = u("plain");
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "e", END);
+    trans(n, "go", T_AUTO);
+    arc(n, "s", "go");
+    arc(n, "go", "e");
+    ck_assert_uint_eq(deploy(n)->n_errors, 0);
+    return key;
+}
+
+START_TEST(test_a_full_expression_queue_refuses_at_once)
+{
+    /* The memory store runs a guard's unit of work under its one lock, so
+     * guard calls there queue on the store before they reach the
+     * expression queue: this case is about Postgres. */
+    if (!wf_test_store_is_pg())
+        return;
+    wf_expr_configure(&(wf_expr_options){.isolation = WF_EXPR_PROCESS,
+                                         .timeout_ms = 1000,
+                                         .memory_mb = 256,
+                                         .workers = 1,
+                                         .recycle_after = 1000,
+                                         .max_queued = 1});
+    set_slow_vars(400);
+    char *slow = deploy_slow(), *plain = deploy_plain();
+    enum { NSLOW = 6 };
+    static caller cl[NSLOW];
+    for (int i = 0; i < NSLOW; i++) {
+        cl[i] = (caller){.key = slow, .rounds = 2};
+        pthread_create(&cl[i].th, NULL, guarded_starts, &cl[i]);
+    }
+    sleep_ms(200);
+    /* Unrelated calls meanwhile: StartInstance of a net without guards. */
+    wf_client *c = wf_test_client(&ts, NULL, NULL, "other");
+    int64_t lat[20];
+    size_t n = 0;
+    for (int i = 0; i < 20; i++) {
+        Workflow__V1__StartInstanceRequest req = WORKFLOW__V1__START_INSTANCE_REQUEST__INIT;
+        req.definition_key = plain;
+        ProtobufCMessage *resp = NULL;
+        wf_client_status st;
+        int64_t t0 = wf_mono_ms();
+        int code =
+            wf_client_call(c, SVC "StartInstance", &req.base,
+                           &workflow__v1__start_instance_response__descriptor, &resp, NULL, &st);
+        lat[n++] = wf_mono_ms() - t0;
+        if (resp != NULL)
+            protobuf_c_message_free_unpacked(resp, NULL);
+        ck_assert_msg(code == 0, "unrelated call: %s %s", wf_client_code_name(code), st.reason);
+        sleep_ms(50);
+    }
+    wf_client_free(c);
+    int limit = 0, okc = 0;
+    int64_t lim_max = 0;
+    for (int i = 0; i < NSLOW; i++) {
+        pthread_join(cl[i].th, NULL);
+        /* guarded_starts files EXPRESSION_LIMIT under "other". */
+        if (cl[i].nother > 0)
+            ck_assert_msg(strstr(cl[i].other, "EXPRESSION_LIMIT") != NULL, "%s", cl[i].other);
+        limit += cl[i].nother;
+        okc += cl[i].nok;
+        (void)lim_max;
+    }
+    int64_t p50 = percentile(lat, n, 0.5), mx = percentile(lat, n, 1.0);
+    printf("expression queue (%s, 1 worker, 1 waiting, %d slow callers x 2): %d EXPRESSION_LIMIT, "
+           "%d ok; unrelated StartInstance p50 %lld ms, max %lld ms\n",
+           wf_test_store_name(), NSLOW, limit, okc, (long long)p50, (long long)mx);
+    ck_assert_int_eq(limit, NSLOW * 2);
+    /* No unrelated call waits for an expression worker. */
+    ck_assert_msg(mx < 1000, "unrelated max %lld ms", (long long)mx);
+}
+END_TEST
+
+int
+main(int argc, char **argv)
+{
+    /* The expression workers are this binary. */
+    if (argc > 1 && strcmp(argv[1], WF_EXPR_WORKER_ARG) == 0)
+        return wf_expr_worker_main(argc, argv);
+    Suite *s = suite_create("e2e_overload");
+    TCase *tc = tcase_create(wf_test_store_name());
+    tcase_add_checked_fixture(tc, setup8, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_health_answers_while_deploys_compile);
+    tcase_add_test(tc, test_health_answers_while_slow_guards_hold_the_pool);
+    suite_add_tcase(s, tc);
+    TCase *bp = tcase_create("backpressure");
+    tcase_add_checked_fixture(bp, setup_small_pool, teardown);
+    tcase_set_timeout(bp, 120);
+    tcase_add_test(bp, test_overload_refuses_at_once_and_bounds_the_wait_of_accepted_calls);
+    suite_add_tcase(s, bp);
+    TCase *eq = tcase_create("expression_queue");
+    tcase_add_checked_fixture(eq, setup_four, teardown);
+    tcase_set_timeout(eq, 120);
+    tcase_add_test(eq, test_a_full_expression_queue_refuses_at_once);
+    suite_add_tcase(s, eq);
+    return wf_test_run(s);
+}
