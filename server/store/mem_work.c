@@ -257,8 +257,7 @@ sweep_match(mem_store *m, const void *row, const void *arg)
         return false;
     const wf_instance_row *r = wf_mem__mt_get(&m->insts, e->tenant, e->root_id, NULL);
     return r != NULL && r->parent_id == NULL && r->ended_at > 0 && r->ended_at <= q->before &&
-           (r->status == WF_INSTANCE_COMPLETED || r->status == WF_INSTANCE_CANCELLED ||
-            r->status == WF_INSTANCE_COMPENSATED);
+           wf_instance_ended(r->status);
 }
 
 /* Removes up to limit matching rows of tenant (all when NULL) from t in

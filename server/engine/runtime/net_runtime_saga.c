@@ -391,8 +391,7 @@ retry_body(wf_tx *tx, void *arg, wf_error *err)
     if (rc != WF_OK)
         return rc;
     wf_instance_row *in = &w.rw.insts[w.inst];
-    if (in->status == WF_INSTANCE_COMPLETED || in->status == WF_INSTANCE_CANCELLED ||
-        in->status == WF_INSTANCE_COMPENSATED)
+    if (wf_instance_ended(in->status))
         return wf_error_set(err, WF_E_INSTANCE_NOT_RUNNING, "instance \"%s\" has ended",
                             op->instance_id);
     *op->out = *in;
