@@ -487,6 +487,30 @@ wf_expr__jq_compile(const char *src, jq_state **out, wf_error *err)
     return WF_OK;
 }
 
+static _Thread_local wf_expr_wait waiter;
+
+wf_expr_wait
+wf_expr_set_wait(wf_expr_wait w)
+{
+    wf_expr_wait old = waiter;
+    waiter = w;
+    return old;
+}
+
+static void
+wait_begins(void)
+{
+    if (waiter.before != NULL)
+        waiter.before(waiter.arg);
+}
+
+static void
+wait_ends(void)
+{
+    if (waiter.after != NULL)
+        waiter.after(waiter.arg);
+}
+
 wf_code
 wf_expr_compile(const char *src, wf_expr **out, wf_error *err)
 {
@@ -503,9 +527,11 @@ wf_expr_compile(const char *src, wf_expr **out, wf_error *err)
      * its evaluations): libjq's compile leaks on some syntax errors (fuzz
      * finding K2), and a worker's leaks end with the worker. */
     jq_state *jq = NULL;
+    wait_begins();
     wf_code rc = wf_expr__isolated()
                      ? wf_expr__remote(WF_EXPR_OP_COMPILE, src, NULL, NULL, NULL, err)
                      : wf_expr__jq_compile(src, &jq, err);
+    wait_ends();
     if (rc != WF_OK)
         return rc;
     wf_expr *e = calloc(1, sizeof *e);
@@ -825,11 +851,16 @@ eval(wf_expr *e, wf_expr_op op, const char *vars_json, wf_arena *a, wf_expr_resu
     if (len > WF_EXPR_MAX_INPUT)
         return wf_error_set(err, WF_E_TOO_LARGE, "variables are larger than %zu bytes",
                             WF_EXPR_MAX_INPUT);
-    if (e->jq == NULL)
-        return wf_expr__remote(op, e->src, vars_json, a, r, err);
-    pthread_mutex_lock(&e->mu);
-    wf_code rc = wf_expr__jq_run(e->jq, op, vars_json, len, a, r, err);
-    pthread_mutex_unlock(&e->mu);
+    wf_code rc;
+    wait_begins();
+    if (e->jq == NULL) {
+        rc = wf_expr__remote(op, e->src, vars_json, a, r, err);
+    } else {
+        pthread_mutex_lock(&e->mu);
+        rc = wf_expr__jq_run(e->jq, op, vars_json, len, a, r, err);
+        pthread_mutex_unlock(&e->mu);
+    }
+    wait_ends();
     return rc;
 }
 

@@ -121,6 +121,20 @@ typedef struct wf_expr_options {
  * waits for a worker no longer than that (WF_E_DEADLINE_EXCEEDED). */
 void wf_expr_set_call_deadline(int64_t deadline_ms);
 
+/* What the calling thread does around each wait for a compilation or an
+ * evaluation (a worker process's work, or libjq's inline): before(arg),
+ * then after(arg) once it is done, on the same thread. A unit of work sets
+ * it so that the store serves others meanwhile (engine/base/uow.c).
+ * Thread-local; wf_expr_set_wait returns the previous one, to be set back
+ * ({NULL} for none). */
+typedef struct wf_expr_wait {
+    void (*before)(void *arg);
+    void (*after)(void *arg);
+    void *arg;
+} wf_expr_wait;
+
+wf_expr_wait wf_expr_set_wait(wf_expr_wait w);
+
 /* The argument that makes a binary a worker (see wf_expr_worker_main). */
 #define WF_EXPR_WORKER_ARG "--expr-worker"
 

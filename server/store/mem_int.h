@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct mslot {
     char *key;
@@ -39,12 +40,19 @@ typedef struct mem_tx {
     bool wrote_events; /* notify "wf_events" at commit */
     char **job_types;  /* distinct types made activatable: notify "wf_jobs" */
     size_t n_job_types, cap_job_types;
+    char **roots; /* the roots locked (ids, owned), held until the end */
+    size_t n_roots, cap_roots;
+    bool serial;           /* took a correlation lock: never pauses */
+    bool paused;           /* let the mutex go (mem_pause) */
+    struct mem_tx *pnext;  /* in mem_store.paused while paused */
 } mem_tx;
 
 typedef struct mem_store {
     wf_store base;
     pthread_mutex_t mu;
-    mem_tx *tx; /* the open transaction, if any */
+    mem_tx *tx;            /* the transaction holding mu, if any */
+    mem_tx *paused;        /* transactions paused with roots locked */
+    pthread_cond_t unheld; /* broadcast when a paused transaction ends */
     mtable defs, insts, tasks, tokens, work_items, jobs, timers, subs, signals, idem;
     wf_event_row *events; /* in sequence order */
     size_t n_events, cap_events;
@@ -84,6 +92,9 @@ typedef struct signal_match {
 bool wf_mem__eq(const char *a, const char *b);
 int wf_mem__i64_cmp(int64_t a, int64_t b);
 wf_code mem_lock(mem_store *m, int64_t deadline_ms, wf_error *err);
+void wf_mem__until(int64_t deadline_ms, struct timespec *ts);
+/* Whether a paused transaction other than self holds root (self may be NULL). */
+bool wf_mem__root_held(const mem_store *m, const char *root, const mem_tx *self);
 char *wf_mem__make_key(const char *tenant, const char *a, const char *b);
 void *wf_mem__mt_get(const mtable *t, const char *tenant, const char *a, const char *b);
 void wf_mem__row_free(const wf_row_desc *d, void *row);
@@ -119,6 +130,8 @@ int wf_mem__cmp_signal_expiry(const void *a, const void *b);
 wf_code mem_begin(wf_store *st, const wf_store_ctx *ctx, wf_tx **out, wf_error *err);
 wf_code mem_commit(wf_tx *tx, wf_error *err);
 void mem_rollback(wf_tx *tx);
+void mem_pause(wf_tx *tx);
+void mem_resume(wf_tx *tx);
 wf_code mem_lock_root(wf_tx *t, const char *instance_id, const char *root_hint, wf_aggregate *out,
                       wf_error *err);
 wf_code wf_mem__append_event(mem_store *m, const wf_event_row *e, const char *tenant,

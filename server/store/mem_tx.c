@@ -49,6 +49,7 @@ static void
 mem_end(mem_tx *tx, bool commit)
 {
     mem_store *m = (mem_store *)tx->base.st;
+    mem_resume(&tx->base);
     for (size_t i = tx->n_undo; i-- > 0;) {
         mundo *u = &tx->undo[i];
         if (commit) {
@@ -74,6 +75,11 @@ mem_end(mem_tx *tx, bool commit)
         m->last_seq = tx->seq_mark;
     }
     free(tx->undo);
+    for (size_t i = 0; i < tx->n_roots; i++)
+        free(tx->roots[i]);
+    free(tx->roots);
+    if (tx->n_roots > 0 && m->paused != NULL)
+        pthread_cond_broadcast(&m->unheld);
     m->tx = NULL;
     wf_store_listen_fn fn = commit ? m->listen_fn : NULL;
     void *arg = m->listen_arg;
@@ -101,6 +107,121 @@ void
 mem_rollback(wf_tx *tx)
 {
     mem_end((mem_tx *)tx, false);
+}
+
+/* ---- pauses (store_memory.c explains them) -------------------------------- */
+
+bool
+wf_mem__root_held(const mem_store *m, const char *root, const mem_tx *self)
+{
+    for (const mem_tx *p = m->paused; p != NULL; p = p->pnext)
+        for (size_t i = 0; p != self && i < p->n_roots; i++)
+            if (strcmp(p->roots[i], root) == 0)
+                return true;
+    return false;
+}
+
+/* Whether tx wrote anything other callers would see once it let go. */
+static bool
+has_written(const mem_tx *tx, const mem_store *m)
+{
+    return tx->n_undo > 0 || m->n_events != tx->ev_mark || tx->n_job_types > 0;
+}
+
+/* Lets the mutex go with tx's roots held (the caller holds the mutex once,
+ * as tx). park, then unlock or wait on unheld; lock, then unpark. */
+static void
+park(mem_store *m, mem_tx *tx)
+{
+    tx->paused = true;
+    tx->pnext = m->paused;
+    m->paused = tx;
+    m->tx = NULL;
+}
+
+static void
+unpark(mem_store *m, mem_tx *tx)
+{
+    for (mem_tx **pp = &m->paused; *pp != NULL; pp = &(*pp)->pnext)
+        if (*pp == tx) {
+            *pp = tx->pnext;
+            break;
+        }
+    tx->paused = false;
+    tx->pnext = NULL;
+    m->tx = tx;
+}
+
+void
+mem_pause(wf_tx *t)
+{
+    mem_tx *tx = (mem_tx *)t;
+    mem_store *m = (mem_store *)t->st;
+    if (tx->paused || tx->serial || m->tx != tx || has_written(tx, m))
+        return;
+    park(m, tx);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void
+mem_resume(wf_tx *t)
+{
+    mem_tx *tx = (mem_tx *)t;
+    mem_store *m = (mem_store *)t->st;
+    if (!tx->paused)
+        return;
+    pthread_mutex_lock(&m->mu);
+    unpark(m, tx);
+}
+
+/* Waits until no paused transaction holds root, as a Postgres row lock
+ * wait does (at most until the call's deadline). A transaction that wrote
+ * already, or holds a correlation lock, cannot let the mutex go: it gives
+ * up with WF_E_CONFLICT (a batch then goes on without that root). */
+static wf_code
+wait_unheld(mem_store *m, mem_tx *tx, const char *root, wf_error *err)
+{
+    if (!wf_mem__root_held(m, root, tx))
+        return WF_OK;
+    if (tx->serial || has_written(tx, m))
+        return wf_error_set(err, WF_E_CONFLICT,
+                            "instance \"%s\" is locked by another unit of work", root);
+    int64_t deadline = tx->base.ctx.deadline_ms;
+    struct timespec until;
+    if (deadline != 0)
+        wf_mem__until(deadline, &until);
+    park(m, tx);
+    int r = 0;
+    while (r == 0 && wf_mem__root_held(m, root, tx))
+        r = deadline != 0 ? pthread_cond_timedwait(&m->unheld, &m->mu, &until)
+                          : pthread_cond_wait(&m->unheld, &m->mu);
+    unpark(m, tx);
+    if (!wf_mem__root_held(m, root, tx))
+        return WF_OK;
+    return wf_error_set(err, WF_E_DEADLINE_EXCEEDED,
+                        "deadline exceeded while waiting for instance \"%s\"", root);
+}
+
+/* Remembers that tx holds root until it ends. */
+static wf_code
+hold_root(mem_tx *tx, const char *root, wf_error *err)
+{
+    for (size_t i = 0; i < tx->n_roots; i++)
+        if (strcmp(tx->roots[i], root) == 0)
+            return WF_OK;
+    if (tx->n_roots == tx->cap_roots) {
+        size_t cap = tx->cap_roots ? tx->cap_roots * 2 : 2;
+        char **v = realloc(tx->roots, cap * sizeof *v);
+        if (v == NULL)
+            return wf_error_nomem(err);
+        tx->roots = v;
+        tx->cap_roots = cap;
+    }
+    char *id = strdup(root);
+    if (id == NULL)
+        return wf_error_nomem(err);
+    tx->roots[tx->n_roots++] = id;
+    return WF_OK;
 }
 
 typedef struct root_arg {
@@ -147,16 +268,28 @@ mem_lock_root(wf_tx *t, const char *instance_id, const char *root_hint, wf_aggre
               wf_error *err)
 {
     (void)root_hint;
+    mem_tx *tx = (mem_tx *)t;
     mem_store *m = (mem_store *)t->st;
     const char *tenant = t->ctx.tenant;
     wf_arena *a = t->ctx.arena;
-    const wf_instance_row *inst = wf_mem__mt_get(&m->insts, tenant, instance_id, NULL);
-    if (inst == NULL)
-        return wf_error_set(err, WF_E_INSTANCE_NOT_FOUND, "instance \"%s\" does not exist",
-                            instance_id);
+    const wf_instance_row *inst;
+    for (;;) {
+        inst = wf_mem__mt_get(&m->insts, tenant, instance_id, NULL);
+        if (inst == NULL)
+            return wf_error_set(err, WF_E_INSTANCE_NOT_FOUND, "instance \"%s\" does not exist",
+                                instance_id);
+        if (!wf_mem__root_held(m, inst->root_id, tx))
+            break;
+        /* The wait lets the mutex go: look the instance up again after it. */
+        wf_code rc = wait_unheld(m, tx, inst->root_id, err);
+        if (rc != WF_OK)
+            return rc;
+    }
     root_arg r = {inst->root_id};
     wf_aggregate g = {0};
-    wf_code rc = wf_mem__select_rows(m, &m->insts, tenant, in_root_instance, &r, cmp_root_first,
+    wf_code rc = hold_root(tx, inst->root_id, err);
+    if (rc == WF_OK)
+        rc = wf_mem__select_rows(m, &m->insts, tenant, in_root_instance, &r, cmp_root_first,
                                      SIZE_MAX, a, &g.instances, &g.n_instances, err);
     if (rc == WF_OK)
         rc = wf_mem__select_rows(m, &m->tasks, tenant, in_root_task, &r, wf_mem__cmp_task, SIZE_MAX,

@@ -22,14 +22,15 @@ typedef struct job_q {
     int64_t now;
 } job_q;
 
+/* A job of a root a paused unit of work holds is skipped, as Postgres's
+ * SKIP LOCKED skips the jobs lock_root locked. */
 static bool
 job_activatable(mem_store *m, const void *row, const void *arg)
 {
-    (void)m;
     const wf_job_row *j = row;
     const job_q *q = arg;
     return wf_mem__eq(j->job_type, q->job_type) && j->state == WF_JOB_ACTIVATABLE &&
-           j->activatable_at <= q->now;
+           j->activatable_at <= q->now && !wf_mem__root_held(m, j->root_id, NULL);
 }
 
 /* Replaces the stored row under (tenant, id) with a copy of src, outside
@@ -137,13 +138,13 @@ mem_tx_activate_jobs(wf_tx *t, const char *job_type, const char *worker, size_t 
                            max_bytes, lease_ms, now, rows, n, err);
 }
 
+/* As job_activatable, a held root's timers are skipped. */
 static bool
 timer_due(mem_store *m, const void *row, const void *arg)
 {
-    (void)m;
     const wf_timer_row *t = row;
     int64_t now = *(const int64_t *)arg;
-    return t->due_at <= now && t->claimed_until <= now;
+    return t->due_at <= now && t->claimed_until <= now && !wf_mem__root_held(m, t->root_id, NULL);
 }
 
 wf_code
@@ -445,11 +446,13 @@ awaiting_match(mem_store *m, const void *row, const void *arg)
 }
 
 /* Nothing to lock: the open transaction holds the store mutex, so a
- * buffering and an awaiting of one key are serialised already. */
+ * buffering and an awaiting of one key are serialised already, provided it
+ * keeps the mutex to its end (it no longer pauses). */
 wf_code
 mem_lock_correlation(wf_tx *t, const char *name, const char *agg_type, const char *agg_id,
                      bool *awaited, wf_error *err)
 {
+    ((mem_tx *)t)->serial = true;
     if (awaited == NULL)
         return WF_OK;
     mem_store *m = (mem_store *)t->st;

@@ -466,6 +466,20 @@ wf_tx_defer_writes(wf_tx *tx)
 }
 
 void
+wf_tx_pause(wf_tx *tx)
+{
+    if (tx != NULL && tx->st->ops->pause != NULL)
+        tx->st->ops->pause(tx);
+}
+
+void
+wf_tx_resume(wf_tx *tx)
+{
+    if (tx != NULL && tx->st->ops->resume != NULL)
+        tx->st->ops->resume(tx);
+}
+
+void
 wf_tx_rollback(wf_tx *tx)
 {
     if (tx != NULL)

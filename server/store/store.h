@@ -432,7 +432,8 @@ void wf_store_get_stats(wf_store *st, wf_store_stats *out);
  * wf_tx_rollback, which free it. ctx must stay valid until then.
  * Postgres: borrows one pooled connection for the whole transaction and
  * sets statement_timeout from ctx->deadline_ms. Memory: holds the store's
- * one mutex until commit/rollback (every other call waits). */
+ * one mutex until commit/rollback (every other call waits), except while
+ * paused (wf_tx_pause). */
 wf_code wf_store_begin(wf_store *st, const wf_store_ctx *ctx, wf_tx **tx, wf_error *err);
 
 /* A unit of work over several roots, for batches of small units (due
@@ -486,6 +487,18 @@ wf_code wf_tx_apply(wf_tx *tx, const wf_store_changes *changes, wf_error *err);
  * that treats every failure of a unit of work alike (engine/uow.c).
  * Memory: writes are applied at once either way. */
 void wf_tx_defer_writes(wf_tx *tx);
+
+/* Lets other units of work run while tx waits for something slow that
+ * reads and writes nothing of the store (an expression's evaluation or
+ * compilation); wf_tx_resume takes tx back. The roots tx locked stay
+ * locked, so what tx read of them still holds when it resumes; rows
+ * outside them may have changed, as under Postgres's read committed.
+ * Postgres: nothing to do (row locks never stopped other units of work).
+ * Memory: the store mutex is let go when tx has written nothing yet and
+ * took no correlation lock; otherwise the pause does nothing and tx keeps
+ * the mutex. Every pause is followed by one resume on the same thread. */
+void wf_tx_pause(wf_tx *tx);
+void wf_tx_resume(wf_tx *tx);
 
 /* Commits and frees tx (also on failure: a failed commit is rolled back). */
 wf_code wf_tx_commit(wf_tx *tx, wf_error *err);

@@ -24,6 +24,8 @@ typedef struct wf_store_ops {
     wf_code (*apply)(wf_tx *tx, const wf_store_changes *c, wf_error *err);
     wf_code (*commit)(wf_tx *tx, wf_error *err);
     void (*defer_writes)(wf_tx *tx); /* optional */
+    void (*pause)(wf_tx *tx);        /* optional, with resume */
+    void (*resume)(wf_tx *tx);
     void (*rollback)(wf_tx *tx);
     wf_code (*idem_get)(wf_tx *tx, const char *method, const char *request_id,
                         wf_idempotency_row *out, bool *found, wf_error *err);

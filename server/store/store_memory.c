@@ -3,11 +3,22 @@
  *
  * DESIGN. One recursive mutex guards everything. A unit of work holds it
  * from wf_store_begin to commit/rollback, so transactions are serial: that
- * is the simplest correct stand-in for Postgres row locks (lock_root then
- * only has to read). Writes inside a transaction go straight into the
- * tables and push the previous row onto an undo log; rollback replays the
- * log backwards, commit drops it. Cross-instance calls (activation, timer
- * claims) take the mutex for their own duration.
+ * is the simplest correct stand-in for Postgres row locks. Writes inside a
+ * transaction go straight into the tables and push the previous row onto
+ * an undo log; rollback replays the log backwards, commit drops it.
+ * Cross-instance calls (activation, timer claims) take the mutex for their
+ * own duration.
+ *
+ * One exception keeps a slow expression from stopping every caller: a
+ * unit of work that has written nothing yet may pause (wf_tx_pause) and
+ * let the mutex go while it waits for an evaluation. The roots it locked
+ * stay held, as Postgres row locks would: lock_root of a held root waits
+ * (the mutex let go) until the paused unit of work ends, and activation
+ * and timer claims skip the held roots' jobs and timers (SKIP LOCKED).
+ * Since a paused unit of work has written nothing, every other caller
+ * still sees only committed rows. A unit of work that has written, or took
+ * a correlation lock, never pauses; when such a one needs a held root it
+ * gets WF_E_CONFLICT instead of waiting (it cannot let its writes show).
  *
  * Events get their sequence at write time; since the unit of work holds
  * the mutex until it ends and a rollback gives the numbers back, sequence
@@ -53,6 +64,23 @@ wf_mem__i64_cmp(int64_t a, int64_t b)
     return (a > b) - (a < b);
 }
 
+/* The absolute CLOCK_REALTIME time of deadline_ms (a wf_mono_ms time),
+ * for the timed waits below. */
+void
+wf_mem__until(int64_t deadline_ms, struct timespec *ts)
+{
+    int64_t left = deadline_ms - wf_mono_ms();
+    clock_gettime(CLOCK_REALTIME, ts);
+    if (left < 0)
+        left = 0;
+    ts->tv_sec += left / 1000;
+    ts->tv_nsec += (left % 1000) * 1000000;
+    if (ts->tv_nsec >= 1000000000) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000;
+    }
+}
+
 /* Takes the store mutex, waiting at most until the call's deadline, so a
  * long unit of work elsewhere gives DEADLINE_EXCEEDED as a Postgres row
  * lock wait would (statement_timeout), instead of a hang. */
@@ -63,17 +91,8 @@ mem_lock(mem_store *m, int64_t deadline_ms, wf_error *err)
         pthread_mutex_lock(&m->mu);
         return WF_OK;
     }
-    int64_t left = deadline_ms - wf_mono_ms();
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    if (left < 0)
-        left = 0;
-    ts.tv_sec += left / 1000;
-    ts.tv_nsec += (left % 1000) * 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
+    wf_mem__until(deadline_ms, &ts);
     int r = pthread_mutex_timedlock(&m->mu, &ts);
     if (r == 0)
         return WF_OK;
@@ -375,6 +394,7 @@ mem_destroy(wf_store *st)
     for (size_t i = 0; i < m->n_events; i++)
         wf_store__row_clear(&wf_store__event_desc, &m->events[i]);
     free(m->events);
+    pthread_cond_destroy(&m->unheld);
     pthread_mutex_destroy(&m->mu);
     free(m);
 }
@@ -403,6 +423,8 @@ static const wf_store_ops mem_ops = {
     .lock_root = mem_lock_root,
     .apply = mem_apply,
     .commit = mem_commit,
+    .pause = mem_pause,
+    .resume = mem_resume,
     .rollback = mem_rollback,
     .idem_get = mem_idem_get,
     .idem_put = mem_idem_put,
@@ -447,6 +469,7 @@ wf_store_memory_new(wf_error *err)
     pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
     pthread_mutex_init(&m->mu, &attr);
     pthread_mutexattr_destroy(&attr);
+    pthread_cond_init(&m->unheld, NULL);
     m->base.ops = &mem_ops;
     m->defs.d = &wf_store__definition_desc;
     m->insts.d = &wf_store__instance_desc;

@@ -1523,6 +1523,106 @@ START_TEST(test_lock_wait_honours_deadline)
 }
 END_TEST
 
+/* A unit of work paused while it waits for an expression (wf_tx_pause)
+ * keeps its root: a lock of that root waits until it ends, and activation
+ * and timer claims skip the root's jobs and timers (SKIP LOCKED); other
+ * roots and plain reads go on meanwhile. On the memory store this is what
+ * lets the others run at all; on Postgres the row locks give it. */
+static atomic_int pause_phase;
+
+static void *
+paused_holder(void *arg)
+{
+    (void)arg;
+    wf_arena *a = wf_arena_new();
+    wf_store_ctx c = {"t1", 0, a};
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    wf_aggregate g;
+    ck_assert_int_eq(wf_store_begin(st, &c, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_lock_root(tx, "r1", &g, &err), WF_OK);
+    wf_tx_pause(tx);
+    atomic_store(&pause_phase, 1);
+    struct timespec ts = {0, 700 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    wf_tx_resume(tx);
+    wf_instance_row upd = g.instances[0];
+    upd.variables_json = S("{\"n\":1}");
+    ck_assert_msg(wf_tx_apply(tx, &(wf_store_changes){.instances = &upd, .n_instances = 1},
+                              &err) == WF_OK,
+                  "apply: %s", err.msg);
+    ck_assert_msg(wf_tx_commit(tx, &err) == WF_OK, "commit: %s", err.msg);
+    wf_arena_free(a);
+    return NULL;
+}
+
+START_TEST(test_a_paused_unit_of_work_keeps_its_root)
+{
+    new_root("r1", T0);
+    new_root("r2", T0 + 1);
+    wf_job_row jobs[2] = {mk_job("j1", "r1", "mail", T0), mk_job("j2", "r2", "mail", T0)};
+    wf_timer_row tm[2] = {
+        {S("tm1"), NULL, S("r1"), S("r1"), S("w"), S("x"), T0 + 10, T0, 0},
+        {S("tm2"), NULL, S("r2"), S("r2"), S("w"), S("x"), T0 + 10, T0, 0},
+    };
+    commit_changes(&(wf_store_changes){.jobs = jobs, .n_jobs = 2, .timers = tm, .n_timers = 2});
+    atomic_store(&pause_phase, 0);
+    pthread_t th;
+    pthread_create(&th, NULL, paused_holder, NULL);
+    while (atomic_load(&pause_phase) == 0) {
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    int64_t t0 = wf_mono_ms();
+    wf_error err = {0};
+
+    /* Another root is locked, and a row of the held one read, at once. */
+    wf_tx *tx = NULL;
+    wf_aggregate g;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_lock_root(tx, "r2", &g, &err), WF_OK);
+    wf_tx_rollback(tx);
+    wf_instance_row r;
+    ck_assert_int_eq(wf_store_get_instance(st, &ctx, "r1", &r, &err), WF_OK);
+    ck_assert_str_eq(r.variables_json, "{\"n\":0}");
+
+    /* The held root's job and timer are skipped. */
+    wf_job_row *rows;
+    size_t n;
+    ck_assert_int_eq(
+        wf_store_activate_jobs(st, &ctx, "mail", "w1", 10, 1000, T0 + 100, &rows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(rows[0].id, "j2");
+    wf_store_ctx sched = {NULL, 0, arena};
+    wf_timer_row *trows;
+    ck_assert_int_eq(wf_store_claim_due_timers(st, &sched, T0 + 100, 10, 5000, &trows, &n, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(trows[0].id, "tm2");
+    int64_t others = wf_mono_ms() - t0;
+    ck_assert_msg(others < 400, "the other calls took %" PRId64 " ms", others);
+
+    /* A lock of the held root waits for the holder's commit and sees it. */
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_lock_root(tx, "r1", &g, &err), WF_OK);
+    int64_t waited = wf_mono_ms() - t0;
+    ck_assert_str_eq(g.instances[0].variables_json, "{\"n\":1}");
+    wf_tx_rollback(tx);
+    ck_assert_msg(waited >= 500, "the held root was locked after %" PRId64 " ms", waited);
+    pthread_join(th, NULL);
+
+    /* Once it ended, its job and timer are handed out as before. */
+    ck_assert_int_eq(
+        wf_store_activate_jobs(st, &ctx, "mail", "w1", 10, 1000, T0 + 100, &rows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(rows[0].id, "j1");
+    ck_assert_int_eq(wf_store_claim_due_timers(st, &sched, T0 + 100, 10, 5000, &trows, &n, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(trows[0].id, "tm1");
+}
+END_TEST
+
 /* N threads x K read-modify-write units of work on one counter. */
 #define LU_THREADS 4
 #define LU_ROUNDS 50
@@ -1953,6 +2053,7 @@ store_contract_suite(const char *name)
     tcase_add_test(tc, test_events_read_in_order_with_filters);
     tcase_add_test(tc, test_past_deadline_is_deadline_exceeded);
     tcase_add_test(tc, test_lock_wait_honours_deadline);
+    tcase_add_test(tc, test_a_paused_unit_of_work_keeps_its_root);
     tcase_add_test(tc, test_concurrent_lock_no_lost_update);
     tcase_add_test(tc, test_concurrent_activation_leases_once);
     tcase_add_test(tc, test_events_gap_free_under_concurrent_writers);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "expr.h"
 #include "wf_time.h"
 
 #define UOW_ATTEMPTS 6
@@ -128,6 +129,18 @@ found_record(wf_uow_idem *idem, const wf_idempotency_row *row, wf_error *err)
     return WF_OK;
 }
 
+static void
+pause_tx(void *tx)
+{
+    wf_tx_pause(tx);
+}
+
+static void
+resume_tx(void *tx)
+{
+    wf_tx_resume(tx);
+}
+
 /* One attempt. The lookup rides with the body's first statements
  * (wf_tx_idempotency_prefetch); a record found there stops the body. */
 static wf_code
@@ -154,7 +167,11 @@ attempt(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body_fn
             return rc != WF_OK ? rc : found_record(idem, &row, err);
         }
     }
+    /* While the body waits for an expression, the store may serve others
+     * (wf_tx_pause). */
+    wf_expr_wait prev = wf_expr_set_wait((wf_expr_wait){pause_tx, resume_tx, tx});
     rc = body(tx, arg, err);
+    wf_expr_set_wait(prev);
     if (found) {
         wf_tx_rollback(tx);
         return found_record(idem, &row, err);
