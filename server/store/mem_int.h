@@ -42,9 +42,9 @@ typedef struct mem_tx {
     size_t n_job_types, cap_job_types;
     char **roots; /* the roots locked (ids, owned), held until the end */
     size_t n_roots, cap_roots;
-    bool serial;           /* took a correlation lock: never pauses */
-    bool paused;           /* let the mutex go (mem_pause) */
-    struct mem_tx *pnext;  /* in mem_store.paused while paused */
+    bool serial;          /* took a correlation lock: never pauses */
+    bool paused;          /* let the mutex go (mem_pause) */
+    struct mem_tx *pnext; /* in mem_store.paused while paused */
 } mem_tx;
 
 typedef struct mem_store {

@@ -184,8 +184,8 @@ wait_unheld(mem_store *m, mem_tx *tx, const char *root, wf_error *err)
     if (!wf_mem__root_held(m, root, tx))
         return WF_OK;
     if (tx->serial || has_written(tx, m))
-        return wf_error_set(err, WF_E_CONFLICT,
-                            "instance \"%s\" is locked by another unit of work", root);
+        return wf_error_set(err, WF_E_CONFLICT, "instance \"%s\" is locked by another unit of work",
+                            root);
     int64_t deadline = tx->base.ctx.deadline_ms;
     struct timespec until;
     if (deadline != 0)
@@ -290,7 +290,7 @@ mem_lock_root(wf_tx *t, const char *instance_id, const char *root_hint, wf_aggre
     wf_code rc = hold_root(tx, inst->root_id, err);
     if (rc == WF_OK)
         rc = wf_mem__select_rows(m, &m->insts, tenant, in_root_instance, &r, cmp_root_first,
-                                     SIZE_MAX, a, &g.instances, &g.n_instances, err);
+                                 SIZE_MAX, a, &g.instances, &g.n_instances, err);
     if (rc == WF_OK)
         rc = wf_mem__select_rows(m, &m->tasks, tenant, in_root_task, &r, wf_mem__cmp_task, SIZE_MAX,
                                  a, &g.tasks, &g.n_tasks, err);

@@ -1548,8 +1548,8 @@ paused_holder(void *arg)
     wf_tx_resume(tx);
     wf_instance_row upd = g.instances[0];
     upd.variables_json = S("{\"n\":1}");
-    ck_assert_msg(wf_tx_apply(tx, &(wf_store_changes){.instances = &upd, .n_instances = 1},
-                              &err) == WF_OK,
+    ck_assert_msg(wf_tx_apply(tx, &(wf_store_changes){.instances = &upd, .n_instances = 1}, &err) ==
+                      WF_OK,
                   "apply: %s", err.msg);
     ck_assert_msg(wf_tx_commit(tx, &err) == WF_OK, "commit: %s", err.msg);
     wf_arena_free(a);
