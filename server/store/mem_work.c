@@ -22,14 +22,23 @@ typedef struct job_q {
     int64_t now;
 } job_q;
 
+/* True when the root of a tree is SUSPENDED: its jobs are not leased and
+ * its timers not claimed until ResumeInstance (the same rule as the
+ * Postgres statements). */
+static bool
+root_suspended(mem_store *m, const char *tenant, const char *root_id)
+{
+    const wf_instance_row *r = wf_mem__mt_get(&m->insts, tenant, root_id, NULL);
+    return r != NULL && r->status == WF_INSTANCE_SUSPENDED;
+}
+
 static bool
 job_activatable(mem_store *m, const void *row, const void *arg)
 {
-    (void)m;
     const wf_job_row *j = row;
     const job_q *q = arg;
     return wf_mem__eq(j->job_type, q->job_type) && j->state == WF_JOB_ACTIVATABLE &&
-           j->activatable_at <= q->now;
+           j->activatable_at <= q->now && !root_suspended(m, j->tenant, j->root_id);
 }
 
 /* Replaces the stored row under (tenant, id) with a copy of src, outside
@@ -140,10 +149,9 @@ mem_tx_activate_jobs(wf_tx *t, const char *job_type, const char *worker, size_t 
 static bool
 timer_due(mem_store *m, const void *row, const void *arg)
 {
-    (void)m;
     const wf_timer_row *t = row;
     int64_t now = *(const int64_t *)arg;
-    return t->due_at <= now && t->claimed_until <= now;
+    return t->due_at <= now && t->claimed_until <= now && !root_suspended(m, t->tenant, t->root_id);
 }
 
 wf_code
@@ -478,7 +486,7 @@ mem_aggregate_live(wf_tx *t, const char *agg_type, const char *agg_id, bool *liv
         *live = in->parent_id == NULL && wf_mem__eq(in->aggregate_type, agg_type) &&
                 wf_mem__eq(in->aggregate_id, agg_id) &&
                 (in->status == WF_INSTANCE_RUNNING || in->status == WF_INSTANCE_FAILED ||
-                 in->status == WF_INSTANCE_COMPENSATING);
+                 in->status == WF_INSTANCE_COMPENSATING || in->status == WF_INSTANCE_SUSPENDED);
     }
     return WF_OK;
 }

@@ -77,6 +77,10 @@ typedef enum wf_instance_status {
     WF_INSTANCE_FAILED = 4,
     WF_INSTANCE_COMPENSATING = 5,
     WF_INSTANCE_COMPENSATED = 6,
+    /* SuspendInstance: a root only, its tree waits for ResumeInstance (no
+     * job is leased, no timer claimed; see wf_store_activate_jobs and
+     * wf_store_claim_timers). Resumed, it is RUNNING again. */
+    WF_INSTANCE_SUSPENDED = 7,
 } wf_instance_status;
 
 /* True for the statuses an instance never leaves: COMPLETED, CANCELLED and
