@@ -121,8 +121,7 @@ suspend_body(wf_tx *tx, void *arg, wf_error *err)
     in->status = to;
     wf_work_touch_instance(&w.rw, w.inst);
     rc = wf_runtime__event(&w, op->resume ? "INSTANCE_RESUMED" : "INSTANCE_SUSPENDED",
-                           json_pack("{s:s}", "reason", op->reason != NULL ? op->reason : ""),
-                           err);
+                           json_pack("{s:s}", "reason", op->reason != NULL ? op->reason : ""), err);
     if (rc == WF_OK && op->resume)
         rc = resume_work(&w, err);
     if (rc == WF_OK)
