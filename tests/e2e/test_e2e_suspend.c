@@ -55,8 +55,8 @@ suspend_c(wf_client *c, const char *id, const char *reason, const char *rid, wf_
     req.instance_id = (char *)id;
     req.reason = (char *)(reason != NULL ? reason : "");
     req.request_id = (char *)(rid != NULL ? rid : "");
-    Workflow__V1__SuspendInstanceResponse *r = call(
-        c, "SuspendInstance", &req, &workflow__v1__suspend_instance_response__descriptor, st);
+    Workflow__V1__SuspendInstanceResponse *r =
+        call(c, "SuspendInstance", &req, &workflow__v1__suspend_instance_response__descriptor, st);
     return r != NULL ? r->instance : NULL;
 }
 
@@ -537,9 +537,9 @@ START_TEST(test_claim_release_and_net_task_are_refused_while_suspended)
 
     Workflow__V1__ListWorkItemsRequest lw = WORKFLOW__V1__LIST_WORK_ITEMS_REQUEST__INIT;
     lw.instance_id = in->id;
-    Workflow__V1__ListWorkItemsResponse *wl = call(
-        me("reader"), "ListWorkItems", &lw, &workflow__v1__list_work_items_response__descriptor,
-        &st);
+    Workflow__V1__ListWorkItemsResponse *wl =
+        call(me("reader"), "ListWorkItems", &lw,
+             &workflow__v1__list_work_items_response__descriptor, &st);
     ck_ok(st);
     ck_assert_uint_eq(wl->n_work_items, 1);
     Workflow__V1__WatchEventsRequest we = WORKFLOW__V1__WATCH_EVENTS_REQUEST__INIT;

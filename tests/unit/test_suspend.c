@@ -60,9 +60,8 @@ count_wake(void *arg, const char *topic)
 static wf_net_ctx
 as(const char *actor)
 {
-    return (wf_net_ctx){
-        .ref = {.store = st, .tenant = "default", .actor = actor, .arena = arena},
-        .wake = count_wake};
+    return (wf_net_ctx){.ref = {.store = st, .tenant = "default", .actor = actor, .arena = arena},
+                        .wake = count_wake};
 }
 
 static wf_code
@@ -295,8 +294,8 @@ START_TEST(test_refusals_of_suspend)
     /* Another tenant's id is unknown. */
     wf_net_ctx other = as("ops");
     other.ref.tenant = "elsewhere";
-    ck_code(wf_net_suspend_instance(&other, in.id, NULL, NULL, &out, &err),
-            WF_E_INSTANCE_NOT_FOUND, err);
+    ck_code(wf_net_suspend_instance(&other, in.id, NULL, NULL, &out, &err), WF_E_INSTANCE_NOT_FOUND,
+            err);
     ck_assert_int_eq(status_of(in.id), WF_INSTANCE_RUNNING);
 }
 END_TEST
