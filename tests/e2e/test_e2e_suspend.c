@@ -306,6 +306,32 @@ START_TEST(test_waiting_worker_gets_the_job_at_resume)
 }
 END_TEST
 
+/* A job stream of the type pushes nothing while the tree is suspended and
+ * pushes the job once it is resumed. */
+START_TEST(test_job_stream_pushes_nothing_while_suspended)
+{
+    const char *type;
+    Workflow__V1__Instance *in = job_instance(&type);
+    suspend_ok(in->id);
+    Workflow__V1__StreamActivatedJobsRequest req =
+        WORKFLOW__V1__STREAM_ACTIVATED_JOBS_REQUEST__INIT;
+    req.job_type = (char *)type;
+    req.worker = "ws";
+    req.credit = 5;
+    wf_client_call_opts o = {.timeout_ms = 10000};
+    wf_client_stream *s = wf_client_stream_jobs(me(NULL), &req, &o);
+    ck_assert_ptr_nonnull(s);
+    Workflow__V1__Job *j = NULL;
+    wf_client_status st;
+    ck_assert_int_eq(wf_client_next_job(s, 500, &j, &st), -1);
+    resume_ok(in->id);
+    ck_assert_int_eq(wf_client_next_job(s, 3000, &j, &st), 1);
+    ck_assert_str_eq(j->instance_id, in->id);
+    protobuf_c_message_free_unpacked(&j->base, NULL);
+    wf_client_stream_close(s);
+}
+END_TEST
+
 /* A job leased before the suspension may complete: the output is merged,
  * the token moves, and the next job is created but not activated until
  * the resume. */
@@ -339,6 +365,35 @@ START_TEST(test_job_leased_before_the_suspension_completes_and_its_successor_wai
     resume_ok(in->id);
     complete_ok(one_job(b));
     ck_assert_int_eq(status_of(in->id), I_COMPLETED);
+}
+END_TEST
+
+/* A leased job that fails for good while suspended is an incident: the
+ * instance is FAILED (the suspension ends with it) and RetryInstance
+ * resumes the work. A retryable failure waits for the resume. */
+START_TEST(test_leased_job_failing_while_suspended)
+{
+    const char *key = u("susp-fail-lease");
+    const char *type = u("flaky");
+    nb *n = one_step(key, "work", T_AUTO);
+    with_job(n->t[0], type, 2, 1);
+    deploy_as(me("dev"), n);
+    Workflow__V1__Instance *in = start_order(me("boss"), key, NULL, NULL, NULL);
+    Workflow__V1__FailJobRequest fr = WORKFLOW__V1__FAIL_JOB_REQUEST__INIT;
+    wf_client_status st;
+    fr.job_key = one_job(type)->key;
+    fr.error_message = "busy";
+    suspend_ok(in->id);
+    call(me(NULL), "FailJob", &fr, &workflow__v1__fail_job_response__descriptor, &st);
+    ck_ok(st);
+    sleep_ms(50); /* past the backoff */
+    ck_assert_uint_eq(activate_n(type, 0), 0);
+    resume_ok(in->id);
+    fr.job_key = one_job(type)->key;
+    suspend_ok(in->id);
+    call(me(NULL), "FailJob", &fr, &workflow__v1__fail_job_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_int_eq(status_of(in->id), I_FAILED);
 }
 END_TEST
 
@@ -795,7 +850,9 @@ suspend_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_job_is_not_activated_while_suspended_and_is_after_resume);
     tcase_add_test(tc, test_waiting_worker_gets_the_job_at_resume);
+    tcase_add_test(tc, test_job_stream_pushes_nothing_while_suspended);
     tcase_add_test(tc, test_job_leased_before_the_suspension_completes_and_its_successor_waits);
+    tcase_add_test(tc, test_leased_job_failing_while_suspended);
     tcase_add_test(tc, test_due_timer_waits_while_suspended_and_fires_after_resume);
     tcase_add_test(tc, test_signal_is_buffered_while_suspended_and_consumed_at_resume);
     tcase_add_test(tc, test_signal_ttl_counts_while_suspended);
