@@ -371,6 +371,17 @@ fuzz_seed_requests(wf_arena *a, size_t *n)
     retry->instance_id = (char *)EXAMPLE_ID;
     s[k++] = (fuzz_seed){"RetryInstance", "retry_instance", &retry->base};
 
+    Workflow__V1__SuspendInstanceRequest *susp = alloc(a, sizeof *susp);
+    workflow__v1__suspend_instance_request__init(susp);
+    susp->instance_id = (char *)EXAMPLE_ID;
+    susp->reason = "audit";
+    s[k++] = (fuzz_seed){"SuspendInstance", "suspend_instance", &susp->base};
+
+    Workflow__V1__ResumeInstanceRequest *resume = alloc(a, sizeof *resume);
+    workflow__v1__resume_instance_request__init(resume);
+    resume->instance_id = (char *)EXAMPLE_ID;
+    s[k++] = (fuzz_seed){"ResumeInstance", "resume_instance", &resume->base};
+
     Workflow__V1__ListWorkItemsRequest *items = alloc(a, sizeof *items);
     workflow__v1__list_work_items_request__init(items);
     items->instance_id = (char *)EXAMPLE_ID;

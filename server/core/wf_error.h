@@ -45,6 +45,11 @@ typedef enum wf_code {
     WF_E_REQUEST_ID_REUSED,
     /* A deploy of one kind onto a key that holds versions of another kind. */
     WF_E_DEFINITION_KIND_CONFLICT,
+    /* A task operation (or AssignTo) in an instance tree whose root is
+     * SUSPENDED. */
+    WF_E_INSTANCE_SUSPENDED,
+    /* SuspendInstance or ResumeInstance of a child instance. */
+    WF_E_INSTANCE_NOT_ROOT,
 
     /* PERMISSION_DENIED */
     WF_E_NOT_ASSIGNEE,

@@ -18,6 +18,9 @@
 _Static_assert((int)WF_INSTANCE_COMPENSATED ==
                    (int)WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPENSATED,
                "instance status numbering");
+_Static_assert((int)WF_INSTANCE_SUSPENDED ==
+                   (int)WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_SUSPENDED,
+               "instance status numbering");
 _Static_assert((int)WF_TASK_CANCELLED == (int)WORKFLOW__V1__TASK_STATUS__TASK_STATUS_CANCELLED,
                "task status numbering");
 _Static_assert((int)WF_ASSIGNEE_GROUP == (int)WORKFLOW__V1__ASSIGNEE_KIND__ASSIGNEE_KIND_GROUP,

@@ -1,6 +1,7 @@
 /*
  * h_instances: StartInstance, GetInstance, ListInstances and
- * CancelInstance for ad-hoc (TaskFlow) trees; ListWorkItems.
+ * CancelInstance for ad-hoc (TaskFlow) trees; SetVariables, RetryInstance,
+ * SuspendInstance, ResumeInstance; ListWorkItems.
  *
  * Translation only: every rule is in engine/referral*.c and
  * engine/net_runtime_history.c.
@@ -358,6 +359,70 @@ h_retry_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
     if (rc == WF_OK)
         rc = wf_net_retry_instance(&ctx, req->instance_id, &idem, &out, err);
     return wf_h_respond(call, rc, &idem, &retry_builder, &out, resp, err);
+}
+
+/* ---- SuspendInstance, ResumeInstance --------------------------------------------- */
+
+static ProtobufCMessage *
+build_suspend(wf_arena *a, const void *result)
+{
+    Workflow__V1__SuspendInstanceResponse *m = wf_arena_alloc(a, sizeof *m);
+    if (m == NULL)
+        return NULL;
+    workflow__v1__suspend_instance_response__init(m);
+    m->instance = wf_h_instance(a, result);
+    return m->instance != NULL ? &m->base : NULL;
+}
+
+static const wf_h_builder suspend_builder = {build_suspend,
+                                             &workflow__v1__suspend_instance_response__descriptor};
+
+wf_code
+h_suspend_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
+                   wf_error *err)
+{
+    const Workflow__V1__SuspendInstanceRequest *req = (const void *)msg;
+    wf_net_ctx ctx;
+    wf_uow_idem idem;
+    wf_instance_row out;
+    wf_h_net_ctx(call, &ctx);
+    if (wf_ids_check(&ctx.ref, WF_ID_INSTANCE, "instance_id", req->instance_id, err) != WF_OK)
+        return err->code;
+    wf_code rc = wf_h_idem(call, msg, req->request_id, &suspend_builder, &idem, err);
+    if (rc == WF_OK)
+        rc = wf_net_suspend_instance(&ctx, req->instance_id, req->reason, &idem, &out, err);
+    return wf_h_respond(call, rc, &idem, &suspend_builder, &out, resp, err);
+}
+
+static ProtobufCMessage *
+build_resume(wf_arena *a, const void *result)
+{
+    Workflow__V1__ResumeInstanceResponse *m = wf_arena_alloc(a, sizeof *m);
+    if (m == NULL)
+        return NULL;
+    workflow__v1__resume_instance_response__init(m);
+    m->instance = wf_h_instance(a, result);
+    return m->instance != NULL ? &m->base : NULL;
+}
+
+static const wf_h_builder resume_builder = {build_resume,
+                                            &workflow__v1__resume_instance_response__descriptor};
+
+wf_code
+h_resume_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
+                  wf_error *err)
+{
+    const Workflow__V1__ResumeInstanceRequest *req = (const void *)msg;
+    wf_net_ctx ctx;
+    wf_uow_idem idem;
+    wf_instance_row out;
+    wf_h_net_ctx(call, &ctx);
+    if (wf_ids_check(&ctx.ref, WF_ID_INSTANCE, "instance_id", req->instance_id, err) != WF_OK)
+        return err->code;
+    wf_code rc = wf_h_idem(call, msg, req->request_id, &resume_builder, &idem, err);
+    if (rc == WF_OK)
+        rc = wf_net_resume_instance(&ctx, req->instance_id, req->reason, &idem, &out, err);
+    return wf_h_respond(call, rc, &idem, &resume_builder, &out, resp, err);
 }
 
 /* ---- ListWorkItems ------------------------------------------------------------------------- */

@@ -27,6 +27,10 @@ wf_code h_set_variables(wf_call *call, const ProtobufCMessage *req, ProtobufCMes
                         wf_error *err);
 wf_code h_retry_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                          wf_error *err);
+wf_code h_suspend_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                           wf_error *err);
+wf_code h_resume_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                          wf_error *err);
 wf_code h_list_work_items(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                           wf_error *err);
 

@@ -21,6 +21,8 @@ const wf_route wf_routes[] = {
     {"CancelInstance", h_cancel_instance, WF_ROUTE_ACTOR, NULL},
     {"SetVariables", h_set_variables, WF_ROUTE_ACTOR, NULL},
     {"RetryInstance", h_retry_instance, WF_ROUTE_ACTOR, NULL},
+    {"SuspendInstance", h_suspend_instance, WF_ROUTE_ACTOR, NULL},
+    {"ResumeInstance", h_resume_instance, WF_ROUTE_ACTOR, NULL},
     {"ListWorkItems", h_list_work_items, 0, NULL},
     /* Ad-hoc referral */
     {"AssignTo", h_assign_to, WF_ROUTE_ACTOR, NULL},

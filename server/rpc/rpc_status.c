@@ -44,6 +44,8 @@ wf_rpc_status_code(wf_code code)
     case WF_E_EMPTY_GROUP:
     case WF_E_REQUEST_ID_REUSED:
     case WF_E_DEFINITION_KIND_CONFLICT:
+    case WF_E_INSTANCE_SUSPENDED:
+    case WF_E_INSTANCE_NOT_ROOT:
         return GRPC_STATUS_FAILED_PRECONDITION;
     case WF_E_NOT_ASSIGNEE:
     case WF_E_NOT_GROUP_MEMBER:

@@ -22,15 +22,26 @@ typedef struct job_q {
     int64_t now;
 } job_q;
 
-/* A job of a root a paused unit of work holds is skipped, as Postgres's
- * SKIP LOCKED skips the jobs lock_root locked. */
+/* True when the root of a tree is SUSPENDED: its jobs are not leased and
+ * its timers not claimed until ResumeInstance (the same rule as the
+ * Postgres statements). */
+static bool
+root_suspended(mem_store *m, const char *tenant, const char *root_id)
+{
+    const wf_instance_row *r = wf_mem__mt_get(&m->insts, tenant, root_id, NULL);
+    return r != NULL && r->status == WF_INSTANCE_SUSPENDED;
+}
+
+/* A job of a root a paused unit of work holds is skipped too, as
+ * Postgres's SKIP LOCKED skips the jobs lock_root locked. */
 static bool
 job_activatable(mem_store *m, const void *row, const void *arg)
 {
     const wf_job_row *j = row;
     const job_q *q = arg;
     return wf_mem__eq(j->job_type, q->job_type) && j->state == WF_JOB_ACTIVATABLE &&
-           j->activatable_at <= q->now && !wf_mem__root_held(m, j->root_id, NULL);
+           j->activatable_at <= q->now && !root_suspended(m, j->tenant, j->root_id) &&
+           !wf_mem__root_held(m, j->root_id, NULL);
 }
 
 /* Replaces the stored row under (tenant, id) with a copy of src, outside
@@ -144,7 +155,8 @@ timer_due(mem_store *m, const void *row, const void *arg)
 {
     const wf_timer_row *t = row;
     int64_t now = *(const int64_t *)arg;
-    return t->due_at <= now && t->claimed_until <= now && !wf_mem__root_held(m, t->root_id, NULL);
+    return t->due_at <= now && t->claimed_until <= now &&
+           !root_suspended(m, t->tenant, t->root_id) && !wf_mem__root_held(m, t->root_id, NULL);
 }
 
 wf_code
@@ -481,7 +493,7 @@ mem_aggregate_live(wf_tx *t, const char *agg_type, const char *agg_id, bool *liv
         *live = in->parent_id == NULL && wf_mem__eq(in->aggregate_type, agg_type) &&
                 wf_mem__eq(in->aggregate_id, agg_id) &&
                 (in->status == WF_INSTANCE_RUNNING || in->status == WF_INSTANCE_FAILED ||
-                 in->status == WF_INSTANCE_COMPENSATING);
+                 in->status == WF_INSTANCE_COMPENSATING || in->status == WF_INSTANCE_SUSPENDED);
     }
     return WF_OK;
 }

@@ -67,6 +67,15 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
  * filter are scalar (one index probe per row), never a hashed read of
  * the whole table. The page's tail: the cursor (always bound), order and
  * limit. */
+/* A row of a tree whose root is SUSPENDED (status 7): one probe of the
+ * partial index instances_suspended (migrations/0010_suspend.sql) per
+ * candidate of a lease or timer claim. */
+#define SUSPENDED_ROOT_OF_JOBS                                                                     \
+    "EXISTS (SELECT 1 FROM instances r WHERE r.tenant_id = jobs.tenant_id AND r.id = "             \
+    "jobs.root_id AND r.status = 7)"
+#define SUSPENDED_ROOT_OF_TIMERS                                                                   \
+    "EXISTS (SELECT 1 FROM instances r WHERE r.tenant_id = timers.tenant_id AND r.id = "           \
+    "timers.root_id AND r.status = 7)"
 #define OPT(param, col) "(" param "::text IS NULL OR " col " = " param ")"
 #define ALL(conds) "CASE WHEN " conds " THEN true ELSE false END"
 #define TASKS_PAGE(states, c_num, c_str, limit)                                                    \
@@ -356,11 +365,11 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                        "s.aggregate_type = $3 AND s.aggregate_id = $4 AND i.status = 1)",
                        "subscription"},
     /* A root of the aggregate that has not ended (1 RUNNING, 4 FAILED, 5
-     * COMPENSATING), through instances_aggregate. */
+     * COMPENSATING, 7 SUSPENDED), through instances_aggregate. */
     [S_AGGREGATE_LIVE] = {"aggregate_live",
                           "SELECT EXISTS (SELECT 1 FROM instances WHERE tenant_id = $1 AND "
                           "aggregate_type = $2 AND aggregate_id = $3 AND parent_id IS NULL AND "
-                          "status IN (1, 4, 5))",
+                          "status IN (1, 4, 5, 7))",
                           "instance"},
 
     [S_GET_INSTANCE] = {"get_instance",
@@ -485,10 +494,10 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                                                           " ORDER BY received_at, id LIMIT $9",
          "signal"},
 
-    /* Lease: activatable now. The candidates are locked in order and
-     * leased while the answer's estimate of their bytes
-     * (wf_store__job_answer_bytes: variables, error and idempotency key
-     * plus 1024) stays within $7 (0 = no bound); when the first alone
+    /* Lease: activatable now, of a tree that is not suspended. The
+     * candidates are locked in order and leased while the answer's
+     * estimate of their bytes (wf_store__job_answer_bytes: variables,
+     * error and idempotency key plus 1024) stays within $7 (0 = no bound); when the first alone
      * passes it, nothing is leased and that row comes back unchanged
      * (state 1), for the caller to refuse. The engine writes the
      * JOB_ACTIVATED events. */
@@ -498,6 +507,7 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
          "octet_length(coalesce(variables_json, '')) + octet_length(coalesce(last_error, '')) + "
          "octet_length(coalesce(idempotency_key, '')) + 1024 AS b FROM jobs WHERE "
          "tenant_id = $1 AND job_type = $2 AND state = 1 AND activatable_at <= $3 "
+         "AND NOT " SUSPENDED_ROOT_OF_JOBS " "
          "ORDER BY activatable_at, id LIMIT $4 FOR UPDATE SKIP LOCKED), "
          "c AS (SELECT tenant_id, id FROM (SELECT tenant_id, id, sum(b) OVER "
          "(ORDER BY activatable_at, id) AS t FROM l) x WHERE $7::bigint = 0 OR t <= $7::bigint), "
@@ -521,7 +531,9 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
  * due rows. */
 #define CLAIM_TIMERS(tenant)                                                                       \
     "WITH u AS (UPDATE timers SET claimed_until = $3 WHERE ctid = ANY(ARRAY(SELECT ctid FROM "     \
-    "timers WHERE " tenant "due_at <= $1 AND claimed_until <= $1 ORDER BY due_at, id LIMIT $2 "    \
+    "timers WHERE " tenant                                                                         \
+    "due_at <= $1 AND claimed_until <= $1 AND NOT " SUSPENDED_ROOT_OF_TIMERS                       \
+    " ORDER BY due_at, id LIMIT $2 "                                                               \
     "FOR UPDATE SKIP LOCKED)) RETURNING *) "                                                       \
     "SELECT " COLS_TIMERS " FROM u ORDER BY due_at, id"
     [S_CLAIM_TIMERS] = {"claim_timers", CLAIM_TIMERS(""), "timer"},

@@ -77,6 +77,10 @@ typedef enum wf_instance_status {
     WF_INSTANCE_FAILED = 4,
     WF_INSTANCE_COMPENSATING = 5,
     WF_INSTANCE_COMPENSATED = 6,
+    /* SuspendInstance: a root only, its tree waits for ResumeInstance (no
+     * job is leased, no timer claimed; see wf_store_activate_jobs and
+     * wf_store_claim_timers). Resumed, it is RUNNING again. */
+    WF_INSTANCE_SUSPENDED = 7,
 } wf_instance_status;
 
 /* True for the statuses an instance never leaves: COMPLETED, CANCELLED and
@@ -687,8 +691,9 @@ wf_code wf_store_list_work_items(wf_store *st, const wf_store_ctx *ctx, const ch
 
 /* Leases up to max jobs of job_type to worker (lease_ms is milliseconds;
  * now and row times are microseconds): jobs ACTIVATABLE with
- * activatable_at <= now. A lease that ran out comes back only through the
- * scheduler (wf_store_find_expired_leases: JOB_LEASE_EXPIRED, then
+ * activatable_at <= now, of a tree whose root is not SUSPENDED. A lease
+ * that ran out comes back only through the scheduler
+ * (wf_store_find_expired_leases: JOB_LEASE_EXPIRED, then
  * ACTIVATABLE without spending an attempt), so that every re-lease follows
  * its expiry event and this query is one index range with a limit. Each
  * gets state ACTIVATED, a fresh key and
@@ -717,7 +722,8 @@ wf_code wf_tx_activate_jobs(wf_tx *tx, const char *job_type, const char *worker,
 /*
  * Due timers of EVERY tenant (ctx->tenant is ignored; rows carry theirs):
  * up to limit timers with due_at <= now that are not claimed, or whose
- * claim ran out, are claimed until now + claim_ms (milliseconds; now is
+ * claim ran out, and whose tree's root is not SUSPENDED, are claimed
+ * until now + claim_ms (milliseconds; now is
  * microseconds) and returned ordered by
  * (due_at, id). Rows locked by another transaction are skipped.
  *

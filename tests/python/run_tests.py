@@ -35,7 +35,11 @@ google.rpc.ErrorInfo{reason, domain "workflow.v1"} carried in the
   signal, correlates with a waiting one, buffers for a running one, replays
   a request_id, and 8 concurrent senders (each on its own channel) start
   exactly one instance; again on Postgres (CorrelateOrStartPgTests, also
-  through two server processes).
+  through two server processes);
+* suspend and resume (SuspendResumeTests): a signal sent to a suspended
+  instance is buffered with its TTL counting, the resume consumes it, a
+  request_id replays, an ended instance is refused; again on Postgres
+  (SuspendResumePgTests).
 
 Every server is a workflowd process started here, on 127.0.0.1 and a free
 port (never 50051), with its stderr captured in the work directory; all of
@@ -1970,6 +1974,97 @@ class CorrelateOrStartPgTests(CorrelateOrStartTests):
     def start_servers(cls):
         dsn = pg_dsn_or_skip("CorrelateOrStartTests")
         return [start_server(cls, "cos-pg-%d" % i, DATABASE_URL=dsn) for i in range(2)]
+
+
+class SuspendResumeTests(WorkflowTestCase):
+    """SuspendInstance and ResumeInstance as an operator's tool calls them:
+    a signal sent while suspended is buffered, not correlated, its TTL
+    counting from its receipt; the resume consumes it."""
+
+    @classmethod
+    def start_servers(cls):
+        return [start_server(cls, "suspend-memory")]
+
+    @classmethod
+    def setUpClass(cls):
+        cls.servers = cls.start_servers()
+        cls.wf = cls.servers[0].workflow()
+
+    def setUp(self):
+        self.run = uuid.uuid4().hex[:8]
+        self.key = "py-suspend-" + self.run
+        d = wf_pb2.Definition(
+            key=self.key, kind=wf_pb2.DEFINITION_KIND_NET,
+            places=[wf_pb2.Place(id="s", kind=wf_pb2.PLACE_KIND_START),
+                    wf_pb2.Place(id="e", kind=wf_pb2.PLACE_KIND_END)],
+            transitions=[wf_pb2.Transition(id="recv", trigger=wf_pb2.TRIGGER_MSG,
+                                           signal_name="paid")],
+            arcs=[wf_pb2.Arc(source="s", target="recv"), wf_pb2.Arc(source="recv", target="e")])
+        out = invoke(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(definition=d),
+                     md(actor="dev"))
+        self.assertEqual(out.code, SC.OK, "deploy: %r" % out)
+
+    def get(self, instance_id):
+        out = invoke(self.wf.GetInstance, wf_pb2.GetInstanceRequest(instance_id=instance_id),
+                     md())
+        self.assertEqual(out.code, SC.OK, "get: %r" % out)
+        return out.response
+
+    def test_signal_buffered_while_suspended_then_consumed_at_resume(self):
+        out = invoke(self.wf.StartInstance, wf_pb2.StartInstanceRequest(definition_key=self.key),
+                     md(actor="shop"))
+        self.assertEqual(out.code, SC.OK, "start: %r" % out)
+        iid = out.response.instance.id
+        rid = "suspend-" + self.run
+        sus = invoke(self.wf.SuspendInstance, wf_pb2.SuspendInstanceRequest(
+            instance_id=iid, reason="fraud check", request_id=rid), md(actor="ops"))
+        self.assertEqual(sus.code, SC.OK, "suspend: %r" % sus)
+        self.assertEqual(sus.response.instance.status, wf_pb2.INSTANCE_STATUS_SUSPENDED)
+        # The same request id answers the first response.
+        again = invoke(self.wf.SuspendInstance, wf_pb2.SuspendInstanceRequest(
+            instance_id=iid, reason="fraud check", request_id=rid), md(actor="ops"))
+        self.assertEqual(again.code, SC.OK)
+        self.assertEqual(again.response, sus.response)
+
+        sig = wf_pb2.SendSignalRequest(name="paid", instance_id=iid, payload_json='{"paid": 1}')
+        sig.buffer_ttl.seconds = 60
+        sent = invoke(self.wf.SendSignal, sig, md(actor="psp"))
+        self.assertEqual(sent.code, SC.OK, "signal: %r" % sent)
+        self.assertEqual(sent.response.outcome, wf_pb2.SIGNAL_OUTCOME_BUFFERED)
+        g = self.get(iid)
+        self.assertEqual(g.instance.status, wf_pb2.INSTANCE_STATUS_SUSPENDED)
+        self.assertEqual(len(g.buffered_signals), 1)
+        # The TTL counts from the receipt: the suspension does not move it.
+        self.assertEqual(g.buffered_signals[0].expires_at, sent.response.expires_at)
+        listed = invoke(self.wf.ListInstances, wf_pb2.ListInstancesRequest(
+            started_by="shop", status=wf_pb2.INSTANCE_STATUS_SUSPENDED), md(actor="shop"))
+        self.assertEqual([i.id for i in listed.response.instances], [iid])
+
+        res = invoke(self.wf.ResumeInstance, wf_pb2.ResumeInstanceRequest(instance_id=iid),
+                     md(actor="ops"))
+        self.assertEqual(res.code, SC.OK, "resume: %r" % res)
+        self.assertEqual(res.response.instance.status, wf_pb2.INSTANCE_STATUS_COMPLETED)
+        self.assertEqual(json.loads(res.response.instance.variables_json), {"paid": 1})
+        sigs = invoke(self.wf.ListSignals, wf_pb2.ListSignalsRequest(instance_id=iid), md())
+        self.assertEqual([s.consumed_by_instance for s in sigs.response.signals], [iid])
+
+        # Ended now: both calls refuse it, naming the instance.
+        for method, req in ((self.wf.SuspendInstance, wf_pb2.SuspendInstanceRequest),
+                            (self.wf.ResumeInstance, wf_pb2.ResumeInstanceRequest)):
+            late = invoke(method, req(instance_id=iid), md(actor="ops"))
+            self.assertEqual(late.code, SC.FAILED_PRECONDITION, "%r" % late)
+            self.assertEqual(late.reason, "INSTANCE_NOT_RUNNING")
+            self.assertEqual(late.info.domain, "workflow.v1")
+            self.assertEqual(late.info.metadata["instanceId"], iid)
+
+
+class SuspendResumePgTests(SuspendResumeTests):
+    """SuspendResumeTests on Postgres; skipped without WF_TEST_PG_DSN."""
+
+    @classmethod
+    def start_servers(cls):
+        dsn = pg_dsn_or_skip("SuspendResumeTests")
+        return [start_server(cls, "suspend-pg", DATABASE_URL=dsn)]
 
 
 # ---------------------------------------------------------------------------

@@ -1288,6 +1288,50 @@ START_TEST(test_due_timers_are_claimed_once)
 }
 END_TEST
 
+/* A tree whose root is SUSPENDED: none of its jobs is leased and none of
+ * its due timers claimed; the rows of a running tree beside it are. */
+START_TEST(test_suspended_tree_leases_no_job_and_claims_no_timer)
+{
+    wf_instance_row s = mk_instance("rs", NULL, "rs", T0);
+    s.status = WF_INSTANCE_SUSPENDED;
+    s.aggregate_type = S("order");
+    s.aggregate_id = S("o-rs");
+    commit_changes(&(wf_store_changes){.instances = &s, .n_instances = 1});
+    new_root("rr", T0 + 1);
+    wf_job_row jobs[2] = {mk_job("js", "rs", "mail", T0), mk_job("jr", "rr", "mail", T0 + 1)};
+    wf_timer_row t[2] = {
+        {S("ts"), NULL, S("rs"), S("rs"), S("w"), S("x"), T0 + 10, T0, 0},
+        {S("tr"), NULL, S("rr"), S("rr"), S("w"), S("x"), T0 + 20, T0, 0},
+    };
+    commit_changes(&(wf_store_changes){.jobs = jobs, .n_jobs = 2, .timers = t, .n_timers = 2});
+
+    wf_error err = {0};
+    wf_job_row *rows;
+    size_t n;
+    int64_t now = T0 + 100;
+    ck_assert_int_eq(wf_store_activate_jobs(st, &ctx, "mail", "w1", 10, 1000, now, &rows, &n, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(rows[0].id, "jr");
+    wf_store_ctx sched = {NULL, 0, arena};
+    wf_timer_row *trows;
+    ck_assert_int_eq(wf_store_claim_due_timers(st, &sched, now, 10, 5000, &trows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(trows[0].id, "tr");
+    ck_assert_int_eq(wf_store_claim_tenant_timers(st, &ctx, now + 1, 10, 5000, &trows, &n, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 0);
+
+    /* A suspended root is live for its aggregate. */
+    wf_tx *tx = NULL;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    bool live = false;
+    ck_assert_int_eq(wf_tx_aggregate_live(tx, "order", "o-rs", &live, &err), WF_OK);
+    wf_tx_rollback(tx);
+    ck_assert(live);
+}
+END_TEST
+
 START_TEST(test_signals_buffer_and_correlate)
 {
     wf_instance_row r = mk_instance("r1", NULL, "r1", T0);
@@ -2049,6 +2093,7 @@ store_contract_suite(const char *name)
     tcase_add_test(tc, test_job_activation_bounded_by_bytes);
     tcase_add_test(tc, test_pages_bounded_by_bytes);
     tcase_add_test(tc, test_due_timers_are_claimed_once);
+    tcase_add_test(tc, test_suspended_tree_leases_no_job_and_claims_no_timer);
     tcase_add_test(tc, test_signals_buffer_and_correlate);
     tcase_add_test(tc, test_events_read_in_order_with_filters);
     tcase_add_test(tc, test_past_deadline_is_deadline_exceeded);

@@ -25,6 +25,8 @@ START_TEST(test_every_code_has_a_distinct_reason)
     ck_assert_str_eq(wf_code_reason(WF_E_TASK_NOT_OPEN), "TASK_NOT_OPEN");
     ck_assert_str_eq(wf_code_reason(WF_E_REQUEST_ID_REUSED), "REQUEST_ID_REUSED");
     ck_assert_str_eq(wf_code_reason(WF_E_DEFINITION_KIND_CONFLICT), "DEFINITION_KIND_CONFLICT");
+    ck_assert_str_eq(wf_code_reason(WF_E_INSTANCE_SUSPENDED), "INSTANCE_SUSPENDED");
+    ck_assert_str_eq(wf_code_reason(WF_E_INSTANCE_NOT_ROOT), "INSTANCE_NOT_ROOT");
     ck_assert_str_eq(wf_code_reason((wf_code)999), "INTERNAL");
 }
 END_TEST

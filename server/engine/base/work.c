@@ -250,3 +250,16 @@ wf_work_in_subtree(const wf_work *w, size_t i, size_t a)
     }
     return false;
 }
+
+wf_code
+wf_work_check_not_suspended(const wf_work *w, size_t i, wf_error *err)
+{
+    if (i == WF_WORK_NONE)
+        return WF_OK;
+    size_t r = wf_work_find_instance(w, w->insts[i].root_id);
+    if (r == WF_WORK_NONE || w->insts[r].status != WF_INSTANCE_SUSPENDED)
+        return WF_OK;
+    return wf_error_set(err, WF_E_INSTANCE_SUSPENDED,
+                        "instance \"%s\" is suspended: resume it before working on its tasks",
+                        w->insts[r].id);
+}

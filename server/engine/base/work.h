@@ -112,6 +112,11 @@ wf_code wf_work_del(wf_work *w, const char ***list, size_t *n, const char *id, w
 /* True when instance i is a descendant of (or equal to) instance a. */
 bool wf_work_in_subtree(const wf_work *w, size_t i, size_t a);
 
+/* WF_E_INSTANCE_SUSPENDED when the root of instance i's tree (the
+ * working set holds the whole tree) is SUSPENDED: task operations and
+ * AssignTo wait for ResumeInstance. WF_OK otherwise. */
+wf_code wf_work_check_not_suspended(const wf_work *w, size_t i, wf_error *err);
+
 /* Copies text into the arena; NULL when out of memory or s is NULL. */
 char *wf_work_strdup(wf_work *w, const char *s);
 

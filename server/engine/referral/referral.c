@@ -405,6 +405,9 @@ wf_referral__assign(wf_work *w, const wf_assign_spec *s, wf_tx *tx, const char *
     if (p == WF_WORK_NONE)
         return wf_error_set(err, WF_E_INSTANCE_NOT_FOUND, "instance \"%.64s\" does not exist",
                             parent_id != NULL ? parent_id : "");
+    wf_code rc = wf_work_check_not_suspended(w, p, err);
+    if (rc != WF_OK)
+        return rc;
     if (w->insts[p].status != WF_INSTANCE_RUNNING)
         return wf_error_set(err, WF_E_INSTANCE_NOT_RUNNING, "instance \"%s\" is not running",
                             parent_id);
@@ -415,7 +418,7 @@ wf_referral__assign(wf_work *w, const wf_assign_spec *s, wf_tx *tx, const char *
     wf_instance_row child;
     wf_assign_spec r; /* s with its ids resolved */
     size_t c;
-    wf_code rc = referral_definition(tx, key, &version, err);
+    rc = referral_definition(tx, key, &version, err);
     if (rc == WF_OK)
         rc = resolve_ids(w, s, p, joined, &r, err);
     if (rc == WF_OK)
@@ -538,6 +541,8 @@ open_task(task_op *op, wf_tx *tx, wf_work *w, size_t *t, size_t *i, wf_error *er
         task->assignee_kind == WF_ASSIGNEE_GROUP &&
         wf_referral_actor_in_group(ctx->dir, ctx->actor, ctx->actor_groups, task->assignee_id);
     rc = wf_referral_check_task_op(task, op->op, ctx->actor, member, err);
+    if (rc == WF_OK)
+        rc = wf_work_check_not_suspended(w, *i, err);
     if (rc != WF_OK)
         return rc;
     if (w->insts[*i].status != WF_INSTANCE_RUNNING)
@@ -836,10 +841,11 @@ typedef struct cancel_op {
     wf_instance_row *out;
 } cancel_op;
 
+/* A SUSPENDED tree can be cancelled, as a running one. */
 static bool
 cancellable(wf_instance_status s)
 {
-    return s == WF_INSTANCE_RUNNING || s == WF_INSTANCE_FAILED;
+    return s == WF_INSTANCE_RUNNING || s == WF_INSTANCE_FAILED || s == WF_INSTANCE_SUSPENDED;
 }
 
 /* Removes the jobs, timers and signal subscriptions of the subtree of a

@@ -145,14 +145,14 @@ wf_referral_get_instance(const wf_ref_ctx *ctx, const char *instance_id, wf_ref_
  * explicit status filter, and *begun, whether work has begun. Every root is
  * in exactly one state: NOT_STARTED is a RUNNING AD_HOC root without a
  * referral (no work begun); OPEN is every other root that has not ended
- * (a running NET root, a root with referrals, a FAILED or COMPENSATING
- * one); CLOSED is an ended root. */
+ * (a running NET root, a root with referrals, a FAILED, COMPENSATING or
+ * SUSPENDED one); CLOSED is an ended root. */
 static size_t
 state_statuses(wf_process_state state, wf_instance_status status, wf_instance_status *out,
                wf_begun_filter *begun)
 {
     static const wf_instance_status open[] = {WF_INSTANCE_RUNNING, WF_INSTANCE_COMPENSATING,
-                                              WF_INSTANCE_FAILED};
+                                              WF_INSTANCE_FAILED, WF_INSTANCE_SUSPENDED};
     static const wf_instance_status closed[] = {WF_INSTANCE_COMPLETED, WF_INSTANCE_CANCELLED,
                                                 WF_INSTANCE_COMPENSATED};
     static const wf_instance_status running[] = {WF_INSTANCE_RUNNING};
@@ -164,7 +164,7 @@ state_statuses(wf_process_state state, wf_instance_status status, wf_instance_st
         set = running, n_set = 1, *begun = WF_BEGUN_NO;
         break;
     case WF_PROCESS_OPEN:
-        set = open, n_set = 3, *begun = WF_BEGUN_YES;
+        set = open, n_set = 4, *begun = WF_BEGUN_YES;
         break;
     case WF_PROCESS_CLOSED:
         set = closed, n_set = 3;
@@ -190,7 +190,7 @@ wf_referral_list_instances(const wf_ref_ctx *ctx, const wf_ref_instance_query *q
         return rc;
     if (q->state < WF_PROCESS_ANY || q->state > WF_PROCESS_CLOSED)
         return wf_error_set(err, WF_E_INVALID_ARGUMENT, "state is not a known process state");
-    if (q->status < 0 || q->status > WF_INSTANCE_COMPENSATED)
+    if (q->status < 0 || q->status > WF_INSTANCE_SUSPENDED)
         return wf_error_set(err, WF_E_INVALID_ARGUMENT, "status is not a known instance status");
     if (empty(q->aggregate_type) && !empty(q->aggregate_id))
         return wf_error_set(err, WF_E_INVALID_ARGUMENT,
@@ -204,7 +204,7 @@ wf_referral_list_instances(const wf_ref_ctx *ctx, const wf_ref_instance_query *q
     } else if (strcmp(by, "*") == 0) {
         by = NULL;
     }
-    wf_instance_status statuses[3];
+    wf_instance_status statuses[4];
     wf_instance_filter f = {
         .started_by = by,
         .definition_key = empty(q->definition_key) ? NULL : q->definition_key,

@@ -175,6 +175,28 @@ wf_code wf_net_extend_job_lease(const wf_net_ctx *ctx, const char *key, int64_t 
 wf_code wf_net_retry_instance(const wf_net_ctx *ctx, const char *instance_id, wf_uow_idem *idem,
                               wf_instance_row *out, wf_error *err);
 
+/* ---- suspension (net_runtime_suspend.c) --------------------------------------------- */
+
+/* SuspendInstance: a RUNNING root instance (net or AD_HOC) becomes
+ * SUSPENDED with INSTANCE_SUSPENDED (data: reason); its tree then leases
+ * no job, fires no timer, correlates no signal and refuses task
+ * operations with WF_E_INSTANCE_SUSPENDED until ResumeInstance. A
+ * SUSPENDED root is returned unchanged. WF_E_INSTANCE_NOT_ROOT for a
+ * child, WF_E_INSTANCE_NOT_RUNNING for an ended, FAILED or COMPENSATING
+ * one, WF_E_INVALID_ARGUMENT for a reason over 1024 bytes. *out is the
+ * root. */
+wf_code wf_net_suspend_instance(const wf_net_ctx *ctx, const char *instance_id, const char *reason,
+                                wf_uow_idem *idem, wf_instance_row *out, wf_error *err);
+
+/* ResumeInstance: a SUSPENDED root becomes RUNNING with INSTANCE_RESUMED
+ * (data: reason), in the same unit of work its waits consume the signals
+ * buffered for them; the workers of its job types and the scheduler are
+ * woken. A root that is not suspended (and has not ended) is returned
+ * unchanged; the refusals are those of wf_net_suspend_instance for a
+ * child or an ended instance. */
+wf_code wf_net_resume_instance(const wf_net_ctx *ctx, const char *instance_id, const char *reason,
+                               wf_uow_idem *idem, wf_instance_row *out, wf_error *err);
+
 /* StartInstance's unit of work inside tx (spec checked, vars normalised;
  * also a start on signal): the definition (wf_referral_start_definition);
  * a NET one starts here — the root row pinned to the version picked,

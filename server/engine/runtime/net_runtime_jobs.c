@@ -381,8 +381,12 @@ open_job(job_op *op, wf_tx *tx, net_work *w, size_t *ji, wf_error *err)
     const wf_job_row *j = NW_ROW(w, jobs, wf_job_row, *ji);
     if (j->state != WF_JOB_ACTIVATED)
         return lease_lost(op->key, "is not an active lease", err);
-    if (w->rw.insts[w->inst].status !=
-        (j->compensation ? WF_INSTANCE_COMPENSATING : WF_INSTANCE_RUNNING))
+    /* A lease taken before SuspendInstance is honoured: its completion or
+     * failure is applied, and what it enables waits for the resume. */
+    wf_instance_status st = w->rw.insts[w->inst].status;
+    bool live = j->compensation ? st == WF_INSTANCE_COMPENSATING
+                                : st == WF_INSTANCE_RUNNING || st == WF_INSTANCE_SUSPENDED;
+    if (!live)
         return lease_lost(op->key, "belongs to an instance that is not running", err);
     return WF_OK;
 }

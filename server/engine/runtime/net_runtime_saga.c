@@ -508,7 +508,8 @@ cancel_body(wf_tx *tx, void *arg, wf_error *err)
     if (rc != WF_OK)
         return rc;
     wf_instance_row *in = &w.rw.insts[w.inst];
-    if (in->status != WF_INSTANCE_RUNNING && in->status != WF_INSTANCE_FAILED)
+    if (in->status != WF_INSTANCE_RUNNING && in->status != WF_INSTANCE_FAILED &&
+        in->status != WF_INSTANCE_SUSPENDED)
         return wf_error_set(err, WF_E_INSTANCE_NOT_RUNNING, "instance \"%s\" has already ended",
                             op->instance_id);
     if (w.net == NULL || !has_steps(&w)) {

@@ -60,6 +60,8 @@ open_task(net_work *w, wf_tx *tx, const task_op *op, size_t *t, const char **ite
         task->assignee_kind == WF_ASSIGNEE_GROUP &&
         wf_referral_actor_in_group(ctx->dir, ctx->actor, ctx->actor_groups, task->assignee_id);
     rc = wf_referral_check_task_op(task, WF_TASK_OP_COMPLETE, ctx->actor, member, err);
+    if (rc == WF_OK)
+        rc = wf_work_check_not_suspended(&w->rw, w->inst, err);
     if (rc != WF_OK)
         return rc;
     if (w->rw.insts[w->inst].status != WF_INSTANCE_RUNNING)

@@ -52,8 +52,9 @@ timer_body(wf_tx *tx, void *arg, wf_error *err)
         return WF_OK; /* withdrawn, or fired by another replica */
     wf_instance_status st = w.rw.insts[w.inst].status;
     if (st != WF_INSTANCE_RUNNING) {
-        /* A FAILED instance keeps its timers for RetryInstance; an ended
-         * one has no use for them. */
+        /* A FAILED instance keeps its timers for RetryInstance, a
+         * SUSPENDED one for ResumeInstance (a claim that raced with the
+         * suspension); an ended one has no use for them. */
         if (!wf_instance_ended(st))
             return WF_OK;
         wf_runtime__gone(&w.timers, ti);

@@ -46,7 +46,9 @@ wf_runtime__msg_enabled(net_work *w, const wf_work_item_row *it, const wf_transi
 {
     const wf_instance_row *in = &w->rw.insts[w->inst];
     bool by_agg = t->correlation == WF_CORRELATION_AGGREGATE;
-    if (wf_str_empty(t->signal_name) ||
+    /* A suspended instance consumes nothing: the buffer is looked at again
+     * at ResumeInstance (wf_runtime__consume_awaited). */
+    if (in->status == WF_INSTANCE_SUSPENDED || wf_str_empty(t->signal_name) ||
         (by_agg && (wf_str_empty(in->aggregate_type) || in->aggregate_id == NULL)))
         return WF_OK;
     wf_signal_row sig;
