@@ -85,7 +85,9 @@ shop_net(const char *key)
     const char *places[] = {"s", "a", "b", "c", "d", "e"};
     for (int i = 0; i < 6; i++)
         p[i] = (wf_place){.id = places[i],
-                          .kind = i == 0 ? WF_PLACE_START : i == 5 ? WF_PLACE_END : WF_PLACE_NORMAL};
+                          .kind = i == 0   ? WF_PLACE_START
+                                  : i == 5 ? WF_PLACE_END
+                                           : WF_PLACE_NORMAL};
     const char *users[] = {"review", "approve", "detour", "split", "pair"};
     for (int i = 0; i < 5; i++) {
         t[i] = (wf_transition){.id = users[i], .trigger = WF_TRIGGER_USER};
@@ -93,11 +95,10 @@ shop_net(const char *key)
     }
     t[5] = (wf_transition){.id = "skip", .trigger = WF_TRIGGER_AUTO};
     t[6] = (wf_transition){.id = "ship", .trigger = WF_TRIGGER_AUTO, .job_type = "ship"};
-    const char *arcs[][2] = {{"s", "review"}, {"review", "a"}, {"a", "approve"},
-                             {"approve", "b"}, {"b", "ship"},  {"ship", "e"},
-                             {"a", "detour"},  {"detour", "c"}, {"c", "skip"},
-                             {"skip", "e"},    {"b", "split"},  {"split", "d"},
-                             {"d", "pair"},    {"pair", "e"}};
+    const char *arcs[][2] = {{"s", "review"}, {"review", "a"}, {"a", "approve"}, {"approve", "b"},
+                             {"b", "ship"},   {"ship", "e"},   {"a", "detour"},  {"detour", "c"},
+                             {"c", "skip"},   {"skip", "e"},   {"b", "split"},   {"split", "d"},
+                             {"d", "pair"},   {"pair", "e"}};
     for (int i = 0; i < 14; i++)
         a[i] = (wf_arc){.source = arcs[i][0], .target = arcs[i][1]};
     a[11].weight = 2; /* split -> d */
@@ -187,8 +188,7 @@ tasks_with(const wf_aggregate *agg, const char *transition, wf_task_status statu
 {
     size_t n = 0;
     for (size_t i = 0; i < agg->n_tasks; i++)
-        n += strcmp(agg->tasks[i].transition_id, transition) == 0 &&
-             agg->tasks[i].status == status;
+        n += strcmp(agg->tasks[i].transition_id, transition) == 0 && agg->tasks[i].status == status;
     return n;
 }
 
@@ -222,8 +222,8 @@ START_TEST(test_pure_move_withdraws_and_enables)
     const wf_net *net = shop_net("pure");
     wf_token toks[] = {{"t1", "s", 1}};
     const char *bound[] = {"t1"};
-    wf_work_item items[] = {{.id = "w1", .transition_id = "review", .token_ids = bound,
-                             .n_token_ids = 1}};
+    wf_work_item items[] = {
+        {.id = "w1", .transition_id = "review", .token_ids = bound, .n_token_ids = 1}};
     wf_net_state s = {toks, 1, items, 1, 2};
     wf_net_mod ops[] = {{.kind = WF_NET_MOD_MOVE, .place_id = "s", .to_place_id = "a"}};
     wf_net_state out;
@@ -256,8 +256,8 @@ START_TEST(test_pure_add_fires_a_silent_transition_to_the_end)
     const wf_net *net = shop_net("pure");
     wf_token toks[] = {{"t1", "s", 1}};
     const char *bound[] = {"t1"};
-    wf_work_item items[] = {{.id = "w1", .transition_id = "review", .token_ids = bound,
-                             .n_token_ids = 1}};
+    wf_work_item items[] = {
+        {.id = "w1", .transition_id = "review", .token_ids = bound, .n_token_ids = 1}};
     wf_net_state s = {toks, 1, items, 1, 2};
     wf_net_mod ops[] = {{.kind = WF_NET_MOD_ADD, .place_id = "c"}};
     wf_net_state out;
@@ -419,8 +419,7 @@ START_TEST(test_remove_all_needs_allow_empty_and_then_cancels)
     wf_net_modified out;
     wf_error err;
     size_t before = n_events(in.id);
-    ck_assert_int_eq(modify(in.id, ops, 1, NULL, false, &out, &err),
-                     WF_E_INSTANCE_WOULD_BE_EMPTY);
+    ck_assert_int_eq(modify(in.id, ops, 1, NULL, false, &out, &err), WF_E_INSTANCE_WOULD_BE_EMPTY);
     ck_assert_uint_eq(n_events(in.id), before);
     wf_aggregate agg = aggregate(in.id);
     ck_assert_uint_eq(agg.n_tokens, 1);
@@ -473,7 +472,8 @@ START_TEST(test_refusals_change_nothing)
         {{.place_id = "s"}, "operations[0].kind"},
         {{.kind = WF_NET_MOD_ADD}, "operations[0].place_id"},
         {{.kind = WF_NET_MOD_MOVE, .place_id = "s"}, "operations[0].to_place_id"},
-        {{.kind = WF_NET_MOD_ADD, .place_id = "s", .to_place_id = "a"}, "operations[0].to_place_id"},
+        {{.kind = WF_NET_MOD_ADD, .place_id = "s", .to_place_id = "a"},
+         "operations[0].to_place_id"},
         {{.kind = WF_NET_MOD_ADD, .place_id = "s", .count = -1}, "operations[0].count"},
         {{.kind = WF_NET_MOD_ADD, .place_id = "s", .count = 101}, "operations[0].count"},
         {{.kind = WF_NET_MOD_ADD, .place_id = "s", .token_id = "x"}, "operations[0].token_id"},
@@ -541,9 +541,9 @@ START_TEST(test_failed_instance_modified_past_its_incident)
     wf_timer_row *rows;
     size_t nt;
     wf_error err;
-    ck_assert_int_eq(wf_store_claim_due_timers(st, &sc, wf_now_us() + 1000000, 10, 30000, &rows,
-                                               &nt, &err),
-                     WF_OK);
+    ck_assert_int_eq(
+        wf_store_claim_due_timers(st, &sc, wf_now_us() + 1000000, 10, 30000, &rows, &nt, &err),
+        WF_OK);
     ck_assert_uint_eq(nt, 1);
     wf_net_rt rt = {.store = st};
     bool fired = false;

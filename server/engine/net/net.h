@@ -361,12 +361,12 @@ wf_code wf_net_fire_goto(const wf_net *net, const wf_net_state *state, const cha
 /* ---- modification (ModifyInstance) --------------------------------------- */
 
 /* Bounds of one modification. */
-#define WF_NET_MAX_MODIFY_OPS 100 /* operations */
+#define WF_NET_MAX_MODIFY_OPS 100                 /* operations */
 #define WF_NET_MAX_MODIFY_COUNT WF_NET_MAX_WEIGHT /* tokens per operation */
 
 /* What one operation of a modification does. */
 typedef enum wf_net_mod_kind {
-    WF_NET_MOD_UNSET = 0, /* invalid */
+    WF_NET_MOD_UNSET = 0,  /* invalid */
     WF_NET_MOD_ADD = 1,    /* count new tokens in place_id */
     WF_NET_MOD_REMOVE = 2, /* count tokens out of place_id, oldest first (or token_id) */
     WF_NET_MOD_MOVE = 3,   /* REMOVE from place_id, then ADD as many to to_place_id */

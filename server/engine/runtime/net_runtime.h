@@ -223,10 +223,10 @@ typedef struct wf_net_marking {
 typedef struct wf_net_modify_in {
     const char *instance_id;
     const wf_net_mod *ops;
-    size_t n_ops;              /* 1 .. WF_NET_MAX_MODIFY_OPS */
+    size_t n_ops;               /* 1 .. WF_NET_MAX_MODIFY_OPS */
     const char *variables_json; /* NULL or "" = none; else a JSON object merged first */
-    bool allow_empty;          /* a change that leaves nothing cancels the instance */
-    const char *reason;        /* 0 .. 1024 bytes, recorded in INSTANCE_MODIFIED */
+    bool allow_empty;           /* a change that leaves nothing cancels the instance */
+    const char *reason;         /* 0 .. 1024 bytes, recorded in INSTANCE_MODIFIED */
 } wf_net_modify_in;
 
 /* A token of the resulting marking. */
@@ -261,8 +261,8 @@ typedef struct wf_net_modified {
  * NOT_A_NET_INSTANCE, INSTANCE_NOT_RUNNING, UNKNOWN_PLACE,
  * TOKENS_NOT_HELD, INSTANCE_WOULD_BE_EMPTY, MODIFICATION_DEADLOCKS,
  * VARIABLES_TOO_LARGE and a silent firing's error (NO_ARC_MATCHED). */
-wf_code wf_net_modify_instance(const wf_net_ctx *ctx, const wf_net_modify_in *in,
-                               wf_uow_idem *idem, wf_net_modified *out, wf_error *err);
+wf_code wf_net_modify_instance(const wf_net_ctx *ctx, const wf_net_modify_in *in, wf_uow_idem *idem,
+                               wf_net_modified *out, wf_error *err);
 
 /* ---- GetInstance ------------------------------------------------------------------ */
 

@@ -130,8 +130,8 @@ check_request(const wf_ref_ctx *r, const wf_net_modify_in *in, wf_error *err)
             return bad_op(r, i, "count", "must be 0 or 1 with token_id", err);
     }
     if (in->reason != NULL && strlen(in->reason) > MAX_REASON_BYTES)
-        return wf_work_violation(r, WF_E_INVALID_ARGUMENT, "reason",
-                                 "must be at most 1024 bytes", err);
+        return wf_work_violation(r, WF_E_INVALID_ARGUMENT, "reason", "must be at most 1024 bytes",
+                                 err);
     return WF_OK;
 }
 
@@ -341,8 +341,8 @@ modify_body(wf_tx *tx, void *arg, wf_error *err)
         return wf_error_nomem(err);
     rc = wf_runtime__state(&w, &st, err);
     if (rc == WF_OK)
-        rc = wf_net_modify(w.net, &st, in->ops, in->n_ops, vars, w.rw.arena, &after, &d, done,
-                           &bad, err);
+        rc = wf_net_modify(w.net, &st, in->ops, in->n_ops, vars, w.rw.arena, &after, &d, done, &bad,
+                           err);
     if (rc == WF_E_UNKNOWN_PLACE && bad != SIZE_MAX)
         report_place(op, &w, bad);
     if (rc != WF_OK)
