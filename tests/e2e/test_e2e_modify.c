@@ -276,8 +276,8 @@ START_TEST(test_remove_with_allow_empty_cancels)
     ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "INSTANCE_WOULD_BE_EMPTY");
     ck_assert_str_eq(event_types(in->id), before);
 
-    Workflow__V1__ModifyInstanceResponse *m = modify_1(in->id, op(K_REMOVE, "s", NULL, 1), true,
-                                                       &st);
+    Workflow__V1__ModifyInstanceResponse *m =
+        modify_1(in->id, op(K_REMOVE, "s", NULL, 1), true, &st);
     ck_ok(st);
     ck_assert_int_eq(m->instance->status, I_CANCELLED);
     ck_assert_uint_eq(m->n_tokens, 0);
