@@ -114,6 +114,36 @@ types_after(const char *root, const char *before)
     return all + l + (all[l] == ' ');
 }
 
+/* WatchEvents (follow=false) of root filtered on INSTANCE_MODIFIED: how
+ * many, with the type number 33, actor and data of the last one. */
+static size_t
+watch_modified(const char *root, char *actor, size_t actor_len, json_t **data)
+{
+    Workflow__V1__EventType only[1] = {WORKFLOW__V1__EVENT_TYPE__EVENT_TYPE_INSTANCE_MODIFIED};
+    Workflow__V1__WatchEventsRequest req = WORKFLOW__V1__WATCH_EVENTS_REQUEST__INIT;
+    req.instance_id = (char *)root;
+    req.types = only;
+    req.n_types = 1;
+    wf_client_stream *s = wf_client_stream_open(
+        as("reader"), "/workflow.v1.WorkflowService/WatchEvents", &req.base, NULL);
+    ck_assert_ptr_nonnull(s);
+    size_t n = 0;
+    ProtobufCMessage *m;
+    wf_client_status st;
+    while (wf_client_stream_next(s, &workflow__v1__watch_events_response__descriptor, &m, &st)) {
+        Workflow__V1__Event *e = ((Workflow__V1__WatchEventsResponse *)m)->event;
+        ck_assert_int_eq(e->type, 33);
+        snprintf(actor, actor_len, "%s", e->actor);
+        json_decref(*data);
+        *data = json_loads(e->data_json, 0, NULL);
+        n++;
+        protobuf_c_message_free_unpacked(m, NULL);
+    }
+    wf_client_stream_close(s);
+    ck_ok(st);
+    return n;
+}
+
 /* Assigns USER transition t to alice. */
 static void
 to_alice(Workflow__V1__Transition *t)
@@ -216,6 +246,13 @@ START_TEST(test_move_withdraws_a_task_and_creates_others)
     ck_assert_str_eq(json_string_value(json_array_get(json_object_get(d, "variableKeys"), 0)),
                      "fixed");
     json_decref(d);
+    /* The same through WatchEvents, filtered on its type. */
+    char actor[64] = "";
+    json_t *wd = NULL;
+    ck_assert_uint_eq(watch_modified(in->id, actor, sizeof actor, &wd), 1);
+    ck_assert_str_eq(actor, "ops");
+    ck_assert_str_eq(json_string_value(json_object_get(wd, "reason")), "stuck at review");
+    json_decref(wd);
 
     /* The withdrawn task is closed to its assignee. */
     complete_task_as("alice", review->id, NULL, &st);

@@ -6,7 +6,8 @@
  * memory store (wf_net_modify_instance: tasks cancelled and created, a
  * job created, an instance completed by a silent transition, emptied and
  * cancelled with allow_empty, a FAILED instance taken past its incident,
- * the events and their data, and every refusal with its reason).
+ * the events and their data, the bound on variables, and every refusal
+ * with its reason).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -507,6 +508,26 @@ START_TEST(test_refusals_change_nothing)
 }
 END_TEST
 
+START_TEST(test_variables_are_bounded)
+{
+    wf_instance_row in = start_shop("bounded");
+    wf_net_ctx c = as("ops");
+    c.ref.max_variables_bytes = 64;
+    wf_net_mod ops[] = {{.kind = WF_NET_MOD_MOVE, .place_id = "s", .to_place_id = "a"}};
+    char big[128];
+    snprintf(big, sizeof big, "{\"blob\":\"%080d\"}", 0);
+    wf_net_modify_in m = {.instance_id = in.id, .ops = ops, .n_ops = 1, .variables_json = big};
+    wf_net_modified out;
+    wf_error err;
+    size_t before = n_events(in.id);
+    ck_assert_int_eq(wf_net_modify_instance(&c, &m, NULL, &out, &err), WF_E_VARIABLES_TOO_LARGE);
+    ck_assert_uint_eq(n_events(in.id), before);
+    wf_aggregate agg = aggregate(in.id);
+    ck_assert_str_eq(agg.tokens[0].place_id, "s");
+    ck_assert_str_eq(agg.instances[0].variables_json, "{\"n\":1}");
+}
+END_TEST
+
 /* start -> wait (TIME, due in 1 ms) -> e, guard .go: a refused firing is
  * an incident; a move past it runs the instance again. */
 START_TEST(test_failed_instance_modified_past_its_incident)
@@ -585,6 +606,7 @@ main(void)
     tcase_add_test(tc, test_add_creates_a_job_and_a_silent_transition_completes);
     tcase_add_test(tc, test_remove_all_needs_allow_empty_and_then_cancels);
     tcase_add_test(tc, test_refusals_change_nothing);
+    tcase_add_test(tc, test_variables_are_bounded);
     tcase_add_test(tc, test_failed_instance_modified_past_its_incident);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
