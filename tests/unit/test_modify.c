@@ -249,6 +249,16 @@ START_TEST(test_pure_move_withdraws_and_enables)
     ck_assert_uint_eq(d.n_fired, 0);
     ck_assert(!d.ended && !d.deadlocked);
     ck_assert_uint_eq(out.n_tokens, 1);
+
+    /* A move onto the same place restarts the work of its token. */
+    wf_net_mod same[] = {{.kind = WF_NET_MOD_MOVE, .place_id = "s", .to_place_id = "s"}};
+    ck_assert_int_eq(wf_net_modify(net, &s, same, 1, "{}", arena, &out, &d, done, &bad, &err),
+                     WF_OK);
+    ck_assert_uint_eq(d.n_withdrawn, 1);
+    ck_assert_uint_eq(d.n_created, 1);
+    ck_assert_str_eq(d.created[0].transition_id, "review");
+    ck_assert_str_ne(d.created[0].id, "w1");
+    ck_assert_str_eq(d.created[0].token_ids[0], done[0].made[0]);
 }
 END_TEST
 

@@ -233,7 +233,9 @@ patch_keys(const char *patch)
 static wf_code
 cancel_emptied(net_work *w, const char *reason, wf_error *err)
 {
-    wf_code rc = wf_runtime__abandon(w, NULL, true, err);
+    /* The net instance's own jobs, timers and subscriptions: its
+     * descendants are referrals, whose pending tasks are cancelled below. */
+    wf_code rc = wf_runtime__abandon(w, NULL, false, err);
     for (size_t t = 0; rc == WF_OK && t < w->rw.n_tasks; t++)
         if (wf_runtime__task_pending(&w->rw.tasks[t]) &&
             wf_work_in_subtree(&w->rw, wf_work_find_instance(&w->rw, w->rw.tasks[t].instance_id),
