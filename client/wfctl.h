@@ -122,6 +122,7 @@ int print_deploy(const ProtobufCMessage *m);
 int print_definition(const ProtobufCMessage *m);
 int print_start(const ProtobufCMessage *m);
 int print_instance_resp(const ProtobufCMessage *m);
+int print_modify(const ProtobufCMessage *m);
 int print_show(const ProtobufCMessage *m);
 int print_assign(const ProtobufCMessage *m);
 int print_task_resp(const ProtobufCMessage *m);

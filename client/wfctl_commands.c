@@ -37,6 +37,7 @@ enum argk {
     ARG_LIST,     /* comma-separated list into a repeated field */
     ARG_ASSIGNEE, /* an id (USER, GROUP) or an id list (USERS) into an Assignee */
     ARG_JOIN,     /* all | any | quorum:K into a JoinPolicy */
+    ARG_TOKENOP,  /* PLACE[:N] or FROM:TO[:N] appended to "operations" (kind in fixed) */
 };
 
 #define ARGF_OPTIONAL 1u /* a positional that may be left out */
@@ -233,6 +234,31 @@ static const struct command commands[] = {
                                   REQUEST_ID,
                                   END},
      .print = print_instance_resp},
+    {.name = "modify",
+     .summary = "change the marking of a net instance: add, remove or move tokens",
+     .method = "ModifyInstance",
+     .req = DESC(modify_instance_request),
+     .resp = DESC(modify_instance_response),
+     .args =
+         (const struct arg[]){
+             POS("instance_id", "ID", "instance id"),
+             {ARG_TOKENOP, "add", "operations", "PLACE[:N]", "put N (default 1) tokens in PLACE",
+              "ADD", 0},
+             {ARG_TOKENOP, "remove", "operations", "PLACE[:N]",
+              "take N (default 1) tokens out of PLACE, oldest first", "REMOVE", 0},
+             {ARG_TOKENOP, "move", "operations", "FROM:TO[:N]",
+              "move N (default 1) tokens; FROM->TO[:N] when a place id holds ':'", "MOVE", 0},
+             VARS("variables to merge first (JSON object)"),
+             OPT(ARG_FLAG, "allow-empty", "allow_empty", NULL,
+                 "a change that leaves nothing cancels the instance"),
+             OPT(ARG_STR, "reason", "reason", "TEXT", "why (recorded in INSTANCE_MODIFIED)"),
+             REQUEST_ID,
+             END},
+     .print = print_modify,
+     .details = "Operations apply in the order given; each of --add, --remove and --move may be\n"
+                "repeated. The net then settles as after a firing: work items that lost a token\n"
+                "are withdrawn, newly enabled transitions get their tasks, jobs, timers and\n"
+                "signal waits, and a token in the END place completes the instance.\n"},
     {.name = "retry",
      .summary = "resolve the incident of a FAILED instance (re-arm the failed job)",
      .method = "RetryInstance",
@@ -612,6 +638,52 @@ arg_label(const struct arg *g)
     return buf;
 }
 
+/* Appends one TokenOperation of kind g->fixed read from v (PLACE[:N], or
+ * for MOVE FROM:TO[:N] or FROM->TO[:N]) to the request's "operations"; -1
+ * when v does not parse. A trailing ":N" of digits is the count. */
+static int
+token_op(const struct arg *g, const char *v, json_t *req)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", v);
+    long count = 0;
+    char *colon = strrchr(buf, ':');
+    if (colon != NULL && colon[1] != '\0' && strspn(colon + 1, "0123456789") == strlen(colon + 1)) {
+        count = strtol(colon + 1, NULL, 10);
+        *colon = '\0';
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "kind", json_string(g->fixed));
+    if (strcmp(g->fixed, "MOVE") == 0) {
+        char *sep = strstr(buf, "->");
+        size_t skip = 2;
+        if (sep == NULL) {
+            sep = strchr(buf, ':');
+            skip = 1;
+        }
+        if (sep == NULL || sep == buf || sep[skip] == '\0') {
+            json_decref(o);
+            return -1;
+        }
+        *sep = '\0';
+        json_object_set_new(o, "to_place_id", json_string_nocheck(sep + skip));
+    }
+    if (buf[0] == '\0') {
+        json_decref(o);
+        return -1;
+    }
+    json_object_set_new(o, "place_id", json_string_nocheck(buf));
+    if (count > 0)
+        json_object_set_new(o, "count", json_integer(count));
+    json_t *ops = json_object_get(req, "operations");
+    if (!json_is_array(ops)) {
+        ops = json_array();
+        json_object_set_new(req, "operations", ops);
+    }
+    json_array_append_new(ops, o);
+    return 0;
+}
+
 /* Applies one argument's text to the request; 0 or an exit status. */
 static int
 apply_arg(const struct arg *g, const char *v, struct wfctl_args *a)
@@ -709,6 +781,10 @@ apply_arg(const struct arg *g, const char *v, struct wfctl_args *a)
         }
         break;
     }
+    case ARG_TOKENOP:
+        if (token_op(g, v, a->req) != 0)
+            return wfctl_usage_error("%s: \"%s\" is not %s", arg_label(g), v, g->meta);
+        return 0;
     }
     set_path(a->req, g->field, val);
     return 0;

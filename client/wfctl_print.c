@@ -583,6 +583,28 @@ print_instance_resp(const ProtobufCMessage *m)
     return WFCTL_OK;
 }
 
+/* ModifyInstance: the instance, then its marking and tokens. */
+int
+print_modify(const ProtobufCMessage *m)
+{
+    const Workflow__V1__ModifyInstanceResponse *r = (const void *)m;
+    if (r->instance != NULL)
+        instance_block(r->instance);
+    section("marking", r->n_marking);
+    table_begin(2, 2, (const char *const[]){"PLACE", "TOKENS"});
+    for (size_t i = 0; i < r->n_marking; i++)
+        table_row((const char *const[]){r->marking[i]->key, fmt("%d", r->marking[i]->value)});
+    table_flush();
+    if (r->n_tokens > 0) {
+        section("tokens", r->n_tokens);
+        table_begin(2, 2, (const char *const[]){"ID", "PLACE"});
+        for (size_t i = 0; i < r->n_tokens; i++)
+            table_row((const char *const[]){r->tokens[i]->id, r->tokens[i]->place_id});
+        table_flush();
+    }
+    return WFCTL_OK;
+}
+
 /* Any response whose field "task" is the result (task, claim, release). */
 int
 print_task_resp(const ProtobufCMessage *m)

@@ -366,6 +366,26 @@ fuzz_seed_requests(wf_arena *a, size_t *n)
     setbig->variables_json = big;
     s[k++] = (fuzz_seed){"SetVariables", "set_variables_large", &setbig->base};
 
+    /* A move and an add on the example net's places. */
+    Workflow__V1__ModifyInstanceRequest *mod = alloc(a, sizeof *mod);
+    workflow__v1__modify_instance_request__init(mod);
+    mod->instance_id = (char *)EXAMPLE_ID;
+    mod->operations = alloc(a, 2 * sizeof *mod->operations);
+    for (int i = 0; i < 2; i++) {
+        Workflow__V1__TokenOperation *o = alloc(a, sizeof *o);
+        workflow__v1__token_operation__init(o);
+        mod->operations[mod->n_operations++] = o;
+    }
+    mod->operations[0]->kind = WORKFLOW__V1__TOKEN_OPERATION_KIND__TOKEN_OPERATION_KIND_MOVE;
+    mod->operations[0]->place_id = "start";
+    mod->operations[0]->to_place_id = "reviewed";
+    mod->operations[1]->kind = WORKFLOW__V1__TOKEN_OPERATION_KIND__TOKEN_OPERATION_KIND_ADD;
+    mod->operations[1]->place_id = "start";
+    mod->operations[1]->count = 2;
+    mod->variables_json = "{\"fixed\":true}";
+    mod->reason = "repair";
+    s[k++] = (fuzz_seed){"ModifyInstance", "modify_instance", &mod->base};
+
     Workflow__V1__RetryInstanceRequest *retry = alloc(a, sizeof *retry);
     workflow__v1__retry_instance_request__init(retry);
     retry->instance_id = (char *)EXAMPLE_ID;

@@ -32,6 +32,8 @@ typedef enum wf_code {
     WF_E_ACTOR_MISSING,
     /* CompleteJob next_step names no step of the instance's definition. */
     WF_E_UNKNOWN_STEP,
+    /* ModifyInstance names a place its instance's net does not have. */
+    WF_E_UNKNOWN_PLACE,
 
     /* FAILED_PRECONDITION */
     WF_E_TASK_NOT_OPEN,
@@ -50,6 +52,16 @@ typedef enum wf_code {
     WF_E_INSTANCE_SUSPENDED,
     /* SuspendInstance or ResumeInstance of a child instance. */
     WF_E_INSTANCE_NOT_ROOT,
+    /* ModifyInstance takes tokens a place (or a token id) does not hold. */
+    WF_E_TOKENS_NOT_HELD,
+    /* ModifyInstance would leave the instance without a token and with
+     * nothing enabled, and allow_empty is false. */
+    WF_E_INSTANCE_WOULD_BE_EMPTY,
+    /* ModifyInstance would leave tokens from which no transition is
+     * enabled (a deadlock). */
+    WF_E_MODIFICATION_DEADLOCKS,
+    /* ModifyInstance of an instance without a net (AD_HOC). */
+    WF_E_NOT_A_NET_INSTANCE,
 
     /* PERMISSION_DENIED */
     WF_E_NOT_ASSIGNEE,

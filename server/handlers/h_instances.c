@@ -1,7 +1,7 @@
 /*
  * h_instances: StartInstance, GetInstance, ListInstances and
- * CancelInstance for ad-hoc (TaskFlow) trees; SetVariables, RetryInstance,
- * SuspendInstance, ResumeInstance; ListWorkItems.
+ * CancelInstance for ad-hoc (TaskFlow) trees; SetVariables, ModifyInstance,
+ * RetryInstance, SuspendInstance, ResumeInstance; ListWorkItems.
  *
  * Translation only: every rule is in engine/referral*.c and
  * engine/net_runtime_history.c.
@@ -293,6 +293,83 @@ h_set_variables(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **r
     if (rc == WF_OK)
         rc = wf_sig_set_variables(&ctx, req->instance_id, req->variables_json, &idem, &out, err);
     return wf_h_respond(call, rc, &idem, &set_variables_builder, &out, resp, err);
+}
+
+/* ---- ModifyInstance -------------------------------------------------------------- */
+
+static ProtobufCMessage *
+build_modify(wf_arena *a, const void *result)
+{
+    const wf_net_modified *r = result;
+    Workflow__V1__ModifyInstanceResponse *m = wf_arena_alloc(a, sizeof *m);
+    if (m == NULL)
+        return NULL;
+    workflow__v1__modify_instance_response__init(m);
+    m->instance = wf_h_instance(a, &r->instance);
+    m->marking = wf_arena_calloc(a, r->n_marking + 1, sizeof *m->marking);
+    m->tokens = wf_arena_calloc(a, r->n_tokens + 1, sizeof *m->tokens);
+    if (m->instance == NULL || m->marking == NULL || m->tokens == NULL)
+        return NULL;
+    for (size_t i = 0; i < r->n_marking; i++) {
+        Workflow__V1__ModifyInstanceResponse__MarkingEntry *e = wf_arena_alloc(a, sizeof *e);
+        if (e == NULL)
+            return NULL;
+        workflow__v1__modify_instance_response__marking_entry__init(e);
+        e->key = (char *)r->marking[i].place_id;
+        e->value = r->marking[i].count;
+        m->marking[m->n_marking++] = e;
+    }
+    for (size_t i = 0; i < r->n_tokens; i++) {
+        Workflow__V1__Token *t = wf_arena_alloc(a, sizeof *t);
+        if (t == NULL)
+            return NULL;
+        workflow__v1__token__init(t);
+        t->id = (char *)r->tokens[i].id;
+        t->place_id = (char *)r->tokens[i].place_id;
+        m->tokens[m->n_tokens++] = t;
+    }
+    return &m->base;
+}
+
+static const wf_h_builder modify_builder = {build_modify,
+                                            &workflow__v1__modify_instance_response__descriptor};
+
+wf_code
+h_modify_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
+                  wf_error *err)
+{
+    const Workflow__V1__ModifyInstanceRequest *req = (const void *)msg;
+    wf_net_ctx ctx;
+    wf_uow_idem idem;
+    wf_net_modified out;
+    wf_h_net_ctx(call, &ctx);
+    if (wf_ids_check(&ctx.ref, WF_ID_INSTANCE, "instance_id", req->instance_id, err) != WF_OK)
+        return err->code;
+    wf_net_mod *ops = wf_arena_calloc(call->arena, req->n_operations + 1, sizeof *ops);
+    if (ops == NULL)
+        return wf_error_nomem(err);
+    for (size_t i = 0; i < req->n_operations; i++) {
+        const Workflow__V1__TokenOperation *o = req->operations[i];
+        ops[i] = (wf_net_mod){
+            .kind = (wf_net_mod_kind)o->kind,
+            .place_id = o->place_id,
+            .to_place_id = o->to_place_id,
+            .count = o->count,
+            .token_id = o->token_id,
+        };
+    }
+    wf_net_modify_in in = {
+        .instance_id = req->instance_id,
+        .ops = ops,
+        .n_ops = req->n_operations,
+        .variables_json = req->variables_json,
+        .allow_empty = req->allow_empty,
+        .reason = req->reason,
+    };
+    wf_code rc = wf_h_idem(call, msg, req->request_id, &modify_builder, &idem, err);
+    if (rc == WF_OK)
+        rc = wf_net_modify_instance(&ctx, &in, &idem, &out, err);
+    return wf_h_respond(call, rc, &idem, &modify_builder, &out, resp, err);
 }
 
 /* ---- CancelInstance -------------------------------------------------------------- */

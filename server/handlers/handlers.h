@@ -25,6 +25,8 @@ wf_code h_cancel_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCM
                           wf_error *err);
 wf_code h_set_variables(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                         wf_error *err);
+wf_code h_modify_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                          wf_error *err);
 wf_code h_retry_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                          wf_error *err);
 wf_code h_suspend_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,

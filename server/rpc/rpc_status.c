@@ -33,6 +33,7 @@ wf_rpc_status_code(wf_code code)
     case WF_E_DEFINITION_INVALID:
     case WF_E_ACTOR_MISSING:
     case WF_E_UNKNOWN_STEP:
+    case WF_E_UNKNOWN_PLACE:
         return GRPC_STATUS_INVALID_ARGUMENT;
     case WF_E_TASK_NOT_OPEN:
     case WF_E_TASK_ALREADY_CLAIMED:
@@ -46,6 +47,10 @@ wf_rpc_status_code(wf_code code)
     case WF_E_DEFINITION_KIND_CONFLICT:
     case WF_E_INSTANCE_SUSPENDED:
     case WF_E_INSTANCE_NOT_ROOT:
+    case WF_E_TOKENS_NOT_HELD:
+    case WF_E_INSTANCE_WOULD_BE_EMPTY:
+    case WF_E_MODIFICATION_DEADLOCKS:
+    case WF_E_NOT_A_NET_INSTANCE:
         return GRPC_STATUS_FAILED_PRECONDITION;
     case WF_E_NOT_ASSIGNEE:
     case WF_E_NOT_GROUP_MEMBER:

@@ -358,6 +358,54 @@ wf_code wf_net_fire_goto(const wf_net *net, const wf_net_state *state, const cha
                          const char *goto_place, const char *vars_json, wf_arena *a,
                          wf_net_state *out, wf_net_diff *diff, wf_error *err);
 
+/* ---- modification (ModifyInstance) --------------------------------------- */
+
+/* Bounds of one modification. */
+#define WF_NET_MAX_MODIFY_OPS 100                 /* operations */
+#define WF_NET_MAX_MODIFY_COUNT WF_NET_MAX_WEIGHT /* tokens per operation */
+
+/* What one operation of a modification does. */
+typedef enum wf_net_mod_kind {
+    WF_NET_MOD_UNSET = 0,  /* invalid */
+    WF_NET_MOD_ADD = 1,    /* count new tokens in place_id */
+    WF_NET_MOD_REMOVE = 2, /* count tokens out of place_id, oldest first (or token_id) */
+    WF_NET_MOD_MOVE = 3,   /* REMOVE from place_id, then ADD as many to to_place_id */
+} wf_net_mod_kind;
+
+/* One operation; the numbering follows the proto's TokenOperationKind. */
+typedef struct wf_net_mod {
+    wf_net_mod_kind kind;
+    const char *place_id;    /* ADD: where tokens appear; REMOVE, MOVE: where they leave */
+    const char *to_place_id; /* MOVE only */
+    int32_t count;           /* 0 = 1 */
+    const char *token_id;    /* REMOVE, MOVE: take this token (count 1); NULL/"" = oldest */
+} wf_net_mod;
+
+/* What operation i did: the tokens it took and the tokens it made (in
+ * the arena of the step). */
+typedef struct wf_net_mod_done {
+    const char **taken;
+    size_t n_taken;
+    const char **made;
+    size_t n_made;
+} wf_net_mod_done;
+
+/* Applies ops in order to the marking of state (a token added by an
+ * earlier operation may be taken by a later one), then settles the case
+ * as a firing does: every live item whose tokens are gone is withdrawn,
+ * new enablings become items, silent AUTO items fire, termination is
+ * checked (a token in END ends an EXPLICIT case). No transition fires for
+ * the operations themselves. done (n_ops entries, may be NULL) tells what
+ * each did. On error nothing is written and *bad is the failing
+ * operation's index (SIZE_MAX for a failure of the settling):
+ *   WF_E_UNKNOWN_PLACE    a place the net does not have;
+ *   WF_E_TOKENS_NOT_HELD  the place holds fewer tokens than taken, or
+ *                         token_id is not a token of that place;
+ *   and the errors of a silent firing (wf_net_fire). */
+wf_code wf_net_modify(const wf_net *net, const wf_net_state *state, const wf_net_mod *ops,
+                      size_t n_ops, const char *vars_json, wf_arena *a, wf_net_state *out,
+                      wf_net_diff *diff, wf_net_mod_done *done, size_t *bad, wf_error *err);
+
 /* USERS completion: true once `done` of `total` tasks satisfy mode
  * (ALL: all done; ANY: one; QUORUM: quorum of them). NONE reads as ALL. */
 bool wf_completion_met(wf_join_mode mode, int32_t quorum, size_t done, size_t total);

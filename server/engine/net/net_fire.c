@@ -9,6 +9,7 @@
 #include "net.h"
 
 #include <jansson.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -588,6 +589,121 @@ wf_net_fire_goto(const wf_net *net, const wf_net_state *state, const char *work_
     if ((rc = fire_one(&w, ii, vars_json, gp)) != WF_OK || (rc = settle(&w, vars_json)) != WF_OK)
         return rc;
     return finish(&w, out, diff);
+}
+
+/* Takes count live tokens of place p, oldest first (or the one token
+ * token_id), into done->taken. */
+static wf_code
+take_tokens(ws *w, int p, int32_t count, const char *token_id, wf_net_mod_done *done)
+{
+    const char *pid = w->net->places[p].id;
+    int32_t held = 0;
+    for (size_t j = 0; j < w->ntok; j++)
+        held += w->tok[j].alive && w->tok[j].place == p;
+    if (token_id != NULL && token_id[0] != '\0') {
+        for (size_t j = 0; j < w->ntok; j++)
+            if (w->tok[j].alive && w->tok[j].place == p && strcmp(w->tok[j].id, token_id) == 0) {
+                w->tok[j].alive = false;
+                done->taken[done->n_taken++] = w->tok[j].id;
+                return WF_OK;
+            }
+        return wf_error_set(w->err, WF_E_TOKENS_NOT_HELD,
+                            "place \"%s\" holds no token with id \"%.64s\"", pid, token_id);
+    }
+    if (held < count)
+        return wf_error_set(w->err, WF_E_TOKENS_NOT_HELD,
+                            "place \"%s\" holds %d token(s), fewer than the %d to take", pid,
+                            (int)held, (int)count);
+    /* The array is oldest first. */
+    for (size_t j = 0; j < w->ntok && count > 0; j++)
+        if (w->tok[j].alive && w->tok[j].place == p) {
+            w->tok[j].alive = false;
+            done->taken[done->n_taken++] = w->tok[j].id;
+            count--;
+        }
+    return WF_OK;
+}
+
+/* Puts count new tokens in place p, into done->made. */
+static wf_code
+make_tokens(ws *w, int p, int32_t count, wf_net_mod_done *done)
+{
+    for (int32_t k = 0; k < count; k++) {
+        wf_code rc = add_token(w, p);
+        if (rc != WF_OK)
+            return rc;
+        done->made[done->n_made++] = w->tok[w->ntok - 1].id;
+    }
+    return WF_OK;
+}
+
+static int
+mod_place(ws *w, const char *id)
+{
+    int p = id != NULL ? wf_net_place_index(w->net, id) : -1;
+    if (p < 0)
+        wf_error_set(w->err, WF_E_UNKNOWN_PLACE, "place \"%.128s\" is not in the net of \"%s\"",
+                     id != NULL ? id : "", w->net->key != NULL ? w->net->key : "");
+    return p;
+}
+
+/* One operation of wf_net_modify. */
+static wf_code
+modify_one(ws *w, const wf_net_mod *op, wf_net_mod_done *done)
+{
+    int32_t count = op->count > 0 ? op->count : 1;
+    done->taken = wf_arena_alloc(w->a, ((size_t)count + 1) * sizeof *done->taken);
+    done->made = wf_arena_alloc(w->a, ((size_t)count + 1) * sizeof *done->made);
+    if (done->taken == NULL || done->made == NULL)
+        return oom(w);
+    int from = mod_place(w, op->place_id);
+    if (from < 0)
+        return w->err->code;
+    switch (op->kind) {
+    case WF_NET_MOD_ADD:
+        return make_tokens(w, from, count, done);
+    case WF_NET_MOD_REMOVE:
+        return take_tokens(w, from, count, op->token_id, done);
+    case WF_NET_MOD_MOVE: {
+        int to = mod_place(w, op->to_place_id);
+        if (to < 0)
+            return w->err->code;
+        wf_code rc = take_tokens(w, from, count, op->token_id, done);
+        return rc == WF_OK ? make_tokens(w, to, (int32_t)done->n_taken, done) : rc;
+    }
+    case WF_NET_MOD_UNSET:
+        break;
+    }
+    return wf_error_set(w->err, WF_E_INVALID_ARGUMENT, "operation has no kind");
+}
+
+wf_code
+wf_net_modify(const wf_net *net, const wf_net_state *state, const wf_net_mod *ops, size_t n_ops,
+              const char *vars_json, wf_arena *a, wf_net_state *out, wf_net_diff *diff,
+              wf_net_mod_done *done, size_t *bad, wf_error *err)
+{
+    wf_error local;
+    if (err == NULL)
+        err = &local;
+    *bad = SIZE_MAX;
+    ws w;
+    wf_code rc = load(&w, net, state, a, err);
+    if (rc != WF_OK)
+        return rc;
+    sweep(&w);
+    wf_net_mod_done *d = wf_arena_calloc(a, n_ops + 1, sizeof *d);
+    if (d == NULL)
+        return oom(&w);
+    for (size_t i = 0; i < n_ops; i++)
+        if ((rc = modify_one(&w, &ops[i], &d[i])) != WF_OK) {
+            *bad = i;
+            return rc;
+        }
+    if ((rc = settle(&w, vars_json)) != WF_OK || (rc = finish(&w, out, diff)) != WF_OK)
+        return rc;
+    if (done != NULL)
+        memcpy(done, d, n_ops * sizeof *d);
+    return WF_OK;
 }
 
 bool

@@ -613,9 +613,8 @@ wf_runtime__apply_diff(net_work *w, const wf_net_diff *d, const char *vars, wf_e
     return WF_OK;
 }
 
-/* The marking and live work items of the net instance. */
-static wf_code
-current_state(net_work *w, wf_net_state *st, wf_error *err)
+wf_code
+wf_runtime__state(net_work *w, wf_net_state *st, wf_error *err)
 {
     wf_arena *a = w->rw.arena;
     wf_token *toks = wf_arena_alloc(a, (w->toks.n + 1) * sizeof *toks);
@@ -665,7 +664,7 @@ wf_runtime__fire_goto(net_work *w, const char *work_item_id, const char *patch_j
     }
     wf_net_state st, out;
     wf_net_diff d;
-    rc = current_state(w, &st, err);
+    rc = wf_runtime__state(w, &st, err);
     if (rc == WF_OK)
         rc = wf_net_fire_goto(w->net, &st, work_item_id, goto_place, vars, w->rw.arena, &out, &d,
                               err);

@@ -233,12 +233,60 @@ wf_code wf_net_cancel_compensate(const wf_net_ctx *ctx, const char *instance_id,
                                  wf_uow_idem *idem, wf_instance_row *out, bool *started,
                                  wf_error *err);
 
-/* ---- GetInstance ------------------------------------------------------------------ */
+/* ---- ModifyInstance (net_runtime_modify.c) ------------------------------------------ */
 
+/* Tokens of one place (GetInstance, ModifyInstance). */
 typedef struct wf_net_marking {
     const char *place_id;
     int32_t count;
 } wf_net_marking;
+
+/* What ModifyInstance is asked. ops are applied in order (net.h). */
+typedef struct wf_net_modify_in {
+    const char *instance_id;
+    const wf_net_mod *ops;
+    size_t n_ops;               /* 1 .. WF_NET_MAX_MODIFY_OPS */
+    const char *variables_json; /* NULL or "" = none; else a JSON object merged first */
+    bool allow_empty;           /* a change that leaves nothing cancels the instance */
+    const char *reason;         /* 0 .. 1024 bytes, recorded in INSTANCE_MODIFIED */
+} wf_net_modify_in;
+
+/* A token of the resulting marking. */
+typedef struct wf_net_token {
+    const char *id;
+    const char *place_id;
+} wf_net_token;
+
+/* What ModifyInstance did. */
+typedef struct wf_net_modified {
+    wf_instance_row instance;
+    wf_net_marking *marking; /* places with tokens, in net order */
+    size_t n_marking;
+    wf_net_token *tokens; /* oldest first */
+    size_t n_tokens;
+} wf_net_modified;
+
+/* ModifyInstance: in one unit of work the variables are merged, the
+ * operations change the marking and the net settles as after a firing
+ * (wf_net_modify): work items that lost a token are withdrawn
+ * (WORKITEM_WITHDRAWN, their tasks CANCELLED, jobs, timers and
+ * subscriptions deleted), new enablings create their tasks, jobs, timers
+ * and subscriptions, silent AUTO transitions fire, and a token in END
+ * completes the instance. INSTANCE_MODIFIED (operations with the tokens
+ * taken and made, reason, actor) comes first. A FAILED instance may be
+ * modified: when no failed job and no refused TIME or MSG item is left,
+ * it runs again (INCIDENT_RESOLVED). With allow_empty, a change that
+ * leaves no token and nothing enabled cancels the instance
+ * (INSTANCE_CANCELLED). Refusals, each before anything changes:
+ * INVALID_ARGUMENT (a malformed request, each reported to
+ * ctx->ref.violation), INVALID_JSON, INSTANCE_NOT_FOUND,
+ * NOT_A_NET_INSTANCE, INSTANCE_NOT_RUNNING, UNKNOWN_PLACE,
+ * TOKENS_NOT_HELD, INSTANCE_WOULD_BE_EMPTY, MODIFICATION_DEADLOCKS,
+ * VARIABLES_TOO_LARGE and a silent firing's error (NO_ARC_MATCHED). */
+wf_code wf_net_modify_instance(const wf_net_ctx *ctx, const wf_net_modify_in *in, wf_uow_idem *idem,
+                               wf_net_modified *out, wf_error *err);
+
+/* ---- GetInstance ------------------------------------------------------------------ */
 
 typedef struct wf_net_awaiting {
     wf_subscription_row sub;

@@ -152,6 +152,9 @@ char *wf_runtime__time_text(wf_arena *a, int64_t us);
  * instance. */
 wf_code wf_runtime__apply_diff(net_work *w, const wf_net_diff *d, const char *vars, wf_error *err);
 
+/* The marking and live work items of the net instance (in w's arena). */
+wf_code wf_runtime__state(net_work *w, wf_net_state *st, wf_error *err);
+
 /* Due time of the earliest live timer competing with item row for a
  * token; 0 when none. */
 int64_t wf_runtime__competing_due(const net_work *w, const wf_work_item_row *row);
