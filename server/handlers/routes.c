@@ -22,6 +22,7 @@ const wf_route wf_routes[] = {
     {"SetVariables", h_set_variables, WF_ROUTE_ACTOR, NULL},
     {"RetryInstance", h_retry_instance, WF_ROUTE_ACTOR, NULL},
     {"ListWorkItems", h_list_work_items, 0, NULL},
+    {"ListIncidents", h_list_incidents, 0, NULL},
     /* Ad-hoc referral */
     {"AssignTo", h_assign_to, WF_ROUTE_ACTOR, NULL},
     {"GetCompletion", h_get_completion, 0, NULL},
