@@ -970,8 +970,8 @@ START_TEST(test_list_instances_by_time_and_variables)
     for (int i = 0; i < 5; i++) {
         char id[8];
         snprintf(id, sizeof id, "v%d", i + 1);
-        rows_in[i] = mk_instance(wf_arena_strdup(arena, id), NULL, wf_arena_strdup(arena, id),
-                                 T0 + i * 10);
+        rows_in[i] =
+            mk_instance(wf_arena_strdup(arena, id), NULL, wf_arena_strdup(arena, id), T0 + i * 10);
         rows_in[i].variables_json = S(vars[i]);
     }
     rows_in[0].ended_at = T0 + 100;
@@ -991,9 +991,9 @@ START_TEST(test_list_instances_by_time_and_variables)
                      WF_OK);
     ck_assert_int_eq(wf_tx_commit(tx, &oerr), WF_OK);
 
-    const char *const n1[] = {"n"}, *const country[] = {"c", "country"}, *const vip[] = {"c", "vip"},
-                      *const c[] = {"c"}, *const tags[] = {"tags"}, *const big[] = {"big"},
-                      *const none[] = {"nope"};
+    const char *const n1[] = {"n"}, *const country[] = {"c", "country"},
+                      *const vip[] = {"c", "vip"}, *const c[] = {"c"}, *const tags[] = {"tags"},
+                      *const big[] = {"big"}, *const none[] = {"nope"};
 #define VF(keys, v) {keys, sizeof keys / sizeof keys[0], v}
     wf_var_filter f_n1 = VF(n1, "1"), f_n1s = VF(n1, "\"1\""), f_de = VF(country, "\"DE\""),
                   f_fr = VF(country, "\"FR\""), f_vip_null = VF(vip, "null"),

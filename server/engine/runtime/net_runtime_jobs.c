@@ -451,7 +451,7 @@ unroutable(net_work *w, const job_op *op, const char *job_id, wf_error *err)
         return wf_error_nomem(err);
     wf_runtime__dirty(&w->jobs, ji);
     return wf_runtime__fail_instance_data(
-        w, wf_code_reason(code), trans, j->attempt, msg,
+        w, wf_code_reason(code), trans, j->attempt + 1, msg,
         json_pack("{s:s,s:s,s:s,s:s}", "jobId", j->id, "transitionId", trans, "workItemId",
                   j->work_item_id != NULL ? j->work_item_id : "", "reason", wf_code_reason(code)),
         err);
