@@ -88,8 +88,9 @@ cancel(const char *id)
     Workflow__V1__CancelInstanceRequest req = WORKFLOW__V1__CANCEL_INSTANCE_REQUEST__INIT;
     req.instance_id = (char *)id;
     wf_client_status st;
-    Workflow__V1__CancelInstanceResponse *r = call(
-        as("ops"), "CancelInstance", &req, &workflow__v1__cancel_instance_response__descriptor, &st);
+    Workflow__V1__CancelInstanceResponse *r =
+        call(as("ops"), "CancelInstance", &req, &workflow__v1__cancel_instance_response__descriptor,
+             &st);
     ck_ok(st);
     return r->instance;
 }
