@@ -137,6 +137,7 @@ int print_tick(const ProtobufCMessage *m);
 void row_definition(const ProtobufCMessage *m);
 void row_instance(const ProtobufCMessage *m);
 void row_task(const ProtobufCMessage *m);
+void row_incident(const ProtobufCMessage *m);
 void row_signal(const ProtobufCMessage *m);
 void row_event(const ProtobufCMessage *m);
 

@@ -38,6 +38,7 @@ enum argk {
     ARG_ASSIGNEE, /* an id (USER, GROUP) or an id list (USERS) into an Assignee */
     ARG_JOIN,     /* all | any | quorum:K into a JoinPolicy */
     ARG_TOKENOP,  /* PLACE[:N] or FROM:TO[:N] appended to "operations" (kind in fixed) */
+    ARG_VAR,      /* PATH=VALUE appended to a repeated VariableFilter (the flag repeats) */
 };
 
 #define ARGF_OPTIONAL 1u /* a positional that may be left out */
@@ -209,9 +210,34 @@ static const struct command commands[] = {
              OPT(ARG_STR, "key", "definition_key", "KEY", "instances of this definition"),
              OPT(ARG_AGG, "aggregate", "aggregate", "TYPE[:ID]",
                  "instances bound to this business object"),
+             OPT(ARG_STR, "created-after", "created_after", "TIME",
+                 "created at or after this RFC 3339 time"),
+             OPT(ARG_STR, "created-before", "created_before", "TIME", "created before this time"),
+             OPT(ARG_STR, "ended-after", "ended_after", "TIME", "ended at or after this time"),
+             OPT(ARG_STR, "ended-before", "ended_before", "TIME", "ended before this time"),
+             OPT(ARG_VAR, "var", "variables", "PATH=VALUE",
+                 "the variable at PATH equals VALUE (repeat: all must hold)"),
              PAGING, END},
      .items = "instances",
-     .row = row_instance},
+     .row = row_instance,
+     .details = "--var customer.country=DE: PATH is a dotted path of object keys, VALUE a JSON\n"
+                "scalar (42, true, null, \"42\") or else taken as a string; at most 8.\n"
+                "Times are RFC 3339, e.g. 2026-01-31T00:00:00Z.\n"},
+    {.name = "incidents",
+     .summary = "list open incidents: instances stopped FAILED, longest open first",
+     .method = "ListIncidents",
+     .req = DESC(list_incidents_request),
+     .resp = DESC(list_incidents_response),
+     .args = (const struct arg[]){OPT(ARG_STR, "definition", "definition_key", "KEY",
+                                      "incidents of instances of this definition"),
+                                  OPT(ARG_STR, "code", "code", "CODE",
+                                      "JOB_FAILED, NO_ARC_MATCHED, COMPENSATION_FAILED, ..."),
+                                  PAGING, END},
+     .items = "incidents",
+     .row = row_incident,
+     .details = "Each row: the instance, the code, the definition, the transition to blame,\n"
+                "since when, the attempts made and the message. `wfctl retry ID` resolves one,\n"
+                "`wfctl cancel ID` ends it.\n"},
     {.name = "cancel",
      .summary = "cancel an instance and its descendants",
      .method = "CancelInstance",
@@ -749,6 +775,33 @@ apply_arg(const struct arg *g, const char *v, struct wfctl_args *a)
     case ARG_LIST:
         val = split_list(v);
         break;
+    case ARG_VAR: {
+        const char *eq = strchr(v, '=');
+        if (eq == NULL || eq == v)
+            return wfctl_usage_error("%s: \"%s\" is not PATH=VALUE", arg_label(g), v);
+        /* A JSON scalar as it is; any other text is a string. */
+        json_t *parsed = json_loads(eq + 1, JSON_DECODE_ANY, NULL);
+        char *value = NULL;
+        if (parsed != NULL && !json_is_object(parsed) && !json_is_array(parsed)) {
+            value = strdup(eq + 1);
+        } else {
+            json_t *s = json_string_nocheck(eq + 1);
+            value = json_dumps(s, JSON_ENCODE_ANY);
+            json_decref(s);
+        }
+        json_decref(parsed);
+        json_t *f = json_object();
+        json_object_set_new(f, "path", json_stringn_nocheck(v, (size_t)(eq - v)));
+        json_object_set_new(f, "value_json", json_string_nocheck(value != NULL ? value : ""));
+        free(value);
+        json_t *list = get_path(a->req, g->field);
+        if (list == NULL) {
+            list = json_array();
+            set_path(a->req, g->field, list);
+        }
+        json_array_append_new(list, f);
+        return 0;
+    }
     case ARG_ASSIGNEE: {
         if (get_path(a->req, g->field) != NULL)
             return wfctl_usage_error(

@@ -416,6 +416,19 @@ row_instance(const ProtobufCMessage *m)
 }
 
 void
+row_incident(const ProtobufCMessage *m)
+{
+    const Workflow__V1__Incident *in = (const void *)m;
+    if (tbl.ncols == 0)
+        table_begin(0, 7,
+                    (const char *const[]){"INSTANCE", "CODE", "DEFINITION", "TRANSITION", "SINCE",
+                                          "ATTEMPTS", "MESSAGE"});
+    table_row((const char *const[]){
+        in->instance_id, in->code, fmt("%s@%d", in->definition_key, in->definition_version),
+        in->transition_id, ts(in->since), fmt("%d", in->attempts), in->message});
+}
+
+void
 row_task(const ProtobufCMessage *m)
 {
     const Workflow__V1__Task *t = (const void *)m;

@@ -244,7 +244,18 @@ h_list_instances(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
         .aggregate_type = req->aggregate != NULL ? req->aggregate->type : NULL,
         .aggregate_id = req->aggregate != NULL ? req->aggregate->id : NULL,
         .page_size = req->page_size,
+        .created = {req->created_after != NULL, req->created_before != NULL,
+                    wf_h_time_us(req->created_after), wf_h_time_us(req->created_before)},
+        .ended = {req->ended_after != NULL, req->ended_before != NULL,
+                  wf_h_time_us(req->ended_after), wf_h_time_us(req->ended_before)},
+        .n_vars = req->n_variables,
     };
+    wf_ref_var_filter *vars = wf_arena_calloc(call->arena, req->n_variables + 1, sizeof *vars);
+    if (vars == NULL)
+        return wf_error_nomem(err);
+    for (size_t i = 0; i < req->n_variables; i++)
+        vars[i] = (wf_ref_var_filter){req->variables[i]->path, req->variables[i]->value_json};
+    q.vars = vars;
     wf_code rc = wf_h_page_in(call, msg, req->page_token, &q.cursor, err);
     if (rc == WF_OK)
         rc = wf_referral_list_instances(&ctx, &q, &rows, &n, &next, err);
@@ -258,6 +269,68 @@ h_list_instances(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
     m->instances = wf_h_instances(call->arena, rows, n);
     m->next_page_token = wf_h_page_out(call, msg, next);
     if (m->instances == NULL || m->next_page_token == NULL)
+        return wf_error_nomem(err);
+    *resp = &m->base;
+    return WF_OK;
+}
+
+/* ---- ListIncidents ---------------------------------------------------------------- */
+
+static Workflow__V1__Incident **
+build_incidents(wf_arena *a, const wf_net_incident *v, size_t n)
+{
+    Workflow__V1__Incident **out = wf_arena_calloc(a, n + 1, sizeof *out);
+    bool oom = false;
+    for (size_t i = 0; out != NULL && i < n; i++) {
+        Workflow__V1__Incident *m = wf_arena_alloc(a, sizeof *m);
+        if (m == NULL)
+            return NULL;
+        workflow__v1__incident__init(m);
+        m->instance_id = (char *)v[i].instance_id;
+        m->root_instance_id = (char *)v[i].root_id;
+        m->definition_key = (char *)v[i].definition_key;
+        m->definition_version = v[i].definition_version;
+        if (v[i].transition_id != NULL)
+            m->transition_id = (char *)v[i].transition_id;
+        m->code = (char *)v[i].code;
+        if (v[i].message != NULL)
+            m->message = (char *)v[i].message;
+        m->since = wf_h_timestamp(a, v[i].since, &oom);
+        m->attempts = v[i].attempts;
+        if (oom)
+            return NULL;
+        out[i] = m;
+    }
+    return out;
+}
+
+wf_code
+h_list_incidents(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
+{
+    const Workflow__V1__ListIncidentsRequest *req = (const void *)msg;
+    wf_ref_ctx ctx;
+    wf_net_incident *v = NULL;
+    size_t n = 0;
+    char *next = NULL;
+    wf_h_ref_ctx(call, &ctx);
+    wf_net_incident_query q = {
+        .definition_key = req->definition_key,
+        .code = req->code,
+        .page_size = req->page_size,
+    };
+    wf_code rc = wf_h_page_in(call, msg, req->page_token, &q.cursor, err);
+    if (rc == WF_OK)
+        rc = wf_net_list_incidents(&ctx, &q, &v, &n, &next, err);
+    if (rc != WF_OK)
+        return rc;
+    Workflow__V1__ListIncidentsResponse *m = wf_arena_alloc(call->arena, sizeof *m);
+    if (m == NULL)
+        return wf_error_nomem(err);
+    workflow__v1__list_incidents_response__init(m);
+    m->n_incidents = n;
+    m->incidents = build_incidents(call->arena, v, n);
+    m->next_page_token = wf_h_page_out(call, msg, next);
+    if (m->incidents == NULL || m->next_page_token == NULL)
         return wf_error_nomem(err);
     *resp = &m->base;
     return WF_OK;

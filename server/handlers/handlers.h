@@ -21,6 +21,8 @@ wf_code h_get_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMess
                        wf_error *err);
 wf_code h_list_instances(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                          wf_error *err);
+wf_code h_list_incidents(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                         wf_error *err);
 wf_code h_cancel_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                           wf_error *err);
 wf_code h_set_variables(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,

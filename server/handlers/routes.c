@@ -25,6 +25,7 @@ const wf_route wf_routes[] = {
     {"SuspendInstance", h_suspend_instance, WF_ROUTE_ACTOR, NULL},
     {"ResumeInstance", h_resume_instance, WF_ROUTE_ACTOR, NULL},
     {"ListWorkItems", h_list_work_items, 0, NULL},
+    {"ListIncidents", h_list_incidents, 0, NULL},
     /* Ad-hoc referral */
     {"AssignTo", h_assign_to, WF_ROUTE_ACTOR, NULL},
     {"GetCompletion", h_get_completion, 0, NULL},

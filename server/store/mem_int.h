@@ -115,6 +115,7 @@ wf_code wf_mem__select_rows(mem_store *m, mtable *t, const char *tenant, mpred p
 int wf_mem__cmp_definition(const void *a, const void *b);
 bool wf_mem__after(const keyset *k, int64_t num, const char *id);
 int wf_mem__cmp_instance(const void *a, const void *b);
+int wf_mem__cmp_incident(const void *a, const void *b);
 int wf_mem__cmp_task(const void *a, const void *b);
 int wf_mem__cmp_token(const void *a, const void *b);
 int wf_mem__cmp_work_item(const void *a, const void *b);
@@ -167,6 +168,9 @@ wf_code mem_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filt
                        bool has, int64_t c_num, const char *c_str, wf_task_row **rows, size_t *n,
                        wf_error *err);
 wf_code mem_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filter *f,
+                           size_t limit, bool has, int64_t c_num, const char *c_str,
+                           wf_instance_row **rows, size_t *n, wf_error *err);
+wf_code mem_list_incidents(wf_store *st, const wf_store_ctx *ctx, const wf_incident_filter *f,
                            size_t limit, bool has, int64_t c_num, const char *c_str,
                            wf_instance_row **rows, size_t *n, wf_error *err);
 wf_code mem_list_definitions(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has,

@@ -5,6 +5,7 @@
 #include "mem_int.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,12 +168,55 @@ has_child(mem_store *m, const char *tenant, const char *id)
     return false;
 }
 
+/* Scalars equal as jsonb compares them: numbers by value. */
+static bool
+scalar_equal(const json_t *a, const json_t *b)
+{
+    if (json_is_number(a) && json_is_number(b)) {
+        if (json_is_integer(a) && json_is_integer(b))
+            return json_integer_value(a) == json_integer_value(b);
+        return json_number_value(a) == json_number_value(b);
+    }
+    return json_equal(a, b) != 0;
+}
+
+/* Every variable filter of f holds in the variables v (a JSON object). */
+static bool
+vars_match(const char *v, const wf_instance_filter *f)
+{
+    if (f->n_vars == 0)
+        return true;
+    json_t *doc = v != NULL ? json_loads(v, 0, NULL) : NULL;
+    bool ok = doc != NULL;
+    for (size_t i = 0; ok && i < f->n_vars; i++) {
+        const wf_var_filter *vf = &f->vars[i];
+        const json_t *at = doc;
+        for (size_t k = 0; at != NULL && k < vf->n_keys; k++)
+            at = json_is_object(at) ? json_object_get(at, vf->keys[k]) : NULL;
+        json_t *want = json_loads(vf->value_json, JSON_DECODE_ANY, NULL);
+        ok = at != NULL && want != NULL && scalar_equal(at, want);
+        json_decref(want);
+    }
+    json_decref(doc);
+    return ok;
+}
+
+static bool
+in_range(int64_t t, int64_t after, int64_t before)
+{
+    return (after == 0 || t >= after) && (before == 0 || t < before);
+}
+
 static bool
 instance_match(mem_store *m, const void *row, const void *arg)
 {
     const wf_instance_row *r = row;
     const instance_q *q = arg;
     const wf_instance_filter *f = q->f;
+    if (!in_range(r->created_at, f->created_after, f->created_before) ||
+        ((f->ended_after != 0 || f->ended_before != 0) &&
+         (r->ended_at == 0 || !in_range(r->ended_at, f->ended_after, f->ended_before))))
+        return false;
     if ((f->started_by != NULL && !wf_mem__eq(r->started_by, f->started_by)) ||
         (f->definition_key != NULL && !wf_mem__eq(r->definition_key, f->definition_key)) ||
         (f->aggregate_type != NULL && !wf_mem__eq(r->aggregate_type, f->aggregate_type)) ||
@@ -190,7 +234,7 @@ instance_match(mem_store *m, const void *row, const void *arg)
         if (begun != (f->begun == WF_BEGUN_YES))
             return false;
     }
-    return true;
+    return vars_match(r->variables_json, f);
 }
 
 wf_code
@@ -204,6 +248,39 @@ mem_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filt
     if (rc != WF_OK)
         return rc;
     rc = wf_mem__select_rows(m, &m->insts, ctx->tenant, instance_match, &q, wf_mem__cmp_instance,
+                             limit, ctx->arena, rows, n, err);
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+typedef struct incident_q {
+    const wf_incident_filter *f;
+    keyset k;
+} incident_q;
+
+static bool
+incident_match(mem_store *m, const void *row, const void *arg)
+{
+    (void)m;
+    const wf_instance_row *r = row;
+    const incident_q *q = arg;
+    return r->status == WF_INSTANCE_FAILED &&
+           (q->f->definition_key == NULL || wf_mem__eq(r->definition_key, q->f->definition_key)) &&
+           (q->f->code == NULL || wf_mem__eq(r->incident_code, q->f->code)) &&
+           wf_mem__after(&q->k, r->incident_at, r->id);
+}
+
+wf_code
+mem_list_incidents(wf_store *st, const wf_store_ctx *ctx, const wf_incident_filter *f, size_t limit,
+                   bool has, int64_t c_num, const char *c_str, wf_instance_row **rows, size_t *n,
+                   wf_error *err)
+{
+    mem_store *m = (mem_store *)st;
+    incident_q q = {f, {has, c_num, c_str}};
+    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = wf_mem__select_rows(m, &m->insts, ctx->tenant, incident_match, &q, wf_mem__cmp_incident,
                              limit, ctx->arena, rows, n, err);
     pthread_mutex_unlock(&m->mu);
     return rc;

@@ -66,6 +66,9 @@ enum {
     S_LIST_INSTANCES_STARTED_BY,
     S_LIST_INSTANCES_DEFINITION,
     S_LIST_INSTANCES_ALL,
+    S_LIST_INSTANCES_VARIABLES,
+    S_LIST_INCIDENTS_DEFINITION,
+    S_LIST_INCIDENTS_ALL,
     S_LIST_DEFINITIONS,
     S_LIST_WORK_ITEMS,
     S_LIST_SIGNALS_ID,
@@ -240,6 +243,9 @@ bool wf_pg__given(const char *s);
 wf_code pg_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f, size_t limit,
                       bool has, int64_t c_num, const char *c_str, wf_task_row **rows, size_t *n,
                       wf_error *err);
+wf_code pg_list_incidents(wf_store *st, const wf_store_ctx *ctx, const wf_incident_filter *f,
+                          size_t limit, bool has, int64_t c_num, const char *c_str,
+                          wf_instance_row **rows, size_t *n, wf_error *err);
 wf_code pg_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filter *f,
                           size_t limit, bool has, int64_t c_num, const char *c_str,
                           wf_instance_row **rows, size_t *n, wf_error *err);

@@ -6,6 +6,7 @@
 #include "pg_int.h"
 
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,16 +152,99 @@ pg_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f, si
     return wf_pg__query((pg_store *)st, ctx, id, &p, &wf_store__task_desc, rows, n, err);
 }
 
+/* The variable filters of f as one containment document under the
+ * tenant's key ({tenant: {k1: {k2: value}}}), in *doc (NULL without
+ * filters). *never: two filters that cannot both hold (one path with two
+ * values, a path inside another's scalar). */
+static wf_code
+vars_doc(const wf_store_ctx *ctx, const wf_instance_filter *f, char **doc, bool *never,
+         wf_error *err)
+{
+    *doc = NULL;
+    *never = false;
+    if (f->n_vars == 0)
+        return WF_OK;
+    json_t *root = json_object();
+    json_t *vars = json_object();
+    if (root == NULL || vars == NULL || json_object_set_new(root, ctx->tenant, vars) != 0) {
+        json_decref(root);
+        return wf_error_nomem(err);
+    }
+    wf_code rc = WF_OK;
+    for (size_t i = 0; rc == WF_OK && !*never && i < f->n_vars; i++) {
+        const wf_var_filter *vf = &f->vars[i];
+        json_t *at = vars;
+        for (size_t k = 0; !*never && k + 1 < vf->n_keys; k++) {
+            json_t *next = json_object_get(at, vf->keys[k]);
+            if (next == NULL) {
+                next = json_object();
+                if (next == NULL || json_object_set_new(at, vf->keys[k], next) != 0) {
+                    rc = wf_error_nomem(err);
+                    break;
+                }
+            } else if (!json_is_object(next)) {
+                *never = true;
+            }
+            at = next;
+        }
+        if (rc != WF_OK || *never)
+            break;
+        json_t *want = json_loads(vf->value_json, JSON_DECODE_ANY, NULL);
+        if (want == NULL) {
+            rc = wf_error_set(err, WF_E_INVALID_JSON, "value_json is not a JSON scalar");
+            break;
+        }
+        const json_t *had = json_object_get(at, vf->keys[vf->n_keys - 1]);
+        if (had != NULL) {
+            /* Equal twice holds when the values are one; anything else
+             * (another value, or an object the path already descends
+             * into) cannot. */
+            *never = !(json_is_number(had) && json_is_number(want)
+                           ? json_number_value(had) == json_number_value(want)
+                           : json_equal(had, want));
+            json_decref(want);
+        } else if (json_object_set_new(at, vf->keys[vf->n_keys - 1], want) != 0) {
+            rc = wf_error_nomem(err);
+        }
+    }
+    if (rc == WF_OK && !*never) {
+        char *text = json_dumps(root, JSON_COMPACT);
+        *doc = text != NULL ? wf_arena_strdup(ctx->arena, text) : NULL;
+        free(text);
+        if (*doc == NULL)
+            rc = wf_error_nomem(err);
+    }
+    json_decref(root);
+    return rc;
+}
+
 wf_code
 pg_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filter *f, size_t limit,
                   bool has, int64_t c_num, const char *c_str, wf_instance_row **rows, size_t *n,
                   wf_error *err)
 {
-    /* The index: the aggregate, else who started it, else the definition. */
+    char *doc;
+    bool never;
+    wf_code rc = vars_doc(ctx, f, &doc, &never, err);
+    if (rc != WF_OK)
+        return rc;
+    if (never) {
+        *rows = NULL, *n = 0;
+        return WF_OK;
+    }
+    /* The index: the aggregate, else the variables (GIN), else who
+     * started it, else the definition. */
     int id = f->aggregate_type != NULL && f->aggregate_id != NULL ? S_LIST_INSTANCES_AGGREGATE
+             : doc != NULL                                        ? S_LIST_INSTANCES_VARIABLES
              : f->started_by != NULL                              ? S_LIST_INSTANCES_STARTED_BY
              : f->definition_key != NULL                          ? S_LIST_INSTANCES_DEFINITION
                                                                   : S_LIST_INSTANCES_ALL;
+    /* created_after is the lower bound of the keyset: the scan starts there. */
+    if (f->created_after != 0 && (!has || c_num < f->created_after)) {
+        has = true;
+        c_num = f->created_after;
+        c_str = "";
+    }
     params p = wf_pg__p_tenant(ctx, f->started_by);
     wf_pg__p_str(&p, f->definition_key);
     wf_pg__p_str(&p, f->aggregate_type);
@@ -168,6 +252,23 @@ pg_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filte
     wf_pg__p_int_array(&p, (const int *)f->statuses, f->n_statuses);
     wf_pg__p_bool(&p, f->roots_only);
     wf_pg__p_i64(&p, f->begun);
+    p_after(&p, has, c_num, c_str);
+    wf_pg__p_i64(&p, (int64_t)limit);
+    wf_pg__p_i64(&p, f->created_before != 0 ? f->created_before : INT64_MAX);
+    wf_pg__p_i64(&p, f->ended_after);
+    wf_pg__p_i64(&p, f->ended_before);
+    wf_pg__p_str(&p, doc);
+    return wf_pg__query((pg_store *)st, ctx, id, &p, &wf_store__instance_desc, rows, n, err);
+}
+
+wf_code
+pg_list_incidents(wf_store *st, const wf_store_ctx *ctx, const wf_incident_filter *f, size_t limit,
+                  bool has, int64_t c_num, const char *c_str, wf_instance_row **rows, size_t *n,
+                  wf_error *err)
+{
+    int id = f->definition_key != NULL ? S_LIST_INCIDENTS_DEFINITION : S_LIST_INCIDENTS_ALL;
+    params p = wf_pg__p_tenant(ctx, f->definition_key);
+    wf_pg__p_str(&p, f->code);
     p_after(&p, has, c_num, c_str);
     wf_pg__p_i64(&p, (int64_t)limit);
     return wf_pg__query((pg_store *)st, ctx, id, &p, &wf_store__instance_desc, rows, n, err);

@@ -15,6 +15,7 @@
 #define COLS_INSTANCES                                                                             \
     "id, tenant_id, definition_key, definition_version, parent_id, root_id, status, "              \
     "variables_json, aggregate_type, aggregate_id, started_by, title, last_error, "                \
+    "incident_code, incident_transition_id, incident_at, incident_attempts, retries, "             \
     "join_mode, join_quorum, on_all_completed, join_fired, created_at, updated_at, "               \
     "ended_at, version"
 #define COLS_TASKS                                                                                 \
@@ -76,6 +77,15 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
 #define SUSPENDED_ROOT_OF_TIMERS                                                                   \
     "EXISTS (SELECT 1 FROM instances r WHERE r.tenant_id = timers.tenant_id AND r.id = "           \
     "timers.root_id AND r.status = 7)"
+/* update_instance*: every column but the keys (tenant_id $2, root_id $6,
+ * id $1), in the order of the instance descriptor. */
+#define INSTANCE_SET                                                                               \
+    "definition_key = $3, definition_version = $4, parent_id = $5, status = $7, variables_json "   \
+    "= $8, aggregate_type = $9, aggregate_id = $10, started_by = $11, title = $12, last_error = "  \
+    "$13, incident_code = $14, incident_transition_id = $15, incident_at = $16, "                  \
+    "incident_attempts = $17, retries = $18, join_mode = $19, join_quorum = $20, "                 \
+    "on_all_completed = $21, join_fired = $22, created_at = $23, updated_at = $24, ended_at = "    \
+    "$25, version = $26::bigint + 1"
 #define OPT(param, col) "(" param "::text IS NULL OR " col " = " param ")"
 #define ALL(conds) "CASE WHEN " conds " THEN true ELSE false END"
 #define TASKS_PAGE(states, c_num, c_str, limit)                                                    \
@@ -83,16 +93,39 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
                "))") " AND (created_at, id) > (" c_num "::bigint, " c_str                          \
                      "::text) ORDER BY created_at, id "                                            \
                      "LIMIT " limit
+/* list_instances_*: $13, $14 the end range (0 = unbounded; either set
+ * excludes instances that have not ended), $15 the variable filters as one
+ * containment document under the tenant's key (NULL = none), matched
+ * against the expression that instances_variables (0012) indexes. The
+ * variables shape names it outside the CASE, so that the index serves it. */
+#define VARS_DOC "jsonb_set('{}'::jsonb, ARRAY[tenant_id], variables_json::jsonb)"
+#define ENDED_RANGE                                                                                \
+    "(($13::bigint = 0 AND $14::bigint = 0) OR (ended_at <> 0 AND ended_at >= $13 AND ($14 = 0 "   \
+    "OR ended_at < $14)))"
+#define VARS_OPT "($15::jsonb IS NULL OR " VARS_DOC " @> $15)"
+#define LIST_INSTANCES_CONDS(opts)                                                                 \
+    opts " AND ($6::smallint[] IS NULL OR status = ANY($6)) AND (NOT $7::boolean OR "              \
+         "parent_id IS NULL) AND ($8::int = 0 OR (status = 1 AND NOT coalesce((SELECT true "       \
+         "FROM instances c WHERE c.tenant_id = i.tenant_id AND c.parent_id = i.id LIMIT 1), "      \
+         "false) AND coalesce((SELECT d.kind = 1 FROM definitions d WHERE d.tenant_id = "          \
+         "i.tenant_id AND d.key = i.definition_key COLLATE \"C\" AND d.version = "                 \
+         "i.definition_version), false)) = ($8 = 1)) AND " ENDED_RANGE
+#define LIST_INSTANCES_PAGE                                                                        \
+    "(created_at, id) > ($9::bigint, $10::text) AND created_at < $12::bigint"
 #define LIST_INSTANCES(key, opts)                                                                  \
-    "SELECT " COLS_INSTANCES " FROM instances i WHERE tenant_id = $1 " key " AND " ALL(            \
-        opts " AND ($6::smallint[] IS NULL OR status = ANY($6)) AND (NOT $7::boolean OR "          \
-             "parent_id IS NULL) AND ($8::int = 0 OR (status = 1 AND NOT coalesce((SELECT true "   \
-             "FROM instances c WHERE c.tenant_id = i.tenant_id AND c.parent_id = i.id LIMIT 1), "  \
-             "false) AND coalesce((SELECT d.kind = 1 FROM definitions d WHERE d.tenant_id = "      \
-             "i.tenant_id AND d.key = i.definition_key COLLATE \"C\" AND d.version = "             \
-             "i.definition_version), false)) = ($8 = 1))") " AND (created_at, id) > ($9::bigint, " \
-                                                           "$10::text) ORDER BY created_at, id "   \
-                                                           "LIMIT $11"
+    "SELECT " COLS_INSTANCES " FROM instances i WHERE tenant_id = $1 " key                         \
+    " AND " ALL(LIST_INSTANCES_CONDS(opts) " AND " VARS_OPT) " AND " LIST_INSTANCES_PAGE           \
+                                                             " ORDER BY created_at, id LIMIT $11"
+/* By variables: the containment, whose document names the tenant as its
+ * one key, is the only condition an index can serve (instances_variables):
+ * the tenant and the page are checked on the rows it finds, which are then
+ * sorted, because a GIN index keeps no order. Left to choose, a generic
+ * plan would rather range-scan every instance of the tenant in creation
+ * order than trust the containment's unknown selectivity. */
+#define LIST_INSTANCES_VARS(opts)                                                                  \
+    "SELECT " COLS_INSTANCES " FROM instances i WHERE " VARS_DOC                                   \
+    " @> $15 AND " ALL("tenant_id = $1 AND " LIST_INSTANCES_CONDS(                                 \
+        opts) " AND " LIST_INSTANCES_PAGE) " ORDER BY created_at, id LIMIT $11"
 /* list_work_items: $3 holds a bit per work item state (0 = any). */
 #define WORK_ITEMS_STATES ALL("($3::int = 0 OR ($3::int >> state) & 1 = 1)")
 #define SIGNALS_INSTANCE_OPT "($2::text IS NULL OR instance_id = $2 OR consumed_by_instance = $2)"
@@ -160,34 +193,25 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
         {"insert_instance",
          "INSERT INTO instances (id, tenant_id, definition_key, definition_version, "
          "parent_id, root_id, status, variables_json, aggregate_type, aggregate_id, "
-         "started_by, title, last_error, join_mode, join_quorum, on_all_completed, "
+         "started_by, title, last_error, incident_code, incident_transition_id, incident_at, "
+         "incident_attempts, retries, join_mode, join_quorum, on_all_completed, "
          "join_fired, created_at, updated_at, ended_at, version) VALUES ($1, $2, $3, $4, "
-         "$5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
-         "$21::bigint + 1)",
+         "$5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, "
+         "$22, $23, $24, $25, $26::bigint + 1)",
          "instance"},
-    [S_UPDATE_INSTANCE] =
-        {"update_instance",
-         "UPDATE instances SET definition_key = $3, definition_version = $4, parent_id = "
-         "$5, status = $7, variables_json = $8, aggregate_type = $9, aggregate_id = $10, "
-         "started_by = $11, title = $12, last_error = $13, join_mode = $14, join_quorum = "
-         "$15, on_all_completed = $16, join_fired = $17, created_at = $18, updated_at = "
-         "$19, ended_at = $20, version = $21::bigint + 1 WHERE tenant_id = $2 AND root_id "
-         "= $6 AND id = $1 AND version = $21",
-         "instance"},
+    [S_UPDATE_INSTANCE] = {"update_instance",
+                           "UPDATE instances SET " INSTANCE_SET " WHERE tenant_id = $2 AND root_id "
+                           "= $6 AND id = $1 AND version = $26",
+                           "instance"},
     /* The same, failing when it updates no row (a stale version), for
      * deferred writes whose row count nobody reads: 1 / 0 raises
      * division_by_zero, which pg_errors.c maps to CONFLICT for this
      * statement only. */
-    [S_UPDATE_INSTANCE_CHECKED] =
-        {"update_instance_checked",
-         "WITH u AS (UPDATE instances SET definition_key = $3, definition_version = $4, "
-         "parent_id = $5, status = $7, variables_json = $8, aggregate_type = $9, "
-         "aggregate_id = $10, started_by = $11, title = $12, last_error = $13, join_mode = "
-         "$14, join_quorum = $15, on_all_completed = $16, join_fired = $17, created_at = $18, "
-         "updated_at = $19, ended_at = $20, version = $21::bigint + 1 WHERE tenant_id = $2 "
-         "AND root_id = $6 AND id = $1 AND version = $21 RETURNING 1) "
-         "SELECT 1 / count(*) FROM u",
-         "instance"},
+    [S_UPDATE_INSTANCE_CHECKED] = {"update_instance_checked",
+                                   "WITH u AS (UPDATE instances SET " INSTANCE_SET
+                                   " WHERE tenant_id = $2 AND root_id = $6 AND id = $1 AND "
+                                   "version = $26 RETURNING 1) SELECT 1 / count(*) FROM u",
+                                   "instance"},
     /* Keyed by (tenant_id, root_id, id), which an update leaves as it is:
      * a distributed table refuses to rewrite its distribution column. */
     [S_UPSERT_TASK] =
@@ -422,7 +446,9 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                           "task"},
     /* Every shape binds the same parameters: $2 started_by, $3
      * definition_key, ($4, $5) aggregate, $6 statuses, $7 roots only, $8
-     * begun (wf_begun_filter), ($9, $10) cursor, $11 limit. */
+     * begun (wf_begun_filter), ($9, $10) cursor, $11 limit, $12 created
+     * before (INT64_MAX = unbounded; created after moves the cursor), $13 to
+     * $15 (LIST_INSTANCES). */
     [S_LIST_INSTANCES_AGGREGATE] = {"list_instances_aggregate",
                                     LIST_INSTANCES("AND aggregate_type = $4 AND aggregate_id = $5",
                                                    OPT("$2", "started_by") " AND " OPT(
@@ -440,6 +466,30 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                         OPT("$2", "started_by") " AND " OPT("$4", "aggregate_type") " AND " OPT(
                             "$5", "aggregate_id")),
          "instance"},
+    [S_LIST_INSTANCES_VARIABLES] =
+        {"list_instances_variables",
+         LIST_INSTANCES_VARS(
+             OPT("$2", "started_by") " AND " OPT("$3", "definition_key") " AND " OPT(
+                 "$4", "aggregate_type") " AND " OPT("$5", "aggregate_id")),
+         "instance"},
+    /* ListIncidents: FAILED instances by (incident_at, id), the tenant's
+     * (instances_incidents, 0012) or one definition's
+     * (instances_incidents_definition); $2 definition key, $3 code, ($4,
+     * $5) cursor, $6 limit. */
+    [S_LIST_INCIDENTS_DEFINITION] = {"list_incidents_definition",
+                                     "SELECT " COLS_INSTANCES " FROM instances WHERE tenant_id = "
+                                     "$1 AND status = 4 AND definition_key = $2 AND " ALL(
+                                         OPT("$3", "incident_code")) " AND (incident_at, id) > "
+                                                                     "($4::bigint, $5::text) ORDER "
+                                                                     "BY incident_at, id LIMIT $6",
+                                     "instance"},
+    [S_LIST_INCIDENTS_ALL] = {"list_incidents_all",
+                              "SELECT " COLS_INSTANCES " FROM instances WHERE tenant_id = $1 AND "
+                              "status = 4 AND " ALL(OPT("$2", "definition_key") " AND " OPT(
+                                  "$3", "incident_code")) " AND (incident_at, id) > ($4::bigint, "
+                                                          "$5::text) ORDER BY incident_at, id "
+                                                          "LIMIT $6",
+                              "instance"},
     [S_LIST_INSTANCES_ALL] =
         {"list_instances_all",
          LIST_INSTANCES("", OPT("$2", "started_by") " AND " OPT("$3", "definition_key") " AND " OPT(

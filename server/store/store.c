@@ -78,6 +78,11 @@ static const wf_field instance_fields[] = {
     STR(wf_instance_row, started_by),
     STR(wf_instance_row, title),
     STR(wf_instance_row, last_error),
+    STR(wf_instance_row, incident_code),
+    STR(wf_instance_row, incident_transition_id),
+    I64(wf_instance_row, incident_at),
+    I32(wf_instance_row, incident_attempts),
+    I32(wf_instance_row, retries),
     I32(wf_instance_row, join_mode),
     I32(wf_instance_row, join_quorum),
     BYTES(wf_instance_row, on_all_completed, on_all_completed_len),
@@ -750,6 +755,31 @@ wf_store_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance
     if (rc == WF_OK)
         rc = page_end(st, ctx, &wf_store__instance_desc, r, &k, page_size,
                       offsetof(wf_instance_row, created_at), false, offsetof(wf_instance_row, id),
+                      next_cursor, err);
+    if (rc == WF_OK) {
+        *rows = r;
+        *n = k;
+    }
+    return rc;
+}
+
+wf_code
+wf_store_list_incidents(wf_store *st, const wf_store_ctx *ctx, const wf_incident_filter *f,
+                        size_t page_size, const char *cursor, wf_instance_row **rows, size_t *n,
+                        char **next_cursor, wf_error *err)
+{
+    bool has;
+    int64_t num;
+    char *str;
+    wf_instance_row *r = NULL;
+    size_t k = 0;
+    wf_code rc = page_begin(ctx, &page_size, cursor, &has, &num, &str, err);
+    if (rc == WF_OK)
+        rc = st->ops->list_incidents(st, ctx, f != NULL ? f : &(wf_incident_filter){0},
+                                     page_size + 1, has, num, str, &r, &k, err);
+    if (rc == WF_OK)
+        rc = page_end(st, ctx, &wf_store__instance_desc, r, &k, page_size,
+                      offsetof(wf_instance_row, incident_at), false, offsetof(wf_instance_row, id),
                       next_cursor, err);
     if (rc == WF_OK) {
         *rows = r;

@@ -167,6 +167,14 @@ typedef struct wf_instance_row {
     char *started_by;
     char *title;
     char *last_error;
+    /* The open incident, set while status is FAILED (the engine clears
+     * code and time when the instance leaves FAILED; transition and
+     * attempts stay as history). code: a stable reason (wf_incident_code). */
+    char *incident_code;
+    char *incident_transition_id;
+    int64_t incident_at;
+    int32_t incident_attempts;
+    int32_t retries; /* incidents RetryInstance resolved */
     /* referral join state (AD_HOC children) */
     wf_join_mode join_mode;
     int32_t join_quorum;
@@ -643,6 +651,19 @@ typedef enum wf_begun_filter {
     WF_BEGUN_YES = 2,
 } wf_begun_filter;
 
+/* An equality on a variable: the value at the dotted path keys[0..n_keys)
+ * of the variables equals value (a JSON scalar, checked by the caller).
+ * Arrays are not entered; numbers compare by value; a missing path never
+ * matches. */
+typedef struct wf_var_filter {
+    const char *const *keys;
+    size_t n_keys;
+    const char *value_json;
+} wf_var_filter;
+
+/* Time bounds (microseconds; 0 = unbounded): created_after <= created_at <
+ * created_before, and likewise for ended_at, which an instance that has not
+ * ended (ended_at 0) never meets. */
 typedef struct wf_instance_filter {
     const char *started_by;
     const char *definition_key;
@@ -652,9 +673,25 @@ typedef struct wf_instance_filter {
     size_t n_statuses;
     bool roots_only;
     wf_begun_filter begun;
+    int64_t created_after, created_before;
+    int64_t ended_after, ended_before;
+    const wf_var_filter *vars; /* every one holds (AND) */
+    size_t n_vars;
 } wf_instance_filter;
 
 wf_code wf_store_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filter *f,
+                                size_t page_size, const char *cursor, wf_instance_row **rows,
+                                size_t *n, char **next_cursor, wf_error *err);
+
+/* Open incidents: FAILED instances (roots and children), filtered by
+ * definition key and incident code (NULL = any), ordered by (incident_at,
+ * id). */
+typedef struct wf_incident_filter {
+    const char *definition_key;
+    const char *code;
+} wf_incident_filter;
+
+wf_code wf_store_list_incidents(wf_store *st, const wf_store_ctx *ctx, const wf_incident_filter *f,
                                 size_t page_size, const char *cursor, wf_instance_row **rows,
                                 size_t *n, char **next_cursor, wf_error *err);
 

@@ -70,6 +70,9 @@ typedef struct wf_store_ops {
     wf_code (*list_instances)(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filter *f,
                               size_t limit, bool has_cursor, int64_t c_num, const char *c_str,
                               wf_instance_row **rows, size_t *n, wf_error *err);
+    wf_code (*list_incidents)(wf_store *st, const wf_store_ctx *ctx, const wf_incident_filter *f,
+                              size_t limit, bool has, int64_t c_num, const char *c_str,
+                              wf_instance_row **rows, size_t *n, wf_error *err);
     wf_code (*list_definitions)(wf_store *st, const wf_store_ctx *ctx, size_t limit,
                                 bool has_cursor, int64_t c_num, const char *c_str,
                                 wf_definition_row **rows, size_t *n, wf_error *err);

@@ -355,6 +355,7 @@ wf_mem__select_rows(mem_store *m, mtable *t, const char *tenant, mpred pred, con
 
 /* Comparators on (number, id) keys (CMP_NUM_ID, mem_int.h). */
 CMP_NUM_ID(wf_mem__cmp_instance, wf_instance_row, created_at)
+CMP_NUM_ID(wf_mem__cmp_incident, wf_instance_row, incident_at)
 CMP_NUM_ID(wf_mem__cmp_task, wf_task_row, created_at)
 CMP_NUM_ID(wf_mem__cmp_token, wf_token_row, created_seq)
 CMP_NUM_ID(wf_mem__cmp_work_item, wf_work_item_row, enabled_at)
@@ -440,6 +441,7 @@ static const wf_store_ops mem_ops = {
     .get_job_by_key = mem_get_job_by_key,
     .list_tasks = mem_list_tasks,
     .list_instances = mem_list_instances,
+    .list_incidents = mem_list_incidents,
     .list_definitions = mem_list_definitions,
     .list_signals = mem_list_signals,
     .list_work_items = mem_list_work_items,

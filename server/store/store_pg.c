@@ -162,6 +162,7 @@ static const wf_store_ops pg_ops = {
     .get_job_by_key = pg_get_job_by_key,
     .list_tasks = pg_list_tasks,
     .list_instances = pg_list_instances,
+    .list_incidents = pg_list_incidents,
     .list_definitions = pg_list_definitions,
     .list_signals = pg_list_signals,
     .list_work_items = pg_list_work_items,

@@ -68,7 +68,39 @@ static const exemption exempt[] = {
      * by tenant would cost every request record an entry, for a pass run on
      * demand). */
     {"sweep_idempotency_tenant", true, false, "sorts the expired records of one tenant"},
+    /* ListInstances by variables: the rows of one tenant that match every
+     * variable filter, found by instances_variables (0012, a GIN index,
+     * which keeps no order) and sorted by creation: as many as match, never
+     * the backlog (the index must serve it: see required below). */
+    {"list_instances_variables", true, false, "sorts the instances matching the filters"},
 };
+
+/*
+ * Statements whose plan must read a given index, in both phases: where the
+ * guard's rules alone would also pass a plan that reads the wrong one.
+ */
+typedef struct required_index {
+    const char *name;
+    const char *index;
+} required_index;
+
+static const required_index required[] = {
+    /* Variable equality: the GIN on {tenant: variables}, not a range scan
+     * of every instance of the tenant filtered row by row. */
+    {"list_instances_variables", "instances_variables"},
+    /* The open incidents, from the partial indexes of FAILED rows. */
+    {"list_incidents_all", "instances_incidents"},
+    {"list_incidents_definition", "instances_incidents_definition"},
+};
+
+static const char *
+required_of(const char *name)
+{
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+        if (strcmp(required[i].name, name) == 0)
+            return required[i].index;
+    return NULL;
+}
 
 static const exemption *
 exemption_of(const char *name)
@@ -114,13 +146,21 @@ exec_ok(PGconn *c, const char *sql)
 static const char *const fill_seen[] = {
     "INSERT INTO instances (tenant_id, id, root_id, parent_id, definition_key, "
     "definition_version, status, aggregate_type, aggregate_id, started_by, created_at, "
-    "updated_at, ended_at, version) SELECT " TENANT("g") ", " INST("g") ", " ROOT(
-        "g") ", "
-             "CASE WHEN (g - 1) % 4 = 0 THEN NULL ELSE " ROOT(
-                 "g") " END, 'def' || g % 30, 1, 1 + g % 3, "
-                      "CASE WHEN g % 2 = 0 THEN 'order' END, 'a' || g % 5000, 'u' || g % 200, g, "
-                      "g, "
-                      "CASE WHEN g % 3 = 1 THEN g ELSE 0 END, 1 FROM generate_series(1, 40000) g",
+    "updated_at, ended_at, version, variables_json, incident_code, incident_at) SELECT " TENANT(
+        "g") ", " INST("g") ", " ROOT("g") ", "
+                                           "CASE WHEN (g - 1) % 4 = 0 THEN NULL ELSE " ROOT(
+                                               "g") " END, 'def' || g % 30, 1, CASE WHEN g % 7 = 0 "
+                                                    "THEN 4 ELSE 1 + g % 3 END, "
+                                                    "CASE WHEN g % 2 = 0 THEN 'order' END, 'a' || "
+                                                    "g % 5000, 'u' || g % 200, g, "
+                                                    "g, "
+                                                    "CASE WHEN g % 3 = 1 THEN g ELSE 0 END, 1, "
+                                                    "'{\"n\": ' || g % 100 || ', "
+                                                    "\"customer\": {\"country\": \"c' || g % 20 || "
+                                                    "'\"}}', CASE WHEN g % 3 "
+                                                    "= 1 THEN 'JOB_FAILED' END, CASE WHEN g % 3 = "
+                                                    "1 THEN g ELSE 0 END FROM "
+                                                    "generate_series(1, 40000) g",
     "INSERT INTO tasks (tenant_id, id, root_id, instance_id, assignee_kind, assignee_id, status, "
     "claimed_by, created_at) SELECT " TENANT("g") ", 'k' || g, " ROOT("g") ", " INST(
         "g") ", "
@@ -266,6 +306,23 @@ reads_backlog(json_t *top, json_t *node, int depth)
     return NULL;
 }
 
+/* Whether the tree at node reads index name. */
+static bool
+reads_index(json_t *node, const char *name)
+{
+    const char *ix = str_of(node, "Index Name");
+    if (ix != NULL && strcmp(ix, name) == 0)
+        return true;
+    size_t i;
+    json_t *child;
+    json_array_foreach(json_object_get(node, "Plans"), i, child)
+    {
+        if (reads_index(child, name))
+            return true;
+    }
+    return false;
+}
+
 /* Appends to why each refused node of the tree at node. */
 static void
 check_node(json_t *top, json_t *node, const exemption *ex, char *why, size_t cap)
@@ -348,6 +405,11 @@ guard(const char *phase, int *checked)
         json_t *top = json_object_get(json_array_get(doc, 0), "Plan");
         char why[512] = "";
         check_node(top, top, exemption_of(s->name), why, sizeof why);
+        const char *ix = required_of(s->name);
+        if (ix != NULL && !reads_index(top, ix)) {
+            size_t len = strlen(why);
+            snprintf(why + len, sizeof why - len, " does not read %s;", ix);
+        }
         if (why[0] != '\0') {
             failed++;
             fprintf(stderr, "FAIL (%s) %s:%s\n%s\n", phase, s->name, why, s->sql);

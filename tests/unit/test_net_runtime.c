@@ -1020,6 +1020,157 @@ START_TEST(test_retry_refires_a_refused_timer)
 }
 END_TEST
 
+/* ---- incidents ------------------------------------------------------------------------------ */
+
+/* The open incidents of key (asserting OK). */
+static wf_net_incident *
+incidents_of(const char *key, const char *code, size_t *n)
+{
+    wf_ref_ctx c = as(NULL);
+    wf_net_incident_query q = {.definition_key = key, .code = code};
+    wf_net_incident *v = NULL;
+    char *next = NULL;
+    wf_error err;
+    wf_code rc = wf_net_list_incidents(&c, &q, &v, n, &next, &err);
+    ck_assert_msg(rc == WF_OK, "list: %s", err.msg);
+    ck_assert_ptr_null(next);
+    return v;
+}
+
+/* A refused TIME firing opens an incident with the refusal's code, the
+ * transition and the instance's retries; a retry refused again keeps it as
+ * it was, one that succeeds resolves it (code cleared, retries counted). */
+START_TEST(test_incident_of_a_refused_timer)
+{
+    deploy(race_net("inc-timer", 1, NULL, ".go == true"));
+    deploy(race_net("inc-quiet", 1, NULL, NULL));
+    wf_instance_row in = start("inc-timer", "{\"go\":false}");
+    start("inc-quiet", NULL);
+    size_t n;
+    ck_assert_ptr_nonnull(incidents_of("inc-timer", NULL, &n));
+    ck_assert_uint_eq(n, 0);
+    int64_t before = wf_now_us();
+    wf_timer_row *rows = claim(wf_now_us() + 1000, &n);
+    ck_assert_uint_eq(n, 2);
+    for (size_t i = 0; i < n; i++)
+        fire(&rows[i]);
+
+    wf_net_incident *v = incidents_of("inc-timer", NULL, &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(v[0].instance_id, in.id);
+    ck_assert_str_eq(v[0].root_id, in.id);
+    ck_assert_str_eq(v[0].definition_key, "inc-timer");
+    ck_assert_int_eq(v[0].definition_version, 1);
+    ck_assert_str_eq(v[0].transition_id, "timeout");
+    ck_assert_str_eq(v[0].code, "NO_ARC_MATCHED");
+    ck_assert_ptr_nonnull(strstr(v[0].message, "timeout"));
+    ck_assert_int_eq(v[0].attempts, 0);
+    ck_assert(v[0].since >= before);
+    int64_t since = v[0].since;
+    /* The quiet one completed: no incident; by code, only its own. */
+    incidents_of("inc-quiet", NULL, &n);
+    ck_assert_uint_eq(n, 0);
+    incidents_of("inc-timer", "JOB_FAILED", &n);
+    ck_assert_uint_eq(n, 0);
+    incidents_of(NULL, "NO_ARC_MATCHED", &n);
+    ck_assert_uint_eq(n, 1);
+
+    /* Refused again: rolled back, the incident as it was. */
+    wf_net_ctx ops = {.ref = as("ops")};
+    wf_instance_row out;
+    wf_error err;
+    ck_assert_int_eq(wf_net_retry_instance(&ops, in.id, NULL, &out, &err), WF_E_NO_ARC_MATCHED);
+    v = incidents_of("inc-timer", NULL, &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(v[0].since == since);
+    ck_assert_int_eq(v[0].attempts, 0);
+
+    /* Fixed: resolved, off the list, the row's code cleared. */
+    ck_assert_int_eq(wf_sig_set_variables(&ops, in.id, "{\"go\":true}", NULL, &out, &err), WF_OK);
+    ck_assert_int_eq(wf_net_retry_instance(&ops, in.id, NULL, &out, &err), WF_OK);
+    incidents_of("inc-timer", NULL, &n);
+    ck_assert_uint_eq(n, 0);
+    wf_aggregate agg = aggregate(in.id);
+    ck_assert_ptr_null(agg.instances[0].incident_code);
+    ck_assert(agg.instances[0].incident_at == 0);
+    ck_assert_int_eq(agg.instances[0].retries, 1);
+    ck_assert_str_eq(agg.instances[0].incident_transition_id, "timeout");
+}
+END_TEST
+
+START_TEST(test_incident_codes_and_refusals)
+{
+    static const char *const known[] = {
+        "JOB_FAILED",         "COMPENSATION_FAILED", "STEP_TIMED_OUT",   "DEADLOCKED",
+        "NO_ARC_MATCHED",     "EXPRESSION_LIMIT",    "INVALID_ARGUMENT", "INVALID_JSON",
+        "DEFINITION_INVALID", "TOO_LARGE",           "UNKNOWN"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        ck_assert_msg(wf_net_incident_code_known(known[i]), "%s", known[i]);
+    ck_assert(!wf_net_incident_code_known("job_failed"));
+    ck_assert(!wf_net_incident_code_known("INSTANCE_FAILED"));
+
+    wf_ref_ctx c = as(NULL);
+    wf_net_incident *v;
+    size_t n;
+    char *next;
+    wf_error err;
+    wf_net_incident_query q = {.code = "NOPE"};
+    ck_assert_int_eq(wf_net_list_incidents(&c, &q, &v, &n, &next, &err), WF_E_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "code"));
+    q = (wf_net_incident_query){.page_size = -1};
+    ck_assert_int_eq(wf_net_list_incidents(&c, &q, &v, &n, &next, &err), WF_E_INVALID_ARGUMENT);
+    q = (wf_net_incident_query){.cursor = "not a cursor"};
+    ck_assert_int_eq(wf_net_list_incidents(&c, &q, &v, &n, &next, &err), WF_E_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "page_token"));
+}
+END_TEST
+
+/* ListInstances refuses malformed variable filters and inverted ranges
+ * before it reads anything. */
+START_TEST(test_list_instances_filter_refusals)
+{
+    wf_ref_ctx c = as(NULL);
+    wf_instance_row *rows;
+    size_t n;
+    char *next;
+    wf_error err;
+    struct {
+        const char *path, *value;
+        wf_code code;
+        const char *field;
+    } bad[] = {
+        {"", "1", WF_E_INVALID_ARGUMENT, "variables[0].path"},
+        {"a..b", "1", WF_E_INVALID_ARGUMENT, "variables[0].path"},
+        {"a.b.c.d.e.f.g.h.i", "1", WF_E_INVALID_ARGUMENT, "variables[0].path"},
+        {"a", "DE", WF_E_INVALID_JSON, "variables[0].value_json"},
+        {"a", "{}", WF_E_INVALID_JSON, "variables[0].value_json"},
+        {"a", "[1]", WF_E_INVALID_JSON, "variables[0].value_json"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        wf_ref_var_filter f = {bad[i].path, bad[i].value};
+        wf_ref_instance_query q = {.started_by = "*", .vars = &f, .n_vars = 1};
+        ck_assert_int_eq(wf_referral_list_instances(&c, &q, &rows, &n, &next, &err), bad[i].code);
+        ck_assert_msg(strncmp(err.msg, bad[i].field, strlen(bad[i].field)) == 0, "%s", err.msg);
+    }
+    wf_ref_var_filter many[9];
+    for (int i = 0; i < 9; i++)
+        many[i] = (wf_ref_var_filter){"a", "1"};
+    wf_ref_instance_query q = {.started_by = "*", .vars = many, .n_vars = 9};
+    ck_assert_int_eq(wf_referral_list_instances(&c, &q, &rows, &n, &next, &err),
+                     WF_E_INVALID_ARGUMENT);
+    q.n_vars = 8;
+    ck_assert_int_eq(wf_referral_list_instances(&c, &q, &rows, &n, &next, &err), WF_OK);
+    q = (wf_ref_instance_query){.started_by = "*", .created = {true, true, 10, 10}};
+    ck_assert_int_eq(wf_referral_list_instances(&c, &q, &rows, &n, &next, &err),
+                     WF_E_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "created_before"));
+    q = (wf_ref_instance_query){.started_by = "*", .ended = {true, true, 10, 5}};
+    ck_assert_int_eq(wf_referral_list_instances(&c, &q, &rows, &n, &next, &err),
+                     WF_E_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "ended_before"));
+}
+END_TEST
+
 /* ---- a buffered signal refused when its wait is enabled -------------------------------- */
 
 /* [start -> review (USER alice) ->] wait -> paid (MSG "payment" of the
@@ -1346,6 +1497,9 @@ main(void)
     tcase_add_test(tc, test_signal_racing_its_timeout_1000_times);
     tcase_add_test(tc, test_signal_first_then_the_stale_timeout_is_gone);
     tcase_add_test(tc, test_retry_refires_a_refused_timer);
+    tcase_add_test(tc, test_incident_of_a_refused_timer);
+    tcase_add_test(tc, test_incident_codes_and_refusals);
+    tcase_add_test(tc, test_list_instances_filter_refusals);
     tcase_add_test(tc, test_buffered_signal_refused_on_enabling_is_an_incident);
     tcase_add_test(tc, test_buffered_signal_refused_at_start_is_an_incident);
     tcase_add_test(tc, test_retry_consumes_a_signal_put_back_by_a_refused_firing);

@@ -219,8 +219,17 @@ wf_work_changes(const wf_work *w, wf_store_changes *out)
     wf_task_row *tasks = wf_arena_calloc(w->arena, w->n_tasks + 1, sizeof *tasks);
     size_t ni = 0, nt = 0;
     for (size_t i = 0; insts != NULL && i < w->n_insts; i++)
-        if (w->inst_dirty[i])
-            insts[ni++] = w->insts[i];
+        if (w->inst_dirty[i]) {
+            insts[ni] = w->insts[i];
+            /* An incident is open exactly while its instance is FAILED:
+             * whatever moves the instance out of FAILED (RetryInstance,
+             * CancelInstance, compensation) resolves it. */
+            if (insts[ni].status != WF_INSTANCE_FAILED) {
+                insts[ni].incident_code = NULL;
+                insts[ni].incident_at = 0;
+            }
+            ni++;
+        }
     for (size_t i = 0; tasks != NULL && i < w->n_tasks; i++)
         if (w->task_dirty[i])
             tasks[nt++] = w->tasks[i];

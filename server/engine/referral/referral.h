@@ -197,6 +197,22 @@ typedef enum wf_process_state {
     WF_PROCESS_CLOSED = 3,
 } wf_process_state;
 
+/* A time range of ListInstances (microseconds): after <= t < before, each
+ * bound only when its has_ flag is set. */
+typedef struct wf_ref_time_range {
+    bool has_after, has_before;
+    int64_t after, before;
+} wf_ref_time_range;
+
+/* A variable equality of ListInstances, as the request gives it. */
+typedef struct wf_ref_var_filter {
+    const char *path;       /* dotted keys */
+    const char *value_json; /* a JSON scalar */
+} wf_ref_var_filter;
+
+/* Variable filters one ListInstances takes at most. */
+#define WF_REF_MAX_VAR_FILTERS 8
+
 typedef struct wf_ref_instance_query {
     const char *started_by; /* "" or NULL = the actor; "*" = anyone */
     wf_process_state state;
@@ -206,6 +222,9 @@ typedef struct wf_ref_instance_query {
     const char *aggregate_id;   /* NULL/"" = any id of the type */
     int32_t page_size;          /* 0 = 50, > 500 = 500, < 0 invalid */
     const char *cursor;         /* store cursor; NULL/"" = first page */
+    wf_ref_time_range created, ended;
+    const wf_ref_var_filter *vars;
+    size_t n_vars;
 } wf_ref_instance_query;
 
 /* ListInstances: roots only. *next_cursor is NULL on the last page. */

@@ -9,6 +9,8 @@
  */
 #include "referral.h"
 
+#include <jansson.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ids.h"
@@ -180,6 +182,71 @@ state_statuses(wf_process_state state, wf_instance_status status, wf_instance_st
     return n;
 }
 
+#define VAR_PATH_KEYS 8
+#define VAR_KEY_MAX 128
+
+/* Splits the dotted path of variable filter i into keys (arena copies);
+ * refuses a malformed path or a value that is not a JSON scalar. */
+static wf_code
+var_filter(const wf_ref_ctx *ctx, size_t i, const wf_ref_var_filter *in, wf_var_filter *out,
+           wf_error *err)
+{
+    char field[64];
+    const char *path = in->path != NULL ? in->path : "";
+    snprintf(field, sizeof field, "variables[%zu].path", i);
+    char **keys = wf_arena_calloc(ctx->arena, VAR_PATH_KEYS, sizeof *keys);
+    if (keys == NULL)
+        return wf_error_nomem(err);
+    size_t n = 0;
+    for (const char *p = path;;) {
+        const char *dot = strchr(p, '.');
+        size_t len = dot != NULL ? (size_t)(dot - p) : strlen(p);
+        if (len == 0)
+            return wf_work_invalid(ctx, field, "has an empty key (a dotted path of object keys)",
+                                   err);
+        if (len > VAR_KEY_MAX)
+            return wf_work_invalid(ctx, field, "has a key longer than 128 bytes", err);
+        if (n == VAR_PATH_KEYS)
+            return wf_work_invalid(ctx, field, "has more than 8 keys", err);
+        for (size_t k = 0; k < len; k++)
+            if ((unsigned char)p[k] < 0x20 || p[k] == 0x7f)
+                return wf_work_invalid(ctx, field, "holds a control character", err);
+        keys[n] = wf_arena_strndup(ctx->arena, p, len);
+        if (keys[n] == NULL)
+            return wf_error_nomem(err);
+        n++;
+        if (dot == NULL)
+            break;
+        p = dot + 1;
+    }
+    snprintf(field, sizeof field, "variables[%zu].value_json", i);
+    json_t *v = json_loads(in->value_json != NULL ? in->value_json : "", JSON_DECODE_ANY, NULL);
+    bool scalar = v != NULL && !json_is_object(v) && !json_is_array(v);
+    json_decref(v);
+    if (!scalar)
+        return wf_work_violation(ctx, WF_E_INVALID_JSON, field,
+                                 "is not a JSON scalar (a string, number, true, false or null)",
+                                 err);
+    *out = (wf_var_filter){(const char *const *)keys, n, in->value_json};
+    return WF_OK;
+}
+
+/* Checks a time range; *never when it excludes every instance (an upper
+ * bound at or before the epoch, which no instance time is). */
+static wf_code
+time_range(const wf_ref_ctx *ctx, const wf_ref_time_range *r, const char *after, const char *before,
+           bool *never, wf_error *err)
+{
+    if (r->has_after && r->has_before && r->after >= r->before) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "must be later than %s", after);
+        return wf_work_invalid(ctx, before, msg, err);
+    }
+    if (r->has_before && r->before <= 0)
+        *never = true;
+    return WF_OK;
+}
+
 wf_code
 wf_referral_list_instances(const wf_ref_ctx *ctx, const wf_ref_instance_query *q,
                            wf_instance_row **rows, size_t *n, char **next_cursor, wf_error *err)
@@ -204,6 +271,22 @@ wf_referral_list_instances(const wf_ref_ctx *ctx, const wf_ref_instance_query *q
     } else if (strcmp(by, "*") == 0) {
         by = NULL;
     }
+    bool never = false;
+    wf_code trc = time_range(ctx, &q->created, "created_after", "created_before", &never, err);
+    if (trc == WF_OK)
+        trc = time_range(ctx, &q->ended, "ended_after", "ended_before", &never, err);
+    if (trc != WF_OK)
+        return trc;
+    if (q->n_vars > WF_REF_MAX_VAR_FILTERS)
+        return wf_work_invalid(ctx, "variables", "holds more than 8 filters", err);
+    wf_var_filter *vars = wf_arena_calloc(ctx->arena, q->n_vars + 1, sizeof *vars);
+    if (vars == NULL)
+        return wf_error_nomem(err);
+    for (size_t i = 0; i < q->n_vars; i++) {
+        trc = var_filter(ctx, i, &q->vars[i], &vars[i], err);
+        if (trc != WF_OK)
+            return trc;
+    }
     wf_instance_status statuses[4];
     wf_instance_filter f = {
         .started_by = by,
@@ -212,7 +295,22 @@ wf_referral_list_instances(const wf_ref_ctx *ctx, const wf_ref_instance_query *q
         .aggregate_id = empty(q->aggregate_id) ? NULL : q->aggregate_id,
         .statuses = statuses,
         .roots_only = true,
+        /* 0 is the store's "unbounded": a lower bound at or before the
+         * epoch bounds nothing for creation, and for the end only asks
+         * that the instance ended (ended_at >= 1). */
+        .created_after = q->created.has_after && q->created.after > 0 ? q->created.after : 0,
+        .created_before = q->created.has_before ? q->created.before : 0,
+        .ended_after = !q->ended.has_after  ? 0
+                       : q->ended.after > 0 ? q->ended.after
+                                            : 1,
+        .ended_before = q->ended.has_before ? q->ended.before : 0,
+        .vars = vars,
+        .n_vars = q->n_vars,
     };
+    if (never) {
+        *rows = NULL, *n = 0, *next_cursor = NULL;
+        return WF_OK;
+    }
     f.n_statuses = state_statuses(q->state, q->status, statuses, &f.begun);
     if (f.n_statuses == 0 && (q->state != WF_PROCESS_ANY || q->status != 0)) {
         /* The state and the status exclude each other: nothing matches. */

@@ -608,7 +608,7 @@ wf_runtime__apply_diff(net_work *w, const wf_net_diff *d, const char *vars, wf_e
         snprintf(msg, sizeof msg,
                  "no transition of definition \"%s\" is enabled and the case has not ended",
                  w->net->key != NULL ? w->net->key : "");
-        return wf_runtime__fail_instance(w, msg, err);
+        return wf_runtime__fail_instance(w, "DEADLOCKED", NULL, -1, msg, err);
     }
     return WF_OK;
 }

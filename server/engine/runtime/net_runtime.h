@@ -348,6 +348,34 @@ typedef struct wf_net_item {
 wf_code wf_net_list_work_items(const wf_ref_ctx *ctx, const wf_net_list_items_in *q,
                                wf_net_item **items, size_t *n, char **next_cursor, wf_error *err);
 
+/* ---- incidents ---------------------------------------------------------------------- */
+
+typedef struct wf_net_incident_query {
+    const char *definition_key; /* NULL/"" = any */
+    const char *code;           /* NULL/"" = any; else a known code */
+    int32_t page_size;          /* 0 = 50, at most 500 */
+    const char *cursor;
+} wf_net_incident_query;
+
+/* One open incident (the strings point into the call's arena). */
+typedef struct wf_net_incident {
+    const char *instance_id, *root_id, *definition_key;
+    int32_t definition_version;
+    const char *transition_id; /* NULL when no transition is to blame */
+    const char *code, *message;
+    int64_t since; /* microseconds */
+    int32_t attempts;
+} wf_net_incident;
+
+/* Whether code is one of the incident codes (Incident.code). */
+bool wf_net_incident_code_known(const char *code);
+
+/* The open incidents of the tenant (FAILED instances, roots and children),
+ * longest open first. WF_E_INVALID_ARGUMENT for an unknown code, a
+ * negative page size or a malformed cursor (reported to ctx->violation). */
+wf_code wf_net_list_incidents(const wf_ref_ctx *ctx, const wf_net_incident_query *q,
+                              wf_net_incident **out, size_t *n, char **next_cursor, wf_error *err);
+
 /* ---- timers ------------------------------------------------------------------------- */
 
 /* Fires the due timer row->id of tenant row->tenant if it still exists

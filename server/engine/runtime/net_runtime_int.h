@@ -111,11 +111,15 @@ void wf_runtime__end_item(net_work *w, size_t ii, wf_work_item_state state, cons
 /* Appends an event about the net instance (data reference stolen). */
 wf_code wf_runtime__event(net_work *w, const char *type, struct json_t *data, wf_error *err);
 
-/* Marks the net instance FAILED with last_error (INSTANCE_FAILED). */
-wf_code wf_runtime__fail_instance(net_work *w, const char *message, wf_error *err);
-/* The same with more fields for the event's data (reference stolen; NULL
- * = none). */
-wf_code wf_runtime__fail_instance_data(net_work *w, const char *message, struct json_t *data,
+/* Marks the net instance FAILED with last_error (INSTANCE_FAILED) and opens
+ * its incident: code a stable reason (Incident.code), transition_id the
+ * transition to blame (NULL = none), attempts the attempts of the failed
+ * job, or -1 for the instance's retries so far. */
+wf_code wf_runtime__fail_instance(net_work *w, const char *code, const char *transition_id,
+                                  int32_t attempts, const char *message, wf_error *err);
+/* The same with more event data (the event takes data). */
+wf_code wf_runtime__fail_instance_data(net_work *w, const char *code, const char *transition_id,
+                                       int32_t attempts, const char *message, struct json_t *data,
                                        wf_error *err);
 
 /* Codes of a firing the net refused (no arc matched, a guard or

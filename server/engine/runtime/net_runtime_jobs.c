@@ -455,7 +455,7 @@ unroutable(net_work *w, const job_op *op, const char *job_id, wf_error *err)
         return wf_error_nomem(err);
     wf_runtime__dirty(&w->jobs, ji);
     return wf_runtime__fail_instance_data(
-        w, msg,
+        w, wf_code_reason(code), trans, j->attempt + 1, msg,
         json_pack("{s:s,s:s,s:s,s:s}", "jobId", j->id, "transitionId", trans, "workItemId",
                   j->work_item_id != NULL ? j->work_item_id : "", "reason", wf_code_reason(code)),
         err);
@@ -600,7 +600,8 @@ fail_body(wf_tx *tx, void *arg, wf_error *err)
         bool started = false;
         rc = wf_runtime__saga_begin(&w, msg, &started, err);
         if (rc == WF_OK && !started)
-            rc = wf_runtime__fail_instance(&w, msg, err);
+            rc = wf_runtime__fail_instance(&w, "JOB_FAILED", j->transition_id, (int32_t)spent, msg,
+                                           err);
     }
     if (rc == WF_OK)
         rc = wf_runtime__write(&w, err);

@@ -197,14 +197,16 @@ next_step(net_work *w, wf_error *err)
             best = i;
     if (best != WF_WORK_NONE)
         return create_step(w, best, err);
-    bool failed = false;
-    for (size_t i = 0; i < w->jobs.n && !failed; i++)
-        failed = !(w->jobs.flags[i] & NW_GONE) && JOB(w, i)->compensation &&
-                 JOB(w, i)->state == WF_JOB_FAILED && wf_str_eq(JOB(w, i)->instance_id, inst_id(w));
+    const wf_job_row *failed = NULL;
+    for (size_t i = 0; i < w->jobs.n && failed == NULL; i++)
+        if (!(w->jobs.flags[i] & NW_GONE) && JOB(w, i)->compensation &&
+            JOB(w, i)->state == WF_JOB_FAILED && wf_str_eq(JOB(w, i)->instance_id, inst_id(w)))
+            failed = JOB(w, i);
     wf_instance_row *in = &w->rw.insts[w->inst];
-    if (failed) {
+    if (failed != NULL) {
         const char *msg = in->last_error != NULL ? in->last_error : "a compensation job failed";
-        return wf_runtime__fail_instance(w, msg, err);
+        return wf_runtime__fail_instance(w, "COMPENSATION_FAILED", failed->transition_id,
+                                         failed->attempt, msg, err);
     }
     in->status = WF_INSTANCE_COMPENSATED;
     in->ended_at = w->rw.now;
@@ -359,6 +361,7 @@ retry_firing(net_work *w, size_t ii, wf_error *err)
     in->status = WF_INSTANCE_RUNNING;
     in->last_error = NULL;
     in->ended_at = 0;
+    in->retries++;
     wf_work_touch_instance(&w->rw, w->inst);
     wf_code rc =
         wf_runtime__event(w, "INCIDENT_RESOLVED",
@@ -448,6 +451,7 @@ retry_body(wf_tx *tx, void *arg, wf_error *err)
     in->status = comp != WF_WORK_NONE ? WF_INSTANCE_COMPENSATING : WF_INSTANCE_RUNNING;
     in->last_error = NULL;
     in->ended_at = 0;
+    in->retries++;
     wf_work_touch_instance(&w.rw, w.inst);
     rc = wf_runtime__event(&w, "INCIDENT_RESOLVED",
                            json_pack("{s:s,s:s,s:s,s:b}", "jobId", j->id, "transitionId",

@@ -83,6 +83,7 @@ timer_body(wf_tx *tx, void *arg, wf_error *err)
         else
             snprintf(msg, sizeof msg, "timer of transition \"%s\" could not fire: %s",
                      trans_id != NULL ? trans_id : "", err->msg);
+        const char *code = step_failed ? "STEP_TIMED_OUT" : wf_code_reason(rc);
         wf_error_clear(err);
         rc = wf_runtime__reset(&w, err);
         if (rc == WF_OK) {
@@ -101,7 +102,7 @@ timer_body(wf_tx *tx, void *arg, wf_error *err)
         if (rc == WF_OK && step_failed)
             rc = wf_runtime__saga_begin(&w, msg, &started, err);
         if (rc == WF_OK && !started)
-            rc = wf_runtime__fail_instance(&w, msg, err);
+            rc = wf_runtime__fail_instance(&w, code, trans_id, -1, msg, err);
     }
     if (rc == WF_OK)
         rc = wf_runtime__write(&w, err);

@@ -356,18 +356,27 @@ wf_runtime__wake(const wf_net_ctx *ctx, const char *const *types, size_t n)
 }
 
 wf_code
-wf_runtime__fail_instance(net_work *w, const char *message, wf_error *err)
+wf_runtime__fail_instance(net_work *w, const char *code, const char *transition_id,
+                          int32_t attempts, const char *message, wf_error *err)
 {
-    return wf_runtime__fail_instance_data(w, message, NULL, err);
+    return wf_runtime__fail_instance_data(w, code, transition_id, attempts, message, NULL, err);
 }
 
 wf_code
-wf_runtime__fail_instance_data(net_work *w, const char *message, json_t *data, wf_error *err)
+wf_runtime__fail_instance_data(net_work *w, const char *code, const char *transition_id,
+                               int32_t attempts, const char *message, json_t *data, wf_error *err)
 {
     wf_instance_row *in = &w->rw.insts[w->inst];
     in->status = WF_INSTANCE_FAILED;
     in->last_error = wf_work_strdup(&w->rw, message);
-    if (in->last_error == NULL) {
+    in->incident_code = wf_work_strdup(&w->rw, code);
+    in->incident_transition_id = transition_id != NULL && transition_id[0] != '\0'
+                                     ? wf_work_strdup(&w->rw, transition_id)
+                                     : NULL;
+    in->incident_at = w->rw.now;
+    in->incident_attempts = attempts >= 0 ? attempts : in->retries;
+    if (in->last_error == NULL || in->incident_code == NULL ||
+        (transition_id != NULL && transition_id[0] != '\0' && in->incident_transition_id == NULL)) {
         json_decref(data);
         return wf_error_nomem(err);
     }

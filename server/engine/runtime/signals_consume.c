@@ -86,6 +86,7 @@ wf_runtime__fire_signal(net_work *w, const char *name, const char *item_id, cons
         rc = wf_runtime__fire(w, item_id, payload, err);
     if (!wf_runtime__incident_code(rc))
         return rc;
+    const char *code = wf_code_reason(rc);
     char msg[400];
     snprintf(msg, sizeof msg, "signal \"%s\" of transition \"%s\" could not fire: %s",
              name != NULL ? name : "", trans != NULL ? trans : "", err != NULL ? err->msg : "");
@@ -103,7 +104,7 @@ wf_runtime__fire_signal(net_work *w, const char *name, const char *item_id, cons
         in->variables_json = (char *)vars;
         wf_work_touch_instance(&w->rw, w->inst);
     }
-    return wf_runtime__fail_instance(w, msg, err);
+    return wf_runtime__fail_instance(w, code, trans, -1, msg, err);
 }
 
 /* Puts a consumed signal back in the buffer (its work item was withdrawn
