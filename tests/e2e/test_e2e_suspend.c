@@ -418,7 +418,9 @@ START_TEST(test_due_timer_waits_while_suspended_and_fires_after_resume)
     ck_assert_int_eq(marking(g, "start"), 1);
 
     resume_ok(in->id);
-    ck_assert_int_eq(tick()->timers_fired, 1);
+    /* On Postgres a scheduler of another suite may take the timer first:
+     * that it fired is what counts. */
+    ck_assert_int_le(tick()->timers_fired, 1);
     ck_assert_int_eq(status_of(in->id), I_COMPLETED);
 }
 END_TEST
@@ -466,7 +468,18 @@ START_TEST(test_signal_ttl_counts_while_suspended)
     ck_assert_int_eq(send_sig("paid", in->id, 0)->outcome, OUT_DROPPED);
     ck_assert_int_eq(send_sig("paid", in->id, 200)->outcome, OUT_BUFFERED);
     sleep_ms(400);
-    ck_assert_int_eq(tick()->signals_expired, 1);
+    /* This pass expires it (or a scheduler of another suite on the same
+     * Postgres did already). */
+    ck_assert_int_le(tick()->signals_expired, 1);
+    Workflow__V1__ListSignalsRequest lr = WORKFLOW__V1__LIST_SIGNALS_REQUEST__INIT;
+    lr.target_case = WORKFLOW__V1__LIST_SIGNALS_REQUEST__TARGET_INSTANCE_ID;
+    lr.instance_id = in->id;
+    wf_client_status st;
+    Workflow__V1__ListSignalsResponse *l =
+        call(me("ops"), "ListSignals", &lr, &workflow__v1__list_signals_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(l->n_signals, 2); /* DROPPED, then the expired one */
+    ck_assert(l->signals[1]->expired);
     Workflow__V1__Instance *res = resume_ok(in->id);
     ck_assert_int_eq(res->status, I_RUNNING); /* still waiting */
     ck_assert_uint_eq(count_type(in->id, "SIGNAL_CONSUMED"), 0);
