@@ -275,6 +275,59 @@ START_TEST(test_unroutable_completion_is_listed_until_cancel)
 }
 END_TEST
 
+/* s -> reserve (compensated by refund) -> p1 -> ship -> e, one attempt each. */
+START_TEST(test_failed_compensation_is_listed_until_retry)
+{
+    char *key = u("inc-saga");
+    char *reserve = u("reserve"), *ship = u("ship"), *refund = u("refund");
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "p1", NORMAL);
+    place(n, "e", END);
+    Workflow__V1__Transition *t = trans(n, "reserve", T_AUTO);
+    with_job(t, reserve, 1, 0);
+    t->compensation_job_type = refund;
+    with_job(trans(n, "ship", T_AUTO), ship, 1, 0);
+    arc(n, "s", "reserve");
+    arc(n, "reserve", "p1");
+    arc(n, "p1", "ship");
+    arc(n, "ship", "e");
+    ck_assert(deploy(n)->created);
+    wf_client_status st;
+    Workflow__V1__Instance *in = start_v(as("boss"), key, 0, NULL, &st);
+    ck_ok(st);
+    Workflow__V1__ActivateJobsResponse *a = activate(reserve, 1, 0, 0);
+    ck_assert_uint_eq(a->n_jobs, 1);
+    ck_assert_int_eq(complete_job_c(as("w1"), a->jobs[0]->key, NULL, &st), 0);
+    a = activate(ship, 1, 0, 0);
+    ck_assert_uint_eq(a->n_jobs, 1);
+    ck_assert_int_eq(fail_job(a->jobs[0]->key, "carrier down", 0, -1, &st), 0);
+    /* Compensating is no incident. */
+    ck_assert_int_eq(get_instance(in->id)->instance->status,
+                     WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPENSATING);
+    ck_assert_uint_eq(incidents(key, NULL)->n_incidents, 0);
+    a = activate(refund, 1, 0, 0);
+    ck_assert_uint_eq(a->n_jobs, 1);
+    ck_assert_int_eq(fail_job(a->jobs[0]->key, "refund refused", 0, -1, &st), 0);
+
+    Workflow__V1__ListIncidentsResponse *r = incidents(key, "COMPENSATION_FAILED");
+    ck_assert_uint_eq(r->n_incidents, 1);
+    Workflow__V1__Incident *inc = r->incidents[0];
+    ck_assert_str_eq(inc->instance_id, in->id);
+    ck_assert_str_eq(inc->transition_id, "reserve");
+    ck_assert_int_eq(inc->attempts, 1);
+    ck_assert_msg(strstr(inc->message, "refund refused") != NULL, "%s", inc->message);
+    ck_assert_str_eq(inc->message, get_instance(in->id)->last_error);
+
+    /* The retry re-arms the refund: COMPENSATING again, no incident. */
+    Workflow__V1__Instance *after = retry_c(in->id, &st);
+    ck_ok(st);
+    ck_assert_int_eq(after->status, WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPENSATING);
+    ck_assert_uint_eq(incidents(key, NULL)->n_incidents, 0);
+    ck_assert_int_eq(count_of(event_types(in->id), "INCIDENT_RESOLVED"), 1);
+}
+END_TEST
+
 START_TEST(test_incidents_paged_and_filtered)
 {
     char *key = u("inc-page");
@@ -597,6 +650,7 @@ main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_job_failure_is_listed_until_retry);
     tcase_add_test(tc, test_unroutable_completion_is_listed_until_cancel);
+    tcase_add_test(tc, test_failed_compensation_is_listed_until_retry);
     tcase_add_test(tc, test_incidents_paged_and_filtered);
     tcase_add_test(tc, test_list_instances_by_time_status_and_variables);
     tcase_add_test(tc, test_list_instances_filter_refusals);
