@@ -751,8 +751,9 @@ wf_store_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter 
     wf_task_row *r = NULL;
     size_t k = 0;
     wf_task_keyset after;
+    static const wf_task_filter every = {0};
     if (f == NULL)
-        f = &(wf_task_filter){0};
+        f = &every;
     if (f->sort < WF_TASK_SORT_CREATED || f->sort > WF_TASK_SORT_DUE)
         return wf_error_set(err, WF_E_INVALID_ARGUMENT, "unknown task order");
     wf_code rc = page_begin(ctx, &page_size, cursor, &has, &num, &str, err);

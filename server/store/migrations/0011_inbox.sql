@@ -18,7 +18,10 @@ ALTER TABLE tasks
 -- ORDER BY after its equality columns, so that a page, ascending or
 -- descending (a backward scan of the same index), stops at its LIMIT
 -- whatever the backlog. The due key puts tasks without a due time
--- (due_at 0) after every dated task.
+-- (due_at 0) after every dated task. The open tasks of a user's groups,
+-- in these orders, are read from tasks_inbox_* (assignee_kind 2) with
+-- status a filter: a partial index of open group tasks by these keys would
+-- tempt the planner away from tasks_group_open for the creation order.
 CREATE INDEX tasks_inbox_priority
     ON tasks (tenant_id, assignee_kind, assignee_id, priority, created_at, id);
 CREATE INDEX tasks_inbox_due
@@ -30,12 +33,6 @@ CREATE INDEX tasks_claimed_due
     ON tasks (tenant_id, claimed_by,
               (CASE WHEN due_at = 0 THEN 9223372036854775807 ELSE due_at END), created_at, id)
     WHERE claimed_by IS NOT NULL;
-CREATE INDEX tasks_group_open_priority ON tasks (tenant_id, assignee_id, priority, created_at, id)
-    WHERE assignee_kind = 2 AND status = 1;
-CREATE INDEX tasks_group_open_due
-    ON tasks (tenant_id, assignee_id,
-              (CASE WHEN due_at = 0 THEN 9223372036854775807 ELSE due_at END), created_at, id)
-    WHERE assignee_kind = 2 AND status = 1;
 CREATE INDEX tasks_priority ON tasks (tenant_id, priority, created_at, id);
 CREATE INDEX tasks_due
     ON tasks (tenant_id, (CASE WHEN due_at = 0 THEN 9223372036854775807 ELSE due_at END),
