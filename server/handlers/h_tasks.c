@@ -31,8 +31,7 @@ h_list_tasks(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp
         .n_states = req->n_states,
         .page_size = req->page_size,
         /* TaskSort UNSPECIFIED and CREATED are the creation order. */
-        .sort = req->sort <= WORKFLOW__V1__TASK_SORT__TASK_SORT_CREATED
-                    ? WF_TASK_SORT_CREATED
+        .sort = req->sort <= WORKFLOW__V1__TASK_SORT__TASK_SORT_CREATED    ? WF_TASK_SORT_CREATED
                 : req->sort == WORKFLOW__V1__TASK_SORT__TASK_SORT_PRIORITY ? WF_TASK_SORT_PRIORITY
                 : req->sort == WORKFLOW__V1__TASK_SORT__TASK_SORT_DUE      ? WF_TASK_SORT_DUE
                                                                            : (wf_task_sort)-1,
@@ -262,8 +261,7 @@ h_update_task(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **res
         return err->code;
     if ((req->due_at != NULL && req->clear_due_at) ||
         (req->follow_up_at != NULL && req->clear_follow_up_at))
-        return wf_error_set(err, WF_E_INVALID_ARGUMENT,
-                            "a time cannot be both set and cleared");
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "a time cannot be both set and cleared");
     wf_task_update u = {
         .set_priority = req->priority != NULL,
         .priority = req->priority != NULL ? req->priority->value : 0,

@@ -174,8 +174,8 @@ wf_code
 mem_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f, size_t limit,
                const wf_task_keyset *after, wf_task_row **rows, size_t *n, wf_error *err)
 {
-    static const mcmp orders[] = {cmp_created, cmp_created_desc, cmp_priority,
-                                  cmp_priority_desc, cmp_due, cmp_due_desc};
+    static const mcmp orders[] = {cmp_created,       cmp_created_desc, cmp_priority,
+                                  cmp_priority_desc, cmp_due,          cmp_due_desc};
     mem_store *m = (mem_store *)st;
     task_q q = {f, after};
     size_t o = 2 * (size_t)f->sort + (f->descending ? 1 : 0);

@@ -208,13 +208,13 @@ typedef struct wf_task_row {
     int64_t created_at;
     int64_t due_at;
     int64_t ended_at;
-    int32_t priority;       /* 0-100; WF_TASK_PRIORITY_DEFAULT unless chosen */
-    int64_t follow_up_at;   /* 0 = none */
-    char *owner;            /* who delegated it; NULL when never delegated */
+    int32_t priority;     /* 0-100; WF_TASK_PRIORITY_DEFAULT unless chosen */
+    int64_t follow_up_at; /* 0 = none */
+    char *owner;          /* who delegated it; NULL when never delegated */
     wf_delegation delegation;
-    bool due_fixed;         /* due_at was chosen (AssignTo, UpdateTask, a
-                               due_expression): a competing timer does not
-                               replace it */
+    bool due_fixed; /* due_at was chosen (AssignTo, UpdateTask, a
+                       due_expression): a competing timer does not
+                       replace it */
 } wf_task_row;
 
 typedef struct wf_token_row {

@@ -103,8 +103,8 @@ assign1(wf_client *c, const char *parent, Workflow__V1__AssigneeKind kind, const
 }
 
 static Workflow__V1__Task *
-reassign(wf_client *c, const char *task_id, const char *user, const char *group,
-         const char *reason, const char *rid, wf_client_status *st)
+reassign(wf_client *c, const char *task_id, const char *user, const char *group, const char *reason,
+         const char *rid, wf_client_status *st)
 {
     Workflow__V1__ReassignTaskRequest r = WORKFLOW__V1__REASSIGN_TASK_REQUEST__INIT;
     r.task_id = (char *)task_id;
@@ -210,7 +210,8 @@ list_all(wf_client *c, const char *user, Workflow__V1__TaskSort sort, bool desc,
     return n;
 }
 
-/* ---- ReassignTask ------------------------------------------------------------------------------ */
+/* ---- ReassignTask ------------------------------------------------------------------------------
+ */
 
 START_TEST(test_reassign_to_user_and_group)
 {
@@ -319,7 +320,8 @@ START_TEST(test_reassign_meets_the_static_directory)
 }
 END_TEST
 
-/* ---- DelegateTask ----------------------------------------------------------------------------- */
+/* ---- DelegateTask -----------------------------------------------------------------------------
+ */
 
 START_TEST(test_delegate_resolve_and_complete)
 {
@@ -515,7 +517,8 @@ START_TEST(test_update_task_refusals)
 }
 END_TEST
 
-/* ---- AssignTo and ListTasks ---------------------------------------------------------------------- */
+/* ---- AssignTo and ListTasks
+ * ---------------------------------------------------------------------- */
 
 START_TEST(test_assign_with_priority_and_times)
 {

@@ -181,9 +181,8 @@ typedef struct wf_task_update {
     int64_t follow_up_at; /* 0 = clear; never after due_at */
 } wf_task_update;
 
-wf_code wf_referral_update_task(const wf_ref_ctx *ctx, const char *task_id,
-                                const wf_task_update *u, wf_uow_idem *idem, wf_task_row *out,
-                                wf_error *err);
+wf_code wf_referral_update_task(const wf_ref_ctx *ctx, const char *task_id, const wf_task_update *u,
+                                wf_uow_idem *idem, wf_task_row *out, wf_error *err);
 
 /* A task located before its unit of work (the lock is taken by instance):
  * its instance and root, and its transition (NULL = a referral task; else

@@ -115,10 +115,10 @@ reassign_body(wf_tx *tx, void *arg, wf_error *err)
     if (task->assignee_id == NULL)
         return wf_error_nomem(err);
     return finish(op, tx, &w, t, i, "TASK_REASSIGNED",
-                  json_pack("{s:s,s:s,s:s*,s:s,s:s,s:s}", "taskId", task->id, "fromKind",
-                            from_kind, "fromId", from_id, "assigneeKind",
-                            kind_name(task->assignee_kind), "assigneeId", task->assignee_id,
-                            "reason", r->reason != NULL ? r->reason : ""),
+                  json_pack("{s:s,s:s,s:s*,s:s,s:s,s:s}", "taskId", task->id, "fromKind", from_kind,
+                            "fromId", from_id, "assigneeKind", kind_name(task->assignee_kind),
+                            "assigneeId", task->assignee_id, "reason",
+                            r->reason != NULL ? r->reason : ""),
                   err);
 }
 
@@ -133,8 +133,8 @@ wf_referral_reassign(const wf_ref_ctx *ctx, const char *task_id, const wf_task_r
                             "exactly one of user and group must be set");
     const char *id = user ? r->user : r->group;
     if (!wf_referral_assignee_id_ok(id))
-        return wf_error_set(err, WF_E_INVALID_ARGUMENT,
-                            "%s must be 1 to 128 printable ASCII bytes", user ? "user" : "group");
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "%s must be 1 to 128 printable ASCII bytes",
+                            user ? "user" : "group");
     if (r->reason != NULL && strlen(r->reason) > 1024)
         return wf_error_set(err, WF_E_INVALID_ARGUMENT, "reason must be at most 1024 bytes");
     if (user && !wf_directory_has_user(ctx->dir, id))
@@ -170,8 +170,8 @@ delegate_body(wf_tx *tx, void *arg, wf_error *err)
     if (task->owner == NULL || task->claimed_by == NULL)
         return wf_error_nomem(err);
     return finish(op, tx, &w, t, i, "TASK_DELEGATED",
-                  json_pack("{s:s,s:s,s:s}", "taskId", task->id, "owner", task->owner,
-                            "delegate", task->claimed_by),
+                  json_pack("{s:s,s:s,s:s}", "taskId", task->id, "owner", task->owner, "delegate",
+                            task->claimed_by),
                   err);
 }
 
@@ -231,8 +231,7 @@ wf_code
 wf_referral_resolve_at(const wf_ref_ctx *ctx, const wf_ref_task_at *at, const char *patch,
                        wf_uow_idem *idem, wf_ref_completion *out, wf_error *err)
 {
-    inbox_op op = {
-        .ctx = ctx, .at = *at, .op = WF_TASK_OP_RESOLVE, .patch = patch, .out = out};
+    inbox_op op = {.ctx = ctx, .at = *at, .op = WF_TASK_OP_RESOLVE, .patch = patch, .out = out};
     wf_store_ctx sc = wf_work_store_ctx(ctx);
     return wf_uow_run(ctx->store, &sc, idem, resolve_body, &op, out, err);
 }

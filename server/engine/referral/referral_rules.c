@@ -132,8 +132,7 @@ check_delegate(const wf_task_row *t, const char *actor, wf_error *err)
                             "group task \"%s\" must be claimed before it is delegated", t->id);
     return wf_str_eq(holder(t), actor)
                ? WF_OK
-               : wf_error_set(err, WF_E_NOT_ASSIGNEE, "task \"%s\" is held by another user",
-                              t->id);
+               : wf_error_set(err, WF_E_NOT_ASSIGNEE, "task \"%s\" is held by another user", t->id);
 }
 
 static wf_code
@@ -189,8 +188,8 @@ wf_referral_check_task_op(const wf_task_row *task, wf_task_op op, const char *ac
         return check_delegate(task, actor, err);
     case WF_TASK_OP_RESOLVE:
         if (task->delegation != WF_DELEGATION_PENDING)
-            return wf_error_set(err, WF_E_CONFLICT,
-                                "task \"%s\" is no longer delegated; retry", task->id);
+            return wf_error_set(err, WF_E_CONFLICT, "task \"%s\" is no longer delegated; retry",
+                                task->id);
         return wf_str_eq(task->claimed_by, actor) ? WF_OK : delegated(task, err);
     }
     return wf_error_set(err, WF_E_INTERNAL, "unknown task operation");

@@ -295,8 +295,7 @@ encode_one(const wf_assign_spec *s, const char *by, int depth)
     }
     /* The inbox fields, only when set (older encodings have none). */
     if (o != NULL &&
-        ((s->has_priority &&
-          json_object_set_new(o, "priority", json_integer(s->priority)) != 0) ||
+        ((s->has_priority && json_object_set_new(o, "priority", json_integer(s->priority)) != 0) ||
          (s->due_at != 0 && json_object_set_new(o, "due", json_integer(s->due_at)) != 0) ||
          (s->follow_up_at != 0 &&
           json_object_set_new(o, "followUp", json_integer(s->follow_up_at)) != 0))) {
