@@ -54,6 +54,9 @@ wf_instances_complete_task(const wf_ref_ctx *ctx, const char *task_id, const cha
     wf_code rc = locate(ctx, task_id, variables_json, &patch, &at, err);
     if (rc != WF_OK)
         return rc;
+    /* A delegate's completion resolves the delegation (DelegateTask). */
+    if (at.delegation == WF_DELEGATION_PENDING)
+        return wf_referral_resolve_at(ctx, &at, patch, idem, out, err);
     if (at.transition_id != NULL)
         return wf_net_complete_task(ctx, at.task_id, at.instance_id, at.root_id, patch, idem, out,
                                     err);

@@ -202,6 +202,10 @@ wf_h_task(wf_arena *a, const wf_task_row *r)
     m->created_at = wf_h_timestamp(a, r->created_at, &oom);
     m->due_at = wf_h_timestamp(a, r->due_at, &oom);
     m->ended_at = wf_h_timestamp(a, r->ended_at, &oom);
+    m->priority = r->priority;
+    m->follow_up_at = wf_h_timestamp(a, r->follow_up_at, &oom);
+    m->owner = str(r->owner);
+    m->delegation_state = (Workflow__V1__DelegationState)r->delegation;
     return oom ? NULL : m;
 }
 

@@ -22,6 +22,10 @@ to_spec(wf_arena *a, const Workflow__V1__AssignToRequest *r, int depth)
     s->definition_key = r->definition_key;
     s->title = r->title;
     s->variables_json = r->variables_json;
+    s->has_priority = r->priority != NULL;
+    s->priority = r->priority != NULL ? r->priority->value : 0;
+    s->due_at = wf_h_time_us(r->due_at);
+    s->follow_up_at = wf_h_time_us(r->follow_up_at);
     if (r->assignee != NULL) {
         s->kind = (wf_ref_assignee)r->assignee->kind;
         s->ids = (const char *const *)r->assignee->ids;

@@ -1,5 +1,6 @@
 /*
- * h_tasks: ListTasks, GetTask, ClaimTask, ReleaseTask and CompleteTask.
+ * h_tasks: ListTasks, GetTask, ClaimTask, ReleaseTask, CompleteTask,
+ * ReassignTask, DelegateTask and UpdateTask.
  *
  * Translation only: who may do what to a task is decided once, in
  * engine/referral_rules.c.
@@ -29,6 +30,14 @@ h_list_tasks(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp
         .states = states,
         .n_states = req->n_states,
         .page_size = req->page_size,
+        /* TaskSort UNSPECIFIED and CREATED are the creation order. */
+        .sort = req->sort <= WORKFLOW__V1__TASK_SORT__TASK_SORT_CREATED    ? WF_TASK_SORT_CREATED
+                : req->sort == WORKFLOW__V1__TASK_SORT__TASK_SORT_PRIORITY ? WF_TASK_SORT_PRIORITY
+                : req->sort == WORKFLOW__V1__TASK_SORT__TASK_SORT_DUE      ? WF_TASK_SORT_DUE
+                                                                           : (wf_task_sort)-1,
+        .descending = req->descending,
+        .due_after = wf_h_time_us(req->due_after),
+        .due_before = wf_h_time_us(req->due_before),
     };
     wf_code rc = wf_h_page_in(call, msg, req->page_token, &q.cursor, err);
     if (rc == WF_OK)
@@ -178,4 +187,91 @@ h_complete_task(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **r
     if (rc == WF_OK)
         rc = wf_instances_complete_task(&ctx, req->task_id, req->variables_json, &idem, &out, err);
     return wf_h_respond(call, rc, &idem, &complete_builder, &out, resp, err);
+}
+
+/* ---- ReassignTask / DelegateTask / UpdateTask ------------------------------------------ */
+
+#define TASK_BUILDER(fn, T, init)                                                                  \
+    static ProtobufCMessage *fn(wf_arena *a, const void *result)                                   \
+    {                                                                                              \
+        T *m = wf_arena_alloc(a, sizeof *m);                                                       \
+        if (m == NULL)                                                                             \
+            return NULL;                                                                           \
+        init(m);                                                                                   \
+        m->task = wf_h_task(a, result);                                                            \
+        return m->task != NULL ? &m->base : NULL;                                                  \
+    }
+
+TASK_BUILDER(build_reassign, Workflow__V1__ReassignTaskResponse,
+             workflow__v1__reassign_task_response__init)
+TASK_BUILDER(build_delegate, Workflow__V1__DelegateTaskResponse,
+             workflow__v1__delegate_task_response__init)
+TASK_BUILDER(build_update, Workflow__V1__UpdateTaskResponse,
+             workflow__v1__update_task_response__init)
+
+static const wf_h_builder reassign_builder = {build_reassign,
+                                              &workflow__v1__reassign_task_response__descriptor};
+static const wf_h_builder delegate_builder = {build_delegate,
+                                              &workflow__v1__delegate_task_response__descriptor};
+static const wf_h_builder update_builder = {build_update,
+                                            &workflow__v1__update_task_response__descriptor};
+
+wf_code
+h_reassign_task(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
+{
+    const Workflow__V1__ReassignTaskRequest *req = (const void *)msg;
+    wf_ref_ctx ctx;
+    wf_uow_idem idem;
+    wf_task_row out;
+    wf_h_ref_ctx(call, &ctx);
+    if (wf_ids_check(&ctx, WF_ID_TASK, "task_id", req->task_id, err) != WF_OK)
+        return err->code;
+    wf_task_reassign r = {.user = req->user, .group = req->group, .reason = req->reason};
+    wf_code rc = wf_h_idem(call, msg, req->request_id, &reassign_builder, &idem, err);
+    if (rc == WF_OK)
+        rc = wf_referral_reassign(&ctx, req->task_id, &r, &idem, &out, err);
+    return wf_h_respond(call, rc, &idem, &reassign_builder, &out, resp, err);
+}
+
+wf_code
+h_delegate_task(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
+{
+    const Workflow__V1__DelegateTaskRequest *req = (const void *)msg;
+    wf_ref_ctx ctx;
+    wf_uow_idem idem;
+    wf_task_row out;
+    wf_h_ref_ctx(call, &ctx);
+    if (wf_ids_check(&ctx, WF_ID_TASK, "task_id", req->task_id, err) != WF_OK)
+        return err->code;
+    wf_code rc = wf_h_idem(call, msg, req->request_id, &delegate_builder, &idem, err);
+    if (rc == WF_OK)
+        rc = wf_referral_delegate(&ctx, req->task_id, req->user, &idem, &out, err);
+    return wf_h_respond(call, rc, &idem, &delegate_builder, &out, resp, err);
+}
+
+wf_code
+h_update_task(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
+{
+    const Workflow__V1__UpdateTaskRequest *req = (const void *)msg;
+    wf_ref_ctx ctx;
+    wf_uow_idem idem;
+    wf_task_row out;
+    wf_h_ref_ctx(call, &ctx);
+    if (wf_ids_check(&ctx, WF_ID_TASK, "task_id", req->task_id, err) != WF_OK)
+        return err->code;
+    if ((req->due_at != NULL && req->clear_due_at) ||
+        (req->follow_up_at != NULL && req->clear_follow_up_at))
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "a time cannot be both set and cleared");
+    wf_task_update u = {
+        .set_priority = req->priority != NULL,
+        .priority = req->priority != NULL ? req->priority->value : 0,
+        .set_due = req->due_at != NULL || req->clear_due_at,
+        .due_at = wf_h_time_us(req->due_at),
+        .set_follow_up = req->follow_up_at != NULL || req->clear_follow_up_at,
+        .follow_up_at = wf_h_time_us(req->follow_up_at),
+    };
+    wf_code rc = wf_h_idem(call, msg, req->request_id, &update_builder, &idem, err);
+    if (rc == WF_OK)
+        rc = wf_referral_update_task(&ctx, req->task_id, &u, &idem, &out, err);
+    return wf_h_respond(call, rc, &idem, &update_builder, &out, resp, err);
 }

@@ -57,6 +57,12 @@ wf_code h_release_task(wf_call *call, const ProtobufCMessage *req, ProtobufCMess
                        wf_error *err);
 wf_code h_complete_task(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                         wf_error *err);
+wf_code h_reassign_task(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                        wf_error *err);
+wf_code h_delegate_task(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                        wf_error *err);
+wf_code h_update_task(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                      wf_error *err);
 
 /* Jobs (h_jobs.c): ActivateJobs is a long-polling unary call. */
 extern const wf_stream_ops h_activate_jobs;

@@ -36,6 +36,9 @@ const wf_route wf_routes[] = {
     {"ClaimTask", h_claim_task, WF_ROUTE_ACTOR, NULL},
     {"ReleaseTask", h_release_task, WF_ROUTE_ACTOR, NULL},
     {"CompleteTask", h_complete_task, WF_ROUTE_ACTOR, NULL},
+    {"ReassignTask", h_reassign_task, WF_ROUTE_ACTOR, NULL},
+    {"DelegateTask", h_delegate_task, WF_ROUTE_ACTOR, NULL},
+    {"UpdateTask", h_update_task, WF_ROUTE_ACTOR, NULL},
     /* Jobs */
     {"ActivateJobs", NULL, WF_ROUTE_STREAM, &h_activate_jobs},
     {"CompleteJob", h_complete_job, 0, NULL},

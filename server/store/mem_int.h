@@ -165,8 +165,7 @@ wf_code mem_get_job_by_key(wf_store *st, const wf_store_ctx *ctx, const char *ke
                            bool *found, wf_error *err);
 bool wf_mem__in_list(const char *s, const char *const *list, size_t n);
 wf_code mem_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f, size_t limit,
-                       bool has, int64_t c_num, const char *c_str, wf_task_row **rows, size_t *n,
-                       wf_error *err);
+                       const wf_task_keyset *after, wf_task_row **rows, size_t *n, wf_error *err);
 wf_code mem_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filter *f,
                            size_t limit, bool has, int64_t c_num, const char *c_str,
                            wf_instance_row **rows, size_t *n, wf_error *err);

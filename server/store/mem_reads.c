@@ -110,8 +110,21 @@ in_ints(int v, const int *list, size_t n)
 
 typedef struct task_q {
     const wf_task_filter *f;
-    keyset k;
+    const wf_task_keyset *k;
 } task_q;
+
+/* -1, 0 or 1 as t sorts before, with or after the keyset (key, created,
+ * id) ascending under sort. */
+static int
+task_cmp_key(const wf_task_row *t, wf_task_sort sort, int64_t key, int64_t created, const char *id)
+{
+    int c = wf_mem__i64_cmp(wf_task_sort_key(t, sort), key);
+    if (c == 0 && sort != WF_TASK_SORT_CREATED)
+        c = wf_mem__i64_cmp(t->created_at, created);
+    if (c == 0)
+        c = strcmp(t->id, id);
+    return c < 0 ? -1 : c > 0;
+}
 
 static bool
 task_match(mem_store *m, const void *row, const void *arg)
@@ -132,20 +145,45 @@ task_match(mem_store *m, const void *row, const void *arg)
     }
     if (f->n_states > 0 && !in_ints((int)t->status, (const int *)f->states, f->n_states))
         return false;
-    return wf_mem__after(&q->k, t->created_at, t->id);
+    if (f->due_after != 0 && (t->due_at == 0 || t->due_at <= f->due_after))
+        return false;
+    if (f->due_before != 0 && (t->due_at == 0 || t->due_at >= f->due_before))
+        return false;
+    if (!q->k->has)
+        return true;
+    int c = task_cmp_key(t, f->sort, q->k->key, q->k->created, q->k->id);
+    return f->descending ? c < 0 : c > 0;
 }
+
+/* The orders of a task listing: qsort has no argument, so one comparator
+ * per sort and direction. */
+#define TASK_CMP(fn, sort, sign)                                                                   \
+    static int fn(const void *a, const void *b)                                                    \
+    {                                                                                              \
+        const wf_task_row *x = *(const wf_task_row *const *)a;                                     \
+        const wf_task_row *y = *(const wf_task_row *const *)b;                                     \
+        return (sign)*task_cmp_key(x, sort, wf_task_sort_key(y, sort), y->created_at, y->id);      \
+    }
+TASK_CMP(cmp_created, WF_TASK_SORT_CREATED, 1)
+TASK_CMP(cmp_created_desc, WF_TASK_SORT_CREATED, -1)
+TASK_CMP(cmp_priority, WF_TASK_SORT_PRIORITY, 1)
+TASK_CMP(cmp_priority_desc, WF_TASK_SORT_PRIORITY, -1)
+TASK_CMP(cmp_due, WF_TASK_SORT_DUE, 1)
+TASK_CMP(cmp_due_desc, WF_TASK_SORT_DUE, -1)
 
 wf_code
 mem_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f, size_t limit,
-               bool has, int64_t c_num, const char *c_str, wf_task_row **rows, size_t *n,
-               wf_error *err)
+               const wf_task_keyset *after, wf_task_row **rows, size_t *n, wf_error *err)
 {
+    static const mcmp orders[] = {cmp_created,       cmp_created_desc, cmp_priority,
+                                  cmp_priority_desc, cmp_due,          cmp_due_desc};
     mem_store *m = (mem_store *)st;
-    task_q q = {f, {has, c_num, c_str}};
+    task_q q = {f, after};
+    size_t o = 2 * (size_t)f->sort + (f->descending ? 1 : 0);
     wf_code rc = mem_lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__select_rows(m, &m->tasks, ctx->tenant, task_match, &q, wf_mem__cmp_task, limit,
+    rc = wf_mem__select_rows(m, &m->tasks, ctx->tenant, task_match, &q, orders[o], limit,
                              ctx->arena, rows, n, err);
     pthread_mutex_unlock(&m->mu);
     return rc;

@@ -59,10 +59,12 @@ enum {
     S_GET_INSTANCE,
     S_GET_TASK,
     S_GET_JOB_BY_KEY,
+    /* Six per shape, in the order of pg_list_tasks: by creation, priority
+     * and due key, each ascending then descending. */
     S_LIST_TASKS_USER,
-    S_LIST_TASKS_GROUP,
-    S_LIST_TASKS_ALL,
-    S_LIST_INSTANCES_AGGREGATE,
+    S_LIST_TASKS_GROUP = S_LIST_TASKS_USER + 6,
+    S_LIST_TASKS_ALL = S_LIST_TASKS_GROUP + 6,
+    S_LIST_INSTANCES_AGGREGATE = S_LIST_TASKS_ALL + 6,
     S_LIST_INSTANCES_STARTED_BY,
     S_LIST_INSTANCES_DEFINITION,
     S_LIST_INSTANCES_ALL,
@@ -241,8 +243,7 @@ wf_code pg_get_job_by_key(wf_store *st, const wf_store_ctx *ctx, const char *key
                           bool *found, wf_error *err);
 bool wf_pg__given(const char *s);
 wf_code pg_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f, size_t limit,
-                      bool has, int64_t c_num, const char *c_str, wf_task_row **rows, size_t *n,
-                      wf_error *err);
+                      const wf_task_keyset *after, wf_task_row **rows, size_t *n, wf_error *err);
 wf_code pg_list_incidents(wf_store *st, const wf_store_ctx *ctx, const wf_incident_filter *f,
                           size_t limit, bool has, int64_t c_num, const char *c_str,
                           wf_instance_row **rows, size_t *n, wf_error *err);

@@ -20,7 +20,7 @@
 
 typedef struct wf_pg_pool wf_pg_pool;
 
-#define WF_PG_MAX_STMTS 128 /* statements a store may hand in */
+#define WF_PG_MAX_STMTS 192 /* statements a store may hand in */
 
 struct wf_pg_item;
 

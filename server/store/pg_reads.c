@@ -131,23 +131,35 @@ wf_pg__given(const char *s)
 
 wf_code
 pg_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f, size_t limit,
-              bool has, int64_t c_num, const char *c_str, wf_task_row **rows, size_t *n,
-              wf_error *err)
+              const wf_task_keyset *after, wf_task_row **rows, size_t *n, wf_error *err)
 {
-    /* A user's inbox (the group is then ignored), a group's, or all. */
+    /* A user's inbox (the group is then ignored), a group's, or all; then
+     * the order (pg_int.h: six statements per shape). */
     int id = f->user != NULL    ? S_LIST_TASKS_USER
              : f->group != NULL ? S_LIST_TASKS_GROUP
                                 : S_LIST_TASKS_ALL;
+    id += 2 * (int)f->sort + (f->descending ? 1 : 0);
     params p = {.a = ctx->arena};
     wf_pg__p_str(&p, ctx->tenant);
-    if (id == S_LIST_TASKS_USER) {
+    if (f->user != NULL) {
         wf_pg__p_str(&p, f->user);
         wf_pg__p_text_array(&p, f->groups, f->n_groups);
-    } else if (id == S_LIST_TASKS_GROUP) {
+    } else if (f->group != NULL) {
         wf_pg__p_str(&p, f->group);
     }
     wf_pg__p_int_array(&p, (const int *)f->states, f->n_states);
-    p_after(&p, has, c_num, c_str);
+    wf_pg__p_i64(&p, f->due_after);
+    wf_pg__p_i64(&p, f->due_before);
+    /* The first page starts beyond every row in the order asked. */
+    int64_t edge = f->descending ? INT64_MAX : INT64_MIN;
+    if (f->sort != WF_TASK_SORT_CREATED)
+        wf_pg__p_i64(&p, after->has ? after->key : edge);
+    wf_pg__p_i64(&p, after->has ? after->created : edge);
+    /* No id sorts below "" ascending; descending, a page of keys below
+     * INT64_MAX starts past every row whatever the id, and a row at
+     * INT64_MAX itself (a due key without a due time) needs an id above
+     * every id: ids are printable ASCII, below "\x7f". */
+    wf_pg__p_str(&p, after->has ? after->id : f->descending ? "\x7f" : "");
     wf_pg__p_i64(&p, (int64_t)limit);
     return wf_pg__query((pg_store *)st, ctx, id, &p, &wf_store__task_desc, rows, n, err);
 }

@@ -21,7 +21,8 @@
 #define COLS_TASKS                                                                                 \
     "id, tenant_id, instance_id, root_id, definition_key, transition_id, "                         \
     "work_item_id, title, assignee_kind, assignee_id, assigned_by, status, "                       \
-    "claimed_by, completed_by, created_at, due_at, ended_at"
+    "claimed_by, completed_by, created_at, due_at, ended_at, priority, follow_up_at, owner, "      \
+    "delegation_state, due_fixed"
 #define COLS_TOKENS "id, tenant_id, root_id, instance_id, place_id, created_seq"
 #define COLS_WORK_ITEMS                                                                            \
     "id, tenant_id, root_id, instance_id, transition_id, trigger, token_ids, state, "              \
@@ -88,11 +89,6 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
     "$25, version = $26::bigint + 1"
 #define OPT(param, col) "(" param "::text IS NULL OR " col " = " param ")"
 #define ALL(conds) "CASE WHEN " conds " THEN true ELSE false END"
-#define TASKS_PAGE(states, c_num, c_str, limit)                                                    \
-    "AND " ALL("(" states "::smallint[] IS NULL OR status = ANY(" states                           \
-               "))") " AND (created_at, id) > (" c_num "::bigint, " c_str                          \
-                     "::text) ORDER BY created_at, id "                                            \
-                     "LIMIT " limit
 /* list_instances_*: $13, $14 the end range (0 = unbounded; either set
  * excludes instances that have not ended), $15 the variable filters as one
  * containment document under the tenant's key (NULL = none), matched
@@ -112,6 +108,49 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
          "i.definition_version), false)) = ($8 = 1)) AND " ENDED_RANGE
 #define LIST_INSTANCES_PAGE                                                                        \
     "(created_at, id) > ($9::bigint, $10::text) AND created_at < $12::bigint"
+/* The residual filters of a task listing: states and the due window
+ * (0 = no bound), one CASE. */
+#define TASKS_WHERE(states, da, db)                                                                \
+    "AND " ALL("(" states "::smallint[] IS NULL OR status = ANY(" states ")) AND (" da             \
+               "::bigint = 0 OR (due_at <> 0 AND due_at > " da ")) AND (" db                       \
+               "::bigint = 0 OR (due_at <> 0 AND due_at < " db "))")
+/* The due window alone, for the open tasks of a user's groups, whose
+ * states filter stays as the planner of tasks_group_open expects it. */
+#define DUE_WINDOW(da, db)                                                                         \
+    ALL("(" da "::bigint = 0 OR (due_at <> 0 AND due_at > " da ")) AND (" db                       \
+        "::bigint = 0 OR (due_at <> 0 AND due_at < " db "))")
+/* The due key of the due order (tasks without a due time last), as
+ * indexed by migrations/0011_inbox.sql. */
+#define DUE_KEY "(CASE WHEN due_at = 0 THEN 9223372036854775807 ELSE due_at END)"
+/* Keyset conditions and orders: by (created_at, id), or by (key,
+ * created_at, id), the whole key in one direction. */
+#define CUR2(op, a, b) "(created_at, id) " op " (" a "::bigint, " b "::text)"
+#define CUR3(k, op, a, b, c)                                                                       \
+    "(" k ", created_at, id) " op " (" a "::bigint, " b "::bigint, " c "::text)"
+#define ORD2(d) "created_at" d ", id" d
+#define ORD3(k, d) k d ", created_at" d ", id" d
+#define TASKS_TAIL(cur, ord, lim) " AND " cur " ORDER BY " ord " LIMIT " lim
+#define LIST_TASKS_USER(cur, ord, lim)                                                             \
+    "SELECT " COLS_TASKS " FROM ((SELECT " COLS_TASKS " FROM tasks WHERE tenant_id = $1 AND "      \
+    "assignee_kind = 1 AND assignee_id = $2 " TASKS_WHERE("$4", "$5", "$6") TASKS_TAIL(            \
+        cur, ord, lim) ") UNION ALL (SELECT t.* FROM (SELECT DISTINCT "                            \
+                       "unnest($3::text[]) AS gid) g CROSS JOIN LATERAL (SELECT " COLS_TASKS       \
+                       " FROM tasks WHERE tenant_id = $1 AND assignee_kind = 2 AND "               \
+                       "assignee_id = g.gid AND status = 1 AND ($4::smallint[] IS NULL "           \
+                       "OR 1 = ANY($4)) AND " DUE_WINDOW("$5", "$6") TASKS_TAIL(                   \
+                           cur, ord,                                                               \
+                           lim) ") t) UNION ALL (SELECT " COLS_TASKS                               \
+                                " FROM tasks WHERE tenant_id = $1 AND claimed_by = $2 AND "        \
+                                "(assignee_kind = 1 AND assignee_id = $2) IS NOT TRUE AND "        \
+                                "(assignee_kind = 2 AND status = 1 AND assignee_id = "             \
+                                "ANY($3::text[])) IS NOT TRUE " TASKS_WHERE("$4", "$5", "$6")      \
+                                    TASKS_TAIL(cur, ord, lim) ")) x ORDER BY " ord " LIMIT " lim
+#define LIST_TASKS_GROUP(cur, ord, lim)                                                            \
+    "SELECT " COLS_TASKS " FROM tasks WHERE tenant_id = $1 AND assignee_kind = 2 AND "             \
+    "assignee_id = $2 " TASKS_WHERE("$3", "$4", "$5") TASKS_TAIL(cur, ord, lim)
+#define LIST_TASKS_ALL(cur, ord, lim)                                                              \
+    "SELECT " COLS_TASKS " FROM tasks WHERE tenant_id = $1 " TASKS_WHERE("$2", "$3", "$4")         \
+        TASKS_TAIL(cur, ord, lim)
 #define LIST_INSTANCES(key, opts)                                                                  \
     "SELECT " COLS_INSTANCES " FROM instances i WHERE tenant_id = $1 " key                         \
     " AND " ALL(LIST_INSTANCES_CONDS(opts) " AND " VARS_OPT) " AND " LIST_INSTANCES_PAGE           \
@@ -218,8 +257,10 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
         {"upsert_task",
          "INSERT INTO tasks (id, tenant_id, instance_id, root_id, definition_key, "
          "transition_id, work_item_id, title, assignee_kind, assignee_id, assigned_by, "
-         "status, claimed_by, completed_by, created_at, due_at, ended_at) VALUES ($1, $2, "
-         "$3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) ON CONFLICT "
+         "status, claimed_by, completed_by, created_at, due_at, ended_at, priority, "
+         "follow_up_at, owner, delegation_state, due_fixed) VALUES ($1, $2, $3, $4, $5, $6, "
+         "$7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) ON "
+         "CONFLICT "
          "(tenant_id, root_id, id) DO UPDATE SET instance_id = EXCLUDED.instance_id, "
          "definition_key = EXCLUDED.definition_key, transition_id = "
          "EXCLUDED.transition_id, work_item_id = EXCLUDED.work_item_id, title = "
@@ -227,7 +268,9 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
          "EXCLUDED.assignee_id, assigned_by = EXCLUDED.assigned_by, status = "
          "EXCLUDED.status, claimed_by = EXCLUDED.claimed_by, completed_by = "
          "EXCLUDED.completed_by, created_at = EXCLUDED.created_at, due_at = "
-         "EXCLUDED.due_at, ended_at = EXCLUDED.ended_at",
+         "EXCLUDED.due_at, ended_at = EXCLUDED.ended_at, priority = EXCLUDED.priority, "
+         "follow_up_at = EXCLUDED.follow_up_at, owner = EXCLUDED.owner, delegation_state = "
+         "EXCLUDED.delegation_state, due_fixed = EXCLUDED.due_fixed",
          "task"},
     [S_UPSERT_TOKEN] =
         {"upsert_token",
@@ -411,39 +454,79 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
      * "($n IS NULL OR ...)" on the rows that index returns, in order. The
      * cursor is always bound (the first page starts below every row), so
      * it is part of the index condition. */
-    /* $2 user, $3 user's groups, $4 states, ($5, $6) cursor, $7 limit:
-     * given to the user, open in one of the groups, or claimed by the user
-     * (and not already in the first two), each branch in index order. */
-    [S_LIST_TASKS_USER] =
-        {"list_tasks_user",
-         "SELECT " COLS_TASKS " FROM ((SELECT " COLS_TASKS " FROM tasks WHERE tenant_id = $1 "
-         "AND assignee_kind = 1 AND assignee_id = $2 " TASKS_PAGE(
-             "$4", "$5", "$6",
-             "$7") ") UNION ALL (SELECT t.* FROM (SELECT DISTINCT unnest($3::text[]) AS gid) g "
-                   "CROSS JOIN LATERAL (SELECT " COLS_TASKS " FROM tasks WHERE tenant_id = $1 "
-                   "AND assignee_kind = 2 AND assignee_id = g.gid AND status = 1 AND "
-                   "($4::smallint[] IS NULL "
-                   "OR 1 = ANY($4)) AND (created_at, id) > ($5::bigint, $6::text) "
-                   "ORDER BY created_at, id LIMIT $7) t) UNION ALL (SELECT " COLS_TASKS
-                   " FROM tasks "
-                   "WHERE tenant_id = $1 AND claimed_by = $2 AND (assignee_kind = 1 AND "
-                   "assignee_id = $2) "
-                   "IS NOT TRUE AND (assignee_kind = 2 AND status = 1 AND assignee_id = "
-                   "ANY($3::text[])) "
-                   "IS NOT TRUE " TASKS_PAGE("$4", "$5", "$6",
-                                             "$7") ")) x ORDER BY created_at, id LIMIT $7",
-         "task"},
-    /* $2 group, $3 states, ($4, $5) cursor, $6 limit. */
+    /* $2 user, $3 user's groups, $4 states, ($5, $6) due window, then the
+     * cursor and the limit: given to the user, open in one of the groups,
+     * or claimed by the user (and not already in the first two), each
+     * branch in index order. Six statements per shape: by creation,
+     * priority or due key, each ascending and descending (a backward scan
+     * of the same index, migrations/0011_inbox.sql). The cursor of the
+     * creation order is ($7 created_at, $8 id) and the limit $9; of the
+     * others ($7 key, $8 created_at, $9 id) and the limit $10. */
+    [S_LIST_TASKS_USER] = {"list_tasks_user",
+                           LIST_TASKS_USER(CUR2(">", "$7", "$8"), ORD2(""), "$9"), "task"},
+    [S_LIST_TASKS_USER + 1] = {"list_tasks_user_desc",
+                               LIST_TASKS_USER(CUR2("<", "$7", "$8"), ORD2(" DESC"), "$9"), "task"},
+    [S_LIST_TASKS_USER +
+        2] = {"list_tasks_user_priority",
+              LIST_TASKS_USER(CUR3("priority", ">", "$7", "$8", "$9"), ORD3("priority", ""), "$10"),
+              "task"},
+    [S_LIST_TASKS_USER + 3] = {"list_tasks_user_priority_desc",
+                               LIST_TASKS_USER(CUR3("priority", "<", "$7", "$8", "$9"),
+                                               ORD3("priority", " DESC"), "$10"),
+                               "task"},
+    [S_LIST_TASKS_USER +
+        4] = {"list_tasks_user_due",
+              LIST_TASKS_USER(CUR3(DUE_KEY, ">", "$7", "$8", "$9"), ORD3(DUE_KEY, ""), "$10"),
+              "task"},
+    [S_LIST_TASKS_USER +
+        5] = {"list_tasks_user_due_desc",
+              LIST_TASKS_USER(CUR3(DUE_KEY, "<", "$7", "$8", "$9"), ORD3(DUE_KEY, " DESC"), "$10"),
+              "task"},
+    /* $2 group, $3 states, ($4, $5) due window; cursor ($6, $7) and limit
+     * $8, or ($6, $7, $8) and $9. */
     [S_LIST_TASKS_GROUP] = {"list_tasks_group",
-                            "SELECT " COLS_TASKS " FROM tasks WHERE tenant_id = $1 AND "
-                            "assignee_kind = 2 AND assignee_id = $2 " TASKS_PAGE("$3", "$4", "$5",
-                                                                                 "$6"),
-                            "task"},
-    /* $2 states, ($3, $4) cursor, $5 limit. */
-    [S_LIST_TASKS_ALL] = {"list_tasks_all",
-                          "SELECT " COLS_TASKS
-                          " FROM tasks WHERE tenant_id = $1 " TASKS_PAGE("$2", "$3", "$4", "$5"),
+                            LIST_TASKS_GROUP(CUR2(">", "$6", "$7"), ORD2(""), "$8"), "task"},
+    [S_LIST_TASKS_GROUP + 1] = {"list_tasks_group_desc",
+                                LIST_TASKS_GROUP(CUR2("<", "$6", "$7"), ORD2(" DESC"), "$8"),
+                                "task"},
+    [S_LIST_TASKS_GROUP +
+        2] = {"list_tasks_group_priority",
+              LIST_TASKS_GROUP(CUR3("priority", ">", "$6", "$7", "$8"), ORD3("priority", ""), "$9"),
+              "task"},
+    [S_LIST_TASKS_GROUP + 3] = {"list_tasks_group_priority_desc",
+                                LIST_TASKS_GROUP(CUR3("priority", "<", "$6", "$7", "$8"),
+                                                 ORD3("priority", " DESC"), "$9"),
+                                "task"},
+    [S_LIST_TASKS_GROUP +
+        4] = {"list_tasks_group_due",
+              LIST_TASKS_GROUP(CUR3(DUE_KEY, ">", "$6", "$7", "$8"), ORD3(DUE_KEY, ""), "$9"),
+              "task"},
+    [S_LIST_TASKS_GROUP +
+        5] = {"list_tasks_group_due_desc",
+              LIST_TASKS_GROUP(CUR3(DUE_KEY, "<", "$6", "$7", "$8"), ORD3(DUE_KEY, " DESC"), "$9"),
+              "task"},
+    /* $2 states, ($3, $4) due window; cursor ($5, $6) and limit $7, or
+     * ($5, $6, $7) and $8. */
+    [S_LIST_TASKS_ALL] = {"list_tasks_all", LIST_TASKS_ALL(CUR2(">", "$5", "$6"), ORD2(""), "$7"),
                           "task"},
+    [S_LIST_TASKS_ALL + 1] = {"list_tasks_all_desc",
+                              LIST_TASKS_ALL(CUR2("<", "$5", "$6"), ORD2(" DESC"), "$7"), "task"},
+    [S_LIST_TASKS_ALL +
+        2] = {"list_tasks_all_priority",
+              LIST_TASKS_ALL(CUR3("priority", ">", "$5", "$6", "$7"), ORD3("priority", ""), "$8"),
+              "task"},
+    [S_LIST_TASKS_ALL + 3] = {"list_tasks_all_priority_desc",
+                              LIST_TASKS_ALL(CUR3("priority", "<", "$5", "$6", "$7"),
+                                             ORD3("priority", " DESC"), "$8"),
+                              "task"},
+    [S_LIST_TASKS_ALL +
+        4] = {"list_tasks_all_due",
+              LIST_TASKS_ALL(CUR3(DUE_KEY, ">", "$5", "$6", "$7"), ORD3(DUE_KEY, ""), "$8"),
+              "task"},
+    [S_LIST_TASKS_ALL +
+        5] = {"list_tasks_all_due_desc",
+              LIST_TASKS_ALL(CUR3(DUE_KEY, "<", "$5", "$6", "$7"), ORD3(DUE_KEY, " DESC"), "$8"),
+              "task"},
     /* Every shape binds the same parameters: $2 started_by, $3
      * definition_key, ($4, $5) aggregate, $6 statuses, $7 roots only, $8
      * begun (wf_begun_filter), ($9, $10) cursor, $11 limit, $12 created

@@ -112,6 +112,11 @@ static const wf_field task_fields[] = {
     I64(wf_task_row, created_at),
     I64(wf_task_row, due_at),
     I64(wf_task_row, ended_at),
+    I32(wf_task_row, priority),
+    I64(wf_task_row, follow_up_at),
+    STR(wf_task_row, owner),
+    I32(wf_task_row, delegation),
+    BOOL(wf_task_row, due_fixed),
 };
 DESC(wf_store__task_desc, "task", wf_task_row, task_fields);
 
@@ -713,6 +718,47 @@ page_end(const wf_store *st, const wf_store_ctx *ctx, const wf_row_desc *d, cons
     return *next_cursor != NULL ? WF_OK : wf_error_nomem(err);
 }
 
+int64_t
+wf_task_sort_key(const wf_task_row *t, wf_task_sort sort)
+{
+    switch (sort) {
+    case WF_TASK_SORT_PRIORITY:
+        return t->priority;
+    case WF_TASK_SORT_DUE:
+        return t->due_at != 0 ? t->due_at : INT64_MAX;
+    case WF_TASK_SORT_CREATED:
+        break;
+    }
+    return t->created_at;
+}
+
+/* A task cursor: "<created_at>,<id>" for the creation order (the cursor
+ * of every listing), "<key>,<created_at>,<id>" for the others. */
+static bool
+task_cursor_parse(const wf_task_filter *f, bool has, int64_t num, char *str, wf_task_keyset *k)
+{
+    *k = (wf_task_keyset){.has = has};
+    if (!has)
+        return true;
+    if (f->sort == WF_TASK_SORT_CREATED) {
+        k->key = k->created = num;
+        k->id = str;
+        return true;
+    }
+    char *comma = strchr(str, ',');
+    if (comma == NULL || comma == str)
+        return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(str, &end, 10);
+    if (errno != 0 || end != comma)
+        return false;
+    k->key = num;
+    k->created = v;
+    k->id = comma + 1;
+    return true;
+}
+
 wf_code
 wf_store_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f,
                     size_t page_size, const char *cursor, wf_task_row **rows, size_t *n,
@@ -723,14 +769,27 @@ wf_store_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter 
     char *str;
     wf_task_row *r = NULL;
     size_t k = 0;
+    wf_task_keyset after;
+    static const wf_task_filter every = {0};
+    if (f == NULL)
+        f = &every;
+    if (f->sort < WF_TASK_SORT_CREATED || f->sort > WF_TASK_SORT_DUE)
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "unknown task order");
     wf_code rc = page_begin(ctx, &page_size, cursor, &has, &num, &str, err);
+    if (rc == WF_OK && !task_cursor_parse(f, has, num, str, &after))
+        rc = wf_error_set(err, WF_E_INVALID_ARGUMENT, "invalid page token");
     if (rc == WF_OK)
-        rc = st->ops->list_tasks(st, ctx, f != NULL ? f : &(wf_task_filter){0}, page_size + 1, has,
-                                 num, str, &r, &k, err);
+        rc = st->ops->list_tasks(st, ctx, f, page_size + 1, &after, &r, &k, err);
     if (rc == WF_OK)
         rc = page_end(st, ctx, &wf_store__task_desc, r, &k, page_size,
                       offsetof(wf_task_row, created_at), false, offsetof(wf_task_row, id),
                       next_cursor, err);
+    if (rc == WF_OK && *next_cursor != NULL && f->sort != WF_TASK_SORT_CREATED) {
+        *next_cursor = wf_arena_printf(ctx->arena, "%" PRId64 ",%s",
+                                       wf_task_sort_key(&r[k - 1], f->sort), *next_cursor);
+        if (*next_cursor == NULL)
+            rc = wf_error_nomem(err);
+    }
     if (rc == WF_OK) {
         *rows = r;
         *n = k;

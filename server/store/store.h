@@ -103,6 +103,17 @@ typedef enum wf_task_status {
     WF_TASK_CANCELLED = 4,
 } wf_task_status;
 
+/* Where a task stands in a delegation (DelegateTask). */
+typedef enum wf_delegation {
+    WF_DELEGATION_NONE = 0,     /* never delegated */
+    WF_DELEGATION_PENDING = 1,  /* held by the delegate until resolved */
+    WF_DELEGATION_RESOLVED = 2, /* back with its owner */
+} wf_delegation;
+
+/* The priority of a task nobody chose one for (Camunda's default). */
+#define WF_TASK_PRIORITY_DEFAULT 50
+#define WF_TASK_PRIORITY_MAX 100
+
 typedef enum wf_trigger {
     WF_TRIGGER_USER = 1,
     WF_TRIGGER_AUTO = 2,
@@ -209,6 +220,13 @@ typedef struct wf_task_row {
     int64_t created_at;
     int64_t due_at;
     int64_t ended_at;
+    int32_t priority;     /* 0-100; WF_TASK_PRIORITY_DEFAULT unless chosen */
+    int64_t follow_up_at; /* 0 = none */
+    char *owner;          /* who delegated it; NULL when never delegated */
+    wf_delegation delegation;
+    bool due_fixed; /* due_at was chosen (AssignTo, UpdateTask, a
+                       due_expression): a competing timer does not
+                       replace it */
 } wf_task_row;
 
 typedef struct wf_token_row {
@@ -622,10 +640,23 @@ wf_code wf_store_get_job_by_key(wf_store *st, const wf_store_ctx *ctx, const cha
  * Keyset pagination is stable: rows inserted between pages never shift
  * others, so a row present throughout is returned exactly once. */
 
+/* Orders of a task listing. Each sorts by (key, created_at, id), the
+ * whole key in one direction; CREATED's key is created_at alone. */
+typedef enum wf_task_sort {
+    WF_TASK_SORT_CREATED = 0,
+    WF_TASK_SORT_PRIORITY = 1,
+    WF_TASK_SORT_DUE = 2, /* key: due_at, INT64_MAX for a task without one */
+} wf_task_sort;
+
+/* The sort key of t under sort (CREATED: created_at). */
+int64_t wf_task_sort_key(const wf_task_row *t, wf_task_sort sort);
+
 /* Inbox filter (NULL = every task). With user set: the user's own tasks (assignee USER = user),
  * the OPEN group tasks of groups[], and tasks claimed by user. Else with
  * group set: that group's group tasks, any status. Else every task of the tenant. The
- * states filter (empty = any) applies on top. Ordered by (created_at, id). */
+ * states filter (empty = any) and the due window apply on top. Ordered by
+ * sort (wf_task_sort), ascending unless descending. The cursor of a page
+ * holds the sort key of its last row, so it is bound to its sort. */
 typedef struct wf_task_filter {
     const char *user;
     const char *const *groups;
@@ -633,6 +664,10 @@ typedef struct wf_task_filter {
     const char *group;
     const wf_task_status *states;
     size_t n_states;
+    wf_task_sort sort;
+    bool descending;
+    int64_t due_after;  /* 0 = none; else only tasks with due_at > due_after */
+    int64_t due_before; /* 0 = none; else only tasks with 0 < due_at < due_before */
 } wf_task_filter;
 
 wf_code wf_store_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f,

@@ -9,6 +9,16 @@
 
 #include "store.h"
 
+/* The cursor of a task listing: the last row of the previous page, by
+ * its sort key (wf_task_sort_key; for CREATED equal to created), its
+ * creation time and id. has is false on the first page. */
+typedef struct wf_task_keyset {
+    bool has;
+    int64_t key;
+    int64_t created;
+    const char *id;
+} wf_task_keyset;
+
 /* The ops table. Wrappers in store.c check the common preconditions
  * (tenant present, deadline not past) before dispatching, so
  * implementations do not repeat them. */
@@ -65,8 +75,8 @@ typedef struct wf_store_ops {
      * wrapper trims the extra row and makes next_cursor from the last one
      * kept, so both stores page identically. */
     wf_code (*list_tasks)(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f,
-                          size_t limit, bool has_cursor, int64_t c_num, const char *c_str,
-                          wf_task_row **rows, size_t *n, wf_error *err);
+                          size_t limit, const wf_task_keyset *after, wf_task_row **rows, size_t *n,
+                          wf_error *err);
     wf_code (*list_instances)(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filter *f,
                               size_t limit, bool has_cursor, int64_t c_num, const char *c_str,
                               wf_instance_row **rows, size_t *n, wf_error *err);

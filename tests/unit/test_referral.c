@@ -50,6 +50,61 @@ START_TEST(test_personal_task_only_assignee_completes)
 }
 END_TEST
 
+START_TEST(test_inbox_rules_reassign_delegate_update)
+{
+    /* A personal task: its assignee and its assigner manage it. */
+    wf_task_row t = task(WF_ASSIGNEE_USER, "alice", WF_TASK_OPEN, NULL);
+    t.assigned_by = "boss";
+    ck_assert_int_eq(op(t, WF_TASK_OP_REASSIGN, "alice", false), WF_OK);
+    ck_assert_int_eq(op(t, WF_TASK_OP_UPDATE, "boss", false), WF_OK);
+    ck_assert_int_eq(op(t, WF_TASK_OP_REASSIGN, "carol", true), WF_E_NOT_ASSIGNEE);
+    ck_assert_int_eq(op(t, WF_TASK_OP_DELEGATE, "alice", false), WF_OK);
+    ck_assert_int_eq(op(t, WF_TASK_OP_DELEGATE, "boss", false), WF_E_NOT_ASSIGNEE);
+    /* An open group task: members manage it; it is delegated once claimed. */
+    wf_task_row g = task(WF_ASSIGNEE_GROUP, "it", WF_TASK_OPEN, NULL);
+    ck_assert_int_eq(op(g, WF_TASK_OP_REASSIGN, "bob", true), WF_OK);
+    ck_assert_int_eq(op(g, WF_TASK_OP_UPDATE, "carol", false), WF_E_NOT_GROUP_MEMBER);
+    ck_assert_int_eq(op(g, WF_TASK_OP_DELEGATE, "bob", true), WF_E_TASK_NOT_CLAIMED);
+    g = task(WF_ASSIGNEE_GROUP, "it", WF_TASK_CLAIMED, "bob");
+    ck_assert_int_eq(op(g, WF_TASK_OP_DELEGATE, "bob", true), WF_OK);
+    ck_assert_int_eq(op(g, WF_TASK_OP_REASSIGN, "alice", true), WF_E_NOT_ASSIGNEE);
+    /* Pending: only the delegate resolves; nobody completes or releases. */
+    wf_task_row d = task(WF_ASSIGNEE_USER, "alice", WF_TASK_CLAIMED, "dave");
+    d.owner = "alice";
+    d.delegation = WF_DELEGATION_PENDING;
+    ck_assert_int_eq(op(d, WF_TASK_OP_RESOLVE, "dave", false), WF_OK);
+    ck_assert_int_eq(op(d, WF_TASK_OP_RESOLVE, "alice", false), WF_E_NOT_ASSIGNEE);
+    ck_assert_int_eq(op(d, WF_TASK_OP_COMPLETE, "alice", false), WF_E_NOT_ASSIGNEE);
+    ck_assert_int_eq(op(d, WF_TASK_OP_COMPLETE, "dave", false), WF_E_NOT_ASSIGNEE);
+    ck_assert_int_eq(op(d, WF_TASK_OP_RELEASE, "dave", false), WF_E_NOT_ASSIGNEE);
+    ck_assert_int_eq(op(d, WF_TASK_OP_REASSIGN, "alice", false), WF_OK);
+    ck_assert_int_eq(op(d, WF_TASK_OP_DELEGATE, "dave", false), WF_OK);
+    /* Resolved: back with the owner, who completes; the delegate may not. */
+    d.claimed_by = "alice";
+    d.delegation = WF_DELEGATION_RESOLVED;
+    ck_assert_int_eq(op(d, WF_TASK_OP_COMPLETE, "alice", false), WF_OK);
+    ck_assert_int_eq(op(d, WF_TASK_OP_COMPLETE, "dave", false), WF_E_NOT_ASSIGNEE);
+    ck_assert_int_eq(op(d, WF_TASK_OP_RESOLVE, "dave", false), WF_E_CONFLICT);
+    /* A finished task is not open, whoever asks. */
+    wf_task_row done = task(WF_ASSIGNEE_USER, "alice", WF_TASK_DONE, NULL);
+    ck_assert_int_eq(op(done, WF_TASK_OP_REASSIGN, "alice", false), WF_E_TASK_NOT_OPEN);
+    ck_assert_int_eq(op(done, WF_TASK_OP_DELEGATE, "alice", false), WF_E_TASK_NOT_OPEN);
+    ck_assert_int_eq(op(done, WF_TASK_OP_UPDATE, "alice", false), WF_E_TASK_NOT_OPEN);
+}
+END_TEST
+
+START_TEST(test_task_sort_keys)
+{
+    wf_task_row t = {.created_at = 7, .priority = 80};
+    ck_assert_int_eq(wf_task_sort_key(&t, WF_TASK_SORT_CREATED), 7);
+    ck_assert_int_eq(wf_task_sort_key(&t, WF_TASK_SORT_PRIORITY), 80);
+    /* Without a due time a task sorts after every dated one. */
+    ck_assert(wf_task_sort_key(&t, WF_TASK_SORT_DUE) == INT64_MAX);
+    t.due_at = 5;
+    ck_assert_int_eq(wf_task_sort_key(&t, WF_TASK_SORT_DUE), 5);
+}
+END_TEST
+
 START_TEST(test_group_task_claim_rules)
 {
     wf_task_row open = task(WF_ASSIGNEE_GROUP, "it", WF_TASK_OPEN, NULL);

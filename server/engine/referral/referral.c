@@ -316,6 +316,10 @@ add_referral_task(wf_work *w, size_t child, const wf_assign_spec *s, const char 
         .assigned_by = (char *)by,
         .status = WF_TASK_OPEN,
         .created_at = w->now,
+        .priority = s->has_priority ? s->priority : WF_TASK_PRIORITY_DEFAULT,
+        .due_at = s->due_at,
+        .due_fixed = s->due_at != 0,
+        .follow_up_at = s->follow_up_at,
     };
     if (t.id == NULL || t.title == NULL || t.assignee_id == NULL)
         return wf_error_nomem(err);
@@ -519,6 +523,7 @@ wf_referral_locate_task(const wf_ref_ctx *ctx, const char *task_id, wf_ref_task_
         out->instance_id = t.instance_id;
         out->root_id = t.root_id;
         out->transition_id = t.transition_id;
+        out->delegation = t.delegation;
     }
     return rc;
 }
@@ -599,6 +604,24 @@ release_body(wf_tx *tx, void *arg, wf_error *err)
     if (rc == WF_OK)
         *(wf_task_row *)op->out = w.tasks[t];
     return rc;
+}
+
+wf_code
+wf_referral__open_task(const wf_ref_ctx *ctx, wf_tx *tx, const wf_ref_task_at *at, wf_task_op op,
+                       wf_work *w, size_t *t, size_t *i, wf_error *err)
+{
+    task_op o = {.ctx = ctx,
+                 .task_id = at->task_id,
+                 .instance_id = at->instance_id,
+                 .root_id = at->root_id,
+                 .op = op};
+    return open_task(&o, tx, w, t, i, err);
+}
+
+wf_code
+wf_referral__write_work(wf_tx *tx, const wf_work *w, wf_error *err)
+{
+    return write_work(tx, w, err);
 }
 
 static wf_code

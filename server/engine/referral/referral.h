@@ -59,6 +59,10 @@ typedef struct wf_assign_spec {
     int32_t join_quorum;         /* QUORUM only */
     struct wf_assign_spec *next; /* on_all_completed; NULL = none */
     const char *assigned_by;     /* NULL = the caller; set on specs run by a join */
+    bool has_priority;           /* false = WF_TASK_PRIORITY_DEFAULT */
+    int32_t priority;            /* 0-100 */
+    int64_t due_at;              /* of the tasks; 0 = none */
+    int64_t follow_up_at;        /* of the tasks; 0 = none, never after due_at */
 } wf_assign_spec;
 
 typedef struct wf_start_spec {
@@ -147,6 +151,39 @@ wf_code wf_referral_claim(const wf_ref_ctx *ctx, const char *task_id, wf_uow_ide
 wf_code wf_referral_release(const wf_ref_ctx *ctx, const char *task_id, wf_uow_idem *idem,
                             wf_task_row *out, wf_error *err);
 
+/* ReassignTask: exactly one of user (a personal task) and group (a group
+ * task); reason NULL or at most 1024 bytes. */
+typedef struct wf_task_reassign {
+    const char *user;
+    const char *group;
+    const char *reason;
+} wf_task_reassign;
+
+/* ReassignTask: the task OPEN for its new assignee, any claim and any
+ * delegation ended (TASK_REASSIGNED). The user must be in the directory,
+ * the group must have members (EMPTY_GROUP). */
+wf_code wf_referral_reassign(const wf_ref_ctx *ctx, const char *task_id, const wf_task_reassign *r,
+                             wf_uow_idem *idem, wf_task_row *out, wf_error *err);
+
+/* DelegateTask: the holder becomes the owner (a first owner is kept), the
+ * task is CLAIMED by user, delegation PENDING (TASK_DELEGATED). */
+wf_code wf_referral_delegate(const wf_ref_ctx *ctx, const char *task_id, const char *user,
+                             wf_uow_idem *idem, wf_task_row *out, wf_error *err);
+
+/* UpdateTask: each set_* field changes (a time of 0 clears it);
+ * TASK_UPDATED with the values afterwards. */
+typedef struct wf_task_update {
+    bool set_priority;
+    int32_t priority; /* 0-100 */
+    bool set_due;
+    int64_t due_at; /* 0 = clear */
+    bool set_follow_up;
+    int64_t follow_up_at; /* 0 = clear; never after due_at */
+} wf_task_update;
+
+wf_code wf_referral_update_task(const wf_ref_ctx *ctx, const char *task_id, const wf_task_update *u,
+                                wf_uow_idem *idem, wf_task_row *out, wf_error *err);
+
 /* A task located before its unit of work (the lock is taken by instance):
  * its instance and root, and its transition (NULL = a referral task; else
  * a task of a net's USER transition, completed by the runtime). */
@@ -155,6 +192,7 @@ typedef struct wf_ref_task_at {
     const char *instance_id;
     const char *root_id;
     const char *transition_id;
+    wf_delegation delegation; /* as read: PENDING routes CompleteTask to the resolve */
 } wf_ref_task_at;
 
 /* Checks the actor and task_id and reads the task's location. */
@@ -165,6 +203,14 @@ wf_code wf_referral_locate_task(const wf_ref_ctx *ctx, const char *task_id, wf_r
  * into the task's instance and fires the referral's join when it is met. */
 wf_code wf_referral_complete_at(const wf_ref_ctx *ctx, const wf_ref_task_at *at, const char *patch,
                                 wf_uow_idem *idem, wf_ref_completion *out, wf_error *err);
+
+/* CompleteTask of a located task whose delegation is PENDING, by its
+ * delegate: merges patch into the task's instance and gives the task back
+ * to its owner (CLAIMED by the owner, delegation RESOLVED; TASK_RESOLVED).
+ * Nothing fires; out->next stays NULL. For the tasks of referrals and of
+ * USER transitions alike. */
+wf_code wf_referral_resolve_at(const wf_ref_ctx *ctx, const wf_ref_task_at *at, const char *patch,
+                               wf_uow_idem *idem, wf_ref_completion *out, wf_error *err);
 
 /* CompleteAndEnd of a located referral task: completes the task, cancels
  * every other pending task of the tree, completes the root and every
@@ -239,6 +285,10 @@ typedef struct wf_ref_task_query {
     size_t n_states;
     int32_t page_size;
     const char *cursor;
+    wf_task_sort sort; /* CREATED (0) unless set */
+    bool descending;
+    int64_t due_after;  /* 0 = none */
+    int64_t due_before; /* 0 = none */
 } wf_ref_task_query;
 
 /* ListTasks: a user's inbox (personal tasks, OPEN tasks of their groups,
@@ -252,6 +302,10 @@ typedef enum wf_task_op {
     WF_TASK_OP_CLAIM = 1,
     WF_TASK_OP_RELEASE = 2,
     WF_TASK_OP_COMPLETE = 3,
+    WF_TASK_OP_REASSIGN = 4, /* the holder, owner, assigner or an OPEN group task's member */
+    WF_TASK_OP_DELEGATE = 5, /* the holder of a personal or claimed task */
+    WF_TASK_OP_RESOLVE = 6,  /* the delegate of a pending delegation */
+    WF_TASK_OP_UPDATE = 7,   /* as REASSIGN */
 } wf_task_op;
 
 /* Decides whether actor may do op on task. is_member says whether actor

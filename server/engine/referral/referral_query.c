@@ -381,9 +381,17 @@ wf_referral_list_tasks(const wf_ref_ctx *ctx, const wf_ref_task_query *q, wf_tas
         if (q->states[i] < WF_TASK_OPEN || q->states[i] > WF_TASK_CANCELLED)
             return wf_error_set(err, WF_E_INVALID_ARGUMENT, "states[%zu] is not a task status", i);
     size_t n_pending = empty(q->group) ? 2 : 1; /* OPEN only for a group */
+    if (q->sort < WF_TASK_SORT_CREATED || q->sort > WF_TASK_SORT_DUE)
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "sort is not a task order");
+    if (q->due_after != 0 && q->due_before != 0 && q->due_after >= q->due_before)
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "due_after must be before due_before");
     wf_task_filter f = {
         .states = q->n_states > 0 ? q->states : pending,
         .n_states = q->n_states > 0 ? q->n_states : n_pending,
+        .sort = q->sort,
+        .descending = q->descending,
+        .due_after = q->due_after,
+        .due_before = q->due_before,
     };
     if (!empty(q->group)) {
         f.group = q->group;

@@ -81,9 +81,70 @@ check_release(const wf_task_row *t, const char *actor, wf_error *err)
                               t->id);
 }
 
+/* Who holds a task: its claimer once CLAIMED (the delegate of a pending
+ * delegation, the owner of a resolved one), else the assignee of a
+ * personal task; NULL for an OPEN group task. */
+static const char *
+holder(const wf_task_row *t)
+{
+    if (t->status == WF_TASK_CLAIMED)
+        return t->claimed_by;
+    return t->assignee_kind == WF_ASSIGNEE_USER ? t->assignee_id : NULL;
+}
+
+static wf_code
+delegated_back(const wf_task_row *t, wf_error *err)
+{
+    return wf_error_set(err, WF_E_NOT_ASSIGNEE, "task \"%s\" is back with its owner \"%s\"", t->id,
+                        t->owner != NULL ? t->owner : "");
+}
+
+static wf_code
+delegated(const wf_task_row *t, wf_error *err)
+{
+    return wf_error_set(err, WF_E_NOT_ASSIGNEE, "task \"%s\" is delegated to \"%s\" until resolved",
+                        t->id, t->claimed_by != NULL ? t->claimed_by : "");
+}
+
+/* ReassignTask and UpdateTask: the holder, the owner of a delegated task,
+ * the actor who assigned it, or a member of the group of an OPEN group
+ * task. */
+static wf_code
+check_manage(const wf_task_row *t, const char *actor, bool is_member, wf_error *err)
+{
+    if (wf_str_eq(holder(t), actor) || wf_str_eq(t->owner, actor) ||
+        wf_str_eq(t->assigned_by, actor))
+        return WF_OK;
+    if (t->assignee_kind == WF_ASSIGNEE_GROUP && t->status == WF_TASK_OPEN)
+        return is_member ? WF_OK
+                         : wf_error_set(err, WF_E_NOT_GROUP_MEMBER,
+                                        "user \"%s\" is not a member of group \"%s\"", actor,
+                                        t->assignee_id);
+    return wf_error_set(err, WF_E_NOT_ASSIGNEE, "task \"%s\" is held by another user", t->id);
+}
+
+/* DelegateTask: only the holder; a group task must be claimed first. */
+static wf_code
+check_delegate(const wf_task_row *t, const char *actor, wf_error *err)
+{
+    if (t->assignee_kind == WF_ASSIGNEE_GROUP && t->status == WF_TASK_OPEN)
+        return wf_error_set(err, WF_E_TASK_NOT_CLAIMED,
+                            "group task \"%s\" must be claimed before it is delegated", t->id);
+    return wf_str_eq(holder(t), actor)
+               ? WF_OK
+               : wf_error_set(err, WF_E_NOT_ASSIGNEE, "task \"%s\" is held by another user", t->id);
+}
+
 static wf_code
 check_complete(const wf_task_row *t, const char *actor, wf_error *err)
 {
+    /* A pending delegation is the delegate's to resolve, by CompleteTask
+     * (WF_TASK_OP_RESOLVE), and nobody completes it meanwhile. */
+    if (t->delegation == WF_DELEGATION_PENDING)
+        return delegated(t, err);
+    /* A resolved delegation is back with its owner, who holds the claim. */
+    if (t->delegation == WF_DELEGATION_RESOLVED && t->status == WF_TASK_CLAIMED)
+        return wf_str_eq(t->claimed_by, actor) ? WF_OK : delegated_back(t, err);
     if (t->assignee_kind == WF_ASSIGNEE_USER)
         return wf_str_eq(t->assignee_id, actor)
                    ? WF_OK
@@ -114,9 +175,22 @@ wf_referral_check_task_op(const wf_task_row *task, wf_task_op op, const char *ac
     case WF_TASK_OP_CLAIM:
         return check_claim(task, actor, is_member, err);
     case WF_TASK_OP_RELEASE:
+        /* A delegated task returns to its owner only by being resolved. */
+        if (task->delegation == WF_DELEGATION_PENDING)
+            return delegated(task, err);
         return check_release(task, actor, err);
     case WF_TASK_OP_COMPLETE:
         return check_complete(task, actor, err);
+    case WF_TASK_OP_REASSIGN:
+    case WF_TASK_OP_UPDATE:
+        return check_manage(task, actor, is_member, err);
+    case WF_TASK_OP_DELEGATE:
+        return check_delegate(task, actor, err);
+    case WF_TASK_OP_RESOLVE:
+        if (task->delegation != WF_DELEGATION_PENDING)
+            return wf_error_set(err, WF_E_CONFLICT, "task \"%s\" is no longer delegated; retry",
+                                task->id);
+        return wf_str_eq(task->claimed_by, actor) ? WF_OK : delegated(task, err);
     }
     return wf_error_set(err, WF_E_INTERNAL, "unknown task operation");
 }

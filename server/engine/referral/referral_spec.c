@@ -191,6 +191,10 @@ check_one(vstate *v, const wf_assign_spec *s, bool nested, const char *p)
                   "must be 1 to 512 bytes of text without control characters");
     check_assignee(v, s, p);
     check_join(v, s, p);
+    if (s->has_priority && (s->priority < 0 || s->priority > WF_TASK_PRIORITY_MAX))
+        violation(v, WF_E_INVALID_ARGUMENT, p, "priority", "must be 0 to 100");
+    if (s->follow_up_at != 0 && s->due_at != 0 && s->follow_up_at > s->due_at)
+        violation(v, WF_E_INVALID_ARGUMENT, p, "follow_up_at", "must not be after due_at");
     wf_error jerr;
     char f[300];
     snprintf(f, sizeof f, "%svariables_json", p);
@@ -289,6 +293,15 @@ encode_one(const wf_assign_spec *s, const char *by, int depth)
         json_decref(o);
         return NULL;
     }
+    /* The inbox fields, only when set (older encodings have none). */
+    if (o != NULL &&
+        ((s->has_priority && json_object_set_new(o, "priority", json_integer(s->priority)) != 0) ||
+         (s->due_at != 0 && json_object_set_new(o, "due", json_integer(s->due_at)) != 0) ||
+         (s->follow_up_at != 0 &&
+          json_object_set_new(o, "followUp", json_integer(s->follow_up_at)) != 0))) {
+        json_decref(o);
+        return NULL;
+    }
     if (o != NULL && s->next != NULL && depth < MAX_DEPTH) {
         json_t *next = encode_one(s->next, by, depth + 1);
         if (next == NULL || json_object_set_new(o, "next", next) != 0) {
@@ -345,6 +358,11 @@ decode_one(wf_arena *a, json_t *o, int depth, wf_assign_spec **out, wf_error *er
     s->join_mode = (wf_join_mode)join;
     s->join_quorum = quorum;
     s->assigned_by = by[0] != '\0' ? wf_arena_strdup(a, by) : NULL;
+    json_t *prio = json_object_get(o, "priority");
+    s->has_priority = json_is_integer(prio);
+    s->priority = s->has_priority ? (int32_t)json_integer_value(prio) : 0;
+    s->due_at = json_integer_value(json_object_get(o, "due"));
+    s->follow_up_at = json_integer_value(json_object_get(o, "followUp"));
     if (next != NULL) {
         wf_code rc = decode_one(a, next, depth + 1, &s->next, err);
         if (rc != WF_OK)

@@ -277,6 +277,7 @@ add_task(net_work *w, const wf_work_item_row *it, const wf_transition *t, wf_ass
         .assignee_id = wf_work_strdup(&w->rw, assignee),
         .status = WF_TASK_OPEN,
         .created_at = w->rw.now,
+        .priority = WF_TASK_PRIORITY_DEFAULT,
     };
     size_t k;
     if (row.id == NULL || row.assignee_id == NULL)
@@ -523,7 +524,8 @@ link_due(net_work *w)
 {
     for (size_t k = 0; k < w->rw.n_tasks; k++) {
         wf_task_row *t = &w->rw.tasks[k];
-        if (!wf_runtime__task_pending(t) || t->work_item_id == NULL ||
+        /* A due time chosen for the task (UpdateTask) is kept. */
+        if (!wf_runtime__task_pending(t) || t->work_item_id == NULL || t->due_fixed ||
             !wf_str_eq(t->instance_id, w->rw.insts[w->inst].id))
             continue;
         size_t ii = wf_runtime__find(w, &w->items, sizeof(wf_work_item_row), t->work_item_id);
