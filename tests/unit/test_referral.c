@@ -979,6 +979,8 @@ suite(void)
     TCase *rules = tcase_create("rules");
     tcase_add_test(rules, test_personal_task_only_assignee_completes);
     tcase_add_test(rules, test_group_task_claim_rules);
+    tcase_add_test(rules, test_inbox_rules_reassign_delegate_update);
+    tcase_add_test(rules, test_task_sort_keys);
     tcase_add_test(rules, test_finished_tasks_are_not_open_for_anyone);
     tcase_add_test(rules, test_static_directory_membership);
     tcase_add_test(rules, test_open_directory_accepts_without_group_info);
