@@ -269,8 +269,10 @@ START_TEST(test_reassign_refusals)
     memset(big, 'r', 1025);
     reassign(as(alice), t->id, "x", NULL, big, NULL, &st);
     ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
-    reassign(wf_test_client(&ts, NULL, NULL, NULL), t->id, "x", NULL, NULL, NULL, &st);
+    wf_client *anon = wf_test_client(&ts, NULL, NULL, NULL);
+    reassign(anon, t->id, "x", NULL, NULL, NULL, &st);
     ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "ACTOR_MISSING");
+    wf_client_free(anon);
     /* A finished task. */
     complete_task_as(alice, t->id, "{}", &st);
     ck_ok(st);
