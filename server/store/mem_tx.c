@@ -149,6 +149,10 @@ unpark(mem_store *m, mem_tx *tx)
         }
     tx->paused = false;
     tx->pnext = NULL;
+    /* A transaction parks only before its first write, and others may have
+     * committed events meanwhile: its rollback must keep theirs. */
+    tx->ev_mark = m->n_events;
+    tx->seq_mark = m->last_seq;
     m->tx = tx;
 }
 

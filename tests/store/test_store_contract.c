@@ -1804,9 +1804,13 @@ paused_holder(void *arg)
     wf_tx_resume(tx);
     wf_instance_row upd = g.instances[0];
     upd.variables_json = S("{\"n\":1}");
-    ck_assert_msg(wf_tx_apply(tx, &(wf_store_changes){.instances = &upd, .n_instances = 1}, &err) ==
-                      WF_OK,
-                  "apply: %s", err.msg);
+    wf_event_row ev = {0, NULL, S("r1"), S("r1"), S("VARIABLES_SET"), S("alice"), S("{}"), T0};
+    ck_assert_msg(
+        wf_tx_apply(
+            tx,
+            &(wf_store_changes){.instances = &upd, .n_instances = 1, .events = &ev, .n_events = 1},
+            &err) == WF_OK,
+        "apply: %s", err.msg);
     ck_assert_msg(wf_tx_commit(tx, &err) == WF_OK, "commit: %s", err.msg);
     wf_arena_free(a);
     return NULL;
@@ -1866,6 +1870,15 @@ START_TEST(test_a_paused_unit_of_work_keeps_its_root)
     wf_tx_rollback(tx);
     ck_assert_msg(waited >= 500, "the held root was locked after %" PRId64 " ms", waited);
     pthread_join(th, NULL);
+
+    /* The waiter's rollback keeps what the holder committed meanwhile. */
+    wf_event_row *evs;
+    ck_assert_int_eq(wf_store_sequence_events(st, &sched, &err), WF_OK);
+    ck_assert_int_eq(wf_store_read_events(st, &ctx, 0, &(wf_event_filter){.instance_id = "r1"}, 10,
+                                          &evs, &n, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(evs[0].type, "VARIABLES_SET");
 
     /* Once it ended, its job and timer are handed out as before. */
     ck_assert_int_eq(
