@@ -68,6 +68,35 @@ wf_app_render_metrics(wf_app *app, FILE *out)
             "# TYPE workflow_db_pool_waiting gauge\n"
             "workflow_db_pool_waiting %d\n",
             st.pool_size, st.in_use, st.waiting);
+    /* Counted commits (store.h's WF_CNT_*). */
+    const int64_t *ev = st.events;
+    fprintf(out,
+            "# HELP workflow_instances_started_total Instances started (roots and children).\n"
+            "# TYPE workflow_instances_started_total counter\n"
+            "workflow_instances_started_total %lld\n"
+            "# HELP workflow_instances_ended_total Instances that ended, by final status.\n"
+            "# TYPE workflow_instances_ended_total counter\n"
+            "workflow_instances_ended_total{status=\"COMPLETED\"} %lld\n"
+            "workflow_instances_ended_total{status=\"CANCELLED\"} %lld\n"
+            "workflow_instances_ended_total{status=\"COMPENSATED\"} %lld\n"
+            "# HELP workflow_incidents_opened_total Instances that became FAILED (an incident).\n"
+            "# TYPE workflow_incidents_opened_total counter\n"
+            "workflow_incidents_opened_total %lld\n"
+            "# HELP workflow_incidents_resolved_total Incidents resolved by RetryInstance.\n"
+            "# TYPE workflow_incidents_resolved_total counter\n"
+            "workflow_incidents_resolved_total %lld\n"
+            "# HELP workflow_signals_total Signal deliveries by outcome (correlated: one per "
+            "instance reached).\n"
+            "# TYPE workflow_signals_total counter\n"
+            "workflow_signals_total{outcome=\"CORRELATED\"} %lld\n"
+            "workflow_signals_total{outcome=\"BUFFERED\"} %lld\n"
+            "workflow_signals_total{outcome=\"DROPPED\"} %lld\n"
+            "workflow_signals_total{outcome=\"DUPLICATE\"} %lld\n",
+            (long long)ev[WF_CNT_INSTANCE_STARTED], (long long)ev[WF_CNT_INSTANCE_COMPLETED],
+            (long long)ev[WF_CNT_INSTANCE_CANCELLED], (long long)ev[WF_CNT_INSTANCE_COMPENSATED],
+            (long long)ev[WF_CNT_INSTANCE_FAILED], (long long)ev[WF_CNT_INCIDENT_RESOLVED],
+            (long long)ev[WF_CNT_SIGNAL_RECEIVED], (long long)ev[WF_CNT_SIGNAL_BUFFERED],
+            (long long)ev[WF_CNT_SIGNAL_DROPPED], (long long)ev[WF_CNT_SIGNAL_DUPLICATE]);
 }
 
 void

@@ -184,8 +184,8 @@ typedef struct wf_stream_ops {
 enum {
     WF_ROUTE_ACTOR = 1 << 0,  /* the interceptors require x-actor-id (the call acts for a
                                  person) */
-    WF_ROUTE_STREAM = 1 << 1, /* runs on stream ops: a server stream or a unary long poll
-                                 (the rpc layer goes by wf_route.stream) */
+    WF_ROUTE_STREAM = 1 << 1, /* server streaming in the proto (a unary long poll such as
+                                 ActivateJobs also runs on stream ops, without this flag) */
 };
 
 /* One row of the method table: a method name of workflow.v1.WorkflowService,

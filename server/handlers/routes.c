@@ -40,7 +40,7 @@ const wf_route wf_routes[] = {
     {"DelegateTask", h_delegate_task, WF_ROUTE_ACTOR, NULL},
     {"UpdateTask", h_update_task, WF_ROUTE_ACTOR, NULL},
     /* Jobs */
-    {"ActivateJobs", NULL, WF_ROUTE_STREAM, &h_activate_jobs},
+    {"ActivateJobs", NULL, 0, &h_activate_jobs},
     {"CompleteJob", h_complete_job, 0, NULL},
     {"FailJob", h_fail_job, 0, NULL},
     {"ExtendJobLease", h_extend_job_lease, 0, NULL},

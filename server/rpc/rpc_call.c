@@ -141,6 +141,52 @@ wf_rpc__pack(const ProtobufCMessage *msg)
     return bb;
 }
 
+/* ---- the ids a call concerns ------------------------------------------------ */
+
+static const char *const id_fields[3] = {"instance_id", "task_id", "job_key"};
+
+/* The non-empty string field name of msg, or NULL. */
+static const char *
+string_field(const ProtobufCMessage *msg, const char *name)
+{
+    const ProtobufCFieldDescriptor *f =
+        protobuf_c_message_descriptor_get_field_by_name(msg->descriptor, name);
+    if (f == NULL || f->type != PROTOBUF_C_TYPE_STRING || f->label == PROTOBUF_C_LABEL_REPEATED)
+        return NULL;
+    if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
+        const uint32_t *which = (const void *)((const char *)msg + f->quantifier_offset);
+        if (*which != f->id)
+            return NULL;
+    }
+    const char *v = *(const char *const *)(const void *)((const char *)msg + f->offset);
+    return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+/* Notes the ids msg names (a request's fields; a response's "instance",
+ * "task" or "job" message and its id or key) where none is known yet. */
+static void
+note_ids(struct call *c, const ProtobufCMessage *msg, bool response)
+{
+    static const char *const parts[3][2] = {{"instance", "id"}, {"task", "id"}, {"job", "key"}};
+    for (int i = 0; msg != NULL && i < 3; i++) {
+        if (c->ids[i] != NULL)
+            continue;
+        if (!response) {
+            c->ids[i] = string_field(msg, id_fields[i]);
+            continue;
+        }
+        const ProtobufCFieldDescriptor *f =
+            protobuf_c_message_descriptor_get_field_by_name(msg->descriptor, parts[i][0]);
+        if (f == NULL || f->type != PROTOBUF_C_TYPE_MESSAGE ||
+            f->label == PROTOBUF_C_LABEL_REPEATED)
+            continue;
+        const ProtobufCMessage *sub =
+            *(const ProtobufCMessage *const *)(const void *)((const char *)msg + f->offset);
+        if (sub != NULL)
+            c->ids[i] = string_field(sub, parts[i][1]);
+    }
+}
+
 /* ---- finishing a call ----------------------------------------------------- */
 
 static const char *
@@ -184,6 +230,8 @@ wf_rpc__call_done(struct call *c, grpc_status_code status, wf_code code)
     wf_log_line_str(&l, "key_id", c->ictx.key_id);
     wf_log_line_str(&l, "request_id", c->ictx.request_id);
     wf_log_line_str(&l, "trace_id", c->ictx.trace_id);
+    for (int i = 0; i < 3; i++)
+        wf_log_line_str(&l, id_fields[i], c->ids[i]);
     wf_log_line_end(&l);
 }
 
@@ -389,6 +437,7 @@ dispatch(struct call *c)
     case WF_RPC_WORKFLOW:
         break;
     }
+    note_ids(c, req, false);
 
     wf_call *call = &c->scall;
     *call = (wf_call){
@@ -420,6 +469,8 @@ dispatch(struct call *c)
     ProtobufCMessage *resp = NULL;
     wf_code rc = c->m->route->fn(call, req, &resp, &err);
     wf_expr_set_call_deadline(0);
+    if (rc == WF_OK)
+        note_ids(c, resp, true);
     if (rc == WF_OK && resp == NULL)
         wf_error_set(&err, WF_E_INTERNAL, "the handler of %s produced no response", call->method);
     else if (rc == WF_OK)

@@ -5,11 +5,14 @@
  */
 #include "rpc_metrics.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "wf_time.h"
 
@@ -30,7 +33,7 @@ static const char *const code_names[NCODES] = {
 struct method_counters {
     char service[96];
     char method[64];
-    const char *type; /* "unary" or "server_stream" */
+    const char *type; /* "unary", "server_stream" or "bidi_stream" */
     atomic_ullong started;
     atomic_ullong handled[NCODES];
     atomic_ullong buckets[NBOUNDS + 1]; /* the last is +Inf */
@@ -63,9 +66,15 @@ wf_rpc_metrics_new(const wf_rpc_method *methods, size_t n)
         size_t sl = slash != NULL ? (size_t)(slash - path) : strlen(path);
         snprintf(mx->m[i].service, sizeof mx->m[i].service, "%.*s", (int)sl, path);
         snprintf(mx->m[i].method, sizeof mx->m[i].method, "%s", slash != NULL ? slash + 1 : "");
-        int stream = methods[i].kind == WF_RPC_HEALTH_WATCH ||
-                     (methods[i].route != NULL && methods[i].route->stream != NULL);
-        mx->m[i].type = stream ? "server_stream" : "unary";
+        /* The proto's kind of method, not how it is served: ActivateJobs
+         * runs on stream ops but is unary. */
+        if (methods[i].kind == WF_RPC_REFLECTION)
+            mx->m[i].type = "bidi_stream";
+        else if (methods[i].kind == WF_RPC_HEALTH_WATCH ||
+                 (methods[i].route != NULL && (methods[i].route->flags & WF_ROUTE_STREAM)))
+            mx->m[i].type = "server_stream";
+        else
+            mx->m[i].type = "unary";
     }
     snprintf(mx->m[n].service, sizeof mx->m[n].service, "unknown");
     snprintf(mx->m[n].method, sizeof mx->m[n].method, "unknown");
@@ -127,9 +136,111 @@ wf_rpc_metrics_refused(wf_rpc_metrics *m)
 
 #define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
+/* ---- process_* (the names every Prometheus client library exports) ---------------- */
+
+/* Field k (1-based, after the command in parentheses) of /proc/self/stat. */
+static bool
+proc_stat_field(int k, unsigned long long *out)
+{
+    char buf[1024];
+    FILE *f = fopen("/proc/self/stat", "r");
+    if (f == NULL)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')'); /* the command may hold spaces and parentheses */
+    if (p == NULL)
+        return false;
+    p++; /* now at the space before field 3 */
+    for (int i = 3; i < k; i++) {
+        p = strchr(p + 1, ' ');
+        if (p == NULL)
+            return false;
+    }
+    return sscanf(p, " %llu", out) == 1;
+}
+
+static bool
+boot_time(unsigned long long *out)
+{
+    char line[256];
+    bool ok = false;
+    FILE *f = fopen("/proc/stat", "r");
+    if (f == NULL)
+        return false;
+    while (!ok && fgets(line, sizeof line, f) != NULL)
+        ok = sscanf(line, "btime %llu", out) == 1;
+    fclose(f);
+    return ok;
+}
+
+static long
+open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (d == NULL)
+        return -1;
+    long n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n - 1; /* the directory's own descriptor */
+}
+
+static void
+render_process(FILE *out)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        fprintf(
+            out,
+            "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+            "# TYPE process_cpu_seconds_total counter\n"
+            "process_cpu_seconds_total %.6f\n",
+            (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+    long page = sysconf(_SC_PAGESIZE);
+    unsigned long long vsize, rss_pages;
+    if (proc_stat_field(23, &vsize) && proc_stat_field(24, &rss_pages))
+        fprintf(out,
+                "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+                "# TYPE process_virtual_memory_bytes gauge\n"
+                "process_virtual_memory_bytes %llu\n"
+                "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+                "# TYPE process_resident_memory_bytes gauge\n"
+                "process_resident_memory_bytes %llu\n",
+                vsize, rss_pages * (unsigned long long)page);
+    long fds = open_fds();
+    if (fds >= 0)
+        fprintf(out,
+                "# HELP process_open_fds Number of open file descriptors.\n"
+                "# TYPE process_open_fds gauge\n"
+                "process_open_fds %ld\n",
+                fds);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        fprintf(out,
+                "# HELP process_max_fds Maximum number of open file descriptors.\n"
+                "# TYPE process_max_fds gauge\n"
+                "process_max_fds %llu\n",
+                (unsigned long long)rl.rlim_cur);
+    unsigned long long start_ticks, btime;
+    long hz = sysconf(_SC_CLK_TCK);
+    if (hz > 0 && proc_stat_field(22, &start_ticks) && boot_time(&btime))
+        fprintf(out,
+                "# HELP process_start_time_seconds Start time of the process since unix epoch in "
+                "seconds.\n"
+                "# TYPE process_start_time_seconds gauge\n"
+                "process_start_time_seconds %.2f\n",
+                (double)btime + (double)start_ticks / (double)hz);
+}
+
 void
 wf_rpc_metrics_render(const wf_rpc_metrics *m, FILE *out)
 {
+    render_process(out);
     fprintf(out,
             "# HELP workflow_build_info The version of this workflowd (always 1).\n"
             "# TYPE workflow_build_info gauge\n"
@@ -157,9 +268,9 @@ wf_rpc_metrics_render(const wf_rpc_metrics *m, FILE *out)
                  "# TYPE grpc_server_handled_total counter\n");
     for (size_t i = 0; i < m->n; i++)
         for (int c = 0; c < NCODES; c++) {
+            /* Every code, seen or not: a rate over a series that appears
+             * only at its first error misses that error. */
             unsigned long long v = LOAD(m->m[i].handled[c]);
-            if (v == 0 && c != 0)
-                continue; /* keep the exposition small: only codes seen, and OK */
             fprintf(out,
                     "grpc_server_handled_total{grpc_type=\"%s\",grpc_service=\"%s\","
                     "grpc_method=\"%s\",grpc_code=\"%s\"} %llu\n",

@@ -76,6 +76,9 @@ struct call {
     wf_arena *arena;    /* request-scoped memory, created when the call arrives */
     int64_t start_us;   /* wall clock, for durations in logs and metrics */
     wf_rpc_ctx ictx;    /* what the interceptors established */
+    /* Ids the call concerns, for its access-log line (borrowed from the
+     * request or the response, in arena; NULL when absent). */
+    const char *ids[3]; /* instance_id, task_id, job_key */
 
     /* Server stream state. */
     const wf_stream_ops *sops; /* non-NULL for a stream */

@@ -380,6 +380,50 @@ wf_store_get_stats(wf_store *st, wf_store_stats *out)
 {
     memset(out, 0, sizeof *out);
     st->ops->stats(st, out);
+    for (int i = 0; i < WF_STORE_N_COUNTED; i++)
+        out->events[i] = atomic_load_explicit(&st->counted[i], memory_order_relaxed);
+}
+
+const char *const wf_store_counted_events[WF_STORE_N_COUNTED] = {
+    [WF_CNT_INSTANCE_STARTED] = "INSTANCE_STARTED",
+    [WF_CNT_INSTANCE_COMPLETED] = "INSTANCE_COMPLETED",
+    [WF_CNT_INSTANCE_CANCELLED] = "INSTANCE_CANCELLED",
+    [WF_CNT_INSTANCE_FAILED] = "INSTANCE_FAILED",
+    [WF_CNT_INSTANCE_COMPENSATED] = "INSTANCE_COMPENSATED",
+    [WF_CNT_INCIDENT_RESOLVED] = "INCIDENT_RESOLVED",
+    [WF_CNT_SIGNAL_RECEIVED] = "SIGNAL_RECEIVED",
+    [WF_CNT_SIGNAL_BUFFERED] = "SIGNAL_BUFFERED",
+    [WF_CNT_SIGNAL_DROPPED] = "SIGNAL_DROPPED",
+    [WF_CNT_SIGNAL_DUPLICATE] = "SIGNAL_DUPLICATE",
+};
+
+/* Notes the counted events of changes in tx (added to the store's counts
+ * when tx commits). */
+static void
+count_events(wf_tx *tx, const wf_store_changes *c)
+{
+    for (size_t i = 0; i < c->n_events; i++)
+        for (int k = 0; k < WF_STORE_N_COUNTED; k++)
+            if (c->events[i].type != NULL &&
+                strcmp(c->events[i].type, wf_store_counted_events[k]) == 0) {
+                tx->counted[k]++;
+                break;
+            }
+}
+
+/* Runs a commit op: tx is gone afterwards, so its counts are taken first. */
+static wf_code
+counted_commit(wf_tx *tx, wf_code (*commit)(wf_tx *, const wf_idempotency_row *, bool, wf_error *),
+               const wf_idempotency_row *in, bool amend, wf_error *err)
+{
+    wf_store *st = tx->st;
+    uint32_t n[WF_STORE_N_COUNTED];
+    memcpy(n, tx->counted, sizeof n);
+    wf_code rc = commit != NULL ? commit(tx, in, amend, err) : st->ops->commit(tx, err);
+    for (int k = 0; rc == WF_OK && k < WF_STORE_N_COUNTED; k++)
+        if (n[k] != 0)
+            atomic_fetch_add_explicit(&st->counted[k], n[k], memory_order_relaxed);
+    return rc;
 }
 
 wf_code
@@ -449,7 +493,11 @@ wf_tx_apply(wf_tx *tx, const wf_store_changes *changes, wf_error *err)
                 changes->n_del_subscriptions >
             0)
         rc = tx_done(tx, wf_error_set(err, WF_E_INTERNAL, "deletions need the root locked"));
-    return rc != WF_OK ? rc : tx_done(tx, tx->st->ops->apply(tx, changes, err));
+    if (rc == WF_OK)
+        rc = tx_done(tx, tx->st->ops->apply(tx, changes, err));
+    if (rc == WF_OK)
+        count_events(tx, changes);
+    return rc;
 }
 
 wf_code
@@ -465,7 +513,7 @@ wf_tx_commit(wf_tx *tx, wf_error *err)
         tx->st->ops->rollback(tx);
         return wf_error_set(err, WF_E_DEADLINE_EXCEEDED, "deadline exceeded before commit");
     }
-    return tx->st->ops->commit(tx, err);
+    return counted_commit(tx, NULL, NULL, false, err);
 }
 
 void
@@ -544,7 +592,7 @@ commit_recorded(wf_tx *tx, const wf_idempotency_row *in, bool amend, wf_error *e
         }
         return wf_tx_commit(tx, err);
     }
-    return tx->st->ops->commit_recorded(tx, in, amend, err);
+    return counted_commit(tx, tx->st->ops->commit_recorded, in, amend, err);
 }
 
 wf_code

@@ -441,6 +441,23 @@ void wf_store_set_page_bytes(wf_store *st, size_t bytes);
 /* True when the store can serve calls now (health checks). */
 bool wf_store_ready(wf_store *st);
 
+/* The event types whose commits the store counts (for metrics), indexes
+ * of wf_store_stats.events; wf_store_counted_events names them. */
+enum {
+    WF_CNT_INSTANCE_STARTED,
+    WF_CNT_INSTANCE_COMPLETED,
+    WF_CNT_INSTANCE_CANCELLED,
+    WF_CNT_INSTANCE_FAILED,
+    WF_CNT_INSTANCE_COMPENSATED,
+    WF_CNT_INCIDENT_RESOLVED,
+    WF_CNT_SIGNAL_RECEIVED,
+    WF_CNT_SIGNAL_BUFFERED,
+    WF_CNT_SIGNAL_DROPPED,
+    WF_CNT_SIGNAL_DUPLICATE,
+    WF_STORE_N_COUNTED
+};
+extern const char *const wf_store_counted_events[WF_STORE_N_COUNTED];
+
 typedef struct wf_store_stats {
     int pool_size; /* 0 for the memory store */
     int in_use;    /* connections borrowed now */
@@ -451,6 +468,10 @@ typedef struct wf_store_stats {
      * around a call. Memory store: 0. */
     int64_t flights;
     int64_t statements;
+    /* Committed events of the types in wf_store_counted_events, in that
+     * order, since the store was made (this process's commits only; both
+     * stores). */
+    int64_t events[WF_STORE_N_COUNTED];
 } wf_store_stats;
 
 /* Snapshot of pool gauges for metrics. */

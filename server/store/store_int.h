@@ -7,6 +7,8 @@
 #ifndef WF_STORE_INT_H
 #define WF_STORE_INT_H
 
+#include <stdatomic.h>
+
 #include "store.h"
 
 /* The cursor of a task listing: the last row of the previous page, by
@@ -128,6 +130,7 @@ typedef struct wf_store_ops {
 struct wf_store {
     const wf_store_ops *ops;
     size_t page_bytes; /* wf_store_set_page_bytes; 0 = pages count rows only */
+    _Atomic int64_t counted[WF_STORE_N_COUNTED]; /* committed events (wf_store_stats) */
 };
 
 struct wf_tx {
@@ -136,6 +139,7 @@ struct wf_tx {
     bool failed;      /* a call failed: the transaction can only roll back */
     bool batch;       /* wf_store_begin_batch: several roots, in ascending order */
     const char *root; /* id of the root locked last (in ctx.arena), NULL before */
+    uint32_t counted[WF_STORE_N_COUNTED]; /* events applied, added to st's at commit */
 };
 
 /* ---- row descriptors ---------------------------------------------------

@@ -1028,6 +1028,82 @@ class ObservabilityTests(WorkflowTestCase):
             time.sleep(0.5)
         self.assertEqual(tasks_open(), before + 2)
 
+    def test_grpc_type_labels_follow_the_proto(self):
+        text = self.scrape()
+        for method, kind in (("ActivateJobs", "unary"), ("WatchEvents", "server_stream"),
+                             ("StreamActivatedJobs", "server_stream"), ("GetTask", "unary")):
+            self.assertIn('grpc_server_started_total{grpc_type="%s",'
+                          'grpc_service="workflow.v1.WorkflowService",grpc_method="%s"}'
+                          % (kind, method), text)
+        self.assertIn('grpc_server_started_total{grpc_type="bidi_stream",'
+                      'grpc_service="grpc.reflection.v1alpha.ServerReflection",'
+                      'grpc_method="ServerReflectionInfo"}', text)
+        self.assertIn('grpc_server_started_total{grpc_type="server_stream",'
+                      'grpc_service="grpc.health.v1.Health",grpc_method="Watch"}', text)
+        # Every code is there from the start, so that a rate sees the first error.
+        self.assertRegex(text, r'grpc_server_handled_total\{[^}]*grpc_method="CompleteJob",'
+                               r'grpc_code="DataLoss"\} 0')
+
+    def test_process_metrics(self):
+        import re
+        text = self.scrape()
+        for family, kind in (("process_cpu_seconds_total", "counter"),
+                             ("process_resident_memory_bytes", "gauge"),
+                             ("process_virtual_memory_bytes", "gauge"),
+                             ("process_open_fds", "gauge"), ("process_max_fds", "gauge"),
+                             ("process_start_time_seconds", "gauge")):
+            self.assertRegex(text, r"(?m)^# TYPE %s %s\n%s [0-9.e+]+$" % (family, kind, family))
+        rss = float(re.search(r"(?m)^process_resident_memory_bytes (\S+)$", text).group(1))
+        self.assertGreater(rss, 1 << 20)
+        start = float(re.search(r"(?m)^process_start_time_seconds (\S+)$", text).group(1))
+        self.assertLess(start, time.time() + 2)
+        self.assertGreater(start, time.time() - 3600)
+        fds = int(re.search(r"(?m)^process_open_fds (\d+)$", text).group(1))
+        self.assertGreater(fds, 3)
+
+    def test_instance_counters_move_and_the_log_names_the_instance(self):
+        import re
+
+        def value(text, series):
+            m = re.search(r"(?m)^%s (\d+)$" % re.escape(series), text)
+            self.assertIsNotNone(m, series)
+            return int(m.group(1))
+
+        started = 'workflow_instances_started_total'
+        cancelled = 'workflow_instances_ended_total{status="CANCELLED"}'
+        text = self.scrape()
+        for series in ('workflow_instances_ended_total{status="COMPLETED"}',
+                       'workflow_instances_ended_total{status="COMPENSATED"}',
+                       "workflow_incidents_opened_total", "workflow_incidents_resolved_total",
+                       'workflow_signals_total{outcome="CORRELATED"}',
+                       'workflow_signals_total{outcome="BUFFERED"}',
+                       'workflow_signals_total{outcome="DUPLICATE"}'):
+            value(text, series)
+        before = (value(text, started), value(text, cancelled),
+                  value(text, 'workflow_signals_total{outcome="DROPPED"}'))
+        wf = self.srv.workflow()
+        meta = md(key=KEY1, actor="counter-" + uuid.uuid4().hex[:8])
+        root = invoke(wf.StartInstance, wf_pb2.StartInstanceRequest(definition_key="counted"), meta)
+        self.assertEqual(root.code, SC.OK, root)
+        iid = root.response.instance.id
+        sig = invoke(wf.SendSignal, wf_pb2.SendSignalRequest(name="nobody-waits", instance_id=iid),
+                     meta)
+        self.assertEqual(sig.code, SC.OK, sig)
+        self.assertEqual(sig.response.outcome, wf_pb2.SIGNAL_OUTCOME_DROPPED)
+        self.assertEqual(invoke(wf.CancelInstance, wf_pb2.CancelInstanceRequest(instance_id=iid),
+                                meta).code, SC.OK)
+        text = self.scrape()
+        self.assertEqual((value(text, started), value(text, cancelled),
+                          value(text, 'workflow_signals_total{outcome="DROPPED"}')),
+                         (before[0] + 1, before[1] + 1, before[2] + 1))
+        # The access-log lines of both calls carry the instance id: the
+        # start's from its response, the cancel's from its request.
+        self.srv.wait_for_log(['"method":"/workflow.v1.WorkflowService/CancelInstance"'])
+        for method in ("StartInstance", "CancelInstance"):
+            entry = next(json.loads(l) for l in self.srv.log().splitlines()
+                         if '"%s"' % iid in l and "/" + method in l)
+            self.assertEqual(entry["instance_id"], iid)
+
     def test_other_paths_are_not_found(self):
         import urllib.error
         import urllib.request
@@ -1046,6 +1122,7 @@ class ObservabilityTests(WorkflowTestCase):
         entry = json.loads(line)
         self.assertEqual(entry["trace_id"], trace)
         self.assertEqual(entry["request_id"], rid)
+        self.assertEqual(entry["task_id"], UNKNOWN_TASK_ID)
         self.assertEqual(entry["method"], "/workflow.v1.WorkflowService/GetTask")
 
 

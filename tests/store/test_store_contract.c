@@ -369,6 +369,36 @@ START_TEST(test_rollback_discards_everything)
 }
 END_TEST
 
+/* The counted events (metrics) move with commits only, by type. */
+START_TEST(test_committed_events_are_counted)
+{
+    wf_store_stats before, after;
+    wf_store_get_stats(st, &before);
+    wf_event_row ev[3] = {
+        {0, NULL, S("r1"), S("r1"), S("INSTANCE_STARTED"), S("alice"), S("{}"), T0},
+        {0, NULL, S("r1"), S("r1"), S("INSTANCE_CANCELLED"), S("alice"), S("{}"), T0},
+        {0, NULL, S("r1"), S("r1"), S("VARIABLES_SET"), S("alice"), S("{}"), T0},
+    };
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_apply(tx, &(wf_store_changes){.events = ev, .n_events = 3}, &err),
+                     WF_OK);
+    wf_tx_rollback(tx);
+    wf_store_get_stats(st, &after);
+    ck_assert_int_eq(after.events[WF_CNT_INSTANCE_STARTED], before.events[WF_CNT_INSTANCE_STARTED]);
+    commit_changes(&(wf_store_changes){.events = ev, .n_events = 3});
+    commit_changes(&(wf_store_changes){.events = ev, .n_events = 1});
+    wf_store_get_stats(st, &after);
+    ck_assert_int_eq(after.events[WF_CNT_INSTANCE_STARTED] - before.events[WF_CNT_INSTANCE_STARTED],
+                     2);
+    ck_assert_int_eq(
+        after.events[WF_CNT_INSTANCE_CANCELLED] - before.events[WF_CNT_INSTANCE_CANCELLED], 1);
+    ck_assert_int_eq(after.events[WF_CNT_INSTANCE_COMPLETED],
+                     before.events[WF_CNT_INSTANCE_COMPLETED]);
+}
+END_TEST
+
 START_TEST(test_stale_instance_version_is_conflict)
 {
     new_root("r1", T0);
@@ -2303,6 +2333,7 @@ store_contract_suite(const char *name)
     tcase_add_test(tc, test_lock_missing_is_not_found);
     tcase_add_test(tc, test_aggregate_round_trip);
     tcase_add_test(tc, test_rollback_discards_everything);
+    tcase_add_test(tc, test_committed_events_are_counted);
     tcase_add_test(tc, test_stale_instance_version_is_conflict);
     tcase_add_test(tc, test_deletes_remove_rows);
     tcase_add_test(tc, test_work_item_history);
