@@ -101,11 +101,16 @@ main(int argc, char **argv)
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         printf("usage: workflowd\n"
                "       workflowd --health-probe [--tls-name NAME]\n"
+               "       workflowd migrate\n"
                "       workflowd --version\n"
                "Serves workflow.v1.WorkflowService over gRPC. Configured by environment\n"
                "variables (WF_ADDR, WF_ENV, WF_API_KEYS, DATABASE_URL, ...): see README.md.\n"
                "--health-probe asks the server at WF_ADDR for its health and exits 0 when\n"
                "it is SERVING, 1 otherwise (for Docker's HEALTHCHECK).\n"
+               "migrate applies the pending schema migrations of DATABASE_URL and exits:\n"
+               "0 when the schema is current, 1 when it cannot be (the database cannot be\n"
+               "reached, or its schema is newer than this workflowd), 2 for a\n"
+               "configuration error.\n"
                "--version prints \"workflowd VERSION\" and exits 0.\n");
         return 0;
     }
@@ -136,6 +141,22 @@ main(int argc, char **argv)
         return 2;
     }
     wf_log_threshold = (wf_log_level)cfg->log_level;
+    if (argc > 1 && strcmp(argv[1], "migrate") == 0) {
+        int version = 0;
+        wf_code rc = wf_app_migrate(cfg, &version, &err);
+        wf_config_free(cfg);
+        if (rc != WF_OK) {
+            WF_LOG(WF_LOG_ERROR, "migrate", "%s", err.msg);
+            return rc == WF_E_INVALID_ARGUMENT ? 2 : 1;
+        }
+        WF_LOG(WF_LOG_INFO, "migrate", "the schema is at migration %d", version);
+        return 0;
+    }
+    if (argc > 1) {
+        WF_LOG(WF_LOG_ERROR, "usage", "unknown argument \"%s\" (see workflowd --help)", argv[1]);
+        wf_config_free(cfg);
+        return 2;
+    }
     wf_expr_configure(&(wf_expr_options){
         .isolation = cfg->expr_inline ? WF_EXPR_INLINE : WF_EXPR_PROCESS,
         .timeout_ms = cfg->expr_timeout_ms,

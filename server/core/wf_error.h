@@ -75,6 +75,10 @@ typedef enum wf_code {
     /* UNAVAILABLE: the store cannot be reached, the pool is exhausted, or the
      * server is shutting down. Always safe to retry. */
     WF_E_STORE_UNAVAILABLE,
+    /* At startup: the database schema is at a migration newer than this
+     * binary knows (a newer workflowd migrated it). Never answered to a
+     * call: the server does not start. */
+    WF_E_SCHEMA_TOO_NEW,
 
     /* ABORTED: a serialization failure or deadlock; safe to retry. */
     WF_E_CONFLICT,

@@ -152,6 +152,16 @@ wf_app_open_store(wf_app *app, wf_error *err)
     return WF_OK;
 }
 
+wf_code
+wf_app_migrate(const wf_config *cfg, int *version, wf_error *err)
+{
+    if (cfg->database_url == NULL)
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                            "DATABASE_URL is not set: the memory store has no schema to migrate");
+    wf_store_pg_config pc = {.dsn = cfg->database_url, .pool_size = 1};
+    return wf_store_pg_migrate(&pc, version, err);
+}
+
 void
 wf_app_close_store(wf_app *app)
 {

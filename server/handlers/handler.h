@@ -98,6 +98,12 @@ void wf_app_wake_streams(wf_app *app, const char *topic);
  * WF_USERS / WF_GROUP_<id>. */
 wf_code wf_app_open_store(wf_app *app, wf_error *err);
 
+/* `workflowd migrate`: applies the pending migrations of DATABASE_URL and
+ * closes the connection; *version gets the schema's version. Refuses a
+ * configuration without DATABASE_URL (WF_E_INVALID_ARGUMENT) and a schema
+ * newer than this binary knows (WF_E_SCHEMA_TOO_NEW). */
+wf_code wf_app_migrate(const wf_config *cfg, int *version, wf_error *err);
+
 /* Subscribes to the store's commit notifications (every replica's commits
  * on Postgres, this process's on the memory store) and turns them into
  * stream wake-ups. Call once the rpc layer has set app->wake_streams. */

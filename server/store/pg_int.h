@@ -103,6 +103,7 @@ enum {
     S_MIG_UNLOCK,
     S_MIG_TABLE,
     S_MIG_HAS,
+    S_MIG_MAX,
     S_MIG_RECORD,
     S_COUNT_
 };
@@ -287,7 +288,7 @@ wf_code pg_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, siz
 wf_code pg_sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error *err);
 
 /* pg_migrate.c: migrations */
-wf_code wf_pg__migrate(pg_store *s, wf_error *err);
+wf_code wf_pg__migrate(pg_store *s, int *version, wf_error *err);
 
 /* pg_listen.c: the notifier and the listener */
 void wf_pg__notifier_note(pg_store *s, bool events, bool any_type, const char *const *types,

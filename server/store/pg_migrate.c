@@ -10,11 +10,27 @@
 
 /* ---- migrations -------------------------------------------------------------- */
 
+/* The newest version in schema_migrations (0 when none) into *out. */
+static wf_code
+newest_applied(wf_pg_conn *c, int *out, wf_error *err)
+{
+    PGresult *res;
+    wf_code rc = wf_pg__run(c, S_MIG_MAX, NULL, 0, &res, err);
+    if (rc == WF_OK)
+        *out = PQntuples(res) > 0 ? atoi(PQgetvalue(res, 0, 0)) : 0;
+    PQclear(res);
+    return rc;
+}
+
 /* Applies every embedded migration not yet in schema_migrations, each in
  * its own transaction, while holding a session advisory lock: replicas
- * starting together queue on the lock, and each finds the work done. */
+ * starting together queue on the lock, and each finds the work done.
+ * Refuses (WF_E_SCHEMA_TOO_NEW, nothing applied) a schema that holds a
+ * migration newer than the newest embedded one: a newer workflowd made it,
+ * and this one cannot know whether it may serve on it. *version (when not
+ * NULL) gets the schema's version afterwards. */
 wf_code
-wf_pg__migrate(pg_store *s, wf_error *err)
+wf_pg__migrate(pg_store *s, int *version, wf_error *err)
 {
     PGconn *pg = wf_pg_pool_connect(s->pool, 0, false, err);
     if (pg == NULL)
@@ -26,6 +42,16 @@ wf_pg__migrate(pg_store *s, wf_error *err)
         rc = wf_pg__run_cmd(&c, S_MIG_LOCK, NULL, 0, NULL, err);
     if (rc == WF_OK)
         rc = wf_pg__run_cmd(&c, S_MIG_TABLE, NULL, 0, NULL, err);
+    int newest = 0, known = wf_pg_migrations[wf_pg_n_migrations - 1].version;
+    if (rc == WF_OK)
+        rc = newest_applied(&c, &newest, err);
+    if (rc == WF_OK && newest > known)
+        rc =
+            wf_error_set(err, WF_E_SCHEMA_TOO_NEW,
+                         "the database schema is at migration %d, newer than the newest this "
+                         "workflowd %s knows (%d): run a workflowd at least as new as the one that "
+                         "migrated it",
+                         newest, WF_VERSION, known);
     for (int i = 0; rc == WF_OK && i < wf_pg_n_migrations; i++) {
         const wf_pg_migration *m = &wf_pg_migrations[i];
         params p = {.a = a};
@@ -55,6 +81,8 @@ wf_pg__migrate(pg_store *s, wf_error *err)
      * failed migration; unlock explicitly anyway on success. */
     if (rc == WF_OK)
         rc = wf_pg__run_cmd(&c, S_MIG_UNLOCK, NULL, 0, NULL, err);
+    if (rc == WF_OK && version != NULL)
+        *version = newest > known ? newest : known;
     wf_pg_conn_clear(&c);
     PQfinish(pg);
     wf_arena_free(a);

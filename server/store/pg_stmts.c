@@ -783,6 +783,8 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                      "applied_at timestamptz NOT NULL DEFAULT now())",
                      "the schema"},
     [S_MIG_HAS] = {"mig_has", "SELECT 1 FROM schema_migrations WHERE version = $1", "the schema"},
+    [S_MIG_MAX] = {"mig_max", "SELECT version FROM schema_migrations ORDER BY version DESC LIMIT 1",
+                   "the schema"},
     [S_MIG_RECORD] = {"mig_record", "INSERT INTO schema_migrations (version) VALUES ($1)",
                       "the schema"},
 };

@@ -425,6 +425,13 @@ typedef struct wf_store_pg_config {
  * (WF_E_STORE_UNAVAILABLE when Postgres cannot be reached) on failure. */
 wf_store *wf_store_pg_new(const wf_store_pg_config *cfg, wf_error *err);
 
+/* Applies the pending migrations as wf_store_pg_new does, then closes its
+ * connections (`workflowd migrate`). *version gets the schema's version.
+ * WF_E_SCHEMA_TOO_NEW when the schema holds a migration newer than this
+ * binary's newest: nothing is applied then, and wf_store_pg_new fails
+ * alike, so that no server starts on a schema it does not know. */
+wf_code wf_store_pg_migrate(const wf_store_pg_config *cfg, int *version, wf_error *err);
+
 /* Stops the listener (if any; joins its thread), closes every connection
  * and frees everything. NULL-safe. No call may be in flight, and it must
  * not be called from the listener callback. */

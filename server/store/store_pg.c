@@ -179,6 +179,20 @@ static const wf_store_ops pg_ops = {
     .set_listener = pg_set_listener,
 };
 
+wf_code
+wf_store_pg_migrate(const wf_store_pg_config *cfg, int *version, wf_error *err)
+{
+    pg_store *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return wf_error_nomem(err);
+    s->base.ops = &pg_ops;
+    pthread_mutex_init(&s->defs_mu, NULL);
+    s->pool = wf_pg_pool_new(cfg, err);
+    wf_code rc = s->pool != NULL ? wf_pg__migrate(s, version, err) : err->code;
+    pg_destroy(&s->base);
+    return rc;
+}
+
 wf_store *
 wf_store_pg_new(const wf_store_pg_config *cfg, wf_error *err)
 {
@@ -190,7 +204,7 @@ wf_store_pg_new(const wf_store_pg_config *cfg, wf_error *err)
     s->base.ops = &pg_ops;
     pthread_mutex_init(&s->defs_mu, NULL);
     s->pool = wf_pg_pool_new(cfg, err);
-    if (s->pool == NULL || wf_pg__migrate(s, err) != WF_OK) {
+    if (s->pool == NULL || wf_pg__migrate(s, NULL, err) != WF_OK) {
         pg_destroy(&s->base);
         return NULL;
     }

@@ -2144,6 +2144,70 @@ class SuspendResumePgTests(SuspendResumeTests):
         return [start_server(cls, "suspend-pg", DATABASE_URL=dsn)]
 
 
+class SchemaMigrationPgTests(WorkflowTestCase):
+    """`workflowd migrate` on a database of its own: applies every
+    migration and exits, is a no-op the second time, and both it and the
+    server refuse a schema newer than the binary knows."""
+
+    def setUp(self):
+        self.dsn = pg_dsn_or_skip("SchemaMigrationTests")
+        self.psql = wf_testkit.psql_path()
+        if not os.access(self.psql, os.X_OK):
+            self.skipTest("psql is not installed")
+        self.db = "wf_migrate_" + uuid.uuid4().hex[:10]
+        self.sql(self.dsn, "CREATE DATABASE %s" % self.db)
+        self.addCleanup(self.sql, self.dsn, "DROP DATABASE IF EXISTS %s WITH (FORCE)" % self.db)
+        self.db_dsn = wf_testkit.dsn_with_db(self.dsn, self.db)
+
+    def sql(self, dsn, command):
+        p = subprocess.run([self.psql, "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", dsn, "-c",
+                            command], capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout.strip()
+
+    def migrate(self):
+        return subprocess.run([OPTS.server, "migrate"], capture_output=True, text=True,
+                              timeout=60, env=server_env(DATABASE_URL=self.db_dsn))
+
+    def test_migrate_applies_every_migration_once_and_exits(self):
+        migrations = sorted(os.listdir(os.path.join(OPTS.proto, "..", "server", "store",
+                                                     "migrations")))
+        newest = int(migrations[-1].split("_")[0])
+        p = self.migrate()
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("the schema is at migration %d" % newest, p.stderr + p.stdout)
+        applied = self.sql(self.db_dsn, "SELECT string_agg(version::text, ',' ORDER BY version) "
+                                        "FROM schema_migrations")
+        self.assertEqual(applied, ",".join(str(int(m.split("_")[0])) for m in migrations))
+        self.assertEqual(self.sql(self.db_dsn, "SELECT to_regclass('instances') IS NOT NULL"),
+                         "t")
+        again = self.migrate()
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertNotIn("db_migrated", again.stderr + again.stdout)
+        # A server on the migrated schema starts and serves.
+        srv = start_server(type(self), "migrated", DATABASE_URL=self.db_dsn)
+        self.assertEqual(invoke(srv.workflow().ListDefinitions, wf_pb2.ListDefinitionsRequest(),
+                                md()).code, SC.OK)
+        srv.kill()
+
+    def test_a_newer_schema_is_refused_by_migrate_and_by_the_server(self):
+        self.assertEqual(self.migrate().returncode, 0)
+        self.sql(self.db_dsn, "INSERT INTO schema_migrations (version) VALUES (9999)")
+        for argv in ([OPTS.server, "migrate"], [OPTS.server]):
+            env = server_env(DATABASE_URL=self.db_dsn, WF_ADDR="127.0.0.1:%d" % free_port())
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+            self.assertEqual(p.returncode, 1, "%s: %s" % (argv, p.stderr))
+            self.assertIn("the database schema is at migration 9999, newer than", p.stderr)
+        self.assertEqual(self.sql(self.db_dsn, "SELECT count(*) FROM schema_migrations "
+                                               "WHERE version = 9999"), "1")
+
+    def test_migrate_without_a_database_is_a_configuration_error(self):
+        p = subprocess.run([OPTS.server, "migrate"], capture_output=True, text=True, timeout=30,
+                           env=server_env())
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("DATABASE_URL is not set", p.stderr)
+
+
 # ---------------------------------------------------------------------------
 
 
