@@ -195,7 +195,7 @@ static const struct command commands[] = {
                 "trigger, state, when enabled and ended, deadline, assignee / job type / signal,\n"
                 "and who finished it (with --json: one more JSON line per work item).\n"},
     {.name = "processes",
-     .summary = "list root instances, newest first",
+     .summary = "list root instances, oldest first",
      .method = "ListInstances",
      .req = DESC(list_instances_request),
      .resp = DESC(list_instances_response),

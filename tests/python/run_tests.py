@@ -940,6 +940,20 @@ class ReflectionTests(WorkflowTestCase):
         (resp,) = self.ask(0, file_by_filename="workflow/v1/workflow.proto")
         self.assertTrue(resp.HasField("file_descriptor_response"))
 
+    def test_error_detail_types_are_served(self):
+        # The details of every error (google.rpc.ErrorInfo, BadRequest, ...)
+        # resolve by reflection, so that a dynamic client can decode them.
+        from google.protobuf import descriptor_pb2
+        for symbol in ("google.rpc.ErrorInfo", "google.rpc.BadRequest", "google.rpc.RetryInfo",
+                       "google.rpc.Status"):
+            (resp,) = self.ask(0, file_containing_symbol=symbol)
+            self.assertTrue(resp.HasField("file_descriptor_response"), symbol)
+            names = set()
+            for raw in resp.file_descriptor_response.file_descriptor_proto:
+                fd = descriptor_pb2.FileDescriptorProto.FromString(raw)
+                names.update("%s.%s" % (fd.package, m.name) for m in fd.message_type)
+            self.assertIn(symbol, names)
+
     def test_unknown_symbol_is_not_found_error_response(self):
         (resp,) = self.ask(1, file_containing_symbol="workflow.v1.Nope")
         self.assertEqual(resp.error_response.error_code, SC.NOT_FOUND.value[0])
