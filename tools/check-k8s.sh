@@ -137,8 +137,9 @@ if [ "$renderer" = none ]; then
   if [ "${K8S_REQUIRE_RENDER:-0}" = 1 ]; then
     bad "render (K8S_REQUIRE_RENDER=1 and no renderer)"
   fi
-  # Full resource files: everything but kustomization.yaml and *-patch.yaml.
-  mapfile -t raw < <(find k8s -name '*.yaml' ! -name kustomization.yaml ! -name '*-patch.yaml' | sort)
+  # Full resource files: everything but kustomization.yaml, *-patch.yaml and
+  # the Prometheus rule files under */prometheus/ (not Kubernetes objects).
+  mapfile -t raw < <(find k8s -name '*.yaml' ! -name kustomization.yaml ! -name '*-patch.yaml' ! -path '*/prometheus/*' | sort)
   step "schema check of ${#raw[@]} raw resource files (kubernetes-models)"
   if node tools/k8s-validate.mjs "${raw[@]}" 2>&1; then ok "schema (raw files)"; else bad "schema (raw files)"; fi
   step "unknown-field check of raw resource files (kubernetes-types + tsc)"
