@@ -10,6 +10,9 @@
 #      + project rules: gRPC probes, shutdown budget, security, references)
 #   4. tools/k8s-strict.mjs                     (unknown fields via
 #      kubernetes-types + tsc --strict: catches `grpcc:` typos)
+#   5. tools/monitoring-rules.mjs --check       (the PrometheusRule is what
+#      the plain rules file generates; promtool checks of the rules and of
+#      the dashboard: tools/check_monitoring.py)
 # No cluster and no network are needed once tools/k8s/node_modules exists; it
 # is installed with `npm --prefix tools/k8s ci` when missing or stale.
 #
@@ -184,6 +187,10 @@ else
     if node tools/k8s-strict.mjs "${rendered[@]}" 2>&1; then ok "strict"; else bad "strict"; fi
   fi
 fi
+
+# ---------------------------------------------------------------- 5. rules
+step "PrometheusRule in step with its rules file (tools/monitoring-rules.mjs)"
+if node tools/monitoring-rules.mjs --check 2>&1; then ok "monitoring rules"; else bad "monitoring rules"; fi
 
 printf '\n'
 [ "$warnings" -gt 0 ] && printf 'check-k8s: %d warning(s) above\n' "$warnings"
