@@ -19,8 +19,8 @@ Steps, each of which fails the run:
     4. with --server: every metric name used by a rule or the dashboard is in
        the /metrics exposition of that workflowd (started on the memory
        store with WF_ENV=development on free 127.0.0.1 ports unless given,
-       scraped, stopped); `up` is the only name allowed besides, since
-       Prometheus adds it per target
+       scraped, stopped with SIGTERM, which must exit 0); `up` is the only
+       name allowed besides, since Prometheus adds it per target
 
 Needs promtool (Debian package prometheus) and PyYAML (python3-yaml).
 Exit status: 0 all passed, 1 a check failed, 2 missing prerequisite.
@@ -198,7 +198,8 @@ def free_addr():
 
 
 def scrape(server, addr, metrics_addr, work):
-    """The /metrics text of a workflowd started on the memory store."""
+    """The /metrics text of a workflowd started on the memory store, its
+    exit status after SIGTERM and the tail of its log."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("WF_") and k != "DATABASE_URL"}
     env.update(WF_ENV="development", WF_ADDR=addr, WF_METRICS_ADDR=metrics_addr, WF_LOG_LEVEL="warn")
     log_path = os.path.join(work, "workflowd.log")
@@ -206,10 +207,11 @@ def scrape(server, addr, metrics_addr, work):
         proc = subprocess.Popen([server], env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 30
-        while True:
+        text = None
+        while text is None:
             try:
                 with urllib.request.urlopen("http://%s/metrics" % metrics_addr, timeout=5) as r:
-                    return r.read().decode()
+                    text = r.read().decode()
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     with open(log_path) as f:
@@ -223,6 +225,8 @@ def scrape(server, addr, metrics_addr, work):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    with open(log_path) as f:
+        return text, proc.returncode, f.read()[-4000:]
 
 
 def main():
@@ -270,7 +274,9 @@ def main():
 
         if args.server:
             try:
-                text = scrape(args.server, args.addr or free_addr(), args.metrics_addr or free_addr(), work)
+                text, rc, log = scrape(args.server, args.addr or free_addr(), args.metrics_addr or free_addr(), work)
+                # Under ASan a leak or an error at exit shows here.
+                report(rc == 0, "workflowd served /metrics and exited 0 after SIGTERM", "exit %s:\n%s" % (rc, log))
             except RuntimeError as e:
                 report(False, "scrape of %s" % args.server, str(e))
                 text = None
