@@ -17,10 +17,11 @@ build_packages=(
 )
 packages=(
     "${build_packages[@]}"
-    # tests: Check, a throwaway Postgres, Python client, proto tooling, clang-format
+    # tests: Check, a throwaway Postgres, Python client, proto tooling, clang-format,
+    # promtool (prometheus) and PyYAML for the alert rules and the dashboard
     check
     postgresql postgresql-contrib
-    protobuf-compiler protobuf-compiler-grpc python3 python3-grpcio python3-protobuf
+    protobuf-compiler protobuf-compiler-grpc python3 python3-grpcio python3-protobuf python3-yaml
     valgrind yamllint ca-certificates curl prometheus openssl jq clang libclang-rt-14-dev
     clang-format
 )

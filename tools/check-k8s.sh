@@ -10,6 +10,9 @@
 #      + project rules: gRPC probes, shutdown budget, security, references)
 #   4. tools/k8s-strict.mjs                     (unknown fields via
 #      kubernetes-types + tsc --strict: catches `grpcc:` typos)
+#   5. tools/monitoring-rules.mjs --check       (the PrometheusRule is what
+#      the plain rules file generates; promtool checks of the rules and of
+#      the dashboard: tools/check_monitoring.py)
 # No cluster and no network are needed once tools/k8s/node_modules exists; it
 # is installed with `npm --prefix tools/k8s ci` when missing or stale.
 #
@@ -137,8 +140,9 @@ if [ "$renderer" = none ]; then
   if [ "${K8S_REQUIRE_RENDER:-0}" = 1 ]; then
     bad "render (K8S_REQUIRE_RENDER=1 and no renderer)"
   fi
-  # Full resource files: everything but kustomization.yaml and *-patch.yaml.
-  mapfile -t raw < <(find k8s -name '*.yaml' ! -name kustomization.yaml ! -name '*-patch.yaml' | sort)
+  # Full resource files: everything but kustomization.yaml, *-patch.yaml and
+  # the Prometheus rule files under */prometheus/ (not Kubernetes objects).
+  mapfile -t raw < <(find k8s -name '*.yaml' ! -name kustomization.yaml ! -name '*-patch.yaml' ! -path '*/prometheus/*' | sort)
   step "schema check of ${#raw[@]} raw resource files (kubernetes-models)"
   if node tools/k8s-validate.mjs "${raw[@]}" 2>&1; then ok "schema (raw files)"; else bad "schema (raw files)"; fi
   step "unknown-field check of raw resource files (kubernetes-types + tsc)"
@@ -183,6 +187,10 @@ else
     if node tools/k8s-strict.mjs "${rendered[@]}" 2>&1; then ok "strict"; else bad "strict"; fi
   fi
 fi
+
+# ---------------------------------------------------------------- 5. rules
+step "PrometheusRule in step with its rules file (tools/monitoring-rules.mjs)"
+if node tools/monitoring-rules.mjs --check 2>&1; then ok "monitoring rules"; else bad "monitoring rules"; fi
 
 printf '\n'
 [ "$warnings" -gt 0 ] && printf 'check-k8s: %d warning(s) above\n' "$warnings"

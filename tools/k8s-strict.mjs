@@ -12,7 +12,10 @@
 //   const doc1: K0.Deployment = { ... };
 // and `tsc --noEmit --strict` reports excess properties (TS2353), wrong
 // types and missing required fields, which are mapped back to the object
-// and the field path. An apiVersion/kind without a type is an error.
+// and the field path. Custom resources (PodMonitor, PrometheusRule) are
+// typed the same way with the interfaces that npm
+// @kubernetes-models/prometheus-operator generates from their CRDs. An
+// apiVersion/kind without a type is an error.
 //
 // Modules come from tools/k8s/node_modules (override the folder with
 // ECO=DIR or K8S_TOOLS_DIR=DIR). Exit status: 0 clean, 1 problems found,
@@ -78,6 +81,28 @@ const interfaceCache = new Map();
 function hasInterface(mod, kind) {
   if (!interfaceCache.has(mod)) interfaceCache.set(mod, fs.readFileSync(`${mod}.d.ts`, 'utf8'));
   return /^[A-Z][A-Za-z0-9]*$/.test(kind) && interfaceCache.get(mod).includes(`export interface ${kind} {`);
+}
+
+// Custom resources (the same table as tools/k8s-validate.mjs): the API group
+// -> the npm package of the kubernetes-models family with its CRD types.
+// Each kind is a module GROUP/VERSION/KIND.d.ts exporting `interface IKIND`,
+// generated from the CRD's openAPIV3Schema: an object literal typed with it
+// gets the same excess-property check as a built-in kind.
+const CRD_PACKAGES = {
+  'monitoring.coreos.com': '@kubernetes-models/prometheus-operator',
+};
+function crdType(apiVersion, kind) {
+  const m = /^([a-z0-9.-]+)\/(v[0-9]+(?:(?:alpha|beta)[0-9]+)?)$/.exec(apiVersion ?? '');
+  if (!m || !CRD_PACKAGES[m[1]] || !/^[A-Z][A-Za-z0-9]*$/.test(kind ?? '')) return null;
+  let dir;
+  try {
+    dir = path.dirname(resolveTools(`${CRD_PACKAGES[m[1]]}/package.json`));
+  } catch {
+    die(`cannot load npm module ${CRD_PACKAGES[m[1]]} from ${toolsDir}/node_modules; run: npm --prefix tools/k8s ci`);
+  }
+  const mod = path.join(dir, m[1], m[2], kind);
+  if (!fs.existsSync(`${mod}.d.ts`) || !fs.readFileSync(`${mod}.d.ts`, 'utf8').includes(`export interface I${kind} {`)) return null;
+  return { mod, name: `I${kind}` };
 }
 
 // Drops nulls (Kubernetes treats an explicit null as "unset").
@@ -153,14 +178,19 @@ let nobj = 0;
       for (const o of objs) {
         nobj++;
         const id = `${o?.kind ?? '?'}/${o?.metadata?.name ?? '?'}`;
-        const mod = typesModule(o?.apiVersion);
+        let mod = typesModule(o?.apiVersion);
+        let typeName = o?.kind;
         if (!mod || !hasInterface(mod, o.kind)) {
-          problems.push(`${input}: ${id}: no kubernetes-types interface for apiVersion "${o?.apiVersion}" kind "${o?.kind}"`);
-          continue;
+          const crd = crdType(o?.apiVersion, o?.kind);
+          if (!crd) {
+            problems.push(`${input}: ${id}: no kubernetes-types interface for apiVersion "${o?.apiVersion}" kind "${o?.kind}" (nor a CRD type)`);
+            continue;
+          }
+          ({ mod, name: typeName } = crd);
         }
         if (!imports.has(mod)) imports.set(mod, `K${imports.size}`);
         const start = lines.length;
-        lines.push(`const doc${nobj}: ${imports.get(mod)}.${o.kind} = `);
+        lines.push(`const doc${nobj}: ${imports.get(mod)}.${typeName} = `);
         paths.push('(root)');
         emit(dropNulls(o), '', 0, lines, paths);
         lines[lines.length - 1] += ';';

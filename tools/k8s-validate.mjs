@@ -8,7 +8,9 @@
 // apiVersion/kind from npm kubernetes-models (ajv validators generated from
 // the Kubernetes OpenAPI: types, enums, formats, required fields). Those
 // schemas allow unknown fields: tools/k8s-strict.mjs catches those.
-// An apiVersion/kind without a schema (a CRD, a typo) is an error.
+// Custom resources (PodMonitor, PrometheusRule) are checked against the CRD
+// schemas of npm @kubernetes-models/prometheus-operator (CRD_PACKAGES).
+// An apiVersion/kind without a schema (an unknown CRD, a typo) is an error.
 //
 // Invariants (--invariants, one rendered overlay per file): the gRPC probes,
 // the shutdown budget, the security context, appProtocol grpc, references
@@ -43,10 +45,18 @@ function die(msg) {
   process.exit(2);
 }
 
+// Custom resources: the API group -> the npm package of the same
+// kubernetes-models family that carries its CRD schemas (generated from the
+// CRDs' openAPIV3Schema).
+const CRD_PACKAGES = {
+  'monitoring.coreos.com': '@kubernetes-models/prometheus-operator',
+};
+
 let YAML;
 try {
   YAML = load('yaml');
   load('kubernetes-models');
+  for (const pkg of Object.values(CRD_PACKAGES)) load(`${pkg}/package.json`);
 } catch (e) {
   die(`cannot load npm modules from ${toolsDir}/node_modules (${e.message.split('\n')[0]}); run: npm --prefix tools/k8s ci`);
 }
@@ -81,13 +91,17 @@ const describe = (o) => `${o?.kind ?? '?'}/${o?.metadata?.name ?? '?'}`;
 
 // ---------------------------------------------------------------- schema
 
+
 function modelClass(apiVersion, kind) {
   // "v1" -> kubernetes-models/v1, "apps/v1" -> kubernetes-models/apps/v1,
-  // "networking.k8s.io/v1" -> kubernetes-models/networking.k8s.io/v1
+  // "networking.k8s.io/v1" -> kubernetes-models/networking.k8s.io/v1,
+  // "monitoring.coreos.com/v1" -> @kubernetes-models/prometheus-operator/monitoring.coreos.com/v1
   if (!/^([a-z0-9.-]+\/)?v[0-9]+((alpha|beta)[0-9]+)?$/.test(apiVersion) || !/^[A-Z][A-Za-z0-9]*$/.test(kind)) return null;
+  const group = apiVersion.includes('/') ? apiVersion.split('/')[0] : '';
+  const pkg = CRD_PACKAGES[group] ?? 'kubernetes-models';
   let mod;
   try {
-    mod = load(`kubernetes-models/${apiVersion}`);
+    mod = load(`${pkg}/${apiVersion}`);
   } catch {
     return null;
   }
@@ -180,7 +194,9 @@ function checkInvariants(file, objs, problems) {
   for (const w of workloads) {
     const spec = w.spec.template.spec ?? {};
     const labels = w.spec.template.metadata?.labels ?? {};
-    if (!matches(w.spec.selector?.matchLabels, labels)) P(w, 'spec.selector.matchLabels does not match the pod template labels');
+    // A Job's selector is generated (controller-uid) unless manualSelector.
+    const generated = w.kind === 'Job' && w.spec.manualSelector !== true && w.spec.selector === undefined;
+    if (!generated && !matches(w.spec.selector?.matchLabels, labels)) P(w, 'spec.selector.matchLabels does not match the pod template labels');
     if (spec.serviceAccountName && !find('ServiceAccount', spec.serviceAccountName)) {
       P(w, `serviceAccountName "${spec.serviceAccountName}" is not in the render`);
     }
@@ -247,6 +263,54 @@ function checkInvariants(file, objs, problems) {
   const apps = byKind('Deployment').filter((d) => d.spec?.template?.metadata?.labels?.['app.kubernetes.io/name'] === APP);
   if (apps.length !== 1) problems.push(`${file}: expected exactly one Deployment labelled app.kubernetes.io/name=${APP}, found ${apps.length}`);
   for (const d of apps) checkApp(d, objs, P, find);
+
+  // PodMonitors must scrape a named port of the workflowd pods, with the
+  // job name the alert rules and the dashboard select.
+  const appLabels = apps[0]?.spec.template.metadata?.labels ?? {};
+  const appPorts = new Set((apps[0]?.spec.template.spec.containers ?? []).flatMap((c) => (c.ports ?? []).map((p) => p.name)));
+  for (const m of byKind('PodMonitor')) {
+    if (!matches(m.spec?.selector?.matchLabels, appLabels)) P(m, 'spec.selector.matchLabels does not select the workflowd pods');
+    for (const e of m.spec?.podMetricsEndpoints ?? []) {
+      if (!appPorts.has(e.port)) P(m, `podMetricsEndpoints port ${JSON.stringify(e.port)} is not a named container port of workflowd`);
+    }
+    if (appLabels[m.spec?.jobLabel] !== APP) P(m, `jobLabel must name a pod label whose value is "${APP}" (the rules select job="${APP}")`);
+  }
+  for (const r of byKind('PrometheusRule')) {
+    if (!(r.spec?.groups ?? []).some((g) => (g.rules ?? []).length > 0)) P(r, 'no rules');
+  }
+
+  // The migration Job runs the Deployment's image with its configuration.
+  for (const j of byKind('Job').filter((x) => x.metadata?.name?.startsWith(`${APP}-migrate`))) {
+    if (apps.length === 1) checkMigrateJob(j, apps[0], P);
+  }
+}
+
+function checkMigrateJob(j, d, P) {
+  const spec = j.spec.template.spec ?? {};
+  const server = (d.spec.template.spec.containers ?? []).find((x) => x.name === APP) ?? {};
+  const cs = spec.containers ?? [];
+  if (cs.length !== 1) {
+    P(j, 'expected exactly one container');
+    return;
+  }
+  const c = cs[0];
+  const same = (a, b) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+  if (c.image !== server.image) P(j, `image ${c.image} must be the Deployment's image ${server.image}`);
+  if (!same(c.command, server.command) || !same(c.args, ['migrate'])) P(j, 'must run the image entrypoint with args ["migrate"]');
+  if (!same(c.envFrom, server.envFrom)) P(j, 'envFrom must be the Deployment\'s (same ConfigMap)');
+  const secretEnv = (x) => (x.env ?? []).filter((e) => e.valueFrom?.secretKeyRef);
+  if (!same(secretEnv(c), secretEnv(server))) P(j, 'the Secret references must be the Deployment\'s');
+  if (!same(spec.securityContext, d.spec.template.spec.securityContext)) P(j, 'pod securityContext must be the Deployment\'s');
+  if (!same(c.securityContext, server.securityContext)) P(j, 'container securityContext must be the Deployment\'s');
+  if (spec.serviceAccountName !== d.spec.template.spec.serviceAccountName || spec.automountServiceAccountToken !== false) {
+    P(j, 'must use the Deployment\'s ServiceAccount without a mounted token');
+  }
+  if (spec.restartPolicy !== 'Never') P(j, 'restartPolicy must be Never (retries are backoffLimit\'s, with a fresh pod)');
+  if (!(Number.isInteger(j.spec.backoffLimit) && j.spec.backoffLimit <= 6)) P(j, 'backoffLimit must be set (at most 6)');
+  if (!(j.spec.activeDeadlineSeconds > 0)) P(j, 'activeDeadlineSeconds must be set');
+  if (!(j.spec.ttlSecondsAfterFinished > 0)) P(j, 'ttlSecondsAfterFinished must be set: finished Jobs block re-creation under the same name');
+  const podLabels = j.spec.template.metadata?.labels ?? {};
+  if (matches(d.spec.selector?.matchLabels, podLabels)) P(j, 'its pods must not match the Deployment selector (the Service and PodMonitor would select them)');
 }
 
 function checkApp(d, objs, P, find) {
