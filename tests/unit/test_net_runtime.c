@@ -694,6 +694,68 @@ START_TEST(test_task_expression_failing_after_a_timer_is_an_incident)
 }
 END_TEST
 
+/* The live USER work item of a net task, as ListWorkItems reads it. */
+static wf_net_item
+review_item(const char *instance_id)
+{
+    wf_ref_ctx c = as("boss");
+    wf_net_list_items_in q = {.instance_id = instance_id};
+    wf_net_item *items;
+    size_t n;
+    char *next;
+    wf_error err;
+    ck_assert_int_eq(wf_net_list_work_items(&c, &q, &items, &n, &next, &err), WF_OK);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(items[i].row.transition_id, "review") == 0)
+            return items[i];
+    ck_abort_msg("no review work item");
+    return items[0];
+}
+
+/* Reassigned or delegated, a net task's work item names its new holder
+ * (the delegate while pending, the owner again once resolved); the item
+ * keeps its deadline from the competing timer. */
+START_TEST(test_work_item_follows_reassign_and_delegate)
+{
+    deploy(race_net("wi", 60000, NULL, NULL));
+    wf_instance_row in = start("wi", "{}");
+    wf_aggregate agg = aggregate(in.id);
+    const char *task = agg.tasks[0].id;
+    wf_net_item it = review_item(in.id);
+    ck_assert_str_eq(it.row.assignee_id, "alice");
+    int64_t deadline = it.row.deadline;
+    ck_assert(deadline != 0);
+    wf_ref_ctx alice = as("alice"), bob = as("bob"), carl = as("carl");
+    wf_task_row t;
+    wf_error err;
+    wf_task_reassign to_bob = {.user = "bob"};
+    ck_assert_int_eq(wf_referral_reassign(&alice, task, &to_bob, NULL, &t, &err), WF_OK);
+    it = review_item(in.id);
+    ck_assert_str_eq(it.row.assignee_id, "bob");
+    ck_assert_int_eq(it.row.assignee_kind, WF_NET_ASSIGNEE_USER);
+    ck_assert(it.row.deadline == deadline);
+    ck_assert_int_eq(wf_referral_delegate(&bob, task, "carl", NULL, &t, &err), WF_OK);
+    ck_assert_str_eq(review_item(in.id).row.assignee_id, "carl");
+    wf_ref_completion done;
+    ck_assert_int_eq(wf_instances_complete_task(&carl, task, "{}", NULL, &done, &err), WF_OK);
+    ck_assert_int_eq(done.task.delegation, WF_DELEGATION_RESOLVED);
+    ck_assert_str_eq(review_item(in.id).row.assignee_id, "bob");
+    wf_task_reassign to_group = {.group = "ops"};
+    ck_assert_int_eq(wf_referral_reassign(&bob, task, &to_group, NULL, &t, &err), WF_OK);
+    it = review_item(in.id);
+    ck_assert_str_eq(it.row.assignee_id, "ops");
+    ck_assert_int_eq(it.row.assignee_kind, WF_NET_ASSIGNEE_GROUP);
+    /* Completed, the item ends naming the group; the net ends. */
+    wf_ref_ctx dana = as("dana");
+    ck_assert_int_eq(wf_referral_claim(&dana, task, NULL, &t, &err), WF_OK);
+    ck_assert_int_eq(wf_instances_complete_task(&dana, task, "{}", NULL, &done, &err), WF_OK);
+    it = review_item(in.id);
+    ck_assert_int_eq(it.state, WF_NET_ITEM_FINISHED);
+    ck_assert_str_eq(it.row.assignee_id, "ops");
+    ck_assert_str_eq(it.row.finished_by, "dana");
+}
+END_TEST
+
 static int violations;
 
 static void
@@ -1595,6 +1657,7 @@ main(void)
     tcase_add_test(tc, test_due_expression_and_refused_firing_is_an_incident);
     tcase_add_test(tc, test_task_expressions_at_enablement);
     tcase_add_test(tc, test_task_expression_failing_after_a_timer_is_an_incident);
+    tcase_add_test(tc, test_work_item_follows_reassign_and_delegate);
     tcase_add_test(tc, test_msg_subscription_and_view);
     tcase_add_test(tc, test_versions_and_cache);
     tcase_add_test(tc, test_signal_racing_its_timeout_1000_times);
