@@ -251,8 +251,13 @@ task_block(const Workflow__V1__Task *t)
         kv("root", "%s", t->root_instance_id);
     kv("definition", "%s", t->definition_key);
     kv("transition", "%s", t->transition_id);
+    kv("priority", "%d", (int)t->priority);
     kv("created", "%s", ts(t->created_at));
     kv("due", "%s", ts_rel(t->due_at));
+    kv("follow up", "%s", ts_rel(t->follow_up_at));
+    kv("owner", "%s", t->owner);
+    if (t->delegation_state != 0)
+        kv("delegation", "%s", EN(delegation_state, t->delegation_state));
     kv("ended", "%s", ts(t->ended_at));
 }
 
@@ -433,12 +438,12 @@ row_task(const ProtobufCMessage *m)
 {
     const Workflow__V1__Task *t = (const void *)m;
     if (tbl.ncols == 0)
-        table_begin(
-            0, 6,
-            (const char *const[]){"ID", "STATUS", "ASSIGNEE", "CLAIMED_BY", "TITLE", "INSTANCE"});
-    table_row((const char *const[]){t->id, EN(task_status, t->status),
-                                    assignee_of(t->assignee_kind, t->assignee_id), t->claimed_by,
-                                    t->title, t->instance_id});
+        table_begin(0, 8,
+                    (const char *const[]){"ID", "STATUS", "PRIO", "DUE", "ASSIGNEE", "CLAIMED_BY",
+                                          "TITLE", "INSTANCE"});
+    table_row((const char *const[]){t->id, EN(task_status, t->status), fmt("%d", (int)t->priority),
+                                    ts(t->due_at), assignee_of(t->assignee_kind, t->assignee_id),
+                                    t->claimed_by, t->title, t->instance_id});
 }
 
 void

@@ -815,6 +815,32 @@ run_time(jq_state *jq, int64_t *out_us, wf_error *err)
     return rc;
 }
 
+static wf_code
+run_int(jq_state *jq, int64_t *out, wf_error *err)
+{
+    jv v = jq_next(jq);
+    int r = next_result(jq, v, err);
+    if (r < 0)
+        return err != NULL ? err->code : WF_E_INVALID_ARGUMENT;
+    if (r == 0)
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "expression yielded no number");
+    wf_code rc = WF_OK;
+    if (jv_get_kind(v) != JV_KIND_NUMBER) {
+        rc = wf_error_set(err, WF_E_INVALID_ARGUMENT, "expression must yield an integer, got %s",
+                          kind_name(v));
+    } else {
+        double d = jv_number_value(v);
+        /* 2^63 itself is out of range; every smaller double that is whole is in. */
+        if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != (double)(int64_t)d)
+            rc = wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                              "expression must yield an integer, got %.17g", d);
+        else
+            *out = (int64_t)d;
+    }
+    jv_free(v);
+    return rc;
+}
+
 wf_code
 wf_expr__jq_run(jq_state *jq, wf_expr_op op, const char *vars_json, size_t len, wf_arena *a,
                 wf_expr_result *r, wf_error *err)
@@ -834,6 +860,8 @@ wf_expr__jq_run(jq_state *jq, wf_expr_op op, const char *vars_json, size_t len, 
         return run_strings(jq, a, r, err);
     case WF_EXPR_OP_TIME:
         return run_time(jq, &r->us, err);
+    case WF_EXPR_OP_INT:
+        return run_int(jq, &r->us, err);
     case WF_EXPR_OP_COMPILE:
         break;
     }
@@ -894,6 +922,16 @@ wf_expr_eval_time(wf_expr *e, const char *vars_json, int64_t *out_us, wf_error *
     wf_code rc = eval(e, WF_EXPR_OP_TIME, vars_json, NULL, &r, err);
     if (rc == WF_OK)
         *out_us = r.us;
+    return rc;
+}
+
+wf_code
+wf_expr_eval_int(wf_expr *e, const char *vars_json, int64_t *out, wf_error *err)
+{
+    wf_expr_result r = {0};
+    wf_code rc = eval(e, WF_EXPR_OP_INT, vars_json, NULL, &r, err);
+    if (rc == WF_OK)
+        *out = r.us;
     return rc;
 }
 

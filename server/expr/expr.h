@@ -99,6 +99,12 @@ wf_code wf_expr_eval_strings(wf_expr *e, const char *vars_json, wf_arena *a, cha
  * string; *out_us is microseconds since the Unix epoch. */
 wf_code wf_expr_eval_time(wf_expr *e, const char *vars_json, int64_t *out_us, wf_error *err);
 
+/* priority_expression evaluation: the first result must be a number
+ * with an integral value within int64 (e.g. 70 or 70.0, not 70.5 or
+ * "70"); no result, another type or a fraction is WF_E_INVALID_ARGUMENT.
+ * The range a field allows is the caller's to check. */
+wf_code wf_expr_eval_int(wf_expr *e, const char *vars_json, int64_t *out, wf_error *err);
+
 /* Parses an RFC 3339 date-time ("2024-05-01T10:00:00.5+02:00") into
  * microseconds since the epoch. False when s is not one. */
 bool wf_expr_parse_rfc3339(const char *s, int64_t *out_us);

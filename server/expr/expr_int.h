@@ -20,12 +20,13 @@ typedef enum wf_expr_op {
     WF_EXPR_OP_BOOL = 'b',
     WF_EXPR_OP_STRINGS = 's',
     WF_EXPR_OP_TIME = 't',
+    WF_EXPR_OP_INT = 'i',
 } wf_expr_op;
 
 /* The result of one evaluation; which fields are set depends on the op. */
 typedef struct wf_expr_result {
     bool yes;    /* BOOL */
-    int64_t us;  /* TIME */
+    int64_t us;  /* TIME; INT: the integer */
     char **strs; /* STRINGS, in the arena given */
     size_t nstrs;
 } wf_expr_result;

@@ -381,6 +381,7 @@ decode_result(wf_expr_op op, const uint8_t *buf, uint32_t len, wf_arena *a, wf_e
         return true;
     }
     case WF_EXPR_OP_TIME:
+    case WF_EXPR_OP_INT:
         return take(&p, end, &r->us, sizeof r->us);
     case WF_EXPR_OP_STRINGS: {
         uint32_t n;
@@ -742,7 +743,7 @@ wf_expr_worker_main(int argc, char **argv)
             } else if (op == WF_EXPR_OP_BOOL) {
                 uint8_t b = res.yes;
                 put(&r, &b, 1);
-            } else if (op == WF_EXPR_OP_TIME) {
+            } else if (op == WF_EXPR_OP_TIME || op == WF_EXPR_OP_INT) {
                 put(&r, &res.us, sizeof res.us);
             } else {
                 uint32_t n = (uint32_t)res.nstrs;

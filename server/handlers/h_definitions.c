@@ -87,6 +87,9 @@ step_in(const Workflow__V1__Step *m, wf_step *st)
     if (m->user != NULL) {
         st->has_user = true;
         user_in(m->user->assignee, m->user->completion, &st->assignee, &st->completion);
+        st->priority_expression = m->user->priority_expression;
+        st->task_due_expression = m->user->due_expression;
+        st->task_follow_up_expression = m->user->follow_up_expression;
     }
     if (m->await_signal != NULL) {
         st->has_await = true;
@@ -114,6 +117,9 @@ transition_in(wf_arena *a, const Workflow__V1__Transition *m, wf_transition *t)
     t->cancels = (const char **)m->cancels;
     t->n_cancels = m->n_cancels;
     user_in(m->assignee, m->completion, &t->assignee, &t->completion);
+    t->priority_expression = m->priority_expression;
+    t->task_due_expression = m->task_due_expression;
+    t->task_follow_up_expression = m->task_follow_up_expression;
     t->job_type = m->job_type;
     retry_in(m->retry, &t->retry);
     t->lease_ms = wf_h_duration_ms(m->lease);
@@ -254,6 +260,9 @@ step_out(wf_arena *a, const wf_step *st, bool *oom)
         workflow__v1__user_step__init(m->user);
         m->user->assignee = assignee_out(a, &st->assignee, oom);
         m->user->completion = completion_out(a, &st->completion, oom);
+        m->user->priority_expression = str(st->priority_expression);
+        m->user->due_expression = str(st->task_due_expression);
+        m->user->follow_up_expression = str(st->task_follow_up_expression);
     }
     if (st->has_await && (m->await_signal = alloc_or(a, sizeof *m->await_signal, oom)) != NULL) {
         workflow__v1__await_step__init(m->await_signal);
@@ -302,6 +311,9 @@ transition_out(wf_arena *a, const wf_transition *t, bool *oom)
     m->n_cancels = t->n_cancels;
     m->assignee = assignee_out(a, &t->assignee, oom);
     m->completion = completion_out(a, &t->completion, oom);
+    m->priority_expression = str(t->priority_expression);
+    m->task_due_expression = str(t->task_due_expression);
+    m->task_follow_up_expression = str(t->task_follow_up_expression);
     m->job_type = str(t->job_type);
     m->retry = retry_out(a, &t->retry, oom);
     m->lease = wf_h_duration(a, t->lease_ms, oom);

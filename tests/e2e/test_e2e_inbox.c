@@ -3,8 +3,10 @@
  * Postgres (WF_TEST_STORE=pg): ReassignTask, DelegateTask with the
  * delegate's resolve at CompleteTask, UpdateTask, the priority and times
  * of AssignTo, and ListTasks sorted by priority, due time or creation with
- * a due window, paged across ties. Each refusal is checked with its code
- * and reason, each change with its event and actor.
+ * a due window, paged across ties; the priority, due and follow-up
+ * expressions of USER transitions and user steps; the work-item history
+ * following a reassignment and a delegation. Each refusal is checked with
+ * its code and reason, each change with its event and actor.
  *
  * Postgres keeps rows between tests, so every test names its own users,
  * groups and definition keys with a unique suffix.
@@ -440,6 +442,266 @@ START_TEST(test_delegate_a_net_task)
 }
 END_TEST
 
+/* ---- task expressions of USER transitions -------------------------------------------------- */
+
+/* s -> t (USER user, with the task expressions given; NULL = none) -> e */
+static nb *
+user_net(const char *key, const char *user, const char *prio_expr, const char *due_expr,
+         const char *follow_expr)
+{
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "e", END);
+    Workflow__V1__Transition *tr = trans(n, "t", T_USER);
+    Workflow__V1__Assignee *a = wf_arena_calloc(ta, 1, sizeof *a);
+    workflow__v1__assignee__init(a);
+    a->kind = USER;
+    a->ids = wf_arena_calloc(ta, 2, sizeof *a->ids);
+    a->ids[0] = (char *)user;
+    a->n_ids = 1;
+    tr->assignee = a;
+    if (prio_expr != NULL)
+        tr->priority_expression = (char *)prio_expr;
+    if (due_expr != NULL)
+        tr->task_due_expression = (char *)due_expr;
+    if (follow_expr != NULL)
+        tr->task_follow_up_expression = (char *)follow_expr;
+    arc(n, "s", "t");
+    arc(n, "t", "e");
+    return n;
+}
+
+/* True when some violation of st starts with prefix and has reason. */
+static bool
+has_violation(const wf_client_status *st, const char *prefix, const char *reason)
+{
+    for (int i = 0; i < st->nviolations && i < 8; i++)
+        if (strncmp(st->violations[i], prefix, strlen(prefix)) == 0 &&
+            strcmp(st->violation_reasons[i], reason) == 0)
+            return true;
+    return false;
+}
+
+START_TEST(test_user_transition_task_expressions)
+{
+    const char *alice = u("alice");
+    nb *n = user_net(u("prio"), alice, "if .vip then 90 else 40 end", ".due",
+                     ".due | fromdate - 86400 | todate");
+    deploy(n);
+    /* Read back as deployed. */
+    Workflow__V1__GetDefinitionRequest gr = WORKFLOW__V1__GET_DEFINITION_REQUEST__INIT;
+    gr.key = n->d.key;
+    wf_client_status st;
+    Workflow__V1__GetDefinitionResponse *gd = call(
+        as("dev"), "GetDefinition", &gr, &workflow__v1__get_definition_response__descriptor, &st);
+    ck_ok(st);
+    Workflow__V1__Definition *d = gd->definition;
+    ck_assert_str_eq(d->transitions[0]->priority_expression, "if .vip then 90 else 40 end");
+    ck_assert_str_eq(d->transitions[0]->task_due_expression, ".due");
+
+    Workflow__V1__Instance *in =
+        start_boss(n->d.key, "{\"vip\":true,\"due\":\"2030-03-02T10:00:00Z\"}");
+    Workflow__V1__Task *t = task_of(get_instance(in->id), "t", T_OPEN);
+    ck_assert_int_eq(t->priority, 90);
+    ck_assert_ptr_nonnull(t->due_at);
+    ck_assert_int_eq(t->due_at->seconds, 1898676000);
+    ck_assert_ptr_nonnull(t->follow_up_at);
+    ck_assert_int_eq(t->follow_up_at->seconds, 1898676000 - 86400);
+    in = start_boss(n->d.key, "{\"vip\":false,\"due\":\"2030-03-01T10:00:00Z\"}");
+    Workflow__V1__Task *t2 = task_of(get_instance(in->id), "t", T_OPEN);
+    ck_assert_int_eq(t2->priority, 40);
+    /* The inbox sorts by them. */
+    Workflow__V1__ListTasksRequest lr = WORKFLOW__V1__LIST_TASKS_REQUEST__INIT;
+    lr.user = (char *)alice;
+    lr.sort = S_DUE;
+    Workflow__V1__ListTasksResponse *l =
+        call(as(alice), "ListTasks", &lr, &workflow__v1__list_tasks_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(l->n_tasks, 2);
+    ck_assert_str_eq(l->tasks[0]->id, t2->id);
+    lr.sort = S_PRIORITY;
+    lr.descending = true;
+    l = call(as(alice), "ListTasks", &lr, &workflow__v1__list_tasks_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_str_eq(l->tasks[0]->id, t->id);
+
+    /* Results the tasks cannot take refuse the StartInstance that enables
+     * them, and start nothing. */
+    static const char *const bad[] = {
+        "{\"vip\":true,\"due\":17}",
+        "{\"vip\":true,\"due\":\"next week\"}",
+        "{\"vip\":true}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_ptr_null(start_v(as("boss"), n->d.key, 0, bad[i], &st));
+        ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+        ck_assert_msg(strstr(st.message, "task_due_expression of transition \"t\"") != NULL, "%s",
+                      st.message);
+    }
+    nb *p = user_net(u("prio-range"), alice, ".p", NULL, NULL);
+    deploy(p);
+    ck_assert_ptr_null(start_v(as("boss"), p->d.key, 0, "{\"p\":101}", &st));
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    ck_assert_ptr_nonnull(strstr(st.message, "gave 101, which is not 0 to 100"));
+    ck_assert_ptr_null(start_v(as("boss"), p->d.key, 0, "{\"p\":\"high\"}", &st));
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    ck_assert_ptr_nonnull(strstr(st.message, "must yield an integer, got string"));
+    in = start_v(as("boss"), p->d.key, 0, "{\"p\":0}", &st);
+    ck_ok(st);
+    ck_assert_int_eq(task_of(get_instance(in->id), "t", T_OPEN)->priority, 0);
+    /* The instance count: only the two good starts of each net. */
+    Workflow__V1__ListInstancesRequest ir = WORKFLOW__V1__LIST_INSTANCES_REQUEST__INIT;
+    ir.definition_key = p->d.key;
+    ir.started_by = "boss";
+    Workflow__V1__ListInstancesResponse *il = call(
+        as("boss"), "ListInstances", &ir, &workflow__v1__list_instances_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(il->n_instances, 1);
+}
+END_TEST
+
+START_TEST(test_task_expressions_validated_at_deploy)
+{
+    wf_client_status st;
+    nb *n = user_net(u("prio-bad"), u("alice"), ".p |", "[", ".f)");
+    ck_assert_ptr_null(deploy_d(as("dev"), &n->d, false, &st));
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "DEFINITION_INVALID");
+    ck_assert_int_eq(st.nviolations, 3);
+    ck_assert(has_violation(
+        &st, "definition.transitions[0].priority_expression: ", "EXPRESSION_INVALID"));
+    ck_assert(has_violation(
+        &st, "definition.transitions[0].task_due_expression: ", "EXPRESSION_INVALID"));
+    ck_assert(has_violation(
+        &st, "definition.transitions[0].task_follow_up_expression: ", "EXPRESSION_INVALID"));
+    /* validate_only lists the same, with OK. */
+    Workflow__V1__DeployDefinitionResponse *r = deploy_d(as("dev"), &n->d, true, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(r->n_errors, 3);
+
+    /* Only USER transitions take them. */
+    nb *m = net_new(u("prio-time"));
+    place(m, "s", START);
+    place(m, "e", END);
+    Workflow__V1__Transition *tt = trans(m, "wait", T_TIME);
+    tt->delay = dur(1000);
+    tt->priority_expression = "50";
+    tt->task_due_expression = ".due";
+    arc(m, "s", "wait");
+    arc(m, "wait", "e");
+    ck_assert_ptr_null(deploy_d(as("dev"), &m->d, false, &st));
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "DEFINITION_INVALID");
+    ck_assert_int_eq(st.nviolations, 2);
+    ck_assert(has_violation(
+        &st, "definition.transitions[0].priority_expression: ", "TRIGGER_FIELD_CONFLICT"));
+    ck_assert(has_violation(
+        &st, "definition.transitions[0].task_due_expression: ", "TRIGGER_FIELD_CONFLICT"));
+
+    /* A user step: its fields, at the step's path. */
+    Workflow__V1__Definition d = WORKFLOW__V1__DEFINITION__INIT;
+    d.key = u("prio-steps");
+    d.kind = WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_STEPS;
+    Workflow__V1__Step s = WORKFLOW__V1__STEP__INIT;
+    Workflow__V1__UserStep us = WORKFLOW__V1__USER_STEP__INIT;
+    Workflow__V1__Assignee a = WORKFLOW__V1__ASSIGNEE__INIT;
+    char *ids[] = {(char *)u("alice")};
+    a.kind = USER;
+    a.ids = ids;
+    a.n_ids = 1;
+    us.assignee = &a;
+    us.priority_expression = "[";
+    us.due_expression = ".due";
+    us.follow_up_expression = ".f)";
+    s.id = "review";
+    s.user = &us;
+    Workflow__V1__Step *steps[] = {&s};
+    d.steps = steps;
+    d.n_steps = 1;
+    ck_assert_ptr_null(deploy_d(as("dev"), &d, false, &st));
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "DEFINITION_INVALID");
+    ck_assert_int_eq(st.nviolations, 2);
+    ck_assert(
+        has_violation(&st, "definition.steps[0].user.priority_expression: ", "EXPRESSION_INVALID"));
+    ck_assert(has_violation(
+        &st, "definition.steps[0].user.follow_up_expression: ", "EXPRESSION_INVALID"));
+    /* Fixed, the step's task takes them. */
+    us.priority_expression = ".p";
+    us.follow_up_expression = "";
+    ck_assert_ptr_nonnull(deploy_d(as("dev"), &d, false, &st));
+    ck_ok(st);
+    Workflow__V1__Instance *in =
+        start_v(as("boss"), d.key, 0, "{\"p\":77,\"due\":\"2030-03-02T10:00:00Z\"}", &st);
+    ck_ok(st);
+    Workflow__V1__Task *t = task_of(get_instance(in->id), "review", T_OPEN);
+    ck_assert_int_eq(t->priority, 77);
+    ck_assert_int_eq(t->due_at->seconds, 1898676000);
+    ck_assert_ptr_null(t->follow_up_at);
+}
+END_TEST
+
+/* ---- the work-item history follows the task ------------------------------------------------ */
+
+static Workflow__V1__WorkItem *
+user_item(const char *instance_id)
+{
+    Workflow__V1__ListWorkItemsRequest r = WORKFLOW__V1__LIST_WORK_ITEMS_REQUEST__INIT;
+    r.instance_id = (char *)instance_id;
+    wf_client_status st;
+    Workflow__V1__ListWorkItemsResponse *l = call(
+        as("boss"), "ListWorkItems", &r, &workflow__v1__list_work_items_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(l->n_work_items, 1);
+    return l->work_items[0];
+}
+
+static void
+ck_item(const char *instance_id, Workflow__V1__AssigneeKind kind, const char *who)
+{
+    Workflow__V1__WorkItem *it = user_item(instance_id);
+    ck_assert_int_eq(it->assignee_kind, kind);
+    ck_assert_uint_eq(it->n_assignee_ids, 1);
+    ck_assert_str_eq(it->assignee_ids[0], who);
+}
+
+START_TEST(test_work_items_follow_reassign_and_delegate)
+{
+    const char *alice = u("alice"), *bob = u("bob"), *carol = u("carol"), *grp = u("ops");
+    nb *n = user_net(u("wi"), alice, NULL, NULL, NULL);
+    deploy(n);
+    Workflow__V1__Instance *in = start_boss(n->d.key, "{}");
+    Workflow__V1__Task *t = task_of(get_instance(in->id), "t", T_OPEN);
+    ck_item(in->id, USER, alice);
+    wf_client_status st;
+    reassign(as(alice), t->id, bob, NULL, "holiday", NULL, &st);
+    ck_ok(st);
+    ck_item(in->id, USER, bob);
+    /* Delegated, the item names the delegate; resolved, its owner again. */
+    delegate(as(bob), t->id, carol, &st);
+    ck_ok(st);
+    ck_item(in->id, USER, carol);
+    complete_task_as(carol, t->id, "{}", &st);
+    ck_ok(st);
+    ck_item(in->id, USER, bob);
+    reassign(as(bob), t->id, NULL, grp, NULL, NULL, &st);
+    ck_ok(st);
+    ck_item(in->id, GROUP, grp);
+    /* Refused operations change nothing. */
+    delegate(as(bob), t->id, carol, &st);
+    ck_assert_int_ne(st.code, 0);
+    ck_item(in->id, GROUP, grp);
+    /* Completed, the item is FINISHED by the group member who did it, and
+     * still names the group. */
+    const char *dave = u("dave");
+    claim(as(dave), t->id, "ClaimTask", &st);
+    ck_ok(st);
+    complete_task_as(dave, t->id, "{}", &st);
+    ck_ok(st);
+    Workflow__V1__WorkItem *it = user_item(in->id);
+    ck_assert_int_eq(it->state, WORKFLOW__V1__WORK_ITEM_STATE__WORK_ITEM_STATE_FINISHED);
+    ck_assert_str_eq(it->assignee_ids[0], grp);
+    ck_assert_str_eq(it->finished_by, dave);
+}
+END_TEST
+
 /* ---- UpdateTask ----------------------------------------------------------------------------- */
 
 START_TEST(test_update_task)
@@ -624,6 +886,9 @@ suite(void)
     tcase_add_test(tc, test_update_task_refusals);
     tcase_add_test(tc, test_assign_with_priority_and_times);
     tcase_add_test(tc, test_list_tasks_sorted_filtered_and_paged);
+    tcase_add_test(tc, test_user_transition_task_expressions);
+    tcase_add_test(tc, test_task_expressions_validated_at_deploy);
+    tcase_add_test(tc, test_work_items_follow_reassign_and_delegate);
     suite_add_tcase(s, tc);
     TCase *sd = tcase_create("static_directory");
     tcase_add_checked_fixture(sd, setup_static, teardown);

@@ -634,6 +634,40 @@ START_TEST(test_claim_release_and_net_task_are_refused_while_suspended)
 }
 END_TEST
 
+/* ModifyInstance of a suspended net root answers INSTANCE_SUSPENDED, as
+ * task operations there do, and changes nothing; resumed, it applies. */
+START_TEST(test_modify_is_refused_while_suspended)
+{
+    const char *type;
+    Workflow__V1__Instance *in = job_instance(&type);
+    suspend_ok(in->id);
+    Workflow__V1__TokenOperation o = WORKFLOW__V1__TOKEN_OPERATION__INIT;
+    o.kind = WORKFLOW__V1__TOKEN_OPERATION_KIND__TOKEN_OPERATION_KIND_MOVE;
+    o.place_id = "start";
+    o.to_place_id = "end";
+    o.count = 1;
+    Workflow__V1__TokenOperation *ops[] = {&o};
+    Workflow__V1__ModifyInstanceRequest r = WORKFLOW__V1__MODIFY_INSTANCE_REQUEST__INIT;
+    r.instance_id = (char *)in->id;
+    r.operations = ops;
+    r.n_operations = 1;
+    r.reason = "skip the charge";
+    wf_client_status st;
+    call(me("ops"), "ModifyInstance", &r, &workflow__v1__modify_instance_response__descriptor, &st);
+    ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "INSTANCE_SUSPENDED");
+    Workflow__V1__GetInstanceResponse *g = get_instance_as(me("reader"), in->id);
+    ck_assert_int_eq(g->instance->status, I_SUSPENDED);
+    ck_assert_int_eq(marking(g, "start"), 1);
+    ck_assert_uint_eq(g->n_jobs, 1);
+    ck_assert_int_eq(count_of(event_types(in->id), "INSTANCE_MODIFIED"), 0);
+    resume_ok(in->id);
+    Workflow__V1__ModifyInstanceResponse *m = call(
+        me("ops"), "ModifyInstance", &r, &workflow__v1__modify_instance_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_int_eq(m->instance->status, I_COMPLETED);
+}
+END_TEST
+
 /* ---- listings ------------------------------------------------------------------------------- */
 
 /* ListInstances finds a suspended root by status SUSPENDED and by state
@@ -871,6 +905,7 @@ suspend_suite(void)
     tcase_add_test(tc, test_signal_ttl_counts_while_suspended);
     tcase_add_test(tc, test_task_operations_are_refused_in_a_suspended_tree);
     tcase_add_test(tc, test_claim_release_and_net_task_are_refused_while_suspended);
+    tcase_add_test(tc, test_modify_is_refused_while_suspended);
     tcase_add_test(tc, test_list_instances_by_status_suspended_and_state_open);
     tcase_add_test(tc, test_unknown_and_foreign_ids_are_not_found);
     tcase_add_test(tc, test_invalid_requests_are_refused);

@@ -240,6 +240,42 @@ START_TEST(test_due_expression)
 }
 END_TEST
 
+/* An integer result: whole numbers of any JSON spelling; a fraction, a
+ * string, null, no result or a number past int64 are refused. */
+START_TEST(test_priority_expression)
+{
+    wf_expr *e = compile_ok(".p");
+    wf_error err;
+    int64_t v = 0;
+    ck_assert_int_eq(wf_expr_eval_int(e, "{\"p\":70}", &v, &err), WF_OK);
+    ck_assert_int_eq(v, 70);
+    ck_assert_int_eq(wf_expr_eval_int(e, "{\"p\":-3.0}", &v, &err), WF_OK);
+    ck_assert_int_eq(v, -3);
+    ck_assert_int_eq(wf_expr_eval_int(e, "{\"p\":1e3}", &v, &err), WF_OK);
+    ck_assert_int_eq(v, 1000);
+    ck_assert_int_eq(wf_expr_eval_int(e, "{\"p\":70.5}", &v, &err), WF_E_INVALID_ARGUMENT);
+    ck_assert_str_eq(err.msg, "expression must yield an integer, got 70.5");
+    ck_assert_int_eq(wf_expr_eval_int(e, "{\"p\":1e300}", &v, &err), WF_E_INVALID_ARGUMENT);
+    ck_assert_int_eq(wf_expr_eval_int(e, "{\"p\":\"70\"}", &v, &err), WF_E_INVALID_ARGUMENT);
+    ck_assert_str_eq(err.msg, "expression must yield an integer, got string");
+    ck_assert_int_eq(wf_expr_eval_int(e, "{}", &v, &err), WF_E_INVALID_ARGUMENT);
+    ck_assert_str_eq(err.msg, "expression must yield an integer, got null");
+    ck_assert_int_eq(v, 1000); /* untouched by a refusal */
+    wf_expr_free(e);
+    e = compile_ok("if .vip then 90 else 40 end");
+    ck_assert_int_eq(wf_expr_eval_int(e, "{\"vip\":true}", &v, &err), WF_OK);
+    ck_assert_int_eq(v, 90);
+    wf_expr_free(e);
+    e = compile_ok("empty");
+    ck_assert_int_eq(wf_expr_eval_int(e, "{}", &v, &err), WF_E_INVALID_ARGUMENT);
+    ck_assert_str_eq(err.msg, "expression yielded no number");
+    wf_expr_free(e);
+    e = compile_ok("error(\"no\")");
+    ck_assert_int_eq(wf_expr_eval_int(e, "{}", &v, &err), WF_E_INVALID_ARGUMENT);
+    wf_expr_free(e);
+}
+END_TEST
+
 START_TEST(test_rfc3339_parser)
 {
     int64_t us;
@@ -684,6 +720,7 @@ expr_suite(void)
         tcase_add_test(tc, test_regex_backtracking_is_capped);
         tcase_add_test(tc, test_ids_expression);
         tcase_add_test(tc, test_due_expression);
+        tcase_add_test(tc, test_priority_expression);
         tcase_add_test(tc, test_rfc3339_parser);
         tcase_add_test(tc, test_cache_compiles_once);
         tcase_add_test(tc, test_concurrent_evaluation);

@@ -603,6 +603,52 @@ START_TEST(test_failed_instance_modified_past_its_incident)
 }
 END_TEST
 
+/* A suspended instance is refused with INSTANCE_SUSPENDED, as its task
+ * operations are, and nothing changes; resumed, the same change applies. */
+START_TEST(test_suspended_instance_is_refused_as_suspended)
+{
+    wf_net *n = wf_arena_calloc(arena, 1, sizeof *n);
+    wf_place *p = wf_arena_calloc(arena, 2, sizeof *p);
+    wf_transition *t = wf_arena_calloc(arena, 1, sizeof *t);
+    wf_arc *a = wf_arena_calloc(arena, 2, sizeof *a);
+    p[0] = (wf_place){.id = "s", .kind = WF_PLACE_START};
+    p[1] = (wf_place){.id = "e", .kind = WF_PLACE_END};
+    t[0] = (wf_transition){.id = "check", .trigger = WF_TRIGGER_USER};
+    t[0].assignee = (wf_assignee){.kind = WF_NET_ASSIGNEE_USER, .ids = alice, .n_ids = 1};
+    a[0] = (wf_arc){.source = "s", .target = "check"};
+    a[1] = (wf_arc){.source = "check", .target = "e"};
+    *n = (wf_net){.key = "susp",
+                  .places = p,
+                  .n_places = 2,
+                  .transitions = t,
+                  .n_transitions = 1,
+                  .arcs = a,
+                  .n_arcs = 2};
+    wf_net_ctx c = as("dev");
+    kit_deploy(&c, n);
+    wf_start_spec spec = {.definition_key = "susp"};
+    wf_instance_row in = kit_start(&c.ref, &spec, NULL);
+    wf_instance_row root;
+    wf_error err;
+    ck_assert_int_eq(wf_net_suspend_instance(&c, in.id, "audit", NULL, &root, &err), WF_OK);
+    size_t before = n_events(in.id);
+    wf_net_mod add_m[] = {{.kind = WF_NET_MOD_ADD, .place_id = "s"}};
+    wf_net_modified out;
+    ck_assert_int_eq(modify(in.id, add_m, 1, "{\"x\":1}", false, &out, &err),
+                     WF_E_INSTANCE_SUSPENDED);
+    ck_assert_ptr_nonnull(strstr(err.msg, "is suspended"));
+    ck_assert_uint_eq(n_events(in.id), before);
+    wf_aggregate agg = aggregate(in.id);
+    ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_SUSPENDED);
+    ck_assert_uint_eq(agg.n_tokens, 1);
+    ck_assert_str_eq(agg.instances[0].variables_json, "{}");
+    ck_assert_int_eq(wf_net_resume_instance(&c, in.id, "done", NULL, &root, &err), WF_OK);
+    modify_ok(in.id, add_m, 1, NULL, false, &out);
+    ck_assert_int_eq(out.instance.status, WF_INSTANCE_RUNNING);
+    ck_assert_uint_eq(aggregate(in.id).n_tokens, 2);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -618,6 +664,7 @@ main(void)
     tcase_add_test(tc, test_refusals_change_nothing);
     tcase_add_test(tc, test_variables_are_bounded);
     tcase_add_test(tc, test_failed_instance_modified_past_its_incident);
+    tcase_add_test(tc, test_suspended_instance_is_refused_as_suspended);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -445,6 +445,36 @@ START_TEST(test_user_trigger_fields)
 }
 END_TEST
 
+/* The expressions of a USER transition's tasks must compile, and belong
+ * to USER transitions only. */
+START_TEST(test_task_expressions)
+{
+    wf_net *n = sequence_net();
+    wf_transition *t = &n->transitions[0];
+    t->priority_expression = "if .vip then 90 else 50 end";
+    t->task_due_expression = ".due";
+    t->task_follow_up_expression = ".due | fromdate - 3600 | todate";
+    ck_assert_uint_eq(validate(n), 0);
+    t->priority_expression = ".p |";
+    t->task_due_expression = "[";
+    t->task_follow_up_expression = ".f)";
+    ck_assert_uint_eq(validate(n), 3);
+    EXPECT("EXPRESSION_INVALID", "transitions[0].priority_expression");
+    EXPECT("EXPRESSION_INVALID", "transitions[0].task_due_expression");
+    EXPECT("EXPRESSION_INVALID", "transitions[0].task_follow_up_expression");
+    ck_assert_ptr_nonnull(strstr(V[0].message, "priority_expression does not compile"));
+
+    *t = (wf_transition){.id = "t1", .trigger = WF_TRIGGER_TIME, .delay_ms = 1000};
+    t->priority_expression = "50";
+    t->task_due_expression = ".due";
+    t->task_follow_up_expression = ".f";
+    ck_assert_uint_eq(validate(n), 3);
+    EXPECT("TRIGGER_FIELD_CONFLICT", "transitions[0].priority_expression");
+    EXPECT("TRIGGER_FIELD_CONFLICT", "transitions[0].task_due_expression");
+    EXPECT("TRIGGER_FIELD_CONFLICT", "transitions[0].task_follow_up_expression");
+}
+END_TEST
+
 START_TEST(test_time_trigger_fields)
 {
     wf_net *n = sequence_net();
@@ -1254,6 +1284,7 @@ net_suite(void)
     tcase_add_checked_fixture(tv, setup, teardown);
     tcase_set_timeout(tv, 30); /* jq 1.6 compiles take ms; CI may be loaded */
     tcase_add_test(tv, test_valid_net_has_no_findings);
+    tcase_add_test(tv, test_task_expressions);
     tcase_add_test(tv, test_start_and_end_place_counts);
     tcase_add_test(tv, test_start_may_have_input_but_end_no_output);
     tcase_add_test(tv, test_transition_without_input_or_output);

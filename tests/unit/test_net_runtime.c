@@ -593,6 +593,169 @@ START_TEST(test_due_expression_and_refused_firing_is_an_incident)
 }
 END_TEST
 
+/* The task expressions of a USER transition: evaluated at enablement
+ * over the variables, the due time kept over that of the competing
+ * timer; a result of the wrong type or out of range refuses the
+ * StartInstance that enables it, as any expression at enablement does. */
+START_TEST(test_task_expressions_at_enablement)
+{
+    wf_net *n = race_net("tx", 60000, NULL, NULL);
+    n->transitions[0].priority_expression = ".p";
+    n->transitions[0].task_due_expression = ".due";
+    n->transitions[0].task_follow_up_expression = ".follow";
+    deploy(n);
+    wf_instance_row in = start("tx", "{\"p\":80,\"due\":\"2031-01-01T00:00:00Z\","
+                                     "\"follow\":\"2030-12-01T00:00:00+01:00\"}");
+    wf_aggregate agg = aggregate(in.id);
+    ck_assert_uint_eq(agg.n_tasks, 1);
+    ck_assert_uint_eq(agg.n_timers, 1);
+    int64_t due, follow;
+    ck_assert(wf_expr_parse_rfc3339("2031-01-01T00:00:00Z", &due));
+    ck_assert(wf_expr_parse_rfc3339("2030-11-30T23:00:00Z", &follow));
+    ck_assert_int_eq(agg.tasks[0].priority, 80);
+    ck_assert(agg.tasks[0].due_at == due);
+    ck_assert(agg.tasks[0].due_fixed);
+    ck_assert(agg.tasks[0].follow_up_at == follow);
+
+    static const struct {
+        const char *vars, *why;
+    } bad[] = {
+        {"{\"p\":101,\"due\":\"2031-01-01T00:00:00Z\",\"follow\":\"2030-12-01T00:00:00Z\"}",
+         "priority_expression of transition \"review\" gave 101, which is not 0 to 100"},
+        {"{\"p\":-1,\"due\":\"2031-01-01T00:00:00Z\",\"follow\":\"2030-12-01T00:00:00Z\"}",
+         "gave -1, which is not 0 to 100"},
+        {"{\"p\":\"high\",\"due\":\"2031-01-01T00:00:00Z\"}",
+         "priority_expression of transition \"review\": expression must yield an integer, got "
+         "string"},
+        {"{\"p\":7.5}", "expression must yield an integer, got 7.5"},
+        {"{\"p\":1,\"due\":1924992000}",
+         "task_due_expression of transition \"review\": expression must yield an RFC 3339 time "
+         "string, got number"},
+        {"{\"p\":1,\"due\":\"0000-06-01T00:00:00Z\",\"follow\":\"0000-05-01T00:00:00Z\"}",
+         "task_due_expression of transition \"review\" gave a time outside "
+         "0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z"},
+        {"{\"p\":1,\"due\":\"2031-01-01T00:00:00Z\",\"follow\":\"2031-01-02T00:00:00Z\"}",
+         "task_follow_up_expression of transition \"review\" gave a time after that of its "
+         "task_due_expression"},
+        {"{\"p\":1,\"due\":\"2031-01-01T00:00:00Z\"}",
+         "task_follow_up_expression of transition \"review\": expression must yield an RFC 3339 "
+         "time string, got null"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        wf_ref_ctx c = as("boss");
+        wf_start_spec spec = {.definition_key = "tx", .variables_json = bad[i].vars};
+        wf_instance_row out;
+        wf_error err;
+        ck_assert_int_eq(wf_instances_start(&c, &spec, NULL, &out, &err), WF_E_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(err.msg, bad[i].why) != NULL, "%zu: %s", i, err.msg);
+    }
+}
+END_TEST
+
+/* Where the enablement is not the caller's own step (a timer firing), a
+ * task expression that fails is an incident of the instance, as a
+ * failing ids_expression or guard is. */
+START_TEST(test_task_expression_failing_after_a_timer_is_an_incident)
+{
+    wf_place p[] = {{.id = "start", .kind = WF_PLACE_START},
+                    {.id = "mid", .kind = WF_PLACE_NORMAL},
+                    {.id = "end", .kind = WF_PLACE_END}};
+    wf_transition t[] = {
+        {.id = "wait", .trigger = WF_TRIGGER_TIME, .due_expression = "\"2000-01-01T00:00:00Z\""},
+        {.id = "review", .trigger = WF_TRIGGER_USER, .priority_expression = ".p"},
+    };
+    t[1].assignee = (wf_assignee){.kind = WF_NET_ASSIGNEE_USER, .ids = alice_ids, .n_ids = 1};
+    wf_arc a[] = {{.source = "start", .target = "wait"},
+                  {.source = "wait", .target = "mid"},
+                  {.source = "mid", .target = "review"},
+                  {.source = "review", .target = "end"}};
+    wf_net net = {.key = "tx-late",
+                  .places = p,
+                  .n_places = 3,
+                  .transitions = t,
+                  .n_transitions = 2,
+                  .arcs = a,
+                  .n_arcs = 4};
+    deploy(&net);
+    wf_instance_row in = start("tx-late", "{\"p\":500}");
+    size_t n;
+    wf_timer_row *rows = claim(wf_now_us(), &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(fire(&rows[0]));
+    wf_aggregate agg = aggregate(in.id);
+    ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_FAILED);
+    ck_assert_ptr_nonnull(agg.instances[0].last_error);
+    ck_assert_msg(strstr(agg.instances[0].last_error, "gave 500, which is not 0 to 100") != NULL,
+                  "%s", agg.instances[0].last_error);
+    ck_assert_uint_eq(agg.n_tasks, 0);
+    const char *ev = events(in.id);
+    ck_assert_int_eq(count_of(ev, "INSTANCE_FAILED"), 1);
+    ck_assert_int_eq(count_of(ev, "TASK_CREATED"), 0);
+}
+END_TEST
+
+/* The live USER work item of a net task, as ListWorkItems reads it. */
+static wf_net_item
+review_item(const char *instance_id)
+{
+    wf_ref_ctx c = as("boss");
+    wf_net_list_items_in q = {.instance_id = instance_id};
+    wf_net_item *items;
+    size_t n;
+    char *next;
+    wf_error err;
+    ck_assert_int_eq(wf_net_list_work_items(&c, &q, &items, &n, &next, &err), WF_OK);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(items[i].row.transition_id, "review") == 0)
+            return items[i];
+    ck_abort_msg("no review work item");
+    return items[0];
+}
+
+/* Reassigned or delegated, a net task's work item names its new holder
+ * (the delegate while pending, the owner again once resolved); the item
+ * keeps its deadline from the competing timer. */
+START_TEST(test_work_item_follows_reassign_and_delegate)
+{
+    deploy(race_net("wi", 60000, NULL, NULL));
+    wf_instance_row in = start("wi", "{}");
+    wf_aggregate agg = aggregate(in.id);
+    const char *task = agg.tasks[0].id;
+    wf_net_item it = review_item(in.id);
+    ck_assert_str_eq(it.row.assignee_id, "alice");
+    int64_t deadline = it.row.deadline;
+    ck_assert(deadline != 0);
+    wf_ref_ctx alice = as("alice"), bob = as("bob"), carl = as("carl");
+    wf_task_row t;
+    wf_error err;
+    wf_task_reassign to_bob = {.user = "bob"};
+    ck_assert_int_eq(wf_referral_reassign(&alice, task, &to_bob, NULL, &t, &err), WF_OK);
+    it = review_item(in.id);
+    ck_assert_str_eq(it.row.assignee_id, "bob");
+    ck_assert_int_eq(it.row.assignee_kind, WF_NET_ASSIGNEE_USER);
+    ck_assert(it.row.deadline == deadline);
+    ck_assert_int_eq(wf_referral_delegate(&bob, task, "carl", NULL, &t, &err), WF_OK);
+    ck_assert_str_eq(review_item(in.id).row.assignee_id, "carl");
+    wf_ref_completion done;
+    ck_assert_int_eq(wf_instances_complete_task(&carl, task, "{}", NULL, &done, &err), WF_OK);
+    ck_assert_int_eq(done.task.delegation, WF_DELEGATION_RESOLVED);
+    ck_assert_str_eq(review_item(in.id).row.assignee_id, "bob");
+    wf_task_reassign to_group = {.group = "ops"};
+    ck_assert_int_eq(wf_referral_reassign(&bob, task, &to_group, NULL, &t, &err), WF_OK);
+    it = review_item(in.id);
+    ck_assert_str_eq(it.row.assignee_id, "ops");
+    ck_assert_int_eq(it.row.assignee_kind, WF_NET_ASSIGNEE_GROUP);
+    /* Completed, the item ends naming the group; the net ends. */
+    wf_ref_ctx dana = as("dana");
+    ck_assert_int_eq(wf_referral_claim(&dana, task, NULL, &t, &err), WF_OK);
+    ck_assert_int_eq(wf_instances_complete_task(&dana, task, "{}", NULL, &done, &err), WF_OK);
+    it = review_item(in.id);
+    ck_assert_int_eq(it.state, WF_NET_ITEM_FINISHED);
+    ck_assert_str_eq(it.row.assignee_id, "ops");
+    ck_assert_str_eq(it.row.finished_by, "dana");
+}
+END_TEST
+
 static int violations;
 
 static void
@@ -1492,6 +1655,9 @@ main(void)
     tcase_add_test(tc, test_timers_fire_in_batches);
     tcase_add_test(tc, test_user_racing_time_1000_times);
     tcase_add_test(tc, test_due_expression_and_refused_firing_is_an_incident);
+    tcase_add_test(tc, test_task_expressions_at_enablement);
+    tcase_add_test(tc, test_task_expression_failing_after_a_timer_is_an_incident);
+    tcase_add_test(tc, test_work_item_follows_reassign_and_delegate);
     tcase_add_test(tc, test_msg_subscription_and_view);
     tcase_add_test(tc, test_versions_and_cache);
     tcase_add_test(tc, test_signal_racing_its_timeout_1000_times);

@@ -262,6 +262,52 @@ START_TEST(test_validation_lists_every_error)
 }
 END_TEST
 
+/* A user step's task expressions reach its USER transition, are kept by
+ * the canonical JSON, and are reported at the step's path when they do
+ * not compile. */
+START_TEST(test_user_step_task_expressions)
+{
+    static const char *ann[] = {"ann"};
+    wf_net *in = list_new("ux", 1);
+    wf_step *u = S(in, "review");
+    u->has_user = true;
+    u->assignee = (wf_assignee){.kind = WF_NET_ASSIGNEE_USER, .ids = ann, .n_ids = 1};
+    u->priority_expression = ".p";
+    u->task_due_expression = ".due";
+    u->task_follow_up_expression = ".follow";
+    wf_net *net = compile_ok(in);
+    const wf_transition *t = &net->transitions[wf_net_transition_index(net, "review")];
+    ck_assert_str_eq(t->priority_expression, ".p");
+    ck_assert_str_eq(t->task_due_expression, ".due");
+    ck_assert_str_eq(t->task_follow_up_expression, ".follow");
+    char *j1, *j2;
+    wf_error err;
+    ck_assert_int_eq(wf_net_to_json(net, A, &j1, &err), WF_OK);
+    wf_net *back;
+    ck_assert_int_eq(wf_net_from_json(j1, A, &back, &err), WF_OK);
+    ck_assert_str_eq(back->steps[0].task_due_expression, ".due");
+    t = &back->transitions[wf_net_transition_index(back, "review")];
+    ck_assert_str_eq(t->task_follow_up_expression, ".follow");
+    ck_assert_int_eq(wf_net_to_json(back, A, &j2, &err), WF_OK);
+    ck_assert_str_eq(j1, j2);
+
+    u->priority_expression = ".p |";
+    u->task_due_expression = "[";
+    u->task_follow_up_expression = ".f)";
+    wf_net *out = NULL;
+    wf_validation_error *v = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(wf_steps_compile(in, A, &out, &v, &n, &err), WF_OK);
+    ck_assert_ptr_null(out);
+    dump(v, n);
+    ck_assert(has(v, n, "EXPRESSION_INVALID", "steps[0].user.priority_expression"));
+    ck_assert(has(v, n, "EXPRESSION_INVALID", "steps[0].user.due_expression"));
+    ck_assert(has(v, n, "EXPRESSION_INVALID", "steps[0].user.follow_up_expression"));
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(strstr(v[i].message, "task_") == NULL, "%s", v[i].message);
+}
+END_TEST
+
 START_TEST(test_empty_list)
 {
     wf_net *in = list_new("", 1);
@@ -438,6 +484,7 @@ main(void)
     tcase_add_test(tc, test_compiles_the_documented_shape);
     tcase_add_test(tc, test_await_without_on_timeout_fails);
     tcase_add_test(tc, test_validation_lists_every_error);
+    tcase_add_test(tc, test_user_step_task_expressions);
     tcase_add_test(tc, test_empty_list);
     tcase_add_test(tc, test_limits);
     tcase_add_test(tc, test_first_matching_rule_wins);

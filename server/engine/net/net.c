@@ -205,6 +205,9 @@ encode_transition(enc *e, const wf_transition *t)
      * too); defaults are made explicit only for the trigger they belong to,
      * so "unset" and "set to the default" encode the same. */
     encode_user(e, o, &t->assignee, &t->completion, t->trigger == WF_TRIGGER_USER);
+    put_str(e, o, "priority_expression", t->priority_expression);
+    put_str(e, o, "task_due_expression", t->task_due_expression);
+    put_str(e, o, "task_follow_up_expression", t->task_follow_up_expression);
     put_str(e, o, "job_type", t->job_type);
     encode_retry(e, o, t->trigger == WF_TRIGGER_AUTO ? wf_net_retry_effective(t) : t->retry);
     put_int(e, o, "lease_ms",
@@ -244,6 +247,9 @@ encode_step(enc *e, const wf_step *st)
     if (st->has_user && (k = json_object()) != NULL) {
         put(e, o, "user", k);
         encode_user(e, k, &st->assignee, &st->completion, true);
+        put_str(e, k, "priority_expression", st->priority_expression);
+        put_str(e, k, "due_expression", st->task_due_expression);
+        put_str(e, k, "follow_up_expression", st->task_follow_up_expression);
     }
     if (st->has_await && (k = json_object()) != NULL) {
         put(e, o, "await", k);
@@ -539,6 +545,9 @@ decode_step(dec *d, json_t *o, wf_step *st)
     if ((k = get_obj(d, o, "user")) != NULL) {
         st->has_user = true;
         decode_user(d, k, &st->assignee, &st->completion);
+        st->priority_expression = get_str(d, k, "priority_expression");
+        st->task_due_expression = get_str(d, k, "due_expression");
+        st->task_follow_up_expression = get_str(d, k, "follow_up_expression");
     }
     if ((k = get_obj(d, o, "await")) != NULL) {
         st->has_await = true;
@@ -579,6 +588,9 @@ decode_transition(dec *d, json_t *o, wf_transition *t)
     t->trigger = (wf_trigger)get_enum(d, o, "trigger", NAMES(triggers));
     t->cancels = get_strs(d, o, "cancels", &t->n_cancels);
     decode_user(d, o, &t->assignee, &t->completion);
+    t->priority_expression = get_str(d, o, "priority_expression");
+    t->task_due_expression = get_str(d, o, "task_due_expression");
+    t->task_follow_up_expression = get_str(d, o, "task_follow_up_expression");
     t->job_type = get_str(d, o, "job_type");
     decode_retry(d, o, &t->retry);
     t->lease_ms = get_int(d, o, "lease_ms");

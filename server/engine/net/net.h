@@ -111,6 +111,11 @@ typedef struct wf_transition {
     /* USER */
     wf_assignee assignee;
     wf_completion completion;
+    /* USER, jq over the variables at enablement ("" = none): the tasks'
+     * priority (an integer 0-100), due and follow-up times (RFC 3339) */
+    const char *priority_expression;
+    const char *task_due_expression;
+    const char *task_follow_up_expression;
     /* AUTO: job_type "" is a silent routing transition */
     const char *job_type;
     wf_retry_policy retry;
@@ -163,6 +168,9 @@ typedef struct wf_step {
     /* user */
     wf_assignee assignee;
     wf_completion completion;
+    const char *priority_expression; /* of the tasks, as on a USER transition */
+    const char *task_due_expression;
+    const char *task_follow_up_expression;
     /* await */
     const char *signal_name;
     wf_correlation correlation;

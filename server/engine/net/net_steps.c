@@ -279,6 +279,9 @@ compile(comp *c, const wf_net *in)
         case WF_TRIGGER_USER:
             t->assignee = st->assignee;
             t->completion = st->completion;
+            t->priority_expression = st->priority_expression;
+            t->task_due_expression = st->task_due_expression;
+            t->task_follow_up_expression = st->task_follow_up_expression;
             break;
         case WF_TRIGGER_MSG:
             t->signal_name = st->signal_name;
@@ -335,6 +338,8 @@ reword(wf_arena *a, const char *msg)
         {"MSG transition ", "await step "},
         {"TIME transition ", "step "},
         {"a delay or a due_expression", "a duration or a due_expression"},
+        {"task_due_expression", "due_expression"},
+        {"task_follow_up_expression", "follow_up_expression"},
     };
     const char *out = msg;
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
@@ -375,6 +380,9 @@ remap(comp *c, const char *path, const char **msg)
             {".signal_name", ".signal_name"},
             {".correlation", ".correlation"},
             {".due_expression", ".due_expression"},
+            {".priority_expression", ".priority_expression"},
+            {".task_due_expression", ".due_expression"},
+            {".task_follow_up_expression", ".follow_up_expression"},
         };
         if (strncmp(rest, ".retry", 6) == 0 || strcmp(rest, ".compensation_job_type") == 0)
             return wf_arena_printf(c->a, "steps[%d]%s", o->step, rest);

@@ -451,6 +451,20 @@ check_user(vctx *c, size_t ti, const wf_transition *t)
         snprintf(path, sizeof path, "transitions[%zu].assignee.ids_expression", ti);
         check_expr(c, as->ids_expression, "EXPRESSION_INVALID", path, "ids_expression");
     }
+    /* The expressions of the tasks' priority, due and follow-up times. */
+    const struct {
+        const char *field, *src;
+    } task_exprs[] = {
+        {"priority_expression", t->priority_expression},
+        {"task_due_expression", t->task_due_expression},
+        {"task_follow_up_expression", t->task_follow_up_expression},
+    };
+    for (size_t i = 0; i < sizeof task_exprs / sizeof task_exprs[0]; i++) {
+        if (wf_str_empty(task_exprs[i].src))
+            continue;
+        snprintf(path, sizeof path, "transitions[%zu].%s", ti, task_exprs[i].field);
+        check_expr(c, task_exprs[i].src, "EXPRESSION_INVALID", path, task_exprs[i].field);
+    }
 
     const wf_completion *cp = &t->completion;
     snprintf(path, sizeof path, "transitions[%zu].completion.mode", ti);
@@ -568,6 +582,12 @@ check_triggers(vctx *c)
                 conflict(c, ti, "assignee", t, "USER");
             if (t->completion.mode != WF_JOIN_NONE || t->completion.quorum != 0)
                 conflict(c, ti, "completion", t, "USER");
+            if (!wf_str_empty(t->priority_expression))
+                conflict(c, ti, "priority_expression", t, "USER");
+            if (!wf_str_empty(t->task_due_expression))
+                conflict(c, ti, "task_due_expression", t, "USER");
+            if (!wf_str_empty(t->task_follow_up_expression))
+                conflict(c, ti, "task_follow_up_expression", t, "USER");
         }
         if (tr != WF_TRIGGER_AUTO) {
             if (!wf_str_empty(t->job_type))

@@ -50,16 +50,19 @@ check_task_id(const char *id, wf_error *err)
 }
 
 /* Locks the root of instance_id and starts a working set over it.
- * root_hint: see wf_tx_lock_root_hint. */
+ * root_hint: see wf_tx_lock_root_hint. agg (NULL = not wanted) receives
+ * the aggregate as locked. */
 static wf_code
 open_work(const wf_ref_ctx *ctx, wf_tx *tx, const char *instance_id, const char *root_hint,
-          wf_work *w, wf_error *err)
+          wf_work *w, wf_aggregate *agg, wf_error *err)
 {
-    wf_aggregate agg;
-    wf_code rc = wf_tx_lock_root_hint(tx, instance_id, root_hint, &agg, err);
+    wf_aggregate own;
+    if (agg == NULL)
+        agg = &own;
+    wf_code rc = wf_tx_lock_root_hint(tx, instance_id, root_hint, agg, err);
     if (rc != WF_OK)
         return rc;
-    return wf_work_init(w, ctx, &agg, err);
+    return wf_work_init(w, ctx, agg, err);
 }
 
 static wf_code
@@ -467,7 +470,7 @@ assign_body(wf_tx *tx, void *arg, wf_error *err)
 {
     assign_op *op = arg;
     wf_work w;
-    wf_code rc = open_work(op->ctx, tx, op->spec->parent_id, NULL, &w, err);
+    wf_code rc = open_work(op->ctx, tx, op->spec->parent_id, NULL, &w, NULL, err);
     if (rc == WF_OK)
         rc = wf_referral__assign(&w, op->spec, tx, NULL, false, op->out, err);
     if (rc == WF_OK)
@@ -531,10 +534,11 @@ wf_referral_locate_task(const wf_ref_ctx *ctx, const char *task_id, wf_ref_task_
 /* Locks the tree of the task and applies the permission rules of op.
  * *t and *i are the task's and its instance's indexes. */
 static wf_code
-open_task(task_op *op, wf_tx *tx, wf_work *w, size_t *t, size_t *i, wf_error *err)
+open_task(task_op *op, wf_tx *tx, wf_work *w, size_t *t, size_t *i, wf_aggregate *agg,
+          wf_error *err)
 {
     const wf_ref_ctx *ctx = op->ctx;
-    wf_code rc = open_work(ctx, tx, op->instance_id, op->root_id, w, err);
+    wf_code rc = open_work(ctx, tx, op->instance_id, op->root_id, w, agg, err);
     if (rc != WF_OK)
         return rc;
     *t = wf_work_find_task(w, op->task_id);
@@ -564,7 +568,7 @@ claim_body(wf_tx *tx, void *arg, wf_error *err)
     task_op *op = arg;
     wf_work w;
     size_t t, i;
-    wf_code rc = open_task(op, tx, &w, &t, &i, err);
+    wf_code rc = open_task(op, tx, &w, &t, &i, NULL, err);
     if (rc != WF_OK)
         return rc;
     wf_task_row *task = &w.tasks[t];
@@ -590,7 +594,7 @@ release_body(wf_tx *tx, void *arg, wf_error *err)
     task_op *op = arg;
     wf_work w;
     size_t t, i;
-    wf_code rc = open_task(op, tx, &w, &t, &i, err);
+    wf_code rc = open_task(op, tx, &w, &t, &i, NULL, err);
     if (rc != WF_OK)
         return rc;
     wf_task_row *task = &w.tasks[t];
@@ -608,20 +612,29 @@ release_body(wf_tx *tx, void *arg, wf_error *err)
 
 wf_code
 wf_referral__open_task(const wf_ref_ctx *ctx, wf_tx *tx, const wf_ref_task_at *at, wf_task_op op,
-                       wf_work *w, size_t *t, size_t *i, wf_error *err)
+                       wf_work *w, size_t *t, size_t *i, wf_aggregate *agg, wf_error *err)
 {
     task_op o = {.ctx = ctx,
                  .task_id = at->task_id,
                  .instance_id = at->instance_id,
                  .root_id = at->root_id,
                  .op = op};
-    return open_task(&o, tx, w, t, i, err);
+    return open_task(&o, tx, w, t, i, agg, err);
 }
 
 wf_code
-wf_referral__write_work(wf_tx *tx, const wf_work *w, wf_error *err)
+wf_referral__write_work(wf_tx *tx, const wf_work *w, const wf_work_item_row *item, wf_error *err)
 {
-    return write_work(tx, w, err);
+    if (item == NULL)
+        return write_work(tx, w, err);
+    wf_store_changes c;
+    wf_code rc = wf_work_check_variables(w, err);
+    if (rc != WF_OK)
+        return rc;
+    wf_work_changes(w, &c);
+    c.work_items = item;
+    c.n_work_items = 1;
+    return wf_tx_apply(tx, &c, err);
 }
 
 static wf_code
@@ -752,7 +765,7 @@ complete_body(wf_tx *tx, void *arg, wf_error *err)
     wf_work w;
     size_t t, i;
     out->next = NULL;
-    wf_code rc = open_task(op, tx, &w, &t, &i, err);
+    wf_code rc = open_task(op, tx, &w, &t, &i, NULL, err);
     if (rc == WF_OK)
         rc = wf_referral_done_task(&w, t, i, op->patch, err);
     if (rc == WF_OK)
@@ -820,7 +833,7 @@ end_body(wf_tx *tx, void *arg, wf_error *err)
     wf_work w;
     size_t t, i;
     out->n_cancelled = 0;
-    wf_code rc = open_task(op, tx, &w, &t, &i, err);
+    wf_code rc = open_task(op, tx, &w, &t, &i, NULL, err);
     if (rc != WF_OK)
         return rc;
     size_t root = wf_work_find_instance(&w, w.insts[i].root_id);

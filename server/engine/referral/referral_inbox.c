@@ -54,6 +54,7 @@ typedef struct inbox_op {
     const wf_task_update *update;
     const char *patch; /* resolve: the delegate's output variables */
     void *out;
+    wf_aggregate agg; /* as locked by open_op: the live work items */
 } inbox_op;
 
 static wf_code
@@ -71,7 +72,78 @@ run(const wf_ref_ctx *ctx, inbox_op *op, const char *task_id, wf_uow_body_fn bod
 static wf_code
 open_op(inbox_op *op, wf_tx *tx, wf_work *w, size_t *t, size_t *i, wf_error *err)
 {
-    return wf_referral__open_task(op->ctx, tx, &op->at, op->op, w, t, i, err);
+    return wf_referral__open_task(op->ctx, tx, &op->at, op->op, w, t, i, &op->agg, err);
+}
+
+/* The work item kind of a net's USERS assignee (store.h: a USER item's
+ * assignee_kind is the net's, whose USER and GROUP equal the task's). */
+#define ITEM_KIND_USERS 3
+
+/* Who holds a task now: the delegate while a delegation is pending, else
+ * its assignee. */
+static const char *
+holder(const wf_task_row *t)
+{
+    return t->delegation == WF_DELEGATION_PENDING && t->claimed_by != NULL ? t->claimed_by
+                                                                           : t->assignee_id;
+}
+
+/* The USER work item of task t (a net's task) as it should read after the
+ * operation: ListWorkItems names whom its tasks are with now, so a
+ * reassignment or a delegation shows the new holder. *out is NULL when
+ * the task has no live work item or the item already reads so. */
+static wf_code
+item_after(const inbox_op *op, const wf_work *w, size_t t, wf_work_item_row **out, wf_error *err)
+{
+    *out = NULL;
+    const wf_task_row *task = &w->tasks[t];
+    if (task->work_item_id == NULL)
+        return WF_OK;
+    const wf_work_item_row *it = NULL;
+    for (size_t k = 0; k < op->agg.n_work_items; k++)
+        if (wf_str_eq(op->agg.work_items[k].id, task->work_item_id))
+            it = &op->agg.work_items[k];
+    if (it == NULL || it->trigger != WF_TRIGGER_USER)
+        return WF_OK;
+    /* The holders of the item's tasks, in creation order, once each. */
+    size_t cap = 1, len = 0, n = 0;
+    for (size_t k = 0; k < w->n_tasks; k++)
+        if (wf_str_eq(w->tasks[k].work_item_id, it->id))
+            cap += strlen(holder(&w->tasks[k])) + 1;
+    char *list = wf_arena_alloc(w->arena, cap);
+    if (list == NULL)
+        return wf_error_nomem(err);
+    list[0] = '\0';
+    const wf_task_row *only = NULL;
+    for (size_t k = 0; k < w->n_tasks; k++) {
+        const wf_task_row *x = &w->tasks[k];
+        if (!wf_str_eq(x->work_item_id, it->id))
+            continue;
+        const char *h = holder(x);
+        bool seen = false;
+        for (size_t j = 0; j < k && !seen; j++)
+            seen =
+                wf_str_eq(w->tasks[j].work_item_id, it->id) && wf_str_eq(holder(&w->tasks[j]), h);
+        if (seen)
+            continue;
+        len += (size_t)snprintf(list + len, cap - len, "%s%s", n > 0 ? "," : "", h);
+        only = x;
+        n++;
+    }
+    int32_t kind = it->assignee_kind;
+    if (kind != ITEM_KIND_USERS && n == 1)
+        kind = only->delegation == WF_DELEGATION_PENDING ? (int32_t)WF_ASSIGNEE_USER
+                                                         : (int32_t)only->assignee_kind;
+    if (kind == it->assignee_kind && wf_str_eq(list, it->assignee_id))
+        return WF_OK;
+    wf_work_item_row *row = wf_arena_alloc(w->arena, sizeof *row);
+    if (row == NULL)
+        return wf_error_nomem(err);
+    *row = *it;
+    row->assignee_kind = kind;
+    row->assignee_id = list;
+    *out = row;
+    return WF_OK;
 }
 
 static wf_code
@@ -80,9 +152,12 @@ finish(inbox_op *op, wf_tx *tx, wf_work *w, size_t t, size_t i, const char *type
 {
     wf_work_touch_task(w, t);
     wf_work_touch_instance(w, i);
+    wf_work_item_row *item = NULL;
     wf_code rc = wf_work_event(w, i, type, data, err);
     if (rc == WF_OK)
-        rc = wf_referral__write_work(tx, w, err);
+        rc = item_after(op, w, t, &item, err);
+    if (rc == WF_OK)
+        rc = wf_referral__write_work(tx, w, item, err);
     if (rc == WF_OK && op->op != WF_TASK_OP_RESOLVE)
         *(wf_task_row *)op->out = w->tasks[t];
     return rc;

@@ -25,7 +25,10 @@
  *   created item    row ENABLED, TRANSITION_ENABLED, and per trigger:
  *                   USER  tasks (TASK_CREATED): USER/GROUP one task per
  *                         id (normally one), USERS one USER task per id,
- *                         ids_expression evaluated over the variables
+ *                         ids_expression evaluated over the variables;
+ *                         priority, due and follow-up times from the
+ *                         transition's expressions (a due time chosen so
+ *                         is kept over that of a competing timer)
  *                   AUTO  a job ACTIVATABLE now, attempt 0, its retry
  *                         policy, idempotency key "<instance>:<work item>",
  *                         the variables as they are (JOB_CREATED); until it
@@ -259,9 +262,98 @@ wf_runtime__abandon(net_work *w, const char *keep, bool whole_tree, wf_error *er
     return rc;
 }
 
+/* Sets err to "<what> of transition \"<id>\": <err's own message>" with
+ * code rc (the message is copied first: err is both source and target). */
+static wf_code
+expr_failed(wf_error *err, wf_code rc, const char *what, const char *transition_id)
+{
+    char why[sizeof err->msg];
+    snprintf(why, sizeof why, "%s", err != NULL ? err->msg : "");
+    return wf_error_set(err, rc, "%s of transition \"%s\": %s", what, transition_id, why);
+}
+
+/* What the expressions of a USER transition chose for its tasks. */
+typedef struct task_choice {
+    int32_t priority;
+    int64_t due_at;       /* 0 = none: a competing timer's, if any */
+    int64_t follow_up_at; /* 0 = none */
+} task_choice;
+
+/* The range of a google.protobuf.Timestamp, in µs: a time the API can
+ * answer with (0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z). */
+#define TASK_TIME_MIN_US (-62135596800LL * 1000000)
+#define TASK_TIME_MAX_US (253402300800LL * 1000000 - 1)
+
+/* Evaluates one time expression of transition t (field names it). */
+static wf_code
+eval_task_time(const wf_transition *t, const char *field, const char *src, const char *vars,
+               int64_t *out, wf_error *err)
+{
+    wf_expr *e;
+    wf_code rc = wf_expr_cached(src, &e, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = wf_expr_eval_time(e, vars, out, err);
+    wf_expr_free(e);
+    if (rc != WF_OK)
+        return expr_failed(err, rc, field, t->id);
+    if (*out < TASK_TIME_MIN_US || *out > TASK_TIME_MAX_US)
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                            "%s of transition \"%s\" gave a time outside 0001-01-01T00:00:00Z "
+                            "to 9999-12-31T23:59:59Z",
+                            field, t->id);
+    return WF_OK;
+}
+
+/* The priority, due and follow-up times of the tasks of a USER
+ * transition, from its expressions over vars. Errors are those of any
+ * expression at enablement (WF_E_INVALID_ARGUMENT: refused, or an
+ * incident where the step is not the caller's own). */
+static wf_code
+choose_task_fields(const wf_transition *t, const char *vars, task_choice *out, wf_error *err)
+{
+    *out = (task_choice){.priority = WF_TASK_PRIORITY_DEFAULT};
+    wf_code rc;
+    if (!wf_str_empty(t->priority_expression)) {
+        wf_expr *e;
+        int64_t v;
+        rc = wf_expr_cached(t->priority_expression, &e, err);
+        if (rc != WF_OK)
+            return rc;
+        rc = wf_expr_eval_int(e, vars, &v, err);
+        wf_expr_free(e);
+        if (rc != WF_OK)
+            return expr_failed(err, rc, "priority_expression", t->id);
+        if (v < 0 || v > WF_TASK_PRIORITY_MAX)
+            return wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                                "priority_expression of transition \"%s\" gave %lld, which is "
+                                "not 0 to 100",
+                                t->id, (long long)v);
+        out->priority = (int32_t)v;
+    }
+    if (!wf_str_empty(t->task_due_expression)) {
+        rc = eval_task_time(t, "task_due_expression", t->task_due_expression, vars, &out->due_at,
+                            err);
+        if (rc != WF_OK)
+            return rc;
+    }
+    if (!wf_str_empty(t->task_follow_up_expression)) {
+        rc = eval_task_time(t, "task_follow_up_expression", t->task_follow_up_expression, vars,
+                            &out->follow_up_at, err);
+        if (rc != WF_OK)
+            return rc;
+        if (out->due_at != 0 && out->follow_up_at > out->due_at)
+            return wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                                "task_follow_up_expression of transition \"%s\" gave a time "
+                                "after that of its task_due_expression",
+                                t->id);
+    }
+    return WF_OK;
+}
+
 static wf_code
 add_task(net_work *w, const wf_work_item_row *it, const wf_transition *t, wf_assignee_kind kind,
-         const char *assignee, wf_error *err)
+         const char *assignee, const task_choice *ch, wf_error *err)
 {
     const wf_instance_row *in = &w->rw.insts[w->inst];
     wf_task_row row = {
@@ -277,7 +369,10 @@ add_task(net_work *w, const wf_work_item_row *it, const wf_transition *t, wf_ass
         .assignee_id = wf_work_strdup(&w->rw, assignee),
         .status = WF_TASK_OPEN,
         .created_at = w->rw.now,
-        .priority = WF_TASK_PRIORITY_DEFAULT,
+        .priority = ch->priority,
+        .due_at = ch->due_at,
+        .due_fixed = ch->due_at != 0,
+        .follow_up_at = ch->follow_up_at,
     };
     size_t k;
     if (row.id == NULL || row.assignee_id == NULL)
@@ -308,8 +403,7 @@ enable_user(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
         rc = wf_expr_eval_strings(e, vars, w->rw.arena, &got, &n, err);
         wf_expr_free(e);
         if (rc != WF_OK)
-            return wf_error_set(err, rc, "ids_expression of transition \"%s\": %s", t->id,
-                                err != NULL ? err->msg : "");
+            return expr_failed(err, rc, "ids_expression", t->id);
         ids = (const char *const *)got;
         /* The ids an AssignTo's expression may give, by the same rule. */
         for (size_t i = 0; i < n; i++)
@@ -323,6 +417,10 @@ enable_user(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
         return wf_error_set(err, WF_E_INVALID_ARGUMENT,
                             "transition \"%s\" has no assignee: its ids_expression gave no id",
                             t->id);
+    task_choice ch;
+    wf_code rc = choose_task_fields(t, vars, &ch, err);
+    if (rc != WF_OK)
+        return rc;
     wf_assignee_kind kind =
         t->assignee.kind == WF_NET_ASSIGNEE_GROUP ? WF_ASSIGNEE_GROUP : WF_ASSIGNEE_USER;
     size_t ii = wf_runtime__find(w, &w->items, sizeof(wf_work_item_row), it->id);
@@ -334,9 +432,8 @@ enable_user(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
         ITEM(w, ii)->assignee_kind = (int32_t)t->assignee.kind;
         ITEM(w, ii)->assignee_id = list;
     }
-    wf_code rc = WF_OK;
     for (size_t i = 0; rc == WF_OK && i < n; i++)
-        rc = add_task(w, it, t, kind, ids[i], err);
+        rc = add_task(w, it, t, kind, ids[i], &ch, err);
     return rc;
 }
 
@@ -392,8 +489,7 @@ enable_time(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
         rc = wf_expr_eval_time(e, vars, &due, err);
         wf_expr_free(e);
         if (rc != WF_OK)
-            return wf_error_set(err, rc, "due_expression of transition \"%s\": %s", t->id,
-                                err != NULL ? err->msg : "");
+            return expr_failed(err, rc, "due_expression", t->id);
     }
     wf_timer_row tm = {
         .id = wf_id_new(w->rw.arena),

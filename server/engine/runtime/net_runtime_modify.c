@@ -11,7 +11,8 @@
  *   - RUNNING and FAILED instances may be modified (a FAILED one to move
  *     its token past the incident, as Zeebe allows); a FAILED one whose
  *     compensation failed, and every ended or compensating one, is
- *     INSTANCE_NOT_RUNNING. A FAILED instance runs again
+ *     INSTANCE_NOT_RUNNING; one of a SUSPENDED tree is INSTANCE_SUSPENDED
+ *     (resume it first), as a task operation there is. A FAILED instance runs again
  *     (INCIDENT_RESOLVED) once no failed job and no refused TIME or MSG
  *     item is left.
  *   - Only the net instance named is changed; an AD_HOC instance (a
@@ -322,6 +323,11 @@ modify_body(wf_tx *tx, void *arg, wf_error *err)
         return wf_error_set(err, WF_E_NOT_A_NET_INSTANCE,
                             "instance \"%s\" has no net to modify: its definition is AD_HOC",
                             inst->id);
+    /* A suspended tree is refused as its task operations are, the
+     * instance itself (the root) or one below it. */
+    rc = wf_work_check_not_suspended(&w.rw, w.inst, err);
+    if (rc != WF_OK)
+        return rc;
     bool failed = inst->status == WF_INSTANCE_FAILED;
     if ((inst->status != WF_INSTANCE_RUNNING && !failed) || (failed && saga_failed(&w)))
         return wf_error_set(err, WF_E_INSTANCE_NOT_RUNNING, "instance \"%s\" is %s%s", inst->id,
