@@ -51,6 +51,7 @@ wf_rpc_status_code(wf_code code)
     case WF_E_INSTANCE_WOULD_BE_EMPTY:
     case WF_E_MODIFICATION_DEADLOCKS:
     case WF_E_NOT_A_NET_INSTANCE:
+    case WF_E_MIGRATION_INVALID:
         return GRPC_STATUS_FAILED_PRECONDITION;
     case WF_E_NOT_ASSIGNEE:
     case WF_E_NOT_GROUP_MEMBER:
