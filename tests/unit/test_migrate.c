@@ -3,6 +3,7 @@
  * (wf_net_migrate over an in-memory case state: tokens mapped with their
  * ids, items kept, every problem listed at once) and the runtime over the
  * memory store (wf_net_migrate_instance: a claimed task kept, a job kept,
+ * a timer kept with its due time, a signal subscription kept,
  * items withdrawn and created as a firing would, a completion through the
  * END place, a dry run that changes nothing, a refused run whose problems
  * reach the violation sink, a STEPS definition through its compiled net,
@@ -632,6 +633,94 @@ START_TEST(test_steps_follow_their_compiled_net)
 }
 END_TEST
 
+/* key: s -ship(job "ship")-> a, then a -> e by `last` (t). */
+static void
+deploy_wait(const char *key, int32_t version, wf_transition last)
+{
+    static const char *const p[] = {"s", "a", "e"};
+    static const tdef td[] = {{"ship", J, "ship", "s", "a"}, {"wait", J, "x", "a", "e"}};
+    wf_net *n = mk(key, version, p, 3, td, 2);
+    last.id = "wait";
+    n->transitions[1] = last;
+    wf_net_ctx dev = as("dev");
+    kit_deploy(&dev, n);
+}
+
+/* The v1 instance of key past its ship job: waiting in a. */
+static wf_instance_row
+start_waiting(const char *key, wf_transition last)
+{
+    deploy_wait(key, 1, last);
+    wf_net_ctx dev = as("dev");
+    wf_start_spec spec = {.definition_key = key, .version = 1};
+    wf_instance_row in = kit_start(&dev.ref, &spec, NULL);
+    wf_net_activation act = {.job_type = "ship", .worker = "w"};
+    wf_job_row *rows;
+    size_t n;
+    wf_error err;
+    ck_assert_int_eq(wf_net_activate_jobs(&dev, &act, &rows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(wf_net_complete_job(&dev, rows[0].key, "{}", NULL, &err), WF_OK);
+    return in;
+}
+
+START_TEST(test_timer_is_kept_with_its_due_time)
+{
+    wf_transition t = {.trigger = WF_TRIGGER_TIME, .delay_ms = 3600 * 1000};
+    wf_instance_row in = start_waiting("timer", t);
+    wf_aggregate agg = aggregate(in.id);
+    ck_assert_uint_eq(agg.n_timers, 1);
+    wf_timer_row before = agg.timers[0];
+    /* Version 2 waits two hours: the armed timer keeps its due time. */
+    t.delay_ms = 2 * 3600 * 1000;
+    deploy_wait("timer", 2, t);
+    wf_net_migration out;
+    migrate_ok(in.id, 2, NULL, 0, false, &out);
+    ck_assert_uint_eq(out.n_kept, 1);
+    ck_assert_int_eq(out.kept[0].trigger, WF_TRIGGER_TIME);
+    agg = aggregate(in.id);
+    ck_assert_uint_eq(agg.n_timers, 1);
+    ck_assert_str_eq(agg.timers[0].id, before.id);
+    ck_assert_int_eq(agg.timers[0].due_at, before.due_at);
+    /* A version where the wait is a USER task: the trigger changed. */
+    wf_transition user = {.trigger = WF_TRIGGER_USER,
+                          .assignee = {.kind = WF_NET_ASSIGNEE_USER, .ids = alice, .n_ids = 1}};
+    deploy_wait("timer", 3, user);
+    wf_error err;
+    ck_assert_int_eq(migrate(in.id, 3, NULL, 0, false, &out, &err), WF_E_MIGRATION_INVALID);
+    ck_assert_str_eq(violations, "target_version=TRIGGER_CHANGED");
+}
+END_TEST
+
+START_TEST(test_subscription_is_kept_and_a_changed_signal_refused)
+{
+    wf_transition t = {.trigger = WF_TRIGGER_MSG, .signal_name = "payment"};
+    wf_instance_row in = start_waiting("msg", t);
+    wf_aggregate agg = aggregate(in.id);
+    ck_assert_uint_eq(agg.n_subscriptions, 1);
+    const char *sub = agg.subscriptions[0].id;
+    t.signal_name = "refund";
+    deploy_wait("msg", 2, t);
+    wf_net_migration out;
+    wf_error err;
+    ck_assert_int_eq(migrate(in.id, 2, NULL, 0, false, &out, &err), WF_E_MIGRATION_INVALID);
+    ck_assert_str_eq(violations, "target_version=SIGNAL_CHANGED");
+    /* The same signal, the wait kept; the next deploy differs elsewhere. */
+    static const char *const p[] = {"s", "a", "e"};
+    static const tdef td[] = {{"ship", J, "ship", "s", "a"}, {"wait", J, "x", "a", "e"}};
+    wf_net *n = mk("msg", 3, p, 3, td, 2);
+    n->transitions[1] = (wf_transition){
+        .id = "wait", .trigger = WF_TRIGGER_MSG, .signal_name = "payment", .name = "Paid"};
+    wf_net_ctx dev = as("dev");
+    kit_deploy(&dev, n);
+    migrate_ok(in.id, 3, NULL, 0, false, &out);
+    ck_assert_uint_eq(out.n_kept, 1);
+    agg = aggregate(in.id);
+    ck_assert_uint_eq(agg.n_subscriptions, 1);
+    ck_assert_str_eq(agg.subscriptions[0].id, sub);
+}
+END_TEST
+
 START_TEST(test_refusals_and_the_no_op)
 {
     wf_instance_row in = start_v1("ref");
@@ -695,6 +784,8 @@ main(void)
     tcase_add_test(tc, test_dry_run_changes_nothing);
     tcase_add_test(tc, test_problems_in_a_dry_run_and_a_refused_run);
     tcase_add_test(tc, test_steps_follow_their_compiled_net);
+    tcase_add_test(tc, test_timer_is_kept_with_its_due_time);
+    tcase_add_test(tc, test_subscription_is_kept_and_a_changed_signal_refused);
     tcase_add_test(tc, test_refusals_and_the_no_op);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
