@@ -115,6 +115,7 @@ size_t table_rows(void);
 /* Exit status implied by a response (health NOT_SERVING, validation errors). */
 int status_health(const ProtobufCMessage *m);
 int status_deploy(const ProtobufCMessage *m);
+int status_migrate(const ProtobufCMessage *m);
 
 /* Printers of the commands (each takes the RPC's response message). */
 int print_health(const ProtobufCMessage *m);
@@ -123,6 +124,7 @@ int print_definition(const ProtobufCMessage *m);
 int print_start(const ProtobufCMessage *m);
 int print_instance_resp(const ProtobufCMessage *m);
 int print_modify(const ProtobufCMessage *m);
+int print_migrate(const ProtobufCMessage *m);
 int print_show(const ProtobufCMessage *m);
 int print_assign(const ProtobufCMessage *m);
 int print_task_resp(const ProtobufCMessage *m);

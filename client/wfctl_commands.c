@@ -39,6 +39,7 @@ enum argk {
     ARG_JOIN,     /* all | any | quorum:K into a JoinPolicy */
     ARG_TOKENOP,  /* PLACE[:N] or FROM:TO[:N] appended to "operations" (kind in fixed) */
     ARG_VAR,      /* PATH=VALUE appended to a repeated VariableFilter (the flag repeats) */
+    ARG_PLACEMAP, /* FROM:TO or FROM->TO appended to a repeated PlaceMapping (the flag repeats) */
 };
 
 #define ARGF_OPTIONAL 1u /* a positional that may be left out */
@@ -285,6 +286,28 @@ static const struct command commands[] = {
                 "repeated. The net then settles as after a firing: work items that lost a token\n"
                 "are withdrawn, newly enabled transitions get their tasks, jobs, timers and\n"
                 "signal waits, and a token in the END place completes the instance.\n"},
+    {.name = "migrate",
+     .summary = "move a root net instance to another version of its definition",
+     .method = "MigrateInstance",
+     .req = DESC(migrate_instance_request),
+     .resp = DESC(migrate_instance_response),
+     .args =
+         (const struct arg[]){
+             POS("instance_id", "ID", "root instance id"),
+             {ARG_INT, NULL, "target_version", "VERSION", "the version to move to", NULL, 0},
+             OPT(ARG_PLACEMAP, "map", "place_mapping", "FROM:TO",
+                 "tokens of place FROM go to place TO; FROM->TO when a place id holds ':'"),
+             OPT(ARG_FLAG, "dry-run", "dry_run", NULL,
+                 "print the plan and problems, change nothing"),
+             REQUEST_ID,
+             END},
+     .print = print_migrate,
+     .status = status_migrate,
+     .details = "A place not mapped goes to the place of the same id. Work items whose transition\n"
+                "exists in the target with the same trigger keep their task (claim, assignee),\n"
+                "job, timer or signal wait; the net then settles as after a firing. Every\n"
+                "problem is listed at once: with --dry-run in the answer (exit 1 when there is\n"
+                "any), else as the refusal MIGRATION_INVALID. --map may be repeated.\n"},
     {.name = "retry",
      .summary = "resolve the incident of a FAILED instance (re-arm the failed job)",
      .method = "RetryInstance",
@@ -769,6 +792,31 @@ token_op(const struct arg *g, const char *v, json_t *req)
     return 0;
 }
 
+/* Appends one PlaceMapping read from v (FROM:TO, or FROM->TO) to the
+ * repeated field g->field; -1 when v does not parse. */
+static int
+place_map(const struct arg *g, const char *v, json_t *req)
+{
+    const char *sep = strstr(v, "->");
+    size_t skip = 2;
+    if (sep == NULL) {
+        sep = strchr(v, ':');
+        skip = 1;
+    }
+    if (sep == NULL || sep == v || sep[skip] == '\0')
+        return -1;
+    json_t *m = json_object();
+    json_object_set_new(m, "from_place", json_stringn_nocheck(v, (size_t)(sep - v)));
+    json_object_set_new(m, "to_place", json_string_nocheck(sep + skip));
+    json_t *list = get_path(req, g->field);
+    if (list == NULL) {
+        list = json_array();
+        set_path(req, g->field, list);
+    }
+    json_array_append_new(list, m);
+    return 0;
+}
+
 /* Applies one argument's text to the request; 0 or an exit status. */
 static int
 apply_arg(const struct arg *g, const char *v, struct wfctl_args *a)
@@ -895,6 +943,10 @@ apply_arg(const struct arg *g, const char *v, struct wfctl_args *a)
     }
     case ARG_TOKENOP:
         if (token_op(g, v, a->req) != 0)
+            return wfctl_usage_error("%s: \"%s\" is not %s", arg_label(g), v, g->meta);
+        return 0;
+    case ARG_PLACEMAP:
+        if (place_map(g, v, a->req) != 0)
             return wfctl_usage_error("%s: \"%s\" is not %s", arg_label(g), v, g->meta);
         return 0;
     }

@@ -623,6 +623,60 @@ print_modify(const ProtobufCMessage *m)
     return WFCTL_OK;
 }
 
+/* MigrateInstance: exit 1 when a dry run found problems. */
+int
+status_migrate(const ProtobufCMessage *m)
+{
+    const Workflow__V1__MigrateInstanceResponse *r = (const void *)m;
+    return r->n_problems > 0 ? WFCTL_FAILED : WFCTL_OK;
+}
+
+static void
+plan_rows(const char *change, Workflow__V1__MigrationWorkItem *const *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        table_row((const char *const[]){items[i]->work_item_id, items[i]->transition_id,
+                                        EN(trigger, items[i]->trigger), change});
+}
+
+/* MigrateInstance: the instance, the plan (tokens, work items), then the
+ * problems. */
+int
+print_migrate(const ProtobufCMessage *m)
+{
+    const Workflow__V1__MigrateInstanceResponse *r = (const void *)m;
+    const Workflow__V1__MigrationPlan *p = r->plan;
+    if (r->instance != NULL)
+        instance_block(r->instance);
+    if (p != NULL) {
+        kv("migration", "version %d -> %d, %s%s", p->source_version, p->target_version,
+           r->applied ? "applied" : "not applied", p->completes ? ", completes the instance" : "");
+        section("tokens", p->n_tokens);
+        table_begin(2, 3, (const char *const[]){"ID", "FROM", "TO"});
+        for (size_t i = 0; i < p->n_tokens; i++)
+            table_row((const char *const[]){p->tokens[i]->token_id, p->tokens[i]->from_place,
+                                            p->tokens[i]->to_place});
+        table_flush();
+        section("work items", p->n_kept + p->n_withdrawn + p->n_created);
+        table_begin(2, 4, (const char *const[]){"ID", "TRANSITION", "TRIGGER", "CHANGE"});
+        plan_rows("kept", p->kept, p->n_kept);
+        plan_rows("withdrawn", p->withdrawn, p->n_withdrawn);
+        plan_rows("created", p->created, p->n_created);
+        table_flush();
+        for (size_t i = 0; i < p->n_fired_transition_ids; i++)
+            kv("fires", "%s", p->fired_transition_ids[i]);
+    }
+    if (r->n_problems > 0) {
+        section("problems", r->n_problems);
+        table_begin(2, 3, (const char *const[]){"CODE", "FIELD", "MESSAGE"});
+        for (size_t i = 0; i < r->n_problems; i++)
+            table_row((const char *const[]){r->problems[i]->code, r->problems[i]->path,
+                                            r->problems[i]->message});
+        table_flush();
+    }
+    return status_migrate(m);
+}
+
 /* Any response whose field "task" is the result (task, claim, release). */
 int
 print_task_resp(const ProtobufCMessage *m)

@@ -386,6 +386,20 @@ fuzz_seed_requests(wf_arena *a, size_t *n)
     mod->reason = "repair";
     s[k++] = (fuzz_seed){"ModifyInstance", "modify_instance", &mod->base};
 
+    /* A dry run to version 2 with one place mapping. */
+    Workflow__V1__MigrateInstanceRequest *mig = alloc(a, sizeof *mig);
+    workflow__v1__migrate_instance_request__init(mig);
+    mig->instance_id = (char *)EXAMPLE_ID;
+    mig->target_version = 2;
+    mig->place_mapping = alloc(a, sizeof *mig->place_mapping);
+    Workflow__V1__PlaceMapping *pm = alloc(a, sizeof *pm);
+    workflow__v1__place_mapping__init(pm);
+    pm->from_place = "start";
+    pm->to_place = "reviewed";
+    mig->place_mapping[mig->n_place_mapping++] = pm;
+    mig->dry_run = true;
+    s[k++] = (fuzz_seed){"MigrateInstance", "migrate_instance", &mig->base};
+
     Workflow__V1__RetryInstanceRequest *retry = alloc(a, sizeof *retry);
     workflow__v1__retry_instance_request__init(retry);
     retry->instance_id = (char *)EXAMPLE_ID;

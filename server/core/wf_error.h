@@ -62,6 +62,9 @@ typedef enum wf_code {
     WF_E_MODIFICATION_DEADLOCKS,
     /* ModifyInstance of an instance without a net (AD_HOC). */
     WF_E_NOT_A_NET_INSTANCE,
+    /* MigrateInstance found problems (each listed in google.rpc.BadRequest):
+     * the instance cannot move to the target version as asked. */
+    WF_E_MIGRATION_INVALID,
 
     /* PERMISSION_DENIED */
     WF_E_NOT_ASSIGNEE,

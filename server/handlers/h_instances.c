@@ -1,7 +1,7 @@
 /*
  * h_instances: StartInstance, GetInstance, ListInstances and
  * CancelInstance for ad-hoc (TaskFlow) trees; SetVariables, ModifyInstance,
- * RetryInstance, SuspendInstance, ResumeInstance; ListWorkItems.
+ * MigrateInstance, RetryInstance, SuspendInstance, ResumeInstance; ListWorkItems.
  *
  * Translation only: every rule is in engine/referral*.c and
  * engine/net_runtime_history.c.
@@ -443,6 +443,122 @@ h_modify_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage *
     if (rc == WF_OK)
         rc = wf_net_modify_instance(&ctx, &in, &idem, &out, err);
     return wf_h_respond(call, rc, &idem, &modify_builder, &out, resp, err);
+}
+
+/* ---- MigrateInstance ------------------------------------------------------------- */
+
+static Workflow__V1__MigrationWorkItem **
+plan_items(wf_arena *a, const wf_net_plan_item *items, size_t n)
+{
+    Workflow__V1__MigrationWorkItem **v = wf_arena_calloc(a, n + 1, sizeof *v);
+    for (size_t i = 0; v != NULL && i < n; i++) {
+        Workflow__V1__MigrationWorkItem *m = wf_arena_alloc(a, sizeof *m);
+        if (m == NULL)
+            return NULL;
+        workflow__v1__migration_work_item__init(m);
+        m->work_item_id = (char *)items[i].work_item_id;
+        m->transition_id = (char *)items[i].transition_id;
+        m->trigger = (Workflow__V1__Trigger)items[i].trigger;
+        v[i] = m;
+    }
+    return v;
+}
+
+static Workflow__V1__MigrationPlan *
+plan_out(wf_arena *a, const wf_net_migration *r)
+{
+    Workflow__V1__MigrationPlan *p = wf_arena_alloc(a, sizeof *p);
+    if (p == NULL)
+        return NULL;
+    workflow__v1__migration_plan__init(p);
+    p->source_version = r->source_version;
+    p->target_version = r->target_version;
+    p->tokens = wf_arena_calloc(a, r->n_tokens + 1, sizeof *p->tokens);
+    p->kept = plan_items(a, r->kept, r->n_kept);
+    p->withdrawn = plan_items(a, r->withdrawn, r->n_withdrawn);
+    p->created = plan_items(a, r->created, r->n_created);
+    p->fired_transition_ids = wf_arena_calloc(a, r->n_fired + 1, sizeof *p->fired_transition_ids);
+    if (p->tokens == NULL || p->kept == NULL || p->withdrawn == NULL || p->created == NULL ||
+        p->fired_transition_ids == NULL)
+        return NULL;
+    p->n_kept = r->n_kept;
+    p->n_withdrawn = r->n_withdrawn;
+    p->n_created = r->n_created;
+    for (size_t i = 0; i < r->n_tokens; i++) {
+        Workflow__V1__MigrationTokenMove *t = wf_arena_alloc(a, sizeof *t);
+        if (t == NULL)
+            return NULL;
+        workflow__v1__migration_token_move__init(t);
+        t->token_id = (char *)r->tokens[i].token_id;
+        t->from_place = (char *)r->tokens[i].from_place;
+        t->to_place = (char *)r->tokens[i].to_place;
+        p->tokens[p->n_tokens++] = t;
+    }
+    for (size_t i = 0; i < r->n_fired; i++)
+        p->fired_transition_ids[p->n_fired_transition_ids++] = (char *)r->fired[i];
+    p->completes = r->completes;
+    return p;
+}
+
+static ProtobufCMessage *
+build_migrate(wf_arena *a, const void *result)
+{
+    const wf_net_migration *r = result;
+    Workflow__V1__MigrateInstanceResponse *m = wf_arena_alloc(a, sizeof *m);
+    if (m == NULL)
+        return NULL;
+    workflow__v1__migrate_instance_response__init(m);
+    m->instance = wf_h_instance(a, &r->instance);
+    m->plan = plan_out(a, r);
+    m->problems = wf_arena_calloc(a, r->n_problems + 1, sizeof *m->problems);
+    if (m->instance == NULL || m->plan == NULL || m->problems == NULL)
+        return NULL;
+    for (size_t i = 0; i < r->n_problems; i++) {
+        Workflow__V1__MigrationProblem *p = wf_arena_alloc(a, sizeof *p);
+        if (p == NULL)
+            return NULL;
+        workflow__v1__migration_problem__init(p);
+        p->code = (char *)r->problems[i].code;
+        p->path = (char *)r->problems[i].path;
+        p->message = (char *)r->problems[i].message;
+        m->problems[m->n_problems++] = p;
+    }
+    m->applied = r->applied;
+    return &m->base;
+}
+
+static const wf_h_builder migrate_builder = {build_migrate,
+                                             &workflow__v1__migrate_instance_response__descriptor};
+
+wf_code
+h_migrate_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
+                   wf_error *err)
+{
+    const Workflow__V1__MigrateInstanceRequest *req = (const void *)msg;
+    wf_net_ctx ctx;
+    wf_uow_idem idem;
+    wf_net_migration out;
+    wf_h_net_ctx(call, &ctx);
+    if (wf_ids_check(&ctx.ref, WF_ID_INSTANCE, "instance_id", req->instance_id, err) != WF_OK)
+        return err->code;
+    wf_net_place_map *map = wf_arena_calloc(call->arena, req->n_place_mapping + 1, sizeof *map);
+    if (map == NULL)
+        return wf_error_nomem(err);
+    for (size_t i = 0; i < req->n_place_mapping; i++)
+        map[i] =
+            (wf_net_place_map){req->place_mapping[i]->from_place, req->place_mapping[i]->to_place};
+    wf_net_migrate_in in = {
+        .instance_id = req->instance_id,
+        .target_version = req->target_version,
+        .mapping = map,
+        .n_mapping = req->n_place_mapping,
+        .dry_run = req->dry_run,
+    };
+    wf_code rc =
+        wf_h_idem(call, msg, req->dry_run ? NULL : req->request_id, &migrate_builder, &idem, err);
+    if (rc == WF_OK)
+        rc = wf_net_migrate_instance(&ctx, &in, &idem, &out, err);
+    return wf_h_respond(call, rc, &idem, &migrate_builder, &out, resp, err);
 }
 
 /* ---- CancelInstance -------------------------------------------------------------- */

@@ -29,6 +29,8 @@ wf_code h_set_variables(wf_call *call, const ProtobufCMessage *req, ProtobufCMes
                         wf_error *err);
 wf_code h_modify_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                           wf_error *err);
+wf_code h_migrate_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                           wf_error *err);
 wf_code h_retry_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                          wf_error *err);
 wf_code h_suspend_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,

@@ -21,6 +21,7 @@ const wf_route wf_routes[] = {
     {"CancelInstance", h_cancel_instance, WF_ROUTE_ACTOR, NULL},
     {"SetVariables", h_set_variables, WF_ROUTE_ACTOR, NULL},
     {"ModifyInstance", h_modify_instance, WF_ROUTE_ACTOR, NULL},
+    {"MigrateInstance", h_migrate_instance, WF_ROUTE_ACTOR, NULL},
     {"RetryInstance", h_retry_instance, WF_ROUTE_ACTOR, NULL},
     {"SuspendInstance", h_suspend_instance, WF_ROUTE_ACTOR, NULL},
     {"ResumeInstance", h_resume_instance, WF_ROUTE_ACTOR, NULL},

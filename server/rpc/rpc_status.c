@@ -52,6 +52,7 @@ wf_rpc_status_code(wf_code code)
     case WF_E_MODIFICATION_DEADLOCKS:
     case WF_E_NOT_A_NET_INSTANCE:
     case WF_E_SCHEMA_TOO_NEW:
+    case WF_E_MIGRATION_INVALID:
         return GRPC_STATUS_FAILED_PRECONDITION;
     case WF_E_NOT_ASSIGNEE:
     case WF_E_NOT_GROUP_MEMBER:

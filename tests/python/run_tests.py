@@ -39,7 +39,13 @@ google.rpc.ErrorInfo{reason, domain "workflow.v1"} carried in the
 * suspend and resume (SuspendResumeTests): a signal sent to a suspended
   instance is buffered with its TTL counting, the resume consumes it, a
   request_id replays, an ended instance is refused; again on Postgres
-  (SuspendResumePgTests).
+  (SuspendResumePgTests);
+* migration (MigrateInstanceTests): a claimed task moved to a new version
+  through a place mapping, its problems listed first (dry run, then the
+  refusal MIGRATION_INVALID with google.rpc.BadRequest), the request_id
+  replay, INSTANCE_MIGRATED, the next step of the new version; again on
+  Postgres through two server processes (MigrateInstancePgTests), both
+  replicas migrating the same instance at once.
 
 Every server is a workflowd process started here, on 127.0.0.1 and a free
 port (never 50051), with its stderr captured in the work directory; all of
@@ -2220,6 +2226,169 @@ class SchemaMigrationPgTests(WorkflowTestCase):
                            env=server_env())
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("DATABASE_URL is not set", p.stderr)
+class MigrateInstanceTests(WorkflowTestCase):
+    """MigrateInstance as an operator's tool calls it: version 1 of a net
+    has an instance waiting at a claimed task; version 2 renames its place
+    and adds a step. The migration with a place mapping keeps the task
+    (id, claim, assignee) and the instance goes on in version 2."""
+
+    @classmethod
+    def start_servers(cls):
+        return [start_server(cls, "migrate-memory")]
+
+    @classmethod
+    def setUpClass(cls):
+        cls.servers = cls.start_servers()
+        cls.wfs = [srv.workflow() for srv in cls.servers]
+        cls.wf = cls.wfs[0]
+
+    def net(self, middle, jobs):
+        """s -review-> MIDDLE -approve-> b, then one AUTO job per type in
+        jobs, the last into e."""
+        places = [wf_pb2.Place(id="s", kind=wf_pb2.PLACE_KIND_START),
+                  wf_pb2.Place(id=middle, kind=wf_pb2.PLACE_KIND_NORMAL),
+                  wf_pb2.Place(id="b", kind=wf_pb2.PLACE_KIND_NORMAL)]
+        alice = wf_pb2.Assignee(kind=wf_pb2.ASSIGNEE_KIND_USER, ids=["alice"])
+        transitions = [wf_pb2.Transition(id="review", trigger=wf_pb2.TRIGGER_USER, assignee=alice),
+                       wf_pb2.Transition(id="approve", trigger=wf_pb2.TRIGGER_USER, assignee=alice)]
+        arcs = [wf_pb2.Arc(source="s", target="review"), wf_pb2.Arc(source="review", target=middle),
+                wf_pb2.Arc(source=middle, target="approve"), wf_pb2.Arc(source="approve", target="b")]
+        at = "b"
+        for i, job in enumerate(jobs):
+            nxt = "e" if i == len(jobs) - 1 else "after-" + job
+            if nxt != "e":
+                places.append(wf_pb2.Place(id=nxt, kind=wf_pb2.PLACE_KIND_NORMAL))
+            transitions.append(wf_pb2.Transition(id=job, trigger=wf_pb2.TRIGGER_AUTO,
+                                                 job_type=job + "-" + self.run))
+            arcs += [wf_pb2.Arc(source=at, target=job), wf_pb2.Arc(source=job, target=nxt)]
+            at = nxt
+        places.append(wf_pb2.Place(id="e", kind=wf_pb2.PLACE_KIND_END))
+        d = wf_pb2.Definition(key=self.key, kind=wf_pb2.DEFINITION_KIND_NET, places=places,
+                              transitions=transitions, arcs=arcs)
+        out = invoke(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(definition=d),
+                     md(actor="dev"))
+        self.assertEqual(out.code, SC.OK, "deploy: %r" % out)
+        return out.response.definition.version
+
+    def setUp(self):
+        self.run = uuid.uuid4().hex[:8]
+        self.key = "py-migrate-" + self.run
+        self.assertEqual(self.net("a", ["ship"]), 1)
+        out = invoke(self.wf.StartInstance, wf_pb2.StartInstanceRequest(definition_key=self.key),
+                     md(actor="shop"))
+        self.assertEqual(out.code, SC.OK, "start: %r" % out)
+        self.iid = out.response.instance.id
+        review = self.task("review")
+        done = invoke(self.wf.CompleteTask, wf_pb2.CompleteTaskRequest(task_id=review.id),
+                      md(actor="alice"))
+        self.assertEqual(done.code, SC.OK, "complete: %r" % done)
+        self.approve = self.task("approve")
+        claim = invoke(self.wf.ClaimTask, wf_pb2.ClaimTaskRequest(task_id=self.approve.id),
+                       md(actor="alice"))
+        self.assertEqual(claim.code, SC.OK, "claim: %r" % claim)
+        self.assertEqual(self.net("checked", ["pack", "ship"]), 2)
+
+    def get(self):
+        out = invoke(self.wf.GetInstance, wf_pb2.GetInstanceRequest(instance_id=self.iid), md())
+        self.assertEqual(out.code, SC.OK, "get: %r" % out)
+        return out.response
+
+    def task(self, transition_id):
+        return next(t for t in self.get().tasks if t.transition_id == transition_id
+                    and t.status in (wf_pb2.TASK_STATUS_OPEN, wf_pb2.TASK_STATUS_CLAIMED))
+
+    def migrate(self, wf=None, mapping=(), dry_run=False, request_id=""):
+        req = wf_pb2.MigrateInstanceRequest(
+            instance_id=self.iid, target_version=2, dry_run=dry_run, request_id=request_id,
+            place_mapping=[wf_pb2.PlaceMapping(from_place=f, to_place=t) for f, t in mapping])
+        return invoke((wf or self.wf).MigrateInstance, req, md(actor="ops"))
+
+    def migrated_events(self):
+        stream = self.wf.WatchEvents(wf_pb2.WatchEventsRequest(
+            instance_id=self.iid, types=[wf_pb2.EVENT_TYPE_INSTANCE_MIGRATED]),
+            metadata=md(), timeout=RPC_TIMEOUT)
+        return [json.loads(r.event.data_json) for r in stream]
+
+    def test_problems_first_then_the_mapped_migration(self):
+        # Without a mapping the token in "a" has nowhere to go.
+        dry = self.migrate(dry_run=True)
+        self.assertEqual(dry.code, SC.OK, "dry run: %r" % dry)
+        self.assertFalse(dry.response.applied)
+        self.assertEqual([(p.code, p.path) for p in dry.response.problems],
+                         [("UNMAPPED_PLACE", "place_mapping")])
+        refused = self.migrate()
+        self.assert_error(refused, SC.FAILED_PRECONDITION, "MIGRATION_INVALID")
+        self.assertEqual([(v.field, v.reason) for v in bad_request(refused.status).field_violations],
+                         [("place_mapping", "UNMAPPED_PLACE")])
+        self.assertEqual(self.get().instance.definition_version, 1)
+
+        # Mapped: the plan keeps the claimed task, and the run does it.
+        mapping = [("a", "checked")]
+        plan = self.migrate(mapping=mapping, dry_run=True)
+        self.assertEqual(plan.code, SC.OK, "dry run: %r" % plan)
+        self.assertEqual(list(plan.response.problems), [])
+        self.assertEqual([w.transition_id for w in plan.response.plan.kept], ["approve"])
+        self.assertEqual(self.migrated_events(), [])
+        rid = "migrate-" + self.run
+        out = self.migrate(mapping=mapping, request_id=rid)
+        self.assertEqual(out.code, SC.OK, "migrate: %r" % out)
+        self.assertTrue(out.response.applied)
+        self.assertEqual(out.response.instance.definition_version, 2)
+        self.assertEqual([(t.from_place, t.to_place) for t in out.response.plan.tokens],
+                         [("a", "checked")])
+        again = self.migrate(mapping=mapping, request_id=rid)
+        self.assertEqual(again.code, SC.OK)
+        self.assertEqual(again.response, out.response)
+        events = self.migrated_events()
+        self.assertEqual(len(events), 1)
+        self.assertEqual((events[0]["sourceVersion"], events[0]["targetVersion"]), (1, 2))
+        self.assertEqual(events[0]["placeMapping"], [{"fromPlace": "a", "toPlace": "checked"}])
+
+        # The task kept its id, claim and assignee; the next step is version 2's.
+        g = self.get()
+        self.assertEqual(dict(g.marking), {"checked": 1})
+        kept = self.task("approve")
+        self.assertEqual((kept.id, kept.status, kept.claimed_by, kept.assignee_id),
+                         (self.approve.id, wf_pb2.TASK_STATUS_CLAIMED, "alice", "alice"))
+        done = invoke(self.wf.CompleteTask, wf_pb2.CompleteTaskRequest(task_id=kept.id),
+                      md(actor="alice"))
+        self.assertEqual(done.code, SC.OK, "complete: %r" % done)
+        jobs = invoke(self.wf.ActivateJobs, wf_pb2.ActivateJobsRequest(
+            job_type="pack-" + self.run, worker="py", max_jobs=5), md())
+        self.assertEqual(jobs.code, SC.OK, "activate: %r" % jobs)
+        self.assertEqual([j.instance_id for j in jobs.response.jobs], [self.iid])
+
+    def test_replicas_migrating_at_once_apply_it_once(self):
+        mapping = [("a", "checked")]
+        results = [None] * 4
+        gate = threading.Barrier(len(results))
+
+        def run(i):
+            gate.wait()
+            results[i] = self.migrate(wf=self.wfs[i % len(self.wfs)], mapping=mapping)
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(len(results))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for out in results:
+            self.assertEqual(out.code, SC.OK, "migrate: %r" % out)
+        # One applied it; the others found the instance on version 2 already.
+        self.assertEqual(sum(out.response.applied for out in results), 1)
+        self.assertEqual(len(self.migrated_events()), 1)
+        self.assertEqual(self.get().instance.definition_version, 2)
+        self.assertEqual(self.task("approve").id, self.approve.id)
+
+
+class MigrateInstancePgTests(MigrateInstanceTests):
+    """MigrateInstanceTests on Postgres through two server processes (two
+    replicas); skipped without WF_TEST_PG_DSN."""
+
+    @classmethod
+    def start_servers(cls):
+        dsn = pg_dsn_or_skip("MigrateInstanceTests")
+        return [start_server(cls, "migrate-pg-%d" % i, DATABASE_URL=dsn) for i in range(2)]
 
 
 # ---------------------------------------------------------------------------

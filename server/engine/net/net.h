@@ -414,6 +414,44 @@ wf_code wf_net_modify(const wf_net *net, const wf_net_state *state, const wf_net
                       size_t n_ops, const char *vars_json, wf_arena *a, wf_net_state *out,
                       wf_net_diff *diff, wf_net_mod_done *done, size_t *bad, wf_error *err);
 
+/* ---- migration (MigrateInstance) ---------------------------------------- */
+
+/* Bound of one place mapping. */
+#define WF_NET_MAX_PLACE_MAPPINGS WF_NET_MAX_NODES
+
+/* One entry of a place mapping: the tokens of from_place (a place of the
+ * version the case runs) go to to_place (a place of the target version).
+ * A place without an entry maps to the target's place of the same id. */
+typedef struct wf_net_place_map {
+    const char *from_place;
+    const char *to_place;
+} wf_net_place_map;
+
+/* Moves the case state of net `from` onto net `to` (another version of
+ * the same definition). Every problem is reported at once in *problems
+ * (in a; codes are stable UPPER_SNAKE strings, paths name the request
+ * field: "place_mapping[i].from_place", "place_mapping", "target_version"):
+ *   UNKNOWN_SOURCE_PLACE, UNKNOWN_TARGET_PLACE, DUPLICATE_MAPPING   a bad entry;
+ *   UNMAPPED_PLACE       a place holding tokens with no place in `to`;
+ *   TRANSITION_MISSING   a live work item whose transition `to` lacks;
+ *   TRIGGER_CHANGED, JOB_TYPE_CHANGED, SIGNAL_CHANGED
+ *                        ... whose transition changed its trigger, job type,
+ *                        or signal name or correlation;
+ *   FIRING_REFUSED       the target net could not settle (a silent
+ *                        transition whose arcs match nothing, a loop);
+ *   MIGRATION_DEADLOCKS  tokens would be left that enable nothing.
+ * With no problem, *out and *diff hold the new state (tokens keep their ids
+ * and order, in their mapped places) and what changed, settled as after a
+ * firing: a live item whose transition is still enabled by its tokens is
+ * kept, every other one withdrawn, new enablings created, silent AUTO
+ * transitions fired, termination checked. With problems *out and *diff
+ * are not written. Returns WF_OK either way; only running out of memory
+ * fails. */
+wf_code wf_net_migrate(const wf_net *from, const wf_net *to, const wf_net_state *state,
+                       const wf_net_place_map *map, size_t n_map, const char *vars_json,
+                       wf_arena *a, wf_net_state *out, wf_net_diff *diff,
+                       wf_validation_error **problems, size_t *n_problems, wf_error *err);
+
 /* USERS completion: true once `done` of `total` tasks satisfy mode
  * (ALL: all done; ANY: one; QUORUM: quorum of them). NONE reads as ALL. */
 bool wf_completion_met(wf_join_mode mode, int32_t quorum, size_t done, size_t total);

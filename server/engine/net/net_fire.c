@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -703,6 +704,217 @@ wf_net_modify(const wf_net *net, const wf_net_state *state, const wf_net_mod *op
         return rc;
     if (done != NULL)
         memcpy(done, d, n_ops * sizeof *d);
+    return WF_OK;
+}
+
+/* ---- migration -------------------------------------------------------------- */
+
+static bool
+str_same(const char *x, const char *y)
+{
+    return strcmp(x != NULL ? x : "", y != NULL ? y : "") == 0;
+}
+
+static const char *
+trigger_name(wf_trigger t)
+{
+    switch (t) {
+    case WF_TRIGGER_USER:
+        return "USER";
+    case WF_TRIGGER_AUTO:
+        return "AUTO";
+    case WF_TRIGGER_TIME:
+        return "TIME";
+    case WF_TRIGGER_MSG:
+        return "MSG";
+    default:
+        break;
+    }
+    return "UNSPECIFIED";
+}
+
+/* The target place of source place id: its mapping entry, else the place
+ * of the same id in `to`; NULL when there is none. */
+static const char *
+mapped_place(const wf_net *to, const wf_net_place_map *map, size_t n_map, const char *id)
+{
+    for (size_t i = 0; i < n_map; i++)
+        if (str_same(map[i].from_place, id))
+            return wf_net_place_index(to, map[i].to_place) >= 0 ? map[i].to_place : NULL;
+    return wf_net_place_index(to, id) >= 0 ? id : NULL;
+}
+
+/* The entries of the mapping themselves. */
+static void
+check_mapping(const wf_net *from, const wf_net *to, const wf_net_place_map *map, size_t n_map,
+              wf_findings *f)
+{
+    char path[64];
+    for (size_t i = 0; i < n_map; i++) {
+        const char *fp = map[i].from_place != NULL ? map[i].from_place : "";
+        const char *tp = map[i].to_place != NULL ? map[i].to_place : "";
+        snprintf(path, sizeof path, "place_mapping[%zu].from_place", i);
+        if (wf_net_place_index(from, fp) < 0)
+            wf_findings_add(f, WF_SEVERITY_ERROR, "UNKNOWN_SOURCE_PLACE", path,
+                            "place \"%.128s\" is not a place of version %d", fp,
+                            (int)from->version);
+        for (size_t k = 0; k < i; k++)
+            if (str_same(map[k].from_place, fp)) {
+                wf_findings_add(f, WF_SEVERITY_ERROR, "DUPLICATE_MAPPING", path,
+                                "place \"%.128s\" is mapped more than once", fp);
+                break;
+            }
+        snprintf(path, sizeof path, "place_mapping[%zu].to_place", i);
+        if (wf_net_place_index(to, tp) < 0)
+            wf_findings_add(f, WF_SEVERITY_ERROR, "UNKNOWN_TARGET_PLACE", path,
+                            "place \"%.128s\" is not a place of version %d", tp, (int)to->version);
+    }
+}
+
+/* Every live work item keeps its transition: it exists in `to` with the
+ * same trigger, job type and signal. */
+static void
+check_items(const wf_net *from, const wf_net *to, const wf_net_state *st, wf_findings *f)
+{
+    for (size_t i = 0; i < st->n_items; i++) {
+        const wf_work_item *it = &st->items[i];
+        int fi = wf_net_transition_index(from, it->transition_id);
+        int ti = wf_net_transition_index(to, it->transition_id);
+        const char *tid = it->transition_id != NULL ? it->transition_id : "";
+        if (ti < 0) {
+            wf_findings_add(f, WF_SEVERITY_ERROR, "TRANSITION_MISSING", "target_version",
+                            "work item \"%s\" waits on transition \"%.128s\", which version %d "
+                            "does not have",
+                            it->id, tid, (int)to->version);
+            continue;
+        }
+        if (fi < 0)
+            continue; /* an item of a transition its own net lacks: nothing to compare */
+        const wf_transition *a = &from->transitions[fi], *b = &to->transitions[ti];
+        if (a->trigger != b->trigger)
+            wf_findings_add(f, WF_SEVERITY_ERROR, "TRIGGER_CHANGED", "target_version",
+                            "transition \"%.128s\" of work item \"%s\" is %s in version %d and %s "
+                            "in version %d",
+                            tid, it->id, trigger_name(a->trigger), (int)from->version,
+                            trigger_name(b->trigger), (int)to->version);
+        else if (a->trigger == WF_TRIGGER_AUTO && !str_same(a->job_type, b->job_type))
+            wf_findings_add(f, WF_SEVERITY_ERROR, "JOB_TYPE_CHANGED", "target_version",
+                            "transition \"%.128s\" of work item \"%s\" has job type \"%.64s\" in "
+                            "version %d and \"%.64s\" in version %d",
+                            tid, it->id, a->job_type != NULL ? a->job_type : "", (int)from->version,
+                            b->job_type != NULL ? b->job_type : "", (int)to->version);
+        else if (a->trigger == WF_TRIGGER_MSG && (!str_same(a->signal_name, b->signal_name) ||
+                                                  (a->correlation == WF_CORRELATION_AGGREGATE) !=
+                                                      (b->correlation == WF_CORRELATION_AGGREGATE)))
+            wf_findings_add(f, WF_SEVERITY_ERROR, "SIGNAL_CHANGED", "target_version",
+                            "transition \"%.128s\" of work item \"%s\" awaits another signal or "
+                            "correlation in version %d",
+                            tid, it->id, (int)to->version);
+    }
+}
+
+/* True when live item it, on net w->net, is still enabled by exactly its
+ * bound tokens: each input arc of its transition finds weight of them in
+ * its place, and none is left over. */
+static bool
+still_enabled(const ws *w, const witem *it)
+{
+    if (it->trans < 0)
+        return false;
+    size_t need = 0;
+    for (size_t i = 0; i < w->narcs; i++) {
+        const rarc *r = &w->arcs[i];
+        if (!r->input || r->trans != it->trans)
+            continue;
+        int32_t got = 0;
+        for (size_t k = 0; k < it->ntoks; k++)
+            got += it->toks[k] >= 0 && w->tok[it->toks[k]].alive &&
+                   w->tok[it->toks[k]].place == r->place;
+        if (got != r->weight)
+            return false;
+        need += (size_t)r->weight;
+    }
+    return need > 0 && need == it->ntoks;
+}
+
+wf_code
+wf_net_migrate(const wf_net *from, const wf_net *to, const wf_net_state *state,
+               const wf_net_place_map *map, size_t n_map, const char *vars_json, wf_arena *a,
+               wf_net_state *out, wf_net_diff *diff, wf_validation_error **problems,
+               size_t *n_problems, wf_error *err)
+{
+    wf_findings f = {.a = a};
+    *problems = NULL;
+    *n_problems = 0;
+    check_mapping(from, to, map, n_map, &f);
+    /* The places holding tokens, each reported once. */
+    wf_token *toks = wf_arena_alloc(a, (state->n_tokens + 1) * sizeof *toks);
+    if (toks == NULL)
+        return wf_error_nomem(err);
+    for (size_t i = 0; i < state->n_tokens; i++) {
+        const wf_token *t = &state->tokens[i];
+        const char *pid = t->place_id != NULL ? t->place_id : "";
+        toks[i] = *t;
+        toks[i].place_id = mapped_place(to, map, n_map, pid);
+        if (toks[i].place_id != NULL)
+            continue;
+        bool seen = false;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = str_same(state->tokens[k].place_id, pid);
+        if (seen)
+            continue;
+        int32_t held = 0;
+        for (size_t k = 0; k < state->n_tokens; k++)
+            held += str_same(state->tokens[k].place_id, pid);
+        wf_findings_add(
+            &f, WF_SEVERITY_ERROR, "UNMAPPED_PLACE", "place_mapping",
+            "place \"%.128s\" holds %d token(s) and version %d has no place of that id; "
+            "map it to a place of version %d",
+            pid, (int)held, (int)to->version, (int)to->version);
+    }
+    check_items(from, to, state, &f);
+    if (f.oom)
+        return wf_error_nomem(err);
+    if (f.n > 0) {
+        *problems = f.v;
+        *n_problems = f.n;
+        return WF_OK;
+    }
+
+    wf_net_state mapped = *state;
+    mapped.tokens = toks;
+    ws w;
+    wf_code rc = load(&w, to, &mapped, a, err);
+    if (rc != WF_OK)
+        return rc;
+    for (size_t i = 0; i < w.nit; i++)
+        if (w.it[i].live && !still_enabled(&w, &w.it[i])) {
+            w.it[i].live = false;
+            w.it[i].withdrawn = true;
+        }
+    wf_net_state after;
+    wf_net_diff d;
+    rc = settle(&w, vars_json);
+    if (rc == WF_OK)
+        rc = finish(&w, &after, &d);
+    if (rc == WF_E_NOMEM)
+        return rc;
+    if (rc != WF_OK)
+        wf_findings_add(&f, WF_SEVERITY_ERROR, "FIRING_REFUSED", "target_version",
+                        "version %d cannot settle the case: %s", (int)to->version, err->msg);
+    else if (d.deadlocked && after.n_tokens > 0)
+        wf_findings_add(&f, WF_SEVERITY_ERROR, "MIGRATION_DEADLOCKS", "place_mapping",
+                        "the mapped tokens would enable no transition of version %d",
+                        (int)to->version);
+    if (f.oom)
+        return wf_error_nomem(err);
+    if (f.n > 0) {
+        *problems = f.v;
+        *n_problems = f.n;
+        return WF_OK;
+    }
+    *out = after;
+    *diff = d;
     return WF_OK;
 }
 

@@ -286,6 +286,80 @@ typedef struct wf_net_modified {
 wf_code wf_net_modify_instance(const wf_net_ctx *ctx, const wf_net_modify_in *in, wf_uow_idem *idem,
                                wf_net_modified *out, wf_error *err);
 
+/* ---- MigrateInstance (net_runtime_migrate.c) ---------------------------------------- */
+
+/* What MigrateInstance is asked: the one entry of every caller (the
+ * RPC, and any caller migrating instances one by one). The actor is
+ * ctx->ref.actor and the request id travels in the wf_uow_idem, as for
+ * every other mutation. */
+typedef struct wf_net_migrate_in {
+    const char *instance_id;         /* the root instance */
+    int32_t target_version;          /* a version of its definition key, >= 1 */
+    const wf_net_place_map *mapping; /* source place -> target place (net.h) */
+    size_t n_mapping;                /* 0 .. WF_NET_MAX_PLACE_MAPPINGS */
+    bool dry_run;                    /* compute the plan, change nothing */
+} wf_net_migrate_in;
+
+/* One token of the plan: its place before and after. */
+typedef struct wf_net_token_move {
+    const char *token_id;
+    const char *from_place;
+    const char *to_place;
+} wf_net_token_move;
+
+/* One work item of the plan. work_item_id is empty for an item the
+ * migration would create in a dry run (its id is chosen when it runs). */
+typedef struct wf_net_plan_item {
+    const char *work_item_id;
+    const char *transition_id;
+    wf_trigger trigger;
+} wf_net_plan_item;
+
+/* The plan of a migration, its problems, and the instance. */
+typedef struct wf_net_migration {
+    wf_instance_row instance; /* after the migration; as it is for a dry run or a no-op */
+    int32_t source_version;
+    int32_t target_version;
+    bool applied;              /* the migration was written (not a dry run, a no-op or refused) */
+    wf_net_token_move *tokens; /* every token, oldest first */
+    size_t n_tokens;
+    wf_net_plan_item *kept; /* live items that keep their task, job, timer or wait */
+    size_t n_kept;
+    wf_net_plan_item *withdrawn; /* live items the target no longer enables */
+    size_t n_withdrawn;
+    wf_net_plan_item *created; /* items the target enables (after any silent firing) */
+    size_t n_created;
+    const char **fired; /* silent transitions fired while settling, in order */
+    size_t n_fired;
+    bool completes;                /* the instance ends COMPLETED */
+    wf_validation_error *problems; /* every problem (net.h, wf_net_migrate); none = valid */
+    size_t n_problems;
+} wf_net_migration;
+
+/* MigrateInstance: moves a RUNNING root net instance (NET or STEPS, through
+ * the compiled net) to another version of its definition in one unit of
+ * work. Each token keeps its id and goes to its mapped place (mapping, or
+ * the place of the same id); a live work item whose transition exists in
+ * the target with the same trigger, job type and signal, and is still
+ * enabled by its tokens, is kept with its task (id, claim, assignee), job,
+ * timer or subscription; the net then settles as after a firing: items no
+ * longer enabled are withdrawn, new enablings created, silent AUTO
+ * transitions fired, a token in END completes the instance.
+ * INSTANCE_MIGRATED (versions, mapping, token moves, kept items, actor)
+ * comes before the events of the change. Every problem is found before
+ * anything changes and listed in out->problems: a dry run answers WF_OK
+ * with them and the plan, a real run is refused with
+ * WF_E_MIGRATION_INVALID, each problem also reported to
+ * ctx->ref.violation (field, code, message). The version the instance
+ * already runs is a no-op (WF_OK, nothing written, applied false). Other
+ * refusals: INVALID_ARGUMENT (a malformed request), INSTANCE_NOT_FOUND,
+ * INSTANCE_NOT_ROOT, NOT_A_NET_INSTANCE, INSTANCE_NOT_RUNNING (ended,
+ * FAILED, COMPENSATING), INSTANCE_SUSPENDED, DEFINITION_NOT_FOUND (no
+ * such version). A dry run records no request id (idem is ignored). out
+ * lives in ctx->ref.arena. */
+wf_code wf_net_migrate_instance(const wf_net_ctx *ctx, const wf_net_migrate_in *in,
+                                wf_uow_idem *idem, wf_net_migration *out, wf_error *err);
+
 /* ---- GetInstance ------------------------------------------------------------------ */
 
 typedef struct wf_net_awaiting {
