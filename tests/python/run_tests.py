@@ -2226,6 +2226,8 @@ class SchemaMigrationPgTests(WorkflowTestCase):
                            env=server_env())
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("DATABASE_URL is not set", p.stderr)
+
+
 class MigrateInstanceTests(WorkflowTestCase):
     """MigrateInstance as an operator's tool calls it: version 1 of a net
     has an instance waiting at a claimed task; version 2 renames its place
