@@ -411,7 +411,8 @@ static const struct command commands[] = {
                                   OPT(ARG_STR, "worker", "worker", "NAME",
                                       "worker name (default: wfctl-HOST-PID)"),
                                   OPT(ARG_INT, "max", "max_jobs", "N",
-                                      "jobs held at once: the stream's credit (default 1)"),
+                                      "jobs held at once: the stream's credit (default: "
+                                      "--concurrency)"),
                                   OPT(ARG_DURATION, "lease", "lease", "SECONDS",
                                       "lease per job (default: the transition's, 5m)"),
                                   OPT(ARG_DURATION, "wait", "wait", "SECONDS",
@@ -428,13 +429,18 @@ static const struct command commands[] = {
          "WF_JOB_KEY, WF_JOB_ID, WF_JOB_TYPE, WF_JOB_ATTEMPT, WF_JOB_MAX_ATTEMPTS,\n"
          "WF_INSTANCE_ID, WF_ROOT_INSTANCE_ID, WF_TRANSITION_ID, WF_IDEMPOTENCY_KEY and\n"
          "WF_JOB_COMPENSATION (0/1) in its environment. Exit 0 with a JSON object (or\n"
-         "nothing) on stdout completes the job with those variables; any other exit fails\n"
-         "it (retryable) with the tail of its stderr as the error message. COMMAND's stderr\n"
-         "is passed through. Prints one line per job. Jobs come from a StreamActivatedJobs\n"
-         "stream holding at most --max jobs at once (reopened with backoff when it ends).\n"
-         "SIGINT/SIGTERM: finish the current job (with --once: the batch) and exit 0; a\n"
-         "second signal terminates COMMAND (the job is failed) and leaves unstarted jobs to\n"
-         "their lease expiry.\n"},
+         "nothing) on stdout completes the job with those variables; exit 100 fails it\n"
+         "for good (retryable=false: no retry, the instance stops FAILED with an incident);\n"
+         "any other exit fails it (retryable) with the tail of its stderr as the error\n"
+         "message. COMMAND's stderr is passed through. Prints one line per job. Jobs come\n"
+         "from a StreamActivatedJobs stream holding at most --max jobs at once (default:\n"
+         "--concurrency; reopened with backoff when it ends); up to --concurrency commands\n"
+         "run at once. While a command runs, its lease is renewed (ExtendJobLease) every\n"
+         "third of the lease; when the server answers JOB_LEASE_LOST the command is killed\n"
+         "and the job is not reported (outcome lease_lost).\n"
+         "SIGINT/SIGTERM: finish the running jobs (with --once: the batch) and exit 0; a\n"
+         "second signal terminates the commands (their jobs are failed) and leaves\n"
+         "unstarted jobs to their lease expiry.\n"},
     {.name = "watch",
      .summary = "stream events, one line each (--follow keeps streaming)",
      .method = "WatchEvents",

@@ -448,9 +448,10 @@ man_command(FILE *f, const struct command *c)
             snprintf(help, sizeof help, "%s", g->help);
         roff_option(f, g->name, takes_value(g) ? g->meta : NULL, help);
     }
-    roff_option(f, "json", NULL,
-                c->items != NULL ? "print each item as one JSON object per line"
-                                 : "print the response as one JSON object per line");
+    if (c->method != NULL)
+        roff_option(f, "json", NULL,
+                    c->items != NULL ? "print each item as one JSON object per line"
+                                     : "print the response as one JSON object per line");
     if (c->details != NULL) {
         fputs(".PP\n", f);
         roff_block(f, c->details);
