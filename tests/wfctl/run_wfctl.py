@@ -15,7 +15,9 @@
   statuses stay 1 and 2;
 * jobs: --concurrency N runs N commands at once (they record their start
   and end: every one starts before any ends); a command running longer
-  than --lease completes its job and no JOB_LEASE_EXPIRED is written; exit
+  than --lease completes its job and no JOB_LEASE_EXPIRED is written; a
+  renewal refused (the instance was cancelled) kills the command, whose job
+  is not reported; exit
   status 100 fails the job for good (one attempt, the instance FAILED with
   an incident);
 * referral-status is GetCompletion; definitions --key lists newest first.
@@ -398,6 +400,29 @@ class JobsTests(ServerTests):
         self.assertIn("JOB_COMPLETED", types)
         self.assertNotIn("JOB_LEASE_EXPIRED", types)
         self.assertEqual(types.count("JOB_ACTIVATED"), 1)
+
+    def test_lost_lease_kills_the_command_unreported(self):
+        self.job_definition(self.key, self.job_type)
+        iid = self.start(self.key)
+        mark = os.path.join(self.dir, "running-" + self.run_id)
+        w = self.worker("--once", "--lease", "1", "--wait", "5",
+                        command="touch %s; sleep 30; echo '{}'" % mark)
+        deadline = time.time() + 10
+        while not os.path.exists(mark) and time.time() < deadline:
+            time.sleep(0.05)
+        self.assertTrue(os.path.exists(mark), "the command did not start")
+        # Cancelling the instance withdraws the job: the next renewal is refused.
+        self.run_ok("cancel", iid, "--reason", "lease test", actor="dev")
+        t0 = time.time()
+        out, err = w.communicate(timeout=15)
+        self.assertLess(time.time() - t0, 5, "the command was not terminated: %s" % err)
+        self.assertEqual(w.returncode, 0, err)
+        result = json.loads(out.strip())
+        self.assertEqual((result["outcome"], result["reported"]), ("lease_lost", False))
+        self.assertRegex(err, "JOB_(LEASE_LOST|NOT_FOUND)")
+        types = [e["type"] for e in self.events(iid)]
+        self.assertNotIn("JOB_COMPLETED", types)
+        self.assertNotIn("JOB_FAILED", types)
 
     def test_exit_100_fails_the_job_for_good(self):
         self.job_definition(self.key, self.job_type, max_attempts=3)
