@@ -24,7 +24,7 @@ struct wfctl g_wfctl;
 
 const struct wfctl_global wfctl_globals[] = {
     {"addr", "HOST:PORT", "WFCTL_ADDR",
-     "server address (default 127.0.0.1:50051; dns:///svc:50051, unix:/path)"},
+     "server address (default 127.0.0.1:50051; or dns:///svc:50051, unix:/path)"},
     {"key", "KEY", "WFCTL_API_KEY", "API key, sent as x-api-key"},
     {"tenant", "T", "WFCTL_TENANT", "tenant, x-tenant-id (server default \"default\")"},
     {"actor", "A", "WFCTL_ACTOR", "acting person, x-actor-id"},

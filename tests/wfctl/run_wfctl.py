@@ -311,7 +311,8 @@ class JsonErrorTests(ServerTests):
     def test_usage_errors(self):
         for args in (["--json", "nosuch"], ["--json", "show"], ["show", "x", "--json", "--bogus"],
                      ["--json", "--bogus", "show", "x"], ["--json"],
-                     ["--json", "start", "k", "--version", "x"]):
+                     ["--json", "start", "k", "--version", "x"],
+                     ["--json", "jobs", "t", "--concurrency", "0", "--", "true"]):
             e = self.error_of(wfctl(self.srv, *args), 2)
             self.assertEqual(e["code"], "USAGE", args)
             self.assertEqual(e["exit_status"], 2)
