@@ -8,7 +8,7 @@
   per command (and passes `zsh -n` when zsh is installed);
 * man: `wfctl man` renders with `groff -man -ww -z` without a warning and
   documents every command, the global flags, the environment and the exit
-  status;
+  status; the build wrote the same man page and scripts beside the binary;
 * --json errors: a failed call prints one JSON object on stderr with the
   code, the reason, the message, the violations and the ErrorInfo
   metadata; usage errors print {"error":{"code":"USAGE",...}}; the exit
@@ -205,6 +205,13 @@ class ManTests(unittest.TestCase):
         text = re.sub(".\x08", "", t.stdout).replace("\u2010", "-")  # no overstrike
         self.assertIn("--concurrency N", text)
         self.assertIn("wfctl [global flags] referral-status INSTANCE_ID [options]", text)
+
+    def test_the_build_wrote_the_same_files(self):
+        built = os.path.dirname(OPTS.wfctl)
+        for name, args in (("wfctl.1", ["man"]), ("wfctl.bash", ["completion", "bash"]),
+                           ("_wfctl", ["completion", "zsh"])):
+            with open(os.path.join(built, name)) as f:
+                self.assertEqual(f.read(), wfctl(None, *args).stdout, name)
 
     def test_every_command_and_section(self):
         self.assertTrue(self.roff.startswith(".TH WFCTL 1 "))
