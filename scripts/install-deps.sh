@@ -18,12 +18,12 @@ build_packages=(
 packages=(
     "${build_packages[@]}"
     # tests: Check, a throwaway Postgres, Python client, proto tooling, clang-format,
-    # groff (the wfctl man page is rendered with warnings on)
+    # groff and zsh (the wfctl man page and zsh completion are checked with them)
     check
     postgresql postgresql-contrib
     protobuf-compiler protobuf-compiler-grpc python3 python3-grpcio python3-protobuf
     valgrind yamllint ca-certificates curl prometheus openssl jq clang libclang-rt-14-dev
-    clang-format groff-base
+    clang-format groff-base zsh
 )
 
 if [ "${1:-}" = "--list" ]; then

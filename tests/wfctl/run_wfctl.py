@@ -5,7 +5,9 @@
   called with COMP_WORDS set: commands, a command's flags, the values of an
   enum flag (also in a comma list), global flags, every command of
   `wfctl --help`; `wfctl completion zsh` has a #compdef header and a branch
-  per command (and passes `zsh -n` when zsh is installed);
+  per command and, when zsh is installed, passes `zsh -n` and completes
+  commands, flags and enum values in an interactive zsh driven through a
+  zpty;
 * man: `wfctl man` renders with `groff -man -ww -z` without a warning and
   documents every command, the global flags, the environment and the exit
   status; the build wrote the same man page and scripts beside the binary;
@@ -176,6 +178,44 @@ class CompletionTests(unittest.TestCase):
                 f.write(r.stdout)
             z = subprocess.run(["zsh", "-n", path], capture_output=True, text=True)
             self.assertEqual(z.returncode, 0, z.stderr)
+
+    def zsh_complete(self, fdir, line):
+        """What an interactive zsh (in a zpty, compinit over fdir) shows for
+        `line` followed by two TABs, escape sequences removed."""
+        driver = os.path.join(fdir, "drive.zsh")
+        with open(driver, "w") as f:
+            f.write("zmodload zsh/zpty\n"
+                    "zpty z 'TERM=dumb zsh -f -i'\n"
+                    "zpty -w z 'PS1=\"> \"; fpath=(%s $fpath); autoload -U compinit; "
+                    "compinit -u -D; echo READY'\n"
+                    "zpty -r z _ '*READY*'\n"
+                    "zpty -w -n z $1$'\\t\\t'\n"
+                    "sleep 1.5\n"
+                    "out=''\n"
+                    "while zpty -r -t z chunk; do out+=$chunk; done\n"
+                    "print -r -- $out\n"
+                    "zpty -d z\n" % fdir)
+        r = subprocess.run(["zsh", "-f", driver, line], capture_output=True, text=True,
+                           timeout=20)
+        return re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]|[\x07\r]", "", r.stdout)
+
+    def test_zsh_completes(self):
+        if not shutil.which("zsh"):
+            self.skipTest("zsh is not installed")
+        fdir = tempfile.mkdtemp(dir=self.dir)
+        with open(os.path.join(fdir, "_wfctl"), "w") as f:
+            f.write(wfctl(None, "completion", "zsh").stdout)
+        out = self.zsh_complete(fdir, "wfctl processes --st")
+        for flag in ("--started-by", "--state", "--status"):
+            self.assertIn(flag, out)
+        self.assertIn("not-started, open or closed", out)
+        out = self.zsh_complete(fdir, "wfctl processes --state ")
+        for value in ("not-started", "open", "closed"):
+            self.assertIn(value, out)
+        out = self.zsh_complete(fdir, "wfctl referral-")
+        self.assertIn("wfctl referral-status", out)
+        out = self.zsh_complete(fdir, "wfctl --ad")
+        self.assertIn("wfctl --addr", out)
 
     def test_unknown_shell_is_a_usage_error(self):
         r = wfctl(None, "completion", "fish")
