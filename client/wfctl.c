@@ -7,7 +7,10 @@
  * Flags fall back to WFCTL_ADDR, WFCTL_API_KEY, WFCTL_TENANT, WFCTL_ACTOR,
  * WFCTL_ACTOR_GROUPS, WFCTL_TIMEOUT and WFCTL_TLS. Exit status: 0 on
  * success, 1 when a call failed (the gRPC code and reason are printed on
- * stderr), 2 for a usage error. The commands live in wfctl_commands.c.
+ * stderr, as one JSON object with --json), 2 for a usage error. The global
+ * flags are a table (wfctl_globals) that the help, the man page and the
+ * shell completion are generated from; the commands live in
+ * wfctl_commands.c.
  */
 #include <getopt.h>
 #include <stdarg.h>
@@ -19,36 +22,99 @@
 
 struct wfctl g_wfctl;
 
+const struct wfctl_global wfctl_globals[] = {
+    {"addr", "HOST:PORT", "WFCTL_ADDR",
+     "server address (default 127.0.0.1:50051; or dns:///svc:50051, unix:/path)"},
+    {"key", "KEY", "WFCTL_API_KEY", "API key, sent as x-api-key"},
+    {"tenant", "T", "WFCTL_TENANT", "tenant, x-tenant-id (server default \"default\")"},
+    {"actor", "A", "WFCTL_ACTOR", "acting person, x-actor-id"},
+    {"groups", "G1,G2", "WFCTL_ACTOR_GROUPS", "the actor's groups, x-actor-groups"},
+    {"timeout", "MS", "WFCTL_TIMEOUT", "per-call deadline in milliseconds (default 10000)"},
+    {"tls", NULL, "WFCTL_TLS", "use TLS with the system roots (the variable: 1 or true)"},
+    {"json", NULL, NULL,
+     "print JSON, one object per line, errors too (also accepted after the command)"},
+    {"version", NULL, NULL, "print \"wfctl VERSION\" and exit"},
+    {"help", NULL, NULL, "print this help and exit"},
+    {NULL, NULL, NULL, NULL},
+};
+
 static void
 usage(FILE *f)
 {
-    fprintf(f,
-            "usage: wfctl [global flags] COMMAND [ARGS] [OPTIONS]\n"
-            "\n"
-            "global flags:\n"
-            "  --addr HOST:PORT   server address (WFCTL_ADDR, default 127.0.0.1:50051)\n"
-            "  --key KEY          API key, sent as x-api-key (WFCTL_API_KEY)\n"
-            "  --tenant T         tenant, x-tenant-id (WFCTL_TENANT; server default \"default\")\n"
-            "  --actor A          acting person, x-actor-id (WFCTL_ACTOR)\n"
-            "  --groups G1,G2     the actor's groups, x-actor-groups (WFCTL_ACTOR_GROUPS)\n"
-            "  --timeout MS       per-call deadline in milliseconds (WFCTL_TIMEOUT, default "
-            "10000)\n"
-            "  --tls              use TLS with the system roots (WFCTL_TLS=1)\n"
-            "  --json             print JSON, one object per line (also accepted after the "
-            "command)\n"
-            "  --version          print \"wfctl VERSION\" and exit\n"
-            "\n"
-            "commands:\n");
+    fprintf(f, "usage: wfctl [global flags] COMMAND [ARGS] [OPTIONS]\n"
+               "\n"
+               "global flags:\n");
+    for (const struct wfctl_global *g = wfctl_globals; g->name != NULL; g++) {
+        char flag[64];
+        snprintf(flag, sizeof flag, "--%s%s%s", g->name, g->meta != NULL ? " " : "",
+                 g->meta != NULL ? g->meta : "");
+        fprintf(f, "  %-18s %s%s%s%s\n", flag, g->help, g->env != NULL ? " (" : "",
+                g->env != NULL ? g->env : "", g->env != NULL ? ")" : "");
+    }
+    fprintf(f, "\n"
+               "commands:\n");
     wfctl_list_commands(f);
     fprintf(f, "\n"
                "'wfctl COMMAND --help' describes a command. Exit status: 0 success, 1 the call\n"
                "failed (\"error: CODE (REASON): message\" on stderr), 2 usage error.\n");
 }
 
+/* "text" up to the first sep as a JSON string, the rest after it in *rest. */
+static json_t *
+json_split(const char *text, const char *sep, const char **rest)
+{
+    const char *p = strstr(text, sep);
+    *rest = p != NULL ? p + strlen(sep) : "";
+    return p != NULL ? json_stringn_nocheck(text, (size_t)(p - text)) : json_string_nocheck(text);
+}
+
+/* The error object of --json: {"error":{"code","code_number","reason",
+ * "domain","message","violations":[{"field","description","reason"}],
+ * "metadata":{}}} on one line on stderr. */
+static void
+fail_json(const wf_client_status *st)
+{
+    json_t *e = json_object();
+    json_object_set_new(e, "code", json_string(wf_client_code_name(st->code)));
+    json_object_set_new(e, "code_number", json_integer(st->code));
+    json_object_set_new(e, "reason", json_string_nocheck(st->reason));
+    json_object_set_new(e, "domain", json_string_nocheck(st->domain));
+    json_object_set_new(e, "message", json_string_nocheck(st->message));
+    json_t *vs = json_array();
+    int nv = st->nviolations < 8 ? st->nviolations : 8;
+    for (int i = 0; i < nv; i++) {
+        json_t *v = json_object();
+        const char *desc;
+        json_object_set_new(v, "field", json_split(st->violations[i], ": ", &desc));
+        json_object_set_new(v, "description", json_string_nocheck(desc));
+        json_object_set_new(v, "reason", json_string_nocheck(st->violation_reasons[i]));
+        json_array_append_new(vs, v);
+    }
+    json_object_set_new(e, "violations", vs);
+    json_object_set_new(e, "violations_total", json_integer(st->nviolations));
+    json_t *md = json_object();
+    int nm = st->nmetadata < 8 ? st->nmetadata : 8;
+    for (int i = 0; i < nm; i++) {
+        const char *value;
+        json_t *k = json_split(st->metadata[i], "=", &value);
+        json_object_set_new(md, json_string_value(k), json_string_nocheck(value));
+        json_decref(k);
+    }
+    json_object_set_new(e, "metadata", md);
+    json_t *o = json_object();
+    json_object_set_new(o, "error", e);
+    json_print_line(stderr, o);
+    json_decref(o);
+}
+
 int
 wfctl_fail(const wf_client_status *st)
 {
     fflush(stdout);
+    if (g_wfctl.json_errors) {
+        fail_json(st);
+        return WFCTL_FAILED;
+    }
     fprintf(stderr, "error: %s", wf_client_code_name(st->code));
     if (st->reason[0])
         fprintf(stderr, " (%s)", st->reason);
@@ -68,14 +134,41 @@ wfctl_fail(const wf_client_status *st)
 }
 
 int
-wfctl_usage_error(const char *fmt, ...)
+wfctl_fail_local(const char *fmt, ...)
 {
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "wfctl: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fflush(stdout);
+    if (g_wfctl.json_errors) {
+        json_t *o = json_pack("{s:{s:s,s:s}}", "error", "code", "CLIENT", "message", msg);
+        json_print_line(stderr, o);
+        json_decref(o);
+    } else {
+        fprintf(stderr, "error: %s\n", msg);
+    }
+    return WFCTL_FAILED;
+}
+
+int
+wfctl_usage_error(const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+    if (g_wfctl.json_errors) {
+        json_t *o = json_pack("{s:{s:s,s:i,s:s}}", "error", "code", "USAGE", "exit_status",
+                              WFCTL_USAGE, "message", msg);
+        json_print_line(stderr, o);
+        json_decref(o);
+    } else {
+        fprintf(stderr, "wfctl: %s\n", msg);
+    }
     return WFCTL_USAGE;
 }
 
@@ -140,6 +233,12 @@ main(int argc, char **argv)
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
+    /* --json anywhere before "--" makes every error JSON, also those found
+     * before the flag is parsed. */
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--json") == 0)
+            g_wfctl.json_errors = 1;
+    opterr = !g_wfctl.json_errors;
     int opt;
     while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
         switch (opt) {
@@ -167,7 +266,7 @@ main(int argc, char **argv)
             o.use_tls = 1;
             break;
         case 'j':
-            g_wfctl.json = 1;
+            g_wfctl.json = g_wfctl.json_errors = 1;
             break;
         case 'h':
             usage(stdout);
@@ -176,11 +275,16 @@ main(int argc, char **argv)
             printf("wfctl %s\n", WF_VERSION);
             return WFCTL_OK;
         default:
+            if (g_wfctl.json_errors)
+                return wfctl_usage_error("unknown global flag or missing value: %s",
+                                         argv[optind - 1]);
             usage(stderr);
             return WFCTL_USAGE;
         }
     }
     if (optind >= argc) {
+        if (g_wfctl.json_errors)
+            return wfctl_usage_error("missing COMMAND (see 'wfctl --help')");
         usage(stderr);
         return WFCTL_USAGE;
     }
@@ -196,8 +300,7 @@ main(int argc, char **argv)
     g_wfctl.timeout_ms = o.timeout_ms;
     g_wfctl.client = wf_client_new(&o);
     if (g_wfctl.client == NULL) {
-        fprintf(stderr, "error: out of memory\n");
-        return WFCTL_FAILED;
+        return wfctl_fail_local("out of memory");
     }
     int rc = wfctl_run_command(argc - optind, argv + optind);
     fflush(stdout);

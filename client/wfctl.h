@@ -22,18 +22,36 @@ enum { WFCTL_OK = 0, WFCTL_FAILED = 1, WFCTL_USAGE = 2 };
 /* Process-wide settings of one wfctl run. */
 struct wfctl {
     wf_client *client;
-    int json;       /* --json: machine-readable output, one object per line */
-    int timeout_ms; /* --timeout (0 = the client's default, 10 s) */
+    int json;        /* --json: machine-readable output, one object per line */
+    int json_errors; /* --json given anywhere: errors as JSON objects on stderr */
+    int timeout_ms;  /* --timeout (0 = the client's default, 10 s) */
 };
 extern struct wfctl g_wfctl;
 
 /* ---- wfctl.c -------------------------------------------------------------- */
 
-/* Prints "error: CODE (REASON): message" and the violations on stderr;
- * returns WFCTL_FAILED. */
+/* A global flag: --name [META], its environment variable (NULL: none). */
+struct wfctl_global {
+    const char *name;
+    const char *meta; /* NULL: takes no value */
+    const char *env;
+    const char *help;
+};
+extern const struct wfctl_global wfctl_globals[]; /* ends with a NULL name */
+
+/* Prints "error: CODE (REASON): message" and the violations on stderr
+ * (with --json one object: {"error":{"code","code_number","reason","domain",
+ * "message","violations","violations_total","metadata"}}); returns
+ * WFCTL_FAILED. */
 int wfctl_fail(const wf_client_status *st);
 
-/* Prints "wfctl: <message>" on stderr; returns WFCTL_USAGE. */
+/* A failure found by wfctl itself (no call answered): "error: <message>", or
+ * {"error":{"code":"CLIENT","message"}}; returns WFCTL_FAILED. */
+int wfctl_fail_local(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Prints "wfctl: <message>" on stderr (with --json
+ * {"error":{"code":"USAGE","exit_status":2,"message"}}); returns
+ * WFCTL_USAGE. */
 int wfctl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Calls WorkflowService/<method> (or a full path starting with '/'). */
@@ -42,6 +60,63 @@ int wfctl_call(const char *method, const ProtobufCMessage *req,
                wf_client_status *st);
 
 /* ---- wfctl_commands.c -------------------------------------------------- */
+
+struct wfctl_args;
+typedef int (*wfctl_printer)(const ProtobufCMessage *resp);
+
+/* How the text of an argument is read into the request. */
+enum argk {
+    ARG_END,
+    ARG_STR,       /* string field */
+    ARG_INT,       /* integer field */
+    ARG_FLAG,      /* boolean field set to true (no value) */
+    ARG_LOCAL,     /* a flag of the command itself, not a request field (--all, --once) */
+    ARG_LOCAL_INT, /* an integer option of the command itself (--concurrency N) */
+    ARG_JSON,      /* JSON object text for a *_json field; @FILE reads a file, @- stdin */
+    ARG_FILE,      /* a JSON file (- = stdin) parsed into a message field */
+    ARG_AGG,       /* TYPE:ID into an Aggregate */
+    ARG_DURATION,  /* 30 (seconds), 30s, 1.5s, 5m, 1h30m into a Duration */
+    ARG_LIST,      /* comma-separated list into a repeated field */
+    ARG_ASSIGNEE,  /* an id (USER, GROUP) or an id list (USERS) into an Assignee */
+    ARG_JOIN,      /* all | any | quorum:K into a JoinPolicy */
+    ARG_TOKENOP,   /* PLACE[:N] or FROM:TO[:N] appended to "operations" (kind in fixed) */
+    ARG_VAR,       /* PATH=VALUE appended to a repeated VariableFilter (the flag repeats) */
+    ARG_PLACEMAP,  /* FROM:TO or FROM->TO appended to a repeated PlaceMapping (the flag repeats) */
+};
+
+#define ARGF_OPTIONAL 1u /* a positional that may be left out */
+#define ARGF_EXPR 2u     /* ARG_ASSIGNEE: the value is an ids_expression, not ids */
+
+struct arg {
+    enum argk kind;
+    const char *name;  /* --name; NULL for a positional argument */
+    const char *field; /* request field path ("on_all_completed.title") or local flag */
+    const char *meta;  /* placeholder of the value in the help text */
+    const char *help;
+    const char *fixed; /* ARG_ASSIGNEE: the assignee kind; ARG_TOKENOP: the operation;
+                          ARG_STR: the values it takes, comma-separated (shell completion),
+                          when it does not fill an enum field */
+    unsigned flags;
+};
+
+struct command {
+    const char *name;
+    const char *summary;
+    const char *method; /* WorkflowService method, or a full path */
+    const ProtobufCMessageDescriptor *req, *resp;
+    const struct arg *args;
+    wfctl_printer print;                                       /* human output */
+    int (*status)(const ProtobufCMessage *resp);               /* exit status, when not 0 */
+    const char *items;                                         /* list: the repeated field */
+    void (*row)(const ProtobufCMessage *item);                 /* list: one table row */
+    int (*prepare)(struct wfctl_args *a);                      /* adjusts the request JSON */
+    int (*run)(const struct command *c, struct wfctl_args *a); /* own runner */
+    int takes_rest;                                            /* "-- COMMAND ARGS..." */
+    const char *details;
+};
+
+/* The command table, ended by a NULL name. */
+extern const struct command *const wfctl_commands;
 
 /* Runs command argv[0]; returns the exit status. */
 int wfctl_run_command(int argc, char **argv);
@@ -102,8 +177,8 @@ ProtobufCMessage *const *pb_get_messages(const ProtobufCMessage *m, const char *
 
 /* ---- wfctl_print.c ----------------------------------------------------- */
 
-/* Human-readable printer of a response; returns the exit status. */
-typedef int (*wfctl_printer)(const ProtobufCMessage *resp);
+/* (wfctl_printer: the human-readable printer of a response, returning the
+ * exit status, is declared with the command table above.) */
 
 /* Column table: collects rows, prints them aligned under their header on
  * flush (empty cells as "-"). */
@@ -145,6 +220,13 @@ void row_event(const ProtobufCMessage *m);
 
 /* show --history: a "history" section with one row per work item. */
 void print_history(const ProtobufCMessage *const *items, size_t n);
+
+/* ---- wfctl_doc.c ------------------------------------------------------- */
+
+/* `wfctl completion bash|zsh` and `wfctl man`: a shell completion script and
+ * a man page (roff), generated from the command table and wfctl_globals. */
+int wfctl_run_completion(const struct command *c, struct wfctl_args *a);
+int wfctl_run_man(const struct command *c, struct wfctl_args *a);
 
 /* ---- wfctl_jobs.c ------------------------------------------------------ */
 

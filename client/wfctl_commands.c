@@ -23,54 +23,6 @@
 #include "workflow/v1/workflow.pb-c.h"
 #include "wfctl.h"
 
-/* How the text of an argument is read into the request. */
-enum argk {
-    ARG_END,
-    ARG_STR,      /* string field */
-    ARG_INT,      /* integer field */
-    ARG_FLAG,     /* boolean field set to true (no value) */
-    ARG_LOCAL,    /* a flag of the command itself, not a request field (--all, --once) */
-    ARG_JSON,     /* JSON object text for a *_json field; @FILE reads a file, @- stdin */
-    ARG_FILE,     /* a JSON file (- = stdin) parsed into a message field */
-    ARG_AGG,      /* TYPE:ID into an Aggregate */
-    ARG_DURATION, /* 30 (seconds), 30s, 1.5s, 5m, 1h30m into a Duration */
-    ARG_LIST,     /* comma-separated list into a repeated field */
-    ARG_ASSIGNEE, /* an id (USER, GROUP) or an id list (USERS) into an Assignee */
-    ARG_JOIN,     /* all | any | quorum:K into a JoinPolicy */
-    ARG_TOKENOP,  /* PLACE[:N] or FROM:TO[:N] appended to "operations" (kind in fixed) */
-    ARG_VAR,      /* PATH=VALUE appended to a repeated VariableFilter (the flag repeats) */
-    ARG_PLACEMAP, /* FROM:TO or FROM->TO appended to a repeated PlaceMapping (the flag repeats) */
-};
-
-#define ARGF_OPTIONAL 1u /* a positional that may be left out */
-#define ARGF_EXPR 2u     /* ARG_ASSIGNEE: the value is an ids_expression, not ids */
-
-struct arg {
-    enum argk kind;
-    const char *name;  /* --name; NULL for a positional argument */
-    const char *field; /* request field path ("on_all_completed.title") or local flag */
-    const char *meta;  /* placeholder of the value in the help text */
-    const char *help;
-    const char *fixed; /* ARG_ASSIGNEE: the assignee kind */
-    unsigned flags;
-};
-
-struct command {
-    const char *name;
-    const char *summary;
-    const char *method; /* WorkflowService method, or a full path */
-    const ProtobufCMessageDescriptor *req, *resp;
-    const struct arg *args;
-    wfctl_printer print;                                       /* human output */
-    int (*status)(const ProtobufCMessage *resp);               /* exit status, when not 0 */
-    const char *items;                                         /* list: the repeated field */
-    void (*row)(const ProtobufCMessage *item);                 /* list: one table row */
-    int (*prepare)(struct wfctl_args *a);                      /* adjusts the request JSON */
-    int (*run)(const struct command *c, struct wfctl_args *a); /* own runner */
-    int takes_rest;                                            /* "-- COMMAND ARGS..." */
-    const char *details;
-};
-
 #define POS(field, meta, help)                                                                     \
     {                                                                                              \
         ARG_STR, NULL, field, meta, help, NULL, 0                                                  \
@@ -373,7 +325,7 @@ static const struct command commands[] = {
      .details = "Give one of --user, --group, --users, --ids-expression. Needs --actor. Prints\n"
                 "the child instance id and the task ids. --ids-expression reads the parent's\n"
                 "variables merged with --vars.\n"},
-    {.name = "completion",
+    {.name = "referral-status",
      .summary = "count the tasks of a referral by status",
      .method = "GetCompletion",
      .req = DESC(get_completion_request),
@@ -540,13 +492,16 @@ static const struct command commands[] = {
                                   OPT(ARG_STR, "worker", "worker", "NAME",
                                       "worker name (default: wfctl-HOST-PID)"),
                                   OPT(ARG_INT, "max", "max_jobs", "N",
-                                      "jobs held at once: the stream's credit (default 1)"),
+                                      "jobs held at once: the stream's credit (default: "
+                                      "--concurrency)"),
                                   OPT(ARG_DURATION, "lease", "lease", "SECONDS",
                                       "lease per job (default: the transition's, 5m)"),
                                   OPT(ARG_DURATION, "wait", "wait", "SECONDS",
                                       "with --once: long-poll for jobs this long (default 30)"),
                                   OPT(ARG_LOCAL, "once", "once", NULL,
                                       "one ActivateJobs call (up to --max jobs), process it, exit"),
+                                  OPT(ARG_LOCAL_INT, "concurrency", "concurrency", "N",
+                                      "run up to N commands at once (default 1; --max follows)"),
                                   END},
      .run = run_jobs,
      .takes_rest = 1,
@@ -555,13 +510,18 @@ static const struct command commands[] = {
          "WF_JOB_KEY, WF_JOB_ID, WF_JOB_TYPE, WF_JOB_ATTEMPT, WF_JOB_MAX_ATTEMPTS,\n"
          "WF_INSTANCE_ID, WF_ROOT_INSTANCE_ID, WF_TRANSITION_ID, WF_IDEMPOTENCY_KEY and\n"
          "WF_JOB_COMPENSATION (0/1) in its environment. Exit 0 with a JSON object (or\n"
-         "nothing) on stdout completes the job with those variables; any other exit fails\n"
-         "it (retryable) with the tail of its stderr as the error message. COMMAND's stderr\n"
-         "is passed through. Prints one line per job. Jobs come from a StreamActivatedJobs\n"
-         "stream holding at most --max jobs at once (reopened with backoff when it ends).\n"
-         "SIGINT/SIGTERM: finish the current job (with --once: the batch) and exit 0; a\n"
-         "second signal terminates COMMAND (the job is failed) and leaves unstarted jobs to\n"
-         "their lease expiry.\n"},
+         "nothing) on stdout completes the job with those variables; exit 100 fails it\n"
+         "for good (retryable=false: no retry, the instance stops FAILED with an incident);\n"
+         "any other exit fails it (retryable) with the tail of its stderr as the error\n"
+         "message. COMMAND's stderr is passed through. Prints one line per job. Jobs come\n"
+         "from a StreamActivatedJobs stream holding at most --max jobs at once (default:\n"
+         "--concurrency; reopened with backoff when it ends); up to --concurrency commands\n"
+         "run at once. While a command runs, its lease is renewed (ExtendJobLease) every\n"
+         "third of the lease; when the server answers JOB_LEASE_LOST the command is killed\n"
+         "and the job is not reported (outcome lease_lost).\n"
+         "SIGINT/SIGTERM: finish the running jobs (with --once: the batch) and exit 0; a\n"
+         "second signal terminates the commands (their jobs are failed) and leaves\n"
+         "unstarted jobs to their lease expiry.\n"},
     {.name = "watch",
      .summary = "stream events, one line each (--follow keeps streaming)",
      .method = "WatchEvents",
@@ -591,8 +551,28 @@ static const struct command commands[] = {
                 "(JOB_LEASE_EXPIRED), expires buffered signals past their TTL and removes rows\n"
                 "past their retention, then prints how many of each. The server does the same\n"
                 "on its own every few hundred milliseconds; tick is for scripts and tests.\n"},
+
+    /* ---- the client itself ---- */
+    {.name = "completion",
+     .summary = "print a shell completion script (bash or zsh) for every command and flag",
+     .args =
+         (const struct arg[]){{ARG_STR, NULL, "shell", "SHELL", "bash or zsh", "bash,zsh", 0}, END},
+     .run = wfctl_run_completion,
+     .details = "bash: source <(wfctl completion bash), or save it as\n"
+                "/etc/bash_completion.d/wfctl. zsh: save it as _wfctl in a directory of\n"
+                "$fpath (it starts with #compdef wfctl), then run compinit.\n"
+                "Completes commands, their flags, the values of enum flags (--state,\n"
+                "--status, --type, ...) and the global flags.\n"},
+    {.name = "man",
+     .summary = "print the manual page (roff): wfctl man | man -l -",
+     .args = (const struct arg[]){END},
+     .run = wfctl_run_man,
+     .details = "Every command with its arguments, options and details, the global flags,\n"
+                "the environment and the exit status, from the same table as --help.\n"},
     {.name = NULL},
 };
+
+const struct command *const wfctl_commands = commands;
 
 /* ---- help ----------------------------------------------------------------- */
 
@@ -843,6 +823,15 @@ apply_arg(const struct arg *g, const char *v, struct wfctl_args *a)
     case ARG_LOCAL:
         json_object_set_new(a->local, g->field, json_true());
         return 0;
+    case ARG_LOCAL_INT: {
+        char *end;
+        errno = 0;
+        long long x = strtoll(v, &end, 10);
+        if (errno != 0 || end == v || *end != '\0')
+            return wfctl_usage_error("%s: \"%s\" is not an integer", arg_label(g), v);
+        json_object_set_new(a->local, g->field, json_integer(x));
+        return 0;
+    }
     case ARG_JSON: {
         char *text = v[0] == '@' ? read_all(v + 1) : strdup(v);
         if (text == NULL)
@@ -977,7 +966,7 @@ parse_args(const struct command *c, int argc, char **argv, struct wfctl_args *a)
     snprintf(prog, sizeof prog, "wfctl %s", c->name);
     argv[0] = prog; /* getopt's messages name the command */
     optind = 0;     /* GNU: reinitialize after main's parse */
-    opterr = 1;
+    opterr = !g_wfctl.json_errors;
     int o;
     while ((o = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         if (o == 'h') {
@@ -985,10 +974,14 @@ parse_args(const struct command *c, int argc, char **argv, struct wfctl_args *a)
             return HELP_SHOWN;
         }
         if (o == 'j') {
-            g_wfctl.json = 1;
+            g_wfctl.json = g_wfctl.json_errors = 1;
             continue;
         }
         if (o < 256) {
+            if (g_wfctl.json_errors)
+                return wfctl_usage_error("%s: unknown option or missing value: %s (see 'wfctl "
+                                         "%s --help')",
+                                         c->name, argv[optind - 1], c->name);
             fprintf(stderr, "try 'wfctl %s --help'\n", c->name);
             return WFCTL_USAGE;
         }
@@ -1143,8 +1136,7 @@ run_show(const struct command *c, struct wfctl_args *a)
             pages = pv;
         if (iv == NULL) {
             protobuf_c_message_free_unpacked(resp, NULL);
-            fprintf(stderr, "error: out of memory\n");
-            rc = WFCTL_FAILED;
+            rc = wfctl_fail_local("out of memory");
             break;
         }
         items = iv;
@@ -1205,8 +1197,7 @@ run_watch(const struct command *c, struct wfctl_args *a)
         wf_client_stream *s = wf_client_stream_open(
             g_wfctl.client, "/workflow.v1.WorkflowService/WatchEvents", m, &o);
         if (s == NULL) {
-            fprintf(stderr, "error: could not open the event stream\n");
-            rc = WFCTL_FAILED;
+            rc = wfctl_fail_local("could not open the event stream");
             break;
         }
         ProtobufCMessage *msg;
@@ -1252,8 +1243,7 @@ wfctl_run_command(int argc, char **argv)
     while (c->name != NULL && strcmp(c->name, argv[0]) != 0)
         c++;
     if (c->name == NULL) {
-        fprintf(stderr, "wfctl: unknown command \"%s\" (see 'wfctl --help')\n", argv[0]);
-        return WFCTL_USAGE;
+        return wfctl_usage_error("unknown command \"%s\" (see 'wfctl --help')", argv[0]);
     }
     struct wfctl_args a = {json_object(), json_object(), NULL, 0};
     int rc = parse_args(c, argc, argv, &a);

@@ -187,7 +187,7 @@ expect "no next referral" "$(j next)" null
 refer_to_manager_when_both_done() {
     local done=0 ref
     for ref in "$IT_REF" "$FIN_REF"; do
-        wfj "all_completed done total" --actor hr-anna completion "$ref"
+        wfj "all_completed done total" --actor hr-anna referral-status "$ref"
         if [[ $(j all_completed) == true ]]; then done=$((done + 1)); fi
     done
     echo "   departments done: $done of 2"

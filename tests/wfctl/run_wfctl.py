@@ -1,0 +1,551 @@
+#!/usr/bin/python3
+"""End-to-end tests of wfctl, run as a user runs it, against a workflowd.
+
+* completion: `wfctl completion bash` is sourced in bash and its function
+  called with COMP_WORDS set: commands, a command's flags, the values of an
+  enum flag (also in a comma list), global flags, every command of
+  `wfctl --help`; `wfctl completion zsh` has a #compdef header and a branch
+  per command and, when zsh is installed, passes `zsh -n` and completes
+  commands, flags and enum values in an interactive zsh driven through a
+  zpty;
+* man: `wfctl man` renders with `groff -man -ww -z` without a warning and
+  documents every command, the global flags, the environment and the exit
+  status; the build wrote the same man page and scripts beside the binary;
+* --json errors: a failed call prints one JSON object on stderr with the
+  code, the reason, the message, the violations and the ErrorInfo
+  metadata; usage errors print {"error":{"code":"USAGE",...}}; the exit
+  statuses stay 1 and 2;
+* jobs: --concurrency N runs N commands at once (they record their start
+  and end: every one starts before any ends); a command running longer
+  than --lease completes its job and no JOB_LEASE_EXPIRED is written; a
+  renewal refused (the instance was cancelled) kills the command, whose job
+  is not reported; exit
+  status 100 fails the job for good (one attempt, the instance FAILED with
+  an incident);
+* referral-status is GetCompletion; definitions --key lists newest first.
+
+--store memory runs on the memory store, --store pg on Postgres
+(WF_TEST_PG_DSN; exit 77, skipped, without it). Every server is a workflowd
+on 127.0.0.1 and a free port, killed at the end.
+
+    /usr/bin/python3 tests/wfctl/run_wfctl.py --server BUILD/server/workflowd \\
+        --wfctl BUILD/client/wfctl --work BUILD/tests/wfctl [--store memory|pg]
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import wf_testkit  # noqa: E402
+
+OPTS = None
+SUITE_TIMEOUT = 150.0
+
+
+class Server:
+    """One workflowd on 127.0.0.1:<free port>, ready when `wfctl health` says SERVING."""
+
+    def __init__(self, name, env):
+        self.name = name
+        self.env = env
+        self.log_path = os.path.join(OPTS.work, "server-%s.log" % name)
+        self.proc = None
+
+    def start(self):
+        for _ in range(3):
+            self.port = wf_testkit.free_port()
+            self.env["WF_ADDR"] = "127.0.0.1:%d" % self.port
+            with open(self.log_path, "ab") as log:
+                self.proc = subprocess.Popen([OPTS.server], env=self.env,
+                                             stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+            deadline = time.time() + 10
+            while time.time() < deadline and self.proc.poll() is None:
+                if wfctl(self, "health").returncode == 0:
+                    return self
+                time.sleep(0.1)
+            self.kill()
+        raise RuntimeError("server %s did not start; see %s" % (self.name, self.log_path))
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def wfctl(srv, *args, actor=None, timeout=30, input=None, env=None):
+    cmd = [OPTS.wfctl]
+    if srv is not None:
+        cmd += ["--addr", "127.0.0.1:%d" % srv.port]
+    if actor is not None:
+        cmd += ["--actor", actor]
+    e = {k: v for k, v in os.environ.items() if not k.startswith("WFCTL_")}
+    e.update(env or {})
+    return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=timeout,
+                          input=input, env=e)
+
+
+def commands_of_help():
+    out = wfctl(None, "--help").stdout
+    lines = out.split("commands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    return [line.split()[0] for line in lines if line.strip()]
+
+
+class CompletionTests(unittest.TestCase):
+    """Shell completion generated from the command table."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(dir=OPTS.work)
+        cls.bash = os.path.join(cls.dir, "wfctl.bash")
+        r = wfctl(None, "completion", "bash")
+        assert r.returncode == 0, r.stderr
+        with open(cls.bash, "w") as f:
+            f.write(r.stdout)
+
+    def complete(self, *words):
+        """COMPREPLY of _wfctl for the command line `words` (the last one is
+        the word being completed)."""
+        script = ('source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); '
+                  '_wfctl; printf "%s\\n" "${COMPREPLY[@]}"')
+        r = subprocess.run(["bash", "--norc", "-c", script, "bash", self.bash, "wfctl"]
+                           + list(words), capture_output=True, text=True, timeout=10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "")
+        return sorted(w for w in r.stdout.split("\n") if w)
+
+    def test_bash_script_parses(self):
+        r = subprocess.run(["bash", "-n", self.bash], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_commands_and_global_flags(self):
+        cmds = commands_of_help()
+        self.assertIn("referral-status", cmds)
+        self.assertIn("completion", cmds)
+        self.assertNotIn("--completion", cmds)
+        got = self.complete("")
+        for c in cmds:
+            self.assertIn(c, got)
+        for g in ("--addr", "--key", "--tenant", "--actor", "--json", "--tls", "--timeout"):
+            self.assertIn(g, got)
+        self.assertEqual(self.complete("pro"), ["processes"])
+        self.assertEqual(self.complete("--a"), ["--actor", "--addr"])
+        # The value of a global flag is not a command; the command after it is.
+        self.assertEqual(self.complete("--addr", ""), [])
+        self.assertEqual(self.complete("--addr", "h:1", "--json", "tas"), ["task", "tasks"])
+
+    def test_flags_of_a_command(self):
+        self.assertEqual(self.complete("processes", "--st"),
+                         ["--started-by", "--state", "--status"])
+        self.assertIn("--concurrency", self.complete("jobs", "t", "--"))
+        self.assertEqual(self.complete("show", "x", "--h"), ["--help", "--history"])
+
+    def test_enum_values(self):
+        self.assertEqual(self.complete("processes", "--state", ""),
+                         ["closed", "not-started", "open"])
+        self.assertIn("suspended", self.complete("processes", "--status", ""))
+        self.assertEqual(self.complete("tasks", "--state", "open,c"),
+                         ["open,cancelled", "open,claimed"])
+        self.assertIn("job-lease-expired", self.complete("watch", "--type", "job-l"))
+        self.assertEqual(self.complete("completion", ""), ["bash", "zsh"])
+        # A flag whose value is free text offers nothing.
+        self.assertEqual(self.complete("start", "k", "--version", ""), [])
+
+    def test_jobs_command_after_double_dash(self):
+        self.assertIn("sh", self.complete("jobs", "t", "--", "sh"))
+
+    def test_zsh_script(self):
+        r = wfctl(None, "completion", "zsh")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(r.stdout.startswith("#compdef wfctl\n"))
+        for c in commands_of_help():
+            self.assertIn("\n        %s)\n" % c, r.stdout)
+            self.assertIn("\n        '%s:" % c, r.stdout)
+        self.assertIn("--state[not-started, open or closed]:STATE:(not-started open closed)",
+                      r.stdout)
+        if shutil.which("zsh"):
+            path = os.path.join(self.dir, "_wfctl")
+            with open(path, "w") as f:
+                f.write(r.stdout)
+            z = subprocess.run(["zsh", "-n", path], capture_output=True, text=True)
+            self.assertEqual(z.returncode, 0, z.stderr)
+
+    def zsh_complete(self, fdir, line):
+        """What an interactive zsh (in a zpty, compinit over fdir) shows for
+        `line` followed by two TABs, escape sequences removed."""
+        driver = os.path.join(fdir, "drive.zsh")
+        with open(driver, "w") as f:
+            f.write("zmodload zsh/zpty\n"
+                    "zpty z 'TERM=dumb zsh -f -i'\n"
+                    "zpty -w z 'PS1=\"> \"; fpath=(%s $fpath); autoload -U compinit; "
+                    "compinit -u -D; echo READY'\n"
+                    "zpty -r z _ '*READY*'\n"
+                    "zpty -w -n z $1$'\\t\\t'\n"
+                    "sleep 1.5\n"
+                    "out=''\n"
+                    "while zpty -r -t z chunk; do out+=$chunk; done\n"
+                    "print -r -- $out\n"
+                    "zpty -d z\n" % fdir)
+        r = subprocess.run(["zsh", "-f", driver, line], capture_output=True, text=True,
+                           timeout=20)
+        return re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]|[\x07\r]", "", r.stdout)
+
+    def test_zsh_completes(self):
+        if not shutil.which("zsh"):
+            self.skipTest("zsh is not installed")
+        fdir = tempfile.mkdtemp(dir=self.dir)
+        with open(os.path.join(fdir, "_wfctl"), "w") as f:
+            f.write(wfctl(None, "completion", "zsh").stdout)
+        out = self.zsh_complete(fdir, "wfctl processes --st")
+        for flag in ("--started-by", "--state", "--status"):
+            self.assertIn(flag, out)
+        self.assertIn("not-started, open or closed", out)
+        out = self.zsh_complete(fdir, "wfctl processes --state ")
+        for value in ("not-started", "open", "closed"):
+            self.assertIn(value, out)
+        out = self.zsh_complete(fdir, "wfctl referral-")
+        self.assertIn("wfctl referral-status", out)
+        out = self.zsh_complete(fdir, "wfctl --ad")
+        self.assertIn("wfctl --addr", out)
+
+    def test_unknown_shell_is_a_usage_error(self):
+        r = wfctl(None, "completion", "fish")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("not bash or zsh", r.stderr)
+
+
+class ManTests(unittest.TestCase):
+    """The man page generated from the help text."""
+
+    @classmethod
+    def setUpClass(cls):
+        r = wfctl(None, "man")
+        assert r.returncode == 0, r.stderr
+        cls.roff = r.stdout
+
+    def test_renders_without_warnings(self):
+        if not shutil.which("groff"):
+            self.skipTest("groff is not installed (groff-base)")
+        r = subprocess.run(["groff", "-man", "-ww", "-z"], input=self.roff, capture_output=True,
+                           text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "")
+        t = subprocess.run(["groff", "-man", "-Tutf8", "-ww"], input=self.roff,
+                           capture_output=True, text=True)
+        self.assertEqual(t.stderr, "")
+        text = re.sub(".\x08", "", t.stdout).replace("\u2010", "-")  # no overstrike
+        self.assertIn("--concurrency N", text)
+        self.assertIn("wfctl [global flags] referral-status INSTANCE_ID [options]", text)
+
+    def test_the_build_wrote_the_same_files(self):
+        built = os.path.dirname(OPTS.wfctl)
+        for name, args in (("wfctl.1", ["man"]), ("wfctl.bash", ["completion", "bash"]),
+                           ("_wfctl", ["completion", "zsh"])):
+            with open(os.path.join(built, name)) as f:
+                self.assertEqual(f.read(), wfctl(None, *args).stdout, name)
+
+    def test_every_command_and_section(self):
+        self.assertTrue(self.roff.startswith(".TH WFCTL 1 "))
+        for c in commands_of_help():
+            self.assertIn("\n.SS %s\n" % c.replace("-", "\\-"), self.roff)
+        for s in ("NAME", "SYNOPSIS", "DESCRIPTION", "GLOBAL FLAGS", "COMMANDS", "ENVIRONMENT",
+                  "EXIT STATUS"):
+            self.assertIn("\n.SH %s\n" % s, self.roff)
+        for env in ("WFCTL_ADDR", "WFCTL_API_KEY", "WFCTL_TENANT", "WFCTL_ACTOR",
+                    "WFCTL_ACTOR_GROUPS", "WFCTL_TIMEOUT", "WFCTL_TLS"):
+            self.assertIn(".B %s\n" % env.replace("-", "\\-"), self.roff)
+        self.assertIn("\\fB\\-\\-validate\\-only\\fR", self.roff)
+        self.assertIn("(values: not\\-started open closed)", self.roff)
+
+
+class ServerTests(unittest.TestCase):
+    """Commands against a server of the class's store."""
+
+    store_env = {}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server("%s-%s" % (cls.__name__, uuid.uuid4().hex[:6]),
+                         wf_testkit.server_env(WF_ENV="development", **cls.store_env)).start()
+        cls.addClassCleanup(cls.srv.kill)
+        cls.dir = tempfile.mkdtemp(dir=OPTS.work)
+
+    def run_ok(self, *args, **kw):
+        r = wfctl(self.srv, *args, **kw)
+        self.assertEqual(r.returncode, 0, "wfctl %s: %s" % (" ".join(args), r.stderr))
+        return r.stdout
+
+    def deploy(self, definition):
+        path = os.path.join(self.dir, "%s.json" % definition["key"])
+        with open(path, "w") as f:
+            json.dump(definition, f)
+        return self.run_ok("--json", "deploy", path, actor="dev")
+
+    def job_definition(self, key, job_type, max_attempts=3):
+        self.deploy({"key": key, "kind": "STEPS", "steps": [
+            {"id": "work", "job": {"job_type": job_type},
+             "retry": {"max_attempts": max_attempts}}]})
+
+    def start(self, key):
+        return self.run_ok("start", key, actor="dev").strip()
+
+    def instance(self, iid):
+        return json.loads(self.run_ok("--json", "show", iid))["instance"]
+
+    def events(self, iid):
+        out = self.run_ok("--json", "watch", "--instance", iid)
+        return [json.loads(line) for line in out.splitlines() if line]
+
+    def wait_status(self, iid, statuses, timeout=20):
+        deadline = time.time() + timeout
+        while True:
+            st = self.instance(iid)["status"]
+            if st in statuses or time.time() > deadline:
+                return st
+            time.sleep(0.1)
+
+
+class JsonErrorTests(ServerTests):
+    """--json prints errors as JSON objects on stderr, exit statuses unchanged."""
+
+    def error_of(self, r, status):
+        self.assertEqual(r.returncode, status, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, r.stderr)
+        return json.loads(lines[0])["error"]
+
+    def test_call_failure(self):
+        e = self.error_of(wfctl(self.srv, "--json", "show", "no-such-instance"), 1)
+        self.assertEqual(e["code"], "NOT_FOUND")
+        self.assertEqual(e["code_number"], 5)
+        self.assertEqual(e["reason"], "INSTANCE_NOT_FOUND")
+        self.assertEqual(e["domain"], "workflow.v1")
+        self.assertIn("no-such-instance", e["message"])
+        self.assertEqual(e["violations"], [])
+        self.assertIsInstance(e["metadata"], dict)
+        # --json after the command, too.
+        e = self.error_of(wfctl(self.srv, "start", "k", "--json"), 1)
+        self.assertEqual((e["code"], e["reason"]), ("INVALID_ARGUMENT", "ACTOR_MISSING"))
+        # Without --json the text form stays.
+        r = wfctl(self.srv, "show", "no-such-instance")
+        self.assertEqual(r.returncode, 1)
+        self.assertTrue(r.stderr.startswith("error: NOT_FOUND (INSTANCE_NOT_FOUND): "))
+
+    def test_violations(self):
+        path = os.path.join(self.dir, "bad.json")
+        with open(path, "w") as f:
+            json.dump({"key": "bad-" + uuid.uuid4().hex[:6], "kind": "STEPS", "steps": [
+                {"id": "a", "job": {"job_type": ""}}]}, f)
+        e = self.error_of(wfctl(self.srv, "--json", "deploy", path, actor="dev"), 1)
+        self.assertEqual(e["code"], "INVALID_ARGUMENT")
+        self.assertTrue(e["reason"])
+        self.assertGreaterEqual(len(e["violations"]), 1)
+        self.assertEqual(e["violations_total"] >= len(e["violations"]), True)
+        for v in e["violations"]:
+            self.assertEqual(sorted(v), ["description", "field", "reason"])
+            self.assertTrue(v["field"])
+            self.assertTrue(v["description"])
+
+    def test_usage_errors(self):
+        for args in (["--json", "nosuch"], ["--json", "show"], ["show", "x", "--json", "--bogus"],
+                     ["--json", "--bogus", "show", "x"], ["--json"],
+                     ["--json", "start", "k", "--version", "x"],
+                     ["--json", "jobs", "t", "--concurrency", "0", "--", "true"]):
+            e = self.error_of(wfctl(self.srv, *args), 2)
+            self.assertEqual(e["code"], "USAGE", args)
+            self.assertEqual(e["exit_status"], 2)
+            self.assertTrue(e["message"], args)
+        r = wfctl(self.srv, "nosuch")
+        self.assertEqual(r.returncode, 2)
+        self.assertTrue(r.stderr.startswith("wfctl: unknown command"))
+
+
+class CommandTests(ServerTests):
+    """Renamed and checked commands."""
+
+    def test_referral_status_is_get_completion(self):
+        parent = self.start("rs-" + uuid.uuid4().hex[:6])
+        out = json.loads(self.run_ok("--json", "assign", "--parent", parent, "--title", "t",
+                                     "--users", "u1,u2", actor="dev"))
+        child = out["instance_id"]
+        got = json.loads(self.run_ok("--json", "referral-status", child))
+        self.assertEqual(got["total"], 2)
+        self.assertFalse(got["all_completed"])
+        self.assertIn("all completed", self.run_ok("referral-status", child))
+        self.assertIn("GetCompletion", self.run_ok("referral-status", "--help"))
+
+    def test_definitions_key_newest_first(self):
+        key = "versions-" + uuid.uuid4().hex[:6]
+        for n in range(3):
+            self.deploy({"key": key, "kind": "STEPS", "name": "v%d" % n,
+                         "steps": [{"id": "s%d" % n, "job": {"job_type": "t-%s" % key}}]})
+        out = self.run_ok("--json", "definitions", "--key", key)
+        versions = [json.loads(line)["version"] for line in out.splitlines()]
+        self.assertEqual(versions, [3, 2, 1])
+        self.assertIn("newest first", self.run_ok("definitions", "--help"))
+
+
+class JobsTests(ServerTests):
+    """wfctl jobs: concurrency, lease extension, a permanent failure."""
+
+    def setUp(self):
+        self.run_id = uuid.uuid4().hex[:8]
+        self.job_type = "wfctl-" + self.run_id
+        self.key = "wfctl-jobs-" + self.run_id
+
+    def worker(self, *opts, command):
+        cmd = [OPTS.wfctl, "--addr", "127.0.0.1:%d" % self.srv.port, "--json", "jobs",
+               self.job_type] + list(opts) + ["--", "sh", "-c", command]
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def stop(self, proc):
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+        self.assertEqual(proc.returncode, 0, err)
+        return [json.loads(line) for line in out.splitlines() if line], err
+
+    def test_concurrency_runs_commands_at_once(self):
+        self.job_definition(self.key, self.job_type)
+        ids = [self.start(self.key) for _ in range(3)]
+        log = os.path.join(self.dir, "overlap-" + self.run_id)
+        w = self.worker("--concurrency", "3", command=(
+            'echo "start $(date +%%s.%%N)" >> %s; sleep 1.5; echo "end $(date +%%s.%%N)" >> %s'
+            % (log, log)))
+        t0 = time.time()
+        for iid in ids:
+            self.assertEqual(self.wait_status(iid, ("COMPLETED",)), "COMPLETED")
+        took = time.time() - t0
+        results, _ = self.stop(w)
+        self.assertEqual(sorted(r["instance_id"] for r in results), sorted(ids))
+        self.assertTrue(all(r["outcome"] == "completed" and r["reported"] for r in results))
+        marks = [line.split() for line in open(log).read().splitlines()]
+        starts = [float(t) for k, t in marks if k == "start"]
+        ends = [float(t) for k, t in marks if k == "end"]
+        self.assertEqual((len(starts), len(ends)), (3, 3))
+        self.assertLess(max(starts), min(ends), "the three commands did not overlap")
+        self.assertLess(took, 4.0, "3 commands of 1.5 s took %.1f s" % took)
+        print("\n  3 commands of 1.5 s, --concurrency 3: all completed in %.2f s, overlap %.2f s"
+              % (took, min(ends) - max(starts)), file=sys.stderr)
+
+    def test_lease_is_extended_while_the_command_runs(self):
+        self.job_definition(self.key, self.job_type)
+        iid = self.start(self.key)
+        r = wfctl(self.srv, "--json", "jobs", self.job_type, "--once", "--lease", "1",
+                  "--wait", "5", "--", "sh", "-c", "sleep 3.5; echo '{\"done\": true}'")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        result = json.loads(r.stdout.strip())
+        self.assertEqual((result["outcome"], result["reported"]), ("completed", True))
+        self.assertEqual(self.wait_status(iid, ("COMPLETED",)), "COMPLETED")
+        self.run_ok("tick")
+        types = [e["type"] for e in self.events(iid)]
+        self.assertIn("JOB_COMPLETED", types)
+        self.assertNotIn("JOB_LEASE_EXPIRED", types)
+        self.assertEqual(types.count("JOB_ACTIVATED"), 1)
+
+    def test_lost_lease_kills_the_command_unreported(self):
+        self.job_definition(self.key, self.job_type)
+        iid = self.start(self.key)
+        mark = os.path.join(self.dir, "running-" + self.run_id)
+        w = self.worker("--once", "--lease", "1", "--wait", "5",
+                        command="touch %s; sleep 30; echo '{}'" % mark)
+        deadline = time.time() + 10
+        while not os.path.exists(mark) and time.time() < deadline:
+            time.sleep(0.05)
+        self.assertTrue(os.path.exists(mark), "the command did not start")
+        # Cancelling the instance withdraws the job: the next renewal is refused.
+        self.run_ok("cancel", iid, "--reason", "lease test", actor="dev")
+        t0 = time.time()
+        out, err = w.communicate(timeout=15)
+        self.assertLess(time.time() - t0, 5, "the command was not terminated: %s" % err)
+        self.assertEqual(w.returncode, 0, err)
+        result = json.loads(out.strip())
+        self.assertEqual((result["outcome"], result["reported"]), ("lease_lost", False))
+        self.assertRegex(err, "JOB_(LEASE_LOST|NOT_FOUND)")
+        types = [e["type"] for e in self.events(iid)]
+        self.assertNotIn("JOB_COMPLETED", types)
+        self.assertNotIn("JOB_FAILED", types)
+
+    def test_exit_100_fails_the_job_for_good(self):
+        self.job_definition(self.key, self.job_type, max_attempts=3)
+        iid = self.start(self.key)
+        r = wfctl(self.srv, "--json", "jobs", self.job_type, "--once", "--wait", "5", "--",
+                  "sh", "-c", "echo 'card declined' >&2; exit 100")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        result = json.loads(r.stdout.strip())
+        self.assertEqual((result["outcome"], result["reported"]), ("failed_permanently", True))
+        self.assertIn("exit status 100: card declined", result["error_message"])
+        self.assertEqual(self.wait_status(iid, ("FAILED",)), "FAILED")
+        types = [e["type"] for e in self.events(iid)]
+        self.assertEqual(types.count("JOB_FAILED"), 1)
+        self.assertNotIn("JOB_RETRY_SCHEDULED", types)
+        self.assertEqual(types.count("JOB_ACTIVATED"), 1)
+        incidents = [json.loads(line) for line in
+                     self.run_ok("--json", "incidents", "--definition", self.key).splitlines()]
+        self.assertEqual([i["instance_id"] for i in incidents], [iid])
+        # Nothing is left to activate: no retry was scheduled.
+        r = wfctl(self.srv, "jobs", self.job_type, "--once", "--wait", "1", "--", "true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("no %s jobs activated" % self.job_type, r.stdout)
+
+    def test_other_exit_statuses_stay_retryable(self):
+        self.job_definition(self.key, self.job_type, max_attempts=3)
+        iid = self.start(self.key)
+        r = wfctl(self.srv, "--json", "jobs", self.job_type, "--once", "--wait", "5", "--",
+                  "sh", "-c", "exit 3")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout.strip())["outcome"], "failed")
+        self.assertEqual(self.instance(iid)["status"], "RUNNING")
+        self.assertIn("JOB_RETRY_SCHEDULED", [e["type"] for e in self.events(iid)])
+
+
+def pg_classes():
+    dsn = wf_testkit.pg_dsn()
+    made = []
+    for base in (JsonErrorTests, CommandTests, JobsTests):
+        made.append(type(base.__name__.replace("Tests", "PgTests"), (base,),
+                         {"store_env": {"DATABASE_URL": dsn}}))
+    return made
+
+
+def main():
+    global OPTS
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--wfctl", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--store", choices=("memory", "pg"), default="memory")
+    OPTS, rest = parser.parse_known_args()
+    if OPTS.store == "pg" and wf_testkit.pg_dsn() is None:
+        print("skipped: WF_TEST_PG_DSN is not set")
+        return wf_testkit.SKIP
+    OPTS.server, OPTS.wfctl = os.path.abspath(OPTS.server), os.path.abspath(OPTS.wfctl)
+    OPTS.work = os.path.abspath(OPTS.work)
+    os.makedirs(OPTS.work, exist_ok=True)
+    loader = unittest.TestLoader()
+    suite = unittest.TestSuite()
+    classes = (pg_classes() if OPTS.store == "pg"
+               else [CompletionTests, ManTests, JsonErrorTests, CommandTests, JobsTests])
+    for cls in classes:
+        suite.addTests(loader.loadTestsFromTestCase(cls))
+    if rest:
+        suite = unittest.TestSuite(t for t in suite if any(k in t.id() for k in rest))
+    import threading
+    timer = threading.Timer(SUITE_TIMEOUT, lambda: os._exit(3))
+    timer.daemon = True
+    timer.start()
+    result = unittest.TextTestRunner(verbosity=2).run(suite)
+    timer.cancel()
+    return 0 if result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
