@@ -141,7 +141,7 @@ class CompletionTests(unittest.TestCase):
         self.assertEqual(self.complete("--a"), ["--actor", "--addr"])
         # The value of a global flag is not a command; the command after it is.
         self.assertEqual(self.complete("--addr", ""), [])
-        self.assertEqual(self.complete("--addr", "h:1", "--json", "tas"), ["task", "tasks"])
+        self.assertEqual(self.complete("--addr", "h:1", "--json", "tas"), ["task", "task-update", "tasks"])
 
     def test_flags_of_a_command(self):
         self.assertEqual(self.complete("processes", "--st"),
