@@ -62,6 +62,12 @@ typedef enum wf_code {
     WF_E_MODIFICATION_DEADLOCKS,
     /* ModifyInstance of an instance without a net (AD_HOC). */
     WF_E_NOT_A_NET_INSTANCE,
+    /* Batch operations over instances (StartBatchOperation and the
+     * rest): the id names no batch operation of the tenant (NOT_FOUND);
+     * CancelBatchOperation of one that has already ended
+     * (FAILED_PRECONDITION). */
+    WF_E_BATCH_OPERATION_NOT_FOUND,
+    WF_E_BATCH_OPERATION_NOT_RUNNING,
 
     /* PERMISSION_DENIED */
     WF_E_NOT_ASSIGNEE,
