@@ -1542,8 +1542,7 @@ START_TEST(test_batch_round_trip_and_tenant_scope)
     b.version = 1;
     ASSERT_ROW_EQ(wf_store__batch_desc, &b, &got);
     wf_store_ctx c2 = {"t2", 0, arena};
-    ck_assert_int_eq(wf_store_get_batch(st, &c2, "b1", &got, &err),
-                     WF_E_BATCH_OPERATION_NOT_FOUND);
+    ck_assert_int_eq(wf_store_get_batch(st, &c2, "b1", &got, &err), WF_E_BATCH_OPERATION_NOT_FOUND);
     ck_assert_int_eq(err.code, WF_E_BATCH_OPERATION_NOT_FOUND);
 
     wf_tx *tx = NULL;
@@ -1605,8 +1604,7 @@ START_TEST(test_batch_claims_and_leases)
     wf_batch_row *rows;
     size_t n;
     int64_t now = T0 + 100;
-    ck_assert_int_eq(wf_store_claim_batches(st, &ctx, "r1", now, 1000, 10, &rows, &n, &err),
-                     WF_OK);
+    ck_assert_int_eq(wf_store_claim_batches(st, &ctx, "r1", now, 1000, 10, &rows, &n, &err), WF_OK);
     ck_assert_uint_eq(n, 2); /* this tenant's two running ones */
     ck_assert_str_eq(rows[0].id, "ba");
     ck_assert_str_eq(rows[1].id, "bb");
