@@ -26,6 +26,7 @@
 #define COUNT_PAGE 500 /* the listing's largest page */
 #define CHUNK_MAX 500
 #define UPDATE_TRIES 3
+#define LET_GO_MS 1000 /* the deadline of letting a lease go */
 
 static wf_store_ctx
 store_ctx(const wf_ref_ctx *ctx)
@@ -494,6 +495,13 @@ transient(wf_code rc)
            rc == WF_E_INTERNAL;
 }
 
+/* Equal strings, NULL equal to NULL only. */
+static bool
+same(const char *a, const char *b)
+{
+    return a == NULL || b == NULL ? a == b : strcmp(a, b) == 0;
+}
+
 static bool
 past(int64_t deadline_ms)
 {
@@ -520,8 +528,8 @@ write_progress(wf_store *st, const wf_store_ctx *sc, const wf_batch_row *claimed
     rc = wf_store_get_batch(st, sc, claimed->id, &cur, err);
     if (rc != WF_OK)
         return rc;
-    if (cur.state != WF_BATCH_CANCELLED || !wf_str_eq(cur.cursor, claimed->cursor) ||
-        !wf_str_eq(cur.lease_owner, claimed->lease_owner) || cur.done != claimed->done ||
+    if (cur.state != WF_BATCH_CANCELLED || !same(cur.cursor, claimed->cursor) ||
+        !same(cur.lease_owner, claimed->lease_owner) || cur.done != claimed->done ||
         cur.failed != claimed->failed)
         return WF_OK; /* another holder runs (or ran) these instances */
     cur.done += (int64_t)c->applied;
@@ -543,10 +551,14 @@ write_progress(wf_store *st, const wf_store_ctx *sc, const wf_batch_row *claimed
 
 /* Lets the lease of claimed go without progress, so that the next claim
  * runs the chunk again at once. A failure here only means the lease runs
- * out by itself. */
+ * out by itself. It has a deadline of its own: the chunk's may be what
+ * stopped it. */
 static void
-let_go(wf_store *st, const wf_store_ctx *sc, const wf_batch_row *claimed)
+let_go(wf_store *st, const wf_store_ctx *chunk_ctx, const wf_batch_row *claimed)
 {
+    wf_store_ctx own = *chunk_ctx;
+    own.deadline_ms = wf_mono_ms() + LET_GO_MS;
+    const wf_store_ctx *sc = &own;
     wf_batch_row r = *claimed;
     r.lease_owner = NULL;
     r.lease_until = wf_now_us();
