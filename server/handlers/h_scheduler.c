@@ -9,7 +9,9 @@
  * same wherever the app runs (workflowd, the in-process test server) and
  * the claims keep it apart from the thread.
  */
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "h_common.h"
 #include "handlers.h"
@@ -40,20 +42,21 @@ fire_timers(void *arg, const wf_timer_row *rows, size_t n, int64_t deadline_ms, 
 }
 
 /* A pass of batch operations (engine/batch.h) on this app's store, its
- * commits waking this app's streams. The owner of the claims is fresh
- * for each pass: it only tells one pass's leases from another's. */
+ * commits waking this app's streams. The owner of the claims,
+ * "<pid>/<uuid>", is fresh for each pass (it tells one pass's leases from
+ * another's) and names the process holding a lease, for operators. */
 static wf_code
 run_batches(void *arg, const char *tenant, int64_t deadline_ms, size_t *chunks, wf_error *err)
 {
     wf_app *app = arg;
-    char owner[40];
+    char owner[64];
     wf_arena *a = wf_arena_new();
     const char *id = a != NULL ? wf_id_new(a) : NULL;
     if (id == NULL) {
         wf_arena_free(a);
         return wf_error_nomem(err);
     }
-    snprintf(owner, sizeof owner, "%s", id);
+    snprintf(owner, sizeof owner, "%ld/%s", (long)getpid(), id);
     wf_arena_free(a);
     wf_batch_host h = {
         .store = app->store,
