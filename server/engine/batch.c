@@ -487,12 +487,12 @@ apply(const wf_net_ctx *ctx, const wf_batch_row *b, const char *instance_id, wf_
 }
 
 /* Failures that say nothing about the instance: the chunk stops and runs
- * again later. */
+ * again later. Anything else (INTERNAL included) is the instance's
+ * refusal, so that one instance cannot hold the batch up for ever. */
 static bool
 transient(wf_code rc)
 {
-    return wf_code_is_retryable(rc) || rc == WF_E_DEADLINE_EXCEEDED || rc == WF_E_NOMEM ||
-           rc == WF_E_INTERNAL;
+    return wf_code_is_retryable(rc) || rc == WF_E_DEADLINE_EXCEEDED || rc == WF_E_NOMEM;
 }
 
 /* Equal strings, NULL equal to NULL only. */

@@ -125,7 +125,7 @@ typedef struct wf_batch_chunk {
  * action in its own unit of work, then the cursor, counters, first
  * refusals and state, written against the claimed version, lease let
  * go. A transient failure of one action (the store unreachable, a
- * conflict after retries, the deadline) stops the chunk without
+ * conflict after retries, the deadline, memory) stops the chunk without
  * progress and lets the lease go: the next claim runs it again, and the
  * actions already applied replay. deadline_ms bounds the chunk
  * (monotonic; 0 = none). */

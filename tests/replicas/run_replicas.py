@@ -1167,6 +1167,17 @@ def batch_scenario(db_dsn, replicas, faults, results):
     results.append(("batch operation SUSPEND over %d instances, the replica running it "
                     "killed: COMPLETED, done == total, one INSTANCE_SUSPENDED per instance"
                     % BATCH_N, len(rows), bad[:10]))
+    # Its events are numbered by readers, as the load's were: read until
+    # none is left unnumbered, so that the event checks see them all.
+    until = time.monotonic() + 15
+    while time.monotonic() < until:
+        try:
+            watch_all(replicas[0], after=0)
+        except grpc.RpcError:
+            pass
+        if int(psql(db_dsn, "SELECT count(*) FROM events WHERE sequence IS NULL")[0][0]) == 0:
+            break
+        time.sleep(0.2)
 
 
 
