@@ -40,6 +40,25 @@ empty(const char *s)
     return s == NULL || s[0] == '\0';
 }
 
+/* The method each action's request is recorded under: the RPC's own, so
+ * that the record is the one its entry function writes. NULL for what is
+ * not an action: each action has its case here and in apply. */
+static const char *
+action_method(int action)
+{
+    switch ((wf_batch_action)action) {
+    case WF_BATCH_CANCEL:
+        return "CancelInstance";
+    case WF_BATCH_RETRY:
+        return "RetryInstance";
+    case WF_BATCH_SUSPEND:
+        return "SuspendInstance";
+    case WF_BATCH_RESUME:
+        return "ResumeInstance";
+    }
+    return NULL;
+}
+
 /* ---- the stored filter ------------------------------------------------------ */
 
 static json_t *
@@ -266,16 +285,9 @@ wf_code
 wf_batch_start(const wf_ref_ctx *ctx, const wf_batch_spec *spec, wf_uow_idem *idem,
                wf_batch_view *out, wf_error *err)
 {
-    switch (spec->action) {
-    case WF_BATCH_CANCEL:
-    case WF_BATCH_RETRY:
-    case WF_BATCH_SUSPEND:
-    case WF_BATCH_RESUME:
-        break;
-    default:
+    if (action_method(spec->action) == NULL)
         return wf_work_invalid(ctx, "action", "is required (CANCEL, RETRY, SUSPEND or RESUME)",
                                err);
-    }
     if (spec->reason != NULL && strlen(spec->reason) > REASON_MAX)
         return wf_work_invalid(ctx, "reason", "is longer than 1024 bytes", err);
     wf_ref_instance_query q = spec->filter;
@@ -435,24 +447,6 @@ encode_nothing(const void *result, void *arg, wf_arena *arena, unsigned char **b
     *bytes = wf_arena_alloc(arena, 1);
     *len = 0;
     return *bytes != NULL ? WF_OK : wf_error_nomem(err);
-}
-
-/* The method each action's request is recorded under: the RPC's own, so
- * that the record is the one its entry function writes. */
-static const char *
-action_method(wf_batch_action action)
-{
-    switch (action) {
-    case WF_BATCH_CANCEL:
-        return "CancelInstance";
-    case WF_BATCH_RETRY:
-        return "RetryInstance";
-    case WF_BATCH_SUSPEND:
-        return "SuspendInstance";
-    case WF_BATCH_RESUME:
-        return "ResumeInstance";
-    }
-    return NULL;
 }
 
 /* Applies the batch's action to one instance, as the RPC of that action
