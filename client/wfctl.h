@@ -116,6 +116,9 @@ struct command {
 };
 
 /* The command table, ended by a NULL name. */
+/* True when word is the first word of commands of two words ("batch" of
+ * "batch start"). */
+int wfctl_command_group(const char *word);
 extern const struct command *const wfctl_commands;
 
 /* Runs command argv[0]; returns the exit status. */

@@ -1351,15 +1351,27 @@ run_watch(const struct command *c, struct wfctl_args *a)
 }
 
 int
+wfctl_command_group(const char *word)
+{
+    size_t n = strlen(word);
+    for (const struct command *c = commands; c->name != NULL; c++)
+        if (strncmp(c->name, word, n) == 0 && c->name[n] == ' ')
+            return 1;
+    return 0;
+}
+
+int
 wfctl_run_command(int argc, char **argv)
 {
-    /* "batch start ...": a command of two words. */
-    char two[64];
-    if (strcmp(argv[0], "batch") == 0 && argc > 1) {
-        snprintf(two, sizeof two, "batch %s", argv[1]);
+    /* A command of two words ("batch start"): its first word is a group. */
+    char two[128];
+    if (wfctl_command_group(argv[0]) && argc > 1) {
+        snprintf(two, sizeof two, "%s %s", argv[0], argv[1]);
         argv++;
         argc--;
         argv[0] = two;
+    } else if (wfctl_command_group(argv[0])) {
+        return wfctl_usage_error("'%s' needs a subcommand (see 'wfctl --help')", argv[0]);
     }
     const struct command *c = commands;
     while (c->name != NULL && strcmp(c->name, argv[0]) != 0)
