@@ -289,13 +289,13 @@ static const struct command commands[] = {
 
     /* ---- batch operations ---- */
     {.name = "batch start",
-     .summary = "apply cancel, retry, suspend or resume to every matching root instance",
+     .summary = "apply cancel, retry, suspend, resume or migrate to every matching root instance",
      .method = "StartBatchOperation",
      .req = DESC(start_batch_operation_request),
      .resp = DESC(start_batch_operation_response),
      .args =
          (const struct arg[]){
-             POS("action", "ACTION", "cancel, retry, suspend or resume"),
+             POS("action", "ACTION", "cancel, retry, suspend, resume or migrate"),
              OPT(ARG_STR, "started-by", "filter.started_by", "USER",
                  "starter (default: the actor; '*' = anyone)"),
              OPT(ARG_STR, "state", "filter.state", "STATE", "not-started, open or closed"),
@@ -314,6 +314,10 @@ static const struct command commands[] = {
              OPT(ARG_VAR, "var", "filter.variables", "PATH=VALUE",
                  "the variable at PATH equals VALUE (repeat: all must hold)"),
              OPT(ARG_STR, "reason", "reason", "TEXT", "why (passed to each action)"),
+             OPT(ARG_INT, "version", "target_version", "N",
+                 "migrate: the version to move to (needs --key)"),
+             OPT(ARG_PLACEMAP, "map", "place_mapping", "FROM:TO",
+                 "migrate: tokens of place FROM go to place TO (repeat)"),
              OPT(ARG_LOCAL, "follow", "follow", NULL,
                  "wait until it ends, printing a progress line"),
              REQUEST_ID, END},
@@ -321,6 +325,8 @@ static const struct command commands[] = {
      .run = run_batch,
      .details = "The filter flags are those of `wfctl processes`; the instances matched are\n"
                 "those created up to the start. Needs --actor (each action runs as the actor).\n"
+                "migrate moves each instance as `wfctl migrate` would, to --version of the\n"
+                "definition --key names, with the --map mapping.\n"
                 "With --follow, a progress line goes to stderr every second until the batch\n"
                 "is COMPLETED or CANCELLED; the exit status is 1 when an action was refused.\n"},
     {.name = "batch get",
