@@ -187,6 +187,14 @@ wf_diagram_get(const wf_net_ctx *ctx, const wf_diagram_in *in, wf_diagram *out, 
         out->content_type = DOT_TYPE;
         return WF_OK;
     }
+    size_t nodes = net->n_places + net->n_transitions, edges = net->n_arcs;
+    for (size_t i = 0; i < net->n_transitions; i++)
+        edges += net->transitions[i].n_cancels;
+    if (nodes > WF_DIAGRAM_MAX_SVG_NODES || edges > WF_DIAGRAM_MAX_SVG_EDGES)
+        return wf_error_set(err, WF_E_TOO_LARGE,
+                            "the net has %zu places and transitions and %zu arcs: SVG is laid "
+                            "out for at most %d and %d; ask for DOT",
+                            nodes, edges, WF_DIAGRAM_MAX_SVG_NODES, WF_DIAGRAM_MAX_SVG_EDGES);
     char *svg;
     size_t len;
     rc = wf_diagram_svg(dot, ctx->ref.arena, &svg, &len, err);

@@ -39,6 +39,15 @@ typedef enum wf_diagram_format {
  * at most WF_NET_MAX_ID_LEN bytes). */
 #define WF_DIAGRAM_MAX_LABEL 120
 
+/* The largest net laid out as SVG: places plus transitions, and arcs plus
+ * cancel-set entries. Graphviz's time grows with the edges' spans and
+ * crossings, not only with the counts: the largest net a deploy accepts
+ * (WF_NET_MAX_NODES, WF_NET_MAX_ARCS) can take minutes and gigabytes with
+ * long crossing arcs, a net at these bounds a few seconds (README.md).
+ * Bigger nets are refused for SVG (TOO_LARGE); their DOT is always given. */
+#define WF_DIAGRAM_MAX_SVG_NODES 200
+#define WF_DIAGRAM_MAX_SVG_EDGES 400
+
 /* What an instance adds to the diagram of its definition version. Every
  * array is borrowed for the call; NULL with a count of 0 is empty. */
 typedef struct wf_diagram_overlay {
@@ -99,7 +108,8 @@ typedef struct wf_diagram {
  * the instance, a version with the instance, a negative version, an
  * unknown format; each reported to ctx->ref.violation),
  * DEFINITION_NOT_FOUND, INSTANCE_NOT_FOUND (also for another tenant's
- * instance). */
+ * instance), TOO_LARGE (SVG of a net above WF_DIAGRAM_MAX_SVG_NODES or
+ * WF_DIAGRAM_MAX_SVG_EDGES; DOT is given for any net). */
 wf_code wf_diagram_get(const wf_net_ctx *ctx, const wf_diagram_in *in, wf_diagram *out,
                        wf_error *err);
 

@@ -292,8 +292,11 @@ put_header(dbuf *b, const wf_net *net, wf_def_kind kind, const wf_diagram_overla
     put_id(b, net->key);
     put(b, " {\n");
     /* The graph's id has a space: no place or transition id has one. */
-    put(b, "  graph [id=\"net graph\", rankdir=LR, labelloc=t, fontname=\"Helvetica\", "
-           "fontsize=12, label=\"");
+    /* Bounded layout work: straight edges (spline routing around long
+     * edges dominates the time), and few network-simplex and crossing
+     * passes. */
+    put(b, "  graph [id=\"net graph\", rankdir=LR, splines=line, nslimit=0.1, nslimit1=0.1, "
+           "mclimit=0.1, labelloc=t, fontname=\"Helvetica\", fontsize=12, label=\"");
     put_text(b, net->key);
     putf(b, " v%d (%s)", (int)net->version, kind_name(kind));
     if (!wf_str_empty(net->name) && !wf_str_eq(net->name, net->key)) {
