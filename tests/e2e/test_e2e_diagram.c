@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "diagram.h"
 #include "net_kit.h"
 #include "wf_id.h"
 
@@ -268,6 +269,57 @@ START_TEST(test_ad_hoc_instance_is_a_note)
 }
 END_TEST
 
+/* A chain of 101 places and 100 transitions: one node more than SVG takes. */
+START_TEST(test_net_above_the_svg_bound_is_dot_only)
+{
+    enum { NP = WF_DIAGRAM_MAX_SVG_NODES / 2 + 1, NT = NP - 1 };
+    char *key = u("diag-big");
+    Workflow__V1__Definition *d = wf_arena_calloc(ta, 1, sizeof *d);
+    workflow__v1__definition__init(d);
+    d->key = key;
+    d->kind = WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_NET;
+    d->places = wf_arena_calloc(ta, NP, sizeof *d->places);
+    d->transitions = wf_arena_calloc(ta, NT, sizeof *d->transitions);
+    d->arcs = wf_arena_calloc(ta, 2 * NT, sizeof *d->arcs);
+    for (int i = 0; i < NP; i++) {
+        Workflow__V1__Place *p = wf_arena_calloc(ta, 1, sizeof *p);
+        workflow__v1__place__init(p);
+        p->id = wf_arena_printf(ta, "p%d", i);
+        p->kind = i == 0 ? START : i == NP - 1 ? END : NORMAL;
+        d->places[d->n_places++] = p;
+    }
+    for (int i = 0; i < NT; i++) {
+        Workflow__V1__Transition *t = wf_arena_calloc(ta, 1, sizeof *t);
+        workflow__v1__transition__init(t);
+        t->id = wf_arena_printf(ta, "t%d", i);
+        t->trigger = T_USER;
+        t->assignee = wf_arena_calloc(ta, 1, sizeof *t->assignee);
+        workflow__v1__assignee__init(t->assignee);
+        t->assignee->kind = A_USER;
+        t->assignee->ids = wf_arena_calloc(ta, 1, sizeof(char *));
+        t->assignee->ids[0] = "bob";
+        t->assignee->n_ids = 1;
+        d->transitions[d->n_transitions++] = t;
+        for (int k = 0; k < 2; k++) {
+            Workflow__V1__Arc *a = wf_arena_calloc(ta, 1, sizeof *a);
+            workflow__v1__arc__init(a);
+            a->source = k == 0 ? d->places[i]->id : t->id;
+            a->target = k == 0 ? t->id : d->places[i + 1]->id;
+            d->arcs[d->n_arcs++] = a;
+        }
+    }
+    wf_client_status st;
+    deploy_d(as("dev"), d, false, &st);
+    ck_ok(st);
+    ck_assert_ptr_null(diagram_c(as(NULL), key, 0, NULL, F_SVG, &st));
+    ck_fails(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "TOO_LARGE");
+    ck_assert_ptr_nonnull(strstr(st.message, "ask for DOT"));
+    const char *dot = diagram(key, 0, NULL, F_DOT);
+    ck_assert_ptr_nonnull(strstr(dot, "\"p100\" [id=\"p100\""));
+    ck_assert_ptr_nonnull(strstr(dot, "\"t99\" -> \"p100\""));
+}
+END_TEST
+
 static void
 refused(wf_client *c, const char *key, int32_t version, const char *id, int format, int code,
         const char *reason)
@@ -326,6 +378,7 @@ main(void)
     tcase_add_test(tc, test_tokens_on_places);
     tcase_add_test(tc, test_steps_current_step);
     tcase_add_test(tc, test_ad_hoc_instance_is_a_note);
+    tcase_add_test(tc, test_net_above_the_svg_bound_is_dot_only);
     tcase_add_test(tc, test_refusals);
     suite_add_tcase(s, tc);
     return wf_test_run(s);
