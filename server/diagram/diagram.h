@@ -85,8 +85,9 @@ wf_code wf_diagram_dot(const wf_net *net, wf_def_kind kind, const wf_diagram_ove
  * *out (NUL-terminated, in a; *len its length). Calls are serialized by
  * one mutex: Graphviz keeps global state. The plugins (the dot layout and
  * the core renderers) are linked in and registered explicitly, so no
- * Graphviz configuration file is read. WF_E_INTERNAL when Graphviz
- * refuses the text or fails to lay it out. */
+ * Graphviz configuration file is read. The size of the net is the
+ * caller's to bound (wf_diagram_get: WF_DIAGRAM_MAX_SVG_*). WF_E_INTERNAL
+ * when Graphviz refuses the text or fails to lay it out. */
 wf_code wf_diagram_svg(const char *dot, wf_arena *a, char **out, size_t *len, wf_error *err);
 
 /* ---- GetDiagram (diagram.c) ------------------------------------------------------------------ */
