@@ -197,7 +197,7 @@ wf_diagram_get(const wf_net_ctx *ctx, const wf_diagram_in *in, wf_diagram *out, 
                             nodes, edges, WF_DIAGRAM_MAX_SVG_NODES, WF_DIAGRAM_MAX_SVG_EDGES);
     char *svg;
     size_t len;
-    rc = wf_diagram_svg(dot, ctx->ref.arena, &svg, &len, err);
+    rc = wf_diagram_svg(dot, ctx->ref.deadline_ms, ctx->ref.arena, &svg, &len, err);
     if (rc != WF_OK)
         return rc;
     out->content = svg;

@@ -86,9 +86,12 @@ wf_code wf_diagram_dot(const wf_net *net, wf_def_kind kind, const wf_diagram_ove
  * one mutex: Graphviz keeps global state. The plugins (the dot layout and
  * the core renderers) are linked in and registered explicitly, so no
  * Graphviz configuration file is read. The size of the net is the
- * caller's to bound (wf_diagram_get: WF_DIAGRAM_MAX_SVG_*). WF_E_INTERNAL
- * when Graphviz refuses the text or fails to lay it out. */
-wf_code wf_diagram_svg(const char *dot, wf_arena *a, char **out, size_t *len, wf_error *err);
+ * caller's to bound (wf_diagram_get: WF_DIAGRAM_MAX_SVG_*). The lock is
+ * waited for until deadline_ms (monotonic ms, 0 = without bound), then
+ * WF_E_DEADLINE_EXCEEDED; a layout once started runs to its end.
+ * WF_E_INTERNAL when Graphviz refuses the text or fails to lay it out. */
+wf_code wf_diagram_svg(const char *dot, int64_t deadline_ms, wf_arena *a, char **out, size_t *len,
+                       wf_error *err);
 
 /* ---- GetDiagram (diagram.c) ------------------------------------------------------------------ */
 

@@ -10,6 +10,10 @@
  * renderers (svg). So nothing is read from Graphviz's configuration file,
  * which a server image need not have.
  *
+ * A call waits for the lock at most until its deadline, so that diagrams
+ * queued behind a slow layout give their server threads back instead of
+ * piling up on it.
+ *
  * Must not: hold anything but its own lock while it runs (the caller has
  * finished its reads), or write on stderr (Graphviz's messages are kept
  * for the error of the call).
@@ -17,11 +21,13 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <gvc.h>
 #include <gvplugin.h>
 
 #include "diagram.h"
+#include "wf_time.h"
 
 /* The plugin libraries' descriptors, exported by libgvplugin_dot_layout
  * and libgvplugin_core. */
@@ -98,11 +104,40 @@ render_locked(const char *dot, wf_arena *a, char **out, size_t *len, wf_error *e
     return rc;
 }
 
-wf_code
-wf_diagram_svg(const char *dot, wf_arena *a, char **out, size_t *len, wf_error *err)
+/* Takes gv_lock, waiting at most until deadline_ms (monotonic ms, 0 =
+ * without bound). */
+static wf_code
+lock_until(int64_t deadline_ms, wf_error *err)
 {
-    pthread_mutex_lock(&gv_lock);
-    wf_code rc = render_locked(dot, a, out, len, err);
+    if (deadline_ms == 0) {
+        pthread_mutex_lock(&gv_lock);
+        return WF_OK;
+    }
+    int64_t left = deadline_ms - wf_mono_ms();
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    if (left > 0) {
+        until.tv_sec += (time_t)(left / 1000);
+        until.tv_nsec += (long)(left % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+    }
+    if (pthread_mutex_timedlock(&gv_lock, &until) == 0)
+        return WF_OK;
+    return wf_error_set(err, WF_E_DEADLINE_EXCEEDED,
+                        "the deadline passed while other diagrams were laid out");
+}
+
+wf_code
+wf_diagram_svg(const char *dot, int64_t deadline_ms, wf_arena *a, char **out, size_t *len,
+               wf_error *err)
+{
+    wf_code rc = lock_until(deadline_ms, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = render_locked(dot, a, out, len, err);
     pthread_mutex_unlock(&gv_lock);
     return rc;
 }

@@ -4,9 +4,11 @@
  * there under its id, hostile ids and names are escaped (quotes, '<', '&',
  * backslashes, newlines, control bytes, invalid UTF-8, non-ASCII), the
  * overlay shows token counts, enabled items, an incident in red and the
- * current step of a step list, and the rendering reads no Graphviz
- * configuration file.
+ * current step of a step list, the rendering reads no Graphviz
+ * configuration file, and a call queued behind a slow layout gives up at
+ * its deadline.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 #include "expr.h"
 #include "test_support.h"
 #include "wf_arena.h"
+#include "wf_time.h"
 #include "wf_utf8.h"
 
 static wf_arena *A;
@@ -92,7 +95,7 @@ svg_of(const char *dot)
     wf_error err;
     char *svg = NULL;
     size_t len = 0;
-    wf_code rc = wf_diagram_svg(dot, A, &svg, &len, &err);
+    wf_code rc = wf_diagram_svg(dot, 0, A, &svg, &len, &err);
     ck_assert_msg(rc == WF_OK, "svg: %s", err.msg);
     ck_assert_uint_eq(strlen(svg), len);
     return svg;
@@ -384,10 +387,58 @@ START_TEST(test_bad_dot_is_internal)
     wf_error err;
     char *svg = NULL;
     size_t len = 0;
-    ck_assert_int_eq(wf_diagram_svg("digraph { \"a\" -> ", A, &svg, &len, &err), WF_E_INTERNAL);
+    ck_assert_int_eq(wf_diagram_svg("digraph { \"a\" -> ", 0, A, &svg, &len, &err), WF_E_INTERNAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "Graphviz refused the DOT text"));
     /* The lock was released: the next call works. */
     ck_assert(svg_has_id(svg_of("digraph { a [id=\"a\"]; }"), "a"));
+}
+END_TEST
+
+/* A DOT text Graphviz takes seconds to lay out: 50 places and 50
+ * transitions whose labelled arcs jump across the net, with curved edges. */
+static char *
+slow_dot(void)
+{
+    size_t cap = 64 * 1024, n = 0;
+    char *d = wf_arena_alloc(A, cap);
+    n += (size_t)snprintf(d + n, cap - n, "digraph slow { rankdir=LR;\n");
+    for (int i = 0; i < 50; i++)
+        n += (size_t)snprintf(d + n, cap - n,
+                              "p%d -> t%d; p%d -> t%d; t%d -> p%d; t%d -> p%d [label=\"g %d\"];\n",
+                              i, i, (i * 7 + 3) % 49, i, i, i + 1, i, (i * 13 + 5) % 49 + 1, i);
+    snprintf(d + n, cap - n, "}\n");
+    return d;
+}
+
+static void *
+render_slowly(void *dot)
+{
+    wf_arena *a = wf_arena_new();
+    char *svg;
+    size_t len;
+    wf_error err;
+    wf_diagram_svg(dot, 0, a, &svg, &len, &err);
+    wf_arena_free(a);
+    return NULL;
+}
+
+/* While a slow layout holds Graphviz, a call waits only until its deadline.
+ * The slow layout's thread is left to the end of the test's process. */
+START_TEST(test_waits_for_the_lock_until_the_deadline)
+{
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, render_slowly, slow_dot()), 0);
+    pthread_detach(th);
+    usleep(300 * 1000);
+    wf_error err;
+    char *svg = NULL;
+    size_t len = 0;
+    int64_t t0 = wf_mono_ms();
+    ck_assert_int_eq(wf_diagram_svg("digraph { a; }", t0 + 100, A, &svg, &len, &err),
+                     WF_E_DEADLINE_EXCEEDED);
+    int64_t waited = wf_mono_ms() - t0;
+    ck_assert_msg(waited >= 90 && waited < 2000, "waited %lld ms", (long long)waited);
+    ck_assert_ptr_nonnull(strstr(err.msg, "deadline passed"));
 }
 END_TEST
 
@@ -406,6 +457,7 @@ main(void)
     tcase_add_test(tc, test_ad_hoc_is_a_note);
     tcase_add_test(tc, test_renders_without_graphviz_config);
     tcase_add_test(tc, test_bad_dot_is_internal);
+    tcase_add_test(tc, test_waits_for_the_lock_until_the_deadline);
     suite_add_tcase(s, tc);
     return wf_test_run(s);
 }
