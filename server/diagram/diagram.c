@@ -66,7 +66,7 @@ check_request(const wf_net_ctx *ctx, const wf_diagram_in *in, wf_error *err)
         violate(ctx, "instance_id", "must be empty with definition_key", &n);
         first = "set only one of definition_key and instance_id";
     } else if (!key && !inst) {
-        violate(ctx, "definition_key", "or instance_id is required", &n);
+        violate(ctx, "definition_key", "is required (or instance_id)", &n);
         first = "definition_key or instance_id is required";
     }
     if (in->version < 0) {
