@@ -53,6 +53,8 @@ enum bench_method {
     M_COMPLETE_JOB,
     M_SEND_SIGNAL,
     M_COMPLETE_JOBS,
+    M_START_BATCH,
+    M_GET_BATCH,
     M_COUNT
 };
 
@@ -218,6 +220,10 @@ extern const workload wl_jobs_stream, wl_jobs_stream1;
 
 /* The drain of due timers: not a closed-loop run. */
 void bench_timers(bench *b, result *res);
+/* A batch SUSPEND over b->timers parked instances: instances per second
+ * from StartBatchOperation to COMPLETED, the replica's scheduler doing
+ * the work. */
+void bench_batch(bench *b, result *res);
 /* Bytes per parked instance (ad-hoc or net). */
 void bench_bytes(bench *b, int net, result *res);
 

@@ -33,9 +33,9 @@
 #include "grpc/health/v1/health.pb-c.h"
 
 const char *const bench_method_name[M_COUNT] = {
-    "Health/Check", "DeployDefinition", "StartInstance", "GetInstance",  "AssignTo",
-    "GetTask",      "ListTasks",        "ClaimTask",     "CompleteTask", "ActivateJobs",
-    "CompleteJob",  "SendSignal",       "CompleteJobs",
+    "Health/Check", "DeployDefinition", "StartInstance", "GetInstance",         "AssignTo",
+    "GetTask",      "ListTasks",        "ClaimTask",     "CompleteTask",        "ActivateJobs",
+    "CompleteJob",  "SendSignal",       "CompleteJobs",  "StartBatchOperation", "GetBatchOperation",
 };
 
 static const char *const method_path[M_COUNT] = {
@@ -52,6 +52,8 @@ static const char *const method_path[M_COUNT] = {
     "/workflow.v1.WorkflowService/CompleteJob",
     "/workflow.v1.WorkflowService/SendSignal",
     "/workflow.v1.WorkflowService/CompleteJobs",
+    "/workflow.v1.WorkflowService/StartBatchOperation",
+    "/workflow.v1.WorkflowService/GetBatchOperation",
 };
 
 /* ---- runner ------------------------------------------------------------- */
@@ -737,9 +739,9 @@ main(int argc, char **argv)
     char **names = argv + optind;
     int nnames = argc - optind;
     static const char *const known[] = {
-        "all",     "health", "read",   "start",       "referral",    "flow",
-        "steps2",  "jobs",   "jobs32", "signal",      "timers",      "inbox",
-        "backlog", "rss",    "bytes",  "jobs-stream", "jobs-stream1"};
+        "all",     "health", "read",   "start",       "referral",     "flow",
+        "steps2",  "jobs",   "jobs32", "signal",      "timers",       "inbox",
+        "backlog", "rss",    "bytes",  "jobs-stream", "jobs-stream1", "batch"};
     for (int i = 0; i < nnames; i++) {
         int ok = 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
@@ -890,6 +892,17 @@ main(int argc, char **argv)
             snprintf(rows[idx].res.note + l, sizeof rows[idx].res.note - l,
                      "; the target is for 100k due timers (--full, or --timers 100000)");
         }
+    }
+    if (wanted(names, nnames, "batch")) {
+        int idx = nrows;
+        char nm[40];
+        if (b.timers >= 1000)
+            snprintf(nm, sizeof nm, "batch suspend (%ldk)", b.timers / 1000);
+        else
+            snprintf(nm, sizeof nm, "batch suspend (%ld)", b.timers);
+        ROW(nm, "inst/s", K_VS_PG, 0, "- (informative)", NULL, 0);
+        progress("workload batch (a SUSPEND of %ld instances)", b.timers);
+        bench_batch(&b, &rows[idx].res);
     }
     if (wanted(names, nnames, "inbox")) {
         int idx = nrows;

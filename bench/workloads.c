@@ -1427,6 +1427,130 @@ done:
     free(r);
 }
 
+/* ---- batch operations ------------------------------------------------------ */
+
+/* GetBatchOperation of id: 0 with *done, *failed and *state, else -1. */
+static int
+batch_progress(run *r, const char *id, long long *done, long long *failed, int *state)
+{
+    worker w;
+    setup_worker_init(&w, r);
+    Workflow__V1__GetBatchOperationRequest req = WORKFLOW__V1__GET_BATCH_OPERATION_REQUEST__INIT;
+    req.id = (char *)id;
+    ProtobufCMessage *resp = NULL;
+    int code = bcall(&w, M_GET_BATCH, &req.base,
+                     &workflow__v1__get_batch_operation_response__descriptor, &resp, 0);
+    const Workflow__V1__GetBatchOperationResponse *g = (const void *)resp;
+    if (code == 0 && g->batch_operation != NULL) {
+        *done = g->batch_operation->done;
+        *failed = g->batch_operation->failed;
+        *state = g->batch_operation->state;
+    } else {
+        snprintf(r->last_err, sizeof r->last_err, "%s", w.last_err);
+    }
+    if (resp != NULL)
+        protobuf_c_message_free_unpacked(resp, NULL);
+    setup_worker_free(&w);
+    return code == 0 ? 0 : -1;
+}
+
+void
+bench_batch(bench *b, result *res)
+{
+    memset(res, 0, sizeof *res);
+    static const workload wl = {"batch", "instance", NULL, NULL, NULL, 1};
+    run *r = calloc(1, sizeof *r);
+    shared_ids *s = calloc(1, sizeof *s);
+    if (r == NULL || s == NULL) {
+        free(r);
+        free(s);
+        res->status = RS_ERROR;
+        snprintf(res->note, sizeof res->note, "out of memory");
+        return;
+    }
+    r->wl = &wl;
+    r->b = b;
+    r->nthreads = b->nthreads;
+    r->shared = s;
+    snprintf(s->key, sizeof s->key, "bench-batch-%s", b->run_id);
+    /* Instances parked on a timer a day away: running, nothing moves them. */
+    net n;
+    Workflow__V1__Transition *t = net_init(&n, s->key, 0);
+    t[0].trigger = WORKFLOW__V1__TRIGGER__TRIGGER_TIME;
+    n.delay.seconds = 86400;
+    t[0].delay = &n.delay;
+    int rc = deploy(r, &n);
+    if (rc != 0) {
+        res->status = rc == OP_NA ? RS_NA : RS_ERROR;
+        snprintf(res->note, sizeof res->note, "setup: %s", r->last_err);
+        goto done;
+    }
+    double budget = (double)b->timers / 50.0;
+    budget = budget < 60 ? 60 : budget > 1800 ? 1800 : budget;
+    long long made = fill_pool(r, op_timer_pool, (uint64_t)b->timers, budget);
+    if (made <= 0) {
+        res->status = RS_ERROR;
+        snprintf(res->note, sizeof res->note, "setup: %s", r->last_err);
+        goto done;
+    }
+    worker w;
+    setup_worker_init(&w, r);
+    Workflow__V1__InstanceFilter f = WORKFLOW__V1__INSTANCE_FILTER__INIT;
+    f.started_by = "*";
+    f.definition_key = s->key;
+    Workflow__V1__StartBatchOperationRequest req =
+        WORKFLOW__V1__START_BATCH_OPERATION_REQUEST__INIT;
+    req.filter = &f;
+    req.action = WORKFLOW__V1__BATCH_ACTION__BATCH_ACTION_SUSPEND;
+    ProtobufCMessage *resp = NULL;
+    double t0 = bench_now();
+    int code = bcall(&w, M_START_BATCH, &req.base,
+                     &workflow__v1__start_batch_operation_response__descriptor, &resp, 60000);
+    double counted = bench_now() - t0;
+    char id[96] = "";
+    long long total = 0;
+    const Workflow__V1__StartBatchOperationResponse *sr = (const void *)resp;
+    if (code == 0 && sr->batch_operation != NULL) {
+        snprintf(id, sizeof id, "%s", sr->batch_operation->id);
+        total = sr->batch_operation->total;
+    } else {
+        snprintf(r->last_err, sizeof r->last_err, "%s", w.last_err);
+    }
+    if (resp != NULL)
+        protobuf_c_message_free_unpacked(resp, NULL);
+    setup_worker_free(&w);
+    if (code != 0) {
+        res->status = code == GRPC_STATUS_UNIMPLEMENTED ? RS_NA : RS_ERROR;
+        snprintf(res->note, sizeof res->note, "StartBatchOperation: %s", r->last_err);
+        goto done;
+    }
+    long long bdone = 0, bfailed = 0, prev = -1;
+    int state = 1;
+    double last_progress = bench_now();
+    while (state == 1 && bench_now() - last_progress < 30) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        if (batch_progress(r, id, &bdone, &bfailed, &state) != 0)
+            break;
+        if (bdone + bfailed > prev) {
+            prev = bdone + bfailed;
+            last_progress = bench_now();
+        }
+    }
+    double el = (state == 1 ? last_progress : bench_now()) - t0;
+    res->units = (uint64_t)bdone;
+    res->units_per_s = el > 0 ? (double)bdone / el : 0;
+    res->ops_per_s = res->units_per_s;
+    res->status = RS_OK;
+    snprintf(res->note, sizeof res->note,
+             "%lld of %lld instances suspended, %lld refused, in %.1f s (%.1f s of it counting "
+             "them in StartBatchOperation)%s",
+             bdone, total, bfailed, el, counted, state == 1 ? "; not COMPLETED" : "");
+done:
+    free(s);
+    free(r);
+}
+
 /* ---- bytes per parked instance ----------------------------------------- */
 
 static int

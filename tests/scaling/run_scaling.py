@@ -138,17 +138,24 @@ CLASSES = {
     "sweep_idempotency_tenant": (False, "global"),
     "sweep_events_tenant": (False, "fanout"),
     "count_backlog": (False, "fanout"),
+    # batch operations: a table of the tenant without root_id
+    "put_batch": (True, "global"),
+    "get_batch": (False, "global"),
+    "update_batch": (False, "global"),
+    "list_batches": (False, "global"),
+    "claim_batches": (False, "global"),
+    "claim_batches_tenant": (False, "global"),
 }
 # Run only on a path (a signal racing the wait for its aggregate) that the
 # workload may not take; checked when it does. consume_signal (by instance
 # and aggregate at once) is the store contract's; the engine asks by one.
 OPTIONAL = {"lock_correlation", "sub_awaited", "aggregate_live", "consume_signal", "update_instance",
-            "idem_amend"}
+            "idem_amend", "put_batch"}
 # Transaction control, settings, LISTEN and the notifier's NOTIFY,
 # migrations: nothing to plan.
 UTILITY = {"begin", "commit", "rollback", "timeout_local", "timeout_session", "ping",
            "listen_events", "listen_jobs", "notify", "mig_lock", "mig_unlock", "mig_table", "mig_has",
-           "mig_record"}
+           "mig_max", "mig_record"}
 
 # Builds wf_part from the catalog of wf_src (see step 3 above). Notes go to
 # wf_scale_notes: (table, key, definition it had, error, replacement).
