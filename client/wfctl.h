@@ -116,6 +116,9 @@ struct command {
 };
 
 /* The command table, ended by a NULL name. */
+/* True when word is the first word of commands of two words ("batch" of
+ * "batch start"). */
+int wfctl_command_group(const char *word);
 extern const struct command *const wfctl_commands;
 
 /* Runs command argv[0]; returns the exit status. */
@@ -208,6 +211,9 @@ int print_complete_and_end(const ProtobufCMessage *m);
 int print_completion(const ProtobufCMessage *m);
 int print_send_signal(const ProtobufCMessage *m);
 int print_tick(const ProtobufCMessage *m);
+int print_batch_resp(const ProtobufCMessage *m);
+/* One progress line of a batch operation (batch --follow), to stderr. */
+void print_batch_progress(const ProtobufCMessage *batch_operation);
 
 /* Printers of list items (one per item message type): a table row, printed
  * on table_flush(); row_event prints its line at once (event stream). */
@@ -215,6 +221,7 @@ void row_definition(const ProtobufCMessage *m);
 void row_instance(const ProtobufCMessage *m);
 void row_task(const ProtobufCMessage *m);
 void row_incident(const ProtobufCMessage *m);
+void row_batch(const ProtobufCMessage *m);
 void row_signal(const ProtobufCMessage *m);
 void row_event(const ProtobufCMessage *m);
 

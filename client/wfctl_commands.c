@@ -49,6 +49,7 @@
 static int run_watch(const struct command *c, struct wfctl_args *a);
 static int run_show(const struct command *c, struct wfctl_args *a);
 static int run_jobs(const struct command *c, struct wfctl_args *a);
+static int run_batch(const struct command *c, struct wfctl_args *a);
 static int prepare_assign(struct wfctl_args *a);
 static int prepare_deploy(struct wfctl_args *a);
 
@@ -285,6 +286,69 @@ static const struct command commands[] = {
                                   OPT(ARG_STR, "reason", "reason", "TEXT", "why (recorded)"),
                                   REQUEST_ID, END},
      .print = print_instance_resp},
+
+    /* ---- batch operations ---- */
+    {.name = "batch start",
+     .summary = "apply cancel, retry, suspend or resume to every matching root instance",
+     .method = "StartBatchOperation",
+     .req = DESC(start_batch_operation_request),
+     .resp = DESC(start_batch_operation_response),
+     .args =
+         (const struct arg[]){
+             POS("action", "ACTION", "cancel, retry, suspend or resume"),
+             OPT(ARG_STR, "started-by", "filter.started_by", "USER",
+                 "starter (default: the actor; '*' = anyone)"),
+             OPT(ARG_STR, "state", "filter.state", "STATE", "not-started, open or closed"),
+             OPT(ARG_STR, "status", "filter.status", "STATUS",
+                 "running, failed, suspended, ... (as processes --status)"),
+             OPT(ARG_STR, "key", "filter.definition_key", "KEY", "instances of this definition"),
+             OPT(ARG_AGG, "aggregate", "filter.aggregate", "TYPE[:ID]",
+                 "instances bound to this business object"),
+             OPT(ARG_STR, "created-after", "filter.created_after", "TIME",
+                 "created at or after this RFC 3339 time"),
+             OPT(ARG_STR, "created-before", "filter.created_before", "TIME",
+                 "created before this time"),
+             OPT(ARG_STR, "ended-after", "filter.ended_after", "TIME",
+                 "ended at or after this time"),
+             OPT(ARG_STR, "ended-before", "filter.ended_before", "TIME", "ended before this time"),
+             OPT(ARG_VAR, "var", "filter.variables", "PATH=VALUE",
+                 "the variable at PATH equals VALUE (repeat: all must hold)"),
+             OPT(ARG_STR, "reason", "reason", "TEXT", "why (passed to each action)"),
+             OPT(ARG_LOCAL, "follow", "follow", NULL,
+                 "wait until it ends, printing a progress line"),
+             REQUEST_ID, END},
+     .print = print_batch_resp,
+     .run = run_batch,
+     .details = "The filter flags are those of `wfctl processes`; the instances matched are\n"
+                "those created up to the start. Needs --actor (each action runs as the actor).\n"
+                "With --follow, a progress line goes to stderr every second until the batch\n"
+                "is COMPLETED or CANCELLED; the exit status is 1 when an action was refused.\n"},
+    {.name = "batch get",
+     .summary = "show a batch operation's progress and first errors",
+     .method = "GetBatchOperation",
+     .req = DESC(get_batch_operation_request),
+     .resp = DESC(get_batch_operation_response),
+     .args = (const struct arg[]){POS("id", "ID", "batch operation id"),
+                                  OPT(ARG_LOCAL, "follow", "follow", NULL,
+                                      "wait until it ends, printing a progress line"),
+                                  END},
+     .print = print_batch_resp,
+     .run = run_batch},
+    {.name = "batch cancel",
+     .summary = "stop a running batch operation (what it applied stays)",
+     .method = "CancelBatchOperation",
+     .req = DESC(cancel_batch_operation_request),
+     .resp = DESC(cancel_batch_operation_response),
+     .args = (const struct arg[]){POS("id", "ID", "batch operation id"), REQUEST_ID, END},
+     .print = print_batch_resp},
+    {.name = "batch list",
+     .summary = "list batch operations, newest first",
+     .method = "ListBatchOperations",
+     .req = DESC(list_batch_operations_request),
+     .resp = DESC(list_batch_operations_response),
+     .args = (const struct arg[]){PAGING, END},
+     .items = "batch_operations",
+     .row = row_batch},
 
     /* ---- ad-hoc referrals ---- */
     {.name = "assign",
@@ -1169,6 +1233,56 @@ run_show(const struct command *c, struct wfctl_args *a)
     return rc;
 }
 
+/* batch start and batch get: the call, then with --follow GetBatchOperation
+ * every second, a progress line each time, until the batch has ended. */
+static int
+run_batch(const struct command *c, struct wfctl_args *a)
+{
+    if (!json_is_true(json_object_get(a->local, "follow")))
+        return run_unary(c, a);
+    char err[1024];
+    ProtobufCMessage *m = pbjson_to_message(c->req, a->req, "", err, sizeof err);
+    if (m == NULL)
+        return wfctl_usage_error("%s: %s", c->name, err);
+    ProtobufCMessage *resp = NULL;
+    wf_client_status st;
+    int rc = wfctl_call(c->method, m, c->resp, &resp, 0, &st) != 0 ? wfctl_fail(&st) : WFCTL_OK;
+    protobuf_c_message_free_unpacked(m, NULL);
+    const Workflow__V1__BatchOperation *b =
+        rc == WFCTL_OK ? (const void *)pb_get_message(resp, "batch_operation") : NULL;
+    char *id = b != NULL ? strdup(b->id) : NULL;
+    while (rc == WFCTL_OK && b != NULL && id != NULL) {
+        print_batch_progress(&b->base);
+        if (b->state != WORKFLOW__V1__BATCH_OPERATION_STATE__BATCH_OPERATION_STATE_RUNNING)
+            break;
+        sleep(1);
+        Workflow__V1__GetBatchOperationRequest get =
+            WORKFLOW__V1__GET_BATCH_OPERATION_REQUEST__INIT;
+        get.id = id;
+        protobuf_c_message_free_unpacked(resp, NULL);
+        resp = NULL;
+        if (wfctl_call("GetBatchOperation", &get.base,
+                       &workflow__v1__get_batch_operation_response__descriptor, &resp, 0,
+                       &st) != 0) {
+            rc = wfctl_fail(&st);
+            break;
+        }
+        b = ((const Workflow__V1__GetBatchOperationResponse *)(const void *)resp)->batch_operation;
+    }
+    if (rc == WFCTL_OK && b != NULL) {
+        if (g_wfctl.json)
+            pbjson_print(resp);
+        else
+            print_batch_resp(resp);
+        if (b->failed > 0)
+            rc = WFCTL_FAILED;
+    }
+    if (resp != NULL)
+        protobuf_c_message_free_unpacked(resp, NULL);
+    free(id);
+    return rc;
+}
+
 static int
 run_jobs(const struct command *c, struct wfctl_args *a)
 {
@@ -1237,8 +1351,28 @@ run_watch(const struct command *c, struct wfctl_args *a)
 }
 
 int
+wfctl_command_group(const char *word)
+{
+    size_t n = strlen(word);
+    for (const struct command *c = commands; c->name != NULL; c++)
+        if (strncmp(c->name, word, n) == 0 && c->name[n] == ' ')
+            return 1;
+    return 0;
+}
+
+int
 wfctl_run_command(int argc, char **argv)
 {
+    /* A command of two words ("batch start"): its first word is a group. */
+    char two[128];
+    if (wfctl_command_group(argv[0]) && argc > 1) {
+        snprintf(two, sizeof two, "%s %s", argv[0], argv[1]);
+        argv++;
+        argc--;
+        argv[0] = two;
+    } else if (wfctl_command_group(argv[0])) {
+        return wfctl_usage_error("'%s' needs a subcommand (see 'wfctl --help')", argv[0]);
+    }
     const struct command *c = commands;
     while (c->name != NULL && strcmp(c->name, argv[0]) != 0)
         c++;

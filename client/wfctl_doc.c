@@ -81,6 +81,27 @@ arg_values(const struct command *c, const struct arg *g, char *buf, size_t n)
     return len > 0;
 }
 
+/* The length of the group word of a command of two words ("batch" of
+ * "batch start"), 0 for a command of one word. */
+static size_t
+group_len(const char *name)
+{
+    const char *sp = strchr(name, ' ');
+    return sp != NULL ? (size_t)(sp - name) : 0;
+}
+
+/* True when c is the first command of its group in the table (each group
+ * word is listed once). */
+static int
+first_of_group(const struct command *c)
+{
+    size_t n = group_len(c->name);
+    for (const struct command *p = wfctl_commands; p != c; p++)
+        if (group_len(p->name) == n && strncmp(p->name, c->name, n) == 0)
+            return 0;
+    return 1;
+}
+
 /* ---- bash ---------------------------------------------------------------- */
 
 static void
@@ -100,7 +121,7 @@ bash_script(FILE *f)
             "_wfctl()\n"
             "{\n"
             "    local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n"
-            "    local i cmd='' cmdi=0 kind='' values='' flags='' pos=''\n"
+            "    local i cmd='' cmdi=0 kind='' values='' flags='' pos='' posvalues=''\n"
             "    COMPREPLY=()\n"
             "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
             "        case ${COMP_WORDS[i]} in\n"
@@ -131,11 +152,37 @@ bash_script(FILE *f)
                "        COMPREPLY=($(compgen -W \"");
     for (const struct wfctl_global *g = wfctl_globals; g->name != NULL; g++)
         fprintf(f, "--%s ", g->name);
-    for (const struct command *c = wfctl_commands; c->name != NULL; c++)
-        fprintf(f, "%s%s", c->name, c[1].name != NULL ? " " : "");
+    sep = "";
+    for (const struct command *c = wfctl_commands; c->name != NULL; c++) {
+        size_t n = group_len(c->name);
+        if (n == 0 || first_of_group(c))
+            fprintf(f, "%s%.*s", sep, n > 0 ? (int)n : (int)strlen(c->name), c->name);
+        sep = " ";
+    }
     fprintf(f, "\" -- \"$cur\"))\n"
                "        return\n"
-               "    fi\n"
+               "    fi\n");
+    /* The second word of a command of two words. */
+    fprintf(f, "    case $cmd in\n");
+    for (const struct command *c = wfctl_commands; c->name != NULL; c++) {
+        size_t n = group_len(c->name);
+        if (n == 0 || !first_of_group(c))
+            continue;
+        fprintf(f,
+                "    %.*s)\n        if ((cmdi + 1 == COMP_CWORD)); then\n"
+                "            COMPREPLY=($(compgen -W \"",
+                (int)n, c->name);
+        sep = "";
+        for (const struct command *s = c; s->name != NULL; s++)
+            if (group_len(s->name) == n && strncmp(s->name, c->name, n) == 0) {
+                fprintf(f, "%s%s", sep, s->name + n + 1);
+                sep = " ";
+            }
+        fprintf(f, "\" -- \"$cur\"))\n            return\n        fi\n"
+                   "        cmd=\"$cmd ${COMP_WORDS[cmdi + 1]}\"\n        ((cmdi++))\n"
+                   "        ;;\n");
+    }
+    fprintf(f, "    esac\n"
                "    for ((i = cmdi + 1; i < COMP_CWORD; i++)); do\n"
                "        if [[ ${COMP_WORDS[i]} == -- ]]; then\n"
                "            if ((i + 1 == COMP_CWORD)); then\n"
@@ -148,7 +195,7 @@ bash_script(FILE *f)
                "    done\n"
                "    case $cmd in\n");
     for (const struct command *c = wfctl_commands; c->name != NULL; c++) {
-        fprintf(f, "    %s)\n        case $prev in\n", c->name);
+        fprintf(f, "    '%s')\n        case $prev in\n", c->name);
         for (const struct arg *g = c->args; g->kind != ARG_END; g++) {
             if (g->name == NULL || !takes_value(g))
                 continue;
@@ -172,14 +219,14 @@ bash_script(FILE *f)
             if (g->kind == ARG_FILE)
                 fprintf(f, "        pos=file\n");
             else if (arg_values(c, g, vals, sizeof vals))
-                fprintf(f, "        pos=words values=\"%s\"\n", vals);
+                fprintf(f, "        pos=words posvalues=\"%s\"\n", vals);
             break; /* the first positional only */
         }
         fprintf(f, "        ;;\n");
     }
     fprintf(f, "    esac\n"
                "    if [[ -z $kind && $cur != -* ]]; then\n"
-               "        kind=$pos\n"
+               "        kind=$pos values=$posvalues\n"
                "    fi\n"
                "    case $kind in\n"
                "    list)\n"
@@ -257,6 +304,19 @@ zsh_spec(FILE *f, const struct command *c, const struct arg *g)
     fputc('\'', f);
 }
 
+/* The _arguments call of c's arguments, as the body of a case branch. */
+static void
+zsh_arguments(FILE *f, const struct command *c, const char *indent)
+{
+    fprintf(f, "%s_arguments", indent);
+    for (const struct arg *g = c->args; g->kind != ARG_END; g++)
+        zsh_spec(f, c, g);
+    fputs(" \\\n        '--json[print JSON]' \\\n        '(- *)--help[show the help]'", f);
+    if (c->takes_rest)
+        fputs(" \\\n        '*::COMMAND:_normal'", f);
+    fprintf(f, " && ret=0\n%s;;\n", indent);
+}
+
 static void
 zsh_script(FILE *f)
 {
@@ -272,6 +332,20 @@ zsh_script(FILE *f)
             "    commands=(\n",
             WF_VERSION);
     for (const struct command *c = wfctl_commands; c->name != NULL; c++) {
+        size_t n = group_len(c->name);
+        if (n > 0 && !first_of_group(c))
+            continue;
+        if (n > 0) {
+            fprintf(f, "        '%.*s:", (int)n, c->name);
+            const char *sep = "";
+            for (const struct command *s = c; s->name != NULL; s++)
+                if (group_len(s->name) == n && strncmp(s->name, c->name, n) == 0) {
+                    fprintf(f, "%s%s", sep, s->name + n + 1);
+                    sep = ", ";
+                }
+            fputs("'\n", f);
+            continue;
+        }
         fprintf(f, "        '%s:", c->name);
         zsh_text(f, c->summary, 0);
         fputs("'\n", f);
@@ -299,13 +373,39 @@ zsh_script(FILE *f)
           "        case $line[1] in\n",
           f);
     for (const struct command *c = wfctl_commands; c->name != NULL; c++) {
-        fprintf(f, "        %s)\n            _arguments", c->name);
-        for (const struct arg *g = c->args; g->kind != ARG_END; g++)
-            zsh_spec(f, c, g);
-        fputs(" \\\n        '--json[print JSON]' \\\n        '(- *)--help[show the help]'", f);
-        if (c->takes_rest)
-            fputs(" \\\n        '*::COMMAND:_normal'", f);
-        fputs(" && ret=0\n            ;;\n", f);
+        size_t n = group_len(c->name);
+        if (n == 0) {
+            fprintf(f, "        %s)\n", c->name);
+            zsh_arguments(f, c, "            ");
+            continue;
+        }
+        if (!first_of_group(c))
+            continue;
+        /* A group: its subcommand first, then that command's arguments. */
+        fprintf(f,
+                "        %.*s)\n            if ((CURRENT == 2)); then\n"
+                "                local -a subcommands\n                subcommands=(\n",
+                (int)n, c->name);
+        for (const struct command *s = c; s->name != NULL; s++)
+            if (group_len(s->name) == n && strncmp(s->name, c->name, n) == 0) {
+                fprintf(f, "                    '%s:", s->name + n + 1);
+                zsh_text(f, s->summary, 0);
+                fputs("'\n", f);
+            }
+        fprintf(f,
+                "                )\n"
+                "                _describe -t commands 'wfctl %.*s command' subcommands && "
+                "ret=0\n"
+                "                return ret\n            fi\n"
+                "            shift words\n            ((CURRENT--))\n"
+                "            case $words[1] in\n",
+                (int)n, c->name);
+        for (const struct command *s = c; s->name != NULL; s++)
+            if (group_len(s->name) == n && strncmp(s->name, c->name, n) == 0) {
+                fprintf(f, "            %s)\n", s->name + n + 1);
+                zsh_arguments(f, s, "                ");
+            }
+        fputs("            esac\n            ;;\n", f);
     }
     fputs("        esac\n"
           "        ;;\n"

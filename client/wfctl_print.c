@@ -434,6 +434,20 @@ row_incident(const ProtobufCMessage *m)
 }
 
 void
+row_batch(const ProtobufCMessage *m)
+{
+    const Workflow__V1__BatchOperation *b = (const void *)m;
+    if (tbl.ncols == 0)
+        table_begin(0, 8,
+                    (const char *const[]){"ID", "ACTION", "STATE", "TOTAL", "DONE", "FAILED",
+                                          "CREATED", "BY"});
+    table_row((const char *const[]){
+        b->id, EN(batch_action, b->action), EN(batch_operation_state, b->state),
+        fmt("%lld", (long long)b->total), fmt("%lld", (long long)b->done),
+        fmt("%lld", (long long)b->failed), ts(b->created_at), b->created_by});
+}
+
+void
 row_task(const ProtobufCMessage *m)
 {
     const Workflow__V1__Task *t = (const void *)m;
@@ -599,6 +613,46 @@ print_instance_resp(const ProtobufCMessage *m)
     if (in != NULL)
         instance_block((const void *)in);
     return WFCTL_OK;
+}
+
+/* A batch operation (any response whose field "batch_operation" is it):
+ * its progress, then the first refusals. */
+int
+print_batch_resp(const ProtobufCMessage *m)
+{
+    const Workflow__V1__BatchOperation *b = (const void *)pb_get_message(m, "batch_operation");
+    if (b == NULL)
+        return WFCTL_OK;
+    kv("batch operation", "%s", b->id);
+    kv("action", "%s", EN(batch_action, b->action));
+    kv("state", "%s", EN(batch_operation_state, b->state));
+    kv("progress", "%lld of %lld done, %lld failed", (long long)b->done, (long long)b->total,
+       (long long)b->failed);
+    kv("reason", "%s", b->reason);
+    kv("started by", "%s", b->created_by);
+    kv("created", "%s", ts(b->created_at));
+    kv("updated", "%s", ts(b->updated_at));
+    kv("ended", "%s", ts(b->ended_at));
+    if (b->n_errors > 0) {
+        section("first errors", b->n_errors);
+        table_begin(2, 3, (const char *const[]){"INSTANCE", "REASON", "MESSAGE"});
+        for (size_t i = 0; i < b->n_errors; i++)
+            table_row((const char *const[]){b->errors[i]->instance_id, b->errors[i]->reason,
+                                            b->errors[i]->message});
+        table_flush();
+    }
+    return WFCTL_OK;
+}
+
+void
+print_batch_progress(const ProtobufCMessage *m)
+{
+    const Workflow__V1__BatchOperation *b = (const void *)m;
+    long long seen = (long long)(b->done + b->failed);
+    int pct = b->total > 0 ? (int)(seen * 100 / b->total) : 100;
+    fprintf(stderr, "batch %s: %s %lld/%lld (%d%%), %lld failed\n", b->id,
+            EN(batch_operation_state, b->state), seen, (long long)b->total, pct,
+            (long long)b->failed);
 }
 
 /* ModifyInstance: the instance, then its marking and tokens. */

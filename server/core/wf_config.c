@@ -289,6 +289,7 @@ wf_config_load(char *const *env, wf_error *err)
     cfg->sweep_interval_s = 60;
     cfg->idempotency_retention_s = DAY_S;
     cfg->signal_retention_s = 7 * DAY_S;
+    cfg->batch_lease_s = 30;
 
     const char *v = env_str(env, "WF_ENV");
     if (v != NULL && strcmp(v, "development") != 0 && strcmp(v, "production") != 0) {
@@ -377,7 +378,8 @@ wf_config_load(char *const *env, wf_error *err)
         !env_duration(env, "WF_IDEMPOTENCY_RETENTION", 1, 3650 * DAY_S,
                       &cfg->idempotency_retention_s, err) ||
         !env_duration(env, "WF_SIGNAL_RETENTION", 1, 3650 * DAY_S, &cfg->signal_retention_s, err) ||
-        !env_duration(env, "WF_EVENT_RETENTION", 0, 3650 * DAY_S, &cfg->event_retention_s, err))
+        !env_duration(env, "WF_EVENT_RETENTION", 0, 3650 * DAY_S, &cfg->event_retention_s, err) ||
+        !env_duration(env, "WF_BATCH_LEASE", 1, DAY_S, &cfg->batch_lease_s, err))
         goto fail;
 
     if ((v = env_str(env, "WF_LOG_LEVEL")) != NULL) {

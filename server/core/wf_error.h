@@ -65,6 +65,12 @@ typedef enum wf_code {
     /* MigrateInstance found problems (each listed in google.rpc.BadRequest):
      * the instance cannot move to the target version as asked. */
     WF_E_MIGRATION_INVALID,
+    /* Batch operations over instances (StartBatchOperation and the
+     * rest): the id names no batch operation of the tenant (NOT_FOUND);
+     * CancelBatchOperation of one that has already ended
+     * (FAILED_PRECONDITION). */
+    WF_E_BATCH_OPERATION_NOT_FOUND,
+    WF_E_BATCH_OPERATION_NOT_RUNNING,
 
     /* PERMISSION_DENIED */
     WF_E_NOT_ASSIGNEE,

@@ -44,6 +44,16 @@ int64_t wf_h_time_us(const Google__Protobuf__Timestamp *t);
  * and NULL with *oom set when out of memory. */
 Google__Protobuf__Timestamp *wf_h_timestamp(wf_arena *a, int64_t us, bool *oom);
 
+/* The filter of ListInstances and StartBatchOperation (an InstanceFilter,
+ * or ListInstancesRequest's filter fields seen as one) → the engine's
+ * query, page_size and cursor unset; strings borrowed from f, the rest
+ * in a. The engine checks it (wf_referral_list_instances). */
+wf_code wf_h_instance_query(wf_arena *a, const Workflow__V1__InstanceFilter *f,
+                            wf_ref_instance_query *q, wf_error *err);
+
+/* The reverse, for an answer; NULL when out of memory. */
+Workflow__V1__InstanceFilter *wf_h_instance_filter(wf_arena *a, const wf_ref_instance_query *q);
+
 /* Rows → messages. NULL when out of memory. */
 Workflow__V1__Instance *wf_h_instance(wf_arena *a, const wf_instance_row *r);
 Workflow__V1__Task *wf_h_task(wf_arena *a, const wf_task_row *r);

@@ -228,6 +228,72 @@ h_get_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **re
 /* ---- ListInstances ---------------------------------------------------------------- */
 
 wf_code
+wf_h_instance_query(wf_arena *a, const Workflow__V1__InstanceFilter *f, wf_ref_instance_query *q,
+                    wf_error *err)
+{
+    *q = (wf_ref_instance_query){
+        .started_by = f->started_by,
+        .state = (wf_process_state)f->state,
+        .status = (wf_instance_status)f->status,
+        .definition_key = f->definition_key,
+        .aggregate_type = f->aggregate != NULL ? f->aggregate->type : NULL,
+        .aggregate_id = f->aggregate != NULL ? f->aggregate->id : NULL,
+        .created = {f->created_after != NULL, f->created_before != NULL,
+                    wf_h_time_us(f->created_after), wf_h_time_us(f->created_before)},
+        .ended = {f->ended_after != NULL, f->ended_before != NULL, wf_h_time_us(f->ended_after),
+                  wf_h_time_us(f->ended_before)},
+        .n_vars = f->n_variables,
+    };
+    wf_ref_var_filter *vars = wf_arena_calloc(a, f->n_variables + 1, sizeof *vars);
+    if (vars == NULL)
+        return wf_error_nomem(err);
+    for (size_t i = 0; i < f->n_variables; i++)
+        vars[i] = (wf_ref_var_filter){f->variables[i]->path, f->variables[i]->value_json};
+    q->vars = vars;
+    return WF_OK;
+}
+
+Workflow__V1__InstanceFilter *
+wf_h_instance_filter(wf_arena *a, const wf_ref_instance_query *q)
+{
+    bool oom = false;
+    Workflow__V1__InstanceFilter *f = wf_arena_alloc(a, sizeof *f);
+    Workflow__V1__VariableFilter **vars = wf_arena_calloc(a, q->n_vars + 1, sizeof *vars);
+    if (f == NULL || vars == NULL)
+        return NULL;
+    workflow__v1__instance_filter__init(f);
+    f->started_by = q->started_by != NULL ? (char *)q->started_by : "";
+    f->state = (Workflow__V1__ProcessState)q->state;
+    f->status = (Workflow__V1__InstanceStatus)q->status;
+    f->definition_key = q->definition_key != NULL ? (char *)q->definition_key : "";
+    if (q->aggregate_type != NULL) {
+        Workflow__V1__Aggregate *g = wf_arena_alloc(a, sizeof *g);
+        if (g == NULL)
+            return NULL;
+        workflow__v1__aggregate__init(g);
+        g->type = (char *)q->aggregate_type;
+        g->id = q->aggregate_id != NULL ? (char *)q->aggregate_id : "";
+        f->aggregate = g;
+    }
+    f->created_after = q->created.has_after ? wf_h_timestamp(a, q->created.after, &oom) : NULL;
+    f->created_before = q->created.has_before ? wf_h_timestamp(a, q->created.before, &oom) : NULL;
+    f->ended_after = q->ended.has_after ? wf_h_timestamp(a, q->ended.after, &oom) : NULL;
+    f->ended_before = q->ended.has_before ? wf_h_timestamp(a, q->ended.before, &oom) : NULL;
+    for (size_t i = 0; i < q->n_vars; i++) {
+        Workflow__V1__VariableFilter *v = wf_arena_alloc(a, sizeof *v);
+        if (v == NULL)
+            return NULL;
+        workflow__v1__variable_filter__init(v);
+        v->path = (char *)q->vars[i].path;
+        v->value_json = (char *)q->vars[i].value_json;
+        vars[i] = v;
+    }
+    f->variables = vars;
+    f->n_variables = q->n_vars;
+    return oom ? NULL : f;
+}
+
+wf_code
 h_list_instances(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
 {
     const Workflow__V1__ListInstancesRequest *req = (const void *)msg;
@@ -236,27 +302,28 @@ h_list_instances(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
     size_t n = 0;
     char *next = NULL;
     wf_h_ref_ctx(call, &ctx);
-    wf_ref_instance_query q = {
+    /* The filter fields of the request, as the InstanceFilter that
+     * StartBatchOperation takes: one translation for both. */
+    Workflow__V1__InstanceFilter f = {
+        .base = PROTOBUF_C_MESSAGE_INIT(&workflow__v1__instance_filter__descriptor),
         .started_by = req->started_by,
-        .state = (wf_process_state)req->state,
-        .status = (wf_instance_status)req->status,
+        .state = req->state,
         .definition_key = req->definition_key,
-        .aggregate_type = req->aggregate != NULL ? req->aggregate->type : NULL,
-        .aggregate_id = req->aggregate != NULL ? req->aggregate->id : NULL,
-        .page_size = req->page_size,
-        .created = {req->created_after != NULL, req->created_before != NULL,
-                    wf_h_time_us(req->created_after), wf_h_time_us(req->created_before)},
-        .ended = {req->ended_after != NULL, req->ended_before != NULL,
-                  wf_h_time_us(req->ended_after), wf_h_time_us(req->ended_before)},
-        .n_vars = req->n_variables,
+        .aggregate = req->aggregate,
+        .status = req->status,
+        .created_after = req->created_after,
+        .created_before = req->created_before,
+        .ended_after = req->ended_after,
+        .ended_before = req->ended_before,
+        .n_variables = req->n_variables,
+        .variables = req->variables,
     };
-    wf_ref_var_filter *vars = wf_arena_calloc(call->arena, req->n_variables + 1, sizeof *vars);
-    if (vars == NULL)
-        return wf_error_nomem(err);
-    for (size_t i = 0; i < req->n_variables; i++)
-        vars[i] = (wf_ref_var_filter){req->variables[i]->path, req->variables[i]->value_json};
-    q.vars = vars;
-    wf_code rc = wf_h_page_in(call, msg, req->page_token, &q.cursor, err);
+    wf_ref_instance_query q;
+    wf_code rc = wf_h_instance_query(call->arena, &f, &q, err);
+    if (rc != WF_OK)
+        return rc;
+    q.page_size = req->page_size;
+    rc = wf_h_page_in(call, msg, req->page_token, &q.cursor, err);
     if (rc == WF_OK)
         rc = wf_referral_list_instances(&ctx, &q, &rows, &n, &next, err);
     if (rc != WF_OK)

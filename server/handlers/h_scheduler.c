@@ -9,12 +9,19 @@
  * same wherever the app runs (workflowd, the in-process test server) and
  * the claims keep it apart from the thread.
  */
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "h_common.h"
 #include "handlers.h"
+#include "batch.h"
 #include "scheduler.h"
+#include "wf_id.h"
 #include "wf_time.h"
+
+/* Batch operations claimed by one pass (one chunk each). */
+#define BATCHES_PER_PASS 16
 
 /* Time kept back from the call's deadline to send the answer. */
 #define ANSWER_MARGIN_MS 50
@@ -34,6 +41,34 @@ fire_timers(void *arg, const wf_timer_row *rows, size_t n, int64_t deadline_ms, 
     wf_net_fire_timers(&rt, rows, n, deadline_ms, fired, codes, errs);
 }
 
+/* A pass of batch operations (engine/batch.h) on this app's store, its
+ * commits waking this app's streams. The owner of the claims,
+ * "<pid>/<uuid>", is fresh for each pass (it tells one pass's leases from
+ * another's) and names the process holding a lease, for operators. */
+static wf_code
+run_batches(void *arg, const char *tenant, int64_t deadline_ms, size_t *chunks, wf_error *err)
+{
+    wf_app *app = arg;
+    char owner[64];
+    wf_arena *a = wf_arena_new();
+    const char *id = a != NULL ? wf_id_new(a) : NULL;
+    if (id == NULL) {
+        wf_arena_free(a);
+        return wf_error_nomem(err);
+    }
+    snprintf(owner, sizeof owner, "%ld/%s", (long)getpid(), id);
+    wf_arena_free(a);
+    wf_batch_host h = {
+        .store = app->store,
+        .dir = app->directory,
+        .max_variables_bytes = app->cfg != NULL ? (size_t)app->cfg->max_variables_bytes : 0,
+        .wake = wake_app,
+        .wake_arg = app,
+        .lease_ms = app->cfg != NULL ? app->cfg->batch_lease_s * 1000 : 0,
+    };
+    return wf_batch_pass(&h, tenant, owner, BATCHES_PER_PASS, deadline_ms, chunks, err);
+}
+
 void
 wf_app_scheduler_options(const wf_app *app, wf_scheduler_options *opt)
 {
@@ -44,6 +79,7 @@ wf_app_scheduler_options(const wf_app *app, wf_scheduler_options *opt)
     opt->idempotency_retention_ms = app->cfg->idempotency_retention_s * 1000;
     opt->signal_retention_ms = app->cfg->signal_retention_s * 1000;
     opt->event_retention_ms = app->cfg->event_retention_s * 1000;
+    opt->batches = run_batches;
 }
 
 wf_code

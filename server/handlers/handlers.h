@@ -23,6 +23,16 @@ wf_code h_list_instances(wf_call *call, const ProtobufCMessage *req, ProtobufCMe
                          wf_error *err);
 wf_code h_list_incidents(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                          wf_error *err);
+
+/* Batch operations (h_batch.c). */
+wf_code h_start_batch_operation(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                                wf_error *err);
+wf_code h_get_batch_operation(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                              wf_error *err);
+wf_code h_cancel_batch_operation(wf_call *call, const ProtobufCMessage *req,
+                                 ProtobufCMessage **resp, wf_error *err);
+wf_code h_list_batch_operations(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                                wf_error *err);
 wf_code h_cancel_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                           wf_error *err);
 wf_code h_set_variables(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,

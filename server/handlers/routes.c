@@ -27,6 +27,11 @@ const wf_route wf_routes[] = {
     {"ResumeInstance", h_resume_instance, WF_ROUTE_ACTOR, NULL},
     {"ListWorkItems", h_list_work_items, 0, NULL},
     {"ListIncidents", h_list_incidents, 0, NULL},
+    /* Batch operations */
+    {"StartBatchOperation", h_start_batch_operation, WF_ROUTE_ACTOR, NULL},
+    {"GetBatchOperation", h_get_batch_operation, 0, NULL},
+    {"CancelBatchOperation", h_cancel_batch_operation, WF_ROUTE_ACTOR, NULL},
+    {"ListBatchOperations", h_list_batch_operations, 0, NULL},
     /* Ad-hoc referral */
     {"AssignTo", h_assign_to, WF_ROUTE_ACTOR, NULL},
     {"GetCompletion", h_get_completion, 0, NULL},

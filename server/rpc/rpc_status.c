@@ -27,6 +27,7 @@ wf_rpc_status_code(wf_code code)
     case WF_E_INSTANCE_NOT_FOUND:
     case WF_E_TASK_NOT_FOUND:
     case WF_E_JOB_NOT_FOUND:
+    case WF_E_BATCH_OPERATION_NOT_FOUND:
         return GRPC_STATUS_NOT_FOUND;
     case WF_E_INVALID_ARGUMENT:
     case WF_E_INVALID_JSON:
@@ -53,6 +54,7 @@ wf_rpc_status_code(wf_code code)
     case WF_E_NOT_A_NET_INSTANCE:
     case WF_E_SCHEMA_TOO_NEW:
     case WF_E_MIGRATION_INVALID:
+    case WF_E_BATCH_OPERATION_NOT_RUNNING:
         return GRPC_STATUS_FAILED_PRECONDITION;
     case WF_E_NOT_ASSIGNEE:
     case WF_E_NOT_GROUP_MEMBER:

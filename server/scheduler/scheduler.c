@@ -433,6 +433,19 @@ background_steps(wf_scheduler *s, bool *more, bool *outage)
         note_step_error(s, "expire buffered signals", rc, &err);
     *more |= full;
     *outage |= rc == WF_E_STORE_UNAVAILABLE;
+    if (rc == WF_E_STORE_UNAVAILABLE || is_stopping(s))
+        return;
+    if (s->opt.batches != NULL) {
+        /* One chunk per running batch operation, then the timers again:
+         * a long batch never holds them up by more than a chunk. */
+        wf_error_clear(&err);
+        n = 0;
+        rc = s->opt.batches(s->arg, NULL, wf_mono_ms() + s->opt.call_timeout_ms, &n, &err);
+        if (rc != WF_OK)
+            note_step_error(s, "run batch operations", rc, &err);
+        *more |= n > 0;
+        *outage |= rc == WF_E_STORE_UNAVAILABLE;
+    }
     if (rc != WF_OK || is_stopping(s) || wf_mono_ms() < s->next_sweep_ms)
         return;
     /* The sweep runs at its own slow cadence and gives each run a bounded
@@ -595,6 +608,15 @@ wf_scheduler_run(wf_scheduler *s, const char *tenant, bool sweep, int64_t deadli
         size_t n = 0;
         rc = signal_pass(s, tenant, &n, &full, err);
         c.signals_expired += n;
+    }
+    for (full = s->opt.batches != NULL;
+         rc == WF_OK && !outage && full && !past(deadline_ms) && !is_stopping(s);) {
+        size_t n = 0;
+        int64_t until = wf_mono_ms() + s->opt.call_timeout_ms;
+        rc = s->opt.batches(s->arg, tenant,
+                            deadline_ms != 0 && deadline_ms < until ? deadline_ms : until, &n, err);
+        c.batch_chunks += n;
+        full = n > 0;
     }
     if (rc == WF_OK && !outage && sweep && !past(deadline_ms))
         rc = sweep_pass(s, tenant, deadline_ms, &c.rows_removed, err);

@@ -21,6 +21,9 @@
  *            type (opt.wake; the store's NOTIFY reaches other replicas);
  *   signals  buffered signals past expires_at leave the buffer, marked
  *            discarded in the delivery log (wf_store_expire_signals);
+ *   batches  with opt.batches (workflowd), batch operations: a claim of
+ *            the RUNNING ones whose lease ran out, one bounded chunk of
+ *            each (engine/batch.h), through the callback;
  *   sweep    every sweep_interval_ms, retention: expired signals, request
  *            records and (when event_retention_ms is set) events of ended
  *            trees, deleted in batches of sweep_batch rows.
@@ -90,6 +93,12 @@ typedef void (*wf_sched_batch_fn)(void *arg, const wf_timer_row *rows, size_t n,
  * the fire callback's arg. */
 typedef void (*wf_sched_wake_fn)(void *arg, const char *topic);
 
+/* Runs one pass of batch operations for tenant (NULL: every tenant): a
+ * claim, then one chunk of each operation claimed (wf_batch_pass);
+ * *chunks: how many ran. Called with the fire callback's arg. */
+typedef wf_code (*wf_sched_batches_fn)(void *arg, const char *tenant, int64_t deadline_ms,
+                                       size_t *chunks, wf_error *err);
+
 /* Zero fields take the defaults in brackets. */
 typedef struct wf_scheduler_options {
     size_t batch;                     /* timers claimed, leases expired per store call [100] */
@@ -105,6 +114,7 @@ typedef struct wf_scheduler_options {
     int64_t idempotency_retention_ms; /* request records older go [24 h] */
     int64_t signal_retention_ms;      /* expired buffered signals older go [7 days] */
     int64_t event_retention_ms;       /* events of trees ended longer ago go; 0 = keep */
+    wf_sched_batches_fn batches;      /* a pass of batch operations; NULL = none */
 } wf_scheduler_options;
 
 /* What one run did (wf_scheduler_run). */
@@ -113,6 +123,7 @@ typedef struct wf_sched_counts {
     size_t leases_expired;  /* jobs made activatable again, JOB_LEASE_EXPIRED written */
     size_t signals_expired; /* buffered signals that left the buffer unconsumed */
     size_t rows_removed;    /* rows deleted by retention (signals, request records, events) */
+    size_t batch_chunks;    /* chunks of batch operations run (their progress kept) */
 } wf_sched_counts;
 
 /* Counters since start, for metrics. */
@@ -153,7 +164,9 @@ wf_code wf_scheduler_tick(wf_scheduler *s, size_t *fired, wf_error *err);
 
 /* Runs every pass now, on the calling thread, for tenant (NULL: every
  * tenant): timers until a claim returns less than a full batch, then
- * expired leases and expired signals the same way, then, with sweep, the
+ * expired leases and expired signals the same way, then batch operations
+ * until a pass runs no chunk (so every RUNNING one that no other replica
+ * holds goes to its end, deadline permitting), then, with sweep, the
  * retention sweep. No new batch starts after deadline_ms (monotonic; 0 =
  * none). *out (may be NULL) gets what was done, also on error. The first
  * store error ends the run and is returned (err set); failures of single

@@ -53,7 +53,7 @@ typedef struct mem_store {
     mem_tx *tx;            /* the transaction holding mu, if any */
     mem_tx *paused;        /* transactions paused with roots locked */
     pthread_cond_t unheld; /* broadcast when a paused transaction ends */
-    mtable defs, insts, tasks, tokens, work_items, jobs, timers, subs, signals, idem;
+    mtable defs, insts, tasks, tokens, work_items, jobs, timers, subs, signals, idem, batches;
     wf_event_row *events; /* in sequence order */
     size_t n_events, cap_events;
     int64_t last_seq;
@@ -212,5 +212,18 @@ wf_code mem_aggregate_live(wf_tx *t, const char *agg_type, const char *agg_id, b
                            wf_error *err);
 wf_code mem_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max_types,
                           wf_store_counts *out, wf_error *err);
+
+/* mem_batch.c: batch operations */
+wf_code mem_put_batch(wf_tx *t, const wf_batch_row *in, wf_error *err);
+wf_code mem_get_batch(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_batch_row *out,
+                      bool *found, wf_error *err);
+wf_code mem_update_batch(wf_store *st, const wf_store_ctx *ctx, const wf_batch_row *in, bool *found,
+                         wf_error *err);
+wf_code mem_list_batches(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has,
+                         int64_t c_num, const char *c_str, wf_batch_row **rows, size_t *n,
+                         wf_error *err);
+wf_code mem_claim_batches(wf_store *st, const wf_store_ctx *ctx, const char *owner, int64_t now,
+                          int64_t lease_ms, size_t limit, wf_batch_row **rows, size_t *n,
+                          wf_error *err);
 
 #endif

@@ -96,6 +96,12 @@ enum {
     S_READ_EVENTS_ALL,
     S_SEQUENCE,
     S_COUNT_BACKLOG,
+    S_PUT_BATCH,
+    S_GET_BATCH,
+    S_UPDATE_BATCH,
+    S_LIST_BATCHES,
+    S_CLAIM_BATCHES,
+    S_CLAIM_BATCHES_T,
     S_LISTEN_EVENTS,
     S_LISTEN_JOBS,
     S_NOTIFY,
@@ -194,6 +200,9 @@ void wf_pg__p_i64(params *p, int64_t x);
 void wf_pg__p_bool(params *p, bool b);
 void wf_pg__p_text_array(params *p, const char *const *strs, size_t n);
 void wf_pg__p_int_array(params *p, const int *v, size_t n);
+/* The fields of row (of d's type) in column order, tenant forced, field
+ * skip left out (-1: none). */
+void wf_pg__p_row(params *p, const wf_row_desc *d, const void *row, const char *tenant, int skip);
 int64_t wf_pg__timeout_for(int64_t deadline_ms);
 wf_code wf_pg__run(wf_pg_conn *c, int id, const params *p, int64_t deadline, PGresult **res,
                    wf_error *err);
@@ -286,6 +295,19 @@ wf_code pg_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after,
 wf_code pg_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max_types,
                          wf_store_counts *out, wf_error *err);
 wf_code pg_sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error *err);
+
+/* pg_batch.c: batch operations */
+wf_code pg_put_batch(wf_tx *t, const wf_batch_row *in, wf_error *err);
+wf_code pg_get_batch(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_batch_row *out,
+                     bool *found, wf_error *err);
+wf_code pg_update_batch(wf_store *st, const wf_store_ctx *ctx, const wf_batch_row *in, bool *found,
+                        wf_error *err);
+wf_code pg_list_batches(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has,
+                        int64_t c_num, const char *c_str, wf_batch_row **rows, size_t *n,
+                        wf_error *err);
+wf_code pg_claim_batches(wf_store *st, const wf_store_ctx *ctx, const char *owner, int64_t now,
+                         int64_t lease_ms, size_t limit, wf_batch_row **rows, size_t *n,
+                         wf_error *err);
 
 /* pg_migrate.c: migrations */
 wf_code wf_pg__migrate(pg_store *s, int *version, wf_error *err);

@@ -45,6 +45,9 @@
     "consumed_by_instance, transition_id, discarded"
 #define COLS_EVENTS "sequence, tenant_id, root_id, instance_id, type, actor, data_json, time"
 #define COLS_IDEMPOTENCY "tenant_id, method, request_id, request_hash, response, created_at"
+#define COLS_BATCHES                                                                               \
+    "id, tenant_id, action, state, filter_json, reason, created_by, total, done, failed, "         \
+    "errors_json, cursor, lease_owner, lease_until, created_at, updated_at, ended_at, version"
 _Static_assert(S_COUNT_ <= WF_PG_MAX_STMTS, "prepared-statement bits (pg_pool.h)");
 _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
                    S_SWEEP_SIGNALS_T == S_SWEEP_SIGNALS + 1 &&
@@ -769,6 +772,43 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                          "UNION ALL SELECT 3, NULL, count(*) FROM signals WHERE buffered "
                          "AND NOT discarded AND expires_at > $1",
                          "backlog"},
+    /* Batch operations (migrations/0014). A new row is stored at version
+     * 1; an update needs the version it read ($18) and stores the next. */
+    [S_PUT_BATCH] = {"put_batch",
+                     "INSERT INTO batch_operations (" COLS_BATCHES ") VALUES ($1, $2, $3, $4, $5, "
+                     "$6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 1)",
+                     "batch operation"},
+    [S_GET_BATCH] = {"get_batch",
+                     "SELECT " COLS_BATCHES " FROM batch_operations WHERE tenant_id = $1 AND id = "
+                     "$2",
+                     "batch operation"},
+    /* No row: either no such id or another version; the second column
+     * of the answer tells them apart. */
+    [S_UPDATE_BATCH] = {"update_batch",
+                        "WITH u AS (UPDATE batch_operations SET action = $3, state = $4, "
+                        "filter_json = $5, reason = $6, created_by = $7, total = $8, done = $9, "
+                        "failed = $10, errors_json = $11, cursor = $12, lease_owner = $13, "
+                        "lease_until = $14, created_at = $15, updated_at = $16, ended_at = $17, "
+                        "version = $18 + 1 WHERE tenant_id = $2 AND id = $1 AND version = $18 "
+                        "RETURNING 1) SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM "
+                        "batch_operations WHERE tenant_id = $2 AND id = $1)",
+                        "batch operation"},
+    /* The cursor is always bound: above every row on the first page. */
+    [S_LIST_BATCHES] = {"list_batches",
+                        "SELECT " COLS_BATCHES " FROM batch_operations WHERE tenant_id = $1 AND "
+                        "(created_at, id) < ($2::bigint, $3::text) "
+                        "ORDER BY created_at DESC, id DESC LIMIT $4",
+                        "batch operation"},
+/* As claim_timers: the rows locked by the inner SELECT, updated through
+ * their ctids in the same statement. */
+#define CLAIM_BATCHES(tenant)                                                                      \
+    "WITH u AS (UPDATE batch_operations SET lease_owner = $3, lease_until = $4, version = "        \
+    "version + 1 WHERE ctid = ANY(ARRAY(SELECT ctid FROM batch_operations WHERE " tenant           \
+    "state = 1 AND lease_until <= $1 ORDER BY lease_until, id LIMIT $2 FOR UPDATE SKIP LOCKED)) "  \
+    "RETURNING *) SELECT " COLS_BATCHES " FROM u ORDER BY lease_until, id"
+    [S_CLAIM_BATCHES] = {"claim_batches", CLAIM_BATCHES(""), "batch operation"},
+    [S_CLAIM_BATCHES_T] = {"claim_batches_tenant", CLAIM_BATCHES("tenant_id = $5 AND "),
+                           "batch operation"},
     /* Utility statements go through the extended protocol too. */
     [S_LISTEN_EVENTS] = {"listen_events", "LISTEN wf_events", "the database"},
     [S_LISTEN_JOBS] = {"listen_jobs", "LISTEN wf_jobs", "the database"},

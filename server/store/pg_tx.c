@@ -82,6 +82,12 @@ p_row(params *p, const wf_row_desc *d, const void *row, const char *tenant, int 
     }
 }
 
+void
+wf_pg__p_row(params *p, const wf_row_desc *d, const void *row, const char *tenant, int skip)
+{
+    p_row(p, d, row, tenant, skip);
+}
+
 /* A Postgres text[] literal with every element quoted; an empty list is
  * passed as NULL, which the statements read as "no filter" (or, for the
  * inbox groups, "no group matches"). */

@@ -231,6 +231,16 @@ static const wf_field idempotency_fields[] = {
 };
 DESC(wf_store__idempotency_desc, "request record", wf_idempotency_row, idempotency_fields);
 
+static const wf_field batch_fields[] = {
+    STR(wf_batch_row, id),          STR(wf_batch_row, tenant),      I32(wf_batch_row, action),
+    I32(wf_batch_row, state),       STR(wf_batch_row, filter_json), STR(wf_batch_row, reason),
+    STR(wf_batch_row, created_by),  I64(wf_batch_row, total),       I64(wf_batch_row, done),
+    I64(wf_batch_row, failed),      STR(wf_batch_row, errors_json), STR(wf_batch_row, cursor),
+    STR(wf_batch_row, lease_owner), I64(wf_batch_row, lease_until), I64(wf_batch_row, created_at),
+    I64(wf_batch_row, updated_at),  I64(wf_batch_row, ended_at),    I64(wf_batch_row, version),
+};
+DESC(wf_store__batch_desc, "batch operation", wf_batch_row, batch_fields);
+
 /* ---- shared helpers ---------------------------------------------------- */
 
 #define FIELD(row, off) ((char *)(row) + (off))
@@ -1141,4 +1151,78 @@ wf_store_set_listener(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *
     if (fn == NULL)
         return wf_error_set(err, WF_E_INTERNAL, "cannot listen without a callback");
     return st->ops->set_listener(st, fn, arg, err);
+}
+
+/* ---- batch operations --------------------------------------------------- */
+
+wf_code
+wf_tx_put_batch(wf_tx *tx, const wf_batch_row *in, wf_error *err)
+{
+    wf_code rc = check_tx(tx, err);
+    if (rc == WF_OK && (in == NULL || in->id == NULL || in->version != 0))
+        rc = wf_error_set(err, WF_E_INTERNAL, "a new batch operation needs an id and version 0");
+    return rc != WF_OK ? tx_done(tx, rc) : tx_done(tx, tx->st->ops->put_batch(tx, in, err));
+}
+
+wf_code
+wf_store_get_batch(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_batch_row *out,
+                   wf_error *err)
+{
+    bool found = false;
+    wf_code rc = check_ctx(ctx, true, err);
+    if (rc == WF_OK)
+        rc = st->ops->get_batch(st, ctx, id, out, &found, err);
+    if (rc == WF_OK && !found)
+        return wf_error_set(err, WF_E_BATCH_OPERATION_NOT_FOUND,
+                            "batch operation \"%s\" does not exist", id);
+    return rc;
+}
+
+wf_code
+wf_store_update_batch(wf_store *st, const wf_store_ctx *ctx, const wf_batch_row *in, wf_error *err)
+{
+    bool found = false;
+    wf_code rc = check_ctx(ctx, true, err);
+    if (rc == WF_OK)
+        rc = st->ops->update_batch(st, ctx, in, &found, err);
+    if (rc == WF_OK && !found)
+        return wf_error_set(err, WF_E_BATCH_OPERATION_NOT_FOUND,
+                            "batch operation \"%s\" does not exist", in->id);
+    return rc;
+}
+
+wf_code
+wf_store_list_batches(wf_store *st, const wf_store_ctx *ctx, size_t page_size, const char *cursor,
+                      wf_batch_row **rows, size_t *n, char **next_cursor, wf_error *err)
+{
+    bool has;
+    int64_t num;
+    char *str;
+    wf_batch_row *r = NULL;
+    size_t k = 0;
+    wf_code rc = page_begin(ctx, &page_size, cursor, &has, &num, &str, err);
+    if (rc == WF_OK)
+        rc = st->ops->list_batches(st, ctx, page_size + 1, has, num, str, &r, &k, err);
+    if (rc == WF_OK)
+        rc = page_end(st, ctx, &wf_store__batch_desc, r, &k, page_size,
+                      offsetof(wf_batch_row, created_at), false, offsetof(wf_batch_row, id),
+                      next_cursor, err);
+    if (rc == WF_OK) {
+        *rows = r;
+        *n = k;
+    }
+    return rc;
+}
+
+wf_code
+wf_store_claim_batches(wf_store *st, const wf_store_ctx *ctx, const char *owner, int64_t now,
+                       int64_t lease_ms, size_t limit, wf_batch_row **rows, size_t *n,
+                       wf_error *err)
+{
+    wf_code rc = check_ctx(ctx, false, err);
+    if (rc == WF_OK && (owner == NULL || owner[0] == '\0' || limit == 0))
+        rc = wf_error_set(err, WF_E_INTERNAL, "a claim of batch operations needs an owner");
+    if (rc != WF_OK)
+        return rc;
+    return st->ops->claim_batches(st, ctx, owner, now, lease_ms, limit, rows, n, err);
 }

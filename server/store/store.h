@@ -146,6 +146,24 @@ typedef enum wf_signal_outcome {
     WF_SIGNAL_STARTED = 5, /* started an instance and waits buffered for it */
 } wf_signal_outcome;
 
+/* What a batch operation does to each instance it matches (the engine's
+ * entry functions of CancelInstance, RetryInstance, SuspendInstance and
+ * ResumeInstance). 5 is kept for the next action. */
+typedef enum wf_batch_action {
+    WF_BATCH_CANCEL = 1,
+    WF_BATCH_RETRY = 2,
+    WF_BATCH_SUSPEND = 3,
+    WF_BATCH_RESUME = 4,
+} wf_batch_action;
+
+/* A batch operation's life: RUNNING until its walk is done (COMPLETED)
+ * or CancelBatchOperation stops it (CANCELLED); both are final. */
+typedef enum wf_batch_state {
+    WF_BATCH_RUNNING = 1,
+    WF_BATCH_COMPLETED = 2,
+    WF_BATCH_CANCELLED = 3,
+} wf_batch_state;
+
 /* ---- rows -------------------------------------------------------------- */
 
 /* A deployed definition version; (tenant, key, version) is unique. */
@@ -351,6 +369,33 @@ typedef struct wf_idempotency_row {
     size_t response_len;
     int64_t created_at;
 } wf_idempotency_row;
+
+/* A batch operation (migrations/0014_batch_operations.sql). The store
+ * keeps filter_json, errors_json and cursor as opaque text; the engine
+ * owns their meaning (engine/batch.h). */
+typedef struct wf_batch_row {
+    char *id;
+    char *tenant;
+    wf_batch_action action;
+    wf_batch_state state;
+    char *filter_json;   /* the matching rule, as the engine wrote it */
+    char *reason;        /* passed to each action; may be NULL */
+    char *created_by;    /* the actor that started it; each action runs as them */
+    int64_t total;       /* instances matched when it started */
+    int64_t done;        /* actions applied */
+    int64_t failed;      /* actions refused (see errors_json) */
+    char *errors_json;   /* the first refusals, a JSON array */
+    char *cursor;        /* where the walk stands; NULL = at the start */
+    char *lease_owner;   /* the scheduler holding it; NULL = none */
+    int64_t lease_until; /* the claim runs out then; a claim needs <= now */
+    int64_t created_at;  /* also the end of the matching set (engine/batch.h) */
+    int64_t updated_at;
+    int64_t ended_at; /* 0 while RUNNING */
+    /* Row version, as wf_instance_row.version: wf_store_update_batch
+     * requires the stored one and stores version + 1; claims bump it
+     * too. */
+    int64_t version;
+} wf_batch_row;
 
 /* A root instance with all its descendants and their live rows, as loaded
  * under the root's lock. Orders are fixed (both stores agree):
@@ -786,6 +831,47 @@ wf_code wf_store_list_work_items(wf_store *st, const wf_store_ctx *ctx, const ch
                                  unsigned states, size_t page_size, const char *cursor,
                                  wf_work_item_row **rows, size_t *n, char **next_cursor,
                                  wf_error *err);
+
+/* ---- batch operations --------------------------------------------------
+ *
+ * One row per batch operation of a tenant. Writes are checked against
+ * the row version, so a claim, a chunk's progress and a cancel never
+ * overwrite each other unseen (the loser gets WF_E_CONFLICT and reads the
+ * row again). */
+
+/* Inserts in (in->version must be 0) in the unit of work, so that the
+ * request record of StartBatchOperation commits with it. A row with the
+ * same id is WF_E_CONFLICT. */
+wf_code wf_tx_put_batch(wf_tx *tx, const wf_batch_row *in, wf_error *err);
+
+/* The batch operation id of ctx->tenant; WF_E_BATCH_OPERATION_NOT_FOUND
+ * when there is none (another tenant's included). */
+wf_code wf_store_get_batch(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_batch_row *out,
+                           wf_error *err);
+
+/* Replaces the row in->id when its stored version is in->version, and
+ * stores in->version + 1; another version is WF_E_CONFLICT, a missing row
+ * WF_E_BATCH_OPERATION_NOT_FOUND. */
+wf_code wf_store_update_batch(wf_store *st, const wf_store_ctx *ctx, const wf_batch_row *in,
+                              wf_error *err);
+
+/* The batch operations of ctx->tenant, newest first: ordered by
+ * (created_at, id) descending. */
+wf_code wf_store_list_batches(wf_store *st, const wf_store_ctx *ctx, size_t page_size,
+                              const char *cursor, wf_batch_row **rows, size_t *n,
+                              char **next_cursor, wf_error *err);
+
+/* Claims up to limit RUNNING batch operations whose lease ran out
+ * (lease_until <= now) for owner until now + lease_ms (milliseconds; now
+ * is microseconds): lease_owner and lease_until set, version bumped; of
+ * ctx->tenant, or of every tenant when it is NULL (rows carry theirs).
+ * Ordered by (lease_until, id), so the one that waited longest goes
+ * first. Rows locked by another claim are skipped (FOR UPDATE SKIP
+ * LOCKED), so one batch operation runs on one replica at a time; one
+ * whose holder died is claimed again once its lease has run out. */
+wf_code wf_store_claim_batches(wf_store *st, const wf_store_ctx *ctx, const char *owner,
+                               int64_t now, int64_t lease_ms, size_t limit, wf_batch_row **rows,
+                               size_t *n, wf_error *err);
 
 /* ---- cross-instance work ----------------------------------------------- */
 

@@ -124,6 +124,21 @@ typedef struct wf_store_ops {
     wf_code (*count_backlog)(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max_types,
                              wf_store_counts *out, wf_error *err);
     wf_code (*set_listener)(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err);
+
+    /* Batch operations (store.h). */
+    wf_code (*put_batch)(wf_tx *tx, const wf_batch_row *in, wf_error *err);
+    wf_code (*get_batch)(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_batch_row *out,
+                         bool *found, wf_error *err);
+    /* *found false: no row in->id. */
+    wf_code (*update_batch)(wf_store *st, const wf_store_ctx *ctx, const wf_batch_row *in,
+                            bool *found, wf_error *err);
+    /* Descending: rows strictly before (c_num, c_str) when has. */
+    wf_code (*list_batches)(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has,
+                            int64_t c_num, const char *c_str, wf_batch_row **rows, size_t *n,
+                            wf_error *err);
+    wf_code (*claim_batches)(wf_store *st, const wf_store_ctx *ctx, const char *owner, int64_t now,
+                             int64_t lease_ms, size_t limit, wf_batch_row **rows, size_t *n,
+                             wf_error *err);
 } wf_store_ops;
 
 /* Implementations embed these first in their own structs. */
@@ -182,6 +197,7 @@ extern const wf_row_desc wf_store__subscription_desc;
 extern const wf_row_desc wf_store__signal_desc;
 extern const wf_row_desc wf_store__event_desc;
 extern const wf_row_desc wf_store__idempotency_desc;
+extern const wf_row_desc wf_store__batch_desc;
 
 /* Deep-copies src into dst (both of d's type). Strings and blobs go to
  * arena, or to malloc when arena is NULL (release with _row_clear).

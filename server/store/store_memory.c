@@ -388,8 +388,8 @@ static void
 mem_destroy(wf_store *st)
 {
     mem_store *m = (mem_store *)st;
-    mtable *all[] = {&m->defs, &m->insts,  &m->tasks, &m->tokens,  &m->work_items,
-                     &m->jobs, &m->timers, &m->subs,  &m->signals, &m->idem};
+    mtable *all[] = {&m->defs,   &m->insts, &m->tasks,   &m->tokens, &m->work_items, &m->jobs,
+                     &m->timers, &m->subs,  &m->signals, &m->idem,   &m->batches};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         mt_clear(all[i]);
     for (size_t i = 0; i < m->n_events; i++)
@@ -456,6 +456,11 @@ static const wf_store_ops mem_ops = {
     .sequence_events = mem_sequence_events,
     .count_backlog = mem_count_backlog,
     .set_listener = mem_set_listener,
+    .put_batch = mem_put_batch,
+    .get_batch = mem_get_batch,
+    .update_batch = mem_update_batch,
+    .list_batches = mem_list_batches,
+    .claim_batches = mem_claim_batches,
 };
 
 wf_store *
@@ -483,5 +488,6 @@ wf_store_memory_new(wf_error *err)
     m->subs.d = &wf_store__subscription_desc;
     m->signals.d = &wf_store__signal_desc;
     m->idem.d = &wf_store__idempotency_desc;
+    m->batches.d = &wf_store__batch_desc;
     return &m->base;
 }

@@ -177,6 +177,11 @@ static const wf_store_ops pg_ops = {
     .sequence_events = pg_sequence_events,
     .count_backlog = pg_count_backlog,
     .set_listener = pg_set_listener,
+    .put_batch = pg_put_batch,
+    .get_batch = pg_get_batch,
+    .update_batch = pg_update_batch,
+    .list_batches = pg_list_batches,
+    .claim_batches = pg_claim_batches,
 };
 
 wf_code

@@ -31,6 +31,15 @@ recorded. Workflows:
             racing a 1.5 s TIME transition: completed at once, or right
             around the timer's due time (OK or TASK_NOT_OPEN).
 
+Then a batch operation: BATCH_N AD_HOC instances are started and one
+StartBatchOperation SUSPEND covers them all; as soon as a replica's
+scheduler holds the batch (batch_operations.lease_owner names its pid) and
+has suspended some of them, that replica is killed with SIGKILL and started
+again; another replica takes the batch over once its lease
+(WF_BATCH_LEASE=2s) has run out. Checked: the batch COMPLETED with
+done == total == BATCH_N, every instance SUSPENDED with exactly one
+INSTANCE_SUSPENDED event.
+
 Afterwards, with the replicas idle, invariants are checked in SQL (psql)
 over the recorded client history (loaded into a table of the scratch
 database) and through the API (WatchEvents on every replica):
@@ -95,12 +104,15 @@ import wf_testkit  # noqa: E402  (the Python suites' shared kit)
 RPC_TIMEOUT = 5.0      # seconds, one attempt of a unary call
 OP_BUDGET = 30.0       # seconds, all attempts of one operation
 READY_TIMEOUT = 15.0   # seconds for a replica to answer SERVING
-SUITE_TIMEOUT = 170.0  # hard bound of the whole run (ctest allows 400)
+SUITE_TIMEOUT = 210.0  # hard bound of the whole run (ctest allows 400)
 KILL_DOWN = 3.0        # seconds a killed replica stays down
 PG_DOWN = 2.0          # seconds Postgres stays down
 NET_DELAY = 1.5        # seconds, the TIME transition racing the USER task
 JOB_LEASE = 1.0        # seconds, the lease workers ask for
 API_KEY = "rep-key-5d3f0b7a-secret"
+BATCH_N = 300          # instances of the batch-operation scenario
+BATCH_LEASE = 2        # seconds, WF_BATCH_LEASE of the replicas
+BATCH_BUDGET = 40.0    # seconds for the batch to complete after the kill
 
 REF_KEY, CLAIM_KEY, NET_KEY = "rep-referral", "rep-claim", "rep-net"
 JOB_TYPE, REVIEWER = "rep-prepare", "net-reviewer"
@@ -230,7 +242,8 @@ class Replica:
     def env(self):
         return wf_testkit.server_env(
             WF_ENV="development", WF_API_KEYS=API_KEY, DATABASE_URL=self.database_url,
-            WF_ADDR="127.0.0.1:%d" % self.port, WF_LOG_LEVEL="warn", WF_THREADS="2")
+            WF_ADDR="127.0.0.1:%d" % self.port, WF_LOG_LEVEL="warn", WF_THREADS="2",
+            WF_BATCH_LEASE="%ds" % BATCH_LEASE)
 
     def start(self, port=None):
         """Starts the process (on `port` when given) and waits for SERVING."""
@@ -1058,6 +1071,116 @@ NET_INVARIANTS = [
 ]
 
 
+# ---------------------------------------------------------------------------
+# A batch operation while the replica running it is killed
+# ---------------------------------------------------------------------------
+
+BATCH_KEY = "rep-batch"
+
+
+def batch_scenario(db_dsn, replicas, faults, results):
+    """SUSPEND over BATCH_N instances; SIGKILL the replica holding the
+    batch mid-way; every instance must be suspended exactly once and the
+    batch must complete with done == total."""
+    cl = Client("batch", replicas)
+    ids, lock = [], threading.Lock()
+
+    def starter(k):
+        for i in range(k, BATCH_N, 6):
+            res = cl_k[k].call("StartInstance", pb.StartInstanceRequest(
+                definition_key=BATCH_KEY, request_id=rid()), actor="batch-starter")
+            if res.ok:
+                with lock:
+                    ids.append(res.resp.instance.id)
+
+    cl_k = [Client("batch-%d" % k, replicas) for k in range(6)]
+    starters = [threading.Thread(target=starter, args=(k,)) for k in range(6)]
+    for t in starters:
+        t.start()
+    for t in starters:
+        t.join(OP_BUDGET * 4)
+    bad = []
+    if len(ids) != BATCH_N:
+        bad.append("started %d of %d instances" % (len(ids), BATCH_N))
+    res = cl.call("StartBatchOperation", pb.StartBatchOperationRequest(
+        filter=pb.InstanceFilter(started_by="*", definition_key=BATCH_KEY),
+        action=pb.BATCH_ACTION_SUSPEND, reason="replica test", request_id=rid()),
+        actor="batch-ops")
+    if not res.ok:
+        results.append(("batch operation under a replica kill", 0,
+                        ["StartBatchOperation failed: %s %s" % (res.name(), res.detail)]))
+        return
+    bid, total = res.resp.batch_operation.id, res.resp.batch_operation.total
+    faults.note("batch %s started: SUSPEND over %d instances" % (bid, total))
+    # The replica holding the batch, once it has suspended some instances.
+    victim, until = None, time.monotonic() + 20
+    while victim is None and time.monotonic() < until:
+        row = psql(db_dsn, "SELECT coalesce(lease_owner, ''), done, state, (SELECT count(*) "
+                           "FROM events WHERE type = 'INSTANCE_SUSPENDED') FROM "
+                           "batch_operations WHERE id = '%s'" % bid)[0]
+        owner, done, suspended = row[0], int(row[1]), int(row[3])
+        if row[2] != "1":
+            break
+        if owner and suspended > done:
+            pid = int(owner.split("/")[0])
+            victim = next((r for r in replicas if r.proc.pid == pid), None)
+    if victim is None:
+        bad.append("no replica was seen holding the batch while it ran")
+    else:
+        pid, port = victim.proc.pid, victim.port
+        victim.kill()
+        row = psql(db_dsn, "SELECT done, coalesce(lease_owner, ''), (SELECT count(*) FROM "
+                           "events WHERE type = 'INSTANCE_SUSPENDED') FROM batch_operations "
+                           "WHERE id = '%s'" % bid)[0]
+        faults.note("SIGKILL replica %d (pid %d) holding batch %s: done %s, %s suspended, "
+                    "chunk %s" % (victim.idx, pid, bid, row[0], row[2],
+                                  "interrupted" if row[1].startswith("%d/" % pid)
+                                  else "already written"))
+        time.sleep(KILL_DOWN)
+        victim.start(port=port)
+        faults.note("replica %d restarted (pid %d)" % (victim.idx, victim.proc.pid))
+    state, until = None, time.monotonic() + BATCH_BUDGET
+    while time.monotonic() < until:
+        g = cl.call("GetBatchOperation", pb.GetBatchOperationRequest(id=bid), actor="batch-ops")
+        if g.ok and g.resp.batch_operation.state != pb.BATCH_OPERATION_STATE_RUNNING:
+            state = g.resp.batch_operation
+            break
+        time.sleep(0.3)
+    if state is None:
+        bad.append("batch %s did not complete within %.0f s" % (bid, BATCH_BUDGET))
+    else:
+        faults.note("batch %s: %s, done %d of %d, failed %d"
+                    % (bid, pb.BatchOperationState.Name(state.state), state.done, state.total,
+                       state.failed))
+        if state.state != pb.BATCH_OPERATION_STATE_COMPLETED:
+            bad.append("batch ended %s" % pb.BatchOperationState.Name(state.state))
+        if not (state.done == state.total == BATCH_N) or state.failed != 0:
+            bad.append("done %d, failed %d, total %d; want done == total == %d"
+                       % (state.done, state.failed, state.total, BATCH_N))
+    rows = psql(db_dsn, "SELECT i.id, i.status, (SELECT count(*) FROM events e WHERE "
+                        "e.tenant_id = i.tenant_id AND e.instance_id = i.id AND "
+                        "e.type = 'INSTANCE_SUSPENDED') FROM instances i WHERE "
+                        "i.definition_key = '%s' AND i.parent_id IS NULL" % BATCH_KEY)
+    for iid, status, n in rows:
+        if status != "7" or n != "1":
+            bad.append("instance %s: status %s, %s INSTANCE_SUSPENDED events" % (iid, status, n))
+    results.append(("batch operation SUSPEND over %d instances, the replica running it "
+                    "killed: COMPLETED, done == total, one INSTANCE_SUSPENDED per instance"
+                    % BATCH_N, len(rows), bad[:10]))
+    # Its events are numbered by readers, as the load's were: read until
+    # none is left unnumbered, so that the event checks see them all.
+    until = time.monotonic() + 15
+    while time.monotonic() < until:
+        try:
+            watch_all(replicas[0], after=0)
+        except grpc.RpcError:
+            pass
+        if int(psql(db_dsn, "SELECT count(*) FROM events WHERE sequence IS NULL")[0][0]) == 0:
+            break
+        time.sleep(0.2)
+
+
+
 def load_history(dsn):
     # Ids compare with the schema's COLLATE "C" id columns; the rest (actors,
     # reasons) with its default-collation text columns.
@@ -1408,6 +1531,7 @@ def run(dsn, db, db_dsn, replicas, state):
     faults.note("replicas idle; checking invariants")
 
     results = []
+    batch_scenario(db_dsn, replicas, faults, results)
     check_watch(db_dsn, replicas, results)
     bad = []
     if watched != list(range(1, len(watched) + 1)) or len(watched) != top:

@@ -1530,6 +1530,178 @@ START_TEST(test_due_timers_are_claimed_once)
 }
 END_TEST
 
+/* ---- batch operations --------------------------------------------------- */
+
+static wf_batch_row
+mk_batch(const char *id, int64_t created)
+{
+    return (wf_batch_row){.id = S(id),
+                          .action = WF_BATCH_CANCEL,
+                          .state = WF_BATCH_RUNNING,
+                          .filter_json = S("{}"),
+                          .created_by = S("ops"),
+                          .total = 3,
+                          .errors_json = S("[]"),
+                          .created_at = created,
+                          .updated_at = created};
+}
+
+static void
+put_batch(const wf_store_ctx *c, const wf_batch_row *b)
+{
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    ck_assert_int_eq(wf_store_begin(st, c, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_put_batch(tx, b, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_commit(tx, &err), WF_OK);
+}
+
+/* Stored at version 1, read back field by field, invisible to another
+ * tenant; a second row with the id is CONFLICT; a rollback leaves none. */
+START_TEST(test_batch_round_trip_and_tenant_scope)
+{
+    wf_batch_row b = mk_batch("b1", T0);
+    b.reason = S("cleanup");
+    b.cursor = S("17,abc");
+    put_batch(&ctx, &b);
+    wf_error err = {0};
+    wf_batch_row got;
+    ck_assert_int_eq(wf_store_get_batch(st, &ctx, "b1", &got, &err), WF_OK);
+    ck_assert_int_eq(got.version, 1);
+    b.tenant = S("t1");
+    b.version = 1;
+    ASSERT_ROW_EQ(wf_store__batch_desc, &b, &got);
+    wf_store_ctx c2 = {"t2", 0, arena};
+    ck_assert_int_eq(wf_store_get_batch(st, &c2, "b1", &got, &err), WF_E_BATCH_OPERATION_NOT_FOUND);
+    ck_assert_int_eq(err.code, WF_E_BATCH_OPERATION_NOT_FOUND);
+
+    wf_tx *tx = NULL;
+    wf_batch_row again = mk_batch("b1", T0);
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_put_batch(tx, &again, &err), WF_E_CONFLICT);
+    wf_tx_rollback(tx);
+    wf_batch_row gone = mk_batch("b2", T0);
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_put_batch(tx, &gone, &err), WF_OK);
+    wf_tx_rollback(tx);
+    ck_assert_int_eq(wf_store_get_batch(st, &ctx, "b2", &got, &err),
+                     WF_E_BATCH_OPERATION_NOT_FOUND);
+}
+END_TEST
+
+/* An update needs the stored version and stores the next; a stale one is
+ * CONFLICT and changes nothing; a missing row is NOT_FOUND. */
+START_TEST(test_batch_update_is_versioned)
+{
+    wf_batch_row b = mk_batch("b1", T0);
+    put_batch(&ctx, &b);
+    wf_error err = {0};
+    wf_batch_row got;
+    ck_assert_int_eq(wf_store_get_batch(st, &ctx, "b1", &got, &err), WF_OK);
+    got.done = 2;
+    got.cursor = S("5,x");
+    ck_assert_int_eq(wf_store_update_batch(st, &ctx, &got, &err), WF_OK);
+    got.done = 99; /* still version 1: stale */
+    ck_assert_int_eq(wf_store_update_batch(st, &ctx, &got, &err), WF_E_CONFLICT);
+    ck_assert_int_eq(wf_store_get_batch(st, &ctx, "b1", &got, &err), WF_OK);
+    ck_assert_int_eq(got.version, 2);
+    ck_assert_int_eq(got.done, 2);
+    ck_assert_str_eq(got.cursor, "5,x");
+    wf_batch_row none = mk_batch("nope", T0);
+    none.version = 1;
+    ck_assert_int_eq(wf_store_update_batch(st, &ctx, &none, &err), WF_E_BATCH_OPERATION_NOT_FOUND);
+}
+END_TEST
+
+/* A claim takes RUNNING rows whose lease ran out, of every tenant or of
+ * one, in (lease_until, id) order, sets the lease and bumps the version;
+ * a held lease keeps the row from every other claim until it runs out
+ * (a dead holder's batch is then claimed again); ended rows never come
+ * back. */
+START_TEST(test_batch_claims_and_leases)
+{
+    wf_batch_row a = mk_batch("ba", T0), b = mk_batch("bb", T0 + 1), done = mk_batch("bc", T0);
+    b.lease_until = T0 + 5; /* let go at T0 + 5: behind ba */
+    done.state = WF_BATCH_COMPLETED;
+    put_batch(&ctx, &a);
+    put_batch(&ctx, &b);
+    put_batch(&ctx, &done);
+    wf_store_ctx c2 = {"t2", 0, arena};
+    wf_batch_row other = mk_batch("bx", T0);
+    put_batch(&c2, &other);
+
+    wf_error err = {0};
+    wf_batch_row *rows;
+    size_t n;
+    int64_t now = T0 + 100;
+    ck_assert_int_eq(wf_store_claim_batches(st, &ctx, "r1", now, 1000, 10, &rows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 2); /* this tenant's two running ones */
+    ck_assert_str_eq(rows[0].id, "ba");
+    ck_assert_str_eq(rows[1].id, "bb");
+    ck_assert_str_eq(rows[0].lease_owner, "r1");
+    ck_assert_int_eq(rows[0].lease_until, now + 1000 * 1000);
+    ck_assert_int_eq(rows[0].version, 2);
+    /* Held: no other claim gets them, of this tenant or of all. */
+    wf_store_ctx all = {NULL, 0, arena};
+    ck_assert_int_eq(wf_store_claim_batches(st, &all, "r2", now + 1, 1000, 10, &rows, &n, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(rows[0].id, "bx");
+    ck_assert_str_eq(rows[0].tenant, "t2");
+    /* The holder died: once the lease has run out, another replica claims. */
+    ck_assert_int_eq(
+        wf_store_claim_batches(st, &ctx, "r2", now + 1000 * 1000, 1000, 1, &rows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(rows[0].id, "ba");
+    ck_assert_str_eq(rows[0].lease_owner, "r2");
+    ck_assert_int_eq(rows[0].version, 3);
+    /* The first holder's write of its chunk is now stale. */
+    wf_batch_row mine = a;
+    mine.tenant = S("t1");
+    mine.version = 2;
+    mine.done = 1;
+    ck_assert_int_eq(wf_store_update_batch(st, &ctx, &mine, &err), WF_E_CONFLICT);
+    /* Ended: never claimed again. */
+    wf_batch_row cur = rows[0];
+    cur.state = WF_BATCH_CANCELLED;
+    ck_assert_int_eq(wf_store_update_batch(st, &ctx, &cur, &err), WF_OK);
+    ck_assert_int_eq(
+        wf_store_claim_batches(st, &ctx, "r3", now + 9000 * 1000, 1000, 10, &rows, &n, &err),
+        WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(rows[0].id, "bb");
+}
+END_TEST
+
+/* Newest first, by (created_at, id) descending, paged; one tenant only. */
+START_TEST(test_batch_list_newest_first)
+{
+    const char *ids[] = {"b1", "b3", "b2", "b4"};
+    const int64_t at[] = {T0, T0 + 2, T0 + 2, T0 + 3};
+    for (size_t i = 0; i < 4; i++) {
+        wf_batch_row b = mk_batch(ids[i], at[i]);
+        put_batch(&ctx, &b);
+    }
+    wf_store_ctx c2 = {"t2", 0, arena};
+    wf_batch_row o = mk_batch("b9", T0 + 9);
+    put_batch(&c2, &o);
+    wf_error err = {0};
+    wf_batch_row *rows;
+    size_t n;
+    char *next = NULL;
+    ck_assert_int_eq(wf_store_list_batches(st, &ctx, 3, NULL, &rows, &n, &next, &err), WF_OK);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_str_eq(rows[0].id, "b4");
+    ck_assert_str_eq(rows[1].id, "b3");
+    ck_assert_str_eq(rows[2].id, "b2");
+    ck_assert_ptr_nonnull(next);
+    ck_assert_int_eq(wf_store_list_batches(st, &ctx, 3, next, &rows, &n, &next, &err), WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(rows[0].id, "b1");
+    ck_assert_ptr_null(next);
+}
+END_TEST
+
 /* A tree whose root is SUSPENDED: none of its jobs is leased and none of
  * its due timers claimed; the rows of a running tree beside it are. */
 START_TEST(test_suspended_tree_leases_no_job_and_claims_no_timer)
@@ -2338,6 +2510,10 @@ store_contract_suite(const char *name)
     tcase_add_test(tc, test_deletes_remove_rows);
     tcase_add_test(tc, test_work_item_history);
     tcase_add_test(tc, test_batch_locks_roots_in_order);
+    tcase_add_test(tc, test_batch_round_trip_and_tenant_scope);
+    tcase_add_test(tc, test_batch_update_is_versioned);
+    tcase_add_test(tc, test_batch_claims_and_leases);
+    tcase_add_test(tc, test_batch_list_newest_first);
     tcase_add_test(tc, test_idempotency_records);
     tcase_add_test(tc, test_definitions_versions_and_listing);
     tcase_add_test(tc, test_inbox_semantics);

@@ -299,6 +299,7 @@ START_TEST(test_retention_defaults)
     ck_assert_int_eq(cfg->idempotency_retention_s, 24 * 3600);
     ck_assert_int_eq(cfg->signal_retention_s, 7 * 24 * 3600);
     ck_assert_int_eq(cfg->event_retention_s, 0); /* keep events forever */
+    ck_assert_int_eq(cfg->batch_lease_s, 30);
     wf_config_free(cfg);
 }
 END_TEST
@@ -306,11 +307,16 @@ END_TEST
 START_TEST(test_retention_durations_parse)
 {
     wf_error err;
-    const char *env[] = {"WF_ENV=development",           "WF_RETENTION_INTERVAL=90",
-                         "WF_IDEMPOTENCY_RETENTION=36h", "WF_SIGNAL_RETENTION=2d",
-                         "WF_EVENT_RETENTION=30m",       NULL};
+    const char *env[] = {"WF_ENV=development",
+                         "WF_RETENTION_INTERVAL=90",
+                         "WF_IDEMPOTENCY_RETENTION=36h",
+                         "WF_SIGNAL_RETENTION=2d",
+                         "WF_EVENT_RETENTION=30m",
+                         "WF_BATCH_LEASE=2s",
+                         NULL};
     wf_config *cfg = load(env, &err);
     ck_assert_msg(cfg != NULL, "%s", err.msg);
+    ck_assert_int_eq(cfg->batch_lease_s, 2);
     ck_assert_int_eq(cfg->sweep_interval_s, 90);
     ck_assert_int_eq(cfg->idempotency_retention_s, 36 * 3600);
     ck_assert_int_eq(cfg->signal_retention_s, 2 * 24 * 3600);
@@ -339,6 +345,8 @@ START_TEST(test_bad_retention_names_the_variable)
         {"WF_SIGNAL_RETENTION", "WF_SIGNAL_RETENTION=1.5h"},
         {"WF_RETENTION_INTERVAL", "WF_RETENTION_INTERVAL=2d"},
         {"WF_RETENTION_INTERVAL", "WF_RETENTION_INTERVAL=0"},
+        {"WF_BATCH_LEASE", "WF_BATCH_LEASE=0"},
+        {"WF_BATCH_LEASE", "WF_BATCH_LEASE=2d"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         wf_error err;

@@ -97,7 +97,8 @@ def wfctl(srv, *args, actor=None, timeout=30, input=None, env=None):
 def commands_of_help():
     out = wfctl(None, "--help").stdout
     lines = out.split("commands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    return [line.split()[0] for line in lines if line.strip()]
+    # "  NAME  summary": a name may be of two words ("batch start").
+    return [re.split(r"\s{2,}", line.strip())[0] for line in lines if line.strip()]
 
 
 class CompletionTests(unittest.TestCase):
@@ -134,7 +135,7 @@ class CompletionTests(unittest.TestCase):
         self.assertNotIn("--completion", cmds)
         got = self.complete("")
         for c in cmds:
-            self.assertIn(c, got)
+            self.assertIn(c.split()[0], got)
         for g in ("--addr", "--key", "--tenant", "--actor", "--json", "--tls", "--timeout"):
             self.assertIn(g, got)
         self.assertEqual(self.complete("pro"), ["processes"])
@@ -160,6 +161,18 @@ class CompletionTests(unittest.TestCase):
         # A flag whose value is free text offers nothing.
         self.assertEqual(self.complete("start", "k", "--version", ""), [])
 
+    def test_commands_of_two_words(self):
+        # "batch start": the group word once, then its subcommands, then the
+        # flags of the command they make.
+        self.assertEqual(self.complete("bat"), ["batch"])
+        self.assertEqual(self.complete("batch", ""), ["cancel", "get", "list", "start"])
+        self.assertIn("--follow", self.complete("batch", "start", "cancel", "--f"))
+        self.assertEqual(self.complete("batch", "start", "--state", ""),
+                         ["closed", "not-started", "open"])
+        r = wfctl(None, "batch")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("'batch' needs a subcommand", r.stderr)
+
     def test_jobs_command_after_double_dash(self):
         self.assertIn("sh", self.complete("jobs", "t", "--", "sh"))
 
@@ -168,8 +181,10 @@ class CompletionTests(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(r.stdout.startswith("#compdef wfctl\n"))
         for c in commands_of_help():
-            self.assertIn("\n        %s)\n" % c, r.stdout)
-            self.assertIn("\n        '%s:" % c, r.stdout)
+            self.assertIn("\n        %s)\n" % c.split()[0], r.stdout)
+            self.assertIn("\n        '%s:" % c.split()[0], r.stdout)
+            if " " in c:  # the subcommand of a group
+                self.assertIn("\n            %s)\n" % c.split()[1], r.stdout)
         self.assertIn("--state[not-started, open or closed]:STATE:(not-started open closed)",
                       r.stdout)
         if shutil.which("zsh"):
@@ -216,6 +231,11 @@ class CompletionTests(unittest.TestCase):
         self.assertIn("wfctl referral-status", out)
         out = self.zsh_complete(fdir, "wfctl --ad")
         self.assertIn("wfctl --addr", out)
+        out = self.zsh_complete(fdir, "wfctl batch ")
+        for sub in ("start", "get", "cancel", "list"):
+            self.assertIn(sub, out)
+        out = self.zsh_complete(fdir, "wfctl batch start cancel --fo")
+        self.assertIn("--follow", out)
 
     def test_unknown_shell_is_a_usage_error(self):
         r = wfctl(None, "completion", "fish")

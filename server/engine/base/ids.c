@@ -28,6 +28,11 @@ wf_ids_check(const wf_ref_ctx *ctx, wf_id_kind kind, const char *field, const ch
         if (!wf_id_job_key_valid(id))
             return wf_error_set(err, WF_E_JOB_NOT_FOUND, "no job has key \"%.128s\"", id);
         break;
+    case WF_ID_BATCH:
+        if (!wf_uuid_valid(id))
+            return wf_error_set(err, WF_E_BATCH_OPERATION_NOT_FOUND,
+                                "batch operation \"%.64s\" does not exist", id);
+        break;
     }
     return WF_OK;
 }
