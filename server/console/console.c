@@ -266,11 +266,17 @@ redirect(wf_http_resp *r, const char *to)
     r->content_type = "text/plain; charset=utf-8";
 }
 
-/* True when the request came from this console's own pages: its Origin (or,
- * without one, its Referer) names the host it was sent to. */
+/* True when the request came from this console's own pages. Browsers say
+ * so in Sec-Fetch-Site, which a page cannot forge; without it, the Origin
+ * (or, without one, the Referer) must name the host the request was sent
+ * to. With Referrer-Policy no-referrer a browser sends "Origin: null" on a
+ * form POST, which never matches: such a browser sends Sec-Fetch-Site. */
 static bool
 same_origin(const wf_http_req *req)
 {
+    const char *site = wf_http_req_header(req, "Sec-Fetch-Site");
+    if (site != NULL)
+        return strcmp(site, "same-origin") == 0;
     const char *host = wf_http_req_header(req, "Host");
     const char *origin = wf_http_req_header(req, "Origin");
     const char *src = origin != NULL ? origin : wf_http_req_header(req, "Referer");

@@ -1,0 +1,214 @@
+// The web console in a real browser (headless chromium through
+// puppeteer-core): a workflowd with an API key, seeded through the gRPC API
+// with wfctl; every page opened and saved as a screenshot; Retry clicked on
+// an incident and Claim then Complete on a group task, each checked through
+// the API; a hostile title shown as text; a POST without the CSRF token
+// refused; pages without a session sent to /login.
+"use strict";
+const { spawn, execFileSync } = require("child_process");
+const fs = require("fs");
+const net = require("net");
+const path = require("path");
+const puppeteer = require("puppeteer-core");
+
+function arg(name) {
+  const i = process.argv.indexOf("--" + name);
+  if (i < 0 || i + 1 >= process.argv.length) throw new Error("missing --" + name);
+  return process.argv[i + 1];
+}
+const SERVER = arg("server"), WFCTL = arg("wfctl"), WORK = arg("work"), CHROMIUM = arg("chromium");
+const SHOTS = path.join(WORK, "screenshots");
+fs.mkdirSync(SHOTS, { recursive: true });
+
+const KEY = "console-key-" + process.pid;
+const HOSTILE = "<img src=x onerror=alert(1)>";
+let passed = 0, failed = 0;
+function check(cond, what) {
+  if (cond) { passed++; console.log("ok   " + what); }
+  else { failed++; console.log("FAIL " + what); }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => resolve(p)); });
+    s.on("error", reject);
+  });
+}
+
+let GRPC;
+function wf(args, actor) {
+  const a = ["--addr", GRPC, "--key", KEY, "--json"];
+  if (actor) a.push("--actor", actor);
+  return execFileSync(WFCTL, a.concat(args), { encoding: "utf8" });
+}
+function wfJson(args, actor) {
+  return wf(args, actor).trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
+}
+
+async function waitFor(fn, what, ms = 10000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    try { const v = await fn(); if (v) return v; } catch (e) { if (Date.now() > end) throw e; }
+    if (Date.now() > end) throw new Error("timed out: " + what);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function main() {
+  const grpcPort = await freePort(), httpPort = await freePort();
+  GRPC = "127.0.0.1:" + grpcPort;
+  const BASE = "http://127.0.0.1:" + httpPort;
+  const log = fs.openSync(path.join(WORK, "workflowd.log"), "w");
+  const srv = spawn(SERVER, [], {
+    env: { PATH: process.env.PATH, WF_ENV: "development", WF_ADDR: GRPC,
+           WF_CONSOLE_ADDR: "127.0.0.1:" + httpPort, WF_API_KEYS: KEY + "=acme",
+           WF_EXPR_ISOLATION: "inline", WF_LOG_LEVEL: "warn" },
+    stdio: ["ignore", log, log],
+  });
+  let browser;
+  try {
+    await waitFor(() => { wf(["health"]); return true; }, "workflowd health");
+
+    // ---- seed through the API
+    const review = {
+      key: "console-review", kind: "NET", name: "Review",
+      places: [{ id: "start", kind: "START" }, { id: "end", kind: "END" }],
+      transitions: [{ id: "review", name: HOSTILE, trigger: "USER",
+                      assignee: { kind: "GROUP", ids: ["clerks"] } }],
+      arcs: [{ source: "start", target: "review" }, { source: "review", target: "end" }],
+    };
+    const charge = {
+      key: "console-charge", kind: "NET", name: "Charge",
+      places: [{ id: "start", kind: "START" }, { id: "end", kind: "END" }],
+      transitions: [{ id: "charge", name: "Charge", trigger: "AUTO", jobType: "console-charge",
+                      retry: { maxAttempts: 1 } }],
+      arcs: [{ source: "start", target: "charge" }, { source: "charge", target: "end" }],
+    };
+    for (const d of [review, charge]) {
+      const f = path.join(WORK, d.key + ".json");
+      fs.writeFileSync(f, JSON.stringify(d));
+      wf(["deploy", f], "admin");
+    }
+    const reviewId = wfJson(["start", "console-review", "--vars", JSON.stringify({ note: HOSTILE })],
+                            "admin")[0].instance.id;
+    const chargeId = wfJson(["start", "console-charge"], "admin")[0].instance.id;
+    check(reviewId && chargeId, "seeded two instances");
+    // The job fails for good: an incident.
+    try { wf(["jobs", "console-charge", "--once", "--wait", "5", "--", "sh", "-c", "exit 100"]); } catch (e) {}
+    await waitFor(() => wf(["incidents"]).includes(chargeId), "the incident");
+
+    // ---- the browser
+    browser = await puppeteer.launch({
+      executablePath: CHROMIUM, headless: true,
+      args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+    });
+    const page = await browser.newPage();
+    let dialogs = 0;
+    page.on("dialog", async (d) => { dialogs++; await d.dismiss(); });
+    await page.setViewport({ width: 1280, height: 900 });
+
+    // Without a session: sent to /login.
+    let r = await page.goto(BASE + "/instances");
+    check(new URL(page.url()).pathname === "/login", "without a key /instances redirects to /login");
+    const h = r.headers();
+    check((h["content-security-policy"] || "").includes("default-src 'self'"), "CSP header");
+    check(h["x-content-type-options"] === "nosniff", "nosniff header");
+    await page.screenshot({ path: path.join(SHOTS, "login.png") });
+
+    // A wrong key is refused; the right one logs in.
+    await page.type("input[name=api_key]", "wrong");
+    await page.type("input[name=actor]", "ann");
+    await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+    check((await page.content()).includes("not valid"), "a wrong key is refused");
+    await page.type("input[name=api_key]", KEY);
+    await page.type("input[name=actor]", "ann");
+    await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+    check(new URL(page.url()).pathname === "/instances", "login leads to /instances");
+    const cookies = await page.cookies();
+    const c = cookies.find((k) => k.name === "wf_console");
+    check(c && c.httpOnly && c.sameSite === "Strict", "session cookie HttpOnly SameSite=Strict");
+    check(c && !c.value.includes(KEY), "the cookie does not hold the key");
+
+    // Every page, with a screenshot.
+    const visit = async (url, name, selector) => {
+      const resp = await page.goto(BASE + url);
+      check(resp.status() === 200, name + " answers 200");
+      if (selector) check((await page.$(selector)) !== null, name + " shows " + selector);
+      await page.screenshot({ path: path.join(SHOTS, name + ".png"), fullPage: true });
+    };
+    await visit("/instances", "instances", "#instances");
+    check((await page.content()).includes(reviewId), "instances lists the seeded instance");
+    await visit("/instances?definition_key=console-review&status=INSTANCE_STATUS_RUNNING",
+                "instances-filtered", "#instances");
+    const rows = await page.$$eval("#instances tr", (t) => t.length - 1);
+    check(rows === 1, "the filters keep one instance (" + rows + ")");
+    await visit("/definitions", "definitions", "#definitions");
+    await visit("/definition?key=console-review", "definition", "#versions");
+    await visit("/instance?id=" + encodeURIComponent(reviewId), "instance", "#events");
+    // The hostile values are text, not elements.
+    check((await page.$("img[src=x]")) === null, "no element from a hostile title or variable");
+    const varsText = await page.$eval("#variables", (e) => e.textContent);
+    check(varsText.includes(HOSTILE), "the hostile variable is shown as text");
+    await visit("/incidents", "incidents", "#incidents");
+    await visit("/inbox?group=clerks", "inbox", "table.tasks");
+    const title = await page.$eval("tr.task td.title", (e) => e.textContent);
+    check(title === HOSTILE, "the hostile task title is shown as text");
+    check((await page.$("img[src=x]")) === null, "no element created in the inbox");
+    check(dialogs === 0, "no dialog opened");
+
+    // A POST without the CSRF token: 403 (from the page, so Origin is ours).
+    const status = await page.evaluate(async (id) => {
+      const res = await fetch("/instance/retry", { method: "POST",
+        headers: { "Content-Type": "application/x-www-form-urlencoded" },
+        body: "instance_id=" + encodeURIComponent(id), redirect: "manual" });
+      return res.status;
+    }, chargeId);
+    check(status === 403, "a POST without the CSRF token is refused (" + status + ")");
+    check(wf(["incidents"]).includes(chargeId), "the refused POST changed nothing");
+
+    // Live updates: an instance page receives the events of a new change.
+    await page.goto(BASE + "/instance?id=" + encodeURIComponent(reviewId));
+    const before = await page.$$eval("#events tr", (t) => t.length);
+    wf(["set-vars", reviewId, JSON.stringify({ live: 1 })], "admin");
+    await waitFor(async () => (await page.$$eval("#events tr", (t) => t.length)) > before,
+                  "a live event row");
+    check(true, "the instance page appended a live event");
+    await page.screenshot({ path: path.join(SHOTS, "instance-live.png"), fullPage: true });
+
+    // Claim then Complete the group task.
+    await page.goto(BASE + "/inbox?group=clerks");
+    await Promise.all([page.waitForNavigation(), page.click("button.claim")]);
+    const claimed = wf(["tasks", "--group", "clerks", "--state", "claimed"], "ann");
+    check(claimed.includes('"claimed_by":"ann"'), "Claim: the task is CLAIMED by ann (API)");
+    await page.goto(BASE + "/inbox");
+    await page.screenshot({ path: path.join(SHOTS, "inbox-claimed.png"), fullPage: true });
+    await page.type("tr.task input[name=variables_json]", '{"approved":true}');
+    await Promise.all([page.waitForNavigation(), page.click("button.complete")]);
+    const shown = wfJson(["show", reviewId], "ann")[0];
+    const inst = shown.instance || shown;
+    check(inst.status === "COMPLETED",
+          "Complete: the instance COMPLETED (API: " + inst.status + ")");
+
+    // Retry the incident.
+    await page.goto(BASE + "/incidents");
+    await Promise.all([page.waitForNavigation(), page.click("tr.incident button.retry")]);
+    check(!wf(["incidents"]).includes(chargeId),
+          "Retry: the incident is resolved (API)");
+    await page.screenshot({ path: path.join(SHOTS, "incidents-after-retry.png"), fullPage: true });
+
+    // Log out: the session is gone.
+    await Promise.all([page.waitForNavigation(), page.click("header form button")]);
+    await page.goto(BASE + "/incidents");
+    check(new URL(page.url()).pathname === "/login", "after logout pages redirect to /login");
+  } catch (e) {
+    failed++;
+    console.log("FAIL " + (e && e.stack ? e.stack : e));
+  } finally {
+    if (browser) await browser.close();
+    srv.kill("SIGTERM");
+  }
+  console.log(passed + " passed, " + failed + " failed");
+  process.exit(failed === 0 ? 0 : 1);
+}
+main();
