@@ -443,6 +443,9 @@ sse_event(void *arg, const Workflow__V1__Event *ev)
     }
     wf_console__json_str(b->out, tn ? tn : "");
     free(tn);
+    fputs(",\"time\":\"", b->out);
+    wf_console__time(b->out, ev->time);
+    fputs("\"", b->out);
     fputs(",\"instanceId\":", b->out);
     wf_console__json_str(b->out, ev->instance_id);
     fputs(",\"actor\":", b->out);
@@ -554,6 +557,7 @@ static const struct {
     {"/definitions", wf_console__definitions}, {"/definition", wf_console__definition},
     {"/instances", wf_console__instances},     {"/instance", wf_console__instance},
     {"/incidents", wf_console__incidents},     {"/inbox", wf_console__inbox},
+    {"/batches", wf_console__batches},         {"/batch", wf_console__batch},
 };
 
 static void

@@ -112,7 +112,8 @@ wf_console__page_begin(wf_console__ctx *x, const char *title)
     wf_console__esc(o, title);
     fputs(" · workflow console</title></head><body>\n<header><nav>"
           "<a href=\"/definitions\">Definitions</a> <a href=\"/instances\">Instances</a> "
-          "<a href=\"/incidents\">Incidents</a> <a href=\"/inbox\">Inbox</a></nav>"
+          "<a href=\"/incidents\">Incidents</a> <a href=\"/inbox\">Inbox</a> "
+          "<a href=\"/batches\">Batches</a></nav>"
           "<div class=\"who\">tenant <b>",
           o);
     wf_console__esc(o, x->tenant);

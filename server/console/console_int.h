@@ -79,7 +79,10 @@ void wf_console__instances(wf_console__ctx *x);
 void wf_console__instance(wf_console__ctx *x);
 void wf_console__incidents(wf_console__ctx *x);
 void wf_console__inbox(wf_console__ctx *x);
-/* Actions (POST, checked already): retry, claim, complete, release. */
+void wf_console__batches(wf_console__ctx *x);
+void wf_console__batch(wf_console__ctx *x);
+/* Actions (POST, checked already): retry, claim, release, complete, and
+ * start or cancel a batch operation. */
 void wf_console__act(wf_console__ctx *x, const char *path);
 
 #endif /* WF_CONSOLE_INT_H */

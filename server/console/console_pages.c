@@ -705,6 +705,157 @@ wf_console__inbox(wf_console__ctx *x)
     wf_console__page_end(x);
 }
 
+/* ---- batch operations ------------------------------------------------------- */
+
+static void
+batch_row(wf_console__ctx *x, const Workflow__V1__BatchOperation *b)
+{
+    P("<tr class=\"batch\" data-batch=\"");
+    E(b->id);
+    P("\"><td><a href=\"/batch?id=");
+    U(b->id);
+    P("\">");
+    E(b->id);
+    P("</a></td><td>");
+    wf_console__enum(x->out, &workflow__v1__batch_action__descriptor, (int)b->action);
+    P("</td><td class=\"state\">");
+    wf_console__enum(x->out, &workflow__v1__batch_operation_state__descriptor, (int)b->state);
+    P("</td><td>");
+    long long seen = (long long)(b->done + b->failed);
+    long long total = (long long)b->total;
+    int pct = total > 0 ? (int)(seen * 100 / total) : 100;
+    fprintf(x->out,
+            "<progress max=\"100\" value=\"%d\"></progress> <span class=\"progress\">%lld / %lld"
+            "</span> (%lld done, %lld failed)</td><td>",
+            pct, seen, total, (long long)b->done, (long long)b->failed);
+    if (b->filter != NULL) {
+        E(b->filter->definition_key);
+        if (b->filter->status != 0) {
+            P(" ");
+            wf_console__enum(x->out, &workflow__v1__instance_status__descriptor,
+                             (int)b->filter->status);
+        }
+    }
+    P("</td><td>");
+    E(b->reason);
+    P("</td><td>");
+    E(b->created_by);
+    P("</td><td>");
+    wf_console__time(x->out, b->created_at);
+    P("</td><td>");
+    if (b->state == WORKFLOW__V1__BATCH_OPERATION_STATE__BATCH_OPERATION_STATE_RUNNING &&
+        x->csrf != NULL) {
+        wf_console__form_begin(x, "/batch/cancel", "inline");
+        hidden(x, "id", b->id);
+        hidden(x, "back", "/batches");
+        P("<button type=\"submit\" class=\"cancel\">Cancel</button></form>");
+    }
+    P("</td></tr>\n");
+}
+
+static const char batch_head[] =
+    "<tr><th>Id</th><th>Action</th><th>State</th><th>Progress</th><th>Filter</th>"
+    "<th>Reason</th><th>By</th><th>Started</th><th>Act</th></tr>\n";
+
+void
+wf_console__batches(wf_console__ctx *x)
+{
+    wf_console__page_begin(x, "Batch operations");
+    Workflow__V1__ListBatchOperationsRequest req =
+        WORKFLOW__V1__LIST_BATCH_OPERATIONS_REQUEST__INIT;
+    req.page_token = (char *)q(x, "page_token");
+    Workflow__V1__ListBatchOperationsResponse *resp = NULL;
+    wf_error err = {0};
+    if (wf_console__call(x, "ListBatchOperations", PB(req), (ProtobufCMessage **)&resp, &err) !=
+        WF_OK) {
+        wf_console__page_error(x, &err);
+        wf_console__page_end(x);
+        return;
+    }
+    bool running = false;
+    for (size_t i = 0; i < resp->n_batch_operations; i++)
+        running |= resp->batch_operations[i]->state ==
+                   WORKFLOW__V1__BATCH_OPERATION_STATE__BATCH_OPERATION_STATE_RUNNING;
+    /* While one runs, the script reloads the table every few seconds. */
+    P("<section data-live=\"batches\"");
+    if (running)
+        P(" data-poll=\"2000\"");
+    P("><table id=\"batches\">");
+    P(batch_head);
+    for (size_t i = 0; i < resp->n_batch_operations; i++)
+        batch_row(x, resp->batch_operations[i]);
+    P("</table></section>\n");
+    static const char *const keep[] = {NULL};
+    next_page(x, resp->next_page_token, keep);
+    if (x->csrf != NULL) {
+        P("<h2>Start a batch operation</h2>");
+        wf_console__form_begin(x, "/batch/start", "filters");
+        P("<label>Action <select name=\"action\">");
+        const ProtobufCEnumDescriptor *d = &workflow__v1__batch_action__descriptor;
+        for (unsigned i = 1; i < d->n_values; i++) {
+            P("<option value=\"");
+            E(d->values[i].name);
+            P("\">");
+            wf_console__enum(x->out, d, d->values[i].value);
+            P("</option>");
+        }
+        P("</select></label> ");
+        P("<label>Started by (* = anyone) <input type=\"text\" name=\"started_by\" "
+          "value=\"*\"></label> ");
+        P("<label>Definition key <input type=\"text\" name=\"definition_key\"></label> ");
+        P("<label>Status <select name=\"status\"><option value=\"\">any</option>");
+        d = &workflow__v1__instance_status__descriptor;
+        for (unsigned i = 1; i < d->n_values; i++) {
+            P("<option value=\"");
+            E(d->values[i].name);
+            P("\">");
+            wf_console__enum(x->out, d, d->values[i].value);
+            P("</option>");
+        }
+        P("</select></label> ");
+        P("<label>Reason <input type=\"text\" name=\"reason\" maxlength=\"1024\"></label> ");
+        hidden(x, "back", "/batches");
+        P("<button type=\"submit\" class=\"start-batch\">Start</button></form>\n");
+    }
+    wf_console__page_end(x);
+}
+
+void
+wf_console__batch(wf_console__ctx *x)
+{
+    wf_console__page_begin(x, "Batch operation");
+    Workflow__V1__GetBatchOperationRequest req = WORKFLOW__V1__GET_BATCH_OPERATION_REQUEST__INIT;
+    req.id = (char *)q(x, "id");
+    Workflow__V1__GetBatchOperationResponse *resp = NULL;
+    wf_error err = {0};
+    if (wf_console__call(x, "GetBatchOperation", PB(req), (ProtobufCMessage **)&resp, &err) !=
+        WF_OK) {
+        wf_console__page_error(x, &err);
+        wf_console__page_end(x);
+        return;
+    }
+    const Workflow__V1__BatchOperation *b = resp->batch_operation;
+    P("<section data-live=\"batch\"");
+    if (b->state == WORKFLOW__V1__BATCH_OPERATION_STATE__BATCH_OPERATION_STATE_RUNNING)
+        P(" data-poll=\"2000\"");
+    P("><table id=\"batch\">");
+    P(batch_head);
+    batch_row(x, b);
+    P("</table><h2>First refusals</h2><table id=\"batch-errors\"><tr><th>Instance</th>"
+      "<th>Reason</th><th>Message</th></tr>\n");
+    for (size_t i = 0; i < b->n_errors; i++) {
+        P("<tr><td>");
+        link_instance(x, b->errors[i]->instance_id);
+        P("</td><td>");
+        E(b->errors[i]->reason);
+        P("</td><td>");
+        E(b->errors[i]->message);
+        P("</td></tr>\n");
+    }
+    P("</table></section>\n");
+    wf_console__page_end(x);
+}
+
 /* ---- actions ---------------------------------------------------------------- */
 
 /* Where to go after an action: the form's back path when it is a path of
@@ -746,6 +897,29 @@ wf_console__act(wf_console__ctx *x, const char *path)
         r.variables_json = (char *)form(x, "variables_json");
         r.request_id = rid;
         rc = wf_console__call(x, "CompleteTask", PB(r), &resp, &err);
+    } else if (strcmp(path, "/batch/start") == 0) {
+        Workflow__V1__StartBatchOperationRequest r =
+            WORKFLOW__V1__START_BATCH_OPERATION_REQUEST__INIT;
+        Workflow__V1__InstanceFilter f = WORKFLOW__V1__INSTANCE_FILTER__INIT;
+        f.started_by = (char *)form(x, "started_by");
+        f.definition_key = (char *)form(x, "definition_key");
+        f.status = enum_value(&workflow__v1__instance_status__descriptor, form(x, "status"));
+        r.filter = &f;
+        r.action = enum_value(&workflow__v1__batch_action__descriptor, form(x, "action"));
+        r.reason = (char *)form(x, "reason");
+        r.request_id = rid;
+        rc = wf_console__call(x, "StartBatchOperation", PB(r), &resp, &err);
+        if (rc == WF_OK) {
+            const Workflow__V1__StartBatchOperationResponse *sr = (const void *)resp;
+            x->location = wf_arena_printf(x->arena, "/batch?id=%s", sr->batch_operation->id);
+            return;
+        }
+    } else if (strcmp(path, "/batch/cancel") == 0) {
+        Workflow__V1__CancelBatchOperationRequest r =
+            WORKFLOW__V1__CANCEL_BATCH_OPERATION_REQUEST__INIT;
+        r.id = (char *)form(x, "id");
+        r.request_id = rid;
+        rc = wf_console__call(x, "CancelBatchOperation", PB(r), &resp, &err);
     } else {
         x->status = 404;
         wf_console__page_begin(x, "Not found");

@@ -17,6 +17,10 @@ function arg(name) {
   return process.argv[i + 1];
 }
 const SERVER = arg("server"), WFCTL = arg("wfctl"), WORK = arg("work"), CHROMIUM = arg("chromium");
+const STORE = arg("store");
+// Definition keys of their own per run: a Postgres database keeps rows.
+const RUN = Date.now().toString(36) + "-" + process.pid;
+const REVIEW = "console-review-" + RUN, CHARGE = "console-charge-" + RUN;
 const SHOTS = path.join(WORK, "screenshots");
 fs.mkdirSync(SHOTS, { recursive: true });
 
@@ -40,7 +44,7 @@ let GRPC;
 function wf(args, actor) {
   const a = ["--addr", GRPC, "--key", KEY, "--json"];
   if (actor) a.push("--actor", actor);
-  return execFileSync(WFCTL, a.concat(args), { encoding: "utf8" });
+  return execFileSync(WFCTL, a.concat(args), { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 }
 function wfJson(args, actor) {
   return wf(args, actor).trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
@@ -56,14 +60,20 @@ async function waitFor(fn, what, ms = 10000) {
 }
 
 async function main() {
+  if (STORE === "pg" && !process.env.WF_TEST_PG_DSN) {
+    console.log("skipped: WF_TEST_PG_DSN is not set");
+    process.exit(77);
+  }
   const grpcPort = await freePort(), httpPort = await freePort();
   GRPC = "127.0.0.1:" + grpcPort;
   const BASE = "http://127.0.0.1:" + httpPort;
   const log = fs.openSync(path.join(WORK, "workflowd.log"), "w");
+  const env = { PATH: process.env.PATH, WF_ENV: "development", WF_ADDR: GRPC,
+                WF_CONSOLE_ADDR: "127.0.0.1:" + httpPort, WF_API_KEYS: KEY + "=acme",
+                WF_EXPR_ISOLATION: "inline", WF_LOG_LEVEL: "warn" };
+  if (STORE === "pg") env.DATABASE_URL = process.env.WF_TEST_PG_DSN;
   const srv = spawn(SERVER, [], {
-    env: { PATH: process.env.PATH, WF_ENV: "development", WF_ADDR: GRPC,
-           WF_CONSOLE_ADDR: "127.0.0.1:" + httpPort, WF_API_KEYS: KEY + "=acme",
-           WF_EXPR_ISOLATION: "inline", WF_LOG_LEVEL: "warn" },
+    env,
     stdio: ["ignore", log, log],
   });
   let browser;
@@ -72,16 +82,16 @@ async function main() {
 
     // ---- seed through the API
     const review = {
-      key: "console-review", kind: "NET", name: "Review",
+      key: REVIEW, kind: "NET", name: "Review",
       places: [{ id: "start", kind: "START" }, { id: "end", kind: "END" }],
       transitions: [{ id: "review", name: HOSTILE, trigger: "USER",
                       assignee: { kind: "GROUP", ids: ["clerks"] } }],
       arcs: [{ source: "start", target: "review" }, { source: "review", target: "end" }],
     };
     const charge = {
-      key: "console-charge", kind: "NET", name: "Charge",
+      key: CHARGE, kind: "NET", name: "Charge",
       places: [{ id: "start", kind: "START" }, { id: "end", kind: "END" }],
-      transitions: [{ id: "charge", name: "Charge", trigger: "AUTO", jobType: "console-charge",
+      transitions: [{ id: "charge", name: "Charge", trigger: "AUTO", jobType: CHARGE,
                       retry: { maxAttempts: 1 } }],
       arcs: [{ source: "start", target: "charge" }, { source: "charge", target: "end" }],
     };
@@ -90,12 +100,12 @@ async function main() {
       fs.writeFileSync(f, JSON.stringify(d));
       wf(["deploy", f], "admin");
     }
-    const reviewId = wfJson(["start", "console-review", "--vars", JSON.stringify({ note: HOSTILE })],
+    const reviewId = wfJson(["start", REVIEW, "--vars", JSON.stringify({ note: HOSTILE })],
                             "admin")[0].instance.id;
-    const chargeId = wfJson(["start", "console-charge"], "admin")[0].instance.id;
+    const chargeId = wfJson(["start", CHARGE], "admin")[0].instance.id;
     check(reviewId && chargeId, "seeded two instances");
     // The job fails for good: an incident.
-    try { wf(["jobs", "console-charge", "--once", "--wait", "5", "--", "sh", "-c", "exit 100"]); } catch (e) {}
+    try { wf(["jobs", CHARGE, "--once", "--wait", "5", "--", "sh", "-c", "exit 100"]); } catch (e) {}
     await waitFor(() => wf(["incidents"]).includes(chargeId), "the incident");
 
     // ---- the browser
@@ -139,12 +149,12 @@ async function main() {
     };
     await visit("/instances", "instances", "#instances");
     check((await page.content()).includes(reviewId), "instances lists the seeded instance");
-    await visit("/instances?definition_key=console-review&status=INSTANCE_STATUS_RUNNING",
+    await visit("/instances?definition_key=" + REVIEW + "&status=INSTANCE_STATUS_RUNNING",
                 "instances-filtered", "#instances");
     const rows = await page.$$eval("#instances tr", (t) => t.length - 1);
     check(rows === 1, "the filters keep one instance (" + rows + ")");
     await visit("/definitions", "definitions", "#definitions");
-    await visit("/definition?key=console-review", "definition", "#versions");
+    await visit("/definition?key=" + REVIEW, "definition", "#versions");
     await visit("/instance?id=" + encodeURIComponent(reviewId), "instance", "#events");
     // The hostile values are text, not elements.
     check((await page.$("img[src=x]")) === null, "no element from a hostile title or variable");
@@ -196,6 +206,27 @@ async function main() {
     check(!wf(["incidents"]).includes(chargeId),
           "Retry: the incident is resolved (API)");
     await page.screenshot({ path: path.join(SHOTS, "incidents-after-retry.png"), fullPage: true });
+
+    // A batch operation started from the console, with its progress.
+    const more = [0, 1].map(() => wfJson(["start", REVIEW], "admin")[0].instance.id);
+    await page.goto(BASE + "/batches");
+    await page.select("select[name=action]", "BATCH_ACTION_CANCEL");
+    await page.type("input[name=definition_key]", REVIEW);
+    await page.select("select[name=status]", "INSTANCE_STATUS_RUNNING");
+    await page.type("input[name=reason]", "console batch");
+    await Promise.all([page.waitForNavigation(), page.click("button.start-batch")]);
+    check(new URL(page.url()).pathname === "/batch", "the batch's page after Start");
+    await waitFor(async () => (await page.$eval("#batch td.state", (e) => e.textContent)) === "COMPLETED",
+                  "the batch page shows COMPLETED (reloaded while running)");
+    const progress = await page.$eval("#batch span.progress", (e) => e.textContent);
+    check(progress === "2 / 2", "the batch page shows its progress (" + progress + ")");
+    for (const id of more) {
+      const st = (wfJson(["show", id], "ann")[0].instance || {}).status;
+      check(st === "CANCELLED", "the batch cancelled " + id + " (API: " + st + ")");
+    }
+    check(wf(["batch", "list"], "ann").includes('"created_by":"ann"'), "the batch is listed (API)");
+    await page.goto(BASE + "/batches");
+    await page.screenshot({ path: path.join(SHOTS, "batches.png"), fullPage: true });
 
     // Log out: the session is gone.
     await Promise.all([page.waitForNavigation(), page.click("header form button")]);
