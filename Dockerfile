@@ -14,6 +14,7 @@ RUN apt-get update \
         build-essential \
         cmake \
         grpc-proto \
+        libgraphviz-dev \
         libgrpc-dev \
         libjansson-dev \
         libjq-dev \
@@ -43,13 +44,17 @@ LABEL org.opencontainers.image.title="workflowd" \
       org.opencontainers.image.base.name="docker.io/library/debian:12-slim"
 # Runtime libraries only; checked against ldd of the built binaries by
 # tools/runtime-deps.sh in CI. apt pulls their own dependencies (absl, c-ares,
-# re2, OpenSSL, Kerberos/LDAP for libpq, GnuTLS for libmicrohttpd, ...).
+# re2, OpenSSL, Kerberos/LDAP for libpq, GnuTLS for libmicrohttpd, cgraph
+# and cdt for libgvc, ...). libgvc6 also holds the Graphviz plugins the
+# server links (dot layout, core renderers); the server reads no Graphviz
+# configuration file, so the image needs no `dot -c`.
 # The /metrics endpoint is off unless WF_METRICS_ADDR is set (e.g. 0.0.0.0:9090;
 # then publish that port too).
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
         ca-certificates \
         libgrpc29 \
+        libgvc6 \
         libjansson4 \
         libjq1 \
         libmicrohttpd12 \

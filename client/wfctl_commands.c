@@ -48,6 +48,7 @@
 
 static int run_watch(const struct command *c, struct wfctl_args *a);
 static int run_show(const struct command *c, struct wfctl_args *a);
+static int run_definition(const struct command *c, struct wfctl_args *a);
 static int run_jobs(const struct command *c, struct wfctl_args *a);
 static int run_batch(const struct command *c, struct wfctl_args *a);
 static int prepare_assign(struct wfctl_args *a);
@@ -115,8 +116,15 @@ static const struct command commands[] = {
      .args =
          (const struct arg[]){
              POS("key", "KEY", "definition key"),
-             OPT(ARG_INT, "version", "version", "N", "version (default: the latest)"), END},
-     .print = print_definition},
+             OPT(ARG_INT, "version", "version", "N", "version (default: the latest)"),
+             OPT(ARG_LOCAL, "svg", "svg", NULL, "write the diagram as SVG (GetDiagram)"),
+             OPT(ARG_LOCAL, "dot", "dot", NULL, "write the diagram as Graphviz DOT (GetDiagram)"),
+             END},
+     .print = print_definition,
+     .run = run_definition,
+     .details = "--svg and --dot write the diagram of the version on stdout instead: places\n"
+                "as circles, transitions as boxes with their trigger, arcs with weight and\n"
+                "guard, cancel sets dashed; each element's SVG id is its id.\n"},
 
     /* ---- instances ---- */
     {.name = "start",
@@ -139,15 +147,23 @@ static const struct command commands[] = {
      .method = "GetInstance",
      .req = DESC(get_instance_request),
      .resp = DESC(get_instance_response),
-     .args = (const struct arg[]){POS("instance_id", "ID", "instance id"),
-                                  OPT(ARG_LOCAL, "history", "history", NULL,
-                                      "also list every work item, open and ended (ListWorkItems)"),
-                                  END},
+     .args =
+         (const struct arg[]){POS("instance_id", "ID", "instance id"),
+                              OPT(ARG_LOCAL, "history", "history", NULL,
+                                  "also list every work item, open and ended (ListWorkItems)"),
+                              OPT(ARG_LOCAL, "svg", "svg", NULL,
+                                  "write the diagram of its definition version with its "
+                                  "state as SVG"),
+                              OPT(ARG_LOCAL, "dot", "dot", NULL, "the same as Graphviz DOT"), END},
      .print = print_show,
      .run = run_show,
-     .details = "--history adds the work items of a net instance in enabled order: transition,\n"
-                "trigger, state, when enabled and ended, deadline, assignee / job type / signal,\n"
-                "and who finished it (with --json: one more JSON line per work item).\n"},
+     .details =
+         "--history adds the work items of a net instance in enabled order: transition,\n"
+         "trigger, state, when enabled and ended, deadline, assignee / job type / signal,\n"
+         "and who finished it (with --json: one more JSON line per work item).\n"
+         "--svg and --dot write the diagram of the instance on stdout instead (GetDiagram):\n"
+         "token counts on places, enabled work items highlighted, an incident in red,\n"
+         "the current step of a STEPS definition.\n"},
     {.name = "processes",
      .summary = "list root instances, oldest first",
      .method = "ListInstances",
@@ -289,13 +305,13 @@ static const struct command commands[] = {
 
     /* ---- batch operations ---- */
     {.name = "batch start",
-     .summary = "apply cancel, retry, suspend or resume to every matching root instance",
+     .summary = "apply cancel, retry, suspend, resume or migrate to every matching root instance",
      .method = "StartBatchOperation",
      .req = DESC(start_batch_operation_request),
      .resp = DESC(start_batch_operation_response),
      .args =
          (const struct arg[]){
-             POS("action", "ACTION", "cancel, retry, suspend or resume"),
+             POS("action", "ACTION", "cancel, retry, suspend, resume or migrate"),
              OPT(ARG_STR, "started-by", "filter.started_by", "USER",
                  "starter (default: the actor; '*' = anyone)"),
              OPT(ARG_STR, "state", "filter.state", "STATE", "not-started, open or closed"),
@@ -314,6 +330,10 @@ static const struct command commands[] = {
              OPT(ARG_VAR, "var", "filter.variables", "PATH=VALUE",
                  "the variable at PATH equals VALUE (repeat: all must hold)"),
              OPT(ARG_STR, "reason", "reason", "TEXT", "why (passed to each action)"),
+             OPT(ARG_INT, "version", "target_version", "N",
+                 "migrate: the version to move to (needs --key)"),
+             OPT(ARG_PLACEMAP, "map", "place_mapping", "FROM:TO",
+                 "migrate: tokens of place FROM go to place TO (repeat)"),
              OPT(ARG_LOCAL, "follow", "follow", NULL,
                  "wait until it ends, printing a progress line"),
              REQUEST_ID, END},
@@ -321,6 +341,8 @@ static const struct command commands[] = {
      .run = run_batch,
      .details = "The filter flags are those of `wfctl processes`; the instances matched are\n"
                 "those created up to the start. Needs --actor (each action runs as the actor).\n"
+                "migrate moves each instance as `wfctl migrate` would, to --version of the\n"
+                "definition --key names, with the --map mapping.\n"
                 "With --follow, a progress line goes to stderr every second until the batch\n"
                 "is COMPLETED or CANCELLED; the exit status is 1 when an action was refused.\n"},
     {.name = "batch get",
@@ -1170,10 +1192,73 @@ run_unary(const struct command *c, struct wfctl_args *a)
     return rc;
 }
 
-/* show: GetInstance, then with --history every page of ListWorkItems. */
+/* The diagram format a command's --svg / --dot asks for: 0 for none, -1
+ * for both. */
+static int
+diagram_format(const struct wfctl_args *a)
+{
+    int svg = json_is_true(json_object_get(a->local, "svg"));
+    int dot = json_is_true(json_object_get(a->local, "dot"));
+    if (svg && dot)
+        return -1;
+    return svg   ? WORKFLOW__V1__DIAGRAM_FORMAT__DIAGRAM_FORMAT_SVG
+           : dot ? WORKFLOW__V1__DIAGRAM_FORMAT__DIAGRAM_FORMAT_DOT
+                 : 0;
+}
+
+/* GetDiagram; writes the content on stdout as it is (--json: the response
+ * as one JSON line). */
+static int
+write_diagram(Workflow__V1__GetDiagramRequest *req)
+{
+    ProtobufCMessage *resp = NULL;
+    wf_client_status st;
+    if (wfctl_call("GetDiagram", &req->base, &workflow__v1__get_diagram_response__descriptor, &resp,
+                   0, &st) != 0)
+        return wfctl_fail(&st);
+    const Workflow__V1__GetDiagramResponse *r = (const void *)resp;
+    int rc = WFCTL_OK;
+    if (g_wfctl.json)
+        pbjson_print(resp);
+    else if (fwrite(r->content, 1, strlen(r->content), stdout) != strlen(r->content) ||
+             fflush(stdout) != 0)
+        rc = WFCTL_FAILED;
+    protobuf_c_message_free_unpacked(resp, NULL);
+    return rc;
+}
+
+/* definition: GetDefinition, or with --svg / --dot the version's diagram. */
+static int
+run_definition(const struct command *c, struct wfctl_args *a)
+{
+    int format = diagram_format(a);
+    if (format < 0)
+        return wfctl_usage_error("definition: --svg and --dot exclude each other");
+    if (format == 0)
+        return run_unary(c, a);
+    Workflow__V1__GetDiagramRequest req = WORKFLOW__V1__GET_DIAGRAM_REQUEST__INIT;
+    req.definition_key = (char *)json_string_value(json_object_get(a->req, "key"));
+    req.version = (int32_t)json_integer_value(json_object_get(a->req, "version"));
+    req.format = (Workflow__V1__DiagramFormat)format;
+    return write_diagram(&req);
+}
+
+/* show: GetInstance, then with --history every page of ListWorkItems; with
+ * --svg / --dot the instance's diagram instead. */
 static int
 run_show(const struct command *c, struct wfctl_args *a)
 {
+    int format = diagram_format(a);
+    if (format < 0)
+        return wfctl_usage_error("show: --svg and --dot exclude each other");
+    if (format != 0) {
+        if (json_is_true(json_object_get(a->local, "history")))
+            return wfctl_usage_error("show: --history does not go with --svg or --dot");
+        Workflow__V1__GetDiagramRequest req = WORKFLOW__V1__GET_DIAGRAM_REQUEST__INIT;
+        req.instance_id = (char *)json_string_value(json_object_get(a->req, "instance_id"));
+        req.format = (Workflow__V1__DiagramFormat)format;
+        return write_diagram(&req);
+    }
     int rc = run_unary(c, a);
     if (rc != WFCTL_OK || !json_is_true(json_object_get(a->local, "history")))
         return rc;

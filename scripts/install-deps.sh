@@ -13,10 +13,13 @@ set -euo pipefail
 build_packages=(
     build-essential cmake pkg-config
     libgrpc-dev protobuf-c-compiler libprotobuf-c-dev libprotobuf-dev grpc-proto
-    libpq-dev libjansson-dev libjq-dev libonig-dev libmicrohttpd-dev
+    libpq-dev libjansson-dev libjq-dev libonig-dev libmicrohttpd-dev libgraphviz-dev
 )
 packages=(
     "${build_packages[@]}"
+    # runtime: Graphviz's layout library with its plugins (GetDiagram), as
+    # the Dockerfile's runtime stage installs it
+    libgvc6
     # tests: Check, a throwaway Postgres, Python client, proto tooling, clang-format,
     # promtool (prometheus) and PyYAML for the alert rules and the dashboard,
     # groff-base and zsh (the wfctl man page and zsh completion are checked with them),

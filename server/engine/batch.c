@@ -55,6 +55,8 @@ action_method(int action)
         return "SuspendInstance";
     case WF_BATCH_RESUME:
         return "ResumeInstance";
+    case WF_BATCH_MIGRATE:
+        return "MigrateInstance";
     }
     return NULL;
 }
@@ -153,6 +155,57 @@ filter_load(wf_arena *a, const char *text, wf_ref_instance_query *q, wf_error *e
     return oom ? wf_error_nomem(err) : WF_OK;
 }
 
+/* ---- the action's arguments (args_json) ----------------------------------------- */
+
+/* MIGRATE's arguments as args_json: {"targetVersion":N,"placeMapping":
+ * [{"from":…,"to":…}]}; NULL when out of memory. */
+static char *
+args_dump(wf_arena *a, const wf_batch_spec *spec)
+{
+    json_t *map = json_array();
+    for (size_t i = 0; map != NULL && i < spec->n_mapping; i++)
+        json_array_append_new(map, json_pack("{s:s,s:s}", "from", spec->mapping[i].from_place, "to",
+                                             spec->mapping[i].to_place));
+    json_t *o = map != NULL ? json_pack("{s:i,s:o}", "targetVersion", (int)spec->target_version,
+                                        "placeMapping", map)
+                            : NULL;
+    char *text = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    char *out = text != NULL ? wf_arena_strdup(a, text) : NULL;
+    free(text);
+    return out;
+}
+
+/* Reads args_json (NULL: no arguments) into v's migration arguments. */
+static wf_code
+args_load(wf_arena *a, const char *text, wf_batch_view *v, wf_error *err)
+{
+    v->target_version = 0;
+    v->mapping = NULL;
+    v->n_mapping = 0;
+    if (text == NULL)
+        return WF_OK;
+    json_t *o = json_loads(text, 0, NULL);
+    const json_t *map = json_object_get(o, "placeMapping");
+    if (!json_is_object(o) || !json_is_array(map)) {
+        json_decref(o);
+        return wf_error_set(err, WF_E_INTERNAL, "a batch operation's arguments cannot be read");
+    }
+    bool oom = false;
+    size_t n = json_array_size(map);
+    v->target_version = (int32_t)json_integer_value(json_object_get(o, "targetVersion"));
+    v->mapping = wf_arena_calloc(a, n + 1, sizeof *v->mapping);
+    oom |= v->mapping == NULL;
+    for (size_t i = 0; !oom && i < n; i++) {
+        const json_t *e = json_array_get(map, i);
+        v->mapping[i].from_place = get_str(a, e, "from", &oom);
+        v->mapping[i].to_place = get_str(a, e, "to", &oom);
+    }
+    v->n_mapping = oom ? 0 : n;
+    json_decref(o);
+    return oom ? wf_error_nomem(err) : WF_OK;
+}
+
 /* ---- the first refusals ----------------------------------------------------- */
 
 static wf_code
@@ -204,6 +257,8 @@ view_of(wf_arena *a, const wf_batch_row *row, wf_batch_view *out, wf_error *err)
     wf_code rc = filter_load(a, row->filter_json, &out->filter, err);
     if (rc == WF_OK)
         rc = errors_load(a, row->errors_json, &out->errors, &out->n_errors, err);
+    if (rc == WF_OK)
+        rc = args_load(a, row->args_json, out, err);
     return rc;
 }
 
@@ -286,10 +341,27 @@ wf_batch_start(const wf_ref_ctx *ctx, const wf_batch_spec *spec, wf_uow_idem *id
                wf_batch_view *out, wf_error *err)
 {
     if (action_method(spec->action) == NULL)
-        return wf_work_invalid(ctx, "action", "is required (CANCEL, RETRY, SUSPEND or RESUME)",
-                               err);
+        return wf_work_invalid(ctx, "action",
+                               "is required (CANCEL, RETRY, SUSPEND, RESUME or MIGRATE)", err);
     if (spec->reason != NULL && strlen(spec->reason) > REASON_MAX)
         return wf_work_invalid(ctx, "reason", "is longer than 1024 bytes", err);
+    bool migrate = spec->action == WF_BATCH_MIGRATE;
+    if (migrate && empty(spec->filter.definition_key))
+        return wf_work_invalid(ctx, "filter.definition_key",
+                               "is required for MIGRATE (target_version is one of its versions)",
+                               err);
+    if (migrate) {
+        wf_net_migrate_in args = {.target_version = spec->target_version,
+                                  .mapping = spec->mapping,
+                                  .n_mapping = spec->n_mapping};
+        wf_code arc = wf_net_migrate_check_args(ctx, &args, err);
+        if (arc != WF_OK)
+            return arc;
+    } else if (spec->target_version != 0) {
+        return wf_work_invalid(ctx, "target_version", "is for the MIGRATE action only", err);
+    } else if (spec->n_mapping > 0) {
+        return wf_work_invalid(ctx, "place_mapping", "is for the MIGRATE action only", err);
+    }
     wf_ref_instance_query q = spec->filter;
     q.page_size = 0;
     q.cursor = NULL;
@@ -327,6 +399,7 @@ wf_batch_start(const wf_ref_ctx *ctx, const wf_batch_spec *spec, wf_uow_idem *id
         .action = (wf_batch_action)spec->action,
         .state = total == 0 ? WF_BATCH_COMPLETED : WF_BATCH_RUNNING,
         .filter_json = filter_dump(ctx->arena, &q),
+        .args_json = migrate ? args_dump(ctx->arena, spec) : NULL,
         .reason = empty(spec->reason) ? NULL : (char *)spec->reason,
         .created_by = (char *)ctx->actor,
         .total = total,
@@ -335,7 +408,7 @@ wf_batch_start(const wf_ref_ctx *ctx, const wf_batch_spec *spec, wf_uow_idem *id
         .updated_at = now,
         .ended_at = total == 0 ? now : 0,
     };
-    if (row.id == NULL || row.filter_json == NULL)
+    if (row.id == NULL || row.filter_json == NULL || (migrate && row.args_json == NULL))
         return wf_error_nomem(err);
     wf_batch_view view;
     rc = view_of(ctx->arena, &row, &view, err);
@@ -476,6 +549,18 @@ apply(const wf_net_ctx *ctx, const wf_batch_row *b, const char *instance_id, wf_
         return wf_net_suspend_instance(ctx, instance_id, b->reason, &idem, &out, err);
     case WF_BATCH_RESUME:
         return wf_net_resume_instance(ctx, instance_id, b->reason, &idem, &out, err);
+    case WF_BATCH_MIGRATE: {
+        wf_batch_view args;
+        wf_code rc = args_load(ctx->ref.arena, b->args_json, &args, err);
+        if (rc != WF_OK)
+            return rc;
+        wf_net_migrate_in in = {.instance_id = instance_id,
+                                .target_version = args.target_version,
+                                .mapping = args.mapping,
+                                .n_mapping = args.n_mapping};
+        wf_net_migration plan;
+        return wf_net_migrate_instance(ctx, &in, &idem, &plan, err);
+    }
     }
     return WF_E_INTERNAL; /* not reached: action_method knows every action */
 }

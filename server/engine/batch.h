@@ -6,8 +6,8 @@
  * A batch operation applies one action to every root instance a
  * ListInstances filter matches, through the entry functions of the
  * single-instance RPCs (wf_instances_cancel, wf_net_retry_instance,
- * wf_net_suspend_instance, wf_net_resume_instance), never a copy of their
- * rules.
+ * wf_net_suspend_instance, wf_net_resume_instance,
+ * wf_net_migrate_instance), never a copy of their rules.
  *
  * The matching set is fixed at the start: the instances the filter
  * matches among those created up to the start time (the row's
@@ -64,6 +64,11 @@ typedef struct wf_batch_view {
     wf_ref_instance_query filter;
     wf_batch_failure *errors;
     size_t n_errors;
+    /* MIGRATE: the arguments of every migration (read back from
+     * args_json); 0 and none for the other actions. */
+    int32_t target_version;
+    wf_net_place_map *mapping;
+    size_t n_mapping;
 } wf_batch_view;
 
 /* What StartBatchOperation asks for. filter's page_size and cursor are
@@ -72,6 +77,10 @@ typedef struct wf_batch_spec {
     int action; /* a wf_batch_action; anything else is refused */
     wf_ref_instance_query filter;
     const char *reason;
+    /* MIGRATE only (refused with another action): as MigrateInstance's. */
+    int32_t target_version;
+    const wf_net_place_map *mapping;
+    size_t n_mapping;
 } wf_batch_spec;
 
 /* StartBatchOperation: checks the action, the reason and the filter (the

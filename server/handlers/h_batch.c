@@ -44,6 +44,9 @@ batch_msg(wf_arena *a, const wf_batch_view *v)
     m->created_at = wf_h_timestamp(a, r->created_at, &oom);
     m->updated_at = wf_h_timestamp(a, r->updated_at, &oom);
     m->ended_at = wf_h_timestamp(a, r->ended_at, &oom);
+    m->target_version = v->target_version;
+    m->place_mapping = wf_h_place_mapping_msgs(a, v->mapping, v->n_mapping, &oom);
+    m->n_place_mapping = v->n_mapping;
     return oom || m->filter == NULL ? NULL : m;
 }
 
@@ -73,9 +76,15 @@ h_start_batch_operation(wf_call *call, const ProtobufCMessage *msg, ProtobufCMes
     wf_batch_view out;
     wf_h_ref_ctx(call, &ctx);
     static const Workflow__V1__InstanceFilter none = WORKFLOW__V1__INSTANCE_FILTER__INIT;
-    wf_batch_spec spec = {.action = (int)req->action, .reason = req->reason};
-    wf_code rc = wf_h_instance_query(call->arena, req->filter != NULL ? req->filter : &none,
-                                     &spec.filter, err);
+    wf_batch_spec spec = {.action = (int)req->action,
+                          .reason = req->reason,
+                          .target_version = req->target_version,
+                          .n_mapping = req->n_place_mapping};
+    spec.mapping = wf_h_place_mapping(call->arena, req->place_mapping, req->n_place_mapping);
+    wf_code rc = spec.mapping != NULL ? WF_OK : wf_error_nomem(err);
+    if (rc == WF_OK)
+        rc = wf_h_instance_query(call->arena, req->filter != NULL ? req->filter : &none,
+                                 &spec.filter, err);
     if (rc == WF_OK)
         rc = wf_h_idem(call, msg, req->request_id, &start_builder, &idem, err);
     if (rc == WF_OK)

@@ -54,6 +54,14 @@ wf_code wf_h_instance_query(wf_arena *a, const Workflow__V1__InstanceFilter *f,
 /* The reverse, for an answer; NULL when out of memory. */
 Workflow__V1__InstanceFilter *wf_h_instance_filter(wf_arena *a, const wf_ref_instance_query *q);
 
+/* A place mapping of MigrateInstance or StartBatchOperation → the
+ * engine's (strings borrowed); NULL when out of memory. */
+wf_net_place_map *wf_h_place_mapping(wf_arena *a, Workflow__V1__PlaceMapping *const *m, size_t n);
+
+/* The reverse, for an answer (*oom set when out of memory). */
+Workflow__V1__PlaceMapping **wf_h_place_mapping_msgs(wf_arena *a, const wf_net_place_map *m,
+                                                     size_t n, bool *oom);
+
 /* Rows → messages. NULL when out of memory. */
 Workflow__V1__Instance *wf_h_instance(wf_arena *a, const wf_instance_row *r);
 Workflow__V1__Task *wf_h_task(wf_arena *a, const wf_task_row *r);

@@ -253,6 +253,33 @@ wf_h_instance_query(wf_arena *a, const Workflow__V1__InstanceFilter *f, wf_ref_i
     return WF_OK;
 }
 
+wf_net_place_map *
+wf_h_place_mapping(wf_arena *a, Workflow__V1__PlaceMapping *const *m, size_t n)
+{
+    wf_net_place_map *map = wf_arena_calloc(a, n + 1, sizeof *map);
+    for (size_t i = 0; map != NULL && i < n; i++)
+        map[i] = (wf_net_place_map){m[i]->from_place, m[i]->to_place};
+    return map;
+}
+
+Workflow__V1__PlaceMapping **
+wf_h_place_mapping_msgs(wf_arena *a, const wf_net_place_map *m, size_t n, bool *oom)
+{
+    Workflow__V1__PlaceMapping **v = wf_arena_calloc(a, n + 1, sizeof *v);
+    *oom |= v == NULL;
+    for (size_t i = 0; v != NULL && i < n; i++) {
+        v[i] = wf_arena_alloc(a, sizeof *v[i]);
+        if (v[i] == NULL) {
+            *oom = true;
+            return NULL;
+        }
+        workflow__v1__place_mapping__init(v[i]);
+        v[i]->from_place = (char *)m[i].from_place;
+        v[i]->to_place = (char *)m[i].to_place;
+    }
+    return v;
+}
+
 Workflow__V1__InstanceFilter *
 wf_h_instance_filter(wf_arena *a, const wf_ref_instance_query *q)
 {
@@ -608,12 +635,10 @@ h_migrate_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage 
     wf_h_net_ctx(call, &ctx);
     if (wf_ids_check(&ctx.ref, WF_ID_INSTANCE, "instance_id", req->instance_id, err) != WF_OK)
         return err->code;
-    wf_net_place_map *map = wf_arena_calloc(call->arena, req->n_place_mapping + 1, sizeof *map);
+    wf_net_place_map *map =
+        wf_h_place_mapping(call->arena, req->place_mapping, req->n_place_mapping);
     if (map == NULL)
         return wf_error_nomem(err);
-    for (size_t i = 0; i < req->n_place_mapping; i++)
-        map[i] =
-            (wf_net_place_map){req->place_mapping[i]->from_place, req->place_mapping[i]->to_place};
     wf_net_migrate_in in = {
         .instance_id = req->instance_id,
         .target_version = req->target_version,

@@ -14,6 +14,10 @@ wf_code h_get_definition(wf_call *call, const ProtobufCMessage *req, ProtobufCMe
 wf_code h_list_definitions(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                            wf_error *err);
 
+/* Diagrams (h_diagrams.c). */
+wf_code h_get_diagram(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                      wf_error *err);
+
 /* Instances (h_instances.c): ad-hoc roots and trees. */
 wf_code h_start_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                          wf_error *err);

@@ -14,6 +14,7 @@ const wf_route wf_routes[] = {
     {"DeployDefinition", h_deploy_definition, WF_ROUTE_ACTOR, NULL},
     {"GetDefinition", h_get_definition, 0, NULL},
     {"ListDefinitions", h_list_definitions, 0, NULL},
+    {"GetDiagram", h_get_diagram, 0, NULL},
     /* Instances */
     {"StartInstance", h_start_instance, WF_ROUTE_ACTOR, NULL},
     {"GetInstance", h_get_instance, 0, NULL},

@@ -47,7 +47,8 @@
 #define COLS_IDEMPOTENCY "tenant_id, method, request_id, request_hash, response, created_at"
 #define COLS_BATCHES                                                                               \
     "id, tenant_id, action, state, filter_json, reason, created_by, total, done, failed, "         \
-    "errors_json, cursor, lease_owner, lease_until, created_at, updated_at, ended_at, version"
+    "errors_json, cursor, lease_owner, lease_until, created_at, updated_at, ended_at, version, "   \
+    "args_json"
 _Static_assert(S_COUNT_ <= WF_PG_MAX_STMTS, "prepared-statement bits (pg_pool.h)");
 _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
                    S_SWEEP_SIGNALS_T == S_SWEEP_SIGNALS + 1 &&
@@ -776,7 +777,7 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
      * 1; an update needs the version it read ($18) and stores the next. */
     [S_PUT_BATCH] = {"put_batch",
                      "INSERT INTO batch_operations (" COLS_BATCHES ") VALUES ($1, $2, $3, $4, $5, "
-                     "$6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 1)",
+                     "$6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 1, $18)",
                      "batch operation"},
     [S_GET_BATCH] = {"get_batch",
                      "SELECT " COLS_BATCHES " FROM batch_operations WHERE tenant_id = $1 AND id = "
@@ -784,15 +785,16 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                      "batch operation"},
     /* No row: either no such id or another version; the second column
      * of the answer tells them apart. */
-    [S_UPDATE_BATCH] = {"update_batch",
-                        "WITH u AS (UPDATE batch_operations SET action = $3, state = $4, "
-                        "filter_json = $5, reason = $6, created_by = $7, total = $8, done = $9, "
-                        "failed = $10, errors_json = $11, cursor = $12, lease_owner = $13, "
-                        "lease_until = $14, created_at = $15, updated_at = $16, ended_at = $17, "
-                        "version = $18 + 1 WHERE tenant_id = $2 AND id = $1 AND version = $18 "
-                        "RETURNING 1) SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM "
-                        "batch_operations WHERE tenant_id = $2 AND id = $1)",
-                        "batch operation"},
+    [S_UPDATE_BATCH] =
+        {"update_batch",
+         "WITH u AS (UPDATE batch_operations SET action = $3, state = $4, "
+         "filter_json = $5, reason = $6, created_by = $7, total = $8, done = $9, "
+         "failed = $10, errors_json = $11, cursor = $12, lease_owner = $13, "
+         "lease_until = $14, created_at = $15, updated_at = $16, ended_at = $17, "
+         "args_json = $19, version = $18 + 1 WHERE tenant_id = $2 AND id = $1 AND version = $18 "
+         "RETURNING 1) SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM "
+         "batch_operations WHERE tenant_id = $2 AND id = $1)",
+         "batch operation"},
     /* The cursor is always bound: above every row on the first page. */
     [S_LIST_BATCHES] = {"list_batches",
                         "SELECT " COLS_BATCHES " FROM batch_operations WHERE tenant_id = $1 AND "

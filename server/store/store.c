@@ -238,6 +238,7 @@ static const wf_field batch_fields[] = {
     I64(wf_batch_row, failed),      STR(wf_batch_row, errors_json), STR(wf_batch_row, cursor),
     STR(wf_batch_row, lease_owner), I64(wf_batch_row, lease_until), I64(wf_batch_row, created_at),
     I64(wf_batch_row, updated_at),  I64(wf_batch_row, ended_at),    I64(wf_batch_row, version),
+    STR(wf_batch_row, args_json),
 };
 DESC(wf_store__batch_desc, "batch operation", wf_batch_row, batch_fields);
 

@@ -154,6 +154,7 @@ typedef enum wf_batch_action {
     WF_BATCH_RETRY = 2,
     WF_BATCH_SUSPEND = 3,
     WF_BATCH_RESUME = 4,
+    WF_BATCH_MIGRATE = 5,
 } wf_batch_action;
 
 /* A batch operation's life: RUNNING until its walk is done (COMPLETED)
@@ -395,6 +396,7 @@ typedef struct wf_batch_row {
      * requires the stored one and stores version + 1; claims bump it
      * too. */
     int64_t version;
+    char *args_json; /* the action's arguments (engine-owned JSON); may be NULL */
 } wf_batch_row;
 
 /* A root instance with all its descendants and their live rows, as loaded

@@ -25,6 +25,7 @@
 #define A_RETRY WORKFLOW__V1__BATCH_ACTION__BATCH_ACTION_RETRY
 #define A_SUSPEND WORKFLOW__V1__BATCH_ACTION__BATCH_ACTION_SUSPEND
 #define A_RESUME WORKFLOW__V1__BATCH_ACTION__BATCH_ACTION_RESUME
+#define A_MIGRATE WORKFLOW__V1__BATCH_ACTION__BATCH_ACTION_MIGRATE
 #define B_RUNNING WORKFLOW__V1__BATCH_OPERATION_STATE__BATCH_OPERATION_STATE_RUNNING
 #define B_COMPLETED WORKFLOW__V1__BATCH_OPERATION_STATE__BATCH_OPERATION_STATE_COMPLETED
 #define B_CANCELLED WORKFLOW__V1__BATCH_OPERATION_STATE__BATCH_OPERATION_STATE_CANCELLED
@@ -560,6 +561,148 @@ START_TEST(test_bad_requests_are_refused)
 }
 END_TEST
 
+/* ---- MIGRATE ------------------------------------------------------------------------------- */
+
+/* StartBatchOperation MIGRATE of key's instances to version, with the
+ * pairs from[i] -> to[i]. */
+static Workflow__V1__BatchOperation *
+start_migrate(const char *key, int32_t version, const char *from, const char *to,
+              wf_client_status *st)
+{
+    Workflow__V1__StartBatchOperationRequest req =
+        WORKFLOW__V1__START_BATCH_OPERATION_REQUEST__INIT;
+    Workflow__V1__PlaceMapping pm = WORKFLOW__V1__PLACE_MAPPING__INIT;
+    Workflow__V1__PlaceMapping *pms[1] = {&pm};
+    req.filter = key != NULL ? by_key(key) : by_key("");
+    if (key == NULL)
+        req.filter->definition_key = "";
+    req.action = A_MIGRATE;
+    req.target_version = version;
+    if (from != NULL) {
+        pm.from_place = (char *)from;
+        pm.to_place = (char *)to;
+        req.place_mapping = pms;
+        req.n_place_mapping = 1;
+    }
+    Workflow__V1__StartBatchOperationResponse *r =
+        call(me("ops"), "StartBatchOperation", &req,
+             &workflow__v1__start_batch_operation_response__descriptor, st);
+    return r != NULL ? r->batch_operation : NULL;
+}
+
+/* Version 2 of key: the job's place is renamed "ready", the same "work"
+ * transition and job type. */
+static void
+deploy_job_net_v2(const char *key, const char *type)
+{
+    nb *n = net_new(key);
+    place(n, "ready", START);
+    place(n, "end", END);
+    Workflow__V1__Transition *t = trans(n, "work", T_AUTO);
+    with_job(t, type, 1, 0);
+    arc(n, "ready", "work");
+    arc(n, "work", "end");
+    deploy_as(me("dev"), n);
+}
+
+/* MIGRATE: without the mapping every instance is a refusal
+ * (MIGRATION_INVALID: its token's place is gone in version 2) and
+ * nothing moves; with it each running instance moves once (one
+ * INSTANCE_MIGRATED, the job kept), the ended one is refused, and a
+ * second batch to the same version is a no-op for each. */
+START_TEST(test_migrate_moves_each_instance_once)
+{
+    const char *key = u("batch-migrate"), *type;
+    deploy_job_net(key, &type);
+    Workflow__V1__Instance **in = start_n(key, 4);
+    cancel_instance_ok(in[3]->id);
+    deploy_job_net_v2(key, type);
+    wf_client_status st;
+
+    Workflow__V1__BatchOperation *b = start_migrate(key, 2, NULL, NULL, &st);
+    ck_ok(st);
+    ck_assert_int_eq(b->action, A_MIGRATE);
+    ck_assert_int_eq(b->target_version, 2);
+    ck_assert_uint_eq(b->n_place_mapping, 0);
+    tick();
+    Workflow__V1__BatchOperation *g = get_ok(b->id);
+    ck_assert_int_eq(g->state, B_COMPLETED);
+    ck_assert_int_eq(g->done, 0);
+    ck_assert_int_eq(g->failed, 4);
+    ck_assert_str_eq(g->errors[0]->reason, "MIGRATION_INVALID");
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_int_eq(get_instance_as(me("reader"), in[i]->id)->instance->definition_version, 1);
+        ck_assert_uint_eq(count_type(in[i]->id, "INSTANCE_MIGRATED"), 0);
+    }
+
+    b = start_migrate(key, 2, "start", "ready", &st);
+    ck_ok(st);
+    ck_assert_uint_eq(b->n_place_mapping, 1);
+    ck_assert_str_eq(b->place_mapping[0]->from_place, "start");
+    ck_assert_str_eq(b->place_mapping[0]->to_place, "ready");
+    tick();
+    g = get_ok(b->id);
+    ck_assert_int_eq(g->state, B_COMPLETED);
+    ck_assert_int_eq(g->total, 4);
+    ck_assert_int_eq(g->done, 3);
+    ck_assert_int_eq(g->failed, 1);
+    ck_assert_str_eq(g->errors[0]->instance_id, in[3]->id);
+    ck_assert_str_eq(g->errors[0]->reason, "INSTANCE_NOT_RUNNING");
+    ck_assert_int_eq(g->target_version, 2);
+    ck_assert_str_eq(g->place_mapping[0]->to_place, "ready");
+    for (size_t i = 0; i < 3; i++) {
+        Workflow__V1__GetInstanceResponse *gi = get_instance_as(me("reader"), in[i]->id);
+        ck_assert_int_eq(gi->instance->definition_version, 2);
+        ck_assert_uint_eq(gi->n_jobs, 1); /* the job of "work" was kept */
+        ck_assert_uint_eq(count_type(in[i]->id, "INSTANCE_MIGRATED"), 1);
+    }
+
+    /* Again to the same version: done for each, nothing written. */
+    b = start_migrate(key, 2, "start", "ready", &st);
+    ck_ok(st);
+    tick();
+    ck_assert_int_eq(get_ok(b->id)->done, 3);
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_uint_eq(count_type(in[i]->id, "INSTANCE_MIGRATED"), 1);
+}
+END_TEST
+
+/* MIGRATE's arguments are checked at the start, before anything is
+ * stored, and refused with the other actions. */
+START_TEST(test_migrate_arguments_are_checked_at_start)
+{
+    wf_client_status st;
+    start_migrate(NULL, 2, NULL, NULL, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    ck_assert_msg(st.nviolations == 1 &&
+                      strncmp(st.violations[0], "filter.definition_key:", 22) == 0,
+                  "%s", st.nviolations > 0 ? st.violations[0] : "");
+    start_migrate("k", 0, NULL, NULL, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    ck_assert_msg(st.nviolations == 1 && strncmp(st.violations[0], "target_version:", 15) == 0,
+                  "%s", st.nviolations > 0 ? st.violations[0] : "");
+    start_migrate("k", 2, "start", "", &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    ck_assert_msg(st.nviolations == 1 &&
+                      strncmp(st.violations[0], "place_mapping[0].to_place:", 26) == 0,
+                  "%s", st.nviolations > 0 ? st.violations[0] : "");
+
+    Workflow__V1__StartBatchOperationRequest req =
+        WORKFLOW__V1__START_BATCH_OPERATION_REQUEST__INIT;
+    req.filter = by_key("k");
+    req.action = A_CANCEL;
+    req.target_version = 2;
+    call(me("ops"), "StartBatchOperation", &req,
+         &workflow__v1__start_batch_operation_response__descriptor, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    ck_assert_msg(st.nviolations == 1 && strncmp(st.violations[0], "target_version:", 15) == 0,
+                  "%s", st.nviolations > 0 ? st.violations[0] : "");
+    Workflow__V1__ListBatchOperationsResponse *l = list_c(0, NULL, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(l->n_batch_operations, 0);
+}
+END_TEST
+
 static Suite *
 batch_suite(void)
 {
@@ -578,6 +721,8 @@ batch_suite(void)
     tcase_add_test(tc, test_list_is_newest_first_and_paged);
     tcase_add_test(tc, test_other_tenants_and_unknown_ids_are_not_found);
     tcase_add_test(tc, test_bad_requests_are_refused);
+    tcase_add_test(tc, test_migrate_moves_each_instance_once);
+    tcase_add_test(tc, test_migrate_arguments_are_checked_at_start);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -26,6 +26,7 @@ LAYERS = [
     ("engine/referral", "engine/referral", ["referral_int.h"]),
     ("engine/runtime", "engine/runtime", ["net_runtime_int.h"]),
     ("engine", "engine", []),
+    ("diagram", "diagram", []),
     ("scheduler", "scheduler", []),
     ("pb", None, []),
     ("handlers", "handlers", ["h_common.h"]),

@@ -360,6 +360,12 @@ typedef struct wf_net_migration {
 wf_code wf_net_migrate_instance(const wf_net_ctx *ctx, const wf_net_migrate_in *in,
                                 wf_uow_idem *idem, wf_net_migration *out, wf_error *err);
 
+/* The checks of in's target_version and mapping that need no instance
+ * (INVALID_ARGUMENT naming target_version or place_mapping[i]), as
+ * wf_net_migrate_instance makes them first; a batch operation makes them
+ * once at its start. */
+wf_code wf_net_migrate_check_args(const wf_ref_ctx *r, const wf_net_migrate_in *in, wf_error *err);
+
 /* ---- GetInstance ------------------------------------------------------------------ */
 
 typedef struct wf_net_awaiting {

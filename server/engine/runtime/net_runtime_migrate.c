@@ -46,11 +46,9 @@ typedef struct migrate_op {
 
 /* ---- the request -------------------------------------------------------------------- */
 
-static wf_code
-check_request(const wf_ref_ctx *r, const wf_net_migrate_in *in, wf_error *err)
+wf_code
+wf_net_migrate_check_args(const wf_ref_ctx *r, const wf_net_migrate_in *in, wf_error *err)
 {
-    if (wf_str_empty(in->instance_id))
-        return wf_work_violation(r, WF_E_INVALID_ARGUMENT, "instance_id", "is required", err);
     if (in->target_version < 1)
         return wf_work_violation(r, WF_E_INVALID_ARGUMENT, "target_version", "must be at least 1",
                                  err);
@@ -70,6 +68,14 @@ check_request(const wf_ref_ctx *r, const wf_net_migrate_in *in, wf_error *err)
         return wf_work_violation(r, WF_E_INVALID_ARGUMENT, path, "is required", err);
     }
     return WF_OK;
+}
+
+static wf_code
+check_request(const wf_ref_ctx *r, const wf_net_migrate_in *in, wf_error *err)
+{
+    if (wf_str_empty(in->instance_id))
+        return wf_work_violation(r, WF_E_INVALID_ARGUMENT, "instance_id", "is required", err);
+    return wf_net_migrate_check_args(r, in, err);
 }
 
 /* ---- the plan ------------------------------------------------------------------------ */

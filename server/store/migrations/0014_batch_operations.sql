@@ -5,8 +5,9 @@
 -- request record) and then by the schedulers of every replica, each
 -- write checked against version: a claim sets the lease (lease_owner,
 -- lease_until), a chunk advances cursor and the counters and lets the
--- lease go, CancelBatchOperation ends it. filter_json, errors_json and
--- cursor belong to the engine; the store never reads them.
+-- lease go, CancelBatchOperation ends it. filter_json, args_json (the
+-- action's arguments: MIGRATE's target version and place mapping),
+-- errors_json and cursor belong to the engine; the store never reads them.
 CREATE TABLE batch_operations (
     id          text NOT NULL,
     tenant_id   text NOT NULL,
@@ -26,6 +27,7 @@ CREATE TABLE batch_operations (
     updated_at  bigint NOT NULL,
     ended_at    bigint NOT NULL DEFAULT 0,
     version     bigint NOT NULL,
+    args_json   text,
     PRIMARY KEY (tenant_id, id)
 );
 

@@ -1,0 +1,207 @@
+/*
+ * diagram: GetDiagram's rule. Checks the request, reads the definition
+ * version (or the instance, the version it is pinned to and its open work
+ * items) through the engine's public reads, builds the overlay, writes
+ * the DOT text and, for SVG, has Graphviz lay it out.
+ *
+ * Every read has returned before the layout starts: no store lock,
+ * transaction or pooled connection is held while Graphviz runs, and the
+ * Health service runs on its own thread, so a slow layout delays only its
+ * own call (and other diagrams, which wait for Graphviz's lock).
+ *
+ * Must not: see protobuf or grpc; change anything.
+ */
+#include <string.h>
+
+#include "diagram.h"
+#include "instances.h"
+#include "wf_str.h"
+#include "work.h"
+
+#define SVG_TYPE "image/svg+xml"
+#define DOT_TYPE "text/vnd.graphviz"
+
+/* Work items read per page when collecting the enabled ones (the most
+ * ListWorkItems gives). */
+#define ITEMS_PAGE 500
+
+static const char *
+status_name(wf_instance_status s)
+{
+    switch (s) {
+    case WF_INSTANCE_RUNNING:
+        return "RUNNING";
+    case WF_INSTANCE_COMPLETED:
+        return "COMPLETED";
+    case WF_INSTANCE_CANCELLED:
+        return "CANCELLED";
+    case WF_INSTANCE_FAILED:
+        return "FAILED";
+    case WF_INSTANCE_COMPENSATING:
+        return "COMPENSATING";
+    case WF_INSTANCE_COMPENSATED:
+        return "COMPENSATED";
+    case WF_INSTANCE_SUSPENDED:
+        return "SUSPENDED";
+    }
+    return NULL;
+}
+
+static void
+violate(const wf_net_ctx *ctx, const char *field, const char *msg, int *n)
+{
+    if (ctx->ref.violation != NULL)
+        ctx->ref.violation(ctx->ref.violation_arg, field, NULL, msg);
+    (*n)++;
+}
+
+/* Every violation of the request at once. */
+static wf_code
+check_request(const wf_net_ctx *ctx, const wf_diagram_in *in, wf_error *err)
+{
+    int n = 0;
+    const char *first = NULL;
+    bool key = !wf_str_empty(in->definition_key), inst = !wf_str_empty(in->instance_id);
+    if (key && inst) {
+        violate(ctx, "instance_id", "must be empty with definition_key", &n);
+        first = "set only one of definition_key and instance_id";
+    } else if (!key && !inst) {
+        violate(ctx, "definition_key", "is required (or instance_id)", &n);
+        first = "definition_key or instance_id is required";
+    }
+    if (in->version < 0) {
+        violate(ctx, "version", "must not be negative", &n);
+        first = first != NULL ? first : "version must not be negative";
+    } else if (inst && in->version != 0) {
+        violate(ctx, "version", "must be 0 with instance_id (its own version is drawn)", &n);
+        first = first != NULL ? first : "version must be 0 with instance_id";
+    }
+    if (in->format != WF_DIAGRAM_SVG && in->format != WF_DIAGRAM_DOT) {
+        violate(ctx, "format", "must be SVG or DOT", &n);
+        first = first != NULL ? first : "format must be SVG or DOT";
+    }
+    if (n == 0)
+        return WF_OK;
+    return wf_error_set(err, WF_E_INVALID_ARGUMENT, "%s", first);
+}
+
+/* The transition ids of the instance's enabled work items, every page. */
+static wf_code
+enabled_items(const wf_net_ctx *ctx, const char *instance_id, wf_diagram_overlay *ov, wf_error *err)
+{
+    static const int enabled_state[] = {WF_NET_ITEM_ENABLED};
+    const char **ids = NULL;
+    size_t n = 0;
+    char *cursor = NULL;
+    do {
+        wf_net_list_items_in q = {.instance_id = instance_id,
+                                  .states = enabled_state,
+                                  .n_states = 1,
+                                  .page_size = ITEMS_PAGE,
+                                  .cursor = cursor};
+        wf_net_item *items = NULL;
+        size_t got = 0;
+        cursor = NULL;
+        wf_code rc = wf_net_list_work_items(&ctx->ref, &q, &items, &got, &cursor, err);
+        if (rc != WF_OK)
+            return rc;
+        const char **more = wf_arena_calloc(ctx->ref.arena, n + got + 1, sizeof *more);
+        if (more == NULL)
+            return wf_error_nomem(err);
+        if (n > 0)
+            memcpy(more, ids, n * sizeof *ids);
+        for (size_t i = 0; i < got; i++)
+            more[n++] = items[i].row.transition_id;
+        ids = more;
+    } while (!wf_str_empty(cursor));
+    ov->enabled = ids;
+    ov->n_enabled = n;
+    return WF_OK;
+}
+
+/* The overlay of an instance, and the definition version it is pinned to. */
+static wf_code
+instance_overlay(const wf_net_ctx *ctx, const char *instance_id, wf_diagram_overlay *ov,
+                 wf_definition_row *row, const wf_net **net, wf_error *err)
+{
+    wf_instance_view view;
+    wf_code rc = wf_instances_get(&ctx->ref, instance_id, &view, err);
+    if (rc != WF_OK)
+        return rc;
+    const wf_instance_row *in = &view.tree.instance;
+    rc = wf_net_get_definition(ctx, in->definition_key, in->definition_version, row, net, err);
+    if (rc != WF_OK)
+        return rc;
+    memset(ov, 0, sizeof *ov);
+    ov->instance_id = in->id;
+    ov->status = status_name(in->status);
+    if (in->status == WF_INSTANCE_FAILED && !wf_str_empty(in->incident_code)) {
+        ov->incident_code = in->incident_code;
+        ov->incident_transition_id = in->incident_transition_id;
+    }
+    if (!view.net.is_net)
+        return WF_OK;
+    ov->marking = view.net.marking;
+    ov->n_marking = view.net.n_marking;
+    const char **steps =
+        wf_arena_calloc(ctx->ref.arena, view.net.n_current_steps + 1, sizeof *steps);
+    if (steps == NULL)
+        return wf_error_nomem(err);
+    for (size_t i = 0; i < view.net.n_current_steps; i++)
+        steps[i] = view.net.current_steps[i]->id;
+    ov->current_steps = steps;
+    ov->n_current_steps = view.net.n_current_steps;
+    return enabled_items(ctx, instance_id, ov, err);
+}
+
+wf_code
+wf_diagram_get(const wf_net_ctx *ctx, const wf_diagram_in *in, wf_diagram *out, wf_error *err)
+{
+    memset(out, 0, sizeof *out);
+    wf_code rc = check_request(ctx, in, err);
+    if (rc != WF_OK)
+        return rc;
+    wf_definition_row row;
+    const wf_net *net;
+    wf_diagram_overlay ov;
+    bool overlay = !wf_str_empty(in->instance_id);
+    if (overlay)
+        rc = instance_overlay(ctx, in->instance_id, &ov, &row, &net, err);
+    else
+        rc = wf_net_get_definition(ctx, in->definition_key, in->version, &row, &net, err);
+    if (rc != WF_OK)
+        return rc;
+    /* The cached net may be shared: draw a copy that carries the row's
+     * version. */
+    wf_net drawn = *net;
+    drawn.version = row.version;
+    if (wf_str_empty(drawn.key))
+        drawn.key = row.key;
+    char *dot;
+    rc = wf_diagram_dot(&drawn, row.kind, overlay ? &ov : NULL, ctx->ref.arena, &dot, err);
+    if (rc != WF_OK)
+        return rc;
+    if (in->format == WF_DIAGRAM_DOT) {
+        out->content = dot;
+        out->len = strlen(dot);
+        out->content_type = DOT_TYPE;
+        return WF_OK;
+    }
+    size_t nodes = net->n_places + net->n_transitions, edges = net->n_arcs;
+    for (size_t i = 0; i < net->n_transitions; i++)
+        edges += net->transitions[i].n_cancels;
+    if (nodes > WF_DIAGRAM_MAX_SVG_NODES || edges > WF_DIAGRAM_MAX_SVG_EDGES)
+        return wf_error_set(err, WF_E_TOO_LARGE,
+                            "the net has %zu places and transitions and %zu arcs: SVG is laid "
+                            "out for at most %d and %d; ask for DOT",
+                            nodes, edges, WF_DIAGRAM_MAX_SVG_NODES, WF_DIAGRAM_MAX_SVG_EDGES);
+    char *svg;
+    size_t len;
+    rc = wf_diagram_svg(dot, ctx->ref.deadline_ms, ctx->ref.arena, &svg, &len, err);
+    if (rc != WF_OK)
+        return rc;
+    out->content = svg;
+    out->len = len;
+    out->content_type = SVG_TYPE;
+    return WF_OK;
+}

@@ -1,0 +1,451 @@
+/*
+ * diagram_dot: the DOT text of a compiled net and of an instance's overlay.
+ *
+ * Owns the look of a diagram (shapes, labels, colours) and the escaping of
+ * every string that reaches the DOT text. Graphviz reads a quoted DOT
+ * string with only \" as an escape, then expands backslash sequences (\N,
+ * \n, \l, \\) in labels and ids, and turns &name; entities into characters
+ * and copies them into the SVG as they are; so a backslash is doubled, a
+ * quote escaped, an '&' that starts an entity written as &amp;, control
+ * bytes and invalid UTF-8 replaced by U+FFFD (XML allows neither), and a
+ * newline in a label becomes a DOT line break.
+ *
+ * Must not: read the store or call Graphviz (diagram_render.c does).
+ */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diagram.h"
+#include "wf_str.h"
+#include "wf_utf8.h"
+
+/* The replacement character U+FFFD in UTF-8. */
+#define REPLACEMENT "\xEF\xBF\xBD"
+
+/* Colours of the overlay. */
+#define COLOR_TOKENS "#d6e9ff"  /* a place holding tokens */
+#define COLOR_ENABLED "#fff2a8" /* a transition with enabled work items */
+#define COLOR_STEP "#1f6feb"    /* the current step of a STEPS instance */
+#define COLOR_INCIDENT "red"    /* the transition of an open incident */
+#define COLOR_CANCEL "gray40"   /* cancel-set arcs */
+
+/* ---- a growing buffer ------------------------------------------------------------------- */
+
+/* The text being written: malloc'd, copied into the arena at the end;
+ * oom is sticky (later writes are dropped). */
+typedef struct dbuf {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} dbuf;
+
+static void
+put_n(dbuf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap != 0 ? b->cap : 4096;
+        while (b->n + n + 1 > cap)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (p == NULL) {
+            b->oom = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+static void
+put(dbuf *b, const char *s)
+{
+    put_n(b, s, strlen(s));
+}
+
+static void __attribute__((format(printf, 2, 3))) putf(dbuf *b, const char *fmt, ...)
+{
+    char tmp[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        b->oom = true;
+    else
+        put_n(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+/* ---- escaping ----------------------------------------------------------------------------- */
+
+/* True when s (just after an '&') reads as an entity: a name or a #number
+ * of 1-32 characters, then ';'. */
+static bool
+entity_follows(const char *s)
+{
+    size_t i = 0;
+    while (i < 33 && ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+                      (s[i] >= '0' && s[i] <= '9') || s[i] == '#'))
+        i++;
+    return i > 0 && i <= 32 && s[i] == ';';
+}
+
+/* Writes s (NULL = "") escaped for the inside of a quoted DOT string.
+ * label: a newline becomes a DOT line break (else, like every other
+ * control byte, U+FFFD). max > 0 cuts s after max bytes, at a character
+ * boundary, and appends "...". */
+static void
+put_escaped(dbuf *b, const char *s, size_t max, bool label)
+{
+    const unsigned char *u = (const unsigned char *)(s != NULL ? s : "");
+    size_t n = strlen((const char *)u);
+    for (size_t i = 0; i < n;) {
+        size_t len = wf_utf8_char(u + i, n - i);
+        if (max > 0 && i + (len != 0 ? len : 1) > max) {
+            put(b, "...");
+            return;
+        }
+        if (len == 0) {
+            put(b, REPLACEMENT);
+            i++;
+            continue;
+        }
+        if (len > 1) {
+            /* U+FFFE and U+FFFF are not XML characters. */
+            if (len == 3 && u[i] == 0xEF && u[i + 1] == 0xBF && u[i + 2] >= 0xBE)
+                put(b, REPLACEMENT);
+            else
+                put_n(b, (const char *)u + i, len);
+            i += len;
+            continue;
+        }
+        unsigned char c = u[i++];
+        if (c == '"')
+            put(b, "\\\"");
+        else if (c == '\\')
+            put(b, "\\\\");
+        else if (c == '&' && entity_follows((const char *)u + i))
+            put(b, "&amp;");
+        else if (c == '\n' && label)
+            put(b, "\\n");
+        else if (c == '\r' && label)
+            continue;
+        else if (c == '\t')
+            put(b, " ");
+        else if (c < 0x20)
+            put(b, REPLACEMENT);
+        else
+            put_n(b, (const char *)&c, 1);
+    }
+}
+
+/* A quoted id: "..." */
+static void
+put_id(dbuf *b, const char *id)
+{
+    put(b, "\"");
+    put_escaped(b, id, 0, false);
+    put(b, "\"");
+}
+
+/* A quoted label text, cut at WF_DIAGRAM_MAX_LABEL. */
+static void
+put_text(dbuf *b, const char *s)
+{
+    put_escaped(b, s, WF_DIAGRAM_MAX_LABEL, true);
+}
+
+/* ---- labels ----------------------------------------------------------------------------- */
+
+/* A duration in ms as "250ms", "30s", "5m", "2h" or "3d" (the largest unit
+ * that divides it), else in ms. */
+static void
+put_duration(dbuf *b, int64_t ms)
+{
+    static const struct {
+        int64_t ms;
+        const char *unit;
+    } units[] = {{86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (ms >= units[i].ms && ms % units[i].ms == 0) {
+            putf(b, "%lld%s", (long long)(ms / units[i].ms), units[i].unit);
+            return;
+        }
+    putf(b, "%lldms", (long long)ms);
+}
+
+/* The name of a node, then its id when the name is set and differs. */
+static void
+put_name(dbuf *b, const char *name, const char *id)
+{
+    if (wf_str_empty(name) || wf_str_eq(name, id)) {
+        put_text(b, id);
+        return;
+    }
+    put_text(b, name);
+    put(b, "\\n(");
+    put_text(b, id);
+    put(b, ")");
+}
+
+/* The trigger line of a transition. */
+static void
+put_trigger(dbuf *b, const wf_transition *t)
+{
+    switch (t->trigger) {
+    case WF_TRIGGER_USER:
+        put(b, "USER");
+        break;
+    case WF_TRIGGER_AUTO:
+        if (wf_str_empty(t->job_type)) {
+            put(b, "AUTO (routing)");
+        } else {
+            put(b, "AUTO job: ");
+            put_text(b, t->job_type);
+        }
+        break;
+    case WF_TRIGGER_TIME:
+        put(b, "TIME");
+        if (t->delay_ms > 0) {
+            put(b, " after ");
+            put_duration(b, t->delay_ms);
+        } else if (!wf_str_empty(t->due_expression)) {
+            put(b, " at ");
+            put_text(b, t->due_expression);
+        }
+        break;
+    case WF_TRIGGER_MSG:
+        put(b, "MSG ");
+        put_text(b, t->signal_name);
+        break;
+    default:
+        putf(b, "trigger %d", (int)t->trigger);
+        break;
+    }
+}
+
+/* ---- the overlay ------------------------------------------------------------------------- */
+
+static int32_t
+tokens_of(const wf_diagram_overlay *ov, const char *place_id)
+{
+    int32_t n = 0;
+    for (size_t i = 0; ov != NULL && i < ov->n_marking; i++)
+        if (wf_str_eq(ov->marking[i].place_id, place_id))
+            n += ov->marking[i].count;
+    return n;
+}
+
+static size_t
+enabled_of(const wf_diagram_overlay *ov, const char *transition_id)
+{
+    size_t n = 0;
+    for (size_t i = 0; ov != NULL && i < ov->n_enabled; i++)
+        n += wf_str_eq(ov->enabled[i], transition_id);
+    return n;
+}
+
+static bool
+is_current_step(const wf_diagram_overlay *ov, const wf_transition *t)
+{
+    if (ov == NULL || wf_str_empty(t->step_id))
+        return false;
+    for (size_t i = 0; i < ov->n_current_steps; i++)
+        if (wf_str_eq(ov->current_steps[i], t->step_id))
+            return true;
+    return false;
+}
+
+static bool
+has_incident(const wf_diagram_overlay *ov)
+{
+    return ov != NULL && !wf_str_empty(ov->incident_code);
+}
+
+/* ---- the graph ---------------------------------------------------------------------------- */
+
+static const char *
+kind_name(wf_def_kind kind)
+{
+    switch (kind) {
+    case WF_DEF_AD_HOC:
+        return "AD_HOC";
+    case WF_DEF_NET:
+        return "NET";
+    case WF_DEF_STEPS:
+        return "STEPS";
+    }
+    return "?";
+}
+
+static void
+put_header(dbuf *b, const wf_net *net, wf_def_kind kind, const wf_diagram_overlay *ov)
+{
+    put(b, "digraph ");
+    put_id(b, net->key);
+    put(b, " {\n");
+    /* The graph's id has a space: no place or transition id has one. */
+    /* Bounded layout work: straight edges (spline routing around long
+     * edges dominates the time), and few network-simplex and crossing
+     * passes. */
+    put(b, "  graph [id=\"net graph\", rankdir=LR, splines=line, nslimit=0.1, nslimit1=0.1, "
+           "mclimit=0.1, labelloc=t, fontname=\"Helvetica\", fontsize=12, label=\"");
+    put_text(b, net->key);
+    putf(b, " v%d (%s)", (int)net->version, kind_name(kind));
+    if (!wf_str_empty(net->name) && !wf_str_eq(net->name, net->key)) {
+        put(b, "\\n");
+        put_text(b, net->name);
+    }
+    if (ov != NULL) {
+        put(b, "\\ninstance ");
+        put_text(b, ov->instance_id);
+        if (!wf_str_empty(ov->status)) {
+            put(b, ": ");
+            put_text(b, ov->status);
+        }
+        if (has_incident(ov)) {
+            put(b, "\\nincident ");
+            put_text(b, ov->incident_code);
+        }
+    }
+    put(b, "\"");
+    if (has_incident(ov))
+        putf(b, ", fontcolor=%s", COLOR_INCIDENT);
+    put(b, "];\n");
+    put(b, "  node [fontname=\"Helvetica\", fontsize=10];\n");
+    put(b, "  edge [fontname=\"Helvetica\", fontsize=9];\n");
+}
+
+static void
+put_place(dbuf *b, const wf_place *p, const wf_diagram_overlay *ov)
+{
+    int32_t tokens = tokens_of(ov, p->id);
+    put(b, "  ");
+    put_id(b, p->id);
+    put(b, " [id=");
+    put_id(b, p->id);
+    put(b, p->kind == WF_PLACE_END ? ", shape=doublecircle" : ", shape=circle");
+    if (p->kind == WF_PLACE_START)
+        put(b, ", penwidth=2");
+    put(b, ", label=\"");
+    put_name(b, p->name, p->id);
+    if (tokens > 0)
+        putf(b, "\\n%d token%s", (int)tokens, tokens == 1 ? "" : "s");
+    put(b, "\"");
+    if (tokens > 0)
+        putf(b, ", style=filled, fillcolor=\"%s\"", COLOR_TOKENS);
+    put(b, "];\n");
+}
+
+static void
+put_transition(dbuf *b, const wf_transition *t, const wf_diagram_overlay *ov)
+{
+    size_t enabled = enabled_of(ov, t->id);
+    bool incident = has_incident(ov) && wf_str_eq(ov->incident_transition_id, t->id);
+    bool step = is_current_step(ov, t);
+    put(b, "  ");
+    put_id(b, t->id);
+    put(b, " [id=");
+    put_id(b, t->id);
+    put(b, ", shape=box, label=\"");
+    put_name(b, t->name, t->id);
+    put(b, "\\n");
+    put_trigger(b, t);
+    if (t->fails)
+        put(b, "\\n(the step fails)");
+    if (step)
+        put(b, "\\ncurrent step");
+    if (enabled == 1)
+        put(b, "\\nenabled");
+    else if (enabled > 1)
+        putf(b, "\\nenabled (%zu)", enabled);
+    if (incident) {
+        put(b, "\\nincident ");
+        put_text(b, ov->incident_code);
+    }
+    put(b, "\"");
+    if (enabled > 0)
+        putf(b, ", style=\"filled,bold\", fillcolor=\"%s\"", COLOR_ENABLED);
+    if (incident)
+        putf(b, ", color=%s, fontcolor=%s, penwidth=3", COLOR_INCIDENT, COLOR_INCIDENT);
+    else if (step)
+        putf(b, ", color=\"%s\", penwidth=3", COLOR_STEP);
+    put(b, "];\n");
+}
+
+static void
+put_arc(dbuf *b, const wf_arc *a, size_t i)
+{
+    int32_t w = wf_net_arc_weight(a);
+    bool guard = !wf_str_empty(a->guard);
+    put(b, "  ");
+    put_id(b, a->source);
+    put(b, " -> ");
+    put_id(b, a->target);
+    /* Edge ids have a space too, so they never meet a node's. */
+    putf(b, " [id=\"arc %zu\"", i);
+    if (w != 1 || guard || a->is_default) {
+        put(b, ", label=\"");
+        if (w != 1)
+            putf(b, "%d", (int)w);
+        if (guard) {
+            put(b, w != 1 ? " [" : "[");
+            put_text(b, a->guard);
+            put(b, "]");
+        }
+        if (a->is_default)
+            put(b, w != 1 || guard ? " [else]" : "[else]");
+        put(b, "\"");
+    }
+    put(b, "];\n");
+}
+
+static void
+put_cancels(dbuf *b, const wf_transition *t, size_t ti)
+{
+    for (size_t j = 0; j < t->n_cancels; j++) {
+        put(b, "  ");
+        put_id(b, t->id);
+        put(b, " -> ");
+        put_id(b, t->cancels[j]);
+        putf(b,
+             " [id=\"cancel %zu %zu\", style=dashed, color=%s, fontcolor=%s, arrowhead=tee, "
+             "constraint=false, label=\"cancels\"];\n",
+             ti, j, COLOR_CANCEL, COLOR_CANCEL);
+    }
+}
+
+wf_code
+wf_diagram_dot(const wf_net *net, wf_def_kind kind, const wf_diagram_overlay *ov, wf_arena *a,
+               char **out, wf_error *err)
+{
+    dbuf b = {0};
+    put_header(&b, net, kind, ov);
+    if (kind == WF_DEF_AD_HOC) {
+        put(&b, "  \"ad hoc\" [id=\"ad hoc\", shape=note, label=\"AD_HOC: no net; work is "
+                "referred with AssignTo\"];\n");
+    }
+    for (size_t i = 0; i < net->n_places; i++)
+        put_place(&b, &net->places[i], ov);
+    for (size_t i = 0; i < net->n_transitions; i++)
+        put_transition(&b, &net->transitions[i], ov);
+    for (size_t i = 0; i < net->n_arcs; i++)
+        put_arc(&b, &net->arcs[i], i);
+    for (size_t i = 0; i < net->n_transitions; i++)
+        put_cancels(&b, &net->transitions[i], i);
+    put(&b, "}\n");
+    if (b.oom) {
+        free(b.p);
+        return wf_error_nomem(err);
+    }
+    *out = wf_arena_strndup(a, b.p, b.n);
+    free(b.p);
+    return *out != NULL ? WF_OK : wf_error_nomem(err);
+}

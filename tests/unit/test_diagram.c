@@ -1,0 +1,467 @@
+/*
+ * test_diagram: the DOT text of nets and overlays (server/diagram), and
+ * Graphviz's SVG of it, without a server: every place and transition is
+ * there under its id, hostile ids and names are escaped (quotes, '<', '&',
+ * backslashes, newlines, control bytes, invalid UTF-8, non-ASCII), the
+ * overlay shows token counts, enabled items, an incident in red and the
+ * current step of a step list, the rendering reads no Graphviz
+ * configuration file, and a call queued behind a slow layout gives up at
+ * its deadline.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "diagram.h"
+#include "expr.h"
+#include "test_support.h"
+#include "wf_arena.h"
+#include "wf_time.h"
+#include "wf_utf8.h"
+
+static wf_arena *A;
+
+static void
+setup(void)
+{
+    A = wf_arena_new();
+}
+
+static void
+teardown(void)
+{
+    wf_arena_free(A);
+    A = NULL;
+    wf_expr_cache_clear();
+}
+
+/* A net of every trigger: start -> review (USER) -> mid -> ship (AUTO job)
+ * -> end, mid -> remind (TIME) -> mid, mid -> poke (MSG) -> end with a
+ * weight, a guard and a default arc; ship cancels "remind-me". */
+static wf_net *
+sample_net(void)
+{
+    static wf_place places[] = {{"start", "Start", WF_PLACE_START},
+                                {"mid", "Waiting", WF_PLACE_NORMAL},
+                                {"remind-me", NULL, WF_PLACE_NORMAL},
+                                {"end", "Done", WF_PLACE_END}};
+    static const char *ship_cancels[] = {"remind-me"};
+    static wf_transition trans[4];
+    memset(trans, 0, sizeof trans);
+    trans[0] = (wf_transition){.id = "review", .name = "Review", .trigger = WF_TRIGGER_USER};
+    trans[1] = (wf_transition){.id = "ship",
+                               .name = "Ship it",
+                               .trigger = WF_TRIGGER_AUTO,
+                               .job_type = "shipping",
+                               .cancels = ship_cancels,
+                               .n_cancels = 1};
+    trans[2] = (wf_transition){.id = "remind", .trigger = WF_TRIGGER_TIME, .delay_ms = 90000};
+    trans[3] = (wf_transition){.id = "poke", .trigger = WF_TRIGGER_MSG, .signal_name = "poked"};
+    static wf_arc arcs[] = {
+        {"start", "review", 0, NULL, false},     {"review", "mid", 2, ".ok", false},
+        {"review", "remind-me", 0, NULL, true},  {"mid", "ship", 2, NULL, false},
+        {"ship", "end", 0, NULL, false},         {"remind-me", "remind", 0, NULL, false},
+        {"remind", "remind-me", 0, NULL, false}, {"mid", "poke", 0, NULL, false},
+        {"poke", "end", 0, NULL, false},
+    };
+    wf_net *n = wf_arena_calloc(A, 1, sizeof *n);
+    n->key = "sample";
+    n->version = 3;
+    n->name = "Sample";
+    n->places = places;
+    n->n_places = 4;
+    n->transitions = trans;
+    n->n_transitions = 4;
+    n->arcs = arcs;
+    n->n_arcs = sizeof arcs / sizeof arcs[0];
+    return n;
+}
+
+static char *
+dot_of(const wf_net *n, wf_def_kind kind, const wf_diagram_overlay *ov)
+{
+    wf_error err;
+    char *dot = NULL;
+    ck_assert_int_eq(wf_diagram_dot(n, kind, ov, A, &dot, &err), WF_OK);
+    ck_assert_ptr_nonnull(dot);
+    return dot;
+}
+
+static char *
+svg_of(const char *dot)
+{
+    wf_error err;
+    char *svg = NULL;
+    size_t len = 0;
+    wf_code rc = wf_diagram_svg(dot, 0, A, &svg, &len, &err);
+    ck_assert_msg(rc == WF_OK, "svg: %s", err.msg);
+    ck_assert_uint_eq(strlen(svg), len);
+    return svg;
+}
+
+/* The statement of node id in dot: from its quoted name to the line's end. */
+static char *
+node_line(const char *dot, const char *quoted_id)
+{
+    char head[512];
+    snprintf(head, sizeof head, "\n  %s [id=%s", quoted_id, quoted_id);
+    const char *p = strstr(dot, head);
+    ck_assert_msg(p != NULL, "no node %s in:\n%s", quoted_id, dot);
+    const char *e = strchr(p + 1, '\n');
+    return wf_arena_strndup(A, p + 1, (size_t)(e - p - 1));
+}
+
+/* True when the SVG has a node whose id attribute is xml_id (XML-escaped;
+ * Graphviz also writes '-' as &#45;, so that no "--" reaches a comment). */
+static int
+svg_has_id(const char *svg, const char *xml_id)
+{
+    char attr[1024];
+    size_t n = (size_t)snprintf(attr, sizeof attr, "<g id=\"");
+    for (const char *p = xml_id; *p != '\0' && n + 8 < sizeof attr; p++)
+        n += (size_t)snprintf(attr + n, sizeof attr - n, *p == '-' ? "&#45;" : "%c", *p);
+    snprintf(attr + n, sizeof attr - n, "\" class=\"node\">");
+    return strstr(svg, attr) != NULL;
+}
+
+START_TEST(test_every_place_and_transition_is_a_node)
+{
+    wf_net *n = sample_net();
+    char *dot = dot_of(n, WF_DEF_NET, NULL);
+    ck_assert_ptr_nonnull(strstr(dot, "digraph \"sample\" {"));
+    ck_assert_ptr_nonnull(strstr(dot, "label=\"sample v3 (NET)\\nSample\""));
+    for (size_t i = 0; i < n->n_places; i++) {
+        char q[64];
+        snprintf(q, sizeof q, "\"%s\"", n->places[i].id);
+        ck_assert_ptr_nonnull(strstr(node_line(dot, q), "shape="));
+    }
+    ck_assert_ptr_nonnull(strstr(node_line(dot, "\"start\""), "shape=circle, penwidth=2"));
+    ck_assert_ptr_nonnull(strstr(node_line(dot, "\"end\""), "shape=doublecircle"));
+    ck_assert_ptr_nonnull(strstr(node_line(dot, "\"mid\""), "label=\"Waiting\\n(mid)\""));
+    ck_assert_ptr_nonnull(strstr(node_line(dot, "\"remind-me\""), "label=\"remind-me\""));
+    /* Transitions are boxes marked by trigger. */
+    ck_assert_ptr_nonnull(strstr(node_line(dot, "\"review\""), "shape=box"));
+    ck_assert_ptr_nonnull(strstr(node_line(dot, "\"review\""), "\\nUSER\""));
+    ck_assert_ptr_nonnull(strstr(node_line(dot, "\"ship\""), "\\nAUTO job: shipping\""));
+    ck_assert_ptr_nonnull(strstr(node_line(dot, "\"remind\""), "\\nTIME after 90s\""));
+    ck_assert_ptr_nonnull(strstr(node_line(dot, "\"poke\""), "\\nMSG poked\""));
+    /* Arcs carry weight, guard and the default; cancel sets are dashed. */
+    ck_assert_ptr_nonnull(strstr(dot, "\"review\" -> \"mid\" [id=\"arc 1\", label=\"2 [.ok]\"]"));
+    ck_assert_ptr_nonnull(
+        strstr(dot, "\"review\" -> \"remind-me\" [id=\"arc 2\", label=\"[else]\"]"));
+    ck_assert_ptr_nonnull(strstr(dot, "\"mid\" -> \"ship\" [id=\"arc 3\", label=\"2\"]"));
+    ck_assert_ptr_nonnull(strstr(dot, "\"start\" -> \"review\" [id=\"arc 0\"];"));
+    const char *cancel = strstr(dot, "\"ship\" -> \"remind-me\" [id=\"cancel 1 0\"");
+    ck_assert_ptr_nonnull(cancel);
+    ck_assert_ptr_nonnull(strstr(cancel, "style=dashed"));
+    /* The SVG has every element under its id. */
+    char *svg = svg_of(dot);
+    ck_assert_ptr_nonnull(strstr(svg, "<svg"));
+    for (size_t i = 0; i < n->n_places; i++)
+        ck_assert_msg(svg_has_id(svg, n->places[i].id), "place %s", n->places[i].id);
+    for (size_t i = 0; i < n->n_transitions; i++)
+        ck_assert_msg(svg_has_id(svg, n->transitions[i].id), "transition %s", n->transitions[i].id);
+    ck_assert_ptr_nonnull(strstr(svg, "<g id=\"cancel 1 0\" class=\"edge\">"));
+    ck_assert_ptr_nonnull(strstr(svg, "stroke-dasharray"));
+}
+END_TEST
+
+START_TEST(test_hostile_ids_and_names_are_escaped)
+{
+    static wf_place places[] = {
+        {"s\"q", "quote \" name", WF_PLACE_START},
+        {"a<b&c",
+         "line one\nline two\ttab\x01"
+         "ctl",
+         WF_PLACE_NORMAL},
+        {"back\\slash", "entity &amp; and &x", WF_PLACE_NORMAL},
+        {"caf\xc3\xa9-\xe2\x86\x92", "bad \xff utf8 \xc3", WF_PLACE_END},
+    };
+    static wf_transition trans[2];
+    memset(trans, 0, sizeof trans);
+    trans[0] = (wf_transition){.id = "t\"1", .name = "<b>bold</b>", .trigger = WF_TRIGGER_USER};
+    trans[1] = (wf_transition){.id = "t&lt;2",
+                               .name = "\\N\\G node",
+                               .trigger = WF_TRIGGER_MSG,
+                               .signal_name = "sig\"nal"};
+    static wf_arc arcs[] = {
+        {"s\"q", "t\"1", 0, NULL, false},
+        {"t\"1", "a<b&c", 0, ".x == \"<&>\"", false},
+        {"a<b&c", "t&lt;2", 0, NULL, false},
+        {"t&lt;2", "back\\slash", 0, NULL, false},
+        {"t&lt;2", "caf\xc3\xa9-\xe2\x86\x92", 0, NULL, true},
+    };
+    wf_net *n = wf_arena_calloc(A, 1, sizeof *n);
+    n->key = "k\"<&>";
+    n->name = "Name\nwith \"quotes\"";
+    n->places = places;
+    n->n_places = 4;
+    n->transitions = trans;
+    n->n_transitions = 2;
+    n->arcs = arcs;
+    n->n_arcs = 5;
+    char *dot = dot_of(n, WF_DEF_NET, NULL);
+    ck_assert_ptr_nonnull(strstr(dot, "digraph \"k\\\"<&>\" {"));
+    ck_assert_ptr_nonnull(strstr(node_line(dot, "\"s\\\"q\""), "label=\"quote \\\" name\\n"));
+    const char *l = node_line(dot, "\"a<b&c\"");
+    ck_assert_ptr_nonnull(strstr(l, "line one\\nline two tab\xEF\xBF\xBD"
+                                    "ctl"));
+    l = node_line(dot, "\"back\\\\slash\"");
+    ck_assert_ptr_nonnull(strstr(l, "entity &amp;amp; and &x"));
+    l = node_line(dot, "\"caf\xc3\xa9-\xe2\x86\x92\"");
+    ck_assert_ptr_nonnull(strstr(l, "bad \xEF\xBF\xBD utf8 \xEF\xBF\xBD"));
+    l = node_line(dot, "\"t&amp;lt;2\"");
+    ck_assert_ptr_nonnull(strstr(l, "\\\\N\\\\G node"));
+    ck_assert_ptr_nonnull(strstr(l, "MSG sig\\\"nal"));
+    ck_assert_ptr_nonnull(strstr(dot, "label=\"[.x == \\\"<&>\\\"]\""));
+    ck_assert_ptr_nonnull(strstr(dot, "label=\"k\\\"<&> v0 (NET)\\nName\\nwith \\\"quotes\\\"\""));
+    /* No raw newline inside a statement, and only valid UTF-8. */
+    for (const char *p = dot; *p != '\0'; p++)
+        if (*p == '\n')
+            ck_assert(p[1] == '\0' || p[1] == ' ' || p[1] == '}');
+    ck_assert(wf_utf8_valid((const unsigned char *)dot, strlen(dot)));
+
+    /* Graphviz keeps the ids exact in the id attributes, XML-escaped. */
+    char *svg = svg_of(dot);
+    ck_assert(wf_utf8_valid((const unsigned char *)svg, strlen(svg)));
+    for (const unsigned char *p = (const unsigned char *)svg; *p != '\0'; p++)
+        ck_assert_msg(*p >= 0x20 || *p == '\n' || *p == '\t', "control byte %u", *p);
+    ck_assert(svg_has_id(svg, "s&quot;q"));
+    ck_assert(svg_has_id(svg, "a&lt;b&amp;c"));
+    ck_assert(svg_has_id(svg, "back\\slash"));
+    ck_assert(svg_has_id(svg, "caf\xc3\xa9-\xe2\x86\x92"));
+    ck_assert(svg_has_id(svg, "t&quot;1"));
+    ck_assert(svg_has_id(svg, "t&amp;lt;2"));
+    ck_assert_ptr_nonnull(strstr(svg, "&lt;b&gt;bold&lt;/b&gt;"));
+    ck_assert_ptr_nonnull(strstr(svg, ">\\N\\G node<"));
+}
+END_TEST
+
+START_TEST(test_labels_are_cut)
+{
+    char name[400];
+    memset(name, 'x', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    /* A multi-byte character across the cut is not split. */
+    memcpy(name + WF_DIAGRAM_MAX_LABEL - 1, "\xc3\xa9", 2);
+    static wf_place places[1];
+    places[0] = (wf_place){"p", name, WF_PLACE_START};
+    wf_net *n = wf_arena_calloc(A, 1, sizeof *n);
+    n->key = "cut";
+    n->places = places;
+    n->n_places = 1;
+    const char *l = node_line(dot_of(n, WF_DEF_NET, NULL), "\"p\"");
+    char want[WF_DIAGRAM_MAX_LABEL + 16];
+    memset(want, 'x', WF_DIAGRAM_MAX_LABEL - 1);
+    strcpy(want + WF_DIAGRAM_MAX_LABEL - 1, "...\\n(p)\"");
+    ck_assert_ptr_nonnull(strstr(l, want));
+}
+END_TEST
+
+START_TEST(test_overlay_tokens_enabled_and_incident)
+{
+    wf_net *n = sample_net();
+    wf_net_marking marking[] = {{"mid", 2}, {"remind-me", 1}};
+    const char *enabled[] = {"ship", "poke", "poke"};
+    wf_diagram_overlay ov = {.instance_id = "i-1",
+                             .status = "FAILED",
+                             .marking = marking,
+                             .n_marking = 2,
+                             .enabled = enabled,
+                             .n_enabled = 3,
+                             .incident_code = "JOB_FAILED",
+                             .incident_transition_id = "ship"};
+    char *dot = dot_of(n, WF_DEF_NET, &ov);
+    ck_assert_ptr_nonnull(strstr(dot, "\\ninstance i-1: FAILED\\nincident JOB_FAILED\""));
+    ck_assert_ptr_nonnull(strstr(dot, "incident JOB_FAILED\", fontcolor=red];"));
+    const char *l = node_line(dot, "\"mid\"");
+    ck_assert_ptr_nonnull(strstr(l, "\\n2 tokens\""));
+    ck_assert_ptr_nonnull(strstr(l, "style=filled, fillcolor=\"#d6e9ff\""));
+    ck_assert_ptr_nonnull(strstr(node_line(dot, "\"remind-me\""), "\\n1 token\""));
+    ck_assert_ptr_null(strstr(node_line(dot, "\"start\""), "token"));
+    l = node_line(dot, "\"ship\"");
+    ck_assert_ptr_nonnull(strstr(l, "\\nenabled\\nincident JOB_FAILED\""));
+    ck_assert_ptr_nonnull(strstr(l, "fillcolor=\"#fff2a8\""));
+    ck_assert_ptr_nonnull(strstr(l, "color=red, fontcolor=red, penwidth=3"));
+    l = node_line(dot, "\"poke\"");
+    ck_assert_ptr_nonnull(strstr(l, "\\nenabled (2)\""));
+    ck_assert_ptr_null(strstr(l, "red"));
+    l = node_line(dot, "\"review\"");
+    ck_assert_ptr_null(strstr(l, "enabled"));
+    ck_assert_ptr_null(strstr(l, "fillcolor"));
+    /* The SVG shows the incident in red and the enabled fill. */
+    char *svg = svg_of(dot);
+    ck_assert_ptr_nonnull(strstr(svg, "stroke=\"red\""));
+    ck_assert_ptr_nonnull(strstr(svg, "fill=\"#fff2a8\""));
+    ck_assert_ptr_nonnull(strstr(svg, ">2 tokens<"));
+}
+END_TEST
+
+START_TEST(test_incident_without_transition_marks_the_graph)
+{
+    wf_net *n = sample_net();
+    wf_diagram_overlay ov = {.instance_id = "i-2", .incident_code = "DEADLOCK"};
+    char *dot = dot_of(n, WF_DEF_NET, &ov);
+    ck_assert_ptr_nonnull(strstr(dot, "\\ninstance i-2\\nincident DEADLOCK\", fontcolor=red];"));
+    ck_assert_ptr_null(strstr(dot, "penwidth=3"));
+}
+END_TEST
+
+START_TEST(test_steps_current_step)
+{
+    wf_net *in = wf_arena_calloc(A, 1, sizeof *in);
+    in->key = "list";
+    in->steps = wf_arena_calloc(A, 2, sizeof *in->steps);
+    in->steps[0] = (wf_step){.id = "charge", .name = "Charge", .has_job = true, .job_type = "pay"};
+    static const char *bob[] = {"bob"};
+    in->steps[1] = (wf_step){
+        .id = "confirm", .has_user = true, .assignee = {WF_NET_ASSIGNEE_USER, bob, 1, NULL}};
+    in->n_steps = 2;
+    wf_net *net = NULL;
+    wf_validation_error *v = NULL;
+    size_t nv = 0;
+    wf_error err;
+    ck_assert_int_eq(wf_steps_compile(in, A, &net, &v, &nv, &err), WF_OK);
+    ck_assert_ptr_nonnull(net);
+    const char *steps[] = {"confirm"};
+    wf_net_marking marking[] = {{"confirm:ready", 1}};
+    const char *enabled[] = {"confirm"};
+    wf_diagram_overlay ov = {.instance_id = "i-3",
+                             .status = "RUNNING",
+                             .marking = marking,
+                             .n_marking = 1,
+                             .enabled = enabled,
+                             .n_enabled = 1,
+                             .current_steps = steps,
+                             .n_current_steps = 1};
+    char *dot = dot_of(net, WF_DEF_STEPS, &ov);
+    ck_assert_ptr_nonnull(strstr(dot, "label=\"list v0 (STEPS)\\ninstance i-3: RUNNING\""));
+    const char *l = node_line(dot, "\"confirm\"");
+    ck_assert_ptr_nonnull(strstr(l, "\\nUSER\\ncurrent step\\nenabled\""));
+    ck_assert_ptr_nonnull(strstr(l, "color=\"#1f6feb\", penwidth=3"));
+    l = node_line(dot, "\"charge\"");
+    ck_assert_ptr_nonnull(strstr(l, "label=\"Charge\\n(charge)\\nAUTO job: pay\""));
+    ck_assert_ptr_null(strstr(l, "current step"));
+    ck_assert_ptr_nonnull(strstr(node_line(dot, "\"confirm:ready\""), "\\n1 token\""));
+    /* Every place and transition of the compiled net is in the SVG. */
+    char *svg = svg_of(dot);
+    for (size_t i = 0; i < net->n_places; i++)
+        ck_assert_msg(svg_has_id(svg, net->places[i].id), "place %s", net->places[i].id);
+    for (size_t i = 0; i < net->n_transitions; i++)
+        ck_assert_msg(svg_has_id(svg, net->transitions[i].id), "transition %s",
+                      net->transitions[i].id);
+}
+END_TEST
+
+START_TEST(test_ad_hoc_is_a_note)
+{
+    wf_net *n = wf_arena_calloc(A, 1, sizeof *n);
+    n->key = "referrals";
+    n->version = 1;
+    char *dot = dot_of(n, WF_DEF_AD_HOC, NULL);
+    ck_assert_ptr_nonnull(strstr(dot, "label=\"referrals v1 (AD_HOC)\""));
+    ck_assert_ptr_nonnull(strstr(dot, "\"ad hoc\" [id=\"ad hoc\", shape=note"));
+    ck_assert_ptr_nonnull(strstr(svg_of(dot), "<g id=\"ad hoc\" class=\"node\">"));
+}
+END_TEST
+
+/* The plugins are linked in: no configuration file (nor plugin folder) is
+ * looked for. GVBINDIR names the folder Graphviz would read it from; an
+ * empty one must not matter. Runs in its own process (fork mode), so the
+ * context is made here, with the variable set. */
+START_TEST(test_renders_without_graphviz_config)
+{
+    char dir[] = "diagram-gvXXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ck_assert_int_eq(setenv("GVBINDIR", dir, 1), 0);
+    char *svg = svg_of(dot_of(sample_net(), WF_DEF_NET, NULL));
+    ck_assert(svg_has_id(svg, "review"));
+    rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_bad_dot_is_internal)
+{
+    wf_error err;
+    char *svg = NULL;
+    size_t len = 0;
+    ck_assert_int_eq(wf_diagram_svg("digraph { \"a\" -> ", 0, A, &svg, &len, &err), WF_E_INTERNAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "Graphviz refused the DOT text"));
+    /* The lock was released: the next call works. */
+    ck_assert(svg_has_id(svg_of("digraph { a [id=\"a\"]; }"), "a"));
+}
+END_TEST
+
+/* A DOT text Graphviz takes a second or more to lay out: 40 places and
+ * transitions whose labelled arcs jump far ahead, with curved edges (all
+ * forward: Graphviz 2.42 leaks some virtual edges of the cycles it breaks,
+ * server/diagram/README.md). */
+static char *
+slow_dot(void)
+{
+    size_t cap = 64 * 1024, n = 0;
+    char *d = wf_arena_alloc(A, cap);
+    n += (size_t)snprintf(d + n, cap - n, "digraph slow { rankdir=LR;\n");
+    for (int i = 1; i < 40; i++)
+        n += (size_t)snprintf(
+            d + n, cap - n, "p%d -> t%d; p%d -> t%d; t%d -> p%d; t%d -> p%d [label=\"g %d\"];\n", i,
+            i, (i * 7 + 3) % i, i, i, i + 1, i, i + 1 + (i * 13 + 5) % (40 - i), i);
+    snprintf(d + n, cap - n, "}\n");
+    return d;
+}
+
+static void *
+render_slowly(void *dot)
+{
+    wf_arena *a = wf_arena_new();
+    char *svg;
+    size_t len;
+    wf_error err;
+    wf_diagram_svg(dot, 0, a, &svg, &len, &err);
+    wf_arena_free(a);
+    return NULL;
+}
+
+/* While a slow layout holds Graphviz, a call waits only until its deadline;
+ * the slow layout then ends as usual. */
+START_TEST(test_waits_for_the_lock_until_the_deadline)
+{
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, render_slowly, slow_dot()), 0);
+    usleep(300 * 1000);
+    wf_error err;
+    char *svg = NULL;
+    size_t len = 0;
+    int64_t t0 = wf_mono_ms();
+    ck_assert_int_eq(wf_diagram_svg("digraph { a; }", t0 + 100, A, &svg, &len, &err),
+                     WF_E_DEADLINE_EXCEEDED);
+    int64_t waited = wf_mono_ms() - t0;
+    ck_assert_msg(waited >= 90 && waited < 2000, "waited %lld ms", (long long)waited);
+    ck_assert_ptr_nonnull(strstr(err.msg, "deadline passed"));
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    ck_assert(svg_has_id(svg_of("digraph { a [id=\"a\"]; }"), "a"));
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("diagram");
+    TCase *tc = tcase_create("core");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_every_place_and_transition_is_a_node);
+    tcase_add_test(tc, test_hostile_ids_and_names_are_escaped);
+    tcase_add_test(tc, test_labels_are_cut);
+    tcase_add_test(tc, test_overlay_tokens_enabled_and_incident);
+    tcase_add_test(tc, test_incident_without_transition_marks_the_graph);
+    tcase_add_test(tc, test_steps_current_step);
+    tcase_add_test(tc, test_ad_hoc_is_a_note);
+    tcase_add_test(tc, test_renders_without_graphviz_config);
+    tcase_add_test(tc, test_bad_dot_is_internal);
+    tcase_add_test(tc, test_waits_for_the_lock_until_the_deadline);
+    suite_add_tcase(s, tc);
+    return wf_test_run(s);
+}
