@@ -558,6 +558,7 @@ static const struct {
     {"/instances", wf_console__instances},     {"/instance", wf_console__instance},
     {"/incidents", wf_console__incidents},     {"/inbox", wf_console__inbox},
     {"/batches", wf_console__batches},         {"/batch", wf_console__batch},
+    {"/diagram.svg", wf_console__diagram},
 };
 
 static void
@@ -593,7 +594,8 @@ render(wf_console *c, const wf_http_req *req, wf_http_resp *r, const session *se
         redirect(r, x.location);
     } else {
         r->status = x.status;
-        r->content_type = "text/html; charset=utf-8";
+        r->content_type = x.content_type != NULL && x.status == 200 ? x.content_type
+                                                                    : "text/html; charset=utf-8";
         r->body = buf;
         r->len = len;
     }

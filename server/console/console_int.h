@@ -30,6 +30,7 @@ typedef struct wf_console__ctx {
     FILE *out;          /* the page (open_memstream) */
     unsigned status;    /* HTTP status of the page, 200 unless set */
     const char *location; /* set: answer 303 See Other to it instead of the page */
+    const char *content_type; /* of what out holds; NULL = text/html */
 } wf_console__ctx;
 
 /* Runs the route `method` of wf_routes (the handler the gRPC route calls)
@@ -81,6 +82,9 @@ void wf_console__incidents(wf_console__ctx *x);
 void wf_console__inbox(wf_console__ctx *x);
 void wf_console__batches(wf_console__ctx *x);
 void wf_console__batch(wf_console__ctx *x);
+/* /diagram.svg: GetDiagram's SVG (of ?key=&version= or ?instance=) as
+ * image/svg+xml, shown by the pages in <img>, where no script runs. */
+void wf_console__diagram(wf_console__ctx *x);
 /* Actions (POST, checked already): retry, claim, release, complete, and
  * start or cancel a batch operation. */
 void wf_console__act(wf_console__ctx *x, const char *path);

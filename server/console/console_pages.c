@@ -136,6 +136,26 @@ hidden(wf_console__ctx *x, const char *name, const char *value)
     P("\">");
 }
 
+/* An <img> of the diagram (/diagram.svg) for the query "param=value...". */
+static void
+diagram_img(wf_console__ctx *x, const char *key, int version, const char *instance)
+{
+    P("<section data-live=\"diagram\"><h2>Diagram</h2><p><img class=\"diagram\" alt=\"diagram\" "
+      "src=\"/diagram.svg?");
+    if (instance != NULL) {
+        P("instance=");
+        U(instance);
+        /* A new URL after each change: the browser does not reuse a stale
+         * drawing when the section is reloaded. */
+        fprintf(x->out, "&amp;t=%lld", (long long)time(NULL));
+    } else {
+        P("key=");
+        U(key);
+        fprintf(x->out, "&amp;version=%d", version);
+    }
+    P("\"></p></section>\n");
+}
+
 /* ---- definitions ------------------------------------------------------------ */
 
 void
@@ -248,6 +268,7 @@ wf_console__definition(wf_console__ctx *x)
         }
         P("</table>\n");
     }
+    diagram_img(x, d->key, d->version, NULL);
     P("<p><a href=\"/instances?definition_key=");
     U(key);
     P("\">Instances of this definition</a></p>\n");
@@ -504,6 +525,7 @@ wf_console__instance(wf_console__ctx *x)
     }
     P("</section>\n");
 
+    diagram_img(x, NULL, 0, in->id);
     P("<section data-live=\"marking\"><h2>Marking</h2><table id=\"marking\">"
       "<tr><th>Place</th><th>Tokens</th></tr>");
     for (size_t i = 0; i < g->n_marking; i++) {
@@ -854,6 +876,28 @@ wf_console__batch(wf_console__ctx *x)
     }
     P("</table></section>\n");
     wf_console__page_end(x);
+}
+
+/* ---- diagrams --------------------------------------------------------------- */
+
+void
+wf_console__diagram(wf_console__ctx *x)
+{
+    Workflow__V1__GetDiagramRequest req = WORKFLOW__V1__GET_DIAGRAM_REQUEST__INIT;
+    req.definition_key = (char *)q(x, "key");
+    req.version = atoi(q(x, "version"));
+    req.instance_id = (char *)q(x, "instance");
+    req.format = WORKFLOW__V1__DIAGRAM_FORMAT__DIAGRAM_FORMAT_SVG;
+    Workflow__V1__GetDiagramResponse *resp = NULL;
+    wf_error err = {0};
+    if (wf_console__call(x, "GetDiagram", PB(req), (ProtobufCMessage **)&resp, &err) != WF_OK) {
+        wf_console__page_begin(x, "Diagram");
+        wf_console__page_error(x, &err);
+        wf_console__page_end(x);
+        return;
+    }
+    x->content_type = "image/svg+xml";
+    fputs(resp->content, x->out);
 }
 
 /* ---- actions ---------------------------------------------------------------- */

@@ -140,6 +140,20 @@ async function main() {
     check(c && c.httpOnly && c.sameSite === "Strict", "session cookie HttpOnly SameSite=Strict");
     check(c && !c.value.includes(KEY), "the cookie does not hold the key");
 
+    // Outside the browser: a cross-site POST (even with the session cookie)
+    // and an oversized form are refused.
+    const post = (origin, body) => fetch(BASE + "/instance/retry", {
+      method: "POST", redirect: "manual", body,
+      headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: origin,
+                 Cookie: "wf_console=" + c.value } });
+    let res = await post("http://evil.example", "instance_id=" + chargeId);
+    check(res.status === 403, "a cross-site POST is refused (" + res.status + ")");
+    res = await post(BASE, "instance_id=" + chargeId + "&pad=" + "x".repeat(70000));
+    check(res.status === 413, "a form above 64 KiB is refused (" + res.status + ")");
+    res = await fetch(BASE + "/instances", { redirect: "manual" });
+    check(res.status === 303 && res.headers.get("location") === "/login",
+          "a request without a session is sent to /login");
+
     // Every page, with a screenshot.
     const visit = async (url, name, selector) => {
       const resp = await page.goto(BASE + url);
@@ -155,7 +169,18 @@ async function main() {
     check(rows === 1, "the filters keep one instance (" + rows + ")");
     await visit("/definitions", "definitions", "#definitions");
     await visit("/definition?key=" + REVIEW, "definition", "#versions");
+    const drawn = await page.$eval("img.diagram", (i) => i.complete && i.naturalWidth > 0);
+    check(drawn, "the definition page shows its diagram");
+    // The diagram of a definition whose transition name is hostile, opened
+    // by itself: an SVG document in which no script ran and no element came
+    // from the name.
+    r = await page.goto(BASE + "/diagram.svg?key=" + encodeURIComponent(REVIEW));
+    check(r.headers()["content-type"] === "image/svg+xml", "the diagram is image/svg+xml");
+    check((await r.text()).includes("&lt;img src=x"), "the SVG escapes the hostile name");
+    check((await page.$("img")) === null, "no element from the hostile name in the SVG");
     await visit("/instance?id=" + encodeURIComponent(reviewId), "instance", "#events");
+    const idrawn = await page.$eval("img.diagram", (i) => i.complete && i.naturalWidth > 0);
+    check(idrawn, "the instance page shows its diagram with the marking");
     // The hostile values are text, not elements.
     check((await page.$("img[src=x]")) === null, "no element from a hostile title or variable");
     const varsText = await page.$eval("#variables", (e) => e.textContent);
