@@ -101,9 +101,8 @@ wf_console__call(wf_console__ctx *x, const char *method, const ProtobufCMessage 
 }
 
 wf_code
-wf_console__read_events(wf_app *app, const char *tenant, const char *instance_id,
-                        int64_t after_seq, size_t max, wf_console__event_fn fn, void *arg,
-                        wf_error *err)
+wf_console__read_events(wf_app *app, const char *tenant, const char *instance_id, int64_t after_seq,
+                        size_t max, wf_console__event_fn fn, void *arg, wf_error *err)
 {
     const wf_route *r = route_of("WatchEvents");
     if (r == NULL || r->stream == NULL)
@@ -432,8 +431,9 @@ static void
 sse_event(void *arg, const Workflow__V1__Event *ev)
 {
     sse_batch *b = arg;
-    fprintf(b->out, "id: %lld\nevent: wf\ndata: {\"sequence\":%lld,\"type\":",
-            (long long)ev->sequence, (long long)ev->sequence);
+    fprintf(b->out,
+            "id: %lld\nevent: wf\ndata: {\"sequence\":%lld,\"type\":", (long long)ev->sequence,
+            (long long)ev->sequence);
     char *tn = NULL;
     size_t tl = 0;
     FILE *t = open_memstream(&tn, &tl);
@@ -594,8 +594,8 @@ render(wf_console *c, const wf_http_req *req, wf_http_resp *r, const session *se
         redirect(r, x.location);
     } else {
         r->status = x.status;
-        r->content_type = x.content_type != NULL && x.status == 200 ? x.content_type
-                                                                    : "text/html; charset=utf-8";
+        r->content_type =
+            x.content_type != NULL && x.status == 200 ? x.content_type : "text/html; charset=utf-8";
         r->body = buf;
         r->len = len;
     }

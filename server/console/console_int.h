@@ -24,12 +24,12 @@ typedef struct wf_console__ctx {
     wf_app *app;
     const wf_http_req *req;
     wf_arena *arena;
-    const char *tenant; /* the session's (the key's) tenant; "default" in open access */
-    const char *actor;  /* named at login; NULL when none was */
-    const char *csrf;   /* the session's token; NULL without a session */
-    FILE *out;          /* the page (open_memstream) */
-    unsigned status;    /* HTTP status of the page, 200 unless set */
-    const char *location; /* set: answer 303 See Other to it instead of the page */
+    const char *tenant;       /* the session's (the key's) tenant; "default" in open access */
+    const char *actor;        /* named at login; NULL when none was */
+    const char *csrf;         /* the session's token; NULL without a session */
+    FILE *out;                /* the page (open_memstream) */
+    unsigned status;          /* HTTP status of the page, 200 unless set */
+    const char *location;     /* set: answer 303 See Other to it instead of the page */
     const char *content_type; /* of what out holds; NULL = text/html */
 } wf_console__ctx;
 

@@ -353,17 +353,18 @@ wf_console__instances(wf_console__ctx *x)
     req.page_token = (char *)q(x, "page_token");
     Workflow__V1__ListInstancesResponse *resp = NULL;
     wf_error err = {0};
-    if (wf_console__call(x, "ListInstances", PB(req), (ProtobufCMessage **)&resp, &err) !=
-        WF_OK) {
+    if (wf_console__call(x, "ListInstances", PB(req), (ProtobufCMessage **)&resp, &err) != WF_OK) {
         wf_console__page_error(x, &err);
         wf_console__page_end(x);
         return;
     }
     instance_rows(x, resp->instances, resp->n_instances, "instances");
-    static const char *const keep[] = {"started_by",     "state",          "status",
-                                       "definition_key", "aggregate_type", "aggregate_id",
-                                       "var_path",       "var_value",      "created_after",
-                                       "created_before", "ended_after",    "ended_before",
+    static const char *const keep[] = {"started_by",     "state",
+                                       "status",         "definition_key",
+                                       "aggregate_type", "aggregate_id",
+                                       "var_path",       "var_value",
+                                       "created_after",  "created_before",
+                                       "ended_after",    "ended_before",
                                        "page_size",      NULL};
     next_page(x, resp->next_page_token, keep);
     wf_console__page_end(x);
@@ -592,8 +593,7 @@ wf_console__instance(wf_console__ctx *x)
             P("<tr><td>");
             E(sg->name);
             P("</td><td>");
-            wf_console__enum(x->out, &workflow__v1__signal_outcome__descriptor,
-                             (int)sg->outcome);
+            wf_console__enum(x->out, &workflow__v1__signal_outcome__descriptor, (int)sg->outcome);
             if (sg->expired)
                 P(" (expired)");
             P("</td><td>");
@@ -652,8 +652,7 @@ wf_console__incidents(wf_console__ctx *x)
     req.page_token = (char *)q(x, "page_token");
     Workflow__V1__ListIncidentsResponse *resp = NULL;
     wf_error err = {0};
-    if (wf_console__call(x, "ListIncidents", PB(req), (ProtobufCMessage **)&resp, &err) !=
-        WF_OK) {
+    if (wf_console__call(x, "ListIncidents", PB(req), (ProtobufCMessage **)&resp, &err) != WF_OK) {
         wf_console__page_error(x, &err);
         wf_console__page_end(x);
         return;

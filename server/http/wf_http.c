@@ -75,8 +75,8 @@ parse_addr(const char *addr, const char *what, struct sockaddr_in *sa, wf_error 
     sa->sin_port = htons((uint16_t)port);
     if (*end != '\0' || port < 0 || port > 65535 ||
         inet_pton(AF_INET, host[0] ? host : "0.0.0.0", &sa->sin_addr) != 1) {
-        wf_error_set(err, WF_E_INVALID_ARGUMENT,
-                     "%s must be an IPv4 host:port, e.g. 0.0.0.0:9090", what);
+        wf_error_set(err, WF_E_INVALID_ARGUMENT, "%s must be an IPv4 host:port, e.g. 0.0.0.0:9090",
+                     what);
         return -1;
     }
     return (int)port;
