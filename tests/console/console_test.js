@@ -59,6 +59,39 @@ async function waitFor(fn, what, ms = 10000) {
   }
 }
 
+// Development without API keys: pages need no login (tenant default), and
+// acting needs an actor, named at /login without a key.
+async function openAccess() {
+  const grpc = "127.0.0.1:" + (await freePort()), port = await freePort();
+  const base = "http://127.0.0.1:" + port;
+  const srv = spawn(SERVER, [], {
+    env: { PATH: process.env.PATH, WF_ENV: "development", WF_ADDR: grpc,
+           WF_CONSOLE_ADDR: "127.0.0.1:" + port, WF_LOG_LEVEL: "warn" },
+    stdio: ["ignore", "ignore", "ignore"],
+  });
+  try {
+    const res = await waitFor(() => fetch(base + "/instances", { redirect: "manual" }), "open console");
+    const body = await res.text();
+    check(res.status === 200 && body.includes("name an actor"), "open access: pages without login");
+    check(!body.includes('name="csrf"'), "open access: no action form without an actor");
+    const form = { method: "POST", redirect: "manual",
+                   headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: base } };
+    let r = await fetch(base + "/task/claim", { ...form, body: "task_id=x&csrf=" });
+    check(r.status === 303 && r.headers.get("location") === "/login",
+          "open access: an action without an actor is sent to /login");
+    r = await fetch(base + "/login", { ...form, body: "actor=dev" });
+    const cookie = r.headers.get("set-cookie") || "";
+    check(r.status === 303 && cookie.startsWith("wf_console="), "open access: login with an actor only");
+    r = await fetch(base + "/inbox", { headers: { Cookie: cookie.split(";")[0] } });
+    check((await r.text()).includes('id="actor">dev<'), "open access: the session acts as the actor");
+  } catch (e) {
+    failed++;
+    console.log("FAIL open access: " + (e && e.stack ? e.stack : e));
+  } finally {
+    srv.kill("SIGTERM");
+  }
+}
+
 async function main() {
   if (STORE === "pg" && !process.env.WF_TEST_PG_DSN) {
     console.log("skipped: WF_TEST_PG_DSN is not set");
@@ -264,6 +297,7 @@ async function main() {
     if (browser) await browser.close();
     srv.kill("SIGTERM");
   }
+  if (STORE === "memory") await openAccess();
   console.log(passed + " passed, " + failed + " failed");
   process.exit(failed === 0 ? 0 : 1);
 }
