@@ -185,6 +185,12 @@ fuzz_seed_requests(wf_arena *a, size_t *n)
     listdef->page_size = 2;
     s[k++] = (fuzz_seed){"ListDefinitions", "list_definitions", &listdef->base};
 
+    Workflow__V1__GetDiagramRequest *diag = alloc(a, sizeof *diag);
+    workflow__v1__get_diagram_request__init(diag);
+    diag->definition_key = "order";
+    diag->format = WORKFLOW__V1__DIAGRAM_FORMAT__DIAGRAM_FORMAT_DOT;
+    s[k++] = (fuzz_seed){"GetDiagram", "get_diagram", &diag->base};
+
     Workflow__V1__StartInstanceRequest *start = alloc(a, sizeof *start);
     workflow__v1__start_instance_request__init(start);
     start->definition_key = FUZZ_NET_KEY;
@@ -424,6 +430,18 @@ fuzz_seed_requests(wf_arena *a, size_t *n)
     items->states[items->n_states++] = WORKFLOW__V1__WORK_ITEM_STATE__WORK_ITEM_STATE_CANCELLED;
     items->page_size = 5;
     s[k++] = (fuzz_seed){"ListWorkItems", "list_work_items", &items->base};
+
+    /* A batch SUSPEND of one definition's running instances. */
+    Workflow__V1__StartBatchOperationRequest *batch = alloc(a, sizeof *batch);
+    workflow__v1__start_batch_operation_request__init(batch);
+    batch->filter = alloc(a, sizeof *batch->filter);
+    workflow__v1__instance_filter__init(batch->filter);
+    batch->filter->started_by = "*";
+    batch->filter->definition_key = "order";
+    batch->filter->status = WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_RUNNING;
+    batch->action = WORKFLOW__V1__BATCH_ACTION__BATCH_ACTION_SUSPEND;
+    batch->reason = "audit";
+    s[k++] = (fuzz_seed){"StartBatchOperation", "start_batch_operation", &batch->base};
 
     Workflow__V1__RunSchedulerPassRequest *tick = alloc(a, sizeof *tick);
     workflow__v1__run_scheduler_pass_request__init(tick);
