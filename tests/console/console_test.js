@@ -306,6 +306,26 @@ async function main() {
     await page.goto(BASE + "/batches");
     await page.screenshot({ path: path.join(SHOTS, "batches.png"), fullPage: true });
 
+    // At most 4 live event streams at once: the fifth is refused (503).
+    await page.goto("about:blank");
+    const aborts = [];
+    const streams = [];
+    for (let i = 0; i < 4; i++) {
+      const ac = new AbortController();
+      aborts.push(ac);
+      streams.push(await fetch(BASE + "/events?instance=" + encodeURIComponent(reviewId),
+                               { headers: { Cookie: "wf_console=" + c.value }, signal: ac.signal }));
+    }
+    check(streams.every((x) => x.status === 200 &&
+                         x.headers.get("content-type") === "text/event-stream"),
+          "four live event streams are served");
+    const fifth = await fetch(BASE + "/events", { headers: { Cookie: "wf_console=" + c.value } });
+    check(fifth.status === 503, "a fifth live event stream is refused (" + fifth.status + ")");
+    const pageWhile = await fetch(BASE + "/incidents", { headers: { Cookie: "wf_console=" + c.value } });
+    check(pageWhile.status === 200, "pages are still served while four streams are open");
+    aborts.forEach((ac) => ac.abort());
+    await page.goto(BASE + "/incidents");
+
     // Log out: the session is gone.
     await Promise.all([page.waitForNavigation(), page.click("header form button")]);
     await page.goto(BASE + "/incidents");
