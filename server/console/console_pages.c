@@ -954,7 +954,7 @@ wf_console__act(wf_console__ctx *x, const char *path)
         rc = wf_console__call(x, "StartBatchOperation", PB(r), &resp, &err);
         if (rc == WF_OK) {
             const Workflow__V1__StartBatchOperationResponse *sr = (const void *)resp;
-            x->location = wf_arena_printf(x->arena, "/batch?id=%s", sr->batch_operation->id);
+            x->location = self_url(x, "/batch", "id", sr->batch_operation->id);
             return;
         }
     } else if (strcmp(path, "/batch/cancel") == 0) {
