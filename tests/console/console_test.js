@@ -33,6 +33,15 @@ function check(cond, what) {
   else { failed++; console.log("FAIL " + what); }
 }
 
+// The sanitizers' options of the caller (test.sh's sanitizer pass) reach
+// the servers; nothing else of its environment does.
+function sanitizerEnv() {
+  const e = {};
+  for (const [k, v] of Object.entries(process.env))
+    if (/^(ASAN|UBSAN|LSAN)_OPTIONS$/.test(k)) e[k] = v;
+  return e;
+}
+
 function freePort() {
   return new Promise((resolve, reject) => {
     const s = net.createServer();
@@ -83,7 +92,7 @@ async function openAccess() {
   const grpc = "127.0.0.1:" + (await freePort()), port = await freePort();
   const base = "http://127.0.0.1:" + port;
   const srv = spawn(SERVER, [], {
-    env: { PATH: process.env.PATH, WF_ENV: "development", WF_ADDR: grpc,
+    env: { ...sanitizerEnv(), PATH: process.env.PATH, WF_ENV: "development", WF_ADDR: grpc,
            WF_CONSOLE_ADDR: "127.0.0.1:" + port, WF_LOG_LEVEL: "warn" },
     stdio: ["ignore", "ignore", "ignore"],
   });
@@ -119,7 +128,7 @@ async function main() {
   GRPC = "127.0.0.1:" + grpcPort;
   const BASE = "http://127.0.0.1:" + httpPort;
   const log = fs.openSync(path.join(WORK, "workflowd.log"), "w");
-  const env = { PATH: process.env.PATH, WF_ENV: "development", WF_ADDR: GRPC,
+  const env = { ...sanitizerEnv(), PATH: process.env.PATH, WF_ENV: "development", WF_ADDR: GRPC,
                 WF_CONSOLE_ADDR: "127.0.0.1:" + httpPort, WF_API_KEYS: KEY + "=acme",
                 WF_EXPR_ISOLATION: "inline", WF_LOG_LEVEL: "warn" };
   if (STORE === "pg") env.DATABASE_URL = process.env.WF_TEST_PG_DSN;
