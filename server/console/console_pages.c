@@ -12,6 +12,9 @@
 
 #define PB(m) (&(m).base)
 
+/* Place mappings one batch form may carry. */
+#define MAX_MAPPINGS 64
+
 static const char *
 q(wf_console__ctx *x, const char *name)
 {
@@ -835,6 +838,10 @@ wf_console__batches(wf_console__ctx *x)
         }
         P("</select></label> ");
         P("<label>Reason <input type=\"text\" name=\"reason\" maxlength=\"1024\"></label> ");
+        P("<label>Target version (MIGRATE) <input type=\"number\" name=\"target_version\" "
+          "min=\"1\"></label> ");
+        P("<label>Place mapping (MIGRATE, from=to,...) <input type=\"text\" "
+          "name=\"place_mapping\"></label> ");
         hidden(x, "back", "/batches");
         P("<button type=\"submit\" class=\"start-batch\">Start</button></form>\n");
     }
@@ -951,6 +958,25 @@ wf_console__act(wf_console__ctx *x, const char *path)
         r.action = enum_value(&workflow__v1__batch_action__descriptor, form(x, "action"));
         r.reason = (char *)form(x, "reason");
         r.request_id = rid;
+        r.target_version = atoi(form(x, "target_version"));
+        /* "from=to,from=to": split here, checked by the handler. */
+        Workflow__V1__PlaceMapping maps[MAX_MAPPINGS], *mapv[MAX_MAPPINGS];
+        char *spec = wf_arena_strdup(x->arena, form(x, "place_mapping"));
+        char *save = NULL;
+        for (char *m = spec ? strtok_r(spec, ",", &save) : NULL;
+             m != NULL && r.n_place_mapping < MAX_MAPPINGS; m = strtok_r(NULL, ",", &save)) {
+            Workflow__V1__PlaceMapping *pm = &maps[r.n_place_mapping];
+            workflow__v1__place_mapping__init(pm);
+            char *eq = strchr(m, '=');
+            pm->from_place = m;
+            pm->to_place = (char *)"";
+            if (eq != NULL) {
+                *eq = '\0';
+                pm->to_place = eq + 1;
+            }
+            mapv[r.n_place_mapping++] = pm;
+        }
+        r.place_mapping = mapv;
         rc = wf_console__call(x, "StartBatchOperation", PB(r), &resp, &err);
         if (rc == WF_OK) {
             const Workflow__V1__StartBatchOperationResponse *sr = (const void *)resp;

@@ -312,6 +312,23 @@ async function main() {
       check(st === "CANCELLED", "the batch cancelled " + id + " (API: " + st + ")");
     }
     check(wf(["batch", "list"], "ann").includes('"created_by":"ann"'), "the batch is listed (API)");
+    // A MIGRATE batch: an instance of version 1 moved to version 2, with a
+    // place mapping typed in the form.
+    const old = wfJson(["start", REVIEW], "admin")[0].instance.id;
+    const v2 = path.join(WORK, REVIEW + "-v2.json");
+    fs.writeFileSync(v2, JSON.stringify({ ...review, name: "Review, second version" }));
+    wf(["deploy", v2], "admin");
+    await page.goto(BASE + "/batches");
+    await page.select("select[name=action]", "BATCH_ACTION_MIGRATE");
+    await page.type("input[name=definition_key]", REVIEW);
+    await page.select("select[name=status]", "INSTANCE_STATUS_RUNNING");
+    await page.type("input[name=target_version]", "2");
+    await page.type("input[name=place_mapping]", "start=start,end=end");
+    await Promise.all([page.waitForNavigation(), page.click("button.start-batch")]);
+    await waitFor(async () => (await page.$eval("#batch td.state", (e) => e.textContent)) === "COMPLETED",
+                  "the MIGRATE batch COMPLETED");
+    const moved = (wfJson(["show", old], "ann")[0].instance || {}).definition_version;
+    check(moved === 2, "the MIGRATE batch moved the instance to version 2 (API: " + moved + ")");
     await page.goto(BASE + "/batches");
     await page.screenshot({ path: path.join(SHOTS, "batches.png"), fullPage: true });
 
