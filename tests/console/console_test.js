@@ -51,13 +51,13 @@ function freePort() {
 }
 
 let GRPC;
-function wf(args, actor) {
-  const a = ["--addr", GRPC, "--key", KEY, "--json"];
+function wf(args, actor, key = KEY) {
+  const a = ["--addr", GRPC, "--key", key, "--json"];
   if (actor) a.push("--actor", actor);
   return execFileSync(WFCTL, a.concat(args), { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 }
-function wfJson(args, actor) {
-  return wf(args, actor).trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
+function wfJson(args, actor, key) {
+  return wf(args, actor, key).trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
 }
 
 async function waitFor(fn, what, ms = 10000) {
@@ -129,7 +129,7 @@ async function main() {
   const BASE = "http://127.0.0.1:" + httpPort;
   const log = fs.openSync(path.join(WORK, "workflowd.log"), "w");
   const env = { ...sanitizerEnv(), PATH: process.env.PATH, WF_ENV: "development", WF_ADDR: GRPC,
-                WF_CONSOLE_ADDR: "127.0.0.1:" + httpPort, WF_API_KEYS: KEY + "=acme",
+                WF_CONSOLE_ADDR: "127.0.0.1:" + httpPort, WF_API_KEYS: KEY + "=acme," + KEY + "-other=other",
                 WF_EXPR_ISOLATION: "inline", WF_LOG_LEVEL: "warn" };
   if (STORE === "pg") env.DATABASE_URL = process.env.WF_TEST_PG_DSN;
   const srv = spawn(SERVER, [], {
@@ -245,6 +245,16 @@ async function main() {
     check((await page.$("img[src=x]")) === null, "no element from a hostile title or variable");
     const varsText = await page.$eval("#variables", (e) => e.textContent);
     check(varsText.includes(HOSTILE), "the hostile variable is shown as text");
+    // Tenant isolation: an instance of another tenant is not found.
+    const otherDef = path.join(WORK, "other.json");
+    fs.writeFileSync(otherDef, JSON.stringify({ key: "console-other-" + RUN, kind: "AD_HOC" }));
+    wf(["deploy", otherDef], "admin", KEY + "-other");
+    const otherId = wfJson(["start", "console-other-" + RUN], "admin", KEY + "-other")[0].instance.id;
+    r = await page.goto(BASE + "/instance?id=" + encodeURIComponent(otherId));
+    check(r.status() === 404 && (await page.content()).includes("INSTANCE_NOT_FOUND"),
+          "an instance of another tenant is not found (" + r.status() + ")");
+    await page.goto(BASE + "/instances");
+    check(!(await page.content()).includes(otherId), "the instances page lists only the key's tenant");
     await visit("/incidents", "incidents", "#incidents");
     await visit("/inbox?group=" + GROUP, "inbox", "table.tasks");
     const title = await page.$eval("tr.task td.title", (e) => e.textContent);
