@@ -22,12 +22,13 @@ packages=(
     libgvc6
     # tests: Check, a throwaway Postgres, Python client, proto tooling, clang-format,
     # promtool (prometheus) and PyYAML for the alert rules and the dashboard,
-    # groff-base and zsh (the wfctl man page and zsh completion are checked with them)
+    # groff-base and zsh (the wfctl man page and zsh completion are checked with them),
+    # chromium (the web console's browser test drives it headless)
     check
     postgresql postgresql-contrib
     protobuf-compiler protobuf-compiler-grpc python3 python3-grpcio python3-protobuf python3-yaml
     valgrind yamllint ca-certificates curl prometheus openssl jq clang libclang-rt-14-dev
-    clang-format groff-base zsh
+    clang-format groff-base zsh chromium
 )
 
 if [ "${1:-}" = "--list" ]; then

@@ -22,6 +22,7 @@
 #include "rpc_server.h"
 #include "expr.h"
 #include "scheduler.h"
+#include "console.h"
 #include "wf_http.h"
 #include "wf_config.h"
 #include "wf_log.h"
@@ -203,6 +204,21 @@ main(int argc, char **argv)
         }
         WF_LOG(WF_LOG_INFO, "startup", "metrics on %s/metrics", cfg->metrics_addr);
     }
+    /* The web console: its own listener and threads, over the handlers. */
+    wf_console *console = NULL;
+    if (cfg->console_addr != NULL) {
+        console = wf_console_start(&app, cfg->console_addr, &err);
+        if (console == NULL) {
+            WF_LOG(WF_LOG_ERROR, "startup", "could not start the web console: %s", err.msg);
+            wf_http_stop(http);
+            wf_rpc_gauges_free(msrc.gauges);
+            wf_rpc_server_stop(srv, 0);
+            wf_app_close_store(&app);
+            wf_config_free(cfg);
+            return 1;
+        }
+        WF_LOG(WF_LOG_INFO, "startup", "web console on http://%s/", cfg->console_addr);
+    }
     /* The timer scheduler starts last: it needs the store open and the
      * server running (a fired timer wakes the streams watching its
      * instance; before the rpc layer installs its waker a wake-up would be
@@ -212,6 +228,7 @@ main(int argc, char **argv)
     wf_scheduler *sched = wf_scheduler_start(app.store, &sopt, wf_app_fire_timer, &app, &err);
     if (sched == NULL) {
         WF_LOG(WF_LOG_ERROR, "startup", "could not start the timer scheduler: %s", err.msg);
+        wf_console_stop(console);
         wf_http_stop(http);
         wf_rpc_gauges_free(msrc.gauges);
         wf_rpc_server_stop(srv, 0);
@@ -243,7 +260,10 @@ main(int argc, char **argv)
      * It returns within one fire's deadline; timers it had claimed but not
      * fired are claimed again after claim_ms by any replica. */
     /* Metrics go first: they read the scheduler, which is about to be freed
-     * (scrapes during the drain above still worked). */
+     * (scrapes during the drain above still worked). The console calls
+     * the handlers, which reach the scheduler and the store: it stops
+     * with them. */
+    wf_console_stop(console);
     wf_http_stop(http);
     wf_rpc_gauges_free(msrc.gauges);
     wf_app_set_scheduler(&app, NULL);

@@ -247,6 +247,30 @@ wf_config_open_access(const wf_config *cfg)
     return cfg->development && cfg->napi_keys == 0;
 }
 
+int
+wf_secret_equal(const char *presented, size_t presented_len, const char *expected)
+{
+    size_t n = strlen(expected);
+    unsigned char diff = (unsigned char)(presented_len != n);
+    for (size_t i = 0; i < n; i++) {
+        /* Read a byte of the presented key even past its end (index wraps),
+         * so the loop's cost does not depend on where the keys differ. */
+        unsigned char p = presented_len ? (unsigned char)presented[i % presented_len] : 0;
+        diff |= (unsigned char)(p ^ (unsigned char)expected[i]);
+    }
+    return diff == 0;
+}
+
+const wf_api_key *
+wf_config_find_key(const wf_config *cfg, const char *key, size_t klen)
+{
+    const wf_api_key *match = NULL;
+    for (size_t i = 0; i < cfg->napi_keys; i++)
+        if (wf_secret_equal(key, klen, cfg->api_keys[i].key) && match == NULL)
+            match = &cfg->api_keys[i];
+    return match;
+}
+
 wf_config *
 wf_config_load(char *const *env, wf_error *err)
 {
@@ -281,6 +305,8 @@ wf_config_load(char *const *env, wf_error *err)
         cfg->database_url = strdup(v);
     if ((v = env_str(env, "WF_METRICS_ADDR")) != NULL)
         cfg->metrics_addr = strdup(v);
+    if ((v = env_str(env, "WF_CONSOLE_ADDR")) != NULL)
+        cfg->console_addr = strdup(v);
     if ((v = env_str(env, "WF_TLS_CERT")) != NULL)
         cfg->tls_cert = strdup(v);
     if ((v = env_str(env, "WF_TLS_KEY")) != NULL)
@@ -414,6 +440,7 @@ wf_config_free(wf_config *cfg)
     free(cfg->addr);
     free(cfg->database_url);
     free(cfg->metrics_addr);
+    free(cfg->console_addr);
     free(cfg->tls_cert);
     free(cfg->tls_key);
     for (size_t i = 0; i < cfg->napi_keys; i++) {

@@ -42,6 +42,7 @@ typedef struct wf_config {
     bool trust_actor_groups;      /* WF_TRUST_ACTOR_GROUPS=true */
     bool auto_create_definitions; /* WF_AUTO_CREATE_DEFINITIONS, default true */
     char *metrics_addr;           /* WF_METRICS_ADDR; NULL = no metrics endpoint */
+    char *console_addr;           /* WF_CONSOLE_ADDR; NULL = no web console */
     int log_level;                /* WF_LOG_LEVEL (wf_log_level) */
     int max_message_bytes;        /* WF_MAX_MESSAGE_BYTES, default 4 MiB */
     int max_variables_bytes;      /* WF_MAX_VARIABLES_BYTES: one instance tree, default as above */
@@ -89,5 +90,14 @@ size_t wf_config_answer_budget(const wf_config *cfg);
 /* True when no API key is configured and development mode allows that:
  * every call is then accepted without a key. */
 bool wf_config_open_access(const wf_config *cfg);
+
+/* Constant-time comparison of a presented secret (len bytes, which may hold
+ * NULs) with a configured one: the time depends only on the configured
+ * secret's length. */
+int wf_secret_equal(const char *presented, size_t presented_len, const char *expected);
+
+/* The configured API key (WF_API_KEYS) equal to the presented one, or NULL.
+ * Every key is compared, without early exit, in constant time each. */
+const wf_api_key *wf_config_find_key(const wf_config *cfg, const char *key, size_t klen);
 
 #endif /* WF_CONFIG_H */

@@ -43,15 +43,7 @@ wf_rpc_md_get(const grpc_metadata_array *md, const char *key, wf_arena *arena, c
 int
 wf_rpc_secret_equal(const char *presented, size_t presented_len, const char *expected)
 {
-    size_t n = strlen(expected);
-    unsigned char diff = (unsigned char)(presented_len != n);
-    for (size_t i = 0; i < n; i++) {
-        /* Read a byte of the presented key even past its end (index wraps),
-         * so the loop's cost does not depend on where the keys differ. */
-        unsigned char p = presented_len ? (unsigned char)presented[i % presented_len] : 0;
-        diff |= (unsigned char)(p ^ (unsigned char)expected[i]);
-    }
-    return diff == 0;
+    return wf_secret_equal(presented, presented_len, expected);
 }
 
 /* 1..max printable ASCII bytes (n bytes at s: a NUL is not printable). */
@@ -158,10 +150,8 @@ icpt_auth_tenant(wf_rpc_ctx *ctx, wf_error *err)
         wf_code rc = presented_key(ctx, &key, &klen, err);
         if (rc != WF_OK)
             return rc;
-        /* Compare against every configured key, without early exit. */
-        for (size_t i = 0; i < cfg->napi_keys; i++)
-            if (wf_rpc_secret_equal(key, klen, cfg->api_keys[i].key) && match == NULL)
-                match = &cfg->api_keys[i];
+        /* Compared against every configured key, without early exit. */
+        match = wf_config_find_key(cfg, key, klen);
         if (match == NULL)
             return wf_error_set(err, WF_E_API_KEY_INVALID, "the API key is not valid");
         ctx->key_id = match->key_id;

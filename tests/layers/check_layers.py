@@ -31,6 +31,7 @@ LAYERS = [
     ("pb", None, []),
     ("handlers", "handlers", ["h_common.h"]),
     ("http", "http", []),
+    ("console", "console", ["console_int.h"]),
     ("rpc", "rpc", []),
     ("main", "", []),
 ]

@@ -359,6 +359,33 @@ START_TEST(test_bad_retention_names_the_variable)
 }
 END_TEST
 
+/* The key lookup shared by the interceptors and the web console: the
+ * matching key (and its tenant), none for a wrong, longer, shorter or
+ * NUL-holding key; WF_CONSOLE_ADDR is read. */
+START_TEST(test_find_key)
+{
+    wf_error err;
+    const char *env[] = {"WF_ENV=development", "WF_API_KEYS=k-one=acme,k-two",
+                         "WF_CONSOLE_ADDR=127.0.0.1:8088", NULL};
+    wf_config *cfg = load(env, &err);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert_str_eq(cfg->console_addr, "127.0.0.1:8088");
+    const wf_api_key *k = wf_config_find_key(cfg, "k-one", 5);
+    ck_assert_ptr_nonnull(k);
+    ck_assert_str_eq(k->tenant, "acme");
+    k = wf_config_find_key(cfg, "k-two", 5);
+    ck_assert_ptr_nonnull(k);
+    ck_assert_ptr_null(k->tenant);
+    ck_assert_ptr_null(wf_config_find_key(cfg, "k-on", 4));
+    ck_assert_ptr_null(wf_config_find_key(cfg, "k-one1", 6));
+    ck_assert_ptr_null(wf_config_find_key(cfg, "k-one\0", 6));
+    ck_assert_ptr_null(wf_config_find_key(cfg, "", 0));
+    ck_assert(wf_secret_equal("abc", 3, "abc"));
+    ck_assert(!wf_secret_equal("abd", 3, "abc"));
+    wf_config_free(cfg);
+}
+END_TEST
+
 static Suite *
 config_suite(void)
 {
@@ -379,6 +406,7 @@ config_suite(void)
     tcase_add_test(tc, test_retention_defaults);
     tcase_add_test(tc, test_retention_durations_parse);
     tcase_add_test(tc, test_bad_retention_names_the_variable);
+    tcase_add_test(tc, test_find_key);
     suite_add_tcase(s, tc);
     return s;
 }

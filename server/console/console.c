@@ -1,0 +1,719 @@
+/*
+ * console: sessions, the access checks (API key, CSRF token, Origin),
+ * routing, the security headers of every answer, static assets and the
+ * live event stream (Server-Sent Events).
+ *
+ * A session is an opaque random id in an HttpOnly, SameSite=Strict cookie
+ * that maps, in memory, to the tenant of the key given at login, the actor
+ * named there and the session's CSRF token: the key itself never leaves
+ * the login request, and logging out or a restart revokes every session.
+ */
+#include "console.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "console_int.h"
+#include "expr.h"
+#include "wf_config.h"
+#include "wf_id.h"
+#include "wf_log.h"
+#include "wf_time.h"
+
+/* Embedded at build time (cmake/embed.cmake). */
+extern const unsigned char wf_console_css[];
+extern const size_t wf_console_css_len;
+extern const unsigned char wf_console_js[];
+extern const size_t wf_console_js_len;
+
+#define COOKIE "wf_console"
+#define MAX_SESSIONS 256
+#define SESSION_IDLE_MS (8 * 3600 * 1000LL)
+#define CALL_DEADLINE_MS 10000
+#define MAX_SSE 4
+#define SSE_POLL_MS 500
+#define SSE_LIFETIME_MS 60000
+#define TOKEN_HEX 32
+
+typedef struct session {
+    char id[TOKEN_HEX + 1]; /* "" = free slot */
+    char csrf[TOKEN_HEX + 1];
+    char tenant[65];
+    char actor[129];
+    int64_t last_ms;
+} session;
+
+struct wf_console {
+    wf_app *app;
+    wf_http *http;
+    pthread_mutex_t mu; /* guards sessions */
+    session sessions[MAX_SESSIONS];
+    atomic_int nsse;
+    atomic_bool stopping;
+};
+
+/* ---- handler calls ---------------------------------------------------------- */
+
+static const wf_route *
+route_of(const char *method)
+{
+    for (const wf_route *r = wf_routes; r->method != NULL; r++)
+        if (strcmp(r->method, method) == 0)
+            return r;
+    return NULL;
+}
+
+wf_code
+wf_console__call(wf_console__ctx *x, const char *method, const ProtobufCMessage *req,
+                 ProtobufCMessage **resp, wf_error *err)
+{
+    const wf_route *r = route_of(method);
+    if (r == NULL || r->fn == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "no unary route %s", method);
+    if ((r->flags & WF_ROUTE_ACTOR) && x->actor == NULL)
+        return wf_error_set(err, WF_E_ACTOR_MISSING,
+                            "this action acts for a person: name an actor at login");
+    char rid[WF_UUID_LEN + 1];
+    wf_uuid7(rid);
+    wf_call call = {
+        .app = x->app,
+        .arena = x->arena,
+        .method = r->method,
+        .tenant = x->tenant,
+        .actor = x->actor,
+        .request_id = wf_arena_strdup(x->arena, rid),
+        .deadline_ms = wf_mono_ms() + CALL_DEADLINE_MS,
+    };
+    wf_expr_set_call_deadline(call.deadline_ms);
+    *resp = NULL;
+    wf_code rc = r->fn(&call, req, resp, err);
+    wf_expr_set_call_deadline(0);
+    if (rc == WF_OK && *resp == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "the handler of %s produced no response", method);
+    if (rc != WF_OK && err->code != rc)
+        wf_error_set(err, rc, "%s", err->msg[0] ? err->msg : wf_code_reason(rc));
+    return rc;
+}
+
+wf_code
+wf_console__read_events(wf_app *app, const char *tenant, const char *instance_id, int64_t after_seq,
+                        size_t max, wf_console__event_fn fn, void *arg, wf_error *err)
+{
+    const wf_route *r = route_of("WatchEvents");
+    if (r == NULL || r->stream == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "no WatchEvents route");
+    wf_arena *arena = wf_arena_new();
+    if (arena == NULL)
+        return wf_error_nomem(err);
+    Workflow__V1__WatchEventsRequest wreq = WORKFLOW__V1__WATCH_EVENTS_REQUEST__INIT;
+    wreq.after_sequence = after_seq;
+    wreq.instance_id = (char *)(instance_id ? instance_id : "");
+    wreq.follow = false;
+    wf_call call = {
+        .app = app,
+        .arena = arena,
+        .method = r->method,
+        .tenant = tenant,
+        .request_id = "console",
+        .deadline_ms = wf_mono_ms() + CALL_DEADLINE_MS,
+    };
+    void *state = NULL;
+    wf_code rc = r->stream->open(&call, &wreq.base, &state, err);
+    if (rc != WF_OK) {
+        wf_arena_free(arena);
+        return rc;
+    }
+    size_t n = 0;
+    for (;;) {
+        wf_arena *scratch = wf_arena_new();
+        if (scratch == NULL) {
+            rc = wf_error_nomem(err);
+            break;
+        }
+        ProtobufCMessage *msg = NULL;
+        wf_stream_step st = r->stream->next(&call, state, scratch, &msg, err);
+        if (st == WF_STREAM_MESSAGE && n < max) {
+            const Workflow__V1__WatchEventsResponse *m = (const void *)msg;
+            if (m->event != NULL)
+                fn(arg, m->event);
+            n++;
+        }
+        wf_arena_free(scratch);
+        if (st == WF_STREAM_END) {
+            rc = err->code;
+            break;
+        }
+        if (st == WF_STREAM_WAIT || n >= max)
+            break;
+    }
+    if (r->stream->close != NULL)
+        r->stream->close(state);
+    wf_arena_free(arena);
+    return rc;
+}
+
+/* ---- sessions ----------------------------------------------------------------- */
+
+static int
+random_hex(char out[TOKEN_HEX + 1])
+{
+    unsigned char b[TOKEN_HEX / 2];
+    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
+        return -1;
+    for (size_t i = 0; i < sizeof b; i++)
+        sprintf(out + 2 * i, "%02x", b[i]);
+    return 0;
+}
+
+/* Copies the live session named by id into *out (and refreshes it). */
+static bool
+session_find(wf_console *c, const char *id, session *out)
+{
+    if (id == NULL || strlen(id) != TOKEN_HEX)
+        return false;
+    int64_t now = wf_mono_ms();
+    bool found = false;
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < MAX_SESSIONS; i++) {
+        session *s = &c->sessions[i];
+        if (s->id[0] == '\0')
+            continue;
+        if (now - s->last_ms > SESSION_IDLE_MS) {
+            memset(s, 0, sizeof *s);
+            continue;
+        }
+        if (!found && wf_secret_equal(id, strlen(id), s->id)) {
+            s->last_ms = now;
+            *out = *s;
+            found = true;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return found;
+}
+
+/* A new session (the oldest one makes room when the table is full). */
+static int
+session_new(wf_console *c, const char *tenant, const char *actor, session *out)
+{
+    session s = {0};
+    if (random_hex(s.id) != 0 || random_hex(s.csrf) != 0)
+        return -1;
+    snprintf(s.tenant, sizeof s.tenant, "%s", tenant);
+    snprintf(s.actor, sizeof s.actor, "%s", actor);
+    s.last_ms = wf_mono_ms();
+    pthread_mutex_lock(&c->mu);
+    int slot = 0;
+    for (int i = 0; i < MAX_SESSIONS; i++) {
+        if (c->sessions[i].id[0] == '\0') {
+            slot = i;
+            break;
+        }
+        if (c->sessions[i].last_ms < c->sessions[slot].last_ms)
+            slot = i;
+    }
+    c->sessions[slot] = s;
+    pthread_mutex_unlock(&c->mu);
+    *out = s;
+    return 0;
+}
+
+static void
+session_drop(wf_console *c, const char *id)
+{
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < MAX_SESSIONS; i++)
+        if (c->sessions[i].id[0] != '\0' && strcmp(c->sessions[i].id, id) == 0)
+            memset(&c->sessions[i], 0, sizeof c->sessions[i]);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* ---- answers ------------------------------------------------------------------ */
+
+static void
+security_headers(wf_http_resp *r)
+{
+    wf_http_resp_header(r, "Content-Security-Policy",
+                        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+                        "object-src 'none'; base-uri 'none'; form-action 'self'; "
+                        "frame-ancestors 'none'");
+    wf_http_resp_header(r, "X-Content-Type-Options", "nosniff");
+    wf_http_resp_header(r, "X-Frame-Options", "DENY");
+    wf_http_resp_header(r, "Referrer-Policy", "no-referrer");
+    wf_http_resp_header(r, "Cache-Control", "no-store");
+}
+
+static void
+text(wf_http_resp *r, unsigned status, const char *msg)
+{
+    r->status = status;
+    r->content_type = "text/plain; charset=utf-8";
+    r->body = strdup(msg);
+    r->len = r->body ? strlen(r->body) : 0;
+}
+
+static void
+redirect(wf_http_resp *r, const char *to)
+{
+    r->status = 303;
+    wf_http_resp_header(r, "Location", to);
+    r->content_type = "text/plain; charset=utf-8";
+}
+
+/* True when the request came from this console's own pages. Browsers say
+ * so in Sec-Fetch-Site, which a page cannot forge; without it, the Origin
+ * (or, without one, the Referer) must name the host the request was sent
+ * to. With Referrer-Policy no-referrer a browser sends "Origin: null" on a
+ * form POST, which never matches: such a browser sends Sec-Fetch-Site. */
+static bool
+same_origin(const wf_http_req *req)
+{
+    const char *site = wf_http_req_header(req, "Sec-Fetch-Site");
+    if (site != NULL)
+        return strcmp(site, "same-origin") == 0;
+    const char *host = wf_http_req_header(req, "Host");
+    const char *origin = wf_http_req_header(req, "Origin");
+    const char *src = origin != NULL ? origin : wf_http_req_header(req, "Referer");
+    if (host == NULL || src == NULL)
+        return false;
+    const char *p = strstr(src, "://");
+    if (p == NULL)
+        return false;
+    p += 3;
+    size_t hl = strlen(host);
+    return strncmp(p, host, hl) == 0 && (p[hl] == '\0' || p[hl] == '/');
+}
+
+static void
+set_cookie(const wf_http_req *req, wf_http_resp *r, const char *value, bool clear)
+{
+    /* Secure when the browser reached us over TLS: a mesh or proxy that
+     * terminates TLS says so in X-Forwarded-Proto. */
+    const char *proto = wf_http_req_header(req, "X-Forwarded-Proto");
+    bool tls = proto != NULL && strcmp(proto, "https") == 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, COOKIE "=%s; HttpOnly; SameSite=Strict; Path=/%s%s", value,
+             clear ? "; Max-Age=0" : "", tls ? "; Secure" : "");
+    wf_http_resp_header(r, "Set-Cookie", buf);
+}
+
+static void
+login_page(wf_console *c, const wf_http_req *req, wf_http_resp *r, const char *problem)
+{
+    (void)req;
+    bool open = wf_config_open_access(c->app->cfg);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *o = open_memstream(&buf, &len);
+    if (o == NULL) {
+        text(r, 500, "out of memory\n");
+        return;
+    }
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+          "<link rel=\"stylesheet\" href=\"/static/console.css\">"
+          "<title>Log in · workflow console</title></head><body><main>"
+          "<h1>Workflow console</h1>",
+          o);
+    if (problem != NULL) {
+        fputs("<p class=\"error\">", o);
+        wf_console__esc(o, problem);
+        fputs("</p>", o);
+    }
+    fputs("<form method=\"post\" action=\"/login\" class=\"login\">", o);
+    if (!open)
+        fputs("<label>API key <input type=\"password\" name=\"api_key\" "
+              "autocomplete=\"off\" required></label>",
+              o);
+    fputs("<label>Actor <input type=\"text\" name=\"actor\" required maxlength=\"128\"></label>"
+          "<label>Tenant (keys of any tenant only) <input type=\"text\" name=\"tenant\" "
+          "maxlength=\"64\"></label><button type=\"submit\">Log in</button></form>"
+          "</main></body></html>\n",
+          o);
+    fclose(o);
+    r->content_type = "text/html; charset=utf-8";
+    r->body = buf;
+    r->len = len;
+}
+
+static bool
+printable(const char *s, size_t max)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > max)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
+            return false;
+    return true;
+}
+
+static void
+do_login(wf_console *c, const wf_http_req *req, wf_http_resp *r)
+{
+    const wf_config *cfg = c->app->cfg;
+    const char *actor = wf_http_req_form(req, "actor");
+    const char *tenant = wf_http_req_form(req, "tenant");
+    const char *key = wf_http_req_form(req, "api_key");
+    if (!printable(actor, 128)) {
+        r->status = 400;
+        login_page(c, req, r, "The actor must be 1 to 128 printable ASCII characters.");
+        return;
+    }
+    if (tenant != NULL && tenant[0] != '\0' && !wf_id_tenant_valid(tenant, strlen(tenant))) {
+        r->status = 400;
+        login_page(c, req, r, "The tenant must be 1 to 64 letters, digits, \".\", \"_\" or \"-\".");
+        return;
+    }
+    const char *t = tenant != NULL && tenant[0] != '\0' ? tenant : "default";
+    if (!wf_config_open_access(cfg)) {
+        const wf_api_key *k = key != NULL ? wf_config_find_key(cfg, key, strlen(key)) : NULL;
+        if (k == NULL) {
+            WF_LOG(WF_LOG_WARN, "console", "login refused: API_KEY_INVALID");
+            r->status = 403;
+            login_page(c, req, r, "The API key is not valid.");
+            return;
+        }
+        if (k->tenant != NULL) {
+            if (tenant != NULL && tenant[0] != '\0' && strcmp(tenant, k->tenant) != 0) {
+                r->status = 403;
+                login_page(c, req, r, "This API key may not act in that tenant.");
+                return;
+            }
+            t = k->tenant;
+        }
+        WF_LOG(WF_LOG_INFO, "console", "login of key %s as %s in tenant %s", k->key_id, actor, t);
+    }
+    session s;
+    if (session_new(c, t, actor, &s) != 0) {
+        text(r, 500, "could not create a session\n");
+        return;
+    }
+    set_cookie(req, r, s.id, false);
+    redirect(r, "/instances");
+}
+
+static void
+static_asset(wf_http_resp *r, const unsigned char *data, size_t len, const char *type)
+{
+    r->body = malloc(len ? len : 1);
+    if (r->body == NULL) {
+        text(r, 500, "out of memory\n");
+        return;
+    }
+    memcpy(r->body, data, len);
+    r->len = len;
+    r->content_type = type;
+}
+
+/* ---- live events (Server-Sent Events) ------------------------------------------- */
+
+typedef struct sse {
+    wf_console *c;
+    char tenant[65];
+    char instance[129];
+    int64_t after;
+    int64_t until_ms;
+    char *pending; /* formatted, not yet sent */
+    size_t plen, poff;
+} sse;
+
+typedef struct sse_batch {
+    FILE *out;
+    int64_t last;
+} sse_batch;
+
+static void
+sse_event(void *arg, const Workflow__V1__Event *ev)
+{
+    sse_batch *b = arg;
+    fprintf(b->out,
+            "id: %lld\nevent: wf\ndata: {\"sequence\":%lld,\"type\":", (long long)ev->sequence,
+            (long long)ev->sequence);
+    char *tn = NULL;
+    size_t tl = 0;
+    FILE *t = open_memstream(&tn, &tl);
+    if (t != NULL) {
+        wf_console__enum(t, &workflow__v1__event_type__descriptor, (int)ev->type);
+        fclose(t);
+    }
+    wf_console__json_str(b->out, tn ? tn : "");
+    free(tn);
+    fputs(",\"time\":\"", b->out);
+    wf_console__time(b->out, ev->time);
+    fputs("\"", b->out);
+    fputs(",\"instanceId\":", b->out);
+    wf_console__json_str(b->out, ev->instance_id);
+    fputs(",\"actor\":", b->out);
+    wf_console__json_str(b->out, ev->actor);
+    fputs(",\"data\":", b->out);
+    wf_console__json_str(b->out, ev->data_json);
+    fputs("}\n\n", b->out);
+    b->last = ev->sequence;
+}
+
+static ssize_t
+sse_read(void *arg, char *buf, size_t max)
+{
+    sse *s = arg;
+    while (s->poff >= s->plen) {
+        free(s->pending);
+        s->pending = NULL;
+        s->plen = s->poff = 0;
+        if (atomic_load(&s->c->stopping) || wf_mono_ms() > s->until_ms)
+            return -1;
+        sse_batch b = {NULL, s->after};
+        char *out = NULL;
+        size_t len = 0;
+        b.out = open_memstream(&out, &len);
+        if (b.out == NULL)
+            return -1;
+        wf_error err = {0};
+        wf_code rc = wf_console__read_events(s->c->app, s->tenant, s->instance, s->after, 50,
+                                             sse_event, &b, &err);
+        if (rc != WF_OK)
+            fputs(": the event read failed; retrying\n\n", b.out);
+        fclose(b.out);
+        s->after = b.last;
+        if (len > 0) {
+            s->pending = out;
+            s->plen = len;
+            break;
+        }
+        free(out);
+        /* Nothing new: a comment keeps the connection (and shows a dead
+         * client) every poll; the wait is short so that a stop is quick. */
+        struct timespec ts = {0, SSE_POLL_MS * 1000000L};
+        nanosleep(&ts, NULL);
+        static const char ping[] = ": ping\n\n";
+        s->pending = strdup(ping);
+        s->plen = s->pending ? sizeof ping - 1 : 0;
+    }
+    size_t n = s->plen - s->poff < max ? s->plen - s->poff : max;
+    memcpy(buf, s->pending + s->poff, n);
+    s->poff += n;
+    return (ssize_t)n;
+}
+
+static void
+sse_free(void *arg)
+{
+    sse *s = arg;
+    atomic_fetch_sub(&s->c->nsse, 1);
+    free(s->pending);
+    free(s);
+}
+
+static void
+events_stream(wf_console *c, const wf_http_req *req, wf_http_resp *r, const session *sess)
+{
+    const char *inst = wf_http_req_query(req, "instance");
+    const char *last = wf_http_req_header(req, "Last-Event-ID");
+    const char *after = last != NULL ? last : wf_http_req_query(req, "after");
+    if (inst != NULL && strlen(inst) > 128) {
+        text(r, 400, "instance id too long\n");
+        return;
+    }
+    if (atomic_fetch_add(&c->nsse, 1) >= MAX_SSE) {
+        atomic_fetch_sub(&c->nsse, 1);
+        text(r, 503, "too many live event streams; retry later\n");
+        wf_http_resp_header(r, "Retry-After", "10");
+        return;
+    }
+    sse *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        atomic_fetch_sub(&c->nsse, 1);
+        text(r, 500, "out of memory\n");
+        return;
+    }
+    s->c = c;
+    snprintf(s->tenant, sizeof s->tenant, "%s", sess->tenant);
+    snprintf(s->instance, sizeof s->instance, "%s", inst ? inst : "");
+    s->after = after != NULL ? strtoll(after, NULL, 10) : 0;
+    if (s->after < 0)
+        s->after = 0;
+    s->until_ms = wf_mono_ms() + SSE_LIFETIME_MS;
+    static const char hello[] = "retry: 2000\n\n";
+    s->pending = strdup(hello);
+    s->plen = s->pending ? sizeof hello - 1 : 0;
+    r->content_type = "text/event-stream";
+    r->stream = sse_read;
+    r->stream_free = sse_free;
+    r->stream_arg = s;
+}
+
+/* ---- routing ------------------------------------------------------------------ */
+
+typedef void (*page_fn)(wf_console__ctx *x);
+
+static const struct {
+    const char *path;
+    page_fn fn;
+} pages[] = {
+    {"/definitions", wf_console__definitions}, {"/definition", wf_console__definition},
+    {"/instances", wf_console__instances},     {"/instance", wf_console__instance},
+    {"/incidents", wf_console__incidents},     {"/inbox", wf_console__inbox},
+    {"/batches", wf_console__batches},         {"/batch", wf_console__batch},
+    {"/diagram.svg", wf_console__diagram},
+};
+
+static void
+render(wf_console *c, const wf_http_req *req, wf_http_resp *r, const session *sess, page_fn fn,
+       const char *action)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    wf_arena *arena = wf_arena_new();
+    FILE *o = arena != NULL ? open_memstream(&buf, &len) : NULL;
+    if (o == NULL) {
+        wf_arena_free(arena);
+        text(r, 500, "out of memory\n");
+        return;
+    }
+    wf_console__ctx x = {
+        .app = c->app,
+        .req = req,
+        .arena = arena,
+        .tenant = sess->tenant,
+        .actor = sess->actor[0] ? sess->actor : NULL,
+        .csrf = sess->csrf[0] ? sess->csrf : NULL,
+        .out = o,
+        .status = 200,
+    };
+    if (fn != NULL)
+        fn(&x);
+    else
+        wf_console__act(&x, action);
+    fclose(o);
+    if (x.location != NULL) {
+        free(buf);
+        redirect(r, x.location);
+    } else {
+        r->status = x.status;
+        r->content_type =
+            x.content_type != NULL && x.status == 200 ? x.content_type : "text/html; charset=utf-8";
+        r->body = buf;
+        r->len = len;
+    }
+    wf_arena_free(arena);
+}
+
+static void
+serve(void *arg, const wf_http_req *req, wf_http_resp *r)
+{
+    wf_console *c = arg;
+    const char *method = wf_http_req_method(req);
+    const char *path = wf_http_req_path(req);
+    bool post = strcmp(method, "POST") == 0;
+    security_headers(r);
+    if (!post && strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        text(r, 405, "method not allowed\n");
+        wf_http_resp_header(r, "Allow", "GET, POST");
+        return;
+    }
+    if (!post && strcmp(path, "/static/console.css") == 0) {
+        static_asset(r, wf_console_css, wf_console_css_len, "text/css; charset=utf-8");
+        return;
+    }
+    if (!post && strcmp(path, "/static/console.js") == 0) {
+        static_asset(r, wf_console_js, wf_console_js_len, "text/javascript; charset=utf-8");
+        return;
+    }
+    /* Every POST, the login included, must come from our own pages. */
+    if (post && !same_origin(req)) {
+        text(r, 403, "refused: the request does not come from this console (Origin)\n");
+        return;
+    }
+    if (strcmp(path, "/login") == 0) {
+        if (post)
+            do_login(c, req, r);
+        else
+            login_page(c, req, r, NULL);
+        return;
+    }
+    session sess;
+    bool have = session_find(c, wf_http_req_cookie(req, COOKIE), &sess);
+    if (!have) {
+        if (!wf_config_open_access(c->app->cfg) || post) {
+            redirect(r, "/login");
+            return;
+        }
+        /* Development without keys: pages need no login (tenant default);
+         * acting needs an actor, named at /login. */
+        memset(&sess, 0, sizeof sess);
+        snprintf(sess.tenant, sizeof sess.tenant, "default");
+    }
+    if (post) {
+        const char *tok = wf_http_req_form(req, "csrf");
+        if (tok == NULL || !wf_secret_equal(tok, strlen(tok), sess.csrf)) {
+            text(r, 403, "refused: the form's CSRF token is missing or wrong\n");
+            return;
+        }
+        if (strcmp(path, "/logout") == 0) {
+            session_drop(c, sess.id);
+            set_cookie(req, r, "", true);
+            redirect(r, "/login");
+            return;
+        }
+        render(c, req, r, &sess, NULL, path);
+        return;
+    }
+    if (strcmp(path, "/") == 0) {
+        redirect(r, "/instances");
+        return;
+    }
+    if (strcmp(path, "/events") == 0) {
+        events_stream(c, req, r, &sess);
+        return;
+    }
+    for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++)
+        if (strcmp(path, pages[i].path) == 0) {
+            render(c, req, r, &sess, pages[i].fn, NULL);
+            return;
+        }
+    text(r, 404, "not found\n");
+}
+
+wf_console *
+wf_console_start(wf_app *app, const char *addr, wf_error *err)
+{
+    wf_console *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        wf_error_nomem(err);
+        return NULL;
+    }
+    c->app = app;
+    pthread_mutex_init(&c->mu, NULL);
+    /* Small and bounded: a live stream holds a thread while it polls, so
+     * the pool has room for MAX_SSE of them and still answers pages. */
+    wf_http_app_options opt = {
+        .threads = MAX_SSE + 2,
+        .max_connections = 64,
+        .per_ip = 32,
+        .timeout_s = 30,
+        .max_body = 64 * 1024,
+        .what = "WF_CONSOLE_ADDR",
+    };
+    c->http = wf_http_start_app(addr, &opt, serve, c, err);
+    if (c->http == NULL) {
+        pthread_mutex_destroy(&c->mu);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void
+wf_console_stop(wf_console *c)
+{
+    if (c == NULL)
+        return;
+    atomic_store(&c->stopping, true);
+    wf_http_stop(c->http);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}

@@ -1,0 +1,92 @@
+/*
+ * console_int.h: what the files of the web console share (prefix
+ * wf_console__). Not seen outside server/console/.
+ */
+#ifndef WF_CONSOLE_INT_H
+#define WF_CONSOLE_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "handler.h"
+#include "wf_arena.h"
+#include "wf_error.h"
+#include "wf_http.h"
+
+#include "workflow/v1/workflow.pb-c.h"
+
+/* One request as the pages see it: who acts, in which tenant, and where
+ * the page is written. */
+typedef struct wf_console__ctx {
+    wf_app *app;
+    const wf_http_req *req;
+    wf_arena *arena;
+    const char *tenant;       /* the session's (the key's) tenant; "default" in open access */
+    const char *actor;        /* named at login; NULL when none was */
+    const char *csrf;         /* the session's token; NULL without a session */
+    FILE *out;                /* the page (open_memstream) */
+    unsigned status;          /* HTTP status of the page, 200 unless set */
+    const char *location;     /* set: answer 303 See Other to it instead of the page */
+    const char *content_type; /* of what out holds; NULL = text/html */
+} wf_console__ctx;
+
+/* Runs the route `method` of wf_routes (the handler the gRPC route calls)
+ * with the context's tenant and actor, a 10 s deadline and the arena. A
+ * route that acts for a person refuses without an actor (ACTOR_MISSING),
+ * as the interceptors do. */
+wf_code wf_console__call(wf_console__ctx *x, const char *method, const ProtobufCMessage *req,
+                         ProtobufCMessage **resp, wf_error *err);
+
+/* Reads at most max events of the tenant after after_seq (of one instance
+ * tree when instance_id is set) through WatchEvents' stream ops, without
+ * following; fn gets each. Returns WF_OK or the stream's error. */
+typedef void (*wf_console__event_fn)(void *arg, const Workflow__V1__Event *ev);
+wf_code wf_console__read_events(wf_app *app, const char *tenant, const char *instance_id,
+                                int64_t after_seq, size_t max, wf_console__event_fn fn, void *arg,
+                                wf_error *err);
+
+/* ---- HTML (console_html.c) ---- */
+
+/* The one escape of every value shown: & < > " ' become entities, so the
+ * text is safe in element content and in quoted attributes alike. NULL
+ * writes nothing. */
+void wf_console__esc(FILE *out, const char *s);
+/* Percent-encodes s for a URL's query component (all but A-Z a-z 0-9 - _ . ~). */
+void wf_console__url(FILE *out, const char *s);
+/* Writes a JSON string literal of s (for the event stream's data lines). */
+void wf_console__json_str(FILE *out, const char *s);
+/* The name of enum value v without its prefix ("INSTANCE_STATUS_"), escaped. */
+void wf_console__enum(FILE *out, const ProtobufCEnumDescriptor *d, int v);
+/* A timestamp as "YYYY-MM-DD HH:MM:SS" UTC; "—" when unset. */
+void wf_console__time(FILE *out, const Google__Protobuf__Timestamp *t);
+
+/* The page frame: head, navigation, who acts; then the body; then end. */
+void wf_console__page_begin(wf_console__ctx *x, const char *title);
+void wf_console__page_end(wf_console__ctx *x);
+/* A refusal shown as a page (status from the code) with its reason. */
+void wf_console__page_error(wf_console__ctx *x, const wf_error *err);
+/* Opens a POST form to action with the CSRF token, a fresh idempotency
+ * key (request_id) and the page to come back to; close it with "</form>". */
+void wf_console__form_begin(wf_console__ctx *x, const char *action, const char *cls);
+
+/* ---- pages (console_pages.c) ---- */
+
+void wf_console__definitions(wf_console__ctx *x);
+void wf_console__definition(wf_console__ctx *x);
+void wf_console__instances(wf_console__ctx *x);
+void wf_console__instance(wf_console__ctx *x);
+void wf_console__incidents(wf_console__ctx *x);
+void wf_console__inbox(wf_console__ctx *x);
+void wf_console__batches(wf_console__ctx *x);
+void wf_console__batch(wf_console__ctx *x);
+/* /diagram.svg: GetDiagram's SVG (of ?key=&version= or ?instance=) as
+ * image/svg+xml, shown by the pages in <img>, where no script runs. */
+void wf_console__diagram(wf_console__ctx *x);
+/* Actions (POST, checked already): retry, claim, release, complete, and
+ * start or cancel a batch operation. */
+void wf_console__act(wf_console__ctx *x, const char *path);
+
+#endif /* WF_CONSOLE_INT_H */

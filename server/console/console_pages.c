@@ -1,0 +1,1008 @@
+/*
+ * console_pages: the pages and actions. Each builds the protobuf request a
+ * gRPC client would send, runs it through the route's handler
+ * (wf_console__call) and renders the response; no rule is decided here.
+ */
+#define _XOPEN_SOURCE 700 /* strptime */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "console_int.h"
+
+#define PB(m) (&(m).base)
+
+/* Place mappings one batch form may carry. */
+#define MAX_MAPPINGS 64
+
+static const char *
+q(wf_console__ctx *x, const char *name)
+{
+    const char *v = wf_http_req_query(x->req, name);
+    return v != NULL ? v : "";
+}
+
+static const char *
+form(wf_console__ctx *x, const char *name)
+{
+    const char *v = wf_http_req_form(x->req, name);
+    return v != NULL ? v : "";
+}
+
+#define E(s) wf_console__esc(x->out, (s))
+#define U(s) wf_console__url(x->out, (s))
+#define P(s) fputs((s), x->out)
+
+static void
+link_instance(wf_console__ctx *x, const char *id)
+{
+    P("<a href=\"/instance?id=");
+    U(id);
+    P("\">");
+    E(id);
+    P("</a>");
+}
+
+static void
+text_input(wf_console__ctx *x, const char *label, const char *name)
+{
+    P("<label>");
+    E(label);
+    P(" <input type=\"text\" name=\"");
+    E(name);
+    P("\" value=\"");
+    E(q(x, name));
+    P("\"></label> ");
+}
+
+/* A select of an enum's values (its UNSPECIFIED as "any"). */
+static void
+enum_select(wf_console__ctx *x, const char *label, const char *name,
+            const ProtobufCEnumDescriptor *d)
+{
+    const char *cur = q(x, name);
+    P("<label>");
+    E(label);
+    P(" <select name=\"");
+    E(name);
+    P("\"><option value=\"\">any</option>");
+    for (unsigned i = 1; i < d->n_values; i++) {
+        P("<option value=\"");
+        E(d->values[i].name);
+        P("\"");
+        if (strcmp(cur, d->values[i].name) == 0)
+            P(" selected");
+        P(">");
+        wf_console__enum(x->out, d, d->values[i].value);
+        P("</option>");
+    }
+    P("</select></label> ");
+}
+
+static int
+enum_value(const ProtobufCEnumDescriptor *d, const char *name)
+{
+    const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value_by_name(d, name);
+    return v != NULL ? v->value : 0;
+}
+
+/* Parses "YYYY-MM-DDTHH:MM" (or with ":SS") UTC into a Timestamp; NULL
+ * when empty or malformed. */
+static Google__Protobuf__Timestamp *
+parse_time(wf_console__ctx *x, const char *s)
+{
+    if (s == NULL || s[0] == '\0')
+        return NULL;
+    struct tm tm = {0};
+    const char *end = strptime(s, "%Y-%m-%dT%H:%M", &tm);
+    if (end != NULL && *end == ':')
+        end = strptime(end + 1, "%S", &tm);
+    if (end == NULL || *end != '\0')
+        return NULL;
+    Google__Protobuf__Timestamp *t = wf_arena_alloc(x->arena, sizeof *t);
+    if (t == NULL)
+        return NULL;
+    google__protobuf__timestamp__init(t);
+    t->seconds = (int64_t)timegm(&tm);
+    return t;
+}
+
+/* A "next page" link: the current query with page_token replaced. */
+static void
+next_page(wf_console__ctx *x, const char *token, const char *const *keep)
+{
+    if (token == NULL || token[0] == '\0')
+        return;
+    P("<p class=\"paging\"><a id=\"next-page\" href=\"");
+    E(wf_http_req_path(x->req));
+    P("?page_token=");
+    U(token);
+    for (const char *const *k = keep; *k != NULL; k++) {
+        const char *v = q(x, *k);
+        if (v[0] == '\0')
+            continue;
+        P("&amp;");
+        P(*k);
+        P("=");
+        U(v);
+    }
+    P("\">Next page →</a></p>\n");
+}
+
+static void
+hidden(wf_console__ctx *x, const char *name, const char *value)
+{
+    P("<input type=\"hidden\" name=\"");
+    E(name);
+    P("\" value=\"");
+    E(value);
+    P("\">");
+}
+
+/* An <img> of the diagram (/diagram.svg) for the query "param=value...". */
+static void
+diagram_img(wf_console__ctx *x, const char *key, int version, const char *instance)
+{
+    P("<section data-live=\"diagram\"><h2>Diagram</h2><p><img class=\"diagram\" alt=\"diagram\" "
+      "src=\"/diagram.svg?");
+    if (instance != NULL) {
+        P("instance=");
+        U(instance);
+        /* A new URL after each change: the browser does not reuse a stale
+         * drawing when the section is reloaded. */
+        fprintf(x->out, "&amp;t=%lld", (long long)time(NULL));
+    } else {
+        P("key=");
+        U(key);
+        fprintf(x->out, "&amp;version=%d", version);
+    }
+    P("\"></p></section>\n");
+}
+
+/* ---- definitions ------------------------------------------------------------ */
+
+void
+wf_console__definitions(wf_console__ctx *x)
+{
+    wf_console__page_begin(x, "Definitions");
+    Workflow__V1__ListDefinitionsRequest req = WORKFLOW__V1__LIST_DEFINITIONS_REQUEST__INIT;
+    req.page_token = (char *)q(x, "page_token");
+    Workflow__V1__ListDefinitionsResponse *resp = NULL;
+    wf_error err = {0};
+    if (wf_console__call(x, "ListDefinitions", PB(req), (ProtobufCMessage **)&resp, &err) !=
+        WF_OK) {
+        wf_console__page_error(x, &err);
+        wf_console__page_end(x);
+        return;
+    }
+    P("<table id=\"definitions\"><tr><th>Key</th><th>Latest version</th><th>Name</th>"
+      "<th>Kind</th><th>Deployed</th></tr>\n");
+    for (size_t i = 0; i < resp->n_definitions; i++) {
+        const Workflow__V1__Definition *d = resp->definitions[i];
+        P("<tr><td><a href=\"/definition?key=");
+        U(d->key);
+        P("\">");
+        E(d->key);
+        fprintf(x->out, "</a></td><td>%d</td><td>", d->version);
+        E(d->name);
+        P("</td><td>");
+        wf_console__enum(x->out, &workflow__v1__definition_kind__descriptor, (int)d->kind);
+        P("</td><td>");
+        wf_console__time(x->out, d->created_at);
+        P("</td></tr>\n");
+    }
+    P("</table>\n");
+    static const char *const keep[] = {NULL};
+    next_page(x, resp->next_page_token, keep);
+    wf_console__page_end(x);
+}
+
+void
+wf_console__definition(wf_console__ctx *x)
+{
+    const char *key = q(x, "key");
+    wf_console__page_begin(x, "Definition");
+    Workflow__V1__GetDefinitionRequest greq = WORKFLOW__V1__GET_DEFINITION_REQUEST__INIT;
+    greq.key = (char *)key;
+    greq.version = atoi(q(x, "version"));
+    Workflow__V1__GetDefinitionResponse *g = NULL;
+    wf_error err = {0};
+    if (wf_console__call(x, "GetDefinition", PB(greq), (ProtobufCMessage **)&g, &err) != WF_OK) {
+        wf_console__page_error(x, &err);
+        wf_console__page_end(x);
+        return;
+    }
+    const Workflow__V1__Definition *d = g->definition;
+    P("<dl class=\"summary\"><dt>Key</dt><dd id=\"def-key\">");
+    E(d->key);
+    fprintf(x->out, "</dd><dt>Version</dt><dd>%d</dd><dt>Name</dt><dd>", d->version);
+    E(d->name);
+    P("</dd><dt>Kind</dt><dd>");
+    wf_console__enum(x->out, &workflow__v1__definition_kind__descriptor, (int)d->kind);
+    P("</dd><dt>Description</dt><dd>");
+    E(d->description);
+    P("</dd><dt>Deployed by</dt><dd>");
+    E(d->created_by);
+    P("</dd></dl>\n");
+
+    /* Versions: every version of the key, newest first. */
+    Workflow__V1__ListDefinitionsRequest lreq = WORKFLOW__V1__LIST_DEFINITIONS_REQUEST__INIT;
+    lreq.key = (char *)key;
+    lreq.page_size = 100;
+    Workflow__V1__ListDefinitionsResponse *l = NULL;
+    if (wf_console__call(x, "ListDefinitions", PB(lreq), (ProtobufCMessage **)&l, &err) == WF_OK) {
+        P("<h2>Versions</h2><ul id=\"versions\">");
+        for (size_t i = 0; i < l->n_definitions; i++) {
+            P("<li><a href=\"/definition?key=");
+            U(key);
+            fprintf(x->out, "&amp;version=%d\">version %d</a> ", l->definitions[i]->version,
+                    l->definitions[i]->version);
+            wf_console__time(x->out, l->definitions[i]->created_at);
+            P("</li>");
+        }
+        P("</ul>\n");
+    }
+    if (d->n_places > 0) {
+        P("<h2>Places</h2><table><tr><th>Id</th><th>Name</th><th>Kind</th></tr>");
+        for (size_t i = 0; i < d->n_places; i++) {
+            P("<tr><td>");
+            E(d->places[i]->id);
+            P("</td><td>");
+            E(d->places[i]->name);
+            P("</td><td>");
+            wf_console__enum(x->out, &workflow__v1__place_kind__descriptor,
+                             (int)d->places[i]->kind);
+            P("</td></tr>");
+        }
+        P("</table>\n");
+    }
+    if (d->n_transitions > 0) {
+        P("<h2>Transitions</h2><table id=\"transitions\"><tr><th>Id</th><th>Name</th>"
+          "<th>Trigger</th></tr>");
+        for (size_t i = 0; i < d->n_transitions; i++) {
+            P("<tr><td>");
+            E(d->transitions[i]->id);
+            P("</td><td>");
+            E(d->transitions[i]->name);
+            P("</td><td>");
+            wf_console__enum(x->out, &workflow__v1__trigger__descriptor,
+                             (int)d->transitions[i]->trigger);
+            P("</td></tr>");
+        }
+        P("</table>\n");
+    }
+    diagram_img(x, d->key, d->version, NULL);
+    P("<p><a href=\"/instances?definition_key=");
+    U(key);
+    P("\">Instances of this definition</a></p>\n");
+    wf_console__page_end(x);
+}
+
+/* ---- instances -------------------------------------------------------------- */
+
+static void
+instance_rows(wf_console__ctx *x, Workflow__V1__Instance *const *v, size_t n, const char *id)
+{
+    P("<table");
+    if (id != NULL) {
+        P(" id=\"");
+        E(id);
+        P("\"");
+    }
+    P("><tr><th>Id</th><th>Definition</th><th>Status</th><th>Started by</th><th>Created</th>"
+      "<th>Ended</th></tr>\n");
+    for (size_t i = 0; i < n; i++) {
+        P("<tr><td>");
+        link_instance(x, v[i]->id);
+        P("</td><td>");
+        E(v[i]->definition_key);
+        fprintf(x->out, " v%d</td><td class=\"status\">", v[i]->definition_version);
+        wf_console__enum(x->out, &workflow__v1__instance_status__descriptor, (int)v[i]->status);
+        P("</td><td>");
+        E(v[i]->started_by);
+        P("</td><td>");
+        wf_console__time(x->out, v[i]->created_at);
+        P("</td><td>");
+        wf_console__time(x->out, v[i]->ended_at);
+        P("</td></tr>\n");
+    }
+    P("</table>\n");
+}
+
+void
+wf_console__instances(wf_console__ctx *x)
+{
+    wf_console__page_begin(x, "Instances");
+    P("<form method=\"get\" action=\"/instances\" class=\"filters\">");
+    text_input(x, "Started by (* = anyone)", "started_by");
+    enum_select(x, "State", "state", &workflow__v1__process_state__descriptor);
+    enum_select(x, "Status", "status", &workflow__v1__instance_status__descriptor);
+    text_input(x, "Definition key", "definition_key");
+    text_input(x, "Aggregate type", "aggregate_type");
+    text_input(x, "Aggregate id", "aggregate_id");
+    text_input(x, "Variable path", "var_path");
+    text_input(x, "Variable value (JSON)", "var_value");
+    text_input(x, "Created after (UTC, YYYY-MM-DDTHH:MM)", "created_after");
+    text_input(x, "Created before", "created_before");
+    text_input(x, "Ended after", "ended_after");
+    text_input(x, "Ended before", "ended_before");
+    text_input(x, "Page size", "page_size");
+    P("<button type=\"submit\">Filter</button></form>\n");
+
+    Workflow__V1__ListInstancesRequest req = WORKFLOW__V1__LIST_INSTANCES_REQUEST__INIT;
+    req.started_by = (char *)(q(x, "started_by")[0] ? q(x, "started_by") : "*");
+    req.state = enum_value(&workflow__v1__process_state__descriptor, q(x, "state"));
+    req.status = enum_value(&workflow__v1__instance_status__descriptor, q(x, "status"));
+    req.definition_key = (char *)q(x, "definition_key");
+    Workflow__V1__Aggregate agg = WORKFLOW__V1__AGGREGATE__INIT;
+    if (q(x, "aggregate_type")[0] || q(x, "aggregate_id")[0]) {
+        agg.type = (char *)q(x, "aggregate_type");
+        agg.id = (char *)q(x, "aggregate_id");
+        req.aggregate = &agg;
+    }
+    Workflow__V1__VariableFilter vf = WORKFLOW__V1__VARIABLE_FILTER__INIT;
+    Workflow__V1__VariableFilter *vfs[1] = {&vf};
+    if (q(x, "var_path")[0] || q(x, "var_value")[0]) {
+        vf.path = (char *)q(x, "var_path");
+        vf.value_json = (char *)q(x, "var_value");
+        req.variables = vfs;
+        req.n_variables = 1;
+    }
+    req.created_after = parse_time(x, q(x, "created_after"));
+    req.created_before = parse_time(x, q(x, "created_before"));
+    req.ended_after = parse_time(x, q(x, "ended_after"));
+    req.ended_before = parse_time(x, q(x, "ended_before"));
+    req.page_size = atoi(q(x, "page_size"));
+    req.page_token = (char *)q(x, "page_token");
+    Workflow__V1__ListInstancesResponse *resp = NULL;
+    wf_error err = {0};
+    if (wf_console__call(x, "ListInstances", PB(req), (ProtobufCMessage **)&resp, &err) != WF_OK) {
+        wf_console__page_error(x, &err);
+        wf_console__page_end(x);
+        return;
+    }
+    instance_rows(x, resp->instances, resp->n_instances, "instances");
+    static const char *const keep[] = {"started_by",     "state",
+                                       "status",         "definition_key",
+                                       "aggregate_type", "aggregate_id",
+                                       "var_path",       "var_value",
+                                       "created_after",  "created_before",
+                                       "ended_after",    "ended_before",
+                                       "page_size",      NULL};
+    next_page(x, resp->next_page_token, keep);
+    wf_console__page_end(x);
+}
+
+static void
+task_rows(wf_console__ctx *x, Workflow__V1__Task *const *v, size_t n, const char *back,
+          bool actions)
+{
+    P("<table class=\"tasks\"><tr><th>Title</th><th>Status</th><th>Assignee</th>"
+      "<th>Claimed by</th><th>Instance</th><th>Created</th><th>Due</th>");
+    if (actions)
+        P("<th>Act</th>");
+    P("</tr>\n");
+    for (size_t i = 0; i < n; i++) {
+        const Workflow__V1__Task *t = v[i];
+        P("<tr class=\"task\" data-task=\"");
+        E(t->id);
+        P("\"><td class=\"title\">");
+        E(t->title);
+        P("</td><td class=\"status\">");
+        wf_console__enum(x->out, &workflow__v1__task_status__descriptor, (int)t->status);
+        P("</td><td>");
+        wf_console__enum(x->out, &workflow__v1__assignee_kind__descriptor, (int)t->assignee_kind);
+        P(" ");
+        E(t->assignee_id);
+        P("</td><td>");
+        E(t->claimed_by);
+        P("</td><td>");
+        link_instance(x, t->instance_id);
+        P("</td><td>");
+        wf_console__time(x->out, t->created_at);
+        P("</td><td>");
+        wf_console__time(x->out, t->due_at);
+        P("</td>");
+        if (actions) {
+            P("<td>");
+            bool pending = t->status == WORKFLOW__V1__TASK_STATUS__TASK_STATUS_OPEN ||
+                           t->status == WORKFLOW__V1__TASK_STATUS__TASK_STATUS_CLAIMED;
+            if (x->csrf != NULL && pending) {
+                if (t->status == WORKFLOW__V1__TASK_STATUS__TASK_STATUS_OPEN &&
+                    t->assignee_kind == WORKFLOW__V1__ASSIGNEE_KIND__ASSIGNEE_KIND_GROUP) {
+                    wf_console__form_begin(x, "/task/claim", "inline");
+                    hidden(x, "task_id", t->id);
+                    hidden(x, "back", back);
+                    P("<button type=\"submit\" class=\"claim\">Claim</button></form> ");
+                }
+                if (t->status == WORKFLOW__V1__TASK_STATUS__TASK_STATUS_CLAIMED) {
+                    wf_console__form_begin(x, "/task/release", "inline");
+                    hidden(x, "task_id", t->id);
+                    hidden(x, "back", back);
+                    P("<button type=\"submit\" class=\"release\">Release</button></form> ");
+                }
+                wf_console__form_begin(x, "/task/complete", "inline");
+                hidden(x, "task_id", t->id);
+                hidden(x, "back", back);
+                P("<input type=\"text\" name=\"variables_json\" placeholder=\"{}\" "
+                  "aria-label=\"output variables (JSON)\">"
+                  "<button type=\"submit\" class=\"complete\">Complete</button></form>");
+            }
+            P("</td>");
+        }
+        P("</tr>\n");
+    }
+    P("</table>\n");
+}
+
+/* The page's own path and query, to come back to after an action. */
+static const char *
+self_url(wf_console__ctx *x, const char *path, const char *param, const char *value)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *o = open_memstream(&buf, &len);
+    if (o == NULL)
+        return path;
+    fputs(path, o);
+    if (param != NULL && value != NULL && value[0] != '\0') {
+        fprintf(o, "?%s=", param);
+        wf_console__url(o, value);
+    }
+    fclose(o);
+    const char *r = wf_arena_strdup(x->arena, buf);
+    free(buf);
+    return r != NULL ? r : path;
+}
+
+typedef struct ev_rows {
+    wf_console__ctx *x;
+    int64_t last;
+} ev_rows;
+
+static void
+event_row(void *arg, const Workflow__V1__Event *ev)
+{
+    ev_rows *r = arg;
+    wf_console__ctx *x = r->x;
+    fprintf(x->out, "<tr><td>%lld</td><td>", (long long)ev->sequence);
+    wf_console__time(x->out, ev->time);
+    P("</td><td>");
+    wf_console__enum(x->out, &workflow__v1__event_type__descriptor, (int)ev->type);
+    P("</td><td>");
+    E(ev->instance_id);
+    P("</td><td>");
+    E(ev->actor);
+    P("</td><td><code>");
+    E(ev->data_json);
+    P("</code></td></tr>\n");
+    r->last = ev->sequence;
+}
+
+void
+wf_console__instance(wf_console__ctx *x)
+{
+    const char *id = q(x, "id");
+    wf_console__page_begin(x, "Instance");
+    Workflow__V1__GetInstanceRequest req = WORKFLOW__V1__GET_INSTANCE_REQUEST__INIT;
+    req.instance_id = (char *)id;
+    Workflow__V1__GetInstanceResponse *g = NULL;
+    wf_error err = {0};
+    if (wf_console__call(x, "GetInstance", PB(req), (ProtobufCMessage **)&g, &err) != WF_OK) {
+        wf_console__page_error(x, &err);
+        wf_console__page_end(x);
+        return;
+    }
+    const Workflow__V1__Instance *in = g->instance;
+    const char *back = self_url(x, "/instance", "id", id);
+    P("<section id=\"summary\" data-live=\"summary\"><dl class=\"summary\"><dt>Id</dt>"
+      "<dd id=\"instance-id\">");
+    E(in->id);
+    P("</dd><dt>Definition</dt><dd><a href=\"/definition?key=");
+    U(in->definition_key);
+    fprintf(x->out, "&amp;version=%d\">", in->definition_version);
+    E(in->definition_key);
+    fprintf(x->out, " v%d</a></dd><dt>Status</dt><dd id=\"instance-status\">",
+            in->definition_version);
+    wf_console__enum(x->out, &workflow__v1__instance_status__descriptor, (int)in->status);
+    P("</dd><dt>Parent</dt><dd>");
+    if (in->parent_instance_id[0])
+        link_instance(x, in->parent_instance_id);
+    P("</dd><dt>Started by</dt><dd>");
+    E(in->started_by);
+    P("</dd><dt>Created</dt><dd>");
+    wf_console__time(x->out, in->created_at);
+    P("</dd><dt>Updated</dt><dd>");
+    wf_console__time(x->out, in->updated_at);
+    P("</dd>");
+    if (g->last_error[0]) {
+        P("<dt>Last error</dt><dd class=\"error\">");
+        E(g->last_error);
+        P("</dd>");
+    }
+    P("</dl>");
+    if (in->status == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_FAILED && x->csrf != NULL) {
+        wf_console__form_begin(x, "/instance/retry", "inline");
+        hidden(x, "instance_id", in->id);
+        hidden(x, "back", back);
+        P("<button type=\"submit\" class=\"retry\">Retry</button></form>");
+    }
+    P("</section>\n");
+
+    diagram_img(x, NULL, 0, in->id);
+    P("<section data-live=\"marking\"><h2>Marking</h2><table id=\"marking\">"
+      "<tr><th>Place</th><th>Tokens</th></tr>");
+    for (size_t i = 0; i < g->n_marking; i++) {
+        P("<tr><td>");
+        E(g->marking[i]->key);
+        fprintf(x->out, "</td><td>%d</td></tr>", g->marking[i]->value);
+    }
+    P("</table></section>\n");
+
+    P("<section data-live=\"variables\"><h2>Variables</h2><pre id=\"variables\">");
+    E(in->variables_json);
+    P("</pre></section>\n");
+
+    P("<section data-live=\"tasks\"><h2>Tasks</h2>");
+    task_rows(x, g->tasks, g->n_tasks, back, true);
+    P("</section>\n");
+
+    /* Work items, every state: their history (enabled, finished or
+     * cancelled, by whom). */
+    Workflow__V1__ListWorkItemsRequest wreq = WORKFLOW__V1__LIST_WORK_ITEMS_REQUEST__INIT;
+    wreq.instance_id = (char *)id;
+    wreq.page_size = 500;
+    Workflow__V1__ListWorkItemsResponse *w = NULL;
+    P("<section data-live=\"workitems\"><h2>Work items</h2>");
+    if (wf_console__call(x, "ListWorkItems", PB(wreq), (ProtobufCMessage **)&w, &err) == WF_OK) {
+        P("<table id=\"workitems\"><tr><th>Transition</th><th>Trigger</th><th>State</th>"
+          "<th>Enabled</th><th>Finished</th><th>Cancelled</th><th>Finished by</th></tr>\n");
+        for (size_t i = 0; i < w->n_work_items; i++) {
+            const Workflow__V1__WorkItem *wi = w->work_items[i];
+            P("<tr><td>");
+            E(wi->transition_name[0] ? wi->transition_name : wi->transition_id);
+            P("</td><td>");
+            wf_console__enum(x->out, &workflow__v1__trigger__descriptor, (int)wi->trigger);
+            P("</td><td>");
+            wf_console__enum(x->out, &workflow__v1__work_item_state__descriptor, (int)wi->state);
+            P("</td><td>");
+            wf_console__time(x->out, wi->enabled_at);
+            P("</td><td>");
+            wf_console__time(x->out, wi->finished_at);
+            P("</td><td>");
+            wf_console__time(x->out, wi->cancelled_at);
+            P("</td><td>");
+            E(wi->finished_by);
+            P("</td></tr>\n");
+        }
+        P("</table>");
+    } else if (err.code != WF_E_NOT_A_NET_INSTANCE) {
+        wf_console__page_error(x, &err);
+        x->status = 200;
+    }
+    P("</section>\n");
+
+    Workflow__V1__ListSignalsRequest sreq = WORKFLOW__V1__LIST_SIGNALS_REQUEST__INIT;
+    sreq.target_case = WORKFLOW__V1__LIST_SIGNALS_REQUEST__TARGET_INSTANCE_ID;
+    sreq.instance_id = (char *)id;
+    sreq.page_size = 100;
+    Workflow__V1__ListSignalsResponse *s = NULL;
+    P("<section data-live=\"signals\"><h2>Signal delivery log</h2>");
+    if (wf_console__call(x, "ListSignals", PB(sreq), (ProtobufCMessage **)&s, &err) == WF_OK) {
+        P("<table id=\"signals\"><tr><th>Name</th><th>Outcome</th><th>Received</th>"
+          "<th>Consumed</th><th>Transition</th><th>Payload</th></tr>\n");
+        for (size_t i = 0; i < s->n_signals; i++) {
+            const Workflow__V1__Signal *sg = s->signals[i];
+            P("<tr><td>");
+            E(sg->name);
+            P("</td><td>");
+            wf_console__enum(x->out, &workflow__v1__signal_outcome__descriptor, (int)sg->outcome);
+            if (sg->expired)
+                P(" (expired)");
+            P("</td><td>");
+            wf_console__time(x->out, sg->received_at);
+            P("</td><td>");
+            wf_console__time(x->out, sg->consumed_at);
+            P("</td><td>");
+            E(sg->transition_id);
+            P("</td><td><code>");
+            E(sg->payload_json);
+            P("</code></td></tr>\n");
+        }
+        P("</table>");
+    } else {
+        wf_console__page_error(x, &err);
+        x->status = 200;
+    }
+    P("</section>\n");
+
+    P("<section data-live=\"children\"><h2>Children</h2>");
+    instance_rows(x, g->children, g->n_children, "children");
+    P("</section>\n");
+
+    /* Events of the tree; the page's script appends the new ones as they
+     * commit (/events) and reloads the sections above. */
+    P("<section><h2>Events</h2><table id=\"events\"><tr><th>#</th><th>Time</th><th>Type</th>"
+      "<th>Instance</th><th>Actor</th><th>Data</th></tr>\n");
+    ev_rows er = {x, 0};
+    if (wf_console__read_events(x->app, x->tenant, in->root_instance_id, 0, 500, event_row, &er,
+                                &err) != WF_OK) {
+        P("</table>");
+        wf_console__page_error(x, &err);
+        x->status = 200;
+    } else {
+        P("</table>");
+    }
+    fprintf(x->out, "<div id=\"live\" data-instance=\"");
+    E(in->root_instance_id);
+    fprintf(x->out, "\" data-after=\"%lld\"></div></section>\n", (long long)er.last);
+    wf_console__page_end(x);
+}
+
+/* ---- incidents -------------------------------------------------------------- */
+
+void
+wf_console__incidents(wf_console__ctx *x)
+{
+    wf_console__page_begin(x, "Incidents");
+    P("<form method=\"get\" action=\"/incidents\" class=\"filters\">");
+    text_input(x, "Definition key", "definition_key");
+    text_input(x, "Code", "code");
+    P("<button type=\"submit\">Filter</button></form>\n");
+    Workflow__V1__ListIncidentsRequest req = WORKFLOW__V1__LIST_INCIDENTS_REQUEST__INIT;
+    req.definition_key = (char *)q(x, "definition_key");
+    req.code = (char *)q(x, "code");
+    req.page_token = (char *)q(x, "page_token");
+    Workflow__V1__ListIncidentsResponse *resp = NULL;
+    wf_error err = {0};
+    if (wf_console__call(x, "ListIncidents", PB(req), (ProtobufCMessage **)&resp, &err) != WF_OK) {
+        wf_console__page_error(x, &err);
+        wf_console__page_end(x);
+        return;
+    }
+    P("<table id=\"incidents\"><tr><th>Instance</th><th>Definition</th><th>Transition</th>"
+      "<th>Code</th><th>Message</th><th>Since</th><th>Attempts</th><th>Act</th></tr>\n");
+    for (size_t i = 0; i < resp->n_incidents; i++) {
+        const Workflow__V1__Incident *inc = resp->incidents[i];
+        P("<tr class=\"incident\" data-instance=\"");
+        E(inc->instance_id);
+        P("\"><td>");
+        link_instance(x, inc->instance_id);
+        P("</td><td>");
+        E(inc->definition_key);
+        fprintf(x->out, " v%d</td><td>", inc->definition_version);
+        E(inc->transition_id);
+        P("</td><td>");
+        E(inc->code);
+        P("</td><td>");
+        E(inc->message);
+        P("</td><td>");
+        wf_console__time(x->out, inc->since);
+        fprintf(x->out, "</td><td>%d</td><td>", inc->attempts);
+        if (x->csrf != NULL) {
+            wf_console__form_begin(x, "/instance/retry", "inline");
+            hidden(x, "instance_id", inc->instance_id);
+            hidden(x, "back", "/incidents");
+            P("<button type=\"submit\" class=\"retry\">Retry</button></form>");
+        }
+        P("</td></tr>\n");
+    }
+    P("</table>\n");
+    static const char *const keep[] = {"definition_key", "code", NULL};
+    next_page(x, resp->next_page_token, keep);
+    wf_console__page_end(x);
+}
+
+/* ---- inbox ------------------------------------------------------------------ */
+
+void
+wf_console__inbox(wf_console__ctx *x)
+{
+    wf_console__page_begin(x, "Inbox");
+    P("<form method=\"get\" action=\"/inbox\" class=\"filters\">");
+    text_input(x, "User (empty = you)", "user");
+    text_input(x, "Group", "group");
+    enum_select(x, "Status", "status", &workflow__v1__task_status__descriptor);
+    P("<button type=\"submit\">Show</button></form>\n");
+    Workflow__V1__ListTasksRequest req = WORKFLOW__V1__LIST_TASKS_REQUEST__INIT;
+    req.user = (char *)q(x, "user");
+    req.group = (char *)q(x, "group");
+    Workflow__V1__TaskStatus st[1];
+    st[0] = enum_value(&workflow__v1__task_status__descriptor, q(x, "status"));
+    if (st[0] != 0) {
+        req.states = st;
+        req.n_states = 1;
+    }
+    req.page_token = (char *)q(x, "page_token");
+    Workflow__V1__ListTasksResponse *resp = NULL;
+    wf_error err = {0};
+    if (wf_console__call(x, "ListTasks", PB(req), (ProtobufCMessage **)&resp, &err) != WF_OK) {
+        wf_console__page_error(x, &err);
+        wf_console__page_end(x);
+        return;
+    }
+    const char *back = q(x, "group")[0] ? self_url(x, "/inbox", "group", q(x, "group"))
+                                        : self_url(x, "/inbox", "user", q(x, "user"));
+    task_rows(x, resp->tasks, resp->n_tasks, back, true);
+    static const char *const keep[] = {"user", "group", "status", NULL};
+    next_page(x, resp->next_page_token, keep);
+    wf_console__page_end(x);
+}
+
+/* ---- batch operations ------------------------------------------------------- */
+
+static void
+batch_row(wf_console__ctx *x, const Workflow__V1__BatchOperation *b)
+{
+    P("<tr class=\"batch\" data-batch=\"");
+    E(b->id);
+    P("\"><td><a href=\"/batch?id=");
+    U(b->id);
+    P("\">");
+    E(b->id);
+    P("</a></td><td>");
+    wf_console__enum(x->out, &workflow__v1__batch_action__descriptor, (int)b->action);
+    P("</td><td class=\"state\">");
+    wf_console__enum(x->out, &workflow__v1__batch_operation_state__descriptor, (int)b->state);
+    P("</td><td>");
+    long long seen = (long long)(b->done + b->failed);
+    long long total = (long long)b->total;
+    int pct = total > 0 ? (int)(seen * 100 / total) : 100;
+    fprintf(x->out,
+            "<progress max=\"100\" value=\"%d\"></progress> <span class=\"progress\">%lld / %lld"
+            "</span> (%lld done, %lld failed)</td><td>",
+            pct, seen, total, (long long)b->done, (long long)b->failed);
+    if (b->filter != NULL) {
+        E(b->filter->definition_key);
+        if (b->filter->status != 0) {
+            P(" ");
+            wf_console__enum(x->out, &workflow__v1__instance_status__descriptor,
+                             (int)b->filter->status);
+        }
+    }
+    P("</td><td>");
+    E(b->reason);
+    P("</td><td>");
+    E(b->created_by);
+    P("</td><td>");
+    wf_console__time(x->out, b->created_at);
+    P("</td><td>");
+    if (b->state == WORKFLOW__V1__BATCH_OPERATION_STATE__BATCH_OPERATION_STATE_RUNNING &&
+        x->csrf != NULL) {
+        wf_console__form_begin(x, "/batch/cancel", "inline");
+        hidden(x, "id", b->id);
+        hidden(x, "back", "/batches");
+        P("<button type=\"submit\" class=\"cancel\">Cancel</button></form>");
+    }
+    P("</td></tr>\n");
+}
+
+static const char batch_head[] =
+    "<tr><th>Id</th><th>Action</th><th>State</th><th>Progress</th><th>Filter</th>"
+    "<th>Reason</th><th>By</th><th>Started</th><th>Act</th></tr>\n";
+
+void
+wf_console__batches(wf_console__ctx *x)
+{
+    wf_console__page_begin(x, "Batch operations");
+    Workflow__V1__ListBatchOperationsRequest req =
+        WORKFLOW__V1__LIST_BATCH_OPERATIONS_REQUEST__INIT;
+    req.page_token = (char *)q(x, "page_token");
+    Workflow__V1__ListBatchOperationsResponse *resp = NULL;
+    wf_error err = {0};
+    if (wf_console__call(x, "ListBatchOperations", PB(req), (ProtobufCMessage **)&resp, &err) !=
+        WF_OK) {
+        wf_console__page_error(x, &err);
+        wf_console__page_end(x);
+        return;
+    }
+    bool running = false;
+    for (size_t i = 0; i < resp->n_batch_operations; i++)
+        running |= resp->batch_operations[i]->state ==
+                   WORKFLOW__V1__BATCH_OPERATION_STATE__BATCH_OPERATION_STATE_RUNNING;
+    /* While one runs, the script reloads the table every few seconds. */
+    P("<section data-live=\"batches\"");
+    if (running)
+        P(" data-poll=\"2000\"");
+    P("><table id=\"batches\">");
+    P(batch_head);
+    for (size_t i = 0; i < resp->n_batch_operations; i++)
+        batch_row(x, resp->batch_operations[i]);
+    P("</table></section>\n");
+    static const char *const keep[] = {NULL};
+    next_page(x, resp->next_page_token, keep);
+    if (x->csrf != NULL) {
+        P("<h2>Start a batch operation</h2>");
+        wf_console__form_begin(x, "/batch/start", "filters");
+        P("<label>Action <select name=\"action\">");
+        const ProtobufCEnumDescriptor *d = &workflow__v1__batch_action__descriptor;
+        for (unsigned i = 1; i < d->n_values; i++) {
+            P("<option value=\"");
+            E(d->values[i].name);
+            P("\">");
+            wf_console__enum(x->out, d, d->values[i].value);
+            P("</option>");
+        }
+        P("</select></label> ");
+        P("<label>Started by (* = anyone) <input type=\"text\" name=\"started_by\" "
+          "value=\"*\"></label> ");
+        P("<label>Definition key <input type=\"text\" name=\"definition_key\"></label> ");
+        P("<label>Status <select name=\"status\"><option value=\"\">any</option>");
+        d = &workflow__v1__instance_status__descriptor;
+        for (unsigned i = 1; i < d->n_values; i++) {
+            P("<option value=\"");
+            E(d->values[i].name);
+            P("\">");
+            wf_console__enum(x->out, d, d->values[i].value);
+            P("</option>");
+        }
+        P("</select></label> ");
+        P("<label>Reason <input type=\"text\" name=\"reason\" maxlength=\"1024\"></label> ");
+        P("<label>Target version (MIGRATE) <input type=\"number\" name=\"target_version\" "
+          "min=\"1\"></label> ");
+        P("<label>Place mapping (MIGRATE, from=to,...) <input type=\"text\" "
+          "name=\"place_mapping\"></label> ");
+        hidden(x, "back", "/batches");
+        P("<button type=\"submit\" class=\"start-batch\">Start</button></form>\n");
+    }
+    wf_console__page_end(x);
+}
+
+void
+wf_console__batch(wf_console__ctx *x)
+{
+    wf_console__page_begin(x, "Batch operation");
+    Workflow__V1__GetBatchOperationRequest req = WORKFLOW__V1__GET_BATCH_OPERATION_REQUEST__INIT;
+    req.id = (char *)q(x, "id");
+    Workflow__V1__GetBatchOperationResponse *resp = NULL;
+    wf_error err = {0};
+    if (wf_console__call(x, "GetBatchOperation", PB(req), (ProtobufCMessage **)&resp, &err) !=
+        WF_OK) {
+        wf_console__page_error(x, &err);
+        wf_console__page_end(x);
+        return;
+    }
+    const Workflow__V1__BatchOperation *b = resp->batch_operation;
+    P("<section data-live=\"batch\"");
+    if (b->state == WORKFLOW__V1__BATCH_OPERATION_STATE__BATCH_OPERATION_STATE_RUNNING)
+        P(" data-poll=\"2000\"");
+    P("><table id=\"batch\">");
+    P(batch_head);
+    batch_row(x, b);
+    P("</table><h2>First refusals</h2><table id=\"batch-errors\"><tr><th>Instance</th>"
+      "<th>Reason</th><th>Message</th></tr>\n");
+    for (size_t i = 0; i < b->n_errors; i++) {
+        P("<tr><td>");
+        link_instance(x, b->errors[i]->instance_id);
+        P("</td><td>");
+        E(b->errors[i]->reason);
+        P("</td><td>");
+        E(b->errors[i]->message);
+        P("</td></tr>\n");
+    }
+    P("</table></section>\n");
+    wf_console__page_end(x);
+}
+
+/* ---- diagrams --------------------------------------------------------------- */
+
+void
+wf_console__diagram(wf_console__ctx *x)
+{
+    Workflow__V1__GetDiagramRequest req = WORKFLOW__V1__GET_DIAGRAM_REQUEST__INIT;
+    req.definition_key = (char *)q(x, "key");
+    req.version = atoi(q(x, "version"));
+    req.instance_id = (char *)q(x, "instance");
+    req.format = WORKFLOW__V1__DIAGRAM_FORMAT__DIAGRAM_FORMAT_SVG;
+    Workflow__V1__GetDiagramResponse *resp = NULL;
+    wf_error err = {0};
+    if (wf_console__call(x, "GetDiagram", PB(req), (ProtobufCMessage **)&resp, &err) != WF_OK) {
+        wf_console__page_begin(x, "Diagram");
+        wf_console__page_error(x, &err);
+        wf_console__page_end(x);
+        return;
+    }
+    x->content_type = "image/svg+xml";
+    fputs(resp->content, x->out);
+}
+
+/* ---- actions ---------------------------------------------------------------- */
+
+/* Where to go after an action: the form's back path when it is a path of
+ * this console ("/x", never "//host"), else the instances. */
+static const char *
+back_of(wf_console__ctx *x)
+{
+    const char *b = form(x, "back");
+    if (b[0] == '/' && b[1] != '/' && b[1] != '\\' && strpbrk(b, "\r\n") == NULL)
+        return b;
+    return "/instances";
+}
+
+void
+wf_console__act(wf_console__ctx *x, const char *path)
+{
+    wf_error err = {0};
+    wf_code rc;
+    ProtobufCMessage *resp = NULL;
+    char *rid = (char *)form(x, "request_id");
+    if (strcmp(path, "/instance/retry") == 0) {
+        Workflow__V1__RetryInstanceRequest r = WORKFLOW__V1__RETRY_INSTANCE_REQUEST__INIT;
+        r.instance_id = (char *)form(x, "instance_id");
+        r.request_id = rid;
+        rc = wf_console__call(x, "RetryInstance", PB(r), &resp, &err);
+    } else if (strcmp(path, "/task/claim") == 0) {
+        Workflow__V1__ClaimTaskRequest r = WORKFLOW__V1__CLAIM_TASK_REQUEST__INIT;
+        r.task_id = (char *)form(x, "task_id");
+        r.request_id = rid;
+        rc = wf_console__call(x, "ClaimTask", PB(r), &resp, &err);
+    } else if (strcmp(path, "/task/release") == 0) {
+        Workflow__V1__ReleaseTaskRequest r = WORKFLOW__V1__RELEASE_TASK_REQUEST__INIT;
+        r.task_id = (char *)form(x, "task_id");
+        r.request_id = rid;
+        rc = wf_console__call(x, "ReleaseTask", PB(r), &resp, &err);
+    } else if (strcmp(path, "/task/complete") == 0) {
+        Workflow__V1__CompleteTaskRequest r = WORKFLOW__V1__COMPLETE_TASK_REQUEST__INIT;
+        r.task_id = (char *)form(x, "task_id");
+        r.variables_json = (char *)form(x, "variables_json");
+        r.request_id = rid;
+        rc = wf_console__call(x, "CompleteTask", PB(r), &resp, &err);
+    } else if (strcmp(path, "/batch/start") == 0) {
+        Workflow__V1__StartBatchOperationRequest r =
+            WORKFLOW__V1__START_BATCH_OPERATION_REQUEST__INIT;
+        Workflow__V1__InstanceFilter f = WORKFLOW__V1__INSTANCE_FILTER__INIT;
+        f.started_by = (char *)form(x, "started_by");
+        f.definition_key = (char *)form(x, "definition_key");
+        f.status = enum_value(&workflow__v1__instance_status__descriptor, form(x, "status"));
+        r.filter = &f;
+        r.action = enum_value(&workflow__v1__batch_action__descriptor, form(x, "action"));
+        r.reason = (char *)form(x, "reason");
+        r.request_id = rid;
+        r.target_version = atoi(form(x, "target_version"));
+        /* "from=to,from=to": split here, checked by the handler. */
+        Workflow__V1__PlaceMapping maps[MAX_MAPPINGS], *mapv[MAX_MAPPINGS];
+        char *spec = wf_arena_strdup(x->arena, form(x, "place_mapping"));
+        char *save = NULL;
+        for (char *m = spec ? strtok_r(spec, ",", &save) : NULL;
+             m != NULL && r.n_place_mapping < MAX_MAPPINGS; m = strtok_r(NULL, ",", &save)) {
+            Workflow__V1__PlaceMapping *pm = &maps[r.n_place_mapping];
+            workflow__v1__place_mapping__init(pm);
+            char *eq = strchr(m, '=');
+            pm->from_place = m;
+            pm->to_place = (char *)"";
+            if (eq != NULL) {
+                *eq = '\0';
+                pm->to_place = eq + 1;
+            }
+            mapv[r.n_place_mapping++] = pm;
+        }
+        r.place_mapping = mapv;
+        rc = wf_console__call(x, "StartBatchOperation", PB(r), &resp, &err);
+        if (rc == WF_OK) {
+            const Workflow__V1__StartBatchOperationResponse *sr = (const void *)resp;
+            x->location = self_url(x, "/batch", "id", sr->batch_operation->id);
+            return;
+        }
+    } else if (strcmp(path, "/batch/cancel") == 0) {
+        Workflow__V1__CancelBatchOperationRequest r =
+            WORKFLOW__V1__CANCEL_BATCH_OPERATION_REQUEST__INIT;
+        r.id = (char *)form(x, "id");
+        r.request_id = rid;
+        rc = wf_console__call(x, "CancelBatchOperation", PB(r), &resp, &err);
+    } else {
+        x->status = 404;
+        wf_console__page_begin(x, "Not found");
+        wf_console__page_end(x);
+        return;
+    }
+    if (rc == WF_OK) {
+        x->location = back_of(x);
+        return;
+    }
+    wf_console__page_begin(x, "Refused");
+    wf_console__page_error(x, &err);
+    P("<p><a href=\"");
+    E(back_of(x));
+    P("\">Back</a></p>");
+    wf_console__page_end(x);
+}

@@ -1,0 +1,75 @@
+// The web console's one script (served from the binary; no inline script,
+// Content-Security-Policy default-src 'self'). On an instance page it
+// follows /events for the instance's tree: new events are appended to the
+// events table and the page's live sections are reloaded. A section marked
+// data-poll (a running batch operation) is reloaded every data-poll ms.
+(function () {
+  "use strict";
+  var pending = null;
+
+  // Fetches this page again and swaps in its [data-live] sections.
+  function reload() {
+    pending = null;
+    return fetch(window.location.href, { credentials: "same-origin" })
+      .then(function (r) { return r.text(); })
+      .then(function (html) {
+        var doc = new DOMParser().parseFromString(html, "text/html");
+        document.querySelectorAll("[data-live]").forEach(function (el) {
+          var fresh = doc.querySelector('[data-live="' + el.dataset.live + '"]');
+          if (fresh) {
+            el.replaceWith(document.importNode(fresh, true));
+          }
+        });
+      })
+      .catch(function () {});
+  }
+
+  function poll() {
+    var el = document.querySelector("[data-poll]");
+    if (!el) {
+      return;
+    }
+    setTimeout(function () { reload().then(poll); }, Number(el.dataset.poll) || 2000);
+  }
+  poll();
+
+  var live = document.getElementById("live");
+  if (!live || !window.EventSource) {
+    return;
+  }
+  var table = document.getElementById("events");
+  var url = "/events?instance=" + encodeURIComponent(live.dataset.instance) +
+    "&after=" + encodeURIComponent(live.dataset.after || "0");
+
+  function cell(row, text) {
+    var td = document.createElement("td");
+    td.textContent = text; // text only: never parsed as HTML
+    row.appendChild(td);
+    return td;
+  }
+
+  var es = new EventSource(url);
+  es.addEventListener("wf", function (msg) {
+    var ev;
+    try {
+      ev = JSON.parse(msg.data);
+    } catch (e) {
+      return;
+    }
+    var row = document.createElement("tr");
+    row.className = "new";
+    cell(row, String(ev.sequence));
+    cell(row, ev.time || "");
+    cell(row, ev.type);
+    cell(row, ev.instanceId);
+    cell(row, ev.actor);
+    var code = document.createElement("code");
+    code.textContent = ev.data;
+    cell(row, "").appendChild(code);
+    table.appendChild(row);
+    live.dataset.after = String(ev.sequence);
+    if (!pending) {
+      pending = setTimeout(reload, 300);
+    }
+  });
+})();

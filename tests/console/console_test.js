@@ -1,0 +1,380 @@
+// The web console in a real browser (headless chromium through
+// puppeteer-core): a workflowd with an API key, seeded through the gRPC API
+// with wfctl; every page opened and saved as a screenshot; Retry clicked on
+// an incident and Claim then Complete on a group task, each checked through
+// the API; a hostile title shown as text; a POST without the CSRF token
+// refused; pages without a session sent to /login.
+"use strict";
+const { spawn, execFileSync } = require("child_process");
+const fs = require("fs");
+const net = require("net");
+const path = require("path");
+const puppeteer = require("puppeteer-core");
+
+function arg(name) {
+  const i = process.argv.indexOf("--" + name);
+  if (i < 0 || i + 1 >= process.argv.length) throw new Error("missing --" + name);
+  return process.argv[i + 1];
+}
+const SERVER = arg("server"), WFCTL = arg("wfctl"), WORK = arg("work"), CHROMIUM = arg("chromium");
+const STORE = arg("store");
+// Definition keys of their own per run: a Postgres database keeps rows.
+const RUN = Date.now().toString(36) + "-" + process.pid;
+const REVIEW = "console-review-" + RUN, CHARGE = "console-charge-" + RUN;
+const GROUP = "clerks-" + RUN;
+const SHOTS = path.join(WORK, "screenshots");
+fs.mkdirSync(SHOTS, { recursive: true });
+
+const KEY = "console-key-" + process.pid;
+const HOSTILE = "<img src=x onerror=alert(1)>";
+let passed = 0, failed = 0;
+function check(cond, what) {
+  if (cond) { passed++; console.log("ok   " + what); }
+  else { failed++; console.log("FAIL " + what); }
+}
+
+// The sanitizers' options of the caller (test.sh's sanitizer pass) reach
+// the servers; nothing else of its environment does.
+function sanitizerEnv() {
+  const e = {};
+  for (const [k, v] of Object.entries(process.env))
+    if (/^(ASAN|UBSAN|LSAN)_OPTIONS$/.test(k)) e[k] = v;
+  return e;
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => resolve(p)); });
+    s.on("error", reject);
+  });
+}
+
+let GRPC;
+function wf(args, actor, key = KEY) {
+  const a = ["--addr", GRPC, "--key", key, "--json"];
+  if (actor) a.push("--actor", actor);
+  return execFileSync(WFCTL, a.concat(args), { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+}
+function wfJson(args, actor, key) {
+  return wf(args, actor, key).trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
+}
+
+async function waitFor(fn, what, ms = 10000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    try { const v = await fn(); if (v) return v; } catch (e) { if (Date.now() > end) throw e; }
+    if (Date.now() > end) throw new Error("timed out: " + what);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+// SIGTERM, then the exit status: 0 (a sanitizer's report would fail it).
+function stop(srv, what) {
+  return new Promise((resolve) => {
+    if (srv.exitCode !== null) {
+      check(srv.exitCode === 0, what + " exited 0 (" + srv.exitCode + ")");
+      return resolve();
+    }
+    const t = setTimeout(() => { check(false, what + " stopped within 20 s"); srv.kill("SIGKILL"); resolve(); }, 20000);
+    srv.on("exit", (code, sig) => {
+      clearTimeout(t);
+      check(code === 0, what + " stopped cleanly (exit " + code + (sig ? ", " + sig : "") + ")");
+      resolve();
+    });
+    srv.kill("SIGTERM");
+  });
+}
+
+// Development without API keys: pages need no login (tenant default), and
+// acting needs an actor, named at /login without a key.
+async function openAccess() {
+  const grpc = "127.0.0.1:" + (await freePort()), port = await freePort();
+  const base = "http://127.0.0.1:" + port;
+  const srv = spawn(SERVER, [], {
+    env: { ...sanitizerEnv(), PATH: process.env.PATH, WF_ENV: "development", WF_ADDR: grpc,
+           WF_CONSOLE_ADDR: "127.0.0.1:" + port, WF_LOG_LEVEL: "warn" },
+    stdio: ["ignore", "ignore", "ignore"],
+  });
+  try {
+    const res = await waitFor(() => fetch(base + "/instances", { redirect: "manual" }), "open console");
+    const body = await res.text();
+    check(res.status === 200 && body.includes("name an actor"), "open access: pages without login");
+    check(!body.includes('name="csrf"'), "open access: no action form without an actor");
+    const form = { method: "POST", redirect: "manual",
+                   headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: base } };
+    let r = await fetch(base + "/task/claim", { ...form, body: "task_id=x&csrf=" });
+    check(r.status === 303 && r.headers.get("location") === "/login",
+          "open access: an action without an actor is sent to /login");
+    r = await fetch(base + "/login", { ...form, body: "actor=dev" });
+    const cookie = r.headers.get("set-cookie") || "";
+    check(r.status === 303 && cookie.startsWith("wf_console="), "open access: login with an actor only");
+    r = await fetch(base + "/inbox", { headers: { Cookie: cookie.split(";")[0] } });
+    check((await r.text()).includes('id="actor">dev<'), "open access: the session acts as the actor");
+  } catch (e) {
+    failed++;
+    console.log("FAIL open access: " + (e && e.stack ? e.stack : e));
+  } finally {
+    await stop(srv, "workflowd (open access)");
+  }
+}
+
+async function main() {
+  if (STORE === "pg" && !process.env.WF_TEST_PG_DSN) {
+    console.log("skipped: WF_TEST_PG_DSN is not set");
+    process.exit(77);
+  }
+  const grpcPort = await freePort(), httpPort = await freePort();
+  GRPC = "127.0.0.1:" + grpcPort;
+  const BASE = "http://127.0.0.1:" + httpPort;
+  const log = fs.openSync(path.join(WORK, "workflowd.log"), "w");
+  const env = { ...sanitizerEnv(), PATH: process.env.PATH, WF_ENV: "development", WF_ADDR: GRPC,
+                WF_CONSOLE_ADDR: "127.0.0.1:" + httpPort, WF_API_KEYS: KEY + "=acme," + KEY + "-other=other",
+                WF_EXPR_ISOLATION: "inline", WF_LOG_LEVEL: "warn" };
+  if (STORE === "pg") env.DATABASE_URL = process.env.WF_TEST_PG_DSN;
+  const srv = spawn(SERVER, [], {
+    env,
+    stdio: ["ignore", log, log],
+  });
+  let browser;
+  try {
+    await waitFor(() => { wf(["health"]); return true; }, "workflowd health");
+
+    // ---- seed through the API
+    const review = {
+      key: REVIEW, kind: "NET", name: "Review",
+      places: [{ id: "start", kind: "START" }, { id: "end", kind: "END" }],
+      transitions: [{ id: "review", name: HOSTILE, trigger: "USER",
+                      assignee: { kind: "GROUP", ids: [GROUP] } }],
+      arcs: [{ source: "start", target: "review" }, { source: "review", target: "end" }],
+    };
+    const charge = {
+      key: CHARGE, kind: "NET", name: "Charge",
+      places: [{ id: "start", kind: "START" }, { id: "end", kind: "END" }],
+      transitions: [{ id: "charge", name: "Charge", trigger: "AUTO", jobType: CHARGE,
+                      retry: { maxAttempts: 1 } }],
+      arcs: [{ source: "start", target: "charge" }, { source: "charge", target: "end" }],
+    };
+    for (const d of [review, charge]) {
+      const f = path.join(WORK, d.key + ".json");
+      fs.writeFileSync(f, JSON.stringify(d));
+      wf(["deploy", f], "admin");
+    }
+    const reviewId = wfJson(["start", REVIEW, "--vars", JSON.stringify({ note: HOSTILE })],
+                            "admin")[0].instance.id;
+    const chargeId = wfJson(["start", CHARGE], "admin")[0].instance.id;
+    check(reviewId && chargeId, "seeded two instances");
+    // The job fails for good: an incident.
+    try { wf(["jobs", CHARGE, "--once", "--wait", "5", "--", "sh", "-c", "exit 100"]); } catch (e) {}
+    await waitFor(() => wf(["incidents"]).includes(chargeId), "the incident");
+
+    // ---- the browser
+    browser = await puppeteer.launch({
+      executablePath: CHROMIUM, headless: true,
+      args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+    });
+    const page = await browser.newPage();
+    let dialogs = 0;
+    page.on("dialog", async (d) => { dialogs++; await d.dismiss(); });
+    await page.setViewport({ width: 1280, height: 900 });
+
+    // Without a session: sent to /login.
+    let r = await page.goto(BASE + "/instances");
+    check(new URL(page.url()).pathname === "/login", "without a key /instances redirects to /login");
+    const h = r.headers();
+    check((h["content-security-policy"] || "").includes("default-src 'self'"), "CSP header");
+    check(h["x-content-type-options"] === "nosniff", "nosniff header");
+    await page.screenshot({ path: path.join(SHOTS, "login.png") });
+
+    // A wrong key is refused; the right one logs in.
+    await page.type("input[name=api_key]", "wrong");
+    await page.type("input[name=actor]", "ann");
+    await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+    check((await page.content()).includes("not valid"), "a wrong key is refused");
+    await page.type("input[name=api_key]", KEY);
+    await page.type("input[name=actor]", "ann");
+    await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+    check(new URL(page.url()).pathname === "/instances", "login leads to /instances");
+    const cookies = await page.cookies();
+    const c = cookies.find((k) => k.name === "wf_console");
+    check(c && c.httpOnly && c.sameSite === "Strict", "session cookie HttpOnly SameSite=Strict");
+    check(c && !c.value.includes(KEY), "the cookie does not hold the key");
+
+    // Outside the browser: a cross-site POST (even with the session cookie)
+    // and an oversized form are refused.
+    const post = (origin, body) => fetch(BASE + "/instance/retry", {
+      method: "POST", redirect: "manual", body,
+      headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: origin,
+                 Cookie: "wf_console=" + c.value } });
+    let res = await post("http://evil.example", "instance_id=" + chargeId);
+    check(res.status === 403, "a cross-site POST is refused (" + res.status + ")");
+    res = await post(BASE, "instance_id=" + chargeId + "&pad=" + "x".repeat(70000));
+    check(res.status === 413, "a form above 64 KiB is refused (" + res.status + ")");
+    res = await fetch(BASE + "/instances", { redirect: "manual" });
+    check(res.status === 303 && res.headers.get("location") === "/login",
+          "a request without a session is sent to /login");
+
+    // Every page, with a screenshot.
+    const visit = async (url, name, selector) => {
+      const resp = await page.goto(BASE + url);
+      check(resp.status() === 200, name + " answers 200");
+      if (selector) check((await page.$(selector)) !== null, name + " shows " + selector);
+      await page.screenshot({ path: path.join(SHOTS, name + ".png"), fullPage: true });
+    };
+    await visit("/instances", "instances", "#instances");
+    check((await page.content()).includes(reviewId), "instances lists the seeded instance");
+    await visit("/instances?definition_key=" + REVIEW + "&status=INSTANCE_STATUS_RUNNING",
+                "instances-filtered", "#instances");
+    const rows = await page.$$eval("#instances tr", (t) => t.length - 1);
+    check(rows === 1, "the filters keep one instance (" + rows + ")");
+    await visit("/definitions", "definitions", "#definitions");
+    await visit("/definition?key=" + REVIEW, "definition", "#versions");
+    const drawn = await page.$eval("img.diagram", (i) => i.complete && i.naturalWidth > 0);
+    check(drawn, "the definition page shows its diagram");
+    // The diagram of a definition whose transition name is hostile, opened
+    // by itself: an SVG document in which no script ran and no element came
+    // from the name.
+    r = await page.goto(BASE + "/diagram.svg?key=" + encodeURIComponent(REVIEW));
+    check(r.headers()["content-type"] === "image/svg+xml", "the diagram is image/svg+xml");
+    check((await r.text()).includes("&lt;img src=x"), "the SVG escapes the hostile name");
+    check((await page.$("img")) === null, "no element from the hostile name in the SVG");
+    await visit("/instance?id=" + encodeURIComponent(reviewId), "instance", "#events");
+    const idrawn = await page.$eval("img.diagram", (i) => i.complete && i.naturalWidth > 0);
+    check(idrawn, "the instance page shows its diagram with the marking");
+    // The hostile values are text, not elements.
+    check((await page.$("img[src=x]")) === null, "no element from a hostile title or variable");
+    const varsText = await page.$eval("#variables", (e) => e.textContent);
+    check(varsText.includes(HOSTILE), "the hostile variable is shown as text");
+    // Tenant isolation: an instance of another tenant is not found.
+    const otherDef = path.join(WORK, "other.json");
+    fs.writeFileSync(otherDef, JSON.stringify({ key: "console-other-" + RUN, kind: "AD_HOC" }));
+    wf(["deploy", otherDef], "admin", KEY + "-other");
+    const otherId = wfJson(["start", "console-other-" + RUN], "admin", KEY + "-other")[0].instance.id;
+    r = await page.goto(BASE + "/instance?id=" + encodeURIComponent(otherId));
+    check(r.status() === 404 && (await page.content()).includes("INSTANCE_NOT_FOUND"),
+          "an instance of another tenant is not found (" + r.status() + ")");
+    await page.goto(BASE + "/instances");
+    check(!(await page.content()).includes(otherId), "the instances page lists only the key's tenant");
+    await visit("/incidents", "incidents", "#incidents");
+    await visit("/inbox?group=" + GROUP, "inbox", "table.tasks");
+    const title = await page.$eval("tr.task td.title", (e) => e.textContent);
+    check(title === HOSTILE, "the hostile task title is shown as text");
+    check((await page.$("img[src=x]")) === null, "no element created in the inbox");
+    check(dialogs === 0, "no dialog opened");
+
+    // A POST without the CSRF token: 403 (from the page, so Origin is ours).
+    const status = await page.evaluate(async (id) => {
+      const res = await fetch("/instance/retry", { method: "POST",
+        headers: { "Content-Type": "application/x-www-form-urlencoded" },
+        body: "instance_id=" + encodeURIComponent(id), redirect: "manual" });
+      return res.status;
+    }, chargeId);
+    check(status === 403, "a POST without the CSRF token is refused (" + status + ")");
+    check(wf(["incidents"]).includes(chargeId), "the refused POST changed nothing");
+
+    // Live updates: an instance page receives the events of a new change.
+    await page.goto(BASE + "/instance?id=" + encodeURIComponent(reviewId));
+    const before = await page.$$eval("#events tr", (t) => t.length);
+    wf(["set-vars", reviewId, JSON.stringify({ live: 1 })], "admin");
+    await waitFor(async () => (await page.$$eval("#events tr", (t) => t.length)) > before,
+                  "a live event row");
+    check(true, "the instance page appended a live event");
+    await page.screenshot({ path: path.join(SHOTS, "instance-live.png"), fullPage: true });
+
+    // Claim then Complete the group task.
+    await page.goto(BASE + "/inbox?group=" + GROUP);
+    await Promise.all([page.waitForNavigation(), page.click("button.claim")]);
+    const claimed = wf(["tasks", "--group", GROUP, "--state", "claimed"], "ann");
+    check(claimed.includes('"claimed_by":"ann"'), "Claim: the task is CLAIMED by ann (API)");
+    await page.goto(BASE + "/inbox");
+    await page.screenshot({ path: path.join(SHOTS, "inbox-claimed.png"), fullPage: true });
+    // Completed from the instance's page, where its one task is.
+    await page.goto(BASE + "/instance?id=" + encodeURIComponent(reviewId));
+    await page.type("tr.task input[name=variables_json]", '{"approved":true}');
+    await Promise.all([page.waitForNavigation(), page.click("button.complete")]);
+    const shown = wfJson(["show", reviewId], "ann")[0];
+    const inst = shown.instance || shown;
+    check(inst.status === "COMPLETED",
+          "Complete: the instance COMPLETED (API: " + inst.status + ")");
+
+    // Retry the incident.
+    await page.goto(BASE + "/incidents");
+    await Promise.all([page.waitForNavigation(), page.click("tr.incident button.retry")]);
+    check(!wf(["incidents"]).includes(chargeId),
+          "Retry: the incident is resolved (API)");
+    await page.screenshot({ path: path.join(SHOTS, "incidents-after-retry.png"), fullPage: true });
+
+    // A batch operation started from the console, with its progress.
+    const more = [0, 1].map(() => wfJson(["start", REVIEW], "admin")[0].instance.id);
+    await page.goto(BASE + "/batches");
+    await page.select("select[name=action]", "BATCH_ACTION_CANCEL");
+    await page.type("input[name=definition_key]", REVIEW);
+    await page.select("select[name=status]", "INSTANCE_STATUS_RUNNING");
+    await page.type("input[name=reason]", "console batch");
+    await Promise.all([page.waitForNavigation(), page.click("button.start-batch")]);
+    check(new URL(page.url()).pathname === "/batch", "the batch's page after Start");
+    await waitFor(async () => (await page.$eval("#batch td.state", (e) => e.textContent)) === "COMPLETED",
+                  "the batch page shows COMPLETED (reloaded while running)");
+    const progress = await page.$eval("#batch span.progress", (e) => e.textContent);
+    check(progress === "2 / 2", "the batch page shows its progress (" + progress + ")");
+    for (const id of more) {
+      const st = (wfJson(["show", id], "ann")[0].instance || {}).status;
+      check(st === "CANCELLED", "the batch cancelled " + id + " (API: " + st + ")");
+    }
+    check(wf(["batch", "list"], "ann").includes('"created_by":"ann"'), "the batch is listed (API)");
+    // A MIGRATE batch: an instance of version 1 moved to version 2, with a
+    // place mapping typed in the form.
+    const old = wfJson(["start", REVIEW], "admin")[0].instance.id;
+    const v2 = path.join(WORK, REVIEW + "-v2.json");
+    fs.writeFileSync(v2, JSON.stringify({ ...review, name: "Review, second version" }));
+    wf(["deploy", v2], "admin");
+    await page.goto(BASE + "/batches");
+    await page.select("select[name=action]", "BATCH_ACTION_MIGRATE");
+    await page.type("input[name=definition_key]", REVIEW);
+    await page.select("select[name=status]", "INSTANCE_STATUS_RUNNING");
+    await page.type("input[name=target_version]", "2");
+    await page.type("input[name=place_mapping]", "start=start,end=end");
+    await Promise.all([page.waitForNavigation(), page.click("button.start-batch")]);
+    await waitFor(async () => (await page.$eval("#batch td.state", (e) => e.textContent)) === "COMPLETED",
+                  "the MIGRATE batch COMPLETED");
+    const moved = (wfJson(["show", old], "ann")[0].instance || {}).definition_version;
+    check(moved === 2, "the MIGRATE batch moved the instance to version 2 (API: " + moved + ")");
+    await page.goto(BASE + "/batches");
+    await page.screenshot({ path: path.join(SHOTS, "batches.png"), fullPage: true });
+
+    // At most 4 live event streams at once: the fifth is refused (503).
+    await page.goto("about:blank");
+    const aborts = [];
+    const streams = [];
+    for (let i = 0; i < 4; i++) {
+      const ac = new AbortController();
+      aborts.push(ac);
+      streams.push(await fetch(BASE + "/events?instance=" + encodeURIComponent(reviewId),
+                               { headers: { Cookie: "wf_console=" + c.value }, signal: ac.signal }));
+    }
+    check(streams.every((x) => x.status === 200 &&
+                         x.headers.get("content-type") === "text/event-stream"),
+          "four live event streams are served");
+    const fifth = await fetch(BASE + "/events", { headers: { Cookie: "wf_console=" + c.value } });
+    check(fifth.status === 503, "a fifth live event stream is refused (" + fifth.status + ")");
+    const pageWhile = await fetch(BASE + "/incidents", { headers: { Cookie: "wf_console=" + c.value } });
+    check(pageWhile.status === 200, "pages are still served while four streams are open");
+    aborts.forEach((ac) => ac.abort());
+    await page.goto(BASE + "/incidents");
+
+    // Log out: the session is gone.
+    await Promise.all([page.waitForNavigation(), page.click("header form button")]);
+    await page.goto(BASE + "/incidents");
+    check(new URL(page.url()).pathname === "/login", "after logout pages redirect to /login");
+  } catch (e) {
+    failed++;
+    console.log("FAIL " + (e && e.stack ? e.stack : e));
+  } finally {
+    if (browser) await browser.close();
+    await stop(srv, "workflowd");
+  }
+  if (STORE === "memory") await openAccess();
+  console.log(passed + " passed, " + failed + " failed");
+  process.exit(failed === 0 ? 0 : 1);
+}
+main();
