@@ -1105,7 +1105,7 @@ main(int argc, char **argv)
         bench_bytes(&b, 1, &rows[idx].res);
     }
     if (nhalf > 0) {
-        /* The latency target, per RPC of the half-rate runs. */
+        /* The latency target, per RPC of the half-rate runs. */
         int idx = nrows;
         ROW("p99 @ half, worst RPC", "ms", K_HALF_P99, 10.0, "<= 10 ms each", NULL, 0);
         result *res = &rows[idx].res;

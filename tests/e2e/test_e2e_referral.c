@@ -649,7 +649,7 @@ END_TEST
 
 /* ---- joins ------------------------------------------------------------------------------- */
 
-#define RACERS 32 /* the concurrency: 32 calls released at once */
+#define RACERS 32 /* the required concurrency: 32 calls released at once */
 
 /* Connects c before a race, so the race is between calls, not between
  * connection attempts (a channel's first call fails fast while it

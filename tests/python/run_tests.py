@@ -1374,7 +1374,7 @@ class ShutdownTests(WorkflowTestCase):
 
 
 class ReferralFlowTests(WorkflowTestCase):
-    """The issue's acceptance flow (start -> assign to users with a join ->
+    """The acceptance flow of referrals (start -> assign to users with a join ->
     complete all -> the next referral appears in the next inbox -> end), and
     the refusals a client meets on the way: REQUEST_ID_REUSED, a second
     claim of a group task, non-object variables, another tenant's ids.

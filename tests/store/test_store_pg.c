@@ -653,7 +653,7 @@ begin_with_events(wf_store_ctx *ctx, const char *root, const char *const *types,
     return tx;
 }
 
-/* The issue's case: T1 writes first but commits last. A reader between the
+/* The case: T1 writes first but commits last. A reader between the
  * two commits gets T2's events only; resuming from the last sequence it
  * saw it then gets T1's: each event once, T2's first. (With sequences
  * taken at insert, T1's events had the smaller numbers and were skipped.) */
