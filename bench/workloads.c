@@ -1543,9 +1543,9 @@ bench_batch(bench *b, result *res)
     res->ops_per_s = res->units_per_s;
     res->status = RS_OK;
     snprintf(res->note, sizeof res->note,
-             "%lld of %lld instances suspended, %lld refused, in %.1f s (%.1f s of it counting "
+             "%lld of %lld instances suspended, %lld refused, in %.1f s (%.0f ms of it counting "
              "them in StartBatchOperation)%s",
-             bdone, total, bfailed, el, counted, state == 1 ? "; not COMPLETED" : "");
+             bdone, total, bfailed, el, counted * 1000.0, state == 1 ? "; not COMPLETED" : "");
 done:
     free(s);
     free(r);
