@@ -1315,11 +1315,12 @@ fill_na(result *res, run *r, const char *what)
              r->na_method[0] ? r->na_method : what);
 }
 
-void
-bench_timers(bench *b, result *res)
+/* A run of wl over a deployed "bench-<wl name>-<run>" net start -> t1
+ * (TIME, a day away) -> end, whose instances park on their timer; NULL
+ * with res filled when it cannot be set up. Free r->shared and r. */
+static run *
+timer_net_run(bench *b, const workload *wl, result *res)
 {
-    memset(res, 0, sizeof *res);
-    static const workload wl = {"timers", "timer", NULL, NULL, NULL, 1};
     run *r = calloc(1, sizeof *r);
     shared_ids *s = calloc(1, sizeof *s);
     if (r == NULL || s == NULL) {
@@ -1327,29 +1328,43 @@ bench_timers(bench *b, result *res)
         free(s);
         res->status = RS_ERROR;
         snprintf(res->note, sizeof res->note, "out of memory");
-        return;
+        return NULL;
     }
-    r->wl = &wl;
+    r->wl = wl;
     r->b = b;
     r->nthreads = b->nthreads;
     r->shared = s;
-    snprintf(s->key, sizeof s->key, "bench-timers-%s", b->run_id);
+    snprintf(s->key, sizeof s->key, "bench-%s-%s", wl->name, b->run_id);
     net n;
     Workflow__V1__Transition *t = net_init(&n, s->key, 0);
     t[0].trigger = WORKFLOW__V1__TRIGGER__TRIGGER_TIME;
-    n.delay.seconds = 86400; /* far away; made due at once below, with SQL */
+    n.delay.seconds = 86400;
     t[0].delay = &n.delay;
     int rc = deploy(r, &n);
-    char out[64], err[256], sql[1024];
+    if (rc == 0)
+        return r;
     if (rc == OP_NA) {
         fill_na(res, r, "DeployDefinition");
-        goto done;
-    }
-    if (rc != 0) {
+    } else {
         res->status = RS_ERROR;
         snprintf(res->note, sizeof res->note, "setup: %s", r->last_err);
-        goto done;
     }
+    free(s);
+    free(r);
+    return NULL;
+}
+
+void
+bench_timers(bench *b, result *res)
+{
+    memset(res, 0, sizeof *res);
+    static const workload wl = {"timers", "timer", NULL, NULL, NULL, 1};
+    /* The timers are made due at once below, with SQL. */
+    run *r = timer_net_run(b, &wl, res);
+    if (r == NULL)
+        return;
+    shared_ids *s = r->shared;
+    char out[64], err[256], sql[1024];
     if (b->dsn == NULL) {
         res->status = RS_SKIPPED;
         snprintf(res->note, sizeof res->note, "needs --dsn");
@@ -1459,32 +1474,11 @@ bench_batch(bench *b, result *res)
 {
     memset(res, 0, sizeof *res);
     static const workload wl = {"batch", "instance", NULL, NULL, NULL, 1};
-    run *r = calloc(1, sizeof *r);
-    shared_ids *s = calloc(1, sizeof *s);
-    if (r == NULL || s == NULL) {
-        free(r);
-        free(s);
-        res->status = RS_ERROR;
-        snprintf(res->note, sizeof res->note, "out of memory");
-        return;
-    }
-    r->wl = &wl;
-    r->b = b;
-    r->nthreads = b->nthreads;
-    r->shared = s;
-    snprintf(s->key, sizeof s->key, "bench-batch-%s", b->run_id);
     /* Instances parked on a timer a day away: running, nothing moves them. */
-    net n;
-    Workflow__V1__Transition *t = net_init(&n, s->key, 0);
-    t[0].trigger = WORKFLOW__V1__TRIGGER__TRIGGER_TIME;
-    n.delay.seconds = 86400;
-    t[0].delay = &n.delay;
-    int rc = deploy(r, &n);
-    if (rc != 0) {
-        res->status = rc == OP_NA ? RS_NA : RS_ERROR;
-        snprintf(res->note, sizeof res->note, "setup: %s", r->last_err);
-        goto done;
-    }
+    run *r = timer_net_run(b, &wl, res);
+    if (r == NULL)
+        return;
+    shared_ids *s = r->shared;
     double budget = (double)b->timers / 50.0;
     budget = budget < 60 ? 60 : budget > 1800 ? 1800 : budget;
     long long made = fill_pool(r, op_timer_pool, (uint64_t)b->timers, budget);

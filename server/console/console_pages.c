@@ -159,6 +159,20 @@ diagram_img(wf_console__ctx *x, const char *key, int version, const char *instan
     P("\"></p></section>\n");
 }
 
+/* Calls method as the page's call; on a refusal shows it and ends the
+ * page: false. */
+static bool
+page_call(wf_console__ctx *x, const char *method, const ProtobufCMessage *req,
+          ProtobufCMessage **resp)
+{
+    wf_error err = {0};
+    if (wf_console__call(x, method, req, resp, &err) == WF_OK)
+        return true;
+    wf_console__page_error(x, &err);
+    wf_console__page_end(x);
+    return false;
+}
+
 /* ---- definitions ------------------------------------------------------------ */
 
 void
@@ -168,13 +182,8 @@ wf_console__definitions(wf_console__ctx *x)
     Workflow__V1__ListDefinitionsRequest req = WORKFLOW__V1__LIST_DEFINITIONS_REQUEST__INIT;
     req.page_token = (char *)q(x, "page_token");
     Workflow__V1__ListDefinitionsResponse *resp = NULL;
-    wf_error err = {0};
-    if (wf_console__call(x, "ListDefinitions", PB(req), (ProtobufCMessage **)&resp, &err) !=
-        WF_OK) {
-        wf_console__page_error(x, &err);
-        wf_console__page_end(x);
+    if (!page_call(x, "ListDefinitions", PB(req), (ProtobufCMessage **)&resp))
         return;
-    }
     P("<table id=\"definitions\"><tr><th>Key</th><th>Latest version</th><th>Name</th>"
       "<th>Kind</th><th>Deployed</th></tr>\n");
     for (size_t i = 0; i < resp->n_definitions; i++) {
@@ -207,11 +216,8 @@ wf_console__definition(wf_console__ctx *x)
     greq.version = atoi(q(x, "version"));
     Workflow__V1__GetDefinitionResponse *g = NULL;
     wf_error err = {0};
-    if (wf_console__call(x, "GetDefinition", PB(greq), (ProtobufCMessage **)&g, &err) != WF_OK) {
-        wf_console__page_error(x, &err);
-        wf_console__page_end(x);
+    if (!page_call(x, "GetDefinition", PB(greq), (ProtobufCMessage **)&g))
         return;
-    }
     const Workflow__V1__Definition *d = g->definition;
     P("<dl class=\"summary\"><dt>Key</dt><dd id=\"def-key\">");
     E(d->key);
@@ -355,12 +361,8 @@ wf_console__instances(wf_console__ctx *x)
     req.page_size = atoi(q(x, "page_size"));
     req.page_token = (char *)q(x, "page_token");
     Workflow__V1__ListInstancesResponse *resp = NULL;
-    wf_error err = {0};
-    if (wf_console__call(x, "ListInstances", PB(req), (ProtobufCMessage **)&resp, &err) != WF_OK) {
-        wf_console__page_error(x, &err);
-        wf_console__page_end(x);
+    if (!page_call(x, "ListInstances", PB(req), (ProtobufCMessage **)&resp))
         return;
-    }
     instance_rows(x, resp->instances, resp->n_instances, "instances");
     static const char *const keep[] = {"started_by",     "state",
                                        "status",         "definition_key",
@@ -488,11 +490,8 @@ wf_console__instance(wf_console__ctx *x)
     req.instance_id = (char *)id;
     Workflow__V1__GetInstanceResponse *g = NULL;
     wf_error err = {0};
-    if (wf_console__call(x, "GetInstance", PB(req), (ProtobufCMessage **)&g, &err) != WF_OK) {
-        wf_console__page_error(x, &err);
-        wf_console__page_end(x);
+    if (!page_call(x, "GetInstance", PB(req), (ProtobufCMessage **)&g))
         return;
-    }
     const Workflow__V1__Instance *in = g->instance;
     const char *back = self_url(x, "/instance", "id", id);
     P("<section id=\"summary\" data-live=\"summary\"><dl class=\"summary\"><dt>Id</dt>"
@@ -654,12 +653,8 @@ wf_console__incidents(wf_console__ctx *x)
     req.code = (char *)q(x, "code");
     req.page_token = (char *)q(x, "page_token");
     Workflow__V1__ListIncidentsResponse *resp = NULL;
-    wf_error err = {0};
-    if (wf_console__call(x, "ListIncidents", PB(req), (ProtobufCMessage **)&resp, &err) != WF_OK) {
-        wf_console__page_error(x, &err);
-        wf_console__page_end(x);
+    if (!page_call(x, "ListIncidents", PB(req), (ProtobufCMessage **)&resp))
         return;
-    }
     P("<table id=\"incidents\"><tr><th>Instance</th><th>Definition</th><th>Transition</th>"
       "<th>Code</th><th>Message</th><th>Since</th><th>Attempts</th><th>Act</th></tr>\n");
     for (size_t i = 0; i < resp->n_incidents; i++) {
@@ -715,12 +710,8 @@ wf_console__inbox(wf_console__ctx *x)
     }
     req.page_token = (char *)q(x, "page_token");
     Workflow__V1__ListTasksResponse *resp = NULL;
-    wf_error err = {0};
-    if (wf_console__call(x, "ListTasks", PB(req), (ProtobufCMessage **)&resp, &err) != WF_OK) {
-        wf_console__page_error(x, &err);
-        wf_console__page_end(x);
+    if (!page_call(x, "ListTasks", PB(req), (ProtobufCMessage **)&resp))
         return;
-    }
     const char *back = q(x, "group")[0] ? self_url(x, "/inbox", "group", q(x, "group"))
                                         : self_url(x, "/inbox", "user", q(x, "user"));
     task_rows(x, resp->tasks, resp->n_tasks, back, true);
@@ -789,13 +780,8 @@ wf_console__batches(wf_console__ctx *x)
         WORKFLOW__V1__LIST_BATCH_OPERATIONS_REQUEST__INIT;
     req.page_token = (char *)q(x, "page_token");
     Workflow__V1__ListBatchOperationsResponse *resp = NULL;
-    wf_error err = {0};
-    if (wf_console__call(x, "ListBatchOperations", PB(req), (ProtobufCMessage **)&resp, &err) !=
-        WF_OK) {
-        wf_console__page_error(x, &err);
-        wf_console__page_end(x);
+    if (!page_call(x, "ListBatchOperations", PB(req), (ProtobufCMessage **)&resp))
         return;
-    }
     bool running = false;
     for (size_t i = 0; i < resp->n_batch_operations; i++)
         running |= resp->batch_operations[i]->state ==
@@ -855,13 +841,8 @@ wf_console__batch(wf_console__ctx *x)
     Workflow__V1__GetBatchOperationRequest req = WORKFLOW__V1__GET_BATCH_OPERATION_REQUEST__INIT;
     req.id = (char *)q(x, "id");
     Workflow__V1__GetBatchOperationResponse *resp = NULL;
-    wf_error err = {0};
-    if (wf_console__call(x, "GetBatchOperation", PB(req), (ProtobufCMessage **)&resp, &err) !=
-        WF_OK) {
-        wf_console__page_error(x, &err);
-        wf_console__page_end(x);
+    if (!page_call(x, "GetBatchOperation", PB(req), (ProtobufCMessage **)&resp))
         return;
-    }
     const Workflow__V1__BatchOperation *b = resp->batch_operation;
     P("<section data-live=\"batch\"");
     if (b->state == WORKFLOW__V1__BATCH_OPERATION_STATE__BATCH_OPERATION_STATE_RUNNING)

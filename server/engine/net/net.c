@@ -49,6 +49,22 @@ same(const char *a, const char *b)
     return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
+const char *
+wf_net_trigger_name(wf_trigger t)
+{
+    switch (t) {
+    case WF_TRIGGER_USER:
+        return "USER";
+    case WF_TRIGGER_AUTO:
+        return "AUTO";
+    case WF_TRIGGER_TIME:
+        return "TIME";
+    case WF_TRIGGER_MSG:
+        return "MSG";
+    }
+    return "UNSPECIFIED";
+}
+
 int
 wf_net_place_index(const wf_net *net, const char *id)
 {

@@ -214,6 +214,10 @@ int32_t wf_net_arc_weight(const wf_arc *a);
 wf_retry_policy wf_net_retry_effective(const wf_transition *t);
 int64_t wf_net_lease_effective(const wf_transition *t);
 
+/* The trigger's name as events and messages spell it: "USER", "AUTO",
+ * "TIME", "MSG" (or "UNSPECIFIED"). */
+const char *wf_net_trigger_name(wf_trigger t);
+
 /* Index of the place / transition with that id, or -1. */
 int wf_net_place_index(const wf_net *net, const char *id);
 int wf_net_transition_index(const wf_net *net, const char *id);

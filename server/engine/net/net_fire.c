@@ -715,24 +715,6 @@ str_same(const char *x, const char *y)
     return strcmp(x != NULL ? x : "", y != NULL ? y : "") == 0;
 }
 
-static const char *
-trigger_name(wf_trigger t)
-{
-    switch (t) {
-    case WF_TRIGGER_USER:
-        return "USER";
-    case WF_TRIGGER_AUTO:
-        return "AUTO";
-    case WF_TRIGGER_TIME:
-        return "TIME";
-    case WF_TRIGGER_MSG:
-        return "MSG";
-    default:
-        break;
-    }
-    return "UNSPECIFIED";
-}
-
 /* The target place of source place id: its mapping entry, else the place
  * of the same id in `to`; NULL when there is none. */
 static const char *
@@ -795,8 +777,8 @@ check_items(const wf_net *from, const wf_net *to, const wf_net_state *st, wf_fin
             wf_findings_add(f, WF_SEVERITY_ERROR, "TRIGGER_CHANGED", "target_version",
                             "transition \"%.128s\" of work item \"%s\" is %s in version %d and %s "
                             "in version %d",
-                            tid, it->id, trigger_name(a->trigger), (int)from->version,
-                            trigger_name(b->trigger), (int)to->version);
+                            tid, it->id, wf_net_trigger_name(a->trigger), (int)from->version,
+                            wf_net_trigger_name(b->trigger), (int)to->version);
         else if (a->trigger == WF_TRIGGER_AUTO && !str_same(a->job_type, b->job_type))
             wf_findings_add(f, WF_SEVERITY_ERROR, "JOB_TYPE_CHANGED", "target_version",
                             "transition \"%.128s\" of work item \"%s\" has job type \"%.64s\" in "

@@ -60,22 +60,6 @@
 #include "wf_time.h"
 #include "wf_str.h"
 
-static const char *
-trigger_name(wf_trigger t)
-{
-    switch (t) {
-    case WF_TRIGGER_USER:
-        return "USER";
-    case WF_TRIGGER_AUTO:
-        return "AUTO";
-    case WF_TRIGGER_TIME:
-        return "TIME";
-    case WF_TRIGGER_MSG:
-        return "MSG";
-    }
-    return "UNSPECIFIED";
-}
-
 /* ---- diff -> rows ------------------------------------------------------------------------ */
 
 /* True when the comma lists a and b share an element. */
@@ -191,10 +175,11 @@ apply_fired(net_work *w, const wf_net_firing *f, wf_error *err)
     if (t == NULL)
         return wf_error_set(err, WF_E_INTERNAL, "transition \"%s\" is not in the net",
                             f->transition_id);
-    json_t *data = json_pack("{s:s,s:s,s:s,s:o*,s:o*}", "transitionId", t->id, "workItemId",
-                             f->work_item_id, "trigger", trigger_name(t->trigger), "consumed",
-                             consumed_places(w, ii != WF_WORK_NONE ? ITEM(w, ii) : NULL, t),
-                             "produced", produced_places(f));
+    json_t *data =
+        json_pack("{s:s,s:s,s:s,s:o*,s:o*}", "transitionId", t->id, "workItemId", f->work_item_id,
+                  "trigger", wf_net_trigger_name(t->trigger), "consumed",
+                  consumed_places(w, ii != WF_WORK_NONE ? ITEM(w, ii) : NULL, t), "produced",
+                  produced_places(f));
     wf_code rc = wf_runtime__event(w, "TRANSITION_FIRED", data, err);
     if (rc != WF_OK || ii == WF_WORK_NONE)
         return rc;
@@ -577,7 +562,7 @@ apply_created(net_work *w, const wf_work_item *ci, const char *vars, wf_error *e
     if (rc == WF_OK)
         rc = wf_runtime__event(w, "TRANSITION_ENABLED",
                                json_pack("{s:s,s:s,s:s}", "transitionId", t->id, "workItemId",
-                                         row.id, "trigger", trigger_name(t->trigger)),
+                                         row.id, "trigger", wf_net_trigger_name(t->trigger)),
                                err);
     if (rc != WF_OK)
         return rc;
