@@ -105,6 +105,7 @@ enum {
     S_LISTEN_EVENTS,
     S_LISTEN_JOBS,
     S_NOTIFY,
+    S_ANALYZE_NEW,
     S_MIG_LOCK,
     S_MIG_UNLOCK,
     S_MIG_TABLE,
@@ -122,6 +123,12 @@ typedef struct pg_listener pg_listener;
 #define NOTIFY_INTERVAL_MS 5 /* at most one NOTIFY transaction per interval */
 #define NOTIFY_RETRY_MS 250  /* after a failed send */
 #define NOTIFY_SEND_MS 1000  /* deadline of one send */
+/* First statistics (migrations/0015): a backlog table never analysed is
+ * analysed by the notifier's thread once it holds ANALYZE_NEW_BYTES,
+ * checked at most once per ANALYZE_CHECK_MS while any is left. */
+#define ANALYZE_NEW_BYTES (64 * 1024)
+#define ANALYZE_CHECK_MS 1000
+#define ANALYZE_SEND_MS 10000
 
 typedef struct pg_notifier {
     pthread_mutex_t mu;
@@ -129,8 +136,10 @@ typedef struct pg_notifier {
     bool pending, events, any_type, stop, started;
     char *types[NOTIFY_TYPES]; /* malloc'd, distinct */
     size_t n_types;
-    int64_t next_ms; /* monotonic: no send before */
-    uint64_t sent;   /* NOTIFY transactions sent (tests, logs) */
+    int64_t next_ms;         /* monotonic: no send before */
+    uint64_t sent;           /* NOTIFY transactions sent (tests, logs) */
+    bool analysed;           /* every backlog table has statistics (0015) */
+    int64_t next_analyse_ms; /* monotonic: no check before */
     pthread_t thread;
 } pg_notifier;
 

@@ -1,6 +1,7 @@
 /*
  * pg_listen.c: the Postgres store's two threads: the notifier, which
- * sends the wake-ups commits owe, and the listener, which receives them.
+ * sends the wake-ups commits owe (and gives new backlog tables their first
+ * statistics), and the listener, which receives them.
  */
 #include "pg_int.h"
 
@@ -94,6 +95,33 @@ wf_pg__tx_note_type(pg_tx *tx, const char *type)
         tx->any_type = true;
 }
 
+/* Runs statement id with p on a pooled connection within deadline,
+ * as background work, not a call's: left out of the flight counts
+ * (wf_store_stats), as the listener's connection is. *res (when non-NULL)
+ * gets the result. */
+static wf_code
+background_run(pg_store *s, wf_arena *a, int64_t deadline, int id, const params *p, PGresult **res,
+               wf_error *err)
+{
+    wf_store_ctx ctx = {NULL, deadline, a};
+    wf_pg_conn *c = NULL;
+    wf_code rc = p->oom ? wf_error_nomem(err) : wf_pg__conn_get(s, &ctx, &c, err);
+    if (rc != WF_OK)
+        return rc;
+    int64_t *flights = c->count_flights, *statements = c->count_statements;
+    c->count_flights = c->count_statements = NULL;
+    PGresult *r = NULL;
+    rc = wf_pg__run(c, id, p, deadline, &r, err);
+    c->count_flights = flights;
+    c->count_statements = statements;
+    wf_pg__conn_put(s, c);
+    if (res != NULL && rc == WF_OK)
+        *res = r;
+    else
+        PQclear(r);
+    return rc;
+}
+
 /* One transaction of pg_notify calls: wf_events when events is set, then
  * wf_jobs per type ("" for any). */
 static wf_code
@@ -115,24 +143,40 @@ notifier_send(pg_store *s, bool events, bool any_type, char *const *types, size_
     wf_arena *a = wf_arena_new();
     if (a == NULL)
         return wf_error_nomem(err);
-    wf_store_ctx ctx = {NULL, wf_mono_ms() + NOTIFY_SEND_MS, a};
     params p = {.a = a};
     wf_pg__p_text_array(&p, chan, k);
     wf_pg__p_text_array(&p, pay, k);
-    wf_pg_conn *c = NULL;
-    wf_code rc = p.oom ? wf_error_nomem(err) : wf_pg__conn_get(s, &ctx, &c, err);
-    if (rc == WF_OK) {
-        /* Background work, not a call's: left out of the flight counts
-         * (wf_store_stats), as the listener's connection is. */
-        int64_t *flights = c->count_flights, *statements = c->count_statements;
-        c->count_flights = c->count_statements = NULL;
-        rc = wf_pg__run_cmd(c, S_NOTIFY, &p, ctx.deadline_ms, NULL, err);
-        c->count_flights = flights;
-        c->count_statements = statements;
-        wf_pg__conn_put(s, c);
-    }
+    wf_code rc = background_run(s, a, wf_mono_ms() + NOTIFY_SEND_MS, S_NOTIFY, &p, NULL, err);
     wf_arena_free(a);
     return rc;
+}
+
+/* The first statistics of the backlog tables (migrations/0015), checked
+ * after commits until every one has them: a table the planner never
+ * measured gets plans that read a whole tenant to find one root. */
+static void
+notifier_analyse(pg_store *s)
+{
+    pg_notifier *n = &s->notifier;
+    if (n->analysed || wf_mono_ms() < n->next_analyse_ms)
+        return;
+    n->next_analyse_ms = wf_mono_ms() + ANALYZE_CHECK_MS;
+    wf_arena *a = wf_arena_new();
+    if (a == NULL)
+        return;
+    params p = {.a = a};
+    wf_pg__p_i64(&p, ANALYZE_NEW_BYTES);
+    PGresult *res = NULL;
+    wf_error err;
+    wf_error_clear(&err);
+    wf_code rc =
+        background_run(s, a, wf_mono_ms() + ANALYZE_SEND_MS, S_ANALYZE_NEW, &p, &res, &err);
+    if (rc == WF_OK && PQntuples(res) == 1)
+        n->analysed = atoi(PQgetvalue(res, 0, 0)) == 0;
+    else if (rc != WF_OK)
+        WF_LOG(WF_LOG_DEBUG, "db_analyze_failed", "detail=%s", err.msg);
+    PQclear(res);
+    wf_arena_free(a);
 }
 
 static void *
@@ -173,6 +217,8 @@ notifier_main(void *arg)
             free(types[i]);
         if (rc != WF_OK)
             WF_LOG(WF_LOG_DEBUG, "db_notify_failed", "detail=%s", err.msg);
+        if (!stopping)
+            notifier_analyse(s);
 
         pthread_mutex_lock(&n->mu);
         if (rc == WF_OK) {

@@ -646,12 +646,12 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
          "tenant_id = $1 AND job_type = $2 AND state = 1 AND activatable_at <= $3 "
          "AND NOT " SUSPENDED_ROOT_OF_JOBS " "
          "ORDER BY activatable_at, id LIMIT $4 FOR UPDATE SKIP LOCKED), "
-         "c AS (SELECT tenant_id, id FROM (SELECT tenant_id, id, sum(b) OVER "
+         "c AS (SELECT tenant_id, root_id, id FROM (SELECT tenant_id, root_id, id, sum(b) OVER "
          "(ORDER BY activatable_at, id) AS t FROM l) x WHERE $7::bigint = 0 OR t <= $7::bigint), "
          "u AS (UPDATE jobs j SET state = 2, key = j.instance_id || '.' || "
          "gen_random_uuid()::text, "
          "worker = $5, lease_expires_at = $6 FROM c WHERE "
-         "j.tenant_id = c.tenant_id AND j.id = c.id RETURNING j.*) "
+         "j.tenant_id = c.tenant_id AND j.root_id = c.root_id AND j.id = c.id RETURNING j.*) "
          "SELECT " COLS_JOBS " FROM u UNION ALL (SELECT " COLS_JOBS " FROM l WHERE "
          "NOT EXISTS (SELECT 1 FROM c) ORDER BY activatable_at, id LIMIT 1) "
          "ORDER BY activatable_at, id",
@@ -817,6 +817,9 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
     /* The notifier's coalesced wake-ups: ($1 channels, $2 payloads). */
     [S_NOTIFY] = {"notify", "SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS n(c, p)",
                   "the database"},
+    /* The notifier's first statistics of new tables (0015): how many are
+     * still never analysed. */
+    [S_ANALYZE_NEW] = {"analyze_new", "SELECT wf_analyze_new_tables($1)", "the schema"},
 
     [S_MIG_LOCK] = {"mig_lock", "SELECT pg_advisory_lock(" MIGRATION_LOCK ")", "the schema"},
     [S_MIG_UNLOCK] = {"mig_unlock", "SELECT pg_advisory_unlock(" MIGRATION_LOCK ")", "the schema"},

@@ -81,6 +81,7 @@ port = $port
 unix_socket_directories = '$dir'
 $speed
 max_connections = 200
+shared_preload_libraries = 'pg_stat_statements'
 CONF
     fi
     as_pg "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null ||
