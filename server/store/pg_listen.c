@@ -108,12 +108,11 @@ background_run(pg_store *s, wf_arena *a, int64_t deadline, int id, const params 
     wf_code rc = p->oom ? wf_error_nomem(err) : wf_pg__conn_get(s, &ctx, &c, err);
     if (rc != WF_OK)
         return rc;
-    int64_t *flights = c->count_flights, *statements = c->count_statements;
-    c->count_flights = c->count_statements = NULL;
+    struct wf_pg_counts *counts = c->counts;
+    c->counts = NULL;
     PGresult *r = NULL;
     rc = wf_pg__run(c, id, p, deadline, &r, err);
-    c->count_flights = flights;
-    c->count_statements = statements;
+    c->counts = counts;
     wf_pg__conn_put(s, c);
     if (res != NULL && rc == WF_OK)
         *res = r;

@@ -83,7 +83,7 @@ struct wf_pg_pool {
     const char *vals[KW_N + 1];
     char *dsn;
     char connect_timeout[16];
-    int64_t flights, statements; /* sent so far (atomic, relaxed) */
+    wf_pg_counts counts; /* sent so far */
     /* The DSN's hosts when it lists several (else n_hosts is 0): entry i
      * of its host, hostaddr and port lists (NULL when the list is not
      * given; one port serves every host), split from hosts_buf. */
@@ -180,8 +180,7 @@ wf_pg_pool_new(const wf_store_pg_config *cfg, wf_error *err)
     p->backoff_ms = BACKOFF_MIN_MS;
     p->conns = calloc((size_t)p->size, sizeof *p->conns);
     for (int i = 0; p->conns != NULL && i < p->size; i++) {
-        p->conns[i].count_flights = &p->flights;
-        p->conns[i].count_statements = &p->statements;
+        p->conns[i].counts = &p->counts;
     }
     p->dsn = strdup(cfg->dsn);
     if (p->conns == NULL || p->dsn == NULL || !parse_hosts(p))
@@ -439,6 +438,7 @@ wf_pg_pool_acquire(wf_pg_pool *p, int64_t deadline_ms, wf_pg_conn **out, wf_erro
             return wf_error_set(err, WF_E_STORE_UNAVAILABLE, "could not reach the database");
         }
         c->pg = connect_bounded(p, deadline_ms, false, err);
+        c->in_tx = false;
         pthread_mutex_lock(&p->mu);
         if (c->pg == NULL) {
             p->down_until_ms = wf_mono_ms() + p->backoff_ms;
@@ -480,8 +480,9 @@ wf_pg_pool_stats(wf_pg_pool *p, wf_store_stats *out)
     out->in_use = p->in_use;
     out->waiting = p->waiting;
     pthread_mutex_unlock(&p->mu);
-    out->flights = __atomic_load_n(&p->flights, __ATOMIC_RELAXED);
-    out->statements = __atomic_load_n(&p->statements, __ATOMIC_RELAXED);
+    out->flights = __atomic_load_n(&p->counts.flights, __ATOMIC_RELAXED);
+    out->statements = __atomic_load_n(&p->counts.statements, __ATOMIC_RELAXED);
+    out->transactions = __atomic_load_n(&p->counts.transactions, __ATOMIC_RELAXED);
 }
 
 /* ---- flights ----------------------------------------------------------------- */
@@ -767,6 +768,39 @@ collect(wf_pg_conn *c, const wf_pg_stmt *stmts, int64_t cutoff, int *failed, wf_
     return rc;
 }
 
+/* Counts the flight being sent: its statements, and the transactions it
+ * ends, following BEGIN, COMMIT and ROLLBACK in the order they were
+ * queued (c->in_tx carries an open block from one flight to the next). */
+static void
+count_flight(wf_pg_conn *c, const wf_pg_stmt *stmts)
+{
+    int64_t k = 0, ended = 0;
+    bool implicit = false;
+    for (int i = 0; i < c->n_items; i++) {
+        const struct wf_pg_item *it = &c->items[i];
+        if (it->kind == ITEM_SYNC) {
+            ended += implicit;
+            implicit = false;
+        } else if (it->kind == ITEM_EXEC) {
+            const char *sql = stmts[it->id].sql;
+            k++;
+            if (strcmp(sql, "BEGIN") == 0) {
+                c->in_tx = true;
+            } else if (strcmp(sql, "COMMIT") == 0 || strcmp(sql, "ROLLBACK") == 0) {
+                ended += sql[0] == 'C';
+                c->in_tx = false;
+            } else if (!c->in_tx) {
+                implicit = true;
+            }
+        }
+    }
+    if (c->counts != NULL) {
+        __atomic_add_fetch(&c->counts->flights, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&c->counts->statements, k, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&c->counts->transactions, ended, __ATOMIC_RELAXED);
+    }
+}
+
 wf_code
 wf_pg_flush(wf_pg_conn *c, const wf_pg_stmt *stmts, int64_t deadline_ms, int *failed, wf_error *err)
 {
@@ -795,13 +829,7 @@ wf_pg_flush(wf_pg_conn *c, const wf_pg_stmt *stmts, int64_t deadline_ms, int *fa
             c->broken = true;
         } else {
             int64_t cutoff = deadline_ms != 0 ? deadline_ms + GRACE_MS : 0;
-            if (c->count_flights != NULL) {
-                int64_t k = 0;
-                for (int i = 0; i < c->n_items; i++)
-                    k += c->items[i].kind == ITEM_EXEC;
-                __atomic_add_fetch(c->count_flights, 1, __ATOMIC_RELAXED);
-                __atomic_add_fetch(c->count_statements, k, __ATOMIC_RELAXED);
-            }
+            count_flight(c, stmts);
             rc = collect(c, stmts, cutoff, failed, err);
         }
     }

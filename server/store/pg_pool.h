@@ -52,10 +52,22 @@ typedef struct wf_pg_conn {
     /* A request lookup queued on the flight being built, read by
      * store_pg.c when the flight is collected (NULL: none). */
     struct wf_pg_lookup *lookup;
-    /* Flights sent and statements in them (pool connections: counted into
-     * the pool's totals, see wf_store_stats; NULL outside the pool). */
-    int64_t *count_flights, *count_statements;
+    /* Whether the statements sent so far left a transaction block open
+     * (BEGIN without COMMIT or ROLLBACK yet): the flight walk counts the
+     * transactions a flight ends from it. */
+    bool in_tx;
+    /* Where what this connection sends is counted (pool connections: the
+     * pool's totals, see wf_store_stats; NULL outside the pool, and while
+     * background work borrows it). */
+    struct wf_pg_counts *counts;
 } wf_pg_conn;
+
+/* What a pool's connections sent: flights, the statements in them, and
+ * the transactions they ended (a COMMIT, or the implicit transaction of a
+ * sync segment run outside a transaction block). Atomic, relaxed. */
+typedef struct wf_pg_counts {
+    int64_t flights, statements, transactions;
+} wf_pg_counts;
 
 /* A statement, prepared lazily per connection under its name. */
 typedef struct wf_pg_stmt {

@@ -522,6 +522,9 @@ typedef struct wf_store_stats {
      * around a call. Memory store: 0. */
     int64_t flights;
     int64_t statements;
+    /* The transactions those flights ended: a unit of work's COMMIT, and
+     * each statement run on its own (an implicit transaction). */
+    int64_t transactions;
     /* Committed events of the types in wf_store_counted_events, in that
      * order, since the store was made (this process's commits only; both
      * stores). */

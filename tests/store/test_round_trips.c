@@ -1,8 +1,10 @@
 /*
  * Round trips to Postgres per call, counted by the store (wf_store_stats:
- * flights and statements). Each case runs the engine call an RPC handler
- * makes, with a request id as clients send one, on the test's thread with
- * nothing else using the store, and asserts how many flights it took:
+ * flights, statements and the transactions they ended). Each case runs the
+ * engine call an RPC handler makes, with a request id as clients send one,
+ * on the test's thread with nothing else using the store, and asserts how
+ * many flights it took, and how many transactions (one per unit of work;
+ * SendSignal's read of the subscriptions runs on its own, one more):
  *
  *   StartInstance  2: BEGIN + request lookup + definition, then the
  *                  writes + request record + COMMIT
@@ -21,7 +23,7 @@
  *                  what StartInstance reads, the first wait's lock and
  *                  buffer, and the writes + record + COMMIT
  *
- * A regression (one more round trip) fails here. Needs WF_TEST_PG_DSN;
+ * A regression (one more round trip or transaction) fails here. Needs WF_TEST_PG_DSN;
  * skipped otherwise. Each case runs in its own schema.
  */
 #include <check.h>
@@ -51,6 +53,13 @@
 #define COMPLETE_OLD_KEY_FLIGHTS 3
 #define SIGNAL_FLIGHTS 3
 #define SIGNAL_START_FLIGHTS 10
+/* Transactions per call (COMMITs, and statements run on their own). */
+#define START_TX 1
+#define ACTIVATE_TX 1
+#define COMPLETE_TX 1
+#define COMPLETE_OLD_KEY_TX 3
+#define SIGNAL_TX 2
+#define SIGNAL_START_TX 2
 
 static const char *dsn;
 static char schema[64];
@@ -91,7 +100,7 @@ ctx(void)
 /* ---- counting ---------------------------------------------------------------------------- */
 
 typedef struct counts {
-    int64_t flights, statements;
+    int64_t flights, statements, transactions;
 } counts;
 
 static counts
@@ -99,14 +108,15 @@ now_counts(void)
 {
     wf_store_stats s;
     wf_store_get_stats(st, &s);
-    return (counts){s.flights, s.statements};
+    return (counts){s.flights, s.statements, s.transactions};
 }
 
 static counts
 since(counts before)
 {
     counts c = now_counts();
-    return (counts){c.flights - before.flights, c.statements - before.statements};
+    return (counts){c.flights - before.flights, c.statements - before.statements,
+                    c.transactions - before.transactions};
 }
 
 /* ---- requests ---------------------------------------------------------------------------- */
@@ -170,12 +180,15 @@ activate(bool with_request_id)
     return got;
 }
 
-#define ASSERT_FLIGHTS(what, got, want)                                                            \
+#define ASSERT_FLIGHTS(what, got, want, want_tx)                                                   \
     do {                                                                                           \
-        fprintf(stderr, "%-34s %lld flights, %lld statements\n", what, (long long)(got).flights,   \
-                (long long)(got).statements);                                                      \
+        fprintf(stderr, "%-34s %lld flights, %lld statements, %lld transactions\n", what,          \
+                (long long)(got).flights, (long long)(got).statements,                             \
+                (long long)(got).transactions);                                                    \
         ck_assert_msg((got).flights == (want), "%s: %lld flights, want %d", what,                  \
                       (long long)(got).flights, (int)(want));                                      \
+        ck_assert_msg((got).transactions == (want_tx), "%s: %lld transactions, want %d", what,     \
+                      (long long)(got).transactions, (int)(want_tx));                              \
     } while (0)
 
 /* ---- cases ------------------------------------------------------------------------------- */
@@ -266,15 +279,15 @@ START_TEST(test_round_trips_per_call)
 
     counts c0 = now_counts();
     start("jobs", NULL, &in);
-    ASSERT_FLIGHTS("StartInstance (request id)", since(c0), START_FLIGHTS);
+    ASSERT_FLIGHTS("StartInstance (request id)", since(c0), START_FLIGHTS, START_TX);
 
     c0 = now_counts();
     wf_net_activated got = activate(false);
-    ASSERT_FLIGHTS("ActivateJobs", since(c0), ACTIVATE_FLIGHTS);
+    ASSERT_FLIGHTS("ActivateJobs", since(c0), ACTIVATE_FLIGHTS, ACTIVATE_TX);
 
     c0 = now_counts();
     got = activate(true);
-    ASSERT_FLIGHTS("ActivateJobs (request id)", since(c0), ACTIVATE_IDEM_FLIGHTS);
+    ASSERT_FLIGHTS("ActivateJobs (request id)", since(c0), ACTIVATE_IDEM_FLIGHTS, ACTIVATE_TX);
 
     wf_net_ctx c = ctx();
     wf_error err;
@@ -282,7 +295,7 @@ START_TEST(test_round_trips_per_call)
     wf_uow_idem i = idem("CompleteJob");
     wf_code rc = wf_net_complete_job(&c, got.rows[0].key, "{}", &i, &err);
     ck_assert_msg(rc == WF_OK, "complete: %s %s", wf_code_reason(rc), err.msg);
-    ASSERT_FLIGHTS("CompleteJob (request id)", since(c0), COMPLETE_FLIGHTS);
+    ASSERT_FLIGHTS("CompleteJob (request id)", since(c0), COMPLETE_FLIGHTS, COMPLETE_TX);
 
     /* A key as made before keys named their instance (a bare UUID)
      * still completes its job, after a read by key. */
@@ -295,7 +308,8 @@ START_TEST(test_round_trips_per_call)
     i = idem("CompleteJob");
     rc = wf_net_complete_job(&c, bare, "{}", &i, &err);
     ck_assert_msg(rc == WF_OK, "complete (bare key): %s %s", wf_code_reason(rc), err.msg);
-    ASSERT_FLIGHTS("CompleteJob (a bare UUID key)", since(c0), COMPLETE_OLD_KEY_FLIGHTS);
+    ASSERT_FLIGHTS("CompleteJob (a bare UUID key)", since(c0), COMPLETE_OLD_KEY_FLIGHTS,
+                   COMPLETE_OLD_KEY_TX);
     /* A spent key of either form: JOB_LEASE_LOST; neither form: not found. */
     ck_assert_int_eq(wf_net_complete_job(&c, bare, "{}", NULL, &err), WF_E_JOB_LEASE_LOST);
     ck_assert_int_eq(wf_net_complete_job(&c, got.rows[0].key, "{}", NULL, &err),
@@ -311,7 +325,7 @@ START_TEST(test_round_trips_per_call)
     rc = wf_sig_send(&c, &s, &i, &out, &err);
     ck_assert_msg(rc == WF_OK, "send: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
-    ASSERT_FLIGHTS("SendSignal by aggregate (request id)", since(c0), SIGNAL_FLIGHTS);
+    ASSERT_FLIGHTS("SendSignal by aggregate (request id)", since(c0), SIGNAL_FLIGHTS, SIGNAL_TX);
 
     /* Correlate or start, nobody of the aggregate there: it starts one. */
     wf_start_spec spec = {.definition_key = "msg"};
@@ -322,7 +336,8 @@ START_TEST(test_round_trips_per_call)
     rc = wf_sig_send(&c, &s, &i, &out, &err);
     ck_assert_msg(rc == WF_OK, "send with start: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_STARTED);
-    ASSERT_FLIGHTS("SendSignal with start (request id)", since(c0), SIGNAL_START_FLIGHTS);
+    ASSERT_FLIGHTS("SendSignal with start (request id)", since(c0), SIGNAL_START_FLIGHTS,
+                   SIGNAL_START_TX);
 }
 END_TEST
 
