@@ -51,7 +51,8 @@
 
 /* Connection keywords. The host ones come after the DSN (expanded from
  * dbname), so that they override its host lists for one attempt; they
- * stay NULL (ignored) for a DSN of one host. */
+ * stay NULL (ignored) for a DSN of one host. The options come last:
+ * ours, then the DSN's own (see SESSION_OPTIONS). */
 enum {
     KW_CONNECT_TIMEOUT,
     KW_APP,
@@ -63,8 +64,18 @@ enum {
     KW_HOST,
     KW_HOSTADDR,
     KW_PORT,
+    KW_OPTIONS,
     KW_N
 };
+
+/* Every session plans its prepared statements once, generically: the
+ * statements are written and checked for one plan that serves every value
+ * (tests/store/test_store_plans.c and test_store_buffers.c plan them so),
+ * and Postgres's default (plan_cache_mode = auto) plans many of them
+ * again at every execution, which was a fifth of the database's CPU on the
+ * job path. A DSN's own options come after, so a plan_cache_mode given
+ * there wins. */
+#define SESSION_OPTIONS "-c plan_cache_mode=force_generic_plan"
 
 struct wf_pg_pool {
     pthread_mutex_t mu;
@@ -90,6 +101,7 @@ struct wf_pg_pool {
     int n_hosts;
     const char *host[MAX_HOSTS], *hostaddr[MAX_HOSTS], *port[MAX_HOSTS];
     char *hosts_buf;
+    char *options; /* SESSION_OPTIONS, then the DSN's options */
     int preferred; /* the host that connected last (atomic, relaxed) */
 };
 
@@ -117,7 +129,8 @@ split_list(const char *list, char **buf, const char **out)
     }
 }
 
-/* Reads the host lists of p->dsn. A DSN of one host, one libpq cannot
+/* Reads the host lists and the options of p->dsn (p->options: ours, then
+ * the DSN's). A DSN of one host, one libpq cannot
  * parse (the connect reports it) or with lists that do not match leaves
  * n_hosts 0: libpq then connects as given. False when out of memory. */
 static bool
@@ -125,8 +138,8 @@ parse_hosts(wf_pg_pool *p)
 {
     PQconninfoOption *opts = PQconninfoParse(p->dsn, NULL);
     if (opts == NULL)
-        return true;
-    const char *host = NULL, *hostaddr = NULL, *port = NULL;
+        return (p->options = strdup(SESSION_OPTIONS)) != NULL;
+    const char *host = NULL, *hostaddr = NULL, *port = NULL, *dsn_options = NULL;
     size_t need = 0;
     for (PQconninfoOption *o = opts; o->keyword != NULL; o++) {
         if (o->val == NULL || o->val[0] == '\0')
@@ -137,12 +150,18 @@ parse_hosts(wf_pg_pool *p)
             hostaddr = o->val;
         else if (strcmp(o->keyword, "port") == 0)
             port = o->val;
+        else if (strcmp(o->keyword, "options") == 0)
+            dsn_options = o->val;
         else
             continue;
         need += strlen(o->val) + 1;
     }
-    bool ok = true;
-    if (need > 0 && (p->hosts_buf = malloc(need)) == NULL)
+    size_t n_opts = sizeof SESSION_OPTIONS + (dsn_options != NULL ? strlen(dsn_options) + 1 : 0);
+    bool ok = (p->options = malloc(n_opts)) != NULL;
+    if (ok)
+        snprintf(p->options, n_opts, "%s%s%s", SESSION_OPTIONS, dsn_options != NULL ? " " : "",
+                 dsn_options != NULL ? dsn_options : "");
+    if (ok && need > 0 && (p->hosts_buf = malloc(need)) == NULL)
         ok = false;
     char *buf = p->hosts_buf;
     int n = 0, n_addr = 0, n_port = 0;
@@ -195,8 +214,10 @@ wf_pg_pool_new(const wf_store_pg_config *cfg, wf_error *err)
                            "dbname",
                            "host",
                            "hostaddr",
-                           "port"};
+                           "port",
+                           "options"};
     const char *v[KW_N] = {p->connect_timeout, "workflowd", "1", "10", "5", "3", p->dsn};
+    v[KW_OPTIONS] = p->options;
     memcpy(p->keys, k, sizeof k);
     memcpy(p->vals, v, sizeof v);
 
@@ -212,6 +233,7 @@ fail:
         free(p->conns);
         free(p->dsn);
         free(p->hosts_buf);
+        free(p->options);
         free(p);
     }
     wf_error_set(err, WF_E_INTERNAL, "could not create the database pool");
@@ -248,6 +270,7 @@ wf_pg_pool_free(wf_pg_pool *p)
     free(p->conns);
     free(p->dsn);
     free(p->hosts_buf);
+    free(p->options);
     free(p);
 }
 
