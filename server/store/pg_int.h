@@ -40,7 +40,7 @@ enum {
     S_UPSERT_TIMER,
     S_UPSERT_SUB,
     S_UPSERT_SIGNAL,
-    S_INSERT_EVENT,
+    S_INSERT_EVENTS,
     S_DEL_TOKEN,
     S_DEL_JOB,
     S_DEL_TIMER,

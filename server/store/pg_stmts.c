@@ -360,10 +360,13 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
          "EXCLUDED.consumed_by_instance, transition_id = EXCLUDED.transition_id, discarded "
          "= EXCLUDED.discarded",
          "signal"},
-    [S_INSERT_EVENT] = {"insert_event",
-                        "INSERT INTO events (tenant_id, root_id, instance_id, type, actor, "
-                        "data_json, time) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                        "event"},
+    /* Every event of a unit of work in one statement, one array per
+     * column (pg_tx.c, p_columns), in order: their ids keep it. */
+    [S_INSERT_EVENTS] = {"insert_events",
+                         "INSERT INTO events (tenant_id, root_id, instance_id, type, actor, "
+                         "data_json, time) SELECT * FROM unnest($1::text[], $2::text[], "
+                         "$3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[])",
+                         "event"},
     /* $3: the root the unit of work locked (wf_tx.root). */
     [S_DEL_TOKEN] = {"del_token", DEL("tokens"), "token"},
     [S_DEL_JOB] = {"del_job", DEL("jobs"), "job"},

@@ -88,6 +88,39 @@ wf_pg__p_row(params *p, const wf_row_desc *d, const void *row, const char *tenan
     p_row(p, d, row, tenant, skip);
 }
 
+/* The array literal of strs[0..n), every element quoted, a NULL element
+ * written NULL; NULL when out of memory. */
+static char *
+text_array(wf_arena *a, const char *const *strs, size_t n)
+{
+    size_t cap = 3;
+    for (size_t i = 0; i < n; i++)
+        cap += strs[i] != NULL ? 2 * strlen(strs[i]) + 3 : 5;
+    char *s = wf_arena_alloc(a, cap), *o = s;
+    if (s == NULL)
+        return NULL;
+    *o++ = '{';
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            *o++ = ',';
+        if (strs[i] == NULL) {
+            memcpy(o, "NULL", 4);
+            o += 4;
+            continue;
+        }
+        *o++ = '"';
+        for (const char *c = strs[i]; *c != '\0'; c++) {
+            if (*c == '"' || *c == '\\')
+                *o++ = '\\';
+            *o++ = *c;
+        }
+        *o++ = '"';
+    }
+    *o++ = '}';
+    *o = '\0';
+    return s;
+}
+
 /* A Postgres text[] literal with every element quoted; an empty list is
  * passed as NULL, which the statements read as "no filter" (or, for the
  * inbox groups, "no group matches"). */
@@ -98,28 +131,55 @@ wf_pg__p_text_array(params *p, const char *const *strs, size_t n)
         wf_pg__p_str(p, NULL);
         return;
     }
-    size_t cap = 3;
-    for (size_t i = 0; i < n; i++)
-        cap += 2 * strlen(strs[i]) + 3;
-    char *s = wf_arena_alloc(p->a, cap), *o = s;
-    if (s != NULL) {
-        *o++ = '{';
-        for (size_t i = 0; i < n; i++) {
-            if (i > 0)
-                *o++ = ',';
-            *o++ = '"';
-            for (const char *c = strs[i]; *c != '\0'; c++) {
-                if (*c == '"' || *c == '\\')
-                    *o++ = '\\';
-                *o++ = *c;
-            }
-            *o++ = '"';
-        }
-        *o++ = '}';
-        *o = '\0';
-    }
+    char *s = text_array(p->a, strs, n);
     p->oom |= s == NULL;
     wf_pg__p_str(p, s);
+}
+
+/* Appends one array per field of d but skip (-1: none), over rows[0..n)
+ * (stride d->size), in descriptor order; tenant replaces the tenant field.
+ * A statement inserts them all at once with unnest($1::text[], ...).
+ * False for a field type arrays do not carry here (bytes). */
+static bool
+p_columns(params *p, const wf_row_desc *d, const void *rows, size_t n, const char *tenant, int skip)
+{
+    const char **vals = wf_arena_calloc(p->a, n > 0 ? n : 1, sizeof *vals);
+    if (vals == NULL) {
+        p->oom = true;
+        return true;
+    }
+    for (size_t i = 0; i < d->n_fields; i++) {
+        const wf_field *f = &d->fields[i];
+        if ((int)i == skip)
+            continue;
+        for (size_t r = 0; r < n; r++) {
+            const char *at = (const char *)rows + r * d->size + f->off;
+            switch (f->type) {
+            case WF_F_STR:
+                vals[r] = f->off == d->tenant_off ? tenant : *(char *const *)at;
+                break;
+            case WF_F_I64:
+                vals[r] = wf_arena_printf(p->a, "%" PRId64, *(const int64_t *)at);
+                break;
+            case WF_F_I32:
+                vals[r] = wf_arena_printf(p->a, "%" PRId32, *(const int32_t *)at);
+                break;
+            case WF_F_BOOL:
+                vals[r] = *(const bool *)at ? "t" : "f";
+                break;
+            case WF_F_F64:
+                vals[r] = wf_arena_printf(p->a, "%.17g", *(const double *)at);
+                break;
+            case WF_F_BYTES:
+                return false;
+            }
+            p->oom |= vals[r] == NULL && f->type != WF_F_STR;
+        }
+        char *s = p->oom ? NULL : text_array(p->a, vals, n);
+        p->oom |= s == NULL;
+        wf_pg__p_str(p, s);
+    }
+    return true;
 }
 
 void
@@ -587,15 +647,19 @@ queue_dels(pg_tx *tx, int id, const char *const *ids, size_t n)
     }
 }
 
-/* Queues an event insert on c's flight; false when out of memory. */
+/* Queues one insert of every event of a unit of work on c's flight (in
+ * their order, which their ids keep); false when out of memory. */
 static bool
-queue_event(wf_pg_conn *c, const wf_store_ctx *ctx, const wf_event_row *e)
+queue_events(wf_pg_conn *c, const wf_store_ctx *ctx, const wf_event_row *e, size_t n)
 {
+    if (n == 0)
+        return true;
     params p = {.a = ctx->arena};
-    p_row(&p, &wf_store__event_desc, e, ctx->tenant, 0 /* sequence: the table assigns it */);
-    if (p.oom)
+    if (!p_columns(&p, &wf_store__event_desc, e, n, ctx->tenant,
+                   0 /* sequence: assigned later */) ||
+        p.oom)
         return false;
-    push(c, S_INSERT_EVENT, &p, ctx->deadline_ms);
+    push(c, S_INSERT_EVENTS, &p, ctx->deadline_ms);
     return true;
 }
 
@@ -648,8 +712,7 @@ pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
         queue_dels(tx, S_DEL_TIMER, c->del_timers, c->n_del_timers);
         queue_dels(tx, S_DEL_SUB, c->del_subscriptions, c->n_del_subscriptions);
     }
-    for (size_t i = 0; ok && i < c->n_events; i++)
-        ok = queue_event(tx->c, ctx, &c->events[i]);
+    ok = ok && queue_events(tx->c, ctx, c->events, c->n_events);
     /* Deferred: the next flight carries them, and its caller reports
      * their failure (the checked update and the unique indexes raise).
      * Nobody reads the upserts' answers then, so the commit owes a wake-up
