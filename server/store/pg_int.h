@@ -105,7 +105,7 @@ enum {
     S_LISTEN_EVENTS,
     S_LISTEN_JOBS,
     S_NOTIFY,
-    S_ANALYZE_NEW,
+    S_ANALYZE_GROWN,
     S_MIG_LOCK,
     S_MIG_UNLOCK,
     S_MIG_TABLE,
@@ -123,10 +123,12 @@ typedef struct pg_listener pg_listener;
 #define NOTIFY_INTERVAL_MS 5 /* at most one NOTIFY transaction per interval */
 #define NOTIFY_RETRY_MS 250  /* after a failed send */
 #define NOTIFY_SEND_MS 1000  /* deadline of one send */
-/* First statistics (migrations/0015): a backlog table never analysed is
- * analysed by the notifier's thread once it holds ANALYZE_NEW_BYTES,
- * checked at most once per ANALYZE_CHECK_MS while any is left. */
-#define ANALYZE_NEW_BYTES (64 * 1024)
+/* Statistics of growing tables (migrations/0015): a backlog table of at
+ * least ANALYZE_MIN_BYTES that was never analysed, or has grown
+ * ANALYZE_GROWTH times since, is analysed by the notifier's thread,
+ * checked at most once per ANALYZE_CHECK_MS (after commits). */
+#define ANALYZE_MIN_BYTES (64 * 1024)
+#define ANALYZE_GROWTH 4
 #define ANALYZE_CHECK_MS 1000
 #define ANALYZE_SEND_MS 10000
 

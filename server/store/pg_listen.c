@@ -1,7 +1,7 @@
 /*
  * pg_listen.c: the Postgres store's two threads: the notifier, which
- * sends the wake-ups commits owe (and gives new backlog tables their first
- * statistics), and the listener, which receives them.
+ * sends the wake-ups commits owe (and keeps the statistics of growing backlog
+ * tables current), and the listener, which receives them.
  */
 #include "pg_int.h"
 
@@ -150,28 +150,30 @@ notifier_send(pg_store *s, bool events, bool any_type, char *const *types, size_
     return rc;
 }
 
-/* The first statistics of the backlog tables (migrations/0015), checked
- * after commits until every one has them: a table the planner never
- * measured gets plans that read a whole tenant to find one root. */
+/* The statistics of the backlog tables (migrations/0015), checked after
+ * commits: a table analysed while small keeps plans made for a small
+ * table (a sort of the whole queue, a scan of the whole tenant) until its
+ * statistics change. */
 static void
 notifier_analyse(pg_store *s)
 {
     pg_notifier *n = &s->notifier;
-    if (n->analysed || wf_mono_ms() < n->next_analyse_ms)
+    if (wf_mono_ms() < n->next_analyse_ms)
         return;
     n->next_analyse_ms = wf_mono_ms() + ANALYZE_CHECK_MS;
     wf_arena *a = wf_arena_new();
     if (a == NULL)
         return;
     params p = {.a = a};
-    wf_pg__p_i64(&p, ANALYZE_NEW_BYTES);
+    wf_pg__p_i64(&p, ANALYZE_MIN_BYTES);
+    wf_pg__p_i64(&p, ANALYZE_GROWTH);
     PGresult *res = NULL;
     wf_error err;
     wf_error_clear(&err);
     wf_code rc =
-        background_run(s, a, wf_mono_ms() + ANALYZE_SEND_MS, S_ANALYZE_NEW, &p, &res, &err);
-    if (rc == WF_OK && PQntuples(res) == 1)
-        n->analysed = atoi(PQgetvalue(res, 0, 0)) == 0;
+        background_run(s, a, wf_mono_ms() + ANALYZE_SEND_MS, S_ANALYZE_GROWN, &p, &res, &err);
+    if (rc == WF_OK && PQntuples(res) == 1 && atoi(PQgetvalue(res, 0, 0)) > 0)
+        WF_LOG(WF_LOG_DEBUG, "db_analyzed", "tables=%s", PQgetvalue(res, 0, 0));
     else if (rc != WF_OK)
         WF_LOG(WF_LOG_DEBUG, "db_analyze_failed", "detail=%s", err.msg);
     PQclear(res);

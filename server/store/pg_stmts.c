@@ -820,9 +820,9 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
     /* The notifier's coalesced wake-ups: ($1 channels, $2 payloads). */
     [S_NOTIFY] = {"notify", "SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS n(c, p)",
                   "the database"},
-    /* The notifier's first statistics of new tables (0015): how many are
-     * still never analysed. */
-    [S_ANALYZE_NEW] = {"analyze_new", "SELECT wf_analyze_new_tables($1)", "the schema"},
+    /* The notifier's statistics of growing tables (0015): how many it
+     * analysed. */
+    [S_ANALYZE_GROWN] = {"analyze_grown", "SELECT wf_analyze_grown_tables($1, $2)", "the schema"},
 
     [S_MIG_LOCK] = {"mig_lock", "SELECT pg_advisory_lock(" MIGRATION_LOCK ")", "the schema"},
     [S_MIG_UNLOCK] = {"mig_unlock", "SELECT pg_advisory_unlock(" MIGRATION_LOCK ")", "the schema"},
