@@ -50,8 +50,8 @@ proc_ticks(int pid, long long *children, int *ppid)
     int pp;
     unsigned long long ut, st;
     long long cut, cst;
-    if (sscanf(p + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld", &state,
-               &pp, &ut, &st, &cut, &cst) != 6)
+    if (sscanf(p + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld", &state, &pp,
+               &ut, &st, &cut, &cst) != 6)
         return -1;
     if (ppid != NULL)
         *ppid = pp;

@@ -1387,11 +1387,13 @@ main(int argc, char **argv)
     print_table(o, rows, nrows, health, ceiling);
     print_costs(o, rows, nrows);
 
-    fprintf(o, "\np99 at half the measured maximum rate (target <= 10 ms). p50/p99/max count from "
-               "the scheduled start of each\noperation, so queueing in the server or in the load "
-               "generator shows; 'p99 sent' counts from the send.\n");
-    fprintf(o, "%-22s %10s %10s %8s %8s %8s %9s %7s %s\n", "workload", "asked/s", "done/s",
-            "p50 ms", "p99 ms", "max ms", "p99 sent", "errors", "met?");
+    if (nhalf > 0) {
+        fprintf(o, "\np99 at half the measured maximum rate (target <= 10 ms). p50/p99/max count "
+                   "from the scheduled start of each\noperation, so queueing in the server or in "
+                   "the load generator shows; 'p99 sent' counts from the send.\n");
+        fprintf(o, "%-22s %10s %10s %8s %8s %8s %9s %7s %s\n", "workload", "asked/s", "done/s",
+                "p50 ms", "p99 ms", "max ms", "p99 sent", "errors", "met?");
+    }
     for (int i = 0; i < nhalf; i++) {
         half *h = &halves[i];
         if (h->res.status != RS_OK) {
