@@ -653,8 +653,8 @@ print_costs(FILE *o, const row *rows, int nrows)
     for (int i = 0; i < nrows; i++) {
         const row *w = &rows[i];
         const cost *c = &w->res.cost;
-        if (w->res.status != RS_OK || !c->has)
-            continue;
+        if (w->res.status != RS_OK || !c->has || w->kind == K_MB || w->kind == K_BYTES)
+            continue; /* the soak's row is RSS, not a rate */
         char per[16], a[16], bb[16], g[16], t[16], rt[16], st[16], tx[16], cm[16];
         snprintf(per, sizeof per, "%.*s", (int)strcspn(w->unit, "/"), w->unit);
         cost_cell(a, sizeof a, c->srv_us, "%.0f");
