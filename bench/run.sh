@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The benchmark, in one command: builds workflowd and wfbench (Release, in
 # build-bench/), starts a throwaway Postgres 15 (tests/support/pg.sh) and
-# workflowd on 127.0.0.1 free ports, runs wfbench (baselines, every
-# workload, the half-rate p99 pass, the RSS soak, bytes per instance),
-# prints one table and writes it to a results file. Stops the server and
-# Postgres on exit, also on Ctrl-C. See bench/README.md.
+# workflowd (with its metrics) on 127.0.0.1 free ports, runs wfbench
+# (baselines, every workload with its cost per unit, the half-rate p99
+# pass, the RSS soak, bytes per instance), prints the tables and writes
+# them to a results file. Stops the server and Postgres on exit, also on
+# Ctrl-C. See bench/README.md.
 #
 #   bench/run.sh                 quick mode: ~6-8 minutes (10 s per workload,
 #                                30 s soak, 250k-row inbox, 10k timers,
