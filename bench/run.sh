@@ -27,7 +27,7 @@
 #   --history          then each key workload (start jobs jobs-stream steps2
 #                      signal timers, those of them asked for) again, alone,
 #                      on a new Postgres and server: its ratio to C there
-#                      against the one in the sequence (~4-5 more minutes)
+#                      against the one in the sequence (~5-6 more minutes)
 #   -h, --help         this text
 #
 # Environment (optional):
