@@ -70,6 +70,37 @@ enum op_result {
 };
 
 struct run;
+struct pg_conn; /* libpq's PGconn */
+
+/* ---- cost of a measured phase (cost.c) -------------------------------- */
+
+/* What the processes and the database had done at one moment. */
+typedef struct cost_mark {
+    double t;
+    long long srv_ticks;       /* workflowd: utime + stime, clock ticks; -1 unknown */
+    long long pg_ticks;        /* the postmaster, its children and the reaped ones; -1 */
+    double gen_s;              /* this process: CPU seconds (getrusage RUSAGE_SELF) */
+    double child_s;            /* its reaped children (pgbench): CPU seconds */
+    long long rt, stmts, txns; /* workflowd's workflow_db_*_total from /metrics; -1 */
+} cost_mark;
+
+/* Postgres's commit count, sampled while the load runs: the first and the
+ * last sample. */
+typedef struct cost_window {
+    int n;
+    double t0, t1;
+    uint64_t u0, u1; /* units done at those samples */
+    long long c0, c1;
+    long long own; /* commits of the harness's own queries between them */
+} cost_window;
+
+/* Per unit of work; a negative figure is unknown. */
+typedef struct cost {
+    int has;
+    double srv_us, pg_us, gen_us; /* CPU microseconds: workflowd, Postgres, load generator */
+    double rt, stmts, txns;       /* workflowd's round trips, statements, transactions */
+    double commits;               /* pg_stat_database.xact_commit (background included) */
+} cost;
 
 /* One load thread. */
 typedef struct worker {
@@ -103,6 +134,7 @@ typedef struct run {
     uint64_t max_units;   /* stop after this many units; 0 = no limit */
     int (*op)(worker *w); /* the operation (the workload's or a setup one) */
     int timed_rss;        /* 1: sample the server's RSS every second */
+    int measure_cost;     /* 1: CPU marks at both ends, commits sampled every second */
 
     atomic_int stop;
     atomic_int na;
@@ -128,6 +160,9 @@ typedef struct run {
     long rss_kb[4096];      /* RSS samples (timed_rss), one per second */
     uint64_t units_s[4096]; /* units done at each RSS sample (timed_rss) */
     int nrss;
+    cost_mark cpu0, cpu1; /* measure_cost: CPU at t0 and after the threads joined */
+    struct pg_conn *pgc;  /* measure_cost: the connection that samples commits */
+    cost_window commits;  /* measure_cost: from 1 s after t0 to the last sample */
     char last_err[200];
 } run;
 
@@ -144,6 +179,7 @@ typedef struct result {
     int has_latency;
     double value; /* rss (MB), bytes, drain rate ... when not a rate run */
     hist m_hist[M_COUNT];
+    cost cost; /* closed-loop runs and the timers' drain */
 } result;
 
 enum { RS_OK = 0, RS_NA = 1, RS_ERROR = 2, RS_SKIPPED = 3 };
@@ -167,9 +203,13 @@ struct bench {
     const char *dsn;
     const char *pgbench_script;
     int server_pid;
+    int pg_pid;          /* the postmaster (CPU of Postgres); 0: unknown */
+    const char *metrics; /* workflowd's metrics HOST:PORT; NULL: no round trips */
     int nthreads;
     double duration_s;
     double half_duration_s;
+    double base_s; /* each baseline run (default: duration_s) */
+    int no_half;   /* 1: no half-rate pass */
     double pool_s;
     uint64_t pool_max;
     double soak_s;
@@ -236,8 +276,36 @@ int pg_exec(const bench *b, const char *sql, char *out, size_t outlen, char *err
 long long pg_service_bytes(const bench *b, char *err, size_t errlen);
 /* "table=bytes,table=bytes,..." for the service's tables; 0 or -1. */
 int pg_table_bytes(const bench *b, char *out, size_t outlen, char *err, size_t errlen);
-/* Runs pgbench with the one-row-insert script; tps or -1. */
-double pg_pgbench(const bench *b, double seconds, double *lat_ms, char *err, size_t errlen);
+/* Runs pgbench with the one-row-insert script; tps or -1. *ntx gets the
+ * transactions it made. */
+double pg_pgbench(const bench *b, double seconds, double *lat_ms, long long *ntx, char *err,
+                  size_t errlen);
+
+/* ---- cost (cost.c) ----------------------------------------------------- */
+
+/* CPU of workflowd (b->server_pid), of Postgres (b->pg_pid) and of this
+ * process and its reaped children, into m. */
+void cost_mark_cpu(const bench *b, cost_mark *m);
+/* workflowd's round trips, statements and transactions, scraped from
+ * b->metrics into m (-1 each when there is none). */
+void cost_mark_server(const bench *b, cost_mark *m);
+/* A connection for cost_pg_commits (NULL without --dsn); close it with
+ * cost_pg_close (NULL-safe). */
+struct pg_conn *cost_pg_open(const bench *b);
+void cost_pg_close(struct pg_conn *c);
+/* The first column of the one row sql returns, as a number; -1. */
+long long cost_pg_value(struct pg_conn *c, const char *sql);
+/* xact_commit of the database, as Postgres has published it; -1. */
+long long cost_pg_commits(struct pg_conn *c);
+/* Adds a sample (time, units done, commits) to w; own: the commits of the
+ * harness's own queries since the previous sample. */
+void cost_commit_sample(cost_window *w, double t, uint64_t units, long long commits, int own);
+/* The cost per unit from a to z over units, with commits from w (NULL:
+ * unknown). */
+void cost_per_unit(const cost_mark *a, const cost_mark *z, uint64_t units, const cost_window *w,
+                   cost *out);
+/* Multiplies every known figure of c by f (units counted anew). */
+void cost_scale(cost *c, double f);
 
 /* VmRSS of pid in kB; -1 when unreadable. */
 long proc_rss_kb(int pid);

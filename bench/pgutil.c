@@ -103,7 +103,7 @@ shell_quote(char *buf, size_t len, const char *s)
 }
 
 double
-pg_pgbench(const bench *b, double seconds, double *lat_ms, char *err, size_t errlen)
+pg_pgbench(const bench *b, double seconds, double *lat_ms, long long *ntx, char *err, size_t errlen)
 {
     if (b->pgbench_script == NULL) {
         snprintf(err, errlen, "no --pgbench-script given");
@@ -132,9 +132,13 @@ pg_pgbench(const bench *b, double seconds, double *lat_ms, char *err, size_t err
     double tps = -1;
     char last[512] = "";
     *lat_ms = 0;
+    *ntx = 0;
     while (fgets(line, sizeof line, p) != NULL) {
         double v;
-        if (sscanf(line, "tps = %lf", &v) == 1)
+        long long n;
+        if (sscanf(line, "number of transactions actually processed: %lld", &n) == 1)
+            *ntx = n;
+        else if (sscanf(line, "tps = %lf", &v) == 1)
             tps = v;
         else if (sscanf(line, "latency average = %lf", &v) == 1)
             *lat_ms = v;

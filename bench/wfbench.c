@@ -245,14 +245,25 @@ run_phase(run *r)
         pthread_create(&th[i], NULL, worker_main, w);
     }
     pthread_barrier_wait(&r->bar);
+    if (r->measure_cost)
+        cost_mark_cpu(b, &r->cpu0);
     r->t0 = bench_now();
     pthread_barrier_wait(&r->bar);
     double next_rss = r->t0;
+    /* Commits from one second in, once the load is steady: Postgres
+     * publishes its counts up to a second late, at both samples alike. */
+    double next_commits = r->t0 + 1.0;
+    memset(&r->commits, 0, sizeof r->commits);
     r->nrss = 0;
     while (!atomic_load(&r->stop) && atomic_load(&r->exited) < n) {
         double now = bench_now();
         if (now >= r->t0 + r->duration_s)
             break;
+        if (r->pgc != NULL && now >= next_commits) {
+            uint64_t u = atomic_load(&r->units);
+            cost_commit_sample(&r->commits, now, u, cost_pg_commits(r->pgc), 1);
+            next_commits += 1.0;
+        }
         if (r->timed_rss && now >= next_rss) {
             if (r->nrss < (int)(sizeof r->rss_kb / sizeof r->rss_kb[0])) {
                 r->units_s[r->nrss] = atomic_load(&r->units);
@@ -288,6 +299,8 @@ run_phase(run *r)
         free(w->m);
     }
     r->elapsed_s = t_end - r->t0;
+    if (r->measure_cost)
+        cost_mark_cpu(b, &r->cpu1);
     pthread_barrier_destroy(&r->bar);
     free(th);
     free(r->w);
@@ -346,7 +359,29 @@ run_workload(bench *b, const workload *wl, double rate, double duration, int tim
     atomic_store(&r->cursor, 0);
     atomic_store(&r->na, 0);
     r->last_err[0] = '\0';
+    /* The cost of closed-loop runs. The metrics are scraped twice before:
+     * a scrape may count the backlog gauges with SQL after reading the
+     * counters, and the second one serves those counts from its cache. */
+    cost_mark srv0, srv1;
+    r->measure_cost = rate <= 0;
+    if (r->measure_cost) {
+        r->pgc = cost_pg_open(b);
+        cost_mark_server(b, &srv0);
+        cost_mark_server(b, &srv0);
+    }
     run_phase(r);
+    if (r->measure_cost) {
+        cost_mark_server(b, &srv1);
+        cost_pg_close(r->pgc);
+        r->pgc = NULL;
+        r->cpu0.rt = srv0.rt;
+        r->cpu0.stmts = srv0.stmts;
+        r->cpu0.txns = srv0.txns;
+        r->cpu1.rt = srv1.rt;
+        r->cpu1.stmts = srv1.stmts;
+        r->cpu1.txns = srv1.txns;
+        cost_per_unit(&r->cpu0, &r->cpu1, r->units_done, &r->commits, &res->cost);
+    }
     if (atomic_load(&r->na)) {
         res->status = RS_NA;
         snprintf(res->note, sizeof res->note, "n/a (not implemented: %s)", r->na_method);
@@ -415,8 +450,58 @@ typedef struct row {
     result res;
     int half; /* take part in the half-rate pass */
     const workload *wl;
-    double ref; /* K_VS_REF: the rate this row is compared with */
+    double ref;         /* K_VS_REF: the rate this row is compared with */
+    double floor, goal; /* K_VS_PG: the floor and the goal, ratios to C; 0: none */
+    const char *key;    /* the workload's name on the command line (--summary) */
 } row;
+
+/* The rows of the workloads that are held to a ratio: what each is held
+ * to. The target is the one the workload has always had; the floor is
+ * what it must not fall under, and the goal what it should reach. Ratios
+ * are to H (K_VS_HEALTH) or to C (K_VS_PG); 0 means none. */
+typedef struct row_spec {
+    const char *key;    /* the workload's name on the command line */
+    const workload *wl; /* closed-loop workloads; NULL: timers */
+    const char *name;
+    const char *unit;
+    int kind;
+    double target, floor, goal;
+} row_spec;
+
+static const row_spec row_specs[] = {
+    {"read", &wl_read, "read (GetTask)", "calls/s", K_VS_HEALTH, 0.8, 0, 0},
+    {"start", &wl_start, "start (ad-hoc)", "inst/s", K_VS_PG, 0.4, 0.2, 0.4},
+    {"referral", &wl_referral, "referral (3 RPCs)", "inst/s", K_VS_PG, 0, 0, 0},
+    {"flow", &wl_flow, "flow (6 RPCs)", "inst/s", K_VS_PG, 0.05, 0, 0},
+    {"steps2", &wl_steps2, "steps2 (2 AUTO jobs)", "inst/s", K_VS_PG, 0.085, 0.03, 0.085},
+    {"jobs", &wl_jobs, "jobs (max_jobs 1)", "jobs/s", K_VS_PG, 0.15, 0.06, 0.15},
+    {"jobs32", &wl_jobs32, "jobs32 (max_jobs 32)", "jobs/s", K_VS_PG, 0.5, 0, 0},
+    {"signal", &wl_signal, "signal (aggregate)", "signals/s", K_VS_PG, 0.05, 0.05, 0.1},
+    {"jobs-stream", &wl_jobs_stream, "jobs-stream credit 32", "jobs/s", K_VS_PG, 0.5, 0.15, 0.55},
+    {"jobs-stream1", &wl_jobs_stream1, "jobs-stream1 credit 1", "jobs/s", K_VS_PG, 0.15, 0, 0},
+    {"timers", NULL, "timers", "timers/s", K_VS_PG, 0.5, 0.15, 0.5},
+};
+
+static const row_spec *
+find_spec(const char *key)
+{
+    for (size_t i = 0; i < sizeof row_specs / sizeof row_specs[0]; i++)
+        if (strcmp(row_specs[i].key, key) == 0)
+            return &row_specs[i];
+    return NULL;
+}
+
+/* "0.06 yes": a ratio held to thr, or "-" without one. */
+static void
+bound_text(char *buf, size_t len, double thr, double ratio, int known)
+{
+    if (thr <= 0)
+        snprintf(buf, len, "-");
+    else if (!known)
+        snprintf(buf, len, "%.3g ?", thr);
+    else
+        snprintf(buf, len, "%.3g %s", thr, ratio >= thr ? "yes" : "NO");
+}
 
 static const char *
 status_text(const result *r)
@@ -427,16 +512,25 @@ status_text(const result *r)
 static void
 print_table(FILE *o, row *rows, int nrows, double health, double ceiling)
 {
-    fprintf(o, "%-22s %12s %-9s %8s %8s %8s %7s %9s %-16s %s\n", "workload", "rate/value", "unit",
-            "p50 ms", "p99 ms", "max ms", "errors", "ratio", "target", "met?");
-    fprintf(o, "%-22s %12s %-9s %8s %8s %8s %7s %9s %-16s %s\n", "----------------------",
+    fprintf(o, "%-22s %12s %-9s %8s %8s %8s %7s %9s %-16s %-4s %-9s %s\n", "workload", "rate/value",
+            "unit", "p50 ms", "p99 ms", "max ms", "errors", "ratio", "target", "met?", "floor C",
+            "goal C");
+    fprintf(o, "%-22s %12s %-9s %8s %8s %8s %7s %9s %-16s %-4s %-9s %s\n", "----------------------",
             "------------", "---------", "--------", "--------", "--------", "-------", "---------",
-            "----------------", "----");
+            "----------------", "----", "---------", "---------");
     for (int i = 0; i < nrows; i++) {
         row *w = &rows[i];
         result *r = &w->res;
         if (r->status != RS_OK) {
-            fprintf(o, "%-22s %-75.199s %-16s %s\n", w->name, r->note, w->target, status_text(r));
+            char fl[24], gl[24];
+            bound_text(fl, sizeof fl, w->floor, 0, 0);
+            bound_text(gl, sizeof gl, w->goal, 0, 0);
+            if (w->floor <= 0 && w->goal <= 0)
+                fprintf(o, "%-22s %-75.199s %-16s %s\n", w->name, r->note, w->target,
+                        status_text(r));
+            else
+                fprintf(o, "%-22s %-75.199s %-16s %-4s %-9s %s\n", w->name, r->note, w->target,
+                        status_text(r), fl, gl);
             continue;
         }
         char val[32], p50[16] = "-", p99[16] = "-", mx[16] = "-", err[16] = "-", ratio[24] = "-";
@@ -500,9 +594,104 @@ print_table(FILE *o, row *rows, int nrows, double health, double ceiling)
             met = r->p99_ms <= w->thr ? "yes" : "NO";
             break;
         }
-        fprintf(o, "%-22s %12s %-9s %8s %8s %8s %7s %9s %-16s %s\n", w->name, val, w->unit, p50,
-                p99, mx, err, ratio, w->target, met);
+        char fl[24], gl[24];
+        int known = w->kind == K_VS_PG && ceiling > 0;
+        bound_text(fl, sizeof fl, w->floor, known ? v / ceiling : 0, known);
+        bound_text(gl, sizeof gl, w->goal, known ? v / ceiling : 0, known);
+        if (w->floor <= 0 && w->goal <= 0)
+            fprintf(o, "%-22s %12s %-9s %8s %8s %8s %7s %9s %-16s %s\n", w->name, val, w->unit, p50,
+                    p99, mx, err, ratio, w->target, met);
+        else
+            fprintf(o, "%-22s %12s %-9s %8s %8s %8s %7s %9s %-16s %-4s %-9s %s\n", w->name, val,
+                    w->unit, p50, p99, mx, err, ratio, w->target, met, fl, gl);
     }
+}
+
+/* A row of the table from its spec, named name. */
+static void
+spec_row(row *w, const row_spec *sp, const char *name)
+{
+    snprintf(w->name, sizeof w->name, "%s", name);
+    w->unit = sp->unit;
+    w->kind = sp->kind;
+    w->thr = sp->target;
+    if (sp->target <= 0)
+        snprintf(w->target, sizeof w->target, "(no target)");
+    else
+        snprintf(w->target, sizeof w->target, ">= %.3g %s", sp->target,
+                 sp->kind == K_VS_HEALTH ? "H" : "C");
+    w->wl = sp->wl;
+    w->half = sp->wl != NULL;
+    w->floor = sp->floor;
+    w->goal = sp->goal;
+    w->key = sp->key;
+}
+
+static void
+cost_cell(char *buf, size_t len, double v, const char *fmt)
+{
+    if (v < 0)
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, fmt, v);
+}
+
+/* The second table: what one unit of each row cost. */
+static void
+print_costs(FILE *o, const row *rows, int nrows)
+{
+    fprintf(o, "\ncost per unit: CPU microseconds of workflowd, Postgres (all its processes) and "
+               "the load generator\n(pgbench for C) over the closed-loop run (timers: the "
+               "drain); workflowd's own count of its calls'\nround trips, statements and "
+               "transactions (/metrics); Postgres's commits (pg_stat_database, background\n"
+               "included, sampled while the load runs)\n");
+    fprintf(o, "%-22s %-8s %8s %8s %8s %8s %7s %7s %7s %7s\n", "workload", "per", "wfd us", "pg us",
+            "gen us", "total us", "trips", "stmts", "txns", "commits");
+    fprintf(o, "%-22s %-8s %8s %8s %8s %8s %7s %7s %7s %7s\n", "----------------------", "--------",
+            "--------", "--------", "--------", "--------", "-------", "-------", "-------",
+            "-------");
+    for (int i = 0; i < nrows; i++) {
+        const row *w = &rows[i];
+        const cost *c = &w->res.cost;
+        if (w->res.status != RS_OK || !c->has || w->kind == K_MB || w->kind == K_BYTES)
+            continue; /* the soak's row is RSS, not a rate */
+        char per[16], a[16], bb[16], g[16], t[16], rt[16], st[16], tx[16], cm[16];
+        snprintf(per, sizeof per, "%.*s", (int)strcspn(w->unit, "/"), w->unit);
+        cost_cell(a, sizeof a, c->srv_us, "%.0f");
+        cost_cell(bb, sizeof bb, c->pg_us, "%.0f");
+        cost_cell(g, sizeof g, c->gen_us, "%.0f");
+        double tot = (c->srv_us > 0 ? c->srv_us : 0) + (c->pg_us > 0 ? c->pg_us : 0) +
+                     (c->gen_us > 0 ? c->gen_us : 0);
+        cost_cell(t, sizeof t, c->srv_us < 0 && c->pg_us < 0 ? -1 : tot, "%.0f");
+        cost_cell(rt, sizeof rt, c->rt, "%.2f");
+        cost_cell(st, sizeof st, c->stmts, "%.2f");
+        cost_cell(tx, sizeof tx, c->txns, "%.2f");
+        cost_cell(cm, sizeof cm, c->commits, "%.2f");
+        fprintf(o, "%-22s %-8s %8s %8s %8s %8s %7s %7s %7s %7s\n", w->name, per, a, bb, g, t, rt,
+                st, tx, cm);
+    }
+}
+
+/* One line per row held to C: key, rate, C, rate / C. */
+static void
+write_summary(const char *path, const row *rows, int nrows, double ceiling)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "wfbench: cannot write %s: %s\n", path, strerror(errno));
+        return;
+    }
+    for (int i = 0; i < nrows; i++) {
+        const row *w = &rows[i];
+        if (w->key == NULL || w->kind != K_VS_PG)
+            continue;
+        if (w->res.status == RS_OK && ceiling > 0)
+            fprintf(f, "%s\t%.1f\t%.1f\t%.4f\n", w->key, w->res.units_per_s, ceiling,
+                    w->res.units_per_s / ceiling);
+        else
+            fprintf(f, "%s\t-\t%.1f\t-\n", w->key, ceiling);
+    }
+    fclose(f);
 }
 
 /* ---- main -------------------------------------------------------------- */
@@ -523,12 +712,18 @@ usage(FILE *o)
                "  --dsn DSN              the server's Postgres (pgbench, inbox rows, timers,\n"
                "                         bytes per instance)\n"
                "  --pgbench-script FILE  the one-row-insert script (bench/insert.sql)\n"
-               "  --server-pid PID       workflowd's pid (RSS)\n"
+               "  --server-pid PID       workflowd's pid (RSS, CPU per unit)\n"
+               "  --pg-pid PID           the postmaster's pid (Postgres CPU per unit: it and\n"
+               "                         its children)\n"
+               "  --metrics HOST:PORT    workflowd's metrics endpoint (round trips, statements\n"
+               "                         and transactions per unit)\n"
                "  --threads N            load threads (default 8)\n"
                "  --channels N           channels (one HTTP/2 connection each) that the load\n"
                "                         threads share round-robin (default: one per thread)\n"
                "  --duration S           seconds per workload (default 10)\n"
                "  --half-duration S      seconds per half-rate run (default duration/2)\n"
+               "  --baseline-duration S  seconds per baseline run (default duration)\n"
+               "  --no-half              no half-rate pass\n"
                "  --pool-seconds S       time to pre-build job/signal pools (default duration)\n"
                "  --pool-max N           pool size cap (default 200000)\n"
                "  --soak S               RSS soak seconds (default 30)\n"
@@ -539,7 +734,9 @@ usage(FILE *o)
                "                         has N/100 (default 100000)\n"
                "  --no-request-ids       send mutations without request_id\n"
                "  --label TEXT           a word for the header (quick, full)\n"
-               "  --out FILE             also write the report there\n");
+               "  --out FILE             also write the report there\n"
+               "  --summary FILE         write one line per workload held to C there:\n"
+               "                         name, rate, C, rate/C (tab-separated)\n");
 }
 
 static int
@@ -566,16 +763,33 @@ progress(const char *fmt, ...)
     va_end(ap);
 }
 
+/* What the pgbench runs cost, summed over them: Postgres's CPU ticks and
+ * pgbench's CPU seconds (a reaped child of this process). */
+typedef struct pgbench_cost {
+    cost_mark sum;
+    long long ntx;
+} pgbench_cost;
+
 static double
-pgbench_once(bench *b, double secs, result *res, double *lat)
+pgbench_once(bench *b, double secs, result *res, double *lat, pgbench_cost *pc)
 {
     char err[320];
-    double tps = pg_pgbench(b, secs, lat, err, sizeof err);
+    long long ntx = 0;
+    cost_mark m0, m1;
+    cost_mark_cpu(b, &m0);
+    double tps = pg_pgbench(b, secs, lat, &ntx, err, sizeof err);
+    cost_mark_cpu(b, &m1);
     if (tps < 0) {
         res->status = RS_ERROR;
         snprintf(res->note, sizeof res->note, "%s", err);
         return 0;
     }
+    if (m0.pg_ticks >= 0 && m1.pg_ticks >= m0.pg_ticks && pc->sum.pg_ticks >= 0)
+        pc->sum.pg_ticks += m1.pg_ticks - m0.pg_ticks;
+    else
+        pc->sum.pg_ticks = -1;
+    pc->sum.child_s += m1.child_s - m0.child_s;
+    pc->ntx += ntx;
     return tps;
 }
 
@@ -598,7 +812,7 @@ main(int argc, char **argv)
     b.parked = 2000;
     b.backlog = 100000;
     b.use_request_ids = 1;
-    const char *out_path = NULL, *label = "";
+    const char *out_path = NULL, *summary_path = NULL, *label = "";
     int nchannels = 0; /* 0: one per load thread */
 
     enum {
@@ -623,6 +837,11 @@ main(int argc, char **argv)
         O_LABEL,
         O_OUT,
         O_CHANNELS,
+        O_PGPID,
+        O_METRICS,
+        O_BASE,
+        O_NOHALF,
+        O_SUMMARY,
         O_HELP
     };
     static const struct option opts[] = {
@@ -647,6 +866,11 @@ main(int argc, char **argv)
         {"label", required_argument, NULL, O_LABEL},
         {"out", required_argument, NULL, O_OUT},
         {"channels", required_argument, NULL, O_CHANNELS},
+        {"pg-pid", required_argument, NULL, O_PGPID},
+        {"metrics", required_argument, NULL, O_METRICS},
+        {"baseline-duration", required_argument, NULL, O_BASE},
+        {"no-half", no_argument, NULL, O_NOHALF},
+        {"summary", required_argument, NULL, O_SUMMARY},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -716,6 +940,21 @@ main(int argc, char **argv)
         case O_CHANNELS:
             nchannels = atoi(optarg);
             break;
+        case O_PGPID:
+            b.pg_pid = atoi(optarg);
+            break;
+        case O_METRICS:
+            b.metrics = optarg;
+            break;
+        case O_BASE:
+            b.base_s = atof(optarg);
+            break;
+        case O_NOHALF:
+            b.no_half = 1;
+            break;
+        case O_SUMMARY:
+            summary_path = optarg;
+            break;
         case O_HELP:
             usage(stdout);
             return 0;
@@ -736,6 +975,8 @@ main(int argc, char **argv)
         b.half_duration_s = b.duration_s / 2 < 3 ? 3 : b.duration_s / 2;
     if (b.pool_s <= 0)
         b.pool_s = b.duration_s;
+    if (b.base_s <= 0 || b.base_s > 3600)
+        b.base_s = b.duration_s;
     char **names = argv + optind;
     int nnames = argc - optind;
     static const char *const known[] = {
@@ -834,46 +1075,27 @@ main(int argc, char **argv)
     /* Baselines before. */
     static result pg_before, pg_after, h_before, h_after;
     double lat_b = 0, lat_a = 0;
-    progress("baseline: pgbench one-row insert per transaction, %.0f s", b.duration_s);
-    double tps_b = pgbench_once(&b, b.duration_s, &pg_before, &lat_b);
-    progress("baseline: Health/Check, %.0f s", b.duration_s);
-    run_workload(&b, &wl_health, 0, b.duration_s, 0, &h_before, NULL);
+    progress("baseline: pgbench one-row insert per transaction, %.0f s", b.base_s);
+    pgbench_cost pgc;
+    memset(&pgc, 0, sizeof pgc);
+    double tps_b = pgbench_once(&b, b.base_s, &pg_before, &lat_b, &pgc);
+    progress("baseline: Health/Check, %.0f s", b.base_s);
+    run_workload(&b, &wl_health, 0, b.base_s, 0, &h_before, NULL);
 
-    const workload *rpc_wls[] = {&wl_read,        &wl_start,       &wl_referral, &wl_flow,
-                                 &wl_steps2,      &wl_jobs,        &wl_jobs32,   &wl_signal,
-                                 &wl_jobs_stream, &wl_jobs_stream1};
     int health_row = nrows;
     ROW("health", "calls/s", K_BASE_HEALTH, 0, "baseline H", &wl_health, 1);
+    rows[health_row].key = "health";
     int pg_row = nrows;
     ROW("pgbench insert/txn", "txn/s", K_BASE_PG, 0, "baseline C", NULL, 0);
-    for (size_t i = 0; i < sizeof rpc_wls / sizeof rpc_wls[0]; i++) {
-        const workload *wl = rpc_wls[i];
-        if (!wanted(names, nnames, wl->name))
+    for (size_t i = 0; i < sizeof row_specs / sizeof row_specs[0]; i++) {
+        const row_spec *sp = &row_specs[i];
+        if (sp->wl == NULL || !wanted(names, nnames, sp->key))
             continue;
         int idx = nrows;
-        if (wl == &wl_read)
-            ROW("read (GetTask)", "calls/s", K_VS_HEALTH, 0.8, ">= 0.8 H", wl, 1);
-        else if (wl == &wl_start)
-            ROW("start (ad-hoc)", "inst/s", K_VS_PG, 0.4, ">= 0.4 C", wl, 1);
-        else if (wl == &wl_referral)
-            ROW("referral (3 RPCs)", "inst/s", K_VS_PG, 0, "(no target)", wl, 1);
-        else if (wl == &wl_flow)
-            ROW("flow (6 RPCs)", "inst/s", K_VS_PG, 0.05, ">= 0.05 C", wl, 1);
-        else if (wl == &wl_steps2)
-            ROW("steps2 (2 AUTO jobs)", "inst/s", K_VS_PG, 0.085, ">= 0.085 C", wl, 1);
-        else if (wl == &wl_jobs)
-            ROW("jobs (max_jobs 1)", "jobs/s", K_VS_PG, 0.15, ">= 0.15 C", wl, 1);
-        else if (wl == &wl_jobs32)
-            ROW("jobs32 (max_jobs 32)", "jobs/s", K_VS_PG, 0.5, ">= 0.5 C", wl, 1);
-        else if (wl == &wl_jobs_stream1)
-            ROW("jobs-stream1 credit 1", "jobs/s", K_VS_PG, 0.15, ">= 0.15 C", wl, 1);
-        else if (wl == &wl_jobs_stream)
-            ROW("jobs-stream credit 32", "jobs/s", K_VS_PG, 0.5, ">= 0.5 C", wl, 1);
-        else
-            ROW("signal (aggregate)", "signals/s", K_VS_PG, 0.05, ">= 0.05 C", wl, 1);
-        progress("workload %s, %.0f s", wl->name, b.duration_s);
-        run_workload(&b, wl, 0, b.duration_s, 0, &rows[idx].res, NULL);
-        if (wl == &wl_steps2)
+        spec_row(&rows[nrows++], sp, sp->name);
+        progress("workload %s, %.0f s", sp->key, b.duration_s);
+        run_workload(&b, sp->wl, 0, b.duration_s, 0, &rows[idx].res, NULL);
+        if (sp->wl == &wl_steps2)
             bench_steps2_check(&b, &rows[idx].res);
     }
     if (wanted(names, nnames, "timers")) {
@@ -883,8 +1105,9 @@ main(int argc, char **argv)
             snprintf(nm, sizeof nm, "timers (%ldk due)", b.timers / 1000);
         else
             snprintf(nm, sizeof nm, "timers (%ld due)", b.timers);
-        ROW(nm, "timers/s", K_VS_PG, 0.5, b.timers >= 100000 ? ">= 0.5 C" : ">= 0.5 C at 100k",
-            NULL, 0);
+        spec_row(&rows[nrows++], find_spec("timers"), nm);
+        if (b.timers < 100000)
+            snprintf(rows[idx].target, sizeof rows[idx].target, ">= %.3g C at 100k", rows[idx].thr);
         progress("workload timers (%ld due timers)", b.timers);
         bench_timers(&b, &rows[idx].res);
         if (b.timers < 100000 && rows[idx].res.status == RS_OK) {
@@ -954,10 +1177,10 @@ main(int argc, char **argv)
     }
 
     /* Baselines after. */
-    progress("baseline again: Health/Check, %.0f s", b.duration_s);
-    run_workload(&b, &wl_health, 0, b.duration_s, 0, &h_after, NULL);
-    progress("baseline again: pgbench, %.0f s", b.duration_s);
-    double tps_a = pgbench_once(&b, b.duration_s, &pg_after, &lat_a);
+    progress("baseline again: Health/Check, %.0f s", b.base_s);
+    run_workload(&b, &wl_health, 0, b.base_s, 0, &h_after, NULL);
+    progress("baseline again: pgbench, %.0f s", b.base_s);
+    double tps_a = pgbench_once(&b, b.base_s, &pg_after, &lat_a, &pgc);
 
     double health = 0, ceiling = 0;
     {
@@ -975,6 +1198,16 @@ main(int argc, char **argv)
             snprintf(rows[pg_row].res.note, sizeof rows[pg_row].res.note, "%s",
                      pg_before.note[0] ? pg_before.note : "pgbench did not run");
         rows[pg_row].res.units_per_s = ceiling;
+        /* C's cost: Postgres per transaction, and pgbench in the load
+         * generator's column; no workflowd. */
+        cost *pc = &rows[pg_row].res.cost;
+        cost_mark zero;
+        memset(&zero, 0, sizeof zero);
+        zero.srv_ticks = zero.rt = zero.stmts = zero.txns = -1;
+        pgc.sum.srv_ticks = pgc.sum.rt = pgc.sum.stmts = pgc.sum.txns = -1;
+        pgc.sum.gen_s = pgc.sum.child_s;
+        if (pgc.ntx > 0)
+            cost_per_unit(&zero, &pgc.sum, (uint64_t)pgc.ntx, NULL, pc);
     }
 
     /* p99 at half the measured maximum rate. */
@@ -994,7 +1227,7 @@ main(int argc, char **argv)
             continue;
         for (int m = 0; m < M_COUNT; m++)
             hist_merge(&max_m[m], &w->res.m_hist[m]);
-        if (!w->half)
+        if (!w->half || b.no_half)
             continue;
         double rate = (w == &rows[health_row] ? health : w->res.ops_per_s) / 2;
         if (rate <= 0)
@@ -1152,12 +1385,15 @@ main(int argc, char **argv)
     fprintf(o, "ratios: rate / H or rate / C, using the mean of the before and after "
                "baselines\n\n");
     print_table(o, rows, nrows, health, ceiling);
+    print_costs(o, rows, nrows);
 
-    fprintf(o, "\np99 at half the measured maximum rate (target <= 10 ms). p50/p99/max count from "
-               "the scheduled start of each\noperation, so queueing in the server or in the load "
-               "generator shows; 'p99 sent' counts from the send.\n");
-    fprintf(o, "%-22s %10s %10s %8s %8s %8s %9s %7s %s\n", "workload", "asked/s", "done/s",
-            "p50 ms", "p99 ms", "max ms", "p99 sent", "errors", "met?");
+    if (nhalf > 0) {
+        fprintf(o, "\np99 at half the measured maximum rate (target <= 10 ms). p50/p99/max count "
+                   "from the scheduled start of each\noperation, so queueing in the server or in "
+                   "the load generator shows; 'p99 sent' counts from the send.\n");
+        fprintf(o, "%-22s %10s %10s %8s %8s %8s %9s %7s %s\n", "workload", "asked/s", "done/s",
+                "p50 ms", "p99 ms", "max ms", "p99 sent", "errors", "met?");
+    }
     for (int i = 0; i < nhalf; i++) {
         half *h = &halves[i];
         if (h->res.status != RS_OK) {
@@ -1210,6 +1446,8 @@ main(int argc, char **argv)
         }
     }
     free(buf);
+    if (summary_path != NULL)
+        write_summary(summary_path, rows, nrows, ceiling);
     free(rows);
     free(halves);
     for (int i = 0; i <= nchannels; i++)

@@ -1028,6 +1028,8 @@ bench_steps2_check(bench *b, result *res)
              "%s%llu instances COMPLETED in the database for %llu operations", l ? "; " : "",
              (unsigned long long)done, (unsigned long long)res->units);
     /* The unit is a COMPLETED instance, counted by the database. */
+    if (done > 0)
+        cost_scale(&res->cost, (double)res->units / (double)done);
     res->units = done;
     res->units_per_s = (double)done / el;
 }
@@ -1392,13 +1394,24 @@ bench_timers(bench *b, result *res)
         "FROM instances i WHERE i.tenant_id = t.tenant_id AND i.id = t.instance_id "
         "AND i.definition_key = '%s'",
         s->key);
+    /* The cost of the drain: from the UPDATE to the last timer fired (the
+     * metrics are scraped twice before, as in a closed-loop run). */
+    cost_mark m0, m1;
+    cost_window cw;
+    memset(&cw, 0, sizeof cw);
+    cost_mark_server(b, &m0);
+    cost_mark_server(b, &m0);
+    struct pg_conn *pgc = cost_pg_open(b);
     if (pg_exec(b, sql, out, sizeof out, err, sizeof err) != 0) {
+        cost_pg_close(pgc);
         res->status = RS_ERROR;
         snprintf(res->note, sizeof res->note, "making timers due: %s", err);
         goto done;
     }
+    cost_mark_cpu(b, &m0);
     long due = atol(out);
     if (due == 0) {
+        cost_pg_close(pgc);
         res->status = RS_NA;
         snprintf(res->note, sizeof res->note,
                  "n/a (not implemented: no timer rows for %lld TIME instances)", made);
@@ -1411,19 +1424,31 @@ bench_timers(bench *b, result *res)
              "SELECT count(*) FROM instances WHERE tenant_id = 'default' AND definition_key = "
              "'%s' AND status = 1",
              s->key);
+    /* One connection for the polls (a connection per poll would cost
+     * Postgres a backend each time); without it, pg_exec's. */
     while (left > 0 && bench_now() - t0 < limit && bench_now() - last_progress < 30) {
         struct timespec ts = {0, 100 * 1000 * 1000};
         nanosleep(&ts, NULL);
-        if (pg_exec(b, sql, out, sizeof out, err, sizeof err) != 0)
+        long long n = pgc != NULL ? cost_pg_value(pgc, sql) : -1;
+        if (n < 0 && pg_exec(b, sql, out, sizeof out, err, sizeof err) != 0)
             break;
-        left = atol(out);
+        left = n >= 0 ? (long)n : atol(out);
+        double now = bench_now();
         if (left < prev) {
             prev = left;
-            last_progress = bench_now();
+            last_progress = now;
         }
+        /* Commits while the drain is steady: from one second in, while
+         * timers are left (two own queries per poll). */
+        if (now - t0 >= 1.0 && left > 0)
+            cost_commit_sample(&cw, now, (uint64_t)(due - left), cost_pg_commits(pgc), 2);
     }
     double el = (left == 0 ? bench_now() : last_progress) - t0;
+    cost_mark_cpu(b, &m1);
+    cost_mark_server(b, &m1);
+    cost_pg_close(pgc);
     res->units = (uint64_t)(due - left);
+    cost_per_unit(&m0, &m1, res->units, &cw, &res->cost);
     res->units_per_s = el > 0 ? (double)res->units / el : 0;
     res->ops_per_s = res->units_per_s;
     if (res->units == 0) {

@@ -1,7 +1,8 @@
 /*
  * app: the long-lived service of handler.h: readiness, the store and the
- * directory, commit notifications and wake-ups, the pool gauges, and the
- * functions every handler shares (protobuf allocator, violations).
+ * directory, commit notifications and wake-ups, the pool gauges and
+ * round-trip counters, and the functions every handler shares (protobuf
+ * allocator, violations).
  */
 #include <stdio.h>
 #include <string.h>
@@ -68,6 +69,22 @@ wf_app_render_metrics(wf_app *app, FILE *out)
             "# TYPE workflow_db_pool_waiting gauge\n"
             "workflow_db_pool_waiting %d\n",
             st.pool_size, st.in_use, st.waiting);
+    /* The pool's work for calls (store.h's wf_store_stats): background
+     * sends (NOTIFY, ANALYZE) and the listener's connection are left out. */
+    fprintf(out,
+            "# HELP workflow_db_round_trips_total Round trips to Postgres of the calls' work "
+            "(flights of pipelined statements), excluding background wake-ups.\n"
+            "# TYPE workflow_db_round_trips_total counter\n"
+            "workflow_db_round_trips_total %lld\n"
+            "# HELP workflow_db_statements_total Statements those round trips carried, excluding "
+            "background wake-ups.\n"
+            "# TYPE workflow_db_statements_total counter\n"
+            "workflow_db_statements_total %lld\n"
+            "# HELP workflow_db_transactions_total Transactions those round trips ended (a COMMIT, "
+            "or a statement run on its own), excluding background wake-ups.\n"
+            "# TYPE workflow_db_transactions_total counter\n"
+            "workflow_db_transactions_total %lld\n",
+            (long long)st.flights, (long long)st.statements, (long long)st.transactions);
     /* Counted commits (store.h's WF_CNT_*). */
     const int64_t *ev = st.events;
     fprintf(out,
