@@ -53,6 +53,7 @@ static int run_jobs(const struct command *c, struct wfctl_args *a);
 static int run_batch(const struct command *c, struct wfctl_args *a);
 static int prepare_assign(struct wfctl_args *a);
 static int prepare_deploy(struct wfctl_args *a);
+static int prepare_batch_start(struct wfctl_args *a);
 
 static const char JSON_ARG_NOTE[] =
     "JSON arguments are JSON objects; @FILE reads one from a file and @- from stdin.\n";
@@ -334,13 +335,21 @@ static const struct command commands[] = {
                  "migrate: the version to move to (needs --key)"),
              OPT(ARG_PLACEMAP, "map", "place_mapping", "FROM:TO",
                  "migrate: tokens of place FROM go to place TO (repeat)"),
+             OPT(ARG_LOCAL, "all", "all", NULL,
+                 "without --key: act on instances of every definition (required then)"),
+             OPT(ARG_FLAG, "dry-run", "dry_run", NULL,
+                 "count the instances it would act on; start nothing"),
              OPT(ARG_LOCAL, "follow", "follow", NULL,
                  "wait until it ends, printing a progress line"),
              REQUEST_ID, END},
      .print = print_batch_resp,
+     .prepare = prepare_batch_start,
      .run = run_batch,
      .details = "The filter flags are those of `wfctl processes`; the instances matched are\n"
                 "those created up to the start. Needs --actor (each action runs as the actor).\n"
+                "Without --key it acts on instances of every definition of the tenant, so it\n"
+                "needs --all then (a usage error otherwise). --dry-run prints how many\n"
+                "instances match now, and starts nothing.\n"
                 "migrate moves each instance as `wfctl migrate` would, to --version of the\n"
                 "definition --key names, with the --map mapping.\n"
                 "With --follow, a progress line goes to stderr every second until the batch\n"
@@ -1131,6 +1140,18 @@ prepare_deploy(struct wfctl_args *a)
     return 0;
 }
 
+/* batch start: a filter without a definition key reaches every definition
+ * of the tenant, so it must be asked for by name (--all). */
+static int
+prepare_batch_start(struct wfctl_args *a)
+{
+    const char *key = json_string_value(get_path(a->req, "filter.definition_key"));
+    if ((key == NULL || key[0] == '\0') && !json_is_true(json_object_get(a->local, "all")))
+        return wfctl_usage_error("batch start: give --key KEY, or --all to act on instances of "
+                                 "every definition (see 'wfctl batch start --help')");
+    return 0;
+}
+
 /* ---- runners -------------------------------------------------------------- */
 
 /* One RPC; list commands print their items and may follow next_page_token. */
@@ -1323,7 +1344,8 @@ run_show(const struct command *c, struct wfctl_args *a)
 static int
 run_batch(const struct command *c, struct wfctl_args *a)
 {
-    if (!json_is_true(json_object_get(a->local, "follow")))
+    if (!json_is_true(json_object_get(a->local, "follow")) ||
+        json_is_true(json_object_get(a->req, "dry_run")))
         return run_unary(c, a);
     char err[1024];
     ProtobufCMessage *m = pbjson_to_message(c->req, a->req, "", err, sizeof err);

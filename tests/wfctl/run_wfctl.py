@@ -22,7 +22,8 @@
   is not reported; exit
   status 100 fails the job for good (one attempt, the instance FAILED with
   an incident);
-* referral-status is GetCompletion; definitions --key lists newest first.
+* referral-status is GetCompletion; definitions --key lists newest first;
+* batch start needs --key or --all, and --dry-run counts without starting.
 
 --store memory runs on the memory store, --store pg on Postgres
 (WF_TEST_PG_DSN; exit 77, skipped, without it). Every server is a workflowd
@@ -412,6 +413,33 @@ class CommandTests(ServerTests):
         versions = [json.loads(line)["version"] for line in out.splitlines()]
         self.assertEqual(versions, [3, 2, 1])
         self.assertIn("newest first", self.run_ok("definitions", "--help"))
+
+
+    def test_batch_start_needs_a_key_or_all(self):
+        key = "batch-" + uuid.uuid4().hex[:6]
+        ids = [self.start(key) for _ in range(2)]
+        # No definition key and no --all: a usage error, nothing started.
+        for args in (["batch", "start", "cancel"],
+                     ["batch", "start", "cancel", "--started-by", "*", "--status", "running"]):
+            r = wfctl(self.srv, *args, actor="dev")
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("--all", r.stderr)
+        self.assertEqual([self.instance(i)["status"] for i in ids], ["RUNNING"] * 2)
+        # --dry-run counts and starts nothing.
+        out = json.loads(self.run_ok("--json", "batch", "start", "cancel", "--key", key,
+                                     "--dry-run", actor="dev"))
+        self.assertEqual((out["batch_operation"]["id"], out["batch_operation"]["total"]), ("", 2))
+        self.assertIn("would act on 2 instances",
+                      self.run_ok("batch", "start", "cancel", "--key", key, "--dry-run",
+                                  actor="dev"))
+        # --all without a key is accepted (a dry run here: the server is shared).
+        out = json.loads(self.run_ok("--json", "batch", "start", "suspend", "--all",
+                                     "--started-by", "*", "--dry-run", actor="dev"))
+        self.assertGreaterEqual(out["batch_operation"]["total"], 2)
+        self.assertEqual([self.instance(i)["status"] for i in ids], ["RUNNING"] * 2)
+        # With a key it starts.
+        self.run_ok("batch", "start", "cancel", "--key", key, "--follow", actor="dev")
+        self.assertEqual([self.instance(i)["status"] for i in ids], ["CANCELLED"] * 2)
 
 
 class JobsTests(ServerTests):
