@@ -360,12 +360,22 @@ async function main() {
       const st = (wfJson(["show", id], "ann")[0].instance || {}).status;
       check(st === "RUNNING", "the preview changed nothing: " + id + " RUNNING (API: " + st + ")");
     }
+    // One more matching instance before Confirm: the count confirmed no
+    // longer holds, so the preview comes back with the new count.
+    const batchesBefore = wfJson(["batch", "list", "--all"], "ann").length;
+    more.push(wfJson(["start", REVIEW], "admin")[0].instance.id);
+    await Promise.all([page.waitForNavigation(), page.click("button.confirm-batch")]);
+    check(await page.$("#batch-count-changed") !== null &&
+          await page.$eval("#batch-count", (e) => e.dataset.total) === "3",
+          "a changed count shows the preview again (3), nothing started");
+    check(wfJson(["batch", "list", "--all"], "ann").length === batchesBefore,
+          "no batch was started (API)");
     await Promise.all([page.waitForNavigation(), page.click("button.confirm-batch")]);
     check(new URL(page.url()).pathname === "/batch", "the batch's page after Confirm");
     await waitFor(async () => (await page.$eval("#batch td.state", (e) => e.textContent)) === "COMPLETED",
                   "the batch page shows COMPLETED (reloaded while running)");
     const progress = await page.$eval("#batch span.progress", (e) => e.textContent);
-    check(progress === "2 / 2", "the batch page shows its progress (" + progress + ")");
+    check(progress === "3 / 3", "the batch page shows its progress (" + progress + ")");
     for (const id of more) {
       const st = (wfJson(["show", id], "ann")[0].instance || {}).status;
       check(st === "CANCELLED", "the batch cancelled " + id + " (API: " + st + ")");
