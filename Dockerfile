@@ -2,13 +2,22 @@
 # small runtime stage with only the shared libraries the binaries load.
 #
 #   docker build -t workflowd .
+#   docker build -t workflowd:1.2.0 --build-arg VERSION=1.2.0 --build-arg REVISION="$(git rev-parse HEAD)" .
 #   docker run --rm -p 50051:50051 -e WF_ENV=development workflowd
+#
+# VERSION is what the binaries report (workflowd --version, wfctl --version,
+# the workflow_build_info metric; CMake's WF_VERSION) and the image's version
+# label; its default is the project's version in CMakeLists.txt (.ci/run
+# checks that they agree).
 #
 # Production needs DATABASE_URL and WF_API_KEYS (see README.md). The grpc
 # version is Debian 12's (1.51, ABI libgrpc29): the C-core API changes between
 # minor versions, so both stages stay on the same Debian release.
 
+ARG VERSION=0.1.0
+
 FROM debian:12-slim AS build
+ARG VERSION
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
         build-essential \
@@ -29,12 +38,13 @@ RUN apt-get update \
 WORKDIR /src
 COPY . .
 RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DWF_WERROR=OFF -DBUILD_TESTING=OFF \
+        -DWF_VERSION="${VERSION}" \
     && cmake --build /build -j "$(nproc)" --target workflowd wfctl \
     && install -D -s -m 0755 /build/server/workflowd /out/workflowd \
     && install -D -s -m 0755 /build/client/wfctl /out/wfctl
 
 FROM debian:12-slim AS runtime
-ARG VERSION=dev
+ARG VERSION
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title="workflowd" \
       org.opencontainers.image.description="Workflow service: workflow.v1.WorkflowService over gRPC (C, grpc core)" \
@@ -48,8 +58,10 @@ LABEL org.opencontainers.image.title="workflowd" \
 # and cdt for libgvc, ...). libgvc6 also holds the Graphviz plugins the
 # server links (dot layout, core renderers); the server reads no Graphviz
 # configuration file, so the image needs no `dot -c`.
-# The /metrics endpoint is off unless WF_METRICS_ADDR is set (e.g. 0.0.0.0:9090;
-# then publish that port too).
+# The /metrics endpoint is off unless WF_METRICS_ADDR is set (0.0.0.0:9090, as
+# in k8s/base), and the web console unless WF_CONSOLE_ADDR is set
+# (0.0.0.0:8080, docs/console.md); the image exposes both ports, publish the
+# ones turned on.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
         ca-certificates \
@@ -67,7 +79,8 @@ RUN apt-get update \
 COPY --from=build /out/workflowd /out/wfctl /usr/local/bin/
 USER 10001:10001
 ENV WF_ADDR=0.0.0.0:50051
-EXPOSE 50051
+# gRPC, /metrics, the web console.
+EXPOSE 50051 9090 8080
 STOPSIGNAL SIGTERM
 # Docker/compose only (Kubernetes uses its native gRPC probes instead). The
 # probe reads WF_ADDR and WF_TLS_CERT from the container's environment, so

@@ -53,6 +53,7 @@ static int run_jobs(const struct command *c, struct wfctl_args *a);
 static int run_batch(const struct command *c, struct wfctl_args *a);
 static int prepare_assign(struct wfctl_args *a);
 static int prepare_deploy(struct wfctl_args *a);
+static int prepare_batch_start(struct wfctl_args *a);
 
 static const char JSON_ARG_NOTE[] =
     "JSON arguments are JSON objects; @FILE reads one from a file and @- from stdin.\n";
@@ -334,13 +335,21 @@ static const struct command commands[] = {
                  "migrate: the version to move to (needs --key)"),
              OPT(ARG_PLACEMAP, "map", "place_mapping", "FROM:TO",
                  "migrate: tokens of place FROM go to place TO (repeat)"),
+             OPT(ARG_LOCAL, "all", "all", NULL,
+                 "without --key: act on instances of every definition (required then)"),
+             OPT(ARG_FLAG, "dry-run", "dry_run", NULL,
+                 "count the instances it would act on; start nothing"),
              OPT(ARG_LOCAL, "follow", "follow", NULL,
                  "wait until it ends, printing a progress line"),
              REQUEST_ID, END},
      .print = print_batch_resp,
+     .prepare = prepare_batch_start,
      .run = run_batch,
      .details = "The filter flags are those of `wfctl processes`; the instances matched are\n"
                 "those created up to the start. Needs --actor (each action runs as the actor).\n"
+                "Without --key it acts on instances of every definition of the tenant, so it\n"
+                "needs --all then (a usage error otherwise). --dry-run prints how many\n"
+                "instances match now, and starts nothing.\n"
                 "migrate moves each instance as `wfctl migrate` would, to --version of the\n"
                 "definition --key names, with the --map mapping.\n"
                 "With --follow, a progress line goes to stderr every second until the batch\n"
@@ -609,14 +618,16 @@ static const struct command commands[] = {
          "second signal terminates the commands (their jobs are failed) and leaves\n"
          "unstarted jobs to their lease expiry.\n"},
     {.name = "watch",
-     .summary = "stream events, one line each (--follow keeps streaming)",
+     .summary = "print events, one line each (--follow: new ones as they come, like tail -f)",
      .method = "WatchEvents",
      .req = DESC(watch_events_request),
      .resp = DESC(watch_events_response),
      .args =
          (const struct arg[]){
              OPT(ARG_INT, "after", "after_sequence", "SEQ",
-                 "events after this sequence (default: the oldest)"),
+                 "events after this sequence (default: the oldest; with --follow, now)"),
+             OPT(ARG_LOCAL, "from-start", "from_start", NULL,
+                 "with --follow: print the history first (as --after 0)"),
              OPT(ARG_STR, "instance", "instance_id", "ID", "events of this instance tree"),
              OPT(ARG_STR, "key", "definition_key", "KEY", "events of this definition"),
              OPT(ARG_LIST, "type", "types", "T1,T2",
@@ -624,8 +635,12 @@ static const struct command commands[] = {
              OPT(ARG_FLAG, "follow", "follow", NULL, "keep the stream open and print new events"),
              END},
      .run = run_watch,
-     .details = "Each line: SEQUENCE TIME TYPE INSTANCE [actor=A] DATA. With --follow, wfctl\n"
-                "resumes after the last sequence when the server ends or drops the stream.\n"},
+     .details = "Each line: SEQUENCE TIME TYPE INSTANCE [actor=A] DATA. Without --follow it\n"
+                "prints the history (after --after) and exits. With --follow it prints only\n"
+                "the events that commit from now on, like tail -f (stderr names the sequence\n"
+                "it follows after); --from-start or --after SEQ print the history first.\n"
+                "wfctl resumes after the last sequence when the server ends or drops the\n"
+                "stream.\n"},
     {.name = "tick",
      .summary = "run one scheduler pass now for this tenant (timers, leases, signals, retention)",
      .method = "RunSchedulerPass",
@@ -1131,6 +1146,18 @@ prepare_deploy(struct wfctl_args *a)
     return 0;
 }
 
+/* batch start: a filter without a definition key reaches every definition
+ * of the tenant, so it must be asked for by name (--all). */
+static int
+prepare_batch_start(struct wfctl_args *a)
+{
+    const char *key = json_string_value(get_path(a->req, "filter.definition_key"));
+    if ((key == NULL || key[0] == '\0') && !json_is_true(json_object_get(a->local, "all")))
+        return wfctl_usage_error("batch start: give --key KEY, or --all to act on instances of "
+                                 "every definition (see 'wfctl batch start --help')");
+    return 0;
+}
+
 /* ---- runners -------------------------------------------------------------- */
 
 /* One RPC; list commands print their items and may follow next_page_token. */
@@ -1323,7 +1350,8 @@ run_show(const struct command *c, struct wfctl_args *a)
 static int
 run_batch(const struct command *c, struct wfctl_args *a)
 {
-    if (!json_is_true(json_object_get(a->local, "follow")))
+    if (!json_is_true(json_object_get(a->local, "follow")) ||
+        json_is_true(json_object_get(a->req, "dry_run")))
         return run_unary(c, a);
     char err[1024];
     ProtobufCMessage *m = pbjson_to_message(c->req, a->req, "", err, sizeof err);
@@ -1375,6 +1403,32 @@ run_jobs(const struct command *c, struct wfctl_args *a)
     return wfctl_jobs(a);
 }
 
+/* Reads the history req matches (without following) to its end, printing
+ * nothing, and leaves req->after_sequence at its last sequence: where "now"
+ * is for watch --follow. */
+static int
+skip_history(const struct command *c, Workflow__V1__WatchEventsRequest *req)
+{
+    wf_client_call_opts o = {0};
+    o.timeout_ms = g_wfctl.timeout_ms > 0 ? g_wfctl.timeout_ms : 300000;
+    req->follow = 0;
+    wf_client_stream *s = wf_client_stream_open(
+        g_wfctl.client, "/workflow.v1.WorkflowService/WatchEvents", &req->base, &o);
+    req->follow = 1;
+    if (s == NULL)
+        return wfctl_fail_local("could not open the event stream");
+    wf_client_status st;
+    ProtobufCMessage *msg;
+    while (wf_client_stream_next(s, c->resp, &msg, &st)) {
+        const Workflow__V1__WatchEventsResponse *r = (const void *)msg;
+        if (r->event != NULL)
+            req->after_sequence = r->event->sequence;
+        protobuf_c_message_free_unpacked(msg, NULL);
+    }
+    wf_client_stream_close(s);
+    return st.code != 0 ? wfctl_fail(&st) : WFCTL_OK;
+}
+
 /* WatchEvents. With --follow, resumes after the last sequence seen when the
  * server ends the stream (shutdown, connection age) or the connection drops
  * after it had been established. */
@@ -1386,9 +1440,29 @@ run_watch(const struct command *c, struct wfctl_args *a)
     if (m == NULL)
         return wfctl_usage_error("watch: %s", err);
     Workflow__V1__WatchEventsRequest *req = (void *)m;
+    int from_start = json_is_true(json_object_get(a->local, "from_start"));
+    int after_given = json_object_get(a->req, "after_sequence") != NULL;
+    if (from_start && after_given) {
+        protobuf_c_message_free_unpacked(m, NULL);
+        return wfctl_usage_error("watch: give --from-start or --after, not both");
+    }
     wf_client_call_opts o = {0};
     o.timeout_ms = req->follow ? INT_MAX : g_wfctl.timeout_ms > 0 ? g_wfctl.timeout_ms : 300000;
     int rc = WFCTL_OK, backoff = 1, established = 0;
+    /* --follow from now: the matching history is read to its end and not
+     * printed, and the stream follows after its last sequence. */
+    if (req->follow && !from_start && !after_given) {
+        rc = skip_history(c, req);
+        if (rc != WFCTL_OK) {
+            protobuf_c_message_free_unpacked(m, NULL);
+            return rc;
+        }
+        fprintf(stderr,
+                "wfctl: following events after sequence %lld (--from-start prints the "
+                "history first)\n",
+                (long long)req->after_sequence);
+        fflush(stderr);
+    }
     for (;;) {
         time_t started = time(NULL);
         long got = 0;

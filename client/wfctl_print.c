@@ -623,6 +623,11 @@ print_batch_resp(const ProtobufCMessage *m)
     const Workflow__V1__BatchOperation *b = (const void *)pb_get_message(m, "batch_operation");
     if (b == NULL)
         return WFCTL_OK;
+    if (b->id[0] == '\0') { /* a dry run: nothing was started */
+        kv("dry run", "%s would act on %lld instances; nothing started",
+           EN(batch_action, b->action), (long long)b->total);
+        return WFCTL_OK;
+    }
     kv("batch operation", "%s", b->id);
     kv("action", "%s", EN(batch_action, b->action));
     kv("state", "%s", EN(batch_operation_state, b->state));

@@ -3,7 +3,11 @@
 # and ROOT_DIR are set: finds wfctl ($WFCTL, else build-run/client/wfctl,
 # else `wfctl` on the PATH) and defines the helpers that show each command
 # and check its outcome (wf, wf_quiet, wfj, wf_fails, j, expect, fail,
-# step). Reads no WFCTL_* from the caller's environment.
+# step). The connection settings of the caller's environment reach wfctl as
+# they would reach it by hand (WFCTL_API_KEY, WFCTL_TENANT, WFCTL_TIMEOUT,
+# WFCTL_TLS; the scripts take their address from WFCTL_ADDR when no
+# argument names one); who acts is the scripts' own choice, so
+# WFCTL_ACTOR and WFCTL_ACTOR_GROUPS are cleared.
 
 if [[ -n ${WFCTL:-} ]]; then
     :
@@ -16,8 +20,8 @@ if [[ -z $WFCTL || ! -x $WFCTL ]]; then
     echo "run.sh: wfctl not found (build it with ./run.sh, or set WFCTL)" >&2
     exit 2
 fi
-# Only the command line decides: no WFCTL_* from the caller's environment.
-unset WFCTL_ADDR WFCTL_API_KEY WFCTL_TENANT WFCTL_ACTOR WFCTL_ACTOR_GROUPS WFCTL_TIMEOUT WFCTL_TLS
+# Each command names its actor (--actor), or none on purpose.
+unset WFCTL_ACTOR WFCTL_ACTOR_GROUPS
 
 OUT=$(mktemp) ERR=$(mktemp)
 trap 'rm -f "$OUT" "$ERR"' EXIT

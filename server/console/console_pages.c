@@ -798,9 +798,14 @@ wf_console__batches(wf_console__ctx *x)
     static const char *const keep[] = {NULL};
     next_page(x, resp->next_page_token, keep);
     if (x->csrf != NULL) {
+        /* Nothing is chosen for the person: no action, no "anyone" as
+         * the starter. Acting on instances of every definition takes the
+         * box ticked, and Preview shows how many instances match before
+         * anything starts (both checked again by the POST handlers). */
         P("<h2>Start a batch operation</h2>");
-        wf_console__form_begin(x, "/batch/start", "filters");
-        P("<label>Action <select name=\"action\">");
+        wf_console__form_begin(x, "/batch/preview", "filters");
+        P("<label>Action <select name=\"action\" required>"
+          "<option value=\"\" selected>choose…</option>");
         const ProtobufCEnumDescriptor *d = &workflow__v1__batch_action__descriptor;
         for (unsigned i = 1; i < d->n_values; i++) {
             P("<option value=\"");
@@ -810,9 +815,11 @@ wf_console__batches(wf_console__ctx *x)
             P("</option>");
         }
         P("</select></label> ");
-        P("<label>Started by (* = anyone) <input type=\"text\" name=\"started_by\" "
-          "value=\"*\"></label> ");
+        P("<label>Started by (empty = you, * = anyone) <input type=\"text\" "
+          "name=\"started_by\"></label> ");
         P("<label>Definition key <input type=\"text\" name=\"definition_key\"></label> ");
+        P("<label><input type=\"checkbox\" name=\"every_definition\" value=\"1\"> "
+          "no definition key: every instance of the tenant the other filters match</label> ");
         P("<label>Status <select name=\"status\"><option value=\"\">any</option>");
         d = &workflow__v1__instance_status__descriptor;
         for (unsigned i = 1; i < d->n_values; i++) {
@@ -829,7 +836,7 @@ wf_console__batches(wf_console__ctx *x)
         P("<label>Place mapping (MIGRATE, from=to,...) <input type=\"text\" "
           "name=\"place_mapping\"></label> ");
         hidden(x, "back", "/batches");
-        P("<button type=\"submit\" class=\"start-batch\">Start</button></form>\n");
+        P("<button type=\"submit\" class=\"preview-batch\">Preview…</button></form>\n");
     }
     wf_console__page_end(x);
 }
@@ -900,6 +907,178 @@ back_of(wf_console__ctx *x)
     return "/instances";
 }
 
+/* ---- starting a batch operation: preview, then confirm -------------------- */
+
+/* The form fields a batch operation is made of, carried from the form to
+ * the preview and from the preview's Confirm to the start. */
+static const char *const batch_fields[] = {
+    "action", "started_by", "definition_key", "every_definition",
+    "status", "reason",     "target_version", "place_mapping",
+};
+
+/* The StartBatchOperation request of the posted form (in the arena);
+ * place_mapping "from=to,from=to" is split here and checked by the
+ * handler. NULL when out of memory. */
+static Workflow__V1__StartBatchOperationRequest *
+batch_request(wf_console__ctx *x, bool dry_run)
+{
+    Workflow__V1__StartBatchOperationRequest *r = wf_arena_alloc(x->arena, sizeof *r);
+    Workflow__V1__InstanceFilter *f = wf_arena_alloc(x->arena, sizeof *f);
+    Workflow__V1__PlaceMapping *maps = wf_arena_calloc(x->arena, MAX_MAPPINGS, sizeof *maps);
+    Workflow__V1__PlaceMapping **mapv = wf_arena_calloc(x->arena, MAX_MAPPINGS, sizeof *mapv);
+    char *spec = wf_arena_strdup(x->arena, form(x, "place_mapping"));
+    if (r == NULL || f == NULL || maps == NULL || mapv == NULL || spec == NULL)
+        return NULL;
+    workflow__v1__start_batch_operation_request__init(r);
+    workflow__v1__instance_filter__init(f);
+    f->started_by = (char *)form(x, "started_by");
+    f->definition_key = (char *)form(x, "definition_key");
+    f->status = enum_value(&workflow__v1__instance_status__descriptor, form(x, "status"));
+    r->filter = f;
+    r->action = enum_value(&workflow__v1__batch_action__descriptor, form(x, "action"));
+    r->reason = (char *)form(x, "reason");
+    r->request_id = (char *)form(x, "request_id");
+    r->target_version = atoi(form(x, "target_version"));
+    r->dry_run = dry_run;
+    char *save = NULL;
+    for (char *m = strtok_r(spec, ",", &save); m != NULL && r->n_place_mapping < MAX_MAPPINGS;
+         m = strtok_r(NULL, ",", &save)) {
+        Workflow__V1__PlaceMapping *pm = &maps[r->n_place_mapping];
+        workflow__v1__place_mapping__init(pm);
+        char *eq = strchr(m, '=');
+        pm->from_place = m;
+        pm->to_place = (char *)"";
+        if (eq != NULL) {
+            *eq = '\0';
+            pm->to_place = eq + 1;
+        }
+        mapv[r->n_place_mapping++] = pm;
+    }
+    r->place_mapping = mapv;
+    return r;
+}
+
+/* A refusal of the console's own (400), with a way back to the form. */
+static void
+batch_refusal(wf_console__ctx *x, const char *msg)
+{
+    x->status = 400;
+    wf_console__page_begin(x, "Refused");
+    P("<p class=\"error\">Refused: ");
+    E(msg);
+    P("</p><p><a href=\"/batches\">Back</a></p>");
+    wf_console__page_end(x);
+}
+
+/* The preview: how many instances the batch would act on now, counted by
+ * the handler's dry run (the very count a start makes), and a Confirm
+ * form carrying the same fields and that count. changed_from >= 0: the
+ * count the person confirmed, which is no longer the count. */
+static void
+batch_preview(wf_console__ctx *x, const Workflow__V1__BatchOperation *b, long long changed_from)
+{
+    wf_console__page_begin(x, "Confirm the batch operation");
+    long long total = (long long)b->total;
+    if (changed_from >= 0)
+        fprintf(x->out,
+                "<p class=\"error\" id=\"batch-count-changed\">The matching instances changed: "
+                "%lld when previewed, %lld now. Nothing was started.</p>\n",
+                changed_from, total);
+    P("<p id=\"batch-preview\">");
+    wf_console__enum(x->out, &workflow__v1__batch_action__descriptor, (int)b->action);
+    fprintf(x->out,
+            " would act on <b id=\"batch-count\" data-total=\"%lld\">%lld</b> root "
+            "instance%s of tenant <b>",
+            total, total, total == 1 ? "" : "s");
+    E(x->tenant);
+    P("</b>: definition ");
+    if (b->filter->definition_key[0] != '\0') {
+        P("<code>");
+        E(b->filter->definition_key);
+        P("</code>");
+    } else {
+        P("<b>any (every instance of the tenant)</b>");
+    }
+    P(", started by <code>");
+    E(b->filter->started_by);
+    P("</code>, status ");
+    if (b->filter->status != 0)
+        wf_console__enum(x->out, &workflow__v1__instance_status__descriptor,
+                         (int)b->filter->status);
+    else
+        P("any");
+    P(" (those created up to the start).</p>\n");
+    if (total == 0) {
+        P("<p>Nothing to do. <a href=\"/batches\">Back</a></p>");
+        wf_console__page_end(x);
+        return;
+    }
+    wf_console__form_begin(x, "/batch/start", "confirm");
+    for (size_t i = 0; i < sizeof batch_fields / sizeof batch_fields[0]; i++)
+        hidden(x, batch_fields[i], form(x, batch_fields[i]));
+    char n[32];
+    snprintf(n, sizeof n, "%lld", total);
+    hidden(x, "confirmed_total", n);
+    hidden(x, "back", "/batches");
+    P("<button type=\"submit\" class=\"confirm-batch\">Confirm: ");
+    wf_console__enum(x->out, &workflow__v1__batch_action__descriptor, (int)b->action);
+    fprintf(x->out, " %lld instance%s</button></form> <a href=\"/batches\">Back</a>\n", total,
+            total == 1 ? "" : "s");
+    wf_console__page_end(x);
+}
+
+/* POST /batch/preview (start false) and /batch/start (start true). Both
+ * refuse a batch without a definition key unless every_definition says so,
+ * and both count through the handler's dry run. The start also needs the
+ * count the person confirmed, and starts only while it still holds
+ * (otherwise the preview comes back with the new count). */
+static void
+batch_action(wf_console__ctx *x, bool start)
+{
+    if (form(x, "definition_key")[0] == '\0' && strcmp(form(x, "every_definition"), "1") != 0) {
+        batch_refusal(x, "name a definition key, or tick \"every instance of the tenant\" to "
+                         "act on instances of every definition");
+        return;
+    }
+    const char *confirmed = form(x, "confirmed_total");
+    if (start && confirmed[0] == '\0') {
+        batch_refusal(x, "a batch operation starts from its preview, which states how many "
+                         "instances it acts on");
+        return;
+    }
+    wf_error err = {0};
+    ProtobufCMessage *resp = NULL;
+    Workflow__V1__StartBatchOperationRequest *r = batch_request(x, true);
+    wf_code rc = r != NULL ? wf_console__call(x, "StartBatchOperation", PB(*r), &resp, &err)
+                           : wf_error_nomem(&err);
+    const Workflow__V1__BatchOperation *b =
+        rc == WF_OK ? ((const Workflow__V1__StartBatchOperationResponse *)(const void *)resp)
+                          ->batch_operation
+                    : NULL;
+    if (b != NULL && !start) {
+        batch_preview(x, b, -1);
+        return;
+    }
+    if (b != NULL && b->total != strtoll(confirmed, NULL, 10)) {
+        batch_preview(x, b, strtoll(confirmed, NULL, 10));
+        return;
+    }
+    if (b != NULL) {
+        r->dry_run = false;
+        resp = NULL;
+        rc = wf_console__call(x, "StartBatchOperation", PB(*r), &resp, &err);
+        if (rc == WF_OK) {
+            const Workflow__V1__StartBatchOperationResponse *sr = (const void *)resp;
+            x->location = self_url(x, "/batch", "id", sr->batch_operation->id);
+            return;
+        }
+    }
+    wf_console__page_begin(x, "Refused");
+    wf_console__page_error(x, &err);
+    P("<p><a href=\"/batches\">Back</a></p>");
+    wf_console__page_end(x);
+}
+
 void
 wf_console__act(wf_console__ctx *x, const char *path)
 {
@@ -928,42 +1107,9 @@ wf_console__act(wf_console__ctx *x, const char *path)
         r.variables_json = (char *)form(x, "variables_json");
         r.request_id = rid;
         rc = wf_console__call(x, "CompleteTask", PB(r), &resp, &err);
-    } else if (strcmp(path, "/batch/start") == 0) {
-        Workflow__V1__StartBatchOperationRequest r =
-            WORKFLOW__V1__START_BATCH_OPERATION_REQUEST__INIT;
-        Workflow__V1__InstanceFilter f = WORKFLOW__V1__INSTANCE_FILTER__INIT;
-        f.started_by = (char *)form(x, "started_by");
-        f.definition_key = (char *)form(x, "definition_key");
-        f.status = enum_value(&workflow__v1__instance_status__descriptor, form(x, "status"));
-        r.filter = &f;
-        r.action = enum_value(&workflow__v1__batch_action__descriptor, form(x, "action"));
-        r.reason = (char *)form(x, "reason");
-        r.request_id = rid;
-        r.target_version = atoi(form(x, "target_version"));
-        /* "from=to,from=to": split here, checked by the handler. */
-        Workflow__V1__PlaceMapping maps[MAX_MAPPINGS], *mapv[MAX_MAPPINGS];
-        char *spec = wf_arena_strdup(x->arena, form(x, "place_mapping"));
-        char *save = NULL;
-        for (char *m = spec ? strtok_r(spec, ",", &save) : NULL;
-             m != NULL && r.n_place_mapping < MAX_MAPPINGS; m = strtok_r(NULL, ",", &save)) {
-            Workflow__V1__PlaceMapping *pm = &maps[r.n_place_mapping];
-            workflow__v1__place_mapping__init(pm);
-            char *eq = strchr(m, '=');
-            pm->from_place = m;
-            pm->to_place = (char *)"";
-            if (eq != NULL) {
-                *eq = '\0';
-                pm->to_place = eq + 1;
-            }
-            mapv[r.n_place_mapping++] = pm;
-        }
-        r.place_mapping = mapv;
-        rc = wf_console__call(x, "StartBatchOperation", PB(r), &resp, &err);
-        if (rc == WF_OK) {
-            const Workflow__V1__StartBatchOperationResponse *sr = (const void *)resp;
-            x->location = self_url(x, "/batch", "id", sr->batch_operation->id);
-            return;
-        }
+    } else if (strcmp(path, "/batch/preview") == 0 || strcmp(path, "/batch/start") == 0) {
+        batch_action(x, strcmp(path, "/batch/start") == 0);
+        return;
     } else if (strcmp(path, "/batch/cancel") == 0) {
         Workflow__V1__CancelBatchOperationRequest r =
             WORKFLOW__V1__CANCEL_BATCH_OPERATION_REQUEST__INIT;

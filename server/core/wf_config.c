@@ -399,19 +399,17 @@ wf_config_load(char *const *env, wf_error *err)
         goto fail;
     }
 
-    if (!cfg->development) {
-        if (cfg->napi_keys == 0) {
-            wf_error_set(err, WF_E_INVALID_ARGUMENT,
-                         "WF_API_KEYS is required outside development (set WF_ENV=development "
-                         "to run without keys)");
-            goto fail;
-        }
-        if (cfg->database_url == NULL) {
-            wf_error_set(err, WF_E_INVALID_ARGUMENT,
-                         "DATABASE_URL is required outside development (the memory store is "
-                         "for development and tests only)");
-            goto fail;
-        }
+    /* Every missing setting is named at once, so that one failed start
+     * says all that is missing. */
+    const char *no_keys = !cfg->development && cfg->napi_keys == 0 ? "WF_API_KEYS" : NULL;
+    const char *no_db = !cfg->development && cfg->database_url == NULL ? "DATABASE_URL" : NULL;
+    if (no_keys != NULL || no_db != NULL) {
+        wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                     "required outside development, not set: %s%s%s (set WF_ENV=development to "
+                     "run without keys on the memory store, for development and tests only)",
+                     no_keys != NULL ? no_keys : "", no_keys != NULL && no_db != NULL ? ", " : "",
+                     no_db != NULL ? no_db : "");
+        goto fail;
     }
     return cfg;
 fail:

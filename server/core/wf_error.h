@@ -99,7 +99,7 @@ typedef enum wf_code {
      * answer. Nothing was changed. */
     WF_E_VARIABLES_TOO_LARGE,
     /* An expression ran out of its time or memory budget, or crashed the
-     * process evaluating it (see engine/expr.h). */
+     * process evaluating it (see expr/expr.h). */
     WF_E_EXPRESSION_LIMIT,
     /* Memory ran out: malloc failed, or a call's arena reached its cap
      * (WF_ARENA_MAX_BYTES). Nothing was changed; a retry may succeed. */

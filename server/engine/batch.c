@@ -395,7 +395,7 @@ wf_batch_start(const wf_ref_ctx *ctx, const wf_batch_spec *spec, wf_uow_idem *id
     if (rc != WF_OK)
         return rc;
     wf_batch_row row = {
-        .id = wf_id_new(ctx->arena),
+        .id = spec->dry_run ? (char *)"" : wf_id_new(ctx->arena),
         .action = (wf_batch_action)spec->action,
         .state = total == 0 ? WF_BATCH_COMPLETED : WF_BATCH_RUNNING,
         .filter_json = filter_dump(ctx->arena, &q),
@@ -414,6 +414,10 @@ wf_batch_start(const wf_ref_ctx *ctx, const wf_batch_spec *spec, wf_uow_idem *id
     rc = view_of(ctx->arena, &row, &view, err);
     if (rc != WF_OK)
         return rc;
+    if (spec->dry_run) {
+        *out = view;
+        return WF_OK;
+    }
     view.row.version = 1;
     start_op op = {&row};
     wf_store_ctx sc = store_ctx(ctx);

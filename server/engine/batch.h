@@ -81,12 +81,16 @@ typedef struct wf_batch_spec {
     int32_t target_version;
     const wf_net_place_map *mapping;
     size_t n_mapping;
+    /* Check and count only: *out is the operation as it would start (id
+     * "", version 0), nothing is stored and idem is not used. */
+    bool dry_run;
 } wf_batch_spec;
 
 /* StartBatchOperation: checks the action, the reason and the filter (the
  * filter's refusals are ListInstances'), counts the matching set, then
  * stores the operation in one unit of work with its request record:
- * RUNNING, or COMPLETED at once when nothing matched. */
+ * RUNNING, or COMPLETED at once when nothing matched. With spec->dry_run
+ * it stops after the count (the same checks and the same count). */
 wf_code wf_batch_start(const wf_ref_ctx *ctx, const wf_batch_spec *spec, wf_uow_idem *idem,
                        wf_batch_view *out, wf_error *err);
 

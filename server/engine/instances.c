@@ -1,7 +1,9 @@
 /*
  * instances.c: the entry layer (instances.h). Chooses referral or net for
- * StartInstance, CompleteTask, CompleteAndEnd, CancelInstance and
- * GetInstance; the rules themselves stay in their modules.
+ * CompleteTask, CompleteAndEnd, CancelInstance and GetInstance; for
+ * StartInstance it checks the spec and runs the unit of work whose body,
+ * wf_net_start_in (runtime/net_runtime_start.c), makes the choice once
+ * the definition is read. The rules themselves stay in their modules.
  */
 #include "instances.h"
 

@@ -79,14 +79,16 @@ h_start_batch_operation(wf_call *call, const ProtobufCMessage *msg, ProtobufCMes
     wf_batch_spec spec = {.action = (int)req->action,
                           .reason = req->reason,
                           .target_version = req->target_version,
-                          .n_mapping = req->n_place_mapping};
+                          .n_mapping = req->n_place_mapping,
+                          .dry_run = req->dry_run};
     spec.mapping = wf_h_place_mapping(call->arena, req->place_mapping, req->n_place_mapping);
     wf_code rc = spec.mapping != NULL ? WF_OK : wf_error_nomem(err);
     if (rc == WF_OK)
         rc = wf_h_instance_query(call->arena, req->filter != NULL ? req->filter : &none,
                                  &spec.filter, err);
     if (rc == WF_OK)
-        rc = wf_h_idem(call, msg, req->request_id, &start_builder, &idem, err);
+        rc =
+            wf_h_idem(call, msg, req->dry_run ? NULL : req->request_id, &start_builder, &idem, err);
     if (rc == WF_OK)
         rc = wf_batch_start(&ctx, &spec, &idem, &out, err);
     return wf_h_respond(call, rc, &idem, &start_builder, &out, resp, err);

@@ -3,7 +3,7 @@
  *
  * Translation only: workflow.v1.Definition <-> the engine's wf_net (every
  * field, durations in ms, times in µs); validation, versioning and paging
- * are in engine/net_runtime_defs.c. The proto enums of definitions carry
+ * are in engine/runtime/net_runtime_defs.c. The proto enums of definitions carry
  * the numbers of net.h's enums (checked below), so they convert by cast;
  * unknown numbers pass through and validation names them.
  */

@@ -3,8 +3,10 @@
  * CancelInstance for ad-hoc (TaskFlow) trees; SetVariables, ModifyInstance,
  * MigrateInstance, RetryInstance, SuspendInstance, ResumeInstance; ListWorkItems.
  *
- * Translation only: every rule is in engine/referral*.c and
- * engine/net_runtime_history.c.
+ * Translation only: the rules are in the engine: engine/instances.c
+ * (referral or net), engine/referral/ (ad-hoc trees, the listing) and
+ * engine/runtime/ (the net's instances; ListWorkItems is
+ * engine/runtime/net_runtime_history.c).
  */
 #include <string.h>
 

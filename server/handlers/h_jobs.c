@@ -12,7 +12,8 @@
  * thread is never blocked.
  *
  * Workers are services, not people: events written for job calls carry
- * no actor. Translation only; the rules are in engine/net_runtime_jobs.c.
+ * no actor. Translation only; the rules are in
+ * engine/runtime/net_runtime_jobs.c.
  */
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /*
  * h_scheduler: RunSchedulerPass, and the glue that lets workflowd's
- * background scheduler (engine/scheduler.c) fire timers through the net
+ * background scheduler (scheduler/scheduler.c) fire timers through the net
  * runtime and wake this app's streams.
  *
  * The RPC runs the same passes as the background thread, on the calling

@@ -1,7 +1,7 @@
 /*
  * h_signals: SendSignal and ListSignals.
  *
- * Translation only: the rules are in engine/signals.c.
+ * Translation only: the rules are in engine/runtime/signals*.c.
  */
 #include <string.h>
 

@@ -3,7 +3,7 @@
  * ReassignTask, DelegateTask and UpdateTask.
  *
  * Translation only: who may do what to a task is decided once, in
- * engine/referral_rules.c.
+ * engine/referral/referral_rules.c.
  */
 #include "h_common.h"
 #include "handlers.h"

@@ -545,7 +545,7 @@ void wf_store_get_stats(wf_store *st, wf_store_stats *out);
 wf_code wf_store_begin(wf_store *st, const wf_store_ctx *ctx, wf_tx **tx, wf_error *err);
 
 /* A unit of work over several roots, for batches of small units (due
- * timers: engine/net_runtime.c). As wf_store_begin, except that
+ * timers: engine/runtime/net_runtime_timers.c). As wf_store_begin, except that
  * wf_tx_lock_root_hint may lock further roots, each with a greater id
  * than the one locked before (byte order), every lock held until commit
  * or rollback: two batches, and a batch and any unit of work, then never
@@ -592,7 +592,7 @@ wf_code wf_tx_apply(wf_tx *tx, const wf_store_changes *changes, wf_error *err);
  * wf_tx_apply may return WF_OK for writes that then fail, and the failure
  * (WF_E_CONFLICT for a stale instance version or a duplicate signal id)
  * is reported by the next wf_tx_* call, the commit included. For a runner
- * that treats every failure of a unit of work alike (engine/uow.c).
+ * that treats every failure of a unit of work alike (engine/base/uow.c).
  * Memory: writes are applied at once either way. */
 void wf_tx_defer_writes(wf_tx *tx);
 

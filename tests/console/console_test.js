@@ -2,7 +2,9 @@
 // puppeteer-core): a workflowd with an API key, seeded through the gRPC API
 // with wfctl; every page opened and saved as a screenshot; Retry clicked on
 // an incident and Claim then Complete on a group task, each checked through
-// the API; a hostile title shown as text; a POST without the CSRF token
+// the API; batch operations started only through a preview that states
+// how many instances match, with a definition key or the "every instance"
+// box; a hostile title shown as text; a POST without the CSRF token
 // refused; pages without a session sent to /login.
 "use strict";
 const { spawn, execFileSync } = require("child_process");
@@ -304,19 +306,76 @@ async function main() {
           "Retry: the incident is resolved (API)");
     await page.screenshot({ path: path.join(SHOTS, "incidents-after-retry.png"), fullPage: true });
 
-    // A batch operation started from the console, with its progress.
+    // A batch operation started from the console: nothing preselected, a
+    // definition key or the "every instance" box required (the server
+    // refuses a crafted POST without them), a preview stating how many
+    // instances match, then Confirm; with its progress.
     const more = [0, 1].map(() => wfJson(["start", REVIEW], "admin")[0].instance.id);
     await page.goto(BASE + "/batches");
+    check(await page.$eval("select[name=action]", (e) => e.value) === "",
+          "the batch form preselects no action");
+    check(await page.$eval("input[name=started_by]", (e) => e.value) === "",
+          "the batch form's starter is empty (the actor), not '*'");
+    check(await page.$eval("input[name=every_definition]", (e) => !e.checked),
+          "the 'every instance of the tenant' box is not ticked");
+    {
+      // Without a definition key and without the box: refused by the
+      // server (the form's own fields, posted as the browser would).
+      const r = await page.evaluate(async () => {
+        const f = document.querySelector("form.filters");
+        const fd = new URLSearchParams(new FormData(f));
+        fd.set("action", "BATCH_ACTION_CANCEL");
+        fd.set("started_by", "*");
+        const resp = await fetch("/batch/preview", { method: "POST", body: fd });
+        return { status: resp.status, text: await resp.text() };
+      });
+      check(r.status === 400 && r.text.includes("every instance of the tenant"),
+            "a batch without a definition key or the box is refused (" + r.status + ")");
+      // A start that skips the preview is refused too.
+      const s2 = await page.evaluate(async (key) => {
+        const f = document.querySelector("form.filters");
+        const fd = new URLSearchParams(new FormData(f));
+        fd.set("action", "BATCH_ACTION_CANCEL");
+        fd.set("started_by", "*");
+        fd.set("definition_key", key);
+        const resp = await fetch("/batch/start", { method: "POST", body: fd });
+        return resp.status;
+      }, REVIEW);
+      check(s2 === 400, "a start without its preview is refused (" + s2 + ")");
+      const left = more.filter((id) => (wfJson(["show", id], "ann")[0].instance || {}).status === "RUNNING");
+      check(left.length === 2, "the refused batches cancelled nothing (API: " + left.length + " running)");
+    }
     await page.select("select[name=action]", "BATCH_ACTION_CANCEL");
+    await page.type("input[name=started_by]", "*");
     await page.type("input[name=definition_key]", REVIEW);
     await page.select("select[name=status]", "INSTANCE_STATUS_RUNNING");
     await page.type("input[name=reason]", "console batch");
-    await Promise.all([page.waitForNavigation(), page.click("button.start-batch")]);
-    check(new URL(page.url()).pathname === "/batch", "the batch's page after Start");
+    await Promise.all([page.waitForNavigation(), page.click("button.preview-batch")]);
+    const count = await page.$eval("#batch-count", (e) => e.dataset.total);
+    check(count === "2", "the preview states how many instances match (" + count + ")");
+    check((await page.$eval("button.confirm-batch", (e) => e.textContent)).includes("2 instances"),
+          "the Confirm button names the count");
+    await page.screenshot({ path: path.join(SHOTS, "batch-preview.png"), fullPage: true });
+    for (const id of more) {
+      const st = (wfJson(["show", id], "ann")[0].instance || {}).status;
+      check(st === "RUNNING", "the preview changed nothing: " + id + " RUNNING (API: " + st + ")");
+    }
+    // One more matching instance before Confirm: the count confirmed no
+    // longer holds, so the preview comes back with the new count.
+    const batchesBefore = wfJson(["batch", "list", "--all"], "ann").length;
+    more.push(wfJson(["start", REVIEW], "admin")[0].instance.id);
+    await Promise.all([page.waitForNavigation(), page.click("button.confirm-batch")]);
+    check(await page.$("#batch-count-changed") !== null &&
+          await page.$eval("#batch-count", (e) => e.dataset.total) === "3",
+          "a changed count shows the preview again (3), nothing started");
+    check(wfJson(["batch", "list", "--all"], "ann").length === batchesBefore,
+          "no batch was started (API)");
+    await Promise.all([page.waitForNavigation(), page.click("button.confirm-batch")]);
+    check(new URL(page.url()).pathname === "/batch", "the batch's page after Confirm");
     await waitFor(async () => (await page.$eval("#batch td.state", (e) => e.textContent)) === "COMPLETED",
                   "the batch page shows COMPLETED (reloaded while running)");
     const progress = await page.$eval("#batch span.progress", (e) => e.textContent);
-    check(progress === "2 / 2", "the batch page shows its progress (" + progress + ")");
+    check(progress === "3 / 3", "the batch page shows its progress (" + progress + ")");
     for (const id of more) {
       const st = (wfJson(["show", id], "ann")[0].instance || {}).status;
       check(st === "CANCELLED", "the batch cancelled " + id + " (API: " + st + ")");
@@ -330,11 +389,15 @@ async function main() {
     wf(["deploy", v2], "admin");
     await page.goto(BASE + "/batches");
     await page.select("select[name=action]", "BATCH_ACTION_MIGRATE");
+    await page.type("input[name=started_by]", "*");
     await page.type("input[name=definition_key]", REVIEW);
     await page.select("select[name=status]", "INSTANCE_STATUS_RUNNING");
     await page.type("input[name=target_version]", "2");
     await page.type("input[name=place_mapping]", "start=start,end=end");
-    await Promise.all([page.waitForNavigation(), page.click("button.start-batch")]);
+    await Promise.all([page.waitForNavigation(), page.click("button.preview-batch")]);
+    check(await page.$eval("#batch-count", (e) => e.dataset.total) === "1",
+          "the MIGRATE preview counts its one instance");
+    await Promise.all([page.waitForNavigation(), page.click("button.confirm-batch")]);
     await waitFor(async () => (await page.$eval("#batch td.state", (e) => e.textContent)) === "COMPLETED",
                   "the MIGRATE batch COMPLETED");
     const moved = (wfJson(["show", old], "ann")[0].instance || {}).definition_version;

@@ -3,7 +3,7 @@
  * memory store, without a server: the walk in chunks with its cursor and
  * counters, the bound on the first refusals, a cancel that arrives while
  * a chunk runs, a chunk whose lease was taken over, a chunk stopped by
- * its deadline, and an instance created after the start.
+ * its deadline, an instance created after the start, and a dry run.
  */
 #include <stdio.h>
 #include <string.h>
@@ -289,6 +289,39 @@ START_TEST(test_instance_created_after_the_start_is_not_visited)
 }
 END_TEST
 
+/* A dry run checks and counts as a start does, and stores nothing: no
+ * operation to claim, every instance left as it was. */
+START_TEST(test_dry_run_counts_and_stores_nothing)
+{
+    wf_instance_row *in = start_n("k", 3);
+    start_n("other", 2);
+    wf_net_ctx c = as("ops");
+    wf_batch_spec spec = {.action = WF_BATCH_CANCEL,
+                          .filter = {.started_by = "*", .definition_key = "k"},
+                          .dry_run = true};
+    wf_batch_view v;
+    wf_error err;
+    ck_code(wf_batch_start(&c.ref, &spec, NULL, &v, &err), WF_OK, err);
+    ck_assert_int_eq(v.row.total, 3);
+    ck_assert_str_eq(v.row.id, "");
+    ck_assert_int_eq(v.row.state, WF_BATCH_RUNNING);
+    spec.filter.definition_key = NULL;
+    ck_code(wf_batch_start(&c.ref, &spec, NULL, &v, &err), WF_OK, err);
+    ck_assert_int_eq(v.row.total, 5);
+    /* Its refusals are a start's. */
+    spec.action = 0;
+    ck_code(wf_batch_start(&c.ref, &spec, NULL, &v, &err), WF_E_INVALID_ARGUMENT, err);
+    wf_store_ctx sc = sctx();
+    wf_batch_row *rows;
+    size_t n;
+    ck_code(wf_store_claim_batches(st, &sc, "r1", wf_now_us(), 1000, 5, &rows, &n, &err), WF_OK,
+            err);
+    ck_assert_uint_eq(n, 0);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(status_of(in[i].id), WF_INSTANCE_RUNNING);
+}
+END_TEST
+
 /* wf_batch_pass claims and runs one chunk per batch, every batch. */
 START_TEST(test_pass_runs_one_chunk_of_each)
 {
@@ -324,6 +357,7 @@ batch_suite(void)
     tcase_add_test(tc, test_chunk_out_of_time_lets_the_lease_go);
     tcase_add_test(tc, test_instance_created_after_the_start_is_not_visited);
     tcase_add_test(tc, test_pass_runs_one_chunk_of_each);
+    tcase_add_test(tc, test_dry_run_counts_and_stores_nothing);
     suite_add_tcase(s, tc);
     return s;
 }

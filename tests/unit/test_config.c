@@ -17,14 +17,21 @@ load(const char *const *env, wf_error *err)
 START_TEST(test_production_requires_keys_and_database)
 {
     wf_error err;
+    /* Neither: one refusal names both. */
     const char *none[] = {NULL};
     ck_assert_ptr_null(load(none, &err));
     ck_assert_int_eq(err.code, WF_E_INVALID_ARGUMENT);
-    ck_assert_ptr_nonnull(strstr(err.msg, "WF_API_KEYS"));
+    ck_assert_msg(strstr(err.msg, "not set: WF_API_KEYS, DATABASE_URL") != NULL, "%s", err.msg);
 
     const char *keys_only[] = {"WF_API_KEYS=k1", NULL};
     ck_assert_ptr_null(load(keys_only, &err));
-    ck_assert_ptr_nonnull(strstr(err.msg, "DATABASE_URL"));
+    ck_assert_msg(strstr(err.msg, "not set: DATABASE_URL") != NULL, "%s", err.msg);
+    ck_assert_ptr_null(strstr(err.msg, "WF_API_KEYS"));
+
+    const char *db_only[] = {"DATABASE_URL=postgresql://x@127.0.0.1/db", NULL};
+    ck_assert_ptr_null(load(db_only, &err));
+    ck_assert_msg(strstr(err.msg, "not set: WF_API_KEYS") != NULL, "%s", err.msg);
+    ck_assert_ptr_null(strstr(err.msg, "DATABASE_URL"));
 
     const char *both[] = {"WF_API_KEYS=k1", "DATABASE_URL=postgresql://x@127.0.0.1/db", NULL};
     wf_config *cfg = load(both, &err);

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the signal rules (server/engine/signals.h) over the memory
+ * Unit tests of the signal rules (server/engine/runtime/signals.h) over the memory
  * store, without a server: a signal to an instance that waits fires its MSG
  * transition and merges the payload; one nobody waits for is buffered
  * (buffer_ttl) or dropped; a buffered signal is consumed when an instance

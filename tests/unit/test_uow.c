@@ -1,5 +1,5 @@
 /*
- * Unit tests of the unit of work (server/engine/uow.h) over the memory
+ * Unit tests of the unit of work (server/engine/base/uow.h) over the memory
  * store, without a server: a body runs in one transaction, a lost race
  * (WF_E_CONFLICT) reruns it, and a request id deduplicates: the same
  * request replays the first response without running the body, another

@@ -22,7 +22,10 @@
   is not reported; exit
   status 100 fails the job for good (one attempt, the instance FAILED with
   an incident);
-* referral-status is GetCompletion; definitions --key lists newest first.
+* referral-status is GetCompletion; definitions --key lists newest first;
+* batch start needs --key or --all, and --dry-run counts without starting;
+* watch --follow prints only new events (like tail -f), --from-start and
+  --after 0 the history first.
 
 --store memory runs on the memory store, --store pg on Postgres
 (WF_TEST_PG_DSN; exit 77, skipped, without it). Every server is a workflowd
@@ -36,6 +39,7 @@ import argparse
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -412,6 +416,77 @@ class CommandTests(ServerTests):
         versions = [json.loads(line)["version"] for line in out.splitlines()]
         self.assertEqual(versions, [3, 2, 1])
         self.assertIn("newest first", self.run_ok("definitions", "--help"))
+
+
+    def watcher(self, *args):
+        """`wfctl --json watch ARGS --follow`, its stdout and stderr read
+        line by line (read_line)."""
+        cmd = [OPTS.wfctl, "--addr", "127.0.0.1:%d" % self.srv.port, "--json", "watch"]
+        e = {k: v for k, v in os.environ.items() if not k.startswith("WFCTL_")}
+        p = subprocess.Popen(cmd + list(args) + ["--follow"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=e)
+        self.addCleanup(lambda: (p.kill(), p.wait(), p.stdout.close(), p.stderr.close()))
+        p.pending = {p.stdout.fileno(): b"", p.stderr.fileno(): b""}
+        return p
+
+    def read_line(self, p, stream, timeout=10):
+        """The next line of p's stream (unbuffered reads, so that select
+        sees every byte not yet taken), failing after timeout seconds."""
+        fd = stream.fileno()
+        deadline = time.time() + timeout
+        while b"\n" not in p.pending[fd]:
+            ready, _, _ = select.select([fd], [], [], max(0, deadline - time.time()))
+            self.assertTrue(ready, "no line within %ds" % timeout)
+            chunk = os.read(fd, 65536)
+            self.assertTrue(chunk, "the stream ended")
+            p.pending[fd] += chunk
+        line, p.pending[fd] = p.pending[fd].split(b"\n", 1)
+        return line.decode()
+
+    def test_watch_follow_starts_now_like_tail_f(self):
+        iid = self.start("watch-" + uuid.uuid4().hex[:6])
+        p = self.watcher("--instance", iid)
+        # Ready once the history is read: stderr names where it follows from.
+        self.assertIn("following events after sequence", self.read_line(p, p.stderr))
+        self.run_ok("cancel", iid, actor="dev")
+        first = json.loads(self.read_line(p, p.stdout))
+        self.assertEqual((first["type"], first["instance_id"]), ("INSTANCE_CANCELLED", iid))
+        # --from-start (and --after 0) print the history first.
+        for flags in (["--from-start"], ["--after", "0"]):
+            p = self.watcher("--instance", iid, *flags)
+            types = [json.loads(self.read_line(p, p.stdout))["type"] for _ in range(2)]
+            self.assertEqual(types, ["INSTANCE_STARTED", "INSTANCE_CANCELLED"], flags)
+        # Without --follow: the history, then exit.
+        self.assertEqual([e["type"] for e in self.events(iid)],
+                         ["INSTANCE_STARTED", "INSTANCE_CANCELLED"])
+        r = wfctl(self.srv, "watch", "--from-start", "--after", "1", "--follow")
+        self.assertEqual(r.returncode, 2, r.stderr)
+
+    def test_batch_start_needs_a_key_or_all(self):
+        key = "batch-" + uuid.uuid4().hex[:6]
+        ids = [self.start(key) for _ in range(2)]
+        # No definition key and no --all: a usage error, nothing started.
+        for args in (["batch", "start", "cancel"],
+                     ["batch", "start", "cancel", "--started-by", "*", "--status", "running"]):
+            r = wfctl(self.srv, *args, actor="dev")
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("--all", r.stderr)
+        self.assertEqual([self.instance(i)["status"] for i in ids], ["RUNNING"] * 2)
+        # --dry-run counts and starts nothing.
+        out = json.loads(self.run_ok("--json", "batch", "start", "cancel", "--key", key,
+                                     "--dry-run", actor="dev"))
+        self.assertEqual((out["batch_operation"]["id"], out["batch_operation"]["total"]), ("", 2))
+        self.assertIn("would act on 2 instances",
+                      self.run_ok("batch", "start", "cancel", "--key", key, "--dry-run",
+                                  actor="dev"))
+        # --all without a key is accepted (a dry run here: the server is shared).
+        out = json.loads(self.run_ok("--json", "batch", "start", "suspend", "--all",
+                                     "--started-by", "*", "--dry-run", actor="dev"))
+        self.assertGreaterEqual(out["batch_operation"]["total"], 2)
+        self.assertEqual([self.instance(i)["status"] for i in ids], ["RUNNING"] * 2)
+        # With a key it starts.
+        self.run_ok("batch", "start", "cancel", "--key", key, "--follow", actor="dev")
+        self.assertEqual([self.instance(i)["status"] for i in ids], ["CANCELLED"] * 2)
 
 
 class JobsTests(ServerTests):

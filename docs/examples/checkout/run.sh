@@ -12,7 +12,7 @@
 # with /usr/bin/python3.
 #
 # It deploys the step list, starts one `wfctl jobs` worker loop per job
-# type (the scripts in workers/), then runs three orders:
+# type (the scripts in workers/), then runs four orders:
 #   1. the carrier webhook arrives while the order waits for it: COMPLETED;
 #   2. the webhook arrives before the order exists (it is buffered), then
 #      shipping fails after its retries: refund, then release the stock,
@@ -156,9 +156,12 @@ wf --actor shop-backend deploy "$WORK/printed.json"
 grep -q "unchanged" "$OUT" || fail "the printed definition did not deploy unchanged"
 
 step "2. Start one worker loop per job type (the scripts in workers/)"
+# Job types are shared by every definition of a tenant (a worker of
+# "charge" takes the jobs of any definition naming "charge"), so the
+# example's carry its own prefix: checkout.charge, checkout.ship, ...
 for type in reserve-stock charge ship refund release-stock; do
-    echo "\$ wfctl jobs $type --worker checkout-$type --wait 2 -- workers/$type.sh &"
-    "$WFCTL" --addr "$ADDR" jobs "$type" --worker "checkout-$type" --wait 2 \
+    echo "\$ wfctl jobs checkout.$type --worker checkout-$type --wait 2 -- workers/$type.sh &"
+    "$WFCTL" --addr "$ADDR" jobs "checkout.$type" --worker "checkout-$type" --wait 2 \
         -- "$HERE/workers/$type.sh" >>"$WORK/jobs.out" 2>&1 &
     WORKERS+=($!)
 done

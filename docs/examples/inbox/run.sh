@@ -4,10 +4,13 @@
 # delegate (and the delegate's resolve), and a net whose USER transition
 # sets its task's priority, due and follow-up times by expressions.
 #
-#   docs/examples/inbox/run.sh [HOST:PORT]      (default 127.0.0.1:50051)
+#   docs/examples/inbox/run.sh [HOST:PORT]
 #
-# Needs a running workflowd in development mode (./run.sh) on the memory
-# store or Postgres, with the open directory (no WF_USERS / WF_GROUP_*).
+# The address is the argument, else $WFCTL_ADDR, else 127.0.0.1:50051. The
+# API key and tenant are wfctl's own WFCTL_API_KEY and WFCTL_TENANT (not
+# needed for a development server without keys). Needs a running workflowd
+# (./run.sh) on the memory store or Postgres, with the open directory (no
+# WF_USERS / WF_GROUP_*).
 # wfctl is taken from $WFCTL, else build-run/client/wfctl (built by
 # ./run.sh), else `wfctl` on the PATH. Values are read from `wfctl --json`
 # with jq when it is installed, else with /usr/bin/python3. The people of a
@@ -19,7 +22,7 @@
 # wfctl or the server cannot be reached).
 set -euo pipefail
 
-ADDR=${1:-127.0.0.1:50051}
+ADDR=${1:-${WFCTL_ADDR:-127.0.0.1:50051}}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT_DIR=$(cd "$HERE/../../.." && pwd)
 # wfctl and the helpers that show and check each command.

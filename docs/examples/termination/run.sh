@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The worked example of docs/referrals.md, end to end, with checks.
 #
-#   docs/examples/termination/run.sh [HOST:PORT]      (default 127.0.0.1:50051)
+#   docs/examples/termination/run.sh [HOST:PORT]
 #
-# Needs a running workflowd in development mode (./run.sh) on the memory
-# store or Postgres, with the open directory (no WF_USERS / WF_GROUP_*) and
+# The address is the argument, else $WFCTL_ADDR, else 127.0.0.1:50051. The
+# API key and tenant are wfctl's own WFCTL_API_KEY and WFCTL_TENANT (not
+# needed for a development server without keys). Needs a running workflowd
+# (./run.sh) on the memory store or Postgres, with the open directory (no WF_USERS / WF_GROUP_*) and
 # without WF_TRUST_ACTOR_GROUPS. wfctl is taken from $WFCTL, else
 # build-run/client/wfctl (built by ./run.sh), else `wfctl` on the PATH.
 # Values are read from `wfctl --json` with jq when it is installed, else
@@ -15,7 +17,7 @@
 # wfctl or the server cannot be reached).
 set -euo pipefail
 
-ADDR=${1:-127.0.0.1:50051}
+ADDR=${1:-${WFCTL_ADDR:-127.0.0.1:50051}}
 ROOT_DIR=$(cd "$(dirname "$0")/../../.." && pwd)
 # wfctl and the helpers that show and check each command.
 source "$ROOT_DIR/docs/examples/lib.sh"

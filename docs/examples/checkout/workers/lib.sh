@@ -4,7 +4,8 @@
 # WF_IDEMPOTENCY_KEY; exit 0 with a JSON object on stdout completes the
 # job with those variables, any other exit fails it (it is retried while
 # attempts remain). Each run is appended to $CHECKOUT_LOG, when set, as
-# "ORDER JOB_TYPE ATTEMPT OUTCOME".
+# "ORDER JOB_TYPE ATTEMPT OUTCOME", the job type without the example's
+# prefix "checkout.".
 VARS=$(cat)
 
 # var NAME: the variable's value ("" when absent).
@@ -22,6 +23,6 @@ ORDER=$(var order_id)
 # done_with OUTCOME: logs this run.
 done_with() {
     if [ -n "${CHECKOUT_LOG:-}" ]; then
-        echo "$ORDER $WF_JOB_TYPE $WF_JOB_ATTEMPT $1" >>"$CHECKOUT_LOG"
+        echo "$ORDER ${WF_JOB_TYPE#checkout.} $WF_JOB_ATTEMPT $1" >>"$CHECKOUT_LOG"
     fi
 }
