@@ -1,5 +1,5 @@
 /*
- * test_scheduler.c: the timer scheduler (server/engine/scheduler.h) with a
+ * test_scheduler.c: the timer scheduler (server/scheduler/scheduler.h) with a
  * fake fire callback, no server.
  *
  * Timers are written straight into a store through units of work, as the
