@@ -640,21 +640,24 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
      * error and idempotency key plus 1024) stays within $7 (0 = no bound); when the first alone
      * passes it, nothing is leased and that row comes back unchanged
      * (state 1), for the caller to refuse. The engine writes the
-     * JOB_ACTIVATED events. */
+     * JOB_ACTIVATED events. The leased rows are updated through the ctids
+     * the same statement locked: a join back on the key is planned, once
+     * the queue is large, as a hash join over every job (a generic plan
+     * takes LIMIT $4 for a tenth of the queue). */
     [S_ACTIVATE_JOBS] =
         {"activate_jobs",
-         "WITH l AS (SELECT " COLS_JOBS ", "
+         "WITH l AS (SELECT ctid AS tid, " COLS_JOBS ", "
          "octet_length(coalesce(variables_json, '')) + octet_length(coalesce(last_error, '')) + "
          "octet_length(coalesce(idempotency_key, '')) + 1024 AS b FROM jobs WHERE "
          "tenant_id = $1 AND job_type = $2 AND state = 1 AND activatable_at <= $3 "
          "AND NOT " SUSPENDED_ROOT_OF_JOBS " "
          "ORDER BY activatable_at, id LIMIT $4 FOR UPDATE SKIP LOCKED), "
-         "c AS (SELECT tenant_id, root_id, id FROM (SELECT tenant_id, root_id, id, sum(b) OVER "
+         "c AS (SELECT tid FROM (SELECT tid, sum(b) OVER "
          "(ORDER BY activatable_at, id) AS t FROM l) x WHERE $7::bigint = 0 OR t <= $7::bigint), "
          "u AS (UPDATE jobs j SET state = 2, key = j.instance_id || '.' || "
          "gen_random_uuid()::text, "
-         "worker = $5, lease_expires_at = $6 FROM c WHERE "
-         "j.tenant_id = c.tenant_id AND j.root_id = c.root_id AND j.id = c.id RETURNING j.*) "
+         "worker = $5, lease_expires_at = $6 WHERE j.ctid = ANY(ARRAY(SELECT tid FROM c)) "
+         "RETURNING j.*) "
          "SELECT " COLS_JOBS " FROM u UNION ALL (SELECT " COLS_JOBS " FROM l WHERE "
          "NOT EXISTS (SELECT 1 FROM c) ORDER BY activatable_at, id LIMIT 1) "
          "ORDER BY activatable_at, id",

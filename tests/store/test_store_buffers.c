@@ -164,8 +164,10 @@ teardown(void)
 
 /* Rows g of phase p: ids and roots of their own ('b<p>-<g>'), spread over
  * 5000 roots, so that a read of one root that walks the tenant reads
- * them all. A quarter of the jobs wait in the queue "queued", which each
- * round leases one of (a read of the whole queue shows there). */
+ * them all. The jobs wait in one queue, "queued", which each round
+ * leases one of: a read of the whole queue shows there, and one job type
+ * is what makes a generic plan join the leased rows back by a hash join
+ * over every job. */
 static void
 fill(int phase, int rows)
 {
@@ -187,8 +189,7 @@ fill(int phase, int rows)
         "INSERT INTO jobs (tenant_id, id, key, root_id, instance_id, job_type, state, attempt, "
         "max_attempts, activatable_at, created_at) SELECT 'default', 'bj%1$d-' || g, "
         "'b%1$d-' || (g %% 5000 + 1) || '.k' || g, 'b%1$d-' || (g %% 5000 + 1), "
-        "'b%1$d-' || (g %% 5000 + 1), CASE WHEN g %% 4 = 0 THEN 'queued' ELSE 'other' || "
-        "g %% 97 END, 1, 1, 3, %1$d * 1000000 + g, g "
+        "'b%1$d-' || (g %% 5000 + 1), 'queued', 1, 1, 3, %1$d * 1000000 + g, g "
         "FROM generate_series(1, %2$d) g",
         "INSERT INTO timers (tenant_id, id, root_id, instance_id, due_at, created_at) SELECT "
         "'default', 'bm%1$d-' || g, 'b%1$d-' || (g %% 5000 + 1), 'b%1$d-' || (g %% 5000 + 1), "
