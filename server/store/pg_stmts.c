@@ -689,24 +689,25 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
 /* Buffered rows are always outcome 2 (BUFFERED) or 5 (STARTED) with
  * consumed_at 0: saying so lets the partial indexes signals_expiry /
  * signals_tenant_expiry serve. */
+/* These passes and the sweeps below change the rows they locked through
+ * their ctids, as claim_timers: a join back on the key may be planned as a
+ * hash join over the whole table (a generic plan takes LIMIT $2 for a
+ * tenth of the rows). */
 #define EXPIRE_SIGNALS(tenant)                                                                     \
-    "WITH c AS (SELECT tenant_id, id FROM signals WHERE " tenant                                   \
+    "UPDATE signals SET buffered = false, discarded = true WHERE ctid = ANY(ARRAY(SELECT ctid "    \
+    "FROM signals WHERE " tenant                                                                   \
     "outcome IN (2, 5) AND consumed_at = 0 AND buffered AND NOT discarded AND expires_at <= $1 "   \
-    "ORDER BY expires_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) "                                    \
-    "UPDATE signals s SET buffered = false, discarded = true FROM c "                              \
-    "WHERE s.tenant_id = c.tenant_id AND s.id = c.id"
+    "ORDER BY expires_at, id LIMIT $2 FOR UPDATE SKIP LOCKED))"
     [S_EXPIRE_SIGNALS] = {"expire_signals", EXPIRE_SIGNALS(""), "signal"},
     [S_EXPIRE_SIGNALS_T] = {"expire_signals_tenant", EXPIRE_SIGNALS("tenant_id = $3 AND "),
                             "signal"},
 #define SWEEP_SIGNALS(tenant)                                                                      \
-    "WITH c AS (SELECT tenant_id, id FROM signals WHERE " tenant                                   \
+    "DELETE FROM signals WHERE ctid = ANY(ARRAY(SELECT ctid FROM signals WHERE " tenant            \
     "outcome IN (2, 5) AND consumed_at = 0 AND NOT buffered AND expires_at > 0 AND "               \
     "expires_at <= $1 "                                                                            \
-    "LIMIT $2 FOR UPDATE SKIP LOCKED) "                                                            \
-    "DELETE FROM signals s USING c WHERE s.tenant_id = c.tenant_id AND s.id = c.id"
+    "LIMIT $2 FOR UPDATE SKIP LOCKED))"
     [S_SWEEP_SIGNALS] = {"sweep_signals", SWEEP_SIGNALS(""), "signal"},
     [S_SWEEP_SIGNALS_T] = {"sweep_signals_tenant", SWEEP_SIGNALS("tenant_id = $3 AND "), "signal"},
-/* Through the ctids the same statement locked, as claim_timers. */
 #define SWEEP_IDEMPOTENCY(tenant)                                                                  \
     "DELETE FROM idempotency WHERE ctid = ANY(ARRAY(SELECT ctid FROM idempotency WHERE " tenant    \
     "created_at <= $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
@@ -722,12 +723,12 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
     "WITH r AS (SELECT tenant_id, id FROM instances WHERE " tenant "parent_id IS NULL AND "        \
     "ended_at > 0 AND NOT events_swept AND ended_at <= $1 AND status IN (2, 3, 6) ORDER BY "       \
     "ended_at LIMIT $2 FOR UPDATE SKIP LOCKED), "                                                  \
-    "c AS (SELECT e.id FROM r JOIN events e ON e.tenant_id = r.tenant_id AND "                     \
+    "c AS (SELECT e.ctid AS tid FROM r JOIN events e ON e.tenant_id = r.tenant_id AND "            \
     "e.root_id = r.id WHERE e.sequence IS NOT NULL LIMIT $2 FOR UPDATE OF e SKIP LOCKED), "        \
     "m AS (UPDATE instances i SET events_swept = true FROM r WHERE "                               \
     "i.tenant_id = r.tenant_id AND i.root_id = r.id AND i.id = r.id AND "                          \
     "(SELECT count(*) FROM c) < $2) "                                                              \
-    "DELETE FROM events d USING c WHERE d.id = c.id"
+    "DELETE FROM events WHERE ctid = ANY(ARRAY(SELECT tid FROM c))"
     [S_SWEEP_EVENTS] = {"sweep_events", SWEEP_EVENTS(""), "event"},
     [S_SWEEP_EVENTS_T] = {"sweep_events_tenant", SWEEP_EVENTS("tenant_id = $3 AND "), "event"},
     /* Waits for a signal sent to one instance, or to one aggregate. */
