@@ -499,7 +499,7 @@ enable_time(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
         .due_at = due,
         .created_at = w->rw.now,
     };
-    char *when = wf_runtime__time_text(w->rw.arena, due);
+    char *when = wf_time_rfc3339(w->rw.arena, due);
     if (tm.id == NULL || when == NULL)
         return wf_error_nomem(err);
     wf_code rc = wf_runtime__add_row(w->rw.arena, &w->timers, &tm, sizeof tm, NW_NEW, NULL, err);

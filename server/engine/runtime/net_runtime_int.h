@@ -144,7 +144,8 @@ void wf_runtime__keep_wake(const net_work *w, const char ***types, size_t *n);
  * WF_NW_WAKE_TIMERS). */
 void wf_runtime__wake(const wf_net_ctx *ctx, const char *const *types, size_t n);
 
-/* RFC 3339 UTC text of a time in µs, in arena. */
+/* wf_time_rfc3339 (core/wf_time.h) under the name signals.c and
+ * net_runtime_jobs.c call it by. */
 char *wf_runtime__time_text(wf_arena *a, int64_t us);
 
 /* ---- firing (net_runtime.c) ------------------------------------------------- */
