@@ -6,7 +6,8 @@
  * every other thread, and nothing runs in a signal handler). Shutdown:
  * health NOT_SERVING, wait WF_DRAIN_SECONDS while still serving, stop the
  * scheduler, stop the server with WF_GRACE_SECONDS for calls in
- * flight, close the store.
+ * flight, close the store. A failed startup leaves by the same path, from
+ * the step it reached: what was started is stopped in reverse order.
  *
  * Exit codes: 0 after a clean shutdown, 2 for a configuration error, 1 when
  * the server cannot start (store unreachable, address in use).
@@ -96,6 +97,39 @@ render_metrics(void *arg, FILE *out)
         render_scheduler(s, out);
 }
 
+/* workflowd migrate: applies the pending migrations of DATABASE_URL; the
+ * exit code (0 current, 1 cannot be made current, 2 configuration). */
+static int
+migrate(const wf_config *cfg)
+{
+    wf_error err;
+    int version = 0;
+    wf_error_clear(&err);
+    wf_code rc = wf_app_migrate(cfg, &version, &err);
+    if (rc != WF_OK) {
+        WF_LOG(WF_LOG_ERROR, "migrate", "%s", err.msg);
+        return rc == WF_E_INVALID_ARGUMENT ? 2 : 1;
+    }
+    WF_LOG(WF_LOG_INFO, "migrate", "the schema is at migration %d", version);
+    return 0;
+}
+
+/* Serves until SIGTERM or SIGINT, then has health answer NOT_SERVING and
+ * keeps serving for WF_DRAIN_SECONDS, so that load balancers move traffic
+ * away before the server stops. */
+static void
+wait_and_drain(const sigset_t *sigs, wf_rpc_server *srv, const wf_config *cfg)
+{
+    int sig = 0;
+    sigwait(sigs, &sig);
+    WF_LOG(WF_LOG_INFO, "shutdown", "received %s: draining for %d s", strsignal(sig),
+           cfg->drain_seconds);
+    wf_rpc_server_drain(srv);
+    struct timespec drain = {cfg->drain_seconds, 0};
+    while (nanosleep(&drain, &drain) != 0)
+        ;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -134,6 +168,19 @@ main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* What startup acquires, in order; released in reverse from the label
+     * for the last step reached, so that a failed startup and a shutdown
+     * leave by one path. */
+    wf_app app = WF_APP_INIT;
+    wf_rpc_server *srv = NULL;
+    struct metrics_src msrc = {NULL, &app, NULL, NULL};
+    wf_http *http = NULL;
+    wf_console *console = NULL;
+    wf_scheduler_options sopt;
+    wf_scheduler *sched = NULL;
+    int grace_ms = 0; /* the server's grace for calls in flight: none unless it served */
+    int status = 1;   /* the exit code */
+
     wf_error err;
     wf_error_clear(&err);
     wf_config *cfg = wf_config_load(environ, &err);
@@ -143,20 +190,13 @@ main(int argc, char **argv)
     }
     wf_log_threshold = (wf_log_level)cfg->log_level;
     if (argc > 1 && strcmp(argv[1], "migrate") == 0) {
-        int version = 0;
-        wf_code rc = wf_app_migrate(cfg, &version, &err);
-        wf_config_free(cfg);
-        if (rc != WF_OK) {
-            WF_LOG(WF_LOG_ERROR, "migrate", "%s", err.msg);
-            return rc == WF_E_INVALID_ARGUMENT ? 2 : 1;
-        }
-        WF_LOG(WF_LOG_INFO, "migrate", "the schema is at migration %d", version);
-        return 0;
+        status = migrate(cfg);
+        goto out_free_config;
     }
     if (argc > 1) {
         WF_LOG(WF_LOG_ERROR, "usage", "unknown argument \"%s\" (see workflowd --help)", argv[1]);
-        wf_config_free(cfg);
-        return 2;
+        status = 2;
+        goto out_free_config;
     }
     wf_expr_configure(&(wf_expr_options){
         .isolation = cfg->expr_inline ? WF_EXPR_INLINE : WF_EXPR_PROCESS,
@@ -167,55 +207,37 @@ main(int argc, char **argv)
         .max_queued = cfg->expr_max_queued,
     });
 
-    wf_app app = WF_APP_INIT;
     app.cfg = cfg;
     if (wf_app_open_store(&app, &err) != WF_OK) {
         WF_LOG(WF_LOG_ERROR, "startup", "could not open the store: %s", err.msg);
-        wf_config_free(cfg);
-        return 1;
+        goto out_stop_expr;
     }
-    wf_rpc_server *srv = wf_rpc_server_start(&app, &err);
+    srv = wf_rpc_server_start(&app, &err);
     if (srv == NULL) {
         WF_LOG(WF_LOG_ERROR, "startup", "could not start: %s", err.msg);
-        wf_app_close_store(&app);
-        wf_config_free(cfg);
-        return 1;
+        goto out_close_store;
     }
     if (wf_app_listen(&app, &err) != WF_OK) {
         WF_LOG(WF_LOG_ERROR, "startup", "could not listen for store notifications: %s", err.msg);
-        wf_rpc_server_stop(srv, 0);
-        wf_app_close_store(&app);
-        wf_config_free(cfg);
-        return 1;
+        goto out_stop_server;
     }
     /* Counted at most every 5 s, by a scrape that waits at most 1 s. */
-    struct metrics_src msrc = {srv, &app, NULL, NULL};
-    wf_http *http = NULL;
+    msrc.srv = srv;
     if (cfg->metrics_addr != NULL) {
         msrc.gauges = wf_rpc_gauges_new(&app, 5000, 1000);
         http = wf_http_start(cfg->metrics_addr, render_metrics, &msrc, &err);
         if (http == NULL) {
             WF_LOG(WF_LOG_ERROR, "startup", "could not start the metrics endpoint: %s", err.msg);
-            wf_rpc_gauges_free(msrc.gauges);
-            wf_rpc_server_stop(srv, 0);
-            wf_app_close_store(&app);
-            wf_config_free(cfg);
-            return 1;
+            goto out_free_gauges;
         }
         WF_LOG(WF_LOG_INFO, "startup", "metrics on %s/metrics", cfg->metrics_addr);
     }
     /* The web console: its own listener and threads, over the handlers. */
-    wf_console *console = NULL;
     if (cfg->console_addr != NULL) {
         console = wf_console_start(&app, cfg->console_addr, &err);
         if (console == NULL) {
             WF_LOG(WF_LOG_ERROR, "startup", "could not start the web console: %s", err.msg);
-            wf_http_stop(http);
-            wf_rpc_gauges_free(msrc.gauges);
-            wf_rpc_server_stop(srv, 0);
-            wf_app_close_store(&app);
-            wf_config_free(cfg);
-            return 1;
+            goto out_stop_http;
         }
         WF_LOG(WF_LOG_INFO, "startup", "web console on http://%s/", cfg->console_addr);
     }
@@ -223,18 +245,11 @@ main(int argc, char **argv)
      * server running (a fired timer wakes the streams watching its
      * instance; before the rpc layer installs its waker a wake-up would be
      * lost). Signals are blocked already, so its thread inherits the mask. */
-    wf_scheduler_options sopt;
     wf_app_scheduler_options(&app, &sopt);
-    wf_scheduler *sched = wf_scheduler_start(app.store, &sopt, wf_app_fire_timer, &app, &err);
+    sched = wf_scheduler_start(app.store, &sopt, wf_app_fire_timer, &app, &err);
     if (sched == NULL) {
         WF_LOG(WF_LOG_ERROR, "startup", "could not start the timer scheduler: %s", err.msg);
-        wf_console_stop(console);
-        wf_http_stop(http);
-        wf_rpc_gauges_free(msrc.gauges);
-        wf_rpc_server_stop(srv, 0);
-        wf_app_close_store(&app);
-        wf_config_free(cfg);
-        return 1;
+        goto out_stop_console;
     }
     msrc.sched = sched;
     wf_app_set_scheduler(&app, sched); /* timers created here now wake it */
@@ -243,36 +258,43 @@ main(int argc, char **argv)
            wf_rpc_server_port(srv), cfg->development ? "development" : "production",
            cfg->database_url != NULL ? "postgres" : "memory", cfg->threads);
 
-    int sig = 0;
-    sigwait(&sigs, &sig);
-    WF_LOG(WF_LOG_INFO, "shutdown", "received %s: draining for %d s", strsignal(sig),
-           cfg->drain_seconds);
-    wf_rpc_server_drain(srv);
-    struct timespec drain = {cfg->drain_seconds, 0};
-    while (nanosleep(&drain, &drain) != 0)
-        ;
-    /* The scheduler stops after the drain (while the replica still serves,
-     * timers still fire: with one replica, stopping earlier would hold
-     * every timer due in the drain until the next start) and before the
-     * server stops: no new unit of work starts during the grace period,
-     * no fire's wake-up reaches an rpc layer being torn down, and above
-     * all its thread is gone before wf_app_close_store frees the store.
-     * It returns within one fire's deadline; timers it had claimed but not
-     * fired are claimed again after claim_ms by any replica. */
+    wait_and_drain(&sigs, srv, cfg);
+    grace_ms = cfg->grace_seconds * 1000;
+    status = 0;
+
     /* Metrics go first: they read the scheduler, which is about to be freed
      * (scrapes during the drain above still worked). The console calls
      * the handlers, which reach the scheduler and the store: it stops
      * with them. */
+out_stop_console:
     wf_console_stop(console);
+out_stop_http:
     wf_http_stop(http);
+out_free_gauges:
     wf_rpc_gauges_free(msrc.gauges);
-    wf_app_set_scheduler(&app, NULL);
-    wf_scheduler_stop(sched);
-    wf_rpc_server_stop(srv, cfg->grace_seconds * 1000);
+    /* The scheduler, started last, stops after the metrics and the console
+     * that read it. It stops after the drain (while the replica still
+     * serves, timers still fire: with one replica, stopping earlier would
+     * hold every timer due in the drain until the next start) and before
+     * the server stops: no new unit of work starts during the grace period,
+     * no fire's wake-up reaches an rpc layer being torn down, and above all
+     * its thread is gone before wf_app_close_store frees the store. It
+     * returns within one fire's deadline; timers it had claimed but not
+     * fired are claimed again after claim_ms by any replica. */
+    if (sched != NULL) {
+        wf_app_set_scheduler(&app, NULL);
+        wf_scheduler_stop(sched);
+    }
+out_stop_server:
+    wf_rpc_server_stop(srv, grace_ms);
+out_close_store:
     wf_app_close_store(&app);
+out_stop_expr:
     wf_expr_cache_clear(); /* compiled jq programs */
     wf_expr_shutdown();
-    WF_LOG(WF_LOG_INFO, "shutdown", "stopped");
+    if (status == 0)
+        WF_LOG(WF_LOG_INFO, "shutdown", "stopped");
+out_free_config:
     wf_config_free(cfg);
-    return 0;
+    return status;
 }

@@ -346,12 +346,38 @@ fingerprint(wf_call *call, const ProtobufCMessage *req, const char *const *skip,
 
 /* ---- idempotency -------------------------------------------------------------------- */
 
+/* A response of descriptor d whose one field is `instance`, from the
+ * instance row r; NULL when out of memory or when d has no such field. */
+static ProtobufCMessage *
+instance_response(wf_arena *a, const ProtobufCMessageDescriptor *d, const wf_instance_row *r)
+{
+    const ProtobufCFieldDescriptor *f =
+        protobuf_c_message_descriptor_get_field_by_name(d, "instance");
+    if (f == NULL || f->type != PROTOBUF_C_TYPE_MESSAGE ||
+        f->descriptor != &workflow__v1__instance__descriptor)
+        return NULL;
+    ProtobufCMessage *m = wf_arena_alloc(a, d->sizeof_message);
+    Workflow__V1__Instance *in = wf_h_instance(a, r);
+    if (m == NULL || in == NULL)
+        return NULL;
+    protobuf_c_message_init(d, m);
+    memcpy((char *)m + f->offset, &in, sizeof in);
+    return m;
+}
+
+/* The response b builds from result (see wf_h_builder). */
+static ProtobufCMessage *
+build(const wf_h_builder *b, wf_arena *a, const void *result)
+{
+    return b->build != NULL ? b->build(a, result) : instance_response(a, b->desc, result);
+}
+
 static wf_code
 encode(const void *result, void *arg, wf_arena *a, unsigned char **bytes, size_t *len,
        wf_error *err)
 {
     const wf_h_builder *b = arg;
-    ProtobufCMessage *m = b->build(a, result);
+    ProtobufCMessage *m = build(b, a, result);
     if (m == NULL)
         return wf_error_nomem(err);
     *len = protobuf_c_message_get_packed_size(m);
@@ -407,7 +433,7 @@ wf_h_respond(wf_call *call, wf_code rc, const wf_uow_idem *idem, const wf_h_buil
         ProtobufCAllocator pa = wf_arena_pb_allocator(call->arena);
         *resp = protobuf_c_message_unpack(b->desc, &pa, idem->response_len, idem->response);
     } else {
-        *resp = b->build(call->arena, result);
+        *resp = build(b, call->arena, result);
         /* New events were committed: let WatchEvents followers read them. */
         wf_app_wake_streams(call->app, WF_TOPIC_EVENTS);
     }

@@ -71,7 +71,9 @@ Workflow__V1__AssignToResponse *wf_h_assignment(wf_arena *a, const wf_ref_assign
 Workflow__V1__Job *wf_h_job(wf_arena *a, const wf_job_row *r);
 Workflow__V1__Timer *wf_h_timer(wf_arena *a, const wf_timer_row *r);
 
-/* Builds the response message of a handler from the engine's result. */
+/* Builds the response message of a handler from the engine's result.
+ * build NULL: the response's one field is `instance`, built from a
+ * wf_instance_row result by wf_h_instance. */
 typedef struct wf_h_builder {
     ProtobufCMessage *(*build)(wf_arena *a, const void *result);
     const ProtobufCMessageDescriptor *desc; /* of the response */
@@ -88,7 +90,7 @@ wf_code wf_h_idem(wf_call *call, const ProtobufCMessage *req, const char *reques
                   const wf_h_builder *b, wf_uow_idem *out, wf_error *err);
 
 /* Ends a mutating call: on WF_OK *resp is the replayed response (unpacked
- * from the stored bytes) or b->build(result). */
+ * from the stored bytes) or the one b builds from result. */
 wf_code wf_h_respond(wf_call *call, wf_code rc, const wf_uow_idem *idem, const wf_h_builder *b,
                      const void *result, ProtobufCMessage **resp, wf_error *err);
 

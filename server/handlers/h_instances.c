@@ -16,18 +16,7 @@
 
 /* ---- StartInstance ------------------------------------------------------------------ */
 
-static ProtobufCMessage *
-build_start(wf_arena *a, const void *result)
-{
-    Workflow__V1__StartInstanceResponse *m = wf_arena_alloc(a, sizeof *m);
-    if (m == NULL)
-        return NULL;
-    workflow__v1__start_instance_response__init(m);
-    m->instance = wf_h_instance(a, result);
-    return m->instance != NULL ? &m->base : NULL;
-}
-
-static const wf_h_builder start_builder = {build_start,
+static const wf_h_builder start_builder = {NULL,
                                            &workflow__v1__start_instance_response__descriptor};
 
 wf_code
@@ -432,36 +421,58 @@ h_list_incidents(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
     return WF_OK;
 }
 
-/* ---- SetVariables ---------------------------------------------------------------- */
+/* ---- the mutating calls on one instance -------------------------------------------- */
 
-static ProtobufCMessage *
-build_set_variables(wf_arena *a, const void *result)
+/* The engine's part of a mutating call on one instance: req is the call's
+ * request, out the result its builder reads. */
+typedef wf_code (*instance_op_fn)(wf_call *call, const wf_net_ctx *ctx, const ProtobufCMessage *req,
+                                  wf_uow_idem *idem, void *out, wf_error *err);
+
+typedef struct instance_method {
+    wf_h_builder builder; /* of the response */
+    instance_op_fn op;
+} instance_method;
+
+/* Runs a mutating call on the instance instance_id: checks the id, prepares
+ * the idempotency of request_id (NULL or "": none), runs the method's
+ * operation and answers (out: storage for its result). */
+static wf_code
+on_instance(wf_call *call, const ProtobufCMessage *msg, const char *instance_id,
+            const char *request_id, const instance_method *m, void *out, ProtobufCMessage **resp,
+            wf_error *err)
 {
-    Workflow__V1__SetVariablesResponse *m = wf_arena_alloc(a, sizeof *m);
-    if (m == NULL)
-        return NULL;
-    workflow__v1__set_variables_response__init(m);
-    m->instance = wf_h_instance(a, result);
-    return m->instance != NULL ? &m->base : NULL;
+    wf_net_ctx ctx;
+    wf_uow_idem idem;
+    wf_h_net_ctx(call, &ctx);
+    if (wf_ids_check(&ctx.ref, WF_ID_INSTANCE, "instance_id", instance_id, err) != WF_OK)
+        return err->code;
+    wf_code rc = wf_h_idem(call, msg, request_id, &m->builder, &idem, err);
+    if (rc == WF_OK)
+        rc = m->op(call, &ctx, msg, &idem, out, err);
+    return wf_h_respond(call, rc, &idem, &m->builder, out, resp, err);
 }
 
-static const wf_h_builder set_variables_builder = {
-    build_set_variables, &workflow__v1__set_variables_response__descriptor};
+/* ---- SetVariables ---------------------------------------------------------------- */
+
+static wf_code
+set_variables(wf_call *call, const wf_net_ctx *ctx, const ProtobufCMessage *msg, wf_uow_idem *idem,
+              void *out, wf_error *err)
+{
+    const Workflow__V1__SetVariablesRequest *req = (const void *)msg;
+    (void)call;
+    return wf_sig_set_variables(ctx, req->instance_id, req->variables_json, idem, out, err);
+}
+
+static const instance_method set_variables_method = {
+    {NULL, &workflow__v1__set_variables_response__descriptor}, set_variables};
 
 wf_code
 h_set_variables(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
 {
     const Workflow__V1__SetVariablesRequest *req = (const void *)msg;
-    wf_net_ctx ctx;
-    wf_uow_idem idem;
     wf_instance_row out;
-    wf_h_net_ctx(call, &ctx);
-    if (wf_ids_check(&ctx.ref, WF_ID_INSTANCE, "instance_id", req->instance_id, err) != WF_OK)
-        return err->code;
-    wf_code rc = wf_h_idem(call, msg, req->request_id, &set_variables_builder, &idem, err);
-    if (rc == WF_OK)
-        rc = wf_sig_set_variables(&ctx, req->instance_id, req->variables_json, &idem, &out, err);
-    return wf_h_respond(call, rc, &idem, &set_variables_builder, &out, resp, err);
+    return on_instance(call, msg, req->instance_id, req->request_id, &set_variables_method, &out,
+                       resp, err);
 }
 
 /* ---- ModifyInstance -------------------------------------------------------------- */
@@ -500,20 +511,11 @@ build_modify(wf_arena *a, const void *result)
     return &m->base;
 }
 
-static const wf_h_builder modify_builder = {build_modify,
-                                            &workflow__v1__modify_instance_response__descriptor};
-
-wf_code
-h_modify_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
-                  wf_error *err)
+static wf_code
+modify(wf_call *call, const wf_net_ctx *ctx, const ProtobufCMessage *msg, wf_uow_idem *idem,
+       void *out, wf_error *err)
 {
     const Workflow__V1__ModifyInstanceRequest *req = (const void *)msg;
-    wf_net_ctx ctx;
-    wf_uow_idem idem;
-    wf_net_modified out;
-    wf_h_net_ctx(call, &ctx);
-    if (wf_ids_check(&ctx.ref, WF_ID_INSTANCE, "instance_id", req->instance_id, err) != WF_OK)
-        return err->code;
     wf_net_mod *ops = wf_arena_calloc(call->arena, req->n_operations + 1, sizeof *ops);
     if (ops == NULL)
         return wf_error_nomem(err);
@@ -535,10 +537,20 @@ h_modify_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage *
         .allow_empty = req->allow_empty,
         .reason = req->reason,
     };
-    wf_code rc = wf_h_idem(call, msg, req->request_id, &modify_builder, &idem, err);
-    if (rc == WF_OK)
-        rc = wf_net_modify_instance(&ctx, &in, &idem, &out, err);
-    return wf_h_respond(call, rc, &idem, &modify_builder, &out, resp, err);
+    return wf_net_modify_instance(ctx, &in, idem, out, err);
+}
+
+static const instance_method modify_method = {
+    {build_modify, &workflow__v1__modify_instance_response__descriptor}, modify};
+
+wf_code
+h_modify_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
+                  wf_error *err)
+{
+    const Workflow__V1__ModifyInstanceRequest *req = (const void *)msg;
+    wf_net_modified out;
+    return on_instance(call, msg, req->instance_id, req->request_id, &modify_method, &out, resp,
+                       err);
 }
 
 /* ---- MigrateInstance ------------------------------------------------------------- */
@@ -623,20 +635,11 @@ build_migrate(wf_arena *a, const void *result)
     return &m->base;
 }
 
-static const wf_h_builder migrate_builder = {build_migrate,
-                                             &workflow__v1__migrate_instance_response__descriptor};
-
-wf_code
-h_migrate_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
-                   wf_error *err)
+static wf_code
+migrate(wf_call *call, const wf_net_ctx *ctx, const ProtobufCMessage *msg, wf_uow_idem *idem,
+        void *out, wf_error *err)
 {
     const Workflow__V1__MigrateInstanceRequest *req = (const void *)msg;
-    wf_net_ctx ctx;
-    wf_uow_idem idem;
-    wf_net_migration out;
-    wf_h_net_ctx(call, &ctx);
-    if (wf_ids_check(&ctx.ref, WF_ID_INSTANCE, "instance_id", req->instance_id, err) != WF_OK)
-        return err->code;
     wf_net_place_map *map =
         wf_h_place_mapping(call->arena, req->place_mapping, req->n_place_mapping);
     if (map == NULL)
@@ -648,141 +651,110 @@ h_migrate_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage 
         .n_mapping = req->n_place_mapping,
         .dry_run = req->dry_run,
     };
-    wf_code rc =
-        wf_h_idem(call, msg, req->dry_run ? NULL : req->request_id, &migrate_builder, &idem, err);
-    if (rc == WF_OK)
-        rc = wf_net_migrate_instance(&ctx, &in, &idem, &out, err);
-    return wf_h_respond(call, rc, &idem, &migrate_builder, &out, resp, err);
+    return wf_net_migrate_instance(ctx, &in, idem, out, err);
 }
 
-/* ---- CancelInstance -------------------------------------------------------------- */
+static const instance_method migrate_method = {
+    {build_migrate, &workflow__v1__migrate_instance_response__descriptor}, migrate};
 
-static ProtobufCMessage *
-build_cancel(wf_arena *a, const void *result)
+/* A dry run changes nothing: it records no request. */
+wf_code
+h_migrate_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
+                   wf_error *err)
 {
-    Workflow__V1__CancelInstanceResponse *m = wf_arena_alloc(a, sizeof *m);
-    if (m == NULL)
-        return NULL;
-    workflow__v1__cancel_instance_response__init(m);
-    m->instance = wf_h_instance(a, result);
-    return m->instance != NULL ? &m->base : NULL;
+    const Workflow__V1__MigrateInstanceRequest *req = (const void *)msg;
+    wf_net_migration out;
+    return on_instance(call, msg, req->instance_id, req->dry_run ? NULL : req->request_id,
+                       &migrate_method, &out, resp, err);
 }
 
-static const wf_h_builder cancel_builder = {build_cancel,
-                                            &workflow__v1__cancel_instance_response__descriptor};
+/* ---- CancelInstance, RetryInstance, SuspendInstance, ResumeInstance ---------------- */
+
+static wf_code
+cancel(wf_call *call, const wf_net_ctx *ctx, const ProtobufCMessage *msg, wf_uow_idem *idem,
+       void *out, wf_error *err)
+{
+    const Workflow__V1__CancelInstanceRequest *req = (const void *)msg;
+    (void)call;
+    return wf_instances_cancel(ctx, req->instance_id, req->reason, req->compensate, idem, out, err);
+}
+
+static const instance_method cancel_method = {
+    {NULL, &workflow__v1__cancel_instance_response__descriptor}, cancel};
 
 wf_code
 h_cancel_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
                   wf_error *err)
 {
     const Workflow__V1__CancelInstanceRequest *req = (const void *)msg;
-    wf_net_ctx ctx;
-    wf_uow_idem idem;
     wf_instance_row out;
-    wf_h_net_ctx(call, &ctx);
-    if (wf_ids_check(&ctx.ref, WF_ID_INSTANCE, "instance_id", req->instance_id, err) != WF_OK)
-        return err->code;
-    wf_code rc = wf_h_idem(call, msg, req->request_id, &cancel_builder, &idem, err);
-    if (rc == WF_OK)
-        rc = wf_instances_cancel(&ctx, req->instance_id, req->reason, req->compensate, &idem, &out,
-                                 err);
-    return wf_h_respond(call, rc, &idem, &cancel_builder, &out, resp, err);
+    return on_instance(call, msg, req->instance_id, req->request_id, &cancel_method, &out, resp,
+                       err);
 }
 
-/* ---- RetryInstance --------------------------------------------------------------- */
-
-static ProtobufCMessage *
-build_retry(wf_arena *a, const void *result)
+static wf_code
+retry(wf_call *call, const wf_net_ctx *ctx, const ProtobufCMessage *msg, wf_uow_idem *idem,
+      void *out, wf_error *err)
 {
-    Workflow__V1__RetryInstanceResponse *m = wf_arena_alloc(a, sizeof *m);
-    if (m == NULL)
-        return NULL;
-    workflow__v1__retry_instance_response__init(m);
-    m->instance = wf_h_instance(a, result);
-    return m->instance != NULL ? &m->base : NULL;
+    const Workflow__V1__RetryInstanceRequest *req = (const void *)msg;
+    (void)call;
+    return wf_net_retry_instance(ctx, req->instance_id, idem, out, err);
 }
 
-static const wf_h_builder retry_builder = {build_retry,
-                                           &workflow__v1__retry_instance_response__descriptor};
+static const instance_method retry_method = {
+    {NULL, &workflow__v1__retry_instance_response__descriptor}, retry};
 
 wf_code
 h_retry_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
 {
     const Workflow__V1__RetryInstanceRequest *req = (const void *)msg;
-    wf_net_ctx ctx;
-    wf_uow_idem idem;
     wf_instance_row out;
-    wf_h_net_ctx(call, &ctx);
-    if (wf_ids_check(&ctx.ref, WF_ID_INSTANCE, "instance_id", req->instance_id, err) != WF_OK)
-        return err->code;
-    wf_code rc = wf_h_idem(call, msg, req->request_id, &retry_builder, &idem, err);
-    if (rc == WF_OK)
-        rc = wf_net_retry_instance(&ctx, req->instance_id, &idem, &out, err);
-    return wf_h_respond(call, rc, &idem, &retry_builder, &out, resp, err);
+    return on_instance(call, msg, req->instance_id, req->request_id, &retry_method, &out, resp,
+                       err);
 }
 
-/* ---- SuspendInstance, ResumeInstance --------------------------------------------- */
-
-static ProtobufCMessage *
-build_suspend(wf_arena *a, const void *result)
+static wf_code
+suspend(wf_call *call, const wf_net_ctx *ctx, const ProtobufCMessage *msg, wf_uow_idem *idem,
+        void *out, wf_error *err)
 {
-    Workflow__V1__SuspendInstanceResponse *m = wf_arena_alloc(a, sizeof *m);
-    if (m == NULL)
-        return NULL;
-    workflow__v1__suspend_instance_response__init(m);
-    m->instance = wf_h_instance(a, result);
-    return m->instance != NULL ? &m->base : NULL;
+    const Workflow__V1__SuspendInstanceRequest *req = (const void *)msg;
+    (void)call;
+    return wf_net_suspend_instance(ctx, req->instance_id, req->reason, idem, out, err);
 }
 
-static const wf_h_builder suspend_builder = {build_suspend,
-                                             &workflow__v1__suspend_instance_response__descriptor};
+static const instance_method suspend_method = {
+    {NULL, &workflow__v1__suspend_instance_response__descriptor}, suspend};
 
 wf_code
 h_suspend_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
                    wf_error *err)
 {
     const Workflow__V1__SuspendInstanceRequest *req = (const void *)msg;
-    wf_net_ctx ctx;
-    wf_uow_idem idem;
     wf_instance_row out;
-    wf_h_net_ctx(call, &ctx);
-    if (wf_ids_check(&ctx.ref, WF_ID_INSTANCE, "instance_id", req->instance_id, err) != WF_OK)
-        return err->code;
-    wf_code rc = wf_h_idem(call, msg, req->request_id, &suspend_builder, &idem, err);
-    if (rc == WF_OK)
-        rc = wf_net_suspend_instance(&ctx, req->instance_id, req->reason, &idem, &out, err);
-    return wf_h_respond(call, rc, &idem, &suspend_builder, &out, resp, err);
+    return on_instance(call, msg, req->instance_id, req->request_id, &suspend_method, &out, resp,
+                       err);
 }
 
-static ProtobufCMessage *
-build_resume(wf_arena *a, const void *result)
+static wf_code
+resume(wf_call *call, const wf_net_ctx *ctx, const ProtobufCMessage *msg, wf_uow_idem *idem,
+       void *out, wf_error *err)
 {
-    Workflow__V1__ResumeInstanceResponse *m = wf_arena_alloc(a, sizeof *m);
-    if (m == NULL)
-        return NULL;
-    workflow__v1__resume_instance_response__init(m);
-    m->instance = wf_h_instance(a, result);
-    return m->instance != NULL ? &m->base : NULL;
+    const Workflow__V1__ResumeInstanceRequest *req = (const void *)msg;
+    (void)call;
+    return wf_net_resume_instance(ctx, req->instance_id, req->reason, idem, out, err);
 }
 
-static const wf_h_builder resume_builder = {build_resume,
-                                            &workflow__v1__resume_instance_response__descriptor};
+static const instance_method resume_method = {
+    {NULL, &workflow__v1__resume_instance_response__descriptor}, resume};
 
 wf_code
 h_resume_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
                   wf_error *err)
 {
     const Workflow__V1__ResumeInstanceRequest *req = (const void *)msg;
-    wf_net_ctx ctx;
-    wf_uow_idem idem;
     wf_instance_row out;
-    wf_h_net_ctx(call, &ctx);
-    if (wf_ids_check(&ctx.ref, WF_ID_INSTANCE, "instance_id", req->instance_id, err) != WF_OK)
-        return err->code;
-    wf_code rc = wf_h_idem(call, msg, req->request_id, &resume_builder, &idem, err);
-    if (rc == WF_OK)
-        rc = wf_net_resume_instance(&ctx, req->instance_id, req->reason, &idem, &out, err);
-    return wf_h_respond(call, rc, &idem, &resume_builder, &out, resp, err);
+    return on_instance(call, msg, req->instance_id, req->request_id, &resume_method, &out, resp,
+                       err);
 }
 
 /* ---- ListWorkItems ------------------------------------------------------------------------- */

@@ -157,7 +157,7 @@ struct wf_tx {
     uint32_t counted[WF_STORE_N_COUNTED]; /* events applied, added to st's at commit */
 };
 
-/* ---- row descriptors ---------------------------------------------------
+/* ---- row descriptors (store_rows.c) ------------------------------------
  *
  * Each row struct is described field by field, in the same order as the
  * columns of its Postgres table (store_pg.c relies on that order and

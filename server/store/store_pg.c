@@ -26,7 +26,7 @@
  * SELECT ... FOR UPDATE and then the aggregate's jobs and timers, so the
  * cross-instance leases (job activation, timer claims), which use FOR
  * UPDATE SKIP LOCKED, never race a mutation and never block on one.
- * Rows map to C structs through the descriptors of store.c: the column
+ * Rows map to C structs through the descriptors of store_rows.c: the column
  * lists below are in descriptor order, and every result's column count is
  * checked against its descriptor.
  *

@@ -188,6 +188,19 @@ START_TEST(test_uuid7_format_and_order)
 }
 END_TEST
 
+/* Event data carries times as RFC 3339 UTC text with microseconds; a time
+ * before the epoch counts its fraction up from the second below. */
+START_TEST(test_time_rfc3339)
+{
+    wf_arena *a = wf_arena_new();
+    ck_assert_ptr_nonnull(a);
+    ck_assert_str_eq(wf_time_rfc3339(a, 0), "1970-01-01T00:00:00.000000Z");
+    ck_assert_str_eq(wf_time_rfc3339(a, INT64_C(1714564800123456)), "2024-05-01T12:00:00.123456Z");
+    ck_assert_str_eq(wf_time_rfc3339(a, -1), "1969-12-31T23:59:59.999999Z");
+    wf_arena_free(a);
+}
+END_TEST
+
 static Suite *
 core_suite(void)
 {
@@ -201,6 +214,7 @@ core_suite(void)
     tcase_add_test(tc, test_json_escape);
     tcase_add_test(tc, test_json_escape_replaces_invalid_utf8);
     tcase_add_test(tc, test_uuid7_format_and_order);
+    tcase_add_test(tc, test_time_rfc3339);
     suite_add_tcase(s, tc);
     return s;
 }

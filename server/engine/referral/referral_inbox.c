@@ -14,28 +14,17 @@
 
 #include <jansson.h>
 #include <string.h>
-#include <time.h>
 
 #include "referral_int.h"
 #include "vars.h"
 #include "wf_str.h"
+#include "wf_time.h"
 
 /* RFC 3339 text of a time in microseconds (event data); NULL for 0. */
 static char *
 time_text(wf_arena *a, int64_t us)
 {
-    if (us == 0)
-        return NULL;
-    time_t s = (time_t)(us / 1000000);
-    int frac = (int)(us % 1000000);
-    if (frac < 0) {
-        frac += 1000000;
-        s--;
-    }
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    return wf_arena_printf(a, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900,
-                           tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+    return us != 0 ? wf_time_rfc3339(a, us) : NULL;
 }
 
 static const char *

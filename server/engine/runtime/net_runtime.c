@@ -422,9 +422,9 @@ enable_user(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
     return rc;
 }
 
-static wf_code
-enable_auto(net_work *w, const wf_work_item_row *it, const wf_transition *t, const char *vars,
-            wf_error *err)
+wf_code
+wf_runtime__create_job(net_work *w, const wf_work_item_row *it, const wf_transition *t,
+                       const char *vars, bool compensation, wf_job_row *out, wf_error *err)
 {
     const wf_instance_row *in = &w->rw.insts[w->inst];
     wf_retry_policy r = wf_net_retry_effective(t);
@@ -435,7 +435,7 @@ enable_auto(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
         .instance_id = in->id,
         .work_item_id = it->id,
         .transition_id = it->transition_id,
-        .job_type = (char *)t->job_type,
+        .job_type = (char *)(compensation ? t->compensation_job_type : t->job_type),
         .state = WF_JOB_ACTIVATABLE,
         .attempt = 0,
         .max_attempts = r.max_attempts,
@@ -444,14 +444,27 @@ enable_auto(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
         .backoff_multiplier = r.multiplier,
         .max_backoff_ms = r.max_backoff_ms,
         .variables_json = (char *)vars,
-        .idempotency_key = wf_arena_printf(w->rw.arena, "%s:%s", in->id, it->id),
+        .idempotency_key = wf_arena_printf(w->rw.arena, compensation ? "%s:%s:compensate" : "%s:%s",
+                                           in->id, it->id),
+        .compensation = compensation,
         .created_at = w->rw.now,
     };
     if (job.id == NULL || job.idempotency_key == NULL)
         return wf_error_nomem(err);
     wf_code rc = wf_runtime__add_row(w->rw.arena, &w->jobs, &job, sizeof job, NW_NEW, NULL, err);
     if (rc == WF_OK)
-        rc = wf_runtime__add_wake(w, t->job_type, err);
+        rc = wf_runtime__add_wake(w, job.job_type, err);
+    if (rc == WF_OK)
+        *out = job;
+    return rc;
+}
+
+static wf_code
+enable_auto(net_work *w, const wf_work_item_row *it, const wf_transition *t, const char *vars,
+            wf_error *err)
+{
+    wf_job_row job;
+    wf_code rc = wf_runtime__create_job(w, it, t, vars, false, &job, err);
     if (rc == WF_OK)
         rc = wf_runtime__event(w, "JOB_CREATED",
                                json_pack("{s:s,s:s,s:s,s:s}", "jobId", job.id, "jobType",
@@ -486,7 +499,7 @@ enable_time(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
         .due_at = due,
         .created_at = w->rw.now,
     };
-    char *when = wf_runtime__time_text(w->rw.arena, due);
+    char *when = wf_time_rfc3339(w->rw.arena, due);
     if (tm.id == NULL || when == NULL)
         return wf_error_nomem(err);
     wf_code rc = wf_runtime__add_row(w->rw.arena, &w->timers, &tm, sizeof tm, NW_NEW, NULL, err);

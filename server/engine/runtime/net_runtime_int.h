@@ -144,7 +144,8 @@ void wf_runtime__keep_wake(const net_work *w, const char ***types, size_t *n);
  * WF_NW_WAKE_TIMERS). */
 void wf_runtime__wake(const wf_net_ctx *ctx, const char *const *types, size_t n);
 
-/* RFC 3339 UTC text of a time in µs, in arena. */
+/* wf_time_rfc3339 (core/wf_time.h) under the name signals.c and
+ * net_runtime_jobs.c call it by. */
 char *wf_runtime__time_text(wf_arena *a, int64_t us);
 
 /* ---- firing (net_runtime.c) ------------------------------------------------- */
@@ -155,6 +156,17 @@ char *wf_runtime__time_text(wf_arena *a, int64_t us);
  * signal consumption, due times of tasks, and the end or deadlock of the
  * instance. */
 wf_code wf_runtime__apply_diff(net_work *w, const wf_net_diff *d, const char *vars, wf_error *err);
+
+/* Adds a NEW, ACTIVATABLE job for work item it of the net instance, with
+ * the retry policy of its transition t and vars as its variables, and
+ * wakes the workers of its type after the commit. A forward job has t's
+ * job_type and the idempotency key "<instance>:<work item>"; a
+ * compensation job (compensation true) has t's compensation_job_type and
+ * "<instance>:<work item>:compensate", stable across attempts and
+ * RetryInstance. On WF_OK *out is a copy of the row (strings in w's arena).
+ * The caller writes the JOB_CREATED event. */
+wf_code wf_runtime__create_job(net_work *w, const wf_work_item_row *it, const wf_transition *t,
+                               const char *vars, bool compensation, wf_job_row *out, wf_error *err);
 
 /* The marking and live work items of the net instance (in w's arena). */
 wf_code wf_runtime__state(net_work *w, wf_net_state *st, wf_error *err);

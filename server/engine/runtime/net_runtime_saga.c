@@ -116,66 +116,14 @@ has_steps(const net_work *w)
     return false;
 }
 
-/* Appends a NEW job row to w->jobs. */
-static wf_code
-add_job(net_work *w, const wf_job_row *row, wf_error *err)
-{
-    nw_rows *r = &w->jobs;
-    if (r->n + 1 > r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 8;
-        wf_job_row *rows = wf_arena_calloc(w->rw.arena, cap, sizeof *rows);
-        unsigned char *fl = wf_arena_calloc(w->rw.arena, cap, 1);
-        if (rows == NULL || fl == NULL)
-            return wf_error_nomem(err);
-        if (r->n > 0) {
-            memcpy(rows, r->rows, r->n * sizeof *rows);
-            memcpy(fl, r->flags, r->n);
-        }
-        r->rows = rows;
-        r->flags = fl;
-        r->cap = cap;
-    }
-    ((wf_job_row *)r->rows)[r->n] = *row;
-    r->flags[r->n++] = NW_NEW;
-    return WF_OK;
-}
-
 static wf_code
 create_step(net_work *w, size_t ii, wf_error *err)
 {
-    const wf_instance_row *in = &w->rw.insts[w->inst];
     const wf_work_item_row *it = ITEM(w, ii);
     const wf_transition *t = wf_runtime__transition_of(w, it->transition_id);
-    wf_retry_policy r = wf_net_retry_effective(t);
-    char *id = wf_arena_alloc(w->rw.arena, WF_UUID_LEN + 1);
-    if (id == NULL)
-        return wf_error_nomem(err);
-    wf_uuid7(id);
-    wf_job_row job = {
-        .id = id,
-        .tenant = (char *)w->rw.ctx->tenant,
-        .root_id = in->root_id,
-        .instance_id = in->id,
-        .work_item_id = it->id,
-        .transition_id = it->transition_id,
-        .job_type = (char *)t->compensation_job_type,
-        .state = WF_JOB_ACTIVATABLE,
-        .attempt = 0,
-        .max_attempts = r.max_attempts,
-        .activatable_at = w->rw.now,
-        .initial_backoff_ms = r.initial_backoff_ms,
-        .backoff_multiplier = r.multiplier,
-        .max_backoff_ms = r.max_backoff_ms,
-        .variables_json = in->variables_json,
-        .idempotency_key = wf_arena_printf(w->rw.arena, "%s:%s:compensate", in->id, it->id),
-        .compensation = true,
-        .created_at = w->rw.now,
-    };
-    if (job.id == NULL || job.idempotency_key == NULL)
-        return wf_error_nomem(err);
-    wf_code rc = add_job(w, &job, err);
-    if (rc == WF_OK)
-        rc = wf_runtime__add_wake(w, job.job_type, err);
+    wf_job_row job;
+    wf_code rc =
+        wf_runtime__create_job(w, it, t, w->rw.insts[w->inst].variables_json, true, &job, err);
     if (rc == WF_OK)
         rc = wf_runtime__event(w, "JOB_CREATED",
                                json_pack("{s:s,s:s,s:s,s:s,s:b,s:s}", "jobId", job.id, "jobType",

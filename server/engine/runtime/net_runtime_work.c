@@ -11,24 +11,15 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "defcache.h"
 #include "wf_str.h"
+#include "wf_time.h"
 
 char *
 wf_runtime__time_text(wf_arena *a, int64_t us)
 {
-    time_t s = (time_t)(us / 1000000);
-    int frac = (int)(us % 1000000);
-    if (frac < 0) {
-        frac += 1000000;
-        s--;
-    }
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    return wf_arena_printf(a, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900,
-                           tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+    return wf_time_rfc3339(a, us);
 }
 
 /* ---- row arrays ------------------------------------------------------------------ */
