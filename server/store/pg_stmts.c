@@ -8,7 +8,7 @@
  * (The sequencer's lock, in 0001_init.sql, is 7318240518.) */
 #define MIGRATION_LOCK "7318240517"
 
-/* Column lists, in the order of the row descriptors in store.c. */
+/* Column lists, in the order of the row descriptors in store_rows.c. */
 #define COLS_DEFINITIONS                                                                           \
     "tenant_id, key, version, kind, name, content, content_hash, valid_from, "                     \
     "valid_until, created_at, created_by"
