@@ -52,7 +52,7 @@
 #define COMPLETE_FLIGHTS 2
 #define COMPLETE_OLD_KEY_FLIGHTS 3
 #define SIGNAL_FLIGHTS 3
-#define SIGNAL_START_FLIGHTS 10
+#define SIGNAL_START_FLIGHTS 8
 /* Transactions per call (COMMITs, and statements run on their own). */
 #define START_TX 1
 #define ACTIVATE_TX 1
