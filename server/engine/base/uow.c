@@ -223,9 +223,9 @@ attempt(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body_fn
     return rc;
 }
 
-wf_code
-wf_uow_run(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body_fn body, void *arg,
-           const void *result, wf_error *err)
+static wf_code
+run(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body_fn body, void *arg,
+    const void *result, int attempts, wf_error *err)
 {
     wf_code rc = WF_OK;
     if (idem != NULL) {
@@ -237,7 +237,7 @@ wf_uow_run(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body
             idem->recorded = false;
         }
     }
-    for (int i = 0; i < UOW_ATTEMPTS; i++) {
+    for (int i = 0; i < attempts; i++) {
         if (i > 0)
             backoff(i);
         rc = attempt(st, ctx, idem, body, arg, result, err);
@@ -245,6 +245,20 @@ wf_uow_run(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body
             return rc;
     }
     return rc;
+}
+
+wf_code
+wf_uow_run(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body_fn body, void *arg,
+           const void *result, wf_error *err)
+{
+    return run(st, ctx, idem, body, arg, result, UOW_ATTEMPTS, err);
+}
+
+wf_code
+wf_uow_run_once(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body_fn body,
+                void *arg, const void *result, wf_error *err)
+{
+    return run(st, ctx, idem, body, arg, result, 1, err);
 }
 
 wf_code

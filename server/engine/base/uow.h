@@ -72,6 +72,13 @@ typedef wf_code (*wf_uow_body_fn)(wf_tx *tx, void *arg, wf_error *err);
 wf_code wf_uow_run(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body_fn body,
                    void *arg, const void *result, wf_error *err);
 
+/* As wf_uow_run, but one attempt: a CONFLICT is returned to the caller,
+ * for a body whose conflicts have a better answer than running it again
+ * (a duplicate signal id is DUPLICATE; a start that lost a race is seen
+ * by the caller's next round). */
+wf_code wf_uow_run_once(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem,
+                        wf_uow_body_fn body, void *arg, const void *result, wf_error *err);
+
 /* Loads the aggregate of instance_id for reading: a transaction that locks
  * the root, copies the rows into ctx->arena and rolls back. Used by reads
  * that need a whole tree (GetInstance, GetCompletion). */

@@ -625,7 +625,7 @@ send_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, wf_erro
             out->outcome = WF_SIGNAL_CORRELATED;
             return WF_OK;
         }
-        rc = wf_uow_run(ctx->ref.store, &sc, op->idem, buffer_body, op, out, err);
+        rc = wf_uow_run_once(ctx->ref.store, &sc, op->idem, buffer_body, op, out, err);
         if (rc == WF_OK && wf_uow_idem_replayed(op->idem))
             return WF_OK;
         if (rc != WF_OK) {
