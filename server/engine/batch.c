@@ -450,7 +450,7 @@ wf_batch_cancel(const wf_ref_ctx *ctx, const char *id, wf_uow_idem *idem, wf_bat
         return rc;
     wf_store_ctx sc = store_ctx(ctx);
     rc = wf_uow_idem_lookup(ctx->store, &sc, idem, err);
-    if (rc != WF_OK || (idem != NULL && idem->replayed))
+    if (rc != WF_OK || wf_uow_idem_replayed(idem))
         return rc;
     wf_batch_row row;
     for (int attempt = 0;; attempt++) {

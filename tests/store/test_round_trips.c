@@ -16,9 +16,9 @@
  *                  + lock and aggregate, then writes + record + COMMIT; a
  *                  key made before (a bare UUID) is read by key first, 3
  *   SendSignal     3 by aggregate to one waiting instance: the
- *                  subscriptions, then as CompleteJob; 10 with start when
+ *                  subscriptions, then as CompleteJob; 8 with start when
  *                  it starts an instance: the subscriptions, BEGIN + the
- *                  correlation lock, whether one waits, whether a root of
+ *                  request lookup + the correlation lock, whether one waits, whether a root of
  *                  the aggregate is live (each read after the lock), then
  *                  what StartInstance reads, the first wait's lock and
  *                  buffer, and the writes + record + COMMIT
@@ -52,7 +52,7 @@
 #define COMPLETE_FLIGHTS 2
 #define COMPLETE_OLD_KEY_FLIGHTS 3
 #define SIGNAL_FLIGHTS 3
-#define SIGNAL_START_FLIGHTS 10
+#define SIGNAL_START_FLIGHTS 8
 /* Transactions per call (COMMITs, and statements run on their own). */
 #define START_TX 1
 #define ACTIVATE_TX 1

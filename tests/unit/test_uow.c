@@ -4,7 +4,9 @@
  * (WF_E_CONFLICT) reruns it, and a request id deduplicates: the same
  * request replays the first response without running the body, another
  * request under the same id fails with REQUEST_ID_REUSED, and only
- * successful runs are remembered.
+ * successful runs are remembered. A call over several units of work
+ * (wf_uow_span_begin) records once and amends; a spent key answers again
+ * (wf_uow_answer_again).
  */
 #include <check.h>
 #include <string.h>
@@ -40,7 +42,7 @@ typedef struct body_state {
     int runs;
     const wf_code *script;
     size_t n_script;
-    bool no_record; /* sets idem->no_record */
+    bool no_record; /* wf_uow_idem_skip_record on each run */
     wf_uow_idem *idem;
 } body_state;
 
@@ -51,7 +53,7 @@ body(wf_tx *tx, void *arg, wf_error *err)
     body_state *b = arg;
     size_t i = (size_t)b->runs++;
     if (b->no_record)
-        b->idem->no_record = true;
+        wf_uow_idem_skip_record(b->idem);
     if (i < b->n_script && b->script[i] != WF_OK)
         return wf_error_set(err, b->script[i], "scripted failure %zu", i);
     return WF_OK;
@@ -214,6 +216,82 @@ START_TEST(test_no_record_commits_without_remembering)
 }
 END_TEST
 
+START_TEST(test_span_records_once_then_amends)
+{
+    body_state b = {.no_record = true};
+    wf_error err;
+    wf_uow_idem call = idem_of("r-6", "hash-a");
+    wf_uow_span_begin(&call);
+    /* A unit that fired nothing, then two with an effect. */
+    ck_assert_int_eq(run(&call, &b, "none", &err), WF_OK);
+    ck_assert_int_eq(encodes, 0);
+    b.no_record = false;
+    ck_assert_int_eq(run(&call, &b, "first root", &err), WF_OK);
+    ck_assert_int_eq(run(&call, &b, "both roots", &err), WF_OK);
+    ck_assert(!wf_uow_idem_replayed(&call));
+    ck_assert_int_eq(b.runs, 3);
+    ck_assert_int_eq(encodes, 2);
+    /* A retry answers what the last unit recorded. */
+    wf_uow_idem again = idem_of("r-6", "hash-a");
+    ck_assert_int_eq(run(&again, &b, "retry", &err), WF_OK);
+    ck_assert(wf_uow_idem_replayed(&again));
+    ck_assert_int_eq(b.runs, 3);
+    ck_assert_uint_eq(again.response_len, strlen("both roots"));
+    ck_assert_int_eq(memcmp(again.response, "both roots", again.response_len), 0);
+}
+END_TEST
+
+START_TEST(test_span_replays_a_record_made_meanwhile)
+{
+    body_state b = {.no_record = true};
+    wf_error err;
+    wf_uow_idem call = idem_of("r-7", "hash-a");
+    wf_uow_span_begin(&call);
+    ck_assert_int_eq(run(&call, &b, "none", &err), WF_OK);
+    /* The same request, sent again, records while the first call runs. */
+    body_state other = {0};
+    wf_uow_idem twin = idem_of("r-7", "hash-a");
+    ck_assert_int_eq(run(&twin, &other, "theirs", &err), WF_OK);
+    ck_assert(!wf_uow_idem_replayed(&twin));
+    /* The first call's next unit does not look the id up again: its
+     * record is refused, and the twin's answer replaces its own. */
+    b.no_record = false;
+    ck_assert_int_eq(run(&call, &b, "mine", &err), WF_OK);
+    ck_assert(wf_uow_idem_replayed(&call));
+    ck_assert_int_eq(memcmp(call.response, "theirs", call.response_len), 0);
+    wf_uow_idem later = idem_of("r-7", "hash-a");
+    ck_assert_int_eq(run(&later, &b, "later", &err), WF_OK);
+    ck_assert_int_eq(memcmp(later.response, "theirs", later.response_len), 0);
+}
+END_TEST
+
+START_TEST(test_answer_again_on_a_spent_key)
+{
+    body_state b = {0};
+    wf_error err;
+    wf_uow_idem first = idem_of("r-8", "hash-a");
+    ck_assert_int_eq(run(&first, &b, "done", &err), WF_OK);
+    /* The retry finds the key spent: the first answer is due. */
+    wf_uow_idem retry = idem_of("r-8", "hash-a");
+    wf_error_set(&err, WF_E_JOB_LEASE_LOST, "spent");
+    ck_assert_int_eq(wf_uow_answer_again(st, &sc, &retry, WF_E_JOB_LEASE_LOST, &err), WF_OK);
+    ck_assert(wf_uow_idem_replayed(&retry));
+    ck_assert_int_eq(memcmp(retry.response, "done", retry.response_len), 0);
+    /* Another request under the id is refused; a new id keeps the error. */
+    wf_uow_idem other = idem_of("r-8", "hash-b");
+    ck_assert_int_eq(wf_uow_answer_again(st, &sc, &other, WF_E_JOB_LEASE_LOST, &err),
+                     WF_E_REQUEST_ID_REUSED);
+    wf_uow_idem fresh = idem_of("r-9", "hash-a");
+    wf_error_set(&err, WF_E_JOB_LEASE_LOST, "spent");
+    ck_assert_int_eq(wf_uow_answer_again(st, &sc, &fresh, WF_E_JOB_LEASE_LOST, &err),
+                     WF_E_JOB_LEASE_LOST);
+    ck_assert_int_eq(err.code, WF_E_JOB_LEASE_LOST);
+    ck_assert(!wf_uow_idem_replayed(&fresh));
+    ck_assert_int_eq(wf_uow_answer_again(st, &sc, NULL, WF_E_JOB_LEASE_LOST, &err),
+                     WF_E_JOB_LEASE_LOST);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -229,6 +307,9 @@ main(void)
     tcase_add_test(tc, test_conflict_reruns_the_whole_body);
     tcase_add_test(tc, test_conflicts_give_up_after_a_few_attempts);
     tcase_add_test(tc, test_no_record_commits_without_remembering);
+    tcase_add_test(tc, test_span_records_once_then_amends);
+    tcase_add_test(tc, test_span_replays_a_record_made_meanwhile);
+    tcase_add_test(tc, test_answer_again_on_a_spent_key);
     suite_add_tcase(s, tc);
     return wf_test_run(s);
 }

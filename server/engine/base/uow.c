@@ -6,6 +6,9 @@
  * unique request record, concurrently created definition) as WF_E_CONFLICT
  * and roll the transaction back, so rerunning the whole unit is always
  * safe and is what turns "two creators" into "one creator, one reader".
+ * The request-id bookkeeping of every call is here too (a call over
+ * several roots, an answer again on a spent key), so that rule code only
+ * passes a wf_uow_idem along.
  * Must not: know any workflow rule or any wire format.
  */
 #include "uow.h"
@@ -21,7 +24,31 @@
 bool
 wf_uow_idem_active(const wf_uow_idem *idem)
 {
-    return idem != NULL && idem->request_id != NULL && idem->request_id[0] != '\0';
+    return idem != NULL && idem->request_id != NULL && idem->request_id[0] != '\0' &&
+           idem->encode != NULL;
+}
+
+bool
+wf_uow_idem_replayed(const wf_uow_idem *idem)
+{
+    return idem != NULL && idem->replayed;
+}
+
+void
+wf_uow_idem_skip_record(wf_uow_idem *idem)
+{
+    if (idem != NULL)
+        idem->no_record = true;
+}
+
+void
+wf_uow_span_begin(wf_uow_idem *idem)
+{
+    if (idem == NULL)
+        return;
+    idem->spans = true;
+    idem->looked_up = false;
+    idem->recorded = false;
 }
 
 /* Sleeps a little, growing with the attempt, so racing retries spread. */
@@ -33,8 +60,23 @@ backoff(int attempt)
     nanosleep(&ts, NULL);
 }
 
-/* Looks the request up. *done is true when the run ends here (replay or
- * REQUEST_ID_REUSED). */
+/* The outcome of a lookup that found row. */
+static wf_code
+found_record(wf_uow_idem *idem, const wf_idempotency_row *row, wf_error *err)
+{
+    if (row->request_hash == NULL || strcmp(row->request_hash, idem->request_hash) != 0)
+        return wf_error_set(err, WF_E_REQUEST_ID_REUSED,
+                            "request id \"%s\" was already used for a different %s request",
+                            idem->request_id, idem->method);
+    wf_error_clear(err);
+    idem->replayed = true;
+    idem->response = row->response;
+    idem->response_len = row->response_len;
+    return WF_OK;
+}
+
+/* Looks the request up in tx. *done is true when the call ends here
+ * (replay or REQUEST_ID_REUSED). */
 static wf_code
 idem_lookup(wf_tx *tx, wf_uow_idem *idem, bool *done, wf_error *err)
 {
@@ -45,18 +87,9 @@ idem_lookup(wf_tx *tx, wf_uow_idem *idem, bool *done, wf_error *err)
     if (rc != WF_OK || !found)
         return rc;
     *done = true;
-    if (row.request_hash == NULL || strcmp(row.request_hash, idem->request_hash) != 0)
-        return wf_error_set(err, WF_E_REQUEST_ID_REUSED,
-                            "request id \"%s\" was already used for a different %s request",
-                            idem->request_id, idem->method);
-    idem->replayed = true;
-    idem->response = row.response;
-    idem->response_len = row.response_len;
-    return WF_OK;
+    return found_record(idem, &row, err);
 }
 
-/* Records the request and commits (one round trip on Postgres); tx is
- * gone afterwards either way. */
 /* The record of idem with the encoded result. */
 static wf_code
 idem_row(const wf_store_ctx *ctx, const wf_uow_idem *idem, const void *result,
@@ -72,6 +105,9 @@ idem_row(const wf_store_ctx *ctx, const wf_uow_idem *idem, const void *result,
                         err);
 }
 
+/* Records the request (or amends the record of an earlier unit of the
+ * same call) and commits, one round trip on Postgres; tx is gone
+ * afterwards either way. */
 static wf_code
 idem_record(wf_tx *tx, const wf_store_ctx *ctx, wf_uow_idem *idem, const void *result,
             wf_error *err)
@@ -114,21 +150,6 @@ recheck(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_code rc, wf
     return rc2;
 }
 
-/* The outcome of a lookup that found row. */
-static wf_code
-found_record(wf_uow_idem *idem, const wf_idempotency_row *row, wf_error *err)
-{
-    if (row->request_hash == NULL || strcmp(row->request_hash, idem->request_hash) != 0)
-        return wf_error_set(err, WF_E_REQUEST_ID_REUSED,
-                            "request id \"%s\" was already used for a different %s request",
-                            idem->request_id, idem->method);
-    wf_error_clear(err);
-    idem->replayed = true;
-    idem->response = row->response;
-    idem->response_len = row->response_len;
-    return WF_OK;
-}
-
 static void
 pause_tx(void *tx)
 {
@@ -142,14 +163,19 @@ resume_tx(void *tx)
 }
 
 /* One attempt. The lookup rides with the body's first statements
- * (wf_tx_idempotency_prefetch); a record found there stops the body. */
+ * (wf_tx_idempotency_prefetch); a record found there stops the body. A
+ * call that spans several units looks up in its first one only, and
+ * records with the first that has an effect (wf_uow_span_begin). */
 static wf_code
 attempt(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body_fn body, void *arg,
         const void *result, wf_error *err)
 {
     wf_tx *tx = NULL;
-    bool dedupe = wf_uow_idem_active(idem) && idem->encode != NULL;
-    bool lookup = dedupe && !idem->recorded;
+    bool dedupe = wf_uow_idem_active(idem);
+    /* Until the call has a record of its own, a concurrent call with the
+     * same id may record first: its answer is then due. */
+    bool first = dedupe && !idem->recorded;
+    bool lookup = first && !idem->looked_up;
     wf_idempotency_row row;
     bool found = false;
     wf_code rc = wf_store_begin(st, ctx, &tx, err);
@@ -178,42 +204,40 @@ attempt(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body_fn
     }
     if (rc != WF_OK) {
         wf_tx_rollback(tx);
-        return lookup && rc != WF_E_CONFLICT ? recheck(st, ctx, idem, rc, err) : rc;
+        return first && rc != WF_E_CONFLICT ? recheck(st, ctx, idem, rc, err) : rc;
     }
     if (dedupe && !idem->no_record) {
         /* A record already there fails the flight that carries ours (and,
          * when the body sent nothing before, the lookup with it): read it
          * again on its own. */
         rc = idem_record(tx, ctx, idem, result, err);
-        return rc == WF_E_CONFLICT && lookup ? recheck(st, ctx, idem, rc, err) : rc;
+        rc = rc == WF_E_CONFLICT && first ? recheck(st, ctx, idem, rc, err) : rc;
+    } else {
+        rc = wf_tx_commit(tx, err);
     }
-    return wf_tx_commit(tx, err);
+    /* The lookup found nothing and this unit ended: later units of a
+     * spanning call rely on the record's key (a concurrent record fails
+     * their commit, and recheck reads it). */
+    if (rc == WF_OK && lookup && idem->spans)
+        idem->looked_up = true;
+    return rc;
 }
 
-wf_code
-wf_uow_commit(wf_store *st, const wf_store_ctx *ctx, wf_tx *tx, wf_uow_idem *idem,
-              const void *result, wf_error *err)
-{
-    if (!(wf_uow_idem_active(idem) && idem->encode != NULL))
-        return wf_tx_commit(tx, err);
-    bool first = !idem->recorded;
-    wf_code rc = idem_record(tx, ctx, idem, result, err);
-    return rc == WF_E_CONFLICT && first ? recheck(st, ctx, idem, rc, err) : rc;
-}
-
-wf_code
-wf_uow_run(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body_fn body, void *arg,
-           const void *result, wf_error *err)
+static wf_code
+run(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body_fn body, void *arg,
+    const void *result, int attempts, wf_error *err)
 {
     wf_code rc = WF_OK;
     if (idem != NULL) {
         idem->replayed = false;
         idem->response = NULL;
         idem->response_len = 0;
-        if (!idem->spans)
+        if (!idem->spans) {
+            idem->looked_up = false;
             idem->recorded = false;
+        }
     }
-    for (int i = 0; i < UOW_ATTEMPTS; i++) {
+    for (int i = 0; i < attempts; i++) {
         if (i > 0)
             backoff(i);
         rc = attempt(st, ctx, idem, body, arg, result, err);
@@ -221,6 +245,37 @@ wf_uow_run(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body
             return rc;
     }
     return rc;
+}
+
+wf_code
+wf_uow_run(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body_fn body, void *arg,
+           const void *result, wf_error *err)
+{
+    return run(st, ctx, idem, body, arg, result, UOW_ATTEMPTS, err);
+}
+
+wf_code
+wf_uow_run_once(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_uow_body_fn body,
+                void *arg, const void *result, wf_error *err)
+{
+    return run(st, ctx, idem, body, arg, result, 1, err);
+}
+
+wf_code
+wf_uow_answer_again(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_code rc,
+                    wf_error *err)
+{
+    if (rc == WF_OK || !wf_uow_idem_active(idem))
+        return rc;
+    wf_error e2;
+    wf_code rc2 = wf_uow_idem_lookup(st, ctx, idem, &e2);
+    if (rc2 == WF_OK && !idem->replayed)
+        return rc;
+    if (rc2 != WF_OK)
+        *err = e2;
+    else
+        wf_error_clear(err);
+    return rc2;
 }
 
 wf_code
@@ -237,12 +292,12 @@ wf_uow_read_aggregate(wf_store *st, const wf_store_ctx *ctx, const char *instanc
     return rc;
 }
 
-/* ---- idempotency outside a unit of work -------------------------------------------- */
+/* ---- idempotency of a call that is not a unit of work ------------------------------- */
 
 wf_code
 wf_uow_idem_lookup(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, wf_error *err)
 {
-    if (!wf_uow_idem_active(idem) || idem->encode == NULL)
+    if (!wf_uow_idem_active(idem))
         return WF_OK;
     idem->replayed = false;
     wf_tx *tx = NULL;
@@ -259,7 +314,7 @@ wf_code
 wf_uow_idem_record(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem, const void *result,
                    wf_error *err)
 {
-    if (!wf_uow_idem_active(idem) || idem->encode == NULL || idem->replayed || idem->recorded)
+    if (!wf_uow_idem_active(idem) || idem->replayed)
         return WF_OK;
     wf_idempotency_row row;
     wf_tx *tx = NULL;

@@ -123,8 +123,8 @@ typedef struct wf_net_activated {
  * and the request record commit in one transaction, so a retry after a
  * crash never leases again what the first call got. A pass that leased
  * nothing records nothing unless last (the long poll's final answer).
- * On a replay (idem->replayed) out is empty and idem holds the first
- * response; *out is what idem->encode was given. */
+ * On a replay (wf_uow_idem_replayed) out is empty and idem holds the
+ * first response; *out is what the encoder of idem was given. */
 wf_code wf_net_activate_recorded(const wf_net_ctx *ctx, const wf_net_activation *a,
                                  wf_uow_idem *idem, bool last, wf_net_activated *out,
                                  wf_error *err);

@@ -211,8 +211,8 @@ activate_body(wf_tx *tx, void *arg, wf_error *err)
     op->out->rows = op->rows;
     op->out->n = n;
     if (n == 0) {
-        if (op->idem != NULL && !op->last)
-            op->idem->no_record = true;
+        if (!op->last)
+            wf_uow_idem_skip_record(op->idem);
         return WF_OK;
     }
     wf_arena *a = op->ctx->ref.arena;
@@ -252,7 +252,7 @@ wf_net_activate_recorded(const wf_net_ctx *ctx, const wf_net_activation *a, wf_u
 {
     out->rows = NULL;
     out->n = 0;
-    if (!wf_uow_idem_active(idem) || idem->encode == NULL) {
+    if (!wf_uow_idem_active(idem)) {
         wf_job_row *rows = NULL;
         size_t n = 0;
         wf_code rc = wf_net_activate_jobs(ctx, a, &rows, &n, err);
@@ -267,7 +267,7 @@ wf_net_activate_recorded(const wf_net_ctx *ctx, const wf_net_activation *a, wf_u
                       out,         NULL};
     wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     wf_code rc = wf_uow_run(ctx->ref.store, &sc, idem, activate_body, &op, out, err);
-    if (rc != WF_OK || idem->replayed) {
+    if (rc != WF_OK || wf_uow_idem_replayed(idem)) {
         out->rows = NULL;
         out->n = 0;
         return rc;
@@ -630,26 +630,16 @@ extend_body(wf_tx *tx, void *arg, wf_error *err)
 static wf_code
 run_job_op(job_op *op, wf_uow_body_fn body, wf_uow_idem *idem, const void *result, wf_error *err)
 {
-    wf_code rc = locate_job(op, err);
-    if (rc == WF_E_JOB_LEASE_LOST && wf_uow_idem_active(idem)) {
-        /* A retry of a call that succeeded: the key is spent, and the
-         * first answer is due, not the error. */
-        wf_error e2;
-        wf_store_ctx sc = wf_work_store_ctx(&op->ctx->ref);
-        wf_code rc2 = wf_uow_idem_lookup(op->ctx->ref.store, &sc, idem, &e2);
-        if (rc2 != WF_OK || idem->replayed) {
-            if (rc2 != WF_OK)
-                *err = e2;
-            else
-                wf_error_clear(err);
-            return rc2;
-        }
-    }
-    if (rc != WF_OK)
-        return rc;
     wf_store_ctx sc = wf_work_store_ctx(&op->ctx->ref);
+    wf_code rc = locate_job(op, err);
+    /* A retry of a call that succeeded: the key is spent, and the first
+     * answer is due, not the error. */
+    if (rc == WF_E_JOB_LEASE_LOST)
+        rc = wf_uow_answer_again(op->ctx->ref.store, &sc, idem, rc, err);
+    if (rc != WF_OK || wf_uow_idem_replayed(idem))
+        return rc;
     rc = wf_uow_run(op->ctx->ref.store, &sc, idem, body, op, result, err);
-    if (rc == WF_OK && !(idem != NULL && idem->replayed))
+    if (rc == WF_OK && !wf_uow_idem_replayed(idem))
         wf_runtime__wake(op->ctx, op->wake, op->n_wake);
     return rc;
 }
@@ -707,7 +697,7 @@ wf_net_extend_job_lease(const wf_net_ctx *ctx, const char *key, int64_t lease_ms
         return wf_work_invalid(&ctx->ref, "lease", "is required: positive and at most 24 hours",
                                err);
     wf_code rc = run_job_op(&op, extend_body, idem, &op.expires_at, err);
-    if (rc == WF_OK && !(idem != NULL && idem->replayed))
+    if (rc == WF_OK && !wf_uow_idem_replayed(idem))
         *expires_at = op.expires_at;
     return rc;
 }

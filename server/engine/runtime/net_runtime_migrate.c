@@ -323,7 +323,7 @@ wf_net_migrate_instance(const wf_net_ctx *ctx, const wf_net_migrate_in *in, wf_u
     rc = wf_uow_run(r->store, &sc, idem, migrate_body, &op, out, err);
     if (rc == WF_E_MIGRATION_INVALID)
         report_problems(r, out);
-    if (rc == WF_OK && out->applied && (idem == NULL || !idem->replayed))
+    if (rc == WF_OK && out->applied && !wf_uow_idem_replayed(idem))
         wf_runtime__wake(ctx, op.wake, op.n_wake);
     return rc;
 }

@@ -431,7 +431,7 @@ wf_net_modify_instance(const wf_net_ctx *ctx, const wf_net_modify_in *in, wf_uow
     modify_op op = {ctx, in, patch, out, NULL, 0};
     wf_store_ctx sc = wf_work_store_ctx(r);
     rc = wf_uow_run(r->store, &sc, idem, modify_body, &op, out, err);
-    if (rc == WF_OK && (idem == NULL || !idem->replayed))
+    if (rc == WF_OK && !wf_uow_idem_replayed(idem))
         wf_runtime__wake(ctx, op.wake, op.n_wake);
     return rc;
 }

@@ -430,7 +430,7 @@ wf_net_retry_instance(const wf_net_ctx *ctx, const char *instance_id, wf_uow_ide
     retry_op op = {.ctx = ctx, .instance_id = instance_id, .out = out};
     wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     rc = wf_uow_run(ctx->ref.store, &sc, idem, retry_body, &op, out, err);
-    if (rc == WF_OK && !(idem != NULL && idem->replayed))
+    if (rc == WF_OK && !wf_uow_idem_replayed(idem))
         wf_runtime__wake(ctx, op.wake, op.n_wake);
     return rc;
 }
@@ -512,7 +512,7 @@ wf_net_cancel_compensate(const wf_net_ctx *ctx, const char *instance_id, const c
         wf_error_clear(err);
         return WF_OK;
     }
-    if (rc == WF_OK && !(idem != NULL && idem->replayed))
+    if (rc == WF_OK && !wf_uow_idem_replayed(idem))
         wf_runtime__wake(ctx, op.wake, op.n_wake);
     *started = rc == WF_OK;
     return rc;

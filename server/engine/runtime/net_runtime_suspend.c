@@ -146,7 +146,7 @@ run(const wf_net_ctx *ctx, const char *instance_id, const char *reason, bool res
         .ctx = ctx, .instance_id = instance_id, .reason = reason, .resume = resume, .out = out};
     wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     rc = wf_uow_run(ctx->ref.store, &sc, idem, suspend_body, &op, out, err);
-    if (rc == WF_OK && !(idem != NULL && idem->replayed))
+    if (rc == WF_OK && !wf_uow_idem_replayed(idem))
         wf_runtime__wake(ctx, op.wake, op.n_wake);
     return rc;
 }

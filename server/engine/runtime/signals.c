@@ -65,15 +65,16 @@ typedef struct send_op {
     int64_t expires_at;
     const char **wake;
     size_t n_wake;
-    /* The call's idempotency (NULL: none) and its response: each unit of
-     * work with an effect records the response so far in its own
-     * transaction (wf_uow_idem.recorded). */
+    /* The call's idempotency (NULL: none), one call over several units
+     * of work (wf_uow_span_begin), and its response: each unit of work
+     * with an effect records the response so far in its transaction. */
     wf_uow_idem *idem;
     wf_sig_send_out *out;
     size_t base_ids;        /* aggregate path: instances fired by earlier roots */
     const char *original;   /* DUPLICATE: the log row of the first delivery */
     const char *start_vars; /* start: its variables, normalised */
     const char *started;    /* STARTED: the instance started */
+    bool raced;             /* buffer_body: an instance began to wait meanwhile */
 } send_op;
 
 static wf_signal_row
@@ -313,8 +314,7 @@ send_root_rec_body(wf_tx *tx, void *arg, wf_error *err)
     if (rc != WF_OK)
         return rc;
     if (!op->fired) {
-        if (op->idem != NULL)
-            op->idem->no_record = true;
+        wf_uow_idem_skip_record(op->idem);
         return WF_OK;
     }
     op->out->outcome = WF_SIGNAL_CORRELATED;
@@ -405,16 +405,15 @@ duplicate_body(wf_tx *tx, void *arg, wf_error *err)
 /* Answers DUPLICATE and logs it, with the request record (a retry of the
  * same request id answers the first response). */
 static wf_code
-log_duplicate(send_op *op, wf_uow_idem *idem, wf_error *err)
+log_duplicate(send_op *op, wf_error *err)
 {
     wf_store_ctx sc = wf_work_store_ctx(&op->ctx->ref);
     memset(op->out, 0, sizeof *op->out);
     op->log_id = wf_id_new(op->ctx->ref.arena);
     if (op->log_id == NULL)
         return wf_error_nomem(err);
-    wf_code rc = wf_uow_run(op->ctx->ref.store, &sc, wf_uow_idem_active(idem) ? idem : NULL,
-                            duplicate_body, op, op->out, err);
-    if (rc == WF_OK && idem != NULL && idem->replayed)
+    wf_code rc = wf_uow_run(op->ctx->ref.store, &sc, op->idem, duplicate_body, op, op->out, err);
+    if (rc == WF_OK && wf_uow_idem_replayed(op->idem))
         memset(op->out, 0, sizeof *op->out);
     return rc;
 }
@@ -509,14 +508,21 @@ start_for(const wf_net_ctx *ctx, send_op *op, wf_tx *tx, bool *started, wf_error
     return WF_OK;
 }
 
-/* Buffers or drops a signal sent to an aggregate nobody awaits. Under the
- * correlation lock (wf_tx_lock_correlation) it checks again that nobody
- * awaits it: when an instance began to wait since the subscriptions were
- * read, *raced is set and nothing is written (the caller fires it). */
+/* Buffers or drops a signal sent to an aggregate nobody awaits (or, with
+ * start, starts an instance for it): one unit of work, whose response is
+ * recorded with it. Under the correlation lock (wf_tx_lock_correlation)
+ * it checks again that nobody awaits it: when an instance began to wait
+ * since the subscriptions were read, op->raced is set and nothing is
+ * written or recorded (the caller fires it). */
 static wf_code
-buffer_or_drop(const wf_net_ctx *ctx, send_op *op, bool *raced, wf_error *err)
+buffer_body(wf_tx *tx, void *arg, wf_error *err)
 {
+    send_op *op = arg;
+    const wf_net_ctx *ctx = op->ctx;
     wf_arena *a = ctx->ref.arena;
+    op->raced = false;
+    op->started = NULL;
+    op->out->n_instance_ids = 0; /* an attempt again */
     op->received_at = wf_now_us();
     bool buffer = op->in->buffer_ttl_ms > 0;
     wf_signal_row r = log_row(op, buffer ? WF_SIGNAL_BUFFERED : WF_SIGNAL_DROPPED);
@@ -528,40 +534,27 @@ buffer_or_drop(const wf_net_ctx *ctx, send_op *op, bool *raced, wf_error *err)
                                 op->received_at, &ev, err);
     if (rc != WF_OK)
         return rc;
-    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
-    wf_tx *tx = NULL;
-    rc = wf_store_begin(ctx->ref.store, &sc, &tx, err);
-    if (rc != WF_OK)
-        return rc;
-    *raced = false;
     bool started = false;
     rc = wf_tx_lock_correlation(tx, op->in->name, op->in->aggregate_type, op->in->aggregate_id,
-                                raced, err);
-    if (rc == WF_OK && !*raced && op->in->start != NULL)
+                                &op->raced, err);
+    if (rc == WF_OK && !op->raced && op->in->start != NULL)
         rc = start_for(ctx, op, tx, &started, err);
-    if (rc == WF_OK && !*raced && started)
+    if (rc == WF_OK && !op->raced && started)
         r = log_row(op, WF_SIGNAL_STARTED);
-    else if (rc == WF_OK && !*raced)
+    else if (rc == WF_OK && !op->raced)
         rc = write_log(tx, &r, &ev, err);
-    if (rc != WF_OK || *raced) {
-        wf_tx_rollback(tx);
+    if (rc != WF_OK)
         return rc;
+    if (op->raced) {
+        wf_uow_idem_skip_record(op->idem);
+        return WF_OK;
     }
     /* The response this records: nobody was fired (else no buffering). */
+    op->outcome = r.outcome;
+    op->expires_at = r.expires_at;
     op->out->outcome = r.outcome;
-    op->out->n_instance_ids = 0;
     op->out->expires_at = r.buffered ? r.expires_at : 0;
-    if (started)
-        rc = push_id(a, op->out, op->started, err);
-    if (rc == WF_OK)
-        rc = wf_uow_commit(ctx->ref.store, &sc, tx, op->idem, op->out, err);
-    else
-        wf_tx_rollback(tx);
-    if (rc == WF_OK) {
-        op->outcome = r.outcome;
-        op->expires_at = r.expires_at;
-    }
-    return rc;
+    return started ? push_id(a, op->out, op->started, err) : WF_OK;
 }
 
 /* Rounds of "fire the waiting instances, else buffer" while instances
@@ -604,7 +597,7 @@ fire_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, bool *d
             }
             return rc;
         }
-        if (op->idem != NULL && op->idem->replayed)
+        if (wf_uow_idem_replayed(op->idem))
             return WF_OK; /* the same request, recorded by another call */
         if (!op->fired)
             continue;
@@ -617,10 +610,11 @@ fire_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, bool *d
 static wf_code
 send_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, wf_error *err)
 {
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     for (int round = 0; round < SEND_ROUNDS; round++) {
-        bool duplicate = false, raced = false;
+        bool duplicate = false;
         wf_code rc = fire_aggregate(ctx, op, out, &duplicate, err);
-        if (rc != WF_OK || (op->idem != NULL && op->idem->replayed))
+        if (rc != WF_OK || wf_uow_idem_replayed(op->idem))
             return rc;
         if (duplicate) {
             out->outcome = WF_SIGNAL_DUPLICATE;
@@ -631,8 +625,8 @@ send_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, wf_erro
             out->outcome = WF_SIGNAL_CORRELATED;
             return WF_OK;
         }
-        rc = buffer_or_drop(ctx, op, &raced, err);
-        if (rc == WF_OK && op->idem != NULL && op->idem->replayed)
+        rc = wf_uow_run_once(ctx->ref.store, &sc, op->idem, buffer_body, op, out, err);
+        if (rc == WF_OK && wf_uow_idem_replayed(op->idem))
             return WF_OK;
         if (rc != WF_OK) {
             if (lost_dedupe_race(ctx, op->in, rc, &op->original, err)) {
@@ -647,7 +641,7 @@ send_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, wf_erro
             }
             return rc;
         }
-        if (!raced) {
+        if (!op->raced) {
             out->outcome = op->outcome;
             out->expires_at = op->outcome == WF_SIGNAL_BUFFERED || op->outcome == WF_SIGNAL_STARTED
                                   ? op->expires_at
@@ -698,22 +692,18 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
         if (rc != WF_OK)
             return rc;
     }
-    /* The request id is looked up by the first unit of work, in its
-     * first flight; a duplicate is logged (and its request id looked up)
-     * in a unit of work of its own. */
+    /* Every answer has an effect (a delivery, a buffered, dropped or
+     * duplicate log row) and records the request with it: the units of
+     * work of this call share the request id (the first looks it up in
+     * its first flight, the first with an effect records with its
+     * commit, later ones amend the record). */
+    wf_uow_span_begin(op.idem);
     bool seen = false;
     rc = seen_before(ctx, in->signal_id, &seen, &op.original, err);
     if (rc != WF_OK)
         return rc;
     if (seen)
-        return log_duplicate(&op, idem, err);
-    if (op.idem != NULL) {
-        op.idem->spans = true;
-        op.idem->recorded = false;
-    }
-    /* Every unit of work with an effect records the request in its own
-     * transaction; what is left to record below is an answer without an
-     * effect (a duplicate). */
+        return log_duplicate(&op, err);
     if (!in->has_aggregate) {
         wf_store_ctx sc = wf_work_store_ctx(rc_);
         rc = wf_uow_run(rc_->store, &sc, op.idem, send_instance_rec_body, &op, out, err);
@@ -723,7 +713,7 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
                 return rc;
             rc = WF_OK;
             out->outcome = WF_SIGNAL_DUPLICATE;
-        } else if (op.idem != NULL && op.idem->replayed) {
+        } else if (wf_uow_idem_replayed(op.idem)) {
             memset(out, 0, sizeof *out);
             return WF_OK;
         } else if (op.fired) {
@@ -731,24 +721,12 @@ wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
         }
     } else {
         rc = send_aggregate(ctx, &op, out, err);
-        if (rc == WF_OK && op.idem != NULL && op.idem->replayed) {
+        if (rc == WF_OK && wf_uow_idem_replayed(op.idem)) {
             memset(out, 0, sizeof *out);
             return WF_OK;
         }
     }
     if (rc == WF_OK && out->outcome == WF_SIGNAL_DUPLICATE)
-        return log_duplicate(&op, idem, err); /* found by a lost race */
-    if (rc != WF_OK || op.idem == NULL || op.idem->recorded)
-        return rc;
-    /* An answer without an effect: the first answer to this request id,
-     * if there is one, else this one. */
-    wf_sig_send_out mine = *out;
-    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
-    rc = wf_uow_idem_lookup(ctx->ref.store, &sc, idem, err);
-    if (rc != WF_OK || idem->replayed) {
-        memset(out, 0, sizeof *out);
-        return rc;
-    }
-    *out = mine;
-    return wf_uow_idem_record(ctx->ref.store, &sc, idem, out, err);
+        return log_duplicate(&op, err); /* found by a lost race */
+    return rc;
 }

@@ -14,12 +14,12 @@
  *   3. by aggregate: the subscriptions of the aggregate, then one unit of
  *      work per root that re-checks under the lock that a subscription is
  *      still there and fires the oldest one; with no firing the signal is
- *      buffered or dropped in a transaction of its own, under the
+ *      buffered or dropped in a unit of work of its own, under the
  *      correlation lock (wf_tx_lock_correlation) that the enabling of an
  *      AGGREGATE MSG wait takes too, after checking there that no instance
  *      began to wait meanwhile (if one did: back to the subscriptions);
  *      with start (correlate or start) and no live root of the aggregate,
- *      that transaction logs the signal STARTED, buffered, and starts the
+ *      that unit of work logs the signal STARTED, buffered, and starts the
  *      instance, whose first wait consumes it (start_for in signals.c);
  *      a drop writes SIGNAL_DROPPED;
  *   4. every firing merges the payload into the variables and writes
@@ -84,9 +84,10 @@ typedef struct wf_sig_send_out {
     int64_t expires_at; /* BUFFERED: µs */
 } wf_sig_send_out;
 
-/* SendSignal. Checks the request (violations to ctx->ref.violation),
- * looks up / records idem around the whole call (it may span several
- * units of work). Errors: INVALID_ARGUMENT, INVALID_JSON,
+/* SendSignal. Checks the request (violations to ctx->ref.violation); its
+ * units of work share idem (wf_uow_span_begin): the request id is looked
+ * up with the first one and recorded with each one that has an effect.
+ * Errors: INVALID_ARGUMENT, INVALID_JSON,
  * INSTANCE_NOT_FOUND, REQUEST_ID_REUSED; with start also StartInstance's
  * (ACTOR_MISSING, DEFINITION_NOT_FOUND, DEFINITION_NOT_ACTIVE,
  * NO_ARC_MATCHED). */

@@ -56,7 +56,7 @@ wf_runtime__msg_enabled(net_work *w, const wf_work_item_row *it, const wf_transi
     wf_code rc = WF_OK;
     /* Under the correlation lock, a SendSignal buffering for this aggregate
      * either committed first (its row is consumed here) or waits, then sees
-     * this subscription and fires it (buffer_or_drop). */
+     * this subscription and fires it (buffer_body in signals.c). */
     if (by_agg)
         rc = wf_tx_lock_correlation(w->tx, t->signal_name, in->aggregate_type, in->aggregate_id,
                                     NULL, err);

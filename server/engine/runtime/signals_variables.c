@@ -78,7 +78,7 @@ wf_sig_set_variables(const wf_net_ctx *ctx, const char *instance_id, const char 
     vars_op op = {ctx, instance_id, patch, out, NULL, 0};
     wf_store_ctx sc = wf_work_store_ctx(r);
     rc = wf_uow_run(r->store, &sc, idem, vars_body, &op, out, err);
-    if (rc == WF_OK && (idem == NULL || !idem->replayed))
+    if (rc == WF_OK && !wf_uow_idem_replayed(idem))
         wf_runtime__wake(ctx, op.wake, op.n_wake);
     return rc;
 }
