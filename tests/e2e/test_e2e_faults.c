@@ -18,7 +18,7 @@
  * "skipped: ..." and exits 77 (skipped).
  *
  * With WF_TEST_PG_DURABLE=1 (test_e2e_faults_durable: a cluster of its own
- * made by tests/support/durable_pg.sh) the kill case first checks that the
+ * made by tests/support/own_pg.sh --durable) the kill case first checks that the
  * cluster runs as production does, fsync, synchronous_commit and
  * full_page_writes on, and leaves the server's sessions at the cluster's
  * settings: the kill then tests durability as deployed.

@@ -80,7 +80,7 @@ listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$dir'
 $speed
-max_connections = 200
+max_connections = 300
 CONF
     fi
     as_pg "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null ||

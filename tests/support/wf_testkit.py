@@ -74,13 +74,26 @@ def generate_stubs(proto_dir, work, reflection=False):
 
 
 def free_port():
-    """A port nobody listens on right now (the kernel's pick), never 50051."""
-    while True:
+    """A port nobody listens on right now (the kernel's pick), never 50051.
+    With WF_TEST_PORT_DIR (test.sh sets it) the port is also claimed there
+    (a file named after it, created exclusively) for the rest of the run,
+    so that suites running at once never both pick it between the check
+    and their server's bind."""
+    claims = os.environ.get("WF_TEST_PORT_DIR")
+    for _ in range(1000):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        if port != 50051:
-            return port
+        if port == 50051:
+            continue
+        if claims:
+            try:
+                os.close(os.open(os.path.join(claims, str(port)),
+                                 os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            except FileExistsError:
+                continue
+        return port
+    raise RuntimeError("no free port found")
 
 
 # A channel with its own connection (not shared with other channels) that
