@@ -83,7 +83,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import wf_testkit  # noqa: E402  (the Python suites' shared kit)
 
 RPC_TIMEOUT = 5.0  # seconds, every unary call
-READY_TIMEOUT = 10.0  # seconds for a server to answer SERVING
+READY_TIMEOUT = 10.0  # seconds for a server to answer SERVING (times TIME_SCALE)
+TIME_SCALE = 1  # wall-clock bounds stretch by it (wf_testkit.time_scale; set in main)
 SUITE_TIMEOUT = 180.0  # hard bound of the whole run
 DOMAIN = "workflow.v1"
 SERVICE = "workflow.v1.WorkflowService"
@@ -186,7 +187,8 @@ class Server:
                            % (self.name, self.log_path, self.log()[-2000:]))
 
     def _wait_ready(self):
-        return wf_testkit.wait_serving(STUBS, self.channel, self.proc, self.port, READY_TIMEOUT)
+        return wf_testkit.wait_serving(STUBS, self.channel, self.proc, self.port,
+                                       READY_TIMEOUT * TIME_SCALE)
 
     tls_root = None  # PEM of the CA to trust when the server speaks TLS
 
@@ -562,11 +564,11 @@ class ProtocolTests(WorkflowTestCase):
         nope = raw_method(self.srv.channel, "/%s/Nope" % SERVICE)
         out = invoke(nope, b"", timeout=10)
         self.assert_error(out, SC.UNIMPLEMENTED, "UNIMPLEMENTED")
-        self.assertLess(out.elapsed, 2.0, "UNIMPLEMENTED took %.2f s" % out.elapsed)
+        self.assertLess(out.elapsed, 2.0 * TIME_SCALE, "UNIMPLEMENTED took %.2f s" % out.elapsed)
         other = raw_method(self.srv.channel, "/no.such.Service/Method")
         out = invoke(other, b"", timeout=10)
         self.assertEqual(out.code, SC.UNIMPLEMENTED, repr(out))
-        self.assertLess(out.elapsed, 2.0)
+        self.assertLess(out.elapsed, 2.0 * TIME_SCALE)
 
     def test_malformed_protobuf_invalid_argument(self):
         for method in ("GetTask", "ClaimTask"):
@@ -695,6 +697,8 @@ class OneChannelTests(WorkflowTestCase):
     without the store (GetInstance without an id); OneChannelPgTests also
     reads the store beside the slow call."""
 
+    # Both times TIME_SCALE: the cheap calls stay far quicker than the slow
+    # one however slow the machine.
     SLOW_MS = 2000    # the server's expression time limit: the slow call's length
     QUICK_S = 0.3     # bound for a cheap call beside it
     CONCURRENT = 32
@@ -703,7 +707,7 @@ class OneChannelTests(WorkflowTestCase):
     @classmethod
     def start_one_channel_server(cls):
         return start_server(cls, "one-channel-memory", WF_THREADS=4,
-                            WF_EXPR_TIMEOUT_MS=cls.SLOW_MS)
+                            WF_EXPR_TIMEOUT_MS=cls.SLOW_MS * TIME_SCALE)
 
     @classmethod
     def setUpClass(cls):
@@ -748,7 +752,7 @@ class OneChannelTests(WorkflowTestCase):
             definition_key=self.KEY, variables_json="{}"), self.meta, timeout=30))
         # The slow call really was slow: it ran into the time limit.
         self.assert_error(out, SC.RESOURCE_EXHAUSTED, "EXPRESSION_LIMIT")
-        self.assertGreaterEqual(out.elapsed, 0.75 * self.SLOW_MS / 1000.0)
+        self.assertGreaterEqual(out.elapsed, 0.75 * self.SLOW_MS * TIME_SCALE / 1000.0)
 
     def beside(self, slow_fn):
         """Runs slow_fn (a call on self.wf) in a thread and, while it is in
@@ -766,12 +770,12 @@ class OneChannelTests(WorkflowTestCase):
         th = threading.Thread(target=slow_call)
         th.start()
         try:
-            time.sleep(0.3)  # the slow call is in its handler by now
+            time.sleep(0.3 * TIME_SCALE)  # the slow call is in its handler by now
             serial = []
             for name, fn in self.cheap_calls() * 3:
                 out = fn()
                 serial.append(out.elapsed)
-                self.assertLess(out.elapsed, self.QUICK_S,
+                self.assertLess(out.elapsed, self.QUICK_S * TIME_SCALE,
                                 "%s took %.3f s beside a slow call on the same channel"
                                 % (name, out.elapsed))
 
@@ -798,7 +802,7 @@ class OneChannelTests(WorkflowTestCase):
                   " max %.1f ms; %d at once, max %.1f ms"
                   % (type(self).__name__, len(serial), 1000 * max(serial), self.CONCURRENT,
                      1000 * max(o.elapsed for o in outs)), file=sys.stderr)
-            self.assertLess(max(o.elapsed for o in outs), 2 * self.QUICK_S,
+            self.assertLess(max(o.elapsed for o in outs), 2 * self.QUICK_S * TIME_SCALE,
                             "the slowest of %d calls on one channel took %.3f s"
                             % (self.CONCURRENT, max(o.elapsed for o in outs)))
             self.assertTrue(th.is_alive() or slow["end"] > t0 + burst,
@@ -821,7 +825,7 @@ class OneChannelPgTests(OneChannelTests):
     def start_one_channel_server(cls):
         dsn = pg_dsn_or_skip("OneChannelTests")
         return start_server(cls, "one-channel-pg", DATABASE_URL=dsn, WF_THREADS=4,
-                            WF_EXPR_TIMEOUT_MS=cls.SLOW_MS)
+                            WF_EXPR_TIMEOUT_MS=cls.SLOW_MS * TIME_SCALE)
 
     @classmethod
     def setUpClass(cls):
@@ -2424,6 +2428,8 @@ def main():
         print("skipped: WF_TEST_PG_DSN is not set (./test.sh sets it)")
         return wf_testkit.SKIP
     OPTS.server = os.path.abspath(OPTS.server)
+    global TIME_SCALE
+    TIME_SCALE = wf_testkit.time_scale(OPTS.server)
     OPTS.wfctl = os.path.abspath(OPTS.wfctl or os.path.join(
         os.path.dirname(OPTS.server), "..", "client", "wfctl"))
     OPTS.proto = os.path.abspath(OPTS.proto)

@@ -96,6 +96,30 @@ def free_port():
     raise RuntimeError("no free port found")
 
 
+def time_scale(binary=None):
+    """How many times slower than a quiet machine this run may be, for the
+    wall-clock bounds of the suites (as wf_test_time_scale of the C suites):
+    5 when binary (the workflowd under test) is built with AddressSanitizer,
+    times the load average per CPU when it is above one, times
+    WF_TEST_TIME_SCALE when that is a number above one; at most 40."""
+    scale = 1.0
+    try:
+        scale = max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    except OSError:
+        pass
+    if binary is not None:
+        with open(binary, "rb") as f:
+            if b"__asan_init" in f.read():
+                scale *= 5
+    try:
+        user = float(os.environ.get("WF_TEST_TIME_SCALE", "1"))
+    except ValueError:
+        user = 1.0
+    if user > 1:
+        scale *= user
+    return min(40, int(-(-scale // 1)))
+
+
 # A channel with its own connection (not shared with other channels) that
 # retries a lost connection quickly.
 CHANNEL_OPTIONS = [

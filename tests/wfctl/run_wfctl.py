@@ -71,7 +71,7 @@ class Server:
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen([OPTS.server], env=self.env,
                                              stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-            deadline = time.time() + 10
+            deadline = time.time() + 10 * wf_testkit.time_scale(OPTS.server)
             while time.time() < deadline and self.proc.poll() is None:
                 if wfctl(self, "health").returncode == 0:
                     return self
