@@ -32,6 +32,8 @@
 #   WF_TEST_PARALLEL   suites run at once (default: 2 x CPUs, at least 4;
 #                      most suites wait on servers and Postgres more than
 #                      they compute); 1 runs them one at a time
+#   WF_TEST_TIME_SCALE stretches the suites' time bounds by this factor, on
+#                      top of what sanitizers and the load average add
 set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
