@@ -819,7 +819,7 @@ class OneChannelPgTests(OneChannelTests):
     an instance and ListDefinitions. A second slow call: SetVariables on an
     instance whose row another connection (psql) holds locked."""
 
-    LOCK_S = 2.5
+    LOCK_S = 2.5  # times TIME_SCALE, as SLOW_MS: the lock outlasts the cheap calls
 
     @classmethod
     def start_one_channel_server(cls):
@@ -851,7 +851,8 @@ class OneChannelPgTests(OneChannelTests):
         if not os.access(psql, os.X_OK):
             self.skipTest("no psql to hold a row lock with")
         dsn = os.environ["WF_TEST_PG_DSN"]
-        sleep_sql = "SELECT pg_sleep(%s) /* one-channel lock %s */;" % (self.LOCK_S, self.locked_id)
+        sleep_sql = "SELECT pg_sleep(%s) /* one-channel lock %s */;" % (
+            self.LOCK_S * TIME_SCALE, self.locked_id)
         holder = subprocess.Popen(
             [psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", dsn], stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
@@ -875,7 +876,7 @@ class OneChannelPgTests(OneChannelTests):
             out = self.beside(lambda: invoke(self.wf.SetVariables, wf_pb2.SetVariablesRequest(
                 instance_id=self.locked_id, variables_json='{"a": 1}'), self.meta, timeout=30))
         finally:
-            holder.wait(timeout=30)
+            holder.wait(timeout=30 + self.LOCK_S * TIME_SCALE)
         self.assertEqual(out.code, SC.OK, repr(out))
         self.assertGreaterEqual(out.elapsed, 1.0, "SetVariables did not wait for the lock")
 
