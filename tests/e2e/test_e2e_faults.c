@@ -263,8 +263,9 @@ random_suffix(char out[9])
 #define CALL_DEADLINE_MS 2000
 /* A call may take its deadline plus this (more under sanitizers and load). */
 #define CALL_SLACK_MS (500 * wf_test_time_scale())
-#define RECOVERY_MS 10000 /* calls must succeed again this soon after the restart */
-#define FAIL_PAUSE_MS 10  /* a client's pause after a failed call */
+/* Calls must succeed again this soon after the restart. */
+#define RECOVERY_MS (10000 * wf_test_time_scale())
+#define FAIL_PAUSE_MS 10 /* a client's pause after a failed call */
 #define POOL_SIZE "4"
 
 enum { M_START, M_GET, M_N };
@@ -717,7 +718,7 @@ END_TEST
 
 #define NPROC 3
 #define READY_MS 60000 /* generous: sanitizer builds start slowly */
-#define TERM_MS 5000
+#define TERM_MS (5000 * wf_test_time_scale())
 
 static char mig_db[64];    /* chosen by the parent runner, so that it can drop it */
 static char mig_dir[256];  /* logs of the spawned servers */
