@@ -33,7 +33,7 @@ case $rest in *\?*) query=?${rest#*\?}; rest=${rest%%\?*} ;; esac
 authority=${rest%%/*}
 admin=$WF_TEST_PG_DSN
 
-sql() { "$PSQL" -X -q -v ON_ERROR_STOP=1 -d "$admin" -c "$1" >/dev/null; }
+sql() { PGOPTIONS='-c client_min_messages=warning' "$PSQL" -X -q -v ON_ERROR_STOP=1 -d "$admin" -c "$1" >/dev/null; }
 sql "DROP DATABASE IF EXISTS $db WITH (FORCE)"
 sql "CREATE DATABASE $db"
 
