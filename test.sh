@@ -18,10 +18,11 @@
 # usage error.
 #
 # Suites run in parallel (ctest -j): each Postgres suite on a database of
-# its own in the one cluster (tests/support/pg_db.sh), a suite that restarts
-# its cluster on a cluster of its own (tests/support/own_pg.sh) or alone
-# (RUN_SERIAL), every server on a port picked at run time. Time bounds in
-# the suites stretch under sanitizers and with the load of the machine.
+# its own in the one cluster (tests/support/pg_db.sh), a suite that stops or
+# kills Postgres on a cluster of its own (tests/support/own_pg.sh), every
+# server on a port picked at run time; only the overload suites, which
+# measure latencies, run alone (RUN_SERIAL). Time bounds in the suites
+# stretch under sanitizers and with the load of the machine.
 #
 # Environment (all optional):
 #   WF_TEST_PG_PORT    first port to try for Postgres (default 55432; the next
