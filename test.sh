@@ -189,8 +189,11 @@ run_pass() {
 run_pass "werror" build -DWF_WERROR=ON -DWF_SANITIZE=OFF
 
 if [ "$fast" -eq 0 ]; then
+    # Check's per-case timeouts (hang guards) triple there, as the ctest
+    # timeouts do (tests/CMakeLists.txt): every case is several times slower.
     ctest_env=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
-               UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
+               UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+               CK_TIMEOUT_MULTIPLIER=3)
     run_pass "sanitize" build-asan -DWF_WERROR=ON -DWF_SANITIZE=ON
 else
     log "sanitize: skipped (--fast)"
