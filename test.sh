@@ -12,9 +12,17 @@
 # (tests/support/pg.sh) for the store suites and stops it on exit. Works as
 # root or as a normal user and can be run again at once: a Postgres left over
 # by an interrupted run is stopped first. Each suite's own output is printed (Check's "100%: Checks: N,
-# Failures: 0, Errors: 0" lines), then ctest's summary. Exit status: 0 when
-# every pass built and every suite passed (none skipped: with the database
-# given, no suite may skip), 1 otherwise, 2 for a usage error.
+# Failures: 0, Errors: 0" lines), then ctest's summary and the ten slowest
+# suites. Exit status: 0 when every pass built and every suite passed (none
+# skipped: with the database given, no suite may skip), 1 otherwise, 2 for a
+# usage error.
+#
+# Suites run in parallel (ctest -j): each Postgres suite on a database of
+# its own in the one cluster (tests/support/pg_db.sh), a suite that stops or
+# kills Postgres on a cluster of its own (tests/support/own_pg.sh), every
+# server on a port picked at run time; only the overload suites, which
+# measure latencies, run alone (RUN_SERIAL). Time bounds in the suites
+# stretch under sanitizers and with the load of the machine.
 #
 # Environment (all optional):
 #   WF_TEST_PG_PORT    first port to try for Postgres (default 55432; the next
@@ -22,8 +30,11 @@
 #   WF_TEST_WORK       scratch directory (default: /tmp/wf-test-<uid>-<hash of
 #                      this checkout>), holds the Postgres data directory
 #   WF_TEST_JOBS       parallel build jobs (default: number of CPUs)
-#   CTEST_PARALLEL_LEVEL  ctest's own variable; suites run one at a time
-#                      unless it is set (they share one database)
+#   WF_TEST_PARALLEL   suites run at once (default: 2 x CPUs, at least 4;
+#                      most suites wait on servers and Postgres more than
+#                      they compute); 1 runs them one at a time
+#   WF_TEST_TIME_SCALE stretches the suites' time bounds by this factor, on
+#                      top of what sanitizers and the load average add
 set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
@@ -43,6 +54,11 @@ ROOT=$PWD
 scripts/install-deps.sh
 PG_SH=$ROOT/tests/support/pg.sh
 JOBS=${WF_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
+PARALLEL=${WF_TEST_PARALLEL:-$(($(nproc 2>/dev/null || echo 2) * 2))}
+[ "${WF_TEST_PARALLEL+set}" = set ] || [ "$PARALLEL" -ge 4 ] || PARALLEL=4
+case $PARALLEL in
+'' | *[!0-9]* | 0) echo "test.sh: WF_TEST_PARALLEL must be a positive number: $PARALLEL" >&2; exit 2 ;;
+esac
 WORK=${WF_TEST_WORK:-${TMPDIR:-/tmp}/wf-test-$(id -u)-$(printf '%s' "$ROOT" | cksum | cut -d' ' -f1)}
 PG_DIR=$WORK/pg
 
@@ -97,6 +113,15 @@ export WF_TEST_PG_DSN=$dsn
 export WF_TEST_PG_CTL="$PG_SH ctl $PG_DIR"
 export WF_TEST_PG_DIR=$PG_DIR WF_TEST_PG_PORT=$port
 echo "WF_TEST_PG_DSN=$WF_TEST_PG_DSN"
+# Ports the suites' servers take are claimed here (tests/support/wf_testkit.py
+# free_port), so that two suites running at once never pick the same one.
+export WF_TEST_PORT_DIR=$WORK/ports
+rm -rf "$WF_TEST_PORT_DIR"
+mkdir -p "$WF_TEST_PORT_DIR"
+# Check's per-case timeouts guard against hangs; suites side by side on a
+# loaded machine (or under sanitizers) legitimately take several times
+# longer, so they triple (the ctest timeouts triple under sanitizers too).
+export CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-3}
 
 # ---- build and test passes ----------------------------------------------------
 failed=()
@@ -112,6 +137,13 @@ print_suite_logs() {
         /^<end of output>$/ { inout = 0; name = ""; next }
         inout { print }
     ' "$logf"
+}
+
+# The ten slowest suites of a pass, from ctest's result lines.
+print_slowest() {
+    grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: ' "$1/ctest.out" |
+        sed -E 's/^.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec.*$/\2 \1/' |
+        sort -rn | head -n 10 | awk '{ printf "%9.1f s  %s\n", $1, $2 }' || true
 }
 
 # run_pass NAME BUILD_DIR [cmake args...]: configure, build, run ctest (with
@@ -136,15 +168,17 @@ run_pass() {
         log "$name: ctest skipped (build only)"
         return
     fi
-    log "$name: ctest"
-    local rc=0
+    log "$name: ctest (-j $PARALLEL)"
+    local rc=0 t0=$SECONDS
     (cd "$ROOT/$dir" && env ${ctest_env[@]+"${ctest_env[@]}"} \
-        ctest --output-on-failure --no-tests=error) 2>&1 | tee "$ROOT/$dir/ctest.out" ||
-        rc=${PIPESTATUS[0]}
+        ctest --output-on-failure --no-tests=error -j "$PARALLEL") 2>&1 |
+        tee "$ROOT/$dir/ctest.out" || rc=${PIPESTATUS[0]}
     log "$name: output of each suite"
     print_suite_logs "$ROOT/$dir"
     log "$name: ctest summary"
     sed -n '/tests passed, /,$p' "$ROOT/$dir/ctest.out"
+    log "$name: the slowest suites (ctest took $((SECONDS - t0)) s)"
+    print_slowest "$ROOT/$dir"
     [ "$rc" -eq 0 ] || failed+=("$name: ctest (exit $rc)")
     # A suite skips (exit 77) only when it has no database; this run gave it
     # one, so a skipped suite ran nothing and is a failure.

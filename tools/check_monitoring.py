@@ -192,9 +192,24 @@ def exposition_names(text):
 
 
 def free_addr():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return "127.0.0.1:%d" % s.getsockname()[1]
+    """127.0.0.1 and a port nobody listens on now, never 50051; with
+    WF_TEST_PORT_DIR (set by test.sh) claimed there for the run, as
+    tests/support/wf_testkit.py free_port does."""
+    claims = os.environ.get("WF_TEST_PORT_DIR")
+    for _ in range(1000):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port == 50051:
+            continue
+        if claims:
+            try:
+                os.close(os.open(os.path.join(claims, str(port)),
+                                 os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            except FileExistsError:
+                continue
+        return "127.0.0.1:%d" % port
+    raise RuntimeError("no free port found")
 
 
 def scrape(server, addr, metrics_addr, work):

@@ -44,12 +44,30 @@ function sanitizerEnv() {
   return e;
 }
 
-function freePort() {
+// A port nobody listens on now (the kernel's pick), never 50051, and with
+// WF_TEST_PORT_DIR claimed there for the run as tests/support/wf_testkit.py
+// free_port does: suites running at once never pick the same one.
+function kernelPort() {
   return new Promise((resolve, reject) => {
     const s = net.createServer();
     s.listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => resolve(p)); });
     s.on("error", reject);
   });
+}
+async function freePort() {
+  const claims = process.env.WF_TEST_PORT_DIR;
+  for (let i = 0; i < 1000; i++) {
+    const p = await kernelPort();
+    if (p === 50051) continue;
+    if (claims) {
+      try { fs.closeSync(fs.openSync(path.join(claims, String(p)), "wx")); } catch (e) {
+        if (e.code === "EEXIST") continue;
+        throw e;
+      }
+    }
+    return p;
+  }
+  throw new Error("no free port found");
 }
 
 let GRPC;

@@ -18,7 +18,7 @@
  * "skipped: ..." and exits 77 (skipped).
  *
  * With WF_TEST_PG_DURABLE=1 (test_e2e_faults_durable: a cluster of its own
- * made by tests/support/durable_pg.sh) the kill case first checks that the
+ * made by tests/support/own_pg.sh --durable) the kill case first checks that the
  * cluster runs as production does, fsync, synchronous_commit and
  * full_page_writes on, and leaves the server's sessions at the cluster's
  * settings: the kill then tests durability as deployed.
@@ -261,9 +261,11 @@ random_suffix(char out[9])
 #define KILL_AT_MS 3000 /* Postgres is killed this long after the load starts */
 #define OUTAGE_MS 3000  /* and started again this long after it is down */
 #define CALL_DEADLINE_MS 2000
-#define CALL_SLACK_MS 500 /* a call may take its deadline plus this */
-#define RECOVERY_MS 10000 /* calls must succeed again this soon after the restart */
-#define FAIL_PAUSE_MS 10  /* a client's pause after a failed call */
+/* A call may take its deadline plus this (more under sanitizers and load). */
+#define CALL_SLACK_MS (500 * wf_test_time_scale())
+/* Calls must succeed again this soon after the restart. */
+#define RECOVERY_MS (10000 * wf_test_time_scale())
+#define FAIL_PAUSE_MS 10 /* a client's pause after a failed call */
 #define POOL_SIZE "4"
 
 enum { M_START, M_GET, M_N };
@@ -716,7 +718,7 @@ END_TEST
 
 #define NPROC 3
 #define READY_MS 60000 /* generous: sanitizer builds start slowly */
-#define TERM_MS 5000
+#define TERM_MS (5000 * wf_test_time_scale())
 
 static char mig_db[64];    /* chosen by the parent runner, so that it can drop it */
 static char mig_dir[256];  /* logs of the spawned servers */

@@ -156,8 +156,8 @@ START_TEST(test_push_order_and_credit)
     Workflow__V1__Job *j2 = must_next(s, 3000);
     ck_assert_str_eq(j2->instance_id, in[2]->id);
     /* At once (the completion wakes the stream), not at a recheck. */
-    ck_assert_msg(wf_mono_ms() - t0 < 700, "pushed %lld ms after the completion",
-                  (long long)(wf_mono_ms() - t0));
+    ck_assert_msg(wf_mono_ms() - t0 < 700 * wf_test_time_scale(),
+                  "pushed %lld ms after the completion", (long long)(wf_mono_ms() - t0));
     must_not_push(s, 600);
     /* CompleteJobs gives back one credit per completed item. */
     const char *keys[2] = {j1->key, j2->key};
@@ -212,7 +212,8 @@ START_TEST(test_push_waits_for_new_jobs_and_picks_variables)
     Workflow__V1__Job *j = must_next(s, 3000);
     ck_assert_str_eq(j->instance_id, in->id);
     ck_assert_str_eq(j->variables_json, "{\"a\":1,\"c\":[3]}");
-    ck_assert_msg(wf_mono_ms() - t0 < 900, "pushed after %lld ms", (long long)(wf_mono_ms() - t0));
+    ck_assert_msg(wf_mono_ms() - t0 < 900 * wf_test_time_scale(), "pushed after %lld ms",
+                  (long long)(wf_mono_ms() - t0));
     wf_client_stream_close(s);
 }
 END_TEST
@@ -436,7 +437,8 @@ START_TEST(test_shutdown_ends_the_stream_unavailable)
     ck_assert_msg(st.code == GRPC_STATUS_UNAVAILABLE, "ended with %s",
                   wf_client_code_name(st.code));
     /* Well before the 5 s grace: open streams are ended first. */
-    ck_assert_msg(wf_mono_ms() - t0 < 3000, "ended after %lld ms", (long long)(wf_mono_ms() - t0));
+    ck_assert_msg(wf_mono_ms() - t0 < 3000 * wf_test_time_scale(), "ended after %lld ms",
+                  (long long)(wf_mono_ms() - t0));
     wf_client_stream_close(s);
 }
 END_TEST

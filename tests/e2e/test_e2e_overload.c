@@ -31,13 +31,10 @@
 #define SVC "/workflow.v1.WorkflowService/"
 #define WF_TEST_RETRY_DELAY_MS 200 /* rpc_status.h */
 
-/* The time bounds below hold for a plain build; AddressSanitizer makes every
- * call several times slower, so they stretch by this factor there. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SLOW 5
-#else
-#define SLOW 1
-#endif
+/* The time bounds below hold for a plain build on a quiet machine;
+ * AddressSanitizer and a loaded machine make every call several times
+ * slower, so they stretch by this factor (wf_test_time_scale). */
+#define SLOW ((int64_t)wf_test_time_scale())
 
 /* A guard of n^3 additions for an array a of n numbers: n = 400 runs past
  * any sane budget, n = 60 takes a few tens of milliseconds. */
@@ -157,6 +154,38 @@ percentile(int64_t *v, size_t n, double p)
     return v[k];
 }
 
+/* grpc_server_started_total of a WorkflowService method in the server's
+ * metrics: the calls a server thread has taken so far. */
+static long long
+started_calls(const char *method)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    wf_rpc_server_render_metrics(ts.srv, f);
+    fclose(f);
+    char key[160];
+    snprintf(key, sizeof key, "grpc_service=\"workflow.v1.WorkflowService\",grpc_method=\"%s\"} ",
+             method);
+    const char *at = strstr(text, key); /* started_total comes first; handled has a code */
+    long long n = at != NULL ? atoll(at + strlen(key)) : -1;
+    free(text);
+    return n;
+}
+
+/* Waits until n calls of method have been taken by server threads, instead
+ * of guessing how long the load takes to get there; at most 10 s (times
+ * the time scale). */
+static void
+await_started(const char *method, long long n)
+{
+    int64_t until = wf_mono_ms() + 10000 * SLOW;
+    while (started_calls(method) < n && wf_mono_ms() < until)
+        sleep_ms(10);
+    long long got = started_calls(method);
+    ck_assert_msg(got >= n, "%lld %s calls taken by the server, want %lld", got, method, n);
+}
+
 static void
 setup8(void)
 {
@@ -269,11 +298,12 @@ START_TEST(test_health_answers_while_deploys_compile)
     enum { NDEP = 8 };
     deployer dp[NDEP];
     int salt = (int)(wf_now_us() % 1000000) * 100;
+    long long before = started_calls("DeployDefinition");
     for (int i = 0; i < NDEP; i++) {
         dp[i] = (deployer){.def = wide_net(u("wide"), 100, salt + i * 1000)};
         pthread_create(&dp[i].th, NULL, wide_deploy, &dp[i]);
     }
-    sleep_ms(200);
+    await_started("DeployDefinition", before + NDEP); /* every deploy is compiling */
     int failed = 0;
     int64_t p50, mx = probe_health(30, &failed, &p50);
     int64_t dmax = 0;
@@ -298,11 +328,12 @@ START_TEST(test_health_answers_while_slow_guards_hold_the_pool)
     char *key = deploy_slow();
     enum { NLOAD = 16 };
     loader l[NLOAD];
+    long long before = started_calls("StartInstance");
     for (int i = 0; i < NLOAD; i++) {
         l[i] = (loader){.key = key, .rounds = 2};
         pthread_create(&l[i].th, NULL, slow_starts, &l[i]);
     }
-    sleep_ms(300); /* the pool is busy */
+    await_started("StartInstance", before + 8); /* the pool's 8 threads are busy */
     int64_t lat[40];
     size_t n = 0;
     int failed = 0;
@@ -357,7 +388,7 @@ guarded_starts(void *arg)
         req.variables_json = slow_vars;
         ProtobufCMessage *resp = NULL;
         wf_client_status st;
-        wf_client_call_opts o = {.timeout_ms = 30000};
+        wf_client_call_opts o = {.timeout_ms = (int)(30000 * SLOW)};
         int64_t t0 = wf_now_us();
         int code =
             wf_client_call(c, SVC "StartInstance", &req.base,
@@ -382,7 +413,9 @@ guarded_starts(void *arg)
 
 START_TEST(test_overload_refuses_at_once_and_bounds_the_wait_of_accepted_calls)
 {
-    isolate(5000, 4);
+    /* Guards of tens of ms: the budget is far above them however slow the
+     * machine, so that every failure here is a refusal, not a timeout. */
+    isolate((int)(5000 * SLOW), 4);
     set_slow_vars(60);
     char *key = deploy_slow();
     /* One call alone: the unit of the bounds below. */
@@ -491,11 +524,13 @@ START_TEST(test_a_full_expression_queue_refuses_at_once)
     char *slow = deploy_slow(), *plain = deploy_plain();
     enum { NSLOW = 6 };
     static caller cl[NSLOW];
+    long long before = started_calls("StartInstance");
     for (int i = 0; i < NSLOW; i++) {
         cl[i] = (caller){.key = slow, .rounds = 2};
         pthread_create(&cl[i].th, NULL, guarded_starts, &cl[i]);
     }
-    sleep_ms(200);
+    /* The worker evaluates one guard and one waits: the queue is full. */
+    await_started("StartInstance", before + 2);
     /* Unrelated calls meanwhile: StartInstance of a net without guards. */
     wf_client *c = wf_test_client(&ts, NULL, NULL, "other");
     int64_t lat[20];

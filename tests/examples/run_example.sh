@@ -29,18 +29,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A port nobody listens on now (the kernel's pick); never 50051.
+# A port nobody listens on now (the kernel's pick), claimed for this run
+# (tests/support/wf_testkit.py free_port); never 50051.
 free_port() {
     /usr/bin/python3 -c '
-import socket
-while True:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    if port != 50051:
-        print(port)
-        break'
+import sys
+sys.path.insert(0, sys.argv[1])
+import wf_testkit
+print(wf_testkit.free_port())' "$(cd "$(dirname "$0")/../support" && pwd)"
 }
 
 # The server sees none of the caller's WF_* settings or DATABASE_URL.

@@ -578,6 +578,13 @@ def main():
             print("skipped: %s not found in %s" % (tool, PG_BIN))
             return wf_testkit.SKIP
 
+    # The recovery bound and the watchdog stretch under sanitizers and load;
+    # the watchdog stays within ctest's 260 s.
+    global RECOVER_LIMIT, SUITE_TIMEOUT
+    scale = wf_testkit.time_scale(os.path.abspath(opts.server))
+    RECOVER_LIMIT *= scale
+    SUITE_TIMEOUT = min(SUITE_TIMEOUT * scale, 245.0)
+
     shutil.rmtree(opts.work, ignore_errors=True)
     os.makedirs(opts.work)
     STUBS = wf_testkit.generate_stubs(opts.proto, opts.work)

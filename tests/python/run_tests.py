@@ -83,7 +83,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import wf_testkit  # noqa: E402  (the Python suites' shared kit)
 
 RPC_TIMEOUT = 5.0  # seconds, every unary call
-READY_TIMEOUT = 10.0  # seconds for a server to answer SERVING
+READY_TIMEOUT = 10.0  # seconds for a server to answer SERVING (times TIME_SCALE)
+TIME_SCALE = 1  # wall-clock bounds stretch by it (wf_testkit.time_scale; set in main)
 SUITE_TIMEOUT = 180.0  # hard bound of the whole run
 DOMAIN = "workflow.v1"
 SERVICE = "workflow.v1.WorkflowService"
@@ -186,7 +187,8 @@ class Server:
                            % (self.name, self.log_path, self.log()[-2000:]))
 
     def _wait_ready(self):
-        return wf_testkit.wait_serving(STUBS, self.channel, self.proc, self.port, READY_TIMEOUT)
+        return wf_testkit.wait_serving(STUBS, self.channel, self.proc, self.port,
+                                       READY_TIMEOUT * TIME_SCALE)
 
     tls_root = None  # PEM of the CA to trust when the server speaks TLS
 
@@ -562,11 +564,11 @@ class ProtocolTests(WorkflowTestCase):
         nope = raw_method(self.srv.channel, "/%s/Nope" % SERVICE)
         out = invoke(nope, b"", timeout=10)
         self.assert_error(out, SC.UNIMPLEMENTED, "UNIMPLEMENTED")
-        self.assertLess(out.elapsed, 2.0, "UNIMPLEMENTED took %.2f s" % out.elapsed)
+        self.assertLess(out.elapsed, 2.0 * TIME_SCALE, "UNIMPLEMENTED took %.2f s" % out.elapsed)
         other = raw_method(self.srv.channel, "/no.such.Service/Method")
         out = invoke(other, b"", timeout=10)
         self.assertEqual(out.code, SC.UNIMPLEMENTED, repr(out))
-        self.assertLess(out.elapsed, 2.0)
+        self.assertLess(out.elapsed, 2.0 * TIME_SCALE)
 
     def test_malformed_protobuf_invalid_argument(self):
         for method in ("GetTask", "ClaimTask"):
@@ -683,6 +685,13 @@ SLOW_GUARD = ('"x" * 10000 | explode as $a '
               '| reduce $a[] as $i (0; reduce $a[] as $j (.; . + 1)) > 0')
 
 
+def one_channel_scale():
+    """TIME_SCALE for the one-channel cases, at most 4: the slow guard must
+    still outlast the stretched expression limit (SLOW_MS times it), and
+    that limit stay well below the slow call's 30 s deadline."""
+    return min(TIME_SCALE, 4)
+
+
 class OneChannelTests(WorkflowTestCase):
     """A generated client sends every call of a backend over one channel,
     so one HTTP/2 connection. While one call on that channel is slow (a
@@ -695,6 +704,8 @@ class OneChannelTests(WorkflowTestCase):
     without the store (GetInstance without an id); OneChannelPgTests also
     reads the store beside the slow call."""
 
+    # Both times one_channel_scale(): the cheap calls stay far quicker than
+    # the slow one however slow the machine.
     SLOW_MS = 2000    # the server's expression time limit: the slow call's length
     QUICK_S = 0.3     # bound for a cheap call beside it
     CONCURRENT = 32
@@ -703,7 +714,7 @@ class OneChannelTests(WorkflowTestCase):
     @classmethod
     def start_one_channel_server(cls):
         return start_server(cls, "one-channel-memory", WF_THREADS=4,
-                            WF_EXPR_TIMEOUT_MS=cls.SLOW_MS)
+                            WF_EXPR_TIMEOUT_MS=cls.SLOW_MS * one_channel_scale())
 
     @classmethod
     def setUpClass(cls):
@@ -748,7 +759,12 @@ class OneChannelTests(WorkflowTestCase):
             definition_key=self.KEY, variables_json="{}"), self.meta, timeout=30))
         # The slow call really was slow: it ran into the time limit.
         self.assert_error(out, SC.RESOURCE_EXHAUSTED, "EXPRESSION_LIMIT")
-        self.assertGreaterEqual(out.elapsed, 0.75 * self.SLOW_MS / 1000.0)
+        self.assertGreaterEqual(out.elapsed, 0.75 * self.SLOW_MS * one_channel_scale() / 1000.0)
+
+    def quick_s(self):
+        """The bound of a cheap call: QUICK_S times the whole time scale, yet
+        at most a quarter of the slow call, so that "at once" keeps its sense."""
+        return min(self.QUICK_S * TIME_SCALE, self.SLOW_MS * one_channel_scale() / 4000.0)
 
     def beside(self, slow_fn):
         """Runs slow_fn (a call on self.wf) in a thread and, while it is in
@@ -766,12 +782,12 @@ class OneChannelTests(WorkflowTestCase):
         th = threading.Thread(target=slow_call)
         th.start()
         try:
-            time.sleep(0.3)  # the slow call is in its handler by now
+            time.sleep(0.3 * one_channel_scale())  # the slow call is in its handler by now
             serial = []
             for name, fn in self.cheap_calls() * 3:
                 out = fn()
                 serial.append(out.elapsed)
-                self.assertLess(out.elapsed, self.QUICK_S,
+                self.assertLess(out.elapsed, self.quick_s(),
                                 "%s took %.3f s beside a slow call on the same channel"
                                 % (name, out.elapsed))
 
@@ -798,7 +814,7 @@ class OneChannelTests(WorkflowTestCase):
                   " max %.1f ms; %d at once, max %.1f ms"
                   % (type(self).__name__, len(serial), 1000 * max(serial), self.CONCURRENT,
                      1000 * max(o.elapsed for o in outs)), file=sys.stderr)
-            self.assertLess(max(o.elapsed for o in outs), 2 * self.QUICK_S,
+            self.assertLess(max(o.elapsed for o in outs), 2 * self.quick_s(),
                             "the slowest of %d calls on one channel took %.3f s"
                             % (self.CONCURRENT, max(o.elapsed for o in outs)))
             self.assertTrue(th.is_alive() or slow["end"] > t0 + burst,
@@ -815,13 +831,13 @@ class OneChannelPgTests(OneChannelTests):
     an instance and ListDefinitions. A second slow call: SetVariables on an
     instance whose row another connection (psql) holds locked."""
 
-    LOCK_S = 2.5
+    LOCK_S = 2.5  # times one_channel_scale(), as SLOW_MS: the lock outlasts the cheap calls
 
     @classmethod
     def start_one_channel_server(cls):
         dsn = pg_dsn_or_skip("OneChannelTests")
         return start_server(cls, "one-channel-pg", DATABASE_URL=dsn, WF_THREADS=4,
-                            WF_EXPR_TIMEOUT_MS=cls.SLOW_MS)
+                            WF_EXPR_TIMEOUT_MS=cls.SLOW_MS * one_channel_scale())
 
     @classmethod
     def setUpClass(cls):
@@ -847,7 +863,8 @@ class OneChannelPgTests(OneChannelTests):
         if not os.access(psql, os.X_OK):
             self.skipTest("no psql to hold a row lock with")
         dsn = os.environ["WF_TEST_PG_DSN"]
-        sleep_sql = "SELECT pg_sleep(%s) /* one-channel lock %s */;" % (self.LOCK_S, self.locked_id)
+        sleep_sql = "SELECT pg_sleep(%s) /* one-channel lock %s */;" % (
+            self.LOCK_S * one_channel_scale(), self.locked_id)
         holder = subprocess.Popen(
             [psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", dsn], stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
@@ -871,7 +888,7 @@ class OneChannelPgTests(OneChannelTests):
             out = self.beside(lambda: invoke(self.wf.SetVariables, wf_pb2.SetVariablesRequest(
                 instance_id=self.locked_id, variables_json='{"a": 1}'), self.meta, timeout=30))
         finally:
-            holder.wait(timeout=30)
+            holder.wait(timeout=30 + self.LOCK_S * one_channel_scale())
         self.assertEqual(out.code, SC.OK, repr(out))
         self.assertGreaterEqual(out.elapsed, 1.0, "SetVariables did not wait for the lock")
 
@@ -2424,6 +2441,8 @@ def main():
         print("skipped: WF_TEST_PG_DSN is not set (./test.sh sets it)")
         return wf_testkit.SKIP
     OPTS.server = os.path.abspath(OPTS.server)
+    global TIME_SCALE
+    TIME_SCALE = wf_testkit.time_scale(OPTS.server)
     OPTS.wfctl = os.path.abspath(OPTS.wfctl or os.path.join(
         os.path.dirname(OPTS.server), "..", "client", "wfctl"))
     OPTS.proto = os.path.abspath(OPTS.proto)

@@ -1329,6 +1329,13 @@ def main():
     if not os.access(OPTS.server, os.X_OK):
         print("not an executable: %s" % OPTS.server, file=sys.stderr)
         return 2
+    # Waits and the watchdog stretch under sanitizers and load; the
+    # watchdog stays within ctest's 400 s.
+    global READY_TIMEOUT, BATCH_BUDGET, SUITE_TIMEOUT
+    scale = wf_testkit.time_scale(OPTS.server)
+    READY_TIMEOUT *= scale
+    BATCH_BUDGET *= scale
+    SUITE_TIMEOUT = min(SUITE_TIMEOUT * scale, 370.0)
     os.makedirs(OPTS.work, exist_ok=True)
     for old in os.listdir(OPTS.work):
         if old.startswith("replica-") and old.endswith(".log"):

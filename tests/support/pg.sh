@@ -80,7 +80,7 @@ listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$dir'
 $speed
-max_connections = 200
+max_connections = 300
 shared_preload_libraries = 'pg_stat_statements'
 CONF
     fi

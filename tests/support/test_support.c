@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void
 wf_test_server_start(wf_test_server *ts, const char *const *env)
@@ -96,4 +97,40 @@ wf_test_run(Suite *s)
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed == 0 ? 0 : 1;
+}
+
+/* The load average of the last minute per online CPU, 1 when unknown or
+ * below one. */
+static double
+load_per_cpu(void)
+{
+    double load = 0;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f != NULL) {
+        if (fscanf(f, "%lf", &load) != 1)
+            load = 0;
+        fclose(f);
+    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    double per = cpus > 0 ? load / (double)cpus : 0;
+    return per > 1 ? per : 1;
+}
+
+int
+wf_test_time_scale(void)
+{
+    static int scale; /* 0: not computed yet (the suites read it from one thread) */
+    if (scale > 0)
+        return scale;
+    double s = load_per_cpu();
+#if defined(__SANITIZE_ADDRESS__)
+    s *= 5;
+#endif
+    const char *env = getenv("WF_TEST_TIME_SCALE");
+    double user = env != NULL ? strtod(env, NULL) : 1;
+    if (user > 1)
+        s *= user;
+    int whole = s < 40 ? (int)s : 40;
+    scale = whole < 40 && (double)whole < s ? whole + 1 : whole; /* rounded up */
+    return scale;
 }

@@ -45,6 +45,13 @@ bool wf_test_store_is_pg(void);
 /* "pg" or "memory", for messages. */
 const char *wf_test_store_name(void);
 
+/* How many times slower than a quiet machine this run may be, for the
+ * wall-clock bounds of the suites (a bound of B ms becomes B * scale): 5
+ * under AddressSanitizer, times the load average per CPU when it is above
+ * one, times WF_TEST_TIME_SCALE when that is a number above one; at most
+ * 40. Computed once per process, at the first call. */
+int wf_test_time_scale(void);
+
 /* The exit status of a suite that ran nothing (CTest SKIP_RETURN_CODE). */
 #define WF_TEST_SKIP 77
 

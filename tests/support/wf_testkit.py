@@ -74,21 +74,59 @@ def generate_stubs(proto_dir, work, reflection=False):
 
 
 def free_port():
-    """A port nobody listens on right now (the kernel's pick), never 50051."""
-    while True:
+    """A port nobody listens on right now (the kernel's pick), never 50051.
+    With WF_TEST_PORT_DIR (test.sh sets it) the port is also claimed there
+    (a file named after it, created exclusively) for the rest of the run,
+    so that suites running at once never both pick it between the check
+    and their server's bind."""
+    claims = os.environ.get("WF_TEST_PORT_DIR")
+    for _ in range(1000):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        if port != 50051:
-            return port
+        if port == 50051:
+            continue
+        if claims:
+            try:
+                os.close(os.open(os.path.join(claims, str(port)),
+                                 os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            except FileExistsError:
+                continue
+        return port
+    raise RuntimeError("no free port found")
+
+
+def time_scale(binary=None):
+    """How many times slower than a quiet machine this run may be, for the
+    wall-clock bounds of the suites (as wf_test_time_scale of the C suites):
+    5 when binary (the workflowd under test) is built with AddressSanitizer,
+    times the load average per CPU when it is above one, times
+    WF_TEST_TIME_SCALE when that is a number above one; at most 40."""
+    scale = 1.0
+    try:
+        scale = max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    except OSError:
+        pass
+    if binary is not None:
+        with open(binary, "rb") as f:
+            if b"__asan_init" in f.read():
+                scale *= 5
+    try:
+        user = float(os.environ.get("WF_TEST_TIME_SCALE", "1"))
+    except ValueError:
+        user = 1.0
+    if user > 1:
+        scale *= user
+    return min(40, int(-(-scale // 1)))
 
 
 # A channel with its own connection (not shared with other channels) that
-# retries a lost connection quickly.
+# retries a lost connection quickly. Not grpc.min_reconnect_backoff_ms: grpc
+# core takes it as the minimum connect timeout (20 s by default), and a
+# handshake cut off after 100 ms fails the calls of a loaded machine.
 CHANNEL_OPTIONS = [
     ("grpc.use_local_subchannel_pool", 1),
     ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 500),
 ]
 
