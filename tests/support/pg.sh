@@ -82,6 +82,7 @@ unix_socket_directories = '$dir'
 $speed
 max_connections = 300
 shared_preload_libraries = 'pg_stat_statements'
+pg_stat_statements.max = 10000
 CONF
     fi
     as_pg "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null ||
