@@ -73,7 +73,7 @@ CLASSES = {
     "upsert_job": (True, "single"),
     "upsert_timer": (True, "single"),
     "upsert_subscription": (True, "single"),
-    "insert_event": (True, "single"),
+    "insert_events": (True, "single"),
     "del_token": (True, "single"),
     "del_job": (True, "single"),
     "del_timer": (True, "single"),
@@ -151,11 +151,11 @@ CLASSES = {
 # and aggregate at once) is the store contract's; the engine asks by one.
 OPTIONAL = {"lock_correlation", "sub_awaited", "aggregate_live", "consume_signal", "update_instance",
             "idem_amend", "put_batch"}
-# Transaction control, settings, LISTEN and the notifier's NOTIFY,
-# migrations: nothing to plan.
+# Transaction control, settings, LISTEN, the notifier's NOTIFY and its
+# ANALYZE of growing tables (0015), migrations: nothing to plan.
 UTILITY = {"begin", "commit", "rollback", "timeout_local", "timeout_session", "ping",
-           "listen_events", "listen_jobs", "notify", "mig_lock", "mig_unlock", "mig_table", "mig_has",
-           "mig_max", "mig_record"}
+           "listen_events", "listen_jobs", "notify", "analyze_grown", "mig_lock", "mig_unlock",
+           "mig_table", "mig_has", "mig_max", "mig_record"}
 
 # Builds wf_part from the catalog of wf_src (see step 3 above). Notes go to
 # wf_scale_notes: (table, key, definition it had, error, replacement).
