@@ -121,29 +121,10 @@ since(counts before)
 
 /* ---- requests ---------------------------------------------------------------------------- */
 
-/* Response bytes: a fixed text (what is stored is not the point here). */
-static wf_code
-encode_any(const void *result, void *arg, wf_arena *a, unsigned char **bytes, size_t *len,
-           wf_error *err)
-{
-    (void)result;
-    (void)arg;
-    *bytes = wf_arena_alloc(a, 2);
-    if (*bytes == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
-    memcpy(*bytes, "ok", 2);
-    *len = 2;
-    return WF_OK;
-}
-
-static int request_no;
-
 static wf_uow_idem
 idem(const char *method)
 {
-    char *id = wf_arena_printf(arena, "req-%d", ++request_no);
-    return (wf_uow_idem){
-        .method = method, .request_id = id, .request_hash = "h", .encode = encode_any};
+    return kit_request(arena, method);
 }
 
 /* s -> step (AUTO job "ship") -> e, and s -> paid (MSG "payment" by

@@ -213,35 +213,19 @@ fill(int phase, int rows)
 
 /* ---- the calls ------------------------------------------------------------------------------ */
 
-static int request_no;
-
-static wf_code
-encode_any(const void *result, void *arg, wf_arena *a, unsigned char **bytes, size_t *len,
-           wf_error *err)
-{
-    (void)result;
-    (void)arg;
-    *bytes = wf_arena_alloc(a, 2);
-    if (*bytes == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
-    memcpy(*bytes, "ok", 2);
-    *len = 2;
-    return WF_OK;
-}
-
 static wf_uow_idem
 idem(const char *method)
 {
-    char *id = wf_arena_printf(arena, "buf-%d", ++request_no);
-    return (wf_uow_idem){
-        .method = method, .request_id = id, .request_hash = "h", .encode = encode_any};
+    return kit_request(arena, method);
 }
 
 /* One of each hot call: a job's life (start, activate, complete) and a
  * signal by aggregate to a waiting instance. */
 static void
-round_of_calls(int n)
+round_of_calls(void)
 {
+    static int rounds; /* each round names an aggregate of its own */
+    int n = ++rounds;
     wf_net_ctx c = ctx();
     wf_error err;
     char agg[32];
@@ -291,7 +275,7 @@ await_statistics(void)
              "(reltuples < 0 OR pg_relation_size(oid) / 8192 >= 4 * greatest(relpages, 1))",
              schema);
     for (int i = 0; i < 300; i++) {
-        round_of_calls(request_no);
+        round_of_calls();
         PGresult *res = PQexec(admin, sql);
         ck_assert_msg(PQresultStatus(res) == PGRES_TUPLES_OK, "%s", PQerrorMessage(admin));
         bool done = atoi(PQgetvalue(res, 0, 0)) == 0;
@@ -346,7 +330,7 @@ measure(const char *phase)
     static stmt_count before[MAX_STMTS], after[MAX_STMTS];
     size_t nb = snapshot(before);
     for (int k = 0; k < CALLS; k++)
-        round_of_calls(request_no);
+        round_of_calls();
     size_t na = snapshot(after);
     int failed = 0, checked = 0;
     fprintf(stderr, "%s: buffers per call, rows per call, calls\n", phase);
@@ -381,12 +365,12 @@ START_TEST(test_buffers_per_call_on_unanalysed_and_grown_tables)
     /* Planned on empty tables: a round on each of the store's two
      * connections. */
     for (int k = 0; k < 3; k++)
-        round_of_calls(request_no);
+        round_of_calls();
     /* Small: the store's first statistics; the calls plan again on them. */
     fill(1, BACKLOG / 50);
     await_statistics();
     for (int k = 0; k < 3; k++)
-        round_of_calls(request_no);
+        round_of_calls();
     /* Grown fifty times. */
     fill(2, BACKLOG);
     await_statistics();

@@ -4,6 +4,7 @@
 #include "engine_kit.h"
 
 #include <check.h>
+#include <string.h>
 
 wf_net_deployed
 kit_deploy(const wf_net_ctx *c, const wf_net *net)
@@ -65,4 +66,29 @@ kit_start_order(wf_net_ctx c, const char *key, const char *aggregate_id)
 {
     wf_start_spec spec = kit_order_spec(key, aggregate_id);
     return kit_start(&c.ref, &spec, NULL);
+}
+
+/* Response bytes: a fixed text (what is stored is not the point here). */
+static wf_code
+encode_fixed(const void *result, void *arg, wf_arena *a, unsigned char **bytes, size_t *len,
+             wf_error *err)
+{
+    (void)result;
+    (void)arg;
+    *bytes = wf_arena_alloc(a, 2);
+    if (*bytes == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "out of memory");
+    memcpy(*bytes, "ok", 2);
+    *len = 2;
+    return WF_OK;
+}
+
+wf_uow_idem
+kit_request(wf_arena *arena, const char *method)
+{
+    static int request_no;
+    char *id = wf_arena_printf(arena, "req-%d", ++request_no);
+    ck_assert_ptr_nonnull(id);
+    return (wf_uow_idem){
+        .method = method, .request_id = id, .request_hash = "h", .encode = encode_fixed};
 }

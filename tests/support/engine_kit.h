@@ -29,4 +29,9 @@ wf_instance_row kit_start(const wf_ref_ctx *c, const wf_start_spec *spec, wf_uow
 /* StartInstance of kit_order_spec(key, aggregate_id) in c, asserting OK. */
 wf_instance_row kit_start_order(wf_net_ctx c, const char *key, const char *aggregate_id);
 
+/* A request id for method, new at each call ("req-1", "req-2", ... in
+ * arena), whose response is recorded as a fixed text: for suites that
+ * count what a request id costs, not what it answers. */
+wf_uow_idem kit_request(wf_arena *arena, const char *method);
+
 #endif /* WF_ENGINE_KIT_H */
