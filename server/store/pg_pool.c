@@ -812,7 +812,10 @@ count_flight(wf_pg_conn *c, const wf_pg_stmt *stmts)
             } else if (strcmp(sql, "COMMIT") == 0 || strcmp(sql, "ROLLBACK") == 0) {
                 ended += sql[0] == 'C';
                 c->in_tx = false;
-            } else if (!c->in_tx) {
+            } else if (!c->in_tx && strncmp(sql, "SELECT set_config(", 18) != 0) {
+                /* A session setting alone (the statement_timeout a
+                 * borrower owes, sent only when it changes) is no
+                 * transaction of the call's. */
                 implicit = true;
             }
         }

@@ -57,7 +57,7 @@
 #define START_TX 1
 #define ACTIVATE_TX 1
 #define COMPLETE_TX 1
-#define COMPLETE_OLD_KEY_TX 3
+#define COMPLETE_OLD_KEY_TX 2
 #define SIGNAL_TX 2
 #define SIGNAL_START_TX 2
 
