@@ -56,8 +56,11 @@ wf_rpc__stream_pull(struct call *c)
         wf_error err;
         wf_error_clear(&err);
         wf_stream_step step = WF_STREAM_WAIT;
-        if (scratch != NULL)
+        if (scratch != NULL) {
+            wf_rpc__handler_begin(c->q->srv);
             step = c->sops->next(&c->scall, c->sstate, scratch, &msg, &err);
+            wf_rpc__handler_end();
+        }
         grpc_byte_buffer *bb = step == WF_STREAM_MESSAGE ? wf_rpc__pack(msg) : NULL;
         wf_arena_free(scratch);
         pthread_mutex_lock(&c->mu);
