@@ -18,6 +18,9 @@
 #include "wf_arena.h"
 #include "wf_time.h"
 
+/* True in the cases that run in worker processes (setup_isolated). */
+static bool isolated_case;
+
 static wf_expr *
 compile_ok(const char *src)
 {
@@ -432,6 +435,7 @@ isolate(int workers, int recycle_after)
 static void
 setup_isolated(void)
 {
+    isolated_case = true;
     isolate(N_THREADS, 1000);
     /* Each worker compiles each program it meets (tens of ms in libjq
      * 1.6): fewer rounds keep the concurrent test's time in bounds. */
@@ -671,6 +675,111 @@ START_TEST(test_cost_of_isolation)
 }
 END_TEST
 
+/* ---- checking many at once (the compile cache) ------------------------------------------- */
+
+/* Sources of every kind of outcome, joinable or not, with errors before,
+ * between and after valid ones. */
+static const char *const mixed[] = {
+    ".a > 1",
+    ".b ==",   /* a syntax error at its end */
+    "foo(.x)", /* an unknown function */
+    ".c == \"x\"",
+    "$nope | . > 1", /* an unknown variable */
+    "\"open",        /* an unterminated string: not joinable */
+    ".d ) (",        /* unbalanced: not joinable */
+    "(.e | length) > 2 # a comment",
+    "range(3)", /* refused before any compile */
+    "",         /* empty */
+    "1 / 0",    /* an error of the parser that is not a syntax error */
+    "[.f[] | select(. > 1)] | length > 0 and (\"\\(.g)\" | test(\"a\"))",
+    ".h as $h | $h > 1",
+    "bar | baz", /* two unknown functions */
+    ".i ==== 1",
+};
+#define NMIXED (sizeof mixed / sizeof mixed[0])
+
+START_TEST(test_check_all_gives_each_source_its_own_result)
+{
+    wf_expr_cache_clear();
+    wf_error errs[NMIXED], err;
+    ck_assert_int_eq(wf_expr_check_all(mixed, NMIXED, errs, &err), WF_OK);
+    size_t valid = 0;
+    for (size_t i = 0; i < NMIXED; i++) {
+        wf_expr *e = NULL;
+        wf_error alone;
+        wf_error_clear(&alone);
+        wf_code rc = wf_expr_compile(mixed[i], &e, &alone);
+        wf_expr_free(e);
+        ck_assert_msg(errs[i].code == rc, "%s: %s, alone %s", mixed[i],
+                      wf_code_reason(errs[i].code), wf_code_reason(rc));
+        ck_assert_msg(strcmp(errs[i].msg, alone.msg) == 0, "%s: \"%s\", alone \"%s\"", mixed[i],
+                      errs[i].msg, alone.msg);
+        valid += rc == WF_OK;
+    }
+    ck_assert_uint_eq(valid, 5);
+    if (!isolated_case)
+        return;
+    /* Isolated, the valid ones are cached (an expression is its source
+     * there): each is compiled once, whoever asks. */
+    wf_expr_cache_clear();
+    ck_assert_int_eq(wf_expr_check_all(mixed, NMIXED, errs, &err), WF_OK);
+    ck_assert_uint_eq(wf_expr_cache_size(), valid);
+    ck_assert_int_eq(wf_expr_check_all(mixed, NMIXED, errs, &err), WF_OK);
+    ck_assert_uint_eq(wf_expr_cache_size(), valid);
+    wf_expr *a;
+    ck_assert_int_eq(wf_expr_cached(".a > 1", &a, &err), WF_OK);
+    ck_assert_uint_eq(wf_expr_cache_size(), valid);
+    wf_expr_free(a);
+}
+END_TEST
+
+/* n guards no cache has seen (salt makes them new). */
+static const char **
+new_guards(wf_arena *a, int n, long salt)
+{
+    const char **v = wf_arena_calloc(a, (size_t)n, sizeof *v);
+    for (int i = 0; i < n; i++)
+        v[i] = wf_arena_printf(a, ".amount > %ld and .tier == \"t%d\"", salt + i, i);
+    return v;
+}
+
+START_TEST(test_check_all_of_500_new_guards_takes_one_compile)
+{
+    wf_expr_cache_clear();
+    wf_arena *a = wf_arena_new();
+    long salt = (long)(wf_now_us() % 1000000) * 1000;
+    wf_error err, errs[500];
+    /* A compile of its own for each: the cost before. */
+    const char **one = new_guards(a, 20, salt);
+    int64_t t0 = wf_mono_ms();
+    for (int i = 0; i < 20; i++) {
+        wf_expr *e = compile_ok(one[i]);
+        wf_expr_free(e);
+    }
+    double each_ms = (double)(wf_mono_ms() - t0) / 20;
+    const char **g = new_guards(a, 500, salt + 100000);
+    t0 = wf_mono_ms();
+    ck_assert_int_eq(wf_expr_check_all(g, 500, errs, &err), WF_OK);
+    int64_t all_ms = wf_mono_ms() - t0;
+    for (int i = 0; i < 500; i++)
+        ck_assert_msg(errs[i].code == WF_OK, "%s: %s", g[i], errs[i].msg);
+    /* The same guards again (a redeploy): isolated, the cache answers. */
+    t0 = wf_mono_ms();
+    ck_assert_int_eq(wf_expr_check_all(g, 500, errs, &err), WF_OK);
+    int64_t again_ms = isolated_case ? wf_mono_ms() - t0 : 0;
+    fprintf(stderr,
+            "expr compile: %.1f ms per guard alone; 500 new guards checked together in %lld ms, "
+            "again (cached) in %lld ms\n",
+            each_ms, (long long)all_ms, (long long)again_ms);
+    /* Well under a second (500 compiles alone take 500 times the first
+     * figure); the bound stretches with sanitizers and load. */
+    ck_assert_msg(all_ms < 1000 * wf_test_time_scale(), "500 guards took %lld ms",
+                  (long long)all_ms);
+    ck_assert_msg(again_ms < 100 * wf_test_time_scale(), "again %lld ms", (long long)again_ms);
+    wf_arena_free(a);
+}
+END_TEST
+
 /* Shapes that crash libjq 1.6 itself (SIGSEGV, SIGABRT on an assertion)
  * are refused at compile time in both modes; evaluated inline they would
  * end this process. */
@@ -736,6 +845,8 @@ expr_suite(void)
         tcase_add_test(tc, test_priority_expression);
         tcase_add_test(tc, test_rfc3339_parser);
         tcase_add_test(tc, test_cache_compiles_once);
+        tcase_add_test(tc, test_check_all_gives_each_source_its_own_result);
+        tcase_add_test(tc, test_check_all_of_500_new_guards_takes_one_compile);
         tcase_add_test(tc, test_concurrent_evaluation);
         if (isolated) {
             tcase_add_test(tc, test_runaway_programs_hit_the_limit_and_the_pool_recovers);
