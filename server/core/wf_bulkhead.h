@@ -65,7 +65,7 @@ bool wf_bulkhead_joined(wf_bulkhead_class c);
 /* One class's figures, for the metrics. */
 typedef struct wf_bulkhead_stats {
     int limit;
-    int active;              /* calls in the class now */
+    int active;                 /* calls in the class now */
     unsigned long long joined;  /* calls that joined it so far */
     unsigned long long refused; /* calls refused because it was full */
 } wf_bulkhead_stats;

@@ -25,11 +25,11 @@
  * SVG text and the geometry the overlay needs (SVG user units, inside the
  * graph's transform: y grows downwards, the drawing's bottom edge is 0). */
 typedef struct wf_diagram_node {
-    size_t mark;          /* its marker comment (skipped when served) */
-    size_t mark_end;      /* just after it */
-    size_t shapes;        /* its first shape element, after its <title> line */
-    size_t shapes_end;    /* the end of its last shape element's line */
-    double cx, bottom;    /* centre x and lowest point of its shapes */
+    size_t mark;       /* its marker comment (skipped when served) */
+    size_t mark_end;   /* just after it */
+    size_t shapes;     /* its first shape element, after its <title> line */
+    size_t shapes_end; /* the end of its last shape element's line */
+    double cx, bottom; /* centre x and lowest point of its shapes */
     bool found;
 } wf_diagram_node;
 
@@ -43,13 +43,13 @@ typedef struct wf_diagram_layout {
     size_t svg_len;
     wf_diagram_node *nodes; /* by node index: places, then transitions */
     size_t nnodes;
-    bool indexed;       /* every node was found: instances can be drawn over it */
-    size_t size_at;     /* the height="...pt" attribute's value */
-    size_t viewbox_at;  /* the viewBox attribute's value */
-    size_t body_at;     /* just after the graph's background polygon */
-    size_t close_at;    /* the graph group's "</g>" */
+    bool indexed;         /* every node was found: instances can be drawn over it */
+    size_t size_at;       /* the height="...pt" attribute's value */
+    size_t viewbox_at;    /* the viewBox attribute's value */
+    size_t body_at;       /* just after the graph's background polygon */
+    size_t close_at;      /* the graph group's "</g>" */
     double width, height; /* of the drawing, in points */
-    size_t bytes;       /* what it holds, for the cache's bound */
+    size_t bytes;         /* what it holds, for the cache's bound */
     struct wf_diagram_layout *prev, *next; /* the cache's recency list */
 } wf_diagram_layout;
 
@@ -114,7 +114,7 @@ void wf_diagram__index(wf_diagram_layout *l);
  * under them; the instance, its status and its incident under the
  * drawing, which grows to hold them. */
 wf_code wf_diagram__overlay_svg(const wf_diagram_layout *l, const wf_net *net,
-                                const wf_diagram_overlay *ov, wf_arena *a, char **out,
-                                size_t *len, wf_error *err);
+                                const wf_diagram_overlay *ov, wf_arena *a, char **out, size_t *len,
+                                wf_error *err);
 
 #endif /* WF_DIAGRAM_INT_H */

@@ -145,8 +145,7 @@ wf_diagram__index(wf_diagram_layout *l)
     for (const char *m = strstr(l->svg, "<!-- n"); m != NULL; m = strstr(m + 6, "<!-- n")) {
         char *end;
         unsigned long i = strtoul(m + 6, &end, 10);
-        if (end == m + 6 || strncmp(end, " -->\n", 5) != 0 || i >= l->nnodes ||
-            l->nodes[i].found)
+        if (end == m + 6 || strncmp(end, " -->\n", 5) != 0 || i >= l->nnodes || l->nodes[i].found)
             continue;
         index_node(l, i, m);
     }
@@ -156,7 +155,8 @@ wf_diagram__index(wf_diagram_layout *l)
     l->indexed = true;
 }
 
-/* ---- writing ---------------------------------------------------------------------------------- */
+/* ---- writing ----------------------------------------------------------------------------------
+ */
 
 /* The SVG being written: malloc'd, copied into the arena at the end. */
 typedef struct sbuf {
@@ -265,7 +265,8 @@ looks_of(const wf_net *net, const wf_diagram_overlay *ov, wf_arena *a)
         const wf_transition *t = &net->transitions[j];
         node_look *k = &lk[np + j];
         size_t enabled = wf_diagram__enabled_of(ov, t->id);
-        bool incident = wf_diagram__has_incident(ov) && wf_str_eq(ov->incident_transition_id, t->id);
+        bool incident =
+            wf_diagram__has_incident(ov) && wf_str_eq(ov->incident_transition_id, t->id);
         if (wf_diagram__is_current_step(ov, t)) {
             k->stroke = WF_DIAGRAM_COLOR_STEP;
             k->width = "3";
@@ -334,7 +335,8 @@ put_node_lines(sbuf *b, const wf_diagram_node *n, const node_look *lk)
 {
     for (size_t k = 0; k < lk->nlines; k++) {
         putf(b,
-             "<text text-anchor=\"middle\" x=\"%.2f\" y=\"%.2f\" font-family=\"Helvetica,sans-Serif\" "
+             "<text text-anchor=\"middle\" x=\"%.2f\" y=\"%.2f\" "
+             "font-family=\"Helvetica,sans-Serif\" "
              "font-size=\"9.00\"%s>",
              n->cx, n->bottom + NODE_LINE * (double)(k + 1), lk->red[k] ? " fill=\"red\"" : "");
         put_xml(b, lk->lines[k]);
@@ -389,8 +391,9 @@ put_head(sbuf *b, const wf_diagram_layout *l, double grow)
     putf(b, "0.00 0.00 %.2f %.2f", l->width, l->height + grow);
     p = strchr(svg + l->viewbox_at, '"');
     put_n(b, p, (size_t)(svg + l->body_at - p));
-    putf(b, "<polygon fill=\"white\" stroke=\"transparent\" points=\"-4,4 -4,%.2f %.2f,%.2f %.2f,4 "
-            "-4,4\"/>\n",
+    putf(b,
+         "<polygon fill=\"white\" stroke=\"transparent\" points=\"-4,4 -4,%.2f %.2f,%.2f %.2f,4 "
+         "-4,4\"/>\n",
          4 + grow, l->width - 4, 4 + grow, l->width - 4);
 }
 
@@ -434,9 +437,8 @@ put_body(sbuf *b, const wf_diagram_layout *l, const node_look *lk)
 }
 
 wf_code
-wf_diagram__overlay_svg(const wf_diagram_layout *l, const wf_net *net,
-                        const wf_diagram_overlay *ov, wf_arena *a, char **out, size_t *len,
-                        wf_error *err)
+wf_diagram__overlay_svg(const wf_diagram_layout *l, const wf_net *net, const wf_diagram_overlay *ov,
+                        wf_arena *a, char **out, size_t *len, wf_error *err)
 {
     if (!l->indexed) {
         /* Not shaped as expected: the SVG as laid out (the caller draws
@@ -457,10 +459,10 @@ wf_diagram__overlay_svg(const wf_diagram_layout *l, const wf_net *net,
     put_body(&b, l, lk);
     for (size_t i = 0; i < ng; i++) {
         putf(&b,
-             "<text text-anchor=\"middle\" x=\"%.2f\" y=\"%.2f\" font-family=\"Helvetica,sans-Serif\" "
+             "<text text-anchor=\"middle\" x=\"%.2f\" y=\"%.2f\" "
+             "font-family=\"Helvetica,sans-Serif\" "
              "font-size=\"12.00\"%s>",
-             l->width / 2 - 4, low + GRAPH_LINE * (double)(i + 1),
-             i == 1 ? " fill=\"red\"" : "");
+             l->width / 2 - 4, low + GRAPH_LINE * (double)(i + 1), i == 1 ? " fill=\"red\"" : "");
         put_xml(&b, glines[i] != NULL ? glines[i] : "");
         put_n(&b, "</text>\n", 8);
     }

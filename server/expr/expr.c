@@ -520,8 +520,12 @@ wf_expr__jq_compile(const char *src, jq_state **out, wf_error *err)
  * differently); the other errors (an unknown function or variable) read
  * the same either way and are kept. The sources without an error are
  * compiled joined again, since a syntax error stops libjq before it binds
- * anything. Sources that are not joinable, and every source of a failure
- * no line explains, are compiled alone. */
+ * anything. A failure no line explains (libjq refuses a program whose
+ * bytecode grows past its limit) is checked again in halves. Sources that
+ * are not joinable are compiled alone. Compiling is not only the builtins:
+ * a long guard costs libjq 1.6 tens to hundreds of milliseconds itself
+ * (some 0.3 s for 4 KB of comparisons), which the worker's compile budget
+ * and the compile bulkhead bound. */
 
 /* True when src's brackets balance and its strings end, outside comments
  * and inside string interpolations. */
@@ -689,6 +693,30 @@ place_errors(const char *const *srcs, size_t *idx, size_t *m, const int *last,
     return placed > 0;
 }
 
+/* Checks srcs[idx[0..m)] (joinable ones), joined while that works; last
+ * and je are the caller's workspace (m entries of last). A joined program
+ * that fails without saying where (libjq refuses a program whose bytecode
+ * grows past its limit) is checked in halves. */
+static void
+check_joined(const char *const *srcs, size_t *idx, size_t m, int *last, joined_errors *je,
+             wf_error *errs)
+{
+    while (m > 1 && !compile_joined(srcs, idx, m, last, je)) {
+        if (je->unplaced) {
+            check_joined(srcs, idx, m / 2, last, je, errs);
+            check_joined(srcs, idx + m / 2, m - m / 2, last, je, errs);
+            return;
+        }
+        if (!place_errors(srcs, idx, &m, last, je, errs)) {
+            for (size_t k = 0; k < m; k++)
+                check_alone(srcs[idx[k]], &errs[idx[k]]);
+            return;
+        }
+    }
+    if (m == 1)
+        check_alone(srcs[idx[0]], &errs[idx[0]]);
+}
+
 void
 wf_expr__jq_check_all(const char *const *srcs, size_t n, wf_error *errs)
 {
@@ -704,15 +732,7 @@ wf_expr__jq_check_all(const char *const *srcs, size_t n, wf_error *errs)
         else
             check_alone(srcs[i], &errs[i]);
     }
-    while (m > 1 && !compile_joined(srcs, idx, m, last, je)) {
-        if (je->unplaced || !place_errors(srcs, idx, &m, last, je, errs)) {
-            for (size_t k = 0; k < m; k++)
-                check_alone(srcs[idx[k]], &errs[idx[k]]);
-            m = 0;
-        }
-    }
-    if (m == 1)
-        check_alone(srcs[idx[0]], &errs[idx[0]]);
+    check_joined(srcs, idx, m, last, je, errs);
     free(idx);
     free(last);
     free(je);

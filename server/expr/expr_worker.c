@@ -198,19 +198,22 @@ spawn_worker(const wf_expr_options *o, unsigned gen)
 
 /* ---- the budget ----------------------------------------------------------- */
 
-/* An evaluation may use slow_ms of a shared thread (the wait for a worker
- * included); then its call joins the expression bulkhead
- * (core/wf_bulkhead.h), whose threads stand beside the shared ones, or,
- * when that is full, the evaluation is ended (its worker killed) with
- * WF_E_BULKHEAD_FULL. The sources that went past the budget are
- * remembered (a few, newest first): their next evaluation joins the
- * bulkhead before it starts, so a full one refuses it at once instead of
- * after spending the budget. One that comes back within the budget is
- * forgotten. */
+/* A request may use slow_ms of a shared thread (the wait for a worker and
+ * the evaluation; a worker's compile of a program it has not seen may take
+ * COMPILE_BUDGETS times as long besides); then its call joins the
+ * expression bulkhead (core/wf_bulkhead.h), whose
+ * threads stand beside the shared ones, or, when that is full, the
+ * request is ended (its worker killed) with WF_E_BULKHEAD_FULL. The
+ * sources whose evaluation itself went past the budget are remembered (a
+ * few, newest first): their next evaluation joins the bulkhead before it
+ * starts, so a full one refuses it at once instead of after spending the
+ * budget. One that comes back within the budget is forgotten. */
 typedef struct budget {
-    int64_t at;    /* monotonic ms when the budget runs out; 0: no budget (any more) */
-    uint64_t hash; /* of the source */
-    wf_error *err; /* the refusal */
+    int64_t at;      /* monotonic ms when the budget runs out; 0: no budget (any more) */
+    uint64_t hash;   /* of the source */
+    bool evaluating; /* the worker has compiled the program ('S') */
+    int64_t left;    /* of the budget, while the worker compiles */
+    wf_error *err;   /* the refusal */
 } budget;
 
 #define KNOWN_SLOW 64
@@ -265,8 +268,32 @@ static bool
 budget_over(budget *b)
 {
     b->at = 0;
-    slow_note(b->hash);
+    if (b->evaluating)
+        slow_note(b->hash);
     return wf_bulkhead_enter(WF_BULKHEAD_EXPR, b->err) == WF_OK;
+}
+
+/* The worker compiles first (unless it has the program already): that
+ * phase may take COMPILE_BUDGETS budgets of its own, and the time left of
+ * the request's budget resumes once it is over. */
+#define COMPILE_BUDGETS 10
+
+static void
+budget_compiling(budget *b, const wf_expr_options *o)
+{
+    if (b->at == 0)
+        return;
+    int64_t now = wf_mono_ms();
+    b->left = b->at > now ? b->at - now : 0;
+    b->at = now + (int64_t)COMPILE_BUDGETS * o->slow_ms;
+}
+
+static void
+budget_evaluating(budget *b)
+{
+    b->evaluating = true;
+    if (b->at != 0)
+        b->at = wf_mono_ms() + b->left;
 }
 
 /* The earlier of deadline_ms and the end of the budget. */
@@ -630,6 +657,8 @@ receive(worker *w, const request *q, const wf_expr_options *o, int64_t dl, budge
         free(buf);
         buf = NULL;
         dl = wf_mono_ms() + o->timeout_ms;
+        if (b != NULL)
+            budget_evaluating(b);
     }
     if (rc == 0)
         rc = recv_frame(w->fd, &buf, &len, dl, b);
@@ -647,6 +676,8 @@ attempt(worker *w, const request *q, const wf_expr_options *o, budget *b, bool f
         wf_expr_result *r, wf_code *code, wf_error *err)
 {
     int64_t dl = wf_mono_ms() + WF_EXPR_COMPILE_MS;
+    if (b != NULL)
+        budget_compiling(b, o);
     int rc = send_request(w, q, dl, b);
     /* A worker that died while idle (killed from outside) fails on the
      * send: that is no fault of this request, so a fresh one gets it. */
@@ -696,9 +727,13 @@ run_request(const request *q, wf_arena *a, wf_expr_result *r, wf_error *err)
     budget b = {.at = start + pool.o.slow_ms, .hash = hash_of(q->src, q->slen), .err = err};
     pthread_mutex_unlock(&pool.mu);
     budget *bp = q->op == WF_EXPR_OP_CHECK ? NULL : &b; /* a check is the compile bulkhead's */
-    /* A source that ran past the budget before joins the bulkhead first. */
-    if (bp != NULL && slow_find(b.hash, false) && !budget_over(bp))
-        return err->code;
+    /* A source whose evaluation ran past the budget before joins the
+     * bulkhead first. */
+    if (bp != NULL && q->op != WF_EXPR_OP_COMPILE && slow_find(b.hash, false)) {
+        b.evaluating = true;
+        if (!budget_over(bp))
+            return err->code;
+    }
     for (int first = 1; first >= 0; first--) {
         acq_fail why;
         worker *w = acquire(wait_until, &o, bp, &why);
@@ -736,10 +771,11 @@ wf_expr__remote(wf_expr_op op, const char *src, const char *vars_json, wf_arena 
     return run_request(&q, a, r, err);
 }
 
-/* Sources per CHECK message, and bytes: one compile of them stays well
- * within the compile budget. */
+/* Sources per CHECK message, and bytes: compiled joined, they stay
+ * within libjq's bytecode limit and the compile budget (a joined compile
+ * takes about linear time in its text's length). */
 #define CHECK_SOURCES 256
-#define CHECK_BYTES (256 * 1024)
+#define CHECK_BYTES (8 * 1024)
 
 /* Packs srcs[0..n) for a CHECK: uint32 count, then each as uint32 length
  * and bytes. *len its length; NULL when out of memory. */

@@ -82,7 +82,8 @@ metadata_of(const wf_client_status *st, const char *key)
     return "";
 }
 
-/* ---- the loaders ------------------------------------------------------------------------------ */
+/* ---- the loaders ------------------------------------------------------------------------------
+ */
 
 enum load_class { L_DIAGRAM, L_COMPILE, L_EXPR };
 
@@ -144,8 +145,9 @@ diagram_round(loader *l, wf_client *c, wf_arena *a, int round)
     ProtobufCMessage *resp = NULL;
     wf_client_status st;
     wf_client_call_opts o = {.timeout_ms = (int)(30000 * SLOW)};
-    int code = wf_client_call(c, SVC "DeployDefinition", &dreq.base,
-                              &workflow__v1__deploy_definition_response__descriptor, &resp, &o, &st);
+    int code =
+        wf_client_call(c, SVC "DeployDefinition", &dreq.base,
+                       &workflow__v1__deploy_definition_response__descriptor, &resp, &o, &st);
     if (resp != NULL)
         protobuf_c_message_free_unpacked(resp, NULL);
     if (code != GRPC_STATUS_OK) {
@@ -174,14 +176,15 @@ compile_round(loader *l, wf_client *c, wf_arena *a, int round)
     static atomic_int salts;
     int salt = (int)(wf_now_us() % 100000) * 10000 + atomic_fetch_add(&salts, 1) * 100;
     Workflow__V1__DeployDefinitionRequest req = WORKFLOW__V1__DEPLOY_DEFINITION_REQUEST__INIT;
-    req.definition = wide_net(a, wf_arena_printf(a, "%s-%d-%d", u("wide"), l->idx, round), 100,
-                              salt);
+    req.definition =
+        wide_net(a, wf_arena_printf(a, "%s-%d-%d", u("wide"), l->idx, round), 100, salt);
     req.validate_only = true;
     ProtobufCMessage *resp = NULL;
     wf_client_status st;
     wf_client_call_opts o = {.timeout_ms = 60000};
-    int code = wf_client_call(c, SVC "DeployDefinition", &req.base,
-                              &workflow__v1__deploy_definition_response__descriptor, &resp, &o, &st);
+    int code =
+        wf_client_call(c, SVC "DeployDefinition", &req.base,
+                       &workflow__v1__deploy_definition_response__descriptor, &resp, &o, &st);
     if (resp != NULL)
         protobuf_c_message_free_unpacked(resp, NULL);
     if (file_outcome(l, code, &st))
@@ -225,7 +228,8 @@ load(void *arg)
     return NULL;
 }
 
-/* ---- the prober -------------------------------------------------------------------------------- */
+/* ---- the prober --------------------------------------------------------------------------------
+ */
 
 typedef struct probe {
     int64_t get_us[200], start_us[200];
@@ -289,9 +293,8 @@ class_total(const loader *l, size_t n, enum load_class cls)
         if (l[i].other > 0)
             memcpy(t.other_text, l[i].other_text, sizeof t.other_text);
     }
-    printf("  %s: %d ok, %d EXPRESSION_LIMIT, %d BULKHEAD_FULL, %d other%s%s\n",
-           class_names[cls], t.ok, t.limit, t.refused, t.other, t.other > 0 ? ": " : "",
-           t.other_text);
+    printf("  %s: %d ok, %d EXPRESSION_LIMIT, %d BULKHEAD_FULL, %d other%s%s\n", class_names[cls],
+           t.ok, t.limit, t.refused, t.other, t.other > 0 ? ": " : "", t.other_text);
     return t;
 }
 
@@ -359,8 +362,8 @@ START_TEST(test_cheap_calls_beside_16_callers_of_each_slow_class)
     ck_assert_msg(p.failed == 0, "%d cheap calls failed: %s", p.failed, p.failure);
     /* Each class was loaded: sixteen callers got at least one answer. */
     for (int k = 0; k < 3; k++)
-        ck_assert_msg(started_calls(methods[k]) >= want[k], "%s: %lld calls, want %lld",
-                      methods[k], started_calls(methods[k]), want[k]);
+        ck_assert_msg(started_calls(methods[k]) >= want[k], "%s: %lld calls, want %lld", methods[k],
+                      started_calls(methods[k]), want[k]);
     ck_assert_msg(d.other == 0 && cc.other == 0 && e.other == 0, "unexpected outcomes");
     /* Sixteen layouts of seconds each, sixteen guards at their limit: both
      * classes are full, and say so. */
@@ -379,6 +382,214 @@ START_TEST(test_cheap_calls_beside_16_callers_of_each_slow_class)
 }
 END_TEST
 
+/* ---- a full class ------------------------------------------------------------------------------
+ */
+
+/* workflow_bulkhead_active of class in the server's metrics. */
+static long long
+bulkhead_metric(const char *family, const char *cls)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    wf_rpc_server_render_metrics(ts.srv, f);
+    fclose(f);
+    char key[128];
+    snprintf(key, sizeof key, "%s{bulkhead=\"%s\"} ", family, cls);
+    const char *at = strstr(text, key);
+    long long n = at != NULL ? atoll(at + strlen(key)) : -1;
+    free(text);
+    return n;
+}
+
+/* Waits (bounded) until a call is in class cls. */
+static void
+await_in_class(const char *cls)
+{
+    int64_t until = wf_mono_ms() + 20000 * SLOW;
+    while (bulkhead_metric("workflow_bulkhead_active", cls) < 1 && wf_mono_ms() < until)
+        sleep_ms(5);
+    ck_assert_int_eq(bulkhead_metric("workflow_bulkhead_active", cls), 1);
+}
+
+typedef struct bg_call {
+    const char *method;
+    const ProtobufCMessage *req;
+    const ProtobufCMessageDescriptor *resp;
+    int code;
+    wf_client_status st;
+    pthread_t th;
+} bg_call;
+
+static void *
+bg_run(void *arg)
+{
+    bg_call *b = arg;
+    wf_client *c = wf_test_client(&ts, NULL, NULL, "holder");
+    char path[128];
+    snprintf(path, sizeof path, SVC "%s", b->method);
+    ProtobufCMessage *resp = NULL;
+    wf_client_call_opts o = {.timeout_ms = 120000};
+    b->code = wf_client_call(c, path, b->req, b->resp, &resp, &o, &b->st);
+    if (resp != NULL)
+        protobuf_c_message_free_unpacked(resp, NULL);
+    wf_client_free(c);
+    return NULL;
+}
+
+/* Calls method as c; its code, st, and the milliseconds it took. */
+static int
+timed_call(wf_client *c, const char *method, const ProtobufCMessage *req,
+           const ProtobufCMessageDescriptor *d, wf_client_status *st, int64_t *ms)
+{
+    char path[128];
+    snprintf(path, sizeof path, SVC "%s", method);
+    ProtobufCMessage *resp = NULL;
+    int64_t t0 = wf_mono_ms();
+    int code = wf_client_call(c, path, req, d, &resp, NULL, st);
+    *ms = wf_mono_ms() - t0;
+    if (resp != NULL)
+        protobuf_c_message_free_unpacked(resp, NULL);
+    return code;
+}
+
+/* RESOURCE_EXHAUSTED BULKHEAD_FULL naming cls, with its RetryInfo, within
+ * a bound far below the work of the class. */
+static void
+ck_refused(int code, const wf_client_status *st, const char *cls, int64_t ms)
+{
+    ck_assert_msg(code == GRPC_STATUS_RESOURCE_EXHAUSTED, "%s: %s %s", cls,
+                  wf_client_code_name(code), st->message);
+    ck_assert_str_eq(st->reason, "BULKHEAD_FULL");
+    ck_assert_str_eq(metadata_of(st, "bulkhead"), cls);
+    ck_assert_int_eq(st->retry_delay_ms, 1000);
+    ck_assert_msg(ms < 500 * SLOW, "%s refused after %lld ms", cls, (long long)ms);
+}
+
+static Workflow__V1__GetDiagramRequest *
+diagram_req(const char *key, int format)
+{
+    Workflow__V1__GetDiagramRequest *r = wf_arena_calloc(ta, 1, sizeof *r);
+    workflow__v1__get_diagram_request__init(r);
+    r->definition_key = (char *)key;
+    r->format = format;
+    return r;
+}
+
+static void
+deploy_raw(Workflow__V1__Definition *d)
+{
+    wf_client_status st;
+    deploy_d(as("dev"), d, false, &st);
+    ck_ok(st);
+}
+
+START_TEST(test_a_full_diagram_bulkhead_refuses_at_once)
+{
+    char *small = deploy_plain(), *a = u("tangle-a"), *b = u("tangle-b");
+    deploy_raw(tangled_net(ta, a));
+    deploy_raw(tangled_net(ta, b));
+    wf_client *c = as("reader");
+    wf_client_status st;
+    int64_t ms;
+    /* Laid out before: served from the cache below. */
+    ck_assert_int_eq(timed_call(c, "GetDiagram", &diagram_req(small, F_SVG)->base,
+                                &workflow__v1__get_diagram_response__descriptor, &st, &ms),
+                     0);
+    bg_call hold = {.method = "GetDiagram",
+                    .req = &diagram_req(a, F_SVG)->base,
+                    .resp = &workflow__v1__get_diagram_response__descriptor};
+    pthread_create(&hold.th, NULL, bg_run, &hold);
+    await_in_class("diagram");
+    int code = timed_call(c, "GetDiagram", &diagram_req(b, F_SVG)->base,
+                          &workflow__v1__get_diagram_response__descriptor, &st, &ms);
+    ck_refused(code, &st, "diagram", ms);
+    /* What needs no layout goes on: DOT, a cached version, other calls. */
+    ck_assert_int_eq(timed_call(c, "GetDiagram", &diagram_req(b, F_DOT)->base,
+                                &workflow__v1__get_diagram_response__descriptor, &st, &ms),
+                     0);
+    ck_assert_int_eq(timed_call(c, "GetDiagram", &diagram_req(small, F_SVG)->base,
+                                &workflow__v1__get_diagram_response__descriptor, &st, &ms),
+                     0);
+    ck_assert_ptr_nonnull(start_v(c, small, 0, NULL, &st));
+    pthread_join(hold.th, NULL);
+    ck_assert_msg(hold.code == 0, "the layout: %s", hold.st.message);
+    ck_assert_int_eq(bulkhead_metric("workflow_bulkhead_refused_total", "diagram"), 1);
+    ck_assert_int_eq(bulkhead_metric("workflow_bulkhead_active", "diagram"), 0);
+}
+END_TEST
+
+START_TEST(test_a_full_expression_bulkhead_refuses_at_once)
+{
+    expr_isolate(1000, 4, 0);
+    char *slow = deploy_slow(), *plain = deploy_plain();
+    Workflow__V1__StartInstanceRequest *req = wf_arena_calloc(ta, 1, sizeof *req);
+    workflow__v1__start_instance_request__init(req);
+    req->definition_key = slow;
+    req->variables_json = slow_vars(ta, 400);
+    bg_call hold = {.method = "StartInstance",
+                    .req = &req->base,
+                    .resp = &workflow__v1__start_instance_response__descriptor};
+    pthread_create(&hold.th, NULL, bg_run, &hold);
+    await_in_class("expression");
+    wf_client *c = as("starter");
+    wf_client_status st;
+    int64_t ms;
+    /* The same guard again: known to run past its budget, refused before
+     * it starts. */
+    int code = timed_call(c, "StartInstance", &req->base,
+                          &workflow__v1__start_instance_response__descriptor, &st, &ms);
+    ck_refused(code, &st, "expression", ms);
+    ck_assert_ptr_nonnull(start_v(c, plain, 0, NULL, &st));
+    pthread_join(hold.th, NULL);
+    ck_assert_str_eq(hold.st.reason, "EXPRESSION_LIMIT"); /* it ran to its limit, beside */
+    ck_assert_int_eq(bulkhead_metric("workflow_bulkhead_refused_total", "expression"), 1);
+}
+END_TEST
+
+START_TEST(test_a_full_compile_bulkhead_refuses_at_once)
+{
+    expr_isolate(1000, 4, 0);
+    /* Guards of 60 comparisons each compile in tens of milliseconds in
+     * libjq: 40 of them hold the bulkhead for a second or more. */
+    int salt = (int)(wf_now_us() % 100000) * 1000;
+    Workflow__V1__Definition *d = wide_net(ta, u("long"), 40, salt);
+    for (size_t i = 0; i < d->n_arcs; i++) {
+        if (d->arcs[i]->guard == NULL)
+            continue;
+        char *g = wf_arena_alloc(ta, 60 * 32);
+        size_t k = 0;
+        for (int t = 0; t < 60; t++)
+            k += (size_t)sprintf(g + k, "%s.x%zu == %d", t ? " or " : "", i, salt + t);
+        d->arcs[i]->guard = g;
+    }
+    Workflow__V1__DeployDefinitionRequest *hreq = wf_arena_calloc(ta, 1, sizeof *hreq);
+    workflow__v1__deploy_definition_request__init(hreq);
+    hreq->definition = d;
+    hreq->validate_only = true;
+    bg_call hold = {.method = "DeployDefinition",
+                    .req = &hreq->base,
+                    .resp = &workflow__v1__deploy_definition_response__descriptor};
+    pthread_create(&hold.th, NULL, bg_run, &hold);
+    await_in_class("compile");
+    wf_client *c = as("dev");
+    wf_client_status st;
+    int64_t ms;
+    Workflow__V1__DeployDefinitionRequest req = WORKFLOW__V1__DEPLOY_DEFINITION_REQUEST__INIT;
+    req.definition = wide_net(ta, u("wide"), 100, salt + 100000);
+    req.validate_only = true;
+    int code = timed_call(c, "DeployDefinition", &req.base,
+                          &workflow__v1__deploy_definition_response__descriptor, &st, &ms);
+    ck_refused(code, &st, "compile", ms);
+    /* A definition whose expressions are known needs no compile. */
+    char *plain = deploy_plain();
+    ck_assert_ptr_nonnull(plain);
+    pthread_join(hold.th, NULL);
+    ck_assert_msg(hold.code == 0, "the long compile: %s", hold.st.message);
+    ck_assert_int_eq(bulkhead_metric("workflow_bulkhead_refused_total", "compile"), 1);
+}
+END_TEST
+
 int
 main(int argc, char **argv)
 {
@@ -391,6 +602,12 @@ main(int argc, char **argv)
     tcase_set_timeout(tc, 280);
     tcase_add_test(tc, test_cheap_calls_beside_16_callers_of_each_slow_class);
     suite_add_tcase(s, tc);
-    (void)setup_ones;
+    TCase *full = tcase_create("full");
+    tcase_add_checked_fixture(full, setup_ones, teardown);
+    tcase_set_timeout(full, 240);
+    tcase_add_test(full, test_a_full_diagram_bulkhead_refuses_at_once);
+    tcase_add_test(full, test_a_full_expression_bulkhead_refuses_at_once);
+    tcase_add_test(full, test_a_full_compile_bulkhead_refuses_at_once);
+    suite_add_tcase(s, full);
     return wf_test_run(s);
 }

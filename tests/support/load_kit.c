@@ -148,8 +148,7 @@ raw_arc(wf_arena *a, Workflow__V1__Definition *d, const char *src, const char *d
 Workflow__V1__Definition *
 wide_net(wf_arena *a, const char *key, int nguards, int salt)
 {
-    Workflow__V1__Definition *d =
-        raw_net(a, key, (size_t)nguards + 2, 2, 2 * (size_t)nguards + 3);
+    Workflow__V1__Definition *d = raw_net(a, key, (size_t)nguards + 2, 2, 2 * (size_t)nguards + 3);
     raw_place(a, d, "s", START);
     raw_place(a, d, "e", END);
     raw_trans(a, d, "go");

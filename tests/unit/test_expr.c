@@ -12,10 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "expr.h"
 #include "test_support.h"
 #include "wf_arena.h"
+#include "wf_bulkhead.h"
 #include "wf_time.h"
 
 /* True in the cases that run in worker processes (setup_isolated). */
@@ -577,6 +579,91 @@ START_TEST(test_a_stuck_evaluation_blocks_no_one_else)
 }
 END_TEST
 
+/* The expression bulkhead: an evaluation past its budget (WF_EXPR_SLOW_MS)
+ * in a call joins it, handing its thread off; with it full, the next slow
+ * one is ended at its budget, and the same source again is refused before
+ * it starts; evaluations within their budget go on, and outside a call
+ * nothing is refused. */
+static int budget_hand_offs;
+
+static void
+note_hand_off(void *arg)
+{
+    (void)arg;
+    budget_hand_offs++;
+}
+
+static void *
+run_slow_in_call(void *arg)
+{
+    wf_bulkhead_call_begin(note_hand_off, NULL);
+    run_slow(arg);
+    wf_bulkhead_call_end();
+    return NULL;
+}
+
+/* Evaluates e as a guard in a call: its code, and the milliseconds. */
+static wf_code
+eval_in_call(wf_expr *e, int64_t *ms, wf_error *err)
+{
+    bool out;
+    wf_bulkhead_call_begin(NULL, NULL);
+    int64_t t0 = wf_mono_ms();
+    wf_code rc = wf_expr_eval_bool(e, "{\"amount\":1500}", &out, err);
+    *ms = wf_mono_ms() - t0;
+    wf_bulkhead_call_end();
+    return rc;
+}
+
+START_TEST(test_an_evaluation_past_its_budget_joins_the_expression_bulkhead)
+{
+    isolate(3, 1000);
+    int limits[WF_BULKHEAD_COUNT_] = {1, 1, 1};
+    wf_bulkhead_configure(limits);
+    /* Compiled outside any call: what is measured is the evaluation. */
+    wf_expr *fast = compile_ok(".amount > 1000");
+    wf_expr *slow = compile_ok(SLOW_SRC);
+    wf_expr *other =
+        compile_ok("any(" D10 " as $a | " D10 " as $b | " D10 " as $c | " D10 " as $d | " D10
+                   " as $e | " D10 " as $f | " D10 " as $g | " D10 " as $h | " D10 "; . < -1)");
+    slow_eval s = {.rc = WF_OK};
+    atomic_init(&s.done, false);
+    pthread_t th;
+    pthread_create(&th, NULL, run_slow_in_call, &s);
+    wf_bulkhead_stats st = {0};
+    for (int i = 0; i < 1000 && st.active == 0 && !atomic_load(&s.done); i++) {
+        usleep(10 * 1000);
+        wf_bulkhead_get_stats(WF_BULKHEAD_EXPR, &st);
+    }
+    ck_assert_int_eq(st.active, 1);
+    wf_error err;
+    int64_t ms;
+    /* Within its budget: no bulkhead needed. */
+    ck_assert_int_eq(eval_in_call(fast, &ms, &err), WF_OK);
+    /* Past its budget with the bulkhead full: ended there. */
+    ck_assert_int_eq(eval_in_call(other, &ms, &err), WF_E_BULKHEAD_FULL);
+    ck_assert_msg(ms >= 45 && ms < 1000 * wf_test_time_scale(), "refused after %lld ms",
+                  (long long)ms);
+    ck_assert_ptr_nonnull(strstr(err.msg, "bulkhead \"expression\" is full"));
+    /* That source is known slow now: refused before it starts. */
+    ck_assert_int_eq(eval_in_call(other, &ms, &err), WF_E_BULKHEAD_FULL);
+    ck_assert_msg(ms < 45, "refused after %lld ms", (long long)ms);
+    pthread_join(th, NULL);
+    ck_assert_msg(s.rc == WF_E_EXPRESSION_LIMIT, "slow: %s (%s)", wf_code_reason(s.rc), s.msg);
+    ck_assert_int_eq(budget_hand_offs, 1);
+    /* The bulkhead is free again: the known-slow source joins it and runs
+     * to its deadline; outside a call it simply runs. */
+    wf_bulkhead_get_stats(WF_BULKHEAD_EXPR, &st);
+    ck_assert_int_eq(st.active, 0);
+    ck_assert_int_eq(eval_in_call(other, &ms, &err), WF_E_EXPRESSION_LIMIT);
+    bool out;
+    ck_assert_int_eq(wf_expr_eval_bool(slow, "{}", &out, &err), WF_E_EXPRESSION_LIMIT);
+    wf_expr_free(fast);
+    wf_expr_free(slow);
+    wf_expr_free(other);
+}
+END_TEST
+
 /* One worker, one waiting place: with the worker stuck and one caller
  * waiting, a third caller fails at once with EXPRESSION_LIMIT; a caller
  * whose call deadline comes first gives up at it. */
@@ -733,6 +820,34 @@ START_TEST(test_check_all_gives_each_source_its_own_result)
 }
 END_TEST
 
+/* Joined, these guards' bytecode passes libjq's limit for one program:
+ * the check goes on in halves, each source still with its own result. */
+START_TEST(test_check_all_of_guards_too_long_together)
+{
+    enum { N = 50, TERMS = 60 };
+    wf_arena *a = wf_arena_new();
+    const char *srcs[N + 1];
+    long salt = (long)(wf_now_us() % 1000000) * 100;
+    for (int i = 0; i < N; i++) {
+        char *g = wf_arena_alloc(a, TERMS * 32);
+        size_t k = 0;
+        for (int t = 0; t < TERMS; t++)
+            k += (size_t)sprintf(g + k, "%s.a%d == %ld", t ? " or " : "", i, salt + t);
+        srcs[i] = g;
+    }
+    srcs[N] = "foo(.x)";
+    wf_error errs[N + 1], err;
+    int64_t t0 = wf_mono_ms();
+    ck_assert_int_eq(wf_expr_check_all(srcs, N + 1, errs, &err), WF_OK);
+    fprintf(stderr, "expr compile: %d guards of %d comparisons checked in %lld ms\n", N, TERMS,
+            (long long)(wf_mono_ms() - t0));
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(errs[i].code == WF_OK, "%d: %s", i, errs[i].msg);
+    ck_assert_str_eq(errs[N].msg, "invalid expression: foo/1 is not defined");
+    wf_arena_free(a);
+}
+END_TEST
+
 /* n guards no cache has seen (salt makes them new). */
 static const char **
 new_guards(wf_arena *a, int n, long salt)
@@ -847,10 +962,12 @@ expr_suite(void)
         tcase_add_test(tc, test_cache_compiles_once);
         tcase_add_test(tc, test_check_all_gives_each_source_its_own_result);
         tcase_add_test(tc, test_check_all_of_500_new_guards_takes_one_compile);
+        tcase_add_test(tc, test_check_all_of_guards_too_long_together);
         tcase_add_test(tc, test_concurrent_evaluation);
         if (isolated) {
             tcase_add_test(tc, test_runaway_programs_hit_the_limit_and_the_pool_recovers);
             tcase_add_test(tc, test_a_stuck_evaluation_blocks_no_one_else);
+            tcase_add_test(tc, test_an_evaluation_past_its_budget_joins_the_expression_bulkhead);
             tcase_add_test(tc, test_workers_are_recycled);
             tcase_add_test(tc, test_the_expression_queue_is_bounded);
             tcase_add_test(tc, test_cost_of_isolation);
