@@ -52,8 +52,14 @@
 #include "wf_time.h"
 
 #define MAX_WORKERS 256
-/* The niceness of a worker process: behind the server's threads for CPU. */
-#define WF_EXPR_WORKER_NICE 10
+/* A check's compile budget per source, beyond WF_EXPR_COMPILE_MS. */
+#define CHECK_MS_PER_SOURCE 20
+
+/* The niceness of a worker while it does a bulkhead's work (a check, an
+ * evaluation past its budget): behind the server's threads for CPU. An
+ * unprivileged process cannot raise it back, so such a worker is ended
+ * when given back; the others run at the server's own priority. */
+#define WF_EXPR_BULKHEAD_NICE 10
 /* Programs a worker keeps compiled (oldest dropped first). */
 #define WORKER_CACHE 64
 /* Largest request: op, program, variables and their lengths. */
@@ -66,6 +72,7 @@ typedef struct worker {
     int fd;
     int uses;
     unsigned gen; /* configuration it was started for */
+    bool behind;  /* lowered to WF_EXPR_BULKHEAD_NICE: ended when given back */
 } worker;
 
 static struct {
@@ -209,11 +216,13 @@ spawn_worker(const wf_expr_options *o, unsigned gen)
  * starts, so a full one refuses it at once instead of after spending the
  * budget. One that comes back within the budget is forgotten. */
 typedef struct budget {
-    int64_t at;      /* monotonic ms when the budget runs out; 0: no budget (any more) */
-    uint64_t hash;   /* of the source */
-    bool evaluating; /* the worker has compiled the program ('S') */
-    int64_t left;    /* of the budget, while the worker compiles */
-    wf_error *err;   /* the refusal */
+    int64_t at;       /* monotonic ms when the budget runs out; 0: no budget (any more) */
+    uint64_t hash;    /* of the source */
+    bool evaluating;  /* the worker has compiled the program ('S') */
+    int64_t left;     /* of the budget, while the worker compiles */
+    bool joined;      /* the call went into the bulkhead */
+    struct worker *w; /* the worker of the request, once there is one */
+    wf_error *err;    /* the refusal */
 } budget;
 
 #define KNOWN_SLOW 64
@@ -262,6 +271,18 @@ slow_note(uint64_t h)
     pthread_mutex_unlock(&known_slow.mu);
 }
 
+/* Puts w behind the server's threads for CPU: it does a bulkhead's work. */
+static void
+put_behind(worker *w)
+{
+    if (w == NULL || w->behind)
+        return;
+    w->behind = true;
+    if (setpriority(PRIO_PROCESS, (id_t)w->pid, WF_EXPR_BULKHEAD_NICE) != 0) {
+        /* best effort: the bulkhead's bound still holds */
+    }
+}
+
 /* The budget ran out: the call joins the expression bulkhead. False when
  * that is full (b->err says so). */
 static bool
@@ -270,7 +291,10 @@ budget_over(budget *b)
     b->at = 0;
     if (b->evaluating)
         slow_note(b->hash);
-    return wf_bulkhead_enter(WF_BULKHEAD_EXPR, b->err) == WF_OK;
+    b->joined = wf_bulkhead_enter(WF_BULKHEAD_EXPR, b->err) == WF_OK;
+    if (b->joined)
+        put_behind(b->w);
+    return b->joined;
 }
 
 /* The worker compiles first (unless it has the program already): that
@@ -421,7 +445,7 @@ static void
 release(worker *w, bool healthy)
 {
     pthread_mutex_lock(&pool.mu);
-    bool keep = healthy && w->gen == pool.gen && ++w->uses < pool.o.recycle_after &&
+    bool keep = healthy && !w->behind && w->gen == pool.gen && ++w->uses < pool.o.recycle_after &&
                 pool.nidle < MAX_WORKERS;
     if (keep) {
         pool.idle[pool.nidle++] = w;
@@ -668,6 +692,18 @@ receive(worker *w, const request *q, const wf_expr_options *o, int64_t dl, budge
     return rc;
 }
 
+/* What a worker may take to compile q's program: WF_EXPR_COMPILE_MS, and
+ * for a check of many sources a little more per source. */
+static int64_t
+compile_budget_ms(const request *q)
+{
+    if (q->op != WF_EXPR_OP_CHECK || q->slen < 4)
+        return WF_EXPR_COMPILE_MS;
+    uint32_t n;
+    memcpy(&n, q->src, 4);
+    return WF_EXPR_COMPILE_MS + CHECK_MS_PER_SOURCE * (int64_t)n;
+}
+
 /* A request through one worker: 0 when answered (*code), else what went
  * wrong (-1, 1, 2 as in send_all; 3: the worker died on the first send,
  * ask another). */
@@ -675,24 +711,36 @@ static int
 attempt(worker *w, const request *q, const wf_expr_options *o, budget *b, bool first, wf_arena *a,
         wf_expr_result *r, wf_code *code, wf_error *err)
 {
-    int64_t dl = wf_mono_ms() + WF_EXPR_COMPILE_MS;
-    if (b != NULL)
+    int64_t dl = wf_mono_ms() + compile_budget_ms(q);
+    if (b != NULL) {
+        b->w = w;
+        if (b->joined)
+            put_behind(w);
         budget_compiling(b, o);
+    }
+    if (q->op == WF_EXPR_OP_CHECK)
+        put_behind(w); /* the compile bulkhead's work */
     int rc = send_request(w, q, dl, b);
     /* A worker that died while idle (killed from outside) fails on the
      * send: that is no fault of this request, so a fresh one gets it. */
     if (rc < 0 && first && w->uses > 0)
-        return 3;
-    if (rc == 0)
+        rc = 3;
+    else if (rc == 0)
         rc = receive(w, q, o, dl, b, a, r, code, err);
+    if (b != NULL)
+        b->w = NULL; /* the worker goes back: the budget no longer reaches it */
     return rc;
 }
 
 static wf_code
-fail(int rc, const wf_expr_options *o, budget *b, wf_error *err)
+fail(int rc, const request *q, const wf_expr_options *o, budget *b, wf_error *err)
 {
     if (rc == 2)
         return b->err->code;
+    if (rc > 0 && (q->op == WF_EXPR_OP_COMPILE || q->op == WF_EXPR_OP_CHECK))
+        return wf_error_set(err, WF_E_EXPRESSION_LIMIT,
+                            "compiling the expressions exceeded its time limit (%lld ms)",
+                            (long long)compile_budget_ms(q));
     if (rc > 0)
         return wf_error_set(err, WF_E_EXPRESSION_LIMIT,
                             "expression evaluation exceeded its time limit (%d ms)", o->timeout_ms);
@@ -758,7 +806,7 @@ run_request(const request *q, wf_arena *a, wf_expr_result *r, wf_error *err)
                "expression worker %d %s after %lld ms and was ended: %.80s", (int)pid, why_ended,
                (long long)(wf_mono_ms() - start),
                q->op == WF_EXPR_OP_CHECK ? "(a check of many expressions)" : q->src);
-        return fail(rc, &o, bp, err);
+        return fail(rc, q, &o, bp, err);
     }
     return wf_error_set(err, WF_E_EXPRESSION_LIMIT, "no expression worker could be started");
 }
@@ -1037,12 +1085,13 @@ unpack_sources(char *buf, size_t len, char ***srcs)
  * message. 0 when answered, 1 when the socket broke, 2 when buf is
  * malformed. */
 static int
-answer_check(reply *r, char *buf, size_t len)
+answer_check(reply *r, char *buf, size_t len, int alarm_ms)
 {
     char **srcs = NULL;
     long n = unpack_sources(buf, len, &srcs);
     if (n < 0)
         return 2;
+    set_alarm(alarm_ms + 2 * CHECK_MS_PER_SOURCE * (int)n); /* twice the caller's budget */
     wf_error *errs = calloc((size_t)n + 1, sizeof *errs);
     if (errs == NULL) {
         free(srcs);
@@ -1071,12 +1120,6 @@ wf_expr_worker_main(int argc, char **argv)
     wf_expr__init(); /* before the limit: Oniguruma's tables */
     struct rlimit none = {0, 0};
     setrlimit(RLIMIT_CORE, &none);
-    /* Behind the server's threads (and Postgres) for CPU: a runaway
-     * program on every worker slows the evaluations, not the calls that
-     * evaluate nothing (raising one's own niceness needs no rights). */
-    if (setpriority(PRIO_PROCESS, 0, WF_EXPR_WORKER_NICE) != 0) {
-        /* best effort: the time limit still holds */
-    }
     /* Under a container's memory limit, the kernel's OOM killer picks a
      * worker before the server (raising one's own score needs no rights). */
     int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
@@ -1113,7 +1156,7 @@ wf_expr_worker_main(int argc, char **argv)
         char *src = req + 5, *vars = req + 5 + slen;
         size_t vlen = len - 5 - slen;
         if (op == WF_EXPR_OP_CHECK) {
-            int rc = answer_check(&r, src, slen);
+            int rc = answer_check(&r, src, slen, alarm_ms);
             free(req);
             if (rc != 0)
                 return rc == 1 ? 0 : rc;
