@@ -1,10 +1,10 @@
 /*
  * End-to-end tests of sizes, on both stores: no answer outgrows the send
  * limit and no instance becomes unreadable. The server runs with
- * WF_MAX_MESSAGE_BYTES = 64 KiB, so its send limit is 128 KiB and the
- * variables of one tree are bounded by 64 KiB (WF_MAX_VARIABLES_BYTES'
- * default). Variables of 40-48 KiB then stand for the 3 MiB ones of a
- * default server.
+ * WF_MAX_ANSWER_BYTES = 128 KiB (its send limit), WF_MAX_MESSAGE_BYTES and
+ * WF_MAX_VARIABLES_BYTES = 64 KiB. Variables of 40-48 KiB then stand for
+ * the 2-3 MiB ones of a default server (4 MiB answers); tests/python and
+ * tests/grpc-node check those with clients of default settings.
  *
  * ActivateJobs leases no more jobs than its answer holds (the others stay
  * activatable), and refuses, without leasing it, a job that alone does
@@ -26,7 +26,8 @@
 static void
 setup_sizes(void)
 {
-    static const char *const env[] = {"WF_MAX_MESSAGE_BYTES=65536", NULL};
+    static const char *const env[] = {"WF_MAX_MESSAGE_BYTES=65536", "WF_MAX_ANSWER_BYTES=131072",
+                                      "WF_MAX_VARIABLES_BYTES=65536", NULL};
     setup_with(env);
 }
 
