@@ -283,6 +283,16 @@ load_sizes(wf_config *cfg, char *const *env, wf_error *err)
     if (!env_int(env, "WF_MAX_ANSWER_BYTES", WF_CONFIG_MIN_ANSWER_BYTES, WF_CONFIG_MAX_ANSWER_BYTES,
                  &cfg->max_answer_bytes, err))
         return false;
+    /* What a request stores (a definition, a signal's payload) is read
+     * back in one answer. */
+    if (cfg->max_message_bytes > cfg->max_answer_bytes) {
+        wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                     "WF_MAX_MESSAGE_BYTES (%d) must not pass WF_MAX_ANSWER_BYTES (%d): what a "
+                     "request stores is read back in one answer; raise WF_MAX_ANSWER_BYTES to "
+                     "the clients' receive limit, or lower WF_MAX_MESSAGE_BYTES",
+                     cfg->max_message_bytes, cfg->max_answer_bytes);
+        return false;
+    }
     int most = (int)wf_config_variables_max(cfg);
     cfg->max_variables_bytes = most;
     if (!env_int(env, "WF_MAX_VARIABLES_BYTES", 1024, most, &cfg->max_variables_bytes, err)) {

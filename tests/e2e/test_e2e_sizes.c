@@ -413,6 +413,97 @@ START_TEST(test_list_instances_pages_by_bytes)
 }
 END_TEST
 
+/* A step list "a" -> "b" -> "c" of jobs, each step named by name_bytes
+ * bytes (test-owned). */
+static Workflow__V1__Definition *
+named_steps(const char *key, size_t name_bytes)
+{
+    Workflow__V1__Definition *d = wf_arena_calloc(ta, 1, sizeof *d);
+    ck_assert_ptr_nonnull(d);
+    workflow__v1__definition__init(d);
+    d->key = (char *)key;
+    d->kind = WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_STEPS;
+    d->n_steps = 3;
+    d->steps = wf_arena_calloc(ta, 3, sizeof *d->steps);
+    static const char *const ids[] = {"a", "b", "c"};
+    for (size_t i = 0; i < 3; i++) {
+        Workflow__V1__Step *s = wf_arena_calloc(ta, 1, sizeof *s);
+        workflow__v1__step__init(s);
+        s->id = (char *)ids[i];
+        s->name = wf_arena_alloc(ta, name_bytes + 1);
+        memset(s->name, 'n', name_bytes);
+        s->name[name_bytes] = '\0';
+        s->job = wf_arena_calloc(ta, 1, sizeof *s->job);
+        workflow__v1__job_step__init(s->job);
+        s->job->job_type = u("step");
+        d->steps[i] = s;
+    }
+    return d;
+}
+
+/* A step list is stored, and answered, with its compiled net: its names
+ * twice. Three names of 21,000 bytes (a request within
+ * WF_MAX_MESSAGE_BYTES) would be stored as more than an answer holds:
+ * refused before it is stored, nothing to read back. Names of 5,000 bytes
+ * are stored and read back. */
+START_TEST(test_a_definition_that_could_not_be_read_is_refused)
+{
+    char *key = u("steps");
+    wf_client_status st;
+    Workflow__V1__Definition *big = named_steps(key, 21000);
+    ck_assert_uint_lt(protobuf_c_message_get_packed_size(&big->base), 65536);
+    ck_assert_ptr_null(deploy_d(as("dev"), big, false, &st));
+    ck_fails(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "TOO_LARGE");
+    ck_assert_ptr_nonnull(strstr(st.message, "its steps with their compiled net"));
+    Workflow__V1__GetDefinitionRequest g = WORKFLOW__V1__GET_DEFINITION_REQUEST__INIT;
+    g.key = key;
+    ck_assert_ptr_null(call(as("dev"), "GetDefinition", &g,
+                            &workflow__v1__get_definition_response__descriptor, &st));
+    ck_fails(st, GRPC_STATUS_NOT_FOUND, "DEFINITION_NOT_FOUND");
+
+    ck_assert_ptr_nonnull(deploy_d(as("dev"), named_steps(key, 5000), false, &st));
+    ck_ok(st);
+    Workflow__V1__GetDefinitionResponse *r = call(
+        as("dev"), "GetDefinition", &g, &workflow__v1__get_definition_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_uint_gt(protobuf_c_message_get_packed_size(&r->base), 30000);
+    ck_assert_uint_lt(protobuf_c_message_get_packed_size(&r->base), SEND_LIMIT);
+}
+END_TEST
+
+/* Requests as large as answers (WF_MAX_MESSAGE_BYTES = WF_MAX_ANSWER_BYTES
+ * = 64 KiB): a buffered signal's payload of 65,448 bytes is accepted, and
+ * a ListSignals page holds at least one row, so its answer would pass the
+ * send limit: the server answers TOO_LARGE instead of a message the client
+ * would refuse, and the channel serves on (GetInstance leaves the payload
+ * out). */
+static void
+setup_equal_limits(void)
+{
+    static const char *const env[] = {"WF_MAX_MESSAGE_BYTES=65536", "WF_MAX_ANSWER_BYTES=65536",
+                                      NULL};
+    setup_with(env);
+}
+
+START_TEST(test_an_answer_past_the_send_limit_is_refused)
+{
+    Workflow__V1__Instance *in = start(u("adhoc"), NULL);
+    /* The request takes about 65,500 bytes, the page's answer about 65,570. */
+    buffer_signal(in->id, blob("p", 65440));
+    Workflow__V1__ListSignalsRequest lr = WORKFLOW__V1__LIST_SIGNALS_REQUEST__INIT;
+    lr.target_case = WORKFLOW__V1__LIST_SIGNALS_REQUEST__TARGET_INSTANCE_ID;
+    lr.instance_id = in->id;
+    wf_client_status st;
+    ck_assert_ptr_null(
+        call(as(NULL), "ListSignals", &lr, &workflow__v1__list_signals_response__descriptor, &st));
+    ck_fails(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "TOO_LARGE");
+    ck_assert_ptr_nonnull(strstr(st.message, "more than WF_MAX_ANSWER_BYTES (65536)"));
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_uint_eq(g->n_buffered_signals, 1);
+    ck_assert(g->buffered_signals[0]->payload_omitted);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -428,6 +519,12 @@ main(void)
     tcase_add_test(tc, test_get_instance_leaves_out_what_does_not_fit);
     tcase_add_test(tc, test_get_instance_leaves_out_children_variables);
     tcase_add_test(tc, test_list_instances_pages_by_bytes);
+    tcase_add_test(tc, test_a_definition_that_could_not_be_read_is_refused);
     suite_add_tcase(s, tc);
+    TCase *equal = tcase_create("equal_limits");
+    tcase_add_checked_fixture(equal, setup_equal_limits, teardown);
+    tcase_set_timeout(equal, 30);
+    tcase_add_test(equal, test_an_answer_past_the_send_limit_is_refused);
+    suite_add_tcase(s, equal);
     return wf_test_run(s);
 }
