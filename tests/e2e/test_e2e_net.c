@@ -738,6 +738,8 @@ START_TEST(test_users_quorum)
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
     ck_assert_uint_eq(g->n_tasks, 3);
     ck_assert_uint_eq(g->n_joins, 1);
+    ck_assert_str_eq(g->joins[0]->instance_id, in->id);
+    ck_assert_str_eq(g->joins[0]->transition_id, "vote"); /* the USER transition */
     ck_assert_int_eq(g->joins[0]->required, 2);
     ck_assert_int_eq(g->joins[0]->total, 3);
     wf_client_status st;

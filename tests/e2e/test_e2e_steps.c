@@ -537,6 +537,43 @@ START_TEST(test_sleep_and_user_steps)
 }
 END_TEST
 
+/* A user step for several people: its join names the step's USER
+ * transition, for ALL and for ANY. */
+START_TEST(test_user_step_join_names_its_transition)
+{
+    static const Workflow__V1__CompletionMode modes[] = {
+        WORKFLOW__V1__COMPLETION_MODE__COMPLETION_MODE_ALL,
+        WORKFLOW__V1__COMPLETION_MODE__COMPLETION_MODE_ANY};
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        char *key = u("steps-join");
+        sb *b = steps_new(key);
+        Workflow__V1__Step *ok = step(b, "sign");
+        ok->user = wf_arena_calloc(ta, 1, sizeof *ok->user);
+        workflow__v1__user_step__init(ok->user);
+        ok->user->assignee = wf_arena_calloc(ta, 1, sizeof *ok->user->assignee);
+        workflow__v1__assignee__init(ok->user->assignee);
+        ok->user->assignee->kind = A_USERS;
+        ok->user->assignee->ids = (char *[]){"alice", "bob"};
+        ok->user->assignee->n_ids = 2;
+        ok->user->completion = wf_arena_calloc(ta, 1, sizeof *ok->user->completion);
+        workflow__v1__completion_policy__init(ok->user->completion);
+        ok->user->completion->mode = modes[m];
+        deploy_steps(b);
+
+        Workflow__V1__Instance *in = start_v(as("boss"), key, 0, "{}", &(wf_client_status){0});
+        Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+        ck_assert_uint_eq(g->n_tasks, 2);
+        ck_assert_uint_eq(g->n_joins, 1);
+        ck_assert_str_eq(g->joins[0]->instance_id, in->id);
+        ck_assert_str_eq(g->joins[0]->transition_id, g->tasks[0]->transition_id);
+        ck_assert_str_eq(g->joins[0]->transition_id, "sign");
+        ck_assert_int_eq(g->joins[0]->mode, modes[m]);
+        ck_assert_int_eq(g->joins[0]->required, m == 0 ? 2 : 1);
+        ck_assert_int_eq(g->joins[0]->total, 2);
+    }
+}
+END_TEST
+
 START_TEST(test_retries_reset_per_step)
 {
     char *key = u("steps-retry"), *ja = u("a"), *jb = u("b");
@@ -647,6 +684,7 @@ main(void)
     tcase_add_test(tc, test_await_timeout_compensates);
     tcase_add_test(tc, test_buffered_signal_meets_a_later_await);
     tcase_add_test(tc, test_sleep_and_user_steps);
+    tcase_add_test(tc, test_user_step_join_names_its_transition);
     tcase_add_test(tc, test_retries_reset_per_step);
     tcase_add_test(tc, test_fail_compensates_in_reverse_order);
     tcase_add_test(tc, test_instances_keep_their_version);
