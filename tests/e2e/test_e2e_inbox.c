@@ -215,7 +215,7 @@ list_all(wf_client *c, const char *user, Workflow__V1__TaskSort sort, bool desc,
 /* ---- ReassignTask ------------------------------------------------------------------------------
  */
 
-START_TEST(test_reassign_to_user_and_group)
+WF_CASE_TEST("open", test_reassign_to_user_and_group)
 {
     const char *alice = u("alice"), *bob = u("bob"), *grp = u("grp");
     const char *root = root_of(as("boss"));
@@ -249,7 +249,7 @@ START_TEST(test_reassign_to_user_and_group)
 }
 END_TEST
 
-START_TEST(test_reassign_refusals)
+WF_CASE_TEST("open", test_reassign_refusals)
 {
     const char *alice = u("alice");
     const char *root = root_of(as("boss"));
@@ -284,7 +284,7 @@ START_TEST(test_reassign_refusals)
 }
 END_TEST
 
-START_TEST(test_reassign_is_idempotent)
+WF_CASE_TEST("open", test_reassign_is_idempotent)
 {
     const char *alice = u("alice"), *bob = u("bob");
     const char *root = root_of(as("boss"));
@@ -304,7 +304,7 @@ START_TEST(test_reassign_is_idempotent)
 }
 END_TEST
 
-START_TEST(test_reassign_meets_the_static_directory)
+WF_CASE_TEST("static_directory", test_reassign_meets_the_static_directory)
 {
     const char *root = root_of(as("boss"));
     Workflow__V1__Task *t = assign1(as("boss"), root, GROUP, "it");
@@ -327,7 +327,7 @@ END_TEST
 /* ---- DelegateTask -----------------------------------------------------------------------------
  */
 
-START_TEST(test_delegate_resolve_and_complete)
+WF_CASE_TEST("open", test_delegate_resolve_and_complete)
 {
     const char *alice = u("alice"), *bob = u("bob");
     const char *root = root_of(as("boss"));
@@ -368,7 +368,7 @@ START_TEST(test_delegate_resolve_and_complete)
 }
 END_TEST
 
-START_TEST(test_delegate_refusals)
+WF_CASE_TEST("open", test_delegate_refusals)
 {
     const char *alice = u("alice"), *bob = u("bob"), *grp = u("grp");
     const char *root = root_of(as("boss"));
@@ -406,7 +406,7 @@ START_TEST(test_delegate_refusals)
 }
 END_TEST
 
-START_TEST(test_delegate_a_net_task)
+WF_CASE_TEST("open", test_delegate_a_net_task)
 {
     const char *alice = u("alice"), *bob = u("bob");
     nb *n = net_new(u("review"));
@@ -482,7 +482,7 @@ has_violation(const wf_client_status *st, const char *prefix, const char *reason
     return false;
 }
 
-START_TEST(test_user_transition_task_expressions)
+WF_CASE_TEST("open", test_user_transition_task_expressions)
 {
     const char *alice = u("alice");
     nb *n = user_net(u("prio"), alice, "if .vip then 90 else 40 end", ".due",
@@ -560,7 +560,7 @@ START_TEST(test_user_transition_task_expressions)
 }
 END_TEST
 
-START_TEST(test_task_expressions_validated_at_deploy)
+WF_CASE_TEST("open", test_task_expressions_validated_at_deploy)
 {
     wf_client_status st;
     nb *n = user_net(u("prio-bad"), u("alice"), ".p |", "[", ".f)");
@@ -662,7 +662,7 @@ ck_item(const char *instance_id, Workflow__V1__AssigneeKind kind, const char *wh
     ck_assert_str_eq(it->assignee_ids[0], who);
 }
 
-START_TEST(test_work_items_follow_reassign_and_delegate)
+WF_CASE_TEST("open", test_work_items_follow_reassign_and_delegate)
 {
     const char *alice = u("alice"), *bob = u("bob"), *carol = u("carol"), *grp = u("ops");
     nb *n = user_net(u("wi"), alice, NULL, NULL, NULL);
@@ -704,7 +704,7 @@ END_TEST
 
 /* ---- UpdateTask ----------------------------------------------------------------------------- */
 
-START_TEST(test_update_task)
+WF_CASE_TEST("open", test_update_task)
 {
     const char *alice = u("alice");
     const char *root = root_of(as("boss"));
@@ -735,7 +735,7 @@ START_TEST(test_update_task)
 }
 END_TEST
 
-START_TEST(test_update_task_refusals)
+WF_CASE_TEST("open", test_update_task_refusals)
 {
     const char *alice = u("alice");
     const char *root = root_of(as("boss"));
@@ -784,7 +784,7 @@ END_TEST
 /* ---- AssignTo and ListTasks
  * ---------------------------------------------------------------------- */
 
-START_TEST(test_assign_with_priority_and_times)
+WF_CASE_TEST("open", test_assign_with_priority_and_times)
 {
     const char *alice = u("alice");
     const char *root = root_of(as("boss"));
@@ -802,7 +802,7 @@ START_TEST(test_assign_with_priority_and_times)
 }
 END_TEST
 
-START_TEST(test_list_tasks_sorted_filtered_and_paged)
+WF_CASE_TEST("open", test_list_tasks_sorted_filtered_and_paged)
 {
     const char *alice = u("alice");
     const char *root = root_of(as("boss"));
@@ -869,37 +869,10 @@ START_TEST(test_list_tasks_sorted_filtered_and_paged)
 }
 END_TEST
 
-static Suite *
-suite(void)
-{
-    Suite *s = suite_create("e2e_inbox");
-    TCase *tc = tcase_create("open");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_reassign_to_user_and_group);
-    tcase_add_test(tc, test_reassign_refusals);
-    tcase_add_test(tc, test_reassign_is_idempotent);
-    tcase_add_test(tc, test_delegate_resolve_and_complete);
-    tcase_add_test(tc, test_delegate_refusals);
-    tcase_add_test(tc, test_delegate_a_net_task);
-    tcase_add_test(tc, test_update_task);
-    tcase_add_test(tc, test_update_task_refusals);
-    tcase_add_test(tc, test_assign_with_priority_and_times);
-    tcase_add_test(tc, test_list_tasks_sorted_filtered_and_paged);
-    tcase_add_test(tc, test_user_transition_task_expressions);
-    tcase_add_test(tc, test_task_expressions_validated_at_deploy);
-    tcase_add_test(tc, test_work_items_follow_reassign_and_delegate);
-    suite_add_tcase(s, tc);
-    TCase *sd = tcase_create("static_directory");
-    tcase_add_checked_fixture(sd, setup_static, teardown);
-    tcase_set_timeout(sd, 60);
-    tcase_add_test(sd, test_reassign_meets_the_static_directory);
-    suite_add_tcase(s, sd);
-    return s;
-}
-
 int
 main(void)
 {
-    return wf_test_run(suite());
+    const wf_test_case cases[] = {
+        {"open", setup, teardown, 60}, {"static_directory", setup_static, teardown, 60}, {NULL}};
+    return wf_test_run(wf_test_suite_of("e2e_inbox", cases));
 }

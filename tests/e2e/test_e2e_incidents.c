@@ -173,7 +173,7 @@ start_and_fail(const char *key, const char *type)
 
 /* ---- ListIncidents ----------------------------------------------------------------------- */
 
-START_TEST(test_job_failure_is_listed_until_retry)
+WF_TEST(test_job_failure_is_listed_until_retry)
 {
     char *key = u("inc-job");
     char *type = u("charge");
@@ -247,7 +247,7 @@ START_TEST(test_job_failure_is_listed_until_retry)
 }
 END_TEST
 
-START_TEST(test_unroutable_completion_is_listed_until_cancel)
+WF_TEST(test_unroutable_completion_is_listed_until_cancel)
 {
     char *key = u("inc-route");
     char *type = u("charge");
@@ -276,7 +276,7 @@ START_TEST(test_unroutable_completion_is_listed_until_cancel)
 END_TEST
 
 /* s -> reserve (compensated by refund) -> p1 -> ship -> e, one attempt each. */
-START_TEST(test_failed_compensation_is_listed_until_retry)
+WF_TEST(test_failed_compensation_is_listed_until_retry)
 {
     char *key = u("inc-saga");
     char *reserve = u("reserve"), *ship = u("ship"), *refund = u("refund");
@@ -328,7 +328,7 @@ START_TEST(test_failed_compensation_is_listed_until_retry)
 }
 END_TEST
 
-START_TEST(test_incidents_paged_and_filtered)
+WF_TEST(test_incidents_paged_and_filtered)
 {
     char *key = u("inc-page");
     char *other = u("inc-other");
@@ -391,7 +391,7 @@ END_TEST
 
 /* ---- ListInstances filters --------------------------------------------------------------- */
 
-START_TEST(test_list_instances_by_time_status_and_variables)
+WF_TEST(test_list_instances_by_time_status_and_variables)
 {
     char *key = u("find");
     char *type = u("find-job");
@@ -558,7 +558,7 @@ refused(const char *key, Workflow__V1__ListInstancesRequest *req, const char *re
                   "violation \"%s\", want field %s", st.violations[0], field);
 }
 
-START_TEST(test_list_instances_filter_refusals)
+WF_TEST(test_list_instances_filter_refusals)
 {
     char *key = u("refuse");
     static const char *const bad_paths[] = {"", "a..b", ".a", "a.", "a.b.c.d.e.f.g.h.i", "a\tb"};
@@ -644,16 +644,5 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("e2e_incidents");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_job_failure_is_listed_until_retry);
-    tcase_add_test(tc, test_unroutable_completion_is_listed_until_cancel);
-    tcase_add_test(tc, test_failed_compensation_is_listed_until_retry);
-    tcase_add_test(tc, test_incidents_paged_and_filtered);
-    tcase_add_test(tc, test_list_instances_by_time_status_and_variables);
-    tcase_add_test(tc, test_list_instances_filter_refusals);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite("e2e_incidents", wf_test_store_name(), setup, teardown, 60));
 }

@@ -133,7 +133,7 @@ capture_end(void)
 
 /* ---- NUL bytes -------------------------------------------------------------------------- */
 
-START_TEST(test_nul_in_a_string_field_is_refused)
+WF_TEST(test_nul_in_a_string_field_is_refused)
 {
     wf_client *dev = as("dev");
     wf_client_status st;
@@ -180,7 +180,7 @@ END_TEST
 
 /* "\u0000" inside a JSON string is refused by jansson (JSON_ALLOW_NUL is
  * off): a JSON text is never cut either. */
-START_TEST(test_escaped_nul_in_json_is_refused)
+WF_TEST(test_escaped_nul_in_json_is_refused)
 {
     wf_client *dev = as("dev");
     wf_client_status st;
@@ -191,7 +191,7 @@ END_TEST
 
 /* ---- wire types ----------------------------------------------------------------------- */
 
-START_TEST(test_wrong_wire_type_is_refused)
+WF_TEST(test_wrong_wire_type_is_refused)
 {
     wf_client *dev = as("dev");
     wf_client_status st;
@@ -239,7 +239,7 @@ send_signal_ttl(wf_client *c, Google__Protobuf__Duration *ttl, wf_client_status 
     call(c, "SendSignal", &r, &workflow__v1__send_signal_response__descriptor, st);
 }
 
-START_TEST(test_out_of_range_durations_are_refused)
+WF_TEST(test_out_of_range_durations_are_refused)
 {
     wf_client *dev = as("dev");
     wf_client_status st;
@@ -269,7 +269,7 @@ START_TEST(test_out_of_range_durations_are_refused)
 }
 END_TEST
 
-START_TEST(test_out_of_range_timestamps_are_refused)
+WF_TEST(test_out_of_range_timestamps_are_refused)
 {
     wf_client *dev = as("dev");
     wf_client_status st;
@@ -295,7 +295,7 @@ END_TEST
 
 /* ---- assignee ids of an expression -------------------------------------------------------- */
 
-START_TEST(test_ids_expression_ids_follow_the_id_rule)
+WF_TEST(test_ids_expression_ids_follow_the_id_rule)
 {
     wf_client *dev = as("dev");
     wf_client_status st;
@@ -323,7 +323,7 @@ END_TEST
 
 /* ---- metadata ------------------------------------------------------------------------- */
 
-START_TEST(test_oversized_metadata_keeps_the_connection)
+WF_TEST(test_oversized_metadata_keeps_the_connection)
 {
     wf_client *dev = as("dev");
     wf_client_status st;
@@ -486,7 +486,7 @@ raw_list_definitions(const char *key, size_t klen)
     return result;
 }
 
-START_TEST(test_api_key_is_compared_over_its_whole_length)
+WF_TEST(test_api_key_is_compared_over_its_whole_length)
 {
     const char *env[] = {"WF_API_KEYS=k-admin", NULL};
     teardown();
@@ -500,7 +500,7 @@ END_TEST
 
 /* ---- the access log --------------------------------------------------------------------- */
 
-START_TEST(test_access_log_lines_are_valid_json_in_utf8)
+WF_TEST(test_access_log_lines_are_valid_json_in_utf8)
 {
     const char *env[] = {"WF_LOG_LEVEL=info", NULL};
     teardown();
@@ -539,19 +539,5 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("e2e_input");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_nul_in_a_string_field_is_refused);
-    tcase_add_test(tc, test_escaped_nul_in_json_is_refused);
-    tcase_add_test(tc, test_wrong_wire_type_is_refused);
-    tcase_add_test(tc, test_out_of_range_durations_are_refused);
-    tcase_add_test(tc, test_out_of_range_timestamps_are_refused);
-    tcase_add_test(tc, test_ids_expression_ids_follow_the_id_rule);
-    tcase_add_test(tc, test_oversized_metadata_keeps_the_connection);
-    tcase_add_test(tc, test_api_key_is_compared_over_its_whole_length);
-    tcase_add_test(tc, test_access_log_lines_are_valid_json_in_utf8);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite("e2e_input", wf_test_store_name(), setup, teardown, 60));
 }

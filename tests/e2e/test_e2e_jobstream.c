@@ -132,7 +132,7 @@ complete_jobs(const char *const *keys, size_t n, wf_client_status *st)
                 st);
 }
 
-START_TEST(test_push_order_and_credit)
+WF_TEST(test_push_order_and_credit)
 {
     char *type = u("pushed");
     const char *key = job_def(type);
@@ -190,7 +190,7 @@ START_TEST(test_push_order_and_credit)
 }
 END_TEST
 
-START_TEST(test_push_waits_for_new_jobs_and_picks_variables)
+WF_TEST(test_push_waits_for_new_jobs_and_picks_variables)
 {
     char *type = u("later");
     const char *key = job_def(type);
@@ -218,7 +218,7 @@ START_TEST(test_push_waits_for_new_jobs_and_picks_variables)
 }
 END_TEST
 
-START_TEST(test_another_tenant_gives_no_credit_back)
+WF_TEST(test_another_tenant_gives_no_credit_back)
 {
     char *type = u("tenant");
     const char *key = job_def(type);
@@ -238,7 +238,7 @@ START_TEST(test_another_tenant_gives_no_credit_back)
 }
 END_TEST
 
-START_TEST(test_two_streams_never_share_a_job)
+WF_TEST(test_two_streams_never_share_a_job)
 {
     char *type = u("shared");
     const char *key = job_def(type);
@@ -260,7 +260,7 @@ START_TEST(test_two_streams_never_share_a_job)
 }
 END_TEST
 
-START_TEST(test_lease_expiry_brings_the_job_back)
+WF_TEST(test_lease_expiry_brings_the_job_back)
 {
     char *type = u("expire");
     const char *key = job_def(type);
@@ -286,7 +286,7 @@ START_TEST(test_lease_expiry_brings_the_job_back)
 }
 END_TEST
 
-START_TEST(test_complete_jobs_mixed_outcomes)
+WF_TEST(test_complete_jobs_mixed_outcomes)
 {
     char *type = u("mixed");
     const char *key = job_def(type);
@@ -360,7 +360,7 @@ stream_fails(const Workflow__V1__StreamActivatedJobsRequest *req, const char *wh
     wf_client_stream_close(s);
 }
 
-START_TEST(test_bad_stream_requests)
+WF_TEST(test_bad_stream_requests)
 {
     Workflow__V1__StreamActivatedJobsRequest req =
         WORKFLOW__V1__STREAM_ACTIVATED_JOBS_REQUEST__INIT;
@@ -384,7 +384,7 @@ START_TEST(test_bad_stream_requests)
 }
 END_TEST
 
-START_TEST(test_cancel_and_deadline_end_the_stream)
+WF_TEST(test_cancel_and_deadline_end_the_stream)
 {
     char *type = u("ends");
     const char *key = job_def(type);
@@ -419,7 +419,7 @@ stop_server(void *arg)
     return NULL;
 }
 
-START_TEST(test_shutdown_ends_the_stream_unavailable)
+WF_TEST(test_shutdown_ends_the_stream_unavailable)
 {
     char *type = u("shutdown");
     wf_client_stream *s = open_stream(type, 1, 0, 0);
@@ -446,19 +446,5 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("e2e_jobstream");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_push_order_and_credit);
-    tcase_add_test(tc, test_push_waits_for_new_jobs_and_picks_variables);
-    tcase_add_test(tc, test_two_streams_never_share_a_job);
-    tcase_add_test(tc, test_another_tenant_gives_no_credit_back);
-    tcase_add_test(tc, test_lease_expiry_brings_the_job_back);
-    tcase_add_test(tc, test_complete_jobs_mixed_outcomes);
-    tcase_add_test(tc, test_bad_stream_requests);
-    tcase_add_test(tc, test_cancel_and_deadline_end_the_stream);
-    tcase_add_test(tc, test_shutdown_ends_the_stream_unavailable);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite("e2e_jobstream", wf_test_store_name(), setup, teardown, 60));
 }

@@ -196,7 +196,7 @@ deploy_review_net(const char *name, const char *job_type)
 
 /* ---- tests -------------------------------------------------------------------------------- */
 
-START_TEST(test_move_withdraws_a_task_and_creates_others)
+WF_TEST(test_move_withdraws_a_task_and_creates_others)
 {
     char *key = deploy_review_net("modmove", u("ship"));
     Workflow__V1__Instance *in = start_boss(key, "{\"n\":1}");
@@ -270,7 +270,7 @@ START_TEST(test_move_withdraws_a_task_and_creates_others)
 }
 END_TEST
 
-START_TEST(test_add_enables_a_silent_transition_that_completes)
+WF_TEST(test_add_enables_a_silent_transition_that_completes)
 {
     char *type = u("ship");
     char *key = deploy_review_net("modadd", type);
@@ -303,7 +303,7 @@ START_TEST(test_add_enables_a_silent_transition_that_completes)
 }
 END_TEST
 
-START_TEST(test_remove_with_allow_empty_cancels)
+WF_TEST(test_remove_with_allow_empty_cancels)
 {
     char *key = deploy_review_net("modempty", u("ship"));
     Workflow__V1__Instance *in = start_boss(key, NULL);
@@ -336,7 +336,7 @@ START_TEST(test_remove_with_allow_empty_cancels)
 }
 END_TEST
 
-START_TEST(test_move_between_steps)
+WF_TEST(test_move_between_steps)
 {
     char *key = u("modsteps");
     char *charge = u("charge"), *ship = u("ship");
@@ -379,7 +379,7 @@ START_TEST(test_move_between_steps)
 }
 END_TEST
 
-START_TEST(test_refusals_with_code_and_reason)
+WF_TEST(test_refusals_with_code_and_reason)
 {
     char *key = deploy_review_net("modrefuse", u("ship"));
     Workflow__V1__Instance *in = start_boss(key, NULL);
@@ -445,7 +445,7 @@ END_TEST
 
 /* s -split(USER)-> d (weight 2) -pair(USER, needs 2)-> e: one token
  * in d enables nothing. */
-START_TEST(test_deadlock_is_refused)
+WF_TEST(test_deadlock_is_refused)
 {
     char *key = u("moddead");
     nb *n = net_new(key);
@@ -477,7 +477,7 @@ START_TEST(test_deadlock_is_refused)
 }
 END_TEST
 
-START_TEST(test_request_id_replay_answers_the_same)
+WF_TEST(test_request_id_replay_answers_the_same)
 {
     char *key = deploy_review_net("modidem", u("ship"));
     Workflow__V1__Instance *in = start_boss(key, NULL);
@@ -549,7 +549,7 @@ race_complete(void *arg)
  * fires into END and completes the instance), the completion of the
  * review takes it to a. The root lock orders them; whichever comes second
  * finds the token gone. */
-START_TEST(test_modify_racing_complete_task)
+WF_TEST(test_modify_racing_complete_task)
 {
     char *key = deploy_review_net("modrace", u("ship"));
     wf_client *ops_c = as("ops"), *alice_c = as("alice");
@@ -601,18 +601,5 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("e2e_modify");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_move_withdraws_a_task_and_creates_others);
-    tcase_add_test(tc, test_add_enables_a_silent_transition_that_completes);
-    tcase_add_test(tc, test_remove_with_allow_empty_cancels);
-    tcase_add_test(tc, test_move_between_steps);
-    tcase_add_test(tc, test_refusals_with_code_and_reason);
-    tcase_add_test(tc, test_deadlock_is_refused);
-    tcase_add_test(tc, test_request_id_replay_answers_the_same);
-    tcase_add_test(tc, test_modify_racing_complete_task);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite("e2e_modify", wf_test_store_name(), setup, teardown, 60));
 }

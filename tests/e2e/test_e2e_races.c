@@ -139,7 +139,7 @@ assert_signal_path(const char *instance_id)
 
 /* Signals first; then the timeouts come due with the timer scheduler
  * running, and their stale rows are fired by hand too: none fires. */
-START_TEST(test_signal_first_then_the_timeout_comes_due)
+WF_TEST(test_signal_first_then_the_timeout_comes_due)
 {
     enum { DELAY_MS = 1500 };
     int rounds = wf_test_store_is_pg() ? 10 : 30;
@@ -217,7 +217,7 @@ race_timer(void *arg)
     return NULL;
 }
 
-START_TEST(test_signal_racing_its_timeout)
+WF_TEST(test_signal_racing_its_timeout)
 {
     int rounds = wf_test_store_is_pg() ? 60 : 300;
     /* Not due for an hour: only this test's own firing can fire it. */
@@ -275,12 +275,6 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create(wf_test_store_is_pg() ? "e2e_races_pg" : "e2e_races");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_signal_first_then_the_timeout_comes_due);
-    tcase_add_test(tc, test_signal_racing_its_timeout);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite(wf_test_store_is_pg() ? "e2e_races_pg" : "e2e_races",
+                                     wf_test_store_name(), setup, teardown, 120));
 }

@@ -141,7 +141,7 @@ run_until_ship_fails(const checkout *c, const char *id)
     fail_ok(s, "carrier still down", 1);
 }
 
-START_TEST(test_ship_exhausts_and_compensates_in_reverse_order)
+WF_TEST(test_ship_exhausts_and_compensates_in_reverse_order)
 {
     checkout c = checkout_net();
     Workflow__V1__Instance *in = start(c.key, "{\"order\":7}");
@@ -201,7 +201,7 @@ START_TEST(test_ship_exhausts_and_compensates_in_reverse_order)
 }
 END_TEST
 
-START_TEST(test_failing_compensation_is_recorded_and_compensation_continues)
+WF_TEST(test_failing_compensation_is_recorded_and_compensation_continues)
 {
     checkout c = checkout_net();
     Workflow__V1__Instance *in = start(c.key, "{}");
@@ -239,7 +239,7 @@ START_TEST(test_failing_compensation_is_recorded_and_compensation_continues)
 }
 END_TEST
 
-START_TEST(test_cancel_with_compensate_compensates_completed_steps)
+WF_TEST(test_cancel_with_compensate_compensates_completed_steps)
 {
     checkout c = checkout_net();
     Workflow__V1__Instance *in = start(c.key, "{}");
@@ -270,7 +270,7 @@ START_TEST(test_cancel_with_compensate_compensates_completed_steps)
 }
 END_TEST
 
-START_TEST(test_retry_instance_after_a_plain_failure)
+WF_TEST(test_retry_instance_after_a_plain_failure)
 {
     char *key = u("plain"), *type = u("ship-plain");
     nb *n = net_new(key);
@@ -321,14 +321,5 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("e2e_saga");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_ship_exhausts_and_compensates_in_reverse_order);
-    tcase_add_test(tc, test_failing_compensation_is_recorded_and_compensation_continues);
-    tcase_add_test(tc, test_cancel_with_compensate_compensates_completed_steps);
-    tcase_add_test(tc, test_retry_instance_after_a_plain_failure);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite("e2e_saga", wf_test_store_name(), setup, teardown, 60));
 }

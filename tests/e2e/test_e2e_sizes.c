@@ -95,7 +95,7 @@ activated_data(const char *root, const char **out, size_t cap)
  * ActivateJobs with max_jobs = 4 leases two, and the next call the other
  * two. Before, it leased four, and the 160 KiB answer failed with the four
  * jobs leased until their lease ran out. */
-START_TEST(test_activate_leases_what_the_answer_holds)
+WF_TEST(test_activate_leases_what_the_answer_holds)
 {
     char *key = u("big-jobs"), *type = u("big");
     deploy(job_net(key, type));
@@ -134,7 +134,7 @@ END_TEST
  * before the bound, here straight into the store): ActivateJobs fails
  * with VARIABLES_TOO_LARGE naming it and leases nothing; once SetVariables
  * shrinks the instance, the job is activated. */
-START_TEST(test_a_job_too_large_alone_is_refused_not_leased)
+WF_TEST(test_a_job_too_large_alone_is_refused_not_leased)
 {
     char *key = u("huge-job"), *type = u("huge");
     deploy(job_net(key, type));
@@ -172,7 +172,7 @@ END_TEST
 
 /* StreamActivatedJobs sends each job in a message of its own, and leases
  * per pass no more than an answer holds: all four jobs of 40 KiB come. */
-START_TEST(test_stream_delivers_large_jobs)
+WF_TEST(test_stream_delivers_large_jobs)
 {
     char *key = u("stream-jobs"), *type = u("streamed");
     deploy(job_net(key, type));
@@ -202,7 +202,7 @@ END_TEST
  * take the tree past 64 KiB and is refused, with nothing written. Before,
  * it was accepted, and a third one committed though its 144 KiB answer
  * failed; GetInstance then failed for good. */
-START_TEST(test_set_variables_is_bounded)
+WF_TEST(test_set_variables_is_bounded)
 {
     char *key = u("vars");
     deploy(job_net(key, u("unused")));
@@ -247,7 +247,7 @@ assign(const char *parent, const char *vars, wf_client_status *st)
 }
 
 /* Children count with their root: a second child of 48 KiB is refused. */
-START_TEST(test_children_count_in_the_bound)
+WF_TEST(test_children_count_in_the_bound)
 {
     Workflow__V1__Instance *root = start(u("adhoc"), NULL);
     wf_client_status st;
@@ -288,7 +288,7 @@ buffer_signal(const char *instance_id, const char *payload)
 /* Two children of 30 KiB and two buffered signals of 48 KiB: GetInstance
  * of the root leaves out the children's variables first, the last child
  * first, until the answer fits; the children answer their own. */
-START_TEST(test_get_instance_leaves_out_children_variables)
+WF_TEST(test_get_instance_leaves_out_children_variables)
 {
     Workflow__V1__Instance *root = start(u("adhoc"), NULL);
     wf_client_status st;
@@ -317,7 +317,7 @@ END_TEST
  * buffered signals carry 48 KiB each: GetInstance leaves out the jobs'
  * variables and then signal payloads until the answer fits (before, it
  * failed with the send limit). */
-START_TEST(test_get_instance_leaves_out_what_does_not_fit)
+WF_TEST(test_get_instance_leaves_out_what_does_not_fit)
 {
     char *key = u("fan"), *type = u("part");
     nb *n = net_new(key);
@@ -380,7 +380,7 @@ END_TEST
 
 /* Four roots of 48 KiB: a page of 500 stops after two (before, the 192
  * KiB page failed with the send limit), and its token leads to the rest. */
-START_TEST(test_list_instances_pages_by_bytes)
+WF_TEST(test_list_instances_pages_by_bytes)
 {
     char *key = u("listed");
     deploy(job_net(key, u("unused")));
@@ -415,18 +415,5 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("e2e_sizes");
-    TCase *tc = tcase_create("sizes");
-    tcase_add_checked_fixture(tc, setup_sizes, teardown);
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_activate_leases_what_the_answer_holds);
-    tcase_add_test(tc, test_a_job_too_large_alone_is_refused_not_leased);
-    tcase_add_test(tc, test_stream_delivers_large_jobs);
-    tcase_add_test(tc, test_set_variables_is_bounded);
-    tcase_add_test(tc, test_children_count_in_the_bound);
-    tcase_add_test(tc, test_get_instance_leaves_out_what_does_not_fit);
-    tcase_add_test(tc, test_get_instance_leaves_out_children_variables);
-    tcase_add_test(tc, test_list_instances_pages_by_bytes);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite("e2e_sizes", "sizes", setup_sizes, teardown, 30));
 }

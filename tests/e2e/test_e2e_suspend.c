@@ -256,7 +256,7 @@ complete_task_c(wf_client *c, const char *task_id, wf_client_status *st)
 /* No job of a suspended tree is activated, by a plain call nor by a long
  * poll; the resume activates it and the instance completes. The events
  * name the actor and the reason. */
-START_TEST(test_job_is_not_activated_while_suspended_and_is_after_resume)
+WF_TEST(test_job_is_not_activated_while_suspended_and_is_after_resume)
 {
     const char *type;
     Workflow__V1__Instance *in = job_instance(&type);
@@ -295,7 +295,7 @@ END_TEST
 
 /* A long poll waiting while the tree is suspended gets the job when the
  * tree is resumed. */
-START_TEST(test_waiting_worker_gets_the_job_at_resume)
+WF_TEST(test_waiting_worker_gets_the_job_at_resume)
 {
     const char *type;
     Workflow__V1__Instance *in = job_instance(&type);
@@ -308,7 +308,7 @@ END_TEST
 
 /* A job stream of the type pushes nothing while the tree is suspended and
  * pushes the job once it is resumed. */
-START_TEST(test_job_stream_pushes_nothing_while_suspended)
+WF_TEST(test_job_stream_pushes_nothing_while_suspended)
 {
     const char *type;
     Workflow__V1__Instance *in = job_instance(&type);
@@ -335,7 +335,7 @@ END_TEST
 /* A job leased before the suspension may complete: the output is merged,
  * the token moves, and the next job is created but not activated until
  * the resume. */
-START_TEST(test_job_leased_before_the_suspension_completes_and_its_successor_waits)
+WF_TEST(test_job_leased_before_the_suspension_completes_and_its_successor_waits)
 {
     const char *key = u("susp-two");
     const char *a = u("reserve"), *b = u("ship");
@@ -371,7 +371,7 @@ END_TEST
 /* A leased job that fails for good while suspended is an incident: the
  * instance is FAILED (the suspension ends with it) and RetryInstance
  * resumes the work. A retryable failure waits for the resume. */
-START_TEST(test_leased_job_failing_while_suspended)
+WF_TEST(test_leased_job_failing_while_suspended)
 {
     const char *key = u("susp-fail-lease");
     const char *type = u("flaky");
@@ -401,7 +401,7 @@ END_TEST
 
 /* A due timer of a suspended tree is not fired by a pass; the first pass
  * after the resume fires it. */
-START_TEST(test_due_timer_waits_while_suspended_and_fires_after_resume)
+WF_TEST(test_due_timer_waits_while_suspended_and_fires_after_resume)
 {
     const char *key = u("susp-timer");
     nb *n = one_step(key, "go", T_TIME);
@@ -429,7 +429,7 @@ END_TEST
 
 /* A signal for a suspended instance that awaits it is buffered, not
  * correlated; the resume consumes it and the instance moves on. */
-START_TEST(test_signal_is_buffered_while_suspended_and_consumed_at_resume)
+WF_TEST(test_signal_is_buffered_while_suspended_and_consumed_at_resume)
 {
     Workflow__V1__Instance *in = msg_instance();
     suspend_ok(in->id);
@@ -461,7 +461,7 @@ END_TEST
 
 /* The buffer's TTL keeps counting while suspended: a signal that expired
  * is not consumed at resume, and a signal without buffer_ttl is dropped. */
-START_TEST(test_signal_ttl_counts_while_suspended)
+WF_TEST(test_signal_ttl_counts_while_suspended)
 {
     Workflow__V1__Instance *in = msg_instance();
     suspend_ok(in->id);
@@ -495,7 +495,7 @@ END_TEST
  * so does AssignTo under it; reads and SetVariables work; after the
  * resume the same operations succeed. A child id is refused with
  * INSTANCE_NOT_ROOT. */
-START_TEST(test_task_operations_are_refused_in_a_suspended_tree)
+WF_TEST(test_task_operations_are_refused_in_a_suspended_tree)
 {
     Workflow__V1__Instance *root;
     Workflow__V1__AssignToResponse *a = referral_tree(&root, "ann", A_USER);
@@ -565,7 +565,7 @@ END_TEST
 
 /* Claim and release of a group task, and the completion of a net's USER
  * task, are refused while suspended; ListWorkItems and WatchEvents read. */
-START_TEST(test_claim_release_and_net_task_are_refused_while_suspended)
+WF_TEST(test_claim_release_and_net_task_are_refused_while_suspended)
 {
     Workflow__V1__Instance *root;
     Workflow__V1__AssignToResponse *a =
@@ -636,7 +636,7 @@ END_TEST
 
 /* ModifyInstance of a suspended net root answers INSTANCE_SUSPENDED, as
  * task operations there do, and changes nothing; resumed, it applies. */
-START_TEST(test_modify_is_refused_while_suspended)
+WF_TEST(test_modify_is_refused_while_suspended)
 {
     const char *type;
     Workflow__V1__Instance *in = job_instance(&type);
@@ -673,7 +673,7 @@ END_TEST
 /* ListInstances finds a suspended root by status SUSPENDED and by state
  * OPEN (an AD_HOC root without referral, suspended, is OPEN, not
  * NOT_STARTED). */
-START_TEST(test_list_instances_by_status_suspended_and_state_open)
+WF_TEST(test_list_instances_by_status_suspended_and_state_open)
 {
     wf_client_status st;
     Workflow__V1__Instance *adhoc = start_v(me("boss"), u("susp-list"), 0, NULL, &st);
@@ -709,7 +709,7 @@ END_TEST
 
 /* ---- refusals ------------------------------------------------------------------------------- */
 
-START_TEST(test_unknown_and_foreign_ids_are_not_found)
+WF_TEST(test_unknown_and_foreign_ids_are_not_found)
 {
     wf_client_status st;
     char id[WF_UUID_LEN + 1];
@@ -733,7 +733,7 @@ START_TEST(test_unknown_and_foreign_ids_are_not_found)
 }
 END_TEST
 
-START_TEST(test_invalid_requests_are_refused)
+WF_TEST(test_invalid_requests_are_refused)
 {
     wf_client_status st;
     suspend_c(me("ops"), "", NULL, NULL, &st);
@@ -759,7 +759,7 @@ END_TEST
 
 /* Ended instances are refused both ways; FAILED and COMPENSATING ones
  * cannot be suspended (resuming them changes nothing). */
-START_TEST(test_ended_failed_and_compensating_instances_cannot_be_suspended)
+WF_TEST(test_ended_failed_and_compensating_instances_cannot_be_suspended)
 {
     wf_client_status st;
     const char *type;
@@ -825,7 +825,7 @@ END_TEST
 /* Suspending a suspended instance and resuming a running one answer OK
  * and change nothing: no second event. A suspended instance can be
  * cancelled. */
-START_TEST(test_repeated_suspend_and_resume_are_idempotent)
+WF_TEST(test_repeated_suspend_and_resume_are_idempotent)
 {
     const char *type;
     Workflow__V1__Instance *in = job_instance(&type);
@@ -853,7 +853,7 @@ END_TEST
 
 /* A request id replays the first answer without applying twice; reused
  * with another request it is REQUEST_ID_REUSED. */
-START_TEST(test_request_id_replays_the_first_answer)
+WF_TEST(test_request_id_replays_the_first_answer)
 {
     const char *type;
     Workflow__V1__Instance *in = job_instance(&type);
@@ -888,36 +888,8 @@ START_TEST(test_request_id_replays_the_first_answer)
 }
 END_TEST
 
-static Suite *
-suspend_suite(void)
-{
-    Suite *s = suite_create("e2e_suspend");
-    TCase *tc = tcase_create("suspend");
-    tcase_add_checked_fixture(tc, suspend_setup, teardown);
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_job_is_not_activated_while_suspended_and_is_after_resume);
-    tcase_add_test(tc, test_waiting_worker_gets_the_job_at_resume);
-    tcase_add_test(tc, test_job_stream_pushes_nothing_while_suspended);
-    tcase_add_test(tc, test_job_leased_before_the_suspension_completes_and_its_successor_waits);
-    tcase_add_test(tc, test_leased_job_failing_while_suspended);
-    tcase_add_test(tc, test_due_timer_waits_while_suspended_and_fires_after_resume);
-    tcase_add_test(tc, test_signal_is_buffered_while_suspended_and_consumed_at_resume);
-    tcase_add_test(tc, test_signal_ttl_counts_while_suspended);
-    tcase_add_test(tc, test_task_operations_are_refused_in_a_suspended_tree);
-    tcase_add_test(tc, test_claim_release_and_net_task_are_refused_while_suspended);
-    tcase_add_test(tc, test_modify_is_refused_while_suspended);
-    tcase_add_test(tc, test_list_instances_by_status_suspended_and_state_open);
-    tcase_add_test(tc, test_unknown_and_foreign_ids_are_not_found);
-    tcase_add_test(tc, test_invalid_requests_are_refused);
-    tcase_add_test(tc, test_ended_failed_and_compensating_instances_cannot_be_suspended);
-    tcase_add_test(tc, test_repeated_suspend_and_resume_are_idempotent);
-    tcase_add_test(tc, test_request_id_replays_the_first_answer);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int
 main(void)
 {
-    return wf_test_run(suspend_suite());
+    return wf_test_run(wf_test_suite("e2e_suspend", "suspend", suspend_setup, teardown, 30));
 }

@@ -178,13 +178,13 @@ unroutable_completion_case(bool batch)
     ck_assert(strstr(event_types(in->id), "TRANSITION_FIRED") != NULL);
 }
 
-START_TEST(test_unroutable_job_completion_is_an_incident)
+WF_TEST(test_unroutable_job_completion_is_an_incident)
 {
     unroutable_completion_case(false);
 }
 END_TEST
 
-START_TEST(test_unroutable_batch_completion_is_an_incident)
+WF_TEST(test_unroutable_batch_completion_is_an_incident)
 {
     unroutable_completion_case(true);
 }
@@ -282,7 +282,7 @@ history_net(const char *key, const char *type, const char *user)
     return n;
 }
 
-START_TEST(test_history_of_task_job_timer_and_withdrawn_wait)
+WF_TEST(test_history_of_task_job_timer_and_withdrawn_wait)
 {
     char *key = u("history");
     char *type = u("charge");
@@ -420,7 +420,7 @@ START_TEST(test_history_of_task_job_timer_and_withdrawn_wait)
 }
 END_TEST
 
-START_TEST(test_history_errors_cancel_and_ad_hoc)
+WF_TEST(test_history_errors_cancel_and_ad_hoc)
 {
     wf_client_status st;
     /* Unknown, malformed, missing, and another tenant's instance. */
@@ -466,7 +466,7 @@ END_TEST
 
 /* s -> reserve (job, compensated by release) -> a -> charge (job, one
  * attempt) -> e: charge fails, the saga compensates reserve. */
-START_TEST(test_history_of_a_saga)
+WF_TEST(test_history_of_a_saga)
 {
     char *key = u("history-saga");
     char *reserve = u("reserve"), *charge = u("charge"), *release = u("release");
@@ -522,15 +522,5 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("e2e_workitems");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_unroutable_job_completion_is_an_incident);
-    tcase_add_test(tc, test_unroutable_batch_completion_is_an_incident);
-    tcase_add_test(tc, test_history_of_task_job_timer_and_withdrawn_wait);
-    tcase_add_test(tc, test_history_errors_cancel_and_ad_hoc);
-    tcase_add_test(tc, test_history_of_a_saga);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite("e2e_workitems", wf_test_store_name(), setup, teardown, 60));
 }

@@ -439,17 +439,6 @@ event_types(const char *root)
     return out;
 }
 
-int
-count_of(const char *list, const char *type)
-{
-    int n = 0;
-    size_t l = strlen(type);
-    for (const char *p = list; (p = strstr(p, type)) != NULL; p += l)
-        if ((p == list || p[-1] == ' ') && (p[l] == ' ' || p[l] == '\0'))
-            n++;
-    return n;
-}
-
 void
 sleep_ms(int ms)
 {

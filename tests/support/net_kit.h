@@ -141,9 +141,6 @@ int fail_job(const char *key, const char *msg, int retryable, int64_t backoff_ms
  * static buffer, valid until the next call). */
 char *event_types(const char *root);
 
-/* How many times type occurs as a word of list. */
-int count_of(const char *list, const char *type);
-
 void sleep_ms(int ms);
 
 /* ---- tenants and timers ------------------------------------------------------------------- */
