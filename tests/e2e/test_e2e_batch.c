@@ -35,17 +35,7 @@ static char *tenant; /* this test's tenant */
 static void
 batch_setup(void)
 {
-    wf_test_server_start(&ts, NULL);
-    ta = wf_arena_new();
-    char id[WF_UUID_LEN + 1];
-    wf_uuid7(id);
-    tenant = wf_arena_printf(ta, "batch-%s", id + 24);
-}
-
-static wf_client *
-me(const char *actor)
-{
-    return as_tenant(tenant, actor);
+    tenant = setup_tenant(NULL, "batch");
 }
 
 /* ---- calls --------------------------------------------------------------------------------- */

@@ -103,19 +103,6 @@ every_trigger(const char *key, const char *type)
     return n;
 }
 
-/* s -> work (AUTO job of type, one attempt) -> e. */
-static nb *
-job_net(const char *key, const char *type)
-{
-    nb *n = net_new(key);
-    place(n, "s", START);
-    place(n, "e", END);
-    with_job(trans(n, "work", T_AUTO), type, 1, 0);
-    arc(n, "s", "work");
-    arc(n, "work", "e");
-    return n;
-}
-
 WF_TEST(test_definition_as_dot_and_svg)
 {
     char *key = u("diag-def"), *type = u("ship");
@@ -164,7 +151,7 @@ END_TEST
 WF_TEST(test_instance_overlay_then_incident)
 {
     char *key = u("diag-inst"), *type = u("charge");
-    ck_assert(deploy(job_net(key, type))->created);
+    ck_assert(deploy(job_net(key, type, 1, 0))->created);
     wf_client_status st;
     Workflow__V1__Instance *in = start_v(as("boss"), key, 0, NULL, &st);
     ck_ok(st);
@@ -332,7 +319,7 @@ refused(wf_client *c, const char *key, int32_t version, const char *id, int form
 WF_TEST(test_refusals)
 {
     char *key = u("diag-refuse"), *type = u("t");
-    ck_assert(deploy(job_net(key, type))->created);
+    ck_assert(deploy(job_net(key, type, 1, 0))->created);
     wf_client_status st;
     Workflow__V1__Instance *in = start_v(as("boss"), key, 0, NULL, &st);
     ck_ok(st);

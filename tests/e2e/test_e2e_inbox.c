@@ -164,22 +164,8 @@ get_task(const char *task_id)
 static const char *
 actor_of(const char *root, const char *type)
 {
-    static char out[256];
-    wf_arena *a = wf_arena_new();
-    wf_store_ctx sc = {"default", 0, a};
-    wf_event_filter f = {.instance_id = root};
-    wf_event_row *ev;
-    size_t n;
-    wf_error err;
-    const char *found = NULL;
-    ck_assert_int_eq(wf_store_read_events(ts.app.store, &sc, 0, &f, 1000, &ev, &n, &err), WF_OK);
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(ev[i].type, type) == 0) {
-            snprintf(out, sizeof out, "%s", ev[i].actor != NULL ? ev[i].actor : "");
-            found = out;
-        }
-    wf_arena_free(a);
-    return found;
+    const wf_event_row *e = last_event(root, type);
+    return e == NULL ? NULL : e->actor != NULL ? e->actor : "";
 }
 
 /* Every task of user's inbox in order, through pages of size. */
@@ -469,17 +455,6 @@ user_net(const char *key, const char *user, const char *prio_expr, const char *d
     arc(n, "s", "t");
     arc(n, "t", "e");
     return n;
-}
-
-/* True when some violation of st starts with prefix and has reason. */
-static bool
-has_violation(const wf_client_status *st, const char *prefix, const char *reason)
-{
-    for (int i = 0; i < st->nviolations && i < 8; i++)
-        if (strncmp(st->violations[i], prefix, strlen(prefix)) == 0 &&
-            strcmp(st->violation_reasons[i], reason) == 0)
-            return true;
-    return false;
 }
 
 WF_CASE_TEST("open", test_user_transition_task_expressions)

@@ -73,16 +73,6 @@ incidents(const char *key, const char *code)
 }
 
 static Workflow__V1__Instance *
-retry_c(const char *id, wf_client_status *st)
-{
-    Workflow__V1__RetryInstanceRequest req = WORKFLOW__V1__RETRY_INSTANCE_REQUEST__INIT;
-    req.instance_id = (char *)id;
-    Workflow__V1__RetryInstanceResponse *r = call(
-        as("ops"), "RetryInstance", &req, &workflow__v1__retry_instance_response__descriptor, st);
-    return r != NULL ? r->instance : NULL;
-}
-
-static Workflow__V1__Instance *
 cancel(const char *id)
 {
     Workflow__V1__CancelInstanceRequest req = WORKFLOW__V1__CANCEL_INSTANCE_REQUEST__INIT;
@@ -135,29 +125,6 @@ vf(const char *path, const char *value)
 
 /* ---- definitions ----------------------------------------------------------------------------- */
 
-/* s -> work (AUTO job, max_attempts attempts) -> big (.amount > 100) |
- * small (0 <= .amount <= 100) -> e: a negative amount matches no arc. */
-static nb *
-job_net(const char *key, const char *type, int max_attempts)
-{
-    nb *n = net_new(key);
-    place(n, "s", START);
-    place(n, "big", NORMAL);
-    place(n, "small", NORMAL);
-    place(n, "e", END);
-    with_job(trans(n, "work", T_AUTO), type, max_attempts, 0);
-    trans(n, "finish_big", T_AUTO);
-    trans(n, "finish_small", T_AUTO);
-    arc(n, "s", "work");
-    arc(n, "work", "big")->guard = ".amount > 100";
-    arc(n, "work", "small")->guard = ".amount >= 0 and .amount <= 100";
-    arc(n, "big", "finish_big");
-    arc(n, "small", "finish_small");
-    arc(n, "finish_big", "e");
-    arc(n, "finish_small", "e");
-    return n;
-}
-
 /* Starts an instance of key and fails its job for good (one attempt). */
 static Workflow__V1__Instance *
 start_and_fail(const char *key, const char *type)
@@ -177,7 +144,7 @@ WF_TEST(test_job_failure_is_listed_until_retry)
 {
     char *key = u("inc-job");
     char *type = u("charge");
-    ck_assert(deploy(job_net(key, type, 1))->created);
+    ck_assert(deploy(guarded_job_net(key, type, 1))->created);
     int64_t before = wf_now_us();
     Workflow__V1__Instance *in = start_and_fail(key, type);
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
@@ -251,7 +218,7 @@ WF_TEST(test_unroutable_completion_is_listed_until_cancel)
 {
     char *key = u("inc-route");
     char *type = u("charge");
-    ck_assert(deploy(job_net(key, type, 3))->created);
+    ck_assert(deploy(guarded_job_net(key, type, 3))->created);
     wf_client_status st;
     Workflow__V1__Instance *in = start_v(as("boss"), key, 0, NULL, &st);
     ck_ok(st);
@@ -334,8 +301,8 @@ WF_TEST(test_incidents_paged_and_filtered)
     char *other = u("inc-other");
     char *type = u("charge");
     char *type2 = u("charge2");
-    ck_assert(deploy(job_net(key, type, 1))->created);
-    ck_assert(deploy(job_net(other, type2, 1))->created);
+    ck_assert(deploy(guarded_job_net(key, type, 1))->created);
+    ck_assert(deploy(guarded_job_net(other, type2, 1))->created);
     char *ids[3];
     for (int i = 0; i < 3; i++) {
         ids[i] = start_and_fail(key, type)->id;
@@ -395,7 +362,7 @@ WF_TEST(test_list_instances_by_time_status_and_variables)
 {
     char *key = u("find");
     char *type = u("find-job");
-    ck_assert(deploy(job_net(key, type, 1))->created);
+    ck_assert(deploy(guarded_job_net(key, type, 1))->created);
     static const char *const vars[] = {
         "{\"amount\":1,\"customer\":{\"country\":\"DE\",\"vip\":true}}",
         "{\"amount\":1.0,\"customer\":{\"country\":\"FR\"}}",

@@ -165,16 +165,6 @@ start_at_a(const char *key, const char *job)
 }
 
 static bool
-has_violation(const wf_client_status *st, const char *prefix, const char *reason)
-{
-    for (int i = 0; i < st->nviolations && i < 8; i++)
-        if (strncmp(st->violations[i], prefix, strlen(prefix)) == 0 &&
-            strcmp(st->violation_reasons[i], reason) == 0)
-            return true;
-    return false;
-}
-
-static bool
 same_bytes(const ProtobufCMessage *a, const ProtobufCMessage *b)
 {
     size_t l1 = protobuf_c_message_get_packed_size(a), l2 = protobuf_c_message_get_packed_size(b);

@@ -86,20 +86,9 @@ modify_1(const char *id, Workflow__V1__TokenOperation *o, bool allow_empty, wf_c
 static json_t *
 event_data(const char *root, const char *type)
 {
-    wf_arena *a = wf_arena_new();
-    wf_store_ctx sc = {"default", 0, a};
-    wf_event_filter f = {.instance_id = root};
-    wf_event_row *ev;
-    size_t n;
-    wf_error err;
-    ck_assert_int_eq(wf_store_read_events(ts.app.store, &sc, 0, &f, 1000, &ev, &n, &err), WF_OK);
-    json_t *v = NULL;
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(ev[i].type, type) == 0) {
-            json_decref(v);
-            v = json_loads(ev[i].data_json, 0, NULL);
-        }
-    wf_arena_free(a);
+    const wf_event_row *e = last_event(root, type);
+    ck_assert_msg(e != NULL, "no %s event", type);
+    json_t *v = json_loads(e->data_json, 0, NULL);
     ck_assert_ptr_nonnull(v);
     return v;
 }

@@ -765,19 +765,6 @@ END_TEST
 /* ---- jobs --------------------------------------------------------------------------------------
  */
 
-/* s -> work (AUTO type) -> e */
-static nb *
-job_net(const char *key, const char *type, int max_attempts, int64_t initial_ms)
-{
-    nb *n = net_new(key);
-    place(n, "s", START);
-    place(n, "e", END);
-    with_job(trans(n, "work", T_AUTO), type, max_attempts, initial_ms);
-    arc(n, "s", "work");
-    arc(n, "work", "e");
-    return n;
-}
-
 WF_TEST(test_job_activate_and_complete)
 {
     char *key = u("job"), *type = u("charge");

@@ -105,17 +105,11 @@ send_paid(wf_client *c, const char *order_id, wf_client_status *st)
 static int
 events_of_type(const char *instance_id, const char *type)
 {
-    wf_arena *a = wf_arena_new();
-    wf_store_ctx sc = {"default", 0, a};
-    wf_event_filter f = {.instance_id = instance_id};
-    wf_event_row *ev;
     size_t n;
-    wf_error err;
-    ck_assert_int_eq(wf_store_read_events(ts.app.store, &sc, 0, &f, 1000, &ev, &n, &err), WF_OK);
+    const wf_event_row *ev = events_of(instance_id, &n);
     int k = 0;
     for (size_t i = 0; i < n; i++)
         k += strcmp(ev[i].type, type) == 0;
-    wf_arena_free(a);
     return k;
 }
 

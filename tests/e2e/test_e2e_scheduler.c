@@ -26,18 +26,7 @@ sched_setup(void)
 {
     static const char *const env[] = {"WF_IDEMPOTENCY_RETENTION=1s", "WF_SIGNAL_RETENTION=1s",
                                       "WF_EVENT_RETENTION=1s", NULL};
-    wf_test_server_start(&ts, env);
-    ta = wf_arena_new();
-    char id[WF_UUID_LEN + 1];
-    wf_uuid7(id);
-    tenant = wf_arena_printf(ta, "sched-%s", id + 24);
-}
-
-/* A client in this test's tenant. */
-static wf_client *
-me(void)
-{
-    return as_tenant(tenant, "boss");
+    tenant = setup_tenant(env, "sched");
 }
 
 static Workflow__V1__RunSchedulerPassResponse *
@@ -49,19 +38,6 @@ tick_c(wf_client *c)
         c, "RunSchedulerPass", &req, &workflow__v1__run_scheduler_pass_response__descriptor, &st);
     ck_ok(st);
     return r;
-}
-
-/* start -> transition id (trigger) -> end. */
-static nb *
-one_step(const char *key, const char *id, Workflow__V1__Trigger trigger)
-{
-    nb *n = net_new(key);
-    place(n, "start", START);
-    place(n, "end", END);
-    trans(n, id, trigger);
-    arc(n, "start", id);
-    arc(n, id, "end");
-    return n;
 }
 
 static Workflow__V1__Instance *
@@ -118,7 +94,7 @@ activate_as(wf_client *c, const char *type, int64_t lease_ms)
  * is refused with JOB_LEASE_LOST while the new one completes the job. */
 WF_TEST(test_expired_lease_is_reported_once_and_the_job_comes_back)
 {
-    wf_client *c = me();
+    wf_client *c = me("boss");
     const char *key = u("lease");
     const char *type = u("charge");
     nb *n = one_step(key, "charge", T_AUTO);
@@ -164,7 +140,7 @@ END_TEST
  * is never consumed by an instance that awaits it afterwards. */
 WF_TEST(test_buffered_signal_past_its_ttl_expires_and_is_never_consumed)
 {
-    wf_client *c = me();
+    wf_client *c = me("boss");
     const char *agg = u("order");
     Workflow__V1__SendSignalRequest req = WORKFLOW__V1__SEND_SIGNAL_REQUEST__INIT;
     Workflow__V1__Aggregate ag = WORKFLOW__V1__AGGREGATE__INIT;
@@ -216,7 +192,7 @@ END_TEST
  * than the event retention; a running instance keeps all of its events. */
 WF_TEST(test_retention_removes_old_records_and_ended_events_only)
 {
-    wf_client *c = me();
+    wf_client *c = me("boss");
     const char *done_key = u("quick");
     nb *n = one_step(done_key, "go", T_TIME);
     n->t[0]->delay = dur(1);
@@ -259,7 +235,7 @@ END_TEST
 WF_TEST(test_pass_is_scoped_to_the_callers_tenant)
 {
     char *other = wf_arena_printf(ta, "%s-b", tenant);
-    wf_client *mine = me(), *theirs = as_tenant(other, "boss");
+    wf_client *mine = me("boss"), *theirs = as_tenant(other, "boss");
     const char *key = u("due");
     nb *n = one_step(key, "go", T_TIME);
     n->t[0]->delay = dur(1);
@@ -287,7 +263,7 @@ END_TEST
 WF_TEST(test_pass_fires_many_roots_timers_in_batches)
 {
     enum { N = 120 };
-    wf_client *c = me();
+    wf_client *c = me("boss");
     const char *key = u("many");
     nb *n = one_step(key, "go", T_TIME);
     n->t[0]->delay = dur(1);

@@ -170,17 +170,6 @@ list_signals(const char *instance_id, const char *agg_id)
     return r;
 }
 
-static Workflow__V1__Instance *
-set_vars(const char *id, const char *vars, wf_client_status *st)
-{
-    Workflow__V1__SetVariablesRequest req = WORKFLOW__V1__SET_VARIABLES_REQUEST__INIT;
-    req.instance_id = (char *)id;
-    req.variables_json = (char *)vars;
-    Workflow__V1__SetVariablesResponse *r = call(
-        as("ops"), "SetVariables", &req, &workflow__v1__set_variables_response__descriptor, st);
-    return r != NULL ? r->instance : NULL;
-}
-
 /* The value of key in a JSON object text, as compact text (test-owned). */
 static char *
 var(const char *json, const char *key)

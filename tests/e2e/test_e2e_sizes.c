@@ -42,38 +42,6 @@ blob(const char *name, size_t bytes)
     return s;
 }
 
-static nb *
-job_net(const char *key, const char *type)
-{
-    nb *n = net_new(key);
-    place(n, "s", START);
-    place(n, "e", END);
-    with_job(trans(n, "work", T_AUTO), type, 0, 0);
-    arc(n, "s", "work");
-    arc(n, "work", "e");
-    return n;
-}
-
-static Workflow__V1__Instance *
-start(const char *key, const char *vars)
-{
-    wf_client_status st;
-    Workflow__V1__Instance *in = start_v(as("boss"), key, 0, vars, &st);
-    ck_ok(st);
-    return in;
-}
-
-static Workflow__V1__Instance *
-set_vars(const char *id, const char *vars, wf_client_status *st)
-{
-    Workflow__V1__SetVariablesRequest req = WORKFLOW__V1__SET_VARIABLES_REQUEST__INIT;
-    req.instance_id = (char *)id;
-    req.variables_json = (char *)vars;
-    Workflow__V1__SetVariablesResponse *r = call(
-        as("ops"), "SetVariables", &req, &workflow__v1__set_variables_response__descriptor, st);
-    return r != NULL ? r->instance : NULL;
-}
-
 /* The data of the JOB_ACTIVATED events of root, read from the store
  * (test-owned), in order; returns how many. */
 static size_t
@@ -98,10 +66,10 @@ activated_data(const char *root, const char **out, size_t cap)
 WF_TEST(test_activate_leases_what_the_answer_holds)
 {
     char *key = u("big-jobs"), *type = u("big");
-    deploy(job_net(key, type));
+    deploy(job_net(key, type, 0, 0));
     Workflow__V1__Instance *ins[4];
     for (int i = 0; i < 4; i++)
-        ins[i] = start(key, blob("doc", 40000));
+        ins[i] = start_boss(key, blob("doc", 40000));
     wf_client_status st;
     Workflow__V1__ActivateJobsResponse *r = activate_c(as(NULL), type, 4, 0, 0, &st);
     ck_ok(st);
@@ -137,8 +105,8 @@ END_TEST
 WF_TEST(test_a_job_too_large_alone_is_refused_not_leased)
 {
     char *key = u("huge-job"), *type = u("huge");
-    deploy(job_net(key, type));
-    Workflow__V1__Instance *in = start(key, "{\"doc\":1}");
+    deploy(job_net(key, type, 0, 0));
+    Workflow__V1__Instance *in = start_boss(key, "{\"doc\":1}");
 
     wf_store_ctx sc = {"default", 0, ta};
     wf_error err;
@@ -175,9 +143,9 @@ END_TEST
 WF_TEST(test_stream_delivers_large_jobs)
 {
     char *key = u("stream-jobs"), *type = u("streamed");
-    deploy(job_net(key, type));
+    deploy(job_net(key, type, 0, 0));
     for (int i = 0; i < 4; i++)
-        start(key, blob("doc", 40000));
+        start_boss(key, blob("doc", 40000));
     Workflow__V1__StreamActivatedJobsRequest req =
         WORKFLOW__V1__STREAM_ACTIVATED_JOBS_REQUEST__INIT;
     req.job_type = type;
@@ -205,8 +173,8 @@ END_TEST
 WF_TEST(test_set_variables_is_bounded)
 {
     char *key = u("vars");
-    deploy(job_net(key, u("unused")));
-    Workflow__V1__Instance *in = start(key, NULL);
+    deploy(job_net(key, u("unused"), 0, 0));
+    Workflow__V1__Instance *in = start_boss(key, NULL);
     wf_client_status st;
     ck_assert_ptr_nonnull(set_vars(in->id, blob("a", 48000), &st));
     ck_ok(st);
@@ -249,7 +217,7 @@ assign(const char *parent, const char *vars, wf_client_status *st)
 /* Children count with their root: a second child of 48 KiB is refused. */
 WF_TEST(test_children_count_in_the_bound)
 {
-    Workflow__V1__Instance *root = start(u("adhoc"), NULL);
+    Workflow__V1__Instance *root = start_boss(u("adhoc"), NULL);
     wf_client_status st;
     Workflow__V1__AssignToResponse *a = assign(root->id, blob("a", 48000), &st);
     ck_ok(st);
@@ -290,7 +258,7 @@ buffer_signal(const char *instance_id, const char *payload)
  * first, until the answer fits; the children answer their own. */
 WF_TEST(test_get_instance_leaves_out_children_variables)
 {
-    Workflow__V1__Instance *root = start(u("adhoc"), NULL);
+    Workflow__V1__Instance *root = start_boss(u("adhoc"), NULL);
     wf_client_status st;
     Workflow__V1__AssignToResponse *a1 = assign(root->id, blob("a", 30000), &st);
     ck_ok(st);
@@ -341,7 +309,7 @@ WF_TEST(test_get_instance_leaves_out_what_does_not_fit)
     arc(n, "w2", "e");
     arc(n, "w3", "e");
     deploy(n);
-    Workflow__V1__Instance *in = start(key, blob("doc", 40000));
+    Workflow__V1__Instance *in = start_boss(key, blob("doc", 40000));
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
     ck_assert_uint_eq(g->n_jobs, 3);
     ck_assert_uint_lt(protobuf_c_message_get_packed_size(&g->base), SEND_LIMIT);
@@ -383,7 +351,7 @@ END_TEST
 WF_TEST(test_list_instances_pages_by_bytes)
 {
     char *key = u("listed");
-    deploy(job_net(key, u("unused")));
+    deploy(job_net(key, u("unused"), 0, 0));
     wf_client *c = as(u("lister"));
     wf_client_status st;
     for (int i = 0; i < 4; i++) {

@@ -103,16 +103,6 @@ deploy_steps(const sb *b)
     return r;
 }
 
-/* ---- calls --------------------------------------------------------------------------------- */
-
-static Workflow__V1__Job *
-one_job(const char *type)
-{
-    Workflow__V1__ActivateJobsResponse *r = activate(type, 5, 0, 2000);
-    ck_assert_msg(r->n_jobs == 1, "%zu jobs of %s", r->n_jobs, type);
-    return r->jobs[0];
-}
-
 static void
 no_job(const char *type)
 {

@@ -32,18 +32,7 @@ static char *tenant; /* this test's tenant */
 static void
 suspend_setup(void)
 {
-    wf_test_server_start(&ts, NULL);
-    ta = wf_arena_new();
-    char id[WF_UUID_LEN + 1];
-    wf_uuid7(id);
-    tenant = wf_arena_printf(ta, "susp-%s", id + 24);
-}
-
-/* A client of this test's tenant acting as actor. */
-static wf_client *
-me(const char *actor)
-{
-    return as_tenant(tenant, actor);
+    tenant = setup_tenant(NULL, "susp");
 }
 
 /* ---- calls --------------------------------------------------------------------------------- */
@@ -119,7 +108,7 @@ activate_n(const char *type, int64_t wait_ms)
 }
 
 static Workflow__V1__Job *
-one_job(const char *type)
+tenant_job(const char *type)
 {
     wf_client_status st;
     Workflow__V1__ActivateJobsResponse *r = activate_c(me(NULL), type, 5, 60000, 2000, &st);
@@ -173,19 +162,6 @@ count_type(const char *root, const char *type)
     for (size_t i = 0; i < n; i++)
         k += strcmp(ev[i].type, type) == 0;
     return k;
-}
-
-/* start -> id (trigger) -> end. */
-static nb *
-one_step(const char *key, const char *id, Workflow__V1__Trigger trigger)
-{
-    nb *n = net_new(key);
-    place(n, "start", START);
-    place(n, "end", END);
-    trans(n, id, trigger);
-    arc(n, "start", id);
-    arc(n, id, "end");
-    return n;
 }
 
 /* A net root waiting on a job of a fresh type (*type). */
@@ -268,7 +244,7 @@ WF_TEST(test_job_is_not_activated_while_suspended_and_is_after_resume)
 
     Workflow__V1__Instance *r = resume_ok(in->id);
     ck_assert_int_eq(r->status, I_RUNNING);
-    complete_ok(one_job(type));
+    complete_ok(tenant_job(type));
     ck_assert_int_eq(status_of(in->id), I_COMPLETED);
 
     size_t n;
@@ -352,7 +328,7 @@ WF_TEST(test_job_leased_before_the_suspension_completes_and_its_successor_waits)
     deploy_as(me("dev"), n);
     Workflow__V1__Instance *in = start_order(me("boss"), key, NULL, NULL, NULL);
 
-    Workflow__V1__Job *j = one_job(a);
+    Workflow__V1__Job *j = tenant_job(a);
     suspend_ok(in->id);
     complete_ok(j);
     Workflow__V1__GetInstanceResponse *g = get_instance_as(me("reader"), in->id);
@@ -363,7 +339,7 @@ WF_TEST(test_job_leased_before_the_suspension_completes_and_its_successor_waits)
     ck_assert_uint_eq(activate_n(b, 0), 0);
 
     resume_ok(in->id);
-    complete_ok(one_job(b));
+    complete_ok(tenant_job(b));
     ck_assert_int_eq(status_of(in->id), I_COMPLETED);
 }
 END_TEST
@@ -381,7 +357,7 @@ WF_TEST(test_leased_job_failing_while_suspended)
     Workflow__V1__Instance *in = start_order(me("boss"), key, NULL, NULL, NULL);
     Workflow__V1__FailJobRequest fr = WORKFLOW__V1__FAIL_JOB_REQUEST__INIT;
     wf_client_status st;
-    fr.job_key = one_job(type)->key;
+    fr.job_key = tenant_job(type)->key;
     fr.error_message = "busy";
     suspend_ok(in->id);
     call(me(NULL), "FailJob", &fr, &workflow__v1__fail_job_response__descriptor, &st);
@@ -389,7 +365,7 @@ WF_TEST(test_leased_job_failing_while_suspended)
     sleep_ms(50); /* past the backoff */
     ck_assert_uint_eq(activate_n(type, 0), 0);
     resume_ok(in->id);
-    fr.job_key = one_job(type)->key;
+    fr.job_key = tenant_job(type)->key;
     suspend_ok(in->id);
     call(me(NULL), "FailJob", &fr, &workflow__v1__fail_job_response__descriptor, &st);
     ck_ok(st);
@@ -764,7 +740,7 @@ WF_TEST(test_ended_failed_and_compensating_instances_cannot_be_suspended)
     wf_client_status st;
     const char *type;
     Workflow__V1__Instance *done = job_instance(&type);
-    complete_ok(one_job(type));
+    complete_ok(tenant_job(type));
     suspend_c(me("ops"), done->id, NULL, NULL, &st);
     ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "INSTANCE_NOT_RUNNING");
     resume_c(me("ops"), done->id, NULL, NULL, &st);
@@ -778,7 +754,7 @@ WF_TEST(test_ended_failed_and_compensating_instances_cannot_be_suspended)
     deploy_as(me("dev"), n);
     Workflow__V1__Instance *failed = start_order(me("boss"), key, NULL, NULL, NULL);
     Workflow__V1__FailJobRequest fr = WORKFLOW__V1__FAIL_JOB_REQUEST__INIT;
-    fr.job_key = one_job(ftype)->key;
+    fr.job_key = tenant_job(ftype)->key;
     fr.error_message = "boom";
     call(me(NULL), "FailJob", &fr, &workflow__v1__fail_job_response__descriptor, &st);
     ck_ok(st);
@@ -807,7 +783,7 @@ WF_TEST(test_ended_failed_and_compensating_instances_cannot_be_suspended)
     arc(n, "ship", "e");
     deploy_as(me("dev"), n);
     Workflow__V1__Instance *saga = start_order(me("boss"), key, NULL, NULL, NULL);
-    complete_ok(one_job(step));
+    complete_ok(tenant_job(step));
     Workflow__V1__CancelInstanceRequest cr = WORKFLOW__V1__CANCEL_INSTANCE_REQUEST__INIT;
     cr.instance_id = saga->id;
     cr.compensate = true;

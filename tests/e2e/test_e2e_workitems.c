@@ -25,29 +25,6 @@
 #include "store.h"
 #include "workflow/v1/workflow.pb-c.h"
 
-/* ---- calls --------------------------------------------------------------------------------- */
-
-static Workflow__V1__Instance *
-retry_c(const char *id, wf_client_status *st)
-{
-    Workflow__V1__RetryInstanceRequest req = WORKFLOW__V1__RETRY_INSTANCE_REQUEST__INIT;
-    req.instance_id = (char *)id;
-    Workflow__V1__RetryInstanceResponse *r = call(
-        as("ops"), "RetryInstance", &req, &workflow__v1__retry_instance_response__descriptor, st);
-    return r != NULL ? r->instance : NULL;
-}
-
-static void
-set_vars(const char *id, const char *vars)
-{
-    Workflow__V1__SetVariablesRequest req = WORKFLOW__V1__SET_VARIABLES_REQUEST__INIT;
-    req.instance_id = (char *)id;
-    req.variables_json = (char *)vars;
-    wf_client_status st;
-    call(as("ops"), "SetVariables", &req, &workflow__v1__set_variables_response__descriptor, &st);
-    ck_ok(st);
-}
-
 /* CompleteJobs with one item; the item's code. */
 static int
 complete_jobs_one(const char *key, const char *vars)
@@ -67,57 +44,22 @@ complete_jobs_one(const char *key, const char *vars)
     return r->results[0]->code;
 }
 
-/* The data of the last event of type in root's tree (static buffer). */
+/* The data of the last event of type in root's tree ("" when none). */
 static const char *
 last_event_data(const char *root, const char *type)
 {
-    static char out[8192];
-    wf_arena *a = wf_arena_new();
-    wf_store_ctx sc = {"default", 0, a};
-    wf_event_filter f = {.instance_id = root};
-    wf_event_row *ev;
-    size_t n;
-    wf_error err;
-    ck_assert_int_eq(wf_store_read_events(ts.app.store, &sc, 0, &f, 1000, &ev, &n, &err), WF_OK);
-    out[0] = '\0';
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(ev[i].type, type) == 0)
-            snprintf(out, sizeof out, "%s", ev[i].data_json != NULL ? ev[i].data_json : "");
-    wf_arena_free(a);
-    return out;
+    const wf_event_row *e = last_event(root, type);
+    return e != NULL && e->data_json != NULL ? e->data_json : "";
 }
 
 /* ---- a job completion no arc can route ------------------------------------------------------ */
-
-/* s -> work (AUTO job) -> big (guard .amount > 100) | small (guard .amount
- * >= 0 and .amount <= 100); no default arc: a negative amount matches none. */
-static nb *
-guarded_job_net(const char *key, const char *type)
-{
-    nb *n = net_new(key);
-    place(n, "s", START);
-    place(n, "big", NORMAL);
-    place(n, "small", NORMAL);
-    place(n, "e", END);
-    with_job(trans(n, "work", T_AUTO), type, 3, 0);
-    trans(n, "finish_big", T_AUTO);
-    trans(n, "finish_small", T_AUTO);
-    arc(n, "s", "work");
-    arc(n, "work", "big")->guard = ".amount > 100";
-    arc(n, "work", "small")->guard = ".amount >= 0 and .amount <= 100";
-    arc(n, "big", "finish_big");
-    arc(n, "small", "finish_small");
-    arc(n, "finish_big", "e");
-    arc(n, "finish_small", "e");
-    return n;
-}
 
 static void
 unroutable_completion_case(bool batch)
 {
     char *key = u(batch ? "unroutable-batch" : "unroutable");
     char *type = u("charge");
-    Workflow__V1__DeployDefinitionResponse *r = deploy(guarded_job_net(key, type));
+    Workflow__V1__DeployDefinitionResponse *r = deploy(guarded_job_net(key, type, 3));
     ck_assert(r->created);
     Workflow__V1__Instance *in = start_v(as("boss"), key, 0, "{\"n\":1}", &(wf_client_status){0});
     ck_assert_ptr_nonnull(in);
@@ -159,7 +101,8 @@ unroutable_completion_case(bool batch)
 
     /* Fixed data, RetryInstance: the job is activated again with the
      * variables as they are now, and its completion routes. */
-    set_vars(in->id, "{\"fixed\":true}");
+    set_vars(in->id, "{\"fixed\":true}", &st);
+    ck_ok(st);
     Workflow__V1__Instance *again = retry_c(in->id, &st);
     ck_ok(st);
     ck_assert_int_eq(again->status, I_RUNNING);

@@ -965,8 +965,6 @@ scheduler_suite(void)
 int
 main(void)
 {
-    /* Injected failures log warnings; keep the run readable unless asked. */
-    if (getenv("WF_TEST_LOG") == NULL)
-        wf_log_threshold = WF_LOG_ERROR;
+    wf_test_quiet_log(); /* injected failures log warnings */
     return wf_test_run(scheduler_suite());
 }

@@ -388,7 +388,6 @@ main(void)
 {
     dsn = wf_test_pg_dsn();
     kit_fixture(&st, &arena);
-    if (getenv("WF_TEST_LOG") == NULL)
-        wf_log_threshold = WF_LOG_ERROR;
+    wf_test_quiet_log();
     return wf_test_run(wf_test_suite("store_buffers", "buffers", setup, teardown, 300));
 }

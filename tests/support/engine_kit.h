@@ -14,14 +14,18 @@
 
 /* Names the variables that hold the running case's store and arena:
  * kit_setup fills them, kit_teardown frees them, kit_ctx reads them. A
- * suite's main calls it before the suite runs. */
+ * suite's main calls it before the suite runs; st NULL: the cases need
+ * an arena only. */
 void kit_fixture(wf_store **st, wf_arena **arena);
 
-/* Checked fixture: a fresh memory store and arena, asserting both. */
+/* Checked fixture: a fresh memory store (unless kit_fixture's st is NULL)
+ * and arena, asserting both. */
 void kit_setup(void);
 
 /* Frees the case's store and arena and empties the engine's caches
- * (compiled expressions, definitions), so that no case sees another's. */
+ * (compiled expressions, definitions), so that no case sees another's.
+ * Cached jq states keep their stack through a pointer one past the end of
+ * the block, which LeakSanitizer cannot follow: they must be freed. */
 void kit_teardown(void);
 
 /* The context of actor in tenant "default" over the case's store and

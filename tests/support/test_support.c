@@ -82,6 +82,13 @@ wf_test_store_name(void)
     return wf_test_store_is_pg() ? "pg" : "memory";
 }
 
+void
+wf_test_quiet_log(void)
+{
+    if (getenv("WF_TEST_LOG") == NULL)
+        wf_log_threshold = WF_LOG_ERROR;
+}
+
 int
 wf_test_run(Suite *s)
 {

@@ -16,26 +16,13 @@
 
 #include "diagram.h"
 #include "expr.h"
+#include "engine_kit.h"
 #include "test_support.h"
 #include "wf_arena.h"
 #include "wf_time.h"
 #include "wf_utf8.h"
 
 static wf_arena *A;
-
-static void
-setup(void)
-{
-    A = wf_arena_new();
-}
-
-static void
-teardown(void)
-{
-    wf_arena_free(A);
-    A = NULL;
-    wf_expr_cache_clear();
-}
 
 /* A net of every trigger: start -> review (USER) -> mid -> ship (AUTO job)
  * -> end, mid -> remind (TIME) -> mid, mid -> poke (MSG) -> end with a
@@ -456,7 +443,8 @@ END_TEST
 int
 main(void)
 {
+    kit_fixture(NULL, &A);
     /* The slow layout takes seconds, many more under sanitizers and load. */
     return wf_test_run(
-        wf_test_suite("diagram", "core", setup, teardown, 60 * wf_test_time_scale()));
+        wf_test_suite("diagram", "core", kit_setup, kit_teardown, 60 * wf_test_time_scale()));
 }

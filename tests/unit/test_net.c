@@ -7,6 +7,7 @@
 
 #include "expr.h"
 #include "net.h"
+#include "engine_kit.h"
 #include "test_support.h"
 #include "wf_arena.h"
 
@@ -15,22 +16,6 @@
 #define CAP 32
 
 static wf_arena *A;
-
-static void
-setup(void)
-{
-    A = wf_arena_new();
-}
-
-static void
-teardown(void)
-{
-    wf_arena_free(A);
-    A = NULL;
-    /* Cached jq states keep their stack through a pointer one past the
-     * end of the block, which LeakSanitizer cannot follow: free them. */
-    wf_expr_cache_clear();
-}
 
 static wf_net *
 net_new(const char *key)
@@ -1279,9 +1264,10 @@ END_TEST
 int
 main(void)
 {
-    const wf_test_case cases[] = {{"validate", setup, teardown, 30},
-                                  {"json", setup, teardown, 30},
-                                  {"fire", setup, teardown, 30},
+    kit_fixture(NULL, &A);
+    const wf_test_case cases[] = {{"validate", kit_setup, kit_teardown, 30},
+                                  {"json", kit_setup, kit_teardown, 30},
+                                  {"fire", kit_setup, kit_teardown, 30},
                                   {NULL}};
     return wf_test_run(wf_test_suite_of("net", cases));
 }

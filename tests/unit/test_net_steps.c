@@ -9,24 +9,11 @@
 
 #include "expr.h"
 #include "net.h"
+#include "engine_kit.h"
 #include "test_support.h"
 #include "wf_arena.h"
 
 static wf_arena *A;
-
-static void
-setup(void)
-{
-    A = wf_arena_new();
-}
-
-static void
-teardown(void)
-{
-    wf_arena_free(A);
-    A = NULL;
-    wf_expr_cache_clear();
-}
 
 static wf_net *
 list_new(const char *key, size_t cap)
@@ -478,5 +465,6 @@ END_TEST
 int
 main(void)
 {
-    return wf_test_run(wf_test_suite("net_steps", "core", setup, teardown, 0));
+    kit_fixture(NULL, &A);
+    return wf_test_run(wf_test_suite("net_steps", "core", kit_setup, kit_teardown, 0));
 }
