@@ -22,7 +22,7 @@ written(void (*fn)(FILE *, const char *), const char *s)
     return buf;
 }
 
-START_TEST(test_html_escape)
+WF_TEST(test_html_escape)
 {
     char *s = written(wf_console__esc, "<img src=x onerror=alert(1)>");
     ck_assert_str_eq(s, "&lt;img src=x onerror=alert(1)&gt;");
@@ -39,7 +39,7 @@ START_TEST(test_html_escape)
 }
 END_TEST
 
-START_TEST(test_url_encode)
+WF_TEST(test_url_encode)
 {
     char *s = written(wf_console__url, "a b/&?=#\"<x>");
     ck_assert_str_eq(s, "a%20b%2F%26%3F%3D%23%22%3Cx%3E");
@@ -52,7 +52,7 @@ END_TEST
 
 /* A JSON string on one line of the event stream: no newline (which would
  * end the data line), no < (which a careless reader might put in HTML). */
-START_TEST(test_json_string)
+WF_TEST(test_json_string)
 {
     char *s = written(wf_console__json_str, "a\"\\\n</script>");
     ck_assert_str_eq(s, "\"a\\\"\\\\\\u000a\\u003c/script\\u003e\"");
@@ -61,7 +61,7 @@ START_TEST(test_json_string)
 }
 END_TEST
 
-START_TEST(test_enum_names)
+WF_TEST(test_enum_names)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -76,21 +76,8 @@ START_TEST(test_enum_names)
 }
 END_TEST
 
-static Suite *
-console_suite(void)
-{
-    Suite *s = suite_create("console");
-    TCase *tc = tcase_create("escaping");
-    tcase_add_test(tc, test_html_escape);
-    tcase_add_test(tc, test_url_encode);
-    tcase_add_test(tc, test_json_string);
-    tcase_add_test(tc, test_enum_names);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int
 main(void)
 {
-    return wf_test_run(console_suite());
+    return wf_test_run(wf_test_suite("console", "escaping", NULL, NULL, 0));
 }
