@@ -24,11 +24,10 @@ const { test, before, after } = require("node:test");
 const assert = require("node:assert/strict");
 const { spawn } = require("child_process");
 const fs = require("fs");
-const net = require("net");
-const os = require("os");
 const path = require("path");
 const grpc = require("@grpc/grpc-js");
 const protoLoader = require("@grpc/proto-loader");
+const { sanitizerEnv, freePort, timeScale } = require("../support/wf_testkit.js");
 
 function arg(name) {
   const i = process.argv.indexOf("--" + name);
@@ -49,43 +48,8 @@ const VARIABLES_BOUND = 3.5 * MIB;
 // Keys of their own per run: a Postgres database keeps rows.
 const RUN = Date.now().toString(36) + "-" + process.pid;
 
-// How much slower than a quiet machine this run may be (as
-// tests/support/wf_testkit.py time_scale): 5 under AddressSanitizer, the
-// load per CPU above one, WF_TEST_TIME_SCALE; at most 40.
-function timeScale() {
-  let scale = Math.max(1, os.loadavg()[0] / (os.cpus().length || 1));
-  if (fs.readFileSync(SERVER).includes("__asan_init")) scale *= 5;
-  const user = Number(process.env.WF_TEST_TIME_SCALE || "1");
-  if (user > 1) scale *= user;
-  return Math.min(40, Math.ceil(scale));
-}
-const SCALE = timeScale();
+const SCALE = timeScale(SERVER);
 const RPC_MS = 20000 * SCALE;
-
-// A port nobody listens on now (the kernel's pick), never 50051, claimed in
-// WF_TEST_PORT_DIR as tests/support/wf_testkit.py free_port does.
-function kernelPort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => resolve(p)); });
-    s.on("error", reject);
-  });
-}
-async function freePort() {
-  const claims = process.env.WF_TEST_PORT_DIR;
-  for (let i = 0; i < 1000; i++) {
-    const p = await kernelPort();
-    if (p === 50051) continue;
-    if (claims) {
-      try { fs.closeSync(fs.openSync(path.join(claims, String(p)), "wx")); } catch (e) {
-        if (e.code === "EEXIST") continue;
-        throw e;
-      }
-    }
-    return p;
-  }
-  throw new Error("no free port found");
-}
 
 const loadOptions = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true };
 const wfPkg = grpc.loadPackageDefinition(
@@ -95,13 +59,11 @@ const healthPkg = grpc.loadPackageDefinition(protoLoader.loadSync(
 
 let srv, client, health, target;
 
-// The sanitizers' options of the caller reach the server; nothing else of
-// its environment does but PATH.
+// Of the caller's environment only PATH and the sanitizers' options reach
+// the server.
 function serverEnv(addr) {
-  const env = { PATH: process.env.PATH, WF_ENV: "development", WF_ADDR: addr,
+  const env = { ...sanitizerEnv(), PATH: process.env.PATH, WF_ENV: "development", WF_ADDR: addr,
                 WF_LOG_LEVEL: "warn", WF_DRAIN_SECONDS: "0" };
-  for (const [k, v] of Object.entries(process.env))
-    if (/^(ASAN|UBSAN|LSAN)_OPTIONS$/.test(k)) env[k] = v;
   if (STORE === "pg") env.DATABASE_URL = DSN;
   return env;
 }
