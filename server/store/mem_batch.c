@@ -112,7 +112,8 @@ mem_list_batches(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has, 
 
 static CMP_NUM_ID(cmp_batch_lease, wf_batch_row, lease_until)
 
-    static bool batch_claimable(mem_store *m, const void *row, const void *arg)
+static bool
+batch_claimable(mem_store *m, const void *row, const void *arg)
 {
     (void)m;
     const wf_batch_row *r = row;
