@@ -51,7 +51,7 @@
 #include <libpq-fe.h>
 
 #include "grpc/health/v1/health.pb-c.h"
-#include "pg_pool.h" /* wf_pg_migrations: the migrations embedded in workflowd */
+#include "pg/pool.h" /* wf_pg_migrations: the migrations embedded in workflowd */
 #include "test_support.h"
 #include "wf_id.h"
 #include "wf_time.h"

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pg_pool.h" /* wf_pg_n_migrations */
+#include "pg/pool.h" /* wf_pg_n_migrations */
 #include "test_pg.h"
 #include "wf_log.h"
 #include "wf_time.h"

@@ -30,7 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pg_pool.h" /* wf_pg_statements */
+#include "pg/pool.h" /* wf_pg_statements */
 #include "store.h"
 #include "test_pg.h"
 

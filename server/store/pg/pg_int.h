@@ -1,19 +1,19 @@
 /*
- * pg_int.h: what the files of the Postgres store share (store_pg.c,
- * pg_stmts.c, pg_tx.c, pg_reads.c, pg_migrate.c, pg_listen.c); see
- * store_pg.c for the design. Internal to server/store.
+ * pg/pg_int.h: what the files of the Postgres store share (pg/store.c,
+ * pg/stmts.c, pg/tx.c, pg/reads.c, pg/migrate.c, pg/listen.c); see
+ * pg/store.c for the design. Internal to server/store.
  */
 #ifndef WF_PG_INT_H
 #define WF_PG_INT_H
 
-#include "pg_pool.h"
+#include "pg/pool.h"
 #include "store_int.h"
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The statements of pg_stmts.c (wf_pg_statements), by id. */
+/* The statements of pg/stmts.c (wf_pg_statements), by id. */
 enum {
     S_BEGIN,
     S_COMMIT,
@@ -200,12 +200,12 @@ typedef struct params {
     bool oom;
 } params;
 
-/* store_pg.c: lifecycle and the definition cache */
+/* pg/store.c: lifecycle and the definition cache */
 int wf_pg__defs_get(pg_store *s, const wf_store_ctx *ctx, const char *key, int32_t version,
                     wf_definition_row *out);
 void wf_pg__defs_put(pg_store *s, const wf_definition_row *row);
 
-/* pg_tx.c: parameters, statements in flights, connections, the unit of work */
+/* pg/tx.c: parameters, statements in flights, connections, the unit of work */
 void wf_pg__p_str(params *p, const char *s);
 void wf_pg__p_i64(params *p, int64_t x);
 void wf_pg__p_bool(params *p, bool b);
@@ -251,7 +251,7 @@ wf_code pg_lock_correlation(wf_tx *t, const char *name, const char *agg_type, co
 wf_code pg_aggregate_live(wf_tx *t, const char *agg_type, const char *agg_id, bool *live,
                           wf_error *err);
 
-/* pg_reads.c: reads outside a unit of work, cross-instance work, events */
+/* pg/reads.c: reads outside a unit of work, cross-instance work, events */
 wf_code wf_pg__query(pg_store *s, const wf_store_ctx *ctx, int id, const params *p,
                      const wf_row_desc *d, void *rows, size_t *n, wf_error *err);
 wf_code pg_get_definition(wf_store *st, const wf_store_ctx *ctx, const char *key, int32_t version,
@@ -307,7 +307,7 @@ wf_code pg_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, siz
                          wf_store_counts *out, wf_error *err);
 wf_code pg_sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error *err);
 
-/* pg_batch.c: batch operations */
+/* pg/batch.c: batch operations */
 wf_code pg_put_batch(wf_tx *t, const wf_batch_row *in, wf_error *err);
 wf_code pg_get_batch(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_batch_row *out,
                      bool *found, wf_error *err);
@@ -320,10 +320,10 @@ wf_code pg_claim_batches(wf_store *st, const wf_store_ctx *ctx, const char *owne
                          int64_t lease_ms, size_t limit, wf_batch_row **rows, size_t *n,
                          wf_error *err);
 
-/* pg_migrate.c: migrations */
+/* pg/migrate.c: migrations */
 wf_code wf_pg__migrate(pg_store *s, int *version, wf_error *err);
 
-/* pg_listen.c: the notifier and the listener */
+/* pg/listen.c: the notifier and the listener */
 void wf_pg__notifier_note(pg_store *s, bool events, bool any_type, const char *const *types,
                           size_t n_types);
 void wf_pg__notes_of_tx(pg_tx *tx);

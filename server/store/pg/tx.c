@@ -1,9 +1,9 @@
 /*
- * pg_tx.c: the Postgres store's statement parameters, flights
- * (running statements, pg_pool.c), borrowed connections and the unit of
- * work (store_pg.c explains the design).
+ * pg/tx.c: the Postgres store's statement parameters, flights
+ * (running statements, pg/pool.c), borrowed connections and the unit of
+ * work (pg/store.c explains the design).
  */
-#include "pg_int.h"
+#include "pg/pg_int.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -204,7 +204,7 @@ wf_pg__p_int_array(params *p, const int *v, size_t n)
 /* The statement_timeout for what is left of a deadline (0: none), rounded
  * up to a step of at most 1/16 of it and 128 ms. Calls with like deadlines
  * then ask for the same value, which the session keeps, so it is sent only
- * when it changes; and the server still gives up before pg_pool.c's grace
+ * when it changes; and the server still gives up before pg/pool.c's grace
  * (250 ms past the deadline) runs out. */
 int64_t
 wf_pg__timeout_for(int64_t deadline_ms)

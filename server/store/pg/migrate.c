@@ -1,7 +1,7 @@
 /*
- * pg_migrate.c: applies the embedded migrations (server/store/migrations).
+ * pg/migrate.c: applies the embedded migrations (server/store/migrations).
  */
-#include "pg_int.h"
+#include "pg/pg_int.h"
 
 #include <stdlib.h>
 

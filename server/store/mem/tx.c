@@ -1,9 +1,9 @@
 /*
- * mem_tx.c: the memory store's unit of work: begin, lock_root, apply,
+ * mem/tx.c: the memory store's unit of work: begin, lock_root, apply,
  * commit and rollback, idempotency records, definitions and signal
- * consumption (store_memory.c explains the design).
+ * consumption (mem/store.c explains the design).
  */
-#include "mem_int.h"
+#include "mem/mem_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -109,7 +109,7 @@ mem_rollback(wf_tx *tx)
     mem_end((mem_tx *)tx, false);
 }
 
-/* ---- pauses (store_memory.c explains them) -------------------------------- */
+/* ---- pauses (mem/store.c explains them) -------------------------------- */
 
 bool
 wf_mem__root_held(const mem_store *m, const char *root, const mem_tx *self)

@@ -1,10 +1,10 @@
 /*
- * mem_batch: the batch operations of the memory store (store.h, "batch
+ * mem/batch.c: the batch operations of the memory store (store.h, "batch
  * operations"). One table keyed by (tenant, id); every call runs under
  * the store's one mutex, so a claim and a versioned update are atomic
  * without more locking. Internal to server/store.
  */
-#include "mem_int.h"
+#include "mem/mem_int.h"
 
 #include <stdlib.h>
 

@@ -1,8 +1,8 @@
 /*
- * mem_reads.c: the memory store's reads outside a unit of work and its
+ * mem/reads.c: the memory store's reads outside a unit of work and its
  * keyset-paginated listings.
  */
-#include "mem_int.h"
+#include "mem/mem_int.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -1,6 +1,6 @@
 /*
- * mem_int.h: what the files of the memory store share (store_memory.c,
- * mem_tx.c, mem_reads.c, mem_work.c); store_memory.c explains the design.
+ * mem/mem_int.h: what the files of the memory store share (mem/store.c,
+ * mem/tx.c, mem/reads.c, mem/work.c); mem/store.c explains the design.
  * Internal to server/store.
  */
 #ifndef WF_MEM_INT_H
@@ -88,7 +88,7 @@ typedef struct signal_match {
         return c != 0 ? c : strcmp(x->id, y->id);                                                  \
     }
 
-/* store_memory.c: tables, transactional writes, selection, lifecycle */
+/* mem/store.c: tables, transactional writes, selection, lifecycle */
 bool wf_mem__eq(const char *a, const char *b);
 int wf_mem__i64_cmp(int64_t a, int64_t b);
 wf_code mem_lock(mem_store *m, int64_t deadline_ms, wf_error *err);
@@ -127,7 +127,7 @@ int wf_mem__cmp_signal(const void *a, const void *b);
 int wf_mem__cmp_job_lease(const void *a, const void *b);
 int wf_mem__cmp_signal_expiry(const void *a, const void *b);
 
-/* mem_tx.c: the unit of work */
+/* mem/tx.c: the unit of work */
 wf_code mem_begin(wf_store *st, const wf_store_ctx *ctx, wf_tx **out, wf_error *err);
 wf_code mem_commit(wf_tx *tx, wf_error *err);
 void mem_rollback(wf_tx *tx);
@@ -154,7 +154,7 @@ wf_code mem_consume_signal(wf_tx *t, const char *name, const char *instance_id,
                            const char *transition_id, int64_t now, wf_signal_row *out, bool *found,
                            wf_error *err);
 
-/* mem_reads.c: reads and listings */
+/* mem/reads.c: reads and listings */
 wf_code mem_get_definition(wf_store *st, const wf_store_ctx *ctx, const char *key, int32_t version,
                            wf_definition_row *out, bool *found, wf_error *err);
 wf_code mem_get_instance(wf_store *st, const wf_store_ctx *ctx, const char *id,
@@ -182,7 +182,7 @@ wf_code mem_list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *i
                             unsigned states, size_t limit, bool has, int64_t c_num,
                             const char *c_str, wf_work_item_row **rows, size_t *n, wf_error *err);
 
-/* mem_work.c: cross-instance work, the scheduler's passes, correlation, backlog counts */
+/* mem/work.c: cross-instance work, the scheduler's passes, correlation, backlog counts */
 wf_code mem_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type,
                           const char *worker, size_t max, size_t max_bytes, int64_t lease_ms,
                           int64_t now, wf_job_row **rows, size_t *n, wf_error *err);
@@ -213,7 +213,7 @@ wf_code mem_aggregate_live(wf_tx *t, const char *agg_type, const char *agg_id, b
 wf_code mem_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max_types,
                           wf_store_counts *out, wf_error *err);
 
-/* mem_batch.c: batch operations */
+/* mem/batch.c: batch operations */
 wf_code mem_put_batch(wf_tx *t, const wf_batch_row *in, wf_error *err);
 wf_code mem_get_batch(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_batch_row *out,
                       bool *found, wf_error *err);

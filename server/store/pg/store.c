@@ -1,11 +1,11 @@
 /*
- * store_pg.c: the Postgres store. ALL of the service's SQL lives in it:
- * the statements in pg_stmts.c, the unit of work in pg_tx.c, reads in
- * pg_reads.c, migrations in pg_migrate.c, the notifier and listener
- * threads in pg_listen.c (shared declarations: pg_int.h). This file holds
+ * pg/store.c: the Postgres store. ALL of the service's SQL lives in it:
+ * the statements in pg/stmts.c, the unit of work in pg/tx.c, reads in
+ * pg/reads.c, migrations in pg/migrate.c, the notifier and listener
+ * threads in pg/listen.c (shared declarations: pg/pg_int.h). This file holds
  * its lifecycle, the definition cache and the store's operations table.
  *
- * DESIGN. Each store call borrows one pooled connection (pg_pool.c) for
+ * DESIGN. Each store call borrows one pooled connection (pg/pool.c) for
  * its duration; a unit of work keeps it from begin to commit/rollback.
  * Every statement is prepared (lazily, per connection) and parameterised,
  * and its text never changes. Postgres may plan it once for every value
@@ -16,7 +16,7 @@
  * written as "($n IS NULL OR ...)" on the rows it returns; a keyset
  * cursor is always bound. tests/store/test_store_plans.c plans every
  * statement of stmts[] that way over a large backlog. Statements travel
- * in flights (pg_pool.c: libpq pipeline mode), so that what a store call
+ * in flights (pg/pool.c: libpq pipeline mode), so that what a store call
  * needs costs one round trip: BEGIN rides with a transaction's first
  * statement, the aggregate load is one flight, and so is every write of
  * one mutation. statement_timeout
@@ -41,10 +41,10 @@
  *
  * Owns: the schema (migrations/, applied at startup under an advisory
  * lock) and every query. Must not: leak SQL or libpq text to clients
- * (pg_errors.c maps failures), build SQL from strings, or keep a
+ * (pg/errors.c maps failures), build SQL from strings, or keep a
  * connection across calls.
  */
-#include "pg_int.h"
+#include "pg/pg_int.h"
 
 #include <errno.h>
 #include <inttypes.h>

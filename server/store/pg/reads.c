@@ -1,9 +1,9 @@
 /*
- * pg_reads.c: the Postgres store's reads outside a unit of work,
+ * pg/reads.c: the Postgres store's reads outside a unit of work,
  * its cross-instance work (job activation, timer claims, sweeps) and the
  * event reads with their sequencer.
  */
-#include "pg_int.h"
+#include "pg/pg_int.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -134,7 +134,7 @@ pg_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f, si
               const wf_task_keyset *after, wf_task_row **rows, size_t *n, wf_error *err)
 {
     /* A user's inbox (the group is then ignored), a group's, or all; then
-     * the order (pg_int.h: six statements per shape). */
+     * the order (pg/pg_int.h: six statements per shape). */
     int id = f->user != NULL    ? S_LIST_TASKS_USER
              : f->group != NULL ? S_LIST_TASKS_GROUP
                                 : S_LIST_TASKS_ALL;

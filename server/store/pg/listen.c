@@ -1,9 +1,9 @@
 /*
- * pg_listen.c: the Postgres store's two threads: the notifier, which
+ * pg/listen.c: the Postgres store's two threads: the notifier, which
  * sends the wake-ups commits owe (and keeps the statistics of growing backlog
  * tables current), and the listener, which receives them.
  */
-#include "pg_int.h"
+#include "pg/pg_int.h"
 
 #include <errno.h>
 #include <poll.h>

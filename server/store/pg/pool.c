@@ -1,5 +1,5 @@
 /*
- * pg_pool.c: fixed-size libpq connection pool and deadline-bounded exec.
+ * pg/pool.c: fixed-size libpq connection pool and deadline-bounded exec.
  *
  * DESIGN. Slots are fixed at creation (WF_DB_POOL_SIZE); a slot's
  * connection is opened lazily by whoever borrows it. Waiting for a slot
@@ -28,10 +28,10 @@
  * mid-flight is marked broken and dropped at release, never reused.
  *
  * Owns: PGconn lifetimes, per-connection prepared-statement bits and
- * flight state, pool gauges. Must not: contain SQL (store_pg.c hands statements in), log the
+ * flight state, pool gauges. Must not: contain SQL (pg/store.c hands statements in), log the
  * connection string, or keep a connection lent across calls.
  */
-#include "pg_pool.h"
+#include "pg/pool.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -1,10 +1,10 @@
 /*
- * pg_batch: the batch operations of the Postgres store (store.h, "batch
+ * pg/batch.c: the batch operations of the Postgres store (store.h, "batch
  * operations"; the table in migrations/0014_batch_operations.sql). The
  * insert runs in the caller's unit of work; the rest are single
  * statements on a pooled connection. Internal to server/store.
  */
-#include "pg_int.h"
+#include "pg/pg_int.h"
 
 #include <stdint.h>
 #include <stdlib.h>

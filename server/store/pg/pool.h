@@ -1,12 +1,12 @@
 /*
- * pg_pool.h: the Postgres store's connection layer (internal to
+ * pg/pool.h: the Postgres store's connection layer (internal to
  * server/store; only the Postgres store's files include it, through
- * pg_int.h).
+ * pg/pg_int.h).
  *
  * A fixed-size pool of libpq connections behind a mutex and a condition
  * variable, with lazy (re)connection, and the flights that run prepared
  * statements on a borrowed connection within a deadline. It knows no SQL
- * of its own: statements are handed in (the table of pg_stmts.c).
+ * of its own: statements are handed in (the table of pg/stmts.c).
  */
 #ifndef WF_PG_POOL_H
 #define WF_PG_POOL_H
@@ -42,7 +42,7 @@ typedef struct wf_pg_conn {
     bool in_flight;   /* a flight was started and not collected yet */
     bool send_failed; /* libpq refused to queue: the flight fails */
     bool expired;     /* the deadline had passed: nothing was sent */
-    /* Session state kept by store_pg.c: the statement_timeout the server
+    /* Session state kept by pg/store.c: the statement_timeout the server
      * holds for this session (when known), and what the borrower still
      * owes before its first statement (sent in the same flight). */
     bool timeout_known;
@@ -50,7 +50,7 @@ typedef struct wf_pg_conn {
     bool owe_timeout, owe_begin, timeout_in_flight;
     int64_t timeout_want;
     /* A request lookup queued on the flight being built, read by
-     * store_pg.c when the flight is collected (NULL: none). */
+     * pg/store.c when the flight is collected (NULL: none). */
     struct wf_pg_lookup *lookup;
     /* Whether the statements sent so far left a transaction block open
      * (BEGIN without COMMIT or ROLLBACK yet): the flight walk counts the
@@ -85,7 +85,7 @@ typedef struct wf_pg_migration {
 extern const wf_pg_migration wf_pg_migrations[];
 extern const int wf_pg_n_migrations;
 
-/* Every statement store_pg.c prepares, indexed by its own ids (the plan
+/* Every statement pg/store.c prepares, indexed by its own ids (the plan
  * guard of tests/store EXPLAINs each one). */
 extern const wf_pg_stmt *const wf_pg_statements;
 extern const int wf_pg_n_statements;
@@ -144,7 +144,7 @@ bool wf_pg_idle(const wf_pg_conn *c);
  * statement_timeout to answer); past that the connection is dropped,
  * never left hanging. WF_OK when every statement succeeded: wf_pg_take
  * then hands over each one's result until the next flight starts. Otherwise
- * the first failure, mapped (pg_errors.c), with *failed set to the slot
+ * the first failure, mapped (pg/errors.c), with *failed set to the slot
  * of the statement that failed, or -1 when the connection, the deadline
  * or memory failed rather than a statement. A connection lost or left
  * mid-flight is marked broken (dropped at release). failed may be NULL. */
@@ -159,7 +159,7 @@ PGresult *wf_pg_take(wf_pg_conn *c, int slot);
  * pool (the PGconn itself stays: PQfinish it). */
 void wf_pg_conn_clear(wf_pg_conn *c);
 
-/* pg_errors.c: maps a failed result (or a connection failure when res is
+/* pg/errors.c: maps a failed result (or a connection failure when res is
  * NULL) to a wf_code and a client-safe message naming what; logs the
  * SQLSTATE and server text (at debug level when quiet). Sets *broken when
  * the connection is unusable. The one place SQLSTATEs are interpreted. */

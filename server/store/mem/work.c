@@ -1,10 +1,10 @@
 /*
- * mem_work.c: the memory store's cross-instance work (job activation,
+ * mem/work.c: the memory store's cross-instance work (job activation,
  * timer claims, expired leases), the scheduler's passes (signal expiry,
  * sweeps), subscriptions, event reads, correlation locks and backlog
  * counts.
  */
-#include "mem_int.h"
+#include "mem/mem_int.h"
 
 #include <errno.h>
 #include <stdio.h>

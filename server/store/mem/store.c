@@ -1,5 +1,5 @@
 /*
- * store_memory.c: the in-memory store, for development and tests.
+ * mem/store.c: the in-memory store, for development and tests.
  *
  * DESIGN. One recursive mutex guards everything. A unit of work holds it
  * from wf_store_begin to commit/rollback, so transactions are serial: that
@@ -34,14 +34,14 @@
  * the same keys as the Postgres queries.
  *
  * Files: this one holds the tables, the transactional writes, selection
- * and the lifecycle; mem_tx.c the unit of work, mem_reads.c reads and
- * listings, mem_work.c cross-instance work, the scheduler's passes,
- * correlation and backlog counts (shared declarations: mem_int.h).
+ * and the lifecycle; mem/tx.c the unit of work, mem/reads.c reads and
+ * listings, mem/work.c cross-instance work, the scheduler's passes,
+ * correlation and backlog counts (shared declarations: mem/mem_int.h).
  *
  * Must not: be used in production (no durability), or be cleverer than
  * the contract requires.
  */
-#include "mem_int.h"
+#include "mem/mem_int.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -353,7 +353,7 @@ wf_mem__select_rows(mem_store *m, mtable *t, const char *tenant, mpred pred, con
     return rc;
 }
 
-/* Comparators on (number, id) keys (CMP_NUM_ID, mem_int.h). */
+/* Comparators on (number, id) keys (CMP_NUM_ID, mem/mem_int.h). */
 CMP_NUM_ID(wf_mem__cmp_instance, wf_instance_row, created_at)
 CMP_NUM_ID(wf_mem__cmp_incident, wf_instance_row, incident_at)
 CMP_NUM_ID(wf_mem__cmp_task, wf_task_row, created_at)
