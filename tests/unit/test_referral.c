@@ -449,7 +449,7 @@ static void
 setup(void)
 {
     wf_error err;
-    st = wf_store_memory_new(&err);
+    st = wf_store_mem_new(&err);
     arena = wf_arena_new();
     dir = wf_directory_new_open();
     ck_assert_ptr_nonnull(st);

@@ -23,7 +23,7 @@ static void
 setup(void)
 {
     wf_error err;
-    st = wf_store_memory_new(&err);
+    st = wf_store_mem_new(&err);
     ck_assert_ptr_nonnull(st);
     arena = wf_arena_new();
     ck_assert_ptr_nonnull(arena);

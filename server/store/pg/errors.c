@@ -23,8 +23,8 @@ starts(const char *s, const char *prefix)
 }
 
 wf_code
-wf_pg_map_error(PGconn *pg, const PGresult *res, const char *stmt, const char *what, bool quiet,
-                bool *broken, wf_error *err)
+wf_store_pg__map_error(PGconn *pg, const PGresult *res, const char *stmt, const char *what,
+                       bool quiet, bool *broken, wf_error *err)
 {
     const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     /* The primary message only: the DETAIL of a constraint violation

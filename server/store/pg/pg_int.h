@@ -3,8 +3,8 @@
  * pg/stmts.c, pg/tx.c, pg/reads.c, pg/migrate.c, pg/listen.c); see
  * pg/store.c for the design. Internal to server/store.
  */
-#ifndef WF_PG_INT_H
-#define WF_PG_INT_H
+#ifndef WF_STORE_PG_INT_H
+#define WF_STORE_PG_INT_H
 
 #include "pg/pool.h"
 #include "store_int.h"
@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The statements of pg/stmts.c (wf_pg_statements), by id. */
+/* The statements of pg/stmts.c (wf_store_pg_statements), by id. */
 enum {
     S_BEGIN,
     S_COMMIT,
@@ -59,7 +59,7 @@ enum {
     S_GET_INSTANCE,
     S_GET_TASK,
     S_GET_JOB_BY_KEY,
-    /* Six per shape, in the order of pg_list_tasks: by creation, priority
+    /* Six per shape, in the order of wf_store_pg__list_tasks: by creation, priority
      * and due key, each ascending then descending. */
     S_LIST_TASKS_USER,
     S_LIST_TASKS_GROUP = S_LIST_TASKS_USER + 6,
@@ -154,7 +154,7 @@ typedef struct pg_notifier {
 
 typedef struct pg_store {
     wf_store base;
-    wf_pg_pool *pool;
+    wf_store_pg_pool *pool;
     pg_listener *listener; /* NULL until wf_store_set_listener */
     pg_notifier notifier;
     pthread_mutex_t defs_mu;
@@ -163,7 +163,7 @@ typedef struct pg_store {
 } pg_store;
 
 /* A request lookup riding on a flight (wf_tx_idempotency_prefetch). */
-struct wf_pg_lookup {
+struct wf_store_pg_lookup {
     int slot;
     const char *request_id;
     wf_arena *arena;
@@ -173,7 +173,7 @@ struct wf_pg_lookup {
 
 typedef struct pg_tx {
     wf_tx base;
-    wf_pg_conn *c;
+    wf_store_pg_conn *c;
     const wf_definition_row *seen[DEFS_SEEN]; /* read here; cached at commit */
     int n_seen;
     /* What the commit owes the notifier: events written, job types made
@@ -181,8 +181,8 @@ typedef struct pg_tx {
     bool wrote_events, any_type;
     const char *types[NOTIFY_TYPES];
     size_t n_types;
-    struct wf_pg_lookup lookup; /* wf_tx_idempotency_prefetch */
-    bool defer;                 /* wf_tx_defer_writes */
+    struct wf_store_pg_lookup lookup; /* wf_tx_idempotency_prefetch */
+    bool defer;                       /* wf_tx_defer_writes */
 } pg_tx;
 
 /* ---- parameters ---------------------------------------------------------- */
@@ -201,136 +201,145 @@ typedef struct params {
 } params;
 
 /* pg/store.c: lifecycle and the definition cache */
-int wf_pg__defs_get(pg_store *s, const wf_store_ctx *ctx, const char *key, int32_t version,
-                    wf_definition_row *out);
-void wf_pg__defs_put(pg_store *s, const wf_definition_row *row);
+int wf_store_pg__defs_get(pg_store *s, const wf_store_ctx *ctx, const char *key, int32_t version,
+                          wf_definition_row *out);
+void wf_store_pg__defs_put(pg_store *s, const wf_definition_row *row);
 
 /* pg/tx.c: parameters, statements in flights, connections, the unit of work */
-void wf_pg__p_str(params *p, const char *s);
-void wf_pg__p_i64(params *p, int64_t x);
-void wf_pg__p_bool(params *p, bool b);
-void wf_pg__p_text_array(params *p, const char *const *strs, size_t n);
-void wf_pg__p_int_array(params *p, const int *v, size_t n);
+void wf_store_pg__p_str(params *p, const char *s);
+void wf_store_pg__p_i64(params *p, int64_t x);
+void wf_store_pg__p_bool(params *p, bool b);
+void wf_store_pg__p_text_array(params *p, const char *const *strs, size_t n);
+void wf_store_pg__p_int_array(params *p, const int *v, size_t n);
 /* The fields of row (of d's type) in column order, tenant forced, field
  * skip left out (-1: none). */
-void wf_pg__p_row(params *p, const wf_row_desc *d, const void *row, const char *tenant, int skip);
-int64_t wf_pg__timeout_for(int64_t deadline_ms);
-wf_code wf_pg__run(wf_pg_conn *c, int id, const params *p, int64_t deadline, PGresult **res,
-                   wf_error *err);
-wf_code wf_pg__run_cmd(wf_pg_conn *c, int id, const params *p, int64_t deadline, long *affected,
-                       wf_error *err);
-wf_code wf_pg__run_rows(wf_pg_conn *c, int id, const params *p, int64_t deadline,
-                        const wf_row_desc *d, wf_arena *a, void *rows, size_t *n, wf_error *err);
-void wf_pg__conn_put(pg_store *s, wf_pg_conn *c);
-wf_code wf_pg__conn_get(pg_store *s, const wf_store_ctx *ctx, wf_pg_conn **out, wf_error *err);
-wf_code pg_begin(wf_store *st, const wf_store_ctx *ctx, wf_tx **out, wf_error *err);
-wf_code pg_commit(wf_tx *t, wf_error *err);
-void pg_defer_writes(wf_tx *t);
-void pg_rollback(wf_tx *t);
-params wf_pg__p_tenant(const wf_store_ctx *ctx, const char *x);
-wf_code pg_lock_root(wf_tx *t, const char *instance_id, const char *root_hint, wf_aggregate *out,
-                     wf_error *err);
-wf_code pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err);
-wf_code pg_idem_get(wf_tx *t, const char *method, const char *request_id, wf_idempotency_row *out,
-                    bool *found, wf_error *err);
-wf_code pg_idem_prefetch(wf_tx *t, const char *method, const char *request_id,
-                         wf_idempotency_row *out, bool *found, wf_error *err);
-wf_code pg_idem_put(wf_tx *t, const wf_idempotency_row *in, wf_error *err);
-wf_code pg_idem_amend(wf_tx *t, const wf_idempotency_row *in, wf_error *err);
-wf_code pg_commit_recorded(wf_tx *t, const wf_idempotency_row *in, bool amend, wf_error *err);
-wf_code pg_put_definition(wf_tx *t, const wf_definition_row *in, int32_t *version, wf_error *err);
-wf_code wf_pg__get_definition(wf_pg_conn *c, const wf_store_ctx *ctx, const char *key,
-                              int32_t version, wf_definition_row *out, bool *found, wf_error *err);
-wf_code pg_tx_get_definition(wf_tx *t, const char *key, int32_t version, wf_definition_row *out,
-                             bool *found, wf_error *err);
-wf_code pg_consume_signal(wf_tx *t, const char *name, const char *instance_id, const char *agg_type,
-                          const char *agg_id, const char *consumer, const char *transition_id,
-                          int64_t now, wf_signal_row *out, bool *found, wf_error *err);
-wf_code pg_lock_correlation(wf_tx *t, const char *name, const char *agg_type, const char *agg_id,
-                            bool *awaited, wf_error *err);
-wf_code pg_aggregate_live(wf_tx *t, const char *agg_type, const char *agg_id, bool *live,
-                          wf_error *err);
+void wf_store_pg__p_row(params *p, const wf_row_desc *d, const void *row, const char *tenant,
+                        int skip);
+int64_t wf_store_pg__timeout_for(int64_t deadline_ms);
+wf_code wf_store_pg__run(wf_store_pg_conn *c, int id, const params *p, int64_t deadline,
+                         PGresult **res, wf_error *err);
+wf_code wf_store_pg__run_cmd(wf_store_pg_conn *c, int id, const params *p, int64_t deadline,
+                             long *affected, wf_error *err);
+wf_code wf_store_pg__run_rows(wf_store_pg_conn *c, int id, const params *p, int64_t deadline,
+                              const wf_row_desc *d, wf_arena *a, void *rows, size_t *n,
+                              wf_error *err);
+void wf_store_pg__conn_put(pg_store *s, wf_store_pg_conn *c);
+wf_code wf_store_pg__conn_get(pg_store *s, const wf_store_ctx *ctx, wf_store_pg_conn **out,
+                              wf_error *err);
+wf_code wf_store_pg__begin(wf_store *st, const wf_store_ctx *ctx, wf_tx **out, wf_error *err);
+wf_code wf_store_pg__commit(wf_tx *t, wf_error *err);
+void wf_store_pg__defer_writes(wf_tx *t);
+void wf_store_pg__rollback(wf_tx *t);
+params wf_store_pg__p_tenant(const wf_store_ctx *ctx, const char *x);
+wf_code wf_store_pg__lock_root(wf_tx *t, const char *instance_id, const char *root_hint,
+                               wf_aggregate *out, wf_error *err);
+wf_code wf_store_pg__apply(wf_tx *t, const wf_store_changes *c, wf_error *err);
+wf_code wf_store_pg__idem_get(wf_tx *t, const char *method, const char *request_id,
+                              wf_idempotency_row *out, bool *found, wf_error *err);
+wf_code wf_store_pg__idem_prefetch(wf_tx *t, const char *method, const char *request_id,
+                                   wf_idempotency_row *out, bool *found, wf_error *err);
+wf_code wf_store_pg__idem_put(wf_tx *t, const wf_idempotency_row *in, wf_error *err);
+wf_code wf_store_pg__idem_amend(wf_tx *t, const wf_idempotency_row *in, wf_error *err);
+wf_code wf_store_pg__commit_recorded(wf_tx *t, const wf_idempotency_row *in, bool amend,
+                                     wf_error *err);
+wf_code wf_store_pg__put_definition(wf_tx *t, const wf_definition_row *in, int32_t *version,
+                                    wf_error *err);
+wf_code wf_store_pg__read_definition(wf_store_pg_conn *c, const wf_store_ctx *ctx, const char *key,
+                                     int32_t version, wf_definition_row *out, bool *found,
+                                     wf_error *err);
+wf_code wf_store_pg__tx_get_definition(wf_tx *t, const char *key, int32_t version,
+                                       wf_definition_row *out, bool *found, wf_error *err);
+wf_code wf_store_pg__consume_signal(wf_tx *t, const char *name, const char *instance_id,
+                                    const char *agg_type, const char *agg_id, const char *consumer,
+                                    const char *transition_id, int64_t now, wf_signal_row *out,
+                                    bool *found, wf_error *err);
+wf_code wf_store_pg__lock_correlation(wf_tx *t, const char *name, const char *agg_type,
+                                      const char *agg_id, bool *awaited, wf_error *err);
+wf_code wf_store_pg__aggregate_live(wf_tx *t, const char *agg_type, const char *agg_id, bool *live,
+                                    wf_error *err);
 
 /* pg/reads.c: reads outside a unit of work, cross-instance work, events */
-wf_code wf_pg__query(pg_store *s, const wf_store_ctx *ctx, int id, const params *p,
-                     const wf_row_desc *d, void *rows, size_t *n, wf_error *err);
-wf_code pg_get_definition(wf_store *st, const wf_store_ctx *ctx, const char *key, int32_t version,
-                          wf_definition_row *out, bool *found, wf_error *err);
-wf_code pg_get_instance(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_instance_row *out,
-                        bool *found, wf_error *err);
-wf_code pg_get_task(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_task_row *out,
-                    bool *found, wf_error *err);
-wf_code pg_get_job_by_key(wf_store *st, const wf_store_ctx *ctx, const char *key, wf_job_row *out,
-                          bool *found, wf_error *err);
-bool wf_pg__given(const char *s);
-wf_code pg_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f, size_t limit,
-                      const wf_task_keyset *after, wf_task_row **rows, size_t *n, wf_error *err);
-wf_code pg_list_incidents(wf_store *st, const wf_store_ctx *ctx, const wf_incident_filter *f,
-                          size_t limit, bool has, int64_t c_num, const char *c_str,
-                          wf_instance_row **rows, size_t *n, wf_error *err);
-wf_code pg_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filter *f,
-                          size_t limit, bool has, int64_t c_num, const char *c_str,
-                          wf_instance_row **rows, size_t *n, wf_error *err);
-wf_code pg_list_definitions(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has,
-                            int64_t c_num, const char *c_str, wf_definition_row **rows, size_t *n,
-                            wf_error *err);
-wf_code pg_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f,
-                        size_t limit, bool has, int64_t c_num, const char *c_str,
-                        wf_signal_row **rows, size_t *n, wf_error *err);
-wf_code pg_list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *instance_id,
-                           unsigned states, size_t limit, bool has, int64_t c_num,
-                           const char *c_str, wf_work_item_row **rows, size_t *n, wf_error *err);
-wf_code pg_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type,
-                         const char *worker, size_t max, size_t max_bytes, int64_t lease_ms,
-                         int64_t now, wf_job_row **rows, size_t *n, wf_error *err);
-wf_code pg_tx_activate_jobs(wf_tx *t, const char *job_type, const char *worker, size_t max,
-                            size_t max_bytes, int64_t lease_ms, int64_t now, wf_job_row **rows,
-                            size_t *n, wf_error *err);
-wf_code pg_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, const char *tenant, int64_t now,
-                            size_t limit, int64_t claim_ms, wf_timer_row **rows, size_t *n,
-                            wf_error *err);
-wf_code pg_find_expired_leases(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
-                               wf_job_row **rows, size_t *n, wf_error *err);
-wf_code wf_pg__batch_cmd(pg_store *s, const wf_store_ctx *ctx, int id, int64_t at, size_t limit,
-                         size_t *n, wf_error *err);
-wf_code pg_expire_signals(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
-                          size_t *n, wf_error *err);
-wf_code pg_sweep(wf_store *st, const wf_store_ctx *ctx, wf_sweep_kind kind, int64_t before,
-                 size_t limit, size_t *n, wf_error *err);
-wf_code pg_find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const char *name,
-                              const char *instance_id, const char *agg_type, const char *agg_id,
-                              wf_subscription_row **rows, size_t *n, wf_error *err);
-wf_code pg_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after,
-                       const wf_event_filter *f, size_t limit, wf_event_row **rows, size_t *n,
-                       wf_error *err);
-wf_code pg_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max_types,
-                         wf_store_counts *out, wf_error *err);
-wf_code pg_sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error *err);
+wf_code wf_store_pg__query(pg_store *s, const wf_store_ctx *ctx, int id, const params *p,
+                           const wf_row_desc *d, void *rows, size_t *n, wf_error *err);
+wf_code wf_store_pg__get_definition(wf_store *st, const wf_store_ctx *ctx, const char *key,
+                                    int32_t version, wf_definition_row *out, bool *found,
+                                    wf_error *err);
+wf_code wf_store_pg__get_instance(wf_store *st, const wf_store_ctx *ctx, const char *id,
+                                  wf_instance_row *out, bool *found, wf_error *err);
+wf_code wf_store_pg__get_task(wf_store *st, const wf_store_ctx *ctx, const char *id,
+                              wf_task_row *out, bool *found, wf_error *err);
+wf_code wf_store_pg__get_job_by_key(wf_store *st, const wf_store_ctx *ctx, const char *key,
+                                    wf_job_row *out, bool *found, wf_error *err);
+wf_code wf_store_pg__list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f,
+                                size_t limit, const wf_task_keyset *after, wf_task_row **rows,
+                                size_t *n, wf_error *err);
+wf_code wf_store_pg__list_incidents(wf_store *st, const wf_store_ctx *ctx,
+                                    const wf_incident_filter *f, size_t limit, bool has,
+                                    int64_t c_num, const char *c_str, wf_instance_row **rows,
+                                    size_t *n, wf_error *err);
+wf_code wf_store_pg__list_instances(wf_store *st, const wf_store_ctx *ctx,
+                                    const wf_instance_filter *f, size_t limit, bool has,
+                                    int64_t c_num, const char *c_str, wf_instance_row **rows,
+                                    size_t *n, wf_error *err);
+wf_code wf_store_pg__list_definitions(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has,
+                                      int64_t c_num, const char *c_str, wf_definition_row **rows,
+                                      size_t *n, wf_error *err);
+wf_code wf_store_pg__list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f,
+                                  size_t limit, bool has, int64_t c_num, const char *c_str,
+                                  wf_signal_row **rows, size_t *n, wf_error *err);
+wf_code wf_store_pg__list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *instance_id,
+                                     unsigned states, size_t limit, bool has, int64_t c_num,
+                                     const char *c_str, wf_work_item_row **rows, size_t *n,
+                                     wf_error *err);
+wf_code wf_store_pg__activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type,
+                                   const char *worker, size_t max, size_t max_bytes,
+                                   int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
+                                   wf_error *err);
+wf_code wf_store_pg__tx_activate_jobs(wf_tx *t, const char *job_type, const char *worker,
+                                      size_t max, size_t max_bytes, int64_t lease_ms, int64_t now,
+                                      wf_job_row **rows, size_t *n, wf_error *err);
+wf_code wf_store_pg__claim_due_timers(wf_store *st, const wf_store_ctx *ctx, const char *tenant,
+                                      int64_t now, size_t limit, int64_t claim_ms,
+                                      wf_timer_row **rows, size_t *n, wf_error *err);
+wf_code wf_store_pg__find_expired_leases(wf_store *st, const wf_store_ctx *ctx, int64_t now,
+                                         size_t limit, wf_job_row **rows, size_t *n, wf_error *err);
+wf_code wf_store_pg__expire_signals(wf_store *st, const wf_store_ctx *ctx, int64_t now,
+                                    size_t limit, size_t *n, wf_error *err);
+wf_code wf_store_pg__sweep(wf_store *st, const wf_store_ctx *ctx, wf_sweep_kind kind,
+                           int64_t before, size_t limit, size_t *n, wf_error *err);
+wf_code wf_store_pg__find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const char *name,
+                                        const char *instance_id, const char *agg_type,
+                                        const char *agg_id, wf_subscription_row **rows, size_t *n,
+                                        wf_error *err);
+wf_code wf_store_pg__read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after,
+                                 const wf_event_filter *f, size_t limit, wf_event_row **rows,
+                                 size_t *n, wf_error *err);
+wf_code wf_store_pg__count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now,
+                                   size_t max_types, wf_store_counts *out, wf_error *err);
+wf_code wf_store_pg__sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error *err);
 
 /* pg/batch.c: batch operations */
-wf_code pg_put_batch(wf_tx *t, const wf_batch_row *in, wf_error *err);
-wf_code pg_get_batch(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_batch_row *out,
-                     bool *found, wf_error *err);
-wf_code pg_update_batch(wf_store *st, const wf_store_ctx *ctx, const wf_batch_row *in, bool *found,
-                        wf_error *err);
-wf_code pg_list_batches(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has,
-                        int64_t c_num, const char *c_str, wf_batch_row **rows, size_t *n,
-                        wf_error *err);
-wf_code pg_claim_batches(wf_store *st, const wf_store_ctx *ctx, const char *owner, int64_t now,
-                         int64_t lease_ms, size_t limit, wf_batch_row **rows, size_t *n,
-                         wf_error *err);
+wf_code wf_store_pg__put_batch(wf_tx *t, const wf_batch_row *in, wf_error *err);
+wf_code wf_store_pg__get_batch(wf_store *st, const wf_store_ctx *ctx, const char *id,
+                               wf_batch_row *out, bool *found, wf_error *err);
+wf_code wf_store_pg__update_batch(wf_store *st, const wf_store_ctx *ctx, const wf_batch_row *in,
+                                  bool *found, wf_error *err);
+wf_code wf_store_pg__list_batches(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has,
+                                  int64_t c_num, const char *c_str, wf_batch_row **rows, size_t *n,
+                                  wf_error *err);
+wf_code wf_store_pg__claim_batches(wf_store *st, const wf_store_ctx *ctx, const char *owner,
+                                   int64_t now, int64_t lease_ms, size_t limit, wf_batch_row **rows,
+                                   size_t *n, wf_error *err);
 
 /* pg/migrate.c: migrations */
-wf_code wf_pg__migrate(pg_store *s, int *version, wf_error *err);
+wf_code wf_store_pg__migrate(pg_store *s, int *version, wf_error *err);
 
 /* pg/listen.c: the notifier and the listener */
-void wf_pg__notifier_note(pg_store *s, bool events, bool any_type, const char *const *types,
-                          size_t n_types);
-void wf_pg__notes_of_tx(pg_tx *tx);
-void wf_pg__tx_note_type(pg_tx *tx, const char *type);
-bool wf_pg__notifier_start(pg_store *s);
-void wf_pg__notifier_stop(pg_store *s);
-void wf_pg__listener_stop(pg_listener *l);
-wf_code pg_set_listener(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err);
+void wf_store_pg__notes_of_tx(pg_tx *tx);
+void wf_store_pg__tx_note_type(pg_tx *tx, const char *type);
+bool wf_store_pg__notifier_start(pg_store *s);
+void wf_store_pg__notifier_stop(pg_store *s);
+void wf_store_pg__listener_stop(pg_listener *l);
+wf_code wf_store_pg__set_listener(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err);
 
 #endif

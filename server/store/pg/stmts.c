@@ -49,7 +49,7 @@
     "id, tenant_id, action, state, filter_json, reason, created_by, total, done, failed, "         \
     "errors_json, cursor, lease_owner, lease_until, created_at, updated_at, ended_at, version, "   \
     "args_json"
-_Static_assert(S_COUNT_ <= WF_PG_MAX_STMTS, "prepared-statement bits (pg/pool.h)");
+_Static_assert(S_COUNT_ <= WF_STORE_PG_MAX_STMTS, "prepared-statement bits (pg/pool.h)");
 _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
                    S_SWEEP_SIGNALS_T == S_SWEEP_SIGNALS + 1 &&
                    S_SWEEP_IDEMPOTENCY_T == S_SWEEP_IDEMPOTENCY + 1 &&
@@ -193,7 +193,7 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
         "i.tenant_id = e.tenant_id AND i.id = e.instance_id) = " def_key ") AND (" types           \
         "::text[] IS NULL OR type = ANY(" types "))") " ORDER BY sequence LIMIT " limit
 
-static const wf_pg_stmt stmts[S_COUNT_] = {
+static const wf_store_pg_stmt stmts[S_COUNT_] = {
     [S_BEGIN] = {"begin", "BEGIN", "the transaction"},
     [S_COMMIT] = {"commit", "COMMIT", "the transaction"},
     [S_ROLLBACK] = {"rollback", "ROLLBACK", "the transaction"},
@@ -842,5 +842,5 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
 };
 
 /* The table, for the plan guard (tests/store/test_store_plans.c). */
-const wf_pg_stmt *const wf_pg_statements = stmts;
-const int wf_pg_n_statements = S_COUNT_;
+const wf_store_pg_stmt *const wf_store_pg_statements = stmts;
+const int wf_store_pg_n_statements = S_COUNT_;
