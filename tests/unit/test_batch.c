@@ -46,10 +46,11 @@ teardown(void)
     wf_defcache_clear();
 }
 
-static wf_net_ctx
+static wf_runtime_ctx
 as(const char *actor)
 {
-    return (wf_net_ctx){.ref = {.store = st, .tenant = "default", .actor = actor, .arena = arena}};
+    return (wf_runtime_ctx){
+        .ref = {.store = st, .tenant = "default", .actor = actor, .arena = arena}};
 }
 
 static wf_store_ctx
@@ -74,7 +75,7 @@ start_n(const char *key, size_t n)
 static wf_batch_view
 start_batch(const char *key, wf_batch_action action)
 {
-    wf_net_ctx c = as("ops");
+    wf_runtime_ctx c = as("ops");
     wf_batch_spec spec = {.action = (int)action,
                           .filter = {.started_by = "*", .definition_key = key},
                           .reason = "tidy"};
@@ -167,7 +168,7 @@ START_TEST(test_first_errors_are_bounded)
 {
     wf_instance_row *in = start_n("k", 12);
     for (size_t i = 0; i < 12; i++) {
-        wf_net_ctx c = as("ops");
+        wf_runtime_ctx c = as("ops");
         wf_instance_row out;
         wf_error e;
         ck_code(wf_instances_cancel(&c, in[i].id, NULL, false, NULL, &out, &e), WF_OK, e);
@@ -177,7 +178,7 @@ START_TEST(test_first_errors_are_bounded)
     wf_batch_chunk c = run(&r, 50);
     ck_assert_uint_eq(c.refused, 12);
     ck_assert(c.completed);
-    wf_net_ctx x = as("reader");
+    wf_runtime_ctx x = as("reader");
     wf_batch_view v;
     wf_error err;
     ck_code(wf_batch_get(&x.ref, b.row.id, &v, &err), WF_OK, err);
@@ -197,7 +198,7 @@ START_TEST(test_cancel_during_a_chunk_keeps_its_counts)
     wf_instance_row *in = start_n("k", 4);
     wf_batch_view b = start_batch("k", WF_BATCH_CANCEL);
     wf_batch_row r = claim_one("r1", wf_now_us());
-    wf_net_ctx c = as("ops");
+    wf_runtime_ctx c = as("ops");
     wf_batch_view cv;
     wf_error err;
     ck_code(wf_batch_cancel(&c.ref, b.row.id, NULL, &cv, &err), WF_OK, err);
@@ -295,7 +296,7 @@ START_TEST(test_dry_run_counts_and_stores_nothing)
 {
     wf_instance_row *in = start_n("k", 3);
     start_n("other", 2);
-    wf_net_ctx c = as("ops");
+    wf_runtime_ctx c = as("ops");
     wf_batch_spec spec = {.action = WF_BATCH_CANCEL,
                           .filter = {.started_by = "*", .definition_key = "k"},
                           .dry_run = true};
