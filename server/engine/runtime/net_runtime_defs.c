@@ -269,7 +269,7 @@ wf_runtime_deploy(const wf_runtime_ctx *ctx, const wf_runtime_deploy_in *in, wf_
     if (rc != WF_OK)
         return rc;
     op.json = json;
-    wf_net_sha256_hex(json, strlen(json), op.hash);
+    wf_sha256_hex(json, strlen(json), op.hash);
     wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     return wf_uow_run(ctx->ref.store, &sc, idem, deploy_body, &op, out, err);
 }
