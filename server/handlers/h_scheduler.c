@@ -37,8 +37,8 @@ fire_timers(void *arg, const wf_timer_row *rows, size_t n, int64_t deadline_ms, 
             wf_code *codes, wf_error *errs)
 {
     wf_app *app = arg;
-    wf_net_rt rt = {app->store, wake_app, app};
-    wf_net_fire_timers(&rt, rows, n, deadline_ms, fired, codes, errs);
+    wf_runtime_host rt = {app->store, wake_app, app};
+    wf_runtime_fire_timers(&rt, rows, n, deadline_ms, fired, codes, errs);
 }
 
 /* A pass of batch operations (engine/batch.h) on this app's store, its
@@ -87,8 +87,8 @@ wf_app_fire_timer(void *arg, const wf_timer_row *timer, int64_t deadline_ms, boo
                   wf_error *err)
 {
     wf_app *app = arg;
-    wf_net_rt rt = {app->store, wake_app, app};
-    return wf_net_fire_timer(&rt, timer, deadline_ms, fired, err);
+    wf_runtime_host rt = {app->store, wake_app, app};
+    return wf_runtime_fire_timer(&rt, timer, deadline_ms, fired, err);
 }
 
 wf_code

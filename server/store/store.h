@@ -458,7 +458,7 @@ typedef struct wf_store_changes {
 /* ---- construction ------------------------------------------------------ */
 
 /* Creates an empty in-memory store. NULL (and err) when out of memory. */
-wf_store *wf_store_memory_new(wf_error *err);
+wf_store *wf_store_mem_new(wf_error *err);
 
 typedef struct wf_store_pg_config {
     const char *dsn;        /* libpq connection string or URI; copied */

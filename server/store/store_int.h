@@ -160,7 +160,7 @@ struct wf_tx {
 /* ---- row descriptors (store_rows.c) ------------------------------------
  *
  * Each row struct is described field by field, in the same order as the
- * columns of its Postgres table (store_pg.c relies on that order and
+ * columns of its Postgres table (pg/store.c relies on that order and
  * checks the column count of every result). */
 
 typedef enum wf_field_type {

@@ -159,12 +159,12 @@ WF_TEST(test_push_order_and_credit)
     Workflow__V1__Instance *in5 = start_boss(key, NULL);
     must_not_push(s, 300);
     wf_arena *a = wf_arena_new();
-    wf_net_ctx ctx = {.ref = {.store = ts.app.store,
-                              .tenant = "default",
-                              .deadline_ms = wf_mono_ms() + 10000,
-                              .arena = a}};
+    wf_runtime_ctx ctx = {.ref = {.store = ts.app.store,
+                                  .tenant = "default",
+                                  .deadline_ms = wf_mono_ms() + 10000,
+                                  .arena = a}};
     wf_error err;
-    wf_code rc = wf_net_complete_job(&ctx, j3->key, NULL, NULL, &err);
+    wf_code rc = wf_runtime_complete_job(&ctx, j3->key, NULL, NULL, &err);
     wf_arena_free(a);
     ck_assert_msg(rc == WF_OK, "complete: %s", err.msg);
     Workflow__V1__Job *j5 = must_next(s, 8000);

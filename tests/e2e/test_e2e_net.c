@@ -12,7 +12,7 @@
  * where a net is parked.
  *
  * Timers are fired the way the scheduler fires them, by calling
- * wf_net_fire_timer on the server's store (the scheduler thread itself is
+ * wf_runtime_fire_timer on the server's store (the scheduler thread itself is
  * not part of the test server).
  *
  * Postgres keeps rows between runs: every definition key, job type and

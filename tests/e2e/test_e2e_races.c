@@ -204,10 +204,10 @@ race_timer(void *arg)
                         .tenant = "default",
                         .root_id = (char *)r->instance_id,
                         .instance_id = (char *)r->instance_id};
-    wf_net_rt rt = {.store = ts.app.store};
+    wf_runtime_host rt = {.store = ts.app.store};
     wf_error err;
     pthread_barrier_wait(r->gate);
-    r->fire_rc = wf_net_fire_timer(&rt, &row, wf_mono_ms() + 10000, &r->fired, &err);
+    r->fire_rc = wf_runtime_fire_timer(&rt, &row, wf_mono_ms() + 10000, &r->fired, &err);
     return NULL;
 }
 

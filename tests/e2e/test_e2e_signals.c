@@ -14,7 +14,7 @@
  * finds still armed, which consume a signal buffered for them meanwhile
  * (not one that expired).
  *
- * Timers are fired the way the scheduler fires them (wf_net_fire_timer).
+ * Timers are fired the way the scheduler fires them (wf_runtime_fire_timer).
  * Postgres keeps rows between runs: keys, aggregates and signal ids are
  * made unique with a per-test suffix.
  */

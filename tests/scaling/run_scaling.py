@@ -51,7 +51,7 @@ SUITE_TIMEOUT_S = 90  # times the time scale, at most 240 (ctest allows 300)
 REPLAYS_PER_PATTERN = 3
 REPLAYS_PER_STATEMENT = 24
 
-# Per statement name of pg_stmts.c: (runs in a unit of work?, class).
+# Per statement name of pg/stmts.c: (runs in a unit of work?, class).
 # Keep in step with the tables of docs/scaling.md.
 CLASSES = {
     # the root lock and its aggregate, addressed by the root's id

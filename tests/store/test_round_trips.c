@@ -88,7 +88,7 @@ teardown(void)
     wf_test_pg_drop_schema(dsn, schema);
 }
 
-static wf_net_ctx
+static wf_runtime_ctx
 ctx(void)
 {
     return kit_ctx("t");
@@ -144,15 +144,16 @@ start(const char *key, const char *aggregate_id, wf_instance_row *in)
     return WF_OK;
 }
 
-static wf_net_activated
+static wf_runtime_activated
 activate(bool with_request_id)
 {
-    wf_net_ctx c = ctx();
-    wf_net_activation a = {.job_type = "ship", .worker = "w", .max_jobs = 1, .lease_ms = 60000};
+    wf_runtime_ctx c = ctx();
+    wf_runtime_activation a = {.job_type = "ship", .worker = "w", .max_jobs = 1, .lease_ms = 60000};
     wf_uow_idem i = idem("ActivateJobs");
-    wf_net_activated got;
+    wf_runtime_activated got;
     wf_error err;
-    wf_code rc = wf_net_activate_recorded(&c, &a, with_request_id ? &i : NULL, true, &got, &err);
+    wf_code rc =
+        wf_runtime_activate_recorded(&c, &a, with_request_id ? &i : NULL, true, &got, &err);
     ck_assert_msg(rc == WF_OK, "activate: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_uint_eq(got.n, 1);
     return got;
@@ -260,18 +261,18 @@ WF_TEST(test_round_trips_per_call)
     ASSERT_FLIGHTS("StartInstance (request id)", since(c0), START_FLIGHTS, START_TX);
 
     c0 = now_counts();
-    wf_net_activated got = activate(false);
+    wf_runtime_activated got = activate(false);
     ASSERT_FLIGHTS("ActivateJobs", since(c0), ACTIVATE_FLIGHTS, ACTIVATE_TX);
 
     c0 = now_counts();
     got = activate(true);
     ASSERT_FLIGHTS("ActivateJobs (request id)", since(c0), ACTIVATE_IDEM_FLIGHTS, ACTIVATE_TX);
 
-    wf_net_ctx c = ctx();
+    wf_runtime_ctx c = ctx();
     wf_error err;
     c0 = now_counts();
     wf_uow_idem i = idem("CompleteJob");
-    wf_code rc = wf_net_complete_job(&c, got.rows[0].key, "{}", &i, &err);
+    wf_code rc = wf_runtime_complete_job(&c, got.rows[0].key, "{}", &i, &err);
     ck_assert_msg(rc == WF_OK, "complete: %s %s", wf_code_reason(rc), err.msg);
     ASSERT_FLIGHTS("CompleteJob (request id)", since(c0), COMPLETE_FLIGHTS, COMPLETE_TX);
 
@@ -284,23 +285,24 @@ WF_TEST(test_round_trips_per_call)
     const char *bare = strchr(got.rows[0].key, '.') + 1;
     c0 = now_counts();
     i = idem("CompleteJob");
-    rc = wf_net_complete_job(&c, bare, "{}", &i, &err);
+    rc = wf_runtime_complete_job(&c, bare, "{}", &i, &err);
     ck_assert_msg(rc == WF_OK, "complete (bare key): %s %s", wf_code_reason(rc), err.msg);
     ASSERT_FLIGHTS("CompleteJob (a bare UUID key)", since(c0), COMPLETE_OLD_KEY_FLIGHTS,
                    COMPLETE_OLD_KEY_TX);
     /* A spent key of either form: JOB_LEASE_LOST; neither form: not found. */
-    ck_assert_int_eq(wf_net_complete_job(&c, bare, "{}", NULL, &err), WF_E_JOB_LEASE_LOST);
-    ck_assert_int_eq(wf_net_complete_job(&c, got.rows[0].key, "{}", NULL, &err),
+    ck_assert_int_eq(wf_runtime_complete_job(&c, bare, "{}", NULL, &err), WF_E_JOB_LEASE_LOST);
+    ck_assert_int_eq(wf_runtime_complete_job(&c, got.rows[0].key, "{}", NULL, &err),
                      WF_E_JOB_LEASE_LOST);
-    ck_assert_int_eq(wf_net_complete_job(&c, "x.not-a-uuid", "{}", NULL, &err), WF_E_JOB_NOT_FOUND);
+    ck_assert_int_eq(wf_runtime_complete_job(&c, "x.not-a-uuid", "{}", NULL, &err),
+                     WF_E_JOB_NOT_FOUND);
 
     start("msg", "A-1", &in);
-    wf_sig_send_in s = {
+    wf_runtime_send_signal_in s = {
         .name = "payment", .aggregate_type = "order", .aggregate_id = "A-1", .has_aggregate = true};
-    wf_sig_send_out out;
+    wf_runtime_send_signal_out out;
     c0 = now_counts();
     i = idem("SendSignal");
-    rc = wf_sig_send(&c, &s, &i, &out, &err);
+    rc = wf_runtime_send_signal(&c, &s, &i, &out, &err);
     ck_assert_msg(rc == WF_OK, "send: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
     ASSERT_FLIGHTS("SendSignal by aggregate (request id)", since(c0), SIGNAL_FLIGHTS, SIGNAL_TX);
@@ -311,7 +313,7 @@ WF_TEST(test_round_trips_per_call)
     s.start = &spec;
     c0 = now_counts();
     i = idem("SendSignal");
-    rc = wf_sig_send(&c, &s, &i, &out, &err);
+    rc = wf_runtime_send_signal(&c, &s, &i, &out, &err);
     ck_assert_msg(rc == WF_OK, "send with start: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_STARTED);
     ASSERT_FLIGHTS("SendSignal with start (request id)", since(c0), SIGNAL_START_FLIGHTS,

@@ -246,7 +246,7 @@ static void
 mem_setup(void)
 {
     wf_error err = {0};
-    st = wf_store_memory_new(&err);
+    st = wf_store_mem_new(&err);
     ck_assert_ptr_nonnull(st);
 }
 

@@ -101,7 +101,7 @@ store_conninfo(void)
     return out;
 }
 
-static wf_net_ctx
+static wf_runtime_ctx
 ctx(void)
 {
     return kit_ctx("t");
@@ -224,7 +224,7 @@ round_of_calls(void)
 {
     static int rounds; /* each round names an aggregate of its own */
     int n = ++rounds;
-    wf_net_ctx c = ctx();
+    wf_runtime_ctx c = ctx();
     wf_error err;
     char agg[32];
     snprintf(agg, sizeof agg, "w-%d", n);
@@ -235,25 +235,25 @@ round_of_calls(void)
     i = idem("StartInstance");
     (void)kit_start(&c.ref, &spec, &i);
 
-    wf_net_activation a = {.job_type = "ship", .worker = "w", .max_jobs = 1, .lease_ms = 60000};
-    wf_net_activated got;
+    wf_runtime_activation a = {.job_type = "ship", .worker = "w", .max_jobs = 1, .lease_ms = 60000};
+    wf_runtime_activated got;
     i = idem("ActivateJobs");
-    wf_code rc = wf_net_activate_recorded(&c, &a, &i, true, &got, &err);
+    wf_code rc = wf_runtime_activate_recorded(&c, &a, &i, true, &got, &err);
     ck_assert_msg(rc == WF_OK, "activate: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_uint_eq(got.n, 1);
     i = idem("CompleteJob");
-    rc = wf_net_complete_job(&c, got.rows[0].key, "{}", &i, &err);
+    rc = wf_runtime_complete_job(&c, got.rows[0].key, "{}", &i, &err);
     ck_assert_msg(rc == WF_OK, "complete: %s %s", wf_code_reason(rc), err.msg);
     a.job_type = "queued";
     i = idem("ActivateJobs");
-    rc = wf_net_activate_recorded(&c, &a, &i, true, &got, &err);
+    rc = wf_runtime_activate_recorded(&c, &a, &i, true, &got, &err);
     ck_assert_msg(rc == WF_OK, "activate (queue): %s %s", wf_code_reason(rc), err.msg);
 
-    wf_sig_send_in s = {
+    wf_runtime_send_signal_in s = {
         .name = "payment", .aggregate_type = "order", .aggregate_id = agg, .has_aggregate = true};
-    wf_sig_send_out out;
+    wf_runtime_send_signal_out out;
     i = idem("SendSignal");
-    rc = wf_sig_send(&c, &s, &i, &out, &err);
+    rc = wf_runtime_send_signal(&c, &s, &i, &out, &err);
     ck_assert_msg(rc == WF_OK, "send: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
 }

@@ -17,7 +17,7 @@ mem_open(int pool_size)
 {
     (void)pool_size;
     wf_error err = {0};
-    wf_store *st = wf_store_memory_new(&err);
+    wf_store *st = wf_store_mem_new(&err);
     ck_assert_msg(st != NULL, "memory store: %s", err.msg);
     return st;
 }

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pg_pool.h" /* wf_pg_n_migrations */
+#include "pg/pool.h" /* wf_store_pg_n_migrations */
 #include "test_pg.h"
 #include "wf_log.h"
 #include "wf_time.h"
@@ -599,8 +599,8 @@ WF_CASE_TEST("postgres", test_concurrent_migration_applies_once)
     PGresult *res = PQexec(pg, "SELECT count(*), count(DISTINCT version), min(version), "
                                "max(version) FROM schema_migrations");
     ck_assert_int_eq(PQresultStatus(res), PGRES_TUPLES_OK);
-    ck_assert_int_eq(atoi(PQgetvalue(res, 0, 0)), wf_pg_n_migrations);
-    ck_assert_int_eq(atoi(PQgetvalue(res, 0, 1)), wf_pg_n_migrations);
+    ck_assert_int_eq(atoi(PQgetvalue(res, 0, 0)), wf_store_pg_n_migrations);
+    ck_assert_int_eq(atoi(PQgetvalue(res, 0, 1)), wf_store_pg_n_migrations);
     ck_assert_int_eq(atoi(PQgetvalue(res, 0, 2)), 1);
     PQclear(res);
     PQfinish(pg);

@@ -10,7 +10,7 @@
  *
  * This suite fills the tables with a backlog (tens of thousands of rows
  * across tenants, roots, job types, users, groups and signal names), then
- * plans every statement the store prepares (wf_pg_statements: the
+ * plans every statement the store prepares (wf_store_pg_statements: the
  * store's own table, so a new statement is checked without being listed
  * here) with plan_cache_mode = force_generic_plan, twice: before any
  * ANALYZE, and after an ANALYZE followed by a new job type, signal name,
@@ -30,7 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pg_pool.h" /* wf_pg_statements */
+#include "pg/pool.h" /* wf_store_pg_statements */
 #include "store.h"
 #include "test_list.h"
 #include "test_pg.h"
@@ -389,8 +389,8 @@ guard(const char *phase, int *checked)
     *checked = 0;
     exec_ok(pg, "DEALLOCATE ALL");
     exec_ok(pg, "SET plan_cache_mode = force_generic_plan");
-    for (int i = 0; i < wf_pg_n_statements; i++) {
-        const wf_pg_stmt *s = &wf_pg_statements[i];
+    for (int i = 0; i < wf_store_pg_n_statements; i++) {
+        const wf_store_pg_stmt *s = &wf_store_pg_statements[i];
         ck_assert_msg(s->name != NULL, "statement %d has no entry in the table", i);
         if (!plannable(s->sql))
             continue;

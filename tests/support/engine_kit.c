@@ -27,7 +27,7 @@ kit_setup(void)
     ck_assert_msg(case_arena != NULL, "kit_setup before kit_fixture");
     if (case_store != NULL) {
         wf_error err;
-        *case_store = wf_store_memory_new(&err);
+        *case_store = wf_store_mem_new(&err);
         ck_assert_ptr_nonnull(*case_store);
     }
     *case_arena = wf_arena_new();
@@ -47,26 +47,26 @@ kit_teardown(void)
     wf_defcache_clear();
 }
 
-wf_net_ctx
+wf_runtime_ctx
 kit_ctx(const char *actor)
 {
-    return (wf_net_ctx){
+    return (wf_runtime_ctx){
         .ref = {.store = *case_store, .tenant = "default", .actor = actor, .arena = *case_arena}};
 }
 
-wf_net_deployed
-kit_deploy(const wf_net_ctx *c, const wf_net *net)
+wf_runtime_deployed
+kit_deploy(const wf_runtime_ctx *c, const wf_net *net)
 {
-    wf_net_deploy_in in = {WF_DEF_NET, net, false};
-    wf_net_deployed out;
+    wf_runtime_deploy_in in = {WF_DEF_NET, net, false};
+    wf_runtime_deployed out;
     wf_error err;
-    wf_code rc = wf_net_deploy(c, &in, NULL, &out, &err);
+    wf_code rc = wf_runtime_deploy(c, &in, NULL, &out, &err);
     ck_assert_msg(rc == WF_OK, "deploy: %s %s", wf_code_reason(rc), err.msg);
     return out;
 }
 
 void
-kit_deploy_line(wf_net_ctx c, const char *key, wf_transition *t)
+kit_deploy_line(wf_runtime_ctx c, const char *key, wf_transition *t)
 {
     static const wf_place p[] = {{.id = "s", .kind = WF_PLACE_START},
                                  {.id = "e", .kind = WF_PLACE_END}};
@@ -82,7 +82,7 @@ kit_deploy_line(wf_net_ctx c, const char *key, wf_transition *t)
 }
 
 void
-kit_deploy_msg_net(wf_net_ctx c, const char *key, wf_correlation corr)
+kit_deploy_msg_net(wf_runtime_ctx c, const char *key, wf_correlation corr)
 {
     wf_transition *t = wf_arena_calloc(c.ref.arena, 1, sizeof *t);
     ck_assert_ptr_nonnull(t);
@@ -110,7 +110,7 @@ kit_start(const wf_ref_ctx *c, const wf_start_spec *spec, wf_uow_idem *idem)
 }
 
 wf_instance_row
-kit_start_order(wf_net_ctx c, const char *key, const char *aggregate_id)
+kit_start_order(wf_runtime_ctx c, const char *key, const char *aggregate_id)
 {
     wf_start_spec spec = kit_order_spec(key, aggregate_id);
     return kit_start(&c.ref, &spec, NULL);

@@ -30,7 +30,7 @@ void kit_teardown(void);
 
 /* The context of actor in tenant "default" over the case's store and
  * arena. */
-wf_net_ctx kit_ctx(const char *actor);
+wf_runtime_ctx kit_ctx(const char *actor);
 
 /* ---- what the case's store holds (tenant "default"), asserting OK ------------------------- */
 
@@ -57,14 +57,14 @@ const char *kit_event_data(const char *root, const char *type);
 /* ---- deploying and starting ---------------------------------------------------------------- */
 
 /* Deploys net in c's tenant as c's actor, asserting OK. */
-wf_net_deployed kit_deploy(const wf_net_ctx *c, const wf_net *net);
+wf_runtime_deployed kit_deploy(const wf_runtime_ctx *c, const wf_net *net);
 
 /* Deploys key: s -> t -> e in c, asserting OK. */
-void kit_deploy_line(wf_net_ctx c, const char *key, wf_transition *t);
+void kit_deploy_line(wf_runtime_ctx c, const char *key, wf_transition *t);
 
 /* Deploys key: s -> paid (MSG "payment", correlation corr) -> e in c,
  * asserting OK. The transition lives in c's arena. */
-void kit_deploy_msg_net(wf_net_ctx c, const char *key, wf_correlation corr);
+void kit_deploy_msg_net(wf_runtime_ctx c, const char *key, wf_correlation corr);
 
 /* A start of key, bound to the aggregate ("order", aggregate_id) unless
  * aggregate_id is NULL. */
@@ -74,7 +74,7 @@ wf_start_spec kit_order_spec(const char *key, const char *aggregate_id);
 wf_instance_row kit_start(const wf_ref_ctx *c, const wf_start_spec *spec, wf_uow_idem *idem);
 
 /* StartInstance of kit_order_spec(key, aggregate_id) in c, asserting OK. */
-wf_instance_row kit_start_order(wf_net_ctx c, const char *key, const char *aggregate_id);
+wf_instance_row kit_start_order(wf_runtime_ctx c, const char *key, const char *aggregate_id);
 
 /* A request id for method, new at each call ("req-1", "req-2", ... in
  * arena), whose response is recorded as a fixed text: for suites that

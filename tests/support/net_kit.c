@@ -435,8 +435,8 @@ static wf_code
 fire_due_timer(void *arg, const wf_timer_row *timer, int64_t deadline_ms, bool *fired,
                wf_error *err)
 {
-    wf_net_rt rt = {.store = ((wf_app *)arg)->store, .wake = wake_streams, .wake_arg = arg};
-    return wf_net_fire_timer(&rt, timer, deadline_ms, fired, err);
+    wf_runtime_host rt = {.store = ((wf_app *)arg)->store, .wake = wake_streams, .wake_arg = arg};
+    return wf_runtime_fire_timer(&rt, timer, deadline_ms, fired, err);
 }
 
 bool

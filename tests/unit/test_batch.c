@@ -27,7 +27,7 @@ static wf_arena *arena;
     ck_assert_msg((rc) == (want), "%s, want %s: %s", wf_code_reason(rc), wf_code_reason(want),     \
                   (err).msg)
 
-static wf_net_ctx
+static wf_runtime_ctx
 as(const char *actor)
 {
     return kit_ctx(actor);
@@ -55,7 +55,7 @@ start_n(const char *key, size_t n)
 static wf_batch_view
 start_batch(const char *key, wf_batch_action action)
 {
-    wf_net_ctx c = as("ops");
+    wf_runtime_ctx c = as("ops");
     wf_batch_spec spec = {.action = (int)action,
                           .filter = {.started_by = "*", .definition_key = key},
                           .reason = "tidy"};
@@ -148,7 +148,7 @@ WF_TEST(test_first_errors_are_bounded)
 {
     wf_instance_row *in = start_n("k", 12);
     for (size_t i = 0; i < 12; i++) {
-        wf_net_ctx c = as("ops");
+        wf_runtime_ctx c = as("ops");
         wf_instance_row out;
         wf_error e;
         ck_code(wf_instances_cancel(&c, in[i].id, NULL, false, NULL, &out, &e), WF_OK, e);
@@ -158,7 +158,7 @@ WF_TEST(test_first_errors_are_bounded)
     wf_batch_chunk c = run(&r, 50);
     ck_assert_uint_eq(c.refused, 12);
     ck_assert(c.completed);
-    wf_net_ctx x = as("reader");
+    wf_runtime_ctx x = as("reader");
     wf_batch_view v;
     wf_error err;
     ck_code(wf_batch_get(&x.ref, b.row.id, &v, &err), WF_OK, err);
@@ -178,7 +178,7 @@ WF_TEST(test_cancel_during_a_chunk_keeps_its_counts)
     wf_instance_row *in = start_n("k", 4);
     wf_batch_view b = start_batch("k", WF_BATCH_CANCEL);
     wf_batch_row r = claim_one("r1", wf_now_us());
-    wf_net_ctx c = as("ops");
+    wf_runtime_ctx c = as("ops");
     wf_batch_view cv;
     wf_error err;
     ck_code(wf_batch_cancel(&c.ref, b.row.id, NULL, &cv, &err), WF_OK, err);
@@ -276,7 +276,7 @@ WF_TEST(test_dry_run_counts_and_stores_nothing)
 {
     wf_instance_row *in = start_n("k", 3);
     start_n("other", 2);
-    wf_net_ctx c = as("ops");
+    wf_runtime_ctx c = as("ops");
     wf_batch_spec spec = {.action = WF_BATCH_CANCEL,
                           .filter = {.started_by = "*", .definition_key = "k"},
                           .dry_run = true};

@@ -250,7 +250,7 @@ END_TEST
 WF_TEST(test_overlay_tokens_enabled_and_incident)
 {
     wf_net *n = sample_net();
-    wf_net_marking marking[] = {{"mid", 2}, {"remind-me", 1}};
+    wf_runtime_marking marking[] = {{"mid", 2}, {"remind-me", 1}};
     const char *enabled[] = {"ship", "poke", "poke"};
     wf_diagram_overlay ov = {.instance_id = "i-1",
                              .status = "FAILED",
@@ -313,7 +313,7 @@ WF_TEST(test_steps_current_step)
     ck_assert_int_eq(wf_steps_compile(in, A, &net, &v, &nv, &err), WF_OK);
     ck_assert_ptr_nonnull(net);
     const char *steps[] = {"confirm"};
-    wf_net_marking marking[] = {{"confirm:ready", 1}};
+    wf_runtime_marking marking[] = {{"confirm:ready", 1}};
     const char *enabled[] = {"confirm"};
     wf_diagram_overlay ov = {.instance_id = "i-3",
                              .status = "RUNNING",

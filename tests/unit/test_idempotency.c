@@ -90,7 +90,7 @@ teardown(void)
     kit_teardown();
 }
 
-static wf_net_ctx
+static wf_runtime_ctx
 ctx(void)
 {
     return kit_ctx("t");
@@ -116,7 +116,7 @@ encode_jobs(const void *result, void *arg, wf_arena *a, unsigned char **bytes, s
             wf_error *err)
 {
     (void)arg;
-    const wf_net_activated *r = result;
+    const wf_runtime_activated *r = result;
     char buf[1024] = "";
     for (size_t i = 0; i < r->n; i++)
         snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i ? "," : "", r->rows[i].key);
@@ -129,7 +129,7 @@ encode_send(const void *result, void *arg, wf_arena *a, unsigned char **bytes, s
             wf_error *err)
 {
     (void)arg;
-    const wf_sig_send_out *o = result;
+    const wf_runtime_send_signal_out *o = result;
     char buf[1024];
     snprintf(buf, sizeof buf, "%d:", (int)o->outcome);
     for (size_t i = 0; i < o->n_instance_ids; i++)
@@ -180,37 +180,37 @@ WF_TEST(test_activation_lost_with_its_record_leases_nothing)
 {
     deploy_job_net();
     wf_instance_row in = kit_start_order(ctx(), "jobs", NULL);
-    wf_net_ctx c = ctx();
-    wf_net_activation a = {.job_type = "ship", .worker = "w", .max_jobs = 1, .lease_ms = 60000};
-    wf_net_activated got;
+    wf_runtime_ctx c = ctx();
+    wf_runtime_activation a = {.job_type = "ship", .worker = "w", .max_jobs = 1, .lease_ms = 60000};
+    wf_runtime_activated got;
     wf_error err;
 
     /* The record cannot be written: the lease must go with it. */
     fail_records = -1;
     wf_uow_idem i1 = idem("ActivateJobs", "act-1", encode_jobs);
-    ck_assert_int_ne(wf_net_activate_recorded(&c, &a, &i1, true, &got, &err), WF_OK);
+    ck_assert_int_ne(wf_runtime_activate_recorded(&c, &a, &i1, true, &got, &err), WF_OK);
     ck_assert_uint_eq(jobs_in_state(in.id, WF_JOB_ACTIVATABLE), 1);
     ck_assert_uint_eq(jobs_in_state(in.id, WF_JOB_ACTIVATED), 0);
 
     /* The retry leases the job; a second retry gets the first answer. */
     fail_records = 0;
     wf_uow_idem i2 = idem("ActivateJobs", "act-1", encode_jobs);
-    ck_assert_int_eq(wf_net_activate_recorded(&c, &a, &i2, true, &got, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_activate_recorded(&c, &a, &i2, true, &got, &err), WF_OK);
     ck_assert(!i2.replayed);
     ck_assert_uint_eq(got.n, 1);
     const char *key = wf_arena_strdup(arena, got.rows[0].key);
     wf_uow_idem i3 = idem("ActivateJobs", "act-1", encode_jobs);
-    ck_assert_int_eq(wf_net_activate_recorded(&c, &a, &i3, true, &got, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_activate_recorded(&c, &a, &i3, true, &got, &err), WF_OK);
     ck_assert(i3.replayed);
     ck_assert_str_eq(response_text(&i3), key);
     ck_assert_uint_eq(jobs_in_state(in.id, WF_JOB_ACTIVATED), 1);
 
     /* An empty pass of a long poll records nothing; its last pass does. */
     wf_uow_idem i4 = idem("ActivateJobs", "act-2", encode_jobs);
-    ck_assert_int_eq(wf_net_activate_recorded(&c, &a, &i4, false, &got, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_activate_recorded(&c, &a, &i4, false, &got, &err), WF_OK);
     ck_assert_uint_eq(got.n, 0);
     ck_assert_int_eq(records_written, 1);
-    ck_assert_int_eq(wf_net_activate_recorded(&c, &a, &i4, true, &got, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_activate_recorded(&c, &a, &i4, true, &got, &err), WF_OK);
     ck_assert_int_eq(records_written, 2);
 }
 END_TEST
@@ -219,23 +219,23 @@ WF_TEST(test_signal_lost_with_its_record_delivers_nothing)
 {
     kit_deploy_msg_net(ctx(), "pay", WF_CORRELATION_INSTANCE);
     wf_instance_row in = kit_start_order(ctx(), "pay", NULL);
-    wf_net_ctx c = ctx();
-    wf_sig_send_in s = {.name = "payment", .instance_id = in.id};
-    wf_sig_send_out out;
+    wf_runtime_ctx c = ctx();
+    wf_runtime_send_signal_in s = {.name = "payment", .instance_id = in.id};
+    wf_runtime_send_signal_out out;
     wf_error err;
 
     fail_records = -1;
     wf_uow_idem i1 = idem("SendSignal", "sig-1", encode_send);
-    ck_assert_int_ne(wf_sig_send(&c, &s, &i1, &out, &err), WF_OK);
+    ck_assert_int_ne(wf_runtime_send_signal(&c, &s, &i1, &out, &err), WF_OK);
     ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_RUNNING);
 
     fail_records = 0;
     wf_uow_idem i2 = idem("SendSignal", "sig-1", encode_send);
-    ck_assert_int_eq(wf_sig_send(&c, &s, &i2, &out, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_send_signal(&c, &s, &i2, &out, &err), WF_OK);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
     ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_COMPLETED);
     wf_uow_idem i3 = idem("SendSignal", "sig-1", encode_send);
-    ck_assert_int_eq(wf_sig_send(&c, &s, &i3, &out, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_send_signal(&c, &s, &i3, &out, &err), WF_OK);
     ck_assert(i3.replayed);
     char want[256];
     snprintf(want, sizeof want, "%d:%s", (int)WF_SIGNAL_CORRELATED, in.id);
@@ -246,18 +246,18 @@ END_TEST
 
 WF_TEST(test_buffered_signal_lost_with_its_record_is_not_buffered)
 {
-    wf_net_ctx c = ctx();
-    wf_sig_send_in s = {.name = "payment",
-                        .aggregate_type = "order",
-                        .aggregate_id = "B-1",
-                        .has_aggregate = true,
-                        .buffer_ttl_ms = 60000};
-    wf_sig_send_out out;
+    wf_runtime_ctx c = ctx();
+    wf_runtime_send_signal_in s = {.name = "payment",
+                                   .aggregate_type = "order",
+                                   .aggregate_id = "B-1",
+                                   .has_aggregate = true,
+                                   .buffer_ttl_ms = 60000};
+    wf_runtime_send_signal_out out;
     wf_error err;
 
     fail_records = -1;
     wf_uow_idem i1 = idem("SendSignal", "sig-b", encode_send);
-    ck_assert_int_ne(wf_sig_send(&c, &s, &i1, &out, &err), WF_OK);
+    ck_assert_int_ne(wf_runtime_send_signal(&c, &s, &i1, &out, &err), WF_OK);
     wf_store_ctx sc = {"default", 0, arena};
     wf_signal_filter f = {.aggregate_type = "order", .aggregate_id = "B-1"};
     wf_signal_row *rows;
@@ -268,7 +268,7 @@ WF_TEST(test_buffered_signal_lost_with_its_record_is_not_buffered)
 
     fail_records = 0;
     wf_uow_idem i2 = idem("SendSignal", "sig-b", encode_send);
-    ck_assert_int_eq(wf_sig_send(&c, &s, &i2, &out, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_send_signal(&c, &s, &i2, &out, &err), WF_OK);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_BUFFERED);
     ck_assert_int_eq(wf_store_list_signals(st, &sc, &f, 10, NULL, &rows, &n, &next, &err), WF_OK);
     ck_assert_uint_eq(n, 1);
@@ -280,16 +280,16 @@ WF_TEST(test_aggregate_signal_records_with_every_root)
     kit_deploy_msg_net(ctx(), "agg", WF_CORRELATION_AGGREGATE);
     wf_instance_row a = kit_start_order(ctx(), "agg", "A-1");
     wf_instance_row b = kit_start_order(ctx(), "agg", "A-1");
-    wf_net_ctx c = ctx();
-    wf_sig_send_in s = {
+    wf_runtime_ctx c = ctx();
+    wf_runtime_send_signal_in s = {
         .name = "payment", .aggregate_type = "order", .aggregate_id = "A-1", .has_aggregate = true};
-    wf_sig_send_out out;
+    wf_runtime_send_signal_out out;
     wf_error err;
 
     /* The first root's record cannot be written: nobody is fired. */
     fail_records = 1;
     wf_uow_idem i1 = idem("SendSignal", "sig-a", encode_send);
-    ck_assert_int_ne(wf_sig_send(&c, &s, &i1, &out, &err), WF_OK);
+    ck_assert_int_ne(wf_runtime_send_signal(&c, &s, &i1, &out, &err), WF_OK);
     ck_assert_int_eq(kit_instance(a.id).status, WF_INSTANCE_RUNNING);
     ck_assert_int_eq(kit_instance(b.id).status, WF_INSTANCE_RUNNING);
 
@@ -298,11 +298,11 @@ WF_TEST(test_aggregate_signal_records_with_every_root)
     pass_records = 1;
     fail_records = 1;
     wf_uow_idem i2 = idem("SendSignal", "sig-a", encode_send);
-    ck_assert_int_ne(wf_sig_send(&c, &s, &i2, &out, &err), WF_OK);
+    ck_assert_int_ne(wf_runtime_send_signal(&c, &s, &i2, &out, &err), WF_OK);
     ck_assert_int_eq(kit_instance(a.id).status, WF_INSTANCE_COMPLETED);
     ck_assert_int_eq(kit_instance(b.id).status, WF_INSTANCE_RUNNING);
     wf_uow_idem i3 = idem("SendSignal", "sig-a", encode_send);
-    ck_assert_int_eq(wf_sig_send(&c, &s, &i3, &out, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_send_signal(&c, &s, &i3, &out, &err), WF_OK);
     ck_assert(i3.replayed);
     char want[256];
     snprintf(want, sizeof want, "%d:%s", (int)WF_SIGNAL_CORRELATED, a.id);
@@ -315,12 +315,12 @@ WF_TEST(test_aggregate_signal_records_with_every_root)
     s.aggregate_id = "A-2";
     records_written = 0;
     wf_uow_idem i4 = idem("SendSignal", "sig-b", encode_send);
-    ck_assert_int_eq(wf_sig_send(&c, &s, &i4, &out, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_send_signal(&c, &s, &i4, &out, &err), WF_OK);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
     ck_assert_uint_eq(out.n_instance_ids, 2);
     ck_assert_int_eq(records_written, 2);
     wf_uow_idem i5 = idem("SendSignal", "sig-b", encode_send);
-    ck_assert_int_eq(wf_sig_send(&c, &s, &i5, &out, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_send_signal(&c, &s, &i5, &out, &err), WF_OK);
     ck_assert(i5.replayed);
     snprintf(want, sizeof want, "%d:%s,%s", (int)WF_SIGNAL_CORRELATED, x.id, y.id);
     ck_assert_str_eq(response_text(&i5), want);

@@ -2,7 +2,7 @@
  * Unit tests of MigrateInstance without a server: the pure rule
  * (wf_net_migrate over an in-memory case state: tokens mapped with their
  * ids, items kept, every problem listed at once) and the runtime over the
- * memory store (wf_net_migrate_instance: a claimed task kept, a job kept,
+ * memory store (wf_runtime_migrate_instance: a claimed task kept, a job kept,
  * a timer kept with its due time, a signal subscription kept,
  * items withdrawn and created as a firing would, a completion through the
  * END place, a dry run that changes nothing, a refused run whose problems
@@ -41,11 +41,11 @@ record_violation(void *arg, const char *field, const char *reason, const char *m
              reason != NULL ? reason : "");
 }
 
-static wf_net_ctx
+static wf_runtime_ctx
 as(const char *actor)
 {
     violations[0] = '\0';
-    wf_net_ctx c = kit_ctx(actor);
+    wf_runtime_ctx c = kit_ctx(actor);
     c.ref.violation = record_violation;
     return c;
 }
@@ -148,7 +148,7 @@ v_broken(const char *key)
 static wf_instance_row
 start_v1(const char *key)
 {
-    wf_net_ctx c = as("dev");
+    wf_runtime_ctx c = as("dev");
     kit_deploy(&c, v1(key));
     wf_start_spec spec = {.definition_key = key, .version = 1};
     return kit_start(&c.ref, &spec, NULL);
@@ -203,20 +203,20 @@ start_at_a(const char *key)
 
 static wf_code
 migrate(const char *id, int32_t version, const wf_net_place_map *map, size_t n, bool dry,
-        wf_net_migration *out, wf_error *err)
+        wf_runtime_migration *out, wf_error *err)
 {
-    wf_net_ctx c = as("ops");
-    wf_net_migrate_in in = {.instance_id = id,
-                            .target_version = version,
-                            .mapping = map,
-                            .n_mapping = n,
-                            .dry_run = dry};
-    return wf_net_migrate_instance(&c, &in, NULL, out, err);
+    wf_runtime_ctx c = as("ops");
+    wf_runtime_migrate_in in = {.instance_id = id,
+                                .target_version = version,
+                                .mapping = map,
+                                .n_mapping = n,
+                                .dry_run = dry};
+    return wf_runtime_migrate_instance(&c, &in, NULL, out, err);
 }
 
 static void
 migrate_ok(const char *id, int32_t version, const wf_net_place_map *map, size_t n, bool dry,
-           wf_net_migration *out)
+           wf_runtime_migration *out)
 {
     wf_error err;
     wf_code rc = migrate(id, version, map, n, dry, out, &err);
@@ -334,11 +334,11 @@ WF_TEST(test_claimed_task_is_kept)
     wf_task_row claimed;
     wf_error err;
     ck_assert_int_eq(wf_referral_claim(&ac, review, NULL, &claimed, &err), WF_OK);
-    wf_net_ctx dev = as("dev");
+    wf_runtime_ctx dev = as("dev");
     kit_deploy(&dev, v_renamed("keep"));
     size_t before = kit_n_events(in.id);
 
-    wf_net_migration out;
+    wf_runtime_migration out;
     migrate_ok(in.id, 2, NULL, 0, false, &out);
     ck_assert(out.applied);
     ck_assert_int_eq(out.instance.definition_version, 2);
@@ -378,12 +378,12 @@ WF_TEST(test_mapping_withdraws_and_creates)
     wf_aggregate agg = kit_aggregate(in.id);
     const char *approve = task_of(&agg, "approve", WF_TASK_OPEN)->id;
     const char *token = agg.tokens[0].id;
-    wf_net_ctx dev = as("dev");
+    wf_runtime_ctx dev = as("dev");
     kit_deploy(&dev, v_escalate("esc"));
     size_t before = kit_n_events(in.id);
 
     const wf_net_place_map map[] = {{"a", "x"}};
-    wf_net_migration out;
+    wf_runtime_migration out;
     migrate_ok(in.id, 2, map, 1, false, &out);
     ck_assert_uint_eq(out.n_tokens, 1);
     ck_assert_str_eq(out.tokens[0].token_id, token);
@@ -422,10 +422,10 @@ END_TEST
 WF_TEST(test_mapping_to_end_completes)
 {
     wf_instance_row in = start_at_a("fin");
-    wf_net_ctx dev = as("dev");
+    wf_runtime_ctx dev = as("dev");
     kit_deploy(&dev, v_escalate("fin"));
     const wf_net_place_map map[] = {{"a", "e"}};
-    wf_net_migration out;
+    wf_runtime_migration out;
     migrate_ok(in.id, 2, map, 1, false, &out);
     ck_assert(out.completes);
     ck_assert_int_eq(out.instance.status, WF_INSTANCE_COMPLETED);
@@ -441,11 +441,11 @@ WF_TEST(test_job_is_kept_and_a_changed_type_refused)
     agg = kit_aggregate(in.id);
     ck_assert_uint_eq(agg.n_jobs, 1);
     const char *job = agg.jobs[0].id;
-    wf_net_ctx dev = as("dev");
+    wf_runtime_ctx dev = as("dev");
     kit_deploy(&dev, v_broken("job"));   /* v2: ship has job type ship2 */
     kit_deploy(&dev, v_escalate("job")); /* v3: ship unchanged */
 
-    wf_net_migration out;
+    wf_runtime_migration out;
     wf_error err;
     ck_assert_int_eq(migrate(in.id, 2, NULL, 0, false, &out, &err), WF_E_MIGRATION_INVALID);
     ck_assert_str_eq(violations, "target_version=JOB_TYPE_CHANGED");
@@ -464,11 +464,11 @@ END_TEST
 WF_TEST(test_dry_run_changes_nothing)
 {
     wf_instance_row in = start_at_a("dry");
-    wf_net_ctx dev = as("dev");
+    wf_runtime_ctx dev = as("dev");
     kit_deploy(&dev, v_escalate("dry"));
     size_t before = kit_n_events(in.id);
     const wf_net_place_map map[] = {{"a", "x"}};
-    wf_net_migration out;
+    wf_runtime_migration out;
     migrate_ok(in.id, 2, map, 1, true, &out);
     ck_assert(!out.applied);
     ck_assert_uint_eq(out.n_problems, 0);
@@ -489,10 +489,10 @@ END_TEST
 WF_TEST(test_problems_in_a_dry_run_and_a_refused_run)
 {
     wf_instance_row in = start_at_a("bad");
-    wf_net_ctx dev = as("dev");
+    wf_runtime_ctx dev = as("dev");
     kit_deploy(&dev, v_broken("bad"));
     size_t before = kit_n_events(in.id);
-    wf_net_migration out;
+    wf_runtime_migration out;
     migrate_ok(in.id, 2, NULL, 0, true, &out);
     ck_assert_uint_eq(out.n_problems, 1);
     ck_assert_str_eq(out.problems[0].code, "UNMAPPED_PLACE");
@@ -515,7 +515,7 @@ END_TEST
 
 WF_TEST(test_steps_follow_their_compiled_net)
 {
-    wf_net_ctx dev = as("dev");
+    wf_runtime_ctx dev = as("dev");
     wf_step s1[] = {{.id = "a", .has_job = true, .job_type = "A"},
                     {.id = "b", .has_job = true, .job_type = "B"}};
     wf_step s2[] = {{.id = "a", .has_job = true, .job_type = "A"},
@@ -524,20 +524,20 @@ WF_TEST(test_steps_follow_their_compiled_net)
     wf_net n1 = {.key = "steps", .steps = s1, .n_steps = 2};
     wf_net n2 = {.key = "steps", .steps = s2, .n_steps = 2};
     wf_net n3 = {.key = "steps", .steps = s3, .n_steps = 1};
-    wf_net_deployed d;
+    wf_runtime_deployed d;
     wf_error err;
-    wf_net_deploy_in in1 = {WF_DEF_STEPS, &n1, false}, in2 = {WF_DEF_STEPS, &n2, false},
-                     in3 = {WF_DEF_STEPS, &n3, false};
-    ck_assert_int_eq(wf_net_deploy(&dev, &in1, NULL, &d, &err), WF_OK);
+    wf_runtime_deploy_in in1 = {WF_DEF_STEPS, &n1, false}, in2 = {WF_DEF_STEPS, &n2, false},
+                         in3 = {WF_DEF_STEPS, &n3, false};
+    ck_assert_int_eq(wf_runtime_deploy(&dev, &in1, NULL, &d, &err), WF_OK);
     wf_start_spec spec = {.definition_key = "steps", .version = 1};
     wf_instance_row in = kit_start(&dev.ref, &spec, NULL);
-    ck_assert_int_eq(wf_net_deploy(&dev, &in2, NULL, &d, &err), WF_OK);
-    ck_assert_int_eq(wf_net_deploy(&dev, &in3, NULL, &d, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_deploy(&dev, &in2, NULL, &d, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_deploy(&dev, &in3, NULL, &d, &err), WF_OK);
     wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_uint_eq(agg.n_jobs, 1);
     const char *job = agg.jobs[0].id;
 
-    wf_net_migration out;
+    wf_runtime_migration out;
     ck_assert_int_eq(migrate(in.id, 3, NULL, 0, false, &out, &err), WF_E_MIGRATION_INVALID);
     ck_assert_str_eq(violations, "target_version=JOB_TYPE_CHANGED");
 
@@ -546,13 +546,13 @@ WF_TEST(test_steps_follow_their_compiled_net)
     ck_assert_str_eq(out.kept[0].transition_id, "a");
 
     /* The job of step a, completed, leads to step c of version 2. */
-    wf_net_activation act = {.job_type = "A", .worker = "w"};
+    wf_runtime_activation act = {.job_type = "A", .worker = "w"};
     wf_job_row *rows;
     size_t n;
-    ck_assert_int_eq(wf_net_activate_jobs(&dev, &act, &rows, &n, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_activate_jobs(&dev, &act, &rows, &n, &err), WF_OK);
     ck_assert_uint_eq(n, 1);
     ck_assert_str_eq(rows[0].id, job);
-    ck_assert_int_eq(wf_net_complete_job(&dev, rows[0].key, "{}", NULL, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_complete_job(&dev, rows[0].key, "{}", NULL, &err), WF_OK);
     agg = kit_aggregate(in.id);
     size_t c = 0;
     for (size_t i = 0; i < agg.n_jobs; i++)
@@ -570,7 +570,7 @@ deploy_wait(const char *key, int32_t version, wf_transition last)
     wf_net *n = mk(key, version, p, 3, td, 2);
     last.id = "wait";
     n->transitions[1] = last;
-    wf_net_ctx dev = as("dev");
+    wf_runtime_ctx dev = as("dev");
     kit_deploy(&dev, n);
 }
 
@@ -579,16 +579,16 @@ static wf_instance_row
 start_waiting(const char *key, wf_transition last)
 {
     deploy_wait(key, 1, last);
-    wf_net_ctx dev = as("dev");
+    wf_runtime_ctx dev = as("dev");
     wf_start_spec spec = {.definition_key = key, .version = 1};
     wf_instance_row in = kit_start(&dev.ref, &spec, NULL);
-    wf_net_activation act = {.job_type = "ship", .worker = "w"};
+    wf_runtime_activation act = {.job_type = "ship", .worker = "w"};
     wf_job_row *rows;
     size_t n;
     wf_error err;
-    ck_assert_int_eq(wf_net_activate_jobs(&dev, &act, &rows, &n, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_activate_jobs(&dev, &act, &rows, &n, &err), WF_OK);
     ck_assert_uint_eq(n, 1);
-    ck_assert_int_eq(wf_net_complete_job(&dev, rows[0].key, "{}", NULL, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_complete_job(&dev, rows[0].key, "{}", NULL, &err), WF_OK);
     return in;
 }
 
@@ -602,7 +602,7 @@ WF_TEST(test_timer_is_kept_with_its_due_time)
     /* Version 2 waits two hours: the armed timer keeps its due time. */
     t.delay_ms = 2 * 3600 * 1000;
     deploy_wait("timer", 2, t);
-    wf_net_migration out;
+    wf_runtime_migration out;
     migrate_ok(in.id, 2, NULL, 0, false, &out);
     ck_assert_uint_eq(out.n_kept, 1);
     ck_assert_int_eq(out.kept[0].trigger, WF_TRIGGER_TIME);
@@ -629,7 +629,7 @@ WF_TEST(test_subscription_is_kept_and_a_changed_signal_refused)
     const char *sub = agg.subscriptions[0].id;
     t.signal_name = "refund";
     deploy_wait("msg", 2, t);
-    wf_net_migration out;
+    wf_runtime_migration out;
     wf_error err;
     ck_assert_int_eq(migrate(in.id, 2, NULL, 0, false, &out, &err), WF_E_MIGRATION_INVALID);
     ck_assert_str_eq(violations, "target_version=SIGNAL_CHANGED");
@@ -639,7 +639,7 @@ WF_TEST(test_subscription_is_kept_and_a_changed_signal_refused)
     wf_net *n = mk("msg", 3, p, 3, td, 2);
     n->transitions[1] = (wf_transition){
         .id = "wait", .trigger = WF_TRIGGER_MSG, .signal_name = "payment", .name = "Paid"};
-    wf_net_ctx dev = as("dev");
+    wf_runtime_ctx dev = as("dev");
     kit_deploy(&dev, n);
     migrate_ok(in.id, 3, NULL, 0, false, &out);
     ck_assert_uint_eq(out.n_kept, 1);
@@ -652,7 +652,7 @@ END_TEST
 WF_TEST(test_refusals_and_the_no_op)
 {
     wf_instance_row in = start_v1("ref");
-    wf_net_migration out;
+    wf_runtime_migration out;
     wf_error err;
     size_t before = kit_n_events(in.id);
 
@@ -672,9 +672,9 @@ WF_TEST(test_refusals_and_the_no_op)
     ck_assert_int_eq(migrate("nope", 2, NULL, 0, false, &out, &err), WF_E_INSTANCE_NOT_FOUND);
 
     /* Suspended, then ended. */
-    wf_net_ctx ops = as("ops");
+    wf_runtime_ctx ops = as("ops");
     wf_instance_row r;
-    ck_assert_int_eq(wf_net_suspend_instance(&ops, in.id, "", NULL, &r, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_suspend_instance(&ops, in.id, "", NULL, &r, &err), WF_OK);
     ck_assert_int_eq(migrate(in.id, 1, NULL, 0, false, &out, &err), WF_E_INSTANCE_SUSPENDED);
     ck_assert_int_eq(wf_instances_cancel(&ops, in.id, "stop", false, NULL, &r, &err), WF_OK);
     ck_assert_int_eq(migrate(in.id, 1, NULL, 0, false, &out, &err), WF_E_INSTANCE_NOT_RUNNING);

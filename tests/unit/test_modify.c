@@ -3,7 +3,7 @@
  * (wf_net_modify over an in-memory case state: the tokens taken and made,
  * withdrawals, enablings, silent firings, termination, UNKNOWN_PLACE and
  * TOKENS_NOT_HELD with the failing operation) and the runtime over the
- * memory store (wf_net_modify_instance: tasks cancelled and created, a
+ * memory store (wf_runtime_modify_instance: tasks cancelled and created, a
  * job created, an instance completed by a silent transition, emptied and
  * cancelled with allow_empty, a FAILED instance taken past its incident,
  * the events and their data, the bound on variables, and every refusal
@@ -40,11 +40,11 @@ record_violation(void *arg, const char *field, const char *reason, const char *m
     last_field = wf_arena_strdup(arena, field);
 }
 
-static wf_net_ctx
+static wf_runtime_ctx
 as(const char *actor)
 {
     last_field = NULL;
-    wf_net_ctx c = kit_ctx(actor);
+    wf_runtime_ctx c = kit_ctx(actor);
     c.ref.violation = record_violation;
     return c;
 }
@@ -97,7 +97,7 @@ shop_net(const char *key)
 static wf_instance_row
 start_shop(const char *key)
 {
-    wf_net_ctx c = as("dev");
+    wf_runtime_ctx c = as("dev");
     kit_deploy(&c, shop_net(key));
     wf_start_spec spec = {.definition_key = key, .variables_json = "{\"n\":1}"};
     return kit_start(&c.ref, &spec, NULL);
@@ -123,21 +123,21 @@ tasks_with(const wf_aggregate *agg, const char *transition, wf_task_status statu
 
 static wf_code
 modify(const char *id, const wf_net_mod *ops, size_t n, const char *vars, bool allow_empty,
-       wf_net_modified *out, wf_error *err)
+       wf_runtime_modified *out, wf_error *err)
 {
-    wf_net_ctx c = as("ops");
-    wf_net_modify_in in = {.instance_id = id,
-                           .ops = ops,
-                           .n_ops = n,
-                           .variables_json = vars,
-                           .allow_empty = allow_empty,
-                           .reason = "fix"};
-    return wf_net_modify_instance(&c, &in, NULL, out, err);
+    wf_runtime_ctx c = as("ops");
+    wf_runtime_modify_in in = {.instance_id = id,
+                               .ops = ops,
+                               .n_ops = n,
+                               .variables_json = vars,
+                               .allow_empty = allow_empty,
+                               .reason = "fix"};
+    return wf_runtime_modify_instance(&c, &in, NULL, out, err);
 }
 
 static void
 modify_ok(const char *id, const wf_net_mod *ops, size_t n, const char *vars, bool allow_empty,
-          wf_net_modified *out)
+          wf_runtime_modified *out)
 {
     wf_error err;
     wf_code rc = modify(id, ops, n, vars, allow_empty, out, &err);
@@ -261,7 +261,7 @@ WF_TEST(test_move_withdraws_the_task_and_creates_others)
     wf_instance_row in = start_shop("move");
     size_t before = kit_n_events(in.id);
     wf_net_mod ops[] = {{.kind = WF_NET_MOD_MOVE, .place_id = "s", .to_place_id = "a"}};
-    wf_net_modified out;
+    wf_runtime_modified out;
     modify_ok(in.id, ops, 1, "{\"fixed\":true}", false, &out);
     ck_assert_int_eq(out.instance.status, WF_INSTANCE_RUNNING);
     ck_assert_str_eq(out.instance.variables_json, "{\"n\":1,\"fixed\":true}");
@@ -316,7 +316,7 @@ WF_TEST(test_add_creates_a_job_and_a_silent_transition_completes)
 {
     wf_instance_row in = start_shop("addjob");
     wf_net_mod ops[] = {{.kind = WF_NET_MOD_ADD, .place_id = "b"}};
-    wf_net_modified out;
+    wf_runtime_modified out;
     size_t before = kit_n_events(in.id);
     modify_ok(in.id, ops, 1, NULL, false, &out);
     ck_assert_uint_eq(out.n_marking, 2);
@@ -355,7 +355,7 @@ WF_TEST(test_remove_all_needs_allow_empty_and_then_cancels)
 {
     wf_instance_row in = start_shop("empty");
     wf_net_mod ops[] = {{.kind = WF_NET_MOD_REMOVE, .place_id = "s"}};
-    wf_net_modified out;
+    wf_runtime_modified out;
     wf_error err;
     size_t before = kit_n_events(in.id);
     ck_assert_int_eq(modify(in.id, ops, 1, NULL, false, &out, &err), WF_E_INSTANCE_WOULD_BE_EMPTY);
@@ -383,7 +383,7 @@ WF_TEST(test_refusals_change_nothing)
 {
     wf_instance_row in = start_shop("refuse");
     size_t before = kit_n_events(in.id);
-    wf_net_modified out;
+    wf_runtime_modified out;
     wf_error err;
     /* A deadlock: one token in d, which pair needs two of. */
     wf_net_mod dead[] = {{.kind = WF_NET_MOD_MOVE, .place_id = "s", .to_place_id = "d"}};
@@ -435,7 +435,7 @@ WF_TEST(test_refusals_change_nothing)
                      WF_E_INSTANCE_NOT_FOUND);
 
     /* An AD_HOC instance has no net. */
-    wf_net_ctx c = as("boss");
+    wf_runtime_ctx c = as("boss");
     wf_start_spec spec = {.definition_key = "adhoc-modify"};
     wf_instance_row adhoc = kit_start(&c.ref, &spec, NULL);
     ck_assert_int_eq(modify(adhoc.id, ok2, 1, NULL, false, &out, &err), WF_E_NOT_A_NET_INSTANCE);
@@ -449,16 +449,17 @@ END_TEST
 WF_TEST(test_variables_are_bounded)
 {
     wf_instance_row in = start_shop("bounded");
-    wf_net_ctx c = as("ops");
+    wf_runtime_ctx c = as("ops");
     c.ref.max_variables_bytes = 64;
     wf_net_mod ops[] = {{.kind = WF_NET_MOD_MOVE, .place_id = "s", .to_place_id = "a"}};
     char big[128];
     snprintf(big, sizeof big, "{\"blob\":\"%080d\"}", 0);
-    wf_net_modify_in m = {.instance_id = in.id, .ops = ops, .n_ops = 1, .variables_json = big};
-    wf_net_modified out;
+    wf_runtime_modify_in m = {.instance_id = in.id, .ops = ops, .n_ops = 1, .variables_json = big};
+    wf_runtime_modified out;
     wf_error err;
     size_t before = kit_n_events(in.id);
-    ck_assert_int_eq(wf_net_modify_instance(&c, &m, NULL, &out, &err), WF_E_VARIABLES_TOO_LARGE);
+    ck_assert_int_eq(wf_runtime_modify_instance(&c, &m, NULL, &out, &err),
+                     WF_E_VARIABLES_TOO_LARGE);
     ck_assert_uint_eq(kit_n_events(in.id), before);
     wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_str_eq(agg.tokens[0].place_id, "s");
@@ -491,7 +492,7 @@ WF_TEST(test_failed_instance_modified_past_its_incident)
                   .n_transitions = 2,
                   .arcs = a,
                   .n_arcs = 4};
-    wf_net_ctx c = as("dev");
+    wf_runtime_ctx c = as("dev");
     kit_deploy(&c, n);
     wf_start_spec spec = {.definition_key = "incident", .variables_json = "{\"go\":false}"};
     wf_instance_row in = kit_start(&c.ref, &spec, NULL);
@@ -504,15 +505,16 @@ WF_TEST(test_failed_instance_modified_past_its_incident)
         wf_store_claim_due_timers(st, &sc, wf_now_us() + 1000000, 10, 30000, &rows, &nt, &err),
         WF_OK);
     ck_assert_uint_eq(nt, 1);
-    wf_net_rt rt = {.store = st};
+    wf_runtime_host rt = {.store = st};
     bool fired = false;
-    ck_assert_int_eq(wf_net_fire_timer(&rt, &rows[0], wf_mono_ms() + 5000, &fired, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_fire_timer(&rt, &rows[0], wf_mono_ms() + 5000, &fired, &err),
+                     WF_OK);
     wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_FAILED);
 
     /* Adding a token elsewhere leaves the refused item: still FAILED. */
     wf_net_mod add_m[] = {{.kind = WF_NET_MOD_ADD, .place_id = "m"}};
-    wf_net_modified out;
+    wf_runtime_modified out;
     modify_ok(in.id, add_m, 1, NULL, false, &out);
     ck_assert_int_eq(out.instance.status, WF_INSTANCE_FAILED);
     ck_assert_ptr_nonnull(out.instance.last_error);
@@ -552,16 +554,16 @@ WF_TEST(test_suspended_instance_is_refused_as_suspended)
                   .n_transitions = 1,
                   .arcs = a,
                   .n_arcs = 2};
-    wf_net_ctx c = as("dev");
+    wf_runtime_ctx c = as("dev");
     kit_deploy(&c, n);
     wf_start_spec spec = {.definition_key = "susp"};
     wf_instance_row in = kit_start(&c.ref, &spec, NULL);
     wf_instance_row root;
     wf_error err;
-    ck_assert_int_eq(wf_net_suspend_instance(&c, in.id, "audit", NULL, &root, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_suspend_instance(&c, in.id, "audit", NULL, &root, &err), WF_OK);
     size_t before = kit_n_events(in.id);
     wf_net_mod add_m[] = {{.kind = WF_NET_MOD_ADD, .place_id = "s"}};
-    wf_net_modified out;
+    wf_runtime_modified out;
     ck_assert_int_eq(modify(in.id, add_m, 1, "{\"x\":1}", false, &out, &err),
                      WF_E_INSTANCE_SUSPENDED);
     ck_assert_ptr_nonnull(strstr(err.msg, "is suspended"));
@@ -570,7 +572,7 @@ WF_TEST(test_suspended_instance_is_refused_as_suspended)
     ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_SUSPENDED);
     ck_assert_uint_eq(agg.n_tokens, 1);
     ck_assert_str_eq(agg.instances[0].variables_json, "{}");
-    ck_assert_int_eq(wf_net_resume_instance(&c, in.id, "done", NULL, &root, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_resume_instance(&c, in.id, "done", NULL, &root, &err), WF_OK);
     modify_ok(in.id, add_m, 1, NULL, false, &out);
     ck_assert_int_eq(out.instance.status, WF_INSTANCE_RUNNING);
     ck_assert_uint_eq(kit_aggregate(in.id).n_tokens, 2);

@@ -619,12 +619,12 @@ END_TEST
 WF_CASE_TEST("json", test_sha256_vectors)
 {
     char hex[65];
-    wf_net_sha256_hex("", 0, hex);
+    wf_sha256_hex("", 0, hex);
     ck_assert_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-    wf_net_sha256_hex("abc", 3, hex);
+    wf_sha256_hex("abc", 3, hex);
     ck_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     const char *m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-    wf_net_sha256_hex(m, strlen(m), hex);
+    wf_sha256_hex(m, strlen(m), hex);
     ck_assert_str_eq(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 END_TEST

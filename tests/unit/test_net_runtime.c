@@ -1,7 +1,7 @@
 /*
  * Unit tests of the net runtime over the memory store, without a server:
  * TIME transitions fired the way the scheduler fires them (claim due
- * timers with wf_store_claim_due_timers, then wf_net_fire_timer), the
+ * timers with wf_store_claim_due_timers, then wf_runtime_fire_timer), the
  * deferred choice between a USER and a TIME transition in both directions,
  * due_expression, a refused timer firing becoming an incident, the
  * subscription of a MSG transition, versioning, the definition cache, and
@@ -48,9 +48,10 @@ static void
 count_wake(void *arg, const char *topic)
 {
     (void)arg;
-    if (strcmp(topic, WF_NET_TOPIC_EVENTS) == 0)
+    if (strcmp(topic, WF_RUNTIME_TOPIC_EVENTS) == 0)
         wakes_events++;
-    else if (strncmp(topic, WF_NET_TOPIC_JOBS_PREFIX, strlen(WF_NET_TOPIC_JOBS_PREFIX)) == 0)
+    else if (strncmp(topic, WF_RUNTIME_TOPIC_JOBS_PREFIX, strlen(WF_RUNTIME_TOPIC_JOBS_PREFIX)) ==
+             0)
         wakes_jobs++;
 }
 
@@ -89,10 +90,10 @@ race_net(const char *key, int64_t delay_ms, const char *due_expression, const ch
     return n;
 }
 
-static wf_net_deployed
+static wf_runtime_deployed
 deploy(const wf_net *net)
 {
-    wf_net_ctx c = {.ref = as("dev")};
+    wf_runtime_ctx c = {.ref = as("dev")};
     return kit_deploy(&c, net);
 }
 
@@ -118,10 +119,10 @@ claim(int64_t now, size_t *n)
 static bool
 fire(const wf_timer_row *row)
 {
-    wf_net_rt rt = {.store = st, .wake = count_wake};
+    wf_runtime_host rt = {.store = st, .wake = count_wake};
     bool fired = true;
     wf_error err;
-    wf_code rc = wf_net_fire_timer(&rt, row, wf_mono_ms() + 5000, &fired, &err);
+    wf_code rc = wf_runtime_fire_timer(&rt, row, wf_mono_ms() + 5000, &fired, &err);
     ck_assert_msg(rc == WF_OK, "fire: %s %s", wf_code_reason(rc), err.msg);
     return fired;
 }
@@ -254,18 +255,18 @@ WF_TEST(test_timer_withdrawn_by_the_user_never_fires)
 }
 END_TEST
 
-/* The work-item history (wf_net_list_work_items): a user's completion
+/* The work-item history (wf_runtime_list_work_items): a user's completion
  * and the timer it withdrew; then a timer's firing and the task it
  * withdrew; states, times, deadline, assignee and finished_by. */
-static wf_net_item *
+static wf_runtime_item *
 history(const char *id, const int *states, size_t n_states, size_t *n)
 {
     wf_ref_ctx c = as(NULL);
-    wf_net_list_items_in q = {.instance_id = id, .states = states, .n_states = n_states};
-    wf_net_item *items;
+    wf_runtime_list_items_in q = {.instance_id = id, .states = states, .n_states = n_states};
+    wf_runtime_item *items;
     char *next;
     wf_error err;
-    wf_code rc = wf_net_list_work_items(&c, &q, &items, n, &next, &err);
+    wf_code rc = wf_runtime_list_work_items(&c, &q, &items, n, &next, &err);
     ck_assert_msg(rc == WF_OK, "list: %s", err.msg);
     ck_assert_ptr_null(next);
     return items;
@@ -279,10 +280,10 @@ WF_TEST(test_work_item_history)
     wf_aggregate agg = kit_aggregate(in.id);
     int64_t due = agg.timers[0].due_at;
     size_t n;
-    wf_net_item *h = history(in.id, NULL, 0, &n);
+    wf_runtime_item *h = history(in.id, NULL, 0, &n);
     ck_assert_uint_eq(n, 2);
     for (size_t i = 0; i < n; i++) {
-        ck_assert_int_eq(h[i].state, WF_NET_ITEM_ENABLED);
+        ck_assert_int_eq(h[i].state, WF_RUNTIME_ITEM_ENABLED);
         ck_assert_int_eq(h[i].row.deadline, due);
     }
     wf_ref_ctx alice = as("alice");
@@ -292,20 +293,20 @@ WF_TEST(test_work_item_history)
                      WF_OK);
     h = history(in.id, NULL, 0, &n);
     ck_assert_uint_eq(n, 2);
-    const wf_net_item *rv = strcmp(h[0].row.transition_id, "review") == 0 ? &h[0] : &h[1];
-    const wf_net_item *to = rv == &h[0] ? &h[1] : &h[0];
-    ck_assert_int_eq(rv->state, WF_NET_ITEM_FINISHED);
+    const wf_runtime_item *rv = strcmp(h[0].row.transition_id, "review") == 0 ? &h[0] : &h[1];
+    const wf_runtime_item *to = rv == &h[0] ? &h[1] : &h[0];
+    ck_assert_int_eq(rv->state, WF_RUNTIME_ITEM_FINISHED);
     ck_assert_str_eq(rv->transition_name, "Review");
     ck_assert_str_eq(rv->row.finished_by, "alice");
     ck_assert_int_eq(rv->row.assignee_kind, WF_NET_ASSIGNEE_USER);
     ck_assert_str_eq(rv->row.assignee_id, "alice");
     ck_assert(rv->finished_at >= rv->row.enabled_at && rv->cancelled_at == 0);
-    ck_assert_int_eq(to->state, WF_NET_ITEM_CANCELLED);
+    ck_assert_int_eq(to->state, WF_RUNTIME_ITEM_CANCELLED);
     ck_assert_int_eq(to->cancelled_at, rv->finished_at);
     ck_assert_int_eq(to->finished_at, 0);
     ck_assert_ptr_null(to->row.finished_by);
     ck_assert_int_eq(to->row.deadline, due);
-    int fin[] = {WF_NET_ITEM_FINISHED}, open[] = {WF_NET_ITEM_ENABLED};
+    int fin[] = {WF_RUNTIME_ITEM_FINISHED}, open[] = {WF_RUNTIME_ITEM_ENABLED};
     ck_assert_uint_eq((history(in.id, fin, 1, &n), n), 1);
     ck_assert_uint_eq((history(in.id, open, 1, &n), n), 0);
     /* The live rows left the aggregate. */
@@ -320,25 +321,25 @@ WF_TEST(test_work_item_history)
     ck_assert_uint_eq(n, 2);
     rv = strcmp(h[0].row.transition_id, "review") == 0 ? &h[0] : &h[1];
     to = rv == &h[0] ? &h[1] : &h[0];
-    ck_assert_int_eq(to->state, WF_NET_ITEM_FINISHED);
+    ck_assert_int_eq(to->state, WF_RUNTIME_ITEM_FINISHED);
     ck_assert_ptr_null(to->row.finished_by);
-    ck_assert_int_eq(rv->state, WF_NET_ITEM_CANCELLED);
+    ck_assert_int_eq(rv->state, WF_RUNTIME_ITEM_CANCELLED);
     ck_assert_ptr_null(rv->row.finished_by);
     ck_assert_int_eq(rv->cancelled_at, to->finished_at);
 
     /* Bad requests. */
     wf_ref_ctx c = as(NULL);
-    wf_net_item *items;
+    wf_runtime_item *items;
     char *next;
     int bad[] = {9};
-    wf_net_list_items_in q = {.instance_id = in.id, .states = bad, .n_states = 1};
-    ck_assert_int_eq(wf_net_list_work_items(&c, &q, &items, &n, &next, &err),
+    wf_runtime_list_items_in q = {.instance_id = in.id, .states = bad, .n_states = 1};
+    ck_assert_int_eq(wf_runtime_list_work_items(&c, &q, &items, &n, &next, &err),
                      WF_E_INVALID_ARGUMENT);
-    q = (wf_net_list_items_in){.instance_id = in.id, .page_size = -1};
-    ck_assert_int_eq(wf_net_list_work_items(&c, &q, &items, &n, &next, &err),
+    q = (wf_runtime_list_items_in){.instance_id = in.id, .page_size = -1};
+    ck_assert_int_eq(wf_runtime_list_work_items(&c, &q, &items, &n, &next, &err),
                      WF_E_INVALID_ARGUMENT);
-    q = (wf_net_list_items_in){.instance_id = "0190a0a0-0000-7000-8000-000000000000"};
-    ck_assert_int_eq(wf_net_list_work_items(&c, &q, &items, &n, &next, &err),
+    q = (wf_runtime_list_items_in){.instance_id = "0190a0a0-0000-7000-8000-000000000000"};
+    ck_assert_int_eq(wf_runtime_list_work_items(&c, &q, &items, &n, &next, &err),
                      WF_E_INSTANCE_NOT_FOUND);
 }
 END_TEST
@@ -377,11 +378,11 @@ WF_TEST(test_timers_fire_in_batches)
             WF_OK);
     }
 
-    wf_net_rt rt = {.store = st, .wake = count_wake};
+    wf_runtime_host rt = {.store = st, .wake = count_wake};
     bool fired[N + 1];
     wf_code codes[N + 1];
     wf_error errs[N + 1];
-    wf_net_fire_timers(&rt, rows, N + 1, wf_mono_ms() + 5000, fired, codes, errs);
+    wf_runtime_fire_timers(&rt, rows, N + 1, wf_mono_ms() + 5000, fired, codes, errs);
     ck_assert(!fired[N]);
     ck_assert_int_ne(codes[N], WF_OK);
     ck_assert_int_ge(wakes_events, 1);
@@ -403,7 +404,7 @@ WF_TEST(test_timers_fire_in_batches)
     }
 
     /* The same rows again (another replica, a retry): nothing fires. */
-    wf_net_fire_timers(&rt, rows, N, wf_mono_ms() + 5000, fired, codes, errs);
+    wf_runtime_fire_timers(&rt, rows, N, wf_mono_ms() + 5000, fired, codes, errs);
     for (int r = 0; r < N; r++) {
         ck_assert_int_eq(codes[r], WF_OK);
         ck_assert(!fired[r]);
@@ -444,10 +445,10 @@ static void *
 race_timer(void *arg)
 {
     struct racer *r = arg;
-    wf_net_rt rt = {.store = st};
+    wf_runtime_host rt = {.store = st};
     wf_error err;
     pthread_barrier_wait(r->gate);
-    wf_code rc = wf_net_fire_timer(&rt, &r->timer, wf_mono_ms() + 5000, &r->fired, &err);
+    wf_code rc = wf_runtime_fire_timer(&rt, &r->timer, wf_mono_ms() + 5000, &r->fired, &err);
     if (rc != WF_OK)
         r->fired = false;
     return NULL;
@@ -642,16 +643,16 @@ WF_TEST(test_task_expression_failing_after_a_timer_is_an_incident)
 END_TEST
 
 /* The live USER work item of a net task, as ListWorkItems reads it. */
-static wf_net_item
+static wf_runtime_item
 review_item(const char *instance_id)
 {
     wf_ref_ctx c = as("boss");
-    wf_net_list_items_in q = {.instance_id = instance_id};
-    wf_net_item *items;
+    wf_runtime_list_items_in q = {.instance_id = instance_id};
+    wf_runtime_item *items;
     size_t n;
     char *next;
     wf_error err;
-    ck_assert_int_eq(wf_net_list_work_items(&c, &q, &items, &n, &next, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_list_work_items(&c, &q, &items, &n, &next, &err), WF_OK);
     for (size_t i = 0; i < n; i++)
         if (strcmp(items[i].row.transition_id, "review") == 0)
             return items[i];
@@ -668,7 +669,7 @@ WF_TEST(test_work_item_follows_reassign_and_delegate)
     wf_instance_row in = start("wi", "{}");
     wf_aggregate agg = kit_aggregate(in.id);
     const char *task = agg.tasks[0].id;
-    wf_net_item it = review_item(in.id);
+    wf_runtime_item it = review_item(in.id);
     ck_assert_str_eq(it.row.assignee_id, "alice");
     int64_t deadline = it.row.deadline;
     ck_assert(deadline != 0);
@@ -697,7 +698,7 @@ WF_TEST(test_work_item_follows_reassign_and_delegate)
     ck_assert_int_eq(wf_referral_claim(&dana, task, NULL, &t, &err), WF_OK);
     ck_assert_int_eq(wf_instances_complete_task(&dana, task, "{}", NULL, &done, &err), WF_OK);
     it = review_item(in.id);
-    ck_assert_int_eq(it.state, WF_NET_ITEM_FINISHED);
+    ck_assert_int_eq(it.state, WF_RUNTIME_ITEM_FINISHED);
     ck_assert_str_eq(it.row.assignee_id, "ops");
     ck_assert_str_eq(it.row.finished_by, "dana");
 }
@@ -744,20 +745,21 @@ WF_TEST(test_signal_with_start)
                   .arcs = (wf_arc *)a,
                   .n_arcs = 4};
     deploy(&net);
-    wf_net_ctx c = {.ref = as("hook")};
+    wf_runtime_ctx c = {.ref = as("hook")};
     wf_start_spec spec = {.definition_key = "sws", .variables_json = "{\"src\":1}"};
-    wf_sig_send_in in = {.name = "payment",
-                         .aggregate_type = "order",
-                         .aggregate_id = "S-1",
-                         .has_aggregate = true,
-                         .payload_json = "{\"amount\":3}",
-                         .start = &spec};
-    wf_sig_send_out out;
+    wf_runtime_send_signal_in in = {.name = "payment",
+                                    .aggregate_type = "order",
+                                    .aggregate_id = "S-1",
+                                    .has_aggregate = true,
+                                    .payload_json = "{\"amount\":3}",
+                                    .start = &spec};
+    wf_runtime_send_signal_out out;
     wf_error err;
-    ck_assert_int_eq(wf_sig_send(&c, &in, NULL, &out, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_send_signal(&c, &in, NULL, &out, &err), WF_OK);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_STARTED);
     ck_assert_uint_eq(out.n_instance_ids, 1);
-    ck_assert_int_gt(out.expires_at, wf_now_us() + WF_SIG_START_TTL_MS * 1000 - 60000000LL);
+    ck_assert_int_gt(out.expires_at,
+                     wf_now_us() + WF_RUNTIME_SIGNAL_START_TTL_MS * 1000 - 60000000LL);
     wf_aggregate g = kit_aggregate(out.instance_ids[0]);
     ck_assert_str_eq(g.instances[0].aggregate_id, "S-1");
     ck_assert_str_eq(g.instances[0].started_by, "hook");
@@ -765,7 +767,7 @@ WF_TEST(test_signal_with_start)
     ck_assert_uint_eq(g.n_tasks, 1); /* past the wait: the signal was consumed */
 
     in.buffer_ttl_ms = 60000;
-    ck_assert_int_eq(wf_sig_send(&c, &in, NULL, &out, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_send_signal(&c, &in, NULL, &out, &err), WF_OK);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_BUFFERED);
     ck_assert_uint_eq(out.n_instance_ids, 0);
 
@@ -774,18 +776,18 @@ WF_TEST(test_signal_with_start)
     c.ref.violation = count_violation;
     c.ref.violation_arg = "start";
     violations = 0;
-    ck_assert_int_eq(wf_sig_send(&c, &in, NULL, &out, &err), WF_E_INVALID_ARGUMENT);
+    ck_assert_int_eq(wf_runtime_send_signal(&c, &in, NULL, &out, &err), WF_E_INVALID_ARGUMENT);
     ck_assert_int_eq(violations, 1);
     in.has_aggregate = true;
     in.instance_id = NULL;
     in.aggregate_id = "S-2";
     spec.version = -1;
     c.ref.violation_arg = "start.version";
-    ck_assert_int_eq(wf_sig_send(&c, &in, NULL, &out, &err), WF_E_INVALID_ARGUMENT);
+    ck_assert_int_eq(wf_runtime_send_signal(&c, &in, NULL, &out, &err), WF_E_INVALID_ARGUMENT);
     ck_assert_int_eq(violations, 2);
     spec.version = 0;
     c.ref.actor = NULL;
-    ck_assert_int_eq(wf_sig_send(&c, &in, NULL, &out, &err), WF_E_ACTOR_MISSING);
+    ck_assert_int_eq(wf_runtime_send_signal(&c, &in, NULL, &out, &err), WF_E_ACTOR_MISSING);
 }
 END_TEST
 
@@ -835,8 +837,8 @@ WF_TEST(test_msg_subscription_and_view)
     ck_assert_uint_eq(n, 1);
     ck_assert_ptr_null(subs[0].aggregate_type); /* INSTANCE correlation */
 
-    wf_net_view v;
-    ck_assert_int_eq(wf_net_instance_view(&c, in.id, &v, &err), WF_OK);
+    wf_runtime_view v;
+    ck_assert_int_eq(wf_runtime_instance_view(&c, in.id, &v, &err), WF_OK);
     ck_assert(v.is_net);
     ck_assert_uint_eq(v.n_marking, 1);
     ck_assert_str_eq(v.marking[0].place_id, "s");
@@ -844,7 +846,7 @@ WF_TEST(test_msg_subscription_and_view)
     ck_assert_uint_eq(v.n_timers, 1);
     ck_assert_uint_eq(v.n_awaiting, 2);
     /* Rows made in one step have no fixed order among themselves. */
-    const wf_net_awaiting *paid = NULL, *note = NULL;
+    const wf_runtime_awaiting *paid = NULL, *note = NULL;
     for (size_t i = 0; i < v.n_awaiting; i++) {
         if (strcmp(v.awaiting[i].sub.transition_id, "paid") == 0)
             paid = &v.awaiting[i];
@@ -872,16 +874,16 @@ END_TEST
 WF_TEST(test_versions_and_cache)
 {
     wf_net *a = race_net("ver", 1000, NULL, NULL);
-    wf_net_deployed d1 = deploy(a);
+    wf_runtime_deployed d1 = deploy(a);
     ck_assert(d1.created);
     ck_assert_int_eq(d1.row.version, 1);
     size_t cached = wf_defcache_size();
-    wf_net_deployed d2 = deploy(a);
+    wf_runtime_deployed d2 = deploy(a);
     ck_assert(!d2.created);
     ck_assert_int_eq(d2.row.version, 1);
     ck_assert_uint_eq(wf_defcache_size(), cached);
     wf_net *b = race_net("ver", 2000, NULL, NULL);
-    wf_net_deployed d3 = deploy(b);
+    wf_runtime_deployed d3 = deploy(b);
     ck_assert(d3.created);
     ck_assert_int_eq(d3.row.version, 2);
     ck_assert_str_ne(d3.row.content_hash, d1.row.content_hash);
@@ -935,12 +937,12 @@ signal_race_net(const char *key)
 
 /* SendSignal "paid" to instance_id (not buffered), as the handler calls it. */
 static wf_code
-send_paid(wf_arena *a, const char *instance_id, wf_sig_send_out *out)
+send_paid(wf_arena *a, const char *instance_id, wf_runtime_send_signal_out *out)
 {
-    wf_net_ctx c = {.ref = {.store = st, .tenant = "default", .actor = NULL, .arena = a}};
-    wf_sig_send_in in = {.name = "paid", .instance_id = instance_id};
+    wf_runtime_ctx c = {.ref = {.store = st, .tenant = "default", .actor = NULL, .arena = a}};
+    wf_runtime_send_signal_in in = {.name = "paid", .instance_id = instance_id};
     wf_error err;
-    return wf_sig_send(&c, &in, NULL, out, &err);
+    return wf_runtime_send_signal(&c, &in, NULL, out, &err);
 }
 
 struct signal_racer {
@@ -957,7 +959,7 @@ race_signal(void *arg)
 {
     struct signal_racer *r = arg;
     wf_arena *a = wf_arena_new();
-    wf_sig_send_out out = {0};
+    wf_runtime_send_signal_out out = {0};
     pthread_barrier_wait(r->gate);
     r->send_rc = send_paid(a, r->instance_id, &out);
     r->outcome = out.outcome;
@@ -969,10 +971,10 @@ static void *
 race_signal_timer(void *arg)
 {
     struct signal_racer *r = arg;
-    wf_net_rt rt = {.store = st};
+    wf_runtime_host rt = {.store = st};
     wf_error err;
     pthread_barrier_wait(r->gate);
-    wf_code rc = wf_net_fire_timer(&rt, &r->timer, wf_mono_ms() + 5000, &r->fired, &err);
+    wf_code rc = wf_runtime_fire_timer(&rt, &r->timer, wf_mono_ms() + 5000, &r->fired, &err);
     if (rc != WF_OK)
         r->fired = false;
     return NULL;
@@ -1063,7 +1065,7 @@ WF_TEST(test_signal_first_then_the_stale_timeout_is_gone)
     wf_timer_row *rows = claim(wf_now_us() + HOUR_US, &n);
     ck_assert_uint_eq(n, 1);
     wf_timer_row row = rows[0];
-    wf_sig_send_out out;
+    wf_runtime_send_signal_out out;
     ck_assert_int_eq(send_paid(arena, in.id, &out), WF_OK);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
     ck_assert_uint_eq(out.n_instance_ids, 1);
@@ -1101,10 +1103,10 @@ WF_TEST(test_retry_refires_a_refused_timer)
     ck_assert_int_eq(kit_aggregate(in.id).instances[0].status, WF_INSTANCE_FAILED);
 
     /* Still refused: the call fails, the incident stays open. */
-    wf_net_ctx ops = {.ref = as("ops"), .wake = count_wake};
+    wf_runtime_ctx ops = {.ref = as("ops"), .wake = count_wake};
     wf_instance_row out;
     wf_error err;
-    ck_assert_int_eq(wf_net_retry_instance(&ops, in.id, NULL, &out, &err), WF_E_NO_ARC_MATCHED);
+    ck_assert_int_eq(wf_runtime_retry_instance(&ops, in.id, NULL, &out, &err), WF_E_NO_ARC_MATCHED);
     ck_assert_ptr_nonnull(strstr(err.msg, "timeout"));
     wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_FAILED);
@@ -1113,9 +1115,10 @@ WF_TEST(test_retry_refires_a_refused_timer)
 
     /* Fixed variables: the retry fires the timeout, which ends the case and
      * withdraws the competing review. */
-    ck_assert_int_eq(wf_sig_set_variables(&ops, in.id, "{\"go\":true}", NULL, &out, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_set_variables(&ops, in.id, "{\"go\":true}", NULL, &out, &err),
+                     WF_OK);
     wakes_events = 0;
-    wf_code rc = wf_net_retry_instance(&ops, in.id, NULL, &out, &err);
+    wf_code rc = wf_runtime_retry_instance(&ops, in.id, NULL, &out, &err);
     ck_assert_msg(rc == WF_OK, "retry: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_int_eq(out.status, WF_INSTANCE_COMPLETED);
     ck_assert_ptr_null(out.last_error);
@@ -1126,7 +1129,7 @@ WF_TEST(test_retry_refires_a_refused_timer)
     ck_assert_msg(strstr(ev, "INCIDENT_RESOLVED TRANSITION_FIRED") != NULL, "%s", ev);
     ck_assert_int_eq(count_of(ev, "INCIDENT_RESOLVED"), 1);
     ck_assert_int_eq(count_of(ev, "TRANSITION_FIRED"), 1);
-    ck_assert_int_eq(wf_net_retry_instance(&ops, in.id, NULL, &out, &err),
+    ck_assert_int_eq(wf_runtime_retry_instance(&ops, in.id, NULL, &out, &err),
                      WF_E_INSTANCE_NOT_RUNNING);
 }
 END_TEST
@@ -1134,15 +1137,15 @@ END_TEST
 /* ---- incidents ------------------------------------------------------------------------------ */
 
 /* The open incidents of key (asserting OK). */
-static wf_net_incident *
+static wf_runtime_incident *
 incidents_of(const char *key, const char *code, size_t *n)
 {
     wf_ref_ctx c = as(NULL);
-    wf_net_incident_query q = {.definition_key = key, .code = code};
-    wf_net_incident *v = NULL;
+    wf_runtime_incident_query q = {.definition_key = key, .code = code};
+    wf_runtime_incident *v = NULL;
     char *next = NULL;
     wf_error err;
-    wf_code rc = wf_net_list_incidents(&c, &q, &v, n, &next, &err);
+    wf_code rc = wf_runtime_list_incidents(&c, &q, &v, n, &next, &err);
     ck_assert_msg(rc == WF_OK, "list: %s", err.msg);
     ck_assert_ptr_null(next);
     return v;
@@ -1166,7 +1169,7 @@ WF_TEST(test_incident_of_a_refused_timer)
     for (size_t i = 0; i < n; i++)
         fire(&rows[i]);
 
-    wf_net_incident *v = incidents_of("inc-timer", NULL, &n);
+    wf_runtime_incident *v = incidents_of("inc-timer", NULL, &n);
     ck_assert_uint_eq(n, 1);
     ck_assert_str_eq(v[0].instance_id, in.id);
     ck_assert_str_eq(v[0].root_id, in.id);
@@ -1187,18 +1190,19 @@ WF_TEST(test_incident_of_a_refused_timer)
     ck_assert_uint_eq(n, 1);
 
     /* Refused again: rolled back, the incident as it was. */
-    wf_net_ctx ops = {.ref = as("ops")};
+    wf_runtime_ctx ops = {.ref = as("ops")};
     wf_instance_row out;
     wf_error err;
-    ck_assert_int_eq(wf_net_retry_instance(&ops, in.id, NULL, &out, &err), WF_E_NO_ARC_MATCHED);
+    ck_assert_int_eq(wf_runtime_retry_instance(&ops, in.id, NULL, &out, &err), WF_E_NO_ARC_MATCHED);
     v = incidents_of("inc-timer", NULL, &n);
     ck_assert_uint_eq(n, 1);
     ck_assert(v[0].since == since);
     ck_assert_int_eq(v[0].attempts, 0);
 
     /* Fixed: resolved, off the list, the row's code cleared. */
-    ck_assert_int_eq(wf_sig_set_variables(&ops, in.id, "{\"go\":true}", NULL, &out, &err), WF_OK);
-    ck_assert_int_eq(wf_net_retry_instance(&ops, in.id, NULL, &out, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_set_variables(&ops, in.id, "{\"go\":true}", NULL, &out, &err),
+                     WF_OK);
+    ck_assert_int_eq(wf_runtime_retry_instance(&ops, in.id, NULL, &out, &err), WF_OK);
     incidents_of("inc-timer", NULL, &n);
     ck_assert_uint_eq(n, 0);
     wf_aggregate agg = kit_aggregate(in.id);
@@ -1216,22 +1220,22 @@ WF_TEST(test_incident_codes_and_refusals)
         "NO_ARC_MATCHED",     "EXPRESSION_LIMIT",    "INVALID_ARGUMENT", "INVALID_JSON",
         "DEFINITION_INVALID", "TOO_LARGE",           "UNKNOWN"};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        ck_assert_msg(wf_net_incident_code_known(known[i]), "%s", known[i]);
-    ck_assert(!wf_net_incident_code_known("job_failed"));
-    ck_assert(!wf_net_incident_code_known("INSTANCE_FAILED"));
+        ck_assert_msg(wf_runtime_incident_code_known(known[i]), "%s", known[i]);
+    ck_assert(!wf_runtime_incident_code_known("job_failed"));
+    ck_assert(!wf_runtime_incident_code_known("INSTANCE_FAILED"));
 
     wf_ref_ctx c = as(NULL);
-    wf_net_incident *v;
+    wf_runtime_incident *v;
     size_t n;
     char *next;
     wf_error err;
-    wf_net_incident_query q = {.code = "NOPE"};
-    ck_assert_int_eq(wf_net_list_incidents(&c, &q, &v, &n, &next, &err), WF_E_INVALID_ARGUMENT);
+    wf_runtime_incident_query q = {.code = "NOPE"};
+    ck_assert_int_eq(wf_runtime_list_incidents(&c, &q, &v, &n, &next, &err), WF_E_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(err.msg, "code"));
-    q = (wf_net_incident_query){.page_size = -1};
-    ck_assert_int_eq(wf_net_list_incidents(&c, &q, &v, &n, &next, &err), WF_E_INVALID_ARGUMENT);
-    q = (wf_net_incident_query){.cursor = "not a cursor"};
-    ck_assert_int_eq(wf_net_list_incidents(&c, &q, &v, &n, &next, &err), WF_E_INVALID_ARGUMENT);
+    q = (wf_runtime_incident_query){.page_size = -1};
+    ck_assert_int_eq(wf_runtime_list_incidents(&c, &q, &v, &n, &next, &err), WF_E_INVALID_ARGUMENT);
+    q = (wf_runtime_incident_query){.cursor = "not a cursor"};
+    ck_assert_int_eq(wf_runtime_list_incidents(&c, &q, &v, &n, &next, &err), WF_E_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(err.msg, "page_token"));
 }
 END_TEST
@@ -1333,16 +1337,16 @@ payment_net(const char *key, bool review)
 static void
 buffer_payment(const char *aggregate_id)
 {
-    wf_net_ctx c = {.ref = as("shop")};
-    wf_sig_send_in in = {.name = "payment",
-                         .aggregate_type = "order",
-                         .aggregate_id = aggregate_id,
-                         .has_aggregate = true,
-                         .payload_json = "{\"paidBy\":\"card\"}",
-                         .buffer_ttl_ms = 60000};
-    wf_sig_send_out out;
+    wf_runtime_ctx c = {.ref = as("shop")};
+    wf_runtime_send_signal_in in = {.name = "payment",
+                                    .aggregate_type = "order",
+                                    .aggregate_id = aggregate_id,
+                                    .has_aggregate = true,
+                                    .payload_json = "{\"paidBy\":\"card\"}",
+                                    .buffer_ttl_ms = 60000};
+    wf_runtime_send_signal_out out;
     wf_error err;
-    wf_code rc = wf_sig_send(&c, &in, NULL, &out, &err);
+    wf_code rc = wf_runtime_send_signal(&c, &in, NULL, &out, &err);
     ck_assert_msg(rc == WF_OK, "send: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_BUFFERED);
 }
@@ -1385,14 +1389,14 @@ assert_paid_incident(const char *instance_id, const char *aggregate_id, const ch
     for (size_t i = 0; i < agg.n_tasks; i++)
         ck_assert_str_ne(agg.tasks[i].transition_id, "approve");
 
-    wf_net_ctx c = {.ref = as("ops")};
-    wf_sig_list_in q = {
+    wf_runtime_ctx c = {.ref = as("ops")};
+    wf_runtime_list_signals_in q = {
         .aggregate_type = "order", .aggregate_id = aggregate_id, .has_aggregate = true};
     wf_signal_row *rows;
     size_t n;
     char *next;
     wf_error err;
-    ck_assert_int_eq(wf_sig_list(&c, &q, &rows, &n, &next, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_list_signals(&c, &q, &rows, &n, &next, &err), WF_OK);
     ck_assert_uint_eq(n, 1);
     ck_assert(!rows[0].buffered);
     ck_assert(rows[0].consumed_at > 0);
@@ -1411,11 +1415,11 @@ assert_paid_incident(const char *instance_id, const char *aggregate_id, const ch
 static void
 fix_and_retry(const char *instance_id, const char *vars)
 {
-    wf_net_ctx ops = {.ref = as("ops")};
+    wf_runtime_ctx ops = {.ref = as("ops")};
     wf_instance_row out;
     wf_error err;
-    ck_assert_int_eq(wf_sig_set_variables(&ops, instance_id, vars, NULL, &out, &err), WF_OK);
-    wf_code rc = wf_net_retry_instance(&ops, instance_id, NULL, &out, &err);
+    ck_assert_int_eq(wf_runtime_set_variables(&ops, instance_id, vars, NULL, &out, &err), WF_OK);
+    wf_code rc = wf_runtime_retry_instance(&ops, instance_id, NULL, &out, &err);
     ck_assert_msg(rc == WF_OK, "retry: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_int_eq(out.status, WF_INSTANCE_RUNNING);
     wf_aggregate agg = kit_aggregate(instance_id);
@@ -1528,13 +1532,13 @@ two_waits_net(const char *key)
 static wf_signal_row
 shipped_row(const char *instance_id)
 {
-    wf_net_ctx c = {.ref = as("ops")};
-    wf_sig_list_in q = {.instance_id = instance_id, .name = "shipped"};
+    wf_runtime_ctx c = {.ref = as("ops")};
+    wf_runtime_list_signals_in q = {.instance_id = instance_id, .name = "shipped"};
     wf_signal_row *rows;
     size_t n;
     char *next;
     wf_error err;
-    ck_assert_int_eq(wf_sig_list(&c, &q, &rows, &n, &next, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_list_signals(&c, &q, &rows, &n, &next, &err), WF_OK);
     ck_assert_uint_eq(n, 1);
     return rows[0];
 }
@@ -1548,14 +1552,14 @@ WF_TEST(test_retry_consumes_a_signal_put_back_by_a_refused_firing)
     deploy(two_waits_net("twowaits"));
     buffer_payment("C-1");
     wf_instance_row in = start_order("twowaits", "C-1", "{\"ok\":false}");
-    wf_net_ctx shop = {.ref = as("shop")};
-    wf_sig_send_in sh = {.name = "shipped",
-                         .instance_id = in.id,
-                         .payload_json = "{\"carrier\":\"ups\"}",
-                         .buffer_ttl_ms = 60000};
-    wf_sig_send_out so;
+    wf_runtime_ctx shop = {.ref = as("shop")};
+    wf_runtime_send_signal_in sh = {.name = "shipped",
+                                    .instance_id = in.id,
+                                    .payload_json = "{\"carrier\":\"ups\"}",
+                                    .buffer_ttl_ms = 60000};
+    wf_runtime_send_signal_out so;
     wf_error err;
-    ck_assert_int_eq(wf_sig_send(&shop, &sh, NULL, &so, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_send_signal(&shop, &sh, NULL, &so, &err), WF_OK);
     ck_assert_int_eq(so.outcome, WF_SIGNAL_BUFFERED);
     wf_ref_ctx alice = as("alice");
     wf_ref_completion done;
@@ -1571,10 +1575,11 @@ WF_TEST(test_retry_consumes_a_signal_put_back_by_a_refused_firing)
     ck_assert(s.buffered);
     ck_assert_int_eq(s.consumed_at, 0);
 
-    wf_net_ctx ops = {.ref = as("ops")};
+    wf_runtime_ctx ops = {.ref = as("ops")};
     wf_instance_row out;
-    ck_assert_int_eq(wf_sig_set_variables(&ops, in.id, "{\"ok\":true}", NULL, &out, &err), WF_OK);
-    wf_code rc = wf_net_retry_instance(&ops, in.id, NULL, &out, &err);
+    ck_assert_int_eq(wf_runtime_set_variables(&ops, in.id, "{\"ok\":true}", NULL, &out, &err),
+                     WF_OK);
+    wf_code rc = wf_runtime_retry_instance(&ops, in.id, NULL, &out, &err);
     ck_assert_msg(rc == WF_OK, "retry: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_int_eq(out.status, WF_INSTANCE_COMPLETED);
     ck_assert_ptr_nonnull(strstr(out.variables_json, "\"carrier\":\"ups\""));

@@ -23,7 +23,7 @@
 static wf_store *st;
 static wf_arena *arena;
 
-static wf_net_ctx
+static wf_runtime_ctx
 ctx(void)
 {
     return kit_ctx("t");
@@ -32,20 +32,20 @@ ctx(void)
 /* SendSignal of name to the instance id (or, id NULL, to order agg). */
 static wf_code
 send(const char *name, const char *id, const char *agg, const char *payload, const char *signal_id,
-     int64_t ttl_ms, wf_sig_send_out *out, wf_error *err)
+     int64_t ttl_ms, wf_runtime_send_signal_out *out, wf_error *err)
 {
-    wf_net_ctx c = ctx();
-    wf_sig_send_in in = {.name = name,
-                         .instance_id = id,
-                         .aggregate_type = agg != NULL ? "order" : NULL,
-                         .aggregate_id = agg,
-                         .has_aggregate = agg != NULL,
-                         .payload_json = payload,
-                         .signal_id = signal_id,
-                         .buffer_ttl_ms = ttl_ms};
+    wf_runtime_ctx c = ctx();
+    wf_runtime_send_signal_in in = {.name = name,
+                                    .instance_id = id,
+                                    .aggregate_type = agg != NULL ? "order" : NULL,
+                                    .aggregate_id = agg,
+                                    .has_aggregate = agg != NULL,
+                                    .payload_json = payload,
+                                    .signal_id = signal_id,
+                                    .buffer_ttl_ms = ttl_ms};
     memset(out, 0, sizeof *out);
     wf_error_clear(err);
-    return wf_sig_send(&c, &in, NULL, out, err);
+    return wf_runtime_send_signal(&c, &in, NULL, out, err);
 }
 
 static size_t
@@ -55,7 +55,7 @@ buffered_for(const wf_instance_row *in)
     wf_signal_row *rows;
     size_t n;
     wf_error err;
-    ck_assert_int_eq(wf_sig_buffered_for(&c, in, &rows, &n, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_buffered_signals(&c, in, &rows, &n, &err), WF_OK);
     return n;
 }
 
@@ -63,7 +63,7 @@ WF_TEST(test_signal_to_a_waiting_instance_fires_and_merges)
 {
     kit_deploy_msg_net(ctx(), "pay", WF_CORRELATION_INSTANCE);
     wf_instance_row in = kit_start_order(ctx(), "pay", NULL);
-    wf_sig_send_out out;
+    wf_runtime_send_signal_out out;
     wf_error err;
     ck_assert_int_eq(send("payment", in.id, NULL, "{\"amount\": 5}", NULL, 0, &out, &err), WF_OK);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
@@ -79,7 +79,7 @@ WF_TEST(test_unawaited_signal_is_buffered_or_dropped)
 {
     kit_deploy_msg_net(ctx(), "pay2", WF_CORRELATION_INSTANCE);
     wf_instance_row in = kit_start_order(ctx(), "pay2", NULL);
-    wf_sig_send_out out;
+    wf_runtime_send_signal_out out;
     wf_error err;
     /* A name the instance does not wait for: no ttl drops it ... */
     ck_assert_int_eq(send("refund", in.id, NULL, NULL, NULL, 0, &out, &err), WF_OK);
@@ -97,7 +97,7 @@ END_TEST
 WF_TEST(test_buffered_aggregate_signal_is_consumed_when_an_instance_waits)
 {
     kit_deploy_msg_net(ctx(), "agg", WF_CORRELATION_AGGREGATE);
-    wf_sig_send_out out;
+    wf_runtime_send_signal_out out;
     wf_error err;
     ck_assert_int_eq(send("payment", NULL, "A-1", "{\"paid\": true}", NULL, 60000, &out, &err),
                      WF_OK);
@@ -115,7 +115,7 @@ WF_TEST(test_a_signal_id_seen_before_is_duplicate)
 {
     kit_deploy_msg_net(ctx(), "dup", WF_CORRELATION_INSTANCE);
     wf_instance_row in = kit_start_order(ctx(), "dup", NULL);
-    wf_sig_send_out out;
+    wf_runtime_send_signal_out out;
     wf_error err;
     ck_assert_int_eq(send("payment", in.id, NULL, NULL, "sig-1", 0, &out, &err), WF_OK);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
@@ -128,16 +128,16 @@ WF_TEST(test_an_ended_instance_drops_signals_and_refuses_variables)
 {
     kit_deploy_msg_net(ctx(), "end", WF_CORRELATION_INSTANCE);
     wf_instance_row in = kit_start_order(ctx(), "end", NULL);
-    wf_sig_send_out out;
+    wf_runtime_send_signal_out out;
     wf_error err;
     ck_assert_int_eq(send("payment", in.id, NULL, NULL, NULL, 0, &out, &err), WF_OK);
     ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_COMPLETED);
     ck_assert_int_eq(send("payment", in.id, NULL, NULL, NULL, 60000, &out, &err), WF_OK);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_DROPPED);
-    wf_net_ctx c = ctx();
+    wf_runtime_ctx c = ctx();
     wf_instance_row row;
     wf_error_clear(&err);
-    ck_assert_int_eq(wf_sig_set_variables(&c, in.id, "{\"a\": 1}", NULL, &row, &err),
+    ck_assert_int_eq(wf_runtime_set_variables(&c, in.id, "{\"a\": 1}", NULL, &row, &err),
                      WF_E_INSTANCE_NOT_RUNNING);
 }
 END_TEST
@@ -146,7 +146,7 @@ WF_TEST(test_bad_requests_fail_and_change_nothing)
 {
     kit_deploy_msg_net(ctx(), "bad", WF_CORRELATION_INSTANCE);
     wf_instance_row in = kit_start_order(ctx(), "bad", NULL);
-    wf_sig_send_out out;
+    wf_runtime_send_signal_out out;
     wf_error err;
     ck_assert_int_eq(send("", in.id, NULL, NULL, NULL, 0, &out, &err), WF_E_INVALID_ARGUMENT);
     ck_assert_int_eq(send("payment", in.id, NULL, "[1]", NULL, 0, &out, &err), WF_E_INVALID_JSON);
@@ -157,12 +157,12 @@ WF_TEST(test_bad_requests_fail_and_change_nothing)
     ck_assert_int_eq(send("payment", in.id, NULL, NULL, NULL, -1, &out, &err),
                      WF_E_INVALID_ARGUMENT);
     ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_RUNNING);
-    wf_net_ctx c = ctx();
+    wf_runtime_ctx c = ctx();
     wf_instance_row row;
     wf_error_clear(&err);
-    ck_assert_int_eq(wf_sig_set_variables(&c, in.id, "\"text\"", NULL, &row, &err),
+    ck_assert_int_eq(wf_runtime_set_variables(&c, in.id, "\"text\"", NULL, &row, &err),
                      WF_E_INVALID_JSON);
-    ck_assert_int_eq(wf_sig_set_variables(&c, in.id, "{\"v\": 2}", NULL, &row, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_set_variables(&c, in.id, "{\"v\": 2}", NULL, &row, &err), WF_OK);
     ck_assert_ptr_nonnull(strstr(kit_instance(in.id).variables_json, "\"v\""));
 }
 END_TEST

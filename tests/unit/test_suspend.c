@@ -38,16 +38,17 @@ static void
 count_wake(void *arg, const char *topic)
 {
     (void)arg;
-    if (strcmp(topic, WF_NET_TOPIC_TIMERS) == 0)
+    if (strcmp(topic, WF_RUNTIME_TOPIC_TIMERS) == 0)
         wakes_timers++;
-    else if (strncmp(topic, WF_NET_TOPIC_JOBS_PREFIX, strlen(WF_NET_TOPIC_JOBS_PREFIX)) == 0)
+    else if (strncmp(topic, WF_RUNTIME_TOPIC_JOBS_PREFIX, strlen(WF_RUNTIME_TOPIC_JOBS_PREFIX)) ==
+             0)
         wakes_jobs++;
 }
 
-static wf_net_ctx
+static wf_runtime_ctx
 as(const char *actor)
 {
-    wf_net_ctx c = kit_ctx(actor);
+    wf_runtime_ctx c = kit_ctx(actor);
     c.wake = count_wake;
     return c;
 }
@@ -55,15 +56,15 @@ as(const char *actor)
 static wf_code
 suspend(const char *id, const char *reason, wf_instance_row *out, wf_error *err)
 {
-    wf_net_ctx c = as("ops");
-    return wf_net_suspend_instance(&c, id, reason, NULL, out, err);
+    wf_runtime_ctx c = as("ops");
+    return wf_runtime_suspend_instance(&c, id, reason, NULL, out, err);
 }
 
 static wf_code
 resume(const char *id, wf_instance_row *out, wf_error *err)
 {
-    wf_net_ctx c = as("ops");
-    return wf_net_resume_instance(&c, id, "done", NULL, out, err);
+    wf_runtime_ctx c = as("ops");
+    return wf_runtime_resume_instance(&c, id, "done", NULL, out, err);
 }
 
 #define ck_code(rc, want, err)                                                                     \
@@ -82,12 +83,12 @@ job_root(const char *key, const char *type)
 static size_t
 activate(const char *type)
 {
-    wf_net_ctx c = as(NULL);
-    wf_net_activation a = {.job_type = type, .worker = "w1", .max_jobs = 5, .lease_ms = 60000};
+    wf_runtime_ctx c = as(NULL);
+    wf_runtime_activation a = {.job_type = type, .worker = "w1", .max_jobs = 5, .lease_ms = 60000};
     wf_job_row *rows = NULL;
     size_t n = 0;
     wf_error err;
-    wf_code rc = wf_net_activate_jobs(&c, &a, &rows, &n, &err);
+    wf_code rc = wf_runtime_activate_jobs(&c, &a, &rows, &n, &err);
     ck_code(rc, WF_OK, err);
     return n;
 }
@@ -160,15 +161,16 @@ END_TEST
 WF_TEST(test_a_leased_job_completes_while_suspended)
 {
     wf_instance_row in = job_root("s-leased", "ship"), out;
-    wf_net_ctx c = as(NULL);
-    wf_net_activation a = {.job_type = "ship", .worker = "w1", .max_jobs = 1, .lease_ms = 60000};
+    wf_runtime_ctx c = as(NULL);
+    wf_runtime_activation a = {
+        .job_type = "ship", .worker = "w1", .max_jobs = 1, .lease_ms = 60000};
     wf_job_row *rows = NULL;
     size_t n = 0;
     wf_error err;
-    ck_code(wf_net_activate_jobs(&c, &a, &rows, &n, &err), WF_OK, err);
+    ck_code(wf_runtime_activate_jobs(&c, &a, &rows, &n, &err), WF_OK, err);
     ck_assert_uint_eq(n, 1);
     ck_code(suspend(in.id, NULL, &out, &err), WF_OK, err);
-    ck_code(wf_net_complete_job(&c, rows[0].key, "{\"ok\":1}", NULL, &err), WF_OK, err);
+    ck_code(wf_runtime_complete_job(&c, rows[0].key, "{\"ok\":1}", NULL, &err), WF_OK, err);
     ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_COMPLETED);
     /* An ended instance is refused both ways. */
     ck_code(suspend(in.id, NULL, &out, &err), WF_E_INSTANCE_NOT_RUNNING, err);
@@ -193,9 +195,9 @@ WF_TEST(test_due_timers_of_a_suspended_tree_are_not_claimed)
     ck_code(resume(in.id, &out, &err), WF_OK, err);
     ck_assert_int_eq(wf_store_claim_due_timers(st, &sc, later, 10, 1000, &rows, &n, &err), WF_OK);
     ck_assert_uint_eq(n, 1);
-    wf_net_rt rt = {.store = st};
+    wf_runtime_host rt = {.store = st};
     bool fired = false;
-    ck_code(wf_net_fire_timer(&rt, &rows[0], wf_mono_ms() + 5000, &fired, &err), WF_OK, err);
+    ck_code(wf_runtime_fire_timer(&rt, &rows[0], wf_mono_ms() + 5000, &fired, &err), WF_OK, err);
     ck_assert(fired);
     ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_COMPLETED);
 }
@@ -207,13 +209,13 @@ WF_TEST(test_a_signal_is_buffered_while_suspended_and_consumed_by_the_resume)
     wf_instance_row in = kit_start_order(as("boss"), "s-msg", NULL), out;
     wf_error err;
     ck_code(suspend(in.id, NULL, &out, &err), WF_OK, err);
-    wf_net_ctx c = as("shop");
-    wf_sig_send_in s = {.name = "payment", .instance_id = in.id, .buffer_ttl_ms = 60000};
-    wf_sig_send_out so;
-    ck_code(wf_sig_send(&c, &s, NULL, &so, &err), WF_OK, err);
+    wf_runtime_ctx c = as("shop");
+    wf_runtime_send_signal_in s = {.name = "payment", .instance_id = in.id, .buffer_ttl_ms = 60000};
+    wf_runtime_send_signal_out so;
+    ck_code(wf_runtime_send_signal(&c, &s, NULL, &so, &err), WF_OK, err);
     ck_assert_int_eq(so.outcome, WF_SIGNAL_BUFFERED);
     s.buffer_ttl_ms = 0;
-    ck_code(wf_sig_send(&c, &s, NULL, &so, &err), WF_OK, err);
+    ck_code(wf_runtime_send_signal(&c, &s, NULL, &so, &err), WF_OK, err);
     ck_assert_int_eq(so.outcome, WF_SIGNAL_DROPPED);
     ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_SUSPENDED);
     ck_code(resume(in.id, &out, &err), WF_OK, err);
@@ -226,7 +228,7 @@ END_TEST
 
 WF_TEST(test_task_operations_and_assign_are_refused_in_a_suspended_tree)
 {
-    wf_net_ctx boss = as("boss");
+    wf_runtime_ctx boss = as("boss");
     wf_start_spec spec = {.definition_key = "s-adhoc"};
     wf_instance_row root = kit_start(&boss.ref, &spec, NULL), out;
     static const char *const ann[] = {"ann"};
@@ -243,7 +245,7 @@ WF_TEST(test_task_operations_and_assign_are_refused_in_a_suspended_tree)
     ck_code(resume(asg.instance.id, &out, &err), WF_E_INSTANCE_NOT_ROOT, err);
     ck_code(suspend(root.id, NULL, &out, &err), WF_OK, err);
 
-    wf_net_ctx annc = as("ann");
+    wf_runtime_ctx annc = as("ann");
     wf_task_row task;
     ck_code(wf_referral_claim(&annc.ref, asg.tasks[0].id, NULL, &task, &err),
             WF_E_INSTANCE_SUSPENDED, err);
@@ -270,10 +272,10 @@ WF_TEST(test_refusals_of_suspend)
     big[1025] = '\0';
     ck_code(suspend(in.id, big, &out, &err), WF_E_INVALID_ARGUMENT, err);
     /* Another tenant's id is unknown. */
-    wf_net_ctx other = as("ops");
+    wf_runtime_ctx other = as("ops");
     other.ref.tenant = "elsewhere";
-    ck_code(wf_net_suspend_instance(&other, in.id, NULL, NULL, &out, &err), WF_E_INSTANCE_NOT_FOUND,
-            err);
+    ck_code(wf_runtime_suspend_instance(&other, in.id, NULL, NULL, &out, &err),
+            WF_E_INSTANCE_NOT_FOUND, err);
     ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_RUNNING);
 }
 END_TEST

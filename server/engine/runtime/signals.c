@@ -45,12 +45,12 @@ start_violation(void *arg, const char *field, const char *reason, const char *ms
     c->violation(c->violation_arg, f != NULL ? f : field, reason, msg);
 }
 
-struct wf_sig_send_out;
-static wf_code push_id(wf_arena *a, wf_sig_send_out *out, const char *id, wf_error *err);
+struct wf_runtime_send_signal_out;
+static wf_code push_id(wf_arena *a, wf_runtime_send_signal_out *out, const char *id, wf_error *err);
 
 typedef struct send_op {
-    const wf_net_ctx *ctx;
-    const wf_sig_send_in *in;
+    const wf_runtime_ctx *ctx;
+    const wf_runtime_send_signal_in *in;
     const char *payload; /* normalised object text */
     int64_t received_at;
     const char *log_id;
@@ -69,7 +69,7 @@ typedef struct send_op {
      * of work (wf_uow_span_begin), and its response: each unit of work
      * with an effect records the response so far in its transaction. */
     wf_uow_idem *idem;
-    wf_sig_send_out *out;
+    wf_runtime_send_signal_out *out;
     size_t base_ids;        /* aggregate path: instances fired by earlier roots */
     const char *original;   /* DUPLICATE: the log row of the first delivery */
     const char *start_vars; /* start: its variables, normalised */
@@ -80,7 +80,7 @@ typedef struct send_op {
 static wf_signal_row
 log_row(const send_op *op, wf_signal_outcome outcome)
 {
-    const wf_sig_send_in *in = op->in;
+    const wf_runtime_send_signal_in *in = op->in;
     bool by_agg = wf_str_empty(in->instance_id);
     wf_signal_row r = {
         .id = (char *)op->log_id,
@@ -97,7 +97,7 @@ log_row(const send_op *op, wf_signal_outcome outcome)
     if (outcome == WF_SIGNAL_BUFFERED || outcome == WF_SIGNAL_STARTED) {
         int64_t ttl_ms = in->buffer_ttl_ms;
         if (outcome == WF_SIGNAL_STARTED && ttl_ms == 0)
-            ttl_ms = WF_SIG_START_TTL_MS;
+            ttl_ms = WF_RUNTIME_SIGNAL_START_TTL_MS;
         r.buffered = true;
         r.expires_at = op->received_at + ttl_ms * 1000;
     }
@@ -114,7 +114,7 @@ write_log(wf_tx *tx, const wf_signal_row *r, const wf_event_row *ev, wf_error *e
 /* The oldest waiting subscription of the net instance for this signal:
  * INSTANCE correlation when sent by id, the aggregate when sent to it. */
 static size_t
-pick_sub(const net_work *w, const wf_sig_send_in *in)
+pick_sub(const net_work *w, const wf_runtime_send_signal_in *in)
 {
     const wf_instance_row *inst = &w->rw.insts[w->inst];
     size_t best = WF_WORK_NONE;
@@ -157,7 +157,7 @@ received_data(const send_op *op)
 static json_t *
 delivery_data(const send_op *op)
 {
-    const wf_sig_send_in *in = op->in;
+    const wf_runtime_send_signal_in *in = op->in;
     bool by_agg = wf_str_empty(in->instance_id);
     return json_pack("{s:s,s:s,s:s*,s:s*,s:s*,s:s*}", "signalName", in->name, "signalLogId",
                      op->log_id, "signalId", wf_str_empty(in->signal_id) ? NULL : in->signal_id,
@@ -324,7 +324,7 @@ send_root_rec_body(wf_tx *tx, void *arg, wf_error *err)
 /* True when signal_id is already in the delivery log; *original (may be
  * NULL) is then the id of its row (the first delivery, not a DUPLICATE). */
 static wf_code
-seen_before(const wf_net_ctx *ctx, const char *signal_id, bool *seen, const char **original,
+seen_before(const wf_runtime_ctx *ctx, const char *signal_id, bool *seen, const char **original,
             wf_error *err)
 {
     *seen = false;
@@ -346,8 +346,8 @@ seen_before(const wf_net_ctx *ctx, const char *signal_id, bool *seen, const char
 /* A lost dedupe race: CONFLICT with the signal_id now in the log is a
  * DUPLICATE (*original: the winner's row). */
 static bool
-lost_dedupe_race(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_code rc, const char **original,
-                 wf_error *err)
+lost_dedupe_race(const wf_runtime_ctx *ctx, const wf_runtime_send_signal_in *in, wf_code rc,
+                 const char **original, wf_error *err)
 {
     if (rc != WF_E_CONFLICT || wf_str_empty(in->signal_id))
         return false;
@@ -364,8 +364,8 @@ lost_dedupe_race(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_code rc, co
  * watcher without an instance or definition filter (e.g. types =
  * SIGNAL_DROPPED, SIGNAL_DUPLICATE). data is taken. */
 static wf_code
-delivery_event(const wf_net_ctx *ctx, const char *type, json_t *data, int64_t at, wf_event_row *ev,
-               wf_error *err)
+delivery_event(const wf_runtime_ctx *ctx, const char *type, json_t *data, int64_t at,
+               wf_event_row *ev, wf_error *err)
 {
     *ev = (wf_event_row){
         .tenant = (char *)ctx->ref.tenant,
@@ -419,7 +419,7 @@ log_duplicate(send_op *op, wf_error *err)
 }
 
 static wf_code
-check_send(const wf_ref_ctx *ctx, const wf_sig_send_in *in, wf_error *err)
+check_send(const wf_ref_ctx *ctx, const wf_runtime_send_signal_in *in, wf_error *err)
 {
     if (!wf_runtime__printable(in->name, MAX_NAME))
         return wf_work_violation(ctx, WF_E_INVALID_ARGUMENT, "name",
@@ -449,7 +449,7 @@ check_send(const wf_ref_ctx *ctx, const wf_sig_send_in *in, wf_error *err)
 }
 
 static wf_code
-push_id(wf_arena *a, wf_sig_send_out *out, const char *id, wf_error *err)
+push_id(wf_arena *a, wf_runtime_send_signal_out *out, const char *id, wf_error *err)
 {
     const char **v = wf_arena_alloc(a, (out->n_instance_ids + 1) * sizeof *v);
     char *copy = wf_arena_strdup(a, id);
@@ -472,7 +472,7 @@ push_id(wf_arena *a, wf_sig_send_out *out, const char *id, wf_error *err)
  * aggregate gets at most one instance: the next sender sees it live.
  * *started says whether this one started it (op->started). */
 static wf_code
-start_for(const wf_net_ctx *ctx, send_op *op, wf_tx *tx, bool *started, wf_error *err)
+start_for(const wf_runtime_ctx *ctx, send_op *op, wf_tx *tx, bool *started, wf_error *err)
 {
     wf_arena *a = ctx->ref.arena;
     bool live = true;
@@ -500,7 +500,7 @@ start_for(const wf_net_ctx *ctx, send_op *op, wf_tx *tx, bool *started, wf_error
         rc = write_log(tx, &r, &ev, err);
     wf_instance_row root;
     if (rc == WF_OK)
-        rc = wf_net_start_in(&ctx->ref, tx, &spec, op->start_vars, &root, err);
+        rc = wf_runtime_start_in(&ctx->ref, tx, &spec, op->start_vars, &root, err);
     if (rc != WF_OK)
         return rc;
     op->started = id;
@@ -518,7 +518,7 @@ static wf_code
 buffer_body(wf_tx *tx, void *arg, wf_error *err)
 {
     send_op *op = arg;
-    const wf_net_ctx *ctx = op->ctx;
+    const wf_runtime_ctx *ctx = op->ctx;
     wf_arena *a = ctx->ref.arena;
     op->raced = false;
     op->started = NULL;
@@ -565,8 +565,8 @@ buffer_body(wf_tx *tx, void *arg, wf_error *err)
 /* One round of send_aggregate: fires the subscriptions there are now
  * (out->instance_ids), or finds a concurrent duplicate (*duplicate). */
 static wf_code
-fire_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, bool *duplicate,
-               wf_error *err)
+fire_aggregate(const wf_runtime_ctx *ctx, send_op *op, wf_runtime_send_signal_out *out,
+               bool *duplicate, wf_error *err)
 {
     wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     wf_subscription_row *subs = NULL;
@@ -608,7 +608,8 @@ fire_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, bool *d
 }
 
 static wf_code
-send_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, wf_error *err)
+send_aggregate(const wf_runtime_ctx *ctx, send_op *op, wf_runtime_send_signal_out *out,
+               wf_error *err)
 {
     wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     for (int round = 0; round < SEND_ROUNDS; round++) {
@@ -657,8 +658,8 @@ send_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, wf_erro
 }
 
 wf_code
-wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
-            wf_sig_send_out *out, wf_error *err)
+wf_runtime_send_signal(const wf_runtime_ctx *ctx, const wf_runtime_send_signal_in *in,
+                       wf_uow_idem *idem, wf_runtime_send_signal_out *out, wf_error *err)
 {
     memset(out, 0, sizeof *out);
     const wf_ref_ctx *rc_ = &ctx->ref;

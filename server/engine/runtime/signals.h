@@ -57,7 +57,7 @@
 #include "uow.h"
 #include "wf_error.h"
 
-typedef struct wf_sig_send_in {
+typedef struct wf_runtime_send_signal_in {
     const char *name;           /* 1-256 printable bytes */
     const char *instance_id;    /* the target: instance_id, or ... */
     const char *aggregate_type; /* ... the aggregate (both set) */
@@ -71,18 +71,18 @@ typedef struct wf_sig_send_in {
      * live; its aggregate and instance_id are ignored (the signal's
      * aggregate, a new id). NULL = never start. */
     const wf_start_spec *start;
-} wf_sig_send_in;
+} wf_runtime_send_signal_in;
 
 /* How long a signal that started an instance (STARTED) stays buffered for
  * it when the request has no buffer_ttl: 24 hours. */
-#define WF_SIG_START_TTL_MS (24LL * 3600 * 1000)
+#define WF_RUNTIME_SIGNAL_START_TTL_MS (24LL * 3600 * 1000)
 
-typedef struct wf_sig_send_out {
+typedef struct wf_runtime_send_signal_out {
     wf_signal_outcome outcome;
     const char **instance_ids; /* CORRELATED: the instances fired; STARTED: the new one */
     size_t n_instance_ids;
     int64_t expires_at; /* BUFFERED: µs */
-} wf_sig_send_out;
+} wf_runtime_send_signal_out;
 
 /* SendSignal. Checks the request (violations to ctx->ref.violation); its
  * units of work share idem (wf_uow_span_begin): the request id is looked
@@ -91,10 +91,10 @@ typedef struct wf_sig_send_out {
  * INSTANCE_NOT_FOUND, REQUEST_ID_REUSED; with start also StartInstance's
  * (ACTOR_MISSING, DEFINITION_NOT_FOUND, DEFINITION_NOT_ACTIVE,
  * NO_ARC_MATCHED). */
-wf_code wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
-                    wf_sig_send_out *out, wf_error *err);
+wf_code wf_runtime_send_signal(const wf_runtime_ctx *ctx, const wf_runtime_send_signal_in *in,
+                               wf_uow_idem *idem, wf_runtime_send_signal_out *out, wf_error *err);
 
-typedef struct wf_sig_list_in {
+typedef struct wf_runtime_list_signals_in {
     const char *instance_id; /* or the aggregate (both set) */
     const char *aggregate_type;
     const char *aggregate_id;
@@ -102,24 +102,24 @@ typedef struct wf_sig_list_in {
     const char *name;  /* optional filter */
     int32_t page_size; /* 0 = 50, at most 500, not negative */
     const char *cursor;
-} wf_sig_list_in;
+} wf_runtime_list_signals_in;
 
 /* ListSignals: the delivery log, oldest first. A name filter may give
  * pages shorter than page_size (next_cursor still says whether more
  * follow). */
-wf_code wf_sig_list(const wf_net_ctx *ctx, const wf_sig_list_in *q, wf_signal_row **rows, size_t *n,
-                    char **next_cursor, wf_error *err);
+wf_code wf_runtime_list_signals(const wf_runtime_ctx *ctx, const wf_runtime_list_signals_in *q,
+                                wf_signal_row **rows, size_t *n, char **next_cursor, wf_error *err);
 
 /* Buffered, unconsumed, unexpired signals that could reach instance in
  * (addressed to its id or to its aggregate); none once it has ended. */
-wf_code wf_sig_buffered_for(const wf_ref_ctx *ctx, const wf_instance_row *in, wf_signal_row **rows,
-                            size_t *n, wf_error *err);
+wf_code wf_runtime_buffered_signals(const wf_ref_ctx *ctx, const wf_instance_row *in,
+                                    wf_signal_row **rows, size_t *n, wf_error *err);
 
 /* SetVariables: top-level merge (VARIABLES_SET). Errors:
  * INSTANCE_NOT_FOUND, INSTANCE_NOT_RUNNING (ended), INVALID_ARGUMENT
  * (missing), INVALID_JSON (not an object), REQUEST_ID_REUSED. */
-wf_code wf_sig_set_variables(const wf_net_ctx *ctx, const char *instance_id,
-                             const char *variables_json, wf_uow_idem *idem, wf_instance_row *out,
-                             wf_error *err);
+wf_code wf_runtime_set_variables(const wf_runtime_ctx *ctx, const char *instance_id,
+                                 const char *variables_json, wf_uow_idem *idem,
+                                 wf_instance_row *out, wf_error *err);
 
 #endif /* WF_SIGNALS_H */

@@ -15,8 +15,8 @@
 #define MAX_AGG 128
 
 wf_code
-wf_sig_list(const wf_net_ctx *ctx, const wf_sig_list_in *q, wf_signal_row **rows, size_t *n,
-            char **next_cursor, wf_error *err)
+wf_runtime_list_signals(const wf_runtime_ctx *ctx, const wf_runtime_list_signals_in *q,
+                        wf_signal_row **rows, size_t *n, char **next_cursor, wf_error *err)
 {
     const wf_ref_ctx *r = &ctx->ref;
     if (q->has_aggregate) {
@@ -90,8 +90,8 @@ append_buffered(const wf_ref_ctx *ctx, const wf_signal_filter *f, const char *in
 }
 
 wf_code
-wf_sig_buffered_for(const wf_ref_ctx *ctx, const wf_instance_row *in, wf_signal_row **rows,
-                    size_t *n, wf_error *err)
+wf_runtime_buffered_signals(const wf_ref_ctx *ctx, const wf_instance_row *in, wf_signal_row **rows,
+                            size_t *n, wf_error *err)
 {
     *rows = NULL;
     *n = 0;

@@ -1,8 +1,8 @@
 /*
- * pg_stmts.c: the Postgres store's statement table, every SQL text of the
- * service (store_pg.c explains how statements are shaped and planned).
+ * pg/stmts.c: the Postgres store's statement table, every SQL text of the
+ * service (pg/store.c explains how statements are shaped and planned).
  */
-#include "pg_int.h"
+#include "pg/pg_int.h"
 
 /* Any 64-bit constant, the same in every replica: serialises migrations.
  * (The sequencer's lock, in 0001_init.sql, is 7318240518.) */
@@ -49,7 +49,7 @@
     "id, tenant_id, action, state, filter_json, reason, created_by, total, done, failed, "         \
     "errors_json, cursor, lease_owner, lease_until, created_at, updated_at, ended_at, version, "   \
     "args_json"
-_Static_assert(S_COUNT_ <= WF_PG_MAX_STMTS, "prepared-statement bits (pg_pool.h)");
+_Static_assert(S_COUNT_ <= WF_STORE_PG_MAX_STMTS, "prepared-statement bits (pg/pool.h)");
 _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
                    S_SWEEP_SIGNALS_T == S_SWEEP_SIGNALS + 1 &&
                    S_SWEEP_IDEMPOTENCY_T == S_SWEEP_IDEMPOTENCY + 1 &&
@@ -193,7 +193,7 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
         "i.tenant_id = e.tenant_id AND i.id = e.instance_id) = " def_key ") AND (" types           \
         "::text[] IS NULL OR type = ANY(" types "))") " ORDER BY sequence LIMIT " limit
 
-static const wf_pg_stmt stmts[S_COUNT_] = {
+static const wf_store_pg_stmt stmts[S_COUNT_] = {
     [S_BEGIN] = {"begin", "BEGIN", "the transaction"},
     [S_COMMIT] = {"commit", "COMMIT", "the transaction"},
     [S_ROLLBACK] = {"rollback", "ROLLBACK", "the transaction"},
@@ -248,7 +248,7 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                            "instance"},
     /* The same, failing when it updates no row (a stale version), for
      * deferred writes whose row count nobody reads: 1 / 0 raises
-     * division_by_zero, which pg_errors.c maps to CONFLICT for this
+     * division_by_zero, which pg/errors.c maps to CONFLICT for this
      * statement only. */
     [S_UPDATE_INSTANCE_CHECKED] = {"update_instance_checked",
                                    "WITH u AS (UPDATE instances SET " INSTANCE_SET
@@ -361,7 +361,7 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
          "= EXCLUDED.discarded",
          "signal"},
     /* Every event of a unit of work in one statement, one array per
-     * column (pg_tx.c, p_columns), in order: their ids keep it. */
+     * column (pg/tx.c, p_columns), in order: their ids keep it. */
     [S_INSERT_EVENTS] = {"insert_events",
                          "INSERT INTO events (tenant_id, root_id, instance_id, type, actor, "
                          "data_json, time) SELECT * FROM unnest($1::text[], $2::text[], "
@@ -842,5 +842,5 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
 };
 
 /* The table, for the plan guard (tests/store/test_store_plans.c). */
-const wf_pg_stmt *const wf_pg_statements = stmts;
-const int wf_pg_n_statements = S_COUNT_;
+const wf_store_pg_stmt *const wf_store_pg_statements = stmts;
+const int wf_store_pg_n_statements = S_COUNT_;
