@@ -198,6 +198,11 @@ main(int argc, char **argv)
         status = 2;
         goto out_free_config;
     }
+    /* Keys of WF_API_KEYS_FILE are read again when the file changes. */
+    if (!wf_config_watch_keys(cfg, &err)) {
+        WF_LOG(WF_LOG_ERROR, "startup", "%s", err.msg);
+        goto out_free_config;
+    }
     wf_expr_configure(&(wf_expr_options){
         .isolation = cfg->expr_inline ? WF_EXPR_INLINE : WF_EXPR_PROCESS,
         .timeout_ms = cfg->expr_timeout_ms,

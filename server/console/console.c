@@ -6,7 +6,9 @@
  * A session is an opaque random id in an HttpOnly, SameSite=Strict cookie
  * that maps, in memory, to the tenant of the key given at login, the actor
  * named there and the session's CSRF token: the key itself never leaves
- * the login request, and logging out or a restart revokes every session.
+ * the login request, and logging out or a restart revokes every session;
+ * removing the key from WF_API_KEYS_FILE revokes the sessions opened with
+ * it.
  */
 #include "console.h"
 
@@ -46,6 +48,8 @@ typedef struct session {
     char tenant[65];
     char actor[129];
     int64_t last_ms;
+    bool keyed;       /* opened with an API key: it ends when the key is removed */
+    wf_key_match key; /* that key's id and tenant binding */
 } session;
 
 struct wf_console {
@@ -197,15 +201,20 @@ session_find(wf_console *c, const char *id, session *out)
     return found;
 }
 
-/* A new session (the oldest one makes room when the table is full). */
+/* A new session (the oldest one makes room when the table is full); key:
+ * the API key it was opened with, NULL in open access. */
 static int
-session_new(wf_console *c, const char *tenant, const char *actor, session *out)
+session_new(wf_console *c, const char *tenant, const char *actor, const wf_key_match *key,
+            session *out)
 {
     session s = {0};
     if (random_hex(s.id) != 0 || random_hex(s.csrf) != 0)
         return -1;
     snprintf(s.tenant, sizeof s.tenant, "%s", tenant);
     snprintf(s.actor, sizeof s.actor, "%s", actor);
+    s.keyed = key != NULL;
+    if (key != NULL)
+        s.key = *key;
     s.last_ms = wf_mono_ms();
     pthread_mutex_lock(&c->mu);
     int slot = 0;
@@ -221,6 +230,14 @@ session_new(wf_console *c, const char *tenant, const char *actor, session *out)
     pthread_mutex_unlock(&c->mu);
     *out = s;
     return 0;
+}
+
+/* True while the key the session was opened with is still configured. */
+static bool
+key_still_valid(wf_console *c, const session *s)
+{
+    wf_keys *keys = c->app->cfg->keys;
+    return keys != NULL && wf_keys_holds(keys, &s->key);
 }
 
 static void
@@ -359,6 +376,7 @@ do_login(wf_console *c, const wf_http_req *req, wf_http_resp *r)
     const char *actor = wf_http_req_form(req, "actor");
     const char *tenant = wf_http_req_form(req, "tenant");
     const char *key = wf_http_req_form(req, "api_key");
+    bool open = wf_config_open_access(cfg);
     if (!printable(actor, 128)) {
         r->status = 400;
         login_page(c, req, r, "The actor must be 1 to 128 printable ASCII characters.");
@@ -370,26 +388,26 @@ do_login(wf_console *c, const wf_http_req *req, wf_http_resp *r)
         return;
     }
     const char *t = tenant != NULL && tenant[0] != '\0' ? tenant : "default";
-    if (!wf_config_open_access(cfg)) {
-        const wf_api_key *k = key != NULL ? wf_config_find_key(cfg, key, strlen(key)) : NULL;
-        if (k == NULL) {
+    wf_key_match k = {"", ""};
+    if (!open) {
+        if (key == NULL || !wf_config_find_key(cfg, key, strlen(key), &k)) {
             WF_LOG(WF_LOG_WARN, "console", "login refused: API_KEY_INVALID");
             r->status = 403;
             login_page(c, req, r, "The API key is not valid.");
             return;
         }
-        if (k->tenant != NULL) {
-            if (tenant != NULL && tenant[0] != '\0' && strcmp(tenant, k->tenant) != 0) {
+        if (k.tenant[0] != '\0') {
+            if (tenant != NULL && tenant[0] != '\0' && strcmp(tenant, k.tenant) != 0) {
                 r->status = 403;
                 login_page(c, req, r, "This API key may not act in that tenant.");
                 return;
             }
-            t = k->tenant;
+            t = k.tenant;
         }
-        WF_LOG(WF_LOG_INFO, "console", "login of key %s as %s in tenant %s", k->key_id, actor, t);
+        WF_LOG(WF_LOG_INFO, "console", "login of key %s as %s in tenant %s", k.key_id, actor, t);
     }
     session s;
-    if (session_new(c, t, actor, &s) != 0) {
+    if (session_new(c, t, actor, open ? NULL : &k, &s) != 0) {
         text(r, 500, "could not create a session\n");
         return;
     }
@@ -637,6 +655,13 @@ serve(void *arg, const wf_http_req *req, wf_http_resp *r)
     }
     session sess;
     bool have = session_find(c, wf_http_req_cookie(req, COOKIE), &sess);
+    if (have && sess.keyed && !key_still_valid(c, &sess)) {
+        /* Its key was removed (WF_API_KEYS_FILE changed): the session ends. */
+        session_drop(c, sess.id);
+        set_cookie(req, r, "", true);
+        redirect(r, "/login");
+        return;
+    }
     if (!have) {
         if (!wf_config_open_access(c->app->cfg) || post) {
             redirect(r, "/login");

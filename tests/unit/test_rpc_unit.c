@@ -177,7 +177,9 @@ START_TEST(test_valid_key_default_tenant)
     wf_error err;
     ck_assert_int_eq(run(&ctx, &err), WF_OK);
     ck_assert_str_eq(ctx.tenant, "default");
-    ck_assert_str_eq(ctx.key_id, cfg->api_keys[0].key_id);
+    wf_key_match k1;
+    ck_assert(wf_config_find_key(cfg, "k1", 2, &k1));
+    ck_assert_str_eq(ctx.key_id, k1.key_id);
     ck_assert_ptr_null(ctx.actor);
 }
 END_TEST
