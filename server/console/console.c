@@ -8,7 +8,7 @@
  * named there and the session's CSRF token: the key itself never leaves
  * the login request, and logging out or a restart revokes every session;
  * removing the key from WF_API_KEYS_FILE revokes the sessions opened with
- * it.
+ * it. Refused logins are throttled per source address (console_throttle.c).
  */
 #include "console.h"
 
@@ -55,7 +55,8 @@ typedef struct session {
 struct wf_console {
     wf_app *app;
     wf_http *http;
-    pthread_mutex_t mu; /* guards sessions */
+    wf_console__throttle *throttle; /* refused logins per address */
+    pthread_mutex_t mu;             /* guards sessions */
     session sessions[MAX_SESSIONS];
     atomic_int nsse;
     atomic_bool stopping;
@@ -369,6 +370,41 @@ printable(const char *s, size_t max)
     return true;
 }
 
+/* A login attempt refused for its key: counted against the address, and
+ * answered 403, or 429 once the address is barred. */
+static void
+login_refused(wf_console *c, const wf_http_req *req, wf_http_resp *r, const char *peer)
+{
+    int wait_s = wf_console__throttle_failed(c->throttle, peer, wf_mono_ms());
+    if (wait_s > 0)
+        WF_LOG(WF_LOG_WARN, "console",
+               "login refused: API_KEY_INVALID (from %s, now barred from logging in for %d s)",
+               peer, wait_s);
+    else
+        WF_LOG(WF_LOG_WARN, "console", "login refused: API_KEY_INVALID (from %s)", peer);
+    r->status = 403;
+    login_page(c, req, r, "The API key is not valid.");
+}
+
+/* 429 with Retry-After while the address is barred: nothing of the form is
+ * looked at, the key least of all. */
+static bool
+login_barred(wf_console *c, const wf_http_req *req, wf_http_resp *r, const char *peer)
+{
+    int wait_s = wf_console__throttle_wait(c->throttle, peer, wf_mono_ms());
+    if (wait_s == 0)
+        return false;
+    char retry[16];
+    snprintf(retry, sizeof retry, "%d", wait_s);
+    wf_http_resp_header(r, "Retry-After", retry);
+    r->status = 429;
+    char msg[128];
+    snprintf(msg, sizeof msg, "Too many refused logins from this address: try again in %d s.",
+             wait_s);
+    login_page(c, req, r, msg);
+    return true;
+}
+
 static void
 do_login(wf_console *c, const wf_http_req *req, wf_http_resp *r)
 {
@@ -376,7 +412,11 @@ do_login(wf_console *c, const wf_http_req *req, wf_http_resp *r)
     const char *actor = wf_http_req_form(req, "actor");
     const char *tenant = wf_http_req_form(req, "tenant");
     const char *key = wf_http_req_form(req, "api_key");
+    char peer[48];
+    wf_http_req_peer(req, peer, sizeof peer);
     bool open = wf_config_open_access(cfg);
+    if (!open && login_barred(c, req, r, peer))
+        return;
     if (!printable(actor, 128)) {
         r->status = 400;
         login_page(c, req, r, "The actor must be 1 to 128 printable ASCII characters.");
@@ -391,11 +431,10 @@ do_login(wf_console *c, const wf_http_req *req, wf_http_resp *r)
     wf_key_match k = {"", ""};
     if (!open) {
         if (key == NULL || !wf_config_find_key(cfg, key, strlen(key), &k)) {
-            WF_LOG(WF_LOG_WARN, "console", "login refused: API_KEY_INVALID");
-            r->status = 403;
-            login_page(c, req, r, "The API key is not valid.");
+            login_refused(c, req, r, peer);
             return;
         }
+        wf_console__throttle_passed(c->throttle, peer, wf_mono_ms());
         if (k.tenant[0] != '\0') {
             if (tenant != NULL && tenant[0] != '\0' && strcmp(tenant, k.tenant) != 0) {
                 r->status = 403;
@@ -712,6 +751,12 @@ wf_console_start(wf_app *app, const char *addr, wf_error *err)
         return NULL;
     }
     c->app = app;
+    c->throttle = wf_console__throttle_new();
+    if (c->throttle == NULL) {
+        free(c);
+        wf_error_nomem(err);
+        return NULL;
+    }
     pthread_mutex_init(&c->mu, NULL);
     /* Small and bounded: a live stream holds a thread while it polls, so
      * the pool has room for MAX_SSE of them and still answers pages. */
@@ -726,6 +771,7 @@ wf_console_start(wf_app *app, const char *addr, wf_error *err)
     c->http = wf_http_start_app(addr, &opt, serve, c, err);
     if (c->http == NULL) {
         pthread_mutex_destroy(&c->mu);
+        wf_console__throttle_free(c->throttle);
         free(c);
         return NULL;
     }
@@ -740,5 +786,6 @@ wf_console_stop(wf_console *c)
     atomic_store(&c->stopping, true);
     wf_http_stop(c->http);
     pthread_mutex_destroy(&c->mu);
+    wf_console__throttle_free(c->throttle);
     free(c);
 }
