@@ -755,6 +755,10 @@ START_TEST(test_wire_durations_and_timestamps_in_range)
         {-315576000001LL, 0, false},
         {10000000000000LL, 0, false},
         {253402300799LL, 0, false}, /* from now, past 9999-12-31 */
+        /* docs/behaviour.md's examples: about 8,240 years from now passes
+         * 9999-12-31, about 3,170 years does not. */
+        {260000000000LL, 0, false},
+        {100000000000LL, 0, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         d.seconds = cases[i].s;
