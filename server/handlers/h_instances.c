@@ -42,23 +42,32 @@ h_start_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
 
 /* ---- GetInstance ------------------------------------------------------------------- */
 
+/* One JoinProgress of GetInstance: a referral's join or a net's USERS join. */
+static Workflow__V1__JoinProgress *
+join_progress(wf_arena *a, const wf_ref_join *in)
+{
+    Workflow__V1__JoinProgress *j = wf_arena_alloc(a, sizeof *j);
+    if (j == NULL)
+        return NULL;
+    workflow__v1__join_progress__init(j);
+    j->instance_id = (char *)in->instance_id;
+    if (in->transition_id != NULL)
+        j->transition_id = (char *)in->transition_id;
+    j->mode = (Workflow__V1__CompletionMode)in->mode;
+    j->quorum = in->quorum;
+    j->required = in->required;
+    j->done = in->done;
+    j->total = in->total;
+    return j;
+}
+
 static Workflow__V1__JoinProgress **
 build_joins(wf_arena *a, const wf_ref_instance_view *v)
 {
     Workflow__V1__JoinProgress **joins = wf_arena_calloc(a, v->n_joins + 1, sizeof *joins);
-    for (size_t i = 0; joins != NULL && i < v->n_joins; i++) {
-        Workflow__V1__JoinProgress *j = wf_arena_alloc(a, sizeof *j);
-        if (j == NULL)
+    for (size_t i = 0; joins != NULL && i < v->n_joins; i++)
+        if ((joins[i] = join_progress(a, &v->joins[i])) == NULL)
             return NULL;
-        workflow__v1__join_progress__init(j);
-        j->instance_id = (char *)v->joins[i].instance_id;
-        j->mode = (Workflow__V1__CompletionMode)v->joins[i].mode;
-        j->quorum = v->joins[i].quorum;
-        j->required = v->joins[i].required;
-        j->done = v->joins[i].done;
-        j->total = v->joins[i].total;
-        joins[i] = j;
-    }
     return joins;
 }
 
@@ -107,19 +116,9 @@ fill_net_view(wf_arena *a, const wf_net_view *nv, Workflow__V1__GetInstanceRespo
     }
     for (size_t i = 0; i < m->n_joins; i++)
         joins[i] = m->joins[i];
-    for (size_t i = 0; i < nv->n_joins; i++) {
-        Workflow__V1__JoinProgress *j = wf_arena_alloc(a, sizeof *j);
-        if (j == NULL)
+    for (size_t i = 0; i < nv->n_joins; i++)
+        if ((joins[m->n_joins + i] = join_progress(a, &nv->joins[i])) == NULL)
             return WF_E_INTERNAL;
-        workflow__v1__join_progress__init(j);
-        j->instance_id = (char *)nv->joins[i].instance_id;
-        j->mode = (Workflow__V1__CompletionMode)nv->joins[i].mode;
-        j->quorum = nv->joins[i].quorum;
-        j->required = nv->joins[i].required;
-        j->done = nv->joins[i].done;
-        j->total = nv->joins[i].total;
-        joins[m->n_joins + i] = j;
-    }
     m->joins = joins;
     m->n_joins += nv->n_joins;
     m->current_steps = wf_arena_calloc(a, nv->n_current_steps + 1, sizeof *m->current_steps);

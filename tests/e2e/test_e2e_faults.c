@@ -1066,10 +1066,5 @@ main(void)
     tcase_add_test(m, test_three_servers_migrate_an_empty_database_once);
     suite_add_tcase(s, m);
 
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_FORK); /* the cleanup above relies on it */
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return wf_test_run_mode(s, CK_FORK); /* the cleanup above relies on fork mode */
 }

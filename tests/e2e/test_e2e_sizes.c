@@ -42,38 +42,6 @@ blob(const char *name, size_t bytes)
     return s;
 }
 
-static nb *
-job_net(const char *key, const char *type)
-{
-    nb *n = net_new(key);
-    place(n, "s", START);
-    place(n, "e", END);
-    with_job(trans(n, "work", T_AUTO), type, 0, 0);
-    arc(n, "s", "work");
-    arc(n, "work", "e");
-    return n;
-}
-
-static Workflow__V1__Instance *
-start(const char *key, const char *vars)
-{
-    wf_client_status st;
-    Workflow__V1__Instance *in = start_v(as("boss"), key, 0, vars, &st);
-    ck_ok(st);
-    return in;
-}
-
-static Workflow__V1__Instance *
-set_vars(const char *id, const char *vars, wf_client_status *st)
-{
-    Workflow__V1__SetVariablesRequest req = WORKFLOW__V1__SET_VARIABLES_REQUEST__INIT;
-    req.instance_id = (char *)id;
-    req.variables_json = (char *)vars;
-    Workflow__V1__SetVariablesResponse *r = call(
-        as("ops"), "SetVariables", &req, &workflow__v1__set_variables_response__descriptor, st);
-    return r != NULL ? r->instance : NULL;
-}
-
 /* The data of the JOB_ACTIVATED events of root, read from the store
  * (test-owned), in order; returns how many. */
 static size_t
@@ -95,13 +63,13 @@ activated_data(const char *root, const char **out, size_t cap)
  * ActivateJobs with max_jobs = 4 leases two, and the next call the other
  * two. Before, it leased four, and the 160 KiB answer failed with the four
  * jobs leased until their lease ran out. */
-START_TEST(test_activate_leases_what_the_answer_holds)
+WF_TEST(test_activate_leases_what_the_answer_holds)
 {
     char *key = u("big-jobs"), *type = u("big");
-    deploy(job_net(key, type));
+    deploy(job_net(key, type, 0, 0));
     Workflow__V1__Instance *ins[4];
     for (int i = 0; i < 4; i++)
-        ins[i] = start(key, blob("doc", 40000));
+        ins[i] = start_boss(key, blob("doc", 40000));
     wf_client_status st;
     Workflow__V1__ActivateJobsResponse *r = activate_c(as(NULL), type, 4, 0, 0, &st);
     ck_ok(st);
@@ -134,11 +102,11 @@ END_TEST
  * before the bound, here straight into the store): ActivateJobs fails
  * with VARIABLES_TOO_LARGE naming it and leases nothing; once SetVariables
  * shrinks the instance, the job is activated. */
-START_TEST(test_a_job_too_large_alone_is_refused_not_leased)
+WF_TEST(test_a_job_too_large_alone_is_refused_not_leased)
 {
     char *key = u("huge-job"), *type = u("huge");
-    deploy(job_net(key, type));
-    Workflow__V1__Instance *in = start(key, "{\"doc\":1}");
+    deploy(job_net(key, type, 0, 0));
+    Workflow__V1__Instance *in = start_boss(key, "{\"doc\":1}");
 
     wf_store_ctx sc = {"default", 0, ta};
     wf_error err;
@@ -172,12 +140,12 @@ END_TEST
 
 /* StreamActivatedJobs sends each job in a message of its own, and leases
  * per pass no more than an answer holds: all four jobs of 40 KiB come. */
-START_TEST(test_stream_delivers_large_jobs)
+WF_TEST(test_stream_delivers_large_jobs)
 {
     char *key = u("stream-jobs"), *type = u("streamed");
-    deploy(job_net(key, type));
+    deploy(job_net(key, type, 0, 0));
     for (int i = 0; i < 4; i++)
-        start(key, blob("doc", 40000));
+        start_boss(key, blob("doc", 40000));
     Workflow__V1__StreamActivatedJobsRequest req =
         WORKFLOW__V1__STREAM_ACTIVATED_JOBS_REQUEST__INIT;
     req.job_type = type;
@@ -202,11 +170,11 @@ END_TEST
  * take the tree past 64 KiB and is refused, with nothing written. Before,
  * it was accepted, and a third one committed though its 144 KiB answer
  * failed; GetInstance then failed for good. */
-START_TEST(test_set_variables_is_bounded)
+WF_TEST(test_set_variables_is_bounded)
 {
     char *key = u("vars");
-    deploy(job_net(key, u("unused")));
-    Workflow__V1__Instance *in = start(key, NULL);
+    deploy(job_net(key, u("unused"), 0, 0));
+    Workflow__V1__Instance *in = start_boss(key, NULL);
     wf_client_status st;
     ck_assert_ptr_nonnull(set_vars(in->id, blob("a", 48000), &st));
     ck_ok(st);
@@ -247,9 +215,9 @@ assign(const char *parent, const char *vars, wf_client_status *st)
 }
 
 /* Children count with their root: a second child of 48 KiB is refused. */
-START_TEST(test_children_count_in_the_bound)
+WF_TEST(test_children_count_in_the_bound)
 {
-    Workflow__V1__Instance *root = start(u("adhoc"), NULL);
+    Workflow__V1__Instance *root = start_boss(u("adhoc"), NULL);
     wf_client_status st;
     Workflow__V1__AssignToResponse *a = assign(root->id, blob("a", 48000), &st);
     ck_ok(st);
@@ -288,9 +256,9 @@ buffer_signal(const char *instance_id, const char *payload)
 /* Two children of 30 KiB and two buffered signals of 48 KiB: GetInstance
  * of the root leaves out the children's variables first, the last child
  * first, until the answer fits; the children answer their own. */
-START_TEST(test_get_instance_leaves_out_children_variables)
+WF_TEST(test_get_instance_leaves_out_children_variables)
 {
-    Workflow__V1__Instance *root = start(u("adhoc"), NULL);
+    Workflow__V1__Instance *root = start_boss(u("adhoc"), NULL);
     wf_client_status st;
     Workflow__V1__AssignToResponse *a1 = assign(root->id, blob("a", 30000), &st);
     ck_ok(st);
@@ -317,7 +285,7 @@ END_TEST
  * buffered signals carry 48 KiB each: GetInstance leaves out the jobs'
  * variables and then signal payloads until the answer fits (before, it
  * failed with the send limit). */
-START_TEST(test_get_instance_leaves_out_what_does_not_fit)
+WF_TEST(test_get_instance_leaves_out_what_does_not_fit)
 {
     char *key = u("fan"), *type = u("part");
     nb *n = net_new(key);
@@ -341,7 +309,7 @@ START_TEST(test_get_instance_leaves_out_what_does_not_fit)
     arc(n, "w2", "e");
     arc(n, "w3", "e");
     deploy(n);
-    Workflow__V1__Instance *in = start(key, blob("doc", 40000));
+    Workflow__V1__Instance *in = start_boss(key, blob("doc", 40000));
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
     ck_assert_uint_eq(g->n_jobs, 3);
     ck_assert_uint_lt(protobuf_c_message_get_packed_size(&g->base), SEND_LIMIT);
@@ -380,10 +348,10 @@ END_TEST
 
 /* Four roots of 48 KiB: a page of 500 stops after two (before, the 192
  * KiB page failed with the send limit), and its token leads to the rest. */
-START_TEST(test_list_instances_pages_by_bytes)
+WF_TEST(test_list_instances_pages_by_bytes)
 {
     char *key = u("listed");
-    deploy(job_net(key, u("unused")));
+    deploy(job_net(key, u("unused"), 0, 0));
     wf_client *c = as(u("lister"));
     wf_client_status st;
     for (int i = 0; i < 4; i++) {
@@ -415,18 +383,5 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("e2e_sizes");
-    TCase *tc = tcase_create("sizes");
-    tcase_add_checked_fixture(tc, setup_sizes, teardown);
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_activate_leases_what_the_answer_holds);
-    tcase_add_test(tc, test_a_job_too_large_alone_is_refused_not_leased);
-    tcase_add_test(tc, test_stream_delivers_large_jobs);
-    tcase_add_test(tc, test_set_variables_is_bounded);
-    tcase_add_test(tc, test_children_count_in_the_bound);
-    tcase_add_test(tc, test_get_instance_leaves_out_what_does_not_fit);
-    tcase_add_test(tc, test_get_instance_leaves_out_children_variables);
-    tcase_add_test(tc, test_list_instances_pages_by_bytes);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite("e2e_sizes", "sizes", setup_sizes, teardown, 30));
 }

@@ -84,17 +84,14 @@ setup(void)
 static void
 teardown(void)
 {
-    wf_store_free(st);
-    wf_arena_free(arena);
-    wf_expr_cache_clear();
-    wf_defcache_clear();
+    kit_teardown();
     wf_test_pg_drop_schema(dsn, schema);
 }
 
 static wf_net_ctx
 ctx(void)
 {
-    return (wf_net_ctx){.ref = {.store = st, .tenant = "default", .actor = "t", .arena = arena}};
+    return kit_ctx("t");
 }
 
 /* ---- counting ---------------------------------------------------------------------------- */
@@ -177,7 +174,7 @@ activate(bool with_request_id)
 /* A retry replays, also when the body sends nothing before its commit
  * (the definition named by version is cached): the lookup then rides
  * with the commit, whose record fails, and is read again on its own. */
-START_TEST(test_replay_when_the_lookup_rides_with_the_commit)
+WF_TEST(test_replay_when_the_lookup_rides_with_the_commit)
 {
     deploy_nets();
     wf_ref_ctx c = ctx().ref;
@@ -205,7 +202,7 @@ END_TEST
 /* Deferred writes of a unit of work rolled back before its commit are
  * sent with the ROLLBACK (one flight) and leave nothing behind; the
  * connection stays usable. A stale instance version fails at commit. */
-START_TEST(test_deferred_writes_rolled_back_or_refused)
+WF_TEST(test_deferred_writes_rolled_back_or_refused)
 {
     wf_store_ctx sc = {"default", 0, arena};
     wf_instance_row in = {.id = "r1",
@@ -246,7 +243,7 @@ START_TEST(test_deferred_writes_rolled_back_or_refused)
 }
 END_TEST
 
-START_TEST(test_round_trips_per_call)
+WF_TEST(test_round_trips_per_call)
 {
     deploy_nets();
     wf_instance_row in;
@@ -325,24 +322,8 @@ END_TEST
 int
 main(void)
 {
-    dsn = getenv("WF_TEST_PG_DSN");
-    if (dsn == NULL || dsn[0] == '\0') {
-        printf("skipped: WF_TEST_PG_DSN not set\n");
-        return 77; /* CTest SKIP_RETURN_CODE */
-    }
-    if (getenv("WF_TEST_LOG") == NULL)
-        wf_log_threshold = WF_LOG_ERROR;
-    Suite *s = suite_create("round_trips");
-    TCase *tc = tcase_create("flights");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_round_trips_per_call);
-    tcase_add_test(tc, test_deferred_writes_rolled_back_or_refused);
-    tcase_add_test(tc, test_replay_when_the_lookup_rides_with_the_commit);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    dsn = wf_test_pg_dsn();
+    kit_fixture(&st, &arena);
+    wf_test_quiet_log();
+    return wf_test_run(wf_test_suite("round_trips", "flights", setup, teardown, 60));
 }

@@ -45,6 +45,7 @@
 #include "signals.h"
 #include "store.h"
 #include "test_pg.h"
+#include "test_support.h"
 #include "wf_log.h"
 
 /* The bound: a lookup by key descends a few index levels and reads a
@@ -103,7 +104,7 @@ store_conninfo(void)
 static wf_net_ctx
 ctx(void)
 {
-    return (wf_net_ctx){.ref = {.store = st, .tenant = "default", .actor = "t", .arena = arena}};
+    return kit_ctx("t");
 }
 
 static void
@@ -147,10 +148,7 @@ setup(void)
 static void
 teardown(void)
 {
-    wf_store_free(st);
-    wf_arena_free(arena);
-    wf_expr_cache_clear();
-    wf_defcache_clear();
+    kit_teardown();
     char sql[256];
     snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE; DROP ROLE IF EXISTS %s", schema,
              role);
@@ -357,7 +355,7 @@ measure(const char *phase)
     return failed;
 }
 
-START_TEST(test_buffers_per_call_on_unanalysed_and_grown_tables)
+WF_TEST(test_buffers_per_call_on_unanalysed_and_grown_tables)
 {
     static wf_transition tj[] = {{.id = "step", .trigger = WF_TRIGGER_AUTO, .job_type = "ship"}};
     kit_deploy_line(ctx(), "jobs", tj);
@@ -388,22 +386,8 @@ END_TEST
 int
 main(void)
 {
-    dsn = getenv("WF_TEST_PG_DSN");
-    if (dsn == NULL || dsn[0] == '\0') {
-        printf("skipped: WF_TEST_PG_DSN is not set\n");
-        return 77; /* CTest SKIP_RETURN_CODE */
-    }
-    if (getenv("WF_TEST_LOG") == NULL)
-        wf_log_threshold = WF_LOG_ERROR;
-    Suite *s = suite_create("store_buffers");
-    TCase *tc = tcase_create("buffers");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, test_buffers_per_call_on_unanalysed_and_grown_tables);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    dsn = wf_test_pg_dsn();
+    kit_fixture(&st, &arena);
+    wf_test_quiet_log();
+    return wf_test_run(wf_test_suite("store_buffers", "buffers", setup, teardown, 300));
 }

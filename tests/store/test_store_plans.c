@@ -32,6 +32,7 @@
 
 #include "pg_pool.h" /* wf_pg_statements */
 #include "store.h"
+#include "test_list.h"
 #include "test_pg.h"
 
 /* Tables that grow with the work in flight or with history. */
@@ -434,7 +435,7 @@ guard(const char *phase, int *checked)
     return failed;
 }
 
-START_TEST(test_generic_plans_over_a_backlog)
+WF_TEST(test_generic_plans_over_a_backlog)
 {
     /* The store migrates the fresh schema, as at a server's start. */
     char *store_dsn = wf_test_pg_schema_dsn(dsn, schema);
@@ -472,11 +473,7 @@ END_TEST
 int
 main(void)
 {
-    dsn = getenv("WF_TEST_PG_DSN");
-    if (dsn == NULL || dsn[0] == '\0') {
-        printf("skipped: WF_TEST_PG_DSN is not set\n");
-        return 77; /* CTest SKIP_RETURN_CODE */
-    }
+    dsn = wf_test_pg_dsn();
     snprintf(schema, sizeof schema, "wf_plans_%d", (int)getpid());
     /* Outside a Check test: no ck_assert here (test_pg asserts too). */
     pg = PQconnectdb(dsn);
@@ -489,16 +486,8 @@ main(void)
     snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE; CREATE SCHEMA %s", schema, schema);
     PQclear(PQexec(pg, sql));
 
-    Suite *s = suite_create("store_plans");
-    TCase *tc = tcase_create("plans");
-    tcase_set_timeout(tc, 240);
-    tcase_add_test(tc, test_generic_plans_over_a_backlog);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed =
+        wf_test_run_mode(wf_test_suite("store_plans", "plans", NULL, NULL, 240), CK_NOFORK);
 
     /* WF_TEST_PLANS_KEEP=1 keeps the schema and its backlog, to look at. */
     const char *keep = getenv("WF_TEST_PLANS_KEEP");
@@ -508,5 +497,5 @@ main(void)
     else
         PQclear(PQexec(pg, sql));
     PQfinish(pg);
-    return nf == 0 ? 0 : 1;
+    return failed;
 }

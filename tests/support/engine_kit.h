@@ -8,6 +8,53 @@
 
 #include "instances.h"
 #include "net_runtime.h"
+#include "uow.h"
+
+/* ---- the fixture of suites over one store ----------------------------------------------- */
+
+/* Names the variables that hold the running case's store and arena:
+ * kit_setup fills them, kit_teardown frees them, kit_ctx reads them. A
+ * suite's main calls it before the suite runs; st NULL: the cases need
+ * an arena only. */
+void kit_fixture(wf_store **st, wf_arena **arena);
+
+/* Checked fixture: a fresh memory store (unless kit_fixture's st is NULL)
+ * and arena, asserting both. */
+void kit_setup(void);
+
+/* Frees the case's store and arena and empties the engine's caches
+ * (compiled expressions, definitions), so that no case sees another's.
+ * Cached jq states keep their stack through a pointer one past the end of
+ * the block, which LeakSanitizer cannot follow: they must be freed. */
+void kit_teardown(void);
+
+/* The context of actor in tenant "default" over the case's store and
+ * arena. */
+wf_net_ctx kit_ctx(const char *actor);
+
+/* ---- what the case's store holds (tenant "default"), asserting OK ------------------------- */
+
+/* The instance id. */
+wf_instance_row kit_instance(const char *id);
+
+/* The aggregate of the root instance id (the root and its tree). */
+wf_aggregate kit_aggregate(const char *id);
+
+/* The events of root's tree in order (at most 1000); *n their number. */
+wf_event_row *kit_events(const char *root, size_t *n);
+
+/* How many events root's tree has. */
+size_t kit_n_events(const char *root);
+
+/* The types of root's events after the first skip, space-separated (a
+ * static buffer, valid until the next call). */
+const char *kit_event_types(const char *root, size_t skip);
+
+/* The data (JSON text) of the last event of type in root's tree; fails
+ * the test when there is none. */
+const char *kit_event_data(const char *root, const char *type);
+
+/* ---- deploying and starting ---------------------------------------------------------------- */
 
 /* Deploys net in c's tenant as c's actor, asserting OK. */
 wf_net_deployed kit_deploy(const wf_net_ctx *c, const wf_net *net);

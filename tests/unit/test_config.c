@@ -20,7 +20,7 @@ load(const char *const *env, wf_error *err)
     return wf_config_load((char *const *)env, err);
 }
 
-START_TEST(test_production_requires_keys_and_database)
+WF_TEST(test_production_requires_keys_and_database)
 {
     wf_error err;
     /* Neither: one refusal names both. */
@@ -52,7 +52,7 @@ START_TEST(test_production_requires_keys_and_database)
 }
 END_TEST
 
-START_TEST(test_development_defaults)
+WF_TEST(test_development_defaults)
 {
     wf_error err;
     const char *env[] = {"WF_ENV=development", NULL};
@@ -73,7 +73,7 @@ END_TEST
 
 /* The send limit is twice the request limit; the variables of a tree are
  * bounded by the request limit by default, and never above it. */
-START_TEST(test_sizes)
+WF_TEST(test_sizes)
 {
     wf_error err;
     const char *dflt[] = {"WF_ENV=development", NULL};
@@ -97,7 +97,7 @@ START_TEST(test_sizes)
 }
 END_TEST
 
-START_TEST(test_auto_create_definitions_can_be_turned_off)
+WF_TEST(test_auto_create_definitions_can_be_turned_off)
 {
     wf_error err;
     const char *off[] = {"WF_ENV=development", "WF_AUTO_CREATE_DEFINITIONS=false", NULL};
@@ -111,7 +111,7 @@ START_TEST(test_auto_create_definitions_can_be_turned_off)
 }
 END_TEST
 
-START_TEST(test_api_keys_with_and_without_tenant)
+WF_TEST(test_api_keys_with_and_without_tenant)
 {
     wf_error err;
     const char *env[] = {"WF_ENV=development", "WF_API_KEYS= k1 , k2=tenant-b,", NULL};
@@ -139,7 +139,7 @@ END_TEST
 /* Keys that could never be presented, tenants no call could name, and a
  * key listed twice (for two tenants: which one would it act in?) stop the
  * start with a message naming the entry, never the key. */
-START_TEST(test_api_keys_refused_at_start)
+WF_TEST(test_api_keys_refused_at_start)
 {
     wf_error err;
     const struct {
@@ -170,7 +170,7 @@ START_TEST(test_api_keys_refused_at_start)
 }
 END_TEST
 
-START_TEST(test_directory_groups_and_users)
+WF_TEST(test_directory_groups_and_users)
 {
     wf_error err;
     const char *env[] = {"WF_ENV=development", "WF_USERS=alice,bob", "WF_GROUP_it=alice, carol",
@@ -187,7 +187,7 @@ START_TEST(test_directory_groups_and_users)
 }
 END_TEST
 
-START_TEST(test_malformed_values_are_errors)
+WF_TEST(test_malformed_values_are_errors)
 {
     wf_error err;
     const char *cases[][3] = {
@@ -208,7 +208,7 @@ START_TEST(test_malformed_values_are_errors)
 }
 END_TEST
 
-START_TEST(test_numbers_and_booleans_parse)
+WF_TEST(test_numbers_and_booleans_parse)
 {
     wf_error err;
     const char *env[] = {
@@ -228,7 +228,7 @@ START_TEST(test_numbers_and_booleans_parse)
 }
 END_TEST
 
-START_TEST(test_expression_limits)
+WF_TEST(test_expression_limits)
 {
     wf_error err;
     const char *dflt[] = {"WF_ENV=development", "WF_THREADS=3", NULL};
@@ -260,7 +260,7 @@ START_TEST(test_expression_limits)
 }
 END_TEST
 
-START_TEST(test_inline_expressions_are_refused_in_production)
+WF_TEST(test_inline_expressions_are_refused_in_production)
 {
     wf_error err;
     const char *prod[] = {"WF_ENV=production", "WF_API_KEYS=k1",
@@ -284,7 +284,7 @@ START_TEST(test_inline_expressions_are_refused_in_production)
 }
 END_TEST
 
-START_TEST(test_overload_bounds)
+WF_TEST(test_overload_bounds)
 {
     wf_error err;
     const char *dflt[] = {"WF_ENV=development", "WF_THREADS=3", NULL};
@@ -306,7 +306,7 @@ START_TEST(test_overload_bounds)
 }
 END_TEST
 
-START_TEST(test_retention_defaults)
+WF_TEST(test_retention_defaults)
 {
     wf_error err;
     const char *env[] = {"WF_ENV=development", NULL};
@@ -321,7 +321,7 @@ START_TEST(test_retention_defaults)
 }
 END_TEST
 
-START_TEST(test_retention_durations_parse)
+WF_TEST(test_retention_durations_parse)
 {
     wf_error err;
     const char *env[] = {"WF_ENV=development",
@@ -350,7 +350,7 @@ START_TEST(test_retention_durations_parse)
 }
 END_TEST
 
-START_TEST(test_bad_retention_names_the_variable)
+WF_TEST(test_bad_retention_names_the_variable)
 {
     static const char *const bad[][2] = {
         {"WF_IDEMPOTENCY_RETENTION", "WF_IDEMPOTENCY_RETENTION=24x"},
@@ -379,7 +379,7 @@ END_TEST
 /* The key lookup shared by the interceptors and the web console: the
  * matching key (and its tenant), none for a wrong, longer, shorter or
  * NUL-holding key; WF_CONSOLE_ADDR is read. */
-START_TEST(test_find_key)
+WF_TEST(test_find_key)
 {
     wf_error err;
     const char *env[] = {"WF_ENV=development", "WF_API_KEYS=k-one=acme,k-two",
@@ -470,7 +470,7 @@ load_file(const key_dir *d, wf_error *err)
 /* The file holds WF_API_KEYS' entries, separated by commas or line breaks
  * (a WF_API_KEYS value works as it is, so does one entry per line); a
  * server with the file is never in open access. */
-START_TEST(test_api_keys_file_format)
+WF_TEST(test_api_keys_file_format)
 {
     key_dir d;
     key_dir_init(&d, "k1\n  k2=tenant-b \r\n\n k3 , k4\n");
@@ -492,7 +492,7 @@ END_TEST
 /* At start: both settings, a file that cannot be read, holds no key or
  * breaks a rule stop the start; the message names the file and the entry
  * (and its line), never a key. */
-START_TEST(test_api_keys_file_refused_at_start)
+WF_TEST(test_api_keys_file_refused_at_start)
 {
     key_dir d;
     key_dir_init(&d, "k-good\nk-secret=bad tenant\n");
@@ -538,7 +538,7 @@ END_TEST
  * each by a swap of "..data" as the kubelet does; a content that breaks a
  * rule, holds no key or cannot be read keeps the last good set; a file
  * rewritten in place is read too. */
-START_TEST(test_api_keys_file_reload)
+WF_TEST(test_api_keys_file_reload)
 {
     key_dir d;
     key_dir_init(&d, "old\n");
@@ -590,7 +590,7 @@ END_TEST
 
 /* The watcher thread of a server: a rewrite is seen without a call to
  * wf_keys_reload, within a bound that scales with the machine's load. */
-START_TEST(test_api_keys_file_watched)
+WF_TEST(test_api_keys_file_watched)
 {
     key_dir d;
     key_dir_init(&d, "old\n");
@@ -613,37 +613,8 @@ START_TEST(test_api_keys_file_watched)
 }
 END_TEST
 
-static Suite *
-config_suite(void)
-{
-    Suite *s = suite_create("config");
-    TCase *tc = tcase_create("config");
-    tcase_add_test(tc, test_production_requires_keys_and_database);
-    tcase_add_test(tc, test_development_defaults);
-    tcase_add_test(tc, test_auto_create_definitions_can_be_turned_off);
-    tcase_add_test(tc, test_sizes);
-    tcase_add_test(tc, test_api_keys_with_and_without_tenant);
-    tcase_add_test(tc, test_api_keys_refused_at_start);
-    tcase_add_test(tc, test_directory_groups_and_users);
-    tcase_add_test(tc, test_malformed_values_are_errors);
-    tcase_add_test(tc, test_numbers_and_booleans_parse);
-    tcase_add_test(tc, test_expression_limits);
-    tcase_add_test(tc, test_inline_expressions_are_refused_in_production);
-    tcase_add_test(tc, test_overload_bounds);
-    tcase_add_test(tc, test_retention_defaults);
-    tcase_add_test(tc, test_retention_durations_parse);
-    tcase_add_test(tc, test_bad_retention_names_the_variable);
-    tcase_add_test(tc, test_find_key);
-    tcase_add_test(tc, test_api_keys_file_format);
-    tcase_add_test(tc, test_api_keys_file_refused_at_start);
-    tcase_add_test(tc, test_api_keys_file_reload);
-    tcase_add_test(tc, test_api_keys_file_watched);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int
 main(void)
 {
-    return wf_test_run(config_suite());
+    return wf_test_run(wf_test_suite("config", "config", NULL, NULL, 0));
 }

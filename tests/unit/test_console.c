@@ -24,7 +24,7 @@ written(void (*fn)(FILE *, const char *), const char *s)
     return buf;
 }
 
-START_TEST(test_html_escape)
+WF_TEST(test_html_escape)
 {
     char *s = written(wf_console__esc, "<img src=x onerror=alert(1)>");
     ck_assert_str_eq(s, "&lt;img src=x onerror=alert(1)&gt;");
@@ -41,7 +41,7 @@ START_TEST(test_html_escape)
 }
 END_TEST
 
-START_TEST(test_url_encode)
+WF_TEST(test_url_encode)
 {
     char *s = written(wf_console__url, "a b/&?=#\"<x>");
     ck_assert_str_eq(s, "a%20b%2F%26%3F%3D%23%22%3Cx%3E");
@@ -54,7 +54,7 @@ END_TEST
 
 /* A JSON string on one line of the event stream: no newline (which would
  * end the data line), no < (which a careless reader might put in HTML). */
-START_TEST(test_json_string)
+WF_TEST(test_json_string)
 {
     char *s = written(wf_console__json_str, "a\"\\\n</script>");
     ck_assert_str_eq(s, "\"a\\\"\\\\\\u000a\\u003c/script\\u003e\"");
@@ -63,7 +63,7 @@ START_TEST(test_json_string)
 }
 END_TEST
 
-START_TEST(test_enum_names)
+WF_TEST(test_enum_names)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -81,7 +81,7 @@ END_TEST
 /* Only a path of this console may come back in a Location: what a browser
  * would read as another host ("//", "/\\", a tab or line break it drops)
  * is refused, as is anything with a blank or a byte outside ASCII. */
-START_TEST(test_own_path)
+WF_TEST(test_own_path)
 {
     const char *good[] = {
         "/instances", "/instance?id=01a2&x=%2F%2F", "/inbox?group=a%20b", "/", "/./x", "/a//b",
@@ -111,7 +111,7 @@ END_TEST
 /* Five refused logins are free; then each bars the address for 1, 2, 4 ...
  * seconds, at most 60; the bar ends when its time is up, a login resets
  * the count, and 15 quiet minutes forget it. */
-START_TEST(test_login_throttle)
+WF_TEST(test_login_throttle)
 {
     wf_console__throttle *t = wf_console__throttle_new();
     ck_assert_ptr_nonnull(t);
@@ -142,7 +142,7 @@ END_TEST
  * address was barred, fill it and make room for each other while the
  * barred address stays barred (addresses that bar nobody make room
  * first). */
-START_TEST(test_login_throttle_bounded)
+WF_TEST(test_login_throttle_bounded)
 {
     wf_console__throttle *t = wf_console__throttle_new();
     int64_t now = 5000000;
@@ -166,26 +166,8 @@ START_TEST(test_login_throttle_bounded)
 }
 END_TEST
 
-static Suite *
-console_suite(void)
-{
-    Suite *s = suite_create("console");
-    TCase *tc = tcase_create("escaping");
-    tcase_add_test(tc, test_html_escape);
-    tcase_add_test(tc, test_url_encode);
-    tcase_add_test(tc, test_json_string);
-    tcase_add_test(tc, test_enum_names);
-    suite_add_tcase(s, tc);
-    TCase *guards = tcase_create("guards");
-    tcase_add_test(guards, test_own_path);
-    tcase_add_test(guards, test_login_throttle);
-    tcase_add_test(guards, test_login_throttle_bounded);
-    suite_add_tcase(s, guards);
-    return s;
-}
-
 int
 main(void)
 {
-    return wf_test_run(console_suite());
+    return wf_test_run(wf_test_suite("console", "escaping", NULL, NULL, 0));
 }

@@ -40,7 +40,7 @@ guard(const char *src, const char *vars)
     return out;
 }
 
-START_TEST(test_guard_truthiness)
+WF_TEST(test_guard_truthiness)
 {
     ck_assert(guard(".amount > 1000", "{\"amount\":1500}"));
     ck_assert(!guard(".amount > 1000", "{\"amount\":10}"));
@@ -55,7 +55,7 @@ START_TEST(test_guard_truthiness)
 }
 END_TEST
 
-START_TEST(test_runtime_error_is_invalid_argument)
+WF_TEST(test_runtime_error_is_invalid_argument)
 {
     wf_expr *e = compile_ok(".a.b");
     wf_error err;
@@ -73,7 +73,7 @@ START_TEST(test_runtime_error_is_invalid_argument)
 }
 END_TEST
 
-START_TEST(test_compile_errors_are_trimmed)
+WF_TEST(test_compile_errors_are_trimmed)
 {
     wf_expr *e = NULL;
     wf_error err;
@@ -94,7 +94,7 @@ START_TEST(test_compile_errors_are_trimmed)
 }
 END_TEST
 
-START_TEST(test_unbounded_and_process_reading_programs_are_refused)
+WF_TEST(test_unbounded_and_process_reading_programs_are_refused)
 {
     static const struct {
         const char *src, *msg;
@@ -136,7 +136,7 @@ START_TEST(test_unbounded_and_process_reading_programs_are_refused)
 }
 END_TEST
 
-START_TEST(test_regex_backtracking_is_capped)
+WF_TEST(test_regex_backtracking_is_capped)
 {
     /* Catastrophic backtracking ends with an error instead of running
      * for minutes (Oniguruma retry limits set at init). */
@@ -169,7 +169,7 @@ ids(const char *src, const char *vars, char ***out, wf_arena *a, wf_error *err, 
     return n;
 }
 
-START_TEST(test_ids_expression)
+WF_TEST(test_ids_expression)
 {
     wf_arena *a = wf_arena_new();
     wf_error err;
@@ -209,7 +209,7 @@ START_TEST(test_ids_expression)
 }
 END_TEST
 
-START_TEST(test_due_expression)
+WF_TEST(test_due_expression)
 {
     wf_expr *e = compile_ok(".due");
     wf_error err;
@@ -242,7 +242,7 @@ END_TEST
 
 /* An integer result: whole numbers of any JSON spelling; a fraction, a
  * string, null, no result or a number past int64 are refused. */
-START_TEST(test_priority_expression)
+WF_TEST(test_priority_expression)
 {
     wf_expr *e = compile_ok(".p");
     wf_error err;
@@ -276,7 +276,7 @@ START_TEST(test_priority_expression)
 }
 END_TEST
 
-START_TEST(test_rfc3339_parser)
+WF_TEST(test_rfc3339_parser)
 {
     int64_t us;
     ck_assert(wf_expr_parse_rfc3339("1970-01-01T00:00:00Z", &us) && us == 0);
@@ -295,7 +295,7 @@ START_TEST(test_rfc3339_parser)
 }
 END_TEST
 
-START_TEST(test_cache_compiles_once)
+WF_TEST(test_cache_compiles_once)
 {
     wf_expr_cache_clear();
     wf_expr *a, *b, *c;
@@ -384,7 +384,7 @@ work(void *arg)
     return NULL;
 }
 
-START_TEST(test_concurrent_evaluation)
+WF_TEST(test_concurrent_evaluation)
 {
     pthread_t th[N_THREADS];
     worker w[N_THREADS];
@@ -471,7 +471,7 @@ timed_guard(const char *src, const char *vars, int64_t *ms, wf_error *err)
     return rc;
 }
 
-START_TEST(test_runaway_programs_hit_the_limit_and_the_pool_recovers)
+WF_CASE_TEST("process", test_runaway_programs_hit_the_limit_and_the_pool_recovers)
 {
     isolate(1, 1000); /* one worker: every program compiles where it runs */
     static const struct {
@@ -546,7 +546,7 @@ run_slow(void *arg)
     return NULL;
 }
 
-START_TEST(test_a_stuck_evaluation_blocks_no_one_else)
+WF_CASE_TEST("process", test_a_stuck_evaluation_blocks_no_one_else)
 {
     isolate(2, 1000);
     wf_expr *e = compile_ok(".amount > 1000");
@@ -576,7 +576,7 @@ END_TEST
 /* One worker, one waiting place: with the worker stuck and one caller
  * waiting, a third caller fails at once with EXPRESSION_LIMIT; a caller
  * whose call deadline comes first gives up at it. */
-START_TEST(test_the_expression_queue_is_bounded)
+WF_CASE_TEST("process", test_the_expression_queue_is_bounded)
 {
     wf_expr_configure(&(wf_expr_options){.isolation = WF_EXPR_PROCESS,
                                          .timeout_ms = TIMEOUT_MS,
@@ -630,7 +630,7 @@ START_TEST(test_the_expression_queue_is_bounded)
 }
 END_TEST
 
-START_TEST(test_workers_are_recycled)
+WF_CASE_TEST("process", test_workers_are_recycled)
 {
     isolate(2, 5);
     wf_expr *e = compile_ok(".n + 1 == 2");
@@ -645,7 +645,7 @@ START_TEST(test_workers_are_recycled)
 END_TEST
 
 /* Cost of one small guard, in process and through a worker; printed. */
-START_TEST(test_cost_of_isolation)
+WF_CASE_TEST("process", test_cost_of_isolation)
 {
     const int n = 2000;
     double us[2];
@@ -674,7 +674,7 @@ END_TEST
 /* Shapes that crash libjq 1.6 itself (SIGSEGV, SIGABRT on an assertion)
  * are refused at compile time in both modes; evaluated inline they would
  * end this process. */
-START_TEST(test_programs_that_crash_libjq_are_refused)
+WF_TEST(test_programs_that_crash_libjq_are_refused)
 {
     static const struct {
         const char *src, *msg;
@@ -725,25 +725,10 @@ expr_suite(void)
             tcase_add_checked_fixture(tc, NULL, teardown);
         /* The runaway programs each take the budget, which scales. */
         tcase_set_timeout(tc, 120 * wf_test_time_scale());
-        tcase_add_test(tc, test_guard_truthiness);
-        tcase_add_test(tc, test_runtime_error_is_invalid_argument);
-        tcase_add_test(tc, test_compile_errors_are_trimmed);
-        tcase_add_test(tc, test_unbounded_and_process_reading_programs_are_refused);
-        tcase_add_test(tc, test_programs_that_crash_libjq_are_refused);
-        tcase_add_test(tc, test_regex_backtracking_is_capped);
-        tcase_add_test(tc, test_ids_expression);
-        tcase_add_test(tc, test_due_expression);
-        tcase_add_test(tc, test_priority_expression);
-        tcase_add_test(tc, test_rfc3339_parser);
-        tcase_add_test(tc, test_cache_compiles_once);
-        tcase_add_test(tc, test_concurrent_evaluation);
-        if (isolated) {
-            tcase_add_test(tc, test_runaway_programs_hit_the_limit_and_the_pool_recovers);
-            tcase_add_test(tc, test_a_stuck_evaluation_blocks_no_one_else);
-            tcase_add_test(tc, test_workers_are_recycled);
-            tcase_add_test(tc, test_the_expression_queue_is_bounded);
-            tcase_add_test(tc, test_cost_of_isolation);
-        }
+        /* The tests of both ways to evaluate, then those of worker processes. */
+        wf_test_add_listed(tc, NULL);
+        if (isolated)
+            wf_test_add_listed(tc, "process");
         suite_add_tcase(s, tc);
     }
     return s;

@@ -72,11 +72,7 @@ faulty_amend(wf_tx *tx, const wf_idempotency_row *in, wf_error *err)
 static void
 setup(void)
 {
-    wf_error err;
-    st = wf_store_memory_new(&err);
-    ck_assert_ptr_nonnull(st);
-    arena = wf_arena_new();
-    ck_assert_ptr_nonnull(arena);
+    kit_setup();
     real_ops = st->ops;
     faulty_ops = *real_ops;
     faulty_ops.idem_put = faulty_put;
@@ -91,16 +87,13 @@ static void
 teardown(void)
 {
     st->ops = real_ops;
-    wf_store_free(st);
-    wf_arena_free(arena);
-    wf_expr_cache_clear();
-    wf_defcache_clear();
+    kit_teardown();
 }
 
 static wf_net_ctx
 ctx(void)
 {
-    return (wf_net_ctx){.ref = {.store = st, .tenant = "default", .actor = "t", .arena = arena}};
+    return kit_ctx("t");
 }
 
 /* ---- encoders: the response as text ----------------------------------------------------- */
@@ -168,16 +161,6 @@ deploy_job_net(void)
     kit_deploy_line(ctx(), "jobs", t);
 }
 
-static wf_instance_status
-status_of(const char *id)
-{
-    wf_store_ctx sc = {"default", 0, arena};
-    wf_instance_row in;
-    wf_error err;
-    ck_assert_int_eq(wf_store_get_instance(st, &sc, id, &in, &err), WF_OK);
-    return in.status;
-}
-
 static size_t
 jobs_in_state(const char *root, wf_job_state state)
 {
@@ -193,7 +176,7 @@ jobs_in_state(const char *root, wf_job_state state)
 
 /* ---- tests ----------------------------------------------------------------------------- */
 
-START_TEST(test_activation_lost_with_its_record_leases_nothing)
+WF_TEST(test_activation_lost_with_its_record_leases_nothing)
 {
     deploy_job_net();
     wf_instance_row in = kit_start_order(ctx(), "jobs", NULL);
@@ -232,7 +215,7 @@ START_TEST(test_activation_lost_with_its_record_leases_nothing)
 }
 END_TEST
 
-START_TEST(test_signal_lost_with_its_record_delivers_nothing)
+WF_TEST(test_signal_lost_with_its_record_delivers_nothing)
 {
     kit_deploy_msg_net(ctx(), "pay", WF_CORRELATION_INSTANCE);
     wf_instance_row in = kit_start_order(ctx(), "pay", NULL);
@@ -244,13 +227,13 @@ START_TEST(test_signal_lost_with_its_record_delivers_nothing)
     fail_records = -1;
     wf_uow_idem i1 = idem("SendSignal", "sig-1", encode_send);
     ck_assert_int_ne(wf_sig_send(&c, &s, &i1, &out, &err), WF_OK);
-    ck_assert_int_eq(status_of(in.id), WF_INSTANCE_RUNNING);
+    ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_RUNNING);
 
     fail_records = 0;
     wf_uow_idem i2 = idem("SendSignal", "sig-1", encode_send);
     ck_assert_int_eq(wf_sig_send(&c, &s, &i2, &out, &err), WF_OK);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
-    ck_assert_int_eq(status_of(in.id), WF_INSTANCE_COMPLETED);
+    ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_COMPLETED);
     wf_uow_idem i3 = idem("SendSignal", "sig-1", encode_send);
     ck_assert_int_eq(wf_sig_send(&c, &s, &i3, &out, &err), WF_OK);
     ck_assert(i3.replayed);
@@ -261,7 +244,7 @@ START_TEST(test_signal_lost_with_its_record_delivers_nothing)
 }
 END_TEST
 
-START_TEST(test_buffered_signal_lost_with_its_record_is_not_buffered)
+WF_TEST(test_buffered_signal_lost_with_its_record_is_not_buffered)
 {
     wf_net_ctx c = ctx();
     wf_sig_send_in s = {.name = "payment",
@@ -292,7 +275,7 @@ START_TEST(test_buffered_signal_lost_with_its_record_is_not_buffered)
 }
 END_TEST
 
-START_TEST(test_aggregate_signal_records_with_every_root)
+WF_TEST(test_aggregate_signal_records_with_every_root)
 {
     kit_deploy_msg_net(ctx(), "agg", WF_CORRELATION_AGGREGATE);
     wf_instance_row a = kit_start_order(ctx(), "agg", "A-1");
@@ -307,8 +290,8 @@ START_TEST(test_aggregate_signal_records_with_every_root)
     fail_records = 1;
     wf_uow_idem i1 = idem("SendSignal", "sig-a", encode_send);
     ck_assert_int_ne(wf_sig_send(&c, &s, &i1, &out, &err), WF_OK);
-    ck_assert_int_eq(status_of(a.id), WF_INSTANCE_RUNNING);
-    ck_assert_int_eq(status_of(b.id), WF_INSTANCE_RUNNING);
+    ck_assert_int_eq(kit_instance(a.id).status, WF_INSTANCE_RUNNING);
+    ck_assert_int_eq(kit_instance(b.id).status, WF_INSTANCE_RUNNING);
 
     /* The first root commits with its record, the second is lost with
      * its amendment: a retry answers what committed, the first root. */
@@ -316,15 +299,15 @@ START_TEST(test_aggregate_signal_records_with_every_root)
     fail_records = 1;
     wf_uow_idem i2 = idem("SendSignal", "sig-a", encode_send);
     ck_assert_int_ne(wf_sig_send(&c, &s, &i2, &out, &err), WF_OK);
-    ck_assert_int_eq(status_of(a.id), WF_INSTANCE_COMPLETED);
-    ck_assert_int_eq(status_of(b.id), WF_INSTANCE_RUNNING);
+    ck_assert_int_eq(kit_instance(a.id).status, WF_INSTANCE_COMPLETED);
+    ck_assert_int_eq(kit_instance(b.id).status, WF_INSTANCE_RUNNING);
     wf_uow_idem i3 = idem("SendSignal", "sig-a", encode_send);
     ck_assert_int_eq(wf_sig_send(&c, &s, &i3, &out, &err), WF_OK);
     ck_assert(i3.replayed);
     char want[256];
     snprintf(want, sizeof want, "%d:%s", (int)WF_SIGNAL_CORRELATED, a.id);
     ck_assert_str_eq(response_text(&i3), want);
-    ck_assert_int_eq(status_of(b.id), WF_INSTANCE_RUNNING);
+    ck_assert_int_eq(kit_instance(b.id).status, WF_INSTANCE_RUNNING);
 
     /* Two roots, both recorded: one record, amended by the second. */
     wf_instance_row x = kit_start_order(ctx(), "agg", "A-2");
@@ -344,23 +327,9 @@ START_TEST(test_aggregate_signal_records_with_every_root)
 }
 END_TEST
 
-static Suite *
-suite(void)
-{
-    Suite *s = suite_create("idempotency");
-    TCase *tc = tcase_create("records");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_activation_lost_with_its_record_leases_nothing);
-    tcase_add_test(tc, test_signal_lost_with_its_record_delivers_nothing);
-    tcase_add_test(tc, test_buffered_signal_lost_with_its_record_is_not_buffered);
-    tcase_add_test(tc, test_aggregate_signal_records_with_every_root);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int
 main(void)
 {
-    return wf_test_run(suite());
+    kit_fixture(&st, &arena);
+    return wf_test_run(wf_test_suite("idempotency", "records", setup, teardown, 30));
 }

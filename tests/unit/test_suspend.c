@@ -30,21 +30,8 @@ static int wakes_jobs, wakes_timers;
 static void
 setup(void)
 {
-    wf_error err;
-    st = wf_store_memory_new(&err);
-    ck_assert_ptr_nonnull(st);
-    arena = wf_arena_new();
-    ck_assert_ptr_nonnull(arena);
+    kit_setup();
     wakes_jobs = wakes_timers = 0;
-}
-
-static void
-teardown(void)
-{
-    wf_store_free(st);
-    wf_arena_free(arena);
-    wf_expr_cache_clear();
-    wf_defcache_clear();
 }
 
 static void
@@ -60,8 +47,9 @@ count_wake(void *arg, const char *topic)
 static wf_net_ctx
 as(const char *actor)
 {
-    return (wf_net_ctx){.ref = {.store = st, .tenant = "default", .actor = actor, .arena = arena},
-                        .wake = count_wake};
+    wf_net_ctx c = kit_ctx(actor);
+    c.wake = count_wake;
+    return c;
 }
 
 static wf_code
@@ -104,16 +92,6 @@ activate(const char *type)
     return n;
 }
 
-static wf_instance_status
-status_of(const char *id)
-{
-    wf_store_ctx sc = {"default", 0, arena};
-    wf_instance_row in;
-    wf_error err;
-    ck_assert_int_eq(wf_store_get_instance(st, &sc, id, &in, &err), WF_OK);
-    return in.status;
-}
-
 /* The last event of type in root's tree; NULL when none. */
 static const wf_event_row *
 last_event(const char *root, const char *type, size_t *count)
@@ -134,13 +112,13 @@ last_event(const char *root, const char *type, size_t *count)
     return last;
 }
 
-START_TEST(test_suspend_and_resume_set_the_status_and_write_the_events)
+WF_TEST(test_suspend_and_resume_set_the_status_and_write_the_events)
 {
     wf_instance_row in = job_root("s-events", "charge"), out;
     wf_error err;
     ck_code(suspend(in.id, "audit", &out, &err), WF_OK, err);
     ck_assert_int_eq(out.status, WF_INSTANCE_SUSPENDED);
-    ck_assert_int_eq(status_of(in.id), WF_INSTANCE_SUSPENDED);
+    ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_SUSPENDED);
     size_t n;
     const wf_event_row *e = last_event(in.id, "INSTANCE_SUSPENDED", &n);
     ck_assert_uint_eq(n, 1);
@@ -166,7 +144,7 @@ START_TEST(test_suspend_and_resume_set_the_status_and_write_the_events)
 }
 END_TEST
 
-START_TEST(test_no_job_of_a_suspended_tree_is_activated)
+WF_TEST(test_no_job_of_a_suspended_tree_is_activated)
 {
     wf_instance_row in = job_root("s-jobs", "pack"), out;
     wf_error err;
@@ -179,7 +157,7 @@ END_TEST
 
 /* A lease taken before the suspension completes, the token moves to the
  * end: the instance completes even while suspended. */
-START_TEST(test_a_leased_job_completes_while_suspended)
+WF_TEST(test_a_leased_job_completes_while_suspended)
 {
     wf_instance_row in = job_root("s-leased", "ship"), out;
     wf_net_ctx c = as(NULL);
@@ -191,14 +169,14 @@ START_TEST(test_a_leased_job_completes_while_suspended)
     ck_assert_uint_eq(n, 1);
     ck_code(suspend(in.id, NULL, &out, &err), WF_OK, err);
     ck_code(wf_net_complete_job(&c, rows[0].key, "{\"ok\":1}", NULL, &err), WF_OK, err);
-    ck_assert_int_eq(status_of(in.id), WF_INSTANCE_COMPLETED);
+    ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_COMPLETED);
     /* An ended instance is refused both ways. */
     ck_code(suspend(in.id, NULL, &out, &err), WF_E_INSTANCE_NOT_RUNNING, err);
     ck_code(resume(in.id, &out, &err), WF_E_INSTANCE_NOT_RUNNING, err);
 }
 END_TEST
 
-START_TEST(test_due_timers_of_a_suspended_tree_are_not_claimed)
+WF_TEST(test_due_timers_of_a_suspended_tree_are_not_claimed)
 {
     wf_transition *t = wf_arena_calloc(arena, 1, sizeof *t);
     *t = (wf_transition){.id = "wait", .trigger = WF_TRIGGER_TIME, .delay_ms = 1};
@@ -219,11 +197,11 @@ START_TEST(test_due_timers_of_a_suspended_tree_are_not_claimed)
     bool fired = false;
     ck_code(wf_net_fire_timer(&rt, &rows[0], wf_mono_ms() + 5000, &fired, &err), WF_OK, err);
     ck_assert(fired);
-    ck_assert_int_eq(status_of(in.id), WF_INSTANCE_COMPLETED);
+    ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_COMPLETED);
 }
 END_TEST
 
-START_TEST(test_a_signal_is_buffered_while_suspended_and_consumed_by_the_resume)
+WF_TEST(test_a_signal_is_buffered_while_suspended_and_consumed_by_the_resume)
 {
     kit_deploy_msg_net(as("dev"), "s-msg", WF_CORRELATION_INSTANCE);
     wf_instance_row in = kit_start_order(as("boss"), "s-msg", NULL), out;
@@ -237,7 +215,7 @@ START_TEST(test_a_signal_is_buffered_while_suspended_and_consumed_by_the_resume)
     s.buffer_ttl_ms = 0;
     ck_code(wf_sig_send(&c, &s, NULL, &so, &err), WF_OK, err);
     ck_assert_int_eq(so.outcome, WF_SIGNAL_DROPPED);
-    ck_assert_int_eq(status_of(in.id), WF_INSTANCE_SUSPENDED);
+    ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_SUSPENDED);
     ck_code(resume(in.id, &out, &err), WF_OK, err);
     ck_assert_int_eq(out.status, WF_INSTANCE_COMPLETED);
     size_t n;
@@ -246,7 +224,7 @@ START_TEST(test_a_signal_is_buffered_while_suspended_and_consumed_by_the_resume)
 }
 END_TEST
 
-START_TEST(test_task_operations_and_assign_are_refused_in_a_suspended_tree)
+WF_TEST(test_task_operations_and_assign_are_refused_in_a_suspended_tree)
 {
     wf_net_ctx boss = as("boss");
     wf_start_spec spec = {.definition_key = "s-adhoc"};
@@ -277,7 +255,7 @@ START_TEST(test_task_operations_and_assign_are_refused_in_a_suspended_tree)
 }
 END_TEST
 
-START_TEST(test_refusals_of_suspend)
+WF_TEST(test_refusals_of_suspend)
 {
     wf_instance_row out;
     wf_error err;
@@ -296,29 +274,13 @@ START_TEST(test_refusals_of_suspend)
     other.ref.tenant = "elsewhere";
     ck_code(wf_net_suspend_instance(&other, in.id, NULL, NULL, &out, &err), WF_E_INSTANCE_NOT_FOUND,
             err);
-    ck_assert_int_eq(status_of(in.id), WF_INSTANCE_RUNNING);
+    ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_RUNNING);
 }
 END_TEST
-
-static Suite *
-suspend_suite(void)
-{
-    Suite *s = suite_create("suspend");
-    TCase *tc = tcase_create("suspend");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, test_suspend_and_resume_set_the_status_and_write_the_events);
-    tcase_add_test(tc, test_no_job_of_a_suspended_tree_is_activated);
-    tcase_add_test(tc, test_a_leased_job_completes_while_suspended);
-    tcase_add_test(tc, test_due_timers_of_a_suspended_tree_are_not_claimed);
-    tcase_add_test(tc, test_a_signal_is_buffered_while_suspended_and_consumed_by_the_resume);
-    tcase_add_test(tc, test_task_operations_and_assign_are_refused_in_a_suspended_tree);
-    tcase_add_test(tc, test_refusals_of_suspend);
-    suite_add_tcase(s, tc);
-    return s;
-}
 
 int
 main(void)
 {
-    return wf_test_run(suspend_suite());
+    kit_fixture(&st, &arena);
+    return wf_test_run(wf_test_suite("suspend", "suspend", setup, kit_teardown, 0));
 }

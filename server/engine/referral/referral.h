@@ -105,6 +105,7 @@ typedef struct wf_ref_end {
 /* A join that has not fired (GetInstance). */
 typedef struct wf_ref_join {
     const char *instance_id;
+    const char *transition_id; /* the USER transition; NULL for an AssignTo join */
     wf_join_mode mode;
     int32_t quorum, required, done, total;
 } wf_ref_join;

@@ -110,6 +110,7 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
                                : c.total;
         out->joins[out->n_joins++] = (wf_ref_join){
             .instance_id = in->id,
+            .transition_id = it->transition_id,
             .mode = mode,
             .quorum = mode == WF_JOIN_QUORUM ? t->completion.quorum : 0,
             .required = required,
