@@ -322,8 +322,8 @@ wf_keys_from_file(const char *path, wf_error *err)
     char why[128];
     int e = read_whole(path, &k->seen, &k->seen_len);
     if (e != 0) {
-        wf_error_set(err, WF_E_INVALID_ARGUMENT, "WF_API_KEYS_FILE \"%s\" cannot be read: %s",
-                     path, read_problem(e, why, sizeof why));
+        wf_error_set(err, WF_E_INVALID_ARGUMENT, "WF_API_KEYS_FILE \"%s\" cannot be read: %s", path,
+                     read_problem(e, why, sizeof why));
         wf_keys_free(k);
         return NULL;
     }
@@ -445,8 +445,8 @@ wf_keys_reload(wf_keys *k)
     /* Changed: read once more a moment later; a writer still at work
      * leaves it for the next reload. */
     sleep_ms(SETTLE_MS);
-    bool settled = reload_read(k, &again, &again_len) && again_len == len &&
-                   memcmp(again, text, len) == 0;
+    bool settled =
+        reload_read(k, &again, &again_len) && again_len == len && memcmp(again, text, len) == 0;
     scrub_free(again, again_len);
     if (!settled) {
         scrub_free(text, len);
