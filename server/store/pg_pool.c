@@ -412,17 +412,22 @@ connect_bounded(wf_pg_pool *p, int64_t deadline_ms, bool quiet, char *why, size_
     return pg;
 }
 
-/* libpq's message on one line: line breaks become spaces, the last one
- * and trailing blanks go. */
+/* libpq's message on one line: each run of line breaks, tabs and spaces
+ * becomes one space, and none is left at the end. */
 static void
 one_line(char *s)
 {
-    for (char *c = s; *c; c++)
-        if (*c == '\n' || *c == '\r')
-            *c = ' ';
-    size_t n = strlen(s);
-    while (n > 0 && s[n - 1] == ' ')
-        s[--n] = '\0';
+    char *out = s;
+    for (const char *c = s; *c; c++) {
+        bool blank = *c == '\n' || *c == '\r' || *c == '\t' || *c == ' ';
+        if (!blank)
+            *out++ = *c;
+        else if (out > s && out[-1] != ' ')
+            *out++ = ' ';
+    }
+    while (out > s && out[-1] == ' ')
+        out--;
+    *out = '\0';
 }
 
 PGconn *
