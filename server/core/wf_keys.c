@@ -241,11 +241,12 @@ wf_keys_from_list(const char *list, const char *what, wf_error *err)
 
 /* Reads the whole file at path into a new buffer: 0, or the errno of the
  * failure (EFBIG above MAX_FILE_BYTES, EISDIR for anything but a regular
- * file). */
+ * file). Opened without blocking, so that a FIFO put there cannot stall the
+ * reader; a regular file reads as usual. */
 static int
 read_whole(const char *path, char **out, size_t *len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return errno;
     struct stat st;

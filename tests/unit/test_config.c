@@ -519,6 +519,12 @@ WF_TEST(test_api_keys_file_refused_at_start)
     const char *folder[] = {"WF_ENV=development", var, NULL};
     ck_assert_ptr_null(load(folder, &err));
     ck_assert_msg(strstr(err.msg, "it is not a regular file") != NULL, "%s", err.msg);
+    /* A FIFO is refused at once, not waited on for a writer. */
+    snprintf(var, sizeof var, "WF_API_KEYS_FILE=%s/fifo", d.root);
+    ck_assert_int_eq(mkfifo(var + strlen("WF_API_KEYS_FILE="), 0600), 0);
+    const char *fifo[] = {"WF_ENV=development", var, NULL};
+    ck_assert_ptr_null(load(fifo, &err));
+    ck_assert_msg(strstr(err.msg, "it is not a regular file") != NULL, "%s", err.msg);
 
     key_dir_write(&d, "k1\n");
     snprintf(var, sizeof var, "WF_API_KEYS_FILE=%s", d.file);
