@@ -211,6 +211,41 @@ wf_config_watch_keys(const wf_config *cfg, wf_error *err)
     return cfg->api_keys_file == NULL || wf_keys_watch(cfg->keys, 1000, err);
 }
 
+/* Sizes. Answers are bounded by WF_MAX_ANSWER_BYTES, the receive limit of
+ * the clients (4 MiB, every gRPC client's default), whatever the request
+ * limit; the variables of one instance tree by at most
+ * wf_config_variables_max, so that every answer echoing them (GetInstance,
+ * SetVariables, an activated job) fits with the fields beside them. */
+static bool
+load_sizes(wf_config *cfg, char *const *env, wf_error *err)
+{
+    cfg->max_answer_bytes = WF_CONFIG_CLIENT_RECEIVE_LIMIT;
+    if (!env_int(env, "WF_MAX_ANSWER_BYTES", WF_CONFIG_MIN_ANSWER_BYTES, WF_CONFIG_MAX_ANSWER_BYTES,
+                 &cfg->max_answer_bytes, err))
+        return false;
+    /* What a request stores (a definition, a signal's payload) is read
+     * back in one answer. */
+    if (cfg->max_message_bytes > cfg->max_answer_bytes) {
+        wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                     "WF_MAX_MESSAGE_BYTES (%d) must not pass WF_MAX_ANSWER_BYTES (%d): what a "
+                     "request stores is read back in one answer; raise WF_MAX_ANSWER_BYTES to "
+                     "the clients' receive limit, or lower WF_MAX_MESSAGE_BYTES",
+                     cfg->max_message_bytes, cfg->max_answer_bytes);
+        return false;
+    }
+    int most = (int)wf_config_variables_max(cfg);
+    cfg->max_variables_bytes = most;
+    if (!env_int(env, "WF_MAX_VARIABLES_BYTES", 1024, most, &cfg->max_variables_bytes, err)) {
+        wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                     "WF_MAX_VARIABLES_BYTES must be an integer between 1024 and %d "
+                     "(WF_MAX_ANSWER_BYTES, %d, less the room an answer keeps beside the "
+                     "variables)",
+                     most, cfg->max_answer_bytes);
+        return false;
+    }
+    return true;
+}
+
 wf_config *
 wf_config_load(char *const *env, wf_error *err)
 {
@@ -266,13 +301,7 @@ wf_config_load(char *const *env, wf_error *err)
         !env_int(env, "WF_GRACE_SECONDS", 0, 3600, &cfg->grace_seconds, err) ||
         !env_bool(env, "WF_TRUST_ACTOR_GROUPS", &cfg->trust_actor_groups, err))
         goto fail;
-    /* Sizes. Answers may be twice as large as requests (the send limit,
-     * wf_config_send_limit); the variables of one instance tree are bounded
-     * by at most half of that, so that any answer echoing a tree's
-     * variables (GetInstance, SetVariables, an activated job) fits. */
-    cfg->max_variables_bytes = cfg->max_message_bytes;
-    if (!env_int(env, "WF_MAX_VARIABLES_BYTES", 1024, cfg->max_message_bytes,
-                 &cfg->max_variables_bytes, err))
+    if (!load_sizes(cfg, env, err))
         goto fail;
     /* StartInstance of a key without any definition creates an AD_HOC
      * version 1 (TaskFlow's Start) unless this is false. */
@@ -361,7 +390,13 @@ fail:
 int
 wf_config_send_limit(const wf_config *cfg)
 {
-    return cfg->max_message_bytes > (1 << 29) ? (1 << 30) : cfg->max_message_bytes * 2;
+    return cfg->max_answer_bytes;
+}
+
+int
+wf_config_receive_limit(const wf_config *cfg)
+{
+    return cfg->max_message_bytes * 2;
 }
 
 size_t
@@ -369,6 +404,14 @@ wf_config_answer_budget(const wf_config *cfg)
 {
     size_t limit = (size_t)wf_config_send_limit(cfg);
     return limit - limit / 16;
+}
+
+size_t
+wf_config_variables_max(const wf_config *cfg)
+{
+    size_t limit = (size_t)wf_config_send_limit(cfg);
+    size_t beside = limit / 16 > WF_CONFIG_ANSWER_RESERVE ? limit / 16 : WF_CONFIG_ANSWER_RESERVE;
+    return wf_config_answer_budget(cfg) - beside;
 }
 
 void

@@ -39,8 +39,10 @@ typedef struct wf_config {
     char *metrics_addr;           /* WF_METRICS_ADDR; NULL = no metrics endpoint */
     char *console_addr;           /* WF_CONSOLE_ADDR; NULL = no web console */
     int log_level;                /* WF_LOG_LEVEL (wf_log_level) */
-    int max_message_bytes;        /* WF_MAX_MESSAGE_BYTES, default 4 MiB */
-    int max_variables_bytes;      /* WF_MAX_VARIABLES_BYTES: one instance tree, default as above */
+    int max_message_bytes;        /* WF_MAX_MESSAGE_BYTES: one request, default 4 MiB */
+    int max_answer_bytes;         /* WF_MAX_ANSWER_BYTES: one answer, default 4 MiB */
+    int max_variables_bytes;      /* WF_MAX_VARIABLES_BYTES: one instance tree, default and
+                                     most wf_config_variables_max */
     int drain_seconds;            /* WF_DRAIN_SECONDS, default 5 (0 in development) */
     int grace_seconds;            /* WF_GRACE_SECONDS: in-flight calls after drain, default 10 */
     char *tls_cert;               /* WF_TLS_CERT (path) */
@@ -74,13 +76,41 @@ wf_config *wf_config_load(char *const *env, wf_error *err);
 
 void wf_config_free(wf_config *cfg);
 
-/* The largest message the server sends (grpc's send limit): twice
- * WF_MAX_MESSAGE_BYTES, at most 1 GiB. */
+/* Every gRPC client library (C core, Python, Go, Java, Node, .NET)
+ * receives at most 4 MiB in one message unless its channel is told
+ * otherwise, and generated clients keep that: the default of
+ * WF_MAX_ANSWER_BYTES. */
+#define WF_CONFIG_CLIENT_RECEIVE_LIMIT (4 * 1024 * 1024)
+/* WF_MAX_ANSWER_BYTES' range: 16 KiB (an answer keeps
+ * WF_CONFIG_ANSWER_RESERVE beside variables of at least 1024 bytes) to
+ * 1 GiB. */
+#define WF_CONFIG_MIN_ANSWER_BYTES (16 * 1024)
+#define WF_CONFIG_MAX_ANSWER_BYTES (1024 * 1024 * 1024)
+/* What an answer keeps beside a tree's variables at least: an activated
+ * job's ids, error (at most 5 KiB) and idempotency key, or the tasks and
+ * tokens of GetInstance. */
+#define WF_CONFIG_ANSWER_RESERVE (8 * 1024)
+
+/* The largest message the server sends (grpc's send limit):
+ * WF_MAX_ANSWER_BYTES. */
 int wf_config_send_limit(const wf_config *cfg);
 
+/* grpc core's own limit on a received message: twice WF_MAX_MESSAGE_BYTES,
+ * so that most oversized requests reach the server's check and get the
+ * TOO_LARGE reason. */
+int wf_config_receive_limit(const wf_config *cfg);
+
 /* What one answer's rows (jobs, list entries, an instance's children) may
- * take: the send limit less a margin for the rest of the message. */
+ * take: the send limit less a sixteenth, the margin of the estimates and
+ * the rest of the message. */
 size_t wf_config_answer_budget(const wf_config *cfg);
+
+/* The most WF_MAX_VARIABLES_BYTES may be, and its default: the answer
+ * budget less a sixteenth of the send limit (at least
+ * WF_CONFIG_ANSWER_RESERVE), so that an activated job or a GetInstance
+ * answer of a tree at the bound still fits with the fields beside the
+ * variables. 3.5 MiB of a 4 MiB send limit. */
+size_t wf_config_variables_max(const wf_config *cfg);
 
 /* True when no API key is configured and development mode allows that:
  * every call is then accepted without a key. */

@@ -11,9 +11,9 @@
 "use strict";
 const { spawn, execFileSync } = require("child_process");
 const fs = require("fs");
-const net = require("net");
 const path = require("path");
 const puppeteer = require("puppeteer-core");
+const { sanitizerEnv, freePort } = require("../support/wf_testkit.js");
 
 function arg(name) {
   const i = process.argv.indexOf("--" + name);
@@ -35,41 +35,6 @@ let passed = 0, failed = 0;
 function check(cond, what) {
   if (cond) { passed++; console.log("ok   " + what); }
   else { failed++; console.log("FAIL " + what); }
-}
-
-// The sanitizers' options of the caller (test.sh's sanitizer pass) reach
-// the servers; nothing else of its environment does.
-function sanitizerEnv() {
-  const e = {};
-  for (const [k, v] of Object.entries(process.env))
-    if (/^(ASAN|UBSAN|LSAN)_OPTIONS$/.test(k)) e[k] = v;
-  return e;
-}
-
-// A port nobody listens on now (the kernel's pick), never 50051, and with
-// WF_TEST_PORT_DIR claimed there for the run as tests/support/wf_testkit.py
-// free_port does: suites running at once never pick the same one.
-function kernelPort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => resolve(p)); });
-    s.on("error", reject);
-  });
-}
-async function freePort() {
-  const claims = process.env.WF_TEST_PORT_DIR;
-  for (let i = 0; i < 1000; i++) {
-    const p = await kernelPort();
-    if (p === 50051) continue;
-    if (claims) {
-      try { fs.closeSync(fs.openSync(path.join(claims, String(p)), "wx")); } catch (e) {
-        if (e.code === "EEXIST") continue;
-        throw e;
-      }
-    }
-    return p;
-  }
-  throw new Error("no free port found");
 }
 
 let GRPC;

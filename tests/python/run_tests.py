@@ -26,6 +26,12 @@ google.rpc.ErrorInfo{reason, domain "workflow.v1"} carried in the
   DEADLINE_EXCEEDED, x-request-id is echoed in the initial metadata;
 * startup: a dev server without keys is open; a production server without
   WF_API_KEYS exits with code 2 and says why;
+* default client (DefaultClientTests): a channel without options (4 MiB
+  received a message, every gRPC client's default) reads every answer:
+  ActivateJobs{max_jobs: 4} over four jobs of 3 MiB leases one an answer
+  and no job stays leased to nobody, an instance at the variables bound
+  reads beside its job, ListInstances pages of 3 MiB roots stop by bytes;
+  again on Postgres (DefaultClientPgTests);
 * one channel: while a slow call (a guard running into the expression time
   limit) is in flight on a channel, Health/Check and cheap calls on the same
   channel answer in < 0.3 s, and 32 calls at once on it all complete (memory
@@ -859,6 +865,130 @@ class SizeLimitTests(WorkflowTestCase):
         out = self.start_instance(10 * 1024)
         self.assertNotIn(out.code, (SC.RESOURCE_EXHAUSTED, SC.UNAUTHENTICATED,
                                     SC.PERMISSION_DENIED, SC.INTERNAL), repr(out))
+
+
+MIB = 1 << 20
+# WF_MAX_VARIABLES_BYTES' default: answers of 4 MiB (WF_MAX_ANSWER_BYTES'
+# default) less an eighth.
+VARIABLES_BOUND = 3584 * 1024
+
+
+def doc_blob(nbytes):
+    """{"doc":"xxx..."}: exactly nbytes of JSON text."""
+    return '{"doc":"%s"}' % ("x" * (nbytes - 10))
+
+
+class DefaultClientTests(WorkflowTestCase):
+    """Answers a client of default settings can read: a channel without
+    options receives at most 4 MiB in one message (every gRPC client library
+    does unless told otherwise, and generated clients keep that), so no
+    answer of a default server passes it. Four jobs of 3 MiB come one an
+    answer and none stays leased to nobody; an instance at the variables
+    bound reads with its job beside it; ListInstances pages stop by bytes.
+    On the memory store; DefaultClientPgTests on Postgres."""
+
+    @classmethod
+    def start_default_server(cls):
+        return start_server(cls, "default-client")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = cls.start_default_server()
+        cls.channel = grpc.insecure_channel(cls.srv.target)  # no options at all
+        cls.addClassCleanup(cls.channel.close)
+        cls.wf = wf_grpc.WorkflowServiceStub(cls.channel)
+        cls.run_id = uuid.uuid4().hex[:8]
+
+    def ok(self, method, request, timeout=30 * TIME_SCALE):
+        out = invoke(method, request, md(actor="py-default"), timeout=timeout)
+        self.assertEqual(out.code, SC.OK, "%s: %r" % (type(request).__name__, out))
+        return out.response
+
+    def job_definition(self, name):
+        key, job_type = "py-%s-%s" % (name, self.run_id), "py-%s-job-%s" % (name, self.run_id)
+        d = wf_pb2.Definition(
+            key=key, kind=wf_pb2.DEFINITION_KIND_NET,
+            places=[wf_pb2.Place(id="s", kind=wf_pb2.PLACE_KIND_START),
+                    wf_pb2.Place(id="e", kind=wf_pb2.PLACE_KIND_END)],
+            transitions=[wf_pb2.Transition(id="work", trigger=wf_pb2.TRIGGER_AUTO,
+                                           job_type=job_type)],
+            arcs=[wf_pb2.Arc(source="s", target="work"), wf_pb2.Arc(source="work", target="e")])
+        self.ok(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(definition=d))
+        return key, job_type
+
+    def start(self, key, nbytes):
+        req = wf_pb2.StartInstanceRequest(definition_key=key, variables_json=doc_blob(nbytes))
+        return self.ok(self.wf.StartInstance, req).instance.id
+
+    def activate(self, job_type, max_jobs):
+        return self.ok(self.wf.ActivateJobs, wf_pb2.ActivateJobsRequest(
+            job_type=job_type, worker="py-default", max_jobs=max_jobs))
+
+    def test_four_jobs_of_3_mib_in_answers_the_client_reads(self):
+        key, job_type = self.job_definition("big-jobs")
+        ids = [self.start(key, 3 * MIB) for _ in range(4)]
+        received = {}  # instance id -> job key
+        for call_no in range(8):
+            if len(received) == 4:
+                break
+            # A refused answer fails here: RESOURCE_EXHAUSTED on the client.
+            jobs = self.activate(job_type, 4).jobs
+            self.assertGreaterEqual(len(jobs), 1, "call %d leased nothing" % call_no)
+            for j in jobs:
+                self.assertEqual(len(j.variables_json), 3 * MIB)
+                self.assertNotIn(j.instance_id, received)
+                received[j.instance_id] = j.key
+        self.assertEqual(sorted(received), sorted(ids))
+        self.assertEqual(len(self.activate(job_type, 4).jobs), 0)
+        # Every job is leased under the key this client received: none was
+        # leased in an answer that never arrived.
+        for iid in ids:
+            got = self.ok(self.wf.GetInstance, wf_pb2.GetInstanceRequest(instance_id=iid))
+            self.assertEqual([j.key for j in got.jobs], [received[iid]])
+            self.ok(self.wf.CompleteJob, wf_pb2.CompleteJobRequest(job_key=received[iid]))
+
+    def test_instance_at_the_variables_bound_reads_beside_its_job(self):
+        key, job_type = self.job_definition("bound")
+        out = invoke(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
+            definition_key=key, variables_json=doc_blob(VARIABLES_BOUND + 1)),
+            md(actor="py-default"), timeout=30 * TIME_SCALE)
+        self.assert_error(out, SC.RESOURCE_EXHAUSTED, "VARIABLES_TOO_LARGE")
+        iid = self.start(key, VARIABLES_BOUND)
+        got = self.ok(self.wf.GetInstance, wf_pb2.GetInstanceRequest(instance_id=iid))
+        self.assertEqual(len(got.instance.variables_json), VARIABLES_BOUND)
+        self.assertFalse(got.instance.variables_omitted)
+        self.assertEqual(len(got.jobs), 1)
+        self.assertTrue(got.jobs[0].variables_omitted, "the job repeats the variables")
+        jobs = self.activate(job_type, 4).jobs
+        self.assertEqual(len(jobs), 1)
+        self.assertEqual(len(jobs[0].variables_json), VARIABLES_BOUND)
+        self.ok(self.wf.CompleteJob, wf_pb2.CompleteJobRequest(job_key=jobs[0].key))
+
+    def test_list_pages_of_3_mib_roots_read_and_lead_on(self):
+        key = "py-listed-" + self.run_id
+        ids = [self.start(key, 3 * MIB) for _ in range(3)]
+        seen, token = [], ""
+        for page in range(6):
+            r = self.ok(self.wf.ListInstances, wf_pb2.ListInstancesRequest(
+                definition_key=key, started_by="*", page_size=500, page_token=token))
+            self.assertGreaterEqual(len(r.instances), 1, "page %d is empty" % page)
+            seen.extend(i.id for i in r.instances)
+            self.assertTrue(all(len(i.variables_json) == 3 * MIB for i in r.instances))
+            token = r.next_page_token
+            if not token:
+                break
+        self.assertEqual(token, "", "the pages did not end")
+        self.assertEqual(sorted(seen), sorted(ids))
+
+
+class DefaultClientPgTests(DefaultClientTests):
+    """DefaultClientTests against a server on Postgres; skipped without
+    WF_TEST_PG_DSN."""
+
+    @classmethod
+    def start_default_server(cls):
+        dsn = pg_dsn_or_skip("DefaultClientTests")
+        return start_server(cls, "default-client-pg", DATABASE_URL=dsn)
 
 
 # ---------------------------------------------------------------------------

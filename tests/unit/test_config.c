@@ -71,29 +71,75 @@ WF_TEST(test_development_defaults)
 }
 END_TEST
 
-/* The send limit is twice the request limit; the variables of a tree are
- * bounded by the request limit by default, and never above it. */
+/* Answers are bounded by WF_MAX_ANSWER_BYTES, 4 MiB by default (what every
+ * gRPC client receives unless told otherwise), whatever the request limit;
+ * the variables of a tree by the answer limit less what an answer keeps
+ * beside them, by default and at most. */
 WF_TEST(test_sizes)
 {
     wf_error err;
     const char *dflt[] = {"WF_ENV=development", NULL};
     wf_config *cfg = load(dflt, &err);
     ck_assert_ptr_nonnull(cfg);
-    ck_assert_int_eq(cfg->max_variables_bytes, 4 * 1024 * 1024);
-    ck_assert_int_eq(wf_config_send_limit(cfg), 8 * 1024 * 1024);
-    ck_assert_uint_eq(wf_config_answer_budget(cfg), 8 * 1024 * 1024 - 512 * 1024);
+    ck_assert_int_eq(cfg->max_message_bytes, 4 * 1024 * 1024);
+    ck_assert_int_eq(cfg->max_answer_bytes, 4 * 1024 * 1024);
+    ck_assert_int_eq(wf_config_send_limit(cfg), 4 * 1024 * 1024);
+    ck_assert_int_eq(wf_config_receive_limit(cfg), 8 * 1024 * 1024);
+    ck_assert_uint_eq(wf_config_answer_budget(cfg), 4 * 1024 * 1024 - 256 * 1024);
+    ck_assert_int_eq(cfg->max_variables_bytes, 3584 * 1024);
+    ck_assert_uint_eq(wf_config_variables_max(cfg), 3584 * 1024);
     wf_config_free(cfg);
+
+    /* Requests larger than answers: what they store could not be read. */
+    const char *big_requests[] = {"WF_ENV=development", "WF_MAX_MESSAGE_BYTES=16777216", NULL};
+    ck_assert_ptr_null(load(big_requests, &err));
+    ck_assert_str_eq(err.msg, "WF_MAX_MESSAGE_BYTES (16777216) must not pass WF_MAX_ANSWER_BYTES "
+                              "(4194304): what a request stores is read back in one answer; "
+                              "raise WF_MAX_ANSWER_BYTES to the clients' receive limit, or lower "
+                              "WF_MAX_MESSAGE_BYTES");
+
+    /* Clients that raised their receive limit to 16 MiB. */
+    const char *raised[] = {"WF_ENV=development", "WF_MAX_MESSAGE_BYTES=16777216",
+                            "WF_MAX_ANSWER_BYTES=16777216", NULL};
+    cfg = load(raised, &err);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert_int_eq(wf_config_send_limit(cfg), 16 * 1024 * 1024);
+    ck_assert_int_eq(wf_config_receive_limit(cfg), 32 * 1024 * 1024);
+    ck_assert_int_eq(cfg->max_variables_bytes, 14 * 1024 * 1024);
+    wf_config_free(cfg);
+
+    /* Small answers keep at least 8 KiB beside the variables. */
     const char *small[] = {"WF_ENV=development", "WF_MAX_MESSAGE_BYTES=65536",
-                           "WF_MAX_VARIABLES_BYTES=4096", NULL};
+                           "WF_MAX_ANSWER_BYTES=65536", NULL};
     cfg = load(small, &err);
     ck_assert_ptr_nonnull(cfg);
-    ck_assert_int_eq(cfg->max_variables_bytes, 4096);
-    ck_assert_int_eq(wf_config_send_limit(cfg), 131072);
+    ck_assert_uint_eq(wf_config_answer_budget(cfg), 61440);
+    ck_assert_int_eq(cfg->max_variables_bytes, 61440 - 8192);
     wf_config_free(cfg);
+    const char *lower[] = {"WF_ENV=development", "WF_MAX_MESSAGE_BYTES=65536",
+                           "WF_MAX_ANSWER_BYTES=65536", "WF_MAX_VARIABLES_BYTES=4096", NULL};
+    cfg = load(lower, &err);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert_int_eq(cfg->max_variables_bytes, 4096);
+    wf_config_free(cfg);
+
     const char *over[] = {"WF_ENV=development", "WF_MAX_MESSAGE_BYTES=65536",
-                          "WF_MAX_VARIABLES_BYTES=65537", NULL};
+                          "WF_MAX_ANSWER_BYTES=65536", "WF_MAX_VARIABLES_BYTES=53249", NULL};
     ck_assert_ptr_null(load(over, &err));
-    ck_assert_str_eq(err.msg, "WF_MAX_VARIABLES_BYTES must be an integer between 1024 and 65536");
+    ck_assert_str_eq(err.msg, "WF_MAX_VARIABLES_BYTES must be an integer between 1024 and 53248 "
+                              "(WF_MAX_ANSWER_BYTES, 65536, less the room an answer keeps "
+                              "beside the variables)");
+    const char *past_default[] = {"WF_ENV=development", "WF_MAX_VARIABLES_BYTES=4194304", NULL};
+    ck_assert_ptr_null(load(past_default, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "between 1024 and 3670016"));
+    const char *answers[] = {"WF_MAX_ANSWER_BYTES=16383", "WF_MAX_ANSWER_BYTES=1073741825",
+                             "WF_MAX_ANSWER_BYTES=4MiB"};
+    for (size_t i = 0; i < sizeof answers / sizeof answers[0]; i++) {
+        const char *env[] = {"WF_ENV=development", "WF_MAX_MESSAGE_BYTES=16384", answers[i], NULL};
+        ck_assert_ptr_null(load(env, &err));
+        ck_assert_str_eq(err.msg,
+                         "WF_MAX_ANSWER_BYTES must be an integer between 16384 and 1073741824");
+    }
 }
 END_TEST
 

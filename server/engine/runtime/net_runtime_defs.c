@@ -210,6 +210,23 @@ deploy_body(wf_tx *tx, void *arg, wf_error *err)
     return wf_defcache_net(&out->row, op->ctx->ref.arena, &out->net, err);
 }
 
+/* This answer, GetDefinition and ListDefinitions send the stored form (a
+ * step list with its compiled net, so its texts twice): a definition that
+ * could not be read back is refused before it is stored. Its JSON text is
+ * larger than its protobuf, so it stands for the answer's rows. */
+static wf_code
+check_readable(const wf_net_ctx *ctx, const wf_net *net, const char *json, wf_error *err)
+{
+    size_t n = strlen(json), most = ctx->ref.answer_bytes;
+    if (most == 0 || n <= most)
+        return WF_OK;
+    return wf_error_set(err, WF_E_TOO_LARGE,
+                        "definition \"%.128s\" takes %zu bytes as stored%s, more than an answer "
+                        "holds (%zu)",
+                        net->key != NULL ? net->key : "", n,
+                        net->n_steps > 0 ? " (its steps with their compiled net)" : "", most);
+}
+
 wf_code
 wf_net_deploy(const wf_net_ctx *ctx, const wf_net_deploy_in *in, wf_uow_idem *idem,
               wf_net_deployed *out, wf_error *err)
@@ -266,6 +283,9 @@ wf_net_deploy(const wf_net_ctx *ctx, const wf_net_deploy_in *in, wf_uow_idem *id
     deploy_op op = {.ctx = ctx, .in = &stored, .out = out};
     char *json;
     rc = wf_net_to_json(stored.net, ctx->ref.arena, &json, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = check_readable(ctx, stored.net, json, err);
     if (rc != WF_OK)
         return rc;
     op.json = json;
