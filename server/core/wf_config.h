@@ -2,7 +2,8 @@
  * config: the service's configuration, read once from the environment.
  *
  * The struct is immutable after wf_config_load() returns and is shared by
- * every thread without locking. See README.md "Configuration" for the
+ * every thread without locking; only the API keys of WF_API_KEYS_FILE
+ * change, behind their own lock (wf_keys.h). See README.md "Configuration" for the
  * variables and their defaults.
  */
 #ifndef WF_CONFIG_H
@@ -12,13 +13,7 @@
 #include <stddef.h>
 
 #include "wf_error.h"
-
-/* One entry of WF_API_KEYS: "key" (any tenant) or "key=tenant" (bound). */
-typedef struct wf_api_key {
-    char *key;
-    char *tenant;   /* NULL: the key may act in any tenant */
-    char key_id[9]; /* first 8 hex digits of a hash of the key: loggable, not secret */
-} wf_api_key;
+#include "wf_keys.h"
 
 /* One static directory group from WF_GROUP_<id>. */
 typedef struct wf_config_group {
@@ -28,14 +23,14 @@ typedef struct wf_config_group {
 } wf_config_group;
 
 typedef struct wf_config {
-    char *addr;           /* WF_ADDR, default 0.0.0.0:50051 */
-    char *database_url;   /* DATABASE_URL; NULL selects the memory store */
-    int db_pool_size;     /* WF_DB_POOL_SIZE, default = threads */
-    int threads;          /* WF_THREADS, default = number of CPUs */
-    wf_api_key *api_keys; /* WF_API_KEYS */
-    size_t napi_keys;
-    bool development; /* WF_ENV=development */
-    char **users;     /* WF_USERS (static directory) */
+    char *addr;          /* WF_ADDR, default 0.0.0.0:50051 */
+    char *database_url;  /* DATABASE_URL; NULL selects the memory store */
+    int db_pool_size;    /* WF_DB_POOL_SIZE, default = threads */
+    int threads;         /* WF_THREADS, default = number of CPUs */
+    wf_keys *keys;       /* WF_API_KEYS or WF_API_KEYS_FILE; NULL when no key is set */
+    char *api_keys_file; /* WF_API_KEYS_FILE (path); NULL when the keys are WF_API_KEYS' */
+    bool development;    /* WF_ENV=development */
+    char **users;        /* WF_USERS (static directory) */
     size_t nusers;
     wf_config_group *groups; /* WF_GROUP_<id> */
     size_t ngroups;
@@ -74,9 +69,9 @@ typedef struct wf_config {
 
 /* Reads the configuration from an environment given as a NULL-terminated
  * "NAME=value" array (pass `environ` in main; tests pass their own). Checks
- * the startup rules: outside development, WF_API_KEYS and DATABASE_URL are
- * required. On failure returns NULL and err says which variable is wrong.
- * The result is owned by the caller: release with wf_config_free(). */
+ * the startup rules: outside development, API keys (WF_API_KEYS or
+ * WF_API_KEYS_FILE, not both) and DATABASE_URL are required. On failure returns NULL and err says
+ * which variable is wrong. The result is owned by the caller: release with wf_config_free(). */
 wf_config *wf_config_load(char *const *env, wf_error *err);
 
 void wf_config_free(wf_config *cfg);
@@ -126,8 +121,13 @@ bool wf_config_open_access(const wf_config *cfg);
  * secret's length. */
 int wf_secret_equal(const char *presented, size_t presented_len, const char *expected);
 
-/* The configured API key (WF_API_KEYS) equal to the presented one, or NULL.
- * Every key is compared, without early exit, in constant time each. */
-const wf_api_key *wf_config_find_key(const wf_config *cfg, const char *key, size_t klen);
+/* The configured API key equal to the presented one: true and *out filled
+ * (wf_keys_find), false when none is, or no key is configured. */
+bool wf_config_find_key(const wf_config *cfg, const char *key, size_t klen, wf_key_match *out);
+
+/* Starts re-reading WF_API_KEYS_FILE every second (wf_keys_watch), so that
+ * a key rotates without a restart; nothing without the file. The server
+ * calls it once it serves; wf_config_free stops it. */
+bool wf_config_watch_keys(const wf_config *cfg, wf_error *err);
 
 #endif /* WF_CONFIG_H */

@@ -1,10 +1,16 @@
 /*
  * Unit tests of the configuration reader and its startup rules.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "test_support.h"
 #include "wf_config.h"
+#include "wf_keys.h"
 #include "wf_log.h"
 
 static wf_config *
@@ -21,7 +27,9 @@ WF_TEST(test_production_requires_keys_and_database)
     const char *none[] = {NULL};
     ck_assert_ptr_null(load(none, &err));
     ck_assert_int_eq(err.code, WF_E_INVALID_ARGUMENT);
-    ck_assert_msg(strstr(err.msg, "not set: WF_API_KEYS, DATABASE_URL") != NULL, "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "not set: WF_API_KEYS (or WF_API_KEYS_FILE), DATABASE_URL") !=
+                      NULL,
+                  "%s", err.msg);
 
     const char *keys_only[] = {"WF_API_KEYS=k1", NULL};
     ck_assert_ptr_null(load(keys_only, &err));
@@ -30,7 +38,8 @@ WF_TEST(test_production_requires_keys_and_database)
 
     const char *db_only[] = {"DATABASE_URL=postgresql://x@127.0.0.1/db", NULL};
     ck_assert_ptr_null(load(db_only, &err));
-    ck_assert_msg(strstr(err.msg, "not set: WF_API_KEYS") != NULL, "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "not set: WF_API_KEYS (or WF_API_KEYS_FILE)") != NULL, "%s",
+                  err.msg);
     ck_assert_ptr_null(strstr(err.msg, "DATABASE_URL"));
 
     const char *both[] = {"WF_API_KEYS=k1", "DATABASE_URL=postgresql://x@127.0.0.1/db", NULL};
@@ -154,13 +163,14 @@ WF_TEST(test_api_keys_with_and_without_tenant)
     const char *env[] = {"WF_ENV=development", "WF_API_KEYS= k1 , k2=tenant-b,", NULL};
     wf_config *cfg = load(env, &err);
     ck_assert_ptr_nonnull(cfg);
-    ck_assert_uint_eq(cfg->napi_keys, 2);
-    ck_assert_str_eq(cfg->api_keys[0].key, "k1");
-    ck_assert_ptr_null(cfg->api_keys[0].tenant);
-    ck_assert_str_eq(cfg->api_keys[1].key, "k2");
-    ck_assert_str_eq(cfg->api_keys[1].tenant, "tenant-b");
-    ck_assert_uint_eq(strlen(cfg->api_keys[0].key_id), 8);
-    ck_assert_str_ne(cfg->api_keys[0].key_id, cfg->api_keys[1].key_id);
+    ck_assert_uint_eq(wf_keys_count(cfg->keys), 2);
+    wf_key_match k1, k2;
+    ck_assert(wf_config_find_key(cfg, "k1", 2, &k1));
+    ck_assert_str_eq(k1.tenant, "");
+    ck_assert(wf_config_find_key(cfg, "k2", 2, &k2));
+    ck_assert_str_eq(k2.tenant, "tenant-b");
+    ck_assert_uint_eq(strlen(k1.key_id), 8);
+    ck_assert_str_ne(k1.key_id, k2.key_id);
     ck_assert(!wf_config_open_access(cfg));
     wf_config_free(cfg);
 
@@ -201,7 +211,7 @@ WF_TEST(test_api_keys_refused_at_start)
     const char *ok[] = {"WF_ENV=development", "WF_API_KEYS=k-a=t.a_1-b,k-b=t.a_1-b", NULL};
     wf_config *cfg = load(ok, &err);
     ck_assert_ptr_nonnull(cfg);
-    ck_assert_uint_eq(cfg->napi_keys, 2);
+    ck_assert_uint_eq(wf_keys_count(cfg->keys), 2);
     wf_config_free(cfg);
 }
 END_TEST
@@ -423,19 +433,235 @@ WF_TEST(test_find_key)
     wf_config *cfg = load(env, &err);
     ck_assert_ptr_nonnull(cfg);
     ck_assert_str_eq(cfg->console_addr, "127.0.0.1:8088");
-    const wf_api_key *k = wf_config_find_key(cfg, "k-one", 5);
-    ck_assert_ptr_nonnull(k);
-    ck_assert_str_eq(k->tenant, "acme");
-    k = wf_config_find_key(cfg, "k-two", 5);
-    ck_assert_ptr_nonnull(k);
-    ck_assert_ptr_null(k->tenant);
-    ck_assert_ptr_null(wf_config_find_key(cfg, "k-on", 4));
-    ck_assert_ptr_null(wf_config_find_key(cfg, "k-one1", 6));
-    ck_assert_ptr_null(wf_config_find_key(cfg, "k-one\0", 6));
-    ck_assert_ptr_null(wf_config_find_key(cfg, "", 0));
+    wf_key_match k;
+    ck_assert(wf_config_find_key(cfg, "k-one", 5, &k));
+    ck_assert_str_eq(k.tenant, "acme");
+    ck_assert(wf_config_find_key(cfg, "k-two", 5, &k));
+    ck_assert_str_eq(k.tenant, "");
+    ck_assert(!wf_config_find_key(cfg, "k-on", 4, &k));
+    ck_assert(!wf_config_find_key(cfg, "k-one1", 6, &k));
+    ck_assert(!wf_config_find_key(cfg, "k-one\0", 6, &k));
+    ck_assert(!wf_config_find_key(cfg, "", 0, &k));
     ck_assert(wf_secret_equal("abc", 3, "abc"));
     ck_assert(!wf_secret_equal("abd", 3, "abc"));
     wf_config_free(cfg);
+}
+END_TEST
+
+/* ---- WF_API_KEYS_FILE ------------------------------------------------------ */
+
+/* A scratch folder laid out as Kubernetes mounts a Secret: the file
+ * "api-keys" is a link to "..data/api-keys", and "..data" a link to a
+ * folder of the current content, swapped by a rename. */
+typedef struct key_dir {
+    char root[200];
+    char file[260];
+    int version;
+} key_dir;
+
+static void
+key_dir_write(key_dir *d, const char *content)
+{
+    char ver[300], path[400], tmp[300], target[32];
+    snprintf(target, sizeof target, "..v%d", ++d->version);
+    snprintf(ver, sizeof ver, "%s/%s", d->root, target);
+    ck_assert_int_eq(mkdir(ver, 0700), 0);
+    snprintf(path, sizeof path, "%s/api-keys", ver);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(content, f);
+    fclose(f);
+    snprintf(tmp, sizeof tmp, "%s/..data_tmp", d->root);
+    ck_assert_int_eq(symlink(target, tmp), 0);
+    snprintf(path, sizeof path, "%s/..data", d->root);
+    ck_assert_int_eq(rename(tmp, path), 0);
+}
+
+static void
+key_dir_init(key_dir *d, const char *content)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(d->root, sizeof d->root, "%s/wf-keys-XXXXXX", tmp != NULL && *tmp ? tmp : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(d->root));
+    d->version = 0;
+    key_dir_write(d, content);
+    snprintf(d->file, sizeof d->file, "%s/api-keys", d->root);
+    ck_assert_int_eq(symlink("..data/api-keys", d->file), 0);
+}
+
+static void
+key_dir_remove(key_dir *d)
+{
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d->root);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static bool
+has_key(const wf_config *cfg, const char *key)
+{
+    wf_key_match m;
+    return wf_config_find_key(cfg, key, strlen(key), &m);
+}
+
+static wf_config *
+load_file(const key_dir *d, wf_error *err)
+{
+    char var[400];
+    snprintf(var, sizeof var, "WF_API_KEYS_FILE=%s", d->file);
+    const char *env[] = {"WF_ENV=development", var, NULL};
+    return load(env, err);
+}
+
+/* The file holds WF_API_KEYS' entries, separated by commas or line breaks
+ * (a WF_API_KEYS value works as it is, so does one entry per line); a
+ * server with the file is never in open access. */
+WF_TEST(test_api_keys_file_format)
+{
+    key_dir d;
+    key_dir_init(&d, "k1\n  k2=tenant-b \r\n\n k3 , k4\n");
+    wf_error err;
+    wf_config *cfg = load_file(&d, &err);
+    ck_assert_msg(cfg != NULL, "%s", err.msg);
+    ck_assert_str_eq(cfg->api_keys_file, d.file);
+    ck_assert_uint_eq(wf_keys_count(cfg->keys), 4);
+    wf_key_match m;
+    ck_assert(wf_config_find_key(cfg, "k2", 2, &m));
+    ck_assert_str_eq(m.tenant, "tenant-b");
+    ck_assert(has_key(cfg, "k1") && has_key(cfg, "k3") && has_key(cfg, "k4"));
+    ck_assert(!wf_config_open_access(cfg));
+    wf_config_free(cfg);
+    key_dir_remove(&d);
+}
+END_TEST
+
+/* At start: both settings, a file that cannot be read, holds no key or
+ * breaks a rule stop the start; the message names the file and the entry
+ * (and its line), never a key. */
+WF_TEST(test_api_keys_file_refused_at_start)
+{
+    key_dir d;
+    key_dir_init(&d, "k-good\nk-secret=bad tenant\n");
+    wf_error err;
+    ck_assert_ptr_null(load_file(&d, &err));
+    ck_assert_msg(strstr(err.msg, "WF_API_KEYS_FILE entry 2 (line 2) must name a tenant") != NULL,
+                  "%s", err.msg);
+    ck_assert_ptr_null(strstr(err.msg, "k-secret"));
+    key_dir_write(&d, "k-a\nk-b,k-a\n");
+    ck_assert_ptr_null(load_file(&d, &err));
+    ck_assert_msg(strstr(err.msg, "entry 3 (line 2) repeats the key of entry 1") != NULL, "%s",
+                  err.msg);
+    key_dir_write(&d, " \n,\n");
+    ck_assert_ptr_null(load_file(&d, &err));
+    ck_assert_str_eq(err.msg, "WF_API_KEYS_FILE holds no key");
+
+    char var[400];
+    snprintf(var, sizeof var, "WF_API_KEYS_FILE=%s/missing", d.root);
+    const char *missing[] = {"WF_ENV=development", var, NULL};
+    ck_assert_ptr_null(load(missing, &err));
+    ck_assert_msg(strstr(err.msg, "/missing\" cannot be read: No such file") != NULL, "%s",
+                  err.msg);
+    snprintf(var, sizeof var, "WF_API_KEYS_FILE=%s", d.root);
+    const char *folder[] = {"WF_ENV=development", var, NULL};
+    ck_assert_ptr_null(load(folder, &err));
+    ck_assert_msg(strstr(err.msg, "it is not a regular file") != NULL, "%s", err.msg);
+    /* A FIFO is refused at once, not waited on for a writer. */
+    snprintf(var, sizeof var, "WF_API_KEYS_FILE=%s/fifo", d.root);
+    ck_assert_int_eq(mkfifo(var + strlen("WF_API_KEYS_FILE="), 0600), 0);
+    const char *fifo[] = {"WF_ENV=development", var, NULL};
+    ck_assert_ptr_null(load(fifo, &err));
+    ck_assert_msg(strstr(err.msg, "it is not a regular file") != NULL, "%s", err.msg);
+
+    key_dir_write(&d, "k1\n");
+    snprintf(var, sizeof var, "WF_API_KEYS_FILE=%s", d.file);
+    const char *both[] = {"WF_ENV=development", "WF_API_KEYS=k2", var, NULL};
+    ck_assert_ptr_null(load(both, &err));
+    ck_assert_msg(strstr(err.msg, "WF_API_KEYS and WF_API_KEYS_FILE are both set") != NULL, "%s",
+                  err.msg);
+    const char *production[] = {var, "DATABASE_URL=postgresql://x@127.0.0.1/db", NULL};
+    wf_config *cfg = load(production, &err);
+    ck_assert_msg(cfg != NULL, "%s", err.msg);
+    wf_config_free(cfg);
+    key_dir_remove(&d);
+}
+END_TEST
+
+/* A rotation: the new key beside the old one, then the old one removed,
+ * each by a swap of "..data" as the kubelet does; a content that breaks a
+ * rule, holds no key or cannot be read keeps the last good set; a file
+ * rewritten in place is read too. */
+WF_TEST(test_api_keys_file_reload)
+{
+    key_dir d;
+    key_dir_init(&d, "old\n");
+    wf_error err;
+    wf_config *cfg = load_file(&d, &err);
+    ck_assert_msg(cfg != NULL, "%s", err.msg);
+    wf_key_match old;
+    ck_assert(wf_config_find_key(cfg, "old", 3, &old));
+    ck_assert_int_eq(wf_keys_reload(cfg->keys), WF_KEYS_UNCHANGED);
+    ck_assert(!has_key(cfg, "new"));
+
+    key_dir_write(&d, "old\nnew=acme\n");
+    ck_assert_int_eq(wf_keys_reload(cfg->keys), WF_KEYS_REPLACED);
+    ck_assert(has_key(cfg, "old") && has_key(cfg, "new"));
+    ck_assert(wf_keys_holds(cfg->keys, &old));
+    ck_assert_int_eq(wf_keys_reload(cfg->keys), WF_KEYS_UNCHANGED);
+
+    key_dir_write(&d, "new=acme\n");
+    ck_assert_int_eq(wf_keys_reload(cfg->keys), WF_KEYS_REPLACED);
+    ck_assert(!has_key(cfg, "old") && has_key(cfg, "new"));
+    ck_assert(!wf_keys_holds(cfg->keys, &old));
+
+    const char *bad[] = {"new=acme\nthird\nno good\n", "new=acme,new\n", "\n", "new=acme=x\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        key_dir_write(&d, bad[i]);
+        ck_assert_int_eq(wf_keys_reload(cfg->keys), WF_KEYS_KEPT);
+        ck_assert_int_eq(wf_keys_reload(cfg->keys), WF_KEYS_UNCHANGED); /* logged once */
+        ck_assert(has_key(cfg, "new") && !has_key(cfg, "third") && !has_key(cfg, "old"));
+        ck_assert_uint_eq(wf_keys_count(cfg->keys), 1);
+    }
+    char data[300];
+    snprintf(data, sizeof data, "%s/..data", d.root);
+    ck_assert_int_eq(unlink(data), 0);
+    ck_assert_int_eq(wf_keys_reload(cfg->keys), WF_KEYS_KEPT);
+    ck_assert(has_key(cfg, "new"));
+
+    /* Not Kubernetes: the file itself, rewritten in place. */
+    ck_assert_int_eq(unlink(d.file), 0);
+    FILE *f = fopen(d.file, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("plain\n", f);
+    fclose(f);
+    ck_assert_int_eq(wf_keys_reload(cfg->keys), WF_KEYS_REPLACED);
+    ck_assert(has_key(cfg, "plain") && !has_key(cfg, "new"));
+    wf_config_free(cfg);
+    key_dir_remove(&d);
+}
+END_TEST
+
+/* The watcher thread of a server: a rewrite is seen without a call to
+ * wf_keys_reload, within a bound that scales with the machine's load. */
+WF_TEST(test_api_keys_file_watched)
+{
+    key_dir d;
+    key_dir_init(&d, "old\n");
+    wf_error err;
+    wf_config *cfg = load_file(&d, &err);
+    ck_assert_msg(cfg != NULL, "%s", err.msg);
+    ck_assert(wf_config_watch_keys(cfg, &err));
+    key_dir_write(&d, "new\n");
+    int64_t waited_ms = 0, bound_ms = 10000LL * wf_test_time_scale();
+    struct timespec step = {0, 50 * 1000000L};
+    while (!has_key(cfg, "new") && waited_ms < bound_ms) {
+        nanosleep(&step, NULL);
+        waited_ms += 50;
+    }
+    ck_assert_msg(has_key(cfg, "new"), "the watcher did not read the new file in %lld ms",
+                  (long long)bound_ms);
+    ck_assert(!has_key(cfg, "old"));
+    wf_config_free(cfg); /* stops the watcher */
+    key_dir_remove(&d);
 }
 END_TEST
 

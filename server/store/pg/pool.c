@@ -186,6 +186,34 @@ parse_hosts(wf_store_pg_pool *p)
     return ok;
 }
 
+/* False, with a message of ours, when libpq cannot parse dsn: its own
+ * message quotes the part it could not read, which may be the password
+ * (a "%" not followed by two hex digits), so it is neither logged nor
+ * passed on. */
+static bool
+dsn_parses(const char *dsn, wf_error *err)
+{
+    char *msg = NULL;
+    PQconninfoOption *opts = dsn != NULL ? PQconninfoParse(dsn, &msg) : NULL;
+    if (opts != NULL) {
+        PQconninfoFree(opts);
+        return true;
+    }
+    if (msg != NULL) {
+        volatile char *v = msg;
+        for (size_t i = 0; msg[i] != '\0'; i++)
+            v[i] = '\0';
+        PQfreemem(msg);
+    }
+    if (dsn != NULL && msg == NULL)
+        return true; /* out of memory: the caller finds out */
+    wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                 "DATABASE_URL is not a connection URI or keyword/value string libpq can read "
+                 "(libpq's message is not shown: it may quote the password; in a URI, a \"%%\" "
+                 "of the user name or password must start a %%XX escape)");
+    return false;
+}
+
 wf_store_pg_pool *
 wf_store_pg__pool_new(const wf_store_pg_config *cfg, wf_error *err)
 {
@@ -200,6 +228,11 @@ wf_store_pg__pool_new(const wf_store_pg_config *cfg, wf_error *err)
     p->conns = calloc((size_t)p->size, sizeof *p->conns);
     for (int i = 0; p->conns != NULL && i < p->size; i++) {
         p->conns[i].counts = &p->counts;
+    }
+    if (!dsn_parses(cfg->dsn, err)) {
+        free(p->conns);
+        free(p);
+        return NULL;
     }
     p->dsn = strdup(cfg->dsn);
     if (p->conns == NULL || p->dsn == NULL || !parse_hosts(p))
@@ -343,11 +376,12 @@ connect_once(const wf_store_pg_pool *p, const char *const *vals, int64_t cutoff,
  * connected last first. quiet: do not log a failure (the caller logs once
  * per outage). */
 static PGconn *
-connect_bounded(wf_store_pg_pool *p, int64_t deadline_ms, bool quiet, wf_error *err)
+connect_bounded(wf_store_pg_pool *p, int64_t deadline_ms, bool quiet, char *why, size_t why_cap,
+                wf_error *err)
 {
     const char *vals[KW_N + 1];
     memcpy(vals, p->vals, sizeof vals);
-    char why[512] = "";
+    why[0] = '\0';
     int n = p->n_hosts > 0 ? p->n_hosts : 1;
     int first = p->n_hosts > 0 ? __atomic_load_n(&p->preferred, __ATOMIC_RELAXED) : 0;
     PGconn *pg = NULL;
@@ -364,7 +398,7 @@ connect_bounded(wf_store_pg_pool *p, int64_t deadline_ms, bool quiet, wf_error *
             vals[KW_HOSTADDR] = p->hostaddr[i];
             vals[KW_PORT] = p->port[i];
         }
-        pg = connect_once(p, vals, cutoff, why, sizeof why);
+        pg = connect_once(p, vals, cutoff, why, why_cap);
         if (pg != NULL && p->n_hosts > 0)
             __atomic_store_n(&p->preferred, i, __ATOMIC_RELAXED);
         else if (pg == NULL && p->n_hosts > 0)
@@ -378,10 +412,34 @@ connect_bounded(wf_store_pg_pool *p, int64_t deadline_ms, bool quiet, wf_error *
     return pg;
 }
 
+/* libpq's message on one line: each run of line breaks, tabs and spaces
+ * becomes one space, and none is left at the end. */
+static void
+one_line(char *s)
+{
+    char *out = s;
+    for (const char *c = s; *c; c++) {
+        bool blank = *c == '\n' || *c == '\r' || *c == '\t' || *c == ' ';
+        if (!blank)
+            *out++ = *c;
+        else if (out > s && out[-1] != ' ')
+            *out++ = ' ';
+    }
+    while (out > s && out[-1] == ' ')
+        out--;
+    *out = '\0';
+}
+
 PGconn *
 wf_store_pg__pool_connect(wf_store_pg_pool *p, int64_t deadline_ms, bool quiet, wf_error *err)
 {
-    return connect_bounded(p, deadline_ms, quiet, err);
+    char why[512];
+    PGconn *pg = connect_bounded(p, deadline_ms, quiet, why, sizeof why, err);
+    if (pg == NULL && err != NULL) {
+        one_line(why);
+        wf_error_set(err, WF_E_STORE_UNAVAILABLE, "could not connect to the database: %s", why);
+    }
+    return pg;
 }
 
 /* A connection whose socket is readable while idle has been told
@@ -461,7 +519,8 @@ wf_store_pg__pool_acquire(wf_store_pg_pool *p, int64_t deadline_ms, wf_store_pg_
             give_back(p, c);
             return wf_error_set(err, WF_E_STORE_UNAVAILABLE, "could not reach the database");
         }
-        c->pg = connect_bounded(p, deadline_ms, false, err);
+        char why[512];
+        c->pg = connect_bounded(p, deadline_ms, false, why, sizeof why, err);
         c->in_tx = false;
         pthread_mutex_lock(&p->mu);
         if (c->pg == NULL) {
