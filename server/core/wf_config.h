@@ -65,6 +65,8 @@ typedef struct wf_config {
     /* Batch operations: how long a replica's claim of one keeps the
      * others off (a dead replica's batch is taken over after it). */
     long long batch_lease_s; /* WF_BATCH_LEASE, default 30 s */
+    /* Signal fan-out: deliveries a scheduler pass claims and runs. */
+    int fanout_chunk; /* WF_SIGNAL_FANOUT_CHUNK, default 200, 1-1000 */
 } wf_config;
 
 /* Reads the configuration from an environment given as a NULL-terminated

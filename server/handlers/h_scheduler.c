@@ -17,6 +17,7 @@
 #include "handlers.h"
 #include "batch.h"
 #include "scheduler.h"
+#include "signals.h"
 #include "wf_id.h"
 #include "wf_time.h"
 
@@ -66,7 +67,23 @@ run_batches(void *arg, const char *tenant, int64_t deadline_ms, size_t *chunks, 
         .wake_arg = app,
         .lease_ms = app->cfg != NULL ? app->cfg->batch_lease_s * 1000 : 0,
     };
-    return wf_batch_pass(&h, tenant, owner, BATCHES_PER_PASS, deadline_ms, chunks, err);
+    wf_code rc = wf_batch_pass(&h, tenant, owner, BATCHES_PER_PASS, deadline_ms, chunks, err);
+    if (rc != WF_OK)
+        return rc;
+    /* Then a chunk of signal fan-out deliveries (engine/runtime/signals.h). */
+    wf_runtime_fanout_host fh = {
+        .store = app->store,
+        .dir = app->directory,
+        .max_variables_bytes = h.max_variables_bytes,
+        .wake = wake_app,
+        .wake_arg = app,
+        .chunk = app->cfg != NULL ? (size_t)app->cfg->fanout_chunk : 0,
+        .lease_ms = h.lease_ms, /* a dead replica's claims, as its batches */
+    };
+    size_t done = 0;
+    rc = wf_runtime_fanout_pass(&fh, tenant, deadline_ms, &done, err);
+    *chunks += done > 0;
+    return rc;
 }
 
 void

@@ -79,6 +79,8 @@ build_send(wf_arena *a, const void *result)
         m->instance_ids[i] = (char *)r->instance_ids[i];
     m->n_instance_ids = r->n_instance_ids;
     m->expires_at = wf_h_timestamp(a, r->expires_at, &oom);
+    m->instance_count = r->instance_count;
+    m->deliveries_pending = r->deliveries_pending;
     return oom ? NULL : &m->base;
 }
 
@@ -164,6 +166,17 @@ h_list_signals(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **re
     m->next_page_token = wf_h_page_out(call, msg, next);
     if (m->signals == NULL || m->next_page_token == NULL)
         return wf_error_nomem(err);
+    for (size_t i = 0; i < n; i++) {
+        wf_delivery_counts c;
+        if (!wf_runtime_signal_fanned_out(&rows[i]))
+            continue;
+        rc = wf_runtime_signal_deliveries(&ctx.ref, rows[i].id, &c, err);
+        if (rc != WF_OK)
+            return rc;
+        m->signals[i]->deliveries_pending = c.pending;
+        m->signals[i]->deliveries_delivered = c.delivered;
+        m->signals[i]->deliveries_skipped = c.skipped;
+    }
     *resp = &m->base;
     return WF_OK;
 }

@@ -80,6 +80,13 @@ static const exemption exempt[] = {
      * in order. It reads one group's open queue (never its history), by
      * index; the other branches stay in index order. */
     {"list_tasks_user*", true, false, "sorts the open queue of one of the user's groups"},
+    /* The fan-out of a signal (0016): the waits of one aggregate for one
+     * signal, sorted into the order they began (the target set), never
+     * the backlog. */
+    {"fanout_targets", true, false, "sorts the waits of one aggregate"},
+    /* The schedulers' QUEUED signals (a partial index of outcome 6): may
+     * sort those, never the delivery log. */
+    {"find_queued_signals", true, false, "sorts the QUEUED signals"},
 };
 
 /*

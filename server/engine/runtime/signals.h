@@ -81,8 +81,41 @@ typedef struct wf_runtime_send_signal_out {
     wf_signal_outcome outcome;
     const char **instance_ids; /* CORRELATED: the instances fired; STARTED: the new one */
     size_t n_instance_ids;
-    int64_t expires_at; /* BUFFERED: µs */
+    int64_t expires_at;      /* BUFFERED: µs */
+    int64_t instance_count;  /* CORRELATED: every instance it is delivered to */
+    bool deliveries_pending; /* fanned out (or QUEUED): delivered in the background */
 } wf_runtime_send_signal_out;
+
+/* A signal to an aggregate answers with at most this many instance ids
+ * (the first, in the order they began to wait); instance_count has all. */
+#define WF_RUNTIME_FANOUT_PAGE 100
+
+/* At most this many deliveries of a fan-out the sender runs itself right
+ * after its answer is committed (the scheduler runs the rest). */
+#define WF_RUNTIME_FANOUT_INLINE 8
+
+/* One pass of the fan-out deliveries (the scheduler's, on every
+ * replica): claims up to chunk pending deliveries (of tenant; NULL: of
+ * every tenant) for lease_ms and runs each in a unit of work on its root
+ * that consumes the delivery row and fires the instance (or skips it when
+ * it no longer waits), then resolves QUEUED signals whose turn came.
+ * ctx->ref.tenant and arena are set per row; *done: deliveries run and
+ * signals resolved. */
+typedef struct wf_runtime_fanout_host {
+    wf_store *store;
+    const wf_directory *dir;
+    size_t max_variables_bytes;
+    wf_runtime_wake_fn wake;
+    void *wake_arg;
+    size_t chunk;     /* 0 = WF_RUNTIME_FANOUT_CHUNK_DEFAULT */
+    int64_t lease_ms; /* 0 = WF_RUNTIME_FANOUT_LEASE_MS_DEFAULT */
+} wf_runtime_fanout_host;
+
+#define WF_RUNTIME_FANOUT_CHUNK_DEFAULT 200
+#define WF_RUNTIME_FANOUT_LEASE_MS_DEFAULT 30000
+
+wf_code wf_runtime_fanout_pass(const wf_runtime_fanout_host *h, const char *tenant,
+                               int64_t deadline_ms, size_t *done, wf_error *err);
 
 /* SendSignal. Checks the request (violations to ctx->ref.violation); its
  * units of work share idem (wf_uow_span_begin): the request id is looked
@@ -93,6 +126,12 @@ typedef struct wf_runtime_send_signal_out {
  * NO_ARC_MATCHED). */
 wf_code wf_runtime_send_signal(const wf_runtime_ctx *ctx, const wf_runtime_send_signal_in *in,
                                wf_uow_idem *idem, wf_runtime_send_signal_out *out, wf_error *err);
+
+/* Whether the log row r may have fan-out deliveries (by aggregate,
+ * CORRELATED or QUEUED), and their counts by state. */
+bool wf_runtime_signal_fanned_out(const wf_signal_row *r);
+wf_code wf_runtime_signal_deliveries(const wf_ref_ctx *ctx, const char *log_id,
+                                     wf_delivery_counts *out, wf_error *err);
 
 typedef struct wf_runtime_list_signals_in {
     const char *instance_id; /* or the aggregate (both set) */

@@ -108,3 +108,18 @@ wf_runtime_buffered_signals(const wf_ref_ctx *ctx, const wf_instance_row *in, wf
     }
     return rc;
 }
+
+bool
+wf_runtime_signal_fanned_out(const wf_signal_row *r)
+{
+    return r->instance_id == NULL && r->aggregate_type != NULL &&
+           (r->outcome == WF_SIGNAL_CORRELATED || r->outcome == WF_SIGNAL_QUEUED);
+}
+
+wf_code
+wf_runtime_signal_deliveries(const wf_ref_ctx *ctx, const char *log_id, wf_delivery_counts *out,
+                             wf_error *err)
+{
+    wf_store_ctx sc = wf_work_store_ctx(ctx);
+    return wf_store_count_deliveries(ctx->store, &sc, log_id, out, err);
+}

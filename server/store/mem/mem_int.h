@@ -53,7 +53,8 @@ typedef struct mem_store {
     mem_tx *tx;            /* the transaction holding mu, if any */
     mem_tx *paused;        /* transactions paused with roots locked */
     pthread_cond_t unheld; /* broadcast when a paused transaction ends */
-    mtable defs, insts, tasks, tokens, work_items, jobs, timers, subs, signals, idem, batches;
+    mtable defs, insts, tasks, tokens, work_items, jobs, timers, subs, signals, idem, batches,
+        deliveries;
     wf_event_row *events; /* in sequence order */
     size_t n_events, cap_events;
     int64_t last_seq;
@@ -232,5 +233,30 @@ wf_code wf_store_mem__list_batches(wf_store *st, const wf_store_ctx *ctx, size_t
 wf_code wf_store_mem__claim_batches(wf_store *st, const wf_store_ctx *ctx, const char *owner,
                                     int64_t now, int64_t lease_ms, size_t limit,
                                     wf_batch_row **rows, size_t *n, wf_error *err);
+
+/* fanout.c: the fan-out of a signal sent to an aggregate */
+/* Whether deliveries to the aggregate are pending or a signal to it
+ * received before (before_at, before_id) is QUEUED. */
+bool wf_store_mem__aggregate_pending(mem_store *m, const char *tenant, const char *agg_type,
+                                     const char *agg_id, int64_t before_at, const char *before_id);
+wf_code wf_store_mem__fanout_targets(wf_tx *t, const char *log_id, const char *name,
+                                     const char *agg_type, const char *agg_id, int64_t before_at,
+                                     const char *before_id, int64_t now, size_t page,
+                                     wf_fanout_out *out, wf_error *err);
+wf_code wf_store_mem__take_delivery(wf_tx *t, const char *log_id, const char *root_id,
+                                    const char *instance_id, wf_delivery_state state, int64_t now,
+                                    bool *taken, wf_error *err);
+wf_code wf_store_mem__pending_deliveries(wf_store *st, const wf_store_ctx *ctx,
+                                         const char *agg_type, const char *agg_id, size_t limit,
+                                         wf_delivery_row **rows, size_t *n, wf_error *err);
+wf_code wf_store_mem__tx_get_signal(wf_tx *t, const char *id, wf_signal_row *out, bool *found,
+                                    wf_error *err);
+wf_code wf_store_mem__claim_deliveries(wf_store *st, const wf_store_ctx *ctx, int64_t now,
+                                       int64_t lease_ms, size_t limit, wf_delivery_row **rows,
+                                       size_t *n, wf_error *err);
+wf_code wf_store_mem__find_queued_signals(wf_store *st, const wf_store_ctx *ctx, size_t limit,
+                                          wf_signal_row **rows, size_t *n, wf_error *err);
+wf_code wf_store_mem__count_deliveries(wf_store *st, const wf_store_ctx *ctx, const char *log_id,
+                                       wf_delivery_counts *out, wf_error *err);
 
 #endif

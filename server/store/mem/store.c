@@ -389,8 +389,9 @@ static void
 mem_destroy(wf_store *st)
 {
     mem_store *m = (mem_store *)st;
-    mtable *all[] = {&m->defs,   &m->insts, &m->tasks,   &m->tokens, &m->work_items, &m->jobs,
-                     &m->timers, &m->subs,  &m->signals, &m->idem,   &m->batches};
+    mtable *all[] = {&m->defs,       &m->insts, &m->tasks,   &m->tokens,
+                     &m->work_items, &m->jobs,  &m->timers,  &m->subs,
+                     &m->signals,    &m->idem,  &m->batches, &m->deliveries};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         mt_clear(all[i]);
     for (size_t i = 0; i < m->n_events; i++)
@@ -462,6 +463,13 @@ static const wf_store_ops mem_ops = {
     .update_batch = wf_store_mem__update_batch,
     .list_batches = wf_store_mem__list_batches,
     .claim_batches = wf_store_mem__claim_batches,
+    .fanout_targets = wf_store_mem__fanout_targets,
+    .take_delivery = wf_store_mem__take_delivery,
+    .pending_deliveries = wf_store_mem__pending_deliveries,
+    .tx_get_signal = wf_store_mem__tx_get_signal,
+    .claim_deliveries = wf_store_mem__claim_deliveries,
+    .find_queued_signals = wf_store_mem__find_queued_signals,
+    .count_deliveries = wf_store_mem__count_deliveries,
 };
 
 wf_store *
@@ -490,5 +498,6 @@ wf_store_mem_new(wf_error *err)
     m->signals.d = &wf_store__signal_desc;
     m->idem.d = &wf_store__idempotency_desc;
     m->batches.d = &wf_store__batch_desc;
+    m->deliveries.d = &wf_store__delivery_desc;
     return &m->base;
 }

@@ -355,8 +355,16 @@ wf_store_mem__find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const ch
     wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
+    if (instance_id == NULL &&
+        wf_store_mem__aggregate_pending(m, ctx->tenant, agg_type, agg_id, INT64_MAX, "")) {
+        pthread_mutex_unlock(&m->mu);
+        *rows = NULL;
+        *n = 0;
+        return WF_OK; /* the sender queues behind the pending deliveries */
+    }
     rc = wf_store_mem__select_rows(m, &m->subs, ctx->tenant, sub_match, &q, wf_store_mem__cmp_sub,
-                                   SIZE_MAX, ctx->arena, rows, n, err);
+                                   instance_id == NULL ? WF_FIND_SUBS_AGGREGATE_MAX : SIZE_MAX,
+                                   ctx->arena, rows, n, err);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -536,6 +544,10 @@ wf_store_mem__count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, 
     for (size_t i = 0; i < m->signals.n; i++) {
         const wf_signal_row *s = m->signals.v[i].row;
         out->signals_buffered += s->buffered && !s->discarded && s->expires_at > now;
+    }
+    for (size_t i = 0; i < m->deliveries.n; i++) {
+        const wf_delivery_row *d = m->deliveries.v[i].row;
+        out->deliveries_pending += d->state == WF_DELIVERY_PENDING;
     }
     void **v = NULL;
     size_t n = 0;

@@ -102,6 +102,13 @@ enum {
     S_LIST_BATCHES,
     S_CLAIM_BATCHES,
     S_CLAIM_BATCHES_T,
+    S_FANOUT_TARGETS,
+    S_TAKE_DELIVERY,
+    S_GET_SIGNAL,
+    S_CLAIM_DELIVERIES,
+    S_FIND_QUEUED,
+    S_COUNT_DELIVERIES,
+    S_PENDING_DELIVERIES,
     S_LISTEN_EVENTS,
     S_LISTEN_JOBS,
     S_NOTIFY,
@@ -341,5 +348,26 @@ bool wf_store_pg__notifier_start(pg_store *s);
 void wf_store_pg__notifier_stop(pg_store *s);
 void wf_store_pg__listener_stop(pg_listener *l);
 wf_code wf_store_pg__set_listener(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err);
+
+/* fanout.c: the fan-out of a signal sent to an aggregate */
+wf_code wf_store_pg__fanout_targets(wf_tx *t, const char *log_id, const char *name,
+                                    const char *agg_type, const char *agg_id, int64_t before_at,
+                                    const char *before_id, int64_t now, size_t page,
+                                    wf_fanout_out *out, wf_error *err);
+wf_code wf_store_pg__take_delivery(wf_tx *t, const char *log_id, const char *root_id,
+                                   const char *instance_id, wf_delivery_state state, int64_t now,
+                                   bool *taken, wf_error *err);
+wf_code wf_store_pg__pending_deliveries(wf_store *st, const wf_store_ctx *ctx, const char *agg_type,
+                                        const char *agg_id, size_t limit, wf_delivery_row **rows,
+                                        size_t *n, wf_error *err);
+wf_code wf_store_pg__tx_get_signal(wf_tx *t, const char *id, wf_signal_row *out, bool *found,
+                                   wf_error *err);
+wf_code wf_store_pg__claim_deliveries(wf_store *st, const wf_store_ctx *ctx, int64_t now,
+                                      int64_t lease_ms, size_t limit, wf_delivery_row **rows,
+                                      size_t *n, wf_error *err);
+wf_code wf_store_pg__find_queued_signals(wf_store *st, const wf_store_ctx *ctx, size_t limit,
+                                         wf_signal_row **rows, size_t *n, wf_error *err);
+wf_code wf_store_pg__count_deliveries(wf_store *st, const wf_store_ctx *ctx, const char *log_id,
+                                      wf_delivery_counts *out, wf_error *err);
 
 #endif

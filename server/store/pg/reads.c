@@ -568,8 +568,11 @@ wf_store_pg__count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, s
         case 2:
             out->tasks_open = n;
             break;
-        default:
+        case 3:
             out->signals_buffered = n;
+            break;
+        default:
+            out->deliveries_pending = n;
         }
     }
     PQclear(res);

@@ -182,6 +182,13 @@ static const wf_store_ops pg_ops = {
     .update_batch = wf_store_pg__update_batch,
     .list_batches = wf_store_pg__list_batches,
     .claim_batches = wf_store_pg__claim_batches,
+    .fanout_targets = wf_store_pg__fanout_targets,
+    .take_delivery = wf_store_pg__take_delivery,
+    .pending_deliveries = wf_store_pg__pending_deliveries,
+    .tx_get_signal = wf_store_pg__tx_get_signal,
+    .claim_deliveries = wf_store_pg__claim_deliveries,
+    .find_queued_signals = wf_store_pg__find_queued_signals,
+    .count_deliveries = wf_store_pg__count_deliveries,
 };
 
 wf_code
