@@ -10,7 +10,8 @@
 # label; its default is the project's version in CMakeLists.txt (.ci/run
 # checks that they agree).
 #
-# Production needs DATABASE_URL and WF_API_KEYS (see README.md). The grpc
+# Production needs DATABASE_URL and API keys, WF_API_KEYS or a file named by
+# WF_API_KEYS_FILE (see README.md). The grpc
 # version is Debian 12's (1.51, ABI libgrpc29): the C-core API changes between
 # minor versions, so both stages stay on the same Debian release.
 
@@ -79,6 +80,15 @@ RUN apt-get update \
 COPY --from=build /out/workflowd /out/wfctl /usr/local/bin/
 USER 10001:10001
 ENV WF_ADDR=0.0.0.0:50051
+# The CA that signed Postgres's certificate, for DATABASE_URL's
+# sslmode=verify-full (or verify-ca): libpq's default is
+# ~/.postgresql/root.crt, and this user's home is /nonexistent. Mount the CA
+# here (k8s/base mounts the Secret workflowd-postgres-ca), or name another
+# file with sslrootcert= in DATABASE_URL, which wins; a provider whose CA is
+# a public one: sslrootcert=/etc/ssl/certs/ca-certificates.crt. Without
+# the file, sslmode=require still encrypts (unverified) and verify-full
+# fails at startup naming this path.
+ENV PGSSLROOTCERT=/etc/workflowd/postgres-ca/ca.crt
 # gRPC, /metrics, the web console.
 EXPOSE 50051 9090 8080
 STOPSIGNAL SIGTERM

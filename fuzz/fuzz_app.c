@@ -26,9 +26,11 @@ static char *fuzz_env[] = {
     "WF_THREADS=1",
     "WF_USERS=fuzz,alice,bob",
     "WF_GROUP_ops=fuzz,alice",
-    /* Small sizes, so that inputs reach the bounds: 16 KiB of variables a
-     * tree, answers of at most 32 KiB. */
+    /* Small sizes, so that inputs reach the bounds: requests and the
+     * variables of a tree of at most 16 KiB, answers of at most 32 KiB. */
     "WF_MAX_MESSAGE_BYTES=16384",
+    "WF_MAX_ANSWER_BYTES=32768",
+    "WF_MAX_VARIABLES_BYTES=16384",
     NULL,
 };
 

@@ -9,8 +9,9 @@
  * flight, close the store. A failed startup leaves by the same path, from
  * the step it reached: what was started is stopped in reverse order.
  *
- * Exit codes: 0 after a clean shutdown, 2 for a configuration error, 1 when
- * the server cannot start (store unreachable, address in use).
+ * Exit codes: 0 after a clean shutdown, 2 for a configuration error (a
+ * DATABASE_URL libpq cannot parse included), 1 when the server cannot start
+ * (store unreachable, its TLS certificate not trusted, address in use).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -199,6 +200,11 @@ main(int argc, char **argv)
         status = 2;
         goto out_free_config;
     }
+    /* Keys of WF_API_KEYS_FILE are read again when the file changes. */
+    if (!wf_config_watch_keys(cfg, &err)) {
+        WF_LOG(WF_LOG_ERROR, "startup", "%s", err.msg);
+        goto out_free_config;
+    }
     wf_expr_configure(&(wf_expr_options){
         .isolation = cfg->expr_inline ? WF_EXPR_INLINE : WF_EXPR_PROCESS,
         .timeout_ms = cfg->expr_timeout_ms,
@@ -213,6 +219,8 @@ main(int argc, char **argv)
     app.cfg = cfg;
     if (wf_app_open_store(&app, &err) != WF_OK) {
         WF_LOG(WF_LOG_ERROR, "startup", "could not open the store: %s", err.msg);
+        if (err.code == WF_E_INVALID_ARGUMENT)
+            status = 2; /* DATABASE_URL itself is wrong */
         goto out_stop_expr;
     }
     srv = wf_rpc_server_start(&app, &err);

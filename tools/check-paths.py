@@ -5,7 +5,7 @@ document must exist.
 What is checked: in the comments of every tracked `.c` and `.h` file, and in
 the whole text of every tracked `.md` file, each path with a directory part
 (`dir/file.ext`, `../dir/file.ext`, `./dir/file.ext`) whose extension is one
-of c, h, md, sql, sh, py, proto, js, mjs. A bare file name (`pg_pool.c`,
+of c, h, md, sql, sh, py, proto, js, mjs. A bare file name (`store_rows.c`,
 `./run.sh`) is not a path and is not checked: it names a file of the
 surrounding folder, or a command the reader writes.
 

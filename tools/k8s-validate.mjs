@@ -157,6 +157,8 @@ function validateSchema(file, where, obj, problems) {
 
 const APP = 'workflowd';
 const EXTERNAL_SECRET = 'workflowd-secrets'; // created out of band, see k8s/README.md
+// Also created out of band, and only ever referenced as optional: Postgres's CA.
+const OPTIONAL_EXTERNAL_SECRETS = ['workflowd-postgres-ca'];
 const DEV_ONLY_ANNOTATION = 'workflow.example.com/development-only';
 const SHUTDOWN_MARGIN_S = 5; // pool close + a slow node, on top of the sum
 
@@ -200,10 +202,11 @@ function checkInvariants(file, objs, problems) {
     if (spec.serviceAccountName && !find('ServiceAccount', spec.serviceAccountName)) {
       P(w, `serviceAccountName "${spec.serviceAccountName}" is not in the render`);
     }
-    const secretRef = (name, key, where) => {
+    const secretRef = (name, key, where, optional) => {
       const s = find('Secret', name);
       if (!s) {
-        if (name !== EXTERNAL_SECRET) P(w, `${where}: Secret "${name}" is not in the render (only "${EXTERNAL_SECRET}" is created out of band)`);
+        const external = name === EXTERNAL_SECRET || (optional === true && OPTIONAL_EXTERNAL_SECRETS.includes(name));
+        if (!external) P(w, `${where}: Secret "${name}" is not in the render (only "${EXTERNAL_SECRET}", and ${OPTIONAL_EXTERNAL_SECRETS.map((n) => `"${n}"`).join(', ')} as optional, are created out of band)`);
         return;
       }
       if (key != null && !(key in (s.data ?? {})) && !(key in (s.stringData ?? {}))) P(w, `${where}: Secret "${name}" has no key "${key}"`);
@@ -228,7 +231,10 @@ function checkInvariants(file, objs, problems) {
       }
     }
     for (const v of spec.volumes ?? []) {
-      if (v.secret) secretRef(v.secret.secretName, null, `volume ${v.name}`);
+      if (v.secret) {
+        secretRef(v.secret.secretName, null, `volume ${v.name}`, v.secret.optional);
+        if (!v.secret.optional) for (const it of v.secret.items ?? []) secretRef(v.secret.secretName, it.key, `volume ${v.name}`);
+      }
       if (v.configMap) configRef(v.configMap.name, null, `volume ${v.name}`, v.configMap.optional);
     }
   }
@@ -300,6 +306,12 @@ function checkMigrateJob(j, d, P) {
   if (!same(c.envFrom, server.envFrom)) P(j, 'envFrom must be the Deployment\'s (same ConfigMap)');
   const secretEnv = (x) => (x.env ?? []).filter((e) => e.valueFrom?.secretKeyRef);
   if (!same(secretEnv(c), secretEnv(server))) P(j, 'the Secret references must be the Deployment\'s');
+  // The Secret volumes (the API key file, Postgres's CA) and where they are mounted.
+  const secretVols = (ps) => (ps.volumes ?? []).filter((v) => v.secret);
+  const secretMounts = (x, ps) => (x.volumeMounts ?? []).filter((m) => secretVols(ps).some((v) => v.name === m.name));
+  const dspec = d.spec.template.spec;
+  if (!same(secretVols(spec), secretVols(dspec))) P(j, 'the Secret volumes must be the Deployment\'s');
+  if (!same(secretMounts(c, spec), secretMounts(server, dspec))) P(j, 'the Secret volumes must be mounted where the Deployment mounts them');
   if (!same(spec.securityContext, d.spec.template.spec.securityContext)) P(j, 'pod securityContext must be the Deployment\'s');
   if (!same(c.securityContext, server.securityContext)) P(j, 'container securityContext must be the Deployment\'s');
   if (spec.serviceAccountName !== d.spec.template.spec.serviceAccountName || spec.automountServiceAccountToken !== false) {
@@ -311,6 +323,36 @@ function checkMigrateJob(j, d, P) {
   if (!(j.spec.ttlSecondsAfterFinished > 0)) P(j, 'ttlSecondsAfterFinished must be set: finished Jobs block re-creation under the same name');
   const podLabels = j.spec.template.metadata?.labels ?? {};
   if (matches(d.spec.selector?.matchLabels, podLabels)) P(j, 'its pods must not match the Deployment selector (the Service and PodMonitor would select them)');
+}
+
+// The API keys come from a Secret: WF_API_KEYS by secretKeyRef, or the file
+// WF_API_KEYS_FILE names in a Secret volume mounted as a folder (a subPath
+// mount never sees the Secret change, so the key could not rotate), never
+// both (workflowd refuses to start). Development may have neither.
+function checkApiKeys(d, c, spec, env, development, P) {
+  const keysEnv = (c.env ?? []).find((e) => e.name === 'WF_API_KEYS');
+  const fromSecret = keysEnv?.valueFrom?.secretKeyRef !== undefined;
+  if ((keysEnv && !fromSecret) || (!keysEnv && env.WF_API_KEYS !== undefined)) {
+    P(d, 'WF_API_KEYS must come from a Secret (secretKeyRef), never a literal or ConfigMap');
+  }
+  const file = env.WF_API_KEYS_FILE ?? '';
+  if (file !== '' && (fromSecret || env.WF_API_KEYS)) P(d, 'WF_API_KEYS and WF_API_KEYS_FILE are both set: workflowd refuses to start');
+  if (file === '' && !fromSecret && !development) P(d, 'no API keys: WF_API_KEYS_FILE (a Secret volume) or WF_API_KEYS (secretKeyRef) is required outside development');
+  if (file === '') return;
+  const mount = (c.volumeMounts ?? []).find((m) => file.startsWith(m.mountPath.replace(/\/$/, '') + '/'));
+  if (!mount) {
+    P(d, `WF_API_KEYS_FILE ${file} is under no volumeMount of the container`);
+    return;
+  }
+  if (mount.subPath || mount.subPathExpr) P(d, `WF_API_KEYS_FILE: the mount ${mount.mountPath} uses subPath, which the kubelet never updates: a key could not rotate without a restart`);
+  const vol = (spec.volumes ?? []).find((v) => v.name === mount.name);
+  if (!vol?.secret) {
+    P(d, `WF_API_KEYS_FILE: the volume ${mount.name} must be a Secret`);
+    return;
+  }
+  if (vol.secret.optional) P(d, `WF_API_KEYS_FILE: the Secret volume ${mount.name} must not be optional`);
+  const rel = file.slice(mount.mountPath.replace(/\/$/, '').length + 1);
+  if (vol.secret.items && !vol.secret.items.some((i) => i.path === rel)) P(d, `WF_API_KEYS_FILE: the volume ${mount.name} has no item with path ${rel}`);
 }
 
 function checkApp(d, objs, P, find) {
@@ -353,9 +395,8 @@ function checkApp(d, objs, P, find) {
     else if (e.valueFrom?.configMapKeyRef) env[e.name] = find('ConfigMap', e.valueFrom.configMapKeyRef.name)?.data?.[e.valueFrom.configMapKeyRef.key];
     else if (e.valueFrom) env[e.name] = '<from ' + Object.keys(e.valueFrom)[0] + '>';
   }
-  for (const k of ['DATABASE_URL', 'WF_API_KEYS']) {
-    const ref = (c.env ?? []).find((e) => e.name === k)?.valueFrom?.secretKeyRef;
-    if (!ref) P(d, `${k} must come from a Secret (secretKeyRef), never a literal or ConfigMap`);
+  if (!(c.env ?? []).find((e) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef) {
+    P(d, 'DATABASE_URL must come from a Secret (secretKeyRef), never a literal or ConfigMap');
   }
   const intEnv = (k, dflt) => {
     if (env[k] === undefined) return dflt;
@@ -366,6 +407,7 @@ function checkApp(d, objs, P, find) {
     return Number(env[k]);
   };
   const development = env.WF_ENV === 'development';
+  checkApiKeys(d, c, spec, env, development, P);
   const drain = intEnv('WF_DRAIN_SECONDS', development ? 0 : 5);
   const grace = intEnv('WF_GRACE_SECONDS', 10);
   const metricsPort = /:([0-9]+)$/.exec(env.WF_METRICS_ADDR ?? '')?.[1];

@@ -6,7 +6,9 @@
  * A session is an opaque random id in an HttpOnly, SameSite=Strict cookie
  * that maps, in memory, to the tenant of the key given at login, the actor
  * named there and the session's CSRF token: the key itself never leaves
- * the login request, and logging out or a restart revokes every session.
+ * the login request, and logging out or a restart revokes every session;
+ * removing the key from WF_API_KEYS_FILE revokes the sessions opened with
+ * it. Refused logins are throttled per source address (console_throttle.c).
  */
 #include "console.h"
 
@@ -47,12 +49,15 @@ typedef struct session {
     char tenant[65];
     char actor[129];
     int64_t last_ms;
+    bool keyed;       /* opened with an API key: it ends when the key is removed */
+    wf_key_match key; /* that key's id and tenant binding */
 } session;
 
 struct wf_console {
     wf_app *app;
     wf_http *http;
-    pthread_mutex_t mu; /* guards sessions */
+    wf_console__throttle *throttle; /* refused logins per address */
+    pthread_mutex_t mu;             /* guards sessions */
     session sessions[MAX_SESSIONS];
     atomic_int nsse;
     atomic_bool stopping;
@@ -202,15 +207,20 @@ session_find(wf_console *c, const char *id, session *out)
     return found;
 }
 
-/* A new session (the oldest one makes room when the table is full). */
+/* A new session (the oldest one makes room when the table is full); key:
+ * the API key it was opened with, NULL in open access. */
 static int
-session_new(wf_console *c, const char *tenant, const char *actor, session *out)
+session_new(wf_console *c, const char *tenant, const char *actor, const wf_key_match *key,
+            session *out)
 {
     session s = {0};
     if (random_hex(s.id) != 0 || random_hex(s.csrf) != 0)
         return -1;
     snprintf(s.tenant, sizeof s.tenant, "%s", tenant);
     snprintf(s.actor, sizeof s.actor, "%s", actor);
+    s.keyed = key != NULL;
+    if (key != NULL)
+        s.key = *key;
     s.last_ms = wf_mono_ms();
     pthread_mutex_lock(&c->mu);
     int slot = 0;
@@ -226,6 +236,14 @@ session_new(wf_console *c, const char *tenant, const char *actor, session *out)
     pthread_mutex_unlock(&c->mu);
     *out = s;
     return 0;
+}
+
+/* True while the key the session was opened with is still configured. */
+static bool
+key_still_valid(wf_console *c, const session *s)
+{
+    wf_keys *keys = c->app->cfg->keys;
+    return keys != NULL && wf_keys_holds(keys, &s->key);
 }
 
 static void
@@ -357,6 +375,41 @@ printable(const char *s, size_t max)
     return true;
 }
 
+/* A login attempt refused for its key: counted against the address, and
+ * answered 403, or 429 once the address is barred. */
+static void
+login_refused(wf_console *c, const wf_http_req *req, wf_http_resp *r, const char *peer)
+{
+    int wait_s = wf_console__throttle_failed(c->throttle, peer, wf_mono_ms());
+    if (wait_s > 0)
+        WF_LOG(WF_LOG_WARN, "console",
+               "login refused: API_KEY_INVALID (from %s, now barred from logging in for %d s)",
+               peer, wait_s);
+    else
+        WF_LOG(WF_LOG_WARN, "console", "login refused: API_KEY_INVALID (from %s)", peer);
+    r->status = 403;
+    login_page(c, req, r, "The API key is not valid.");
+}
+
+/* 429 with Retry-After while the address is barred: nothing of the form is
+ * looked at, the key least of all. */
+static bool
+login_barred(wf_console *c, const wf_http_req *req, wf_http_resp *r, const char *peer)
+{
+    int wait_s = wf_console__throttle_wait(c->throttle, peer, wf_mono_ms());
+    if (wait_s == 0)
+        return false;
+    char retry[16];
+    snprintf(retry, sizeof retry, "%d", wait_s);
+    wf_http_resp_header(r, "Retry-After", retry);
+    r->status = 429;
+    char msg[128];
+    snprintf(msg, sizeof msg, "Too many refused logins from this address: try again in %d s.",
+             wait_s);
+    login_page(c, req, r, msg);
+    return true;
+}
+
 static void
 do_login(wf_console *c, const wf_http_req *req, wf_http_resp *r)
 {
@@ -364,6 +417,11 @@ do_login(wf_console *c, const wf_http_req *req, wf_http_resp *r)
     const char *actor = wf_http_req_form(req, "actor");
     const char *tenant = wf_http_req_form(req, "tenant");
     const char *key = wf_http_req_form(req, "api_key");
+    char peer[48];
+    wf_http_req_peer(req, peer, sizeof peer);
+    bool open = wf_config_open_access(cfg);
+    if (!open && login_barred(c, req, r, peer))
+        return;
     if (!printable(actor, 128)) {
         r->status = 400;
         login_page(c, req, r, "The actor must be 1 to 128 printable ASCII characters.");
@@ -375,26 +433,25 @@ do_login(wf_console *c, const wf_http_req *req, wf_http_resp *r)
         return;
     }
     const char *t = tenant != NULL && tenant[0] != '\0' ? tenant : "default";
-    if (!wf_config_open_access(cfg)) {
-        const wf_api_key *k = key != NULL ? wf_config_find_key(cfg, key, strlen(key)) : NULL;
-        if (k == NULL) {
-            WF_LOG(WF_LOG_WARN, "console", "login refused: API_KEY_INVALID");
-            r->status = 403;
-            login_page(c, req, r, "The API key is not valid.");
+    wf_key_match k = {"", ""};
+    if (!open) {
+        if (key == NULL || !wf_config_find_key(cfg, key, strlen(key), &k)) {
+            login_refused(c, req, r, peer);
             return;
         }
-        if (k->tenant != NULL) {
-            if (tenant != NULL && tenant[0] != '\0' && strcmp(tenant, k->tenant) != 0) {
+        wf_console__throttle_passed(c->throttle, peer, wf_mono_ms());
+        if (k.tenant[0] != '\0') {
+            if (tenant != NULL && tenant[0] != '\0' && strcmp(tenant, k.tenant) != 0) {
                 r->status = 403;
                 login_page(c, req, r, "This API key may not act in that tenant.");
                 return;
             }
-            t = k->tenant;
+            t = k.tenant;
         }
-        WF_LOG(WF_LOG_INFO, "console", "login of key %s as %s in tenant %s", k->key_id, actor, t);
+        WF_LOG(WF_LOG_INFO, "console", "login of key %s as %s in tenant %s", k.key_id, actor, t);
     }
     session s;
-    if (session_new(c, t, actor, &s) != 0) {
+    if (session_new(c, t, actor, open ? NULL : &k, &s) != 0) {
         text(r, 500, "could not create a session\n");
         return;
     }
@@ -642,6 +699,13 @@ serve(void *arg, const wf_http_req *req, wf_http_resp *r)
     }
     session sess;
     bool have = session_find(c, wf_http_req_cookie(req, COOKIE), &sess);
+    if (have && sess.keyed && !key_still_valid(c, &sess)) {
+        /* Its key was removed (WF_API_KEYS_FILE changed): the session ends. */
+        session_drop(c, sess.id);
+        set_cookie(req, r, "", true);
+        redirect(r, "/login");
+        return;
+    }
     if (!have) {
         if (!wf_config_open_access(c->app->cfg) || post) {
             redirect(r, "/login");
@@ -692,6 +756,12 @@ wf_console_start(wf_app *app, const char *addr, wf_error *err)
         return NULL;
     }
     c->app = app;
+    c->throttle = wf_console__throttle_new();
+    if (c->throttle == NULL) {
+        free(c);
+        wf_error_nomem(err);
+        return NULL;
+    }
     pthread_mutex_init(&c->mu, NULL);
     /* Small and bounded: a live stream holds a thread while it polls, so
      * the pool has room for MAX_SSE of them and still answers pages. */
@@ -706,6 +776,7 @@ wf_console_start(wf_app *app, const char *addr, wf_error *err)
     c->http = wf_http_start_app(addr, &opt, serve, c, err);
     if (c->http == NULL) {
         pthread_mutex_destroy(&c->mu);
+        wf_console__throttle_free(c->throttle);
         free(c);
         return NULL;
     }
@@ -720,5 +791,6 @@ wf_console_stop(wf_console *c)
     atomic_store(&c->stopping, true);
     wf_http_stop(c->http);
     pthread_mutex_destroy(&c->mu);
+    wf_console__throttle_free(c->throttle);
     free(c);
 }

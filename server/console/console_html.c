@@ -51,6 +51,17 @@ wf_console__url(FILE *out, const char *s)
     }
 }
 
+bool
+wf_console__own_path(const char *path)
+{
+    if (path[0] != '/' || path[1] == '/' || path[1] == '\\')
+        return false;
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+        if (*p <= 0x20 || *p >= 0x7f)
+            return false;
+    return true;
+}
+
 void
 wf_console__json_str(FILE *out, const char *s)
 {
@@ -146,6 +157,7 @@ wf_console__page_error(wf_console__ctx *x, const wf_error *err)
     case WF_E_INSTANCE_NOT_FOUND:
     case WF_E_TASK_NOT_FOUND:
     case WF_E_JOB_NOT_FOUND:
+    case WF_E_BATCH_OPERATION_NOT_FOUND:
         x->status = 404;
         break;
     case WF_E_STORE_UNAVAILABLE:

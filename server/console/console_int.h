@@ -56,6 +56,12 @@ wf_code wf_console__read_events(wf_app *app, const char *tenant, const char *ins
 void wf_console__esc(FILE *out, const char *s);
 /* Percent-encodes s for a URL's query component (all but A-Z a-z 0-9 - _ . ~). */
 void wf_console__url(FILE *out, const char *s);
+/* True for a path of this console, safe as a Location: one "/" not
+ * followed by another or by a backslash, and only printable ASCII without
+ * blanks. Browsers drop tabs and line breaks from a URL and read "\\" as
+ * "/", so "/\t/evil.example" or "/\\evil.example" would lead to another
+ * host. */
+bool wf_console__own_path(const char *path);
 /* Writes a JSON string literal of s (for the event stream's data lines). */
 void wf_console__json_str(FILE *out, const char *s);
 /* The name of enum value v without its prefix ("INSTANCE_STATUS_"), escaped. */
@@ -88,5 +94,19 @@ void wf_console__diagram(wf_console__ctx *x);
 /* Actions (POST, checked already): retry, claim, release, complete, and
  * start or cancel a batch operation. */
 void wf_console__act(wf_console__ctx *x, const char *path);
+
+/* ---- the login throttle (console_throttle.c) ---- */
+
+/* Refused logins per source address, in a table of fixed size. */
+typedef struct wf_console__throttle wf_console__throttle;
+wf_console__throttle *wf_console__throttle_new(void);
+void wf_console__throttle_free(wf_console__throttle *t);
+/* Seconds addr must wait before it may try to log in again; 0: it may now. */
+int wf_console__throttle_wait(wf_console__throttle *t, const char *addr, int64_t now_ms);
+/* Counts a refused login of addr; returns the seconds it is now barred
+ * for (0 while its first refusals are free). */
+int wf_console__throttle_failed(wf_console__throttle *t, const char *addr, int64_t now_ms);
+/* A login of addr succeeded: its count starts again. */
+void wf_console__throttle_passed(wf_console__throttle *t, const char *addr, int64_t now_ms);
 
 #endif /* WF_CONSOLE_INT_H */

@@ -897,14 +897,12 @@ wf_console__diagram(wf_console__ctx *x)
 /* ---- actions ---------------------------------------------------------------- */
 
 /* Where to go after an action: the form's back path when it is a path of
- * this console ("/x", never "//host"), else the instances. */
+ * this console, else the instances. */
 static const char *
 back_of(wf_console__ctx *x)
 {
     const char *b = form(x, "back");
-    if (b[0] == '/' && b[1] != '/' && b[1] != '\\' && strpbrk(b, "\r\n") == NULL)
-        return b;
-    return "/instances";
+    return wf_console__own_path(b) ? b : "/instances";
 }
 
 /* ---- starting a batch operation: preview, then confirm -------------------- */

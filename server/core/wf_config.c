@@ -8,13 +8,11 @@
 #include "wf_config.h"
 
 #include <limits.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
 
-#include "wf_id.h"
 #include "wf_log.h"
 
 static const char *
@@ -137,81 +135,35 @@ free_list(char **items, size_t n)
     free(items);
 }
 
-/* FNV-1a, only to derive a short non-secret key id for logs. */
-static void
-key_id_of(const char *key, char out[9])
-{
-    uint32_t h = 2166136261u;
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
-        h ^= *p;
-        h *= 16777619u;
-    }
-    static const char hex[] = "0123456789abcdef";
-    for (int i = 0; i < 8; i++)
-        out[i] = hex[(h >> (28 - 4 * i)) & 0xf];
-    out[8] = '\0';
-}
-
-/* A key a client can send as it is: printable ASCII, no blanks (HTTP trims
- * them at the ends of a header value). */
+/* WF_API_KEYS or WF_API_KEYS_FILE, not both: the file's keys can change
+ * while the server runs, the environment's cannot, and a set made of both
+ * would keep a key of the environment that a rotation meant to remove. */
 static bool
-key_ok(const char *key)
+load_keys(wf_config *cfg, char *const *env, wf_error *err)
 {
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-        if (*p <= 0x20 || *p >= 0x7f)
-            return false;
-    return true;
-}
-
-static bool
-parse_api_keys(wf_config *cfg, const char *v, wf_error *err)
-{
-    size_t n;
-    char **items = split_list(v, &n);
-    if (items == NULL)
-        return wf_error_nomem(err), false;
-    cfg->api_keys = calloc(n ? n : 1, sizeof *cfg->api_keys);
-    if (cfg->api_keys == NULL) {
-        free_list(items, n);
-        return wf_error_nomem(err), false;
-    }
-    for (size_t i = 0; i < n; i++) {
-        char *eq = strchr(items[i], '=');
-        wf_api_key *k = &cfg->api_keys[cfg->napi_keys++];
-        if (eq != NULL) {
-            *eq = '\0';
-            k->tenant = strdup(eq + 1);
-        }
-        k->key = strdup(items[i]);
-        if (k->key == NULL || (eq != NULL && k->tenant == NULL)) {
-            free_list(items, n);
+    const char *list = env_str(env, "WF_API_KEYS");
+    const char *file = env_str(env, "WF_API_KEYS_FILE");
+    if (list != NULL && file != NULL)
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                            "WF_API_KEYS and WF_API_KEYS_FILE are both set: set one (the keys "
+                            "of WF_API_KEYS_FILE rotate without a restart)"),
+               false;
+    if (file != NULL) {
+        cfg->api_keys_file = strdup(file);
+        if (cfg->api_keys_file == NULL)
             return wf_error_nomem(err), false;
-        }
-        key_id_of(k->key, k->key_id);
-        /* Messages name the entry, never the key. */
-        const char *bad = NULL;
-        if (k->key[0] == '\0' || (k->tenant != NULL && k->tenant[0] == '\0'))
-            bad = "must be \"key\" or \"key=tenant\"";
-        else if (!key_ok(k->key))
-            bad = "must have a key of printable ASCII without spaces";
-        else if (k->tenant != NULL && !wf_id_tenant_valid(k->tenant, strlen(k->tenant)))
-            bad = "must name a tenant of 1 to 64 letters, digits, \".\", \"_\" or \"-\"";
-        for (size_t j = 0; bad == NULL && j < i; j++)
-            if (strcmp(cfg->api_keys[j].key, k->key) == 0) {
-                free_list(items, n);
-                return wf_error_set(err, WF_E_INVALID_ARGUMENT,
-                                    "WF_API_KEYS entry %zu repeats the key of entry %zu", i + 1,
-                                    j + 1),
-                       false;
-            }
-        if (bad != NULL) {
-            free_list(items, n);
-            return wf_error_set(err, WF_E_INVALID_ARGUMENT, "WF_API_KEYS entry %zu %s", i + 1, bad),
-                   false;
-        }
+        cfg->keys = wf_keys_from_file(file, err);
+        return cfg->keys != NULL;
     }
-    free_list(items, n);
-    return true;
+    if (list == NULL)
+        return true;
+    cfg->keys = wf_keys_from_list(list, "WF_API_KEYS", err);
+    if (cfg->keys != NULL && wf_keys_count(cfg->keys) == 0) {
+        wf_keys_free(cfg->keys); /* only separators: no key, as if unset */
+        cfg->keys = NULL;
+        return true;
+    }
+    return cfg->keys != NULL;
 }
 
 static bool
@@ -244,31 +196,54 @@ parse_groups(wf_config *cfg, char *const *env)
 bool
 wf_config_open_access(const wf_config *cfg)
 {
-    return cfg->development && cfg->napi_keys == 0;
+    return cfg->development && cfg->keys == NULL;
 }
 
-int
-wf_secret_equal(const char *presented, size_t presented_len, const char *expected)
+bool
+wf_config_find_key(const wf_config *cfg, const char *key, size_t klen, wf_key_match *out)
 {
-    size_t n = strlen(expected);
-    unsigned char diff = (unsigned char)(presented_len != n);
-    for (size_t i = 0; i < n; i++) {
-        /* Read a byte of the presented key even past its end (index wraps),
-         * so the loop's cost does not depend on where the keys differ. */
-        unsigned char p = presented_len ? (unsigned char)presented[i % presented_len] : 0;
-        diff |= (unsigned char)(p ^ (unsigned char)expected[i]);
+    return cfg->keys != NULL && wf_keys_find(cfg->keys, key, klen, out);
+}
+
+bool
+wf_config_watch_keys(const wf_config *cfg, wf_error *err)
+{
+    return cfg->api_keys_file == NULL || wf_keys_watch(cfg->keys, 1000, err);
+}
+
+/* Sizes. Answers are bounded by WF_MAX_ANSWER_BYTES, the receive limit of
+ * the clients (4 MiB, every gRPC client's default), whatever the request
+ * limit; the variables of one instance tree by at most
+ * wf_config_variables_max, so that every answer echoing them (GetInstance,
+ * SetVariables, an activated job) fits with the fields beside them. */
+static bool
+load_sizes(wf_config *cfg, char *const *env, wf_error *err)
+{
+    cfg->max_answer_bytes = WF_CONFIG_CLIENT_RECEIVE_LIMIT;
+    if (!env_int(env, "WF_MAX_ANSWER_BYTES", WF_CONFIG_MIN_ANSWER_BYTES, WF_CONFIG_MAX_ANSWER_BYTES,
+                 &cfg->max_answer_bytes, err))
+        return false;
+    /* What a request stores (a definition, a signal's payload) is read
+     * back in one answer. */
+    if (cfg->max_message_bytes > cfg->max_answer_bytes) {
+        wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                     "WF_MAX_MESSAGE_BYTES (%d) must not pass WF_MAX_ANSWER_BYTES (%d): what a "
+                     "request stores is read back in one answer; raise WF_MAX_ANSWER_BYTES to "
+                     "the clients' receive limit, or lower WF_MAX_MESSAGE_BYTES",
+                     cfg->max_message_bytes, cfg->max_answer_bytes);
+        return false;
     }
-    return diff == 0;
-}
-
-const wf_api_key *
-wf_config_find_key(const wf_config *cfg, const char *key, size_t klen)
-{
-    const wf_api_key *match = NULL;
-    for (size_t i = 0; i < cfg->napi_keys; i++)
-        if (wf_secret_equal(key, klen, cfg->api_keys[i].key) && match == NULL)
-            match = &cfg->api_keys[i];
-    return match;
+    int most = (int)wf_config_variables_max(cfg);
+    cfg->max_variables_bytes = most;
+    if (!env_int(env, "WF_MAX_VARIABLES_BYTES", 1024, most, &cfg->max_variables_bytes, err)) {
+        wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                     "WF_MAX_VARIABLES_BYTES must be an integer between 1024 and %d "
+                     "(WF_MAX_ANSWER_BYTES, %d, less the room an answer keeps beside the "
+                     "variables)",
+                     most, cfg->max_answer_bytes);
+        return false;
+    }
+    return true;
 }
 
 wf_config *
@@ -290,6 +265,7 @@ wf_config_load(char *const *env, wf_error *err)
     cfg->idempotency_retention_s = DAY_S;
     cfg->signal_retention_s = 7 * DAY_S;
     cfg->batch_lease_s = 30;
+    cfg->fanout_chunk = 200;
 
     const char *v = env_str(env, "WF_ENV");
     if (v != NULL && strcmp(v, "development") != 0 && strcmp(v, "production") != 0) {
@@ -340,13 +316,7 @@ wf_config_load(char *const *env, wf_error *err)
         !env_int(env, "WF_GRACE_SECONDS", 0, 3600, &cfg->grace_seconds, err) ||
         !env_bool(env, "WF_TRUST_ACTOR_GROUPS", &cfg->trust_actor_groups, err))
         goto fail;
-    /* Sizes. Answers may be twice as large as requests (the send limit,
-     * wf_config_send_limit); the variables of one instance tree are bounded
-     * by at most half of that, so that any answer echoing a tree's
-     * variables (GetInstance, SetVariables, an activated job) fits. */
-    cfg->max_variables_bytes = cfg->max_message_bytes;
-    if (!env_int(env, "WF_MAX_VARIABLES_BYTES", 1024, cfg->max_message_bytes,
-                 &cfg->max_variables_bytes, err))
+    if (!load_sizes(cfg, env, err))
         goto fail;
     /* StartInstance of a key without any definition creates an AD_HOC
      * version 1 (TaskFlow's Start) unless this is false. */
@@ -393,7 +363,8 @@ wf_config_load(char *const *env, wf_error *err)
                       &cfg->idempotency_retention_s, err) ||
         !env_duration(env, "WF_SIGNAL_RETENTION", 1, 3650 * DAY_S, &cfg->signal_retention_s, err) ||
         !env_duration(env, "WF_EVENT_RETENTION", 0, 3650 * DAY_S, &cfg->event_retention_s, err) ||
-        !env_duration(env, "WF_BATCH_LEASE", 1, DAY_S, &cfg->batch_lease_s, err))
+        !env_duration(env, "WF_BATCH_LEASE", 1, DAY_S, &cfg->batch_lease_s, err) ||
+        !env_int(env, "WF_SIGNAL_FANOUT_CHUNK", 1, 1000, &cfg->fanout_chunk, err))
         goto fail;
 
     if ((v = env_str(env, "WF_LOG_LEVEL")) != NULL) {
@@ -404,7 +375,7 @@ wf_config_load(char *const *env, wf_error *err)
             goto fail;
         }
     }
-    if ((v = env_str(env, "WF_API_KEYS")) != NULL && !parse_api_keys(cfg, v, err))
+    if (!load_keys(cfg, env, err))
         goto fail;
     if ((v = env_str(env, "WF_USERS")) != NULL)
         cfg->users = split_list(v, &cfg->nusers);
@@ -415,7 +386,8 @@ wf_config_load(char *const *env, wf_error *err)
 
     /* Every missing setting is named at once, so that one failed start
      * says all that is missing. */
-    const char *no_keys = !cfg->development && cfg->napi_keys == 0 ? "WF_API_KEYS" : NULL;
+    const char *no_keys =
+        !cfg->development && cfg->keys == NULL ? "WF_API_KEYS (or WF_API_KEYS_FILE)" : NULL;
     const char *no_db = !cfg->development && cfg->database_url == NULL ? "DATABASE_URL" : NULL;
     if (no_keys != NULL || no_db != NULL) {
         wf_error_set(err, WF_E_INVALID_ARGUMENT,
@@ -434,7 +406,13 @@ fail:
 int
 wf_config_send_limit(const wf_config *cfg)
 {
-    return cfg->max_message_bytes > (1 << 29) ? (1 << 30) : cfg->max_message_bytes * 2;
+    return cfg->max_answer_bytes;
+}
+
+int
+wf_config_receive_limit(const wf_config *cfg)
+{
+    return cfg->max_message_bytes * 2;
 }
 
 size_t
@@ -442,6 +420,14 @@ wf_config_answer_budget(const wf_config *cfg)
 {
     size_t limit = (size_t)wf_config_send_limit(cfg);
     return limit - limit / 16;
+}
+
+size_t
+wf_config_variables_max(const wf_config *cfg)
+{
+    size_t limit = (size_t)wf_config_send_limit(cfg);
+    size_t beside = limit / 16 > WF_CONFIG_ANSWER_RESERVE ? limit / 16 : WF_CONFIG_ANSWER_RESERVE;
+    return wf_config_answer_budget(cfg) - beside;
 }
 
 void
@@ -455,17 +441,8 @@ wf_config_free(wf_config *cfg)
     free(cfg->console_addr);
     free(cfg->tls_cert);
     free(cfg->tls_key);
-    for (size_t i = 0; i < cfg->napi_keys; i++) {
-        /* Scrub the secret before giving the memory back. */
-        if (cfg->api_keys[i].key != NULL) {
-            volatile char *p = cfg->api_keys[i].key;
-            while (*p)
-                *p++ = '\0';
-        }
-        free(cfg->api_keys[i].key);
-        free(cfg->api_keys[i].tenant);
-    }
-    free(cfg->api_keys);
+    wf_keys_free(cfg->keys); /* stops its watcher, scrubs the keys */
+    free(cfg->api_keys_file);
     free_list(cfg->users, cfg->nusers);
     for (size_t i = 0; i < cfg->ngroups; i++) {
         free(cfg->groups[i].id);

@@ -54,7 +54,7 @@ status_name(wf_instance_status s)
 }
 
 static void
-violate(const wf_net_ctx *ctx, const char *field, const char *msg, int *n)
+violate(const wf_runtime_ctx *ctx, const char *field, const char *msg, int *n)
 {
     if (ctx->ref.violation != NULL)
         ctx->ref.violation(ctx->ref.violation_arg, field, NULL, msg);
@@ -63,7 +63,7 @@ violate(const wf_net_ctx *ctx, const char *field, const char *msg, int *n)
 
 /* Every violation of the request at once. */
 static wf_code
-check_request(const wf_net_ctx *ctx, const wf_diagram_in *in, wf_error *err)
+check_request(const wf_runtime_ctx *ctx, const wf_diagram_in *in, wf_error *err)
 {
     int n = 0;
     const char *first = NULL;
@@ -93,22 +93,23 @@ check_request(const wf_net_ctx *ctx, const wf_diagram_in *in, wf_error *err)
 
 /* The transition ids of the instance's enabled work items, every page. */
 static wf_code
-enabled_items(const wf_net_ctx *ctx, const char *instance_id, wf_diagram_overlay *ov, wf_error *err)
+enabled_items(const wf_runtime_ctx *ctx, const char *instance_id, wf_diagram_overlay *ov,
+              wf_error *err)
 {
-    static const int enabled_state[] = {WF_NET_ITEM_ENABLED};
+    static const int enabled_state[] = {WF_RUNTIME_ITEM_ENABLED};
     const char **ids = NULL;
     size_t n = 0;
     char *cursor = NULL;
     do {
-        wf_net_list_items_in q = {.instance_id = instance_id,
-                                  .states = enabled_state,
-                                  .n_states = 1,
-                                  .page_size = ITEMS_PAGE,
-                                  .cursor = cursor};
-        wf_net_item *items = NULL;
+        wf_runtime_list_items_in q = {.instance_id = instance_id,
+                                      .states = enabled_state,
+                                      .n_states = 1,
+                                      .page_size = ITEMS_PAGE,
+                                      .cursor = cursor};
+        wf_runtime_item *items = NULL;
         size_t got = 0;
         cursor = NULL;
-        wf_code rc = wf_net_list_work_items(&ctx->ref, &q, &items, &got, &cursor, err);
+        wf_code rc = wf_runtime_list_work_items(&ctx->ref, &q, &items, &got, &cursor, err);
         if (rc != WF_OK)
             return rc;
         const char **more = wf_arena_calloc(ctx->ref.arena, n + got + 1, sizeof *more);
@@ -127,7 +128,7 @@ enabled_items(const wf_net_ctx *ctx, const char *instance_id, wf_diagram_overlay
 
 /* The overlay of an instance, and the definition version it is pinned to. */
 static wf_code
-instance_overlay(const wf_net_ctx *ctx, const char *instance_id, wf_diagram_overlay *ov,
+instance_overlay(const wf_runtime_ctx *ctx, const char *instance_id, wf_diagram_overlay *ov,
                  wf_definition_row *row, const wf_net **net, wf_error *err)
 {
     wf_instance_view view;
@@ -135,7 +136,7 @@ instance_overlay(const wf_net_ctx *ctx, const char *instance_id, wf_diagram_over
     if (rc != WF_OK)
         return rc;
     const wf_instance_row *in = &view.tree.instance;
-    rc = wf_net_get_definition(ctx, in->definition_key, in->definition_version, row, net, err);
+    rc = wf_runtime_get_definition(ctx, in->definition_key, in->definition_version, row, net, err);
     if (rc != WF_OK)
         return rc;
     memset(ov, 0, sizeof *ov);
@@ -165,7 +166,7 @@ instance_overlay(const wf_net_ctx *ctx, const char *instance_id, wf_diagram_over
  * no cache has it. dot is the DOT with the overlay, laid out as it is
  * should the layout's SVG not be shaped for an overlay. */
 static wf_code
-draw_svg(const wf_net_ctx *ctx, const wf_net *net, wf_def_kind kind, const char *dot,
+draw_svg(const wf_runtime_ctx *ctx, const wf_net *net, wf_def_kind kind, const char *dot,
          const wf_diagram_overlay *ov, char **svg, size_t *len, wf_error *err)
 {
     char *ldot;
@@ -196,7 +197,7 @@ draw_svg(const wf_net_ctx *ctx, const wf_net *net, wf_def_kind kind, const char 
 }
 
 wf_code
-wf_diagram_get(const wf_net_ctx *ctx, const wf_diagram_in *in, wf_diagram *out, wf_error *err)
+wf_diagram_get(const wf_runtime_ctx *ctx, const wf_diagram_in *in, wf_diagram *out, wf_error *err)
 {
     memset(out, 0, sizeof *out);
     wf_code rc = check_request(ctx, in, err);
@@ -209,7 +210,7 @@ wf_diagram_get(const wf_net_ctx *ctx, const wf_diagram_in *in, wf_diagram *out, 
     if (overlay)
         rc = instance_overlay(ctx, in->instance_id, &ov, &row, &net, err);
     else
-        rc = wf_net_get_definition(ctx, in->definition_key, in->version, &row, &net, err);
+        rc = wf_runtime_get_definition(ctx, in->definition_key, in->version, &row, &net, err);
     if (rc != WF_OK)
         return rc;
     /* The cached net may be shared: draw a copy that carries the row's

@@ -51,9 +51,9 @@ typedef enum wf_diagram_format {
 /* What an instance adds to the diagram of its definition version. Every
  * array is borrowed for the call; NULL with a count of 0 is empty. */
 typedef struct wf_diagram_overlay {
-    const char *instance_id;       /* shown in the graph's label */
-    const char *status;            /* e.g. "RUNNING", shown in the label; may be NULL */
-    const wf_net_marking *marking; /* token counts by place */
+    const char *instance_id;           /* shown in the graph's label */
+    const char *status;                /* e.g. "RUNNING", shown in the label; may be NULL */
+    const wf_runtime_marking *marking; /* token counts by place */
     size_t n_marking;
     const char *const *enabled; /* transition id of each enabled work item */
     size_t n_enabled;
@@ -137,7 +137,7 @@ typedef struct wf_diagram {
  * DEFINITION_NOT_FOUND, INSTANCE_NOT_FOUND (also for another tenant's
  * instance), TOO_LARGE (SVG of a net above WF_DIAGRAM_MAX_SVG_NODES or
  * WF_DIAGRAM_MAX_SVG_EDGES; DOT is given for any net). */
-wf_code wf_diagram_get(const wf_net_ctx *ctx, const wf_diagram_in *in, wf_diagram *out,
+wf_code wf_diagram_get(const wf_runtime_ctx *ctx, const wf_diagram_in *in, wf_diagram *out,
                        wf_error *err);
 
 #endif /* WF_DIAGRAM_H */

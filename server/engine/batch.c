@@ -351,10 +351,10 @@ wf_batch_start(const wf_ref_ctx *ctx, const wf_batch_spec *spec, wf_uow_idem *id
                                "is required for MIGRATE (target_version is one of its versions)",
                                err);
     if (migrate) {
-        wf_net_migrate_in args = {.target_version = spec->target_version,
-                                  .mapping = spec->mapping,
-                                  .n_mapping = spec->n_mapping};
-        wf_code arc = wf_net_migrate_check_args(ctx, &args, err);
+        wf_runtime_migrate_in args = {.target_version = spec->target_version,
+                                      .mapping = spec->mapping,
+                                      .n_mapping = spec->n_mapping};
+        wf_code arc = wf_runtime_migrate_check_args(ctx, &args, err);
         if (arc != WF_OK)
             return arc;
     } else if (spec->target_version != 0) {
@@ -529,7 +529,7 @@ encode_nothing(const void *result, void *arg, wf_arena *arena, unsigned char **b
 /* Applies the batch's action to one instance, as the RPC of that action
  * would with request id "batch:<batch id>:<instance id>". */
 static wf_code
-apply(const wf_net_ctx *ctx, const wf_batch_row *b, const char *instance_id, wf_error *err)
+apply(const wf_runtime_ctx *ctx, const wf_batch_row *b, const char *instance_id, wf_error *err)
 {
     const char *method = action_method(b->action);
     if (method == NULL)
@@ -548,22 +548,22 @@ apply(const wf_net_ctx *ctx, const wf_batch_row *b, const char *instance_id, wf_
     case WF_BATCH_CANCEL:
         return wf_instances_cancel(ctx, instance_id, b->reason, false, &idem, &out, err);
     case WF_BATCH_RETRY:
-        return wf_net_retry_instance(ctx, instance_id, &idem, &out, err);
+        return wf_runtime_retry_instance(ctx, instance_id, &idem, &out, err);
     case WF_BATCH_SUSPEND:
-        return wf_net_suspend_instance(ctx, instance_id, b->reason, &idem, &out, err);
+        return wf_runtime_suspend_instance(ctx, instance_id, b->reason, &idem, &out, err);
     case WF_BATCH_RESUME:
-        return wf_net_resume_instance(ctx, instance_id, b->reason, &idem, &out, err);
+        return wf_runtime_resume_instance(ctx, instance_id, b->reason, &idem, &out, err);
     case WF_BATCH_MIGRATE: {
         wf_batch_view args;
         wf_code rc = args_load(ctx->ref.arena, b->args_json, &args, err);
         if (rc != WF_OK)
             return rc;
-        wf_net_migrate_in in = {.instance_id = instance_id,
-                                .target_version = args.target_version,
-                                .mapping = args.mapping,
-                                .n_mapping = args.n_mapping};
-        wf_net_migration plan;
-        return wf_net_migrate_instance(ctx, &in, &idem, &plan, err);
+        wf_runtime_migrate_in in = {.instance_id = instance_id,
+                                    .target_version = args.target_version,
+                                    .mapping = args.mapping,
+                                    .n_mapping = args.n_mapping};
+        wf_runtime_migration plan;
+        return wf_runtime_migrate_instance(ctx, &in, &idem, &plan, err);
     }
     }
     return WF_E_INTERNAL; /* not reached: action_method knows every action */
@@ -661,7 +661,7 @@ wf_batch_run_chunk(const wf_batch_host *h, const wf_batch_row *claimed, int64_t 
     size_t chunk = h->chunk == 0          ? WF_BATCH_CHUNK_DEFAULT
                    : h->chunk > CHUNK_MAX ? CHUNK_MAX
                                           : h->chunk;
-    wf_net_ctx nc = {
+    wf_runtime_ctx nc = {
         .ref =
             {
                 .store = h->store,

@@ -5,9 +5,9 @@
  *
  * A batch operation applies one action to every root instance a
  * ListInstances filter matches, through the entry functions of the
- * single-instance RPCs (wf_instances_cancel, wf_net_retry_instance,
- * wf_net_suspend_instance, wf_net_resume_instance,
- * wf_net_migrate_instance), never a copy of their rules.
+ * single-instance RPCs (wf_instances_cancel, wf_runtime_retry_instance,
+ * wf_runtime_suspend_instance, wf_runtime_resume_instance,
+ * wf_runtime_migrate_instance), never a copy of their rules.
  *
  * The matching set is fixed at the start: the instances the filter
  * matches among those created up to the start time (the row's
@@ -117,7 +117,7 @@ typedef struct wf_batch_host {
     wf_store *store;
     const wf_directory *dir;    /* NULL = open directory */
     size_t max_variables_bytes; /* as wf_ref_ctx */
-    wf_net_wake_fn wake;        /* after each commit; may be NULL */
+    wf_runtime_wake_fn wake;    /* after each commit; may be NULL */
     void *wake_arg;
     size_t chunk;     /* instances per chunk; 0 = WF_BATCH_CHUNK_DEFAULT */
     int64_t lease_ms; /* 0 = WF_BATCH_LEASE_MS_DEFAULT */

@@ -2,7 +2,7 @@
  * instances.c: the entry layer (instances.h). Chooses referral or net for
  * CompleteTask, CompleteAndEnd, CancelInstance and GetInstance; for
  * StartInstance it checks the spec and runs the unit of work whose body,
- * wf_net_start_in (runtime/net_runtime_start.c), makes the choice once
+ * wf_runtime_start_in (runtime/net_runtime_start.c), makes the choice once
  * the definition is read. The rules themselves stay in their modules.
  */
 #include "instances.h"
@@ -21,7 +21,7 @@ static wf_code
 start_body(wf_tx *tx, void *arg, wf_error *err)
 {
     start_op *op = arg;
-    return wf_net_start_in(op->ctx, tx, op->spec, op->vars, op->out, err);
+    return wf_runtime_start_in(op->ctx, tx, op->spec, op->vars, op->out, err);
 }
 
 wf_code
@@ -60,8 +60,8 @@ wf_instances_complete_task(const wf_ref_ctx *ctx, const char *task_id, const cha
     if (at.delegation == WF_DELEGATION_PENDING)
         return wf_referral_resolve_at(ctx, &at, patch, idem, out, err);
     if (at.transition_id != NULL)
-        return wf_net_complete_task(ctx, at.task_id, at.instance_id, at.root_id, patch, idem, out,
-                                    err);
+        return wf_runtime_complete_task(ctx, at.task_id, at.instance_id, at.root_id, patch, idem,
+                                        out, err);
     return wf_referral_complete_at(ctx, &at, patch, idem, out, err);
 }
 
@@ -76,19 +76,19 @@ wf_instances_complete_and_end(const wf_ref_ctx *ctx, const char *task_id,
     if (rc != WF_OK)
         return rc;
     if (at.transition_id != NULL)
-        return wf_net_complete_and_end(ctx, at.task_id, at.instance_id, at.root_id, patch, idem,
-                                       out, err);
+        return wf_runtime_complete_and_end(ctx, at.task_id, at.instance_id, at.root_id, patch, idem,
+                                           out, err);
     return wf_referral_end_at(ctx, &at, patch, idem, out, err);
 }
 
 wf_code
-wf_instances_cancel(const wf_net_ctx *ctx, const char *instance_id, const char *reason,
+wf_instances_cancel(const wf_runtime_ctx *ctx, const char *instance_id, const char *reason,
                     bool compensate, wf_uow_idem *idem, wf_instance_row *out, wf_error *err)
 {
     bool compensating = false;
     wf_code rc = WF_OK;
     if (compensate)
-        rc = wf_net_cancel_compensate(ctx, instance_id, reason, idem, out, &compensating, err);
+        rc = wf_runtime_cancel_compensate(ctx, instance_id, reason, idem, out, &compensating, err);
     if (rc == WF_OK && !compensating)
         rc = wf_referral_cancel(&ctx->ref, instance_id, reason, idem, out, err);
     return rc;
@@ -102,8 +102,9 @@ wf_instances_get(const wf_ref_ctx *ctx, const char *instance_id, wf_instance_vie
     out->n_buffered = 0;
     wf_code rc = wf_referral_get_instance(ctx, instance_id, &out->tree, err);
     if (rc == WF_OK)
-        rc = wf_net_instance_view(ctx, instance_id, &out->net, err);
+        rc = wf_runtime_instance_view(ctx, instance_id, &out->net, err);
     if (rc == WF_OK)
-        rc = wf_sig_buffered_for(ctx, &out->tree.instance, &out->buffered, &out->n_buffered, err);
+        rc = wf_runtime_buffered_signals(ctx, &out->tree.instance, &out->buffered, &out->n_buffered,
+                                         err);
     return rc;
 }

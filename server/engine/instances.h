@@ -14,7 +14,7 @@
 #include "signals.h"
 
 /* StartInstance: checks spec, then one unit of work that starts the
- * definition key names (wf_net_start_in: a NET, or an AD_HOC root). */
+ * definition key names (wf_runtime_start_in: a NET, or an AD_HOC root). */
 wf_code wf_instances_start(const wf_ref_ctx *ctx, const wf_start_spec *spec, wf_uow_idem *idem,
                            wf_instance_row *out, wf_error *err);
 
@@ -31,10 +31,10 @@ wf_code wf_instances_complete_and_end(const wf_ref_ctx *ctx, const char *task_id
                                       wf_ref_end *out, wf_error *err);
 
 /* CancelInstance: with compensate, a net with completed compensable steps
- * starts its saga (wf_net_cancel_compensate); anything else is a plain
+ * starts its saga (wf_runtime_cancel_compensate); anything else is a plain
  * cancel of the instance and its descendants (wf_referral_cancel).
  * reason may be NULL. */
-wf_code wf_instances_cancel(const wf_net_ctx *ctx, const char *instance_id, const char *reason,
+wf_code wf_instances_cancel(const wf_runtime_ctx *ctx, const char *instance_id, const char *reason,
                             bool compensate, wf_uow_idem *idem, wf_instance_row *out,
                             wf_error *err);
 
@@ -43,7 +43,7 @@ wf_code wf_instances_cancel(const wf_net_ctx *ctx, const char *instance_id, cons
  * (by id or by its aggregate). */
 typedef struct wf_instance_view {
     wf_ref_instance_view tree;
-    wf_net_view net; /* net.is_net false for an AD_HOC instance */
+    wf_runtime_view net; /* net.is_net false for an AD_HOC instance */
     wf_signal_row *buffered;
     size_t n_buffered;
 } wf_instance_view;

@@ -176,7 +176,7 @@ wf_app_open_store(wf_app *app, wf_error *err)
     if (app->directory == NULL)
         return err->code;
     if (cfg->database_url == NULL)
-        app->store = wf_store_memory_new(err);
+        app->store = wf_store_mem_new(err);
     else {
         wf_store_pg_config pc = {
             .dsn = cfg->database_url,

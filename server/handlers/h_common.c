@@ -71,7 +71,7 @@ wake_app(void *arg, const char *topic)
 }
 
 void
-wf_h_net_ctx(wf_call *call, wf_net_ctx *out)
+wf_h_net_ctx(wf_call *call, wf_runtime_ctx *out)
 {
     memset(out, 0, sizeof *out);
     wf_h_ref_ctx(call, &out->ref);

@@ -27,7 +27,7 @@ void wf_h_ref_ctx(wf_call *call, wf_ref_ctx *out);
 
 /* The net runtime context of call: wf_h_ref_ctx plus wake-ups of the
  * call's server (wf_app_wake_streams) after commits. */
-void wf_h_net_ctx(wf_call *call, wf_net_ctx *out);
+void wf_h_net_ctx(wf_call *call, wf_runtime_ctx *out);
 
 /* Duration → milliseconds (a partial millisecond counts as one); 0 for
  * NULL. Negative durations stay negative. */

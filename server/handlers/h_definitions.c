@@ -390,7 +390,7 @@ definition_out(wf_arena *a, const wf_definition_row *row, const wf_net *net)
 static ProtobufCMessage *
 build_deploy(wf_arena *a, const void *result)
 {
-    const wf_net_deployed *d = result;
+    const wf_runtime_deployed *d = result;
     Workflow__V1__DeployDefinitionResponse *m = wf_arena_alloc(a, sizeof *m);
     if (m == NULL)
         return NULL;
@@ -423,9 +423,9 @@ h_deploy_definition(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage
                     wf_error *err)
 {
     const Workflow__V1__DeployDefinitionRequest *req = (const void *)msg;
-    wf_net_ctx ctx;
+    wf_runtime_ctx ctx;
     wf_uow_idem idem;
-    wf_net_deployed out;
+    wf_runtime_deployed out;
     wf_net net;
     wf_h_net_ctx(call, &ctx);
     if (req->definition == NULL) {
@@ -437,8 +437,8 @@ h_deploy_definition(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage
         rc = wf_h_idem(call, msg, req->request_id, &deploy_builder, &idem, err);
     if (rc != WF_OK)
         return rc;
-    wf_net_deploy_in in = {(wf_def_kind)req->definition->kind, &net, req->validate_only};
-    rc = wf_net_deploy(&ctx, &in, &idem, &out, err);
+    wf_runtime_deploy_in in = {(wf_def_kind)req->definition->kind, &net, req->validate_only};
+    rc = wf_runtime_deploy(&ctx, &in, &idem, &out, err);
     return wf_h_respond(call, rc, &idem, &deploy_builder, &out, resp, err);
 }
 
@@ -448,11 +448,11 @@ wf_code
 h_get_definition(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
 {
     const Workflow__V1__GetDefinitionRequest *req = (const void *)msg;
-    wf_net_ctx ctx;
+    wf_runtime_ctx ctx;
     wf_definition_row row;
     const wf_net *net;
     wf_h_net_ctx(call, &ctx);
-    wf_code rc = wf_net_get_definition(&ctx, req->key, req->version, &row, &net, err);
+    wf_code rc = wf_runtime_get_definition(&ctx, req->key, req->version, &row, &net, err);
     if (rc != WF_OK)
         return rc;
     Workflow__V1__GetDefinitionResponse *m = wf_arena_alloc(call->arena, sizeof *m);
@@ -472,7 +472,7 @@ h_list_definitions(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage 
                    wf_error *err)
 {
     const Workflow__V1__ListDefinitionsRequest *req = (const void *)msg;
-    wf_net_ctx ctx;
+    wf_runtime_ctx ctx;
     wf_definition_row *rows = NULL;
     const wf_net **nets = NULL;
     size_t n = 0;
@@ -481,8 +481,8 @@ h_list_definitions(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage 
     wf_h_net_ctx(call, &ctx);
     wf_code rc = wf_h_page_in(call, msg, req->page_token, &cursor, err);
     if (rc == WF_OK)
-        rc = wf_net_list_definitions(&ctx, req->key, req->page_size, cursor, &rows, &nets, &n,
-                                     &next, err);
+        rc = wf_runtime_list_definitions(&ctx, req->key, req->page_size, cursor, &rows, &nets, &n,
+                                         &next, err);
     if (rc != WF_OK)
         return rc;
     Workflow__V1__ListDefinitionsResponse *m = wf_arena_alloc(call->arena, sizeof *m);

@@ -19,7 +19,7 @@ wf_code
 h_get_diagram(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
 {
     const Workflow__V1__GetDiagramRequest *req = (const void *)msg;
-    wf_net_ctx ctx;
+    wf_runtime_ctx ctx;
     wf_diagram d;
     wf_h_net_ctx(call, &ctx);
     wf_diagram_in in = {.definition_key = req->definition_key,

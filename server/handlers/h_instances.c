@@ -42,30 +42,39 @@ h_start_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
 
 /* ---- GetInstance ------------------------------------------------------------------- */
 
+/* One JoinProgress of GetInstance: a referral's join or a net's USERS join. */
+static Workflow__V1__JoinProgress *
+join_progress(wf_arena *a, const wf_ref_join *in)
+{
+    Workflow__V1__JoinProgress *j = wf_arena_alloc(a, sizeof *j);
+    if (j == NULL)
+        return NULL;
+    workflow__v1__join_progress__init(j);
+    j->instance_id = (char *)in->instance_id;
+    if (in->transition_id != NULL)
+        j->transition_id = (char *)in->transition_id;
+    j->mode = (Workflow__V1__CompletionMode)in->mode;
+    j->quorum = in->quorum;
+    j->required = in->required;
+    j->done = in->done;
+    j->total = in->total;
+    return j;
+}
+
 static Workflow__V1__JoinProgress **
 build_joins(wf_arena *a, const wf_ref_instance_view *v)
 {
     Workflow__V1__JoinProgress **joins = wf_arena_calloc(a, v->n_joins + 1, sizeof *joins);
-    for (size_t i = 0; joins != NULL && i < v->n_joins; i++) {
-        Workflow__V1__JoinProgress *j = wf_arena_alloc(a, sizeof *j);
-        if (j == NULL)
+    for (size_t i = 0; joins != NULL && i < v->n_joins; i++)
+        if ((joins[i] = join_progress(a, &v->joins[i])) == NULL)
             return NULL;
-        workflow__v1__join_progress__init(j);
-        j->instance_id = (char *)v->joins[i].instance_id;
-        j->mode = (Workflow__V1__CompletionMode)v->joins[i].mode;
-        j->quorum = v->joins[i].quorum;
-        j->required = v->joins[i].required;
-        j->done = v->joins[i].done;
-        j->total = v->joins[i].total;
-        joins[i] = j;
-    }
     return joins;
 }
 
 /* Marking, jobs, timers, awaited signals, USERS joins and current steps
  * of a net. */
 static wf_code
-fill_net_view(wf_arena *a, const wf_net_view *nv, Workflow__V1__GetInstanceResponse *m)
+fill_net_view(wf_arena *a, const wf_runtime_view *nv, Workflow__V1__GetInstanceResponse *m)
 {
     bool oom = false;
     m->marking = wf_arena_calloc(a, nv->n_marking + 1, sizeof *m->marking);
@@ -107,19 +116,9 @@ fill_net_view(wf_arena *a, const wf_net_view *nv, Workflow__V1__GetInstanceRespo
     }
     for (size_t i = 0; i < m->n_joins; i++)
         joins[i] = m->joins[i];
-    for (size_t i = 0; i < nv->n_joins; i++) {
-        Workflow__V1__JoinProgress *j = wf_arena_alloc(a, sizeof *j);
-        if (j == NULL)
+    for (size_t i = 0; i < nv->n_joins; i++)
+        if ((joins[m->n_joins + i] = join_progress(a, &nv->joins[i])) == NULL)
             return WF_E_INTERNAL;
-        workflow__v1__join_progress__init(j);
-        j->instance_id = (char *)nv->joins[i].instance_id;
-        j->mode = (Workflow__V1__CompletionMode)nv->joins[i].mode;
-        j->quorum = nv->joins[i].quorum;
-        j->required = nv->joins[i].required;
-        j->done = nv->joins[i].done;
-        j->total = nv->joins[i].total;
-        joins[m->n_joins + i] = j;
-    }
     m->joins = joins;
     m->n_joins += nv->n_joins;
     m->current_steps = wf_arena_calloc(a, nv->n_current_steps + 1, sizeof *m->current_steps);
@@ -362,7 +361,7 @@ h_list_instances(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
 /* ---- ListIncidents ---------------------------------------------------------------- */
 
 static Workflow__V1__Incident **
-build_incidents(wf_arena *a, const wf_net_incident *v, size_t n)
+build_incidents(wf_arena *a, const wf_runtime_incident *v, size_t n)
 {
     Workflow__V1__Incident **out = wf_arena_calloc(a, n + 1, sizeof *out);
     bool oom = false;
@@ -394,18 +393,18 @@ h_list_incidents(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
 {
     const Workflow__V1__ListIncidentsRequest *req = (const void *)msg;
     wf_ref_ctx ctx;
-    wf_net_incident *v = NULL;
+    wf_runtime_incident *v = NULL;
     size_t n = 0;
     char *next = NULL;
     wf_h_ref_ctx(call, &ctx);
-    wf_net_incident_query q = {
+    wf_runtime_incident_query q = {
         .definition_key = req->definition_key,
         .code = req->code,
         .page_size = req->page_size,
     };
     wf_code rc = wf_h_page_in(call, msg, req->page_token, &q.cursor, err);
     if (rc == WF_OK)
-        rc = wf_net_list_incidents(&ctx, &q, &v, &n, &next, err);
+        rc = wf_runtime_list_incidents(&ctx, &q, &v, &n, &next, err);
     if (rc != WF_OK)
         return rc;
     Workflow__V1__ListIncidentsResponse *m = wf_arena_alloc(call->arena, sizeof *m);
@@ -425,8 +424,9 @@ h_list_incidents(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
 
 /* The engine's part of a mutating call on one instance: req is the call's
  * request, out the result its builder reads. */
-typedef wf_code (*instance_op_fn)(wf_call *call, const wf_net_ctx *ctx, const ProtobufCMessage *req,
-                                  wf_uow_idem *idem, void *out, wf_error *err);
+typedef wf_code (*instance_op_fn)(wf_call *call, const wf_runtime_ctx *ctx,
+                                  const ProtobufCMessage *req, wf_uow_idem *idem, void *out,
+                                  wf_error *err);
 
 typedef struct instance_method {
     wf_h_builder builder; /* of the response */
@@ -441,7 +441,7 @@ on_instance(wf_call *call, const ProtobufCMessage *msg, const char *instance_id,
             const char *request_id, const instance_method *m, void *out, ProtobufCMessage **resp,
             wf_error *err)
 {
-    wf_net_ctx ctx;
+    wf_runtime_ctx ctx;
     wf_uow_idem idem;
     wf_h_net_ctx(call, &ctx);
     if (wf_ids_check(&ctx.ref, WF_ID_INSTANCE, "instance_id", instance_id, err) != WF_OK)
@@ -455,12 +455,12 @@ on_instance(wf_call *call, const ProtobufCMessage *msg, const char *instance_id,
 /* ---- SetVariables ---------------------------------------------------------------- */
 
 static wf_code
-set_variables(wf_call *call, const wf_net_ctx *ctx, const ProtobufCMessage *msg, wf_uow_idem *idem,
-              void *out, wf_error *err)
+set_variables(wf_call *call, const wf_runtime_ctx *ctx, const ProtobufCMessage *msg,
+              wf_uow_idem *idem, void *out, wf_error *err)
 {
     const Workflow__V1__SetVariablesRequest *req = (const void *)msg;
     (void)call;
-    return wf_sig_set_variables(ctx, req->instance_id, req->variables_json, idem, out, err);
+    return wf_runtime_set_variables(ctx, req->instance_id, req->variables_json, idem, out, err);
 }
 
 static const instance_method set_variables_method = {
@@ -480,7 +480,7 @@ h_set_variables(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **r
 static ProtobufCMessage *
 build_modify(wf_arena *a, const void *result)
 {
-    const wf_net_modified *r = result;
+    const wf_runtime_modified *r = result;
     Workflow__V1__ModifyInstanceResponse *m = wf_arena_alloc(a, sizeof *m);
     if (m == NULL)
         return NULL;
@@ -512,7 +512,7 @@ build_modify(wf_arena *a, const void *result)
 }
 
 static wf_code
-modify(wf_call *call, const wf_net_ctx *ctx, const ProtobufCMessage *msg, wf_uow_idem *idem,
+modify(wf_call *call, const wf_runtime_ctx *ctx, const ProtobufCMessage *msg, wf_uow_idem *idem,
        void *out, wf_error *err)
 {
     const Workflow__V1__ModifyInstanceRequest *req = (const void *)msg;
@@ -529,7 +529,7 @@ modify(wf_call *call, const wf_net_ctx *ctx, const ProtobufCMessage *msg, wf_uow
             .token_id = o->token_id,
         };
     }
-    wf_net_modify_in in = {
+    wf_runtime_modify_in in = {
         .instance_id = req->instance_id,
         .ops = ops,
         .n_ops = req->n_operations,
@@ -537,7 +537,7 @@ modify(wf_call *call, const wf_net_ctx *ctx, const ProtobufCMessage *msg, wf_uow
         .allow_empty = req->allow_empty,
         .reason = req->reason,
     };
-    return wf_net_modify_instance(ctx, &in, idem, out, err);
+    return wf_runtime_modify_instance(ctx, &in, idem, out, err);
 }
 
 static const instance_method modify_method = {
@@ -548,7 +548,7 @@ h_modify_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage *
                   wf_error *err)
 {
     const Workflow__V1__ModifyInstanceRequest *req = (const void *)msg;
-    wf_net_modified out;
+    wf_runtime_modified out;
     return on_instance(call, msg, req->instance_id, req->request_id, &modify_method, &out, resp,
                        err);
 }
@@ -556,7 +556,7 @@ h_modify_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage *
 /* ---- MigrateInstance ------------------------------------------------------------- */
 
 static Workflow__V1__MigrationWorkItem **
-plan_items(wf_arena *a, const wf_net_plan_item *items, size_t n)
+plan_items(wf_arena *a, const wf_runtime_plan_item *items, size_t n)
 {
     Workflow__V1__MigrationWorkItem **v = wf_arena_calloc(a, n + 1, sizeof *v);
     for (size_t i = 0; v != NULL && i < n; i++) {
@@ -573,7 +573,7 @@ plan_items(wf_arena *a, const wf_net_plan_item *items, size_t n)
 }
 
 static Workflow__V1__MigrationPlan *
-plan_out(wf_arena *a, const wf_net_migration *r)
+plan_out(wf_arena *a, const wf_runtime_migration *r)
 {
     Workflow__V1__MigrationPlan *p = wf_arena_alloc(a, sizeof *p);
     if (p == NULL)
@@ -611,7 +611,7 @@ plan_out(wf_arena *a, const wf_net_migration *r)
 static ProtobufCMessage *
 build_migrate(wf_arena *a, const void *result)
 {
-    const wf_net_migration *r = result;
+    const wf_runtime_migration *r = result;
     Workflow__V1__MigrateInstanceResponse *m = wf_arena_alloc(a, sizeof *m);
     if (m == NULL)
         return NULL;
@@ -636,7 +636,7 @@ build_migrate(wf_arena *a, const void *result)
 }
 
 static wf_code
-migrate(wf_call *call, const wf_net_ctx *ctx, const ProtobufCMessage *msg, wf_uow_idem *idem,
+migrate(wf_call *call, const wf_runtime_ctx *ctx, const ProtobufCMessage *msg, wf_uow_idem *idem,
         void *out, wf_error *err)
 {
     const Workflow__V1__MigrateInstanceRequest *req = (const void *)msg;
@@ -644,14 +644,14 @@ migrate(wf_call *call, const wf_net_ctx *ctx, const ProtobufCMessage *msg, wf_uo
         wf_h_place_mapping(call->arena, req->place_mapping, req->n_place_mapping);
     if (map == NULL)
         return wf_error_nomem(err);
-    wf_net_migrate_in in = {
+    wf_runtime_migrate_in in = {
         .instance_id = req->instance_id,
         .target_version = req->target_version,
         .mapping = map,
         .n_mapping = req->n_place_mapping,
         .dry_run = req->dry_run,
     };
-    return wf_net_migrate_instance(ctx, &in, idem, out, err);
+    return wf_runtime_migrate_instance(ctx, &in, idem, out, err);
 }
 
 static const instance_method migrate_method = {
@@ -663,7 +663,7 @@ h_migrate_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage 
                    wf_error *err)
 {
     const Workflow__V1__MigrateInstanceRequest *req = (const void *)msg;
-    wf_net_migration out;
+    wf_runtime_migration out;
     return on_instance(call, msg, req->instance_id, req->dry_run ? NULL : req->request_id,
                        &migrate_method, &out, resp, err);
 }
@@ -671,7 +671,7 @@ h_migrate_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage 
 /* ---- CancelInstance, RetryInstance, SuspendInstance, ResumeInstance ---------------- */
 
 static wf_code
-cancel(wf_call *call, const wf_net_ctx *ctx, const ProtobufCMessage *msg, wf_uow_idem *idem,
+cancel(wf_call *call, const wf_runtime_ctx *ctx, const ProtobufCMessage *msg, wf_uow_idem *idem,
        void *out, wf_error *err)
 {
     const Workflow__V1__CancelInstanceRequest *req = (const void *)msg;
@@ -693,12 +693,12 @@ h_cancel_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage *
 }
 
 static wf_code
-retry(wf_call *call, const wf_net_ctx *ctx, const ProtobufCMessage *msg, wf_uow_idem *idem,
+retry(wf_call *call, const wf_runtime_ctx *ctx, const ProtobufCMessage *msg, wf_uow_idem *idem,
       void *out, wf_error *err)
 {
     const Workflow__V1__RetryInstanceRequest *req = (const void *)msg;
     (void)call;
-    return wf_net_retry_instance(ctx, req->instance_id, idem, out, err);
+    return wf_runtime_retry_instance(ctx, req->instance_id, idem, out, err);
 }
 
 static const instance_method retry_method = {
@@ -714,12 +714,12 @@ h_retry_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
 }
 
 static wf_code
-suspend(wf_call *call, const wf_net_ctx *ctx, const ProtobufCMessage *msg, wf_uow_idem *idem,
+suspend(wf_call *call, const wf_runtime_ctx *ctx, const ProtobufCMessage *msg, wf_uow_idem *idem,
         void *out, wf_error *err)
 {
     const Workflow__V1__SuspendInstanceRequest *req = (const void *)msg;
     (void)call;
-    return wf_net_suspend_instance(ctx, req->instance_id, req->reason, idem, out, err);
+    return wf_runtime_suspend_instance(ctx, req->instance_id, req->reason, idem, out, err);
 }
 
 static const instance_method suspend_method = {
@@ -736,12 +736,12 @@ h_suspend_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage 
 }
 
 static wf_code
-resume(wf_call *call, const wf_net_ctx *ctx, const ProtobufCMessage *msg, wf_uow_idem *idem,
+resume(wf_call *call, const wf_runtime_ctx *ctx, const ProtobufCMessage *msg, wf_uow_idem *idem,
        void *out, wf_error *err)
 {
     const Workflow__V1__ResumeInstanceRequest *req = (const void *)msg;
     (void)call;
-    return wf_net_resume_instance(ctx, req->instance_id, req->reason, idem, out, err);
+    return wf_runtime_resume_instance(ctx, req->instance_id, req->reason, idem, out, err);
 }
 
 static const instance_method resume_method = {
@@ -789,7 +789,7 @@ split_ids(wf_arena *a, const char *list, size_t *n, bool *oom)
 }
 
 static Workflow__V1__WorkItem *
-work_item_msg(wf_arena *a, const wf_net_item *it, bool *oom)
+work_item_msg(wf_arena *a, const wf_runtime_item *it, bool *oom)
 {
     Workflow__V1__WorkItem *m = wf_arena_alloc(a, sizeof *m);
     if (m == NULL) {
@@ -813,7 +813,7 @@ work_item_msg(wf_arena *a, const wf_net_item *it, bool *oom)
     m->job_type = r->job_type != NULL ? r->job_type : "";
     m->signal_name = r->signal_name != NULL ? r->signal_name : "";
     m->finished_by =
-        it->state == WF_NET_ITEM_FINISHED && r->finished_by != NULL ? r->finished_by : "";
+        it->state == WF_RUNTIME_ITEM_FINISHED && r->finished_by != NULL ? r->finished_by : "";
     return m;
 }
 
@@ -831,18 +831,18 @@ h_list_work_items(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage *
         return wf_error_nomem(err);
     for (size_t i = 0; i < req->n_states; i++)
         states[i] = (int)req->states[i];
-    wf_net_list_items_in q = {
+    wf_runtime_list_items_in q = {
         .instance_id = req->instance_id,
         .states = states,
         .n_states = req->n_states,
         .page_size = req->page_size,
     };
-    wf_net_item *items = NULL;
+    wf_runtime_item *items = NULL;
     size_t n = 0;
     char *next = NULL;
     wf_code rc = wf_h_page_in(call, msg, req->page_token, &q.cursor, err);
     if (rc == WF_OK)
-        rc = wf_net_list_work_items(&ctx, &q, &items, &n, &next, err);
+        rc = wf_runtime_list_work_items(&ctx, &q, &items, &n, &next, err);
     if (rc != WF_OK)
         return rc;
     Workflow__V1__ListWorkItemsResponse *m = wf_arena_alloc(call->arena, sizeof *m);

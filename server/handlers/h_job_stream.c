@@ -7,7 +7,7 @@
  * (wf_stream_ops): each step either hands out the next job of a batch the
  * stream has already leased, or, while the stream holds fewer jobs than
  * its credit, runs one activation pass through the engine
- * (wf_net_activate_jobs: the very statement ActivateJobs uses, oldest
+ * (wf_runtime_activate_jobs: the very statement ActivateJobs uses, oldest
  * jobs first, SKIP LOCKED) for at most the free credit, or parks. A
  * parked stream listens to "jobs:<type>", like the ActivateJobs long
  * poll, and also asks to run again within RECHECK_MS (a backoff running
@@ -62,8 +62,8 @@ typedef struct jstream {
     wf_app *app;
     const char *tenant; /* a key of another tenant never gives credit back */
     char *topic;        /* "jobs:<type>" */
-    wf_net_ctx ctx;
-    wf_net_activation a;
+    wf_runtime_ctx ctx;
+    wf_runtime_activation a;
     size_t credit;
     const char *const *fetch;
     size_t nfetch;
@@ -162,13 +162,13 @@ stream_open(wf_call *call, const ProtobufCMessage *msg, void **state, wf_error *
     js->tenant = call->tenant;
     wf_h_net_ctx(call, &js->ctx);
     js->ctx.ref.actor = NULL; /* workers are not people */
-    js->a = (wf_net_activation){.job_type = req->job_type,
-                                .worker = req->worker,
-                                .max_jobs = 1,
-                                .lease_ms = wf_h_duration_ms(req->lease)};
+    js->a = (wf_runtime_activation){.job_type = req->job_type,
+                                    .worker = req->worker,
+                                    .max_jobs = 1,
+                                    .lease_ms = wf_h_duration_ms(req->lease)};
     if (req->lease != NULL && js->a.lease_ms <= 0)
         return invalid(call, "lease", "must be positive and at most 24 hours", err);
-    wf_code rc = wf_net_activation_check(&js->ctx, &js->a, err);
+    wf_code rc = wf_runtime_activation_check(&js->ctx, &js->a, err);
     if (rc != WF_OK)
         return rc;
     if (req->credit < 1 || req->credit > MAX_CREDIT)
@@ -199,10 +199,10 @@ stream_open(wf_call *call, const ProtobufCMessage *msg, void **state, wf_error *
 
 /* The context of one step: the stream's, with this step's arena and a
  * deadline of its own (never past the call's). */
-static wf_net_ctx
+static wf_runtime_ctx
 step_ctx(const wf_call *call, const jstream *js, wf_arena *arena)
 {
-    wf_net_ctx ctx = js->ctx;
+    wf_runtime_ctx ctx = js->ctx;
     int64_t d = wf_mono_ms() + STEP_DEADLINE_MS;
     if (call->deadline_ms > 0 && call->deadline_ms < d)
         d = call->deadline_ms;
@@ -237,11 +237,11 @@ verify_held(const wf_call *call, jstream *js, wf_arena *scratch, bool all, wf_er
         }
     }
     pthread_mutex_unlock(&reg_mu);
-    wf_net_ctx ctx = step_ctx(call, js, scratch);
+    wf_runtime_ctx ctx = step_ctx(call, js, scratch);
     for (size_t k = 0; k < n; k++) {
         bool live = false;
         int64_t expires = 0;
-        wf_code rc = wf_net_job_lease_held(&ctx, keys[k], now_us, &live, &expires, err);
+        wf_code rc = wf_runtime_job_lease_held(&ctx, keys[k], now_us, &live, &expires, err);
         if (rc != WF_OK)
             return rc;
         pthread_mutex_lock(&reg_mu);
@@ -327,10 +327,11 @@ stream_next(wf_call *call, void *state, wf_arena *scratch, ProtobufCMessage **ms
             wf_error_nomem(err);
             return WF_STREAM_END;
         }
-        wf_net_activation a = js->a;
-        a.max_jobs = avail > WF_NET_MAX_JOBS_PER_CALL ? WF_NET_MAX_JOBS_PER_CALL : (int32_t)avail;
-        wf_net_ctx ctx = step_ctx(call, js, js->batch);
-        if (wf_net_activate_jobs(&ctx, &a, &js->rows, &js->nrows, err) != WF_OK)
+        wf_runtime_activation a = js->a;
+        a.max_jobs =
+            avail > WF_RUNTIME_MAX_JOBS_PER_CALL ? WF_RUNTIME_MAX_JOBS_PER_CALL : (int32_t)avail;
+        wf_runtime_ctx ctx = step_ctx(call, js, js->batch);
+        if (wf_runtime_activate_jobs(&ctx, &a, &js->rows, &js->nrows, err) != WF_OK)
             return WF_STREAM_END;
         if (js->nrows > 0) {
             int64_t leased_ms = wf_mono_ms();
@@ -406,7 +407,7 @@ h_complete_jobs(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **r
         workflow__v1__complete_job_result__init(r);
         ptrs[i] = r;
         r->job_key = item->job_key;
-        wf_net_ctx ctx;
+        wf_runtime_ctx ctx;
         wf_h_net_ctx(call, &ctx);
         ctx.ref.actor = NULL; /* workers are not people */
         wf_uow_idem idem;
@@ -417,8 +418,8 @@ h_complete_jobs(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **r
             rc = wf_h_idem(call, &item->base, item->request_id, &wf_h_complete_job_builder, &idem,
                            &e);
         if (rc == WF_OK)
-            rc = wf_net_complete_job_to(&ctx, item->job_key, item->variables_json, item->next_step,
-                                        &idem, &e);
+            rc = wf_runtime_complete_job_to(&ctx, item->job_key, item->variables_json,
+                                            item->next_step, &idem, &e);
         /* An item's violations are in its message, not in the call's
          * (OK) status. */
         call->violations = NULL;

@@ -35,7 +35,7 @@ invalid(wf_call *call, const char *field, const char *msg, wf_error *err)
 
 /* ---- ActivateJobs ------------------------------------------------------------------------- */
 
-typedef wf_net_activated activation_result;
+typedef wf_runtime_activated activation_result;
 
 static ProtobufCMessage *
 build_activate(wf_arena *a, const void *result)
@@ -59,8 +59,8 @@ static const wf_h_builder activate_builder = {build_activate,
                                               &workflow__v1__activate_jobs_response__descriptor};
 
 typedef struct activation {
-    wf_net_ctx ctx;
-    wf_net_activation a;
+    wf_runtime_ctx ctx;
+    wf_runtime_activation a;
     wf_uow_idem idem;
     int64_t wait_end_ms; /* monotonic */
 } activation;
@@ -74,18 +74,18 @@ activate_open(wf_call *call, const ProtobufCMessage *msg, void **state, wf_error
         return wf_error_nomem(err);
     wf_h_net_ctx(call, &st->ctx);
     st->ctx.ref.actor = NULL;
-    st->a = (wf_net_activation){.job_type = req->job_type,
-                                .worker = req->worker,
-                                .max_jobs = req->max_jobs,
-                                .lease_ms = wf_h_duration_ms(req->lease)};
+    st->a = (wf_runtime_activation){.job_type = req->job_type,
+                                    .worker = req->worker,
+                                    .max_jobs = req->max_jobs,
+                                    .lease_ms = wf_h_duration_ms(req->lease)};
     if (req->lease != NULL && st->a.lease_ms <= 0)
         return invalid(call, "lease", "must be positive and at most 24 hours", err);
     int64_t wait = wf_h_duration_ms(req->wait);
     if (wait < 0)
         return invalid(call, "wait", "must not be negative", err);
-    if (wait > WF_NET_MAX_WAIT_MS)
-        wait = WF_NET_MAX_WAIT_MS;
-    wf_code rc = wf_net_activation_check(&st->ctx, &st->a, err);
+    if (wait > WF_RUNTIME_MAX_WAIT_MS)
+        wait = WF_RUNTIME_MAX_WAIT_MS;
+    wf_code rc = wf_runtime_activation_check(&st->ctx, &st->a, err);
     /* The request id is looked up in each pass's transaction, the one
      * that records it with the leases. */
     if (rc == WF_OK)
@@ -123,14 +123,14 @@ activate_next(wf_call *call, void *state, wf_arena *scratch, ProtobufCMessage **
     activation *st = state;
     /* Each pass allocates in the step's scratch, not in the call's arena,
      * so a long wait does not accumulate memory. */
-    wf_net_ctx ctx = st->ctx;
+    wf_runtime_ctx ctx = st->ctx;
     ctx.ref.arena = scratch;
     activation_result r = {NULL, 0};
     int64_t now = wf_mono_ms();
     bool last = now >= st->wait_end_ms;
     /* The leases and the request record commit together (a pass that
      * leases nothing before the wait is over records nothing). */
-    if (wf_net_activate_recorded(&ctx, &st->a, &st->idem, last, &r, err) != WF_OK)
+    if (wf_runtime_activate_recorded(&ctx, &st->a, &st->idem, last, &r, err) != WF_OK)
         return WF_STREAM_END;
     if (st->idem.replayed)
         return activate_replay(st, scratch, msg, err);
@@ -194,7 +194,7 @@ static const wf_h_builder extend_builder = {build_extend,
                                             &workflow__v1__extend_job_lease_response__descriptor};
 
 static void
-job_ctx(wf_call *call, wf_net_ctx *ctx)
+job_ctx(wf_call *call, wf_runtime_ctx *ctx)
 {
     wf_h_net_ctx(call, ctx);
     ctx->ref.actor = NULL; /* workers are not people */
@@ -204,15 +204,15 @@ wf_code
 h_complete_job(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
 {
     const Workflow__V1__CompleteJobRequest *req = (const void *)msg;
-    wf_net_ctx ctx;
+    wf_runtime_ctx ctx;
     wf_uow_idem idem;
     job_ctx(call, &ctx);
     if (wf_ids_check(&ctx.ref, WF_ID_JOB_KEY, "job_key", req->job_key, err) != WF_OK)
         return err->code;
     wf_code rc = wf_h_idem(call, msg, req->request_id, &wf_h_complete_job_builder, &idem, err);
     if (rc == WF_OK)
-        rc = wf_net_complete_job_to(&ctx, req->job_key, req->variables_json, req->next_step, &idem,
-                                    err);
+        rc = wf_runtime_complete_job_to(&ctx, req->job_key, req->variables_json, req->next_step,
+                                        &idem, err);
     if (rc == WF_OK || rc == WF_E_JOB_LEASE_LOST || rc == WF_E_JOB_NOT_FOUND)
         wf_h_job_stream_release(call->app, call->tenant, req->job_key); /* a stream's credit */
     return wf_h_respond(call, rc, &idem, &wf_h_complete_job_builder, NULL, resp, err);
@@ -222,12 +222,12 @@ wf_code
 h_fail_job(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
 {
     const Workflow__V1__FailJobRequest *req = (const void *)msg;
-    wf_net_ctx ctx;
+    wf_runtime_ctx ctx;
     wf_uow_idem idem;
     job_ctx(call, &ctx);
     if (wf_ids_check(&ctx.ref, WF_ID_JOB_KEY, "job_key", req->job_key, err) != WF_OK)
         return err->code;
-    wf_net_job_failure f = {
+    wf_runtime_job_failure f = {
         .key = req->job_key,
         .error_message = req->error_message,
         /* Absent means true (a one-field oneof gives presence). */
@@ -239,7 +239,7 @@ h_fail_job(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, 
     };
     wf_code rc = wf_h_idem(call, msg, req->request_id, &fail_builder, &idem, err);
     if (rc == WF_OK)
-        rc = wf_net_fail_job(&ctx, &f, &idem, err);
+        rc = wf_runtime_fail_job(&ctx, &f, &idem, err);
     if (rc == WF_OK || rc == WF_E_JOB_LEASE_LOST || rc == WF_E_JOB_NOT_FOUND)
         wf_h_job_stream_release(call->app, call->tenant, req->job_key); /* a stream's credit */
     return wf_h_respond(call, rc, &idem, &fail_builder, NULL, resp, err);
@@ -250,7 +250,7 @@ h_extend_job_lease(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage 
                    wf_error *err)
 {
     const Workflow__V1__ExtendJobLeaseRequest *req = (const void *)msg;
-    wf_net_ctx ctx;
+    wf_runtime_ctx ctx;
     wf_uow_idem idem;
     int64_t expires = 0;
     job_ctx(call, &ctx);
@@ -258,8 +258,8 @@ h_extend_job_lease(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage 
         return err->code;
     wf_code rc = wf_h_idem(call, msg, req->request_id, &extend_builder, &idem, err);
     if (rc == WF_OK)
-        rc = wf_net_extend_job_lease(&ctx, req->job_key, wf_h_duration_ms(req->lease), &idem,
-                                     &expires, err);
+        rc = wf_runtime_extend_job_lease(&ctx, req->job_key, wf_h_duration_ms(req->lease), &idem,
+                                         &expires, err);
     if (rc == WF_OK && expires > 0)
         wf_h_job_stream_extended(call->app, call->tenant, req->job_key, expires);
     return wf_h_respond(call, rc, &idem, &extend_builder, &expires, resp, err);

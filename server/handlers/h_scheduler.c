@@ -17,6 +17,7 @@
 #include "handlers.h"
 #include "batch.h"
 #include "scheduler.h"
+#include "signals.h"
 #include "wf_id.h"
 #include "wf_time.h"
 
@@ -37,8 +38,8 @@ fire_timers(void *arg, const wf_timer_row *rows, size_t n, int64_t deadline_ms, 
             wf_code *codes, wf_error *errs)
 {
     wf_app *app = arg;
-    wf_net_rt rt = {app->store, wake_app, app};
-    wf_net_fire_timers(&rt, rows, n, deadline_ms, fired, codes, errs);
+    wf_runtime_host rt = {app->store, wake_app, app};
+    wf_runtime_fire_timers(&rt, rows, n, deadline_ms, fired, codes, errs);
 }
 
 /* A pass of batch operations (engine/batch.h) on this app's store, its
@@ -66,7 +67,23 @@ run_batches(void *arg, const char *tenant, int64_t deadline_ms, size_t *chunks, 
         .wake_arg = app,
         .lease_ms = app->cfg != NULL ? app->cfg->batch_lease_s * 1000 : 0,
     };
-    return wf_batch_pass(&h, tenant, owner, BATCHES_PER_PASS, deadline_ms, chunks, err);
+    wf_code rc = wf_batch_pass(&h, tenant, owner, BATCHES_PER_PASS, deadline_ms, chunks, err);
+    if (rc != WF_OK)
+        return rc;
+    /* Then a chunk of signal fan-out deliveries (engine/runtime/signals.h). */
+    wf_runtime_fanout_host fh = {
+        .store = app->store,
+        .dir = app->directory,
+        .max_variables_bytes = h.max_variables_bytes,
+        .wake = wake_app,
+        .wake_arg = app,
+        .chunk = app->cfg != NULL ? (size_t)app->cfg->fanout_chunk : 0,
+        .lease_ms = h.lease_ms, /* a dead replica's claims, as its batches */
+    };
+    size_t done = 0;
+    rc = wf_runtime_fanout_pass(&fh, tenant, deadline_ms, &done, err);
+    *chunks += done > 0;
+    return rc;
 }
 
 void
@@ -87,8 +104,8 @@ wf_app_fire_timer(void *arg, const wf_timer_row *timer, int64_t deadline_ms, boo
                   wf_error *err)
 {
     wf_app *app = arg;
-    wf_net_rt rt = {app->store, wake_app, app};
-    return wf_net_fire_timer(&rt, timer, deadline_ms, fired, err);
+    wf_runtime_host rt = {app->store, wake_app, app};
+    return wf_runtime_fire_timer(&rt, timer, deadline_ms, fired, err);
 }
 
 wf_code

@@ -65,7 +65,7 @@ wf_h_signals(wf_arena *a, const wf_signal_row *rows, size_t n)
 static ProtobufCMessage *
 build_send(wf_arena *a, const void *result)
 {
-    const wf_sig_send_out *r = result;
+    const wf_runtime_send_signal_out *r = result;
     bool oom = false;
     Workflow__V1__SendSignalResponse *m = wf_arena_alloc(a, sizeof *m);
     if (m == NULL)
@@ -79,6 +79,8 @@ build_send(wf_arena *a, const void *result)
         m->instance_ids[i] = (char *)r->instance_ids[i];
     m->n_instance_ids = r->n_instance_ids;
     m->expires_at = wf_h_timestamp(a, r->expires_at, &oom);
+    m->instance_count = r->instance_count;
+    m->deliveries_pending = r->deliveries_pending;
     return oom ? NULL : &m->base;
 }
 
@@ -89,9 +91,9 @@ wf_code
 h_send_signal(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
 {
     const Workflow__V1__SendSignalRequest *req = (const void *)msg;
-    wf_net_ctx ctx;
+    wf_runtime_ctx ctx;
     wf_uow_idem idem;
-    wf_sig_send_out out;
+    wf_runtime_send_signal_out out;
     wf_h_net_ctx(call, &ctx);
     if (req->start == NULL)
         ctx.ref.actor = NULL; /* no actor needed; events carry none */
@@ -102,7 +104,7 @@ h_send_signal(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **res
         start.version = req->start->version;
         start.variables_json = req->start->variables_json;
     }
-    wf_sig_send_in in = {
+    wf_runtime_send_signal_in in = {
         .name = req->name,
         .instance_id = req->target_case == WORKFLOW__V1__SEND_SIGNAL_REQUEST__TARGET_INSTANCE_ID
                            ? req->instance_id
@@ -123,7 +125,7 @@ h_send_signal(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **res
         return err->code;
     wf_code rc = wf_h_idem(call, msg, req->request_id, &send_builder, &idem, err);
     if (rc == WF_OK)
-        rc = wf_sig_send(&ctx, &in, &idem, &out, err);
+        rc = wf_runtime_send_signal(&ctx, &in, &idem, &out, err);
     return wf_h_respond(call, rc, &idem, &send_builder, &out, resp, err);
 }
 
@@ -134,10 +136,10 @@ wf_code
 h_list_signals(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
 {
     const Workflow__V1__ListSignalsRequest *req = (const void *)msg;
-    wf_net_ctx ctx;
+    wf_runtime_ctx ctx;
     wf_h_net_ctx(call, &ctx);
     bool by_agg = req->target_case == WORKFLOW__V1__LIST_SIGNALS_REQUEST__TARGET_AGGREGATE;
-    wf_sig_list_in q = {
+    wf_runtime_list_signals_in q = {
         .instance_id = req->target_case == WORKFLOW__V1__LIST_SIGNALS_REQUEST__TARGET_INSTANCE_ID
                            ? req->instance_id
                            : NULL,
@@ -152,7 +154,7 @@ h_list_signals(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **re
     char *next = NULL;
     wf_code rc = wf_h_page_in(call, msg, req->page_token, &q.cursor, err);
     if (rc == WF_OK)
-        rc = wf_sig_list(&ctx, &q, &rows, &n, &next, err);
+        rc = wf_runtime_list_signals(&ctx, &q, &rows, &n, &next, err);
     if (rc != WF_OK)
         return rc;
     Workflow__V1__ListSignalsResponse *m = wf_arena_alloc(call->arena, sizeof *m);
@@ -164,6 +166,17 @@ h_list_signals(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **re
     m->next_page_token = wf_h_page_out(call, msg, next);
     if (m->signals == NULL || m->next_page_token == NULL)
         return wf_error_nomem(err);
+    for (size_t i = 0; i < n; i++) {
+        wf_delivery_counts c;
+        if (!wf_runtime_signal_fanned_out(&rows[i]))
+            continue;
+        rc = wf_runtime_signal_deliveries(&ctx.ref, rows[i].id, &c, err);
+        if (rc != WF_OK)
+            return rc;
+        m->signals[i]->deliveries_pending = c.pending;
+        m->signals[i]->deliveries_delivered = c.delivered;
+        m->signals[i]->deliveries_skipped = c.skipped;
+    }
     *resp = &m->base;
     return WF_OK;
 }

@@ -58,7 +58,7 @@ void wf_app_set_waker(wf_app *app, void (*fn)(void *arg, const char *topic), voi
 #define WF_TOPIC_EVENTS "events"
 #define WF_TOPIC_JOBS_PREFIX "jobs:"
 /* A commit in this process created a timer: wakes the scheduler, not the
- * streams (net_runtime.h's WF_NET_TOPIC_TIMERS). */
+ * streams (net_runtime.h's WF_RUNTIME_TOPIC_TIMERS). */
 #define WF_TOPIC_TIMERS "timers"
 
 /* Installs (s != NULL) or removes the background scheduler that
@@ -68,7 +68,7 @@ void wf_app_set_scheduler(wf_app *app, struct wf_scheduler *s);
 
 /* The scheduler's options from the configuration (retention) with the
  * wake-up hook that reaches this app's streams and the batch firing of
- * timers (wf_net_fire_timers). For wf_scheduler_start together with
+ * timers (wf_runtime_fire_timers). For wf_scheduler_start together with
  * wf_app_fire_timer and app as its arg. */
 struct wf_scheduler_options;
 void wf_app_scheduler_options(const wf_app *app, struct wf_scheduler_options *opt);

@@ -147,6 +147,21 @@ wf_http_req_header(const wf_http_req *req, const char *name)
     return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
+void
+wf_http_req_peer(const wf_http_req *req, char *buf, size_t cap)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci != NULL ? ci->client_addr : NULL;
+    const void *addr = NULL;
+    if (sa != NULL && sa->sa_family == AF_INET)
+        addr = &((const struct sockaddr_in *)(const void *)sa)->sin_addr;
+    else if (sa != NULL && sa->sa_family == AF_INET6)
+        addr = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+    if (cap > 0 && (addr == NULL || inet_ntop(sa->sa_family, addr, buf, (socklen_t)cap) == NULL))
+        buf[0] = '\0';
+}
+
 const char *
 wf_http_req_cookie(const wf_http_req *req, const char *name)
 {

@@ -40,6 +40,9 @@ const char *wf_http_req_header(const wf_http_req *req, const char *name);
 const char *wf_http_req_cookie(const wf_http_req *req, const char *name);
 const char *wf_http_req_query(const wf_http_req *req, const char *name);
 const char *wf_http_req_form(const wf_http_req *req, const char *name);
+/* The address the connection comes from, as text ("192.0.2.7", "2001:db8::1"),
+ * in buf; "" when it cannot be told. Behind a proxy it is the proxy's. */
+void wf_http_req_peer(const wf_http_req *req, char *buf, size_t cap);
 
 #define WF_HTTP_MAX_HEADERS 12
 

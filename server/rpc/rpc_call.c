@@ -134,7 +134,24 @@ unpack(struct call *c, const ProtobufCMessageDescriptor *d, ProtobufCMessage **m
 grpc_byte_buffer *
 wf_rpc__pack(const ProtobufCMessage *msg)
 {
+    return wf_rpc__pack_answer(NULL, msg, NULL);
+}
+
+/* The handlers bound what they answer (pages, activations, GetInstance)
+ * within the send limit; this is the backstop for the rest: an answer the
+ * client's receive limit would refuse is not sent. */
+grpc_byte_buffer *
+wf_rpc__pack_answer(struct call *c, const ProtobufCMessage *msg, wf_error *err)
+{
     size_t n = protobuf_c_message_get_packed_size(msg);
+    const wf_config *cfg = c != NULL ? c->q->srv->app->cfg : NULL;
+    if (cfg != NULL && n > (size_t)wf_config_send_limit(cfg)) {
+        wf_error_set(err, WF_E_TOO_LARGE,
+                     "the answer takes %zu bytes, more than WF_MAX_ANSWER_BYTES (%d) lets the "
+                     "server send",
+                     n, wf_config_send_limit(cfg));
+        return NULL;
+    }
     grpc_slice s = grpc_slice_malloc(n);
     protobuf_c_message_pack(msg, GRPC_SLICE_START_PTR(s));
     grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&s, 1);
@@ -302,8 +319,20 @@ wf_rpc__finish_with(struct call *c, const ProtobufCMessage *resp, grpc_status_co
         c->started = 1;
     }
 
+    wf_error too_large;
+    grpc_byte_buffer *bb = NULL;
     if (status == GRPC_STATUS_OK && resp != NULL) {
-        c->send = wf_rpc__pack(resp);
+        bb = wf_rpc__pack_answer(c, resp, &too_large);
+        if (bb == NULL) {
+            code = too_large.code;
+            status = wf_rpc_status_code(code);
+            message = too_large.msg;
+            violations = NULL;
+            nviolations = 0;
+        }
+    }
+    if (bb != NULL) {
+        c->send = bb;
         ops[n].op = GRPC_OP_SEND_MESSAGE;
         ops[n].data.send_message.send_message = c->send;
         n++;

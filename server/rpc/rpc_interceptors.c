@@ -143,25 +143,31 @@ icpt_auth_tenant(wf_rpc_ctx *ctx, wf_error *err)
                             "x-tenant-id must be 1 to 64 characters of letters, digits, \".\", "
                             "\"_\" or \"-\"");
 
-    const wf_api_key *match = NULL;
+    wf_key_match match = {"", ""};
+    bool bound = false;
     if (!ctx->public_method && !wf_config_open_access(cfg)) {
         const char *key;
         size_t klen;
         wf_code rc = presented_key(ctx, &key, &klen, err);
         if (rc != WF_OK)
             return rc;
-        /* Compared against every configured key, without early exit. */
-        match = wf_config_find_key(cfg, key, klen);
-        if (match == NULL)
+        /* Compared against every configured key, without early exit. The
+         * match is a copy: the set may be replaced during the call. */
+        if (!wf_config_find_key(cfg, key, klen, &match))
             return wf_error_set(err, WF_E_API_KEY_INVALID, "the API key is not valid");
-        ctx->key_id = match->key_id;
+        ctx->key_id = wf_arena_strdup(ctx->arena, match.key_id);
+        if (ctx->key_id == NULL)
+            return wf_error_nomem(err);
+        bound = match.tenant[0] != '\0';
     }
 
-    if (match != NULL && match->tenant != NULL) {
-        if (ntenant == 1 && strcmp(tenant, match->tenant) != 0)
+    if (bound) {
+        if (ntenant == 1 && strcmp(tenant, match.tenant) != 0)
             return wf_error_set(err, WF_E_TENANT_FORBIDDEN,
                                 "the API key may not act in tenant \"%s\"", tenant);
-        ctx->tenant = match->tenant;
+        ctx->tenant = wf_arena_strdup(ctx->arena, match.tenant);
+        if (ctx->tenant == NULL)
+            return wf_error_nomem(err);
     } else {
         ctx->tenant = ntenant == 1 ? tenant : "default";
     }

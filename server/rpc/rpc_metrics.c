@@ -451,6 +451,12 @@ wf_rpc_gauges_render(wf_rpc_gauges *g, FILE *out)
                  "# TYPE workflow_signals_buffered gauge\n");
     if (have)
         fprintf(out, "workflow_signals_buffered %lld\n", (long long)g->counts.signals_buffered);
+    fprintf(out, "# HELP workflow_signal_deliveries_pending Deliveries of signals fanned out to "
+                 "the instances of an aggregate, not yet run (all tenants).\n"
+                 "# TYPE workflow_signal_deliveries_pending gauge\n");
+    if (have)
+        fprintf(out, "workflow_signal_deliveries_pending %lld\n",
+                (long long)g->counts.deliveries_pending);
     fprintf(out, "# HELP workflow_backlog_age_seconds Age of the backlog counts above (they are "
                  "cached between scrapes).\n"
                  "# TYPE workflow_backlog_age_seconds gauge\n");

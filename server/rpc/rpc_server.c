@@ -191,14 +191,18 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
         return NULL;
     }
 
-    /* Core's own size limit sits above ours, so that most oversized requests
-     * reach us and get the TOO_LARGE reason; beyond it core answers
-     * RESOURCE_EXHAUSTED by itself. */
-    int core_max = wf_config_send_limit(cfg);
+    /* Core's own receive limit sits above ours, so that most oversized
+     * requests reach us and get the TOO_LARGE reason; beyond it core answers
+     * RESOURCE_EXHAUSTED by itself. Answers are checked before they are
+     * sent (rpc_call.c); core's send limit is the same, as a backstop. */
     grpc_arg args[] = {
         {GRPC_ARG_INTEGER, GRPC_ARG_ALLOW_REUSEPORT, {.integer = 0}},
-        {GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, {.integer = core_max}},
-        {GRPC_ARG_INTEGER, GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, {.integer = core_max}},
+        {GRPC_ARG_INTEGER,
+         GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+         {.integer = wf_config_receive_limit(cfg)}},
+        {GRPC_ARG_INTEGER,
+         GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
+         {.integer = wf_config_send_limit(cfg)}},
         /* Metadata likewise (rpc_interceptors.h): ours is refused with a
          * reason on a connection that stays usable. */
         {GRPC_ARG_INTEGER, GRPC_ARG_MAX_METADATA_SIZE, {.integer = WF_RPC_CORE_MAX_METADATA_BYTES}},

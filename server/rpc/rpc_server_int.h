@@ -146,6 +146,9 @@ struct health_watch {
 void wf_rpc__post_slot(struct queue *q, const wf_rpc_method *m);
 int wf_rpc__start_batch_locked(struct call *c, const grpc_op *ops, size_t nops, struct tag *tag);
 grpc_byte_buffer *wf_rpc__pack(const ProtobufCMessage *msg);
+/* msg packed for c, or NULL with TOO_LARGE in err when it passes the send
+ * limit (WF_MAX_ANSWER_BYTES). */
+grpc_byte_buffer *wf_rpc__pack_answer(struct call *c, const ProtobufCMessage *msg, wf_error *err);
 void wf_rpc__call_done(struct call *c, grpc_status_code status, wf_code code);
 size_t wf_rpc__initial_metadata(struct call *c, grpc_metadata md[1], grpc_slice *rid);
 void wf_rpc__status_op(struct call *c, grpc_op *op, grpc_status_code status, wf_code code,

@@ -61,7 +61,9 @@ wf_rpc__stream_pull(struct call *c)
             step = c->sops->next(&c->scall, c->sstate, scratch, &msg, &err);
             wf_rpc__handler_end();
         }
-        grpc_byte_buffer *bb = step == WF_STREAM_MESSAGE ? wf_rpc__pack(msg) : NULL;
+        grpc_byte_buffer *bb = NULL;
+        if (step == WF_STREAM_MESSAGE && (bb = wf_rpc__pack_answer(c, msg, &err)) == NULL)
+            step = WF_STREAM_END; /* TOO_LARGE in err */
         wf_arena_free(scratch);
         pthread_mutex_lock(&c->mu);
         c->wake_at = step == WF_STREAM_WAIT ? c->scall.wake_at_ms : 0;

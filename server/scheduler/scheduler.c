@@ -306,8 +306,8 @@ expire_lease(wf_scheduler *s, const wf_job_row *job, bool *expired, wf_error *er
                job->tenant, cur->job_type);
         if (s->opt.wake != NULL) {
             char topic[192];
-            snprintf(topic, sizeof topic, "%s%s", WF_NET_TOPIC_JOBS_PREFIX, cur->job_type);
-            s->opt.wake(s->arg, WF_NET_TOPIC_EVENTS);
+            snprintf(topic, sizeof topic, "%s%s", WF_RUNTIME_TOPIC_JOBS_PREFIX, cur->job_type);
+            s->opt.wake(s->arg, WF_RUNTIME_TOPIC_EVENTS);
             s->opt.wake(s->arg, topic);
         }
     }

@@ -11,7 +11,7 @@
  *            it in the same transaction (wf_store_claim_due_timers); or,
  *            with opt.fire_batch (workflowd), the whole claimed batch at
  *            once: batch units of work over many roots, locked in root-id
- *            order, one commit each (wf_net_fire_timers);
+ *            order, one commit each (wf_runtime_fire_timers);
  *   leases   a bounded batch of ACTIVATED jobs whose lease ran out → for
  *            each, one unit of work on its root that re-checks the job
  *            (still ACTIVATED, same key, lease still run out), makes it
@@ -31,7 +31,7 @@
  *
  * The scheduler knows nothing of what firing a timer means: the
  * composition root passes a callback (in workflowd, an adapter to
- * wf_net_fire_timer). That keeps this file free of net internals and lets
+ * wf_runtime_fire_timer). That keeps this file free of net internals and lets
  * the tests fire with a fake. Lease expiry and the rest are plain row
  * changes, done here.
  *
@@ -83,7 +83,7 @@ typedef wf_code (*wf_sched_fire_fn)(void *arg, const wf_timer_row *timer, int64_
                                     bool *fired, wf_error *err);
 
 /* Fires a batch of claimed timers (rows live until the call returns), as
- * wf_net_fire_timers: per timer i, fired[i], codes[i] and errs[i] with the
+ * wf_runtime_fire_timers: per timer i, fired[i], codes[i] and errs[i] with the
  * meaning of wf_sched_fire_fn's *fired, code and err. */
 typedef void (*wf_sched_batch_fn)(void *arg, const wf_timer_row *rows, size_t n,
                                   int64_t deadline_ms, bool *fired, wf_code *codes, wf_error *errs);

@@ -951,3 +951,91 @@ wf_store_claim_batches(wf_store *st, const wf_store_ctx *ctx, const char *owner,
         return rc;
     return st->ops->claim_batches(st, ctx, owner, now, lease_ms, limit, rows, n, err);
 }
+
+/* ---- fan-out of a signal sent to an aggregate ---------------------------------------------- */
+
+wf_code
+wf_tx_fanout_targets(wf_tx *tx, const char *signal_log_id, const char *name,
+                     const char *aggregate_type, const char *aggregate_id, int64_t before_at,
+                     const char *before_id, int64_t now, size_t page, wf_fanout_out *out,
+                     wf_error *err)
+{
+    memset(out, 0, sizeof *out);
+    wf_code rc = check_tx(tx, err);
+    if (rc != WF_OK)
+        return rc;
+    return tx_done(tx, tx->st->ops->fanout_targets(tx, signal_log_id, name, aggregate_type,
+                                                   aggregate_id, before_at, before_id, now, page,
+                                                   out, err));
+}
+
+wf_code
+wf_tx_take_delivery(wf_tx *tx, const char *signal_log_id, const char *root_id,
+                    const char *instance_id, wf_delivery_state state, int64_t now, bool *taken,
+                    wf_error *err)
+{
+    *taken = false;
+    wf_code rc = check_tx(tx, err);
+    if (rc != WF_OK)
+        return rc;
+    return tx_done(tx, tx->st->ops->take_delivery(tx, signal_log_id, root_id, instance_id, state,
+                                                  now, taken, err));
+}
+
+wf_code
+wf_store_pending_deliveries(wf_store *st, const wf_store_ctx *ctx, const char *aggregate_type,
+                            const char *aggregate_id, size_t limit, wf_delivery_row **rows,
+                            size_t *n, wf_error *err)
+{
+    *rows = NULL;
+    *n = 0;
+    wf_code rc = check_ctx(ctx, true, err);
+    if (rc != WF_OK || limit == 0)
+        return rc;
+    return st->ops->pending_deliveries(st, ctx, aggregate_type, aggregate_id, limit, rows, n, err);
+}
+
+wf_code
+wf_tx_get_signal(wf_tx *tx, const char *id, wf_signal_row *out, bool *found, wf_error *err)
+{
+    *found = false;
+    wf_code rc = check_tx(tx, err);
+    if (rc != WF_OK)
+        return rc;
+    return tx_done(tx, tx->st->ops->tx_get_signal(tx, id, out, found, err));
+}
+
+wf_code
+wf_store_claim_deliveries(wf_store *st, const wf_store_ctx *ctx, int64_t now, int64_t lease_ms,
+                          size_t limit, wf_delivery_row **rows, size_t *n, wf_error *err)
+{
+    *rows = NULL;
+    *n = 0;
+    wf_code rc = check_ctx(ctx, false, err);
+    if (rc != WF_OK || limit == 0)
+        return rc;
+    return st->ops->claim_deliveries(st, ctx, now, lease_ms, limit, rows, n, err);
+}
+
+wf_code
+wf_store_find_queued_signals(wf_store *st, const wf_store_ctx *ctx, size_t limit,
+                             wf_signal_row **rows, size_t *n, wf_error *err)
+{
+    *rows = NULL;
+    *n = 0;
+    wf_code rc = check_ctx(ctx, false, err);
+    if (rc != WF_OK || limit == 0)
+        return rc;
+    return st->ops->find_queued_signals(st, ctx, limit, rows, n, err);
+}
+
+wf_code
+wf_store_count_deliveries(wf_store *st, const wf_store_ctx *ctx, const char *signal_log_id,
+                          wf_delivery_counts *out, wf_error *err)
+{
+    memset(out, 0, sizeof *out);
+    wf_code rc = check_ctx(ctx, true, err);
+    if (rc != WF_OK)
+        return rc;
+    return st->ops->count_deliveries(st, ctx, signal_log_id, out, err);
+}

@@ -144,7 +144,15 @@ typedef enum wf_signal_outcome {
     WF_SIGNAL_DUPLICATE = 3,
     WF_SIGNAL_DROPPED = 4,
     WF_SIGNAL_STARTED = 5, /* started an instance and waits buffered for it */
+    WF_SIGNAL_QUEUED = 6,  /* by aggregate, behind earlier deliveries to it */
 } wf_signal_outcome;
+
+/* A delivery of a fanned-out signal to one instance (signal_deliveries). */
+typedef enum wf_delivery_state {
+    WF_DELIVERY_PENDING = 0,
+    WF_DELIVERY_DELIVERED = 1, /* fired the instance's wait */
+    WF_DELIVERY_SKIPPED = 2,   /* the instance no longer waited */
+} wf_delivery_state;
 
 /* What a batch operation does to each instance it matches (the engine's
  * entry functions of CancelInstance, RetryInstance, SuspendInstance and
@@ -347,6 +355,24 @@ typedef struct wf_signal_row {
     bool discarded;      /* expired or withdrawn from the buffer */
 } wf_signal_row;
 
+/* One delivery of a signal sent to an aggregate and fanned out to the
+ * instances that waited for it (migrations/0016_signal_deliveries.sql):
+ * written PENDING with the signal's log row, consumed (DELIVERED or
+ * SKIPPED) by the unit of work that fires the instance. */
+typedef struct wf_delivery_row {
+    char *tenant;
+    char *signal_log_id; /* wf_signal_row.id */
+    char *instance_id;
+    char *root_id;
+    char *aggregate_type;
+    char *aggregate_id;
+    int64_t seq; /* 1, 2, ... in the order the instances began to wait */
+    wf_delivery_state state;
+    int64_t created_at;
+    int64_t done_at;
+    int64_t claimed_until; /* wf_store_claim_deliveries; 0 = unclaimed */
+} wf_delivery_row;
+
 /* One domain event. The sequence is assigned by the store (ignored on
  * write); see wf_store_read_events for what it guarantees. */
 typedef struct wf_event_row {
@@ -458,7 +484,7 @@ typedef struct wf_store_changes {
 /* ---- construction ------------------------------------------------------ */
 
 /* Creates an empty in-memory store. NULL (and err) when out of memory. */
-wf_store *wf_store_memory_new(wf_error *err);
+wf_store *wf_store_mem_new(wf_error *err);
 
 typedef struct wf_store_pg_config {
     const char *dsn;        /* libpq connection string or URI; copied */
@@ -695,6 +721,68 @@ wf_code wf_tx_lock_correlation(wf_tx *tx, const char *name, const char *aggregat
  * instance per aggregate. */
 wf_code wf_tx_aggregate_live(wf_tx *tx, const char *aggregate_type, const char *aggregate_id,
                              bool *live, wf_error *err);
+
+/* ---- fan-out of a signal sent to an aggregate --------------------------
+ *
+ * Under wf_tx_lock_correlation of the aggregate: when deliveries of an
+ * earlier signal to it are pending, or a signal to it is QUEUED that was
+ * received before (before_at, before_id) (INT64_MAX: any), *queued is set
+ * and nothing is written. Otherwise one PENDING delivery row of
+ * signal_log_id is written per RUNNING instance whose subscription waits
+ * for signal name on the aggregate (seq in the order they began to
+ * wait), *count is how many, and ids (ctx->arena) the first page of
+ * their instance ids (at most page). */
+typedef struct wf_fanout_out {
+    bool queued;
+    int64_t count;
+    char **ids;
+    size_t n_ids;
+} wf_fanout_out;
+
+wf_code wf_tx_fanout_targets(wf_tx *tx, const char *signal_log_id, const char *name,
+                             const char *aggregate_type, const char *aggregate_id,
+                             int64_t before_at, const char *before_id, int64_t now, size_t page,
+                             wf_fanout_out *out, wf_error *err);
+
+/* Consumes the PENDING delivery of signal_log_id to instance_id (of the
+ * root root_id, the one tx locked): it becomes state at now. *taken is false when it was not
+ * PENDING (delivered already, by another replica): the caller then changes nothing. Row locked
+ * until tx ends, so two takers serialise. */
+wf_code wf_tx_take_delivery(wf_tx *tx, const char *signal_log_id, const char *root_id,
+                            const char *instance_id, wf_delivery_state state, int64_t now,
+                            bool *taken, wf_error *err);
+
+/* Up to limit PENDING deliveries to the aggregate (any signal), claimed
+ * or not: a sender that would queue behind a few runs them itself. */
+wf_code wf_store_pending_deliveries(wf_store *st, const wf_store_ctx *ctx,
+                                    const char *aggregate_type, const char *aggregate_id,
+                                    size_t limit, wf_delivery_row **rows, size_t *n, wf_error *err);
+
+/* The delivery-log row id, as committed now (read inside tx). */
+wf_code wf_tx_get_signal(wf_tx *tx, const char *id, wf_signal_row *out, bool *found, wf_error *err);
+
+/* Claims up to limit PENDING deliveries whose claim ran out
+ * (claimed_until <= now) for lease_ms: claimed_until = now + lease. Of
+ * ctx->tenant, or of every tenant when it is NULL. Rows locked by another
+ * claim or taker are skipped (SKIP LOCKED), so replicas share the work;
+ * a claim is only a hint: the taker re-checks (wf_tx_take_delivery). */
+wf_code wf_store_claim_deliveries(wf_store *st, const wf_store_ctx *ctx, int64_t now,
+                                  int64_t lease_ms, size_t limit, wf_delivery_row **rows, size_t *n,
+                                  wf_error *err);
+
+/* QUEUED signals whose turn came: the oldest QUEUED one of an aggregate
+ * that has no pending deliveries, oldest first, at most limit. A read
+ * only: the resolver re-checks under the correlation lock. */
+wf_code wf_store_find_queued_signals(wf_store *st, const wf_store_ctx *ctx, size_t limit,
+                                     wf_signal_row **rows, size_t *n, wf_error *err);
+
+/* The deliveries of signal_log_id by state. */
+typedef struct wf_delivery_counts {
+    int64_t pending, delivered, skipped;
+} wf_delivery_counts;
+
+wf_code wf_store_count_deliveries(wf_store *st, const wf_store_ctx *ctx, const char *signal_log_id,
+                                  wf_delivery_counts *out, wf_error *err);
 
 /* ---- simple reads ------------------------------------------------------ */
 
@@ -983,10 +1071,11 @@ typedef struct wf_store_job_count {
 } wf_store_job_count;
 
 typedef struct wf_store_counts {
-    int64_t tasks_open;       /* OPEN or CLAIMED: waiting for a person */
-    int64_t signals_buffered; /* buffered, not consumed, not expired at now */
-    wf_store_job_count *jobs; /* activatable at now (also a run-out lease), by */
-    size_t n_jobs;            /* job type in type order, at most max_types */
+    int64_t tasks_open;         /* OPEN or CLAIMED: waiting for a person */
+    int64_t signals_buffered;   /* buffered, not consumed, not expired at now */
+    int64_t deliveries_pending; /* fan-out deliveries not yet run */
+    wf_store_job_count *jobs;   /* activatable at now (also a run-out lease), by */
+    size_t n_jobs;              /* job type in type order, at most max_types */
 } wf_store_counts;
 
 /* Fills out with the counts at now. Postgres: one statement over partial
@@ -995,9 +1084,12 @@ wf_code wf_store_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t no
                                wf_store_counts *out, wf_error *err);
 
 /* Subscriptions waiting for signal name: those of instance_id when it is
- * set, else those whose aggregate is (aggregate_type, aggregate_id).
- * Ordered by (created_at, id). The engine then runs one unit of work per
- * root. */
+ * set, else those whose aggregate is (aggregate_type, aggregate_id), at
+ * most WF_FIND_SUBS_AGGREGATE_MAX of them, and none when deliveries to
+ * the aggregate are pending or a signal to it is QUEUED (the sender then
+ * queues behind them, under the correlation lock). Ordered by
+ * (created_at, id). */
+#define WF_FIND_SUBS_AGGREGATE_MAX 64
 wf_code wf_store_find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const char *name,
                                     const char *instance_id, const char *aggregate_type,
                                     const char *aggregate_id, wf_subscription_row **rows, size_t *n,

@@ -139,6 +139,27 @@ typedef struct wf_store_ops {
     wf_code (*claim_batches)(wf_store *st, const wf_store_ctx *ctx, const char *owner, int64_t now,
                              int64_t lease_ms, size_t limit, wf_batch_row **rows, size_t *n,
                              wf_error *err);
+
+    /* Fan-out of a signal sent to an aggregate (store.h). */
+    wf_code (*fanout_targets)(wf_tx *tx, const char *signal_log_id, const char *name,
+                              const char *aggregate_type, const char *aggregate_id,
+                              int64_t before_at, const char *before_id, int64_t now, size_t page,
+                              wf_fanout_out *out, wf_error *err);
+    wf_code (*take_delivery)(wf_tx *tx, const char *signal_log_id, const char *root_id,
+                             const char *instance_id, wf_delivery_state state, int64_t now,
+                             bool *taken, wf_error *err);
+    wf_code (*pending_deliveries)(wf_store *st, const wf_store_ctx *ctx, const char *aggregate_type,
+                                  const char *aggregate_id, size_t limit, wf_delivery_row **rows,
+                                  size_t *n, wf_error *err);
+    wf_code (*tx_get_signal)(wf_tx *tx, const char *id, wf_signal_row *out, bool *found,
+                             wf_error *err);
+    wf_code (*claim_deliveries)(wf_store *st, const wf_store_ctx *ctx, int64_t now,
+                                int64_t lease_ms, size_t limit, wf_delivery_row **rows, size_t *n,
+                                wf_error *err);
+    wf_code (*find_queued_signals)(wf_store *st, const wf_store_ctx *ctx, size_t limit,
+                                   wf_signal_row **rows, size_t *n, wf_error *err);
+    wf_code (*count_deliveries)(wf_store *st, const wf_store_ctx *ctx, const char *signal_log_id,
+                                wf_delivery_counts *out, wf_error *err);
 } wf_store_ops;
 
 /* Implementations embed these first in their own structs. */
@@ -160,7 +181,7 @@ struct wf_tx {
 /* ---- row descriptors (store_rows.c) ------------------------------------
  *
  * Each row struct is described field by field, in the same order as the
- * columns of its Postgres table (store_pg.c relies on that order and
+ * columns of its Postgres table (pg/store.c relies on that order and
  * checks the column count of every result). */
 
 typedef enum wf_field_type {
@@ -198,6 +219,7 @@ extern const wf_row_desc wf_store__signal_desc;
 extern const wf_row_desc wf_store__event_desc;
 extern const wf_row_desc wf_store__idempotency_desc;
 extern const wf_row_desc wf_store__batch_desc;
+extern const wf_row_desc wf_store__delivery_desc;
 
 /* Deep-copies src into dst (both of d's type). Strings and blobs go to
  * arena, or to malloc when arena is NULL (release with _row_clear).

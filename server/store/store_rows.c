@@ -235,6 +235,21 @@ static const wf_field batch_fields[] = {
 };
 DESC(wf_store__batch_desc, "batch operation", wf_batch_row, batch_fields);
 
+static const wf_field delivery_fields[] = {
+    STR(wf_delivery_row, tenant),
+    STR(wf_delivery_row, signal_log_id),
+    STR(wf_delivery_row, instance_id),
+    STR(wf_delivery_row, root_id),
+    STR(wf_delivery_row, aggregate_type),
+    STR(wf_delivery_row, aggregate_id),
+    I64(wf_delivery_row, seq),
+    I32(wf_delivery_row, state),
+    I64(wf_delivery_row, created_at),
+    I64(wf_delivery_row, done_at),
+    I64(wf_delivery_row, claimed_until),
+};
+DESC(wf_store__delivery_desc, "signal delivery", wf_delivery_row, delivery_fields);
+
 /* ---- deep copies ------------------------------------------------------- */
 
 #define FIELD(row, off) ((char *)(row) + (off))

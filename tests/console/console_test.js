@@ -5,13 +5,15 @@
 // the API; batch operations started only through a preview that states
 // how many instances match, with a definition key or the "every instance"
 // box; a hostile title shown as text; a POST without the CSRF token
-// refused; pages without a session sent to /login.
+// refused; pages without a session sent to /login. Over plain HTTP: the
+// login throttle, the paths an action sends back to, an unknown batch
+// operation's 404.
 "use strict";
 const { spawn, execFileSync } = require("child_process");
 const fs = require("fs");
-const net = require("net");
 const path = require("path");
 const puppeteer = require("puppeteer-core");
+const { sanitizerEnv, freePort } = require("../support/wf_testkit.js");
 
 function arg(name) {
   const i = process.argv.indexOf("--" + name);
@@ -33,41 +35,6 @@ let passed = 0, failed = 0;
 function check(cond, what) {
   if (cond) { passed++; console.log("ok   " + what); }
   else { failed++; console.log("FAIL " + what); }
-}
-
-// The sanitizers' options of the caller (test.sh's sanitizer pass) reach
-// the servers; nothing else of its environment does.
-function sanitizerEnv() {
-  const e = {};
-  for (const [k, v] of Object.entries(process.env))
-    if (/^(ASAN|UBSAN|LSAN)_OPTIONS$/.test(k)) e[k] = v;
-  return e;
-}
-
-// A port nobody listens on now (the kernel's pick), never 50051, and with
-// WF_TEST_PORT_DIR claimed there for the run as tests/support/wf_testkit.py
-// free_port does: suites running at once never pick the same one.
-function kernelPort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => resolve(p)); });
-    s.on("error", reject);
-  });
-}
-async function freePort() {
-  const claims = process.env.WF_TEST_PORT_DIR;
-  for (let i = 0; i < 1000; i++) {
-    const p = await kernelPort();
-    if (p === 50051) continue;
-    if (claims) {
-      try { fs.closeSync(fs.openSync(path.join(claims, String(p)), "wx")); } catch (e) {
-        if (e.code === "EEXIST") continue;
-        throw e;
-      }
-    }
-    return p;
-  }
-  throw new Error("no free port found");
 }
 
 let GRPC;
@@ -136,6 +103,89 @@ async function openAccess() {
     console.log("FAIL open access: " + (e && e.stack ? e.stack : e));
   } finally {
     await stop(srv, "workflowd (open access)");
+  }
+}
+
+// The console's guards over plain HTTP, on a keyed server of its own:
+// refused logins of one address are throttled (429 with Retry-After, the
+// key not even looked at) and a login resets the count; an action's
+// "back" comes back in Location only as a path of the console; an unknown
+// batch operation is 404.
+async function guards() {
+  const grpc = "127.0.0.1:" + (await freePort()), port = await freePort();
+  const base = "http://127.0.0.1:" + port;
+  const key = "guards-key-" + process.pid;
+  const srv = spawn(SERVER, [], {
+    env: { ...sanitizerEnv(), PATH: process.env.PATH, WF_ENV: "development", WF_ADDR: grpc,
+           WF_CONSOLE_ADDR: "127.0.0.1:" + port, WF_API_KEYS: key, WF_LOG_LEVEL: "warn" },
+    stdio: ["ignore", "ignore", "ignore"],
+  });
+  const form = (body, cookie) => ({
+    method: "POST", redirect: "manual", body: new URLSearchParams(body).toString(),
+    headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: base,
+               ...(cookie ? { Cookie: cookie } : {}) } });
+  const login = (k) => fetch(base + "/login", form({ api_key: k, actor: "ann" }));
+  try {
+    await waitFor(() => fetch(base + "/login"), "the guards console");
+    // Five refusals are free; then each bars the address for 1, 2, 4 s ...
+    const statuses = [];
+    for (let i = 0; i < 6; i++) statuses.push((await login("wrong-" + i)).status);
+    check(statuses.every((s) => s === 403), "six wrong keys are refused (" + statuses + ")");
+    const waits = [];
+    for (let round = 0; round < 2; round++) {
+      let r = await login("wrong-again");
+      const barred = r.status === 429;
+      if (barred) waits.push(Number(r.headers.get("retry-after")));
+      // Wait out the bar, then one more refusal doubles it.
+      await waitFor(async () => (r = await login("wrong-again")).status !== 429, "the bar ends",
+                    70000);
+      check(barred && r.status === 403, "round " + round + ": barred (429), then refused (403)");
+    }
+    let r = await login(key);
+    waits.push(Number(r.headers.get("retry-after")));
+    check(r.status === 429, "while barred even the right key gets 429 (" + r.status + ")");
+    check(waits.length === 3 && waits[0] === 1 && waits[1] >= 1 && waits[1] <= 2 &&
+          waits[2] >= 3 && waits[2] <= 4, "Retry-After grows: " + waits);
+    await waitFor(async () => (r = await login(key)).status === 303, "the login after the bar", 70000);
+    const cookie = (r.headers.get("set-cookie") || "").split(";")[0];
+    check(cookie.startsWith("wf_console="), "after the bar the right key logs in");
+    check((await login("wrong-after")).status === 403, "a login resets the count: a wrong key is 403");
+
+    // A task of ann's to claim and release, each with a "back".
+    const wfk = (args, actor) => execFileSync(WFCTL, ["--addr", grpc, "--key", key, "--json",
+      "--actor", actor].concat(args), { encoding: "utf8" }).trim().split("\n").map((l) => JSON.parse(l));
+    const parent = wfk(["start", "guards-" + RUN], "ann")[0].instance.id;
+    const task = wfk(["assign", "--parent", parent, "--title", "Guards", "--user", "ann"], "ann")[0]
+      .tasks[0].id;
+    const page = await (await fetch(base + "/batches", { headers: { Cookie: cookie } })).text();
+    const csrf = (/name="csrf" value="([0-9a-f]+)"/.exec(page) || [])[1];
+    check(csrf, "the CSRF token of the session");
+    const acts = ["/task/claim", "/task/release"];
+    const backs = [["/\t/evil.example", "/instances"], ["//evil.example", "/instances"],
+                   ["/\\evil.example", "/instances"], ["/ok\r\nX-Evil: 1", "/instances"],
+                   ["https://evil.example/", "/instances"], ["/x y", "/instances"],
+                   ["/instance?id=" + parent, "/instance?id=" + parent]];
+    for (let i = 0; i < backs.length; i++) {
+      const [back, want] = backs[i];
+      const res = await fetch(base + acts[i % 2], form({ csrf, task_id: task, back,
+        request_id: "guards-" + RUN + "-" + i }, cookie));
+      check(res.status === 303 && res.headers.get("location") === want,
+            "back " + JSON.stringify(back) + " comes back as " + res.headers.get("location") +
+            " (" + res.status + ")");
+    }
+    // An unknown batch operation: 404, by its page and by Cancel.
+    const unknown = "00000000-0000-7000-8000-00000000beef";
+    r = await fetch(base + "/batch?id=" + unknown, { headers: { Cookie: cookie } });
+    check(r.status === 404 && (await r.text()).includes("BATCH_OPERATION_NOT_FOUND"),
+          "an unknown batch operation's page is 404 (" + r.status + ")");
+    r = await fetch(base + "/batch/cancel", form({ csrf, id: unknown, request_id: "guards-c-" + RUN,
+                                                  back: "/batches" }, cookie));
+    check(r.status === 404, "cancelling an unknown batch operation is 404 (" + r.status + ")");
+  } catch (e) {
+    failed++;
+    console.log("FAIL guards: " + (e && e.stack ? e.stack : e));
+  } finally {
+    await stop(srv, "workflowd (guards)");
   }
 }
 
@@ -454,7 +504,10 @@ async function main() {
     if (browser) await browser.close();
     await stop(srv, "workflowd");
   }
-  if (STORE === "memory") await openAccess();
+  if (STORE === "memory") {
+    await openAccess();
+    await guards();
+  }
   console.log(passed + " passed, " + failed + " failed");
   process.exit(failed === 0 ? 0 : 1);
 }

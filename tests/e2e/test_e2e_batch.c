@@ -35,17 +35,7 @@ static char *tenant; /* this test's tenant */
 static void
 batch_setup(void)
 {
-    wf_test_server_start(&ts, NULL);
-    ta = wf_arena_new();
-    char id[WF_UUID_LEN + 1];
-    wf_uuid7(id);
-    tenant = wf_arena_printf(ta, "batch-%s", id + 24);
-}
-
-static wf_client *
-me(const char *actor)
-{
-    return as_tenant(tenant, actor);
+    tenant = setup_tenant(NULL, "batch");
 }
 
 /* ---- calls --------------------------------------------------------------------------------- */
@@ -204,7 +194,7 @@ cancel_instance_ok(const char *id)
  * then COMPLETED by a scheduler pass; each instance cancelled once with
  * the batch's reason and actor; the one already ended is a refusal kept
  * among the first errors, and the batch went on past it. */
-START_TEST(test_cancel_completes_through_scheduler_passes)
+WF_TEST(test_cancel_completes_through_scheduler_passes)
 {
     const char *key = u("batch-cancel"), *type;
     deploy_job_net(key, &type);
@@ -243,7 +233,7 @@ START_TEST(test_cancel_completes_through_scheduler_passes)
 END_TEST
 
 /* A filter that matches nothing: COMPLETED at once, total 0. */
-START_TEST(test_zero_match_completes_at_once)
+WF_TEST(test_zero_match_completes_at_once)
 {
     Workflow__V1__BatchOperation *b = start_ok(by_key(u("no-such-key")), A_SUSPEND);
     ck_assert_int_eq(b->state, B_COMPLETED);
@@ -257,7 +247,7 @@ END_TEST
 /* SUSPEND, then RESUME by status: the matching set is fixed at start (an
  * instance created after it is not visited); a status filter picks the
  * suspended ones. */
-START_TEST(test_suspend_and_resume_fix_the_set_at_start)
+WF_TEST(test_suspend_and_resume_fix_the_set_at_start)
 {
     const char *key = u("batch-susp"), *type;
     deploy_job_net(key, &type);
@@ -290,7 +280,7 @@ START_TEST(test_suspend_and_resume_fix_the_set_at_start)
 END_TEST
 
 /* RETRY of the FAILED instances of a definition. */
-START_TEST(test_retry_resolves_the_failed_instances)
+WF_TEST(test_retry_resolves_the_failed_instances)
 {
     const char *key = u("batch-retry"), *type;
     deploy_job_net(key, &type);
@@ -328,7 +318,7 @@ END_TEST
  * lease run out). The next pass runs the chunk again: the actions replay
  * from their request records, so every instance is cancelled exactly
  * once, the refusal counts once, and done + failed == total. */
-START_TEST(test_chunk_lost_with_its_replica_applies_each_action_once)
+WF_TEST(test_chunk_lost_with_its_replica_applies_each_action_once)
 {
     const char *key = u("batch-crash"), *type;
     deploy_job_net(key, &type);
@@ -378,7 +368,7 @@ END_TEST
 
 /* A claim held by a live replica keeps every pass off the batch until its
  * lease runs out. */
-START_TEST(test_held_batch_is_left_to_its_holder)
+WF_TEST(test_held_batch_is_left_to_its_holder)
 {
     const char *key = u("batch-held"), *type;
     deploy_job_net(key, &type);
@@ -403,7 +393,7 @@ END_TEST
 /* CancelBatchOperation stops it: no pass applies anything afterwards; a
  * second cancel is BATCH_OPERATION_NOT_RUNNING, as is the cancel of a
  * completed one; a request id replays the first answer. */
-START_TEST(test_cancel_stops_it)
+WF_TEST(test_cancel_stops_it)
 {
     const char *key = u("batch-stop"), *type;
     deploy_job_net(key, &type);
@@ -435,7 +425,7 @@ END_TEST
 
 /* StartBatchOperation with a request id: the repeat answers the first
  * batch (no second one); another request under the id is refused. */
-START_TEST(test_request_id_replays_the_first_start)
+WF_TEST(test_request_id_replays_the_first_start)
 {
     const char *key = u("batch-rid"), *type;
     deploy_job_net(key, &type);
@@ -456,7 +446,7 @@ START_TEST(test_request_id_replays_the_first_start)
 END_TEST
 
 /* Newest first, paged, this tenant's only. */
-START_TEST(test_list_is_newest_first_and_paged)
+WF_TEST(test_list_is_newest_first_and_paged)
 {
     const char *ids[3];
     for (size_t i = 0; i < 3; i++)
@@ -484,7 +474,7 @@ END_TEST
 
 /* Another tenant's batch id, a malformed id and an unknown one are
  * BATCH_OPERATION_NOT_FOUND; an empty one INVALID_ARGUMENT. */
-START_TEST(test_other_tenants_and_unknown_ids_are_not_found)
+WF_TEST(test_other_tenants_and_unknown_ids_are_not_found)
 {
     Workflow__V1__BatchOperation *b = start_ok(by_key(u("k")), A_CANCEL);
     wf_client_status st;
@@ -505,7 +495,7 @@ END_TEST
 
 /* The action is required; the filter is refused as ListInstances refuses
  * it; a reason over 1024 bytes is refused; the actor is required. */
-START_TEST(test_bad_requests_are_refused)
+WF_TEST(test_bad_requests_are_refused)
 {
     wf_client_status st;
     start_c(me("ops"), by_key("k"), WORKFLOW__V1__BATCH_ACTION__BATCH_ACTION_UNSPECIFIED, NULL,
@@ -610,7 +600,7 @@ deploy_job_net_v2(const char *key, const char *type)
  * nothing moves; with it each running instance moves once (one
  * INSTANCE_MIGRATED, the job kept), the ended one is refused, and a
  * second batch to the same version is a no-op for each. */
-START_TEST(test_migrate_moves_each_instance_once)
+WF_TEST(test_migrate_moves_each_instance_once)
 {
     const char *key = u("batch-migrate"), *type;
     deploy_job_net(key, &type);
@@ -669,7 +659,7 @@ END_TEST
 
 /* MIGRATE's arguments are checked at the start, before anything is
  * stored, and refused with the other actions. */
-START_TEST(test_migrate_arguments_are_checked_at_start)
+WF_TEST(test_migrate_arguments_are_checked_at_start)
 {
     wf_client_status st;
     start_migrate(NULL, 2, NULL, NULL, &st);
@@ -703,32 +693,8 @@ START_TEST(test_migrate_arguments_are_checked_at_start)
 }
 END_TEST
 
-static Suite *
-batch_suite(void)
-{
-    Suite *s = suite_create("e2e_batch");
-    TCase *tc = tcase_create("batch");
-    tcase_add_checked_fixture(tc, batch_setup, teardown);
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_cancel_completes_through_scheduler_passes);
-    tcase_add_test(tc, test_zero_match_completes_at_once);
-    tcase_add_test(tc, test_suspend_and_resume_fix_the_set_at_start);
-    tcase_add_test(tc, test_retry_resolves_the_failed_instances);
-    tcase_add_test(tc, test_chunk_lost_with_its_replica_applies_each_action_once);
-    tcase_add_test(tc, test_held_batch_is_left_to_its_holder);
-    tcase_add_test(tc, test_cancel_stops_it);
-    tcase_add_test(tc, test_request_id_replays_the_first_start);
-    tcase_add_test(tc, test_list_is_newest_first_and_paged);
-    tcase_add_test(tc, test_other_tenants_and_unknown_ids_are_not_found);
-    tcase_add_test(tc, test_bad_requests_are_refused);
-    tcase_add_test(tc, test_migrate_moves_each_instance_once);
-    tcase_add_test(tc, test_migrate_arguments_are_checked_at_start);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int
 main(void)
 {
-    return wf_test_run(batch_suite());
+    return wf_test_run(wf_test_suite("e2e_batch", "batch", batch_setup, teardown, 30));
 }

@@ -309,7 +309,7 @@ class_total(const loader *l, size_t n, enum load_class cls)
     return t;
 }
 
-START_TEST(test_cheap_calls_beside_16_callers_of_each_slow_class)
+WF_CASE_TEST(wf_test_store_name(), test_cheap_calls_beside_16_callers_of_each_slow_class)
 {
     expr_isolate(1000, 10, 0);
     char *slow = deploy_slow(), *plain = deploy_plain();
@@ -495,7 +495,7 @@ deploy_raw(Workflow__V1__Definition *d)
     ck_ok(st);
 }
 
-START_TEST(test_a_full_diagram_bulkhead_refuses_at_once)
+WF_CASE_TEST("full", test_a_full_diagram_bulkhead_refuses_at_once)
 {
     char *small = deploy_plain(), *a = u("tangle-a"), *b = u("tangle-b");
     deploy_raw(tangled_net(ta, a));
@@ -530,7 +530,7 @@ START_TEST(test_a_full_diagram_bulkhead_refuses_at_once)
 }
 END_TEST
 
-START_TEST(test_a_full_expression_bulkhead_refuses_at_once)
+WF_CASE_TEST("full", test_a_full_expression_bulkhead_refuses_at_once)
 {
     expr_isolate(1000, 4, 0);
     char *slow = deploy_slow(), *plain = deploy_plain();
@@ -558,7 +558,7 @@ START_TEST(test_a_full_expression_bulkhead_refuses_at_once)
 }
 END_TEST
 
-START_TEST(test_a_full_compile_bulkhead_refuses_at_once)
+WF_CASE_TEST("full", test_a_full_compile_bulkhead_refuses_at_once)
 {
     expr_isolate(1000, 4, 0);
     /* Guards of 60 comparisons each compile in tens of milliseconds in
@@ -607,18 +607,7 @@ main(int argc, char **argv)
     /* The expression workers are this binary. */
     if (argc > 1 && strcmp(argv[1], WF_EXPR_WORKER_ARG) == 0)
         return wf_expr_worker_main(argc, argv);
-    Suite *s = suite_create("e2e_bulkheads");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup8, teardown);
-    tcase_set_timeout(tc, 280);
-    tcase_add_test(tc, test_cheap_calls_beside_16_callers_of_each_slow_class);
-    suite_add_tcase(s, tc);
-    TCase *full = tcase_create("full");
-    tcase_add_checked_fixture(full, setup_ones, teardown);
-    tcase_set_timeout(full, 240);
-    tcase_add_test(full, test_a_full_diagram_bulkhead_refuses_at_once);
-    tcase_add_test(full, test_a_full_expression_bulkhead_refuses_at_once);
-    tcase_add_test(full, test_a_full_compile_bulkhead_refuses_at_once);
-    suite_add_tcase(s, full);
-    return wf_test_run(s);
+    const wf_test_case cases[] = {
+        {wf_test_store_name(), setup8, teardown, 280}, {"full", setup_ones, teardown, 240}, {NULL}};
+    return wf_test_run(wf_test_suite_of("e2e_bulkheads", cases));
 }

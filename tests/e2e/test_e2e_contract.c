@@ -73,7 +73,7 @@ restart_net(const char *key)
     return n;
 }
 
-START_TEST(test_restart_arc_loops_through_start)
+WF_TEST(test_restart_arc_loops_through_start)
 {
     char *key = u("restart");
     Workflow__V1__DeployDefinitionResponse *r = deploy(restart_net(key));
@@ -162,7 +162,7 @@ states_of(const char *key, const char *id)
     return out;
 }
 
-START_TEST(test_every_root_is_in_exactly_one_process_state)
+WF_TEST(test_every_root_is_in_exactly_one_process_state)
 {
     /* AD_HOC: no referral = NOT_STARTED; a referral = OPEN; ended = CLOSED. */
     char *adhoc = u("adhoc");
@@ -246,7 +246,7 @@ ck_metadata(const wf_client_status *st, const char *const *want, int n)
         ck_assert_str_eq(st->metadata[i], want[i]);
 }
 
-START_TEST(test_error_details_name_the_ids)
+WF_TEST(test_error_details_name_the_ids)
 {
     wf_client_status st;
     char md[160];
@@ -350,7 +350,7 @@ parallel_net(const char *key, const char *type)
     return n;
 }
 
-START_TEST(test_complete_and_end_of_a_net_task_ends_the_whole_case)
+WF_TEST(test_complete_and_end_of_a_net_task_ends_the_whole_case)
 {
     char *key = u("par"), *type = u("pack");
     deploy(parallel_net(key, type));
@@ -417,7 +417,7 @@ START_TEST(test_complete_and_end_of_a_net_task_ends_the_whole_case)
 }
 END_TEST
 
-START_TEST(test_complete_and_end_cancels_the_other_tasks_and_referrals)
+WF_TEST(test_complete_and_end_cancels_the_other_tasks_and_referrals)
 {
     /* Two USER branches and a referral under the net root: ending from
      * one task cancels the other and the referral's, and completes the
@@ -480,15 +480,5 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("e2e_contract");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_restart_arc_loops_through_start);
-    tcase_add_test(tc, test_every_root_is_in_exactly_one_process_state);
-    tcase_add_test(tc, test_error_details_name_the_ids);
-    tcase_add_test(tc, test_complete_and_end_of_a_net_task_ends_the_whole_case);
-    tcase_add_test(tc, test_complete_and_end_cancels_the_other_tasks_and_referrals);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite("e2e_contract", wf_test_store_name(), setup, teardown, 60));
 }

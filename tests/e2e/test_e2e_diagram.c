@@ -105,20 +105,7 @@ every_trigger(const char *key, const char *type)
     return n;
 }
 
-/* s -> work (AUTO job of type, one attempt) -> e. */
-static nb *
-job_net(const char *key, const char *type)
-{
-    nb *n = net_new(key);
-    place(n, "s", START);
-    place(n, "e", END);
-    with_job(trans(n, "work", T_AUTO), type, 1, 0);
-    arc(n, "s", "work");
-    arc(n, "work", "e");
-    return n;
-}
-
-START_TEST(test_definition_as_dot_and_svg)
+WF_TEST(test_definition_as_dot_and_svg)
 {
     char *key = u("diag-def"), *type = u("ship");
     nb *n = every_trigger(key, type);
@@ -163,10 +150,10 @@ START_TEST(test_definition_as_dot_and_svg)
 }
 END_TEST
 
-START_TEST(test_instance_overlay_then_incident)
+WF_TEST(test_instance_overlay_then_incident)
 {
     char *key = u("diag-inst"), *type = u("charge");
-    ck_assert(deploy(job_net(key, type))->created);
+    ck_assert(deploy(job_net(key, type, 1, 0))->created);
     wf_client_status st;
     Workflow__V1__Instance *in = start_v(as("boss"), key, 0, NULL, &st);
     ck_ok(st);
@@ -213,10 +200,10 @@ app_metric(const char *series)
     return n;
 }
 
-START_TEST(test_a_version_is_laid_out_once_for_all_its_instances)
+WF_TEST(test_a_version_is_laid_out_once_for_all_its_instances)
 {
     char *key = u("diag-once"), *type = u("charge");
-    ck_assert(deploy(job_net(key, type))->created);
+    ck_assert(deploy(job_net(key, type, 1, 0))->created);
     long long layouts = app_metric("workflow_diagram_layouts_total");
     long long hits = app_metric("workflow_diagram_requests_total{cache=\"hit\"}");
     ck_assert_int_ge(layouts, 0);
@@ -246,7 +233,7 @@ START_TEST(test_a_version_is_laid_out_once_for_all_its_instances)
 }
 END_TEST
 
-START_TEST(test_tokens_on_places)
+WF_TEST(test_tokens_on_places)
 {
     char *key = u("diag-tokens");
     nb *n = net_new(key);
@@ -272,7 +259,7 @@ START_TEST(test_tokens_on_places)
 }
 END_TEST
 
-START_TEST(test_steps_current_step)
+WF_TEST(test_steps_current_step)
 {
     char *key = u("diag-steps"), *type = u("pack");
     Workflow__V1__Definition *d = wf_arena_calloc(ta, 1, sizeof *d);
@@ -308,7 +295,7 @@ START_TEST(test_steps_current_step)
 }
 END_TEST
 
-START_TEST(test_ad_hoc_instance_is_a_note)
+WF_TEST(test_ad_hoc_instance_is_a_note)
 {
     char *key = u("diag-adhoc");
     wf_client_status st;
@@ -322,7 +309,7 @@ START_TEST(test_ad_hoc_instance_is_a_note)
 END_TEST
 
 /* A chain of 101 places and 100 transitions: one node more than SVG takes. */
-START_TEST(test_net_above_the_svg_bound_is_dot_only)
+WF_TEST(test_net_above_the_svg_bound_is_dot_only)
 {
     enum { NP = WF_DIAGRAM_MAX_SVG_NODES / 2 + 1, NT = NP - 1 };
     char *key = u("diag-big");
@@ -381,10 +368,10 @@ refused(wf_client *c, const char *key, int32_t version, const char *id, int form
     ck_fails(st, code, reason);
 }
 
-START_TEST(test_refusals)
+WF_TEST(test_refusals)
 {
     char *key = u("diag-refuse"), *type = u("t");
-    ck_assert(deploy(job_net(key, type))->created);
+    ck_assert(deploy(job_net(key, type, 1, 0))->created);
     wf_client_status st;
     Workflow__V1__Instance *in = start_v(as("boss"), key, 0, NULL, &st);
     ck_ok(st);
@@ -421,18 +408,5 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("e2e_diagram");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_definition_as_dot_and_svg);
-    tcase_add_test(tc, test_instance_overlay_then_incident);
-    tcase_add_test(tc, test_tokens_on_places);
-    tcase_add_test(tc, test_a_version_is_laid_out_once_for_all_its_instances);
-    tcase_add_test(tc, test_steps_current_step);
-    tcase_add_test(tc, test_ad_hoc_instance_is_a_note);
-    tcase_add_test(tc, test_net_above_the_svg_bound_is_dot_only);
-    tcase_add_test(tc, test_refusals);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite("e2e_diagram", wf_test_store_name(), setup, teardown, 60));
 }

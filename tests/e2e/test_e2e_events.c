@@ -107,7 +107,7 @@ history(const char *instance, int64_t after, const Workflow__V1__EventType *only
     return n;
 }
 
-START_TEST(test_history_in_order_then_end)
+WF_TEST(test_history_in_order_then_end)
 {
     char root[WF_UUID_LEN + 1], task[WF_UUID_LEN + 1];
     start_root(root);
@@ -137,7 +137,7 @@ START_TEST(test_history_in_order_then_end)
 }
 END_TEST
 
-START_TEST(test_type_filter)
+WF_TEST(test_type_filter)
 {
     char root[WF_UUID_LEN + 1], task[WF_UUID_LEN + 1];
     start_root(root);
@@ -154,7 +154,7 @@ START_TEST(test_type_filter)
 }
 END_TEST
 
-START_TEST(test_bad_requests)
+WF_TEST(test_bad_requests)
 {
     Workflow__V1__WatchEventsRequest req = WORKFLOW__V1__WATCH_EVENTS_REQUEST__INIT;
     req.after_sequence = -1;
@@ -181,7 +181,7 @@ END_TEST
 
 /* A follow stream sees events committed after it opened, then ends with a
  * retryable status when the server stops. */
-START_TEST(test_follow_live_then_shutdown)
+WF_TEST(test_follow_live_then_shutdown)
 {
     char root[WF_UUID_LEN + 1], task[WF_UUID_LEN + 1];
     start_root(root);
@@ -241,7 +241,7 @@ writer_main(void *arg)
     return NULL;
 }
 
-START_TEST(test_follow_under_concurrent_writers)
+WF_TEST(test_follow_under_concurrent_writers)
 {
     enum { WRITERS = 4, TASKS = 10 };
     struct writer w[WRITERS];
@@ -296,24 +296,9 @@ START_TEST(test_follow_under_concurrent_writers)
 }
 END_TEST
 
-static Suite *
-events_suite(void)
-{
-    Suite *s = suite_create(wf_test_store_is_pg() ? "e2e_events_pg" : "e2e_events");
-    TCase *tc = tcase_create("events");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_history_in_order_then_end);
-    tcase_add_test(tc, test_type_filter);
-    tcase_add_test(tc, test_bad_requests);
-    tcase_add_test(tc, test_follow_live_then_shutdown);
-    tcase_add_test(tc, test_follow_under_concurrent_writers);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int
 main(void)
 {
-    return wf_test_run(events_suite());
+    return wf_test_run(wf_test_suite(wf_test_store_is_pg() ? "e2e_events_pg" : "e2e_events",
+                                     "events", setup, teardown, 60));
 }

@@ -51,7 +51,7 @@
 #include <libpq-fe.h>
 
 #include "grpc/health/v1/health.pb-c.h"
-#include "pg_pool.h" /* wf_pg_migrations: the migrations embedded in workflowd */
+#include "pg/pool.h" /* wf_store_pg_migrations: the migrations embedded in workflowd */
 #include "test_support.h"
 #include "wf_id.h"
 #include "wf_time.h"
@@ -941,10 +941,10 @@ START_TEST(test_three_servers_migrate_an_empty_database_once)
                              "GROUP BY version ORDER BY version");
     ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
     int nrows = PQntuples(r);
-    ck_assert_msg(nrows == wf_pg_n_migrations, "schema_migrations has %d versions, want %d", nrows,
-                  wf_pg_n_migrations);
+    ck_assert_msg(nrows == wf_store_pg_n_migrations, "schema_migrations has %d versions, want %d",
+                  nrows, wf_store_pg_n_migrations);
     for (int i = 0; i < nrows; i++) {
-        ck_assert_int_eq(atoi(PQgetvalue(r, i, 0)), wf_pg_migrations[i].version);
+        ck_assert_int_eq(atoi(PQgetvalue(r, i, 0)), wf_store_pg_migrations[i].version);
         ck_assert_msg(atol(PQgetvalue(r, i, 1)) == 1, "version %s recorded %s times",
                       PQgetvalue(r, i, 0), PQgetvalue(r, i, 1));
     }
@@ -961,9 +961,9 @@ START_TEST(test_three_servers_migrate_an_empty_database_once)
             snprintf(who + strlen(who), sizeof who - strlen(who), "%s%d", who[0] ? "," : "", i);
         free(log);
     }
-    ck_assert_msg(applied == wf_pg_n_migrations,
+    ck_assert_msg(applied == wf_store_pg_n_migrations,
                   "the servers applied %ld migrations between them, want %d", applied,
-                  wf_pg_n_migrations);
+                  wf_store_pg_n_migrations);
     ck_assert_msg(errors == 0, "the servers logged %ld errors", errors);
 
     /* All three alive and serving, on the migrated schema. */
@@ -1016,7 +1016,7 @@ START_TEST(test_three_servers_migrate_an_empty_database_once)
            "ports %d, %d, %d; %d migration(s) recorded once each, applied by server %s; exit "
            "after SIGTERM in %lld, %lld, %lld ms\n",
            (long long)ready_ms[0], (long long)ready_ms[1], (long long)ready_ms[2], ports[0],
-           ports[1], ports[2], wf_pg_n_migrations, who, (long long)exit_ms[0],
+           ports[1], ports[2], wf_store_pg_n_migrations, who, (long long)exit_ms[0],
            (long long)exit_ms[1], (long long)exit_ms[2]);
     fflush(stdout);
     for (int i = 0; i < NPROC; i++) {
@@ -1066,10 +1066,5 @@ main(void)
     tcase_add_test(m, test_three_servers_migrate_an_empty_database_once);
     suite_add_tcase(s, m);
 
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_FORK); /* the cleanup above relies on it */
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return wf_test_run_mode(s, CK_FORK); /* the cleanup above relies on fork mode */
 }

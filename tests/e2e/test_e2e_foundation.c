@@ -63,7 +63,7 @@ health(wf_client *c, const char *service, int *status, wf_client_status *st)
     return code;
 }
 
-START_TEST(test_health_check_needs_no_key)
+WF_TEST(test_health_check_needs_no_key)
 {
     wf_client *c = wf_test_client(&ts, NULL, NULL, NULL);
     wf_client_status st;
@@ -78,7 +78,7 @@ START_TEST(test_health_check_needs_no_key)
 }
 END_TEST
 
-START_TEST(test_auth_refusals_carry_reasons)
+WF_TEST(test_auth_refusals_carry_reasons)
 {
     wf_client_status st;
     wf_client *none = wf_test_client(&ts, NULL, NULL, NULL);
@@ -100,7 +100,7 @@ START_TEST(test_auth_refusals_carry_reasons)
 }
 END_TEST
 
-START_TEST(test_accepted_keys_pass_the_chain)
+WF_TEST(test_accepted_keys_pass_the_chain)
 {
     wf_client_status st;
     const char *keys[][2] = {{"k1", NULL}, {"k1", "tenant-a"}, {"k2", NULL}, {"k2", "tenant-b"}};
@@ -117,7 +117,7 @@ START_TEST(test_accepted_keys_pass_the_chain)
 }
 END_TEST
 
-START_TEST(test_bearer_header_is_accepted)
+WF_TEST(test_bearer_header_is_accepted)
 {
     wf_client *c = wf_test_client(&ts, NULL, NULL, NULL);
     wf_client_md md[] = {{"authorization", "Bearer k1"}};
@@ -131,7 +131,7 @@ START_TEST(test_bearer_header_is_accepted)
 }
 END_TEST
 
-START_TEST(test_actor_is_required_where_declared)
+WF_TEST(test_actor_is_required_where_declared)
 {
     wf_client *c = wf_test_client(&ts, "k1", NULL, NULL);
     Workflow__V1__ClaimTaskRequest req = WORKFLOW__V1__CLAIM_TASK_REQUEST__INIT;
@@ -144,7 +144,7 @@ START_TEST(test_actor_is_required_where_declared)
 }
 END_TEST
 
-START_TEST(test_unknown_method_is_unimplemented_at_once)
+WF_TEST(test_unknown_method_is_unimplemented_at_once)
 {
     wf_client *c = wf_test_client(&ts, "k1", NULL, NULL);
     wf_client_status st;
@@ -159,7 +159,7 @@ START_TEST(test_unknown_method_is_unimplemented_at_once)
 }
 END_TEST
 
-START_TEST(test_malformed_protobuf_is_invalid_argument)
+WF_TEST(test_malformed_protobuf_is_invalid_argument)
 {
     wf_client *c = wf_test_client(&ts, "k1", NULL, NULL);
     wf_client_status st;
@@ -171,7 +171,7 @@ START_TEST(test_malformed_protobuf_is_invalid_argument)
 }
 END_TEST
 
-START_TEST(test_oversized_request_is_too_large)
+WF_TEST(test_oversized_request_is_too_large)
 {
     wf_client *c = wf_test_client(&ts, "k1", NULL, "alice");
     static char big[100 * 1024];
@@ -190,7 +190,7 @@ START_TEST(test_oversized_request_is_too_large)
 }
 END_TEST
 
-START_TEST(test_deadline_exceeded)
+WF_TEST(test_deadline_exceeded)
 {
     wf_client *c = wf_test_client(&ts, "k1", NULL, NULL);
     /* A deadline already past when the call starts. (A 1 ms deadline is not
@@ -205,7 +205,7 @@ START_TEST(test_deadline_exceeded)
 }
 END_TEST
 
-START_TEST(test_health_watch_sees_drain)
+WF_TEST(test_health_watch_sees_drain)
 {
     wf_client *c = wf_test_client(&ts, NULL, NULL, NULL);
     Grpc__Health__V1__HealthCheckRequest req = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
@@ -267,7 +267,7 @@ waiting_health(void *arg)
 /* With no server listening, a fail-fast call answers UNAVAILABLE at once;
  * a wait-for-ready call waits and succeeds once a server comes up on the
  * address (a worker outliving a restart), within its deadline. */
-START_TEST(test_wait_for_ready_waits_for_the_server)
+WF_TEST(test_wait_for_ready_waits_for_the_server)
 {
     int port = ts.port;
     char addr[64];
@@ -334,7 +334,7 @@ load_thread(void *arg)
     return NULL;
 }
 
-START_TEST(test_shutdown_during_a_burst)
+WF_TEST(test_shutdown_during_a_burst)
 {
     pthread_t th[6];
     for (int i = 0; i < 6; i++)
@@ -356,31 +356,8 @@ START_TEST(test_shutdown_during_a_burst)
 }
 END_TEST
 
-static Suite *
-e2e_suite(void)
-{
-    Suite *s = suite_create("e2e_foundation");
-    TCase *tc = tcase_create("foundation");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_health_check_needs_no_key);
-    tcase_add_test(tc, test_auth_refusals_carry_reasons);
-    tcase_add_test(tc, test_accepted_keys_pass_the_chain);
-    tcase_add_test(tc, test_bearer_header_is_accepted);
-    tcase_add_test(tc, test_actor_is_required_where_declared);
-    tcase_add_test(tc, test_unknown_method_is_unimplemented_at_once);
-    tcase_add_test(tc, test_malformed_protobuf_is_invalid_argument);
-    tcase_add_test(tc, test_oversized_request_is_too_large);
-    tcase_add_test(tc, test_deadline_exceeded);
-    tcase_add_test(tc, test_wait_for_ready_waits_for_the_server);
-    tcase_add_test(tc, test_health_watch_sees_drain);
-    tcase_add_test(tc, test_shutdown_during_a_burst);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int
 main(void)
 {
-    return wf_test_run(e2e_suite());
+    return wf_test_run(wf_test_suite("e2e_foundation", "foundation", setup, teardown, 30));
 }

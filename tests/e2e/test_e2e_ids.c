@@ -149,7 +149,7 @@ ck_not_found(const id_case *c, const char *id, const wf_client_status *st, const
            wf_client_code_name(st->code), st->reason, st->message, c->reason);
 }
 
-START_TEST(test_every_id_of_every_rpc)
+WF_TEST(test_every_id_of_every_rpc)
 {
     wf_client *cl = as("dev");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -189,7 +189,7 @@ START_TEST(test_every_id_of_every_rpc)
 END_TEST
 
 /* CompleteJobs answers per item, with the code and reason CompleteJob has. */
-START_TEST(test_complete_jobs_items)
+WF_TEST(test_complete_jobs_items)
 {
     wf_client *cl = as("dev");
     const char *keys[] = {"x", "y.z", wf_arena_printf(ta, "%s.%s", unknown_uuid(), unknown_uuid())};
@@ -224,12 +224,5 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("e2e_ids");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_every_id_of_every_rpc);
-    tcase_add_test(tc, test_complete_jobs_items);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite("e2e_ids", wf_test_store_name(), setup, teardown, 60));
 }

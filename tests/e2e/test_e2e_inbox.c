@@ -164,22 +164,8 @@ get_task(const char *task_id)
 static const char *
 actor_of(const char *root, const char *type)
 {
-    static char out[256];
-    wf_arena *a = wf_arena_new();
-    wf_store_ctx sc = {"default", 0, a};
-    wf_event_filter f = {.instance_id = root};
-    wf_event_row *ev;
-    size_t n;
-    wf_error err;
-    const char *found = NULL;
-    ck_assert_int_eq(wf_store_read_events(ts.app.store, &sc, 0, &f, 1000, &ev, &n, &err), WF_OK);
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(ev[i].type, type) == 0) {
-            snprintf(out, sizeof out, "%s", ev[i].actor != NULL ? ev[i].actor : "");
-            found = out;
-        }
-    wf_arena_free(a);
-    return found;
+    const wf_event_row *e = last_event(root, type);
+    return e == NULL ? NULL : e->actor != NULL ? e->actor : "";
 }
 
 /* Every task of user's inbox in order, through pages of size. */
@@ -215,7 +201,7 @@ list_all(wf_client *c, const char *user, Workflow__V1__TaskSort sort, bool desc,
 /* ---- ReassignTask ------------------------------------------------------------------------------
  */
 
-START_TEST(test_reassign_to_user_and_group)
+WF_CASE_TEST("open", test_reassign_to_user_and_group)
 {
     const char *alice = u("alice"), *bob = u("bob"), *grp = u("grp");
     const char *root = root_of(as("boss"));
@@ -249,7 +235,7 @@ START_TEST(test_reassign_to_user_and_group)
 }
 END_TEST
 
-START_TEST(test_reassign_refusals)
+WF_CASE_TEST("open", test_reassign_refusals)
 {
     const char *alice = u("alice");
     const char *root = root_of(as("boss"));
@@ -284,7 +270,7 @@ START_TEST(test_reassign_refusals)
 }
 END_TEST
 
-START_TEST(test_reassign_is_idempotent)
+WF_CASE_TEST("open", test_reassign_is_idempotent)
 {
     const char *alice = u("alice"), *bob = u("bob");
     const char *root = root_of(as("boss"));
@@ -304,7 +290,7 @@ START_TEST(test_reassign_is_idempotent)
 }
 END_TEST
 
-START_TEST(test_reassign_meets_the_static_directory)
+WF_CASE_TEST("static_directory", test_reassign_meets_the_static_directory)
 {
     const char *root = root_of(as("boss"));
     Workflow__V1__Task *t = assign1(as("boss"), root, GROUP, "it");
@@ -327,7 +313,7 @@ END_TEST
 /* ---- DelegateTask -----------------------------------------------------------------------------
  */
 
-START_TEST(test_delegate_resolve_and_complete)
+WF_CASE_TEST("open", test_delegate_resolve_and_complete)
 {
     const char *alice = u("alice"), *bob = u("bob");
     const char *root = root_of(as("boss"));
@@ -368,7 +354,7 @@ START_TEST(test_delegate_resolve_and_complete)
 }
 END_TEST
 
-START_TEST(test_delegate_refusals)
+WF_CASE_TEST("open", test_delegate_refusals)
 {
     const char *alice = u("alice"), *bob = u("bob"), *grp = u("grp");
     const char *root = root_of(as("boss"));
@@ -406,7 +392,7 @@ START_TEST(test_delegate_refusals)
 }
 END_TEST
 
-START_TEST(test_delegate_a_net_task)
+WF_CASE_TEST("open", test_delegate_a_net_task)
 {
     const char *alice = u("alice"), *bob = u("bob");
     nb *n = net_new(u("review"));
@@ -471,18 +457,7 @@ user_net(const char *key, const char *user, const char *prio_expr, const char *d
     return n;
 }
 
-/* True when some violation of st starts with prefix and has reason. */
-static bool
-has_violation(const wf_client_status *st, const char *prefix, const char *reason)
-{
-    for (int i = 0; i < st->nviolations && i < 8; i++)
-        if (strncmp(st->violations[i], prefix, strlen(prefix)) == 0 &&
-            strcmp(st->violation_reasons[i], reason) == 0)
-            return true;
-    return false;
-}
-
-START_TEST(test_user_transition_task_expressions)
+WF_CASE_TEST("open", test_user_transition_task_expressions)
 {
     const char *alice = u("alice");
     nb *n = user_net(u("prio"), alice, "if .vip then 90 else 40 end", ".due",
@@ -560,7 +535,7 @@ START_TEST(test_user_transition_task_expressions)
 }
 END_TEST
 
-START_TEST(test_task_expressions_validated_at_deploy)
+WF_CASE_TEST("open", test_task_expressions_validated_at_deploy)
 {
     wf_client_status st;
     nb *n = user_net(u("prio-bad"), u("alice"), ".p |", "[", ".f)");
@@ -662,7 +637,7 @@ ck_item(const char *instance_id, Workflow__V1__AssigneeKind kind, const char *wh
     ck_assert_str_eq(it->assignee_ids[0], who);
 }
 
-START_TEST(test_work_items_follow_reassign_and_delegate)
+WF_CASE_TEST("open", test_work_items_follow_reassign_and_delegate)
 {
     const char *alice = u("alice"), *bob = u("bob"), *carol = u("carol"), *grp = u("ops");
     nb *n = user_net(u("wi"), alice, NULL, NULL, NULL);
@@ -704,7 +679,7 @@ END_TEST
 
 /* ---- UpdateTask ----------------------------------------------------------------------------- */
 
-START_TEST(test_update_task)
+WF_CASE_TEST("open", test_update_task)
 {
     const char *alice = u("alice");
     const char *root = root_of(as("boss"));
@@ -735,7 +710,7 @@ START_TEST(test_update_task)
 }
 END_TEST
 
-START_TEST(test_update_task_refusals)
+WF_CASE_TEST("open", test_update_task_refusals)
 {
     const char *alice = u("alice");
     const char *root = root_of(as("boss"));
@@ -784,7 +759,7 @@ END_TEST
 /* ---- AssignTo and ListTasks
  * ---------------------------------------------------------------------- */
 
-START_TEST(test_assign_with_priority_and_times)
+WF_CASE_TEST("open", test_assign_with_priority_and_times)
 {
     const char *alice = u("alice");
     const char *root = root_of(as("boss"));
@@ -802,7 +777,7 @@ START_TEST(test_assign_with_priority_and_times)
 }
 END_TEST
 
-START_TEST(test_list_tasks_sorted_filtered_and_paged)
+WF_CASE_TEST("open", test_list_tasks_sorted_filtered_and_paged)
 {
     const char *alice = u("alice");
     const char *root = root_of(as("boss"));
@@ -869,37 +844,10 @@ START_TEST(test_list_tasks_sorted_filtered_and_paged)
 }
 END_TEST
 
-static Suite *
-suite(void)
-{
-    Suite *s = suite_create("e2e_inbox");
-    TCase *tc = tcase_create("open");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_reassign_to_user_and_group);
-    tcase_add_test(tc, test_reassign_refusals);
-    tcase_add_test(tc, test_reassign_is_idempotent);
-    tcase_add_test(tc, test_delegate_resolve_and_complete);
-    tcase_add_test(tc, test_delegate_refusals);
-    tcase_add_test(tc, test_delegate_a_net_task);
-    tcase_add_test(tc, test_update_task);
-    tcase_add_test(tc, test_update_task_refusals);
-    tcase_add_test(tc, test_assign_with_priority_and_times);
-    tcase_add_test(tc, test_list_tasks_sorted_filtered_and_paged);
-    tcase_add_test(tc, test_user_transition_task_expressions);
-    tcase_add_test(tc, test_task_expressions_validated_at_deploy);
-    tcase_add_test(tc, test_work_items_follow_reassign_and_delegate);
-    suite_add_tcase(s, tc);
-    TCase *sd = tcase_create("static_directory");
-    tcase_add_checked_fixture(sd, setup_static, teardown);
-    tcase_set_timeout(sd, 60);
-    tcase_add_test(sd, test_reassign_meets_the_static_directory);
-    suite_add_tcase(s, sd);
-    return s;
-}
-
 int
 main(void)
 {
-    return wf_test_run(suite());
+    const wf_test_case cases[] = {
+        {"open", setup, teardown, 60}, {"static_directory", setup_static, teardown, 60}, {NULL}};
+    return wf_test_run(wf_test_suite_of("e2e_inbox", cases));
 }

@@ -73,16 +73,6 @@ incidents(const char *key, const char *code)
 }
 
 static Workflow__V1__Instance *
-retry_c(const char *id, wf_client_status *st)
-{
-    Workflow__V1__RetryInstanceRequest req = WORKFLOW__V1__RETRY_INSTANCE_REQUEST__INIT;
-    req.instance_id = (char *)id;
-    Workflow__V1__RetryInstanceResponse *r = call(
-        as("ops"), "RetryInstance", &req, &workflow__v1__retry_instance_response__descriptor, st);
-    return r != NULL ? r->instance : NULL;
-}
-
-static Workflow__V1__Instance *
 cancel(const char *id)
 {
     Workflow__V1__CancelInstanceRequest req = WORKFLOW__V1__CANCEL_INSTANCE_REQUEST__INIT;
@@ -135,29 +125,6 @@ vf(const char *path, const char *value)
 
 /* ---- definitions ----------------------------------------------------------------------------- */
 
-/* s -> work (AUTO job, max_attempts attempts) -> big (.amount > 100) |
- * small (0 <= .amount <= 100) -> e: a negative amount matches no arc. */
-static nb *
-job_net(const char *key, const char *type, int max_attempts)
-{
-    nb *n = net_new(key);
-    place(n, "s", START);
-    place(n, "big", NORMAL);
-    place(n, "small", NORMAL);
-    place(n, "e", END);
-    with_job(trans(n, "work", T_AUTO), type, max_attempts, 0);
-    trans(n, "finish_big", T_AUTO);
-    trans(n, "finish_small", T_AUTO);
-    arc(n, "s", "work");
-    arc(n, "work", "big")->guard = ".amount > 100";
-    arc(n, "work", "small")->guard = ".amount >= 0 and .amount <= 100";
-    arc(n, "big", "finish_big");
-    arc(n, "small", "finish_small");
-    arc(n, "finish_big", "e");
-    arc(n, "finish_small", "e");
-    return n;
-}
-
 /* Starts an instance of key and fails its job for good (one attempt). */
 static Workflow__V1__Instance *
 start_and_fail(const char *key, const char *type)
@@ -173,11 +140,11 @@ start_and_fail(const char *key, const char *type)
 
 /* ---- ListIncidents ----------------------------------------------------------------------- */
 
-START_TEST(test_job_failure_is_listed_until_retry)
+WF_TEST(test_job_failure_is_listed_until_retry)
 {
     char *key = u("inc-job");
     char *type = u("charge");
-    ck_assert(deploy(job_net(key, type, 1))->created);
+    ck_assert(deploy(guarded_job_net(key, type, 1))->created);
     int64_t before = wf_now_us();
     Workflow__V1__Instance *in = start_and_fail(key, type);
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
@@ -247,11 +214,11 @@ START_TEST(test_job_failure_is_listed_until_retry)
 }
 END_TEST
 
-START_TEST(test_unroutable_completion_is_listed_until_cancel)
+WF_TEST(test_unroutable_completion_is_listed_until_cancel)
 {
     char *key = u("inc-route");
     char *type = u("charge");
-    ck_assert(deploy(job_net(key, type, 3))->created);
+    ck_assert(deploy(guarded_job_net(key, type, 3))->created);
     wf_client_status st;
     Workflow__V1__Instance *in = start_v(as("boss"), key, 0, NULL, &st);
     ck_ok(st);
@@ -276,7 +243,7 @@ START_TEST(test_unroutable_completion_is_listed_until_cancel)
 END_TEST
 
 /* s -> reserve (compensated by refund) -> p1 -> ship -> e, one attempt each. */
-START_TEST(test_failed_compensation_is_listed_until_retry)
+WF_TEST(test_failed_compensation_is_listed_until_retry)
 {
     char *key = u("inc-saga");
     char *reserve = u("reserve"), *ship = u("ship"), *refund = u("refund");
@@ -328,14 +295,14 @@ START_TEST(test_failed_compensation_is_listed_until_retry)
 }
 END_TEST
 
-START_TEST(test_incidents_paged_and_filtered)
+WF_TEST(test_incidents_paged_and_filtered)
 {
     char *key = u("inc-page");
     char *other = u("inc-other");
     char *type = u("charge");
     char *type2 = u("charge2");
-    ck_assert(deploy(job_net(key, type, 1))->created);
-    ck_assert(deploy(job_net(other, type2, 1))->created);
+    ck_assert(deploy(guarded_job_net(key, type, 1))->created);
+    ck_assert(deploy(guarded_job_net(other, type2, 1))->created);
     char *ids[3];
     for (int i = 0; i < 3; i++) {
         ids[i] = start_and_fail(key, type)->id;
@@ -391,11 +358,11 @@ END_TEST
 
 /* ---- ListInstances filters --------------------------------------------------------------- */
 
-START_TEST(test_list_instances_by_time_status_and_variables)
+WF_TEST(test_list_instances_by_time_status_and_variables)
 {
     char *key = u("find");
     char *type = u("find-job");
-    ck_assert(deploy(job_net(key, type, 1))->created);
+    ck_assert(deploy(guarded_job_net(key, type, 1))->created);
     static const char *const vars[] = {
         "{\"amount\":1,\"customer\":{\"country\":\"DE\",\"vip\":true}}",
         "{\"amount\":1.0,\"customer\":{\"country\":\"FR\"}}",
@@ -558,7 +525,7 @@ refused(const char *key, Workflow__V1__ListInstancesRequest *req, const char *re
                   "violation \"%s\", want field %s", st.violations[0], field);
 }
 
-START_TEST(test_list_instances_filter_refusals)
+WF_TEST(test_list_instances_filter_refusals)
 {
     char *key = u("refuse");
     static const char *const bad_paths[] = {"", "a..b", ".a", "a.", "a.b.c.d.e.f.g.h.i", "a\tb"};
@@ -644,16 +611,5 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("e2e_incidents");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_job_failure_is_listed_until_retry);
-    tcase_add_test(tc, test_unroutable_completion_is_listed_until_cancel);
-    tcase_add_test(tc, test_failed_compensation_is_listed_until_retry);
-    tcase_add_test(tc, test_incidents_paged_and_filtered);
-    tcase_add_test(tc, test_list_instances_by_time_status_and_variables);
-    tcase_add_test(tc, test_list_instances_filter_refusals);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite("e2e_incidents", wf_test_store_name(), setup, teardown, 60));
 }

@@ -57,21 +57,12 @@ call_raw(wf_client *c, const char *method, const void *body, size_t len,
     return r;
 }
 
-/* True when one of st's violations starts with prefix. */
-static bool
-has_violation(const wf_client_status *st, const char *prefix)
-{
-    for (int i = 0; i < st->nviolations && i < 8; i++)
-        if (strncmp(st->violations[i], prefix, strlen(prefix)) == 0)
-            return true;
-    return false;
-}
-
 #define ck_refused(st, field_desc)                                                                 \
     do {                                                                                           \
         ck_fails((st), GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");                          \
-        ck_assert_msg(has_violation(&(st), (field_desc)), "no violation \"%s\" (first: \"%s\")",   \
-                      (field_desc), (st).nviolations > 0 ? (st).violations[0] : "");               \
+        ck_assert_msg(has_violation(&(st), (field_desc), NULL),                                    \
+                      "no violation \"%s\" (first: \"%s\")", (field_desc),                         \
+                      (st).nviolations > 0 ? (st).violations[0] : "");                             \
     } while (0)
 
 static const char *
@@ -133,7 +124,7 @@ capture_end(void)
 
 /* ---- NUL bytes -------------------------------------------------------------------------- */
 
-START_TEST(test_nul_in_a_string_field_is_refused)
+WF_TEST(test_nul_in_a_string_field_is_refused)
 {
     wf_client *dev = as("dev");
     wf_client_status st;
@@ -180,7 +171,7 @@ END_TEST
 
 /* "\u0000" inside a JSON string is refused by jansson (JSON_ALLOW_NUL is
  * off): a JSON text is never cut either. */
-START_TEST(test_escaped_nul_in_json_is_refused)
+WF_TEST(test_escaped_nul_in_json_is_refused)
 {
     wf_client *dev = as("dev");
     wf_client_status st;
@@ -191,7 +182,7 @@ END_TEST
 
 /* ---- wire types ----------------------------------------------------------------------- */
 
-START_TEST(test_wrong_wire_type_is_refused)
+WF_TEST(test_wrong_wire_type_is_refused)
 {
     wf_client *dev = as("dev");
     wf_client_status st;
@@ -239,7 +230,7 @@ send_signal_ttl(wf_client *c, Google__Protobuf__Duration *ttl, wf_client_status 
     call(c, "SendSignal", &r, &workflow__v1__send_signal_response__descriptor, st);
 }
 
-START_TEST(test_out_of_range_durations_are_refused)
+WF_TEST(test_out_of_range_durations_are_refused)
 {
     wf_client *dev = as("dev");
     wf_client_status st;
@@ -269,7 +260,7 @@ START_TEST(test_out_of_range_durations_are_refused)
 }
 END_TEST
 
-START_TEST(test_out_of_range_timestamps_are_refused)
+WF_TEST(test_out_of_range_timestamps_are_refused)
 {
     wf_client *dev = as("dev");
     wf_client_status st;
@@ -295,7 +286,7 @@ END_TEST
 
 /* ---- assignee ids of an expression -------------------------------------------------------- */
 
-START_TEST(test_ids_expression_ids_follow_the_id_rule)
+WF_TEST(test_ids_expression_ids_follow_the_id_rule)
 {
     wf_client *dev = as("dev");
     wf_client_status st;
@@ -323,7 +314,7 @@ END_TEST
 
 /* ---- metadata ------------------------------------------------------------------------- */
 
-START_TEST(test_oversized_metadata_keeps_the_connection)
+WF_TEST(test_oversized_metadata_keeps_the_connection)
 {
     wf_client *dev = as("dev");
     wf_client_status st;
@@ -486,7 +477,7 @@ raw_list_definitions(const char *key, size_t klen)
     return result;
 }
 
-START_TEST(test_api_key_is_compared_over_its_whole_length)
+WF_TEST(test_api_key_is_compared_over_its_whole_length)
 {
     const char *env[] = {"WF_API_KEYS=k-admin", NULL};
     teardown();
@@ -500,7 +491,7 @@ END_TEST
 
 /* ---- the access log --------------------------------------------------------------------- */
 
-START_TEST(test_access_log_lines_are_valid_json_in_utf8)
+WF_TEST(test_access_log_lines_are_valid_json_in_utf8)
 {
     const char *env[] = {"WF_LOG_LEVEL=info", NULL};
     teardown();
@@ -539,19 +530,5 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("e2e_input");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_nul_in_a_string_field_is_refused);
-    tcase_add_test(tc, test_escaped_nul_in_json_is_refused);
-    tcase_add_test(tc, test_wrong_wire_type_is_refused);
-    tcase_add_test(tc, test_out_of_range_durations_are_refused);
-    tcase_add_test(tc, test_out_of_range_timestamps_are_refused);
-    tcase_add_test(tc, test_ids_expression_ids_follow_the_id_rule);
-    tcase_add_test(tc, test_oversized_metadata_keeps_the_connection);
-    tcase_add_test(tc, test_api_key_is_compared_over_its_whole_length);
-    tcase_add_test(tc, test_access_log_lines_are_valid_json_in_utf8);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite("e2e_input", wf_test_store_name(), setup, teardown, 60));
 }

@@ -28,23 +28,8 @@ static const char *
 job_def(const char *type)
 {
     char *key = u("push");
-    nb *n = net_new(key);
-    place(n, "s", START);
-    place(n, "e", END);
-    with_job(trans(n, "work", T_AUTO), type, 0, 0);
-    arc(n, "s", "work");
-    arc(n, "work", "e");
-    deploy(n);
+    deploy(job_net(key, type, 0, 0));
     return key;
-}
-
-static Workflow__V1__Instance *
-start_job(const char *key, const char *vars)
-{
-    wf_client_status st;
-    Workflow__V1__Instance *in = start_v(as("boss"), key, 0, vars, &st);
-    ck_ok(st);
-    return in;
 }
 
 /* Opens a job stream of type as worker "ws" (lease_ms 0 = unset), with the
@@ -132,13 +117,13 @@ complete_jobs(const char *const *keys, size_t n, wf_client_status *st)
                 st);
 }
 
-START_TEST(test_push_order_and_credit)
+WF_TEST(test_push_order_and_credit)
 {
     char *type = u("pushed");
     const char *key = job_def(type);
     Workflow__V1__Instance *in[5];
     for (int i = 0; i < 5; i++)
-        in[i] = start_job(key, "{\"a\":1,\"b\":2}");
+        in[i] = start_boss(key, "{\"a\":1,\"b\":2}");
     wf_client_stream *s = open_stream(type, 2, 0, 0);
     /* The oldest two, in order; then nothing while the stream holds two. */
     Workflow__V1__Job *j0 = must_next(s, 3000), *j1 = must_next(s, 3000);
@@ -171,15 +156,15 @@ START_TEST(test_push_order_and_credit)
     ck_assert_str_eq(j4->instance_id, in[4]->id);
     /* A completion this server does not see (another replica's) gives the
      * credit back at the stream's recheck. */
-    Workflow__V1__Instance *in5 = start_job(key, NULL);
+    Workflow__V1__Instance *in5 = start_boss(key, NULL);
     must_not_push(s, 300);
     wf_arena *a = wf_arena_new();
-    wf_net_ctx ctx = {.ref = {.store = ts.app.store,
-                              .tenant = "default",
-                              .deadline_ms = wf_mono_ms() + 10000,
-                              .arena = a}};
+    wf_runtime_ctx ctx = {.ref = {.store = ts.app.store,
+                                  .tenant = "default",
+                                  .deadline_ms = wf_mono_ms() + 10000,
+                                  .arena = a}};
     wf_error err;
-    wf_code rc = wf_net_complete_job(&ctx, j3->key, NULL, NULL, &err);
+    wf_code rc = wf_runtime_complete_job(&ctx, j3->key, NULL, NULL, &err);
     wf_arena_free(a);
     ck_assert_msg(rc == WF_OK, "complete: %s", err.msg);
     Workflow__V1__Job *j5 = must_next(s, 8000);
@@ -190,7 +175,7 @@ START_TEST(test_push_order_and_credit)
 }
 END_TEST
 
-START_TEST(test_push_waits_for_new_jobs_and_picks_variables)
+WF_TEST(test_push_waits_for_new_jobs_and_picks_variables)
 {
     char *type = u("later");
     const char *key = job_def(type);
@@ -208,7 +193,7 @@ START_TEST(test_push_waits_for_new_jobs_and_picks_variables)
     /* A job created while the stream waits is pushed at once (the commit
      * wakes it), well within the stream's one-second recheck. */
     int64_t t0 = wf_mono_ms();
-    Workflow__V1__Instance *in = start_job(key, "{\"a\":1,\"b\":2,\"c\":[3]}");
+    Workflow__V1__Instance *in = start_boss(key, "{\"a\":1,\"b\":2,\"c\":[3]}");
     Workflow__V1__Job *j = must_next(s, 3000);
     ck_assert_str_eq(j->instance_id, in->id);
     ck_assert_str_eq(j->variables_json, "{\"a\":1,\"c\":[3]}");
@@ -218,12 +203,12 @@ START_TEST(test_push_waits_for_new_jobs_and_picks_variables)
 }
 END_TEST
 
-START_TEST(test_another_tenant_gives_no_credit_back)
+WF_TEST(test_another_tenant_gives_no_credit_back)
 {
     char *type = u("tenant");
     const char *key = job_def(type);
-    start_job(key, NULL);
-    start_job(key, NULL);
+    start_boss(key, NULL);
+    start_boss(key, NULL);
     wf_client_stream *s = open_stream(type, 1, 0, 0);
     Workflow__V1__Job *j = must_next(s, 3000);
     /* The key means nothing in another tenant: refused, and the stream
@@ -238,13 +223,13 @@ START_TEST(test_another_tenant_gives_no_credit_back)
 }
 END_TEST
 
-START_TEST(test_two_streams_never_share_a_job)
+WF_TEST(test_two_streams_never_share_a_job)
 {
     char *type = u("shared");
     const char *key = job_def(type);
     wf_client_stream *a = open_stream(type, 3, 0, 0), *b = open_stream(type, 3, 0, 0);
     for (int i = 0; i < 6; i++)
-        start_job(key, NULL);
+        start_boss(key, NULL);
     const char *ids[6];
     for (int i = 0; i < 3; i++)
         ids[i] = must_next(a, 3000)->id;
@@ -260,11 +245,11 @@ START_TEST(test_two_streams_never_share_a_job)
 }
 END_TEST
 
-START_TEST(test_lease_expiry_brings_the_job_back)
+WF_TEST(test_lease_expiry_brings_the_job_back)
 {
     char *type = u("expire");
     const char *key = job_def(type);
-    Workflow__V1__Instance *in = start_job(key, NULL);
+    Workflow__V1__Instance *in = start_boss(key, NULL);
     wf_client_stream *s = open_stream(type, 1, 300, 0);
     Workflow__V1__Job *first = must_next(s, 3000);
     ck_assert_str_eq(first->instance_id, in->id);
@@ -286,11 +271,11 @@ START_TEST(test_lease_expiry_brings_the_job_back)
 }
 END_TEST
 
-START_TEST(test_complete_jobs_mixed_outcomes)
+WF_TEST(test_complete_jobs_mixed_outcomes)
 {
     char *type = u("mixed");
     const char *key = job_def(type);
-    Workflow__V1__Instance *i0 = start_job(key, NULL), *i1 = start_job(key, NULL);
+    Workflow__V1__Instance *i0 = start_boss(key, NULL), *i1 = start_boss(key, NULL);
     wf_client_stream *s = open_stream(type, 2, 0, 0);
     Workflow__V1__Job *j0 = must_next(s, 3000), *j1 = must_next(s, 3000);
     wf_client_stream_close(s);
@@ -322,7 +307,7 @@ START_TEST(test_complete_jobs_mixed_outcomes)
     ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
     /* An item's request id is CompleteJob's: the retry answers OK once more
      * without completing twice, through either method. */
-    Workflow__V1__Instance *i2 = start_job(key, NULL);
+    Workflow__V1__Instance *i2 = start_boss(key, NULL);
     s = open_stream(type, 1, 0, 0);
     Workflow__V1__Job *j2 = must_next(s, 3000);
     wf_client_stream_close(s);
@@ -360,7 +345,7 @@ stream_fails(const Workflow__V1__StreamActivatedJobsRequest *req, const char *wh
     wf_client_stream_close(s);
 }
 
-START_TEST(test_bad_stream_requests)
+WF_TEST(test_bad_stream_requests)
 {
     Workflow__V1__StreamActivatedJobsRequest req =
         WORKFLOW__V1__STREAM_ACTIVATED_JOBS_REQUEST__INIT;
@@ -384,7 +369,7 @@ START_TEST(test_bad_stream_requests)
 }
 END_TEST
 
-START_TEST(test_cancel_and_deadline_end_the_stream)
+WF_TEST(test_cancel_and_deadline_end_the_stream)
 {
     char *type = u("ends");
     const char *key = job_def(type);
@@ -402,7 +387,7 @@ START_TEST(test_cancel_and_deadline_end_the_stream)
     must_not_push(s, 200);
     wf_client_stream_close(s);
     sleep_ms(100);
-    Workflow__V1__Instance *in = start_job(key, NULL);
+    Workflow__V1__Instance *in = start_boss(key, NULL);
     sleep_ms(300);
     Workflow__V1__ActivateJobsResponse *r = activate(type, 1, 0, 0);
     ck_assert_uint_eq(r->n_jobs, 1);
@@ -419,7 +404,7 @@ stop_server(void *arg)
     return NULL;
 }
 
-START_TEST(test_shutdown_ends_the_stream_unavailable)
+WF_TEST(test_shutdown_ends_the_stream_unavailable)
 {
     char *type = u("shutdown");
     wf_client_stream *s = open_stream(type, 1, 0, 0);
@@ -446,19 +431,5 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("e2e_jobstream");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_push_order_and_credit);
-    tcase_add_test(tc, test_push_waits_for_new_jobs_and_picks_variables);
-    tcase_add_test(tc, test_two_streams_never_share_a_job);
-    tcase_add_test(tc, test_another_tenant_gives_no_credit_back);
-    tcase_add_test(tc, test_lease_expiry_brings_the_job_back);
-    tcase_add_test(tc, test_complete_jobs_mixed_outcomes);
-    tcase_add_test(tc, test_bad_stream_requests);
-    tcase_add_test(tc, test_cancel_and_deadline_end_the_stream);
-    tcase_add_test(tc, test_shutdown_ends_the_stream_unavailable);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite("e2e_jobstream", wf_test_store_name(), setup, teardown, 60));
 }

@@ -165,16 +165,6 @@ start_at_a(const char *key, const char *job)
 }
 
 static bool
-has_violation(const wf_client_status *st, const char *prefix, const char *reason)
-{
-    for (int i = 0; i < st->nviolations && i < 8; i++)
-        if (strncmp(st->violations[i], prefix, strlen(prefix)) == 0 &&
-            strcmp(st->violation_reasons[i], reason) == 0)
-            return true;
-    return false;
-}
-
-static bool
 same_bytes(const ProtobufCMessage *a, const ProtobufCMessage *b)
 {
     size_t l1 = protobuf_c_message_get_packed_size(a), l2 = protobuf_c_message_get_packed_size(b);
@@ -188,7 +178,7 @@ same_bytes(const ProtobufCMessage *a, const ProtobufCMessage *b)
 
 /* ---- tests -------------------------------------------------------------------------------- */
 
-START_TEST(test_claimed_task_kept_across_renamed_places)
+WF_TEST(test_claimed_task_kept_across_renamed_places)
 {
     char *key = u("migkeep"), *job = u("ship");
     deploy_v1(key, job);
@@ -261,7 +251,7 @@ START_TEST(test_claimed_task_kept_across_renamed_places)
 }
 END_TEST
 
-START_TEST(test_dry_run_refusal_mapping_and_replay)
+WF_TEST(test_dry_run_refusal_mapping_and_replay)
 {
     char *key = u("migmap"), *job = u("ship");
     Workflow__V1__Instance *in = start_at_a(key, job);
@@ -320,7 +310,7 @@ START_TEST(test_dry_run_refusal_mapping_and_replay)
 }
 END_TEST
 
-START_TEST(test_every_problem_is_listed)
+WF_TEST(test_every_problem_is_listed)
 {
     char *key = u("migmany"), *job = u("ship");
     Workflow__V1__Instance *in = start_at_a(key, job);
@@ -349,7 +339,7 @@ START_TEST(test_every_problem_is_listed)
 }
 END_TEST
 
-START_TEST(test_mapping_withdraws_and_creates)
+WF_TEST(test_mapping_withdraws_and_creates)
 {
     char *key = u("migesc"), *job = u("ship");
     Workflow__V1__Instance *in = start_at_a(key, job);
@@ -403,7 +393,7 @@ deploy_steps(const char *key, const char *const *ids, const char *const *types, 
     ck_ok(st);
 }
 
-START_TEST(test_steps_keep_the_leased_job)
+WF_TEST(test_steps_keep_the_leased_job)
 {
     char *key = u("migsteps");
     char *charge = u("charge"), *pack = u("pack"), *ship = u("ship"), *other = u("other");
@@ -440,7 +430,7 @@ START_TEST(test_steps_keep_the_leased_job)
 }
 END_TEST
 
-START_TEST(test_refusals_with_code_and_reason)
+WF_TEST(test_refusals_with_code_and_reason)
 {
     char *key = u("migref"), *job = u("ship");
     deploy_v1(key, job);
@@ -552,7 +542,7 @@ race_complete(void *arg)
  * withdrawn, escalate created), the completion of approve moves it to b
  * (then b maps to b and the ship job is kept). The root lock orders them;
  * either way the instance runs version 2 with one token. */
-START_TEST(test_migrate_racing_complete_task)
+WF_TEST(test_migrate_racing_complete_task)
 {
     char *key = u("migrace"), *job = u("ship");
     deploy_v1(key, job);
@@ -608,17 +598,5 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("e2e_migrate");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_claimed_task_kept_across_renamed_places);
-    tcase_add_test(tc, test_dry_run_refusal_mapping_and_replay);
-    tcase_add_test(tc, test_every_problem_is_listed);
-    tcase_add_test(tc, test_mapping_withdraws_and_creates);
-    tcase_add_test(tc, test_steps_keep_the_leased_job);
-    tcase_add_test(tc, test_refusals_with_code_and_reason);
-    tcase_add_test(tc, test_migrate_racing_complete_task);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite("e2e_migrate", wf_test_store_name(), setup, teardown, 60));
 }

@@ -86,20 +86,9 @@ modify_1(const char *id, Workflow__V1__TokenOperation *o, bool allow_empty, wf_c
 static json_t *
 event_data(const char *root, const char *type)
 {
-    wf_arena *a = wf_arena_new();
-    wf_store_ctx sc = {"default", 0, a};
-    wf_event_filter f = {.instance_id = root};
-    wf_event_row *ev;
-    size_t n;
-    wf_error err;
-    ck_assert_int_eq(wf_store_read_events(ts.app.store, &sc, 0, &f, 1000, &ev, &n, &err), WF_OK);
-    json_t *v = NULL;
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(ev[i].type, type) == 0) {
-            json_decref(v);
-            v = json_loads(ev[i].data_json, 0, NULL);
-        }
-    wf_arena_free(a);
+    const wf_event_row *e = last_event(root, type);
+    ck_assert_msg(e != NULL, "no %s event", type);
+    json_t *v = json_loads(e->data_json, 0, NULL);
     ck_assert_ptr_nonnull(v);
     return v;
 }
@@ -196,7 +185,7 @@ deploy_review_net(const char *name, const char *job_type)
 
 /* ---- tests -------------------------------------------------------------------------------- */
 
-START_TEST(test_move_withdraws_a_task_and_creates_others)
+WF_TEST(test_move_withdraws_a_task_and_creates_others)
 {
     char *key = deploy_review_net("modmove", u("ship"));
     Workflow__V1__Instance *in = start_boss(key, "{\"n\":1}");
@@ -270,7 +259,7 @@ START_TEST(test_move_withdraws_a_task_and_creates_others)
 }
 END_TEST
 
-START_TEST(test_add_enables_a_silent_transition_that_completes)
+WF_TEST(test_add_enables_a_silent_transition_that_completes)
 {
     char *type = u("ship");
     char *key = deploy_review_net("modadd", type);
@@ -303,7 +292,7 @@ START_TEST(test_add_enables_a_silent_transition_that_completes)
 }
 END_TEST
 
-START_TEST(test_remove_with_allow_empty_cancels)
+WF_TEST(test_remove_with_allow_empty_cancels)
 {
     char *key = deploy_review_net("modempty", u("ship"));
     Workflow__V1__Instance *in = start_boss(key, NULL);
@@ -336,7 +325,7 @@ START_TEST(test_remove_with_allow_empty_cancels)
 }
 END_TEST
 
-START_TEST(test_move_between_steps)
+WF_TEST(test_move_between_steps)
 {
     char *key = u("modsteps");
     char *charge = u("charge"), *ship = u("ship");
@@ -379,7 +368,7 @@ START_TEST(test_move_between_steps)
 }
 END_TEST
 
-START_TEST(test_refusals_with_code_and_reason)
+WF_TEST(test_refusals_with_code_and_reason)
 {
     char *key = deploy_review_net("modrefuse", u("ship"));
     Workflow__V1__Instance *in = start_boss(key, NULL);
@@ -445,7 +434,7 @@ END_TEST
 
 /* s -split(USER)-> d (weight 2) -pair(USER, needs 2)-> e: one token
  * in d enables nothing. */
-START_TEST(test_deadlock_is_refused)
+WF_TEST(test_deadlock_is_refused)
 {
     char *key = u("moddead");
     nb *n = net_new(key);
@@ -477,7 +466,7 @@ START_TEST(test_deadlock_is_refused)
 }
 END_TEST
 
-START_TEST(test_request_id_replay_answers_the_same)
+WF_TEST(test_request_id_replay_answers_the_same)
 {
     char *key = deploy_review_net("modidem", u("ship"));
     Workflow__V1__Instance *in = start_boss(key, NULL);
@@ -549,7 +538,7 @@ race_complete(void *arg)
  * fires into END and completes the instance), the completion of the
  * review takes it to a. The root lock orders them; whichever comes second
  * finds the token gone. */
-START_TEST(test_modify_racing_complete_task)
+WF_TEST(test_modify_racing_complete_task)
 {
     char *key = deploy_review_net("modrace", u("ship"));
     wf_client *ops_c = as("ops"), *alice_c = as("alice");
@@ -601,18 +590,5 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("e2e_modify");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_move_withdraws_a_task_and_creates_others);
-    tcase_add_test(tc, test_add_enables_a_silent_transition_that_completes);
-    tcase_add_test(tc, test_remove_with_allow_empty_cancels);
-    tcase_add_test(tc, test_move_between_steps);
-    tcase_add_test(tc, test_refusals_with_code_and_reason);
-    tcase_add_test(tc, test_deadlock_is_refused);
-    tcase_add_test(tc, test_request_id_replay_answers_the_same);
-    tcase_add_test(tc, test_modify_racing_complete_task);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite("e2e_modify", wf_test_store_name(), setup, teardown, 60));
 }

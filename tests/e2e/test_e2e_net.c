@@ -12,7 +12,7 @@
  * where a net is parked.
  *
  * Timers are fired the way the scheduler fires them, by calling
- * wf_net_fire_timer on the server's store (the scheduler thread itself is
+ * wf_runtime_fire_timer on the server's store (the scheduler thread itself is
  * not part of the test server).
  *
  * Postgres keeps rows between runs: every definition key, job type and
@@ -80,7 +80,7 @@ task_for(const Workflow__V1__GetInstanceResponse *g, const char *assignee_id)
 /* ---- definitions ------------------------------------------------------------------------------
  */
 
-START_TEST(test_deploy_reports_every_error_at_once)
+WF_TEST(test_deploy_reports_every_error_at_once)
 {
     nb *n = net_new(u("bad"));
     place(n, "s1", START);
@@ -184,7 +184,7 @@ simple_net(const char *key, const char *reviewer, const char *name)
     return n;
 }
 
-START_TEST(test_versions_get_and_list)
+WF_TEST(test_versions_get_and_list)
 {
     char *key = u("ver");
     Workflow__V1__DeployDefinitionResponse *r = deploy(simple_net(key, "alice", "First"));
@@ -322,7 +322,7 @@ versions_of(const char *key, Workflow__V1__DefinitionKind kind)
 /* A refused NET deploy, then a start that creates an AD_HOC version 1: a
  * later NET deploy of that key is refused (it once became version 2), and
  * so is an AD_HOC deploy onto a NET key. */
-START_TEST(test_a_key_never_changes_kind)
+WF_TEST(test_a_key_never_changes_kind)
 {
     char *key = u("kind");
     wf_client_status st;
@@ -382,7 +382,7 @@ race_kind(void *arg)
 
 /* A NET deploy racing an auto-creating start of a new key: one kind
  * wins, the key has one version, and the start ran the winner. */
-START_TEST(test_deploy_racing_an_auto_creation_keeps_one_kind)
+WF_TEST(test_deploy_racing_an_auto_creation_keeps_one_kind)
 {
     for (int round = 0; round < 12; round++) {
         char *key = wf_arena_printf(ta, "%s-%d", u("kindrace"), round);
@@ -411,7 +411,7 @@ END_TEST
 
 /* WF_AUTO_CREATE_DEFINITIONS=false: an unknown key is NOT_FOUND and
  * nothing is created; deployed keys start as before. */
-START_TEST(test_auto_creation_off)
+WF_TEST(test_auto_creation_off)
 {
     wf_test_server_stop(&ts, 1000);
     const char *env[] = {"WF_AUTO_CREATE_DEFINITIONS=false", NULL};
@@ -431,7 +431,7 @@ START_TEST(test_auto_creation_off)
 }
 END_TEST
 
-START_TEST(test_validity_window_and_snapshot)
+WF_TEST(test_validity_window_and_snapshot)
 {
     char *key = u("window");
     deploy(simple_net(key, "alice", "One"));
@@ -498,7 +498,7 @@ race_net(const char *key)
     return n;
 }
 
-START_TEST(test_deferred_choice_user_wins)
+WF_TEST(test_deferred_choice_user_wins)
 {
     char *key = u("race");
     deploy(race_net(key));
@@ -547,7 +547,7 @@ START_TEST(test_deferred_choice_user_wins)
 }
 END_TEST
 
-START_TEST(test_deferred_choice_timer_wins)
+WF_TEST(test_deferred_choice_timer_wins)
 {
     char *key = u("race");
     deploy(race_net(key));
@@ -569,7 +569,7 @@ START_TEST(test_deferred_choice_timer_wins)
 }
 END_TEST
 
-START_TEST(test_and_split_and_join)
+WF_TEST(test_and_split_and_join)
 {
     char *key = u("and");
     nb *n = net_new(key);
@@ -662,7 +662,7 @@ or_net(const char *key, bool with_default)
     return n;
 }
 
-START_TEST(test_guarded_or_split_with_default)
+WF_TEST(test_guarded_or_split_with_default)
 {
     char *key = u("or");
     Workflow__V1__DeployDefinitionResponse *r = deploy(or_net(key, true));
@@ -689,7 +689,7 @@ START_TEST(test_guarded_or_split_with_default)
 }
 END_TEST
 
-START_TEST(test_no_arc_matched_changes_nothing)
+WF_TEST(test_no_arc_matched_changes_nothing)
 {
     char *key = u("noarc");
     Workflow__V1__DeployDefinitionResponse *r = deploy(or_net(key, false));
@@ -719,7 +719,7 @@ START_TEST(test_no_arc_matched_changes_nothing)
 }
 END_TEST
 
-START_TEST(test_users_quorum)
+WF_TEST(test_users_quorum)
 {
     char *key = u("vote");
     nb *n = net_new(key);
@@ -738,6 +738,8 @@ START_TEST(test_users_quorum)
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
     ck_assert_uint_eq(g->n_tasks, 3);
     ck_assert_uint_eq(g->n_joins, 1);
+    ck_assert_str_eq(g->joins[0]->instance_id, in->id);
+    ck_assert_str_eq(g->joins[0]->transition_id, "vote"); /* the USER transition */
     ck_assert_int_eq(g->joins[0]->required, 2);
     ck_assert_int_eq(g->joins[0]->total, 3);
     wf_client_status st;
@@ -765,20 +767,7 @@ END_TEST
 /* ---- jobs --------------------------------------------------------------------------------------
  */
 
-/* s -> work (AUTO type) -> e */
-static nb *
-job_net(const char *key, const char *type, int max_attempts, int64_t initial_ms)
-{
-    nb *n = net_new(key);
-    place(n, "s", START);
-    place(n, "e", END);
-    with_job(trans(n, "work", T_AUTO), type, max_attempts, initial_ms);
-    arc(n, "s", "work");
-    arc(n, "work", "e");
-    return n;
-}
-
-START_TEST(test_job_activate_and_complete)
+WF_TEST(test_job_activate_and_complete)
 {
     char *key = u("job"), *type = u("charge");
     deploy(job_net(key, type, 0, 0));
@@ -841,7 +830,7 @@ START_TEST(test_job_activate_and_complete)
 }
 END_TEST
 
-START_TEST(test_transition_lease_and_idempotent_job_calls)
+WF_TEST(test_transition_lease_and_idempotent_job_calls)
 {
     char *key = u("tlease"), *type = u("timed");
     nb *n = job_net(key, type, 0, 0);
@@ -882,7 +871,7 @@ START_TEST(test_transition_lease_and_idempotent_job_calls)
 }
 END_TEST
 
-START_TEST(test_group_task_of_a_net)
+WF_TEST(test_group_task_of_a_net)
 {
     char *key = u("grp"), *grp = u("ops");
     nb *n = net_new(key);
@@ -947,7 +936,7 @@ START_TEST(test_group_task_of_a_net)
 }
 END_TEST
 
-START_TEST(test_job_sees_the_variables_at_activation)
+WF_TEST(test_job_sees_the_variables_at_activation)
 {
     char *key = u("vars"), *type = u("print");
     nb *n = net_new(key);
@@ -1001,7 +990,7 @@ race_complete(void *arg)
     return NULL;
 }
 
-START_TEST(test_two_workers_race_one_key)
+WF_TEST(test_two_workers_race_one_key)
 {
     char *key = u("race-job"), *type = u("ship");
     deploy(job_net(key, type, 0, 0));
@@ -1076,7 +1065,7 @@ work_loop(void *arg)
     return NULL;
 }
 
-START_TEST(test_concurrent_workers_complete_each_job_once)
+WF_TEST(test_concurrent_workers_complete_each_job_once)
 {
     char *key = u("many"), *type = u("pack");
     deploy(job_net(key, type, 0, 0));
@@ -1101,7 +1090,7 @@ START_TEST(test_concurrent_workers_complete_each_job_once)
 }
 END_TEST
 
-START_TEST(test_lease_expiry_gives_a_new_key)
+WF_TEST(test_lease_expiry_gives_a_new_key)
 {
     char *key = u("lease"), *type = u("slow");
     deploy(job_net(key, type, 0, 0));
@@ -1156,7 +1145,7 @@ START_TEST(test_lease_expiry_gives_a_new_key)
 }
 END_TEST
 
-START_TEST(test_fail_job_backs_off_then_retries)
+WF_TEST(test_fail_job_backs_off_then_retries)
 {
     char *key = u("retry"), *type = u("flaky");
     /* The backoff outlasts the calls between the failure and the reads
@@ -1199,7 +1188,7 @@ START_TEST(test_fail_job_backs_off_then_retries)
 }
 END_TEST
 
-START_TEST(test_attempts_run_out_and_the_instance_fails)
+WF_TEST(test_attempts_run_out_and_the_instance_fails)
 {
     char *key = u("exhaust"), *type = u("broken");
     deploy(job_net(key, type, 2, 0));
@@ -1280,7 +1269,7 @@ poll_once(void *arg)
     return NULL;
 }
 
-START_TEST(test_long_poll_returns_when_a_job_appears)
+WF_TEST(test_long_poll_returns_when_a_job_appears)
 {
     char *key = u("poll"), *type = u("wake");
     deploy(job_net(key, type, 0, 0));
@@ -1303,7 +1292,7 @@ START_TEST(test_long_poll_returns_when_a_job_appears)
 }
 END_TEST
 
-START_TEST(test_get_instance_explains_a_parked_net)
+WF_TEST(test_get_instance_explains_a_parked_net)
 {
     char *key = u("park"), *type = u("mail");
     nb *n = net_new(key);
@@ -1394,7 +1383,7 @@ limit_net(const char *key, bool timer)
     return n;
 }
 
-START_TEST(test_expression_limit_fails_the_instance_and_the_server_keeps_serving)
+WF_TEST(test_expression_limit_fails_the_instance_and_the_server_keeps_serving)
 {
     /* The memory limit must come first, however slow the machine. */
     wf_expr_configure(&(wf_expr_options){.isolation = WF_EXPR_PROCESS,
@@ -1446,34 +1435,5 @@ main(int argc, char **argv)
     /* The expression workers of the limit test are this binary. */
     if (argc > 1 && strcmp(argv[1], WF_EXPR_WORKER_ARG) == 0)
         return wf_expr_worker_main(argc, argv);
-    Suite *s = suite_create("e2e_net");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_deploy_reports_every_error_at_once);
-    tcase_add_test(tc, test_versions_get_and_list);
-    tcase_add_test(tc, test_validity_window_and_snapshot);
-    tcase_add_test(tc, test_a_key_never_changes_kind);
-    tcase_add_test(tc, test_deploy_racing_an_auto_creation_keeps_one_kind);
-    tcase_add_test(tc, test_auto_creation_off);
-    tcase_add_test(tc, test_deferred_choice_user_wins);
-    tcase_add_test(tc, test_deferred_choice_timer_wins);
-    tcase_add_test(tc, test_and_split_and_join);
-    tcase_add_test(tc, test_guarded_or_split_with_default);
-    tcase_add_test(tc, test_no_arc_matched_changes_nothing);
-    tcase_add_test(tc, test_users_quorum);
-    tcase_add_test(tc, test_job_activate_and_complete);
-    tcase_add_test(tc, test_transition_lease_and_idempotent_job_calls);
-    tcase_add_test(tc, test_group_task_of_a_net);
-    tcase_add_test(tc, test_job_sees_the_variables_at_activation);
-    tcase_add_test(tc, test_two_workers_race_one_key);
-    tcase_add_test(tc, test_concurrent_workers_complete_each_job_once);
-    tcase_add_test(tc, test_lease_expiry_gives_a_new_key);
-    tcase_add_test(tc, test_fail_job_backs_off_then_retries);
-    tcase_add_test(tc, test_attempts_run_out_and_the_instance_fails);
-    tcase_add_test(tc, test_long_poll_returns_when_a_job_appears);
-    tcase_add_test(tc, test_get_instance_explains_a_parked_net);
-    tcase_add_test(tc, test_expression_limit_fails_the_instance_and_the_server_keeps_serving);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite("e2e_net", wf_test_store_name(), setup, teardown, 60));
 }

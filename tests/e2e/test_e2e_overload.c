@@ -154,7 +154,7 @@ probe_health(int rounds, int *failed, int64_t *p50)
     return percentile(lat, n, 1.0);
 }
 
-START_TEST(test_health_answers_while_deploys_compile)
+WF_CASE_TEST(wf_test_store_name(), test_health_answers_while_deploys_compile)
 {
     isolate(1000, 10, 0);
     enum { NDEP = 8 };
@@ -184,7 +184,7 @@ START_TEST(test_health_answers_while_deploys_compile)
 }
 END_TEST
 
-START_TEST(test_health_answers_while_slow_guards_hold_the_pool)
+WF_CASE_TEST(wf_test_store_name(), test_health_answers_while_slow_guards_hold_the_pool)
 {
     isolate(1000, 10, 0);
     char *key = deploy_slow();
@@ -273,7 +273,7 @@ guarded_starts(void *arg)
     return NULL;
 }
 
-START_TEST(test_overload_refuses_at_once_and_bounds_the_wait_of_accepted_calls)
+WF_CASE_TEST("backpressure", test_overload_refuses_at_once_and_bounds_the_wait_of_accepted_calls)
 {
     /* Guards of tens of ms: the budgets are far above them however slow
      * the machine, so that every failure here is a refusal, not a timeout
@@ -374,7 +374,7 @@ deploy_plain(void)
     return key;
 }
 
-START_TEST(test_a_full_expression_queue_refuses_at_once)
+WF_CASE_TEST("expression_queue", test_a_full_expression_queue_refuses_at_once)
 {
     /* On the memory store too: a unit of work lets the store's lock go
      * while it waits for an expression (wf_tx_pause), so guard calls reach
@@ -443,22 +443,9 @@ main(int argc, char **argv)
     /* The expression workers are this binary. */
     if (argc > 1 && strcmp(argv[1], WF_EXPR_WORKER_ARG) == 0)
         return wf_expr_worker_main(argc, argv);
-    Suite *s = suite_create("e2e_overload");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup8, teardown);
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_health_answers_while_deploys_compile);
-    tcase_add_test(tc, test_health_answers_while_slow_guards_hold_the_pool);
-    suite_add_tcase(s, tc);
-    TCase *bp = tcase_create("backpressure");
-    tcase_add_checked_fixture(bp, setup_small_pool, teardown);
-    tcase_set_timeout(bp, 120);
-    tcase_add_test(bp, test_overload_refuses_at_once_and_bounds_the_wait_of_accepted_calls);
-    suite_add_tcase(s, bp);
-    TCase *eq = tcase_create("expression_queue");
-    tcase_add_checked_fixture(eq, setup_four, teardown);
-    tcase_set_timeout(eq, 120);
-    tcase_add_test(eq, test_a_full_expression_queue_refuses_at_once);
-    suite_add_tcase(s, eq);
-    return wf_test_run(s);
+    const wf_test_case cases[] = {{wf_test_store_name(), setup8, teardown, 120},
+                                  {"backpressure", setup_small_pool, teardown, 120},
+                                  {"expression_queue", setup_four, teardown, 120},
+                                  {NULL}};
+    return wf_test_run(wf_test_suite_of("e2e_overload", cases));
 }

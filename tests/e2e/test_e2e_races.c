@@ -105,17 +105,11 @@ send_paid(wf_client *c, const char *order_id, wf_client_status *st)
 static int
 events_of_type(const char *instance_id, const char *type)
 {
-    wf_arena *a = wf_arena_new();
-    wf_store_ctx sc = {"default", 0, a};
-    wf_event_filter f = {.instance_id = instance_id};
-    wf_event_row *ev;
     size_t n;
-    wf_error err;
-    ck_assert_int_eq(wf_store_read_events(ts.app.store, &sc, 0, &f, 1000, &ev, &n, &err), WF_OK);
+    const wf_event_row *ev = events_of(instance_id, &n);
     int k = 0;
     for (size_t i = 0; i < n; i++)
         k += strcmp(ev[i].type, type) == 0;
-    wf_arena_free(a);
     return k;
 }
 
@@ -139,7 +133,7 @@ assert_signal_path(const char *instance_id)
 
 /* Signals first; then the timeouts come due with the timer scheduler
  * running, and their stale rows are fired by hand too: none fires. */
-START_TEST(test_signal_first_then_the_timeout_comes_due)
+WF_TEST(test_signal_first_then_the_timeout_comes_due)
 {
     enum { DELAY_MS = 1500 };
     int rounds = wf_test_store_is_pg() ? 10 : 30;
@@ -210,14 +204,14 @@ race_timer(void *arg)
                         .tenant = "default",
                         .root_id = (char *)r->instance_id,
                         .instance_id = (char *)r->instance_id};
-    wf_net_rt rt = {.store = ts.app.store};
+    wf_runtime_host rt = {.store = ts.app.store};
     wf_error err;
     pthread_barrier_wait(r->gate);
-    r->fire_rc = wf_net_fire_timer(&rt, &row, wf_mono_ms() + 10000, &r->fired, &err);
+    r->fire_rc = wf_runtime_fire_timer(&rt, &row, wf_mono_ms() + 10000, &r->fired, &err);
     return NULL;
 }
 
-START_TEST(test_signal_racing_its_timeout)
+WF_TEST(test_signal_racing_its_timeout)
 {
     int rounds = wf_test_store_is_pg() ? 60 : 300;
     /* Not due for an hour: only this test's own firing can fire it. */
@@ -275,12 +269,6 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create(wf_test_store_is_pg() ? "e2e_races_pg" : "e2e_races");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_signal_first_then_the_timeout_comes_due);
-    tcase_add_test(tc, test_signal_racing_its_timeout);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite(wf_test_store_is_pg() ? "e2e_races_pg" : "e2e_races",
+                                     wf_test_store_name(), setup, teardown, 120));
 }

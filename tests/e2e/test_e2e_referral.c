@@ -235,7 +235,7 @@ tree_events(const char *root, const char *tenant, const char *want_actor)
 
 /* ---- StartInstance -------------------------------------------------------------------- */
 
-START_TEST(test_start_creates_an_adhoc_root)
+WF_CASE_TEST("open", test_start_creates_an_adhoc_root)
 {
     wf_client *boss = as(u("boss"));
     wf_client_status st;
@@ -261,7 +261,7 @@ START_TEST(test_start_creates_an_adhoc_root)
 }
 END_TEST
 
-START_TEST(test_start_rejects_bad_input)
+WF_CASE_TEST("open", test_start_rejects_bad_input)
 {
     wf_client *boss = as("boss");
     wf_client_status st;
@@ -303,7 +303,7 @@ START_TEST(test_start_rejects_bad_input)
 }
 END_TEST
 
-START_TEST(test_start_is_idempotent)
+WF_CASE_TEST("open", test_start_is_idempotent)
 {
     wf_client *boss = as("boss");
     wf_client_status st;
@@ -341,7 +341,7 @@ END_TEST
 
 /* ---- AssignTo ---------------------------------------------------------------------------- */
 
-START_TEST(test_assign_user_group_and_users)
+WF_CASE_TEST("open", test_assign_user_group_and_users)
 {
     wf_client *boss = as("boss");
     wf_client_status st;
@@ -412,7 +412,7 @@ START_TEST(test_assign_user_group_and_users)
 }
 END_TEST
 
-START_TEST(test_other_tenant_sees_nothing)
+WF_CASE_TEST("open", test_other_tenant_sees_nothing)
 {
     wf_client *a = as_groups("tenant-a", "boss", NULL);
     wf_client *b = as_groups("tenant-b", "boss", NULL);
@@ -438,7 +438,7 @@ END_TEST
 
 /* ---- task rules -------------------------------------------------------------------------- */
 
-START_TEST(test_personal_task_rules)
+WF_CASE_TEST("open", test_personal_task_rules)
 {
     wf_client *boss = as("boss");
     char *alice = u("alice");
@@ -471,7 +471,7 @@ START_TEST(test_personal_task_rules)
 }
 END_TEST
 
-START_TEST(test_group_task_rules)
+WF_CASE_TEST("open", test_group_task_rules)
 {
     wf_client *boss = as("boss");
     char *grp = u("grp");
@@ -514,7 +514,7 @@ START_TEST(test_group_task_rules)
 }
 END_TEST
 
-START_TEST(test_task_calls_are_idempotent)
+WF_CASE_TEST("open", test_task_calls_are_idempotent)
 {
     wf_client *boss = as("boss");
     char *grp = u("grp");
@@ -557,7 +557,7 @@ END_TEST
 
 /* ---- the inbox --------------------------------------------------------------------------- */
 
-START_TEST(test_inbox_of_user_and_group)
+WF_CASE_TEST("open", test_inbox_of_user_and_group)
 {
     wf_client *boss = as("boss");
     char *alice = u("alice"), *grp = u("grp");
@@ -735,7 +735,7 @@ run_race(racer *r, size_t n, void *(*fn)(void *))
     pthread_barrier_destroy(&gate);
 }
 
-START_TEST(test_all_join_fires_once_under_concurrency)
+WF_CASE_TEST("open", test_all_join_fires_once_under_concurrency)
 {
     wf_client *boss = as("boss");
     char *u1 = u("u1"), *u2 = u("u2"), *next_grp = u("next");
@@ -774,7 +774,7 @@ END_TEST
 /* A referral under a referral whose own join fires first: its next step
  * goes to the nearest running ancestor (here the root) instead of failing
  * on the completed parent. Titles are UTF-8 text. */
-START_TEST(test_nested_join_after_parent_completed)
+WF_CASE_TEST("open", test_nested_join_after_parent_completed)
 {
     wf_client *boss = as("boss");
     char *a = u("a"), *b = u("b"), *c = u("c");
@@ -804,7 +804,7 @@ END_TEST
 
 /* 32 tasks of one ALL join completed at the same moment: the join advances
  * exactly once (one next referral in total). */
-START_TEST(test_join_of_32_completed_at_once)
+WF_CASE_TEST("open", test_join_of_32_completed_at_once)
 {
     wf_client *boss = as("boss");
     char *ids[RACERS];
@@ -844,7 +844,7 @@ START_TEST(test_join_of_32_completed_at_once)
 }
 END_TEST
 
-START_TEST(test_concurrent_claims_one_wins)
+WF_CASE_TEST("open", test_concurrent_claims_one_wins)
 {
     wf_client *boss = as("boss");
     char *grp = u("grp");
@@ -869,7 +869,7 @@ START_TEST(test_concurrent_claims_one_wins)
 }
 END_TEST
 
-START_TEST(test_concurrent_completion_of_one_task)
+WF_CASE_TEST("open", test_concurrent_completion_of_one_task)
 {
     wf_client *boss = as("boss");
     char *alice = u("alice");
@@ -899,7 +899,7 @@ START_TEST(test_concurrent_completion_of_one_task)
 }
 END_TEST
 
-START_TEST(test_any_and_quorum_cancel_the_rest)
+WF_CASE_TEST("open", test_any_and_quorum_cancel_the_rest)
 {
     wf_client *boss = as("boss");
     wf_client_status st;
@@ -967,7 +967,7 @@ END_TEST
 
 /* ---- CompleteAndEnd and CancelInstance ------------------------------------------------- */
 
-START_TEST(test_complete_and_end_closes_the_tree)
+WF_CASE_TEST("open", test_complete_and_end_closes_the_tree)
 {
     wf_client *boss = as("boss");
     char *alice = u("alice"), *grp = u("grp"), *two[] = {u("b"), u("c")};
@@ -1024,7 +1024,7 @@ START_TEST(test_complete_and_end_closes_the_tree)
 }
 END_TEST
 
-START_TEST(test_cancel_instance)
+WF_CASE_TEST("open", test_cancel_instance)
 {
     wf_client *boss = as("boss");
     char *alice = u("alice");
@@ -1087,7 +1087,7 @@ count_state(wf_client *c, Workflow__V1__ProcessState state, const char *want_id)
     return l->n_instances;
 }
 
-START_TEST(test_list_instances_states_and_paging)
+WF_CASE_TEST("open", test_list_instances_states_and_paging)
 {
     char *me = u("starter"), *alice = u("alice");
     wf_client *boss = as(me);
@@ -1145,7 +1145,7 @@ END_TEST
 
 /* ---- directories ------------------------------------------------------------------------- */
 
-START_TEST(test_static_directory)
+WF_CASE_TEST("static_directory", test_static_directory)
 {
     wf_client *boss = as("boss");
     wf_client_status st;
@@ -1178,7 +1178,7 @@ START_TEST(test_static_directory)
 }
 END_TEST
 
-START_TEST(test_trusted_actor_groups)
+WF_CASE_TEST("trusted_groups", test_trusted_actor_groups)
 {
     wf_client *boss = as("boss");
     wf_client_status st;
@@ -1239,7 +1239,7 @@ assign_refused(wf_client *c, const Workflow__V1__AssignToRequest *r, const char 
     ck_assert_uint_eq(gi->n_children, 0);
 }
 
-START_TEST(test_ids_expression_reads_parent_and_request_variables)
+WF_CASE_TEST("open", test_ids_expression_reads_parent_and_request_variables)
 {
     wf_client *boss = as("boss");
     wf_client_status st;
@@ -1292,7 +1292,7 @@ START_TEST(test_ids_expression_reads_parent_and_request_variables)
 }
 END_TEST
 
-START_TEST(test_ids_expression_refusals_change_nothing)
+WF_CASE_TEST("open", test_ids_expression_refusals_change_nothing)
 {
     wf_client *boss = as("boss");
     const char *root = start_with(boss, "{\"none\":[],\"n\":7,\"two\":[\"a\",\"b\"]}");
@@ -1329,7 +1329,7 @@ END_TEST
 /* root -> P (USERS p1, p2) -> A (USER alice) with on_all_completed B
  * (USERS from .approvers): B's ids are read when A's join fires, from P
  * as it is then. */
-START_TEST(test_ids_expression_in_on_all_completed)
+WF_CASE_TEST("open", test_ids_expression_in_on_all_completed)
 {
     wf_client *boss = as("boss");
     char *p1 = u("p1"), *p2 = u("p2"), *alice = u("alice"), *x = u("x");
@@ -1380,7 +1380,7 @@ END_TEST
 
 /* With n = 1e9 the expression asks libjq for 58 GB, which ends the worker
  * evaluating it, not the server. */
-START_TEST(test_ids_expression_limit_changes_nothing)
+WF_CASE_TEST("open", test_ids_expression_limit_changes_nothing)
 {
     wf_expr_configure(&(wf_expr_options){.isolation = WF_EXPR_PROCESS,
                                          .timeout_ms = 1000,
@@ -1411,7 +1411,7 @@ START_TEST(test_ids_expression_limit_changes_nothing)
 END_TEST
 
 /* Ids from an expression meet the directory as listed ids do. */
-START_TEST(test_ids_expression_meets_the_static_directory)
+WF_CASE_TEST("static_directory", test_ids_expression_meets_the_static_directory)
 {
     wf_client *boss = as("boss");
     wf_client_status st;
@@ -1435,55 +1435,15 @@ START_TEST(test_ids_expression_meets_the_static_directory)
 }
 END_TEST
 
-static Suite *
-suite(void)
-{
-    Suite *s = suite_create("e2e_referral");
-    TCase *tc = tcase_create("open");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_start_creates_an_adhoc_root);
-    tcase_add_test(tc, test_start_rejects_bad_input);
-    tcase_add_test(tc, test_start_is_idempotent);
-    tcase_add_test(tc, test_assign_user_group_and_users);
-    tcase_add_test(tc, test_other_tenant_sees_nothing);
-    tcase_add_test(tc, test_nested_join_after_parent_completed);
-    tcase_add_test(tc, test_personal_task_rules);
-    tcase_add_test(tc, test_group_task_rules);
-    tcase_add_test(tc, test_task_calls_are_idempotent);
-    tcase_add_test(tc, test_inbox_of_user_and_group);
-    tcase_add_test(tc, test_all_join_fires_once_under_concurrency);
-    tcase_add_test(tc, test_concurrent_claims_one_wins);
-    tcase_add_test(tc, test_concurrent_completion_of_one_task);
-    tcase_add_test(tc, test_join_of_32_completed_at_once);
-    tcase_add_test(tc, test_any_and_quorum_cancel_the_rest);
-    tcase_add_test(tc, test_complete_and_end_closes_the_tree);
-    tcase_add_test(tc, test_cancel_instance);
-    tcase_add_test(tc, test_list_instances_states_and_paging);
-    tcase_add_test(tc, test_ids_expression_reads_parent_and_request_variables);
-    tcase_add_test(tc, test_ids_expression_refusals_change_nothing);
-    tcase_add_test(tc, test_ids_expression_in_on_all_completed);
-    tcase_add_test(tc, test_ids_expression_limit_changes_nothing);
-    suite_add_tcase(s, tc);
-    TCase *st = tcase_create("static_directory");
-    tcase_add_checked_fixture(st, setup_static, teardown);
-    tcase_set_timeout(st, 60);
-    tcase_add_test(st, test_static_directory);
-    tcase_add_test(st, test_ids_expression_meets_the_static_directory);
-    suite_add_tcase(s, st);
-    TCase *tr = tcase_create("trusted_groups");
-    tcase_add_checked_fixture(tr, setup_trusted, teardown);
-    tcase_set_timeout(tr, 60);
-    tcase_add_test(tr, test_trusted_actor_groups);
-    suite_add_tcase(s, tr);
-    return s;
-}
-
 int
 main(int argc, char **argv)
 {
     /* The expression workers of the limit test are this binary. */
     if (argc > 1 && strcmp(argv[1], WF_EXPR_WORKER_ARG) == 0)
         return wf_expr_worker_main(argc, argv);
-    return wf_test_run(suite());
+    const wf_test_case cases[] = {{"open", setup, teardown, 60},
+                                  {"static_directory", setup_static, teardown, 60},
+                                  {"trusted_groups", setup_trusted, teardown, 60},
+                                  {NULL}};
+    return wf_test_run(wf_test_suite_of("e2e_referral", cases));
 }

@@ -31,17 +31,6 @@
 
 #define SVC "/workflow.v1.WorkflowService/"
 
-/* ---- calls --------------------------------------------------------------------------------- */
-
-static Workflow__V1__Instance *
-start(const char *key, const char *vars)
-{
-    wf_client_status st;
-    Workflow__V1__Instance *in = start_v(as("boss"), key, 0, vars, &st);
-    ck_ok(st);
-    return in;
-}
-
 #define I_COMPENSATING WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPENSATING
 #define I_COMPENSATED WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPENSATED
 #define I_CANCELLED WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_CANCELLED
@@ -79,15 +68,6 @@ checkout_net(void)
     return c;
 }
 
-/* Activates exactly one job of type and returns it. */
-static Workflow__V1__Job *
-one_job(const char *type)
-{
-    Workflow__V1__ActivateJobsResponse *r = activate(type, 5, 0, 2000);
-    ck_assert_msg(r->n_jobs == 1, "%zu jobs of %s", r->n_jobs, type);
-    return r->jobs[0];
-}
-
 static void
 complete_ok(const Workflow__V1__Job *j, const char *vars)
 {
@@ -102,16 +82,6 @@ fail_ok(const Workflow__V1__Job *j, const char *msg, int retryable)
     wf_client_status st;
     fail_job(j->key, msg, retryable, 0, &st);
     ck_ok(st);
-}
-
-static Workflow__V1__Instance *
-retry_c(const char *id, wf_client_status *st)
-{
-    Workflow__V1__RetryInstanceRequest req = WORKFLOW__V1__RETRY_INSTANCE_REQUEST__INIT;
-    req.instance_id = (char *)id;
-    Workflow__V1__RetryInstanceResponse *r = call(
-        as("ops"), "RetryInstance", &req, &workflow__v1__retry_instance_response__descriptor, st);
-    return r != NULL ? r->instance : NULL;
 }
 
 static Workflow__V1__Instance *
@@ -141,10 +111,10 @@ run_until_ship_fails(const checkout *c, const char *id)
     fail_ok(s, "carrier still down", 1);
 }
 
-START_TEST(test_ship_exhausts_and_compensates_in_reverse_order)
+WF_TEST(test_ship_exhausts_and_compensates_in_reverse_order)
 {
     checkout c = checkout_net();
-    Workflow__V1__Instance *in = start(c.key, "{\"order\":7}");
+    Workflow__V1__Instance *in = start_boss(c.key, "{\"order\":7}");
     run_until_ship_fails(&c, in->id);
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
     ck_assert_int_eq(g->instance->status, I_COMPENSATING);
@@ -201,10 +171,10 @@ START_TEST(test_ship_exhausts_and_compensates_in_reverse_order)
 }
 END_TEST
 
-START_TEST(test_failing_compensation_is_recorded_and_compensation_continues)
+WF_TEST(test_failing_compensation_is_recorded_and_compensation_continues)
 {
     checkout c = checkout_net();
-    Workflow__V1__Instance *in = start(c.key, "{}");
+    Workflow__V1__Instance *in = start_boss(c.key, "{}");
     run_until_ship_fails(&c, in->id);
     Workflow__V1__Job *r = one_job(c.refund);
     char *key1 = wf_arena_strdup(ta, r->idempotency_key);
@@ -239,10 +209,10 @@ START_TEST(test_failing_compensation_is_recorded_and_compensation_continues)
 }
 END_TEST
 
-START_TEST(test_cancel_with_compensate_compensates_completed_steps)
+WF_TEST(test_cancel_with_compensate_compensates_completed_steps)
 {
     checkout c = checkout_net();
-    Workflow__V1__Instance *in = start(c.key, "{}");
+    Workflow__V1__Instance *in = start_boss(c.key, "{}");
     complete_ok(one_job(c.reserve), NULL);
     Workflow__V1__Job *ch = one_job(c.charge); /* in flight */
     wf_client_status st;
@@ -262,7 +232,7 @@ START_TEST(test_cancel_with_compensate_compensates_completed_steps)
     ck_assert_int_eq(count_of(ev, "COMPENSATION_STARTED"), 1);
     ck_assert_int_eq(count_of(ev, "WORKITEM_WITHDRAWN"), 1);
     /* Nothing completed yet: compensate means a plain cancel. */
-    Workflow__V1__Instance *in2 = start(c.key, "{}");
+    Workflow__V1__Instance *in2 = start_boss(c.key, "{}");
     out = cancel_c(in2->id, true, &st);
     ck_ok(st);
     ck_assert_int_eq(out->status, I_CANCELLED);
@@ -270,7 +240,7 @@ START_TEST(test_cancel_with_compensate_compensates_completed_steps)
 }
 END_TEST
 
-START_TEST(test_retry_instance_after_a_plain_failure)
+WF_TEST(test_retry_instance_after_a_plain_failure)
 {
     char *key = u("plain"), *type = u("ship-plain");
     nb *n = net_new(key);
@@ -280,7 +250,7 @@ START_TEST(test_retry_instance_after_a_plain_failure)
     arc(n, "s", "ship");
     arc(n, "ship", "e");
     deploy(n);
-    Workflow__V1__Instance *in = start(key, "{}");
+    Workflow__V1__Instance *in = start_boss(key, "{}");
     wf_client_status st;
     /* No incident: RetryInstance changes nothing. */
     Workflow__V1__Instance *same = retry_c(in->id, &st);
@@ -321,14 +291,5 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("e2e_saga");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_ship_exhausts_and_compensates_in_reverse_order);
-    tcase_add_test(tc, test_failing_compensation_is_recorded_and_compensation_continues);
-    tcase_add_test(tc, test_cancel_with_compensate_compensates_completed_steps);
-    tcase_add_test(tc, test_retry_instance_after_a_plain_failure);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite("e2e_saga", wf_test_store_name(), setup, teardown, 60));
 }

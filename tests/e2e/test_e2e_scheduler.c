@@ -26,18 +26,7 @@ sched_setup(void)
 {
     static const char *const env[] = {"WF_IDEMPOTENCY_RETENTION=1s", "WF_SIGNAL_RETENTION=1s",
                                       "WF_EVENT_RETENTION=1s", NULL};
-    wf_test_server_start(&ts, env);
-    ta = wf_arena_new();
-    char id[WF_UUID_LEN + 1];
-    wf_uuid7(id);
-    tenant = wf_arena_printf(ta, "sched-%s", id + 24);
-}
-
-/* A client in this test's tenant. */
-static wf_client *
-me(void)
-{
-    return as_tenant(tenant, "boss");
+    tenant = setup_tenant(env, "sched");
 }
 
 static Workflow__V1__RunSchedulerPassResponse *
@@ -49,19 +38,6 @@ tick_c(wf_client *c)
         c, "RunSchedulerPass", &req, &workflow__v1__run_scheduler_pass_response__descriptor, &st);
     ck_ok(st);
     return r;
-}
-
-/* start -> transition id (trigger) -> end. */
-static nb *
-one_step(const char *key, const char *id, Workflow__V1__Trigger trigger)
-{
-    nb *n = net_new(key);
-    place(n, "start", START);
-    place(n, "end", END);
-    trans(n, id, trigger);
-    arc(n, "start", id);
-    arc(n, id, "end");
-    return n;
 }
 
 static Workflow__V1__Instance *
@@ -116,9 +92,9 @@ activate_as(wf_client *c, const char *type, int64_t lease_ms)
 /* A lease that runs out: the pass ends it once (JOB_LEASE_EXPIRED), the
  * job is activatable again without spending an attempt, and the stale key
  * is refused with JOB_LEASE_LOST while the new one completes the job. */
-START_TEST(test_expired_lease_is_reported_once_and_the_job_comes_back)
+WF_TEST(test_expired_lease_is_reported_once_and_the_job_comes_back)
 {
-    wf_client *c = me();
+    wf_client *c = me("boss");
     const char *key = u("lease");
     const char *type = u("charge");
     nb *n = one_step(key, "charge", T_AUTO);
@@ -162,9 +138,9 @@ END_TEST
 
 /* A buffered signal past its TTL is shown expired in the delivery log and
  * is never consumed by an instance that awaits it afterwards. */
-START_TEST(test_buffered_signal_past_its_ttl_expires_and_is_never_consumed)
+WF_TEST(test_buffered_signal_past_its_ttl_expires_and_is_never_consumed)
 {
-    wf_client *c = me();
+    wf_client *c = me("boss");
     const char *agg = u("order");
     Workflow__V1__SendSignalRequest req = WORKFLOW__V1__SEND_SIGNAL_REQUEST__INIT;
     Workflow__V1__Aggregate ag = WORKFLOW__V1__AGGREGATE__INIT;
@@ -214,9 +190,9 @@ END_TEST
 /* Request records older than the retention go: a replay after that runs
  * again. Events of an ended instance go once it has been ended longer
  * than the event retention; a running instance keeps all of its events. */
-START_TEST(test_retention_removes_old_records_and_ended_events_only)
+WF_TEST(test_retention_removes_old_records_and_ended_events_only)
 {
-    wf_client *c = me();
+    wf_client *c = me("boss");
     const char *done_key = u("quick");
     nb *n = one_step(done_key, "go", T_TIME);
     n->t[0]->delay = dur(1);
@@ -256,10 +232,10 @@ END_TEST
 /* ---- tenants and bad input ------------------------------------------------------------------- */
 
 /* My pass fires my due timers, never another tenant's. */
-START_TEST(test_pass_is_scoped_to_the_callers_tenant)
+WF_TEST(test_pass_is_scoped_to_the_callers_tenant)
 {
     char *other = wf_arena_printf(ta, "%s-b", tenant);
-    wf_client *mine = me(), *theirs = as_tenant(other, "boss");
+    wf_client *mine = me("boss"), *theirs = as_tenant(other, "boss");
     const char *key = u("due");
     nb *n = one_step(key, "go", T_TIME);
     n->t[0]->delay = dur(1);
@@ -284,10 +260,10 @@ END_TEST
 /* Many roots' timers in one pass: claimed a batch at a time and fired in
  * batch units of work over many roots (more roots than one batch holds),
  * each timer once, with its event, each instance completed. */
-START_TEST(test_pass_fires_many_roots_timers_in_batches)
+WF_TEST(test_pass_fires_many_roots_timers_in_batches)
 {
     enum { N = 120 };
-    wf_client *c = me();
+    wf_client *c = me("boss");
     const char *key = u("many");
     nb *n = one_step(key, "go", T_TIME);
     n->t[0]->delay = dur(1);
@@ -313,7 +289,7 @@ END_TEST
 /* Keys bound to a tenant: a pass for another tenant is forbidden, a call
  * without a key unauthenticated, and a body that is not the request
  * message invalid. */
-START_TEST(test_bad_calls_get_the_right_code)
+WF_TEST(test_bad_calls_get_the_right_code)
 {
     static const char *const env[] = {"WF_API_KEYS=k-a=tenant-a", NULL};
     wf_test_server_stop(&ts, 1000);
@@ -344,25 +320,9 @@ START_TEST(test_bad_calls_get_the_right_code)
 }
 END_TEST
 
-static Suite *
-scheduler_suite(void)
-{
-    Suite *s = suite_create("e2e_scheduler");
-    TCase *tc = tcase_create("run_scheduler_pass");
-    tcase_add_checked_fixture(tc, sched_setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_expired_lease_is_reported_once_and_the_job_comes_back);
-    tcase_add_test(tc, test_buffered_signal_past_its_ttl_expires_and_is_never_consumed);
-    tcase_add_test(tc, test_retention_removes_old_records_and_ended_events_only);
-    tcase_add_test(tc, test_pass_is_scoped_to_the_callers_tenant);
-    tcase_add_test(tc, test_pass_fires_many_roots_timers_in_batches);
-    tcase_add_test(tc, test_bad_calls_get_the_right_code);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int
 main(void)
 {
-    return wf_test_run(scheduler_suite());
+    return wf_test_run(
+        wf_test_suite("e2e_scheduler", "run_scheduler_pass", sched_setup, teardown, 60));
 }

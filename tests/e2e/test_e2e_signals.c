@@ -14,7 +14,7 @@
  * finds still armed, which consume a signal buffered for them meanwhile
  * (not one that expired).
  *
- * Timers are fired the way the scheduler fires them (wf_net_fire_timer).
+ * Timers are fired the way the scheduler fires them (wf_runtime_fire_timer).
  * Postgres keeps rows between runs: keys, aggregates and signal ids are
  * made unique with a per-test suffix.
  */
@@ -170,17 +170,6 @@ list_signals(const char *instance_id, const char *agg_id)
     return r;
 }
 
-static Workflow__V1__Instance *
-set_vars(const char *id, const char *vars, wf_client_status *st)
-{
-    Workflow__V1__SetVariablesRequest req = WORKFLOW__V1__SET_VARIABLES_REQUEST__INIT;
-    req.instance_id = (char *)id;
-    req.variables_json = (char *)vars;
-    Workflow__V1__SetVariablesResponse *r = call(
-        as("ops"), "SetVariables", &req, &workflow__v1__set_variables_response__descriptor, st);
-    return r != NULL ? r->instance : NULL;
-}
-
 /* The value of key in a JSON object text, as compact text (test-owned). */
 static char *
 var(const char *json, const char *key)
@@ -212,7 +201,7 @@ one_msg_net(const char *tag, const char *signal, bool by_aggregate)
 
 /* ---- tests ---------------------------------------------------------------------------------- */
 
-START_TEST(test_correlate_by_instance)
+WF_TEST(test_correlate_by_instance)
 {
     char *key = one_msg_net("byid", "paid", false);
     Workflow__V1__Instance *in = start(key, NULL, "{\"a\":1}");
@@ -273,7 +262,7 @@ START_TEST(test_correlate_by_instance)
 }
 END_TEST
 
-START_TEST(test_correlate_by_aggregate_fires_every_instance)
+WF_TEST(test_correlate_by_aggregate_fires_every_instance)
 {
     char *key = one_msg_net("byagg", "payment", true);
     char *agg = u("A");
@@ -306,7 +295,7 @@ START_TEST(test_correlate_by_aggregate_fires_every_instance)
 }
 END_TEST
 
-START_TEST(test_oldest_work_item_first)
+WF_TEST(test_oldest_work_item_first)
 {
     /* "late" is declared first but enabled after "early". */
     char *key = u("oldest");
@@ -354,7 +343,7 @@ START_TEST(test_oldest_work_item_first)
 }
 END_TEST
 
-START_TEST(test_buffered_then_consumed_by_a_later_start)
+WF_TEST(test_buffered_then_consumed_by_a_later_start)
 {
     char *key = one_msg_net("buf", "payment", true);
     char *agg = u("A");
@@ -393,7 +382,7 @@ START_TEST(test_buffered_then_consumed_by_a_later_start)
 }
 END_TEST
 
-START_TEST(test_buffered_by_id_then_consumed_at_enablement)
+WF_TEST(test_buffered_by_id_then_consumed_at_enablement)
 {
     /* s -> step (USER) -> p -> recv (MSG) -> e */
     char *key = u("later");
@@ -428,7 +417,7 @@ START_TEST(test_buffered_by_id_then_consumed_at_enablement)
 }
 END_TEST
 
-START_TEST(test_expired_signal_is_never_consumed)
+WF_TEST(test_expired_signal_is_never_consumed)
 {
     char *key = one_msg_net("exp", "payment", true);
     char *agg = u("A");
@@ -466,7 +455,7 @@ two_step_net(const char *tag)
     return key;
 }
 
-START_TEST(test_duplicate_signal_id_changes_nothing)
+WF_TEST(test_duplicate_signal_id_changes_nothing)
 {
     char *key = two_step_net("dup");
     Workflow__V1__Instance *in = start(key, NULL, NULL);
@@ -541,7 +530,7 @@ watched(const Workflow__V1__EventType *types, size_t n_types, const char *tag, s
  * DROPPED leave five rows (the DUPLICATE one once had none), and the
  * DROPPED and DUPLICATE ones are events a watcher sees without polling
  * the log. */
-START_TEST(test_every_delivery_is_logged_and_lost_ones_are_events)
+WF_TEST(test_every_delivery_is_logged_and_lost_ones_are_events)
 {
     char *key = u("five");
     nb *n = net_new(key);
@@ -657,7 +646,7 @@ paid_then_ship(const char *tag)
  * its first wait consumes the signal (STARTED); then the instance runs but
  * does not wait (DROPPED / BUFFERED, nothing started); a waiting instance
  * is CORRELATED; a duplicate changes nothing; refusals. */
-START_TEST(test_correlate_or_start)
+WF_TEST(test_correlate_or_start)
 {
     char *key = paid_then_ship("cos");
     char *agg = u("COS");
@@ -741,7 +730,7 @@ END_TEST
 
 /* A started instance whose first step is not the wait: the signal stays
  * buffered for it (even without buffer_ttl) until its wait consumes it. */
-START_TEST(test_start_buffers_for_a_later_wait)
+WF_TEST(test_start_buffers_for_a_later_wait)
 {
     char *key = u("cosl");
     nb *n = net_new(key);
@@ -829,7 +818,7 @@ race_start(void *arg)
  * on Postgres through two servers, as two replicas): exactly one instance
  * starts, every other signal correlates with it or is buffered for it,
  * and it consumes all of them. */
-START_TEST(test_concurrent_starters_start_one_instance)
+WF_TEST(test_concurrent_starters_start_one_instance)
 {
     char *key = loop_net("cosr");
     wf_test_server ts2 = {0};
@@ -908,7 +897,7 @@ race(void *arg)
     return NULL;
 }
 
-START_TEST(test_concurrent_duplicates_correlate_once)
+WF_TEST(test_concurrent_duplicates_correlate_once)
 {
     char *key = two_step_net("race");
     for (int round = 0; round < 3; round++) {
@@ -935,7 +924,7 @@ START_TEST(test_concurrent_duplicates_correlate_once)
 }
 END_TEST
 
-START_TEST(test_concurrent_duplicates_by_aggregate)
+WF_TEST(test_concurrent_duplicates_by_aggregate)
 {
     char *key = u("racea");
     nb *n = net_new(key);
@@ -975,7 +964,7 @@ START_TEST(test_concurrent_duplicates_by_aggregate)
 }
 END_TEST
 
-START_TEST(test_dropped_without_ttl)
+WF_TEST(test_dropped_without_ttl)
 {
     char *agg = u("nobody");
     Workflow__V1__SendSignalResponse *r = send_sig("payment", NULL, agg, NULL, NULL, 0);
@@ -1026,7 +1015,7 @@ START_TEST(test_dropped_without_ttl)
 }
 END_TEST
 
-START_TEST(test_buffered_signals_discarded_when_the_instance_ends)
+WF_TEST(test_buffered_signals_discarded_when_the_instance_ends)
 {
     /* fork -> p1: step (USER) -> x: recv (MSG) -> e; p2: fin (USER) -> e.
      * Completing fin ends the case before recv is ever enabled. */
@@ -1080,7 +1069,7 @@ START_TEST(test_buffered_signals_discarded_when_the_instance_ends)
 }
 END_TEST
 
-START_TEST(test_timeout_withdraws_the_msg)
+WF_TEST(test_timeout_withdraws_the_msg)
 {
     /* s -> pay (MSG) -> e, s -> timeout (TIME) -> late -> chase (USER) -> e */
     char *key = u("tmo");
@@ -1125,7 +1114,7 @@ START_TEST(test_timeout_withdraws_the_msg)
 }
 END_TEST
 
-START_TEST(test_set_variables)
+WF_TEST(test_set_variables)
 {
     char *key = one_msg_net("vars", "paid", false);
     Workflow__V1__Instance *in = start(key, NULL, "{\"a\":1,\"b\":{\"c\":1}}");
@@ -1192,7 +1181,7 @@ send_to_aggregate(void *arg)
     return NULL;
 }
 
-START_TEST(test_buffering_races_the_wait_by_aggregate)
+WF_TEST(test_buffering_races_the_wait_by_aggregate)
 {
     /* s -> step (USER ann) -> p -> recv (MSG "ready", AGGREGATE) -> e. Each
      * round one thread sends "ready" to the instance's aggregate (buffered
@@ -1308,7 +1297,7 @@ retry_twice_at_once(const char *instance_id)
     ck_assert_str_eq(r[1 - ok].reason, "INSTANCE_NOT_RUNNING");
 }
 
-START_TEST(test_retry_refires_a_refused_timer)
+WF_TEST(test_retry_refires_a_refused_timer)
 {
     /* s -> tmo (TIME) -> e only when .ok: fired with ok = false it matches
      * no arc, an incident. */
@@ -1358,7 +1347,7 @@ START_TEST(test_retry_refires_a_refused_timer)
 }
 END_TEST
 
-START_TEST(test_retry_refires_a_refused_signal)
+WF_TEST(test_retry_refires_a_refused_signal)
 {
     /* s -> recv (MSG "paid") -> e only when .amount > 10. */
     char *key = u("msginc");
@@ -1474,7 +1463,7 @@ assert_refused_then_retried(const char *instance_id, const char *agg, const char
     ck_assert_int_eq(count_of(ev, "SIGNAL_CONSUMED"), 1); /* the retry awaits no new signal */
 }
 
-START_TEST(test_buffered_signal_refused_after_complete_job)
+WF_TEST(test_buffered_signal_refused_after_complete_job)
 {
     char *type = u("charge");
     char *key = refused_payment_net("payjob", type);
@@ -1514,7 +1503,7 @@ START_TEST(test_buffered_signal_refused_after_complete_job)
 }
 END_TEST
 
-START_TEST(test_buffered_signal_refused_at_start)
+WF_TEST(test_buffered_signal_refused_at_start)
 {
     char *key = refused_payment_net("paystart", NULL);
     char *agg = u("A"), *sig = u("sig");
@@ -1628,7 +1617,7 @@ retry_ok(const char *instance_id)
 
 /* The fix of a's incident lets a fire; b, still waiting, then consumes the
  * shipped signal put back in the buffer, in the same call, once. */
-START_TEST(test_retry_consumes_the_signal_a_refused_step_put_back)
+WF_TEST(test_retry_consumes_the_signal_a_refused_step_put_back)
 {
     for (int by_aggregate = 0; by_aggregate < 2; by_aggregate++) {
         char *key = two_waits_net(by_aggregate ? "putback-agg" : "putback-id", by_aggregate);
@@ -1675,7 +1664,7 @@ END_TEST
 
 /* The same, but shipped expires before the retry: b does not consume it
  * and waits for a new one. */
-START_TEST(test_retry_leaves_an_expired_signal_in_the_log)
+WF_TEST(test_retry_leaves_an_expired_signal_in_the_log)
 {
     for (int by_aggregate = 0; by_aggregate < 2; by_aggregate++) {
         char *key = two_waits_net(by_aggregate ? "expback-agg" : "expback-id", by_aggregate);
@@ -1782,7 +1771,7 @@ failed_job_then_signal(bool by_aggregate)
     ck_assert_int_eq(get_instance(in->id)->instance->status, I_COMPLETED);
 }
 
-START_TEST(test_retry_of_a_failed_job_consumes_a_signal_buffered_meanwhile)
+WF_TEST(test_retry_of_a_failed_job_consumes_a_signal_buffered_meanwhile)
 {
     failed_job_then_signal(false);
     failed_job_then_signal(true);
@@ -1792,35 +1781,5 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("e2e_signals");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_correlate_by_instance);
-    tcase_add_test(tc, test_correlate_by_aggregate_fires_every_instance);
-    tcase_add_test(tc, test_oldest_work_item_first);
-    tcase_add_test(tc, test_buffered_then_consumed_by_a_later_start);
-    tcase_add_test(tc, test_buffered_by_id_then_consumed_at_enablement);
-    tcase_add_test(tc, test_expired_signal_is_never_consumed);
-    tcase_add_test(tc, test_duplicate_signal_id_changes_nothing);
-    tcase_add_test(tc, test_every_delivery_is_logged_and_lost_ones_are_events);
-    tcase_add_test(tc, test_correlate_or_start);
-    tcase_add_test(tc, test_start_buffers_for_a_later_wait);
-    tcase_add_test(tc, test_concurrent_starters_start_one_instance);
-    tcase_add_test(tc, test_concurrent_duplicates_correlate_once);
-    tcase_add_test(tc, test_concurrent_duplicates_by_aggregate);
-    tcase_add_test(tc, test_dropped_without_ttl);
-    tcase_add_test(tc, test_buffered_signals_discarded_when_the_instance_ends);
-    tcase_add_test(tc, test_timeout_withdraws_the_msg);
-    tcase_add_test(tc, test_set_variables);
-    tcase_add_test(tc, test_buffering_races_the_wait_by_aggregate);
-    tcase_add_test(tc, test_retry_refires_a_refused_timer);
-    tcase_add_test(tc, test_retry_refires_a_refused_signal);
-    tcase_add_test(tc, test_buffered_signal_refused_after_complete_job);
-    tcase_add_test(tc, test_buffered_signal_refused_at_start);
-    tcase_add_test(tc, test_retry_consumes_the_signal_a_refused_step_put_back);
-    tcase_add_test(tc, test_retry_leaves_an_expired_signal_in_the_log);
-    tcase_add_test(tc, test_retry_of_a_failed_job_consumes_a_signal_buffered_meanwhile);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite("e2e_signals", wf_test_store_name(), setup, teardown, 60));
 }

@@ -1,10 +1,10 @@
 /*
  * End-to-end tests of sizes, on both stores: no answer outgrows the send
  * limit and no instance becomes unreadable. The server runs with
- * WF_MAX_MESSAGE_BYTES = 64 KiB, so its send limit is 128 KiB and the
- * variables of one tree are bounded by 64 KiB (WF_MAX_VARIABLES_BYTES'
- * default). Variables of 40-48 KiB then stand for the 3 MiB ones of a
- * default server.
+ * WF_MAX_ANSWER_BYTES = 128 KiB (its send limit), WF_MAX_MESSAGE_BYTES and
+ * WF_MAX_VARIABLES_BYTES = 64 KiB. Variables of 40-48 KiB then stand for
+ * the 2-3 MiB ones of a default server (4 MiB answers); tests/python and
+ * tests/grpc-node check those with clients of default settings.
  *
  * ActivateJobs leases no more jobs than its answer holds (the others stay
  * activatable), and refuses, without leasing it, a job that alone does
@@ -26,7 +26,8 @@
 static void
 setup_sizes(void)
 {
-    static const char *const env[] = {"WF_MAX_MESSAGE_BYTES=65536", NULL};
+    static const char *const env[] = {"WF_MAX_MESSAGE_BYTES=65536", "WF_MAX_ANSWER_BYTES=131072",
+                                      "WF_MAX_VARIABLES_BYTES=65536", NULL};
     setup_with(env);
 }
 
@@ -40,38 +41,6 @@ blob(const char *name, size_t bytes)
     memset(s + n, 'x', bytes);
     strcpy(s + n + bytes, "\"}");
     return s;
-}
-
-static nb *
-job_net(const char *key, const char *type)
-{
-    nb *n = net_new(key);
-    place(n, "s", START);
-    place(n, "e", END);
-    with_job(trans(n, "work", T_AUTO), type, 0, 0);
-    arc(n, "s", "work");
-    arc(n, "work", "e");
-    return n;
-}
-
-static Workflow__V1__Instance *
-start(const char *key, const char *vars)
-{
-    wf_client_status st;
-    Workflow__V1__Instance *in = start_v(as("boss"), key, 0, vars, &st);
-    ck_ok(st);
-    return in;
-}
-
-static Workflow__V1__Instance *
-set_vars(const char *id, const char *vars, wf_client_status *st)
-{
-    Workflow__V1__SetVariablesRequest req = WORKFLOW__V1__SET_VARIABLES_REQUEST__INIT;
-    req.instance_id = (char *)id;
-    req.variables_json = (char *)vars;
-    Workflow__V1__SetVariablesResponse *r = call(
-        as("ops"), "SetVariables", &req, &workflow__v1__set_variables_response__descriptor, st);
-    return r != NULL ? r->instance : NULL;
 }
 
 /* The data of the JOB_ACTIVATED events of root, read from the store
@@ -95,13 +64,13 @@ activated_data(const char *root, const char **out, size_t cap)
  * ActivateJobs with max_jobs = 4 leases two, and the next call the other
  * two. Before, it leased four, and the 160 KiB answer failed with the four
  * jobs leased until their lease ran out. */
-START_TEST(test_activate_leases_what_the_answer_holds)
+WF_CASE_TEST("sizes", test_activate_leases_what_the_answer_holds)
 {
     char *key = u("big-jobs"), *type = u("big");
-    deploy(job_net(key, type));
+    deploy(job_net(key, type, 0, 0));
     Workflow__V1__Instance *ins[4];
     for (int i = 0; i < 4; i++)
-        ins[i] = start(key, blob("doc", 40000));
+        ins[i] = start_boss(key, blob("doc", 40000));
     wf_client_status st;
     Workflow__V1__ActivateJobsResponse *r = activate_c(as(NULL), type, 4, 0, 0, &st);
     ck_ok(st);
@@ -134,11 +103,11 @@ END_TEST
  * before the bound, here straight into the store): ActivateJobs fails
  * with VARIABLES_TOO_LARGE naming it and leases nothing; once SetVariables
  * shrinks the instance, the job is activated. */
-START_TEST(test_a_job_too_large_alone_is_refused_not_leased)
+WF_CASE_TEST("sizes", test_a_job_too_large_alone_is_refused_not_leased)
 {
     char *key = u("huge-job"), *type = u("huge");
-    deploy(job_net(key, type));
-    Workflow__V1__Instance *in = start(key, "{\"doc\":1}");
+    deploy(job_net(key, type, 0, 0));
+    Workflow__V1__Instance *in = start_boss(key, "{\"doc\":1}");
 
     wf_store_ctx sc = {"default", 0, ta};
     wf_error err;
@@ -172,12 +141,12 @@ END_TEST
 
 /* StreamActivatedJobs sends each job in a message of its own, and leases
  * per pass no more than an answer holds: all four jobs of 40 KiB come. */
-START_TEST(test_stream_delivers_large_jobs)
+WF_CASE_TEST("sizes", test_stream_delivers_large_jobs)
 {
     char *key = u("stream-jobs"), *type = u("streamed");
-    deploy(job_net(key, type));
+    deploy(job_net(key, type, 0, 0));
     for (int i = 0; i < 4; i++)
-        start(key, blob("doc", 40000));
+        start_boss(key, blob("doc", 40000));
     Workflow__V1__StreamActivatedJobsRequest req =
         WORKFLOW__V1__STREAM_ACTIVATED_JOBS_REQUEST__INIT;
     req.job_type = type;
@@ -202,11 +171,11 @@ END_TEST
  * take the tree past 64 KiB and is refused, with nothing written. Before,
  * it was accepted, and a third one committed though its 144 KiB answer
  * failed; GetInstance then failed for good. */
-START_TEST(test_set_variables_is_bounded)
+WF_CASE_TEST("sizes", test_set_variables_is_bounded)
 {
     char *key = u("vars");
-    deploy(job_net(key, u("unused")));
-    Workflow__V1__Instance *in = start(key, NULL);
+    deploy(job_net(key, u("unused"), 0, 0));
+    Workflow__V1__Instance *in = start_boss(key, NULL);
     wf_client_status st;
     ck_assert_ptr_nonnull(set_vars(in->id, blob("a", 48000), &st));
     ck_ok(st);
@@ -247,9 +216,9 @@ assign(const char *parent, const char *vars, wf_client_status *st)
 }
 
 /* Children count with their root: a second child of 48 KiB is refused. */
-START_TEST(test_children_count_in_the_bound)
+WF_CASE_TEST("sizes", test_children_count_in_the_bound)
 {
-    Workflow__V1__Instance *root = start(u("adhoc"), NULL);
+    Workflow__V1__Instance *root = start_boss(u("adhoc"), NULL);
     wf_client_status st;
     Workflow__V1__AssignToResponse *a = assign(root->id, blob("a", 48000), &st);
     ck_ok(st);
@@ -288,9 +257,9 @@ buffer_signal(const char *instance_id, const char *payload)
 /* Two children of 30 KiB and two buffered signals of 48 KiB: GetInstance
  * of the root leaves out the children's variables first, the last child
  * first, until the answer fits; the children answer their own. */
-START_TEST(test_get_instance_leaves_out_children_variables)
+WF_CASE_TEST("sizes", test_get_instance_leaves_out_children_variables)
 {
-    Workflow__V1__Instance *root = start(u("adhoc"), NULL);
+    Workflow__V1__Instance *root = start_boss(u("adhoc"), NULL);
     wf_client_status st;
     Workflow__V1__AssignToResponse *a1 = assign(root->id, blob("a", 30000), &st);
     ck_ok(st);
@@ -317,7 +286,7 @@ END_TEST
  * buffered signals carry 48 KiB each: GetInstance leaves out the jobs'
  * variables and then signal payloads until the answer fits (before, it
  * failed with the send limit). */
-START_TEST(test_get_instance_leaves_out_what_does_not_fit)
+WF_CASE_TEST("sizes", test_get_instance_leaves_out_what_does_not_fit)
 {
     char *key = u("fan"), *type = u("part");
     nb *n = net_new(key);
@@ -341,7 +310,7 @@ START_TEST(test_get_instance_leaves_out_what_does_not_fit)
     arc(n, "w2", "e");
     arc(n, "w3", "e");
     deploy(n);
-    Workflow__V1__Instance *in = start(key, blob("doc", 40000));
+    Workflow__V1__Instance *in = start_boss(key, blob("doc", 40000));
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
     ck_assert_uint_eq(g->n_jobs, 3);
     ck_assert_uint_lt(protobuf_c_message_get_packed_size(&g->base), SEND_LIMIT);
@@ -380,10 +349,10 @@ END_TEST
 
 /* Four roots of 48 KiB: a page of 500 stops after two (before, the 192
  * KiB page failed with the send limit), and its token leads to the rest. */
-START_TEST(test_list_instances_pages_by_bytes)
+WF_CASE_TEST("sizes", test_list_instances_pages_by_bytes)
 {
     char *key = u("listed");
-    deploy(job_net(key, u("unused")));
+    deploy(job_net(key, u("unused"), 0, 0));
     wf_client *c = as(u("lister"));
     wf_client_status st;
     for (int i = 0; i < 4; i++) {
@@ -412,21 +381,102 @@ START_TEST(test_list_instances_pages_by_bytes)
 }
 END_TEST
 
+/* A step list "a" -> "b" -> "c" of jobs, each step named by name_bytes
+ * bytes (test-owned). */
+static Workflow__V1__Definition *
+named_steps(const char *key, size_t name_bytes)
+{
+    Workflow__V1__Definition *d = wf_arena_calloc(ta, 1, sizeof *d);
+    ck_assert_ptr_nonnull(d);
+    workflow__v1__definition__init(d);
+    d->key = (char *)key;
+    d->kind = WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_STEPS;
+    d->n_steps = 3;
+    d->steps = wf_arena_calloc(ta, 3, sizeof *d->steps);
+    static const char *const ids[] = {"a", "b", "c"};
+    for (size_t i = 0; i < 3; i++) {
+        Workflow__V1__Step *s = wf_arena_calloc(ta, 1, sizeof *s);
+        workflow__v1__step__init(s);
+        s->id = (char *)ids[i];
+        s->name = wf_arena_alloc(ta, name_bytes + 1);
+        memset(s->name, 'n', name_bytes);
+        s->name[name_bytes] = '\0';
+        s->job = wf_arena_calloc(ta, 1, sizeof *s->job);
+        workflow__v1__job_step__init(s->job);
+        s->job->job_type = u("step");
+        d->steps[i] = s;
+    }
+    return d;
+}
+
+/* A step list is stored, and answered, with its compiled net: its names
+ * twice. Three names of 21,000 bytes (a request within
+ * WF_MAX_MESSAGE_BYTES) would be stored as more than an answer holds:
+ * refused before it is stored, nothing to read back. Names of 5,000 bytes
+ * are stored and read back. */
+WF_CASE_TEST("sizes", test_a_definition_that_could_not_be_read_is_refused)
+{
+    char *key = u("steps");
+    wf_client_status st;
+    Workflow__V1__Definition *big = named_steps(key, 21000);
+    ck_assert_uint_lt(protobuf_c_message_get_packed_size(&big->base), 65536);
+    ck_assert_ptr_null(deploy_d(as("dev"), big, false, &st));
+    ck_fails(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "TOO_LARGE");
+    ck_assert_ptr_nonnull(strstr(st.message, "its steps with their compiled net"));
+    Workflow__V1__GetDefinitionRequest g = WORKFLOW__V1__GET_DEFINITION_REQUEST__INIT;
+    g.key = key;
+    ck_assert_ptr_null(call(as("dev"), "GetDefinition", &g,
+                            &workflow__v1__get_definition_response__descriptor, &st));
+    ck_fails(st, GRPC_STATUS_NOT_FOUND, "DEFINITION_NOT_FOUND");
+
+    ck_assert_ptr_nonnull(deploy_d(as("dev"), named_steps(key, 5000), false, &st));
+    ck_ok(st);
+    Workflow__V1__GetDefinitionResponse *r = call(
+        as("dev"), "GetDefinition", &g, &workflow__v1__get_definition_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_uint_gt(protobuf_c_message_get_packed_size(&r->base), 30000);
+    ck_assert_uint_lt(protobuf_c_message_get_packed_size(&r->base), SEND_LIMIT);
+}
+END_TEST
+
+/* Requests as large as answers (WF_MAX_MESSAGE_BYTES = WF_MAX_ANSWER_BYTES
+ * = 64 KiB): a buffered signal's payload of 65,448 bytes is accepted, and
+ * a ListSignals page holds at least one row, so its answer would pass the
+ * send limit: the server answers TOO_LARGE instead of a message the client
+ * would refuse, and the channel serves on (GetInstance leaves the payload
+ * out). */
+static void
+setup_equal_limits(void)
+{
+    static const char *const env[] = {"WF_MAX_MESSAGE_BYTES=65536", "WF_MAX_ANSWER_BYTES=65536",
+                                      NULL};
+    setup_with(env);
+}
+
+WF_CASE_TEST("equal_limits", test_an_answer_past_the_send_limit_is_refused)
+{
+    Workflow__V1__Instance *in = start_boss(u("adhoc"), NULL);
+    /* The request takes about 65,500 bytes, the page's answer about 65,570. */
+    buffer_signal(in->id, blob("p", 65440));
+    Workflow__V1__ListSignalsRequest lr = WORKFLOW__V1__LIST_SIGNALS_REQUEST__INIT;
+    lr.target_case = WORKFLOW__V1__LIST_SIGNALS_REQUEST__TARGET_INSTANCE_ID;
+    lr.instance_id = in->id;
+    wf_client_status st;
+    ck_assert_ptr_null(
+        call(as(NULL), "ListSignals", &lr, &workflow__v1__list_signals_response__descriptor, &st));
+    ck_fails(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "TOO_LARGE");
+    ck_assert_ptr_nonnull(strstr(st.message, "more than WF_MAX_ANSWER_BYTES (65536)"));
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_uint_eq(g->n_buffered_signals, 1);
+    ck_assert(g->buffered_signals[0]->payload_omitted);
+}
+END_TEST
+
 int
 main(void)
 {
-    Suite *s = suite_create("e2e_sizes");
-    TCase *tc = tcase_create("sizes");
-    tcase_add_checked_fixture(tc, setup_sizes, teardown);
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_activate_leases_what_the_answer_holds);
-    tcase_add_test(tc, test_a_job_too_large_alone_is_refused_not_leased);
-    tcase_add_test(tc, test_stream_delivers_large_jobs);
-    tcase_add_test(tc, test_set_variables_is_bounded);
-    tcase_add_test(tc, test_children_count_in_the_bound);
-    tcase_add_test(tc, test_get_instance_leaves_out_what_does_not_fit);
-    tcase_add_test(tc, test_get_instance_leaves_out_children_variables);
-    tcase_add_test(tc, test_list_instances_pages_by_bytes);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    const wf_test_case cases[] = {{"sizes", setup_sizes, teardown, 30},
+                                  {"equal_limits", setup_equal_limits, teardown, 30},
+                                  {NULL}};
+    return wf_test_run(wf_test_suite_of("e2e_sizes", cases));
 }

@@ -103,16 +103,6 @@ deploy_steps(const sb *b)
     return r;
 }
 
-/* ---- calls --------------------------------------------------------------------------------- */
-
-static Workflow__V1__Job *
-one_job(const char *type)
-{
-    Workflow__V1__ActivateJobsResponse *r = activate(type, 5, 0, 2000);
-    ck_assert_msg(r->n_jobs == 1, "%zu jobs of %s", r->n_jobs, type);
-    return r->jobs[0];
-}
-
 static void
 no_job(const char *type)
 {
@@ -185,7 +175,7 @@ timer_id(const char *id)
 
 /* ---- tests ----------------------------------------------------------------------------------- */
 
-START_TEST(test_deploy_and_get_definition)
+WF_TEST(test_deploy_and_get_definition)
 {
     char *key = u("steps-def"), *ta_ = u("a"), *tb = u("b");
     sb *b = steps_new(key);
@@ -237,7 +227,7 @@ START_TEST(test_deploy_and_get_definition)
 }
 END_TEST
 
-START_TEST(test_validation_names_steps)
+WF_TEST(test_validation_names_steps)
 {
     sb *b = steps_new(u("steps-bad"));
     Workflow__V1__Step *a = job_step(b, "a", "t", 0);
@@ -271,7 +261,7 @@ START_TEST(test_validation_names_steps)
 }
 END_TEST
 
-START_TEST(test_jobs_and_next_rules)
+WF_TEST(test_jobs_and_next_rules)
 {
     char *key = u("steps-run"), *ja = u("a"), *jb = u("b"), *jc = u("c");
     sb *b = steps_new(key);
@@ -306,7 +296,7 @@ START_TEST(test_jobs_and_next_rules)
 }
 END_TEST
 
-START_TEST(test_worker_goto)
+WF_TEST(test_worker_goto)
 {
     char *key = u("steps-goto"), *ja = u("a"), *jb = u("b"), *jc = u("c");
     sb *b = steps_new(key);
@@ -375,7 +365,7 @@ await_list(const char *on_timeout, char **after, char **late)
     return key;
 }
 
-START_TEST(test_await_signal_first)
+WF_TEST(test_await_signal_first)
 {
     char *after, *late, *key = await_list("late", &after, &late);
     char *agg = u("o");
@@ -398,7 +388,7 @@ START_TEST(test_await_signal_first)
 }
 END_TEST
 
-START_TEST(test_await_timeout_goes_to_on_timeout)
+WF_TEST(test_await_timeout_goes_to_on_timeout)
 {
     char *after, *late, *key = await_list("late", &after, &late);
     char *agg = u("o");
@@ -414,7 +404,7 @@ START_TEST(test_await_timeout_goes_to_on_timeout)
 }
 END_TEST
 
-START_TEST(test_await_timeout_fails_the_step)
+WF_TEST(test_await_timeout_fails_the_step)
 {
     char *after, *late, *key = await_list(NULL, &after, &late);
     Workflow__V1__Instance *in = start_order(as("boss"), key, u("o"), "{}", NULL);
@@ -446,7 +436,7 @@ START_TEST(test_await_timeout_fails_the_step)
 }
 END_TEST
 
-START_TEST(test_await_timeout_compensates)
+WF_TEST(test_await_timeout_compensates)
 {
     char *key = u("steps-await-saga"), *ja = u("a"), *undo = u("undo");
     sb *b = steps_new(key);
@@ -465,7 +455,7 @@ START_TEST(test_await_timeout_compensates)
 }
 END_TEST
 
-START_TEST(test_buffered_signal_meets_a_later_await)
+WF_TEST(test_buffered_signal_meets_a_later_await)
 {
     char *key = u("steps-buf"), *first = u("first");
     sb *b = steps_new(key);
@@ -483,7 +473,7 @@ START_TEST(test_buffered_signal_meets_a_later_await)
 }
 END_TEST
 
-START_TEST(test_sleep_and_user_steps)
+WF_TEST(test_sleep_and_user_steps)
 {
     char *key = u("steps-su"), *last = u("last");
     sb *b = steps_new(key);
@@ -537,7 +527,44 @@ START_TEST(test_sleep_and_user_steps)
 }
 END_TEST
 
-START_TEST(test_retries_reset_per_step)
+/* A user step for several people: its join names the step's USER
+ * transition, for ALL and for ANY. */
+WF_TEST(test_user_step_join_names_its_transition)
+{
+    static const Workflow__V1__CompletionMode modes[] = {
+        WORKFLOW__V1__COMPLETION_MODE__COMPLETION_MODE_ALL,
+        WORKFLOW__V1__COMPLETION_MODE__COMPLETION_MODE_ANY};
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        char *key = u("steps-join");
+        sb *b = steps_new(key);
+        Workflow__V1__Step *ok = step(b, "sign");
+        ok->user = wf_arena_calloc(ta, 1, sizeof *ok->user);
+        workflow__v1__user_step__init(ok->user);
+        ok->user->assignee = wf_arena_calloc(ta, 1, sizeof *ok->user->assignee);
+        workflow__v1__assignee__init(ok->user->assignee);
+        ok->user->assignee->kind = A_USERS;
+        ok->user->assignee->ids = (char *[]){"alice", "bob"};
+        ok->user->assignee->n_ids = 2;
+        ok->user->completion = wf_arena_calloc(ta, 1, sizeof *ok->user->completion);
+        workflow__v1__completion_policy__init(ok->user->completion);
+        ok->user->completion->mode = modes[m];
+        deploy_steps(b);
+
+        Workflow__V1__Instance *in = start_v(as("boss"), key, 0, "{}", &(wf_client_status){0});
+        Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+        ck_assert_uint_eq(g->n_tasks, 2);
+        ck_assert_uint_eq(g->n_joins, 1);
+        ck_assert_str_eq(g->joins[0]->instance_id, in->id);
+        ck_assert_str_eq(g->joins[0]->transition_id, g->tasks[0]->transition_id);
+        ck_assert_str_eq(g->joins[0]->transition_id, "sign");
+        ck_assert_int_eq(g->joins[0]->mode, modes[m]);
+        ck_assert_int_eq(g->joins[0]->required, m == 0 ? 2 : 1);
+        ck_assert_int_eq(g->joins[0]->total, 2);
+    }
+}
+END_TEST
+
+WF_TEST(test_retries_reset_per_step)
 {
     char *key = u("steps-retry"), *ja = u("a"), *jb = u("b");
     sb *b = steps_new(key);
@@ -564,7 +591,7 @@ START_TEST(test_retries_reset_per_step)
 }
 END_TEST
 
-START_TEST(test_fail_compensates_in_reverse_order)
+WF_TEST(test_fail_compensates_in_reverse_order)
 {
     char *key = u("steps-saga"), *ja = u("a"), *jb = u("b"), *jc = u("c"), *ua = u("undo-a"),
          *ub = u("undo-b");
@@ -608,7 +635,7 @@ START_TEST(test_fail_compensates_in_reverse_order)
 }
 END_TEST
 
-START_TEST(test_instances_keep_their_version)
+WF_TEST(test_instances_keep_their_version)
 {
     char *key = u("steps-pin"), *ja = u("a"), *jb = u("b");
     sb *b = steps_new(key);
@@ -633,23 +660,5 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("e2e_steps");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_deploy_and_get_definition);
-    tcase_add_test(tc, test_validation_names_steps);
-    tcase_add_test(tc, test_jobs_and_next_rules);
-    tcase_add_test(tc, test_worker_goto);
-    tcase_add_test(tc, test_await_signal_first);
-    tcase_add_test(tc, test_await_timeout_goes_to_on_timeout);
-    tcase_add_test(tc, test_await_timeout_fails_the_step);
-    tcase_add_test(tc, test_await_timeout_compensates);
-    tcase_add_test(tc, test_buffered_signal_meets_a_later_await);
-    tcase_add_test(tc, test_sleep_and_user_steps);
-    tcase_add_test(tc, test_retries_reset_per_step);
-    tcase_add_test(tc, test_fail_compensates_in_reverse_order);
-    tcase_add_test(tc, test_instances_keep_their_version);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite("e2e_steps", wf_test_store_name(), setup, teardown, 60));
 }

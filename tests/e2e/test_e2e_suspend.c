@@ -32,18 +32,7 @@ static char *tenant; /* this test's tenant */
 static void
 suspend_setup(void)
 {
-    wf_test_server_start(&ts, NULL);
-    ta = wf_arena_new();
-    char id[WF_UUID_LEN + 1];
-    wf_uuid7(id);
-    tenant = wf_arena_printf(ta, "susp-%s", id + 24);
-}
-
-/* A client of this test's tenant acting as actor. */
-static wf_client *
-me(const char *actor)
-{
-    return as_tenant(tenant, actor);
+    tenant = setup_tenant(NULL, "susp");
 }
 
 /* ---- calls --------------------------------------------------------------------------------- */
@@ -119,7 +108,7 @@ activate_n(const char *type, int64_t wait_ms)
 }
 
 static Workflow__V1__Job *
-one_job(const char *type)
+tenant_job(const char *type)
 {
     wf_client_status st;
     Workflow__V1__ActivateJobsResponse *r = activate_c(me(NULL), type, 5, 60000, 2000, &st);
@@ -173,19 +162,6 @@ count_type(const char *root, const char *type)
     for (size_t i = 0; i < n; i++)
         k += strcmp(ev[i].type, type) == 0;
     return k;
-}
-
-/* start -> id (trigger) -> end. */
-static nb *
-one_step(const char *key, const char *id, Workflow__V1__Trigger trigger)
-{
-    nb *n = net_new(key);
-    place(n, "start", START);
-    place(n, "end", END);
-    trans(n, id, trigger);
-    arc(n, "start", id);
-    arc(n, id, "end");
-    return n;
 }
 
 /* A net root waiting on a job of a fresh type (*type). */
@@ -256,7 +232,7 @@ complete_task_c(wf_client *c, const char *task_id, wf_client_status *st)
 /* No job of a suspended tree is activated, by a plain call nor by a long
  * poll; the resume activates it and the instance completes. The events
  * name the actor and the reason. */
-START_TEST(test_job_is_not_activated_while_suspended_and_is_after_resume)
+WF_TEST(test_job_is_not_activated_while_suspended_and_is_after_resume)
 {
     const char *type;
     Workflow__V1__Instance *in = job_instance(&type);
@@ -268,7 +244,7 @@ START_TEST(test_job_is_not_activated_while_suspended_and_is_after_resume)
 
     Workflow__V1__Instance *r = resume_ok(in->id);
     ck_assert_int_eq(r->status, I_RUNNING);
-    complete_ok(one_job(type));
+    complete_ok(tenant_job(type));
     ck_assert_int_eq(status_of(in->id), I_COMPLETED);
 
     size_t n;
@@ -295,7 +271,7 @@ END_TEST
 
 /* A long poll waiting while the tree is suspended gets the job when the
  * tree is resumed. */
-START_TEST(test_waiting_worker_gets_the_job_at_resume)
+WF_TEST(test_waiting_worker_gets_the_job_at_resume)
 {
     const char *type;
     Workflow__V1__Instance *in = job_instance(&type);
@@ -308,7 +284,7 @@ END_TEST
 
 /* A job stream of the type pushes nothing while the tree is suspended and
  * pushes the job once it is resumed. */
-START_TEST(test_job_stream_pushes_nothing_while_suspended)
+WF_TEST(test_job_stream_pushes_nothing_while_suspended)
 {
     const char *type;
     Workflow__V1__Instance *in = job_instance(&type);
@@ -335,7 +311,7 @@ END_TEST
 /* A job leased before the suspension may complete: the output is merged,
  * the token moves, and the next job is created but not activated until
  * the resume. */
-START_TEST(test_job_leased_before_the_suspension_completes_and_its_successor_waits)
+WF_TEST(test_job_leased_before_the_suspension_completes_and_its_successor_waits)
 {
     const char *key = u("susp-two");
     const char *a = u("reserve"), *b = u("ship");
@@ -352,7 +328,7 @@ START_TEST(test_job_leased_before_the_suspension_completes_and_its_successor_wai
     deploy_as(me("dev"), n);
     Workflow__V1__Instance *in = start_order(me("boss"), key, NULL, NULL, NULL);
 
-    Workflow__V1__Job *j = one_job(a);
+    Workflow__V1__Job *j = tenant_job(a);
     suspend_ok(in->id);
     complete_ok(j);
     Workflow__V1__GetInstanceResponse *g = get_instance_as(me("reader"), in->id);
@@ -363,7 +339,7 @@ START_TEST(test_job_leased_before_the_suspension_completes_and_its_successor_wai
     ck_assert_uint_eq(activate_n(b, 0), 0);
 
     resume_ok(in->id);
-    complete_ok(one_job(b));
+    complete_ok(tenant_job(b));
     ck_assert_int_eq(status_of(in->id), I_COMPLETED);
 }
 END_TEST
@@ -371,7 +347,7 @@ END_TEST
 /* A leased job that fails for good while suspended is an incident: the
  * instance is FAILED (the suspension ends with it) and RetryInstance
  * resumes the work. A retryable failure waits for the resume. */
-START_TEST(test_leased_job_failing_while_suspended)
+WF_TEST(test_leased_job_failing_while_suspended)
 {
     const char *key = u("susp-fail-lease");
     const char *type = u("flaky");
@@ -381,7 +357,7 @@ START_TEST(test_leased_job_failing_while_suspended)
     Workflow__V1__Instance *in = start_order(me("boss"), key, NULL, NULL, NULL);
     Workflow__V1__FailJobRequest fr = WORKFLOW__V1__FAIL_JOB_REQUEST__INIT;
     wf_client_status st;
-    fr.job_key = one_job(type)->key;
+    fr.job_key = tenant_job(type)->key;
     fr.error_message = "busy";
     suspend_ok(in->id);
     call(me(NULL), "FailJob", &fr, &workflow__v1__fail_job_response__descriptor, &st);
@@ -389,7 +365,7 @@ START_TEST(test_leased_job_failing_while_suspended)
     sleep_ms(50); /* past the backoff */
     ck_assert_uint_eq(activate_n(type, 0), 0);
     resume_ok(in->id);
-    fr.job_key = one_job(type)->key;
+    fr.job_key = tenant_job(type)->key;
     suspend_ok(in->id);
     call(me(NULL), "FailJob", &fr, &workflow__v1__fail_job_response__descriptor, &st);
     ck_ok(st);
@@ -401,7 +377,7 @@ END_TEST
 
 /* A due timer of a suspended tree is not fired by a pass; the first pass
  * after the resume fires it. */
-START_TEST(test_due_timer_waits_while_suspended_and_fires_after_resume)
+WF_TEST(test_due_timer_waits_while_suspended_and_fires_after_resume)
 {
     const char *key = u("susp-timer");
     nb *n = one_step(key, "go", T_TIME);
@@ -429,7 +405,7 @@ END_TEST
 
 /* A signal for a suspended instance that awaits it is buffered, not
  * correlated; the resume consumes it and the instance moves on. */
-START_TEST(test_signal_is_buffered_while_suspended_and_consumed_at_resume)
+WF_TEST(test_signal_is_buffered_while_suspended_and_consumed_at_resume)
 {
     Workflow__V1__Instance *in = msg_instance();
     suspend_ok(in->id);
@@ -461,7 +437,7 @@ END_TEST
 
 /* The buffer's TTL keeps counting while suspended: a signal that expired
  * is not consumed at resume, and a signal without buffer_ttl is dropped. */
-START_TEST(test_signal_ttl_counts_while_suspended)
+WF_TEST(test_signal_ttl_counts_while_suspended)
 {
     Workflow__V1__Instance *in = msg_instance();
     suspend_ok(in->id);
@@ -495,7 +471,7 @@ END_TEST
  * so does AssignTo under it; reads and SetVariables work; after the
  * resume the same operations succeed. A child id is refused with
  * INSTANCE_NOT_ROOT. */
-START_TEST(test_task_operations_are_refused_in_a_suspended_tree)
+WF_TEST(test_task_operations_are_refused_in_a_suspended_tree)
 {
     Workflow__V1__Instance *root;
     Workflow__V1__AssignToResponse *a = referral_tree(&root, "ann", A_USER);
@@ -565,7 +541,7 @@ END_TEST
 
 /* Claim and release of a group task, and the completion of a net's USER
  * task, are refused while suspended; ListWorkItems and WatchEvents read. */
-START_TEST(test_claim_release_and_net_task_are_refused_while_suspended)
+WF_TEST(test_claim_release_and_net_task_are_refused_while_suspended)
 {
     Workflow__V1__Instance *root;
     Workflow__V1__AssignToResponse *a =
@@ -636,7 +612,7 @@ END_TEST
 
 /* ModifyInstance of a suspended net root answers INSTANCE_SUSPENDED, as
  * task operations there do, and changes nothing; resumed, it applies. */
-START_TEST(test_modify_is_refused_while_suspended)
+WF_TEST(test_modify_is_refused_while_suspended)
 {
     const char *type;
     Workflow__V1__Instance *in = job_instance(&type);
@@ -673,7 +649,7 @@ END_TEST
 /* ListInstances finds a suspended root by status SUSPENDED and by state
  * OPEN (an AD_HOC root without referral, suspended, is OPEN, not
  * NOT_STARTED). */
-START_TEST(test_list_instances_by_status_suspended_and_state_open)
+WF_TEST(test_list_instances_by_status_suspended_and_state_open)
 {
     wf_client_status st;
     Workflow__V1__Instance *adhoc = start_v(me("boss"), u("susp-list"), 0, NULL, &st);
@@ -709,7 +685,7 @@ END_TEST
 
 /* ---- refusals ------------------------------------------------------------------------------- */
 
-START_TEST(test_unknown_and_foreign_ids_are_not_found)
+WF_TEST(test_unknown_and_foreign_ids_are_not_found)
 {
     wf_client_status st;
     char id[WF_UUID_LEN + 1];
@@ -733,7 +709,7 @@ START_TEST(test_unknown_and_foreign_ids_are_not_found)
 }
 END_TEST
 
-START_TEST(test_invalid_requests_are_refused)
+WF_TEST(test_invalid_requests_are_refused)
 {
     wf_client_status st;
     suspend_c(me("ops"), "", NULL, NULL, &st);
@@ -759,12 +735,12 @@ END_TEST
 
 /* Ended instances are refused both ways; FAILED and COMPENSATING ones
  * cannot be suspended (resuming them changes nothing). */
-START_TEST(test_ended_failed_and_compensating_instances_cannot_be_suspended)
+WF_TEST(test_ended_failed_and_compensating_instances_cannot_be_suspended)
 {
     wf_client_status st;
     const char *type;
     Workflow__V1__Instance *done = job_instance(&type);
-    complete_ok(one_job(type));
+    complete_ok(tenant_job(type));
     suspend_c(me("ops"), done->id, NULL, NULL, &st);
     ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "INSTANCE_NOT_RUNNING");
     resume_c(me("ops"), done->id, NULL, NULL, &st);
@@ -778,7 +754,7 @@ START_TEST(test_ended_failed_and_compensating_instances_cannot_be_suspended)
     deploy_as(me("dev"), n);
     Workflow__V1__Instance *failed = start_order(me("boss"), key, NULL, NULL, NULL);
     Workflow__V1__FailJobRequest fr = WORKFLOW__V1__FAIL_JOB_REQUEST__INIT;
-    fr.job_key = one_job(ftype)->key;
+    fr.job_key = tenant_job(ftype)->key;
     fr.error_message = "boom";
     call(me(NULL), "FailJob", &fr, &workflow__v1__fail_job_response__descriptor, &st);
     ck_ok(st);
@@ -807,7 +783,7 @@ START_TEST(test_ended_failed_and_compensating_instances_cannot_be_suspended)
     arc(n, "ship", "e");
     deploy_as(me("dev"), n);
     Workflow__V1__Instance *saga = start_order(me("boss"), key, NULL, NULL, NULL);
-    complete_ok(one_job(step));
+    complete_ok(tenant_job(step));
     Workflow__V1__CancelInstanceRequest cr = WORKFLOW__V1__CANCEL_INSTANCE_REQUEST__INIT;
     cr.instance_id = saga->id;
     cr.compensate = true;
@@ -825,7 +801,7 @@ END_TEST
 /* Suspending a suspended instance and resuming a running one answer OK
  * and change nothing: no second event. A suspended instance can be
  * cancelled. */
-START_TEST(test_repeated_suspend_and_resume_are_idempotent)
+WF_TEST(test_repeated_suspend_and_resume_are_idempotent)
 {
     const char *type;
     Workflow__V1__Instance *in = job_instance(&type);
@@ -853,7 +829,7 @@ END_TEST
 
 /* A request id replays the first answer without applying twice; reused
  * with another request it is REQUEST_ID_REUSED. */
-START_TEST(test_request_id_replays_the_first_answer)
+WF_TEST(test_request_id_replays_the_first_answer)
 {
     const char *type;
     Workflow__V1__Instance *in = job_instance(&type);
@@ -888,36 +864,8 @@ START_TEST(test_request_id_replays_the_first_answer)
 }
 END_TEST
 
-static Suite *
-suspend_suite(void)
-{
-    Suite *s = suite_create("e2e_suspend");
-    TCase *tc = tcase_create("suspend");
-    tcase_add_checked_fixture(tc, suspend_setup, teardown);
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_job_is_not_activated_while_suspended_and_is_after_resume);
-    tcase_add_test(tc, test_waiting_worker_gets_the_job_at_resume);
-    tcase_add_test(tc, test_job_stream_pushes_nothing_while_suspended);
-    tcase_add_test(tc, test_job_leased_before_the_suspension_completes_and_its_successor_waits);
-    tcase_add_test(tc, test_leased_job_failing_while_suspended);
-    tcase_add_test(tc, test_due_timer_waits_while_suspended_and_fires_after_resume);
-    tcase_add_test(tc, test_signal_is_buffered_while_suspended_and_consumed_at_resume);
-    tcase_add_test(tc, test_signal_ttl_counts_while_suspended);
-    tcase_add_test(tc, test_task_operations_are_refused_in_a_suspended_tree);
-    tcase_add_test(tc, test_claim_release_and_net_task_are_refused_while_suspended);
-    tcase_add_test(tc, test_modify_is_refused_while_suspended);
-    tcase_add_test(tc, test_list_instances_by_status_suspended_and_state_open);
-    tcase_add_test(tc, test_unknown_and_foreign_ids_are_not_found);
-    tcase_add_test(tc, test_invalid_requests_are_refused);
-    tcase_add_test(tc, test_ended_failed_and_compensating_instances_cannot_be_suspended);
-    tcase_add_test(tc, test_repeated_suspend_and_resume_are_idempotent);
-    tcase_add_test(tc, test_request_id_replays_the_first_answer);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int
 main(void)
 {
-    return wf_test_run(suspend_suite());
+    return wf_test_run(wf_test_suite("e2e_suspend", "suspend", suspend_setup, teardown, 30));
 }

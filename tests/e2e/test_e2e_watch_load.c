@@ -532,7 +532,7 @@ deploy_nets(wf_client *dev)
     FREE(r);
 }
 
-START_TEST(test_watcher_under_load_gets_every_event_once)
+WF_TEST(test_watcher_under_load_gets_every_event_once)
 {
     tenant = u("load");
     job_key = "load-job";
@@ -650,11 +650,6 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create(wf_test_store_is_pg() ? "e2e_watch_load_pg" : "e2e_watch_load");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_watcher_under_load_gets_every_event_once);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite(wf_test_store_is_pg() ? "e2e_watch_load_pg" : "e2e_watch_load",
+                                     wf_test_store_name(), setup, teardown, 120));
 }

@@ -25,29 +25,6 @@
 #include "store.h"
 #include "workflow/v1/workflow.pb-c.h"
 
-/* ---- calls --------------------------------------------------------------------------------- */
-
-static Workflow__V1__Instance *
-retry_c(const char *id, wf_client_status *st)
-{
-    Workflow__V1__RetryInstanceRequest req = WORKFLOW__V1__RETRY_INSTANCE_REQUEST__INIT;
-    req.instance_id = (char *)id;
-    Workflow__V1__RetryInstanceResponse *r = call(
-        as("ops"), "RetryInstance", &req, &workflow__v1__retry_instance_response__descriptor, st);
-    return r != NULL ? r->instance : NULL;
-}
-
-static void
-set_vars(const char *id, const char *vars)
-{
-    Workflow__V1__SetVariablesRequest req = WORKFLOW__V1__SET_VARIABLES_REQUEST__INIT;
-    req.instance_id = (char *)id;
-    req.variables_json = (char *)vars;
-    wf_client_status st;
-    call(as("ops"), "SetVariables", &req, &workflow__v1__set_variables_response__descriptor, &st);
-    ck_ok(st);
-}
-
 /* CompleteJobs with one item; the item's code. */
 static int
 complete_jobs_one(const char *key, const char *vars)
@@ -67,57 +44,22 @@ complete_jobs_one(const char *key, const char *vars)
     return r->results[0]->code;
 }
 
-/* The data of the last event of type in root's tree (static buffer). */
+/* The data of the last event of type in root's tree ("" when none). */
 static const char *
 last_event_data(const char *root, const char *type)
 {
-    static char out[8192];
-    wf_arena *a = wf_arena_new();
-    wf_store_ctx sc = {"default", 0, a};
-    wf_event_filter f = {.instance_id = root};
-    wf_event_row *ev;
-    size_t n;
-    wf_error err;
-    ck_assert_int_eq(wf_store_read_events(ts.app.store, &sc, 0, &f, 1000, &ev, &n, &err), WF_OK);
-    out[0] = '\0';
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(ev[i].type, type) == 0)
-            snprintf(out, sizeof out, "%s", ev[i].data_json != NULL ? ev[i].data_json : "");
-    wf_arena_free(a);
-    return out;
+    const wf_event_row *e = last_event(root, type);
+    return e != NULL && e->data_json != NULL ? e->data_json : "";
 }
 
 /* ---- a job completion no arc can route ------------------------------------------------------ */
-
-/* s -> work (AUTO job) -> big (guard .amount > 100) | small (guard .amount
- * >= 0 and .amount <= 100); no default arc: a negative amount matches none. */
-static nb *
-guarded_job_net(const char *key, const char *type)
-{
-    nb *n = net_new(key);
-    place(n, "s", START);
-    place(n, "big", NORMAL);
-    place(n, "small", NORMAL);
-    place(n, "e", END);
-    with_job(trans(n, "work", T_AUTO), type, 3, 0);
-    trans(n, "finish_big", T_AUTO);
-    trans(n, "finish_small", T_AUTO);
-    arc(n, "s", "work");
-    arc(n, "work", "big")->guard = ".amount > 100";
-    arc(n, "work", "small")->guard = ".amount >= 0 and .amount <= 100";
-    arc(n, "big", "finish_big");
-    arc(n, "small", "finish_small");
-    arc(n, "finish_big", "e");
-    arc(n, "finish_small", "e");
-    return n;
-}
 
 static void
 unroutable_completion_case(bool batch)
 {
     char *key = u(batch ? "unroutable-batch" : "unroutable");
     char *type = u("charge");
-    Workflow__V1__DeployDefinitionResponse *r = deploy(guarded_job_net(key, type));
+    Workflow__V1__DeployDefinitionResponse *r = deploy(guarded_job_net(key, type, 3));
     ck_assert(r->created);
     Workflow__V1__Instance *in = start_v(as("boss"), key, 0, "{\"n\":1}", &(wf_client_status){0});
     ck_assert_ptr_nonnull(in);
@@ -159,7 +101,8 @@ unroutable_completion_case(bool batch)
 
     /* Fixed data, RetryInstance: the job is activated again with the
      * variables as they are now, and its completion routes. */
-    set_vars(in->id, "{\"fixed\":true}");
+    set_vars(in->id, "{\"fixed\":true}", &st);
+    ck_ok(st);
     Workflow__V1__Instance *again = retry_c(in->id, &st);
     ck_ok(st);
     ck_assert_int_eq(again->status, I_RUNNING);
@@ -178,13 +121,13 @@ unroutable_completion_case(bool batch)
     ck_assert(strstr(event_types(in->id), "TRANSITION_FIRED") != NULL);
 }
 
-START_TEST(test_unroutable_job_completion_is_an_incident)
+WF_TEST(test_unroutable_job_completion_is_an_incident)
 {
     unroutable_completion_case(false);
 }
 END_TEST
 
-START_TEST(test_unroutable_batch_completion_is_an_incident)
+WF_TEST(test_unroutable_batch_completion_is_an_incident)
 {
     unroutable_completion_case(true);
 }
@@ -282,7 +225,7 @@ history_net(const char *key, const char *type, const char *user)
     return n;
 }
 
-START_TEST(test_history_of_task_job_timer_and_withdrawn_wait)
+WF_TEST(test_history_of_task_job_timer_and_withdrawn_wait)
 {
     char *key = u("history");
     char *type = u("charge");
@@ -420,7 +363,7 @@ START_TEST(test_history_of_task_job_timer_and_withdrawn_wait)
 }
 END_TEST
 
-START_TEST(test_history_errors_cancel_and_ad_hoc)
+WF_TEST(test_history_errors_cancel_and_ad_hoc)
 {
     wf_client_status st;
     /* Unknown, malformed, missing, and another tenant's instance. */
@@ -466,7 +409,7 @@ END_TEST
 
 /* s -> reserve (job, compensated by release) -> a -> charge (job, one
  * attempt) -> e: charge fails, the saga compensates reserve. */
-START_TEST(test_history_of_a_saga)
+WF_TEST(test_history_of_a_saga)
 {
     char *key = u("history-saga");
     char *reserve = u("reserve"), *charge = u("charge"), *release = u("release");
@@ -522,15 +465,5 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("e2e_workitems");
-    TCase *tc = tcase_create(wf_test_store_name());
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_unroutable_job_completion_is_an_incident);
-    tcase_add_test(tc, test_unroutable_batch_completion_is_an_incident);
-    tcase_add_test(tc, test_history_of_task_job_timer_and_withdrawn_wait);
-    tcase_add_test(tc, test_history_errors_cancel_and_ad_hoc);
-    tcase_add_test(tc, test_history_of_a_saga);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(wf_test_suite("e2e_workitems", wf_test_store_name(), setup, teardown, 60));
 }

@@ -19,7 +19,7 @@ import sys
 # Modules of the same rank (a tuple of names) do not see each other.
 LAYERS = [
     ("core", "core", []),
-    ("store", "store", ["store_int.h", "pg_pool.h"]),
+    ("store", "store", ["store_int.h", "pool.h"]),
     ("expr", "expr", ["expr_int.h"]),
     ("engine/base", "engine/base", []),
     ("engine/net", "engine/net", []),

@@ -10,6 +10,14 @@ google.rpc.ErrorInfo{reason, domain "workflow.v1"} carried in the
 * auth (WF_API_KEYS="<k1>,<k2>=tenant-b"): missing key, wrong key, malformed
   or duplicated key metadata, `authorization: Bearer`, keys bound to a tenant
   (TENANT_FORBIDDEN), and that no key text reaches the server's log;
+* API keys from a file (ApiKeysFileTests, again on Postgres as
+  ApiKeysFilePgTests): WF_API_KEYS_FILE in the layout of a Kubernetes
+  Secret volume; a new key refused, then accepted once the file holds it
+  beside the old one, the old one refused once removed (and the web console
+  session opened with it ended), a malformed content refused as a whole
+  with the last good set kept and the refusal logged without a key; the
+  start refuses WF_API_KEYS with WF_API_KEYS_FILE, and a malformed or
+  missing file;
 * actor: ACTOR_MISSING on an RPC that acts for a person, invalid x-actor-id;
 * protocol: accepted calls never fail with UNAUTHENTICATED/PERMISSION_DENIED
   (whether or not the RPC is implemented yet), unknown methods answer
@@ -18,6 +26,12 @@ google.rpc.ErrorInfo{reason, domain "workflow.v1"} carried in the
   DEADLINE_EXCEEDED, x-request-id is echoed in the initial metadata;
 * startup: a dev server without keys is open; a production server without
   WF_API_KEYS exits with code 2 and says why;
+* default client (DefaultClientTests): a channel without options (4 MiB
+  received a message, every gRPC client's default) reads every answer:
+  ActivateJobs{max_jobs: 4} over four jobs of 3 MiB leases one an answer
+  and no job stays leased to nobody, an instance at the variables bound
+  reads beside its job, ListInstances pages of 3 MiB roots stop by bytes;
+  again on Postgres (DefaultClientPgTests);
 * one channel: while a slow call (a guard running into the expression time
   limit) is in flight on a channel, Health/Check and cheap calls on the same
   channel answer in < 0.3 s, and 32 calls at once on it all complete (memory
@@ -65,6 +79,7 @@ tests passed, 77 = skipped (--store pg without WF_TEST_PG_DSN).
 """
 
 import argparse
+import http.client
 import json
 import os
 import shutil
@@ -74,6 +89,7 @@ import sys
 import threading
 import time
 import unittest
+import urllib.parse
 import uuid
 
 import grpc
@@ -509,6 +525,183 @@ class AuthTests(WorkflowTestCase):
 
 
 # ---------------------------------------------------------------------------
+# API keys from a file that rotates (WF_API_KEYS_FILE)
+# ---------------------------------------------------------------------------
+
+
+class KeyDir:
+    """A folder laid out as the kubelet mounts a Secret: FOLDER/api-keys is a
+    link to ..data/api-keys, and ..data a link to a folder of the current
+    content; write() makes a new such folder and swaps ..data over the old
+    one with a rename, as the kubelet does when the Secret changes."""
+
+    def __init__(self, name):
+        self.root = os.path.join(OPTS.work, "%s-%s" % (name, uuid.uuid4().hex[:8]))
+        os.makedirs(self.root)
+        self.version = 0
+        self.path = os.path.join(self.root, "api-keys")
+
+    def write(self, content):
+        self.version += 1
+        target = "..%d" % self.version
+        os.makedirs(os.path.join(self.root, target))
+        with open(os.path.join(self.root, target, "api-keys"), "w") as f:
+            f.write(content)
+        tmp = os.path.join(self.root, "..data_tmp")
+        os.symlink(target, tmp)
+        os.rename(tmp, os.path.join(self.root, "..data"))
+        if not os.path.islink(self.path):
+            os.symlink("..data/api-keys", self.path)
+
+    def remove(self):
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+KEY_OLD = "kold-5c1e9a7b-secret"
+KEY_NEW = "knew-8d2f4c6a-secret"
+KEY_THIRD = "kthird-1b7e3d9f-secret"
+
+
+class ApiKeysFileTests(WorkflowTestCase):
+    """WF_API_KEYS_FILE: a key rotates without a restart. The new key is
+    refused, then added beside the old one and accepted once the server has
+    read the file (the calls are repeated until then, within a bound); the
+    old key removed is refused, and a web console session opened with it
+    ends; a content that breaks a rule keeps the last good set and is
+    logged without a key; the start refuses both settings at once and a
+    malformed file."""
+
+    RELOAD_BOUND = 10.0  # seconds for a rewrite to take effect (times TIME_SCALE)
+
+    @classmethod
+    def start_keyed_server(cls, name, **env):
+        return start_server(cls, name, **env)
+
+    @classmethod
+    def setUpClass(cls):
+        cls.keys = KeyDir("keys")
+        cls.addClassCleanup(cls.keys.remove)
+        cls.keys.write(KEY_OLD + "\n")
+        cls.console_port = free_port()
+        cls.srv = cls.start_keyed_server(
+            "keys-file", WF_API_KEYS_FILE=cls.keys.path,
+            WF_CONSOLE_ADDR="127.0.0.1:%d" % cls.console_port)
+
+    def call(self, key, tenant=None):
+        return self.get_unknown_task(self.srv, md(key=key, tenant=tenant))
+
+    def assert_refused(self, key):
+        self.assert_error(self.call(key), SC.UNAUTHENTICATED, "API_KEY_INVALID")
+
+    def wait_until(self, what, predicate):
+        """Repeats predicate until it holds, for at most RELOAD_BOUND."""
+        until = time.monotonic() + self.RELOAD_BOUND * TIME_SCALE
+        while not predicate():
+            if time.monotonic() > until:
+                self.fail("%s: not within %.0f s" % (what, self.RELOAD_BOUND * TIME_SCALE))
+            time.sleep(0.1)
+
+    def accepted(self, key):
+        return self.call(key).code not in (SC.UNAUTHENTICATED, SC.PERMISSION_DENIED)
+
+    def console(self, method, path, body=None, cookie=None):
+        """One request to the web console: (status, headers)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.console_port, timeout=RPC_TIMEOUT)
+        headers = {"Origin": "http://127.0.0.1:%d" % self.console_port}
+        data = None
+        if body is not None:
+            data = urllib.parse.urlencode(body)
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        if cookie is not None:
+            headers["Cookie"] = cookie
+        try:
+            conn.request(method, path, body=data, headers=headers)
+            r = conn.getresponse()
+            r.read()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}
+        finally:
+            conn.close()
+
+    def test_rotation(self):
+        self.assert_accepted(self.call(KEY_OLD))
+        self.assert_refused(KEY_NEW)
+        status, h = self.console("POST", "/login", {"api_key": KEY_OLD, "actor": "ann"})
+        self.assertEqual(status, 303)
+        cookie = h["set-cookie"].split(";")[0]
+        self.assertEqual(self.console("GET", "/instances", cookie=cookie)[0], 200)
+
+        # The new key beside the old one, bound to a tenant.
+        self.keys.write("%s\n%s=tenant-n\n" % (KEY_OLD, KEY_NEW))
+        self.wait_until("the new key accepted", lambda: self.accepted(KEY_NEW))
+        self.assert_accepted(self.call(KEY_OLD))
+        self.assert_error(self.call(KEY_NEW, tenant="tenant-a"), SC.PERMISSION_DENIED,
+                          "TENANT_FORBIDDEN")
+
+        # The old key removed: refused, and its console session ends.
+        self.keys.write("%s=tenant-n\n" % KEY_NEW)
+        self.wait_until("the old key refused", lambda: not self.accepted(KEY_OLD))
+        self.assert_refused(KEY_OLD)
+        self.assert_accepted(self.call(KEY_NEW))
+        status, h = self.console("GET", "/instances", cookie=cookie)
+        self.assertEqual((status, h.get("location")), (303, "/login"))
+
+        # A content that breaks a rule (a key with a blank) is refused as a
+        # whole: the last good set stays, and the log names the entry.
+        self.keys.write("%s=tenant-n\n%s\n%s with-blank\n" % (KEY_NEW, KEY_THIRD, KEY_THIRD))
+        text, missing = self.srv.wait_for_log(
+            ["is refused: WF_API_KEYS_FILE entry 3 (line 3) must have a key of printable ASCII"],
+            timeout=self.RELOAD_BOUND * TIME_SCALE)
+        self.assertEqual(missing, [], "the refusal is not logged")
+        self.assert_accepted(self.call(KEY_NEW))
+        self.assert_refused(KEY_THIRD)
+        self.assert_refused(KEY_OLD)
+
+        # A good content again: it is read.
+        self.keys.write(KEY_THIRD + "\n")
+        self.wait_until("the third key accepted", lambda: self.accepted(KEY_THIRD))
+        self.assert_refused(KEY_NEW)
+        for key in (KEY_OLD, KEY_NEW, KEY_THIRD):
+            self.assertNotIn(key, self.srv.log(), "an API key appears in the server log")
+
+    def run_to_exit(self, name, env):
+        srv = Server(name, env)
+        proc = srv.spawn()
+        self.addCleanup(srv.kill)
+        try:
+            rc = proc.wait(timeout=10 * TIME_SCALE)
+        except subprocess.TimeoutExpired:
+            self.fail("%s kept running; it should have refused to start" % name)
+        return rc, srv.log()
+
+    def test_start_refusals(self):
+        rc, log = self.run_to_exit("keys-both", server_env(
+            keys=KEY_OLD, WF_API_KEYS_FILE=self.keys.path))
+        self.assertEqual(rc, 2, log)
+        self.assertIn("WF_API_KEYS and WF_API_KEYS_FILE are both set", log)
+        bad = KeyDir("keys-bad")
+        self.addCleanup(bad.remove)
+        bad.write("%s\n%s=not a tenant\n" % (KEY_OLD, KEY_NEW))
+        rc, log = self.run_to_exit("keys-bad", server_env(WF_API_KEYS_FILE=bad.path))
+        self.assertEqual(rc, 2, log)
+        self.assertIn("WF_API_KEYS_FILE entry 2 (line 2) must name a tenant", log)
+        self.assertNotIn(KEY_OLD, log)
+        self.assertNotIn(KEY_NEW, log)
+        rc, log = self.run_to_exit("keys-missing", server_env(
+            WF_API_KEYS_FILE=os.path.join(bad.root, "missing")))
+        self.assertEqual(rc, 2, log)
+        self.assertIn("cannot be read: No such file or directory", log)
+
+
+class ApiKeysFilePgTests(ApiKeysFileTests):
+    """ApiKeysFileTests against a server on Postgres; skipped without
+    WF_TEST_PG_DSN."""
+
+    @classmethod
+    def start_keyed_server(cls, name, **env):
+        return start_server(cls, name, DATABASE_URL=pg_dsn_or_skip("ApiKeysFileTests"), **env)
+
+
+# ---------------------------------------------------------------------------
 # Actor
 # ---------------------------------------------------------------------------
 
@@ -672,6 +865,130 @@ class SizeLimitTests(WorkflowTestCase):
         out = self.start_instance(10 * 1024)
         self.assertNotIn(out.code, (SC.RESOURCE_EXHAUSTED, SC.UNAUTHENTICATED,
                                     SC.PERMISSION_DENIED, SC.INTERNAL), repr(out))
+
+
+MIB = 1 << 20
+# WF_MAX_VARIABLES_BYTES' default: answers of 4 MiB (WF_MAX_ANSWER_BYTES'
+# default) less an eighth.
+VARIABLES_BOUND = 3584 * 1024
+
+
+def doc_blob(nbytes):
+    """{"doc":"xxx..."}: exactly nbytes of JSON text."""
+    return '{"doc":"%s"}' % ("x" * (nbytes - 10))
+
+
+class DefaultClientTests(WorkflowTestCase):
+    """Answers a client of default settings can read: a channel without
+    options receives at most 4 MiB in one message (every gRPC client library
+    does unless told otherwise, and generated clients keep that), so no
+    answer of a default server passes it. Four jobs of 3 MiB come one an
+    answer and none stays leased to nobody; an instance at the variables
+    bound reads with its job beside it; ListInstances pages stop by bytes.
+    On the memory store; DefaultClientPgTests on Postgres."""
+
+    @classmethod
+    def start_default_server(cls):
+        return start_server(cls, "default-client")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = cls.start_default_server()
+        cls.channel = grpc.insecure_channel(cls.srv.target)  # no options at all
+        cls.addClassCleanup(cls.channel.close)
+        cls.wf = wf_grpc.WorkflowServiceStub(cls.channel)
+        cls.run_id = uuid.uuid4().hex[:8]
+
+    def ok(self, method, request, timeout=30 * TIME_SCALE):
+        out = invoke(method, request, md(actor="py-default"), timeout=timeout)
+        self.assertEqual(out.code, SC.OK, "%s: %r" % (type(request).__name__, out))
+        return out.response
+
+    def job_definition(self, name):
+        key, job_type = "py-%s-%s" % (name, self.run_id), "py-%s-job-%s" % (name, self.run_id)
+        d = wf_pb2.Definition(
+            key=key, kind=wf_pb2.DEFINITION_KIND_NET,
+            places=[wf_pb2.Place(id="s", kind=wf_pb2.PLACE_KIND_START),
+                    wf_pb2.Place(id="e", kind=wf_pb2.PLACE_KIND_END)],
+            transitions=[wf_pb2.Transition(id="work", trigger=wf_pb2.TRIGGER_AUTO,
+                                           job_type=job_type)],
+            arcs=[wf_pb2.Arc(source="s", target="work"), wf_pb2.Arc(source="work", target="e")])
+        self.ok(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(definition=d))
+        return key, job_type
+
+    def start(self, key, nbytes):
+        req = wf_pb2.StartInstanceRequest(definition_key=key, variables_json=doc_blob(nbytes))
+        return self.ok(self.wf.StartInstance, req).instance.id
+
+    def activate(self, job_type, max_jobs):
+        return self.ok(self.wf.ActivateJobs, wf_pb2.ActivateJobsRequest(
+            job_type=job_type, worker="py-default", max_jobs=max_jobs))
+
+    def test_four_jobs_of_3_mib_in_answers_the_client_reads(self):
+        key, job_type = self.job_definition("big-jobs")
+        ids = [self.start(key, 3 * MIB) for _ in range(4)]
+        received = {}  # instance id -> job key
+        for call_no in range(8):
+            if len(received) == 4:
+                break
+            # A refused answer fails here: RESOURCE_EXHAUSTED on the client.
+            jobs = self.activate(job_type, 4).jobs
+            self.assertGreaterEqual(len(jobs), 1, "call %d leased nothing" % call_no)
+            for j in jobs:
+                self.assertEqual(len(j.variables_json), 3 * MIB)
+                self.assertNotIn(j.instance_id, received)
+                received[j.instance_id] = j.key
+        self.assertEqual(sorted(received), sorted(ids))
+        self.assertEqual(len(self.activate(job_type, 4).jobs), 0)
+        # Every job is leased under the key this client received: none was
+        # leased in an answer that never arrived.
+        for iid in ids:
+            got = self.ok(self.wf.GetInstance, wf_pb2.GetInstanceRequest(instance_id=iid))
+            self.assertEqual([j.key for j in got.jobs], [received[iid]])
+            self.ok(self.wf.CompleteJob, wf_pb2.CompleteJobRequest(job_key=received[iid]))
+
+    def test_instance_at_the_variables_bound_reads_beside_its_job(self):
+        key, job_type = self.job_definition("bound")
+        out = invoke(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
+            definition_key=key, variables_json=doc_blob(VARIABLES_BOUND + 1)),
+            md(actor="py-default"), timeout=30 * TIME_SCALE)
+        self.assert_error(out, SC.RESOURCE_EXHAUSTED, "VARIABLES_TOO_LARGE")
+        iid = self.start(key, VARIABLES_BOUND)
+        got = self.ok(self.wf.GetInstance, wf_pb2.GetInstanceRequest(instance_id=iid))
+        self.assertEqual(len(got.instance.variables_json), VARIABLES_BOUND)
+        self.assertFalse(got.instance.variables_omitted)
+        self.assertEqual(len(got.jobs), 1)
+        self.assertTrue(got.jobs[0].variables_omitted, "the job repeats the variables")
+        jobs = self.activate(job_type, 4).jobs
+        self.assertEqual(len(jobs), 1)
+        self.assertEqual(len(jobs[0].variables_json), VARIABLES_BOUND)
+        self.ok(self.wf.CompleteJob, wf_pb2.CompleteJobRequest(job_key=jobs[0].key))
+
+    def test_list_pages_of_3_mib_roots_read_and_lead_on(self):
+        key = "py-listed-" + self.run_id
+        ids = [self.start(key, 3 * MIB) for _ in range(3)]
+        seen, token = [], ""
+        for page in range(6):
+            r = self.ok(self.wf.ListInstances, wf_pb2.ListInstancesRequest(
+                definition_key=key, started_by="*", page_size=500, page_token=token))
+            self.assertGreaterEqual(len(r.instances), 1, "page %d is empty" % page)
+            seen.extend(i.id for i in r.instances)
+            self.assertTrue(all(len(i.variables_json) == 3 * MIB for i in r.instances))
+            token = r.next_page_token
+            if not token:
+                break
+        self.assertEqual(token, "", "the pages did not end")
+        self.assertEqual(sorted(seen), sorted(ids))
+
+
+class DefaultClientPgTests(DefaultClientTests):
+    """DefaultClientTests against a server on Postgres; skipped without
+    WF_TEST_PG_DSN."""
+
+    @classmethod
+    def start_default_server(cls):
+        dsn = pg_dsn_or_skip("DefaultClientTests")
+        return start_server(cls, "default-client-pg", DATABASE_URL=dsn)
 
 
 # ---------------------------------------------------------------------------

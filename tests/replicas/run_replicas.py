@@ -40,6 +40,13 @@ again; another replica takes the batch over once its lease
 done == total == BATCH_N, every instance SUSPENDED with exactly one
 INSTANCE_SUSPENDED event.
 
+Then a signal fanned out to FANOUT_N instances of one aggregate: as soon
+as some deliveries are done and others pending, a replica is killed with
+SIGKILL and started again; the others take its claimed deliveries over
+once their claim (WF_BATCH_LEASE) has run out. Checked: every instance
+COMPLETED with exactly one SIGNAL_CONSUMED event, every delivery row
+DELIVERED, and a retry of the request id answers the first answer.
+
 Afterwards, with the replicas idle, invariants are checked in SQL (psql)
 over the recorded client history (loaded into a table of the scratch
 database) and through the API (WatchEvents on every replica):
@@ -113,6 +120,8 @@ API_KEY = "rep-key-5d3f0b7a-secret"
 BATCH_N = 300          # instances of the batch-operation scenario
 BATCH_LEASE = 2        # seconds, WF_BATCH_LEASE of the replicas
 BATCH_BUDGET = 40.0    # seconds for the batch to complete after the kill
+FANOUT_N = 600         # instances waiting for the fanned-out signal
+FANOUT_CHUNK = 20      # WF_SIGNAL_FANOUT_CHUNK of the replicas
 
 REF_KEY, CLAIM_KEY, NET_KEY = "rep-referral", "rep-claim", "rep-net"
 JOB_TYPE, REVIEWER = "rep-prepare", "net-reviewer"
@@ -243,7 +252,7 @@ class Replica:
         return wf_testkit.server_env(
             WF_ENV="development", WF_API_KEYS=API_KEY, DATABASE_URL=self.database_url,
             WF_ADDR="127.0.0.1:%d" % self.port, WF_LOG_LEVEL="warn", WF_THREADS="2",
-            WF_BATCH_LEASE="%ds" % BATCH_LEASE)
+            WF_BATCH_LEASE="%ds" % BATCH_LEASE, WF_SIGNAL_FANOUT_CHUNK=str(FANOUT_CHUNK))
 
     def start(self, port=None):
         """Starts the process (on `port` when given) and waits for SERVING."""
@@ -1181,6 +1190,123 @@ def batch_scenario(db_dsn, replicas, faults, results):
 
 
 
+# ---------------------------------------------------------------------------
+# A signal fanned out to a crowd while a replica running its deliveries dies
+# ---------------------------------------------------------------------------
+
+FANOUT_KEY = "rep-fanout"
+
+
+def fanout_definition():
+    return pb.Definition(
+        key=FANOUT_KEY, kind=pb.DEFINITION_KIND_NET, name="replicas: wait for go",
+        places=[pb.Place(id="s", kind=pb.PLACE_KIND_START),
+                pb.Place(id="e", kind=pb.PLACE_KIND_END)],
+        transitions=[pb.Transition(id="w", name="w", trigger=pb.TRIGGER_MSG, signal_name="go",
+                                   correlation=pb.CORRELATION_AGGREGATE)],
+        arcs=[pb.Arc(source="s", target="w"), pb.Arc(source="w", target="e")])
+
+
+def fanout_start(replicas, agg):
+    ids, lock = [], threading.Lock()
+    cl_k = [Client("fanout-%d" % k, replicas) for k in range(6)]
+
+    def starter(k):
+        for _ in range(k, FANOUT_N, 6):
+            res = cl_k[k].call("StartInstance", pb.StartInstanceRequest(
+                definition_key=FANOUT_KEY, aggregate=pb.Aggregate(type="order", id=agg),
+                request_id=rid()), actor="fanout-starter")
+            if res.ok:
+                with lock:
+                    ids.append(res.resp.instance.id)
+
+    threads = [threading.Thread(target=starter, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(OP_BUDGET * 4)
+    return ids
+
+
+def fanout_kill(db_dsn, replicas, faults, log_id):
+    """SIGKILLs a replica once some deliveries of log_id are done and some
+    pending; restarts it. Returns a problem or None."""
+    until = time.monotonic() + 20
+    while time.monotonic() < until:
+        done, pending = (int(x) for x in psql(
+            db_dsn, "SELECT count(*) FILTER (WHERE state <> 0), count(*) FILTER (WHERE state = 0) "
+                    "FROM signal_deliveries WHERE signal_log_id = '%s'" % log_id)[0])
+        if pending == 0:
+            return "the deliveries ended before a replica could be killed"
+        if done > 0:
+            break
+        time.sleep(0.05)
+    victim = replicas[0]
+    pid, port = victim.proc.pid, victim.port
+    victim.kill()
+    claimed = psql(db_dsn, "SELECT count(*) FROM signal_deliveries WHERE signal_log_id = '%s' "
+                           "AND state = 0 AND claimed_until > 0" % log_id)[0][0]
+    faults.note("SIGKILL replica %d (pid %d) mid-fan-out: %d delivered, %s pending claimed"
+                % (victim.idx, pid, done, claimed))
+    time.sleep(KILL_DOWN)
+    victim.start(port=port)
+    faults.note("replica %d restarted (pid %d)" % (victim.idx, victim.proc.pid))
+    return None
+
+
+def fanout_scenario(db_dsn, replicas, faults, results):
+    """SendSignal to an aggregate FANOUT_N instances wait on; a replica is
+    killed mid-fan-out; every instance must get the signal exactly once."""
+    name = "signal fanned out to %d instances, a replica killed mid-way: each instance " \
+           "fired exactly once, every delivery DELIVERED, the replay the first answer" % FANOUT_N
+    cl = Client("fanout", replicas)
+    res = cl.call("DeployDefinition", pb.DeployDefinitionRequest(
+        definition=fanout_definition(), request_id=rid()), actor="rep-deployer")
+    if not res.ok:
+        results.append((name, 0, ["DeployDefinition failed: %s %s" % (res.name(), res.detail)]))
+        return
+    agg = "crowd-%s" % rid()
+    ids = fanout_start(replicas, agg)
+    bad = [] if len(ids) == FANOUT_N else ["started %d of %d instances" % (len(ids), FANOUT_N)]
+    req = pb.SendSignalRequest(name="go", aggregate=pb.Aggregate(type="order", id=agg),
+                               payload_json='{"went": true}', request_id=rid())
+    sent = cl.call("SendSignal", req, actor="fanout-hook")
+    if not sent.ok:
+        results.append((name, 0, bad + ["SendSignal failed: %s %s" % (sent.name(), sent.detail)]))
+        return
+    if sent.resp.instance_count != len(ids) or sent.resp.outcome != pb.SIGNAL_OUTCOME_CORRELATED:
+        bad.append("answer: outcome %d, instance_count %d; want CORRELATED, %d"
+                   % (sent.resp.outcome, sent.resp.instance_count, len(ids)))
+    log_id = psql(db_dsn, "SELECT id FROM signals WHERE aggregate_id = '%s'" % agg)[0][0]
+    problem = fanout_kill(db_dsn, replicas, faults, log_id)
+    if problem:
+        bad.append(problem)
+    until, pending = time.monotonic() + BATCH_BUDGET, -1
+    while time.monotonic() < until:
+        pending = int(psql(db_dsn, "SELECT count(*) FROM signal_deliveries WHERE "
+                                   "signal_log_id = '%s' AND state = 0" % log_id)[0][0])
+        if pending == 0:
+            break
+        time.sleep(0.3)
+    if pending != 0:
+        bad.append("%d deliveries still pending after %.0f s" % (pending, BATCH_BUDGET))
+    again = cl.call("SendSignal", req, actor="fanout-hook")
+    if not again.ok or again.resp.SerializeToString() != sent.resp.SerializeToString():
+        bad.append("the replay of the request id answered differently")
+    rows = psql(db_dsn, "SELECT i.id, i.status, (SELECT count(*) FROM events e WHERE "
+                        "e.tenant_id = i.tenant_id AND e.instance_id = i.id AND "
+                        "e.type = 'SIGNAL_CONSUMED'), (SELECT string_agg(d.state::text, ',') "
+                        "FROM signal_deliveries d WHERE d.tenant_id = i.tenant_id AND "
+                        "d.instance_id = i.id) FROM instances i WHERE i.aggregate_id = '%s'"
+                        % agg)
+    for iid, status, n, states in rows:
+        if status != "2" or n != "1" or states != "1":
+            bad.append("instance %s: status %s, %s SIGNAL_CONSUMED events, deliveries %s"
+                       % (iid, status, n, states))
+    faults.note("fan-out of %s: %d instances checked" % (log_id, len(rows)))
+    results.append((name, len(rows), bad[:10]))
+
+
 def load_history(dsn):
     # Ids compare with the schema's COLLATE "C" id columns; the rest (actors,
     # reasons) with its default-collation text columns.
@@ -1538,6 +1664,7 @@ def run(dsn, db, db_dsn, replicas, state):
     faults.note("replicas idle; checking invariants")
 
     results = []
+    fanout_scenario(db_dsn, replicas, faults, results)
     batch_scenario(db_dsn, replicas, faults, results)
     check_watch(db_dsn, replicas, results)
     bad = []

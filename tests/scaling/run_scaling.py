@@ -51,7 +51,7 @@ SUITE_TIMEOUT_S = 90  # times the time scale, at most 240 (ctest allows 300)
 REPLAYS_PER_PATTERN = 3
 REPLAYS_PER_STATEMENT = 24
 
-# Per statement name of pg_stmts.c: (runs in a unit of work?, class).
+# Per statement name of pg/stmts.c: (runs in a unit of work?, class).
 # Keep in step with the tables of docs/scaling.md.
 CLASSES = {
     # the root lock and its aggregate, addressed by the root's id
@@ -145,12 +145,22 @@ CLASSES = {
     "list_batches": (False, "global"),
     "claim_batches": (False, "global"),
     "claim_batches_tenant": (False, "global"),
+    # the fan-out of a signal to an aggregate (0016): the target set read
+    # from every shard under the correlation lock, each delivery consumed
+    # on its instance's root, the schedulers' claims across shards
+    "fanout_targets": (True, "fanout"),
+    "take_delivery": (True, "single"),
+    "get_signal": (True, "global"),
+    "claim_deliveries": (False, "fanout"),
+    "pending_deliveries": (False, "fanout"),
+    "find_queued_signals": (False, "fanout"),
+    "count_deliveries": (False, "fanout"),
 }
 # Run only on a path (a signal racing the wait for its aggregate) that the
 # workload may not take; checked when it does. consume_signal (by instance
 # and aggregate at once) is the store contract's; the engine asks by one.
 OPTIONAL = {"lock_correlation", "sub_awaited", "aggregate_live", "consume_signal", "update_instance",
-            "idem_amend", "put_batch"}
+            "idem_amend", "put_batch", "fanout_targets", "take_delivery", "get_signal"}
 # Transaction control, settings, LISTEN, the notifier's NOTIFY and its
 # ANALYZE of growing tables (0015), migrations: nothing to plan.
 UTILITY = {"begin", "commit", "rollback", "timeout_local", "timeout_session", "ping",

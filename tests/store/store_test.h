@@ -13,6 +13,7 @@
 #include <pthread.h>
 
 #include "store.h"
+#include "test_list.h"
 
 typedef struct store_factory {
     const char *name;

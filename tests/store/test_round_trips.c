@@ -84,17 +84,14 @@ setup(void)
 static void
 teardown(void)
 {
-    wf_store_free(st);
-    wf_arena_free(arena);
-    wf_expr_cache_clear();
-    wf_defcache_clear();
+    kit_teardown();
     wf_test_pg_drop_schema(dsn, schema);
 }
 
-static wf_net_ctx
+static wf_runtime_ctx
 ctx(void)
 {
-    return (wf_net_ctx){.ref = {.store = st, .tenant = "default", .actor = "t", .arena = arena}};
+    return kit_ctx("t");
 }
 
 /* ---- counting ---------------------------------------------------------------------------- */
@@ -147,15 +144,16 @@ start(const char *key, const char *aggregate_id, wf_instance_row *in)
     return WF_OK;
 }
 
-static wf_net_activated
+static wf_runtime_activated
 activate(bool with_request_id)
 {
-    wf_net_ctx c = ctx();
-    wf_net_activation a = {.job_type = "ship", .worker = "w", .max_jobs = 1, .lease_ms = 60000};
+    wf_runtime_ctx c = ctx();
+    wf_runtime_activation a = {.job_type = "ship", .worker = "w", .max_jobs = 1, .lease_ms = 60000};
     wf_uow_idem i = idem("ActivateJobs");
-    wf_net_activated got;
+    wf_runtime_activated got;
     wf_error err;
-    wf_code rc = wf_net_activate_recorded(&c, &a, with_request_id ? &i : NULL, true, &got, &err);
+    wf_code rc =
+        wf_runtime_activate_recorded(&c, &a, with_request_id ? &i : NULL, true, &got, &err);
     ck_assert_msg(rc == WF_OK, "activate: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_uint_eq(got.n, 1);
     return got;
@@ -177,7 +175,7 @@ activate(bool with_request_id)
 /* A retry replays, also when the body sends nothing before its commit
  * (the definition named by version is cached): the lookup then rides
  * with the commit, whose record fails, and is read again on its own. */
-START_TEST(test_replay_when_the_lookup_rides_with_the_commit)
+WF_TEST(test_replay_when_the_lookup_rides_with_the_commit)
 {
     deploy_nets();
     wf_ref_ctx c = ctx().ref;
@@ -205,7 +203,7 @@ END_TEST
 /* Deferred writes of a unit of work rolled back before its commit are
  * sent with the ROLLBACK (one flight) and leave nothing behind; the
  * connection stays usable. A stale instance version fails at commit. */
-START_TEST(test_deferred_writes_rolled_back_or_refused)
+WF_TEST(test_deferred_writes_rolled_back_or_refused)
 {
     wf_store_ctx sc = {"default", 0, arena};
     wf_instance_row in = {.id = "r1",
@@ -246,7 +244,7 @@ START_TEST(test_deferred_writes_rolled_back_or_refused)
 }
 END_TEST
 
-START_TEST(test_round_trips_per_call)
+WF_TEST(test_round_trips_per_call)
 {
     deploy_nets();
     wf_instance_row in;
@@ -263,18 +261,18 @@ START_TEST(test_round_trips_per_call)
     ASSERT_FLIGHTS("StartInstance (request id)", since(c0), START_FLIGHTS, START_TX);
 
     c0 = now_counts();
-    wf_net_activated got = activate(false);
+    wf_runtime_activated got = activate(false);
     ASSERT_FLIGHTS("ActivateJobs", since(c0), ACTIVATE_FLIGHTS, ACTIVATE_TX);
 
     c0 = now_counts();
     got = activate(true);
     ASSERT_FLIGHTS("ActivateJobs (request id)", since(c0), ACTIVATE_IDEM_FLIGHTS, ACTIVATE_TX);
 
-    wf_net_ctx c = ctx();
+    wf_runtime_ctx c = ctx();
     wf_error err;
     c0 = now_counts();
     wf_uow_idem i = idem("CompleteJob");
-    wf_code rc = wf_net_complete_job(&c, got.rows[0].key, "{}", &i, &err);
+    wf_code rc = wf_runtime_complete_job(&c, got.rows[0].key, "{}", &i, &err);
     ck_assert_msg(rc == WF_OK, "complete: %s %s", wf_code_reason(rc), err.msg);
     ASSERT_FLIGHTS("CompleteJob (request id)", since(c0), COMPLETE_FLIGHTS, COMPLETE_TX);
 
@@ -287,23 +285,24 @@ START_TEST(test_round_trips_per_call)
     const char *bare = strchr(got.rows[0].key, '.') + 1;
     c0 = now_counts();
     i = idem("CompleteJob");
-    rc = wf_net_complete_job(&c, bare, "{}", &i, &err);
+    rc = wf_runtime_complete_job(&c, bare, "{}", &i, &err);
     ck_assert_msg(rc == WF_OK, "complete (bare key): %s %s", wf_code_reason(rc), err.msg);
     ASSERT_FLIGHTS("CompleteJob (a bare UUID key)", since(c0), COMPLETE_OLD_KEY_FLIGHTS,
                    COMPLETE_OLD_KEY_TX);
     /* A spent key of either form: JOB_LEASE_LOST; neither form: not found. */
-    ck_assert_int_eq(wf_net_complete_job(&c, bare, "{}", NULL, &err), WF_E_JOB_LEASE_LOST);
-    ck_assert_int_eq(wf_net_complete_job(&c, got.rows[0].key, "{}", NULL, &err),
+    ck_assert_int_eq(wf_runtime_complete_job(&c, bare, "{}", NULL, &err), WF_E_JOB_LEASE_LOST);
+    ck_assert_int_eq(wf_runtime_complete_job(&c, got.rows[0].key, "{}", NULL, &err),
                      WF_E_JOB_LEASE_LOST);
-    ck_assert_int_eq(wf_net_complete_job(&c, "x.not-a-uuid", "{}", NULL, &err), WF_E_JOB_NOT_FOUND);
+    ck_assert_int_eq(wf_runtime_complete_job(&c, "x.not-a-uuid", "{}", NULL, &err),
+                     WF_E_JOB_NOT_FOUND);
 
     start("msg", "A-1", &in);
-    wf_sig_send_in s = {
+    wf_runtime_send_signal_in s = {
         .name = "payment", .aggregate_type = "order", .aggregate_id = "A-1", .has_aggregate = true};
-    wf_sig_send_out out;
+    wf_runtime_send_signal_out out;
     c0 = now_counts();
     i = idem("SendSignal");
-    rc = wf_sig_send(&c, &s, &i, &out, &err);
+    rc = wf_runtime_send_signal(&c, &s, &i, &out, &err);
     ck_assert_msg(rc == WF_OK, "send: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
     ASSERT_FLIGHTS("SendSignal by aggregate (request id)", since(c0), SIGNAL_FLIGHTS, SIGNAL_TX);
@@ -314,7 +313,7 @@ START_TEST(test_round_trips_per_call)
     s.start = &spec;
     c0 = now_counts();
     i = idem("SendSignal");
-    rc = wf_sig_send(&c, &s, &i, &out, &err);
+    rc = wf_runtime_send_signal(&c, &s, &i, &out, &err);
     ck_assert_msg(rc == WF_OK, "send with start: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_STARTED);
     ASSERT_FLIGHTS("SendSignal with start (request id)", since(c0), SIGNAL_START_FLIGHTS,
@@ -325,24 +324,8 @@ END_TEST
 int
 main(void)
 {
-    dsn = getenv("WF_TEST_PG_DSN");
-    if (dsn == NULL || dsn[0] == '\0') {
-        printf("skipped: WF_TEST_PG_DSN not set\n");
-        return 77; /* CTest SKIP_RETURN_CODE */
-    }
-    if (getenv("WF_TEST_LOG") == NULL)
-        wf_log_threshold = WF_LOG_ERROR;
-    Suite *s = suite_create("round_trips");
-    TCase *tc = tcase_create("flights");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_round_trips_per_call);
-    tcase_add_test(tc, test_deferred_writes_rolled_back_or_refused);
-    tcase_add_test(tc, test_replay_when_the_lookup_rides_with_the_commit);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    dsn = wf_test_pg_dsn();
+    kit_fixture(&st, &arena);
+    wf_test_quiet_log();
+    return wf_test_run(wf_test_suite("round_trips", "flights", setup, teardown, 60));
 }

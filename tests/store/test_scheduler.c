@@ -246,7 +246,7 @@ static void
 mem_setup(void)
 {
     wf_error err = {0};
-    st = wf_store_memory_new(&err);
+    st = wf_store_mem_new(&err);
     ck_assert_ptr_nonnull(st);
 }
 
@@ -257,7 +257,7 @@ mem_teardown(void)
     st = NULL;
 }
 
-START_TEST(test_due_timers_fire_once_each)
+WF_CASE_TEST("memory", test_due_timers_fire_once_each)
 {
     int64_t now = wf_now_us();
     new_root(st, "t1", "r1");
@@ -295,7 +295,7 @@ START_TEST(test_due_timers_fire_once_each)
 }
 END_TEST
 
-START_TEST(test_not_fired_before_due)
+WF_CASE_TEST("memory", test_not_fired_before_due)
 {
     new_root(st, "t1", "r1");
     int64_t t0 = wf_mono_ms();
@@ -318,7 +318,7 @@ START_TEST(test_not_fired_before_due)
 }
 END_TEST
 
-START_TEST(test_wake_picks_up_a_new_timer_promptly)
+WF_CASE_TEST("memory", test_wake_picks_up_a_new_timer_promptly)
 {
     new_root(st, "t1", "r1");
     /* A long poll interval: only the wake can make this prompt. */
@@ -338,7 +338,7 @@ START_TEST(test_wake_picks_up_a_new_timer_promptly)
 }
 END_TEST
 
-START_TEST(test_failed_fire_is_retried_after_the_claim_expires)
+WF_CASE_TEST("memory", test_failed_fire_is_retried_after_the_claim_expires)
 {
     new_root(st, "t1", "r1");
     add_timers(st, "t1", "r1", 0, 1, wf_now_us() - 10 * MS);
@@ -377,7 +377,7 @@ START_TEST(test_failed_fire_is_retried_after_the_claim_expires)
 }
 END_TEST
 
-START_TEST(test_stop_is_prompt_when_idle)
+WF_CASE_TEST("memory", test_stop_is_prompt_when_idle)
 {
     wf_scheduler_options o = {.idle_ms = 30000};
     wf_error err = {0};
@@ -395,7 +395,7 @@ END_TEST
 /* A store outage reported by fire ends the batch and backs off: 100 due
  * timers with a batch of one would otherwise be tried back to back. Stop
  * stays prompt in the middle of the back-off. */
-START_TEST(test_outage_backs_off_and_stop_stays_prompt)
+WF_CASE_TEST("memory", test_outage_backs_off_and_stop_stays_prompt)
 {
     new_root(st, "t1", "r1");
     add_timers(st, "t1", "r1", 0, 100, wf_now_us() - 10 * MS);
@@ -416,7 +416,7 @@ START_TEST(test_outage_backs_off_and_stop_stays_prompt)
 END_TEST
 
 /* Manual mode: no thread; tick drains every due timer, batch by batch. */
-START_TEST(test_tick_drains_a_backlog_in_batches)
+WF_CASE_TEST("memory", test_tick_drains_a_backlog_in_batches)
 {
     new_root(st, "t1", "r1");
     new_root(st, "t1", "r2");
@@ -465,7 +465,7 @@ fake_fire_batch(void *arg, const wf_timer_row *rows, size_t n, int64_t deadline_
 /* With fire_batch, each claimed batch is handed over whole, and each
  * timer's outcome is counted as with fire: fired, gone, failed (retried
  * after its claim). */
-START_TEST(test_fire_batch_gets_each_claimed_batch_whole)
+WF_CASE_TEST("memory", test_fire_batch_gets_each_claimed_batch_whole)
 {
     new_root(st, "t1", "r1");
     new_root(st, "t1", "r2");
@@ -611,13 +611,13 @@ two_replicas(int64_t claim_ms, int delay_ms)
     wf_store_free(b);
 }
 
-START_TEST(test_pg_two_replicas_fire_each_timer_once)
+WF_CASE_TEST("postgres", test_pg_two_replicas_fire_each_timer_once)
 {
     two_replicas(30000, 1);
 }
 END_TEST
 
-START_TEST(test_pg_expired_claims_still_fire_once)
+WF_CASE_TEST("postgres", test_pg_expired_claims_still_fire_once)
 {
     two_replicas(20, 5);
 }
@@ -724,7 +724,7 @@ manual(const wf_scheduler_options *extra)
 /* A lease that ran out: the job is activatable again at once (no attempt
  * spent, key dropped), JOB_LEASE_EXPIRED is written once, and the job
  * type's long polls are woken. A lease still running is left alone. */
-START_TEST(test_expired_lease_is_ended_once)
+WF_CASE_TEST("memory", test_expired_lease_is_ended_once)
 {
     new_root(st, "t1", "r1");
     new_root(st, "t1", "r2");
@@ -774,7 +774,7 @@ START_TEST(test_expired_lease_is_ended_once)
 END_TEST
 
 /* A run for one tenant fires, expires and sweeps only that tenant. */
-START_TEST(test_tenant_run_leaves_other_tenants_alone)
+WF_CASE_TEST("memory", test_tenant_run_leaves_other_tenants_alone)
 {
     new_root(st, "t1", "r1");
     new_root(st, "t2", "r2");
@@ -798,7 +798,7 @@ END_TEST
 
 /* A buffered signal past its TTL leaves the buffer (kept in the log, never
  * consumed); one still in its TTL stays. */
-START_TEST(test_buffered_signal_expires)
+WF_CASE_TEST("memory", test_buffered_signal_expires)
 {
     int64_t now = wf_now_us();
     wf_signal_row sig[2] = {
@@ -849,7 +849,7 @@ END_TEST
 /* Retention removes old request records, expired signals and, when event
  * retention is set, the events of trees that ended long enough ago; the
  * events of a running tree and recent rows stay. Batches are bounded. */
-START_TEST(test_retention_sweep)
+WF_CASE_TEST("memory", test_retention_sweep)
 {
     int64_t now = wf_now_us(), hour = 3600 * 1000 * MS;
     new_root(st, "t1", "live");
@@ -947,46 +947,24 @@ END_TEST
 static Suite *
 scheduler_suite(void)
 {
-    Suite *s = suite_create("scheduler");
-    if (wf_test_store_is_pg()) {
-        pg_dsn = getenv("WF_TEST_PG_DSN");
-        TCase *pc = tcase_create("postgres");
-        tcase_add_checked_fixture(pc, pg_setup, pg_teardown);
-        tcase_set_timeout(pc, 90);
-        tcase_add_test(pc, test_pg_two_replicas_fire_each_timer_once);
-        tcase_add_test(pc, test_pg_expired_claims_still_fire_once);
-        suite_add_tcase(s, pc);
-        TCase *ps = tcase_create("postgres store");
-        tcase_add_checked_fixture(ps, pg_store_setup, pg_store_teardown);
-        tcase_set_timeout(ps, 60);
-        tcase_add_test(ps, test_retention_sweep);
-        suite_add_tcase(s, ps);
-        return s;
-    }
-    TCase *tc = tcase_create("memory");
-    tcase_add_checked_fixture(tc, mem_setup, mem_teardown);
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_due_timers_fire_once_each);
-    tcase_add_test(tc, test_not_fired_before_due);
-    tcase_add_test(tc, test_wake_picks_up_a_new_timer_promptly);
-    tcase_add_test(tc, test_failed_fire_is_retried_after_the_claim_expires);
-    tcase_add_test(tc, test_stop_is_prompt_when_idle);
-    tcase_add_test(tc, test_outage_backs_off_and_stop_stays_prompt);
-    tcase_add_test(tc, test_tick_drains_a_backlog_in_batches);
-    tcase_add_test(tc, test_fire_batch_gets_each_claimed_batch_whole);
-    tcase_add_test(tc, test_expired_lease_is_ended_once);
-    tcase_add_test(tc, test_tenant_run_leaves_other_tenants_alone);
-    tcase_add_test(tc, test_buffered_signal_expires);
-    tcase_add_test(tc, test_retention_sweep);
-    suite_add_tcase(s, tc);
+    if (!wf_test_store_is_pg())
+        return wf_test_suite_of(
+            "scheduler", (const wf_test_case[]){{"memory", mem_setup, mem_teardown, 30}, {NULL}});
+    pg_dsn = getenv("WF_TEST_PG_DSN");
+    Suite *s = wf_test_suite_of(
+        "scheduler", (const wf_test_case[]){{"postgres", pg_setup, pg_teardown, 90}, {NULL}});
+    /* The retention sweep of the memory case again, on a Postgres store. */
+    TCase *ps = tcase_create("postgres store");
+    tcase_add_checked_fixture(ps, pg_store_setup, pg_store_teardown);
+    tcase_set_timeout(ps, 60);
+    tcase_add_test(ps, test_retention_sweep);
+    suite_add_tcase(s, ps);
     return s;
 }
 
 int
 main(void)
 {
-    /* Injected failures log warnings; keep the run readable unless asked. */
-    if (getenv("WF_TEST_LOG") == NULL)
-        wf_log_threshold = WF_LOG_ERROR;
+    wf_test_quiet_log(); /* injected failures log warnings */
     return wf_test_run(scheduler_suite());
 }

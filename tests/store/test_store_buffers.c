@@ -45,6 +45,7 @@
 #include "signals.h"
 #include "store.h"
 #include "test_pg.h"
+#include "test_support.h"
 #include "wf_log.h"
 
 /* The bound: a lookup by key descends a few index levels and reads a
@@ -100,10 +101,10 @@ store_conninfo(void)
     return out;
 }
 
-static wf_net_ctx
+static wf_runtime_ctx
 ctx(void)
 {
-    return (wf_net_ctx){.ref = {.store = st, .tenant = "default", .actor = "t", .arena = arena}};
+    return kit_ctx("t");
 }
 
 static void
@@ -147,10 +148,7 @@ setup(void)
 static void
 teardown(void)
 {
-    wf_store_free(st);
-    wf_arena_free(arena);
-    wf_expr_cache_clear();
-    wf_defcache_clear();
+    kit_teardown();
     char sql[256];
     snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE; DROP ROLE IF EXISTS %s", schema,
              role);
@@ -226,7 +224,7 @@ round_of_calls(void)
 {
     static int rounds; /* each round names an aggregate of its own */
     int n = ++rounds;
-    wf_net_ctx c = ctx();
+    wf_runtime_ctx c = ctx();
     wf_error err;
     char agg[32];
     snprintf(agg, sizeof agg, "w-%d", n);
@@ -237,25 +235,25 @@ round_of_calls(void)
     i = idem("StartInstance");
     (void)kit_start(&c.ref, &spec, &i);
 
-    wf_net_activation a = {.job_type = "ship", .worker = "w", .max_jobs = 1, .lease_ms = 60000};
-    wf_net_activated got;
+    wf_runtime_activation a = {.job_type = "ship", .worker = "w", .max_jobs = 1, .lease_ms = 60000};
+    wf_runtime_activated got;
     i = idem("ActivateJobs");
-    wf_code rc = wf_net_activate_recorded(&c, &a, &i, true, &got, &err);
+    wf_code rc = wf_runtime_activate_recorded(&c, &a, &i, true, &got, &err);
     ck_assert_msg(rc == WF_OK, "activate: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_uint_eq(got.n, 1);
     i = idem("CompleteJob");
-    rc = wf_net_complete_job(&c, got.rows[0].key, "{}", &i, &err);
+    rc = wf_runtime_complete_job(&c, got.rows[0].key, "{}", &i, &err);
     ck_assert_msg(rc == WF_OK, "complete: %s %s", wf_code_reason(rc), err.msg);
     a.job_type = "queued";
     i = idem("ActivateJobs");
-    rc = wf_net_activate_recorded(&c, &a, &i, true, &got, &err);
+    rc = wf_runtime_activate_recorded(&c, &a, &i, true, &got, &err);
     ck_assert_msg(rc == WF_OK, "activate (queue): %s %s", wf_code_reason(rc), err.msg);
 
-    wf_sig_send_in s = {
+    wf_runtime_send_signal_in s = {
         .name = "payment", .aggregate_type = "order", .aggregate_id = agg, .has_aggregate = true};
-    wf_sig_send_out out;
+    wf_runtime_send_signal_out out;
     i = idem("SendSignal");
-    rc = wf_sig_send(&c, &s, &i, &out, &err);
+    rc = wf_runtime_send_signal(&c, &s, &i, &out, &err);
     ck_assert_msg(rc == WF_OK, "send: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
 }
@@ -357,7 +355,7 @@ measure(const char *phase)
     return failed;
 }
 
-START_TEST(test_buffers_per_call_on_unanalysed_and_grown_tables)
+WF_TEST(test_buffers_per_call_on_unanalysed_and_grown_tables)
 {
     static wf_transition tj[] = {{.id = "step", .trigger = WF_TRIGGER_AUTO, .job_type = "ship"}};
     kit_deploy_line(ctx(), "jobs", tj);
@@ -388,22 +386,8 @@ END_TEST
 int
 main(void)
 {
-    dsn = getenv("WF_TEST_PG_DSN");
-    if (dsn == NULL || dsn[0] == '\0') {
-        printf("skipped: WF_TEST_PG_DSN is not set\n");
-        return 77; /* CTest SKIP_RETURN_CODE */
-    }
-    if (getenv("WF_TEST_LOG") == NULL)
-        wf_log_threshold = WF_LOG_ERROR;
-    Suite *s = suite_create("store_buffers");
-    TCase *tc = tcase_create("buffers");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, test_buffers_per_call_on_unanalysed_and_grown_tables);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    dsn = wf_test_pg_dsn();
+    kit_fixture(&st, &arena);
+    wf_test_quiet_log();
+    return wf_test_run(wf_test_suite("store_buffers", "buffers", setup, teardown, 300));
 }

@@ -190,7 +190,7 @@ aggregates_equal(const wf_aggregate *a, const wf_aggregate *b)
 
 /* ---- cases -------------------------------------------------------------- */
 
-START_TEST(test_lock_missing_is_not_found)
+WF_CASE_TEST("contract", test_lock_missing_is_not_found)
 {
     wf_error err = {0};
     wf_tx *tx = NULL;
@@ -204,7 +204,7 @@ START_TEST(test_lock_missing_is_not_found)
 END_TEST
 
 /* Every field of every row type survives a write and a lock_root read. */
-START_TEST(test_aggregate_round_trip)
+WF_CASE_TEST("contract", test_aggregate_round_trip)
 {
     static unsigned char blob[] = {0, 1, 2, 255, 0, 7};
     wf_instance_row inst[2] = {mk_instance("r1", NULL, "r1", T0),
@@ -331,7 +331,7 @@ START_TEST(test_aggregate_round_trip)
 }
 END_TEST
 
-START_TEST(test_rollback_discards_everything)
+WF_CASE_TEST("contract", test_rollback_discards_everything)
 {
     new_root("r1", T0);
     wf_error err = {0};
@@ -370,7 +370,7 @@ START_TEST(test_rollback_discards_everything)
 END_TEST
 
 /* The counted events (metrics) move with commits only, by type. */
-START_TEST(test_committed_events_are_counted)
+WF_CASE_TEST("contract", test_committed_events_are_counted)
 {
     wf_store_stats before, after;
     wf_store_get_stats(st, &before);
@@ -399,7 +399,7 @@ START_TEST(test_committed_events_are_counted)
 }
 END_TEST
 
-START_TEST(test_stale_instance_version_is_conflict)
+WF_CASE_TEST("contract", test_stale_instance_version_is_conflict)
 {
     new_root("r1", T0);
     wf_error err = {0};
@@ -425,7 +425,7 @@ END_TEST
  * and deletes each one's rows after locking it, and commits (or rolls
  * back) them together; going back to a smaller root is refused, and a
  * plain unit of work still locks one root only. */
-START_TEST(test_batch_locks_roots_in_order)
+WF_CASE_TEST("contract", test_batch_locks_roots_in_order)
 {
     const char *ids[] = {"b1", "b2", "b3"}, *tms[] = {"tm1", "tm2", "tm3"};
     for (int i = 0; i < 3; i++) {
@@ -508,7 +508,7 @@ mk_item(const char *id, const char *inst, wf_work_item_state state, int64_t enab
     return w;
 }
 
-START_TEST(test_work_item_history)
+WF_CASE_TEST("contract", test_work_item_history)
 {
     wf_instance_row r = mk_instance("r1", NULL, "r1", T0);
     wf_work_item_row wi[5] = {
@@ -591,7 +591,7 @@ START_TEST(test_work_item_history)
 }
 END_TEST
 
-START_TEST(test_deletes_remove_rows)
+WF_CASE_TEST("contract", test_deletes_remove_rows)
 {
     wf_instance_row r = mk_instance("r1", NULL, "r1", T0);
     wf_token_row tok = {S("tk1"), NULL, S("r1"), S("r1"), S("p"), 1};
@@ -657,7 +657,7 @@ START_TEST(test_deletes_remove_rows)
 }
 END_TEST
 
-START_TEST(test_idempotency_records)
+WF_CASE_TEST("contract", test_idempotency_records)
 {
     wf_error err = {0};
     wf_tx *tx = NULL;
@@ -689,7 +689,7 @@ START_TEST(test_idempotency_records)
 }
 END_TEST
 
-START_TEST(test_definitions_versions_and_listing)
+WF_CASE_TEST("contract", test_definitions_versions_and_listing)
 {
     wf_error err = {0};
     wf_tx *tx = NULL;
@@ -782,7 +782,7 @@ list_task_ids(const wf_task_filter *f, char *out, size_t cap)
     return n;
 }
 
-START_TEST(test_inbox_semantics)
+WF_CASE_TEST("contract", test_inbox_semantics)
 {
     new_root("r1", T0);
     wf_task_row t[] = {
@@ -824,7 +824,7 @@ END_TEST
 
 /* Rows inserted between pages (before and after the cursor) never make a
  * row present throughout appear twice or not at all. */
-START_TEST(test_pagination_is_stable)
+WF_CASE_TEST("contract", test_pagination_is_stable)
 {
     new_root("r1", T0);
     wf_task_row t[25];
@@ -883,7 +883,7 @@ END_TEST
 
 /* wf_tx_aggregate_live: a root of the aggregate that has not ended,
  * committed or written by the transaction itself; children do not count. */
-START_TEST(test_aggregate_live)
+WF_CASE_TEST("contract", test_aggregate_live)
 {
     wf_instance_row ended = mk_instance("r1", NULL, "r1", T0);
     ended.status = WF_INSTANCE_COMPLETED;
@@ -915,7 +915,7 @@ START_TEST(test_aggregate_live)
 }
 END_TEST
 
-START_TEST(test_list_instances_filters)
+WF_CASE_TEST("contract", test_list_instances_filters)
 {
     /* "def" is AD_HOC, "net" is a NET. */
     wf_error derr = {0};
@@ -987,7 +987,7 @@ ids_of(const wf_instance_row *rows, size_t n, char *out, size_t cap)
     }
 }
 
-START_TEST(test_list_instances_by_time_and_variables)
+WF_CASE_TEST("contract", test_list_instances_by_time_and_variables)
 {
     static const char *const vars[] = {
         "{\"n\":1,\"c\":{\"country\":\"DE\",\"vip\":true}}",
@@ -1104,7 +1104,7 @@ START_TEST(test_list_instances_by_time_and_variables)
 }
 END_TEST
 
-START_TEST(test_list_incidents)
+WF_CASE_TEST("contract", test_list_incidents)
 {
     wf_instance_row r[5];
     const char *const ids[] = {"f1", "f2", "f3", "ok", "f4"};
@@ -1188,7 +1188,7 @@ START_TEST(test_list_incidents)
 }
 END_TEST
 
-START_TEST(test_tenant_isolation)
+WF_CASE_TEST("contract", test_tenant_isolation)
 {
     /* Tenant t1 writes everything; t2 sees none of it. */
     wf_instance_row r = mk_instance("r1", NULL, "r1", T0);
@@ -1306,7 +1306,7 @@ activate_bounded(const char *type, size_t max, size_t max_bytes, wf_job_row **ro
     return WF_OK;
 }
 
-START_TEST(test_job_activation_bounded_by_bytes)
+WF_CASE_TEST("contract", test_job_activation_bounded_by_bytes)
 {
     new_root("r1", T0);
     char *big = wf_arena_alloc(arena, 3001);
@@ -1339,7 +1339,7 @@ END_TEST
 
 /* A page stops before the send limit: rows of 2000 bytes of variables
  * against 5000 bytes a page give pages of 2, 2 and 1, chained by tokens. */
-START_TEST(test_pages_bounded_by_bytes)
+WF_CASE_TEST("contract", test_pages_bounded_by_bytes)
 {
     char *big = wf_arena_alloc(arena, 2011);
     snprintf(big, 2011, "{\"x\":\"%02000d\"}", 0);
@@ -1403,7 +1403,7 @@ START_TEST(test_pages_bounded_by_bytes)
 }
 END_TEST
 
-START_TEST(test_job_activation_and_leases)
+WF_CASE_TEST("contract", test_job_activation_and_leases)
 {
     new_root("r1", T0);
     wf_job_row jobs[4] = {mk_job("j1", "r1", "mail", T0 + 2), mk_job("j2", "r1", "mail", T0 + 1),
@@ -1488,7 +1488,7 @@ START_TEST(test_job_activation_and_leases)
 }
 END_TEST
 
-START_TEST(test_due_timers_are_claimed_once)
+WF_CASE_TEST("contract", test_due_timers_are_claimed_once)
 {
     new_root("r1", T0);
     wf_timer_row t[3] = {
@@ -1558,7 +1558,7 @@ put_batch(const wf_store_ctx *c, const wf_batch_row *b)
 
 /* Stored at version 1, read back field by field, invisible to another
  * tenant; a second row with the id is CONFLICT; a rollback leaves none. */
-START_TEST(test_batch_round_trip_and_tenant_scope)
+WF_CASE_TEST("contract", test_batch_round_trip_and_tenant_scope)
 {
     wf_batch_row b = mk_batch("b1", T0);
     b.reason = S("cleanup");
@@ -1591,7 +1591,7 @@ END_TEST
 
 /* An update needs the stored version and stores the next; a stale one is
  * CONFLICT and changes nothing; a missing row is NOT_FOUND. */
-START_TEST(test_batch_update_is_versioned)
+WF_CASE_TEST("contract", test_batch_update_is_versioned)
 {
     wf_batch_row b = mk_batch("b1", T0);
     put_batch(&ctx, &b);
@@ -1618,7 +1618,7 @@ END_TEST
  * a held lease keeps the row from every other claim until it runs out
  * (a dead holder's batch is then claimed again); ended rows never come
  * back. */
-START_TEST(test_batch_claims_and_leases)
+WF_CASE_TEST("contract", test_batch_claims_and_leases)
 {
     wf_batch_row a = mk_batch("ba", T0), b = mk_batch("bb", T0 + 1), done = mk_batch("bc", T0);
     b.lease_until = T0 + 5; /* let go at T0 + 5: behind ba */
@@ -1674,7 +1674,7 @@ START_TEST(test_batch_claims_and_leases)
 END_TEST
 
 /* Newest first, by (created_at, id) descending, paged; one tenant only. */
-START_TEST(test_batch_list_newest_first)
+WF_CASE_TEST("contract", test_batch_list_newest_first)
 {
     const char *ids[] = {"b1", "b3", "b2", "b4"};
     const int64_t at[] = {T0, T0 + 2, T0 + 2, T0 + 3};
@@ -1704,7 +1704,7 @@ END_TEST
 
 /* A tree whose root is SUSPENDED: none of its jobs is leased and none of
  * its due timers claimed; the rows of a running tree beside it are. */
-START_TEST(test_suspended_tree_leases_no_job_and_claims_no_timer)
+WF_CASE_TEST("contract", test_suspended_tree_leases_no_job_and_claims_no_timer)
 {
     wf_instance_row s = mk_instance("rs", NULL, "rs", T0);
     s.status = WF_INSTANCE_SUSPENDED;
@@ -1746,7 +1746,7 @@ START_TEST(test_suspended_tree_leases_no_job_and_claims_no_timer)
 }
 END_TEST
 
-START_TEST(test_signals_buffer_and_correlate)
+WF_CASE_TEST("contract", test_signals_buffer_and_correlate)
 {
     wf_instance_row r = mk_instance("r1", NULL, "r1", T0);
     r.aggregate_type = S("order");
@@ -1868,7 +1868,7 @@ START_TEST(test_signals_buffer_and_correlate)
 }
 END_TEST
 
-START_TEST(test_events_read_in_order_with_filters)
+WF_CASE_TEST("contract", test_events_read_in_order_with_filters)
 {
     new_root("r1", T0);
     wf_instance_row c = mk_instance("c1", "r1", "r1", T0 + 1);
@@ -1925,7 +1925,7 @@ START_TEST(test_events_read_in_order_with_filters)
 }
 END_TEST
 
-START_TEST(test_past_deadline_is_deadline_exceeded)
+WF_CASE_TEST("contract", test_past_deadline_is_deadline_exceeded)
 {
     wf_store_ctx late = {"t1", wf_mono_ms() - 1, arena};
     wf_error err = {0};
@@ -1957,7 +1957,7 @@ hold_root(void *arg)
     return NULL;
 }
 
-START_TEST(test_lock_wait_honours_deadline)
+WF_CASE_TEST("contract", test_lock_wait_honours_deadline)
 {
     new_root("r1", T0);
     pthread_t th;
@@ -2018,7 +2018,7 @@ paused_holder(void *arg)
     return NULL;
 }
 
-START_TEST(test_a_paused_unit_of_work_keeps_its_root)
+WF_CASE_TEST("contract", test_a_paused_unit_of_work_keeps_its_root)
 {
     new_root("r1", T0);
     new_root("r2", T0 + 1);
@@ -2122,7 +2122,7 @@ increment_loop(void *arg)
     return NULL;
 }
 
-START_TEST(test_concurrent_lock_no_lost_update)
+WF_CASE_TEST("contract", test_concurrent_lock_no_lost_update)
 {
     new_root("r1", T0);
     pthread_t th[LU_THREADS];
@@ -2170,7 +2170,7 @@ activate_loop(void *arg)
     return NULL;
 }
 
-START_TEST(test_concurrent_activation_leases_once)
+WF_CASE_TEST("contract", test_concurrent_activation_leases_once)
 {
     new_root("r1", T0);
     wf_job_row jobs[ACT_JOBS];
@@ -2320,7 +2320,7 @@ gw_reader(void *arg)
     return NULL;
 }
 
-START_TEST(test_events_gap_free_under_concurrent_writers)
+WF_CASE_TEST("contract", test_events_gap_free_under_concurrent_writers)
 {
     for (int r = 0; r < GW_ROOTS; r++) {
         char id[8];
@@ -2434,7 +2434,7 @@ job_type(char *buf, size_t cap, const char *what)
     snprintf(buf, cap, "%s-%d", what, (int)getpid());
 }
 
-START_TEST(test_listener_hears_events_and_activatable_jobs)
+WF_CASE_TEST("contract", test_listener_hears_events_and_activatable_jobs)
 {
     char type[32], barrier[32];
     job_type(type, sizeof type, "mail");
@@ -2498,56 +2498,12 @@ END_TEST
 Suite *
 store_contract_suite(const char *name)
 {
-    Suite *s = suite_create(name);
-    TCase *tc = tcase_create("contract");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_lock_missing_is_not_found);
-    tcase_add_test(tc, test_aggregate_round_trip);
-    tcase_add_test(tc, test_rollback_discards_everything);
-    tcase_add_test(tc, test_committed_events_are_counted);
-    tcase_add_test(tc, test_stale_instance_version_is_conflict);
-    tcase_add_test(tc, test_deletes_remove_rows);
-    tcase_add_test(tc, test_work_item_history);
-    tcase_add_test(tc, test_batch_locks_roots_in_order);
-    tcase_add_test(tc, test_batch_round_trip_and_tenant_scope);
-    tcase_add_test(tc, test_batch_update_is_versioned);
-    tcase_add_test(tc, test_batch_claims_and_leases);
-    tcase_add_test(tc, test_batch_list_newest_first);
-    tcase_add_test(tc, test_idempotency_records);
-    tcase_add_test(tc, test_definitions_versions_and_listing);
-    tcase_add_test(tc, test_inbox_semantics);
-    tcase_add_test(tc, test_pagination_is_stable);
-    tcase_add_test(tc, test_list_instances_filters);
-    tcase_add_test(tc, test_list_instances_by_time_and_variables);
-    tcase_add_test(tc, test_list_incidents);
-    tcase_add_test(tc, test_aggregate_live);
-    tcase_add_test(tc, test_tenant_isolation);
-    tcase_add_test(tc, test_job_activation_and_leases);
-    tcase_add_test(tc, test_job_activation_bounded_by_bytes);
-    tcase_add_test(tc, test_pages_bounded_by_bytes);
-    tcase_add_test(tc, test_due_timers_are_claimed_once);
-    tcase_add_test(tc, test_suspended_tree_leases_no_job_and_claims_no_timer);
-    tcase_add_test(tc, test_signals_buffer_and_correlate);
-    tcase_add_test(tc, test_events_read_in_order_with_filters);
-    tcase_add_test(tc, test_past_deadline_is_deadline_exceeded);
-    tcase_add_test(tc, test_lock_wait_honours_deadline);
-    tcase_add_test(tc, test_a_paused_unit_of_work_keeps_its_root);
-    tcase_add_test(tc, test_concurrent_lock_no_lost_update);
-    tcase_add_test(tc, test_concurrent_activation_leases_once);
-    tcase_add_test(tc, test_events_gap_free_under_concurrent_writers);
-    tcase_add_test(tc, test_listener_hears_events_and_activatable_jobs);
-    suite_add_tcase(s, tc);
-    return s;
+    return wf_test_suite_of(name,
+                            (const wf_test_case[]){{"contract", setup, teardown, 30}, {NULL}});
 }
 
 int
 store_run_suite(Suite *s)
 {
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return wf_test_run_mode(s, CK_FORK);
 }

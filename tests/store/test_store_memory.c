@@ -17,7 +17,7 @@ mem_open(int pool_size)
 {
     (void)pool_size;
     wf_error err = {0};
-    wf_store *st = wf_store_memory_new(&err);
+    wf_store *st = wf_store_mem_new(&err);
     ck_assert_msg(st != NULL, "memory store: %s", err.msg);
     return st;
 }
@@ -68,7 +68,7 @@ apply_and_end(const wf_store_changes *c, bool commit)
 
 /* Synchronous delivery: the callback has run when commit returns, and
  * only commits that wrote events or made a job activatable call it. */
-START_TEST(test_listener_called_only_for_relevant_commits)
+WF_CASE_TEST("memory", test_listener_called_only_for_relevant_commits)
 {
     wf_error err = {0};
     ck_assert_int_eq(wf_store_set_listener(st, notes_fn, &heard, &err), WF_OK);
@@ -139,7 +139,7 @@ probe_fn(void *arg, const char *channel, const char *payload)
         unlocked_calls++;
 }
 
-START_TEST(test_listener_runs_without_the_store_lock)
+WF_CASE_TEST("memory", test_listener_runs_without_the_store_lock)
 {
     wf_error err = {0};
     ck_assert_int_eq(wf_store_set_listener(st, probe_fn, NULL, &err), WF_OK);
@@ -154,11 +154,6 @@ main(void)
 {
     contract_factory = &memory_factory;
     Suite *s = store_contract_suite("store_memory");
-    TCase *tc = tcase_create("memory");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 10);
-    tcase_add_test(tc, test_listener_called_only_for_relevant_commits);
-    tcase_add_test(tc, test_listener_runs_without_the_store_lock);
-    suite_add_tcase(s, tc);
+    wf_test_add_case(s, &(wf_test_case){"memory", setup, teardown, 10});
     return store_run_suite(s);
 }

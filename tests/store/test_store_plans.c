@@ -10,7 +10,7 @@
  *
  * This suite fills the tables with a backlog (tens of thousands of rows
  * across tenants, roots, job types, users, groups and signal names), then
- * plans every statement the store prepares (wf_pg_statements: the
+ * plans every statement the store prepares (wf_store_pg_statements: the
  * store's own table, so a new statement is checked without being listed
  * here) with plan_cache_mode = force_generic_plan, twice: before any
  * ANALYZE, and after an ANALYZE followed by a new job type, signal name,
@@ -30,8 +30,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pg_pool.h" /* wf_pg_statements */
+#include "pg/pool.h" /* wf_store_pg_statements */
 #include "store.h"
+#include "test_list.h"
 #include "test_pg.h"
 
 /* Tables that grow with the work in flight or with history. */
@@ -79,6 +80,13 @@ static const exemption exempt[] = {
      * in order. It reads one group's open queue (never its history), by
      * index; the other branches stay in index order. */
     {"list_tasks_user*", true, false, "sorts the open queue of one of the user's groups"},
+    /* The fan-out of a signal (0016): the waits of one aggregate for one
+     * signal, sorted into the order they began (the target set), never
+     * the backlog. */
+    {"fanout_targets", true, false, "sorts the waits of one aggregate"},
+    /* The schedulers' QUEUED signals (a partial index of outcome 6): may
+     * sort those, never the delivery log. */
+    {"find_queued_signals", true, false, "sorts the QUEUED signals"},
 };
 
 /*
@@ -388,8 +396,8 @@ guard(const char *phase, int *checked)
     *checked = 0;
     exec_ok(pg, "DEALLOCATE ALL");
     exec_ok(pg, "SET plan_cache_mode = force_generic_plan");
-    for (int i = 0; i < wf_pg_n_statements; i++) {
-        const wf_pg_stmt *s = &wf_pg_statements[i];
+    for (int i = 0; i < wf_store_pg_n_statements; i++) {
+        const wf_store_pg_stmt *s = &wf_store_pg_statements[i];
         ck_assert_msg(s->name != NULL, "statement %d has no entry in the table", i);
         if (!plannable(s->sql))
             continue;
@@ -434,7 +442,7 @@ guard(const char *phase, int *checked)
     return failed;
 }
 
-START_TEST(test_generic_plans_over_a_backlog)
+WF_TEST(test_generic_plans_over_a_backlog)
 {
     /* The store migrates the fresh schema, as at a server's start. */
     char *store_dsn = wf_test_pg_schema_dsn(dsn, schema);
@@ -472,11 +480,7 @@ END_TEST
 int
 main(void)
 {
-    dsn = getenv("WF_TEST_PG_DSN");
-    if (dsn == NULL || dsn[0] == '\0') {
-        printf("skipped: WF_TEST_PG_DSN is not set\n");
-        return 77; /* CTest SKIP_RETURN_CODE */
-    }
+    dsn = wf_test_pg_dsn();
     snprintf(schema, sizeof schema, "wf_plans_%d", (int)getpid());
     /* Outside a Check test: no ck_assert here (test_pg asserts too). */
     pg = PQconnectdb(dsn);
@@ -489,16 +493,8 @@ main(void)
     snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE; CREATE SCHEMA %s", schema, schema);
     PQclear(PQexec(pg, sql));
 
-    Suite *s = suite_create("store_plans");
-    TCase *tc = tcase_create("plans");
-    tcase_set_timeout(tc, 240);
-    tcase_add_test(tc, test_generic_plans_over_a_backlog);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed =
+        wf_test_run_mode(wf_test_suite("store_plans", "plans", NULL, NULL, 240), CK_NOFORK);
 
     /* WF_TEST_PLANS_KEEP=1 keeps the schema and its backlog, to look at. */
     const char *keep = getenv("WF_TEST_PLANS_KEEP");
@@ -508,5 +504,5 @@ main(void)
     else
         PQclear(PQexec(pg, sql));
     PQfinish(pg);
-    return nf == 0 ? 0 : 1;
+    return failed;
 }

@@ -45,6 +45,25 @@ setup_with(const char *const *env)
     ta = wf_arena_new();
 }
 
+static char *test_tenant; /* setup_tenant's, NULL before */
+
+char *
+setup_tenant(const char *const *env, const char *prefix)
+{
+    setup_with(env);
+    char id[WF_UUID_LEN + 1];
+    wf_uuid7(id);
+    test_tenant = wf_arena_printf(ta, "%s-%s", prefix, id + 24);
+    return test_tenant;
+}
+
+wf_client *
+me(const char *actor)
+{
+    ck_assert_msg(test_tenant != NULL, "me() needs setup_tenant");
+    return as_tenant(test_tenant, actor);
+}
+
 void
 teardown(void)
 {
@@ -62,6 +81,7 @@ teardown(void)
     if (ts.srv != NULL)
         wf_test_server_stop(&ts, 1000);
     wf_arena_free(ta);
+    test_tenant = NULL;
     /* Compiled expressions hold jq stacks that LeakSanitizer cannot see
      * through (libjq points past their end). */
     wf_expr_cache_clear();
@@ -174,6 +194,16 @@ marking(const Workflow__V1__GetInstanceResponse *g, const char *place_id)
     return 0;
 }
 
+bool
+has_violation(const wf_client_status *st, const char *prefix, const char *reason)
+{
+    for (int i = 0; i < st->nviolations && i < 8; i++)
+        if (strncmp(st->violations[i], prefix, strlen(prefix)) == 0 &&
+            (reason == NULL || strcmp(st->violation_reasons[i], reason) == 0))
+            return true;
+    return false;
+}
+
 nb *
 net_new(const char *key)
 {
@@ -227,6 +257,51 @@ dur(int64_t ms)
     d->seconds = ms / 1000;
     d->nanos = (int32_t)(ms % 1000) * 1000000;
     return d;
+}
+
+nb *
+one_step(const char *key, const char *id, Workflow__V1__Trigger trigger)
+{
+    nb *n = net_new(key);
+    place(n, "start", START);
+    place(n, "end", END);
+    trans(n, id, trigger);
+    arc(n, "start", id);
+    arc(n, id, "end");
+    return n;
+}
+
+nb *
+job_net(const char *key, const char *type, int max_attempts, int64_t initial_ms)
+{
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "e", END);
+    with_job(trans(n, "work", T_AUTO), type, max_attempts, initial_ms);
+    arc(n, "s", "work");
+    arc(n, "work", "e");
+    return n;
+}
+
+nb *
+guarded_job_net(const char *key, const char *type, int max_attempts)
+{
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "big", NORMAL);
+    place(n, "small", NORMAL);
+    place(n, "e", END);
+    with_job(trans(n, "work", T_AUTO), type, max_attempts, 0);
+    trans(n, "finish_big", T_AUTO);
+    trans(n, "finish_small", T_AUTO);
+    arc(n, "s", "work");
+    arc(n, "work", "big")->guard = ".amount > 100";
+    arc(n, "work", "small")->guard = ".amount >= 0 and .amount <= 100";
+    arc(n, "big", "finish_big");
+    arc(n, "small", "finish_small");
+    arc(n, "finish_big", "e");
+    arc(n, "finish_small", "e");
+    return n;
 }
 
 void
@@ -295,6 +370,27 @@ complete_task_as(const char *actor, const char *task_id, const char *vars, wf_cl
                 st);
 }
 
+Workflow__V1__Instance *
+retry_c(const char *id, wf_client_status *st)
+{
+    Workflow__V1__RetryInstanceRequest req = WORKFLOW__V1__RETRY_INSTANCE_REQUEST__INIT;
+    req.instance_id = (char *)id;
+    Workflow__V1__RetryInstanceResponse *r = call(
+        as("ops"), "RetryInstance", &req, &workflow__v1__retry_instance_response__descriptor, st);
+    return r != NULL ? r->instance : NULL;
+}
+
+Workflow__V1__Instance *
+set_vars(const char *id, const char *vars, wf_client_status *st)
+{
+    Workflow__V1__SetVariablesRequest req = WORKFLOW__V1__SET_VARIABLES_REQUEST__INIT;
+    req.instance_id = (char *)id;
+    req.variables_json = (char *)vars;
+    Workflow__V1__SetVariablesResponse *r = call(
+        as("ops"), "SetVariables", &req, &workflow__v1__set_variables_response__descriptor, st);
+    return r != NULL ? r->instance : NULL;
+}
+
 Workflow__V1__Task *
 task_of(const Workflow__V1__GetInstanceResponse *g, const char *transition_id, int status)
 {
@@ -339,8 +435,8 @@ static wf_code
 fire_due_timer(void *arg, const wf_timer_row *timer, int64_t deadline_ms, bool *fired,
                wf_error *err)
 {
-    wf_net_rt rt = {.store = ((wf_app *)arg)->store, .wake = wake_streams, .wake_arg = arg};
-    return wf_net_fire_timer(&rt, timer, deadline_ms, fired, err);
+    wf_runtime_host rt = {.store = ((wf_app *)arg)->store, .wake = wake_streams, .wake_arg = arg};
+    return wf_runtime_fire_timer(&rt, timer, deadline_ms, fired, err);
 }
 
 bool
@@ -403,6 +499,14 @@ complete_job_c(wf_client *c, const char *key, const char *vars, wf_client_status
     return st->code;
 }
 
+Workflow__V1__Job *
+one_job(const char *type)
+{
+    Workflow__V1__ActivateJobsResponse *r = activate(type, 5, 0, 2000);
+    ck_assert_msg(r->n_jobs == 1, "%zu jobs of %s", r->n_jobs, type);
+    return r->jobs[0];
+}
+
 int
 fail_job(const char *key, const char *msg, int retryable, int64_t backoff_ms, wf_client_status *st)
 {
@@ -419,17 +523,44 @@ fail_job(const char *key, const char *msg, int retryable, int64_t backoff_ms, wf
     return st->code;
 }
 
+/* root's tree events (at most 1000) read into a; *n their number. */
+static wf_event_row *
+read_events(const char *root, wf_arena *a, size_t *n)
+{
+    wf_store_ctx sc = {"default", 0, a};
+    wf_event_filter f = {.instance_id = root};
+    wf_event_row *ev = NULL;
+    wf_error err;
+    *n = 0;
+    ck_assert_int_eq(wf_store_read_events(ts.app.store, &sc, 0, &f, 1000, &ev, n, &err), WF_OK);
+    return ev;
+}
+
+wf_event_row *
+events_of(const char *root, size_t *n)
+{
+    return read_events(root, ta, n);
+}
+
+const wf_event_row *
+last_event(const char *root, const char *type)
+{
+    size_t n;
+    const wf_event_row *ev = events_of(root, &n);
+    const wf_event_row *last = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(ev[i].type, type) == 0)
+            last = &ev[i];
+    return last;
+}
+
 char *
 event_types(const char *root)
 {
     static char out[8192];
-    wf_arena *a = wf_arena_new();
-    wf_store_ctx sc = {"default", 0, a};
-    wf_event_filter f = {.instance_id = root};
-    wf_event_row *ev;
+    wf_arena *a = wf_arena_new(); /* polling loops call it thousands of times */
     size_t n;
-    wf_error err;
-    ck_assert_int_eq(wf_store_read_events(ts.app.store, &sc, 0, &f, 1000, &ev, &n, &err), WF_OK);
+    const wf_event_row *ev = read_events(root, a, &n);
     out[0] = '\0';
     for (size_t i = 0; i < n; i++) {
         size_t len = strlen(out);
@@ -437,17 +568,6 @@ event_types(const char *root)
     }
     wf_arena_free(a);
     return out;
-}
-
-int
-count_of(const char *list, const char *type)
-{
-    int n = 0;
-    size_t l = strlen(type);
-    for (const char *p = list; (p = strstr(p, type)) != NULL; p += l)
-        if ((p == list || p[-1] == ' ') && (p[l] == ' ' || p[l] == '\0'))
-            n++;
-    return n;
 }
 
 void

@@ -25,6 +25,11 @@ void teardown(void);
 /* setup with a NULL-terminated "NAME=value" server environment (see
  * wf_test_server_start). */
 void setup_with(const char *const *env);
+/* setup_with(env), and a tenant unique to the test: prefix, "-" and 12
+ * hex digits (in ta). */
+char *setup_tenant(const char *const *env, const char *prefix);
+/* A client of the test's tenant (setup_tenant) acting as actor. */
+wf_client *me(const char *actor);
 
 /* "name" -> "name-1a2b3c4d", unique to the test run. */
 char *u(const char *name);
@@ -47,6 +52,10 @@ void *call(wf_client *c, const char *method, const void *req, const ProtobufCMes
 #define ck_ok(st)                                                                                  \
     ck_assert_msg((st).code == 0, "%s %s: %s", wf_client_code_name((st).code), (st).reason,        \
                   (st).message)
+
+/* True when some violation of st starts with prefix and has reason (NULL:
+ * any reason). */
+bool has_violation(const wf_client_status *st, const char *prefix, const char *reason);
 
 /* ---- building definitions ---------------------------------------------------------------- */
 
@@ -79,6 +88,14 @@ void place(nb *n, const char *id, Workflow__V1__PlaceKind kind);
 Workflow__V1__Transition *trans(nb *n, const char *id, Workflow__V1__Trigger trigger);
 Workflow__V1__Arc *arc(nb *n, const char *source, const char *target);
 Google__Protobuf__Duration *dur(int64_t ms);
+/* start -> transition id (trigger) -> end. */
+nb *one_step(const char *key, const char *id, Workflow__V1__Trigger trigger);
+/* s -> work (AUTO job of type, see with_job) -> e. */
+nb *job_net(const char *key, const char *type, int max_attempts, int64_t initial_ms);
+/* s -> work (AUTO job of type, max_attempts attempts) -> big (guard .amount
+ * > 100) | small (guard 0 <= .amount <= 100) -> e; no default arc: a
+ * negative amount matches none. */
+nb *guarded_job_net(const char *key, const char *type, int max_attempts);
 /* Makes t an AUTO job of type with max_attempts and, when initial_ms > 0,
  * that initial backoff (and 8x it as the maximum). */
 void with_job(Workflow__V1__Transition *t, const char *type, int max_attempts, int64_t initial_ms);
@@ -116,6 +133,13 @@ Workflow__V1__Instance *start_boss(const char *key, const char *vars);
 Workflow__V1__CompleteTaskResponse *complete_task_as(const char *actor, const char *task_id,
                                                      const char *vars, wf_client_status *st);
 
+/* RetryInstance of id as "ops"; the instance or NULL with st filled. */
+Workflow__V1__Instance *retry_c(const char *id, wf_client_status *st);
+
+/* SetVariables of vars (a JSON object) on id as "ops"; the instance or
+ * NULL with st filled. */
+Workflow__V1__Instance *set_vars(const char *id, const char *vars, wf_client_status *st);
+
 /* The task of transition_id with status (0 = any); NULL when none. */
 Workflow__V1__Task *task_of(const Workflow__V1__GetInstanceResponse *g, const char *transition_id,
                             int status);
@@ -132,17 +156,23 @@ Workflow__V1__ActivateJobsResponse *activate_c(wf_client *c, const char *type, i
 /* The same without actor, asserting OK. */
 Workflow__V1__ActivateJobsResponse *activate(const char *type, int max, int64_t lease_ms,
                                              int64_t wait_ms);
+/* Activates exactly one job of type (waiting up to 2 s) and returns it. */
+Workflow__V1__Job *one_job(const char *type);
 /* CompleteJob / FailJob (retryable, backoff_ms < 0 = unset); the gRPC code. */
 int complete_job_c(wf_client *c, const char *key, const char *vars, wf_client_status *st);
 int fail_job(const char *key, const char *msg, int retryable, int64_t backoff_ms,
              wf_client_status *st);
 
+/* root's tree events in order (at most 1000), read from the server's
+ * store into ta; *n their number. */
+wf_event_row *events_of(const char *root, size_t *n);
+
+/* The last event of type in root's tree; NULL when none. */
+const wf_event_row *last_event(const char *root, const char *type);
+
 /* Types of root's tree events, space-separated, read from the store (a
  * static buffer, valid until the next call). */
 char *event_types(const char *root);
-
-/* How many times type occurs as a word of list. */
-int count_of(const char *list, const char *type);
 
 void sleep_ms(int ms);
 

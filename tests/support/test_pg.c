@@ -16,6 +16,17 @@ pg_quiet(void *arg, const char *message)
     (void)message;
 }
 
+const char *
+wf_test_pg_dsn(void)
+{
+    const char *dsn = getenv("WF_TEST_PG_DSN");
+    if (dsn == NULL || dsn[0] == '\0') {
+        printf("skipped: WF_TEST_PG_DSN is not set\n");
+        exit(77);
+    }
+    return dsn;
+}
+
 PGconn *
 wf_test_pg_connect(const char *dsn)
 {

@@ -9,6 +9,10 @@
 
 #include <libpq-fe.h>
 
+/* WF_TEST_PG_DSN; when it is unset or empty, prints that the suite is
+ * skipped and exits 77 (CTest SKIP_RETURN_CODE): for a suite's main. */
+const char *wf_test_pg_dsn(void);
+
 /* A connection to dsn with notices silenced (PQfinish it). */
 PGconn *wf_test_pg_connect(const char *dsn);
 

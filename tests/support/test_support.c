@@ -82,6 +82,13 @@ wf_test_store_name(void)
     return wf_test_store_is_pg() ? "pg" : "memory";
 }
 
+void
+wf_test_quiet_log(void)
+{
+    if (getenv("WF_TEST_LOG") == NULL)
+        wf_log_threshold = WF_LOG_ERROR;
+}
+
 int
 wf_test_run(Suite *s)
 {
@@ -92,11 +99,7 @@ wf_test_run(Suite *s)
             return WF_TEST_SKIP;
         }
     }
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return wf_test_run_mode(s, CK_FORK_GETENV);
 }
 
 /* The load average of the last minute per online CPU, 1 when unknown or
@@ -133,4 +136,15 @@ wf_test_time_scale(void)
     int whole = s < 40 ? (int)s : 40;
     scale = whole < 40 && (double)whole < s ? whole + 1 : whole; /* rounded up */
     return scale;
+}
+
+int
+count_of(const char *list, const char *type)
+{
+    int n = 0;
+    size_t l = strlen(type);
+    for (const char *p = list; (p = strstr(p, type)) != NULL; p += l)
+        if ((p == list || p[-1] == ' ') && (p[l] == ' ' || p[l] == '\0'))
+            n++;
+    return n;
 }

@@ -10,6 +10,7 @@
 
 #include "handler.h"
 #include "rpc_server.h"
+#include "test_list.h"
 #include "test_pg.h"
 #include "wf_client.h"
 #include "wf_config.h"
@@ -51,6 +52,14 @@ const char *wf_test_store_name(void);
  * one, times WF_TEST_TIME_SCALE when that is a number above one; at most
  * 40. Computed once per process, at the first call. */
 int wf_test_time_scale(void);
+
+/* How many times type occurs as a word of list (space-separated words,
+ * such as a list of event types). */
+int count_of(const char *list, const char *type);
+
+/* Lets only errors through the log unless WF_TEST_LOG is set, so that the
+ * warnings of expected failures (outages, conflicts) keep a run readable. */
+void wf_test_quiet_log(void);
 
 /* The exit status of a suite that ran nothing (CTest SKIP_RETURN_CODE). */
 #define WF_TEST_SKIP 77

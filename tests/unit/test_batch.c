@@ -27,29 +27,10 @@ static wf_arena *arena;
     ck_assert_msg((rc) == (want), "%s, want %s: %s", wf_code_reason(rc), wf_code_reason(want),     \
                   (err).msg)
 
-static void
-setup(void)
-{
-    wf_error err;
-    st = wf_store_memory_new(&err);
-    ck_assert_ptr_nonnull(st);
-    arena = wf_arena_new();
-    ck_assert_ptr_nonnull(arena);
-}
-
-static void
-teardown(void)
-{
-    wf_store_free(st);
-    wf_arena_free(arena);
-    wf_expr_cache_clear();
-    wf_defcache_clear();
-}
-
-static wf_net_ctx
+static wf_runtime_ctx
 as(const char *actor)
 {
-    return (wf_net_ctx){.ref = {.store = st, .tenant = "default", .actor = actor, .arena = arena}};
+    return kit_ctx(actor);
 }
 
 static wf_store_ctx
@@ -74,7 +55,7 @@ start_n(const char *key, size_t n)
 static wf_batch_view
 start_batch(const char *key, wf_batch_action action)
 {
-    wf_net_ctx c = as("ops");
+    wf_runtime_ctx c = as("ops");
     wf_batch_spec spec = {.action = (int)action,
                           .filter = {.started_by = "*", .definition_key = key},
                           .reason = "tidy"};
@@ -128,7 +109,7 @@ run(const wf_batch_row *claimed, size_t chunk)
 
 /* Chunks of 2 over 5 instances: the cursor advances, the counters add
  * up, the third chunk completes it and lets the lease go each time. */
-START_TEST(test_walk_in_chunks)
+WF_TEST(test_walk_in_chunks)
 {
     wf_instance_row *in = start_n("k", 5);
     wf_batch_view b = start_batch("k", WF_BATCH_SUSPEND);
@@ -163,11 +144,11 @@ START_TEST(test_walk_in_chunks)
 END_TEST
 
 /* Twelve refusals: every one counts, the first ten are kept in order. */
-START_TEST(test_first_errors_are_bounded)
+WF_TEST(test_first_errors_are_bounded)
 {
     wf_instance_row *in = start_n("k", 12);
     for (size_t i = 0; i < 12; i++) {
-        wf_net_ctx c = as("ops");
+        wf_runtime_ctx c = as("ops");
         wf_instance_row out;
         wf_error e;
         ck_code(wf_instances_cancel(&c, in[i].id, NULL, false, NULL, &out, &e), WF_OK, e);
@@ -177,7 +158,7 @@ START_TEST(test_first_errors_are_bounded)
     wf_batch_chunk c = run(&r, 50);
     ck_assert_uint_eq(c.refused, 12);
     ck_assert(c.completed);
-    wf_net_ctx x = as("reader");
+    wf_runtime_ctx x = as("reader");
     wf_batch_view v;
     wf_error err;
     ck_code(wf_batch_get(&x.ref, b.row.id, &v, &err), WF_OK, err);
@@ -192,12 +173,12 @@ END_TEST
 
 /* A cancel while a chunk runs: the chunk's actions happened, so its
  * counts are kept and the batch stays CANCELLED; no chunk follows. */
-START_TEST(test_cancel_during_a_chunk_keeps_its_counts)
+WF_TEST(test_cancel_during_a_chunk_keeps_its_counts)
 {
     wf_instance_row *in = start_n("k", 4);
     wf_batch_view b = start_batch("k", WF_BATCH_CANCEL);
     wf_batch_row r = claim_one("r1", wf_now_us());
-    wf_net_ctx c = as("ops");
+    wf_runtime_ctx c = as("ops");
     wf_batch_view cv;
     wf_error err;
     ck_code(wf_batch_cancel(&c.ref, b.row.id, NULL, &cv, &err), WF_OK, err);
@@ -222,7 +203,7 @@ END_TEST
 /* A chunk that outlived its lease: another replica claimed the batch, so
  * the first one's progress is dropped; the second one's run replays the
  * applied actions and counts each instance once. */
-START_TEST(test_chunk_past_its_lease_is_dropped_and_replayed)
+WF_TEST(test_chunk_past_its_lease_is_dropped_and_replayed)
 {
     wf_instance_row *in = start_n("k", 3);
     wf_batch_view b = start_batch("k", WF_BATCH_SUSPEND);
@@ -253,7 +234,7 @@ END_TEST
 
 /* A chunk whose deadline has passed applies nothing, keeps no progress
  * and lets its lease go, so the next claim takes the batch at once. */
-START_TEST(test_chunk_out_of_time_lets_the_lease_go)
+WF_TEST(test_chunk_out_of_time_lets_the_lease_go)
 {
     start_n("k", 2);
     wf_batch_view b = start_batch("k", WF_BATCH_SUSPEND);
@@ -275,7 +256,7 @@ END_TEST
 
 /* The set is fixed at the start: an instance created afterwards is not
  * visited, even when it matches the filter. */
-START_TEST(test_instance_created_after_the_start_is_not_visited)
+WF_TEST(test_instance_created_after_the_start_is_not_visited)
 {
     start_n("k", 2);
     wf_batch_view b = start_batch("k", WF_BATCH_CANCEL);
@@ -291,11 +272,11 @@ END_TEST
 
 /* A dry run checks and counts as a start does, and stores nothing: no
  * operation to claim, every instance left as it was. */
-START_TEST(test_dry_run_counts_and_stores_nothing)
+WF_TEST(test_dry_run_counts_and_stores_nothing)
 {
     wf_instance_row *in = start_n("k", 3);
     start_n("other", 2);
-    wf_net_ctx c = as("ops");
+    wf_runtime_ctx c = as("ops");
     wf_batch_spec spec = {.action = WF_BATCH_CANCEL,
                           .filter = {.started_by = "*", .definition_key = "k"},
                           .dry_run = true};
@@ -323,7 +304,7 @@ START_TEST(test_dry_run_counts_and_stores_nothing)
 END_TEST
 
 /* wf_batch_pass claims and runs one chunk per batch, every batch. */
-START_TEST(test_pass_runs_one_chunk_of_each)
+WF_TEST(test_pass_runs_one_chunk_of_each)
 {
     start_n("a", 3);
     start_n("b", 1);
@@ -344,26 +325,9 @@ START_TEST(test_pass_runs_one_chunk_of_each)
 }
 END_TEST
 
-static Suite *
-batch_suite(void)
-{
-    Suite *s = suite_create("batch");
-    TCase *tc = tcase_create("chunks");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, test_walk_in_chunks);
-    tcase_add_test(tc, test_first_errors_are_bounded);
-    tcase_add_test(tc, test_cancel_during_a_chunk_keeps_its_counts);
-    tcase_add_test(tc, test_chunk_past_its_lease_is_dropped_and_replayed);
-    tcase_add_test(tc, test_chunk_out_of_time_lets_the_lease_go);
-    tcase_add_test(tc, test_instance_created_after_the_start_is_not_visited);
-    tcase_add_test(tc, test_pass_runs_one_chunk_of_each);
-    tcase_add_test(tc, test_dry_run_counts_and_stores_nothing);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int
 main(void)
 {
-    return wf_test_run(batch_suite());
+    kit_fixture(&st, &arena);
+    return wf_test_run(wf_test_suite("batch", "chunks", kit_setup, kit_teardown, 0));
 }

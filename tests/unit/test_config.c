@@ -1,10 +1,16 @@
 /*
  * Unit tests of the configuration reader and its startup rules.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "test_support.h"
 #include "wf_config.h"
+#include "wf_keys.h"
 #include "wf_log.h"
 
 static wf_config *
@@ -14,14 +20,16 @@ load(const char *const *env, wf_error *err)
     return wf_config_load((char *const *)env, err);
 }
 
-START_TEST(test_production_requires_keys_and_database)
+WF_TEST(test_production_requires_keys_and_database)
 {
     wf_error err;
     /* Neither: one refusal names both. */
     const char *none[] = {NULL};
     ck_assert_ptr_null(load(none, &err));
     ck_assert_int_eq(err.code, WF_E_INVALID_ARGUMENT);
-    ck_assert_msg(strstr(err.msg, "not set: WF_API_KEYS, DATABASE_URL") != NULL, "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "not set: WF_API_KEYS (or WF_API_KEYS_FILE), DATABASE_URL") !=
+                      NULL,
+                  "%s", err.msg);
 
     const char *keys_only[] = {"WF_API_KEYS=k1", NULL};
     ck_assert_ptr_null(load(keys_only, &err));
@@ -30,7 +38,8 @@ START_TEST(test_production_requires_keys_and_database)
 
     const char *db_only[] = {"DATABASE_URL=postgresql://x@127.0.0.1/db", NULL};
     ck_assert_ptr_null(load(db_only, &err));
-    ck_assert_msg(strstr(err.msg, "not set: WF_API_KEYS") != NULL, "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "not set: WF_API_KEYS (or WF_API_KEYS_FILE)") != NULL, "%s",
+                  err.msg);
     ck_assert_ptr_null(strstr(err.msg, "DATABASE_URL"));
 
     const char *both[] = {"WF_API_KEYS=k1", "DATABASE_URL=postgresql://x@127.0.0.1/db", NULL};
@@ -43,7 +52,7 @@ START_TEST(test_production_requires_keys_and_database)
 }
 END_TEST
 
-START_TEST(test_development_defaults)
+WF_TEST(test_development_defaults)
 {
     wf_error err;
     const char *env[] = {"WF_ENV=development", NULL};
@@ -62,33 +71,79 @@ START_TEST(test_development_defaults)
 }
 END_TEST
 
-/* The send limit is twice the request limit; the variables of a tree are
- * bounded by the request limit by default, and never above it. */
-START_TEST(test_sizes)
+/* Answers are bounded by WF_MAX_ANSWER_BYTES, 4 MiB by default (what every
+ * gRPC client receives unless told otherwise), whatever the request limit;
+ * the variables of a tree by the answer limit less what an answer keeps
+ * beside them, by default and at most. */
+WF_TEST(test_sizes)
 {
     wf_error err;
     const char *dflt[] = {"WF_ENV=development", NULL};
     wf_config *cfg = load(dflt, &err);
     ck_assert_ptr_nonnull(cfg);
-    ck_assert_int_eq(cfg->max_variables_bytes, 4 * 1024 * 1024);
-    ck_assert_int_eq(wf_config_send_limit(cfg), 8 * 1024 * 1024);
-    ck_assert_uint_eq(wf_config_answer_budget(cfg), 8 * 1024 * 1024 - 512 * 1024);
+    ck_assert_int_eq(cfg->max_message_bytes, 4 * 1024 * 1024);
+    ck_assert_int_eq(cfg->max_answer_bytes, 4 * 1024 * 1024);
+    ck_assert_int_eq(wf_config_send_limit(cfg), 4 * 1024 * 1024);
+    ck_assert_int_eq(wf_config_receive_limit(cfg), 8 * 1024 * 1024);
+    ck_assert_uint_eq(wf_config_answer_budget(cfg), 4 * 1024 * 1024 - 256 * 1024);
+    ck_assert_int_eq(cfg->max_variables_bytes, 3584 * 1024);
+    ck_assert_uint_eq(wf_config_variables_max(cfg), 3584 * 1024);
     wf_config_free(cfg);
+
+    /* Requests larger than answers: what they store could not be read. */
+    const char *big_requests[] = {"WF_ENV=development", "WF_MAX_MESSAGE_BYTES=16777216", NULL};
+    ck_assert_ptr_null(load(big_requests, &err));
+    ck_assert_str_eq(err.msg, "WF_MAX_MESSAGE_BYTES (16777216) must not pass WF_MAX_ANSWER_BYTES "
+                              "(4194304): what a request stores is read back in one answer; "
+                              "raise WF_MAX_ANSWER_BYTES to the clients' receive limit, or lower "
+                              "WF_MAX_MESSAGE_BYTES");
+
+    /* Clients that raised their receive limit to 16 MiB. */
+    const char *raised[] = {"WF_ENV=development", "WF_MAX_MESSAGE_BYTES=16777216",
+                            "WF_MAX_ANSWER_BYTES=16777216", NULL};
+    cfg = load(raised, &err);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert_int_eq(wf_config_send_limit(cfg), 16 * 1024 * 1024);
+    ck_assert_int_eq(wf_config_receive_limit(cfg), 32 * 1024 * 1024);
+    ck_assert_int_eq(cfg->max_variables_bytes, 14 * 1024 * 1024);
+    wf_config_free(cfg);
+
+    /* Small answers keep at least 8 KiB beside the variables. */
     const char *small[] = {"WF_ENV=development", "WF_MAX_MESSAGE_BYTES=65536",
-                           "WF_MAX_VARIABLES_BYTES=4096", NULL};
+                           "WF_MAX_ANSWER_BYTES=65536", NULL};
     cfg = load(small, &err);
     ck_assert_ptr_nonnull(cfg);
-    ck_assert_int_eq(cfg->max_variables_bytes, 4096);
-    ck_assert_int_eq(wf_config_send_limit(cfg), 131072);
+    ck_assert_uint_eq(wf_config_answer_budget(cfg), 61440);
+    ck_assert_int_eq(cfg->max_variables_bytes, 61440 - 8192);
     wf_config_free(cfg);
+    const char *lower[] = {"WF_ENV=development", "WF_MAX_MESSAGE_BYTES=65536",
+                           "WF_MAX_ANSWER_BYTES=65536", "WF_MAX_VARIABLES_BYTES=4096", NULL};
+    cfg = load(lower, &err);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert_int_eq(cfg->max_variables_bytes, 4096);
+    wf_config_free(cfg);
+
     const char *over[] = {"WF_ENV=development", "WF_MAX_MESSAGE_BYTES=65536",
-                          "WF_MAX_VARIABLES_BYTES=65537", NULL};
+                          "WF_MAX_ANSWER_BYTES=65536", "WF_MAX_VARIABLES_BYTES=53249", NULL};
     ck_assert_ptr_null(load(over, &err));
-    ck_assert_str_eq(err.msg, "WF_MAX_VARIABLES_BYTES must be an integer between 1024 and 65536");
+    ck_assert_str_eq(err.msg, "WF_MAX_VARIABLES_BYTES must be an integer between 1024 and 53248 "
+                              "(WF_MAX_ANSWER_BYTES, 65536, less the room an answer keeps "
+                              "beside the variables)");
+    const char *past_default[] = {"WF_ENV=development", "WF_MAX_VARIABLES_BYTES=4194304", NULL};
+    ck_assert_ptr_null(load(past_default, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "between 1024 and 3670016"));
+    const char *answers[] = {"WF_MAX_ANSWER_BYTES=16383", "WF_MAX_ANSWER_BYTES=1073741825",
+                             "WF_MAX_ANSWER_BYTES=4MiB"};
+    for (size_t i = 0; i < sizeof answers / sizeof answers[0]; i++) {
+        const char *env[] = {"WF_ENV=development", "WF_MAX_MESSAGE_BYTES=16384", answers[i], NULL};
+        ck_assert_ptr_null(load(env, &err));
+        ck_assert_str_eq(err.msg,
+                         "WF_MAX_ANSWER_BYTES must be an integer between 16384 and 1073741824");
+    }
 }
 END_TEST
 
-START_TEST(test_auto_create_definitions_can_be_turned_off)
+WF_TEST(test_auto_create_definitions_can_be_turned_off)
 {
     wf_error err;
     const char *off[] = {"WF_ENV=development", "WF_AUTO_CREATE_DEFINITIONS=false", NULL};
@@ -102,19 +157,20 @@ START_TEST(test_auto_create_definitions_can_be_turned_off)
 }
 END_TEST
 
-START_TEST(test_api_keys_with_and_without_tenant)
+WF_TEST(test_api_keys_with_and_without_tenant)
 {
     wf_error err;
     const char *env[] = {"WF_ENV=development", "WF_API_KEYS= k1 , k2=tenant-b,", NULL};
     wf_config *cfg = load(env, &err);
     ck_assert_ptr_nonnull(cfg);
-    ck_assert_uint_eq(cfg->napi_keys, 2);
-    ck_assert_str_eq(cfg->api_keys[0].key, "k1");
-    ck_assert_ptr_null(cfg->api_keys[0].tenant);
-    ck_assert_str_eq(cfg->api_keys[1].key, "k2");
-    ck_assert_str_eq(cfg->api_keys[1].tenant, "tenant-b");
-    ck_assert_uint_eq(strlen(cfg->api_keys[0].key_id), 8);
-    ck_assert_str_ne(cfg->api_keys[0].key_id, cfg->api_keys[1].key_id);
+    ck_assert_uint_eq(wf_keys_count(cfg->keys), 2);
+    wf_key_match k1, k2;
+    ck_assert(wf_config_find_key(cfg, "k1", 2, &k1));
+    ck_assert_str_eq(k1.tenant, "");
+    ck_assert(wf_config_find_key(cfg, "k2", 2, &k2));
+    ck_assert_str_eq(k2.tenant, "tenant-b");
+    ck_assert_uint_eq(strlen(k1.key_id), 8);
+    ck_assert_str_ne(k1.key_id, k2.key_id);
     ck_assert(!wf_config_open_access(cfg));
     wf_config_free(cfg);
 
@@ -129,7 +185,7 @@ END_TEST
 /* Keys that could never be presented, tenants no call could name, and a
  * key listed twice (for two tenants: which one would it act in?) stop the
  * start with a message naming the entry, never the key. */
-START_TEST(test_api_keys_refused_at_start)
+WF_TEST(test_api_keys_refused_at_start)
 {
     wf_error err;
     const struct {
@@ -155,12 +211,12 @@ START_TEST(test_api_keys_refused_at_start)
     const char *ok[] = {"WF_ENV=development", "WF_API_KEYS=k-a=t.a_1-b,k-b=t.a_1-b", NULL};
     wf_config *cfg = load(ok, &err);
     ck_assert_ptr_nonnull(cfg);
-    ck_assert_uint_eq(cfg->napi_keys, 2);
+    ck_assert_uint_eq(wf_keys_count(cfg->keys), 2);
     wf_config_free(cfg);
 }
 END_TEST
 
-START_TEST(test_directory_groups_and_users)
+WF_TEST(test_directory_groups_and_users)
 {
     wf_error err;
     const char *env[] = {"WF_ENV=development", "WF_USERS=alice,bob", "WF_GROUP_it=alice, carol",
@@ -177,7 +233,7 @@ START_TEST(test_directory_groups_and_users)
 }
 END_TEST
 
-START_TEST(test_malformed_values_are_errors)
+WF_TEST(test_malformed_values_are_errors)
 {
     wf_error err;
     const char *cases[][3] = {
@@ -198,7 +254,7 @@ START_TEST(test_malformed_values_are_errors)
 }
 END_TEST
 
-START_TEST(test_numbers_and_booleans_parse)
+WF_TEST(test_numbers_and_booleans_parse)
 {
     wf_error err;
     const char *env[] = {
@@ -218,7 +274,7 @@ START_TEST(test_numbers_and_booleans_parse)
 }
 END_TEST
 
-START_TEST(test_expression_limits)
+WF_TEST(test_expression_limits)
 {
     wf_error err;
     const char *dflt[] = {"WF_ENV=development", "WF_THREADS=3", NULL};
@@ -250,7 +306,7 @@ START_TEST(test_expression_limits)
 }
 END_TEST
 
-START_TEST(test_inline_expressions_are_refused_in_production)
+WF_TEST(test_inline_expressions_are_refused_in_production)
 {
     wf_error err;
     const char *prod[] = {"WF_ENV=production", "WF_API_KEYS=k1",
@@ -274,7 +330,7 @@ START_TEST(test_inline_expressions_are_refused_in_production)
 }
 END_TEST
 
-START_TEST(test_overload_bounds)
+WF_TEST(test_overload_bounds)
 {
     wf_error err;
     const char *dflt[] = {"WF_ENV=development", "WF_THREADS=3", NULL};
@@ -296,7 +352,7 @@ START_TEST(test_overload_bounds)
 }
 END_TEST
 
-START_TEST(test_retention_defaults)
+WF_TEST(test_retention_defaults)
 {
     wf_error err;
     const char *env[] = {"WF_ENV=development", NULL};
@@ -311,7 +367,7 @@ START_TEST(test_retention_defaults)
 }
 END_TEST
 
-START_TEST(test_retention_durations_parse)
+WF_TEST(test_retention_durations_parse)
 {
     wf_error err;
     const char *env[] = {"WF_ENV=development",
@@ -340,7 +396,7 @@ START_TEST(test_retention_durations_parse)
 }
 END_TEST
 
-START_TEST(test_bad_retention_names_the_variable)
+WF_TEST(test_bad_retention_names_the_variable)
 {
     static const char *const bad[][2] = {
         {"WF_IDEMPOTENCY_RETENTION", "WF_IDEMPOTENCY_RETENTION=24x"},
@@ -369,7 +425,7 @@ END_TEST
 /* The key lookup shared by the interceptors and the web console: the
  * matching key (and its tenant), none for a wrong, longer, shorter or
  * NUL-holding key; WF_CONSOLE_ADDR is read. */
-START_TEST(test_find_key)
+WF_TEST(test_find_key)
 {
     wf_error err;
     const char *env[] = {"WF_ENV=development", "WF_API_KEYS=k-one=acme,k-two",
@@ -377,49 +433,240 @@ START_TEST(test_find_key)
     wf_config *cfg = load(env, &err);
     ck_assert_ptr_nonnull(cfg);
     ck_assert_str_eq(cfg->console_addr, "127.0.0.1:8088");
-    const wf_api_key *k = wf_config_find_key(cfg, "k-one", 5);
-    ck_assert_ptr_nonnull(k);
-    ck_assert_str_eq(k->tenant, "acme");
-    k = wf_config_find_key(cfg, "k-two", 5);
-    ck_assert_ptr_nonnull(k);
-    ck_assert_ptr_null(k->tenant);
-    ck_assert_ptr_null(wf_config_find_key(cfg, "k-on", 4));
-    ck_assert_ptr_null(wf_config_find_key(cfg, "k-one1", 6));
-    ck_assert_ptr_null(wf_config_find_key(cfg, "k-one\0", 6));
-    ck_assert_ptr_null(wf_config_find_key(cfg, "", 0));
+    wf_key_match k;
+    ck_assert(wf_config_find_key(cfg, "k-one", 5, &k));
+    ck_assert_str_eq(k.tenant, "acme");
+    ck_assert(wf_config_find_key(cfg, "k-two", 5, &k));
+    ck_assert_str_eq(k.tenant, "");
+    ck_assert(!wf_config_find_key(cfg, "k-on", 4, &k));
+    ck_assert(!wf_config_find_key(cfg, "k-one1", 6, &k));
+    ck_assert(!wf_config_find_key(cfg, "k-one\0", 6, &k));
+    ck_assert(!wf_config_find_key(cfg, "", 0, &k));
     ck_assert(wf_secret_equal("abc", 3, "abc"));
     ck_assert(!wf_secret_equal("abd", 3, "abc"));
     wf_config_free(cfg);
 }
 END_TEST
 
-static Suite *
-config_suite(void)
+/* ---- WF_API_KEYS_FILE ------------------------------------------------------ */
+
+/* A scratch folder laid out as Kubernetes mounts a Secret: the file
+ * "api-keys" is a link to "..data/api-keys", and "..data" a link to a
+ * folder of the current content, swapped by a rename. */
+typedef struct key_dir {
+    char root[200];
+    char file[260];
+    int version;
+} key_dir;
+
+static void
+key_dir_write(key_dir *d, const char *content)
 {
-    Suite *s = suite_create("config");
-    TCase *tc = tcase_create("config");
-    tcase_add_test(tc, test_production_requires_keys_and_database);
-    tcase_add_test(tc, test_development_defaults);
-    tcase_add_test(tc, test_auto_create_definitions_can_be_turned_off);
-    tcase_add_test(tc, test_sizes);
-    tcase_add_test(tc, test_api_keys_with_and_without_tenant);
-    tcase_add_test(tc, test_api_keys_refused_at_start);
-    tcase_add_test(tc, test_directory_groups_and_users);
-    tcase_add_test(tc, test_malformed_values_are_errors);
-    tcase_add_test(tc, test_numbers_and_booleans_parse);
-    tcase_add_test(tc, test_expression_limits);
-    tcase_add_test(tc, test_inline_expressions_are_refused_in_production);
-    tcase_add_test(tc, test_overload_bounds);
-    tcase_add_test(tc, test_retention_defaults);
-    tcase_add_test(tc, test_retention_durations_parse);
-    tcase_add_test(tc, test_bad_retention_names_the_variable);
-    tcase_add_test(tc, test_find_key);
-    suite_add_tcase(s, tc);
-    return s;
+    char ver[300], path[400], tmp[300], target[32];
+    snprintf(target, sizeof target, "..v%d", ++d->version);
+    snprintf(ver, sizeof ver, "%s/%s", d->root, target);
+    ck_assert_int_eq(mkdir(ver, 0700), 0);
+    snprintf(path, sizeof path, "%s/api-keys", ver);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(content, f);
+    fclose(f);
+    snprintf(tmp, sizeof tmp, "%s/..data_tmp", d->root);
+    ck_assert_int_eq(symlink(target, tmp), 0);
+    snprintf(path, sizeof path, "%s/..data", d->root);
+    ck_assert_int_eq(rename(tmp, path), 0);
 }
+
+static void
+key_dir_init(key_dir *d, const char *content)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(d->root, sizeof d->root, "%s/wf-keys-XXXXXX", tmp != NULL && *tmp ? tmp : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(d->root));
+    d->version = 0;
+    key_dir_write(d, content);
+    snprintf(d->file, sizeof d->file, "%s/api-keys", d->root);
+    ck_assert_int_eq(symlink("..data/api-keys", d->file), 0);
+}
+
+static void
+key_dir_remove(key_dir *d)
+{
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d->root);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static bool
+has_key(const wf_config *cfg, const char *key)
+{
+    wf_key_match m;
+    return wf_config_find_key(cfg, key, strlen(key), &m);
+}
+
+static wf_config *
+load_file(const key_dir *d, wf_error *err)
+{
+    char var[400];
+    snprintf(var, sizeof var, "WF_API_KEYS_FILE=%s", d->file);
+    const char *env[] = {"WF_ENV=development", var, NULL};
+    return load(env, err);
+}
+
+/* The file holds WF_API_KEYS' entries, separated by commas or line breaks
+ * (a WF_API_KEYS value works as it is, so does one entry per line); a
+ * server with the file is never in open access. */
+WF_TEST(test_api_keys_file_format)
+{
+    key_dir d;
+    key_dir_init(&d, "k1\n  k2=tenant-b \r\n\n k3 , k4\n");
+    wf_error err;
+    wf_config *cfg = load_file(&d, &err);
+    ck_assert_msg(cfg != NULL, "%s", err.msg);
+    ck_assert_str_eq(cfg->api_keys_file, d.file);
+    ck_assert_uint_eq(wf_keys_count(cfg->keys), 4);
+    wf_key_match m;
+    ck_assert(wf_config_find_key(cfg, "k2", 2, &m));
+    ck_assert_str_eq(m.tenant, "tenant-b");
+    ck_assert(has_key(cfg, "k1") && has_key(cfg, "k3") && has_key(cfg, "k4"));
+    ck_assert(!wf_config_open_access(cfg));
+    wf_config_free(cfg);
+    key_dir_remove(&d);
+}
+END_TEST
+
+/* At start: both settings, a file that cannot be read, holds no key or
+ * breaks a rule stop the start; the message names the file and the entry
+ * (and its line), never a key. */
+WF_TEST(test_api_keys_file_refused_at_start)
+{
+    key_dir d;
+    key_dir_init(&d, "k-good\nk-secret=bad tenant\n");
+    wf_error err;
+    ck_assert_ptr_null(load_file(&d, &err));
+    ck_assert_msg(strstr(err.msg, "WF_API_KEYS_FILE entry 2 (line 2) must name a tenant") != NULL,
+                  "%s", err.msg);
+    ck_assert_ptr_null(strstr(err.msg, "k-secret"));
+    key_dir_write(&d, "k-a\nk-b,k-a\n");
+    ck_assert_ptr_null(load_file(&d, &err));
+    ck_assert_msg(strstr(err.msg, "entry 3 (line 2) repeats the key of entry 1") != NULL, "%s",
+                  err.msg);
+    key_dir_write(&d, " \n,\n");
+    ck_assert_ptr_null(load_file(&d, &err));
+    ck_assert_str_eq(err.msg, "WF_API_KEYS_FILE holds no key");
+
+    char var[400];
+    snprintf(var, sizeof var, "WF_API_KEYS_FILE=%s/missing", d.root);
+    const char *missing[] = {"WF_ENV=development", var, NULL};
+    ck_assert_ptr_null(load(missing, &err));
+    ck_assert_msg(strstr(err.msg, "/missing\" cannot be read: No such file") != NULL, "%s",
+                  err.msg);
+    snprintf(var, sizeof var, "WF_API_KEYS_FILE=%s", d.root);
+    const char *folder[] = {"WF_ENV=development", var, NULL};
+    ck_assert_ptr_null(load(folder, &err));
+    ck_assert_msg(strstr(err.msg, "it is not a regular file") != NULL, "%s", err.msg);
+    /* A FIFO is refused at once, not waited on for a writer. */
+    snprintf(var, sizeof var, "WF_API_KEYS_FILE=%s/fifo", d.root);
+    ck_assert_int_eq(mkfifo(var + strlen("WF_API_KEYS_FILE="), 0600), 0);
+    const char *fifo[] = {"WF_ENV=development", var, NULL};
+    ck_assert_ptr_null(load(fifo, &err));
+    ck_assert_msg(strstr(err.msg, "it is not a regular file") != NULL, "%s", err.msg);
+
+    key_dir_write(&d, "k1\n");
+    snprintf(var, sizeof var, "WF_API_KEYS_FILE=%s", d.file);
+    const char *both[] = {"WF_ENV=development", "WF_API_KEYS=k2", var, NULL};
+    ck_assert_ptr_null(load(both, &err));
+    ck_assert_msg(strstr(err.msg, "WF_API_KEYS and WF_API_KEYS_FILE are both set") != NULL, "%s",
+                  err.msg);
+    const char *production[] = {var, "DATABASE_URL=postgresql://x@127.0.0.1/db", NULL};
+    wf_config *cfg = load(production, &err);
+    ck_assert_msg(cfg != NULL, "%s", err.msg);
+    wf_config_free(cfg);
+    key_dir_remove(&d);
+}
+END_TEST
+
+/* A rotation: the new key beside the old one, then the old one removed,
+ * each by a swap of "..data" as the kubelet does; a content that breaks a
+ * rule, holds no key or cannot be read keeps the last good set; a file
+ * rewritten in place is read too. */
+WF_TEST(test_api_keys_file_reload)
+{
+    key_dir d;
+    key_dir_init(&d, "old\n");
+    wf_error err;
+    wf_config *cfg = load_file(&d, &err);
+    ck_assert_msg(cfg != NULL, "%s", err.msg);
+    wf_key_match old;
+    ck_assert(wf_config_find_key(cfg, "old", 3, &old));
+    ck_assert_int_eq(wf_keys_reload(cfg->keys), WF_KEYS_UNCHANGED);
+    ck_assert(!has_key(cfg, "new"));
+
+    key_dir_write(&d, "old\nnew=acme\n");
+    ck_assert_int_eq(wf_keys_reload(cfg->keys), WF_KEYS_REPLACED);
+    ck_assert(has_key(cfg, "old") && has_key(cfg, "new"));
+    ck_assert(wf_keys_holds(cfg->keys, &old));
+    ck_assert_int_eq(wf_keys_reload(cfg->keys), WF_KEYS_UNCHANGED);
+
+    key_dir_write(&d, "new=acme\n");
+    ck_assert_int_eq(wf_keys_reload(cfg->keys), WF_KEYS_REPLACED);
+    ck_assert(!has_key(cfg, "old") && has_key(cfg, "new"));
+    ck_assert(!wf_keys_holds(cfg->keys, &old));
+
+    const char *bad[] = {"new=acme\nthird\nno good\n", "new=acme,new\n", "\n", "new=acme=x\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        key_dir_write(&d, bad[i]);
+        ck_assert_int_eq(wf_keys_reload(cfg->keys), WF_KEYS_KEPT);
+        ck_assert_int_eq(wf_keys_reload(cfg->keys), WF_KEYS_UNCHANGED); /* logged once */
+        ck_assert(has_key(cfg, "new") && !has_key(cfg, "third") && !has_key(cfg, "old"));
+        ck_assert_uint_eq(wf_keys_count(cfg->keys), 1);
+    }
+    char data[300];
+    snprintf(data, sizeof data, "%s/..data", d.root);
+    ck_assert_int_eq(unlink(data), 0);
+    ck_assert_int_eq(wf_keys_reload(cfg->keys), WF_KEYS_KEPT);
+    ck_assert(has_key(cfg, "new"));
+
+    /* Not Kubernetes: the file itself, rewritten in place. */
+    ck_assert_int_eq(unlink(d.file), 0);
+    FILE *f = fopen(d.file, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("plain\n", f);
+    fclose(f);
+    ck_assert_int_eq(wf_keys_reload(cfg->keys), WF_KEYS_REPLACED);
+    ck_assert(has_key(cfg, "plain") && !has_key(cfg, "new"));
+    wf_config_free(cfg);
+    key_dir_remove(&d);
+}
+END_TEST
+
+/* The watcher thread of a server: a rewrite is seen without a call to
+ * wf_keys_reload, within a bound that scales with the machine's load. */
+WF_TEST(test_api_keys_file_watched)
+{
+    key_dir d;
+    key_dir_init(&d, "old\n");
+    wf_error err;
+    wf_config *cfg = load_file(&d, &err);
+    ck_assert_msg(cfg != NULL, "%s", err.msg);
+    ck_assert(wf_config_watch_keys(cfg, &err));
+    key_dir_write(&d, "new\n");
+    int64_t waited_ms = 0, bound_ms = 10000LL * wf_test_time_scale();
+    struct timespec step = {0, 50 * 1000000L};
+    while (!has_key(cfg, "new") && waited_ms < bound_ms) {
+        nanosleep(&step, NULL);
+        waited_ms += 50;
+    }
+    ck_assert_msg(has_key(cfg, "new"), "the watcher did not read the new file in %lld ms",
+                  (long long)bound_ms);
+    ck_assert(!has_key(cfg, "old"));
+    wf_config_free(cfg); /* stops the watcher */
+    key_dir_remove(&d);
+}
+END_TEST
 
 int
 main(void)
 {
-    return wf_test_run(config_suite());
+    return wf_test_run(wf_test_suite("config", "config", NULL, NULL, 0));
 }

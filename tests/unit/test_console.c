@@ -1,7 +1,9 @@
 /*
  * Unit tests of the web console's escaping (server/console/console_html.c):
  * every value a page shows goes through these, so a hostile title or
- * variable can never become markup, a link or a script.
+ * variable can never become markup, a link or a script. Also the paths an
+ * action may send the browser back to, and the login throttle
+ * (console_throttle.c), on a clock of the test's own.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,7 @@ written(void (*fn)(FILE *, const char *), const char *s)
     return buf;
 }
 
-START_TEST(test_html_escape)
+WF_TEST(test_html_escape)
 {
     char *s = written(wf_console__esc, "<img src=x onerror=alert(1)>");
     ck_assert_str_eq(s, "&lt;img src=x onerror=alert(1)&gt;");
@@ -39,7 +41,7 @@ START_TEST(test_html_escape)
 }
 END_TEST
 
-START_TEST(test_url_encode)
+WF_TEST(test_url_encode)
 {
     char *s = written(wf_console__url, "a b/&?=#\"<x>");
     ck_assert_str_eq(s, "a%20b%2F%26%3F%3D%23%22%3Cx%3E");
@@ -52,7 +54,7 @@ END_TEST
 
 /* A JSON string on one line of the event stream: no newline (which would
  * end the data line), no < (which a careless reader might put in HTML). */
-START_TEST(test_json_string)
+WF_TEST(test_json_string)
 {
     char *s = written(wf_console__json_str, "a\"\\\n</script>");
     ck_assert_str_eq(s, "\"a\\\"\\\\\\u000a\\u003c/script\\u003e\"");
@@ -61,7 +63,7 @@ START_TEST(test_json_string)
 }
 END_TEST
 
-START_TEST(test_enum_names)
+WF_TEST(test_enum_names)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -76,21 +78,96 @@ START_TEST(test_enum_names)
 }
 END_TEST
 
-static Suite *
-console_suite(void)
+/* Only a path of this console may come back in a Location: what a browser
+ * would read as another host ("//", "/\\", a tab or line break it drops)
+ * is refused, as is anything with a blank or a byte outside ASCII. */
+WF_TEST(test_own_path)
 {
-    Suite *s = suite_create("console");
-    TCase *tc = tcase_create("escaping");
-    tcase_add_test(tc, test_html_escape);
-    tcase_add_test(tc, test_url_encode);
-    tcase_add_test(tc, test_json_string);
-    tcase_add_test(tc, test_enum_names);
-    suite_add_tcase(s, tc);
-    return s;
+    const char *good[] = {
+        "/instances", "/instance?id=01a2&x=%2F%2F", "/inbox?group=a%20b", "/", "/./x", "/a//b",
+        "/a\\b"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        ck_assert_msg(wf_console__own_path(good[i]), "refused %s", good[i]);
+    const char *bad[] = {"",
+                         "instances",
+                         "//evil.example",
+                         "/\\evil.example",
+                         "/\t/evil.example",
+                         "/\n/evil.example",
+                         "/\r/evil.example",
+                         "/ /evil.example",
+                         "/x\r\nSet-Cookie: a=b",
+                         "/x y",
+                         "/\x7f",
+                         "/\xc3\xa9",
+                         "\t//evil.example",
+                         "https://evil.example/",
+                         "javascript:alert(1)"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(!wf_console__own_path(bad[i]), "accepted bad path %zu", i);
 }
+END_TEST
+
+/* Five refused logins are free; then each bars the address for 1, 2, 4 ...
+ * seconds, at most 60; the bar ends when its time is up, a login resets
+ * the count, and 15 quiet minutes forget it. */
+WF_TEST(test_login_throttle)
+{
+    wf_console__throttle *t = wf_console__throttle_new();
+    ck_assert_ptr_nonnull(t);
+    int64_t now = 1000000;
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(wf_console__throttle_failed(t, "192.0.2.1", now), 0);
+    ck_assert_int_eq(wf_console__throttle_wait(t, "192.0.2.1", now), 0);
+    const int bars[] = {1, 2, 4, 8, 16, 32, 60, 60};
+    for (size_t i = 0; i < sizeof bars / sizeof bars[0]; i++) {
+        ck_assert_int_eq(wf_console__throttle_failed(t, "192.0.2.1", now), bars[i]);
+        ck_assert_int_eq(wf_console__throttle_wait(t, "192.0.2.1", now), bars[i]);
+        ck_assert_int_eq(wf_console__throttle_wait(t, "192.0.2.1", now + 1), bars[i]);
+        ck_assert_int_eq(wf_console__throttle_wait(t, "192.0.2.2", now), 0); /* per address */
+        now += bars[i] * 1000LL;
+        ck_assert_int_eq(wf_console__throttle_wait(t, "192.0.2.1", now), 0);
+    }
+    wf_console__throttle_passed(t, "192.0.2.1", now);
+    ck_assert_int_eq(wf_console__throttle_failed(t, "192.0.2.1", now), 0);
+    for (int i = 0; i < 5; i++)
+        wf_console__throttle_failed(t, "192.0.2.3", now);
+    now += 15 * 60 * 1000LL + 1;
+    ck_assert_int_eq(wf_console__throttle_failed(t, "192.0.2.3", now), 0);
+    wf_console__throttle_free(t);
+}
+END_TEST
+
+/* The table is fixed: ten thousand addresses failing once each, after an
+ * address was barred, fill it and make room for each other while the
+ * barred address stays barred (addresses that bar nobody make room
+ * first). */
+WF_TEST(test_login_throttle_bounded)
+{
+    wf_console__throttle *t = wf_console__throttle_new();
+    int64_t now = 5000000;
+    for (int i = 0; i < 6; i++)
+        wf_console__throttle_failed(t, "198.51.100.7", now);
+    ck_assert_int_eq(wf_console__throttle_wait(t, "198.51.100.7", now), 1);
+    for (int i = 0; i < 7; i++)
+        wf_console__throttle_failed(t, "198.51.100.7", now += 61000);
+    ck_assert_int_eq(wf_console__throttle_wait(t, "198.51.100.7", now), 60);
+    char addr[48];
+    for (int i = 0; i < 10000; i++) {
+        snprintf(addr, sizeof addr, "10.%d.%d.%d", i >> 16, (i >> 8) & 255, i & 255);
+        ck_assert_int_eq(wf_console__throttle_failed(t, addr, now + 1 + i / 1000), 0);
+    }
+    ck_assert_int_eq(wf_console__throttle_wait(t, "198.51.100.7", now + 20), 60);
+    /* The ones that bar nobody made room for each other: the first is gone,
+     * so it starts again with its free refusals. */
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(wf_console__throttle_failed(t, "10.0.0.0", now + 30), 0);
+    wf_console__throttle_free(t);
+}
+END_TEST
 
 int
 main(void)
 {
-    return wf_test_run(console_suite());
+    return wf_test_run(wf_test_suite("console", "escaping", NULL, NULL, 0));
 }

@@ -15,7 +15,7 @@
 #include "wf_id.h"
 #include "wf_time.h"
 
-START_TEST(test_every_code_has_a_distinct_reason)
+WF_TEST(test_every_code_has_a_distinct_reason)
 {
     for (int i = 0; i < WF_CODE_COUNT_; i++) {
         const char *r = wf_code_reason((wf_code)i);
@@ -33,7 +33,7 @@ START_TEST(test_every_code_has_a_distinct_reason)
 }
 END_TEST
 
-START_TEST(test_error_set_formats_and_truncates)
+WF_TEST(test_error_set_formats_and_truncates)
 {
     wf_error err;
     wf_code rc = wf_error_set(&err, WF_E_TASK_NOT_FOUND, "task \"%s\" does not exist", "t-1");
@@ -66,7 +66,7 @@ ids_of(const char *msg)
     return buf;
 }
 
-START_TEST(test_error_ids_of_a_message)
+WF_TEST(test_error_ids_of_a_message)
 {
     ck_assert_str_eq(ids_of("task \"t-1\" is not open"), "taskId=t-1,");
     ck_assert_str_eq(ids_of("instance \"i-1\" is not running"), "instanceId=i-1,");
@@ -120,7 +120,7 @@ join_compile(void *arg)
     return NULL; /* leaves without ending its call: it keeps the place */
 }
 
-START_TEST(test_a_full_bulkhead_refuses_at_once)
+WF_TEST(test_a_full_bulkhead_refuses_at_once)
 {
     int limits[WF_BULKHEAD_COUNT_] = {1, 2, 1};
     wf_bulkhead_configure(limits);
@@ -171,7 +171,7 @@ START_TEST(test_a_full_bulkhead_refuses_at_once)
 }
 END_TEST
 
-START_TEST(test_retryable_codes)
+WF_TEST(test_retryable_codes)
 {
     ck_assert(wf_code_is_retryable(WF_E_STORE_UNAVAILABLE));
     ck_assert(wf_code_is_retryable(WF_E_CONFLICT));
@@ -180,7 +180,7 @@ START_TEST(test_retryable_codes)
 }
 END_TEST
 
-START_TEST(test_arena_alignment_growth_and_strings)
+WF_TEST(test_arena_alignment_growth_and_strings)
 {
     wf_arena *a = wf_arena_new();
     ck_assert_ptr_nonnull(a);
@@ -225,7 +225,7 @@ START_TEST(test_arena_alignment_growth_and_strings)
 }
 END_TEST
 
-START_TEST(test_json_escape)
+WF_TEST(test_json_escape)
 {
     char out[64];
     ck_assert_uint_eq(wf_json_escape(out, sizeof out, "a\"b\\c\n\x01", 7), 15);
@@ -237,7 +237,7 @@ END_TEST
 /* Bytes that do not start a valid UTF-8 character become \ufffd, so a
  * log line is valid UTF-8 whatever came from the wire; valid characters
  * pass as they are. */
-START_TEST(test_json_escape_replaces_invalid_utf8)
+WF_TEST(test_json_escape_replaces_invalid_utf8)
 {
     char out[128];
     const char *in = "caf\xc3\xa9 \xe9 \xc0\xaf \xed\xa0\x80 \xe2\x82 \xf0\x9f\x98\x80";
@@ -252,7 +252,7 @@ START_TEST(test_json_escape_replaces_invalid_utf8)
 }
 END_TEST
 
-START_TEST(test_uuid7_format_and_order)
+WF_TEST(test_uuid7_format_and_order)
 {
     char a[WF_UUID_LEN + 1], b[WF_UUID_LEN + 1];
     wf_uuid7(a);
@@ -272,7 +272,7 @@ END_TEST
 
 /* Event data carries times as RFC 3339 UTC text with microseconds; a time
  * before the epoch counts its fraction up from the second below. */
-START_TEST(test_time_rfc3339)
+WF_TEST(test_time_rfc3339)
 {
     wf_arena *a = wf_arena_new();
     ck_assert_ptr_nonnull(a);
@@ -283,27 +283,8 @@ START_TEST(test_time_rfc3339)
 }
 END_TEST
 
-static Suite *
-core_suite(void)
-{
-    Suite *s = suite_create("core");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_every_code_has_a_distinct_reason);
-    tcase_add_test(tc, test_error_set_formats_and_truncates);
-    tcase_add_test(tc, test_retryable_codes);
-    tcase_add_test(tc, test_error_ids_of_a_message);
-    tcase_add_test(tc, test_arena_alignment_growth_and_strings);
-    tcase_add_test(tc, test_json_escape);
-    tcase_add_test(tc, test_json_escape_replaces_invalid_utf8);
-    tcase_add_test(tc, test_uuid7_format_and_order);
-    tcase_add_test(tc, test_time_rfc3339);
-    tcase_add_test(tc, test_a_full_bulkhead_refuses_at_once);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int
 main(void)
 {
-    return wf_test_run(core_suite());
+    return wf_test_run(wf_test_suite("core", "core", NULL, NULL, 0));
 }

@@ -18,26 +18,13 @@
 
 #include "diagram_int.h"
 #include "expr.h"
+#include "engine_kit.h"
 #include "test_support.h"
 #include "wf_arena.h"
 #include "wf_time.h"
 #include "wf_utf8.h"
 
 static wf_arena *A;
-
-static void
-setup(void)
-{
-    A = wf_arena_new();
-}
-
-static void
-teardown(void)
-{
-    wf_arena_free(A);
-    A = NULL;
-    wf_expr_cache_clear();
-}
 
 /* A net of every trigger: start -> review (USER) -> mid -> ship (AUTO job)
  * -> end, mid -> remind (TIME) -> mid, mid -> poke (MSG) -> end with a
@@ -128,7 +115,7 @@ svg_has_id(const char *svg, const char *xml_id)
     return strstr(svg, attr) != NULL;
 }
 
-START_TEST(test_every_place_and_transition_is_a_node)
+WF_TEST(test_every_place_and_transition_is_a_node)
 {
     wf_net *n = sample_net();
     char *dot = dot_of(n, WF_DEF_NET, NULL);
@@ -170,7 +157,7 @@ START_TEST(test_every_place_and_transition_is_a_node)
 }
 END_TEST
 
-START_TEST(test_hostile_ids_and_names_are_escaped)
+WF_TEST(test_hostile_ids_and_names_are_escaped)
 {
     static wf_place places[] = {
         {"s\"q", "quote \" name", WF_PLACE_START},
@@ -241,7 +228,7 @@ START_TEST(test_hostile_ids_and_names_are_escaped)
 }
 END_TEST
 
-START_TEST(test_labels_are_cut)
+WF_TEST(test_labels_are_cut)
 {
     char name[400];
     memset(name, 'x', sizeof name - 1);
@@ -262,10 +249,10 @@ START_TEST(test_labels_are_cut)
 }
 END_TEST
 
-START_TEST(test_overlay_tokens_enabled_and_incident)
+WF_TEST(test_overlay_tokens_enabled_and_incident)
 {
     wf_net *n = sample_net();
-    wf_net_marking marking[] = {{"mid", 2}, {"remind-me", 1}};
+    wf_runtime_marking marking[] = {{"mid", 2}, {"remind-me", 1}};
     const char *enabled[] = {"ship", "poke", "poke"};
     wf_diagram_overlay ov = {.instance_id = "i-1",
                              .status = "FAILED",
@@ -301,7 +288,7 @@ START_TEST(test_overlay_tokens_enabled_and_incident)
 }
 END_TEST
 
-START_TEST(test_incident_without_transition_marks_the_graph)
+WF_TEST(test_incident_without_transition_marks_the_graph)
 {
     wf_net *n = sample_net();
     wf_diagram_overlay ov = {.instance_id = "i-2", .incident_code = "DEADLOCK"};
@@ -311,7 +298,7 @@ START_TEST(test_incident_without_transition_marks_the_graph)
 }
 END_TEST
 
-START_TEST(test_steps_current_step)
+WF_TEST(test_steps_current_step)
 {
     wf_net *in = wf_arena_calloc(A, 1, sizeof *in);
     in->key = "list";
@@ -328,7 +315,7 @@ START_TEST(test_steps_current_step)
     ck_assert_int_eq(wf_steps_compile(in, A, &net, &v, &nv, &err), WF_OK);
     ck_assert_ptr_nonnull(net);
     const char *steps[] = {"confirm"};
-    wf_net_marking marking[] = {{"confirm:ready", 1}};
+    wf_runtime_marking marking[] = {{"confirm:ready", 1}};
     const char *enabled[] = {"confirm"};
     wf_diagram_overlay ov = {.instance_id = "i-3",
                              .status = "RUNNING",
@@ -357,7 +344,7 @@ START_TEST(test_steps_current_step)
 }
 END_TEST
 
-START_TEST(test_ad_hoc_is_a_note)
+WF_TEST(test_ad_hoc_is_a_note)
 {
     wf_net *n = wf_arena_calloc(A, 1, sizeof *n);
     n->key = "referrals";
@@ -373,7 +360,7 @@ END_TEST
  * looked for. GVBINDIR names the folder Graphviz would read it from; an
  * empty one must not matter. Runs in its own process (fork mode), so the
  * context is made here, with the variable set. */
-START_TEST(test_renders_without_graphviz_config)
+WF_TEST(test_renders_without_graphviz_config)
 {
     char dir[] = "diagram-gvXXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -384,7 +371,7 @@ START_TEST(test_renders_without_graphviz_config)
 }
 END_TEST
 
-START_TEST(test_bad_dot_is_internal)
+WF_TEST(test_bad_dot_is_internal)
 {
     wf_error err;
     char *svg = NULL;
@@ -428,7 +415,7 @@ render_slowly(void *dot)
 
 /* While a slow layout holds Graphviz, a call waits only until its deadline;
  * the slow layout then ends as usual. */
-START_TEST(test_waits_for_the_lock_until_the_deadline)
+WF_TEST(test_waits_for_the_lock_until_the_deadline)
 {
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, render_slowly, slow_dot()), 0);
@@ -503,7 +490,7 @@ chain_net(const char *key, int n)
     return net;
 }
 
-START_TEST(test_a_version_is_laid_out_once)
+WF_TEST(test_a_version_is_laid_out_once)
 {
     wf_diagram_cache_clear();
     wf_diagram_configure(WF_DIAGRAM_CACHE_DEFAULT_BYTES);
@@ -532,7 +519,7 @@ START_TEST(test_a_version_is_laid_out_once)
 }
 END_TEST
 
-START_TEST(test_the_cache_keeps_within_its_bound)
+WF_TEST(test_the_cache_keeps_within_its_bound)
 {
     wf_diagram_cache_clear();
     wf_diagram_layout *one = layout_of(chain_net("one", 6));
@@ -570,7 +557,7 @@ END_TEST
 
 /* The overlay drawn onto the cached SVG says what the DOT's labels say,
  * in the same colours, on the nodes laid out for the bare version. */
-START_TEST(test_overlay_drawn_onto_the_cached_svg)
+WF_TEST(test_overlay_drawn_onto_the_cached_svg)
 {
     wf_diagram_cache_clear();
     wf_net *n = sample_net();
@@ -583,7 +570,7 @@ START_TEST(test_overlay_drawn_onto_the_cached_svg)
     ck_assert_ptr_null(strstr(bare, "<!-- n0 -->"));
     ck_assert_uint_eq(blen + strlen("<!-- n0 -->\n") * 8, l->svg_len);
     ck_assert(svg_has_id(bare, "review"));
-    wf_net_marking marking[] = {{"mid", 2}, {"remind-me", 1}};
+    wf_runtime_marking marking[] = {{"mid", 2}, {"remind-me", 1}};
     const char *enabled[] = {"ship", "poke", "poke"};
     wf_diagram_overlay ov = {.instance_id = "i-1",
                              .status = "FAILED",
@@ -621,24 +608,8 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("diagram");
-    TCase *tc = tcase_create("core");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    kit_fixture(NULL, &A);
     /* The slow layout takes seconds, many more under sanitizers and load. */
-    tcase_set_timeout(tc, 60 * wf_test_time_scale());
-    tcase_add_test(tc, test_every_place_and_transition_is_a_node);
-    tcase_add_test(tc, test_hostile_ids_and_names_are_escaped);
-    tcase_add_test(tc, test_labels_are_cut);
-    tcase_add_test(tc, test_overlay_tokens_enabled_and_incident);
-    tcase_add_test(tc, test_incident_without_transition_marks_the_graph);
-    tcase_add_test(tc, test_steps_current_step);
-    tcase_add_test(tc, test_ad_hoc_is_a_note);
-    tcase_add_test(tc, test_renders_without_graphviz_config);
-    tcase_add_test(tc, test_bad_dot_is_internal);
-    tcase_add_test(tc, test_waits_for_the_lock_until_the_deadline);
-    tcase_add_test(tc, test_a_version_is_laid_out_once);
-    tcase_add_test(tc, test_the_cache_keeps_within_its_bound);
-    tcase_add_test(tc, test_overlay_drawn_onto_the_cached_svg);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    return wf_test_run(
+        wf_test_suite("diagram", "core", kit_setup, kit_teardown, 60 * wf_test_time_scale()));
 }

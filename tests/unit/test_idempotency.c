@@ -72,11 +72,7 @@ faulty_amend(wf_tx *tx, const wf_idempotency_row *in, wf_error *err)
 static void
 setup(void)
 {
-    wf_error err;
-    st = wf_store_memory_new(&err);
-    ck_assert_ptr_nonnull(st);
-    arena = wf_arena_new();
-    ck_assert_ptr_nonnull(arena);
+    kit_setup();
     real_ops = st->ops;
     faulty_ops = *real_ops;
     faulty_ops.idem_put = faulty_put;
@@ -91,16 +87,13 @@ static void
 teardown(void)
 {
     st->ops = real_ops;
-    wf_store_free(st);
-    wf_arena_free(arena);
-    wf_expr_cache_clear();
-    wf_defcache_clear();
+    kit_teardown();
 }
 
-static wf_net_ctx
+static wf_runtime_ctx
 ctx(void)
 {
-    return (wf_net_ctx){.ref = {.store = st, .tenant = "default", .actor = "t", .arena = arena}};
+    return kit_ctx("t");
 }
 
 /* ---- encoders: the response as text ----------------------------------------------------- */
@@ -123,7 +116,7 @@ encode_jobs(const void *result, void *arg, wf_arena *a, unsigned char **bytes, s
             wf_error *err)
 {
     (void)arg;
-    const wf_net_activated *r = result;
+    const wf_runtime_activated *r = result;
     char buf[1024] = "";
     for (size_t i = 0; i < r->n; i++)
         snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i ? "," : "", r->rows[i].key);
@@ -136,7 +129,7 @@ encode_send(const void *result, void *arg, wf_arena *a, unsigned char **bytes, s
             wf_error *err)
 {
     (void)arg;
-    const wf_sig_send_out *o = result;
+    const wf_runtime_send_signal_out *o = result;
     char buf[1024];
     snprintf(buf, sizeof buf, "%d:", (int)o->outcome);
     for (size_t i = 0; i < o->n_instance_ids; i++)
@@ -168,16 +161,6 @@ deploy_job_net(void)
     kit_deploy_line(ctx(), "jobs", t);
 }
 
-static wf_instance_status
-status_of(const char *id)
-{
-    wf_store_ctx sc = {"default", 0, arena};
-    wf_instance_row in;
-    wf_error err;
-    ck_assert_int_eq(wf_store_get_instance(st, &sc, id, &in, &err), WF_OK);
-    return in.status;
-}
-
 static size_t
 jobs_in_state(const char *root, wf_job_state state)
 {
@@ -193,66 +176,66 @@ jobs_in_state(const char *root, wf_job_state state)
 
 /* ---- tests ----------------------------------------------------------------------------- */
 
-START_TEST(test_activation_lost_with_its_record_leases_nothing)
+WF_TEST(test_activation_lost_with_its_record_leases_nothing)
 {
     deploy_job_net();
     wf_instance_row in = kit_start_order(ctx(), "jobs", NULL);
-    wf_net_ctx c = ctx();
-    wf_net_activation a = {.job_type = "ship", .worker = "w", .max_jobs = 1, .lease_ms = 60000};
-    wf_net_activated got;
+    wf_runtime_ctx c = ctx();
+    wf_runtime_activation a = {.job_type = "ship", .worker = "w", .max_jobs = 1, .lease_ms = 60000};
+    wf_runtime_activated got;
     wf_error err;
 
     /* The record cannot be written: the lease must go with it. */
     fail_records = -1;
     wf_uow_idem i1 = idem("ActivateJobs", "act-1", encode_jobs);
-    ck_assert_int_ne(wf_net_activate_recorded(&c, &a, &i1, true, &got, &err), WF_OK);
+    ck_assert_int_ne(wf_runtime_activate_recorded(&c, &a, &i1, true, &got, &err), WF_OK);
     ck_assert_uint_eq(jobs_in_state(in.id, WF_JOB_ACTIVATABLE), 1);
     ck_assert_uint_eq(jobs_in_state(in.id, WF_JOB_ACTIVATED), 0);
 
     /* The retry leases the job; a second retry gets the first answer. */
     fail_records = 0;
     wf_uow_idem i2 = idem("ActivateJobs", "act-1", encode_jobs);
-    ck_assert_int_eq(wf_net_activate_recorded(&c, &a, &i2, true, &got, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_activate_recorded(&c, &a, &i2, true, &got, &err), WF_OK);
     ck_assert(!i2.replayed);
     ck_assert_uint_eq(got.n, 1);
     const char *key = wf_arena_strdup(arena, got.rows[0].key);
     wf_uow_idem i3 = idem("ActivateJobs", "act-1", encode_jobs);
-    ck_assert_int_eq(wf_net_activate_recorded(&c, &a, &i3, true, &got, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_activate_recorded(&c, &a, &i3, true, &got, &err), WF_OK);
     ck_assert(i3.replayed);
     ck_assert_str_eq(response_text(&i3), key);
     ck_assert_uint_eq(jobs_in_state(in.id, WF_JOB_ACTIVATED), 1);
 
     /* An empty pass of a long poll records nothing; its last pass does. */
     wf_uow_idem i4 = idem("ActivateJobs", "act-2", encode_jobs);
-    ck_assert_int_eq(wf_net_activate_recorded(&c, &a, &i4, false, &got, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_activate_recorded(&c, &a, &i4, false, &got, &err), WF_OK);
     ck_assert_uint_eq(got.n, 0);
     ck_assert_int_eq(records_written, 1);
-    ck_assert_int_eq(wf_net_activate_recorded(&c, &a, &i4, true, &got, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_activate_recorded(&c, &a, &i4, true, &got, &err), WF_OK);
     ck_assert_int_eq(records_written, 2);
 }
 END_TEST
 
-START_TEST(test_signal_lost_with_its_record_delivers_nothing)
+WF_TEST(test_signal_lost_with_its_record_delivers_nothing)
 {
     kit_deploy_msg_net(ctx(), "pay", WF_CORRELATION_INSTANCE);
     wf_instance_row in = kit_start_order(ctx(), "pay", NULL);
-    wf_net_ctx c = ctx();
-    wf_sig_send_in s = {.name = "payment", .instance_id = in.id};
-    wf_sig_send_out out;
+    wf_runtime_ctx c = ctx();
+    wf_runtime_send_signal_in s = {.name = "payment", .instance_id = in.id};
+    wf_runtime_send_signal_out out;
     wf_error err;
 
     fail_records = -1;
     wf_uow_idem i1 = idem("SendSignal", "sig-1", encode_send);
-    ck_assert_int_ne(wf_sig_send(&c, &s, &i1, &out, &err), WF_OK);
-    ck_assert_int_eq(status_of(in.id), WF_INSTANCE_RUNNING);
+    ck_assert_int_ne(wf_runtime_send_signal(&c, &s, &i1, &out, &err), WF_OK);
+    ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_RUNNING);
 
     fail_records = 0;
     wf_uow_idem i2 = idem("SendSignal", "sig-1", encode_send);
-    ck_assert_int_eq(wf_sig_send(&c, &s, &i2, &out, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_send_signal(&c, &s, &i2, &out, &err), WF_OK);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
-    ck_assert_int_eq(status_of(in.id), WF_INSTANCE_COMPLETED);
+    ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_COMPLETED);
     wf_uow_idem i3 = idem("SendSignal", "sig-1", encode_send);
-    ck_assert_int_eq(wf_sig_send(&c, &s, &i3, &out, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_send_signal(&c, &s, &i3, &out, &err), WF_OK);
     ck_assert(i3.replayed);
     char want[256];
     snprintf(want, sizeof want, "%d:%s", (int)WF_SIGNAL_CORRELATED, in.id);
@@ -261,20 +244,20 @@ START_TEST(test_signal_lost_with_its_record_delivers_nothing)
 }
 END_TEST
 
-START_TEST(test_buffered_signal_lost_with_its_record_is_not_buffered)
+WF_TEST(test_buffered_signal_lost_with_its_record_is_not_buffered)
 {
-    wf_net_ctx c = ctx();
-    wf_sig_send_in s = {.name = "payment",
-                        .aggregate_type = "order",
-                        .aggregate_id = "B-1",
-                        .has_aggregate = true,
-                        .buffer_ttl_ms = 60000};
-    wf_sig_send_out out;
+    wf_runtime_ctx c = ctx();
+    wf_runtime_send_signal_in s = {.name = "payment",
+                                   .aggregate_type = "order",
+                                   .aggregate_id = "B-1",
+                                   .has_aggregate = true,
+                                   .buffer_ttl_ms = 60000};
+    wf_runtime_send_signal_out out;
     wf_error err;
 
     fail_records = -1;
     wf_uow_idem i1 = idem("SendSignal", "sig-b", encode_send);
-    ck_assert_int_ne(wf_sig_send(&c, &s, &i1, &out, &err), WF_OK);
+    ck_assert_int_ne(wf_runtime_send_signal(&c, &s, &i1, &out, &err), WF_OK);
     wf_store_ctx sc = {"default", 0, arena};
     wf_signal_filter f = {.aggregate_type = "order", .aggregate_id = "B-1"};
     wf_signal_row *rows;
@@ -285,82 +268,56 @@ START_TEST(test_buffered_signal_lost_with_its_record_is_not_buffered)
 
     fail_records = 0;
     wf_uow_idem i2 = idem("SendSignal", "sig-b", encode_send);
-    ck_assert_int_eq(wf_sig_send(&c, &s, &i2, &out, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_send_signal(&c, &s, &i2, &out, &err), WF_OK);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_BUFFERED);
     ck_assert_int_eq(wf_store_list_signals(st, &sc, &f, 10, NULL, &rows, &n, &next, &err), WF_OK);
     ck_assert_uint_eq(n, 1);
 }
 END_TEST
 
-START_TEST(test_aggregate_signal_records_with_every_root)
+WF_TEST(test_aggregate_signal_records_once)
 {
     kit_deploy_msg_net(ctx(), "agg", WF_CORRELATION_AGGREGATE);
     wf_instance_row a = kit_start_order(ctx(), "agg", "A-1");
     wf_instance_row b = kit_start_order(ctx(), "agg", "A-1");
-    wf_net_ctx c = ctx();
-    wf_sig_send_in s = {
+    wf_runtime_ctx c = ctx();
+    wf_runtime_send_signal_in s = {
         .name = "payment", .aggregate_type = "order", .aggregate_id = "A-1", .has_aggregate = true};
-    wf_sig_send_out out;
+    wf_runtime_send_signal_out out;
     wf_error err;
 
-    /* The first root's record cannot be written: nobody is fired. */
+    /* The fan-out's record cannot be written: nothing changed, nobody is
+     * fired, nothing is logged. */
     fail_records = 1;
     wf_uow_idem i1 = idem("SendSignal", "sig-a", encode_send);
-    ck_assert_int_ne(wf_sig_send(&c, &s, &i1, &out, &err), WF_OK);
-    ck_assert_int_eq(status_of(a.id), WF_INSTANCE_RUNNING);
-    ck_assert_int_eq(status_of(b.id), WF_INSTANCE_RUNNING);
+    ck_assert_int_ne(wf_runtime_send_signal(&c, &s, &i1, &out, &err), WF_OK);
+    ck_assert_int_eq(kit_instance(a.id).status, WF_INSTANCE_RUNNING);
+    ck_assert_int_eq(kit_instance(b.id).status, WF_INSTANCE_RUNNING);
 
-    /* The first root commits with its record, the second is lost with
-     * its amendment: a retry answers what committed, the first root. */
-    pass_records = 1;
-    fail_records = 1;
+    /* A retry runs again: one record with the target set (both roots),
+     * written with the delivery rows; the deliveries follow it. */
+    records_written = 0;
     wf_uow_idem i2 = idem("SendSignal", "sig-a", encode_send);
-    ck_assert_int_ne(wf_sig_send(&c, &s, &i2, &out, &err), WF_OK);
-    ck_assert_int_eq(status_of(a.id), WF_INSTANCE_COMPLETED);
-    ck_assert_int_eq(status_of(b.id), WF_INSTANCE_RUNNING);
+    ck_assert_int_eq(wf_runtime_send_signal(&c, &s, &i2, &out, &err), WF_OK);
+    ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
+    ck_assert_int_eq(out.instance_count, 2);
+    ck_assert_int_eq(records_written, 1);
+    ck_assert_int_eq(kit_instance(a.id).status, WF_INSTANCE_COMPLETED);
+    ck_assert_int_eq(kit_instance(b.id).status, WF_INSTANCE_COMPLETED);
+
+    /* A replay answers the same, though the deliveries are done. */
     wf_uow_idem i3 = idem("SendSignal", "sig-a", encode_send);
-    ck_assert_int_eq(wf_sig_send(&c, &s, &i3, &out, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_send_signal(&c, &s, &i3, &out, &err), WF_OK);
     ck_assert(i3.replayed);
     char want[256];
-    snprintf(want, sizeof want, "%d:%s", (int)WF_SIGNAL_CORRELATED, a.id);
+    snprintf(want, sizeof want, "%d:%s,%s", (int)WF_SIGNAL_CORRELATED, a.id, b.id);
     ck_assert_str_eq(response_text(&i3), want);
-    ck_assert_int_eq(status_of(b.id), WF_INSTANCE_RUNNING);
-
-    /* Two roots, both recorded: one record, amended by the second. */
-    wf_instance_row x = kit_start_order(ctx(), "agg", "A-2");
-    wf_instance_row y = kit_start_order(ctx(), "agg", "A-2");
-    s.aggregate_id = "A-2";
-    records_written = 0;
-    wf_uow_idem i4 = idem("SendSignal", "sig-b", encode_send);
-    ck_assert_int_eq(wf_sig_send(&c, &s, &i4, &out, &err), WF_OK);
-    ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
-    ck_assert_uint_eq(out.n_instance_ids, 2);
-    ck_assert_int_eq(records_written, 2);
-    wf_uow_idem i5 = idem("SendSignal", "sig-b", encode_send);
-    ck_assert_int_eq(wf_sig_send(&c, &s, &i5, &out, &err), WF_OK);
-    ck_assert(i5.replayed);
-    snprintf(want, sizeof want, "%d:%s,%s", (int)WF_SIGNAL_CORRELATED, x.id, y.id);
-    ck_assert_str_eq(response_text(&i5), want);
 }
 END_TEST
-
-static Suite *
-suite(void)
-{
-    Suite *s = suite_create("idempotency");
-    TCase *tc = tcase_create("records");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_activation_lost_with_its_record_leases_nothing);
-    tcase_add_test(tc, test_signal_lost_with_its_record_delivers_nothing);
-    tcase_add_test(tc, test_buffered_signal_lost_with_its_record_is_not_buffered);
-    tcase_add_test(tc, test_aggregate_signal_records_with_every_root);
-    suite_add_tcase(s, tc);
-    return s;
-}
 
 int
 main(void)
 {
-    return wf_test_run(suite());
+    kit_fixture(&st, &arena);
+    return wf_test_run(wf_test_suite("idempotency", "records", setup, teardown, 30));
 }

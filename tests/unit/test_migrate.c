@@ -2,7 +2,7 @@
  * Unit tests of MigrateInstance without a server: the pure rule
  * (wf_net_migrate over an in-memory case state: tokens mapped with their
  * ids, items kept, every problem listed at once) and the runtime over the
- * memory store (wf_net_migrate_instance: a claimed task kept, a job kept,
+ * memory store (wf_runtime_migrate_instance: a claimed task kept, a job kept,
  * a timer kept with its due time, a signal subscription kept,
  * items withdrawn and created as a firing would, a completion through the
  * END place, a dry run that changes nothing, a refused run whose problems
@@ -23,28 +23,10 @@
 #include "net.h"
 #include "net_runtime.h"
 #include "store.h"
+#include "test_support.h"
 
 static wf_store *st;
 static wf_arena *arena;
-
-static void
-setup(void)
-{
-    wf_error err;
-    st = wf_store_memory_new(&err);
-    ck_assert_ptr_nonnull(st);
-    arena = wf_arena_new();
-    ck_assert_ptr_nonnull(arena);
-}
-
-static void
-teardown(void)
-{
-    wf_store_free(st);
-    wf_arena_free(arena);
-    wf_expr_cache_clear();
-    wf_defcache_clear();
-}
 
 /* The violations of the last call: field and reason, "field=REASON ...". */
 static char violations[1024];
@@ -59,15 +41,13 @@ record_violation(void *arg, const char *field, const char *reason, const char *m
              reason != NULL ? reason : "");
 }
 
-static wf_net_ctx
+static wf_runtime_ctx
 as(const char *actor)
 {
     violations[0] = '\0';
-    return (wf_net_ctx){.ref = {.store = st,
-                                .tenant = "default",
-                                .actor = actor,
-                                .arena = arena,
-                                .violation = record_violation}};
+    wf_runtime_ctx c = kit_ctx(actor);
+    c.ref.violation = record_violation;
+    return c;
 }
 
 static const char *alice[] = {"alice"};
@@ -168,20 +148,10 @@ v_broken(const char *key)
 static wf_instance_row
 start_v1(const char *key)
 {
-    wf_net_ctx c = as("dev");
+    wf_runtime_ctx c = as("dev");
     kit_deploy(&c, v1(key));
     wf_start_spec spec = {.definition_key = key, .version = 1};
     return kit_start(&c.ref, &spec, NULL);
-}
-
-static wf_aggregate
-aggregate(const char *id)
-{
-    wf_store_ctx sc = {"default", 0, arena};
-    wf_aggregate agg;
-    wf_error err;
-    ck_assert_int_eq(wf_uow_read_aggregate(st, &sc, id, &agg, &err), WF_OK);
-    return agg;
 }
 
 static const wf_instance_row *
@@ -194,52 +164,10 @@ instance_of(const wf_aggregate *agg, const char *id)
     return NULL;
 }
 
-/* Event types of root after the first `skip` events, space-separated. */
-static const char *
-events_after(const char *root, size_t skip)
-{
-    static char out[4096];
-    wf_store_ctx sc = {"default", 0, arena};
-    wf_event_filter f = {.instance_id = root};
-    wf_event_row *ev;
-    size_t n;
-    wf_error err;
-    ck_assert_int_eq(wf_store_read_events(st, &sc, 0, &f, 1000, &ev, &n, &err), WF_OK);
-    out[0] = '\0';
-    for (size_t i = skip; i < n; i++) {
-        size_t len = strlen(out);
-        snprintf(out + len, sizeof out - len, "%s%s", i > skip ? " " : "", ev[i].type);
-    }
-    return out;
-}
-
-static size_t
-n_events(const char *root)
-{
-    wf_store_ctx sc = {"default", 0, arena};
-    wf_event_filter f = {.instance_id = root};
-    wf_event_row *ev;
-    size_t n;
-    wf_error err;
-    ck_assert_int_eq(wf_store_read_events(st, &sc, 0, &f, 1000, &ev, &n, &err), WF_OK);
-    return n;
-}
-
 static json_t *
 event_data(const char *root, const char *type)
 {
-    wf_store_ctx sc = {"default", 0, arena};
-    wf_event_filter f = {.instance_id = root};
-    wf_event_row *ev;
-    size_t n;
-    wf_error err;
-    ck_assert_int_eq(wf_store_read_events(st, &sc, 0, &f, 1000, &ev, &n, &err), WF_OK);
-    const char *data = NULL;
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(ev[i].type, type) == 0)
-            data = ev[i].data_json;
-    ck_assert_ptr_nonnull(data);
-    json_t *v = json_loads(data, 0, NULL);
+    json_t *v = json_loads(kit_event_data(root, type), 0, NULL);
     ck_assert_ptr_nonnull(v);
     return v;
 }
@@ -268,27 +196,27 @@ static wf_instance_row
 start_at_a(const char *key)
 {
     wf_instance_row in = start_v1(key);
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     complete(task_of(&agg, "review", WF_TASK_OPEN)->id);
     return in;
 }
 
 static wf_code
 migrate(const char *id, int32_t version, const wf_net_place_map *map, size_t n, bool dry,
-        wf_net_migration *out, wf_error *err)
+        wf_runtime_migration *out, wf_error *err)
 {
-    wf_net_ctx c = as("ops");
-    wf_net_migrate_in in = {.instance_id = id,
-                            .target_version = version,
-                            .mapping = map,
-                            .n_mapping = n,
-                            .dry_run = dry};
-    return wf_net_migrate_instance(&c, &in, NULL, out, err);
+    wf_runtime_ctx c = as("ops");
+    wf_runtime_migrate_in in = {.instance_id = id,
+                                .target_version = version,
+                                .mapping = map,
+                                .n_mapping = n,
+                                .dry_run = dry};
+    return wf_runtime_migrate_instance(&c, &in, NULL, out, err);
 }
 
 static void
 migrate_ok(const char *id, int32_t version, const wf_net_place_map *map, size_t n, bool dry,
-           wf_net_migration *out)
+           wf_runtime_migration *out)
 {
     wf_error err;
     wf_code rc = migrate(id, version, map, n, dry, out, &err);
@@ -306,7 +234,7 @@ has_problem(const wf_validation_error *v, size_t n, const char *code, const char
 
 /* ---- the pure rule --------------------------------------------------------------------- */
 
-START_TEST(test_pure_maps_tokens_and_keeps_items)
+WF_TEST(test_pure_maps_tokens_and_keeps_items)
 {
     const wf_net *from = v1("p"), *to = v_renamed("p");
     const wf_token toks[] = {{"t1", "a", 1}};
@@ -344,7 +272,7 @@ START_TEST(test_pure_maps_tokens_and_keeps_items)
 }
 END_TEST
 
-START_TEST(test_pure_lists_every_problem)
+WF_TEST(test_pure_lists_every_problem)
 {
     const wf_net *from = v1("p"), *to = v_broken("p");
     const wf_token toks[] = {{"t1", "s", 1}, {"t2", "a", 2}, {"t3", "b", 3}};
@@ -372,7 +300,7 @@ START_TEST(test_pure_lists_every_problem)
 }
 END_TEST
 
-START_TEST(test_pure_a_changed_trigger_is_a_problem)
+WF_TEST(test_pure_a_changed_trigger_is_a_problem)
 {
     static const char *const p[] = {"s", "a", "b", "e"};
     static const tdef t[] = {{"review", J, "review", "s", "a"},
@@ -397,20 +325,20 @@ END_TEST
 
 /* ---- the runtime ------------------------------------------------------------------- */
 
-START_TEST(test_claimed_task_is_kept)
+WF_TEST(test_claimed_task_is_kept)
 {
     wf_instance_row in = start_v1("keep");
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     const char *review = task_of(&agg, "review", WF_TASK_OPEN)->id;
     wf_ref_ctx ac = as("alice").ref;
     wf_task_row claimed;
     wf_error err;
     ck_assert_int_eq(wf_referral_claim(&ac, review, NULL, &claimed, &err), WF_OK);
-    wf_net_ctx dev = as("dev");
+    wf_runtime_ctx dev = as("dev");
     kit_deploy(&dev, v_renamed("keep"));
-    size_t before = n_events(in.id);
+    size_t before = kit_n_events(in.id);
 
-    wf_net_migration out;
+    wf_runtime_migration out;
     migrate_ok(in.id, 2, NULL, 0, false, &out);
     ck_assert(out.applied);
     ck_assert_int_eq(out.instance.definition_version, 2);
@@ -418,9 +346,9 @@ START_TEST(test_claimed_task_is_kept)
     ck_assert_uint_eq(out.n_kept, 1);
     ck_assert_str_eq(out.kept[0].transition_id, "review");
     ck_assert_uint_eq(out.n_withdrawn + out.n_created, 0);
-    ck_assert_str_eq(events_after(in.id, before), "INSTANCE_MIGRATED");
+    ck_assert_str_eq(kit_event_types(in.id, before), "INSTANCE_MIGRATED");
 
-    agg = aggregate(in.id);
+    agg = kit_aggregate(in.id);
     ck_assert_int_eq(instance_of(&agg, in.id)->definition_version, 2);
     const wf_task_row *t = task_of(&agg, "review", WF_TASK_CLAIMED);
     ck_assert_ptr_nonnull(t);
@@ -437,25 +365,25 @@ START_TEST(test_claimed_task_is_kept)
 
     /* The instance now runs the target: review leads to place a2. */
     complete(review);
-    agg = aggregate(in.id);
+    agg = kit_aggregate(in.id);
     ck_assert_uint_eq(agg.n_tokens, 1);
     ck_assert_str_eq(agg.tokens[0].place_id, "a2");
     ck_assert_ptr_nonnull(task_of(&agg, "approve", WF_TASK_OPEN));
 }
 END_TEST
 
-START_TEST(test_mapping_withdraws_and_creates)
+WF_TEST(test_mapping_withdraws_and_creates)
 {
     wf_instance_row in = start_at_a("esc");
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     const char *approve = task_of(&agg, "approve", WF_TASK_OPEN)->id;
     const char *token = agg.tokens[0].id;
-    wf_net_ctx dev = as("dev");
+    wf_runtime_ctx dev = as("dev");
     kit_deploy(&dev, v_escalate("esc"));
-    size_t before = n_events(in.id);
+    size_t before = kit_n_events(in.id);
 
     const wf_net_place_map map[] = {{"a", "x"}};
-    wf_net_migration out;
+    wf_runtime_migration out;
     migrate_ok(in.id, 2, map, 1, false, &out);
     ck_assert_uint_eq(out.n_tokens, 1);
     ck_assert_str_eq(out.tokens[0].token_id, token);
@@ -466,11 +394,11 @@ START_TEST(test_mapping_withdraws_and_creates)
     ck_assert_uint_eq(out.n_created, 1);
     ck_assert_str_eq(out.created[0].transition_id, "escalate");
     ck_assert_str_ne(out.created[0].work_item_id, "");
-    ck_assert_str_eq(events_after(in.id, before),
+    ck_assert_str_eq(kit_event_types(in.id, before),
                      "INSTANCE_MIGRATED WORKITEM_WITHDRAWN TASK_CANCELLED TRANSITION_ENABLED "
                      "TASK_CREATED");
 
-    agg = aggregate(in.id);
+    agg = kit_aggregate(in.id);
     ck_assert_uint_eq(agg.n_tokens, 1);
     ck_assert_str_eq(agg.tokens[0].id, token);
     ck_assert_str_eq(agg.tokens[0].place_id, "x");
@@ -485,19 +413,19 @@ START_TEST(test_mapping_withdraws_and_creates)
     ck_assert_int_eq(wf_instances_complete_task(&ac, approve, "{}", NULL, &done, &err),
                      WF_E_TASK_NOT_OPEN);
     complete(esc->id);
-    agg = aggregate(in.id);
+    agg = kit_aggregate(in.id);
     ck_assert_str_eq(agg.tokens[0].place_id, "b");
     ck_assert_uint_eq(agg.n_jobs, 1);
 }
 END_TEST
 
-START_TEST(test_mapping_to_end_completes)
+WF_TEST(test_mapping_to_end_completes)
 {
     wf_instance_row in = start_at_a("fin");
-    wf_net_ctx dev = as("dev");
+    wf_runtime_ctx dev = as("dev");
     kit_deploy(&dev, v_escalate("fin"));
     const wf_net_place_map map[] = {{"a", "e"}};
-    wf_net_migration out;
+    wf_runtime_migration out;
     migrate_ok(in.id, 2, map, 1, false, &out);
     ck_assert(out.completes);
     ck_assert_int_eq(out.instance.status, WF_INSTANCE_COMPLETED);
@@ -505,19 +433,19 @@ START_TEST(test_mapping_to_end_completes)
 }
 END_TEST
 
-START_TEST(test_job_is_kept_and_a_changed_type_refused)
+WF_TEST(test_job_is_kept_and_a_changed_type_refused)
 {
     wf_instance_row in = start_at_a("job");
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     complete(task_of(&agg, "approve", WF_TASK_OPEN)->id);
-    agg = aggregate(in.id);
+    agg = kit_aggregate(in.id);
     ck_assert_uint_eq(agg.n_jobs, 1);
     const char *job = agg.jobs[0].id;
-    wf_net_ctx dev = as("dev");
+    wf_runtime_ctx dev = as("dev");
     kit_deploy(&dev, v_broken("job"));   /* v2: ship has job type ship2 */
     kit_deploy(&dev, v_escalate("job")); /* v3: ship unchanged */
 
-    wf_net_migration out;
+    wf_runtime_migration out;
     wf_error err;
     ck_assert_int_eq(migrate(in.id, 2, NULL, 0, false, &out, &err), WF_E_MIGRATION_INVALID);
     ck_assert_str_eq(violations, "target_version=JOB_TYPE_CHANGED");
@@ -525,7 +453,7 @@ START_TEST(test_job_is_kept_and_a_changed_type_refused)
 
     migrate_ok(in.id, 3, NULL, 0, false, &out);
     ck_assert_uint_eq(out.n_kept, 1);
-    agg = aggregate(in.id);
+    agg = kit_aggregate(in.id);
     ck_assert_uint_eq(agg.n_jobs, 1);
     ck_assert_str_eq(agg.jobs[0].id, job);
     ck_assert_str_eq(agg.jobs[0].job_type, "ship");
@@ -533,14 +461,14 @@ START_TEST(test_job_is_kept_and_a_changed_type_refused)
 }
 END_TEST
 
-START_TEST(test_dry_run_changes_nothing)
+WF_TEST(test_dry_run_changes_nothing)
 {
     wf_instance_row in = start_at_a("dry");
-    wf_net_ctx dev = as("dev");
+    wf_runtime_ctx dev = as("dev");
     kit_deploy(&dev, v_escalate("dry"));
-    size_t before = n_events(in.id);
+    size_t before = kit_n_events(in.id);
     const wf_net_place_map map[] = {{"a", "x"}};
-    wf_net_migration out;
+    wf_runtime_migration out;
     migrate_ok(in.id, 2, map, 1, true, &out);
     ck_assert(!out.applied);
     ck_assert_uint_eq(out.n_problems, 0);
@@ -550,21 +478,21 @@ START_TEST(test_dry_run_changes_nothing)
     ck_assert_uint_eq(out.n_created, 1);
     ck_assert_str_eq(out.created[0].work_item_id, "");
     ck_assert_str_eq(out.created[0].transition_id, "escalate");
-    ck_assert_uint_eq(n_events(in.id), before);
-    wf_aggregate agg = aggregate(in.id);
+    ck_assert_uint_eq(kit_n_events(in.id), before);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_int_eq(instance_of(&agg, in.id)->definition_version, 1);
     ck_assert_str_eq(agg.tokens[0].place_id, "a");
     ck_assert_ptr_nonnull(task_of(&agg, "approve", WF_TASK_OPEN));
 }
 END_TEST
 
-START_TEST(test_problems_in_a_dry_run_and_a_refused_run)
+WF_TEST(test_problems_in_a_dry_run_and_a_refused_run)
 {
     wf_instance_row in = start_at_a("bad");
-    wf_net_ctx dev = as("dev");
+    wf_runtime_ctx dev = as("dev");
     kit_deploy(&dev, v_broken("bad"));
-    size_t before = n_events(in.id);
-    wf_net_migration out;
+    size_t before = kit_n_events(in.id);
+    wf_runtime_migration out;
     migrate_ok(in.id, 2, NULL, 0, true, &out);
     ck_assert_uint_eq(out.n_problems, 1);
     ck_assert_str_eq(out.problems[0].code, "UNMAPPED_PLACE");
@@ -573,8 +501,8 @@ START_TEST(test_problems_in_a_dry_run_and_a_refused_run)
     wf_error err;
     ck_assert_int_eq(migrate(in.id, 2, NULL, 0, false, &out, &err), WF_E_MIGRATION_INVALID);
     ck_assert_str_eq(violations, "place_mapping=UNMAPPED_PLACE");
-    ck_assert_uint_eq(n_events(in.id), before);
-    wf_aggregate agg = aggregate(in.id);
+    ck_assert_uint_eq(kit_n_events(in.id), before);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_int_eq(instance_of(&agg, in.id)->definition_version, 1);
 
     /* Mapped to c, the approve item is kept (approve reads c in v2). */
@@ -585,9 +513,9 @@ START_TEST(test_problems_in_a_dry_run_and_a_refused_run)
 }
 END_TEST
 
-START_TEST(test_steps_follow_their_compiled_net)
+WF_TEST(test_steps_follow_their_compiled_net)
 {
-    wf_net_ctx dev = as("dev");
+    wf_runtime_ctx dev = as("dev");
     wf_step s1[] = {{.id = "a", .has_job = true, .job_type = "A"},
                     {.id = "b", .has_job = true, .job_type = "B"}};
     wf_step s2[] = {{.id = "a", .has_job = true, .job_type = "A"},
@@ -596,20 +524,20 @@ START_TEST(test_steps_follow_their_compiled_net)
     wf_net n1 = {.key = "steps", .steps = s1, .n_steps = 2};
     wf_net n2 = {.key = "steps", .steps = s2, .n_steps = 2};
     wf_net n3 = {.key = "steps", .steps = s3, .n_steps = 1};
-    wf_net_deployed d;
+    wf_runtime_deployed d;
     wf_error err;
-    wf_net_deploy_in in1 = {WF_DEF_STEPS, &n1, false}, in2 = {WF_DEF_STEPS, &n2, false},
-                     in3 = {WF_DEF_STEPS, &n3, false};
-    ck_assert_int_eq(wf_net_deploy(&dev, &in1, NULL, &d, &err), WF_OK);
+    wf_runtime_deploy_in in1 = {WF_DEF_STEPS, &n1, false}, in2 = {WF_DEF_STEPS, &n2, false},
+                         in3 = {WF_DEF_STEPS, &n3, false};
+    ck_assert_int_eq(wf_runtime_deploy(&dev, &in1, NULL, &d, &err), WF_OK);
     wf_start_spec spec = {.definition_key = "steps", .version = 1};
     wf_instance_row in = kit_start(&dev.ref, &spec, NULL);
-    ck_assert_int_eq(wf_net_deploy(&dev, &in2, NULL, &d, &err), WF_OK);
-    ck_assert_int_eq(wf_net_deploy(&dev, &in3, NULL, &d, &err), WF_OK);
-    wf_aggregate agg = aggregate(in.id);
+    ck_assert_int_eq(wf_runtime_deploy(&dev, &in2, NULL, &d, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_deploy(&dev, &in3, NULL, &d, &err), WF_OK);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_uint_eq(agg.n_jobs, 1);
     const char *job = agg.jobs[0].id;
 
-    wf_net_migration out;
+    wf_runtime_migration out;
     ck_assert_int_eq(migrate(in.id, 3, NULL, 0, false, &out, &err), WF_E_MIGRATION_INVALID);
     ck_assert_str_eq(violations, "target_version=JOB_TYPE_CHANGED");
 
@@ -618,14 +546,14 @@ START_TEST(test_steps_follow_their_compiled_net)
     ck_assert_str_eq(out.kept[0].transition_id, "a");
 
     /* The job of step a, completed, leads to step c of version 2. */
-    wf_net_activation act = {.job_type = "A", .worker = "w"};
+    wf_runtime_activation act = {.job_type = "A", .worker = "w"};
     wf_job_row *rows;
     size_t n;
-    ck_assert_int_eq(wf_net_activate_jobs(&dev, &act, &rows, &n, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_activate_jobs(&dev, &act, &rows, &n, &err), WF_OK);
     ck_assert_uint_eq(n, 1);
     ck_assert_str_eq(rows[0].id, job);
-    ck_assert_int_eq(wf_net_complete_job(&dev, rows[0].key, "{}", NULL, &err), WF_OK);
-    agg = aggregate(in.id);
+    ck_assert_int_eq(wf_runtime_complete_job(&dev, rows[0].key, "{}", NULL, &err), WF_OK);
+    agg = kit_aggregate(in.id);
     size_t c = 0;
     for (size_t i = 0; i < agg.n_jobs; i++)
         c += strcmp(agg.jobs[i].job_type, "C") == 0;
@@ -642,7 +570,7 @@ deploy_wait(const char *key, int32_t version, wf_transition last)
     wf_net *n = mk(key, version, p, 3, td, 2);
     last.id = "wait";
     n->transitions[1] = last;
-    wf_net_ctx dev = as("dev");
+    wf_runtime_ctx dev = as("dev");
     kit_deploy(&dev, n);
 }
 
@@ -651,34 +579,34 @@ static wf_instance_row
 start_waiting(const char *key, wf_transition last)
 {
     deploy_wait(key, 1, last);
-    wf_net_ctx dev = as("dev");
+    wf_runtime_ctx dev = as("dev");
     wf_start_spec spec = {.definition_key = key, .version = 1};
     wf_instance_row in = kit_start(&dev.ref, &spec, NULL);
-    wf_net_activation act = {.job_type = "ship", .worker = "w"};
+    wf_runtime_activation act = {.job_type = "ship", .worker = "w"};
     wf_job_row *rows;
     size_t n;
     wf_error err;
-    ck_assert_int_eq(wf_net_activate_jobs(&dev, &act, &rows, &n, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_activate_jobs(&dev, &act, &rows, &n, &err), WF_OK);
     ck_assert_uint_eq(n, 1);
-    ck_assert_int_eq(wf_net_complete_job(&dev, rows[0].key, "{}", NULL, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_complete_job(&dev, rows[0].key, "{}", NULL, &err), WF_OK);
     return in;
 }
 
-START_TEST(test_timer_is_kept_with_its_due_time)
+WF_TEST(test_timer_is_kept_with_its_due_time)
 {
     wf_transition t = {.trigger = WF_TRIGGER_TIME, .delay_ms = 3600 * 1000};
     wf_instance_row in = start_waiting("timer", t);
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_uint_eq(agg.n_timers, 1);
     wf_timer_row before = agg.timers[0];
     /* Version 2 waits two hours: the armed timer keeps its due time. */
     t.delay_ms = 2 * 3600 * 1000;
     deploy_wait("timer", 2, t);
-    wf_net_migration out;
+    wf_runtime_migration out;
     migrate_ok(in.id, 2, NULL, 0, false, &out);
     ck_assert_uint_eq(out.n_kept, 1);
     ck_assert_int_eq(out.kept[0].trigger, WF_TRIGGER_TIME);
-    agg = aggregate(in.id);
+    agg = kit_aggregate(in.id);
     ck_assert_uint_eq(agg.n_timers, 1);
     ck_assert_str_eq(agg.timers[0].id, before.id);
     ck_assert_int_eq(agg.timers[0].due_at, before.due_at);
@@ -692,16 +620,16 @@ START_TEST(test_timer_is_kept_with_its_due_time)
 }
 END_TEST
 
-START_TEST(test_subscription_is_kept_and_a_changed_signal_refused)
+WF_TEST(test_subscription_is_kept_and_a_changed_signal_refused)
 {
     wf_transition t = {.trigger = WF_TRIGGER_MSG, .signal_name = "payment"};
     wf_instance_row in = start_waiting("msg", t);
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_uint_eq(agg.n_subscriptions, 1);
     const char *sub = agg.subscriptions[0].id;
     t.signal_name = "refund";
     deploy_wait("msg", 2, t);
-    wf_net_migration out;
+    wf_runtime_migration out;
     wf_error err;
     ck_assert_int_eq(migrate(in.id, 2, NULL, 0, false, &out, &err), WF_E_MIGRATION_INVALID);
     ck_assert_str_eq(violations, "target_version=SIGNAL_CHANGED");
@@ -711,28 +639,28 @@ START_TEST(test_subscription_is_kept_and_a_changed_signal_refused)
     wf_net *n = mk("msg", 3, p, 3, td, 2);
     n->transitions[1] = (wf_transition){
         .id = "wait", .trigger = WF_TRIGGER_MSG, .signal_name = "payment", .name = "Paid"};
-    wf_net_ctx dev = as("dev");
+    wf_runtime_ctx dev = as("dev");
     kit_deploy(&dev, n);
     migrate_ok(in.id, 3, NULL, 0, false, &out);
     ck_assert_uint_eq(out.n_kept, 1);
-    agg = aggregate(in.id);
+    agg = kit_aggregate(in.id);
     ck_assert_uint_eq(agg.n_subscriptions, 1);
     ck_assert_str_eq(agg.subscriptions[0].id, sub);
 }
 END_TEST
 
-START_TEST(test_refusals_and_the_no_op)
+WF_TEST(test_refusals_and_the_no_op)
 {
     wf_instance_row in = start_v1("ref");
-    wf_net_migration out;
+    wf_runtime_migration out;
     wf_error err;
-    size_t before = n_events(in.id);
+    size_t before = kit_n_events(in.id);
 
     /* The version it runs: nothing written. */
     migrate_ok(in.id, 1, NULL, 0, false, &out);
     ck_assert(!out.applied);
     ck_assert_int_eq(out.instance.definition_version, 1);
-    ck_assert_uint_eq(n_events(in.id), before);
+    ck_assert_uint_eq(kit_n_events(in.id), before);
 
     ck_assert_int_eq(migrate(in.id, 7, NULL, 0, false, &out, &err), WF_E_DEFINITION_NOT_FOUND);
     ck_assert_str_eq(err.msg, "definition \"ref\" has no version 7");
@@ -744,9 +672,9 @@ START_TEST(test_refusals_and_the_no_op)
     ck_assert_int_eq(migrate("nope", 2, NULL, 0, false, &out, &err), WF_E_INSTANCE_NOT_FOUND);
 
     /* Suspended, then ended. */
-    wf_net_ctx ops = as("ops");
+    wf_runtime_ctx ops = as("ops");
     wf_instance_row r;
-    ck_assert_int_eq(wf_net_suspend_instance(&ops, in.id, "", NULL, &r, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_suspend_instance(&ops, in.id, "", NULL, &r, &err), WF_OK);
     ck_assert_int_eq(migrate(in.id, 1, NULL, 0, false, &out, &err), WF_E_INSTANCE_SUSPENDED);
     ck_assert_int_eq(wf_instances_cancel(&ops, in.id, "stop", false, NULL, &r, &err), WF_OK);
     ck_assert_int_eq(migrate(in.id, 1, NULL, 0, false, &out, &err), WF_E_INSTANCE_NOT_RUNNING);
@@ -771,26 +699,6 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("migrate");
-    TCase *tc = tcase_create("migrate");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, test_pure_maps_tokens_and_keeps_items);
-    tcase_add_test(tc, test_pure_lists_every_problem);
-    tcase_add_test(tc, test_pure_a_changed_trigger_is_a_problem);
-    tcase_add_test(tc, test_claimed_task_is_kept);
-    tcase_add_test(tc, test_mapping_withdraws_and_creates);
-    tcase_add_test(tc, test_mapping_to_end_completes);
-    tcase_add_test(tc, test_job_is_kept_and_a_changed_type_refused);
-    tcase_add_test(tc, test_dry_run_changes_nothing);
-    tcase_add_test(tc, test_problems_in_a_dry_run_and_a_refused_run);
-    tcase_add_test(tc, test_steps_follow_their_compiled_net);
-    tcase_add_test(tc, test_timer_is_kept_with_its_due_time);
-    tcase_add_test(tc, test_subscription_is_kept_and_a_changed_signal_refused);
-    tcase_add_test(tc, test_refusals_and_the_no_op);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    kit_fixture(&st, &arena);
+    return wf_test_run(wf_test_suite("migrate", "migrate", kit_setup, kit_teardown, 0));
 }

@@ -3,7 +3,7 @@
  * (wf_net_modify over an in-memory case state: the tokens taken and made,
  * withdrawals, enablings, silent firings, termination, UNKNOWN_PLACE and
  * TOKENS_NOT_HELD with the failing operation) and the runtime over the
- * memory store (wf_net_modify_instance: tasks cancelled and created, a
+ * memory store (wf_runtime_modify_instance: tasks cancelled and created, a
  * job created, an instance completed by a silent transition, emptied and
  * cancelled with allow_empty, a FAILED instance taken past its incident,
  * the events and their data, the bound on variables, and every refusal
@@ -24,28 +24,10 @@
 #include "net_runtime.h"
 #include "store.h"
 #include "wf_time.h"
+#include "test_support.h"
 
 static wf_store *st;
 static wf_arena *arena;
-
-static void
-setup(void)
-{
-    wf_error err;
-    st = wf_store_memory_new(&err);
-    ck_assert_ptr_nonnull(st);
-    arena = wf_arena_new();
-    ck_assert_ptr_nonnull(arena);
-}
-
-static void
-teardown(void)
-{
-    wf_store_free(st);
-    wf_arena_free(arena);
-    wf_expr_cache_clear();
-    wf_defcache_clear();
-}
 
 static const char *last_field;
 
@@ -58,15 +40,13 @@ record_violation(void *arg, const char *field, const char *reason, const char *m
     last_field = wf_arena_strdup(arena, field);
 }
 
-static wf_net_ctx
+static wf_runtime_ctx
 as(const char *actor)
 {
     last_field = NULL;
-    return (wf_net_ctx){.ref = {.store = st,
-                                .tenant = "default",
-                                .actor = actor,
-                                .arena = arena,
-                                .violation = record_violation}};
+    wf_runtime_ctx c = kit_ctx(actor);
+    c.ref.violation = record_violation;
+    return c;
 }
 
 static const char *alice[] = {"alice"};
@@ -117,69 +97,17 @@ shop_net(const char *key)
 static wf_instance_row
 start_shop(const char *key)
 {
-    wf_net_ctx c = as("dev");
+    wf_runtime_ctx c = as("dev");
     kit_deploy(&c, shop_net(key));
     wf_start_spec spec = {.definition_key = key, .variables_json = "{\"n\":1}"};
     return kit_start(&c.ref, &spec, NULL);
-}
-
-static wf_aggregate
-aggregate(const char *id)
-{
-    wf_store_ctx sc = {"default", 0, arena};
-    wf_aggregate agg;
-    wf_error err;
-    ck_assert_int_eq(wf_uow_read_aggregate(st, &sc, id, &agg, &err), WF_OK);
-    return agg;
-}
-
-/* Event types of root after the first `skip` events, space-separated. */
-static const char *
-events_after(const char *root, size_t skip)
-{
-    static char out[4096];
-    wf_store_ctx sc = {"default", 0, arena};
-    wf_event_filter f = {.instance_id = root};
-    wf_event_row *ev;
-    size_t n;
-    wf_error err;
-    ck_assert_int_eq(wf_store_read_events(st, &sc, 0, &f, 1000, &ev, &n, &err), WF_OK);
-    out[0] = '\0';
-    for (size_t i = skip; i < n; i++) {
-        size_t len = strlen(out);
-        snprintf(out + len, sizeof out - len, "%s%s", i > skip ? " " : "", ev[i].type);
-    }
-    return out;
-}
-
-static size_t
-n_events(const char *root)
-{
-    wf_store_ctx sc = {"default", 0, arena};
-    wf_event_filter f = {.instance_id = root};
-    wf_event_row *ev;
-    size_t n;
-    wf_error err;
-    ck_assert_int_eq(wf_store_read_events(st, &sc, 0, &f, 1000, &ev, &n, &err), WF_OK);
-    return n;
 }
 
 /* The data of the last event of type in root's events (parsed). */
 static json_t *
 event_data(const char *root, const char *type)
 {
-    wf_store_ctx sc = {"default", 0, arena};
-    wf_event_filter f = {.instance_id = root};
-    wf_event_row *ev;
-    size_t n;
-    wf_error err;
-    ck_assert_int_eq(wf_store_read_events(st, &sc, 0, &f, 1000, &ev, &n, &err), WF_OK);
-    const char *data = NULL;
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(ev[i].type, type) == 0)
-            data = ev[i].data_json;
-    ck_assert_ptr_nonnull(data);
-    json_t *v = json_loads(data, 0, NULL);
+    json_t *v = json_loads(kit_event_data(root, type), 0, NULL);
     ck_assert_ptr_nonnull(v);
     return v;
 }
@@ -195,21 +123,21 @@ tasks_with(const wf_aggregate *agg, const char *transition, wf_task_status statu
 
 static wf_code
 modify(const char *id, const wf_net_mod *ops, size_t n, const char *vars, bool allow_empty,
-       wf_net_modified *out, wf_error *err)
+       wf_runtime_modified *out, wf_error *err)
 {
-    wf_net_ctx c = as("ops");
-    wf_net_modify_in in = {.instance_id = id,
-                           .ops = ops,
-                           .n_ops = n,
-                           .variables_json = vars,
-                           .allow_empty = allow_empty,
-                           .reason = "fix"};
-    return wf_net_modify_instance(&c, &in, NULL, out, err);
+    wf_runtime_ctx c = as("ops");
+    wf_runtime_modify_in in = {.instance_id = id,
+                               .ops = ops,
+                               .n_ops = n,
+                               .variables_json = vars,
+                               .allow_empty = allow_empty,
+                               .reason = "fix"};
+    return wf_runtime_modify_instance(&c, &in, NULL, out, err);
 }
 
 static void
 modify_ok(const char *id, const wf_net_mod *ops, size_t n, const char *vars, bool allow_empty,
-          wf_net_modified *out)
+          wf_runtime_modified *out)
 {
     wf_error err;
     wf_code rc = modify(id, ops, n, vars, allow_empty, out, &err);
@@ -218,7 +146,7 @@ modify_ok(const char *id, const wf_net_mod *ops, size_t n, const char *vars, boo
 
 /* ---- the pure rule --------------------------------------------------------------------- */
 
-START_TEST(test_pure_move_withdraws_and_enables)
+WF_TEST(test_pure_move_withdraws_and_enables)
 {
     const wf_net *net = shop_net("pure");
     wf_token toks[] = {{"t1", "s", 1}};
@@ -262,7 +190,7 @@ START_TEST(test_pure_move_withdraws_and_enables)
 }
 END_TEST
 
-START_TEST(test_pure_add_fires_a_silent_transition_to_the_end)
+WF_TEST(test_pure_add_fires_a_silent_transition_to_the_end)
 {
     const wf_net *net = shop_net("pure");
     wf_token toks[] = {{"t1", "s", 1}};
@@ -285,7 +213,7 @@ START_TEST(test_pure_add_fires_a_silent_transition_to_the_end)
 }
 END_TEST
 
-START_TEST(test_pure_refusals_name_the_operation)
+WF_TEST(test_pure_refusals_name_the_operation)
 {
     const wf_net *net = shop_net("pure");
     wf_token toks[] = {{"t1", "s", 1}, {"t2", "a", 2}};
@@ -328,12 +256,12 @@ END_TEST
 
 /* ---- the runtime ------------------------------------------------------------------------ */
 
-START_TEST(test_move_withdraws_the_task_and_creates_others)
+WF_TEST(test_move_withdraws_the_task_and_creates_others)
 {
     wf_instance_row in = start_shop("move");
-    size_t before = n_events(in.id);
+    size_t before = kit_n_events(in.id);
     wf_net_mod ops[] = {{.kind = WF_NET_MOD_MOVE, .place_id = "s", .to_place_id = "a"}};
-    wf_net_modified out;
+    wf_runtime_modified out;
     modify_ok(in.id, ops, 1, "{\"fixed\":true}", false, &out);
     ck_assert_int_eq(out.instance.status, WF_INSTANCE_RUNNING);
     ck_assert_str_eq(out.instance.variables_json, "{\"n\":1,\"fixed\":true}");
@@ -343,14 +271,14 @@ START_TEST(test_move_withdraws_the_task_and_creates_others)
     ck_assert_uint_eq(out.n_tokens, 1);
     ck_assert_str_eq(out.tokens[0].place_id, "a");
 
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_uint_eq(tasks_with(&agg, "review", WF_TASK_CANCELLED), 1);
     ck_assert_uint_eq(tasks_with(&agg, "approve", WF_TASK_OPEN), 1);
     ck_assert_uint_eq(tasks_with(&agg, "detour", WF_TASK_OPEN), 1);
     ck_assert_uint_eq(agg.n_tokens, 1);
     ck_assert_str_eq(agg.tokens[0].id, out.tokens[0].id);
     ck_assert_uint_eq(agg.n_work_items, 2);
-    ck_assert_str_eq(events_after(in.id, before),
+    ck_assert_str_eq(kit_event_types(in.id, before),
                      "INSTANCE_MODIFIED VARIABLES_SET WORKITEM_WITHDRAWN TASK_CANCELLED "
                      "TRANSITION_ENABLED TASK_CREATED TRANSITION_ENABLED TASK_CREATED");
 
@@ -384,22 +312,22 @@ START_TEST(test_move_withdraws_the_task_and_creates_others)
 }
 END_TEST
 
-START_TEST(test_add_creates_a_job_and_a_silent_transition_completes)
+WF_TEST(test_add_creates_a_job_and_a_silent_transition_completes)
 {
     wf_instance_row in = start_shop("addjob");
     wf_net_mod ops[] = {{.kind = WF_NET_MOD_ADD, .place_id = "b"}};
-    wf_net_modified out;
-    size_t before = n_events(in.id);
+    wf_runtime_modified out;
+    size_t before = kit_n_events(in.id);
     modify_ok(in.id, ops, 1, NULL, false, &out);
     ck_assert_uint_eq(out.n_marking, 2);
     ck_assert_str_eq(out.marking[0].place_id, "s");
     ck_assert_str_eq(out.marking[1].place_id, "b");
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_uint_eq(agg.n_jobs, 1);
     ck_assert_str_eq(agg.jobs[0].job_type, "ship");
     ck_assert_uint_eq(tasks_with(&agg, "review", WF_TASK_OPEN), 1);
     ck_assert_uint_eq(tasks_with(&agg, "split", WF_TASK_OPEN), 1);
-    ck_assert_str_eq(events_after(in.id, before),
+    ck_assert_str_eq(kit_event_types(in.id, before),
                      "INSTANCE_MODIFIED TRANSITION_ENABLED TASK_CREATED TRANSITION_ENABLED "
                      "JOB_CREATED");
 
@@ -408,11 +336,11 @@ START_TEST(test_add_creates_a_job_and_a_silent_transition_completes)
     wf_net_mod to_c[] = {{.kind = WF_NET_MOD_ADD, .place_id = "c"}};
     modify_ok(in.id, to_c, 1, NULL, false, &out);
     ck_assert_int_eq(out.instance.status, WF_INSTANCE_COMPLETED);
-    agg = aggregate(in.id);
+    agg = kit_aggregate(in.id);
     ck_assert_uint_eq(agg.n_jobs, 0);
     ck_assert_uint_eq(agg.n_work_items, 0);
     ck_assert_uint_eq(tasks_with(&agg, "review", WF_TASK_CANCELLED), 1);
-    const char *ev = events_after(in.id, before);
+    const char *ev = kit_event_types(in.id, before);
     ck_assert_ptr_nonnull(strstr(ev, "TRANSITION_FIRED"));
     ck_assert_ptr_nonnull(strstr(ev, "INSTANCE_COMPLETED"));
 
@@ -423,27 +351,27 @@ START_TEST(test_add_creates_a_job_and_a_silent_transition_completes)
 }
 END_TEST
 
-START_TEST(test_remove_all_needs_allow_empty_and_then_cancels)
+WF_TEST(test_remove_all_needs_allow_empty_and_then_cancels)
 {
     wf_instance_row in = start_shop("empty");
     wf_net_mod ops[] = {{.kind = WF_NET_MOD_REMOVE, .place_id = "s"}};
-    wf_net_modified out;
+    wf_runtime_modified out;
     wf_error err;
-    size_t before = n_events(in.id);
+    size_t before = kit_n_events(in.id);
     ck_assert_int_eq(modify(in.id, ops, 1, NULL, false, &out, &err), WF_E_INSTANCE_WOULD_BE_EMPTY);
-    ck_assert_uint_eq(n_events(in.id), before);
-    wf_aggregate agg = aggregate(in.id);
+    ck_assert_uint_eq(kit_n_events(in.id), before);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_uint_eq(agg.n_tokens, 1);
     ck_assert_uint_eq(tasks_with(&agg, "review", WF_TASK_OPEN), 1);
 
     modify_ok(in.id, ops, 1, NULL, true, &out);
     ck_assert_int_eq(out.instance.status, WF_INSTANCE_CANCELLED);
     ck_assert_uint_eq(out.n_tokens, 0);
-    agg = aggregate(in.id);
+    agg = kit_aggregate(in.id);
     ck_assert_uint_eq(agg.n_tokens, 0);
     ck_assert_uint_eq(agg.n_work_items, 0);
     ck_assert_uint_eq(tasks_with(&agg, "review", WF_TASK_CANCELLED), 1);
-    ck_assert_str_eq(events_after(in.id, before),
+    ck_assert_str_eq(kit_event_types(in.id, before),
                      "INSTANCE_MODIFIED WORKITEM_WITHDRAWN TASK_CANCELLED INSTANCE_CANCELLED");
     json_t *d = event_data(in.id, "INSTANCE_CANCELLED");
     ck_assert_str_eq(json_string_value(json_object_get(d, "reason")), "fix");
@@ -451,11 +379,11 @@ START_TEST(test_remove_all_needs_allow_empty_and_then_cancels)
 }
 END_TEST
 
-START_TEST(test_refusals_change_nothing)
+WF_TEST(test_refusals_change_nothing)
 {
     wf_instance_row in = start_shop("refuse");
-    size_t before = n_events(in.id);
-    wf_net_modified out;
+    size_t before = kit_n_events(in.id);
+    wf_runtime_modified out;
     wf_error err;
     /* A deadlock: one token in d, which pair needs two of. */
     wf_net_mod dead[] = {{.kind = WF_NET_MOD_MOVE, .place_id = "s", .to_place_id = "d"}};
@@ -474,7 +402,7 @@ START_TEST(test_refusals_change_nothing)
     ck_assert_int_eq(modify(in.id, ok2, 1, "[1]", false, &out, &err), WF_E_INVALID_JSON);
     ck_assert_int_eq(modify(in.id, ok2, 0, NULL, false, &out, &err), WF_E_INVALID_ARGUMENT);
     ck_assert_str_eq(last_field, "operations");
-    ck_assert_uint_eq(n_events(in.id), before);
+    ck_assert_uint_eq(kit_n_events(in.id), before);
 
     struct {
         wf_net_mod op;
@@ -507,32 +435,33 @@ START_TEST(test_refusals_change_nothing)
                      WF_E_INSTANCE_NOT_FOUND);
 
     /* An AD_HOC instance has no net. */
-    wf_net_ctx c = as("boss");
+    wf_runtime_ctx c = as("boss");
     wf_start_spec spec = {.definition_key = "adhoc-modify"};
     wf_instance_row adhoc = kit_start(&c.ref, &spec, NULL);
     ck_assert_int_eq(modify(adhoc.id, ok2, 1, NULL, false, &out, &err), WF_E_NOT_A_NET_INSTANCE);
 
     modify_ok(in.id, ok2, 1, NULL, false, &out);
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_uint_eq(tasks_with(&agg, "pair", WF_TASK_OPEN), 1);
 }
 END_TEST
 
-START_TEST(test_variables_are_bounded)
+WF_TEST(test_variables_are_bounded)
 {
     wf_instance_row in = start_shop("bounded");
-    wf_net_ctx c = as("ops");
+    wf_runtime_ctx c = as("ops");
     c.ref.max_variables_bytes = 64;
     wf_net_mod ops[] = {{.kind = WF_NET_MOD_MOVE, .place_id = "s", .to_place_id = "a"}};
     char big[128];
     snprintf(big, sizeof big, "{\"blob\":\"%080d\"}", 0);
-    wf_net_modify_in m = {.instance_id = in.id, .ops = ops, .n_ops = 1, .variables_json = big};
-    wf_net_modified out;
+    wf_runtime_modify_in m = {.instance_id = in.id, .ops = ops, .n_ops = 1, .variables_json = big};
+    wf_runtime_modified out;
     wf_error err;
-    size_t before = n_events(in.id);
-    ck_assert_int_eq(wf_net_modify_instance(&c, &m, NULL, &out, &err), WF_E_VARIABLES_TOO_LARGE);
-    ck_assert_uint_eq(n_events(in.id), before);
-    wf_aggregate agg = aggregate(in.id);
+    size_t before = kit_n_events(in.id);
+    ck_assert_int_eq(wf_runtime_modify_instance(&c, &m, NULL, &out, &err),
+                     WF_E_VARIABLES_TOO_LARGE);
+    ck_assert_uint_eq(kit_n_events(in.id), before);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_str_eq(agg.tokens[0].place_id, "s");
     ck_assert_str_eq(agg.instances[0].variables_json, "{\"n\":1}");
 }
@@ -540,7 +469,7 @@ END_TEST
 
 /* start -> wait (TIME, due in 1 ms) -> e, guard .go: a refused firing is
  * an incident; a move past it runs the instance again. */
-START_TEST(test_failed_instance_modified_past_its_incident)
+WF_TEST(test_failed_instance_modified_past_its_incident)
 {
     wf_net *n = wf_arena_calloc(arena, 1, sizeof *n);
     wf_place *p = wf_arena_calloc(arena, 3, sizeof *p);
@@ -563,7 +492,7 @@ START_TEST(test_failed_instance_modified_past_its_incident)
                   .n_transitions = 2,
                   .arcs = a,
                   .n_arcs = 4};
-    wf_net_ctx c = as("dev");
+    wf_runtime_ctx c = as("dev");
     kit_deploy(&c, n);
     wf_start_spec spec = {.definition_key = "incident", .variables_json = "{\"go\":false}"};
     wf_instance_row in = kit_start(&c.ref, &spec, NULL);
@@ -576,28 +505,29 @@ START_TEST(test_failed_instance_modified_past_its_incident)
         wf_store_claim_due_timers(st, &sc, wf_now_us() + 1000000, 10, 30000, &rows, &nt, &err),
         WF_OK);
     ck_assert_uint_eq(nt, 1);
-    wf_net_rt rt = {.store = st};
+    wf_runtime_host rt = {.store = st};
     bool fired = false;
-    ck_assert_int_eq(wf_net_fire_timer(&rt, &rows[0], wf_mono_ms() + 5000, &fired, &err), WF_OK);
-    wf_aggregate agg = aggregate(in.id);
+    ck_assert_int_eq(wf_runtime_fire_timer(&rt, &rows[0], wf_mono_ms() + 5000, &fired, &err),
+                     WF_OK);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_FAILED);
 
     /* Adding a token elsewhere leaves the refused item: still FAILED. */
     wf_net_mod add_m[] = {{.kind = WF_NET_MOD_ADD, .place_id = "m"}};
-    wf_net_modified out;
+    wf_runtime_modified out;
     modify_ok(in.id, add_m, 1, NULL, false, &out);
     ck_assert_int_eq(out.instance.status, WF_INSTANCE_FAILED);
     ck_assert_ptr_nonnull(out.instance.last_error);
 
     /* Taking the token of the refused wait: RUNNING, INCIDENT_RESOLVED. */
     wf_net_mod take_s[] = {{.kind = WF_NET_MOD_REMOVE, .place_id = "s"}};
-    size_t before = n_events(in.id);
+    size_t before = kit_n_events(in.id);
     modify_ok(in.id, take_s, 1, NULL, false, &out);
     ck_assert_int_eq(out.instance.status, WF_INSTANCE_RUNNING);
     ck_assert_ptr_null(out.instance.last_error);
-    ck_assert_str_eq(events_after(in.id, before),
+    ck_assert_str_eq(kit_event_types(in.id, before),
                      "INSTANCE_MODIFIED WORKITEM_WITHDRAWN INCIDENT_RESOLVED");
-    agg = aggregate(in.id);
+    agg = kit_aggregate(in.id);
     ck_assert_uint_eq(tasks_with(&agg, "check", WF_TASK_OPEN), 1);
     ck_assert_uint_eq(agg.n_work_items, 1);
 }
@@ -605,7 +535,7 @@ END_TEST
 
 /* A suspended instance is refused with INSTANCE_SUSPENDED, as its task
  * operations are, and nothing changes; resumed, the same change applies. */
-START_TEST(test_suspended_instance_is_refused_as_suspended)
+WF_TEST(test_suspended_instance_is_refused_as_suspended)
 {
     wf_net *n = wf_arena_calloc(arena, 1, sizeof *n);
     wf_place *p = wf_arena_calloc(arena, 2, sizeof *p);
@@ -624,51 +554,34 @@ START_TEST(test_suspended_instance_is_refused_as_suspended)
                   .n_transitions = 1,
                   .arcs = a,
                   .n_arcs = 2};
-    wf_net_ctx c = as("dev");
+    wf_runtime_ctx c = as("dev");
     kit_deploy(&c, n);
     wf_start_spec spec = {.definition_key = "susp"};
     wf_instance_row in = kit_start(&c.ref, &spec, NULL);
     wf_instance_row root;
     wf_error err;
-    ck_assert_int_eq(wf_net_suspend_instance(&c, in.id, "audit", NULL, &root, &err), WF_OK);
-    size_t before = n_events(in.id);
+    ck_assert_int_eq(wf_runtime_suspend_instance(&c, in.id, "audit", NULL, &root, &err), WF_OK);
+    size_t before = kit_n_events(in.id);
     wf_net_mod add_m[] = {{.kind = WF_NET_MOD_ADD, .place_id = "s"}};
-    wf_net_modified out;
+    wf_runtime_modified out;
     ck_assert_int_eq(modify(in.id, add_m, 1, "{\"x\":1}", false, &out, &err),
                      WF_E_INSTANCE_SUSPENDED);
     ck_assert_ptr_nonnull(strstr(err.msg, "is suspended"));
-    ck_assert_uint_eq(n_events(in.id), before);
-    wf_aggregate agg = aggregate(in.id);
+    ck_assert_uint_eq(kit_n_events(in.id), before);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_SUSPENDED);
     ck_assert_uint_eq(agg.n_tokens, 1);
     ck_assert_str_eq(agg.instances[0].variables_json, "{}");
-    ck_assert_int_eq(wf_net_resume_instance(&c, in.id, "done", NULL, &root, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_resume_instance(&c, in.id, "done", NULL, &root, &err), WF_OK);
     modify_ok(in.id, add_m, 1, NULL, false, &out);
     ck_assert_int_eq(out.instance.status, WF_INSTANCE_RUNNING);
-    ck_assert_uint_eq(aggregate(in.id).n_tokens, 2);
+    ck_assert_uint_eq(kit_aggregate(in.id).n_tokens, 2);
 }
 END_TEST
 
 int
 main(void)
 {
-    Suite *s = suite_create("modify");
-    TCase *tc = tcase_create("memory");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, test_pure_move_withdraws_and_enables);
-    tcase_add_test(tc, test_pure_add_fires_a_silent_transition_to_the_end);
-    tcase_add_test(tc, test_pure_refusals_name_the_operation);
-    tcase_add_test(tc, test_move_withdraws_the_task_and_creates_others);
-    tcase_add_test(tc, test_add_creates_a_job_and_a_silent_transition_completes);
-    tcase_add_test(tc, test_remove_all_needs_allow_empty_and_then_cancels);
-    tcase_add_test(tc, test_refusals_change_nothing);
-    tcase_add_test(tc, test_variables_are_bounded);
-    tcase_add_test(tc, test_failed_instance_modified_past_its_incident);
-    tcase_add_test(tc, test_suspended_instance_is_refused_as_suspended);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    kit_fixture(&st, &arena);
+    return wf_test_run(wf_test_suite("modify", "memory", kit_setup, kit_teardown, 0));
 }

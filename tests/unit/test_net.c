@@ -7,6 +7,7 @@
 
 #include "expr.h"
 #include "net.h"
+#include "engine_kit.h"
 #include "test_support.h"
 #include "wf_arena.h"
 
@@ -15,22 +16,6 @@
 #define CAP 32
 
 static wf_arena *A;
-
-static void
-setup(void)
-{
-    A = wf_arena_new();
-}
-
-static void
-teardown(void)
-{
-    wf_arena_free(A);
-    A = NULL;
-    /* Cached jq states keep their stack through a pointer one past the
-     * end of the block, which LeakSanitizer cannot follow: free them. */
-    wf_expr_cache_clear();
-}
 
 static wf_net *
 net_new(const char *key)
@@ -192,7 +177,7 @@ full_net(void)
     return n;
 }
 
-START_TEST(test_valid_net_has_no_findings)
+WF_CASE_TEST("validate", test_valid_net_has_no_findings)
 {
     ck_assert_uint_eq(validate(full_net()), 0);
     ck_assert_uint_eq(validate(sequence_net()), 0);
@@ -200,7 +185,7 @@ START_TEST(test_valid_net_has_no_findings)
 }
 END_TEST
 
-START_TEST(test_start_and_end_place_counts)
+WF_CASE_TEST("validate", test_start_and_end_place_counts)
 {
     wf_net *n = sequence_net();
     n->places[0].kind = WF_PLACE_NORMAL;
@@ -235,7 +220,7 @@ restart_net(void)
     return n;
 }
 
-START_TEST(test_start_may_have_input_but_end_no_output)
+WF_CASE_TEST("validate", test_start_may_have_input_but_end_no_output)
 {
     /* An arc into START restarts the case (Radicore's restart arc). */
     ck_assert_uint_eq(validate(restart_net()), 0);
@@ -260,7 +245,7 @@ START_TEST(test_start_may_have_input_but_end_no_output)
 }
 END_TEST
 
-START_TEST(test_transition_without_input_or_output)
+WF_CASE_TEST("validate", test_transition_without_input_or_output)
 {
     wf_net *n = sequence_net();
     U(n, "orphan_in"); /* transitions[2]: output only */
@@ -273,7 +258,7 @@ START_TEST(test_transition_without_input_or_output)
 }
 END_TEST
 
-START_TEST(test_arcs_join_a_place_and_a_transition)
+WF_CASE_TEST("validate", test_arcs_join_a_place_and_a_transition)
 {
     wf_net *n = sequence_net();
     ARC(n, "start", "p1"); /* arcs[4] */
@@ -284,7 +269,7 @@ START_TEST(test_arcs_join_a_place_and_a_transition)
 }
 END_TEST
 
-START_TEST(test_unknown_and_missing_references)
+WF_CASE_TEST("validate", test_unknown_and_missing_references)
 {
     static const char *cancels[] = {"nowhere", "t2"};
     wf_net *n = sequence_net();
@@ -300,7 +285,7 @@ START_TEST(test_unknown_and_missing_references)
 }
 END_TEST
 
-START_TEST(test_ids_unique_non_empty_and_printable)
+WF_CASE_TEST("validate", test_ids_unique_non_empty_and_printable)
 {
     wf_net *n = sequence_net();
     n->transitions[1].id = "p1"; /* clashes with a place */
@@ -315,7 +300,7 @@ START_TEST(test_ids_unique_non_empty_and_printable)
 }
 END_TEST
 
-START_TEST(test_weights_must_be_sane)
+WF_CASE_TEST("validate", test_weights_must_be_sane)
 {
     wf_net *n = sequence_net();
     n->arcs[0].weight = -1;
@@ -328,7 +313,7 @@ START_TEST(test_weights_must_be_sane)
 }
 END_TEST
 
-START_TEST(test_every_node_on_a_path_from_start_to_end)
+WF_CASE_TEST("validate", test_every_node_on_a_path_from_start_to_end)
 {
     wf_net *n = sequence_net();
     P(n, "dead_end", WF_PLACE_NORMAL); /* places[3]: reachable, cannot reach END */
@@ -348,7 +333,7 @@ START_TEST(test_every_node_on_a_path_from_start_to_end)
 }
 END_TEST
 
-START_TEST(test_guards_only_on_output_arcs_and_must_compile)
+WF_CASE_TEST("validate", test_guards_only_on_output_arcs_and_must_compile)
 {
     wf_net *n = sequence_net();
     n->arcs[0].guard = ".x";            /* input arc */
@@ -362,7 +347,7 @@ START_TEST(test_guards_only_on_output_arcs_and_must_compile)
 }
 END_TEST
 
-START_TEST(test_default_arcs)
+WF_CASE_TEST("validate", test_default_arcs)
 {
     wf_net *n = sequence_net();
     P(n, "p2", WF_PLACE_NORMAL);
@@ -386,7 +371,7 @@ START_TEST(test_default_arcs)
 }
 END_TEST
 
-START_TEST(test_guarded_arcs_without_default_is_a_warning)
+WF_CASE_TEST("validate", test_guarded_arcs_without_default_is_a_warning)
 {
     wf_net *n = sequence_net();
     P(n, "p2", WF_PLACE_NORMAL);
@@ -406,7 +391,7 @@ START_TEST(test_guarded_arcs_without_default_is_a_warning)
 }
 END_TEST
 
-START_TEST(test_user_trigger_fields)
+WF_CASE_TEST("validate", test_user_trigger_fields)
 {
     static const char *two[] = {"ann", "ann"};
     wf_net *n = sequence_net();
@@ -447,7 +432,7 @@ END_TEST
 
 /* The expressions of a USER transition's tasks must compile, and belong
  * to USER transitions only. */
-START_TEST(test_task_expressions)
+WF_CASE_TEST("validate", test_task_expressions)
 {
     wf_net *n = sequence_net();
     wf_transition *t = &n->transitions[0];
@@ -475,7 +460,7 @@ START_TEST(test_task_expressions)
 }
 END_TEST
 
-START_TEST(test_time_trigger_fields)
+WF_CASE_TEST("validate", test_time_trigger_fields)
 {
     wf_net *n = sequence_net();
     wf_transition *t = &n->transitions[0];
@@ -499,7 +484,7 @@ START_TEST(test_time_trigger_fields)
 }
 END_TEST
 
-START_TEST(test_msg_and_missing_trigger)
+WF_CASE_TEST("validate", test_msg_and_missing_trigger)
 {
     wf_net *n = sequence_net();
     n->transitions[0] = (wf_transition){.id = "t1", .trigger = WF_TRIGGER_MSG};
@@ -513,7 +498,7 @@ START_TEST(test_msg_and_missing_trigger)
 }
 END_TEST
 
-START_TEST(test_fields_of_other_triggers_conflict)
+WF_CASE_TEST("validate", test_fields_of_other_triggers_conflict)
 {
     wf_net *n = sequence_net();
     n->transitions[0].delay_ms = 100;      /* TIME field on USER */
@@ -531,7 +516,7 @@ START_TEST(test_fields_of_other_triggers_conflict)
 }
 END_TEST
 
-START_TEST(test_retry_values_sane)
+WF_CASE_TEST("validate", test_retry_values_sane)
 {
     wf_net *n = sequence_net();
     n->transitions[0] = (wf_transition){.id = "t1", .trigger = WF_TRIGGER_AUTO, .job_type = "j"};
@@ -546,7 +531,7 @@ START_TEST(test_retry_values_sane)
 }
 END_TEST
 
-START_TEST(test_all_errors_reported_at_once)
+WF_CASE_TEST("validate", test_all_errors_reported_at_once)
 {
     wf_net *n = sequence_net();
     n->places[2].kind = WF_PLACE_NORMAL; /* no END */
@@ -562,7 +547,7 @@ START_TEST(test_all_errors_reported_at_once)
 }
 END_TEST
 
-START_TEST(test_validity_window_and_termination)
+WF_CASE_TEST("validate", test_validity_window_and_termination)
 {
     wf_net *n = sequence_net();
     n->valid_from = 2000;
@@ -576,7 +561,7 @@ END_TEST
 
 /* ---- canonical JSON and hash --------------------------------------------------- */
 
-START_TEST(test_json_round_trip_is_stable)
+WF_CASE_TEST("json", test_json_round_trip_is_stable)
 {
     wf_error err;
     wf_net *n = full_net();
@@ -610,7 +595,7 @@ START_TEST(test_json_round_trip_is_stable)
 }
 END_TEST
 
-START_TEST(test_hash_ignores_defaults_and_version_but_not_content)
+WF_CASE_TEST("json", test_hash_ignores_defaults_and_version_but_not_content)
 {
     wf_error err;
     wf_net *a = full_net(), *b = full_net();
@@ -631,20 +616,20 @@ START_TEST(test_hash_ignores_defaults_and_version_but_not_content)
 }
 END_TEST
 
-START_TEST(test_sha256_vectors)
+WF_CASE_TEST("json", test_sha256_vectors)
 {
     char hex[65];
-    wf_net_sha256_hex("", 0, hex);
+    wf_sha256_hex("", 0, hex);
     ck_assert_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-    wf_net_sha256_hex("abc", 3, hex);
+    wf_sha256_hex("abc", 3, hex);
     ck_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     const char *m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-    wf_net_sha256_hex(m, strlen(m), hex);
+    wf_sha256_hex(m, strlen(m), hex);
     ck_assert_str_eq(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 END_TEST
 
-START_TEST(test_from_json_rejects_malformed_content)
+WF_CASE_TEST("json", test_from_json_rejects_malformed_content)
 {
     wf_error err;
     wf_net *n;
@@ -713,7 +698,7 @@ fire_net(const wf_net *n, const char *tid, const char *vars)
     ST = next;
 }
 
-START_TEST(test_sequence)
+WF_CASE_TEST("fire", test_sequence)
 {
     wf_net *n = sequence_net();
     start(n, "{}");
@@ -777,7 +762,7 @@ and_net(void)
     return n;
 }
 
-START_TEST(test_and_split_and_join)
+WF_CASE_TEST("fire", test_and_split_and_join)
 {
     wf_net *n = and_net();
     ck_assert_uint_eq(validate(n), 0);
@@ -802,7 +787,7 @@ START_TEST(test_and_split_and_join)
 }
 END_TEST
 
-START_TEST(test_weights)
+WF_CASE_TEST("fire", test_weights)
 {
     /* start -> make (weight 2 out) -> p; p -> take (weight 2 in) -> end;
      * p -> single (weight 1) -> end. */
@@ -864,7 +849,7 @@ or_net(bool with_default)
     return n;
 }
 
-START_TEST(test_explicit_or_split_with_default)
+WF_CASE_TEST("fire", test_explicit_or_split_with_default)
 {
     wf_net *n = or_net(true);
     ck_assert_uint_eq(validate(n), 0);
@@ -888,7 +873,7 @@ START_TEST(test_explicit_or_split_with_default)
 }
 END_TEST
 
-START_TEST(test_no_arc_matched_changes_nothing)
+WF_CASE_TEST("fire", test_no_arc_matched_changes_nothing)
 {
     wf_net *n = or_net(false);
     validate(n);
@@ -914,7 +899,7 @@ START_TEST(test_no_arc_matched_changes_nothing)
 }
 END_TEST
 
-START_TEST(test_guard_runtime_error_is_refused)
+WF_CASE_TEST("fire", test_guard_runtime_error_is_refused)
 {
     wf_net *n = or_net(true);
     n->arcs[1].guard = ".amount.value > 1";
@@ -951,7 +936,7 @@ race_net(void)
     return n;
 }
 
-START_TEST(test_deferred_choice_withdraws_the_loser)
+WF_CASE_TEST("fire", test_deferred_choice_withdraws_the_loser)
 {
     wf_net *n = race_net();
     ck_assert_uint_eq(validate(n), 0);
@@ -975,7 +960,7 @@ START_TEST(test_deferred_choice_withdraws_the_loser)
 }
 END_TEST
 
-START_TEST(test_multi_merge_two_tokens_two_items)
+WF_CASE_TEST("fire", test_multi_merge_two_tokens_two_items)
 {
     /* OR-join without synchronisation: ta and tb both feed p; two tokens
      * in p give two live items of join on disjoint tokens. */
@@ -1023,7 +1008,7 @@ START_TEST(test_multi_merge_two_tokens_two_items)
 }
 END_TEST
 
-START_TEST(test_cancellation_set)
+WF_CASE_TEST("fire", test_cancellation_set)
 {
     static const char *cancels[] = {"b"};
     wf_net *n = and_net();
@@ -1043,7 +1028,7 @@ START_TEST(test_cancellation_set)
 }
 END_TEST
 
-START_TEST(test_silent_chain_fires_in_one_step)
+WF_CASE_TEST("fire", test_silent_chain_fires_in_one_step)
 {
     wf_net *n = net_new("chain");
     P(n, "start", WF_PLACE_START);
@@ -1077,7 +1062,7 @@ START_TEST(test_silent_chain_fires_in_one_step)
 }
 END_TEST
 
-START_TEST(test_silent_cycle_hits_the_loop_bound)
+WF_CASE_TEST("fire", test_silent_cycle_hits_the_loop_bound)
 {
     wf_net *n = net_new("spin");
     P(n, "start", WF_PLACE_START);
@@ -1107,7 +1092,7 @@ START_TEST(test_silent_cycle_hits_the_loop_bound)
 }
 END_TEST
 
-START_TEST(test_explicit_vs_implicit_termination)
+WF_CASE_TEST("fire", test_explicit_vs_implicit_termination)
 {
     /* AND-split to two USER branches that each reach END. */
     wf_net *n = and_net();
@@ -1131,7 +1116,7 @@ START_TEST(test_explicit_vs_implicit_termination)
 }
 END_TEST
 
-START_TEST(test_loop_back_via_guard_then_exit)
+WF_CASE_TEST("fire", test_loop_back_via_guard_then_exit)
 {
     /* start -> s -> p0 -> review -> p1 -> decide(silent) -> end [.approved]
      *                                                    -> p0 (default) */
@@ -1165,7 +1150,7 @@ START_TEST(test_loop_back_via_guard_then_exit)
 }
 END_TEST
 
-START_TEST(test_restart_arc_runs_the_start_again)
+WF_CASE_TEST("fire", test_restart_arc_runs_the_start_again)
 {
     wf_net *n = restart_net();
     start(n, "{}");
@@ -1205,7 +1190,7 @@ START_TEST(test_restart_arc_runs_the_start_again)
 }
 END_TEST
 
-START_TEST(test_seq_continues_above_existing_tokens)
+WF_CASE_TEST("fire", test_seq_continues_above_existing_tokens)
 {
     wf_net *n = sequence_net();
     wf_token toks[1] = {{"old", "start", 41}};
@@ -1225,7 +1210,7 @@ START_TEST(test_seq_continues_above_existing_tokens)
 }
 END_TEST
 
-START_TEST(test_completion_rule)
+WF_CASE_TEST("fire", test_completion_rule)
 {
     ck_assert(!wf_completion_met(WF_JOIN_ALL, 0, 2, 3));
     ck_assert(wf_completion_met(WF_JOIN_ALL, 0, 3, 3));
@@ -1240,7 +1225,7 @@ START_TEST(test_completion_rule)
 }
 END_TEST
 
-START_TEST(test_merge_variables)
+WF_CASE_TEST("fire", test_merge_variables)
 {
     wf_error err;
     char *out;
@@ -1259,7 +1244,7 @@ START_TEST(test_merge_variables)
 }
 END_TEST
 
-START_TEST(test_join_and_split_ids)
+WF_CASE_TEST("fire", test_join_and_split_ids)
 {
     const char *ids[] = {"t1", "t2", "t3"};
     char *s = wf_net_join_ids(A, ids, 3);
@@ -1276,71 +1261,13 @@ START_TEST(test_join_and_split_ids)
 }
 END_TEST
 
-static Suite *
-net_suite(void)
-{
-    Suite *s = suite_create("net");
-    TCase *tv = tcase_create("validate");
-    tcase_add_checked_fixture(tv, setup, teardown);
-    tcase_set_timeout(tv, 30); /* jq 1.6 compiles take ms; CI may be loaded */
-    tcase_add_test(tv, test_valid_net_has_no_findings);
-    tcase_add_test(tv, test_task_expressions);
-    tcase_add_test(tv, test_start_and_end_place_counts);
-    tcase_add_test(tv, test_start_may_have_input_but_end_no_output);
-    tcase_add_test(tv, test_transition_without_input_or_output);
-    tcase_add_test(tv, test_arcs_join_a_place_and_a_transition);
-    tcase_add_test(tv, test_unknown_and_missing_references);
-    tcase_add_test(tv, test_ids_unique_non_empty_and_printable);
-    tcase_add_test(tv, test_weights_must_be_sane);
-    tcase_add_test(tv, test_every_node_on_a_path_from_start_to_end);
-    tcase_add_test(tv, test_guards_only_on_output_arcs_and_must_compile);
-    tcase_add_test(tv, test_default_arcs);
-    tcase_add_test(tv, test_guarded_arcs_without_default_is_a_warning);
-    tcase_add_test(tv, test_user_trigger_fields);
-    tcase_add_test(tv, test_time_trigger_fields);
-    tcase_add_test(tv, test_msg_and_missing_trigger);
-    tcase_add_test(tv, test_fields_of_other_triggers_conflict);
-    tcase_add_test(tv, test_retry_values_sane);
-    tcase_add_test(tv, test_all_errors_reported_at_once);
-    tcase_add_test(tv, test_validity_window_and_termination);
-    suite_add_tcase(s, tv);
-
-    TCase *tj = tcase_create("json");
-    tcase_add_checked_fixture(tj, setup, teardown);
-    tcase_set_timeout(tj, 30); /* jq 1.6 compiles take ms; CI may be loaded */
-    tcase_add_test(tj, test_json_round_trip_is_stable);
-    tcase_add_test(tj, test_hash_ignores_defaults_and_version_but_not_content);
-    tcase_add_test(tj, test_sha256_vectors);
-    tcase_add_test(tj, test_from_json_rejects_malformed_content);
-    suite_add_tcase(s, tj);
-
-    TCase *tf = tcase_create("fire");
-    tcase_add_checked_fixture(tf, setup, teardown);
-    tcase_set_timeout(tf, 30); /* jq 1.6 compiles take ms; CI may be loaded */
-    tcase_add_test(tf, test_sequence);
-    tcase_add_test(tf, test_restart_arc_runs_the_start_again);
-    tcase_add_test(tf, test_and_split_and_join);
-    tcase_add_test(tf, test_weights);
-    tcase_add_test(tf, test_explicit_or_split_with_default);
-    tcase_add_test(tf, test_no_arc_matched_changes_nothing);
-    tcase_add_test(tf, test_guard_runtime_error_is_refused);
-    tcase_add_test(tf, test_deferred_choice_withdraws_the_loser);
-    tcase_add_test(tf, test_multi_merge_two_tokens_two_items);
-    tcase_add_test(tf, test_cancellation_set);
-    tcase_add_test(tf, test_silent_chain_fires_in_one_step);
-    tcase_add_test(tf, test_silent_cycle_hits_the_loop_bound);
-    tcase_add_test(tf, test_explicit_vs_implicit_termination);
-    tcase_add_test(tf, test_loop_back_via_guard_then_exit);
-    tcase_add_test(tf, test_seq_continues_above_existing_tokens);
-    tcase_add_test(tf, test_completion_rule);
-    tcase_add_test(tf, test_merge_variables);
-    tcase_add_test(tf, test_join_and_split_ids);
-    suite_add_tcase(s, tf);
-    return s;
-}
-
 int
 main(void)
 {
-    return wf_test_run(net_suite());
+    kit_fixture(NULL, &A);
+    const wf_test_case cases[] = {{"validate", kit_setup, kit_teardown, 30},
+                                  {"json", kit_setup, kit_teardown, 30},
+                                  {"fire", kit_setup, kit_teardown, 30},
+                                  {NULL}};
+    return wf_test_run(wf_test_suite_of("net", cases));
 }

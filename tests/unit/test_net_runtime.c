@@ -1,7 +1,7 @@
 /*
  * Unit tests of the net runtime over the memory store, without a server:
  * TIME transitions fired the way the scheduler fires them (claim due
- * timers with wf_store_claim_due_timers, then wf_net_fire_timer), the
+ * timers with wf_store_claim_due_timers, then wf_runtime_fire_timer), the
  * deferred choice between a USER and a TIME transition in both directions,
  * due_expression, a refused timer firing becoming an incident, the
  * subscription of a MSG transition, versioning, the definition cache, and
@@ -34,36 +34,24 @@ static int wakes_events, wakes_jobs;
 static void
 setup(void)
 {
-    wf_error err;
-    st = wf_store_memory_new(&err);
-    ck_assert_ptr_nonnull(st);
-    arena = wf_arena_new();
-    ck_assert_ptr_nonnull(arena);
+    kit_setup();
     wakes_events = wakes_jobs = 0;
-}
-
-static void
-teardown(void)
-{
-    wf_store_free(st);
-    wf_arena_free(arena);
-    wf_expr_cache_clear();
-    wf_defcache_clear();
 }
 
 static wf_ref_ctx
 as(const char *actor)
 {
-    return (wf_ref_ctx){.store = st, .tenant = "default", .actor = actor, .arena = arena};
+    return kit_ctx(actor).ref;
 }
 
 static void
 count_wake(void *arg, const char *topic)
 {
     (void)arg;
-    if (strcmp(topic, WF_NET_TOPIC_EVENTS) == 0)
+    if (strcmp(topic, WF_RUNTIME_TOPIC_EVENTS) == 0)
         wakes_events++;
-    else if (strncmp(topic, WF_NET_TOPIC_JOBS_PREFIX, strlen(WF_NET_TOPIC_JOBS_PREFIX)) == 0)
+    else if (strncmp(topic, WF_RUNTIME_TOPIC_JOBS_PREFIX, strlen(WF_RUNTIME_TOPIC_JOBS_PREFIX)) ==
+             0)
         wakes_jobs++;
 }
 
@@ -102,10 +90,10 @@ race_net(const char *key, int64_t delay_ms, const char *due_expression, const ch
     return n;
 }
 
-static wf_net_deployed
+static wf_runtime_deployed
 deploy(const wf_net *net)
 {
-    wf_net_ctx c = {.ref = as("dev")};
+    wf_runtime_ctx c = {.ref = as("dev")};
     return kit_deploy(&c, net);
 }
 
@@ -115,46 +103,6 @@ start(const char *key, const char *vars)
     wf_ref_ctx c = as("boss");
     wf_start_spec spec = {.definition_key = key, .variables_json = vars};
     return kit_start(&c, &spec, NULL);
-}
-
-static wf_aggregate
-aggregate(const char *id)
-{
-    wf_store_ctx sc = {"default", 0, arena};
-    wf_aggregate agg;
-    wf_error err;
-    ck_assert_int_eq(wf_uow_read_aggregate(st, &sc, id, &agg, &err), WF_OK);
-    return agg;
-}
-
-/* Event types of root, space-separated. */
-static const char *
-events(const char *root)
-{
-    static char out[4096];
-    wf_store_ctx sc = {"default", 0, arena};
-    wf_event_filter f = {.instance_id = root};
-    wf_event_row *ev;
-    size_t n;
-    wf_error err;
-    ck_assert_int_eq(wf_store_read_events(st, &sc, 0, &f, 1000, &ev, &n, &err), WF_OK);
-    out[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        size_t len = strlen(out);
-        snprintf(out + len, sizeof out - len, "%s%s", i ? " " : "", ev[i].type);
-    }
-    return out;
-}
-
-static int
-count_of(const char *list, const char *type)
-{
-    int n = 0;
-    size_t l = strlen(type);
-    for (const char *p = list; (p = strstr(p, type)) != NULL; p += l)
-        if ((p == list || p[-1] == ' ') && (p[l] == ' ' || p[l] == '\0'))
-            n++;
-    return n;
 }
 
 /* Claims every timer due at `now` (all tenants of this private store). */
@@ -171,10 +119,10 @@ claim(int64_t now, size_t *n)
 static bool
 fire(const wf_timer_row *row)
 {
-    wf_net_rt rt = {.store = st, .wake = count_wake};
+    wf_runtime_host rt = {.store = st, .wake = count_wake};
     bool fired = true;
     wf_error err;
-    wf_code rc = wf_net_fire_timer(&rt, row, wf_mono_ms() + 5000, &fired, &err);
+    wf_code rc = wf_runtime_fire_timer(&rt, row, wf_mono_ms() + 5000, &fired, &err);
     ck_assert_msg(rc == WF_OK, "fire: %s %s", wf_code_reason(rc), err.msg);
     return fired;
 }
@@ -183,12 +131,12 @@ fire(const wf_timer_row *row)
 
 /* ---- tests ----------------------------------------------------------------------------- */
 
-START_TEST(test_timer_fires_once_and_withdraws_the_task)
+WF_TEST(test_timer_fires_once_and_withdraws_the_task)
 {
     deploy(race_net("race", 60 * 60 * 1000, NULL, NULL));
     wf_instance_row in = start("race", "{}");
     ck_assert_int_eq(in.definition_version, 1);
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_uint_eq(agg.n_timers, 1);
     ck_assert_uint_eq(agg.n_tasks, 1);
     ck_assert_uint_eq(agg.n_work_items, 2);
@@ -207,7 +155,7 @@ START_TEST(test_timer_fires_once_and_withdraws_the_task)
 
     ck_assert(fire(&row));
     ck_assert_int_ge(wakes_events, 1);
-    agg = aggregate(in.id);
+    agg = kit_aggregate(in.id);
     ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_COMPLETED);
     ck_assert_uint_eq(agg.n_timers, 0);
     ck_assert_uint_eq(agg.n_work_items, 0);
@@ -217,7 +165,7 @@ START_TEST(test_timer_fires_once_and_withdraws_the_task)
 
     /* The same row again (a second replica, a retry): a no-op. */
     ck_assert(!fire(&row));
-    const char *ev = events(in.id);
+    const char *ev = kit_event_types(in.id, 0);
     ck_assert_int_eq(count_of(ev, "TIMER_FIRED"), 1);
     ck_assert_int_eq(count_of(ev, "TIMER_SCHEDULED"), 1);
     ck_assert_int_eq(count_of(ev, "WORKITEM_WITHDRAWN"), 1);
@@ -229,11 +177,11 @@ START_TEST(test_timer_fires_once_and_withdraws_the_task)
 }
 END_TEST
 
-START_TEST(test_complete_and_end_withdraws_the_net_and_ends_it)
+WF_TEST(test_complete_and_end_withdraws_the_net_and_ends_it)
 {
     deploy(race_net("race", 60 * 60 * 1000, NULL, NULL));
     wf_instance_row in = start("race", "{\"n\":1}");
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     const char *task_id = agg.tasks[0].id;
     /* A scheduler claimed the timer before the end. */
     size_t n;
@@ -252,7 +200,7 @@ START_TEST(test_complete_and_end_withdraws_the_net_and_ends_it)
     ck_assert_int_eq(end.task.status, WF_TASK_DONE);
     ck_assert_str_eq(end.task.completed_by, "alice");
     ck_assert_uint_eq(end.n_cancelled, 0);
-    agg = aggregate(in.id);
+    agg = kit_aggregate(in.id);
     ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_COMPLETED);
     ck_assert_str_eq(agg.instances[0].variables_json, "{\"n\":1,\"why\":\"done\"}");
     ck_assert_uint_eq(agg.n_timers, 0);
@@ -261,15 +209,15 @@ START_TEST(test_complete_and_end_withdraws_the_net_and_ends_it)
     ck_assert_int_eq(agg.tasks[0].status, WF_TASK_DONE);
     /* The claimed timer row is stale: it never fires. */
     ck_assert(!fire(&row));
-    ck_assert_str_eq(events(in.id), "INSTANCE_STARTED TRANSITION_ENABLED TASK_CREATED "
-                                    "TRANSITION_ENABLED TIMER_SCHEDULED TASK_COMPLETED "
-                                    "WORKITEM_WITHDRAWN INSTANCE_COMPLETED");
+    ck_assert_str_eq(kit_event_types(in.id, 0), "INSTANCE_STARTED TRANSITION_ENABLED TASK_CREATED "
+                                                "TRANSITION_ENABLED TIMER_SCHEDULED TASK_COMPLETED "
+                                                "WORKITEM_WITHDRAWN INSTANCE_COMPLETED");
     ck_assert_int_eq(wf_instances_complete_and_end(&alice, task_id, "", NULL, &end, &err),
                      WF_E_TASK_NOT_OPEN);
 }
 END_TEST
 
-START_TEST(test_timer_withdrawn_by_the_user_never_fires)
+WF_TEST(test_timer_withdrawn_by_the_user_never_fires)
 {
     deploy(race_net("race", 60 * 60 * 1000, NULL, NULL));
     wf_instance_row in = start("race", "{}");
@@ -279,7 +227,7 @@ START_TEST(test_timer_withdrawn_by_the_user_never_fires)
     wf_timer_row row = rows[0];
 
     /* Alice completes her task first: the timer is withdrawn with it. */
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     wf_ref_ctx alice = as("alice");
     wf_ref_completion done;
     wf_error err;
@@ -288,7 +236,7 @@ START_TEST(test_timer_withdrawn_by_the_user_never_fires)
     ck_assert_msg(rc == WF_OK, "complete: %s", err.msg);
     ck_assert_int_eq(done.task.status, WF_TASK_DONE);
     ck_assert(done.counts.all_completed);
-    agg = aggregate(in.id);
+    agg = kit_aggregate(in.id);
     ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_COMPLETED);
     ck_assert_str_eq(agg.instances[0].variables_json, "{\"ok\":true}");
     ck_assert_uint_eq(agg.n_timers, 0);
@@ -296,7 +244,7 @@ START_TEST(test_timer_withdrawn_by_the_user_never_fires)
     /* The claimed row is stale: firing it does nothing. */
     ck_assert(!fire(&row));
     ck_assert_uint_eq((claim(wf_now_us() + 3 * HOUR_US, &n), n), 0);
-    const char *ev = events(in.id);
+    const char *ev = kit_event_types(in.id, 0);
     ck_assert_int_eq(count_of(ev, "TIMER_FIRED"), 0);
     ck_assert_int_eq(count_of(ev, "WORKITEM_WITHDRAWN"), 1);
     ck_assert_int_eq(count_of(ev, "INSTANCE_COMPLETED"), 1);
@@ -307,35 +255,35 @@ START_TEST(test_timer_withdrawn_by_the_user_never_fires)
 }
 END_TEST
 
-/* The work-item history (wf_net_list_work_items): a user's completion
+/* The work-item history (wf_runtime_list_work_items): a user's completion
  * and the timer it withdrew; then a timer's firing and the task it
  * withdrew; states, times, deadline, assignee and finished_by. */
-static wf_net_item *
+static wf_runtime_item *
 history(const char *id, const int *states, size_t n_states, size_t *n)
 {
     wf_ref_ctx c = as(NULL);
-    wf_net_list_items_in q = {.instance_id = id, .states = states, .n_states = n_states};
-    wf_net_item *items;
+    wf_runtime_list_items_in q = {.instance_id = id, .states = states, .n_states = n_states};
+    wf_runtime_item *items;
     char *next;
     wf_error err;
-    wf_code rc = wf_net_list_work_items(&c, &q, &items, n, &next, &err);
+    wf_code rc = wf_runtime_list_work_items(&c, &q, &items, n, &next, &err);
     ck_assert_msg(rc == WF_OK, "list: %s", err.msg);
     ck_assert_ptr_null(next);
     return items;
 }
 
-START_TEST(test_work_item_history)
+WF_TEST(test_work_item_history)
 {
     deploy(race_net("race", 60 * 60 * 1000, NULL, NULL));
     /* Alice completes: review FINISHED by alice, the timeout CANCELLED. */
     wf_instance_row in = start("race", "{}");
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     int64_t due = agg.timers[0].due_at;
     size_t n;
-    wf_net_item *h = history(in.id, NULL, 0, &n);
+    wf_runtime_item *h = history(in.id, NULL, 0, &n);
     ck_assert_uint_eq(n, 2);
     for (size_t i = 0; i < n; i++) {
-        ck_assert_int_eq(h[i].state, WF_NET_ITEM_ENABLED);
+        ck_assert_int_eq(h[i].state, WF_RUNTIME_ITEM_ENABLED);
         ck_assert_int_eq(h[i].row.deadline, due);
     }
     wf_ref_ctx alice = as("alice");
@@ -345,24 +293,24 @@ START_TEST(test_work_item_history)
                      WF_OK);
     h = history(in.id, NULL, 0, &n);
     ck_assert_uint_eq(n, 2);
-    const wf_net_item *rv = strcmp(h[0].row.transition_id, "review") == 0 ? &h[0] : &h[1];
-    const wf_net_item *to = rv == &h[0] ? &h[1] : &h[0];
-    ck_assert_int_eq(rv->state, WF_NET_ITEM_FINISHED);
+    const wf_runtime_item *rv = strcmp(h[0].row.transition_id, "review") == 0 ? &h[0] : &h[1];
+    const wf_runtime_item *to = rv == &h[0] ? &h[1] : &h[0];
+    ck_assert_int_eq(rv->state, WF_RUNTIME_ITEM_FINISHED);
     ck_assert_str_eq(rv->transition_name, "Review");
     ck_assert_str_eq(rv->row.finished_by, "alice");
     ck_assert_int_eq(rv->row.assignee_kind, WF_NET_ASSIGNEE_USER);
     ck_assert_str_eq(rv->row.assignee_id, "alice");
     ck_assert(rv->finished_at >= rv->row.enabled_at && rv->cancelled_at == 0);
-    ck_assert_int_eq(to->state, WF_NET_ITEM_CANCELLED);
+    ck_assert_int_eq(to->state, WF_RUNTIME_ITEM_CANCELLED);
     ck_assert_int_eq(to->cancelled_at, rv->finished_at);
     ck_assert_int_eq(to->finished_at, 0);
     ck_assert_ptr_null(to->row.finished_by);
     ck_assert_int_eq(to->row.deadline, due);
-    int fin[] = {WF_NET_ITEM_FINISHED}, open[] = {WF_NET_ITEM_ENABLED};
+    int fin[] = {WF_RUNTIME_ITEM_FINISHED}, open[] = {WF_RUNTIME_ITEM_ENABLED};
     ck_assert_uint_eq((history(in.id, fin, 1, &n), n), 1);
     ck_assert_uint_eq((history(in.id, open, 1, &n), n), 0);
     /* The live rows left the aggregate. */
-    ck_assert_uint_eq(aggregate(in.id).n_work_items, 0);
+    ck_assert_uint_eq(kit_aggregate(in.id).n_work_items, 0);
 
     /* The timer fires: timeout FINISHED by nobody, review CANCELLED. */
     wf_instance_row in2 = start("race", "{}");
@@ -373,25 +321,25 @@ START_TEST(test_work_item_history)
     ck_assert_uint_eq(n, 2);
     rv = strcmp(h[0].row.transition_id, "review") == 0 ? &h[0] : &h[1];
     to = rv == &h[0] ? &h[1] : &h[0];
-    ck_assert_int_eq(to->state, WF_NET_ITEM_FINISHED);
+    ck_assert_int_eq(to->state, WF_RUNTIME_ITEM_FINISHED);
     ck_assert_ptr_null(to->row.finished_by);
-    ck_assert_int_eq(rv->state, WF_NET_ITEM_CANCELLED);
+    ck_assert_int_eq(rv->state, WF_RUNTIME_ITEM_CANCELLED);
     ck_assert_ptr_null(rv->row.finished_by);
     ck_assert_int_eq(rv->cancelled_at, to->finished_at);
 
     /* Bad requests. */
     wf_ref_ctx c = as(NULL);
-    wf_net_item *items;
+    wf_runtime_item *items;
     char *next;
     int bad[] = {9};
-    wf_net_list_items_in q = {.instance_id = in.id, .states = bad, .n_states = 1};
-    ck_assert_int_eq(wf_net_list_work_items(&c, &q, &items, &n, &next, &err),
+    wf_runtime_list_items_in q = {.instance_id = in.id, .states = bad, .n_states = 1};
+    ck_assert_int_eq(wf_runtime_list_work_items(&c, &q, &items, &n, &next, &err),
                      WF_E_INVALID_ARGUMENT);
-    q = (wf_net_list_items_in){.instance_id = in.id, .page_size = -1};
-    ck_assert_int_eq(wf_net_list_work_items(&c, &q, &items, &n, &next, &err),
+    q = (wf_runtime_list_items_in){.instance_id = in.id, .page_size = -1};
+    ck_assert_int_eq(wf_runtime_list_work_items(&c, &q, &items, &n, &next, &err),
                      WF_E_INVALID_ARGUMENT);
-    q = (wf_net_list_items_in){.instance_id = "0190a0a0-0000-7000-8000-000000000000"};
-    ck_assert_int_eq(wf_net_list_work_items(&c, &q, &items, &n, &next, &err),
+    q = (wf_runtime_list_items_in){.instance_id = "0190a0a0-0000-7000-8000-000000000000"};
+    ck_assert_int_eq(wf_runtime_list_work_items(&c, &q, &items, &n, &next, &err),
                      WF_E_INSTANCE_NOT_FOUND);
 }
 END_TEST
@@ -401,7 +349,7 @@ END_TEST
  * a claimed timer whose token was consumed meanwhile does not fire; and a
  * root that fails (here a row naming no instance) is taken out of the
  * batch without costing the others their firings. */
-START_TEST(test_timers_fire_in_batches)
+WF_TEST(test_timers_fire_in_batches)
 {
     deploy(race_net("race", 60 * 60 * 1000, NULL, NULL));
     enum { N = 12, STALE = 3 };
@@ -422,7 +370,7 @@ START_TEST(test_timers_fire_in_batches)
      * timers are stale. */
     wf_ref_ctx alice = as("alice");
     for (int i = 0; i < STALE; i++) {
-        wf_aggregate agg = aggregate(in[i].id);
+        wf_aggregate agg = kit_aggregate(in[i].id);
         wf_ref_completion done;
         wf_error err;
         ck_assert_int_eq(
@@ -430,11 +378,11 @@ START_TEST(test_timers_fire_in_batches)
             WF_OK);
     }
 
-    wf_net_rt rt = {.store = st, .wake = count_wake};
+    wf_runtime_host rt = {.store = st, .wake = count_wake};
     bool fired[N + 1];
     wf_code codes[N + 1];
     wf_error errs[N + 1];
-    wf_net_fire_timers(&rt, rows, N + 1, wf_mono_ms() + 5000, fired, codes, errs);
+    wf_runtime_fire_timers(&rt, rows, N + 1, wf_mono_ms() + 5000, fired, codes, errs);
     ck_assert(!fired[N]);
     ck_assert_int_ne(codes[N], WF_OK);
     ck_assert_int_ge(wakes_events, 1);
@@ -446,23 +394,23 @@ START_TEST(test_timers_fire_in_batches)
         ck_assert_int_ge(i, 0);
         ck_assert_msg(codes[r] == WF_OK, "timer %d: %s", r, errs[r].msg);
         ck_assert_int_eq(fired[r], i >= STALE);
-        const char *ev = events(in[i].id);
+        const char *ev = kit_event_types(in[i].id, 0);
         ck_assert_int_eq(count_of(ev, "TIMER_FIRED"), i >= STALE ? 1 : 0);
         ck_assert_int_eq(count_of(ev, "INSTANCE_COMPLETED"), 1);
-        wf_aggregate agg = aggregate(in[i].id);
+        wf_aggregate agg = kit_aggregate(in[i].id);
         ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_COMPLETED);
         ck_assert_uint_eq(agg.n_timers, 0);
         ck_assert_int_eq(agg.tasks[0].status, i >= STALE ? WF_TASK_CANCELLED : WF_TASK_DONE);
     }
 
     /* The same rows again (another replica, a retry): nothing fires. */
-    wf_net_fire_timers(&rt, rows, N, wf_mono_ms() + 5000, fired, codes, errs);
+    wf_runtime_fire_timers(&rt, rows, N, wf_mono_ms() + 5000, fired, codes, errs);
     for (int r = 0; r < N; r++) {
         ck_assert_int_eq(codes[r], WF_OK);
         ck_assert(!fired[r]);
     }
     for (int i = 0; i < N; i++)
-        ck_assert_int_eq(count_of(events(in[i].id), "TIMER_FIRED"), i >= STALE ? 1 : 0);
+        ck_assert_int_eq(count_of(kit_event_types(in[i].id, 0), "TIMER_FIRED"), i >= STALE ? 1 : 0);
 }
 END_TEST
 
@@ -497,23 +445,23 @@ static void *
 race_timer(void *arg)
 {
     struct racer *r = arg;
-    wf_net_rt rt = {.store = st};
+    wf_runtime_host rt = {.store = st};
     wf_error err;
     pthread_barrier_wait(r->gate);
-    wf_code rc = wf_net_fire_timer(&rt, &r->timer, wf_mono_ms() + 5000, &r->fired, &err);
+    wf_code rc = wf_runtime_fire_timer(&rt, &r->timer, wf_mono_ms() + 5000, &r->fired, &err);
     if (rc != WF_OK)
         r->fired = false;
     return NULL;
 }
 
-START_TEST(test_user_racing_time_1000_times)
+WF_TEST(test_user_racing_time_1000_times)
 {
     /* The timer is due at once: its due time is in the past. */
     deploy(race_net("race1k", 0, "\"2000-01-01T00:00:00Z\"", NULL));
     int user_won = 0, timer_won = 0;
     for (int i = 0; i < 1000; i++) {
         wf_instance_row in = start("race1k", "{}");
-        wf_aggregate agg = aggregate(in.id);
+        wf_aggregate agg = kit_aggregate(in.id);
         ck_assert_uint_eq(agg.n_tasks, 1);
         size_t n;
         wf_timer_row *rows = claim(wf_now_us() + HOUR_US, &n);
@@ -528,10 +476,10 @@ START_TEST(test_user_racing_time_1000_times)
         pthread_join(b, NULL);
         pthread_barrier_destroy(&gate);
 
-        agg = aggregate(in.id);
+        agg = kit_aggregate(in.id);
         ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_COMPLETED);
         ck_assert_uint_eq(agg.n_timers, 0);
-        const char *ev = events(in.id);
+        const char *ev = kit_event_types(in.id, 0);
         ck_assert_int_eq(count_of(ev, "TRANSITION_FIRED"), 1);
         if (r.complete_rc == WF_OK) {
             ck_assert_msg(!r.fired, "round %d: both the task and the timer won", i);
@@ -554,13 +502,13 @@ START_TEST(test_user_racing_time_1000_times)
 }
 END_TEST
 
-START_TEST(test_due_expression_and_refused_firing_is_an_incident)
+WF_TEST(test_due_expression_and_refused_firing_is_an_incident)
 {
     /* The timeout's only output arc needs .go: false makes its firing
      * match no arc, which for a TIME transition is an incident. */
     deploy(race_net("due", 0, ".due", ".go == true"));
     wf_instance_row in = start("due", "{\"due\":\"2001-02-03T04:05:06Z\",\"go\":false}");
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_uint_eq(agg.n_timers, 1);
     int64_t want;
     ck_assert(wf_expr_parse_rfc3339("2001-02-03T04:05:06Z", &want));
@@ -569,7 +517,7 @@ START_TEST(test_due_expression_and_refused_firing_is_an_incident)
     wf_timer_row *rows = claim(wf_now_us(), &n);
     ck_assert_uint_eq(n, 1);
     ck_assert(fire(&rows[0]));
-    agg = aggregate(in.id);
+    agg = kit_aggregate(in.id);
     ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_FAILED);
     ck_assert_ptr_nonnull(agg.instances[0].last_error);
     ck_assert_ptr_nonnull(strstr(agg.instances[0].last_error, "timeout"));
@@ -578,7 +526,7 @@ START_TEST(test_due_expression_and_refused_firing_is_an_incident)
     /* Nothing else moved: the work items and the task wait for a retry. */
     ck_assert_uint_eq(agg.n_work_items, 2);
     ck_assert_int_eq(agg.tasks[0].status, WF_TASK_OPEN);
-    const char *ev = events(in.id);
+    const char *ev = kit_event_types(in.id, 0);
     ck_assert_int_eq(count_of(ev, "TIMER_FIRED"), 1);
     ck_assert_int_eq(count_of(ev, "INSTANCE_FAILED"), 1);
     ck_assert_int_eq(count_of(ev, "TRANSITION_FIRED"), 0);
@@ -597,7 +545,7 @@ END_TEST
  * over the variables, the due time kept over that of the competing
  * timer; a result of the wrong type or out of range refuses the
  * StartInstance that enables it, as any expression at enablement does. */
-START_TEST(test_task_expressions_at_enablement)
+WF_TEST(test_task_expressions_at_enablement)
 {
     wf_net *n = race_net("tx", 60000, NULL, NULL);
     n->transitions[0].priority_expression = ".p";
@@ -606,7 +554,7 @@ START_TEST(test_task_expressions_at_enablement)
     deploy(n);
     wf_instance_row in = start("tx", "{\"p\":80,\"due\":\"2031-01-01T00:00:00Z\","
                                      "\"follow\":\"2030-12-01T00:00:00+01:00\"}");
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_uint_eq(agg.n_tasks, 1);
     ck_assert_uint_eq(agg.n_timers, 1);
     int64_t due, follow;
@@ -655,7 +603,7 @@ END_TEST
 /* Where the enablement is not the caller's own step (a timer firing), a
  * task expression that fails is an incident of the instance, as a
  * failing ids_expression or guard is. */
-START_TEST(test_task_expression_failing_after_a_timer_is_an_incident)
+WF_TEST(test_task_expression_failing_after_a_timer_is_an_incident)
 {
     wf_place p[] = {{.id = "start", .kind = WF_PLACE_START},
                     {.id = "mid", .kind = WF_PLACE_NORMAL},
@@ -682,29 +630,29 @@ START_TEST(test_task_expression_failing_after_a_timer_is_an_incident)
     wf_timer_row *rows = claim(wf_now_us(), &n);
     ck_assert_uint_eq(n, 1);
     ck_assert(fire(&rows[0]));
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_FAILED);
     ck_assert_ptr_nonnull(agg.instances[0].last_error);
     ck_assert_msg(strstr(agg.instances[0].last_error, "gave 500, which is not 0 to 100") != NULL,
                   "%s", agg.instances[0].last_error);
     ck_assert_uint_eq(agg.n_tasks, 0);
-    const char *ev = events(in.id);
+    const char *ev = kit_event_types(in.id, 0);
     ck_assert_int_eq(count_of(ev, "INSTANCE_FAILED"), 1);
     ck_assert_int_eq(count_of(ev, "TASK_CREATED"), 0);
 }
 END_TEST
 
 /* The live USER work item of a net task, as ListWorkItems reads it. */
-static wf_net_item
+static wf_runtime_item
 review_item(const char *instance_id)
 {
     wf_ref_ctx c = as("boss");
-    wf_net_list_items_in q = {.instance_id = instance_id};
-    wf_net_item *items;
+    wf_runtime_list_items_in q = {.instance_id = instance_id};
+    wf_runtime_item *items;
     size_t n;
     char *next;
     wf_error err;
-    ck_assert_int_eq(wf_net_list_work_items(&c, &q, &items, &n, &next, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_list_work_items(&c, &q, &items, &n, &next, &err), WF_OK);
     for (size_t i = 0; i < n; i++)
         if (strcmp(items[i].row.transition_id, "review") == 0)
             return items[i];
@@ -715,13 +663,13 @@ review_item(const char *instance_id)
 /* Reassigned or delegated, a net task's work item names its new holder
  * (the delegate while pending, the owner again once resolved); the item
  * keeps its deadline from the competing timer. */
-START_TEST(test_work_item_follows_reassign_and_delegate)
+WF_TEST(test_work_item_follows_reassign_and_delegate)
 {
     deploy(race_net("wi", 60000, NULL, NULL));
     wf_instance_row in = start("wi", "{}");
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     const char *task = agg.tasks[0].id;
-    wf_net_item it = review_item(in.id);
+    wf_runtime_item it = review_item(in.id);
     ck_assert_str_eq(it.row.assignee_id, "alice");
     int64_t deadline = it.row.deadline;
     ck_assert(deadline != 0);
@@ -750,7 +698,7 @@ START_TEST(test_work_item_follows_reassign_and_delegate)
     ck_assert_int_eq(wf_referral_claim(&dana, task, NULL, &t, &err), WF_OK);
     ck_assert_int_eq(wf_instances_complete_task(&dana, task, "{}", NULL, &done, &err), WF_OK);
     it = review_item(in.id);
-    ck_assert_int_eq(it.state, WF_NET_ITEM_FINISHED);
+    ck_assert_int_eq(it.state, WF_RUNTIME_ITEM_FINISHED);
     ck_assert_str_eq(it.row.assignee_id, "ops");
     ck_assert_str_eq(it.row.finished_by, "dana");
 }
@@ -772,7 +720,7 @@ count_violation(void *arg, const char *field, const char *reason, const char *ms
  * same unit of work; a second one, with that instance live but no longer
  * waiting, is only buffered; a start by instance id and a start without
  * an actor are refused, the field named under start. */
-START_TEST(test_signal_with_start)
+WF_TEST(test_signal_with_start)
 {
     static const wf_place p[] = {{.id = "s", .kind = WF_PLACE_START},
                                  {.id = "w", .kind = WF_PLACE_NORMAL},
@@ -797,28 +745,29 @@ START_TEST(test_signal_with_start)
                   .arcs = (wf_arc *)a,
                   .n_arcs = 4};
     deploy(&net);
-    wf_net_ctx c = {.ref = as("hook")};
+    wf_runtime_ctx c = {.ref = as("hook")};
     wf_start_spec spec = {.definition_key = "sws", .variables_json = "{\"src\":1}"};
-    wf_sig_send_in in = {.name = "payment",
-                         .aggregate_type = "order",
-                         .aggregate_id = "S-1",
-                         .has_aggregate = true,
-                         .payload_json = "{\"amount\":3}",
-                         .start = &spec};
-    wf_sig_send_out out;
+    wf_runtime_send_signal_in in = {.name = "payment",
+                                    .aggregate_type = "order",
+                                    .aggregate_id = "S-1",
+                                    .has_aggregate = true,
+                                    .payload_json = "{\"amount\":3}",
+                                    .start = &spec};
+    wf_runtime_send_signal_out out;
     wf_error err;
-    ck_assert_int_eq(wf_sig_send(&c, &in, NULL, &out, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_send_signal(&c, &in, NULL, &out, &err), WF_OK);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_STARTED);
     ck_assert_uint_eq(out.n_instance_ids, 1);
-    ck_assert_int_gt(out.expires_at, wf_now_us() + WF_SIG_START_TTL_MS * 1000 - 60000000LL);
-    wf_aggregate g = aggregate(out.instance_ids[0]);
+    ck_assert_int_gt(out.expires_at,
+                     wf_now_us() + WF_RUNTIME_SIGNAL_START_TTL_MS * 1000 - 60000000LL);
+    wf_aggregate g = kit_aggregate(out.instance_ids[0]);
     ck_assert_str_eq(g.instances[0].aggregate_id, "S-1");
     ck_assert_str_eq(g.instances[0].started_by, "hook");
     ck_assert_str_eq(g.instances[0].variables_json, "{\"src\":1,\"amount\":3}");
     ck_assert_uint_eq(g.n_tasks, 1); /* past the wait: the signal was consumed */
 
     in.buffer_ttl_ms = 60000;
-    ck_assert_int_eq(wf_sig_send(&c, &in, NULL, &out, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_send_signal(&c, &in, NULL, &out, &err), WF_OK);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_BUFFERED);
     ck_assert_uint_eq(out.n_instance_ids, 0);
 
@@ -827,22 +776,22 @@ START_TEST(test_signal_with_start)
     c.ref.violation = count_violation;
     c.ref.violation_arg = "start";
     violations = 0;
-    ck_assert_int_eq(wf_sig_send(&c, &in, NULL, &out, &err), WF_E_INVALID_ARGUMENT);
+    ck_assert_int_eq(wf_runtime_send_signal(&c, &in, NULL, &out, &err), WF_E_INVALID_ARGUMENT);
     ck_assert_int_eq(violations, 1);
     in.has_aggregate = true;
     in.instance_id = NULL;
     in.aggregate_id = "S-2";
     spec.version = -1;
     c.ref.violation_arg = "start.version";
-    ck_assert_int_eq(wf_sig_send(&c, &in, NULL, &out, &err), WF_E_INVALID_ARGUMENT);
+    ck_assert_int_eq(wf_runtime_send_signal(&c, &in, NULL, &out, &err), WF_E_INVALID_ARGUMENT);
     ck_assert_int_eq(violations, 2);
     spec.version = 0;
     c.ref.actor = NULL;
-    ck_assert_int_eq(wf_sig_send(&c, &in, NULL, &out, &err), WF_E_ACTOR_MISSING);
+    ck_assert_int_eq(wf_runtime_send_signal(&c, &in, NULL, &out, &err), WF_E_ACTOR_MISSING);
 }
 END_TEST
 
-START_TEST(test_msg_subscription_and_view)
+WF_TEST(test_msg_subscription_and_view)
 {
     static const wf_place p[] = {{.id = "s", .kind = WF_PLACE_START},
                                  {.id = "e", .kind = WF_PLACE_END}};
@@ -872,7 +821,7 @@ START_TEST(test_msg_subscription_and_view)
     wf_instance_row in;
     wf_error err;
     ck_assert_int_eq(wf_instances_start(&c, &spec, NULL, &in, &err), WF_OK);
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_uint_eq(agg.n_subscriptions, 2);
     wf_store_ctx sc = {"default", 0, arena};
     wf_subscription_row *subs;
@@ -888,8 +837,8 @@ START_TEST(test_msg_subscription_and_view)
     ck_assert_uint_eq(n, 1);
     ck_assert_ptr_null(subs[0].aggregate_type); /* INSTANCE correlation */
 
-    wf_net_view v;
-    ck_assert_int_eq(wf_net_instance_view(&c, in.id, &v, &err), WF_OK);
+    wf_runtime_view v;
+    ck_assert_int_eq(wf_runtime_instance_view(&c, in.id, &v, &err), WF_OK);
     ck_assert(v.is_net);
     ck_assert_uint_eq(v.n_marking, 1);
     ck_assert_str_eq(v.marking[0].place_id, "s");
@@ -897,7 +846,7 @@ START_TEST(test_msg_subscription_and_view)
     ck_assert_uint_eq(v.n_timers, 1);
     ck_assert_uint_eq(v.n_awaiting, 2);
     /* Rows made in one step have no fixed order among themselves. */
-    const wf_net_awaiting *paid = NULL, *note = NULL;
+    const wf_runtime_awaiting *paid = NULL, *note = NULL;
     for (size_t i = 0; i < v.n_awaiting; i++) {
         if (strcmp(v.awaiting[i].sub.transition_id, "paid") == 0)
             paid = &v.awaiting[i];
@@ -915,26 +864,26 @@ START_TEST(test_msg_subscription_and_view)
     wf_timer_row *rows = claim(wf_now_us() + 2 * 1000000, &n);
     ck_assert_uint_eq(n, 1);
     ck_assert(fire(&rows[0]));
-    agg = aggregate(in.id);
+    agg = kit_aggregate(in.id);
     ck_assert_uint_eq(agg.n_subscriptions, 0);
     ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_COMPLETED);
-    ck_assert_int_eq(count_of(events(in.id), "WORKITEM_WITHDRAWN"), 2);
+    ck_assert_int_eq(count_of(kit_event_types(in.id, 0), "WORKITEM_WITHDRAWN"), 2);
 }
 END_TEST
 
-START_TEST(test_versions_and_cache)
+WF_TEST(test_versions_and_cache)
 {
     wf_net *a = race_net("ver", 1000, NULL, NULL);
-    wf_net_deployed d1 = deploy(a);
+    wf_runtime_deployed d1 = deploy(a);
     ck_assert(d1.created);
     ck_assert_int_eq(d1.row.version, 1);
     size_t cached = wf_defcache_size();
-    wf_net_deployed d2 = deploy(a);
+    wf_runtime_deployed d2 = deploy(a);
     ck_assert(!d2.created);
     ck_assert_int_eq(d2.row.version, 1);
     ck_assert_uint_eq(wf_defcache_size(), cached);
     wf_net *b = race_net("ver", 2000, NULL, NULL);
-    wf_net_deployed d3 = deploy(b);
+    wf_runtime_deployed d3 = deploy(b);
     ck_assert(d3.created);
     ck_assert_int_eq(d3.row.version, 2);
     ck_assert_str_ne(d3.row.content_hash, d1.row.content_hash);
@@ -943,7 +892,7 @@ START_TEST(test_versions_and_cache)
     wf_instance_row in = start("ver", NULL);
     ck_assert_int_eq(in.definition_version, 2);
     deploy(race_net("ver", 3000, NULL, NULL));
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert(agg.timers[0].due_at - agg.timers[0].created_at == 2000 * 1000);
 }
 END_TEST
@@ -988,12 +937,12 @@ signal_race_net(const char *key)
 
 /* SendSignal "paid" to instance_id (not buffered), as the handler calls it. */
 static wf_code
-send_paid(wf_arena *a, const char *instance_id, wf_sig_send_out *out)
+send_paid(wf_arena *a, const char *instance_id, wf_runtime_send_signal_out *out)
 {
-    wf_net_ctx c = {.ref = {.store = st, .tenant = "default", .actor = NULL, .arena = a}};
-    wf_sig_send_in in = {.name = "paid", .instance_id = instance_id};
+    wf_runtime_ctx c = {.ref = {.store = st, .tenant = "default", .actor = NULL, .arena = a}};
+    wf_runtime_send_signal_in in = {.name = "paid", .instance_id = instance_id};
     wf_error err;
-    return wf_sig_send(&c, &in, NULL, out, &err);
+    return wf_runtime_send_signal(&c, &in, NULL, out, &err);
 }
 
 struct signal_racer {
@@ -1010,7 +959,7 @@ race_signal(void *arg)
 {
     struct signal_racer *r = arg;
     wf_arena *a = wf_arena_new();
-    wf_sig_send_out out = {0};
+    wf_runtime_send_signal_out out = {0};
     pthread_barrier_wait(r->gate);
     r->send_rc = send_paid(a, r->instance_id, &out);
     r->outcome = out.outcome;
@@ -1022,10 +971,10 @@ static void *
 race_signal_timer(void *arg)
 {
     struct signal_racer *r = arg;
-    wf_net_rt rt = {.store = st};
+    wf_runtime_host rt = {.store = st};
     wf_error err;
     pthread_barrier_wait(r->gate);
-    wf_code rc = wf_net_fire_timer(&rt, &r->timer, wf_mono_ms() + 5000, &r->fired, &err);
+    wf_code rc = wf_runtime_fire_timer(&rt, &r->timer, wf_mono_ms() + 5000, &r->fired, &err);
     if (rc != WF_OK)
         r->fired = false;
     return NULL;
@@ -1043,13 +992,13 @@ place_of_only_token(const wf_aggregate *agg)
  * the timeout is stale: firing its claimed row again reports it gone and
  * changes nothing (no TIMER_FIRED, no token moves, no new event); when the
  * timeout won, the signal finds nothing waiting and is dropped. */
-START_TEST(test_signal_racing_its_timeout_1000_times)
+WF_TEST(test_signal_racing_its_timeout_1000_times)
 {
     deploy(signal_race_net("sigrace"));
     int signal_won = 0, timer_won = 0;
     for (int i = 0; i < 1000; i++) {
         wf_instance_row in = start("sigrace", "{}");
-        wf_aggregate agg = aggregate(in.id);
+        wf_aggregate agg = kit_aggregate(in.id);
         ck_assert_uint_eq(agg.n_subscriptions, 1);
         size_t n;
         wf_timer_row *rows = claim(wf_now_us() + HOUR_US, &n);
@@ -1065,10 +1014,10 @@ START_TEST(test_signal_racing_its_timeout_1000_times)
         pthread_barrier_destroy(&gate);
         ck_assert_msg(r.send_rc == WF_OK, "round %d: SendSignal: %s", i, wf_code_reason(r.send_rc));
 
-        agg = aggregate(in.id);
+        agg = kit_aggregate(in.id);
         ck_assert_uint_eq(agg.n_timers, 0);
         ck_assert_uint_eq(agg.n_subscriptions, 0);
-        const char *ev = events(in.id);
+        const char *ev = kit_event_types(in.id, 0);
         ck_assert_int_eq(count_of(ev, "TRANSITION_FIRED"), 1);
         if (r.outcome == WF_SIGNAL_CORRELATED) {
             ck_assert_msg(!r.fired, "round %d: both the signal and the timeout won", i);
@@ -1082,10 +1031,10 @@ START_TEST(test_signal_racing_its_timeout_1000_times)
             char before[4096];
             snprintf(before, sizeof before, "%s", ev);
             ck_assert(!fire(&r.timer));
-            agg = aggregate(in.id);
+            agg = kit_aggregate(in.id);
             ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_COMPLETED);
             ck_assert_str_eq(place_of_only_token(&agg), "end");
-            ck_assert_str_eq(events(in.id), before);
+            ck_assert_str_eq(kit_event_types(in.id, 0), before);
             signal_won++;
         } else {
             ck_assert_msg(r.fired, "round %d: neither side won (outcome %d)", i, (int)r.outcome);
@@ -1108,7 +1057,7 @@ END_TEST
 /* The signal arrives first; the timeout's claimed row comes due later. It
  * was withdrawn with the subscription's token: it never fires, and a
  * signal sent after the step was left is dropped, not consumed twice. */
-START_TEST(test_signal_first_then_the_stale_timeout_is_gone)
+WF_TEST(test_signal_first_then_the_stale_timeout_is_gone)
 {
     deploy(signal_race_net("sigfirst"));
     wf_instance_row in = start("sigfirst", "{}");
@@ -1116,12 +1065,12 @@ START_TEST(test_signal_first_then_the_stale_timeout_is_gone)
     wf_timer_row *rows = claim(wf_now_us() + HOUR_US, &n);
     ck_assert_uint_eq(n, 1);
     wf_timer_row row = rows[0];
-    wf_sig_send_out out;
+    wf_runtime_send_signal_out out;
     ck_assert_int_eq(send_paid(arena, in.id, &out), WF_OK);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
     ck_assert_uint_eq(out.n_instance_ids, 1);
     ck_assert_str_eq(out.instance_ids[0], in.id);
-    const char *ev = events(in.id);
+    const char *ev = kit_event_types(in.id, 0);
     ck_assert_int_eq(count_of(ev, "WORKITEM_WITHDRAWN"), 1);
     char before[4096];
     snprintf(before, sizeof before, "%s", ev);
@@ -1130,19 +1079,20 @@ START_TEST(test_signal_first_then_the_stale_timeout_is_gone)
     ck_assert_uint_eq((claim(wf_now_us() + 2 * HOUR_US, &n), n), 0);
     ck_assert_int_eq(send_paid(arena, in.id, &out), WF_OK);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_DROPPED);
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_COMPLETED);
     ck_assert_str_eq(place_of_only_token(&agg), "end");
     ck_assert_uint_eq(agg.n_tasks, 0);
     /* Nothing changed but the dropped delivery's own event. */
-    ck_assert_str_eq(events(in.id), wf_arena_printf(arena, "%s SIGNAL_DROPPED", before));
+    ck_assert_str_eq(kit_event_types(in.id, 0),
+                     wf_arena_printf(arena, "%s SIGNAL_DROPPED", before));
     ck_assert_int_eq(count_of(before, "TIMER_FIRED"), 0);
 }
 END_TEST
 
 /* RetryInstance of a refused TIME firing re-fires the timeout's work item
  * on its token with the variables as they are then. */
-START_TEST(test_retry_refires_a_refused_timer)
+WF_TEST(test_retry_refires_a_refused_timer)
 {
     deploy(race_net("refire", 1, NULL, ".go == true"));
     wf_instance_row in = start("refire", "{\"go\":false}");
@@ -1150,35 +1100,36 @@ START_TEST(test_retry_refires_a_refused_timer)
     wf_timer_row *rows = claim(wf_now_us() + 1000, &n);
     ck_assert_uint_eq(n, 1);
     ck_assert(fire(&rows[0]));
-    ck_assert_int_eq(aggregate(in.id).instances[0].status, WF_INSTANCE_FAILED);
+    ck_assert_int_eq(kit_aggregate(in.id).instances[0].status, WF_INSTANCE_FAILED);
 
     /* Still refused: the call fails, the incident stays open. */
-    wf_net_ctx ops = {.ref = as("ops"), .wake = count_wake};
+    wf_runtime_ctx ops = {.ref = as("ops"), .wake = count_wake};
     wf_instance_row out;
     wf_error err;
-    ck_assert_int_eq(wf_net_retry_instance(&ops, in.id, NULL, &out, &err), WF_E_NO_ARC_MATCHED);
+    ck_assert_int_eq(wf_runtime_retry_instance(&ops, in.id, NULL, &out, &err), WF_E_NO_ARC_MATCHED);
     ck_assert_ptr_nonnull(strstr(err.msg, "timeout"));
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_FAILED);
     ck_assert_ptr_nonnull(agg.instances[0].last_error);
-    ck_assert_int_eq(count_of(events(in.id), "INCIDENT_RESOLVED"), 0);
+    ck_assert_int_eq(count_of(kit_event_types(in.id, 0), "INCIDENT_RESOLVED"), 0);
 
     /* Fixed variables: the retry fires the timeout, which ends the case and
      * withdraws the competing review. */
-    ck_assert_int_eq(wf_sig_set_variables(&ops, in.id, "{\"go\":true}", NULL, &out, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_set_variables(&ops, in.id, "{\"go\":true}", NULL, &out, &err),
+                     WF_OK);
     wakes_events = 0;
-    wf_code rc = wf_net_retry_instance(&ops, in.id, NULL, &out, &err);
+    wf_code rc = wf_runtime_retry_instance(&ops, in.id, NULL, &out, &err);
     ck_assert_msg(rc == WF_OK, "retry: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_int_eq(out.status, WF_INSTANCE_COMPLETED);
     ck_assert_ptr_null(out.last_error);
     ck_assert_int_eq(wakes_events, 1);
-    agg = aggregate(in.id);
+    agg = kit_aggregate(in.id);
     ck_assert_int_eq(agg.tasks[0].status, WF_TASK_CANCELLED);
-    const char *ev = events(in.id);
+    const char *ev = kit_event_types(in.id, 0);
     ck_assert_msg(strstr(ev, "INCIDENT_RESOLVED TRANSITION_FIRED") != NULL, "%s", ev);
     ck_assert_int_eq(count_of(ev, "INCIDENT_RESOLVED"), 1);
     ck_assert_int_eq(count_of(ev, "TRANSITION_FIRED"), 1);
-    ck_assert_int_eq(wf_net_retry_instance(&ops, in.id, NULL, &out, &err),
+    ck_assert_int_eq(wf_runtime_retry_instance(&ops, in.id, NULL, &out, &err),
                      WF_E_INSTANCE_NOT_RUNNING);
 }
 END_TEST
@@ -1186,15 +1137,15 @@ END_TEST
 /* ---- incidents ------------------------------------------------------------------------------ */
 
 /* The open incidents of key (asserting OK). */
-static wf_net_incident *
+static wf_runtime_incident *
 incidents_of(const char *key, const char *code, size_t *n)
 {
     wf_ref_ctx c = as(NULL);
-    wf_net_incident_query q = {.definition_key = key, .code = code};
-    wf_net_incident *v = NULL;
+    wf_runtime_incident_query q = {.definition_key = key, .code = code};
+    wf_runtime_incident *v = NULL;
     char *next = NULL;
     wf_error err;
-    wf_code rc = wf_net_list_incidents(&c, &q, &v, n, &next, &err);
+    wf_code rc = wf_runtime_list_incidents(&c, &q, &v, n, &next, &err);
     ck_assert_msg(rc == WF_OK, "list: %s", err.msg);
     ck_assert_ptr_null(next);
     return v;
@@ -1203,7 +1154,7 @@ incidents_of(const char *key, const char *code, size_t *n)
 /* A refused TIME firing opens an incident with the refusal's code, the
  * transition and the instance's retries; a retry refused again keeps it as
  * it was, one that succeeds resolves it (code cleared, retries counted). */
-START_TEST(test_incident_of_a_refused_timer)
+WF_TEST(test_incident_of_a_refused_timer)
 {
     deploy(race_net("inc-timer", 1, NULL, ".go == true"));
     deploy(race_net("inc-quiet", 1, NULL, NULL));
@@ -1218,7 +1169,7 @@ START_TEST(test_incident_of_a_refused_timer)
     for (size_t i = 0; i < n; i++)
         fire(&rows[i]);
 
-    wf_net_incident *v = incidents_of("inc-timer", NULL, &n);
+    wf_runtime_incident *v = incidents_of("inc-timer", NULL, &n);
     ck_assert_uint_eq(n, 1);
     ck_assert_str_eq(v[0].instance_id, in.id);
     ck_assert_str_eq(v[0].root_id, in.id);
@@ -1239,21 +1190,22 @@ START_TEST(test_incident_of_a_refused_timer)
     ck_assert_uint_eq(n, 1);
 
     /* Refused again: rolled back, the incident as it was. */
-    wf_net_ctx ops = {.ref = as("ops")};
+    wf_runtime_ctx ops = {.ref = as("ops")};
     wf_instance_row out;
     wf_error err;
-    ck_assert_int_eq(wf_net_retry_instance(&ops, in.id, NULL, &out, &err), WF_E_NO_ARC_MATCHED);
+    ck_assert_int_eq(wf_runtime_retry_instance(&ops, in.id, NULL, &out, &err), WF_E_NO_ARC_MATCHED);
     v = incidents_of("inc-timer", NULL, &n);
     ck_assert_uint_eq(n, 1);
     ck_assert(v[0].since == since);
     ck_assert_int_eq(v[0].attempts, 0);
 
     /* Fixed: resolved, off the list, the row's code cleared. */
-    ck_assert_int_eq(wf_sig_set_variables(&ops, in.id, "{\"go\":true}", NULL, &out, &err), WF_OK);
-    ck_assert_int_eq(wf_net_retry_instance(&ops, in.id, NULL, &out, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_set_variables(&ops, in.id, "{\"go\":true}", NULL, &out, &err),
+                     WF_OK);
+    ck_assert_int_eq(wf_runtime_retry_instance(&ops, in.id, NULL, &out, &err), WF_OK);
     incidents_of("inc-timer", NULL, &n);
     ck_assert_uint_eq(n, 0);
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_ptr_null(agg.instances[0].incident_code);
     ck_assert(agg.instances[0].incident_at == 0);
     ck_assert_int_eq(agg.instances[0].retries, 1);
@@ -1261,36 +1213,36 @@ START_TEST(test_incident_of_a_refused_timer)
 }
 END_TEST
 
-START_TEST(test_incident_codes_and_refusals)
+WF_TEST(test_incident_codes_and_refusals)
 {
     static const char *const known[] = {
         "JOB_FAILED",         "COMPENSATION_FAILED", "STEP_TIMED_OUT",   "DEADLOCKED",
         "NO_ARC_MATCHED",     "EXPRESSION_LIMIT",    "INVALID_ARGUMENT", "INVALID_JSON",
         "DEFINITION_INVALID", "TOO_LARGE",           "UNKNOWN"};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        ck_assert_msg(wf_net_incident_code_known(known[i]), "%s", known[i]);
-    ck_assert(!wf_net_incident_code_known("job_failed"));
-    ck_assert(!wf_net_incident_code_known("INSTANCE_FAILED"));
+        ck_assert_msg(wf_runtime_incident_code_known(known[i]), "%s", known[i]);
+    ck_assert(!wf_runtime_incident_code_known("job_failed"));
+    ck_assert(!wf_runtime_incident_code_known("INSTANCE_FAILED"));
 
     wf_ref_ctx c = as(NULL);
-    wf_net_incident *v;
+    wf_runtime_incident *v;
     size_t n;
     char *next;
     wf_error err;
-    wf_net_incident_query q = {.code = "NOPE"};
-    ck_assert_int_eq(wf_net_list_incidents(&c, &q, &v, &n, &next, &err), WF_E_INVALID_ARGUMENT);
+    wf_runtime_incident_query q = {.code = "NOPE"};
+    ck_assert_int_eq(wf_runtime_list_incidents(&c, &q, &v, &n, &next, &err), WF_E_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(err.msg, "code"));
-    q = (wf_net_incident_query){.page_size = -1};
-    ck_assert_int_eq(wf_net_list_incidents(&c, &q, &v, &n, &next, &err), WF_E_INVALID_ARGUMENT);
-    q = (wf_net_incident_query){.cursor = "not a cursor"};
-    ck_assert_int_eq(wf_net_list_incidents(&c, &q, &v, &n, &next, &err), WF_E_INVALID_ARGUMENT);
+    q = (wf_runtime_incident_query){.page_size = -1};
+    ck_assert_int_eq(wf_runtime_list_incidents(&c, &q, &v, &n, &next, &err), WF_E_INVALID_ARGUMENT);
+    q = (wf_runtime_incident_query){.cursor = "not a cursor"};
+    ck_assert_int_eq(wf_runtime_list_incidents(&c, &q, &v, &n, &next, &err), WF_E_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(err.msg, "page_token"));
 }
 END_TEST
 
 /* ListInstances refuses malformed variable filters and inverted ranges
  * before it reads anything. */
-START_TEST(test_list_instances_filter_refusals)
+WF_TEST(test_list_instances_filter_refusals)
 {
     wf_ref_ctx c = as(NULL);
     wf_instance_row *rows;
@@ -1385,16 +1337,16 @@ payment_net(const char *key, bool review)
 static void
 buffer_payment(const char *aggregate_id)
 {
-    wf_net_ctx c = {.ref = as("shop")};
-    wf_sig_send_in in = {.name = "payment",
-                         .aggregate_type = "order",
-                         .aggregate_id = aggregate_id,
-                         .has_aggregate = true,
-                         .payload_json = "{\"paidBy\":\"card\"}",
-                         .buffer_ttl_ms = 60000};
-    wf_sig_send_out out;
+    wf_runtime_ctx c = {.ref = as("shop")};
+    wf_runtime_send_signal_in in = {.name = "payment",
+                                    .aggregate_type = "order",
+                                    .aggregate_id = aggregate_id,
+                                    .has_aggregate = true,
+                                    .payload_json = "{\"paidBy\":\"card\"}",
+                                    .buffer_ttl_ms = 60000};
+    wf_runtime_send_signal_out out;
     wf_error err;
-    wf_code rc = wf_sig_send(&c, &in, NULL, &out, &err);
+    wf_code rc = wf_runtime_send_signal(&c, &in, NULL, &out, &err);
     ck_assert_msg(rc == WF_OK, "send: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_BUFFERED);
 }
@@ -1422,7 +1374,7 @@ static void
 assert_paid_incident(const char *instance_id, const char *aggregate_id, const char *why,
                      int tasks_created)
 {
-    wf_aggregate agg = aggregate(instance_id);
+    wf_aggregate agg = kit_aggregate(instance_id);
     const wf_instance_row *in = &agg.instances[0];
     ck_assert_int_eq(in->status, WF_INSTANCE_FAILED);
     ck_assert_ptr_nonnull(in->last_error);
@@ -1437,21 +1389,21 @@ assert_paid_incident(const char *instance_id, const char *aggregate_id, const ch
     for (size_t i = 0; i < agg.n_tasks; i++)
         ck_assert_str_ne(agg.tasks[i].transition_id, "approve");
 
-    wf_net_ctx c = {.ref = as("ops")};
-    wf_sig_list_in q = {
+    wf_runtime_ctx c = {.ref = as("ops")};
+    wf_runtime_list_signals_in q = {
         .aggregate_type = "order", .aggregate_id = aggregate_id, .has_aggregate = true};
     wf_signal_row *rows;
     size_t n;
     char *next;
     wf_error err;
-    ck_assert_int_eq(wf_sig_list(&c, &q, &rows, &n, &next, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_list_signals(&c, &q, &rows, &n, &next, &err), WF_OK);
     ck_assert_uint_eq(n, 1);
     ck_assert(!rows[0].buffered);
     ck_assert(rows[0].consumed_at > 0);
     ck_assert_str_eq(rows[0].consumed_by_instance, instance_id);
     ck_assert_str_eq(rows[0].transition_id, "paid");
 
-    const char *ev = events(instance_id);
+    const char *ev = kit_event_types(instance_id, 0);
     ck_assert_msg(strstr(ev, "SIGNAL_CONSUMED INSTANCE_FAILED") != NULL, "%s", ev);
     ck_assert_int_eq(count_of(ev, "SIGNAL_CONSUMED"), 1);
     ck_assert_int_eq(count_of(ev, "INSTANCE_FAILED"), 1);
@@ -1463,14 +1415,14 @@ assert_paid_incident(const char *instance_id, const char *aggregate_id, const ch
 static void
 fix_and_retry(const char *instance_id, const char *vars)
 {
-    wf_net_ctx ops = {.ref = as("ops")};
+    wf_runtime_ctx ops = {.ref = as("ops")};
     wf_instance_row out;
     wf_error err;
-    ck_assert_int_eq(wf_sig_set_variables(&ops, instance_id, vars, NULL, &out, &err), WF_OK);
-    wf_code rc = wf_net_retry_instance(&ops, instance_id, NULL, &out, &err);
+    ck_assert_int_eq(wf_runtime_set_variables(&ops, instance_id, vars, NULL, &out, &err), WF_OK);
+    wf_code rc = wf_runtime_retry_instance(&ops, instance_id, NULL, &out, &err);
     ck_assert_msg(rc == WF_OK, "retry: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_int_eq(out.status, WF_INSTANCE_RUNNING);
-    wf_aggregate agg = aggregate(instance_id);
+    wf_aggregate agg = kit_aggregate(instance_id);
     ck_assert_str_eq(place_of_only_token(&agg), "approved");
     const wf_task_row *approve = NULL;
     for (size_t i = 0; i < agg.n_tasks; i++)
@@ -1478,7 +1430,7 @@ fix_and_retry(const char *instance_id, const char *vars)
             approve = &agg.tasks[i];
     ck_assert_ptr_nonnull(approve);
     ck_assert_str_eq(approve->assignee_id, "bob");
-    const char *ev = events(instance_id);
+    const char *ev = kit_event_types(instance_id, 0);
     ck_assert_msg(strstr(ev, "INCIDENT_RESOLVED TRANSITION_FIRED") != NULL, "%s", ev);
 }
 
@@ -1486,7 +1438,7 @@ fix_and_retry(const char *instance_id, const char *vars)
  * firing is refused (no arc matches; then, with the guard passing, the
  * next step's assignee expression gives nobody): the completion succeeds
  * and the refusal is an incident of the instance. */
-START_TEST(test_buffered_signal_refused_on_enabling_is_an_incident)
+WF_TEST(test_buffered_signal_refused_on_enabling_is_an_incident)
 {
     deploy(payment_net("pay", true));
     const struct {
@@ -1498,7 +1450,7 @@ START_TEST(test_buffered_signal_refused_on_enabling_is_an_incident)
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         buffer_payment(cases[k].order);
         wf_instance_row in = start_order("pay", cases[k].order, cases[k].vars);
-        wf_aggregate agg = aggregate(in.id);
+        wf_aggregate agg = kit_aggregate(in.id);
         ck_assert_uint_eq(agg.n_tasks, 1);
         wf_ref_ctx alice = as("alice");
         wf_ref_completion done;
@@ -1506,10 +1458,10 @@ START_TEST(test_buffered_signal_refused_on_enabling_is_an_incident)
         wf_code rc = wf_instances_complete_task(&alice, agg.tasks[0].id, "{\"reviewed\":true}",
                                                 NULL, &done, &err);
         ck_assert_msg(rc == WF_OK, "complete: %s %s", wf_code_reason(rc), err.msg);
-        agg = aggregate(in.id);
+        agg = kit_aggregate(in.id);
         ck_assert_int_eq(agg.tasks[0].status, WF_TASK_DONE);
         ck_assert_ptr_nonnull(strstr(agg.instances[0].variables_json, "\"reviewed\":true"));
-        ck_assert_int_eq(count_of(events(in.id), "TRANSITION_FIRED"), 1); /* review */
+        ck_assert_int_eq(count_of(kit_event_types(in.id, 0), "TRANSITION_FIRED"), 1); /* review */
         /* One task created: the review's. */
         assert_paid_incident(in.id, cases[k].order, cases[k].why, 1);
         fix_and_retry(in.id, "{\"ok\":true,\"approver\":\"bob\"}");
@@ -1519,14 +1471,14 @@ END_TEST
 
 /* The same refusal when StartInstance itself enables the wait: the
  * instance is created, FAILED. */
-START_TEST(test_buffered_signal_refused_at_start_is_an_incident)
+WF_TEST(test_buffered_signal_refused_at_start_is_an_incident)
 {
     deploy(payment_net("paystart", false));
     buffer_payment("B-1");
     wf_instance_row in = start_order("paystart", "B-1", "{\"ok\":false}");
     ck_assert_int_eq(in.status, WF_INSTANCE_FAILED);
     assert_paid_incident(in.id, "B-1", "no output arc", 0);
-    ck_assert_int_eq(count_of(events(in.id), "INSTANCE_STARTED"), 1);
+    ck_assert_int_eq(count_of(kit_event_types(in.id, 0), "INSTANCE_STARTED"), 1);
     fix_and_retry(in.id, "{\"ok\":true,\"approver\":\"bob\"}");
 }
 END_TEST
@@ -1580,13 +1532,13 @@ two_waits_net(const char *key)
 static wf_signal_row
 shipped_row(const char *instance_id)
 {
-    wf_net_ctx c = {.ref = as("ops")};
-    wf_sig_list_in q = {.instance_id = instance_id, .name = "shipped"};
+    wf_runtime_ctx c = {.ref = as("ops")};
+    wf_runtime_list_signals_in q = {.instance_id = instance_id, .name = "shipped"};
     wf_signal_row *rows;
     size_t n;
     char *next;
     wf_error err;
-    ck_assert_int_eq(wf_sig_list(&c, &q, &rows, &n, &next, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_list_signals(&c, &q, &rows, &n, &next, &err), WF_OK);
     ck_assert_uint_eq(n, 1);
     return rows[0];
 }
@@ -1595,27 +1547,27 @@ shipped_row(const char *instance_id)
  * refused firing of paid fails the instance before shipped fires, so that
  * signal goes back to the buffer. The retry fires paid, then shipped
  * consumes its signal in the same unit of work. */
-START_TEST(test_retry_consumes_a_signal_put_back_by_a_refused_firing)
+WF_TEST(test_retry_consumes_a_signal_put_back_by_a_refused_firing)
 {
     deploy(two_waits_net("twowaits"));
     buffer_payment("C-1");
     wf_instance_row in = start_order("twowaits", "C-1", "{\"ok\":false}");
-    wf_net_ctx shop = {.ref = as("shop")};
-    wf_sig_send_in sh = {.name = "shipped",
-                         .instance_id = in.id,
-                         .payload_json = "{\"carrier\":\"ups\"}",
-                         .buffer_ttl_ms = 60000};
-    wf_sig_send_out so;
+    wf_runtime_ctx shop = {.ref = as("shop")};
+    wf_runtime_send_signal_in sh = {.name = "shipped",
+                                    .instance_id = in.id,
+                                    .payload_json = "{\"carrier\":\"ups\"}",
+                                    .buffer_ttl_ms = 60000};
+    wf_runtime_send_signal_out so;
     wf_error err;
-    ck_assert_int_eq(wf_sig_send(&shop, &sh, NULL, &so, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_send_signal(&shop, &sh, NULL, &so, &err), WF_OK);
     ck_assert_int_eq(so.outcome, WF_SIGNAL_BUFFERED);
     wf_ref_ctx alice = as("alice");
     wf_ref_completion done;
-    wf_aggregate agg = aggregate(in.id);
+    wf_aggregate agg = kit_aggregate(in.id);
     ck_assert_int_eq(wf_instances_complete_task(&alice, agg.tasks[0].id, NULL, NULL, &done, &err),
                      WF_OK);
 
-    agg = aggregate(in.id);
+    agg = kit_aggregate(in.id);
     ck_assert_int_eq(agg.instances[0].status, WF_INSTANCE_FAILED);
     ck_assert_uint_eq(agg.n_subscriptions, 1);
     ck_assert_str_eq(agg.subscriptions[0].transition_id, "shipped");
@@ -1623,10 +1575,11 @@ START_TEST(test_retry_consumes_a_signal_put_back_by_a_refused_firing)
     ck_assert(s.buffered);
     ck_assert_int_eq(s.consumed_at, 0);
 
-    wf_net_ctx ops = {.ref = as("ops")};
+    wf_runtime_ctx ops = {.ref = as("ops")};
     wf_instance_row out;
-    ck_assert_int_eq(wf_sig_set_variables(&ops, in.id, "{\"ok\":true}", NULL, &out, &err), WF_OK);
-    wf_code rc = wf_net_retry_instance(&ops, in.id, NULL, &out, &err);
+    ck_assert_int_eq(wf_runtime_set_variables(&ops, in.id, "{\"ok\":true}", NULL, &out, &err),
+                     WF_OK);
+    wf_code rc = wf_runtime_retry_instance(&ops, in.id, NULL, &out, &err);
     ck_assert_msg(rc == WF_OK, "retry: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_int_eq(out.status, WF_INSTANCE_COMPLETED);
     ck_assert_ptr_nonnull(strstr(out.variables_json, "\"carrier\":\"ups\""));
@@ -1635,7 +1588,7 @@ START_TEST(test_retry_consumes_a_signal_put_back_by_a_refused_firing)
     ck_assert(s.consumed_at > 0);
     ck_assert_str_eq(s.consumed_by_instance, in.id);
     ck_assert_str_eq(s.transition_id, "shipped");
-    const char *ev = events(in.id);
+    const char *ev = kit_event_types(in.id, 0);
     ck_assert_int_eq(count_of(ev, "SIGNAL_CONSUMED"), 2);
     ck_assert_int_eq(count_of(ev, "INSTANCE_COMPLETED"), 1);
 }
@@ -1644,32 +1597,6 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("net_runtime");
-    TCase *tc = tcase_create("memory");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_timer_fires_once_and_withdraws_the_task);
-    tcase_add_test(tc, test_timer_withdrawn_by_the_user_never_fires);
-    tcase_add_test(tc, test_complete_and_end_withdraws_the_net_and_ends_it);
-    tcase_add_test(tc, test_work_item_history);
-    tcase_add_test(tc, test_timers_fire_in_batches);
-    tcase_add_test(tc, test_user_racing_time_1000_times);
-    tcase_add_test(tc, test_due_expression_and_refused_firing_is_an_incident);
-    tcase_add_test(tc, test_task_expressions_at_enablement);
-    tcase_add_test(tc, test_task_expression_failing_after_a_timer_is_an_incident);
-    tcase_add_test(tc, test_work_item_follows_reassign_and_delegate);
-    tcase_add_test(tc, test_msg_subscription_and_view);
-    tcase_add_test(tc, test_versions_and_cache);
-    tcase_add_test(tc, test_signal_racing_its_timeout_1000_times);
-    tcase_add_test(tc, test_signal_first_then_the_stale_timeout_is_gone);
-    tcase_add_test(tc, test_retry_refires_a_refused_timer);
-    tcase_add_test(tc, test_incident_of_a_refused_timer);
-    tcase_add_test(tc, test_incident_codes_and_refusals);
-    tcase_add_test(tc, test_list_instances_filter_refusals);
-    tcase_add_test(tc, test_buffered_signal_refused_on_enabling_is_an_incident);
-    tcase_add_test(tc, test_buffered_signal_refused_at_start_is_an_incident);
-    tcase_add_test(tc, test_retry_consumes_a_signal_put_back_by_a_refused_firing);
-    tcase_add_test(tc, test_signal_with_start);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    kit_fixture(&st, &arena);
+    return wf_test_run(wf_test_suite("net_runtime", "memory", setup, kit_teardown, 30));
 }

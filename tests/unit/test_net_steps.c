@@ -9,24 +9,11 @@
 
 #include "expr.h"
 #include "net.h"
+#include "engine_kit.h"
 #include "test_support.h"
 #include "wf_arena.h"
 
 static wf_arena *A;
-
-static void
-setup(void)
-{
-    A = wf_arena_new();
-}
-
-static void
-teardown(void)
-{
-    wf_arena_free(A);
-    A = NULL;
-    wf_expr_cache_clear();
-}
 
 static wf_net *
 list_new(const char *key, size_t cap)
@@ -94,7 +81,7 @@ dump(const wf_validation_error *v, size_t n)
 
 /* ---- compiling ------------------------------------------------------------------ */
 
-START_TEST(test_compiles_the_documented_shape)
+WF_TEST(test_compiles_the_documented_shape)
 {
     wf_net *in = list_new("checkout", 8);
     wf_step *r = job(in, "reserve", "reserve-stock");
@@ -170,7 +157,7 @@ START_TEST(test_compiles_the_documented_shape)
 }
 END_TEST
 
-START_TEST(test_await_without_on_timeout_fails)
+WF_TEST(test_await_without_on_timeout_fails)
 {
     wf_net *in = list_new("k", 2);
     wf_step *w = S(in, "wait");
@@ -201,7 +188,7 @@ END_TEST
 
 /* ---- validation -------------------------------------------------------------------- */
 
-START_TEST(test_validation_lists_every_error)
+WF_TEST(test_validation_lists_every_error)
 {
     wf_net *in = list_new("bad", 12);
     in->places = wf_arena_calloc(A, 1, sizeof *in->places);
@@ -265,7 +252,7 @@ END_TEST
 /* A user step's task expressions reach its USER transition, are kept by
  * the canonical JSON, and are reported at the step's path when they do
  * not compile. */
-START_TEST(test_user_step_task_expressions)
+WF_TEST(test_user_step_task_expressions)
 {
     static const char *ann[] = {"ann"};
     wf_net *in = list_new("ux", 1);
@@ -308,7 +295,7 @@ START_TEST(test_user_step_task_expressions)
 }
 END_TEST
 
-START_TEST(test_empty_list)
+WF_TEST(test_empty_list)
 {
     wf_net *in = list_new("", 1);
     wf_net *out = NULL;
@@ -322,7 +309,7 @@ START_TEST(test_empty_list)
 }
 END_TEST
 
-START_TEST(test_limits)
+WF_TEST(test_limits)
 {
     /* 499 awaits with timeouts, 2000 rules: the compiled net stays within
      * the net's limits; one step more is refused. */
@@ -397,7 +384,7 @@ fire_a(const wf_net *net, const char *vars, const char *goto_place, const char *
     ck_assert_uint_eq(d.fired[0].n_produced, 1);
 }
 
-START_TEST(test_first_matching_rule_wins)
+WF_TEST(test_first_matching_rule_wins)
 {
     wf_net *net = routing_list();
     fire_a(net, "{\"n\":2}", NULL, "c");
@@ -406,7 +393,7 @@ START_TEST(test_first_matching_rule_wins)
 }
 END_TEST
 
-START_TEST(test_goto_overrides_the_rules)
+WF_TEST(test_goto_overrides_the_rules)
 {
     wf_net *net = routing_list();
     fire_a(net, "{\"n\":2}", "d:ready", "d");
@@ -422,7 +409,7 @@ START_TEST(test_goto_overrides_the_rules)
 }
 END_TEST
 
-START_TEST(test_last_step_ends_the_case)
+WF_TEST(test_last_step_ends_the_case)
 {
     wf_net *in = list_new("one", 1);
     job(in, "only", "t");
@@ -438,7 +425,7 @@ END_TEST
 
 /* ---- canonical JSON ----------------------------------------------------------------- */
 
-START_TEST(test_json_round_trip_keeps_steps_and_flags)
+WF_TEST(test_json_round_trip_keeps_steps_and_flags)
 {
     wf_net *in = list_new("rt", 3);
     wf_step *a = job(in, "a", "t");
@@ -478,19 +465,6 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("net_steps");
-    TCase *tc = tcase_create("core");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, test_compiles_the_documented_shape);
-    tcase_add_test(tc, test_await_without_on_timeout_fails);
-    tcase_add_test(tc, test_validation_lists_every_error);
-    tcase_add_test(tc, test_user_step_task_expressions);
-    tcase_add_test(tc, test_empty_list);
-    tcase_add_test(tc, test_limits);
-    tcase_add_test(tc, test_first_matching_rule_wins);
-    tcase_add_test(tc, test_goto_overrides_the_rules);
-    tcase_add_test(tc, test_last_step_ends_the_case);
-    tcase_add_test(tc, test_json_round_trip_keeps_steps_and_flags);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    kit_fixture(NULL, &A);
+    return wf_test_run(wf_test_suite("net_steps", "core", kit_setup, kit_teardown, 0));
 }

@@ -12,11 +12,13 @@
 
 #include "directory.h"
 #include "vars.h"
+#include "engine_kit.h"
 #include "expr.h"
 #include "instances.h"
 #include "referral.h"
 #include "store.h"
 #include "wf_config.h"
+#include "test_support.h"
 
 /* ---- pure rules ----------------------------------------------------------------------- */
 
@@ -38,7 +40,7 @@ op(wf_task_row t, wf_task_op o, const char *actor, bool member)
     return wf_referral_check_task_op(&t, o, actor, member, &err);
 }
 
-START_TEST(test_personal_task_only_assignee_completes)
+WF_CASE_TEST("rules", test_personal_task_only_assignee_completes)
 {
     wf_task_row t = task(WF_ASSIGNEE_USER, "alice", WF_TASK_OPEN, NULL);
     ck_assert_int_eq(op(t, WF_TASK_OP_COMPLETE, "alice", false), WF_OK);
@@ -50,7 +52,7 @@ START_TEST(test_personal_task_only_assignee_completes)
 }
 END_TEST
 
-START_TEST(test_inbox_rules_reassign_delegate_update)
+WF_CASE_TEST("rules", test_inbox_rules_reassign_delegate_update)
 {
     /* A personal task: its assignee and its assigner manage it. */
     wf_task_row t = task(WF_ASSIGNEE_USER, "alice", WF_TASK_OPEN, NULL);
@@ -93,7 +95,7 @@ START_TEST(test_inbox_rules_reassign_delegate_update)
 }
 END_TEST
 
-START_TEST(test_task_sort_keys)
+WF_CASE_TEST("rules", test_task_sort_keys)
 {
     wf_task_row t = {.created_at = 7, .priority = 80};
     ck_assert_int_eq(wf_task_sort_key(&t, WF_TASK_SORT_CREATED), 7);
@@ -105,7 +107,7 @@ START_TEST(test_task_sort_keys)
 }
 END_TEST
 
-START_TEST(test_group_task_claim_rules)
+WF_CASE_TEST("rules", test_group_task_claim_rules)
 {
     wf_task_row open = task(WF_ASSIGNEE_GROUP, "it", WF_TASK_OPEN, NULL);
     ck_assert_int_eq(op(open, WF_TASK_OP_CLAIM, "alice", true), WF_OK);
@@ -123,7 +125,7 @@ START_TEST(test_group_task_claim_rules)
 }
 END_TEST
 
-START_TEST(test_finished_tasks_are_not_open_for_anyone)
+WF_CASE_TEST("rules", test_finished_tasks_are_not_open_for_anyone)
 {
     wf_task_status st[] = {WF_TASK_DONE, WF_TASK_CANCELLED};
     wf_task_op ops[] = {WF_TASK_OP_CLAIM, WF_TASK_OP_RELEASE, WF_TASK_OP_COMPLETE};
@@ -147,7 +149,7 @@ config(char **env)
     return cfg;
 }
 
-START_TEST(test_static_directory_membership)
+WF_CASE_TEST("rules", test_static_directory_membership)
 {
     char *env[] = {"WF_ENV=development", "WF_USERS=carol", "WF_GROUP_it=alice,bob",
                    "WF_GROUP_empty=", NULL};
@@ -179,7 +181,7 @@ START_TEST(test_static_directory_membership)
 }
 END_TEST
 
-START_TEST(test_open_directory_accepts_without_group_info)
+WF_CASE_TEST("rules", test_open_directory_accepts_without_group_info)
 {
     char *env[] = {"WF_ENV=development", NULL};
     wf_config *cfg = config(env);
@@ -209,7 +211,7 @@ counts(const wf_task_status *st, size_t n)
     return c;
 }
 
-START_TEST(test_join_conditions)
+WF_CASE_TEST("rules", test_join_conditions)
 {
     wf_ref_counts none = counts(NULL, 0);
     ck_assert(!none.all_completed); /* no task: never completed */
@@ -238,7 +240,7 @@ START_TEST(test_join_conditions)
 }
 END_TEST
 
-START_TEST(test_json_variables_must_be_objects)
+WF_CASE_TEST("rules", test_json_variables_must_be_objects)
 {
     wf_arena *a = wf_arena_new();
     wf_error err;
@@ -292,7 +294,7 @@ collect(void *arg, const char *field, const char *reason, const char *descriptio
         snprintf(v->fields[v->n++], sizeof v->fields[0], "%s", field);
 }
 
-START_TEST(test_spec_validation_reports_every_violation)
+WF_CASE_TEST("rules", test_spec_validation_reports_every_violation)
 {
     wf_arena *a = wf_arena_new();
     vlist v = {0};
@@ -326,7 +328,7 @@ START_TEST(test_spec_validation_reports_every_violation)
 }
 END_TEST
 
-START_TEST(test_spec_encoding_round_trips)
+WF_CASE_TEST("rules", test_spec_encoding_round_trips)
 {
     wf_arena *a = wf_arena_new();
     const char *ids[] = {"alice", "bob"};
@@ -370,7 +372,7 @@ START_TEST(test_spec_encoding_round_trips)
 }
 END_TEST
 
-START_TEST(test_spec_validation_of_ids_expression)
+WF_CASE_TEST("rules", test_spec_validation_of_ids_expression)
 {
     wf_arena *a = wf_arena_new();
     vlist v = {0};
@@ -411,7 +413,7 @@ START_TEST(test_spec_validation_of_ids_expression)
 }
 END_TEST
 
-START_TEST(test_spec_encoding_keeps_ids_expression)
+WF_CASE_TEST("rules", test_spec_encoding_keeps_ids_expression)
 {
     wf_arena *a = wf_arena_new();
     const char *grp[] = {"it"};
@@ -448,19 +450,16 @@ static wf_directory *dir;
 static void
 setup(void)
 {
-    wf_error err;
-    st = wf_store_memory_new(&err);
-    arena = wf_arena_new();
+    kit_setup();
     dir = wf_directory_new_open();
-    ck_assert_ptr_nonnull(st);
 }
 
+/* kit_teardown empties the cache of compiled ids_expressions too, so
+ * leak checks see none. */
 static void
 teardown(void)
 {
-    wf_expr_cache_clear(); /* compiled ids_expressions, so leak checks see none */
-    wf_store_free(st);
-    wf_arena_free(arena);
+    kit_teardown();
     wf_directory_free(dir);
 }
 
@@ -502,7 +501,7 @@ event_types(const char *root)
     return s;
 }
 
-START_TEST(test_all_join_runs_next_once_with_original_assigner)
+WF_CASE_TEST("engine", test_all_join_runs_next_once_with_original_assigner)
 {
     char *root = start("boss");
     const char *users[] = {"alice", "bob"};
@@ -555,7 +554,7 @@ START_TEST(test_all_join_runs_next_once_with_original_assigner)
 }
 END_TEST
 
-START_TEST(test_any_join_cancels_the_rest)
+WF_CASE_TEST("engine", test_any_join_cancels_the_rest)
 {
     char *root = start("boss");
     const char *users[] = {"a", "b", "c"};
@@ -583,7 +582,7 @@ START_TEST(test_any_join_cancels_the_rest)
 }
 END_TEST
 
-START_TEST(test_complete_and_end_closes_the_tree)
+WF_CASE_TEST("engine", test_complete_and_end_closes_the_tree)
 {
     char *root = start("boss");
     const char *u1[] = {"a"}, *u2[] = {"b", "c"};
@@ -628,7 +627,7 @@ listed(const wf_ref_ctx *c, const wf_ref_task_query *q)
     return s;
 }
 
-START_TEST(test_group_queue_lists_open_tasks_by_default)
+WF_CASE_TEST("engine", test_group_queue_lists_open_tasks_by_default)
 {
     char *root = start("boss");
     const char *grp[] = {"it"};
@@ -680,7 +679,7 @@ states_of(const char *id)
     return s;
 }
 
-START_TEST(test_every_root_in_one_process_state)
+WF_CASE_TEST("engine", test_every_root_in_one_process_state)
 {
     char *fresh = start("boss"), *referred = start("boss"), *ended = start("boss");
     const char *ann[] = {"ann"};
@@ -698,7 +697,7 @@ START_TEST(test_every_root_in_one_process_state)
 }
 END_TEST
 
-START_TEST(test_cancel_subtree_only)
+WF_CASE_TEST("engine", test_cancel_subtree_only)
 {
     char *root = start("boss");
     const char *u[] = {"a"};
@@ -732,7 +731,7 @@ enc(const void *result, void *arg, wf_arena *a, unsigned char **bytes, size_t *l
     return WF_OK;
 }
 
-START_TEST(test_idempotent_start)
+WF_CASE_TEST("engine", test_idempotent_start)
 {
     wf_ref_ctx c = as("boss");
     wf_start_spec s = {.definition_key = "k"};
@@ -776,7 +775,7 @@ boss_collecting(vlist *v)
     return c;
 }
 
-START_TEST(test_ids_expression_reads_parent_and_request_variables)
+WF_CASE_TEST("engine", test_ids_expression_reads_parent_and_request_variables)
 {
     char *root = start_vars("{\"reviewers\":[\"alice\",\"bob\",\"alice\"],\"lead\":\"carol\"}");
     vlist v = {0};
@@ -841,7 +840,7 @@ assign_fails(const char *root, wf_assign_spec *s, wf_code code, const char *fiel
     ck_assert_str_eq(event_types(root), before);
 }
 
-START_TEST(test_ids_expression_results_follow_the_literal_rules)
+WF_CASE_TEST("engine", test_ids_expression_results_follow_the_literal_rules)
 {
     char *root = start_vars("{\"none\":[],\"two\":[\"a\",\"b\"],\"n\":7,\"long\":\"\"}");
     wf_assign_spec s = {.parent_id = root,
@@ -896,7 +895,7 @@ END_TEST
 /* root -> P (USERS p1, p2) -> A (USER alice) with on_all_completed B
  * (USERS from .approvers): B's ids are read when A's join fires, from P
  * as it is then. */
-START_TEST(test_ids_expression_in_a_chain_reads_variables_when_the_join_fires)
+WF_CASE_TEST("engine", test_ids_expression_in_a_chain_reads_variables_when_the_join_fires)
 {
     char *root = start_vars("{}");
     wf_ref_ctx boss = as("boss"), alice = as("alice"), p1 = as("p1");
@@ -945,7 +944,7 @@ START_TEST(test_ids_expression_in_a_chain_reads_variables_when_the_join_fires)
 }
 END_TEST
 
-START_TEST(test_assign_errors)
+WF_CASE_TEST("engine", test_assign_errors)
 {
     char *root = start("boss");
     wf_ref_ctx boss = as("boss");
@@ -972,48 +971,10 @@ START_TEST(test_assign_errors)
 }
 END_TEST
 
-static Suite *
-suite(void)
-{
-    Suite *s = suite_create("referral");
-    TCase *rules = tcase_create("rules");
-    tcase_add_test(rules, test_personal_task_only_assignee_completes);
-    tcase_add_test(rules, test_group_task_claim_rules);
-    tcase_add_test(rules, test_inbox_rules_reassign_delegate_update);
-    tcase_add_test(rules, test_task_sort_keys);
-    tcase_add_test(rules, test_finished_tasks_are_not_open_for_anyone);
-    tcase_add_test(rules, test_static_directory_membership);
-    tcase_add_test(rules, test_open_directory_accepts_without_group_info);
-    tcase_add_test(rules, test_join_conditions);
-    tcase_add_test(rules, test_json_variables_must_be_objects);
-    tcase_add_test(rules, test_spec_validation_reports_every_violation);
-    tcase_add_test(rules, test_spec_encoding_round_trips);
-    tcase_add_test(rules, test_spec_validation_of_ids_expression);
-    tcase_add_test(rules, test_spec_encoding_keeps_ids_expression);
-    suite_add_tcase(s, rules);
-    TCase *eng = tcase_create("engine");
-    tcase_add_checked_fixture(eng, setup, teardown);
-    tcase_add_test(eng, test_all_join_runs_next_once_with_original_assigner);
-    tcase_add_test(eng, test_any_join_cancels_the_rest);
-    tcase_add_test(eng, test_complete_and_end_closes_the_tree);
-    tcase_add_test(eng, test_group_queue_lists_open_tasks_by_default);
-    tcase_add_test(eng, test_every_root_in_one_process_state);
-    tcase_add_test(eng, test_cancel_subtree_only);
-    tcase_add_test(eng, test_idempotent_start);
-    tcase_add_test(eng, test_assign_errors);
-    tcase_add_test(eng, test_ids_expression_reads_parent_and_request_variables);
-    tcase_add_test(eng, test_ids_expression_results_follow_the_literal_rules);
-    tcase_add_test(eng, test_ids_expression_in_a_chain_reads_variables_when_the_join_fires);
-    suite_add_tcase(s, eng);
-    return s;
-}
-
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    kit_fixture(&st, &arena);
+    const wf_test_case cases[] = {{"rules", NULL, NULL, 0}, {"engine", setup, teardown, 0}, {NULL}};
+    return wf_test_run(wf_test_suite_of("referral", cases));
 }

@@ -23,58 +23,29 @@
 static wf_store *st;
 static wf_arena *arena;
 
-static void
-setup(void)
-{
-    wf_error err;
-    st = wf_store_memory_new(&err);
-    ck_assert_ptr_nonnull(st);
-    arena = wf_arena_new();
-    ck_assert_ptr_nonnull(arena);
-}
-
-static void
-teardown(void)
-{
-    wf_store_free(st);
-    wf_arena_free(arena);
-    wf_expr_cache_clear();
-    wf_defcache_clear();
-}
-
-static wf_net_ctx
+static wf_runtime_ctx
 ctx(void)
 {
-    return (wf_net_ctx){.ref = {.store = st, .tenant = "default", .actor = "t", .arena = arena}};
-}
-
-static wf_instance_row
-instance(const char *id)
-{
-    wf_store_ctx sc = {"default", 0, arena};
-    wf_instance_row in;
-    wf_error err;
-    ck_assert_int_eq(wf_store_get_instance(st, &sc, id, &in, &err), WF_OK);
-    return in;
+    return kit_ctx("t");
 }
 
 /* SendSignal of name to the instance id (or, id NULL, to order agg). */
 static wf_code
 send(const char *name, const char *id, const char *agg, const char *payload, const char *signal_id,
-     int64_t ttl_ms, wf_sig_send_out *out, wf_error *err)
+     int64_t ttl_ms, wf_runtime_send_signal_out *out, wf_error *err)
 {
-    wf_net_ctx c = ctx();
-    wf_sig_send_in in = {.name = name,
-                         .instance_id = id,
-                         .aggregate_type = agg != NULL ? "order" : NULL,
-                         .aggregate_id = agg,
-                         .has_aggregate = agg != NULL,
-                         .payload_json = payload,
-                         .signal_id = signal_id,
-                         .buffer_ttl_ms = ttl_ms};
+    wf_runtime_ctx c = ctx();
+    wf_runtime_send_signal_in in = {.name = name,
+                                    .instance_id = id,
+                                    .aggregate_type = agg != NULL ? "order" : NULL,
+                                    .aggregate_id = agg,
+                                    .has_aggregate = agg != NULL,
+                                    .payload_json = payload,
+                                    .signal_id = signal_id,
+                                    .buffer_ttl_ms = ttl_ms};
     memset(out, 0, sizeof *out);
     wf_error_clear(err);
-    return wf_sig_send(&c, &in, NULL, out, err);
+    return wf_runtime_send_signal(&c, &in, NULL, out, err);
 }
 
 static size_t
@@ -84,31 +55,31 @@ buffered_for(const wf_instance_row *in)
     wf_signal_row *rows;
     size_t n;
     wf_error err;
-    ck_assert_int_eq(wf_sig_buffered_for(&c, in, &rows, &n, &err), WF_OK);
+    ck_assert_int_eq(wf_runtime_buffered_signals(&c, in, &rows, &n, &err), WF_OK);
     return n;
 }
 
-START_TEST(test_signal_to_a_waiting_instance_fires_and_merges)
+WF_TEST(test_signal_to_a_waiting_instance_fires_and_merges)
 {
     kit_deploy_msg_net(ctx(), "pay", WF_CORRELATION_INSTANCE);
     wf_instance_row in = kit_start_order(ctx(), "pay", NULL);
-    wf_sig_send_out out;
+    wf_runtime_send_signal_out out;
     wf_error err;
     ck_assert_int_eq(send("payment", in.id, NULL, "{\"amount\": 5}", NULL, 0, &out, &err), WF_OK);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
     ck_assert_uint_eq(out.n_instance_ids, 1);
     ck_assert_str_eq(out.instance_ids[0], in.id);
-    wf_instance_row after = instance(in.id);
+    wf_instance_row after = kit_instance(in.id);
     ck_assert_int_eq(after.status, WF_INSTANCE_COMPLETED);
     ck_assert_ptr_nonnull(strstr(after.variables_json, "\"amount\""));
 }
 END_TEST
 
-START_TEST(test_unawaited_signal_is_buffered_or_dropped)
+WF_TEST(test_unawaited_signal_is_buffered_or_dropped)
 {
     kit_deploy_msg_net(ctx(), "pay2", WF_CORRELATION_INSTANCE);
     wf_instance_row in = kit_start_order(ctx(), "pay2", NULL);
-    wf_sig_send_out out;
+    wf_runtime_send_signal_out out;
     wf_error err;
     /* A name the instance does not wait for: no ttl drops it ... */
     ck_assert_int_eq(send("refund", in.id, NULL, NULL, NULL, 0, &out, &err), WF_OK);
@@ -119,32 +90,32 @@ START_TEST(test_unawaited_signal_is_buffered_or_dropped)
     ck_assert_int_eq(out.outcome, WF_SIGNAL_BUFFERED);
     ck_assert_int_gt(out.expires_at, 0);
     ck_assert_uint_eq(buffered_for(&in), 1);
-    ck_assert_int_eq(instance(in.id).status, WF_INSTANCE_RUNNING);
+    ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_RUNNING);
 }
 END_TEST
 
-START_TEST(test_buffered_aggregate_signal_is_consumed_when_an_instance_waits)
+WF_TEST(test_buffered_aggregate_signal_is_consumed_when_an_instance_waits)
 {
     kit_deploy_msg_net(ctx(), "agg", WF_CORRELATION_AGGREGATE);
-    wf_sig_send_out out;
+    wf_runtime_send_signal_out out;
     wf_error err;
     ck_assert_int_eq(send("payment", NULL, "A-1", "{\"paid\": true}", NULL, 60000, &out, &err),
                      WF_OK);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_BUFFERED);
     /* The instance's MSG wait consumes it as it is enabled, at start. */
     wf_instance_row in = kit_start_order(ctx(), "agg", "A-1");
-    wf_instance_row after = instance(in.id);
+    wf_instance_row after = kit_instance(in.id);
     ck_assert_int_eq(after.status, WF_INSTANCE_COMPLETED);
     ck_assert_ptr_nonnull(strstr(after.variables_json, "\"paid\""));
     ck_assert_uint_eq(buffered_for(&after), 0);
 }
 END_TEST
 
-START_TEST(test_a_signal_id_seen_before_is_duplicate)
+WF_TEST(test_a_signal_id_seen_before_is_duplicate)
 {
     kit_deploy_msg_net(ctx(), "dup", WF_CORRELATION_INSTANCE);
     wf_instance_row in = kit_start_order(ctx(), "dup", NULL);
-    wf_sig_send_out out;
+    wf_runtime_send_signal_out out;
     wf_error err;
     ck_assert_int_eq(send("payment", in.id, NULL, NULL, "sig-1", 0, &out, &err), WF_OK);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
@@ -153,29 +124,29 @@ START_TEST(test_a_signal_id_seen_before_is_duplicate)
 }
 END_TEST
 
-START_TEST(test_an_ended_instance_drops_signals_and_refuses_variables)
+WF_TEST(test_an_ended_instance_drops_signals_and_refuses_variables)
 {
     kit_deploy_msg_net(ctx(), "end", WF_CORRELATION_INSTANCE);
     wf_instance_row in = kit_start_order(ctx(), "end", NULL);
-    wf_sig_send_out out;
+    wf_runtime_send_signal_out out;
     wf_error err;
     ck_assert_int_eq(send("payment", in.id, NULL, NULL, NULL, 0, &out, &err), WF_OK);
-    ck_assert_int_eq(instance(in.id).status, WF_INSTANCE_COMPLETED);
+    ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_COMPLETED);
     ck_assert_int_eq(send("payment", in.id, NULL, NULL, NULL, 60000, &out, &err), WF_OK);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_DROPPED);
-    wf_net_ctx c = ctx();
+    wf_runtime_ctx c = ctx();
     wf_instance_row row;
     wf_error_clear(&err);
-    ck_assert_int_eq(wf_sig_set_variables(&c, in.id, "{\"a\": 1}", NULL, &row, &err),
+    ck_assert_int_eq(wf_runtime_set_variables(&c, in.id, "{\"a\": 1}", NULL, &row, &err),
                      WF_E_INSTANCE_NOT_RUNNING);
 }
 END_TEST
 
-START_TEST(test_bad_requests_fail_and_change_nothing)
+WF_TEST(test_bad_requests_fail_and_change_nothing)
 {
     kit_deploy_msg_net(ctx(), "bad", WF_CORRELATION_INSTANCE);
     wf_instance_row in = kit_start_order(ctx(), "bad", NULL);
-    wf_sig_send_out out;
+    wf_runtime_send_signal_out out;
     wf_error err;
     ck_assert_int_eq(send("", in.id, NULL, NULL, NULL, 0, &out, &err), WF_E_INVALID_ARGUMENT);
     ck_assert_int_eq(send("payment", in.id, NULL, "[1]", NULL, 0, &out, &err), WF_E_INVALID_JSON);
@@ -185,30 +156,20 @@ START_TEST(test_bad_requests_fail_and_change_nothing)
         WF_E_INSTANCE_NOT_FOUND);
     ck_assert_int_eq(send("payment", in.id, NULL, NULL, NULL, -1, &out, &err),
                      WF_E_INVALID_ARGUMENT);
-    ck_assert_int_eq(instance(in.id).status, WF_INSTANCE_RUNNING);
-    wf_net_ctx c = ctx();
+    ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_RUNNING);
+    wf_runtime_ctx c = ctx();
     wf_instance_row row;
     wf_error_clear(&err);
-    ck_assert_int_eq(wf_sig_set_variables(&c, in.id, "\"text\"", NULL, &row, &err),
+    ck_assert_int_eq(wf_runtime_set_variables(&c, in.id, "\"text\"", NULL, &row, &err),
                      WF_E_INVALID_JSON);
-    ck_assert_int_eq(wf_sig_set_variables(&c, in.id, "{\"v\": 2}", NULL, &row, &err), WF_OK);
-    ck_assert_ptr_nonnull(strstr(instance(in.id).variables_json, "\"v\""));
+    ck_assert_int_eq(wf_runtime_set_variables(&c, in.id, "{\"v\": 2}", NULL, &row, &err), WF_OK);
+    ck_assert_ptr_nonnull(strstr(kit_instance(in.id).variables_json, "\"v\""));
 }
 END_TEST
 
 int
 main(void)
 {
-    Suite *s = suite_create("signals");
-    TCase *tc = tcase_create("memory");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_signal_to_a_waiting_instance_fires_and_merges);
-    tcase_add_test(tc, test_unawaited_signal_is_buffered_or_dropped);
-    tcase_add_test(tc, test_buffered_aggregate_signal_is_consumed_when_an_instance_waits);
-    tcase_add_test(tc, test_a_signal_id_seen_before_is_duplicate);
-    tcase_add_test(tc, test_an_ended_instance_drops_signals_and_refuses_variables);
-    tcase_add_test(tc, test_bad_requests_fail_and_change_nothing);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    kit_fixture(&st, &arena);
+    return wf_test_run(wf_test_suite("signals", "memory", kit_setup, kit_teardown, 30));
 }

@@ -30,52 +30,41 @@ static int wakes_jobs, wakes_timers;
 static void
 setup(void)
 {
-    wf_error err;
-    st = wf_store_memory_new(&err);
-    ck_assert_ptr_nonnull(st);
-    arena = wf_arena_new();
-    ck_assert_ptr_nonnull(arena);
+    kit_setup();
     wakes_jobs = wakes_timers = 0;
-}
-
-static void
-teardown(void)
-{
-    wf_store_free(st);
-    wf_arena_free(arena);
-    wf_expr_cache_clear();
-    wf_defcache_clear();
 }
 
 static void
 count_wake(void *arg, const char *topic)
 {
     (void)arg;
-    if (strcmp(topic, WF_NET_TOPIC_TIMERS) == 0)
+    if (strcmp(topic, WF_RUNTIME_TOPIC_TIMERS) == 0)
         wakes_timers++;
-    else if (strncmp(topic, WF_NET_TOPIC_JOBS_PREFIX, strlen(WF_NET_TOPIC_JOBS_PREFIX)) == 0)
+    else if (strncmp(topic, WF_RUNTIME_TOPIC_JOBS_PREFIX, strlen(WF_RUNTIME_TOPIC_JOBS_PREFIX)) ==
+             0)
         wakes_jobs++;
 }
 
-static wf_net_ctx
+static wf_runtime_ctx
 as(const char *actor)
 {
-    return (wf_net_ctx){.ref = {.store = st, .tenant = "default", .actor = actor, .arena = arena},
-                        .wake = count_wake};
+    wf_runtime_ctx c = kit_ctx(actor);
+    c.wake = count_wake;
+    return c;
 }
 
 static wf_code
 suspend(const char *id, const char *reason, wf_instance_row *out, wf_error *err)
 {
-    wf_net_ctx c = as("ops");
-    return wf_net_suspend_instance(&c, id, reason, NULL, out, err);
+    wf_runtime_ctx c = as("ops");
+    return wf_runtime_suspend_instance(&c, id, reason, NULL, out, err);
 }
 
 static wf_code
 resume(const char *id, wf_instance_row *out, wf_error *err)
 {
-    wf_net_ctx c = as("ops");
-    return wf_net_resume_instance(&c, id, "done", NULL, out, err);
+    wf_runtime_ctx c = as("ops");
+    return wf_runtime_resume_instance(&c, id, "done", NULL, out, err);
 }
 
 #define ck_code(rc, want, err)                                                                     \
@@ -94,24 +83,14 @@ job_root(const char *key, const char *type)
 static size_t
 activate(const char *type)
 {
-    wf_net_ctx c = as(NULL);
-    wf_net_activation a = {.job_type = type, .worker = "w1", .max_jobs = 5, .lease_ms = 60000};
+    wf_runtime_ctx c = as(NULL);
+    wf_runtime_activation a = {.job_type = type, .worker = "w1", .max_jobs = 5, .lease_ms = 60000};
     wf_job_row *rows = NULL;
     size_t n = 0;
     wf_error err;
-    wf_code rc = wf_net_activate_jobs(&c, &a, &rows, &n, &err);
+    wf_code rc = wf_runtime_activate_jobs(&c, &a, &rows, &n, &err);
     ck_code(rc, WF_OK, err);
     return n;
-}
-
-static wf_instance_status
-status_of(const char *id)
-{
-    wf_store_ctx sc = {"default", 0, arena};
-    wf_instance_row in;
-    wf_error err;
-    ck_assert_int_eq(wf_store_get_instance(st, &sc, id, &in, &err), WF_OK);
-    return in.status;
 }
 
 /* The last event of type in root's tree; NULL when none. */
@@ -134,13 +113,13 @@ last_event(const char *root, const char *type, size_t *count)
     return last;
 }
 
-START_TEST(test_suspend_and_resume_set_the_status_and_write_the_events)
+WF_TEST(test_suspend_and_resume_set_the_status_and_write_the_events)
 {
     wf_instance_row in = job_root("s-events", "charge"), out;
     wf_error err;
     ck_code(suspend(in.id, "audit", &out, &err), WF_OK, err);
     ck_assert_int_eq(out.status, WF_INSTANCE_SUSPENDED);
-    ck_assert_int_eq(status_of(in.id), WF_INSTANCE_SUSPENDED);
+    ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_SUSPENDED);
     size_t n;
     const wf_event_row *e = last_event(in.id, "INSTANCE_SUSPENDED", &n);
     ck_assert_uint_eq(n, 1);
@@ -166,7 +145,7 @@ START_TEST(test_suspend_and_resume_set_the_status_and_write_the_events)
 }
 END_TEST
 
-START_TEST(test_no_job_of_a_suspended_tree_is_activated)
+WF_TEST(test_no_job_of_a_suspended_tree_is_activated)
 {
     wf_instance_row in = job_root("s-jobs", "pack"), out;
     wf_error err;
@@ -179,26 +158,27 @@ END_TEST
 
 /* A lease taken before the suspension completes, the token moves to the
  * end: the instance completes even while suspended. */
-START_TEST(test_a_leased_job_completes_while_suspended)
+WF_TEST(test_a_leased_job_completes_while_suspended)
 {
     wf_instance_row in = job_root("s-leased", "ship"), out;
-    wf_net_ctx c = as(NULL);
-    wf_net_activation a = {.job_type = "ship", .worker = "w1", .max_jobs = 1, .lease_ms = 60000};
+    wf_runtime_ctx c = as(NULL);
+    wf_runtime_activation a = {
+        .job_type = "ship", .worker = "w1", .max_jobs = 1, .lease_ms = 60000};
     wf_job_row *rows = NULL;
     size_t n = 0;
     wf_error err;
-    ck_code(wf_net_activate_jobs(&c, &a, &rows, &n, &err), WF_OK, err);
+    ck_code(wf_runtime_activate_jobs(&c, &a, &rows, &n, &err), WF_OK, err);
     ck_assert_uint_eq(n, 1);
     ck_code(suspend(in.id, NULL, &out, &err), WF_OK, err);
-    ck_code(wf_net_complete_job(&c, rows[0].key, "{\"ok\":1}", NULL, &err), WF_OK, err);
-    ck_assert_int_eq(status_of(in.id), WF_INSTANCE_COMPLETED);
+    ck_code(wf_runtime_complete_job(&c, rows[0].key, "{\"ok\":1}", NULL, &err), WF_OK, err);
+    ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_COMPLETED);
     /* An ended instance is refused both ways. */
     ck_code(suspend(in.id, NULL, &out, &err), WF_E_INSTANCE_NOT_RUNNING, err);
     ck_code(resume(in.id, &out, &err), WF_E_INSTANCE_NOT_RUNNING, err);
 }
 END_TEST
 
-START_TEST(test_due_timers_of_a_suspended_tree_are_not_claimed)
+WF_TEST(test_due_timers_of_a_suspended_tree_are_not_claimed)
 {
     wf_transition *t = wf_arena_calloc(arena, 1, sizeof *t);
     *t = (wf_transition){.id = "wait", .trigger = WF_TRIGGER_TIME, .delay_ms = 1};
@@ -215,29 +195,29 @@ START_TEST(test_due_timers_of_a_suspended_tree_are_not_claimed)
     ck_code(resume(in.id, &out, &err), WF_OK, err);
     ck_assert_int_eq(wf_store_claim_due_timers(st, &sc, later, 10, 1000, &rows, &n, &err), WF_OK);
     ck_assert_uint_eq(n, 1);
-    wf_net_rt rt = {.store = st};
+    wf_runtime_host rt = {.store = st};
     bool fired = false;
-    ck_code(wf_net_fire_timer(&rt, &rows[0], wf_mono_ms() + 5000, &fired, &err), WF_OK, err);
+    ck_code(wf_runtime_fire_timer(&rt, &rows[0], wf_mono_ms() + 5000, &fired, &err), WF_OK, err);
     ck_assert(fired);
-    ck_assert_int_eq(status_of(in.id), WF_INSTANCE_COMPLETED);
+    ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_COMPLETED);
 }
 END_TEST
 
-START_TEST(test_a_signal_is_buffered_while_suspended_and_consumed_by_the_resume)
+WF_TEST(test_a_signal_is_buffered_while_suspended_and_consumed_by_the_resume)
 {
     kit_deploy_msg_net(as("dev"), "s-msg", WF_CORRELATION_INSTANCE);
     wf_instance_row in = kit_start_order(as("boss"), "s-msg", NULL), out;
     wf_error err;
     ck_code(suspend(in.id, NULL, &out, &err), WF_OK, err);
-    wf_net_ctx c = as("shop");
-    wf_sig_send_in s = {.name = "payment", .instance_id = in.id, .buffer_ttl_ms = 60000};
-    wf_sig_send_out so;
-    ck_code(wf_sig_send(&c, &s, NULL, &so, &err), WF_OK, err);
+    wf_runtime_ctx c = as("shop");
+    wf_runtime_send_signal_in s = {.name = "payment", .instance_id = in.id, .buffer_ttl_ms = 60000};
+    wf_runtime_send_signal_out so;
+    ck_code(wf_runtime_send_signal(&c, &s, NULL, &so, &err), WF_OK, err);
     ck_assert_int_eq(so.outcome, WF_SIGNAL_BUFFERED);
     s.buffer_ttl_ms = 0;
-    ck_code(wf_sig_send(&c, &s, NULL, &so, &err), WF_OK, err);
+    ck_code(wf_runtime_send_signal(&c, &s, NULL, &so, &err), WF_OK, err);
     ck_assert_int_eq(so.outcome, WF_SIGNAL_DROPPED);
-    ck_assert_int_eq(status_of(in.id), WF_INSTANCE_SUSPENDED);
+    ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_SUSPENDED);
     ck_code(resume(in.id, &out, &err), WF_OK, err);
     ck_assert_int_eq(out.status, WF_INSTANCE_COMPLETED);
     size_t n;
@@ -246,9 +226,9 @@ START_TEST(test_a_signal_is_buffered_while_suspended_and_consumed_by_the_resume)
 }
 END_TEST
 
-START_TEST(test_task_operations_and_assign_are_refused_in_a_suspended_tree)
+WF_TEST(test_task_operations_and_assign_are_refused_in_a_suspended_tree)
 {
-    wf_net_ctx boss = as("boss");
+    wf_runtime_ctx boss = as("boss");
     wf_start_spec spec = {.definition_key = "s-adhoc"};
     wf_instance_row root = kit_start(&boss.ref, &spec, NULL), out;
     static const char *const ann[] = {"ann"};
@@ -265,7 +245,7 @@ START_TEST(test_task_operations_and_assign_are_refused_in_a_suspended_tree)
     ck_code(resume(asg.instance.id, &out, &err), WF_E_INSTANCE_NOT_ROOT, err);
     ck_code(suspend(root.id, NULL, &out, &err), WF_OK, err);
 
-    wf_net_ctx annc = as("ann");
+    wf_runtime_ctx annc = as("ann");
     wf_task_row task;
     ck_code(wf_referral_claim(&annc.ref, asg.tasks[0].id, NULL, &task, &err),
             WF_E_INSTANCE_SUSPENDED, err);
@@ -277,7 +257,7 @@ START_TEST(test_task_operations_and_assign_are_refused_in_a_suspended_tree)
 }
 END_TEST
 
-START_TEST(test_refusals_of_suspend)
+WF_TEST(test_refusals_of_suspend)
 {
     wf_instance_row out;
     wf_error err;
@@ -292,33 +272,17 @@ START_TEST(test_refusals_of_suspend)
     big[1025] = '\0';
     ck_code(suspend(in.id, big, &out, &err), WF_E_INVALID_ARGUMENT, err);
     /* Another tenant's id is unknown. */
-    wf_net_ctx other = as("ops");
+    wf_runtime_ctx other = as("ops");
     other.ref.tenant = "elsewhere";
-    ck_code(wf_net_suspend_instance(&other, in.id, NULL, NULL, &out, &err), WF_E_INSTANCE_NOT_FOUND,
-            err);
-    ck_assert_int_eq(status_of(in.id), WF_INSTANCE_RUNNING);
+    ck_code(wf_runtime_suspend_instance(&other, in.id, NULL, NULL, &out, &err),
+            WF_E_INSTANCE_NOT_FOUND, err);
+    ck_assert_int_eq(kit_instance(in.id).status, WF_INSTANCE_RUNNING);
 }
 END_TEST
-
-static Suite *
-suspend_suite(void)
-{
-    Suite *s = suite_create("suspend");
-    TCase *tc = tcase_create("suspend");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, test_suspend_and_resume_set_the_status_and_write_the_events);
-    tcase_add_test(tc, test_no_job_of_a_suspended_tree_is_activated);
-    tcase_add_test(tc, test_a_leased_job_completes_while_suspended);
-    tcase_add_test(tc, test_due_timers_of_a_suspended_tree_are_not_claimed);
-    tcase_add_test(tc, test_a_signal_is_buffered_while_suspended_and_consumed_by_the_resume);
-    tcase_add_test(tc, test_task_operations_and_assign_are_refused_in_a_suspended_tree);
-    tcase_add_test(tc, test_refusals_of_suspend);
-    suite_add_tcase(s, tc);
-    return s;
-}
 
 int
 main(void)
 {
-    return wf_test_run(suspend_suite());
+    kit_fixture(&st, &arena);
+    return wf_test_run(wf_test_suite("suspend", "suspend", setup, kit_teardown, 0));
 }

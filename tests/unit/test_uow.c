@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "store.h"
+#include "engine_kit.h"
 #include "test_support.h"
 #include "uow.h"
 
@@ -22,19 +23,8 @@ static wf_store_ctx sc;
 static void
 setup(void)
 {
-    wf_error err;
-    st = wf_store_memory_new(&err);
-    ck_assert_ptr_nonnull(st);
-    arena = wf_arena_new();
-    ck_assert_ptr_nonnull(arena);
+    kit_setup();
     sc = (wf_store_ctx){"default", 0, arena};
-}
-
-static void
-teardown(void)
-{
-    wf_store_free(st);
-    wf_arena_free(arena);
 }
 
 /* A body that counts its runs and answers *script in turn (then WF_OK). */
@@ -91,7 +81,7 @@ run(wf_uow_idem *idem, body_state *b, const char *result, wf_error *err)
     return wf_uow_run(st, &sc, idem, body, b, result, err);
 }
 
-START_TEST(test_idem_active_needs_a_request_id)
+WF_TEST(test_idem_active_needs_a_request_id)
 {
     ck_assert(!wf_uow_idem_active(NULL));
     wf_uow_idem none = idem_of(NULL, "h");
@@ -103,7 +93,7 @@ START_TEST(test_idem_active_needs_a_request_id)
 }
 END_TEST
 
-START_TEST(test_without_idem_the_body_runs_each_time)
+WF_TEST(test_without_idem_the_body_runs_each_time)
 {
     body_state b = {0};
     wf_error err;
@@ -119,7 +109,7 @@ START_TEST(test_without_idem_the_body_runs_each_time)
 }
 END_TEST
 
-START_TEST(test_same_request_replays_the_first_response)
+WF_TEST(test_same_request_replays_the_first_response)
 {
     body_state b = {0};
     wf_error err;
@@ -137,7 +127,7 @@ START_TEST(test_same_request_replays_the_first_response)
 }
 END_TEST
 
-START_TEST(test_same_id_other_request_is_refused)
+WF_TEST(test_same_id_other_request_is_refused)
 {
     body_state b = {0};
     wf_error err;
@@ -157,7 +147,7 @@ START_TEST(test_same_id_other_request_is_refused)
 }
 END_TEST
 
-START_TEST(test_a_failed_run_is_not_remembered)
+WF_TEST(test_a_failed_run_is_not_remembered)
 {
     static const wf_code fail[] = {WF_E_TASK_NOT_OPEN};
     body_state b = {.script = fail, .n_script = 1};
@@ -177,7 +167,7 @@ START_TEST(test_a_failed_run_is_not_remembered)
 }
 END_TEST
 
-START_TEST(test_conflict_reruns_the_whole_body)
+WF_TEST(test_conflict_reruns_the_whole_body)
 {
     static const wf_code lost[] = {WF_E_CONFLICT, WF_E_CONFLICT};
     body_state b = {.script = lost, .n_script = 2};
@@ -189,7 +179,7 @@ START_TEST(test_conflict_reruns_the_whole_body)
 }
 END_TEST
 
-START_TEST(test_conflicts_give_up_after_a_few_attempts)
+WF_TEST(test_conflicts_give_up_after_a_few_attempts)
 {
     static const wf_code lost[] = {WF_E_CONFLICT, WF_E_CONFLICT, WF_E_CONFLICT, WF_E_CONFLICT,
                                    WF_E_CONFLICT, WF_E_CONFLICT, WF_E_CONFLICT, WF_E_CONFLICT,
@@ -202,7 +192,7 @@ START_TEST(test_conflicts_give_up_after_a_few_attempts)
 }
 END_TEST
 
-START_TEST(test_no_record_commits_without_remembering)
+WF_TEST(test_no_record_commits_without_remembering)
 {
     body_state b = {.no_record = true};
     wf_error err;
@@ -216,7 +206,7 @@ START_TEST(test_no_record_commits_without_remembering)
 }
 END_TEST
 
-START_TEST(test_span_records_once_then_amends)
+WF_TEST(test_span_records_once_then_amends)
 {
     body_state b = {.no_record = true};
     wf_error err;
@@ -241,7 +231,7 @@ START_TEST(test_span_records_once_then_amends)
 }
 END_TEST
 
-START_TEST(test_span_replays_a_record_made_meanwhile)
+WF_TEST(test_span_replays_a_record_made_meanwhile)
 {
     body_state b = {.no_record = true};
     wf_error err;
@@ -265,7 +255,7 @@ START_TEST(test_span_replays_a_record_made_meanwhile)
 }
 END_TEST
 
-START_TEST(test_answer_again_on_a_spent_key)
+WF_TEST(test_answer_again_on_a_spent_key)
 {
     body_state b = {0};
     wf_error err;
@@ -295,21 +285,6 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("uow");
-    TCase *tc = tcase_create("memory");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_idem_active_needs_a_request_id);
-    tcase_add_test(tc, test_without_idem_the_body_runs_each_time);
-    tcase_add_test(tc, test_same_request_replays_the_first_response);
-    tcase_add_test(tc, test_same_id_other_request_is_refused);
-    tcase_add_test(tc, test_a_failed_run_is_not_remembered);
-    tcase_add_test(tc, test_conflict_reruns_the_whole_body);
-    tcase_add_test(tc, test_conflicts_give_up_after_a_few_attempts);
-    tcase_add_test(tc, test_no_record_commits_without_remembering);
-    tcase_add_test(tc, test_span_records_once_then_amends);
-    tcase_add_test(tc, test_span_replays_a_record_made_meanwhile);
-    tcase_add_test(tc, test_answer_again_on_a_spent_key);
-    suite_add_tcase(s, tc);
-    return wf_test_run(s);
+    kit_fixture(&st, &arena);
+    return wf_test_run(wf_test_suite("uow", "memory", setup, kit_teardown, 30));
 }

@@ -786,7 +786,7 @@ sha256_update(sha256 *s, const uint8_t *p, size_t n)
 }
 
 void
-wf_net_sha256_hex(const void *data, size_t len, char out[65])
+wf_sha256_hex(const void *data, size_t len, char out[65])
 {
     sha256 s = {{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
                  0x5be0cd19},
@@ -822,7 +822,7 @@ wf_net_content_hash(const wf_net *net, wf_arena *a, char **out, wf_error *err)
     char *hex = wf_arena_alloc(a, 65);
     if (hex == NULL)
         return wf_error_nomem(err);
-    wf_net_sha256_hex(json, strlen(json), hex);
+    wf_sha256_hex(json, strlen(json), hex);
     *out = hex;
     return WF_OK;
 }

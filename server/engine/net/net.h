@@ -237,7 +237,7 @@ wf_code wf_net_from_json(const char *json, wf_arena *a, wf_net **out, wf_error *
 wf_code wf_net_content_hash(const wf_net *net, wf_arena *a, char **out, wf_error *err);
 
 /* SHA-256 of any bytes as lower-case hex into out[65]. */
-void wf_net_sha256_hex(const void *data, size_t len, char out[65]);
+void wf_sha256_hex(const void *data, size_t len, char out[65]);
 
 /* ---- validation ------------------------------------------------------------ */
 

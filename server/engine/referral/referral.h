@@ -105,6 +105,7 @@ typedef struct wf_ref_end {
 /* A join that has not fired (GetInstance). */
 typedef struct wf_ref_join {
     const char *instance_id;
+    const char *transition_id; /* the USER transition; NULL for an AssignTo join */
     wf_join_mode mode;
     int32_t quorum, required, done, total;
 } wf_ref_join;
@@ -130,7 +131,7 @@ wf_code wf_referral_check_start(const wf_ref_ctx *ctx, const wf_start_spec *spec
 /* The definition StartInstance starts, inside tx: key at spec->version,
  * or a new AD_HOC version 1 when the key has none, version 0 is asked and
  * auto-creation is on. A NET definition is the runtime's to start
- * (wf_net_start_in). */
+ * (wf_runtime_start_in). */
 wf_code wf_referral_start_definition(const wf_ref_ctx *ctx, wf_tx *tx, const wf_start_spec *spec,
                                      wf_definition_row *def, wf_error *err);
 
@@ -219,7 +220,7 @@ wf_code wf_referral_end_at(const wf_ref_ctx *ctx, const wf_ref_task_at *at, cons
                            wf_uow_idem *idem, wf_ref_end *out, wf_error *err);
 
 /* CancelInstance: the instance and all its descendants, a plain cancel;
- * reason may be NULL. A saga is the runtime's (wf_net_cancel_compensate;
+ * reason may be NULL. A saga is the runtime's (wf_runtime_cancel_compensate;
  * wf_instances_cancel chooses). */
 wf_code wf_referral_cancel(const wf_ref_ctx *ctx, const char *instance_id, const char *reason,
                            wf_uow_idem *idem, wf_instance_row *out, wf_error *err);

@@ -4,7 +4,7 @@
  * into rows and events inside one unit of work (uow.h) per root.
  *
  * No protobuf, grpc or handler type appears here: the handlers convert
- * requests into these calls, the timer scheduler calls wf_net_fire_timer.
+ * requests into these calls, the timer scheduler calls wf_runtime_fire_timer.
  */
 #ifndef WF_NET_RUNTIME_H
 #define WF_NET_RUNTIME_H
@@ -19,121 +19,123 @@
 #include "uow.h"
 #include "wf_error.h"
 
-/* Wake-up topics passed to wf_net_rt.wake (the same strings as the rpc
+/* Wake-up topics passed to wf_runtime_host.wake (the same strings as the rpc
  * layer's WF_TOPIC_EVENTS and WF_TOPIC_JOBS_PREFIX + job type). */
-#define WF_NET_TOPIC_EVENTS "events"
-#define WF_NET_TOPIC_JOBS_PREFIX "jobs:"
+#define WF_RUNTIME_TOPIC_EVENTS "events"
+#define WF_RUNTIME_TOPIC_JOBS_PREFIX "jobs:"
 /* A commit created a timer: the host wakes its timer scheduler, so a
  * timer due at once does not wait for the next poll (WF_TOPIC_TIMERS). */
-#define WF_NET_TOPIC_TIMERS "timers"
+#define WF_RUNTIME_TOPIC_TIMERS "timers"
 
 /* Called after a commit, once per topic that changed ("events", or
  * "jobs:<type>" for a job that became activatable). Must be cheap and must
  * not block. */
-typedef void (*wf_net_wake_fn)(void *arg, const char *topic);
+typedef void (*wf_runtime_wake_fn)(void *arg, const char *topic);
 
 /* What the runtime needs from its host: the store and how to wake waiters.
  * Borrowed for the duration of each call; wake may be NULL. */
-typedef struct wf_net_rt {
+typedef struct wf_runtime_host {
     wf_store *store;
-    wf_net_wake_fn wake;
+    wf_runtime_wake_fn wake;
     void *wake_arg;
-} wf_net_rt;
+} wf_runtime_host;
 
 /* The context of one engine call made for a client: the referral
  * context (store, directory, tenant, actor, deadline, arena, violation
  * sink) plus the wake-up hook run after a commit. */
-typedef struct wf_net_ctx {
+typedef struct wf_runtime_ctx {
     wf_ref_ctx ref;
-    wf_net_wake_fn wake; /* may be NULL */
+    wf_runtime_wake_fn wake; /* may be NULL */
     void *wake_arg;
-} wf_net_ctx;
+} wf_runtime_ctx;
 
 /* ---- definitions ----------------------------------------------------------- */
 
-typedef struct wf_net_deploy_in {
+typedef struct wf_runtime_deploy_in {
     wf_def_kind kind;   /* 0 = unset: a REQUIRED finding */
     const wf_net *net;  /* the content; an AD_HOC uses key, name, description,
                            the validity window and must have no net elements */
     bool validate_only; /* validate, store nothing */
-} wf_net_deploy_in;
+} wf_runtime_deploy_in;
 
-typedef struct wf_net_deployed {
+typedef struct wf_runtime_deployed {
     wf_definition_row row;       /* the version stored, or the identical latest one */
     const wf_net *net;           /* its model (version set); NULL with validate_only */
     bool created;                /* a new version was stored */
     wf_validation_error *errors; /* every finding (validate_only), else the warnings */
     size_t n_errors;
-} wf_net_deployed;
+} wf_runtime_deployed;
 
 /* DeployDefinition: validates (every finding at once), then in one unit of
  * work returns the latest version of the key when its kind and content
  * hash are the same (created = false), else stores version N+1. Invalid:
  * WF_E_DEFINITION_INVALID, each ERROR finding reported to
  * ctx->ref.violation as (path, "CODE: message"), and out->errors filled. */
-wf_code wf_net_deploy(const wf_net_ctx *ctx, const wf_net_deploy_in *in, wf_uow_idem *idem,
-                      wf_net_deployed *out, wf_error *err);
+wf_code wf_runtime_deploy(const wf_runtime_ctx *ctx, const wf_runtime_deploy_in *in,
+                          wf_uow_idem *idem, wf_runtime_deployed *out, wf_error *err);
 
 /* GetDefinition: key at version (0 = the latest). */
-wf_code wf_net_get_definition(const wf_net_ctx *ctx, const char *key, int32_t version,
-                              wf_definition_row *row, const wf_net **net, wf_error *err);
+wf_code wf_runtime_get_definition(const wf_runtime_ctx *ctx, const char *key, int32_t version,
+                                  wf_definition_row *row, const wf_net **net, wf_error *err);
 
 /* ListDefinitions: key NULL/"": the latest version of every key, by key;
  * else every version of key, newest first. page_size 0 = 50, at most 500.
  * cursor: NULL/"" or a next_cursor of the same query. */
-wf_code wf_net_list_definitions(const wf_net_ctx *ctx, const char *key, int32_t page_size,
-                                const char *cursor, wf_definition_row **rows, const wf_net ***nets,
-                                size_t *n, char **next_cursor, wf_error *err);
+wf_code wf_runtime_list_definitions(const wf_runtime_ctx *ctx, const char *key, int32_t page_size,
+                                    const char *cursor, wf_definition_row **rows,
+                                    const wf_net ***nets, size_t *n, char **next_cursor,
+                                    wf_error *err);
 
 /* ---- jobs ------------------------------------------------------------------------ */
 
-#define WF_NET_MAX_JOBS_PER_CALL 100
-#define WF_NET_MAX_LEASE_MS ((int64_t)24 * 3600 * 1000)
-#define WF_NET_MAX_WAIT_MS ((int64_t)60 * 1000)
+#define WF_RUNTIME_MAX_JOBS_PER_CALL 100
+#define WF_RUNTIME_MAX_LEASE_MS ((int64_t)24 * 3600 * 1000)
+#define WF_RUNTIME_MAX_WAIT_MS ((int64_t)60 * 1000)
 
-typedef struct wf_net_activation {
+typedef struct wf_runtime_activation {
     const char *job_type; /* required */
     const char *worker;   /* 0-128 printable bytes */
     int32_t max_jobs;     /* 0 = 1, above 100 lowered to 100 */
     int64_t lease_ms;     /* 0 = each transition's lease */
-} wf_net_activation;
+} wf_runtime_activation;
 
 /* Checks an activation request (violations to ctx->ref.violation). */
-wf_code wf_net_activation_check(const wf_net_ctx *ctx, const wf_net_activation *a, wf_error *err);
+wf_code wf_runtime_activation_check(const wf_runtime_ctx *ctx, const wf_runtime_activation *a,
+                                    wf_error *err);
 
 /* One activation pass (no waiting): leases what is activatable now. */
-wf_code wf_net_activate_jobs(const wf_net_ctx *ctx, const wf_net_activation *a, wf_job_row **rows,
-                             size_t *n, wf_error *err);
+wf_code wf_runtime_activate_jobs(const wf_runtime_ctx *ctx, const wf_runtime_activation *a,
+                                 wf_job_row **rows, size_t *n, wf_error *err);
 
 /* Whether key is still a live activation: the current key of a job that
  * is ACTIVATED with a lease running past now (µs). *held tells; when held,
  * *expires_at is the lease's end (µs). A read only (one store lookup by
  * key): job streams use it to give credit back for jobs finished or
  * extended elsewhere. */
-wf_code wf_net_job_lease_held(const wf_net_ctx *ctx, const char *key, int64_t now, bool *held,
-                              int64_t *expires_at, wf_error *err);
+wf_code wf_runtime_job_lease_held(const wf_runtime_ctx *ctx, const char *key, int64_t now,
+                                  bool *held, int64_t *expires_at, wf_error *err);
 
 /* What one activation pass leased. */
-typedef struct wf_net_activated {
+typedef struct wf_runtime_activated {
     const wf_job_row *rows;
     size_t n;
-} wf_net_activated;
+} wf_runtime_activated;
 
-/* wf_net_activate_jobs with idempotency (idem may be NULL): the leases
+/* wf_runtime_activate_jobs with idempotency (idem may be NULL): the leases
  * and the request record commit in one transaction, so a retry after a
  * crash never leases again what the first call got. A pass that leased
  * nothing records nothing unless last (the long poll's final answer).
  * On a replay (wf_uow_idem_replayed) out is empty and idem holds the
  * first response; *out is what the encoder of idem was given. */
-wf_code wf_net_activate_recorded(const wf_net_ctx *ctx, const wf_net_activation *a,
-                                 wf_uow_idem *idem, bool last, wf_net_activated *out,
-                                 wf_error *err);
+wf_code wf_runtime_activate_recorded(const wf_runtime_ctx *ctx, const wf_runtime_activation *a,
+                                     wf_uow_idem *idem, bool last, wf_runtime_activated *out,
+                                     wf_error *err);
 
 /* CompleteJob: merges variables_json into the instance and fires the
  * transition. JOB_NOT_FOUND for a key that cannot be a key, JOB_LEASE_LOST
  * for one that is not the job's current activation. */
-wf_code wf_net_complete_job(const wf_net_ctx *ctx, const char *key, const char *variables_json,
-                            wf_uow_idem *idem, wf_error *err);
+wf_code wf_runtime_complete_job(const wf_runtime_ctx *ctx, const char *key,
+                                const char *variables_json, wf_uow_idem *idem, wf_error *err);
 
 /* CompleteJob with next_step (NULL or "" = none): a worker's "goto" in a
  * STEPS definition; the token goes to that step instead of the step's
@@ -141,25 +143,26 @@ wf_code wf_net_complete_job(const wf_net_ctx *ctx, const char *key, const char *
  * instance's pinned definition has no such step, WF_E_INVALID_ARGUMENT
  * for a job of a NET definition or a compensation job (each also
  * reported to ctx->ref.violation as field "next_step"). */
-wf_code wf_net_complete_job_to(const wf_net_ctx *ctx, const char *key, const char *variables_json,
-                               const char *next_step, wf_uow_idem *idem, wf_error *err);
+wf_code wf_runtime_complete_job_to(const wf_runtime_ctx *ctx, const char *key,
+                                   const char *variables_json, const char *next_step,
+                                   wf_uow_idem *idem, wf_error *err);
 
-typedef struct wf_net_job_failure {
+typedef struct wf_runtime_job_failure {
     const char *key;
     const char *error_message; /* cut to 4096 bytes */
     bool retryable;
     bool has_backoff;   /* backoff_override given */
     int64_t backoff_ms; /* >= 0 */
-} wf_net_job_failure;
+} wf_runtime_job_failure;
 
 /* FailJob: a retry after the backoff while attempts remain and the failure
  * is retryable, else the job FAILS and the instance becomes FAILED. */
-wf_code wf_net_fail_job(const wf_net_ctx *ctx, const wf_net_job_failure *f, wf_uow_idem *idem,
-                        wf_error *err);
+wf_code wf_runtime_fail_job(const wf_runtime_ctx *ctx, const wf_runtime_job_failure *f,
+                            wf_uow_idem *idem, wf_error *err);
 
 /* ExtendJobLease: the lease runs lease_ms from now; *expires_at (µs). */
-wf_code wf_net_extend_job_lease(const wf_net_ctx *ctx, const char *key, int64_t lease_ms,
-                                wf_uow_idem *idem, int64_t *expires_at, wf_error *err);
+wf_code wf_runtime_extend_job_lease(const wf_runtime_ctx *ctx, const char *key, int64_t lease_ms,
+                                    wf_uow_idem *idem, int64_t *expires_at, wf_error *err);
 
 /* ---- sagas and incidents (net_runtime_saga.c) --------------------------------------- */
 
@@ -172,8 +175,8 @@ wf_code wf_net_extend_job_lease(const wf_net_ctx *ctx, const char *key, int64_t 
  * that failed the step is armed again instead (a new timer). A RUNNING or COMPENSATING
  * instance (or an incident with nothing to retry) is returned unchanged;
  * an ended one is INSTANCE_NOT_RUNNING. */
-wf_code wf_net_retry_instance(const wf_net_ctx *ctx, const char *instance_id, wf_uow_idem *idem,
-                              wf_instance_row *out, wf_error *err);
+wf_code wf_runtime_retry_instance(const wf_runtime_ctx *ctx, const char *instance_id,
+                                  wf_uow_idem *idem, wf_instance_row *out, wf_error *err);
 
 /* ---- suspension (net_runtime_suspend.c) --------------------------------------------- */
 
@@ -185,86 +188,88 @@ wf_code wf_net_retry_instance(const wf_net_ctx *ctx, const char *instance_id, wf
  * child, WF_E_INSTANCE_NOT_RUNNING for an ended, FAILED or COMPENSATING
  * one, WF_E_INVALID_ARGUMENT for a reason over 1024 bytes. *out is the
  * root. */
-wf_code wf_net_suspend_instance(const wf_net_ctx *ctx, const char *instance_id, const char *reason,
-                                wf_uow_idem *idem, wf_instance_row *out, wf_error *err);
+wf_code wf_runtime_suspend_instance(const wf_runtime_ctx *ctx, const char *instance_id,
+                                    const char *reason, wf_uow_idem *idem, wf_instance_row *out,
+                                    wf_error *err);
 
 /* ResumeInstance: a SUSPENDED root becomes RUNNING with INSTANCE_RESUMED
  * (data: reason), in the same unit of work its waits consume the signals
  * buffered for them; the workers of its job types and the scheduler are
  * woken. A root that is not suspended (and has not ended) is returned
- * unchanged; the refusals are those of wf_net_suspend_instance for a
+ * unchanged; the refusals are those of wf_runtime_suspend_instance for a
  * child or an ended instance. */
-wf_code wf_net_resume_instance(const wf_net_ctx *ctx, const char *instance_id, const char *reason,
-                               wf_uow_idem *idem, wf_instance_row *out, wf_error *err);
+wf_code wf_runtime_resume_instance(const wf_runtime_ctx *ctx, const char *instance_id,
+                                   const char *reason, wf_uow_idem *idem, wf_instance_row *out,
+                                   wf_error *err);
 
 /* StartInstance's unit of work inside tx (spec checked, vars normalised;
  * also a start on signal): the definition (wf_referral_start_definition);
  * a NET one starts here — the root row pinned to the version picked,
  * INSTANCE_STARTED, one token in START and everything the net does until
  * it waits —, an AD_HOC one as a referral root. *out is the new root. */
-wf_code wf_net_start_in(const wf_ref_ctx *ctx, wf_tx *tx, const wf_start_spec *spec,
-                        const char *vars, wf_instance_row *out, wf_error *err);
+wf_code wf_runtime_start_in(const wf_ref_ctx *ctx, wf_tx *tx, const wf_start_spec *spec,
+                            const char *vars, wf_instance_row *out, wf_error *err);
 
 /* CompleteTask of a task of a USER transition (task_id located in
  * instance_id by the caller, actor and ids checked): the referral task
  * rules, then the completion policy of the work item; when met the
  * remaining tasks are cancelled and the transition fires with the
  * instance's variables (patch merged). One unit of work. */
-wf_code wf_net_complete_task(const wf_ref_ctx *ctx, const char *task_id, const char *instance_id,
-                             const char *root_id, const char *patch, wf_uow_idem *idem,
-                             wf_ref_completion *out, wf_error *err);
+wf_code wf_runtime_complete_task(const wf_ref_ctx *ctx, const char *task_id,
+                                 const char *instance_id, const char *root_id, const char *patch,
+                                 wf_uow_idem *idem, wf_ref_completion *out, wf_error *err);
 
 /* CompleteAndEnd of a task of a USER transition (located as for
- * wf_net_complete_task): the task is DONE with its output merged, every
+ * wf_runtime_complete_task): the task is DONE with its output merged, every
  * other pending task of the tree CANCELLED, every other work item of the
  * net instance withdrawn (WORKITEM_WITHDRAWN), the jobs, timers and
  * subscriptions of the tree deleted, its buffered signals discarded, and
  * the root and all its running descendants COMPLETED. One unit of work. */
-wf_code wf_net_complete_and_end(const wf_ref_ctx *ctx, const char *task_id, const char *instance_id,
-                                const char *root_id, const char *patch, wf_uow_idem *idem,
-                                wf_ref_end *out, wf_error *err);
+wf_code wf_runtime_complete_and_end(const wf_ref_ctx *ctx, const char *task_id,
+                                    const char *instance_id, const char *root_id, const char *patch,
+                                    wf_uow_idem *idem, wf_ref_end *out, wf_error *err);
 
 /* CancelInstance{compensate}: when the (RUNNING or FAILED) net instance has
  * completed compensable transitions, abandons its work and starts
  * compensating (*started; out = the COMPENSATING instance). Otherwise
  * *started = false, nothing is written and the caller cancels plainly
  * (wf_referral_cancel), which also reports invalid requests. */
-wf_code wf_net_cancel_compensate(const wf_net_ctx *ctx, const char *instance_id, const char *reason,
-                                 wf_uow_idem *idem, wf_instance_row *out, bool *started,
-                                 wf_error *err);
+wf_code wf_runtime_cancel_compensate(const wf_runtime_ctx *ctx, const char *instance_id,
+                                     const char *reason, wf_uow_idem *idem, wf_instance_row *out,
+                                     bool *started, wf_error *err);
 
 /* ---- ModifyInstance (net_runtime_modify.c) ------------------------------------------ */
 
 /* Tokens of one place (GetInstance, ModifyInstance). */
-typedef struct wf_net_marking {
+typedef struct wf_runtime_marking {
     const char *place_id;
     int32_t count;
-} wf_net_marking;
+} wf_runtime_marking;
 
 /* What ModifyInstance is asked. ops are applied in order (net.h). */
-typedef struct wf_net_modify_in {
+typedef struct wf_runtime_modify_in {
     const char *instance_id;
     const wf_net_mod *ops;
     size_t n_ops;               /* 1 .. WF_NET_MAX_MODIFY_OPS */
     const char *variables_json; /* NULL or "" = none; else a JSON object merged first */
     bool allow_empty;           /* a change that leaves nothing cancels the instance */
     const char *reason;         /* 0 .. 1024 bytes, recorded in INSTANCE_MODIFIED */
-} wf_net_modify_in;
+} wf_runtime_modify_in;
 
 /* A token of the resulting marking. */
-typedef struct wf_net_token {
+typedef struct wf_runtime_token {
     const char *id;
     const char *place_id;
-} wf_net_token;
+} wf_runtime_token;
 
 /* What ModifyInstance did. */
-typedef struct wf_net_modified {
+typedef struct wf_runtime_modified {
     wf_instance_row instance;
-    wf_net_marking *marking; /* places with tokens, in net order */
+    wf_runtime_marking *marking; /* places with tokens, in net order */
     size_t n_marking;
-    wf_net_token *tokens; /* oldest first */
+    wf_runtime_token *tokens; /* oldest first */
     size_t n_tokens;
-} wf_net_modified;
+} wf_runtime_modified;
 
 /* ModifyInstance: in one unit of work the variables are merged, the
  * operations change the marking and the net settles as after a firing
@@ -283,8 +288,8 @@ typedef struct wf_net_modified {
  * NOT_A_NET_INSTANCE, INSTANCE_NOT_RUNNING, UNKNOWN_PLACE,
  * TOKENS_NOT_HELD, INSTANCE_WOULD_BE_EMPTY, MODIFICATION_DEADLOCKS,
  * VARIABLES_TOO_LARGE and a silent firing's error (NO_ARC_MATCHED). */
-wf_code wf_net_modify_instance(const wf_net_ctx *ctx, const wf_net_modify_in *in, wf_uow_idem *idem,
-                               wf_net_modified *out, wf_error *err);
+wf_code wf_runtime_modify_instance(const wf_runtime_ctx *ctx, const wf_runtime_modify_in *in,
+                                   wf_uow_idem *idem, wf_runtime_modified *out, wf_error *err);
 
 /* ---- MigrateInstance (net_runtime_migrate.c) ---------------------------------------- */
 
@@ -292,49 +297,49 @@ wf_code wf_net_modify_instance(const wf_net_ctx *ctx, const wf_net_modify_in *in
  * RPC, and any caller migrating instances one by one). The actor is
  * ctx->ref.actor and the request id travels in the wf_uow_idem, as for
  * every other mutation. */
-typedef struct wf_net_migrate_in {
+typedef struct wf_runtime_migrate_in {
     const char *instance_id;         /* the root instance */
     int32_t target_version;          /* a version of its definition key, >= 1 */
     const wf_net_place_map *mapping; /* source place -> target place (net.h) */
     size_t n_mapping;                /* 0 .. WF_NET_MAX_PLACE_MAPPINGS */
     bool dry_run;                    /* compute the plan, change nothing */
-} wf_net_migrate_in;
+} wf_runtime_migrate_in;
 
 /* One token of the plan: its place before and after. */
-typedef struct wf_net_token_move {
+typedef struct wf_runtime_token_move {
     const char *token_id;
     const char *from_place;
     const char *to_place;
-} wf_net_token_move;
+} wf_runtime_token_move;
 
 /* One work item of the plan. work_item_id is empty for an item the
  * migration would create in a dry run (its id is chosen when it runs). */
-typedef struct wf_net_plan_item {
+typedef struct wf_runtime_plan_item {
     const char *work_item_id;
     const char *transition_id;
     wf_trigger trigger;
-} wf_net_plan_item;
+} wf_runtime_plan_item;
 
 /* The plan of a migration, its problems, and the instance. */
-typedef struct wf_net_migration {
+typedef struct wf_runtime_migration {
     wf_instance_row instance; /* after the migration; as it is for a dry run or a no-op */
     int32_t source_version;
     int32_t target_version;
-    bool applied;              /* the migration was written (not a dry run, a no-op or refused) */
-    wf_net_token_move *tokens; /* every token, oldest first */
+    bool applied; /* the migration was written (not a dry run, a no-op or refused) */
+    wf_runtime_token_move *tokens; /* every token, oldest first */
     size_t n_tokens;
-    wf_net_plan_item *kept; /* live items that keep their task, job, timer or wait */
+    wf_runtime_plan_item *kept; /* live items that keep their task, job, timer or wait */
     size_t n_kept;
-    wf_net_plan_item *withdrawn; /* live items the target no longer enables */
+    wf_runtime_plan_item *withdrawn; /* live items the target no longer enables */
     size_t n_withdrawn;
-    wf_net_plan_item *created; /* items the target enables (after any silent firing) */
+    wf_runtime_plan_item *created; /* items the target enables (after any silent firing) */
     size_t n_created;
     const char **fired; /* silent transitions fired while settling, in order */
     size_t n_fired;
     bool completes;                /* the instance ends COMPLETED */
     wf_validation_error *problems; /* every problem (net.h, wf_net_migrate); none = valid */
     size_t n_problems;
-} wf_net_migration;
+} wf_runtime_migration;
 
 /* MigrateInstance: moves a RUNNING root net instance (NET or STEPS, through
  * the compiled net) to another version of its definition in one unit of
@@ -357,67 +362,68 @@ typedef struct wf_net_migration {
  * FAILED, COMPENSATING), INSTANCE_SUSPENDED, DEFINITION_NOT_FOUND (no
  * such version). A dry run records no request id (idem is ignored). out
  * lives in ctx->ref.arena. */
-wf_code wf_net_migrate_instance(const wf_net_ctx *ctx, const wf_net_migrate_in *in,
-                                wf_uow_idem *idem, wf_net_migration *out, wf_error *err);
+wf_code wf_runtime_migrate_instance(const wf_runtime_ctx *ctx, const wf_runtime_migrate_in *in,
+                                    wf_uow_idem *idem, wf_runtime_migration *out, wf_error *err);
 
 /* The checks of in's target_version and mapping that need no instance
  * (INVALID_ARGUMENT naming target_version or place_mapping[i]), as
- * wf_net_migrate_instance makes them first; a batch operation makes them
+ * wf_runtime_migrate_instance makes them first; a batch operation makes them
  * once at its start. */
-wf_code wf_net_migrate_check_args(const wf_ref_ctx *r, const wf_net_migrate_in *in, wf_error *err);
+wf_code wf_runtime_migrate_check_args(const wf_ref_ctx *r, const wf_runtime_migrate_in *in,
+                                      wf_error *err);
 
 /* ---- GetInstance ------------------------------------------------------------------ */
 
-typedef struct wf_net_awaiting {
+typedef struct wf_runtime_awaiting {
     wf_subscription_row sub;
     wf_correlation correlation;
     int64_t times_out_at; /* due time of a competing TIME transition, 0 = none */
-} wf_net_awaiting;
+} wf_runtime_awaiting;
 
 /* What a NET instance is waiting for (empty for an AD_HOC instance). */
-typedef struct wf_net_view {
+typedef struct wf_runtime_view {
     bool is_net;
-    wf_net_marking *marking; /* places with tokens, in net order */
+    wf_runtime_marking *marking; /* places with tokens, in net order */
     size_t n_marking;
     wf_job_row *jobs;
     size_t n_jobs;
     wf_timer_row *timers;
     size_t n_timers;
-    wf_net_awaiting *awaiting;
+    wf_runtime_awaiting *awaiting;
     size_t n_awaiting;
     wf_ref_join *joins; /* USER work items with several tasks */
     size_t n_joins;
     const wf_step **current_steps; /* STEPS: the steps it is in, in list order */
     size_t n_current_steps;
-} wf_net_view;
+} wf_runtime_view;
 
-wf_code wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view *out,
-                             wf_error *err);
+wf_code wf_runtime_instance_view(const wf_ref_ctx *ctx, const char *instance_id,
+                                 wf_runtime_view *out, wf_error *err);
 
 /* ---- ListWorkItems (net_runtime_history.c) -------------------------------------------- */
 
 /* A work item's state as clients see it. */
-typedef enum wf_net_item_state {
-    WF_NET_ITEM_ENABLED = 1,
-    WF_NET_ITEM_FINISHED = 2,
-    WF_NET_ITEM_CANCELLED = 3,
-} wf_net_item_state;
+typedef enum wf_runtime_item_state {
+    WF_RUNTIME_ITEM_ENABLED = 1,
+    WF_RUNTIME_ITEM_FINISHED = 2,
+    WF_RUNTIME_ITEM_CANCELLED = 3,
+} wf_runtime_item_state;
 
-typedef struct wf_net_list_items_in {
+typedef struct wf_runtime_list_items_in {
     const char *instance_id;
-    const int *states; /* wf_net_item_state values; none = every state */
+    const int *states; /* wf_runtime_item_state values; none = every state */
     size_t n_states;
     int32_t page_size; /* 0 = 50, at most 500 */
     const char *cursor;
-} wf_net_list_items_in;
+} wf_runtime_list_items_in;
 
-typedef struct wf_net_item {
+typedef struct wf_runtime_item {
     wf_work_item_row row;
-    wf_net_item_state state;
+    wf_runtime_item_state state;
     int64_t finished_at;  /* FINISHED: when it fired; else 0 */
     int64_t cancelled_at; /* CANCELLED: when it was withdrawn; else 0 */
     const char *transition_name;
-} wf_net_item;
+} wf_runtime_item;
 
 /* The work items of an instance, open and ended, in (enabled_at, id)
  * order. A live item of an instance that has ended (COMPLETED,
@@ -425,36 +431,38 @@ typedef struct wf_net_item {
  * can never fire. WF_E_INSTANCE_NOT_FOUND for an unknown instance (or one
  * of another tenant); WF_E_INVALID_ARGUMENT for a bad state, page size or
  * cursor (reported to ctx->violation). */
-wf_code wf_net_list_work_items(const wf_ref_ctx *ctx, const wf_net_list_items_in *q,
-                               wf_net_item **items, size_t *n, char **next_cursor, wf_error *err);
+wf_code wf_runtime_list_work_items(const wf_ref_ctx *ctx, const wf_runtime_list_items_in *q,
+                                   wf_runtime_item **items, size_t *n, char **next_cursor,
+                                   wf_error *err);
 
 /* ---- incidents ---------------------------------------------------------------------- */
 
-typedef struct wf_net_incident_query {
+typedef struct wf_runtime_incident_query {
     const char *definition_key; /* NULL/"" = any */
     const char *code;           /* NULL/"" = any; else a known code */
     int32_t page_size;          /* 0 = 50, at most 500 */
     const char *cursor;
-} wf_net_incident_query;
+} wf_runtime_incident_query;
 
 /* One open incident (the strings point into the call's arena). */
-typedef struct wf_net_incident {
+typedef struct wf_runtime_incident {
     const char *instance_id, *root_id, *definition_key;
     int32_t definition_version;
     const char *transition_id; /* NULL when no transition is to blame */
     const char *code, *message;
     int64_t since; /* microseconds */
     int32_t attempts;
-} wf_net_incident;
+} wf_runtime_incident;
 
 /* Whether code is one of the incident codes (Incident.code). */
-bool wf_net_incident_code_known(const char *code);
+bool wf_runtime_incident_code_known(const char *code);
 
 /* The open incidents of the tenant (FAILED instances, roots and children),
  * longest open first. WF_E_INVALID_ARGUMENT for an unknown code, a
  * negative page size or a malformed cursor (reported to ctx->violation). */
-wf_code wf_net_list_incidents(const wf_ref_ctx *ctx, const wf_net_incident_query *q,
-                              wf_net_incident **out, size_t *n, char **next_cursor, wf_error *err);
+wf_code wf_runtime_list_incidents(const wf_ref_ctx *ctx, const wf_runtime_incident_query *q,
+                                  wf_runtime_incident **out, size_t *n, char **next_cursor,
+                                  wf_error *err);
 
 /* ---- timers ------------------------------------------------------------------------- */
 
@@ -465,23 +473,23 @@ wf_code wf_net_list_incidents(const wf_ref_ctx *ctx, const wf_net_incident_query
  * row->tenant, a private arena, deadline_ms: 0 = none). Retryable failures
  * (WF_E_CONFLICT after the runner's retries, WF_E_STORE_UNAVAILABLE) leave
  * the timer in place: its claim expires and it is claimed again. */
-wf_code wf_net_fire_timer(const wf_net_rt *rt, const wf_timer_row *row, int64_t deadline_ms,
-                          bool *fired, wf_error *err);
+wf_code wf_runtime_fire_timer(const wf_runtime_host *rt, const wf_timer_row *row,
+                              int64_t deadline_ms, bool *fired, wf_error *err);
 
 /* Fires a batch of claimed timers (rows as wf_store_claim_due_timers
  * returns them: any tenants and roots, any order). They are grouped by
  * tenant and root and fired in batch units of work (wf_store_begin_batch)
  * of up to 50 roots each, locking the roots in ascending id order, each
  * root's due timers in (due_at, id) order, one commit per batch. Each
- * timer fires as wf_net_fire_timer would: only if it is still in its
+ * timer fires as wf_runtime_fire_timer would: only if it is still in its
  * aggregate with its work item still enabled (a withdrawn timer, one whose
  * token was consumed meanwhile, or one fired elsewhere gives *fired =
  * false). A root whose firing fails is taken out of its batch (which runs
  * again without it) and fired on its own, so one root's failure never
  * costs the others their firings. Per timer i: fired[i], codes[i] (WF_OK
  * or the failure, which leaves the timer for its claim to run out, as
- * wf_net_fire_timer) and errs[i]. Wake-ups follow each commit. */
-void wf_net_fire_timers(const wf_net_rt *rt, const wf_timer_row *rows, size_t n,
-                        int64_t deadline_ms, bool *fired, wf_code *codes, wf_error *errs);
+ * wf_runtime_fire_timer) and errs[i]. Wake-ups follow each commit. */
+void wf_runtime_fire_timers(const wf_runtime_host *rt, const wf_timer_row *rows, size_t n,
+                            int64_t deadline_ms, bool *fired, wf_code *codes, wf_error *errs);
 
 #endif /* WF_NET_RUNTIME_H */

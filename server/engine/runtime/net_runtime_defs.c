@@ -88,8 +88,8 @@ check_adhoc(wf_findings *f, const wf_net *net)
 /* Validates in; a STEPS definition is compiled too (*compiled, NULL when
  * it has errors or is of another kind). */
 static wf_code
-validate(const wf_net_ctx *ctx, const wf_net_deploy_in *in, wf_validation_error **out, size_t *n,
-         wf_net **compiled, wf_error *err)
+validate(const wf_runtime_ctx *ctx, const wf_runtime_deploy_in *in, wf_validation_error **out,
+         size_t *n, wf_net **compiled, wf_error *err)
 {
     wf_findings f = {.a = ctx->ref.arena};
     static const wf_net none = {0};
@@ -167,11 +167,11 @@ kind_text(wf_def_kind k)
 }
 
 typedef struct deploy_op {
-    const wf_net_ctx *ctx;
-    const wf_net_deploy_in *in;
+    const wf_runtime_ctx *ctx;
+    const wf_runtime_deploy_in *in;
     const char *json;
     char hash[65];
-    wf_net_deployed *out;
+    wf_runtime_deployed *out;
 } deploy_op;
 
 static wf_code
@@ -179,7 +179,7 @@ deploy_body(wf_tx *tx, void *arg, wf_error *err)
 {
     deploy_op *op = arg;
     const wf_net *net = op->in->net;
-    wf_net_deployed *out = op->out;
+    wf_runtime_deployed *out = op->out;
     wf_definition_row latest;
     bool found = false;
     wf_code rc = wf_tx_get_definition(tx, net->key, 0, &latest, &found, err);
@@ -219,9 +219,26 @@ deploy_body(wf_tx *tx, void *arg, wf_error *err)
     return wf_defcache_net(&out->row, op->ctx->ref.arena, &out->net, err);
 }
 
+/* This answer, GetDefinition and ListDefinitions send the stored form (a
+ * step list with its compiled net, so its texts twice): a definition that
+ * could not be read back is refused before it is stored. Its JSON text is
+ * larger than its protobuf, so it stands for the answer's rows. */
+static wf_code
+check_readable(const wf_runtime_ctx *ctx, const wf_net *net, const char *json, wf_error *err)
+{
+    size_t n = strlen(json), most = ctx->ref.answer_bytes;
+    if (most == 0 || n <= most)
+        return WF_OK;
+    return wf_error_set(err, WF_E_TOO_LARGE,
+                        "definition \"%.128s\" takes %zu bytes as stored%s, more than an answer "
+                        "holds (%zu)",
+                        net->key != NULL ? net->key : "", n,
+                        net->n_steps > 0 ? " (its steps with their compiled net)" : "", most);
+}
+
 wf_code
-wf_net_deploy(const wf_net_ctx *ctx, const wf_net_deploy_in *in, wf_uow_idem *idem,
-              wf_net_deployed *out, wf_error *err)
+wf_runtime_deploy(const wf_runtime_ctx *ctx, const wf_runtime_deploy_in *in, wf_uow_idem *idem,
+                  wf_runtime_deployed *out, wf_error *err)
 {
     memset(out, 0, sizeof *out);
     wf_validation_error *all = NULL;
@@ -269,7 +286,7 @@ wf_net_deploy(const wf_net_ctx *ctx, const wf_net_deploy_in *in, wf_uow_idem *id
                             "x-actor-id is required: this call acts for a person");
     /* A step list is stored with its compiled net, so that its instances
      * keep running the net they started with. */
-    wf_net_deploy_in stored = *in;
+    wf_runtime_deploy_in stored = *in;
     if (compiled != NULL)
         stored.net = compiled;
     deploy_op op = {.ctx = ctx, .in = &stored, .out = out};
@@ -277,8 +294,11 @@ wf_net_deploy(const wf_net_ctx *ctx, const wf_net_deploy_in *in, wf_uow_idem *id
     rc = wf_net_to_json(stored.net, ctx->ref.arena, &json, err);
     if (rc != WF_OK)
         return rc;
+    rc = check_readable(ctx, stored.net, json, err);
+    if (rc != WF_OK)
+        return rc;
     op.json = json;
-    wf_net_sha256_hex(json, strlen(json), op.hash);
+    wf_sha256_hex(json, strlen(json), op.hash);
     wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     return wf_uow_run(ctx->ref.store, &sc, idem, deploy_body, &op, out, err);
 }
@@ -287,8 +307,8 @@ wf_net_deploy(const wf_net_ctx *ctx, const wf_net_deploy_in *in, wf_uow_idem *id
  */
 
 wf_code
-wf_net_get_definition(const wf_net_ctx *ctx, const char *key, int32_t version,
-                      wf_definition_row *row, const wf_net **net, wf_error *err)
+wf_runtime_get_definition(const wf_runtime_ctx *ctx, const char *key, int32_t version,
+                          wf_definition_row *row, const wf_net **net, wf_error *err)
 {
     if (wf_str_empty(key))
         return wf_work_invalid(&ctx->ref, "key", "is required", err);
@@ -315,7 +335,7 @@ typedef struct page {
 } page;
 
 static wf_code
-emit(const wf_net_ctx *ctx, page *p, const wf_definition_row *row, wf_error *err)
+emit(const wf_runtime_ctx *ctx, page *p, const wf_definition_row *row, wf_error *err)
 {
     if (p->n == p->cap)
         return wf_error_set(err, WF_E_INTERNAL, "definition page overflow");
@@ -328,7 +348,7 @@ emit(const wf_net_ctx *ctx, page *p, const wf_definition_row *row, wf_error *err
 
 /* Every version of key, newest first, from version top down. */
 static wf_code
-list_versions(const wf_net_ctx *ctx, const char *key, size_t size, const char *cursor, page *p,
+list_versions(const wf_runtime_ctx *ctx, const char *key, size_t size, const char *cursor, page *p,
               char **next, wf_error *err)
 {
     wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
@@ -371,7 +391,7 @@ list_versions(const wf_net_ctx *ctx, const char *key, size_t size, const char *c
 
 /* The latest version of every key after the cursor's key, by key. */
 static wf_code
-list_latest(const wf_net_ctx *ctx, size_t size, const char *cursor, page *p, char **next,
+list_latest(const wf_runtime_ctx *ctx, size_t size, const char *cursor, page *p, char **next,
             wf_error *err)
 {
     wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
@@ -425,9 +445,9 @@ list_latest(const wf_net_ctx *ctx, size_t size, const char *cursor, page *p, cha
 }
 
 wf_code
-wf_net_list_definitions(const wf_net_ctx *ctx, const char *key, int32_t page_size,
-                        const char *cursor, wf_definition_row **rows, const wf_net ***nets,
-                        size_t *n, char **next_cursor, wf_error *err)
+wf_runtime_list_definitions(const wf_runtime_ctx *ctx, const char *key, int32_t page_size,
+                            const char *cursor, wf_definition_row **rows, const wf_net ***nets,
+                            size_t *n, char **next_cursor, wf_error *err)
 {
     if (page_size < 0)
         return wf_work_invalid(&ctx->ref, "page_size", "must not be negative", err);

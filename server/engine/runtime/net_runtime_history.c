@@ -28,27 +28,27 @@
 
 /* The store states (bits) that read as state st. */
 static unsigned
-store_states(wf_net_item_state st, bool inst_ended)
+store_states(wf_runtime_item_state st, bool inst_ended)
 {
     switch (st) {
-    case WF_NET_ITEM_ENABLED:
+    case WF_RUNTIME_ITEM_ENABLED:
         return inst_ended ? 0 : BIT(WF_WORK_ITEM_ENABLED);
-    case WF_NET_ITEM_FINISHED:
+    case WF_RUNTIME_ITEM_FINISHED:
         return BIT(WF_WORK_ITEM_FIRED) | BIT(WF_WORK_ITEM_FINISHED);
-    case WF_NET_ITEM_CANCELLED:
+    case WF_RUNTIME_ITEM_CANCELLED:
         return BIT(WF_WORK_ITEM_WITHDRAWN) | (inst_ended ? BIT(WF_WORK_ITEM_ENABLED) : 0);
     }
     return 0;
 }
 
 wf_code
-wf_net_list_work_items(const wf_ref_ctx *ctx, const wf_net_list_items_in *q, wf_net_item **items,
-                       size_t *n, char **next_cursor, wf_error *err)
+wf_runtime_list_work_items(const wf_ref_ctx *ctx, const wf_runtime_list_items_in *q,
+                           wf_runtime_item **items, size_t *n, char **next_cursor, wf_error *err)
 {
     if (q->instance_id == NULL || q->instance_id[0] == '\0')
         return wf_work_invalid(ctx, "instance_id", "is required", err);
     for (size_t i = 0; i < q->n_states; i++)
-        if (q->states[i] < WF_NET_ITEM_ENABLED || q->states[i] > WF_NET_ITEM_CANCELLED)
+        if (q->states[i] < WF_RUNTIME_ITEM_ENABLED || q->states[i] > WF_RUNTIME_ITEM_CANCELLED)
             return wf_work_invalid(ctx, "states", "holds an unknown work item state", err);
     if (q->page_size < 0)
         return wf_work_invalid(ctx, "page_size", "must not be negative", err);
@@ -63,7 +63,7 @@ wf_net_list_work_items(const wf_ref_ctx *ctx, const wf_net_list_items_in *q, wf_
     bool over = wf_instance_ended(in.status);
     unsigned bits = 0;
     for (size_t i = 0; i < q->n_states; i++)
-        bits |= store_states((wf_net_item_state)q->states[i], over);
+        bits |= store_states((wf_runtime_item_state)q->states[i], over);
     size_t size = q->page_size == 0         ? 50
                   : q->page_size > PAGE_MAX ? PAGE_MAX
                                             : (size_t)q->page_size;
@@ -89,24 +89,24 @@ wf_net_list_work_items(const wf_ref_ctx *ctx, const wf_net_list_items_in *q, wf_
         if (rc != WF_OK)
             return rc;
     }
-    wf_net_item *out = wf_arena_calloc(ctx->arena, k + 1, sizeof *out);
+    wf_runtime_item *out = wf_arena_calloc(ctx->arena, k + 1, sizeof *out);
     if (out == NULL)
         return wf_error_nomem(err);
     for (size_t i = 0; i < k; i++) {
-        wf_net_item *it = &out[i];
+        wf_runtime_item *it = &out[i];
         it->row = rows[i];
         switch (rows[i].state) {
         case WF_WORK_ITEM_FIRED:
         case WF_WORK_ITEM_FINISHED:
-            it->state = WF_NET_ITEM_FINISHED;
+            it->state = WF_RUNTIME_ITEM_FINISHED;
             it->finished_at = rows[i].finished_at;
             break;
         case WF_WORK_ITEM_WITHDRAWN:
-            it->state = WF_NET_ITEM_CANCELLED;
+            it->state = WF_RUNTIME_ITEM_CANCELLED;
             it->cancelled_at = rows[i].finished_at;
             break;
         case WF_WORK_ITEM_ENABLED:
-            it->state = over ? WF_NET_ITEM_CANCELLED : WF_NET_ITEM_ENABLED;
+            it->state = over ? WF_RUNTIME_ITEM_CANCELLED : WF_RUNTIME_ITEM_ENABLED;
             it->cancelled_at = over ? in.ended_at : 0;
             break;
         }

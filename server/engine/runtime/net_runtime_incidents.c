@@ -24,7 +24,7 @@ static const char *const codes[] = {
 };
 
 bool
-wf_net_incident_code_known(const char *code)
+wf_runtime_incident_code_known(const char *code)
 {
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
         if (strcmp(code, codes[i]) == 0)
@@ -33,11 +33,11 @@ wf_net_incident_code_known(const char *code)
 }
 
 wf_code
-wf_net_list_incidents(const wf_ref_ctx *ctx, const wf_net_incident_query *q, wf_net_incident **out,
-                      size_t *n, char **next_cursor, wf_error *err)
+wf_runtime_list_incidents(const wf_ref_ctx *ctx, const wf_runtime_incident_query *q,
+                          wf_runtime_incident **out, size_t *n, char **next_cursor, wf_error *err)
 {
     bool by_code = q->code != NULL && q->code[0] != '\0';
-    if (by_code && !wf_net_incident_code_known(q->code))
+    if (by_code && !wf_runtime_incident_code_known(q->code))
         return wf_work_invalid(ctx, "code", "is not a known incident code", err);
     if (q->page_size < 0)
         return wf_work_invalid(ctx, "page_size", "must not be negative", err);
@@ -60,12 +60,12 @@ wf_net_list_incidents(const wf_ref_ctx *ctx, const wf_net_incident_query *q, wf_
         return wf_work_invalid(ctx, "page_token", "is malformed", err);
     if (rc != WF_OK)
         return rc;
-    wf_net_incident *v = wf_arena_calloc(ctx->arena, k + 1, sizeof *v);
+    wf_runtime_incident *v = wf_arena_calloc(ctx->arena, k + 1, sizeof *v);
     if (v == NULL)
         return wf_error_nomem(err);
     for (size_t i = 0; i < k; i++) {
         const wf_instance_row *r = &rows[i];
-        v[i] = (wf_net_incident){
+        v[i] = (wf_runtime_incident){
             .instance_id = r->id,
             .root_id = r->root_id,
             .definition_key = r->definition_key,

@@ -142,7 +142,7 @@ void wf_runtime__keep_wake(const net_work *w, const char ***types, size_t *n);
 
 /* Calls ctx->wake for "events" and every "jobs:<type>" (and "timers" for
  * WF_NW_WAKE_TIMERS). */
-void wf_runtime__wake(const wf_net_ctx *ctx, const char *const *types, size_t n);
+void wf_runtime__wake(const wf_runtime_ctx *ctx, const char *const *types, size_t n);
 
 /* wf_time_rfc3339 (core/wf_time.h) under the name signals.c and
  * net_runtime_jobs.c call it by. */

@@ -69,7 +69,8 @@ printable(const char *s, size_t min, size_t max, bool spaces)
 /* ---- activation ------------------------------------------------------------------------ */
 
 wf_code
-wf_net_activation_check(const wf_net_ctx *ctx, const wf_net_activation *a, wf_error *err)
+wf_runtime_activation_check(const wf_runtime_ctx *ctx, const wf_runtime_activation *a,
+                            wf_error *err)
 {
     if (!printable(a->job_type, 1, 128, false))
         return wf_work_invalid(&ctx->ref, "job_type",
@@ -79,7 +80,7 @@ wf_net_activation_check(const wf_net_ctx *ctx, const wf_net_activation *a, wf_er
                                err);
     if (a->max_jobs < 0)
         return wf_work_invalid(&ctx->ref, "max_jobs", "must not be negative", err);
-    if (a->lease_ms < 0 || a->lease_ms > WF_NET_MAX_LEASE_MS)
+    if (a->lease_ms < 0 || a->lease_ms > WF_RUNTIME_MAX_LEASE_MS)
         return wf_work_invalid(&ctx->ref, "lease", "must be positive and at most 24 hours", err);
     return WF_OK;
 }
@@ -87,7 +88,7 @@ wf_net_activation_check(const wf_net_ctx *ctx, const wf_net_activation *a, wf_er
 /* The lease of transition_id in the definition of instance_id; 0 when it
  * cannot be told (the default lease then stays). */
 static int64_t
-transition_lease(const wf_net_ctx *ctx, const wf_job_row *job)
+transition_lease(const wf_runtime_ctx *ctx, const wf_job_row *job)
 {
     wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     wf_instance_row in;
@@ -104,7 +105,7 @@ transition_lease(const wf_net_ctx *ctx, const wf_job_row *job)
 }
 
 typedef struct lease_op {
-    const wf_net_ctx *ctx;
+    const wf_runtime_ctx *ctx;
     const wf_job_row *job;
     int64_t expires_at;
     bool done;
@@ -138,7 +139,7 @@ relet_body(wf_tx *tx, void *arg, wf_error *err)
  * with the default; the few transitions with another one are re-let (best
  * effort: the default lease stands on failure). */
 static void
-relet_all(const wf_net_ctx *ctx, wf_job_row *rows, size_t n, int64_t lease, int64_t now)
+relet_all(const wf_runtime_ctx *ctx, wf_job_row *rows, size_t n, int64_t lease, int64_t now)
 {
     wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
     for (size_t i = 0; i < n; i++) {
@@ -154,20 +155,20 @@ relet_all(const wf_net_ctx *ctx, wf_job_row *rows, size_t n, int64_t lease, int6
 }
 
 static size_t
-activation_max(const wf_net_activation *a)
+activation_max(const wf_runtime_activation *a)
 {
-    return a->max_jobs <= 0                         ? 1
-           : a->max_jobs > WF_NET_MAX_JOBS_PER_CALL ? WF_NET_MAX_JOBS_PER_CALL
-                                                    : (size_t)a->max_jobs;
+    return a->max_jobs <= 0                             ? 1
+           : a->max_jobs > WF_RUNTIME_MAX_JOBS_PER_CALL ? WF_RUNTIME_MAX_JOBS_PER_CALL
+                                                        : (size_t)a->max_jobs;
 }
 
 typedef struct activate_op {
-    const wf_net_ctx *ctx;
-    const wf_net_activation *a;
+    const wf_runtime_ctx *ctx;
+    const wf_runtime_activation *a;
     int64_t lease, now;
     bool last;
     wf_uow_idem *idem; /* NULL: no request record */
-    wf_net_activated *out;
+    wf_runtime_activated *out;
     wf_job_row *rows;
 } activate_op;
 
@@ -228,10 +229,10 @@ activate_body(wf_tx *tx, void *arg, wf_error *err)
 }
 
 wf_code
-wf_net_activate_jobs(const wf_net_ctx *ctx, const wf_net_activation *a, wf_job_row **rows,
-                     size_t *n, wf_error *err)
+wf_runtime_activate_jobs(const wf_runtime_ctx *ctx, const wf_runtime_activation *a,
+                         wf_job_row **rows, size_t *n, wf_error *err)
 {
-    wf_net_activated out = {NULL, 0};
+    wf_runtime_activated out = {NULL, 0};
     activate_op op = {ctx,         a,    a->lease_ms > 0 ? a->lease_ms : WF_NET_DEFAULT_LEASE_MS,
                       wf_now_us(), true, NULL,
                       &out,        NULL};
@@ -247,15 +248,15 @@ wf_net_activate_jobs(const wf_net_ctx *ctx, const wf_net_activation *a, wf_job_r
 }
 
 wf_code
-wf_net_activate_recorded(const wf_net_ctx *ctx, const wf_net_activation *a, wf_uow_idem *idem,
-                         bool last, wf_net_activated *out, wf_error *err)
+wf_runtime_activate_recorded(const wf_runtime_ctx *ctx, const wf_runtime_activation *a,
+                             wf_uow_idem *idem, bool last, wf_runtime_activated *out, wf_error *err)
 {
     out->rows = NULL;
     out->n = 0;
     if (!wf_uow_idem_active(idem)) {
         wf_job_row *rows = NULL;
         size_t n = 0;
-        wf_code rc = wf_net_activate_jobs(ctx, a, &rows, &n, err);
+        wf_code rc = wf_runtime_activate_jobs(ctx, a, &rows, &n, err);
         if (rc == WF_OK) {
             out->rows = rows;
             out->n = n;
@@ -280,8 +281,8 @@ wf_net_activate_recorded(const wf_net_ctx *ctx, const wf_net_activation *a, wf_u
 }
 
 wf_code
-wf_net_job_lease_held(const wf_net_ctx *ctx, const char *key, int64_t now, bool *held,
-                      int64_t *expires_at, wf_error *err)
+wf_runtime_job_lease_held(const wf_runtime_ctx *ctx, const char *key, int64_t now, bool *held,
+                          int64_t *expires_at, wf_error *err)
 {
     *held = false;
     *expires_at = 0;
@@ -308,14 +309,14 @@ wf_net_job_lease_held(const wf_net_ctx *ctx, const char *key, int64_t now, bool 
 typedef enum job_kind { JOB_COMPLETE, JOB_FAIL, JOB_EXTEND } job_kind;
 
 typedef struct job_op {
-    const wf_net_ctx *ctx;
+    const wf_runtime_ctx *ctx;
     job_kind kind;
     const char *key;
     const char *instance_id; /* of the job, read before the unit of work */
     const char *root_id;     /* of the job, likewise */
     const char *patch;       /* CompleteJob */
     const char *next_step;   /* CompleteJob: the step to go to, NULL = the rules */
-    const wf_net_job_failure *fail;
+    const wf_runtime_job_failure *fail;
     const char *message; /* FailJob, cut */
     int64_t lease_ms;    /* ExtendJobLease */
     int64_t expires_at;  /* out */
@@ -645,15 +646,15 @@ run_job_op(job_op *op, wf_uow_body_fn body, wf_uow_idem *idem, const void *resul
 }
 
 wf_code
-wf_net_complete_job(const wf_net_ctx *ctx, const char *key, const char *variables_json,
-                    wf_uow_idem *idem, wf_error *err)
+wf_runtime_complete_job(const wf_runtime_ctx *ctx, const char *key, const char *variables_json,
+                        wf_uow_idem *idem, wf_error *err)
 {
-    return wf_net_complete_job_to(ctx, key, variables_json, NULL, idem, err);
+    return wf_runtime_complete_job_to(ctx, key, variables_json, NULL, idem, err);
 }
 
 wf_code
-wf_net_complete_job_to(const wf_net_ctx *ctx, const char *key, const char *variables_json,
-                       const char *next_step, wf_uow_idem *idem, wf_error *err)
+wf_runtime_complete_job_to(const wf_runtime_ctx *ctx, const char *key, const char *variables_json,
+                           const char *next_step, wf_uow_idem *idem, wf_error *err)
 {
     job_op op = {.ctx = ctx, .kind = JOB_COMPLETE, .key = key, .next_step = next_step};
     wf_code rc = wf_vars_object(ctx->ref.arena, variables_json, "variables_json", &op.patch, err);
@@ -676,8 +677,8 @@ cut_message(wf_arena *a, const char *s)
 }
 
 wf_code
-wf_net_fail_job(const wf_net_ctx *ctx, const wf_net_job_failure *f, wf_uow_idem *idem,
-                wf_error *err)
+wf_runtime_fail_job(const wf_runtime_ctx *ctx, const wf_runtime_job_failure *f, wf_uow_idem *idem,
+                    wf_error *err)
 {
     job_op op = {.ctx = ctx, .kind = JOB_FAIL, .key = f->key, .fail = f};
     if (f->has_backoff && f->backoff_ms < 0)
@@ -689,11 +690,11 @@ wf_net_fail_job(const wf_net_ctx *ctx, const wf_net_job_failure *f, wf_uow_idem 
 }
 
 wf_code
-wf_net_extend_job_lease(const wf_net_ctx *ctx, const char *key, int64_t lease_ms, wf_uow_idem *idem,
-                        int64_t *expires_at, wf_error *err)
+wf_runtime_extend_job_lease(const wf_runtime_ctx *ctx, const char *key, int64_t lease_ms,
+                            wf_uow_idem *idem, int64_t *expires_at, wf_error *err)
 {
     job_op op = {.ctx = ctx, .kind = JOB_EXTEND, .key = key, .lease_ms = lease_ms};
-    if (lease_ms <= 0 || lease_ms > WF_NET_MAX_LEASE_MS)
+    if (lease_ms <= 0 || lease_ms > WF_RUNTIME_MAX_LEASE_MS)
         return wf_work_invalid(&ctx->ref, "lease", "is required: positive and at most 24 hours",
                                err);
     wf_code rc = run_job_op(&op, extend_body, idem, &op.expires_at, err);

@@ -37,9 +37,9 @@
 #include "wf_str.h"
 
 typedef struct migrate_op {
-    const wf_net_ctx *ctx;
-    const wf_net_migrate_in *in;
-    wf_net_migration *out;
+    const wf_runtime_ctx *ctx;
+    const wf_runtime_migrate_in *in;
+    wf_runtime_migration *out;
     const char **wake;
     size_t n_wake;
 } migrate_op;
@@ -47,7 +47,7 @@ typedef struct migrate_op {
 /* ---- the request -------------------------------------------------------------------- */
 
 wf_code
-wf_net_migrate_check_args(const wf_ref_ctx *r, const wf_net_migrate_in *in, wf_error *err)
+wf_runtime_migrate_check_args(const wf_ref_ctx *r, const wf_runtime_migrate_in *in, wf_error *err)
 {
     if (in->target_version < 1)
         return wf_work_violation(r, WF_E_INVALID_ARGUMENT, "target_version", "must be at least 1",
@@ -71,17 +71,17 @@ wf_net_migrate_check_args(const wf_ref_ctx *r, const wf_net_migrate_in *in, wf_e
 }
 
 static wf_code
-check_request(const wf_ref_ctx *r, const wf_net_migrate_in *in, wf_error *err)
+check_request(const wf_ref_ctx *r, const wf_runtime_migrate_in *in, wf_error *err)
 {
     if (wf_str_empty(in->instance_id))
         return wf_work_violation(r, WF_E_INVALID_ARGUMENT, "instance_id", "is required", err);
-    return wf_net_migrate_check_args(r, in, err);
+    return wf_runtime_migrate_check_args(r, in, err);
 }
 
 /* ---- the plan ------------------------------------------------------------------------ */
 
 static const char *
-target_place(const wf_net *to, const wf_net_migrate_in *in, const char *id)
+target_place(const wf_net *to, const wf_runtime_migrate_in *in, const char *id)
 {
     for (size_t i = 0; i < in->n_mapping; i++)
         if (wf_str_eq(in->mapping[i].from_place, id))
@@ -109,8 +109,8 @@ listed(const char *const *ids, size_t n, const char *id)
 
 /* Fills the plan of out from the state before (st) and the step (d). */
 static wf_code
-fill_plan(wf_arena *a, const wf_net *to, const wf_net_migrate_in *in, const wf_net_state *st,
-          const wf_net_diff *d, bool real, wf_net_migration *out, wf_error *err)
+fill_plan(wf_arena *a, const wf_net *to, const wf_runtime_migrate_in *in, const wf_net_state *st,
+          const wf_net_diff *d, bool real, wf_runtime_migration *out, wf_error *err)
 {
     out->tokens = wf_arena_alloc(a, (st->n_tokens + 1) * sizeof *out->tokens);
     out->kept = wf_arena_alloc(a, (st->n_items + 1) * sizeof *out->kept);
@@ -129,18 +129,18 @@ fill_plan(wf_arena *a, const wf_net *to, const wf_net_migrate_in *in, const wf_n
     if (st->n_tokens > 1)
         qsort(order, st->n_tokens, sizeof *order, cmp_seq);
     for (size_t i = 0; i < st->n_tokens; i++)
-        out->tokens[out->n_tokens++] = (wf_net_token_move){
+        out->tokens[out->n_tokens++] = (wf_runtime_token_move){
             order[i]->id, order[i]->place_id, target_place(to, in, order[i]->place_id)};
     for (size_t i = 0; i < st->n_items; i++) {
         const wf_work_item *it = &st->items[i];
-        wf_net_plan_item p = {it->id, it->transition_id, it->trigger};
+        wf_runtime_plan_item p = {it->id, it->transition_id, it->trigger};
         if (listed(d->withdrawn, d->n_withdrawn, it->id))
             out->withdrawn[out->n_withdrawn++] = p;
         else
             out->kept[out->n_kept++] = p;
     }
     for (size_t i = 0; i < d->n_created; i++)
-        out->created[out->n_created++] = (wf_net_plan_item){
+        out->created[out->n_created++] = (wf_runtime_plan_item){
             real ? d->created[i].id : "", d->created[i].transition_id, d->created[i].trigger};
     for (size_t i = 0; i < d->n_fired; i++)
         out->fired[out->n_fired++] = d->fired[i].transition_id;
@@ -198,7 +198,7 @@ target_net(net_work *w, int32_t version, const wf_net **net, wf_error *err)
 /* INSTANCE_MIGRATED: the versions, the mapping, where each token went,
  * the items kept, the actor. */
 static wf_code
-migrated_event(net_work *w, const wf_net_migrate_in *in, const wf_net_migration *plan,
+migrated_event(net_work *w, const wf_runtime_migrate_in *in, const wf_runtime_migration *plan,
                wf_error *err)
 {
     json_t *map = json_array(), *toks = json_array(), *kept = json_array();
@@ -223,8 +223,8 @@ static wf_code
 migrate_body(wf_tx *tx, void *arg, wf_error *err)
 {
     migrate_op *op = arg;
-    const wf_net_migrate_in *in = op->in;
-    wf_net_migration *out = op->out;
+    const wf_runtime_migrate_in *in = op->in;
+    wf_runtime_migration *out = op->out;
     net_work w;
     op->n_wake = 0;
     memset(out, 0, sizeof *out);
@@ -298,7 +298,7 @@ migrate_body(wf_tx *tx, void *arg, wf_error *err)
 
 /* A refused real run: every problem as a field violation. */
 static void
-report_problems(const wf_ref_ctx *r, const wf_net_migration *out)
+report_problems(const wf_ref_ctx *r, const wf_runtime_migration *out)
 {
     if (r->violation == NULL)
         return;
@@ -308,8 +308,8 @@ report_problems(const wf_ref_ctx *r, const wf_net_migration *out)
 }
 
 wf_code
-wf_net_migrate_instance(const wf_net_ctx *ctx, const wf_net_migrate_in *in, wf_uow_idem *idem,
-                        wf_net_migration *out, wf_error *err)
+wf_runtime_migrate_instance(const wf_runtime_ctx *ctx, const wf_runtime_migrate_in *in,
+                            wf_uow_idem *idem, wf_runtime_migration *out, wf_error *err)
 {
     const wf_ref_ctx *r = &ctx->ref;
     memset(out, 0, sizeof *out);

@@ -40,10 +40,10 @@
 #define MAX_REASON_BYTES 1024
 
 typedef struct modify_op {
-    const wf_net_ctx *ctx;
-    const wf_net_modify_in *in;
+    const wf_runtime_ctx *ctx;
+    const wf_runtime_modify_in *in;
     const char *patch; /* normalised variables, NULL = none */
-    wf_net_modified *out;
+    wf_runtime_modified *out;
     const char **wake;
     size_t n_wake;
 } modify_op;
@@ -97,7 +97,7 @@ bad_op(const wf_ref_ctx *r, size_t i, const char *field, const char *msg, wf_err
 }
 
 static wf_code
-check_request(const wf_ref_ctx *r, const wf_net_modify_in *in, wf_error *err)
+check_request(const wf_ref_ctx *r, const wf_runtime_modify_in *in, wf_error *err)
 {
     if (wf_str_empty(in->instance_id))
         return wf_work_violation(r, WF_E_INVALID_ARGUMENT, "instance_id", "is required", err);
@@ -188,7 +188,7 @@ static wf_code
 modified_event(net_work *w, const modify_op *op, const wf_net_mod_done *done, json_t *keys,
                wf_error *err)
 {
-    const wf_net_modify_in *in = op->in;
+    const wf_runtime_modify_in *in = op->in;
     json_t *ops = json_array();
     for (size_t i = 0; ops != NULL && i < in->n_ops; i++) {
         const wf_net_mod *m = &in->ops[i];
@@ -263,7 +263,7 @@ cmp_token_seq(const void *x, const void *y)
 
 /* The marking and tokens of the net instance after the change. */
 static wf_code
-fill_out(net_work *w, wf_net_modified *out, wf_error *err)
+fill_out(net_work *w, wf_runtime_modified *out, wf_error *err)
 {
     wf_arena *a = w->rw.arena;
     size_t n = 0;
@@ -280,7 +280,7 @@ fill_out(net_work *w, wf_net_modified *out, wf_error *err)
     if (out->tokens == NULL)
         return wf_error_nomem(err);
     for (size_t i = 0; i < n; i++)
-        out->tokens[i] = (wf_net_token){live[i]->id, live[i]->place_id};
+        out->tokens[i] = (wf_runtime_token){live[i]->id, live[i]->place_id};
     out->n_tokens = n;
     out->n_marking = 0;
     for (size_t p = 0; p < w->net->n_places; p++) {
@@ -288,7 +288,7 @@ fill_out(net_work *w, wf_net_modified *out, wf_error *err)
         for (size_t i = 0; i < n; i++)
             c += wf_str_eq(live[i]->place_id, w->net->places[p].id);
         if (c > 0)
-            out->marking[out->n_marking++] = (wf_net_marking){w->net->places[p].id, c};
+            out->marking[out->n_marking++] = (wf_runtime_marking){w->net->places[p].id, c};
     }
     return WF_OK;
 }
@@ -312,7 +312,7 @@ static wf_code
 modify_body(wf_tx *tx, void *arg, wf_error *err)
 {
     modify_op *op = arg;
-    const wf_net_modify_in *in = op->in;
+    const wf_runtime_modify_in *in = op->in;
     net_work w;
     op->n_wake = 0;
     wf_code rc = wf_runtime__open(&w, &op->ctx->ref, tx, in->instance_id, NULL, err);
@@ -411,8 +411,8 @@ modify_body(wf_tx *tx, void *arg, wf_error *err)
 }
 
 wf_code
-wf_net_modify_instance(const wf_net_ctx *ctx, const wf_net_modify_in *in, wf_uow_idem *idem,
-                       wf_net_modified *out, wf_error *err)
+wf_runtime_modify_instance(const wf_runtime_ctx *ctx, const wf_runtime_modify_in *in,
+                           wf_uow_idem *idem, wf_runtime_modified *out, wf_error *err)
 {
     const wf_ref_ctx *r = &ctx->ref;
     wf_code rc = check_request(r, in, err);

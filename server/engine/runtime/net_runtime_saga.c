@@ -261,7 +261,7 @@ wf_runtime__saga_job_failed(net_work *w, size_t ji, const char *message, wf_erro
 /* ---- RetryInstance --------------------------------------------------------------- */
 
 typedef struct retry_op {
-    const wf_net_ctx *ctx;
+    const wf_runtime_ctx *ctx;
     const char *instance_id;
     wf_instance_row *out;
     const char **wake;
@@ -421,8 +421,8 @@ retry_body(wf_tx *tx, void *arg, wf_error *err)
 }
 
 wf_code
-wf_net_retry_instance(const wf_net_ctx *ctx, const char *instance_id, wf_uow_idem *idem,
-                      wf_instance_row *out, wf_error *err)
+wf_runtime_retry_instance(const wf_runtime_ctx *ctx, const char *instance_id, wf_uow_idem *idem,
+                          wf_instance_row *out, wf_error *err)
 {
     wf_code rc = wf_ids_check(&ctx->ref, WF_ID_INSTANCE, "instance_id", instance_id, err);
     if (rc != WF_OK)
@@ -438,7 +438,7 @@ wf_net_retry_instance(const wf_net_ctx *ctx, const char *instance_id, wf_uow_ide
 /* ---- CancelInstance{compensate} ------------------------------------------------- */
 
 typedef struct cancel_op {
-    const wf_net_ctx *ctx;
+    const wf_runtime_ctx *ctx;
     const char *instance_id;
     const char *reason;
     wf_instance_row *out;
@@ -498,8 +498,8 @@ cancel_body(wf_tx *tx, void *arg, wf_error *err)
 }
 
 wf_code
-wf_net_cancel_compensate(const wf_net_ctx *ctx, const char *instance_id, const char *reason,
-                         wf_uow_idem *idem, wf_instance_row *out, bool *started, wf_error *err)
+wf_runtime_cancel_compensate(const wf_runtime_ctx *ctx, const char *instance_id, const char *reason,
+                             wf_uow_idem *idem, wf_instance_row *out, bool *started, wf_error *err)
 {
     *started = false;
     if (instance_id == NULL || !wf_uuid_valid(instance_id) ||

@@ -114,8 +114,8 @@ start_net(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row *def, const 
 }
 
 wf_code
-wf_net_start_in(const wf_ref_ctx *ctx, wf_tx *tx, const wf_start_spec *spec, const char *vars,
-                wf_instance_row *out, wf_error *err)
+wf_runtime_start_in(const wf_ref_ctx *ctx, wf_tx *tx, const wf_start_spec *spec, const char *vars,
+                    wf_instance_row *out, wf_error *err)
 {
     wf_definition_row def;
     wf_code rc = wf_referral_start_definition(ctx, tx, spec, &def, err);

@@ -40,7 +40,7 @@
 #define MAX_REASON 1024
 
 typedef struct suspend_op {
-    const wf_net_ctx *ctx;
+    const wf_runtime_ctx *ctx;
     const char *instance_id;
     const char *reason;
     bool resume;
@@ -134,7 +134,7 @@ suspend_body(wf_tx *tx, void *arg, wf_error *err)
 }
 
 static wf_code
-run(const wf_net_ctx *ctx, const char *instance_id, const char *reason, bool resume,
+run(const wf_runtime_ctx *ctx, const char *instance_id, const char *reason, bool resume,
     wf_uow_idem *idem, wf_instance_row *out, wf_error *err)
 {
     wf_code rc = wf_ids_check(&ctx->ref, WF_ID_INSTANCE, "instance_id", instance_id, err);
@@ -152,15 +152,15 @@ run(const wf_net_ctx *ctx, const char *instance_id, const char *reason, bool res
 }
 
 wf_code
-wf_net_suspend_instance(const wf_net_ctx *ctx, const char *instance_id, const char *reason,
-                        wf_uow_idem *idem, wf_instance_row *out, wf_error *err)
+wf_runtime_suspend_instance(const wf_runtime_ctx *ctx, const char *instance_id, const char *reason,
+                            wf_uow_idem *idem, wf_instance_row *out, wf_error *err)
 {
     return run(ctx, instance_id, reason, false, idem, out, err);
 }
 
 wf_code
-wf_net_resume_instance(const wf_net_ctx *ctx, const char *instance_id, const char *reason,
-                       wf_uow_idem *idem, wf_instance_row *out, wf_error *err)
+wf_runtime_resume_instance(const wf_runtime_ctx *ctx, const char *instance_id, const char *reason,
+                           wf_uow_idem *idem, wf_instance_row *out, wf_error *err)
 {
     return run(ctx, instance_id, reason, true, idem, out, err);
 }

@@ -117,9 +117,9 @@ task_body(wf_tx *tx, void *arg, wf_error *err)
 }
 
 wf_code
-wf_net_complete_task(const wf_ref_ctx *ctx, const char *task_id, const char *instance_id,
-                     const char *root_id, const char *patch, wf_uow_idem *idem,
-                     wf_ref_completion *out, wf_error *err)
+wf_runtime_complete_task(const wf_ref_ctx *ctx, const char *task_id, const char *instance_id,
+                         const char *root_id, const char *patch, wf_uow_idem *idem,
+                         wf_ref_completion *out, wf_error *err)
 {
     task_op op = {ctx, task_id, instance_id, root_id, patch, out, NULL, NULL, 0};
     wf_store_ctx sc = wf_work_store_ctx(ctx);
@@ -168,9 +168,9 @@ end_body(wf_tx *tx, void *arg, wf_error *err)
 }
 
 wf_code
-wf_net_complete_and_end(const wf_ref_ctx *ctx, const char *task_id, const char *instance_id,
-                        const char *root_id, const char *patch, wf_uow_idem *idem, wf_ref_end *out,
-                        wf_error *err)
+wf_runtime_complete_and_end(const wf_ref_ctx *ctx, const char *task_id, const char *instance_id,
+                            const char *root_id, const char *patch, wf_uow_idem *idem,
+                            wf_ref_end *out, wf_error *err)
 {
     task_op op = {ctx, task_id, instance_id, root_id, patch, NULL, out, NULL, 0};
     wf_store_ctx sc = wf_work_store_ctx(ctx);

@@ -114,8 +114,8 @@ timer_body(wf_tx *tx, void *arg, wf_error *err)
 }
 
 wf_code
-wf_net_fire_timer(const wf_net_rt *rt, const wf_timer_row *row, int64_t deadline_ms, bool *fired,
-                  wf_error *err)
+wf_runtime_fire_timer(const wf_runtime_host *rt, const wf_timer_row *row, int64_t deadline_ms,
+                      bool *fired, wf_error *err)
 {
     if (rt == NULL || rt->store == NULL || row == NULL || row->id == NULL ||
         row->instance_id == NULL || row->tenant == NULL)
@@ -131,7 +131,7 @@ wf_net_fire_timer(const wf_net_rt *rt, const wf_timer_row *row, int64_t deadline
     if (rc == WF_OK) {
         *fired = op.fired;
         if (op.fired && rt->wake != NULL) {
-            wf_net_ctx nc = {.wake = rt->wake, .wake_arg = rt->wake_arg};
+            wf_runtime_ctx nc = {.wake = rt->wake, .wake_arg = rt->wake_arg};
             wf_runtime__wake(&nc, op.wake, op.n_wake);
         }
     }
@@ -203,8 +203,8 @@ batch_keep_wake(wf_arena *a, const char ***all, size_t *n_all, size_t *cap,
  * done); else the commit itself failed with the returned code.
  */
 static wf_code
-fire_batch_once(const wf_net_rt *rt, batch_entry *e, size_t n, int64_t deadline_ms, bool *fired,
-                wf_error *err)
+fire_batch_once(const wf_runtime_host *rt, batch_entry *e, size_t n, int64_t deadline_ms,
+                bool *fired, wf_error *err)
 {
     for (;;) {
         wf_arena *a = wf_arena_new();
@@ -255,7 +255,7 @@ fire_batch_once(const wf_net_rt *rt, batch_entry *e, size_t n, int64_t deadline_
             for (size_t i = 0; i < n; i++)
                 any |= got[i];
             if (any && rt->wake != NULL) {
-                wf_net_ctx nc = {.wake = rt->wake, .wake_arg = rt->wake_arg};
+                wf_runtime_ctx nc = {.wake = rt->wake, .wake_arg = rt->wake_arg};
                 wf_runtime__wake(&nc, wake, n_wake);
             }
         }
@@ -265,8 +265,8 @@ fire_batch_once(const wf_net_rt *rt, batch_entry *e, size_t n, int64_t deadline_
 }
 
 void
-wf_net_fire_timers(const wf_net_rt *rt, const wf_timer_row *rows, size_t n, int64_t deadline_ms,
-                   bool *fired, wf_code *codes, wf_error *errs)
+wf_runtime_fire_timers(const wf_runtime_host *rt, const wf_timer_row *rows, size_t n,
+                       int64_t deadline_ms, bool *fired, wf_code *codes, wf_error *errs)
 {
     for (size_t i = 0; i < n; i++) {
         fired[i] = false;
@@ -311,7 +311,7 @@ wf_net_fire_timers(const wf_net_rt *rt, const wf_timer_row *rows, size_t n, int6
                 errs[at] = berr;
             } else if (e[i].excluded) {
                 /* Alone, with the runner's retries: its own outcome. */
-                codes[at] = wf_net_fire_timer(rt, e[i].row, deadline_ms, &fired[at], &errs[at]);
+                codes[at] = wf_runtime_fire_timer(rt, e[i].row, deadline_ms, &fired[at], &errs[at]);
             }
         }
         lo = hi;

@@ -16,8 +16,8 @@
 /* ---- GetInstance ----------------------------------------------------------------------------- */
 
 wf_code
-wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view *out,
-                     wf_error *err)
+wf_runtime_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_runtime_view *out,
+                         wf_error *err)
 {
     memset(out, 0, sizeof *out);
     wf_code rc = wf_ids_check(ctx, WF_ID_INSTANCE, "instance_id", instance_id, err);
@@ -59,7 +59,7 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
             count += wf_str_eq(agg.tokens[i].instance_id, instance_id) &&
                      wf_str_eq(agg.tokens[i].place_id, net->places[p].id);
         if (count > 0)
-            out->marking[out->n_marking++] = (wf_net_marking){net->places[p].id, count};
+            out->marking[out->n_marking++] = (wf_runtime_marking){net->places[p].id, count};
     }
     for (size_t i = 0; i < agg.n_jobs; i++)
         if (wf_str_eq(agg.jobs[i].instance_id, instance_id) && agg.jobs[i].state != WF_JOB_FAILED)
@@ -85,7 +85,7 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
             continue;
         const wf_transition *t = wf_runtime__transition_of(&w, s->transition_id);
         size_t ii = wf_runtime__find(&w, &w.items, sizeof(wf_work_item_row), s->work_item_id);
-        out->awaiting[out->n_awaiting++] = (wf_net_awaiting){
+        out->awaiting[out->n_awaiting++] = (wf_runtime_awaiting){
             .sub = *s,
             .correlation = t != NULL && t->correlation == WF_CORRELATION_AGGREGATE
                                ? WF_CORRELATION_AGGREGATE
@@ -110,6 +110,7 @@ wf_net_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_net_view
                                : c.total;
         out->joins[out->n_joins++] = (wf_ref_join){
             .instance_id = in->id,
+            .transition_id = it->transition_id,
             .mode = mode,
             .quorum = mode == WF_JOIN_QUORUM ? t->completion.quorum : 0,
             .required = required,

@@ -330,18 +330,18 @@ wf_runtime__keep_wake(const net_work *w, const char ***types, size_t *n)
 }
 
 void
-wf_runtime__wake(const wf_net_ctx *ctx, const char *const *types, size_t n)
+wf_runtime__wake(const wf_runtime_ctx *ctx, const char *const *types, size_t n)
 {
     if (ctx == NULL || ctx->wake == NULL)
         return;
-    ctx->wake(ctx->wake_arg, WF_NET_TOPIC_EVENTS);
+    ctx->wake(ctx->wake_arg, WF_RUNTIME_TOPIC_EVENTS);
     for (size_t i = 0; i < n; i++) {
         char topic[192];
         if (types[i][0] == '\0') {
-            ctx->wake(ctx->wake_arg, WF_NET_TOPIC_TIMERS); /* WF_NW_WAKE_TIMERS */
+            ctx->wake(ctx->wake_arg, WF_RUNTIME_TOPIC_TIMERS); /* WF_NW_WAKE_TIMERS */
             continue;
         }
-        snprintf(topic, sizeof topic, "%s%s", WF_NET_TOPIC_JOBS_PREFIX, types[i]);
+        snprintf(topic, sizeof topic, "%s%s", WF_RUNTIME_TOPIC_JOBS_PREFIX, types[i]);
         ctx->wake(ctx->wake_arg, topic);
     }
 }

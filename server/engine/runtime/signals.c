@@ -6,11 +6,12 @@
  * Must not: include protobuf or grpc headers.
  */
 
-#include "net_runtime_int.h"
+#include "signals_int.h"
 
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "vars.h"
 #include "wf_id.h"
@@ -45,42 +46,12 @@ start_violation(void *arg, const char *field, const char *reason, const char *ms
     c->violation(c->violation_arg, f != NULL ? f : field, reason, msg);
 }
 
-struct wf_sig_send_out;
-static wf_code push_id(wf_arena *a, wf_sig_send_out *out, const char *id, wf_error *err);
-
-typedef struct send_op {
-    const wf_net_ctx *ctx;
-    const wf_sig_send_in *in;
-    const char *payload; /* normalised object text */
-    int64_t received_at;
-    const char *log_id;
-    bool write_log;   /* this unit of work writes the log row when it fires */
-    const char *root; /* aggregate path: the root to visit */
-    const char *instance_id;
-    /* results of one run */
-    bool fired;
-    bool logged;
-    const char *fired_instance;
-    wf_signal_outcome outcome;
-    int64_t expires_at;
-    const char **wake;
-    size_t n_wake;
-    /* The call's idempotency (NULL: none), one call over several units
-     * of work (wf_uow_span_begin), and its response: each unit of work
-     * with an effect records the response so far in its transaction. */
-    wf_uow_idem *idem;
-    wf_sig_send_out *out;
-    size_t base_ids;        /* aggregate path: instances fired by earlier roots */
-    const char *original;   /* DUPLICATE: the log row of the first delivery */
-    const char *start_vars; /* start: its variables, normalised */
-    const char *started;    /* STARTED: the instance started */
-    bool raced;             /* buffer_body: an instance began to wait meanwhile */
-} send_op;
+static wf_code push_id(wf_arena *a, wf_runtime_send_signal_out *out, const char *id, wf_error *err);
 
 static wf_signal_row
 log_row(const send_op *op, wf_signal_outcome outcome)
 {
-    const wf_sig_send_in *in = op->in;
+    const wf_runtime_send_signal_in *in = op->in;
     bool by_agg = wf_str_empty(in->instance_id);
     wf_signal_row r = {
         .id = (char *)op->log_id,
@@ -97,7 +68,7 @@ log_row(const send_op *op, wf_signal_outcome outcome)
     if (outcome == WF_SIGNAL_BUFFERED || outcome == WF_SIGNAL_STARTED) {
         int64_t ttl_ms = in->buffer_ttl_ms;
         if (outcome == WF_SIGNAL_STARTED && ttl_ms == 0)
-            ttl_ms = WF_SIG_START_TTL_MS;
+            ttl_ms = WF_RUNTIME_SIGNAL_START_TTL_MS;
         r.buffered = true;
         r.expires_at = op->received_at + ttl_ms * 1000;
     }
@@ -113,8 +84,8 @@ write_log(wf_tx *tx, const wf_signal_row *r, const wf_event_row *ev, wf_error *e
 
 /* The oldest waiting subscription of the net instance for this signal:
  * INSTANCE correlation when sent by id, the aggregate when sent to it. */
-static size_t
-pick_sub(const net_work *w, const wf_sig_send_in *in)
+size_t
+wf_runtime__sig_pick_sub(const net_work *w, const wf_runtime_send_signal_in *in)
 {
     const wf_instance_row *inst = &w->rw.insts[w->inst];
     size_t best = WF_WORK_NONE;
@@ -157,7 +128,7 @@ received_data(const send_op *op)
 static json_t *
 delivery_data(const send_op *op)
 {
-    const wf_sig_send_in *in = op->in;
+    const wf_runtime_send_signal_in *in = op->in;
     bool by_agg = wf_str_empty(in->instance_id);
     return json_pack("{s:s,s:s,s:s*,s:s*,s:s*,s:s*}", "signalName", in->name, "signalLogId",
                      op->log_id, "signalId", wf_str_empty(in->signal_id) ? NULL : in->signal_id,
@@ -168,8 +139,8 @@ delivery_data(const send_op *op)
 
 /* Fires subscription si of w with the payload (or turns a refused firing
  * into an incident, wf_runtime__fire_signal). */
-static wf_code
-fire_sub(net_work *w, send_op *op, size_t si, wf_error *err)
+wf_code
+wf_runtime__sig_fire_sub(net_work *w, send_op *op, size_t si, wf_error *err)
 {
     const char *item_id = SUB(w, si)->work_item_id;
     const char *trans = SUB(w, si)->transition_id;
@@ -184,8 +155,8 @@ fire_sub(net_work *w, send_op *op, size_t si, wf_error *err)
 }
 
 /* Writes the CORRELATED log row for the instance just fired. */
-static wf_code
-log_fired(net_work *w, send_op *op, const char *trans, wf_error *err)
+wf_code
+wf_runtime__sig_log_fired(net_work *w, send_op *op, const char *trans, wf_error *err)
 {
     wf_signal_row r = log_row(op, WF_SIGNAL_CORRELATED);
     r.consumed_at = w->rw.now;
@@ -209,14 +180,14 @@ send_instance_body(wf_tx *tx, void *arg, wf_error *err)
     wf_instance_status st = w.rw.insts[w.inst].status;
     size_t si = WF_WORK_NONE;
     if (st == WF_INSTANCE_RUNNING && w.net != NULL)
-        si = pick_sub(&w, op->in);
+        si = wf_runtime__sig_pick_sub(&w, op->in);
     if (si != WF_WORK_NONE) {
         const char *trans = SUB(&w, si)->transition_id;
-        rc = fire_sub(&w, op, si, err);
+        rc = wf_runtime__sig_fire_sub(&w, op, si, err);
         if (rc == WF_OK)
             rc = wf_runtime__write(&w, err);
         if (rc == WF_OK)
-            rc = log_fired(&w, op, trans, err);
+            rc = wf_runtime__sig_log_fired(&w, op, trans, err);
         if (rc != WF_OK)
             return rc;
         op->outcome = WF_SIGNAL_CORRELATED;
@@ -284,15 +255,15 @@ send_root_body(wf_tx *tx, void *arg, wf_error *err)
         return rc;
     if (w.rw.insts[w.inst].status != WF_INSTANCE_RUNNING || w.net == NULL)
         return WF_OK;
-    size_t si = pick_sub(&w, op->in);
+    size_t si = wf_runtime__sig_pick_sub(&w, op->in);
     if (si == WF_WORK_NONE)
         return WF_OK; /* fired or withdrawn meanwhile */
     const char *trans = SUB(&w, si)->transition_id;
-    rc = fire_sub(&w, op, si, err);
+    rc = wf_runtime__sig_fire_sub(&w, op, si, err);
     if (rc == WF_OK)
         rc = wf_runtime__write(&w, err);
     if (rc == WF_OK && op->write_log) {
-        rc = log_fired(&w, op, trans, err);
+        rc = wf_runtime__sig_log_fired(&w, op, trans, err);
         op->logged = rc == WF_OK;
     }
     if (rc != WF_OK)
@@ -318,13 +289,14 @@ send_root_rec_body(wf_tx *tx, void *arg, wf_error *err)
         return WF_OK;
     }
     op->out->outcome = WF_SIGNAL_CORRELATED;
+    op->out->instance_count = (int64_t)op->out->n_instance_ids + 1;
     return push_id(op->ctx->ref.arena, op->out, op->fired_instance, err);
 }
 
 /* True when signal_id is already in the delivery log; *original (may be
  * NULL) is then the id of its row (the first delivery, not a DUPLICATE). */
 static wf_code
-seen_before(const wf_net_ctx *ctx, const char *signal_id, bool *seen, const char **original,
+seen_before(const wf_runtime_ctx *ctx, const char *signal_id, bool *seen, const char **original,
             wf_error *err)
 {
     *seen = false;
@@ -346,8 +318,8 @@ seen_before(const wf_net_ctx *ctx, const char *signal_id, bool *seen, const char
 /* A lost dedupe race: CONFLICT with the signal_id now in the log is a
  * DUPLICATE (*original: the winner's row). */
 static bool
-lost_dedupe_race(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_code rc, const char **original,
-                 wf_error *err)
+lost_dedupe_race(const wf_runtime_ctx *ctx, const wf_runtime_send_signal_in *in, wf_code rc,
+                 const char **original, wf_error *err)
 {
     if (rc != WF_E_CONFLICT || wf_str_empty(in->signal_id))
         return false;
@@ -364,8 +336,8 @@ lost_dedupe_race(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_code rc, co
  * watcher without an instance or definition filter (e.g. types =
  * SIGNAL_DROPPED, SIGNAL_DUPLICATE). data is taken. */
 static wf_code
-delivery_event(const wf_net_ctx *ctx, const char *type, json_t *data, int64_t at, wf_event_row *ev,
-               wf_error *err)
+delivery_event(const wf_runtime_ctx *ctx, const char *type, json_t *data, int64_t at,
+               wf_event_row *ev, wf_error *err)
 {
     *ev = (wf_event_row){
         .tenant = (char *)ctx->ref.tenant,
@@ -419,7 +391,7 @@ log_duplicate(send_op *op, wf_error *err)
 }
 
 static wf_code
-check_send(const wf_ref_ctx *ctx, const wf_sig_send_in *in, wf_error *err)
+check_send(const wf_ref_ctx *ctx, const wf_runtime_send_signal_in *in, wf_error *err)
 {
     if (!wf_runtime__printable(in->name, MAX_NAME))
         return wf_work_violation(ctx, WF_E_INVALID_ARGUMENT, "name",
@@ -449,7 +421,7 @@ check_send(const wf_ref_ctx *ctx, const wf_sig_send_in *in, wf_error *err)
 }
 
 static wf_code
-push_id(wf_arena *a, wf_sig_send_out *out, const char *id, wf_error *err)
+push_id(wf_arena *a, wf_runtime_send_signal_out *out, const char *id, wf_error *err)
 {
     const char **v = wf_arena_alloc(a, (out->n_instance_ids + 1) * sizeof *v);
     char *copy = wf_arena_strdup(a, id);
@@ -472,7 +444,7 @@ push_id(wf_arena *a, wf_sig_send_out *out, const char *id, wf_error *err)
  * aggregate gets at most one instance: the next sender sees it live.
  * *started says whether this one started it (op->started). */
 static wf_code
-start_for(const wf_net_ctx *ctx, send_op *op, wf_tx *tx, bool *started, wf_error *err)
+start_for(const wf_runtime_ctx *ctx, send_op *op, wf_tx *tx, bool *started, wf_error *err)
 {
     wf_arena *a = ctx->ref.arena;
     bool live = true;
@@ -500,7 +472,7 @@ start_for(const wf_net_ctx *ctx, send_op *op, wf_tx *tx, bool *started, wf_error
         rc = write_log(tx, &r, &ev, err);
     wf_instance_row root;
     if (rc == WF_OK)
-        rc = wf_net_start_in(&ctx->ref, tx, &spec, op->start_vars, &root, err);
+        rc = wf_runtime_start_in(&ctx->ref, tx, &spec, op->start_vars, &root, err);
     if (rc != WF_OK)
         return rc;
     op->started = id;
@@ -509,21 +481,14 @@ start_for(const wf_net_ctx *ctx, send_op *op, wf_tx *tx, bool *started, wf_error
 }
 
 /* Buffers or drops a signal sent to an aggregate nobody awaits (or, with
- * start, starts an instance for it): one unit of work, whose response is
- * recorded with it. Under the correlation lock (wf_tx_lock_correlation)
- * it checks again that nobody awaits it: when an instance began to wait
- * since the subscriptions were read, op->raced is set and nothing is
- * written or recorded (the caller fires it). */
-static wf_code
-buffer_body(wf_tx *tx, void *arg, wf_error *err)
+ * start, starts an instance for it), under the correlation lock that tx
+ * holds: the log row, its event and the answer (op->out). */
+wf_code
+wf_runtime__sig_settle_unawaited(wf_tx *tx, send_op *op, bool may_start, wf_error *err)
 {
-    send_op *op = arg;
-    const wf_net_ctx *ctx = op->ctx;
+    const wf_runtime_ctx *ctx = op->ctx;
     wf_arena *a = ctx->ref.arena;
-    op->raced = false;
     op->started = NULL;
-    op->out->n_instance_ids = 0; /* an attempt again */
-    op->received_at = wf_now_us();
     bool buffer = op->in->buffer_ttl_ms > 0;
     wf_signal_row r = log_row(op, buffer ? WF_SIGNAL_BUFFERED : WF_SIGNAL_DROPPED);
     json_t *data = delivery_data(op);
@@ -532,24 +497,15 @@ buffer_body(wf_tx *tx, void *arg, wf_error *err)
     wf_event_row ev;
     wf_code rc = delivery_event(ctx, buffer ? "SIGNAL_BUFFERED" : "SIGNAL_DROPPED", data,
                                 op->received_at, &ev, err);
-    if (rc != WF_OK)
-        return rc;
     bool started = false;
-    rc = wf_tx_lock_correlation(tx, op->in->name, op->in->aggregate_type, op->in->aggregate_id,
-                                &op->raced, err);
-    if (rc == WF_OK && !op->raced && op->in->start != NULL)
+    if (rc == WF_OK && may_start && op->in->start != NULL)
         rc = start_for(ctx, op, tx, &started, err);
-    if (rc == WF_OK && !op->raced && started)
+    if (rc == WF_OK && started)
         r = log_row(op, WF_SIGNAL_STARTED);
-    else if (rc == WF_OK && !op->raced)
+    else if (rc == WF_OK)
         rc = write_log(tx, &r, &ev, err);
     if (rc != WF_OK)
         return rc;
-    if (op->raced) {
-        wf_uow_idem_skip_record(op->idem);
-        return WF_OK;
-    }
-    /* The response this records: nobody was fired (else no buffering). */
     op->outcome = r.outcome;
     op->expires_at = r.expires_at;
     op->out->outcome = r.outcome;
@@ -557,15 +513,113 @@ buffer_body(wf_tx *tx, void *arg, wf_error *err)
     return started ? push_id(a, op->out, op->started, err) : WF_OK;
 }
 
-/* Rounds of "fire the waiting instances, else buffer" while instances
- * keep starting to wait in between (each round fires those): past this
- * the call answers CONFLICT, which a client retries. */
-#define SEND_ROUNDS 8
+/* The log row of a signal fanned out (CORRELATED) or QUEUED behind
+ * earlier deliveries to its aggregate. A QUEUED row keeps in expires_at
+ * when it would expire if buffered (its TTL counts from its receipt; a
+ * start's 24 hours when it has start and no TTL). */
+wf_code
+wf_runtime__sig_log_fanout(wf_tx *tx, send_op *op, wf_signal_outcome outcome, wf_error *err)
+{
+    wf_signal_row r = log_row(op, outcome);
+    if (outcome == WF_SIGNAL_QUEUED) {
+        int64_t ttl_ms = op->in->buffer_ttl_ms;
+        if (ttl_ms == 0 && op->in->start != NULL)
+            ttl_ms = WF_RUNTIME_SIGNAL_START_TTL_MS;
+        r.expires_at = ttl_ms > 0 ? op->received_at + ttl_ms * 1000 : 0;
+    }
+    return write_log(tx, &r, NULL, err);
+}
 
-/* One round of send_aggregate: fires the subscriptions there are now
- * (out->instance_ids), or finds a concurrent duplicate (*duplicate). */
+/* Looks at pending deliveries before the signal queues behind them: up
+ * to QUEUE_LOOKS units of work; in between, the sender runs them itself
+ * when they are few (wf_runtime__sig_help), else waits QUEUE_LOOK_MS, doubling. */
+#define QUEUE_LOOKS 10
+#define QUEUE_LOOK_MS 2
+
+static void
+sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Under the correlation lock: the delivery rows of the waiting instances
+ * (a fan-out), else QUEUED behind earlier deliveries, else buffered,
+ * dropped or started. One unit of work, whose answer it records. */
 static wf_code
-fire_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, bool *duplicate,
+fanout_body(wf_tx *tx, void *arg, wf_error *err)
+{
+    send_op *op = arg;
+    const wf_runtime_send_signal_in *in = op->in;
+    wf_runtime_send_signal_out *out = op->out;
+    memset(out, 0, sizeof *out); /* an attempt again */
+    op->received_at = wf_now_us();
+    op->started = NULL;
+    wf_fanout_out fo;
+    wf_code rc =
+        wf_tx_lock_correlation(tx, in->name, in->aggregate_type, in->aggregate_id, NULL, err);
+    if (rc == WF_OK)
+        rc = wf_tx_fanout_targets(tx, op->log_id, in->name, in->aggregate_type, in->aggregate_id,
+                                  INT64_MAX, "", op->received_at, WF_RUNTIME_FANOUT_PAGE, &fo, err);
+    if (rc != WF_OK)
+        return rc;
+    if (fo.count == 0 && !fo.queued)
+        return wf_runtime__sig_settle_unawaited(tx, op, true, err);
+    if (fo.queued && !op->may_queue) {
+        /* Deliveries before it are pending: most end within milliseconds
+         * (a sender delivering a few itself), so look again first. */
+        op->would_queue = true;
+        wf_uow_idem_skip_record(op->idem);
+        return WF_OK;
+    }
+    op->outcome = fo.queued ? WF_SIGNAL_QUEUED : WF_SIGNAL_CORRELATED;
+    rc = wf_runtime__sig_log_fanout(tx, op, op->outcome, err);
+    if (rc != WF_OK)
+        return rc;
+    out->outcome = op->outcome;
+    out->instance_ids = (const char **)fo.ids;
+    out->n_instance_ids = fo.n_ids;
+    out->instance_count = fo.count;
+    out->deliveries_pending = true;
+    return WF_OK;
+}
+
+/* The one instance that waits, fired in one unit of work on its root
+ * (the common case, as cheap as a signal by instance id). *fired: it was;
+ * otherwise nothing was written or recorded. */
+static wf_code
+send_one(const wf_runtime_ctx *ctx, send_op *op, const wf_subscription_row *sub, bool *fired,
+         wf_error *err)
+{
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
+    *fired = false;
+    op->root = sub->root_id;
+    op->instance_id = sub->instance_id;
+    op->write_log = true;
+    op->base_ids = 0;
+    wf_code rc = wf_uow_run(ctx->ref.store, &sc, op->idem, send_root_rec_body, op, op->out, err);
+    if (rc != WF_OK || wf_uow_idem_replayed(op->idem) || !op->fired)
+        return rc;
+    *fired = true;
+    wf_runtime__wake(ctx, op->wake, op->n_wake);
+    return WF_OK;
+}
+
+/* True when every subscription is of one instance. */
+static bool
+one_instance(const wf_subscription_row *subs, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (!wf_str_eq(subs[i].instance_id, subs[0].instance_id))
+            return false;
+    return n > 0;
+}
+
+/* A signal to an aggregate: one waiting instance is fired at once; any
+ * other case is settled in one unit of work under the correlation lock
+ * (fanout_body), its deliveries run after the answer. */
+static wf_code
+send_aggregate(const wf_runtime_ctx *ctx, send_op *op, wf_runtime_send_signal_out *out,
                wf_error *err)
 {
     wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
@@ -574,91 +628,44 @@ fire_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, bool *d
     wf_code rc =
         wf_store_find_subscriptions(ctx->ref.store, &sc, op->in->name, NULL, op->in->aggregate_type,
                                     op->in->aggregate_id, &subs, &n, err);
-    if (rc != WF_OK)
-        return rc;
-    bool logged = false;
-    for (size_t i = 0; i < n; i++) {
-        bool done = false; /* one unit of work per root */
-        for (size_t j = 0; j < i; j++)
-            done |= wf_str_eq(subs[j].root_id, subs[i].root_id);
-        if (done)
-            continue;
-        op->root = subs[i].root_id;
-        op->instance_id = subs[i].instance_id;
-        op->write_log = !logged;
-        op->base_ids = out->n_instance_ids;
-        rc = wf_uow_run(ctx->ref.store, &sc, op->idem, send_root_rec_body, op, out, err);
-        if (rc != WF_OK)
-            out->n_instance_ids = op->base_ids;
-        if (rc != WF_OK) {
-            if (!logged && lost_dedupe_race(ctx, op->in, rc, &op->original, err)) {
-                *duplicate = true;
-                return WF_OK;
+    bool fired = false;
+    if (rc == WF_OK && one_instance(subs, n))
+        rc = send_one(ctx, op, &subs[0], &fired, err);
+    if (rc == WF_OK && !fired && !wf_uow_idem_replayed(op->idem)) {
+        /* A start that lost a race (a definition created at once) runs
+         * again and sees the winner. */
+        for (int i = 0; i < QUEUE_LOOKS + 3; i++) {
+            op->would_queue = false;
+            op->may_queue = i >= QUEUE_LOOKS - 1;
+            rc = wf_uow_run(ctx->ref.store, &sc, op->idem, fanout_body, op, out, err);
+            if (rc == WF_OK && op->would_queue && !wf_uow_idem_replayed(op->idem)) {
+                if (!wf_runtime__sig_help(ctx, op->in->aggregate_type, op->in->aggregate_id))
+                    sleep_ms(QUEUE_LOOK_MS << (i < 4 ? i : 4));
+                continue;
             }
-            return rc;
+            if (rc != WF_E_CONFLICT || op->in->start == NULL)
+                break;
         }
-        if (wf_uow_idem_replayed(op->idem))
-            return WF_OK; /* the same request, recorded by another call */
-        if (!op->fired)
-            continue;
-        logged |= op->logged;
-        wf_runtime__wake(ctx, op->wake, op->n_wake);
     }
+    if (rc != WF_OK) {
+        memset(out, 0, sizeof *out);
+        if (!lost_dedupe_race(ctx, op->in, rc, &op->original, err))
+            return rc;
+        out->outcome = WF_SIGNAL_DUPLICATE;
+        return WF_OK;
+    }
+    if (fired || wf_uow_idem_replayed(op->idem))
+        return WF_OK;
+    if (op->started != NULL)
+        wf_runtime__wake(ctx, NULL, 0);
+    if (out->deliveries_pending)
+        wf_runtime__sig_after_fanout(ctx, op->log_id, out);
     return WF_OK;
 }
 
-static wf_code
-send_aggregate(const wf_net_ctx *ctx, send_op *op, wf_sig_send_out *out, wf_error *err)
-{
-    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
-    for (int round = 0; round < SEND_ROUNDS; round++) {
-        bool duplicate = false;
-        wf_code rc = fire_aggregate(ctx, op, out, &duplicate, err);
-        if (rc != WF_OK || wf_uow_idem_replayed(op->idem))
-            return rc;
-        if (duplicate) {
-            out->outcome = WF_SIGNAL_DUPLICATE;
-            out->n_instance_ids = 0;
-            return WF_OK;
-        }
-        if (out->n_instance_ids > 0) {
-            out->outcome = WF_SIGNAL_CORRELATED;
-            return WF_OK;
-        }
-        rc = wf_uow_run_once(ctx->ref.store, &sc, op->idem, buffer_body, op, out, err);
-        if (rc == WF_OK && wf_uow_idem_replayed(op->idem))
-            return WF_OK;
-        if (rc != WF_OK) {
-            if (lost_dedupe_race(ctx, op->in, rc, &op->original, err)) {
-                out->outcome = WF_SIGNAL_DUPLICATE;
-                return WF_OK;
-            }
-            /* A start that lost a race (a definition created at once):
-             * the next round sees the winner. */
-            if (rc == WF_E_CONFLICT && op->in->start != NULL) {
-                wf_error_clear(err);
-                continue;
-            }
-            return rc;
-        }
-        if (!op->raced) {
-            out->outcome = op->outcome;
-            out->expires_at = op->outcome == WF_SIGNAL_BUFFERED || op->outcome == WF_SIGNAL_STARTED
-                                  ? op->expires_at
-                                  : 0;
-            if (op->outcome == WF_SIGNAL_STARTED)
-                wf_runtime__wake(ctx, NULL, 0);
-            return WF_OK;
-        }
-    }
-    return wf_error_set(err, WF_E_CONFLICT,
-                        "instances of aggregate \"%.128s\" kept starting to wait",
-                        op->in->aggregate_id);
-}
-
 wf_code
-wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
-            wf_sig_send_out *out, wf_error *err)
+wf_runtime_send_signal(const wf_runtime_ctx *ctx, const wf_runtime_send_signal_in *in,
+                       wf_uow_idem *idem, wf_runtime_send_signal_out *out, wf_error *err)
 {
     memset(out, 0, sizeof *out);
     const wf_ref_ctx *rc_ = &ctx->ref;

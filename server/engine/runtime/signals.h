@@ -57,7 +57,7 @@
 #include "uow.h"
 #include "wf_error.h"
 
-typedef struct wf_sig_send_in {
+typedef struct wf_runtime_send_signal_in {
     const char *name;           /* 1-256 printable bytes */
     const char *instance_id;    /* the target: instance_id, or ... */
     const char *aggregate_type; /* ... the aggregate (both set) */
@@ -71,18 +71,51 @@ typedef struct wf_sig_send_in {
      * live; its aggregate and instance_id are ignored (the signal's
      * aggregate, a new id). NULL = never start. */
     const wf_start_spec *start;
-} wf_sig_send_in;
+} wf_runtime_send_signal_in;
 
 /* How long a signal that started an instance (STARTED) stays buffered for
  * it when the request has no buffer_ttl: 24 hours. */
-#define WF_SIG_START_TTL_MS (24LL * 3600 * 1000)
+#define WF_RUNTIME_SIGNAL_START_TTL_MS (24LL * 3600 * 1000)
 
-typedef struct wf_sig_send_out {
+typedef struct wf_runtime_send_signal_out {
     wf_signal_outcome outcome;
     const char **instance_ids; /* CORRELATED: the instances fired; STARTED: the new one */
     size_t n_instance_ids;
-    int64_t expires_at; /* BUFFERED: µs */
-} wf_sig_send_out;
+    int64_t expires_at;      /* BUFFERED: µs */
+    int64_t instance_count;  /* CORRELATED: every instance it is delivered to */
+    bool deliveries_pending; /* fanned out (or QUEUED): delivered in the background */
+} wf_runtime_send_signal_out;
+
+/* A signal to an aggregate answers with at most this many instance ids
+ * (the first, in the order they began to wait); instance_count has all. */
+#define WF_RUNTIME_FANOUT_PAGE 100
+
+/* At most this many deliveries of a fan-out the sender runs itself right
+ * after its answer is committed (the scheduler runs the rest). */
+#define WF_RUNTIME_FANOUT_INLINE 8
+
+/* One pass of the fan-out deliveries (the scheduler's, on every
+ * replica): claims up to chunk pending deliveries (of tenant; NULL: of
+ * every tenant) for lease_ms and runs each in a unit of work on its root
+ * that consumes the delivery row and fires the instance (or skips it when
+ * it no longer waits), then resolves QUEUED signals whose turn came.
+ * ctx->ref.tenant and arena are set per row; *done: deliveries run and
+ * signals resolved. */
+typedef struct wf_runtime_fanout_host {
+    wf_store *store;
+    const wf_directory *dir;
+    size_t max_variables_bytes;
+    wf_runtime_wake_fn wake;
+    void *wake_arg;
+    size_t chunk;     /* 0 = WF_RUNTIME_FANOUT_CHUNK_DEFAULT */
+    int64_t lease_ms; /* 0 = WF_RUNTIME_FANOUT_LEASE_MS_DEFAULT */
+} wf_runtime_fanout_host;
+
+#define WF_RUNTIME_FANOUT_CHUNK_DEFAULT 200
+#define WF_RUNTIME_FANOUT_LEASE_MS_DEFAULT 30000
+
+wf_code wf_runtime_fanout_pass(const wf_runtime_fanout_host *h, const char *tenant,
+                               int64_t deadline_ms, size_t *done, wf_error *err);
 
 /* SendSignal. Checks the request (violations to ctx->ref.violation); its
  * units of work share idem (wf_uow_span_begin): the request id is looked
@@ -91,10 +124,16 @@ typedef struct wf_sig_send_out {
  * INSTANCE_NOT_FOUND, REQUEST_ID_REUSED; with start also StartInstance's
  * (ACTOR_MISSING, DEFINITION_NOT_FOUND, DEFINITION_NOT_ACTIVE,
  * NO_ARC_MATCHED). */
-wf_code wf_sig_send(const wf_net_ctx *ctx, const wf_sig_send_in *in, wf_uow_idem *idem,
-                    wf_sig_send_out *out, wf_error *err);
+wf_code wf_runtime_send_signal(const wf_runtime_ctx *ctx, const wf_runtime_send_signal_in *in,
+                               wf_uow_idem *idem, wf_runtime_send_signal_out *out, wf_error *err);
 
-typedef struct wf_sig_list_in {
+/* Whether the log row r may have fan-out deliveries (by aggregate,
+ * CORRELATED or QUEUED), and their counts by state. */
+bool wf_runtime_signal_fanned_out(const wf_signal_row *r);
+wf_code wf_runtime_signal_deliveries(const wf_ref_ctx *ctx, const char *log_id,
+                                     wf_delivery_counts *out, wf_error *err);
+
+typedef struct wf_runtime_list_signals_in {
     const char *instance_id; /* or the aggregate (both set) */
     const char *aggregate_type;
     const char *aggregate_id;
@@ -102,24 +141,24 @@ typedef struct wf_sig_list_in {
     const char *name;  /* optional filter */
     int32_t page_size; /* 0 = 50, at most 500, not negative */
     const char *cursor;
-} wf_sig_list_in;
+} wf_runtime_list_signals_in;
 
 /* ListSignals: the delivery log, oldest first. A name filter may give
  * pages shorter than page_size (next_cursor still says whether more
  * follow). */
-wf_code wf_sig_list(const wf_net_ctx *ctx, const wf_sig_list_in *q, wf_signal_row **rows, size_t *n,
-                    char **next_cursor, wf_error *err);
+wf_code wf_runtime_list_signals(const wf_runtime_ctx *ctx, const wf_runtime_list_signals_in *q,
+                                wf_signal_row **rows, size_t *n, char **next_cursor, wf_error *err);
 
 /* Buffered, unconsumed, unexpired signals that could reach instance in
  * (addressed to its id or to its aggregate); none once it has ended. */
-wf_code wf_sig_buffered_for(const wf_ref_ctx *ctx, const wf_instance_row *in, wf_signal_row **rows,
-                            size_t *n, wf_error *err);
+wf_code wf_runtime_buffered_signals(const wf_ref_ctx *ctx, const wf_instance_row *in,
+                                    wf_signal_row **rows, size_t *n, wf_error *err);
 
 /* SetVariables: top-level merge (VARIABLES_SET). Errors:
  * INSTANCE_NOT_FOUND, INSTANCE_NOT_RUNNING (ended), INVALID_ARGUMENT
  * (missing), INVALID_JSON (not an object), REQUEST_ID_REUSED. */
-wf_code wf_sig_set_variables(const wf_net_ctx *ctx, const char *instance_id,
-                             const char *variables_json, wf_uow_idem *idem, wf_instance_row *out,
-                             wf_error *err);
+wf_code wf_runtime_set_variables(const wf_runtime_ctx *ctx, const char *instance_id,
+                                 const char *variables_json, wf_uow_idem *idem,
+                                 wf_instance_row *out, wf_error *err);
 
 #endif /* WF_SIGNALS_H */

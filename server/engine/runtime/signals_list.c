@@ -15,8 +15,8 @@
 #define MAX_AGG 128
 
 wf_code
-wf_sig_list(const wf_net_ctx *ctx, const wf_sig_list_in *q, wf_signal_row **rows, size_t *n,
-            char **next_cursor, wf_error *err)
+wf_runtime_list_signals(const wf_runtime_ctx *ctx, const wf_runtime_list_signals_in *q,
+                        wf_signal_row **rows, size_t *n, char **next_cursor, wf_error *err)
 {
     const wf_ref_ctx *r = &ctx->ref;
     if (q->has_aggregate) {
@@ -90,8 +90,8 @@ append_buffered(const wf_ref_ctx *ctx, const wf_signal_filter *f, const char *in
 }
 
 wf_code
-wf_sig_buffered_for(const wf_ref_ctx *ctx, const wf_instance_row *in, wf_signal_row **rows,
-                    size_t *n, wf_error *err)
+wf_runtime_buffered_signals(const wf_ref_ctx *ctx, const wf_instance_row *in, wf_signal_row **rows,
+                            size_t *n, wf_error *err)
 {
     *rows = NULL;
     *n = 0;
@@ -107,4 +107,19 @@ wf_sig_buffered_for(const wf_ref_ctx *ctx, const wf_instance_row *in, wf_signal_
         rc = append_buffered(ctx, &g, NULL, now, rows, n, err);
     }
     return rc;
+}
+
+bool
+wf_runtime_signal_fanned_out(const wf_signal_row *r)
+{
+    return r->instance_id == NULL && r->aggregate_type != NULL &&
+           (r->outcome == WF_SIGNAL_CORRELATED || r->outcome == WF_SIGNAL_QUEUED);
+}
+
+wf_code
+wf_runtime_signal_deliveries(const wf_ref_ctx *ctx, const char *log_id, wf_delivery_counts *out,
+                             wf_error *err)
+{
+    wf_store_ctx sc = wf_work_store_ctx(ctx);
+    return wf_store_count_deliveries(ctx->store, &sc, log_id, out, err);
 }

@@ -13,7 +13,7 @@
 #include "wf_str.h"
 
 typedef struct vars_op {
-    const wf_net_ctx *ctx;
+    const wf_runtime_ctx *ctx;
     const char *instance_id;
     const char *patch;
     wf_instance_row *out;
@@ -60,8 +60,9 @@ vars_body(wf_tx *tx, void *arg, wf_error *err)
 }
 
 wf_code
-wf_sig_set_variables(const wf_net_ctx *ctx, const char *instance_id, const char *variables_json,
-                     wf_uow_idem *idem, wf_instance_row *out, wf_error *err)
+wf_runtime_set_variables(const wf_runtime_ctx *ctx, const char *instance_id,
+                         const char *variables_json, wf_uow_idem *idem, wf_instance_row *out,
+                         wf_error *err)
 {
     const wf_ref_ctx *r = &ctx->ref;
     if (wf_str_empty(instance_id))

@@ -8,7 +8,7 @@
 -- subscription waiting for a signal name, every task ever given to a
 -- user. Each index below ends with the statement's ORDER BY columns after
 -- its equality columns, so that the scan stops at the LIMIT. The
--- statements themselves come one per shape (store_pg.c): the parameters a
+-- statements themselves come one per shape (pg/store.c): the parameters a
 -- call has pick the statement, and so the index.
 
 -- Activation: ACTIVATABLE (1) jobs of a type, oldest first, ties by id.

@@ -6,7 +6,7 @@
 -- Postgres's one database-wide notify lock at commit, so every writer
 -- queued on it. The store now sends the same notifications itself, after
 -- commit, from a thread of its own that coalesces the commits of a short
--- interval into one transaction (store_pg.c, "notifier").
+-- interval into one transaction (pg/store.c, "notifier").
 DROP TRIGGER events_notify ON events;
 DROP TRIGGER jobs_notify_insert ON jobs;
 DROP TRIGGER jobs_notify_update ON jobs;

@@ -14,7 +14,7 @@
 -- statements reads every row of the tenant or of the queue.
 --
 -- The store calls this function about once a second from its background
--- thread (pg_listen.c, "notifier"): every backlog table of at least
+-- thread (pg/listen.c, "notifier"): every backlog table of at least
 -- min_bytes that was never analysed, or that has grown to factor times
 -- the pages its last analysis saw, is analysed now. That makes every
 -- connection plan its statements again on what the table holds; past a

@@ -1,5 +1,5 @@
 /*
- * pg_pool.c: fixed-size libpq connection pool and deadline-bounded exec.
+ * pg/pool.c: fixed-size libpq connection pool and deadline-bounded exec.
  *
  * DESIGN. Slots are fixed at creation (WF_DB_POOL_SIZE); a slot's
  * connection is opened lazily by whoever borrows it. Waiting for a slot
@@ -21,17 +21,17 @@
  * that connected last, so that after a failover new connections go to the
  * new primary at once instead of waiting on the old one first.
  *
- * Flights (wf_pg_send .. wf_pg_flush) use libpq's pipeline mode, entered
+ * Flights (wf_store_pg__send .. wf_store_pg__flush) use libpq's pipeline mode, entered
  * for one flight and left once every result is in, so a connection
  * between flights is an ordinary one. Results are collected strictly in
  * order; a connection that fails, times out or answers out of step
  * mid-flight is marked broken and dropped at release, never reused.
  *
  * Owns: PGconn lifetimes, per-connection prepared-statement bits and
- * flight state, pool gauges. Must not: contain SQL (store_pg.c hands statements in), log the
+ * flight state, pool gauges. Must not: contain SQL (pg/store.c hands statements in), log the
  * connection string, or keep a connection lent across calls.
  */
-#include "pg_pool.h"
+#include "pg/pool.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -77,10 +77,10 @@ enum {
  * there wins. */
 #define SESSION_OPTIONS "-c plan_cache_mode=force_generic_plan"
 
-struct wf_pg_pool {
+struct wf_store_pg_pool {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    wf_pg_conn *conns;
+    wf_store_pg_conn *conns;
     int size;
     int in_use;
     int waiting;
@@ -94,7 +94,7 @@ struct wf_pg_pool {
     const char *vals[KW_N + 1];
     char *dsn;
     char connect_timeout[16];
-    wf_pg_counts counts; /* sent so far */
+    wf_store_pg_counts counts; /* sent so far */
     /* The DSN's hosts when it lists several (else n_hosts is 0): entry i
      * of its host, hostaddr and port lists (NULL when the list is not
      * given; one port serves every host), split from hosts_buf. */
@@ -134,7 +134,7 @@ split_list(const char *list, char **buf, const char **out)
  * parse (the connect reports it) or with lists that do not match leaves
  * n_hosts 0: libpq then connects as given. False when out of memory. */
 static bool
-parse_hosts(wf_pg_pool *p)
+parse_hosts(wf_store_pg_pool *p)
 {
     PQconninfoOption *opts = PQconninfoParse(p->dsn, NULL);
     if (opts == NULL)
@@ -186,10 +186,38 @@ parse_hosts(wf_pg_pool *p)
     return ok;
 }
 
-wf_pg_pool *
-wf_pg_pool_new(const wf_store_pg_config *cfg, wf_error *err)
+/* False, with a message of ours, when libpq cannot parse dsn: its own
+ * message quotes the part it could not read, which may be the password
+ * (a "%" not followed by two hex digits), so it is neither logged nor
+ * passed on. */
+static bool
+dsn_parses(const char *dsn, wf_error *err)
 {
-    wf_pg_pool *p = calloc(1, sizeof *p);
+    char *msg = NULL;
+    PQconninfoOption *opts = dsn != NULL ? PQconninfoParse(dsn, &msg) : NULL;
+    if (opts != NULL) {
+        PQconninfoFree(opts);
+        return true;
+    }
+    if (msg != NULL) {
+        volatile char *v = msg;
+        for (size_t i = 0; msg[i] != '\0'; i++)
+            v[i] = '\0';
+        PQfreemem(msg);
+    }
+    if (dsn != NULL && msg == NULL)
+        return true; /* out of memory: the caller finds out */
+    wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                 "DATABASE_URL is not a connection URI or keyword/value string libpq can read "
+                 "(libpq's message is not shown: it may quote the password; in a URI, a \"%%\" "
+                 "of the user name or password must start a %%XX escape)");
+    return false;
+}
+
+wf_store_pg_pool *
+wf_store_pg__pool_new(const wf_store_pg_config *cfg, wf_error *err)
+{
+    wf_store_pg_pool *p = calloc(1, sizeof *p);
     if (p == NULL || cfg->dsn == NULL)
         goto fail;
     p->size = cfg->pool_size > 0 ? cfg->pool_size : 8;
@@ -200,6 +228,11 @@ wf_pg_pool_new(const wf_store_pg_config *cfg, wf_error *err)
     p->conns = calloc((size_t)p->size, sizeof *p->conns);
     for (int i = 0; p->conns != NULL && i < p->size; i++) {
         p->conns[i].counts = &p->counts;
+    }
+    if (!dsn_parses(cfg->dsn, err)) {
+        free(p->conns);
+        free(p);
+        return NULL;
     }
     p->dsn = strdup(cfg->dsn);
     if (p->conns == NULL || p->dsn == NULL || !parse_hosts(p))
@@ -240,11 +273,11 @@ fail:
     return NULL;
 }
 
-static void flight_reset(wf_pg_conn *c);
-static void clear_results(wf_pg_conn *c);
+static void flight_reset(wf_store_pg_conn *c);
+static void clear_results(wf_store_pg_conn *c);
 
 static void
-drop(wf_pg_conn *c)
+drop(wf_store_pg_conn *c)
 {
     if (c->pg != NULL)
         PQfinish(c->pg);
@@ -257,13 +290,13 @@ drop(wf_pg_conn *c)
 }
 
 void
-wf_pg_pool_free(wf_pg_pool *p)
+wf_store_pg__pool_free(wf_store_pg_pool *p)
 {
     if (p == NULL)
         return;
     for (int i = 0; i < p->size; i++) {
         drop(&p->conns[i]);
-        wf_pg_conn_clear(&p->conns[i]);
+        wf_store_pg__conn_clear(&p->conns[i]);
     }
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->mu);
@@ -309,7 +342,7 @@ notice_to_log(void *arg, const char *message)
  * DSN says), never blocking past cutoff. NULL on failure, with what went
  * wrong in why. */
 static PGconn *
-connect_once(const wf_pg_pool *p, const char *const *vals, int64_t cutoff, char *why,
+connect_once(const wf_store_pg_pool *p, const char *const *vals, int64_t cutoff, char *why,
              size_t why_cap)
 {
     PGconn *pg = PQconnectStartParams(p->keys, vals, 1);
@@ -343,11 +376,12 @@ connect_once(const wf_pg_pool *p, const char *const *vals, int64_t cutoff, char 
  * connected last first. quiet: do not log a failure (the caller logs once
  * per outage). */
 static PGconn *
-connect_bounded(wf_pg_pool *p, int64_t deadline_ms, bool quiet, wf_error *err)
+connect_bounded(wf_store_pg_pool *p, int64_t deadline_ms, bool quiet, char *why, size_t why_cap,
+                wf_error *err)
 {
     const char *vals[KW_N + 1];
     memcpy(vals, p->vals, sizeof vals);
-    char why[512] = "";
+    why[0] = '\0';
     int n = p->n_hosts > 0 ? p->n_hosts : 1;
     int first = p->n_hosts > 0 ? __atomic_load_n(&p->preferred, __ATOMIC_RELAXED) : 0;
     PGconn *pg = NULL;
@@ -364,7 +398,7 @@ connect_bounded(wf_pg_pool *p, int64_t deadline_ms, bool quiet, wf_error *err)
             vals[KW_HOSTADDR] = p->hostaddr[i];
             vals[KW_PORT] = p->port[i];
         }
-        pg = connect_once(p, vals, cutoff, why, sizeof why);
+        pg = connect_once(p, vals, cutoff, why, why_cap);
         if (pg != NULL && p->n_hosts > 0)
             __atomic_store_n(&p->preferred, i, __ATOMIC_RELAXED);
         else if (pg == NULL && p->n_hosts > 0)
@@ -378,16 +412,40 @@ connect_bounded(wf_pg_pool *p, int64_t deadline_ms, bool quiet, wf_error *err)
     return pg;
 }
 
-PGconn *
-wf_pg_pool_connect(wf_pg_pool *p, int64_t deadline_ms, bool quiet, wf_error *err)
+/* libpq's message on one line: each run of line breaks, tabs and spaces
+ * becomes one space, and none is left at the end. */
+static void
+one_line(char *s)
 {
-    return connect_bounded(p, deadline_ms, quiet, err);
+    char *out = s;
+    for (const char *c = s; *c; c++) {
+        bool blank = *c == '\n' || *c == '\r' || *c == '\t' || *c == ' ';
+        if (!blank)
+            *out++ = *c;
+        else if (out > s && out[-1] != ' ')
+            *out++ = ' ';
+    }
+    while (out > s && out[-1] == ' ')
+        out--;
+    *out = '\0';
+}
+
+PGconn *
+wf_store_pg__pool_connect(wf_store_pg_pool *p, int64_t deadline_ms, bool quiet, wf_error *err)
+{
+    char why[512];
+    PGconn *pg = connect_bounded(p, deadline_ms, quiet, why, sizeof why, err);
+    if (pg == NULL && err != NULL) {
+        one_line(why);
+        wf_error_set(err, WF_E_STORE_UNAVAILABLE, "could not connect to the database: %s", why);
+    }
+    return pg;
 }
 
 /* A connection whose socket is readable while idle has been told
  * something by the server, usually that it is going away. */
 static bool
-stale(wf_pg_conn *c)
+stale(wf_store_pg_conn *c)
 {
     if (c->pg == NULL || PQstatus(c->pg) != CONNECTION_OK)
         return true;
@@ -402,7 +460,7 @@ stale(wf_pg_conn *c)
 }
 
 static void
-give_back(wf_pg_pool *p, wf_pg_conn *c)
+give_back(wf_store_pg_pool *p, wf_store_pg_conn *c)
 {
     pthread_mutex_lock(&p->mu);
     c->busy = false;
@@ -412,7 +470,8 @@ give_back(wf_pg_pool *p, wf_pg_conn *c)
 }
 
 wf_code
-wf_pg_pool_acquire(wf_pg_pool *p, int64_t deadline_ms, wf_pg_conn **out, wf_error *err)
+wf_store_pg__pool_acquire(wf_store_pg_pool *p, int64_t deadline_ms, wf_store_pg_conn **out,
+                          wf_error *err)
 {
     int64_t now = wf_mono_ms();
     if (deadline_ms != 0 && now >= deadline_ms)
@@ -424,12 +483,12 @@ wf_pg_pool_acquire(wf_pg_pool *p, int64_t deadline_ms, wf_pg_conn **out, wf_erro
     struct timespec ts = {(time_t)(until / 1000), (long)(until % 1000) * 1000000L};
 
     pthread_mutex_lock(&p->mu);
-    wf_pg_conn *c = NULL;
+    wf_store_pg_conn *c = NULL;
     p->waiting++;
     for (;;) {
         /* Prefer a slot that already holds a connection. */
         for (int i = 0; i < p->size; i++) {
-            wf_pg_conn *s = &p->conns[i];
+            wf_store_pg_conn *s = &p->conns[i];
             if (!s->busy && (c == NULL || (c->pg == NULL && s->pg != NULL)))
                 c = s;
         }
@@ -460,7 +519,8 @@ wf_pg_pool_acquire(wf_pg_pool *p, int64_t deadline_ms, wf_pg_conn **out, wf_erro
             give_back(p, c);
             return wf_error_set(err, WF_E_STORE_UNAVAILABLE, "could not reach the database");
         }
-        c->pg = connect_bounded(p, deadline_ms, false, err);
+        char why[512];
+        c->pg = connect_bounded(p, deadline_ms, false, why, sizeof why, err);
         c->in_tx = false;
         pthread_mutex_lock(&p->mu);
         if (c->pg == NULL) {
@@ -481,7 +541,7 @@ wf_pg_pool_acquire(wf_pg_pool *p, int64_t deadline_ms, wf_pg_conn **out, wf_erro
 }
 
 void
-wf_pg_pool_release(wf_pg_pool *p, wf_pg_conn *c)
+wf_store_pg__pool_release(wf_store_pg_pool *p, wf_store_pg_conn *c)
 {
     if (c == NULL)
         return;
@@ -496,7 +556,7 @@ wf_pg_pool_release(wf_pg_pool *p, wf_pg_conn *c)
 }
 
 void
-wf_pg_pool_stats(wf_pg_pool *p, wf_store_stats *out)
+wf_store_pg__pool_stats(wf_store_pg_pool *p, wf_store_stats *out)
 {
     pthread_mutex_lock(&p->mu);
     out->pool_size = p->size;
@@ -513,20 +573,20 @@ wf_pg_pool_stats(wf_pg_pool *p, wf_store_stats *out)
 /* What a flight holds, in the order the server answers. */
 enum { ITEM_PREPARE, ITEM_EXEC, ITEM_SYNC };
 
-struct wf_pg_item {
+struct wf_store_pg_item {
     short kind;
     short id; /* statement (PREPARE, EXEC) */
     int slot; /* EXEC: its slot; PREPARE: the slot of the EXEC it serves */
 };
 
 static bool
-is_prepared(const wf_pg_conn *c, int id)
+is_prepared(const wf_store_pg_conn *c, int id)
 {
     return (c->prepared[id / 64] >> (id % 64)) & 1;
 }
 
 static void
-set_prepared(wf_pg_conn *c, int id, bool on)
+set_prepared(wf_store_pg_conn *c, int id, bool on)
 {
     uint64_t bit = (uint64_t)1 << (id % 64);
     if (on)
@@ -536,7 +596,7 @@ set_prepared(wf_pg_conn *c, int id, bool on)
 }
 
 static void
-clear_results(wf_pg_conn *c)
+clear_results(wf_store_pg_conn *c)
 {
     for (int i = 0; i < c->n_res; i++)
         PQclear(c->res[i]);
@@ -545,7 +605,7 @@ clear_results(wf_pg_conn *c)
 
 /* Forgets the flight (after collecting it, or when the connection goes). */
 static void
-flight_reset(wf_pg_conn *c)
+flight_reset(wf_store_pg_conn *c)
 {
     c->n_items = 0;
     c->in_flight = false;
@@ -554,29 +614,30 @@ flight_reset(wf_pg_conn *c)
 }
 
 static bool
-push_item(wf_pg_conn *c, short kind, short id, int slot)
+push_item(wf_store_pg_conn *c, short kind, short id, int slot)
 {
     if (c->n_items == c->cap_items) {
         int cap = c->cap_items > 0 ? c->cap_items * 2 : 16;
-        struct wf_pg_item *items = realloc(c->items, (size_t)cap * sizeof *items);
+        struct wf_store_pg_item *items = realloc(c->items, (size_t)cap * sizeof *items);
         if (items == NULL)
             return false;
         c->items = items;
         c->cap_items = cap;
     }
-    c->items[c->n_items++] = (struct wf_pg_item){kind, id, slot};
+    c->items[c->n_items++] = (struct wf_store_pg_item){kind, id, slot};
     return true;
 }
 
 bool
-wf_pg_idle(const wf_pg_conn *c)
+wf_store_pg__idle(const wf_store_pg_conn *c)
 {
     return !c->in_flight;
 }
 
 int
-wf_pg_send(wf_pg_conn *c, const wf_pg_stmt *stmts, int id, int nparams, const char *const *values,
-           const int *lengths, const int *formats, int64_t deadline_ms)
+wf_store_pg__send(wf_store_pg_conn *c, const wf_store_pg_stmt *stmts, int id, int nparams,
+                  const char *const *values, const int *lengths, const int *formats,
+                  int64_t deadline_ms)
 {
     if (!c->in_flight) {
         /* A new flight: the last one's results go. */
@@ -599,13 +660,13 @@ wf_pg_send(wf_pg_conn *c, const wf_pg_stmt *stmts, int id, int nparams, const ch
     }
     c->res[slot] = NULL;
     if (c->expired || c->send_failed || c->pg == NULL || c->broken)
-        return slot; /* wf_pg_flush reports it */
+        return slot; /* wf_store_pg__flush reports it */
     if (c->n_items == 0 && PQpipelineStatus(c->pg) == PQ_PIPELINE_OFF &&
         !PQenterPipelineMode(c->pg)) {
         c->send_failed = true;
         return slot;
     }
-    const wf_pg_stmt *st = &stmts[id];
+    const wf_store_pg_stmt *st = &stmts[id];
     if (!is_prepared(c, id)) {
         /* Counted as prepared from here, so that a second use in this
          * flight does not prepare it again; undone if it fails. */
@@ -623,7 +684,7 @@ wf_pg_send(wf_pg_conn *c, const wf_pg_stmt *stmts, int id, int nparams, const ch
 }
 
 void
-wf_pg_send_sync(wf_pg_conn *c)
+wf_store_pg__send_sync(wf_store_pg_conn *c)
 {
     if (c->n_items == 0 || c->send_failed || c->expired)
         return;
@@ -632,7 +693,7 @@ wf_pg_send_sync(wf_pg_conn *c)
 }
 
 void
-wf_pg_conn_clear(wf_pg_conn *c)
+wf_store_pg__conn_clear(wf_store_pg_conn *c)
 {
     flight_reset(c);
     clear_results(c);
@@ -644,7 +705,7 @@ wf_pg_conn_clear(wf_pg_conn *c)
 }
 
 PGresult *
-wf_pg_take(wf_pg_conn *c, int slot)
+wf_store_pg__take(wf_store_pg_conn *c, int slot)
 {
     if (slot < 0 || slot >= c->n_res)
         return NULL;
@@ -695,17 +756,18 @@ ok_status(const PGresult *r)
 }
 
 /* Collects the flight's results in order. Returns WF_OK or the first
- * failure; *failed as for wf_pg_flush. */
+ * failure; *failed as for wf_store_pg__flush. */
 static wf_code
-collect(wf_pg_conn *c, const wf_pg_stmt *stmts, int64_t cutoff, int *failed, wf_error *err)
+collect(wf_store_pg_conn *c, const wf_store_pg_stmt *stmts, int64_t cutoff, int *failed,
+        wf_error *err)
 {
     PGconn *pg = c->pg;
     wf_code rc = WF_OK;
     const char *waiting = c->n_items > 0 ? stmts[c->items[0].id].name : "sync";
     int r = send_all(pg, cutoff);
     for (int i = 0; r > 0 && i < c->n_items; i++) {
-        const struct wf_pg_item *it = &c->items[i];
-        const wf_pg_stmt *st = &stmts[it->id];
+        const struct wf_store_pg_item *it = &c->items[i];
+        const wf_store_pg_stmt *st = &stmts[it->id];
         waiting = it->kind == ITEM_SYNC ? "sync" : st->name;
         if ((r = await(pg, cutoff)) <= 0)
             break;
@@ -714,7 +776,8 @@ collect(wf_pg_conn *c, const wf_pg_stmt *stmts, int64_t cutoff, int *failed, wf_
             bool synced = res != NULL && PQresultStatus(res) == PGRES_PIPELINE_SYNC;
             if (!synced && rc == WF_OK) {
                 bool broken = false;
-                rc = wf_pg_map_error(pg, res, "sync", "the database", c->quiet, &broken, err);
+                rc =
+                    wf_store_pg__map_error(pg, res, "sync", "the database", c->quiet, &broken, err);
                 *failed = -1;
             }
             PQclear(res);
@@ -728,7 +791,7 @@ collect(wf_pg_conn *c, const wf_pg_stmt *stmts, int64_t cutoff, int *failed, wf_
         if (res == NULL || PQstatus(pg) != CONNECTION_OK) {
             if (rc == WF_OK) {
                 bool broken = false;
-                rc = wf_pg_map_error(pg, res, st->name, st->what, c->quiet, &broken, err);
+                rc = wf_store_pg__map_error(pg, res, st->name, st->what, c->quiet, &broken, err);
                 *failed = -1;
             }
             PQclear(res);
@@ -739,7 +802,7 @@ collect(wf_pg_conn *c, const wf_pg_stmt *stmts, int64_t cutoff, int *failed, wf_
         bool good = ok_status(res);
         if (!good && PQresultStatus(res) != PGRES_PIPELINE_ABORTED && rc == WF_OK) {
             bool broken = false;
-            rc = wf_pg_map_error(pg, res, st->name, st->what, c->quiet, &broken, err);
+            rc = wf_store_pg__map_error(pg, res, st->name, st->what, c->quiet, &broken, err);
             if (broken)
                 c->broken = true;
             *failed = it->slot;
@@ -781,7 +844,7 @@ collect(wf_pg_conn *c, const wf_pg_stmt *stmts, int64_t cutoff, int *failed, wf_
     }
     if (r < 0 && rc == WF_OK) {
         bool broken = false;
-        rc = wf_pg_map_error(pg, NULL, waiting, "the database", c->quiet, &broken, err);
+        rc = wf_store_pg__map_error(pg, NULL, waiting, "the database", c->quiet, &broken, err);
         *failed = -1;
     }
     if (r < 0)
@@ -795,12 +858,12 @@ collect(wf_pg_conn *c, const wf_pg_stmt *stmts, int64_t cutoff, int *failed, wf_
  * ends, following BEGIN, COMMIT and ROLLBACK in the order they were
  * queued (c->in_tx carries an open block from one flight to the next). */
 static void
-count_flight(wf_pg_conn *c, const wf_pg_stmt *stmts)
+count_flight(wf_store_pg_conn *c, const wf_store_pg_stmt *stmts)
 {
     int64_t k = 0, ended = 0;
     bool implicit = false;
     for (int i = 0; i < c->n_items; i++) {
-        const struct wf_pg_item *it = &c->items[i];
+        const struct wf_store_pg_item *it = &c->items[i];
         if (it->kind == ITEM_SYNC) {
             ended += implicit;
             implicit = false;
@@ -828,7 +891,8 @@ count_flight(wf_pg_conn *c, const wf_pg_stmt *stmts)
 }
 
 wf_code
-wf_pg_flush(wf_pg_conn *c, const wf_pg_stmt *stmts, int64_t deadline_ms, int *failed, wf_error *err)
+wf_store_pg__flush(wf_store_pg_conn *c, const wf_store_pg_stmt *stmts, int64_t deadline_ms,
+                   int *failed, wf_error *err)
 {
     int dummy;
     if (failed == NULL)
@@ -851,7 +915,8 @@ wf_pg_flush(wf_pg_conn *c, const wf_pg_stmt *stmts, int64_t deadline_ms, int *fa
             /* libpq would not queue (out of memory, or the connection
              * went): what was sent cannot be matched up any more. */
             bool broken = false;
-            rc = wf_pg_map_error(c->pg, NULL, "send", "the database", c->quiet, &broken, err);
+            rc =
+                wf_store_pg__map_error(c->pg, NULL, "send", "the database", c->quiet, &broken, err);
             c->broken = true;
         } else {
             int64_t cutoff = deadline_ms != 0 ? deadline_ms + GRACE_MS : 0;

@@ -1,5 +1,5 @@
 /*
- * pg_errors.c: SQLSTATE -> wf_code, in one place.
+ * pg/errors.c: SQLSTATE -> wf_code, in one place.
  *
  * Owns the decision of what a Postgres failure means to a client:
  * connection trouble, server shutdown and a server that takes no writes
@@ -10,7 +10,7 @@
  * to the log only, unique violations at debug level; err->msg never
  * carries library or SQL text. Must not: decide anything about the connection beyond "broken".
  */
-#include "pg_pool.h"
+#include "pg/pool.h"
 
 #include <string.h>
 
@@ -23,8 +23,8 @@ starts(const char *s, const char *prefix)
 }
 
 wf_code
-wf_pg_map_error(PGconn *pg, const PGresult *res, const char *stmt, const char *what, bool quiet,
-                bool *broken, wf_error *err)
+wf_store_pg__map_error(PGconn *pg, const PGresult *res, const char *stmt, const char *what,
+                       bool quiet, bool *broken, wf_error *err)
 {
     const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     /* The primary message only: the DETAIL of a constraint violation
@@ -54,7 +54,7 @@ wf_pg_map_error(PGconn *pg, const PGresult *res, const char *stmt, const char *w
                             "could not write %s: a concurrent transaction interfered", what);
     } else if (strcmp(state, "22012") == 0 && strcmp(stmt, "update_instance_checked") == 0) {
         /* The checked instance update divides by the rows it updated:
-         * none means the version it names is stale (store_pg.c). */
+         * none means the version it names is stale (pg/store.c). */
         code = wf_error_set(err, WF_E_CONFLICT, "%s was changed concurrently", what);
     } else if (strcmp(state, "25006") == 0) {
         /* read_only_sql_transaction: the session is on a server that

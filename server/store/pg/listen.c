@@ -1,9 +1,9 @@
 /*
- * pg_listen.c: the Postgres store's two threads: the notifier, which
+ * pg/listen.c: the Postgres store's two threads: the notifier, which
  * sends the wake-ups commits owe (and keeps the statistics of growing backlog
  * tables current), and the listener, which receives them.
  */
-#include "pg_int.h"
+#include "pg/pg_int.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -54,9 +54,8 @@ notifier_add_type(pg_notifier *n, const char *type)
 }
 
 /* Notes what a commit owes; cheap, never blocks on the database. */
-void
-wf_pg__notifier_note(pg_store *s, bool events, bool any_type, const char *const *types,
-                     size_t n_types)
+static void
+notifier_note(pg_store *s, bool events, bool any_type, const char *const *types, size_t n_types)
 {
     if (!events && !any_type && n_types == 0)
         return;
@@ -74,15 +73,14 @@ wf_pg__notifier_note(pg_store *s, bool events, bool any_type, const char *const 
 }
 
 void
-wf_pg__notes_of_tx(pg_tx *tx)
+wf_store_pg__notes_of_tx(pg_tx *tx)
 {
-    wf_pg__notifier_note((pg_store *)tx->base.st, tx->wrote_events, tx->any_type, tx->types,
-                         tx->n_types);
+    notifier_note((pg_store *)tx->base.st, tx->wrote_events, tx->any_type, tx->types, tx->n_types);
 }
 
 /* Remembers that tx made a job of type activatable. */
 void
-wf_pg__tx_note_type(pg_tx *tx, const char *type)
+wf_store_pg__tx_note_type(pg_tx *tx, const char *type)
 {
     if (type == NULL)
         return;
@@ -104,16 +102,16 @@ background_run(pg_store *s, wf_arena *a, int64_t deadline, int id, const params 
                wf_error *err)
 {
     wf_store_ctx ctx = {NULL, deadline, a};
-    wf_pg_conn *c = NULL;
-    wf_code rc = p->oom ? wf_error_nomem(err) : wf_pg__conn_get(s, &ctx, &c, err);
+    wf_store_pg_conn *c = NULL;
+    wf_code rc = p->oom ? wf_error_nomem(err) : wf_store_pg__conn_get(s, &ctx, &c, err);
     if (rc != WF_OK)
         return rc;
-    struct wf_pg_counts *counts = c->counts;
+    struct wf_store_pg_counts *counts = c->counts;
     c->counts = NULL;
     PGresult *r = NULL;
-    rc = wf_pg__run(c, id, p, deadline, &r, err);
+    rc = wf_store_pg__run(c, id, p, deadline, &r, err);
     c->counts = counts;
-    wf_pg__conn_put(s, c);
+    wf_store_pg__conn_put(s, c);
     if (res != NULL && rc == WF_OK)
         *res = r;
     else
@@ -143,8 +141,8 @@ notifier_send(pg_store *s, bool events, bool any_type, char *const *types, size_
     if (a == NULL)
         return wf_error_nomem(err);
     params p = {.a = a};
-    wf_pg__p_text_array(&p, chan, k);
-    wf_pg__p_text_array(&p, pay, k);
+    wf_store_pg__p_text_array(&p, chan, k);
+    wf_store_pg__p_text_array(&p, pay, k);
     wf_code rc = background_run(s, a, wf_mono_ms() + NOTIFY_SEND_MS, S_NOTIFY, &p, NULL, err);
     wf_arena_free(a);
     return rc;
@@ -165,8 +163,8 @@ notifier_analyse(pg_store *s)
     if (a == NULL)
         return;
     params p = {.a = a};
-    wf_pg__p_i64(&p, ANALYZE_MIN_BYTES);
-    wf_pg__p_i64(&p, ANALYZE_GROWTH);
+    wf_store_pg__p_i64(&p, ANALYZE_MIN_BYTES);
+    wf_store_pg__p_i64(&p, ANALYZE_GROWTH);
     PGresult *res = NULL;
     wf_error err;
     wf_error_clear(&err);
@@ -235,7 +233,7 @@ notifier_main(void *arg)
 }
 
 bool
-wf_pg__notifier_start(pg_store *s)
+wf_store_pg__notifier_start(pg_store *s)
 {
     pg_notifier *n = &s->notifier;
     pthread_mutex_init(&n->mu, NULL);
@@ -250,7 +248,7 @@ wf_pg__notifier_start(pg_store *s)
 
 /* Sends what is still owed (once, within NOTIFY_SEND_MS), then joins. */
 void
-wf_pg__notifier_stop(pg_store *s)
+wf_store_pg__notifier_stop(pg_store *s)
 {
     pg_notifier *n = &s->notifier;
     if (!n->started)
@@ -280,11 +278,11 @@ wf_pg__notifier_stop(pg_store *s)
  * conn after the start.
  */
 struct pg_listener {
-    wf_pg_pool *pool; /* for connection parameters only; outlives the thread */
+    wf_store_pg_pool *pool; /* for connection parameters only; outlives the thread */
     wf_store_listen_fn fn;
     void *arg;
-    wf_pg_conn conn;  /* conn.pg NULL while disconnected */
-    atomic_bool stop; /* set by wf_pg__listener_stop */
+    wf_store_pg_conn conn; /* conn.pg NULL while disconnected */
+    atomic_bool stop;      /* set by wf_store_pg__listener_stop */
     pthread_t thread;
 };
 
@@ -292,15 +290,15 @@ struct pg_listener {
 static bool
 listener_open(pg_listener *l)
 {
-    l->conn = (wf_pg_conn){.quiet = true};
-    l->conn.pg = wf_pg_pool_connect(l->pool, 0, true, NULL);
+    l->conn = (wf_store_pg_conn){.quiet = true};
+    l->conn.pg = wf_store_pg__pool_connect(l->pool, 0, true, NULL);
     if (l->conn.pg == NULL)
         return false;
     int64_t deadline = wf_mono_ms() + LISTEN_STMT_MS;
-    if (wf_pg__run_cmd(&l->conn, S_LISTEN_EVENTS, NULL, deadline, NULL, NULL) == WF_OK &&
-        wf_pg__run_cmd(&l->conn, S_LISTEN_JOBS, NULL, deadline, NULL, NULL) == WF_OK)
+    if (wf_store_pg__run_cmd(&l->conn, S_LISTEN_EVENTS, NULL, deadline, NULL, NULL) == WF_OK &&
+        wf_store_pg__run_cmd(&l->conn, S_LISTEN_JOBS, NULL, deadline, NULL, NULL) == WF_OK)
         return true;
-    wf_pg_conn_clear(&l->conn);
+    wf_store_pg__conn_clear(&l->conn);
     PQfinish(l->conn.pg);
     l->conn.pg = NULL;
     return false;
@@ -310,7 +308,7 @@ static void
 listener_close(pg_listener *l, const char *why)
 {
     WF_LOG(WF_LOG_WARN, "db_listener_lost", "detail=%s", why);
-    wf_pg_conn_clear(&l->conn);
+    wf_store_pg__conn_clear(&l->conn);
     PQfinish(l->conn.pg);
     l->conn.pg = NULL;
 }
@@ -379,14 +377,14 @@ listener_main(void *arg)
             backoff = backoff_next(backoff);
         }
     }
-    wf_pg_conn_clear(&l->conn);
+    wf_store_pg__conn_clear(&l->conn);
     if (l->conn.pg != NULL)
         PQfinish(l->conn.pg);
     return NULL;
 }
 
 void
-wf_pg__listener_stop(pg_listener *l)
+wf_store_pg__listener_stop(pg_listener *l)
 {
     if (l == NULL)
         return;
@@ -396,7 +394,7 @@ wf_pg__listener_stop(pg_listener *l)
 }
 
 wf_code
-pg_set_listener(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err)
+wf_store_pg__set_listener(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err)
 {
     pg_store *s = (pg_store *)st;
     if (s->listener != NULL)
@@ -413,7 +411,7 @@ pg_set_listener(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err)
     if (!listener_open(l))
         WF_LOG(WF_LOG_WARN, "db_listener_lost", "detail=%s", "could not listen; retrying");
     if (pthread_create(&l->thread, NULL, listener_main, l) != 0) {
-        wf_pg_conn_clear(&l->conn);
+        wf_store_pg__conn_clear(&l->conn);
         if (l->conn.pg != NULL)
             PQfinish(l->conn.pg);
         free(l);

@@ -1,8 +1,8 @@
 /*
- * pg_stmts.c: the Postgres store's statement table, every SQL text of the
- * service (store_pg.c explains how statements are shaped and planned).
+ * pg/stmts.c: the Postgres store's statement table, every SQL text of the
+ * service (pg/store.c explains how statements are shaped and planned).
  */
-#include "pg_int.h"
+#include "pg/pg_int.h"
 
 /* Any 64-bit constant, the same in every replica: serialises migrations.
  * (The sequencer's lock, in 0001_init.sql, is 7318240518.) */
@@ -49,7 +49,18 @@
     "id, tenant_id, action, state, filter_json, reason, created_by, total, done, failed, "         \
     "errors_json, cursor, lease_owner, lease_until, created_at, updated_at, ended_at, version, "   \
     "args_json"
-_Static_assert(S_COUNT_ <= WF_PG_MAX_STMTS, "prepared-statement bits (pg_pool.h)");
+#define COLS_DELIVERIES                                                                            \
+    "d.tenant_id, d.signal_log_id, d.instance_id, d.root_id, d.aggregate_type, "                   \
+    "d.aggregate_id, d.seq, d.state, d.created_at, d.done_at, d.claimed_until"
+/* Deliveries to the aggregate ($1 tenant, $3 type, $4 id) still pending,
+ * and signals to it QUEUED (received before a bound, when given). */
+#define AGG_PENDING                                                                                \
+    "SELECT 1 FROM signal_deliveries WHERE tenant_id = $1 AND aggregate_type = $3 AND "            \
+    "aggregate_id = $4 AND state = 0"
+#define AGG_QUEUED(bound)                                                                          \
+    "SELECT 1 FROM signals WHERE tenant_id = $1 AND aggregate_type = $3 AND aggregate_id = $4 "    \
+    "AND outcome = 6" bound
+_Static_assert(S_COUNT_ <= WF_STORE_PG_MAX_STMTS, "prepared-statement bits (pg/pool.h)");
 _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
                    S_SWEEP_SIGNALS_T == S_SWEEP_SIGNALS + 1 &&
                    S_SWEEP_IDEMPOTENCY_T == S_SWEEP_IDEMPOTENCY + 1 &&
@@ -193,7 +204,7 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
         "i.tenant_id = e.tenant_id AND i.id = e.instance_id) = " def_key ") AND (" types           \
         "::text[] IS NULL OR type = ANY(" types "))") " ORDER BY sequence LIMIT " limit
 
-static const wf_pg_stmt stmts[S_COUNT_] = {
+static const wf_store_pg_stmt stmts[S_COUNT_] = {
     [S_BEGIN] = {"begin", "BEGIN", "the transaction"},
     [S_COMMIT] = {"commit", "COMMIT", "the transaction"},
     [S_ROLLBACK] = {"rollback", "ROLLBACK", "the transaction"},
@@ -248,7 +259,7 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                            "instance"},
     /* The same, failing when it updates no row (a stale version), for
      * deferred writes whose row count nobody reads: 1 / 0 raises
-     * division_by_zero, which pg_errors.c maps to CONFLICT for this
+     * division_by_zero, which pg/errors.c maps to CONFLICT for this
      * statement only. */
     [S_UPDATE_INSTANCE_CHECKED] = {"update_instance_checked",
                                    "WITH u AS (UPDATE instances SET " INSTANCE_SET
@@ -361,7 +372,7 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
          "= EXCLUDED.discarded",
          "signal"},
     /* Every event of a unit of work in one statement, one array per
-     * column (pg_tx.c, p_columns), in order: their ids keep it. */
+     * column (pg/tx.c, p_columns), in order: their ids keep it. */
     [S_INSERT_EVENTS] = {"insert_events",
                          "INSERT INTO events (tenant_id, root_id, instance_id, type, actor, "
                          "data_json, time) SELECT * FROM unnest($1::text[], $2::text[], "
@@ -740,7 +751,8 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
     [S_FIND_SUBS_AGGREGATE] = {"find_subscriptions_aggregate",
                                "SELECT " COLS_SUBSCRIPTIONS " FROM subscriptions WHERE tenant_id "
                                "= $1 AND signal_name = $2 AND aggregate_type = $3 AND "
-                               "aggregate_id = $4 ORDER BY created_at, id",
+                               "aggregate_id = $4 AND NOT EXISTS (" AGG_PENDING ") AND NOT "
+                               "EXISTS (" AGG_QUEUED(" ") ") ORDER BY created_at, id LIMIT 64",
                                "subscription"},
     /* $2 after, $3 instance, $4 definition key, $5 types, $6 limit. The
      * instance's events are those of its tree when it is a root, else
@@ -778,7 +790,9 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
                          "GROUP BY job_type ORDER BY job_type LIMIT $2) "
                          "UNION ALL SELECT 2, NULL, count(*) FROM tasks WHERE status IN (1, 2) "
                          "UNION ALL SELECT 3, NULL, count(*) FROM signals WHERE buffered "
-                         "AND NOT discarded AND expires_at > $1",
+                         "AND NOT discarded AND expires_at > $1 "
+                         "UNION ALL SELECT 4, NULL, count(*) FROM signal_deliveries WHERE "
+                         "state = 0",
                          "backlog"},
     /* Batch operations (migrations/0014). A new row is stored at version
      * 1; an update needs the version it read ($18) and stores the next. */
@@ -818,6 +832,87 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
     [S_CLAIM_BATCHES] = {"claim_batches", CLAIM_BATCHES(""), "batch operation"},
     [S_CLAIM_BATCHES_T] = {"claim_batches_tenant", CLAIM_BATCHES("tenant_id = $5 AND "),
                            "batch operation"},
+    /* The fan-out of a signal sent to an aggregate (migrations/0016), under
+     * its correlation lock: $1 tenant, $2 name, $3/$4 aggregate, $5 the
+     * signal's log id, $6 now, $7 page, ($8, $9) the QUEUED bound. Nothing
+     * is written when deliveries or earlier signals are pending; else one
+     * row per waiting RUNNING instance, seq in the order they began to
+     * wait. Answers a summary row (k 0: pending, count) and the first page
+     * of ids (k 1). */
+    [S_FANOUT_TARGETS] =
+        {"fanout_targets",
+         "WITH p AS (SELECT EXISTS (" AGG_PENDING ") OR EXISTS (" AGG_QUEUED(
+             " AND (received_at, id) < ($8, $9)") ") AS pending), "
+                                                  "t AS (SELECT DISTINCT ON (s.instance_id) "
+                                                  "s.instance_id, s.root_id, s.created_at, s.id "
+                                                  "FROM subscriptions s JOIN instances i ON "
+                                                  "i.tenant_id = s.tenant_id AND i.root_id = "
+                                                  "s.root_id AND i.id = s.instance_id WHERE "
+                                                  "s.tenant_id = $1 AND s.signal_name = $2 AND "
+                                                  "s.aggregate_type = $3 AND s.aggregate_id = $4 "
+                                                  "AND i.status = 1 AND NOT (SELECT pending "
+                                                  "FROM p) ORDER BY s.instance_id, s.created_at, "
+                                                  "s.id), "
+                                                  "o AS (SELECT instance_id, root_id, row_number() "
+                                                  "OVER (ORDER BY created_at, id) AS seq "
+                                                  "FROM t), "
+                                                  "ins AS (INSERT INTO signal_deliveries "
+                                                  "(tenant_id, signal_log_id, instance_id, "
+                                                  "root_id, "
+                                                  "aggregate_type, aggregate_id, seq, state, "
+                                                  "created_at) SELECT $1, $5, instance_id, "
+                                                  "root_id, $3, $4, seq, 0, $6 FROM o RETURNING "
+                                                  "instance_id, seq) "
+                                                  "SELECT k, pending, n, instance_id FROM (SELECT "
+                                                  "0 AS k, (SELECT pending FROM p) AS "
+                                                  "pending, (SELECT count(*) FROM ins) AS n, "
+                                                  "NULL::text AS instance_id, 0::bigint AS seq "
+                                                  "UNION ALL (SELECT 1, NULL, NULL, instance_id, "
+                                                  "seq FROM ins ORDER BY seq LIMIT $7)) x "
+                                                  "ORDER BY k, seq",
+         "signal delivery"},
+    /* Consumes one pending delivery: $4 its state, $5 done_at, $6 the root
+     * the unit of work locked. */
+    [S_TAKE_DELIVERY] = {"take_delivery",
+                         "UPDATE signal_deliveries SET state = $4, done_at = $5 WHERE tenant_id = "
+                         "$1 AND root_id = $6 AND signal_log_id = $2 AND instance_id = $3 AND "
+                         "state = 0",
+                         "signal delivery"},
+    /* A few pending deliveries to the aggregate ($2, $3), $4 at most. */
+    [S_PENDING_DELIVERIES] = {"pending_deliveries",
+                              "SELECT " COLS_DELIVERIES " FROM signal_deliveries d WHERE "
+                              "tenant_id = $1 AND aggregate_type = $2 AND aggregate_id = $3 AND "
+                              "state = 0 LIMIT $4",
+                              "signal delivery"},
+    [S_GET_SIGNAL] = {"get_signal",
+                      "SELECT " COLS_SIGNALS " FROM signals WHERE tenant_id = $1 AND id = $2",
+                      "signal"},
+    /* $1 now, $2 limit, $3 claimed until, $4 tenant (NULL: every one). */
+    [S_CLAIM_DELIVERIES] = {"claim_deliveries",
+                            "WITH c AS (SELECT tenant_id, signal_log_id, instance_id FROM "
+                            "signal_deliveries WHERE state = 0 AND claimed_until <= $1 AND "
+                            "($4::text IS NULL OR tenant_id = $4) ORDER BY claimed_until, "
+                            "created_at, seq LIMIT $2 FOR UPDATE SKIP LOCKED) "
+                            "UPDATE signal_deliveries d SET claimed_until = $3 FROM c WHERE "
+                            "d.tenant_id = c.tenant_id AND d.signal_log_id = c.signal_log_id AND "
+                            "d.instance_id = c.instance_id RETURNING " COLS_DELIVERIES,
+                            "signal delivery"},
+    /* The oldest QUEUED signal of each aggregate with nothing pending
+     * before it: $1 limit, $2 tenant (NULL: every one). */
+    [S_FIND_QUEUED] = {"find_queued_signals",
+                       "SELECT " COLS_SIGNALS " FROM signals s WHERE outcome = 6 AND ($2::text "
+                       "IS NULL OR tenant_id = $2) AND NOT EXISTS (SELECT 1 FROM "
+                       "signal_deliveries d WHERE d.tenant_id = s.tenant_id AND "
+                       "d.aggregate_type = s.aggregate_type AND d.aggregate_id = s.aggregate_id "
+                       "AND d.state = 0) AND NOT EXISTS (SELECT 1 FROM signals q WHERE "
+                       "q.tenant_id = s.tenant_id AND q.aggregate_type = s.aggregate_type AND "
+                       "q.aggregate_id = s.aggregate_id AND q.outcome = 6 AND (q.received_at, "
+                       "q.id) < (s.received_at, s.id)) ORDER BY received_at, id LIMIT $1",
+                       "signal"},
+    [S_COUNT_DELIVERIES] = {"count_deliveries",
+                            "SELECT state, count(*) FROM signal_deliveries WHERE tenant_id = $1 "
+                            "AND signal_log_id = $2 GROUP BY state",
+                            "signal delivery"},
     /* Utility statements go through the extended protocol too. */
     [S_LISTEN_EVENTS] = {"listen_events", "LISTEN wf_events", "the database"},
     [S_LISTEN_JOBS] = {"listen_jobs", "LISTEN wf_jobs", "the database"},
@@ -842,5 +937,5 @@ static const wf_pg_stmt stmts[S_COUNT_] = {
 };
 
 /* The table, for the plan guard (tests/store/test_store_plans.c). */
-const wf_pg_stmt *const wf_pg_statements = stmts;
-const int wf_pg_n_statements = S_COUNT_;
+const wf_store_pg_stmt *const wf_store_pg_statements = stmts;
+const int wf_store_pg_n_statements = S_COUNT_;

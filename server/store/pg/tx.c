@@ -1,9 +1,9 @@
 /*
- * pg_tx.c: the Postgres store's statement parameters, flights
- * (running statements, pg_pool.c), borrowed connections and the unit of
- * work (store_pg.c explains the design).
+ * pg/tx.c: the Postgres store's statement parameters, flights
+ * (running statements, pg/pool.c), borrowed connections and the unit of
+ * work (pg/store.c explains the design).
  */
-#include "pg_int.h"
+#include "pg/pg_int.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -16,7 +16,7 @@
 /* ---- parameters ---------------------------------------------------------- */
 
 void
-wf_pg__p_str(params *p, const char *s)
+wf_store_pg__p_str(params *p, const char *s)
 {
     p->v[p->n] = s;
     p->len[p->n] = 0;
@@ -25,23 +25,23 @@ wf_pg__p_str(params *p, const char *s)
 }
 
 void
-wf_pg__p_i64(params *p, int64_t x)
+wf_store_pg__p_i64(params *p, int64_t x)
 {
     char *s = wf_arena_printf(p->a, "%" PRId64, x);
     p->oom |= s == NULL;
-    wf_pg__p_str(p, s);
+    wf_store_pg__p_str(p, s);
 }
 
 void
-wf_pg__p_bool(params *p, bool b)
+wf_store_pg__p_bool(params *p, bool b)
 {
-    wf_pg__p_str(p, b ? "t" : "f");
+    wf_store_pg__p_str(p, b ? "t" : "f");
 }
 
 static void
 p_bytes(params *p, const void *b, size_t n)
 {
-    wf_pg__p_str(p, b);
+    wf_store_pg__p_str(p, b);
     p->len[p->n - 1] = (int)n;
     p->fmt[p->n - 1] = b != NULL ? 1 : 0;
 }
@@ -58,24 +58,24 @@ p_row(params *p, const wf_row_desc *d, const void *row, const char *tenant, int 
             continue;
         switch (f->type) {
         case WF_F_STR:
-            wf_pg__p_str(p, f->off == d->tenant_off ? tenant : *(char *const *)at);
+            wf_store_pg__p_str(p, f->off == d->tenant_off ? tenant : *(char *const *)at);
             break;
         case WF_F_BYTES:
             p_bytes(p, *(void *const *)at, *(const size_t *)((const char *)row + f->len_off));
             break;
         case WF_F_I64:
-            wf_pg__p_i64(p, *(const int64_t *)at);
+            wf_store_pg__p_i64(p, *(const int64_t *)at);
             break;
         case WF_F_I32:
-            wf_pg__p_i64(p, *(const int32_t *)at);
+            wf_store_pg__p_i64(p, *(const int32_t *)at);
             break;
         case WF_F_BOOL:
-            wf_pg__p_bool(p, *(const bool *)at);
+            wf_store_pg__p_bool(p, *(const bool *)at);
             break;
         case WF_F_F64: {
             char *s = wf_arena_printf(p->a, "%.17g", *(const double *)at);
             p->oom |= s == NULL;
-            wf_pg__p_str(p, s);
+            wf_store_pg__p_str(p, s);
             break;
         }
         }
@@ -83,7 +83,7 @@ p_row(params *p, const wf_row_desc *d, const void *row, const char *tenant, int 
 }
 
 void
-wf_pg__p_row(params *p, const wf_row_desc *d, const void *row, const char *tenant, int skip)
+wf_store_pg__p_row(params *p, const wf_row_desc *d, const void *row, const char *tenant, int skip)
 {
     p_row(p, d, row, tenant, skip);
 }
@@ -125,15 +125,15 @@ text_array(wf_arena *a, const char *const *strs, size_t n)
  * passed as NULL, which the statements read as "no filter" (or, for the
  * inbox groups, "no group matches"). */
 void
-wf_pg__p_text_array(params *p, const char *const *strs, size_t n)
+wf_store_pg__p_text_array(params *p, const char *const *strs, size_t n)
 {
     if (n == 0) {
-        wf_pg__p_str(p, NULL);
+        wf_store_pg__p_str(p, NULL);
         return;
     }
     char *s = text_array(p->a, strs, n);
     p->oom |= s == NULL;
-    wf_pg__p_str(p, s);
+    wf_store_pg__p_str(p, s);
 }
 
 /* Appends one array per field of d but skip (-1: none), over rows[0..n)
@@ -177,16 +177,16 @@ p_columns(params *p, const wf_row_desc *d, const void *rows, size_t n, const cha
         }
         char *s = p->oom ? NULL : text_array(p->a, vals, n);
         p->oom |= s == NULL;
-        wf_pg__p_str(p, s);
+        wf_store_pg__p_str(p, s);
     }
     return true;
 }
 
 void
-wf_pg__p_int_array(params *p, const int *v, size_t n)
+wf_store_pg__p_int_array(params *p, const int *v, size_t n)
 {
     if (n == 0) {
-        wf_pg__p_str(p, NULL);
+        wf_store_pg__p_str(p, NULL);
         return;
     }
     char *s = wf_arena_alloc(p->a, n * 12 + 3), *o = s;
@@ -198,16 +198,16 @@ wf_pg__p_int_array(params *p, const int *v, size_t n)
         *o = '\0';
     }
     p->oom |= s == NULL;
-    wf_pg__p_str(p, s);
+    wf_store_pg__p_str(p, s);
 }
 
 /* The statement_timeout for what is left of a deadline (0: none), rounded
  * up to a step of at most 1/16 of it and 128 ms. Calls with like deadlines
  * then ask for the same value, which the session keeps, so it is sent only
- * when it changes; and the server still gives up before pg_pool.c's grace
+ * when it changes; and the server still gives up before pg/pool.c's grace
  * (250 ms past the deadline) runs out. */
 int64_t
-wf_pg__timeout_for(int64_t deadline_ms)
+wf_store_pg__timeout_for(int64_t deadline_ms)
 {
     if (deadline_ms == 0)
         return 0;
@@ -228,7 +228,7 @@ wf_pg__timeout_for(int64_t deadline_ms)
  * of a unit of work. Both ride with the first statement: no round trip
  * of their own. */
 static void
-flight_open(wf_pg_conn *c, int64_t deadline)
+flight_open(wf_store_pg_conn *c, int64_t deadline)
 {
     if (c->owe_timeout) {
         c->owe_timeout = false;
@@ -238,44 +238,46 @@ flight_open(wf_pg_conn *c, int64_t deadline)
             const char *vals[1] = {v};
             c->timeout_known = false;
             c->timeout_in_flight = true;
-            wf_pg_send(c, wf_pg_statements, S_TIMEOUT_SESSION, 1, vals, NULL, NULL, deadline);
-            wf_pg_send_sync(c);
+            wf_store_pg__send(c, wf_store_pg_statements, S_TIMEOUT_SESSION, 1, vals, NULL, NULL,
+                              deadline);
+            wf_store_pg__send_sync(c);
         }
     }
     if (c->owe_begin) {
         c->owe_begin = false;
-        wf_pg_send(c, wf_pg_statements, S_BEGIN, 0, NULL, NULL, NULL, deadline);
+        wf_store_pg__send(c, wf_store_pg_statements, S_BEGIN, 0, NULL, NULL, NULL, deadline);
     }
 }
 
 /* Queues statement id with p on c's flight; returns its slot. */
 static int
-push(wf_pg_conn *c, int id, const params *p, int64_t deadline)
+push(wf_store_pg_conn *c, int id, const params *p, int64_t deadline)
 {
-    if (wf_pg_idle(c))
+    if (wf_store_pg__idle(c))
         flight_open(c, deadline);
-    return wf_pg_send(c, wf_pg_statements, id, p != NULL ? p->n : 0, p != NULL ? p->v : NULL,
-                      p != NULL ? p->len : NULL, p != NULL ? p->fmt : NULL, deadline);
+    return wf_store_pg__send(c, wf_store_pg_statements, id, p != NULL ? p->n : 0,
+                             p != NULL ? p->v : NULL, p != NULL ? p->len : NULL,
+                             p != NULL ? p->fmt : NULL, deadline);
 }
 
 static wf_code read_rows(PGresult *res, const wf_row_desc *d, wf_arena *a, void *out, size_t *n,
                          wf_error *err);
 
-/* Sends c's flight and collects it (see wf_pg_flush). A request lookup
+/* Sends c's flight and collects it (see wf_store_pg__flush). A request lookup
  * that rode on it and found a record fails the flight's caller. */
 static wf_code
-flush(wf_pg_conn *c, int64_t deadline, int *failed, wf_error *err)
+flush(wf_store_pg_conn *c, int64_t deadline, int *failed, wf_error *err)
 {
-    struct wf_pg_lookup *l = c->lookup;
+    struct wf_store_pg_lookup *l = c->lookup;
     c->lookup = NULL;
-    wf_code rc = wf_pg_flush(c, wf_pg_statements, deadline, failed, err);
+    wf_code rc = wf_store_pg__flush(c, wf_store_pg_statements, deadline, failed, err);
     if (c->timeout_in_flight && rc == WF_OK) {
         c->timeout_known = true;
         c->timeout_ms = c->timeout_want;
     }
     c->timeout_in_flight = false;
     if (l != NULL && rc == WF_OK) {
-        PGresult *res = wf_pg_take(c, l->slot);
+        PGresult *res = wf_store_pg__take(c, l->slot);
         wf_idempotency_row *rows = NULL;
         size_t n = 0;
         rc = read_rows(res, &wf_store__idempotency_desc, l->arena, &rows, &n, err);
@@ -292,7 +294,8 @@ flush(wf_pg_conn *c, int64_t deadline, int *failed, wf_error *err)
 
 /* Runs one statement: a flight of its own (with what the borrower owes). */
 wf_code
-wf_pg__run(wf_pg_conn *c, int id, const params *p, int64_t deadline, PGresult **res, wf_error *err)
+wf_store_pg__run(wf_store_pg_conn *c, int id, const params *p, int64_t deadline, PGresult **res,
+                 wf_error *err)
 {
     *res = NULL;
     if (p != NULL && p->oom)
@@ -300,18 +303,18 @@ wf_pg__run(wf_pg_conn *c, int id, const params *p, int64_t deadline, PGresult **
     int slot = push(c, id, p, deadline);
     wf_code rc = flush(c, deadline, NULL, err);
     if (rc == WF_OK)
-        *res = wf_pg_take(c, slot);
+        *res = wf_store_pg__take(c, slot);
     return rc;
 }
 
 /* Runs a statement whose result is not needed; *affected gets the row
  * count when non-NULL. */
 wf_code
-wf_pg__run_cmd(wf_pg_conn *c, int id, const params *p, int64_t deadline, long *affected,
-               wf_error *err)
+wf_store_pg__run_cmd(wf_store_pg_conn *c, int id, const params *p, int64_t deadline, long *affected,
+                     wf_error *err)
 {
     PGresult *res;
-    wf_code rc = wf_pg__run(c, id, p, deadline, &res, err);
+    wf_code rc = wf_store_pg__run(c, id, p, deadline, &res, err);
     if (rc == WF_OK && affected != NULL)
         *affected = atol(PQcmdTuples(res));
     PQclear(res);
@@ -381,11 +384,11 @@ read_rows(PGresult *res, const wf_row_desc *d, wf_arena *a, void *out, size_t *n
 }
 
 wf_code
-wf_pg__run_rows(wf_pg_conn *c, int id, const params *p, int64_t deadline, const wf_row_desc *d,
-                wf_arena *a, void *rows, size_t *n, wf_error *err)
+wf_store_pg__run_rows(wf_store_pg_conn *c, int id, const params *p, int64_t deadline,
+                      const wf_row_desc *d, wf_arena *a, void *rows, size_t *n, wf_error *err)
 {
     PGresult *res;
-    wf_code rc = wf_pg__run(c, id, p, deadline, &res, err);
+    wf_code rc = wf_store_pg__run(c, id, p, deadline, &res, err);
     if (rc == WF_OK)
         rc = read_rows(res, d, a, rows, n, err);
     PQclear(res);
@@ -396,13 +399,13 @@ wf_pg__run_rows(wf_pg_conn *c, int id, const params *p, int64_t deadline, const 
 
 /* Returns c to the pool, rolling back whatever it still has open. */
 void
-wf_pg__conn_put(pg_store *s, wf_pg_conn *c)
+wf_store_pg__conn_put(pg_store *s, wf_store_pg_conn *c)
 {
     if (c == NULL)
         return;
     c->owe_timeout = c->owe_begin = false;
     c->lookup = NULL;
-    if (c->pg != NULL && !c->broken && !wf_pg_idle(c)) {
+    if (c->pg != NULL && !c->broken && !wf_store_pg__idle(c)) {
         /* Deferred writes never sent (a unit of work rolled back before
          * its commit): they go out with a ROLLBACK that undoes them,
          * rather than leaving a flight that would cost the connection. */
@@ -413,24 +416,24 @@ wf_pg__conn_put(pg_store *s, wf_pg_conn *c)
     if (c->pg != NULL && !c->broken) {
         PGTransactionStatusType ts = PQtransactionStatus(c->pg);
         if ((ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR) &&
-            wf_pg__run_cmd(c, S_ROLLBACK, NULL, wf_mono_ms() + 1000, NULL, NULL) != WF_OK)
+            wf_store_pg__run_cmd(c, S_ROLLBACK, NULL, wf_mono_ms() + 1000, NULL, NULL) != WF_OK)
             c->broken = true;
     }
-    wf_pg_pool_release(s->pool, c);
+    wf_store_pg__pool_release(s->pool, c);
 }
 
 /* Borrows a connection for single statements, with the call's deadline as
  * its session statement_timeout (sent with the first statement, and only
  * when the session holds another value). */
 wf_code
-wf_pg__conn_get(pg_store *s, const wf_store_ctx *ctx, wf_pg_conn **out, wf_error *err)
+wf_store_pg__conn_get(pg_store *s, const wf_store_ctx *ctx, wf_store_pg_conn **out, wf_error *err)
 {
-    wf_pg_conn *c = NULL;
-    wf_code rc = wf_pg_pool_acquire(s->pool, ctx->deadline_ms, &c, err);
+    wf_store_pg_conn *c = NULL;
+    wf_code rc = wf_store_pg__pool_acquire(s->pool, ctx->deadline_ms, &c, err);
     if (rc != WF_OK)
         return rc;
     c->owe_timeout = true;
-    c->timeout_want = wf_pg__timeout_for(ctx->deadline_ms);
+    c->timeout_want = wf_store_pg__timeout_for(ctx->deadline_ms);
     *out = c;
     return WF_OK;
 }
@@ -439,9 +442,9 @@ wf_pg__conn_get(pg_store *s, const wf_store_ctx *ctx, wf_pg_conn **out, wf_error
  * deferred to the transaction's first statement, in the same flight; a
  * transaction that runs none sends nothing. */
 static wf_code
-tx_open(pg_store *s, const wf_store_ctx *ctx, wf_pg_conn **out, wf_error *err)
+tx_open(pg_store *s, const wf_store_ctx *ctx, wf_store_pg_conn **out, wf_error *err)
 {
-    wf_code rc = wf_pg__conn_get(s, ctx, out, err);
+    wf_code rc = wf_store_pg__conn_get(s, ctx, out, err);
     if (rc == WF_OK)
         (*out)->owe_begin = true;
     return rc;
@@ -450,7 +453,7 @@ tx_open(pg_store *s, const wf_store_ctx *ctx, wf_pg_conn **out, wf_error *err)
 /* ---- unit of work ------------------------------------------------------------ */
 
 wf_code
-pg_begin(wf_store *st, const wf_store_ctx *ctx, wf_tx **out, wf_error *err)
+wf_store_pg__begin(wf_store *st, const wf_store_ctx *ctx, wf_tx **out, wf_error *err)
 {
     pg_store *s = (pg_store *)st;
     pg_tx *tx = calloc(1, sizeof *tx);
@@ -468,43 +471,43 @@ pg_begin(wf_store *st, const wf_store_ctx *ctx, wf_tx **out, wf_error *err)
 }
 
 wf_code
-pg_commit(wf_tx *t, wf_error *err)
+wf_store_pg__commit(wf_tx *t, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
     /* Still owing BEGIN: nothing ran, nothing to commit. */
     wf_code rc = tx->c->owe_begin
                      ? WF_OK
-                     : wf_pg__run_cmd(tx->c, S_COMMIT, NULL, t->ctx.deadline_ms, NULL, err);
+                     : wf_store_pg__run_cmd(tx->c, S_COMMIT, NULL, t->ctx.deadline_ms, NULL, err);
     for (int i = 0; rc == WF_OK && i < tx->n_seen; i++)
-        wf_pg__defs_put((pg_store *)t->st, tx->seen[i]);
-    wf_pg__conn_put((pg_store *)t->st, tx->c);
+        wf_store_pg__defs_put((pg_store *)t->st, tx->seen[i]);
+    wf_store_pg__conn_put((pg_store *)t->st, tx->c);
     if (rc == WF_OK)
-        wf_pg__notes_of_tx(tx);
+        wf_store_pg__notes_of_tx(tx);
     free(tx);
     return rc;
 }
 
 void
-pg_defer_writes(wf_tx *t)
+wf_store_pg__defer_writes(wf_tx *t)
 {
     ((pg_tx *)t)->defer = true;
 }
 
 void
-pg_rollback(wf_tx *t)
+wf_store_pg__rollback(wf_tx *t)
 {
     pg_tx *tx = (pg_tx *)t;
-    wf_pg__conn_put((pg_store *)t->st, tx->c);
+    wf_store_pg__conn_put((pg_store *)t->st, tx->c);
     free(tx);
 }
 
 /* Two-parameter (tenant, x) statement parameters. */
 params
-wf_pg__p_tenant(const wf_store_ctx *ctx, const char *x)
+wf_store_pg__p_tenant(const wf_store_ctx *ctx, const char *x)
 {
     params p = {.a = ctx->arena};
-    wf_pg__p_str(&p, ctx->tenant);
-    wf_pg__p_str(&p, x);
+    wf_store_pg__p_str(&p, ctx->tenant);
+    wf_store_pg__p_str(&p, x);
     return p;
 }
 
@@ -539,7 +542,7 @@ lock_flight(pg_tx *tx, const char *root, bool *locked, wf_aggregate *g, wf_error
 {
     const wf_store_ctx *ctx = &tx->base.ctx;
     int64_t dl = ctx->deadline_ms;
-    params p = wf_pg__p_tenant(ctx, root);
+    params p = wf_store_pg__p_tenant(ctx, root);
     int lock = push(tx->c, S_LOCK_ROOT, &p, dl);
     int slots[N_AGG_PARTS];
     for (size_t i = 0; i < N_AGG_PARTS; i++)
@@ -547,13 +550,13 @@ lock_flight(pg_tx *tx, const char *root, bool *locked, wf_aggregate *g, wf_error
     wf_code rc = flush(tx->c, dl, NULL, err);
     if (rc != WF_OK)
         return rc;
-    PGresult *res = wf_pg_take(tx->c, lock);
+    PGresult *res = wf_store_pg__take(tx->c, lock);
     *locked = PQntuples(res) > 0;
     PQclear(res);
     memset(g, 0, sizeof *g);
     for (size_t i = 0; rc == WF_OK && i < N_AGG_PARTS; i++) {
         const struct agg_part *ap = &agg_parts[i];
-        res = wf_pg_take(tx->c, slots[i]);
+        res = wf_store_pg__take(tx->c, slots[i]);
         rc = read_rows(res, ap->d, ctx->arena, (char *)g + ap->rows, (size_t *)((char *)g + ap->n),
                        err);
         PQclear(res);
@@ -576,8 +579,8 @@ has_instance(const wf_aggregate *g, const char *id)
  * without a hint, or unknown), its root is read by id and the flight runs
  * again: what the caller gets is the same either way. */
 wf_code
-pg_lock_root(wf_tx *t, const char *instance_id, const char *root_hint, wf_aggregate *out,
-             wf_error *err)
+wf_store_pg__lock_root(wf_tx *t, const char *instance_id, const char *root_hint, wf_aggregate *out,
+                       wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
     const char *root = root_hint != NULL ? root_hint : instance_id;
@@ -585,9 +588,9 @@ pg_lock_root(wf_tx *t, const char *instance_id, const char *root_hint, wf_aggreg
     wf_aggregate g;
     wf_code rc = lock_flight(tx, root, &locked, &g, err);
     if (rc == WF_OK && !(locked && has_instance(&g, instance_id))) {
-        params p = wf_pg__p_tenant(&t->ctx, instance_id);
+        params p = wf_store_pg__p_tenant(&t->ctx, instance_id);
         PGresult *res;
-        rc = wf_pg__run(tx->c, S_ROOT_OF, &p, t->ctx.deadline_ms, &res, err);
+        rc = wf_store_pg__run(tx->c, S_ROOT_OF, &p, t->ctx.deadline_ms, &res, err);
         if (rc == WF_OK && PQntuples(res) == 1) {
             root = wf_arena_strdup(t->ctx.arena, PQgetvalue(res, 0, 0));
             rc = root != NULL ? lock_flight(tx, root, &locked, &g, err) : wf_error_nomem(err);
@@ -605,7 +608,7 @@ pg_lock_root(wf_tx *t, const char *instance_id, const char *root_hint, wf_aggreg
     return WF_OK;
 }
 
-/* A write of pg_apply whose outcome needs more than success: an instance
+/* A write of wf_store_pg__apply whose outcome needs more than success: an instance
  * (exactly one row, else a lost race) or a signal (a duplicate id). */
 typedef struct write_check {
     int slot;
@@ -641,8 +644,8 @@ static void
 queue_dels(pg_tx *tx, int id, const char *const *ids, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        params p = wf_pg__p_tenant(&tx->base.ctx, ids[i]);
-        wf_pg__p_str(&p, tx->base.root);
+        params p = wf_store_pg__p_tenant(&tx->base.ctx, ids[i]);
+        wf_store_pg__p_str(&p, tx->base.root);
         push(tx->c, id, &p, tx->base.ctx.deadline_ms);
     }
 }
@@ -650,7 +653,7 @@ queue_dels(pg_tx *tx, int id, const char *const *ids, size_t n)
 /* Queues one insert of every event of a unit of work on c's flight (in
  * their order, which their ids keep); false when out of memory. */
 static bool
-queue_events(wf_pg_conn *c, const wf_store_ctx *ctx, const wf_event_row *e, size_t n)
+queue_events(wf_store_pg_conn *c, const wf_store_ctx *ctx, const wf_event_row *e, size_t n)
 {
     if (n == 0)
         return true;
@@ -667,7 +670,7 @@ queue_events(wf_pg_conn *c, const wf_store_ctx *ctx, const wf_event_row *e, size
  * failure (the transaction is then aborted); the outcome is judged in the
  * order the writes ran, as one statement at a time would have. */
 wf_code
-pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
+wf_store_pg__apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
     const wf_store_ctx *ctx = &t->ctx;
@@ -720,7 +723,7 @@ pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
     if (tx->defer && ok) {
         for (size_t i = 0; i < c->n_jobs; i++)
             if (c->jobs[i].state == WF_JOB_ACTIVATABLE)
-                wf_pg__tx_note_type(tx, c->jobs[i].job_type);
+                wf_store_pg__tx_note_type(tx, c->jobs[i].job_type);
         tx->wrote_events |= c->n_events > 0;
         return WF_OK;
     }
@@ -741,7 +744,7 @@ pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
         }
         if (!w->instance)
             continue;
-        PGresult *res = wf_pg_take(tx->c, w->slot);
+        PGresult *res = wf_store_pg__take(tx->c, w->slot);
         long n = res != NULL ? atol(PQcmdTuples(res)) : 0;
         PQclear(res);
         if (n != 1)
@@ -751,9 +754,9 @@ pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
     if (rc != WF_OK)
         return rc;
     for (size_t i = 0; i < c->n_jobs; i++) {
-        PGresult *res = wf_pg_take(tx->c, job_slots[i]);
+        PGresult *res = wf_store_pg__take(tx->c, job_slots[i]);
         if (res != NULL && PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't')
-            wf_pg__tx_note_type(tx, c->jobs[i].job_type);
+            wf_store_pg__tx_note_type(tx, c->jobs[i].job_type);
         PQclear(res);
     }
     tx->wrote_events |= c->n_events > 0;
@@ -761,16 +764,16 @@ pg_apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
 }
 
 wf_code
-pg_idem_get(wf_tx *t, const char *method, const char *request_id, wf_idempotency_row *out,
-            bool *found, wf_error *err)
+wf_store_pg__idem_get(wf_tx *t, const char *method, const char *request_id, wf_idempotency_row *out,
+                      bool *found, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
-    params p = wf_pg__p_tenant(&t->ctx, method);
-    wf_pg__p_str(&p, request_id);
+    params p = wf_store_pg__p_tenant(&t->ctx, method);
+    wf_store_pg__p_str(&p, request_id);
     wf_idempotency_row *rows;
     size_t n;
-    wf_code rc = wf_pg__run_rows(tx->c, S_IDEM_GET, &p, t->ctx.deadline_ms,
-                                 &wf_store__idempotency_desc, t->ctx.arena, &rows, &n, err);
+    wf_code rc = wf_store_pg__run_rows(tx->c, S_IDEM_GET, &p, t->ctx.deadline_ms,
+                                       &wf_store__idempotency_desc, t->ctx.arena, &rows, &n, err);
     if (rc == WF_OK) {
         *found = n > 0;
         if (n > 0)
@@ -782,27 +785,27 @@ pg_idem_get(wf_tx *t, const char *method, const char *request_id, wf_idempotency
 /* Queued on the flight being built, after BEGIN: it goes out with the
  * body's first statements (flush reads it). */
 wf_code
-pg_idem_prefetch(wf_tx *t, const char *method, const char *request_id, wf_idempotency_row *out,
-                 bool *found, wf_error *err)
+wf_store_pg__idem_prefetch(wf_tx *t, const char *method, const char *request_id,
+                           wf_idempotency_row *out, bool *found, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
-    params p = wf_pg__p_tenant(&t->ctx, method);
-    wf_pg__p_str(&p, request_id);
+    params p = wf_store_pg__p_tenant(&t->ctx, method);
+    wf_store_pg__p_str(&p, request_id);
     if (p.oom)
         return wf_error_nomem(err);
-    tx->lookup = (struct wf_pg_lookup){push(tx->c, S_IDEM_GET, &p, t->ctx.deadline_ms), request_id,
-                                       t->ctx.arena, out, found};
+    tx->lookup = (struct wf_store_pg_lookup){push(tx->c, S_IDEM_GET, &p, t->ctx.deadline_ms),
+                                             request_id, t->ctx.arena, out, found};
     tx->c->lookup = &tx->lookup;
     return WF_OK;
 }
 
 wf_code
-pg_idem_put(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
+wf_store_pg__idem_put(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
     params p = {.a = t->ctx.arena};
     p_row(&p, &wf_store__idempotency_desc, in, t->ctx.tenant, -1);
-    wf_code rc = wf_pg__run_cmd(tx->c, S_IDEM_PUT, &p, t->ctx.deadline_ms, NULL, err);
+    wf_code rc = wf_store_pg__run_cmd(tx->c, S_IDEM_PUT, &p, t->ctx.deadline_ms, NULL, err);
     if (rc == WF_E_CONFLICT)
         return wf_error_set(err, WF_E_CONFLICT, "request \"%s\" was already recorded",
                             in->request_id);
@@ -810,17 +813,17 @@ pg_idem_put(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
 }
 
 wf_code
-pg_idem_amend(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
+wf_store_pg__idem_amend(wf_tx *t, const wf_idempotency_row *in, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
     params p = {.a = t->ctx.arena};
     p_row(&p, &wf_store__idempotency_desc, in, t->ctx.tenant, -1);
-    return wf_pg__run_cmd(tx->c, S_IDEM_AMEND, &p, t->ctx.deadline_ms, NULL, err);
+    return wf_store_pg__run_cmd(tx->c, S_IDEM_AMEND, &p, t->ctx.deadline_ms, NULL, err);
 }
 
 /* The record and COMMIT in one flight (a failed record skips COMMIT). */
 wf_code
-pg_commit_recorded(wf_tx *t, const wf_idempotency_row *in, bool amend, wf_error *err)
+wf_store_pg__commit_recorded(wf_tx *t, const wf_idempotency_row *in, bool amend, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
     int64_t dl = t->ctx.deadline_ms;
@@ -839,22 +842,22 @@ pg_commit_recorded(wf_tx *t, const wf_idempotency_row *in, bool amend, wf_error 
                               in->request_id);
     }
     for (int i = 0; rc == WF_OK && i < tx->n_seen; i++)
-        wf_pg__defs_put((pg_store *)t->st, tx->seen[i]);
-    wf_pg__conn_put((pg_store *)t->st, tx->c);
+        wf_store_pg__defs_put((pg_store *)t->st, tx->seen[i]);
+    wf_store_pg__conn_put((pg_store *)t->st, tx->c);
     if (rc == WF_OK)
-        wf_pg__notes_of_tx(tx);
+        wf_store_pg__notes_of_tx(tx);
     free(tx);
     return rc;
 }
 
 wf_code
-pg_put_definition(wf_tx *t, const wf_definition_row *in, int32_t *version, wf_error *err)
+wf_store_pg__put_definition(wf_tx *t, const wf_definition_row *in, int32_t *version, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
     params p = {.a = t->ctx.arena};
     p_row(&p, &wf_store__definition_desc, in, t->ctx.tenant, 2 /* version: assigned */);
     PGresult *res;
-    wf_code rc = wf_pg__run(tx->c, S_PUT_DEFINITION, &p, t->ctx.deadline_ms, &res, err);
+    wf_code rc = wf_store_pg__run(tx->c, S_PUT_DEFINITION, &p, t->ctx.deadline_ms, &res, err);
     /* No row: the key holds a version of another kind. The version and
      * the kind check read one snapshot, so a concurrent put of the other
      * kind either is seen here or takes the same version number (the
@@ -873,15 +876,15 @@ pg_put_definition(wf_tx *t, const wf_definition_row *in, int32_t *version, wf_er
 }
 
 wf_code
-wf_pg__get_definition(wf_pg_conn *c, const wf_store_ctx *ctx, const char *key, int32_t version,
-                      wf_definition_row *out, bool *found, wf_error *err)
+wf_store_pg__read_definition(wf_store_pg_conn *c, const wf_store_ctx *ctx, const char *key,
+                             int32_t version, wf_definition_row *out, bool *found, wf_error *err)
 {
-    params p = wf_pg__p_tenant(ctx, key);
-    wf_pg__p_i64(&p, version);
+    params p = wf_store_pg__p_tenant(ctx, key);
+    wf_store_pg__p_i64(&p, version);
     wf_definition_row *rows;
     size_t n;
-    wf_code rc = wf_pg__run_rows(c, S_GET_DEFINITION, &p, ctx->deadline_ms,
-                                 &wf_store__definition_desc, ctx->arena, &rows, &n, err);
+    wf_code rc = wf_store_pg__run_rows(c, S_GET_DEFINITION, &p, ctx->deadline_ms,
+                                       &wf_store__definition_desc, ctx->arena, &rows, &n, err);
     if (rc == WF_OK) {
         *found = n > 0;
         if (n > 0)
@@ -891,16 +894,17 @@ wf_pg__get_definition(wf_pg_conn *c, const wf_store_ctx *ctx, const char *key, i
 }
 
 wf_code
-pg_tx_get_definition(wf_tx *t, const char *key, int32_t version, wf_definition_row *out,
-                     bool *found, wf_error *err)
+wf_store_pg__tx_get_definition(wf_tx *t, const char *key, int32_t version, wf_definition_row *out,
+                               bool *found, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
-    int got = version > 0 ? wf_pg__defs_get((pg_store *)t->st, &t->ctx, key, version, out) : 0;
+    int got =
+        version > 0 ? wf_store_pg__defs_get((pg_store *)t->st, &t->ctx, key, version, out) : 0;
     if (got != 0) {
         *found = got > 0;
         return got > 0 ? WF_OK : wf_error_nomem(err);
     }
-    wf_code rc = wf_pg__get_definition(tx->c, &t->ctx, key, version, out, found, err);
+    wf_code rc = wf_store_pg__read_definition(tx->c, &t->ctx, key, version, out, found, err);
     if (rc == WF_OK && *found && tx->n_seen < DEFS_SEEN) {
         wf_definition_row *keep = wf_arena_alloc(t->ctx.arena, sizeof *keep);
         if (keep != NULL) {
@@ -912,25 +916,26 @@ pg_tx_get_definition(wf_tx *t, const char *key, int32_t version, wf_definition_r
 }
 
 wf_code
-pg_consume_signal(wf_tx *t, const char *name, const char *instance_id, const char *agg_type,
-                  const char *agg_id, const char *consumer, const char *transition_id, int64_t now,
-                  wf_signal_row *out, bool *found, wf_error *err)
+wf_store_pg__consume_signal(wf_tx *t, const char *name, const char *instance_id,
+                            const char *agg_type, const char *agg_id, const char *consumer,
+                            const char *transition_id, int64_t now, wf_signal_row *out, bool *found,
+                            wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
-    params p = wf_pg__p_tenant(&t->ctx, name);
-    wf_pg__p_str(&p, instance_id);
-    wf_pg__p_str(&p, agg_type);
-    wf_pg__p_str(&p, agg_id);
-    wf_pg__p_i64(&p, now);
-    wf_pg__p_str(&p, consumer);
-    wf_pg__p_str(&p, transition_id);
+    params p = wf_store_pg__p_tenant(&t->ctx, name);
+    wf_store_pg__p_str(&p, instance_id);
+    wf_store_pg__p_str(&p, agg_type);
+    wf_store_pg__p_str(&p, agg_id);
+    wf_store_pg__p_i64(&p, now);
+    wf_store_pg__p_str(&p, consumer);
+    wf_store_pg__p_str(&p, transition_id);
     wf_signal_row *rows;
     size_t n;
     int id = agg_type == NULL && agg_id == NULL ? S_CONSUME_SIGNAL_INSTANCE
              : instance_id == NULL              ? S_CONSUME_SIGNAL_AGGREGATE
                                                 : S_CONSUME_SIGNAL;
-    wf_code rc = wf_pg__run_rows(tx->c, id, &p, t->ctx.deadline_ms, &wf_store__signal_desc,
-                                 t->ctx.arena, &rows, &n, err);
+    wf_code rc = wf_store_pg__run_rows(tx->c, id, &p, t->ctx.deadline_ms, &wf_store__signal_desc,
+                                       t->ctx.arena, &rows, &n, err);
     if (rc == WF_OK) {
         *found = n > 0;
         if (n > 0)
@@ -940,22 +945,23 @@ pg_consume_signal(wf_tx *t, const char *name, const char *instance_id, const cha
 }
 
 wf_code
-pg_lock_correlation(wf_tx *t, const char *name, const char *agg_type, const char *agg_id,
-                    bool *awaited, wf_error *err)
+wf_store_pg__lock_correlation(wf_tx *t, const char *name, const char *agg_type, const char *agg_id,
+                              bool *awaited, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
-    params lk = wf_pg__p_tenant(&t->ctx, agg_type);
-    wf_pg__p_str(&lk, agg_id);
-    wf_code rc = wf_pg__run_cmd(tx->c, S_LOCK_CORRELATION, &lk, t->ctx.deadline_ms, NULL, err);
+    params lk = wf_store_pg__p_tenant(&t->ctx, agg_type);
+    wf_store_pg__p_str(&lk, agg_id);
+    wf_code rc =
+        wf_store_pg__run_cmd(tx->c, S_LOCK_CORRELATION, &lk, t->ctx.deadline_ms, NULL, err);
     if (rc != WF_OK || awaited == NULL)
         return rc;
     /* A statement of its own, so its snapshot is taken after the lock is
      * granted and sees what the previous holder committed. */
-    params p = wf_pg__p_tenant(&t->ctx, name);
-    wf_pg__p_str(&p, agg_type);
-    wf_pg__p_str(&p, agg_id);
+    params p = wf_store_pg__p_tenant(&t->ctx, name);
+    wf_store_pg__p_str(&p, agg_type);
+    wf_store_pg__p_str(&p, agg_id);
     PGresult *res;
-    rc = wf_pg__run(tx->c, S_SUB_AWAITED, &p, t->ctx.deadline_ms, &res, err);
+    rc = wf_store_pg__run(tx->c, S_SUB_AWAITED, &p, t->ctx.deadline_ms, &res, err);
     if (rc == WF_OK)
         *awaited = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
     PQclear(res);
@@ -963,13 +969,14 @@ pg_lock_correlation(wf_tx *t, const char *name, const char *agg_type, const char
 }
 
 wf_code
-pg_aggregate_live(wf_tx *t, const char *agg_type, const char *agg_id, bool *live, wf_error *err)
+wf_store_pg__aggregate_live(wf_tx *t, const char *agg_type, const char *agg_id, bool *live,
+                            wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
-    params p = wf_pg__p_tenant(&t->ctx, agg_type);
-    wf_pg__p_str(&p, agg_id);
+    params p = wf_store_pg__p_tenant(&t->ctx, agg_type);
+    wf_store_pg__p_str(&p, agg_id);
     PGresult *res;
-    wf_code rc = wf_pg__run(tx->c, S_AGGREGATE_LIVE, &p, t->ctx.deadline_ms, &res, err);
+    wf_code rc = wf_store_pg__run(tx->c, S_AGGREGATE_LIVE, &p, t->ctx.deadline_ms, &res, err);
     if (rc == WF_OK)
         *live = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
     PQclear(res);

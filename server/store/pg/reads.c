@@ -1,9 +1,9 @@
 /*
- * pg_reads.c: the Postgres store's reads outside a unit of work,
+ * pg/reads.c: the Postgres store's reads outside a unit of work,
  * its cross-instance work (job activation, timer claims, sweeps) and the
  * event reads with their sequencer.
  */
-#include "pg_int.h"
+#include "pg/pg_int.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -26,15 +26,15 @@
 
 /* Runs one row-returning statement on a borrowed connection. */
 wf_code
-wf_pg__query(pg_store *s, const wf_store_ctx *ctx, int id, const params *p, const wf_row_desc *d,
-             void *rows, size_t *n, wf_error *err)
+wf_store_pg__query(pg_store *s, const wf_store_ctx *ctx, int id, const params *p,
+                   const wf_row_desc *d, void *rows, size_t *n, wf_error *err)
 {
-    wf_pg_conn *c = NULL;
-    wf_code rc = wf_pg__conn_get(s, ctx, &c, err);
+    wf_store_pg_conn *c = NULL;
+    wf_code rc = wf_store_pg__conn_get(s, ctx, &c, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_pg__run_rows(c, id, p, ctx->deadline_ms, d, ctx->arena, rows, n, err);
-    wf_pg__conn_put(s, c);
+    rc = wf_store_pg__run_rows(c, id, p, ctx->deadline_ms, d, ctx->arena, rows, n, err);
+    wf_store_pg__conn_put(s, c);
     return rc;
 }
 
@@ -45,7 +45,7 @@ query_one(pg_store *s, const wf_store_ctx *ctx, int id, const params *p, const w
 {
     void *rows;
     size_t n;
-    wf_code rc = wf_pg__query(s, ctx, id, p, d, &rows, &n, err);
+    wf_code rc = wf_store_pg__query(s, ctx, id, p, d, &rows, &n, err);
     if (rc == WF_OK) {
         *found = n > 0;
         if (n > 0)
@@ -55,48 +55,48 @@ query_one(pg_store *s, const wf_store_ctx *ctx, int id, const params *p, const w
 }
 
 wf_code
-pg_get_definition(wf_store *st, const wf_store_ctx *ctx, const char *key, int32_t version,
-                  wf_definition_row *out, bool *found, wf_error *err)
+wf_store_pg__get_definition(wf_store *st, const wf_store_ctx *ctx, const char *key, int32_t version,
+                            wf_definition_row *out, bool *found, wf_error *err)
 {
     pg_store *s = (pg_store *)st;
-    int got = version > 0 ? wf_pg__defs_get(s, ctx, key, version, out) : 0;
+    int got = version > 0 ? wf_store_pg__defs_get(s, ctx, key, version, out) : 0;
     if (got != 0) {
         *found = got > 0;
         return got > 0 ? WF_OK : wf_error_nomem(err);
     }
-    wf_pg_conn *c = NULL;
-    wf_code rc = wf_pg__conn_get(s, ctx, &c, err);
+    wf_store_pg_conn *c = NULL;
+    wf_code rc = wf_store_pg__conn_get(s, ctx, &c, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_pg__get_definition(c, ctx, key, version, out, found, err);
-    wf_pg__conn_put(s, c);
+    rc = wf_store_pg__read_definition(c, ctx, key, version, out, found, err);
+    wf_store_pg__conn_put(s, c);
     if (rc == WF_OK && *found)
-        wf_pg__defs_put(s, out); /* outside a transaction: committed */
+        wf_store_pg__defs_put(s, out); /* outside a transaction: committed */
     return rc;
 }
 
 wf_code
-pg_get_instance(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_instance_row *out,
-                bool *found, wf_error *err)
+wf_store_pg__get_instance(wf_store *st, const wf_store_ctx *ctx, const char *id,
+                          wf_instance_row *out, bool *found, wf_error *err)
 {
-    params p = wf_pg__p_tenant(ctx, id);
+    params p = wf_store_pg__p_tenant(ctx, id);
     return query_one((pg_store *)st, ctx, S_GET_INSTANCE, &p, &wf_store__instance_desc, out, found,
                      err);
 }
 
 wf_code
-pg_get_task(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_task_row *out, bool *found,
-            wf_error *err)
+wf_store_pg__get_task(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_task_row *out,
+                      bool *found, wf_error *err)
 {
-    params p = wf_pg__p_tenant(ctx, id);
+    params p = wf_store_pg__p_tenant(ctx, id);
     return query_one((pg_store *)st, ctx, S_GET_TASK, &p, &wf_store__task_desc, out, found, err);
 }
 
 wf_code
-pg_get_job_by_key(wf_store *st, const wf_store_ctx *ctx, const char *key, wf_job_row *out,
-                  bool *found, wf_error *err)
+wf_store_pg__get_job_by_key(wf_store *st, const wf_store_ctx *ctx, const char *key, wf_job_row *out,
+                            bool *found, wf_error *err)
 {
-    params p = wf_pg__p_tenant(ctx, key);
+    params p = wf_store_pg__p_tenant(ctx, key);
     return query_one((pg_store *)st, ctx, S_GET_JOB_BY_KEY, &p, &wf_store__job_desc, out, found,
                      err);
 }
@@ -106,11 +106,11 @@ static void
 p_cursor(params *p, bool has, int64_t num, const char *str)
 {
     if (has) {
-        wf_pg__p_i64(p, num);
-        wf_pg__p_str(p, str);
+        wf_store_pg__p_i64(p, num);
+        wf_store_pg__p_str(p, str);
     } else {
-        wf_pg__p_str(p, NULL);
-        wf_pg__p_str(p, NULL);
+        wf_store_pg__p_str(p, NULL);
+        wf_store_pg__p_str(p, NULL);
     }
 }
 
@@ -123,45 +123,46 @@ p_after(params *p, bool has, int64_t num, const char *str)
     p_cursor(p, true, has ? num : INT64_MIN, has ? str : "");
 }
 
-bool
-wf_pg__given(const char *s)
+static bool
+given(const char *s)
 {
     return s != NULL && s[0] != '\0';
 }
 
 wf_code
-pg_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f, size_t limit,
-              const wf_task_keyset *after, wf_task_row **rows, size_t *n, wf_error *err)
+wf_store_pg__list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f,
+                        size_t limit, const wf_task_keyset *after, wf_task_row **rows, size_t *n,
+                        wf_error *err)
 {
     /* A user's inbox (the group is then ignored), a group's, or all; then
-     * the order (pg_int.h: six statements per shape). */
+     * the order (pg/pg_int.h: six statements per shape). */
     int id = f->user != NULL    ? S_LIST_TASKS_USER
              : f->group != NULL ? S_LIST_TASKS_GROUP
                                 : S_LIST_TASKS_ALL;
     id += 2 * (int)f->sort + (f->descending ? 1 : 0);
     params p = {.a = ctx->arena};
-    wf_pg__p_str(&p, ctx->tenant);
+    wf_store_pg__p_str(&p, ctx->tenant);
     if (f->user != NULL) {
-        wf_pg__p_str(&p, f->user);
-        wf_pg__p_text_array(&p, f->groups, f->n_groups);
+        wf_store_pg__p_str(&p, f->user);
+        wf_store_pg__p_text_array(&p, f->groups, f->n_groups);
     } else if (f->group != NULL) {
-        wf_pg__p_str(&p, f->group);
+        wf_store_pg__p_str(&p, f->group);
     }
-    wf_pg__p_int_array(&p, (const int *)f->states, f->n_states);
-    wf_pg__p_i64(&p, f->due_after);
-    wf_pg__p_i64(&p, f->due_before);
+    wf_store_pg__p_int_array(&p, (const int *)f->states, f->n_states);
+    wf_store_pg__p_i64(&p, f->due_after);
+    wf_store_pg__p_i64(&p, f->due_before);
     /* The first page starts beyond every row in the order asked. */
     int64_t edge = f->descending ? INT64_MAX : INT64_MIN;
     if (f->sort != WF_TASK_SORT_CREATED)
-        wf_pg__p_i64(&p, after->has ? after->key : edge);
-    wf_pg__p_i64(&p, after->has ? after->created : edge);
+        wf_store_pg__p_i64(&p, after->has ? after->key : edge);
+    wf_store_pg__p_i64(&p, after->has ? after->created : edge);
     /* No id sorts below "" ascending; descending, a page of keys below
      * INT64_MAX starts past every row whatever the id, and a row at
      * INT64_MAX itself (a due key without a due time) needs an id above
      * every id: ids are printable ASCII, below "\x7f". */
-    wf_pg__p_str(&p, after->has ? after->id : f->descending ? "\x7f" : "");
-    wf_pg__p_i64(&p, (int64_t)limit);
-    return wf_pg__query((pg_store *)st, ctx, id, &p, &wf_store__task_desc, rows, n, err);
+    wf_store_pg__p_str(&p, after->has ? after->id : f->descending ? "\x7f" : "");
+    wf_store_pg__p_i64(&p, (int64_t)limit);
+    return wf_store_pg__query((pg_store *)st, ctx, id, &p, &wf_store__task_desc, rows, n, err);
 }
 
 /* The variable filters of f as one containment document under the
@@ -231,9 +232,9 @@ vars_doc(const wf_store_ctx *ctx, const wf_instance_filter *f, char **doc, bool 
 }
 
 wf_code
-pg_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filter *f, size_t limit,
-                  bool has, int64_t c_num, const char *c_str, wf_instance_row **rows, size_t *n,
-                  wf_error *err)
+wf_store_pg__list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filter *f,
+                            size_t limit, bool has, int64_t c_num, const char *c_str,
+                            wf_instance_row **rows, size_t *n, wf_error *err)
 {
     char *doc;
     bool never;
@@ -257,78 +258,79 @@ pg_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filte
         c_num = f->created_after;
         c_str = "";
     }
-    params p = wf_pg__p_tenant(ctx, f->started_by);
-    wf_pg__p_str(&p, f->definition_key);
-    wf_pg__p_str(&p, f->aggregate_type);
-    wf_pg__p_str(&p, f->aggregate_id);
-    wf_pg__p_int_array(&p, (const int *)f->statuses, f->n_statuses);
-    wf_pg__p_bool(&p, f->roots_only);
-    wf_pg__p_i64(&p, f->begun);
+    params p = wf_store_pg__p_tenant(ctx, f->started_by);
+    wf_store_pg__p_str(&p, f->definition_key);
+    wf_store_pg__p_str(&p, f->aggregate_type);
+    wf_store_pg__p_str(&p, f->aggregate_id);
+    wf_store_pg__p_int_array(&p, (const int *)f->statuses, f->n_statuses);
+    wf_store_pg__p_bool(&p, f->roots_only);
+    wf_store_pg__p_i64(&p, f->begun);
     p_after(&p, has, c_num, c_str);
-    wf_pg__p_i64(&p, (int64_t)limit);
-    wf_pg__p_i64(&p, f->created_before != 0 ? f->created_before : INT64_MAX);
-    wf_pg__p_i64(&p, f->ended_after);
-    wf_pg__p_i64(&p, f->ended_before);
-    wf_pg__p_str(&p, doc);
-    return wf_pg__query((pg_store *)st, ctx, id, &p, &wf_store__instance_desc, rows, n, err);
+    wf_store_pg__p_i64(&p, (int64_t)limit);
+    wf_store_pg__p_i64(&p, f->created_before != 0 ? f->created_before : INT64_MAX);
+    wf_store_pg__p_i64(&p, f->ended_after);
+    wf_store_pg__p_i64(&p, f->ended_before);
+    wf_store_pg__p_str(&p, doc);
+    return wf_store_pg__query((pg_store *)st, ctx, id, &p, &wf_store__instance_desc, rows, n, err);
 }
 
 wf_code
-pg_list_incidents(wf_store *st, const wf_store_ctx *ctx, const wf_incident_filter *f, size_t limit,
-                  bool has, int64_t c_num, const char *c_str, wf_instance_row **rows, size_t *n,
-                  wf_error *err)
+wf_store_pg__list_incidents(wf_store *st, const wf_store_ctx *ctx, const wf_incident_filter *f,
+                            size_t limit, bool has, int64_t c_num, const char *c_str,
+                            wf_instance_row **rows, size_t *n, wf_error *err)
 {
     int id = f->definition_key != NULL ? S_LIST_INCIDENTS_DEFINITION : S_LIST_INCIDENTS_ALL;
-    params p = wf_pg__p_tenant(ctx, f->definition_key);
-    wf_pg__p_str(&p, f->code);
+    params p = wf_store_pg__p_tenant(ctx, f->definition_key);
+    wf_store_pg__p_str(&p, f->code);
     p_after(&p, has, c_num, c_str);
-    wf_pg__p_i64(&p, (int64_t)limit);
-    return wf_pg__query((pg_store *)st, ctx, id, &p, &wf_store__instance_desc, rows, n, err);
+    wf_store_pg__p_i64(&p, (int64_t)limit);
+    return wf_store_pg__query((pg_store *)st, ctx, id, &p, &wf_store__instance_desc, rows, n, err);
 }
 
 wf_code
-pg_list_definitions(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has, int64_t c_num,
-                    const char *c_str, wf_definition_row **rows, size_t *n, wf_error *err)
+wf_store_pg__list_definitions(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has,
+                              int64_t c_num, const char *c_str, wf_definition_row **rows, size_t *n,
+                              wf_error *err)
 {
     params p = {.a = ctx->arena};
-    wf_pg__p_str(&p, ctx->tenant);
+    wf_store_pg__p_str(&p, ctx->tenant);
     p_cursor(&p, has, c_num, c_str);
-    wf_pg__p_i64(&p, (int64_t)limit);
-    return wf_pg__query((pg_store *)st, ctx, S_LIST_DEFINITIONS, &p, &wf_store__definition_desc,
-                        rows, n, err);
+    wf_store_pg__p_i64(&p, (int64_t)limit);
+    return wf_store_pg__query((pg_store *)st, ctx, S_LIST_DEFINITIONS, &p,
+                              &wf_store__definition_desc, rows, n, err);
 }
 
 wf_code
-pg_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f, size_t limit,
-                bool has, int64_t c_num, const char *c_str, wf_signal_row **rows, size_t *n,
-                wf_error *err)
+wf_store_pg__list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f,
+                          size_t limit, bool has, int64_t c_num, const char *c_str,
+                          wf_signal_row **rows, size_t *n, wf_error *err)
 {
     /* The index: the dedupe key, else the instance, else the aggregate. */
-    int id = wf_pg__given(f->signal_id)                             ? S_LIST_SIGNALS_ID
+    int id = given(f->signal_id)                                    ? S_LIST_SIGNALS_ID
              : f->instance_id != NULL                               ? S_LIST_SIGNALS_INSTANCE
              : f->aggregate_type != NULL && f->aggregate_id != NULL ? S_LIST_SIGNALS_AGGREGATE
                                                                     : S_LIST_SIGNALS_ALL;
-    params p = wf_pg__p_tenant(ctx, f->instance_id);
-    wf_pg__p_str(&p, f->aggregate_type);
-    wf_pg__p_str(&p, f->aggregate_id);
-    wf_pg__p_str(&p, f->signal_id);
-    wf_pg__p_bool(&p, f->buffered_only);
+    params p = wf_store_pg__p_tenant(ctx, f->instance_id);
+    wf_store_pg__p_str(&p, f->aggregate_type);
+    wf_store_pg__p_str(&p, f->aggregate_id);
+    wf_store_pg__p_str(&p, f->signal_id);
+    wf_store_pg__p_bool(&p, f->buffered_only);
     p_after(&p, has, c_num, c_str);
-    wf_pg__p_i64(&p, (int64_t)limit);
-    return wf_pg__query((pg_store *)st, ctx, id, &p, &wf_store__signal_desc, rows, n, err);
+    wf_store_pg__p_i64(&p, (int64_t)limit);
+    return wf_store_pg__query((pg_store *)st, ctx, id, &p, &wf_store__signal_desc, rows, n, err);
 }
 
 wf_code
-pg_list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *instance_id, unsigned states,
-                   size_t limit, bool has, int64_t c_num, const char *c_str,
-                   wf_work_item_row **rows, size_t *n, wf_error *err)
+wf_store_pg__list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *instance_id,
+                             unsigned states, size_t limit, bool has, int64_t c_num,
+                             const char *c_str, wf_work_item_row **rows, size_t *n, wf_error *err)
 {
-    params p = wf_pg__p_tenant(ctx, instance_id);
-    wf_pg__p_i64(&p, (int64_t)states);
+    params p = wf_store_pg__p_tenant(ctx, instance_id);
+    wf_store_pg__p_i64(&p, (int64_t)states);
     p_after(&p, has, c_num, c_str);
-    wf_pg__p_i64(&p, (int64_t)limit);
-    return wf_pg__query((pg_store *)st, ctx, S_LIST_WORK_ITEMS, &p, &wf_store__work_item_desc, rows,
-                        n, err);
+    wf_store_pg__p_i64(&p, (int64_t)limit);
+    return wf_store_pg__query((pg_store *)st, ctx, S_LIST_WORK_ITEMS, &p, &wf_store__work_item_desc,
+                              rows, n, err);
 }
 
 /* ---- cross-instance work ----------------------------------------------------- */
@@ -337,18 +339,18 @@ pg_list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *instance_i
  * alone (autocommit). A first job too large for max_bytes comes back
  * unleased: refused here. */
 static wf_code
-activate_on(wf_pg_conn *c, const wf_store_ctx *ctx, const char *job_type, const char *worker,
+activate_on(wf_store_pg_conn *c, const wf_store_ctx *ctx, const char *job_type, const char *worker,
             size_t max, size_t max_bytes, int64_t lease_ms, int64_t now, wf_job_row **rows,
             size_t *n, wf_error *err)
 {
-    params p = wf_pg__p_tenant(ctx, job_type);
-    wf_pg__p_i64(&p, now);
-    wf_pg__p_i64(&p, (int64_t)max);
-    wf_pg__p_str(&p, worker);
-    wf_pg__p_i64(&p, now + lease_ms * 1000);
-    wf_pg__p_i64(&p, (int64_t)max_bytes);
-    wf_code rc = wf_pg__run_rows(c, S_ACTIVATE_JOBS, &p, ctx->deadline_ms, &wf_store__job_desc,
-                                 ctx->arena, rows, n, err);
+    params p = wf_store_pg__p_tenant(ctx, job_type);
+    wf_store_pg__p_i64(&p, now);
+    wf_store_pg__p_i64(&p, (int64_t)max);
+    wf_store_pg__p_str(&p, worker);
+    wf_store_pg__p_i64(&p, now + lease_ms * 1000);
+    wf_store_pg__p_i64(&p, (int64_t)max_bytes);
+    wf_code rc = wf_store_pg__run_rows(c, S_ACTIVATE_JOBS, &p, ctx->deadline_ms,
+                                       &wf_store__job_desc, ctx->arena, rows, n, err);
     if (rc == WF_OK && *n == 1 && (*rows)[0].state != WF_JOB_ACTIVATED) {
         *n = 0;
         return wf_store__job_too_large(&(*rows)[0], max_bytes, err);
@@ -358,23 +360,23 @@ activate_on(wf_pg_conn *c, const wf_store_ctx *ctx, const char *job_type, const 
 
 /* One statement, one flight. */
 wf_code
-pg_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, const char *worker,
-                 size_t max, size_t max_bytes, int64_t lease_ms, int64_t now, wf_job_row **rows,
-                 size_t *n, wf_error *err)
+wf_store_pg__activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type,
+                           const char *worker, size_t max, size_t max_bytes, int64_t lease_ms,
+                           int64_t now, wf_job_row **rows, size_t *n, wf_error *err)
 {
     pg_store *s = (pg_store *)st;
-    wf_pg_conn *c = NULL;
-    wf_code rc = wf_pg__conn_get(s, ctx, &c, err);
+    wf_store_pg_conn *c = NULL;
+    wf_code rc = wf_store_pg__conn_get(s, ctx, &c, err);
     if (rc == WF_OK)
         rc = activate_on(c, ctx, job_type, worker, max, max_bytes, lease_ms, now, rows, n, err);
-    wf_pg__conn_put(s, c);
+    wf_store_pg__conn_put(s, c);
     return rc;
 }
 
 wf_code
-pg_tx_activate_jobs(wf_tx *t, const char *job_type, const char *worker, size_t max,
-                    size_t max_bytes, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
-                    wf_error *err)
+wf_store_pg__tx_activate_jobs(wf_tx *t, const char *job_type, const char *worker, size_t max,
+                              size_t max_bytes, int64_t lease_ms, int64_t now, wf_job_row **rows,
+                              size_t *n, wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
     return activate_on(tx->c, &t->ctx, job_type, worker, max, max_bytes, lease_ms, now, rows, n,
@@ -382,91 +384,93 @@ pg_tx_activate_jobs(wf_tx *t, const char *job_type, const char *worker, size_t m
 }
 
 wf_code
-pg_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, const char *tenant, int64_t now,
-                    size_t limit, int64_t claim_ms, wf_timer_row **rows, size_t *n, wf_error *err)
+wf_store_pg__claim_due_timers(wf_store *st, const wf_store_ctx *ctx, const char *tenant,
+                              int64_t now, size_t limit, int64_t claim_ms, wf_timer_row **rows,
+                              size_t *n, wf_error *err)
 {
     params p = {.a = ctx->arena};
-    wf_pg__p_i64(&p, now);
-    wf_pg__p_i64(&p, (int64_t)limit);
-    wf_pg__p_i64(&p, now + claim_ms * 1000);
+    wf_store_pg__p_i64(&p, now);
+    wf_store_pg__p_i64(&p, (int64_t)limit);
+    wf_store_pg__p_i64(&p, now + claim_ms * 1000);
     if (tenant != NULL)
-        wf_pg__p_str(&p, tenant);
-    return wf_pg__query((pg_store *)st, ctx, tenant != NULL ? S_CLAIM_TIMERS_T : S_CLAIM_TIMERS, &p,
-                        &wf_store__timer_desc, rows, n, err);
+        wf_store_pg__p_str(&p, tenant);
+    return wf_store_pg__query((pg_store *)st, ctx,
+                              tenant != NULL ? S_CLAIM_TIMERS_T : S_CLAIM_TIMERS, &p,
+                              &wf_store__timer_desc, rows, n, err);
 }
 
 wf_code
-pg_find_expired_leases(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
-                       wf_job_row **rows, size_t *n, wf_error *err)
+wf_store_pg__find_expired_leases(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
+                                 wf_job_row **rows, size_t *n, wf_error *err)
 {
     params p = {.a = ctx->arena};
-    wf_pg__p_i64(&p, now);
-    wf_pg__p_i64(&p, (int64_t)limit);
+    wf_store_pg__p_i64(&p, now);
+    wf_store_pg__p_i64(&p, (int64_t)limit);
     if (ctx->tenant != NULL)
-        wf_pg__p_str(&p, ctx->tenant);
-    return wf_pg__query((pg_store *)st, ctx,
-                        ctx->tenant != NULL ? S_EXPIRED_LEASES_T : S_EXPIRED_LEASES, &p,
-                        &wf_store__job_desc, rows, n, err);
+        wf_store_pg__p_str(&p, ctx->tenant);
+    return wf_store_pg__query((pg_store *)st, ctx,
+                              ctx->tenant != NULL ? S_EXPIRED_LEASES_T : S_EXPIRED_LEASES, &p,
+                              &wf_store__job_desc, rows, n, err);
 }
 
 /* Runs one of the scheduler's bounded UPDATE/DELETE statements ($1 time,
  * $2 limit; the shape after id, id + 1, takes $3 tenant) and returns the
  * rows it touched. */
-wf_code
-wf_pg__batch_cmd(pg_store *s, const wf_store_ctx *ctx, int id, int64_t at, size_t limit, size_t *n,
-                 wf_error *err)
+static wf_code
+batch_cmd(pg_store *s, const wf_store_ctx *ctx, int id, int64_t at, size_t limit, size_t *n,
+          wf_error *err)
 {
     params p = {.a = ctx->arena};
-    wf_pg__p_i64(&p, at);
-    wf_pg__p_i64(&p, (int64_t)limit);
+    wf_store_pg__p_i64(&p, at);
+    wf_store_pg__p_i64(&p, (int64_t)limit);
     if (ctx->tenant != NULL) {
-        wf_pg__p_str(&p, ctx->tenant);
+        wf_store_pg__p_str(&p, ctx->tenant);
         id++;
     }
-    wf_pg_conn *c = NULL;
-    wf_code rc = wf_pg__conn_get(s, ctx, &c, err);
+    wf_store_pg_conn *c = NULL;
+    wf_code rc = wf_store_pg__conn_get(s, ctx, &c, err);
     if (rc != WF_OK)
         return rc;
     long affected = 0;
-    rc = wf_pg__run_cmd(c, id, &p, ctx->deadline_ms, &affected, err);
-    wf_pg__conn_put(s, c);
+    rc = wf_store_pg__run_cmd(c, id, &p, ctx->deadline_ms, &affected, err);
+    wf_store_pg__conn_put(s, c);
     if (rc == WF_OK)
         *n = affected > 0 ? (size_t)affected : 0;
     return rc;
 }
 
 wf_code
-pg_expire_signals(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit, size_t *n,
-                  wf_error *err)
+wf_store_pg__expire_signals(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
+                            size_t *n, wf_error *err)
 {
-    return wf_pg__batch_cmd((pg_store *)st, ctx, S_EXPIRE_SIGNALS, now, limit, n, err);
+    return batch_cmd((pg_store *)st, ctx, S_EXPIRE_SIGNALS, now, limit, n, err);
 }
 
 wf_code
-pg_sweep(wf_store *st, const wf_store_ctx *ctx, wf_sweep_kind kind, int64_t before, size_t limit,
-         size_t *n, wf_error *err)
+wf_store_pg__sweep(wf_store *st, const wf_store_ctx *ctx, wf_sweep_kind kind, int64_t before,
+                   size_t limit, size_t *n, wf_error *err)
 {
     int id = kind == WF_SWEEP_SIGNALS       ? S_SWEEP_SIGNALS
              : kind == WF_SWEEP_IDEMPOTENCY ? S_SWEEP_IDEMPOTENCY
                                             : S_SWEEP_EVENTS;
-    return wf_pg__batch_cmd((pg_store *)st, ctx, id, before, limit, n, err);
+    return batch_cmd((pg_store *)st, ctx, id, before, limit, n, err);
 }
 
 wf_code
-pg_find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const char *name,
-                      const char *instance_id, const char *agg_type, const char *agg_id,
-                      wf_subscription_row **rows, size_t *n, wf_error *err)
+wf_store_pg__find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const char *name,
+                                const char *instance_id, const char *agg_type, const char *agg_id,
+                                wf_subscription_row **rows, size_t *n, wf_error *err)
 {
-    params p = wf_pg__p_tenant(ctx, name);
+    params p = wf_store_pg__p_tenant(ctx, name);
     if (instance_id != NULL) {
-        wf_pg__p_str(&p, instance_id);
+        wf_store_pg__p_str(&p, instance_id);
     } else {
-        wf_pg__p_str(&p, agg_type);
-        wf_pg__p_str(&p, agg_id);
+        wf_store_pg__p_str(&p, agg_type);
+        wf_store_pg__p_str(&p, agg_id);
     }
-    return wf_pg__query((pg_store *)st, ctx,
-                        instance_id != NULL ? S_FIND_SUBS_INSTANCE : S_FIND_SUBS_AGGREGATE, &p,
-                        &wf_store__subscription_desc, rows, n, err);
+    return wf_store_pg__query((pg_store *)st, ctx,
+                              instance_id != NULL ? S_FIND_SUBS_INSTANCE : S_FIND_SUBS_AGGREGATE,
+                              &p, &wf_store__subscription_desc, rows, n, err);
 }
 
 /*
@@ -477,7 +481,7 @@ pg_find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const char *name,
  * Each batch is its own transaction, so what is done stays done.
  */
 static wf_code
-sequence_pending(wf_pg_conn *c, const wf_store_ctx *ctx, int max_rounds, wf_error *err)
+sequence_pending(wf_store_pg_conn *c, const wf_store_ctx *ctx, int max_rounds, wf_error *err)
 {
     for (int round = 0; round < max_rounds; round++) {
         /* Leave half of what remains of the deadline for the read. */
@@ -488,10 +492,10 @@ sequence_pending(wf_pg_conn *c, const wf_store_ctx *ctx, int max_rounds, wf_erro
             wait = wait < 1 ? 1 : wait;
         }
         params p = {.a = ctx->arena};
-        wf_pg__p_i64(&p, SEQ_BATCH);
-        wf_pg__p_i64(&p, wait);
+        wf_store_pg__p_i64(&p, SEQ_BATCH);
+        wf_store_pg__p_i64(&p, wait);
         PGresult *res;
-        wf_code rc = wf_pg__run(c, S_SEQUENCE, &p, ctx->deadline_ms, &res, err);
+        wf_code rc = wf_store_pg__run(c, S_SEQUENCE, &p, ctx->deadline_ms, &res, err);
         if (rc != WF_OK)
             return rc;
         long long done = PQntuples(res) == 1 ? atoll(PQgetvalue(res, 0, 0)) : 0;
@@ -505,45 +509,47 @@ sequence_pending(wf_pg_conn *c, const wf_store_ctx *ctx, int max_rounds, wf_erro
 }
 
 wf_code
-pg_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after, const wf_event_filter *f,
-               size_t limit, wf_event_row **rows, size_t *n, wf_error *err)
+wf_store_pg__read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after,
+                         const wf_event_filter *f, size_t limit, wf_event_row **rows, size_t *n,
+                         wf_error *err)
 {
     pg_store *s = (pg_store *)st;
     params p = {.a = ctx->arena};
-    wf_pg__p_str(&p, ctx->tenant);
-    wf_pg__p_i64(&p, after);
+    wf_store_pg__p_str(&p, ctx->tenant);
+    wf_store_pg__p_i64(&p, after);
     if (f->instance_id != NULL)
-        wf_pg__p_str(&p, f->instance_id);
-    wf_pg__p_str(&p, f->definition_key);
-    wf_pg__p_text_array(&p, f->types, f->n_types);
-    wf_pg__p_i64(&p, (int64_t)limit);
-    wf_pg_conn *c = NULL;
-    wf_code rc = wf_pg__conn_get(s, ctx, &c, err);
+        wf_store_pg__p_str(&p, f->instance_id);
+    wf_store_pg__p_str(&p, f->definition_key);
+    wf_store_pg__p_text_array(&p, f->types, f->n_types);
+    wf_store_pg__p_i64(&p, (int64_t)limit);
+    wf_store_pg_conn *c = NULL;
+    wf_code rc = wf_store_pg__conn_get(s, ctx, &c, err);
     if (rc != WF_OK)
         return rc;
     /* Number what committed before this call, then read in a later
      * snapshot: the read sees those numbers and every smaller one. */
     rc = sequence_pending(c, ctx, SEQ_READ_ROUNDS, err);
     if (rc == WF_OK)
-        rc = wf_pg__run_rows(c, f->instance_id != NULL ? S_READ_EVENTS_INSTANCE : S_READ_EVENTS_ALL,
-                             &p, ctx->deadline_ms, &wf_store__event_desc, ctx->arena, rows, n, err);
-    wf_pg__conn_put(s, c);
+        rc = wf_store_pg__run_rows(
+            c, f->instance_id != NULL ? S_READ_EVENTS_INSTANCE : S_READ_EVENTS_ALL, &p,
+            ctx->deadline_ms, &wf_store__event_desc, ctx->arena, rows, n, err);
+    wf_store_pg__conn_put(s, c);
     return rc;
 }
 
 wf_code
-pg_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max_types,
-                 wf_store_counts *out, wf_error *err)
+wf_store_pg__count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max_types,
+                           wf_store_counts *out, wf_error *err)
 {
-    wf_pg_conn *c = NULL;
-    wf_code rc = wf_pg__conn_get((pg_store *)st, ctx, &c, err);
+    wf_store_pg_conn *c = NULL;
+    wf_code rc = wf_store_pg__conn_get((pg_store *)st, ctx, &c, err);
     if (rc != WF_OK)
         return rc;
     params p = {.a = ctx->arena};
-    wf_pg__p_i64(&p, now);
-    wf_pg__p_i64(&p, (int64_t)max_types);
+    wf_store_pg__p_i64(&p, now);
+    wf_store_pg__p_i64(&p, (int64_t)max_types);
     PGresult *res;
-    rc = wf_pg__run(c, S_COUNT_BACKLOG, &p, ctx->deadline_ms, &res, err);
+    rc = wf_store_pg__run(c, S_COUNT_BACKLOG, &p, ctx->deadline_ms, &res, err);
     int k = rc == WF_OK ? PQntuples(res) : 0;
     if (rc == WF_OK) {
         out->jobs = wf_arena_calloc(ctx->arena, (size_t)k + 1, sizeof *out->jobs);
@@ -562,24 +568,27 @@ pg_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max_
         case 2:
             out->tasks_open = n;
             break;
-        default:
+        case 3:
             out->signals_buffered = n;
+            break;
+        default:
+            out->deliveries_pending = n;
         }
     }
     PQclear(res);
-    wf_pg__conn_put((pg_store *)st, c);
+    wf_store_pg__conn_put((pg_store *)st, c);
     return rc;
 }
 
 wf_code
-pg_sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error *err)
+wf_store_pg__sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error *err)
 {
     pg_store *s = (pg_store *)st;
-    wf_pg_conn *c = NULL;
-    wf_code rc = wf_pg__conn_get(s, ctx, &c, err);
+    wf_store_pg_conn *c = NULL;
+    wf_code rc = wf_store_pg__conn_get(s, ctx, &c, err);
     if (rc != WF_OK)
         return rc;
     rc = sequence_pending(c, ctx, SEQ_TICK_ROUNDS, err);
-    wf_pg__conn_put(s, c);
+    wf_store_pg__conn_put(s, c);
     return rc;
 }

@@ -1,11 +1,11 @@
 /*
- * store_pg.c: the Postgres store. ALL of the service's SQL lives in it:
- * the statements in pg_stmts.c, the unit of work in pg_tx.c, reads in
- * pg_reads.c, migrations in pg_migrate.c, the notifier and listener
- * threads in pg_listen.c (shared declarations: pg_int.h). This file holds
+ * pg/store.c: the Postgres store. ALL of the service's SQL lives in it:
+ * the statements in pg/stmts.c, the unit of work in pg/tx.c, reads in
+ * pg/reads.c, migrations in pg/migrate.c, the notifier and listener
+ * threads in pg/listen.c (shared declarations: pg/pg_int.h). This file holds
  * its lifecycle, the definition cache and the store's operations table.
  *
- * DESIGN. Each store call borrows one pooled connection (pg_pool.c) for
+ * DESIGN. Each store call borrows one pooled connection (pg/pool.c) for
  * its duration; a unit of work keeps it from begin to commit/rollback.
  * Every statement is prepared (lazily, per connection) and parameterised,
  * and its text never changes. Postgres may plan it once for every value
@@ -16,11 +16,11 @@
  * written as "($n IS NULL OR ...)" on the rows it returns; a keyset
  * cursor is always bound. tests/store/test_store_plans.c plans every
  * statement of stmts[] that way over a large backlog. Statements travel
- * in flights (pg_pool.c: libpq pipeline mode), so that what a store call
+ * in flights (pg/pool.c: libpq pipeline mode), so that what a store call
  * needs costs one round trip: BEGIN rides with a transaction's first
  * statement, the aggregate load is one flight, and so is every write of
  * one mutation. statement_timeout
- * follows the call's deadline as a session setting, rounded (wf_pg__timeout_for)
+ * follows the call's deadline as a session setting, rounded (wf_store_pg__timeout_for)
  * and sent, in the same flight, only when the session holds another
  * value. Mutations lock the root instance row with
  * SELECT ... FOR UPDATE and then the aggregate's jobs and timers, so the
@@ -41,10 +41,10 @@
  *
  * Owns: the schema (migrations/, applied at startup under an advisory
  * lock) and every query. Must not: leak SQL or libpq text to clients
- * (pg_errors.c maps failures), build SQL from strings, or keep a
+ * (pg/errors.c maps failures), build SQL from strings, or keep a
  * connection across calls.
  */
-#include "pg_int.h"
+#include "pg/pg_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -65,9 +65,9 @@ static void
 pg_destroy(wf_store *st)
 {
     pg_store *s = (pg_store *)st;
-    wf_pg__notifier_stop(s);
-    wf_pg__listener_stop(s->listener);
-    wf_pg_pool_free(s->pool);
+    wf_store_pg__notifier_stop(s);
+    wf_store_pg__listener_stop(s->listener);
+    wf_store_pg__pool_free(s->pool);
     for (size_t i = 0; i < s->n_defs; i++)
         wf_store__row_clear(&wf_store__definition_desc, &s->defs[i]);
     pthread_mutex_destroy(&s->defs_mu);
@@ -77,8 +77,8 @@ pg_destroy(wf_store *st)
 /* The cached version of key into ctx->arena: 1 found, 0 not cached, -1
  * out of memory. */
 int
-wf_pg__defs_get(pg_store *s, const wf_store_ctx *ctx, const char *key, int32_t version,
-                wf_definition_row *out)
+wf_store_pg__defs_get(pg_store *s, const wf_store_ctx *ctx, const char *key, int32_t version,
+                      wf_definition_row *out)
 {
     int got = 0;
     pthread_mutex_lock(&s->defs_mu);
@@ -96,7 +96,7 @@ wf_pg__defs_get(pg_store *s, const wf_store_ctx *ctx, const char *key, int32_t v
 
 /* Caches a committed row (once; the cache stops growing when full). */
 void
-wf_pg__defs_put(pg_store *s, const wf_definition_row *row)
+wf_store_pg__defs_put(pg_store *s, const wf_definition_row *row)
 {
     if (row->tenant == NULL || row->key == NULL || row->version <= 0)
         return;
@@ -119,19 +119,19 @@ static bool
 pg_ready(wf_store *st)
 {
     pg_store *s = (pg_store *)st;
-    wf_pg_conn *c = NULL;
+    wf_store_pg_conn *c = NULL;
     int64_t deadline = wf_mono_ms() + 1000;
-    if (wf_pg_pool_acquire(s->pool, deadline, &c, NULL) != WF_OK)
+    if (wf_store_pg__pool_acquire(s->pool, deadline, &c, NULL) != WF_OK)
         return false;
-    bool ok = wf_pg__run_cmd(c, S_PING, NULL, deadline, NULL, NULL) == WF_OK;
-    wf_pg__conn_put(s, c);
+    bool ok = wf_store_pg__run_cmd(c, S_PING, NULL, deadline, NULL, NULL) == WF_OK;
+    wf_store_pg__conn_put(s, c);
     return ok;
 }
 
 static void
 pg_stats(wf_store *st, wf_store_stats *out)
 {
-    wf_pg_pool_stats(((pg_store *)st)->pool, out);
+    wf_store_pg__pool_stats(((pg_store *)st)->pool, out);
 }
 
 /* ---- construction ------------------------------------------------------------ */
@@ -140,48 +140,55 @@ static const wf_store_ops pg_ops = {
     .destroy = pg_destroy,
     .ready = pg_ready,
     .stats = pg_stats,
-    .begin = pg_begin,
-    .lock_root = pg_lock_root,
-    .apply = pg_apply,
-    .commit = pg_commit,
-    .rollback = pg_rollback,
-    .idem_get = pg_idem_get,
-    .idem_put = pg_idem_put,
-    .idem_amend = pg_idem_amend,
-    .idem_prefetch = pg_idem_prefetch,
-    .defer_writes = pg_defer_writes,
-    .commit_recorded = pg_commit_recorded,
-    .put_definition = pg_put_definition,
-    .tx_get_definition = pg_tx_get_definition,
-    .consume_signal = pg_consume_signal,
-    .lock_correlation = pg_lock_correlation,
-    .aggregate_live = pg_aggregate_live,
-    .get_definition = pg_get_definition,
-    .get_instance = pg_get_instance,
-    .get_task = pg_get_task,
-    .get_job_by_key = pg_get_job_by_key,
-    .list_tasks = pg_list_tasks,
-    .list_instances = pg_list_instances,
-    .list_incidents = pg_list_incidents,
-    .list_definitions = pg_list_definitions,
-    .list_signals = pg_list_signals,
-    .list_work_items = pg_list_work_items,
-    .activate_jobs = pg_activate_jobs,
-    .tx_activate_jobs = pg_tx_activate_jobs,
-    .claim_due_timers = pg_claim_due_timers,
-    .find_expired_leases = pg_find_expired_leases,
-    .expire_signals = pg_expire_signals,
-    .sweep = pg_sweep,
-    .find_subscriptions = pg_find_subscriptions,
-    .read_events = pg_read_events,
-    .sequence_events = pg_sequence_events,
-    .count_backlog = pg_count_backlog,
-    .set_listener = pg_set_listener,
-    .put_batch = pg_put_batch,
-    .get_batch = pg_get_batch,
-    .update_batch = pg_update_batch,
-    .list_batches = pg_list_batches,
-    .claim_batches = pg_claim_batches,
+    .begin = wf_store_pg__begin,
+    .lock_root = wf_store_pg__lock_root,
+    .apply = wf_store_pg__apply,
+    .commit = wf_store_pg__commit,
+    .rollback = wf_store_pg__rollback,
+    .idem_get = wf_store_pg__idem_get,
+    .idem_put = wf_store_pg__idem_put,
+    .idem_amend = wf_store_pg__idem_amend,
+    .idem_prefetch = wf_store_pg__idem_prefetch,
+    .defer_writes = wf_store_pg__defer_writes,
+    .commit_recorded = wf_store_pg__commit_recorded,
+    .put_definition = wf_store_pg__put_definition,
+    .tx_get_definition = wf_store_pg__tx_get_definition,
+    .consume_signal = wf_store_pg__consume_signal,
+    .lock_correlation = wf_store_pg__lock_correlation,
+    .aggregate_live = wf_store_pg__aggregate_live,
+    .get_definition = wf_store_pg__get_definition,
+    .get_instance = wf_store_pg__get_instance,
+    .get_task = wf_store_pg__get_task,
+    .get_job_by_key = wf_store_pg__get_job_by_key,
+    .list_tasks = wf_store_pg__list_tasks,
+    .list_instances = wf_store_pg__list_instances,
+    .list_incidents = wf_store_pg__list_incidents,
+    .list_definitions = wf_store_pg__list_definitions,
+    .list_signals = wf_store_pg__list_signals,
+    .list_work_items = wf_store_pg__list_work_items,
+    .activate_jobs = wf_store_pg__activate_jobs,
+    .tx_activate_jobs = wf_store_pg__tx_activate_jobs,
+    .claim_due_timers = wf_store_pg__claim_due_timers,
+    .find_expired_leases = wf_store_pg__find_expired_leases,
+    .expire_signals = wf_store_pg__expire_signals,
+    .sweep = wf_store_pg__sweep,
+    .find_subscriptions = wf_store_pg__find_subscriptions,
+    .read_events = wf_store_pg__read_events,
+    .sequence_events = wf_store_pg__sequence_events,
+    .count_backlog = wf_store_pg__count_backlog,
+    .set_listener = wf_store_pg__set_listener,
+    .put_batch = wf_store_pg__put_batch,
+    .get_batch = wf_store_pg__get_batch,
+    .update_batch = wf_store_pg__update_batch,
+    .list_batches = wf_store_pg__list_batches,
+    .claim_batches = wf_store_pg__claim_batches,
+    .fanout_targets = wf_store_pg__fanout_targets,
+    .take_delivery = wf_store_pg__take_delivery,
+    .pending_deliveries = wf_store_pg__pending_deliveries,
+    .tx_get_signal = wf_store_pg__tx_get_signal,
+    .claim_deliveries = wf_store_pg__claim_deliveries,
+    .find_queued_signals = wf_store_pg__find_queued_signals,
+    .count_deliveries = wf_store_pg__count_deliveries,
 };
 
 wf_code
@@ -192,8 +199,8 @@ wf_store_pg_migrate(const wf_store_pg_config *cfg, int *version, wf_error *err)
         return wf_error_nomem(err);
     s->base.ops = &pg_ops;
     pthread_mutex_init(&s->defs_mu, NULL);
-    s->pool = wf_pg_pool_new(cfg, err);
-    wf_code rc = s->pool != NULL ? wf_pg__migrate(s, version, err) : err->code;
+    s->pool = wf_store_pg__pool_new(cfg, err);
+    wf_code rc = s->pool != NULL ? wf_store_pg__migrate(s, version, err) : err->code;
     pg_destroy(&s->base);
     return rc;
 }
@@ -208,12 +215,12 @@ wf_store_pg_new(const wf_store_pg_config *cfg, wf_error *err)
     }
     s->base.ops = &pg_ops;
     pthread_mutex_init(&s->defs_mu, NULL);
-    s->pool = wf_pg_pool_new(cfg, err);
-    if (s->pool == NULL || wf_pg__migrate(s, NULL, err) != WF_OK) {
+    s->pool = wf_store_pg__pool_new(cfg, err);
+    if (s->pool == NULL || wf_store_pg__migrate(s, NULL, err) != WF_OK) {
         pg_destroy(&s->base);
         return NULL;
     }
-    if (!wf_pg__notifier_start(s)) {
+    if (!wf_store_pg__notifier_start(s)) {
         wf_error_set(err, WF_E_INTERNAL, "could not start the database notifier");
         pg_destroy(&s->base);
         return NULL;

@@ -1,8 +1,8 @@
 /*
- * mem_reads.c: the memory store's reads outside a unit of work and its
+ * mem/reads.c: the memory store's reads outside a unit of work and its
  * keyset-paginated listings.
  */
-#include "mem_int.h"
+#include "mem/mem_int.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -16,14 +16,14 @@
 /* ---- simple reads ------------------------------------------------------- */
 
 wf_code
-mem_get_definition(wf_store *st, const wf_store_ctx *ctx, const char *key, int32_t version,
-                   wf_definition_row *out, bool *found, wf_error *err)
+wf_store_mem__get_definition(wf_store *st, const wf_store_ctx *ctx, const char *key,
+                             int32_t version, wf_definition_row *out, bool *found, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__get_definition(m, ctx, key, version, out, found, err);
+    rc = wf_store_mem__read_definition(m, ctx, key, version, out, found, err);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -33,10 +33,10 @@ static wf_code
 get_by_id(mem_store *m, mtable *t, const wf_store_ctx *ctx, const char *id, void *out, bool *found,
           wf_error *err)
 {
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    const void *row = wf_mem__mt_get(t, ctx->tenant, id, NULL);
+    const void *row = wf_store_mem__mt_get(t, ctx->tenant, id, NULL);
     *found = row != NULL;
     if (row != NULL && !wf_store__row_copy(t->d, out, row, ctx->arena, NULL))
         rc = wf_error_nomem(err);
@@ -45,16 +45,16 @@ get_by_id(mem_store *m, mtable *t, const wf_store_ctx *ctx, const char *id, void
 }
 
 wf_code
-mem_get_instance(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_instance_row *out,
-                 bool *found, wf_error *err)
+wf_store_mem__get_instance(wf_store *st, const wf_store_ctx *ctx, const char *id,
+                           wf_instance_row *out, bool *found, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
     return get_by_id(m, &m->insts, ctx, id, out, found, err);
 }
 
 wf_code
-mem_get_task(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_task_row *out, bool *found,
-             wf_error *err)
+wf_store_mem__get_task(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_task_row *out,
+                       bool *found, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
     return get_by_id(m, &m->tasks, ctx, id, out, found, err);
@@ -64,21 +64,21 @@ static bool
 job_has_key(mem_store *m, const void *row, const void *arg)
 {
     (void)m;
-    return wf_mem__eq(((const wf_job_row *)row)->key, arg);
+    return wf_store_mem__eq(((const wf_job_row *)row)->key, arg);
 }
 
 wf_code
-mem_get_job_by_key(wf_store *st, const wf_store_ctx *ctx, const char *key, wf_job_row *out,
-                   bool *found, wf_error *err)
+wf_store_mem__get_job_by_key(wf_store *st, const wf_store_ctx *ctx, const char *key,
+                             wf_job_row *out, bool *found, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
     wf_job_row *rows = NULL;
     size_t n = 0;
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__select_rows(m, &m->jobs, ctx->tenant, job_has_key, key, NULL, 1, ctx->arena, &rows,
-                             &n, err);
+    rc = wf_store_mem__select_rows(m, &m->jobs, ctx->tenant, job_has_key, key, NULL, 1, ctx->arena,
+                                   &rows, &n, err);
     pthread_mutex_unlock(&m->mu);
     if (rc == WF_OK) {
         *found = n > 0;
@@ -91,10 +91,10 @@ mem_get_job_by_key(wf_store *st, const wf_store_ctx *ctx, const char *key, wf_jo
 /* ---- listings ----------------------------------------------------------- */
 
 bool
-wf_mem__in_list(const char *s, const char *const *list, size_t n)
+wf_store_mem__in_list(const char *s, const char *const *list, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (wf_mem__eq(s, list[i]))
+        if (wf_store_mem__eq(s, list[i]))
             return true;
     return false;
 }
@@ -118,9 +118,9 @@ typedef struct task_q {
 static int
 task_cmp_key(const wf_task_row *t, wf_task_sort sort, int64_t key, int64_t created, const char *id)
 {
-    int c = wf_mem__i64_cmp(wf_task_sort_key(t, sort), key);
+    int c = wf_store_mem__i64_cmp(wf_task_sort_key(t, sort), key);
     if (c == 0 && sort != WF_TASK_SORT_CREATED)
-        c = wf_mem__i64_cmp(t->created_at, created);
+        c = wf_store_mem__i64_cmp(t->created_at, created);
     if (c == 0)
         c = strcmp(t->id, id);
     return c < 0 ? -1 : c > 0;
@@ -134,13 +134,14 @@ task_match(mem_store *m, const void *row, const void *arg)
     const task_q *q = arg;
     const wf_task_filter *f = q->f;
     if (f->user != NULL) {
-        bool mine = t->assignee_kind == WF_ASSIGNEE_USER && wf_mem__eq(t->assignee_id, f->user);
+        bool mine =
+            t->assignee_kind == WF_ASSIGNEE_USER && wf_store_mem__eq(t->assignee_id, f->user);
         bool group = t->assignee_kind == WF_ASSIGNEE_GROUP && t->status == WF_TASK_OPEN &&
-                     wf_mem__in_list(t->assignee_id, f->groups, f->n_groups);
-        if (!mine && !group && !wf_mem__eq(t->claimed_by, f->user))
+                     wf_store_mem__in_list(t->assignee_id, f->groups, f->n_groups);
+        if (!mine && !group && !wf_store_mem__eq(t->claimed_by, f->user))
             return false;
     } else if (f->group != NULL) {
-        if (t->assignee_kind != WF_ASSIGNEE_GROUP || !wf_mem__eq(t->assignee_id, f->group))
+        if (t->assignee_kind != WF_ASSIGNEE_GROUP || !wf_store_mem__eq(t->assignee_id, f->group))
             return false;
     }
     if (f->n_states > 0 && !in_ints((int)t->status, (const int *)f->states, f->n_states))
@@ -172,19 +173,20 @@ TASK_CMP(cmp_due, WF_TASK_SORT_DUE, 1)
 TASK_CMP(cmp_due_desc, WF_TASK_SORT_DUE, -1)
 
 wf_code
-mem_list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f, size_t limit,
-               const wf_task_keyset *after, wf_task_row **rows, size_t *n, wf_error *err)
+wf_store_mem__list_tasks(wf_store *st, const wf_store_ctx *ctx, const wf_task_filter *f,
+                         size_t limit, const wf_task_keyset *after, wf_task_row **rows, size_t *n,
+                         wf_error *err)
 {
     static const mcmp orders[] = {cmp_created,       cmp_created_desc, cmp_priority,
                                   cmp_priority_desc, cmp_due,          cmp_due_desc};
     mem_store *m = (mem_store *)st;
     task_q q = {f, after};
     size_t o = 2 * (size_t)f->sort + (f->descending ? 1 : 0);
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__select_rows(m, &m->tasks, ctx->tenant, task_match, &q, orders[o], limit,
-                             ctx->arena, rows, n, err);
+    rc = wf_store_mem__select_rows(m, &m->tasks, ctx->tenant, task_match, &q, orders[o], limit,
+                                   ctx->arena, rows, n, err);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -199,9 +201,9 @@ static bool
 has_child(mem_store *m, const char *tenant, const char *id)
 {
     size_t lo, hi;
-    wf_mem__mt_tenant_range(&m->insts, tenant, &lo, &hi);
+    wf_store_mem__mt_tenant_range(&m->insts, tenant, &lo, &hi);
     for (size_t i = lo; i < hi; i++)
-        if (wf_mem__eq(((const wf_instance_row *)m->insts.v[i].row)->parent_id, id))
+        if (wf_store_mem__eq(((const wf_instance_row *)m->insts.v[i].row)->parent_id, id))
             return true;
     return false;
 }
@@ -255,19 +257,19 @@ instance_match(mem_store *m, const void *row, const void *arg)
         ((f->ended_after != 0 || f->ended_before != 0) &&
          (r->ended_at == 0 || !in_range(r->ended_at, f->ended_after, f->ended_before))))
         return false;
-    if ((f->started_by != NULL && !wf_mem__eq(r->started_by, f->started_by)) ||
-        (f->definition_key != NULL && !wf_mem__eq(r->definition_key, f->definition_key)) ||
-        (f->aggregate_type != NULL && !wf_mem__eq(r->aggregate_type, f->aggregate_type)) ||
-        (f->aggregate_id != NULL && !wf_mem__eq(r->aggregate_id, f->aggregate_id)) ||
+    if ((f->started_by != NULL && !wf_store_mem__eq(r->started_by, f->started_by)) ||
+        (f->definition_key != NULL && !wf_store_mem__eq(r->definition_key, f->definition_key)) ||
+        (f->aggregate_type != NULL && !wf_store_mem__eq(r->aggregate_type, f->aggregate_type)) ||
+        (f->aggregate_id != NULL && !wf_store_mem__eq(r->aggregate_id, f->aggregate_id)) ||
         (f->roots_only && r->parent_id != NULL) ||
         (f->n_statuses > 0 && !in_ints((int)r->status, (const int *)f->statuses, f->n_statuses)) ||
-        !wf_mem__after(&q->k, r->created_at, r->id))
+        !wf_store_mem__after(&q->k, r->created_at, r->id))
         return false;
     if (f->begun != WF_BEGUN_ANY) {
         const wf_definition_row *d = NULL;
         bool begun = r->status != WF_INSTANCE_RUNNING ||
-                     (d = wf_mem__find_definition(m, q->tenant, r->definition_key,
-                                                  r->definition_version)) == NULL ||
+                     (d = wf_store_mem__find_definition(m, q->tenant, r->definition_key,
+                                                        r->definition_version)) == NULL ||
                      d->kind != WF_DEF_AD_HOC || has_child(m, q->tenant, r->id);
         if (begun != (f->begun == WF_BEGUN_YES))
             return false;
@@ -276,17 +278,17 @@ instance_match(mem_store *m, const void *row, const void *arg)
 }
 
 wf_code
-mem_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filter *f, size_t limit,
-                   bool has, int64_t c_num, const char *c_str, wf_instance_row **rows, size_t *n,
-                   wf_error *err)
+wf_store_mem__list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filter *f,
+                             size_t limit, bool has, int64_t c_num, const char *c_str,
+                             wf_instance_row **rows, size_t *n, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
     instance_q q = {f, {has, c_num, c_str}, ctx->tenant};
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__select_rows(m, &m->insts, ctx->tenant, instance_match, &q, wf_mem__cmp_instance,
-                             limit, ctx->arena, rows, n, err);
+    rc = wf_store_mem__select_rows(m, &m->insts, ctx->tenant, instance_match, &q,
+                                   wf_store_mem__cmp_instance, limit, ctx->arena, rows, n, err);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -303,23 +305,24 @@ incident_match(mem_store *m, const void *row, const void *arg)
     const wf_instance_row *r = row;
     const incident_q *q = arg;
     return r->status == WF_INSTANCE_FAILED &&
-           (q->f->definition_key == NULL || wf_mem__eq(r->definition_key, q->f->definition_key)) &&
-           (q->f->code == NULL || wf_mem__eq(r->incident_code, q->f->code)) &&
-           wf_mem__after(&q->k, r->incident_at, r->id);
+           (q->f->definition_key == NULL ||
+            wf_store_mem__eq(r->definition_key, q->f->definition_key)) &&
+           (q->f->code == NULL || wf_store_mem__eq(r->incident_code, q->f->code)) &&
+           wf_store_mem__after(&q->k, r->incident_at, r->id);
 }
 
 wf_code
-mem_list_incidents(wf_store *st, const wf_store_ctx *ctx, const wf_incident_filter *f, size_t limit,
-                   bool has, int64_t c_num, const char *c_str, wf_instance_row **rows, size_t *n,
-                   wf_error *err)
+wf_store_mem__list_incidents(wf_store *st, const wf_store_ctx *ctx, const wf_incident_filter *f,
+                             size_t limit, bool has, int64_t c_num, const char *c_str,
+                             wf_instance_row **rows, size_t *n, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
     incident_q q = {f, {has, c_num, c_str}};
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__select_rows(m, &m->insts, ctx->tenant, incident_match, &q, wf_mem__cmp_incident,
-                             limit, ctx->arena, rows, n, err);
+    rc = wf_store_mem__select_rows(m, &m->insts, ctx->tenant, incident_match, &q,
+                                   wf_store_mem__cmp_incident, limit, ctx->arena, rows, n, err);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -337,16 +340,17 @@ definition_after(mem_store *m, const void *row, const void *arg)
 }
 
 wf_code
-mem_list_definitions(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has, int64_t c_num,
-                     const char *c_str, wf_definition_row **rows, size_t *n, wf_error *err)
+wf_store_mem__list_definitions(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has,
+                               int64_t c_num, const char *c_str, wf_definition_row **rows,
+                               size_t *n, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
     keyset k = {has, c_num, c_str};
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__select_rows(m, &m->defs, ctx->tenant, definition_after, &k, wf_mem__cmp_definition,
-                             limit, ctx->arena, rows, n, err);
+    rc = wf_store_mem__select_rows(m, &m->defs, ctx->tenant, definition_after, &k,
+                                   wf_store_mem__cmp_definition, limit, ctx->arena, rows, n, err);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -363,29 +367,29 @@ signal_listed(mem_store *m, const void *row, const void *arg)
     const wf_signal_row *s = row;
     const signal_q *q = arg;
     const wf_signal_filter *f = q->f;
-    if ((f->instance_id != NULL && !wf_mem__eq(s->instance_id, f->instance_id) &&
-         !wf_mem__eq(s->consumed_by_instance, f->instance_id)) ||
-        (f->aggregate_type != NULL && !wf_mem__eq(s->aggregate_type, f->aggregate_type)) ||
-        (f->aggregate_id != NULL && !wf_mem__eq(s->aggregate_id, f->aggregate_id)) ||
+    if ((f->instance_id != NULL && !wf_store_mem__eq(s->instance_id, f->instance_id) &&
+         !wf_store_mem__eq(s->consumed_by_instance, f->instance_id)) ||
+        (f->aggregate_type != NULL && !wf_store_mem__eq(s->aggregate_type, f->aggregate_type)) ||
+        (f->aggregate_id != NULL && !wf_store_mem__eq(s->aggregate_id, f->aggregate_id)) ||
         (f->signal_id != NULL &&
-         (!wf_mem__eq(s->signal_id, f->signal_id) || s->outcome == WF_SIGNAL_DUPLICATE)) ||
+         (!wf_store_mem__eq(s->signal_id, f->signal_id) || s->outcome == WF_SIGNAL_DUPLICATE)) ||
         (f->buffered_only && !s->buffered))
         return false;
-    return wf_mem__after(&q->k, s->received_at, s->id);
+    return wf_store_mem__after(&q->k, s->received_at, s->id);
 }
 
 wf_code
-mem_list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f, size_t limit,
-                 bool has, int64_t c_num, const char *c_str, wf_signal_row **rows, size_t *n,
-                 wf_error *err)
+wf_store_mem__list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal_filter *f,
+                           size_t limit, bool has, int64_t c_num, const char *c_str,
+                           wf_signal_row **rows, size_t *n, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
     signal_q q = {f, {has, c_num, c_str}};
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__select_rows(m, &m->signals, ctx->tenant, signal_listed, &q, wf_mem__cmp_signal,
-                             limit, ctx->arena, rows, n, err);
+    rc = wf_store_mem__select_rows(m, &m->signals, ctx->tenant, signal_listed, &q,
+                                   wf_store_mem__cmp_signal, limit, ctx->arena, rows, n, err);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -402,23 +406,23 @@ work_item_listed(mem_store *m, const void *row, const void *arg)
     (void)m;
     const wf_work_item_row *it = row;
     const work_item_q *q = arg;
-    return wf_mem__eq(it->instance_id, q->instance_id) &&
+    return wf_store_mem__eq(it->instance_id, q->instance_id) &&
            (q->states == 0 || (q->states & (1u << (unsigned)it->state)) != 0) &&
-           wf_mem__after(&q->k, it->enabled_at, it->id);
+           wf_store_mem__after(&q->k, it->enabled_at, it->id);
 }
 
 wf_code
-mem_list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *instance_id, unsigned states,
-                    size_t limit, bool has, int64_t c_num, const char *c_str,
-                    wf_work_item_row **rows, size_t *n, wf_error *err)
+wf_store_mem__list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *instance_id,
+                              unsigned states, size_t limit, bool has, int64_t c_num,
+                              const char *c_str, wf_work_item_row **rows, size_t *n, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
     work_item_q q = {instance_id, states, {has, c_num, c_str}};
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__select_rows(m, &m->work_items, ctx->tenant, work_item_listed, &q,
-                             wf_mem__cmp_work_item, limit, ctx->arena, rows, n, err);
+    rc = wf_store_mem__select_rows(m, &m->work_items, ctx->tenant, work_item_listed, &q,
+                                   wf_store_mem__cmp_work_item, limit, ctx->arena, rows, n, err);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }

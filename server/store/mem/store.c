@@ -1,5 +1,5 @@
 /*
- * store_memory.c: the in-memory store, for development and tests.
+ * mem/store.c: the in-memory store, for development and tests.
  *
  * DESIGN. One recursive mutex guards everything. A unit of work holds it
  * from wf_store_begin to commit/rollback, so transactions are serial: that
@@ -34,14 +34,14 @@
  * the same keys as the Postgres queries.
  *
  * Files: this one holds the tables, the transactional writes, selection
- * and the lifecycle; mem_tx.c the unit of work, mem_reads.c reads and
- * listings, mem_work.c cross-instance work, the scheduler's passes,
- * correlation and backlog counts (shared declarations: mem_int.h).
+ * and the lifecycle; mem/tx.c the unit of work, mem/reads.c reads and
+ * listings, mem/work.c cross-instance work, the scheduler's passes,
+ * correlation and backlog counts (shared declarations: mem/mem_int.h).
  *
  * Must not: be used in production (no durability), or be cleverer than
  * the contract requires.
  */
-#include "mem_int.h"
+#include "mem/mem_int.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -53,13 +53,13 @@
 #include "wf_time.h"
 
 bool
-wf_mem__eq(const char *a, const char *b)
+wf_store_mem__eq(const char *a, const char *b)
 {
     return a != NULL && b != NULL && strcmp(a, b) == 0;
 }
 
 int
-wf_mem__i64_cmp(int64_t a, int64_t b)
+wf_store_mem__i64_cmp(int64_t a, int64_t b)
 {
     return (a > b) - (a < b);
 }
@@ -67,7 +67,7 @@ wf_mem__i64_cmp(int64_t a, int64_t b)
 /* The absolute CLOCK_REALTIME time of deadline_ms (a wf_mono_ms time),
  * for the timed waits below. */
 void
-wf_mem__until(int64_t deadline_ms, struct timespec *ts)
+wf_store_mem__until(int64_t deadline_ms, struct timespec *ts)
 {
     int64_t left = deadline_ms - wf_mono_ms();
     clock_gettime(CLOCK_REALTIME, ts);
@@ -85,14 +85,14 @@ wf_mem__until(int64_t deadline_ms, struct timespec *ts)
  * long unit of work elsewhere gives DEADLINE_EXCEEDED as a Postgres row
  * lock wait would (statement_timeout), instead of a hang. */
 wf_code
-mem_lock(mem_store *m, int64_t deadline_ms, wf_error *err)
+wf_store_mem__lock(mem_store *m, int64_t deadline_ms, wf_error *err)
 {
     if (deadline_ms == 0) {
         pthread_mutex_lock(&m->mu);
         return WF_OK;
     }
     struct timespec ts;
-    wf_mem__until(deadline_ms, &ts);
+    wf_store_mem__until(deadline_ms, &ts);
     int r = pthread_mutex_timedlock(&m->mu, &ts);
     if (r == 0)
         return WF_OK;
@@ -106,7 +106,7 @@ mem_lock(mem_store *m, int64_t deadline_ms, wf_error *err)
 
 /* Key "tenant\x1fa[\x1fb]": the separator sorts below printable text. */
 char *
-wf_mem__make_key(const char *tenant, const char *a, const char *b)
+wf_store_mem__make_key(const char *tenant, const char *a, const char *b)
 {
     size_t n = strlen(tenant) + strlen(a) + (b != NULL ? strlen(b) + 1 : 0) + 2;
     char *k = malloc(n);
@@ -132,9 +132,9 @@ mt_find(const mtable *t, const char *key, bool *found)
 }
 
 void *
-wf_mem__mt_get(const mtable *t, const char *tenant, const char *a, const char *b)
+wf_store_mem__mt_get(const mtable *t, const char *tenant, const char *a, const char *b)
 {
-    char *key = wf_mem__make_key(tenant, a, b);
+    char *key = wf_store_mem__make_key(tenant, a, b);
     bool found = false;
     size_t i = key != NULL ? mt_find(t, key, &found) : 0;
     free(key);
@@ -142,7 +142,7 @@ wf_mem__mt_get(const mtable *t, const char *tenant, const char *a, const char *b
 }
 
 void
-wf_mem__row_free(const wf_row_desc *d, void *row)
+wf_store_mem__row_free(const wf_row_desc *d, void *row)
 {
     wf_store__row_clear(d, row);
     free(row);
@@ -150,13 +150,13 @@ wf_mem__row_free(const wf_row_desc *d, void *row)
 
 /* A malloc'd deep copy of src with tenant forced; NULL when out of memory. */
 void *
-wf_mem__row_new(const wf_row_desc *d, const void *src, const char *tenant)
+wf_store_mem__row_new(const wf_row_desc *d, const void *src, const char *tenant)
 {
     void *row = malloc(d->size);
     if (row == NULL)
         return NULL;
     if (!wf_store__row_copy(d, row, src, NULL, tenant)) {
-        wf_mem__row_free(d, row);
+        wf_store_mem__row_free(d, row);
         return NULL;
     }
     return row;
@@ -166,7 +166,7 @@ wf_mem__row_new(const wf_row_desc *d, const void *src, const char *tenant)
  * replaced (or NULL) through *old. False when out of memory (nothing is
  * taken then). */
 bool
-wf_mem__mt_put(mtable *t, char *key, void *row, void **old)
+wf_store_mem__mt_put(mtable *t, char *key, void *row, void **old)
 {
     bool found;
     size_t i = mt_find(t, key, &found);
@@ -193,7 +193,7 @@ wf_mem__mt_put(mtable *t, char *key, void *row, void **old)
 
 /* Removes key and returns its row (NULL when absent). */
 void *
-wf_mem__mt_take(mtable *t, const char *key)
+wf_store_mem__mt_take(mtable *t, const char *key)
 {
     bool found;
     size_t i = mt_find(t, key, &found);
@@ -211,7 +211,7 @@ mt_clear(mtable *t)
 {
     for (size_t i = 0; i < t->n; i++) {
         free(t->v[i].key);
-        wf_mem__row_free(t->d, t->v[i].row);
+        wf_store_mem__row_free(t->d, t->v[i].row);
     }
     free(t->v);
     t->v = NULL;
@@ -220,7 +220,7 @@ mt_clear(mtable *t)
 
 /* The slot range [*lo, *hi) holding tenant's rows (all rows when NULL). */
 void
-wf_mem__mt_tenant_range(const mtable *t, const char *tenant, size_t *lo, size_t *hi)
+wf_store_mem__mt_tenant_range(const mtable *t, const char *tenant, size_t *lo, size_t *hi)
 {
     if (tenant == NULL) {
         *lo = 0;
@@ -258,23 +258,24 @@ undo_push(mem_tx *tx, mtable *t, const char *key, void *old)
 
 /* Upserts a copy of src under (tenant, id[, b]) inside tx. */
 wf_code
-wf_mem__tx_put(mem_tx *tx, mtable *t, const void *src, const char *id, const char *b, wf_error *err)
+wf_store_mem__tx_put(mem_tx *tx, mtable *t, const void *src, const char *id, const char *b,
+                     wf_error *err)
 {
     const char *tenant = tx->base.ctx.tenant;
-    char *key = wf_mem__make_key(tenant, id, b);
-    void *row = key != NULL ? wf_mem__row_new(t->d, src, tenant) : NULL;
+    char *key = wf_store_mem__make_key(tenant, id, b);
+    void *row = key != NULL ? wf_store_mem__row_new(t->d, src, tenant) : NULL;
     void *old = NULL;
     /* Reserve the undo entry first so a failure leaves the table as it was. */
     if (row == NULL || !undo_push(tx, t, key, NULL)) {
         free(key);
         if (row != NULL)
-            wf_mem__row_free(t->d, row);
+            wf_store_mem__row_free(t->d, row);
         return wf_error_nomem(err);
     }
-    if (!wf_mem__mt_put(t, key, row, &old)) {
+    if (!wf_store_mem__mt_put(t, key, row, &old)) {
         free(tx->undo[--tx->n_undo].key);
         free(key);
-        wf_mem__row_free(t->d, row);
+        wf_store_mem__row_free(t->d, row);
         return wf_error_nomem(err);
     }
     tx->undo[tx->n_undo - 1].old = old;
@@ -282,9 +283,9 @@ wf_mem__tx_put(mem_tx *tx, mtable *t, const void *src, const char *id, const cha
 }
 
 wf_code
-wf_mem__tx_del(mem_tx *tx, mtable *t, const char *id, wf_error *err)
+wf_store_mem__tx_del(mem_tx *tx, mtable *t, const char *id, wf_error *err)
 {
-    char *key = wf_mem__make_key(tx->base.ctx.tenant, id, NULL);
+    char *key = wf_store_mem__make_key(tx->base.ctx.tenant, id, NULL);
     if (key == NULL)
         return wf_error_nomem(err);
     bool found;
@@ -294,7 +295,7 @@ wf_mem__tx_del(mem_tx *tx, mtable *t, const char *id, wf_error *err)
         return wf_error_nomem(err);
     }
     if (found)
-        tx->undo[tx->n_undo - 1].old = wf_mem__mt_take(t, key);
+        tx->undo[tx->n_undo - 1].old = wf_store_mem__mt_take(t, key);
     free(key);
     return WF_OK;
 }
@@ -304,11 +305,11 @@ wf_mem__tx_del(mem_tx *tx, mtable *t, const char *id, wf_error *err)
 /* Collects pointers to the matching stored rows of tenant (all tenants
  * when NULL), sorted by cmp and cut to limit. *out is malloc'd. */
 wf_code
-wf_mem__gather(mem_store *m, mtable *t, const char *tenant, mpred pred, const void *arg, mcmp cmp,
-               size_t limit, void ***out, size_t *n, wf_error *err)
+wf_store_mem__gather(mem_store *m, mtable *t, const char *tenant, mpred pred, const void *arg,
+                     mcmp cmp, size_t limit, void ***out, size_t *n, wf_error *err)
 {
     size_t lo, hi, k = 0;
-    wf_mem__mt_tenant_range(t, tenant, &lo, &hi);
+    wf_store_mem__mt_tenant_range(t, tenant, &lo, &hi);
     void **v = malloc((hi - lo + 1) * sizeof *v);
     if (v == NULL)
         return wf_error_nomem(err);
@@ -324,8 +325,8 @@ wf_mem__gather(mem_store *m, mtable *t, const char *tenant, mpred pred, const vo
 
 /* Copies n stored rows into one arena array. */
 wf_code
-wf_mem__copy_out(const wf_row_desc *d, void *const *src, size_t n, wf_arena *a, void **rows,
-                 wf_error *err)
+wf_store_mem__copy_out(const wf_row_desc *d, void *const *src, size_t n, wf_arena *a, void **rows,
+                       wf_error *err)
 {
     char *dst = wf_arena_calloc(a, n > 0 ? n : 1, d->size);
     if (dst == NULL)
@@ -338,44 +339,44 @@ wf_mem__copy_out(const wf_row_desc *d, void *const *src, size_t n, wf_arena *a, 
 }
 
 wf_code
-wf_mem__select_rows(mem_store *m, mtable *t, const char *tenant, mpred pred, const void *arg,
-                    mcmp cmp, size_t limit, wf_arena *a, void *rows, size_t *n, wf_error *err)
+wf_store_mem__select_rows(mem_store *m, mtable *t, const char *tenant, mpred pred, const void *arg,
+                          mcmp cmp, size_t limit, wf_arena *a, void *rows, size_t *n, wf_error *err)
 {
     void **v = NULL;
     size_t k = 0;
-    wf_code rc = wf_mem__gather(m, t, tenant, pred, arg, cmp, limit, &v, &k, err);
+    wf_code rc = wf_store_mem__gather(m, t, tenant, pred, arg, cmp, limit, &v, &k, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__copy_out(t->d, v, k, a, (void **)rows, err);
+    rc = wf_store_mem__copy_out(t->d, v, k, a, (void **)rows, err);
     free(v);
     if (rc == WF_OK)
         *n = k;
     return rc;
 }
 
-/* Comparators on (number, id) keys (CMP_NUM_ID, mem_int.h). */
-CMP_NUM_ID(wf_mem__cmp_instance, wf_instance_row, created_at)
-CMP_NUM_ID(wf_mem__cmp_incident, wf_instance_row, incident_at)
-CMP_NUM_ID(wf_mem__cmp_task, wf_task_row, created_at)
-CMP_NUM_ID(wf_mem__cmp_token, wf_token_row, created_seq)
-CMP_NUM_ID(wf_mem__cmp_work_item, wf_work_item_row, enabled_at)
-CMP_NUM_ID(wf_mem__cmp_job, wf_job_row, created_at)
-CMP_NUM_ID(wf_mem__cmp_job_activation, wf_job_row, activatable_at)
-CMP_NUM_ID(wf_mem__cmp_timer, wf_timer_row, due_at)
-CMP_NUM_ID(wf_mem__cmp_sub, wf_subscription_row, created_at)
-CMP_NUM_ID(wf_mem__cmp_signal, wf_signal_row, received_at)
+/* Comparators on (number, id) keys (CMP_NUM_ID, mem/mem_int.h). */
+CMP_NUM_ID(wf_store_mem__cmp_instance, wf_instance_row, created_at)
+CMP_NUM_ID(wf_store_mem__cmp_incident, wf_instance_row, incident_at)
+CMP_NUM_ID(wf_store_mem__cmp_task, wf_task_row, created_at)
+CMP_NUM_ID(wf_store_mem__cmp_token, wf_token_row, created_seq)
+CMP_NUM_ID(wf_store_mem__cmp_work_item, wf_work_item_row, enabled_at)
+CMP_NUM_ID(wf_store_mem__cmp_job, wf_job_row, created_at)
+CMP_NUM_ID(wf_store_mem__cmp_job_activation, wf_job_row, activatable_at)
+CMP_NUM_ID(wf_store_mem__cmp_timer, wf_timer_row, due_at)
+CMP_NUM_ID(wf_store_mem__cmp_sub, wf_subscription_row, created_at)
+CMP_NUM_ID(wf_store_mem__cmp_signal, wf_signal_row, received_at)
 
 int
-wf_mem__cmp_definition(const void *a, const void *b)
+wf_store_mem__cmp_definition(const void *a, const void *b)
 {
     const wf_definition_row *x = *(const wf_definition_row *const *)a;
     const wf_definition_row *y = *(const wf_definition_row *const *)b;
     int c = strcmp(x->key, y->key);
-    return c != 0 ? c : wf_mem__i64_cmp(x->version, y->version);
+    return c != 0 ? c : wf_store_mem__i64_cmp(x->version, y->version);
 }
 
 bool
-wf_mem__after(const keyset *k, int64_t num, const char *id)
+wf_store_mem__after(const keyset *k, int64_t num, const char *id)
 {
     if (!k->has)
         return true;
@@ -388,8 +389,9 @@ static void
 mem_destroy(wf_store *st)
 {
     mem_store *m = (mem_store *)st;
-    mtable *all[] = {&m->defs,   &m->insts, &m->tasks,   &m->tokens, &m->work_items, &m->jobs,
-                     &m->timers, &m->subs,  &m->signals, &m->idem,   &m->batches};
+    mtable *all[] = {&m->defs,       &m->insts, &m->tasks,   &m->tokens,
+                     &m->work_items, &m->jobs,  &m->timers,  &m->subs,
+                     &m->signals,    &m->idem,  &m->batches, &m->deliveries};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         mt_clear(all[i]);
     for (size_t i = 0; i < m->n_events; i++)
@@ -420,51 +422,58 @@ static const wf_store_ops mem_ops = {
     .destroy = mem_destroy,
     .ready = mem_ready,
     .stats = mem_stats,
-    .begin = mem_begin,
-    .lock_root = mem_lock_root,
-    .apply = mem_apply,
-    .commit = mem_commit,
-    .pause = mem_pause,
-    .resume = mem_resume,
-    .rollback = mem_rollback,
-    .idem_get = mem_idem_get,
-    .idem_put = mem_idem_put,
-    .idem_amend = mem_idem_amend,
-    .put_definition = mem_put_definition,
-    .tx_get_definition = mem_tx_get_definition,
-    .consume_signal = mem_consume_signal,
-    .lock_correlation = mem_lock_correlation,
-    .aggregate_live = mem_aggregate_live,
-    .get_definition = mem_get_definition,
-    .get_instance = mem_get_instance,
-    .get_task = mem_get_task,
-    .get_job_by_key = mem_get_job_by_key,
-    .list_tasks = mem_list_tasks,
-    .list_instances = mem_list_instances,
-    .list_incidents = mem_list_incidents,
-    .list_definitions = mem_list_definitions,
-    .list_signals = mem_list_signals,
-    .list_work_items = mem_list_work_items,
-    .activate_jobs = mem_activate_jobs,
-    .tx_activate_jobs = mem_tx_activate_jobs,
-    .claim_due_timers = mem_claim_due_timers,
-    .find_expired_leases = mem_find_expired_leases,
-    .expire_signals = mem_expire_signals,
-    .sweep = mem_sweep,
-    .find_subscriptions = mem_find_subscriptions,
-    .read_events = mem_read_events,
-    .sequence_events = mem_sequence_events,
-    .count_backlog = mem_count_backlog,
-    .set_listener = mem_set_listener,
-    .put_batch = mem_put_batch,
-    .get_batch = mem_get_batch,
-    .update_batch = mem_update_batch,
-    .list_batches = mem_list_batches,
-    .claim_batches = mem_claim_batches,
+    .begin = wf_store_mem__begin,
+    .lock_root = wf_store_mem__lock_root,
+    .apply = wf_store_mem__apply,
+    .commit = wf_store_mem__commit,
+    .pause = wf_store_mem__pause,
+    .resume = wf_store_mem__resume,
+    .rollback = wf_store_mem__rollback,
+    .idem_get = wf_store_mem__idem_get,
+    .idem_put = wf_store_mem__idem_put,
+    .idem_amend = wf_store_mem__idem_amend,
+    .put_definition = wf_store_mem__put_definition,
+    .tx_get_definition = wf_store_mem__tx_get_definition,
+    .consume_signal = wf_store_mem__consume_signal,
+    .lock_correlation = wf_store_mem__lock_correlation,
+    .aggregate_live = wf_store_mem__aggregate_live,
+    .get_definition = wf_store_mem__get_definition,
+    .get_instance = wf_store_mem__get_instance,
+    .get_task = wf_store_mem__get_task,
+    .get_job_by_key = wf_store_mem__get_job_by_key,
+    .list_tasks = wf_store_mem__list_tasks,
+    .list_instances = wf_store_mem__list_instances,
+    .list_incidents = wf_store_mem__list_incidents,
+    .list_definitions = wf_store_mem__list_definitions,
+    .list_signals = wf_store_mem__list_signals,
+    .list_work_items = wf_store_mem__list_work_items,
+    .activate_jobs = wf_store_mem__activate_jobs,
+    .tx_activate_jobs = wf_store_mem__tx_activate_jobs,
+    .claim_due_timers = wf_store_mem__claim_due_timers,
+    .find_expired_leases = wf_store_mem__find_expired_leases,
+    .expire_signals = wf_store_mem__expire_signals,
+    .sweep = wf_store_mem__sweep,
+    .find_subscriptions = wf_store_mem__find_subscriptions,
+    .read_events = wf_store_mem__read_events,
+    .sequence_events = wf_store_mem__sequence_events,
+    .count_backlog = wf_store_mem__count_backlog,
+    .set_listener = wf_store_mem__set_listener,
+    .put_batch = wf_store_mem__put_batch,
+    .get_batch = wf_store_mem__get_batch,
+    .update_batch = wf_store_mem__update_batch,
+    .list_batches = wf_store_mem__list_batches,
+    .claim_batches = wf_store_mem__claim_batches,
+    .fanout_targets = wf_store_mem__fanout_targets,
+    .take_delivery = wf_store_mem__take_delivery,
+    .pending_deliveries = wf_store_mem__pending_deliveries,
+    .tx_get_signal = wf_store_mem__tx_get_signal,
+    .claim_deliveries = wf_store_mem__claim_deliveries,
+    .find_queued_signals = wf_store_mem__find_queued_signals,
+    .count_deliveries = wf_store_mem__count_deliveries,
 };
 
 wf_store *
-wf_store_memory_new(wf_error *err)
+wf_store_mem_new(wf_error *err)
 {
     mem_store *m = calloc(1, sizeof *m);
     if (m == NULL) {
@@ -489,5 +498,6 @@ wf_store_memory_new(wf_error *err)
     m->signals.d = &wf_store__signal_desc;
     m->idem.d = &wf_store__idempotency_desc;
     m->batches.d = &wf_store__batch_desc;
+    m->deliveries.d = &wf_store__delivery_desc;
     return &m->base;
 }

@@ -1,10 +1,10 @@
 /*
- * mem_work.c: the memory store's cross-instance work (job activation,
+ * mem/work.c: the memory store's cross-instance work (job activation,
  * timer claims, expired leases), the scheduler's passes (signal expiry,
  * sweeps), subscriptions, event reads, correlation locks and backlog
  * counts.
  */
-#include "mem_int.h"
+#include "mem/mem_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -28,7 +28,7 @@ typedef struct job_q {
 static bool
 root_suspended(mem_store *m, const char *tenant, const char *root_id)
 {
-    const wf_instance_row *r = wf_mem__mt_get(&m->insts, tenant, root_id, NULL);
+    const wf_instance_row *r = wf_store_mem__mt_get(&m->insts, tenant, root_id, NULL);
     return r != NULL && r->status == WF_INSTANCE_SUSPENDED;
 }
 
@@ -39,9 +39,9 @@ job_activatable(mem_store *m, const void *row, const void *arg)
 {
     const wf_job_row *j = row;
     const job_q *q = arg;
-    return wf_mem__eq(j->job_type, q->job_type) && j->state == WF_JOB_ACTIVATABLE &&
+    return wf_store_mem__eq(j->job_type, q->job_type) && j->state == WF_JOB_ACTIVATABLE &&
            j->activatable_at <= q->now && !root_suspended(m, j->tenant, j->root_id) &&
-           !wf_mem__root_held(m, j->root_id, NULL);
+           !wf_store_mem__root_held(m, j->root_id, NULL);
 }
 
 /* Replaces the stored row under (tenant, id) with a copy of src, outside
@@ -49,17 +49,17 @@ job_activatable(mem_store *m, const void *row, const void *arg)
 static wf_code
 replace_row(mtable *t, const char *tenant, const char *id, const void *src, wf_error *err)
 {
-    char *key = wf_mem__make_key(tenant, id, NULL);
-    void *row = key != NULL ? wf_mem__row_new(t->d, src, tenant) : NULL;
+    char *key = wf_store_mem__make_key(tenant, id, NULL);
+    void *row = key != NULL ? wf_store_mem__row_new(t->d, src, tenant) : NULL;
     void *old = NULL;
-    if (row == NULL || !wf_mem__mt_put(t, key, row, &old)) {
+    if (row == NULL || !wf_store_mem__mt_put(t, key, row, &old)) {
         free(key);
         if (row != NULL)
-            wf_mem__row_free(t->d, row);
+            wf_store_mem__row_free(t->d, row);
         return wf_error_nomem(err);
     }
     if (old != NULL)
-        wf_mem__row_free(t->d, old);
+        wf_store_mem__row_free(t->d, old);
     return WF_OK;
 }
 
@@ -75,8 +75,8 @@ activate_locked(mem_store *m, mem_tx *tx, const wf_store_ctx *ctx, const char *j
     void **v = NULL;
     size_t k = 0;
     wf_job_row *out = NULL;
-    wf_code rc = wf_mem__gather(m, &m->jobs, ctx->tenant, job_activatable, &q,
-                                wf_mem__cmp_job_activation, max, &v, &k, err);
+    wf_code rc = wf_store_mem__gather(m, &m->jobs, ctx->tenant, job_activatable, &q,
+                                      wf_store_mem__cmp_job_activation, max, &v, &k, err);
     if (rc == WF_OK && max_bytes > 0) {
         size_t total = 0, fit = 0;
         while (fit < k) {
@@ -113,7 +113,7 @@ activate_locked(mem_store *m, mem_tx *tx, const wf_store_ctx *ctx, const char *j
         /* out[i] owns its strings in the arena; v[i] is freed by the replace
          * (or kept by the undo log). */
         if (rc == WF_OK)
-            rc = tx != NULL ? wf_mem__tx_put(tx, &m->jobs, &out[i], out[i].id, NULL, err)
+            rc = tx != NULL ? wf_store_mem__tx_put(tx, &m->jobs, &out[i], out[i].id, NULL, err)
                             : replace_row(&m->jobs, ctx->tenant, out[i].id, &out[i], err);
     }
     free(v);
@@ -125,12 +125,12 @@ activate_locked(mem_store *m, mem_tx *tx, const wf_store_ctx *ctx, const char *j
 }
 
 wf_code
-mem_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, const char *worker,
-                  size_t max, size_t max_bytes, int64_t lease_ms, int64_t now, wf_job_row **rows,
-                  size_t *n, wf_error *err)
+wf_store_mem__activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type,
+                            const char *worker, size_t max, size_t max_bytes, int64_t lease_ms,
+                            int64_t now, wf_job_row **rows, size_t *n, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
     rc = activate_locked(m, NULL, ctx, job_type, worker, max, max_bytes, lease_ms, now, rows, n,
@@ -141,9 +141,9 @@ mem_activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type, c
 
 /* Inside a unit of work: the mutex is already held by tx. */
 wf_code
-mem_tx_activate_jobs(wf_tx *t, const char *job_type, const char *worker, size_t max,
-                     size_t max_bytes, int64_t lease_ms, int64_t now, wf_job_row **rows, size_t *n,
-                     wf_error *err)
+wf_store_mem__tx_activate_jobs(wf_tx *t, const char *job_type, const char *worker, size_t max,
+                               size_t max_bytes, int64_t lease_ms, int64_t now, wf_job_row **rows,
+                               size_t *n, wf_error *err)
 {
     return activate_locked((mem_store *)t->st, (mem_tx *)t, &t->ctx, job_type, worker, max,
                            max_bytes, lease_ms, now, rows, n, err);
@@ -156,24 +156,26 @@ timer_due(mem_store *m, const void *row, const void *arg)
     const wf_timer_row *t = row;
     int64_t now = *(const int64_t *)arg;
     return t->due_at <= now && t->claimed_until <= now &&
-           !root_suspended(m, t->tenant, t->root_id) && !wf_mem__root_held(m, t->root_id, NULL);
+           !root_suspended(m, t->tenant, t->root_id) &&
+           !wf_store_mem__root_held(m, t->root_id, NULL);
 }
 
 wf_code
-mem_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, const char *tenant, int64_t now,
-                     size_t limit, int64_t claim_ms, wf_timer_row **rows, size_t *n, wf_error *err)
+wf_store_mem__claim_due_timers(wf_store *st, const wf_store_ctx *ctx, const char *tenant,
+                               int64_t now, size_t limit, int64_t claim_ms, wf_timer_row **rows,
+                               size_t *n, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
     void **v = NULL;
     size_t k = 0;
     wf_timer_row *out = NULL;
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__gather(m, &m->timers, tenant, timer_due, &now, wf_mem__cmp_timer, limit, &v, &k,
-                        err);
+    rc = wf_store_mem__gather(m, &m->timers, tenant, timer_due, &now, wf_store_mem__cmp_timer,
+                              limit, &v, &k, err);
     if (rc == WF_OK)
-        rc = wf_mem__copy_out(&wf_store__timer_desc, v, k, ctx->arena, (void **)&out, err);
+        rc = wf_store_mem__copy_out(&wf_store__timer_desc, v, k, ctx->arena, (void **)&out, err);
     for (size_t i = 0; rc == WF_OK && i < k; i++) {
         out[i].claimed_until = now + claim_ms * 1000;
         rc = replace_row(&m->timers, out[i].tenant, out[i].id, &out[i], err);
@@ -189,8 +191,8 @@ mem_claim_due_timers(wf_store *st, const wf_store_ctx *ctx, const char *tenant, 
 
 /* ---- the scheduler's passes ----------------------------------------------- */
 
-CMP_NUM_ID(wf_mem__cmp_job_lease, wf_job_row, lease_expires_at)
-CMP_NUM_ID(wf_mem__cmp_signal_expiry, wf_signal_row, expires_at)
+static CMP_NUM_ID(cmp_job_lease, wf_job_row, lease_expires_at)
+static CMP_NUM_ID(cmp_signal_expiry, wf_signal_row, expires_at)
 
 static bool
 lease_expired(mem_store *m, const void *row, const void *arg)
@@ -201,15 +203,15 @@ lease_expired(mem_store *m, const void *row, const void *arg)
 }
 
 wf_code
-mem_find_expired_leases(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
-                        wf_job_row **rows, size_t *n, wf_error *err)
+wf_store_mem__find_expired_leases(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
+                                  wf_job_row **rows, size_t *n, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__select_rows(m, &m->jobs, ctx->tenant, lease_expired, &now, wf_mem__cmp_job_lease,
-                             limit, ctx->arena, rows, n, err);
+    rc = wf_store_mem__select_rows(m, &m->jobs, ctx->tenant, lease_expired, &now, cmp_job_lease,
+                                   limit, ctx->arena, rows, n, err);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -223,17 +225,17 @@ signal_expired(mem_store *m, const void *row, const void *arg)
 }
 
 wf_code
-mem_expire_signals(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit, size_t *n,
-                   wf_error *err)
+wf_store_mem__expire_signals(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t limit,
+                             size_t *n, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
     void **v = NULL;
     size_t k = 0;
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__gather(m, &m->signals, ctx->tenant, signal_expired, &now,
-                        wf_mem__cmp_signal_expiry, limit, &v, &k, err);
+    rc = wf_store_mem__gather(m, &m->signals, ctx->tenant, signal_expired, &now, cmp_signal_expiry,
+                              limit, &v, &k, err);
     /* In place: outside any transaction, under the mutex, and no string
      * changes. */
     for (size_t i = 0; rc == WF_OK && i < k; i++) {
@@ -268,7 +270,7 @@ sweep_match(mem_store *m, const void *row, const void *arg)
     const wf_event_row *e = row;
     if (e->root_id == NULL)
         return false;
-    const wf_instance_row *r = wf_mem__mt_get(&m->insts, e->tenant, e->root_id, NULL);
+    const wf_instance_row *r = wf_store_mem__mt_get(&m->insts, e->tenant, e->root_id, NULL);
     return r != NULL && r->parent_id == NULL && r->ended_at > 0 && r->ended_at <= q->before &&
            wf_instance_ended(r->status);
 }
@@ -279,12 +281,12 @@ static size_t
 mt_remove_if(mem_store *m, mtable *t, const char *tenant, const sweep_q *q, size_t limit)
 {
     size_t lo, hi, k = 0, out;
-    wf_mem__mt_tenant_range(t, tenant, &lo, &hi);
+    wf_store_mem__mt_tenant_range(t, tenant, &lo, &hi);
     out = lo;
     for (size_t i = lo; i < t->n; i++) {
         if (i < hi && k < limit && sweep_match(m, t->v[i].row, q)) {
             free(t->v[i].key);
-            wf_mem__row_free(t->d, t->v[i].row);
+            wf_store_mem__row_free(t->d, t->v[i].row);
             k++;
             continue;
         }
@@ -295,13 +297,13 @@ mt_remove_if(mem_store *m, mtable *t, const char *tenant, const sweep_q *q, size
 }
 
 wf_code
-mem_sweep(wf_store *st, const wf_store_ctx *ctx, wf_sweep_kind kind, int64_t before, size_t limit,
-          size_t *n, wf_error *err)
+wf_store_mem__sweep(wf_store *st, const wf_store_ctx *ctx, wf_sweep_kind kind, int64_t before,
+                    size_t limit, size_t *n, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
     sweep_q q = {kind, before};
     size_t k = 0;
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
     if (kind == WF_SWEEP_SIGNALS) {
@@ -314,7 +316,7 @@ mem_sweep(wf_store *st, const wf_store_ctx *ctx, wf_sweep_kind kind, int64_t bef
         size_t out = 0;
         for (size_t i = 0; i < m->n_events; i++) {
             wf_event_row *e = &m->events[i];
-            if (k < limit && (ctx->tenant == NULL || wf_mem__eq(e->tenant, ctx->tenant)) &&
+            if (k < limit && (ctx->tenant == NULL || wf_store_mem__eq(e->tenant, ctx->tenant)) &&
                 sweep_match(m, e, &q)) {
                 wf_store__row_clear(&wf_store__event_desc, e);
                 k++;
@@ -335,25 +337,34 @@ sub_match(mem_store *m, const void *row, const void *arg)
     (void)m;
     const wf_subscription_row *s = row;
     const signal_match *q = arg;
-    if (!wf_mem__eq(s->signal_name, q->name))
+    if (!wf_store_mem__eq(s->signal_name, q->name))
         return false;
     if (q->instance_id != NULL)
-        return wf_mem__eq(s->instance_id, q->instance_id);
-    return wf_mem__eq(s->aggregate_type, q->agg_type) && wf_mem__eq(s->aggregate_id, q->agg_id);
+        return wf_store_mem__eq(s->instance_id, q->instance_id);
+    return wf_store_mem__eq(s->aggregate_type, q->agg_type) &&
+           wf_store_mem__eq(s->aggregate_id, q->agg_id);
 }
 
 wf_code
-mem_find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const char *name,
-                       const char *instance_id, const char *agg_type, const char *agg_id,
-                       wf_subscription_row **rows, size_t *n, wf_error *err)
+wf_store_mem__find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const char *name,
+                                 const char *instance_id, const char *agg_type, const char *agg_id,
+                                 wf_subscription_row **rows, size_t *n, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
     signal_match q = {name, instance_id, agg_type, agg_id, 0};
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__select_rows(m, &m->subs, ctx->tenant, sub_match, &q, wf_mem__cmp_sub, SIZE_MAX,
-                             ctx->arena, rows, n, err);
+    if (instance_id == NULL &&
+        wf_store_mem__aggregate_pending(m, ctx->tenant, agg_type, agg_id, INT64_MAX, "")) {
+        pthread_mutex_unlock(&m->mu);
+        *rows = NULL;
+        *n = 0;
+        return WF_OK; /* the sender queues behind the pending deliveries */
+    }
+    rc = wf_store_mem__select_rows(m, &m->subs, ctx->tenant, sub_match, &q, wf_store_mem__cmp_sub,
+                                   instance_id == NULL ? WF_FIND_SUBS_AGGREGATE_MAX : SIZE_MAX,
+                                   ctx->arena, rows, n, err);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -361,29 +372,31 @@ mem_find_subscriptions(wf_store *st, const wf_store_ctx *ctx, const char *name,
 static bool
 event_match(mem_store *m, const wf_event_row *e, const char *tenant, const wf_event_filter *f)
 {
-    if (!wf_mem__eq(e->tenant, tenant))
+    if (!wf_store_mem__eq(e->tenant, tenant))
         return false;
-    if (f->instance_id != NULL && !wf_mem__eq(e->instance_id, f->instance_id) &&
-        !wf_mem__eq(e->root_id, f->instance_id))
+    if (f->instance_id != NULL && !wf_store_mem__eq(e->instance_id, f->instance_id) &&
+        !wf_store_mem__eq(e->root_id, f->instance_id))
         return false;
-    if (f->n_types > 0 && !wf_mem__in_list(e->type, f->types, f->n_types))
+    if (f->n_types > 0 && !wf_store_mem__in_list(e->type, f->types, f->n_types))
         return false;
     if (f->definition_key != NULL) {
         const wf_instance_row *i =
-            e->instance_id != NULL ? wf_mem__mt_get(&m->insts, tenant, e->instance_id, NULL) : NULL;
-        if (i == NULL || !wf_mem__eq(i->definition_key, f->definition_key))
+            e->instance_id != NULL ? wf_store_mem__mt_get(&m->insts, tenant, e->instance_id, NULL)
+                                   : NULL;
+        if (i == NULL || !wf_store_mem__eq(i->definition_key, f->definition_key))
             return false;
     }
     return true;
 }
 
 wf_code
-mem_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after_seq, const wf_event_filter *f,
-                size_t limit, wf_event_row **rows, size_t *n, wf_error *err)
+wf_store_mem__read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after_seq,
+                          const wf_event_filter *f, size_t limit, wf_event_row **rows, size_t *n,
+                          wf_error *err)
 {
     mem_store *m = (mem_store *)st;
     size_t k = 0;
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
     const wf_event_row **v = malloc((limit + 1) * sizeof *v);
@@ -402,8 +415,8 @@ mem_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after_seq, const 
         if (event_match(m, &m->events[i], ctx->tenant, f))
             v[k++] = &m->events[i];
     if (rc == WF_OK)
-        rc = wf_mem__copy_out(&wf_store__event_desc, (void *const *)v, k, ctx->arena, (void **)rows,
-                              err);
+        rc = wf_store_mem__copy_out(&wf_store__event_desc, (void *const *)v, k, ctx->arena,
+                                    (void **)rows, err);
     pthread_mutex_unlock(&m->mu);
     free(v);
     if (rc == WF_OK)
@@ -413,7 +426,7 @@ mem_read_events(wf_store *st, const wf_store_ctx *ctx, int64_t after_seq, const 
 
 /* Sequences are assigned at write time: nothing is ever pending. */
 wf_code
-mem_sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error *err)
+wf_store_mem__sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error *err)
 {
     (void)st;
     (void)ctx;
@@ -422,7 +435,7 @@ mem_sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error *err)
 }
 
 wf_code
-mem_set_listener(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err)
+wf_store_mem__set_listener(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
     wf_code rc = WF_OK;
@@ -453,7 +466,7 @@ awaiting_match(mem_store *m, const void *row, const void *arg)
     const wf_subscription_row *s = row;
     if (!sub_match(m, row, &a->q))
         return false;
-    const wf_instance_row *in = wf_mem__mt_get(&m->insts, a->tenant, s->instance_id, NULL);
+    const wf_instance_row *in = wf_store_mem__mt_get(&m->insts, a->tenant, s->instance_id, NULL);
     return in != NULL && in->status == WF_INSTANCE_RUNNING;
 }
 
@@ -461,8 +474,8 @@ awaiting_match(mem_store *m, const void *row, const void *arg)
  * buffering and an awaiting of one key are serialised already, provided it
  * keeps the mutex to its end (it no longer pauses). */
 wf_code
-mem_lock_correlation(wf_tx *t, const char *name, const char *agg_type, const char *agg_id,
-                     bool *awaited, wf_error *err)
+wf_store_mem__lock_correlation(wf_tx *t, const char *name, const char *agg_type, const char *agg_id,
+                               bool *awaited, wf_error *err)
 {
     ((mem_tx *)t)->serial = true;
     if (awaited == NULL)
@@ -472,7 +485,7 @@ mem_lock_correlation(wf_tx *t, const char *name, const char *agg_type, const cha
     void **v = NULL;
     size_t n = 0;
     wf_code rc =
-        wf_mem__gather(m, &m->subs, t->ctx.tenant, awaiting_match, &q, NULL, 1, &v, &n, err);
+        wf_store_mem__gather(m, &m->subs, t->ctx.tenant, awaiting_match, &q, NULL, 1, &v, &n, err);
     if (rc != WF_OK)
         return rc;
     free(v);
@@ -481,17 +494,18 @@ mem_lock_correlation(wf_tx *t, const char *name, const char *agg_type, const cha
 }
 
 wf_code
-mem_aggregate_live(wf_tx *t, const char *agg_type, const char *agg_id, bool *live, wf_error *err)
+wf_store_mem__aggregate_live(wf_tx *t, const char *agg_type, const char *agg_id, bool *live,
+                             wf_error *err)
 {
     (void)err;
     mem_store *m = (mem_store *)t->st;
     size_t lo, hi;
-    wf_mem__mt_tenant_range(&m->insts, t->ctx.tenant, &lo, &hi);
+    wf_store_mem__mt_tenant_range(&m->insts, t->ctx.tenant, &lo, &hi);
     *live = false;
     for (size_t i = lo; i < hi && !*live; i++) {
         const wf_instance_row *in = m->insts.v[i].row;
-        *live = in->parent_id == NULL && wf_mem__eq(in->aggregate_type, agg_type) &&
-                wf_mem__eq(in->aggregate_id, agg_id) &&
+        *live = in->parent_id == NULL && wf_store_mem__eq(in->aggregate_type, agg_type) &&
+                wf_store_mem__eq(in->aggregate_id, agg_id) &&
                 (in->status == WF_INSTANCE_RUNNING || in->status == WF_INSTANCE_FAILED ||
                  in->status == WF_INSTANCE_COMPENSATING || in->status == WF_INSTANCE_SUSPENDED);
     }
@@ -516,11 +530,11 @@ cmp_job_type(const void *a, const void *b)
 }
 
 wf_code
-mem_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max_types,
-                  wf_store_counts *out, wf_error *err)
+wf_store_mem__count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max_types,
+                            wf_store_counts *out, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
     for (size_t i = 0; i < m->tasks.n; i++) {
@@ -531,9 +545,14 @@ mem_count_backlog(wf_store *st, const wf_store_ctx *ctx, int64_t now, size_t max
         const wf_signal_row *s = m->signals.v[i].row;
         out->signals_buffered += s->buffered && !s->discarded && s->expires_at > now;
     }
+    for (size_t i = 0; i < m->deliveries.n; i++) {
+        const wf_delivery_row *d = m->deliveries.v[i].row;
+        out->deliveries_pending += d->state == WF_DELIVERY_PENDING;
+    }
     void **v = NULL;
     size_t n = 0;
-    rc = wf_mem__gather(m, &m->jobs, NULL, job_ready, &now, cmp_job_type, SIZE_MAX, &v, &n, err);
+    rc = wf_store_mem__gather(m, &m->jobs, NULL, job_ready, &now, cmp_job_type, SIZE_MAX, &v, &n,
+                              err);
     if (rc == WF_OK) {
         out->jobs = wf_arena_calloc(ctx->arena, n + 1, sizeof *out->jobs);
         if (out->jobs == NULL)

@@ -1,33 +1,33 @@
 /*
- * mem_batch: the batch operations of the memory store (store.h, "batch
+ * mem/batch.c: the batch operations of the memory store (store.h, "batch
  * operations"). One table keyed by (tenant, id); every call runs under
  * the store's one mutex, so a claim and a versioned update are atomic
  * without more locking. Internal to server/store.
  */
-#include "mem_int.h"
+#include "mem/mem_int.h"
 
 #include <stdlib.h>
 
 wf_code
-mem_put_batch(wf_tx *t, const wf_batch_row *in, wf_error *err)
+wf_store_mem__put_batch(wf_tx *t, const wf_batch_row *in, wf_error *err)
 {
     mem_store *m = (mem_store *)t->st;
-    if (wf_mem__mt_get(&m->batches, t->ctx.tenant, in->id, NULL) != NULL)
+    if (wf_store_mem__mt_get(&m->batches, t->ctx.tenant, in->id, NULL) != NULL)
         return wf_error_set(err, WF_E_CONFLICT, "batch operation \"%s\" already exists", in->id);
     wf_batch_row copy = *in;
     copy.version = 1;
-    return wf_mem__tx_put((mem_tx *)t, &m->batches, &copy, in->id, NULL, err);
+    return wf_store_mem__tx_put((mem_tx *)t, &m->batches, &copy, in->id, NULL, err);
 }
 
 wf_code
-mem_get_batch(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_batch_row *out, bool *found,
-              wf_error *err)
+wf_store_mem__get_batch(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_batch_row *out,
+                        bool *found, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    const void *row = wf_mem__mt_get(&m->batches, ctx->tenant, id, NULL);
+    const void *row = wf_store_mem__mt_get(&m->batches, ctx->tenant, id, NULL);
     *found = row != NULL;
     if (row != NULL && !wf_store__row_copy(&wf_store__batch_desc, out, row, ctx->arena, NULL))
         rc = wf_error_nomem(err);
@@ -39,29 +39,29 @@ mem_get_batch(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_batch_ro
 static wf_code
 replace_batch(mem_store *m, const char *tenant, const wf_batch_row *src, wf_error *err)
 {
-    char *key = wf_mem__make_key(tenant, src->id, NULL);
-    void *row = key != NULL ? wf_mem__row_new(&wf_store__batch_desc, src, tenant) : NULL;
+    char *key = wf_store_mem__make_key(tenant, src->id, NULL);
+    void *row = key != NULL ? wf_store_mem__row_new(&wf_store__batch_desc, src, tenant) : NULL;
     void *old = NULL;
-    if (row == NULL || !wf_mem__mt_put(&m->batches, key, row, &old)) {
+    if (row == NULL || !wf_store_mem__mt_put(&m->batches, key, row, &old)) {
         free(key);
         if (row != NULL)
-            wf_mem__row_free(&wf_store__batch_desc, row);
+            wf_store_mem__row_free(&wf_store__batch_desc, row);
         return wf_error_nomem(err);
     }
     if (old != NULL)
-        wf_mem__row_free(&wf_store__batch_desc, old);
+        wf_store_mem__row_free(&wf_store__batch_desc, old);
     return WF_OK;
 }
 
 wf_code
-mem_update_batch(wf_store *st, const wf_store_ctx *ctx, const wf_batch_row *in, bool *found,
-                 wf_error *err)
+wf_store_mem__update_batch(wf_store *st, const wf_store_ctx *ctx, const wf_batch_row *in,
+                           bool *found, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    const wf_batch_row *cur = wf_mem__mt_get(&m->batches, ctx->tenant, in->id, NULL);
+    const wf_batch_row *cur = wf_store_mem__mt_get(&m->batches, ctx->tenant, in->id, NULL);
     *found = cur != NULL;
     if (cur != NULL && cur->version != in->version) {
         rc = wf_error_set(err, WF_E_CONFLICT, "batch operation \"%s\" was changed concurrently",
@@ -80,7 +80,7 @@ static int
 cmp_batch_desc(const void *a, const void *b)
 {
     const wf_batch_row *x = *(const wf_batch_row *const *)a, *y = *(const wf_batch_row *const *)b;
-    int c = wf_mem__i64_cmp(y->created_at, x->created_at);
+    int c = wf_store_mem__i64_cmp(y->created_at, x->created_at);
     return c != 0 ? c : strcmp(y->id, x->id);
 }
 
@@ -96,23 +96,25 @@ batch_before(mem_store *m, const void *row, const void *arg)
 }
 
 wf_code
-mem_list_batches(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has, int64_t c_num,
-                 const char *c_str, wf_batch_row **rows, size_t *n, wf_error *err)
+wf_store_mem__list_batches(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has,
+                           int64_t c_num, const char *c_str, wf_batch_row **rows, size_t *n,
+                           wf_error *err)
 {
     mem_store *m = (mem_store *)st;
     keyset k = {has, c_num, c_str};
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__select_rows(m, &m->batches, ctx->tenant, batch_before, &k, cmp_batch_desc, limit,
-                             ctx->arena, rows, n, err);
+    rc = wf_store_mem__select_rows(m, &m->batches, ctx->tenant, batch_before, &k, cmp_batch_desc,
+                                   limit, ctx->arena, rows, n, err);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
 
 static CMP_NUM_ID(cmp_batch_lease, wf_batch_row, lease_until)
 
-    static bool batch_claimable(mem_store *m, const void *row, const void *arg)
+static bool
+batch_claimable(mem_store *m, const void *row, const void *arg)
 {
     (void)m;
     const wf_batch_row *r = row;
@@ -120,20 +122,21 @@ static CMP_NUM_ID(cmp_batch_lease, wf_batch_row, lease_until)
 }
 
 wf_code
-mem_claim_batches(wf_store *st, const wf_store_ctx *ctx, const char *owner, int64_t now,
-                  int64_t lease_ms, size_t limit, wf_batch_row **rows, size_t *n, wf_error *err)
+wf_store_mem__claim_batches(wf_store *st, const wf_store_ctx *ctx, const char *owner, int64_t now,
+                            int64_t lease_ms, size_t limit, wf_batch_row **rows, size_t *n,
+                            wf_error *err)
 {
     mem_store *m = (mem_store *)st;
     void **v = NULL;
     size_t k = 0;
     wf_batch_row *out = NULL;
-    wf_code rc = mem_lock(m, ctx->deadline_ms, err);
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
     if (rc != WF_OK)
         return rc;
-    rc = wf_mem__gather(m, &m->batches, ctx->tenant, batch_claimable, &now, cmp_batch_lease, limit,
-                        &v, &k, err);
+    rc = wf_store_mem__gather(m, &m->batches, ctx->tenant, batch_claimable, &now, cmp_batch_lease,
+                              limit, &v, &k, err);
     if (rc == WF_OK)
-        rc = wf_mem__copy_out(&wf_store__batch_desc, v, k, ctx->arena, (void **)&out, err);
+        rc = wf_store_mem__copy_out(&wf_store__batch_desc, v, k, ctx->arena, (void **)&out, err);
     for (size_t i = 0; rc == WF_OK && i < k; i++) {
         out[i].lease_owner = wf_arena_strdup(ctx->arena, owner);
         out[i].lease_until = now + lease_ms * 1000;

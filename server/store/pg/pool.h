@@ -1,15 +1,15 @@
 /*
- * pg_pool.h: the Postgres store's connection layer (internal to
+ * pg/pool.h: the Postgres store's connection layer (internal to
  * server/store; only the Postgres store's files include it, through
- * pg_int.h).
+ * pg/pg_int.h).
  *
  * A fixed-size pool of libpq connections behind a mutex and a condition
  * variable, with lazy (re)connection, and the flights that run prepared
  * statements on a borrowed connection within a deadline. It knows no SQL
- * of its own: statements are handed in (the table of pg_stmts.c).
+ * of its own: statements are handed in (the table of pg/stmts.c).
  */
-#ifndef WF_PG_POOL_H
-#define WF_PG_POOL_H
+#ifndef WF_STORE_PG_POOL_H
+#define WF_STORE_PG_POOL_H
 
 #include <libpq-fe.h>
 #include <stdbool.h>
@@ -18,31 +18,31 @@
 #include "store.h"
 #include "wf_error.h"
 
-typedef struct wf_pg_pool wf_pg_pool;
+typedef struct wf_store_pg_pool wf_store_pg_pool;
 
-#define WF_PG_MAX_STMTS 192 /* statements a store may hand in */
+#define WF_STORE_PG_MAX_STMTS 192 /* statements a store may hand in */
 
-struct wf_pg_item;
+struct wf_store_pg_item;
 
 /* One pooled connection. Borrowed between acquire and release by one
  * thread at a time (libpq's rule); never kept across two store calls. */
-typedef struct wf_pg_conn {
-    PGconn *pg;                              /* NULL until connected */
-    uint64_t prepared[WF_PG_MAX_STMTS / 64]; /* bit i: statement i is prepared on pg */
-    bool broken;                             /* drop it at release; the next user reconnects */
-    bool busy;                               /* owned by the pool: lent out */
-    bool quiet;                              /* log failures at debug level: the owner (the
-                                                listener) logs once per outage itself */
-    /* The flight being built (see wf_pg_send): what was sent and is not
+typedef struct wf_store_pg_conn {
+    PGconn *pg;                                    /* NULL until connected */
+    uint64_t prepared[WF_STORE_PG_MAX_STMTS / 64]; /* bit i: statement i is prepared on pg */
+    bool broken; /* drop it at release; the next user reconnects */
+    bool busy;   /* owned by the pool: lent out */
+    bool quiet;  /* log failures at debug level: the owner (the
+                    listener) logs once per outage itself */
+    /* The flight being built (see wf_store_pg__send): what was sent and is not
      * collected yet, and the results of the last one collected. */
-    struct wf_pg_item *items;
+    struct wf_store_pg_item *items;
     int n_items, cap_items;
     PGresult **res;
     int n_res, cap_res;
     bool in_flight;   /* a flight was started and not collected yet */
     bool send_failed; /* libpq refused to queue: the flight fails */
     bool expired;     /* the deadline had passed: nothing was sent */
-    /* Session state kept by store_pg.c: the statement_timeout the server
+    /* Session state kept by pg/store.c: the statement_timeout the server
      * holds for this session (when known), and what the borrower still
      * owes before its first statement (sent in the same flight). */
     bool timeout_known;
@@ -50,8 +50,8 @@ typedef struct wf_pg_conn {
     bool owe_timeout, owe_begin, timeout_in_flight;
     int64_t timeout_want;
     /* A request lookup queued on the flight being built, read by
-     * store_pg.c when the flight is collected (NULL: none). */
-    struct wf_pg_lookup *lookup;
+     * pg/store.c when the flight is collected (NULL: none). */
+    struct wf_store_pg_lookup *lookup;
     /* Whether the statements sent so far left a transaction block open
      * (BEGIN without COMMIT or ROLLBACK yet): the flight walk counts the
      * transactions a flight ends from it. */
@@ -59,111 +59,113 @@ typedef struct wf_pg_conn {
     /* Where what this connection sends is counted (pool connections: the
      * pool's totals, see wf_store_stats; NULL outside the pool, and while
      * background work borrows it). */
-    struct wf_pg_counts *counts;
-} wf_pg_conn;
+    struct wf_store_pg_counts *counts;
+} wf_store_pg_conn;
 
 /* What a pool's connections sent: flights, the statements in them, and
  * the transactions they ended (a COMMIT, or the implicit transaction of a
  * sync segment run outside a transaction block). Atomic, relaxed. */
-typedef struct wf_pg_counts {
+typedef struct wf_store_pg_counts {
     int64_t flights, statements, transactions;
-} wf_pg_counts;
+} wf_store_pg_counts;
 
 /* A statement, prepared lazily per connection under its name. */
-typedef struct wf_pg_stmt {
+typedef struct wf_store_pg_stmt {
     const char *name;
     const char *sql;
     const char *what; /* object it touches, for messages ("task") */
-} wf_pg_stmt;
+} wf_store_pg_stmt;
 
-typedef struct wf_pg_migration {
+typedef struct wf_store_pg_migration {
     int version;
     const char *sql;
-} wf_pg_migration;
+} wf_store_pg_migration;
 
 /* Embedded migrations/NNNN_*.sql, ascending (generated at build time). */
-extern const wf_pg_migration wf_pg_migrations[];
-extern const int wf_pg_n_migrations;
+extern const wf_store_pg_migration wf_store_pg_migrations[];
+extern const int wf_store_pg_n_migrations;
 
-/* Every statement store_pg.c prepares, indexed by its own ids (the plan
+/* Every statement pg/store.c prepares, indexed by its own ids (the plan
  * guard of tests/store EXPLAINs each one). */
-extern const wf_pg_stmt *const wf_pg_statements;
-extern const int wf_pg_n_statements;
+extern const wf_store_pg_stmt *const wf_store_pg_statements;
+extern const int wf_store_pg_n_statements;
 
 /* Makes a pool of cfg->pool_size connections; none is opened yet. */
-wf_pg_pool *wf_pg_pool_new(const wf_store_pg_config *cfg, wf_error *err);
+wf_store_pg_pool *wf_store_pg__pool_new(const wf_store_pg_config *cfg, wf_error *err);
 
 /* Closes every connection. No connection may be lent out. NULL-safe. */
-void wf_pg_pool_free(wf_pg_pool *p);
+void wf_store_pg__pool_free(wf_store_pg_pool *p);
 
 /* Borrows a connection, (re)connecting it when needed. Waits for a free
  * one at most min(acquire timeout, deadline): WF_E_STORE_UNAVAILABLE when
  * the pool stays exhausted, WF_E_DEADLINE_EXCEEDED when the deadline is
  * what ran out. While Postgres is down it fails fast with
  * WF_E_STORE_UNAVAILABLE (connect attempts are bounded and backed off). */
-wf_code wf_pg_pool_acquire(wf_pg_pool *p, int64_t deadline_ms, wf_pg_conn **out, wf_error *err);
+wf_code wf_store_pg__pool_acquire(wf_store_pg_pool *p, int64_t deadline_ms, wf_store_pg_conn **out,
+                                  wf_error *err);
 
 /* Returns c to the pool. A connection that is broken or not idle (in or
  * after a failed transaction) is closed instead of being reused. */
-void wf_pg_pool_release(wf_pg_pool *p, wf_pg_conn *c);
+void wf_store_pg__pool_release(wf_store_pg_pool *p, wf_store_pg_conn *c);
 
 /* Opens a connection outside the pool (startup migrations, the listener),
  * bounded like the pool's, in non-blocking mode (blocking libpq calls such
  * as PQexec still work on it). quiet: leave logging a failure to the
  * caller. Close with PQfinish. NULL and err on failure. Safe to call from
  * any thread. */
-PGconn *wf_pg_pool_connect(wf_pg_pool *p, int64_t deadline_ms, bool quiet, wf_error *err);
+PGconn *wf_store_pg__pool_connect(wf_store_pg_pool *p, int64_t deadline_ms, bool quiet,
+                                  wf_error *err);
 
-void wf_pg_pool_stats(wf_pg_pool *p, wf_store_stats *out);
+void wf_store_pg__pool_stats(wf_store_pg_pool *p, wf_store_stats *out);
 
 /*
  * Flights: statements sent back to back in libpq pipeline mode and
  * collected together, so that they cost one network round trip. The
  * server runs them in order; after a failure it skips the rest up to the
- * next sync point (wf_pg_send_sync, and the one wf_pg_flush adds). Inside
+ * next sync point (wf_store_pg__send_sync, and the one wf_store_pg__flush adds). Inside
  * an explicit transaction the failure aborts the transaction, as it would
  * one statement at a time.
  */
 
 /* Queues statement id (preparing it first when needed) on c's flight and
  * returns its slot: 0 for the flight's first statement, then 1, 2, ...
- * Parameters are copied. A failure to queue is reported by wf_pg_flush. */
-int wf_pg_send(wf_pg_conn *c, const wf_pg_stmt *stmts, int id, int nparams,
-               const char *const *values, const int *lengths, const int *formats,
-               int64_t deadline_ms);
+ * Parameters are copied. A failure to queue is reported by wf_store_pg__flush. */
+int wf_store_pg__send(wf_store_pg_conn *c, const wf_store_pg_stmt *stmts, int id, int nparams,
+                      const char *const *values, const int *lengths, const int *formats,
+                      int64_t deadline_ms);
 
 /* A sync point: what was queued before it commits (or fails) as its own
  * implicit transaction, whatever follows. */
-void wf_pg_send_sync(wf_pg_conn *c);
+void wf_store_pg__send_sync(wf_store_pg_conn *c);
 
-/* True when nothing is queued on c (the next wf_pg_send starts a flight). */
-bool wf_pg_idle(const wf_pg_conn *c);
+/* True when nothing is queued on c (the next wf_store_pg__send starts a flight). */
+bool wf_store_pg__idle(const wf_store_pg_conn *c);
 
 /* Sends the flight and collects every result in order, waiting at most
  * until the deadline (plus a short grace for the server-side
  * statement_timeout to answer); past that the connection is dropped,
- * never left hanging. WF_OK when every statement succeeded: wf_pg_take
+ * never left hanging. WF_OK when every statement succeeded: wf_store_pg__take
  * then hands over each one's result until the next flight starts. Otherwise
- * the first failure, mapped (pg_errors.c), with *failed set to the slot
+ * the first failure, mapped (pg/errors.c), with *failed set to the slot
  * of the statement that failed, or -1 when the connection, the deadline
  * or memory failed rather than a statement. A connection lost or left
  * mid-flight is marked broken (dropped at release). failed may be NULL. */
-wf_code wf_pg_flush(wf_pg_conn *c, const wf_pg_stmt *stmts, int64_t deadline_ms, int *failed,
-                    wf_error *err);
+wf_code wf_store_pg__flush(wf_store_pg_conn *c, const wf_store_pg_stmt *stmts, int64_t deadline_ms,
+                           int *failed, wf_error *err);
 
 /* Hands over the result of slot in the flight last collected (PQclear
  * it), or NULL. Results not taken are freed with the next flight. */
-PGresult *wf_pg_take(wf_pg_conn *c, int slot);
+PGresult *wf_store_pg__take(wf_store_pg_conn *c, int slot);
 
 /* Frees the flight buffers and results of a connection kept outside the
  * pool (the PGconn itself stays: PQfinish it). */
-void wf_pg_conn_clear(wf_pg_conn *c);
+void wf_store_pg__conn_clear(wf_store_pg_conn *c);
 
-/* pg_errors.c: maps a failed result (or a connection failure when res is
+/* pg/errors.c: maps a failed result (or a connection failure when res is
  * NULL) to a wf_code and a client-safe message naming what; logs the
  * SQLSTATE and server text (at debug level when quiet). Sets *broken when
  * the connection is unusable. The one place SQLSTATEs are interpreted. */
-wf_code wf_pg_map_error(PGconn *pg, const PGresult *res, const char *stmt, const char *what,
-                        bool quiet, bool *broken, wf_error *err);
+wf_code wf_store_pg__map_error(PGconn *pg, const PGresult *res, const char *stmt, const char *what,
+                               bool quiet, bool *broken, wf_error *err);
 
-#endif /* WF_PG_POOL_H */
+#endif /* WF_STORE_PG_POOL_H */
