@@ -41,6 +41,9 @@
 /* Callers per class. */
 #define NLOAD 16
 
+/* Rounds of the prober (each a GetInstance and a StartInstance). */
+#define PROBES 200
+
 static void
 setup8(void)
 {
@@ -240,7 +243,7 @@ load(void *arg)
  */
 
 typedef struct probe {
-    int64_t get_us[200], start_us[200];
+    int64_t get_us[PROBES], start_us[PROBES];
     size_t n;
     int failed;
     char failure[160];
@@ -253,7 +256,7 @@ probe_cheap(probe *p, const char *id, const char *plain, size_t n)
 {
     wf_client *c = wf_test_client(&ts, NULL, NULL, "prober");
     int64_t until = wf_mono_ms() + 60000;
-    for (p->n = 0; p->n < n && p->n < 200 && wf_mono_ms() < until; p->n++) {
+    for (p->n = 0; p->n < n && p->n < PROBES && wf_mono_ms() < until; p->n++) {
         Workflow__V1__GetInstanceRequest g = WORKFLOW__V1__GET_INSTANCE_REQUEST__INIT;
         g.instance_id = (char *)id;
         ProtobufCMessage *resp = NULL;
@@ -353,7 +356,7 @@ WF_CASE_TEST(wf_test_store_name(), test_cheap_calls_beside_16_callers_of_each_sl
         }
     static probe p;
     int64_t t0 = wf_mono_ms();
-    probe_cheap(&p, id, plain, 100);
+    probe_cheap(&p, id, plain, PROBES);
     int64_t probe_ms = wf_mono_ms() - t0;
     atomic_store(&stop, 1);
     for (int i = 0; i < 3 * NLOAD; i++)
@@ -387,9 +390,14 @@ WF_CASE_TEST(wf_test_store_name(), test_cheap_calls_beside_16_callers_of_each_sl
     ck_assert_int_gt(cc.ok, 0);
     if (cc.refused > 0)
         ck_assert_str_eq(cc.refused_class, "compile");
-    /* The cheap calls never waited behind them. */
-    ck_assert_msg(g99 <= CHEAP_P99_MS * 1000 * SLOW, "GetInstance p99 %lld us", (long long)g99);
-    ck_assert_msg(s99 <= CHEAP_P99_MS * 1000 * SLOW, "StartInstance p99 %lld us", (long long)s99);
+    /* The cheap calls never waited behind them. The bound stretches with
+     * the load as it stood during the run, too (on a shared machine it
+     * can change within the minute). */
+    int64_t bound = CHEAP_P99_MS * 1000 * (int64_t)wf_test_time_scale_now();
+    ck_assert_msg(g99 <= bound, "GetInstance p99 %lld us, bound %lld us", (long long)g99,
+                  (long long)bound);
+    ck_assert_msg(s99 <= bound, "StartInstance p99 %lld us, bound %lld us", (long long)s99,
+                  (long long)bound);
 }
 END_TEST
 
