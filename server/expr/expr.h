@@ -135,8 +135,9 @@ typedef struct wf_expr_options {
     int recycle_after; /* evaluations before a worker is replaced */
     int max_queued;    /* callers that may wait for a busy worker; one more fails at once
                           with WF_E_EXPRESSION_LIMIT (0: 2 x workers) */
-    int slow_ms;       /* budget of an evaluation (the wait for a worker included) before
-                          its call joins the expression bulkhead (0: 50) */
+    int slow_ms;       /* budget of an evaluation (the wait for a worker included, and ten
+                          times as much for a worker's first compile of the program)
+                          before its call joins the expression bulkhead (0: 50) */
 } wf_expr_options;
 
 /* The deadline of the calling thread's current call (monotonic ms, 0 =

@@ -4,7 +4,9 @@
  * The pool. Workers are started lazily with posix_spawn of /proc/self/exe
  * (the running binary, whatever its path) and WF_EXPR_WORKER_ARG, reused by
  * one caller at a time, and replaced after recycle_after evaluations, which
- * also bounds libjq's own leaks. Callers never share a worker, so any number
+ * also bounds libjq's own leaks, or after a bulkhead's work (a check, an
+ * evaluation past its budget), which it does at nice 10 (see "The budget"
+ * below). Callers never share a worker, so any number
  * of threads evaluate at once, up to `workers`; more wait for one to come
  * back. A worker that misses its deadline is killed (SIGKILL) and reaped at
  * once; one that dies is reaped when its caller sees the socket close. No
@@ -15,13 +17,17 @@
  * native-endian uint32 length, then that many bytes:
  *
  *   request  op (wf_expr_op), uint32 program length, program, variables JSON
+ *            (CHECK: the program is uint32 n, then n x (uint32 len, bytes)
+ *            sources, and no variables)
  *   started  'S': the program is compiled (or was cached); evaluating
  *   result   'R', uint32 wf_code, then the message on error, or:
  *            BOOL uint8; TIME int64 µs; STRINGS uint32 n, n x (uint32 len,
- *            bytes); COMPILE nothing
+ *            bytes); COMPILE nothing; CHECK n x (uint32 wf_code, uint32
+ *            len, message)
  *
  * The caller allows WF_EXPR_COMPILE_MS until 'S' and timeout_ms from 'S'
- * to the result. The worker itself runs under an address-space limit
+ * to the result (COMPILE and CHECK: the compile budget for the result, a
+ * CHECK 20 ms more per source). The worker itself runs under an address-space limit
  * (RLIMIT_AS: what it maps at start plus memory_mb, so libjq's allocations
  * fail and it aborts), no core dumps, and a real-time alarm of both
  * budgets twice over, should the server be unable to kill it.

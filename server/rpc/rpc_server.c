@@ -26,6 +26,13 @@
  *   Health never goes through admission.
  * - A unary handler runs synchronously on the thread that took the call and
  *   ends with one batch {initial metadata, message, status, RECV_CLOSE}.
+ * - Seats. WF_THREADS of the pool's threads hold a seat and take events;
+ *   the spares (one per place of each bulkhead, core/wf_bulkhead.h) wait
+ *   for one. A handler whose call joins a bulkhead (a layout, a compile, a
+ *   slow expression) gives its thread's seat to a spare and goes on beside
+ *   the seated threads; once the call is over the thread waits for a seat
+ *   in its turn. So slow work never holds the threads every other call
+ *   needs, and the threads outside the seats are bounded by the bulkheads.
  * - Server streams (Health Watch, WatchEvents) are pull-based: a thread
  *   asks the stream for its next message when the previous send completed;
  *   a stream with nothing to say parks. A wake-up (health change, events
