@@ -4,9 +4,9 @@
  * The pool. Workers are started lazily with posix_spawn of /proc/self/exe
  * (the running binary, whatever its path) and WF_EXPR_WORKER_ARG, reused by
  * one caller at a time, and replaced after recycle_after evaluations, which
- * also bounds libjq's own leaks, or after a bulkhead's work (a check, an
- * evaluation past its budget), which it does at nice 10 (see "The budget"
- * below). Callers never share a worker, so any number
+ * also bounds libjq's own leaks. A worker that does a bulkhead's work (a
+ * check, an evaluation past its budget) runs at nice 10 from then on and is
+ * kept for such work (see "The budget" below). Callers never share a worker, so any number
  * of threads evaluate at once, up to `workers`; more wait for one to come
  * back. A worker that misses its deadline is killed (SIGKILL) and reaped at
  * once; one that dies is reaped when its caller sees the socket close. No
@@ -61,10 +61,11 @@
 /* A check's compile budget per source, beyond WF_EXPR_COMPILE_MS. */
 #define CHECK_MS_PER_SOURCE 20
 
-/* The niceness of a worker while it does a bulkhead's work (a check, an
+/* The niceness of a worker that did a bulkhead's work (a check, an
  * evaluation past its budget): behind the server's threads for CPU. An
- * unprivileged process cannot raise it back, so such a worker is ended
- * when given back; the others run at the server's own priority. */
+ * unprivileged process cannot raise it back, so such a worker stays among
+ * the workers for that work, and the others run at the server's own
+ * priority. */
 #define WF_EXPR_BULKHEAD_NICE 10
 /* Programs a worker keeps compiled (oldest dropped first). */
 #define WORKER_CACHE 64
@@ -78,7 +79,7 @@ typedef struct worker {
     int fd;
     int uses;
     unsigned gen; /* configuration it was started for */
-    bool behind;  /* lowered to WF_EXPR_BULKHEAD_NICE: ended when given back */
+    bool behind;  /* lowered to WF_EXPR_BULKHEAD_NICE: kept for bulkheads' work */
 } worker;
 
 static struct {
@@ -86,8 +87,10 @@ static struct {
     pthread_cond_t cv; /* a worker came back or ended */
     wf_expr_options o;
     unsigned gen;
-    worker *idle[MAX_WORKERS];
+    worker *idle[MAX_WORKERS]; /* at the server's priority */
     int nidle;
+    worker *behind_idle[MAX_WORKERS]; /* behind it (bulkheads' work) */
+    int nbehind;
     int live;    /* started and not yet ended, idle or busy */
     int waiting; /* callers waiting for a worker (bounded by o.max_queued) */
 } pool = {
@@ -367,24 +370,45 @@ pool_wait(int64_t until_ms)
     pthread_cond_timedwait(&pool.cv, &pool.mu, &ts);
 }
 
+/* An idle worker of the kind asked for (behind: one for a bulkhead's work,
+ * which the caller puts behind), else of the other kind, or NULL (pool.mu
+ * held). A worker behind the server's threads is not given to other work
+ * while a new one may be started; at the pool's limit it is ended, to make
+ * room for one (*swap). */
+static worker *
+take_idle(bool behind, worker **swap)
+{
+    *swap = NULL;
+    if (behind && pool.nbehind > 0)
+        return pool.behind_idle[--pool.nbehind];
+    if (pool.nidle > 0)
+        return pool.idle[--pool.nidle];
+    if (!behind && pool.nbehind > 0 && pool.live >= pool.o.workers) {
+        *swap = pool.behind_idle[--pool.nbehind];
+        pool.live--;
+    }
+    return NULL;
+}
+
 /* A worker that was idle or is started now (pool.mu held on entry, not
  * on return); NULL when none could be started. */
 static worker *
-take_worker(bool queued, wf_expr_options *o)
+take_worker(bool queued, bool behind, wf_expr_options *o)
 {
-    if (pool.nidle > 0) {
-        worker *w = pool.idle[--pool.nidle];
-        if (queued)
-            pool.waiting--;
+    worker *swap;
+    worker *w = take_idle(behind, &swap);
+    if (queued)
+        pool.waiting--;
+    if (w != NULL) {
         pthread_mutex_unlock(&pool.mu);
         return w;
     }
     unsigned gen = pool.gen;
     pool.live++;
-    if (queued)
-        pool.waiting--;
     pthread_mutex_unlock(&pool.mu);
-    worker *w = spawn_worker(o, gen);
+    if (swap != NULL)
+        end_worker(swap);
+    w = spawn_worker(o, gen);
     if (w == NULL) {
         pthread_mutex_lock(&pool.mu);
         pool.live--;
@@ -400,7 +424,7 @@ take_worker(bool queued, wf_expr_options *o)
  * budget ran out with the bulkhead full (ACQ_REFUSED), or when none could
  * be started. *o receives the options. */
 static worker *
-acquire(int64_t deadline_ms, wf_expr_options *o, budget *b, acq_fail *why)
+acquire(int64_t deadline_ms, wf_expr_options *o, budget *b, bool behind, acq_fail *why)
 {
     *why = ACQ_NONE;
     bool queued = false;
@@ -408,8 +432,8 @@ acquire(int64_t deadline_ms, wf_expr_options *o, budget *b, acq_fail *why)
     pthread_mutex_lock(&pool.mu);
     for (;;) {
         *o = pool.o;
-        if (pool.nidle > 0 || pool.live < pool.o.workers)
-            return take_worker(queued, o);
+        if (pool.nidle > 0 || pool.nbehind > 0 || pool.live < pool.o.workers)
+            return take_worker(queued, behind || (b != NULL && b->joined), o);
         if (!queued) {
             if (pool.waiting >= pool.o.max_queued) {
                 *why = ACQ_FULL;
@@ -445,15 +469,17 @@ acquire(int64_t deadline_ms, wf_expr_options *o, budget *b, acq_fail *why)
     return NULL;
 }
 
-/* Gives w back, or ends it when it failed, is used up or belongs to an
- * earlier configuration. */
+/* Gives w back (to the idle workers of its kind), or ends it when it
+ * failed, is used up or belongs to an earlier configuration. */
 static void
 release(worker *w, bool healthy)
 {
     pthread_mutex_lock(&pool.mu);
-    bool keep = healthy && !w->behind && w->gen == pool.gen && ++w->uses < pool.o.recycle_after &&
-                pool.nidle < MAX_WORKERS;
-    if (keep) {
+    bool keep = healthy && w->gen == pool.gen && ++w->uses < pool.o.recycle_after &&
+                pool.nidle + pool.nbehind < MAX_WORKERS;
+    if (keep && w->behind) {
+        pool.behind_idle[pool.nbehind++] = w;
+    } else if (keep) {
         pool.idle[pool.nidle++] = w;
     } else {
         pool.live--;
@@ -790,7 +816,7 @@ run_request(const request *q, wf_arena *a, wf_expr_result *r, wf_error *err)
     }
     for (int first = 1; first >= 0; first--) {
         acq_fail why;
-        worker *w = acquire(wait_until, &o, bp, &why);
+        worker *w = acquire(wait_until, &o, bp, q->op == WF_EXPR_OP_CHECK, &why);
         if (w == NULL)
             return refused(why, &o, bp, err);
         wf_code code = WF_OK;
@@ -907,12 +933,14 @@ wf_expr_configure(const wf_expr_options *o)
 void
 wf_expr_shutdown(void)
 {
-    worker *old[MAX_WORKERS];
+    worker *old[2 * MAX_WORKERS];
     pthread_mutex_lock(&pool.mu);
     pool.gen++; /* busy workers end when they come back */
     int n = pool.nidle;
     memcpy(old, pool.idle, (size_t)n * sizeof *old);
-    pool.nidle = 0;
+    memcpy(old + n, pool.behind_idle, (size_t)pool.nbehind * sizeof *old);
+    n += pool.nbehind;
+    pool.nidle = pool.nbehind = 0;
     pool.live -= n;
     pthread_cond_broadcast(&pool.cv);
     pthread_mutex_unlock(&pool.mu);
