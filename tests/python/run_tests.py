@@ -586,6 +586,11 @@ class ApiKeysFileTests(WorkflowTestCase):
         cls.srv = cls.start_keyed_server(
             "keys-file", WF_API_KEYS_FILE=cls.keys.path,
             WF_CONSOLE_ADDR="127.0.0.1:%d" % cls.console_port)
+        # The console listens once the gRPC server serves, a moment later.
+        if not wf_testkit.wait_port(cls.srv.proc, cls.console_port,
+                                    time.monotonic() + READY_TIMEOUT * TIME_SCALE):
+            raise RuntimeError("the console of %s did not listen; log:\n%s"
+                               % (cls.srv.name, cls.srv.log()[-2000:]))
 
     def call(self, key, tenant=None):
         return self.get_unknown_task(self.srv, md(key=key, tenant=tenant))
