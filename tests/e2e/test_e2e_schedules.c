@@ -39,19 +39,6 @@ set_clock(int64_t us)
     __atomic_store_n(&clock_us, us, __ATOMIC_SEQ_CST);
 }
 
-/* "YYYY-MM-DDTHH:MM:SSZ" in microseconds. */
-static int64_t
-at(const char *text)
-{
-    struct tm tm = {0};
-    ck_assert_int_eq(sscanf(text, "%d-%d-%dT%d:%d:%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                            &tm.tm_hour, &tm.tm_min, &tm.tm_sec),
-                     6);
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    return (int64_t)timegm(&tm) * 1000000;
-}
-
 static int64_t
 ts_us(const Google__Protobuf__Timestamp *t)
 {
@@ -62,7 +49,7 @@ static void
 sched_setup(void)
 {
     tenant = setup_tenant(NULL, "sched");
-    set_clock(at("2026-03-27T12:00:00Z"));
+    set_clock(wf_test_utc_us("2026-03-27T12:00:00Z"));
     ts.app.clock = test_clock;
 }
 
@@ -165,9 +152,9 @@ WF_TEST(test_create_get_list_and_refusals)
     ck_assert_int_eq(s->state, S_ACTIVE);
     ck_assert_str_eq(s->created_by, "ops");
     ck_assert_uint_eq(s->n_upcoming, 10);
-    ck_assert_int_eq(ts_us(s->upcoming[0]->time), at("2026-03-28T01:30:00Z"));
+    ck_assert_int_eq(ts_us(s->upcoming[0]->time), wf_test_utc_us("2026-03-28T01:30:00Z"));
     ck_assert_str_eq(s->upcoming[1]->local_time, "2026-03-29T03:00:00+02:00");
-    ck_assert_int_eq(ts_us(s->upcoming[1]->time), at("2026-03-29T01:00:00Z"));
+    ck_assert_int_eq(ts_us(s->upcoming[1]->time), wf_test_utc_us("2026-03-29T01:00:00Z"));
     /* The same request id: the first answer, nothing created twice. */
     Workflow__V1__Schedule *again = create_c(me("ops"), "nightly", "work",
                                              cron_spec("30 2 * * *", "Europe/Berlin"), "r-1", &st);
@@ -222,7 +209,8 @@ WF_TEST(test_fires_once_through_dst)
     create_c(me("ops"), "nightly", "work", cron_spec("30 2 * * *", "Europe/Berlin"), NULL, &st);
     ck_ok(st);
     int64_t handled = 0;
-    for (int64_t t = at("2026-03-27T12:00:00Z"); t <= at("2026-03-30T12:00:00Z"); t += HOUR_US) {
+    for (int64_t t = wf_test_utc_us("2026-03-27T12:00:00Z");
+         t <= wf_test_utc_us("2026-03-30T12:00:00Z"); t += HOUR_US) {
         set_clock(t);
         handled += tick();
         handled += tick();
@@ -231,9 +219,9 @@ WF_TEST(test_fires_once_through_dst)
     size_t n = 0;
     Workflow__V1__ScheduleRun **r = runs_ok("nightly", &n);
     ck_assert_uint_eq(n, 3);
-    ck_assert_int_eq(ts_us(r[0]->nominal_time), at("2026-03-30T00:30:00Z"));
-    ck_assert_int_eq(ts_us(r[1]->nominal_time), at("2026-03-29T01:00:00Z"));
-    ck_assert_int_eq(ts_us(r[2]->nominal_time), at("2026-03-28T01:30:00Z"));
+    ck_assert_int_eq(ts_us(r[0]->nominal_time), wf_test_utc_us("2026-03-30T00:30:00Z"));
+    ck_assert_int_eq(ts_us(r[1]->nominal_time), wf_test_utc_us("2026-03-29T01:00:00Z"));
+    ck_assert_int_eq(ts_us(r[2]->nominal_time), wf_test_utc_us("2026-03-28T01:30:00Z"));
     for (size_t i = 0; i < n; i++) {
         ck_assert_int_eq(r[i]->outcome, OUT_STARTED);
         ck_assert_str_ne(r[i]->instance_id, "");
@@ -261,7 +249,7 @@ WF_TEST(test_pause_update_trigger_delete)
     ck_ok(st);
     ck_assert_int_eq(pr->schedule->state, S_PAUSED);
     ck_assert_str_eq(pr->schedule->pause_reason, "maintenance");
-    set_clock(at("2026-03-27T13:00:30Z"));
+    set_clock(wf_test_utc_us("2026-03-27T13:00:30Z"));
     ck_assert_int_eq(tick(), 0);
     p.id = "nope";
     call(me("ops"), "PauseSchedule", &p, &workflow__v1__pause_schedule_response__descriptor, &st);
@@ -288,8 +276,9 @@ WF_TEST(test_pause_update_trigger_delete)
              &workflow__v1__unpause_schedule_response__descriptor, &st);
     ck_ok(st);
     ck_assert_int_eq(unr->schedule->state, S_ACTIVE);
-    ck_assert_int_eq(ts_us(unr->schedule->upcoming[0]->time), at("2026-03-27T14:00:00Z"));
-    set_clock(at("2026-03-27T14:00:01Z"));
+    ck_assert_int_eq(ts_us(unr->schedule->upcoming[0]->time),
+                     wf_test_utc_us("2026-03-27T14:00:00Z"));
+    set_clock(wf_test_utc_us("2026-03-27T14:00:01Z"));
     ck_assert_int_eq(tick(), 1);
 
     Workflow__V1__TriggerScheduleRequest tr = WORKFLOW__V1__TRIGGER_SCHEDULE_REQUEST__INIT;
@@ -344,7 +333,7 @@ WF_TEST(test_catch_up_after_outage)
     call(me("ops"), "CreateSchedule", &req, &workflow__v1__create_schedule_response__descriptor,
          &st);
     ck_ok(st);
-    set_clock(at("2026-03-27T12:06:30Z"));
+    set_clock(wf_test_utc_us("2026-03-27T12:06:30Z"));
     ck_assert_int_eq(tick(), 6);
     size_t n = 0;
     Workflow__V1__ScheduleRun **r = runs_ok("minutely", &n);
@@ -353,7 +342,7 @@ WF_TEST(test_catch_up_after_outage)
         ck_assert_int_eq(r[i]->outcome, OUT_STARTED);
     for (size_t i = 3; i < 6; i++)
         ck_assert_int_eq(r[i]->outcome, OUT_MISSED);
-    ck_assert_int_eq(ts_us(r[5]->nominal_time), at("2026-03-27T12:01:00Z"));
+    ck_assert_int_eq(ts_us(r[5]->nominal_time), wf_test_utc_us("2026-03-27T12:01:00Z"));
 }
 END_TEST
 

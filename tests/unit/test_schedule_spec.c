@@ -29,19 +29,6 @@ teardown(void)
     wf_arena_free(arena);
 }
 
-/* "YYYY-MM-DDTHH:MM:SSZ" in microseconds. */
-static int64_t
-at(const char *text)
-{
-    struct tm tm = {0};
-    ck_assert_int_eq(sscanf(text, "%d-%d-%dT%d:%d:%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                            &tm.tm_hour, &tm.tm_min, &tm.tm_sec),
-                     6);
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    return (int64_t)timegm(&tm) * 1000000;
-}
-
 static char *
 utc(int64_t us)
 {
@@ -71,7 +58,8 @@ fires(const wf_schedule_spec *s, const char *after, size_t n)
     int64_t out[16];
     size_t got = 0;
     wf_error err;
-    ck_assert_int_eq(wf_schedule_spec_upcoming(s, at(after), n, out, &got, &err), WF_OK);
+    ck_assert_int_eq(wf_schedule_spec_upcoming(s, wf_test_utc_us(after), n, out, &got, &err),
+                     WF_OK);
     char *text = wf_arena_strdup(arena, "");
     for (size_t i = 0; i < got; i++)
         text = wf_arena_printf(arena, "%s%s%s", text, i > 0 ? " " : "", utc(out[i]));
@@ -131,10 +119,10 @@ WF_TEST(test_cron_in_a_zone)
     wf_schedule_spec s = cron_in("0 9 * * *", "America/New_York");
     ck_assert_str_eq(fires(&s, "2026-01-01T00:00:00Z", 1), "2026-01-01T14:00:00Z");
     ck_assert_str_eq(fires(&s, "2026-07-01T00:00:00Z", 1), "2026-07-01T13:00:00Z");
-    ck_assert_str_eq(wf_schedule_spec_local_text(&s, arena, at("2026-07-01T13:00:00Z")),
+    ck_assert_str_eq(wf_schedule_spec_local_text(&s, arena, wf_test_utc_us("2026-07-01T13:00:00Z")),
                      "2026-07-01T09:00:00-04:00");
     s = cron_in("0 9 * * *", "Asia/Kolkata");
-    ck_assert_str_eq(wf_schedule_spec_local_text(&s, arena, at("2026-07-01T03:30:00Z")),
+    ck_assert_str_eq(wf_schedule_spec_local_text(&s, arena, wf_test_utc_us("2026-07-01T03:30:00Z")),
                      "2026-07-01T09:00:00+05:30");
 }
 END_TEST
@@ -216,8 +204,8 @@ WF_TEST(test_start_end_and_excluded_dates)
     const char *dates[] = {"2026-12-25", "2026-12-26"};
     wf_schedule_spec_in in = {.cron = "0 9 * * *",
                               .time_zone = "Europe/Berlin",
-                              .start_at = at("2026-12-23T00:00:00Z"),
-                              .end_at = at("2026-12-28T08:00:00Z"),
+                              .start_at = wf_test_utc_us("2026-12-23T00:00:00Z"),
+                              .end_at = wf_test_utc_us("2026-12-28T08:00:00Z"),
                               .exclude_dates = dates,
                               .n_exclude_dates = 2};
     wf_schedule_spec s;
@@ -238,7 +226,7 @@ WF_TEST(test_jitter_is_stable_and_bounded)
     wf_schedule_spec s;
     wf_error err;
     ck_assert_int_eq(wf_schedule_spec_parse(arena, &in, &s, &err), WF_OK);
-    int64_t t = at("2026-01-01T00:00:00Z");
+    int64_t t = wf_test_utc_us("2026-01-01T00:00:00Z");
     bool differs = false;
     for (int i = 0; i < 50; i++) {
         int64_t j = wf_schedule_spec_jitter(&s, "nightly", t + i * 60000000LL);

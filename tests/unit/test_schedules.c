@@ -29,19 +29,6 @@ static wf_arena *arena;
     ck_assert_msg((rc) == (want), "%s, want %s: %s", wf_code_reason(rc), wf_code_reason(want),     \
                   (err).msg)
 
-/* "YYYY-MM-DDTHH:MM:SSZ" in microseconds. */
-static int64_t
-at(const char *text)
-{
-    struct tm tm = {0};
-    ck_assert_int_eq(sscanf(text, "%d-%d-%dT%d:%d:%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                            &tm.tm_hour, &tm.tm_min, &tm.tm_sec),
-                     6);
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    return (int64_t)timegm(&tm) * 1000000;
-}
-
 /* "work": s -> work (AUTO job, so the instance waits) -> e. */
 static void
 deploy_work(void)
@@ -74,7 +61,7 @@ create_rc(const wf_schedule_in *in, wf_error *err)
 {
     wf_runtime_ctx c = kit_ctx("ops");
     wf_schedule_view v;
-    return wf_schedules_create(&c.ref, in, at("2026-01-01T00:00:00Z"), NULL, &v, err);
+    return wf_schedules_create(&c.ref, in, wf_test_utc_us("2026-01-01T00:00:00Z"), NULL, &v, err);
 }
 
 static wf_schedule_pass_counts
@@ -129,21 +116,21 @@ WF_TEST(test_create_get_list_and_refusals)
     wf_schedule_in in = cron_in("nightly", "30 2 * * *", "Europe/Berlin");
     in.variables_json = "{\"region\":\"eu\"}";
     in.note = "the nightly run";
-    wf_schedule_view v = create(&in, at("2026-03-27T12:00:00Z"));
+    wf_schedule_view v = create(&in, wf_test_utc_us("2026-03-27T12:00:00Z"));
     ck_assert_int_eq(v.row.state, WF_SCHEDULE_ACTIVE);
     ck_assert_int_eq(v.row.overlap, WF_OVERLAP_SKIP);
     ck_assert_int_eq(v.row.catchup_window_ms, WF_SCHEDULE_CATCHUP_DEFAULT_MS);
-    ck_assert_int_eq(v.row.next_fire_at, at("2026-03-28T01:30:00Z"));
+    ck_assert_int_eq(v.row.next_fire_at, wf_test_utc_us("2026-03-28T01:30:00Z"));
     ck_assert_uint_eq(v.n_upcoming, WF_SCHEDULE_UPCOMING);
-    ck_assert_int_eq(v.upcoming[1], at("2026-03-29T01:00:00Z"));
+    ck_assert_int_eq(v.upcoming[1], wf_test_utc_us("2026-03-29T01:00:00Z"));
     ck_assert_str_eq(v.upcoming_local[0], "2026-03-28T02:30:00+01:00");
     ck_assert_str_eq(v.upcoming_local[1], "2026-03-29T03:00:00+02:00");
 
     wf_runtime_ctx c = kit_ctx("ops");
     wf_error err;
     wf_schedule_view got;
-    ck_code(wf_schedules_get(&c.ref, "nightly", at("2026-03-27T12:00:00Z"), &got, &err), WF_OK,
-            err);
+    ck_code(wf_schedules_get(&c.ref, "nightly", wf_test_utc_us("2026-03-27T12:00:00Z"), &got, &err),
+            WF_OK, err);
     ck_assert_str_eq(got.spec.cron, "30 2 * * *");
     ck_assert_str_eq(got.spec.time_zone, "Europe/Berlin");
     ck_assert_str_eq(got.row.note, "the nightly run");
@@ -170,7 +157,7 @@ WF_TEST(test_create_get_list_and_refusals)
     ck_assert_int_eq(create_rc(&bad, &err), WF_E_INVALID_JSON);
 
     wf_schedule_in second = cron_in("hourly", "@hourly", NULL);
-    create(&second, at("2026-03-27T12:00:00Z"));
+    create(&second, wf_test_utc_us("2026-03-27T12:00:00Z"));
     wf_schedule_view *rows = NULL;
     size_t n = 0;
     char *next = NULL;
@@ -185,15 +172,16 @@ WF_TEST(test_update_pause_unpause_delete)
 {
     deploy_work();
     wf_schedule_in in = cron_in("s", "0 9 * * *", "UTC");
-    create(&in, at("2026-01-01T00:00:00Z"));
+    create(&in, wf_test_utc_us("2026-01-01T00:00:00Z"));
     wf_runtime_ctx c = kit_ctx("ops");
     wf_error err;
     wf_schedule_view v;
     in.spec.cron = "0 10 * * *";
     in.overlap = WF_OVERLAP_ALLOW_ALL;
-    ck_code(wf_schedules_update(&c.ref, &in, at("2026-01-01T00:00:00Z"), NULL, &v, &err), WF_OK,
-            err);
-    ck_assert_int_eq(v.row.next_fire_at, at("2026-01-01T10:00:00Z"));
+    ck_code(
+        wf_schedules_update(&c.ref, &in, wf_test_utc_us("2026-01-01T00:00:00Z"), NULL, &v, &err),
+        WF_OK, err);
+    ck_assert_int_eq(v.row.next_fire_at, wf_test_utc_us("2026-01-01T10:00:00Z"));
     ck_assert_int_eq(row_of("s").overlap, WF_OVERLAP_ALLOW_ALL);
     in.spec.cron = "bad";
     ck_assert_int_eq(wf_schedules_update(&c.ref, &in, 0, NULL, &v, &err), WF_E_INVALID_CRON);
@@ -201,18 +189,18 @@ WF_TEST(test_update_pause_unpause_delete)
     in.spec.cron = "@daily";
     ck_assert_int_eq(wf_schedules_update(&c.ref, &in, 0, NULL, &v, &err), WF_E_SCHEDULE_NOT_FOUND);
 
-    ck_code(wf_schedules_pause(&c.ref, "s", true, "holiday", at("2026-01-01T00:00:00Z"), NULL, &v,
-                               &err),
+    ck_code(wf_schedules_pause(&c.ref, "s", true, "holiday", wf_test_utc_us("2026-01-01T00:00:00Z"),
+                               NULL, &v, &err),
             WF_OK, err);
     ck_assert_int_eq(v.row.state, WF_SCHEDULE_PAUSED);
     ck_assert_str_eq(v.row.pause_reason, "holiday");
     /* Paused: nothing fires, and the pause's fire times are not caught up. */
-    ck_assert_uint_eq(pass_at(at("2026-01-01T10:00:30Z")).started, 0);
-    ck_code(
-        wf_schedules_pause(&c.ref, "s", false, NULL, at("2026-01-02T12:00:00Z"), NULL, &v, &err),
-        WF_OK, err);
+    ck_assert_uint_eq(pass_at(wf_test_utc_us("2026-01-01T10:00:30Z")).started, 0);
+    ck_code(wf_schedules_pause(&c.ref, "s", false, NULL, wf_test_utc_us("2026-01-02T12:00:00Z"),
+                               NULL, &v, &err),
+            WF_OK, err);
     ck_assert_int_eq(v.row.state, WF_SCHEDULE_ACTIVE);
-    ck_assert_int_eq(v.row.next_fire_at, at("2026-01-03T10:00:00Z"));
+    ck_assert_int_eq(v.row.next_fire_at, wf_test_utc_us("2026-01-03T10:00:00Z"));
     ck_assert_str_eq(runs("s"), "");
 
     ck_code(wf_schedules_delete(&c.ref, "s", NULL, &err), WF_OK, err);
@@ -228,13 +216,13 @@ WF_TEST(test_each_fire_time_starts_once)
     deploy_work();
     wf_schedule_in in = cron_in("s", "*/5 * * * *", NULL);
     in.overlap = WF_OVERLAP_ALLOW_ALL;
-    create(&in, at("2026-01-01T00:00:00Z"));
+    create(&in, wf_test_utc_us("2026-01-01T00:00:00Z"));
     wf_schedule_row before = row_of("s");
-    wf_schedule_pass_counts c = pass_at(at("2026-01-01T00:05:01Z"));
+    wf_schedule_pass_counts c = pass_at(wf_test_utc_us("2026-01-01T00:05:01Z"));
     ck_assert_uint_eq(c.started, 1);
     ck_assert_int_eq(c.max_lag_us, 1000000);
     wf_schedule_row after = row_of("s");
-    ck_assert_int_eq(after.next_fire_at, at("2026-01-01T00:10:00Z"));
+    ck_assert_int_eq(after.next_fire_at, wf_test_utc_us("2026-01-01T00:10:00Z"));
     ck_assert_ptr_null(after.lease_owner);
     wf_instance_row inst = kit_instance(after.last_instance_id);
     ck_assert_ptr_nonnull(strstr(inst.variables_json, "\"schedule\":{\"id\":\"s\""));
@@ -246,13 +234,13 @@ WF_TEST(test_each_fire_time_starts_once)
     after.next_fire_at = before.next_fire_at;
     after.due_at = before.due_at;
     ck_code(wf_store_update_schedule(st, &sc, &after, &err), WF_OK, err);
-    c = pass_at(at("2026-01-01T00:05:40Z"));
+    c = pass_at(wf_test_utc_us("2026-01-01T00:05:40Z"));
     ck_assert_uint_eq(c.started, 0);
     ck_assert_uint_eq(c.already, 1);
     ck_assert_str_eq(runs("s"), "2026-01-01T00:05:00Z STARTED");
-    ck_assert_int_eq(row_of("s").next_fire_at, at("2026-01-01T00:10:00Z"));
+    ck_assert_int_eq(row_of("s").next_fire_at, wf_test_utc_us("2026-01-01T00:10:00Z"));
     /* Nothing is due before the next fire time. */
-    ck_assert_uint_eq(pass_at(at("2026-01-01T00:09:59Z")).schedules, 0);
+    ck_assert_uint_eq(pass_at(wf_test_utc_us("2026-01-01T00:09:59Z")).schedules, 0);
 }
 END_TEST
 
@@ -264,16 +252,18 @@ WF_TEST(test_passes_through_dst)
     deploy_work();
     wf_schedule_in in = cron_in("s", "30 2 * * *", "Europe/Berlin");
     in.overlap = WF_OVERLAP_ALLOW_ALL;
-    create(&in, at("2026-03-27T12:00:00Z"));
-    for (int64_t t = at("2026-03-27T12:00:00Z"); t <= at("2026-03-30T12:00:00Z"); t += 15 * MIN_US)
+    create(&in, wf_test_utc_us("2026-03-27T12:00:00Z"));
+    for (int64_t t = wf_test_utc_us("2026-03-27T12:00:00Z");
+         t <= wf_test_utc_us("2026-03-30T12:00:00Z"); t += 15 * MIN_US)
         pass_at(t);
     ck_assert_str_eq(runs("s"), "2026-03-28T01:30:00Z STARTED\n"
                                 "2026-03-29T01:00:00Z STARTED\n"
                                 "2026-03-30T00:30:00Z STARTED");
     wf_schedule_in fall = cron_in("f", "30 2 * * *", "Europe/Berlin");
     fall.overlap = WF_OVERLAP_ALLOW_ALL;
-    create(&fall, at("2026-10-24T12:00:00Z"));
-    for (int64_t t = at("2026-10-24T12:00:00Z"); t <= at("2026-10-26T12:00:00Z"); t += 15 * MIN_US)
+    create(&fall, wf_test_utc_us("2026-10-24T12:00:00Z"));
+    for (int64_t t = wf_test_utc_us("2026-10-24T12:00:00Z");
+         t <= wf_test_utc_us("2026-10-26T12:00:00Z"); t += 15 * MIN_US)
         pass_at(t);
     ck_assert_str_eq(runs("f"), "2026-10-25T00:30:00Z STARTED\n"
                                 "2026-10-26T01:30:00Z STARTED");
@@ -286,15 +276,15 @@ WF_TEST(test_overlap_skip)
 {
     deploy_work();
     wf_schedule_in in = cron_in("s", "* * * * *", NULL);
-    create(&in, at("2026-01-01T00:00:00Z"));
-    pass_at(at("2026-01-01T00:01:00Z"));
-    pass_at(at("2026-01-01T00:02:00Z"));
+    create(&in, wf_test_utc_us("2026-01-01T00:00:00Z"));
+    pass_at(wf_test_utc_us("2026-01-01T00:01:00Z"));
+    pass_at(wf_test_utc_us("2026-01-01T00:02:00Z"));
     wf_runtime_ctx c = kit_ctx("ops");
     wf_instance_row out;
     wf_error err;
     ck_code(wf_instances_cancel(&c, row_of("s").last_instance_id, "done", false, NULL, &out, &err),
             WF_OK, err);
-    pass_at(at("2026-01-01T00:03:00Z"));
+    pass_at(wf_test_utc_us("2026-01-01T00:03:00Z"));
     ck_assert_str_eq(runs("s"), "2026-01-01T00:01:00Z STARTED\n"
                                 "2026-01-01T00:02:00Z SKIPPED\n"
                                 "2026-01-01T00:03:00Z STARTED");
@@ -310,11 +300,11 @@ WF_TEST(test_catch_up_window)
     wf_schedule_in in = cron_in("all", "* * * * *", NULL);
     in.overlap = WF_OVERLAP_ALLOW_ALL;
     in.catchup_window_ms = 3 * 60000;
-    create(&in, at("2026-01-01T00:00:00Z"));
+    create(&in, wf_test_utc_us("2026-01-01T00:00:00Z"));
     wf_schedule_in skip = cron_in("skip", "* * * * *", NULL);
     skip.catchup_window_ms = 3 * 60000;
-    create(&skip, at("2026-01-01T00:00:00Z"));
-    wf_schedule_pass_counts c = pass_at(at("2026-01-01T00:06:30Z"));
+    create(&skip, wf_test_utc_us("2026-01-01T00:00:00Z"));
+    wf_schedule_pass_counts c = pass_at(wf_test_utc_us("2026-01-01T00:06:30Z"));
     ck_assert_uint_eq(c.missed, 6);
     ck_assert_uint_eq(c.started, 4);
     ck_assert_uint_eq(c.skipped, 2);
@@ -330,7 +320,7 @@ WF_TEST(test_catch_up_window)
                                    "2026-01-01T00:04:00Z STARTED\n"
                                    "2026-01-01T00:05:00Z SKIPPED\n"
                                    "2026-01-01T00:06:00Z SKIPPED");
-    ck_assert_int_eq(row_of("all").next_fire_at, at("2026-01-01T00:07:00Z"));
+    ck_assert_int_eq(row_of("all").next_fire_at, wf_test_utc_us("2026-01-01T00:07:00Z"));
 }
 END_TEST
 
@@ -343,28 +333,29 @@ WF_TEST(test_failures_pause_and_trigger)
     in.overlap = WF_OVERLAP_ALLOW_ALL;
     in.pause_after_failures = 2;
     in.version = 1;
-    create(&in, at("2026-01-01T00:00:00Z"));
+    create(&in, wf_test_utc_us("2026-01-01T00:00:00Z"));
     /* Pinned to version 1, which goes: the starts are refused. */
     wf_store_ctx sc = {"default", 0, arena};
     wf_schedule_row r = row_of("s");
     r.def_version = 7;
     wf_error err;
     ck_code(wf_store_update_schedule(st, &sc, &r, &err), WF_OK, err);
-    pass_at(at("2026-01-01T00:01:00Z"));
+    pass_at(wf_test_utc_us("2026-01-01T00:01:00Z"));
     ck_assert_int_eq(row_of("s").state, WF_SCHEDULE_ACTIVE);
-    pass_at(at("2026-01-01T00:02:00Z"));
+    pass_at(wf_test_utc_us("2026-01-01T00:02:00Z"));
     wf_schedule_row paused = row_of("s");
     ck_assert_int_eq(paused.state, WF_SCHEDULE_PAUSED);
     ck_assert_int_eq(paused.failures, 2);
     ck_assert_str_eq(runs("s"), "2026-01-01T00:01:00Z FAILED\n2026-01-01T00:02:00Z FAILED");
-    ck_assert_uint_eq(pass_at(at("2026-01-01T00:03:00Z")).schedules, 0);
+    ck_assert_uint_eq(pass_at(wf_test_utc_us("2026-01-01T00:03:00Z")).schedules, 0);
 
     wf_schedule_in ok = cron_in("t", "@yearly", NULL);
-    create(&ok, at("2026-01-01T00:00:00Z"));
+    create(&ok, wf_test_utc_us("2026-01-01T00:00:00Z"));
     wf_runtime_ctx c = kit_ctx("ops");
     wf_schedule_run_row run;
-    ck_code(wf_schedules_trigger(&c.ref, "t", at("2026-05-05T05:05:05Z"), NULL, &run, &err), WF_OK,
-            err);
+    ck_code(
+        wf_schedules_trigger(&c.ref, "t", wf_test_utc_us("2026-05-05T05:05:05Z"), NULL, &run, &err),
+        WF_OK, err);
     ck_assert_int_eq(run.outcome, WF_RUN_STARTED);
     ck_assert_int_eq(run.manual, 1);
     ck_assert_int_eq(kit_instance(run.instance_id).status, WF_INSTANCE_RUNNING);
