@@ -127,18 +127,6 @@ runs_ok(const char *id, size_t *n)
     return r->runs;
 }
 
-static int64_t
-tick(void)
-{
-    Workflow__V1__RunSchedulerPassRequest req = WORKFLOW__V1__RUN_SCHEDULER_PASS_REQUEST__INIT;
-    wf_client_status st;
-    Workflow__V1__RunSchedulerPassResponse *r =
-        call(me("ops"), "RunSchedulerPass", &req,
-             &workflow__v1__run_scheduler_pass_response__descriptor, &st);
-    ck_ok(st);
-    return r->schedule_runs;
-}
-
 /* Create and Get answer the schedule with its next fire times in its zone
  * and in UTC; the refusals have stable reasons; a request id replays. */
 WF_TEST(test_create_get_list_and_refusals)
@@ -212,8 +200,8 @@ WF_TEST(test_fires_once_through_dst)
     for (int64_t t = wf_test_utc_us("2026-03-27T12:00:00Z");
          t <= wf_test_utc_us("2026-03-30T12:00:00Z"); t += HOUR_US) {
         set_clock(t);
-        handled += tick();
-        handled += tick();
+        handled += scheduler_pass()->schedule_runs;
+        handled += scheduler_pass()->schedule_runs;
     }
     ck_assert_int_eq(handled, 3);
     size_t n = 0;
@@ -250,7 +238,7 @@ WF_TEST(test_pause_update_trigger_delete)
     ck_assert_int_eq(pr->schedule->state, S_PAUSED);
     ck_assert_str_eq(pr->schedule->pause_reason, "maintenance");
     set_clock(wf_test_utc_us("2026-03-27T13:00:30Z"));
-    ck_assert_int_eq(tick(), 0);
+    ck_assert_int_eq(scheduler_pass()->schedule_runs, 0);
     p.id = "nope";
     call(me("ops"), "PauseSchedule", &p, &workflow__v1__pause_schedule_response__descriptor, &st);
     ck_fails(st, GRPC_STATUS_NOT_FOUND, "SCHEDULE_NOT_FOUND");
@@ -279,7 +267,7 @@ WF_TEST(test_pause_update_trigger_delete)
     ck_assert_int_eq(ts_us(unr->schedule->upcoming[0]->time),
                      wf_test_utc_us("2026-03-27T14:00:00Z"));
     set_clock(wf_test_utc_us("2026-03-27T14:00:01Z"));
-    ck_assert_int_eq(tick(), 1);
+    ck_assert_int_eq(scheduler_pass()->schedule_runs, 1);
 
     Workflow__V1__TriggerScheduleRequest tr = WORKFLOW__V1__TRIGGER_SCHEDULE_REQUEST__INIT;
     tr.id = "hourly";
@@ -334,7 +322,7 @@ WF_TEST(test_catch_up_after_outage)
          &st);
     ck_ok(st);
     set_clock(wf_test_utc_us("2026-03-27T12:06:30Z"));
-    ck_assert_int_eq(tick(), 6);
+    ck_assert_int_eq(scheduler_pass()->schedule_runs, 6);
     size_t n = 0;
     Workflow__V1__ScheduleRun **r = runs_ok("minutely", &n);
     ck_assert_uint_eq(n, 6);

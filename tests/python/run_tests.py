@@ -345,28 +345,27 @@ def decode_status(call):
     return None
 
 
-def error_info(status):
-    """The google.rpc.ErrorInfo inside a google.rpc.Status, or None."""
+def status_detail(status, cls):
+    """The first detail of type cls (a google.rpc message class) inside a
+    google.rpc.Status, or None."""
     if status is None:
         return None
     for any_msg in status.details:
-        if any_msg.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-            info = error_details_pb2.ErrorInfo()
-            any_msg.Unpack(info)
-            return info
+        if any_msg.Is(cls.DESCRIPTOR):
+            detail = cls()
+            any_msg.Unpack(detail)
+            return detail
     return None
+
+
+def error_info(status):
+    """The google.rpc.ErrorInfo inside a google.rpc.Status, or None."""
+    return status_detail(status, error_details_pb2.ErrorInfo)
 
 
 def bad_request(status):
     """The google.rpc.BadRequest inside a google.rpc.Status, or None."""
-    if status is None:
-        return None
-    for any_msg in status.details:
-        if any_msg.Is(error_details_pb2.BadRequest.DESCRIPTOR):
-            br = error_details_pb2.BadRequest()
-            any_msg.Unpack(br)
-            return br
-    return None
+    return status_detail(status, error_details_pb2.BadRequest)
 
 
 def raw_method(channel, path):

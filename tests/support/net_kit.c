@@ -64,6 +64,18 @@ me(const char *actor)
     return as_tenant(test_tenant, actor);
 }
 
+Workflow__V1__RunSchedulerPassResponse *
+scheduler_pass(void)
+{
+    Workflow__V1__RunSchedulerPassRequest req = WORKFLOW__V1__RUN_SCHEDULER_PASS_REQUEST__INIT;
+    wf_client_status st;
+    Workflow__V1__RunSchedulerPassResponse *r =
+        call(me("ops"), "RunSchedulerPass", &req,
+             &workflow__v1__run_scheduler_pass_response__descriptor, &st);
+    ck_ok(st);
+    return r;
+}
+
 void
 teardown(void)
 {

@@ -31,6 +31,9 @@ char *setup_tenant(const char *const *env, const char *prefix);
 /* A client of the test's tenant (setup_tenant) acting as actor. */
 wf_client *me(const char *actor);
 
+/* One RunSchedulerPass as "ops" (the test fails unless it answers OK). */
+Workflow__V1__RunSchedulerPassResponse *scheduler_pass(void);
+
 /* "name" -> "name-1a2b3c4d", unique to the test run. */
 char *u(const char *name);
 

@@ -75,6 +75,14 @@ pass_at(int64_t now)
     return c;
 }
 
+/* A pass every quarter of an hour, from one UTC time text to another. */
+static void
+pass_every_quarter(const char *from, const char *to)
+{
+    for (int64_t t = wf_test_utc_us(from); t <= wf_test_utc_us(to); t += 15 * MIN_US)
+        pass_at(t);
+}
+
 /* The runs of id, oldest first, as "<nominal UTC> <OUTCOME>" lines. */
 static const char *
 runs(const char *id)
@@ -253,18 +261,14 @@ WF_TEST(test_passes_through_dst)
     wf_schedule_in in = cron_in("s", "30 2 * * *", "Europe/Berlin");
     in.overlap = WF_OVERLAP_ALLOW_ALL;
     create(&in, wf_test_utc_us("2026-03-27T12:00:00Z"));
-    for (int64_t t = wf_test_utc_us("2026-03-27T12:00:00Z");
-         t <= wf_test_utc_us("2026-03-30T12:00:00Z"); t += 15 * MIN_US)
-        pass_at(t);
+    pass_every_quarter("2026-03-27T12:00:00Z", "2026-03-30T12:00:00Z");
     ck_assert_str_eq(runs("s"), "2026-03-28T01:30:00Z STARTED\n"
                                 "2026-03-29T01:00:00Z STARTED\n"
                                 "2026-03-30T00:30:00Z STARTED");
     wf_schedule_in fall = cron_in("f", "30 2 * * *", "Europe/Berlin");
     fall.overlap = WF_OVERLAP_ALLOW_ALL;
     create(&fall, wf_test_utc_us("2026-10-24T12:00:00Z"));
-    for (int64_t t = wf_test_utc_us("2026-10-24T12:00:00Z");
-         t <= wf_test_utc_us("2026-10-26T12:00:00Z"); t += 15 * MIN_US)
-        pass_at(t);
+    pass_every_quarter("2026-10-24T12:00:00Z", "2026-10-26T12:00:00Z");
     ck_assert_str_eq(runs("f"), "2026-10-25T00:30:00Z STARTED\n"
                                 "2026-10-26T01:30:00Z STARTED");
 }
