@@ -91,18 +91,7 @@ start_crowd(const char *key, const char *agg, int n)
 static Workflow__V1__SendSignalResponse *
 send_go(const char *agg, const char *request_id, wf_client_status *st)
 {
-    Workflow__V1__SendSignalRequest req = WORKFLOW__V1__SEND_SIGNAL_REQUEST__INIT;
-    Workflow__V1__Aggregate g = WORKFLOW__V1__AGGREGATE__INIT;
-    g.type = "order";
-    g.id = (char *)agg;
-    req.name = "go";
-    req.target_case = WORKFLOW__V1__SEND_SIGNAL_REQUEST__TARGET_AGGREGATE;
-    req.aggregate = &g;
-    req.payload_json = "{\"went\": true}";
-    if (request_id != NULL)
-        req.request_id = (char *)request_id;
-    return call(as("hook"), "SendSignal", &req, &workflow__v1__send_signal_response__descriptor,
-                st);
+    return signal_order(as("hook"), "go", agg, "{\"went\": true}", request_id, st);
 }
 
 /* The wire bytes of m (ta). */
