@@ -26,6 +26,7 @@ RUN apt-get update \
         grpc-proto \
         libgraphviz-dev \
         libgrpc-dev \
+        libicu-dev \
         libjansson-dev \
         libjq-dev \
         libmicrohttpd-dev \
@@ -68,6 +69,7 @@ RUN apt-get update \
         ca-certificates \
         libgrpc29 \
         libgvc6 \
+        libicu72 \
         libjansson4 \
         libjq1 \
         libmicrohttpd12 \

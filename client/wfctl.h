@@ -212,6 +212,10 @@ int print_completion(const ProtobufCMessage *m);
 int print_send_signal(const ProtobufCMessage *m);
 int print_tick(const ProtobufCMessage *m);
 int print_batch_resp(const ProtobufCMessage *m);
+int print_schedule_resp(const ProtobufCMessage *m);
+int print_schedule_run_resp(const ProtobufCMessage *m);
+/* "ok": a call whose answer is empty (schedule delete). */
+int print_done(const ProtobufCMessage *m);
 /* One progress line of a batch operation (batch --follow), to stderr. */
 void print_batch_progress(const ProtobufCMessage *batch_operation);
 
@@ -222,6 +226,8 @@ void row_instance(const ProtobufCMessage *m);
 void row_task(const ProtobufCMessage *m);
 void row_incident(const ProtobufCMessage *m);
 void row_batch(const ProtobufCMessage *m);
+void row_schedule(const ProtobufCMessage *m);
+void row_schedule_run(const ProtobufCMessage *m);
 void row_signal(const ProtobufCMessage *m);
 void row_event(const ProtobufCMessage *m);
 

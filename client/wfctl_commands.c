@@ -58,6 +58,31 @@ static int prepare_batch_start(struct wfctl_args *a);
 static const char JSON_ARG_NOTE[] =
     "JSON arguments are JSON objects; @FILE reads one from a file and @- from stdin.\n";
 
+/* The spec and policy flags of schedule create and update. */
+#define SPEC_ARGS                                                                                  \
+    OPT(ARG_STR, "cron", "spec.cron", "EXPR",                                                      \
+        "cron expression: 5 fields or @hourly, @daily, @weekly, @monthly, @yearly"),               \
+        OPT(ARG_STR, "interval", "spec.interval", "TEXT",                                          \
+            "instead of --cron: 15m, or every 1h offset 2m"),                                      \
+        OPT(ARG_STR, "tz", "spec.time_zone", "ZONE", "IANA time zone of --cron (default UTC)"),    \
+        OPT(ARG_STR, "start-at", "spec.start_at", "TIME", "no fire time before (RFC 3339)"),       \
+        OPT(ARG_STR, "end-at", "spec.end_at", "TIME", "no fire time after (RFC 3339)"),            \
+        OPT(ARG_DURATION, "jitter", "spec.jitter", "DURATION",                                     \
+            "start each fire up to this much late"),                                               \
+        OPT(ARG_LIST, "exclude", "spec.exclude_dates", "DATES",                                    \
+            "local dates YYYY-MM-DD on which nothing fires (comma-separated)"),                    \
+        OPT(ARG_STR, "overlap", "policy.overlap", "POLICY",                                        \
+            "skip (default) or allow-all, while the last instance runs"),                          \
+        OPT(ARG_DURATION, "catchup", "policy.catchup_window", "DURATION",                          \
+            "after an outage, fire times this old still run (default 1m)"),                        \
+        OPT(ARG_INT, "pause-after", "policy.pause_after_failures", "N",                            \
+            "pause after N failed starts in a row"),                                               \
+        VARS("variables of each instance (JSON object)"),                                          \
+        AGGREGATE("business object each instance is bound to"),                                    \
+        OPT(ARG_INT, "version", "version", "N", "definition version (default: the latest)"),       \
+        OPT(ARG_FLAG, "paused", "paused", NULL, "create it paused"),                               \
+        OPT(ARG_STR, "note", "note", "TEXT", "free text"), REQUEST_ID, END
+
 static const struct command commands[] = {
     {.name = "health",
      .summary = "check the server's health (SERVING / NOT_SERVING; exit 1 unless SERVING)",
@@ -380,6 +405,84 @@ static const struct command commands[] = {
      .args = (const struct arg[]){PAGING, END},
      .items = "batch_operations",
      .row = row_batch},
+
+    /* ---- schedules ---- */
+    {.name = "schedule create",
+     .summary = "create a schedule that starts instances of a definition on a calendar",
+     .method = "CreateSchedule",
+     .req = DESC(create_schedule_request),
+     .resp = DESC(create_schedule_response),
+     .args =
+         (const struct arg[]){
+             POS("id", "ID", "schedule id (yours, unique in the tenant)"),
+             OPT(ARG_STR, "key", "definition_key", "KEY", "the definition to start"), SPEC_ARGS},
+     .print = print_schedule_resp,
+     .details = "Exactly one of --cron and --interval. Prints the schedule and its next\n"
+                "fire times, in its zone and in UTC.\n"},
+    {.name = "schedule update",
+     .summary = "replace what schedule create set (the next fire time is computed again)",
+     .method = "UpdateSchedule",
+     .req = DESC(update_schedule_request),
+     .resp = DESC(update_schedule_response),
+     .args =
+         (const struct arg[]){
+             POS("id", "ID", "schedule id"),
+             OPT(ARG_STR, "key", "definition_key", "KEY", "the definition to start"), SPEC_ARGS},
+     .print = print_schedule_resp},
+    {.name = "schedule get",
+     .summary = "show a schedule and its next 10 fire times",
+     .method = "GetSchedule",
+     .req = DESC(get_schedule_request),
+     .resp = DESC(get_schedule_response),
+     .args = (const struct arg[]){POS("id", "ID", "schedule id"), END},
+     .print = print_schedule_resp},
+    {.name = "schedule list",
+     .summary = "list schedules, newest first",
+     .method = "ListSchedules",
+     .req = DESC(list_schedules_request),
+     .resp = DESC(list_schedules_response),
+     .args = (const struct arg[]){PAGING, END},
+     .items = "schedules",
+     .row = row_schedule},
+    {.name = "schedule delete",
+     .summary = "delete a schedule and its runs (the instances it started stay)",
+     .method = "DeleteSchedule",
+     .req = DESC(delete_schedule_request),
+     .resp = DESC(delete_schedule_response),
+     .args = (const struct arg[]){POS("id", "ID", "schedule id"), REQUEST_ID, END},
+     .print = print_done},
+    {.name = "schedule pause",
+     .summary = "stop a schedule firing",
+     .method = "PauseSchedule",
+     .req = DESC(pause_schedule_request),
+     .resp = DESC(pause_schedule_response),
+     .args = (const struct arg[]){POS("id", "ID", "schedule id"),
+                                  OPT(ARG_STR, "reason", "reason", "TEXT", "why (shown)"),
+                                  REQUEST_ID, END},
+     .print = print_schedule_resp},
+    {.name = "schedule unpause",
+     .summary = "fire again from the next fire time after now",
+     .method = "UnpauseSchedule",
+     .req = DESC(unpause_schedule_request),
+     .resp = DESC(unpause_schedule_response),
+     .args = (const struct arg[]){POS("id", "ID", "schedule id"),
+                                  OPT(ARG_STR, "reason", "reason", "TEXT", "why"), REQUEST_ID, END},
+     .print = print_schedule_resp},
+    {.name = "schedule trigger",
+     .summary = "start one instance now, outside the calendar",
+     .method = "TriggerSchedule",
+     .req = DESC(trigger_schedule_request),
+     .resp = DESC(trigger_schedule_response),
+     .args = (const struct arg[]){POS("id", "ID", "schedule id"), REQUEST_ID, END},
+     .print = print_schedule_run_resp},
+    {.name = "schedule runs",
+     .summary = "list a schedule's fire times and what became of each, newest first",
+     .method = "ListScheduleRuns",
+     .req = DESC(list_schedule_runs_request),
+     .resp = DESC(list_schedule_runs_response),
+     .args = (const struct arg[]){POS("schedule_id", "ID", "schedule id"), PAGING, END},
+     .items = "runs",
+     .row = row_schedule_run},
 
     /* ---- ad-hoc referrals ---- */
     {.name = "assign",

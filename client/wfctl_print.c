@@ -841,6 +841,91 @@ print_tick(const ProtobufCMessage *m)
     printf("%-15s %lld\n", "leases expired", (long long)r->leases_expired);
     printf("%-15s %lld\n", "signals expired", (long long)r->signals_expired);
     printf("%-15s %lld\n", "rows removed", (long long)r->rows_removed);
+    printf("%-15s %lld\n", "schedule runs", (long long)r->schedule_runs);
+    return WFCTL_OK;
+}
+
+/* ---- schedules ---------------------------------------------------------------- */
+
+/* The spec in one line: "cron 30 2 * * * (Europe/Berlin)". */
+static const char *
+spec_line(const Workflow__V1__ScheduleSpec *sp)
+{
+    if (sp == NULL)
+        return "";
+    if (sp->cron[0] != '\0')
+        return fmt("cron %s (%s)", sp->cron, sp->time_zone[0] != '\0' ? sp->time_zone : "UTC");
+    return fmt("interval %s", sp->interval);
+}
+
+void
+row_schedule(const ProtobufCMessage *m)
+{
+    const Workflow__V1__Schedule *s = (const void *)m;
+    if (tbl.ncols == 0)
+        table_begin(0, 5, (const char *const[]){"ID", "STATE", "DEFINITION", "SPEC", "NEXT"});
+    table_row((const char *const[]){s->id, EN(schedule_state, s->state), s->definition_key,
+                                    spec_line(s->spec),
+                                    s->n_upcoming > 0 ? s->upcoming[0]->local_time : "-"});
+}
+
+void
+row_schedule_run(const ProtobufCMessage *m)
+{
+    const Workflow__V1__ScheduleRun *r = (const void *)m;
+    if (tbl.ncols == 0)
+        table_begin(0, 5,
+                    (const char *const[]){"NOMINAL", "ACTUAL", "OUTCOME", "INSTANCE", "DETAIL"});
+    table_row((const char *const[]){
+        ts(r->nominal_time), ts(r->actual_time),
+        fmt("%s%s", EN(schedule_run_outcome, r->outcome), r->manual ? " (manual)" : ""),
+        r->instance_id, r->detail});
+}
+
+int
+print_schedule_resp(const ProtobufCMessage *m)
+{
+    const Workflow__V1__Schedule *s = (const void *)pb_get_message(m, "schedule");
+    if (s == NULL)
+        return WFCTL_OK;
+    kv("schedule", "%s", s->id);
+    kv("state", "%s", EN(schedule_state, s->state));
+    kv("pause reason", "%s", s->pause_reason);
+    kv("definition", "%s v%d", s->definition_key, (int)s->version);
+    kv("spec", "%s", spec_line(s->spec));
+    if (s->policy != NULL)
+        kv("policy", "overlap %s, catch-up %s, pause after %d failures",
+           EN(schedule_overlap_policy, s->policy->overlap), dur(s->policy->catchup_window),
+           (int)s->policy->pause_after_failures);
+    kv("last instance", "%s", s->last_instance_id);
+    kv("note", "%s", s->note);
+    if (s->n_upcoming > 0) {
+        section("next fire times", s->n_upcoming);
+        table_begin(2, 2, (const char *const[]){"LOCAL", "UTC"});
+        for (size_t i = 0; i < s->n_upcoming; i++)
+            table_row((const char *const[]){s->upcoming[i]->local_time, ts(s->upcoming[i]->time)});
+        table_flush();
+    }
+    return WFCTL_OK;
+}
+
+int
+print_schedule_run_resp(const ProtobufCMessage *m)
+{
+    const Workflow__V1__ScheduleRun *r = (const void *)pb_get_message(m, "run");
+    if (r == NULL)
+        return WFCTL_OK;
+    kv("outcome", "%s", EN(schedule_run_outcome, r->outcome));
+    kv("instance", "%s", r->instance_id);
+    kv("nominal", "%s", ts(r->nominal_time));
+    return WFCTL_OK;
+}
+
+int
+print_done(const ProtobufCMessage *m)
+{
+    (void)m;
+    printf("ok\n");
     return WFCTL_OK;
 }
 

@@ -24,6 +24,8 @@ typedef enum wf_code {
     WF_E_INSTANCE_NOT_FOUND,
     WF_E_TASK_NOT_FOUND,
     WF_E_JOB_NOT_FOUND,
+    /* The id names no schedule of the tenant (another tenant's included). */
+    WF_E_SCHEDULE_NOT_FOUND,
 
     /* INVALID_ARGUMENT */
     WF_E_INVALID_ARGUMENT,
@@ -34,6 +36,14 @@ typedef enum wf_code {
     WF_E_UNKNOWN_STEP,
     /* ModifyInstance names a place its instance's net does not have. */
     WF_E_UNKNOWN_PLACE,
+    /* A schedule's cron expression does not parse (5 fields, or @hourly,
+     * @daily, @weekly, @monthly, @yearly). */
+    WF_E_INVALID_CRON,
+    /* A schedule names a time zone the IANA database does not know. */
+    WF_E_UNKNOWN_TIME_ZONE,
+    /* Any other fault of a schedule's spec or policy (interval, jitter,
+     * dates, window, overlap). */
+    WF_E_INVALID_SCHEDULE,
 
     /* FAILED_PRECONDITION */
     WF_E_TASK_NOT_OPEN,
@@ -71,6 +81,8 @@ typedef enum wf_code {
      * (FAILED_PRECONDITION). */
     WF_E_BATCH_OPERATION_NOT_FOUND,
     WF_E_BATCH_OPERATION_NOT_RUNNING,
+    /* CreateSchedule with an id the tenant already uses. */
+    WF_E_SCHEDULE_ALREADY_EXISTS,
 
     /* PERMISSION_DENIED */
     WF_E_NOT_ASSIGNEE,

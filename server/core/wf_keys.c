@@ -305,6 +305,7 @@ parse_file(const char *text, size_t len, key_set *out, wf_error *err)
     if (!parse_set(text, len, "WF_API_KEYS_FILE", true, out, err))
         return false;
     if (out->n == 0) {
+        set_free(out);
         wf_error_set(err, WF_E_INVALID_ARGUMENT, "WF_API_KEYS_FILE holds no key");
         return false;
     }

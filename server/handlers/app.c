@@ -138,6 +138,24 @@ wf_app_render_metrics(wf_app *app, FILE *out)
             (long long)ev[WF_CNT_INSTANCE_FAILED], (long long)ev[WF_CNT_INCIDENT_RESOLVED],
             (long long)ev[WF_CNT_SIGNAL_RECEIVED], (long long)ev[WF_CNT_SIGNAL_BUFFERED],
             (long long)ev[WF_CNT_SIGNAL_DROPPED], (long long)ev[WF_CNT_SIGNAL_DUPLICATE]);
+    static const char *const outcomes[5] = {NULL, "STARTED", "SKIPPED", "MISSED", "FAILED"};
+    fprintf(out, "# HELP workflow_schedule_runs_total Fire times of schedules this replica "
+                 "handled, by outcome.\n"
+                 "# TYPE workflow_schedule_runs_total counter\n");
+    for (int k = 1; k < 5; k++)
+        fprintf(out, "workflow_schedule_runs_total{outcome=\"%s\"} %llu\n", outcomes[k],
+                (unsigned long long)__atomic_load_n(&app->schedule_runs[k], __ATOMIC_RELAXED));
+    fprintf(out,
+            "# HELP workflow_schedule_lag_seconds Start time - fire time of the latest pass's "
+            "latest start of a schedule on this replica.\n"
+            "# TYPE workflow_schedule_lag_seconds gauge\n"
+            "workflow_schedule_lag_seconds %.3f\n"
+            "# HELP workflow_schedule_lag_max_seconds Largest start lag of a schedule since "
+            "start.\n"
+            "# TYPE workflow_schedule_lag_max_seconds gauge\n"
+            "workflow_schedule_lag_max_seconds %.3f\n",
+            (double)__atomic_load_n(&app->schedule_lag_us, __ATOMIC_RELAXED) / 1e6,
+            (double)__atomic_load_n(&app->schedule_lag_max_us, __ATOMIC_RELAXED) / 1e6);
 }
 
 void

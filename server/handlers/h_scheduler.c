@@ -16,6 +16,7 @@
 #include "h_common.h"
 #include "handlers.h"
 #include "batch.h"
+#include "schedules.h"
 #include "scheduler.h"
 #include "signals.h"
 #include "wf_id.h"
@@ -23,6 +24,8 @@
 
 /* Batch operations claimed by one pass (one chunk each). */
 #define BATCHES_PER_PASS 16
+/* Schedules claimed by one pass. */
+#define SCHEDULES_PER_PASS 32
 
 /* Time kept back from the call's deadline to send the answer. */
 #define ANSWER_MARGIN_MS 50
@@ -86,6 +89,61 @@ run_batches(void *arg, const char *tenant, int64_t deadline_ms, size_t *chunks, 
     return rc;
 }
 
+int64_t
+wf_app_now(const wf_app *app)
+{
+    return app != NULL && app->clock != NULL ? app->clock(app->clock_arg) : wf_now_us();
+}
+
+/* Adds what a pass of schedules did to the app's counters (/metrics). */
+static void
+note_schedule_runs(wf_app *app, const wf_schedule_pass_counts *c)
+{
+    const size_t n[5] = {0, c->started, c->skipped, c->missed, c->failed};
+    for (int i = 1; i < 5; i++)
+        __atomic_add_fetch(&app->schedule_runs[i], (uint64_t)n[i], __ATOMIC_RELAXED);
+    if (c->started == 0)
+        return;
+    __atomic_store_n(&app->schedule_lag_us, c->max_lag_us, __ATOMIC_RELAXED);
+    int64_t max = __atomic_load_n(&app->schedule_lag_max_us, __ATOMIC_RELAXED);
+    while (c->max_lag_us > max &&
+           !__atomic_compare_exchange_n(&app->schedule_lag_max_us, &max, c->max_lag_us, false,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
+/* A pass of schedules (engine/schedules.h) on this app's store at the
+ * app's clock; the owner of the claims as run_batches'. */
+static wf_code
+run_schedules(void *arg, const char *tenant, int64_t deadline_ms, size_t *claimed, size_t *runs,
+              wf_error *err)
+{
+    wf_app *app = arg;
+    char owner[64];
+    wf_arena *a = wf_arena_new();
+    const char *id = a != NULL ? wf_id_new(a) : NULL;
+    if (id == NULL) {
+        wf_arena_free(a);
+        return wf_error_nomem(err);
+    }
+    snprintf(owner, sizeof owner, "%ld/%s", (long)getpid(), id);
+    wf_arena_free(a);
+    wf_schedule_host h = {
+        .store = app->store,
+        .dir = app->directory,
+        .max_variables_bytes = app->cfg != NULL ? (size_t)app->cfg->max_variables_bytes : 0,
+        .wake = wake_app,
+        .wake_arg = app,
+    };
+    wf_schedule_pass_counts c;
+    wf_code rc = wf_schedules_pass(&h, tenant, owner, wf_app_now(app), SCHEDULES_PER_PASS,
+                                   deadline_ms, &c, err);
+    *claimed = c.schedules;
+    *runs = c.started + c.skipped + c.missed + c.failed;
+    note_schedule_runs(app, &c);
+    return rc;
+}
+
 void
 wf_app_scheduler_options(const wf_app *app, wf_scheduler_options *opt)
 {
@@ -97,6 +155,7 @@ wf_app_scheduler_options(const wf_app *app, wf_scheduler_options *opt)
     opt->signal_retention_ms = app->cfg->signal_retention_s * 1000;
     opt->event_retention_ms = app->cfg->event_retention_s * 1000;
     opt->batches = run_batches;
+    opt->schedules = run_schedules;
 }
 
 wf_code
@@ -139,6 +198,7 @@ h_run_scheduler_pass(wf_call *call, const ProtobufCMessage *req, ProtobufCMessag
     m->leases_expired = (int64_t)c.leases_expired;
     m->signals_expired = (int64_t)c.signals_expired;
     m->rows_removed = (int64_t)c.rows_removed;
+    m->schedule_runs = (int64_t)c.schedule_runs;
     *resp = &m->base;
     return WF_OK;
 }

@@ -41,7 +41,20 @@ typedef struct wf_app {
     /* The background scheduler, once main has started it (under wake_mu):
      * WF_TOPIC_TIMERS wakes it. */
     struct wf_scheduler *sched;
+    /* The clock of schedules (microseconds since the epoch); NULL = the
+     * wall clock (wf_now_us). workflowd never sets it: it is the hook of
+     * the in-process test server, whose tests run schedules through a DST
+     * change or an outage in seconds. */
+    int64_t (*clock)(void *arg);
+    void *clock_arg;
+    /* What this process's schedule passes did (atomic; /metrics): runs by
+     * outcome (index: wf_schedule_outcome), and the lag of starts. */
+    uint64_t schedule_runs[5];
+    int64_t schedule_lag_us, schedule_lag_max_us;
 } wf_app;
+
+/* Now, by app->clock (schedules: CreateSchedule, the passes, ...). */
+int64_t wf_app_now(const wf_app *app);
 
 /* Static initializer of the fields wf_app needs before use. */
 #define WF_APP_INIT                                                                                \

@@ -37,6 +37,25 @@ wf_code h_cancel_batch_operation(wf_call *call, const ProtobufCMessage *req,
                                  ProtobufCMessage **resp, wf_error *err);
 wf_code h_list_batch_operations(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                                 wf_error *err);
+/* Schedules (h_schedules.c). */
+wf_code h_create_schedule(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                          wf_error *err);
+wf_code h_get_schedule(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                       wf_error *err);
+wf_code h_list_schedules(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                         wf_error *err);
+wf_code h_update_schedule(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                          wf_error *err);
+wf_code h_delete_schedule(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                          wf_error *err);
+wf_code h_pause_schedule(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                         wf_error *err);
+wf_code h_unpause_schedule(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                           wf_error *err);
+wf_code h_trigger_schedule(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                           wf_error *err);
+wf_code h_list_schedule_runs(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                             wf_error *err);
 wf_code h_cancel_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                           wf_error *err);
 wf_code h_set_variables(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,

@@ -33,6 +33,16 @@ const wf_route wf_routes[] = {
     {"GetBatchOperation", h_get_batch_operation, 0, NULL},
     {"CancelBatchOperation", h_cancel_batch_operation, WF_ROUTE_ACTOR, NULL},
     {"ListBatchOperations", h_list_batch_operations, 0, NULL},
+    /* Schedules */
+    {"CreateSchedule", h_create_schedule, WF_ROUTE_ACTOR, NULL},
+    {"GetSchedule", h_get_schedule, 0, NULL},
+    {"ListSchedules", h_list_schedules, 0, NULL},
+    {"UpdateSchedule", h_update_schedule, WF_ROUTE_ACTOR, NULL},
+    {"DeleteSchedule", h_delete_schedule, WF_ROUTE_ACTOR, NULL},
+    {"PauseSchedule", h_pause_schedule, WF_ROUTE_ACTOR, NULL},
+    {"UnpauseSchedule", h_unpause_schedule, WF_ROUTE_ACTOR, NULL},
+    {"TriggerSchedule", h_trigger_schedule, WF_ROUTE_ACTOR, NULL},
+    {"ListScheduleRuns", h_list_schedule_runs, 0, NULL},
     /* Ad-hoc referral */
     {"AssignTo", h_assign_to, WF_ROUTE_ACTOR, NULL},
     {"GetCompletion", h_get_completion, 0, NULL},

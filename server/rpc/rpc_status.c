@@ -28,6 +28,7 @@ wf_rpc_status_code(wf_code code)
     case WF_E_TASK_NOT_FOUND:
     case WF_E_JOB_NOT_FOUND:
     case WF_E_BATCH_OPERATION_NOT_FOUND:
+    case WF_E_SCHEDULE_NOT_FOUND:
         return GRPC_STATUS_NOT_FOUND;
     case WF_E_INVALID_ARGUMENT:
     case WF_E_INVALID_JSON:
@@ -35,6 +36,9 @@ wf_rpc_status_code(wf_code code)
     case WF_E_ACTOR_MISSING:
     case WF_E_UNKNOWN_STEP:
     case WF_E_UNKNOWN_PLACE:
+    case WF_E_INVALID_CRON:
+    case WF_E_UNKNOWN_TIME_ZONE:
+    case WF_E_INVALID_SCHEDULE:
         return GRPC_STATUS_INVALID_ARGUMENT;
     case WF_E_TASK_NOT_OPEN:
     case WF_E_TASK_ALREADY_CLAIMED:
@@ -56,6 +60,8 @@ wf_rpc_status_code(wf_code code)
     case WF_E_MIGRATION_INVALID:
     case WF_E_BATCH_OPERATION_NOT_RUNNING:
         return GRPC_STATUS_FAILED_PRECONDITION;
+    case WF_E_SCHEDULE_ALREADY_EXISTS:
+        return GRPC_STATUS_ALREADY_EXISTS;
     case WF_E_NOT_ASSIGNEE:
     case WF_E_NOT_GROUP_MEMBER:
     case WF_E_TENANT_FORBIDDEN:

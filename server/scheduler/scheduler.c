@@ -446,6 +446,18 @@ background_steps(wf_scheduler *s, bool *more, bool *outage)
         *more |= n > 0;
         *outage |= rc == WF_E_STORE_UNAVAILABLE;
     }
+    if (rc != WF_E_STORE_UNAVAILABLE && !is_stopping(s) && s->opt.schedules != NULL) {
+        wf_error_clear(&err);
+        size_t claimed = 0, runs = 0;
+        wf_code src = s->opt.schedules(s->arg, NULL, wf_mono_ms() + s->opt.call_timeout_ms,
+                                       &claimed, &runs, &err);
+        if (src != WF_OK)
+            note_step_error(s, "run schedules", src, &err);
+        *more |= runs > 0;
+        *outage |= src == WF_E_STORE_UNAVAILABLE;
+        if (rc == WF_OK)
+            rc = src;
+    }
     if (rc != WF_OK || is_stopping(s) || wf_mono_ms() < s->next_sweep_ms)
         return;
     /* The sweep runs at its own slow cadence and gives each run a bounded
@@ -617,6 +629,16 @@ wf_scheduler_run(wf_scheduler *s, const char *tenant, bool sweep, int64_t deadli
                             deadline_ms != 0 && deadline_ms < until ? deadline_ms : until, &n, err);
         c.batch_chunks += n;
         full = n > 0;
+    }
+    for (full = s->opt.schedules != NULL;
+         rc == WF_OK && !outage && full && !past(deadline_ms) && !is_stopping(s);) {
+        size_t claimed = 0, runs = 0;
+        int64_t until = wf_mono_ms() + s->opt.call_timeout_ms;
+        rc = s->opt.schedules(s->arg, tenant,
+                              deadline_ms != 0 && deadline_ms < until ? deadline_ms : until,
+                              &claimed, &runs, err);
+        c.schedule_runs += runs;
+        full = claimed > 0;
     }
     if (rc == WF_OK && !outage && sweep && !past(deadline_ms))
         rc = sweep_pass(s, tenant, deadline_ms, &c.rows_removed, err);

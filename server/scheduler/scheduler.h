@@ -24,6 +24,10 @@
  *   batches  with opt.batches (workflowd), batch operations: a claim of
  *            the RUNNING ones whose lease ran out, one bounded chunk of
  *            each (engine/batch.h), through the callback;
+ *   schedules with opt.schedules (workflowd), schedules: a claim of the
+ *            due ones (a lease, SKIP LOCKED), their due fire times each
+ *            started at most once (engine/schedules.h), through the
+ *            callback;
  *   sweep    every sweep_interval_ms, retention: expired signals, request
  *            records and (when event_retention_ms is set) events of ended
  *            trees, deleted in batches of sweep_batch rows.
@@ -99,6 +103,13 @@ typedef void (*wf_sched_wake_fn)(void *arg, const char *topic);
 typedef wf_code (*wf_sched_batches_fn)(void *arg, const char *tenant, int64_t deadline_ms,
                                        size_t *chunks, wf_error *err);
 
+/* Runs one pass of schedules for tenant (NULL: every tenant): a claim of
+ * the due ones, then their due fire times (wf_schedules_pass); *claimed:
+ * schedules claimed, *runs: fire times handled. Called with the fire
+ * callback's arg. */
+typedef wf_code (*wf_sched_schedules_fn)(void *arg, const char *tenant, int64_t deadline_ms,
+                                         size_t *claimed, size_t *runs, wf_error *err);
+
 /* Zero fields take the defaults in brackets. */
 typedef struct wf_scheduler_options {
     size_t batch;                     /* timers claimed, leases expired per store call [100] */
@@ -115,6 +126,7 @@ typedef struct wf_scheduler_options {
     int64_t signal_retention_ms;      /* expired buffered signals older go [7 days] */
     int64_t event_retention_ms;       /* events of trees ended longer ago go; 0 = keep */
     wf_sched_batches_fn batches;      /* a pass of batch operations; NULL = none */
+    wf_sched_schedules_fn schedules;  /* a pass of schedules; NULL = none */
 } wf_scheduler_options;
 
 /* What one run did (wf_scheduler_run). */
@@ -124,6 +136,7 @@ typedef struct wf_sched_counts {
     size_t signals_expired; /* buffered signals that left the buffer unconsumed */
     size_t rows_removed;    /* rows deleted by retention (signals, request records, events) */
     size_t batch_chunks;    /* chunks of batch operations run (their progress kept) */
+    size_t schedule_runs;   /* fire times of schedules handled */
 } wf_sched_counts;
 
 /* Counters since start, for metrics. */
@@ -166,7 +179,8 @@ wf_code wf_scheduler_tick(wf_scheduler *s, size_t *fired, wf_error *err);
  * tenant): timers until a claim returns less than a full batch, then
  * expired leases and expired signals the same way, then batch operations
  * until a pass runs no chunk (so every RUNNING one that no other replica
- * holds goes to its end, deadline permitting), then, with sweep, the
+ * holds goes to its end, deadline permitting), then schedules until a
+ * pass claims none, then, with sweep, the
  * retention sweep. No new batch starts after deadline_ms (monotonic; 0 =
  * none). *out (may be NULL) gets what was done, also on error. The first
  * store error ends the run and is returned (err set); failures of single

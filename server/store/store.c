@@ -952,6 +952,125 @@ wf_store_claim_batches(wf_store *st, const wf_store_ctx *ctx, const char *owner,
     return st->ops->claim_batches(st, ctx, owner, now, lease_ms, limit, rows, n, err);
 }
 
+/* ---- schedules ----------------------------------------------------------- */
+
+wf_code
+wf_tx_put_schedule(wf_tx *tx, const wf_schedule_row *in, wf_error *err)
+{
+    wf_code rc = check_tx(tx, err);
+    if (rc == WF_OK && (in == NULL || in->id == NULL || in->version != 0))
+        rc = wf_error_set(err, WF_E_INTERNAL, "a new schedule needs an id and version 0");
+    return rc != WF_OK ? tx_done(tx, rc) : tx_done(tx, tx->st->ops->put_schedule(tx, in, err));
+}
+
+static wf_code
+schedule_missing(const char *id, wf_error *err)
+{
+    return wf_error_set(err, WF_E_SCHEDULE_NOT_FOUND, "schedule \"%.128s\" does not exist", id);
+}
+
+wf_code
+wf_store_get_schedule(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_schedule_row *out,
+                      wf_error *err)
+{
+    bool found = false;
+    wf_code rc = check_ctx(ctx, true, err);
+    if (rc == WF_OK)
+        rc = st->ops->get_schedule(st, ctx, id, out, &found, err);
+    return rc == WF_OK && !found ? schedule_missing(id, err) : rc;
+}
+
+wf_code
+wf_store_update_schedule(wf_store *st, const wf_store_ctx *ctx, const wf_schedule_row *in,
+                         wf_error *err)
+{
+    bool found = false;
+    wf_code rc = check_ctx(ctx, true, err);
+    if (rc == WF_OK)
+        rc = st->ops->update_schedule(st, ctx, in, &found, err);
+    return rc == WF_OK && !found ? schedule_missing(in->id, err) : rc;
+}
+
+wf_code
+wf_store_delete_schedule(wf_store *st, const wf_store_ctx *ctx, const char *id, wf_error *err)
+{
+    bool found = false;
+    wf_code rc = check_ctx(ctx, true, err);
+    if (rc == WF_OK)
+        rc = st->ops->delete_schedule(st, ctx, id, &found, err);
+    return rc == WF_OK && !found ? schedule_missing(id, err) : rc;
+}
+
+wf_code
+wf_store_list_schedules(wf_store *st, const wf_store_ctx *ctx, size_t page_size, const char *cursor,
+                        wf_schedule_row **rows, size_t *n, char **next_cursor, wf_error *err)
+{
+    bool has;
+    int64_t num;
+    char *str;
+    wf_schedule_row *r = NULL;
+    size_t k = 0;
+    wf_code rc = page_begin(ctx, &page_size, cursor, &has, &num, &str, err);
+    if (rc == WF_OK)
+        rc = st->ops->list_schedules(st, ctx, page_size + 1, has, num, str, &r, &k, err);
+    if (rc == WF_OK)
+        rc = page_end(st, ctx, &wf_store__schedule_desc, r, &k, page_size,
+                      offsetof(wf_schedule_row, created_at), false, offsetof(wf_schedule_row, id),
+                      next_cursor, err);
+    if (rc == WF_OK) {
+        *rows = r;
+        *n = k;
+    }
+    return rc;
+}
+
+wf_code
+wf_store_claim_schedules(wf_store *st, const wf_store_ctx *ctx, const char *owner, int64_t now,
+                         int64_t lease_ms, size_t limit, wf_schedule_row **rows, size_t *n,
+                         wf_error *err)
+{
+    wf_code rc = check_ctx(ctx, false, err);
+    if (rc == WF_OK && (owner == NULL || owner[0] == '\0' || limit == 0))
+        rc = wf_error_set(err, WF_E_INTERNAL, "a claim of schedules needs an owner");
+    if (rc != WF_OK)
+        return rc;
+    return st->ops->claim_schedules(st, ctx, owner, now, lease_ms, limit, rows, n, err);
+}
+
+wf_code
+wf_tx_put_schedule_run(wf_tx *tx, const wf_schedule_run_row *in, wf_error *err)
+{
+    wf_code rc = check_tx(tx, err);
+    if (rc == WF_OK && (in == NULL || in->schedule_id == NULL))
+        rc = wf_error_set(err, WF_E_INTERNAL, "a schedule run needs its schedule");
+    return rc != WF_OK ? tx_done(tx, rc) : tx_done(tx, tx->st->ops->put_schedule_run(tx, in, err));
+}
+
+wf_code
+wf_store_list_schedule_runs(wf_store *st, const wf_store_ctx *ctx, const char *schedule_id,
+                            size_t page_size, const char *cursor, wf_schedule_run_row **rows,
+                            size_t *n, char **next_cursor, wf_error *err)
+{
+    bool has;
+    int64_t num;
+    char *str;
+    wf_schedule_run_row *r = NULL;
+    size_t k = 0;
+    wf_code rc = page_begin(ctx, &page_size, cursor, &has, &num, &str, err);
+    if (rc == WF_OK)
+        rc =
+            st->ops->list_schedule_runs(st, ctx, schedule_id, page_size + 1, has, num, &r, &k, err);
+    if (rc == WF_OK)
+        rc = page_end(st, ctx, &wf_store__schedule_run_desc, r, &k, page_size,
+                      offsetof(wf_schedule_run_row, nominal_at), false,
+                      offsetof(wf_schedule_run_row, schedule_id), next_cursor, err);
+    if (rc == WF_OK) {
+        *rows = r;
+        *n = k;
+    }
+    return rc;
+}
+
 /* ---- fan-out of a signal sent to an aggregate ---------------------------------------------- */
 
 wf_code

@@ -173,6 +173,32 @@ typedef enum wf_batch_state {
     WF_BATCH_CANCELLED = 3,
 } wf_batch_state;
 
+/* A schedule's state: ACTIVE schedules fire; PAUSED ones (PauseSchedule,
+ * or too many failed instances in a row) do not, and neither does one
+ * whose spec has no fire time left (next_fire_at 0). */
+typedef enum wf_schedule_state {
+    WF_SCHEDULE_ACTIVE = 1,
+    WF_SCHEDULE_PAUSED = 2,
+} wf_schedule_state;
+
+/* What a schedule does at a fire time while the instance it started
+ * last still runs. */
+typedef enum wf_schedule_overlap {
+    WF_OVERLAP_SKIP = 1,         /* record SKIPPED, start nothing (the default) */
+    WF_OVERLAP_BUFFER_ONE = 2,   /* keep one fire until the running one ends */
+    WF_OVERLAP_ALLOW_ALL = 3,    /* start anyway */
+    WF_OVERLAP_CANCEL_OTHER = 4, /* cancel the running one, then start */
+} wf_schedule_overlap;
+
+/* What became of one fire time of a schedule (its run row). */
+typedef enum wf_schedule_outcome {
+    WF_RUN_STARTED = 1, /* an instance started (instance_id) */
+    WF_RUN_SKIPPED = 2, /* the overlap policy started nothing */
+    WF_RUN_MISSED = 3,  /* older than the catch-up window when it was seen */
+    WF_RUN_FAILED = 4,  /* the start was refused (detail says why) */
+    WF_RUN_BUFFERED = 5,
+} wf_schedule_outcome;
+
 /* ---- rows -------------------------------------------------------------- */
 
 /* A deployed definition version; (tenant, key, version) is unique. */
@@ -424,6 +450,51 @@ typedef struct wf_batch_row {
     int64_t version;
     char *args_json; /* the action's arguments (engine-owned JSON); may be NULL */
 } wf_batch_row;
+
+/* A schedule (migrations/0017_schedules.sql): starts instances of a
+ * definition on a calendar (engine/schedules.h). spec_json is the
+ * engine's; the store reads state, due_at and the lease only. */
+typedef struct wf_schedule_row {
+    char *id; /* chosen by the caller, unique per tenant */
+    char *tenant;
+    char *definition_key;
+    int32_t def_version; /* 0 = the latest at each fire */
+    char *variables_json;
+    char *aggregate_type; /* both or neither */
+    char *aggregate_id;
+    char *spec_json;
+    int32_t overlap; /* a wf_schedule_overlap */
+    int64_t catchup_window_ms;
+    int32_t pause_after_failures; /* 0 = never */
+    int32_t state;                /* a wf_schedule_state */
+    char *pause_reason;
+    char *note;
+    int64_t next_fire_at; /* the next nominal fire time; 0 = none left */
+    int64_t due_at;       /* when it fires: next_fire_at + its jitter; 0 = never */
+    char *last_instance_id;
+    int32_t failures; /* failed starts in a row */
+    char *created_by;
+    char *lease_owner;
+    int64_t lease_until;
+    int64_t created_at;
+    int64_t updated_at;
+    /* Row version, as wf_batch_row.version. */
+    int64_t version;
+} wf_schedule_row;
+
+/* One fire time of a schedule and what became of it; (tenant,
+ * schedule_id, nominal_at) is unique, so each fire time is recorded, and
+ * starts an instance, at most once. */
+typedef struct wf_schedule_run_row {
+    char *schedule_id;
+    char *tenant;
+    int64_t nominal_at; /* the fire time (TriggerSchedule: when it was asked) */
+    int64_t actual_at;  /* when it was handled */
+    int32_t outcome;    /* a wf_schedule_outcome */
+    int32_t manual;     /* 1: TriggerSchedule */
+    char *instance_id;  /* STARTED */
+    char *detail;       /* FAILED: the reason and message */
+} wf_schedule_run_row;
 
 /* A root instance with all its descendants and their live rows, as loaded
  * under the root's lock. Orders are fixed (both stores agree):
@@ -965,6 +1036,56 @@ wf_code wf_store_list_batches(wf_store *st, const wf_store_ctx *ctx, size_t page
 wf_code wf_store_claim_batches(wf_store *st, const wf_store_ctx *ctx, const char *owner,
                                int64_t now, int64_t lease_ms, size_t limit, wf_batch_row **rows,
                                size_t *n, wf_error *err);
+
+/* ---- schedules ----------------------------------------------------------
+ *
+ * One row per schedule of a tenant, written against its version as batch
+ * operations are, and one row per fire time (its run). */
+
+/* Inserts in (in->version must be 0) in the unit of work; a schedule with
+ * the same id is WF_E_SCHEDULE_ALREADY_EXISTS. */
+wf_code wf_tx_put_schedule(wf_tx *tx, const wf_schedule_row *in, wf_error *err);
+
+/* The schedule id of ctx->tenant; WF_E_SCHEDULE_NOT_FOUND when there is
+ * none (another tenant's included). */
+wf_code wf_store_get_schedule(wf_store *st, const wf_store_ctx *ctx, const char *id,
+                              wf_schedule_row *out, wf_error *err);
+
+/* Replaces the row in->id when its stored version is in->version and
+ * stores in->version + 1; another version is WF_E_CONFLICT, a missing row
+ * WF_E_SCHEDULE_NOT_FOUND. */
+wf_code wf_store_update_schedule(wf_store *st, const wf_store_ctx *ctx, const wf_schedule_row *in,
+                                 wf_error *err);
+
+/* Deletes the schedule id and its runs; WF_E_SCHEDULE_NOT_FOUND when
+ * there is none. */
+wf_code wf_store_delete_schedule(wf_store *st, const wf_store_ctx *ctx, const char *id,
+                                 wf_error *err);
+
+/* The schedules of ctx->tenant, newest first ((created_at, id)
+ * descending). */
+wf_code wf_store_list_schedules(wf_store *st, const wf_store_ctx *ctx, size_t page_size,
+                                const char *cursor, wf_schedule_row **rows, size_t *n,
+                                char **next_cursor, wf_error *err);
+
+/* Claims up to limit ACTIVE schedules that are due (0 < due_at <= now)
+ * and not held (lease_until <= now) for owner until now + lease_ms
+ * (milliseconds): lease set, version bumped; of ctx->tenant, or of every
+ * tenant when it is NULL. Ordered by (due_at, id); rows locked by another
+ * claim are skipped (FOR UPDATE SKIP LOCKED). */
+wf_code wf_store_claim_schedules(wf_store *st, const wf_store_ctx *ctx, const char *owner,
+                                 int64_t now, int64_t lease_ms, size_t limit,
+                                 wf_schedule_row **rows, size_t *n, wf_error *err);
+
+/* Inserts the run of (in->schedule_id, in->nominal_at) in the unit of
+ * work; one that exists is WF_E_CONFLICT (that fire time was handled). */
+wf_code wf_tx_put_schedule_run(wf_tx *tx, const wf_schedule_run_row *in, wf_error *err);
+
+/* The runs of schedule_id, newest fire time first. */
+wf_code wf_store_list_schedule_runs(wf_store *st, const wf_store_ctx *ctx, const char *schedule_id,
+                                    size_t page_size, const char *cursor,
+                                    wf_schedule_run_row **rows, size_t *n, char **next_cursor,
+                                    wf_error *err);
 
 /* ---- cross-instance work ----------------------------------------------- */
 

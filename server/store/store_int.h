@@ -139,6 +139,25 @@ typedef struct wf_store_ops {
     wf_code (*claim_batches)(wf_store *st, const wf_store_ctx *ctx, const char *owner, int64_t now,
                              int64_t lease_ms, size_t limit, wf_batch_row **rows, size_t *n,
                              wf_error *err);
+    /* Schedules (store.h). */
+    wf_code (*put_schedule)(wf_tx *tx, const wf_schedule_row *in, wf_error *err);
+    wf_code (*get_schedule)(wf_store *st, const wf_store_ctx *ctx, const char *id,
+                            wf_schedule_row *out, bool *found, wf_error *err);
+    wf_code (*update_schedule)(wf_store *st, const wf_store_ctx *ctx, const wf_schedule_row *in,
+                               bool *found, wf_error *err);
+    wf_code (*delete_schedule)(wf_store *st, const wf_store_ctx *ctx, const char *id, bool *found,
+                               wf_error *err);
+    wf_code (*list_schedules)(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has,
+                              int64_t c_num, const char *c_str, wf_schedule_row **rows, size_t *n,
+                              wf_error *err);
+    wf_code (*claim_schedules)(wf_store *st, const wf_store_ctx *ctx, const char *owner,
+                               int64_t now, int64_t lease_ms, size_t limit, wf_schedule_row **rows,
+                               size_t *n, wf_error *err);
+    wf_code (*put_schedule_run)(wf_tx *tx, const wf_schedule_run_row *in, wf_error *err);
+    /* Descending nominal_at: rows strictly before c_num when has. */
+    wf_code (*list_schedule_runs)(wf_store *st, const wf_store_ctx *ctx, const char *schedule_id,
+                                  size_t limit, bool has, int64_t c_num, wf_schedule_run_row **rows,
+                                  size_t *n, wf_error *err);
 
     /* Fan-out of a signal sent to an aggregate (store.h). */
     wf_code (*fanout_targets)(wf_tx *tx, const char *signal_log_id, const char *name,
@@ -219,6 +238,8 @@ extern const wf_row_desc wf_store__signal_desc;
 extern const wf_row_desc wf_store__event_desc;
 extern const wf_row_desc wf_store__idempotency_desc;
 extern const wf_row_desc wf_store__batch_desc;
+extern const wf_row_desc wf_store__schedule_desc;
+extern const wf_row_desc wf_store__schedule_run_desc;
 extern const wf_row_desc wf_store__delivery_desc;
 
 /* Deep-copies src into dst (both of d's type). Strings and blobs go to

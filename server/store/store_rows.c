@@ -235,6 +235,41 @@ static const wf_field batch_fields[] = {
 };
 DESC(wf_store__batch_desc, "batch operation", wf_batch_row, batch_fields);
 
+static const wf_field schedule_fields[] = {
+    STR(wf_schedule_row, id),
+    STR(wf_schedule_row, tenant),
+    STR(wf_schedule_row, definition_key),
+    I32(wf_schedule_row, def_version),
+    STR(wf_schedule_row, variables_json),
+    STR(wf_schedule_row, aggregate_type),
+    STR(wf_schedule_row, aggregate_id),
+    STR(wf_schedule_row, spec_json),
+    I32(wf_schedule_row, overlap),
+    I64(wf_schedule_row, catchup_window_ms),
+    I32(wf_schedule_row, pause_after_failures),
+    I32(wf_schedule_row, state),
+    STR(wf_schedule_row, pause_reason),
+    STR(wf_schedule_row, note),
+    I64(wf_schedule_row, next_fire_at),
+    I64(wf_schedule_row, due_at),
+    STR(wf_schedule_row, last_instance_id),
+    I32(wf_schedule_row, failures),
+    STR(wf_schedule_row, created_by),
+    STR(wf_schedule_row, lease_owner),
+    I64(wf_schedule_row, lease_until),
+    I64(wf_schedule_row, created_at),
+    I64(wf_schedule_row, updated_at),
+    I64(wf_schedule_row, version),
+};
+DESC(wf_store__schedule_desc, "schedule", wf_schedule_row, schedule_fields);
+
+static const wf_field schedule_run_fields[] = {
+    STR(wf_schedule_run_row, schedule_id), STR(wf_schedule_run_row, tenant),
+    I64(wf_schedule_run_row, nominal_at),  I64(wf_schedule_run_row, actual_at),
+    I32(wf_schedule_run_row, outcome),     I32(wf_schedule_run_row, manual),
+    STR(wf_schedule_run_row, instance_id), STR(wf_schedule_run_row, detail),
+};
+DESC(wf_store__schedule_run_desc, "schedule run", wf_schedule_run_row, schedule_run_fields);
 static const wf_field delivery_fields[] = {
     STR(wf_delivery_row, tenant),
     STR(wf_delivery_row, signal_log_id),

@@ -119,18 +119,6 @@ list_c(int32_t size, const char *token, wf_client_status *st)
                 &workflow__v1__list_batch_operations_response__descriptor, st);
 }
 
-static Workflow__V1__RunSchedulerPassResponse *
-tick(void)
-{
-    Workflow__V1__RunSchedulerPassRequest req = WORKFLOW__V1__RUN_SCHEDULER_PASS_REQUEST__INIT;
-    wf_client_status st;
-    Workflow__V1__RunSchedulerPassResponse *r =
-        call(me("ops"), "RunSchedulerPass", &req,
-             &workflow__v1__run_scheduler_pass_response__descriptor, &st);
-    ck_ok(st);
-    return r;
-}
-
 static int
 status_of(const char *id)
 {
@@ -212,7 +200,7 @@ WF_TEST(test_cancel_completes_through_scheduler_passes)
     ck_assert_ptr_nonnull(b->created_at);
     ck_assert_ptr_null(b->ended_at);
 
-    tick();
+    scheduler_pass();
     Workflow__V1__BatchOperation *g = get_ok(b->id);
     ck_assert_int_eq(g->state, B_COMPLETED);
     ck_assert_int_eq(g->total, 5);
@@ -227,7 +215,7 @@ WF_TEST(test_cancel_completes_through_scheduler_passes)
         ck_assert_uint_eq(count_type(in[i]->id, "INSTANCE_CANCELLED"), 1);
     }
     /* More passes change nothing. */
-    tick();
+    scheduler_pass();
     ck_assert_int_eq(get_ok(b->id)->done, 4);
 }
 END_TEST
@@ -255,7 +243,7 @@ WF_TEST(test_suspend_and_resume_fix_the_set_at_start)
     Workflow__V1__BatchOperation *b = start_ok(by_key(key), A_SUSPEND);
     ck_assert_int_eq(b->total, 3);
     Workflow__V1__Instance *late = start_order(me("boss"), key, NULL, NULL, NULL);
-    tick();
+    scheduler_pass();
     Workflow__V1__BatchOperation *g = get_ok(b->id);
     ck_assert_int_eq(g->state, B_COMPLETED);
     ck_assert_int_eq(g->done, 3);
@@ -270,7 +258,7 @@ WF_TEST(test_suspend_and_resume_fix_the_set_at_start)
     Workflow__V1__BatchOperation *r = start_ok(f, A_RESUME);
     ck_assert_int_eq(r->total, 3);
     ck_assert_int_eq(r->filter->status, I_SUSPENDED);
-    tick();
+    scheduler_pass();
     ck_assert_int_eq(get_ok(r->id)->done, 3);
     for (size_t i = 0; i < 3; i++) {
         ck_assert_int_eq(status_of(in[i]->id), I_RUNNING);
@@ -302,7 +290,7 @@ WF_TEST(test_retry_resolves_the_failed_instances)
     f->status = I_FAILED;
     Workflow__V1__BatchOperation *b = start_ok(f, A_RETRY);
     ck_assert_int_eq(b->total, 2);
-    tick();
+    scheduler_pass();
     Workflow__V1__BatchOperation *g = get_ok(b->id);
     ck_assert_int_eq(g->done, 2);
     ck_assert_int_eq(g->failed, 0);
@@ -352,7 +340,7 @@ WF_TEST(test_chunk_lost_with_its_replica_applies_each_action_once)
     ck_assert_int_eq(wf_store_update_batch(ts.app.store, &sc, &before, &err), WF_OK);
     ck_assert_int_eq(get_ok(b->id)->done, 0);
 
-    tick();
+    scheduler_pass();
     Workflow__V1__BatchOperation *g = get_ok(b->id);
     ck_assert_int_eq(g->state, B_COMPLETED);
     ck_assert_int_eq(g->done, 5);
@@ -382,7 +370,7 @@ WF_TEST(test_held_batch_is_left_to_its_holder)
                                             1, &claimed, &n, &err),
                      WF_OK);
     ck_assert_uint_eq(n, 1);
-    tick();
+    scheduler_pass();
     ck_assert_int_eq(get_ok(b->id)->done, 0);
     ck_assert_int_eq(status_of(in[0]->id), I_RUNNING);
 }
@@ -405,7 +393,7 @@ WF_TEST(test_cancel_stops_it)
     ck_ok(st);
     ck_assert_int_eq(c->state, B_CANCELLED);
     ck_assert_ptr_nonnull(c->ended_at);
-    tick();
+    scheduler_pass();
     Workflow__V1__BatchOperation *g = get_ok(b->id);
     ck_assert_int_eq(g->state, B_CANCELLED);
     ck_assert_int_eq(g->done, 0);
@@ -614,7 +602,7 @@ WF_TEST(test_migrate_moves_each_instance_once)
     ck_assert_int_eq(b->action, A_MIGRATE);
     ck_assert_int_eq(b->target_version, 2);
     ck_assert_uint_eq(b->n_place_mapping, 0);
-    tick();
+    scheduler_pass();
     Workflow__V1__BatchOperation *g = get_ok(b->id);
     ck_assert_int_eq(g->state, B_COMPLETED);
     ck_assert_int_eq(g->done, 0);
@@ -630,7 +618,7 @@ WF_TEST(test_migrate_moves_each_instance_once)
     ck_assert_uint_eq(b->n_place_mapping, 1);
     ck_assert_str_eq(b->place_mapping[0]->from_place, "start");
     ck_assert_str_eq(b->place_mapping[0]->to_place, "ready");
-    tick();
+    scheduler_pass();
     g = get_ok(b->id);
     ck_assert_int_eq(g->state, B_COMPLETED);
     ck_assert_int_eq(g->total, 4);
@@ -650,7 +638,7 @@ WF_TEST(test_migrate_moves_each_instance_once)
     /* Again to the same version: done for each, nothing written. */
     b = start_migrate(key, 2, "start", "ready", &st);
     ck_ok(st);
-    tick();
+    scheduler_pass();
     ck_assert_int_eq(get_ok(b->id)->done, 3);
     for (size_t i = 0; i < 3; i++)
         ck_assert_uint_eq(count_type(in[i]->id, "INSTANCE_MIGRATED"), 1);

@@ -29,8 +29,15 @@
 #define STARTERS 4
 #define PAGE 100 /* WF_RUNTIME_FANOUT_PAGE */
 /* The growth of the server's resident memory allowed from before the
- * signal to the end of its deliveries (10,000 instances). */
+ * signal to the end of its deliveries (10,000 instances). AddressSanitizer
+ * holds freed memory back (its quarantine, 256 MB by default) and shadows
+ * what it keeps, so under it the bound is four times wider; the passes
+ * without sanitizers hold the real one. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RSS_BOUND_KB (256 * 1024)
+#else
 #define RSS_BOUND_KB (64 * 1024)
+#endif
 
 /* An engine context on the server's store, in the default tenant. */
 static wf_runtime_ctx
@@ -91,18 +98,7 @@ start_crowd(const char *key, const char *agg, int n)
 static Workflow__V1__SendSignalResponse *
 send_go(const char *agg, const char *request_id, wf_client_status *st)
 {
-    Workflow__V1__SendSignalRequest req = WORKFLOW__V1__SEND_SIGNAL_REQUEST__INIT;
-    Workflow__V1__Aggregate g = WORKFLOW__V1__AGGREGATE__INIT;
-    g.type = "order";
-    g.id = (char *)agg;
-    req.name = "go";
-    req.target_case = WORKFLOW__V1__SEND_SIGNAL_REQUEST__TARGET_AGGREGATE;
-    req.aggregate = &g;
-    req.payload_json = "{\"went\": true}";
-    if (request_id != NULL)
-        req.request_id = (char *)request_id;
-    return call(as("hook"), "SendSignal", &req, &workflow__v1__send_signal_response__descriptor,
-                st);
+    return signal_order(as("hook"), "go", agg, "{\"went\": true}", request_id, st);
 }
 
 /* The wire bytes of m (ta). */

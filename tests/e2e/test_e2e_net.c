@@ -1172,7 +1172,8 @@ WF_TEST(test_fail_job_backs_off_then_retries)
     ck_assert_str_eq(g->jobs[0]->key, "");
     /* A long poll gets it once the backoff is over. */
     int64_t t0 = wf_mono_ms();
-    Workflow__V1__ActivateJobsResponse *r = activate(type, 1, 0, 5000 + backoff_ms);
+    Workflow__V1__ActivateJobsResponse *r =
+        activate(type, 1, 0, 5000 * (int64_t)wf_test_time_scale() + backoff_ms);
     int64_t took = wf_mono_ms() - t0;
     ck_assert_uint_eq(r->n_jobs, 1);
     ck_assert_int_eq(r->jobs[0]->attempt, 2);

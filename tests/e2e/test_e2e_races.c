@@ -90,15 +90,7 @@ start_for(const char *key, const char *order_id)
 static Workflow__V1__SendSignalResponse *
 send_paid(wf_client *c, const char *order_id, wf_client_status *st)
 {
-    Workflow__V1__SendSignalRequest req = WORKFLOW__V1__SEND_SIGNAL_REQUEST__INIT;
-    Workflow__V1__Aggregate agg = WORKFLOW__V1__AGGREGATE__INIT;
-    agg.type = "order";
-    agg.id = (char *)order_id;
-    req.name = "paid";
-    req.target_case = WORKFLOW__V1__SEND_SIGNAL_REQUEST__TARGET_AGGREGATE;
-    req.aggregate = &agg;
-    req.payload_json = "{\"carrier\":\"dhl\"}";
-    return call(c, "SendSignal", &req, &workflow__v1__send_signal_response__descriptor, st);
+    return signal_order(c, "paid", order_id, "{\"carrier\":\"dhl\"}", NULL, st);
 }
 
 /* How many events of instance_id have type, read from the server's store. */

@@ -86,18 +86,6 @@ status_of(const char *id)
     return get_instance_as(me("reader"), id)->instance->status;
 }
 
-static Workflow__V1__RunSchedulerPassResponse *
-tick(void)
-{
-    Workflow__V1__RunSchedulerPassRequest req = WORKFLOW__V1__RUN_SCHEDULER_PASS_REQUEST__INIT;
-    wf_client_status st;
-    Workflow__V1__RunSchedulerPassResponse *r =
-        call(me("ops"), "RunSchedulerPass", &req,
-             &workflow__v1__run_scheduler_pass_response__descriptor, &st);
-    ck_ok(st);
-    return r;
-}
-
 static size_t
 activate_n(const char *type, int64_t wait_ms)
 {
@@ -386,8 +374,8 @@ WF_TEST(test_due_timer_waits_while_suspended_and_fires_after_resume)
     Workflow__V1__Instance *in = start_order(me("boss"), key, NULL, NULL, NULL);
     suspend_ok(in->id);
     sleep_ms(50);
-    ck_assert_int_eq(tick()->timers_fired, 0);
-    ck_assert_int_eq(tick()->timers_fired, 0);
+    ck_assert_int_eq(scheduler_pass()->timers_fired, 0);
+    ck_assert_int_eq(scheduler_pass()->timers_fired, 0);
     Workflow__V1__GetInstanceResponse *g = get_instance_as(me("reader"), in->id);
     ck_assert_int_eq(g->instance->status, I_SUSPENDED);
     ck_assert_uint_eq(g->n_timers, 1);
@@ -396,7 +384,7 @@ WF_TEST(test_due_timer_waits_while_suspended_and_fires_after_resume)
     resume_ok(in->id);
     /* On Postgres a scheduler of another suite may take the timer first:
      * that it fired is what counts. */
-    ck_assert_int_le(tick()->timers_fired, 1);
+    ck_assert_int_le(scheduler_pass()->timers_fired, 1);
     ck_assert_int_eq(status_of(in->id), I_COMPLETED);
 }
 END_TEST
@@ -446,7 +434,7 @@ WF_TEST(test_signal_ttl_counts_while_suspended)
     sleep_ms(400);
     /* This pass expires it (or a scheduler of another suite on the same
      * Postgres did already). */
-    ck_assert_int_le(tick()->signals_expired, 1);
+    ck_assert_int_le(scheduler_pass()->signals_expired, 1);
     Workflow__V1__ListSignalsRequest lr = WORKFLOW__V1__LIST_SIGNALS_REQUEST__INIT;
     lr.target_case = WORKFLOW__V1__LIST_SIGNALS_REQUEST__TARGET_INSTANCE_ID;
     lr.instance_id = in->id;

@@ -345,28 +345,27 @@ def decode_status(call):
     return None
 
 
-def error_info(status):
-    """The google.rpc.ErrorInfo inside a google.rpc.Status, or None."""
+def status_detail(status, cls):
+    """The first detail of type cls (a google.rpc message class) inside a
+    google.rpc.Status, or None."""
     if status is None:
         return None
     for any_msg in status.details:
-        if any_msg.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-            info = error_details_pb2.ErrorInfo()
-            any_msg.Unpack(info)
-            return info
+        if any_msg.Is(cls.DESCRIPTOR):
+            detail = cls()
+            any_msg.Unpack(detail)
+            return detail
     return None
+
+
+def error_info(status):
+    """The google.rpc.ErrorInfo inside a google.rpc.Status, or None."""
+    return status_detail(status, error_details_pb2.ErrorInfo)
 
 
 def bad_request(status):
     """The google.rpc.BadRequest inside a google.rpc.Status, or None."""
-    if status is None:
-        return None
-    for any_msg in status.details:
-        if any_msg.Is(error_details_pb2.BadRequest.DESCRIPTOR):
-            br = error_details_pb2.BadRequest()
-            any_msg.Unpack(br)
-            return br
-    return None
+    return status_detail(status, error_details_pb2.BadRequest)
 
 
 def raw_method(channel, path):
@@ -586,6 +585,11 @@ class ApiKeysFileTests(WorkflowTestCase):
         cls.srv = cls.start_keyed_server(
             "keys-file", WF_API_KEYS_FILE=cls.keys.path,
             WF_CONSOLE_ADDR="127.0.0.1:%d" % cls.console_port)
+        # The console listens once the gRPC server serves, a moment later.
+        if not wf_testkit.wait_port(cls.srv.proc, cls.console_port,
+                                    time.monotonic() + READY_TIMEOUT * TIME_SCALE):
+            raise RuntimeError("the console of %s did not listen; log:\n%s"
+                               % (cls.srv.name, cls.srv.log()[-2000:]))
 
     def call(self, key, tenant=None):
         return self.get_unknown_task(self.srv, md(key=key, tenant=tenant))

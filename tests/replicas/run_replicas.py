@@ -1121,16 +1121,21 @@ def batch_scenario(db_dsn, replicas, faults, results):
         return
     bid, total = res.resp.batch_operation.id, res.resp.batch_operation.total
     faults.note("batch %s started: SUSPEND over %d instances" % (bid, total))
-    # The replica holding the batch, once it has suspended some instances.
-    victim, until = None, time.monotonic() + 20
-    while victim is None and time.monotonic() < until:
+    # The replica holding the batch, once it has suspended instances of a
+    # chunk whose progress it has not written yet. On a loaded machine the
+    # poll may never land inside a chunk: past half the window, a replica
+    # seen holding the batch between chunks is killed instead.
+    victim, start = None, time.monotonic()
+    window = 20 * wf_testkit.time_scale()
+    while victim is None and time.monotonic() < start + window:
         row = psql(db_dsn, "SELECT coalesce(lease_owner, ''), done, state, (SELECT count(*) "
                            "FROM events WHERE type = 'INSTANCE_SUSPENDED') FROM "
                            "batch_operations WHERE id = '%s'" % bid)[0]
         owner, done, suspended = row[0], int(row[1]), int(row[3])
         if row[2] != "1":
             break
-        if owner and suspended > done:
+        late = time.monotonic() > start + window / 2
+        if owner and (suspended > done or late):
             pid = int(owner.split("/")[0])
             victim = next((r for r in replicas if r.proc.pid == pid), None)
     if victim is None:

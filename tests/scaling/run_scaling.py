@@ -145,6 +145,16 @@ CLASSES = {
     "list_batches": (False, "global"),
     "claim_batches": (False, "global"),
     "claim_batches_tenant": (False, "global"),
+    # schedules and their runs: tables of the tenant without root_id
+    "put_schedule": (True, "global"),
+    "get_schedule": (False, "global"),
+    "update_schedule": (False, "global"),
+    "delete_schedule": (False, "global"),
+    "list_schedules": (False, "global"),
+    "claim_schedules": (False, "global"),
+    "claim_schedules_tenant": (False, "global"),
+    "put_schedule_run": (True, "global"),
+    "list_schedule_runs": (False, "global"),
     # the fan-out of a signal to an aggregate (0016): the target set read
     # from every shard under the correlation lock, each delivery consumed
     # on its instance's root, the schedulers' claims across shards
@@ -160,7 +170,8 @@ CLASSES = {
 # workload may not take; checked when it does. consume_signal (by instance
 # and aggregate at once) is the store contract's; the engine asks by one.
 OPTIONAL = {"lock_correlation", "sub_awaited", "aggregate_live", "consume_signal", "update_instance",
-            "idem_amend", "put_batch", "fanout_targets", "take_delivery", "get_signal"}
+            "idem_amend", "put_batch", "fanout_targets", "take_delivery", "get_signal",
+            "put_schedule", "put_schedule_run"}
 # Transaction control, settings, LISTEN, the notifier's NOTIFY and its
 # ANALYZE of growing tables (0015), migrations: nothing to plan.
 UTILITY = {"begin", "commit", "rollback", "timeout_local", "timeout_session", "ping",

@@ -1530,6 +1530,183 @@ WF_CASE_TEST("contract", test_due_timers_are_claimed_once)
 }
 END_TEST
 
+/* ---- schedules ------------------------------------------------------------ */
+
+static wf_schedule_row
+mk_schedule(const char *id, int64_t created)
+{
+    return (wf_schedule_row){.id = S(id),
+                             .definition_key = S("nightly"),
+                             .spec_json = S("{\"cron\":\"@daily\"}"),
+                             .overlap = WF_OVERLAP_SKIP,
+                             .catchup_window_ms = 60000,
+                             .state = WF_SCHEDULE_ACTIVE,
+                             .next_fire_at = created + 1000,
+                             .due_at = created + 1000,
+                             .created_by = S("ops"),
+                             .created_at = created,
+                             .updated_at = created};
+}
+
+static void
+put_schedule(const wf_store_ctx *c, const wf_schedule_row *s)
+{
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    ck_assert_int_eq(wf_store_begin(st, c, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_put_schedule(tx, s, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_commit(tx, &err), WF_OK);
+}
+
+static wf_code
+put_run(const wf_store_ctx *c, const char *schedule_id, int64_t nominal, wf_error *err)
+{
+    wf_schedule_run_row r = {.schedule_id = S(schedule_id),
+                             .nominal_at = nominal,
+                             .actual_at = nominal + 5,
+                             .outcome = WF_RUN_STARTED,
+                             .instance_id = S("i-1")};
+    wf_tx *tx = NULL;
+    wf_code rc = wf_store_begin(st, c, &tx, err);
+    if (rc == WF_OK)
+        rc = wf_tx_put_schedule_run(tx, &r, err);
+    if (rc == WF_OK)
+        return wf_tx_commit(tx, err);
+    wf_tx_rollback(tx);
+    return rc;
+}
+
+/* Stored at version 1, read back field by field, invisible to another
+ * tenant; a second schedule with the id is SCHEDULE_ALREADY_EXISTS; an
+ * update needs the stored version. */
+WF_CASE_TEST("contract", test_schedule_round_trip_and_versions)
+{
+    wf_schedule_row s = mk_schedule("nightly-report", T0);
+    s.variables_json = S("{\"a\":1}");
+    s.aggregate_type = S("order");
+    s.aggregate_id = S("o-1");
+    s.note = S("reports");
+    put_schedule(&ctx, &s);
+    wf_error err = {0};
+    wf_schedule_row got;
+    ck_assert_int_eq(wf_store_get_schedule(st, &ctx, "nightly-report", &got, &err), WF_OK);
+    s.tenant = S("t1");
+    s.version = 1;
+    ASSERT_ROW_EQ(wf_store__schedule_desc, &s, &got);
+    wf_store_ctx c2 = {"t2", 0, arena};
+    ck_assert_int_eq(wf_store_get_schedule(st, &c2, "nightly-report", &got, &err),
+                     WF_E_SCHEDULE_NOT_FOUND);
+
+    wf_tx *tx = NULL;
+    wf_schedule_row again = mk_schedule("nightly-report", T0);
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_put_schedule(tx, &again, &err), WF_E_SCHEDULE_ALREADY_EXISTS);
+    wf_tx_rollback(tx);
+
+    got.state = WF_SCHEDULE_PAUSED;
+    got.pause_reason = S("maintenance");
+    ck_assert_int_eq(wf_store_update_schedule(st, &ctx, &got, &err), WF_OK);
+    ck_assert_int_eq(wf_store_update_schedule(st, &ctx, &got, &err), WF_E_CONFLICT);
+    ck_assert_int_eq(wf_store_get_schedule(st, &ctx, "nightly-report", &got, &err), WF_OK);
+    ck_assert_int_eq(got.version, 2);
+    ck_assert_str_eq(got.pause_reason, "maintenance");
+    wf_schedule_row none = mk_schedule("nope", T0);
+    none.version = 1;
+    ck_assert_int_eq(wf_store_update_schedule(st, &ctx, &none, &err), WF_E_SCHEDULE_NOT_FOUND);
+}
+END_TEST
+
+/* A claim takes ACTIVE, due, unheld schedules in (due_at, id) order and
+ * holds them for the lease; paused ones and those with no fire time left
+ * never come. */
+WF_CASE_TEST("contract", test_schedule_claims)
+{
+    wf_schedule_row a = mk_schedule("sa", T0), b = mk_schedule("sb", T0 - 500);
+    wf_schedule_row paused = mk_schedule("sc", T0), ended = mk_schedule("sd", T0),
+                    later = mk_schedule("se", T0 + 1000000);
+    paused.state = WF_SCHEDULE_PAUSED;
+    ended.next_fire_at = ended.due_at = 0;
+    put_schedule(&ctx, &a);
+    put_schedule(&ctx, &b);
+    put_schedule(&ctx, &paused);
+    put_schedule(&ctx, &ended);
+    put_schedule(&ctx, &later);
+    wf_store_ctx c2 = {"t2", 0, arena};
+    wf_schedule_row other = mk_schedule("sx", T0);
+    put_schedule(&c2, &other);
+
+    wf_error err = {0};
+    wf_schedule_row *rows;
+    size_t n;
+    int64_t now = T0 + 2000;
+    ck_assert_int_eq(wf_store_claim_schedules(st, &ctx, "r1", now, 1000, 10, &rows, &n, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(rows[0].id, "sb");
+    ck_assert_str_eq(rows[1].id, "sa");
+    ck_assert_str_eq(rows[0].lease_owner, "r1");
+    ck_assert_int_eq(rows[0].version, 2);
+    wf_store_ctx all = {NULL, 0, arena};
+    ck_assert_int_eq(wf_store_claim_schedules(st, &all, "r2", now, 1000, 10, &rows, &n, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(rows[0].id, "sx");
+    /* The holder died: after the lease another replica claims (and se
+     * has fallen due meanwhile). */
+    ck_assert_int_eq(
+        wf_store_claim_schedules(st, &ctx, "r2", now + 1000 * 1000, 1000, 10, &rows, &n, &err),
+        WF_OK);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_str_eq(rows[2].id, "se");
+    ck_assert_str_eq(rows[0].lease_owner, "r2");
+}
+END_TEST
+
+/* A fire time is recorded once: a second run of it is CONFLICT and a
+ * rollback leaves none; runs list newest first, paged; deleting the
+ * schedule deletes its runs. */
+WF_CASE_TEST("contract", test_schedule_runs_unique_and_listed)
+{
+    wf_schedule_row s = mk_schedule("s1", T0);
+    put_schedule(&ctx, &s);
+    wf_error err = {0};
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(put_run(&ctx, "s1", T0 + i * 1000, &err), WF_OK);
+    ck_assert_int_eq(put_run(&ctx, "s1", T0 + 1000, &err), WF_E_CONFLICT);
+    wf_store_ctx c2 = {"t2", 0, arena};
+    ck_assert_int_eq(put_run(&c2, "s1", T0 + 1000, &err), WF_OK); /* another tenant's */
+
+    wf_schedule_run_row *rows;
+    size_t n;
+    char *next = NULL;
+    ck_assert_int_eq(wf_store_list_schedule_runs(st, &ctx, "s1", 2, NULL, &rows, &n, &next, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(rows[0].nominal_at, T0 + 2000);
+    ck_assert_int_eq(rows[1].nominal_at, T0 + 1000);
+    ck_assert_str_eq(rows[0].instance_id, "i-1");
+    ck_assert_int_eq(rows[0].outcome, WF_RUN_STARTED);
+    ck_assert_ptr_nonnull(next);
+    ck_assert_int_eq(wf_store_list_schedule_runs(st, &ctx, "s1", 2, next, &rows, &n, &next, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(rows[0].nominal_at, T0);
+    ck_assert_ptr_null(next);
+
+    wf_schedule_row *list;
+    ck_assert_int_eq(wf_store_list_schedules(st, &ctx, 10, NULL, &list, &n, &next, &err), WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(wf_store_delete_schedule(st, &ctx, "s1", &err), WF_OK);
+    ck_assert_int_eq(wf_store_delete_schedule(st, &ctx, "s1", &err), WF_E_SCHEDULE_NOT_FOUND);
+    ck_assert_int_eq(wf_store_list_schedule_runs(st, &ctx, "s1", 10, NULL, &rows, &n, &next, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_int_eq(wf_store_list_schedule_runs(st, &c2, "s1", 10, NULL, &rows, &n, &next, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 1);
+}
+END_TEST
+
 /* ---- batch operations --------------------------------------------------- */
 
 static wf_batch_row

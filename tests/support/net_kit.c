@@ -64,6 +64,35 @@ me(const char *actor)
     return as_tenant(test_tenant, actor);
 }
 
+Workflow__V1__SendSignalResponse *
+signal_order(wf_client *c, const char *name, const char *order_id, const char *payload,
+             const char *request_id, wf_client_status *st)
+{
+    Workflow__V1__SendSignalRequest req = WORKFLOW__V1__SEND_SIGNAL_REQUEST__INIT;
+    Workflow__V1__Aggregate agg = WORKFLOW__V1__AGGREGATE__INIT;
+    agg.type = "order";
+    agg.id = (char *)order_id;
+    req.name = (char *)name;
+    req.target_case = WORKFLOW__V1__SEND_SIGNAL_REQUEST__TARGET_AGGREGATE;
+    req.aggregate = &agg;
+    req.payload_json = (char *)payload;
+    if (request_id != NULL)
+        req.request_id = (char *)request_id;
+    return call(c, "SendSignal", &req, &workflow__v1__send_signal_response__descriptor, st);
+}
+
+Workflow__V1__RunSchedulerPassResponse *
+scheduler_pass(void)
+{
+    Workflow__V1__RunSchedulerPassRequest req = WORKFLOW__V1__RUN_SCHEDULER_PASS_REQUEST__INIT;
+    wf_client_status st;
+    Workflow__V1__RunSchedulerPassResponse *r =
+        call(me("ops"), "RunSchedulerPass", &req,
+             &workflow__v1__run_scheduler_pass_response__descriptor, &st);
+    ck_ok(st);
+    return r;
+}
+
 void
 teardown(void)
 {

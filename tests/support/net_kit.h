@@ -31,6 +31,15 @@ char *setup_tenant(const char *const *env, const char *prefix);
 /* A client of the test's tenant (setup_tenant) acting as actor. */
 wf_client *me(const char *actor);
 
+/* SendSignal name with payload to the aggregate {order, order_id}, not
+ * buffered; request_id may be NULL. */
+Workflow__V1__SendSignalResponse *signal_order(wf_client *c, const char *name, const char *order_id,
+                                               const char *payload, const char *request_id,
+                                               wf_client_status *st);
+
+/* One RunSchedulerPass as "ops" (the test fails unless it answers OK). */
+Workflow__V1__RunSchedulerPassResponse *scheduler_pass(void);
+
 /* "name" -> "name-1a2b3c4d", unique to the test run. */
 char *u(const char *name);
 

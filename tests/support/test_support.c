@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 void
@@ -142,6 +143,18 @@ wf_test_time_scale(void)
     if (scale == 0)
         scale = scale_now();
     return scale;
+}
+
+int64_t
+wf_test_utc_us(const char *text)
+{
+    struct tm tm = {0};
+    ck_assert_int_eq(sscanf(text, "%d-%d-%dT%d:%d:%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                            &tm.tm_hour, &tm.tm_min, &tm.tm_sec),
+                     6);
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return (int64_t)timegm(&tm) * 1000000;
 }
 
 int

@@ -62,6 +62,10 @@ int wf_test_time_scale_now(void);
  * such as a list of event types). */
 int count_of(const char *list, const char *type);
 
+/* "YYYY-MM-DDTHH:MM:SSZ" (UTC) in microseconds since the epoch; fails the
+ * running test on any other text. */
+int64_t wf_test_utc_us(const char *text);
+
 /* Lets only errors through the log unless WF_TEST_LOG is set, so that the
  * warnings of expected failures (outages, conflicts) keep a run readable. */
 void wf_test_quiet_log(void);

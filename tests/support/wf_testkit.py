@@ -145,20 +145,27 @@ def server_env(**extra):
     return env
 
 
+def wait_port(proc, port, until):
+    """Waits until something accepts connections on 127.0.0.1:port; False
+    when proc exits or the monotonic time passes until."""
+    while True:
+        if proc.poll() is not None or time.monotonic() > until:
+            return False
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+
+
 def wait_serving(stubs, channel, proc, port, timeout):
     """Waits until the workflowd proc on port answers Health.Check("")
     SERVING on channel; False when it exits or timeout seconds pass. The
     port is awaited first: a channel that found nothing there backs off
     before it retries, which would slow every start down."""
     until = time.monotonic() + timeout
-    while True:
-        if proc.poll() is not None or time.monotonic() > until:
-            return False
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.05)
+    if not wait_port(proc, port, until):
+        return False
     health = stubs.health_grpc.HealthStub(channel)
     request = stubs.health_pb2.HealthCheckRequest(service="")
     while time.monotonic() < until and proc.poll() is None:

@@ -493,6 +493,37 @@ class CommandTests(ServerTests):
         r = wfctl(self.srv, "watch", "--from-start", "--after", "1", "--follow")
         self.assertEqual(r.returncode, 2, r.stderr)
 
+    def test_schedule_commands(self):
+        key = "sched-" + uuid.uuid4().hex[:6]
+        self.job_definition(key, "t-" + key)
+        sid = "nightly-" + uuid.uuid4().hex[:6]
+        out = self.run_ok("schedule", "create", sid, "--key", key, "--cron", "30 2 * * *",
+                          "--tz", "Europe/Berlin", "--overlap", "allow-all", "--catchup", "5m",
+                          actor="dev")
+        self.assertIn("next fire times", out)
+        self.assertIn("cron 30 2 * * * (Europe/Berlin)", out)
+        got = json.loads(self.run_ok("--json", "schedule", "get", sid))["schedule"]
+        self.assertEqual(got["policy"]["overlap"], "ALLOW_ALL")
+        self.assertEqual(len(got["upcoming"]), 10)
+        # Refusals: the reason is printed and the exit status is 1.
+        r = wfctl(self.srv, "schedule", "create", "bad-" + sid, "--key", key, "--cron", "61 * * * *",
+                  actor="dev")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("INVALID_CRON", r.stderr)
+        r = wfctl(self.srv, "schedule", "create", "tz-" + sid, "--key", key, "--cron", "@daily",
+                  "--tz", "Mars/Olympus", actor="dev")
+        self.assertIn("UNKNOWN_TIME_ZONE", r.stderr)
+        self.assertIn(sid, self.run_ok("schedule", "list"))
+        run = json.loads(self.run_ok("--json", "schedule", "trigger", sid, actor="dev"))["run"]
+        self.assertEqual(run["outcome"], "STARTED")
+        self.assertTrue(run["manual"])
+        self.assertIn("STARTED (manual)", self.run_ok("schedule", "runs", sid))
+        self.assertIn("PAUSED", self.run_ok("schedule", "pause", sid, "--reason", "holiday", actor="dev"))
+        self.assertIn("ACTIVE", self.run_ok("schedule", "unpause", sid, actor="dev"))
+        self.assertEqual(self.run_ok("schedule", "delete", sid, actor="dev").strip(), "ok")
+        r = wfctl(self.srv, "schedule", "get", sid)
+        self.assertIn("SCHEDULE_NOT_FOUND", r.stderr)
+
     def test_batch_start_needs_a_key_or_all(self):
         key = "batch-" + uuid.uuid4().hex[:6]
         ids = [self.start(key) for _ in range(2)]

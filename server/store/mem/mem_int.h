@@ -54,7 +54,7 @@ typedef struct mem_store {
     mem_tx *paused;        /* transactions paused with roots locked */
     pthread_cond_t unheld; /* broadcast when a paused transaction ends */
     mtable defs, insts, tasks, tokens, work_items, jobs, timers, subs, signals, idem, batches,
-        deliveries;
+        schedules, schedule_runs, deliveries;
     wf_event_row *events; /* in sequence order */
     size_t n_events, cap_events;
     int64_t last_seq;
@@ -234,6 +234,25 @@ wf_code wf_store_mem__claim_batches(wf_store *st, const wf_store_ctx *ctx, const
                                     int64_t now, int64_t lease_ms, size_t limit,
                                     wf_batch_row **rows, size_t *n, wf_error *err);
 
+/* mem/schedules.c: schedules and their runs */
+wf_code wf_store_mem__put_schedule(wf_tx *t, const wf_schedule_row *in, wf_error *err);
+wf_code wf_store_mem__get_schedule(wf_store *st, const wf_store_ctx *ctx, const char *id,
+                                   wf_schedule_row *out, bool *found, wf_error *err);
+wf_code wf_store_mem__update_schedule(wf_store *st, const wf_store_ctx *ctx,
+                                      const wf_schedule_row *in, bool *found, wf_error *err);
+wf_code wf_store_mem__delete_schedule(wf_store *st, const wf_store_ctx *ctx, const char *id,
+                                      bool *found, wf_error *err);
+wf_code wf_store_mem__list_schedules(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has,
+                                     int64_t c_num, const char *c_str, wf_schedule_row **rows,
+                                     size_t *n, wf_error *err);
+wf_code wf_store_mem__claim_schedules(wf_store *st, const wf_store_ctx *ctx, const char *owner,
+                                      int64_t now, int64_t lease_ms, size_t limit,
+                                      wf_schedule_row **rows, size_t *n, wf_error *err);
+wf_code wf_store_mem__put_schedule_run(wf_tx *t, const wf_schedule_run_row *in, wf_error *err);
+wf_code wf_store_mem__list_schedule_runs(wf_store *st, const wf_store_ctx *ctx,
+                                         const char *schedule_id, size_t limit, bool has,
+                                         int64_t c_num, wf_schedule_run_row **rows, size_t *n,
+                                         wf_error *err);
 /* fanout.c: the fan-out of a signal sent to an aggregate */
 /* Whether deliveries to the aggregate are pending or a signal to it
  * received before (before_at, before_id) is QUEUED. */

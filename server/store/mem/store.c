@@ -389,9 +389,9 @@ static void
 mem_destroy(wf_store *st)
 {
     mem_store *m = (mem_store *)st;
-    mtable *all[] = {&m->defs,       &m->insts, &m->tasks,   &m->tokens,
-                     &m->work_items, &m->jobs,  &m->timers,  &m->subs,
-                     &m->signals,    &m->idem,  &m->batches, &m->deliveries};
+    mtable *all[] = {&m->defs,    &m->insts,     &m->tasks,         &m->tokens,    &m->work_items,
+                     &m->jobs,    &m->timers,    &m->subs,          &m->signals,   &m->idem,
+                     &m->batches, &m->schedules, &m->schedule_runs, &m->deliveries};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         mt_clear(all[i]);
     for (size_t i = 0; i < m->n_events; i++)
@@ -463,6 +463,14 @@ static const wf_store_ops mem_ops = {
     .update_batch = wf_store_mem__update_batch,
     .list_batches = wf_store_mem__list_batches,
     .claim_batches = wf_store_mem__claim_batches,
+    .put_schedule = wf_store_mem__put_schedule,
+    .get_schedule = wf_store_mem__get_schedule,
+    .update_schedule = wf_store_mem__update_schedule,
+    .delete_schedule = wf_store_mem__delete_schedule,
+    .list_schedules = wf_store_mem__list_schedules,
+    .claim_schedules = wf_store_mem__claim_schedules,
+    .put_schedule_run = wf_store_mem__put_schedule_run,
+    .list_schedule_runs = wf_store_mem__list_schedule_runs,
     .fanout_targets = wf_store_mem__fanout_targets,
     .take_delivery = wf_store_mem__take_delivery,
     .pending_deliveries = wf_store_mem__pending_deliveries,
@@ -498,6 +506,8 @@ wf_store_mem_new(wf_error *err)
     m->signals.d = &wf_store__signal_desc;
     m->idem.d = &wf_store__idempotency_desc;
     m->batches.d = &wf_store__batch_desc;
+    m->schedules.d = &wf_store__schedule_desc;
+    m->schedule_runs.d = &wf_store__schedule_run_desc;
     m->deliveries.d = &wf_store__delivery_desc;
     return &m->base;
 }

@@ -102,6 +102,15 @@ enum {
     S_LIST_BATCHES,
     S_CLAIM_BATCHES,
     S_CLAIM_BATCHES_T,
+    S_PUT_SCHEDULE,
+    S_GET_SCHEDULE,
+    S_UPDATE_SCHEDULE,
+    S_DELETE_SCHEDULE,
+    S_LIST_SCHEDULES,
+    S_CLAIM_SCHEDULES,
+    S_CLAIM_SCHEDULES_T,
+    S_PUT_SCHEDULE_RUN,
+    S_LIST_SCHEDULE_RUNS,
     S_FANOUT_TARGETS,
     S_TAKE_DELIVERY,
     S_GET_SIGNAL,
@@ -349,6 +358,25 @@ void wf_store_pg__notifier_stop(pg_store *s);
 void wf_store_pg__listener_stop(pg_listener *l);
 wf_code wf_store_pg__set_listener(wf_store *st, wf_store_listen_fn fn, void *arg, wf_error *err);
 
+/* pg/schedules.c: schedules and their runs */
+wf_code wf_store_pg__put_schedule(wf_tx *t, const wf_schedule_row *in, wf_error *err);
+wf_code wf_store_pg__get_schedule(wf_store *st, const wf_store_ctx *ctx, const char *id,
+                                  wf_schedule_row *out, bool *found, wf_error *err);
+wf_code wf_store_pg__update_schedule(wf_store *st, const wf_store_ctx *ctx,
+                                     const wf_schedule_row *in, bool *found, wf_error *err);
+wf_code wf_store_pg__delete_schedule(wf_store *st, const wf_store_ctx *ctx, const char *id,
+                                     bool *found, wf_error *err);
+wf_code wf_store_pg__list_schedules(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has,
+                                    int64_t c_num, const char *c_str, wf_schedule_row **rows,
+                                    size_t *n, wf_error *err);
+wf_code wf_store_pg__claim_schedules(wf_store *st, const wf_store_ctx *ctx, const char *owner,
+                                     int64_t now, int64_t lease_ms, size_t limit,
+                                     wf_schedule_row **rows, size_t *n, wf_error *err);
+wf_code wf_store_pg__put_schedule_run(wf_tx *t, const wf_schedule_run_row *in, wf_error *err);
+wf_code wf_store_pg__list_schedule_runs(wf_store *st, const wf_store_ctx *ctx,
+                                        const char *schedule_id, size_t limit, bool has,
+                                        int64_t c_num, wf_schedule_run_row **rows, size_t *n,
+                                        wf_error *err);
 /* fanout.c: the fan-out of a signal sent to an aggregate */
 wf_code wf_store_pg__fanout_targets(wf_tx *t, const char *log_id, const char *name,
                                     const char *agg_type, const char *agg_id, int64_t before_at,

@@ -49,6 +49,13 @@
     "id, tenant_id, action, state, filter_json, reason, created_by, total, done, failed, "         \
     "errors_json, cursor, lease_owner, lease_until, created_at, updated_at, ended_at, version, "   \
     "args_json"
+#define COLS_SCHEDULES                                                                             \
+    "id, tenant_id, definition_key, def_version, variables_json, aggregate_type, aggregate_id, "   \
+    "spec_json, overlap, catchup_window_ms, pause_after_failures, state, pause_reason, note, "     \
+    "next_fire_at, due_at, last_instance_id, failures, created_by, lease_owner, lease_until, "     \
+    "created_at, updated_at, version"
+#define COLS_SCHEDULE_RUNS                                                                         \
+    "schedule_id, tenant_id, nominal_at, actual_at, outcome, manual, instance_id, detail"
 #define COLS_DELIVERIES                                                                            \
     "d.tenant_id, d.signal_log_id, d.instance_id, d.root_id, d.aggregate_type, "                   \
     "d.aggregate_id, d.seq, d.state, d.created_at, d.done_at, d.claimed_until"
@@ -832,6 +839,56 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
     [S_CLAIM_BATCHES] = {"claim_batches", CLAIM_BATCHES(""), "batch operation"},
     [S_CLAIM_BATCHES_T] = {"claim_batches_tenant", CLAIM_BATCHES("tenant_id = $5 AND "),
                            "batch operation"},
+    [S_PUT_SCHEDULE] = {"put_schedule",
+                        "INSERT INTO schedules (" COLS_SCHEDULES ") VALUES ($1, $2, $3, $4, $5, "
+                        "$6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
+                        "$21, $22, $23, 1)",
+                        "schedule"},
+    [S_GET_SCHEDULE] = {"get_schedule",
+                        "SELECT " COLS_SCHEDULES " FROM schedules WHERE tenant_id = $1 AND id = $2",
+                        "schedule"},
+    /* As update_batch: the second column tells a missing row from
+     * another version. */
+    [S_UPDATE_SCHEDULE] =
+        {"update_schedule",
+         "WITH u AS (UPDATE schedules SET definition_key = $3, def_version = $4, "
+         "variables_json = $5, aggregate_type = $6, aggregate_id = $7, spec_json = $8, "
+         "overlap = $9, catchup_window_ms = $10, pause_after_failures = $11, state = $12, "
+         "pause_reason = $13, note = $14, next_fire_at = $15, due_at = $16, "
+         "last_instance_id = $17, failures = $18, created_by = $19, lease_owner = $20, "
+         "lease_until = $21, created_at = $22, updated_at = $23, version = $24 + 1 "
+         "WHERE tenant_id = $2 AND id = $1 AND version = $24 RETURNING 1) "
+         "SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM schedules WHERE tenant_id = $2 "
+         "AND id = $1)",
+         "schedule"},
+    [S_DELETE_SCHEDULE] =
+        {"delete_schedule",
+         "WITH r AS (DELETE FROM schedule_runs WHERE tenant_id = $1 AND "
+         "schedule_id = $2) DELETE FROM schedules WHERE tenant_id = $1 AND id = $2",
+         "schedule"},
+    [S_LIST_SCHEDULES] = {"list_schedules",
+                          "SELECT " COLS_SCHEDULES " FROM schedules WHERE tenant_id = $1 AND "
+                          "(created_at, id) < ($2::bigint, $3::text) "
+                          "ORDER BY created_at DESC, id DESC LIMIT $4",
+                          "schedule"},
+/* As claim_batches. */
+#define CLAIM_SCHEDULES(tenant)                                                                    \
+    "WITH u AS (UPDATE schedules SET lease_owner = $3, lease_until = $4, version = version + 1 "   \
+    "WHERE ctid = ANY(ARRAY(SELECT ctid FROM schedules WHERE " tenant "state = 1 AND due_at > 0 "  \
+    "AND due_at <= $1 AND lease_until <= $1 ORDER BY due_at, id LIMIT $2 FOR UPDATE SKIP "         \
+    "LOCKED)) RETURNING *) SELECT " COLS_SCHEDULES " FROM u ORDER BY due_at, id"
+    [S_CLAIM_SCHEDULES] = {"claim_schedules", CLAIM_SCHEDULES(""), "schedule"},
+    [S_CLAIM_SCHEDULES_T] = {"claim_schedules_tenant", CLAIM_SCHEDULES("tenant_id = $5 AND "),
+                             "schedule"},
+    [S_PUT_SCHEDULE_RUN] = {"put_schedule_run",
+                            "INSERT INTO schedule_runs (" COLS_SCHEDULE_RUNS ") VALUES ($1, $2, "
+                            "$3, $4, $5, $6, $7, $8)",
+                            "schedule run"},
+    [S_LIST_SCHEDULE_RUNS] = {"list_schedule_runs",
+                              "SELECT " COLS_SCHEDULE_RUNS " FROM schedule_runs WHERE tenant_id = "
+                              "$1 AND schedule_id = $2 AND nominal_at < $3 "
+                              "ORDER BY nominal_at DESC LIMIT $4",
+                              "schedule run"},
     /* The fan-out of a signal sent to an aggregate (migrations/0016), under
      * its correlation lock: $1 tenant, $2 name, $3/$4 aggregate, $5 the
      * signal's log id, $6 now, $7 page, ($8, $9) the QUEUED bound. Nothing

@@ -1,0 +1,341 @@
+/*
+ * test_e2e_schedules: schedules (CreateSchedule, GetSchedule,
+ * ListSchedules, UpdateSchedule, DeleteSchedule, PauseSchedule,
+ * UnpauseSchedule, TriggerSchedule, ListScheduleRuns) through the real
+ * gRPC client, on the store WF_TEST_STORE names (memory and Postgres).
+ *
+ * The in-process server runs no background scheduler: schedules fire by
+ * RunSchedulerPass (tenant-scoped, each test in a tenant of its own), on
+ * the server's test clock (wf_app.clock), which the tests move through a
+ * DST change in a few calls.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "net_kit.h"
+
+#define OUT_STARTED WORKFLOW__V1__SCHEDULE_RUN_OUTCOME__SCHEDULE_RUN_OUTCOME_STARTED
+#define OUT_SKIPPED WORKFLOW__V1__SCHEDULE_RUN_OUTCOME__SCHEDULE_RUN_OUTCOME_SKIPPED
+#define OUT_MISSED WORKFLOW__V1__SCHEDULE_RUN_OUTCOME__SCHEDULE_RUN_OUTCOME_MISSED
+#define S_ACTIVE WORKFLOW__V1__SCHEDULE_STATE__SCHEDULE_STATE_ACTIVE
+#define S_PAUSED WORKFLOW__V1__SCHEDULE_STATE__SCHEDULE_STATE_PAUSED
+#define O_ALLOW_ALL WORKFLOW__V1__SCHEDULE_OVERLAP_POLICY__SCHEDULE_OVERLAP_POLICY_ALLOW_ALL
+#define HOUR_US INT64_C(3600000000)
+
+static char *tenant;
+static int64_t clock_us; /* the server's "now" for schedules */
+
+static int64_t
+test_clock(void *arg)
+{
+    (void)arg;
+    return __atomic_load_n(&clock_us, __ATOMIC_SEQ_CST);
+}
+
+static void
+set_clock(int64_t us)
+{
+    __atomic_store_n(&clock_us, us, __ATOMIC_SEQ_CST);
+}
+
+static int64_t
+ts_us(const Google__Protobuf__Timestamp *t)
+{
+    return t == NULL ? 0 : t->seconds * 1000000 + t->nanos / 1000;
+}
+
+static void
+sched_setup(void)
+{
+    tenant = setup_tenant(NULL, "sched");
+    set_clock(wf_test_utc_us("2026-03-27T12:00:00Z"));
+    ts.app.clock = test_clock;
+}
+
+/* key: start -> work (AUTO job) -> end, so its instances wait. */
+static void
+deploy_work(const char *key)
+{
+    nb *n = net_new(key);
+    place(n, "start", START);
+    place(n, "end", END);
+    Workflow__V1__Transition *t = trans(n, "work", T_AUTO);
+    with_job(t, u("work"), 1, 0);
+    arc(n, "start", "work");
+    arc(n, "work", "end");
+    deploy_as(me("dev"), n);
+}
+
+static Workflow__V1__ScheduleSpec *
+cron_spec(const char *cron, const char *zone)
+{
+    Workflow__V1__ScheduleSpec *s = wf_arena_calloc(ta, 1, sizeof *s);
+    workflow__v1__schedule_spec__init(s);
+    s->cron = (char *)cron;
+    s->time_zone = (char *)(zone != NULL ? zone : "");
+    return s;
+}
+
+static Workflow__V1__Schedule *
+create_c(wf_client *c, const char *id, const char *key, Workflow__V1__ScheduleSpec *spec,
+         const char *rid, wf_client_status *st)
+{
+    Workflow__V1__CreateScheduleRequest req = WORKFLOW__V1__CREATE_SCHEDULE_REQUEST__INIT;
+    Workflow__V1__SchedulePolicy *p = wf_arena_calloc(ta, 1, sizeof *p);
+    workflow__v1__schedule_policy__init(p);
+    p->overlap = O_ALLOW_ALL;
+    p->catchup_window = dur(2 * 3600000); /* the tests pass every hour */
+    req.id = (char *)id;
+    req.definition_key = (char *)key;
+    req.spec = spec;
+    req.policy = p;
+    req.variables_json = "{\"region\":\"eu\"}";
+    req.request_id = (char *)(rid != NULL ? rid : "");
+    Workflow__V1__CreateScheduleResponse *r =
+        call(c, "CreateSchedule", &req, &workflow__v1__create_schedule_response__descriptor, st);
+    return r != NULL ? r->schedule : NULL;
+}
+
+static Workflow__V1__Schedule *
+get_c(wf_client *c, const char *id, wf_client_status *st)
+{
+    Workflow__V1__GetScheduleRequest req = WORKFLOW__V1__GET_SCHEDULE_REQUEST__INIT;
+    req.id = (char *)id;
+    Workflow__V1__GetScheduleResponse *r =
+        call(c, "GetSchedule", &req, &workflow__v1__get_schedule_response__descriptor, st);
+    return r != NULL ? r->schedule : NULL;
+}
+
+static Workflow__V1__ListScheduleRunsResponse *
+runs_c(const char *id, wf_client_status *st)
+{
+    Workflow__V1__ListScheduleRunsRequest req = WORKFLOW__V1__LIST_SCHEDULE_RUNS_REQUEST__INIT;
+    req.schedule_id = (char *)id;
+    req.page_size = 100;
+    return call(me("ops"), "ListScheduleRuns", &req,
+                &workflow__v1__list_schedule_runs_response__descriptor, st);
+}
+
+static Workflow__V1__ScheduleRun **
+runs_ok(const char *id, size_t *n)
+{
+    wf_client_status st;
+    Workflow__V1__ListScheduleRunsResponse *r = runs_c(id, &st);
+    ck_ok(st);
+    *n = r->n_runs;
+    return r->runs;
+}
+
+/* Create and Get answer the schedule with its next fire times in its zone
+ * and in UTC; the refusals have stable reasons; a request id replays. */
+WF_TEST(test_create_get_list_and_refusals)
+{
+    deploy_work("work");
+    wf_client_status st;
+    Workflow__V1__Schedule *s = create_c(me("ops"), "nightly", "work",
+                                         cron_spec("30 2 * * *", "Europe/Berlin"), "r-1", &st);
+    ck_ok(st);
+    ck_assert_str_eq(s->id, "nightly");
+    ck_assert_int_eq(s->state, S_ACTIVE);
+    ck_assert_str_eq(s->created_by, "ops");
+    ck_assert_uint_eq(s->n_upcoming, 10);
+    ck_assert_int_eq(ts_us(s->upcoming[0]->time), wf_test_utc_us("2026-03-28T01:30:00Z"));
+    ck_assert_str_eq(s->upcoming[1]->local_time, "2026-03-29T03:00:00+02:00");
+    ck_assert_int_eq(ts_us(s->upcoming[1]->time), wf_test_utc_us("2026-03-29T01:00:00Z"));
+    /* The same request id: the first answer, nothing created twice. */
+    Workflow__V1__Schedule *again = create_c(me("ops"), "nightly", "work",
+                                             cron_spec("30 2 * * *", "Europe/Berlin"), "r-1", &st);
+    ck_ok(st);
+    ck_assert_str_eq(again->id, "nightly");
+
+    create_c(me("ops"), "nightly", "work", cron_spec("@daily", NULL), NULL, &st);
+    ck_fails(st, GRPC_STATUS_ALREADY_EXISTS, "SCHEDULE_ALREADY_EXISTS");
+    create_c(me("ops"), "b1", "work", cron_spec("61 * * * *", NULL), NULL, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_CRON");
+    create_c(me("ops"), "b2", "work", cron_spec("@daily", "Europe/Atlantis"), NULL, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "UNKNOWN_TIME_ZONE");
+    create_c(me("ops"), "b3", "no-such-definition", cron_spec("@daily", NULL), NULL, &st);
+    ck_fails(st, GRPC_STATUS_NOT_FOUND, "DEFINITION_NOT_FOUND");
+    create_c(me("ops"), "b4", "work", cron_spec("", NULL), NULL, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_SCHEDULE");
+    create_c(me("ops"), "", "work", cron_spec("@daily", NULL), NULL, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    create_c(as_tenant(tenant, NULL), "b5", "work", cron_spec("@daily", NULL), NULL, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "ACTOR_MISSING");
+
+    s = get_c(me("ops"), "nightly", &st);
+    ck_ok(st);
+    ck_assert_str_eq(s->spec->cron, "30 2 * * *");
+    ck_assert_str_eq(s->spec->time_zone, "Europe/Berlin");
+    ck_assert_str_eq(s->variables_json, "{\"region\":\"eu\"}");
+    get_c(as("ops"), "nightly", &st); /* another tenant */
+    ck_fails(st, GRPC_STATUS_NOT_FOUND, "SCHEDULE_NOT_FOUND");
+    runs_c("nope", &st);
+    ck_fails(st, GRPC_STATUS_NOT_FOUND, "SCHEDULE_NOT_FOUND");
+
+    Workflow__V1__ListSchedulesRequest lreq = WORKFLOW__V1__LIST_SCHEDULES_REQUEST__INIT;
+    Workflow__V1__ListSchedulesResponse *l = call(
+        me("ops"), "ListSchedules", &lreq, &workflow__v1__list_schedules_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(l->n_schedules, 1);
+    l = call(as("ops"), "ListSchedules", &lreq, &workflow__v1__list_schedules_response__descriptor,
+             &st);
+    ck_ok(st);
+    ck_assert_uint_eq(l->n_schedules, 0);
+}
+END_TEST
+
+/* Berlin at 02:30 every day, the scheduler passing every hour through
+ * the spring-forward night: one instance a day, 03:00 on the day 02:30
+ * does not exist, each carrying the schedule and its fire time. Passes
+ * run again at the same instant start nothing more. */
+WF_TEST(test_fires_once_through_dst)
+{
+    deploy_work("work");
+    wf_client_status st;
+    create_c(me("ops"), "nightly", "work", cron_spec("30 2 * * *", "Europe/Berlin"), NULL, &st);
+    ck_ok(st);
+    int64_t handled = 0;
+    for (int64_t t = wf_test_utc_us("2026-03-27T12:00:00Z");
+         t <= wf_test_utc_us("2026-03-30T12:00:00Z"); t += HOUR_US) {
+        set_clock(t);
+        handled += scheduler_pass()->schedule_runs;
+        handled += scheduler_pass()->schedule_runs;
+    }
+    ck_assert_int_eq(handled, 3);
+    size_t n = 0;
+    Workflow__V1__ScheduleRun **r = runs_ok("nightly", &n);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_int_eq(ts_us(r[0]->nominal_time), wf_test_utc_us("2026-03-30T00:30:00Z"));
+    ck_assert_int_eq(ts_us(r[1]->nominal_time), wf_test_utc_us("2026-03-29T01:00:00Z"));
+    ck_assert_int_eq(ts_us(r[2]->nominal_time), wf_test_utc_us("2026-03-28T01:30:00Z"));
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_int_eq(r[i]->outcome, OUT_STARTED);
+        ck_assert_str_ne(r[i]->instance_id, "");
+    }
+    Workflow__V1__GetInstanceResponse *g = get_instance_as(me("ops"), r[1]->instance_id);
+    ck_assert_ptr_nonnull(strstr(g->instance->variables_json, "\"schedule\":{\"id\":\"nightly\""));
+    ck_assert_ptr_nonnull(strstr(g->instance->variables_json, "2026-03-29T01:00:00"));
+    ck_assert_ptr_nonnull(strstr(g->instance->variables_json, "\"region\":\"eu\""));
+}
+END_TEST
+
+/* Pause, update, unpause, trigger and delete, with their answers. */
+WF_TEST(test_pause_update_trigger_delete)
+{
+    deploy_work("work");
+    wf_client_status st;
+    create_c(me("ops"), "hourly", "work", cron_spec("@hourly", NULL), NULL, &st);
+    ck_ok(st);
+
+    Workflow__V1__PauseScheduleRequest p = WORKFLOW__V1__PAUSE_SCHEDULE_REQUEST__INIT;
+    p.id = "hourly";
+    p.reason = "maintenance";
+    Workflow__V1__PauseScheduleResponse *pr = call(
+        me("ops"), "PauseSchedule", &p, &workflow__v1__pause_schedule_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_int_eq(pr->schedule->state, S_PAUSED);
+    ck_assert_str_eq(pr->schedule->pause_reason, "maintenance");
+    set_clock(wf_test_utc_us("2026-03-27T13:00:30Z"));
+    ck_assert_int_eq(scheduler_pass()->schedule_runs, 0);
+    p.id = "nope";
+    call(me("ops"), "PauseSchedule", &p, &workflow__v1__pause_schedule_response__descriptor, &st);
+    ck_fails(st, GRPC_STATUS_NOT_FOUND, "SCHEDULE_NOT_FOUND");
+
+    Workflow__V1__UpdateScheduleRequest up = WORKFLOW__V1__UPDATE_SCHEDULE_REQUEST__INIT;
+    up.id = "hourly";
+    up.definition_key = "work";
+    up.spec = cron_spec("0 */2 * * *", NULL);
+    up.paused = true;
+    Workflow__V1__UpdateScheduleResponse *ur = call(
+        me("ops"), "UpdateSchedule", &up, &workflow__v1__update_schedule_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_str_eq(ur->schedule->spec->cron, "0 */2 * * *");
+    up.spec = cron_spec("0 */2 * *", NULL);
+    call(me("ops"), "UpdateSchedule", &up, &workflow__v1__update_schedule_response__descriptor,
+         &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_CRON");
+
+    Workflow__V1__UnpauseScheduleRequest un = WORKFLOW__V1__UNPAUSE_SCHEDULE_REQUEST__INIT;
+    un.id = "hourly";
+    Workflow__V1__UnpauseScheduleResponse *unr =
+        call(me("ops"), "UnpauseSchedule", &un,
+             &workflow__v1__unpause_schedule_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_int_eq(unr->schedule->state, S_ACTIVE);
+    ck_assert_int_eq(ts_us(unr->schedule->upcoming[0]->time),
+                     wf_test_utc_us("2026-03-27T14:00:00Z"));
+    set_clock(wf_test_utc_us("2026-03-27T14:00:01Z"));
+    ck_assert_int_eq(scheduler_pass()->schedule_runs, 1);
+
+    Workflow__V1__TriggerScheduleRequest tr = WORKFLOW__V1__TRIGGER_SCHEDULE_REQUEST__INIT;
+    tr.id = "hourly";
+    tr.request_id = "t-1";
+    Workflow__V1__TriggerScheduleResponse *trr =
+        call(me("ops"), "TriggerSchedule", &tr,
+             &workflow__v1__trigger_schedule_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert(trr->run->manual);
+    ck_assert_int_eq(trr->run->outcome, OUT_STARTED);
+    char *first = trr->run->instance_id;
+    trr = call(me("ops"), "TriggerSchedule", &tr,
+               &workflow__v1__trigger_schedule_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_str_eq(trr->run->instance_id, first); /* replayed, not started twice */
+    size_t n = 0;
+    runs_ok("hourly", &n);
+    ck_assert_uint_eq(n, 2);
+
+    Workflow__V1__DeleteScheduleRequest d = WORKFLOW__V1__DELETE_SCHEDULE_REQUEST__INIT;
+    d.id = "hourly";
+    call(me("ops"), "DeleteSchedule", &d, &workflow__v1__delete_schedule_response__descriptor, &st);
+    ck_ok(st);
+    call(me("ops"), "DeleteSchedule", &d, &workflow__v1__delete_schedule_response__descriptor, &st);
+    ck_fails(st, GRPC_STATUS_NOT_FOUND, "SCHEDULE_NOT_FOUND");
+    tr.request_id = "";
+    call(me("ops"), "TriggerSchedule", &tr, &workflow__v1__trigger_schedule_response__descriptor,
+         &st);
+    ck_fails(st, GRPC_STATUS_NOT_FOUND, "SCHEDULE_NOT_FOUND");
+    /* The instances it started stay. */
+    ck_assert_int_eq(get_instance_as(me("ops"), first)->instance->status, I_RUNNING);
+}
+END_TEST
+
+/* After an outage, fire times older than the catch-up window are MISSED
+ * and the rest run, oldest first. */
+WF_TEST(test_catch_up_after_outage)
+{
+    deploy_work("work");
+    wf_client_status st;
+    Workflow__V1__CreateScheduleRequest req = WORKFLOW__V1__CREATE_SCHEDULE_REQUEST__INIT;
+    Workflow__V1__SchedulePolicy p = WORKFLOW__V1__SCHEDULE_POLICY__INIT;
+    p.overlap = O_ALLOW_ALL;
+    p.catchup_window = dur(3 * 60000);
+    Workflow__V1__ScheduleSpec spec = WORKFLOW__V1__SCHEDULE_SPEC__INIT;
+    spec.interval = "every 1m";
+    req.id = "minutely";
+    req.definition_key = "work";
+    req.spec = &spec;
+    req.policy = &p;
+    call(me("ops"), "CreateSchedule", &req, &workflow__v1__create_schedule_response__descriptor,
+         &st);
+    ck_ok(st);
+    set_clock(wf_test_utc_us("2026-03-27T12:06:30Z"));
+    ck_assert_int_eq(scheduler_pass()->schedule_runs, 6);
+    size_t n = 0;
+    Workflow__V1__ScheduleRun **r = runs_ok("minutely", &n);
+    ck_assert_uint_eq(n, 6);
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_int_eq(r[i]->outcome, OUT_STARTED);
+    for (size_t i = 3; i < 6; i++)
+        ck_assert_int_eq(r[i]->outcome, OUT_MISSED);
+    ck_assert_int_eq(ts_us(r[5]->nominal_time), wf_test_utc_us("2026-03-27T12:01:00Z"));
+}
+END_TEST
+
+int
+main(void)
+{
+    return wf_test_run(wf_test_suite("e2e_schedules", "schedules", sched_setup, teardown, 30));
+}
