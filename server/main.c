@@ -22,6 +22,7 @@
 #include "health_probe.h"
 #include "rpc_metrics.h"
 #include "rpc_server.h"
+#include "diagram.h"
 #include "expr.h"
 #include "scheduler.h"
 #include "console.h"
@@ -211,7 +212,9 @@ main(int argc, char **argv)
         .workers = cfg->expr_workers,
         .recycle_after = 10000,
         .max_queued = cfg->expr_max_queued,
+        .slow_ms = cfg->expr_slow_ms,
     });
+    wf_diagram_configure((size_t)cfg->diagram_cache_bytes);
 
     app.cfg = cfg;
     if (wf_app_open_store(&app, &err) != WF_OK) {

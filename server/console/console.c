@@ -22,6 +22,7 @@
 
 #include "console_int.h"
 #include "expr.h"
+#include "wf_bulkhead.h"
 #include "wf_config.h"
 #include "wf_id.h"
 #include "wf_log.h"
@@ -95,8 +96,12 @@ wf_console__call(wf_console__ctx *x, const char *method, const ProtobufCMessage 
         .deadline_ms = wf_mono_ms() + CALL_DEADLINE_MS,
     };
     wf_expr_set_call_deadline(call.deadline_ms);
+    /* A page is a call: it joins bulkheads as an RPC does (its thread is
+     * the console's own, with no seat to give). */
+    wf_bulkhead_call_begin(NULL, NULL);
     *resp = NULL;
     wf_code rc = r->fn(&call, req, resp, err);
+    wf_bulkhead_call_end();
     wf_expr_set_call_deadline(0);
     if (rc == WF_OK && *resp == NULL)
         return wf_error_set(err, WF_E_INTERNAL, "the handler of %s produced no response", method);

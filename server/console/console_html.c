@@ -162,6 +162,7 @@ wf_console__page_error(wf_console__ctx *x, const wf_error *err)
         break;
     case WF_E_STORE_UNAVAILABLE:
     case WF_E_OVERLOADED:
+    case WF_E_BULKHEAD_FULL:
     case WF_E_DEADLINE_EXCEEDED:
         x->status = 503;
         break;

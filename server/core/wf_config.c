@@ -294,7 +294,21 @@ wf_config_load(char *const *env, wf_error *err)
 
     if (!env_int(env, "WF_THREADS", 1, 256, &cfg->threads, err))
         goto fail;
-    cfg->db_pool_size = cfg->threads + 2;
+    /* Bulkheads: each class runs beside the shared threads, up to its
+     * limit; a call in the expression class keeps its unit of work (and
+     * its Postgres connection) while it waits, so the pool has room for
+     * them beside the shared threads. */
+    cfg->bulkhead_diagram = cfg->bulkhead_compile = cfg->bulkhead_expr = 2;
+    cfg->expr_slow_ms = 50;
+    cfg->diagram_cache_bytes = 32 * 1024 * 1024;
+    if (!env_int(env, "WF_BULKHEAD_DIAGRAM", 1, 256, &cfg->bulkhead_diagram, err) ||
+        !env_int(env, "WF_BULKHEAD_COMPILE", 1, 256, &cfg->bulkhead_compile, err) ||
+        !env_int(env, "WF_BULKHEAD_EXPR", 1, 256, &cfg->bulkhead_expr, err) ||
+        !env_int(env, "WF_EXPR_SLOW_MS", 1, 60000, &cfg->expr_slow_ms, err) ||
+        !env_int(env, "WF_DIAGRAM_CACHE_BYTES", 0, 1024 * 1024 * 1024, &cfg->diagram_cache_bytes,
+                 err))
+        goto fail;
+    cfg->db_pool_size = cfg->threads + cfg->bulkhead_expr + 2;
     if (!env_int(env, "WF_DB_POOL_SIZE", 1, 1024, &cfg->db_pool_size, err) ||
         !env_int(env, "WF_MAX_MESSAGE_BYTES", 1024, 64 * 1024 * 1024, &cfg->max_message_bytes,
                  err) ||

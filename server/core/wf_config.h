@@ -25,7 +25,7 @@ typedef struct wf_config_group {
 typedef struct wf_config {
     char *addr;          /* WF_ADDR, default 0.0.0.0:50051 */
     char *database_url;  /* DATABASE_URL; NULL selects the memory store */
-    int db_pool_size;    /* WF_DB_POOL_SIZE, default = threads */
+    int db_pool_size;    /* WF_DB_POOL_SIZE, default threads + bulkhead_expr + 2 */
     int threads;         /* WF_THREADS, default = number of CPUs */
     wf_keys *keys;       /* WF_API_KEYS or WF_API_KEYS_FILE; NULL when no key is set */
     char *api_keys_file; /* WF_API_KEYS_FILE (path); NULL when the keys are WF_API_KEYS' */
@@ -56,6 +56,13 @@ typedef struct wf_config {
                              at least 64 */
     int expr_max_queued;  /* WF_EXPR_MAX_QUEUED: evaluations waiting for a worker, default
                              2 x expr_workers */
+    /* Bulkheads (wf_bulkhead.h): calls at once in each expensive class of
+     * work, beside the shared threads. */
+    int bulkhead_diagram;    /* WF_BULKHEAD_DIAGRAM: diagram layouts, default 2 */
+    int bulkhead_compile;    /* WF_BULKHEAD_COMPILE: definitions compiling expressions, default 2 */
+    int bulkhead_expr;       /* WF_BULKHEAD_EXPR: evaluations past expr_slow_ms, default 2 */
+    int expr_slow_ms;        /* WF_EXPR_SLOW_MS: an evaluation's budget on a shared thread, 50 */
+    int diagram_cache_bytes; /* WF_DIAGRAM_CACHE_BYTES: laid-out diagrams kept, 32 MiB; 0 = off */
     /* Retention (the scheduler's sweep), in seconds. Durations are read as
      * "<n>[s|m|h|d]"; a bare number is seconds. */
     long long sweep_interval_s;        /* WF_RETENTION_INTERVAL, default 60 */

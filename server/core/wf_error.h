@@ -120,6 +120,11 @@ typedef enum wf_code {
      * WF_MAX_QUEUED_CALLS allows. Nothing was done; retry after the
      * RetryInfo delay. */
     WF_E_OVERLOADED,
+    /* A bulkhead is full: as many calls as its limit already do that
+     * expensive kind of work (a diagram layout, a compile, a slow
+     * expression; wf_bulkhead.h). Nothing was done; retry after the
+     * RetryInfo delay. */
+    WF_E_BULKHEAD_FULL,
 
     /* DEADLINE_EXCEEDED: the call's deadline passed (or statement_timeout). */
     WF_E_DEADLINE_EXCEEDED,
@@ -175,9 +180,9 @@ typedef struct wf_error_id {
  * `task "t-1" is not open`; the kinds known here are task (taskId),
  * instance (instanceId), definition (definitionKey), job key / job has key
  * / job with key (jobKey), job (jobId), transition (transitionId), place
- * (placeId), work item (workItemId), group (groupId), user (userId) and
- * request id (requestId). The rpc layer sends them in ErrorInfo.metadata,
- * so a new error message that follows this style gets its ids there. */
+ * (placeId), work item (workItemId), group (groupId), user (userId),
+ * request id (requestId) and bulkhead (bulkhead: the full class). The rpc layer sends them in
+ * ErrorInfo.metadata, so a new error message that follows this style gets its ids there. */
 size_t wf_error_ids(const char *msg, wf_error_id *out, size_t max);
 
 #endif /* WF_ERROR_H */

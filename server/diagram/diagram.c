@@ -2,19 +2,25 @@
  * diagram: GetDiagram's rule. Checks the request, reads the definition
  * version (or the instance, the version it is pinned to and its open work
  * items) through the engine's public reads, builds the overlay, writes
- * the DOT text and, for SVG, has Graphviz lay it out.
+ * the DOT text and, for SVG, draws the overlay over the layout of the
+ * version: from the cache, or laid out by Graphviz once.
  *
  * Every read has returned before the layout starts: no store lock,
- * transaction or pooled connection is held while Graphviz runs, and the
- * Health service runs on its own thread, so a slow layout delays only its
- * own call (and other diagrams, which wait for Graphviz's lock).
+ * transaction or pooled connection is held while Graphviz runs. A call
+ * that needs a layout joins the diagram bulkhead (core/wf_bulkhead.h)
+ * first: its thread leaves the shared ones, and when as many calls as the
+ * bulkhead's limit wait for layouts already, the call is refused at once
+ * (BULKHEAD_FULL). So a slow layout delays other layouts, never other
+ * calls, and a version laid out once is never laid out again while it
+ * stays in the cache.
  *
  * Must not: see protobuf or grpc; change anything.
  */
 #include <string.h>
 
-#include "diagram.h"
+#include "diagram_int.h"
 #include "instances.h"
+#include "wf_bulkhead.h"
 #include "wf_str.h"
 #include "work.h"
 
@@ -155,6 +161,41 @@ instance_overlay(const wf_runtime_ctx *ctx, const char *instance_id, wf_diagram_
     return enabled_items(ctx, instance_id, ov, err);
 }
 
+/* The SVG of net with ov over it (ov NULL: the bare version): the cached
+ * layout of the version with ov drawn onto it, the layout made first when
+ * no cache has it. dot is the DOT with the overlay, laid out as it is
+ * should the layout's SVG not be shaped for an overlay. */
+static wf_code
+draw_svg(const wf_runtime_ctx *ctx, const wf_net *net, wf_def_kind kind, const char *dot,
+         const wf_diagram_overlay *ov, char **svg, size_t *len, wf_error *err)
+{
+    char *ldot;
+    wf_code rc = wf_diagram__layout_dot(net, kind, ctx->ref.arena, &ldot, err);
+    if (rc != WF_OK)
+        return rc;
+    size_t nnodes = net->n_places + net->n_transitions;
+    wf_diagram_layout *l = wf_diagram__cache_get(ldot, wf_diagram__hash(ldot), true);
+    if (l == NULL) {
+        /* A layout: beside the shared threads, or refused when the
+         * diagram bulkhead is full. */
+        rc = wf_bulkhead_enter(WF_BULKHEAD_DIAGRAM, err);
+        if (rc == WF_OK)
+            rc = wf_diagram__layout(ldot, nnodes, ctx->ref.deadline_ms, &l, err);
+        if (rc != WF_OK)
+            return rc;
+    }
+    if (ov != NULL && !l->indexed) {
+        wf_diagram__layout_unref(l);
+        rc = wf_bulkhead_enter(WF_BULKHEAD_DIAGRAM, err);
+        return rc != WF_OK
+                   ? rc
+                   : wf_diagram_svg(dot, ctx->ref.deadline_ms, ctx->ref.arena, svg, len, err);
+    }
+    rc = wf_diagram__overlay_svg(l, net, ov, ctx->ref.arena, svg, len, err);
+    wf_diagram__layout_unref(l);
+    return rc;
+}
+
 wf_code
 wf_diagram_get(const wf_runtime_ctx *ctx, const wf_diagram_in *in, wf_diagram *out, wf_error *err)
 {
@@ -198,7 +239,7 @@ wf_diagram_get(const wf_runtime_ctx *ctx, const wf_diagram_in *in, wf_diagram *o
                             nodes, edges, WF_DIAGRAM_MAX_SVG_NODES, WF_DIAGRAM_MAX_SVG_EDGES);
     char *svg;
     size_t len;
-    rc = wf_diagram_svg(dot, ctx->ref.deadline_ms, ctx->ref.arena, &svg, &len, err);
+    rc = draw_svg(ctx, &drawn, row.kind, dot, overlay ? &ov : NULL, &svg, &len, err);
     if (rc != WF_OK)
         return rc;
     out->content = svg;

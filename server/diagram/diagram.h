@@ -82,16 +82,39 @@ wf_code wf_diagram_dot(const wf_net *net, wf_def_kind kind, const wf_diagram_ove
 /* ---- SVG (diagram_render.c) --------------------------------------------------------------- */
 
 /* Lays dot out with Graphviz (layout "dot") and renders it as SVG into
- * *out (NUL-terminated, in a; *len its length). Calls are serialized by
- * one mutex: Graphviz keeps global state. The plugins (the dot layout and
- * the core renderers) are linked in and registered explicitly, so no
- * Graphviz configuration file is read. The size of the net is the
- * caller's to bound (wf_diagram_get: WF_DIAGRAM_MAX_SVG_*). The lock is
- * waited for until deadline_ms (monotonic ms, 0 = without bound), then
- * WF_E_DEADLINE_EXCEEDED; a layout once started runs to its end.
- * WF_E_INTERNAL when Graphviz refuses the text or fails to lay it out. */
+ * *out (NUL-terminated, in a; *len its length). Graphviz keeps global
+ * state: one thread of its own, the render thread, lays out one text at a
+ * time, at a lower CPU priority than the server's threads. The plugins
+ * (the dot layout and the core renderers) are linked in and registered
+ * explicitly, so no Graphviz configuration file is read. The size of the
+ * net is the caller's to bound (wf_diagram_get: WF_DIAGRAM_MAX_SVG_*).
+ * The caller waits until deadline_ms (monotonic ms, 0 = without bound),
+ * then gets WF_E_DEADLINE_EXCEEDED (a layout already started runs to its
+ * end on the render thread). WF_E_INTERNAL when Graphviz refuses the text
+ * or fails to lay it out. */
 wf_code wf_diagram_svg(const char *dot, int64_t deadline_ms, wf_arena *a, char **out, size_t *len,
                        wf_error *err);
+
+/* ---- the layout cache (diagram_cache.c) ----------------------------------------------------- */
+
+/* The cache's bound until wf_diagram_configure (WF_DIAGRAM_CACHE_BYTES). */
+#define WF_DIAGRAM_CACHE_DEFAULT_BYTES ((size_t)32 * 1024 * 1024)
+
+/* Sets the bytes the cache of laid-out versions may hold (0: none is
+ * kept); evicts what no longer fits. */
+void wf_diagram_configure(size_t cache_bytes);
+
+/* Empties the cache (tests; layouts being drawn stay valid). */
+void wf_diagram_cache_clear(void);
+
+typedef struct wf_diagram_stats {
+    size_t entries, bytes, cap; /* what the cache holds, and its bound */
+    unsigned long long hits;    /* SVG requests served from the cache */
+    unsigned long long misses;  /* SVG requests that needed a layout */
+    unsigned long long layouts; /* Graphviz runs */
+} wf_diagram_stats;
+
+void wf_diagram_get_stats(wf_diagram_stats *out);
 
 /* ---- GetDiagram (diagram.c) ------------------------------------------------------------------ */
 

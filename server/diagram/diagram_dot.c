@@ -18,19 +18,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diagram.h"
+#include "diagram_int.h"
 #include "wf_str.h"
 #include "wf_utf8.h"
 
 /* The replacement character U+FFFD in UTF-8. */
 #define REPLACEMENT "\xEF\xBF\xBD"
 
-/* Colours of the overlay. */
-#define COLOR_TOKENS "#d6e9ff"  /* a place holding tokens */
-#define COLOR_ENABLED "#fff2a8" /* a transition with enabled work items */
-#define COLOR_STEP "#1f6feb"    /* the current step of a STEPS instance */
-#define COLOR_INCIDENT "red"    /* the transition of an open incident */
-#define COLOR_CANCEL "gray40"   /* cancel-set arcs */
+/* Colours of the overlay (diagram_int.h), and of cancel-set arcs. */
+#define COLOR_TOKENS WF_DIAGRAM_COLOR_TOKENS
+#define COLOR_ENABLED WF_DIAGRAM_COLOR_ENABLED
+#define COLOR_STEP WF_DIAGRAM_COLOR_STEP
+#define COLOR_INCIDENT WF_DIAGRAM_COLOR_INCIDENT
+#define COLOR_CANCEL "gray40"
 
 /* ---- a growing buffer ------------------------------------------------------------------- */
 
@@ -233,8 +233,8 @@ put_trigger(dbuf *b, const wf_transition *t)
 
 /* ---- the overlay ------------------------------------------------------------------------- */
 
-static int32_t
-tokens_of(const wf_diagram_overlay *ov, const char *place_id)
+int32_t
+wf_diagram__tokens_of(const wf_diagram_overlay *ov, const char *place_id)
 {
     int32_t n = 0;
     for (size_t i = 0; ov != NULL && i < ov->n_marking; i++)
@@ -243,8 +243,8 @@ tokens_of(const wf_diagram_overlay *ov, const char *place_id)
     return n;
 }
 
-static size_t
-enabled_of(const wf_diagram_overlay *ov, const char *transition_id)
+size_t
+wf_diagram__enabled_of(const wf_diagram_overlay *ov, const char *transition_id)
 {
     size_t n = 0;
     for (size_t i = 0; ov != NULL && i < ov->n_enabled; i++)
@@ -252,8 +252,8 @@ enabled_of(const wf_diagram_overlay *ov, const char *transition_id)
     return n;
 }
 
-static bool
-is_current_step(const wf_diagram_overlay *ov, const wf_transition *t)
+bool
+wf_diagram__is_current_step(const wf_diagram_overlay *ov, const wf_transition *t)
 {
     if (ov == NULL || wf_str_empty(t->step_id))
         return false;
@@ -263,8 +263,8 @@ is_current_step(const wf_diagram_overlay *ov, const wf_transition *t)
     return false;
 }
 
-static bool
-has_incident(const wf_diagram_overlay *ov)
+bool
+wf_diagram__has_incident(const wf_diagram_overlay *ov)
 {
     return ov != NULL && !wf_str_empty(ov->incident_code);
 }
@@ -310,27 +310,36 @@ put_header(dbuf *b, const wf_net *net, wf_def_kind kind, const wf_diagram_overla
             put(b, ": ");
             put_text(b, ov->status);
         }
-        if (has_incident(ov)) {
+        if (wf_diagram__has_incident(ov)) {
             put(b, "\\nincident ");
             put_text(b, ov->incident_code);
         }
     }
     put(b, "\"");
-    if (has_incident(ov))
+    if (wf_diagram__has_incident(ov))
         putf(b, ", fontcolor=%s", COLOR_INCIDENT);
     put(b, "];\n");
     put(b, "  node [fontname=\"Helvetica\", fontsize=10];\n");
     put(b, "  edge [fontname=\"Helvetica\", fontsize=9];\n");
 }
 
+/* The marker comment of node index i (layout DOT only; i < 0: none). */
 static void
-put_place(dbuf *b, const wf_place *p, const wf_diagram_overlay *ov)
+put_marker(dbuf *b, long i)
 {
-    int32_t tokens = tokens_of(ov, p->id);
+    if (i >= 0)
+        putf(b, ", comment=\"n%ld\"", i);
+}
+
+static void
+put_place(dbuf *b, const wf_place *p, const wf_diagram_overlay *ov, long mark)
+{
+    int32_t tokens = wf_diagram__tokens_of(ov, p->id);
     put(b, "  ");
     put_id(b, p->id);
     put(b, " [id=");
     put_id(b, p->id);
+    put_marker(b, mark);
     put(b, p->kind == WF_PLACE_END ? ", shape=doublecircle" : ", shape=circle");
     if (p->kind == WF_PLACE_START)
         put(b, ", penwidth=2");
@@ -345,15 +354,16 @@ put_place(dbuf *b, const wf_place *p, const wf_diagram_overlay *ov)
 }
 
 static void
-put_transition(dbuf *b, const wf_transition *t, const wf_diagram_overlay *ov)
+put_transition(dbuf *b, const wf_transition *t, const wf_diagram_overlay *ov, long mark)
 {
-    size_t enabled = enabled_of(ov, t->id);
-    bool incident = has_incident(ov) && wf_str_eq(ov->incident_transition_id, t->id);
-    bool step = is_current_step(ov, t);
+    size_t enabled = wf_diagram__enabled_of(ov, t->id);
+    bool incident = wf_diagram__has_incident(ov) && wf_str_eq(ov->incident_transition_id, t->id);
+    bool step = wf_diagram__is_current_step(ov, t);
     put(b, "  ");
     put_id(b, t->id);
     put(b, " [id=");
     put_id(b, t->id);
+    put_marker(b, mark);
     put(b, ", shape=box, label=\"");
     put_name(b, t->name, t->id);
     put(b, "\\n");
@@ -422,9 +432,11 @@ put_cancels(dbuf *b, const wf_transition *t, size_t ti)
     }
 }
 
-wf_code
-wf_diagram_dot(const wf_net *net, wf_def_kind kind, const wf_diagram_overlay *ov, wf_arena *a,
-               char **out, wf_error *err)
+/* The DOT text; markers: each place and transition carries its index as
+ * a comment (the layout DOT, diagram_int.h). */
+static wf_code
+dot_text(const wf_net *net, wf_def_kind kind, const wf_diagram_overlay *ov, bool markers,
+         wf_arena *a, char **out, wf_error *err)
 {
     dbuf b = {0};
     put_header(&b, net, kind, ov);
@@ -433,9 +445,9 @@ wf_diagram_dot(const wf_net *net, wf_def_kind kind, const wf_diagram_overlay *ov
                 "referred with AssignTo\"];\n");
     }
     for (size_t i = 0; i < net->n_places; i++)
-        put_place(&b, &net->places[i], ov);
+        put_place(&b, &net->places[i], ov, markers ? (long)i : -1);
     for (size_t i = 0; i < net->n_transitions; i++)
-        put_transition(&b, &net->transitions[i], ov);
+        put_transition(&b, &net->transitions[i], ov, markers ? (long)(net->n_places + i) : -1);
     for (size_t i = 0; i < net->n_arcs; i++)
         put_arc(&b, &net->arcs[i], i);
     for (size_t i = 0; i < net->n_transitions; i++)
@@ -448,4 +460,17 @@ wf_diagram_dot(const wf_net *net, wf_def_kind kind, const wf_diagram_overlay *ov
     *out = wf_arena_strndup(a, b.p, b.n);
     free(b.p);
     return *out != NULL ? WF_OK : wf_error_nomem(err);
+}
+
+wf_code
+wf_diagram_dot(const wf_net *net, wf_def_kind kind, const wf_diagram_overlay *ov, wf_arena *a,
+               char **out, wf_error *err)
+{
+    return dot_text(net, kind, ov, false, a, out, err);
+}
+
+wf_code
+wf_diagram__layout_dot(const wf_net *net, wf_def_kind kind, wf_arena *a, char **out, wf_error *err)
+{
+    return dot_text(net, kind, NULL, true, a, out, err);
 }

@@ -16,6 +16,8 @@
 #include <jq.h>
 #include <jv.h>
 
+#include "wf_bulkhead.h"
+
 struct wf_expr {
     char *src;
     uint64_t hash;      /* FNV-1a of src, for the cache */
@@ -428,28 +430,34 @@ typedef struct compile_msg {
     bool set;
 } compile_msg;
 
-/* Keeps the first compile message, trimmed to the reason:
+/* A compile message trimmed to the reason, into out (cap bytes):
  * "jq: error: syntax error, unexpected == (Unix shell quoting issues?) at
  * <top-level>, line 1:\n.a ==== b" becomes "syntax error, unexpected ==". */
+static void
+trim_compile_msg(const char *s, char *out, size_t cap)
+{
+    if (strncmp(s, "jq: error: ", 11) == 0)
+        s += 11;
+    size_t len = strcspn(s, "\n");
+    const char *cut[] = {" (Unix shell quoting issues?)", " at <top-level>"};
+    for (size_t k = 0; k < 2; k++) {
+        const char *p = strstr(s, cut[k]);
+        if (p != NULL && (size_t)(p - s) < len)
+            len = (size_t)(p - s);
+    }
+    if (len >= cap)
+        len = cap - 1;
+    memcpy(out, s, len);
+    out[len] = '\0';
+}
+
+/* Keeps the first compile message, trimmed to the reason. */
 static void
 keep_compile_msg(void *data, jv msg)
 {
     compile_msg *cm = data;
     if (!cm->set && jv_get_kind(msg) == JV_KIND_STRING) {
-        const char *s = jv_string_value(msg);
-        if (strncmp(s, "jq: error: ", 11) == 0)
-            s += 11;
-        size_t len = strcspn(s, "\n");
-        const char *cut[] = {" (Unix shell quoting issues?)", " at <top-level>"};
-        for (size_t k = 0; k < 2; k++) {
-            const char *p = strstr(s, cut[k]);
-            if (p != NULL && (size_t)(p - s) < len)
-                len = (size_t)(p - s);
-        }
-        if (len >= sizeof cm->text)
-            len = sizeof cm->text - 1;
-        memcpy(cm->text, s, len);
-        cm->text[len] = '\0';
+        trim_compile_msg(jv_string_value(msg), cm->text, sizeof cm->text);
         cm->set = true;
     }
     jv_free(msg);
@@ -487,6 +495,249 @@ wf_expr__jq_compile(const char *src, jq_state **out, wf_error *err)
     return WF_OK;
 }
 
+/* ---- checking many -------------------------------------------------------- */
+
+/* A deploy's validation compiles each of its expressions to find the ones
+ * that do not compile. libjq 1.6 parses and binds its whole builtin
+ * library on every jq_compile: some 17 ms on the development machine,
+ * against well under a millisecond for a guard itself. So the sources are
+ * compiled joined, each inside its own parentheses on lines of its own:
+ *
+ *     [(
+ *     <source 0>
+ *     ),(
+ *     <source 1>
+ *     )]
+ *
+ * When that compiles, every source does: a source whose brackets balance
+ * and whose strings end (joinable) is read by the parser between its
+ * parentheses as one expression, exactly as on its own, and binds only to
+ * builtins (programs define no functions, and no variable reaches across
+ * the parentheses). When it does not, libjq reports each error with its
+ * line, which names the source. Syntax errors are compiled again alone
+ * (that fails in the parser, before the builtins: cheap), so that the
+ * message is the one of the source's own compile (the joined program ends
+ * differently); the other errors (an unknown function or variable) read
+ * the same either way and are kept. The sources without an error are
+ * compiled joined again, since a syntax error stops libjq before it binds
+ * anything. A failure no line explains (libjq refuses a program whose
+ * bytecode grows past its limit) is checked again in halves. Sources that
+ * are not joinable are compiled alone. Compiling is not only the builtins:
+ * a long guard costs libjq 1.6 tens to hundreds of milliseconds itself
+ * (some 0.3 s for 4 KB of comparisons), which the worker's compile budget
+ * and the compile bulkhead bound. */
+
+/* True when src's brackets balance and its strings end, outside comments
+ * and inside string interpolations. */
+static bool
+joinable(const char *s)
+{
+    char stack[64]; /* open brackets; 'i' an interpolation */
+    int sp = 0;
+    bool in_str = false;
+    for (size_t i = 0; s[i] != '\0'; i++) {
+        char c = s[i];
+        if (in_str) {
+            if (c == '\\' && s[i + 1] == '(') {
+                if (sp == (int)sizeof stack)
+                    return false;
+                stack[sp++] = 'i';
+                in_str = false;
+                i++;
+            } else if (c == '\\' && s[i + 1] != '\0') {
+                i++;
+            } else if (c == '"') {
+                in_str = false;
+            }
+            continue;
+        }
+        if (c == '"') {
+            in_str = true;
+        } else if (c == '#') {
+            while (s[i + 1] != '\0' && s[i + 1] != '\n')
+                i++;
+        } else if (c == '(' || c == '[' || c == '{') {
+            if (sp == (int)sizeof stack)
+                return false;
+            stack[sp++] = c;
+        } else if (c == ')' || c == ']' || c == '}') {
+            char open = c == ')' ? '(' : c == ']' ? '[' : '{';
+            if (sp == 0 || (stack[sp - 1] != open && !(c == ')' && stack[sp - 1] == 'i')))
+                return false;
+            in_str = stack[--sp] == 'i';
+        }
+    }
+    return !in_str && sp == 0;
+}
+
+/* The errors of one joined compile: each message's line and text. */
+typedef struct joined_errors {
+    struct joined_error {
+        int line;
+        char text[200];
+    } e[256];
+    size_t n;
+    bool unplaced; /* an error without a line (other than the count of errors) */
+} joined_errors;
+
+static void
+keep_joined_msg(void *data, jv msg)
+{
+    joined_errors *je = data;
+    if (jv_get_kind(msg) == JV_KIND_STRING) {
+        const char *s = jv_string_value(msg);
+        const char *at = strstr(s, " at <top-level>, line ");
+        if (at != NULL && je->n < sizeof je->e / sizeof je->e[0]) {
+            je->e[je->n].line = atoi(at + strlen(" at <top-level>, line "));
+            trim_compile_msg(s, je->e[je->n].text, sizeof je->e[je->n].text);
+            je->n++;
+        } else if (at == NULL && strstr(s, " compile error") == NULL) {
+            je->unplaced = true;
+        }
+        /* Errors beyond the ones kept come back in a later round. */
+    }
+    jv_free(msg);
+}
+
+/* Compiles srcs[idx[0..m)] joined; true when it compiled. last[k] is the
+ * last line of source idx[k] (its closing line). */
+static bool
+compile_joined(const char *const *srcs, const size_t *idx, size_t m, int *last, joined_errors *je)
+{
+    size_t len = 8;
+    for (size_t k = 0; k < m; k++)
+        len += strlen(srcs[idx[k]]) + 6;
+    char *prog = malloc(len);
+    if (prog == NULL) {
+        je->unplaced = true;
+        return false;
+    }
+    size_t at = (size_t)sprintf(prog, "[(\n");
+    int line = 1;
+    for (size_t k = 0; k < m; k++) {
+        const char *s = srcs[idx[k]];
+        size_t n = strlen(s);
+        memcpy(prog + at, s, n);
+        at += n;
+        line += 1; /* the source's first line */
+        for (size_t i = 0; i < n; i++)
+            line += s[i] == '\n';
+        at += (size_t)sprintf(prog + at, k + 1 < m ? "\n),(\n" : "\n)]");
+        last[k] = ++line; /* its closing line */
+    }
+    je->n = 0;
+    je->unplaced = false;
+    jq_state *jq = jq_init();
+    bool ok = false;
+    if (jq != NULL) {
+        jq_set_error_cb(jq, keep_joined_msg, je);
+        ok = jq_compile(jq, prog) != 0;
+        jq_teardown(&jq);
+    } else {
+        je->unplaced = true;
+    }
+    free(prog);
+    return ok;
+}
+
+/* The source (position in idx) whose lines hold line; m when none. */
+static size_t
+source_of_line(const int *last, size_t m, int line)
+{
+    for (size_t k = 0; k < m; k++)
+        if (line <= last[k])
+            return line > 1 ? k : m;
+    return m;
+}
+
+/* Compiles src alone, into *e. */
+static void
+check_alone(const char *src, wf_error *e)
+{
+    jq_state *jq = NULL;
+    wf_error_clear(e);
+    if (wf_expr__jq_compile(src, &jq, e) == WF_OK)
+        jq_teardown(&jq);
+}
+
+/* One round over idx[0..*m): the sources an error names get their result;
+ * the rest stay in idx for the next round. False when no error could be
+ * placed (the caller then compiles each alone). */
+static bool
+place_errors(const char *const *srcs, size_t *idx, size_t *m, const int *last,
+             const joined_errors *je, wf_error *errs)
+{
+    bool *named = calloc(*m, sizeof *named);
+    if (named == NULL)
+        return false;
+    size_t placed = 0;
+    for (size_t j = 0; j < je->n; j++) {
+        size_t k = source_of_line(last, *m, je->e[j].line);
+        if (k == *m || named[k])
+            continue;
+        named[k] = true;
+        placed++;
+        const char *text = je->e[j].text;
+        if (strncmp(text, "syntax error", 12) == 0 ||
+            strncmp(text, "Possibly unterminated", 21) == 0)
+            check_alone(srcs[idx[k]], &errs[idx[k]]);
+        else
+            wf_error_set(&errs[idx[k]], WF_E_INVALID_ARGUMENT, "invalid expression: %s", text);
+    }
+    size_t kept = 0;
+    for (size_t k = 0; k < *m; k++)
+        if (!named[k])
+            idx[kept++] = idx[k];
+    free(named);
+    *m = kept;
+    return placed > 0;
+}
+
+/* Checks srcs[idx[0..m)] (joinable ones), joined while that works; last
+ * and je are the caller's workspace (m entries of last). A joined program
+ * that fails without saying where (libjq refuses a program whose bytecode
+ * grows past its limit) is checked in halves. */
+static void
+check_joined(const char *const *srcs, size_t *idx, size_t m, int *last, joined_errors *je,
+             wf_error *errs)
+{
+    while (m > 1 && !compile_joined(srcs, idx, m, last, je)) {
+        if (je->unplaced) {
+            check_joined(srcs, idx, m / 2, last, je, errs);
+            check_joined(srcs, idx + m / 2, m - m / 2, last, je, errs);
+            return;
+        }
+        if (!place_errors(srcs, idx, &m, last, je, errs)) {
+            for (size_t k = 0; k < m; k++)
+                check_alone(srcs[idx[k]], &errs[idx[k]]);
+            return;
+        }
+    }
+    if (m == 1)
+        check_alone(srcs[idx[0]], &errs[idx[0]]);
+}
+
+void
+wf_expr__jq_check_all(const char *const *srcs, size_t n, wf_error *errs)
+{
+    wf_expr__init();
+    size_t *idx = malloc((n + 1) * sizeof *idx);
+    int *last = malloc((n + 1) * sizeof *last);
+    joined_errors *je = malloc(sizeof *je);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        wf_error_clear(&errs[i]);
+        if (idx != NULL && last != NULL && je != NULL && joinable(srcs[i]))
+            idx[m++] = i;
+        else
+            check_alone(srcs[i], &errs[i]);
+    }
+    check_joined(srcs, idx, m, last, je, errs);
+    free(idx);
+    free(last);
+    free(je);
+}
+
 static _Thread_local wf_expr_wait waiter;
 
 wf_expr_wait
@@ -511,16 +762,47 @@ wait_ends(void)
         waiter.after(waiter.arg);
 }
 
+/* The checks before any compile: not empty, not too long, no refused name
+ * or shape. */
+static bool
+precheck(const char *src, wf_error *err)
+{
+    if (src == NULL || src[strspn(src, " \t\r\n")] == '\0') {
+        wf_error_set(err, WF_E_INVALID_ARGUMENT, "expression is empty");
+        return false;
+    }
+    if (strlen(src) > WF_EXPR_MAX_SOURCE) {
+        wf_error_set(err, WF_E_INVALID_ARGUMENT, "expression is longer than %d bytes",
+                     WF_EXPR_MAX_SOURCE);
+        return false;
+    }
+    return check_program(src, err) && check_shapes(src, err);
+}
+
+/* A new expression of src (one reference), evaluated by jq (NULL: by
+ * worker processes); takes jq. NULL when out of memory. */
+static wf_expr *
+expr_new(const char *src, jq_state *jq)
+{
+    wf_expr *e = calloc(1, sizeof *e);
+    if (e == NULL || (e->src = strdup(src)) == NULL) {
+        free(e);
+        if (jq != NULL)
+            jq_teardown(&jq);
+        return NULL;
+    }
+    e->jq = jq;
+    e->hash = fnv1a(src);
+    atomic_init(&e->refs, 1);
+    pthread_mutex_init(&e->mu, NULL);
+    return e;
+}
+
 wf_code
 wf_expr_compile(const char *src, wf_expr **out, wf_error *err)
 {
     wf_expr__init();
-    if (src == NULL || src[strspn(src, " \t\r\n")] == '\0')
-        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "expression is empty");
-    if (strlen(src) > WF_EXPR_MAX_SOURCE)
-        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "expression is longer than %d bytes",
-                            WF_EXPR_MAX_SOURCE);
-    if (!check_program(src, err) || !check_shapes(src, err))
+    if (!precheck(src, err))
         return err != NULL ? err->code : WF_E_INVALID_ARGUMENT;
 
     /* Isolated, the program is compiled by a worker (which keeps it for
@@ -534,17 +816,9 @@ wf_expr_compile(const char *src, wf_expr **out, wf_error *err)
     wait_ends();
     if (rc != WF_OK)
         return rc;
-    wf_expr *e = calloc(1, sizeof *e);
-    if (e == NULL || (e->src = strdup(src)) == NULL) {
-        free(e);
-        if (jq != NULL)
-            jq_teardown(&jq);
+    wf_expr *e = expr_new(src, jq);
+    if (e == NULL)
         return wf_error_nomem(err);
-    }
-    e->jq = jq;
-    e->hash = fnv1a(src);
-    atomic_init(&e->refs, 1);
-    pthread_mutex_init(&e->mu, NULL);
     *out = e;
     return WF_OK;
 }
@@ -591,6 +865,44 @@ cache_find_locked(const char *src, uint64_t h)
     return NULL;
 }
 
+/* Puts fresh into the cache, taking the caller's reference; returns the
+ * cached expression of its source (fresh, or one another thread put
+ * there first), with a reference for the caller. */
+static wf_expr *
+cache_insert(wf_expr *fresh)
+{
+    wf_expr *evicted = NULL;
+    pthread_mutex_lock(&cache_mu);
+    wf_expr *e = cache_find_locked(fresh->src, fresh->hash);
+    if (e == NULL) {
+        if (cache_n == WF_EXPR_CACHE_MAX) {
+            evicted = cache_ring[cache_head];
+            cache_ring[cache_head] = NULL;
+            cache_head = (cache_head + 1) % WF_EXPR_CACHE_MAX;
+            cache_n--;
+        }
+        atomic_fetch_add(&fresh->refs, 1); /* the cache's reference */
+        cache_ring[(cache_head + cache_n) % WF_EXPR_CACHE_MAX] = fresh;
+        cache_n++;
+        e = fresh;
+        fresh = NULL;
+    }
+    pthread_mutex_unlock(&cache_mu);
+    wf_expr_free(fresh);
+    wf_expr_free(evicted);
+    return e;
+}
+
+bool
+wf_expr_seen(const char *src)
+{
+    pthread_mutex_lock(&cache_mu);
+    wf_expr *e = cache_find_locked(src, fnv1a(src));
+    pthread_mutex_unlock(&cache_mu);
+    wf_expr_free(e);
+    return e != NULL;
+}
+
 wf_code
 wf_expr_cached(const char *src, wf_expr **out, wf_error *err)
 {
@@ -610,27 +922,65 @@ wf_expr_cached(const char *src, wf_expr **out, wf_error *err)
     wf_code rc = wf_expr_compile(src, &fresh, err);
     if (rc != WF_OK)
         return rc;
-    wf_expr *evicted = NULL;
-    pthread_mutex_lock(&cache_mu);
-    e = cache_find_locked(src, h); /* another thread may have won the race */
-    if (e == NULL) {
-        if (cache_n == WF_EXPR_CACHE_MAX) {
-            evicted = cache_ring[cache_head];
-            cache_ring[cache_head] = NULL;
-            cache_head = (cache_head + 1) % WF_EXPR_CACHE_MAX;
-            cache_n--;
-        }
-        atomic_fetch_add(&fresh->refs, 1); /* the cache's reference */
-        cache_ring[(cache_head + cache_n) % WF_EXPR_CACHE_MAX] = fresh;
-        cache_n++;
-        e = fresh;
-        fresh = NULL;
-    }
-    pthread_mutex_unlock(&cache_mu);
-    wf_expr_free(fresh);
-    wf_expr_free(evicted);
-    *out = e;
+    *out = cache_insert(fresh);
     return WF_OK;
+}
+
+/* Compiles the sources no cache has seen (todo[0..m), each of
+ * srcs[at[k]]) and caches the ones that compile; errs[at[k]] their
+ * results. */
+static wf_code
+check_unseen(const char *const *todo, const size_t *at, size_t m, wf_error *errs, wf_error *err)
+{
+    wf_code rc = wf_bulkhead_enter(WF_BULKHEAD_COMPILE, err);
+    if (rc != WF_OK)
+        return rc;
+    wf_error *res = calloc(m, sizeof *res);
+    if (res == NULL)
+        return wf_error_nomem(err);
+    bool isolated = wf_expr__isolated();
+    wait_begins();
+    if (isolated)
+        rc = wf_expr__remote_check(todo, m, res, err);
+    else
+        wf_expr__jq_check_all(todo, m, res);
+    wait_ends();
+    for (size_t k = 0; rc == WF_OK && k < m; k++) {
+        errs[at[k]] = res[k];
+        /* Isolated, an expression is its source: cached, later deploys of
+         * it compile nothing. Inline, its evaluations compile it into the
+         * cache at first use (wf_expr_cached). */
+        wf_expr *e = isolated && res[k].code == WF_OK ? expr_new(todo[k], NULL) : NULL;
+        if (e != NULL)
+            wf_expr_free(cache_insert(e));
+    }
+    free(res);
+    return rc;
+}
+
+wf_code
+wf_expr_check_all(const char *const *srcs, size_t n, wf_error *errs, wf_error *err)
+{
+    wf_expr__init();
+    const char **todo = malloc((n + 1) * sizeof *todo);
+    size_t *at = malloc((n + 1) * sizeof *at);
+    if (todo == NULL || at == NULL) {
+        free(todo);
+        free(at);
+        return wf_error_nomem(err);
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        wf_error_clear(&errs[i]);
+        if (precheck(srcs[i], &errs[i]) && !wf_expr_seen(srcs[i])) {
+            todo[m] = srcs[i];
+            at[m++] = i;
+        }
+    }
+    wf_code rc = m > 0 ? check_unseen(todo, at, m, errs, err) : WF_OK;
+    free(todo);
+    free(at);
+    return rc;
 }
 
 size_t
@@ -863,6 +1213,7 @@ wf_expr__jq_run(jq_state *jq, wf_expr_op op, const char *vars_json, size_t len, 
     case WF_EXPR_OP_INT:
         return run_int(jq, &r->us, err);
     case WF_EXPR_OP_COMPILE:
+    case WF_EXPR_OP_CHECK:
         break;
     }
     return wf_error_set(err, WF_E_INTERNAL, "unknown expression operation");

@@ -76,6 +76,21 @@ wf_code wf_expr_compile(const char *src, wf_expr **out, wf_error *err);
  * text: each distinct source is compiled once. *out is a new reference. */
 wf_code wf_expr_cached(const char *src, wf_expr **out, wf_error *err);
 
+/* Checks n sources at once, as a deploy validates a definition: errs[i]
+ * is WF_OK when srcs[i] compiles, else the error its own compile gives
+ * (wf_expr_compile). Sources the cache has seen cost nothing; the others
+ * are compiled together, in one worker message and, when they all
+ * compile, one libjq compile (libjq 1.6 binds its builtin library on
+ * every compile: that, not the expressions, is what a compile costs), and
+ * then cached. Compiling makes the calling thread's call join the compile
+ * bulkhead (core/wf_bulkhead.h). Returns WF_OK, or the error that stopped
+ * the check (WF_E_BULKHEAD_FULL, a worker's limit) with errs unset. */
+wf_code wf_expr_check_all(const char *const *srcs, size_t n, wf_error *errs, wf_error *err);
+
+/* True when the cache holds src: it compiles, and checking it costs
+ * nothing. */
+bool wf_expr_seen(const char *src);
+
 /* Drops one reference; frees on the last. NULL-safe. */
 void wf_expr_free(wf_expr *e);
 
@@ -120,6 +135,9 @@ typedef struct wf_expr_options {
     int recycle_after; /* evaluations before a worker is replaced */
     int max_queued;    /* callers that may wait for a busy worker; one more fails at once
                           with WF_E_EXPRESSION_LIMIT (0: 2 x workers) */
+    int slow_ms;       /* budget of an evaluation (the wait for a worker included, and ten
+                          times as much for a worker's first compile of the program)
+                          before its call joins the expression bulkhead (0: 50) */
 } wf_expr_options;
 
 /* The deadline of the calling thread's current call (monotonic ms, 0 =

@@ -4,7 +4,9 @@
  * The pool. Workers are started lazily with posix_spawn of /proc/self/exe
  * (the running binary, whatever its path) and WF_EXPR_WORKER_ARG, reused by
  * one caller at a time, and replaced after recycle_after evaluations, which
- * also bounds libjq's own leaks. Callers never share a worker, so any number
+ * also bounds libjq's own leaks. A worker that does a bulkhead's work (a
+ * check, an evaluation past its budget) runs at nice 10 from then on and is
+ * kept for such work (see "The budget" below). Callers never share a worker, so any number
  * of threads evaluate at once, up to `workers`; more wait for one to come
  * back. A worker that misses its deadline is killed (SIGKILL) and reaped at
  * once; one that dies is reaped when its caller sees the socket close. No
@@ -15,13 +17,17 @@
  * native-endian uint32 length, then that many bytes:
  *
  *   request  op (wf_expr_op), uint32 program length, program, variables JSON
+ *            (CHECK: the program is uint32 n, then n x (uint32 len, bytes)
+ *            sources, and no variables)
  *   started  'S': the program is compiled (or was cached); evaluating
  *   result   'R', uint32 wf_code, then the message on error, or:
  *            BOOL uint8; TIME int64 µs; STRINGS uint32 n, n x (uint32 len,
- *            bytes); COMPILE nothing
+ *            bytes); COMPILE nothing; CHECK n x (uint32 wf_code, uint32
+ *            len, message)
  *
  * The caller allows WF_EXPR_COMPILE_MS until 'S' and timeout_ms from 'S'
- * to the result. The worker itself runs under an address-space limit
+ * to the result (COMPILE and CHECK: the compile budget for the result, a
+ * CHECK 20 ms more per source). The worker itself runs under an address-space limit
  * (RLIMIT_AS: what it maps at start plus memory_mb, so libjq's allocations
  * fail and it aborts), no core dumps, and a real-time alarm of both
  * budgets twice over, should the server be unable to kill it.
@@ -47,10 +53,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "wf_bulkhead.h"
 #include "wf_log.h"
 #include "wf_time.h"
 
 #define MAX_WORKERS 256
+/* A check's compile budget per source, beyond WF_EXPR_COMPILE_MS. */
+#define CHECK_MS_PER_SOURCE 20
+
+/* The niceness of a worker that did a bulkhead's work (a check, an
+ * evaluation past its budget): behind the server's threads for CPU. An
+ * unprivileged process cannot raise it back, so such a worker stays among
+ * the workers for that work, and the others run at the server's own
+ * priority. */
+#define WF_EXPR_BULKHEAD_NICE 10
 /* Programs a worker keeps compiled (oldest dropped first). */
 #define WORKER_CACHE 64
 /* Largest request: op, program, variables and their lengths. */
@@ -63,6 +79,7 @@ typedef struct worker {
     int fd;
     int uses;
     unsigned gen; /* configuration it was started for */
+    bool behind;  /* lowered to WF_EXPR_BULKHEAD_NICE: kept for bulkheads' work */
 } worker;
 
 static struct {
@@ -70,14 +87,16 @@ static struct {
     pthread_cond_t cv; /* a worker came back or ended */
     wf_expr_options o;
     unsigned gen;
-    worker *idle[MAX_WORKERS];
+    worker *idle[MAX_WORKERS]; /* at the server's priority */
     int nidle;
+    worker *behind_idle[MAX_WORKERS]; /* behind it (bulkheads' work) */
+    int nbehind;
     int live;    /* started and not yet ended, idle or busy */
     int waiting; /* callers waiting for a worker (bounded by o.max_queued) */
 } pool = {
     .mu = PTHREAD_MUTEX_INITIALIZER,
     .cv = PTHREAD_COND_INITIALIZER,
-    .o = {WF_EXPR_INLINE, 1000, 256, 4, 1000, 8},
+    .o = {WF_EXPR_INLINE, 1000, 256, 4, 1000, 8, 50},
 };
 
 static _Thread_local int64_t call_deadline_ms;
@@ -193,15 +212,219 @@ spawn_worker(const wf_expr_options *o, unsigned gen)
     return w;
 }
 
+/* ---- the budget ----------------------------------------------------------- */
+
+/* A request may use slow_ms of a shared thread (the wait for a worker and
+ * the evaluation; a worker's compile of a program it has not seen may take
+ * COMPILE_BUDGETS times as long besides); then its call joins the
+ * expression bulkhead (core/wf_bulkhead.h), whose
+ * threads stand beside the shared ones, or, when that is full, the
+ * request is ended (its worker killed) with WF_E_BULKHEAD_FULL. The
+ * sources whose evaluation itself went past the budget are remembered (a
+ * few, newest first): their next evaluation joins the bulkhead before it
+ * starts, so a full one refuses it at once instead of after spending the
+ * budget. One that comes back within the budget is forgotten. */
+typedef struct budget {
+    int64_t at;       /* monotonic ms when the budget runs out; 0: no budget (any more) */
+    uint64_t hash;    /* of the source */
+    bool evaluating;  /* the worker has compiled the program ('S') */
+    int64_t left;     /* of the budget, while the worker compiles */
+    bool joined;      /* the call went into the bulkhead */
+    struct worker *w; /* the worker of the request, once there is one */
+    wf_error *err;    /* the refusal */
+} budget;
+
+#define KNOWN_SLOW 64
+
+static struct {
+    pthread_mutex_t mu;
+    uint64_t hash[KNOWN_SLOW];
+    size_t next;
+} known_slow = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static uint64_t
+hash_of(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ULL;
+    }
+    return h | 1; /* 0 marks a free entry */
+}
+
+/* Finds h (forget: and drops it); true when it was there. */
+static bool
+slow_find(uint64_t h, bool forget)
+{
+    bool found = false;
+    pthread_mutex_lock(&known_slow.mu);
+    for (size_t i = 0; i < KNOWN_SLOW && !found; i++)
+        if (known_slow.hash[i] == h) {
+            found = true;
+            if (forget)
+                known_slow.hash[i] = 0;
+        }
+    pthread_mutex_unlock(&known_slow.mu);
+    return found;
+}
+
+static void
+slow_note(uint64_t h)
+{
+    if (slow_find(h, false))
+        return;
+    pthread_mutex_lock(&known_slow.mu);
+    known_slow.hash[known_slow.next] = h;
+    known_slow.next = (known_slow.next + 1) % KNOWN_SLOW;
+    pthread_mutex_unlock(&known_slow.mu);
+}
+
+/* Puts w behind the server's threads for CPU: it does a bulkhead's work. */
+static void
+put_behind(worker *w)
+{
+    if (w == NULL || w->behind)
+        return;
+    w->behind = true;
+    if (setpriority(PRIO_PROCESS, (id_t)w->pid, WF_EXPR_BULKHEAD_NICE) != 0) {
+        /* best effort: the bulkhead's bound still holds */
+    }
+}
+
+/* The budget ran out: the call joins the expression bulkhead. False when
+ * that is full (b->err says so). */
+static bool
+budget_over(budget *b)
+{
+    b->at = 0;
+    if (b->evaluating)
+        slow_note(b->hash);
+    b->joined = wf_bulkhead_enter(WF_BULKHEAD_EXPR, b->err) == WF_OK;
+    if (b->joined)
+        put_behind(b->w);
+    return b->joined;
+}
+
+/* The worker compiles first (unless it has the program already): that
+ * phase may take COMPILE_BUDGETS budgets of its own, and the time left of
+ * the request's budget resumes once it is over. */
+#define COMPILE_BUDGETS 10
+
+static void
+budget_compiling(budget *b, const wf_expr_options *o)
+{
+    if (b->at == 0)
+        return;
+    int64_t now = wf_mono_ms();
+    b->left = b->at > now ? b->at - now : 0;
+    b->at = now + (int64_t)COMPILE_BUDGETS * o->slow_ms;
+}
+
+static void
+budget_evaluating(budget *b)
+{
+    b->evaluating = true;
+    if (b->at != 0)
+        b->at = wf_mono_ms() + b->left;
+}
+
+/* The earlier of deadline_ms and the end of the budget. */
+static int64_t
+until_of(int64_t deadline_ms, const budget *b)
+{
+    return b != NULL && b->at != 0 && b->at < deadline_ms ? b->at : deadline_ms;
+}
+
+/* Called where a wait ended at until_of(): 1 when the budget ran out and
+ * the call joined the bulkhead (wait on), -1 when it was refused, 0 when
+ * the budget is not over. */
+static int
+check_budget(budget *b, int64_t now)
+{
+    if (b == NULL || b->at == 0 || now < b->at)
+        return 0;
+    return budget_over(b) ? 1 : -1;
+}
+
+/* ---- the caller's side: a worker ------------------------------------------------- */
+
 /* Why acquire found no worker. */
-typedef enum { ACQ_NONE, ACQ_FULL, ACQ_DEADLINE } acq_fail;
+typedef enum { ACQ_NONE, ACQ_FULL, ACQ_DEADLINE, ACQ_REFUSED } acq_fail;
+
+/* Waits on the pool's condition until until_ms (pool.mu held). */
+static void
+pool_wait(int64_t until_ms)
+{
+    int64_t left = until_ms - wf_mono_ms();
+    if (left <= 0)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += left / 1000;
+    ts.tv_nsec += (left % 1000) * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&pool.cv, &pool.mu, &ts);
+}
+
+/* An idle worker of the kind asked for (behind: one for a bulkhead's work,
+ * which the caller puts behind), else of the other kind, or NULL (pool.mu
+ * held). A worker behind the server's threads is not given to other work
+ * while a new one may be started; at the pool's limit it is ended, to make
+ * room for one (*swap). */
+static worker *
+take_idle(bool behind, worker **swap)
+{
+    *swap = NULL;
+    if (behind && pool.nbehind > 0)
+        return pool.behind_idle[--pool.nbehind];
+    if (pool.nidle > 0)
+        return pool.idle[--pool.nidle];
+    if (!behind && pool.nbehind > 0 && pool.live >= pool.o.workers) {
+        *swap = pool.behind_idle[--pool.nbehind];
+        pool.live--;
+    }
+    return NULL;
+}
+
+/* A worker that was idle or is started now (pool.mu held on entry, not
+ * on return); NULL when none could be started. */
+static worker *
+take_worker(bool queued, bool behind, wf_expr_options *o)
+{
+    worker *swap;
+    worker *w = take_idle(behind, &swap);
+    if (queued)
+        pool.waiting--;
+    if (w != NULL) {
+        pthread_mutex_unlock(&pool.mu);
+        return w;
+    }
+    unsigned gen = pool.gen;
+    pool.live++;
+    pthread_mutex_unlock(&pool.mu);
+    if (swap != NULL)
+        end_worker(swap);
+    w = spawn_worker(o, gen);
+    if (w == NULL) {
+        pthread_mutex_lock(&pool.mu);
+        pool.live--;
+        pthread_cond_signal(&pool.cv);
+        pthread_mutex_unlock(&pool.mu);
+    }
+    return w;
+}
 
 /* An idle worker, a new one, or NULL when none came free before
  * deadline_ms or the call's deadline (*why ACQ_DEADLINE when the call's
- * came first), when max_queued callers already wait (ACQ_FULL), or when
- * none could be started. *o receives the options. */
+ * came first), when max_queued callers already wait (ACQ_FULL), when the
+ * budget ran out with the bulkhead full (ACQ_REFUSED), or when none could
+ * be started. *o receives the options. */
 static worker *
-acquire(int64_t deadline_ms, wf_expr_options *o, acq_fail *why)
+acquire(int64_t deadline_ms, wf_expr_options *o, budget *b, bool behind, acq_fail *why)
 {
     *why = ACQ_NONE;
     bool queued = false;
@@ -209,28 +432,8 @@ acquire(int64_t deadline_ms, wf_expr_options *o, acq_fail *why)
     pthread_mutex_lock(&pool.mu);
     for (;;) {
         *o = pool.o;
-        if (pool.nidle > 0) {
-            worker *w = pool.idle[--pool.nidle];
-            if (queued)
-                pool.waiting--;
-            pthread_mutex_unlock(&pool.mu);
-            return w;
-        }
-        if (pool.live < pool.o.workers) {
-            unsigned gen = pool.gen;
-            pool.live++;
-            if (queued)
-                pool.waiting--;
-            pthread_mutex_unlock(&pool.mu);
-            worker *w = spawn_worker(o, gen);
-            if (w == NULL) {
-                pthread_mutex_lock(&pool.mu);
-                pool.live--;
-                pthread_cond_signal(&pool.cv);
-                pthread_mutex_unlock(&pool.mu);
-            }
-            return w;
-        }
+        if (pool.nidle > 0 || pool.nbehind > 0 || pool.live < pool.o.workers)
+            return take_worker(queued, behind || (b != NULL && b->joined), o);
         if (!queued) {
             if (pool.waiting >= pool.o.max_queued) {
                 *why = ACQ_FULL;
@@ -242,21 +445,23 @@ acquire(int64_t deadline_ms, wf_expr_options *o, acq_fail *why)
         int64_t until = deadline_ms;
         if (call_dl > 0 && call_dl < until)
             until = call_dl;
-        int64_t left = until - wf_mono_ms();
-        if (left <= 0) {
+        int64_t now = wf_mono_ms();
+        if (until - now <= 0) {
             if (until == call_dl && call_dl < deadline_ms)
                 *why = ACQ_DEADLINE;
             break;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += left / 1000;
-        ts.tv_nsec += (left % 1000) * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
+        if (b != NULL && b->at != 0 && now >= b->at) {
+            pthread_mutex_unlock(&pool.mu); /* the hand-off takes the server's locks */
+            bool joined = budget_over(b);
+            pthread_mutex_lock(&pool.mu);
+            if (!joined) {
+                *why = ACQ_REFUSED;
+                break;
+            }
+            continue;
         }
-        pthread_cond_timedwait(&pool.cv, &pool.mu, &ts);
+        pool_wait(until_of(until, b));
     }
     if (queued)
         pool.waiting--;
@@ -264,15 +469,17 @@ acquire(int64_t deadline_ms, wf_expr_options *o, acq_fail *why)
     return NULL;
 }
 
-/* Gives w back, or ends it when it failed, is used up or belongs to an
- * earlier configuration. */
+/* Gives w back (to the idle workers of its kind), or ends it when it
+ * failed, is used up or belongs to an earlier configuration. */
 static void
 release(worker *w, bool healthy)
 {
     pthread_mutex_lock(&pool.mu);
     bool keep = healthy && w->gen == pool.gen && ++w->uses < pool.o.recycle_after &&
-                pool.nidle < MAX_WORKERS;
-    if (keep) {
+                pool.nidle + pool.nbehind < MAX_WORKERS;
+    if (keep && w->behind) {
+        pool.behind_idle[pool.nbehind++] = w;
+    } else if (keep) {
         pool.idle[pool.nidle++] = w;
     } else {
         pool.live--;
@@ -283,9 +490,29 @@ release(worker *w, bool healthy)
         end_worker(w);
 }
 
-/* 0 on success, -1 when the peer is gone, 1 when deadline_ms passed. */
+/* Waits for fd to be ready for events until deadline_ms, or the end of
+ * the budget: 0 to go on, 1 when deadline_ms passed, 2 when the budget ran
+ * out and the bulkhead refused the call. */
 static int
-send_all(int fd, const void *buf, size_t n, int64_t deadline_ms)
+wait_fd(int fd, short events, int64_t deadline_ms, budget *b)
+{
+    int64_t now = wf_mono_ms();
+    if (deadline_ms - now <= 0)
+        return 1;
+    int over = check_budget(b, now);
+    if (over < 0)
+        return 2;
+    if (over > 0)
+        return 0;
+    struct pollfd pfd = {.fd = fd, .events = events};
+    poll(&pfd, 1, (int)(until_of(deadline_ms, b) - now));
+    return 0;
+}
+
+/* 0 on success, -1 when the peer is gone, 1 when deadline_ms passed, 2
+ * when the bulkhead refused the call (wait_fd). */
+static int
+send_all(int fd, const void *buf, size_t n, int64_t deadline_ms, budget *b)
 {
     const char *p = buf;
     while (n > 0) {
@@ -297,17 +524,15 @@ send_all(int fd, const void *buf, size_t n, int64_t deadline_ms)
         }
         if (k < 0 && errno != EAGAIN && errno != EINTR)
             return -1;
-        int64_t left = deadline_ms - wf_mono_ms();
-        if (left <= 0)
-            return 1;
-        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-        poll(&pfd, 1, (int)left);
+        int rc = wait_fd(fd, POLLOUT, deadline_ms, b);
+        if (rc != 0)
+            return rc;
     }
     return 0;
 }
 
 static int
-recv_all(int fd, void *buf, size_t n, int64_t deadline_ms)
+recv_all(int fd, void *buf, size_t n, int64_t deadline_ms, budget *b)
 {
     char *p = buf;
     while (n > 0) {
@@ -319,20 +544,18 @@ recv_all(int fd, void *buf, size_t n, int64_t deadline_ms)
         }
         if (k == 0 || (errno != EAGAIN && errno != EINTR))
             return -1;
-        int64_t left = deadline_ms - wf_mono_ms();
-        if (left <= 0)
-            return 1;
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        poll(&pfd, 1, (int)left);
+        int rc = wait_fd(fd, POLLIN, deadline_ms, b);
+        if (rc != 0)
+            return rc;
     }
     return 0;
 }
 
 /* Reads one frame into a malloc'ed buffer (*out, *len). */
 static int
-recv_frame(int fd, uint8_t **out, uint32_t *len, int64_t deadline_ms)
+recv_frame(int fd, uint8_t **out, uint32_t *len, int64_t deadline_ms, budget *b)
 {
-    int rc = recv_all(fd, len, sizeof *len, deadline_ms);
+    int rc = recv_all(fd, len, sizeof *len, deadline_ms, b);
     if (rc != 0)
         return rc;
     if (*len == 0 || *len > MAX_RESULT)
@@ -340,7 +563,7 @@ recv_frame(int fd, uint8_t **out, uint32_t *len, int64_t deadline_ms)
     *out = malloc(*len);
     if (*out == NULL)
         return -1;
-    rc = recv_all(fd, *out, *len, deadline_ms);
+    rc = recv_all(fd, *out, *len, deadline_ms, b);
     if (rc != 0) {
         free(*out);
         *out = NULL;
@@ -356,6 +579,24 @@ take(const uint8_t **p, const uint8_t *end, void *dst, size_t n)
     memcpy(dst, *p, n);
     *p += n;
     return true;
+}
+
+/* Decodes the results of a CHECK: per source a uint32 wf_code, a uint32
+ * length and the message. */
+static bool
+decode_checks(const uint8_t *p, const uint8_t *end, wf_expr_result *r)
+{
+    for (size_t i = 0; i < r->nerrs; i++) {
+        uint32_t c, len;
+        if (!take(&p, end, &c, sizeof c) || c >= WF_CODE_COUNT_ ||
+            !take(&p, end, &len, sizeof len) || (size_t)(end - p) < len)
+            return false;
+        wf_error_clear(&r->errs[i]);
+        if (c != WF_OK)
+            wf_error_set(&r->errs[i], (wf_code)c, "%.*s", (int)len, (const char *)p);
+        p += len;
+    }
+    return p == end;
 }
 
 /* Decodes a result frame; false when it is malformed. */
@@ -405,101 +646,261 @@ decode_result(wf_expr_op op, const uint8_t *buf, uint32_t len, wf_arena *a, wf_e
         r->nstrs = n;
         return true;
     }
+    case WF_EXPR_OP_CHECK:
+        return decode_checks(p, end, r);
     case WF_EXPR_OP_COMPILE:
         return true;
     }
     return false;
 }
 
+/* ---- the caller's side: one request ---------------------------------------------- */
+
+/* One request: op, the program (src, slen bytes: for CHECK the packed
+ * sources) and the variables. */
+typedef struct request {
+    wf_expr_op op;
+    const char *src;
+    size_t slen;
+    const char *vars;
+    size_t vlen;
+} request;
+
+/* Sends q to w within dl (0 or what send_all returns). */
+static int
+send_request(worker *w, const request *q, int64_t dl, budget *b)
+{
+    uint32_t flen = (uint32_t)(1 + 4 + q->slen + q->vlen), sl = (uint32_t)q->slen;
+    uint8_t head[9];
+    memcpy(head, &flen, 4);
+    head[4] = (uint8_t)q->op;
+    memcpy(head + 5, &sl, 4);
+    int rc = send_all(w->fd, head, sizeof head, dl, b);
+    if (rc == 0)
+        rc = send_all(w->fd, q->src, q->slen, dl, b);
+    if (rc == 0 && q->vlen > 0)
+        rc = send_all(w->fd, q->vars, q->vlen, dl, b);
+    return rc;
+}
+
+/* Why a worker was ended, for the log; NULL when it was not. */
+static const char *
+failure_of(int rc)
+{
+    return rc == 0 ? NULL : rc == 2 ? "was refused a bulkhead" : rc > 0 ? "timed out" : "died";
+}
+
+/* The answer to q from w: 'S' within the compile budget (evaluations),
+ * then the result within the evaluation's deadline (or, for COMPILE and
+ * CHECK, within the compile budget). *done: the request was answered (its
+ * code in the return value). Otherwise the return value is what
+ * recv_frame gave, or -1 for garbage. */
+static int
+receive(worker *w, const request *q, const wf_expr_options *o, int64_t dl, budget *b, wf_arena *a,
+        wf_expr_result *r, wf_code *code, wf_error *err)
+{
+    uint8_t *buf = NULL;
+    uint32_t len = 0;
+    int rc = 0;
+    if (q->op != WF_EXPR_OP_COMPILE && q->op != WF_EXPR_OP_CHECK) {
+        rc = recv_frame(w->fd, &buf, &len, dl, b);
+        if (rc == 0 && (len != 1 || buf[0] != 'S')) {
+            /* a compile error comes instead of 'S' */
+            bool ok = decode_result(q->op, buf, len, a, r, code, err) && *code != WF_OK;
+            free(buf);
+            return ok ? 0 : -1;
+        }
+        free(buf);
+        buf = NULL;
+        dl = wf_mono_ms() + o->timeout_ms;
+        if (b != NULL)
+            budget_evaluating(b);
+    }
+    if (rc == 0)
+        rc = recv_frame(w->fd, &buf, &len, dl, b);
+    if (rc == 0 && !decode_result(q->op, buf, len, a, r, code, err))
+        rc = -1;
+    free(buf);
+    return rc;
+}
+
+/* What a worker may take to compile q's program: WF_EXPR_COMPILE_MS, and
+ * for a check of many sources a little more per source. */
+static int64_t
+compile_budget_ms(const request *q)
+{
+    if (q->op != WF_EXPR_OP_CHECK || q->slen < 4)
+        return WF_EXPR_COMPILE_MS;
+    uint32_t n;
+    memcpy(&n, q->src, 4);
+    return WF_EXPR_COMPILE_MS + CHECK_MS_PER_SOURCE * (int64_t)n;
+}
+
+/* A request through one worker: 0 when answered (*code), else what went
+ * wrong (-1, 1, 2 as in send_all; 3: the worker died on the first send,
+ * ask another). */
+static int
+attempt(worker *w, const request *q, const wf_expr_options *o, budget *b, bool first, wf_arena *a,
+        wf_expr_result *r, wf_code *code, wf_error *err)
+{
+    int64_t dl = wf_mono_ms() + compile_budget_ms(q);
+    if (b != NULL) {
+        b->w = w;
+        if (b->joined)
+            put_behind(w);
+        budget_compiling(b, o);
+    }
+    if (q->op == WF_EXPR_OP_CHECK)
+        put_behind(w); /* the compile bulkhead's work */
+    int rc = send_request(w, q, dl, b);
+    /* A worker that died while idle (killed from outside) fails on the
+     * send: that is no fault of this request, so a fresh one gets it. */
+    if (rc < 0 && first && w->uses > 0)
+        rc = 3;
+    else if (rc == 0)
+        rc = receive(w, q, o, dl, b, a, r, code, err);
+    if (b != NULL)
+        b->w = NULL; /* the worker goes back: the budget no longer reaches it */
+    return rc;
+}
+
+static wf_code
+fail(int rc, const request *q, const wf_expr_options *o, budget *b, wf_error *err)
+{
+    if (rc == 2)
+        return b->err->code;
+    if (rc > 0 && (q->op == WF_EXPR_OP_COMPILE || q->op == WF_EXPR_OP_CHECK))
+        return wf_error_set(err, WF_E_EXPRESSION_LIMIT,
+                            "compiling the expressions exceeded its time limit (%lld ms)",
+                            (long long)compile_budget_ms(q));
+    if (rc > 0)
+        return wf_error_set(err, WF_E_EXPRESSION_LIMIT,
+                            "expression evaluation exceeded its time limit (%d ms)", o->timeout_ms);
+    return wf_error_set(err, WF_E_EXPRESSION_LIMIT,
+                        "expression evaluation exceeded its memory limit (%d MiB) or crashed",
+                        o->memory_mb);
+}
+
+static wf_code
+refused(acq_fail why, const wf_expr_options *o, budget *b, wf_error *err)
+{
+    if (why == ACQ_REFUSED)
+        return b->err->code;
+    if (why == ACQ_FULL)
+        return wf_error_set(err, WF_E_EXPRESSION_LIMIT,
+                            "the expression queue is full (%d workers busy, %d waiting)",
+                            o->workers, o->max_queued);
+    if (why == ACQ_DEADLINE)
+        return wf_error_set(err, WF_E_DEADLINE_EXCEEDED,
+                            "deadline exceeded while waiting for an expression worker");
+    return wf_error_set(err, WF_E_EXPRESSION_LIMIT, "no expression worker is available (limit %d)",
+                        o->workers);
+}
+
+static wf_code
+run_request(const request *q, wf_arena *a, wf_expr_result *r, wf_error *err)
+{
+    wf_expr_options o;
+    int64_t start = wf_mono_ms();
+    pthread_mutex_lock(&pool.mu);
+    int64_t wait_until = start + WF_EXPR_COMPILE_MS + 2 * (int64_t)pool.o.timeout_ms;
+    budget b = {.at = start + pool.o.slow_ms, .hash = hash_of(q->src, q->slen), .err = err};
+    pthread_mutex_unlock(&pool.mu);
+    budget *bp = q->op == WF_EXPR_OP_CHECK ? NULL : &b; /* a check is the compile bulkhead's */
+    /* A source whose evaluation ran past the budget before joins the
+     * bulkhead first. */
+    if (bp != NULL && q->op != WF_EXPR_OP_COMPILE && slow_find(b.hash, false)) {
+        b.evaluating = true;
+        if (!budget_over(bp))
+            return err->code;
+    }
+    for (int first = 1; first >= 0; first--) {
+        acq_fail why;
+        worker *w = acquire(wait_until, &o, bp, q->op == WF_EXPR_OP_CHECK, &why);
+        if (w == NULL)
+            return refused(why, &o, bp, err);
+        wf_code code = WF_OK;
+        int rc = attempt(w, q, &o, bp, first, a, r, &code, err);
+        if (rc == 3) {
+            release(w, false);
+            continue;
+        }
+        const char *why_ended = failure_of(rc);
+        if (why_ended == NULL) {
+            release(w, true);
+            if (bp != NULL && wf_mono_ms() - start < o.slow_ms)
+                slow_find(b.hash, true); /* within its budget this time */
+            return code;
+        }
+        pid_t pid = w->pid;
+        release(w, false);
+        WF_LOG(rc == 2 ? WF_LOG_INFO : WF_LOG_WARN, "expr_worker",
+               "expression worker %d %s after %lld ms and was ended: %.80s", (int)pid, why_ended,
+               (long long)(wf_mono_ms() - start),
+               q->op == WF_EXPR_OP_CHECK ? "(a check of many expressions)" : q->src);
+        return fail(rc, q, &o, bp, err);
+    }
+    return wf_error_set(err, WF_E_EXPRESSION_LIMIT, "no expression worker could be started");
+}
+
 wf_code
 wf_expr__remote(wf_expr_op op, const char *src, const char *vars_json, wf_arena *a,
                 wf_expr_result *r, wf_error *err)
 {
-    wf_expr_options o;
-    size_t slen = strlen(src), vlen = vars_json != NULL ? strlen(vars_json) : 0;
-    uint32_t flen = (uint32_t)(1 + 4 + slen + vlen), sl = (uint32_t)slen;
-    uint8_t head[9];
-    memcpy(head, &flen, 4);
-    head[4] = (uint8_t)op;
-    memcpy(head + 5, &sl, 4);
+    request q = {op, src, strlen(src), vars_json, vars_json != NULL ? strlen(vars_json) : 0};
+    return run_request(&q, a, r, err);
+}
 
-    int64_t start = wf_mono_ms();
-    pthread_mutex_lock(&pool.mu);
-    int64_t wait_until = start + WF_EXPR_COMPILE_MS + 2 * (int64_t)pool.o.timeout_ms;
-    pthread_mutex_unlock(&pool.mu);
-    /* A worker that died while idle (killed from outside) fails on the
-     * send: that is no fault of this evaluation, so a fresh one gets it. */
-    for (int attempt = 0; attempt < 2; attempt++) {
-        acq_fail why_none;
-        worker *w = acquire(wait_until, &o, &why_none);
-        if (w == NULL && why_none == ACQ_FULL)
-            return wf_error_set(err, WF_E_EXPRESSION_LIMIT,
-                                "the expression queue is full (%d workers busy, %d waiting)",
-                                o.workers, o.max_queued);
-        if (w == NULL && why_none == ACQ_DEADLINE)
-            return wf_error_set(err, WF_E_DEADLINE_EXCEEDED,
-                                "deadline exceeded while waiting for an expression worker");
-        if (w == NULL)
-            return wf_error_set(err, WF_E_EXPRESSION_LIMIT,
-                                "no expression worker is available (limit %d)", o.workers);
-        int64_t dl = wf_mono_ms() + WF_EXPR_COMPILE_MS;
-        int rc = send_all(w->fd, head, sizeof head, dl);
-        if (rc == 0)
-            rc = send_all(w->fd, src, slen, dl);
-        if (rc == 0 && vlen > 0)
-            rc = send_all(w->fd, vars_json, vlen, dl);
-        if (rc < 0 && attempt == 0 && w->uses > 0) {
-            release(w, false);
-            continue;
-        }
-        const char *why = rc != 0 ? (rc > 0 ? "timed out" : "died") : NULL;
-        uint8_t *buf = NULL;
-        uint32_t len = 0;
-        wf_code code = WF_OK;
-        /* 'S' within the compile budget, then the result within the
-         * evaluation's deadline. */
-        if (why == NULL && op != WF_EXPR_OP_COMPILE) {
-            rc = recv_frame(w->fd, &buf, &len, dl);
-            if (rc == 0 && (len != 1 || buf[0] != 'S')) {
-                /* a compile error comes instead of 'S' */
-                if (!decode_result(op, buf, len, a, r, &code, err) || code == WF_OK)
-                    rc = -1;
-                else {
-                    free(buf);
-                    release(w, true);
-                    return code;
-                }
-            }
-            free(buf);
-            buf = NULL;
-            dl = wf_mono_ms() + o.timeout_ms;
-        }
-        if (why == NULL && rc == 0)
-            rc = recv_frame(w->fd, &buf, &len, dl);
-        if (why == NULL && rc != 0)
-            why = rc > 0 ? "timed out" : "died";
-        if (why == NULL && !decode_result(op, buf, len, a, r, &code, err))
-            why = "answered garbage";
-        free(buf);
-        if (why != NULL) {
-            pid_t pid = w->pid;
-            release(w, false);
-            WF_LOG(WF_LOG_WARN, "expr_worker",
-                   "expression worker %d %s after %lld ms and was ended: %.80s", (int)pid, why,
-                   (long long)(wf_mono_ms() - start), src);
-            if (rc > 0)
-                return wf_error_set(err, WF_E_EXPRESSION_LIMIT,
-                                    "expression evaluation exceeded its time limit (%d ms)",
-                                    o.timeout_ms);
-            return wf_error_set(err, WF_E_EXPRESSION_LIMIT,
-                                "expression evaluation exceeded its memory limit (%d MiB) or "
-                                "crashed",
-                                o.memory_mb);
-        }
-        release(w, true);
-        return code;
+/* Sources per CHECK message, and bytes: compiled joined, they stay
+ * within libjq's bytecode limit and the compile budget (a joined compile
+ * takes about linear time in its text's length). */
+#define CHECK_SOURCES 256
+#define CHECK_BYTES (8 * 1024)
+
+/* Packs srcs[0..n) for a CHECK: uint32 count, then each as uint32 length
+ * and bytes. *len its length; NULL when out of memory. */
+static char *
+pack_sources(const char *const *srcs, size_t n, size_t *len)
+{
+    size_t total = 4;
+    for (size_t i = 0; i < n; i++)
+        total += 4 + strlen(srcs[i]);
+    char *buf = malloc(total);
+    if (buf == NULL)
+        return NULL;
+    uint32_t c = (uint32_t)n;
+    memcpy(buf, &c, 4);
+    size_t at = 4;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t sl = (uint32_t)strlen(srcs[i]);
+        memcpy(buf + at, &sl, 4);
+        memcpy(buf + at + 4, srcs[i], sl);
+        at += 4 + sl;
     }
-    return wf_error_set(err, WF_E_EXPRESSION_LIMIT, "no expression worker could be started");
+    *len = total;
+    return buf;
+}
+
+wf_code
+wf_expr__remote_check(const char *const *srcs, size_t n, wf_error *errs, wf_error *err)
+{
+    for (size_t i = 0; i < n;) {
+        size_t k = 0, bytes = 0;
+        while (i + k < n && k < CHECK_SOURCES && (k == 0 || bytes < CHECK_BYTES))
+            bytes += strlen(srcs[i + k++]) + 4;
+        size_t len;
+        char *packed = pack_sources(srcs + i, k, &len);
+        if (packed == NULL)
+            return wf_error_nomem(err);
+        request q = {WF_EXPR_OP_CHECK, packed, len, NULL, 0};
+        wf_expr_result r = {.errs = errs + i, .nerrs = k};
+        wf_code rc = run_request(&q, NULL, &r, err);
+        free(packed);
+        if (rc != WF_OK)
+            return rc;
+        i += k;
+    }
+    return WF_OK;
 }
 
 void
@@ -518,6 +919,8 @@ wf_expr_configure(const wf_expr_options *o)
         v.recycle_after = 1;
     if (v.max_queued < 1)
         v.max_queued = 2 * v.workers;
+    if (v.slow_ms < 1)
+        v.slow_ms = 50;
     pthread_mutex_lock(&pool.mu);
     pool.o = v;
     pthread_mutex_unlock(&pool.mu);
@@ -530,12 +933,14 @@ wf_expr_configure(const wf_expr_options *o)
 void
 wf_expr_shutdown(void)
 {
-    worker *old[MAX_WORKERS];
+    worker *old[2 * MAX_WORKERS];
     pthread_mutex_lock(&pool.mu);
     pool.gen++; /* busy workers end when they come back */
     int n = pool.nidle;
     memcpy(old, pool.idle, (size_t)n * sizeof *old);
-    pool.nidle = 0;
+    memcpy(old + n, pool.behind_idle, (size_t)pool.nbehind * sizeof *old);
+    n += pool.nbehind;
+    pool.nidle = pool.nbehind = 0;
     pool.live -= n;
     pthread_cond_broadcast(&pool.cv);
     pthread_mutex_unlock(&pool.mu);
@@ -674,6 +1079,71 @@ program(cached_prog *cache, size_t *next, const char *src, wf_error *err)
     return jq;
 }
 
+/* Unpacks a CHECK's sources (pack_sources) into *srcs (malloc'ed, each
+ * pointing into buf, which is modified to end them); the count, or -1
+ * when malformed. */
+static long
+unpack_sources(char *buf, size_t len, char ***srcs)
+{
+    uint32_t n;
+    if (len < 4)
+        return -1;
+    memcpy(&n, buf, 4);
+    if (n > (len - 4) / 4)
+        return -1;
+    char **v = malloc((n + 1) * sizeof *v);
+    if (v == NULL)
+        return -1;
+    size_t at = 4;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t sl;
+        if (len - at < 4 || (memcpy(&sl, buf + at, 4), sl > len - at - 4)) {
+            free(v);
+            return -1;
+        }
+        /* The length field ends the source before it. */
+        memmove(buf + at, buf + at + 4, sl);
+        buf[at + sl] = '\0';
+        v[i] = buf + at;
+        at += 4 + sl;
+        if (i + 1 == n && at != len) {
+            free(v);
+            return -1;
+        }
+    }
+    *srcs = v;
+    return (long)n;
+}
+
+/* Answers a CHECK of the sources packed in buf: per source its code and
+ * message. 0 when answered, 1 when the socket broke, 2 when buf is
+ * malformed. */
+static int
+answer_check(reply *r, char *buf, size_t len, int alarm_ms)
+{
+    char **srcs = NULL;
+    long n = unpack_sources(buf, len, &srcs);
+    if (n < 0)
+        return 2;
+    set_alarm(alarm_ms + 2 * CHECK_MS_PER_SOURCE * (int)n); /* twice the caller's budget */
+    wf_error *errs = calloc((size_t)n + 1, sizeof *errs);
+    if (errs == NULL) {
+        free(srcs);
+        return 2;
+    }
+    wf_expr__jq_check_all((const char *const *)srcs, (size_t)n, errs);
+    reply_result(r, WF_OK);
+    for (long i = 0; i < n; i++) {
+        uint32_t c = (uint32_t)errs[i].code, ml = (uint32_t)strlen(errs[i].msg);
+        put(r, &c, sizeof c);
+        put(r, &ml, sizeof ml);
+        put(r, errs[i].msg, ml);
+    }
+    free(errs);
+    free(srcs);
+    return reply_send(0, r) != 0 ? 1 : 0;
+}
+
 int
 wf_expr_worker_main(int argc, char **argv)
 {
@@ -719,6 +1189,14 @@ wf_expr_worker_main(int argc, char **argv)
             return 2;
         char *src = req + 5, *vars = req + 5 + slen;
         size_t vlen = len - 5 - slen;
+        if (op == WF_EXPR_OP_CHECK) {
+            int rc = answer_check(&r, src, slen, alarm_ms);
+            free(req);
+            if (rc != 0)
+                return rc == 1 ? 0 : rc;
+            set_alarm(0);
+            continue;
+        }
         char save = *vars;
         *vars = '\0';
         wf_error err;

@@ -10,6 +10,7 @@
 #include "handler.h"
 #include "handlers.h"
 
+#include "diagram.h"
 #include "directory.h"
 #include "reads.h"
 #include "scheduler.h"
@@ -85,6 +86,29 @@ wf_app_render_metrics(wf_app *app, FILE *out)
             "# TYPE workflow_db_transactions_total counter\n"
             "workflow_db_transactions_total %lld\n",
             (long long)st.flights, (long long)st.statements, (long long)st.transactions);
+    /* The cache of laid-out diagrams (server/diagram). */
+    wf_diagram_stats ds;
+    wf_diagram_get_stats(&ds);
+    fprintf(
+        out,
+        "# HELP workflow_diagram_cache_bytes Bytes the cache of laid-out diagrams holds.\n"
+        "# TYPE workflow_diagram_cache_bytes gauge\n"
+        "workflow_diagram_cache_bytes %zu\n"
+        "# HELP workflow_diagram_cache_limit_bytes The cache's bound (WF_DIAGRAM_CACHE_BYTES).\n"
+        "# TYPE workflow_diagram_cache_limit_bytes gauge\n"
+        "workflow_diagram_cache_limit_bytes %zu\n"
+        "# HELP workflow_diagram_cache_entries Definition versions laid out in the cache.\n"
+        "# TYPE workflow_diagram_cache_entries gauge\n"
+        "workflow_diagram_cache_entries %zu\n"
+        "# HELP workflow_diagram_requests_total SVG diagrams asked for, by whether the cache "
+        "had their layout.\n"
+        "# TYPE workflow_diagram_requests_total counter\n"
+        "workflow_diagram_requests_total{cache=\"hit\"} %llu\n"
+        "workflow_diagram_requests_total{cache=\"miss\"} %llu\n"
+        "# HELP workflow_diagram_layouts_total Graphviz layouts run.\n"
+        "# TYPE workflow_diagram_layouts_total counter\n"
+        "workflow_diagram_layouts_total %llu\n",
+        ds.bytes, ds.cap, ds.entries, ds.hits, ds.misses, ds.layouts);
     /* Counted commits (store.h's WF_CNT_*). */
     const int64_t *ev = st.events;
     fprintf(out,

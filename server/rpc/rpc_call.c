@@ -19,6 +19,7 @@
 #include "grpc/health/v1/health.pb-c.h"
 #include "rpc_status.h"
 #include "rpc_wire.h"
+#include "wf_bulkhead.h"
 #include "wf_log.h"
 #include "wf_time.h"
 #include "workflow/v1/workflow.pb-c.h"
@@ -482,11 +483,13 @@ dispatch(struct call *c)
     };
     const wf_stream_ops *sops = c->m->route->stream;
     /* Expression work of the handler waits for a worker no longer than the
-     * call may run. */
+     * call may run; work of a bulkhead gives this thread's seat away. */
     wf_expr_set_call_deadline(c->ictx.deadline_ms);
+    wf_rpc__handler_begin(srv);
     if (sops != NULL) {
         void *state = NULL;
         wf_code orc = sops->open(call, req, &state, &err);
+        wf_rpc__handler_end();
         wf_expr_set_call_deadline(0);
         if (orc != WF_OK) {
             wf_rpc__finish_unary(c, NULL, &err, call->violations, call->nviolations);
@@ -497,6 +500,7 @@ dispatch(struct call *c)
     }
     ProtobufCMessage *resp = NULL;
     wf_code rc = c->m->route->fn(call, req, &resp, &err);
+    wf_rpc__handler_end();
     wf_expr_set_call_deadline(0);
     if (rc == WF_OK)
         note_ids(c, resp, true);
@@ -549,6 +553,70 @@ admit(struct call *c)
     pthread_mutex_unlock(&c->mu);
     if (!ok)
         wf_rpc_metrics_dequeue(srv->metrics);
+}
+
+/* ---- seats ---------------------------------------------------------------- */
+
+/* The worker of the calling thread (NULL outside the server's threads). */
+static _Thread_local struct worker *self;
+
+int
+wf_rpc__nthreads(const wf_rpc_server *srv)
+{
+    return srv->nworkers + srv->nspares + 2;
+}
+
+/* Waits until the pool has a free seat, then takes it. Once quiescing,
+ * takes one at once: the thread only drains its queue from then on. */
+static void
+take_seat(wf_rpc_server *srv, struct worker *w)
+{
+    pthread_mutex_lock(&srv->seat_mu);
+    while (srv->seated >= srv->nworkers && !atomic_load(&srv->quiescing)) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += POLL_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&srv->seat_cv, &srv->seat_mu, &until);
+    }
+    if (atomic_load(&srv->quiescing))
+        atomic_store(&w->quiesced, 1);
+    srv->seated++;
+    w->seated = 1;
+    pthread_mutex_unlock(&srv->seat_mu);
+}
+
+/* The hand-off of a call that joins a bulkhead (core/wf_bulkhead.h): its
+ * thread gives its seat to a spare and carries on with the call; it takes
+ * a seat again once the call is over. */
+static void
+give_seat(void *arg)
+{
+    struct worker *w = arg;
+    wf_rpc_server *srv = w->q->srv;
+    pthread_mutex_lock(&srv->seat_mu);
+    if (w->seated) {
+        w->seated = 0;
+        srv->seated--;
+        pthread_cond_signal(&srv->seat_cv);
+    }
+    pthread_mutex_unlock(&srv->seat_mu);
+}
+
+void
+wf_rpc__handler_begin(wf_rpc_server *srv)
+{
+    struct worker *w = self != NULL && self->q == &srv->pool ? self : NULL;
+    wf_bulkhead_call_begin(w != NULL ? give_seat : NULL, w);
+}
+
+void
+wf_rpc__handler_end(void)
+{
+    wf_bulkhead_call_end();
 }
 
 /* ---- workers -------------------------------------------------------------- */
@@ -615,10 +683,13 @@ wf_rpc__worker_main(void *arg)
 {
     struct worker *w = arg;
     wf_rpc_server *srv = w->q->srv;
+    self = w;
     for (;;) {
         /* Between two events: from here on this thread is in no handler. */
         if (atomic_load(&srv->quiescing))
             atomic_store(&w->quiesced, 1);
+        if (w->q == &srv->pool && !w->seated)
+            take_seat(srv, w);
         gpr_timespec until =
             gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(POLL_MS, GPR_TIMESPAN));
         grpc_event ev = grpc_completion_queue_next(w->q->cq, until, NULL);

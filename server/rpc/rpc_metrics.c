@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "wf_bulkhead.h"
 #include "wf_time.h"
 
 #define NCODES 17
@@ -237,10 +238,43 @@ render_process(FILE *out)
                 (double)btime + (double)start_ticks / (double)hz);
 }
 
+/* The bulkheads' families (core/wf_bulkhead.h), one series per class. */
+static void
+render_bulkheads(FILE *out)
+{
+    static const struct {
+        const char *name, *type, *help;
+    } families[] = {
+        {"workflow_bulkhead_limit", "gauge",
+         "Calls a bulkhead lets do its expensive kind of work at once (WF_BULKHEAD_*)."},
+        {"workflow_bulkhead_active", "gauge",
+         "Calls in a bulkhead now, each on a thread beside the shared ones."},
+        {"workflow_bulkhead_joined_total", "counter", "Calls that joined a bulkhead."},
+        {"workflow_bulkhead_refused_total", "counter",
+         "Calls refused at once because their bulkhead was full (RESOURCE_EXHAUSTED "
+         "BULKHEAD_FULL)."},
+    };
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+        fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", families[f].name, families[f].help,
+                families[f].name, families[f].type);
+        for (int c = 0; c < WF_BULKHEAD_COUNT_; c++) {
+            wf_bulkhead_stats st;
+            wf_bulkhead_get_stats((wf_bulkhead_class)c, &st);
+            unsigned long long v = f == 0   ? (unsigned long long)st.limit
+                                   : f == 1 ? (unsigned long long)st.active
+                                   : f == 2 ? st.joined
+                                            : st.refused;
+            fprintf(out, "%s{bulkhead=\"%s\"} %llu\n", families[f].name,
+                    wf_bulkhead_name((wf_bulkhead_class)c), v);
+        }
+    }
+}
+
 void
 wf_rpc_metrics_render(const wf_rpc_metrics *m, FILE *out)
 {
     render_process(out);
+    render_bulkheads(out);
     fprintf(out,
             "# HELP workflow_build_info The version of this workflowd (always 1).\n"
             "# TYPE workflow_build_info gauge\n"

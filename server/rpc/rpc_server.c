@@ -26,6 +26,13 @@
  *   Health never goes through admission.
  * - A unary handler runs synchronously on the thread that took the call and
  *   ends with one batch {initial metadata, message, status, RECV_CLOSE}.
+ * - Seats. WF_THREADS of the pool's threads hold a seat and take events;
+ *   the spares (one per place of each bulkhead, core/wf_bulkhead.h) wait
+ *   for one. A handler whose call joins a bulkhead (a layout, a compile, a
+ *   slow expression) gives its thread's seat to a spare and goes on beside
+ *   the seated threads; once the call is over the thread waits for a seat
+ *   in its turn. So slow work never holds the threads every other call
+ *   needs, and the threads outside the seats are bounded by the bulkheads.
  * - Server streams (Health Watch, WatchEvents) are pull-based: a thread
  *   asks the stream for its next message when the previous send completed;
  *   a stream with nothing to say parks. A wake-up (health change, events
@@ -65,6 +72,7 @@
 #include "rpc_status.h"
 #include "rpc_table.h"
 #include "rpc_wire.h"
+#include "wf_bulkhead.h"
 #include "wf_log.h"
 #include "wf_time.h"
 #include "workflow/v1/workflow.pb-c.h"
@@ -120,6 +128,8 @@ free_server(wf_rpc_server *srv)
     free(srv->methods);
     pthread_mutex_destroy(&srv->hmu);
     pthread_cond_destroy(&srv->hcond);
+    pthread_mutex_destroy(&srv->seat_mu);
+    pthread_cond_destroy(&srv->seat_cv);
     free(srv);
     grpc_shutdown();
 }
@@ -163,6 +173,8 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
     srv->app = app;
     pthread_mutex_init(&srv->hmu, NULL);
     pthread_cond_init(&srv->hcond, NULL);
+    pthread_mutex_init(&srv->seat_mu, NULL);
+    pthread_cond_init(&srv->seat_cv, NULL);
     grpc_init();
 
     if (wf_rpc_table_build(&workflow__v1__workflow_service__descriptor, wf_routes, &srv->methods,
@@ -230,11 +242,19 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
         }
     }
 
+    /* A spare pool thread for each call the bulkheads let in at once. */
+    int limits[WF_BULKHEAD_COUNT_] = {
+        [WF_BULKHEAD_DIAGRAM] = cfg->bulkhead_diagram,
+        [WF_BULKHEAD_COMPILE] = cfg->bulkhead_compile,
+        [WF_BULKHEAD_EXPR] = cfg->bulkhead_expr,
+    };
+    wf_bulkhead_configure(limits);
     srv->nworkers = cfg->threads;
+    srv->nspares = cfg->bulkhead_diagram + cfg->bulkhead_compile + cfg->bulkhead_expr;
     srv->max_queued = cfg->max_queued_calls;
-    srv->workers = calloc((size_t)srv->nworkers + 2, sizeof *srv->workers);
+    srv->workers = calloc((size_t)wf_rpc__nthreads(srv), sizeof *srv->workers);
     if (srv->workers == NULL) {
-        srv->nworkers = 0;
+        srv->nworkers = srv->nspares = 0;
         wf_error_nomem(err);
         destroy_unstarted(srv);
         return NULL;
@@ -248,10 +268,11 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
     }
     /* The pool's calls arrive on the accept queue, run on the pool's. */
     srv->pool.notify = srv->accept.cq;
-    for (int i = 0; i < srv->nworkers; i++)
+    int npool = srv->nworkers + srv->nspares;
+    for (int i = 0; i < npool; i++)
         srv->workers[i].q = &srv->pool;
-    srv->workers[srv->nworkers].q = &srv->health;
-    srv->workers[srv->nworkers + 1].q = &srv->accept;
+    srv->workers[npool].q = &srv->health;
+    srv->workers[npool + 1].q = &srv->accept;
 
     grpc_server_credentials *cr = server_credentials(cfg, err);
     if (cr == NULL) {
@@ -279,7 +300,7 @@ wf_rpc_server_start(wf_app *app, wf_error *err)
         }
         wf_rpc__post_slot(&srv->pool, NULL);
     }
-    for (int i = 0; i < srv->nworkers + 2; i++)
+    for (int i = 0; i < wf_rpc__nthreads(srv); i++)
         pthread_create(&srv->workers[i].thread, NULL, wf_rpc__worker_main, &srv->workers[i]);
     if (pthread_create(&srv->monitor, NULL, wf_rpc__health_monitor, srv) == 0)
         srv->monitor_started = 1;
@@ -356,7 +377,10 @@ wf_rpc_server_stop(wf_rpc_server *srv, int grace_ms)
     srv->hquiesced = 1;
     pthread_mutex_unlock(&srv->hmu);
     atomic_store(&srv->quiescing, 1);
-    for (int i = 0; i < srv->nworkers + 2; i++)
+    pthread_mutex_lock(&srv->seat_mu);
+    pthread_cond_broadcast(&srv->seat_cv); /* spares waiting for a seat */
+    pthread_mutex_unlock(&srv->seat_mu);
+    for (int i = 0; i < wf_rpc__nthreads(srv); i++)
         while (!atomic_load(&srv->workers[i].quiesced)) {
             struct timespec ts = {0, 10 * 1000 * 1000};
             nanosleep(&ts, NULL);
@@ -367,7 +391,7 @@ wf_rpc_server_stop(wf_rpc_server *srv, int grace_ms)
     grpc_completion_queue_shutdown(srv->pool.cq);
     grpc_completion_queue_shutdown(srv->health.cq);
     grpc_completion_queue_shutdown(srv->accept.cq);
-    for (int i = 0; i < srv->nworkers + 2; i++)
+    for (int i = 0; i < wf_rpc__nthreads(srv); i++)
         pthread_join(srv->workers[i].thread, NULL);
     grpc_server_destroy(srv->server);
     grpc_completion_queue_destroy(srv->pool.cq);

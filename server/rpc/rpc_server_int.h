@@ -53,6 +53,7 @@ struct worker {
     struct queue *q;
     pthread_t thread;
     atomic_int quiesced; /* set by the thread itself between two events, once quiescing */
+    int seated;          /* a pool thread holding one of the shared places (under seat_mu) */
 };
 
 /* Health of one service name as the Health service reports it. */
@@ -102,12 +103,20 @@ struct wf_rpc_server {
     grpc_server *server;
     wf_rpc_method *methods;
     size_t nmethods;
-    struct queue pool;      /* every method but Health, and the catch-all */
-    struct queue health;    /* grpc.health.v1.Health only */
-    struct queue accept;    /* arrivals of the pool's calls: admitted or refused */
-    struct worker *workers; /* nworkers on the pool queue, then the health and accept threads */
+    struct queue pool;   /* every method but Health, and the catch-all */
+    struct queue health; /* grpc.health.v1.Health only */
+    struct queue accept; /* arrivals of the pool's calls: admitted or refused */
+    /* The pool's threads, then the health and accept threads. nworkers of
+     * the pool's threads take calls at once (the shared places, "seats");
+     * nspares more stand by to take the place of one whose call joined a
+     * bulkhead (core/wf_bulkhead.h), as many as the bulkheads' limits. */
+    struct worker *workers;
     int nworkers;
-    int max_queued; /* WF_MAX_QUEUED_CALLS */
+    int nspares;
+    pthread_mutex_t seat_mu;
+    pthread_cond_t seat_cv; /* a seat came free, or quiescing began */
+    int seated;             /* pool threads holding a seat (at most nworkers) */
+    int max_queued;         /* WF_MAX_QUEUED_CALLS */
     int port;
     atomic_int accepting; /* workers re-post slots while set */
     atomic_int quiescing; /* no batch is started any more; threads acknowledge */
@@ -151,6 +160,13 @@ void wf_rpc__finish_with(struct call *c, const ProtobufCMessage *resp, grpc_stat
 void wf_rpc__finish_unary(struct call *c, const ProtobufCMessage *resp, const wf_error *err,
                           const wf_violation *violations, size_t nviolations);
 void *wf_rpc__worker_main(void *arg);
+/* Around a handler's code (a unary handler, a stream's open or step): the
+ * call's bulkheads, and the hand-off of a pool thread's seat when the call
+ * joins one. */
+void wf_rpc__handler_begin(wf_rpc_server *srv);
+void wf_rpc__handler_end(void);
+/* Pool threads plus the health and accept threads. */
+int wf_rpc__nthreads(const wf_rpc_server *srv);
 
 /* rpc_health.c: the Health service, its monitor, stream wake-ups */
 enum health_service wf_rpc__health_service_of(const char *name);

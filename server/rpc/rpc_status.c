@@ -78,6 +78,7 @@ wf_rpc_status_code(wf_code code)
     case WF_E_EXPRESSION_LIMIT:
     case WF_E_NOMEM:
     case WF_E_OVERLOADED:
+    case WF_E_BULKHEAD_FULL:
         return GRPC_STATUS_RESOURCE_EXHAUSTED;
     case WF_E_DEADLINE_EXCEEDED:
         return GRPC_STATUS_DEADLINE_EXCEEDED;
@@ -215,10 +216,12 @@ wf_rpc_status_details(wf_arena *arena, wf_code code, const char *message,
         ndetails++;
     }
 
-    if (code == WF_E_OVERLOADED) {
-        /* Refused before any work: a client may retry after the delay. */
+    if (code == WF_E_OVERLOADED || code == WF_E_BULKHEAD_FULL) {
+        /* Refused before the work: a client may retry after the delay. */
+        int ms = code == WF_E_OVERLOADED ? WF_RPC_RETRY_DELAY_MS : WF_RPC_BULKHEAD_RETRY_DELAY_MS;
         Google__Protobuf__Duration delay = GOOGLE__PROTOBUF__DURATION__INIT;
-        delay.nanos = WF_RPC_RETRY_DELAY_MS * 1000000;
+        delay.seconds = ms / 1000;
+        delay.nanos = (ms % 1000) * 1000000;
         Google__Rpc__RetryInfo ri = GOOGLE__RPC__RETRY_INFO__INIT;
         ri.retry_delay = &delay;
         details[ndetails] = pack_any(arena, "type.googleapis.com/google.rpc.RetryInfo", &ri.base);

@@ -56,8 +56,11 @@ wf_rpc__stream_pull(struct call *c)
         wf_error err;
         wf_error_clear(&err);
         wf_stream_step step = WF_STREAM_WAIT;
-        if (scratch != NULL)
+        if (scratch != NULL) {
+            wf_rpc__handler_begin(c->q->srv);
             step = c->sops->next(&c->scall, c->sstate, scratch, &msg, &err);
+            wf_rpc__handler_end();
+        }
         grpc_byte_buffer *bb = NULL;
         if (step == WF_STREAM_MESSAGE && (bb = wf_rpc__pack_answer(c, msg, &err)) == NULL)
             step = WF_STREAM_END; /* TOO_LARGE in err */

@@ -6,9 +6,11 @@
  * its id, the version asked for), an instance with its overlay (tokens, the
  * enabled job, then its incident in red), the current step of a STEPS
  * instance, an AD_HOC instance, and every refusal with its code and reason
- * (another tenant's ids are not found).
+ * (another tenant's ids are not found). A version is laid out once: its
+ * instances are drawn over its cached layout.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "diagram.h"
@@ -178,6 +180,56 @@ WF_TEST(test_instance_overlay_then_incident)
     const char *svg = diagram(NULL, 0, in->id, F_SVG);
     ck_assert_ptr_nonnull(strstr(svg, "stroke=\"red\""));
     ck_assert(svg_has(svg, "work"));
+}
+END_TEST
+
+/* A value of the server's metrics (the app's families), -1 when absent. */
+static long long
+app_metric(const char *series)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    wf_app_render_metrics(&ts.app, f);
+    fclose(f);
+    char key[160];
+    snprintf(key, sizeof key, "\n%s ", series);
+    const char *at = strstr(text, key);
+    long long n = at != NULL ? atoll(at + strlen(key)) : -1;
+    free(text);
+    return n;
+}
+
+WF_TEST(test_a_version_is_laid_out_once_for_all_its_instances)
+{
+    char *key = u("diag-once"), *type = u("charge");
+    ck_assert(deploy(job_net(key, type, 1, 0))->created);
+    long long layouts = app_metric("workflow_diagram_layouts_total");
+    long long hits = app_metric("workflow_diagram_requests_total{cache=\"hit\"}");
+    ck_assert_int_ge(layouts, 0);
+    const char *bare = diagram(key, 0, NULL, F_SVG);
+    ck_assert_int_eq(app_metric("workflow_diagram_layouts_total"), layouts + 1);
+    wf_client_status st;
+    const char *ids[3];
+    for (int i = 0; i < 3; i++) {
+        Workflow__V1__Instance *in = start_v(as("boss"), key, 0, NULL, &st);
+        ck_ok(st);
+        ids[i] = in->id;
+    }
+    for (int i = 0; i < 3; i++) {
+        const char *svg = diagram(NULL, 0, ids[i], F_SVG);
+        char want[160];
+        snprintf(want, sizeof want, ">instance %s: RUNNING</text>", ids[i]);
+        ck_assert_ptr_nonnull(strstr(svg, want));
+        ck_assert_ptr_nonnull(strstr(svg, "fill=\"#fff2a8\""));
+        ck_assert(svg_has(svg, "work"));
+    }
+    ck_assert_ptr_null(strstr(bare, "instance"));
+    ck_assert_ptr_nonnull(strstr(diagram(key, 0, NULL, F_SVG), "<svg"));
+    /* Four SVGs more, no layout more. */
+    ck_assert_int_eq(app_metric("workflow_diagram_layouts_total"), layouts + 1);
+    ck_assert_int_eq(app_metric("workflow_diagram_requests_total{cache=\"hit\"}"), hits + 4);
+    ck_assert_int_ge(app_metric("workflow_diagram_cache_entries"), 1);
 }
 END_TEST
 

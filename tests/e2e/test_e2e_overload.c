@@ -23,7 +23,7 @@
 
 #include "expr.h"
 #include "grpc/health/v1/health.pb-c.h"
-#include "net_kit.h"
+#include "load_kit.h"
 #include "test_support.h"
 #include "wf_time.h"
 #include "workflow/v1/workflow.pb-c.h"
@@ -36,154 +36,16 @@
  * slower, so they stretch by this factor (wf_test_time_scale). */
 #define SLOW ((int64_t)wf_test_time_scale())
 
-/* A guard of n^3 additions for an array a of n numbers: n = 400 runs past
- * any sane budget, n = 60 takes a few tens of milliseconds. */
-#define SLOW_GUARD "[.a[] as $x | .a[] as $y | .a[] | $x + $y + .] | length > 0"
+/* The variables of the guarded starts (slow_vars). */
+static const char *load_vars;
 
-static char slow_vars[4096];
-
+/* Expressions in worker processes; a call joins the expression bulkhead
+ * after slow_ms of an evaluation (0: the default). */
 static void
-set_slow_vars(int n)
+isolate(int timeout_ms, int workers, int slow_ms)
 {
-    size_t k = (size_t)snprintf(slow_vars, sizeof slow_vars, "{\"a\":[");
-    for (int i = 0; i < n; i++)
-        k += (size_t)snprintf(slow_vars + k, sizeof slow_vars - k, "%s%d", i ? "," : "", i);
-    snprintf(slow_vars + k, sizeof slow_vars - k, "]}");
-}
-
-static void
-isolate(int timeout_ms, int workers)
-{
-    wf_expr_configure(&(wf_expr_options){.isolation = WF_EXPR_PROCESS,
-                                         .timeout_ms = timeout_ms,
-                                         .memory_mb = 256,
-                                         .workers = workers,
-                                         .recycle_after = 1000});
-    set_slow_vars(400);
-}
-
-/* s -> go (silent) -> [SLOW_GUARD] mid -> fin (silent) -> e, [default] e: StartInstance evaluates
- * the guard in the call. */
-static char *
-deploy_slow(void)
-{
-    char *key = u("slow");
-    nb *n = net_new(key);
-    place(n, "s", START);
-    place(n, "mid", NORMAL);
-    place(n, "e", END);
-    trans(n, "go", T_AUTO);
-    trans(n, "fin", T_AUTO);
-    arc(n, "s", "go");
-    arc(n, "mid", "fin");
-    arc(n, "fin", "e");
-    arc(n, "go", "mid")->guard = SLOW_GUARD;
-    arc(n, "go", "e")->is_default = true;
-    ck_assert_uint_eq(deploy(n)->n_errors, 0);
-    return key;
-}
-
-/* s -> go (silent) -> [.x > salt+i] m<i> -> fin (silent) -> e for i < nguards, and a
- * default arc go -> e: nguards guards no cache has seen when salt is new. */
-static Workflow__V1__Definition *
-wide_net(const char *key, int nguards, int salt)
-{
-    size_t np = (size_t)nguards + 2, na = 2 * (size_t)nguards + 3;
-    Workflow__V1__Definition *d = wf_arena_calloc(ta, 1, sizeof *d);
-    workflow__v1__definition__init(d);
-    d->key = (char *)key;
-    d->kind = WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_NET;
-    d->places = wf_arena_calloc(ta, np, sizeof *d->places);
-    d->transitions = wf_arena_calloc(ta, 2, sizeof *d->transitions);
-    d->arcs = wf_arena_calloc(ta, na, sizeof *d->arcs);
-    const char *pid[2] = {"s", "e"};
-    for (int i = 0; i < 2; i++) {
-        Workflow__V1__Place *pl = wf_arena_calloc(ta, 1, sizeof *pl);
-        workflow__v1__place__init(pl);
-        pl->id = (char *)pid[i];
-        pl->kind = i == 0 ? START : END;
-        d->places[d->n_places++] = pl;
-    }
-    const char *tid[2] = {"go", "fin"};
-    for (int i = 0; i < 2; i++) {
-        Workflow__V1__Transition *t = wf_arena_calloc(ta, 1, sizeof *t);
-        workflow__v1__transition__init(t);
-        t->id = (char *)tid[i];
-        t->trigger = T_AUTO;
-        d->transitions[d->n_transitions++] = t;
-    }
-#define ARC(src, dst)                                                                              \
-    do {                                                                                           \
-        Workflow__V1__Arc *a_ = wf_arena_calloc(ta, 1, sizeof *a_);                                \
-        workflow__v1__arc__init(a_);                                                               \
-        a_->source = (char *)(src);                                                                \
-        a_->target = (char *)(dst);                                                                \
-        d->arcs[d->n_arcs++] = a_;                                                                 \
-    } while (0)
-    ARC("s", "go");
-    ARC("fin", "e");
-    ARC("go", "e");
-    d->arcs[d->n_arcs - 1]->is_default = true;
-    for (int i = 0; i < nguards; i++) {
-        char *m = wf_arena_printf(ta, "m%d", i);
-        Workflow__V1__Place *pl = wf_arena_calloc(ta, 1, sizeof *pl);
-        workflow__v1__place__init(pl);
-        pl->id = m;
-        pl->kind = NORMAL;
-        d->places[d->n_places++] = pl;
-        ARC("go", m);
-        d->arcs[d->n_arcs - 1]->guard = wf_arena_printf(ta, ".x > %d", salt + i);
-        ARC(m, "fin");
-    }
-#undef ARC
-    return d;
-}
-
-static int64_t
-percentile(int64_t *v, size_t n, double p)
-{
-    if (n == 0)
-        return -1;
-    for (size_t i = 1; i < n; i++) /* insertion sort: a few hundred values */
-        for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            int64_t t = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
-    size_t k = (size_t)(p * (double)(n - 1) + 0.5);
-    return v[k];
-}
-
-/* grpc_server_started_total of a WorkflowService method in the server's
- * metrics: the calls a server thread has taken so far. */
-static long long
-started_calls(const char *method)
-{
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    wf_rpc_server_render_metrics(ts.srv, f);
-    fclose(f);
-    char key[160];
-    snprintf(key, sizeof key, "grpc_service=\"workflow.v1.WorkflowService\",grpc_method=\"%s\"} ",
-             method);
-    const char *at = strstr(text, key); /* started_total comes first; handled has a code */
-    long long n = at != NULL ? atoll(at + strlen(key)) : -1;
-    free(text);
-    return n;
-}
-
-/* Waits until n calls of method have been taken by server threads, instead
- * of guessing how long the load takes to get there; at most 10 s (times
- * the time scale). */
-static void
-await_started(const char *method, long long n)
-{
-    int64_t until = wf_mono_ms() + 10000 * SLOW;
-    while (started_calls(method) < n && wf_mono_ms() < until)
-        sleep_ms(10);
-    long long got = started_calls(method);
-    ck_assert_msg(got >= n, "%lld %s calls taken by the server, want %lld", got, method, n);
+    expr_isolate(timeout_ms, workers, slow_ms);
+    load_vars = slow_vars(ta, 400);
 }
 
 static void
@@ -209,7 +71,7 @@ slow_starts(void *arg)
     for (int i = 0; i < l->rounds; i++) {
         Workflow__V1__StartInstanceRequest req = WORKFLOW__V1__START_INSTANCE_REQUEST__INIT;
         req.definition_key = (char *)l->key;
-        req.variables_json = slow_vars;
+        req.variables_json = (char *)load_vars;
         ProtobufCMessage *resp = NULL;
         wf_client_status st;
         wf_client_call_opts o = {.timeout_ms = 30000};
@@ -294,13 +156,13 @@ probe_health(int rounds, int *failed, int64_t *p50)
 
 WF_CASE_TEST(wf_test_store_name(), test_health_answers_while_deploys_compile)
 {
-    isolate(1000, 10);
+    isolate(1000, 10, 0);
     enum { NDEP = 8 };
     deployer dp[NDEP];
     int salt = (int)(wf_now_us() % 1000000) * 100;
     long long before = started_calls("DeployDefinition");
     for (int i = 0; i < NDEP; i++) {
-        dp[i] = (deployer){.def = wide_net(u("wide"), 100, salt + i * 1000)};
+        dp[i] = (deployer){.def = wide_net(ta, u("wide"), 100, salt + i * 1000)};
         pthread_create(&dp[i].th, NULL, wide_deploy, &dp[i]);
     }
     await_started("DeployDefinition", before + NDEP); /* every deploy is compiling */
@@ -324,7 +186,7 @@ END_TEST
 
 WF_CASE_TEST(wf_test_store_name(), test_health_answers_while_slow_guards_hold_the_pool)
 {
-    isolate(1000, 10);
+    isolate(1000, 10, 0);
     char *key = deploy_slow();
     enum { NLOAD = 16 };
     loader l[NLOAD];
@@ -385,7 +247,7 @@ guarded_starts(void *arg)
     for (int i = 0; i < cl->rounds && i < 16; i++) {
         Workflow__V1__StartInstanceRequest req = WORKFLOW__V1__START_INSTANCE_REQUEST__INIT;
         req.definition_key = (char *)cl->key;
-        req.variables_json = slow_vars;
+        req.variables_json = (char *)load_vars;
         ProtobufCMessage *resp = NULL;
         wf_client_status st;
         wf_client_call_opts o = {.timeout_ms = (int)(30000 * SLOW)};
@@ -413,10 +275,11 @@ guarded_starts(void *arg)
 
 WF_CASE_TEST("backpressure", test_overload_refuses_at_once_and_bounds_the_wait_of_accepted_calls)
 {
-    /* Guards of tens of ms: the budget is far above them however slow the
-     * machine, so that every failure here is a refusal, not a timeout. */
-    isolate((int)(5000 * SLOW), 4);
-    set_slow_vars(60);
+    /* Guards of tens of ms: the budgets are far above them however slow
+     * the machine, so that every failure here is a refusal, not a timeout
+     * nor a full expression bulkhead. */
+    isolate((int)(5000 * SLOW), 4, (int)(5000 * SLOW));
+    load_vars = slow_vars(ta, 60);
     char *key = deploy_slow();
     /* One call alone: the unit of the bounds below. */
     caller one = {.key = key, .rounds = 3};
@@ -487,10 +350,12 @@ END_TEST
 
 /* ---- the expression queue ------------------------------------------------------------------ */
 
+/* The expression bulkhead holds every slow caller of the case: what
+ * refuses them here is the expression queue. */
 static void
 setup_four(void)
 {
-    const char *env[] = {"WF_THREADS=4", NULL};
+    const char *env[] = {"WF_THREADS=4", "WF_BULKHEAD_EXPR=16", NULL};
     setup_with(env);
 }
 
@@ -520,7 +385,7 @@ WF_CASE_TEST("expression_queue", test_a_full_expression_queue_refuses_at_once)
                                          .workers = 1,
                                          .recycle_after = 1000,
                                          .max_queued = 1});
-    set_slow_vars(400);
+    load_vars = slow_vars(ta, 400);
     char *slow = deploy_slow(), *plain = deploy_plain();
     enum { NSLOW = 6 };
     static caller cl[NSLOW];

@@ -26,7 +26,7 @@ LAYERS = [
     ("engine/referral", "engine/referral", ["referral_int.h"]),
     ("engine/runtime", "engine/runtime", ["net_runtime_int.h"]),
     ("engine", "engine", []),
-    ("diagram", "diagram", []),
+    ("diagram", "diagram", ["diagram_int.h"]),
     ("scheduler", "scheduler", []),
     ("pb", None, []),
     ("handlers", "handlers", ["h_common.h"]),

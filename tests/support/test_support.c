@@ -120,12 +120,10 @@ load_per_cpu(void)
     return per > 1 ? per : 1;
 }
 
-int
-wf_test_time_scale(void)
+/* The scale of load_per_cpu() as it is now (see wf_test_time_scale). */
+static int
+scale_now(void)
 {
-    static int scale; /* 0: not computed yet (the suites read it from one thread) */
-    if (scale > 0)
-        return scale;
     double s = load_per_cpu();
 #if defined(__SANITIZE_ADDRESS__)
     s *= 5;
@@ -135,7 +133,15 @@ wf_test_time_scale(void)
     if (user > 1)
         s *= user;
     int whole = s < 40 ? (int)s : 40;
-    scale = whole < 40 && (double)whole < s ? whole + 1 : whole; /* rounded up */
+    return whole < 40 && (double)whole < s ? whole + 1 : whole; /* rounded up */
+}
+
+int
+wf_test_time_scale(void)
+{
+    static int scale; /* 0: not computed yet (the suites read it from one thread) */
+    if (scale == 0)
+        scale = scale_now();
     return scale;
 }
 
@@ -149,6 +155,13 @@ wf_test_utc_us(const char *text)
     tm.tm_year -= 1900;
     tm.tm_mon -= 1;
     return (int64_t)timegm(&tm) * 1000000;
+}
+
+int
+wf_test_time_scale_now(void)
+{
+    int now = scale_now();
+    return now > wf_test_time_scale() ? now : wf_test_time_scale();
 }
 
 int

@@ -53,6 +53,11 @@ const char *wf_test_store_name(void);
  * 40. Computed once per process, at the first call. */
 int wf_test_time_scale(void);
 
+/* The larger of wf_test_time_scale() and the same computed from the load
+ * average now: for a bound checked after a load that ran for a while (the
+ * suite's own, or the machine's meanwhile). */
+int wf_test_time_scale_now(void);
+
 /* How many times type occurs as a word of list (space-separated words,
  * such as a list of event types). */
 int count_of(const char *list, const char *type);

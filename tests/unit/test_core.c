@@ -1,12 +1,14 @@
 /*
  * Unit tests of server/core: error reasons, arena, JSON escaping, UUIDs.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "test_support.h"
 #include "wf_arena.h"
+#include "wf_bulkhead.h"
 #include "wf_error.h"
 #include "wf_log.h"
 #include "wf_utf8.h"
@@ -86,6 +88,86 @@ WF_TEST(test_error_ids_of_a_message)
     ck_assert_str_eq(ids_of("task \"open"), "");
     ck_assert_str_eq(ids_of(NULL), "");
     ck_assert_str_eq(ids_of("\"x\" task \"y\""), "taskId=y,");
+    ck_assert_str_eq(ids_of("bulkhead \"diagram\" is full"), "bulkhead=diagram,");
+}
+END_TEST
+
+/* ---- bulkheads ---------------------------------------------------------- */
+
+static int hand_offs;
+
+static void
+count_hand_off(void *arg)
+{
+    (void)arg;
+    hand_offs++;
+}
+
+static wf_bulkhead_stats
+bulkhead(wf_bulkhead_class c)
+{
+    wf_bulkhead_stats st;
+    wf_bulkhead_get_stats(c, &st);
+    return st;
+}
+
+static void *
+join_compile(void *arg)
+{
+    wf_error err;
+    wf_bulkhead_call_begin(NULL, NULL);
+    *(wf_code *)arg = wf_bulkhead_enter(WF_BULKHEAD_COMPILE, &err);
+    return NULL; /* leaves without ending its call: it keeps the place */
+}
+
+WF_TEST(test_a_full_bulkhead_refuses_at_once)
+{
+    int limits[WF_BULKHEAD_COUNT_] = {1, 2, 1};
+    wf_bulkhead_configure(limits);
+    wf_error err;
+    /* Outside a call nothing counts and nothing is refused. */
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(wf_bulkhead_enter(WF_BULKHEAD_DIAGRAM, &err), WF_OK);
+    ck_assert_int_eq(bulkhead(WF_BULKHEAD_DIAGRAM).active, 0);
+    ck_assert(!wf_bulkhead_joined(WF_BULKHEAD_DIAGRAM));
+    /* A call joins once, however often it asks; the hand-off runs at its
+     * first class only. */
+    hand_offs = 0;
+    wf_bulkhead_call_begin(count_hand_off, NULL);
+    ck_assert_int_eq(wf_bulkhead_enter(WF_BULKHEAD_DIAGRAM, &err), WF_OK);
+    ck_assert_int_eq(wf_bulkhead_enter(WF_BULKHEAD_DIAGRAM, &err), WF_OK);
+    ck_assert_int_eq(wf_bulkhead_enter(WF_BULKHEAD_EXPR, &err), WF_OK);
+    ck_assert_int_eq(hand_offs, 1);
+    ck_assert(wf_bulkhead_joined(WF_BULKHEAD_DIAGRAM));
+    ck_assert_int_eq(bulkhead(WF_BULKHEAD_DIAGRAM).active, 1);
+    ck_assert_int_eq(bulkhead(WF_BULKHEAD_EXPR).active, 1);
+    /* Another thread's call finds them full; the compile class has room
+     * for two. */
+    wf_code rc[3];
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(pthread_create(&th[i], NULL, join_compile, &rc[i]), 0);
+        ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+    }
+    ck_assert_int_eq(rc[0], WF_OK);
+    ck_assert_int_eq(rc[1], WF_OK);
+    ck_assert_int_eq(rc[2], WF_E_BULKHEAD_FULL);
+    wf_bulkhead_stats st = bulkhead(WF_BULKHEAD_COMPILE);
+    ck_assert_int_eq(st.active, 2);
+    ck_assert_uint_eq(st.refused, 1);
+    ck_assert_int_eq(st.limit, 2);
+    /* The refusal names its class for ErrorInfo.metadata. */
+    wf_bulkhead_call_end();
+    wf_bulkhead_call_begin(NULL, NULL);
+    ck_assert_int_eq(wf_bulkhead_enter(WF_BULKHEAD_COMPILE, &err), WF_E_BULKHEAD_FULL);
+    ck_assert_str_eq(wf_code_reason(err.code), "BULKHEAD_FULL");
+    ck_assert_str_eq(ids_of(err.msg), "bulkhead=compile,");
+    /* The end of the call gave its places back. */
+    ck_assert_int_eq(bulkhead(WF_BULKHEAD_DIAGRAM).active, 0);
+    ck_assert_int_eq(bulkhead(WF_BULKHEAD_EXPR).active, 0);
+    ck_assert_int_eq(wf_bulkhead_enter(WF_BULKHEAD_DIAGRAM, &err), WF_OK);
+    wf_bulkhead_call_end();
+    ck_assert_str_eq(wf_bulkhead_name(WF_BULKHEAD_EXPR), "expression");
 }
 END_TEST
 

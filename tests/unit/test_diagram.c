@@ -6,7 +6,9 @@
  * overlay shows token counts, enabled items, an incident in red and the
  * current step of a step list, the rendering reads no Graphviz
  * configuration file, and a call queued behind a slow layout gives up at
- * its deadline.
+ * its deadline. The cache of layouts: a version is laid out once, within
+ * the cache's byte bound, least recently used evicted first; an
+ * instance's overlay drawn onto a cached SVG.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -14,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "diagram.h"
+#include "diagram_int.h"
 #include "expr.h"
 #include "engine_kit.h"
 #include "test_support.h"
@@ -437,6 +439,169 @@ WF_TEST(test_waits_for_the_lock_until_the_deadline)
     ck_assert_ptr_nonnull(strstr(err.msg, "deadline passed"));
     ck_assert_int_eq(pthread_join(th, NULL), 0);
     ck_assert(svg_has_id(svg_of("digraph { a [id=\"a\"]; }"), "a"));
+}
+END_TEST
+
+/* ---- the layout cache and the overlay on a cached SVG ---------------------------------------- */
+
+static wf_diagram_stats
+stats(void)
+{
+    wf_diagram_stats st;
+    wf_diagram_get_stats(&st);
+    return st;
+}
+
+/* The layout of net through the cache. */
+static wf_diagram_layout *
+layout_of(const wf_net *n)
+{
+    char *dot;
+    wf_error err;
+    ck_assert_int_eq(wf_diagram__layout_dot(n, WF_DEF_NET, A, &dot, &err), WF_OK);
+    wf_diagram_layout *l = NULL;
+    ck_assert_int_eq(wf_diagram__layout(dot, n->n_places + n->n_transitions, 0, &l, &err), WF_OK);
+    return l;
+}
+
+/* A chain of n places and n - 1 transitions named by prefix. */
+static wf_net *
+chain_net(const char *key, int n)
+{
+    wf_net *net = wf_arena_calloc(A, 1, sizeof *net);
+    net->key = key;
+    net->version = 1;
+    net->places = wf_arena_calloc(A, (size_t)n, sizeof *net->places);
+    net->transitions = wf_arena_calloc(A, (size_t)n, sizeof *net->transitions);
+    net->arcs = wf_arena_calloc(A, 2 * (size_t)n, sizeof *net->arcs);
+    for (int i = 0; i < n; i++) {
+        net->places[i] = (wf_place){wf_arena_printf(A, "p%d", i), NULL,
+                                    i == 0 ? WF_PLACE_START : WF_PLACE_NORMAL};
+        if (i + 1 == n)
+            break;
+        net->transitions[i] =
+            (wf_transition){.id = wf_arena_printf(A, "t%d", i), .trigger = WF_TRIGGER_USER};
+        net->arcs[net->n_arcs++] = (wf_arc){net->places[i].id, net->transitions[i].id, 0, NULL, 0};
+        net->arcs[net->n_arcs++] =
+            (wf_arc){net->transitions[i].id, wf_arena_printf(A, "p%d", i + 1), 0, NULL, 0};
+    }
+    net->n_places = (size_t)n;
+    net->n_transitions = (size_t)n - 1;
+    return net;
+}
+
+WF_TEST(test_a_version_is_laid_out_once)
+{
+    wf_diagram_cache_clear();
+    wf_diagram_configure(WF_DIAGRAM_CACHE_DEFAULT_BYTES);
+    wf_diagram_stats st0 = stats();
+    wf_diagram_layout *a = layout_of(sample_net());
+    wf_diagram_layout *b = layout_of(sample_net());
+    ck_assert_ptr_eq(a, b);
+    ck_assert(a->indexed);
+    wf_diagram_stats st = stats();
+    ck_assert_uint_eq(st.layouts, st0.layouts + 1);
+    ck_assert_uint_eq(st.entries, 1);
+    ck_assert_uint_eq(st.bytes, a->bytes);
+    /* Another version is another layout. */
+    wf_net *v4 = sample_net();
+    v4->version = 4;
+    wf_diagram_layout *c = layout_of(v4);
+    ck_assert_ptr_ne(a, c);
+    ck_assert_uint_eq(stats().layouts, st0.layouts + 2);
+    /* Layouts outlive their eviction while someone draws them. */
+    wf_diagram_cache_clear();
+    ck_assert_uint_eq(stats().entries, 0);
+    ck_assert_ptr_nonnull(strstr(a->svg, "<svg"));
+    wf_diagram__layout_unref(a);
+    wf_diagram__layout_unref(b);
+    wf_diagram__layout_unref(c);
+}
+END_TEST
+
+WF_TEST(test_the_cache_keeps_within_its_bound)
+{
+    wf_diagram_cache_clear();
+    wf_diagram_layout *one = layout_of(chain_net("one", 6));
+    size_t each = one->bytes;
+    wf_diagram__layout_unref(one);
+    /* Room for two layouts of that size: a third evicts the least
+     * recently used. */
+    wf_diagram_configure(2 * each + each / 2);
+    wf_diagram_cache_clear();
+    wf_diagram__layout_unref(layout_of(chain_net("one", 6)));
+    wf_diagram__layout_unref(layout_of(chain_net("two", 6)));
+    wf_diagram__layout_unref(layout_of(chain_net("one", 6))); /* one is the most recent */
+    unsigned long long before = stats().layouts;
+    wf_diagram__layout_unref(layout_of(chain_net("six", 6))); /* evicts two */
+    wf_diagram_stats st = stats();
+    ck_assert_uint_eq(st.entries, 2);
+    ck_assert_uint_le(st.bytes, st.cap);
+    wf_diagram__layout_unref(layout_of(chain_net("one", 6)));
+    ck_assert_uint_eq(stats().layouts, before + 1); /* one was still there */
+    wf_diagram__layout_unref(layout_of(chain_net("two", 6)));
+    ck_assert_uint_eq(stats().layouts, before + 2); /* two was not */
+    /* A layout larger than the bound is served, not kept; 0 keeps none. */
+    wf_diagram_configure(each / 2);
+    ck_assert_uint_eq(stats().entries, 0);
+    wf_diagram_layout *big = layout_of(chain_net("big", 6));
+    ck_assert_ptr_nonnull(big);
+    ck_assert_uint_eq(stats().entries, 0);
+    wf_diagram__layout_unref(big);
+    wf_diagram_configure(0);
+    wf_diagram__layout_unref(layout_of(chain_net("none", 3)));
+    ck_assert_uint_eq(stats().entries, 0);
+    wf_diagram_configure(WF_DIAGRAM_CACHE_DEFAULT_BYTES);
+}
+END_TEST
+
+/* The overlay drawn onto the cached SVG says what the DOT's labels say,
+ * in the same colours, on the nodes laid out for the bare version. */
+WF_TEST(test_overlay_drawn_onto_the_cached_svg)
+{
+    wf_diagram_cache_clear();
+    wf_net *n = sample_net();
+    wf_diagram_layout *l = layout_of(n);
+    wf_error err;
+    char *bare, *svg;
+    size_t blen, len;
+    ck_assert_int_eq(wf_diagram__overlay_svg(l, n, NULL, A, &bare, &blen, &err), WF_OK);
+    /* As Graphviz made it, without the markers. */
+    ck_assert_ptr_null(strstr(bare, "<!-- n0 -->"));
+    ck_assert_uint_eq(blen + strlen("<!-- n0 -->\n") * 8, l->svg_len);
+    ck_assert(svg_has_id(bare, "review"));
+    wf_runtime_marking marking[] = {{"mid", 2}, {"remind-me", 1}};
+    const char *enabled[] = {"ship", "poke", "poke"};
+    wf_diagram_overlay ov = {.instance_id = "i-1",
+                             .status = "FAILED",
+                             .marking = marking,
+                             .n_marking = 2,
+                             .enabled = enabled,
+                             .n_enabled = 3,
+                             .incident_code = "JOB_<FAILED>",
+                             .incident_transition_id = "ship"};
+    ck_assert_int_eq(wf_diagram__overlay_svg(l, n, &ov, A, &svg, &len, &err), WF_OK);
+    ck_assert_uint_eq(strlen(svg), len);
+    ck_assert_ptr_nonnull(strstr(svg, ">2 tokens</text>"));
+    ck_assert_ptr_nonnull(strstr(svg, ">1 token</text>"));
+    ck_assert_ptr_nonnull(strstr(svg, ">enabled (2)</text>"));
+    ck_assert_ptr_nonnull(strstr(svg, " fill=\"red\">incident JOB_&lt;FAILED&gt;</text>"));
+    ck_assert_ptr_nonnull(strstr(svg, ">instance i-1: FAILED</text>"));
+    ck_assert_ptr_nonnull(strstr(svg, "fill=\"" WF_DIAGRAM_COLOR_TOKENS "\""));
+    ck_assert_ptr_nonnull(strstr(svg, "fill=\"" WF_DIAGRAM_COLOR_ENABLED "\""));
+    ck_assert_ptr_nonnull(strstr(svg, "stroke=\"red\" stroke-width=\"3\""));
+    for (size_t i = 0; i < n->n_places; i++)
+        ck_assert_msg(svg_has_id(svg, n->places[i].id), "place %s", n->places[i].id);
+    for (size_t i = 0; i < n->n_transitions; i++)
+        ck_assert_msg(svg_has_id(svg, n->transitions[i].id), "transition %s", n->transitions[i].id);
+    /* The canvas grew to hold the text under the drawing. */
+    double h0 = 0, h1 = 0;
+    ck_assert_int_eq(sscanf(strstr(bare, " height=\"") + 9, "%lf", &h0), 1);
+    ck_assert_int_eq(sscanf(strstr(svg, " height=\"") + 9, "%lf", &h1), 1);
+    ck_assert_msg(h1 >= h0 + 28, "height %g, bare %g", h1, h0);
+    ck_assert_ptr_null(strstr(svg, "<!-- n"));
+    ck_assert_ptr_nonnull(strstr(svg, "</g>\n</svg>"));
+    wf_diagram__layout_unref(l);
 }
 END_TEST
 

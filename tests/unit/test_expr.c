@@ -12,11 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "expr.h"
 #include "test_support.h"
 #include "wf_arena.h"
+#include "wf_bulkhead.h"
 #include "wf_time.h"
+
+/* True in the cases that run in worker processes (setup_isolated). */
+static bool isolated_case;
 
 static wf_expr *
 compile_ok(const char *src)
@@ -432,6 +437,7 @@ isolate(int workers, int recycle_after)
 static void
 setup_isolated(void)
 {
+    isolated_case = true;
     isolate(N_THREADS, 1000);
     /* Each worker compiles each program it meets (tens of ms in libjq
      * 1.6): fewer rounds keep the concurrent test's time in bounds. */
@@ -573,6 +579,88 @@ WF_CASE_TEST("process", test_a_stuck_evaluation_blocks_no_one_else)
 }
 END_TEST
 
+/* The expression bulkhead: an evaluation past its budget (WF_EXPR_SLOW_MS)
+ * in a call joins it, handing its thread off; with it full, the next slow
+ * one is ended at its budget, and the same source again is refused before
+ * it starts; evaluations within their budget go on, and outside a call
+ * nothing is refused. */
+static int budget_hand_offs;
+
+static void
+note_hand_off(void *arg)
+{
+    (void)arg;
+    budget_hand_offs++;
+}
+
+static void *
+run_slow_in_call(void *arg)
+{
+    wf_bulkhead_call_begin(note_hand_off, NULL);
+    run_slow(arg);
+    wf_bulkhead_call_end();
+    return NULL;
+}
+
+/* Evaluates e as a guard in a call: its code, and the milliseconds. */
+static wf_code
+eval_in_call(wf_expr *e, int64_t *ms, wf_error *err)
+{
+    bool out;
+    wf_bulkhead_call_begin(NULL, NULL);
+    int64_t t0 = wf_mono_ms();
+    wf_code rc = wf_expr_eval_bool(e, "{\"amount\":1500}", &out, err);
+    *ms = wf_mono_ms() - t0;
+    wf_bulkhead_call_end();
+    return rc;
+}
+
+WF_CASE_TEST("process", test_an_evaluation_past_its_budget_joins_the_expression_bulkhead)
+{
+    isolate(3, 1000);
+    int limits[WF_BULKHEAD_COUNT_] = {1, 1, 1};
+    wf_bulkhead_configure(limits);
+    /* Compiled outside any call: what is measured is the evaluation. */
+    wf_expr *fast = compile_ok(".amount > 1000");
+    wf_expr *other =
+        compile_ok("any(" D10 " as $a | " D10 " as $b | " D10 " as $c | " D10 " as $d | " D10
+                   " as $e | " D10 " as $f | " D10 " as $g | " D10 " as $h | " D10 "; . < -1)");
+    slow_eval s = {.rc = WF_OK};
+    atomic_init(&s.done, false);
+    pthread_t th;
+    pthread_create(&th, NULL, run_slow_in_call, &s);
+    wf_bulkhead_stats st = {0};
+    for (int i = 0; i < 1000 && st.active == 0 && !atomic_load(&s.done); i++) {
+        usleep(10 * 1000);
+        wf_bulkhead_get_stats(WF_BULKHEAD_EXPR, &st);
+    }
+    ck_assert_int_eq(st.active, 1);
+    wf_error err;
+    int64_t ms;
+    /* Within its budget: no bulkhead needed. */
+    ck_assert_int_eq(eval_in_call(fast, &ms, &err), WF_OK);
+    /* Past its budget with the bulkhead full: ended there. */
+    ck_assert_int_eq(eval_in_call(other, &ms, &err), WF_E_BULKHEAD_FULL);
+    ck_assert_msg(ms >= 45 && ms < 1000 * wf_test_time_scale(), "refused after %lld ms",
+                  (long long)ms);
+    ck_assert_ptr_nonnull(strstr(err.msg, "bulkhead \"expression\" is full"));
+    /* That source is known slow now: refused before it starts. */
+    ck_assert_int_eq(eval_in_call(other, &ms, &err), WF_E_BULKHEAD_FULL);
+    ck_assert_msg(ms < 45, "refused after %lld ms", (long long)ms);
+    pthread_join(th, NULL);
+    ck_assert_msg(s.rc == WF_E_EXPRESSION_LIMIT, "slow: %s (%s)", wf_code_reason(s.rc), s.msg);
+    ck_assert_int_eq(budget_hand_offs, 1);
+    /* The bulkhead is free again: the known-slow source joins it and runs
+     * to its deadline (outside a call, runaway programs run to theirs:
+     * test_runaway_programs_hit_the_limit_and_the_pool_recovers). */
+    wf_bulkhead_get_stats(WF_BULKHEAD_EXPR, &st);
+    ck_assert_int_eq(st.active, 0);
+    ck_assert_int_eq(eval_in_call(other, &ms, &err), WF_E_EXPRESSION_LIMIT);
+    wf_expr_free(fast);
+    wf_expr_free(other);
+}
+END_TEST
+
 /* One worker, one waiting place: with the worker stuck and one caller
  * waiting, a third caller fails at once with EXPRESSION_LIMIT; a caller
  * whose call deadline comes first gives up at it. */
@@ -668,6 +756,139 @@ WF_CASE_TEST("process", test_cost_of_isolation)
         wf_expr_free(e);
     }
     fprintf(stderr, "expr cost per evaluation: inline %.1f us, isolated %.1f us\n", us[0], us[1]);
+}
+END_TEST
+
+/* ---- checking many at once (the compile cache) ------------------------------------------- */
+
+/* Sources of every kind of outcome, joinable or not, with errors before,
+ * between and after valid ones. */
+static const char *const mixed[] = {
+    ".a > 1",
+    ".b ==",   /* a syntax error at its end */
+    "foo(.x)", /* an unknown function */
+    ".c == \"x\"",
+    "$nope | . > 1", /* an unknown variable */
+    "\"open",        /* an unterminated string: not joinable */
+    ".d ) (",        /* unbalanced: not joinable */
+    "(.e | length) > 2 # a comment",
+    "range(3)", /* refused before any compile */
+    "",         /* empty */
+    "1 / 0",    /* an error of the parser that is not a syntax error */
+    "[.f[] | select(. > 1)] | length > 0 and (\"\\(.g)\" | test(\"a\"))",
+    ".h as $h | $h > 1",
+    "bar | baz", /* two unknown functions */
+    ".i ==== 1",
+};
+#define NMIXED (sizeof mixed / sizeof mixed[0])
+
+WF_TEST(test_check_all_gives_each_source_its_own_result)
+{
+    wf_expr_cache_clear();
+    wf_error errs[NMIXED], err;
+    ck_assert_int_eq(wf_expr_check_all(mixed, NMIXED, errs, &err), WF_OK);
+    size_t valid = 0;
+    for (size_t i = 0; i < NMIXED; i++) {
+        wf_expr *e = NULL;
+        wf_error alone;
+        wf_error_clear(&alone);
+        wf_code rc = wf_expr_compile(mixed[i], &e, &alone);
+        wf_expr_free(e);
+        ck_assert_msg(errs[i].code == rc, "%s: %s, alone %s", mixed[i],
+                      wf_code_reason(errs[i].code), wf_code_reason(rc));
+        ck_assert_msg(strcmp(errs[i].msg, alone.msg) == 0, "%s: \"%s\", alone \"%s\"", mixed[i],
+                      errs[i].msg, alone.msg);
+        valid += rc == WF_OK;
+    }
+    ck_assert_uint_eq(valid, 5);
+    if (!isolated_case)
+        return;
+    /* Isolated, the valid ones are cached (an expression is its source
+     * there): each is compiled once, whoever asks. */
+    wf_expr_cache_clear();
+    ck_assert_int_eq(wf_expr_check_all(mixed, NMIXED, errs, &err), WF_OK);
+    ck_assert_uint_eq(wf_expr_cache_size(), valid);
+    ck_assert_int_eq(wf_expr_check_all(mixed, NMIXED, errs, &err), WF_OK);
+    ck_assert_uint_eq(wf_expr_cache_size(), valid);
+    wf_expr *a;
+    ck_assert_int_eq(wf_expr_cached(".a > 1", &a, &err), WF_OK);
+    ck_assert_uint_eq(wf_expr_cache_size(), valid);
+    wf_expr_free(a);
+}
+END_TEST
+
+/* Joined, these guards' bytecode passes libjq's limit for one program:
+ * the check goes on in halves, each source still with its own result. */
+WF_TEST(test_check_all_of_guards_too_long_together)
+{
+    enum { N = 50, TERMS = 60 };
+    wf_arena *a = wf_arena_new();
+    const char *srcs[N + 1];
+    long salt = (long)(wf_now_us() % 1000000) * 100;
+    for (int i = 0; i < N; i++) {
+        char *g = wf_arena_alloc(a, TERMS * 32);
+        size_t k = 0;
+        for (int t = 0; t < TERMS; t++)
+            k += (size_t)sprintf(g + k, "%s.a%d == %ld", t ? " or " : "", i, salt + t);
+        srcs[i] = g;
+    }
+    srcs[N] = "foo(.x)";
+    wf_error errs[N + 1], err;
+    int64_t t0 = wf_mono_ms();
+    ck_assert_int_eq(wf_expr_check_all(srcs, N + 1, errs, &err), WF_OK);
+    fprintf(stderr, "expr compile: %d guards of %d comparisons checked in %lld ms\n", N, TERMS,
+            (long long)(wf_mono_ms() - t0));
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(errs[i].code == WF_OK, "%d: %s", i, errs[i].msg);
+    ck_assert_str_eq(errs[N].msg, "invalid expression: foo/1 is not defined");
+    wf_arena_free(a);
+}
+END_TEST
+
+/* n guards no cache has seen (salt makes them new). */
+static const char **
+new_guards(wf_arena *a, int n, long salt)
+{
+    const char **v = wf_arena_calloc(a, (size_t)n, sizeof *v);
+    for (int i = 0; i < n; i++)
+        v[i] = wf_arena_printf(a, ".amount > %ld and .tier == \"t%d\"", salt + i, i);
+    return v;
+}
+
+WF_TEST(test_check_all_of_500_new_guards_takes_one_compile)
+{
+    wf_expr_cache_clear();
+    wf_arena *a = wf_arena_new();
+    long salt = (long)(wf_now_us() % 1000000) * 1000;
+    wf_error err, errs[500];
+    /* A compile of its own for each: the cost before. */
+    const char **one = new_guards(a, 20, salt);
+    int64_t t0 = wf_mono_ms();
+    for (int i = 0; i < 20; i++) {
+        wf_expr *e = compile_ok(one[i]);
+        wf_expr_free(e);
+    }
+    double each_ms = (double)(wf_mono_ms() - t0) / 20;
+    const char **g = new_guards(a, 500, salt + 100000);
+    t0 = wf_mono_ms();
+    ck_assert_int_eq(wf_expr_check_all(g, 500, errs, &err), WF_OK);
+    int64_t all_ms = wf_mono_ms() - t0;
+    for (int i = 0; i < 500; i++)
+        ck_assert_msg(errs[i].code == WF_OK, "%s: %s", g[i], errs[i].msg);
+    /* The same guards again (a redeploy): isolated, the cache answers. */
+    t0 = wf_mono_ms();
+    ck_assert_int_eq(wf_expr_check_all(g, 500, errs, &err), WF_OK);
+    int64_t again_ms = isolated_case ? wf_mono_ms() - t0 : 0;
+    fprintf(stderr,
+            "expr compile: %.1f ms per guard alone; 500 new guards checked together in %lld ms, "
+            "again (cached) in %lld ms\n",
+            each_ms, (long long)all_ms, (long long)again_ms);
+    /* Well under a second (500 compiles alone take 500 times the first
+     * figure); the bound stretches with sanitizers and load. */
+    ck_assert_msg(all_ms < 1000 * wf_test_time_scale(), "500 guards took %lld ms",
+                  (long long)all_ms);
+    ck_assert_msg(again_ms < 100 * wf_test_time_scale(), "again %lld ms", (long long)again_ms);
+    wf_arena_free(a);
 }
 END_TEST
 

@@ -256,8 +256,11 @@ typedef struct wf_validation_error {
 } wf_validation_error;
 
 /* Checks net and returns every finding at once in *errors (in a, possibly
- * zero of them). Returns WF_OK even when findings exist; only running out
- * of memory fails. Expressions are compiled through the expression cache. */
+ * zero of them). Returns WF_OK even when findings exist. Expressions are
+ * compiled together at the end (wf_expr_check_all: the ones the cache has
+ * not seen, in the compile bulkhead); that compile, or running out of
+ * memory, is what can fail (WF_E_BULKHEAD_FULL, WF_E_EXPRESSION_LIMIT,
+ * WF_E_NOMEM). */
 wf_code wf_net_validate(const wf_net *net, wf_arena *a, wf_validation_error **errors,
                         size_t *n_errors, wf_error *err);
 
@@ -276,6 +279,10 @@ void wf_net__vfinding(wf_findings *f, wf_severity sev, const char *code, const c
 /* The same with the arguments of fmt; code is a static string. */
 void wf_findings_add(wf_findings *f, wf_severity sev, const char *code, const char *path,
                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* True when net (its transitions, arcs and steps) holds an expression the
+ * expression cache has not seen (wf_expr_seen): its validation compiles. */
+bool wf_net_has_unseen_expressions(const wf_net *net);
 
 /* True when some finding has ERROR severity. */
 bool wf_net_has_errors(const wf_validation_error *errors, size_t n_errors);

@@ -26,14 +26,24 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "expr.h"
 #include "wf_str.h"
 
+/* An expression to compile, and where its finding goes. */
+typedef struct pending_expr {
+    const char *src, *code, *path, *what; /* path and what in the arena */
+    size_t at;                            /* findings before it */
+    struct pending_expr *next;
+} pending_expr;
+
 typedef struct vctx {
     const wf_net *net;
     wf_findings f;
+    pending_expr *exprs, **tail; /* in the order met, compiled together at the end */
+    size_t nexprs;
 } vctx;
 
 static void add(vctx *c, wf_severity sev, const char *code, const char *path, const char *fmt, ...)
@@ -120,16 +130,69 @@ check_id(vctx *c, const char *id, const char *path, const char *what)
             what, id, WF_NET_MAX_ID_LEN);
 }
 
+/* Notes src for the compile at the end (compile_exprs): a definition's
+ * expressions are compiled together, in one round trip to a worker. */
 static void
 check_expr(vctx *c, const char *src, const char *code, const char *path, const char *what)
 {
-    wf_expr *e;
-    wf_error err;
-    if (wf_expr_cached(src, &e, &err) != WF_OK) {
-        ERR(c, code, path, "%s does not compile: %s", what, err.msg);
+    pending_expr *p = wf_arena_calloc(c->f.a, 1, sizeof *p);
+    if (p == NULL || (p->path = wf_arena_strdup(c->f.a, path)) == NULL ||
+        (p->what = wf_arena_strdup(c->f.a, what)) == NULL) {
+        c->f.oom = true;
         return;
     }
-    wf_expr_free(e);
+    p->src = src;
+    p->code = code;
+    p->at = c->f.n;
+    *c->tail = p;
+    c->tail = &p->next;
+    c->nexprs++;
+}
+
+/* Findings f, with each failed expression's finding at its place among
+ * them (before the finding that came after it was met). */
+static void
+merge_expr_findings(vctx *c, const wf_error *errs)
+{
+    wf_findings all = {.a = c->f.a};
+    size_t i = 0, k = 0;
+    for (pending_expr *p = c->exprs; p != NULL; p = p->next, k++) {
+        for (; i < p->at && i < c->f.n; i++)
+            wf_findings_add(&all, c->f.v[i].severity, c->f.v[i].code, c->f.v[i].path, "%s",
+                            c->f.v[i].message);
+        if (errs[k].code != WF_OK)
+            wf_findings_add(&all, WF_SEVERITY_ERROR, p->code, p->path, "%s does not compile: %s",
+                            p->what, errs[k].msg);
+    }
+    for (; i < c->f.n; i++)
+        wf_findings_add(&all, c->f.v[i].severity, c->f.v[i].code, c->f.v[i].path, "%s",
+                        c->f.v[i].message);
+    all.oom = all.oom || c->f.oom;
+    c->f = all;
+}
+
+/* Compiles every expression check_expr noted, together; their findings
+ * join the others. Fails only when the compile could not run (the compile
+ * bulkhead is full, a worker's limit, memory). */
+static wf_code
+compile_exprs(vctx *c, wf_error *err)
+{
+    if (c->nexprs == 0 || c->f.oom)
+        return WF_OK;
+    const char **srcs = wf_arena_calloc(c->f.a, c->nexprs, sizeof *srcs);
+    wf_error *errs = malloc(c->nexprs * sizeof *errs);
+    if (srcs == NULL || errs == NULL) {
+        free(errs);
+        return wf_error_nomem(err);
+    }
+    size_t k = 0;
+    for (pending_expr *p = c->exprs; p != NULL; p = p->next)
+        srcs[k++] = p->src;
+    wf_code rc = wf_expr_check_all(srcs, c->nexprs, errs, err);
+    if (rc == WF_OK)
+        merge_expr_findings(c, errs);
+    free(errs);
+    return rc;
 }
 
 /* ---- structure ------------------------------------------------------------ */
@@ -620,6 +683,7 @@ wf_net_validate(const wf_net *net, wf_arena *a, wf_validation_error **errors, si
                 wf_error *err)
 {
     vctx c = {.net = net, .f = {.a = a}};
+    c.tail = &c.exprs;
     check_header(&c);
     if (net->n_places > WF_NET_MAX_NODES || net->n_transitions > WF_NET_MAX_NODES ||
         net->n_arcs > WF_NET_MAX_ARCS) {
@@ -634,11 +698,46 @@ wf_net_validate(const wf_net *net, wf_arena *a, wf_validation_error **errors, si
         check_paths(&c);
         check_triggers(&c);
     }
+    wf_code rc = compile_exprs(&c, err);
+    if (rc != WF_OK)
+        return rc;
     if (c.f.oom)
         return wf_error_nomem(err);
     *errors = c.f.v;
     *n_errors = c.f.n;
     return WF_OK;
+}
+
+static bool
+unseen(const char *src)
+{
+    return !wf_str_empty(src) && !wf_expr_seen(src);
+}
+
+bool
+wf_net_has_unseen_expressions(const wf_net *net)
+{
+    for (size_t i = 0; i < net->n_arcs; i++)
+        if (unseen(net->arcs[i].guard))
+            return true;
+    for (size_t i = 0; i < net->n_transitions; i++) {
+        const wf_transition *t = &net->transitions[i];
+        if (unseen(t->assignee.ids_expression) || unseen(t->priority_expression) ||
+            unseen(t->task_due_expression) || unseen(t->task_follow_up_expression) ||
+            unseen(t->due_expression))
+            return true;
+    }
+    for (size_t i = 0; i < net->n_steps; i++) {
+        const wf_step *s = &net->steps[i];
+        if (unseen(s->assignee.ids_expression) || unseen(s->priority_expression) ||
+            unseen(s->task_due_expression) || unseen(s->task_follow_up_expression) ||
+            unseen(s->due_expression))
+            return true;
+        for (size_t k = 0; k < s->n_next; k++)
+            if (unseen(s->next[k].guard))
+                return true;
+    }
+    return false;
 }
 
 bool

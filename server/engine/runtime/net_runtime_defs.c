@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "defcache.h"
+#include "wf_bulkhead.h"
 #include "wf_time.h"
 #include "wf_str.h"
 
@@ -94,6 +95,14 @@ validate(const wf_runtime_ctx *ctx, const wf_runtime_deploy_in *in, wf_validatio
     static const wf_net none = {0};
     const wf_net *net = in->net != NULL ? in->net : &none;
     *compiled = NULL;
+    /* Compiling expressions no cache has seen is the compile bulkhead's
+     * work: the whole validation then runs beside the shared threads, or
+     * is refused before it starts when the bulkhead is full. */
+    if (wf_net_has_unseen_expressions(net)) {
+        wf_code rc = wf_bulkhead_enter(WF_BULKHEAD_COMPILE, err);
+        if (rc != WF_OK)
+            return rc;
+    }
     if (in->kind != WF_DEF_STEPS && net->n_steps > 0) {
         /* Only a step list has steps; the rest is checked as usual. */
         wf_findings_add(&f, WF_SEVERITY_ERROR, "INVALID_VALUE", "steps",
