@@ -98,7 +98,7 @@ from google.protobuf import duration_pb2
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import wf_testkit  # noqa: E402  (the Python suites' shared kit)
 
-RPC_TIMEOUT = 5.0  # seconds, every unary call
+RPC_TIMEOUT = 5.0  # seconds, every unary call (times the time scale: rpc_timeout)
 READY_TIMEOUT = 10.0  # seconds for a server to answer SERVING (times TIME_SCALE)
 TIME_SCALE = 1  # wall-clock bounds stretch by it (wf_testkit.time_scale; set in main)
 SUITE_TIMEOUT = 180.0  # hard bound of the whole run
@@ -231,7 +231,7 @@ class Server:
     def wait_for_log(self, needles, timeout=3.0):
         """Waits until every string in needles is in the log (lines are
         written right after the response is sent, so they may lag a bit)."""
-        until = time.monotonic() + timeout
+        until = time.monotonic() + timeout * TIME_SCALE
         while True:
             text = self.log()
             missing = [n for n in needles if n not in text]
@@ -324,9 +324,21 @@ class Outcome:
         return "<%s reason=%s %r>" % (self.code.name, self.reason, details)
 
 
-def invoke(method, request, metadata=(), timeout=RPC_TIMEOUT):
+def rpc_timeout():
+    """RPC_TIMEOUT stretched by TIME_SCALE, or by the load average now when
+    the machine got busier since the suite started."""
+    try:
+        now = os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:
+        now = 1.0
+    return RPC_TIMEOUT * max(TIME_SCALE, now, 1.0)
+
+
+def invoke(method, request, metadata=(), timeout=None):
     """Calls a unary multi-callable and returns an Outcome (never raises
-    grpc.RpcError)."""
+    grpc.RpcError). The deadline is rpc_timeout() unless given."""
+    if timeout is None:
+        timeout = rpc_timeout()
     t0 = time.monotonic()
     try:
         resp, call = method.with_call(request, metadata=metadata, timeout=timeout)
@@ -610,7 +622,7 @@ class ApiKeysFileTests(WorkflowTestCase):
 
     def console(self, method, path, body=None, cookie=None):
         """One request to the web console: (status, headers)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.console_port, timeout=RPC_TIMEOUT)
+        conn = http.client.HTTPConnection("127.0.0.1", self.console_port, timeout=rpc_timeout())
         headers = {"Origin": "http://127.0.0.1:%d" % self.console_port}
         data = None
         if body is not None:
@@ -1247,7 +1259,7 @@ class ReflectionTests(WorkflowTestCase):
         stub = pb2_grpc.ServerReflectionStub(self.srv.new_channel())
         # Reflection is public, like health: no key is sent.
         return list(stub.ServerReflectionInfo(
-            iter([pb2.ServerReflectionRequest(**request)]), timeout=RPC_TIMEOUT))
+            iter([pb2.ServerReflectionRequest(**request)]), timeout=rpc_timeout()))
 
     def test_list_services_both_versions(self):
         for version in (0, 1):
@@ -1510,7 +1522,7 @@ class TlsTests(WorkflowTestCase):
 
     def test_tls_health_and_call(self):
         r = self.srv.health().Check(health_pb2.HealthCheckRequest(service=""),
-                                    timeout=RPC_TIMEOUT)
+                                    timeout=rpc_timeout())
         self.assertEqual(r.status, health_pb2.HealthCheckResponse.SERVING)
         self.assert_accepted(self.get_unknown_task(self.srv, md(key=KEY1)))
 
@@ -2646,7 +2658,7 @@ class MigrateInstanceTests(WorkflowTestCase):
     def migrated_events(self):
         stream = self.wf.WatchEvents(wf_pb2.WatchEventsRequest(
             instance_id=self.iid, types=[wf_pb2.EVENT_TYPE_INSTANCE_MIGRATED]),
-            metadata=md(), timeout=RPC_TIMEOUT)
+            metadata=md(), timeout=rpc_timeout())
         return [json.loads(r.event.data_json) for r in stream]
 
     def test_problems_first_then_the_mapped_migration(self):
