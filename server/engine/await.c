@@ -27,8 +27,7 @@ wf_await_check_net(const wf_net *net, const wf_await_until *u, wf_error *err)
         return wf_error_set(err, WF_E_UNKNOWN_STEP,
                             "\"%.128s\" names no step or transition of the definition", u->name);
     if (u->kind == WF_AWAIT_PLACE_MARKED && (net == NULL || wf_net_place_index(net, u->name) < 0))
-        return wf_error_set(err, WF_E_UNKNOWN_PLACE, "place \"%.128s\" is not in the net",
-                            u->name);
+        return wf_error_set(err, WF_E_UNKNOWN_PLACE, "place \"%.128s\" is not in the net", u->name);
     return WF_OK;
 }
 

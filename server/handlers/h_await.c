@@ -32,12 +32,15 @@ typedef struct await_state {
     ProtobufCMessage *first; /* StartInstance / SendSignal: their answer; NULL: AwaitInstance */
 } await_state;
 
+/* A violation of field + "." + what (what alone for the request's own
+ * fields, field ""). */
 static wf_code
 await_invalid(wf_call *call, const char *field, const char *what, const char *msg, wf_error *err)
 {
-    char *path = wf_arena_printf(call->arena, "%s%s", field, what);
-    wf_h_violation(call, path != NULL ? path : field, msg);
-    return wf_error_set(err, WF_E_INVALID_ARGUMENT, "%s%s %s", field, what, msg);
+    char *path = field[0] != '\0' ? wf_arena_printf(call->arena, "%s.%s", field, what)
+                                  : wf_arena_strdup(call->arena, what);
+    wf_h_violation(call, path != NULL ? path : what, msg);
+    return wf_error_set(err, WF_E_INVALID_ARGUMENT, "%s %s", path != NULL ? path : what, msg);
 }
 
 static wf_code
@@ -55,11 +58,11 @@ await_condition(wf_call *call, const char *field, const Workflow__V1__AwaitUntil
         *out = (wf_await_until){WF_AWAIT_PLACE_MARKED, u->place_marked};
         break;
     default:
-        return await_invalid(call, field, ".until",
+        return await_invalid(call, field, "until",
                              "must name a condition (ended, step_enabled or place_marked)", err);
     }
     if (out->name == NULL || out->name[0] == '\0')
-        return await_invalid(call, field, ".until",
+        return await_invalid(call, field, "until",
                              "must name a step, transition or place (not empty)", err);
     return WF_OK;
 }
@@ -76,9 +79,9 @@ wf_h_await_parse(wf_call *call, const char *field, const Workflow__V1__AwaitUnti
         return rc;
     int64_t wait = timeout != NULL ? wf_h_duration_ms(timeout) : WF_AWAIT_MAX_MS;
     if (wait < 0 || (timeout != NULL && (timeout->seconds < 0 || timeout->nanos < 0)))
-        return await_invalid(call, field, ".timeout", "must not be negative", err);
+        return await_invalid(call, field, "timeout", "must not be negative", err);
     if (wait > WF_AWAIT_MAX_MS)
-        return await_invalid(call, field, ".timeout", "must be at most 60 seconds", err);
+        return await_invalid(call, field, "timeout", "must be at most 60 seconds", err);
     int64_t now = wf_mono_ms();
     st->end_ms = now + wait;
     if (call->deadline_ms > 0 && st->end_ms > call->deadline_ms - DEADLINE_MARGIN_MS)
