@@ -168,8 +168,22 @@ await_open(wf_call *call, const ProtobufCMessage *msg, void **state, wf_error *e
     if (wf_ids_check(&ctx, WF_ID_INSTANCE, "instance_id", req->instance_id, err) != WF_OK)
         return err->code;
     wf_code rc = wf_h_await_parse(call, "", req->until, req->timeout, state, err);
-    if (rc == WF_OK)
+    if (rc == WF_OK) {
         ((await_state *)*state)->instance_id = req->instance_id;
+        return rc;
+    }
+    /* An id that names nothing is NOT_FOUND whatever else the request
+     * holds, as for every RPC (a read on this error path only). */
+    Workflow__V1__GetInstanceResponse *view;
+    wf_instance_view iv;
+    wf_error nf;
+    wf_error_clear(&nf);
+    if (wf_h_instance_view(call, call->arena, req->instance_id, &view, &iv, &nf) ==
+        WF_E_INSTANCE_NOT_FOUND) {
+        call->nviolations = 0;
+        *err = nf;
+        return nf.code;
+    }
     return rc;
 }
 

@@ -151,8 +151,8 @@ WF_TEST(test_await_timeout_answers_the_view)
     Workflow__V1__Instance *in = start_boss(key, NULL);
     wf_client_status st;
     /* 0: one check, at once. */
-    Workflow__V1__AwaitInstanceResponse *r = await_c(as(NULL), in->id, until(COND_ENDED, NULL), 0,
-                                                     &st);
+    Workflow__V1__AwaitInstanceResponse *r =
+        await_c(as(NULL), in->id, until(COND_ENDED, NULL), 0, &st);
     ck_ok(st);
     ck_assert(r->timed_out);
     ck_assert_ptr_nonnull(r->view);
@@ -214,8 +214,8 @@ WF_TEST(test_await_step_and_place_reached)
     protobuf_c_message_free_unpacked(&r->base, NULL);
     /* The place is marked now: answered at once. */
     wf_client_status st;
-    Workflow__V1__AwaitInstanceResponse *p = await_c(as(NULL), in->id, until(COND_PLACE, "m"),
-                                                     10000, &st);
+    Workflow__V1__AwaitInstanceResponse *p =
+        await_c(as(NULL), in->id, until(COND_PLACE, "m"), 10000, &st);
     ck_ok(st);
     ck_assert(!p->timed_out);
     ck_assert_int_eq(marking(p->view, "m"), 1);
@@ -312,9 +312,8 @@ WF_TEST(test_start_awaits_a_step_list_completed_by_a_worker)
     aw.timeout = timeout_of(10000);
     req.definition_key = key;
     req.await_result = &aw;
-    Workflow__V1__StartInstanceResponse *r =
-        call(as("boss"), "StartInstance", &req, &workflow__v1__start_instance_response__descriptor,
-             &st);
+    Workflow__V1__StartInstanceResponse *r = call(
+        as("boss"), "StartInstance", &req, &workflow__v1__start_instance_response__descriptor, &st);
     ck_ok(st);
     ck_assert(!r->timed_out);
     ck_assert_uint_eq(r->view->n_current_steps, 1);
@@ -414,8 +413,8 @@ WF_TEST(test_await_refusals)
                             &workflow__v1__await_instance_response__descriptor, &st));
     ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
     /* Another tenant's instance is not found, as GetInstance answers. */
-    ck_assert_ptr_null(await_c(as_tenant("elsewhere", NULL), in->id, until(COND_ENDED, NULL), 0,
-                               &st));
+    ck_assert_ptr_null(
+        await_c(as_tenant("elsewhere", NULL), in->id, until(COND_ENDED, NULL), 0, &st));
     ck_fails(st, GRPC_STATUS_NOT_FOUND, "INSTANCE_NOT_FOUND");
     /* StartInstance checks the names before anything starts. */
     Workflow__V1__StartInstanceRequest sreq = WORKFLOW__V1__START_INSTANCE_REQUEST__INIT;
@@ -429,8 +428,9 @@ WF_TEST(test_await_refusals)
     Workflow__V1__ListInstancesRequest lreq = WORKFLOW__V1__LIST_INSTANCES_REQUEST__INIT;
     lreq.definition_key = (char *)key;
     lreq.started_by = "boss";
-    Workflow__V1__ListInstancesResponse *l = call(
-        as("boss"), "ListInstances", &lreq, &workflow__v1__list_instances_response__descriptor, &st);
+    Workflow__V1__ListInstancesResponse *l =
+        call(as("boss"), "ListInstances", &lreq, &workflow__v1__list_instances_response__descriptor,
+             &st);
     ck_ok(st);
     ck_assert_uint_eq(l->n_instances, 1); /* only the one started above */
     /* SendSignal awaits one instance only: an aggregate is refused before
@@ -592,10 +592,9 @@ WF_TEST(test_a_thousand_waiting_calls)
     ck_ok(st);
     for (int i = 0; i < WAITERS; i++) {
         ProtobufCMessage *m = NULL;
-        ck_assert_int_eq(
-            wf_client_stream_next(s[i], &workflow__v1__await_instance_response__descriptor, &m,
-                                  &st),
-            1);
+        ck_assert_int_eq(wf_client_stream_next(
+                             s[i], &workflow__v1__await_instance_response__descriptor, &m, &st),
+                         1);
         Workflow__V1__AwaitInstanceResponse *r = (void *)m;
         ck_assert(!r->timed_out);
         ck_assert_int_eq(r->view->instance->status, I_CANCELLED);
