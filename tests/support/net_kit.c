@@ -443,7 +443,9 @@ as_groups(const char *tenant, const char *actor, const char *groups)
                            .tenant = tenant,
                            .actor = actor,
                            .actor_groups = groups,
-                           .timeout_ms = 15000,
+                           /* stretched like the suites' bounds: a long poll
+                            * the test sizes by the time scale fits in it */
+                           .timeout_ms = 15000 * wf_test_time_scale(),
                            .wait_for_ready = 1};
     wf_client *c = wf_client_new(&o);
     ck_assert_ptr_nonnull(c);
