@@ -72,7 +72,7 @@ static const char JSON_ARG_NOTE[] =
         OPT(ARG_LIST, "exclude", "spec.exclude_dates", "DATES",                                    \
             "local dates YYYY-MM-DD on which nothing fires (comma-separated)"),                    \
         OPT(ARG_STR, "overlap", "policy.overlap", "POLICY",                                        \
-            "skip (default) or allow-all, while the last instance runs"),                          \
+            "skip (default), buffer-one, allow-all or cancel-other, while the last instance runs"),                          \
         OPT(ARG_DURATION, "catchup", "policy.catchup_window", "DURATION",                          \
             "after an outage, fire times this old still run (default 1m)"),                        \
         OPT(ARG_INT, "pause-after", "policy.pause_after_failures", "N",                            \

@@ -523,6 +523,10 @@ class CommandTests(ServerTests):
         self.assertEqual(self.run_ok("schedule", "delete", sid, actor="dev").strip(), "ok")
         r = wfctl(self.srv, "schedule", "get", sid)
         self.assertIn("SCHEDULE_NOT_FOUND", r.stderr)
+        for flag, name in (("buffer-one", "BUFFER_ONE"), ("cancel-other", "CANCEL_OTHER")):
+            out = self.run_ok("schedule", "create", flag + "-" + sid, "--key", key, "--cron",
+                              "@daily", "--overlap", flag, actor="dev")
+            self.assertIn("overlap " + name, out)
 
     def test_batch_start_needs_a_key_or_all(self):
         key = "batch-" + uuid.uuid4().hex[:6]
