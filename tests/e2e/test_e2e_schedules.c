@@ -440,6 +440,44 @@ WF_TEST(test_overlap_cancel_other)
 }
 END_TEST
 
+/* ListInstances by schedule_id: the instances that schedule started, and
+ * none of another schedule's or started by hand; an id over 128 bytes is
+ * refused. */
+WF_TEST(test_list_instances_by_schedule)
+{
+    deploy_work("work");
+    create_minutely("x", O_ALLOW_ALL);
+    create_minutely("y", O_ALLOW_ALL);
+    wf_client_status st;
+    start_v(me("ops"), "work", 0, NULL, &st);
+    ck_ok(st);
+    set_clock(wf_test_utc_us("2026-03-27T12:02:00Z"));
+    ck_assert_int_eq(scheduler_pass()->schedule_runs, 4);
+    Workflow__V1__ListInstancesRequest req = WORKFLOW__V1__LIST_INSTANCES_REQUEST__INIT;
+    req.started_by = "*";
+    req.schedule_id = "x";
+    Workflow__V1__ListInstancesResponse *l = call(
+        me("ops"), "ListInstances", &req, &workflow__v1__list_instances_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(l->n_instances, 2);
+    const char *a = run_at("x", "2026-03-27T12:01:00Z")->instance_id;
+    const char *b = run_at("x", "2026-03-27T12:02:00Z")->instance_id;
+    for (size_t i = 0; i < l->n_instances; i++)
+        ck_assert(strcmp(l->instances[i]->id, a) == 0 || strcmp(l->instances[i]->id, b) == 0);
+    req.schedule_id = "none";
+    l = call(me("ops"), "ListInstances", &req, &workflow__v1__list_instances_response__descriptor,
+             &st);
+    ck_ok(st);
+    ck_assert_uint_eq(l->n_instances, 0);
+    char long_id[140];
+    memset(long_id, 'x', sizeof long_id - 1);
+    long_id[sizeof long_id - 1] = '\0';
+    req.schedule_id = long_id;
+    call(me("ops"), "ListInstances", &req, &workflow__v1__list_instances_response__descriptor, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+}
+END_TEST
+
 int
 main(void)
 {

@@ -516,6 +516,8 @@ class CommandTests(ServerTests):
         self.assertIn(sid, self.run_ok("schedule", "list"))
         run = json.loads(self.run_ok("--json", "schedule", "trigger", sid, actor="dev"))["run"]
         self.assertEqual(run["outcome"], "STARTED")
+        self.assertIn(run["instance_id"], self.run_ok("processes", "--started-by", "*",
+                                                     "--schedule", sid))
         self.assertTrue(run["manual"])
         self.assertIn("STARTED (manual)", self.run_ok("schedule", "runs", sid))
         self.assertIn("PAUSED", self.run_ok("schedule", "pause", sid, "--reason", "holiday", actor="dev"))
