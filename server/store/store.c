@@ -1047,6 +1047,16 @@ wf_tx_put_schedule_run(wf_tx *tx, const wf_schedule_run_row *in, wf_error *err)
 }
 
 wf_code
+wf_tx_settle_schedule_run(wf_tx *tx, const wf_schedule_run_row *in, wf_error *err)
+{
+    wf_code rc = check_tx(tx, err);
+    if (rc == WF_OK && (in == NULL || in->schedule_id == NULL))
+        rc = wf_error_set(err, WF_E_INTERNAL, "a schedule run needs its schedule");
+    return rc != WF_OK ? tx_done(tx, rc)
+                       : tx_done(tx, tx->st->ops->settle_schedule_run(tx, in, err));
+}
+
+wf_code
 wf_store_list_schedule_runs(wf_store *st, const wf_store_ctx *ctx, const char *schedule_id,
                             size_t page_size, const char *cursor, wf_schedule_run_row **rows,
                             size_t *n, char **next_cursor, wf_error *err)

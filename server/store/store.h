@@ -480,6 +480,9 @@ typedef struct wf_schedule_row {
     int64_t updated_at;
     /* Row version, as wf_batch_row.version. */
     int64_t version;
+    /* BUFFER_ONE: the nominal time of the fire waiting for the last
+     * instance to end (its run is BUFFERED); 0 = none. */
+    int64_t buffered_at;
 } wf_schedule_row;
 
 /* One fire time of a schedule and what became of it; (tenant,
@@ -488,12 +491,14 @@ typedef struct wf_schedule_row {
 typedef struct wf_schedule_run_row {
     char *schedule_id;
     char *tenant;
-    int64_t nominal_at; /* the fire time (TriggerSchedule: when it was asked) */
-    int64_t actual_at;  /* when it was handled */
-    int32_t outcome;    /* a wf_schedule_outcome */
-    int32_t manual;     /* 1: TriggerSchedule */
-    char *instance_id;  /* STARTED */
-    char *detail;       /* FAILED: the reason and message */
+    int64_t nominal_at;          /* the fire time (TriggerSchedule: when it was asked) */
+    int64_t actual_at;           /* when it was handled */
+    int32_t outcome;             /* a wf_schedule_outcome */
+    int32_t manual;              /* 1: TriggerSchedule */
+    char *instance_id;           /* STARTED */
+    char *detail;                /* FAILED: the reason and message */
+    int64_t buffered_at;         /* a fire that waited (BUFFER_ONE): when it was buffered */
+    char *cancelled_instance_id; /* CANCEL_OTHER: the instance cancelled for it */
 } wf_schedule_run_row;
 
 /* A root instance with all its descendants and their live rows, as loaded
@@ -1080,6 +1085,11 @@ wf_code wf_store_claim_schedules(wf_store *st, const wf_store_ctx *ctx, const ch
 /* Inserts the run of (in->schedule_id, in->nominal_at) in the unit of
  * work; one that exists is WF_E_CONFLICT (that fire time was handled). */
 wf_code wf_tx_put_schedule_run(wf_tx *tx, const wf_schedule_run_row *in, wf_error *err);
+
+/* Replaces the BUFFERED run of (in->schedule_id, in->nominal_at) with in
+ * (STARTED or FAILED) in the unit of work; WF_E_CONFLICT when that run is
+ * not BUFFERED (settled before, by this replica or another). */
+wf_code wf_tx_settle_schedule_run(wf_tx *tx, const wf_schedule_run_row *in, wf_error *err);
 
 /* The runs of schedule_id, newest fire time first. */
 wf_code wf_store_list_schedule_runs(wf_store *st, const wf_store_ctx *ctx, const char *schedule_id,

@@ -154,6 +154,7 @@ typedef struct wf_store_ops {
                                int64_t now, int64_t lease_ms, size_t limit, wf_schedule_row **rows,
                                size_t *n, wf_error *err);
     wf_code (*put_schedule_run)(wf_tx *tx, const wf_schedule_run_row *in, wf_error *err);
+    wf_code (*settle_schedule_run)(wf_tx *tx, const wf_schedule_run_row *in, wf_error *err);
     /* Descending nominal_at: rows strictly before c_num when has. */
     wf_code (*list_schedule_runs)(wf_store *st, const wf_store_ctx *ctx, const char *schedule_id,
                                   size_t limit, bool has, int64_t c_num, wf_schedule_run_row **rows,

@@ -260,6 +260,7 @@ static const wf_field schedule_fields[] = {
     I64(wf_schedule_row, created_at),
     I64(wf_schedule_row, updated_at),
     I64(wf_schedule_row, version),
+    I64(wf_schedule_row, buffered_at),
 };
 DESC(wf_store__schedule_desc, "schedule", wf_schedule_row, schedule_fields);
 
@@ -268,6 +269,7 @@ static const wf_field schedule_run_fields[] = {
     I64(wf_schedule_run_row, nominal_at),  I64(wf_schedule_run_row, actual_at),
     I32(wf_schedule_run_row, outcome),     I32(wf_schedule_run_row, manual),
     STR(wf_schedule_run_row, instance_id), STR(wf_schedule_run_row, detail),
+    I64(wf_schedule_run_row, buffered_at), STR(wf_schedule_run_row, cancelled_instance_id),
 };
 DESC(wf_store__schedule_run_desc, "schedule run", wf_schedule_run_row, schedule_run_fields);
 static const wf_field delivery_fields[] = {

@@ -63,7 +63,12 @@ google.rpc.ErrorInfo{reason, domain "workflow.v1"} carried in the
   refusal MIGRATION_INVALID with google.rpc.BadRequest), the request_id
   replay, INSTANCE_MIGRATED, the next step of the new version; again on
   Postgres through two server processes (MigrateInstancePgTests), both
-  replicas migrating the same instance at once.
+  replicas migrating the same instance at once;
+* schedules (ScheduleTests): CreateSchedule with a BUFFER_ONE policy and
+  its next fire times, INVALID_CRON, TriggerSchedule with a request_id
+  replayed, the runs followed page by page with ListScheduleRuns, each
+  started instance carrying its schedule; again on Postgres
+  (SchedulePgTests).
 
 Every server is a workflowd process started here, on 127.0.0.1 and a free
 port (never 50051), with its stderr captured in the work directory; all of
@@ -2374,6 +2379,93 @@ class StepListPgTests(StepListTests):
     def start_steps_server(cls):
         dsn = pg_dsn_or_skip("StepListTests")
         return start_server(cls, "steps-pg", DATABASE_URL=dsn)
+
+class ScheduleTests(WorkflowTestCase):
+    """Schedules as a generated client uses them: create one, trigger it,
+    and follow its runs page by page to the instances they started. Runs
+    on the memory store; SchedulePgTests runs it on Postgres."""
+
+    @classmethod
+    def start_schedule_server(cls):
+        return start_server(cls, "schedules-memory")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = cls.start_schedule_server()
+        cls.wf = cls.srv.workflow()
+
+    def ok(self, outcome):
+        self.assertEqual(outcome.code, SC.OK, "unexpected outcome %r" % outcome)
+        return outcome.response
+
+    def runs(self, schedule_id):
+        """Every run of the schedule, newest first, read two a page."""
+        out, token = [], ""
+        for _ in range(50):
+            page = self.ok(invoke(self.wf.ListScheduleRuns, wf_pb2.ListScheduleRunsRequest(
+                schedule_id=schedule_id, page_size=2, page_token=token), md()))
+            out.extend(page.runs)
+            token = page.next_page_token
+            if not token:
+                return out
+        self.fail("ListScheduleRuns did not end in 50 pages")
+
+    def test_create_trigger_and_follow_runs(self):
+        run = uuid.uuid4().hex[:8]
+        key = "py-sched-" + run
+        self.ok(invoke(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(
+            definition=wf_pb2.Definition(key=key, kind=wf_pb2.DEFINITION_KIND_STEPS, steps=[
+                wf_pb2.Step(id="work", job=wf_pb2.JobStep(job_type="py-sched-work-" + run))])),
+            md(actor="dev")))
+        sid = "py-nightly-" + run
+        policy = wf_pb2.SchedulePolicy(overlap=wf_pb2.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE)
+        created = self.ok(invoke(self.wf.CreateSchedule, wf_pb2.CreateScheduleRequest(
+            id=sid, definition_key=key, variables_json='{"region": "eu"}',
+            spec=wf_pb2.ScheduleSpec(cron="30 2 * * *", time_zone="Europe/Berlin"),
+            policy=policy, request_id="create-" + run), md(actor="ops"))).schedule
+        self.assertEqual(created.state, wf_pb2.SCHEDULE_STATE_ACTIVE)
+        self.assertEqual(created.policy.overlap, wf_pb2.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE)
+        self.assertEqual(len(created.upcoming), 10)
+        self.assertTrue(created.upcoming[0].local_time.endswith(("+01:00", "+02:00")))
+        self.assert_error(invoke(self.wf.CreateSchedule, wf_pb2.CreateScheduleRequest(
+            id="bad-" + sid, definition_key=key, spec=wf_pb2.ScheduleSpec(cron="61 * * * *")),
+            md(actor="ops")), SC.INVALID_ARGUMENT, "INVALID_CRON")
+
+        started = []
+        for i in range(3):
+            req = wf_pb2.TriggerScheduleRequest(id=sid, request_id="trigger-%d-%s" % (i, run))
+            first = self.ok(invoke(self.wf.TriggerSchedule, req, md(actor="ops"))).run
+            again = self.ok(invoke(self.wf.TriggerSchedule, req, md(actor="ops"))).run
+            self.assertEqual(first.outcome, wf_pb2.SCHEDULE_RUN_OUTCOME_STARTED)
+            self.assertTrue(first.manual)
+            self.assertEqual(again.instance_id, first.instance_id)  # replayed, not started twice
+            started.append(first.instance_id)
+
+        runs = self.runs(sid)
+        self.assertEqual([r.instance_id for r in runs], started[::-1])
+        for r in runs:
+            self.assertEqual(r.schedule_id, sid)
+            self.assertEqual(r.outcome, wf_pb2.SCHEDULE_RUN_OUTCOME_STARTED)
+            self.assertFalse(r.HasField("buffered_time"))
+            inst = self.ok(invoke(self.wf.GetInstance, wf_pb2.GetInstanceRequest(
+                instance_id=r.instance_id), md())).instance
+            self.assertEqual(inst.status, wf_pb2.INSTANCE_STATUS_RUNNING)
+            variables = json.loads(inst.variables_json)
+            self.assertEqual(variables["schedule"]["id"], sid)
+            self.assertEqual(variables["region"], "eu")
+        self.assert_error(invoke(self.wf.ListScheduleRuns, wf_pb2.ListScheduleRunsRequest(
+            schedule_id="nope-" + run), md()), SC.NOT_FOUND, "SCHEDULE_NOT_FOUND")
+
+
+class SchedulePgTests(ScheduleTests):
+    """ScheduleTests against a server on Postgres; skipped without
+    WF_TEST_PG_DSN."""
+
+    @classmethod
+    def start_schedule_server(cls):
+        dsn = pg_dsn_or_skip("ScheduleTests")
+        return start_server(cls, "schedules-pg", DATABASE_URL=dsn)
+
 
 class CorrelateOrStartTests(WorkflowTestCase):
     """SendSignal with start, as a webhook handler with a generated client

@@ -558,7 +558,7 @@ fail_job(const char *key, const char *msg, int retryable, int64_t backoff_ms, wf
 static wf_event_row *
 read_events(const char *root, wf_arena *a, size_t *n)
 {
-    wf_store_ctx sc = {"default", 0, a};
+    wf_store_ctx sc = {test_tenant != NULL ? test_tenant : "default", 0, a};
     wf_event_filter f = {.instance_id = root};
     wf_event_row *ev = NULL;
     wf_error err;

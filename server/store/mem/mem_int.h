@@ -249,6 +249,7 @@ wf_code wf_store_mem__claim_schedules(wf_store *st, const wf_store_ctx *ctx, con
                                       int64_t now, int64_t lease_ms, size_t limit,
                                       wf_schedule_row **rows, size_t *n, wf_error *err);
 wf_code wf_store_mem__put_schedule_run(wf_tx *t, const wf_schedule_run_row *in, wf_error *err);
+wf_code wf_store_mem__settle_schedule_run(wf_tx *t, const wf_schedule_run_row *in, wf_error *err);
 wf_code wf_store_mem__list_schedule_runs(wf_store *st, const wf_store_ctx *ctx,
                                          const char *schedule_id, size_t limit, bool has,
                                          int64_t c_num, wf_schedule_run_row **rows, size_t *n,

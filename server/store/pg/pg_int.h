@@ -110,6 +110,7 @@ enum {
     S_CLAIM_SCHEDULES,
     S_CLAIM_SCHEDULES_T,
     S_PUT_SCHEDULE_RUN,
+    S_SETTLE_SCHEDULE_RUN,
     S_LIST_SCHEDULE_RUNS,
     S_FANOUT_TARGETS,
     S_TAKE_DELIVERY,
@@ -373,6 +374,7 @@ wf_code wf_store_pg__claim_schedules(wf_store *st, const wf_store_ctx *ctx, cons
                                      int64_t now, int64_t lease_ms, size_t limit,
                                      wf_schedule_row **rows, size_t *n, wf_error *err);
 wf_code wf_store_pg__put_schedule_run(wf_tx *t, const wf_schedule_run_row *in, wf_error *err);
+wf_code wf_store_pg__settle_schedule_run(wf_tx *t, const wf_schedule_run_row *in, wf_error *err);
 wf_code wf_store_pg__list_schedule_runs(wf_store *st, const wf_store_ctx *ctx,
                                         const char *schedule_id, size_t limit, bool has,
                                         int64_t c_num, wf_schedule_run_row **rows, size_t *n,

@@ -53,9 +53,10 @@
     "id, tenant_id, definition_key, def_version, variables_json, aggregate_type, aggregate_id, "   \
     "spec_json, overlap, catchup_window_ms, pause_after_failures, state, pause_reason, note, "     \
     "next_fire_at, due_at, last_instance_id, failures, created_by, lease_owner, lease_until, "     \
-    "created_at, updated_at, version"
+    "created_at, updated_at, version, buffered_at"
 #define COLS_SCHEDULE_RUNS                                                                         \
-    "schedule_id, tenant_id, nominal_at, actual_at, outcome, manual, instance_id, detail"
+    "schedule_id, tenant_id, nominal_at, actual_at, outcome, manual, instance_id, detail, "        \
+    "buffered_at, cancelled_instance_id"
 #define COLS_DELIVERIES                                                                            \
     "d.tenant_id, d.signal_log_id, d.instance_id, d.root_id, d.aggregate_type, "                   \
     "d.aggregate_id, d.seq, d.state, d.created_at, d.done_at, d.claimed_until"
@@ -842,7 +843,7 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
     [S_PUT_SCHEDULE] = {"put_schedule",
                         "INSERT INTO schedules (" COLS_SCHEDULES ") VALUES ($1, $2, $3, $4, $5, "
                         "$6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
-                        "$21, $22, $23, 1)",
+                        "$21, $22, $23, 1, $24)",
                         "schedule"},
     [S_GET_SCHEDULE] = {"get_schedule",
                         "SELECT " COLS_SCHEDULES " FROM schedules WHERE tenant_id = $1 AND id = $2",
@@ -856,7 +857,8 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
          "overlap = $9, catchup_window_ms = $10, pause_after_failures = $11, state = $12, "
          "pause_reason = $13, note = $14, next_fire_at = $15, due_at = $16, "
          "last_instance_id = $17, failures = $18, created_by = $19, lease_owner = $20, "
-         "lease_until = $21, created_at = $22, updated_at = $23, version = $24 + 1 "
+         "lease_until = $21, created_at = $22, updated_at = $23, version = $24 + 1, "
+         "buffered_at = $25 "
          "WHERE tenant_id = $2 AND id = $1 AND version = $24 RETURNING 1) "
          "SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM schedules WHERE tenant_id = $2 "
          "AND id = $1)",
@@ -882,8 +884,17 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
                              "schedule"},
     [S_PUT_SCHEDULE_RUN] = {"put_schedule_run",
                             "INSERT INTO schedule_runs (" COLS_SCHEDULE_RUNS ") VALUES ($1, $2, "
-                            "$3, $4, $5, $6, $7, $8)",
+                            "$3, $4, $5, $6, $7, $8, $9, $10)",
                             "schedule run"},
+    /* Only a BUFFERED run (outcome 5) is settled: a second replica that
+     * saw the same instance end updates nothing. */
+    [S_SETTLE_SCHEDULE_RUN] =
+        {"settle_schedule_run",
+         "UPDATE schedule_runs SET actual_at = $4, outcome = $5, manual = $6, "
+         "instance_id = $7, detail = $8, buffered_at = $9, "
+         "cancelled_instance_id = $10 WHERE tenant_id = $2 AND "
+         "schedule_id = $1 AND nominal_at = $3 AND outcome = 5",
+         "schedule run"},
     [S_LIST_SCHEDULE_RUNS] = {"list_schedule_runs",
                               "SELECT " COLS_SCHEDULE_RUNS " FROM schedule_runs WHERE tenant_id = "
                               "$1 AND schedule_id = $2 AND nominal_at < $3 "
