@@ -103,7 +103,8 @@ list_all(const char *instance_id, int32_t page_size, Workflow__V1__Signal **out)
     size_t n = 0;
     const char *token = NULL;
     for (int page = 0; page < MAX_ROWS + 1; page++) {
-        Workflow__V1__ListSignalsResponse *r = list_page(me("reader"), instance_id, page_size, token);
+        Workflow__V1__ListSignalsResponse *r =
+            list_page(me("reader"), instance_id, page_size, token);
         for (size_t i = 0; i < r->n_signals; i++) {
             ck_assert_uint_lt(n, MAX_ROWS);
             out[n++] = r->signals[i];
@@ -221,8 +222,8 @@ WF_CASE_TEST("log", test_instance_log_in_order_and_pages)
     ping.instance_id = (char *)who;
     ping.buffer_ttl = dur(3600000);
     wf_client_status st;
-    Workflow__V1__SendSignalResponse *pr = call(me("hook"), "SendSignal", &ping,
-                                                &workflow__v1__send_signal_response__descriptor, &st);
+    Workflow__V1__SendSignalResponse *pr =
+        call(me("hook"), "SendSignal", &ping, &workflow__v1__send_signal_response__descriptor, &st);
     ck_ok(st);
     ck_assert_int_eq(pr->outcome, O_BUFFERED);
     send_go(agg);
