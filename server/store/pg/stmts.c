@@ -198,10 +198,11 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
         "$5", "signal_id") " AND " SIGNALS_OPTS)                                                   \
     " " SIGNALS_AFTER " ORDER BY received_at, id LIMIT $9"
 /* list_signals_instance: the delivery of the fanned-out signal row t to
- * the instance $2, by signal_deliveries_log (0018). */
+ * the instance $2, by signal_deliveries_log (0018). A row that a release
+ * before 0018 wrote during a rollout has received_at 0. */
 #define DELIVERY_OF(t)                                                                             \
     "SELECT 1 FROM signal_deliveries d WHERE d.tenant_id = $1 AND d.instance_id = $2 AND "         \
-    "d.received_at = " t ".received_at AND d.signal_log_id = " t ".id"
+    "d.received_at IN (0, " t ".received_at) AND d.signal_log_id = " t ".id"
 #define COLS_SIGNALS_S                                                                             \
     "s.id, s.tenant_id, s.signal_id, s.name, s.instance_id, s.aggregate_type, s.aggregate_id, "    \
     "s.payload_json, s.outcome, s.buffered, s.received_at, s.expires_at, s.consumed_at, "          \
