@@ -165,7 +165,7 @@ CLASSES = {
     "pending_deliveries": (False, "fanout"),
     "find_queued_signals": (False, "fanout"),
     "count_deliveries": (False, "fanout"),
-    # ... and their retention (0018), every tenant's or one's
+    # ... and their retention (0019), every tenant's or one's
     "sweep_deliveries": (False, "fanout"),
     "sweep_deliveries_tenant": (False, "fanout"),
 }

@@ -198,8 +198,8 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
         "$5", "signal_id") " AND " SIGNALS_OPTS)                                                   \
     " " SIGNALS_AFTER " ORDER BY received_at, id LIMIT $9"
 /* list_signals_instance: the delivery of the fanned-out signal row t to
- * the instance $2, by signal_deliveries_log (0018). A row that a release
- * before 0018 wrote during a rollout has received_at 0. */
+ * the instance $2, by signal_deliveries_log (0019). A row that a release
+ * before 0019 wrote during a rollout has received_at 0. */
 #define DELIVERY_OF(t)                                                                             \
     "SELECT 1 FROM signal_deliveries d WHERE d.tenant_id = $1 AND d.instance_id = $2 AND "         \
     "d.received_at IN (0, " t ".received_at) AND d.signal_log_id = " t ".id"
@@ -774,7 +774,7 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
     [S_SWEEP_EVENTS] = {"sweep_events", SWEEP_EVENTS(""), "event"},
     [S_SWEEP_EVENTS_T] = {"sweep_events_tenant", SWEEP_EVENTS("tenant_id = $3 AND "), "event"},
 /* Fan-out deliveries that ran (delivered or skipped) before $1, by the
- * partial indexes of 0018; pending ones are never swept. */
+ * partial indexes of 0019; pending ones are never swept. */
 #define SWEEP_DELIVERIES(tenant)                                                                   \
     "DELETE FROM signal_deliveries WHERE ctid = ANY(ARRAY(SELECT ctid FROM signal_deliveries "     \
     "WHERE " tenant "state <> 0 AND done_at <= $1 ORDER BY done_at LIMIT $2 FOR UPDATE SKIP "      \
@@ -925,7 +925,7 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
     /* The fan-out of a signal sent to an aggregate (migrations/0016), under
      * its correlation lock: $1 tenant, $2 name, $3/$4 aggregate, $5 the
      * signal's log id, $6 now, $7 page, ($8, $9) the QUEUED bound, $10 the
-     * signal's receipt (the order of each instance's log, 0018). Nothing
+     * signal's receipt (the order of each instance's log, 0019). Nothing
      * is written when deliveries or earlier signals are pending; else one
      * row per waiting RUNNING instance, seq in the order they began to
      * wait. Answers a summary row (k 0: pending, count) and the first page

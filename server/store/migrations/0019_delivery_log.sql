@@ -1,4 +1,4 @@
--- 0018_delivery_log: the deliveries of a fanned-out signal as the log of
+-- 0019_delivery_log: the deliveries of a fanned-out signal as the log of
 -- each instance (ListSignals by instance), and their retention.
 --
 -- received_at is the signal's receipt (signals.received_at of its log
