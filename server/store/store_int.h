@@ -163,8 +163,8 @@ typedef struct wf_store_ops {
     /* Fan-out of a signal sent to an aggregate (store.h). */
     wf_code (*fanout_targets)(wf_tx *tx, const char *signal_log_id, const char *name,
                               const char *aggregate_type, const char *aggregate_id,
-                              int64_t before_at, const char *before_id, int64_t now, size_t page,
-                              wf_fanout_out *out, wf_error *err);
+                              int64_t before_at, const char *before_id, int64_t received_at,
+                              int64_t now, size_t page, wf_fanout_out *out, wf_error *err);
     wf_code (*take_delivery)(wf_tx *tx, const char *signal_log_id, const char *root_id,
                              const char *instance_id, wf_delivery_state state, int64_t now,
                              bool *taken, wf_error *err);
@@ -236,6 +236,7 @@ extern const wf_row_desc wf_store__job_desc;
 extern const wf_row_desc wf_store__timer_desc;
 extern const wf_row_desc wf_store__subscription_desc;
 extern const wf_row_desc wf_store__signal_desc;
+extern const wf_row_desc wf_store__signal_listed_desc; /* + the delivery (by instance) */
 extern const wf_row_desc wf_store__event_desc;
 extern const wf_row_desc wf_store__idempotency_desc;
 extern const wf_row_desc wf_store__batch_desc;

@@ -187,25 +187,27 @@ static const wf_field subscription_fields[] = {
 };
 DESC(wf_store__subscription_desc, "subscription", wf_subscription_row, subscription_fields);
 
-static const wf_field signal_fields[] = {
-    STR(wf_signal_row, id),
-    STR(wf_signal_row, tenant),
-    STR(wf_signal_row, signal_id),
-    STR(wf_signal_row, name),
-    STR(wf_signal_row, instance_id),
-    STR(wf_signal_row, aggregate_type),
-    STR(wf_signal_row, aggregate_id),
-    STR(wf_signal_row, payload_json),
-    I32(wf_signal_row, outcome),
-    BOOL(wf_signal_row, buffered),
-    I64(wf_signal_row, received_at),
-    I64(wf_signal_row, expires_at),
-    I64(wf_signal_row, consumed_at),
-    STR(wf_signal_row, consumed_by_instance),
-    STR(wf_signal_row, transition_id),
-    BOOL(wf_signal_row, discarded),
-};
+#define SIGNAL_FIELDS                                                                              \
+    STR(wf_signal_row, id), STR(wf_signal_row, tenant), STR(wf_signal_row, signal_id),             \
+        STR(wf_signal_row, name), STR(wf_signal_row, instance_id),                                 \
+        STR(wf_signal_row, aggregate_type), STR(wf_signal_row, aggregate_id),                      \
+        STR(wf_signal_row, payload_json), I32(wf_signal_row, outcome),                             \
+        BOOL(wf_signal_row, buffered), I64(wf_signal_row, received_at),                            \
+        I64(wf_signal_row, expires_at), I64(wf_signal_row, consumed_at),                           \
+        STR(wf_signal_row, consumed_by_instance), STR(wf_signal_row, transition_id),               \
+        BOOL(wf_signal_row, discarded)
+
+static const wf_field signal_fields[] = {SIGNAL_FIELDS};
 DESC(wf_store__signal_desc, "signal", wf_signal_row, signal_fields);
+
+/* An instance's log: the row and, for a fan-out, its delivery there. */
+static const wf_field signal_listed_fields[] = {
+    SIGNAL_FIELDS,
+    BOOL(wf_signal_row, delivery),
+    I32(wf_signal_row, delivery_state),
+    I64(wf_signal_row, delivered_at),
+};
+DESC(wf_store__signal_listed_desc, "signal", wf_signal_row, signal_listed_fields);
 
 static const wf_field event_fields[] = {
     I64(wf_event_row, sequence),    STR(wf_event_row, tenant), STR(wf_event_row, root_id),

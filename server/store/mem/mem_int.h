@@ -261,8 +261,8 @@ bool wf_store_mem__aggregate_pending(mem_store *m, const char *tenant, const cha
                                      const char *agg_id, int64_t before_at, const char *before_id);
 wf_code wf_store_mem__fanout_targets(wf_tx *t, const char *log_id, const char *name,
                                      const char *agg_type, const char *agg_id, int64_t before_at,
-                                     const char *before_id, int64_t now, size_t page,
-                                     wf_fanout_out *out, wf_error *err);
+                                     const char *before_id, int64_t received_at, int64_t now,
+                                     size_t page, wf_fanout_out *out, wf_error *err);
 wf_code wf_store_mem__take_delivery(wf_tx *t, const char *log_id, const char *root_id,
                                     const char *instance_id, wf_delivery_state state, int64_t now,
                                     bool *taken, wf_error *err);

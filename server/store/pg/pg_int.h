@@ -90,6 +90,8 @@ enum {
     S_SWEEP_IDEMPOTENCY_T,
     S_SWEEP_EVENTS,
     S_SWEEP_EVENTS_T,
+    S_SWEEP_DELIVERIES,
+    S_SWEEP_DELIVERIES_T,
     S_FIND_SUBS_INSTANCE,
     S_FIND_SUBS_AGGREGATE,
     S_READ_EVENTS_INSTANCE,
@@ -382,8 +384,8 @@ wf_code wf_store_pg__list_schedule_runs(wf_store *st, const wf_store_ctx *ctx,
 /* fanout.c: the fan-out of a signal sent to an aggregate */
 wf_code wf_store_pg__fanout_targets(wf_tx *t, const char *log_id, const char *name,
                                     const char *agg_type, const char *agg_id, int64_t before_at,
-                                    const char *before_id, int64_t now, size_t page,
-                                    wf_fanout_out *out, wf_error *err);
+                                    const char *before_id, int64_t received_at, int64_t now,
+                                    size_t page, wf_fanout_out *out, wf_error *err);
 wf_code wf_store_pg__take_delivery(wf_tx *t, const char *log_id, const char *root_id,
                                    const char *instance_id, wf_delivery_state state, int64_t now,
                                    bool *taken, wf_error *err);

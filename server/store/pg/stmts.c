@@ -72,7 +72,8 @@ _Static_assert(S_COUNT_ <= WF_STORE_PG_MAX_STMTS, "prepared-statement bits (pg/p
 _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
                    S_SWEEP_SIGNALS_T == S_SWEEP_SIGNALS + 1 &&
                    S_SWEEP_IDEMPOTENCY_T == S_SWEEP_IDEMPOTENCY + 1 &&
-                   S_SWEEP_EVENTS_T == S_SWEEP_EVENTS + 1,
+                   S_SWEEP_EVENTS_T == S_SWEEP_EVENTS + 1 &&
+                   S_SWEEP_DELIVERIES_T == S_SWEEP_DELIVERIES + 1,
                "batch_cmd: the one-tenant shape follows the every-tenant one");
 
 /* Every statement of a unit of work names the root of the rows it
@@ -197,6 +198,25 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
     ALL(OPT("$3", "aggregate_type") " AND " OPT("$4", "aggregate_id") " AND " OPT(                 \
         "$5", "signal_id") " AND " SIGNALS_OPTS)                                                   \
     " " SIGNALS_AFTER " ORDER BY received_at, id LIMIT $9"
+/* list_signals_instance: the delivery of the fanned-out signal row t to
+ * the instance $2, by signal_deliveries_log (0019). A row that a release
+ * before 0019 wrote during a rollout has received_at 0. */
+#define DELIVERY_OF(t)                                                                             \
+    "SELECT 1 FROM signal_deliveries d WHERE d.tenant_id = $1 AND d.instance_id = $2 AND "         \
+    "d.received_at IN (0, " t ".received_at) AND d.signal_log_id = " t ".id"
+#define COLS_SIGNALS_S                                                                             \
+    "s.id, s.tenant_id, s.signal_id, s.name, s.instance_id, s.aggregate_type, s.aggregate_id, "    \
+    "s.payload_json, s.outcome, s.buffered, s.received_at, s.expires_at, s.consumed_at, "          \
+    "s.consumed_by_instance, s.transition_id, s.discarded"
+/* ... and every delivery to it, in the log's order from the same index,
+ * each joined to its signal row by key. */
+#define DELIVERIES_OF_INSTANCE                                                                     \
+    "SELECT " COLS_SIGNALS_S ", true, d.state, d.done_at FROM signal_deliveries d JOIN signals s " \
+    "ON s.tenant_id = d.tenant_id AND s.id = d.signal_log_id WHERE d.tenant_id = $1 AND "          \
+    "d.instance_id = $2 AND (d.received_at, d.signal_log_id) > ($7::bigint, $8::text) AND "        \
+    "NOT $6::boolean AND " ALL(                                                                    \
+        OPT("$3", "d.aggregate_type") " AND " OPT("$4", "d.aggregate_id") " AND " OPT(             \
+            "$5", "s.signal_id")) " ORDER BY d.received_at, d.signal_log_id LIMIT $9"
 /* consume_signal_*: the candidates (received_at, id), oldest first. */
 #define BUFFERED "tenant_id = $1 AND name = $2 AND buffered AND NOT discarded"
 #define CONSUME_SIGNAL(candidates)                                                                 \
@@ -632,10 +652,14 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
                            "signal"},
     [S_LIST_SIGNALS_INSTANCE] =
         {"list_signals_instance",
-         "SELECT " COLS_SIGNALS " FROM ((SELECT " COLS_SIGNALS " FROM signals WHERE tenant_id = $1 "
-         "AND instance_id = $2 AND " SIGNALS_REST ") UNION ALL (SELECT " COLS_SIGNALS " FROM "
-         "signals WHERE tenant_id = $1 AND consumed_by_instance = $2 AND instance_id IS DISTINCT "
-         "FROM $2 AND " SIGNALS_REST ")) x ORDER BY received_at, id LIMIT $9",
+         "SELECT " COLS_SIGNALS
+         ", delivery, delivery_state, delivered_at FROM ((SELECT " COLS_SIGNALS
+         ", false AS delivery, 0 AS delivery_state, 0::bigint AS delivered_at FROM signals WHERE "
+         "tenant_id = $1 AND instance_id = $2 AND " SIGNALS_REST ") UNION ALL (SELECT " COLS_SIGNALS
+         ", false, 0, 0::bigint FROM signals s WHERE tenant_id = $1 AND consumed_by_instance = $2 "
+         "AND instance_id IS DISTINCT FROM $2 AND NOT EXISTS (" DELIVERY_OF(
+             "s") ") AND " SIGNALS_REST ") UNION ALL (" DELIVERIES_OF_INSTANCE ")) x "
+                  "ORDER BY received_at, id LIMIT $9",
          "signal"},
     [S_LIST_SIGNALS_AGGREGATE] =
         {"list_signals_aggregate",
@@ -750,6 +774,15 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
     "DELETE FROM events WHERE ctid = ANY(ARRAY(SELECT tid FROM c))"
     [S_SWEEP_EVENTS] = {"sweep_events", SWEEP_EVENTS(""), "event"},
     [S_SWEEP_EVENTS_T] = {"sweep_events_tenant", SWEEP_EVENTS("tenant_id = $3 AND "), "event"},
+/* Fan-out deliveries that ran (delivered or skipped) before $1, by the
+ * partial indexes of 0019; pending ones are never swept. */
+#define SWEEP_DELIVERIES(tenant)                                                                   \
+    "DELETE FROM signal_deliveries WHERE ctid = ANY(ARRAY(SELECT ctid FROM signal_deliveries "     \
+    "WHERE " tenant "state <> 0 AND done_at <= $1 ORDER BY done_at LIMIT $2 FOR UPDATE SKIP "      \
+    "LOCKED))"
+    [S_SWEEP_DELIVERIES] = {"sweep_deliveries", SWEEP_DELIVERIES(""), "signal delivery"},
+    [S_SWEEP_DELIVERIES_T] = {"sweep_deliveries_tenant", SWEEP_DELIVERIES("tenant_id = $3 AND "),
+                              "signal delivery"},
     /* Waits for a signal sent to one instance, or to one aggregate. */
     [S_FIND_SUBS_INSTANCE] = {"find_subscriptions_instance",
                               "SELECT " COLS_SUBSCRIPTIONS " FROM subscriptions WHERE tenant_id = "
@@ -902,7 +935,8 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
                               "schedule run"},
     /* The fan-out of a signal sent to an aggregate (migrations/0016), under
      * its correlation lock: $1 tenant, $2 name, $3/$4 aggregate, $5 the
-     * signal's log id, $6 now, $7 page, ($8, $9) the QUEUED bound. Nothing
+     * signal's log id, $6 now, $7 page, ($8, $9) the QUEUED bound, $10 the
+     * signal's receipt (the order of each instance's log, 0019). Nothing
      * is written when deliveries or earlier signals are pending; else one
      * row per waiting RUNNING instance, seq in the order they began to
      * wait. Answers a summary row (k 0: pending, count) and the first page
@@ -928,8 +962,9 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
                                                   "(tenant_id, signal_log_id, instance_id, "
                                                   "root_id, "
                                                   "aggregate_type, aggregate_id, seq, state, "
-                                                  "created_at) SELECT $1, $5, instance_id, "
-                                                  "root_id, $3, $4, seq, 0, $6 FROM o RETURNING "
+                                                  "created_at, received_at) SELECT $1, $5, "
+                                                  "instance_id, root_id, $3, $4, seq, 0, $6, "
+                                                  "$10 FROM o RETURNING "
                                                   "instance_id, seq) "
                                                   "SELECT k, pending, n, instance_id FROM (SELECT "
                                                   "0 AS k, (SELECT pending FROM p) AS "
