@@ -396,6 +396,11 @@ wf_console__instances(wf_console__ctx *x)
     text_input(x, "Ended after", "ended_after");
     text_input(x, "Ended before", "ended_before");
     text_input(x, "Page size", "page_size");
+    P("<label>Order <select name=\"order\"><option value=\"\">newest first</option>"
+      "<option value=\"oldest\"");
+    if (strcmp(q(x, "order"), "oldest") == 0)
+        P(" selected");
+    P(">oldest first</option></select></label> ");
     P("<button type=\"submit\">Filter</button></form>\n");
 
     Workflow__V1__ListInstancesRequest req = WORKFLOW__V1__LIST_INSTANCES_REQUEST__INIT;
@@ -423,17 +428,15 @@ wf_console__instances(wf_console__ctx *x)
     req.ended_before = parse_time(x, q(x, "ended_before"));
     req.page_size = atoi(q(x, "page_size"));
     req.page_token = (char *)q(x, "page_token");
+    req.newest_first = strcmp(q(x, "order"), "oldest") != 0;
     Workflow__V1__ListInstancesResponse *resp = NULL;
     if (!page_call(x, "ListInstances", PB(req), (ProtobufCMessage **)&resp))
         return;
     instance_rows(x, resp->instances, resp->n_instances, "instances");
-    static const char *const keep[] = {"started_by",     "state",
-                                       "status",         "definition_key",
-                                       "aggregate_type", "aggregate_id",
-                                       "var_path",       "var_value",
-                                       "created_after",  "created_before",
-                                       "ended_after",    "ended_before",
-                                       "page_size",      NULL};
+    static const char *const keep[] = {
+        "started_by",   "state",        "status",    "definition_key", "aggregate_type",
+        "aggregate_id", "var_path",     "var_value", "created_after",  "created_before",
+        "ended_after",  "ended_before", "page_size", "order",          NULL};
     next_page(x, resp->next_page_token, keep);
     wf_console__page_end(x);
 }

@@ -8,9 +8,9 @@
 // ticked, a refusal keeping what was typed, failures in red; an instance
 // page saying what the instance waits for (jobs, timers, awaited signals,
 // one line for an empty section); instance lists with the aggregate, an
-// incident badge and a search by id and by aggregate; a hostile title shown
-// as text; a POST without the CSRF token
-// refused; pages without a session sent to /login. Over plain HTTP: the
+// incident badge, newest first, and a search by id and by aggregate; a
+// hostile title shown as text; a POST without the CSRF token refused;
+// pages without a session sent to /login. Over plain HTTP: the
 // login throttle, the paths an action sends back to, an unknown batch
 // operation's 404.
 "use strict";
@@ -328,6 +328,11 @@ async function main() {
       return tr ? { aggregate: tr.querySelector("td.aggregate").textContent,
                     incident: tr.querySelector("td.status .badge.incident") !== null } : null;
     }, id);
+    const firstId = () => page.$eval("#instances tr:nth-child(2) td:first-child", (e) => e.textContent);
+    check(await firstId() === sigId, "instances are listed newest first by default");
+    await page.goto(BASE + "/instances?order=oldest");
+    check(await firstId() !== sigId, "order=oldest lists the oldest first");
+    await page.goto(BASE + "/instances");
     let row = await rowOf(chargeId);
     check(row && row.incident, "the failed instance has an incident badge in the list");
     row = await rowOf(reviewId);
