@@ -562,6 +562,8 @@ waiting_summary(wf_console__ctx *x, const Workflow__V1__GetInstanceResponse *g)
     if (g->instance->status == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_FAILED) {
         P("<span class=\"badge incident\">incident</span> a person to retry it after the error "
           "below");
+    } else if (g->instance->status == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_SUSPENDED) {
+        P("a person to resume it (suspended)");
     } else if (!wf_explain_is_waiting(g->instance)) {
         P("nothing: the instance is ");
         wf_console__enum(x->out, &workflow__v1__instance_status__descriptor,
