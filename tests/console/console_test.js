@@ -439,7 +439,7 @@ async function main() {
     // A signal fanned out to the ten instances of an order that wait for
     // it: each one's page lists the signal once, with its own delivery and
     // the fan-out's progress; the hostile payload stays text.
-    const WAIT = "console-wait-" + RUN, ORDER = "order:console-" + RUN;
+    const WAIT = "console-wait-" + RUN, FANOUT_AGG = "order:console-" + RUN;
     const waitDef = {
       key: WAIT, kind: "NET", name: "Wait",
       places: [{ id: "start", kind: "START" }, { id: "end", kind: "END" }],
@@ -451,8 +451,8 @@ async function main() {
     wf(["deploy", path.join(WORK, WAIT + ".json")], "admin");
     const waiting = [];
     for (let i = 0; i < 10; i++)
-      waiting.push(wfJson(["start", WAIT, "--aggregate", ORDER], "admin")[0].instance.id);
-    wf(["signal", "paid", "--aggregate", ORDER, "--payload", JSON.stringify({ note: HOSTILE })]);
+      waiting.push(wfJson(["start", WAIT, "--aggregate", FANOUT_AGG], "admin")[0].instance.id);
+    wf(["signal", "paid", "--aggregate", FANOUT_AGG, "--payload", JSON.stringify({ note: HOSTILE })]);
     const statusOf = (id) => { const s = wfJson(["show", id], "ann")[0]; return (s.instance || s).status; };
     await waitFor(() => { wf(["tick"]); return waiting.every((id) => statusOf(id) === "COMPLETED"); },
                   "the fan-out's deliveries", 30000);
