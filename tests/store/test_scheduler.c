@@ -371,7 +371,10 @@ WF_CASE_TEST("memory", test_failed_fire_is_retried_after_the_claim_expires)
                 second = rec.v[i].at_ms;
         }
     ck_assert_int_eq(rec.v[0].rc, WF_E_CONFLICT);
-    ck_assert_msg(second - first >= 290 && second - first < 1000, "retried after %" PRId64 " ms",
+    /* Not long after either: a claim that ran out is taken again at the
+     * next pass (the bound stretches with the load of the machine). */
+    int64_t late = 1000 * (int64_t)wf_test_time_scale_now();
+    ck_assert_msg(second - first >= 290 && second - first < late, "retried after %" PRId64 " ms",
                   second - first);
     ck_assert_uint_eq(stats.fire_errors, 1);
     ck_assert_uint_eq(stats.fired, 2);
