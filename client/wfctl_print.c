@@ -1023,8 +1023,8 @@ print_show(const ProtobufCMessage *m)
     if (r->n_jobs > 0) {
         section("jobs", r->n_jobs);
         table_begin(2, 7,
-                    (const char *const[]){"ID", "TYPE", "TRANSITION", "PRIORITY", "ATTEMPT", "STATE",
-                                          "LAST_ERROR"});
+                    (const char *const[]){"ID", "TYPE", "TRANSITION", "PRIORITY", "ATTEMPT",
+                                          "STATE", "LAST_ERROR"});
         for (size_t i = 0; i < r->n_jobs; i++) {
             const Workflow__V1__Job *j = r->jobs[i];
             const char *state =

@@ -251,8 +251,8 @@ WF_CASE_TEST("default", test_priority_expression_from_variables)
     Workflow__V1__GetDefinitionRequest g = WORKFLOW__V1__GET_DEFINITION_REQUEST__INIT;
     g.key = (char *)key;
     wf_client_status st;
-    Workflow__V1__GetDefinitionResponse *d =
-        call(as("dev"), "GetDefinition", &g, &workflow__v1__get_definition_response__descriptor, &st);
+    Workflow__V1__GetDefinitionResponse *d = call(
+        as("dev"), "GetDefinition", &g, &workflow__v1__get_definition_response__descriptor, &st);
     ck_ok(st);
     ck_assert_str_eq(d->definition->transitions[0]->job_priority_expression,
                      "if .vip then 90 else 20 end");
@@ -266,8 +266,8 @@ WF_CASE_TEST("default", test_priority_expression_at_deploy)
     n->t[0]->job_priority_expression = ".p |";
     deploy_d(as("dev"), &n->d, false, &st);
     ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "DEFINITION_INVALID");
-    ck_assert(has_violation(&st, "definition.transitions[0].job_priority_expression: ",
-                            "EXPRESSION_INVALID"));
+    ck_assert(has_violation(
+        &st, "definition.transitions[0].job_priority_expression: ", "EXPRESSION_INVALID"));
     nb *m = one_step(u("usr"), "t", T_USER);
     m->t[0]->assignee = wf_arena_calloc(ta, 1, sizeof *m->t[0]->assignee);
     workflow__v1__assignee__init(m->t[0]->assignee);
@@ -278,8 +278,8 @@ WF_CASE_TEST("default", test_priority_expression_at_deploy)
     m->t[0]->job_priority_expression = "50";
     deploy_d(as("dev"), &m->d, false, &st);
     ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "DEFINITION_INVALID");
-    ck_assert(has_violation(&st, "definition.transitions[0].job_priority_expression: ",
-                            "TRIGGER_FIELD_CONFLICT"));
+    ck_assert(has_violation(
+        &st, "definition.transitions[0].job_priority_expression: ", "TRIGGER_FIELD_CONFLICT"));
 }
 END_TEST
 
@@ -362,9 +362,8 @@ WF_CASE_TEST("default", test_priority_expression_bad_result)
                   "%s", g->last_error);
     Workflow__V1__ListIncidentsRequest li = WORKFLOW__V1__LIST_INCIDENTS_REQUEST__INIT;
     li.definition_key = n->d.key;
-    Workflow__V1__ListIncidentsResponse *l =
-        call(as("ops"), "ListIncidents", &li, &workflow__v1__list_incidents_response__descriptor,
-             &st);
+    Workflow__V1__ListIncidentsResponse *l = call(
+        as("ops"), "ListIncidents", &li, &workflow__v1__list_incidents_response__descriptor, &st);
     ck_ok(st);
     ck_assert_uint_eq(l->n_incidents, 1);
     ck_assert_str_eq(l->incidents[0]->code, "INVALID_ARGUMENT");
