@@ -1440,12 +1440,12 @@ WF_CASE_TEST("contract", test_job_activation_by_priority_and_age)
 {
     const int64_t s = 1000000;
     new_root("r1", T0);
-    wf_job_row jobs[5] = {
+    wf_job_row jobs[6] = {
         mk_job_p("pa", "prio", T0, 50),        mk_job_p("pb", "prio", T0 + 5, 80),
         mk_job_p("pc", "prio", T0 + 1, 50),    mk_job_p("pd", "prio", T0 - 90 * s, 0),
-        mk_job_p("pe", "prio", T0 + 500, 100),
+        mk_job_p("pe", "prio", T0 + 500, 100), mk_job_p("pf", "prio", T0 + 2, 90),
     };
-    commit_changes(&(wf_store_changes){.jobs = jobs, .n_jobs = 5});
+    commit_changes(&(wf_store_changes){.jobs = jobs, .n_jobs = 6});
     wf_job_row moved = jobs[1];
     moved.priority = 10; /* pb: now behind pa and pc */
     commit_changes(&(wf_store_changes){.jobs = &moved, .n_jobs = 1});
@@ -1454,14 +1454,16 @@ WF_CASE_TEST("contract", test_job_activation_by_priority_and_age)
     size_t n;
     ck_assert_int_eq(
         wf_store_activate_jobs(st, &ctx, "prio", "w1", 10, 1000, T0 + 10, &rows, &n, &err), WF_OK);
-    ck_assert_uint_eq(n, 4);
-    const char *want[4] = {"pd", "pa", "pc", "pb"};
-    for (size_t i = 0; i < 4; i++) {
+    ck_assert_uint_eq(n, 5);
+    /* pf (90) goes before pa and pc (50), which came before it; pd (0)
+     * has waited 90 s, 2 µs longer than 90 points are worth: before pf. */
+    const char *want[5] = {"pd", "pf", "pa", "pc", "pb"};
+    for (size_t i = 0; i < 5; i++) {
         ck_assert_str_eq(rows[i].id, want[i]);
         ck_assert_int_eq(rows[i].rank,
                          wf_store_job_rank(rows[i].activatable_at, rows[i].priority, s));
     }
-    ck_assert_int_eq(rows[3].priority, 10);
+    ck_assert_int_eq(rows[4].priority, 10);
     /* pe comes once its backoff has run out. */
     ck_assert_int_eq(
         wf_store_activate_jobs(st, &ctx, "prio", "w1", 10, 1000, T0 + 500, &rows, &n, &err), WF_OK);
