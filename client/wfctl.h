@@ -204,6 +204,7 @@ int print_instance_resp(const ProtobufCMessage *m);
 int print_modify(const ProtobufCMessage *m);
 int print_migrate(const ProtobufCMessage *m);
 int print_show(const ProtobufCMessage *m);
+int print_await(const ProtobufCMessage *m);
 int print_assign(const ProtobufCMessage *m);
 int print_task_resp(const ProtobufCMessage *m);
 int print_job_resp(const ProtobufCMessage *m);

@@ -190,6 +190,28 @@ static const struct command commands[] = {
          "--svg and --dot write the diagram of the instance on stdout instead (GetDiagram):\n"
          "token counts on places, enabled work items highlighted, an incident in red,\n"
          "the current step of a STEPS definition.\n"},
+    {.name = "await",
+     .summary = "wait until an instance ends, reaches a step or marks a place; show it",
+     .method = "AwaitInstance",
+     .req = DESC(await_instance_request),
+     .resp = DESC(await_instance_response),
+     .args =
+         (const struct arg[]){
+             POS("instance_id", "ID", "instance id"),
+             OPT(ARG_FLAG, "ended", "until.ended", NULL,
+                 "until the instance ended (or failed on an incident)"),
+             OPT(ARG_STR, "step", "until.step_enabled", "STEP",
+                 "until a step (or a net's transition) has a work item enabled"),
+             OPT(ARG_STR, "place", "until.place_marked", "PLACE", "until a place holds a token"),
+             OPT(ARG_DURATION, "wait", "timeout", "SECONDS",
+                 "wait at most this long (default and at most 60 s; 0: check "
+                 "once)"),
+             END},
+     .print = print_await,
+     .details = "Give one of --ended, --step or --place. Prints whether the wait timed out,\n"
+                "then the instance as show prints it at that moment (a wait that runs out\n"
+                "is not an error). The call's deadline (the global --timeout, 10 s by\n"
+                "default) bounds the wait too: give one above --wait.\n"},
     {.name = "processes",
      .summary = "list root instances, oldest first",
      .method = "ListInstances",

@@ -604,6 +604,16 @@ print_start(const ProtobufCMessage *m)
     return WFCTL_OK;
 }
 
+/* AwaitInstance: whether the wait ran out, then the instance as show prints
+ * it. */
+int
+print_await(const ProtobufCMessage *m)
+{
+    const Workflow__V1__AwaitInstanceResponse *r = (const void *)m;
+    kv("timed out", "%s", r->timed_out ? "yes" : "no");
+    return r->view != NULL ? print_show(&r->view->base) : WFCTL_OK;
+}
+
 /* Any response whose field "instance" is the result (cancel, set-vars,
  * retry). */
 int

@@ -44,6 +44,9 @@ typedef enum wf_code {
     /* Any other fault of a schedule's spec or policy (interval, jitter,
      * dates, window, overlap). */
     WF_E_INVALID_SCHEDULE,
+    /* SendSignal asks to await a result of a signal whose target is an
+     * aggregate, which may reach many instances. */
+    WF_E_AWAIT_NEEDS_ONE_INSTANCE,
 
     /* FAILED_PRECONDITION */
     WF_E_TASK_NOT_OPEN,

@@ -22,6 +22,29 @@
 #include "google/protobuf/timestamp.pb-c.h"
 #include "workflow/v1/workflow.pb-c.h"
 
+/* GetInstance's answer for instance id, built in a (so is iv, the
+ * engine's view it comes from): one read of the instance. */
+wf_code wf_h_instance_view(wf_call *call, wf_arena *a, const char *id,
+                           Workflow__V1__GetInstanceResponse **out, wf_instance_view *iv,
+                           wf_error *err);
+
+/* ---- waiting for a result (h_await.c) ---- */
+
+struct wf_await_until;
+/* An await's condition and timeout from the request (field names the
+ * request's path of them, e.g. "await_result"), checked: a condition is
+ * required, its name non-empty, the timeout 0 to WF_AWAIT_MAX_MS (unset =
+ * the maximum). *state (in the call's arena) waits for instance_id, set
+ * later when NULL; it sets the call's wake topic. */
+wf_code wf_h_await_parse(wf_call *call, const char *field, const Workflow__V1__AwaitUntil *until,
+                         const Google__Protobuf__Duration *timeout, void **state, wf_error *err);
+/* The state's condition (for checks before a start or a signal). */
+const struct wf_await_until *wf_h_await_until(void *state);
+/* Parks the call on the state once the handler has answered resp: the
+ * wait is for instance_id, and resp (a StartInstanceResponse or a
+ * SendSignalResponse) is sent with its view and timed_out when it ends. */
+void wf_h_await_park(wf_call *call, void *state, const char *instance_id, ProtobufCMessage *resp);
+
 /* The engine context of call (store, directory, identity, deadline). */
 void wf_h_ref_ctx(wf_call *call, wf_ref_ctx *out);
 

@@ -10,6 +10,7 @@
  */
 #include <string.h>
 
+#include "await.h"
 #include "h_common.h"
 #include "handlers.h"
 #include "signals.h"
@@ -18,6 +19,22 @@
 
 static const wf_h_builder start_builder = {NULL,
                                            &workflow__v1__start_instance_response__descriptor};
+
+/* await_result: the condition and timeout, and the names it uses against
+ * the definition version the start will pick, before anything starts. */
+static wf_code
+start_await_check(wf_call *call, const Workflow__V1__StartInstanceRequest *req, void **wait,
+                  wf_error *err)
+{
+    const Workflow__V1__AwaitResult *aw = req->await_result;
+    wf_code rc = wf_h_await_parse(call, "await_result", aw->until, aw->timeout, wait, err);
+    if (rc != WF_OK)
+        return rc;
+    wf_runtime_ctx nctx;
+    wf_h_net_ctx(call, &nctx);
+    return wf_await_check_definition(&nctx, req->definition_key, req->version,
+                                     wf_h_await_until(*wait), err);
+}
 
 wf_code
 h_start_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
@@ -34,10 +51,18 @@ h_start_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
         .aggregate_type = req->aggregate != NULL ? req->aggregate->type : NULL,
         .aggregate_id = req->aggregate != NULL ? req->aggregate->id : NULL,
     };
-    wf_code rc = wf_h_idem(call, msg, req->request_id, &start_builder, &idem, err);
+    void *wait = NULL;
+    wf_code rc = req->await_result != NULL ? start_await_check(call, req, &wait, err) : WF_OK;
+    if (rc == WF_OK)
+        rc = wf_h_idem(call, msg, req->request_id, &start_builder, &idem, err);
     if (rc == WF_OK)
         rc = wf_instances_start(&ctx, &spec, &idem, &out, err);
-    return wf_h_respond(call, rc, &idem, &start_builder, &out, resp, err);
+    rc = wf_h_respond(call, rc, &idem, &start_builder, &out, resp, err);
+    if (rc == WF_OK && wait != NULL) {
+        Workflow__V1__StartInstanceResponse *r = (void *)*resp;
+        wf_h_await_park(call, wait, r->instance->id, *resp);
+    }
+    return rc;
 }
 
 /* ---- GetInstance ------------------------------------------------------------------- */
@@ -175,44 +200,58 @@ fit_answer(Workflow__V1__GetInstanceResponse *m, const char *id, size_t budget, 
 }
 
 wf_code
+wf_h_instance_view(wf_call *call, wf_arena *a, const char *id,
+                   Workflow__V1__GetInstanceResponse **out, wf_instance_view *iv, wf_error *err)
+{
+    wf_ref_ctx ctx;
+    wf_h_ref_ctx(call, &ctx);
+    ctx.arena = a;
+    wf_code rc = wf_instances_get(&ctx, id, iv, err);
+    if (rc != WF_OK)
+        return rc;
+    const wf_ref_instance_view *v = &iv->tree;
+    Workflow__V1__GetInstanceResponse *m = wf_arena_alloc(a, sizeof *m);
+    if (m == NULL)
+        return wf_error_nomem(err);
+    workflow__v1__get_instance_response__init(m);
+    m->instance = wf_h_instance(a, &v->instance);
+    m->n_tasks = v->n_tasks;
+    m->tasks = wf_h_tasks(a, v->tasks, v->n_tasks);
+    m->n_children = v->n_children;
+    m->children = wf_h_instances(a, v->children, v->n_children);
+    m->n_joins = v->n_joins;
+    m->joins = build_joins(a, v);
+    if (v->instance.last_error != NULL)
+        m->last_error = v->instance.last_error;
+    if (m->instance == NULL || m->tasks == NULL || m->children == NULL || m->joins == NULL)
+        return wf_error_nomem(err);
+    if (iv->net.is_net && fill_net_view(a, &iv->net, m) != WF_OK)
+        return wf_error_nomem(err);
+    m->buffered_signals = wf_h_signals(a, iv->buffered, iv->n_buffered);
+    m->n_buffered_signals = iv->n_buffered;
+    if (m->buffered_signals == NULL)
+        return wf_error_nomem(err);
+    rc = fit_answer(m, id, ctx.answer_bytes, err);
+    if (rc != WF_OK)
+        return rc;
+    *out = m;
+    return WF_OK;
+}
+
+wf_code
 h_get_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
 {
     const Workflow__V1__GetInstanceRequest *req = (const void *)msg;
     wf_ref_ctx ctx;
     wf_instance_view iv;
+    Workflow__V1__GetInstanceResponse *m = NULL;
     wf_h_ref_ctx(call, &ctx);
     if (wf_ids_check(&ctx, WF_ID_INSTANCE, "instance_id", req->instance_id, err) != WF_OK)
         return err->code;
-    wf_code rc = wf_instances_get(&ctx, req->instance_id, &iv, err);
-    if (rc != WF_OK)
-        return rc;
-    const wf_ref_instance_view *v = &iv.tree;
-    Workflow__V1__GetInstanceResponse *m = wf_arena_alloc(call->arena, sizeof *m);
-    if (m == NULL)
-        return wf_error_nomem(err);
-    workflow__v1__get_instance_response__init(m);
-    m->instance = wf_h_instance(call->arena, &v->instance);
-    m->n_tasks = v->n_tasks;
-    m->tasks = wf_h_tasks(call->arena, v->tasks, v->n_tasks);
-    m->n_children = v->n_children;
-    m->children = wf_h_instances(call->arena, v->children, v->n_children);
-    m->n_joins = v->n_joins;
-    m->joins = build_joins(call->arena, v);
-    if (v->instance.last_error != NULL)
-        m->last_error = v->instance.last_error;
-    if (m->instance == NULL || m->tasks == NULL || m->children == NULL || m->joins == NULL)
-        return wf_error_nomem(err);
-    if (iv.net.is_net && fill_net_view(call->arena, &iv.net, m) != WF_OK)
-        return wf_error_nomem(err);
-    m->buffered_signals = wf_h_signals(call->arena, iv.buffered, iv.n_buffered);
-    m->n_buffered_signals = iv.n_buffered;
-    if (m->buffered_signals == NULL)
-        return wf_error_nomem(err);
-    rc = fit_answer(m, req->instance_id, ctx.answer_bytes, err);
-    if (rc != WF_OK)
-        return rc;
-    *resp = &m->base;
-    return WF_OK;
+    wf_code rc = wf_h_instance_view(call, call->arena, req->instance_id, &m, &iv, err);
+    if (rc == WF_OK)
+        *resp = &m->base;
+    return rc;
 }
 
 /* ---- ListInstances ---------------------------------------------------------------- */

@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "await.h"
 #include "h_common.h"
 #include "handlers.h"
 #include "signals.h"
@@ -87,6 +88,31 @@ build_send(wf_arena *a, const void *result)
 static const wf_h_builder send_builder = {build_send,
                                           &workflow__v1__send_signal_response__descriptor};
 
+/* await_result: only for an instance_id target; the condition, timeout
+ * and names (against the instance's net) are checked before any delivery. */
+static wf_code
+send_await_check(wf_call *call, const Workflow__V1__SendSignalRequest *req, void **wait,
+                 wf_error *err)
+{
+    if (req->target_case != WORKFLOW__V1__SEND_SIGNAL_REQUEST__TARGET_INSTANCE_ID ||
+        req->instance_id[0] == '\0') {
+        wf_h_violation_coded(call, "await_result", wf_code_reason(WF_E_AWAIT_NEEDS_ONE_INSTANCE),
+                             "await_result needs an instance_id target");
+        return wf_error_set(err, WF_E_AWAIT_NEEDS_ONE_INSTANCE,
+                            "await_result needs an instance_id target: an aggregate may reach "
+                            "many instances");
+    }
+    const Workflow__V1__AwaitResult *aw = req->await_result;
+    wf_code rc = wf_h_await_parse(call, "await_result", aw->until, aw->timeout, wait, err);
+    Workflow__V1__GetInstanceResponse *view;
+    wf_instance_view iv;
+    if (rc == WF_OK && wf_await_until_names(wf_h_await_until(*wait)))
+        rc = wf_h_instance_view(call, call->arena, req->instance_id, &view, &iv, err);
+    if (rc == WF_OK && wf_await_until_names(wf_h_await_until(*wait)))
+        rc = wf_await_check_net(iv.net.is_net ? iv.net.net : NULL, wf_h_await_until(*wait), err);
+    return rc;
+}
+
 wf_code
 h_send_signal(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
 {
@@ -123,10 +149,16 @@ h_send_signal(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **res
     if (in.instance_id != NULL && in.instance_id[0] != '\0' &&
         wf_ids_check(&ctx.ref, WF_ID_INSTANCE, "instance_id", in.instance_id, err) != WF_OK)
         return err->code;
-    wf_code rc = wf_h_idem(call, msg, req->request_id, &send_builder, &idem, err);
+    void *wait = NULL;
+    wf_code rc = req->await_result != NULL ? send_await_check(call, req, &wait, err) : WF_OK;
+    if (rc == WF_OK)
+        rc = wf_h_idem(call, msg, req->request_id, &send_builder, &idem, err);
     if (rc == WF_OK)
         rc = wf_runtime_send_signal(&ctx, &in, &idem, &out, err);
-    return wf_h_respond(call, rc, &idem, &send_builder, &out, resp, err);
+    rc = wf_h_respond(call, rc, &idem, &send_builder, &out, resp, err);
+    if (rc == WF_OK && wait != NULL)
+        wf_h_await_park(call, wait, req->instance_id, *resp);
+    return rc;
 }
 
 /* ---- ListSignals ------------------------------------------------------------------------------

@@ -150,6 +150,12 @@ typedef struct wf_call {
     const char *wake_topic;
     int64_t wake_at_ms;
 
+    /* Set by a unary handler whose call is to be answered later (a
+     * StartInstance or SendSignal that awaits a result): the rpc layer
+     * then parks the call on its route's stream ops with this state
+     * instead of sending the response now. NULL: answer at once. */
+    void *park_state;
+
     /* Filled by a handler that fails with field violations; the rpc layer
      * sends them as google.rpc.BadRequest next to the ErrorInfo. */
     wf_violation *violations;
@@ -214,7 +220,9 @@ typedef struct wf_route {
     const char *method;
     wf_handler_fn fn; /* unary methods; NULL when stream is set */
     unsigned flags;
-    const wf_stream_ops *stream; /* server streams and unary long polls; else NULL */
+    /* Server streams and unary long polls; else NULL. With fn set too:
+     * the ops a call of fn is parked on when fn sets park_state. */
+    const wf_stream_ops *stream;
 } wf_route;
 
 /* The method table (handlers/routes.c), terminated by a NULL method. */

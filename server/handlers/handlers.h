@@ -131,6 +131,11 @@ wf_code h_list_signals(wf_call *call, const ProtobufCMessage *req, ProtobufCMess
 struct wf_signal_row;
 struct Workflow__V1__Signal **wf_h_signals(wf_arena *a, const struct wf_signal_row *rows, size_t n);
 
+/* AwaitInstance, a unary long poll, and the ops StartInstance and
+ * SendSignal park a call on when it awaits a result (h_await.c). */
+extern const wf_stream_ops h_await_instance;
+extern const wf_stream_ops h_await_parked;
+
 /* WatchEvents: the event log as a server stream (h_events.c). */
 extern const wf_stream_ops h_watch_events;
 

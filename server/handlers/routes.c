@@ -16,8 +16,9 @@ const wf_route wf_routes[] = {
     {"ListDefinitions", h_list_definitions, 0, NULL},
     {"GetDiagram", h_get_diagram, 0, NULL},
     /* Instances */
-    {"StartInstance", h_start_instance, WF_ROUTE_ACTOR, NULL},
+    {"StartInstance", h_start_instance, WF_ROUTE_ACTOR, &h_await_parked},
     {"GetInstance", h_get_instance, 0, NULL},
+    {"AwaitInstance", NULL, 0, &h_await_instance},
     {"ListInstances", h_list_instances, 0, NULL},
     {"CancelInstance", h_cancel_instance, WF_ROUTE_ACTOR, NULL},
     {"SetVariables", h_set_variables, WF_ROUTE_ACTOR, NULL},
@@ -65,7 +66,7 @@ const wf_route wf_routes[] = {
     {"StreamActivatedJobs", NULL, WF_ROUTE_STREAM, &h_stream_activated_jobs},
     {"CompleteJobs", h_complete_jobs, 0, NULL},
     /* Signals */
-    {"SendSignal", h_send_signal, 0, NULL},
+    {"SendSignal", h_send_signal, 0, &h_await_parked},
     {"ListSignals", h_list_signals, 0, NULL},
     /* Events */
     {"WatchEvents", NULL, WF_ROUTE_STREAM, &h_watch_events},

@@ -481,7 +481,9 @@ dispatch(struct call *c)
         .deadline_ms = c->ictx.deadline_ms,
         .status_code = status_code_of,
     };
-    const wf_stream_ops *sops = c->m->route->stream;
+    /* A route with both a handler and stream ops runs the handler, which
+     * may park the call on the stream ops (wf_call.park_state). */
+    const wf_stream_ops *sops = c->m->route->fn == NULL ? c->m->route->stream : NULL;
     /* Expression work of the handler waits for a worker no longer than the
      * call may run; work of a bulkhead gives this thread's seat away. */
     wf_expr_set_call_deadline(c->ictx.deadline_ms);
@@ -504,6 +506,11 @@ dispatch(struct call *c)
     wf_expr_set_call_deadline(0);
     if (rc == WF_OK)
         note_ids(c, resp, true);
+    if (rc == WF_OK && call->park_state != NULL && c->m->route->stream != NULL) {
+        /* Answered later, from a wake-up: the call holds no thread meanwhile. */
+        wf_rpc__stream_start(c, c->m->route->stream, call->park_state);
+        return;
+    }
     if (rc == WF_OK && resp == NULL)
         wf_error_set(&err, WF_E_INTERNAL, "the handler of %s produced no response", call->method);
     else if (rc == WF_OK)

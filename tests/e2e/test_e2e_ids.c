@@ -44,6 +44,7 @@ violation_field(const id_case *c)
 
 static const id_case cases[] = {
     {"GetInstance", D(get_instance), "instance_id", "INSTANCE_NOT_FOUND", ID_REQUIRED, NULL},
+    {"AwaitInstance", D(await_instance), "instance_id", "INSTANCE_NOT_FOUND", ID_REQUIRED, NULL},
     {"CancelInstance", D(cancel_instance), "instance_id", "INSTANCE_NOT_FOUND", ID_REQUIRED, NULL},
     {"SetVariables", D(set_variables), "instance_id", "INSTANCE_NOT_FOUND", ID_REQUIRED, NULL},
     {"RetryInstance", D(retry_instance), "instance_id", "INSTANCE_NOT_FOUND", ID_REQUIRED, NULL},

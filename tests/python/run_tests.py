@@ -32,6 +32,10 @@ google.rpc.ErrorInfo{reason, domain "workflow.v1"} carried in the
   and no job stays leased to nobody, an instance at the variables bound
   reads beside its job, ListInstances pages of 3 MiB roots stop by bytes;
   again on Postgres (DefaultClientPgTests);
+* waiting for a result (AwaitResultTests, AwaitResultPgTests): a starter
+  whose StartInstance with await_result answers with the completed instance
+  once the test, as the worker, completes its job; AwaitInstance timing out
+  with the view, then seeing the END place marked;
 * one channel: while a slow call (a guard running into the expression time
   limit) is in flight on a channel, Health/Check and cheap calls on the same
   channel answer in < 0.3 s, and 32 calls at once on it all complete (memory
@@ -102,7 +106,7 @@ from google.protobuf import duration_pb2
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import wf_testkit  # noqa: E402  (the Python suites' shared kit)
 
-RPC_TIMEOUT = 5.0  # seconds, every unary call
+RPC_TIMEOUT = 5.0  # seconds, every unary call (times the time scale: rpc_timeout)
 READY_TIMEOUT = 10.0  # seconds for a server to answer SERVING (times TIME_SCALE)
 TIME_SCALE = 1  # wall-clock bounds stretch by it (wf_testkit.time_scale; set in main)
 SUITE_TIMEOUT = 180.0  # hard bound of the whole run
@@ -235,7 +239,7 @@ class Server:
     def wait_for_log(self, needles, timeout=3.0):
         """Waits until every string in needles is in the log (lines are
         written right after the response is sent, so they may lag a bit)."""
-        until = time.monotonic() + timeout
+        until = time.monotonic() + timeout * TIME_SCALE
         while True:
             text = self.log()
             missing = [n for n in needles if n not in text]
@@ -328,9 +332,21 @@ class Outcome:
         return "<%s reason=%s %r>" % (self.code.name, self.reason, details)
 
 
-def invoke(method, request, metadata=(), timeout=RPC_TIMEOUT):
+def rpc_timeout():
+    """RPC_TIMEOUT stretched by TIME_SCALE, or by the load average now when
+    the machine got busier since the suite started."""
+    try:
+        now = os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:
+        now = 1.0
+    return RPC_TIMEOUT * max(TIME_SCALE, now, 1.0)
+
+
+def invoke(method, request, metadata=(), timeout=None):
     """Calls a unary multi-callable and returns an Outcome (never raises
-    grpc.RpcError)."""
+    grpc.RpcError). The deadline is rpc_timeout() unless given."""
+    if timeout is None:
+        timeout = rpc_timeout()
     t0 = time.monotonic()
     try:
         resp, call = method.with_call(request, metadata=metadata, timeout=timeout)
@@ -614,7 +630,7 @@ class ApiKeysFileTests(WorkflowTestCase):
 
     def console(self, method, path, body=None, cookie=None):
         """One request to the web console: (status, headers)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.console_port, timeout=RPC_TIMEOUT)
+        conn = http.client.HTTPConnection("127.0.0.1", self.console_port, timeout=rpc_timeout())
         headers = {"Origin": "http://127.0.0.1:%d" % self.console_port}
         data = None
         if body is not None:
@@ -1000,6 +1016,99 @@ class DefaultClientPgTests(DefaultClientTests):
 
 
 # ---------------------------------------------------------------------------
+# Waiting for a result: a starter that answers its caller with the outcome
+# ---------------------------------------------------------------------------
+
+
+class AwaitResultTests(WorkflowTestCase):
+    """A starter of a short workflow that needs its outcome: StartInstance
+    with await_result (until ended) waits in the call while a worker, here
+    the test itself, completes the workflow's job, and answers with the
+    instance as GetInstance shows it; AwaitInstance does the same for an
+    instance started earlier, and a wait that runs out answers OK with
+    timed_out. On the memory store; AwaitResultPgTests on Postgres."""
+
+    @classmethod
+    def start_await_server(cls):
+        return start_server(cls, "await")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = cls.start_await_server()
+        cls.wf = cls.srv.workflow()
+        cls.run_id = uuid.uuid4().hex[:8]
+        cls.key, cls.job_type = "py-await-%s" % cls.run_id, "py-await-job-%s" % cls.run_id
+        d = wf_pb2.Definition(
+            key=cls.key, kind=wf_pb2.DEFINITION_KIND_NET,
+            places=[wf_pb2.Place(id="s", kind=wf_pb2.PLACE_KIND_START),
+                    wf_pb2.Place(id="e", kind=wf_pb2.PLACE_KIND_END)],
+            transitions=[wf_pb2.Transition(id="charge", trigger=wf_pb2.TRIGGER_AUTO,
+                                           job_type=cls.job_type)],
+            arcs=[wf_pb2.Arc(source="s", target="charge"),
+                  wf_pb2.Arc(source="charge", target="e")])
+        out = invoke(cls.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(definition=d),
+                     md(actor="py-await"))
+        assert out.code == SC.OK, out
+
+    def ok(self, method, request, timeout=30 * TIME_SCALE):
+        out = invoke(method, request, md(actor="py-await"), timeout=timeout)
+        self.assertEqual(out.code, SC.OK, "%s: %r" % (type(request).__name__, out))
+        return out.response
+
+    def complete_next_job(self, variables_json):
+        """The worker: waits for the job (a long poll), completes it."""
+        jobs = self.ok(self.wf.ActivateJobs, wf_pb2.ActivateJobsRequest(
+            job_type=self.job_type, worker="py-await", max_jobs=1,
+            wait=duration_pb2.Duration(seconds=int(10 * TIME_SCALE)))).jobs
+        self.assertEqual(len(jobs), 1)
+        self.ok(self.wf.CompleteJob, wf_pb2.CompleteJobRequest(
+            job_key=jobs[0].key, variables_json=variables_json))
+        return jobs[0]
+
+    def test_start_answers_with_the_outcome(self):
+        req = wf_pb2.StartInstanceRequest(
+            definition_key=self.key, variables_json='{"amount": 12}',
+            await_result=wf_pb2.AwaitResult(until=wf_pb2.AwaitUntil(ended=True),
+                                            timeout=duration_pb2.Duration(seconds=30)))
+        future = self.wf.StartInstance.future(req, metadata=md(actor="py-await"),
+                                              timeout=40 * TIME_SCALE)
+        job = self.complete_next_job('{"receipt": "r-1"}')
+        resp = future.result()
+        self.assertFalse(resp.timed_out)
+        self.assertEqual(resp.instance.id, job.instance_id)
+        self.assertEqual(resp.view.instance.id, job.instance_id)
+        self.assertEqual(resp.view.instance.status, wf_pb2.INSTANCE_STATUS_COMPLETED)
+        self.assertEqual(json.loads(resp.view.instance.variables_json),
+                         {"amount": 12, "receipt": "r-1"})
+
+    def test_await_instance_times_out_with_the_view(self):
+        iid = self.ok(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
+            definition_key=self.key)).instance.id
+        resp = self.ok(self.wf.AwaitInstance, wf_pb2.AwaitInstanceRequest(
+            instance_id=iid, until=wf_pb2.AwaitUntil(ended=True),
+            timeout=duration_pb2.Duration(nanos=200 * 1000 * 1000)))
+        self.assertTrue(resp.timed_out)
+        self.assertEqual(resp.view.instance.status, wf_pb2.INSTANCE_STATUS_RUNNING)
+        self.assertEqual([j.instance_id for j in resp.view.jobs], [iid])
+        self.complete_next_job("")
+        resp = self.ok(self.wf.AwaitInstance, wf_pb2.AwaitInstanceRequest(
+            instance_id=iid, until=wf_pb2.AwaitUntil(place_marked="e"),
+            timeout=duration_pb2.Duration(seconds=10)))
+        self.assertFalse(resp.timed_out)
+        self.assertEqual(resp.view.marking["e"], 1)
+
+
+class AwaitResultPgTests(AwaitResultTests):
+    """AwaitResultTests against a server on Postgres; skipped without
+    WF_TEST_PG_DSN."""
+
+    @classmethod
+    def start_await_server(cls):
+        dsn = pg_dsn_or_skip("AwaitResultTests")
+        return start_server(cls, "await-pg", DATABASE_URL=dsn)
+
+
+# ---------------------------------------------------------------------------
 # One channel: calls multiplexed on one connection are served side by side
 # ---------------------------------------------------------------------------
 
@@ -1251,7 +1360,7 @@ class ReflectionTests(WorkflowTestCase):
         stub = pb2_grpc.ServerReflectionStub(self.srv.new_channel())
         # Reflection is public, like health: no key is sent.
         return list(stub.ServerReflectionInfo(
-            iter([pb2.ServerReflectionRequest(**request)]), timeout=RPC_TIMEOUT))
+            iter([pb2.ServerReflectionRequest(**request)]), timeout=rpc_timeout()))
 
     def test_list_services_both_versions(self):
         for version in (0, 1):
@@ -1514,7 +1623,7 @@ class TlsTests(WorkflowTestCase):
 
     def test_tls_health_and_call(self):
         r = self.srv.health().Check(health_pb2.HealthCheckRequest(service=""),
-                                    timeout=RPC_TIMEOUT)
+                                    timeout=rpc_timeout())
         self.assertEqual(r.status, health_pb2.HealthCheckResponse.SERVING)
         self.assert_accepted(self.get_unknown_task(self.srv, md(key=KEY1)))
 
@@ -2722,7 +2831,7 @@ class MigrateInstanceTests(WorkflowTestCase):
     def migrated_events(self):
         stream = self.wf.WatchEvents(wf_pb2.WatchEventsRequest(
             instance_id=self.iid, types=[wf_pb2.EVENT_TYPE_INSTANCE_MIGRATED]),
-            metadata=md(), timeout=RPC_TIMEOUT)
+            metadata=md(), timeout=rpc_timeout())
         return [json.loads(r.event.data_json) for r in stream]
 
     def test_problems_first_then_the_mapped_migration(self):

@@ -402,6 +402,9 @@ typedef struct wf_runtime_view {
     size_t n_joins;
     const wf_step **current_steps; /* STEPS: the steps it is in, in list order */
     size_t n_current_steps;
+    const char **enabled; /* transitions with an enabled work item, in net order */
+    size_t n_enabled;
+    const wf_net *net; /* the instance's net (its definition version) */
 } wf_runtime_view;
 
 wf_code wf_runtime_instance_view(const wf_ref_ctx *ctx, const char *instance_id,

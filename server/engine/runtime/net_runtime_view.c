@@ -118,6 +118,19 @@ wf_runtime_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_runt
             .total = c.total,
         };
     }
+    out->net = net;
+    out->enabled = wf_arena_calloc(a, net->n_transitions + 1, sizeof *out->enabled);
+    if (out->enabled == NULL)
+        return wf_error_nomem(err);
+    for (size_t k = 0; k < net->n_transitions; k++) {
+        bool now = false;
+        for (size_t i = 0; i < agg.n_work_items && !now; i++)
+            now = wf_str_eq(agg.work_items[i].instance_id, instance_id) &&
+                  agg.work_items[i].state == WF_WORK_ITEM_ENABLED &&
+                  wf_str_eq(agg.work_items[i].transition_id, net->transitions[k].id);
+        if (now)
+            out->enabled[out->n_enabled++] = net->transitions[k].id;
+    }
     /* A step list: the steps whose work items are enabled, in list order. */
     out->current_steps = wf_arena_calloc(a, net->n_steps + 1, sizeof *out->current_steps);
     if (out->current_steps == NULL)
