@@ -194,6 +194,7 @@ run_pass "werror" build -DWF_WERROR=ON -DWF_SANITIZE=OFF
 
 if [ "$fast" -eq 0 ]; then
     ctest_env=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+               LSAN_OPTIONS=suppressions=$ROOT/tests/support/lsan.supp
                UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
     run_pass "sanitize" build-asan -DWF_WERROR=ON -DWF_SANITIZE=ON
 else

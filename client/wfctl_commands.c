@@ -72,7 +72,8 @@ static const char JSON_ARG_NOTE[] =
         OPT(ARG_LIST, "exclude", "spec.exclude_dates", "DATES",                                    \
             "local dates YYYY-MM-DD on which nothing fires (comma-separated)"),                    \
         OPT(ARG_STR, "overlap", "policy.overlap", "POLICY",                                        \
-            "skip (default) or allow-all, while the last instance runs"),                          \
+            "skip (default), buffer-one, allow-all or cancel-other, while the last instance "      \
+            "runs"),                                                                               \
         OPT(ARG_DURATION, "catchup", "policy.catchup_window", "DURATION",                          \
             "after an outage, fire times this old still run (default 1m)"),                        \
         OPT(ARG_INT, "pause-after", "policy.pause_after_failures", "N",                            \
@@ -235,6 +236,7 @@ static const struct command commands[] = {
              OPT(ARG_STR, "ended-before", "ended_before", "TIME", "ended before this time"),
              OPT(ARG_VAR, "var", "variables", "PATH=VALUE",
                  "the variable at PATH equals VALUE (repeat: all must hold)"),
+             OPT(ARG_STR, "schedule", "schedule_id", "ID", "instances this schedule started"),
              PAGING, END},
      .items = "instances",
      .row = row_instance,
@@ -377,6 +379,8 @@ static const struct command commands[] = {
              OPT(ARG_STR, "ended-before", "filter.ended_before", "TIME", "ended before this time"),
              OPT(ARG_VAR, "var", "filter.variables", "PATH=VALUE",
                  "the variable at PATH equals VALUE (repeat: all must hold)"),
+             OPT(ARG_STR, "schedule", "filter.schedule_id", "ID",
+                 "instances this schedule started"),
              OPT(ARG_STR, "reason", "reason", "TEXT", "why (passed to each action)"),
              OPT(ARG_INT, "version", "target_version", "N",
                  "migrate: the version to move to (needs --key)"),
@@ -388,7 +392,8 @@ static const struct command commands[] = {
                  "count the instances it would act on; start nothing"),
              OPT(ARG_LOCAL, "follow", "follow", NULL,
                  "wait until it ends, printing a progress line"),
-             REQUEST_ID, END},
+             REQUEST_ID,
+             END},
      .print = print_batch_resp,
      .prepare = prepare_batch_start,
      .run = run_batch,

@@ -894,6 +894,21 @@ row_schedule(const ProtobufCMessage *m)
                                     s->n_upcoming > 0 ? s->upcoming[0]->local_time : "-"});
 }
 
+/* The DETAIL of a run: the refusal, else when a fire that waited was
+ * buffered and the instance a CANCEL_OTHER fire cancelled. */
+static const char *
+run_detail(const Workflow__V1__ScheduleRun *r)
+{
+    if (r->detail != NULL && r->detail[0] != '\0')
+        return r->detail;
+    const char *buffered = r->buffered_time != NULL ? fmt("buffered %s", ts(r->buffered_time)) : "";
+    const char *cancelled = r->cancelled_instance_id != NULL && r->cancelled_instance_id[0] != '\0'
+                                ? fmt("cancelled %s", r->cancelled_instance_id)
+                                : "";
+    return fmt("%s%s%s", buffered, buffered[0] != '\0' && cancelled[0] != '\0' ? ", " : "",
+               cancelled);
+}
+
 void
 row_schedule_run(const ProtobufCMessage *m)
 {
@@ -904,7 +919,7 @@ row_schedule_run(const ProtobufCMessage *m)
     table_row((const char *const[]){
         ts(r->nominal_time), ts(r->actual_time),
         fmt("%s%s", EN(schedule_run_outcome, r->outcome), r->manual ? " (manual)" : ""),
-        r->instance_id, r->detail});
+        r->instance_id, run_detail(r)});
 }
 
 int

@@ -481,6 +481,88 @@ event_row(void *arg, const Workflow__V1__Event *ev)
     r->last = ev->sequence;
 }
 
+/* A fan-out's progress: its instances and how many were delivered,
+ * skipped and are pending; nothing for another signal. */
+static void
+fanout_progress(wf_console__ctx *x, const Workflow__V1__Signal *sg)
+{
+    int64_t n = sg->deliveries_pending + sg->deliveries_delivered + sg->deliveries_skipped;
+    if (n == 0)
+        return;
+    fprintf(x->out, "%lld instances: %lld delivered, %lld skipped, %lld pending", (long long)n,
+            (long long)sg->deliveries_delivered, (long long)sg->deliveries_skipped,
+            (long long)sg->deliveries_pending);
+}
+
+/* This instance's delivery of a fanned-out signal: its state and when it
+ * ran; nothing for another signal. */
+static void
+own_delivery(wf_console__ctx *x, const Workflow__V1__Signal *sg)
+{
+    const Workflow__V1__SignalDelivery *d = sg->delivery;
+    if (d == NULL)
+        return;
+    wf_console__enum(x->out, &workflow__v1__signal_delivery_state__descriptor, (int)d->state);
+    if (d->delivered_at != NULL) {
+        P(" ");
+        wf_console__time(x->out, d->delivered_at);
+    }
+}
+
+/* A row of the instance's log. A fanned-out signal's log row names the
+ * first instance as its consumer: on another instance's page its own
+ * delivery stands instead. */
+static void
+signal_row(wf_console__ctx *x, const Workflow__V1__Signal *sg, const char *id)
+{
+    bool theirs = sg->delivery != NULL && strcmp(sg->consumed_by_instance, id) != 0;
+    P("<tr><td>");
+    E(sg->name);
+    P("</td><td>");
+    wf_console__enum(x->out, &workflow__v1__signal_outcome__descriptor, (int)sg->outcome);
+    if (sg->expired)
+        P(" (expired)");
+    P("</td><td>");
+    wf_console__time(x->out, sg->received_at);
+    P("</td><td>");
+    wf_console__time(x->out, theirs ? NULL : sg->consumed_at);
+    P("</td><td>");
+    E(theirs ? "" : sg->transition_id);
+    P("</td><td class=\"delivery\">");
+    own_delivery(x, sg);
+    P("</td><td class=\"fanout\">");
+    fanout_progress(x, sg);
+    P("</td><td><code>");
+    E(sg->payload_json);
+    P("</code></td></tr>\n");
+}
+
+/* The instance's signal delivery log: the signals sent to it or consumed
+ * by it, and those fanned out to its aggregate with a delivery to it. */
+static void
+signal_log(wf_console__ctx *x, const char *id)
+{
+    wf_error err;
+    Workflow__V1__ListSignalsRequest sreq = WORKFLOW__V1__LIST_SIGNALS_REQUEST__INIT;
+    sreq.target_case = WORKFLOW__V1__LIST_SIGNALS_REQUEST__TARGET_INSTANCE_ID;
+    sreq.instance_id = (char *)id;
+    sreq.page_size = 100;
+    Workflow__V1__ListSignalsResponse *s = NULL;
+    P("<section data-live=\"signals\"><h2>Signal delivery log</h2>");
+    if (wf_console__call(x, "ListSignals", PB(sreq), (ProtobufCMessage **)&s, &err) == WF_OK) {
+        P("<table id=\"signals\"><tr><th>Name</th><th>Outcome</th><th>Received</th>"
+          "<th>Consumed</th><th>Transition</th><th>Delivery here</th><th>Fan-out</th>"
+          "<th>Payload</th></tr>\n");
+        for (size_t i = 0; i < s->n_signals; i++)
+            signal_row(x, s->signals[i], id);
+        P("</table>");
+    } else {
+        wf_console__page_error(x, &err);
+        x->status = 200;
+    }
+    P("</section>\n");
+}
+
 void
 wf_console__instance(wf_console__ctx *x)
 {
@@ -581,39 +663,7 @@ wf_console__instance(wf_console__ctx *x)
     }
     P("</section>\n");
 
-    Workflow__V1__ListSignalsRequest sreq = WORKFLOW__V1__LIST_SIGNALS_REQUEST__INIT;
-    sreq.target_case = WORKFLOW__V1__LIST_SIGNALS_REQUEST__TARGET_INSTANCE_ID;
-    sreq.instance_id = (char *)id;
-    sreq.page_size = 100;
-    Workflow__V1__ListSignalsResponse *s = NULL;
-    P("<section data-live=\"signals\"><h2>Signal delivery log</h2>");
-    if (wf_console__call(x, "ListSignals", PB(sreq), (ProtobufCMessage **)&s, &err) == WF_OK) {
-        P("<table id=\"signals\"><tr><th>Name</th><th>Outcome</th><th>Received</th>"
-          "<th>Consumed</th><th>Transition</th><th>Payload</th></tr>\n");
-        for (size_t i = 0; i < s->n_signals; i++) {
-            const Workflow__V1__Signal *sg = s->signals[i];
-            P("<tr><td>");
-            E(sg->name);
-            P("</td><td>");
-            wf_console__enum(x->out, &workflow__v1__signal_outcome__descriptor, (int)sg->outcome);
-            if (sg->expired)
-                P(" (expired)");
-            P("</td><td>");
-            wf_console__time(x->out, sg->received_at);
-            P("</td><td>");
-            wf_console__time(x->out, sg->consumed_at);
-            P("</td><td>");
-            E(sg->transition_id);
-            P("</td><td><code>");
-            E(sg->payload_json);
-            P("</code></td></tr>\n");
-        }
-        P("</table>");
-    } else {
-        wf_console__page_error(x, &err);
-        x->status = 200;
-    }
-    P("</section>\n");
+    signal_log(x, id);
 
     P("<section data-live=\"children\"><h2>Children</h2>");
     instance_rows(x, g->children, g->n_children, "children");

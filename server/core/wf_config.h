@@ -67,8 +67,8 @@ typedef struct wf_config {
      * "<n>[s|m|h|d]"; a bare number is seconds. */
     long long sweep_interval_s;        /* WF_RETENTION_INTERVAL, default 60 */
     long long idempotency_retention_s; /* WF_IDEMPOTENCY_RETENTION, default 24 h */
-    long long signal_retention_s;      /* WF_SIGNAL_RETENTION: expired buffered signals, 7 d */
-    long long event_retention_s;       /* WF_EVENT_RETENTION: events of ended trees; 0 = keep */
+    long long signal_retention_s; /* WF_SIGNAL_RETENTION: expired signals, deliveries run, 7 d */
+    long long event_retention_s;  /* WF_EVENT_RETENTION: events of ended trees; 0 = keep */
     /* Batch operations: how long a replica's claim of one keeps the
      * others off (a dead replica's batch is taken over after it). */
     long long batch_lease_s; /* WF_BATCH_LEASE, default 30 s */

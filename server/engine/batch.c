@@ -513,19 +513,6 @@ wf_batch_list(const wf_ref_ctx *ctx, int32_t page_size, const char *cursor, wf_b
 
 /* ---- the chunks --------------------------------------------------------------- */
 
-/* The request records of a batch's actions hold no answer: a replay only
- * says that the action was applied. */
-static wf_code
-encode_nothing(const void *result, void *arg, wf_arena *arena, unsigned char **bytes, size_t *len,
-               wf_error *err)
-{
-    (void)result;
-    (void)arg;
-    *bytes = wf_arena_alloc(arena, 1);
-    *len = 0;
-    return *bytes != NULL ? WF_OK : wf_error_nomem(err);
-}
-
 /* Applies the batch's action to one instance, as the RPC of that action
  * would with request id "batch:<batch id>:<instance id>". */
 static wf_code
@@ -535,12 +522,11 @@ apply(const wf_runtime_ctx *ctx, const wf_batch_row *b, const char *instance_id,
     if (method == NULL)
         return wf_error_set(err, WF_E_INTERNAL, "batch operation \"%s\" has an unknown action",
                             b->id);
-    wf_uow_idem idem = {
-        .method = method,
-        .request_id = wf_arena_printf(ctx->ref.arena, "batch:%s:%s", b->id, instance_id),
-        .request_hash = wf_arena_printf(ctx->ref.arena, "batch:%s", b->id),
-        .encode = encode_nothing,
-    };
+    /* The request records hold no answer: a replay only says that the
+     * action was applied. */
+    wf_uow_idem idem = wf_uow_idem_internal(
+        method, wf_arena_printf(ctx->ref.arena, "batch:%s:%s", b->id, instance_id),
+        wf_arena_printf(ctx->ref.arena, "batch:%s", b->id));
     if (idem.request_id == NULL || idem.request_hash == NULL)
         return wf_error_nomem(err);
     wf_instance_row out;

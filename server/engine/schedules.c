@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "ids.h"
+#include "instances.h"
 #include "vars.h"
 #include "wf_id.h"
 #include "wf_log.h"
@@ -135,10 +136,7 @@ static wf_code
 check_policy(const wf_schedule_in *in, wf_error *err)
 {
     int o = in->overlap == 0 ? WF_OVERLAP_SKIP : in->overlap;
-    if (o == WF_OVERLAP_BUFFER_ONE || o == WF_OVERLAP_CANCEL_OTHER)
-        return wf_error_set(err, WF_E_UNIMPLEMENTED,
-                            "policy.overlap: BUFFER_ONE and CANCEL_OTHER are not available yet");
-    if (o != WF_OVERLAP_SKIP && o != WF_OVERLAP_ALLOW_ALL)
+    if (o < WF_OVERLAP_SKIP || o > WF_OVERLAP_CANCEL_OTHER)
         return wf_error_set(err, WF_E_INVALID_SCHEDULE, "policy.overlap: unknown policy %d", o);
     if (in->catchup_window_ms < 0)
         return wf_error_set(err, WF_E_INVALID_SCHEDULE,
@@ -303,6 +301,9 @@ change(const wf_ref_ctx *ctx, const char *id, change_fn fn, const void *arg, int
         rc = wf_store_get_schedule(ctx->store, &sc, id, &row, err);
         if (rc == WF_OK)
             rc = fn(ctx, &row, arg, now, err);
+        /* A fire kept waiting is looked at by the next pass. */
+        if (rc == WF_OK && row.buffered_at != 0)
+            row.due_at = now;
         if (rc == WF_OK)
             rc = wf_store_update_schedule(ctx->store, &sc, &row, err);
         if (rc != WF_E_CONFLICT || attempt + 1 == UPDATE_TRIES)
@@ -392,6 +393,7 @@ typedef struct fire_op {
     wf_schedule_run_row *run;
     const wf_start_spec *spec; /* NULL: record the run only */
     const char *vars;
+    bool settle; /* the run is BUFFERED: settle it rather than insert it */
 } fire_op;
 
 /* The run first (a fire time handled before fails here, before anything
@@ -400,7 +402,8 @@ static wf_code
 fire_body(wf_tx *tx, void *arg, wf_error *err)
 {
     fire_op *op = arg;
-    wf_code rc = wf_tx_put_schedule_run(tx, op->run, err);
+    wf_code rc = op->settle ? wf_tx_settle_schedule_run(tx, op->run, err)
+                            : wf_tx_put_schedule_run(tx, op->run, err);
     wf_instance_row inst;
     if (rc == WF_OK && op->spec != NULL)
         rc = wf_runtime_start_in(op->ctx, tx, op->spec, op->vars, &inst, err);
@@ -434,10 +437,10 @@ transient(wf_code rc)
            rc == WF_E_NOMEM || rc == WF_E_CANCELLED || rc == WF_E_OVERLOADED;
 }
 
-/* Whether the run of (schedule, nominal) exists. */
+/* The run of (schedule, nominal), when there is one (*found). */
 static wf_code
-run_exists(const wf_ref_ctx *ctx, const char *schedule_id, int64_t nominal, bool *out,
-           wf_error *err)
+run_find(const wf_ref_ctx *ctx, const char *schedule_id, int64_t nominal, wf_schedule_run_row *out,
+         bool *found, wf_error *err)
 {
     wf_store_ctx sc = store_ctx(ctx);
     char *cursor = wf_arena_printf(ctx->arena, "%lld,%s", (long long)nominal + 1, schedule_id);
@@ -447,35 +450,68 @@ run_exists(const wf_ref_ctx *ctx, const char *schedule_id, int64_t nominal, bool
     wf_code rc = cursor != NULL ? wf_store_list_schedule_runs(ctx->store, &sc, schedule_id, 1,
                                                               cursor, &rows, &n, &next, err)
                                 : wf_error_nomem(err);
-    *out = rc == WF_OK && n == 1 && rows[0].nominal_at == nominal;
+    *found = rc == WF_OK && n == 1 && rows[0].nominal_at == nominal;
+    if (*found)
+        *out = rows[0];
     return rc;
 }
 
-/* Records the run of nominal with outcome (STARTED: and starts its
- * instance) in one unit of work. *already: the fire time had been
- * handled (nothing done). A refused start is recorded FAILED instead. */
+/* Whether the fire time of op->run was handled before (by another
+ * replica, or an earlier try): its run exists and, for a settle, is no
+ * longer BUFFERED. Then *op->run becomes that run. */
 static wf_code
-fire(const wf_ref_ctx *ctx, const wf_schedule_row *s, int64_t nominal, int outcome, bool manual,
-     int64_t now, wf_uow_idem *idem, wf_schedule_run_row *run, bool *already, wf_error *err)
+was_handled(const fire_op *op, bool *out, wf_error *err)
+{
+    wf_schedule_run_row found;
+    bool exists = false;
+    wf_code rc = run_find(op->ctx, op->run->schedule_id, op->run->nominal_at, &found, &exists, err);
+    *out = rc == WF_OK && exists && (!op->settle || found.outcome != WF_RUN_BUFFERED);
+    if (*out)
+        *op->run = found;
+    return rc;
+}
+
+/* What one fire time records. */
+typedef struct fire_in {
+    int64_t nominal;
+    int outcome; /* a wf_schedule_outcome; STARTED starts an instance */
+    bool manual;
+    int64_t buffered_at;   /* not 0: settles the BUFFERED run of nominal, buffered then */
+    const char *cancelled; /* CANCEL_OTHER: the instance cancelled for it */
+    const char *detail;    /* FAILED */
+} fire_in;
+
+/* Records the run of in (STARTED: and starts its instance) in one unit
+ * of work. *already: the fire time had been handled (nothing done; *run
+ * is the run found). A refused start is recorded FAILED instead. */
+static wf_code
+fire(const wf_ref_ctx *ctx, const wf_schedule_row *s, const fire_in *in, int64_t now,
+     wf_uow_idem *idem, wf_schedule_run_row *run, bool *already, wf_error *err)
 {
     *already = false;
-    *run = (wf_schedule_run_row){.schedule_id = s->id,
-                                 .tenant = (char *)ctx->tenant,
-                                 .nominal_at = nominal,
-                                 .actual_at = now,
-                                 .outcome = outcome,
-                                 .manual = manual ? 1 : 0};
+    *run = (wf_schedule_run_row){
+        .schedule_id = s->id,
+        .tenant = (char *)ctx->tenant,
+        .nominal_at = in->nominal,
+        .actual_at = now,
+        .outcome = in->outcome,
+        .manual = in->manual ? 1 : 0,
+        .detail = (char *)in->detail,
+        .buffered_at = in->outcome == WF_RUN_BUFFERED ? now : in->buffered_at,
+        .cancelled_instance_id = (char *)in->cancelled,
+    };
     wf_start_spec spec = {.definition_key = s->definition_key,
                           .version = s->def_version,
                           .aggregate_type = s->aggregate_type,
                           .aggregate_id = s->aggregate_id};
-    fire_op op = {.ctx = ctx, .run = run};
+    fire_op op = {.ctx = ctx, .run = run, .settle = in->buffered_at != 0};
     wf_code rc = WF_OK;
-    if (outcome == WF_RUN_STARTED) {
+    if (in->outcome == WF_RUN_STARTED) {
         run->instance_id = (char *)wf_id_new(ctx->arena);
         spec.instance_id = run->instance_id;
-        rc = run->instance_id != NULL ? fire_vars(ctx->arena, s, nominal, &spec.variables_json, err)
-                                      : wf_error_nomem(err);
+        rc = run->instance_id != NULL
+                 ? fire_vars(ctx->arena, s, in->nominal, &spec.variables_json, err)
+                 : wf_error_nomem(err);
         if (rc == WF_OK)
             rc = wf_referral_check_start(ctx, &spec, &op.vars, err);
         op.spec = &spec;
@@ -488,7 +524,7 @@ fire(const wf_ref_ctx *ctx, const wf_schedule_row *s, int64_t nominal, int outco
             break;
         wf_error clean;
         wf_error_clear(&clean);
-        wf_code erc = run_exists(ctx, s->id, nominal, already, &clean);
+        wf_code erc = was_handled(&op, already, &clean);
         if (erc != WF_OK || *already) {
             if (erc != WF_OK)
                 *err = clean;
@@ -509,7 +545,7 @@ fire(const wf_ref_ctx *ctx, const wf_schedule_row *s, int64_t nominal, int outco
     rc = wf_uow_run_once(ctx->store, &sc, idem, fire_body, &op, run, err);
     if (rc == WF_E_CONFLICT) {
         wf_error_clear(err);
-        rc = run_exists(ctx, s->id, nominal, already, err);
+        rc = was_handled(&op, already, err);
     }
     return rc;
 }
@@ -529,8 +565,9 @@ wf_schedules_trigger(const wf_ref_ctx *ctx, const char *id, int64_t now, wf_uow_
         return rc;
     rc = wf_store_get_schedule(ctx->store, &sc, id, &row, err);
     bool already = false;
+    fire_in in = {.nominal = now, .outcome = WF_RUN_STARTED, .manual = true};
     if (rc == WF_OK)
-        rc = fire(ctx, &row, now, WF_RUN_STARTED, true, now, idem, out, &already, err);
+        rc = fire(ctx, &row, &in, now, idem, out, &already, err);
     if (rc == WF_OK && already)
         rc = wf_error_set(err, WF_E_CONFLICT, "schedule \"%s\" was triggered at the same instant",
                           id);
@@ -576,22 +613,67 @@ still_runs(const wf_ref_ctx *ctx, const char *id, bool *out, wf_error *err)
     return rc;
 }
 
-/* What the fire time nominal of s becomes at now. */
+/* What the fire time nominal of s becomes at now: its outcome, and under
+ * CANCEL_OTHER the running instance to cancel first (*cancel). */
 static wf_code
 decide(const wf_ref_ctx *ctx, const wf_schedule_row *s, int64_t nominal, int64_t now, int *outcome,
-       wf_error *err)
+       const char **cancel, wf_error *err)
 {
+    *cancel = NULL;
     if (now - nominal > s->catchup_window_ms * 1000) {
         *outcome = WF_RUN_MISSED;
         return WF_OK;
     }
     *outcome = WF_RUN_STARTED;
-    if (s->overlap != WF_OVERLAP_SKIP)
+    if (s->overlap == WF_OVERLAP_ALLOW_ALL)
         return WF_OK;
     bool runs = false;
     wf_code rc = still_runs(ctx, s->last_instance_id, &runs, err);
-    if (rc == WF_OK && runs)
+    if (rc != WF_OK || !runs)
+        return rc;
+    if (s->overlap == WF_OVERLAP_BUFFER_ONE)
+        *outcome = s->buffered_at != 0 ? WF_RUN_SKIPPED : WF_RUN_BUFFERED;
+    else if (s->overlap == WF_OVERLAP_CANCEL_OTHER)
+        *cancel = s->last_instance_id;
+    else
         *outcome = WF_RUN_SKIPPED;
+    return WF_OK;
+}
+
+/* CANCEL_OTHER: cancels instance_id (the schedule's last, still running)
+ * before the fire time nominal starts its own, as CancelInstance would
+ * under a request id of that fire time, so that a retry cancels nothing
+ * twice. A fire time handled before cancels nothing; an instance that
+ * ended meanwhile is left as it is (*cancelled stays NULL). */
+static wf_code
+cancel_other(const wf_runtime_ctx *rt, const wf_schedule_row *s, int64_t nominal,
+             const char *instance_id, const char **cancelled, wf_error *err)
+{
+    const wf_ref_ctx *ctx = &rt->ref;
+    *cancelled = NULL;
+    wf_schedule_run_row found;
+    bool exists = false;
+    wf_code rc = run_find(ctx, s->id, nominal, &found, &exists, err);
+    if (rc != WF_OK || exists)
+        return rc;
+    char *when = wf_time_rfc3339(ctx->arena, nominal);
+    char *reason = wf_arena_printf(
+        ctx->arena, "schedule \"%s\": the fire time %s cancels it (overlap CANCEL_OTHER)", s->id,
+        when != NULL ? when : "");
+    wf_uow_idem idem = wf_uow_idem_internal(
+        "CancelInstance",
+        wf_arena_printf(ctx->arena, "schedule:%s:%lld", s->id, (long long)nominal),
+        wf_arena_printf(ctx->arena, "schedule:%s", s->id));
+    if (reason == NULL || idem.request_id == NULL || idem.request_hash == NULL)
+        return wf_error_nomem(err);
+    wf_instance_row out;
+    rc = wf_instances_cancel(rt, instance_id, reason, false, &idem, &out, err);
+    if (rc == WF_E_INSTANCE_NOT_RUNNING || rc == WF_E_INSTANCE_NOT_FOUND) {
+        wf_error_clear(err);
+        return WF_OK;
+    }
+    if (rc == WF_OK)
+        *cancelled = instance_id;
     return rc;
 }
 
@@ -614,6 +696,9 @@ count_run(wf_schedule_pass_counts *c, const wf_schedule_run_row *run, bool alrea
     case WF_RUN_MISSED:
         c->missed++;
         break;
+    case WF_RUN_BUFFERED:
+        c->buffered++;
+        break;
     default:
         c->failed++;
         break;
@@ -625,8 +710,100 @@ typedef struct progress {
     int64_t next, due;
     const char *last_instance;
     int32_t failures;
+    int64_t buffered; /* the nominal time of the fire kept waiting; 0 = none */
     bool pause;
 } progress;
+
+/* Books one handled fire time (run; already: handled before) into the
+ * pass's counts, the schedule as the pass sees it (cur) and its
+ * progress. */
+static void
+book(wf_schedule_row *cur, progress *p, wf_schedule_pass_counts *c, const wf_schedule_run_row *run,
+     bool already)
+{
+    count_run(c, run, already);
+    if (run->outcome == WF_RUN_STARTED) {
+        cur->last_instance_id = run->instance_id;
+        p->last_instance = run->instance_id;
+        if (!already)
+            p->failures = 0;
+    } else if (run->outcome == WF_RUN_BUFFERED) {
+        cur->buffered_at = run->nominal_at;
+        p->buffered = run->nominal_at;
+    } else if (!already && run->outcome == WF_RUN_FAILED) {
+        p->failures++;
+        WF_LOG(WF_LOG_WARN, "schedules", "schedule %s (tenant %s) could not start: %s", cur->id,
+               cur->tenant, run->detail != NULL ? run->detail : "");
+    }
+}
+
+/* BUFFER_ONE: once the schedule's last instance has ended, starts the
+ * fire kept waiting. Its BUFFERED run is settled (STARTED, or FAILED) in
+ * the unit of work of the start by an update that requires it still
+ * BUFFERED, so it starts once whichever replica sees the end. */
+static wf_code
+settle_buffered(const wf_ref_ctx *ctx, wf_schedule_row *cur, progress *p, int64_t now,
+                wf_schedule_pass_counts *c, wf_error *err)
+{
+    bool runs = false, exists = false, already = false;
+    wf_code rc = cur->buffered_at != 0 ? still_runs(ctx, cur->last_instance_id, &runs, err) : WF_OK;
+    if (rc != WF_OK || runs || cur->buffered_at == 0)
+        return rc;
+    wf_schedule_run_row run;
+    rc = run_find(ctx, cur->id, cur->buffered_at, &run, &exists, err);
+    if (rc == WF_OK && exists && run.outcome == WF_RUN_BUFFERED) {
+        fire_in in = {.nominal = cur->buffered_at,
+                      .outcome = WF_RUN_STARTED,
+                      .buffered_at = run.buffered_at != 0 ? run.buffered_at : run.actual_at};
+        rc = fire(ctx, cur, &in, now, NULL, &run, &already, err);
+    } else {
+        already = exists; /* settled before: taken as it is */
+    }
+    if (rc == WF_OK && exists)
+        book(cur, p, c, &run, already);
+    if (rc == WF_OK)
+        cur->buffered_at = p->buffered = 0;
+    return rc;
+}
+
+/* Decides and handles the fire time p->next of cur at now. */
+static wf_code
+fire_next(const wf_runtime_ctx *rt, wf_schedule_row *cur, progress *p, int64_t now,
+          wf_schedule_pass_counts *c, wf_error *err)
+{
+    const wf_ref_ctx *ctx = &rt->ref;
+    fire_in in = {.nominal = p->next};
+    const char *victim = NULL;
+    wf_code rc = decide(ctx, cur, p->next, now, &in.outcome, &victim, err);
+    if (rc == WF_OK && victim != NULL) {
+        rc = cancel_other(rt, cur, p->next, victim, &in.cancelled, err);
+        if (rc != WF_OK && !transient(rc)) {
+            /* The cancel was refused: the fire time is spent, as FAILED. */
+            in.outcome = WF_RUN_FAILED;
+            in.detail = wf_arena_printf(ctx->arena, "%s: cancelling %s: %s", wf_code_reason(rc),
+                                        victim, err->msg);
+            wf_error_clear(err);
+            rc = WF_OK;
+        }
+    }
+    wf_schedule_run_row run;
+    bool already = false;
+    if (rc == WF_OK)
+        rc = fire(ctx, cur, &in, now, NULL, &run, &already, err);
+    if (rc == WF_OK)
+        book(cur, p, c, &run, already);
+    return rc;
+}
+
+/* While a fire waits (BUFFER_ONE) the schedule is due again within
+ * WF_SCHEDULE_BUFFER_RECHECK_MS, to see whether its last instance has
+ * ended; due is when its next fire time is due (0: never). */
+static int64_t
+due_with_buffer(int64_t due, int64_t buffered, int64_t now)
+{
+    int64_t recheck = now + (int64_t)WF_SCHEDULE_BUFFER_RECHECK_MS * 1000;
+    return buffered == 0 || (due != 0 && due < recheck) ? due : recheck;
+}
 
 /* Writes p onto the claimed row (its version), lease let go. When
  * another write came first (UpdateSchedule, PauseSchedule), the row is
@@ -650,6 +827,8 @@ keep_progress(const wf_ref_ctx *ctx, const wf_schedule_row *claimed, const progr
             row.next_fire_at = p->next;
             row.due_at = p->due;
         }
+        row.buffered_at = p->buffered;
+        row.due_at = due_with_buffer(row.due_at, p->buffered, now);
         if (p->last_instance != NULL)
             row.last_instance_id = (char *)p->last_instance;
         row.failures = p->failures;
@@ -668,37 +847,28 @@ keep_progress(const wf_ref_ctx *ctx, const wf_schedule_row *claimed, const progr
     return rc;
 }
 
-/* Handles the due fire times of one claimed schedule at now. */
+/* Handles the due fire times of one claimed schedule at now: first the
+ * fire kept waiting, when its instance before has ended, then the
+ * calendar's. The due time is computed again from the next fire time
+ * (the stored one may be a recheck of a waiting fire). */
 static wf_code
-run_schedule(const wf_ref_ctx *ctx, const wf_schedule_row *s, int64_t now,
+run_schedule(const wf_runtime_ctx *rt, const wf_schedule_row *s, int64_t now,
              wf_schedule_pass_counts *c, wf_error *err)
 {
+    const wf_ref_ctx *ctx = &rt->ref;
     wf_schedule_spec_in in;
     wf_schedule_spec spec;
     wf_code rc = row_spec(ctx->arena, s, &in, &spec, err);
-    progress p = {.next = s->next_fire_at, .due = s->due_at, .failures = s->failures};
+    progress p = {.next = s->next_fire_at, .failures = s->failures, .buffered = s->buffered_at};
+    p.due = rc == WF_OK && p.next != 0 ? p.next + wf_schedule_spec_jitter(&spec, s->id, p.next) : 0;
     wf_schedule_row cur = *s;
+    if (rc == WF_OK)
+        rc = settle_buffered(ctx, &cur, &p, now, c, err);
     for (int i = 0; rc == WF_OK && i < WF_SCHEDULE_FIRES_PER_PASS && p.next != 0 && p.due <= now;
          i++) {
-        int outcome = 0;
-        wf_schedule_run_row run;
-        bool already = false;
-        rc = decide(ctx, &cur, p.next, now, &outcome, err);
+        rc = fire_next(rt, &cur, &p, now, c, err);
         if (rc == WF_OK)
-            rc = fire(ctx, &cur, p.next, outcome, false, now, NULL, &run, &already, err);
-        if (rc != WF_OK)
-            break;
-        count_run(c, &run, already);
-        if (!already && run.outcome == WF_RUN_STARTED) {
-            cur.last_instance_id = run.instance_id;
-            p.last_instance = run.instance_id;
-            p.failures = 0;
-        } else if (!already && run.outcome == WF_RUN_FAILED) {
-            p.failures++;
-            WF_LOG(WF_LOG_WARN, "schedules", "schedule %s (tenant %s) could not start: %s", s->id,
-                   s->tenant, run.detail != NULL ? run.detail : "");
-        }
-        rc = first_fire(&spec, s->id, p.next, &p.next, &p.due, err);
+            rc = first_fire(&spec, s->id, p.next, &p.next, &p.due, err);
         if (s->pause_after_failures > 0 && p.failures >= s->pause_after_failures) {
             p.pause = true;
             break;
@@ -730,17 +900,19 @@ wf_schedules_pass(const wf_schedule_host *h, const char *tenant, const char *own
             rc = wf_error_nomem(err);
             break;
         }
-        wf_ref_ctx ctx = {.store = h->store,
-                          .dir = h->dir,
-                          .tenant = rows[i].tenant,
-                          .actor = rows[i].created_by,
-                          .deadline_ms = deadline_ms,
-                          .arena = ra,
-                          .max_variables_bytes = h->max_variables_bytes,
-                          .no_auto_create = true};
+        wf_runtime_ctx rt = {.ref = {.store = h->store,
+                                     .dir = h->dir,
+                                     .tenant = rows[i].tenant,
+                                     .actor = rows[i].created_by,
+                                     .deadline_ms = deadline_ms,
+                                     .arena = ra,
+                                     .max_variables_bytes = h->max_variables_bytes,
+                                     .no_auto_create = true},
+                             .wake = h->wake,
+                             .wake_arg = h->wake_arg};
         wf_error e;
         wf_error_clear(&e);
-        wf_code src = run_schedule(&ctx, &rows[i], now, out, &e);
+        wf_code src = run_schedule(&rt, &rows[i], now, out, &e);
         if (src == WF_E_STORE_UNAVAILABLE) {
             *err = e;
             rc = src;

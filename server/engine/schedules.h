@@ -21,14 +21,26 @@
  * nothing again. A new definition version changes nothing here: the
  * schedule keeps its own next fire time.
  *
- * Each pass, per claimed schedule, handles its due fire times oldest
- * first (at most WF_SCHEDULE_FIRES_PER_PASS):
+ * Each pass, per claimed schedule, first starts the fire kept waiting
+ * under BUFFER_ONE once the last instance has ended (its BUFFERED run
+ * settled STARTED by an update that requires it still BUFFERED, in the
+ * unit of work of the start: once, whichever replica sees the end), then
+ * handles its due fire times oldest first (at most
+ * WF_SCHEDULE_FIRES_PER_PASS):
  *   older than the catch-up window        MISSED
- *   overlap SKIP and the last one runs    SKIPPED
+ *   the last one runs, overlap SKIP       SKIPPED
+ *   the last one runs, BUFFER_ONE         BUFFERED (the fire kept waiting),
+ *                                         or SKIPPED when one already waits
+ *   the last one runs, CANCEL_OTHER       that one cancelled (under a request
+ *                                         id of the fire time), then STARTED
  *   otherwise                             STARTED, or FAILED when the start
- *                                         is refused (the failure counts)
- * then writes next_fire_at, due_at (next_fire_at + its jitter) and the
- * last instance against the claimed version and lets the lease go.
+ *                                         (or the cancel) is refused (the
+ *                                         failure counts)
+ * then writes next_fire_at, due_at (next_fire_at + its jitter; while a
+ * fire waits, at most WF_SCHEDULE_BUFFER_RECHECK_MS away), the waiting
+ * fire and the last instance against the claimed version and lets the
+ * lease go. A fire time that another try had handled is taken as that
+ * run says (a BUFFERED one is the waiting fire again).
  *
  * The started instance carries the variable "schedule":
  * {"id": <schedule id>, "nominalTime": <RFC 3339 UTC>}.
@@ -56,6 +68,9 @@
 #define WF_SCHEDULE_FIRES_PER_PASS 100
 /* How long a claim keeps other replicas off, unless the host says. */
 #define WF_SCHEDULE_LEASE_MS_DEFAULT 30000
+/* While a fire waits (BUFFER_ONE), how soon a pass looks again whether
+ * the instance before it has ended. */
+#define WF_SCHEDULE_BUFFER_RECHECK_MS 1000
 /* Longest schedule id, note and pause reason (bytes). */
 #define WF_SCHEDULE_ID_MAX 128
 #define WF_SCHEDULE_TEXT_MAX 1024
@@ -88,7 +103,7 @@ typedef struct wf_schedule_view {
 
 /* CreateSchedule: checks the input (INVALID_ARGUMENT for a missing or
  * too long id or key, INVALID_CRON, UNKNOWN_TIME_ZONE, INVALID_SCHEDULE,
- * INVALID_JSON, UNIMPLEMENTED for an overlap policy not built yet), that
+ * INVALID_JSON), that
  * the definition exists (DEFINITION_NOT_FOUND), then stores the schedule
  * with its first fire time after now, in one unit of work with the
  * request record. An id the tenant uses: SCHEDULE_ALREADY_EXISTS. */
@@ -146,7 +161,7 @@ typedef struct wf_schedule_host {
 /* What a pass did. */
 typedef struct wf_schedule_pass_counts {
     size_t schedules; /* schedules claimed */
-    size_t started, skipped, missed, failed;
+    size_t started, skipped, missed, failed, buffered;
     size_t already;     /* fire times another replica (or an earlier try) had handled */
     int64_t max_lag_us; /* largest start - nominal time among the started */
 } wf_schedule_pass_counts;

@@ -138,11 +138,12 @@ wf_app_render_metrics(wf_app *app, FILE *out)
             (long long)ev[WF_CNT_INSTANCE_FAILED], (long long)ev[WF_CNT_INCIDENT_RESOLVED],
             (long long)ev[WF_CNT_SIGNAL_RECEIVED], (long long)ev[WF_CNT_SIGNAL_BUFFERED],
             (long long)ev[WF_CNT_SIGNAL_DROPPED], (long long)ev[WF_CNT_SIGNAL_DUPLICATE]);
-    static const char *const outcomes[5] = {NULL, "STARTED", "SKIPPED", "MISSED", "FAILED"};
+    static const char *const outcomes[6] = {NULL,     "STARTED", "SKIPPED",
+                                            "MISSED", "FAILED",  "BUFFERED"};
     fprintf(out, "# HELP workflow_schedule_runs_total Fire times of schedules this replica "
                  "handled, by outcome.\n"
                  "# TYPE workflow_schedule_runs_total counter\n");
-    for (int k = 1; k < 5; k++)
+    for (int k = 1; k < 6; k++)
         fprintf(out, "workflow_schedule_runs_total{outcome=\"%s\"} %llu\n", outcomes[k],
                 (unsigned long long)__atomic_load_n(&app->schedule_runs[k], __ATOMIC_RELAXED));
     fprintf(out,

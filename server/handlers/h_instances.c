@@ -14,6 +14,7 @@
 #include "h_common.h"
 #include "handlers.h"
 #include "signals.h"
+#include "vars.h"
 
 /* ---- StartInstance ------------------------------------------------------------------ */
 
@@ -256,6 +257,23 @@ h_get_instance(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **re
 
 /* ---- ListInstances ---------------------------------------------------------------- */
 
+/* schedule_id as one more variable filter: "schedule.id" equals it (the
+ * variable a schedule's start sets, engine/schedules.h). */
+static wf_code
+schedule_filter(wf_arena *a, const char *schedule_id, wf_ref_var_filter *vars, size_t *n,
+                wf_error *err)
+{
+    if (schedule_id == NULL || schedule_id[0] == '\0')
+        return WF_OK;
+    if (strlen(schedule_id) > 128)
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "schedule_id must be at most 128 bytes");
+    const char *value = wf_vars_quote(a, schedule_id);
+    if (value == NULL)
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "schedule_id must be UTF-8 text");
+    vars[(*n)++] = (wf_ref_var_filter){"schedule.id", value};
+    return WF_OK;
+}
+
 wf_code
 wf_h_instance_query(wf_arena *a, const Workflow__V1__InstanceFilter *f, wf_ref_instance_query *q,
                     wf_error *err)
@@ -273,13 +291,13 @@ wf_h_instance_query(wf_arena *a, const Workflow__V1__InstanceFilter *f, wf_ref_i
                   wf_h_time_us(f->ended_before)},
         .n_vars = f->n_variables,
     };
-    wf_ref_var_filter *vars = wf_arena_calloc(a, f->n_variables + 1, sizeof *vars);
+    wf_ref_var_filter *vars = wf_arena_calloc(a, f->n_variables + 2, sizeof *vars);
     if (vars == NULL)
         return wf_error_nomem(err);
     for (size_t i = 0; i < f->n_variables; i++)
         vars[i] = (wf_ref_var_filter){f->variables[i]->path, f->variables[i]->value_json};
     q->vars = vars;
-    return WF_OK;
+    return schedule_filter(a, f->schedule_id, vars, &q->n_vars, err);
 }
 
 wf_net_place_map *
@@ -373,6 +391,7 @@ h_list_instances(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
         .ended_before = req->ended_before,
         .n_variables = req->n_variables,
         .variables = req->variables,
+        .schedule_id = req->schedule_id,
     };
     wf_ref_instance_query q;
     wf_code rc = wf_h_instance_query(call->arena, &f, &q, err);

@@ -99,8 +99,8 @@ wf_app_now(const wf_app *app)
 static void
 note_schedule_runs(wf_app *app, const wf_schedule_pass_counts *c)
 {
-    const size_t n[5] = {0, c->started, c->skipped, c->missed, c->failed};
-    for (int i = 1; i < 5; i++)
+    const size_t n[6] = {0, c->started, c->skipped, c->missed, c->failed, c->buffered};
+    for (int i = 1; i < 6; i++)
         __atomic_add_fetch(&app->schedule_runs[i], (uint64_t)n[i], __ATOMIC_RELAXED);
     if (c->started == 0)
         return;
@@ -139,7 +139,7 @@ run_schedules(void *arg, const char *tenant, int64_t deadline_ms, size_t *claime
     wf_code rc = wf_schedules_pass(&h, tenant, owner, wf_app_now(app), SCHEDULES_PER_PASS,
                                    deadline_ms, &c, err);
     *claimed = c.schedules;
-    *runs = c.started + c.skipped + c.missed + c.failed;
+    *runs = c.started + c.skipped + c.missed + c.failed + c.buffered;
     note_schedule_runs(app, &c);
     return rc;
 }

@@ -113,6 +113,8 @@ run_msg(wf_arena *a, const wf_schedule_run_row *r)
     m->instance_id = str(r->instance_id);
     m->detail = str(r->detail);
     m->manual = r->manual != 0;
+    m->buffered_time = wf_h_timestamp(a, r->buffered_at, &oom);
+    m->cancelled_instance_id = str(r->cancelled_instance_id);
     return oom ? NULL : m;
 }
 

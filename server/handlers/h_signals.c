@@ -11,6 +11,25 @@
 #include "signals.h"
 #include "wf_time.h"
 
+/* An instance's delivery of a fanned-out signal (the store's states 0,
+ * 1, 2 are the enum's 1, 2, 3). */
+static Workflow__V1__SignalDelivery *
+build_delivery(wf_arena *a, const wf_signal_row *r, bool *oom)
+{
+    Workflow__V1__SignalDelivery *d = wf_arena_alloc(a, sizeof *d);
+    if (d == NULL) {
+        *oom = true;
+        return NULL;
+    }
+    workflow__v1__signal_delivery__init(d);
+    d->state = (Workflow__V1__SignalDeliveryState)(r->delivery_state + 1);
+    if (r->delivery_state == WF_DELIVERY_DELIVERED)
+        d->outcome = WORKFLOW__V1__SIGNAL_OUTCOME__SIGNAL_OUTCOME_CORRELATED;
+    d->delivered_at = wf_h_timestamp(a, r->delivered_at, oom);
+    d->signal_log_id = r->id;
+    return d;
+}
+
 /* One delivery-log row as a Workflow__V1__Signal. */
 static Workflow__V1__Signal *
 build_signal(wf_arena *a, const wf_signal_row *r)
@@ -48,6 +67,8 @@ build_signal(wf_arena *a, const wf_signal_row *r)
      * answer holds whether or not the scheduler has marked it yet. */
     m->expired = (r->outcome == WF_SIGNAL_BUFFERED || r->outcome == WF_SIGNAL_STARTED) &&
                  r->consumed_at == 0 && r->expires_at > 0 && r->expires_at <= wf_now_us();
+    if (r->delivery)
+        m->delivery = build_delivery(a, r, &oom);
     return oom ? NULL : m;
 }
 

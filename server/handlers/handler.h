@@ -49,7 +49,7 @@ typedef struct wf_app {
     void *clock_arg;
     /* What this process's schedule passes did (atomic; /metrics): runs by
      * outcome (index: wf_schedule_outcome), and the lag of starts. */
-    uint64_t schedule_runs[5];
+    uint64_t schedule_runs[6];
     int64_t schedule_lag_us, schedule_lag_max_us;
 } wf_app;
 

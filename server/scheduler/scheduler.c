@@ -381,9 +381,10 @@ static wf_code
 sweep_pass(wf_scheduler *s, const char *tenant, int64_t deadline_ms, size_t *nremoved,
            wf_error *err)
 {
-    static const wf_sweep_kind kinds[] = {WF_SWEEP_SIGNALS, WF_SWEEP_IDEMPOTENCY, WF_SWEEP_EVENTS};
+    static const wf_sweep_kind kinds[] = {WF_SWEEP_SIGNALS, WF_SWEEP_IDEMPOTENCY, WF_SWEEP_EVENTS,
+                                          WF_SWEEP_DELIVERIES};
     const int64_t keep_ms[] = {s->opt.signal_retention_ms, s->opt.idempotency_retention_ms,
-                               s->opt.event_retention_ms};
+                               s->opt.event_retention_ms, s->opt.signal_retention_ms};
     *nremoved = 0;
     wf_code rc = WF_OK;
     for (size_t k = 0; rc == WF_OK && k < sizeof kinds / sizeof kinds[0]; k++) {

@@ -123,7 +123,7 @@ typedef struct wf_scheduler_options {
     size_t sweep_batch;               /* rows per signal-expiry or retention statement [500] */
     int64_t sweep_interval_ms;        /* how often the thread sweeps [60000] */
     int64_t idempotency_retention_ms; /* request records older go [24 h] */
-    int64_t signal_retention_ms;      /* expired buffered signals older go [7 days] */
+    int64_t signal_retention_ms;      /* expired buffered signals, deliveries run, older go [7 d] */
     int64_t event_retention_ms;       /* events of trees ended longer ago go; 0 = keep */
     wf_sched_batches_fn batches;      /* a pass of batch operations; NULL = none */
     wf_sched_schedules_fn schedules;  /* a pass of schedules; NULL = none */

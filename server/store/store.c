@@ -834,7 +834,8 @@ wf_store_sweep(wf_store *st, const wf_store_ctx *ctx, wf_sweep_kind kind, int64_
     wf_code rc = check_ctx(ctx, false, err);
     if (rc != WF_OK)
         return rc;
-    if (kind != WF_SWEEP_SIGNALS && kind != WF_SWEEP_IDEMPOTENCY && kind != WF_SWEEP_EVENTS)
+    if (kind != WF_SWEEP_SIGNALS && kind != WF_SWEEP_IDEMPOTENCY && kind != WF_SWEEP_EVENTS &&
+        kind != WF_SWEEP_DELIVERIES)
         return wf_error_set(err, WF_E_INTERNAL, "unknown retention sweep %d", (int)kind);
     if (limit == 0 || limit > MAX_PAGE)
         limit = limit == 0 ? DEFAULT_PAGE : MAX_PAGE;
@@ -1077,6 +1078,16 @@ wf_tx_put_schedule_run(wf_tx *tx, const wf_schedule_run_row *in, wf_error *err)
 }
 
 wf_code
+wf_tx_settle_schedule_run(wf_tx *tx, const wf_schedule_run_row *in, wf_error *err)
+{
+    wf_code rc = check_tx(tx, err);
+    if (rc == WF_OK && (in == NULL || in->schedule_id == NULL))
+        rc = wf_error_set(err, WF_E_INTERNAL, "a schedule run needs its schedule");
+    return rc != WF_OK ? tx_done(tx, rc)
+                       : tx_done(tx, tx->st->ops->settle_schedule_run(tx, in, err));
+}
+
+wf_code
 wf_store_list_schedule_runs(wf_store *st, const wf_store_ctx *ctx, const char *schedule_id,
                             size_t page_size, const char *cursor, wf_schedule_run_row **rows,
                             size_t *n, char **next_cursor, wf_error *err)
@@ -1106,16 +1117,16 @@ wf_store_list_schedule_runs(wf_store *st, const wf_store_ctx *ctx, const char *s
 wf_code
 wf_tx_fanout_targets(wf_tx *tx, const char *signal_log_id, const char *name,
                      const char *aggregate_type, const char *aggregate_id, int64_t before_at,
-                     const char *before_id, int64_t now, size_t page, wf_fanout_out *out,
-                     wf_error *err)
+                     const char *before_id, int64_t received_at, int64_t now, size_t page,
+                     wf_fanout_out *out, wf_error *err)
 {
     memset(out, 0, sizeof *out);
     wf_code rc = check_tx(tx, err);
     if (rc != WF_OK)
         return rc;
     return tx_done(tx, tx->st->ops->fanout_targets(tx, signal_log_id, name, aggregate_type,
-                                                   aggregate_id, before_at, before_id, now, page,
-                                                   out, err));
+                                                   aggregate_id, before_at, before_id, received_at,
+                                                   now, page, out, err));
 }
 
 wf_code

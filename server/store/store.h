@@ -399,6 +399,12 @@ typedef struct wf_signal_row {
     char *consumed_by_instance;
     char *transition_id; /* the MSG transition that consumed it */
     bool discarded;      /* expired or withdrawn from the buffer */
+    /* wf_store_list_signals by instance only: the instance's delivery of
+     * a signal fanned out to its aggregate (a signal_deliveries row);
+     * false, 0 everywhere else. */
+    bool delivery;
+    wf_delivery_state delivery_state;
+    int64_t delivered_at; /* when it ran (DELIVERED or SKIPPED); 0 while PENDING */
 } wf_signal_row;
 
 /* One delivery of a signal sent to an aggregate and fanned out to the
@@ -500,6 +506,9 @@ typedef struct wf_schedule_row {
     int64_t updated_at;
     /* Row version, as wf_batch_row.version. */
     int64_t version;
+    /* BUFFER_ONE: the nominal time of the fire waiting for the last
+     * instance to end (its run is BUFFERED); 0 = none. */
+    int64_t buffered_at;
 } wf_schedule_row;
 
 /* One fire time of a schedule and what became of it; (tenant,
@@ -508,12 +517,14 @@ typedef struct wf_schedule_row {
 typedef struct wf_schedule_run_row {
     char *schedule_id;
     char *tenant;
-    int64_t nominal_at; /* the fire time (TriggerSchedule: when it was asked) */
-    int64_t actual_at;  /* when it was handled */
-    int32_t outcome;    /* a wf_schedule_outcome */
-    int32_t manual;     /* 1: TriggerSchedule */
-    char *instance_id;  /* STARTED */
-    char *detail;       /* FAILED: the reason and message */
+    int64_t nominal_at;          /* the fire time (TriggerSchedule: when it was asked) */
+    int64_t actual_at;           /* when it was handled */
+    int32_t outcome;             /* a wf_schedule_outcome */
+    int32_t manual;              /* 1: TriggerSchedule */
+    char *instance_id;           /* STARTED */
+    char *detail;                /* FAILED: the reason and message */
+    int64_t buffered_at;         /* a fire that waited (BUFFER_ONE): when it was buffered */
+    char *cancelled_instance_id; /* CANCEL_OTHER: the instance cancelled for it */
 } wf_schedule_run_row;
 
 /* A root instance with all its descendants and their live rows, as loaded
@@ -828,7 +839,8 @@ wf_code wf_tx_aggregate_live(wf_tx *tx, const char *aggregate_type, const char *
  * signal_log_id is written per RUNNING instance whose subscription waits
  * for signal name on the aggregate (seq in the order they began to
  * wait), *count is how many, and ids (ctx->arena) the first page of
- * their instance ids (at most page). */
+ * their instance ids (at most page). received_at is the signal's receipt
+ * (its log row's), the order of each instance's log. */
 typedef struct wf_fanout_out {
     bool queued;
     int64_t count;
@@ -838,8 +850,8 @@ typedef struct wf_fanout_out {
 
 wf_code wf_tx_fanout_targets(wf_tx *tx, const char *signal_log_id, const char *name,
                              const char *aggregate_type, const char *aggregate_id,
-                             int64_t before_at, const char *before_id, int64_t now, size_t page,
-                             wf_fanout_out *out, wf_error *err);
+                             int64_t before_at, const char *before_id, int64_t received_at,
+                             int64_t now, size_t page, wf_fanout_out *out, wf_error *err);
 
 /* Consumes the PENDING delivery of signal_log_id to instance_id (of the
  * root root_id, the one tx locked): it becomes state at now. *taken is false when it was not
@@ -999,7 +1011,9 @@ wf_code wf_store_list_definitions(wf_store *st, const wf_store_ctx *ctx, size_t 
                                   char **next_cursor, wf_error *err);
 
 /* The delivery log. instance_id matches signals sent to or consumed by that
- * instance; the aggregate pair matches signals sent to that aggregate;
+ * instance, and the signals fanned out to its aggregate with a delivery to
+ * it (pending or run: wf_signal_row.delivery and the two fields after it
+ * describe that delivery); the aggregate pair matches signals sent to that aggregate;
  * signal_id matches the dedupe key (the first delivery, never a
  * DUPLICATE row); buffered_only keeps signals still in
  * the buffer. Ordered by (received_at, id). */
@@ -1107,6 +1121,11 @@ wf_code wf_store_claim_schedules(wf_store *st, const wf_store_ctx *ctx, const ch
  * work; one that exists is WF_E_CONFLICT (that fire time was handled). */
 wf_code wf_tx_put_schedule_run(wf_tx *tx, const wf_schedule_run_row *in, wf_error *err);
 
+/* Replaces the BUFFERED run of (in->schedule_id, in->nominal_at) with in
+ * (STARTED or FAILED) in the unit of work; WF_E_CONFLICT when that run is
+ * not BUFFERED (settled before, by this replica or another). */
+wf_code wf_tx_settle_schedule_run(wf_tx *tx, const wf_schedule_run_row *in, wf_error *err);
+
 /* The runs of schedule_id, newest fire time first. */
 wf_code wf_store_list_schedule_runs(wf_store *st, const wf_store_ctx *ctx, const char *schedule_id,
                                     size_t page_size, const char *cursor,
@@ -1202,6 +1221,9 @@ typedef enum wf_sweep_kind {
      * CANCELLED or COMPENSATED) with ended_at <= before. A RUNNING,
      * COMPENSATING or FAILED (retryable) root keeps every event. */
     WF_SWEEP_EVENTS = 3,
+    /* Fan-out deliveries that ran (DELIVERED or SKIPPED) with done_at <=
+     * before; pending ones stay. Swept with the signals' retention. */
+    WF_SWEEP_DELIVERIES = 4,
 } wf_sweep_kind;
 
 /* Retention: deletes up to limit rows of kind of ctx->tenant (NULL: every

@@ -154,6 +154,7 @@ typedef struct wf_store_ops {
                                int64_t now, int64_t lease_ms, size_t limit, wf_schedule_row **rows,
                                size_t *n, wf_error *err);
     wf_code (*put_schedule_run)(wf_tx *tx, const wf_schedule_run_row *in, wf_error *err);
+    wf_code (*settle_schedule_run)(wf_tx *tx, const wf_schedule_run_row *in, wf_error *err);
     /* Descending nominal_at: rows strictly before c_num when has. */
     wf_code (*list_schedule_runs)(wf_store *st, const wf_store_ctx *ctx, const char *schedule_id,
                                   size_t limit, bool has, int64_t c_num, wf_schedule_run_row **rows,
@@ -162,8 +163,8 @@ typedef struct wf_store_ops {
     /* Fan-out of a signal sent to an aggregate (store.h). */
     wf_code (*fanout_targets)(wf_tx *tx, const char *signal_log_id, const char *name,
                               const char *aggregate_type, const char *aggregate_id,
-                              int64_t before_at, const char *before_id, int64_t now, size_t page,
-                              wf_fanout_out *out, wf_error *err);
+                              int64_t before_at, const char *before_id, int64_t received_at,
+                              int64_t now, size_t page, wf_fanout_out *out, wf_error *err);
     wf_code (*take_delivery)(wf_tx *tx, const char *signal_log_id, const char *root_id,
                              const char *instance_id, wf_delivery_state state, int64_t now,
                              bool *taken, wf_error *err);
@@ -236,6 +237,7 @@ extern const wf_row_desc wf_store__job_desc;
 extern const wf_row_desc wf_store__timer_desc;
 extern const wf_row_desc wf_store__subscription_desc;
 extern const wf_row_desc wf_store__signal_desc;
+extern const wf_row_desc wf_store__signal_listed_desc; /* + the delivery (by instance) */
 extern const wf_row_desc wf_store__event_desc;
 extern const wf_row_desc wf_store__idempotency_desc;
 extern const wf_row_desc wf_store__batch_desc;

@@ -189,25 +189,27 @@ static const wf_field subscription_fields[] = {
 };
 DESC(wf_store__subscription_desc, "subscription", wf_subscription_row, subscription_fields);
 
-static const wf_field signal_fields[] = {
-    STR(wf_signal_row, id),
-    STR(wf_signal_row, tenant),
-    STR(wf_signal_row, signal_id),
-    STR(wf_signal_row, name),
-    STR(wf_signal_row, instance_id),
-    STR(wf_signal_row, aggregate_type),
-    STR(wf_signal_row, aggregate_id),
-    STR(wf_signal_row, payload_json),
-    I32(wf_signal_row, outcome),
-    BOOL(wf_signal_row, buffered),
-    I64(wf_signal_row, received_at),
-    I64(wf_signal_row, expires_at),
-    I64(wf_signal_row, consumed_at),
-    STR(wf_signal_row, consumed_by_instance),
-    STR(wf_signal_row, transition_id),
-    BOOL(wf_signal_row, discarded),
-};
+#define SIGNAL_FIELDS                                                                              \
+    STR(wf_signal_row, id), STR(wf_signal_row, tenant), STR(wf_signal_row, signal_id),             \
+        STR(wf_signal_row, name), STR(wf_signal_row, instance_id),                                 \
+        STR(wf_signal_row, aggregate_type), STR(wf_signal_row, aggregate_id),                      \
+        STR(wf_signal_row, payload_json), I32(wf_signal_row, outcome),                             \
+        BOOL(wf_signal_row, buffered), I64(wf_signal_row, received_at),                            \
+        I64(wf_signal_row, expires_at), I64(wf_signal_row, consumed_at),                           \
+        STR(wf_signal_row, consumed_by_instance), STR(wf_signal_row, transition_id),               \
+        BOOL(wf_signal_row, discarded)
+
+static const wf_field signal_fields[] = {SIGNAL_FIELDS};
 DESC(wf_store__signal_desc, "signal", wf_signal_row, signal_fields);
+
+/* An instance's log: the row and, for a fan-out, its delivery there. */
+static const wf_field signal_listed_fields[] = {
+    SIGNAL_FIELDS,
+    BOOL(wf_signal_row, delivery),
+    I32(wf_signal_row, delivery_state),
+    I64(wf_signal_row, delivered_at),
+};
+DESC(wf_store__signal_listed_desc, "signal", wf_signal_row, signal_listed_fields);
 
 static const wf_field event_fields[] = {
     I64(wf_event_row, sequence),    STR(wf_event_row, tenant), STR(wf_event_row, root_id),
@@ -262,6 +264,7 @@ static const wf_field schedule_fields[] = {
     I64(wf_schedule_row, created_at),
     I64(wf_schedule_row, updated_at),
     I64(wf_schedule_row, version),
+    I64(wf_schedule_row, buffered_at),
 };
 DESC(wf_store__schedule_desc, "schedule", wf_schedule_row, schedule_fields);
 
@@ -270,6 +273,7 @@ static const wf_field schedule_run_fields[] = {
     I64(wf_schedule_run_row, nominal_at),  I64(wf_schedule_run_row, actual_at),
     I32(wf_schedule_run_row, outcome),     I32(wf_schedule_run_row, manual),
     STR(wf_schedule_run_row, instance_id), STR(wf_schedule_run_row, detail),
+    I64(wf_schedule_run_row, buffered_at), STR(wf_schedule_run_row, cancelled_instance_id),
 };
 DESC(wf_store__schedule_run_desc, "schedule run", wf_schedule_run_row, schedule_run_fields);
 static const wf_field delivery_fields[] = {

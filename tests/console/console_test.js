@@ -4,7 +4,9 @@
 // an incident and Claim then Complete on a group task, each checked through
 // the API; batch operations started only through a preview that states
 // how many instances match, with a definition key or the "every instance"
-// box; a hostile title shown as text; a POST without the CSRF token
+// box; a signal fanned out to ten instances shown on one's page with its
+// own delivery and the fan-out's progress; a hostile title shown as text; a
+// POST without the CSRF token
 // refused; pages without a session sent to /login. Over plain HTTP: the
 // login throttle, the paths an action sends back to, an unknown batch
 // operation's 404.
@@ -331,6 +333,42 @@ async function main() {
     check(title === HOSTILE, "the hostile task title is shown as text");
     check((await page.$("img[src=x]")) === null, "no element created in the inbox");
     check(dialogs === 0, "no dialog opened");
+
+    // A signal fanned out to the ten instances of an order that wait for
+    // it: each one's page lists the signal once, with its own delivery and
+    // the fan-out's progress; the hostile payload stays text.
+    const WAIT = "console-wait-" + RUN, ORDER = "order:console-" + RUN;
+    const waitDef = {
+      key: WAIT, kind: "NET", name: "Wait",
+      places: [{ id: "start", kind: "START" }, { id: "end", kind: "END" }],
+      transitions: [{ id: "paid", name: "Paid", trigger: "MSG", signal_name: "paid",
+                      correlation: "AGGREGATE" }],
+      arcs: [{ source: "start", target: "paid" }, { source: "paid", target: "end" }],
+    };
+    fs.writeFileSync(path.join(WORK, WAIT + ".json"), JSON.stringify(waitDef));
+    wf(["deploy", path.join(WORK, WAIT + ".json")], "admin");
+    const waiting = [];
+    for (let i = 0; i < 10; i++)
+      waiting.push(wfJson(["start", WAIT, "--aggregate", ORDER], "admin")[0].instance.id);
+    wf(["signal", "paid", "--aggregate", ORDER, "--payload", JSON.stringify({ note: HOSTILE })]);
+    const statusOf = (id) => { const s = wfJson(["show", id], "ann")[0]; return (s.instance || s).status; };
+    await waitFor(() => { wf(["tick"]); return waiting.every((id) => statusOf(id) === "COMPLETED"); },
+                  "the fan-out's deliveries", 30000);
+    await visit("/instance?id=" + encodeURIComponent(waiting[5]), "instance-fanout", "#signals");
+    const fan = await page.$$eval("#signals tr", (t) => t.slice(1).map((r) => ({
+      consumed: r.children[3].textContent,
+      delivery: r.querySelector("td.delivery").textContent,
+      fanout: r.querySelector("td.fanout").textContent,
+      payload: r.querySelector("code").textContent })));
+    check(fan.length === 1, "the instance lists the fanned-out signal once (" + fan.length + ")");
+    check(fan.length === 1 && fan[0].delivery.startsWith("DELIVERED 2"),
+          "the instance's own delivery: DELIVERED and when (" + (fan[0] || {}).delivery + ")");
+    check(fan.length === 1 && fan[0].fanout === "10 instances: 10 delivered, 0 skipped, 0 pending",
+          "the fan-out's progress (" + (fan[0] || {}).fanout + ")");
+    check(fan.length === 1 && fan[0].consumed === "—",
+          "the log row's consumer (the first instance) is not shown as this one's");
+    check(fan.length === 1 && fan[0].payload.includes(HOSTILE), "the hostile payload is text");
+    check((await page.$("img[src=x]")) === null, "no element from the signal's payload");
 
     // A POST without the CSRF token: 403 (from the page, so Origin is ours).
     const status = await page.evaluate(async (id) => {

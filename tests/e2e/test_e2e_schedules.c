@@ -1,8 +1,9 @@
 /*
  * test_e2e_schedules: schedules (CreateSchedule, GetSchedule,
  * ListSchedules, UpdateSchedule, DeleteSchedule, PauseSchedule,
- * UnpauseSchedule, TriggerSchedule, ListScheduleRuns) through the real
- * gRPC client, on the store WF_TEST_STORE names (memory and Postgres).
+ * UnpauseSchedule, TriggerSchedule, ListScheduleRuns) and the overlap
+ * policies through the real gRPC client, on the store WF_TEST_STORE names
+ * (memory and Postgres).
  *
  * The in-process server runs no background scheduler: schedules fire by
  * RunSchedulerPass (tenant-scoped, each test in a tenant of its own), on
@@ -18,6 +19,10 @@
 #define OUT_STARTED WORKFLOW__V1__SCHEDULE_RUN_OUTCOME__SCHEDULE_RUN_OUTCOME_STARTED
 #define OUT_SKIPPED WORKFLOW__V1__SCHEDULE_RUN_OUTCOME__SCHEDULE_RUN_OUTCOME_SKIPPED
 #define OUT_MISSED WORKFLOW__V1__SCHEDULE_RUN_OUTCOME__SCHEDULE_RUN_OUTCOME_MISSED
+#define OUT_BUFFERED WORKFLOW__V1__SCHEDULE_RUN_OUTCOME__SCHEDULE_RUN_OUTCOME_BUFFERED
+#define O_BUFFER_ONE WORKFLOW__V1__SCHEDULE_OVERLAP_POLICY__SCHEDULE_OVERLAP_POLICY_BUFFER_ONE
+#define O_CANCEL_OTHER WORKFLOW__V1__SCHEDULE_OVERLAP_POLICY__SCHEDULE_OVERLAP_POLICY_CANCEL_OTHER
+#define I_CANCELLED WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_CANCELLED
 #define S_ACTIVE WORKFLOW__V1__SCHEDULE_STATE__SCHEDULE_STATE_ACTIVE
 #define S_PAUSED WORKFLOW__V1__SCHEDULE_STATE__SCHEDULE_STATE_PAUSED
 #define O_ALLOW_ALL WORKFLOW__V1__SCHEDULE_OVERLAP_POLICY__SCHEDULE_OVERLAP_POLICY_ALLOW_ALL
@@ -331,6 +336,145 @@ WF_TEST(test_catch_up_after_outage)
     for (size_t i = 3; i < 6; i++)
         ck_assert_int_eq(r[i]->outcome, OUT_MISSED);
     ck_assert_int_eq(ts_us(r[5]->nominal_time), wf_test_utc_us("2026-03-27T12:01:00Z"));
+}
+END_TEST
+
+/* An every-minute schedule of "work" under overlap, created at the test
+ * clock's start (12:00). */
+static void
+create_minutely(const char *id, Workflow__V1__ScheduleOverlapPolicy overlap)
+{
+    Workflow__V1__CreateScheduleRequest req = WORKFLOW__V1__CREATE_SCHEDULE_REQUEST__INIT;
+    Workflow__V1__SchedulePolicy p = WORKFLOW__V1__SCHEDULE_POLICY__INIT;
+    p.overlap = overlap;
+    Workflow__V1__ScheduleSpec spec = WORKFLOW__V1__SCHEDULE_SPEC__INIT;
+    spec.interval = "every 1m";
+    req.id = (char *)id;
+    req.definition_key = "work";
+    req.spec = &spec;
+    req.policy = &p;
+    wf_client_status st;
+    Workflow__V1__CreateScheduleResponse *r =
+        call(me("ops"), "CreateSchedule", &req, &workflow__v1__create_schedule_response__descriptor,
+             &st);
+    ck_ok(st);
+    ck_assert_int_eq(r->schedule->policy->overlap, overlap);
+}
+
+/* The run of id at the UTC time text nominal. */
+static Workflow__V1__ScheduleRun *
+run_at(const char *id, const char *nominal)
+{
+    size_t n = 0;
+    Workflow__V1__ScheduleRun **r = runs_ok(id, &n);
+    for (size_t i = 0; i < n; i++)
+        if (ts_us(r[i]->nominal_time) == wf_test_utc_us(nominal))
+            return r[i];
+    ck_abort_msg("no run of %s at %s", id, nominal);
+    return NULL;
+}
+
+/* BUFFER_ONE: the fire while the first instance runs waits (BUFFERED),
+ * the next is SKIPPED; when a worker completes the first instance's job,
+ * the next pass starts the waiting fire, once however many passes see the
+ * end, with its own fire time and when it was buffered. */
+WF_TEST(test_overlap_buffer_one)
+{
+    deploy_work("work");
+    create_minutely("b", O_BUFFER_ONE);
+    set_clock(wf_test_utc_us("2026-03-27T12:01:00Z"));
+    ck_assert_int_eq(scheduler_pass()->schedule_runs, 1);
+    set_clock(wf_test_utc_us("2026-03-27T12:02:00Z"));
+    ck_assert_int_eq(scheduler_pass()->schedule_runs, 1);
+    set_clock(wf_test_utc_us("2026-03-27T12:03:00Z"));
+    ck_assert_int_eq(scheduler_pass()->schedule_runs, 1);
+    ck_assert_int_eq(run_at("b", "2026-03-27T12:02:00Z")->outcome, OUT_BUFFERED);
+    ck_assert_int_eq(run_at("b", "2026-03-27T12:03:00Z")->outcome, OUT_SKIPPED);
+    const char *first = run_at("b", "2026-03-27T12:01:00Z")->instance_id;
+
+    wf_client_status st;
+    Workflow__V1__ActivateJobsResponse *jobs = activate_c(me("w1"), u("work"), 5, 0, 2000, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(jobs->n_jobs, 1);
+    ck_assert_int_eq(complete_job_c(me("w1"), jobs->jobs[0]->key, NULL, &st), GRPC_STATUS_OK);
+    set_clock(wf_test_utc_us("2026-03-27T12:03:10Z"));
+    ck_assert_int_eq(scheduler_pass()->schedule_runs, 1);
+    ck_assert_int_eq(scheduler_pass()->schedule_runs, 0);
+    Workflow__V1__ScheduleRun *r = run_at("b", "2026-03-27T12:02:00Z");
+    ck_assert_int_eq(r->outcome, OUT_STARTED);
+    ck_assert_int_eq(ts_us(r->buffered_time), wf_test_utc_us("2026-03-27T12:02:00Z"));
+    ck_assert_int_eq(ts_us(r->actual_time), wf_test_utc_us("2026-03-27T12:03:10Z"));
+    ck_assert_str_ne(r->instance_id, first);
+    Workflow__V1__GetInstanceResponse *g = get_instance_as(me("ops"), r->instance_id);
+    ck_assert_int_eq(g->instance->status, I_RUNNING);
+    ck_assert_ptr_nonnull(strstr(g->instance->variables_json, "2026-03-27T12:02:00"));
+    ck_assert_ptr_null(run_at("b", "2026-03-27T12:01:00Z")->buffered_time);
+    size_t n = 0;
+    runs_ok("b", &n);
+    ck_assert_uint_eq(n, 3);
+}
+END_TEST
+
+/* CANCEL_OTHER: the fire while the first instance runs cancels it, with a
+ * reason naming the schedule and the fire time in its events, and starts
+ * its own; the run names the cancelled instance. */
+WF_TEST(test_overlap_cancel_other)
+{
+    deploy_work("work");
+    create_minutely("c", O_CANCEL_OTHER);
+    set_clock(wf_test_utc_us("2026-03-27T12:01:00Z"));
+    ck_assert_int_eq(scheduler_pass()->schedule_runs, 1);
+    const char *first = run_at("c", "2026-03-27T12:01:00Z")->instance_id;
+    set_clock(wf_test_utc_us("2026-03-27T12:02:00Z"));
+    ck_assert_int_eq(scheduler_pass()->schedule_runs, 1);
+    Workflow__V1__ScheduleRun *r = run_at("c", "2026-03-27T12:02:00Z");
+    ck_assert_int_eq(r->outcome, OUT_STARTED);
+    ck_assert_str_eq(r->cancelled_instance_id, first);
+    ck_assert_int_eq(get_instance_as(me("ops"), first)->instance->status, I_CANCELLED);
+    ck_assert_int_eq(get_instance_as(me("ops"), r->instance_id)->instance->status, I_RUNNING);
+    const wf_event_row *e = last_event(first, "INSTANCE_CANCELLED");
+    ck_assert_ptr_nonnull(e);
+    ck_assert_ptr_nonnull(
+        strstr(e->data_json, "schedule \\\"c\\\": the fire time 2026-03-27T12:02:00"));
+    ck_assert_str_eq(run_at("c", "2026-03-27T12:01:00Z")->cancelled_instance_id, "");
+}
+END_TEST
+
+/* ListInstances by schedule_id: the instances that schedule started, and
+ * none of another schedule's or started by hand; an id over 128 bytes is
+ * refused. */
+WF_TEST(test_list_instances_by_schedule)
+{
+    deploy_work("work");
+    create_minutely("x", O_ALLOW_ALL);
+    create_minutely("y", O_ALLOW_ALL);
+    wf_client_status st;
+    start_v(me("ops"), "work", 0, NULL, &st);
+    ck_ok(st);
+    set_clock(wf_test_utc_us("2026-03-27T12:02:00Z"));
+    ck_assert_int_eq(scheduler_pass()->schedule_runs, 4);
+    Workflow__V1__ListInstancesRequest req = WORKFLOW__V1__LIST_INSTANCES_REQUEST__INIT;
+    req.started_by = "*";
+    req.schedule_id = "x";
+    Workflow__V1__ListInstancesResponse *l = call(
+        me("ops"), "ListInstances", &req, &workflow__v1__list_instances_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(l->n_instances, 2);
+    const char *a = run_at("x", "2026-03-27T12:01:00Z")->instance_id;
+    const char *b = run_at("x", "2026-03-27T12:02:00Z")->instance_id;
+    for (size_t i = 0; i < l->n_instances; i++)
+        ck_assert(strcmp(l->instances[i]->id, a) == 0 || strcmp(l->instances[i]->id, b) == 0);
+    req.schedule_id = "none";
+    l = call(me("ops"), "ListInstances", &req, &workflow__v1__list_instances_response__descriptor,
+             &st);
+    ck_ok(st);
+    ck_assert_uint_eq(l->n_instances, 0);
+    char long_id[140];
+    memset(long_id, 'x', sizeof long_id - 1);
+    long_id[sizeof long_id - 1] = '\0';
+    req.schedule_id = long_id;
+    call(me("ops"), "ListInstances", &req, &workflow__v1__list_instances_response__descriptor, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
 }
 END_TEST
 

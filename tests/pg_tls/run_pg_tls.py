@@ -130,7 +130,10 @@ def enable_tls(admin, data_dir, ca_key, ca_crt, work):
 
 
 def role_url(port, query, host="127.0.0.1"):
-    return "postgresql://%s:%s@%s:%d/%s?%s" % (ROLE, PASSWORD, host, port, ROLE, query)
+    """The role's URL; its connect_timeout (which the server's pool honours)
+    stretches with the time scale, for a TLS handshake on a busy machine."""
+    return "postgresql://%s:%s@%s:%d/%s?%s&connect_timeout=%d" % (
+        ROLE, PASSWORD, host, port, ROLE, query, max(2, int(5 * SCALE)))
 
 
 def wait_tls(port, ca_crt):

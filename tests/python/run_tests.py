@@ -67,7 +67,12 @@ google.rpc.ErrorInfo{reason, domain "workflow.v1"} carried in the
   refusal MIGRATION_INVALID with google.rpc.BadRequest), the request_id
   replay, INSTANCE_MIGRATED, the next step of the new version; again on
   Postgres through two server processes (MigrateInstancePgTests), both
-  replicas migrating the same instance at once.
+  replicas migrating the same instance at once;
+* schedules (ScheduleTests): CreateSchedule with a BUFFER_ONE policy and
+  its next fire times, INVALID_CRON, TriggerSchedule with a request_id
+  replayed, the runs followed page by page with ListScheduleRuns, each
+  started instance carrying its schedule; again on Postgres
+  (SchedulePgTests).
 
 Every server is a workflowd process started here, on 127.0.0.1 and a free
 port (never 50051), with its stderr captured in the work directory; all of
@@ -2451,6 +2456,93 @@ class StepListPgTests(StepListTests):
         dsn = pg_dsn_or_skip("StepListTests")
         return start_server(cls, "steps-pg", DATABASE_URL=dsn)
 
+class ScheduleTests(WorkflowTestCase):
+    """Schedules as a generated client uses them: create one, trigger it,
+    and follow its runs page by page to the instances they started. Runs
+    on the memory store; SchedulePgTests runs it on Postgres."""
+
+    @classmethod
+    def start_schedule_server(cls):
+        return start_server(cls, "schedules-memory")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = cls.start_schedule_server()
+        cls.wf = cls.srv.workflow()
+
+    def ok(self, outcome):
+        self.assertEqual(outcome.code, SC.OK, "unexpected outcome %r" % outcome)
+        return outcome.response
+
+    def runs(self, schedule_id):
+        """Every run of the schedule, newest first, read two a page."""
+        out, token = [], ""
+        for _ in range(50):
+            page = self.ok(invoke(self.wf.ListScheduleRuns, wf_pb2.ListScheduleRunsRequest(
+                schedule_id=schedule_id, page_size=2, page_token=token), md()))
+            out.extend(page.runs)
+            token = page.next_page_token
+            if not token:
+                return out
+        self.fail("ListScheduleRuns did not end in 50 pages")
+
+    def test_create_trigger_and_follow_runs(self):
+        run = uuid.uuid4().hex[:8]
+        key = "py-sched-" + run
+        self.ok(invoke(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(
+            definition=wf_pb2.Definition(key=key, kind=wf_pb2.DEFINITION_KIND_STEPS, steps=[
+                wf_pb2.Step(id="work", job=wf_pb2.JobStep(job_type="py-sched-work-" + run))])),
+            md(actor="dev")))
+        sid = "py-nightly-" + run
+        policy = wf_pb2.SchedulePolicy(overlap=wf_pb2.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE)
+        created = self.ok(invoke(self.wf.CreateSchedule, wf_pb2.CreateScheduleRequest(
+            id=sid, definition_key=key, variables_json='{"region": "eu"}',
+            spec=wf_pb2.ScheduleSpec(cron="30 2 * * *", time_zone="Europe/Berlin"),
+            policy=policy, request_id="create-" + run), md(actor="ops"))).schedule
+        self.assertEqual(created.state, wf_pb2.SCHEDULE_STATE_ACTIVE)
+        self.assertEqual(created.policy.overlap, wf_pb2.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE)
+        self.assertEqual(len(created.upcoming), 10)
+        self.assertTrue(created.upcoming[0].local_time.endswith(("+01:00", "+02:00")))
+        self.assert_error(invoke(self.wf.CreateSchedule, wf_pb2.CreateScheduleRequest(
+            id="bad-" + sid, definition_key=key, spec=wf_pb2.ScheduleSpec(cron="61 * * * *")),
+            md(actor="ops")), SC.INVALID_ARGUMENT, "INVALID_CRON")
+
+        started = []
+        for i in range(3):
+            req = wf_pb2.TriggerScheduleRequest(id=sid, request_id="trigger-%d-%s" % (i, run))
+            first = self.ok(invoke(self.wf.TriggerSchedule, req, md(actor="ops"))).run
+            again = self.ok(invoke(self.wf.TriggerSchedule, req, md(actor="ops"))).run
+            self.assertEqual(first.outcome, wf_pb2.SCHEDULE_RUN_OUTCOME_STARTED)
+            self.assertTrue(first.manual)
+            self.assertEqual(again.instance_id, first.instance_id)  # replayed, not started twice
+            started.append(first.instance_id)
+
+        runs = self.runs(sid)
+        self.assertEqual([r.instance_id for r in runs], started[::-1])
+        for r in runs:
+            self.assertEqual(r.schedule_id, sid)
+            self.assertEqual(r.outcome, wf_pb2.SCHEDULE_RUN_OUTCOME_STARTED)
+            self.assertFalse(r.HasField("buffered_time"))
+            inst = self.ok(invoke(self.wf.GetInstance, wf_pb2.GetInstanceRequest(
+                instance_id=r.instance_id), md())).instance
+            self.assertEqual(inst.status, wf_pb2.INSTANCE_STATUS_RUNNING)
+            variables = json.loads(inst.variables_json)
+            self.assertEqual(variables["schedule"]["id"], sid)
+            self.assertEqual(variables["region"], "eu")
+        self.assert_error(invoke(self.wf.ListScheduleRuns, wf_pb2.ListScheduleRunsRequest(
+            schedule_id="nope-" + run), md()), SC.NOT_FOUND, "SCHEDULE_NOT_FOUND")
+
+
+class SchedulePgTests(ScheduleTests):
+    """ScheduleTests against a server on Postgres; skipped without
+    WF_TEST_PG_DSN."""
+
+    @classmethod
+    def start_schedule_server(cls):
+        dsn = pg_dsn_or_skip("ScheduleTests")
+        return start_server(cls, "schedules-pg", DATABASE_URL=dsn)
+
+
 class CorrelateOrStartTests(WorkflowTestCase):
     """SendSignal with start, as a webhook handler with a generated client
     writes it: one call per delivery, no check-then-start race in the
@@ -2594,6 +2686,97 @@ class CorrelateOrStartPgTests(CorrelateOrStartTests):
     def start_servers(cls):
         dsn = pg_dsn_or_skip("CorrelateOrStartTests")
         return [start_server(cls, "cos-pg-%d" % i, DATABASE_URL=dsn) for i in range(2)]
+
+
+class FanOutLogTests(WorkflowTestCase):
+    """ListSignals by instance as a generated client reads it after a signal
+    fanned out to an aggregate: each instance lists the signal once, with
+    its own delivery (Signal.delivery), which a scheduler pass runs."""
+
+    CROWD = 10  # more than the 8 a sender delivers itself
+
+    @classmethod
+    def start_servers(cls):
+        return [start_server(cls, "fanlog-memory")]
+
+    @classmethod
+    def setUpClass(cls):
+        cls.servers = cls.start_servers()
+        cls.wf = cls.servers[0].workflow()
+
+    def setUp(self):
+        self.run = uuid.uuid4().hex[:8]
+        self.key = "py-fanlog-" + self.run
+        d = wf_pb2.Definition(
+            key=self.key, kind=wf_pb2.DEFINITION_KIND_NET,
+            places=[wf_pb2.Place(id="s", kind=wf_pb2.PLACE_KIND_START),
+                    wf_pb2.Place(id="e", kind=wf_pb2.PLACE_KIND_END)],
+            transitions=[wf_pb2.Transition(id="go", trigger=wf_pb2.TRIGGER_MSG, signal_name="go",
+                                           correlation=wf_pb2.CORRELATION_AGGREGATE)],
+            arcs=[wf_pb2.Arc(source="s", target="go"), wf_pb2.Arc(source="go", target="e")])
+        out = invoke(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(definition=d),
+                     md(actor="dev"))
+        self.assertEqual(out.code, SC.OK, "deploy: %r" % out)
+
+    def wait_delivered(self, order):
+        """Passes until no delivery of the order's signal is pending (the
+        server's own scheduler may hold a claim on some: they are its)."""
+        until = time.monotonic() + 60 * TIME_SCALE
+        while time.monotonic() < until:
+            tick = invoke(self.wf.RunSchedulerPass, wf_pb2.RunSchedulerPassRequest(), md())
+            self.assertEqual(tick.code, SC.OK, "pass: %r" % tick)
+            out = invoke(self.wf.ListSignals, wf_pb2.ListSignalsRequest(
+                aggregate=wf_pb2.Aggregate(type="order", id=order)), md())
+            self.assertEqual(out.code, SC.OK)
+            if out.response.signals[0].deliveries_pending == 0:
+                return
+            time.sleep(0.1)
+        self.fail("the deliveries to %s did not end" % order)
+
+    def test_each_instance_lists_its_delivery(self):
+        order = "F-" + self.run
+        ids = []
+        for _ in range(self.CROWD):
+            out = invoke(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
+                definition_key=self.key, aggregate=wf_pb2.Aggregate(type="order", id=order)),
+                md(actor="shop"))
+            self.assertEqual(out.code, SC.OK, "start: %r" % out)
+            ids.append(out.response.instance.id)
+        sent = invoke(self.wf.SendSignal, wf_pb2.SendSignalRequest(
+            name="go", aggregate=wf_pb2.Aggregate(type="order", id=order)), md(actor="hook"))
+        self.assertEqual(sent.code, SC.OK, "send: %r" % sent)
+        self.assertEqual(sent.response.instance_count, self.CROWD)
+        self.assertTrue(sent.response.deliveries_pending)
+        by_agg = invoke(self.wf.ListSignals, wf_pb2.ListSignalsRequest(
+            aggregate=wf_pb2.Aggregate(type="order", id=order)), md())
+        self.assertEqual(by_agg.code, SC.OK)
+        log_id = by_agg.response.signals[0].id
+        self.wait_delivered(order)
+        for iid in (ids[0], ids[4], ids[-1]):
+            out = invoke(self.wf.ListSignals, wf_pb2.ListSignalsRequest(instance_id=iid), md())
+            self.assertEqual(out.code, SC.OK)
+            self.assertEqual([s.id for s in out.response.signals], [log_id])
+            s = out.response.signals[0]
+            self.assertTrue(s.HasField("delivery"))
+            self.assertEqual(s.delivery.state, wf_pb2.SIGNAL_DELIVERY_STATE_DELIVERED)
+            self.assertEqual(s.delivery.outcome, wf_pb2.SIGNAL_OUTCOME_CORRELATED)
+            self.assertEqual(s.delivery.signal_log_id, log_id)
+            self.assertTrue(s.delivery.HasField("delivered_at"))
+            self.assertEqual(s.deliveries_delivered, self.CROWD)
+        # Another tenant's caller lists nothing for these instances.
+        other = invoke(self.wf.ListSignals, wf_pb2.ListSignalsRequest(instance_id=ids[4]),
+                       md(tenant="other-" + self.run))
+        self.assertEqual(other.code, SC.OK)
+        self.assertEqual(len(other.response.signals), 0)
+
+
+class FanOutLogPgTests(FanOutLogTests):
+    """FanOutLogTests on Postgres; skipped without WF_TEST_PG_DSN."""
+
+    @classmethod
+    def start_servers(cls):
+        dsn = pg_dsn_or_skip("FanOutLogTests")
+        return [start_server(cls, "fanlog-pg", DATABASE_URL=dsn)]
 
 
 class SuspendResumeTests(WorkflowTestCase):

@@ -115,7 +115,7 @@ CLASSES = {
     "list_incidents_definition": (False, "fanout"),
     "list_definitions": (False, "global"),
     "list_signals_id": (False, "global"),
-    "list_signals_instance": (False, "global"),
+    "list_signals_instance": (False, "fanout"),
     "list_signals_aggregate": (False, "global"),
     "list_signals_all": (False, "global"),
     "find_subscriptions_instance": (False, "fanout"),
@@ -165,6 +165,9 @@ CLASSES = {
     "pending_deliveries": (False, "fanout"),
     "find_queued_signals": (False, "fanout"),
     "count_deliveries": (False, "fanout"),
+    # ... and their retention (0019), every tenant's or one's
+    "sweep_deliveries": (False, "fanout"),
+    "sweep_deliveries_tenant": (False, "fanout"),
 }
 # Run only on a path (a signal racing the wait for its aggregate) that the
 # workload may not take; checked when it does. consume_signal (by instance

@@ -201,6 +201,15 @@ fill(int phase, int rows)
         "%1$d * 1000000 + g, g FROM generate_series(1, %2$d) g",
         "INSERT INTO idempotency (tenant_id, method, request_id, created_at) SELECT 'default', "
         "'StartInstance', 'b%1$d-' || g, g FROM generate_series(1, %2$d) g",
+        /* Signals fanned out to the roots' aggregates, each delivered to
+         * one root (the log of ListSignals by instance). */
+        "INSERT INTO signals (tenant_id, id, name, aggregate_type, aggregate_id, payload_json, "
+        "outcome, received_at) SELECT 'default', 'bs%1$d-' || g, 'payment', 'order', "
+        "'x' || g %% 5000, '{}', 1, g FROM generate_series(1, %2$d) g",
+        "INSERT INTO signal_deliveries (tenant_id, signal_log_id, instance_id, root_id, "
+        "aggregate_type, aggregate_id, seq, state, created_at, done_at, received_at) SELECT "
+        "'default', 'bs%1$d-' || g, 'b%1$d-' || (g %% 5000 + 1), 'b%1$d-' || (g %% 5000 + 1), "
+        "'order', 'x' || g %% 5000, 1, 1, g, g, g FROM generate_series(1, %2$d) g",
     };
     for (size_t i = 0; i < sizeof tmpl / sizeof tmpl[0]; i++) {
         char sql[1024];
@@ -217,8 +226,9 @@ idem(const char *method)
     return kit_request(arena, method);
 }
 
-/* One of each hot call: a job's life (start, activate, complete) and a
- * signal by aggregate to a waiting instance. */
+/* One of each hot call: a job's life (start, activate, complete), a
+ * signal by aggregate to a waiting instance, and the signal log of an
+ * instance of the backlog that fan-outs were delivered to. */
 static void
 round_of_calls(void)
 {
@@ -256,6 +266,13 @@ round_of_calls(void)
     rc = wf_runtime_send_signal(&c, &s, &i, &out, &err);
     ck_assert_msg(rc == WF_OK, "send: %s %s", wf_code_reason(rc), err.msg);
     ck_assert_int_eq(out.outcome, WF_SIGNAL_CORRELATED);
+
+    wf_runtime_list_signals_in q = {.instance_id = "b2-7"};
+    wf_signal_row *rows;
+    size_t nrows;
+    char *next;
+    rc = wf_runtime_list_signals(&c, &q, &rows, &nrows, &next, &err);
+    ck_assert_msg(rc == WF_OK, "list signals: %s %s", wf_code_reason(rc), err.msg);
 }
 
 /* Calls until the store has analysed every table fill() grew, since it

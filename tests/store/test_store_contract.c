@@ -1777,6 +1777,69 @@ WF_CASE_TEST("contract", test_schedule_runs_unique_and_listed)
 }
 END_TEST
 
+/* Settles the run r (its BUFFERED row) in a unit of work of its own. */
+static wf_code
+settle_run(const wf_store_ctx *c, const wf_schedule_run_row *r, wf_error *err)
+{
+    wf_tx *tx = NULL;
+    wf_code rc = wf_store_begin(st, c, &tx, err);
+    if (rc == WF_OK)
+        rc = wf_tx_settle_schedule_run(tx, r, err);
+    if (rc == WF_OK)
+        return wf_tx_commit(tx, err);
+    wf_tx_rollback(tx);
+    return rc;
+}
+
+/* A BUFFERED run is settled once: the first settle writes the run (the
+ * new columns read back), a second one, or one of a fire time with no
+ * BUFFERED run, is CONFLICT and changes nothing. */
+WF_CASE_TEST("contract", test_schedule_run_settled_once)
+{
+    wf_schedule_row s = mk_schedule("s1", T0);
+    put_schedule(&ctx, &s);
+    wf_schedule_run_row r = {.schedule_id = S("s1"),
+                             .nominal_at = T0,
+                             .actual_at = T0 + 5,
+                             .outcome = WF_RUN_BUFFERED,
+                             .buffered_at = T0 + 5};
+    wf_error err = {0};
+    wf_tx *tx = NULL;
+    ck_assert_int_eq(wf_store_begin(st, &ctx, &tx, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_put_schedule_run(tx, &r, &err), WF_OK);
+    ck_assert_int_eq(wf_tx_commit(tx, &err), WF_OK);
+
+    wf_schedule_run_row started = r;
+    started.outcome = WF_RUN_STARTED;
+    started.actual_at = T0 + 900;
+    started.instance_id = S("i-2");
+    started.cancelled_instance_id = S("i-1");
+    ck_assert_int_eq(settle_run(&ctx, &started, &err), WF_OK);
+    wf_schedule_run_row again = started;
+    again.instance_id = S("i-3");
+    ck_assert_int_eq(settle_run(&ctx, &again, &err), WF_E_CONFLICT);
+    wf_schedule_run_row none = started;
+    none.nominal_at = T0 + 1000;
+    ck_assert_int_eq(settle_run(&ctx, &none, &err), WF_E_CONFLICT);
+
+    wf_schedule_run_row *rows;
+    size_t n;
+    char *next = NULL;
+    ck_assert_int_eq(wf_store_list_schedule_runs(st, &ctx, "s1", 10, NULL, &rows, &n, &next, &err),
+                     WF_OK);
+    ck_assert_uint_eq(n, 1);
+    started.tenant = S("t1");
+    ASSERT_ROW_EQ(wf_store__schedule_run_desc, &started, &rows[0]);
+
+    wf_schedule_row got;
+    ck_assert_int_eq(wf_store_get_schedule(st, &ctx, "s1", &got, &err), WF_OK);
+    got.buffered_at = T0;
+    ck_assert_int_eq(wf_store_update_schedule(st, &ctx, &got, &err), WF_OK);
+    ck_assert_int_eq(wf_store_get_schedule(st, &ctx, "s1", &got, &err), WF_OK);
+    ck_assert_int_eq(got.buffered_at, T0);
+}
+END_TEST
+
 /* ---- batch operations --------------------------------------------------- */
 
 static wf_batch_row

@@ -36,9 +36,9 @@
 #include "test_pg.h"
 
 /* Tables that grow with the work in flight or with history. */
-static const char *const backlog[] = {"instances", "tasks",      "tokens",  "work_items",
-                                      "jobs",      "timers",     "signals", "subscriptions",
-                                      "events",    "idempotency"};
+static const char *const backlog[] = {
+    "instances",     "tasks",  "tokens",      "work_items",       "jobs", "timers", "signals",
+    "subscriptions", "events", "idempotency", "signal_deliveries"};
 
 /*
  * Statements allowed to do what the guard otherwise refuses, and why.
@@ -84,6 +84,12 @@ static const exemption exempt[] = {
      * signal, sorted into the order they began (the target set), never
      * the backlog. */
     {"fanout_targets", true, false, "sorts the waits of one aggregate"},
+    /* The schedulers' claim of pending deliveries (signal_deliveries_claim,
+     * a partial index of the pending rows): before the table's first
+     * statistics the planner may sort the pending rows whose claim ran out
+     * rather than walk the index in order. It reads the queue of pending
+     * deliveries, never the log of those that ran. */
+    {"claim_deliveries", true, false, "sorts the pending deliveries"},
     /* The schedulers' QUEUED signals (a partial index of outcome 6): may
      * sort those, never the delivery log. */
     {"find_queued_signals", true, false, "sorts the QUEUED signals"},
@@ -217,6 +223,12 @@ static const char *const fill_seen[] = {
                                                                                "80000) g",
     "INSERT INTO idempotency (tenant_id, method, request_id, created_at) SELECT " TENANT(
         "g") ", 'M' || g % 10, 'r' || g, g FROM generate_series(1, 40000) g",
+    /* A delivery of signal g to instance g: pending, delivered, skipped. */
+    "INSERT INTO signal_deliveries (tenant_id, signal_log_id, instance_id, root_id, "
+    "aggregate_type, aggregate_id, seq, state, created_at, done_at, received_at) SELECT " TENANT(
+        "g") ", 's' || g, " INST("g") ", " ROOT("g") ", 'order', 'a' || g % 5000, 1, g % 3, g, "
+                                                     "CASE WHEN g % 3 = 0 THEN 0 ELSE g END, g "
+                                                     "FROM generate_series(1, 40000) g",
 };
 
 /* After the ANALYZE: values it never saw, each with a backlog of its own,
@@ -245,6 +257,10 @@ static const char *const fill_unseen[] = {
     "'if1', 'if1', 'T1', 100000 + g, g FROM generate_series(1, 25000) g",
     "INSERT INTO timers (tenant_id, id, root_id, instance_id, due_at, created_at) SELECT 't0', "
     "'mf' || g, 'if1', 'if1', g, g FROM generate_series(1, 25000) g",
+    "INSERT INTO signal_deliveries (tenant_id, signal_log_id, instance_id, root_id, "
+    "aggregate_type, aggregate_id, seq, state, created_at, done_at, received_at) SELECT 't0', "
+    "'sf' || g, 'i2', 'i1', 'big', 'b' || g % 10, g, g % 3, g, CASE WHEN g % 3 = 0 THEN 0 ELSE g "
+    "END, g FROM generate_series(1, 25000) g",
 };
 
 /* ---- the plans ---------------------------------------------------------------- */

@@ -443,7 +443,9 @@ as_groups(const char *tenant, const char *actor, const char *groups)
                            .tenant = tenant,
                            .actor = actor,
                            .actor_groups = groups,
-                           .timeout_ms = 15000,
+                           /* stretched like the suites' bounds: a long poll
+                            * the test sizes by the time scale fits in it */
+                           .timeout_ms = 15000 * wf_test_time_scale(),
                            .wait_for_ready = 1};
     wf_client *c = wf_client_new(&o);
     ck_assert_ptr_nonnull(c);
@@ -556,7 +558,7 @@ fail_job(const char *key, const char *msg, int retryable, int64_t backoff_ms, wf
 static wf_event_row *
 read_events(const char *root, wf_arena *a, size_t *n)
 {
-    wf_store_ctx sc = {"default", 0, a};
+    wf_store_ctx sc = {test_tenant != NULL ? test_tenant : "default", 0, a};
     wf_event_filter f = {.instance_id = root};
     wf_event_row *ev = NULL;
     wf_error err;

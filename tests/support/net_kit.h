@@ -173,7 +173,8 @@ int fail_job(const char *key, const char *msg, int retryable, int64_t backoff_ms
              wf_client_status *st);
 
 /* root's tree events in order (at most 1000), read from the server's
- * store into ta; *n their number. */
+ * store into ta (in setup_tenant's tenant, else "default"); *n their
+ * number. */
 wf_event_row *events_of(const char *root, size_t *n);
 
 /* The last event of type in root's tree; NULL when none. */

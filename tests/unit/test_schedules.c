@@ -4,7 +4,9 @@
  * update, pause, unpause, delete and trigger with their refusals; the
  * scheduler's passes firing each fire time once (also when a pass is run
  * again after a replica died before writing its progress), through a DST
- * change, under the SKIP and ALLOW_ALL overlap policies, after an outage
+ * change, under the SKIP, ALLOW_ALL, BUFFER_ONE and CANCEL_OTHER overlap
+ * policies (the waiting fire started once when a replica's pass is run
+ * again), after an outage
  * (the catch-up window), and pausing after failed starts.
  */
 #include <stdio.h>
@@ -158,8 +160,8 @@ WF_TEST(test_create_get_list_and_refusals)
     bad = cron_in("", "@daily", NULL);
     ck_assert_int_eq(create_rc(&bad, &err), WF_E_INVALID_ARGUMENT);
     bad = cron_in("b4", "@daily", NULL);
-    bad.overlap = WF_OVERLAP_BUFFER_ONE;
-    ck_assert_int_eq(create_rc(&bad, &err), WF_E_UNIMPLEMENTED);
+    bad.overlap = WF_OVERLAP_CANCEL_OTHER + 1;
+    ck_assert_int_eq(create_rc(&bad, &err), WF_E_INVALID_SCHEDULE);
     bad = cron_in("b5", "@daily", NULL);
     bad.variables_json = "[1]";
     ck_assert_int_eq(create_rc(&bad, &err), WF_E_INVALID_JSON);
@@ -291,6 +293,126 @@ WF_TEST(test_overlap_skip)
     pass_at(wf_test_utc_us("2026-01-01T00:03:00Z"));
     ck_assert_str_eq(runs("s"), "2026-01-01T00:01:00Z STARTED\n"
                                 "2026-01-01T00:02:00Z SKIPPED\n"
+                                "2026-01-01T00:03:00Z STARTED");
+}
+END_TEST
+
+static void
+cancel_last(const char *schedule_id)
+{
+    wf_runtime_ctx c = kit_ctx("ops");
+    wf_instance_row out;
+    wf_error err;
+    ck_code(wf_instances_cancel(&c, row_of(schedule_id).last_instance_id, "done", false, NULL, &out,
+                                &err),
+            WF_OK, err);
+}
+
+/* The run of id at the UTC time text nominal. */
+static wf_schedule_run_row
+run_at(const char *id, const char *nominal)
+{
+    wf_runtime_ctx c = kit_ctx("ops");
+    wf_schedule_run_row *rows = NULL;
+    size_t n = 0;
+    char *next = NULL;
+    wf_error err;
+    ck_code(wf_schedules_runs(&c.ref, id, 500, NULL, &rows, &n, &next, &err), WF_OK, err);
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].nominal_at == wf_test_utc_us(nominal))
+            return rows[i];
+    ck_abort_msg("no run of %s at %s", id, nominal);
+    return rows[0];
+}
+
+/* BUFFER_ONE: a fire while the last instance runs waits (BUFFERED), a
+ * second one is SKIPPED; once the instance has ended the next pass starts
+ * the waiting one, which carries its own fire time. Run again as if the
+ * replica had died before writing its progress (the schedule still
+ * naming the waiting fire and the ended instance), the pass starts
+ * nothing more. */
+WF_TEST(test_overlap_buffer_one)
+{
+    deploy_work();
+    wf_schedule_in in = cron_in("b", "* * * * *", NULL);
+    in.overlap = WF_OVERLAP_BUFFER_ONE;
+    create(&in, wf_test_utc_us("2026-01-01T00:00:00Z"));
+    pass_at(wf_test_utc_us("2026-01-01T00:01:00Z"));
+    const char *first = row_of("b").last_instance_id;
+    ck_assert_uint_eq(pass_at(wf_test_utc_us("2026-01-01T00:02:00Z")).buffered, 1);
+    ck_assert_int_eq(row_of("b").buffered_at, wf_test_utc_us("2026-01-01T00:02:00Z"));
+    ck_assert_uint_eq(pass_at(wf_test_utc_us("2026-01-01T00:03:00Z")).skipped, 1);
+    /* Looked at again within a second while it waits; still running. */
+    ck_assert_int_eq(row_of("b").due_at, wf_test_utc_us("2026-01-01T00:03:01Z"));
+    wf_schedule_pass_counts c = pass_at(wf_test_utc_us("2026-01-01T00:03:10Z"));
+    ck_assert_uint_eq(c.schedules, 1);
+    ck_assert_uint_eq(c.started, 0);
+    ck_assert_str_eq(runs("b"), "2026-01-01T00:01:00Z STARTED\n"
+                                "2026-01-01T00:02:00Z BUFFERED\n"
+                                "2026-01-01T00:03:00Z SKIPPED");
+
+    cancel_last("b");
+    wf_schedule_row before = row_of("b");
+    c = pass_at(wf_test_utc_us("2026-01-01T00:03:20Z"));
+    ck_assert_uint_eq(c.started, 1);
+    wf_schedule_run_row r = run_at("b", "2026-01-01T00:02:00Z");
+    ck_assert_int_eq(r.outcome, WF_RUN_STARTED);
+    ck_assert_int_eq(r.buffered_at, wf_test_utc_us("2026-01-01T00:02:00Z"));
+    ck_assert_int_eq(r.actual_at, wf_test_utc_us("2026-01-01T00:03:20Z"));
+    ck_assert_str_ne(r.instance_id, first);
+    wf_instance_row inst = kit_instance(r.instance_id);
+    ck_assert_ptr_nonnull(strstr(inst.variables_json, "2026-01-01T00:02:00"));
+    wf_schedule_row after = row_of("b");
+    ck_assert_int_eq(after.buffered_at, 0);
+    ck_assert_str_eq(after.last_instance_id, r.instance_id);
+    ck_assert_int_eq(after.due_at, wf_test_utc_us("2026-01-01T00:04:00Z"));
+
+    /* The replica died after the start committed, before the progress. */
+    wf_store_ctx sc = {"default", 0, arena};
+    wf_error err;
+    after.buffered_at = before.buffered_at;
+    after.last_instance_id = before.last_instance_id;
+    after.due_at = before.due_at;
+    ck_code(wf_store_update_schedule(st, &sc, &after, &err), WF_OK, err);
+    c = pass_at(wf_test_utc_us("2026-01-01T00:03:30Z"));
+    ck_assert_uint_eq(c.started, 0);
+    ck_assert_uint_eq(c.already, 1);
+    ck_assert_str_eq(run_at("b", "2026-01-01T00:02:00Z").instance_id, r.instance_id);
+    ck_assert_str_eq(row_of("b").last_instance_id, r.instance_id);
+    ck_assert_int_eq(row_of("b").buffered_at, 0);
+    /* The started one runs: the next fire waits again. */
+    ck_assert_uint_eq(pass_at(wf_test_utc_us("2026-01-01T00:04:00Z")).buffered, 1);
+}
+END_TEST
+
+/* CANCEL_OTHER: a fire while the last instance runs cancels it, with a
+ * reason naming the schedule and the fire time in its events, and starts
+ * its own; the run names the cancelled instance. With nothing running
+ * nothing is cancelled. */
+WF_TEST(test_overlap_cancel_other)
+{
+    deploy_work();
+    wf_schedule_in in = cron_in("c", "* * * * *", NULL);
+    in.overlap = WF_OVERLAP_CANCEL_OTHER;
+    create(&in, wf_test_utc_us("2026-01-01T00:00:00Z"));
+    pass_at(wf_test_utc_us("2026-01-01T00:01:00Z"));
+    const char *first = row_of("c").last_instance_id;
+    wf_schedule_pass_counts c = pass_at(wf_test_utc_us("2026-01-01T00:02:00Z"));
+    ck_assert_uint_eq(c.started, 1);
+    ck_assert_int_eq(kit_instance(first).status, WF_INSTANCE_CANCELLED);
+    const char *data = kit_event_data(first, "INSTANCE_CANCELLED");
+    ck_assert_ptr_nonnull(data);
+    ck_assert_ptr_nonnull(strstr(data, "schedule \\\"c\\\": the fire time 2026-01-01T00:02:00"));
+    wf_schedule_run_row r = run_at("c", "2026-01-01T00:02:00Z");
+    ck_assert_int_eq(r.outcome, WF_RUN_STARTED);
+    ck_assert_str_eq(r.cancelled_instance_id, first);
+    ck_assert_int_eq(kit_instance(r.instance_id).status, WF_INSTANCE_RUNNING);
+
+    cancel_last("c");
+    pass_at(wf_test_utc_us("2026-01-01T00:03:00Z"));
+    ck_assert_ptr_null(run_at("c", "2026-01-01T00:03:00Z").cancelled_instance_id);
+    ck_assert_str_eq(runs("c"), "2026-01-01T00:01:00Z STARTED\n"
+                                "2026-01-01T00:02:00Z STARTED\n"
                                 "2026-01-01T00:03:00Z STARTED");
 }
 END_TEST

@@ -516,6 +516,8 @@ class CommandTests(ServerTests):
         self.assertIn(sid, self.run_ok("schedule", "list"))
         run = json.loads(self.run_ok("--json", "schedule", "trigger", sid, actor="dev"))["run"]
         self.assertEqual(run["outcome"], "STARTED")
+        self.assertIn(run["instance_id"], self.run_ok("processes", "--started-by", "*",
+                                                     "--schedule", sid))
         self.assertTrue(run["manual"])
         self.assertIn("STARTED (manual)", self.run_ok("schedule", "runs", sid))
         self.assertIn("PAUSED", self.run_ok("schedule", "pause", sid, "--reason", "holiday", actor="dev"))
@@ -523,6 +525,10 @@ class CommandTests(ServerTests):
         self.assertEqual(self.run_ok("schedule", "delete", sid, actor="dev").strip(), "ok")
         r = wfctl(self.srv, "schedule", "get", sid)
         self.assertIn("SCHEDULE_NOT_FOUND", r.stderr)
+        for flag, name in (("buffer-one", "BUFFER_ONE"), ("cancel-other", "CANCEL_OTHER")):
+            out = self.run_ok("schedule", "create", flag + "-" + sid, "--key", key, "--cron",
+                              "@daily", "--overlap", flag, actor="dev")
+            self.assertIn("overlap " + name, out)
 
     def test_job_priority_shown_and_changed(self):
         key = "prio-" + uuid.uuid4().hex[:6]

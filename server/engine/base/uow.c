@@ -28,6 +28,25 @@ wf_uow_idem_active(const wf_uow_idem *idem)
            idem->encode != NULL;
 }
 
+/* Records nothing but that the effect was applied. */
+static wf_code
+encode_nothing(const void *result, void *arg, wf_arena *arena, unsigned char **bytes, size_t *len,
+               wf_error *err)
+{
+    (void)result;
+    (void)arg;
+    *bytes = wf_arena_alloc(arena, 1);
+    *len = 0;
+    return *bytes != NULL ? WF_OK : wf_error_nomem(err);
+}
+
+wf_uow_idem
+wf_uow_idem_internal(const char *method, const char *request_id, const char *hash)
+{
+    return (wf_uow_idem){
+        .method = method, .request_id = request_id, .request_hash = hash, .encode = encode_nothing};
+}
+
 bool
 wf_uow_idem_replayed(const wf_uow_idem *idem)
 {

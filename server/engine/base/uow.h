@@ -128,6 +128,13 @@ wf_code wf_uow_idem_lookup(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *i
 wf_code wf_uow_idem_record(wf_store *st, const wf_store_ctx *ctx, wf_uow_idem *idem,
                            const void *result, wf_error *err);
 
+/* The idem of an effect the engine applies for itself, as the RPC method
+ * would under request_id (a batch operation's action on one instance, a
+ * schedule's cancel of the instance before): hash fingerprints the
+ * source, and the record keeps no answer (a replay says the effect was
+ * applied). The strings are borrowed. */
+wf_uow_idem wf_uow_idem_internal(const char *method, const char *request_id, const char *hash);
+
 /* True when idem asks for deduplication: a non-empty request id and an
  * encoder. */
 bool wf_uow_idem_active(const wf_uow_idem *idem);

@@ -24,6 +24,15 @@ wf_vars_dump(wf_arena *arena, const json_t *value)
     return copy;
 }
 
+char *
+wf_vars_quote(wf_arena *arena, const char *s)
+{
+    json_t *v = json_string(s);
+    char *out = v != NULL ? wf_vars_dump(arena, v) : NULL;
+    json_decref(v);
+    return out;
+}
+
 /* Deepest nesting accepted in variables: below the 256 levels libjq's parser
  * takes, so every expression can read what was accepted. */
 #define MAX_DEPTH 128

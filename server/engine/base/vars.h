@@ -48,4 +48,8 @@ wf_code wf_vars_pick(wf_arena *arena, const char *text, const char *const *names
 struct json_t;
 char *wf_vars_dump(wf_arena *arena, const struct json_t *value);
 
+/* The JSON text of the string s ("a\"b" for a"b), in arena; NULL when s
+ * is not UTF-8 or out of memory. */
+char *wf_vars_quote(wf_arena *arena, const char *s);
+
 #endif /* WF_VARS_H */

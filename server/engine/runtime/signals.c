@@ -560,7 +560,8 @@ fanout_body(wf_tx *tx, void *arg, wf_error *err)
         wf_tx_lock_correlation(tx, in->name, in->aggregate_type, in->aggregate_id, NULL, err);
     if (rc == WF_OK)
         rc = wf_tx_fanout_targets(tx, op->log_id, in->name, in->aggregate_type, in->aggregate_id,
-                                  INT64_MAX, "", op->received_at, WF_RUNTIME_FANOUT_PAGE, &fo, err);
+                                  INT64_MAX, "", op->received_at, op->received_at,
+                                  WF_RUNTIME_FANOUT_PAGE, &fo, err);
     if (rc != WF_OK)
         return rc;
     if (fo.count == 0 && !fo.queued)

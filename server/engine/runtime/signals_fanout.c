@@ -298,7 +298,7 @@ resolve_body(wf_tx *tx, void *arg, wf_error *err)
         return rc; /* resolved by another replica */
     int64_t now = wf_now_us();
     rc = wf_tx_fanout_targets(tx, s->id, s->name, s->aggregate_type, s->aggregate_id,
-                              s->received_at, s->id, now, 1, &fo, err);
+                              s->received_at, s->id, s->received_at, now, 1, &fo, err);
     if (rc != WF_OK || fo.queued)
         return rc;
     x->resolved = true;

@@ -54,8 +54,10 @@ target(mem_store *m, const void *row, const void *arg)
 wf_code
 wf_store_mem__fanout_targets(wf_tx *t, const char *log_id, const char *name, const char *agg_type,
                              const char *agg_id, int64_t before_at, const char *before_id,
-                             int64_t now, size_t page, wf_fanout_out *out, wf_error *err)
+                             int64_t received_at, int64_t now, size_t page, wf_fanout_out *out,
+                             wf_error *err)
 {
+    (void)received_at; /* the memory store orders by the signal's row */
     mem_store *m = (mem_store *)t->st;
     mem_tx *tx = (mem_tx *)t;
     const char *tenant = t->ctx.tenant;

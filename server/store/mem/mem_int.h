@@ -249,6 +249,7 @@ wf_code wf_store_mem__claim_schedules(wf_store *st, const wf_store_ctx *ctx, con
                                       int64_t now, int64_t lease_ms, size_t limit,
                                       wf_schedule_row **rows, size_t *n, wf_error *err);
 wf_code wf_store_mem__put_schedule_run(wf_tx *t, const wf_schedule_run_row *in, wf_error *err);
+wf_code wf_store_mem__settle_schedule_run(wf_tx *t, const wf_schedule_run_row *in, wf_error *err);
 wf_code wf_store_mem__list_schedule_runs(wf_store *st, const wf_store_ctx *ctx,
                                          const char *schedule_id, size_t limit, bool has,
                                          int64_t c_num, wf_schedule_run_row **rows, size_t *n,
@@ -260,8 +261,8 @@ bool wf_store_mem__aggregate_pending(mem_store *m, const char *tenant, const cha
                                      const char *agg_id, int64_t before_at, const char *before_id);
 wf_code wf_store_mem__fanout_targets(wf_tx *t, const char *log_id, const char *name,
                                      const char *agg_type, const char *agg_id, int64_t before_at,
-                                     const char *before_id, int64_t now, size_t page,
-                                     wf_fanout_out *out, wf_error *err);
+                                     const char *before_id, int64_t received_at, int64_t now,
+                                     size_t page, wf_fanout_out *out, wf_error *err);
 wf_code wf_store_mem__take_delivery(wf_tx *t, const char *log_id, const char *root_id,
                                     const char *instance_id, wf_delivery_state state, int64_t now,
                                     bool *taken, wf_error *err);

@@ -363,12 +363,12 @@ typedef struct signal_q {
 static bool
 signal_listed(mem_store *m, const void *row, const void *arg)
 {
-    (void)m;
     const wf_signal_row *s = row;
     const signal_q *q = arg;
     const wf_signal_filter *f = q->f;
     if ((f->instance_id != NULL && !wf_store_mem__eq(s->instance_id, f->instance_id) &&
-         !wf_store_mem__eq(s->consumed_by_instance, f->instance_id)) ||
+         !wf_store_mem__eq(s->consumed_by_instance, f->instance_id) &&
+         wf_store_mem__mt_get(&m->deliveries, s->tenant, s->id, f->instance_id) == NULL) ||
         (f->aggregate_type != NULL && !wf_store_mem__eq(s->aggregate_type, f->aggregate_type)) ||
         (f->aggregate_id != NULL && !wf_store_mem__eq(s->aggregate_id, f->aggregate_id)) ||
         (f->signal_id != NULL &&
@@ -376,6 +376,16 @@ signal_listed(mem_store *m, const void *row, const void *arg)
         (f->buffered_only && !s->buffered))
         return false;
     return wf_store_mem__after(&q->k, s->received_at, s->id);
+}
+
+/* An instance's log: its delivery of the fanned-out signal s, if any. */
+static void
+with_delivery(mem_store *m, wf_signal_row *s, const char *instance_id)
+{
+    const wf_delivery_row *d = wf_store_mem__mt_get(&m->deliveries, s->tenant, s->id, instance_id);
+    s->delivery = d != NULL;
+    s->delivery_state = d != NULL ? d->state : WF_DELIVERY_PENDING;
+    s->delivered_at = d != NULL ? d->done_at : 0;
 }
 
 wf_code
@@ -390,6 +400,8 @@ wf_store_mem__list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signa
         return rc;
     rc = wf_store_mem__select_rows(m, &m->signals, ctx->tenant, signal_listed, &q,
                                    wf_store_mem__cmp_signal, limit, ctx->arena, rows, n, err);
+    for (size_t i = 0; rc == WF_OK && f->instance_id != NULL && i < *n; i++)
+        with_delivery(m, &(*rows)[i], f->instance_id);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }

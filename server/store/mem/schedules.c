@@ -217,6 +217,21 @@ wf_store_mem__put_schedule_run(wf_tx *t, const wf_schedule_run_row *in, wf_error
     return wf_store_mem__tx_put((mem_tx *)t, &m->schedule_runs, in, in->schedule_id, nominal, err);
 }
 
+wf_code
+wf_store_mem__settle_schedule_run(wf_tx *t, const wf_schedule_run_row *in, wf_error *err)
+{
+    mem_store *m = (mem_store *)t->st;
+    char nominal[24];
+    nominal_key(nominal, sizeof nominal, in->nominal_at);
+    const wf_schedule_run_row *cur =
+        wf_store_mem__mt_get(&m->schedule_runs, t->ctx.tenant, in->schedule_id, nominal);
+    if (cur == NULL || cur->outcome != WF_RUN_BUFFERED)
+        return wf_error_set(err, WF_E_CONFLICT,
+                            "schedule \"%.128s\" has settled that buffered fire time",
+                            in->schedule_id);
+    return wf_store_mem__tx_put((mem_tx *)t, &m->schedule_runs, in, in->schedule_id, nominal, err);
+}
+
 typedef struct run_match {
     const char *schedule_id;
     bool has;

@@ -470,6 +470,7 @@ static const wf_store_ops mem_ops = {
     .list_schedules = wf_store_mem__list_schedules,
     .claim_schedules = wf_store_mem__claim_schedules,
     .put_schedule_run = wf_store_mem__put_schedule_run,
+    .settle_schedule_run = wf_store_mem__settle_schedule_run,
     .list_schedule_runs = wf_store_mem__list_schedule_runs,
     .fanout_targets = wf_store_mem__fanout_targets,
     .take_delivery = wf_store_mem__take_delivery,

@@ -261,6 +261,10 @@ sweep_match(mem_store *m, const void *row, const void *arg)
     const sweep_q *q = arg;
     if (q->kind == WF_SWEEP_IDEMPOTENCY)
         return ((const wf_idempotency_row *)row)->created_at <= q->before;
+    if (q->kind == WF_SWEEP_DELIVERIES) {
+        const wf_delivery_row *d = row;
+        return d->state != WF_DELIVERY_PENDING && d->done_at <= q->before;
+    }
     if (q->kind == WF_SWEEP_SIGNALS) {
         const wf_signal_row *s = row;
         return (s->outcome == WF_SIGNAL_BUFFERED || s->outcome == WF_SIGNAL_STARTED) &&
@@ -310,6 +314,8 @@ wf_store_mem__sweep(wf_store *st, const wf_store_ctx *ctx, wf_sweep_kind kind, i
         k = mt_remove_if(m, &m->signals, ctx->tenant, &q, limit);
     } else if (kind == WF_SWEEP_IDEMPOTENCY) {
         k = mt_remove_if(m, &m->idem, ctx->tenant, &q, limit);
+    } else if (kind == WF_SWEEP_DELIVERIES) {
+        k = mt_remove_if(m, &m->deliveries, ctx->tenant, &q, limit);
     } else {
         /* Events stay in sequence order; the gaps left behind are fine
          * for readers (they binary-search the start). */

@@ -15,7 +15,8 @@
 wf_code
 wf_store_pg__fanout_targets(wf_tx *t, const char *log_id, const char *name, const char *agg_type,
                             const char *agg_id, int64_t before_at, const char *before_id,
-                            int64_t now, size_t page, wf_fanout_out *out, wf_error *err)
+                            int64_t received_at, int64_t now, size_t page, wf_fanout_out *out,
+                            wf_error *err)
 {
     pg_tx *tx = (pg_tx *)t;
     params p = wf_store_pg__p_tenant(&t->ctx, name);
@@ -26,6 +27,7 @@ wf_store_pg__fanout_targets(wf_tx *t, const char *log_id, const char *name, cons
     wf_store_pg__p_i64(&p, (int64_t)page);
     wf_store_pg__p_i64(&p, before_at);
     wf_store_pg__p_str(&p, before_id);
+    wf_store_pg__p_i64(&p, received_at);
     if (p.oom)
         return wf_error_nomem(err);
     PGresult *res = NULL;

@@ -90,6 +90,8 @@ enum {
     S_SWEEP_IDEMPOTENCY_T,
     S_SWEEP_EVENTS,
     S_SWEEP_EVENTS_T,
+    S_SWEEP_DELIVERIES,
+    S_SWEEP_DELIVERIES_T,
     S_FIND_SUBS_INSTANCE,
     S_FIND_SUBS_AGGREGATE,
     S_READ_EVENTS_INSTANCE,
@@ -110,6 +112,7 @@ enum {
     S_CLAIM_SCHEDULES,
     S_CLAIM_SCHEDULES_T,
     S_PUT_SCHEDULE_RUN,
+    S_SETTLE_SCHEDULE_RUN,
     S_LIST_SCHEDULE_RUNS,
     S_FANOUT_TARGETS,
     S_TAKE_DELIVERY,
@@ -373,6 +376,7 @@ wf_code wf_store_pg__claim_schedules(wf_store *st, const wf_store_ctx *ctx, cons
                                      int64_t now, int64_t lease_ms, size_t limit,
                                      wf_schedule_row **rows, size_t *n, wf_error *err);
 wf_code wf_store_pg__put_schedule_run(wf_tx *t, const wf_schedule_run_row *in, wf_error *err);
+wf_code wf_store_pg__settle_schedule_run(wf_tx *t, const wf_schedule_run_row *in, wf_error *err);
 wf_code wf_store_pg__list_schedule_runs(wf_store *st, const wf_store_ctx *ctx,
                                         const char *schedule_id, size_t limit, bool has,
                                         int64_t c_num, wf_schedule_run_row **rows, size_t *n,
@@ -380,8 +384,8 @@ wf_code wf_store_pg__list_schedule_runs(wf_store *st, const wf_store_ctx *ctx,
 /* fanout.c: the fan-out of a signal sent to an aggregate */
 wf_code wf_store_pg__fanout_targets(wf_tx *t, const char *log_id, const char *name,
                                     const char *agg_type, const char *agg_id, int64_t before_at,
-                                    const char *before_id, int64_t now, size_t page,
-                                    wf_fanout_out *out, wf_error *err);
+                                    const char *before_id, int64_t received_at, int64_t now,
+                                    size_t page, wf_fanout_out *out, wf_error *err);
 wf_code wf_store_pg__take_delivery(wf_tx *t, const char *log_id, const char *root_id,
                                    const char *instance_id, wf_delivery_state state, int64_t now,
                                    bool *taken, wf_error *err);

@@ -86,7 +86,8 @@ struct wf_store_pg_pool {
     int waiting;
     int acquire_timeout_ms;
     int connect_timeout_ms;
-    int64_t down_until_ms; /* no connect attempts before this (back-off) */
+    int dsn_connect_timeout_s; /* connect_timeout of the DSN; 0 = not given */
+    int64_t down_until_ms;     /* no connect attempts before this (back-off) */
     int backoff_ms;
     /* Connection parameters for PQconnectStartParams. Ours come first so
      * that anything the DSN sets (expanded from dbname) wins. */
@@ -152,8 +153,11 @@ parse_hosts(wf_store_pg_pool *p)
             port = o->val;
         else if (strcmp(o->keyword, "options") == 0)
             dsn_options = o->val;
-        else
+        else {
+            if (strcmp(o->keyword, "connect_timeout") == 0)
+                p->dsn_connect_timeout_s = atoi(o->val);
             continue;
+        }
         need += strlen(o->val) + 1;
     }
     size_t n_opts = sizeof SESSION_OPTIONS + (dsn_options != NULL ? strlen(dsn_options) + 1 : 0);
@@ -222,8 +226,6 @@ wf_store_pg__pool_new(const wf_store_pg_config *cfg, wf_error *err)
         goto fail;
     p->size = cfg->pool_size > 0 ? cfg->pool_size : 8;
     p->acquire_timeout_ms = cfg->acquire_timeout_ms > 0 ? cfg->acquire_timeout_ms : 1000;
-    int cts = cfg->connect_timeout_s > 0 ? cfg->connect_timeout_s : 2;
-    p->connect_timeout_ms = cts * 1000;
     p->backoff_ms = BACKOFF_MIN_MS;
     p->conns = calloc((size_t)p->size, sizeof *p->conns);
     for (int i = 0; p->conns != NULL && i < p->size; i++) {
@@ -237,6 +239,11 @@ wf_store_pg__pool_new(const wf_store_pg_config *cfg, wf_error *err)
     p->dsn = strdup(cfg->dsn);
     if (p->conns == NULL || p->dsn == NULL || !parse_hosts(p))
         goto fail;
+    /* The setting, else the URL's own connect_timeout, else 2 s. */
+    int cts = cfg->connect_timeout_s > 0     ? cfg->connect_timeout_s
+              : p->dsn_connect_timeout_s > 0 ? p->dsn_connect_timeout_s
+                                             : 2;
+    p->connect_timeout_ms = cts * 1000;
     snprintf(p->connect_timeout, sizeof p->connect_timeout, "%d", cts);
     const char *k[KW_N] = {"connect_timeout",
                            "application_name",

@@ -317,7 +317,9 @@ wf_store_pg__list_signals(wf_store *st, const wf_store_ctx *ctx, const wf_signal
     wf_store_pg__p_bool(&p, f->buffered_only);
     p_after(&p, has, c_num, c_str);
     wf_store_pg__p_i64(&p, (int64_t)limit);
-    return wf_store_pg__query((pg_store *)st, ctx, id, &p, &wf_store__signal_desc, rows, n, err);
+    const wf_row_desc *d =
+        id == S_LIST_SIGNALS_INSTANCE ? &wf_store__signal_listed_desc : &wf_store__signal_desc;
+    return wf_store_pg__query((pg_store *)st, ctx, id, &p, d, rows, n, err);
 }
 
 wf_code
@@ -452,6 +454,7 @@ wf_store_pg__sweep(wf_store *st, const wf_store_ctx *ctx, wf_sweep_kind kind, in
 {
     int id = kind == WF_SWEEP_SIGNALS       ? S_SWEEP_SIGNALS
              : kind == WF_SWEEP_IDEMPOTENCY ? S_SWEEP_IDEMPOTENCY
+             : kind == WF_SWEEP_DELIVERIES  ? S_SWEEP_DELIVERIES
                                             : S_SWEEP_EVENTS;
     return batch_cmd((pg_store *)st, ctx, id, before, limit, n, err);
 }

@@ -139,6 +139,24 @@ wf_store_pg__put_schedule_run(wf_tx *t, const wf_schedule_run_row *in, wf_error 
 }
 
 wf_code
+wf_store_pg__settle_schedule_run(wf_tx *t, const wf_schedule_run_row *in, wf_error *err)
+{
+    pg_tx *tx = (pg_tx *)t;
+    params p = {.a = t->ctx.arena};
+    wf_store_pg__p_row(&p, &wf_store__schedule_run_desc, in, t->ctx.tenant, -1);
+    if (p.oom)
+        return wf_error_nomem(err);
+    long affected = 0;
+    wf_code rc =
+        wf_store_pg__run_cmd(tx->c, S_SETTLE_SCHEDULE_RUN, &p, t->ctx.deadline_ms, &affected, err);
+    if (rc == WF_OK && affected == 0)
+        return wf_error_set(err, WF_E_CONFLICT,
+                            "schedule \"%.128s\" has settled that buffered fire time",
+                            in->schedule_id);
+    return rc;
+}
+
+wf_code
 wf_store_pg__list_schedule_runs(wf_store *st, const wf_store_ctx *ctx, const char *schedule_id,
                                 size_t limit, bool has, int64_t c_num, wf_schedule_run_row **rows,
                                 size_t *n, wf_error *err)

@@ -53,9 +53,10 @@
     "id, tenant_id, definition_key, def_version, variables_json, aggregate_type, aggregate_id, "   \
     "spec_json, overlap, catchup_window_ms, pause_after_failures, state, pause_reason, note, "     \
     "next_fire_at, due_at, last_instance_id, failures, created_by, lease_owner, lease_until, "     \
-    "created_at, updated_at, version"
+    "created_at, updated_at, version, buffered_at"
 #define COLS_SCHEDULE_RUNS                                                                         \
-    "schedule_id, tenant_id, nominal_at, actual_at, outcome, manual, instance_id, detail"
+    "schedule_id, tenant_id, nominal_at, actual_at, outcome, manual, instance_id, detail, "        \
+    "buffered_at, cancelled_instance_id"
 #define COLS_DELIVERIES                                                                            \
     "d.tenant_id, d.signal_log_id, d.instance_id, d.root_id, d.aggregate_type, "                   \
     "d.aggregate_id, d.seq, d.state, d.created_at, d.done_at, d.claimed_until"
@@ -71,7 +72,8 @@ _Static_assert(S_COUNT_ <= WF_STORE_PG_MAX_STMTS, "prepared-statement bits (pg/p
 _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
                    S_SWEEP_SIGNALS_T == S_SWEEP_SIGNALS + 1 &&
                    S_SWEEP_IDEMPOTENCY_T == S_SWEEP_IDEMPOTENCY + 1 &&
-                   S_SWEEP_EVENTS_T == S_SWEEP_EVENTS + 1,
+                   S_SWEEP_EVENTS_T == S_SWEEP_EVENTS + 1 &&
+                   S_SWEEP_DELIVERIES_T == S_SWEEP_DELIVERIES + 1,
                "batch_cmd: the one-tenant shape follows the every-tenant one");
 
 /* Every statement of a unit of work names the root of the rows it
@@ -196,6 +198,25 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
     ALL(OPT("$3", "aggregate_type") " AND " OPT("$4", "aggregate_id") " AND " OPT(                 \
         "$5", "signal_id") " AND " SIGNALS_OPTS)                                                   \
     " " SIGNALS_AFTER " ORDER BY received_at, id LIMIT $9"
+/* list_signals_instance: the delivery of the fanned-out signal row t to
+ * the instance $2, by signal_deliveries_log (0019). A row that a release
+ * before 0019 wrote during a rollout has received_at 0. */
+#define DELIVERY_OF(t)                                                                             \
+    "SELECT 1 FROM signal_deliveries d WHERE d.tenant_id = $1 AND d.instance_id = $2 AND "         \
+    "d.received_at IN (0, " t ".received_at) AND d.signal_log_id = " t ".id"
+#define COLS_SIGNALS_S                                                                             \
+    "s.id, s.tenant_id, s.signal_id, s.name, s.instance_id, s.aggregate_type, s.aggregate_id, "    \
+    "s.payload_json, s.outcome, s.buffered, s.received_at, s.expires_at, s.consumed_at, "          \
+    "s.consumed_by_instance, s.transition_id, s.discarded"
+/* ... and every delivery to it, in the log's order from the same index,
+ * each joined to its signal row by key. */
+#define DELIVERIES_OF_INSTANCE                                                                     \
+    "SELECT " COLS_SIGNALS_S ", true, d.state, d.done_at FROM signal_deliveries d JOIN signals s " \
+    "ON s.tenant_id = d.tenant_id AND s.id = d.signal_log_id WHERE d.tenant_id = $1 AND "          \
+    "d.instance_id = $2 AND (d.received_at, d.signal_log_id) > ($7::bigint, $8::text) AND "        \
+    "NOT $6::boolean AND " ALL(                                                                    \
+        OPT("$3", "d.aggregate_type") " AND " OPT("$4", "d.aggregate_id") " AND " OPT(             \
+            "$5", "s.signal_id")) " ORDER BY d.received_at, d.signal_log_id LIMIT $9"
 /* consume_signal_*: the candidates (received_at, id), oldest first. */
 #define BUFFERED "tenant_id = $1 AND name = $2 AND buffered AND NOT discarded"
 #define CONSUME_SIGNAL(candidates)                                                                 \
@@ -634,10 +655,14 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
                            "signal"},
     [S_LIST_SIGNALS_INSTANCE] =
         {"list_signals_instance",
-         "SELECT " COLS_SIGNALS " FROM ((SELECT " COLS_SIGNALS " FROM signals WHERE tenant_id = $1 "
-         "AND instance_id = $2 AND " SIGNALS_REST ") UNION ALL (SELECT " COLS_SIGNALS " FROM "
-         "signals WHERE tenant_id = $1 AND consumed_by_instance = $2 AND instance_id IS DISTINCT "
-         "FROM $2 AND " SIGNALS_REST ")) x ORDER BY received_at, id LIMIT $9",
+         "SELECT " COLS_SIGNALS
+         ", delivery, delivery_state, delivered_at FROM ((SELECT " COLS_SIGNALS
+         ", false AS delivery, 0 AS delivery_state, 0::bigint AS delivered_at FROM signals WHERE "
+         "tenant_id = $1 AND instance_id = $2 AND " SIGNALS_REST ") UNION ALL (SELECT " COLS_SIGNALS
+         ", false, 0, 0::bigint FROM signals s WHERE tenant_id = $1 AND consumed_by_instance = $2 "
+         "AND instance_id IS DISTINCT FROM $2 AND NOT EXISTS (" DELIVERY_OF(
+             "s") ") AND " SIGNALS_REST ") UNION ALL (" DELIVERIES_OF_INSTANCE ")) x "
+                  "ORDER BY received_at, id LIMIT $9",
          "signal"},
     [S_LIST_SIGNALS_AGGREGATE] =
         {"list_signals_aggregate",
@@ -758,6 +783,15 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
     "DELETE FROM events WHERE ctid = ANY(ARRAY(SELECT tid FROM c))"
     [S_SWEEP_EVENTS] = {"sweep_events", SWEEP_EVENTS(""), "event"},
     [S_SWEEP_EVENTS_T] = {"sweep_events_tenant", SWEEP_EVENTS("tenant_id = $3 AND "), "event"},
+/* Fan-out deliveries that ran (delivered or skipped) before $1, by the
+ * partial indexes of 0019; pending ones are never swept. */
+#define SWEEP_DELIVERIES(tenant)                                                                   \
+    "DELETE FROM signal_deliveries WHERE ctid = ANY(ARRAY(SELECT ctid FROM signal_deliveries "     \
+    "WHERE " tenant "state <> 0 AND done_at <= $1 ORDER BY done_at LIMIT $2 FOR UPDATE SKIP "      \
+    "LOCKED))"
+    [S_SWEEP_DELIVERIES] = {"sweep_deliveries", SWEEP_DELIVERIES(""), "signal delivery"},
+    [S_SWEEP_DELIVERIES_T] = {"sweep_deliveries_tenant", SWEEP_DELIVERIES("tenant_id = $3 AND "),
+                              "signal delivery"},
     /* Waits for a signal sent to one instance, or to one aggregate. */
     [S_FIND_SUBS_INSTANCE] = {"find_subscriptions_instance",
                               "SELECT " COLS_SUBSCRIPTIONS " FROM subscriptions WHERE tenant_id = "
@@ -851,7 +885,7 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
     [S_PUT_SCHEDULE] = {"put_schedule",
                         "INSERT INTO schedules (" COLS_SCHEDULES ") VALUES ($1, $2, $3, $4, $5, "
                         "$6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
-                        "$21, $22, $23, 1)",
+                        "$21, $22, $23, 1, $24)",
                         "schedule"},
     [S_GET_SCHEDULE] = {"get_schedule",
                         "SELECT " COLS_SCHEDULES " FROM schedules WHERE tenant_id = $1 AND id = $2",
@@ -865,7 +899,8 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
          "overlap = $9, catchup_window_ms = $10, pause_after_failures = $11, state = $12, "
          "pause_reason = $13, note = $14, next_fire_at = $15, due_at = $16, "
          "last_instance_id = $17, failures = $18, created_by = $19, lease_owner = $20, "
-         "lease_until = $21, created_at = $22, updated_at = $23, version = $24 + 1 "
+         "lease_until = $21, created_at = $22, updated_at = $23, version = $24 + 1, "
+         "buffered_at = $25 "
          "WHERE tenant_id = $2 AND id = $1 AND version = $24 RETURNING 1) "
          "SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM schedules WHERE tenant_id = $2 "
          "AND id = $1)",
@@ -891,8 +926,17 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
                              "schedule"},
     [S_PUT_SCHEDULE_RUN] = {"put_schedule_run",
                             "INSERT INTO schedule_runs (" COLS_SCHEDULE_RUNS ") VALUES ($1, $2, "
-                            "$3, $4, $5, $6, $7, $8)",
+                            "$3, $4, $5, $6, $7, $8, $9, $10)",
                             "schedule run"},
+    /* Only a BUFFERED run (outcome 5) is settled: a second replica that
+     * saw the same instance end updates nothing. */
+    [S_SETTLE_SCHEDULE_RUN] =
+        {"settle_schedule_run",
+         "UPDATE schedule_runs SET actual_at = $4, outcome = $5, manual = $6, "
+         "instance_id = $7, detail = $8, buffered_at = $9, "
+         "cancelled_instance_id = $10 WHERE tenant_id = $2 AND "
+         "schedule_id = $1 AND nominal_at = $3 AND outcome = 5",
+         "schedule run"},
     [S_LIST_SCHEDULE_RUNS] = {"list_schedule_runs",
                               "SELECT " COLS_SCHEDULE_RUNS " FROM schedule_runs WHERE tenant_id = "
                               "$1 AND schedule_id = $2 AND nominal_at < $3 "
@@ -900,7 +944,8 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
                               "schedule run"},
     /* The fan-out of a signal sent to an aggregate (migrations/0016), under
      * its correlation lock: $1 tenant, $2 name, $3/$4 aggregate, $5 the
-     * signal's log id, $6 now, $7 page, ($8, $9) the QUEUED bound. Nothing
+     * signal's log id, $6 now, $7 page, ($8, $9) the QUEUED bound, $10 the
+     * signal's receipt (the order of each instance's log, 0019). Nothing
      * is written when deliveries or earlier signals are pending; else one
      * row per waiting RUNNING instance, seq in the order they began to
      * wait. Answers a summary row (k 0: pending, count) and the first page
@@ -926,8 +971,9 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
                                                   "(tenant_id, signal_log_id, instance_id, "
                                                   "root_id, "
                                                   "aggregate_type, aggregate_id, seq, state, "
-                                                  "created_at) SELECT $1, $5, instance_id, "
-                                                  "root_id, $3, $4, seq, 0, $6 FROM o RETURNING "
+                                                  "created_at, received_at) SELECT $1, $5, "
+                                                  "instance_id, root_id, $3, $4, seq, 0, $6, "
+                                                  "$10 FROM o RETURNING "
                                                   "instance_id, seq) "
                                                   "SELECT k, pending, n, instance_id FROM (SELECT "
                                                   "0 AS k, (SELECT pending FROM p) AS "

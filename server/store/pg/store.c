@@ -189,6 +189,7 @@ static const wf_store_ops pg_ops = {
     .list_schedules = wf_store_pg__list_schedules,
     .claim_schedules = wf_store_pg__claim_schedules,
     .put_schedule_run = wf_store_pg__put_schedule_run,
+    .settle_schedule_run = wf_store_pg__settle_schedule_run,
     .list_schedule_runs = wf_store_pg__list_schedule_runs,
     .fanout_targets = wf_store_pg__fanout_targets,
     .take_delivery = wf_store_pg__take_delivery,
