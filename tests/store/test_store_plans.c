@@ -111,7 +111,7 @@ static const required_index required[] = {
     /* The open incidents, from the partial indexes of FAILED rows. */
     {"list_incidents_all", "instances_incidents"},
     {"list_incidents_definition", "instances_incidents_definition"},
-    /* Activation by priority and age: the rank index (0018), whose order
+    /* Activation by priority and age: the rank index (0020), whose order
      * is the statement's, so that the LIMIT stops the scan. */
     {"activate_jobs", "jobs_activation_rank"},
 };

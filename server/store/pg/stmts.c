@@ -691,7 +691,7 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
      * the queue is large, as a hash join over every job (a generic plan
      * takes LIMIT $4 for a tenth of the queue). The order is the rank
      * (activatable_at less priority times the aging step, wf_store_job_rank),
-     * served by jobs_activation_rank (migrations/0018_job_priority.sql):
+     * served by jobs_activation_rank (migrations/0020_job_priority.sql):
      * rank <= now bounds the scan, since a rank is never above its
      * activatable_at; the rows it reads that are not activatable yet are
      * jobs in a retry backoff ending within 100 aging steps. */

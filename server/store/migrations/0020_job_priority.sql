@@ -1,4 +1,4 @@
--- 0018_job_priority: jobs have a priority, and activation takes them by
+-- 0020_job_priority: jobs have a priority, and activation takes them by
 -- an aged rank in one index scan.
 --
 -- priority: 0 to 100, higher first; 50 for every job that had none.
