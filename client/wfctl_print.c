@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "grpc/health/v1/health.pb-c.h"
+#include "wf_explain.h"
 #include "workflow/v1/workflow.pb-c.h"
 #include "wfctl.h"
 
@@ -969,36 +970,6 @@ print_done(const ProtobufCMessage *m)
     return WFCTL_OK;
 }
 
-/* What a running instance waits for, in one line. */
-static const char *
-waiting_for(const Workflow__V1__GetInstanceResponse *r)
-{
-    char b[256] = "";
-    size_t n = 0, pending = 0;
-#define ADD(...)                                                                                   \
-    (n += (size_t)snprintf(b + n, n < 256 ? 256 - n : 0, __VA_ARGS__), n = n < 256 ? n : 255)
-    for (size_t i = 0; i < r->n_tasks; i++)
-        if (r->tasks[i]->status == WORKFLOW__V1__TASK_STATUS__TASK_STATUS_OPEN ||
-            r->tasks[i]->status == WORKFLOW__V1__TASK_STATUS__TASK_STATUS_CLAIMED)
-            pending++;
-    if (pending > 0)
-        ADD("%zu task%s", pending, pending == 1 ? "" : "s");
-    for (size_t i = 0; i < r->n_jobs; i++)
-        ADD("%sjob %s", n ? ", " : "", r->jobs[i]->job_type);
-    for (size_t i = 0; i < r->n_timers; i++)
-        ADD("%stimer %s", n ? ", " : "", ts(r->timers[i]->due_at));
-    for (size_t i = 0; i < r->n_awaiting_signals; i++)
-        ADD("%ssignal %s", n ? ", " : "", r->awaiting_signals[i]->name);
-    size_t running = 0;
-    for (size_t i = 0; i < r->n_children; i++)
-        if (r->children[i]->status == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_RUNNING)
-            running++;
-    if (running > 0)
-        ADD("%s%zu running referral%s", n ? ", " : "", running, running == 1 ? "" : "s");
-#undef ADD
-    return fmt("%s", b);
-}
-
 /* GetInstance: where the instance is parked and why. */
 int
 print_show(const ProtobufCMessage *m)
@@ -1006,10 +977,10 @@ print_show(const ProtobufCMessage *m)
     const Workflow__V1__GetInstanceResponse *r = (const void *)m;
     if (r->instance != NULL) {
         instance_block(r->instance);
-        Workflow__V1__InstanceStatus st = r->instance->status;
-        if (st == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_RUNNING ||
-            st == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPENSATING)
-            kv("waiting for", "%s", waiting_for(r));
+        if (wf_explain_is_waiting(r->instance)) {
+            char b[256];
+            kv("waiting for", "%s", wf_explain_waiting(r, b, sizeof b));
+        }
     }
     if (r->n_current_steps > 0) {
         char b[512] = "";

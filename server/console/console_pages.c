@@ -9,8 +9,12 @@
 #include <time.h>
 
 #include "console_int.h"
+#include "wf_explain.h"
 
 #define PB(m) (&(m).base)
+
+/* Instances a batch preview lists. */
+#define PREVIEW_ROWS 20
 
 /* Place mappings one batch form may carry. */
 #define MAX_MAPPINGS 64
@@ -286,25 +290,61 @@ wf_console__definition(wf_console__ctx *x)
 
 /* ---- instances -------------------------------------------------------------- */
 
+/* "type id" of an aggregate; nothing when there is none. */
+static void
+aggregate_text(wf_console__ctx *x, const Workflow__V1__Aggregate *a)
+{
+    if (a == NULL || (a->type[0] == '\0' && a->id[0] == '\0'))
+        return;
+    E(a->type);
+    P(" ");
+    E(a->id);
+}
+
+/* The one line an empty section shows instead of a table. */
+static void
+empty_line(wf_console__ctx *x, const char *id, const char *text)
+{
+    P("<p class=\"empty\" id=\"");
+    E(id);
+    P("\">");
+    E(text);
+    P("</p>");
+}
+
+/* An instance's status, with a badge when it has an open incident (an
+ * incident is what makes an instance FAILED). */
+static void
+status_cell(wf_console__ctx *x, const Workflow__V1__Instance *in)
+{
+    P("<td class=\"status\">");
+    wf_console__enum(x->out, &workflow__v1__instance_status__descriptor, (int)in->status);
+    if (in->status == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_FAILED)
+        P(" <span class=\"badge incident\">incident</span>");
+    P("</td>");
+}
+
 static void
 instance_rows(wf_console__ctx *x, Workflow__V1__Instance *const *v, size_t n, const char *id)
 {
-    P("<table");
-    if (id != NULL) {
-        P(" id=\"");
-        E(id);
-        P("\"");
+    if (n == 0) {
+        empty_line(x, id, "No instance.");
+        return;
     }
-    P("><tr><th>Id</th><th>Definition</th><th>Status</th><th>Started by</th><th>Created</th>"
-      "<th>Ended</th></tr>\n");
+    P("<table id=\"");
+    E(id);
+    P("\"><tr><th>Id</th><th>Definition</th><th>Aggregate</th><th>Status</th><th>Started by</th>"
+      "<th>Created</th><th>Ended</th></tr>\n");
     for (size_t i = 0; i < n; i++) {
         P("<tr><td>");
         link_instance(x, v[i]->id);
         P("</td><td>");
         E(v[i]->definition_key);
-        fprintf(x->out, " v%d</td><td class=\"status\">", v[i]->definition_version);
-        wf_console__enum(x->out, &workflow__v1__instance_status__descriptor, (int)v[i]->status);
-        P("</td><td>");
+        fprintf(x->out, " v%d</td><td class=\"aggregate\">", v[i]->definition_version);
+        aggregate_text(x, v[i]->aggregate);
+        P("</td>");
+        status_cell(x, v[i]);
+        P("<td>");
         E(v[i]->started_by);
         P("</td><td>");
         wf_console__time(x->out, v[i]->created_at);
@@ -315,10 +355,33 @@ instance_rows(wf_console__ctx *x, Workflow__V1__Instance *const *v, size_t n, co
     P("</table>\n");
 }
 
+/* The search by id: the one instance of the tenant with that id (a root or
+ * a child), as a row of the list, or its refusal (INSTANCE_NOT_FOUND). */
+static void
+instance_by_id(wf_console__ctx *x, const char *id)
+{
+    Workflow__V1__GetInstanceRequest req = WORKFLOW__V1__GET_INSTANCE_REQUEST__INIT;
+    req.instance_id = (char *)id;
+    Workflow__V1__GetInstanceResponse *g = NULL;
+    if (!page_call(x, "GetInstance", PB(req), (ProtobufCMessage **)&g))
+        return;
+    Workflow__V1__Instance *one[1] = {g->instance};
+    instance_rows(x, one, 1, "instances");
+    P("<p><a href=\"/instances\">All instances</a></p>\n");
+    wf_console__page_end(x);
+}
+
 void
 wf_console__instances(wf_console__ctx *x)
 {
     wf_console__page_begin(x, "Instances");
+    P("<form method=\"get\" action=\"/instances\" class=\"filters search\">");
+    text_input(x, "Instance id", "id");
+    P("<button type=\"submit\" class=\"search-id\">Find</button></form>\n");
+    if (q(x, "id")[0] != '\0') {
+        instance_by_id(x, q(x, "id"));
+        return;
+    }
     P("<form method=\"get\" action=\"/instances\" class=\"filters\">");
     text_input(x, "Started by (* = anyone)", "started_by");
     enum_select(x, "State", "state", &workflow__v1__process_state__descriptor);
@@ -333,6 +396,11 @@ wf_console__instances(wf_console__ctx *x)
     text_input(x, "Ended after", "ended_after");
     text_input(x, "Ended before", "ended_before");
     text_input(x, "Page size", "page_size");
+    P("<label>Order <select name=\"order\"><option value=\"\">newest first</option>"
+      "<option value=\"oldest\"");
+    if (strcmp(q(x, "order"), "oldest") == 0)
+        P(" selected");
+    P(">oldest first</option></select></label> ");
     P("<button type=\"submit\">Filter</button></form>\n");
 
     Workflow__V1__ListInstancesRequest req = WORKFLOW__V1__LIST_INSTANCES_REQUEST__INIT;
@@ -360,17 +428,15 @@ wf_console__instances(wf_console__ctx *x)
     req.ended_before = parse_time(x, q(x, "ended_before"));
     req.page_size = atoi(q(x, "page_size"));
     req.page_token = (char *)q(x, "page_token");
+    req.newest_first = strcmp(q(x, "order"), "oldest") != 0;
     Workflow__V1__ListInstancesResponse *resp = NULL;
     if (!page_call(x, "ListInstances", PB(req), (ProtobufCMessage **)&resp))
         return;
     instance_rows(x, resp->instances, resp->n_instances, "instances");
-    static const char *const keep[] = {"started_by",     "state",
-                                       "status",         "definition_key",
-                                       "aggregate_type", "aggregate_id",
-                                       "var_path",       "var_value",
-                                       "created_after",  "created_before",
-                                       "ended_after",    "ended_before",
-                                       "page_size",      NULL};
+    static const char *const keep[] = {
+        "started_by",   "state",        "status",    "definition_key", "aggregate_type",
+        "aggregate_id", "var_path",     "var_value", "created_after",  "created_before",
+        "ended_after",  "ended_before", "page_size", "order",          NULL};
     next_page(x, resp->next_page_token, keep);
     wf_console__page_end(x);
 }
@@ -379,6 +445,10 @@ static void
 task_rows(wf_console__ctx *x, Workflow__V1__Task *const *v, size_t n, const char *back,
           bool actions)
 {
+    if (n == 0) {
+        empty_line(x, "tasks-none", "No task.");
+        return;
+    }
     P("<table class=\"tasks\"><tr><th>Title</th><th>Status</th><th>Assignee</th>"
       "<th>Claimed by</th><th>Instance</th><th>Created</th><th>Due</th>");
     if (actions)
@@ -549,7 +619,11 @@ signal_log(wf_console__ctx *x, const char *id)
     sreq.page_size = 100;
     Workflow__V1__ListSignalsResponse *s = NULL;
     P("<section data-live=\"signals\"><h2>Signal delivery log</h2>");
-    if (wf_console__call(x, "ListSignals", PB(sreq), (ProtobufCMessage **)&s, &err) == WF_OK) {
+    bool listed =
+        wf_console__call(x, "ListSignals", PB(sreq), (ProtobufCMessage **)&s, &err) == WF_OK;
+    if (listed && s->n_signals == 0) {
+        empty_line(x, "signals-none", "No signal was sent to this instance.");
+    } else if (listed) {
         P("<table id=\"signals\"><tr><th>Name</th><th>Outcome</th><th>Received</th>"
           "<th>Consumed</th><th>Transition</th><th>Delivery here</th><th>Fan-out</th>"
           "<th>Payload</th></tr>\n");
@@ -561,6 +635,164 @@ signal_log(wf_console__ctx *x, const char *id)
         x->status = 200;
     }
     P("</section>\n");
+}
+
+/* The top of an instance page: what it waits for (the explanation wfctl
+ * show prints), its current steps and, when failed, that it has an
+ * incident. */
+static void
+waiting_summary(wf_console__ctx *x, const Workflow__V1__GetInstanceResponse *g)
+{
+    char b[1024];
+    P("<p class=\"waiting\" id=\"waiting-for\"><b>Waiting for:</b> ");
+    if (g->instance->status == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_FAILED) {
+        P("<span class=\"badge incident\">incident</span> a person to retry it after the error "
+          "below");
+    } else if (g->instance->status == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_SUSPENDED) {
+        P("a person to resume it (suspended)");
+    } else if (!wf_explain_is_waiting(g->instance)) {
+        P("nothing: the instance is ");
+        wf_console__enum(x->out, &workflow__v1__instance_status__descriptor,
+                         (int)g->instance->status);
+    } else if (wf_explain_waiting(g, b, sizeof b)[0] != '\0') {
+        E(b);
+    } else {
+        P("nothing it could name (no open task, job, timer, signal or running referral)");
+    }
+    P("</p>");
+    if (g->n_current_steps > 0) {
+        P("<p id=\"current-steps\"><b>Current step");
+        P(g->n_current_steps == 1 ? ":</b> " : "s:</b> ");
+        for (size_t i = 0; i < g->n_current_steps; i++) {
+            P(i > 0 ? ", " : "");
+            E(g->current_steps[i]->name[0] ? g->current_steps[i]->name : g->current_steps[i]->id);
+        }
+        P("</p>");
+    }
+}
+
+/* The marking: tokens by place; one line when there is none (an AD_HOC
+ * instance, or one that has ended). */
+static void
+marking_section(wf_console__ctx *x, const Workflow__V1__GetInstanceResponse *g)
+{
+    P("<section data-live=\"marking\"><h2>Marking</h2>");
+    if (g->n_marking == 0) {
+        empty_line(x, "marking-none", "No token.");
+        P("</section>\n");
+        return;
+    }
+    P("<table id=\"marking\"><tr><th>Place</th><th>Tokens</th></tr>");
+    for (size_t i = 0; i < g->n_marking; i++) {
+        P("<tr><td>");
+        E(g->marking[i]->key);
+        fprintf(x->out, "</td><td>%d</td></tr>", g->marking[i]->value);
+    }
+    P("</table></section>\n");
+}
+
+/* A job's state: activated (by whom, lease until), waiting for its retry,
+ * or activatable. */
+static void
+job_state(wf_console__ctx *x, const Workflow__V1__Job *j)
+{
+    if (j->key[0] != '\0')
+        P("activated");
+    else if (j->activatable_at != NULL)
+        P("waiting for its retry");
+    else
+        P("activatable");
+}
+
+static void
+job_section(wf_console__ctx *x, const Workflow__V1__GetInstanceResponse *g)
+{
+    P("<section data-live=\"jobs\"><h2>Jobs</h2>");
+    if (g->n_jobs == 0) {
+        empty_line(x, "jobs-none", "No job is waiting for a worker.");
+        P("</section>\n");
+        return;
+    }
+    P("<table id=\"jobs\"><tr><th>Type</th><th>Transition</th><th>Attempt</th><th>State</th>"
+      "<th>Next retry</th><th>Worker</th><th>Lease expires</th><th>Last error</th></tr>\n");
+    for (size_t i = 0; i < g->n_jobs; i++) {
+        const Workflow__V1__Job *j = g->jobs[i];
+        P("<tr class=\"job\"><td>");
+        E(j->job_type);
+        if (j->compensation)
+            P(" (compensation)");
+        P("</td><td>");
+        E(j->transition_id);
+        fprintf(x->out, "</td><td class=\"attempt\">%d / %d</td><td class=\"state\">", j->attempt,
+                j->max_attempts);
+        job_state(x, j);
+        P("</td><td>");
+        wf_console__time(x->out, j->activatable_at);
+        P("</td><td class=\"worker\">");
+        E(j->worker);
+        P("</td><td>");
+        wf_console__time(x->out, j->lease_expires_at);
+        P("</td><td class=\"error\">");
+        E(j->error_message);
+        P("</td></tr>\n");
+    }
+    P("</table></section>\n");
+}
+
+static void
+timer_section(wf_console__ctx *x, const Workflow__V1__GetInstanceResponse *g)
+{
+    P("<section data-live=\"timers\"><h2>Timers</h2>");
+    if (g->n_timers == 0) {
+        empty_line(x, "timers-none", "No timer is pending.");
+        P("</section>\n");
+        return;
+    }
+    P("<table id=\"timers\"><tr><th>Transition</th><th>Due (UTC)</th></tr>\n");
+    for (size_t i = 0; i < g->n_timers; i++) {
+        P("<tr><td>");
+        E(g->timers[i]->transition_id);
+        P("</td><td class=\"due\">");
+        wf_console__time(x->out, g->timers[i]->due_at);
+        P("</td></tr>\n");
+    }
+    P("</table></section>\n");
+}
+
+static void
+awaiting_section(wf_console__ctx *x, const Workflow__V1__GetInstanceResponse *g)
+{
+    P("<section data-live=\"awaiting\"><h2>Awaited signals</h2>");
+    if (g->n_awaiting_signals == 0) {
+        empty_line(x, "awaiting-none", "No signal is awaited.");
+        P("</section>\n");
+        return;
+    }
+    P("<table id=\"awaiting\"><tr><th>Name</th><th>Transition</th><th>Correlation</th>"
+      "<th>Since</th><th>Times out (UTC)</th></tr>\n");
+    for (size_t i = 0; i < g->n_awaiting_signals; i++) {
+        const Workflow__V1__AwaitingSignal *a = g->awaiting_signals[i];
+        P("<tr><td class=\"name\">");
+        E(a->name);
+        P("</td><td>");
+        E(a->transition_id);
+        P("</td><td class=\"correlation\">");
+        if (a->correlation == WORKFLOW__V1__CORRELATION__CORRELATION_AGGREGATE) {
+            P("AGGREGATE ");
+            aggregate_text(x, g->instance->aggregate);
+        } else {
+            P("INSTANCE");
+        }
+        P("</td><td>");
+        wf_console__time(x->out, a->since);
+        P("</td><td class=\"timeout\">");
+        if (a->times_out_at != NULL)
+            wf_console__time(x->out, a->times_out_at);
+        else
+            P("never");
+        P("</td></tr>\n");
+    }
+    P("</table></section>\n");
 }
 
 void
@@ -576,8 +808,9 @@ wf_console__instance(wf_console__ctx *x)
         return;
     const Workflow__V1__Instance *in = g->instance;
     const char *back = self_url(x, "/instance", "id", id);
-    P("<section id=\"summary\" data-live=\"summary\"><dl class=\"summary\"><dt>Id</dt>"
-      "<dd id=\"instance-id\">");
+    P("<section id=\"summary\" data-live=\"summary\">");
+    waiting_summary(x, g);
+    P("<dl class=\"summary\"><dt>Id</dt><dd id=\"instance-id\">");
     E(in->id);
     P("</dd><dt>Definition</dt><dd><a href=\"/definition?key=");
     U(in->definition_key);
@@ -589,6 +822,8 @@ wf_console__instance(wf_console__ctx *x)
     P("</dd><dt>Parent</dt><dd>");
     if (in->parent_instance_id[0])
         link_instance(x, in->parent_instance_id);
+    P("</dd><dt>Aggregate</dt><dd id=\"instance-aggregate\">");
+    aggregate_text(x, in->aggregate);
     P("</dd><dt>Started by</dt><dd>");
     E(in->started_by);
     P("</dd><dt>Created</dt><dd>");
@@ -610,15 +845,11 @@ wf_console__instance(wf_console__ctx *x)
     }
     P("</section>\n");
 
+    job_section(x, g);
+    timer_section(x, g);
+    awaiting_section(x, g);
     diagram_img(x, NULL, 0, in->id);
-    P("<section data-live=\"marking\"><h2>Marking</h2><table id=\"marking\">"
-      "<tr><th>Place</th><th>Tokens</th></tr>");
-    for (size_t i = 0; i < g->n_marking; i++) {
-        P("<tr><td>");
-        E(g->marking[i]->key);
-        fprintf(x->out, "</td><td>%d</td></tr>", g->marking[i]->value);
-    }
-    P("</table></section>\n");
+    marking_section(x, g);
 
     P("<section data-live=\"variables\"><h2>Variables</h2><pre id=\"variables\">");
     E(in->variables_json);
@@ -635,7 +866,11 @@ wf_console__instance(wf_console__ctx *x)
     wreq.page_size = 500;
     Workflow__V1__ListWorkItemsResponse *w = NULL;
     P("<section data-live=\"workitems\"><h2>Work items</h2>");
-    if (wf_console__call(x, "ListWorkItems", PB(wreq), (ProtobufCMessage **)&w, &err) == WF_OK) {
+    bool listed =
+        wf_console__call(x, "ListWorkItems", PB(wreq), (ProtobufCMessage **)&w, &err) == WF_OK;
+    if (listed && w->n_work_items == 0) {
+        empty_line(x, "workitems-none", "No work item.");
+    } else if (listed) {
         P("<table id=\"workitems\"><tr><th>Transition</th><th>Trigger</th><th>State</th>"
           "<th>Enabled</th><th>Finished</th><th>Cancelled</th><th>Finished by</th></tr>\n");
         for (size_t i = 0; i < w->n_work_items; i++) {
@@ -772,6 +1007,26 @@ wf_console__inbox(wf_console__ctx *x)
 
 /* ---- batch operations ------------------------------------------------------- */
 
+/* The progress of a batch: a bar of the instances visited, red as soon as
+ * one was refused (so "0 done, 4 failed" is never a full blue bar), and
+ * the counts, the failed ones in red. */
+static void
+batch_progress(wf_console__ctx *x, const Workflow__V1__BatchOperation *b)
+{
+    long long seen = (long long)(b->done + b->failed);
+    long long total = (long long)b->total;
+    int pct = total > 0 ? (int)(seen * 100 / total) : 100;
+    fprintf(x->out, "<progress max=\"100\" value=\"%d\"%s></progress> ", pct,
+            b->failed > 0 ? " class=\"failed\"" : "");
+    fprintf(x->out, "<span class=\"progress\">%lld / %lld</span> (%lld done, ", seen, total,
+            (long long)b->done);
+    if (b->failed > 0)
+        fprintf(x->out, "<span class=\"error failed-count\">%lld failed</span>)",
+                (long long)b->failed);
+    else
+        P("0 failed)");
+}
+
 static void
 batch_row(wf_console__ctx *x, const Workflow__V1__BatchOperation *b)
 {
@@ -786,13 +1041,8 @@ batch_row(wf_console__ctx *x, const Workflow__V1__BatchOperation *b)
     P("</td><td class=\"state\">");
     wf_console__enum(x->out, &workflow__v1__batch_operation_state__descriptor, (int)b->state);
     P("</td><td>");
-    long long seen = (long long)(b->done + b->failed);
-    long long total = (long long)b->total;
-    int pct = total > 0 ? (int)(seen * 100 / total) : 100;
-    fprintf(x->out,
-            "<progress max=\"100\" value=\"%d\"></progress> <span class=\"progress\">%lld / %lld"
-            "</span> (%lld done, %lld failed)</td><td>",
-            pct, seen, total, (long long)b->done, (long long)b->failed);
+    batch_progress(x, b);
+    P("</td><td>");
     if (b->filter != NULL) {
         E(b->filter->definition_key);
         if (b->filter->status != 0) {
@@ -822,6 +1072,102 @@ static const char batch_head[] =
     "<tr><th>Id</th><th>Action</th><th>State</th><th>Progress</th><th>Filter</th>"
     "<th>Reason</th><th>By</th><th>Started</th><th>Act</th></tr>\n";
 
+/* A select of an enum's values after a first option (value ""), with
+ * cur selected. */
+static void
+enum_options(wf_console__ctx *x, const ProtobufCEnumDescriptor *d, const char *first,
+             const char *cur)
+{
+    P("<option value=\"\"");
+    if (cur[0] == '\0')
+        P(" selected");
+    P(">");
+    E(first);
+    P("</option>");
+    for (unsigned i = 1; i < d->n_values; i++) {
+        P("<option value=\"");
+        E(d->values[i].name);
+        P("\"");
+        if (strcmp(cur, d->values[i].name) == 0)
+            P(" selected");
+        P(">");
+        wf_console__enum(x->out, d, d->values[i].value);
+        P("</option>");
+    }
+}
+
+/* A text input of the batch form, holding what was posted when kept. */
+static void
+batch_input(wf_console__ctx *x, const char *label, const char *name, const char *type, bool kept)
+{
+    P("<label>");
+    E(label);
+    P(" <input type=\"");
+    E(type);
+    P("\" name=\"");
+    E(name);
+    P("\" value=\"");
+    E(kept ? form(x, name) : "");
+    P("\"></label> ");
+}
+
+/* The form that starts a batch operation. Nothing is chosen for the
+ * person: no action, no "anyone" as the starter. Acting on instances of
+ * every definition takes the box ticked, and Preview shows how many
+ * instances match before anything starts (both checked again by the POST
+ * handlers). kept: filled with the posted fields (after a refusal). */
+static void
+batch_form(wf_console__ctx *x, bool kept)
+{
+    P("<h2>Start a batch operation</h2>");
+    wf_console__form_begin(x, "/batch/preview", "filters");
+    P("<label>Action <select name=\"action\" required>");
+    enum_options(x, &workflow__v1__batch_action__descriptor, "choose…",
+                 kept ? form(x, "action") : "");
+    P("</select></label> ");
+    batch_input(x, "Started by (empty = you, * = anyone)", "started_by", "text", kept);
+    batch_input(x, "Definition key", "definition_key", "text", kept);
+    P("<label><input type=\"checkbox\" name=\"every_definition\" value=\"1\"");
+    if (kept && strcmp(form(x, "every_definition"), "1") == 0)
+        P(" checked");
+    P("> no definition key: every instance of the tenant the other filters match</label> ");
+    P("<label>Status <select name=\"status\">");
+    enum_options(x, &workflow__v1__instance_status__descriptor, "any",
+                 kept ? form(x, "status") : "");
+    P("</select></label> ");
+    batch_input(x, "Reason", "reason", "text", kept);
+    batch_input(x, "Target version (MIGRATE)", "target_version", "number", kept);
+    batch_input(x, "Place mapping (MIGRATE, from=to,...)", "place_mapping", "text", kept);
+    hidden(x, "back", "/batches");
+    P("<button type=\"submit\" class=\"preview-batch\">Preview…</button></form>\n");
+}
+
+/* The filter of a batch operation, as it was stored (started_by resolved). */
+static void
+batch_filter(wf_console__ctx *x, const Workflow__V1__InstanceFilter *f)
+{
+    P("<dl class=\"summary\" id=\"batch-filter\"><dt>Definition</dt><dd class=\"definition\">");
+    if (f != NULL && f->definition_key[0] != '\0')
+        E(f->definition_key);
+    else
+        P("<b>any (every instance of the tenant)</b>");
+    P("</dd><dt>Started by</dt><dd class=\"started-by\">");
+    if (f != NULL)
+        E(f->started_by);
+    P("</dd><dt>Status</dt><dd class=\"status\">");
+    if (f != NULL && f->status != 0)
+        wf_console__enum(x->out, &workflow__v1__instance_status__descriptor, (int)f->status);
+    else
+        P("any");
+    P("</dd>");
+    if (f != NULL && f->aggregate != NULL) {
+        P("<dt>Aggregate</dt><dd>");
+        aggregate_text(x, f->aggregate);
+        P("</dd>");
+    }
+    P("</dl>\n");
+}
+
 void
 wf_console__batches(wf_console__ctx *x)
 {
@@ -847,48 +1193,32 @@ wf_console__batches(wf_console__ctx *x)
     P("</table></section>\n");
     static const char *const keep[] = {NULL};
     next_page(x, resp->next_page_token, keep);
-    if (x->csrf != NULL) {
-        /* Nothing is chosen for the person: no action, no "anyone" as
-         * the starter. Acting on instances of every definition takes the
-         * box ticked, and Preview shows how many instances match before
-         * anything starts (both checked again by the POST handlers). */
-        P("<h2>Start a batch operation</h2>");
-        wf_console__form_begin(x, "/batch/preview", "filters");
-        P("<label>Action <select name=\"action\" required>"
-          "<option value=\"\" selected>choose…</option>");
-        const ProtobufCEnumDescriptor *d = &workflow__v1__batch_action__descriptor;
-        for (unsigned i = 1; i < d->n_values; i++) {
-            P("<option value=\"");
-            E(d->values[i].name);
-            P("\">");
-            wf_console__enum(x->out, d, d->values[i].value);
-            P("</option>");
-        }
-        P("</select></label> ");
-        P("<label>Started by (empty = you, * = anyone) <input type=\"text\" "
-          "name=\"started_by\"></label> ");
-        P("<label>Definition key <input type=\"text\" name=\"definition_key\"></label> ");
-        P("<label><input type=\"checkbox\" name=\"every_definition\" value=\"1\"> "
-          "no definition key: every instance of the tenant the other filters match</label> ");
-        P("<label>Status <select name=\"status\"><option value=\"\">any</option>");
-        d = &workflow__v1__instance_status__descriptor;
-        for (unsigned i = 1; i < d->n_values; i++) {
-            P("<option value=\"");
-            E(d->values[i].name);
-            P("\">");
-            wf_console__enum(x->out, d, d->values[i].value);
-            P("</option>");
-        }
-        P("</select></label> ");
-        P("<label>Reason <input type=\"text\" name=\"reason\" maxlength=\"1024\"></label> ");
-        P("<label>Target version (MIGRATE) <input type=\"number\" name=\"target_version\" "
-          "min=\"1\"></label> ");
-        P("<label>Place mapping (MIGRATE, from=to,...) <input type=\"text\" "
-          "name=\"place_mapping\"></label> ");
-        hidden(x, "back", "/batches");
-        P("<button type=\"submit\" class=\"preview-batch\">Preview…</button></form>\n");
-    }
+    if (x->csrf != NULL)
+        batch_form(x, false);
     wf_console__page_end(x);
+}
+
+/* The first refusals, in red; one line when there are none. */
+static void
+batch_errors(wf_console__ctx *x, const Workflow__V1__BatchOperation *b)
+{
+    P("<h2>First refusals</h2>");
+    if (b->n_errors == 0) {
+        empty_line(x, "batch-errors-none", "No instance refused the action.");
+        return;
+    }
+    P("<table id=\"batch-errors\" class=\"error\"><tr><th>Instance</th><th>Reason</th>"
+      "<th>Message</th></tr>\n");
+    for (size_t i = 0; i < b->n_errors; i++) {
+        P("<tr><td>");
+        link_instance(x, b->errors[i]->instance_id);
+        P("</td><td>");
+        E(b->errors[i]->reason);
+        P("</td><td>");
+        E(b->errors[i]->message);
+        P("</td></tr>\n");
+    }
+    P("</table>");
 }
 
 void
@@ -907,18 +1237,10 @@ wf_console__batch(wf_console__ctx *x)
     P("><table id=\"batch\">");
     P(batch_head);
     batch_row(x, b);
-    P("</table><h2>First refusals</h2><table id=\"batch-errors\"><tr><th>Instance</th>"
-      "<th>Reason</th><th>Message</th></tr>\n");
-    for (size_t i = 0; i < b->n_errors; i++) {
-        P("<tr><td>");
-        link_instance(x, b->errors[i]->instance_id);
-        P("</td><td>");
-        E(b->errors[i]->reason);
-        P("</td><td>");
-        E(b->errors[i]->message);
-        P("</td></tr>\n");
-    }
-    P("</table></section>\n");
+    P("</table><h2>Filter</h2>");
+    batch_filter(x, b->filter);
+    batch_errors(x, b);
+    P("</section>\n");
     wf_console__page_end(x);
 }
 
@@ -1006,24 +1328,103 @@ batch_request(wf_console__ctx *x, bool dry_run)
     return r;
 }
 
-/* A refusal of the console's own (400), with a way back to the form. */
+/* A refusal of the console's own (400): the reason, then the form again
+ * with what was typed. */
 static void
 batch_refusal(wf_console__ctx *x, const char *msg)
 {
     x->status = 400;
     wf_console__page_begin(x, "Refused");
-    P("<p class=\"error\">Refused: ");
+    P("<p class=\"error\" id=\"batch-refused\">Refused: ");
     E(msg);
-    P("</p><p><a href=\"/batches\">Back</a></p>");
+    P("</p>");
+    if (x->csrf != NULL)
+        batch_form(x, true);
+    P("<p><a href=\"/batches\">Back</a></p>");
     wf_console__page_end(x);
 }
 
-/* The preview: how many instances the batch would act on now, counted by
- * the handler's dry run (the very count a start makes), and a Confirm
- * form carrying the same fields and that count. changed_from >= 0: the
- * count the person confirmed, which is no longer the count. */
+/* Actions that cannot be undone: they ask for a ticked box before they
+ * start. */
+static bool
+batch_destructive(Workflow__V1__BatchAction a)
+{
+    return a == WORKFLOW__V1__BATCH_ACTION__BATCH_ACTION_CANCEL ||
+           a == WORKFLOW__V1__BATCH_ACTION__BATCH_ACTION_MIGRATE;
+}
+
+/* The first matches of the filter (at most PREVIEW_ROWS), through
+ * ListInstances with the very filter the dry run resolved. */
 static void
-batch_preview(wf_console__ctx *x, const Workflow__V1__BatchOperation *b, long long changed_from)
+batch_matches(wf_console__ctx *x, const Workflow__V1__InstanceFilter *f, long long total)
+{
+    Workflow__V1__ListInstancesRequest req = WORKFLOW__V1__LIST_INSTANCES_REQUEST__INIT;
+    req.started_by = f->started_by;
+    req.state = f->state;
+    req.definition_key = f->definition_key;
+    req.aggregate = f->aggregate;
+    req.status = f->status;
+    req.page_size = PREVIEW_ROWS;
+    Workflow__V1__ListInstancesResponse *l = NULL;
+    wf_error err = {0};
+    fprintf(x->out, "<h2>The first %lld of them</h2>",
+            total < PREVIEW_ROWS ? total : (long long)PREVIEW_ROWS);
+    if (wf_console__call(x, "ListInstances", PB(req), (ProtobufCMessage **)&l, &err) != WF_OK) {
+        wf_console__page_error(x, &err);
+        x->status = 200;
+        return;
+    }
+    instance_rows(x, l->instances, l->n_instances, "batch-matches");
+}
+
+/* The sentence stating what the batch would do and to how many. */
+static void
+batch_statement(wf_console__ctx *x, const Workflow__V1__BatchOperation *b, long long total)
+{
+    P("<p id=\"batch-preview\">");
+    wf_console__enum(x->out, &workflow__v1__batch_action__descriptor, (int)b->action);
+    fprintf(x->out,
+            " would act on <b id=\"batch-count\" data-total=\"%lld\">%lld</b> root "
+            "instance%s of tenant <b>",
+            total, total, total == 1 ? "" : "s");
+    E(x->tenant);
+    P("</b> (those created up to the start) that match:</p>\n");
+    batch_filter(x, b->filter);
+}
+
+/* The Confirm form: the same fields and the count; a destructive action
+ * also takes a ticked box. */
+static void
+batch_confirm(wf_console__ctx *x, const Workflow__V1__BatchOperation *b, long long total)
+{
+    wf_console__form_begin(x, "/batch/start", "confirm");
+    for (size_t i = 0; i < sizeof batch_fields / sizeof batch_fields[0]; i++)
+        hidden(x, batch_fields[i], form(x, batch_fields[i]));
+    char n[32];
+    snprintf(n, sizeof n, "%lld", total);
+    hidden(x, "confirmed_total", n);
+    hidden(x, "back", "/batches");
+    if (batch_destructive(b->action)) {
+        P("<p><label class=\"understood error\"><input type=\"checkbox\" name=\"understood\" "
+          "value=\"1\" required> I understand that ");
+        wf_console__enum(x->out, &workflow__v1__batch_action__descriptor, (int)b->action);
+        fprintf(x->out, " of %lld instance%s cannot be undone</label></p>", total,
+                total == 1 ? "" : "s");
+    }
+    P("<button type=\"submit\" class=\"confirm-batch\">Confirm: ");
+    wf_console__enum(x->out, &workflow__v1__batch_action__descriptor, (int)b->action);
+    fprintf(x->out, " %lld instance%s</button></form> <a href=\"/batches\">Back</a>\n", total,
+            total == 1 ? "" : "s");
+}
+
+/* The preview: how many instances the batch would act on now, counted by
+ * the handler's dry run (the very count a start makes), the first of
+ * them, and a Confirm form carrying the same fields and that count.
+ * changed_from >= 0: the count the person confirmed, which is no longer
+ * the count. note: why the start came back here (NULL: it did not). */
+static void
+batch_preview(wf_console__ctx *x, const Workflow__V1__BatchOperation *b, long long changed_from,
+              const char *note)
 {
     wf_console__page_begin(x, "Confirm the batch operation");
     long long total = (long long)b->total;
@@ -1032,68 +1433,67 @@ batch_preview(wf_console__ctx *x, const Workflow__V1__BatchOperation *b, long lo
                 "<p class=\"error\" id=\"batch-count-changed\">The matching instances changed: "
                 "%lld when previewed, %lld now. Nothing was started.</p>\n",
                 changed_from, total);
-    P("<p id=\"batch-preview\">");
-    wf_console__enum(x->out, &workflow__v1__batch_action__descriptor, (int)b->action);
-    fprintf(x->out,
-            " would act on <b id=\"batch-count\" data-total=\"%lld\">%lld</b> root "
-            "instance%s of tenant <b>",
-            total, total, total == 1 ? "" : "s");
-    E(x->tenant);
-    P("</b>: definition ");
-    if (b->filter->definition_key[0] != '\0') {
-        P("<code>");
-        E(b->filter->definition_key);
-        P("</code>");
-    } else {
-        P("<b>any (every instance of the tenant)</b>");
+    if (note != NULL) {
+        P("<p class=\"error\" id=\"batch-not-confirmed\">");
+        E(note);
+        P("</p>\n");
     }
-    P(", started by <code>");
-    E(b->filter->started_by);
-    P("</code>, status ");
-    if (b->filter->status != 0)
-        wf_console__enum(x->out, &workflow__v1__instance_status__descriptor,
-                         (int)b->filter->status);
-    else
-        P("any");
-    P(" (those created up to the start).</p>\n");
+    batch_statement(x, b, total);
     if (total == 0) {
         P("<p>Nothing to do. <a href=\"/batches\">Back</a></p>");
         wf_console__page_end(x);
         return;
     }
-    wf_console__form_begin(x, "/batch/start", "confirm");
-    for (size_t i = 0; i < sizeof batch_fields / sizeof batch_fields[0]; i++)
-        hidden(x, batch_fields[i], form(x, batch_fields[i]));
-    char n[32];
-    snprintf(n, sizeof n, "%lld", total);
-    hidden(x, "confirmed_total", n);
-    hidden(x, "back", "/batches");
-    P("<button type=\"submit\" class=\"confirm-batch\">Confirm: ");
-    wf_console__enum(x->out, &workflow__v1__batch_action__descriptor, (int)b->action);
-    fprintf(x->out, " %lld instance%s</button></form> <a href=\"/batches\">Back</a>\n", total,
-            total == 1 ? "" : "s");
+    batch_confirm(x, b, total);
+    batch_matches(x, b->filter, total);
     wf_console__page_end(x);
+}
+
+/* The checks of the console's own before any count: a definition key or
+ * the box, and for a start the count of its preview. NULL when they
+ * pass, else why not. */
+static const char *
+batch_refused(wf_console__ctx *x, bool start)
+{
+    if (form(x, "definition_key")[0] == '\0' && strcmp(form(x, "every_definition"), "1") != 0)
+        return "name a definition key, or tick \"every instance of the tenant\" to act on "
+               "instances of every definition";
+    if (start && form(x, "confirmed_total")[0] == '\0')
+        return "a batch operation starts from its preview, which states how many instances it "
+               "acts on";
+    return NULL;
+}
+
+/* Starts the batch r (a dry run so far) and opens its page; false on a
+ * refusal (in err). */
+static bool
+batch_start(wf_console__ctx *x, Workflow__V1__StartBatchOperationRequest *r, wf_error *err)
+{
+    ProtobufCMessage *resp = NULL;
+    r->dry_run = false;
+    if (wf_console__call(x, "StartBatchOperation", PB(*r), &resp, err) != WF_OK)
+        return false;
+    const Workflow__V1__StartBatchOperationResponse *sr = (const void *)resp;
+    x->location = self_url(x, "/batch", "id", sr->batch_operation->id);
+    return true;
 }
 
 /* POST /batch/preview (start false) and /batch/start (start true). Both
  * refuse a batch without a definition key unless every_definition says so,
  * and both count through the handler's dry run. The start also needs the
  * count the person confirmed, and starts only while it still holds
- * (otherwise the preview comes back with the new count). */
+ * (otherwise the preview comes back with the new count), and for a
+ * destructive action the ticked box (otherwise the preview comes back,
+ * 400). */
 static void
 batch_action(wf_console__ctx *x, bool start)
 {
-    if (form(x, "definition_key")[0] == '\0' && strcmp(form(x, "every_definition"), "1") != 0) {
-        batch_refusal(x, "name a definition key, or tick \"every instance of the tenant\" to "
-                         "act on instances of every definition");
+    const char *why = batch_refused(x, start);
+    if (why != NULL) {
+        batch_refusal(x, why);
         return;
     }
-    const char *confirmed = form(x, "confirmed_total");
-    if (start && confirmed[0] == '\0') {
-        batch_refusal(x, "a batch operation starts from its preview, which states how many "
-                         "instances it acts on");
-        return;
-    }
+    long long confirmed = strtoll(form(x, "confirmed_total"), NULL, 10);
     wf_error err = {0};
     ProtobufCMessage *resp = NULL;
     Workflow__V1__StartBatchOperationRequest *r = batch_request(x, true);
@@ -1104,25 +1504,26 @@ batch_action(wf_console__ctx *x, bool start)
                           ->batch_operation
                     : NULL;
     if (b != NULL && !start) {
-        batch_preview(x, b, -1);
+        batch_preview(x, b, -1, NULL);
         return;
     }
-    if (b != NULL && b->total != strtoll(confirmed, NULL, 10)) {
-        batch_preview(x, b, strtoll(confirmed, NULL, 10));
+    if (b != NULL && b->total != confirmed) {
+        batch_preview(x, b, confirmed, NULL);
         return;
     }
-    if (b != NULL) {
-        r->dry_run = false;
-        resp = NULL;
-        rc = wf_console__call(x, "StartBatchOperation", PB(*r), &resp, &err);
-        if (rc == WF_OK) {
-            const Workflow__V1__StartBatchOperationResponse *sr = (const void *)resp;
-            x->location = self_url(x, "/batch", "id", sr->batch_operation->id);
-            return;
-        }
+    if (b != NULL && batch_destructive(b->action) && strcmp(form(x, "understood"), "1") != 0) {
+        x->status = 400;
+        batch_preview(x, b, -1,
+                      "Refused: tick the box to confirm an action that cannot be undone. "
+                      "Nothing was started.");
+        return;
     }
+    if (b != NULL && batch_start(x, r, &err))
+        return;
     wf_console__page_begin(x, "Refused");
     wf_console__page_error(x, &err);
+    if (x->csrf != NULL)
+        batch_form(x, true);
     P("<p><a href=\"/batches\">Back</a></p>");
     wf_console__page_end(x);
 }

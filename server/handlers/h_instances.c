@@ -398,6 +398,7 @@ h_list_instances(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **
     if (rc != WF_OK)
         return rc;
     q.page_size = req->page_size;
+    q.newest_first = req->newest_first;
     rc = wf_h_page_in(call, msg, req->page_token, &q.cursor, err);
     if (rc == WF_OK)
         rc = wf_referral_list_instances(&ctx, &q, &rows, &n, &next, err);

@@ -987,6 +987,7 @@ typedef struct wf_instance_filter {
     int64_t ended_after, ended_before;
     const wf_var_filter *vars; /* every one holds (AND) */
     size_t n_vars;
+    bool newest_first; /* order by (created_at, id) descending; the cursor continues downwards */
 } wf_instance_filter;
 
 wf_code wf_store_list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filter *f,

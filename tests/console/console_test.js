@@ -4,10 +4,14 @@
 // an incident and Claim then Complete on a group task, each checked through
 // the API; batch operations started only through a preview that states
 // how many instances match, with a definition key or the "every instance"
-// box; a signal fanned out to ten instances shown on one's page with its
-// own delivery and the fan-out's progress; a hostile title shown as text; a
-// POST without the CSRF token
-// refused; pages without a session sent to /login. Over plain HTTP: the
+// box, listing the first matches, a destructive action only with its box
+// ticked, a refusal keeping what was typed, failures in red; an instance
+// page saying what the instance waits for (jobs, timers, awaited signals,
+// one line for an empty section); instance lists with the aggregate, an
+// incident badge, newest first, and a search by id and by aggregate; a
+// signal fanned out to ten instances shown on one's page with its own
+// delivery and the fan-out's progress; a hostile title shown as text; a POST without the CSRF token refused;
+// pages without a session sent to /login. Over plain HTTP: the
 // login throttle, the paths an action sends back to, an unknown batch
 // operation's 404.
 "use strict";
@@ -27,6 +31,8 @@ const STORE = arg("store");
 // Definition keys of their own per run: a Postgres database keeps rows.
 const RUN = Date.now().toString(36) + "-" + process.pid;
 const REVIEW = "console-review-" + RUN, CHARGE = "console-charge-" + RUN;
+const WAITJOB = "console-waitjob-" + RUN, WAITSIG = "console-waitsig-" + RUN;
+const ORDER = "A-" + RUN;
 const GROUP = "clerks-" + RUN;
 const SHOTS = path.join(WORK, "screenshots");
 fs.mkdirSync(SHOTS, { recursive: true });
@@ -239,6 +245,29 @@ async function main() {
     // The job fails for good: an incident.
     try { wf(["jobs", CHARGE, "--once", "--wait", "5", "--", "sh", "-c", "exit 100"]); } catch (e) {}
     await waitFor(() => wf(["incidents"]).includes(chargeId), "the incident");
+    // Stuck instances: one whose job failed once and waits an hour for its
+    // retry, one that awaits a signal by its aggregate with a timeout.
+    const steps = [
+      { key: WAITJOB, kind: "STEPS", name: "Wait for a job",
+        steps: [{ id: "charge", job: { job_type: WAITJOB, lease: "1m" },
+                  retry: { max_attempts: 3, initial_backoff: "1h", multiplier: 1, max_backoff: "1h" } }] },
+      { key: WAITSIG, kind: "STEPS", name: "Wait for a signal",
+        steps: [{ id: "paid", name: "Wait until paid",
+                  await_signal: { signal_name: "paid", correlation: "AGGREGATE", timeout: "2d",
+                                  on_timeout: "chase" }, next: [{ step: "done" }] },
+                { id: "chase", user: { assignee: { kind: "GROUP", ids: [GROUP] } } },
+                { id: "done", sleep: { duration: "1s" } }] },
+    ];
+    for (const d of steps) {
+      const f = path.join(WORK, d.key + ".json");
+      fs.writeFileSync(f, JSON.stringify(d));
+      wf(["deploy", f], "admin");
+    }
+    const jobId = wfJson(["start", WAITJOB], "admin")[0].instance.id;
+    const sigId = wfJson(["start", WAITSIG, "--aggregate", "order:" + ORDER], "admin")[0].instance.id;
+    try { wf(["jobs", WAITJOB, "--once", "--wait", "5", "--", "sh", "-c", "echo declined >&2; exit 3"]); } catch (e) {}
+    await waitFor(() => JSON.stringify(wfJson(["show", jobId], "admin")).includes("declined"),
+                  "the job's failed attempt");
 
     // ---- the browser
     browser = await puppeteer.launch({
@@ -295,6 +324,79 @@ async function main() {
     };
     await visit("/instances", "instances", "#instances");
     check((await page.content()).includes(reviewId), "instances lists the seeded instance");
+    const rowOf = (id) => page.$$eval("#instances tr", (trs, id) => {
+      const tr = trs.find((t) => t.textContent.includes(id));
+      return tr ? { aggregate: tr.querySelector("td.aggregate").textContent,
+                    incident: tr.querySelector("td.status .badge.incident") !== null } : null;
+    }, id);
+    const firstId = () => page.$eval("#instances tr:nth-child(2) td:first-child", (e) => e.textContent);
+    check(await firstId() === sigId, "instances are listed newest first by default");
+    await page.goto(BASE + "/instances?order=oldest");
+    check(await firstId() !== sigId, "order=oldest lists the oldest first");
+    await page.goto(BASE + "/instances");
+    let row = await rowOf(chargeId);
+    check(row && row.incident, "the failed instance has an incident badge in the list");
+    row = await rowOf(reviewId);
+    check(row && !row.incident, "a running instance has no incident badge");
+    row = await rowOf(sigId);
+    check(row && row.aggregate === "order " + ORDER, "the list shows the aggregate (" + (row && row.aggregate) + ")");
+    // Finding: by id (one row), by aggregate (one row), an unknown id 404.
+    await visit("/instances?id=" + encodeURIComponent(jobId), "instances-by-id", "#instances");
+    let ids = await page.$$eval("#instances tr td:first-child", (t) => t.map((e) => e.textContent));
+    check(ids.length === 1 && ids[0] === jobId, "the search by id finds that instance (" + ids + ")");
+    await visit("/instances?started_by=*&aggregate_type=order&aggregate_id=" + encodeURIComponent(ORDER),
+                "instances-by-aggregate", "#instances");
+    ids = await page.$$eval("#instances tr td:first-child", (t) => t.map((e) => e.textContent));
+    check(ids.length === 1 && ids[0] === sigId, "the search by aggregate finds its instance (" + ids + ")");
+    r = await page.goto(BASE + "/instances?id=00000000-0000-7000-8000-00000000dead");
+    check(r.status() === 404 && (await page.content()).includes("INSTANCE_NOT_FOUND"),
+          "an unknown id is not found (" + r.status() + ")");
+    // Why is it stuck: the job waiting for its retry.
+    await visit("/instance?id=" + encodeURIComponent(jobId), "instance-job", "#jobs");
+    const api = wfJson(["show", jobId], "admin")[0];
+    const waitingJob = await page.$eval("#waiting-for", (e) => e.textContent);
+    check(waitingJob === "Waiting for: job " + WAITJOB, "the job instance waits for its job (" + waitingJob + ")");
+    const job = await page.$eval("#jobs tr.job", (tr) => ({
+      attempt: tr.querySelector("td.attempt").textContent, state: tr.querySelector("td.state").textContent,
+      error: tr.querySelector("td.error").textContent,
+      cells: Array.from(tr.querySelectorAll("td")).map((td) => td.textContent) }));
+    const apiJob = api.jobs[0];
+    check(job.attempt === apiJob.attempt + " / 3", "the job's attempt (" + job.attempt + ")");
+    check(job.state === "waiting for its retry", "the job waits for its retry (" + job.state + ")");
+    check(job.error.includes("declined"), "the job's last error (" + job.error + ")");
+    check(job.cells[4] === apiJob.activatable_at.replace("T", " ").replace(/\.\d+/, "").replace("Z", ""),
+          "the job's next retry is the API's (" + job.cells[4] + ")");
+    check(await page.$("#timers-none") !== null && await page.$("#timers") === null,
+          "no timer: one line, no table");
+    check(await page.$("#awaiting-none") !== null && await page.$("#awaiting") === null,
+          "no awaited signal: one line, no table");
+    // The signal awaited by its aggregate, with its timeout and its timer.
+    await visit("/instance?id=" + encodeURIComponent(sigId), "instance-signal", "#awaiting");
+    const waitingSig = await page.$eval("#waiting-for", (e) => e.textContent);
+    check(/^Waiting for: timer \S+, signal paid$/.test(waitingSig),
+          "the signal instance waits for its signal and timeout (" + waitingSig + ")");
+    check(await page.$eval("#current-steps", (e) => e.textContent) === "Current step: Wait until paid",
+          "the current step by name");
+    const aw = await page.$eval("#awaiting tr:nth-child(2)", (tr) => ({
+      name: tr.querySelector("td.name").textContent, corr: tr.querySelector("td.correlation").textContent,
+      timeout: tr.querySelector("td.timeout").textContent }));
+    check(aw.name === "paid" && aw.corr === "AGGREGATE order " + ORDER,
+          "the awaited signal: name and correlation (" + aw.name + ", " + aw.corr + ")");
+    const due = await page.$eval("#timers td.due", (e) => e.textContent);
+    check(aw.timeout === due && /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/.test(due),
+          "the timeout is the timer's due time (" + aw.timeout + ", " + due + ")");
+    check(await page.$("#jobs-none") !== null && await page.$("#jobs") === null,
+          "no job: one line, no table");
+    const bare = await page.$$eval("section table", (ts) =>
+      ts.filter((t) => t.id !== "events" && t.querySelectorAll("tr").length < 2).length);
+    check(bare === 0 && await page.$("#tasks-none") !== null && await page.$("#signals-none") !== null,
+          "no section of the page is a table of headers alone (" + bare + ")");
+    // The wfctl show of the same instance says the same.
+    const shownText = execFileSync(WFCTL, ["--addr", GRPC, "--key", KEY, "show", sigId],
+                                   { encoding: "utf8" });
+    const shownLine = (/waiting for +(.*)/.exec(shownText) || [])[1];
+    check(shownLine === waitingSig.replace("Waiting for: ", ""),
+          "wfctl show gives the same explanation (" + shownLine + ")");
     await visit("/instances?definition_key=" + REVIEW + "&status=INSTANCE_STATUS_RUNNING",
                 "instances-filtered", "#instances");
     const rows = await page.$$eval("#instances tr", (t) => t.length - 1);
@@ -432,11 +534,16 @@ async function main() {
         const fd = new URLSearchParams(new FormData(f));
         fd.set("action", "BATCH_ACTION_CANCEL");
         fd.set("started_by", "*");
+        fd.set("reason", "kept <reason>");
         const resp = await fetch("/batch/preview", { method: "POST", body: fd });
         return { status: resp.status, text: await resp.text() };
       });
       check(r.status === 400 && r.text.includes("every instance of the tenant"),
             "a batch without a definition key or the box is refused (" + r.status + ")");
+      check(r.text.includes('<option value="BATCH_ACTION_CANCEL" selected>') &&
+            r.text.includes('name="started_by" value="*"') &&
+            r.text.includes('name="reason" value="kept &lt;reason&gt;"'),
+            "the refusal keeps what was typed (escaped)");
       // A start that skips the preview is refused too.
       const s2 = await page.evaluate(async (key) => {
         const f = document.querySelector("form.filters");
@@ -461,7 +568,25 @@ async function main() {
     check(count === "2", "the preview states how many instances match (" + count + ")");
     check((await page.$eval("button.confirm-batch", (e) => e.textContent)).includes("2 instances"),
           "the Confirm button names the count");
+    const matches = await page.$$eval("#batch-matches tr td:first-child", (t) => t.map((e) => e.textContent));
+    check(matches.length === 2 && more.every((id) => matches.includes(id)),
+          "the preview lists the matching instances (" + matches.length + ")");
+    check(await page.$eval("#batch-filter dd.definition", (e) => e.textContent) === REVIEW,
+          "the preview states the filter");
+    check(await page.$eval("input[name=understood]", (e) => e.required && !e.checked),
+          "a CANCEL asks for its box to be ticked");
     await page.screenshot({ path: path.join(SHOTS, "batch-preview.png"), fullPage: true });
+    {
+      // The Confirm form posted without the box: refused by the server.
+      const r = await page.evaluate(async () => {
+        const fd = new URLSearchParams(new FormData(document.querySelector("form.confirm")));
+        fd.delete("understood");
+        const resp = await fetch("/batch/start", { method: "POST", body: fd });
+        return { status: resp.status, text: await resp.text() };
+      });
+      check(r.status === 400 && r.text.includes("batch-not-confirmed"),
+            "a CANCEL without its box ticked is refused (" + r.status + ")");
+    }
     for (const id of more) {
       const st = (wfJson(["show", id], "ann")[0].instance || {}).status;
       check(st === "RUNNING", "the preview changed nothing: " + id + " RUNNING (API: " + st + ")");
@@ -470,18 +595,26 @@ async function main() {
     // longer holds, so the preview comes back with the new count.
     const batchesBefore = wfJson(["batch", "list", "--all"], "ann").length;
     more.push(wfJson(["start", REVIEW], "admin")[0].instance.id);
+    await page.click("input[name=understood]");
     await Promise.all([page.waitForNavigation(), page.click("button.confirm-batch")]);
     check(await page.$("#batch-count-changed") !== null &&
           await page.$eval("#batch-count", (e) => e.dataset.total) === "3",
           "a changed count shows the preview again (3), nothing started");
     check(wfJson(["batch", "list", "--all"], "ann").length === batchesBefore,
           "no batch was started (API)");
+    await page.click("input[name=understood]");
     await Promise.all([page.waitForNavigation(), page.click("button.confirm-batch")]);
     check(new URL(page.url()).pathname === "/batch", "the batch's page after Confirm");
     await waitFor(async () => (await page.$eval("#batch td.state", (e) => e.textContent)) === "COMPLETED",
                   "the batch page shows COMPLETED (reloaded while running)");
     const progress = await page.$eval("#batch span.progress", (e) => e.textContent);
     check(progress === "3 / 3", "the batch page shows its progress (" + progress + ")");
+    check(await page.$eval("#batch-filter dd.definition", (e) => e.textContent) === REVIEW &&
+          await page.$eval("#batch-filter dd.started-by", (e) => e.textContent) === "*",
+          "the batch page shows its filter");
+    check(await page.$("#batch-errors-none") !== null && await page.$("#batch progress.failed") === null,
+          "no refusal: one line, and the bar is not red");
+    await page.screenshot({ path: path.join(SHOTS, "batch.png"), fullPage: true });
     for (const id of more) {
       const st = (wfJson(["show", id], "ann")[0].instance || {}).status;
       check(st === "CANCELLED", "the batch cancelled " + id + " (API: " + st + ")");
@@ -503,11 +636,33 @@ async function main() {
     await Promise.all([page.waitForNavigation(), page.click("button.preview-batch")]);
     check(await page.$eval("#batch-count", (e) => e.dataset.total) === "1",
           "the MIGRATE preview counts its one instance");
+    await page.click("input[name=understood]");
     await Promise.all([page.waitForNavigation(), page.click("button.confirm-batch")]);
     await waitFor(async () => (await page.$eval("#batch td.state", (e) => e.textContent)) === "COMPLETED",
                   "the MIGRATE batch COMPLETED");
     const moved = (wfJson(["show", old], "ann")[0].instance || {}).definition_version;
     check(moved === 2, "the MIGRATE batch moved the instance to version 2 (API: " + moved + ")");
+    // A CANCEL of instances already cancelled is refused by the action for
+    // each: the batch page shows "0 done, 3 failed", in red, with the
+    // refusals.
+    await page.goto(BASE + "/batches");
+    await page.select("select[name=action]", "BATCH_ACTION_CANCEL");
+    await page.type("input[name=started_by]", "*");
+    await page.type("input[name=definition_key]", REVIEW);
+    await page.select("select[name=status]", "INSTANCE_STATUS_CANCELLED");
+    await Promise.all([page.waitForNavigation(), page.click("button.preview-batch")]);
+    await page.click("input[name=understood]");
+    await Promise.all([page.waitForNavigation(), page.click("button.confirm-batch")]);
+    await waitFor(async () => (await page.$eval("#batch td.state", (e) => e.textContent)) === "COMPLETED",
+                  "the failing batch COMPLETED");
+    const failedText = await page.$eval("#batch tr.batch", (e) => e.textContent);
+    check(await page.$eval("#batch span.failed-count", (e) => e.textContent) === "3 failed" &&
+          failedText.includes("0 done") && await page.$("#batch progress.failed") !== null,
+          "0 done, 3 failed: the count and the bar in red");
+    const refusal = await page.$$eval("#batch-errors tr td", (t) => t.map((e) => e.textContent));
+    check(more.includes(refusal[0]) && refusal[1] === "INSTANCE_NOT_RUNNING",
+          "the first refusals name the instance and its reason (" + refusal[1] + ")");
+    await page.screenshot({ path: path.join(SHOTS, "batch-failed.png"), fullPage: true });
     await page.goto(BASE + "/batches");
     await page.screenshot({ path: path.join(SHOTS, "batches.png"), fullPage: true });
 

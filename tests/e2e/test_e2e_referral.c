@@ -1143,6 +1143,115 @@ WF_CASE_TEST("open", test_list_instances_states_and_paging)
 }
 END_TEST
 
+/* The ids of a ListInstances page, in its order, joined by ",". */
+static char *
+page_ids(const Workflow__V1__ListInstancesResponse *l)
+{
+    static char buf[1024];
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < l->n_instances && n < sizeof buf; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? "," : "", l->instances[i]->id);
+    return buf;
+}
+
+/* "r[a],r[a-1],...,r[b]": the expected newest-first order. */
+static char *
+ids_down(const char *const *r, int a, int b)
+{
+    static char buf[1024];
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = a; i >= b && n < sizeof buf; i--)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i != a ? "," : "", r[i]);
+    return buf;
+}
+
+/* newest_first: by starter (paged 2 by 2), by definition key and by a
+ * variable, each shape newest first; the creation bounds hold in that
+ * order too; a page token continues only its own order. */
+WF_CASE_TEST("open", test_list_instances_newest_first)
+{
+    char *me = u("newest"), *key = u("newest-key"), vars[128];
+    snprintf(vars, sizeof vars, "{\"run\": \"%s\"}", key);
+    wf_client *boss = as(me);
+    wf_client_status st;
+    const char *r[5];
+    for (int i = 0; i < 5; i++) {
+        Workflow__V1__Instance *in = start_rid(boss, key, vars, NULL, &st);
+        ck_ok(st);
+        r[i] = in->id;
+    }
+    Workflow__V1__ListInstancesRequest req = WORKFLOW__V1__LIST_INSTANCES_REQUEST__INIT;
+    req.started_by = me;
+    req.newest_first = true;
+    req.page_size = 2;
+    char w0[512], w1[512];
+    snprintf(w0, sizeof w0, "%s", ids_down(r, 4, 3));
+    snprintf(w1, sizeof w1, "%s", ids_down(r, 2, 1));
+    const char *want[] = {w0, w1, r[0]};
+    Workflow__V1__ListInstancesResponse *l = NULL;
+    for (int page = 0; page < 3; page++) {
+        l = call(boss, "ListInstances", &req, &workflow__v1__list_instances_response__descriptor,
+                 &st);
+        ck_ok(st);
+        ck_assert_str_eq(page_ids(l), want[page]);
+        req.page_token = l->next_page_token;
+    }
+    ck_assert_str_eq(l->next_page_token, "");
+    /* A token of the newest-first listing does not continue the other. */
+    req.page_token = "";
+    l = call(boss, "ListInstances", &req, &workflow__v1__list_instances_response__descriptor, &st);
+    ck_ok(st);
+    req.page_token = l->next_page_token;
+    req.newest_first = false;
+    ck_assert_ptr_null(
+        call(boss, "ListInstances", &req, &workflow__v1__list_instances_response__descriptor, &st));
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+
+    /* By definition key, then by a variable: the other shapes. */
+    Workflow__V1__ListInstancesRequest byk = WORKFLOW__V1__LIST_INSTANCES_REQUEST__INIT;
+    byk.started_by = "*";
+    byk.definition_key = key;
+    byk.newest_first = true;
+    l = call(boss, "ListInstances", &byk, &workflow__v1__list_instances_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_str_eq(page_ids(l), ids_down(r, 4, 0));
+    Workflow__V1__ListInstancesRequest byv = WORKFLOW__V1__LIST_INSTANCES_REQUEST__INIT;
+    Workflow__V1__VariableFilter vf = WORKFLOW__V1__VARIABLE_FILTER__INIT;
+    Workflow__V1__VariableFilter *vfs[] = {&vf};
+    char value[96];
+    snprintf(value, sizeof value, "\"%s\"", key);
+    vf.path = "run";
+    vf.value_json = value;
+    byv.started_by = "*";
+    byv.variables = vfs;
+    byv.n_variables = 1;
+    byv.newest_first = true;
+    l = call(boss, "ListInstances", &byv, &workflow__v1__list_instances_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_str_eq(page_ids(l), ids_down(r, 4, 0));
+
+    /* The creation bounds: before r[3] (exclusive), then from r[1]. */
+    byk.newest_first = false;
+    l = call(boss, "ListInstances", &byk, &workflow__v1__list_instances_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(l->n_instances, 5);
+    Google__Protobuf__Timestamp t3 = *l->instances[3]->created_at,
+                                t1 = *l->instances[1]->created_at;
+    byk.newest_first = true;
+    byk.created_before = &t3;
+    l = call(boss, "ListInstances", &byk, &workflow__v1__list_instances_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_str_eq(page_ids(l), ids_down(r, 2, 0));
+    byk.created_before = NULL;
+    byk.created_after = &t1;
+    l = call(boss, "ListInstances", &byk, &workflow__v1__list_instances_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_str_eq(page_ids(l), ids_down(r, 4, 1));
+}
+END_TEST
+
 /* ---- directories ------------------------------------------------------------------------- */
 
 WF_CASE_TEST("static_directory", test_static_directory)

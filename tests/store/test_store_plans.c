@@ -71,9 +71,10 @@ static const exemption exempt[] = {
     {"sweep_idempotency_tenant", true, false, "sorts the expired records of one tenant"},
     /* ListInstances by variables: the rows of one tenant that match every
      * variable filter, found by instances_variables (0012, a GIN index,
-     * which keeps no order) and sorted by creation: as many as match, never
-     * the backlog (the index must serve it: see required below). */
-    {"list_instances_variables", true, false, "sorts the instances matching the filters"},
+     * which keeps no order) and sorted by creation, either way: as many as
+     * match, never the backlog (the index must serve it: see required
+     * below). */
+    {"list_instances_variables*", true, false, "sorts the instances matching the filters"},
     /* A user's inbox with the due window: for a group the statistics never
      * saw, the planner may read that group's OPEN tasks from
      * tasks_group_open by bitmap and sort them rather than walk the index
@@ -108,6 +109,7 @@ static const required_index required[] = {
     /* Variable equality: the GIN on {tenant: variables}, not a range scan
      * of every instance of the tenant filtered row by row. */
     {"list_instances_variables", "instances_variables"},
+    {"list_instances_variables_newest", "instances_variables"},
     /* The open incidents, from the partial indexes of FAILED rows. */
     {"list_incidents_all", "instances_incidents"},
     {"list_incidents_definition", "instances_incidents_definition"},

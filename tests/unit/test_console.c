@@ -3,12 +3,15 @@
  * every value a page shows goes through these, so a hostile title or
  * variable can never become markup, a link or a script. Also the paths an
  * action may send the browser back to, and the login throttle
- * (console_throttle.c), on a clock of the test's own.
+ * (console_throttle.c), on a clock of the test's own. And the "waiting
+ * for" line the instance page shows at its top (common/wf_explain.c, which
+ * wfctl show prints too).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "console_int.h"
+#include "wf_explain.h"
 #include "test_support.h"
 
 /* What fn writes for s. */
@@ -163,6 +166,55 @@ WF_TEST(test_login_throttle_bounded)
     for (int i = 0; i < 5; i++)
         ck_assert_int_eq(wf_console__throttle_failed(t, "10.0.0.0", now + 30), 0);
     wf_console__throttle_free(t);
+}
+END_TEST
+
+/* What an instance waits for: its open tasks counted (not the done one),
+ * each job by type, each timer by due time, each awaited signal by name,
+ * the running referrals counted; nothing for an instance that has ended. */
+WF_TEST(test_waiting_for)
+{
+    Workflow__V1__Instance in = WORKFLOW__V1__INSTANCE__INIT, child = WORKFLOW__V1__INSTANCE__INIT;
+    in.status = WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_RUNNING;
+    child.status = WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_RUNNING;
+    Workflow__V1__Task open = WORKFLOW__V1__TASK__INIT, done = WORKFLOW__V1__TASK__INIT;
+    open.status = WORKFLOW__V1__TASK_STATUS__TASK_STATUS_CLAIMED;
+    done.status = WORKFLOW__V1__TASK_STATUS__TASK_STATUS_DONE;
+    Workflow__V1__Job job = WORKFLOW__V1__JOB__INIT;
+    job.job_type = (char *)"checkout.charge";
+    Google__Protobuf__Timestamp due = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
+    due.seconds = 1767225600; /* 2026-01-01T00:00:00Z */
+    Workflow__V1__Timer timer = WORKFLOW__V1__TIMER__INIT;
+    timer.due_at = &due;
+    Workflow__V1__AwaitingSignal sig = WORKFLOW__V1__AWAITING_SIGNAL__INIT;
+    sig.name = (char *)"paid";
+    Workflow__V1__Task *tasks[] = {&open, &done};
+    Workflow__V1__Job *jobs[] = {&job};
+    Workflow__V1__Timer *timers[] = {&timer};
+    Workflow__V1__AwaitingSignal *sigs[] = {&sig};
+    Workflow__V1__Instance *children[] = {&child};
+    Workflow__V1__GetInstanceResponse r = WORKFLOW__V1__GET_INSTANCE_RESPONSE__INIT;
+    r.instance = &in;
+    char b[256];
+    ck_assert(wf_explain_is_waiting(&in));
+    ck_assert_str_eq(wf_explain_waiting(&r, b, sizeof b), "");
+    r.tasks = tasks;
+    r.n_tasks = 2;
+    r.jobs = jobs;
+    r.n_jobs = 1;
+    r.timers = timers;
+    r.n_timers = 1;
+    r.awaiting_signals = sigs;
+    r.n_awaiting_signals = 1;
+    r.children = children;
+    r.n_children = 1;
+    ck_assert_str_eq(wf_explain_waiting(&r, b, sizeof b),
+                     "1 task, job checkout.charge, timer 2026-01-01T00:00:00Z, signal paid, "
+                     "1 running referral");
+    /* A short buffer is cut, and still terminated. */
+    ck_assert_str_eq(wf_explain_waiting(&r, b, 12), "1 task, job");
+    in.status = WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPLETED;
+    ck_assert(!wf_explain_is_waiting(&in));
 }
 END_TEST
 

@@ -272,6 +272,7 @@ typedef struct wf_ref_instance_query {
     wf_ref_time_range created, ended;
     const wf_ref_var_filter *vars;
     size_t n_vars;
+    bool newest_first; /* descending creation order */
 } wf_ref_instance_query;
 
 /* ListInstances: roots only. *next_cursor is NULL on the last page. */

@@ -306,6 +306,7 @@ wf_referral_list_instances(const wf_ref_ctx *ctx, const wf_ref_instance_query *q
         .ended_before = q->ended.has_before ? q->ended.before : 0,
         .vars = vars,
         .n_vars = q->n_vars,
+        .newest_first = q->newest_first,
     };
     if (never) {
         *rows = NULL, *n = 0, *next_cursor = NULL;

@@ -116,6 +116,8 @@ wf_code wf_store_mem__select_rows(mem_store *m, mtable *t, const char *tenant, m
                                   size_t *n, wf_error *err);
 int wf_store_mem__cmp_definition(const void *a, const void *b);
 bool wf_store_mem__after(const keyset *k, int64_t num, const char *id);
+/* The keyset before k: (num, id) < (k->num, k->str), for descending listings. */
+bool wf_store_mem__before(const keyset *k, int64_t num, const char *id);
 int wf_store_mem__cmp_instance(const void *a, const void *b);
 int wf_store_mem__cmp_incident(const void *a, const void *b);
 int wf_store_mem__cmp_task(const void *a, const void *b);

@@ -263,7 +263,8 @@ instance_match(mem_store *m, const void *row, const void *arg)
         (f->aggregate_id != NULL && !wf_store_mem__eq(r->aggregate_id, f->aggregate_id)) ||
         (f->roots_only && r->parent_id != NULL) ||
         (f->n_statuses > 0 && !in_ints((int)r->status, (const int *)f->statuses, f->n_statuses)) ||
-        !wf_store_mem__after(&q->k, r->created_at, r->id))
+        !(f->newest_first ? wf_store_mem__before(&q->k, r->created_at, r->id)
+                          : wf_store_mem__after(&q->k, r->created_at, r->id)))
         return false;
     if (f->begun != WF_BEGUN_ANY) {
         const wf_definition_row *d = NULL;
@@ -277,6 +278,13 @@ instance_match(mem_store *m, const void *row, const void *arg)
     return vars_match(r->variables_json, f);
 }
 
+/* Newest first: (created_at, id) descending. */
+static int
+cmp_instance_newest(const void *a, const void *b)
+{
+    return wf_store_mem__cmp_instance(b, a);
+}
+
 wf_code
 wf_store_mem__list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_instance_filter *f,
                              size_t limit, bool has, int64_t c_num, const char *c_str,
@@ -288,7 +296,9 @@ wf_store_mem__list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_ins
     if (rc != WF_OK)
         return rc;
     rc = wf_store_mem__select_rows(m, &m->insts, ctx->tenant, instance_match, &q,
-                                   wf_store_mem__cmp_instance, limit, ctx->arena, rows, n, err);
+                                   f->newest_first ? cmp_instance_newest
+                                                   : wf_store_mem__cmp_instance,
+                                   limit, ctx->arena, rows, n, err);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }

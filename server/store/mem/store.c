@@ -383,6 +383,14 @@ wf_store_mem__after(const keyset *k, int64_t num, const char *id)
     return num > k->num || (num == k->num && strcmp(id, k->str) > 0);
 }
 
+bool
+wf_store_mem__before(const keyset *k, int64_t num, const char *id)
+{
+    if (!k->has)
+        return true;
+    return num < k->num || (num == k->num && strcmp(id, k->str) < 0);
+}
+
 /* ---- store lifecycle ---------------------------------------------------- */
 
 static void

@@ -252,12 +252,18 @@ wf_store_pg__list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_inst
              : f->started_by != NULL                              ? S_LIST_INSTANCES_STARTED_BY
              : f->definition_key != NULL                          ? S_LIST_INSTANCES_DEFINITION
                                                                   : S_LIST_INSTANCES_ALL;
-    /* created_after is the lower bound of the keyset: the scan starts there. */
-    if (f->created_after != 0 && (!has || c_num < f->created_after)) {
+    /* The scan starts at the bound the order begins from: created_after
+     * (oldest first) or created_before (newest first); the other bound is
+     * $12. */
+    int64_t start = f->newest_first ? (f->created_before != 0 ? f->created_before : INT64_MAX)
+                                    : f->created_after;
+    if (f->newest_first ? (!has || c_num >= start) : (start != 0 && (!has || c_num < start))) {
         has = true;
-        c_num = f->created_after;
+        c_num = start;
         c_str = "";
     }
+    if (f->newest_first)
+        id += S_LIST_INSTANCES_AGGREGATE_NEWEST - S_LIST_INSTANCES_AGGREGATE;
     params p = wf_store_pg__p_tenant(ctx, f->started_by);
     wf_store_pg__p_str(&p, f->definition_key);
     wf_store_pg__p_str(&p, f->aggregate_type);
@@ -267,7 +273,9 @@ wf_store_pg__list_instances(wf_store *st, const wf_store_ctx *ctx, const wf_inst
     wf_store_pg__p_i64(&p, f->begun);
     p_after(&p, has, c_num, c_str);
     wf_store_pg__p_i64(&p, (int64_t)limit);
-    wf_store_pg__p_i64(&p, f->created_before != 0 ? f->created_before : INT64_MAX);
+    wf_store_pg__p_i64(&p, f->newest_first          ? f->created_after
+                           : f->created_before != 0 ? f->created_before
+                                                    : INT64_MAX);
     wf_store_pg__p_i64(&p, f->ended_after);
     wf_store_pg__p_i64(&p, f->ended_before);
     wf_store_pg__p_str(&p, doc);

@@ -132,6 +132,13 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
          "i.definition_version), false)) = ($8 = 1)) AND " ENDED_RANGE
 #define LIST_INSTANCES_PAGE                                                                        \
     "(created_at, id) > ($9::bigint, $10::text) AND created_at < $12::bigint"
+/* Newest first: the cursor ($9, $10) is the upper end (created_before
+ * moves it), $12 the lower bound of the creation time (created_after, 0 =
+ * unbounded). */
+#define LIST_INSTANCES_PAGE_NEWEST                                                                 \
+    "(created_at, id) < ($9::bigint, $10::text) AND created_at >= $12::bigint"
+#define LIST_INSTANCES_OLDEST " ORDER BY created_at, id LIMIT $11"
+#define LIST_INSTANCES_NEWEST " ORDER BY created_at DESC, id DESC LIMIT $11"
 /* The residual filters of a task listing: states and the due window
  * (0 = no bound), one CASE. */
 #define TASKS_WHERE(states, da, db)                                                                \
@@ -175,20 +182,37 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
 #define LIST_TASKS_ALL(cur, ord, lim)                                                              \
     "SELECT " COLS_TASKS " FROM tasks WHERE tenant_id = $1 " TASKS_WHERE("$2", "$3", "$4")         \
         TASKS_TAIL(cur, ord, lim)
-#define LIST_INSTANCES(key, opts)                                                                  \
+#define LIST_INSTANCES_IN(key, opts, page, order)                                                  \
     "SELECT " COLS_INSTANCES " FROM instances i WHERE tenant_id = $1 " key                         \
-    " AND " ALL(LIST_INSTANCES_CONDS(opts) " AND " VARS_OPT) " AND " LIST_INSTANCES_PAGE           \
-                                                             " ORDER BY created_at, id LIMIT $11"
+    " AND " ALL(LIST_INSTANCES_CONDS(opts) " AND " VARS_OPT) " AND " page order
+#define LIST_INSTANCES(key, opts)                                                                  \
+    LIST_INSTANCES_IN(key, opts, LIST_INSTANCES_PAGE, LIST_INSTANCES_OLDEST)
+#define LIST_INSTANCES_NEWEST_FIRST(key, opts)                                                     \
+    LIST_INSTANCES_IN(key, opts, LIST_INSTANCES_PAGE_NEWEST, LIST_INSTANCES_NEWEST)
 /* By variables: the containment, whose document names the tenant as its
  * one key, is the only condition an index can serve (instances_variables):
  * the tenant and the page are checked on the rows it finds, which are then
  * sorted, because a GIN index keeps no order. Left to choose, a generic
  * plan would rather range-scan every instance of the tenant in creation
  * order than trust the containment's unknown selectivity. */
-#define LIST_INSTANCES_VARS(opts)                                                                  \
+#define LIST_INSTANCES_VARS_IN(opts, page, order)                                                  \
     "SELECT " COLS_INSTANCES " FROM instances i WHERE " VARS_DOC                                   \
-    " @> $15 AND " ALL("tenant_id = $1 AND " LIST_INSTANCES_CONDS(                                 \
-        opts) " AND " LIST_INSTANCES_PAGE) " ORDER BY created_at, id LIMIT $11"
+    " @> $15 AND " ALL("tenant_id = $1 AND " LIST_INSTANCES_CONDS(opts) " AND " page) order
+#define LIST_INSTANCES_VARS(opts)                                                                  \
+    LIST_INSTANCES_VARS_IN(opts, LIST_INSTANCES_PAGE, LIST_INSTANCES_OLDEST)
+#define LIST_INSTANCES_VARS_NEWEST_FIRST(opts)                                                     \
+    LIST_INSTANCES_VARS_IN(opts, LIST_INSTANCES_PAGE_NEWEST, LIST_INSTANCES_NEWEST)
+/* The filters of each shape of a listing but its index condition. */
+#define LI_OPTS_AGGREGATE OPT("$2", "started_by") " AND " OPT("$3", "definition_key")
+#define LI_OPTS_STARTED_BY                                                                         \
+    OPT("$3", "definition_key")                                                                    \
+    " AND " OPT("$4", "aggregate_type") " AND " OPT("$5", "aggregate_id")
+#define LI_OPTS_DEFINITION                                                                         \
+    OPT("$2", "started_by") " AND " OPT("$4", "aggregate_type") " AND " OPT("$5", "aggregate_id")
+#define LI_OPTS_ALL                                                                                \
+    OPT("$2", "started_by")                                                                        \
+    " AND " OPT("$3", "definition_key") " AND " OPT("$4", "aggregate_type") " AND " OPT(           \
+        "$5", "aggregate_id")
 /* list_work_items: $3 holds a bit per work item state (0 = any). */
 #define WORK_ITEMS_STATES ALL("($3::int = 0 OR ($3::int >> state) & 1 = 1)")
 #define SIGNALS_INSTANCE_OPT "($2::text IS NULL OR instance_id = $2 OR consumed_by_instance = $2)"
@@ -622,6 +646,24 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
                                                           "$5::text) ORDER BY incident_at, id "
                                                           "LIMIT $6",
                               "instance"},
+    [S_LIST_INSTANCES_AGGREGATE_NEWEST] = {"list_instances_aggregate_newest",
+                                           LIST_INSTANCES_NEWEST_FIRST(
+                                               "AND aggregate_type = $4 AND aggregate_id = $5",
+                                               LI_OPTS_AGGREGATE),
+                                           "instance"},
+    [S_LIST_INSTANCES_STARTED_BY_NEWEST] = {"list_instances_started_by_newest",
+                                            LIST_INSTANCES_NEWEST_FIRST("AND started_by = $2",
+                                                                        LI_OPTS_STARTED_BY),
+                                            "instance"},
+    [S_LIST_INSTANCES_DEFINITION_NEWEST] = {"list_instances_definition_newest",
+                                            LIST_INSTANCES_NEWEST_FIRST("AND definition_key = $3",
+                                                                        LI_OPTS_DEFINITION),
+                                            "instance"},
+    [S_LIST_INSTANCES_ALL_NEWEST] = {"list_instances_all_newest",
+                                     LIST_INSTANCES_NEWEST_FIRST("", LI_OPTS_ALL), "instance"},
+    [S_LIST_INSTANCES_VARIABLES_NEWEST] = {"list_instances_variables_newest",
+                                           LIST_INSTANCES_VARS_NEWEST_FIRST(LI_OPTS_ALL),
+                                           "instance"},
     [S_LIST_INSTANCES_ALL] =
         {"list_instances_all",
          LIST_INSTANCES("", OPT("$2", "started_by") " AND " OPT("$3", "definition_key") " AND " OPT(
