@@ -207,6 +207,7 @@ int print_show(const ProtobufCMessage *m);
 int print_await(const ProtobufCMessage *m);
 int print_assign(const ProtobufCMessage *m);
 int print_task_resp(const ProtobufCMessage *m);
+int print_job_resp(const ProtobufCMessage *m);
 int print_complete(const ProtobufCMessage *m);
 int print_complete_and_end(const ProtobufCMessage *m);
 int print_completion(const ProtobufCMessage *m);

@@ -648,6 +648,20 @@ static const struct command commands[] = {
      .details = "Only what is given changes. Times are RFC 3339, e.g. 2030-05-01T12:00:00Z.\n"
                 "Needs --actor: the task's holder, a member of its group, or whoever assigned\n"
                 "it.\n"},
+    {.name = "job-priority",
+     .summary = "change the priority of a job that is not finished",
+     .method = "UpdateJob",
+     .req = DESC(update_job_request),
+     .resp = DESC(update_job_response),
+     .args = (const struct arg[]){POS("instance_id", "INSTANCE", "the job's instance id"),
+                                  POS("job_id", "JOB", "job id (as `show` lists it)"),
+                                  OPT(ARG_INT, "priority", "priority.value", "N",
+                                      "0-100, higher first (required)"),
+                                  REQUEST_ID, END},
+     .print = print_job_resp,
+     .details = "ActivateJobs takes the highest priority first, aged by the time a job waits\n"
+                "(WF_JOB_PRIORITY_AGING_MS per point). A job that is activated keeps the new\n"
+                "priority for when it becomes activatable again.\n"},
     {.name = "complete",
      .summary = "complete a task (prints completion counts and the next referral of a join)",
      .method = "CompleteTask",

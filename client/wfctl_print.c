@@ -757,6 +757,21 @@ print_task_resp(const ProtobufCMessage *m)
     return WFCTL_OK;
 }
 
+/* UpdateJob: the job after the change. */
+int
+print_job_resp(const ProtobufCMessage *m)
+{
+    const Workflow__V1__Job *j = ((const Workflow__V1__UpdateJobResponse *)m)->job;
+    if (j == NULL)
+        return WFCTL_OK;
+    kv("job", "%s", j->id);
+    kv("instance", "%s", j->instance_id);
+    kv("type", "%s", j->job_type);
+    kv("priority", "%d", j->priority);
+    kv("state", "%s", j->key[0] != '\0' ? "activated" : "activatable");
+    return WFCTL_OK;
+}
+
 static void
 counts_line(const char *label, protobuf_c_boolean all, int total, int open, int claimed, int done,
             int cancelled)
@@ -1003,9 +1018,9 @@ print_show(const ProtobufCMessage *m)
     }
     if (r->n_jobs > 0) {
         section("jobs", r->n_jobs);
-        table_begin(
-            2, 6,
-            (const char *const[]){"ID", "TYPE", "TRANSITION", "ATTEMPT", "STATE", "LAST_ERROR"});
+        table_begin(2, 7,
+                    (const char *const[]){"ID", "TYPE", "TRANSITION", "PRIORITY", "ATTEMPT",
+                                          "STATE", "LAST_ERROR"});
         for (size_t i = 0; i < r->n_jobs; i++) {
             const Workflow__V1__Job *j = r->jobs[i];
             const char *state =
@@ -1015,8 +1030,8 @@ print_show(const ProtobufCMessage *m)
                                             : "activatable";
             table_row((const char *const[]){
                 j->id, fmt("%s%s", j->job_type, j->compensation ? " (compensation)" : ""),
-                j->transition_id, fmt("%d/%d", j->attempt, j->max_attempts), state,
-                j->error_message});
+                j->transition_id, fmt("%d", j->priority), fmt("%d/%d", j->attempt, j->max_attempts),
+                state, j->error_message});
         }
         table_flush();
     }

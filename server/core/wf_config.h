@@ -73,7 +73,9 @@ typedef struct wf_config {
      * others off (a dead replica's batch is taken over after it). */
     long long batch_lease_s; /* WF_BATCH_LEASE, default 30 s */
     /* Signal fan-out: deliveries a scheduler pass claims and runs. */
-    int fanout_chunk; /* WF_SIGNAL_FANOUT_CHUNK, default 200, 1-1000 */
+    int fanout_chunk;          /* WF_SIGNAL_FANOUT_CHUNK, default 200, 1-1000 */
+    int job_priority_aging_ms; /* WF_JOB_PRIORITY_AGING_MS: a priority point's worth of
+                                  waiting, default 1000, 1-3600000 */
 } wf_config;
 
 /* Reads the configuration from an environment given as a NULL-terminated

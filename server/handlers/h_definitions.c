@@ -83,6 +83,7 @@ step_in(const Workflow__V1__Step *m, wf_step *st)
         st->has_job = true;
         st->job_type = m->job->job_type;
         st->lease_ms = wf_h_duration_ms(m->job->lease);
+        st->job_priority_expression = m->job->priority_expression;
     }
     if (m->user != NULL) {
         st->has_user = true;
@@ -124,6 +125,7 @@ transition_in(wf_arena *a, const Workflow__V1__Transition *m, wf_transition *t)
     retry_in(m->retry, &t->retry);
     t->lease_ms = wf_h_duration_ms(m->lease);
     t->compensation_job_type = m->compensation_job_type;
+    t->job_priority_expression = m->job_priority_expression;
     t->delay_ms = wf_h_duration_ms(m->delay);
     /* An explicit zero or negative delay must reach validation as such. */
     if (m->delay != NULL && t->delay_ms == 0)
@@ -255,6 +257,7 @@ step_out(wf_arena *a, const wf_step *st, bool *oom)
         workflow__v1__job_step__init(m->job);
         m->job->job_type = str(st->job_type);
         m->job->lease = wf_h_duration(a, st->lease_ms, oom);
+        m->job->priority_expression = str(st->job_priority_expression);
     }
     if (st->has_user && (m->user = alloc_or(a, sizeof *m->user, oom)) != NULL) {
         workflow__v1__user_step__init(m->user);
@@ -318,6 +321,7 @@ transition_out(wf_arena *a, const wf_transition *t, bool *oom)
     m->retry = retry_out(a, &t->retry, oom);
     m->lease = wf_h_duration(a, t->lease_ms, oom);
     m->compensation_job_type = str(t->compensation_job_type);
+    m->job_priority_expression = str(t->job_priority_expression);
     m->delay = wf_h_duration(a, t->delay_ms, oom);
     m->due_expression = str(t->due_expression);
     m->signal_name = str(t->signal_name);

@@ -1,6 +1,6 @@
 /*
  * h_jobs: ActivateJobs (a long poll), CompleteJob, FailJob and
- * ExtendJobLease.
+ * ExtendJobLease, UpdateJob.
  *
  * ActivateJobs runs on the stream machinery as a unary long poll
  * (wf_stream_ops.unary): each step is one activation pass; when it leases
@@ -263,4 +263,37 @@ h_extend_job_lease(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage 
     if (rc == WF_OK && expires > 0)
         wf_h_job_stream_extended(call->app, call->tenant, req->job_key, expires);
     return wf_h_respond(call, rc, &idem, &extend_builder, &expires, resp, err);
+}
+
+/* ---- UpdateJob ------------------------------------------------------------------------------ */
+
+static ProtobufCMessage *
+build_update(wf_arena *a, const void *result)
+{
+    Workflow__V1__UpdateJobResponse *m = wf_arena_alloc(a, sizeof *m);
+    if (m == NULL)
+        return NULL;
+    workflow__v1__update_job_response__init(m);
+    m->job = wf_h_job(a, result);
+    return m->job != NULL ? &m->base : NULL;
+}
+
+static const wf_h_builder update_builder = {build_update,
+                                            &workflow__v1__update_job_response__descriptor};
+
+wf_code
+h_update_job(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp, wf_error *err)
+{
+    const Workflow__V1__UpdateJobRequest *req = (const void *)msg;
+    wf_runtime_ctx ctx;
+    wf_uow_idem idem;
+    wf_job_row job = {0};
+    job_ctx(call, &ctx);
+    if (req->priority == NULL)
+        return invalid(call, "priority", "is required", err);
+    wf_code rc = wf_h_idem(call, msg, req->request_id, &update_builder, &idem, err);
+    if (rc == WF_OK)
+        rc = wf_runtime_update_job(&ctx, req->instance_id, req->job_id, req->priority->value, &idem,
+                                   &job, err);
+    return wf_h_respond(call, rc, &idem, &update_builder, &job, resp, err);
 }

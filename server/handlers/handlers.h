@@ -118,6 +118,8 @@ wf_code h_fail_job(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage 
                    wf_error *err);
 wf_code h_extend_job_lease(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                            wf_error *err);
+wf_code h_update_job(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                     wf_error *err);
 
 /* Signals (h_signals.c). */
 wf_code h_send_signal(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,

@@ -62,6 +62,7 @@ const wf_route wf_routes[] = {
     {"CompleteJob", h_complete_job, 0, NULL},
     {"FailJob", h_fail_job, 0, NULL},
     {"ExtendJobLease", h_extend_job_lease, 0, NULL},
+    {"UpdateJob", h_update_job, 0, NULL},
     {"StreamActivatedJobs", NULL, WF_ROUTE_STREAM, &h_stream_activated_jobs},
     {"CompleteJobs", h_complete_jobs, 0, NULL},
     /* Signals */

@@ -219,6 +219,27 @@ wf_tx_lock_root(wf_tx *tx, const char *instance_id, wf_aggregate *out, wf_error 
     return wf_tx_lock_root_hint(tx, instance_id, NULL, out, err);
 }
 
+int64_t
+wf_store_job_rank(int64_t activatable_at, int32_t priority, int64_t aging_us)
+{
+    if (priority < 0)
+        priority = 0;
+    if (priority > WF_JOB_PRIORITY_MAX)
+        priority = WF_JOB_PRIORITY_MAX;
+    return activatable_at - (int64_t)priority * aging_us;
+}
+
+/* Every job written gets its rank from its activatable_at and priority. */
+static void
+rank_jobs(const wf_store *st, const wf_store_changes *c)
+{
+    int64_t step = st->job_aging_us > 0 ? st->job_aging_us : WF_JOB_AGING_DEFAULT_US;
+    for (size_t i = 0; i < c->n_jobs; i++) {
+        wf_job_row *j = (wf_job_row *)&c->jobs[i];
+        j->rank = wf_store_job_rank(j->activatable_at, j->priority, step);
+    }
+}
+
 wf_code
 wf_tx_apply(wf_tx *tx, const wf_store_changes *changes, wf_error *err)
 {
@@ -228,8 +249,10 @@ wf_tx_apply(wf_tx *tx, const wf_store_changes *changes, wf_error *err)
                 changes->n_del_subscriptions >
             0)
         rc = tx_done(tx, wf_error_set(err, WF_E_INTERNAL, "deletions need the root locked"));
-    if (rc == WF_OK)
+    if (rc == WF_OK) {
+        rank_jobs(tx->st, changes);
         rc = tx_done(tx, tx->st->ops->apply(tx, changes, err));
+    }
     if (rc == WF_OK)
         count_events(tx, changes);
     return rc;
@@ -456,6 +479,13 @@ wf_store_set_page_bytes(wf_store *st, size_t bytes)
 {
     if (st != NULL)
         st->page_bytes = bytes;
+}
+
+void
+wf_store_set_job_aging(wf_store *st, int64_t aging_us)
+{
+    if (st != NULL && aging_us >= WF_JOB_AGING_MIN_US && aging_us <= WF_JOB_AGING_MAX_US)
+        st->job_aging_us = aging_us;
 }
 
 /* Common front half of every listing: context, page size, cursor. */

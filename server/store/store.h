@@ -333,7 +333,27 @@ typedef struct wf_job_row {
     bool compensation;
     char *last_error;
     int64_t created_at;
+    int32_t priority; /* 0-100, higher first (WF_JOB_PRIORITY_DEFAULT when created) */
+    int64_t rank;     /* activation order, lowest first: set by wf_tx_apply from activatable_at
+                         and priority (wf_store_job_rank); the engine's value is ignored */
 } wf_job_row;
+
+/* A job's priority: 0 to 100, 50 unless its transition's
+ * job_priority_expression or UpdateJob says otherwise. */
+#define WF_JOB_PRIORITY_DEFAULT 50
+#define WF_JOB_PRIORITY_MAX 100
+/* The aging step's default and range, in µs (WF_JOB_PRIORITY_AGING). */
+#define WF_JOB_AGING_DEFAULT_US 1000000LL
+#define WF_JOB_AGING_MIN_US 1000LL
+#define WF_JOB_AGING_MAX_US 3600000000LL
+
+/* The activation rank of a job: activatable_at less priority times the
+ * aging step (µs). Jobs are activated lowest rank first, ties by id, so
+ * a higher priority goes first among jobs activatable at the same time,
+ * and a job of priority p activatable since k steps ranks with one of
+ * priority p + k activatable now: no job waits more than
+ * (100 - p) steps behind jobs that became activatable after it. */
+int64_t wf_store_job_rank(int64_t activatable_at, int32_t priority, int64_t aging_us);
 
 typedef struct wf_timer_row {
     char *id;
@@ -599,6 +619,12 @@ void wf_store_free(wf_store *st);
  * last row kept). 0 (the default) counts rows only. Set once, before the
  * store is shared. */
 void wf_store_set_page_bytes(wf_store *st, size_t bytes);
+
+/* The aging step of job priorities, in µs (WF_JOB_AGING_MIN_US to
+ * WF_JOB_AGING_MAX_US; WF_JOB_AGING_DEFAULT_US until set): every job
+ * written after it gets its rank from it (wf_store_job_rank). Replicas
+ * over one database must share it. Set once, before the store is shared. */
+void wf_store_set_job_aging(wf_store *st, int64_t aging_us);
 
 /* True when the store can serve calls now (health checks). */
 bool wf_store_ready(wf_store *st);

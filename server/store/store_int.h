@@ -185,7 +185,8 @@ typedef struct wf_store_ops {
 /* Implementations embed these first in their own structs. */
 struct wf_store {
     const wf_store_ops *ops;
-    size_t page_bytes; /* wf_store_set_page_bytes; 0 = pages count rows only */
+    size_t page_bytes;    /* wf_store_set_page_bytes; 0 = pages count rows only */
+    int64_t job_aging_us; /* wf_store_set_job_aging; 0 = WF_JOB_AGING_DEFAULT_US */
     _Atomic int64_t counted[WF_STORE_N_COUNTED]; /* committed events (wf_store_stats) */
 };
 

@@ -162,6 +162,8 @@ static const wf_field job_fields[] = {
     BOOL(wf_job_row, compensation),
     STR(wf_job_row, last_error),
     I64(wf_job_row, created_at),
+    I32(wf_job_row, priority),
+    I64(wf_job_row, rank),
 };
 DESC(wf_store__job_desc, "job", wf_job_row, job_fields);
 

@@ -58,6 +58,10 @@ google.rpc.ErrorInfo{reason, domain "workflow.v1"} carried in the
   instance is buffered with its TTL counting, the resume consumes it, a
   request_id replays, an ended instance is refused; again on Postgres
   (SuspendResumePgTests);
+* job priority (JobPriorityTests): a transition's job_priority_expression
+  over the start variables, UpdateJob with its request_id replay and
+  refusals, ActivateJobs by priority; again on Postgres
+  (JobPriorityPgTests);
 * migration (MigrateInstanceTests): a claimed task moved to a new version
   through a place mapping, its problems listed first (dry run, then the
   refusal MIGRATION_INVALID with google.rpc.BadRequest), the request_id
@@ -2232,6 +2236,78 @@ class JobStreamTests(WorkflowTestCase):
         with self.assertRaises(grpc.RpcError) as caught:
             next(bad)
         self.assertEqual(caught.exception.code(), SC.INVALID_ARGUMENT)
+
+
+class JobPriorityTests(WorkflowTestCase):
+    """Job priority as a generated client sets it: a transition's
+    job_priority_expression over the start variables, UpdateJob (JobPriority
+    message, request_id replay, JOB_NOT_FOUND), and ActivateJobs taking the
+    highest priority first. Runs on the memory store; JobPriorityPgTests on
+    Postgres."""
+
+    @classmethod
+    def start_priority_server(cls):
+        return start_server(cls, "priority-memory")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = cls.start_priority_server()
+        cls.wf = cls.srv.workflow()
+
+    def ok(self, outcome):
+        self.assertEqual(outcome.code, SC.OK, "unexpected outcome %r" % outcome)
+        return outcome.response
+
+    def test_priority_from_variables_and_update_job(self):
+        run = uuid.uuid4().hex[:8]
+        key, job_type = "py-prio-" + run, "py-prio-job-" + run
+        d = wf_pb2.Definition(
+            key=key, kind=wf_pb2.DEFINITION_KIND_NET,
+            places=[wf_pb2.Place(id="s", kind=wf_pb2.PLACE_KIND_START),
+                    wf_pb2.Place(id="e", kind=wf_pb2.PLACE_KIND_END)],
+            transitions=[wf_pb2.Transition(
+                id="work", trigger=wf_pb2.TRIGGER_AUTO, job_type=job_type,
+                job_priority_expression="if .vip then 90 else 10 end")],
+            arcs=[wf_pb2.Arc(source="s", target="work"), wf_pb2.Arc(source="work", target="e")])
+        self.ok(invoke(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(definition=d),
+                       md(actor="dev")))
+        ids = []
+        for vip in ("false", "false", "true"):
+            ids.append(self.ok(invoke(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
+                definition_key=key, variables_json='{"vip": %s}' % vip),
+                md(actor="shop"))).instance.id)
+        jobs = [self.ok(invoke(self.wf.GetInstance, wf_pb2.GetInstanceRequest(instance_id=i),
+                               md())).jobs[0] for i in ids]
+        self.assertEqual([j.priority for j in jobs], [10, 10, 90])
+        # The second plain order becomes urgent; a retry of the call with
+        # the same request_id answers the same.
+        req = wf_pb2.UpdateJobRequest(instance_id=ids[1], job_id=jobs[1].id,
+                                      priority=wf_pb2.JobPriority(value=95),
+                                      request_id="py-upd-" + run)
+        first = self.ok(invoke(self.wf.UpdateJob, req, md()))
+        again = self.ok(invoke(self.wf.UpdateJob, req, md()))
+        self.assertEqual(first.job.priority, 95)
+        self.assertEqual(again.job, first.job)
+        got = self.ok(invoke(self.wf.ActivateJobs, wf_pb2.ActivateJobsRequest(
+            job_type=job_type, worker="py", max_jobs=3), md())).jobs
+        self.assertEqual([j.instance_id for j in got], [ids[1], ids[2], ids[0]])
+        self.assertEqual([j.priority for j in got], [95, 90, 10])
+        self.assert_error(invoke(self.wf.UpdateJob, wf_pb2.UpdateJobRequest(
+            instance_id=ids[0], job_id=str(uuid.uuid4()),
+            priority=wf_pb2.JobPriority(value=1)), md()), SC.NOT_FOUND, "JOB_NOT_FOUND")
+        self.assert_error(invoke(self.wf.UpdateJob, wf_pb2.UpdateJobRequest(
+            instance_id=ids[0], job_id=jobs[0].id), md()),
+            SC.INVALID_ARGUMENT, "INVALID_ARGUMENT")
+
+
+class JobPriorityPgTests(JobPriorityTests):
+    """JobPriorityTests against a server on Postgres; skipped without
+    WF_TEST_PG_DSN."""
+
+    @classmethod
+    def start_priority_server(cls):
+        dsn = pg_dsn_or_skip("JobPriorityTests")
+        return start_server(cls, "priority-pg", DATABASE_URL=dsn)
 
 
 class StepListTests(WorkflowTestCase):

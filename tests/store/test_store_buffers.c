@@ -185,10 +185,10 @@ fill(int phase, int rows)
         "state, enabled_at) SELECT 'default', 'bw%1$d-' || g, 'b%1$d-' || (g %% 5000 + 1), "
         "'b%1$d-' || (g %% 5000 + 1), 'tr', 1, 1 + g %% 4, g FROM generate_series(1, %2$d) g",
         "INSERT INTO jobs (tenant_id, id, key, root_id, instance_id, job_type, state, attempt, "
-        "max_attempts, activatable_at, created_at) SELECT 'default', 'bj%1$d-' || g, "
-        "'b%1$d-' || (g %% 5000 + 1) || '.k' || g, 'b%1$d-' || (g %% 5000 + 1), "
-        "'b%1$d-' || (g %% 5000 + 1), 'queued', 1, 1, 3, %1$d * 1000000 + g, g "
-        "FROM generate_series(1, %2$d) g",
+        "max_attempts, activatable_at, created_at, priority, activation_rank) SELECT 'default', "
+        "'bj%1$d-' || g, 'b%1$d-' || (g %% 5000 + 1) || '.k' || g, 'b%1$d-' || (g %% 5000 + 1), "
+        "'b%1$d-' || (g %% 5000 + 1), 'queued', 1, 1, 3, %1$d * 1000000 + g, g, g %% 101, "
+        "%1$d * 1000000 + g - (g %% 101) * 1000000 FROM generate_series(1, %2$d) g",
         "INSERT INTO timers (tenant_id, id, root_id, instance_id, due_at, created_at) SELECT "
         "'default', 'bm%1$d-' || g, 'b%1$d-' || (g %% 5000 + 1), 'b%1$d-' || (g %% 5000 + 1), "
         "4000000000000000 + g, g FROM generate_series(1, %2$d) g",

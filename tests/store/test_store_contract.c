@@ -1403,6 +1403,76 @@ WF_CASE_TEST("contract", test_pages_bounded_by_bytes)
 }
 END_TEST
 
+/* The rank: activatable_at less priority times the aging step, the
+ * priority held to 0-100; k steps of waiting are worth k points. */
+WF_CASE_TEST("contract", test_job_rank_arithmetic)
+{
+    const int64_t step = 1000000;
+    ck_assert_int_eq(wf_store_job_rank(T0, 0, step), T0);
+    ck_assert_int_eq(wf_store_job_rank(T0, 50, step), T0 - 50 * step);
+    ck_assert_int_eq(wf_store_job_rank(T0, 100, 1000), T0 - 100000);
+    ck_assert_int_eq(wf_store_job_rank(T0, 101, step), wf_store_job_rank(T0, 100, step));
+    ck_assert_int_eq(wf_store_job_rank(T0, -3, step), T0);
+    for (int32_t p = 0; p <= 90; p += 15)
+        for (int k = 0; k <= 10; k++)
+            ck_assert_int_eq(wf_store_job_rank(T0, p, step),
+                             wf_store_job_rank(T0 + k * step, p + k, step));
+    /* One microsecond later at the same priority ranks after. */
+    ck_assert_int_lt(wf_store_job_rank(T0, 40, step), wf_store_job_rank(T0 + 1, 40, step));
+}
+END_TEST
+
+static wf_job_row
+mk_job_p(const char *id, const char *type, int64_t activatable_at, int32_t priority)
+{
+    wf_job_row j = mk_job(id, "r1", type, activatable_at);
+    j.priority = priority;
+    return j;
+}
+
+/* Activation takes the lowest rank first (the default step, 1 s per
+ * point): a higher priority first at the same age, an older job first at
+ * the same priority, an old low-priority job before a new high one once
+ * it has waited more steps than the points between them; a job whose
+ * backoff has not run out is skipped whatever its rank, and a rewrite
+ * with another priority moves the job. */
+WF_CASE_TEST("contract", test_job_activation_by_priority_and_age)
+{
+    const int64_t s = 1000000;
+    new_root("r1", T0);
+    wf_job_row jobs[6] = {
+        mk_job_p("pa", "prio", T0, 50),        mk_job_p("pb", "prio", T0 + 5, 80),
+        mk_job_p("pc", "prio", T0 + 1, 50),    mk_job_p("pd", "prio", T0 - 90 * s, 0),
+        mk_job_p("pe", "prio", T0 + 500, 100), mk_job_p("pf", "prio", T0 + 2, 90),
+    };
+    commit_changes(&(wf_store_changes){.jobs = jobs, .n_jobs = 6});
+    wf_job_row moved = jobs[1];
+    moved.priority = 10; /* pb: now behind pa and pc */
+    commit_changes(&(wf_store_changes){.jobs = &moved, .n_jobs = 1});
+    wf_error err = {0};
+    wf_job_row *rows;
+    size_t n;
+    ck_assert_int_eq(
+        wf_store_activate_jobs(st, &ctx, "prio", "w1", 10, 1000, T0 + 10, &rows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 5);
+    /* pf (90) goes before pa and pc (50), which came before it; pd (0)
+     * has waited 90 s, 2 µs longer than 90 points are worth: before pf. */
+    const char *want[5] = {"pd", "pf", "pa", "pc", "pb"};
+    for (size_t i = 0; i < 5; i++) {
+        ck_assert_str_eq(rows[i].id, want[i]);
+        ck_assert_int_eq(rows[i].rank,
+                         wf_store_job_rank(rows[i].activatable_at, rows[i].priority, s));
+    }
+    ck_assert_int_eq(rows[4].priority, 10);
+    /* pe comes once its backoff has run out. */
+    ck_assert_int_eq(
+        wf_store_activate_jobs(st, &ctx, "prio", "w1", 10, 1000, T0 + 500, &rows, &n, &err), WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(rows[0].id, "pe");
+    ck_assert_int_eq(rows[0].priority, 100);
+}
+END_TEST
+
 WF_CASE_TEST("contract", test_job_activation_and_leases)
 {
     new_root("r1", T0);

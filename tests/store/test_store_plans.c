@@ -113,6 +113,9 @@ static const required_index required[] = {
     /* The open incidents, from the partial indexes of FAILED rows. */
     {"list_incidents_all", "instances_incidents"},
     {"list_incidents_definition", "instances_incidents_definition"},
+    /* Activation by priority and age: the rank index (0020), whose order
+     * is the statement's, so that the LIMIT stops the scan. */
+    {"activate_jobs", "jobs_activation_rank"},
 };
 
 static const char *
@@ -197,11 +200,10 @@ static const char *const fill_seen[] = {
         "g") ", 'tr', 1, 1, g "
              "FROM generate_series(1, 40000) g",
     "INSERT INTO jobs (tenant_id, id, key, root_id, instance_id, job_type, state, attempt, "
-    "max_attempts, activatable_at, lease_expires_at, created_at) SELECT " TENANT(
-        "g") ", 'j' || g, "
-             "'key' || g, " ROOT("g") ", " INST(
-                 "g") ", 'type' || g % 20, 1 + g % 3, 1, 3, g, "
-                      "CASE WHEN g % 3 = 1 THEN g ELSE 0 END, g FROM generate_series(1, 40000) g",
+    "max_attempts, activatable_at, lease_expires_at, created_at, priority, activation_rank) "
+    "SELECT " TENANT("g") ", 'j' || g, 'key' || g, " ROOT("g") ", " INST(
+        "g") ", 'type' || g % 20, 1 + g % 3, 1, 3, g, CASE WHEN g % 3 = 1 THEN g ELSE 0 END, g, "
+             "g % 101, g - (g % 101) * 1000000 FROM generate_series(1, 40000) g",
     "INSERT INTO timers (tenant_id, id, root_id, instance_id, due_at, created_at) SELECT " TENANT(
         "g") ", 'm' || g, " ROOT("g") ", " INST("g") ", g, g FROM generate_series(1, 40000) g",
     "INSERT INTO subscriptions (tenant_id, id, root_id, instance_id, signal_name, aggregate_type, "
@@ -235,8 +237,9 @@ static const char *const fill_seen[] = {
  * in tenant t0 (the trees of rows 1-4 of fill_seen). */
 static const char *const fill_unseen[] = {
     "INSERT INTO jobs (tenant_id, id, root_id, instance_id, job_type, state, attempt, "
-    "max_attempts, activatable_at, created_at) SELECT 't0', 'jf' || g, 'i1', 'i1', 'fresh', 1, 1, "
-    "3, g, g FROM generate_series(1, 25000) g",
+    "max_attempts, activatable_at, created_at, priority, activation_rank) SELECT 't0', 'jf' || g, "
+    "'i1', 'i1', 'fresh', 1, 1, 3, g, g, g % 101, g - (g % 101) * 1000000 "
+    "FROM generate_series(1, 25000) g",
     "INSERT INTO subscriptions (tenant_id, id, root_id, instance_id, signal_name, aggregate_type, "
     "aggregate_id, created_at) SELECT 't0', 'bf' || g, 'i1', 'i' || (1 + g % 4), 'fresh', 'big', "
     "'b' || g % 10, g FROM generate_series(1, 25000) g",

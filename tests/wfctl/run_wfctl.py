@@ -530,6 +530,22 @@ class CommandTests(ServerTests):
                               "@daily", "--overlap", flag, actor="dev")
             self.assertIn("overlap " + name, out)
 
+    def test_job_priority_shown_and_changed(self):
+        key = "prio-" + uuid.uuid4().hex[:6]
+        self.deploy({"key": key, "kind": "STEPS", "steps": [
+            {"id": "work", "job": {"job_type": "t-" + key, "priority_expression": ".p"}}]})
+        iid = self.run_ok("start", key, "--vars", '{"p": 70}', actor="dev").strip()
+        shown = json.loads(self.run_ok("--json", "show", iid))
+        job = shown["jobs"][0]
+        self.assertEqual(job["priority"], 70)
+        self.assertRegex(self.run_ok("show", iid), r"PRIORITY[\s\S]*\b70\b")
+        out = self.run_ok("job-priority", iid, job["id"], "--priority", "85")
+        self.assertRegex(out, r"priority\s+85")
+        self.assertEqual(json.loads(self.run_ok("--json", "show", iid))["jobs"][0]["priority"], 85)
+        r = wfctl(self.srv, "job-priority", iid, str(uuid.uuid4()), "--priority", "1")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("JOB_NOT_FOUND", r.stderr)
+
     def test_batch_start_needs_a_key_or_all(self):
         key = "batch-" + uuid.uuid4().hex[:6]
         ids = [self.start(key) for _ in range(2)]

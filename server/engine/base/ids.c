@@ -28,6 +28,10 @@ wf_ids_check(const wf_ref_ctx *ctx, wf_id_kind kind, const char *field, const ch
         if (!wf_id_job_key_valid(id))
             return wf_error_set(err, WF_E_JOB_NOT_FOUND, "no job has key \"%.128s\"", id);
         break;
+    case WF_ID_JOB:
+        if (!wf_uuid_valid(id))
+            return wf_error_set(err, WF_E_JOB_NOT_FOUND, "no job has id \"%.64s\"", id);
+        break;
     case WF_ID_BATCH:
         if (!wf_uuid_valid(id))
             return wf_error_set(err, WF_E_BATCH_OPERATION_NOT_FOUND,

@@ -9,7 +9,7 @@
  *   well-formed              WF_OK: the caller looks it up, and a row that is
  *                            not there is NOT_FOUND <KIND>_NOT_FOUND too
  *
- * Shapes (core/wf_id.h): instance, task and batch operation ids are UUIDs; a job key is
+ * Shapes (core/wf_id.h): instance, task, job and batch operation ids are UUIDs; a job key is
  * "<instance id>.<uuid>" or, as older keys were, a bare UUID.
  */
 #ifndef WF_IDS_H
@@ -23,6 +23,7 @@ typedef enum wf_id_kind {
     WF_ID_TASK,     /* TASK_NOT_FOUND */
     WF_ID_JOB_KEY,  /* JOB_NOT_FOUND */
     WF_ID_BATCH,    /* BATCH_OPERATION_NOT_FOUND */
+    WF_ID_JOB,      /* a job's id, or its instance's (UpdateJob): JOB_NOT_FOUND */
 } wf_id_kind;
 
 /* Checks id, the request field field, by the rule above; the violation of

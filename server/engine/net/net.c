@@ -229,6 +229,7 @@ encode_transition(enc *e, const wf_transition *t)
     put_int(e, o, "lease_ms",
             t->trigger == WF_TRIGGER_AUTO ? wf_net_lease_effective(t) : t->lease_ms);
     put_str(e, o, "compensation_job_type", t->compensation_job_type);
+    put_str(e, o, "job_priority_expression", t->job_priority_expression);
     put_int(e, o, "delay_ms", t->delay_ms);
     put_str(e, o, "due_expression", t->due_expression);
     put_str(e, o, "signal_name", t->signal_name);
@@ -259,6 +260,7 @@ encode_step(enc *e, const wf_step *st)
         put(e, o, "job", k);
         put_str(e, k, "job_type", st->job_type);
         put_int(e, k, "lease_ms", st->lease_ms);
+        put_str(e, k, "priority_expression", st->job_priority_expression);
     }
     if (st->has_user && (k = json_object()) != NULL) {
         put(e, o, "user", k);
@@ -557,6 +559,7 @@ decode_step(dec *d, json_t *o, wf_step *st)
         st->has_job = true;
         st->job_type = get_str(d, k, "job_type");
         st->lease_ms = get_int(d, k, "lease_ms");
+        st->job_priority_expression = get_str(d, k, "priority_expression");
     }
     if ((k = get_obj(d, o, "user")) != NULL) {
         st->has_user = true;
@@ -611,6 +614,7 @@ decode_transition(dec *d, json_t *o, wf_transition *t)
     decode_retry(d, o, &t->retry);
     t->lease_ms = get_int(d, o, "lease_ms");
     t->compensation_job_type = get_str(d, o, "compensation_job_type");
+    t->job_priority_expression = get_str(d, o, "job_priority_expression");
     t->delay_ms = get_int(d, o, "delay_ms");
     t->due_expression = get_str(d, o, "due_expression");
     t->signal_name = get_str(d, o, "signal_name");

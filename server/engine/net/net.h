@@ -121,6 +121,9 @@ typedef struct wf_transition {
     wf_retry_policy retry;
     int64_t lease_ms; /* 0 = 5 min */
     const char *compensation_job_type;
+    /* AUTO, jq over the variables when the job is created ("" = 50): the
+     * job's priority, an integer 0-100 */
+    const char *job_priority_expression;
     /* TIME: exactly one of the two */
     int64_t delay_ms;
     const char *due_expression;
@@ -165,6 +168,7 @@ typedef struct wf_step {
     /* job */
     const char *job_type;
     int64_t lease_ms;
+    const char *job_priority_expression; /* as on an AUTO transition */
     /* user */
     wf_assignee assignee;
     wf_completion completion;

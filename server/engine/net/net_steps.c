@@ -296,6 +296,7 @@ compile(comp *c, const wf_net *in)
             t->retry = st->retry;
             t->lease_ms = st->lease_ms;
             t->compensation_job_type = st->compensation_job_type;
+            t->job_priority_expression = st->job_priority_expression;
             break;
         }
         add_arc(c, places[i], st->id, NULL, false, (int)i, -1);
@@ -381,6 +382,7 @@ remap(comp *c, const char *path, const char **msg)
             {".correlation", ".correlation"},
             {".due_expression", ".due_expression"},
             {".priority_expression", ".priority_expression"},
+            {".job_priority_expression", ".priority_expression"},
             {".task_due_expression", ".due_expression"},
             {".task_follow_up_expression", ".follow_up_expression"},
         };

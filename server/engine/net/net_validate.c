@@ -575,6 +575,11 @@ check_auto(vctx *c, size_t ti, const wf_transition *t)
     snprintf(path, sizeof path, "transitions[%zu].lease", ti);
     if (t->lease_ms < 0)
         ERR(c, "INVALID_VALUE", path, "lease must not be negative");
+    if (!wf_str_empty(t->job_priority_expression)) {
+        snprintf(path, sizeof path, "transitions[%zu].job_priority_expression", ti);
+        check_expr(c, t->job_priority_expression, "EXPRESSION_INVALID", path,
+                   "job_priority_expression");
+    }
 }
 
 static void
@@ -662,6 +667,8 @@ check_triggers(vctx *c)
                 conflict(c, ti, "lease", t, "AUTO");
             if (!wf_str_empty(t->compensation_job_type))
                 conflict(c, ti, "compensation_job_type", t, "AUTO");
+            if (!wf_str_empty(t->job_priority_expression))
+                conflict(c, ti, "job_priority_expression", t, "AUTO");
         }
         if (tr != WF_TRIGGER_TIME) {
             if (t->delay_ms != 0)
@@ -724,14 +731,14 @@ wf_net_has_unseen_expressions(const wf_net *net)
         const wf_transition *t = &net->transitions[i];
         if (unseen(t->assignee.ids_expression) || unseen(t->priority_expression) ||
             unseen(t->task_due_expression) || unseen(t->task_follow_up_expression) ||
-            unseen(t->due_expression))
+            unseen(t->due_expression) || unseen(t->job_priority_expression))
             return true;
     }
     for (size_t i = 0; i < net->n_steps; i++) {
         const wf_step *s = &net->steps[i];
         if (unseen(s->assignee.ids_expression) || unseen(s->priority_expression) ||
             unseen(s->task_due_expression) || unseen(s->task_follow_up_expression) ||
-            unseen(s->due_expression))
+            unseen(s->due_expression) || unseen(s->job_priority_expression))
             return true;
         for (size_t k = 0; k < s->n_next; k++)
             if (unseen(s->next[k].guard))

@@ -422,12 +422,46 @@ enable_user(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
     return rc;
 }
 
+/* The priority of the job of AUTO transition t: its
+ * job_priority_expression over vars, or 50. A result that is not an
+ * integer 0-100 is refused (WF_E_INVALID_ARGUMENT, an incident), not
+ * clamped. */
+static wf_code
+choose_job_priority(const wf_transition *t, const char *vars, int32_t *out, wf_error *err)
+{
+    *out = WF_JOB_PRIORITY_DEFAULT;
+    if (wf_str_empty(t->job_priority_expression))
+        return WF_OK;
+    wf_expr *e;
+    int64_t v;
+    wf_code rc = wf_expr_cached(t->job_priority_expression, &e, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = wf_expr_eval_int(e, vars, &v, err);
+    wf_expr_free(e);
+    if (rc != WF_OK)
+        return expr_failed(err, rc, "job_priority_expression", t->id);
+    if (v < 0 || v > WF_JOB_PRIORITY_MAX)
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                            "job_priority_expression of transition \"%s\" gave %lld, which is "
+                            "not 0 to 100",
+                            t->id, (long long)v);
+    *out = (int32_t)v;
+    return WF_OK;
+}
+
 wf_code
 wf_runtime__create_job(net_work *w, const wf_work_item_row *it, const wf_transition *t,
                        const char *vars, bool compensation, wf_job_row *out, wf_error *err)
 {
     const wf_instance_row *in = &w->rw.insts[w->inst];
     wf_retry_policy r = wf_net_retry_effective(t);
+    int32_t priority = WF_JOB_PRIORITY_DEFAULT;
+    if (!compensation) {
+        wf_code prc = choose_job_priority(t, vars, &priority, err);
+        if (prc != WF_OK)
+            return prc;
+    }
     wf_job_row job = {
         .id = wf_id_new(w->rw.arena),
         .tenant = (char *)w->rw.ctx->tenant,
@@ -448,6 +482,7 @@ wf_runtime__create_job(net_work *w, const wf_work_item_row *it, const wf_transit
                                            in->id, it->id),
         .compensation = compensation,
         .created_at = w->rw.now,
+        .priority = priority,
     };
     if (job.id == NULL || job.idempotency_key == NULL)
         return wf_error_nomem(err);
@@ -467,8 +502,9 @@ enable_auto(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
     wf_code rc = wf_runtime__create_job(w, it, t, vars, false, &job, err);
     if (rc == WF_OK)
         rc = wf_runtime__event(w, "JOB_CREATED",
-                               json_pack("{s:s,s:s,s:s,s:s}", "jobId", job.id, "jobType",
-                                         t->job_type, "transitionId", t->id, "workItemId", it->id),
+                               json_pack("{s:s,s:s,s:s,s:s,s:i}", "jobId", job.id, "jobType",
+                                         t->job_type, "transitionId", t->id, "workItemId", it->id,
+                                         "priority", (int)job.priority),
                                err);
     return rc;
 }

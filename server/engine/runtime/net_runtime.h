@@ -164,6 +164,13 @@ wf_code wf_runtime_fail_job(const wf_runtime_ctx *ctx, const wf_runtime_job_fail
 wf_code wf_runtime_extend_job_lease(const wf_runtime_ctx *ctx, const char *key, int64_t lease_ms,
                                     wf_uow_idem *idem, int64_t *expires_at, wf_error *err);
 
+/* UpdateJob: the new priority (0-100) of job job_id of instance_id, a
+ * job not finished; JOB_UPDATED when it changes. *out is the job after
+ * the change (strings in ctx's arena). */
+wf_code wf_runtime_update_job(const wf_runtime_ctx *ctx, const char *instance_id,
+                              const char *job_id, int32_t priority, wf_uow_idem *idem,
+                              wf_job_row *out, wf_error *err);
+
 /* ---- sagas and incidents (net_runtime_saga.c) --------------------------------------- */
 
 /* RetryInstance: on a FAILED net instance re-arms the failed job with

@@ -702,3 +702,61 @@ wf_runtime_extend_job_lease(const wf_runtime_ctx *ctx, const char *key, int64_t 
         *expires_at = op.expires_at;
     return rc;
 }
+
+/* ---- priority ---------------------------------------------------------------------------- */
+
+typedef struct update_op {
+    const wf_runtime_ctx *ctx;
+    const char *instance_id;
+    const char *job_id;
+    int32_t priority;
+    wf_job_row *out;
+} update_op;
+
+static wf_code
+update_body(wf_tx *tx, void *arg, wf_error *err)
+{
+    update_op *op = arg;
+    net_work w;
+    wf_code rc = wf_runtime__open(&w, &op->ctx->ref, tx, op->instance_id, NULL, err);
+    if (rc == WF_E_INSTANCE_NOT_FOUND)
+        return wf_error_set(err, WF_E_JOB_NOT_FOUND, "no job \"%.64s\" in instance \"%.64s\"",
+                            op->job_id, op->instance_id);
+    if (rc != WF_OK)
+        return rc;
+    size_t ji = wf_runtime__find(&w, &w.jobs, sizeof(wf_job_row), op->job_id);
+    wf_job_row *j = ji != WF_WORK_NONE ? NW_ROW(&w, jobs, wf_job_row, ji) : NULL;
+    if (j == NULL || !wf_str_eq(j->instance_id, op->instance_id))
+        return wf_error_set(err, WF_E_JOB_NOT_FOUND, "no job \"%.64s\" in instance \"%.64s\"",
+                            op->job_id, op->instance_id);
+    int32_t before = j->priority;
+    if (before != op->priority) {
+        j->priority = op->priority;
+        wf_runtime__dirty(&w.jobs, ji);
+        rc = wf_runtime__event(&w, "JOB_UPDATED",
+                               json_pack("{s:s,s:i,s:i}", "jobId", j->id, "priority",
+                                         (int)op->priority, "previousPriority", (int)before),
+                               err);
+        if (rc == WF_OK)
+            rc = wf_runtime__write(&w, err);
+    }
+    if (rc == WF_OK)
+        *op->out = *NW_ROW(&w, jobs, wf_job_row, ji);
+    return rc;
+}
+
+wf_code
+wf_runtime_update_job(const wf_runtime_ctx *ctx, const char *instance_id, const char *job_id,
+                      int32_t priority, wf_uow_idem *idem, wf_job_row *out, wf_error *err)
+{
+    wf_code rc = wf_ids_check(&ctx->ref, WF_ID_JOB, "instance_id", instance_id, err);
+    if (rc == WF_OK)
+        rc = wf_ids_check(&ctx->ref, WF_ID_JOB, "job_id", job_id, err);
+    if (rc != WF_OK)
+        return rc;
+    if (priority < 0 || priority > WF_JOB_PRIORITY_MAX)
+        return wf_work_invalid(&ctx->ref, "priority.value", "must be 0 to 100", err);
+    update_op op = {ctx, instance_id, job_id, priority, out};
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
+    return wf_uow_run(ctx->ref.store, &sc, idem, update_body, &op, out, err);
+}

@@ -32,7 +32,7 @@
     "id, key, tenant_id, root_id, instance_id, work_item_id, transition_id, job_type, "            \
     "state, worker, attempt, max_attempts, activatable_at, lease_expires_at, "                     \
     "initial_backoff_ms, backoff_multiplier, max_backoff_ms, variables_json, "                     \
-    "idempotency_key, compensation, last_error, created_at"
+    "idempotency_key, compensation, last_error, created_at, priority, activation_rank"
 #define COLS_TIMERS                                                                                \
     "id, tenant_id, root_id, instance_id, work_item_id, transition_id, due_at, "                   \
     "created_at, claimed_until"
@@ -371,9 +371,11 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
          "u AS (INSERT INTO jobs (id, key, tenant_id, root_id, instance_id, work_item_id, "
          "transition_id, job_type, state, worker, attempt, max_attempts, activatable_at, "
          "lease_expires_at, initial_backoff_ms, backoff_multiplier, max_backoff_ms, "
-         "variables_json, idempotency_key, compensation, last_error, created_at) VALUES "
+         "variables_json, idempotency_key, compensation, last_error, created_at, priority, "
+         "activation_rank) VALUES "
          "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, "
-         "$18, $19, $20, $21, $22) ON CONFLICT (tenant_id, root_id, id) DO UPDATE SET key "
+         "$18, $19, $20, $21, $22, $23, $24) ON CONFLICT (tenant_id, root_id, id) DO UPDATE SET "
+         "key "
          "= EXCLUDED.key, instance_id = EXCLUDED.instance_id, work_item_id = "
          "EXCLUDED.work_item_id, transition_id = EXCLUDED.transition_id, job_type = "
          "EXCLUDED.job_type, state = EXCLUDED.state, worker = EXCLUDED.worker, attempt = "
@@ -383,7 +385,8 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
          "EXCLUDED.backoff_multiplier, max_backoff_ms = EXCLUDED.max_backoff_ms, "
          "variables_json = EXCLUDED.variables_json, idempotency_key = "
          "EXCLUDED.idempotency_key, compensation = EXCLUDED.compensation, last_error = "
-         "EXCLUDED.last_error, created_at = EXCLUDED.created_at "
+         "EXCLUDED.last_error, created_at = EXCLUDED.created_at, priority = EXCLUDED.priority, "
+         "activation_rank = EXCLUDED.activation_rank "
          "RETURNING state, activatable_at, job_type) "
          "SELECT u.state = 1 AND NOT EXISTS (SELECT 1 FROM o WHERE o.state = u.state AND "
          "o.activatable_at = u.activatable_at AND o.job_type IS NOT DISTINCT FROM u.job_type) "
@@ -728,24 +731,30 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
      * JOB_ACTIVATED events. The leased rows are updated through the ctids
      * the same statement locked: a join back on the key is planned, once
      * the queue is large, as a hash join over every job (a generic plan
-     * takes LIMIT $4 for a tenth of the queue). */
+     * takes LIMIT $4 for a tenth of the queue). The order is the rank
+     * (activatable_at less priority times the aging step, wf_store_job_rank),
+     * served by jobs_activation_rank (migrations/0020_job_priority.sql):
+     * rank <= now bounds the scan, since a rank is never above its
+     * activatable_at; the rows it reads that are not activatable yet are
+     * jobs in a retry backoff ending within 100 aging steps. */
     [S_ACTIVATE_JOBS] =
         {"activate_jobs",
          "WITH l AS (SELECT ctid AS tid, " COLS_JOBS ", "
          "octet_length(coalesce(variables_json, '')) + octet_length(coalesce(last_error, '')) + "
          "octet_length(coalesce(idempotency_key, '')) + 1024 AS b FROM jobs WHERE "
-         "tenant_id = $1 AND job_type = $2 AND state = 1 AND activatable_at <= $3 "
+         "tenant_id = $1 AND job_type = $2 AND state = 1 AND activation_rank <= $3 AND "
+         "activatable_at <= $3 "
          "AND NOT " SUSPENDED_ROOT_OF_JOBS " "
-         "ORDER BY activatable_at, id LIMIT $4 FOR UPDATE SKIP LOCKED), "
+         "ORDER BY activation_rank, id LIMIT $4 FOR UPDATE SKIP LOCKED), "
          "c AS (SELECT tid FROM (SELECT tid, sum(b) OVER "
-         "(ORDER BY activatable_at, id) AS t FROM l) x WHERE $7::bigint = 0 OR t <= $7::bigint), "
+         "(ORDER BY activation_rank, id) AS t FROM l) x WHERE $7::bigint = 0 OR t <= $7::bigint), "
          "u AS (UPDATE jobs j SET state = 2, key = j.instance_id || '.' || "
          "gen_random_uuid()::text, "
          "worker = $5, lease_expires_at = $6 WHERE j.ctid = ANY(ARRAY(SELECT tid FROM c)) "
          "RETURNING j.*) "
          "SELECT " COLS_JOBS " FROM u UNION ALL (SELECT " COLS_JOBS " FROM l WHERE "
-         "NOT EXISTS (SELECT 1 FROM c) ORDER BY activatable_at, id LIMIT 1) "
-         "ORDER BY activatable_at, id",
+         "NOT EXISTS (SELECT 1 FROM c) ORDER BY activation_rank, id LIMIT 1) "
+         "ORDER BY activation_rank, id",
          "job"},
 /* The scheduler's statements come in two shapes: every tenant (the
  * background thread, one per replica), and one tenant (the last
