@@ -32,57 +32,6 @@
 #define COLOR_INCIDENT WF_DIAGRAM_COLOR_INCIDENT
 #define COLOR_CANCEL "gray40"
 
-/* ---- a growing buffer ------------------------------------------------------------------- */
-
-/* The text being written: malloc'd, copied into the arena at the end;
- * oom is sticky (later writes are dropped). */
-typedef struct dbuf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} dbuf;
-
-static void
-put_n(dbuf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap != 0 ? b->cap : 4096;
-        while (b->n + n + 1 > cap)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (p == NULL) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-static void
-put(dbuf *b, const char *s)
-{
-    put_n(b, s, strlen(s));
-}
-
-static void __attribute__((format(printf, 2, 3))) putf(dbuf *b, const char *fmt, ...)
-{
-    char tmp[256];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        b->oom = true;
-    else
-        put_n(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
 /* ---- escaping ----------------------------------------------------------------------------- */
 
 /* True when s (just after an '&') reads as an entity: a name or a #number
@@ -102,62 +51,62 @@ entity_follows(const char *s)
  * control byte, U+FFFD). max > 0 cuts s after max bytes, at a character
  * boundary, and appends "...". */
 static void
-put_escaped(dbuf *b, const char *s, size_t max, bool label)
+put_escaped(wf_diagram_buf *b, const char *s, size_t max, bool label)
 {
     const unsigned char *u = (const unsigned char *)(s != NULL ? s : "");
     size_t n = strlen((const char *)u);
     for (size_t i = 0; i < n;) {
         size_t len = wf_utf8_char(u + i, n - i);
         if (max > 0 && i + (len != 0 ? len : 1) > max) {
-            put(b, "...");
+            wf_diagram__put(b, "...");
             return;
         }
         if (len == 0) {
-            put(b, REPLACEMENT);
+            wf_diagram__put(b, REPLACEMENT);
             i++;
             continue;
         }
         if (len > 1) {
             /* U+FFFE and U+FFFF are not XML characters. */
             if (len == 3 && u[i] == 0xEF && u[i + 1] == 0xBF && u[i + 2] >= 0xBE)
-                put(b, REPLACEMENT);
+                wf_diagram__put(b, REPLACEMENT);
             else
-                put_n(b, (const char *)u + i, len);
+                wf_diagram__put_n(b, (const char *)u + i, len);
             i += len;
             continue;
         }
         unsigned char c = u[i++];
         if (c == '"')
-            put(b, "\\\"");
+            wf_diagram__put(b, "\\\"");
         else if (c == '\\')
-            put(b, "\\\\");
+            wf_diagram__put(b, "\\\\");
         else if (c == '&' && entity_follows((const char *)u + i))
-            put(b, "&amp;");
+            wf_diagram__put(b, "&amp;");
         else if (c == '\n' && label)
-            put(b, "\\n");
+            wf_diagram__put(b, "\\n");
         else if (c == '\r' && label)
             continue;
         else if (c == '\t')
-            put(b, " ");
+            wf_diagram__put(b, " ");
         else if (c < 0x20)
-            put(b, REPLACEMENT);
+            wf_diagram__put(b, REPLACEMENT);
         else
-            put_n(b, (const char *)&c, 1);
+            wf_diagram__put_n(b, (const char *)&c, 1);
     }
 }
 
 /* A quoted id: "..." */
 static void
-put_id(dbuf *b, const char *id)
+put_id(wf_diagram_buf *b, const char *id)
 {
-    put(b, "\"");
+    wf_diagram__put(b, "\"");
     put_escaped(b, id, 0, false);
-    put(b, "\"");
+    wf_diagram__put(b, "\"");
 }
 
 /* A quoted label text, cut at WF_DIAGRAM_MAX_LABEL. */
 static void
-put_text(dbuf *b, const char *s)
+put_text(wf_diagram_buf *b, const char *s)
 {
     put_escaped(b, s, WF_DIAGRAM_MAX_LABEL, true);
 }
@@ -167,7 +116,7 @@ put_text(dbuf *b, const char *s)
 /* A duration in ms as "250ms", "30s", "5m", "2h" or "3d" (the largest unit
  * that divides it), else in ms. */
 static void
-put_duration(dbuf *b, int64_t ms)
+put_duration(wf_diagram_buf *b, int64_t ms)
 {
     static const struct {
         int64_t ms;
@@ -175,58 +124,58 @@ put_duration(dbuf *b, int64_t ms)
     } units[] = {{86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"}};
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (ms >= units[i].ms && ms % units[i].ms == 0) {
-            putf(b, "%lld%s", (long long)(ms / units[i].ms), units[i].unit);
+            wf_diagram__putf(b, "%lld%s", (long long)(ms / units[i].ms), units[i].unit);
             return;
         }
-    putf(b, "%lldms", (long long)ms);
+    wf_diagram__putf(b, "%lldms", (long long)ms);
 }
 
 /* The name of a node, then its id when the name is set and differs. */
 static void
-put_name(dbuf *b, const char *name, const char *id)
+put_name(wf_diagram_buf *b, const char *name, const char *id)
 {
     if (wf_str_empty(name) || wf_str_eq(name, id)) {
         put_text(b, id);
         return;
     }
     put_text(b, name);
-    put(b, "\\n(");
+    wf_diagram__put(b, "\\n(");
     put_text(b, id);
-    put(b, ")");
+    wf_diagram__put(b, ")");
 }
 
 /* The trigger line of a transition. */
 static void
-put_trigger(dbuf *b, const wf_transition *t)
+put_trigger(wf_diagram_buf *b, const wf_transition *t)
 {
     switch (t->trigger) {
     case WF_TRIGGER_USER:
-        put(b, "USER");
+        wf_diagram__put(b, "USER");
         break;
     case WF_TRIGGER_AUTO:
         if (wf_str_empty(t->job_type)) {
-            put(b, "AUTO (routing)");
+            wf_diagram__put(b, "AUTO (routing)");
         } else {
-            put(b, "AUTO job: ");
+            wf_diagram__put(b, "AUTO job: ");
             put_text(b, t->job_type);
         }
         break;
     case WF_TRIGGER_TIME:
-        put(b, "TIME");
+        wf_diagram__put(b, "TIME");
         if (t->delay_ms > 0) {
-            put(b, " after ");
+            wf_diagram__put(b, " after ");
             put_duration(b, t->delay_ms);
         } else if (!wf_str_empty(t->due_expression)) {
-            put(b, " at ");
+            wf_diagram__put(b, " at ");
             put_text(b, t->due_expression);
         }
         break;
     case WF_TRIGGER_MSG:
-        put(b, "MSG ");
+        wf_diagram__put(b, "MSG ");
         put_text(b, t->signal_name);
         break;
     default:
-        putf(b, "trigger %d", (int)t->trigger);
+        wf_diagram__putf(b, "trigger %d", (int)t->trigger);
         break;
     }
 }
@@ -286,149 +235,151 @@ kind_name(wf_def_kind kind)
 }
 
 static void
-put_header(dbuf *b, const wf_net *net, wf_def_kind kind, const wf_diagram_overlay *ov)
+put_header(wf_diagram_buf *b, const wf_net *net, wf_def_kind kind, const wf_diagram_overlay *ov)
 {
-    put(b, "digraph ");
+    wf_diagram__put(b, "digraph ");
     put_id(b, net->key);
-    put(b, " {\n");
+    wf_diagram__put(b, " {\n");
     /* The graph's id has a space: no place or transition id has one. */
     /* Bounded layout work: straight edges (spline routing around long
      * edges dominates the time), and few network-simplex and crossing
      * passes. */
-    put(b, "  graph [id=\"net graph\", rankdir=LR, splines=line, nslimit=0.1, nslimit1=0.1, "
+    wf_diagram__put(
+        b, "  graph [id=\"net graph\", rankdir=LR, splines=line, nslimit=0.1, nslimit1=0.1, "
            "mclimit=0.1, labelloc=t, fontname=\"Helvetica\", fontsize=12, label=\"");
     put_text(b, net->key);
-    putf(b, " v%d (%s)", (int)net->version, kind_name(kind));
+    wf_diagram__putf(b, " v%d (%s)", (int)net->version, kind_name(kind));
     if (!wf_str_empty(net->name) && !wf_str_eq(net->name, net->key)) {
-        put(b, "\\n");
+        wf_diagram__put(b, "\\n");
         put_text(b, net->name);
     }
     if (ov != NULL) {
-        put(b, "\\ninstance ");
+        wf_diagram__put(b, "\\ninstance ");
         put_text(b, ov->instance_id);
         if (!wf_str_empty(ov->status)) {
-            put(b, ": ");
+            wf_diagram__put(b, ": ");
             put_text(b, ov->status);
         }
         if (wf_diagram__has_incident(ov)) {
-            put(b, "\\nincident ");
+            wf_diagram__put(b, "\\nincident ");
             put_text(b, ov->incident_code);
         }
     }
-    put(b, "\"");
+    wf_diagram__put(b, "\"");
     if (wf_diagram__has_incident(ov))
-        putf(b, ", fontcolor=%s", COLOR_INCIDENT);
-    put(b, "];\n");
-    put(b, "  node [fontname=\"Helvetica\", fontsize=10];\n");
-    put(b, "  edge [fontname=\"Helvetica\", fontsize=9];\n");
+        wf_diagram__putf(b, ", fontcolor=%s", COLOR_INCIDENT);
+    wf_diagram__put(b, "];\n");
+    wf_diagram__put(b, "  node [fontname=\"Helvetica\", fontsize=10];\n");
+    wf_diagram__put(b, "  edge [fontname=\"Helvetica\", fontsize=9];\n");
 }
 
 /* The marker comment of node index i (layout DOT only; i < 0: none). */
 static void
-put_marker(dbuf *b, long i)
+put_marker(wf_diagram_buf *b, long i)
 {
     if (i >= 0)
-        putf(b, ", comment=\"n%ld\"", i);
+        wf_diagram__putf(b, ", comment=\"n%ld\"", i);
 }
 
 static void
-put_place(dbuf *b, const wf_place *p, const wf_diagram_overlay *ov, long mark)
+put_place(wf_diagram_buf *b, const wf_place *p, const wf_diagram_overlay *ov, long mark)
 {
     int32_t tokens = wf_diagram__tokens_of(ov, p->id);
-    put(b, "  ");
+    wf_diagram__put(b, "  ");
     put_id(b, p->id);
-    put(b, " [id=");
+    wf_diagram__put(b, " [id=");
     put_id(b, p->id);
     put_marker(b, mark);
-    put(b, p->kind == WF_PLACE_END ? ", shape=doublecircle" : ", shape=circle");
+    wf_diagram__put(b, p->kind == WF_PLACE_END ? ", shape=doublecircle" : ", shape=circle");
     if (p->kind == WF_PLACE_START)
-        put(b, ", penwidth=2");
-    put(b, ", label=\"");
+        wf_diagram__put(b, ", penwidth=2");
+    wf_diagram__put(b, ", label=\"");
     put_name(b, p->name, p->id);
     if (tokens > 0)
-        putf(b, "\\n%d token%s", (int)tokens, tokens == 1 ? "" : "s");
-    put(b, "\"");
+        wf_diagram__putf(b, "\\n%d token%s", (int)tokens, tokens == 1 ? "" : "s");
+    wf_diagram__put(b, "\"");
     if (tokens > 0)
-        putf(b, ", style=filled, fillcolor=\"%s\"", COLOR_TOKENS);
-    put(b, "];\n");
+        wf_diagram__putf(b, ", style=filled, fillcolor=\"%s\"", COLOR_TOKENS);
+    wf_diagram__put(b, "];\n");
 }
 
 static void
-put_transition(dbuf *b, const wf_transition *t, const wf_diagram_overlay *ov, long mark)
+put_transition(wf_diagram_buf *b, const wf_transition *t, const wf_diagram_overlay *ov, long mark)
 {
     size_t enabled = wf_diagram__enabled_of(ov, t->id);
     bool incident = wf_diagram__has_incident(ov) && wf_str_eq(ov->incident_transition_id, t->id);
     bool step = wf_diagram__is_current_step(ov, t);
-    put(b, "  ");
+    wf_diagram__put(b, "  ");
     put_id(b, t->id);
-    put(b, " [id=");
+    wf_diagram__put(b, " [id=");
     put_id(b, t->id);
     put_marker(b, mark);
-    put(b, ", shape=box, label=\"");
+    wf_diagram__put(b, ", shape=box, label=\"");
     put_name(b, t->name, t->id);
-    put(b, "\\n");
+    wf_diagram__put(b, "\\n");
     put_trigger(b, t);
     if (t->fails)
-        put(b, "\\n(the step fails)");
+        wf_diagram__put(b, "\\n(the step fails)");
     if (step)
-        put(b, "\\ncurrent step");
+        wf_diagram__put(b, "\\ncurrent step");
     if (enabled == 1)
-        put(b, "\\nenabled");
+        wf_diagram__put(b, "\\nenabled");
     else if (enabled > 1)
-        putf(b, "\\nenabled (%zu)", enabled);
+        wf_diagram__putf(b, "\\nenabled (%zu)", enabled);
     if (incident) {
-        put(b, "\\nincident ");
+        wf_diagram__put(b, "\\nincident ");
         put_text(b, ov->incident_code);
     }
-    put(b, "\"");
+    wf_diagram__put(b, "\"");
     if (enabled > 0)
-        putf(b, ", style=\"filled,bold\", fillcolor=\"%s\"", COLOR_ENABLED);
+        wf_diagram__putf(b, ", style=\"filled,bold\", fillcolor=\"%s\"", COLOR_ENABLED);
     if (incident)
-        putf(b, ", color=%s, fontcolor=%s, penwidth=3", COLOR_INCIDENT, COLOR_INCIDENT);
+        wf_diagram__putf(b, ", color=%s, fontcolor=%s, penwidth=3", COLOR_INCIDENT, COLOR_INCIDENT);
     else if (step)
-        putf(b, ", color=\"%s\", penwidth=3", COLOR_STEP);
-    put(b, "];\n");
+        wf_diagram__putf(b, ", color=\"%s\", penwidth=3", COLOR_STEP);
+    wf_diagram__put(b, "];\n");
 }
 
 static void
-put_arc(dbuf *b, const wf_arc *a, size_t i)
+put_arc(wf_diagram_buf *b, const wf_arc *a, size_t i)
 {
     int32_t w = wf_net_arc_weight(a);
     bool guard = !wf_str_empty(a->guard);
-    put(b, "  ");
+    wf_diagram__put(b, "  ");
     put_id(b, a->source);
-    put(b, " -> ");
+    wf_diagram__put(b, " -> ");
     put_id(b, a->target);
     /* Edge ids have a space too, so they never meet a node's. */
-    putf(b, " [id=\"arc %zu\"", i);
+    wf_diagram__putf(b, " [id=\"arc %zu\"", i);
     if (w != 1 || guard || a->is_default) {
-        put(b, ", label=\"");
+        wf_diagram__put(b, ", label=\"");
         if (w != 1)
-            putf(b, "%d", (int)w);
+            wf_diagram__putf(b, "%d", (int)w);
         if (guard) {
-            put(b, w != 1 ? " [" : "[");
+            wf_diagram__put(b, w != 1 ? " [" : "[");
             put_text(b, a->guard);
-            put(b, "]");
+            wf_diagram__put(b, "]");
         }
         if (a->is_default)
-            put(b, w != 1 || guard ? " [else]" : "[else]");
-        put(b, "\"");
+            wf_diagram__put(b, w != 1 || guard ? " [else]" : "[else]");
+        wf_diagram__put(b, "\"");
     }
-    put(b, "];\n");
+    wf_diagram__put(b, "];\n");
 }
 
 static void
-put_cancels(dbuf *b, const wf_transition *t, size_t ti)
+put_cancels(wf_diagram_buf *b, const wf_transition *t, size_t ti)
 {
     for (size_t j = 0; j < t->n_cancels; j++) {
-        put(b, "  ");
+        wf_diagram__put(b, "  ");
         put_id(b, t->id);
-        put(b, " -> ");
+        wf_diagram__put(b, " -> ");
         put_id(b, t->cancels[j]);
-        putf(b,
-             " [id=\"cancel %zu %zu\", style=dashed, color=%s, fontcolor=%s, arrowhead=tee, "
-             "constraint=false, label=\"cancels\"];\n",
-             ti, j, COLOR_CANCEL, COLOR_CANCEL);
+        wf_diagram__putf(
+            b,
+            " [id=\"cancel %zu %zu\", style=dashed, color=%s, fontcolor=%s, arrowhead=tee, "
+            "constraint=false, label=\"cancels\"];\n",
+            ti, j, COLOR_CANCEL, COLOR_CANCEL);
     }
 }
 
@@ -438,11 +389,12 @@ static wf_code
 dot_text(const wf_net *net, wf_def_kind kind, const wf_diagram_overlay *ov, bool markers,
          wf_arena *a, char **out, wf_error *err)
 {
-    dbuf b = {0};
+    wf_diagram_buf b = {0};
     put_header(&b, net, kind, ov);
     if (kind == WF_DEF_AD_HOC) {
-        put(&b, "  \"ad hoc\" [id=\"ad hoc\", shape=note, label=\"AD_HOC: no net; work is "
-                "referred with AssignTo\"];\n");
+        wf_diagram__put(&b,
+                        "  \"ad hoc\" [id=\"ad hoc\", shape=note, label=\"AD_HOC: no net; work is "
+                        "referred with AssignTo\"];\n");
     }
     for (size_t i = 0; i < net->n_places; i++)
         put_place(&b, &net->places[i], ov, markers ? (long)i : -1);
@@ -452,7 +404,7 @@ dot_text(const wf_net *net, wf_def_kind kind, const wf_diagram_overlay *ov, bool
         put_arc(&b, &net->arcs[i], i);
     for (size_t i = 0; i < net->n_transitions; i++)
         put_cancels(&b, &net->transitions[i], i);
-    put(&b, "}\n");
+    wf_diagram__put(&b, "}\n");
     if (b.oom) {
         free(b.p);
         return wf_error_nomem(err);

@@ -53,6 +53,19 @@ typedef struct wf_diagram_layout {
     struct wf_diagram_layout *prev, *next; /* the cache's recency list */
 } wf_diagram_layout;
 
+/* A growing text buffer (diagram_buf.c): malloc'd and NUL-terminated;
+ * oom is sticky (later writes are dropped). Zero-initialised is empty. */
+typedef struct wf_diagram_buf {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} wf_diagram_buf;
+
+void wf_diagram__put_n(wf_diagram_buf *b, const char *s, size_t n);
+void wf_diagram__put(wf_diagram_buf *b, const char *s);
+void wf_diagram__putf(wf_diagram_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* FNV-1a of s. */
 uint64_t wf_diagram__hash(const char *s);
 

@@ -158,71 +158,29 @@ wf_diagram__index(wf_diagram_layout *l)
 /* ---- writing ----------------------------------------------------------------------------------
  */
 
-/* The SVG being written: malloc'd, copied into the arena at the end. */
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} sbuf;
-
-static void
-put_n(sbuf *b, const char *s, size_t n)
-{
-    if (b->oom || n == 0)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap != 0 ? b->cap : 8192;
-        while (b->n + n + 1 > cap)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (p == NULL) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-static void __attribute__((format(printf, 2, 3))) putf(sbuf *b, const char *fmt, ...)
-{
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        b->oom = true;
-    else
-        put_n(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
 /* s as XML text: the five special characters escaped. */
 static void
-put_xml(sbuf *b, const char *s)
+put_xml(wf_diagram_buf *b, const char *s)
 {
     for (; s != NULL && *s != '\0'; s++) {
         switch (*s) {
         case '&':
-            put_n(b, "&amp;", 5);
+            wf_diagram__put_n(b, "&amp;", 5);
             break;
         case '<':
-            put_n(b, "&lt;", 4);
+            wf_diagram__put_n(b, "&lt;", 4);
             break;
         case '>':
-            put_n(b, "&gt;", 4);
+            wf_diagram__put_n(b, "&gt;", 4);
             break;
         case '"':
-            put_n(b, "&quot;", 6);
+            wf_diagram__put_n(b, "&quot;", 6);
             break;
         case '\'':
-            put_n(b, "&#39;", 5);
+            wf_diagram__put_n(b, "&#39;", 5);
             break;
         default:
-            put_n(b, s, 1);
+            wf_diagram__put_n(b, s, 1);
         }
     }
 }
@@ -289,7 +247,7 @@ looks_of(const wf_net *net, const wf_diagram_overlay *ov, wf_arena *a)
 
 /* Copies the attribute value at *p (just after name=") as value instead. */
 static const char *
-put_replaced(sbuf *b, const char *p, const char *value)
+put_replaced(wf_diagram_buf *b, const char *p, const char *value)
 {
     put_xml(b, value);
     const char *q = strchr(p, '"');
@@ -299,7 +257,7 @@ put_replaced(sbuf *b, const char *p, const char *value)
 /* Writes one shape element line [p, end) with lk's fill (first shape
  * only), stroke and stroke width. */
 static void
-put_shape(sbuf *b, const char *p, const char *end, const node_look *lk, bool first)
+put_shape(wf_diagram_buf *b, const char *p, const char *end, const node_look *lk, bool first)
 {
     const char *fill = first && lk->fill != NULL ? attr_in(p, end, "fill") : NULL;
     const char *stroke = lk->stroke != NULL || lk->width != NULL ? attr_in(p, end, "stroke") : NULL;
@@ -313,17 +271,17 @@ put_shape(sbuf *b, const char *p, const char *end, const node_look *lk, bool fir
                 q = put_replaced(b, q, lk->stroke);
             } else {
                 const char *e = strchr(q, '"');
-                put_n(b, q, (size_t)(e - q));
+                wf_diagram__put_n(b, q, (size_t)(e - q));
                 q = e;
             }
             if (lk->width != NULL && width == NULL) {
-                put_n(b, "\" stroke-width=\"", 16);
+                wf_diagram__put_n(b, "\" stroke-width=\"", 16);
                 put_xml(b, lk->width);
             }
         } else if (q == width) {
             q = put_replaced(b, q, lk->width);
         } else {
-            put_n(b, q, 1);
+            wf_diagram__put_n(b, q, 1);
             q++;
         }
     }
@@ -331,16 +289,17 @@ put_shape(sbuf *b, const char *p, const char *end, const node_look *lk, bool fir
 
 /* The text lines of lk under node n. */
 static void
-put_node_lines(sbuf *b, const wf_diagram_node *n, const node_look *lk)
+put_node_lines(wf_diagram_buf *b, const wf_diagram_node *n, const node_look *lk)
 {
     for (size_t k = 0; k < lk->nlines; k++) {
-        putf(b,
-             "<text text-anchor=\"middle\" x=\"%.2f\" y=\"%.2f\" "
-             "font-family=\"Helvetica,sans-Serif\" "
-             "font-size=\"9.00\"%s>",
-             n->cx, n->bottom + NODE_LINE * (double)(k + 1), lk->red[k] ? " fill=\"red\"" : "");
+        wf_diagram__putf(b,
+                         "<text text-anchor=\"middle\" x=\"%.2f\" y=\"%.2f\" "
+                         "font-family=\"Helvetica,sans-Serif\" "
+                         "font-size=\"9.00\"%s>",
+                         n->cx, n->bottom + NODE_LINE * (double)(k + 1),
+                         lk->red[k] ? " fill=\"red\"" : "");
         put_xml(b, lk->lines[k]);
-        put_n(b, "</text>\n", 8);
+        wf_diagram__put_n(b, "</text>\n", 8);
     }
 }
 
@@ -376,30 +335,31 @@ lowest(const wf_diagram_layout *l, const node_look *lk)
 /* The head of the SVG up to the background, with the canvas grown by
  * grow points and the background under the added text. */
 static void
-put_head(sbuf *b, const wf_diagram_layout *l, double grow)
+put_head(wf_diagram_buf *b, const wf_diagram_layout *l, double grow)
 {
     const char *svg = l->svg;
     if (grow <= 0) {
-        put_n(b, svg, l->body_at);
+        wf_diagram__put_n(b, svg, l->body_at);
         return;
     }
-    put_n(b, svg, l->size_at);
+    wf_diagram__put_n(b, svg, l->size_at);
     const char *p = svg + l->size_at;
-    putf(b, "%.0f", l->height + grow);
+    wf_diagram__putf(b, "%.0f", l->height + grow);
     p += strspn(p, "0123456789.");
-    put_n(b, p, (size_t)(svg + l->viewbox_at - p));
-    putf(b, "0.00 0.00 %.2f %.2f", l->width, l->height + grow);
+    wf_diagram__put_n(b, p, (size_t)(svg + l->viewbox_at - p));
+    wf_diagram__putf(b, "0.00 0.00 %.2f %.2f", l->width, l->height + grow);
     p = strchr(svg + l->viewbox_at, '"');
-    put_n(b, p, (size_t)(svg + l->body_at - p));
-    putf(b,
-         "<polygon fill=\"white\" stroke=\"transparent\" points=\"-4,4 -4,%.2f %.2f,%.2f %.2f,4 "
-         "-4,4\"/>\n",
-         4 + grow, l->width - 4, 4 + grow, l->width - 4);
+    wf_diagram__put_n(b, p, (size_t)(svg + l->body_at - p));
+    wf_diagram__putf(
+        b,
+        "<polygon fill=\"white\" stroke=\"transparent\" points=\"-4,4 -4,%.2f %.2f,%.2f %.2f,4 "
+        "-4,4\"/>\n",
+        4 + grow, l->width - 4, 4 + grow, l->width - 4);
 }
 
 /* The body: every node, with its look, without markers. */
 static void
-put_body(sbuf *b, const wf_diagram_layout *l, const node_look *lk)
+put_body(wf_diagram_buf *b, const wf_diagram_layout *l, const node_look *lk)
 {
     const char *svg = l->svg;
     size_t at = l->body_at;
@@ -414,8 +374,8 @@ put_body(sbuf *b, const wf_diagram_layout *l, const node_look *lk)
             }
         if (n == NULL)
             break;
-        put_n(b, svg + at, n->mark - at);
-        put_n(b, svg + n->mark_end, n->shapes - n->mark_end);
+        wf_diagram__put_n(b, svg + at, n->mark - at);
+        wf_diagram__put_n(b, svg + n->mark_end, n->shapes - n->mark_end);
         const node_look *k = lk != NULL ? &lk[ni] : NULL;
         bool first = true;
         for (size_t p = n->shapes; p < n->shapes_end;) {
@@ -423,17 +383,17 @@ put_body(sbuf *b, const wf_diagram_layout *l, const node_look *lk)
             if (k != NULL && (k->fill != NULL || k->stroke != NULL || k->width != NULL))
                 put_shape(b, svg + p, eol, k, first);
             else
-                put_n(b, svg + p, (size_t)(eol - (svg + p)));
+                wf_diagram__put_n(b, svg + p, (size_t)(eol - (svg + p)));
             first = false;
             p = (size_t)(eol - svg);
         }
         const char *close = strstr(svg + n->shapes_end, "</g>");
-        put_n(b, svg + n->shapes_end, (size_t)(close - (svg + n->shapes_end)));
+        wf_diagram__put_n(b, svg + n->shapes_end, (size_t)(close - (svg + n->shapes_end)));
         if (k != NULL)
             put_node_lines(b, n, k);
         at = (size_t)(close - svg);
     }
-    put_n(b, svg + at, l->close_at - at);
+    wf_diagram__put_n(b, svg + at, l->close_at - at);
 }
 
 wf_code
@@ -454,19 +414,20 @@ wf_diagram__overlay_svg(const wf_diagram_layout *l, const wf_net *net, const wf_
     size_t ng = graph_lines(ov, a, glines);
     double low = lowest(l, lk);
     double grow = low - 4 + (ng > 0 ? GRAPH_LINE * (double)ng + 6 : 0);
-    sbuf b = {0};
+    wf_diagram_buf b = {0};
     put_head(&b, l, grow);
     put_body(&b, l, lk);
     for (size_t i = 0; i < ng; i++) {
-        putf(&b,
-             "<text text-anchor=\"middle\" x=\"%.2f\" y=\"%.2f\" "
-             "font-family=\"Helvetica,sans-Serif\" "
-             "font-size=\"12.00\"%s>",
-             l->width / 2 - 4, low + GRAPH_LINE * (double)(i + 1), i == 1 ? " fill=\"red\"" : "");
+        wf_diagram__putf(&b,
+                         "<text text-anchor=\"middle\" x=\"%.2f\" y=\"%.2f\" "
+                         "font-family=\"Helvetica,sans-Serif\" "
+                         "font-size=\"12.00\"%s>",
+                         l->width / 2 - 4, low + GRAPH_LINE * (double)(i + 1),
+                         i == 1 ? " fill=\"red\"" : "");
         put_xml(&b, glines[i] != NULL ? glines[i] : "");
-        put_n(&b, "</text>\n", 8);
+        wf_diagram__put_n(&b, "</text>\n", 8);
     }
-    put_n(&b, l->svg + l->close_at, l->svg_len - l->close_at);
+    wf_diagram__put_n(&b, l->svg + l->close_at, l->svg_len - l->close_at);
     if (b.oom) {
         free(b.p);
         return wf_error_nomem(err);
