@@ -213,13 +213,22 @@ dispatch(wf_app *a, wf_arena *arena, const fuzz_route *r, const ProtobufCMessage
     if (resp_out != NULL)
         *resp_out = NULL;
 
-    const wf_stream_ops *sops = r->route->stream;
+    /* As the rpc layer: a route with a handler runs it, and a handler may
+     * park its call on the route's stream ops (an awaited result). */
+    const wf_stream_ops *sops = r->route->fn == NULL ? r->route->stream : NULL;
+    void *state = NULL;
+    wf_code rc;
     if (sops == NULL) {
         ProtobufCMessage *resp = NULL;
-        wf_code rc = r->route->fn(&call, req, &resp, err);
+        rc = r->route->fn(&call, req, &resp, err);
         check_outcome(&call, rc, err, "handler");
         if (rc != WF_OK)
             return rc;
+        if (call.park_state != NULL && r->route->stream != NULL) {
+            sops = r->route->stream;
+            state = call.park_state;
+            goto pull;
+        }
         if (resp == NULL)
             fuzz_fail("%s returned OK without a response (the client gets INTERNAL)", call.method);
         fuzz_check_packs(resp, r->method->output, call.method);
@@ -229,11 +238,11 @@ dispatch(wf_app *a, wf_arena *arena, const fuzz_route *r, const ProtobufCMessage
     }
 
     /* A stream: open, then pull like the rpc layer until it waits or ends. */
-    void *state = NULL;
-    wf_code rc = sops->open(&call, req, &state, err);
+    rc = sops->open(&call, req, &state, err);
     check_outcome(&call, rc, err, "open");
     if (rc != WF_OK)
         return rc;
+pull:
     for (int i = 0; i < FUZZ_STREAM_STEPS; i++) {
         wf_arena *scratch = wf_arena_new();
         if (scratch == NULL)
