@@ -3,6 +3,7 @@
  * through wf_console__esc (text and attributes); ids in links through
  * wf_console__url.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -141,6 +142,13 @@ wf_console__page_begin(wf_console__ctx *x, const char *title)
     fputs("</div></header>\n<main>\n<h1>", o);
     wf_console__esc(o, title);
     fputs("</h1>\n", o);
+    if (x->refusal != NULL) {
+        /* A page shown again after a refused action: the reason on top
+         * too, in case the form it belongs to is no longer shown. */
+        fputs("<div id=\"refusal\">", o);
+        wf_console__page_error(x, x->refusal);
+        fputs("</div>", o);
+    }
 }
 
 void
@@ -170,6 +178,11 @@ wf_console__page_error(wf_console__ctx *x, const wf_error *err)
     case WF_E_NOMEM:
         x->status = 500;
         break;
+    case WF_E_INVALID_ARGUMENT:
+    case WF_E_INVALID_JSON:
+    case WF_E_UNKNOWN_PLACE:
+        x->status = 400;
+        break;
     default:
         x->status = 409;
     }
@@ -195,4 +208,47 @@ wf_console__form_begin(wf_console__ctx *x, const char *action, const char *cls)
     fputs("\"><input type=\"hidden\" name=\"request_id\" value=\"", o);
     wf_console__esc(o, rid);
     fputs("\">", o);
+}
+
+const char *
+wf_console__field(wf_console__ctx *x, const char *name)
+{
+    const char *v = wf_http_req_form(x->req, name);
+    return v != NULL ? v : "";
+}
+
+void
+wf_console__hidden(wf_console__ctx *x, const char *name, const char *value)
+{
+    fputs("<input type=\"hidden\" name=\"", x->out);
+    wf_console__esc(x->out, name);
+    fputs("\" value=\"", x->out);
+    wf_console__esc(x->out, value);
+    fputs("\">", x->out);
+}
+
+const char *
+wf_console__self_url(wf_console__ctx *x, const char *path, const char *param, const char *value)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *o = open_memstream(&buf, &len);
+    if (o == NULL)
+        return path;
+    fputs(path, o);
+    if (param != NULL && value != NULL && value[0] != '\0') {
+        fprintf(o, "?%s=", param);
+        wf_console__url(o, value);
+    }
+    fclose(o);
+    const char *r = wf_arena_strdup(x->arena, buf);
+    free(buf);
+    return r != NULL ? r : path;
+}
+
+const char *
+wf_console__back(wf_console__ctx *x)
+{
+    const char *b = wf_console__field(x, "back");
+    return wf_console__own_path(b) ? b : "/instances";
 }

@@ -31,6 +31,11 @@ typedef struct wf_console__ctx {
     unsigned status;          /* HTTP status of the page, 200 unless set */
     const char *location;     /* set: answer 303 See Other to it instead of the page */
     const char *content_type; /* of what out holds; NULL = text/html */
+    /* A page shown again after a refused action: which form was refused
+     * (a repair's name, "variables", or the task id of a Complete), and
+     * why. The form keeps what was typed and shows the reason inline. */
+    const char *refused;
+    const wf_error *refusal;
 } wf_console__ctx;
 
 /* Runs the route `method` of wf_routes (the handler the gRPC route calls)
@@ -78,6 +83,24 @@ void wf_console__page_error(wf_console__ctx *x, const wf_error *err);
  * key (request_id) and the page to come back to; close it with "</form>". */
 void wf_console__form_begin(wf_console__ctx *x, const char *action, const char *cls);
 
+/* A field of the POSTed form; "" when absent. */
+const char *wf_console__field(wf_console__ctx *x, const char *name);
+/* <input type="hidden"> of name and value, both escaped. */
+void wf_console__hidden(wf_console__ctx *x, const char *name, const char *value);
+/* path, with "?param=value" (percent-encoded) when value is not empty; in
+ * the arena. */
+const char *wf_console__self_url(wf_console__ctx *x, const char *path, const char *param,
+                                 const char *value);
+/* Where to go after an action: the form's back when it is a path of this
+ * console (wf_console__own_path), else /instances. */
+const char *wf_console__back(wf_console__ctx *x);
+
+/* Splits "from=to,from=to" into at most 64 place mappings (in the
+ * arena; the handler checks them); *n their number. NULL when out of
+ * memory. */
+Workflow__V1__PlaceMapping **wf_console__place_mappings(wf_console__ctx *x, const char *text,
+                                                        size_t *n);
+
 /* ---- pages (console_pages.c) ---- */
 
 void wf_console__definitions(wf_console__ctx *x);
@@ -91,9 +114,40 @@ void wf_console__batch(wf_console__ctx *x);
 /* /diagram.svg: GetDiagram's SVG (of ?key=&version= or ?instance=) as
  * image/svg+xml, shown by the pages in <img>, where no script runs. */
 void wf_console__diagram(wf_console__ctx *x);
-/* Actions (POST, checked already): retry, claim, release, complete, and
- * start or cancel a batch operation. */
+/* Actions (POST, checked already): the one dispatch of every action by
+ * its path (console_actions.c). Each action is one function of the
+ * context and the actor who acts, so who may do what is decided here. */
+typedef void (*wf_console__action_fn)(wf_console__ctx *x, const char *actor);
 void wf_console__act(wf_console__ctx *x, const char *path);
+/* The actions of the pages (console_pages.c). */
+void wf_console__act_retry(wf_console__ctx *x, const char *actor);
+void wf_console__act_claim(wf_console__ctx *x, const char *actor);
+void wf_console__act_release(wf_console__ctx *x, const char *actor);
+void wf_console__act_complete(wf_console__ctx *x, const char *actor);
+void wf_console__act_batch_preview(wf_console__ctx *x, const char *actor);
+void wf_console__act_batch_start(wf_console__ctx *x, const char *actor);
+void wf_console__act_batch_cancel(wf_console__ctx *x, const char *actor);
+/* After an action's call: on success back (303), else the refusal. */
+void wf_console__acted(wf_console__ctx *x, wf_code rc, const wf_error *err);
+
+/* ---- repairs of one instance (console_repair.c) ---- */
+
+/* The instance page's Repair section: a form per repair, keeping what was
+ * typed when x->refused names it. in: the instance shown. */
+void wf_console__repair_section(wf_console__ctx *x, const Workflow__V1__GetInstanceResponse *g,
+                                const Workflow__V1__Definition *def);
+/* POST /instance/variables: SetVariables; a refusal shows the instance
+ * page again with the text kept and the reason inline. */
+void wf_console__act_variables(wf_console__ctx *x, const char *actor);
+/* POST /instance/{cancel,suspend,resume,signal,modify,migrate}: first a
+ * page stating what it will do (for migrate the dry run's plan) with a
+ * Confirm form; confirmed, the call; refused, the instance page again. */
+void wf_console__act_cancel(wf_console__ctx *x, const char *actor);
+void wf_console__act_suspend(wf_console__ctx *x, const char *actor);
+void wf_console__act_resume(wf_console__ctx *x, const char *actor);
+void wf_console__act_signal(wf_console__ctx *x, const char *actor);
+void wf_console__act_modify(wf_console__ctx *x, const char *actor);
+void wf_console__act_migrate(wf_console__ctx *x, const char *actor);
 
 /* ---- the login throttle (console_throttle.c) ---- */
 

@@ -26,13 +26,6 @@ q(wf_console__ctx *x, const char *name)
     return v != NULL ? v : "";
 }
 
-static const char *
-form(wf_console__ctx *x, const char *name)
-{
-    const char *v = wf_http_req_form(x->req, name);
-    return v != NULL ? v : "";
-}
-
 #define E(s) wf_console__esc(x->out, (s))
 #define U(s) wf_console__url(x->out, (s))
 #define P(s) fputs((s), x->out)
@@ -131,16 +124,6 @@ next_page(wf_console__ctx *x, const char *token, const char *const *keep)
         U(v);
     }
     P("\">Next page →</a></p>\n");
-}
-
-static void
-hidden(wf_console__ctx *x, const char *name, const char *value)
-{
-    P("<input type=\"hidden\" name=\"");
-    E(name);
-    P("\" value=\"");
-    E(value);
-    P("\">");
 }
 
 /* An <img> of the diagram (/diagram.svg) for the query "param=value...". */
@@ -441,6 +424,32 @@ wf_console__instances(wf_console__ctx *x)
     wf_console__page_end(x);
 }
 
+/* The Complete form of a task. Its action carries the page's query, so
+ * that a refusal can show the same page again; a refused Complete of
+ * this task keeps the typed output and shows the reason inline. The page's
+ * script checks the JSON before it is sent. */
+static void
+complete_form(wf_console__ctx *x, const Workflow__V1__Task *t, const char *back)
+{
+    const char *query = strchr(back, '?');
+    bool refused = x->refused != NULL && strcmp(x->refused, t->id) == 0;
+    const char *action =
+        query != NULL ? wf_arena_printf(x->arena, "/task/complete%s", query) : NULL;
+    wf_console__form_begin(x, action != NULL ? action : "/task/complete", "inline complete");
+    wf_console__hidden(x, "task_id", t->id);
+    wf_console__hidden(x, "back", back);
+    P("<input type=\"text\" name=\"variables_json\" placeholder=\"{}\" data-json=\"object\" "
+      "aria-label=\"output variables (JSON)\" value=\"");
+    E(refused ? wf_console__field(x, "variables_json") : "");
+    P("\"><button type=\"submit\" class=\"complete\">Complete</button>"
+      "<span class=\"json-error error\"></span></form>");
+    if (refused) {
+        P("<div class=\"refused\" id=\"complete-refused\">");
+        wf_console__page_error(x, x->refusal);
+        P("</div>");
+    }
+}
+
 static void
 task_rows(wf_console__ctx *x, Workflow__V1__Task *const *v, size_t n, const char *back,
           bool actions)
@@ -483,48 +492,23 @@ task_rows(wf_console__ctx *x, Workflow__V1__Task *const *v, size_t n, const char
                 if (t->status == WORKFLOW__V1__TASK_STATUS__TASK_STATUS_OPEN &&
                     t->assignee_kind == WORKFLOW__V1__ASSIGNEE_KIND__ASSIGNEE_KIND_GROUP) {
                     wf_console__form_begin(x, "/task/claim", "inline");
-                    hidden(x, "task_id", t->id);
-                    hidden(x, "back", back);
+                    wf_console__hidden(x, "task_id", t->id);
+                    wf_console__hidden(x, "back", back);
                     P("<button type=\"submit\" class=\"claim\">Claim</button></form> ");
                 }
                 if (t->status == WORKFLOW__V1__TASK_STATUS__TASK_STATUS_CLAIMED) {
                     wf_console__form_begin(x, "/task/release", "inline");
-                    hidden(x, "task_id", t->id);
-                    hidden(x, "back", back);
+                    wf_console__hidden(x, "task_id", t->id);
+                    wf_console__hidden(x, "back", back);
                     P("<button type=\"submit\" class=\"release\">Release</button></form> ");
                 }
-                wf_console__form_begin(x, "/task/complete", "inline");
-                hidden(x, "task_id", t->id);
-                hidden(x, "back", back);
-                P("<input type=\"text\" name=\"variables_json\" placeholder=\"{}\" "
-                  "aria-label=\"output variables (JSON)\">"
-                  "<button type=\"submit\" class=\"complete\">Complete</button></form>");
+                complete_form(x, t, back);
             }
             P("</td>");
         }
         P("</tr>\n");
     }
     P("</table>\n");
-}
-
-/* The page's own path and query, to come back to after an action. */
-static const char *
-self_url(wf_console__ctx *x, const char *path, const char *param, const char *value)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *o = open_memstream(&buf, &len);
-    if (o == NULL)
-        return path;
-    fputs(path, o);
-    if (param != NULL && value != NULL && value[0] != '\0') {
-        fprintf(o, "?%s=", param);
-        wf_console__url(o, value);
-    }
-    fclose(o);
-    const char *r = wf_arena_strdup(x->arena, buf);
-    free(buf);
-    return r != NULL ? r : path;
 }
 
 typedef struct ev_rows {
@@ -795,6 +779,30 @@ awaiting_section(wf_console__ctx *x, const Workflow__V1__GetInstanceResponse *g)
     P("</table></section>\n");
 }
 
+/* The Repair section, for a person who may act on an instance that has
+ * not ended, with the places of its definition's version. */
+static void
+repair_section(wf_console__ctx *x, const Workflow__V1__GetInstanceResponse *g)
+{
+    Workflow__V1__InstanceStatus st = g->instance->status;
+    if (x->csrf == NULL || st == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPLETED ||
+        st == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_CANCELLED ||
+        st == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPENSATED) {
+        if (x->csrf != NULL)
+            P("<p class=\"empty\" id=\"repair-none\">The instance has ended: nothing to "
+              "repair.</p>");
+        return;
+    }
+    Workflow__V1__GetDefinitionRequest req = WORKFLOW__V1__GET_DEFINITION_REQUEST__INIT;
+    req.key = g->instance->definition_key;
+    req.version = g->instance->definition_version;
+    Workflow__V1__GetDefinitionResponse *d = NULL;
+    wf_error err = {0};
+    if (wf_console__call(x, "GetDefinition", PB(req), (ProtobufCMessage **)&d, &err) != WF_OK)
+        d = NULL;
+    wf_console__repair_section(x, g, d != NULL ? d->definition : NULL);
+}
+
 void
 wf_console__instance(wf_console__ctx *x)
 {
@@ -807,7 +815,7 @@ wf_console__instance(wf_console__ctx *x)
     if (!page_call(x, "GetInstance", PB(req), (ProtobufCMessage **)&g))
         return;
     const Workflow__V1__Instance *in = g->instance;
-    const char *back = self_url(x, "/instance", "id", id);
+    const char *back = wf_console__self_url(x, "/instance", "id", id);
     P("<section id=\"summary\" data-live=\"summary\">");
     waiting_summary(x, g);
     P("<dl class=\"summary\"><dt>Id</dt><dd id=\"instance-id\">");
@@ -839,8 +847,8 @@ wf_console__instance(wf_console__ctx *x)
     P("</dl>");
     if (in->status == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_FAILED && x->csrf != NULL) {
         wf_console__form_begin(x, "/instance/retry", "inline");
-        hidden(x, "instance_id", in->id);
-        hidden(x, "back", back);
+        wf_console__hidden(x, "instance_id", in->id);
+        wf_console__hidden(x, "back", back);
         P("<button type=\"submit\" class=\"retry\">Retry</button></form>");
     }
     P("</section>\n");
@@ -854,6 +862,7 @@ wf_console__instance(wf_console__ctx *x)
     P("<section data-live=\"variables\"><h2>Variables</h2><pre id=\"variables\">");
     E(in->variables_json);
     P("</pre></section>\n");
+    repair_section(x, g);
 
     P("<section data-live=\"tasks\"><h2>Tasks</h2>");
     task_rows(x, g->tasks, g->n_tasks, back, true);
@@ -961,8 +970,8 @@ wf_console__incidents(wf_console__ctx *x)
         fprintf(x->out, "</td><td>%d</td><td>", inc->attempts);
         if (x->csrf != NULL) {
             wf_console__form_begin(x, "/instance/retry", "inline");
-            hidden(x, "instance_id", inc->instance_id);
-            hidden(x, "back", "/incidents");
+            wf_console__hidden(x, "instance_id", inc->instance_id);
+            wf_console__hidden(x, "back", "/incidents");
             P("<button type=\"submit\" class=\"retry\">Retry</button></form>");
         }
         P("</td></tr>\n");
@@ -997,8 +1006,8 @@ wf_console__inbox(wf_console__ctx *x)
     Workflow__V1__ListTasksResponse *resp = NULL;
     if (!page_call(x, "ListTasks", PB(req), (ProtobufCMessage **)&resp))
         return;
-    const char *back = q(x, "group")[0] ? self_url(x, "/inbox", "group", q(x, "group"))
-                                        : self_url(x, "/inbox", "user", q(x, "user"));
+    const char *back = q(x, "group")[0] ? wf_console__self_url(x, "/inbox", "group", q(x, "group"))
+                                        : wf_console__self_url(x, "/inbox", "user", q(x, "user"));
     task_rows(x, resp->tasks, resp->n_tasks, back, true);
     static const char *const keep[] = {"user", "group", "status", NULL};
     next_page(x, resp->next_page_token, keep);
@@ -1061,8 +1070,8 @@ batch_row(wf_console__ctx *x, const Workflow__V1__BatchOperation *b)
     if (b->state == WORKFLOW__V1__BATCH_OPERATION_STATE__BATCH_OPERATION_STATE_RUNNING &&
         x->csrf != NULL) {
         wf_console__form_begin(x, "/batch/cancel", "inline");
-        hidden(x, "id", b->id);
-        hidden(x, "back", "/batches");
+        wf_console__hidden(x, "id", b->id);
+        wf_console__hidden(x, "back", "/batches");
         P("<button type=\"submit\" class=\"cancel\">Cancel</button></form>");
     }
     P("</td></tr>\n");
@@ -1107,7 +1116,7 @@ batch_input(wf_console__ctx *x, const char *label, const char *name, const char 
     P("\" name=\"");
     E(name);
     P("\" value=\"");
-    E(kept ? form(x, name) : "");
+    E(kept ? wf_console__field(x, name) : "");
     P("\"></label> ");
 }
 
@@ -1123,22 +1132,22 @@ batch_form(wf_console__ctx *x, bool kept)
     wf_console__form_begin(x, "/batch/preview", "filters");
     P("<label>Action <select name=\"action\" required>");
     enum_options(x, &workflow__v1__batch_action__descriptor, "choose…",
-                 kept ? form(x, "action") : "");
+                 kept ? wf_console__field(x, "action") : "");
     P("</select></label> ");
     batch_input(x, "Started by (empty = you, * = anyone)", "started_by", "text", kept);
     batch_input(x, "Definition key", "definition_key", "text", kept);
     P("<label><input type=\"checkbox\" name=\"every_definition\" value=\"1\"");
-    if (kept && strcmp(form(x, "every_definition"), "1") == 0)
+    if (kept && strcmp(wf_console__field(x, "every_definition"), "1") == 0)
         P(" checked");
     P("> no definition key: every instance of the tenant the other filters match</label> ");
     P("<label>Status <select name=\"status\">");
     enum_options(x, &workflow__v1__instance_status__descriptor, "any",
-                 kept ? form(x, "status") : "");
+                 kept ? wf_console__field(x, "status") : "");
     P("</select></label> ");
     batch_input(x, "Reason", "reason", "text", kept);
     batch_input(x, "Target version (MIGRATE)", "target_version", "number", kept);
     batch_input(x, "Place mapping (MIGRATE, from=to,...)", "place_mapping", "text", kept);
-    hidden(x, "back", "/batches");
+    wf_console__hidden(x, "back", "/batches");
     P("<button type=\"submit\" class=\"preview-batch\">Preview…</button></form>\n");
 }
 
@@ -1268,15 +1277,6 @@ wf_console__diagram(wf_console__ctx *x)
 
 /* ---- actions ---------------------------------------------------------------- */
 
-/* Where to go after an action: the form's back path when it is a path of
- * this console, else the instances. */
-static const char *
-back_of(wf_console__ctx *x)
-{
-    const char *b = form(x, "back");
-    return wf_console__own_path(b) ? b : "/instances";
-}
-
 /* ---- starting a batch operation: preview, then confirm -------------------- */
 
 /* The form fields a batch operation is made of, carried from the form to
@@ -1286,34 +1286,19 @@ static const char *const batch_fields[] = {
     "status", "reason",     "target_version", "place_mapping",
 };
 
-/* The StartBatchOperation request of the posted form (in the arena);
- * place_mapping "from=to,from=to" is split here and checked by the
- * handler. NULL when out of memory. */
-static Workflow__V1__StartBatchOperationRequest *
-batch_request(wf_console__ctx *x, bool dry_run)
+Workflow__V1__PlaceMapping **
+wf_console__place_mappings(wf_console__ctx *x, const char *text, size_t *n)
 {
-    Workflow__V1__StartBatchOperationRequest *r = wf_arena_alloc(x->arena, sizeof *r);
-    Workflow__V1__InstanceFilter *f = wf_arena_alloc(x->arena, sizeof *f);
     Workflow__V1__PlaceMapping *maps = wf_arena_calloc(x->arena, MAX_MAPPINGS, sizeof *maps);
     Workflow__V1__PlaceMapping **mapv = wf_arena_calloc(x->arena, MAX_MAPPINGS, sizeof *mapv);
-    char *spec = wf_arena_strdup(x->arena, form(x, "place_mapping"));
-    if (r == NULL || f == NULL || maps == NULL || mapv == NULL || spec == NULL)
+    char *spec = wf_arena_strdup(x->arena, text);
+    *n = 0;
+    if (maps == NULL || mapv == NULL || spec == NULL)
         return NULL;
-    workflow__v1__start_batch_operation_request__init(r);
-    workflow__v1__instance_filter__init(f);
-    f->started_by = (char *)form(x, "started_by");
-    f->definition_key = (char *)form(x, "definition_key");
-    f->status = enum_value(&workflow__v1__instance_status__descriptor, form(x, "status"));
-    r->filter = f;
-    r->action = enum_value(&workflow__v1__batch_action__descriptor, form(x, "action"));
-    r->reason = (char *)form(x, "reason");
-    r->request_id = (char *)form(x, "request_id");
-    r->target_version = atoi(form(x, "target_version"));
-    r->dry_run = dry_run;
     char *save = NULL;
-    for (char *m = strtok_r(spec, ",", &save); m != NULL && r->n_place_mapping < MAX_MAPPINGS;
+    for (char *m = strtok_r(spec, ",", &save); m != NULL && *n < MAX_MAPPINGS;
          m = strtok_r(NULL, ",", &save)) {
-        Workflow__V1__PlaceMapping *pm = &maps[r->n_place_mapping];
+        Workflow__V1__PlaceMapping *pm = &maps[*n];
         workflow__v1__place_mapping__init(pm);
         char *eq = strchr(m, '=');
         pm->from_place = m;
@@ -1322,10 +1307,36 @@ batch_request(wf_console__ctx *x, bool dry_run)
             *eq = '\0';
             pm->to_place = eq + 1;
         }
-        mapv[r->n_place_mapping++] = pm;
+        mapv[(*n)++] = pm;
     }
-    r->place_mapping = mapv;
-    return r;
+    return mapv;
+}
+
+/* The StartBatchOperation request of the posted form (in the arena);
+ * place_mapping "from=to,from=to" is split here and checked by the
+ * handler. NULL when out of memory. */
+static Workflow__V1__StartBatchOperationRequest *
+batch_request(wf_console__ctx *x, bool dry_run)
+{
+    Workflow__V1__StartBatchOperationRequest *r = wf_arena_alloc(x->arena, sizeof *r);
+    Workflow__V1__InstanceFilter *f = wf_arena_alloc(x->arena, sizeof *f);
+    if (r == NULL || f == NULL)
+        return NULL;
+    workflow__v1__start_batch_operation_request__init(r);
+    workflow__v1__instance_filter__init(f);
+    f->started_by = (char *)wf_console__field(x, "started_by");
+    f->definition_key = (char *)wf_console__field(x, "definition_key");
+    f->status =
+        enum_value(&workflow__v1__instance_status__descriptor, wf_console__field(x, "status"));
+    r->filter = f;
+    r->action = enum_value(&workflow__v1__batch_action__descriptor, wf_console__field(x, "action"));
+    r->reason = (char *)wf_console__field(x, "reason");
+    r->request_id = (char *)wf_console__field(x, "request_id");
+    r->target_version = atoi(wf_console__field(x, "target_version"));
+    r->dry_run = dry_run;
+    r->place_mapping =
+        wf_console__place_mappings(x, wf_console__field(x, "place_mapping"), &r->n_place_mapping);
+    return r->place_mapping != NULL || r->n_place_mapping == 0 ? r : NULL;
 }
 
 /* A refusal of the console's own (400): the reason, then the form again
@@ -1399,11 +1410,11 @@ batch_confirm(wf_console__ctx *x, const Workflow__V1__BatchOperation *b, long lo
 {
     wf_console__form_begin(x, "/batch/start", "confirm");
     for (size_t i = 0; i < sizeof batch_fields / sizeof batch_fields[0]; i++)
-        hidden(x, batch_fields[i], form(x, batch_fields[i]));
+        wf_console__hidden(x, batch_fields[i], wf_console__field(x, batch_fields[i]));
     char n[32];
     snprintf(n, sizeof n, "%lld", total);
-    hidden(x, "confirmed_total", n);
-    hidden(x, "back", "/batches");
+    wf_console__hidden(x, "confirmed_total", n);
+    wf_console__hidden(x, "back", "/batches");
     if (batch_destructive(b->action)) {
         P("<p><label class=\"understood error\"><input type=\"checkbox\" name=\"understood\" "
           "value=\"1\" required> I understand that ");
@@ -1455,10 +1466,11 @@ batch_preview(wf_console__ctx *x, const Workflow__V1__BatchOperation *b, long lo
 static const char *
 batch_refused(wf_console__ctx *x, bool start)
 {
-    if (form(x, "definition_key")[0] == '\0' && strcmp(form(x, "every_definition"), "1") != 0)
+    if (wf_console__field(x, "definition_key")[0] == '\0' &&
+        strcmp(wf_console__field(x, "every_definition"), "1") != 0)
         return "name a definition key, or tick \"every instance of the tenant\" to act on "
                "instances of every definition";
-    if (start && form(x, "confirmed_total")[0] == '\0')
+    if (start && wf_console__field(x, "confirmed_total")[0] == '\0')
         return "a batch operation starts from its preview, which states how many instances it "
                "acts on";
     return NULL;
@@ -1474,7 +1486,7 @@ batch_start(wf_console__ctx *x, Workflow__V1__StartBatchOperationRequest *r, wf_
     if (wf_console__call(x, "StartBatchOperation", PB(*r), &resp, err) != WF_OK)
         return false;
     const Workflow__V1__StartBatchOperationResponse *sr = (const void *)resp;
-    x->location = self_url(x, "/batch", "id", sr->batch_operation->id);
+    x->location = wf_console__self_url(x, "/batch", "id", sr->batch_operation->id);
     return true;
 }
 
@@ -1493,7 +1505,7 @@ batch_action(wf_console__ctx *x, bool start)
         batch_refusal(x, why);
         return;
     }
-    long long confirmed = strtoll(form(x, "confirmed_total"), NULL, 10);
+    long long confirmed = strtoll(wf_console__field(x, "confirmed_total"), NULL, 10);
     wf_error err = {0};
     ProtobufCMessage *resp = NULL;
     Workflow__V1__StartBatchOperationRequest *r = batch_request(x, true);
@@ -1511,7 +1523,8 @@ batch_action(wf_console__ctx *x, bool start)
         batch_preview(x, b, confirmed, NULL);
         return;
     }
-    if (b != NULL && batch_destructive(b->action) && strcmp(form(x, "understood"), "1") != 0) {
+    if (b != NULL && batch_destructive(b->action) &&
+        strcmp(wf_console__field(x, "understood"), "1") != 0) {
         x->status = 400;
         batch_preview(x, b, -1,
                       "Refused: tick the box to confirm an action that cannot be undone. "
@@ -1529,56 +1542,109 @@ batch_action(wf_console__ctx *x, bool start)
 }
 
 void
-wf_console__act(wf_console__ctx *x, const char *path)
+wf_console__acted(wf_console__ctx *x, wf_code rc, const wf_error *err)
 {
-    wf_error err = {0};
-    wf_code rc;
-    ProtobufCMessage *resp = NULL;
-    char *rid = (char *)form(x, "request_id");
-    if (strcmp(path, "/instance/retry") == 0) {
-        Workflow__V1__RetryInstanceRequest r = WORKFLOW__V1__RETRY_INSTANCE_REQUEST__INIT;
-        r.instance_id = (char *)form(x, "instance_id");
-        r.request_id = rid;
-        rc = wf_console__call(x, "RetryInstance", PB(r), &resp, &err);
-    } else if (strcmp(path, "/task/claim") == 0) {
-        Workflow__V1__ClaimTaskRequest r = WORKFLOW__V1__CLAIM_TASK_REQUEST__INIT;
-        r.task_id = (char *)form(x, "task_id");
-        r.request_id = rid;
-        rc = wf_console__call(x, "ClaimTask", PB(r), &resp, &err);
-    } else if (strcmp(path, "/task/release") == 0) {
-        Workflow__V1__ReleaseTaskRequest r = WORKFLOW__V1__RELEASE_TASK_REQUEST__INIT;
-        r.task_id = (char *)form(x, "task_id");
-        r.request_id = rid;
-        rc = wf_console__call(x, "ReleaseTask", PB(r), &resp, &err);
-    } else if (strcmp(path, "/task/complete") == 0) {
-        Workflow__V1__CompleteTaskRequest r = WORKFLOW__V1__COMPLETE_TASK_REQUEST__INIT;
-        r.task_id = (char *)form(x, "task_id");
-        r.variables_json = (char *)form(x, "variables_json");
-        r.request_id = rid;
-        rc = wf_console__call(x, "CompleteTask", PB(r), &resp, &err);
-    } else if (strcmp(path, "/batch/preview") == 0 || strcmp(path, "/batch/start") == 0) {
-        batch_action(x, strcmp(path, "/batch/start") == 0);
-        return;
-    } else if (strcmp(path, "/batch/cancel") == 0) {
-        Workflow__V1__CancelBatchOperationRequest r =
-            WORKFLOW__V1__CANCEL_BATCH_OPERATION_REQUEST__INIT;
-        r.id = (char *)form(x, "id");
-        r.request_id = rid;
-        rc = wf_console__call(x, "CancelBatchOperation", PB(r), &resp, &err);
-    } else {
-        x->status = 404;
-        wf_console__page_begin(x, "Not found");
-        wf_console__page_end(x);
-        return;
-    }
     if (rc == WF_OK) {
-        x->location = back_of(x);
+        x->location = wf_console__back(x);
         return;
     }
     wf_console__page_begin(x, "Refused");
-    wf_console__page_error(x, &err);
+    wf_console__page_error(x, err);
     P("<p><a href=\"");
-    E(back_of(x));
+    E(wf_console__back(x));
     P("\">Back</a></p>");
     wf_console__page_end(x);
+}
+
+void
+wf_console__act_retry(wf_console__ctx *x, const char *actor)
+{
+    (void)actor;
+    wf_error err = {0};
+    ProtobufCMessage *resp = NULL;
+    Workflow__V1__RetryInstanceRequest r = WORKFLOW__V1__RETRY_INSTANCE_REQUEST__INIT;
+    r.instance_id = (char *)wf_console__field(x, "instance_id");
+    r.request_id = (char *)wf_console__field(x, "request_id");
+    wf_console__acted(x, wf_console__call(x, "RetryInstance", PB(r), &resp, &err), &err);
+}
+
+void
+wf_console__act_claim(wf_console__ctx *x, const char *actor)
+{
+    (void)actor;
+    wf_error err = {0};
+    ProtobufCMessage *resp = NULL;
+    Workflow__V1__ClaimTaskRequest r = WORKFLOW__V1__CLAIM_TASK_REQUEST__INIT;
+    r.task_id = (char *)wf_console__field(x, "task_id");
+    r.request_id = (char *)wf_console__field(x, "request_id");
+    wf_console__acted(x, wf_console__call(x, "ClaimTask", PB(r), &resp, &err), &err);
+}
+
+void
+wf_console__act_release(wf_console__ctx *x, const char *actor)
+{
+    (void)actor;
+    wf_error err = {0};
+    ProtobufCMessage *resp = NULL;
+    Workflow__V1__ReleaseTaskRequest r = WORKFLOW__V1__RELEASE_TASK_REQUEST__INIT;
+    r.task_id = (char *)wf_console__field(x, "task_id");
+    r.request_id = (char *)wf_console__field(x, "request_id");
+    wf_console__acted(x, wf_console__call(x, "ReleaseTask", PB(r), &resp, &err), &err);
+}
+
+/* Complete a task. A refusal (bad JSON, a task no longer open) shows the
+ * page the form was on again (its query came with the form's action):
+ * the task's row keeps the typed output and says why, inline. */
+void
+wf_console__act_complete(wf_console__ctx *x, const char *actor)
+{
+    (void)actor;
+    wf_error err = {0};
+    ProtobufCMessage *resp = NULL;
+    Workflow__V1__CompleteTaskRequest r = WORKFLOW__V1__COMPLETE_TASK_REQUEST__INIT;
+    r.task_id = (char *)wf_console__field(x, "task_id");
+    r.variables_json = (char *)wf_console__field(x, "variables_json");
+    r.request_id = (char *)wf_console__field(x, "request_id");
+    if (wf_console__call(x, "CompleteTask", PB(r), &resp, &err) == WF_OK) {
+        x->location = wf_console__back(x);
+        return;
+    }
+    x->refused = r.task_id;
+    x->refusal = &err;
+    const char *back = wf_console__back(x);
+    if (strncmp(back, "/instance?", 10) == 0 && q(x, "id")[0] != '\0')
+        wf_console__instance(x);
+    else if (strncmp(back, "/inbox", 6) == 0)
+        wf_console__inbox(x);
+    else
+        wf_console__acted(x, err.code, &err);
+    if (x->status == 200)
+        x->status = 400;
+}
+
+void
+wf_console__act_batch_preview(wf_console__ctx *x, const char *actor)
+{
+    (void)actor;
+    batch_action(x, false);
+}
+
+void
+wf_console__act_batch_start(wf_console__ctx *x, const char *actor)
+{
+    (void)actor;
+    batch_action(x, true);
+}
+
+void
+wf_console__act_batch_cancel(wf_console__ctx *x, const char *actor)
+{
+    (void)actor;
+    wf_error err = {0};
+    ProtobufCMessage *resp = NULL;
+    Workflow__V1__CancelBatchOperationRequest r =
+        WORKFLOW__V1__CANCEL_BATCH_OPERATION_REQUEST__INIT;
+    r.id = (char *)wf_console__field(x, "id");
+    r.request_id = (char *)wf_console__field(x, "request_id");
+    wf_console__acted(x, wf_console__call(x, "CancelBatchOperation", PB(r), &resp, &err), &err);
 }

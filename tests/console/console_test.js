@@ -197,6 +197,203 @@ async function guards() {
   }
 }
 
+// Repairs from an instance page, each through a page stating what it will
+// do and a Confirm form (the variables saved at once), acting as the
+// session's actor: the variables (checked in the page, then by the
+// server, a refusal keeping the typed text), a task's Complete with bad
+// JSON, tokens moved, a refused change, suspend and resume, a migration
+// planned by its dry run (with problems: no Confirm) then run, a signal,
+// and a cancel. Each result is checked through the API, the actor in the
+// events, the hostile values as text.
+async function repairs(page, BASE) {
+  const REPAIR = "console-repair-" + RUN;
+  const net = (mid) => ({
+    key: REPAIR, kind: "NET", name: "Repair",
+    places: [{ id: "start", kind: "START" }, { id: mid, kind: "NORMAL" }, { id: "end", kind: "END" }],
+    transitions: [{ id: "approve", name: "Approve", trigger: "USER",
+                    assignee: { kind: "GROUP", ids: [GROUP] } },
+                  { id: "paid", name: "Paid", trigger: "MSG", signal_name: "paid",
+                    correlation: "INSTANCE" }],
+    arcs: [{ source: "start", target: "approve" }, { source: "approve", target: mid },
+           { source: mid, target: "paid" }, { source: "paid", target: "end" }],
+  });
+  const deploy = (d, name) => {
+    const f = path.join(WORK, name + ".json");
+    fs.writeFileSync(f, JSON.stringify(d));
+    wf(["deploy", f], "admin");
+  };
+  deploy(net("mid"), REPAIR);
+  const show = (id) => wfJson(["show", id], "ann")[0];
+  const statusOf = (id) => (show(id).instance || {}).status;
+  const id = wfJson(["start", REPAIR, "--vars", JSON.stringify({ note: HOSTILE })], "admin")[0].instance.id;
+  const other = wfJson(["start", REPAIR], "admin")[0].instance.id;
+  const url = BASE + "/instance?id=" + encodeURIComponent(id);
+  const events = () => page.$$eval("#events tr", (t) => t.slice(1).map((r) => ({
+    type: r.children[2].textContent, actor: r.children[4].textContent })));
+  const acted = async (type) => (await events()).some((e) => e.type === type && e.actor === "ann");
+  // Opens a repair's form on the instance page.
+  const open = async (name) => {
+    await page.goto(url);
+    await page.$eval("#repair-" + name, (d) => { d.open = true; });
+  };
+  const submit = (name) => Promise.all([page.waitForNavigation(), page.click("button.repair-" + name)]);
+  const confirm = () => Promise.all([page.waitForNavigation(), page.click("button.confirm-repair")]);
+  const setText = (sel, text) => page.$eval(sel, (e, t) => { e.value = t; }, text);
+
+  await page.goto(url);
+  check(await page.$("#repair") !== null, "the instance page has a Repair section");
+  const typed = await page.$eval("#repair-variables textarea", (e) => e.value);
+  check(typed.includes(HOSTILE), "the variables' textarea holds them as text");
+  check(await page.$("img[src=x]") === null, "no element from the variables in the Repair section");
+  const places = await page.$$eval("#repair-modify select[name=place_id] option", (o) => o.map((e) => e.textContent));
+  check(places.join("|") === "start (1 token)|mid (0 tokens)|end (0 tokens)",
+        "Move tokens lists the net's places with their tokens (" + places + ")");
+  await page.$$eval("details.repair", (d) => d.forEach((e) => { e.open = true; }));
+  await page.screenshot({ path: path.join(SHOTS, "instance-repair.png"), fullPage: true });
+
+  // Variables: not JSON is stopped in the page; the server refuses what
+  // gets past it, and the page comes back with the text and the reason.
+  await open("variables");
+  await setText("#repair-variables textarea", "[1]");
+  await page.click("button.repair-variables");
+  const jsErr = await waitFor(() => page.$eval("#repair-variables .json-error", (e) => e.textContent),
+                              "the page's JSON check");
+  check(jsErr === "not a JSON object" && new URL(page.url()).pathname === "/instance",
+        "the page stops a variables edit that is not an object (" + jsErr + ")");
+  const bad = '{"note": "<b>half';
+  await setText("#repair-variables textarea", bad);
+  let [resp] = await Promise.all([page.waitForNavigation(),
+    page.$eval("#repair-variables form", (f) => f.submit())]);
+  check(resp.status() === 400, "the server refuses bad JSON (" + resp.status() + ")");
+  check(await page.$eval("#refused-variables code.reason", (e) => e.textContent) === "INVALID_JSON",
+        "the refusal is shown inline with its reason");
+  check(await page.$eval("#repair-variables", (d) => d.open) &&
+        await page.$eval("#repair-variables textarea", (e) => e.value) === bad,
+        "the refused form is open and keeps the typed text");
+  await page.screenshot({ path: path.join(SHOTS, "instance-variables-refused.png"), fullPage: true });
+  await setText("#repair-variables textarea", JSON.stringify({ fixed: HOSTILE }));
+  await submit("variables");
+  check(new URL(page.url()).pathname === "/instance" && JSON.stringify(show(id).instance.variables_json).includes("fixed"),
+        "the variables are merged (API)");
+  check(await acted("VARIABLES_SET"), "the event of the edit names the actor");
+
+  // CompleteTask with bad JSON: the page again, the text kept, the reason
+  // inline (and the page's own check first).
+  await page.goto(url);
+  await page.type("tr.task input[name=variables_json]", "{bad");
+  await page.click("button.complete");
+  await waitFor(() => page.$eval("tr.task .json-error", (e) => e.textContent), "the complete check");
+  [resp] = await Promise.all([page.waitForNavigation(),
+    page.$eval("tr.task form.complete", (f) => f.submit())]);
+  check(resp.status() === 400 && new URL(page.url()).pathname === "/task/complete",
+        "a Complete with bad JSON is refused (" + resp.status() + ")");
+  check(await page.$eval("#complete-refused code.reason", (e) => e.textContent) === "INVALID_JSON" &&
+        await page.$eval("tr.task input[name=variables_json]", (e) => e.value) === "{bad",
+        "the instance page again: the typed output kept, the reason inline");
+  check(statusOf(id) === "RUNNING", "the refused Complete changed nothing");
+
+  // Move the token from start to mid: the confirm page first.
+  await open("modify");
+  await page.select("#repair-modify select[name=kind]", "TOKEN_OPERATION_KIND_MOVE");
+  await page.select("#repair-modify select[name=place_id]", "start");
+  await page.select("#repair-modify select[name=to_place_id]", "mid");
+  await page.type("#repair-modify input[name=reason]", HOSTILE);
+  await submit("modify");
+  check(await page.$eval("#repair-fields dd.reason", (e) => e.textContent) === HOSTILE &&
+        await page.$("img[src=x]") === null, "the confirm page shows the reason as text");
+  check(await page.$eval("#repair-fields dd.actor", (e) => e.textContent) === "ann",
+        "the confirm page names who acts");
+  check(JSON.stringify(show(id).marking) === JSON.stringify({ start: 1 }),
+        "before Confirm nothing changed (API)");
+  await page.screenshot({ path: path.join(SHOTS, "repair-confirm.png"), fullPage: true });
+  await confirm();
+  check(JSON.stringify(show(id).marking) === JSON.stringify({ mid: 1 }), "the token moved to mid (API)");
+  check(await acted("INSTANCE_MODIFIED"), "the modification's event names the actor");
+  // A change the server refuses: the page again, the form open and kept.
+  await open("modify");
+  await page.select("#repair-modify select[name=kind]", "TOKEN_OPERATION_KIND_REMOVE");
+  await page.select("#repair-modify select[name=place_id]", "start");
+  await submit("modify");
+  [resp] = await confirm();
+  check(resp.status() === 409 &&
+        await page.$eval("#refused-modify code.reason", (e) => e.textContent) === "TOKENS_NOT_HELD",
+        "a refused change: the reason inline (" + resp.status() + ")");
+  check(await page.$eval("#repair-modify select[name=kind]", (e) => e.value) === "TOKEN_OPERATION_KIND_REMOVE",
+        "the refused change keeps its operation");
+
+  // Suspend, then resume.
+  await open("suspend");
+  await submit("suspend");
+  check(statusOf(id) === "RUNNING", "Suspend asks first: still RUNNING");
+  await confirm();
+  check(statusOf(id) === "SUSPENDED", "Suspend: SUSPENDED (API)");
+  check(await acted("INSTANCE_SUSPENDED"), "the suspension names the actor");
+  await open("resume");
+  await submit("resume");
+  await confirm();
+  check(statusOf(id) === "RUNNING", "Resume: RUNNING (API)");
+
+  // Migrate: version 2 names the place "waiting"; without a mapping the
+  // dry run's plan lists the problem and offers no Confirm.
+  deploy(net("waiting"), REPAIR + "-v2");
+  await open("migrate");
+  await submit("migrate");
+  const problem = await page.$eval("#migration-problems td.code", (e) => e.textContent);
+  check(problem === "UNMAPPED_PLACE" && await page.$("button.confirm-repair") === null,
+        "the plan with a problem: its code, no Confirm (" + problem + ")");
+  await open("migrate");
+  await page.type("#repair-migrate input[name=place_mapping]", "mid=waiting");
+  await submit("migrate");
+  const moves = await page.$$eval("#migration-tokens tr", (t) => t.slice(1).map((r) =>
+    r.children[1].textContent + ">" + r.children[2].textContent));
+  check(moves.join() === "mid>waiting", "the plan moves the token from mid to waiting (" + moves + ")");
+  check(show(id).instance.definition_version === 1, "the plan changed nothing (API)");
+  await page.screenshot({ path: path.join(SHOTS, "repair-migration-plan.png"), fullPage: true });
+  await confirm();
+  check(show(id).instance.definition_version === 2 &&
+        JSON.stringify(show(id).marking) === JSON.stringify({ waiting: 1 }),
+        "migrated to version 2, the token in waiting (API)");
+  check(await acted("INSTANCE_MIGRATED"), "the migration names the actor");
+
+  // Send the awaited signal, with a hostile payload.
+  await open("signal");
+  await page.type("#repair-signal input[name=signal_name]", "paid");
+  await setText("#repair-signal textarea", JSON.stringify({ paid_by: HOSTILE }));
+  await submit("signal");
+  check((await page.$eval("#repair-fields dd.payload_json", (e) => e.textContent)).includes(HOSTILE) &&
+        await page.$("img[src=x]") === null, "the signal's confirm page shows the payload as text");
+  await confirm();
+  check(statusOf(id) === "COMPLETED", "the signal completed the instance (API)");
+  await page.goto(url);
+  check(await page.$("#repair-none") !== null, "an ended instance offers no repair");
+
+  // Cancel the other instance, then a cancel of it again is refused.
+  await page.goto(BASE + "/instance?id=" + encodeURIComponent(other));
+  await page.$eval("#repair-cancel", (d) => { d.open = true; });
+  await page.type("#repair-cancel input[name=reason]", "console repair");
+  await Promise.all([page.waitForNavigation(), page.click("button.repair-cancel")]);
+  const statement = await page.$eval("#repair-statement", (e) => e.textContent);
+  check(statement.includes("cannot be undone") && statusOf(other) === "RUNNING",
+        "Cancel states what it does and waits for Confirm");
+  const again = await page.evaluate(async () => {
+    const fd = new URLSearchParams(new FormData(document.querySelector("form.confirm")));
+    return fd.toString();
+  });
+  await confirm();
+  check(statusOf(other) === "CANCELLED", "Cancel: CANCELLED (API)");
+  await page.goto(BASE + "/instance?id=" + encodeURIComponent(other));
+  check(await acted("INSTANCE_CANCELLED"), "the cancel names the actor");
+  const replay = await page.evaluate(async (body) => {
+    const fd = new URLSearchParams(body);
+    fd.set("request_id", "again-" + Date.now());
+    const r = await fetch(location.pathname.replace("/instance", "/instance/cancel") + location.search,
+                          { method: "POST", body: fd });
+    return { status: r.status, text: await r.text() };
+  }, again);
+  check(replay.status === 409 && replay.text.includes("INSTANCE_NOT_RUNNING") &&
+        replay.text.includes('id="refusal"'), "cancelling an ended instance is refused (" + replay.status + ")");
+}
+
 async function main() {
   if (STORE === "pg" && !process.env.WF_TEST_PG_DSN) {
     console.log("skipped: WF_TEST_PG_DSN is not set");
@@ -513,6 +710,8 @@ async function main() {
     check(!wf(["incidents"]).includes(chargeId),
           "Retry: the incident is resolved (API)");
     await page.screenshot({ path: path.join(SHOTS, "incidents-after-retry.png"), fullPage: true });
+
+    await repairs(page, BASE);
 
     // A batch operation started from the console: nothing preselected, a
     // definition key or the "every instance" box required (the server

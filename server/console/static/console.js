@@ -3,6 +3,7 @@
 // follows /events for the instance's tree: new events are appended to the
 // events table and the page's live sections are reloaded. A section marked
 // data-poll (a running batch operation) is reloaded every data-poll ms.
+// A form's JSON fields are checked before the form is sent.
 (function () {
   "use strict";
   var pending = null;
@@ -15,6 +16,10 @@
       .then(function (html) {
         var doc = new DOMParser().parseFromString(html, "text/html");
         document.querySelectorAll("[data-live]").forEach(function (el) {
+          // A section being edited (or showing a refusal) is left as it is.
+          if (el.contains(document.activeElement) || el.querySelector(".refused")) {
+            return;
+          }
           var fresh = doc.querySelector('[data-live="' + el.dataset.live + '"]');
           if (fresh) {
             el.replaceWith(document.importNode(fresh, true));
@@ -23,6 +28,38 @@
       })
       .catch(function () {});
   }
+
+  // A field marked data-json must hold a JSON object (or be empty): the
+  // form is not sent otherwise, and the error is shown beside it. The
+  // server checks it again.
+  document.addEventListener("submit", function (e) {
+    var bad = null;
+    e.target.querySelectorAll("[data-json]").forEach(function (f) {
+      var err = f.form.querySelector(".json-error");
+      var text = f.value.trim();
+      var msg = "";
+      if (text !== "") {
+        try {
+          var v = JSON.parse(text);
+          if (v === null || typeof v !== "object" || Array.isArray(v)) {
+            msg = "not a JSON object";
+          }
+        } catch (x) {
+          msg = "not valid JSON: " + x.message;
+        }
+      }
+      if (err) {
+        err.textContent = msg; // text only
+      }
+      if (msg && !bad) {
+        bad = f;
+      }
+    });
+    if (bad) {
+      e.preventDefault();
+      bad.focus();
+    }
+  });
 
   function poll() {
     var el = document.querySelector("[data-poll]");
