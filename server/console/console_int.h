@@ -133,7 +133,8 @@ void wf_console__acted(wf_console__ctx *x, wf_code rc, const wf_error *err);
 /* ---- repairs of one instance (console_repair.c) ---- */
 
 /* The instance page's Repair section: a form per repair, keeping what was
- * typed when x->refused names it. in: the instance shown. */
+ * typed when x->refused names it. def: the definition version the
+ * instance runs (its places), NULL when it could not be read. */
 void wf_console__repair_section(wf_console__ctx *x, const Workflow__V1__GetInstanceResponse *g,
                                 const Workflow__V1__Definition *def);
 /* POST /instance/variables: SetVariables; a refusal shows the instance

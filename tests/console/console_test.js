@@ -10,7 +10,10 @@
 // one line for an empty section); instance lists with the aggregate, an
 // incident badge, newest first, and a search by id and by aggregate; a
 // signal fanned out to ten instances shown on one's page with its own
-// delivery and the fan-out's progress; a hostile title shown as text; a POST without the CSRF token refused;
+// delivery and the fan-out's progress; an instance repaired from its page
+// (variables, tokens moved, suspend and resume, a migration planned then
+// run, a signal, a cancel), each confirmed first and refused inline;
+// a hostile title shown as text; a POST without the CSRF token refused;
 // pages without a session sent to /login. Over plain HTTP: the
 // login throttle, the paths an action sends back to, an unknown batch
 // operation's 404.
