@@ -130,6 +130,16 @@ void wf_console__act_batch_cancel(wf_console__ctx *x, const char *actor);
 /* After an action's call: on success back (303), else the refusal. */
 void wf_console__acted(wf_console__ctx *x, wf_code rc, const wf_error *err);
 
+/* ---- how a definition reads (console_steps.c) ---- */
+
+/* A transition's trigger details as a list: job type, retry, lease,
+ * compensation, assignee, signal and correlation, delay or due. */
+void wf_console__transition_details(wf_console__ctx *x, const Workflow__V1__Transition *t);
+/* A step list as steps (a section; nothing for a net): in order, each
+ * with its kind, details and next rules, the steps of cur highlighted. */
+void wf_console__step_list(wf_console__ctx *x, const Workflow__V1__Definition *d,
+                           Workflow__V1__CurrentStep *const *cur, size_t n_cur);
+
 /* ---- repairs of one instance (console_repair.c) ---- */
 
 /* The instance page's Repair section: a form per repair, keeping what was

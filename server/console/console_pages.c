@@ -130,7 +130,8 @@ next_page(wf_console__ctx *x, const char *token, const char *const *keep)
 static void
 diagram_img(wf_console__ctx *x, const char *key, int version, const char *instance)
 {
-    P("<section data-live=\"diagram\"><h2>Diagram</h2><p><img class=\"diagram\" alt=\"diagram\" "
+    P("<section data-live=\"diagram\"><h2>Diagram</h2><p class=\"diagram-box\"><img "
+      "class=\"diagram\" alt=\"diagram\" title=\"click to zoom\" "
       "src=\"/diagram.svg?");
     if (instance != NULL) {
         P("instance=");
@@ -160,6 +161,14 @@ page_call(wf_console__ctx *x, const char *method, const ProtobufCMessage *req,
     return false;
 }
 
+/* A list's section, reloaded by the page's script every 5 s while no form
+ * of the page is being edited. */
+static void
+list_begin(wf_console__ctx *x)
+{
+    P("<section data-live=\"list\" data-refresh=\"5000\">");
+}
+
 /* ---- definitions ------------------------------------------------------------ */
 
 void
@@ -171,6 +180,7 @@ wf_console__definitions(wf_console__ctx *x)
     Workflow__V1__ListDefinitionsResponse *resp = NULL;
     if (!page_call(x, "ListDefinitions", PB(req), (ProtobufCMessage **)&resp))
         return;
+    list_begin(x);
     P("<table id=\"definitions\"><tr><th>Key</th><th>Latest version</th><th>Name</th>"
       "<th>Kind</th><th>Deployed</th></tr>\n");
     for (size_t i = 0; i < resp->n_definitions; i++) {
@@ -190,6 +200,7 @@ wf_console__definitions(wf_console__ctx *x)
     P("</table>\n");
     static const char *const keep[] = {NULL};
     next_page(x, resp->next_page_token, keep);
+    P("</section>");
     wf_console__page_end(x);
 }
 
@@ -251,19 +262,24 @@ wf_console__definition(wf_console__ctx *x)
     }
     if (d->n_transitions > 0) {
         P("<h2>Transitions</h2><table id=\"transitions\"><tr><th>Id</th><th>Name</th>"
-          "<th>Trigger</th></tr>");
+          "<th>Trigger</th><th>Details</th></tr>");
         for (size_t i = 0; i < d->n_transitions; i++) {
-            P("<tr><td>");
+            P("<tr class=\"transition\" data-transition=\"");
+            E(d->transitions[i]->id);
+            P("\"><td>");
             E(d->transitions[i]->id);
             P("</td><td>");
             E(d->transitions[i]->name);
             P("</td><td>");
             wf_console__enum(x->out, &workflow__v1__trigger__descriptor,
                              (int)d->transitions[i]->trigger);
+            P("</td><td>");
+            wf_console__transition_details(x, d->transitions[i]);
             P("</td></tr>");
         }
         P("</table>\n");
     }
+    wf_console__step_list(x, d, NULL, 0);
     diagram_img(x, d->key, d->version, NULL);
     P("<p><a href=\"/instances?definition_key=");
     U(key);
@@ -295,20 +311,100 @@ empty_line(wf_console__ctx *x, const char *id, const char *text)
     P("</p>");
 }
 
-/* An instance's status, with a badge when it has an open incident (an
- * incident is what makes an instance FAILED). */
+/* The open incidents of a list's instances, for their badges: one
+ * ListIncidents call of at most INCIDENT_ROWS. */
+#define INCIDENT_ROWS 500
+
+/* Rows of an instance list whose "Now" column is looked up (a
+ * ListWorkItems each); further rows show "…". */
+#define NOW_ROWS 50
+
+typedef struct list_info {
+    const Workflow__V1__ListIncidentsResponse *incidents; /* NULL: unknown */
+    int now_budget;                                       /* rows left to look up */
+} list_info;
+
+/* Reads the open incidents (of one definition key when given) into li. */
 static void
-status_cell(wf_console__ctx *x, const Workflow__V1__Instance *in)
+list_incidents(wf_console__ctx *x, const char *definition_key, list_info *li)
+{
+    Workflow__V1__ListIncidentsRequest req = WORKFLOW__V1__LIST_INCIDENTS_REQUEST__INIT;
+    req.definition_key = (char *)definition_key;
+    req.page_size = INCIDENT_ROWS;
+    Workflow__V1__ListIncidentsResponse *resp = NULL;
+    wf_error err = {0};
+    if (wf_console__call(x, "ListIncidents", PB(req), (ProtobufCMessage **)&resp, &err) == WF_OK)
+        li->incidents = resp;
+}
+
+static const Workflow__V1__Incident *
+incident_of(const list_info *li, const char *instance_id)
+{
+    if (li == NULL || li->incidents == NULL)
+        return NULL;
+    for (size_t i = 0; i < li->incidents->n_incidents; i++)
+        if (strcmp(li->incidents->incidents[i]->instance_id, instance_id) == 0)
+            return li->incidents->incidents[i];
+    return NULL;
+}
+
+/* An instance's status, with a badge when it has an open incident (an
+ * incident is what makes an instance FAILED): its code when known, its
+ * message as the badge's title. */
+static void
+status_cell(wf_console__ctx *x, const Workflow__V1__Instance *in, const list_info *li)
 {
     P("<td class=\"status\">");
     wf_console__enum(x->out, &workflow__v1__instance_status__descriptor, (int)in->status);
-    if (in->status == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_FAILED)
+    const Workflow__V1__Incident *inc = incident_of(li, in->id);
+    if (inc != NULL) {
+        P(" <span class=\"badge incident\" title=\"");
+        E(inc->message);
+        P("\">incident <span class=\"incident-code\">");
+        E(inc->code);
+        P("</span></span>");
+    } else if (in->status == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_FAILED) {
         P(" <span class=\"badge incident\">incident</span>");
+    }
+    P("</td>");
+}
+
+/* What an instance that has not ended does now: its enabled transitions
+ * (for a step list its current steps) by name; "—" for none or an
+ * AD_HOC instance, "…" past the rows looked up. */
+static void
+now_cell(wf_console__ctx *x, const Workflow__V1__Instance *in, list_info *li)
+{
+    P("<td class=\"now\">");
+    if (wf_explain_is_waiting(in) ||
+        in->status == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_FAILED ||
+        in->status == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_SUSPENDED) {
+        if (li == NULL || li->now_budget-- <= 0) {
+            P("…</td>");
+            return;
+        }
+        Workflow__V1__WorkItemState st[1] = {
+            WORKFLOW__V1__WORK_ITEM_STATE__WORK_ITEM_STATE_ENABLED};
+        Workflow__V1__ListWorkItemsRequest req = WORKFLOW__V1__LIST_WORK_ITEMS_REQUEST__INIT;
+        req.instance_id = in->id;
+        req.states = st;
+        req.n_states = 1;
+        req.page_size = 20;
+        Workflow__V1__ListWorkItemsResponse *w = NULL;
+        wf_error err = {0};
+        if (wf_console__call(x, "ListWorkItems", PB(req), (ProtobufCMessage **)&w, &err) == WF_OK)
+            for (size_t i = 0; i < w->n_work_items; i++) {
+                P(i > 0 ? ", " : "");
+                E(w->work_items[i]->transition_name[0] ? w->work_items[i]->transition_name
+                                                       : w->work_items[i]->transition_id);
+            }
+    }
     P("</td>");
 }
 
 static void
-instance_rows(wf_console__ctx *x, Workflow__V1__Instance *const *v, size_t n, const char *id)
+instance_rows(wf_console__ctx *x, Workflow__V1__Instance *const *v, size_t n, const char *id,
+              list_info *li)
 {
     if (n == 0) {
         empty_line(x, id, "No instance.");
@@ -316,8 +412,8 @@ instance_rows(wf_console__ctx *x, Workflow__V1__Instance *const *v, size_t n, co
     }
     P("<table id=\"");
     E(id);
-    P("\"><tr><th>Id</th><th>Definition</th><th>Aggregate</th><th>Status</th><th>Started by</th>"
-      "<th>Created</th><th>Ended</th></tr>\n");
+    P("\"><tr><th>Id</th><th>Definition</th><th>Aggregate</th><th>Status</th><th>Now</th>"
+      "<th>Started by</th><th>Created</th><th>Ended</th></tr>\n");
     for (size_t i = 0; i < n; i++) {
         P("<tr><td>");
         link_instance(x, v[i]->id);
@@ -326,7 +422,8 @@ instance_rows(wf_console__ctx *x, Workflow__V1__Instance *const *v, size_t n, co
         fprintf(x->out, " v%d</td><td class=\"aggregate\">", v[i]->definition_version);
         aggregate_text(x, v[i]->aggregate);
         P("</td>");
-        status_cell(x, v[i]);
+        status_cell(x, v[i], li);
+        now_cell(x, v[i], li);
         P("<td>");
         E(v[i]->started_by);
         P("</td><td>");
@@ -349,8 +446,43 @@ instance_by_id(wf_console__ctx *x, const char *id)
     if (!page_call(x, "GetInstance", PB(req), (ProtobufCMessage **)&g))
         return;
     Workflow__V1__Instance *one[1] = {g->instance};
-    instance_rows(x, one, 1, "instances");
+    list_info li = {NULL, NOW_ROWS};
+    list_incidents(x, g->instance->definition_key, &li);
+    instance_rows(x, one, 1, "instances", &li);
     P("<p><a href=\"/instances\">All instances</a></p>\n");
+    wf_console__page_end(x);
+}
+
+/* The instances with an open incident of a code (of one definition key
+ * when given): a page of ListIncidents, each instance read by GetInstance.
+ * The other filters do not apply. */
+static void
+instances_by_incident(wf_console__ctx *x)
+{
+    Workflow__V1__ListIncidentsRequest req = WORKFLOW__V1__LIST_INCIDENTS_REQUEST__INIT;
+    req.code = (char *)q(x, "incident_code");
+    req.definition_key = (char *)q(x, "definition_key");
+    req.page_size = NOW_ROWS;
+    req.page_token = (char *)q(x, "page_token");
+    Workflow__V1__ListIncidentsResponse *resp = NULL;
+    if (!page_call(x, "ListIncidents", PB(req), (ProtobufCMessage **)&resp))
+        return;
+    Workflow__V1__Instance **v = wf_arena_calloc(x->arena, resp->n_incidents + 1, sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; v != NULL && i < resp->n_incidents; i++) {
+        Workflow__V1__GetInstanceRequest g = WORKFLOW__V1__GET_INSTANCE_REQUEST__INIT;
+        g.instance_id = resp->incidents[i]->instance_id;
+        Workflow__V1__GetInstanceResponse *gr = NULL;
+        wf_error err = {0};
+        if (wf_console__call(x, "GetInstance", PB(g), (ProtobufCMessage **)&gr, &err) == WF_OK)
+            v[n++] = gr->instance;
+    }
+    list_info li = {resp, NOW_ROWS};
+    list_begin(x);
+    instance_rows(x, v, n, "instances", &li);
+    static const char *const keep[] = {"incident_code", "definition_key", NULL};
+    next_page(x, resp->next_page_token, keep);
+    P("</section>");
     wf_console__page_end(x);
 }
 
@@ -365,6 +497,7 @@ wf_console__instances(wf_console__ctx *x)
         instance_by_id(x, q(x, "id"));
         return;
     }
+
     P("<form method=\"get\" action=\"/instances\" class=\"filters\">");
     text_input(x, "Started by (* = anyone)", "started_by");
     enum_select(x, "State", "state", &workflow__v1__process_state__descriptor);
@@ -379,12 +512,17 @@ wf_console__instances(wf_console__ctx *x)
     text_input(x, "Ended after", "ended_after");
     text_input(x, "Ended before", "ended_before");
     text_input(x, "Page size", "page_size");
+    text_input(x, "Incident code", "incident_code");
     P("<label>Order <select name=\"order\"><option value=\"\">newest first</option>"
       "<option value=\"oldest\"");
     if (strcmp(q(x, "order"), "oldest") == 0)
         P(" selected");
     P(">oldest first</option></select></label> ");
     P("<button type=\"submit\">Filter</button></form>\n");
+    if (q(x, "incident_code")[0] != '\0') {
+        instances_by_incident(x);
+        return;
+    }
 
     Workflow__V1__ListInstancesRequest req = WORKFLOW__V1__LIST_INSTANCES_REQUEST__INIT;
     req.started_by = (char *)(q(x, "started_by")[0] ? q(x, "started_by") : "*");
@@ -415,12 +553,16 @@ wf_console__instances(wf_console__ctx *x)
     Workflow__V1__ListInstancesResponse *resp = NULL;
     if (!page_call(x, "ListInstances", PB(req), (ProtobufCMessage **)&resp))
         return;
-    instance_rows(x, resp->instances, resp->n_instances, "instances");
+    list_info li = {NULL, NOW_ROWS};
+    list_incidents(x, req.definition_key, &li);
+    list_begin(x);
+    instance_rows(x, resp->instances, resp->n_instances, "instances", &li);
     static const char *const keep[] = {
         "started_by",   "state",        "status",    "definition_key", "aggregate_type",
         "aggregate_id", "var_path",     "var_value", "created_after",  "created_before",
         "ended_after",  "ended_before", "page_size", "order",          NULL};
     next_page(x, resp->next_page_token, keep);
+    P("</section>");
     wf_console__page_end(x);
 }
 
@@ -781,8 +923,22 @@ awaiting_section(wf_console__ctx *x, const Workflow__V1__GetInstanceResponse *g)
 
 /* The Repair section, for a person who may act on an instance that has
  * not ended, with the places of its definition's version. */
+static const Workflow__V1__Definition *
+instance_definition(wf_console__ctx *x, const Workflow__V1__Instance *in)
+{
+    Workflow__V1__GetDefinitionRequest req = WORKFLOW__V1__GET_DEFINITION_REQUEST__INIT;
+    req.key = in->definition_key;
+    req.version = in->definition_version;
+    Workflow__V1__GetDefinitionResponse *d = NULL;
+    wf_error err = {0};
+    if (wf_console__call(x, "GetDefinition", PB(req), (ProtobufCMessage **)&d, &err) != WF_OK)
+        return NULL;
+    return d->definition;
+}
+
 static void
-repair_section(wf_console__ctx *x, const Workflow__V1__GetInstanceResponse *g)
+repair_section(wf_console__ctx *x, const Workflow__V1__GetInstanceResponse *g,
+               const Workflow__V1__Definition *def)
 {
     Workflow__V1__InstanceStatus st = g->instance->status;
     if (x->csrf == NULL || st == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPLETED ||
@@ -793,14 +949,7 @@ repair_section(wf_console__ctx *x, const Workflow__V1__GetInstanceResponse *g)
               "repair.</p>");
         return;
     }
-    Workflow__V1__GetDefinitionRequest req = WORKFLOW__V1__GET_DEFINITION_REQUEST__INIT;
-    req.key = g->instance->definition_key;
-    req.version = g->instance->definition_version;
-    Workflow__V1__GetDefinitionResponse *d = NULL;
-    wf_error err = {0};
-    if (wf_console__call(x, "GetDefinition", PB(req), (ProtobufCMessage **)&d, &err) != WF_OK)
-        d = NULL;
-    wf_console__repair_section(x, g, d != NULL ? d->definition : NULL);
+    wf_console__repair_section(x, g, def);
 }
 
 void
@@ -856,13 +1005,17 @@ wf_console__instance(wf_console__ctx *x)
     job_section(x, g);
     timer_section(x, g);
     awaiting_section(x, g);
+    const Workflow__V1__Definition *def = instance_definition(x, in);
+    P("<div data-live=\"steps\">");
+    wf_console__step_list(x, def, g->current_steps, g->n_current_steps);
+    P("</div>");
     diagram_img(x, NULL, 0, in->id);
     marking_section(x, g);
 
     P("<section data-live=\"variables\"><h2>Variables</h2><pre id=\"variables\">");
     E(in->variables_json);
     P("</pre></section>\n");
-    repair_section(x, g);
+    repair_section(x, g, def);
 
     P("<section data-live=\"tasks\"><h2>Tasks</h2>");
     task_rows(x, g->tasks, g->n_tasks, back, true);
@@ -910,7 +1063,8 @@ wf_console__instance(wf_console__ctx *x)
     signal_log(x, id);
 
     P("<section data-live=\"children\"><h2>Children</h2>");
-    instance_rows(x, g->children, g->n_children, "children");
+    list_info li = {NULL, NOW_ROWS};
+    instance_rows(x, g->children, g->n_children, "children", &li);
     P("</section>\n");
 
     /* Events of the tree; the page's script appends the new ones as they
@@ -949,6 +1103,7 @@ wf_console__incidents(wf_console__ctx *x)
     Workflow__V1__ListIncidentsResponse *resp = NULL;
     if (!page_call(x, "ListIncidents", PB(req), (ProtobufCMessage **)&resp))
         return;
+    list_begin(x);
     P("<table id=\"incidents\"><tr><th>Instance</th><th>Definition</th><th>Transition</th>"
       "<th>Code</th><th>Message</th><th>Since</th><th>Attempts</th><th>Act</th></tr>\n");
     for (size_t i = 0; i < resp->n_incidents; i++) {
@@ -979,6 +1134,7 @@ wf_console__incidents(wf_console__ctx *x)
     P("</table>\n");
     static const char *const keep[] = {"definition_key", "code", NULL};
     next_page(x, resp->next_page_token, keep);
+    P("</section>");
     wf_console__page_end(x);
 }
 
@@ -1008,9 +1164,11 @@ wf_console__inbox(wf_console__ctx *x)
         return;
     const char *back = q(x, "group")[0] ? wf_console__self_url(x, "/inbox", "group", q(x, "group"))
                                         : wf_console__self_url(x, "/inbox", "user", q(x, "user"));
+    list_begin(x);
     task_rows(x, resp->tasks, resp->n_tasks, back, true);
     static const char *const keep[] = {"user", "group", "status", NULL};
     next_page(x, resp->next_page_token, keep);
+    P("</section>");
     wf_console__page_end(x);
 }
 
@@ -1192,7 +1350,7 @@ wf_console__batches(wf_console__ctx *x)
         running |= resp->batch_operations[i]->state ==
                    WORKFLOW__V1__BATCH_OPERATION_STATE__BATCH_OPERATION_STATE_RUNNING;
     /* While one runs, the script reloads the table every few seconds. */
-    P("<section data-live=\"batches\"");
+    P("<section data-live=\"batches\" data-refresh=\"5000\"");
     if (running)
         P(" data-poll=\"2000\"");
     P("><table id=\"batches\">");
@@ -1385,7 +1543,8 @@ batch_matches(wf_console__ctx *x, const Workflow__V1__InstanceFilter *f, long lo
         x->status = 200;
         return;
     }
-    instance_rows(x, l->instances, l->n_instances, "batch-matches");
+    list_info li = {NULL, NOW_ROWS};
+    instance_rows(x, l->instances, l->n_instances, "batch-matches", &li);
 }
 
 /* The sentence stating what the batch would do and to how many. */

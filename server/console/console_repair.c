@@ -169,8 +169,8 @@ signal_form(wf_console__ctx *x, const Workflow__V1__Instance *in)
     P("<label>Correlation <select name=\"target\">");
     option(x, "instance", cur, "INSTANCE (this instance)");
     if (in->aggregate != NULL && in->aggregate->type[0] != '\0') {
-        char *text = wf_arena_printf(x->arena, "AGGREGATE (%s %s)", in->aggregate->type,
-                                     in->aggregate->id);
+        char *text =
+            wf_arena_printf(x->arena, "AGGREGATE (%s %s)", in->aggregate->type, in->aggregate->id);
         option(x, "aggregate", cur, text != NULL ? text : "AGGREGATE");
         wf_console__hidden(x, "aggregate_type", in->aggregate->type);
         wf_console__hidden(x, "aggregate_id", in->aggregate->id);
@@ -196,8 +196,8 @@ place_select(wf_console__ctx *x, const char *name, const Workflow__V1__GetInstan
         for (size_t k = 0; k < g->n_marking; k++)
             if (strcmp(g->marking[k]->key, def->places[i]->id) == 0)
                 n = g->marking[k]->value;
-        char *text = wf_arena_printf(x->arena, "%s (%d token%s)", def->places[i]->id, n,
-                                     n == 1 ? "" : "s");
+        char *text =
+            wf_arena_printf(x->arena, "%s (%d token%s)", def->places[i]->id, n, n == 1 ? "" : "s");
         option(x, def->places[i]->id, cur, text != NULL ? text : def->places[i]->id);
     }
     P("</select>");
@@ -481,9 +481,8 @@ wf_console__act_modify(wf_console__ctx *x, const char *actor)
     ProtobufCMessage *resp = NULL;
     Workflow__V1__TokenOperation op = WORKFLOW__V1__TOKEN_OPERATION__INIT;
     Workflow__V1__TokenOperation *ops[1] = {&op};
-    const ProtobufCEnumValue *kind =
-        protobuf_c_enum_descriptor_get_value_by_name(&workflow__v1__token_operation_kind__descriptor,
-                                                     F("kind"));
+    const ProtobufCEnumValue *kind = protobuf_c_enum_descriptor_get_value_by_name(
+        &workflow__v1__token_operation_kind__descriptor, F("kind"));
     op.kind = kind != NULL ? kind->value : 0;
     op.place_id = (char *)F("place_id");
     op.to_place_id = (char *)F("to_place_id");
@@ -569,14 +568,13 @@ migrate_plan(wf_console__ctx *x, const char *actor, const Workflow__V1__MigrateI
     static const repair_field fields[] = {{"target_version", "Target version"},
                                           {"place_mapping", "Place mapping"}};
     confirm_head(x, actor, "Plan of the migration",
-                 "The plan of the migration, computed by a dry run (nothing changed yet):",
-                 fields, N(fields));
+                 "The plan of the migration, computed by a dry run (nothing changed yet):", fields,
+                 N(fields));
     plan_tokens(x, m->plan);
     plan_items(x, "migration-kept", "Work items kept", m->plan->kept, m->plan->n_kept);
     plan_items(x, "migration-withdrawn", "Work items withdrawn", m->plan->withdrawn,
                m->plan->n_withdrawn);
-    plan_items(x, "migration-created", "Work items created", m->plan->created,
-               m->plan->n_created);
+    plan_items(x, "migration-created", "Work items created", m->plan->created, m->plan->n_created);
     if (m->n_problems > 0) {
         plan_problems(x, m);
         P("<p><a id=\"repair-back\" href=\"");

@@ -243,6 +243,24 @@ async function repairs(page, BASE) {
   const confirm = () => Promise.all([page.waitForNavigation(), page.click("button.confirm-repair")]);
   const setText = (sel, text) => page.$eval(sel, (e, t) => { e.value = t; }, text);
 
+  // The list: what each does now; it refreshes by itself, but not while a
+  // form is being edited.
+  await page.goto(BASE + "/instances?definition_key=" + REPAIR);
+  const listed = () => page.$$eval("#instances tr", (t) => t.length - 1);
+  const nows = await page.$$eval("#instances td.now", (t) => t.map((e) => e.textContent));
+  check(nows.length === 2 && nows.every((n) => n === "Approve"),
+        "the list shows each instance's enabled transition (" + nows + ")");
+  wfJson(["start", REPAIR], "admin");
+  await waitFor(async () => (await listed()) === 3, "the list's refresh", 30000);
+  check(true, "the list refreshed by itself with a new instance");
+  await page.type("input[name=aggregate_type]", "x");
+  await page.evaluate(() => { document.body.dataset.refreshSkipped = "0"; });
+  wfJson(["start", REPAIR], "admin");
+  await waitFor(async () => Number(await page.evaluate(() => document.body.dataset.refreshSkipped)) >= 2,
+                "refreshes skipped while editing", 30000);
+  check(await listed() === 3 && await page.$eval("input[name=aggregate_type]", (e) => e.value) === "x",
+        "no refresh while a form is being edited");
+
   await page.goto(url);
   check(await page.$("#repair") !== null, "the instance page has a Repair section");
   const typed = await page.$eval("#repair-variables textarea", (e) => e.value);
@@ -534,15 +552,40 @@ async function main() {
     await page.goto(BASE + "/instances?order=oldest");
     check(await firstId() !== sigId, "order=oldest lists the oldest first");
     await page.goto(BASE + "/instances");
+    let ids;
     let row = await rowOf(chargeId);
     check(row && row.incident, "the failed instance has an incident badge in the list");
     row = await rowOf(reviewId);
     check(row && !row.incident, "a running instance has no incident badge");
     row = await rowOf(sigId);
     check(row && row.aggregate === "order " + ORDER, "the list shows the aggregate (" + (row && row.aggregate) + ")");
+    // The incident's code on its badge, the list filtered by it, and what
+    // each running instance does now.
+    const incidentRow = wfJson(["incidents"], "admin").flatMap((o) => o.incidents || [o])
+      .find((i) => i.instance_id === chargeId) || {};
+    const badge = await page.$$eval("#instances tr", (trs, id) => {
+      const tr = trs.find((t) => t.textContent.includes(id));
+      const c = tr && tr.querySelector(".badge.incident .incident-code");
+      return c ? c.textContent : null;
+    }, chargeId);
+    check(badge && badge === incidentRow.code, "the incident badge names its code (" + badge + ")");
+    const nowOf = (id) => page.$$eval("#instances tr", (trs, id) => {
+      const tr = trs.find((t) => t.textContent.includes(id));
+      return tr ? tr.querySelector("td.now").textContent : null;
+    }, id);
+    const sigNow = await nowOf(sigId);
+    check(sigNow && sigNow.includes("Wait until paid"), "the list shows the current step (" + sigNow + ")");
+    await visit("/instances?incident_code=" + encodeURIComponent(incidentRow.code) +
+                "&definition_key=" + CHARGE, "instances-by-incident", "#instances");
+    ids = await page.$$eval("#instances tr td:first-child", (t) => t.map((e) => e.textContent));
+    check(ids.length === 1 && ids[0] === chargeId, "the incident code filter finds its instance (" + ids + ")");
+    r = await page.goto(BASE + "/instances?incident_code=NO_SUCH_CODE");
+    check(r.status() === 400 && (await page.content()).includes("INVALID_ARGUMENT"),
+          "an unknown incident code is refused (" + r.status() + ")");
+    await page.goto(BASE + "/instances");
     // Finding: by id (one row), by aggregate (one row), an unknown id 404.
     await visit("/instances?id=" + encodeURIComponent(jobId), "instances-by-id", "#instances");
-    let ids = await page.$$eval("#instances tr td:first-child", (t) => t.map((e) => e.textContent));
+    ids = await page.$$eval("#instances tr td:first-child", (t) => t.map((e) => e.textContent));
     check(ids.length === 1 && ids[0] === jobId, "the search by id finds that instance (" + ids + ")");
     await visit("/instances?started_by=*&aggregate_type=order&aggregate_id=" + encodeURIComponent(ORDER),
                 "instances-by-aggregate", "#instances");
@@ -605,6 +648,33 @@ async function main() {
     await visit("/definition?key=" + REVIEW, "definition", "#versions");
     const drawn = await page.$eval("img.diagram", (i) => i.complete && i.naturalWidth > 0);
     check(drawn, "the definition page shows its diagram");
+    const fits = await page.$eval("img.diagram", (i) =>
+      i.getBoundingClientRect().width <= document.querySelector("main").clientWidth);
+    await page.click("img.diagram");
+    check(fits && await page.$eval("img.diagram", (i) => i.classList.contains("zoomed")),
+          "the diagram fits the page and a click zooms it");
+    // Every transition's trigger details; a step list shown as steps.
+    const details = (id) => page.$eval("#transitions tr[data-transition=\"" + id + "\"] ul.details",
+                                       (e) => e.textContent);
+    const assigned = await details("review");
+    check(assigned === "assignee GROUP " + GROUP, "a USER transition's assignee (" + assigned + ")");
+    await visit("/definition?key=" + CHARGE, "definition-charge", "#transitions");
+    const jobDetails = await details("charge");
+    check(jobDetails.includes("job type " + CHARGE) && jobDetails.includes("retry 1 attempt"),
+          "an AUTO transition's job type and retry (" + jobDetails + ")");
+    await visit("/definition?key=" + WAITSIG, "definition-steps", "#steps");
+    const stepRows = await page.$$eval("#steps tr.step", (t) => t.map((r) =>
+      r.dataset.step + ":" + r.querySelector("td.kind").textContent + ":" + r.querySelector("td.next").textContent));
+    check(stepRows.join("|") === "paid:await:→ done|chase:user:→ done|done:sleep:→ end",
+          "the steps in order with their kinds and next rules (" + stepRows.join("|") + ")");
+    const timeout = await details("paid:timeout");
+    check(timeout === "delay 2d", "the timeout's delay (" + timeout + ")");
+    const awaitDetails = await page.$eval("#steps tr[data-step=paid] ul.details", (e) => e.textContent);
+    check(awaitDetails.includes("signal paid (AGGREGATE)") && awaitDetails.includes("timeout 2d") &&
+          awaitDetails.includes("on timeout chase"), "the await step's details (" + awaitDetails + ")");
+    await visit("/instance?id=" + encodeURIComponent(sigId), "instance-steps", "#steps");
+    const current = await page.$$eval("#steps tr.step.current", (t) => t.map((r) => r.dataset.step));
+    check(current.join() === "paid", "the instance page highlights its current step (" + current + ")");
     // The diagram of a definition whose transition name is hostile, opened
     // by itself: an SVG document in which no script ran and no element came
     // from the name.

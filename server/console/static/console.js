@@ -3,7 +3,8 @@
 // follows /events for the instance's tree: new events are appended to the
 // events table and the page's live sections are reloaded. A section marked
 // data-poll (a running batch operation) is reloaded every data-poll ms.
-// A form's JSON fields are checked before the form is sent.
+// A form's JSON fields are checked before the form is sent. A list is
+// reloaded every few seconds while no form is being edited.
 (function () {
   "use strict";
   var pending = null;
@@ -58,6 +59,51 @@
     if (bad) {
       e.preventDefault();
       bad.focus();
+    }
+  });
+
+  // A list page (a section marked data-refresh) is reloaded every
+  // data-refresh ms, but not while a form of the page is being edited:
+  // from the first keystroke in a form, or while one of its fields has
+  // the focus. Each reload and each tick skipped is counted on <body>
+  // (data-refreshes, data-refresh-skipped).
+  var edited = false;
+  document.addEventListener("input", function (e) {
+    if (e.target && e.target.form) {
+      edited = true;
+    }
+  });
+  function editing() {
+    var a = document.activeElement;
+    return edited || !!(a && a.form);
+  }
+  function count(name) {
+    document.body.dataset[name] = String(Number(document.body.dataset[name] || 0) + 1);
+  }
+  function refresh() {
+    var el = document.querySelector("[data-refresh]");
+    if (!el) {
+      return;
+    }
+    setTimeout(function () {
+      if (editing()) {
+        count("refreshSkipped");
+        refresh();
+        return;
+      }
+      reload().then(function () {
+        count("refreshes");
+        refresh();
+      });
+    }, Number(el.dataset.refresh) || 5000);
+  }
+  refresh();
+
+  // A click on a diagram shows it at its own size, another fits it to the
+  // page's width again.
+  document.addEventListener("click", function (e) {
+    if (e.target && e.target.matches && e.target.matches("img.diagram")) {
+      e.target.classList.toggle("zoomed");
     }
   });
 
