@@ -111,10 +111,14 @@ void
 wf_console__transition_details(wf_console__ctx *x, const Workflow__V1__Transition *t)
 {
     P("<ul class=\"details\">");
-    item(x, "job-type", "job type", t->job_type);
-    retry(x, t->retry);
-    lease(x, "lease", t->lease);
-    item(x, "compensation", "compensation job type", t->compensation_job_type);
+    /* A silent AUTO transition (no job type) only routes: its retry and
+     * lease are the defaults and mean nothing. */
+    if (t->job_type[0] != '\0') {
+        item(x, "job-type", "job type", t->job_type);
+        retry(x, t->retry);
+        lease(x, "lease", t->lease);
+        item(x, "compensation", "compensation job type", t->compensation_job_type);
+    }
     assignee(x, t->assignee);
     signal(x, t->signal_name, t->correlation);
     lease(x, "delay", t->delay);
@@ -129,7 +133,10 @@ static void
 step_kind(wf_console__ctx *x, const Workflow__V1__Step *s)
 {
     P("<td class=\"kind\">");
-    P(s->job != NULL ? "job" : s->user != NULL ? "user" : s->await_signal != NULL ? "await" : "sleep");
+    P(s->job != NULL            ? "job"
+      : s->user != NULL         ? "user"
+      : s->await_signal != NULL ? "await"
+                                : "sleep");
     P("</td><td><ul class=\"details\">");
     if (s->job != NULL) {
         item(x, "job-type", "job type", s->job->job_type);

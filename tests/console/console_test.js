@@ -667,6 +667,7 @@ async function main() {
       r.dataset.step + ":" + r.querySelector("td.kind").textContent + ":" + r.querySelector("td.next").textContent));
     check(stepRows.join("|") === "paid:await:→ done|chase:user:→ done|done:sleep:→ end",
           "the steps in order with their kinds and next rules (" + stepRows.join("|") + ")");
+    check(await details(":begin") === "", "a routing transition has no job details");
     const timeout = await details("paid:timeout");
     check(timeout === "delay 2d", "the timeout's delay (" + timeout + ")");
     const awaitDetails = await page.$eval("#steps tr[data-step=paid] ul.details", (e) => e.textContent);
