@@ -20,8 +20,8 @@ store_ctx(const wf_ref_ctx *ctx)
 static bool
 name_char(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
 }
 
 static wf_code
@@ -143,8 +143,8 @@ wf_resources_declare(const wf_ref_ctx *ctx, const wf_resource_in *in, int64_t no
 }
 
 wf_code
-wf_resources_update(const wf_ref_ctx *ctx, const wf_resource_in *in, int64_t now,
-                    wf_uow_idem *idem, wf_resource_view *out, wf_error *err)
+wf_resources_update(const wf_ref_ctx *ctx, const wf_resource_in *in, int64_t now, wf_uow_idem *idem,
+                    wf_resource_view *out, wf_error *err)
 {
     return save(ctx, in, true, now, idem, out, err);
 }

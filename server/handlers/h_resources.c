@@ -38,8 +38,8 @@ resource_msg(wf_arena *a, const wf_resource_row *r)
 }
 
 static wf_resource_in
-resource_in(const char *name, int32_t capacity, bool per_key, const Workflow__V1__ResourceRate *rate,
-            Workflow__V1__ResourceStrategy strategy)
+resource_in(const char *name, int32_t capacity, bool per_key,
+            const Workflow__V1__ResourceRate *rate, Workflow__V1__ResourceStrategy strategy)
 {
     wf_resource_in in = {
         .name = name, .capacity = capacity, .per_key = per_key, .strategy = (int)strategy};

@@ -136,8 +136,8 @@ WF_TEST(test_declare_and_get)
     ck_assert_str_eq(r->created_by, "ops");
     ck_assert_ptr_nonnull(r->create_time);
 
-    res_spec carrier = {.name = "carrier.api", .rate_limit = 100, .period_ms = 60000,
-                        .strategy = R_CANCEL_NEWEST};
+    res_spec carrier = {
+        .name = "carrier.api", .rate_limit = 100, .period_ms = 60000, .strategy = R_CANCEL_NEWEST};
     declare_ok(&carrier, true);
     wf_client_status st;
     Workflow__V1__Resource *g = get_c(me("viewer"), "carrier.api", &st);
