@@ -46,14 +46,10 @@ static const struct {
     const char *path;
     wf_console__role role;
 } action_roles[] = {
-    {"/logout", WF_CONSOLE_ROLE_VIEWER},
-    {"/instance/retry", WF_CONSOLE_ROLE_OPERATOR},
-    {"/task/claim", WF_CONSOLE_ROLE_OPERATOR},
-    {"/task/release", WF_CONSOLE_ROLE_OPERATOR},
-    {"/task/complete", WF_CONSOLE_ROLE_OPERATOR},
-    {"/batch/preview", WF_CONSOLE_ROLE_ADMIN},
-    {"/batch/start", WF_CONSOLE_ROLE_ADMIN},
-    {"/batch/cancel", WF_CONSOLE_ROLE_ADMIN},
+    {"/logout", WF_CONSOLE_ROLE_VIEWER},          {"/instance/retry", WF_CONSOLE_ROLE_OPERATOR},
+    {"/task/claim", WF_CONSOLE_ROLE_OPERATOR},    {"/task/release", WF_CONSOLE_ROLE_OPERATOR},
+    {"/task/complete", WF_CONSOLE_ROLE_OPERATOR}, {"/batch/preview", WF_CONSOLE_ROLE_ADMIN},
+    {"/batch/start", WF_CONSOLE_ROLE_ADMIN},      {"/batch/cancel", WF_CONSOLE_ROLE_ADMIN},
 };
 
 wf_console__role
@@ -101,8 +97,8 @@ mac_hex(const char *key, size_t klen, const char *prefix, const char *data, size
         return false;
     memcpy(msg, prefix, plen);
     memcpy(msg + plen, data, dlen);
-    bool ok = HMAC(EVP_sha256(), key, (int)klen, msg, plen + dlen, md, &mdlen) != NULL &&
-              mdlen == 32;
+    bool ok =
+        HMAC(EVP_sha256(), key, (int)klen, msg, plen + dlen, md, &mdlen) != NULL && mdlen == 32;
     free(msg);
     if (ok)
         hex_of(md, 32, out);
@@ -119,14 +115,12 @@ char *
 wf_console__session_sign(const char *key, size_t klen, const wf_console__session *s)
 {
     if (!no_break(s->tenant) || !no_break(s->actor) || !no_break(s->key_id) ||
-        !no_break(s->key_tenant) || !no_break(s->nonce) || s->source == '\n' ||
-        s->source == '\0')
+        !no_break(s->key_tenant) || !no_break(s->nonce) || s->source == '\n' || s->source == '\0')
         return NULL;
     char fields[512];
     int n = snprintf(fields, sizeof fields, "v1\n%lld\n%c\n%s\n%s\n%s\n%s\n%s\n%s",
-                     (long long)s->expires_s, s->source, s->tenant,
-                     wf_console__role_name(s->role), s->actor, s->key_id, s->key_tenant,
-                     s->nonce);
+                     (long long)s->expires_s, s->source, s->tenant, wf_console__role_name(s->role),
+                     s->actor, s->key_id, s->key_tenant, s->nonce);
     if (n < 0 || (size_t)n >= sizeof fields)
         return NULL;
     char *out = malloc(2 * (size_t)n + 1 + WF_CONSOLE_MAC_HEX + 1);

@@ -53,10 +53,10 @@ typedef struct wf_console__session {
     char source;       /* wf_console__source */
     char tenant[65];
     wf_console__role role;
-    char actor[129];   /* the person: the actor recorded for every action */
-    char key_id[9];    /* SOURCE_KEY: the key's id and tenant binding */
+    char actor[129]; /* the person: the actor recorded for every action */
+    char key_id[9];  /* SOURCE_KEY: the key's id and tenant binding */
     char key_tenant[65];
-    char nonce[33];    /* random per sign-in: two sessions never share a CSRF token */
+    char nonce[33]; /* random per sign-in: two sessions never share a CSRF token */
 } wf_console__session;
 
 /* The cookie value of s, signed with key (HMAC-SHA256): "<hex of the
@@ -102,9 +102,9 @@ typedef struct wf_console__sso {
     char *secret_header;     /* WF_CONSOLE_PROXY_SECRET_HEADER */
     wf_console__net nets[WF_CONSOLE_MAX_NETS]; /* WF_CONSOLE_PROXY_ADDRS */
     size_t nnets;
-    char *user_header;   /* WF_CONSOLE_USER_HEADER */
-    char *email_header;  /* WF_CONSOLE_EMAIL_HEADER */
-    char *groups_header; /* WF_CONSOLE_GROUPS_HEADER */
+    char *user_header;                                   /* WF_CONSOLE_USER_HEADER */
+    char *email_header;                                  /* WF_CONSOLE_EMAIL_HEADER */
+    char *groups_header;                                 /* WF_CONSOLE_GROUPS_HEADER */
     wf_console__group_rule rules[WF_CONSOLE_MAX_GROUPS]; /* WF_CONSOLE_ROLE_MAP */
     size_t nrules;
     wf_console__role default_role; /* WF_CONSOLE_DEFAULT_ROLE: signed in, no group mapped */

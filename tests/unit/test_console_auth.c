@@ -21,8 +21,8 @@ static const char OTHER[] = "0123456789abcdef0123456789abcdef-b";
 static wf_console__session
 person(void)
 {
-    wf_console__session s = {.expires_s = 2000, .source = WF_CONSOLE_SOURCE_PROXY,
-                             .role = WF_CONSOLE_ROLE_OPERATOR};
+    wf_console__session s = {
+        .expires_s = 2000, .source = WF_CONSOLE_SOURCE_PROXY, .role = WF_CONSOLE_ROLE_OPERATOR};
     strcpy(s.tenant, "acme");
     strcpy(s.actor, "<b>ann</b>@example.com");
     strcpy(s.nonce, "00112233445566778899aabbccddeeff");
@@ -61,8 +61,8 @@ WF_TEST(test_cookie_tampered)
             continue;
         char was = c[i];
         c[i] = was == '0' ? '1' : '0';
-        ck_assert_msg(!wf_console__session_verify(KEY, strlen(KEY), c, 1, &got),
-                      "changed at %zu", i);
+        ck_assert_msg(!wf_console__session_verify(KEY, strlen(KEY), c, 1, &got), "changed at %zu",
+                      i);
         c[i] = was;
     }
     ck_assert(wf_console__session_verify(KEY, strlen(KEY), c, 1, &got));
