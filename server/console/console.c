@@ -859,6 +859,16 @@ wf_console_start(wf_app *app, const char *addr, wf_error *err)
         free(c);
         return NULL;
     }
+    if (!c->sso.session_key_shared && !app->cfg->development)
+        WF_LOG(WF_LOG_WARN, "console",
+               "WF_CONSOLE_SESSION_KEY is not set: console sessions hold on this replica only "
+               "and end with a restart");
+    if (wf_console__sso_on(&c->sso))
+        WF_LOG(WF_LOG_INFO, "console",
+               "sign-in through a trusted proxy (%s%s%s): %zu groups with a role",
+               c->sso.proxy_secret != NULL ? "secret" : "",
+               c->sso.proxy_secret != NULL && c->sso.nnets > 0 ? " and " : "",
+               c->sso.nnets > 0 ? "addresses" : "", c->sso.nrules);
     /* Small and bounded: a live stream holds a thread while it polls, so
      * the pool has room for MAX_SSE of them and still answers pages. */
     wf_http_app_options opt = {
