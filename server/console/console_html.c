@@ -133,6 +133,8 @@ wf_console__page_begin(wf_console__ctx *x, const char *title)
     if (x->actor != NULL) {
         fputs("acting as <b id=\"actor\">", o);
         wf_console__esc(o, x->actor);
+        fputs("</b> as <b id=\"role\">", o);
+        fputs(wf_console__role_name(x->role), o);
         fputs("</b> ", o);
         wf_console__form_begin(x, "/logout", "inline");
         fputs("<button type=\"submit\">Log out</button></form>", o);
@@ -149,6 +151,12 @@ wf_console__page_begin(wf_console__ctx *x, const char *title)
         wf_console__page_error(x, x->refusal);
         fputs("</div>", o);
     }
+}
+
+bool
+wf_console__may(const wf_console__ctx *x, const char *action)
+{
+    return x->csrf != NULL && x->role >= wf_console__action_role(action);
 }
 
 void

@@ -248,12 +248,19 @@ wf_console__repair_section(wf_console__ctx *x, const Workflow__V1__GetInstanceRe
 {
     const Workflow__V1__Instance *in = g->instance;
     P("<section id=\"repair\"><h2>Repair</h2>");
-    variables_form(x, in);
-    cancel_form(x, in);
-    suspend_form(x, in);
-    signal_form(x, in);
-    modify_form(x, g, def);
-    migrate_form(x, in, def);
+    /* Only the repairs the session's role may use (console_auth.c). */
+    if (wf_console__may(x, "/instance/variables"))
+        variables_form(x, in);
+    if (wf_console__may(x, "/instance/cancel"))
+        cancel_form(x, in);
+    if (wf_console__may(x, "/instance/suspend") && wf_console__may(x, "/instance/resume"))
+        suspend_form(x, in);
+    if (wf_console__may(x, "/instance/signal"))
+        signal_form(x, in);
+    if (wf_console__may(x, "/instance/modify"))
+        modify_form(x, g, def);
+    if (wf_console__may(x, "/instance/migrate"))
+        migrate_form(x, in, def);
     P("</section>\n");
 }
 
