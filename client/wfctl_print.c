@@ -917,10 +917,12 @@ row_schedule_run(const ProtobufCMessage *m)
     if (tbl.ncols == 0)
         table_begin(0, 5,
                     (const char *const[]){"NOMINAL", "ACTUAL", "OUTCOME", "INSTANCE", "DETAIL"});
-    table_row((const char *const[]){
-        ts(r->nominal_time), ts(r->actual_time),
-        fmt("%s%s", EN(schedule_run_outcome, r->outcome), r->manual ? " (manual)" : ""),
-        r->instance_id, run_detail(r)});
+    table_row((const char *const[]){ts(r->nominal_time), ts(r->actual_time),
+                                    fmt("%s%s", EN(schedule_run_outcome, r->outcome),
+                                        r->manual     ? " (manual)"
+                                        : r->backfill ? " (backfill)"
+                                                      : ""),
+                                    r->instance_id, run_detail(r)});
 }
 
 int
@@ -994,6 +996,18 @@ print_schedule_run_resp(const ProtobufCMessage *m)
     kv("outcome", "%s", EN(schedule_run_outcome, r->outcome));
     kv("instance", "%s", r->instance_id);
     kv("nominal", "%s", ts(r->nominal_time));
+    return WFCTL_OK;
+}
+
+int
+print_schedule_backfill_resp(const ProtobufCMessage *m)
+{
+    const Workflow__V1__BackfillScheduleResponse *r = (const void *)m;
+    for (size_t i = 0; i < r->n_runs; i++)
+        row_schedule_run(&r->runs[i]->base);
+    table_flush();
+    printf("%zu run(s) recorded, %d fire time(s) handled before\n", r->n_runs,
+           (int)r->already_handled);
     return WFCTL_OK;
 }
 

@@ -49,6 +49,9 @@ typedef enum wf_code {
     /* SendSignal asks to await a result of a signal whose target is an
      * aggregate, which may reach many instances. */
     WF_E_AWAIT_NEEDS_ONE_INSTANCE,
+    /* BackfillSchedule over a range of more fire times than one call may
+     * run (WF_SCHEDULE_BACKFILL_MAX). */
+    WF_E_BACKFILL_TOO_LARGE,
 
     /* FAILED_PRECONDITION */
     WF_E_TASK_NOT_OPEN,

@@ -525,6 +525,7 @@ typedef struct wf_schedule_run_row {
     char *detail;                /* FAILED: the reason and message */
     int64_t buffered_at;         /* a fire that waited (BUFFER_ONE): when it was buffered */
     char *cancelled_instance_id; /* CANCEL_OTHER: the instance cancelled for it */
+    int32_t backfill;            /* 1: BackfillSchedule */
 } wf_schedule_run_row;
 
 /* A resource of a tenant (migrations/0024_resources.sql): a limit shared

@@ -274,6 +274,7 @@ static const wf_field schedule_run_fields[] = {
     I32(wf_schedule_run_row, outcome),     I32(wf_schedule_run_row, manual),
     STR(wf_schedule_run_row, instance_id), STR(wf_schedule_run_row, detail),
     I64(wf_schedule_run_row, buffered_at), STR(wf_schedule_run_row, cancelled_instance_id),
+    I32(wf_schedule_run_row, backfill),
 };
 DESC(wf_store__schedule_run_desc, "schedule run", wf_schedule_run_row, schedule_run_fields);
 

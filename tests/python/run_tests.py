@@ -71,8 +71,10 @@ google.rpc.ErrorInfo{reason, domain "workflow.v1"} carried in the
 * schedules (ScheduleTests): CreateSchedule with a BUFFER_ONE policy and
   its next fire times, INVALID_CRON, TriggerSchedule with a request_id
   replayed, the runs followed page by page with ListScheduleRuns, each
-  started instance carrying its schedule; again on Postgres
-  (SchedulePgTests).
+  started instance carrying its schedule; BackfillSchedule over three past
+  hours, replayed by its request_id, repeated without starting anything,
+  and refused over a range too large (BACKFILL_TOO_LARGE); again on
+  Postgres (SchedulePgTests).
 
 Every server is a workflowd process started here, on 127.0.0.1 and a free
 port (never 50051), with its stderr captured in the work directory; all of
@@ -107,6 +109,7 @@ import uuid
 
 import grpc
 from google.protobuf import duration_pb2
+from google.protobuf import timestamp_pb2
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import wf_testkit  # noqa: E402  (the Python suites' shared kit)
@@ -2531,6 +2534,45 @@ class ScheduleTests(WorkflowTestCase):
             self.assertEqual(variables["region"], "eu")
         self.assert_error(invoke(self.wf.ListScheduleRuns, wf_pb2.ListScheduleRunsRequest(
             schedule_id="nope-" + run), md()), SC.NOT_FOUND, "SCHEDULE_NOT_FOUND")
+
+    def test_backfill_a_past_range(self):
+        run = uuid.uuid4().hex[:8]
+        key = "py-backfill-" + run
+        self.ok(invoke(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(
+            definition=wf_pb2.Definition(key=key, kind=wf_pb2.DEFINITION_KIND_STEPS, steps=[
+                wf_pb2.Step(id="work", job=wf_pb2.JobStep(job_type="py-backfill-work-" + run))])),
+            md(actor="dev")))
+        sid = "py-hourly-" + run
+        self.ok(invoke(self.wf.CreateSchedule, wf_pb2.CreateScheduleRequest(
+            id=sid, definition_key=key, spec=wf_pb2.ScheduleSpec(interval="every 1h"),
+            policy=wf_pb2.SchedulePolicy(overlap=wf_pb2.SCHEDULE_OVERLAP_POLICY_SKIP)),
+            md(actor="ops")))
+        end = int(time.time()) // 3600 * 3600  # a fire time, not after now
+        to_time = timestamp_pb2.Timestamp(seconds=end)
+        req = wf_pb2.BackfillScheduleRequest(
+            schedule_id=sid, from_time=timestamp_pb2.Timestamp(seconds=end - 3 * 3600),
+            to_time=to_time, overlap=wf_pb2.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL,
+            request_id="backfill-" + run)
+        first = self.ok(invoke(self.wf.BackfillSchedule, req, md(actor="ops")))
+        self.assertEqual([r.nominal_time.seconds for r in first.runs],
+                         [end - 3 * 3600, end - 2 * 3600, end - 3600])
+        for r in first.runs:
+            self.assertTrue(r.backfill)
+            self.assertEqual(r.outcome, wf_pb2.SCHEDULE_RUN_OUTCOME_STARTED)
+        again = self.ok(invoke(self.wf.BackfillSchedule, req, md(actor="ops")))
+        self.assertEqual([r.instance_id for r in again.runs],
+                         [r.instance_id for r in first.runs])  # replayed
+        req.request_id = "backfill-again-" + run
+        repeat = self.ok(invoke(self.wf.BackfillSchedule, req, md(actor="ops")))
+        self.assertEqual(len(repeat.runs), 0)
+        self.assertEqual(repeat.already_handled, 3)
+        runs = self.runs(sid)
+        self.assertEqual(sorted(r.instance_id for r in runs),
+                         sorted(r.instance_id for r in first.runs))
+        self.assertTrue(all(r.backfill for r in runs))
+        self.assert_error(invoke(self.wf.BackfillSchedule, wf_pb2.BackfillScheduleRequest(
+            schedule_id=sid, from_time=timestamp_pb2.Timestamp(seconds=end - 5000 * 3600),
+            to_time=to_time), md(actor="ops")), SC.INVALID_ARGUMENT, "BACKFILL_TOO_LARGE")
 
 
 class SchedulePgTests(ScheduleTests):

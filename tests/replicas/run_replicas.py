@@ -47,6 +47,14 @@ once their claim (WF_BATCH_LEASE) has run out. Checked: every instance
 COMPLETED with exactly one SIGNAL_CONSUMED event, every delivery row
 DELIVERED, and a retry of the request id answers the first answer.
 
+Meanwhile SCHED_N schedules fire every SCHED_EVERY seconds from SCHED_FROM
+to SCHED_TO seconds into the load (their start_at and end_at), overlap
+ALLOW_ALL and a catch-up window of 10 minutes, so that the replica killed
+and Postgres restarted fall into the burst of their fire times. Checked
+once the replicas are idle: every nominal fire time of every schedule has
+exactly one run, STARTED, and exactly one instance carrying that schedule
+and fire time; no run or instance outside the window.
+
 Afterwards, with the replicas idle, invariants are checked in SQL (psql)
 over the recorded client history (loaded into a table of the scratch
 database) and through the API (WatchEvents on every replica):
@@ -122,6 +130,10 @@ BATCH_LEASE = 2        # seconds, WF_BATCH_LEASE of the replicas
 BATCH_BUDGET = 40.0    # seconds for the batch to complete after the kill
 FANOUT_N = 600         # instances waiting for the fanned-out signal
 FANOUT_CHUNK = 20      # WF_SIGNAL_FANOUT_CHUNK of the replicas
+SCHED_N = 200          # schedules firing during the faults
+SCHED_EVERY = 2        # seconds between their fire times
+SCHED_FROM = 8         # seconds into the load: their first fire time (start_at) ...
+SCHED_TO = 24          # ... and their last (end_at)
 
 REF_KEY, CLAIM_KEY, NET_KEY = "rep-referral", "rep-claim", "rep-net"
 JOB_TYPE, REVIEWER = "rep-prepare", "net-reviewer"
@@ -1312,6 +1324,98 @@ def fanout_scenario(db_dsn, replicas, faults, results):
     results.append((name, len(rows), bad[:10]))
 
 
+SCHED_KEY = "rep-sched"
+
+
+def schedules_create(replicas):
+    """Creates SCHED_N schedules whose fire times fall in the window of the
+    faults; returns (prefix, aggregate id, first and last fire time in
+    seconds). Their instances wait for a signal to the aggregate."""
+    cl = Client("schedules", replicas)
+    defn = fanout_definition()
+    defn.key = SCHED_KEY
+    res = cl.call("DeployDefinition", pb.DeployDefinitionRequest(
+        definition=defn, request_id=rid()), actor="rep-deployer")
+    if not res.ok:
+        raise SetupError("DeployDefinition of %s failed: %s %s" % (SCHED_KEY, res.name(),
+                                                                   res.detail))
+    first = int(time.time()) + SCHED_FROM
+    first += -first % SCHED_EVERY
+    last = first + (SCHED_TO - SCHED_FROM) // SCHED_EVERY * SCHED_EVERY
+    prefix, agg = "rs-%s-" % rid()[:8], "sched-%s" % rid()
+    for k in range(SCHED_N):
+        res = cl.call("CreateSchedule", pb.CreateScheduleRequest(
+            id="%s%03d" % (prefix, k), definition_key=SCHED_KEY,
+            aggregate=pb.Aggregate(type="order", id=agg),
+            spec=pb.ScheduleSpec(interval="every %ds" % SCHED_EVERY,
+                                 start_at=pb_ts(first), end_at=pb_ts(last)),
+            policy=pb.SchedulePolicy(overlap=pb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL,
+                                     catchup_window=dur(600)),
+            request_id=rid()), actor="rep-scheduler")
+        if not res.ok:
+            raise SetupError("CreateSchedule failed: %s %s" % (res.name(), res.detail))
+    say("%d schedules fire every %d s from %s to %s UTC" % (
+        SCHED_N, SCHED_EVERY, time.strftime("%H:%M:%S", time.gmtime(first)),
+        time.strftime("%H:%M:%S", time.gmtime(last))))
+    return prefix, agg, first, last
+
+
+def pb_ts(seconds):
+    from google.protobuf import timestamp_pb2
+    return timestamp_pb2.Timestamp(seconds=seconds)
+
+
+def schedule_scenario(db_dsn, sched, faults, results):
+    """Every fire time of the schedules, which fired through a replica's
+    SIGKILL and a Postgres restart, started exactly once."""
+    prefix, agg, first, last = sched
+    per = (last - first) // SCHED_EVERY + 1
+    want = SCHED_N * per
+    name = "%d schedules every %d s through the faults: each of the %d fire times one run, " \
+           "STARTED, and one instance" % (SCHED_N, SCHED_EVERY, want)
+    like = "schedule_id LIKE '%s%%'" % prefix
+    until, runs = time.monotonic() + BATCH_BUDGET, -1
+    while time.monotonic() < until:
+        runs = int(psql(db_dsn, "SELECT count(*) FROM schedule_runs WHERE " + like)[0][0])
+        if runs >= want:
+            break
+        time.sleep(0.5)
+    bad = [] if runs == want else ["%d runs, want %d" % (runs, want)]
+    checks = [
+        ("schedules without exactly %d runs" % per,
+         "SELECT count(*) FROM (SELECT s.id FROM schedules s LEFT JOIN schedule_runs r ON "
+         "r.tenant_id = s.tenant_id AND r.schedule_id = s.id WHERE s.id LIKE '%s%%' GROUP BY s.id "
+         "HAVING count(r.nominal_at) <> %d) x" % (prefix, per)),
+        ("runs not STARTED or without an instance",
+         "SELECT count(*) FROM schedule_runs WHERE %s AND (outcome <> 1 OR instance_id IS NULL)"
+         % like),
+        ("runs outside the window or off the interval",
+         "SELECT count(*) FROM schedule_runs WHERE %s AND (nominal_at < %d OR nominal_at > %d "
+         "OR nominal_at %% %d <> 0)" % (like, first * 1000000, last * 1000000,
+                                        SCHED_EVERY * 1000000)),
+        ("runs whose instance does not exist",
+         "SELECT count(*) FROM schedule_runs r LEFT JOIN instances i ON i.tenant_id = r.tenant_id "
+         "AND i.id = r.instance_id WHERE r.%s AND i.id IS NULL" % like),
+        ("instances beyond one per schedule and fire time",
+         "SELECT count(*) - count(DISTINCT (variables_json::json->'schedule'->>'id', "
+         "variables_json::json->'schedule'->>'nominalTime')) FROM instances "
+         "WHERE aggregate_id = '%s'" % agg),
+        ("instances without a run",
+         "SELECT count(*) FROM instances i WHERE i.aggregate_id = '%s' AND NOT EXISTS (SELECT 1 "
+         "FROM schedule_runs r WHERE r.tenant_id = i.tenant_id AND r.instance_id = i.id)" % agg),
+    ]
+    for what, sql in checks:
+        n = int(psql(db_dsn, sql)[0][0])
+        if n != 0:
+            bad.append("%d %s" % (n, what))
+    started = int(psql(db_dsn, "SELECT count(*) FROM instances WHERE aggregate_id = '%s'"
+                               % agg)[0][0])
+    if started != want:
+        bad.append("%d instances started, want %d" % (started, want))
+    faults.note("schedules: %d runs, %d instances of %d fire times" % (runs, started, want))
+    results.append((name, want, bad))
+
+
 def load_history(dsn):
     # Ids compare with the schema's COLLATE "C" id columns; the rest (actors,
     # reasons) with its default-collation text columns.
@@ -1581,6 +1685,7 @@ def run(dsn, db, db_dsn, replicas, state):
                          watched)
     n_threads = len(threads) + len(workers) + 1
     faults = Faults()
+    sched = schedules_create(replicas)
     t_load = time.monotonic()
     faults.note("load started: %d client threads" % n_threads)
 
@@ -1669,6 +1774,7 @@ def run(dsn, db, db_dsn, replicas, state):
     faults.note("replicas idle; checking invariants")
 
     results = []
+    schedule_scenario(db_dsn, sched, faults, results)
     fanout_scenario(db_dsn, replicas, faults, results)
     batch_scenario(db_dsn, replicas, faults, results)
     check_watch(db_dsn, replicas, results)
