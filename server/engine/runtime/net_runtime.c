@@ -619,6 +619,8 @@ apply_created(net_work *w, const wf_work_item *ci, const char *vars, wf_error *e
     case WF_TRIGGER_USER:
         return enable_user(w, &row, t, vars, err);
     case WF_TRIGGER_AUTO:
+        if (wf_runtime__is_foreach(t))
+            return wf_runtime__foreach_enable(w, &row, t, vars, err);
         return wf_str_empty(t->job_type) ? WF_OK : enable_auto(w, &row, t, vars, err);
     case WF_TRIGGER_TIME:
         return enable_time(w, &row, t, vars, err);
