@@ -287,6 +287,128 @@ WF_CASE_TEST("default", test_sequential_quorum_stops_starting_items)
 }
 END_TEST
 
+/* ---- tasks ------------------------------------------------------------------------------ */
+
+/* s -> ask (USER, one task per approver of .approvers, assigned to the
+ * item; output "answers") -> e; deployed, its key. */
+static const char *
+task_net(Workflow__V1__CompletionMode mode, int quorum, bool sequential)
+{
+    nb *n = one_step(u("ask"), "ask", T_USER);
+    Workflow__V1__Transition *t = n->t[0];
+    t->assignee = wf_arena_calloc(ta, 1, sizeof *t->assignee);
+    workflow__v1__assignee__init(t->assignee);
+    t->assignee->kind = A_USER;
+    t->assignee->ids_expression = ".approver";
+    t->for_each = ".approvers";
+    t->for_each_item = "approver";
+    t->for_each_output = "answers";
+    t->for_each_sequential = sequential;
+    if (mode != 0) {
+        Workflow__V1__CompletionPolicy *c = wf_arena_calloc(ta, 1, sizeof *c);
+        workflow__v1__completion_policy__init(c);
+        c->mode = mode;
+        c->quorum = quorum;
+        t->for_each_completion = c;
+    }
+    deploy(n);
+    return n->d.key;
+}
+
+/* The task of instance id assigned to who, with status (0 = any). */
+static Workflow__V1__Task *
+task_for(const char *id, const char *who, int status)
+{
+    Workflow__V1__GetInstanceResponse *g = get_instance(id);
+    for (size_t i = 0; i < g->n_tasks; i++)
+        if (strcmp(g->tasks[i]->assignee_id, who) == 0 &&
+            (status == 0 || (int)g->tasks[i]->status == status))
+            return g->tasks[i];
+    return NULL;
+}
+
+static void
+answer(const char *id, const char *who, const char *vars)
+{
+    Workflow__V1__Task *t = task_for(id, who, TS_OPEN);
+    ck_assert_msg(t != NULL, "no open task for %s", who);
+    wf_client_status st;
+    complete_task_as(who, t->id, vars, &st);
+    ck_ok(st);
+}
+
+#define APPROVERS "{\"approvers\": [\"ann\", \"ben\", \"cy\"]}"
+
+WF_CASE_TEST("default", test_tasks_all_one_per_approver)
+{
+    const char *key = task_net(0, 0, false);
+    Workflow__V1__Instance *in = start_boss(key, APPROVERS);
+    ck_assert_uint_eq(get_instance(in->id)->n_tasks, 3);
+    ck_assert_int_eq(progress(in->id)->total, 3);
+    answer(in->id, "cy", "{\"ok\": 3}");
+    answer(in->id, "ann", "{\"ok\": 1}");
+    ck_assert_int_eq(progress(in->id)->completed, 2);
+    ck_assert_uint_eq(get_instance(in->id)->n_joins, 0);
+    answer(in->id, "ben", "{\"ok\": 2}");
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_COMPLETED);
+    json_t *v = parse(g->instance->variables_json);
+    json_t *a = json_object_get(v, "answers");
+    ck_assert_uint_eq(json_array_size(a), 3);
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(a, i), "ok")),
+                         (int)i + 1);
+    ck_assert_ptr_null(json_object_get(v, "ok"));
+    json_decref(v);
+    ck_assert_int_eq(count_type(in->id, "FOREACH_ITEM_COMPLETED"), 3);
+}
+END_TEST
+
+WF_CASE_TEST("default", test_tasks_quorum_cancels_the_rest_once)
+{
+    const char *key = task_net(M_QUORUM, 2, false);
+    Workflow__V1__Instance *in = start_boss(key, APPROVERS);
+    answer(in->id, "ben", "{\"ok\": true}");
+    answer(in->id, "cy", "{\"ok\": false}");
+    ck_assert_int_eq(get_instance(in->id)->instance->status, I_COMPLETED);
+    Workflow__V1__Task *left = task_for(in->id, "ann", 0);
+    ck_assert_ptr_nonnull(left);
+    ck_assert_int_eq(left->status, TS_CANCELLED);
+    wf_client_status st;
+    complete_task_as("ann", left->id, NULL, &st);
+    ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "TASK_NOT_OPEN");
+    ck_assert_int_eq(count_type(in->id, "FOREACH_ITEMS_WITHDRAWN"), 1);
+    ck_assert_int_eq(count_type(in->id, "TRANSITION_FIRED"), 1);
+}
+END_TEST
+
+WF_CASE_TEST("default", test_tasks_any_sequential)
+{
+    const char *key = task_net(M_ANY, 0, true);
+    Workflow__V1__Instance *in = start_boss(key, APPROVERS);
+    /* One at a time: only the first approver has a task. */
+    ck_assert_uint_eq(get_instance(in->id)->n_tasks, 1);
+    ck_assert_ptr_nonnull(task_for(in->id, "ann", TS_OPEN));
+    answer(in->id, "ann", NULL);
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_COMPLETED);
+    ck_assert_uint_eq(g->n_tasks, 1);
+}
+END_TEST
+
+WF_CASE_TEST("default", test_tasks_sequential_all_in_order)
+{
+    const char *key = task_net(0, 0, true);
+    Workflow__V1__Instance *in = start_boss(key, APPROVERS);
+    const char *who[3] = {"ann", "ben", "cy"};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_uint_eq(get_instance(in->id)->n_tasks, (size_t)i + 1);
+        answer(in->id, who[i], NULL);
+    }
+    ck_assert_int_eq(get_instance(in->id)->instance->status, I_COMPLETED);
+}
+END_TEST
+
 /* ---- incidents ---------------------------------------------------------------------------- */
 
 /* s -> prep (job) -> p -> work (for-each job) -> e. */
@@ -315,9 +437,8 @@ incident_of(const char *key, const char *id)
     Workflow__V1__ListIncidentsRequest req = WORKFLOW__V1__LIST_INCIDENTS_REQUEST__INIT;
     req.definition_key = (char *)key;
     wf_client_status st;
-    Workflow__V1__ListIncidentsResponse *r =
-        call(as("ops"), "ListIncidents", &req, &workflow__v1__list_incidents_response__descriptor,
-             &st);
+    Workflow__V1__ListIncidentsResponse *r = call(
+        as("ops"), "ListIncidents", &req, &workflow__v1__list_incidents_response__descriptor, &st);
     ck_ok(st);
     for (size_t i = 0; i < r->n_incidents; i++)
         if (strcmp(r->incidents[i]->instance_id, id) == 0)
@@ -420,8 +541,8 @@ WF_CASE_TEST("default", test_deploy_refuses_bad_for_each)
     nb *n = job_net(u("bad"), u("t"), 1, 0);
     n->t[0]->for_each = ".lines | (";
     ck_assert_ptr_null(deploy_d(as("dev"), &n->d, false, &st));
-    ck_assert_msg(has_violation(&st, "definition.transitions[0].for_each", NULL), "%s %s: %s", st.reason,
-                  wf_client_code_name(st.code), st.message);
+    ck_assert_msg(has_violation(&st, "definition.transitions[0].for_each", NULL), "%s %s: %s",
+                  st.reason, wf_client_code_name(st.code), st.message);
     n = job_net(u("bad"), u("t"), 1, 0);
     n->t[0]->for_each = ".lines";
     n->t[0]->for_each_item = "1x";
@@ -436,6 +557,14 @@ WF_CASE_TEST("default", test_deploy_refuses_bad_for_each)
     n->t[0]->for_each = ".lines";
     ck_assert_ptr_null(deploy_d(as("dev"), &n->d, false, &st));
     ck_assert(has_violation(&st, "definition.transitions[0].for_each", NULL));
+    n = one_step(u("bad"), "ask", T_USER);
+    n->t[0]->assignee = wf_arena_calloc(ta, 1, sizeof *n->t[0]->assignee);
+    workflow__v1__assignee__init(n->t[0]->assignee);
+    n->t[0]->assignee->kind = A_USERS;
+    n->t[0]->assignee->ids_expression = ".item";
+    n->t[0]->for_each = ".approvers";
+    ck_assert_ptr_null(deploy_d(as("dev"), &n->d, false, &st));
+    ck_assert(has_violation(&st, "definition.transitions[0].for_each", "INVALID_VALUE"));
     /* The fields read back as deployed. */
     const char *key;
     each_net(u("rt"), M_QUORUM, 2, true, &key);
@@ -494,7 +623,8 @@ race(Workflow__V1__CompletionMode mode, int quorum)
     pthread_barrier_t gate;
     pthread_barrier_init(&gate, NULL, RACERS);
     for (int i = 0; i < RACERS; i++) {
-        rs[i] = (racer){.gate = &gate, .c = wf_test_client(&ts, NULL, NULL, NULL), .key = r->jobs[i]->key};
+        rs[i] = (racer){
+            .gate = &gate, .c = wf_test_client(&ts, NULL, NULL, NULL), .key = r->jobs[i]->key};
         pthread_create(&th[i], NULL, race_complete, &rs[i]);
     }
     int ok = 0, lost = 0;

@@ -574,16 +574,21 @@ check_for_each_name(vctx *c, size_t ti, const char *field, const char *v)
             field);
 }
 
-/* for_each of AUTO transition t: a compiling expression, names, the join. */
+/* for_each of AUTO or USER transition t: a compiling expression, names,
+ * the join. */
 static void
 check_for_each(vctx *c, size_t ti, const wf_transition *t)
 {
     char path[96];
     const wf_completion *cp = &t->for_each_completion;
     snprintf(path, sizeof path, "transitions[%zu].for_each", ti);
-    if (wf_str_empty(t->job_type))
+    if (t->trigger == WF_TRIGGER_AUTO && wf_str_empty(t->job_type))
         ERR(c, "INVALID_VALUE", path,
             "for_each needs a job_type: a silent transition has no items");
+    if (t->trigger == WF_TRIGGER_USER && t->assignee.kind == WF_NET_ASSIGNEE_USERS)
+        ERR(c, "INVALID_VALUE", path,
+            "for_each gives each item one task: the assignee must be USER or GROUP (an "
+            "ids_expression may read the item), not USERS");
     check_expr(c, t->for_each, "EXPRESSION_INVALID", path, "for_each");
     check_for_each_name(c, ti, "for_each_item", t->for_each_item);
     check_for_each_name(c, ti, "for_each_output", t->for_each_output);
@@ -676,8 +681,11 @@ check_triggers(vctx *c)
             continue; /* no trigger: which fields conflict is unknowable */
 
         /* Each trigger's own fields ... */
-        if (tr == WF_TRIGGER_USER)
+        if (tr == WF_TRIGGER_USER) {
             check_user(c, ti, t);
+            if (!wf_str_empty(t->for_each))
+                check_for_each(c, ti, t);
+        }
         if (tr == WF_TRIGGER_AUTO)
             check_auto(c, ti, t);
         if (tr == WF_TRIGGER_TIME) {
@@ -733,9 +741,9 @@ check_triggers(vctx *c)
                 conflict(c, ti, "compensation_job_type", t, "AUTO");
             if (!wf_str_empty(t->job_priority_expression))
                 conflict(c, ti, "job_priority_expression", t, "AUTO");
-            if (!wf_str_empty(t->for_each))
-                conflict(c, ti, "for_each", t, "AUTO");
         }
+        if (tr != WF_TRIGGER_AUTO && tr != WF_TRIGGER_USER && !wf_str_empty(t->for_each))
+            conflict(c, ti, "for_each", t, "AUTO and USER");
         if (wf_str_empty(t->for_each))
             check_no_for_each(c, ti, t);
         if (tr != WF_TRIGGER_TIME) {

@@ -40,7 +40,8 @@ wf_runtime_set_foreach_max_items(int n)
 bool
 wf_runtime__is_foreach(const wf_transition *t)
 {
-    return t != NULL && t->trigger == WF_TRIGGER_AUTO && !wf_str_empty(t->for_each);
+    return t != NULL && (t->trigger == WF_TRIGGER_AUTO || t->trigger == WF_TRIGGER_USER) &&
+           !wf_str_empty(t->for_each);
 }
 
 static const char *
@@ -76,8 +77,8 @@ eval_items(net_work *w, const wf_transition *t, const char *vars, json_t **out, 
     size_t max = (size_t)__atomic_load_n(&foreach_max_items, __ATOMIC_RELAXED);
     if (!json_is_array(v))
         rc = wf_error_set(err, WF_E_FOREACH_NOT_ARRAY,
-                          "for_each of transition \"%s\" gave %.64s, which is not an array",
-                          t->id, text);
+                          "for_each of transition \"%s\" gave %.64s, which is not an array", t->id,
+                          text);
     else if (n == 0)
         rc = wf_error_set(err, WF_E_FOREACH_EMPTY,
                           "for_each of transition \"%s\" gave an empty array", t->id);
@@ -125,10 +126,10 @@ wf_runtime__job_vars(net_work *w, const wf_job_row *j, const char **out, wf_erro
     return rc;
 }
 
-/* Creates the job of item i of st (the for-each state of item row it). */
+/* The instance's variables with item i of st and its index. */
 static wf_code
-start_item(net_work *w, const wf_work_item_row *it, const wf_transition *t, json_t *st, size_t i,
-           wf_error *err)
+item_vars(net_work *w, const wf_transition *t, json_t *st, size_t i, const char **out,
+          wf_error *err)
 {
     const char *name = item_name(t);
     char index_name[80];
@@ -139,11 +140,35 @@ start_item(net_work *w, const wf_work_item_row *it, const wf_transition *t, json
     json_decref(patch);
     if (ptext == NULL)
         return wf_error_nomem(err);
-    const char *vars;
-    wf_code rc = wf_vars_merge(w->rw.arena, w->rw.insts[w->inst].variables_json, ptext, &vars, err);
+    return wf_vars_merge(w->rw.arena, w->rw.insts[w->inst].variables_json, ptext, out, err);
+}
+
+/* USER: the task of item i, its assignee, priority and times chosen over
+ * the item's variables; its id kept in refs[i]. */
+static wf_code
+start_task(net_work *w, const wf_work_item_row *it, const wf_transition *t, json_t *st, size_t i,
+           const char *vars, wf_error *err)
+{
+    size_t before = w->rw.n_tasks;
+    wf_code rc = wf_runtime__enable_user(w, it, t, vars, err);
+    if (rc != WF_OK)
+        return rc;
+    if (w->rw.n_tasks != before + 1)
+        return wf_error_set(err, WF_E_INTERNAL, "item %zu of \"%s\" made %zu tasks", i, t->id,
+                            w->rw.n_tasks - before);
+    json_array_set_new(json_object_get(st, "refs"), i,
+                       json_string(w->rw.tasks[w->rw.n_tasks - 1].id));
+    json_array_set_new(json_object_get(st, "st"), i, json_integer(FE_RUNNING));
+    return WF_OK;
+}
+
+/* AUTO: the job of item i, with the item in its variables. */
+static wf_code
+start_job(net_work *w, const wf_work_item_row *it, const wf_transition *t, json_t *st, size_t i,
+          const char *vars, wf_error *err)
+{
     wf_job_row job;
-    if (rc == WF_OK)
-        rc = wf_runtime__create_job(w, it, t, vars, false, &job, err);
+    wf_code rc = wf_runtime__create_job(w, it, t, vars, false, &job, err);
     if (rc != WF_OK)
         return rc;
     /* Each item's job has a key of its own, stable across its attempts. */
@@ -157,6 +182,21 @@ start_item(net_work *w, const wf_work_item_row *it, const wf_transition *t, json
                                        t->job_type, "transitionId", t->id, "workItemId", it->id,
                                        "priority", (int)job.priority, "index", (json_int_t)i),
                              err);
+}
+
+/* Starts item i of st (the for-each state of item row it): the one place
+ * where an item's kind of work is chosen. */
+static wf_code
+start_item(net_work *w, const wf_work_item_row *it, const wf_transition *t, json_t *st, size_t i,
+           wf_error *err)
+{
+    const char *vars;
+    wf_code rc = item_vars(w, t, st, i, &vars, err);
+    if (rc != WF_OK)
+        return rc;
+    if (t->trigger == WF_TRIGGER_USER)
+        return start_task(w, it, t, st, i, vars, err);
+    return start_job(w, it, t, st, i, vars, err);
 }
 
 /* Writes st onto work item ii. */
@@ -183,10 +223,12 @@ wf_runtime__foreach_enable(net_work *w, const wf_work_item_row *it, const wf_tra
     if (rc != WF_OK)
         return rc;
     size_t n = json_array_size(items);
-    json_t *st = json_pack("{s:o,s:[],s:[],s:i}", "items", items, "st", "out", "done", 0);
+    json_t *st =
+        json_pack("{s:o,s:[],s:[],s:[],s:i}", "items", items, "st", "out", "refs", "done", 0);
     for (size_t i = 0; st != NULL && i < n; i++) {
         json_array_append_new(json_object_get(st, "st"), json_integer(FE_WAITING));
         json_array_append_new(json_object_get(st, "out"), json_null());
+        json_array_append_new(json_object_get(st, "refs"), json_null());
     }
     if (st == NULL)
         return wf_error_nomem(err);
@@ -207,8 +249,7 @@ load_state(const wf_work_item_row *it, json_t **st, wf_error *err)
     if (!json_is_object(v) || !json_is_array(json_object_get(v, "items")) ||
         !json_is_array(json_object_get(v, "st")) || !json_is_array(json_object_get(v, "out"))) {
         json_decref(v);
-        return wf_error_set(err, WF_E_INTERNAL, "work item \"%s\" has no for-each state",
-                            it->id);
+        return wf_error_set(err, WF_E_INTERNAL, "work item \"%s\" has no for-each state", it->id);
     }
     *st = v;
     return WF_OK;
@@ -244,21 +285,31 @@ join_met(net_work *w, size_t ii, const wf_transition *t, json_t *st, wf_error *e
         json_array_append_new(jobs, json_string(j->id));
         wf_runtime__gone(&w->jobs, k);
     }
-    if (idx == NULL || jobs == NULL) {
-        json_decref(idx);
-        json_decref(jobs);
-        return wf_error_nomem(err);
+    json_t *tasks = json_array();
+    wf_code rc = idx != NULL && jobs != NULL && tasks != NULL ? WF_OK : wf_error_nomem(err);
+    json_t *refs = json_object_get(st, "refs");
+    for (size_t k = 0; rc == WF_OK && k < w->rw.n_tasks; k++) {
+        const wf_task_row *task = &w->rw.tasks[k];
+        if (!wf_str_eq(task->work_item_id, item_id) || !wf_runtime__task_pending(task))
+            continue;
+        for (size_t i = 0; i < json_array_size(refs); i++)
+            if (wf_str_eq(json_string_value(json_array_get(refs, i)), task->id))
+                json_array_append_new(idx, json_integer((json_int_t)i));
+        json_array_append_new(tasks, json_string(task->id));
+        rc = wf_referral_cancel_task(&w->rw, k, err);
     }
-    wf_code rc = WF_OK;
-    if (json_array_size(jobs) > 0)
+    if (rc == WF_OK && json_array_size(idx) > 0) {
         rc = wf_runtime__event(w, "FOREACH_ITEMS_WITHDRAWN",
-                               json_pack("{s:s,s:s,s:o,s:o}", "transitionId", t->id, "workItemId",
-                                         item_id, "indexes", idx, "jobIds", jobs),
+                               json_pack("{s:s,s:s,s:O,s:O,s:O}", "transitionId", t->id,
+                                         "workItemId", item_id, "indexes", idx, "jobIds", jobs,
+                                         "taskIds", tasks),
                                err);
-    else {
-        json_decref(idx);
-        json_decref(jobs);
     }
+    json_decref(idx);
+    json_decref(jobs);
+    json_decref(tasks);
+    if (rc != WF_OK)
+        return rc;
     json_t *patch = json_pack("{s:O}", output_name(w->rw.arena, t), json_object_get(st, "out"));
     char *ptext = patch != NULL ? wf_vars_dump(w->rw.arena, patch) : NULL;
     json_decref(patch);
@@ -302,30 +353,29 @@ next_waiting(json_t *st)
     return -1;
 }
 
-wf_code
-wf_runtime__foreach_job_done(net_work *w, size_t ji, size_t ii, const wf_transition *t,
-                             const char *patch, wf_error *err)
+/* Item i of work item ii (transition t) completed with patch, by the job
+ * or task named by_key/by_id: recorded, then the join or the next item. */
+static wf_code
+item_done(net_work *w, size_t ii, const wf_transition *t, long i, const char *by_key,
+          const char *by_id, const char *patch, wf_error *err)
 {
-    const wf_job_row *j = JOB(w, ji);
-    long i = job_index(j);
     json_t *st;
     wf_code rc = load_state(ITEM(w, ii), &st, err);
     if (rc != WF_OK)
         return rc;
     if (i < 0 || !record_item(st, (size_t)i, patch)) {
         json_decref(st);
-        return wf_error_set(err, WF_E_INTERNAL, "job \"%s\" is no running item of \"%s\"", j->id,
-                            t->id);
+        return wf_error_set(err, WF_E_INTERNAL, "%s \"%s\" is no running item of \"%s\"", by_key,
+                            by_id, t->id);
     }
     size_t total = json_array_size(json_object_get(st, "items"));
     size_t done = (size_t)json_integer_value(json_object_get(st, "done"));
     rc = wf_runtime__event(w, "FOREACH_ITEM_COMPLETED",
                            json_pack("{s:s,s:s,s:s,s:I,s:I,s:I}", "transitionId", t->id,
-                                     "workItemId", ITEM(w, ii)->id, "jobId", j->id, "index",
+                                     "workItemId", ITEM(w, ii)->id, by_key, by_id, "index",
                                      (json_int_t)i, "completed", (json_int_t)done, "total",
                                      (json_int_t)total),
                            err);
-    wf_runtime__gone(&w->jobs, ji);
     if (rc == WF_OK)
         rc = save_state(w, ii, st, err);
     if (rc == WF_OK &&
@@ -338,4 +388,33 @@ wf_runtime__foreach_job_done(net_work *w, size_t ji, size_t ii, const wf_transit
     }
     json_decref(st);
     return rc;
+}
+
+wf_code
+wf_runtime__foreach_job_done(net_work *w, size_t ji, size_t ii, const wf_transition *t,
+                             const char *patch, wf_error *err)
+{
+    const wf_job_row *j = JOB(w, ji);
+    wf_runtime__gone(&w->jobs, ji);
+    return item_done(w, ii, t, job_index(j), "jobId", j->id, patch, err);
+}
+
+wf_code
+wf_runtime__foreach_task_done(net_work *w, size_t task, size_t ii, const wf_transition *t,
+                              const char *patch, wf_error *err)
+{
+    if (ii == WF_WORK_NONE)
+        return wf_error_set(err, WF_E_INTERNAL, "the work item of a for-each task is gone");
+    const char *id = w->rw.tasks[task].id;
+    json_t *st;
+    wf_code rc = load_state(ITEM(w, ii), &st, err);
+    if (rc != WF_OK)
+        return rc;
+    json_t *refs = json_object_get(st, "refs");
+    long i = -1;
+    for (size_t k = 0; refs != NULL && k < json_array_size(refs) && i < 0; k++)
+        if (wf_str_eq(json_string_value(json_array_get(refs, k)), id))
+            i = (long)k;
+    json_decref(st);
+    return item_done(w, ii, t, i, "taskId", id, patch, err);
 }

@@ -170,7 +170,12 @@ wf_code wf_runtime__create_job(net_work *w, const wf_work_item_row *it, const wf
 
 /* ---- for-each transitions (net_runtime_foreach.c) ----------------------------- */
 
-/* t is an AUTO transition with for_each. */
+/* Creates the task(s) of USER item it of transition t over vars: its
+ * assignee (ids or ids_expression), priority, due and follow-up times. */
+wf_code wf_runtime__enable_user(net_work *w, const wf_work_item_row *it, const wf_transition *t,
+                                const char *vars, wf_error *err);
+
+/* t is an AUTO or USER transition with for_each. */
 bool wf_runtime__is_foreach(const wf_transition *t);
 
 /* Enables for-each item it of transition t: evaluates for_each over vars
@@ -190,6 +195,12 @@ wf_code wf_runtime__foreach_job_done(net_work *w, size_t ji, size_t ii, const wf
 /* The variables job j runs with now: the instance's, and for the item of
  * a for-each its item and index (kept from the job's variables). */
 wf_code wf_runtime__job_vars(net_work *w, const wf_job_row *j, const char **out, wf_error *err);
+
+/* Task t (an index in w->rw.tasks) of for-each work item ii (transition
+ * t) is done with output patch: as wf_runtime__foreach_job_done, the
+ * remaining items' tasks CANCELLED when the join is met. */
+wf_code wf_runtime__foreach_task_done(net_work *w, size_t task, size_t ii, const wf_transition *t,
+                                      const char *patch, wf_error *err);
 
 /* Items in all and completed of for-each work item it (WF_OK), or the
  * code of a missing state. */

@@ -129,8 +129,8 @@ wf_runtime_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_runt
         const wf_transition *t = wf_runtime__transition_of(&w, it->transition_id);
         wf_ref_counts c;
         wf_runtime__count_tasks(&w.rw, it->id, &c);
-        if (t == NULL || c.total < 2)
-            continue;
+        if (t == NULL || c.total < 2 || wf_runtime__is_foreach(t))
+            continue; /* a for-each's items: its own progress (foreach_view) */
         wf_join_mode mode = t->completion.mode == WF_JOIN_NONE ? WF_JOIN_ALL : t->completion.mode;
         int32_t required = mode == WF_JOIN_ANY ? 1
                            : mode == WF_JOIN_QUORUM
