@@ -582,6 +582,22 @@ WF_CASE_TEST("default", test_deploy_refuses_bad_for_each)
 }
 END_TEST
 
+WF_CASE_TEST("default", test_diagram_marks_the_multi_instance_transition)
+{
+    const char *key;
+    each_net(u("dia"), 0, 0, true, &key);
+    Workflow__V1__GetDiagramRequest req = WORKFLOW__V1__GET_DIAGRAM_REQUEST__INIT;
+    req.definition_key = (char *)key;
+    req.format = WORKFLOW__V1__DIAGRAM_FORMAT__DIAGRAM_FORMAT_DOT;
+    wf_client_status st;
+    Workflow__V1__GetDiagramResponse *r =
+        call(as("dev"), "GetDiagram", &req, &workflow__v1__get_diagram_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_msg(strstr(r->content, "\u2261 for each (one at a time): .lines") != NULL, "%s",
+                  r->content);
+}
+END_TEST
+
 /* ---- concurrency --------------------------------------------------------------------------- */
 
 enum { RACERS = 32 };
