@@ -1186,8 +1186,13 @@ def batch_scenario(db_dsn, replicas, faults, results):
     results.append(("batch operation SUSPEND over %d instances, the replica running it "
                     "killed: COMPLETED, done == total, one INSTANCE_SUSPENDED per instance"
                     % BATCH_N, len(rows), bad[:10]))
-    # Its events are numbered by readers, as the load's were: read until
-    # none is left unnumbered, so that the event checks see them all.
+    number_events(db_dsn, replicas)
+
+
+def number_events(db_dsn, replicas):
+    """A scenario's events are numbered by readers, as the load's were:
+    read until none is left unnumbered, so that the event checks see them
+    all."""
     until = time.monotonic() + 15
     while time.monotonic() < until:
         try:
@@ -1420,6 +1425,7 @@ def foreach_scenario(db_dsn, replicas, faults, results):
     if charged != [{"index": i} for i in range(FOREACH_N)]:
         bad.append("charged: %r" % (charged,))
     results.append((name, len(per_item), bad[:10]))
+    number_events(db_dsn, replicas)
 
 
 def load_history(dsn):
