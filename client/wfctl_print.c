@@ -1130,6 +1130,21 @@ print_show(const ProtobufCMessage *m)
         }
         table_flush();
     }
+    if (r->n_for_each > 0) {
+        section("for-each", r->n_for_each);
+        table_begin(2, 5, (const char *const[]){"TRANSITION", "MODE", "ORDER", "DONE", "TOTAL"});
+        for (size_t i = 0; i < r->n_for_each; i++) {
+            const Workflow__V1__ForEachProgress *f = r->for_each[i];
+            const char *mode = f->mode == WORKFLOW__V1__COMPLETION_MODE__COMPLETION_MODE_QUORUM
+                                   ? fmt("QUORUM %d", f->quorum)
+                               : f->mode ? EN(completion_mode, f->mode)
+                                         : "ALL";
+            table_row((const char *const[]){
+                f->transition_id, mode, f->sequential ? "sequential" : "parallel",
+                fmt("%d of %d needed", f->completed, f->required), fmt("%d", f->total)});
+        }
+        table_flush();
+    }
     if (r->n_children > 0) {
         section("children", r->n_children);
         table_begin(2, 5,

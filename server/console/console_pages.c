@@ -637,6 +637,22 @@ signal_log(wf_console__ctx *x, const char *id)
     P("</section>\n");
 }
 
+/* The progress of the instance's for-each transitions, one line each. */
+static void
+for_each_summary(wf_console__ctx *x, const Workflow__V1__GetInstanceResponse *g)
+{
+    for (size_t i = 0; i < g->n_for_each; i++) {
+        const Workflow__V1__ForEachProgress *f = g->for_each[i];
+        P("<p class=\"for-each\"><b>For each:</b> ");
+        E(f->transition_id);
+        fprintf(x->out, ", %d of %d items completed, %d needed (", f->completed, f->total,
+                f->required);
+        wf_console__enum(x->out, &workflow__v1__completion_mode__descriptor,
+                         f->mode ? (int)f->mode : 1);
+        P(f->sequential ? ", one at a time)</p>" : ", in parallel)</p>");
+    }
+}
+
 /* The top of an instance page: what it waits for (the explanation wfctl
  * show prints), its current steps and, when failed, that it has an
  * incident. */
@@ -669,6 +685,7 @@ waiting_summary(wf_console__ctx *x, const Workflow__V1__GetInstanceResponse *g)
         }
         P("</p>");
     }
+    for_each_summary(x, g);
 }
 
 /* The marking: tokens by place; one line when there is none (an AD_HOC

@@ -78,6 +78,8 @@ typedef struct wf_config {
                                   waiting, default 1000, 1-3600000 */
     /* BackfillSchedule: fire times one call may run. */
     int schedule_backfill_max; /* WF_SCHEDULE_BACKFILL_MAX, default 1000, 1-100000 */
+    int foreach_max_items;     /* WF_FOREACH_MAX_ITEMS: items of one for-each transition,
+                                  default 1000, 1-100000 */
 } wf_config;
 
 /* Reads the configuration from an environment given as a NULL-terminated

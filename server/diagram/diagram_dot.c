@@ -178,6 +178,12 @@ put_trigger(wf_diagram_buf *b, const wf_transition *t)
         wf_diagram__putf(b, "trigger %d", (int)t->trigger);
         break;
     }
+    /* A multi-instance transition: one job or task per item. */
+    if (!wf_str_empty(t->for_each)) {
+        wf_diagram__put(b, t->for_each_sequential ? "\\n\u2261 for each (one at a time): "
+                                                  : "\\n\u2261 for each: ");
+        put_text(b, t->for_each);
+    }
 }
 
 /* ---- the overlay ------------------------------------------------------------------------- */

@@ -126,6 +126,11 @@ transition_in(wf_arena *a, const Workflow__V1__Transition *m, wf_transition *t)
     t->lease_ms = wf_h_duration_ms(m->lease);
     t->compensation_job_type = m->compensation_job_type;
     t->job_priority_expression = m->job_priority_expression;
+    t->for_each = m->for_each;
+    t->for_each_item = m->for_each_item;
+    t->for_each_output = m->for_each_output;
+    t->for_each_sequential = m->for_each_sequential;
+    user_in(NULL, m->for_each_completion, &t->assignee, &t->for_each_completion);
     t->delay_ms = wf_h_duration_ms(m->delay);
     /* An explicit zero or negative delay must reach validation as such. */
     if (m->delay != NULL && t->delay_ms == 0)
@@ -322,6 +327,11 @@ transition_out(wf_arena *a, const wf_transition *t, bool *oom)
     m->lease = wf_h_duration(a, t->lease_ms, oom);
     m->compensation_job_type = str(t->compensation_job_type);
     m->job_priority_expression = str(t->job_priority_expression);
+    m->for_each = str(t->for_each);
+    m->for_each_item = str(t->for_each_item);
+    m->for_each_output = str(t->for_each_output);
+    m->for_each_sequential = t->for_each_sequential;
+    m->for_each_completion = completion_out(a, &t->for_each_completion, oom);
     m->delay = wf_h_duration(a, t->delay_ms, oom);
     m->due_expression = str(t->due_expression);
     m->signal_name = str(t->signal_name);

@@ -308,6 +308,9 @@ typedef struct wf_work_item_row {
     char *job_type;        /* AUTO items with a job */
     char *signal_name;     /* MSG items */
     char *finished_by;     /* the completing actor or worker; NULL otherwise */
+    char *foreach_json;    /* AUTO items of a for-each transition: the items'
+                              state (engine/runtime/net_runtime_foreach.c);
+                              NULL otherwise */
 } wf_work_item_row;
 
 typedef struct wf_job_row {

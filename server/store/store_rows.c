@@ -136,6 +136,7 @@ static const wf_field work_item_fields[] = {
     STR(wf_work_item_row, job_type),
     STR(wf_work_item_row, signal_name),
     STR(wf_work_item_row, finished_by),
+    STR(wf_work_item_row, foreach_json),
 };
 DESC(wf_store__work_item_desc, "work item", wf_work_item_row, work_item_fields);
 

@@ -62,6 +62,10 @@ google.rpc.ErrorInfo{reason, domain "workflow.v1"} carried in the
   over the start variables, UpdateJob with its request_id replay and
   refusals, ActivateJobs by priority; again on Postgres
   (JobPriorityPgTests);
+* for-each (ForEachTests): an order fans out per line item, one job each
+  with its item and index, the charges collected in item order, the
+  progress in GetInstance, FOREACH_NOT_ARRAY at the start; again on
+  Postgres (ForEachPgTests);
 * migration (MigrateInstanceTests): a claimed task moved to a new version
   through a place mapping, its problems listed first (dry run, then the
   refusal MIGRATION_INVALID with google.rpc.BadRequest), the request_id
@@ -2311,6 +2315,79 @@ class JobPriorityPgTests(JobPriorityTests):
     def start_priority_server(cls):
         dsn = pg_dsn_or_skip("JobPriorityTests")
         return start_server(cls, "priority-pg", DATABASE_URL=dsn)
+
+
+class ForEachTests(WorkflowTestCase):
+    """A for-each transition as a generated client uses it: an order fans
+    out per line item (Transition.for_each), each job carries its item and
+    index, GetInstance shows the progress (ForEachProgress), the outputs
+    come back in item order, and a start whose lines are no array is
+    refused with FOREACH_NOT_ARRAY. Runs on the memory store; ForEachPgTests
+    on Postgres."""
+
+    @classmethod
+    def start_foreach_server(cls):
+        return start_server(cls, "foreach-memory")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = cls.start_foreach_server()
+        cls.wf = cls.srv.workflow()
+
+    def ok(self, outcome):
+        self.assertEqual(outcome.code, SC.OK, "unexpected outcome %r" % outcome)
+        return outcome.response
+
+    def test_order_fans_out_per_line_item(self):
+        run = uuid.uuid4().hex[:8]
+        key, job_type = "py-each-" + run, "py-charge-" + run
+        d = wf_pb2.Definition(
+            key=key, kind=wf_pb2.DEFINITION_KIND_NET,
+            places=[wf_pb2.Place(id="s", kind=wf_pb2.PLACE_KIND_START),
+                    wf_pb2.Place(id="e", kind=wf_pb2.PLACE_KIND_END)],
+            transitions=[wf_pb2.Transition(
+                id="charge", trigger=wf_pb2.TRIGGER_AUTO, job_type=job_type,
+                for_each=".order.lines", for_each_item="line", for_each_output="charges")],
+            arcs=[wf_pb2.Arc(source="s", target="charge"),
+                  wf_pb2.Arc(source="charge", target="e")])
+        self.ok(invoke(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(definition=d),
+                       md(actor="dev")))
+        lines = [{"sku": "A", "price": 5}, {"sku": "B", "price": 7}, {"sku": "C", "price": 11}]
+        order = {"order": {"id": run, "lines": lines}}
+        inst = self.ok(invoke(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
+            definition_key=key, variables_json=json.dumps(order)), md(actor="shop"))).instance
+        got = self.ok(invoke(self.wf.GetInstance,
+                             wf_pb2.GetInstanceRequest(instance_id=inst.id), md()))
+        self.assertEqual(len(got.for_each), 1)
+        self.assertEqual((got.for_each[0].transition_id, got.for_each[0].total,
+                          got.for_each[0].completed), ("charge", 3, 0))
+        jobs = self.ok(invoke(self.wf.ActivateJobs, wf_pb2.ActivateJobsRequest(
+            job_type=job_type, worker="py", max_jobs=10), md())).jobs
+        self.assertEqual(len(jobs), 3)
+        for j in reversed(jobs):
+            v = json.loads(j.variables_json)
+            self.assertEqual(v["line"], lines[v["line_index"]])
+            self.ok(invoke(self.wf.CompleteJob, wf_pb2.CompleteJobRequest(
+                job_key=j.key, variables_json=json.dumps(
+                    {"charged": v["line"]["price"] * 100})), md()))
+        done = self.ok(invoke(self.wf.GetInstance,
+                              wf_pb2.GetInstanceRequest(instance_id=inst.id), md()))
+        self.assertEqual(done.instance.status, wf_pb2.INSTANCE_STATUS_COMPLETED)
+        self.assertEqual(json.loads(done.instance.variables_json)["charges"],
+                         [{"charged": 500}, {"charged": 700}, {"charged": 1100}])
+        self.assert_error(invoke(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
+            definition_key=key, variables_json='{"order": {"lines": "A"}}'), md(actor="shop")),
+            SC.FAILED_PRECONDITION, "FOREACH_NOT_ARRAY")
+
+
+class ForEachPgTests(ForEachTests):
+    """ForEachTests against a server on Postgres; skipped without
+    WF_TEST_PG_DSN."""
+
+    @classmethod
+    def start_foreach_server(cls):
+        dsn = pg_dsn_or_skip("ForEachTests")
+        return start_server(cls, "foreach-pg", DATABASE_URL=dsn)
 
 
 class StepListTests(WorkflowTestCase):

@@ -40,6 +40,11 @@ again; another replica takes the batch over once its lease
 done == total == BATCH_N, every instance SUSPENDED with exactly one
 INSTANCE_SUSPENDED event.
 
+Then a for-each of FOREACH_N items whose jobs 8 workers complete on every
+replica, one replica SIGKILLed once some items completed and started
+again. Checked: the instance COMPLETED, FOREACH_ITEM_COMPLETED exactly once
+per item, TRANSITION_FIRED once, the outputs in item order.
+
 Then a signal fanned out to FANOUT_N instances of one aggregate: as soon
 as some deliveries are done and others pending, a replica is killed with
 SIGKILL and started again; the others take its claimed deliveries over
@@ -1193,8 +1198,13 @@ def batch_scenario(db_dsn, replicas, faults, results):
     results.append(("batch operation SUSPEND over %d instances, the replica running it "
                     "killed: COMPLETED, done == total, one INSTANCE_SUSPENDED per instance"
                     % BATCH_N, len(rows), bad[:10]))
-    # Its events are numbered by readers, as the load's were: read until
-    # none is left unnumbered, so that the event checks see them all.
+    number_events(db_dsn, replicas)
+
+
+def number_events(db_dsn, replicas):
+    """A scenario's events are numbered by readers, as the load's were:
+    read until none is left unnumbered, so that the event checks see them
+    all."""
     until = time.monotonic() + 15
     while time.monotonic() < until:
         try:
@@ -1414,6 +1424,112 @@ def schedule_scenario(db_dsn, sched, faults, results):
         bad.append("%d instances started, want %d" % (started, want))
     faults.note("schedules: %d runs, %d instances of %d fire times" % (runs, started, want))
     results.append((name, want, bad))
+
+
+# ---------------------------------------------------------------------------
+# A for-each transition completed on every replica while one of them dies
+# ---------------------------------------------------------------------------
+
+FOREACH_N = 32         # items of the for-each
+FOREACH_KEY = "rep-foreach"
+
+
+def foreach_definition(job_type):
+    return pb.Definition(
+        key=FOREACH_KEY, kind=pb.DEFINITION_KIND_NET, name="replicas: charge each line",
+        places=[pb.Place(id="s", kind=pb.PLACE_KIND_START),
+                pb.Place(id="e", kind=pb.PLACE_KIND_END)],
+        transitions=[pb.Transition(id="each", name="each", trigger=pb.TRIGGER_AUTO,
+                                   job_type=job_type, for_each=".lines",
+                                   for_each_output="charged")],
+        arcs=[pb.Arc(source="s", target="each"), pb.Arc(source="each", target="e")])
+
+
+def foreach_count(db_dsn, iid, kind):
+    return int(psql(db_dsn, "SELECT count(*) FROM events WHERE instance_id = '%s' AND type = "
+                            "'%s'" % (iid, kind))[0][0])
+
+
+def foreach_worker(k, replicas, job_type, iid, db_dsn, stop):
+    """Takes jobs of job_type (2 s leases) on any replica and completes them
+    until stop is set; a completion refused with JOB_LEASE_LOST (its item
+    withdrawn, or its lease lost with the replica) is expected."""
+    cl = Client("foreach-%d" % k, replicas)
+    while not stop.is_set():
+        res = cl.call("ActivateJobs", pb.ActivateJobsRequest(
+            job_type=job_type, worker="foreach-%d" % k, max_jobs=2,
+            lease=dur(2), wait=dur(1),
+            request_id=rid()))
+        for j in (res.resp.jobs if res.ok else []):
+            v = json.loads(j.variables_json)
+            cl.call("CompleteJob", pb.CompleteJobRequest(
+                job_key=j.key, variables_json=json.dumps({"index": v["item_index"]})),
+                expected=("JOB_LEASE_LOST",))
+
+
+def foreach_scenario(db_dsn, replicas, faults, results):
+    """One for-each of FOREACH_N items whose jobs 8 workers complete on all
+    replicas at once; a replica is SIGKILLed once some items completed.
+    Checked: every item completed once, the transition fired once, the
+    outputs in item order."""
+    name = "for-each of %d items completed across the replicas, one killed mid-way: every " \
+           "item once, the join once, the outputs in item order" % FOREACH_N
+    cl = Client("foreach", replicas)
+    job_type = "rep-each-" + rid()
+    res = cl.call("DeployDefinition", pb.DeployDefinitionRequest(
+        definition=foreach_definition(job_type), request_id=rid()), actor="rep-deployer")
+    if not res.ok:
+        results.append((name, 0, ["DeployDefinition failed: %s %s" % (res.name(), res.detail)]))
+        return
+    lines = [{"sku": "L%d" % i} for i in range(FOREACH_N)]
+    res = cl.call("StartInstance", pb.StartInstanceRequest(
+        definition_key=FOREACH_KEY, variables_json=json.dumps({"lines": lines}),
+        request_id=rid()), actor="rep-shop")
+    if not res.ok:
+        results.append((name, 0, ["StartInstance failed: %s %s" % (res.name(), res.detail)]))
+        return
+    iid, stop = res.resp.instance.id, threading.Event()
+    workers = [threading.Thread(target=foreach_worker,
+                                args=(k, replicas, job_type, iid, db_dsn, stop))
+               for k in range(8)]
+    for t in workers:
+        t.start()
+    bad, until = [], time.monotonic() + 20
+    while time.monotonic() < until and foreach_count(db_dsn, iid, "FOREACH_ITEM_COMPLETED") < 4:
+        time.sleep(0.02)
+    victim = replicas[1]
+    pid, port = victim.proc.pid, victim.port
+    victim.kill()
+    faults.note("SIGKILL replica %d (pid %d) mid-for-each: %d items completed"
+                % (victim.idx, pid, foreach_count(db_dsn, iid, "FOREACH_ITEM_COMPLETED")))
+    time.sleep(KILL_DOWN)
+    victim.start(port=port)
+    until, status = time.monotonic() + BATCH_BUDGET, None
+    while time.monotonic() < until:
+        status = psql(db_dsn, "SELECT status FROM instances WHERE id = '%s'" % iid)[0][0]
+        if status != "1":
+            break
+        time.sleep(0.3)
+    stop.set()
+    for t in workers:
+        t.join(OP_BUDGET * 2)
+    if status != "2":
+        bad.append("instance %s: status %s, want COMPLETED" % (iid, status))
+    per_item = psql(db_dsn, "SELECT (data_json::json->>'index'), count(*) FROM events WHERE "
+                            "instance_id = '%s' AND type = 'FOREACH_ITEM_COMPLETED' GROUP BY 1"
+                            % iid)
+    if sorted(int(i) for i, n in per_item) != list(range(FOREACH_N)) or \
+            any(n != "1" for i, n in per_item):
+        bad.append("items completed: %r" % sorted(per_item)[:10])
+    fired = foreach_count(db_dsn, iid, "TRANSITION_FIRED")
+    if fired != 1:
+        bad.append("TRANSITION_FIRED %d times" % fired)
+    charged = json.loads(psql(db_dsn, "SELECT variables_json FROM instances WHERE id = '%s'"
+                                      % iid)[0][0]).get("charged")
+    if charged != [{"index": i} for i in range(FOREACH_N)]:
+        bad.append("charged: %r" % (charged,))
+    results.append((name, len(per_item), bad[:10]))
+    number_events(db_dsn, replicas)
 
 
 def load_history(dsn):
@@ -1777,6 +1893,7 @@ def run(dsn, db, db_dsn, replicas, state):
     schedule_scenario(db_dsn, sched, faults, results)
     fanout_scenario(db_dsn, replicas, faults, results)
     batch_scenario(db_dsn, replicas, faults, results)
+    foreach_scenario(db_dsn, replicas, faults, results)
     check_watch(db_dsn, replicas, results)
     bad = []
     if watched != list(range(1, len(watched) + 1)) or len(watched) != top:

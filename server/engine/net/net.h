@@ -124,6 +124,15 @@ typedef struct wf_transition {
     /* AUTO, jq over the variables when the job is created ("" = 50): the
      * job's priority, an integer 0-100 */
     const char *job_priority_expression;
+    /* AUTO with a job_type: multi-instance. for_each is jq over the
+     * variables at enablement yielding the items ("" = one job); item the
+     * variable naming an item in its job ("" = "item"), output the array
+     * variable set at the join ("" = item + "s"); completion the join. */
+    const char *for_each;
+    const char *for_each_item;
+    const char *for_each_output;
+    bool for_each_sequential;
+    wf_completion for_each_completion;
     /* TIME: exactly one of the two */
     int64_t delay_ms;
     const char *due_expression;

@@ -373,9 +373,9 @@ add_task(net_work *w, const wf_work_item_row *it, const wf_transition *t, wf_ass
                              err);
 }
 
-static wf_code
-enable_user(net_work *w, const wf_work_item_row *it, const wf_transition *t, const char *vars,
-            wf_error *err)
+wf_code
+wf_runtime__enable_user(net_work *w, const wf_work_item_row *it, const wf_transition *t,
+                        const char *vars, wf_error *err)
 {
     const char *const *ids = t->assignee.ids;
     size_t n = t->assignee.n_ids;
@@ -617,8 +617,12 @@ apply_created(net_work *w, const wf_work_item *ci, const char *vars, wf_error *e
         return rc;
     switch (t->trigger) {
     case WF_TRIGGER_USER:
-        return enable_user(w, &row, t, vars, err);
+        if (wf_runtime__is_foreach(t))
+            return wf_runtime__foreach_enable(w, &row, t, vars, err);
+        return wf_runtime__enable_user(w, &row, t, vars, err);
     case WF_TRIGGER_AUTO:
+        if (wf_runtime__is_foreach(t))
+            return wf_runtime__foreach_enable(w, &row, t, vars, err);
         return wf_str_empty(t->job_type) ? WF_OK : enable_auto(w, &row, t, vars, err);
     case WF_TRIGGER_TIME:
         return enable_time(w, &row, t, vars, err);

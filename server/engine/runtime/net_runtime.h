@@ -71,6 +71,10 @@ typedef struct wf_runtime_deployed {
  * hash are the same (created = false), else stores version N+1. Invalid:
  * WF_E_DEFINITION_INVALID, each ERROR finding reported to
  * ctx->ref.violation as (path, "CODE: message"), and out->errors filled. */
+/* Items one for-each transition may have (WF_FOREACH_MAX_ITEMS; 1000
+ * until set). Process-wide. */
+void wf_runtime_set_foreach_max_items(int n);
+
 wf_code wf_runtime_deploy(const wf_runtime_ctx *ctx, const wf_runtime_deploy_in *in,
                           wf_uow_idem *idem, wf_runtime_deployed *out, wf_error *err);
 
@@ -387,6 +391,17 @@ typedef struct wf_runtime_awaiting {
     int64_t times_out_at; /* due time of a competing TIME transition, 0 = none */
 } wf_runtime_awaiting;
 
+/* Progress of an enabled for-each transition (Transition.for_each). */
+typedef struct wf_runtime_foreach {
+    const char *transition_id;
+    const char *work_item_id;
+    int32_t total, completed;
+    wf_join_mode mode; /* ALL, ANY or QUORUM */
+    int32_t quorum;    /* QUORUM only */
+    int32_t required;  /* items that must complete */
+    bool sequential;
+} wf_runtime_foreach;
+
 /* What a NET instance is waiting for (empty for an AD_HOC instance). */
 typedef struct wf_runtime_view {
     bool is_net;
@@ -400,6 +415,8 @@ typedef struct wf_runtime_view {
     size_t n_awaiting;
     wf_ref_join *joins; /* USER work items with several tasks */
     size_t n_joins;
+    wf_runtime_foreach *for_each; /* enabled for-each work items */
+    size_t n_for_each;
     const wf_step **current_steps; /* STEPS: the steps it is in, in list order */
     size_t n_current_steps;
     const char **enabled; /* transitions with an enabled work item, in net order */

@@ -20,7 +20,8 @@
 static const char *const codes[] = {
     "JOB_FAILED",         "COMPENSATION_FAILED", "STEP_TIMED_OUT",   "DEADLOCKED",
     "NO_ARC_MATCHED",     "EXPRESSION_LIMIT",    "INVALID_ARGUMENT", "INVALID_JSON",
-    "DEFINITION_INVALID", "TOO_LARGE",           "UNKNOWN",
+    "DEFINITION_INVALID", "TOO_LARGE",           "UNKNOWN",          "FOREACH_NOT_ARRAY",
+    "FOREACH_EMPTY",      "FOREACH_TOO_MANY",
 };
 
 bool

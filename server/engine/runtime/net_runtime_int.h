@@ -168,6 +168,45 @@ wf_code wf_runtime__apply_diff(net_work *w, const wf_net_diff *d, const char *va
 wf_code wf_runtime__create_job(net_work *w, const wf_work_item_row *it, const wf_transition *t,
                                const char *vars, bool compensation, wf_job_row *out, wf_error *err);
 
+/* ---- for-each transitions (net_runtime_foreach.c) ----------------------------- */
+
+/* Creates the task(s) of USER item it of transition t over vars: its
+ * assignee (ids or ids_expression), priority, due and follow-up times. */
+wf_code wf_runtime__enable_user(net_work *w, const wf_work_item_row *it, const wf_transition *t,
+                                const char *vars, wf_error *err);
+
+/* t is an AUTO or USER transition with for_each. */
+bool wf_runtime__is_foreach(const wf_transition *t);
+
+/* Enables for-each item it of transition t: evaluates for_each over vars
+ * (WF_E_FOREACH_NOT_ARRAY, _EMPTY, _TOO_MANY), keeps the items' state on
+ * the work item and creates the first item's job (sequential) or every
+ * item's job. */
+wf_code wf_runtime__foreach_enable(net_work *w, const wf_work_item_row *it, const wf_transition *t,
+                                   const char *vars, wf_error *err);
+
+/* Job ji of for-each work item ii (transition t) completed with output
+ * patch: the item is recorded (FOREACH_ITEM_COMPLETED), the job deleted;
+ * when t's join is met the remaining items' jobs are withdrawn and the
+ * item fires, else a sequential for-each starts its next item. */
+wf_code wf_runtime__foreach_job_done(net_work *w, size_t ji, size_t ii, const wf_transition *t,
+                                     const char *patch, wf_error *err);
+
+/* The variables job j runs with now: the instance's, and for the item of
+ * a for-each its item and index (kept from the job's variables). */
+wf_code wf_runtime__job_vars(net_work *w, const wf_job_row *j, const char **out, wf_error *err);
+
+/* Task t (an index in w->rw.tasks) of for-each work item ii (transition
+ * t) is done with output patch: as wf_runtime__foreach_job_done, the
+ * remaining items' tasks CANCELLED when the join is met. */
+wf_code wf_runtime__foreach_task_done(net_work *w, size_t task, size_t ii, const wf_transition *t,
+                                      const char *patch, wf_error *err);
+
+/* Items in all and completed of for-each work item it (WF_OK), or the
+ * code of a missing state. */
+wf_code wf_runtime__foreach_progress(const wf_work_item_row *it, int32_t *total,
+                                     int32_t *completed);
+
 /* The marking and live work items of the net instance (in w's arena). */
 wf_code wf_runtime__state(net_work *w, wf_net_state *st, wf_error *err);
 

@@ -268,18 +268,23 @@ typedef struct retry_op {
     size_t n_wake;
 } retry_op;
 
-static void
-rearm(net_work *w, size_t ji)
+static wf_code
+rearm(net_work *w, size_t ji, wf_error *err)
 {
     wf_job_row *j = JOB(w, ji);
+    const char *vars;
+    wf_code rc = wf_runtime__job_vars(w, j, &vars, err);
+    if (rc != WF_OK)
+        return rc;
     j->state = WF_JOB_ACTIVATABLE;
     j->attempt = 0;
     j->activatable_at = w->rw.now;
     j->key = NULL;
     j->worker = NULL;
     j->lease_expires_at = 0;
-    j->variables_json = w->rw.insts[w->inst].variables_json;
+    j->variables_json = (char *)vars;
     wf_runtime__dirty(&w->jobs, ji);
+    return WF_OK;
 }
 
 /* The TIME or MSG work item of the instance whose firing was refused:
@@ -394,7 +399,9 @@ retry_body(wf_tx *tx, void *arg, wf_error *err)
                 wf_runtime__gone(&w.jobs, i);
         }
     }
-    rearm(&w, ji);
+    rc = rearm(&w, ji, err);
+    if (rc != WF_OK)
+        return rc;
     const wf_job_row *j = JOB(&w, ji);
     in->status = comp != WF_WORK_NONE ? WF_INSTANCE_COMPENSATING : WF_INSTANCE_RUNNING;
     in->last_error = NULL;
