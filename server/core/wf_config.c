@@ -266,6 +266,7 @@ wf_config_load(char *const *env, wf_error *err)
     cfg->signal_retention_s = 7 * DAY_S;
     cfg->batch_lease_s = 30;
     cfg->job_priority_aging_ms = 1000;
+    cfg->call_max_depth = 16;
     cfg->fanout_chunk = 200;
 
     const char *v = env_str(env, "WF_ENV");
@@ -366,7 +367,8 @@ wf_config_load(char *const *env, wf_error *err)
         !env_duration(env, "WF_EVENT_RETENTION", 0, 3650 * DAY_S, &cfg->event_retention_s, err) ||
         !env_duration(env, "WF_BATCH_LEASE", 1, DAY_S, &cfg->batch_lease_s, err) ||
         !env_int(env, "WF_SIGNAL_FANOUT_CHUNK", 1, 1000, &cfg->fanout_chunk, err) ||
-        !env_int(env, "WF_JOB_PRIORITY_AGING_MS", 1, 3600000, &cfg->job_priority_aging_ms, err))
+        !env_int(env, "WF_JOB_PRIORITY_AGING_MS", 1, 3600000, &cfg->job_priority_aging_ms, err) ||
+        !env_int(env, "WF_CALL_MAX_DEPTH", 1, 100, &cfg->call_max_depth, err))
         goto fail;
 
     if ((v = env_str(env, "WF_LOG_LEVEL")) != NULL) {

@@ -76,6 +76,8 @@ typedef struct wf_config {
     int fanout_chunk;          /* WF_SIGNAL_FANOUT_CHUNK, default 200, 1-1000 */
     int job_priority_aging_ms; /* WF_JOB_PRIORITY_AGING_MS: a priority point's worth of
                                   waiting, default 1000, 1-3600000 */
+    int call_max_depth;        /* WF_CALL_MAX_DEPTH: levels a chain of calls nests below its
+                                  root, default 16, 1-100 */
 } wf_config;
 
 /* Reads the configuration from an environment given as a NULL-terminated

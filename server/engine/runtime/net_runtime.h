@@ -182,6 +182,13 @@ wf_code wf_runtime_update_job(const wf_runtime_ctx *ctx, const char *instance_id
  * that failed the step is armed again instead (a new timer). A RUNNING or COMPENSATING
  * instance (or an incident with nothing to retry) is returned unchanged;
  * an ended one is INSTANCE_NOT_RUNNING. */
+/* The deepest a chain of calls nests below its root (WF_CALL_MAX_DEPTH):
+ * a call that would start a child deeper is the caller's incident
+ * CALL_DEPTH_EXCEEDED. Set once at start; values below 1 are ignored. */
+#define WF_RUNTIME_CALL_MAX_DEPTH_DEFAULT 16
+void wf_runtime_set_call_max_depth(int depth);
+int wf_runtime_call_max_depth(void);
+
 wf_code wf_runtime_retry_instance(const wf_runtime_ctx *ctx, const char *instance_id,
                                   wf_uow_idem *idem, wf_instance_row *out, wf_error *err);
 
