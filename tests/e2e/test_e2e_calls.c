@@ -126,6 +126,13 @@ WF_CASE_TEST(wf_test_store_name(), test_call_completes_with_output_mapped)
     ck_assert_str_eq(var_of(c->variables_json, "amount"), "120");
     ck_assert_str_eq(var_of(c->variables_json, "currency"), "\"EUR\"");
     ck_assert_str_eq(var_of(c->variables_json, "note"), "");
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_uint_eq(g->n_calls, 1);
+    ck_assert_str_eq(g->calls[0]->instance_id, c->id);
+    ck_assert_str_eq(g->calls[0]->transition_id, "pay");
+    ck_assert_str_eq(g->calls[0]->definition_key, child);
+    ck_assert_int_eq(g->calls[0]->definition_version, 1);
+    ck_assert_int_eq(g->calls[0]->status, I_RUNNING);
 
     Workflow__V1__Job *j = one_job(type);
     ck_assert_str_eq(j->instance_id, c->id);
@@ -133,8 +140,10 @@ WF_CASE_TEST(wf_test_store_name(), test_call_completes_with_output_mapped)
     ck_assert_int_eq(complete_job_c(as(NULL), j->key, "{\"receipt\": \"r-1\", \"fee\": 2}", &st),
                      0);
 
-    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    g = get_instance(in->id);
     ck_assert_int_eq(g->instance->status, I_COMPLETED);
+    ck_assert_uint_eq(g->n_calls, 1);
+    ck_assert_int_eq(g->calls[0]->status, I_COMPLETED);
     ck_assert_str_eq(var_of(g->instance->variables_json, "receipt"), "\"r-1\"");
     ck_assert_str_eq(var_of(g->instance->variables_json, "fee"), "");
     ck_assert_str_eq(var_of(g->instance->variables_json, "total"), "120");
@@ -166,8 +175,8 @@ WF_CASE_TEST(wf_test_store_name(), test_call_child_failure_is_callers_incident_u
     ck_assert_int_eq(g->children[0]->status, I_FAILED);
     Workflow__V1__ListIncidentsRequest lr = WORKFLOW__V1__LIST_INCIDENTS_REQUEST__INIT;
     lr.definition_key = parent;
-    Workflow__V1__ListIncidentsResponse *li =
-        call(as(NULL), "ListIncidents", &lr, &workflow__v1__list_incidents_response__descriptor, &st);
+    Workflow__V1__ListIncidentsResponse *li = call(
+        as(NULL), "ListIncidents", &lr, &workflow__v1__list_incidents_response__descriptor, &st);
     ck_ok(st);
     ck_assert_uint_eq(li->n_incidents, 1);
     ck_assert_str_eq(li->incidents[0]->code, "CALL_CHILD_FAILED");
@@ -191,7 +200,8 @@ WF_CASE_TEST(wf_test_store_name(), test_call_child_failure_is_callers_incident_u
 }
 END_TEST
 
-/* ---- cancel, withdraw, suspend ----------------------------------------------------------------- */
+/* ---- cancel, withdraw, suspend -----------------------------------------------------------------
+ */
 
 WF_CASE_TEST(wf_test_store_name(), test_call_cancel_of_caller_cancels_child)
 {
@@ -252,7 +262,8 @@ WF_CASE_TEST(wf_test_store_name(), test_call_suspend_and_resume_hold_the_child)
 }
 END_TEST
 
-/* ---- versions, depth, unknown keys --------------------------------------------------------------- */
+/* ---- versions, depth, unknown keys
+ * --------------------------------------------------------------- */
 
 WF_CASE_TEST(wf_test_store_name(), test_call_pinned_version_is_started)
 {
@@ -299,8 +310,8 @@ WF_CASE_TEST("depth", test_call_depth_bound)
     lr.code = "CALL_DEPTH_EXCEEDED";
     lr.definition_key = key;
     wf_client_status st;
-    Workflow__V1__ListIncidentsResponse *li =
-        call(as(NULL), "ListIncidents", &lr, &workflow__v1__list_incidents_response__descriptor, &st);
+    Workflow__V1__ListIncidentsResponse *li = call(
+        as(NULL), "ListIncidents", &lr, &workflow__v1__list_incidents_response__descriptor, &st);
     ck_ok(st);
     ck_assert_uint_eq(li->n_incidents, 1);
     ck_assert_str_eq(li->incidents[0]->instance_id, id);
@@ -319,8 +330,8 @@ WF_CASE_TEST(wf_test_store_name(), test_call_unknown_key_is_incident_until_deplo
     Workflow__V1__ListIncidentsRequest lr = WORKFLOW__V1__LIST_INCIDENTS_REQUEST__INIT;
     lr.definition_key = parent;
     wf_client_status st;
-    Workflow__V1__ListIncidentsResponse *li =
-        call(as(NULL), "ListIncidents", &lr, &workflow__v1__list_incidents_response__descriptor, &st);
+    Workflow__V1__ListIncidentsResponse *li = call(
+        as(NULL), "ListIncidents", &lr, &workflow__v1__list_incidents_response__descriptor, &st);
     ck_ok(st);
     ck_assert_uint_eq(li->n_incidents, 1);
     ck_assert_str_eq(li->incidents[0]->code, "CALL_DEFINITION_NOT_FOUND");
@@ -346,8 +357,8 @@ WF_CASE_TEST(wf_test_store_name(), test_call_deploy_refusals)
     nb *n = caller_net(u("nokey"), "", 0, NULL, NULL);
     ck_assert_ptr_null(deploy_d(as("dev"), &n->d, false, &st));
     ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "DEFINITION_INVALID");
-    ck_assert(has_violation(&st, "definition.transitions[0].call_definition_key",
-                            "CALL_KEY_MISSING"));
+    ck_assert(
+        has_violation(&st, "definition.transitions[0].call_definition_key", "CALL_KEY_MISSING"));
 
     n = caller_net(u("badver"), "x", -1, "{", NULL);
     ck_assert_ptr_null(deploy_d(as("dev"), &n->d, false, &st));
@@ -371,8 +382,7 @@ END_TEST
 int
 main(void)
 {
-    const wf_test_case cases[] = {{wf_test_store_name(), setup, teardown, 60},
-                                  {"depth", setup_depth3, teardown, 60},
-                                  {NULL}};
+    const wf_test_case cases[] = {
+        {wf_test_store_name(), setup, teardown, 60}, {"depth", setup_depth3, teardown, 60}, {NULL}};
     return wf_test_run(wf_test_suite_of("e2e_calls", cases));
 }

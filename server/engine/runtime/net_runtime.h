@@ -394,6 +394,12 @@ typedef struct wf_runtime_awaiting {
     int64_t times_out_at; /* due time of a competing TIME transition, 0 = none */
 } wf_runtime_awaiting;
 
+/* A child a CALL transition of the instance started. */
+typedef struct wf_runtime_call {
+    const wf_instance_row *child;
+    const char *transition_id;
+} wf_runtime_call;
+
 /* What a NET instance is waiting for (empty for an AD_HOC instance). */
 typedef struct wf_runtime_view {
     bool is_net;
@@ -411,7 +417,9 @@ typedef struct wf_runtime_view {
     size_t n_current_steps;
     const char **enabled; /* transitions with an enabled work item, in net order */
     size_t n_enabled;
-    const wf_net *net; /* the instance's net (its definition version) */
+    const wf_net *net;      /* the instance's net (its definition version) */
+    wf_runtime_call *calls; /* children of its CALL transitions, in start order */
+    size_t n_calls;
 } wf_runtime_view;
 
 wf_code wf_runtime_instance_view(const wf_ref_ctx *ctx, const char *instance_id,

@@ -195,8 +195,8 @@ wf_runtime__call_start(net_work *w, const char *item_id, const char *transition_
         return rc;
     if (depth < 0 || depth + 1 > max) {
         snprintf(msg, sizeof msg,
-                 "call of \"%s\" by transition \"%s\" would nest deeper than %d levels", t->call_key,
-                 t->id, max);
+                 "call of \"%s\" by transition \"%s\" would nest deeper than %d levels",
+                 t->call_key, t->id, max);
         return call_incident(w, item_id, t->id, "CALL_DEPTH_EXCEEDED", NULL, msg, err);
     }
     wf_definition_row def;
@@ -204,13 +204,15 @@ wf_runtime__call_start(net_work *w, const char *item_id, const char *transition_
     rc = call_definition(w->tx, t, &def, &found, err);
     if (rc == WF_OK && !found) {
         if (t->call_version > 0)
-            snprintf(msg, sizeof msg, "transition \"%s\" calls definition \"%s\" version %d, "
-                     "which does not exist or runs no net", t->id, t->call_key,
-                     (int)t->call_version);
+            snprintf(msg, sizeof msg,
+                     "transition \"%s\" calls definition \"%s\" version %d, "
+                     "which does not exist or runs no net",
+                     t->id, t->call_key, (int)t->call_version);
         else
             snprintf(msg, sizeof msg,
                      "transition \"%s\" calls definition \"%s\", which does not exist or runs "
-                     "no net", t->id, t->call_key);
+                     "no net",
+                     t->id, t->call_key);
         return call_incident(w, item_id, t->id, "CALL_DEFINITION_NOT_FOUND", NULL, msg, err);
     }
     wf_instance_row child;
@@ -265,6 +267,42 @@ wf_runtime__call_withdrawn(net_work *w, const char *item_id, wf_error *err)
             rc = wf_referral_finish_instance(&w->rw, k, WF_INSTANCE_CANCELLED,
                                              "its call was withdrawn", err);
     return rc;
+}
+
+/* ---- GetInstance ---------------------------------------------------------------- */
+
+/* The transition of child c of w's instance: its live CALL item's, else
+ * the first CALL transition of c's key; NULL when none (not a call). */
+static const char *
+call_transition(const net_work *w, const wf_instance_row *c)
+{
+    size_t ii = wf_runtime__find(w, &w->items, sizeof(wf_work_item_row), c->id);
+    if (ii != WF_WORK_NONE)
+        return ITEM(w, ii)->trigger == WF_TRIGGER_CALL ? ITEM(w, ii)->transition_id : NULL;
+    for (size_t k = 0; k < w->net->n_transitions; k++) {
+        const wf_transition *t = &w->net->transitions[k];
+        if (t->trigger == WF_TRIGGER_CALL && wf_str_eq(t->call_key, c->definition_key))
+            return t->id;
+    }
+    return NULL;
+}
+
+wf_code
+wf_runtime__call_view(const net_work *w, wf_runtime_view *out, wf_error *err)
+{
+    const wf_instance_row *in = &w->rw.insts[w->inst];
+    out->calls = wf_arena_calloc(w->rw.arena, w->rw.n_insts + 1, sizeof *out->calls);
+    if (out->calls == NULL)
+        return wf_error_nomem(err);
+    for (size_t k = 0; k < w->rw.n_insts; k++) {
+        const wf_instance_row *c = &w->rw.insts[k];
+        if (!wf_str_eq(c->parent_id, in->id))
+            continue;
+        const char *trans = call_transition(w, c);
+        if (trans != NULL)
+            out->calls[out->n_calls++] = (wf_runtime_call){c, trans};
+    }
+    return WF_OK;
 }
 
 /* ---- the child's side ------------------------------------------------------------ */
@@ -329,7 +367,8 @@ call_child_state(net_work *pw, size_t ii, const wf_instance_row *child, wf_error
     if (child->status == WF_INSTANCE_SUSPENDED)
         return WF_OK; /* the tree is suspended as a whole */
     if (child->status == WF_INSTANCE_RUNNING || child->status == WF_INSTANCE_COMPENSATING) {
-        if (in->status != WF_INSTANCE_FAILED || !wf_str_eq(in->incident_code, "CALL_CHILD_FAILED") ||
+        if (in->status != WF_INSTANCE_FAILED ||
+            !wf_str_eq(in->incident_code, "CALL_CHILD_FAILED") ||
             !wf_str_eq(in->incident_transition_id, trans))
             return WF_OK;
         in->status = WF_INSTANCE_RUNNING;

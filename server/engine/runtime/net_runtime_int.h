@@ -232,6 +232,11 @@ wf_code wf_runtime__call_start(net_work *w, const char *item_id, const char *tra
  * INSTANCE_CANCELLED newest first). */
 wf_code wf_runtime__call_withdrawn(net_work *w, const char *item_id, wf_error *err);
 
+/* GetInstance's calls of w's net instance (a view's working set): every
+ * child whose id is a CALL work item of it, the transition from its live
+ * item, else the CALL transition of the child's key. */
+wf_code wf_runtime__call_view(const net_work *w, wf_runtime_view *out, wf_error *err);
+
 /* After w was written: starts the queued children, and when w's instance
  * is a call child whose status changed, tells its caller. */
 wf_code wf_runtime__call_after_write(net_work *w, wf_error *err);
