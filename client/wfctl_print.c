@@ -316,6 +316,17 @@ transition_spec(const Workflow__V1__Transition *t)
         ADD("signal %s (%s)", t->signal_name,
             t->correlation ? EN(correlation, t->correlation) : "INSTANCE");
         break;
+    case WORKFLOW__V1__TRIGGER__TRIGGER_CALL:
+        ADD("calls %s", t->call_definition_key);
+        if (t->call_version > 0)
+            ADD(" version %d", t->call_version);
+        else
+            ADD(" (newest)");
+        if (t->call_input_expression[0] != '\0')
+            ADD(", input `%s`", t->call_input_expression);
+        if (t->call_output_expression[0] != '\0')
+            ADD(", output `%s`", t->call_output_expression);
+        break;
     default:
         break;
     }
@@ -1078,6 +1089,17 @@ print_show(const ProtobufCMessage *m)
             table_row((const char *const[]){
                 j->instance_id, j->transition_id[0] ? j->transition_id : "(referral)", mode,
                 fmt("%d of %d needed", j->done, j->required), fmt("%d", j->total)});
+        }
+        table_flush();
+    }
+    if (r->n_calls > 0) {
+        section("calls", r->n_calls);
+        table_begin(2, 4, (const char *const[]){"ID", "TRANSITION", "DEFINITION", "STATUS"});
+        for (size_t i = 0; i < r->n_calls; i++) {
+            const Workflow__V1__InstanceCall *c = r->calls[i];
+            table_row((const char *const[]){c->instance_id, c->transition_id,
+                                            fmt("%s@%d", c->definition_key, c->definition_version),
+                                            EN(instance_status, c->status)});
         }
         table_flush();
     }
