@@ -28,6 +28,11 @@
 #                      signal timers, those of them asked for) again, alone,
 #                      on a new Postgres and server: its ratio to C there
 #                      against the one in the sequence (~5-6 more minutes)
+#   --grown N          before the sequence, add N ended instances, each with
+#                      the events of a finished job (bench/grow.sql), as a
+#                      service with retention off accumulates; with
+#                      --history, the sequence then runs on the grown
+#                      tables and each workload fresh on empty ones
 #   -h, --help         this text
 #
 # Environment (optional):
@@ -49,6 +54,7 @@ threads=8
 out=""
 build=1
 history=0
+grown=0
 workloads=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -66,6 +72,11 @@ while [ $# -gt 0 ]; do
         ;;
     --no-build) build=0 ;;
     --history) history=1 ;;
+    --grown)
+        [ $# -ge 2 ] || { echo "run.sh: --grown needs a value" >&2; exit 2; }
+        grown=$2
+        shift
+        ;;
     -h | --help) usage; exit 0 ;;
     -*) echo "run.sh: unknown option: $1" >&2; usage >&2; exit 2 ;;
     *) workloads+=("$1") ;;
@@ -249,6 +260,12 @@ wfbench() {
         --metrics "127.0.0.1:$metrics_port" --pgbench-script "$ROOT/bench/insert.sql" \
         --threads "$threads" "${args[@]}" ${extra[@]+"${extra[@]}"} "$@"
 }
+if [ "$grown" -gt 0 ]; then
+    log "growing the tables by $grown ended instances (a warm-up ends one to copy)"
+    wfbench --label warm-up --duration 2 --baseline-duration 1 --no-half \
+        --out "$WORK/warm-up.txt" jobs >/dev/null
+    psql -q -X "$dsn" -v n="$grown" -f "$ROOT/bench/grow.sql" >&2
+fi
 summary=()
 [ "$history" = 0 ] || summary=(--summary "$WORK/history-sequence.tsv")
 wfbench --label "$mode" --out "$out" ${summary[@]+"${summary[@]}"} \
@@ -263,6 +280,7 @@ wfbench --label "$mode" --out "$out" ${summary[@]+"${summary[@]}"} \
     [ "$durable" = 0 ] || cmdline+=" --durable"
     [ "$threads" = 8 ] || cmdline+=" --threads $threads"
     [ "$history" = 0 ] || cmdline+=" --history"
+    [ "$grown" = 0 ] || cmdline+=" --grown $grown"
     [ ${#workloads[@]} -eq 0 ] || cmdline+=" ${workloads[*]}"
     echo "command: $cmdline" \
         "${BENCH_ARGS:+(wfbench $BENCH_ARGS) }(server WF_THREADS=${BENCH_WF_THREADS:-default}, Postgres $("$PG_BIN/postgres" --version | awk '{print $3}')," \

@@ -5,6 +5,7 @@
  * allocator, violations).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "handler.h"
@@ -21,14 +22,47 @@ wf_app_ready(wf_app *app)
     return app->store != NULL && wf_store_ready(app->store);
 }
 
-/* Store notification → wake-up topic. Runs on the store's listener thread
+/* Most roots one "wf_events" notification wakes by name; a longer list
+ * wakes the waiters of every root. */
+#define WAKE_ROOTS_MAX 64
+
+/* "wf_events": WatchEvents followers, and the waiters of each root the
+ * payload names (space-separated root ids; "" = any root). */
+static void
+wake_events(wf_app *app, const char *payload)
+{
+    const char *topics[WAKE_ROOTS_MAX + 1];
+    char buf[WAKE_ROOTS_MAX * 72];
+    size_t n = 0, used = 0;
+    topics[n++] = WF_TOPIC_EVENTS;
+    const char *p = payload != NULL ? payload : "";
+    while (*p != '\0') {
+        size_t len = strcspn(p, " ");
+        size_t need = sizeof WF_TOPIC_ROOT_PREFIX + len;
+        if (len > 0 && (n > WAKE_ROOTS_MAX || used + need > sizeof buf)) {
+            n = 1; /* too many: every root */
+            break;
+        }
+        if (len > 0) {
+            snprintf(buf + used, need, "%s%.*s", WF_TOPIC_ROOT_PREFIX, (int)len, p);
+            topics[n++] = buf + used;
+            used += need;
+        }
+        p += len + (p[len] == ' ');
+    }
+    if (n == 1)
+        topics[n++] = WF_TOPIC_ROOT_PREFIX;
+    wf_app_wake_topics(app, topics, n);
+}
+
+/* Store notification → wake-up topics. Runs on the store's listener thread
  * (or a committing thread): only wakes, never blocks. */
 static void
 on_store_notification(void *arg, const char *channel, const char *payload)
 {
     wf_app *app = arg;
     if (strcmp(channel, "wf_events") == 0) {
-        wf_app_wake_streams(app, WF_TOPIC_EVENTS);
+        wake_events(app, payload);
     } else if (strcmp(channel, "wf_jobs") == 0) {
         if (payload == NULL || payload[0] == '\0') {
             wf_app_wake_streams(app, NULL); /* "re-check everything" after a reconnect */
@@ -157,10 +191,16 @@ wf_app_render_metrics(wf_app *app, FILE *out)
             "workflow_schedule_lag_max_seconds %.3f\n",
             (double)__atomic_load_n(&app->schedule_lag_us, __ATOMIC_RELAXED) / 1e6,
             (double)__atomic_load_n(&app->schedule_lag_max_us, __ATOMIC_RELAXED) / 1e6);
+    fprintf(out,
+            "# HELP workflow_await_wakeups_total Waiting calls (AwaitInstance, await_result) "
+            "woken by a commit on their instance's root before their timed look.\n"
+            "# TYPE workflow_await_wakeups_total counter\n"
+            "workflow_await_wakeups_total %llu\n",
+            (unsigned long long)__atomic_load_n(&app->await_wakeups, __ATOMIC_RELAXED));
 }
 
 void
-wf_app_set_waker(wf_app *app, void (*fn)(void *arg, const char *topic), void *arg)
+wf_app_set_waker(wf_app *app, void (*fn)(void *arg, const char *const *topics, size_t n), void *arg)
 {
     pthread_mutex_lock(&app->wake_mu);
     app->wake_streams = fn;
@@ -175,7 +215,23 @@ wf_app_wake_streams(wf_app *app, const char *topic)
     if (topic != NULL && strcmp(topic, WF_TOPIC_TIMERS) == 0)
         wf_scheduler_wake(app->sched); /* NULL-safe; no stream listens to it */
     else if (app->wake_streams != NULL)
-        app->wake_streams(app->wake_arg, topic);
+        app->wake_streams(app->wake_arg, topic != NULL ? &topic : NULL, topic != NULL);
+    pthread_mutex_unlock(&app->wake_mu);
+}
+
+static int
+topic_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void
+wf_app_wake_topics(wf_app *app, const char **topics, size_t n)
+{
+    qsort(topics, n, sizeof *topics, topic_cmp);
+    pthread_mutex_lock(&app->wake_mu);
+    if (app->wake_streams != NULL)
+        app->wake_streams(app->wake_arg, topics, n);
     pthread_mutex_unlock(&app->wake_mu);
 }
 

@@ -4,11 +4,13 @@
  * handlers answer and then park the call here (wf_call.park_state).
  *
  * A waiting call is parked on the stream machinery: it holds no thread
- * and no database connection. It is woken by the topic "events" (commits
- * in this process, and on other replicas through the store's
- * notifications) and at least every RECHECK_MS, since notifications are
- * hints; each wake-up reads the instance once (the view GetInstance
- * answers) and checks the condition on it (engine/await.c). The wait ends
+ * and no database connection. Once it has read its instance, it listens
+ * to the topic of the instance's root ("root:" + id), which the store's
+ * notifications raise for the roots whose events a commit wrote, in this
+ * process and on the other replicas: a commit on another root wakes no
+ * waiter. It also looks again at least every RECHECK_MS, since
+ * notifications are hints. Each wake-up reads the instance once (the view
+ * GetInstance answers) and checks the condition on it (engine/await.c). The wait ends
  * with the view when the condition holds, or with the view and timed_out
  * when the timeout or the call's deadline (less DEADLINE_MARGIN_MS) comes.
  */
@@ -29,6 +31,7 @@ typedef struct await_state {
     wf_await_until until;
     int64_t end_ms;          /* monotonic */
     bool names_checked;      /* against the instance's net, at the first check */
+    int64_t recheck_ms;      /* monotonic: the timed look, 0 before the first */
     ProtobufCMessage *first; /* StartInstance / SendSignal: their answer; NULL: AwaitInstance */
 } await_state;
 
@@ -146,9 +149,15 @@ await_next(wf_call *call, void *state, wf_arena *scratch, ProtobufCMessage **msg
             return WF_STREAM_END;
     }
     int64_t now = wf_mono_ms();
+    if (st->recheck_ms != 0 && now < st->recheck_ms)
+        __atomic_fetch_add(&call->app->await_wakeups, 1, __ATOMIC_RELAXED);
+    else if (st->recheck_ms == 0 && iv.tree.instance.root_id != NULL)
+        call->wake_topic =
+            wf_arena_printf(call->arena, "%s%s", WF_TOPIC_ROOT_PREFIX, iv.tree.instance.root_id);
     bool met = wf_await_met(&iv, &st->until);
     if (!met && now < st->end_ms) {
-        call->wake_at_ms = now + RECHECK_MS < st->end_ms ? now + RECHECK_MS : st->end_ms;
+        st->recheck_ms = now + RECHECK_MS < st->end_ms ? now + RECHECK_MS : st->end_ms;
+        call->wake_at_ms = st->recheck_ms;
         return WF_STREAM_WAIT;
     }
     *msg = await_answer(st, scratch, view, !met);

@@ -36,7 +36,7 @@ typedef struct wf_app {
      * wf_call.wake_topic). wake_mu guards the pair, so a notification
      * thread never calls into a server that has stopped. */
     pthread_mutex_t wake_mu;
-    void (*wake_streams)(void *arg, const char *topic);
+    void (*wake_streams)(void *arg, const char *const *topics, size_t n);
     void *wake_arg;
     /* The background scheduler, once main has started it (under wake_mu):
      * WF_TOPIC_TIMERS wakes it. */
@@ -51,6 +51,8 @@ typedef struct wf_app {
      * outcome (index: wf_schedule_outcome), and the lag of starts. */
     uint64_t schedule_runs[6];
     int64_t schedule_lag_us, schedule_lag_max_us;
+    /* Waiting calls woken by their root's topic (atomic; /metrics). */
+    uint64_t await_wakeups;
 } wf_app;
 
 /* Now, by app->clock (schedules: CreateSchedule, the passes, ...). */
@@ -64,11 +66,16 @@ int64_t wf_app_now(const wf_app *app);
 
 /* Installs (fn != NULL) or removes the waker. Once it returns with NULL,
  * no call of the previous waker is in progress or will start. */
-void wf_app_set_waker(wf_app *app, void (*fn)(void *arg, const char *topic), void *arg);
+void wf_app_set_waker(wf_app *app, void (*fn)(void *arg, const char *const *topics, size_t n),
+                      void *arg);
 
 /* Wake-up topics: events committed, and jobs of one type made activatable
  * ("jobs:" + job type). */
 #define WF_TOPIC_EVENTS "events"
+/* Events committed on one root: "root:" + root id (waiting calls, which
+ * read their instance only when its root changed). WF_TOPIC_ROOT_PREFIX
+ * alone wakes the waiters of every root. */
+#define WF_TOPIC_ROOT_PREFIX "root:"
 #define WF_TOPIC_JOBS_PREFIX "jobs:"
 /* A commit in this process created a timer: wakes the scheduler, not the
  * streams (net_runtime.h's WF_RUNTIME_TOPIC_TIMERS). */
@@ -102,9 +109,14 @@ void wf_app_render_metrics(wf_app *app, FILE *out);
 wf_code wf_app_count_backlog(wf_app *app, wf_arena *arena, int64_t timeout_ms, size_t max_types,
                              wf_store_counts *out, wf_error *err);
 
-/* Wakes the server's parked streams that listen to topic (a no-op before
- * the server runs). Cheap and non-blocking: any thread may call it. */
+/* Wakes the server's parked streams that listen to topic (NULL: every
+ * stream; a no-op before the server runs). Cheap and non-blocking: any
+ * thread may call it. */
 void wf_app_wake_streams(wf_app *app, const char *topic);
+
+/* Wakes the streams that listen to any of topics[0..n) in one pass;
+ * reorders topics (they are sorted for the lookup). */
+void wf_app_wake_topics(wf_app *app, const char **topics, size_t n);
 
 /* Opens the store the configuration names (Postgres when DATABASE_URL is
  * set, else memory) into app->store, and builds app->directory from

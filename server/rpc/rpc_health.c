@@ -66,15 +66,45 @@ wake_call_locked(struct call *c)
     }
 }
 
-/* Wakes the streams listening to topic (NULL: all). Caller holds hmu. */
+static const char *const health_topic = TOPIC_HEALTH;
+
+static int
+topic_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Whether a stream that listens to want is woken by topics[0..n), sorted
+ * by strcmp (wf_app_wake_topics): want NULL listens to everything; a topic
+ * ending in ':' wakes every topic it begins ("root:" wakes the waiters of
+ * every root). */
+static int
+topic_wakes(const char *want, const char *const *topics, size_t n, int prefixes)
+{
+    if (want == NULL || bsearch(&want, topics, n, sizeof *topics, topic_cmp) != NULL)
+        return 1;
+    for (size_t i = 0; prefixes && i < n; i++) {
+        size_t len = strlen(topics[i]);
+        if (len > 0 && topics[i][len - 1] == ':' && strncmp(want, topics[i], len) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Wakes the streams listening to one of topics[0..n), sorted (topics NULL:
+ * all). Caller holds hmu. */
 void
-wf_rpc__wake_streams_locked(wf_rpc_server *srv, const char *topic)
+wf_rpc__wake_streams_locked(wf_rpc_server *srv, const char *const *topics, size_t n)
 {
     if (srv->hquiesced)
         return;
+    int prefixes = 0;
+    for (size_t i = 0; topics != NULL && i < n && !prefixes; i++) {
+        size_t len = strlen(topics[i]);
+        prefixes = len > 0 && topics[i][len - 1] == ':';
+    }
     for (struct call *c = srv->streams; c != NULL; c = c->snext) {
-        const char *want = c->scall.wake_topic;
-        if (topic != NULL && want != NULL && strcmp(topic, want) != 0)
+        if (topics != NULL && !topic_wakes(atomic_load(&c->topic), topics, n, prefixes))
             continue;
         pthread_mutex_lock(&c->mu);
         wake_call_locked(c);
@@ -99,11 +129,11 @@ wake_due_locked(wf_rpc_server *srv, int64_t now)
 }
 
 void
-wf_rpc__wake_streams(void *arg, const char *topic)
+wf_rpc__wake_streams(void *arg, const char *const *topics, size_t n)
 {
     wf_rpc_server *srv = arg;
     pthread_mutex_lock(&srv->hmu);
-    wf_rpc__wake_streams_locked(srv, topic);
+    wf_rpc__wake_streams_locked(srv, topics, n);
     pthread_mutex_unlock(&srv->hmu);
 }
 
@@ -125,7 +155,7 @@ wf_rpc__health_monitor(void *arg)
             if (ready != atomic_load(&srv->ready)) {
                 atomic_store(&srv->ready, ready);
                 WF_LOG(WF_LOG_INFO, "health", "store is %s", ready ? "ready" : "not ready");
-                wf_rpc__wake_streams_locked(srv, TOPIC_HEALTH);
+                wf_rpc__wake_streams_locked(srv, &health_topic, 1);
             }
             next_probe = now + HEALTH_POLL_MS;
         }

@@ -324,7 +324,8 @@ wf_rpc_server_drain(wf_rpc_server *srv)
 {
     pthread_mutex_lock(&srv->hmu);
     atomic_store(&srv->draining, 1);
-    wf_rpc__wake_streams_locked(srv, TOPIC_HEALTH);
+    const char *health = TOPIC_HEALTH;
+    wf_rpc__wake_streams_locked(srv, &health, 1);
     pthread_mutex_unlock(&srv->hmu);
 }
 

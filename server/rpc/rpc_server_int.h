@@ -93,7 +93,10 @@ struct call {
     int rewake;        /* a wake-up arrived while pulling */
     int wake_inflight; /* an empty batch (T_WAKE) is outstanding */
     int64_t wake_at;   /* copy of scall.wake_at_ms taken under mu after each step */
-    int done;          /* logged and counted: exactly once per call */
+    /* copy of scall.wake_topic, stored after each step and read by the
+     * wakers without mu (a step may change its topic) */
+    _Atomic(const char *) topic;
+    int done; /* logged and counted: exactly once per call */
     struct call *snext, *sprev;
     int on_list;
 };
@@ -171,8 +174,8 @@ int wf_rpc__nthreads(const wf_rpc_server *srv);
 /* rpc_health.c: the Health service, its monitor, stream wake-ups */
 enum health_service wf_rpc__health_service_of(const char *name);
 int wf_rpc__health_status(wf_rpc_server *srv, enum health_service s);
-void wf_rpc__wake_streams_locked(wf_rpc_server *srv, const char *topic);
-void wf_rpc__wake_streams(void *arg, const char *topic);
+void wf_rpc__wake_streams_locked(wf_rpc_server *srv, const char *const *topics, size_t n);
+void wf_rpc__wake_streams(void *arg, const char *const *topics, size_t n);
 void *wf_rpc__health_monitor(void *arg);
 extern const wf_stream_ops wf_rpc__health_watch_ops;
 

@@ -67,6 +67,7 @@ wf_rpc__stream_pull(struct call *c)
         wf_arena_free(scratch);
         pthread_mutex_lock(&c->mu);
         c->wake_at = step == WF_STREAM_WAIT ? c->scall.wake_at_ms : 0;
+        atomic_store(&c->topic, c->scall.wake_topic);
         if (c->closed) {
             if (bb != NULL)
                 grpc_byte_buffer_destroy(bb);
@@ -129,6 +130,7 @@ wf_rpc__stream_start(struct call *c, const wf_stream_ops *ops, void *state)
     wf_rpc_server *srv = c->q->srv;
     c->sops = ops;
     c->sstate = state;
+    atomic_store(&c->topic, c->scall.wake_topic);
     /* On the list first, so no wake-up can slip between the first pull and
      * the registration. */
     pthread_mutex_lock(&srv->hmu);

@@ -1199,3 +1199,40 @@ wf_store_count_deliveries(wf_store *st, const wf_store_ctx *ctx, const char *sig
         return rc;
     return st->ops->count_deliveries(st, ctx, signal_log_id, out, err);
 }
+
+bool
+wf_store__set_add(const char **set, size_t *n, size_t max, const char *s, bool copy)
+{
+    if (s == NULL)
+        return false;
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(set[i], s) == 0)
+            return true;
+    if (*n == max)
+        return false;
+    const char *v = copy ? strdup(s) : s;
+    if (v == NULL)
+        return false;
+    set[(*n)++] = v;
+    return true;
+}
+
+char *
+wf_store__events_payload(const char *const *roots, size_t n, bool any)
+{
+    size_t len = 1;
+    for (size_t i = 0; !any && i < n; i++)
+        len += strlen(roots[i]) + 1;
+    char *out = malloc(len), *p = out;
+    if (out == NULL)
+        return NULL;
+    for (size_t i = 0; !any && i < n; i++) {
+        size_t k = strlen(roots[i]);
+        if (i > 0)
+            *p++ = ' ';
+        memcpy(p, roots[i], k);
+        p += k;
+    }
+    *p = '\0';
+    return out;
+}

@@ -1322,7 +1322,9 @@ wf_code wf_store_sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error
 /* ---- wake-ups ------------------------------------------------------------
  *
  * Channels, the same on both stores:
- *   "wf_events", payload "": a committed transaction wrote events.
+ *   "wf_events", payload the root ids of the events written,
+ *     space-separated, each once: a committed transaction wrote events of
+ *     those roots. Past 32 roots, payload "" (any root).
  *   "wf_jobs", payload the job type: a committed transaction made a job
  *     activatable (inserted it ACTIVATABLE, or updated it to ACTIVATABLE
  *     with a state, activatable_at or job type it did not have before).
@@ -1333,7 +1335,8 @@ wf_code wf_store_sequence_events(wf_store *st, const wf_store_ctx *ctx, wf_error
  * (channel, payload); they carry no tenant; a rollback gives none.
  * Postgres sends them after commit, outside the writing transaction,
  * coalescing the commits of a few milliseconds into one notification per
- * (channel, payload) (and, past 32 job types, wf_jobs ""). After
+ * channel and payload (the roots of wf_events joined; past 32 job types,
+ * wf_jobs ""). After
  * the Postgres listener reconnects (notifications sent while it was down
  * are lost) it calls fn once with ("wf_events", "") and ("wf_jobs", "") so
  * that waiters re-check.

@@ -277,4 +277,19 @@ wf_code wf_store__job_too_large(const wf_job_row *job, size_t max_bytes, wf_erro
 /* True when the monotonic deadline has passed (0 = no deadline). */
 bool wf_store__deadline_passed(int64_t deadline_ms);
 
+/* ---- what a commit owes the listeners ---------------------------------------------- */
+
+/* The roots named in one "wf_events" payload; past this many, the payload
+ * is "" (every root). */
+#define WF_STORE_EVENT_ROOTS 32
+
+/* Adds s to the distinct strings set[0..*n), at most max of them, as a
+ * malloc'd copy when copy is set. False when it did not fit (full, or out
+ * of memory): the caller then stands for "any". */
+bool wf_store__set_add(const char **set, size_t *n, size_t max, const char *s, bool copy);
+
+/* The "wf_events" payload of roots[0..n) (malloc'd; "" when any is set or
+ * n is 0): their ids, space-separated. NULL when out of memory. */
+char *wf_store__events_payload(const char *const *roots, size_t n, bool any);
+
 #endif /* WF_STORE_INT_H */

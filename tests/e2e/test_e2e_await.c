@@ -7,8 +7,9 @@
  * awaited, StartInstance with await_result answered once a worker's job
  * completes (a net and a step list), SendSignal with await_result, the
  * refusals (unknown names, bad timeouts, an aggregate target, another
- * tenant's instance), and a thousand waiting calls that leave the server
- * answering other calls promptly.
+ * tenant's instance), a thousand waiting calls that leave the server
+ * answering other calls promptly, and waiting calls that commits on other
+ * roots do not wake.
  *
  * Keys and job types are unique per test (Postgres keeps rows between runs).
  */
@@ -603,6 +604,56 @@ WF_TEST(test_a_thousand_waiting_calls)
     }
     for (int i = 0; i < CLIENTS; i++)
         wf_client_free(cs[i]);
+}
+END_TEST
+
+/* Commits on other roots wake no waiting call: 200 calls await one
+ * instance while 30 others start, then the instance is cancelled. Each
+ * waiter is woken by its root once (the cancel); were every commit to
+ * wake every waiter, the 30 starts would add thousands of wake-ups. The
+ * timed looks (every few seconds) are not counted. */
+WF_TEST(test_waiters_sleep_through_other_roots)
+{
+    enum { N = 200, OTHERS = 30 };
+    const char *key = two_tasks();
+    Workflow__V1__Instance *in = start_boss(key, NULL);
+    wf_client *c = wf_test_client(&ts, NULL, NULL, NULL);
+    Workflow__V1__AwaitInstanceRequest req = WORKFLOW__V1__AWAIT_INSTANCE_REQUEST__INIT;
+    req.instance_id = (char *)in->id;
+    req.until = until(COND_ENDED, NULL);
+    req.timeout = timeout_of(60000);
+    long long taken = started_calls("AwaitInstance");
+    static wf_client_stream *s[N];
+    wf_client_call_opts o = {.timeout_ms = 90000};
+    for (int i = 0; i < N; i++) {
+        s[i] = wf_client_stream_open(c, SVC "AwaitInstance", &req.base, &o);
+        ck_assert_ptr_nonnull(s[i]);
+    }
+    await_started("AwaitInstance", taken + N);
+    uint64_t before = __atomic_load_n(&ts.app.await_wakeups, __ATOMIC_RELAXED);
+    for (int i = 0; i < OTHERS; i++)
+        ck_assert_ptr_nonnull(start_boss(key, NULL));
+    Workflow__V1__CancelInstanceRequest creq = WORKFLOW__V1__CANCEL_INSTANCE_REQUEST__INIT;
+    creq.instance_id = (char *)in->id;
+    wf_client_status st;
+    call(as("boss"), "CancelInstance", &creq, &workflow__v1__cancel_instance_response__descriptor,
+         &st);
+    ck_ok(st);
+    for (int i = 0; i < N; i++) {
+        ProtobufCMessage *m = NULL;
+        ck_assert_int_eq(wf_client_stream_next(
+                             s[i], &workflow__v1__await_instance_response__descriptor, &m, &st),
+                         1);
+        ck_assert_int_eq(((Workflow__V1__AwaitInstanceResponse *)m)->view->instance->status,
+                         I_CANCELLED);
+        protobuf_c_message_free_unpacked(m, NULL);
+        wf_client_stream_close(s[i]);
+    }
+    uint64_t woken = __atomic_load_n(&ts.app.await_wakeups, __ATOMIC_RELAXED) - before;
+    printf("%d waiters, %d commits on other roots: %llu wake-ups\n", N, OTHERS,
+           (unsigned long long)woken);
+    ck_assert_msg(woken <= N + N / 4, "%llu wake-ups for %d waiters", (unsigned long long)woken, N);
+    wf_client_free(c);
 }
 END_TEST
 

@@ -2760,7 +2760,24 @@ WF_CASE_TEST("contract", test_listener_hears_events_and_activatable_jobs)
     int from = notes_count(&heard);
     wf_event_row ev = {0, NULL, S("r1"), S("r1"), S("VARIABLES_SET"), S("alice"), S("{}"), T0};
     commit_changes(&(wf_store_changes){.events = &ev, .n_events = 1});
-    ck_assert_msg(notes_wait(&heard, from, "wf_events", "", 5000) >= 0, "no wf_events");
+    ck_assert_msg(notes_wait(&heard, from, "wf_events", "r1", 5000) >= 0, "no wf_events");
+
+    /* The payload names the roots of the events, each once; past
+     * WF_STORE_EVENT_ROOTS of them it is "" (any root). */
+    wf_event_row evs[WF_STORE_EVENT_ROOTS + 1];
+    char ids[WF_STORE_EVENT_ROOTS + 1][8];
+    for (int i = 0; i <= WF_STORE_EVENT_ROOTS; i++) {
+        snprintf(ids[i], sizeof ids[i], "q%d", i);
+        evs[i] = ev;
+        evs[i].root_id = evs[i].instance_id = ids[i < 2 ? 0 : i]; /* q0 twice */
+    }
+    evs[1].root_id = evs[1].instance_id = S("r1");
+    from = notes_count(&heard);
+    commit_changes(&(wf_store_changes){.events = evs, .n_events = 3});
+    ck_assert_msg(notes_wait(&heard, from, "wf_events", "q0 r1 q2", 5000) >= 0, "no roots");
+    from = notes_count(&heard);
+    commit_changes(&(wf_store_changes){.events = evs, .n_events = WF_STORE_EVENT_ROOTS + 1});
+    ck_assert_msg(notes_wait(&heard, from, "wf_events", "", 5000) >= 0, "no any-root payload");
 
     /* A new ACTIVATABLE job: its type on wf_jobs. */
     from = notes_count(&heard);

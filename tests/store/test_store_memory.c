@@ -101,7 +101,7 @@ WF_CASE_TEST("memory", test_listener_called_only_for_relevant_commits)
     ck_assert_int_eq(apply_and_end(&c, true), WF_OK);
     /* One per distinct (channel, payload), events first. */
     ck_assert_int_eq(notes_count(&heard), 2);
-    ck_assert_int_eq(notes_find(&heard, 0, 1, "wf_events", ""), 0);
+    ck_assert_int_eq(notes_find(&heard, 0, 1, "wf_events", "r1"), 0);
     ck_assert_int_eq(notes_find(&heard, 1, 2, "wf_jobs", "mail"), 1);
 }
 END_TEST

@@ -842,8 +842,8 @@ WF_CASE_TEST("postgres", test_listener_hears_other_replicas)
 
     int from_a = notes_count(&heard_a), from_b = notes_count(&heard_b);
     commit_event_and_job(st, "ja", type_a);
-    ck_assert(notes_wait(&heard_a, from_a, "wf_events", "", 5000) >= 0);
-    ck_assert(notes_wait(&heard_b, from_b, "wf_events", "", 5000) >= 0);
+    ck_assert(notes_wait(&heard_a, from_a, "wf_events", "r1", 5000) >= 0);
+    ck_assert(notes_wait(&heard_b, from_b, "wf_events", "r1", 5000) >= 0);
     ck_assert(notes_wait(&heard_a, from_a, "wf_jobs", type_a, 5000) >= 0);
     ck_assert(notes_wait(&heard_b, from_b, "wf_jobs", type_a, 5000) >= 0);
     commit_event_and_job(st2, "jb", type_b);
@@ -940,7 +940,7 @@ WF_CASE_TEST("postgres", test_commits_notify_after_commit_coalesced)
     ck_assert_int_ge(at, 0);
     int events = 0, jobs = 0;
     for (int i = from; i <= at; i++) {
-        events += notes_find(&heard_b, i, i + 1, "wf_events", "") == i;
+        events += notes_find(&heard_b, i, i + 1, "wf_events", "r1") == i;
         jobs += notes_find(&heard_b, i, i + 1, "wf_jobs", type) == i;
     }
     const int commits = BURST_THREADS * BURST_COMMITS + 1;
@@ -1014,7 +1014,7 @@ WF_CASE_TEST("postgres", test_listener_survives_restart)
     } while (rc != WF_OK && wf_mono_ms() < until);
     ck_assert_msg(rc == WF_OK, "commit after restart: %s", err.msg);
     ck_assert(notes_wait(&heard_a, from, "wf_jobs", type, 5000) >= 0);
-    ck_assert(notes_wait(&heard_a, from, "wf_events", "", 5000) >= 0);
+    ck_assert(notes_wait(&heard_a, from, "wf_events", "r1", 5000) >= 0);
     wf_store_free(st);
 }
 END_TEST

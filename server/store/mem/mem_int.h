@@ -38,7 +38,12 @@ typedef struct mem_tx {
     size_t ev_mark;    /* events before the transaction */
     int64_t seq_mark;  /* last sequence before the transaction */
     bool wrote_events; /* notify "wf_events" at commit */
-    char **job_types;  /* distinct types made activatable: notify "wf_jobs" */
+    /* the roots of the events written (malloc'd copies); any_root when
+     * more than fit */
+    const char *event_roots[WF_STORE_EVENT_ROOTS];
+    size_t n_event_roots;
+    bool any_root;
+    char **job_types; /* distinct types made activatable: notify "wf_jobs" */
     size_t n_job_types, cap_job_types;
     char **roots; /* the roots locked (ids, owned), held until the end */
     size_t n_roots, cap_roots;

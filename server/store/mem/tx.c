@@ -84,8 +84,13 @@ mem_end(mem_tx *tx, bool commit)
     wf_store_listen_fn fn = commit ? m->listen_fn : NULL;
     void *arg = m->listen_arg;
     pthread_mutex_unlock(&m->mu);
-    if (fn != NULL && tx->wrote_events)
-        fn(arg, "wf_events", "");
+    if (fn != NULL && tx->wrote_events) {
+        char *roots = wf_store__events_payload(tx->event_roots, tx->n_event_roots, tx->any_root);
+        fn(arg, "wf_events", roots != NULL ? roots : "");
+        free(roots);
+    }
+    for (size_t i = 0; i < tx->n_event_roots; i++)
+        free((char *)tx->event_roots[i]);
     for (size_t i = 0; i < tx->n_job_types; i++) {
         if (fn != NULL)
             fn(arg, "wf_jobs", tx->job_types[i]);
@@ -444,8 +449,12 @@ wf_store_mem__apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
         rc = wf_store_mem__tx_del(tx, &m->timers, c->del_timers[i], err);
     for (size_t i = 0; rc == WF_OK && i < c->n_del_subscriptions; i++)
         rc = wf_store_mem__tx_del(tx, &m->subs, c->del_subscriptions[i], err);
-    for (size_t i = 0; rc == WF_OK && i < c->n_events; i++)
+    for (size_t i = 0; rc == WF_OK && i < c->n_events; i++) {
         rc = append_event(m, &c->events[i], t->ctx.tenant, err);
+        if (!wf_store__set_add(tx->event_roots, &tx->n_event_roots, WF_STORE_EVENT_ROOTS,
+                               c->events[i].root_id, true))
+            tx->any_root = true;
+    }
     if (c->n_events > 0)
         tx->wrote_events = true;
     return rc;

@@ -40,31 +40,23 @@
  * fallback, and in-process waiters are woken directly by the engine.
  */
 
-static void
-notifier_add_type(pg_notifier *n, const char *type)
-{
-    for (size_t i = 0; i < n->n_types; i++)
-        if (strcmp(n->types[i], type) == 0)
-            return;
-    char *copy = n->n_types < NOTIFY_TYPES ? strdup(type) : NULL;
-    if (copy == NULL)
-        n->any_type = true;
-    else
-        n->types[n->n_types++] = copy;
-}
-
 /* Notes what a commit owes; cheap, never blocks on the database. */
 static void
-notifier_note(pg_store *s, bool events, bool any_type, const char *const *types, size_t n_types)
+notifier_note(pg_store *s, const pg_tx *tx)
 {
-    if (!events && !any_type && n_types == 0)
+    if (!tx->wrote_events && !tx->any_type && tx->n_types == 0)
         return;
     pg_notifier *n = &s->notifier;
     pthread_mutex_lock(&n->mu);
-    n->events |= events;
-    n->any_type |= any_type;
-    for (size_t i = 0; i < n_types; i++)
-        notifier_add_type(n, types[i]);
+    n->events |= tx->wrote_events;
+    n->any_type |= tx->any_type;
+    n->any_root |= tx->any_root;
+    for (size_t i = 0; i < tx->n_types; i++)
+        if (!wf_store__set_add(n->types, &n->n_types, NOTIFY_TYPES, tx->types[i], true))
+            n->any_type = true;
+    for (size_t i = 0; i < tx->n_roots; i++)
+        if (!wf_store__set_add(n->roots, &n->n_roots, WF_STORE_EVENT_ROOTS, tx->roots[i], true))
+            n->any_root = true;
     if (!n->pending) {
         n->pending = true;
         pthread_cond_signal(&n->cv);
@@ -75,22 +67,23 @@ notifier_note(pg_store *s, bool events, bool any_type, const char *const *types,
 void
 wf_store_pg__notes_of_tx(pg_tx *tx)
 {
-    notifier_note((pg_store *)tx->base.st, tx->wrote_events, tx->any_type, tx->types, tx->n_types);
+    notifier_note((pg_store *)tx->base.st, tx);
 }
 
 /* Remembers that tx made a job of type activatable. */
 void
 wf_store_pg__tx_note_type(pg_tx *tx, const char *type)
 {
-    if (type == NULL)
-        return;
-    for (size_t i = 0; i < tx->n_types; i++)
-        if (strcmp(tx->types[i], type) == 0)
-            return;
-    if (tx->n_types < NOTIFY_TYPES)
-        tx->types[tx->n_types++] = type;
-    else
+    if (type != NULL && !wf_store__set_add(tx->types, &tx->n_types, NOTIFY_TYPES, type, false))
         tx->any_type = true;
+}
+
+/* Remembers that tx wrote events of the root root_id. */
+void
+wf_store_pg__tx_note_root(pg_tx *tx, const char *root_id)
+{
+    if (!wf_store__set_add(tx->roots, &tx->n_roots, WF_STORE_EVENT_ROOTS, root_id, false))
+        tx->any_root = true;
 }
 
 /* Runs statement id with p on a pooled connection within deadline,
@@ -119,32 +112,69 @@ background_run(pg_store *s, wf_arena *a, int64_t deadline, int id, const params 
     return rc;
 }
 
-/* One transaction of pg_notify calls: wf_events when events is set, then
- * wf_jobs per type ("" for any). */
-static wf_code
-notifier_send(pg_store *s, bool events, bool any_type, char *const *types, size_t n_types,
-              wf_error *err)
+/* What the notifier owes, taken from it in one piece (strings malloc'd). */
+typedef struct notify_owed {
+    bool events, any_type, any_root;
+    const char *types[NOTIFY_TYPES];
+    size_t n_types;
+    const char *roots[WF_STORE_EVENT_ROOTS];
+    size_t n_roots;
+} notify_owed;
+
+/* Takes what n owes (caller holds n->mu) and clears it. */
+static void
+notifier_take(pg_notifier *n, notify_owed *o)
 {
-    size_t k = 0, m = any_type ? 1 : n_types;
+    o->events = n->events;
+    o->any_type = n->any_type;
+    o->any_root = n->any_root;
+    o->n_types = n->n_types;
+    memcpy(o->types, n->types, n->n_types * sizeof o->types[0]);
+    o->n_roots = n->n_roots;
+    memcpy(o->roots, n->roots, n->n_roots * sizeof o->roots[0]);
+    n->pending = n->events = n->any_type = n->any_root = false;
+    n->n_types = n->n_roots = 0;
+}
+
+static void
+owed_free(notify_owed *o)
+{
+    for (size_t i = 0; i < o->n_types; i++)
+        free((char *)o->types[i]);
+    for (size_t i = 0; i < o->n_roots; i++)
+        free((char *)o->roots[i]);
+}
+
+/* One transaction of pg_notify calls: wf_events with the roots of the
+ * events ("" for any) when events were written, then wf_jobs per type (""
+ * for any). */
+static wf_code
+notifier_send(pg_store *s, const notify_owed *o, wf_error *err)
+{
+    size_t k = 0, m = o->any_type ? 1 : o->n_types;
     const char *chan[NOTIFY_TYPES + 1], *pay[NOTIFY_TYPES + 1];
-    if (events) {
+    char *roots = NULL;
+    if (o->events) {
+        roots = wf_store__events_payload(o->roots, o->n_roots, o->any_root);
         chan[k] = "wf_events";
-        pay[k++] = "";
+        pay[k++] = roots != NULL ? roots : "";
     }
     for (size_t i = 0; i < m; i++) {
         chan[k] = "wf_jobs";
-        pay[k++] = any_type ? "" : types[i];
+        pay[k++] = o->any_type ? "" : o->types[i];
     }
-    if (k == 0)
-        return WF_OK;
-    wf_arena *a = wf_arena_new();
-    if (a == NULL)
-        return wf_error_nomem(err);
-    params p = {.a = a};
-    wf_store_pg__p_text_array(&p, chan, k);
-    wf_store_pg__p_text_array(&p, pay, k);
-    wf_code rc = background_run(s, a, wf_mono_ms() + NOTIFY_SEND_MS, S_NOTIFY, &p, NULL, err);
-    wf_arena_free(a);
+    wf_arena *a = k > 0 ? wf_arena_new() : NULL;
+    wf_code rc = WF_OK;
+    if (k > 0 && a == NULL)
+        rc = wf_error_nomem(err);
+    if (a != NULL) {
+        params p = {.a = a};
+        wf_store_pg__p_text_array(&p, chan, k);
+        wf_store_pg__p_text_array(&p, pay, k);
+        rc = background_run(s, a, wf_mono_ms() + NOTIFY_SEND_MS, S_NOTIFY, &p, NULL, err);
+        wf_arena_free(a);
+    }
+    free(roots);
     return rc;
 }
 
@@ -201,19 +231,15 @@ notifier_main(void *arg)
             pthread_cond_timedwait(&n->cv, &n->mu, &ts);
             continue;
         }
-        bool events = n->events, any_type = n->any_type, stopping = n->stop;
-        char *types[NOTIFY_TYPES];
-        size_t n_types = n->n_types;
-        memcpy(types, n->types, n_types * sizeof types[0]);
-        n->pending = n->events = n->any_type = false;
-        n->n_types = 0;
+        bool stopping = n->stop;
+        notify_owed owed;
+        notifier_take(n, &owed);
         pthread_mutex_unlock(&n->mu);
 
         wf_error err;
         wf_error_clear(&err);
-        wf_code rc = notifier_send(s, events, any_type, types, n_types, &err);
-        for (size_t i = 0; i < n_types; i++)
-            free(types[i]);
+        wf_code rc = notifier_send(s, &owed, &err);
+        owed_free(&owed);
         if (rc != WF_OK)
             WF_LOG(WF_LOG_DEBUG, "db_notify_failed", "detail=%s", err.msg);
         if (!stopping)
@@ -224,7 +250,7 @@ notifier_main(void *arg)
             n->sent++;
         } else if (!stopping) {
             /* Lost: ask every waiter elsewhere to look again. */
-            n->pending = n->events = n->any_type = true;
+            n->pending = n->events = n->any_type = n->any_root = true;
         }
         n->next_ms = wf_mono_ms() + (rc == WF_OK ? NOTIFY_INTERVAL_MS : NOTIFY_RETRY_MS);
     }
@@ -258,8 +284,11 @@ wf_store_pg__notifier_stop(pg_store *s)
     pthread_cond_signal(&n->cv);
     pthread_mutex_unlock(&n->mu);
     pthread_join(n->thread, NULL);
-    for (size_t i = 0; i < n->n_types; i++)
-        free(n->types[i]);
+    notify_owed rest;
+    pthread_mutex_lock(&n->mu);
+    notifier_take(n, &rest);
+    pthread_mutex_unlock(&n->mu);
+    owed_free(&rest);
     pthread_cond_destroy(&n->cv);
     pthread_mutex_destroy(&n->mu);
     n->started = false;

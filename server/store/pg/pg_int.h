@@ -161,9 +161,11 @@ typedef struct pg_listener pg_listener;
 typedef struct pg_notifier {
     pthread_mutex_t mu;
     pthread_cond_t cv; /* CLOCK_MONOTONIC; signalled by a note and by stop */
-    bool pending, events, any_type, stop, started;
-    char *types[NOTIFY_TYPES]; /* malloc'd, distinct */
+    bool pending, events, any_type, any_root, stop, started;
+    const char *types[NOTIFY_TYPES]; /* malloc'd, distinct */
     size_t n_types;
+    const char *roots[WF_STORE_EVENT_ROOTS]; /* malloc'd, distinct: the events' roots */
+    size_t n_roots;
     int64_t next_ms;         /* monotonic: no send before */
     uint64_t sent;           /* NOTIFY transactions sent (tests, logs) */
     bool analysed;           /* every backlog table has statistics (0015) */
@@ -204,9 +206,11 @@ typedef struct pg_tx {
     int n_seen;
     /* What the commit owes the notifier: events written, job types made
      * activatable (ctx arena; any_type when more than fit). */
-    bool wrote_events, any_type;
+    bool wrote_events, any_type, any_root;
     const char *types[NOTIFY_TYPES];
     size_t n_types;
+    const char *roots[WF_STORE_EVENT_ROOTS]; /* the roots of the events written */
+    size_t n_roots;
     struct wf_store_pg_lookup lookup; /* wf_tx_idempotency_prefetch */
     bool defer;                       /* wf_tx_defer_writes */
 } pg_tx;
@@ -363,6 +367,7 @@ wf_code wf_store_pg__migrate(pg_store *s, int *version, wf_error *err);
 /* pg/listen.c: the notifier and the listener */
 void wf_store_pg__notes_of_tx(pg_tx *tx);
 void wf_store_pg__tx_note_type(pg_tx *tx, const char *type);
+void wf_store_pg__tx_note_root(pg_tx *tx, const char *root_id);
 bool wf_store_pg__notifier_start(pg_store *s);
 void wf_store_pg__notifier_stop(pg_store *s);
 void wf_store_pg__listener_stop(pg_listener *l);

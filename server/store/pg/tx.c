@@ -666,6 +666,15 @@ queue_events(wf_store_pg_conn *c, const wf_store_ctx *ctx, const wf_event_row *e
     return true;
 }
 
+/* What the commit of c's events owes the notifier (wf_store_pg__notes_of_tx). */
+static void
+note_events(pg_tx *tx, const wf_store_changes *c)
+{
+    tx->wrote_events |= c->n_events > 0;
+    for (size_t i = 0; i < c->n_events; i++)
+        wf_store_pg__tx_note_root(tx, c->events[i].root_id);
+}
+
 /* Every write of one mutation in one flight. The server stops at the first
  * failure (the transaction is then aborted); the outcome is judged in the
  * order the writes ran, as one statement at a time would have. */
@@ -724,7 +733,7 @@ wf_store_pg__apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
         for (size_t i = 0; i < c->n_jobs; i++)
             if (c->jobs[i].state == WF_JOB_ACTIVATABLE)
                 wf_store_pg__tx_note_type(tx, c->jobs[i].job_type);
-        tx->wrote_events |= c->n_events > 0;
+        note_events(tx, c);
         return WF_OK;
     }
     /* Out of memory half-way: what was queued still has to be collected. */
@@ -759,7 +768,7 @@ wf_store_pg__apply(wf_tx *t, const wf_store_changes *c, wf_error *err)
             wf_store_pg__tx_note_type(tx, c->jobs[i].job_type);
         PQclear(res);
     }
-    tx->wrote_events |= c->n_events > 0;
+    note_events(tx, c);
     return WF_OK;
 }
 
