@@ -279,6 +279,19 @@ WF_CASE_TEST(wf_test_store_name(), test_call_pinned_version_is_started)
     ck_assert_int_eq(only_child(b->id)->definition_version, 2);
     ck_assert_str_eq(one_job(type1)->instance_id, only_child(a->id)->id);
     ck_assert_str_eq(one_job(type2)->instance_id, only_child(b->id)->id);
+    /* GetDiagram draws the call as a box with a double border, labelled
+     * with the key and the pinned version. */
+    Workflow__V1__GetDiagramRequest dr = WORKFLOW__V1__GET_DIAGRAM_REQUEST__INIT;
+    dr.definition_key = pinned;
+    dr.format = WORKFLOW__V1__DIAGRAM_FORMAT__DIAGRAM_FORMAT_DOT;
+    wf_client_status st;
+    Workflow__V1__GetDiagramResponse *d =
+        call(as(NULL), "GetDiagram", &dr, &workflow__v1__get_diagram_response__descriptor, &st);
+    ck_ok(st);
+    char want[256];
+    snprintf(want, sizeof want, "CALL %s v1", child);
+    ck_assert_msg(strstr(d->content, want) != NULL, "%s", d->content);
+    ck_assert_msg(strstr(d->content, "shape=box, peripheries=2") != NULL, "%s", d->content);
 }
 END_TEST
 
