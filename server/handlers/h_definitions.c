@@ -131,6 +131,7 @@ transition_in(wf_arena *a, const Workflow__V1__Transition *m, wf_transition *t)
     t->call_version = m->call_version;
     t->call_input = m->call_input_expression;
     t->call_output = m->call_output_expression;
+    t->call_strict = m->call_require_deployed;
     t->delay_ms = wf_h_duration_ms(m->delay);
     /* An explicit zero or negative delay must reach validation as such. */
     if (m->delay != NULL && t->delay_ms == 0)
@@ -331,6 +332,7 @@ transition_out(wf_arena *a, const wf_transition *t, bool *oom)
     m->call_version = t->call_version;
     m->call_input_expression = str(t->call_input);
     m->call_output_expression = str(t->call_output);
+    m->call_require_deployed = t->call_strict;
     m->delay = wf_h_duration(a, t->delay_ms, oom);
     m->due_expression = str(t->due_expression);
     m->signal_name = str(t->signal_name);

@@ -386,9 +386,31 @@ WF_CASE_TEST(wf_test_store_name(), test_call_deploy_refusals)
                             "TRIGGER_FIELD_CONFLICT"));
 
     /* A CALL to a key not deployed yet is accepted (it may come later). */
-    n = caller_net(u("ahead"), u("not-yet"), 0, NULL, NULL);
+    char *later = u("not-yet");
+    n = caller_net(u("ahead"), later, 0, NULL, NULL);
     ck_assert_ptr_nonnull(deploy_d(as("dev"), &n->d, false, &st));
     ck_ok(st);
+    /* ... unless the transition asks for the check. */
+    n = caller_net(u("strict"), later, 0, NULL, NULL);
+    n->t[0]->call_require_deployed = true;
+    ck_assert_ptr_null(deploy_d(as("dev"), &n->d, false, &st));
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "DEFINITION_INVALID");
+    ck_assert(has_violation(&st, "definition.transitions[0].call_definition_key",
+                            "CALL_DEFINITION_NOT_FOUND"));
+    ck_assert(deploy(job_net(later, u("charge"), 3, 0))->created);
+    ck_assert_ptr_nonnull(deploy_d(as("dev"), &n->d, false, &st));
+    ck_ok(st);
+    /* A pinned version that does not exist fails the check too. */
+    n = caller_net(u("strict-v"), later, 7, NULL, NULL);
+    n->t[0]->call_require_deployed = true;
+    ck_assert_ptr_null(deploy_d(as("dev"), &n->d, false, &st));
+    ck_assert(has_violation(&st, "definition.transitions[0].call_definition_key",
+                            "CALL_DEFINITION_NOT_FOUND"));
+    n = job_net(u("conflict2"), "t", 3, 0);
+    n->t[0]->call_require_deployed = true;
+    ck_assert_ptr_null(deploy_d(as("dev"), &n->d, false, &st));
+    ck_assert(has_violation(&st, "definition.transitions[0].call_require_deployed",
+                            "TRIGGER_FIELD_CONFLICT"));
 }
 END_TEST
 

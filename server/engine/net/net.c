@@ -243,6 +243,8 @@ encode_transition(enc *e, const wf_transition *t)
     put_int(e, o, "call_version", t->call_version);
     put_str(e, o, "call_input_expression", t->call_input);
     put_str(e, o, "call_output_expression", t->call_output);
+    if (t->call_strict)
+        put(e, o, "call_require_deployed", json_true());
     put_str(e, o, "step_id", t->step_id);
     if (t->first_match)
         put(e, o, "first_match", json_true());
@@ -629,6 +631,7 @@ decode_transition(dec *d, json_t *o, wf_transition *t)
     t->call_version = (int32_t)get_int(d, o, "call_version");
     t->call_input = get_str(d, o, "call_input_expression");
     t->call_output = get_str(d, o, "call_output_expression");
+    t->call_strict = get_bool(d, o, "call_require_deployed");
     t->step_id = get_str(d, o, "step_id");
     t->first_match = get_bool(d, o, "first_match");
     t->fails = get_bool(d, o, "fails");

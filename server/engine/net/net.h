@@ -139,6 +139,7 @@ typedef struct wf_transition {
     int32_t call_version;
     const char *call_input;
     const char *call_output;
+    bool call_strict; /* deploy checks that call_key has a definition */
     /* Set only by the step compiler (net_steps.c), never by a NET deploy:
      * step_id is the step the transition runs ("" = none); first_match
      * routes to the first output arc, in arc order, whose guard is absent

@@ -588,6 +588,8 @@ check_not_call(vctx *c, size_t ti, const wf_transition *t)
         conflict(c, ti, "call_input_expression", t, "CALL");
     if (!wf_str_empty(t->call_output))
         conflict(c, ti, "call_output_expression", t, "CALL");
+    if (t->call_strict)
+        conflict(c, ti, "call_require_deployed", t, "CALL");
 }
 
 static void
