@@ -34,6 +34,7 @@ RUN apt-get update \
         libpq-dev \
         libprotobuf-c-dev \
         libprotobuf-dev \
+        libssl-dev \
         pkg-config \
         protobuf-c-compiler \
     && rm -rf /var/lib/apt/lists/*

@@ -218,6 +218,7 @@ int print_schedule_resp(const ProtobufCMessage *m);
 int print_schedule_run_resp(const ProtobufCMessage *m);
 /* "ok": a call whose answer is empty (schedule delete). */
 int print_done(const ProtobufCMessage *m);
+int print_resource_resp(const ProtobufCMessage *m);
 /* One progress line of a batch operation (batch --follow), to stderr. */
 void print_batch_progress(const ProtobufCMessage *batch_operation);
 
@@ -230,6 +231,7 @@ void row_incident(const ProtobufCMessage *m);
 void row_batch(const ProtobufCMessage *m);
 void row_schedule(const ProtobufCMessage *m);
 void row_schedule_run(const ProtobufCMessage *m);
+void row_resource(const ProtobufCMessage *m);
 void row_signal(const ProtobufCMessage *m);
 void row_event(const ProtobufCMessage *m);
 

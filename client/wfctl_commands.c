@@ -84,6 +84,17 @@ static const char JSON_ARG_NOTE[] =
         OPT(ARG_FLAG, "paused", "paused", NULL, "create it paused"),                               \
         OPT(ARG_STR, "note", "note", "TEXT", "free text"), REQUEST_ID, END
 
+/* The settings flags of resource declare and update. */
+#define RESOURCE_ARGS                                                                              \
+    POS("name", "NAME", "resource name (letters, digits, '.', '_', '-')"),                         \
+        OPT(ARG_INT, "capacity", "capacity", "N", "units held at once at most (0: none)"),         \
+        OPT(ARG_FLAG, "per-key", "per_key", NULL, "the limits apply per value of a key"),          \
+        OPT(ARG_INT, "rate", "rate.limit", "N", "acquisitions per --period at most"),              \
+        OPT(ARG_DURATION, "period", "rate.period", "DURATION", "the period of --rate"),            \
+        OPT(ARG_STR, "strategy", "strategy", "STRATEGY",                                           \
+            "queue (default) or cancel-newest, when the resource is full"),                        \
+        REQUEST_ID, END
+
 static const struct command commands[] = {
     {.name = "health",
      .summary = "check the server's health (SERVING / NOT_SERVING; exit 1 unless SERVING)",
@@ -510,6 +521,46 @@ static const struct command commands[] = {
      .args = (const struct arg[]){POS("schedule_id", "ID", "schedule id"), PAGING, END},
      .items = "runs",
      .row = row_schedule_run},
+
+    /* ---- resources ---- */
+    {.name = "resources",
+     .summary = "list the tenant's resources, newest first",
+     .method = "ListResources",
+     .req = DESC(list_resources_request),
+     .resp = DESC(list_resources_response),
+     .args = (const struct arg[]){PAGING, END},
+     .items = "resources",
+     .row = row_resource},
+    {.name = "resource declare",
+     .summary = "declare a resource (create it, or replace its settings)",
+     .method = "DeclareResource",
+     .req = DESC(declare_resource_request),
+     .resp = DESC(declare_resource_response),
+     .args = (const struct arg[]){RESOURCE_ARGS},
+     .print = print_resource_resp,
+     .details = "At least --capacity or --rate with --period. Declaring the same settings\n"
+                "again changes nothing.\n"},
+    {.name = "resource update",
+     .summary = "replace the settings of a resource that exists",
+     .method = "UpdateResource",
+     .req = DESC(update_resource_request),
+     .resp = DESC(update_resource_response),
+     .args = (const struct arg[]){RESOURCE_ARGS},
+     .print = print_resource_resp},
+    {.name = "resource get",
+     .summary = "show a resource",
+     .method = "GetResource",
+     .req = DESC(get_resource_request),
+     .resp = DESC(get_resource_response),
+     .args = (const struct arg[]){POS("name", "NAME", "resource name"), END},
+     .print = print_resource_resp},
+    {.name = "resource delete",
+     .summary = "delete a resource",
+     .method = "DeleteResource",
+     .req = DESC(delete_resource_request),
+     .resp = DESC(delete_resource_response),
+     .args = (const struct arg[]){POS("name", "NAME", "resource name"), REQUEST_ID, END},
+     .print = print_done},
 
     /* ---- ad-hoc referrals ---- */
     {.name = "assign",

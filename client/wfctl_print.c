@@ -961,6 +961,41 @@ print_schedule_resp(const ProtobufCMessage *m)
     return WFCTL_OK;
 }
 
+/* ---- resources ---------------------------------------------------------------- */
+
+/* The rate in one line: "100 per 1m", or "-". */
+static const char *
+rate_line(const Workflow__V1__ResourceRate *r)
+{
+    return r == NULL ? "-" : fmt("%d per %s", (int)r->limit, dur(r->period));
+}
+
+void
+row_resource(const ProtobufCMessage *m)
+{
+    const Workflow__V1__Resource *r = (const void *)m;
+    if (tbl.ncols == 0)
+        table_begin(0, 5, (const char *const[]){"NAME", "CAPACITY", "PER KEY", "RATE", "STRATEGY"});
+    table_row((const char *const[]){r->name, r->capacity > 0 ? fmt("%d", (int)r->capacity) : "-",
+                                    r->per_key ? "yes" : "no", rate_line(r->rate),
+                                    EN(resource_strategy, r->strategy)});
+}
+
+int
+print_resource_resp(const ProtobufCMessage *m)
+{
+    const Workflow__V1__Resource *r = (const void *)pb_get_message(m, "resource");
+    if (r == NULL)
+        return WFCTL_OK;
+    kv("resource", "%s", r->name);
+    kv("capacity", "%s", r->capacity > 0 ? fmt("%d", (int)r->capacity) : "-");
+    kv("per key", "%s", r->per_key ? "yes" : "no");
+    kv("rate", "%s", rate_line(r->rate));
+    kv("strategy", "%s", EN(resource_strategy, r->strategy));
+    kv("version", "%lld", (long long)r->version);
+    return WFCTL_OK;
+}
+
 int
 print_schedule_run_resp(const ProtobufCMessage *m)
 {

@@ -1,18 +1,20 @@
 /*
- * console: sessions, the access checks (API key, CSRF token, Origin),
- * routing, the security headers of every answer, static assets and the
- * live event stream (Server-Sent Events).
+ * console: sessions, the access checks (API key, trusted proxy, CSRF
+ * token, Origin, the role of each action), routing, the security headers
+ * of every answer, static assets and the live event stream (Server-Sent
+ * Events).
  *
- * A session is an opaque random id in an HttpOnly, SameSite=Strict cookie
- * that maps, in memory, to the tenant of the key given at login, the actor
- * named there and the session's CSRF token: the key itself never leaves
- * the login request, and logging out or a restart revokes every session;
- * removing the key from WF_API_KEYS_FILE revokes the sessions opened with
- * it. Refused logins are throttled per source address (console_throttle.c).
+ * A session is a signed HttpOnly, SameSite=Strict cookie (console_auth.c)
+ * holding the tenant, the person, the role and the expiry, so that any
+ * replica with the same WF_CONSOLE_SESSION_KEY reads it; the CSRF token
+ * is derived from it. It is made at /login from an API key (the key itself
+ * never leaves the login request; removing it from WF_API_KEYS_FILE ends
+ * the sessions opened with it), or from the identity headers of the
+ * trusted proxy. Refused logins are throttled per source address
+ * (console_throttle.c).
  */
 #include "console.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "console_auth.h"
 #include "console_int.h"
 #include "expr.h"
 #include "wf_bulkhead.h"
@@ -28,6 +31,8 @@
 #include "wf_log.h"
 #include "wf_time.h"
 
+extern char **environ;
+
 /* Embedded at build time (cmake/embed.cmake). */
 extern const unsigned char wf_console_css[];
 extern const size_t wf_console_css_len;
@@ -35,30 +40,18 @@ extern const unsigned char wf_console_js[];
 extern const size_t wf_console_js_len;
 
 #define COOKIE "wf_console"
-#define MAX_SESSIONS 256
-#define SESSION_IDLE_MS (8 * 3600 * 1000LL)
+#define SESSION_TTL_S (8 * 3600)
 #define CALL_DEADLINE_MS 10000
 #define MAX_SSE 4
 #define SSE_POLL_MS 500
 #define SSE_LIFETIME_MS 60000
 #define TOKEN_HEX 32
 
-typedef struct session {
-    char id[TOKEN_HEX + 1]; /* "" = free slot */
-    char csrf[TOKEN_HEX + 1];
-    char tenant[65];
-    char actor[129];
-    int64_t last_ms;
-    bool keyed;       /* opened with an API key: it ends when the key is removed */
-    wf_key_match key; /* that key's id and tenant binding */
-} session;
-
 struct wf_console {
     wf_app *app;
     wf_http *http;
     wf_console__throttle *throttle; /* refused logins per address */
-    pthread_mutex_t mu;             /* guards sessions */
-    session sessions[MAX_SESSIONS];
+    wf_console__sso sso;            /* session key, trusted proxy, roles */
     atomic_int nsse;
     atomic_bool stopping;
 };
@@ -169,6 +162,13 @@ wf_console__read_events(wf_app *app, const char *tenant, const char *instance_id
 
 /* ---- sessions ----------------------------------------------------------------- */
 
+/* A session as a request holds it: the cookie's fields and the CSRF token
+ * derived from the cookie. */
+typedef struct session {
+    wf_console__session s;
+    char csrf[WF_CONSOLE_CSRF_HEX + 1];
+} session;
+
 static int
 random_hex(char out[TOKEN_HEX + 1])
 {
@@ -180,80 +180,54 @@ random_hex(char out[TOKEN_HEX + 1])
     return 0;
 }
 
-/* Copies the live session named by id into *out (and refreshes it). */
-static bool
-session_find(wf_console *c, const char *id, session *out)
+static int64_t
+now_s(void)
 {
-    if (id == NULL || strlen(id) != TOKEN_HEX)
-        return false;
-    int64_t now = wf_mono_ms();
-    bool found = false;
-    pthread_mutex_lock(&c->mu);
-    for (int i = 0; i < MAX_SESSIONS; i++) {
-        session *s = &c->sessions[i];
-        if (s->id[0] == '\0')
-            continue;
-        if (now - s->last_ms > SESSION_IDLE_MS) {
-            memset(s, 0, sizeof *s);
-            continue;
-        }
-        if (!found && wf_secret_equal(id, strlen(id), s->id)) {
-            s->last_ms = now;
-            *out = *s;
-            found = true;
-        }
-    }
-    pthread_mutex_unlock(&c->mu);
-    return found;
+    return (int64_t)time(NULL);
 }
 
-/* A new session (the oldest one makes room when the table is full); key:
- * the API key it was opened with, NULL in open access. */
-static int
-session_new(wf_console *c, const char *tenant, const char *actor, const wf_key_match *key,
-            session *out)
+/* The session of the request's cookie when it is signed with this
+ * console's key and has not expired. */
+static bool
+session_find(wf_console *c, const char *cookie, session *out)
 {
-    session s = {0};
-    if (random_hex(s.id) != 0 || random_hex(s.csrf) != 0)
-        return -1;
-    snprintf(s.tenant, sizeof s.tenant, "%s", tenant);
-    snprintf(s.actor, sizeof s.actor, "%s", actor);
-    s.keyed = key != NULL;
-    if (key != NULL)
-        s.key = *key;
-    s.last_ms = wf_mono_ms();
-    pthread_mutex_lock(&c->mu);
-    int slot = 0;
-    for (int i = 0; i < MAX_SESSIONS; i++) {
-        if (c->sessions[i].id[0] == '\0') {
-            slot = i;
-            break;
-        }
-        if (c->sessions[i].last_ms < c->sessions[slot].last_ms)
-            slot = i;
-    }
-    c->sessions[slot] = s;
-    pthread_mutex_unlock(&c->mu);
-    *out = s;
-    return 0;
+    const wf_console__sso *o = &c->sso;
+    if (!wf_console__session_verify(o->session_key, o->session_key_len, cookie, now_s(), &out->s))
+        return false;
+    wf_console__csrf_of(o->session_key, o->session_key_len, cookie, out->csrf);
+    return true;
+}
+
+static void set_cookie(const wf_http_req *req, wf_http_resp *r, const char *value, bool clear);
+
+/* Signs s (a fresh nonce, SESSION_TTL_S from now) into the answer's
+ * cookie; *out is the session the rest of the request uses. */
+static bool
+session_issue(wf_console *c, const wf_http_req *req, wf_http_resp *r, wf_console__session *s,
+              session *out)
+{
+    if (random_hex(s->nonce) != 0)
+        return false;
+    s->expires_s = now_s() + SESSION_TTL_S;
+    char *cookie = wf_console__session_sign(c->sso.session_key, c->sso.session_key_len, s);
+    if (cookie == NULL)
+        return false;
+    set_cookie(req, r, cookie, false);
+    out->s = *s;
+    wf_console__csrf_of(c->sso.session_key, c->sso.session_key_len, cookie, out->csrf);
+    free(cookie);
+    return true;
 }
 
 /* True while the key the session was opened with is still configured. */
 static bool
-key_still_valid(wf_console *c, const session *s)
+key_still_valid(wf_console *c, const wf_console__session *s)
 {
     wf_keys *keys = c->app->cfg->keys;
-    return keys != NULL && wf_keys_holds(keys, &s->key);
-}
-
-static void
-session_drop(wf_console *c, const char *id)
-{
-    pthread_mutex_lock(&c->mu);
-    for (int i = 0; i < MAX_SESSIONS; i++)
-        if (c->sessions[i].id[0] != '\0' && strcmp(c->sessions[i].id, id) == 0)
-            memset(&c->sessions[i], 0, sizeof c->sessions[i]);
-    pthread_mutex_unlock(&c->mu);
+    wf_key_match m;
+    snprintf(m.key_id, sizeof m.key_id, "%s", s->key_id);
+    snprintf(m.tenant, sizeof m.tenant, "%s", s->key_tenant);
+    return keys != NULL && wf_keys_holds(keys, &m);
 }
 
 /* ---- answers ------------------------------------------------------------------ */
@@ -319,7 +293,7 @@ set_cookie(const wf_http_req *req, wf_http_resp *r, const char *value, bool clea
      * terminates TLS says so in X-Forwarded-Proto. */
     const char *proto = wf_http_req_header(req, "X-Forwarded-Proto");
     bool tls = proto != NULL && strcmp(proto, "https") == 0;
-    char buf[256];
+    char buf[1280];
     snprintf(buf, sizeof buf, COOKIE "=%s; HttpOnly; SameSite=Strict; Path=/%s%s", value,
              clear ? "; Max-Age=0" : "", tls ? "; Secure" : "");
     wf_http_resp_header(r, "Set-Cookie", buf);
@@ -352,11 +326,13 @@ login_page(wf_console *c, const wf_http_req *req, wf_http_resp *r, const char *p
         fputs("<label>API key <input type=\"password\" name=\"api_key\" "
               "autocomplete=\"off\" required></label>",
               o);
-    fputs("<label>Actor <input type=\"text\" name=\"actor\" required maxlength=\"128\"></label>"
-          "<label>Tenant (keys of any tenant only) <input type=\"text\" name=\"tenant\" "
-          "maxlength=\"64\"></label><button type=\"submit\">Log in</button></form>"
-          "</main></body></html>\n",
+    fputs("<label>Actor <input type=\"text\" name=\"actor\" required maxlength=\"128\"></label>",
           o);
+    if (!open)
+        fputs("<label>Tenant (keys of any tenant only) <input type=\"text\" name=\"tenant\" "
+              "maxlength=\"64\"></label>",
+              o);
+    fputs("<button type=\"submit\">Log in</button></form></main></body></html>\n", o);
     fclose(o);
     r->content_type = "text/html; charset=utf-8";
     r->body = buf;
@@ -450,12 +426,17 @@ do_login(wf_console *c, const wf_http_req *req, wf_http_resp *r)
         }
         WF_LOG(WF_LOG_INFO, "console", "login of key %s as %s in tenant %s", k.key_id, actor, t);
     }
-    session s;
-    if (session_new(c, t, actor, open ? NULL : &k, &s) != 0) {
+    wf_console__session s = {.source = open ? WF_CONSOLE_SOURCE_OPEN : WF_CONSOLE_SOURCE_KEY,
+                             .role = open ? WF_CONSOLE_ROLE_ADMIN : c->sso.key_role};
+    snprintf(s.tenant, sizeof s.tenant, "%s", t);
+    snprintf(s.actor, sizeof s.actor, "%s", actor);
+    snprintf(s.key_id, sizeof s.key_id, "%s", k.key_id);
+    snprintf(s.key_tenant, sizeof s.key_tenant, "%s", k.tenant);
+    session out;
+    if (!session_issue(c, req, r, &s, &out)) {
         text(r, 500, "could not create a session\n");
         return;
     }
-    set_cookie(req, r, s.id, false);
     redirect(r, "/instances");
 }
 
@@ -593,7 +574,7 @@ events_stream(wf_console *c, const wf_http_req *req, wf_http_resp *r, const sess
         return;
     }
     s->c = c;
-    snprintf(s->tenant, sizeof s->tenant, "%s", sess->tenant);
+    snprintf(s->tenant, sizeof s->tenant, "%s", sess->s.tenant);
     snprintf(s->instance, sizeof s->instance, "%s", inst ? inst : "");
     s->after = after != NULL ? strtoll(after, NULL, 10) : 0;
     if (s->after < 0)
@@ -640,9 +621,10 @@ render(wf_console *c, const wf_http_req *req, wf_http_resp *r, const session *se
         .app = c->app,
         .req = req,
         .arena = arena,
-        .tenant = sess->tenant,
-        .actor = sess->actor[0] ? sess->actor : NULL,
+        .tenant = sess->s.tenant,
+        .actor = sess->s.actor[0] ? sess->s.actor : NULL,
         .csrf = sess->csrf[0] ? sess->csrf : NULL,
+        .role = sess->s.role,
         .out = o,
         .status = 200,
     };
@@ -662,6 +644,126 @@ render(wf_console *c, const wf_http_req *req, wf_http_resp *r, const session *se
         r->len = len;
     }
     wf_arena_free(arena);
+}
+
+/* A small page of its own (a refusal before any page is rendered). */
+static void
+notice_page(wf_http_resp *r, unsigned status, const char *title, const char *msg)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *o = open_memstream(&buf, &len);
+    if (o == NULL) {
+        text(r, 500, "out of memory\n");
+        return;
+    }
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+          "<link rel=\"stylesheet\" href=\"/static/console.css\"><title>",
+          o);
+    wf_console__esc(o, title);
+    fputs(" · workflow console</title></head><body><main><h1>", o);
+    wf_console__esc(o, title);
+    fputs("</h1><p class=\"error\" id=\"refusal\">", o);
+    wf_console__esc(o, msg);
+    fputs("</p><p><a href=\"/instances\">Back to the console</a></p></main></body></html>\n", o);
+    fclose(o);
+    r->status = status;
+    r->content_type = "text/html; charset=utf-8";
+    r->body = buf;
+    r->len = len;
+}
+
+/* The person a request names in the proxy's identity headers: the email
+ * when there is one, else the user name; NULL when neither is sent. */
+static const char *
+proxy_person(const wf_console__sso *o, const wf_http_req *req)
+{
+    const char *email = wf_http_req_header(req, o->email_header);
+    const char *user = wf_http_req_header(req, o->user_header);
+    if (email != NULL && email[0] != '\0')
+        return email;
+    return user != NULL && user[0] != '\0' ? user : NULL;
+}
+
+/* A request of the trusted proxy that names a person: the session is that
+ * person's, with the role and tenant of their groups now (a new cookie
+ * when the one sent is not theirs, or their role or tenant changed). From
+ * anywhere else the identity headers are ignored, and so is a session the
+ * proxy made. False when the answer is written already. */
+static bool
+proxy_session(wf_console *c, const wf_http_req *req, wf_http_resp *r, session *sess, bool *have)
+{
+    const wf_console__sso *o = &c->sso;
+    const char *person = wf_console__sso_on(o) ? proxy_person(o, req) : NULL;
+    char peer[48];
+    wf_http_req_peer(req, peer, sizeof peer);
+    bool trusted = person != NULL &&
+                   wf_console__proxy_trusted(o, peer, wf_http_req_header(req, o->secret_header));
+    if (!trusted) {
+        if (person != NULL)
+            WF_LOG(WF_LOG_WARN, "console",
+                   "identity headers ignored: the request (from %s) is not the trusted proxy's",
+                   peer);
+        if (*have && sess->s.source == WF_CONSOLE_SOURCE_PROXY)
+            *have = false;
+        return true;
+    }
+    if (!printable(person, 128)) {
+        notice_page(r, 400, "Refused",
+                    "The proxy's user name or email must be 1 to 128 "
+                    "printable ASCII characters.");
+        return false;
+    }
+    const char *tenant;
+    wf_console__role role =
+        wf_console__role_of_groups(o, wf_http_req_header(req, o->groups_header), &tenant);
+    if (role == WF_CONSOLE_ROLE_NONE) {
+        WF_LOG(WF_LOG_WARN, "console", "%s signed in with no group of WF_CONSOLE_ROLE_MAP", person);
+        notice_page(r, 403, "No access",
+                    "You are signed in, but none of your groups has a role in this console.");
+        return false;
+    }
+    if (*have && sess->s.source == WF_CONSOLE_SOURCE_PROXY && sess->s.role == role &&
+        strcmp(sess->s.actor, person) == 0 && strcmp(sess->s.tenant, tenant) == 0)
+        return true;
+    wf_console__session s = {.source = WF_CONSOLE_SOURCE_PROXY, .role = role};
+    snprintf(s.tenant, sizeof s.tenant, "%s", tenant);
+    snprintf(s.actor, sizeof s.actor, "%s", person);
+    if (!session_issue(c, req, r, &s, sess)) {
+        text(r, 500, "could not create a session\n");
+        return false;
+    }
+    *have = true;
+    return true;
+}
+
+/* Every POST but the login: the CSRF token of the session, then the role
+ * the action needs (wf_console__action_role, the one table of them), then
+ * the action. */
+static void
+act(wf_console *c, const wf_http_req *req, wf_http_resp *r, const session *sess, const char *path)
+{
+    const char *tok = wf_http_req_form(req, "csrf");
+    if (tok == NULL || sess->csrf[0] == '\0' || !wf_secret_equal(tok, strlen(tok), sess->csrf)) {
+        text(r, 403, "refused: the form's CSRF token is missing or wrong\n");
+        return;
+    }
+    wf_console__role need = wf_console__action_role(path);
+    if (sess->s.role < need) {
+        WF_LOG(WF_LOG_WARN, "console", "%s (%s) refused %s: it needs %s", sess->s.actor,
+               wf_console__role_name(sess->s.role), path, wf_console__role_name(need));
+        char msg[256];
+        snprintf(msg, sizeof msg, "Your role (%s) may not do this: it needs the role %s.",
+                 wf_console__role_name(sess->s.role), wf_console__role_name(need));
+        notice_page(r, 403, "Not allowed", msg);
+        return;
+    }
+    if (strcmp(path, "/logout") == 0) {
+        set_cookie(req, r, "", true);
+        redirect(r, "/login");
+        return;
+    }
+    render(c, req, r, sess, NULL, path);
 }
 
 static void
@@ -697,11 +799,12 @@ serve(void *arg, const wf_http_req *req, wf_http_resp *r)
             login_page(c, req, r, NULL);
         return;
     }
-    session sess;
+    session sess = {0};
     bool have = session_find(c, wf_http_req_cookie(req, COOKIE), &sess);
-    if (have && sess.keyed && !key_still_valid(c, &sess)) {
+    if (!proxy_session(c, req, r, &sess, &have))
+        return;
+    if (have && sess.s.source == WF_CONSOLE_SOURCE_KEY && !key_still_valid(c, &sess.s)) {
         /* Its key was removed (WF_API_KEYS_FILE changed): the session ends. */
-        session_drop(c, sess.id);
         set_cookie(req, r, "", true);
         redirect(r, "/login");
         return;
@@ -713,22 +816,11 @@ serve(void *arg, const wf_http_req *req, wf_http_resp *r)
         }
         /* Development without keys: pages need no login (tenant default);
          * acting needs an actor, named at /login. */
-        memset(&sess, 0, sizeof sess);
-        snprintf(sess.tenant, sizeof sess.tenant, "default");
+        snprintf(sess.s.tenant, sizeof sess.s.tenant, "default");
+        sess.s.role = WF_CONSOLE_ROLE_VIEWER;
     }
     if (post) {
-        const char *tok = wf_http_req_form(req, "csrf");
-        if (tok == NULL || !wf_secret_equal(tok, strlen(tok), sess.csrf)) {
-            text(r, 403, "refused: the form's CSRF token is missing or wrong\n");
-            return;
-        }
-        if (strcmp(path, "/logout") == 0) {
-            session_drop(c, sess.id);
-            set_cookie(req, r, "", true);
-            redirect(r, "/login");
-            return;
-        }
-        render(c, req, r, &sess, NULL, path);
+        act(c, req, r, &sess, path);
         return;
     }
     if (strcmp(path, "/") == 0) {
@@ -762,7 +854,21 @@ wf_console_start(wf_app *app, const char *addr, wf_error *err)
         wf_error_nomem(err);
         return NULL;
     }
-    pthread_mutex_init(&c->mu, NULL);
+    if (!wf_console__sso_load(environ, &c->sso, err)) {
+        wf_console__throttle_free(c->throttle);
+        free(c);
+        return NULL;
+    }
+    if (!c->sso.session_key_shared && !app->cfg->development)
+        WF_LOG(WF_LOG_WARN, "console",
+               "WF_CONSOLE_SESSION_KEY is not set: console sessions hold on this replica only "
+               "and end with a restart");
+    if (wf_console__sso_on(&c->sso))
+        WF_LOG(WF_LOG_INFO, "console",
+               "sign-in through a trusted proxy (%s%s%s): %zu groups with a role",
+               c->sso.proxy_secret != NULL ? "secret" : "",
+               c->sso.proxy_secret != NULL && c->sso.nnets > 0 ? " and " : "",
+               c->sso.nnets > 0 ? "addresses" : "", c->sso.nrules);
     /* Small and bounded: a live stream holds a thread while it polls, so
      * the pool has room for MAX_SSE of them and still answers pages. */
     wf_http_app_options opt = {
@@ -775,7 +881,7 @@ wf_console_start(wf_app *app, const char *addr, wf_error *err)
     };
     c->http = wf_http_start_app(addr, &opt, serve, c, err);
     if (c->http == NULL) {
-        pthread_mutex_destroy(&c->mu);
+        wf_console__sso_free(&c->sso);
         wf_console__throttle_free(c->throttle);
         free(c);
         return NULL;
@@ -790,7 +896,7 @@ wf_console_stop(wf_console *c)
         return;
     atomic_store(&c->stopping, true);
     wf_http_stop(c->http);
-    pthread_mutex_destroy(&c->mu);
+    wf_console__sso_free(&c->sso);
     wf_console__throttle_free(c->throttle);
     free(c);
 }

@@ -132,6 +132,8 @@ wf_console__page_begin(wf_console__ctx *x, const char *title)
     if (x->actor != NULL) {
         fputs("acting as <b id=\"actor\">", o);
         wf_console__esc(o, x->actor);
+        fputs("</b> as <b id=\"role\">", o);
+        fputs(wf_console__role_name(x->role), o);
         fputs("</b> ", o);
         wf_console__form_begin(x, "/logout", "inline");
         fputs("<button type=\"submit\">Log out</button></form>", o);
@@ -141,6 +143,12 @@ wf_console__page_begin(wf_console__ctx *x, const char *title)
     fputs("</div></header>\n<main>\n<h1>", o);
     wf_console__esc(o, title);
     fputs("</h1>\n", o);
+}
+
+bool
+wf_console__may(const wf_console__ctx *x, const char *action)
+{
+    return x->csrf != NULL && x->role >= wf_console__action_role(action);
 }
 
 void

@@ -11,6 +11,7 @@
 
 #include <protobuf-c/protobuf-c.h>
 
+#include "console_auth.h"
 #include "handler.h"
 #include "wf_arena.h"
 #include "wf_error.h"
@@ -27,6 +28,7 @@ typedef struct wf_console__ctx {
     const char *tenant;       /* the session's (the key's) tenant; "default" in open access */
     const char *actor;        /* named at login; NULL when none was */
     const char *csrf;         /* the session's token; NULL without a session */
+    wf_console__role role;    /* what the session may do (console_auth.h) */
     FILE *out;                /* the page (open_memstream) */
     unsigned status;          /* HTTP status of the page, 200 unless set */
     const char *location;     /* set: answer 303 See Other to it instead of the page */
@@ -74,6 +76,9 @@ void wf_console__page_begin(wf_console__ctx *x, const char *title);
 void wf_console__page_end(wf_console__ctx *x);
 /* A refusal shown as a page (status from the code) with its reason. */
 void wf_console__page_error(wf_console__ctx *x, const wf_error *err);
+/* True when the page may show the button of the action (its POST path):
+ * a session with a CSRF token whose role the action's table entry allows. */
+bool wf_console__may(const wf_console__ctx *x, const char *action);
 /* Opens a POST form to action with the CSRF token, a fresh idempotency
  * key (request_id) and the page to come back to; close it with "</form>". */
 void wf_console__form_begin(wf_console__ctx *x, const char *action, const char *cls);

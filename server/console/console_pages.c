@@ -499,7 +499,7 @@ task_rows(wf_console__ctx *x, Workflow__V1__Task *const *v, size_t n, const char
             P("<td>");
             bool pending = t->status == WORKFLOW__V1__TASK_STATUS__TASK_STATUS_OPEN ||
                            t->status == WORKFLOW__V1__TASK_STATUS__TASK_STATUS_CLAIMED;
-            if (x->csrf != NULL && pending) {
+            if (wf_console__may(x, "/task/complete") && pending) {
                 if (t->status == WORKFLOW__V1__TASK_STATUS__TASK_STATUS_OPEN &&
                     t->assignee_kind == WORKFLOW__V1__ASSIGNEE_KIND__ASSIGNEE_KIND_GROUP) {
                     wf_console__form_begin(x, "/task/claim", "inline");
@@ -857,7 +857,8 @@ wf_console__instance(wf_console__ctx *x)
         P("</dd>");
     }
     P("</dl>");
-    if (in->status == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_FAILED && x->csrf != NULL) {
+    if (in->status == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_FAILED &&
+        wf_console__may(x, "/instance/retry")) {
         wf_console__form_begin(x, "/instance/retry", "inline");
         hidden(x, "instance_id", in->id);
         hidden(x, "back", back);
@@ -985,7 +986,7 @@ wf_console__incidents(wf_console__ctx *x)
         P("</td><td>");
         wf_console__time(x->out, inc->since);
         fprintf(x->out, "</td><td>%d</td><td>", inc->attempts);
-        if (x->csrf != NULL) {
+        if (wf_console__may(x, "/instance/retry")) {
             wf_console__form_begin(x, "/instance/retry", "inline");
             hidden(x, "instance_id", inc->instance_id);
             hidden(x, "back", "/incidents");
@@ -1085,7 +1086,7 @@ batch_row(wf_console__ctx *x, const Workflow__V1__BatchOperation *b)
     wf_console__time(x->out, b->created_at);
     P("</td><td>");
     if (b->state == WORKFLOW__V1__BATCH_OPERATION_STATE__BATCH_OPERATION_STATE_RUNNING &&
-        x->csrf != NULL) {
+        wf_console__may(x, "/batch/cancel")) {
         wf_console__form_begin(x, "/batch/cancel", "inline");
         hidden(x, "id", b->id);
         hidden(x, "back", "/batches");
@@ -1219,7 +1220,7 @@ wf_console__batches(wf_console__ctx *x)
     P("</table></section>\n");
     static const char *const keep[] = {NULL};
     next_page(x, resp->next_page_token, keep);
-    if (x->csrf != NULL)
+    if (wf_console__may(x, "/batch/preview"))
         batch_form(x, false);
     wf_console__page_end(x);
 }
@@ -1364,7 +1365,7 @@ batch_refusal(wf_console__ctx *x, const char *msg)
     P("<p class=\"error\" id=\"batch-refused\">Refused: ");
     E(msg);
     P("</p>");
-    if (x->csrf != NULL)
+    if (wf_console__may(x, "/batch/preview"))
         batch_form(x, true);
     P("<p><a href=\"/batches\">Back</a></p>");
     wf_console__page_end(x);
@@ -1548,7 +1549,7 @@ batch_action(wf_console__ctx *x, bool start)
         return;
     wf_console__page_begin(x, "Refused");
     wf_console__page_error(x, &err);
-    if (x->csrf != NULL)
+    if (wf_console__may(x, "/batch/preview"))
         batch_form(x, true);
     P("<p><a href=\"/batches\">Back</a></p>");
     wf_console__page_end(x);

@@ -26,6 +26,8 @@ typedef enum wf_code {
     WF_E_JOB_NOT_FOUND,
     /* The id names no schedule of the tenant (another tenant's included). */
     WF_E_SCHEDULE_NOT_FOUND,
+    /* The name names no resource of the tenant (another tenant's included). */
+    WF_E_RESOURCE_NOT_FOUND,
 
     /* INVALID_ARGUMENT */
     WF_E_INVALID_ARGUMENT,

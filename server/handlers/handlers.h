@@ -37,6 +37,17 @@ wf_code h_cancel_batch_operation(wf_call *call, const ProtobufCMessage *req,
                                  ProtobufCMessage **resp, wf_error *err);
 wf_code h_list_batch_operations(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                                 wf_error *err);
+/* Resources (h_resources.c). */
+wf_code h_declare_resource(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                           wf_error *err);
+wf_code h_get_resource(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                       wf_error *err);
+wf_code h_list_resources(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                         wf_error *err);
+wf_code h_update_resource(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                          wf_error *err);
+wf_code h_delete_resource(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                          wf_error *err);
 /* Schedules (h_schedules.c). */
 wf_code h_create_schedule(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                           wf_error *err);

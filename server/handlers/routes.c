@@ -44,6 +44,12 @@ const wf_route wf_routes[] = {
     {"UnpauseSchedule", h_unpause_schedule, WF_ROUTE_ACTOR, NULL},
     {"TriggerSchedule", h_trigger_schedule, WF_ROUTE_ACTOR, NULL},
     {"ListScheduleRuns", h_list_schedule_runs, 0, NULL},
+    /* Resources */
+    {"DeclareResource", h_declare_resource, WF_ROUTE_ACTOR, NULL},
+    {"GetResource", h_get_resource, 0, NULL},
+    {"ListResources", h_list_resources, 0, NULL},
+    {"UpdateResource", h_update_resource, WF_ROUTE_ACTOR, NULL},
+    {"DeleteResource", h_delete_resource, WF_ROUTE_ACTOR, NULL},
     /* Ad-hoc referral */
     {"AssignTo", h_assign_to, WF_ROUTE_ACTOR, NULL},
     {"GetCompletion", h_get_completion, 0, NULL},

@@ -29,6 +29,7 @@ wf_rpc_status_code(wf_code code)
     case WF_E_JOB_NOT_FOUND:
     case WF_E_BATCH_OPERATION_NOT_FOUND:
     case WF_E_SCHEDULE_NOT_FOUND:
+    case WF_E_RESOURCE_NOT_FOUND:
         return GRPC_STATUS_NOT_FOUND;
     case WF_E_INVALID_ARGUMENT:
     case WF_E_INVALID_JSON:

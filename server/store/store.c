@@ -1068,6 +1068,71 @@ wf_store_claim_schedules(wf_store *st, const wf_store_ctx *ctx, const char *owne
     return st->ops->claim_schedules(st, ctx, owner, now, lease_ms, limit, rows, n, err);
 }
 
+/* ---- resources ----------------------------------------------------------- */
+
+static wf_code
+resource_missing(const char *name, wf_error *err)
+{
+    return wf_error_set(err, WF_E_RESOURCE_NOT_FOUND, "resource \"%.128s\" does not exist", name);
+}
+
+wf_code
+wf_store_get_resource(wf_store *st, const wf_store_ctx *ctx, const char *name, wf_resource_row *out,
+                      wf_error *err)
+{
+    bool found = false;
+    wf_code rc = check_ctx(ctx, true, err);
+    if (rc == WF_OK)
+        rc = st->ops->get_resource(st, ctx, name, out, &found, err);
+    return rc == WF_OK && !found ? resource_missing(name, err) : rc;
+}
+
+wf_code
+wf_store_save_resource(wf_store *st, const wf_store_ctx *ctx, const wf_resource_row *in,
+                       wf_error *err)
+{
+    bool found = true;
+    wf_code rc = check_ctx(ctx, true, err);
+    if (rc == WF_OK && (in == NULL || in->name == NULL))
+        rc = wf_error_set(err, WF_E_INTERNAL, "a resource needs a name");
+    if (rc == WF_OK)
+        rc = st->ops->save_resource(st, ctx, in, &found, err);
+    return rc == WF_OK && !found ? resource_missing(in->name, err) : rc;
+}
+
+wf_code
+wf_store_delete_resource(wf_store *st, const wf_store_ctx *ctx, const char *name, wf_error *err)
+{
+    bool found = false;
+    wf_code rc = check_ctx(ctx, true, err);
+    if (rc == WF_OK)
+        rc = st->ops->delete_resource(st, ctx, name, &found, err);
+    return rc == WF_OK && !found ? resource_missing(name, err) : rc;
+}
+
+wf_code
+wf_store_list_resources(wf_store *st, const wf_store_ctx *ctx, size_t page_size, const char *cursor,
+                        wf_resource_row **rows, size_t *n, char **next_cursor, wf_error *err)
+{
+    bool has;
+    int64_t num;
+    char *str;
+    wf_resource_row *r = NULL;
+    size_t k = 0;
+    wf_code rc = page_begin(ctx, &page_size, cursor, &has, &num, &str, err);
+    if (rc == WF_OK)
+        rc = st->ops->list_resources(st, ctx, page_size + 1, has, num, str, &r, &k, err);
+    if (rc == WF_OK)
+        rc = page_end(st, ctx, &wf_store__resource_desc, r, &k, page_size,
+                      offsetof(wf_resource_row, created_at), false, offsetof(wf_resource_row, name),
+                      next_cursor, err);
+    if (rc == WF_OK) {
+        *rows = r;
+        *n = k;
+    }
+    return rc;
+}
+
 wf_code
 wf_tx_put_schedule_run(wf_tx *tx, const wf_schedule_run_row *in, wf_error *err)
 {

@@ -528,6 +528,29 @@ typedef struct wf_schedule_run_row {
     char *cancelled_instance_id; /* CANCEL_OTHER: the instance cancelled for it */
 } wf_schedule_run_row;
 
+/* A resource of a tenant (migrations/0024_resources.sql): a limit shared
+ * by the definitions of the tenant (engine/resources.h). */
+typedef struct wf_resource_row {
+    char *name; /* chosen by the caller, unique per tenant */
+    char *tenant;
+    int32_t capacity;       /* units held at once at most; 0 = no such limit */
+    int32_t per_key;        /* 1: the limits apply per value of a key */
+    int32_t rate_limit;     /* acquisitions per period at most; 0 = no rate */
+    int64_t rate_period_ms; /* the rate's period; 0 = no rate */
+    int32_t strategy;       /* a wf_resource_strategy */
+    char *created_by;
+    int64_t created_at;
+    int64_t updated_at;
+    /* Row version, as wf_batch_row.version: 1 when inserted. */
+    int64_t version;
+} wf_resource_row;
+
+/* What a work item that needs a full resource does. */
+typedef enum wf_resource_strategy {
+    WF_RESOURCE_QUEUE = 1,         /* waits for a unit */
+    WF_RESOURCE_CANCEL_NEWEST = 2, /* fails with an incident */
+} wf_resource_strategy;
+
 /* A root instance with all its descendants and their live rows, as loaded
  * under the root's lock. Orders are fixed (both stores agree):
  * instances by (created_at, id) with the root first; tasks, jobs and
@@ -1118,6 +1141,32 @@ wf_code wf_store_list_schedules(wf_store *st, const wf_store_ctx *ctx, size_t pa
 wf_code wf_store_claim_schedules(wf_store *st, const wf_store_ctx *ctx, const char *owner,
                                  int64_t now, int64_t lease_ms, size_t limit,
                                  wf_schedule_row **rows, size_t *n, wf_error *err);
+
+/* ---- resources ----------------------------------------------------------
+ *
+ * One row per resource of a tenant, written against its version. */
+
+/* The resource name of ctx->tenant; WF_E_RESOURCE_NOT_FOUND when there is
+ * none (another tenant's included). */
+wf_code wf_store_get_resource(wf_store *st, const wf_store_ctx *ctx, const char *name,
+                              wf_resource_row *out, wf_error *err);
+
+/* in->version 0: inserts in with version 1; a resource of that name is
+ * WF_E_CONFLICT. Otherwise replaces the row in->name when its stored
+ * version is in->version and stores in->version + 1; another version is
+ * WF_E_CONFLICT, a missing row WF_E_RESOURCE_NOT_FOUND. */
+wf_code wf_store_save_resource(wf_store *st, const wf_store_ctx *ctx, const wf_resource_row *in,
+                               wf_error *err);
+
+/* Deletes the resource name; WF_E_RESOURCE_NOT_FOUND when there is none. */
+wf_code wf_store_delete_resource(wf_store *st, const wf_store_ctx *ctx, const char *name,
+                                 wf_error *err);
+
+/* The resources of ctx->tenant, newest first ((created_at, name)
+ * descending). */
+wf_code wf_store_list_resources(wf_store *st, const wf_store_ctx *ctx, size_t page_size,
+                                const char *cursor, wf_resource_row **rows, size_t *n,
+                                char **next_cursor, wf_error *err);
 
 /* Inserts the run of (in->schedule_id, in->nominal_at) in the unit of
  * work; one that exists is WF_E_CONFLICT (that fire time was handled). */

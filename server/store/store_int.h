@@ -160,6 +160,19 @@ typedef struct wf_store_ops {
                                   size_t limit, bool has, int64_t c_num, wf_schedule_run_row **rows,
                                   size_t *n, wf_error *err);
 
+    /* Resources (store.h). */
+    wf_code (*get_resource)(wf_store *st, const wf_store_ctx *ctx, const char *name,
+                            wf_resource_row *out, bool *found, wf_error *err);
+    /* *found false: no row in->name (an update). */
+    wf_code (*save_resource)(wf_store *st, const wf_store_ctx *ctx, const wf_resource_row *in,
+                             bool *found, wf_error *err);
+    wf_code (*delete_resource)(wf_store *st, const wf_store_ctx *ctx, const char *name, bool *found,
+                               wf_error *err);
+    /* Descending: rows strictly before (c_num, c_str) when has. */
+    wf_code (*list_resources)(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has,
+                              int64_t c_num, const char *c_str, wf_resource_row **rows, size_t *n,
+                              wf_error *err);
+
     /* Fan-out of a signal sent to an aggregate (store.h). */
     wf_code (*fanout_targets)(wf_tx *tx, const char *signal_log_id, const char *name,
                               const char *aggregate_type, const char *aggregate_id,
@@ -244,6 +257,7 @@ extern const wf_row_desc wf_store__batch_desc;
 extern const wf_row_desc wf_store__schedule_desc;
 extern const wf_row_desc wf_store__schedule_run_desc;
 extern const wf_row_desc wf_store__delivery_desc;
+extern const wf_row_desc wf_store__resource_desc;
 
 /* Deep-copies src into dst (both of d's type). Strings and blobs go to
  * arena, or to malloc when arena is NULL (release with _row_clear).

@@ -276,6 +276,16 @@ static const wf_field schedule_run_fields[] = {
     I64(wf_schedule_run_row, buffered_at), STR(wf_schedule_run_row, cancelled_instance_id),
 };
 DESC(wf_store__schedule_run_desc, "schedule run", wf_schedule_run_row, schedule_run_fields);
+
+static const wf_field resource_fields[] = {
+    STR(wf_resource_row, name),       STR(wf_resource_row, tenant),
+    I32(wf_resource_row, capacity),   I32(wf_resource_row, per_key),
+    I32(wf_resource_row, rate_limit), I64(wf_resource_row, rate_period_ms),
+    I32(wf_resource_row, strategy),   STR(wf_resource_row, created_by),
+    I64(wf_resource_row, created_at), I64(wf_resource_row, updated_at),
+    I64(wf_resource_row, version),
+};
+DESC(wf_store__resource_desc, "resource", wf_resource_row, resource_fields);
 static const wf_field delivery_fields[] = {
     STR(wf_delivery_row, tenant),
     STR(wf_delivery_row, signal_log_id),

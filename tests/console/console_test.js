@@ -11,7 +11,10 @@
 // incident badge, newest first, and a search by id and by aggregate; a
 // signal fanned out to ten instances shown on one's page with its own
 // delivery and the fan-out's progress; a hostile title shown as text; a POST without the CSRF token refused;
-// pages without a session sent to /login. Over plain HTTP: the
+// pages without a session sent to /login. Signed in through a trusted
+// proxy's identity headers: each role acts within it and is refused (403)
+// beyond it, its buttons not shown; headers from an untrusted source
+// ignored; a session made on one replica used on another. Over plain HTTP: the
 // login throttle, the paths an action sends back to, an unknown batch
 // operation's 404.
 "use strict";
@@ -96,6 +99,9 @@ async function openAccess() {
     const body = await res.text();
     check(res.status === 200 && body.includes("name an actor"), "open access: pages without login");
     check(!body.includes('name="csrf"'), "open access: no action form without an actor");
+    const login = await (await fetch(base + "/login")).text();
+    check(login.includes('name="actor"') && !login.includes('name="tenant"') &&
+          !login.includes('name="api_key"'), "open access: the login asks for the actor only");
     const form = { method: "POST", redirect: "manual",
                    headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: base } };
     let r = await fetch(base + "/task/claim", { ...form, body: "task_id=x&csrf=" });
@@ -194,6 +200,148 @@ async function guards() {
     console.log("FAIL guards: " + (e && e.stack ? e.stack : e));
   } finally {
     await stop(srv, "workflowd (guards)");
+  }
+}
+
+// Sign-in through a trusted proxy, as oauth2-proxy passes the person's
+// identity headers, roles from groups, and sessions across replicas: two
+// servers with one session key (on Postgres, over one database).
+async function sso() {
+  const secret = "proxy-secret-" + process.pid, key = "sso-key-" + process.pid;
+  const sessionKey = "session-key-" + RUN + "-0123456789abcdef0123456789abcdef";
+  const viewers = "readers-" + RUN, ops = "ops-" + RUN, admins = "platform-" + RUN;
+  const queue = "sso-queue-" + RUN;
+  const servers = [];
+  const start = async (name) => {
+    const grpc = "127.0.0.1:" + (await freePort()), port = await freePort();
+    const env = { ...sanitizerEnv(), PATH: process.env.PATH, WF_ENV: "development", WF_ADDR: grpc,
+                  WF_CONSOLE_ADDR: "127.0.0.1:" + port, WF_API_KEYS: key + "=acme",
+                  WF_EXPR_ISOLATION: "inline", WF_LOG_LEVEL: "error",
+                  WF_CONSOLE_SESSION_KEY: sessionKey, WF_CONSOLE_PROXY_SECRET: secret,
+                  WF_CONSOLE_PROXY_ADDRS: "127.0.0.1, ::1",
+                  WF_CONSOLE_ROLE_MAP: `${viewers}=viewer,${ops}=operator,${admins}=admin`,
+                  WF_CONSOLE_GROUP_TENANTS: `${viewers}=acme,${ops}=acme,${admins}=acme` };
+    if (STORE === "pg") env.DATABASE_URL = process.env.WF_TEST_PG_DSN;
+    const s = { name, grpc, base: "http://127.0.0.1:" + port,
+                srv: spawn(SERVER, [], { env, stdio: ["ignore", "ignore", "ignore"] }) };
+    servers.push(s);
+    await waitFor(() => fetch(s.base + "/login"), name + "'s console", 30000);
+    return s;
+  };
+  const wfs = (s, args, actor) => execFileSync(WFCTL, ["--addr", s.grpc, "--key", key, "--json",
+    "--actor", actor].concat(args), { encoding: "utf8" }).trim().split("\n").filter(Boolean)
+    .map((l) => JSON.parse(l));
+  const claimedBy = (s, id) => { const t = wfs(s, ["task", id], "seed")[0]; const v = t.task || t;
+                                 return v.claimedBy || v.claimed_by || ""; };
+  const ident = (email, groups, sec = secret) => ({
+    "X-Console-Proxy-Secret": sec, "X-Forwarded-User": "someone", "X-Forwarded-Email": email,
+    "X-Forwarded-Groups": groups });
+  const csrfOf = (html) => (/name="csrf" value="([0-9a-f]+)"/.exec(html) || [])[1];
+  const cookieOf = (res) => (res.headers.get("set-cookie") || "").split(";")[0];
+  const post = (s, path, body, headers) => fetch(s.base + path, {
+    method: "POST", redirect: "manual", body: new URLSearchParams(body).toString(),
+    headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: s.base, ...headers } });
+  let browser;
+  try {
+    const A = await start("replica A"), B = await start("replica B");
+    const parent = wfs(A, ["start", "sso-" + RUN], "seed")[0].instance.id;
+    const task = (title) => wfs(A, ["assign", "--parent", parent, "--title", title, "--group", queue],
+                                "seed")[0].tasks[0].id;
+    const t1 = task("First"), t2 = task("Second"), t3 = task("Third");
+    const inbox = "/inbox?group=" + queue;
+
+    // An operator signed in by the proxy: no login, their email (escaped)
+    // as the actor, Claim shown and used, no batch form.
+    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true,
+      args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+    const page = await browser.newPage();
+    let dialogs = 0;
+    page.on("dialog", async (d) => { dialogs++; await d.dismiss(); });
+    const OPERATOR = "<b>op</b><img src=x onerror=alert(1)>+" + RUN + "@example.com";
+    await page.setExtraHTTPHeaders(ident(OPERATOR, "unrelated, " + ops));
+    await page.goto(A.base + inbox);
+    check(new URL(page.url()).pathname === "/inbox", "sso: the proxy's person needs no login");
+    check(await page.$eval("#actor", (e) => e.textContent) === OPERATOR &&
+          (await page.$("#actor b, #actor img")) === null,
+          "sso: the person's email is shown as text");
+    check(await page.$eval("#role", (e) => e.textContent) === "operator", "sso: the role of the group");
+    await page.screenshot({ path: path.join(SHOTS, "sso-operator.png"), fullPage: true });
+    await Promise.all([page.waitForNavigation(),
+                       page.click(`tr[data-task="${t1}"] button.claim`)]);
+    check(claimedBy(A, t1) === OPERATOR, "sso: the operator's claim is recorded as their email");
+    check(dialogs === 0, "sso: no script ran from the email");
+    await page.goto(A.base + "/batches");
+    check((await page.$('form[action="/batch/preview"]')) === null,
+          "sso: an operator is shown no batch form");
+    const opCookie = (await page.cookies()).find((k) => k.name === "wf_console");
+    const opHeaders = { ...ident(OPERATOR, ops), Cookie: "wf_console=" + opCookie.value };
+    const opCsrf = csrfOf(await (await fetch(A.base + "/batches", { headers: opHeaders })).text());
+    let r = await post(A, "/batch/cancel", { csrf: opCsrf, id: parent, back: "/batches" }, opHeaders);
+    const refusal = await r.text();
+    check(r.status === 403 && refusal.includes("needs the role admin"),
+          "sso: an operator's batch cancel is refused with 403 (" + r.status + ")");
+
+    // A viewer sees no Claim, and a claim they post is refused.
+    r = await fetch(A.base + inbox, { headers: ident("viewer@example.com", viewers) });
+    let html = await r.text();
+    const vHeaders = { ...ident("viewer@example.com", viewers), Cookie: cookieOf(r) };
+    check(r.status === 200 && html.includes(t2) && !html.includes('class="claim"'),
+          "sso: a viewer sees the tasks without Claim");
+    r = await post(A, "/task/claim", { csrf: csrfOf(html), task_id: t2, back: inbox }, vHeaders);
+    check(r.status === 403 && (await r.text()).includes("needs the role operator"),
+          "sso: a viewer's claim is refused with 403 (" + r.status + ")");
+    check(claimedBy(A, t2) === "", "sso: the refused claim changed nothing");
+
+    // An admin is shown the batch form; a person of no mapped group is refused.
+    r = await fetch(A.base + "/batches", { headers: ident("root@example.com", "x," + admins) });
+    check(r.status === 200 && (await r.text()).includes('action="/batch/preview"'),
+          "sso: an admin is shown the batch form");
+    r = await fetch(A.base + "/instances", { headers: ident("nobody@example.com", "strangers") });
+    check(r.status === 403 && (await r.text()).includes("none of your groups"),
+          "sso: a person of no mapped group gets 403");
+
+    // Headers from an untrusted source are ignored: a wrong or no secret
+    // is sent to the login, and so is the proxy's session without it.
+    r = await fetch(A.base + "/instances", { redirect: "manual", headers: ident("x@example.com", admins, "guess") });
+    check(r.status === 303 && r.headers.get("location") === "/login" && !r.headers.get("set-cookie"),
+          "sso: identity headers with a wrong secret are ignored");
+    const noSecret = ident("x@example.com", admins);
+    delete noSecret["X-Console-Proxy-Secret"];
+    r = await fetch(A.base + "/instances", { redirect: "manual", headers: noSecret });
+    check(r.status === 303 && r.headers.get("location") === "/login",
+          "sso: identity headers without the secret are ignored");
+    r = await fetch(A.base + "/instances", { redirect: "manual",
+                                             headers: { Cookie: "wf_console=" + opCookie.value } });
+    check(r.status === 303 && r.headers.get("location") === "/login",
+          "sso: the proxy's session is not honoured without the proxy");
+    await page.setExtraHTTPHeaders(ident(OPERATOR, ops, "guess"));
+    await page.goto(A.base + "/instances");
+    check(new URL(page.url()).pathname === "/login", "sso: the browser with a wrong secret gets the login");
+
+    // Across replicas: the proxy's session of A is B's too (no new
+    // cookie), and a key login on A acts on B with A's CSRF token.
+    r = await fetch(B.base + inbox, { headers: opHeaders });
+    check(r.status === 200 && !r.headers.get("set-cookie") && csrfOf(await r.text()) === opCsrf,
+          "sso: replica B reads A's session and derives its CSRF token");
+    r = await post(A, "/login", { api_key: key, actor: "kate" });
+    const kate = cookieOf(r);
+    check(r.status === 303 && kate.startsWith("wf_console="), "replicas: a key login on A");
+    const kCsrf = csrfOf(await (await fetch(A.base + inbox, { headers: { Cookie: kate } })).text());
+    html = await (await fetch(B.base + inbox, { headers: { Cookie: kate } })).text();
+    check(html.includes('id="actor">kate<') && csrfOf(html) === kCsrf,
+          "replicas: B serves A's session (actor, CSRF token)");
+    if (STORE === "pg") {
+      r = await post(B, "/task/claim", { csrf: kCsrf, task_id: t3, back: inbox }, { Cookie: kate });
+      check(r.status === 303 && r.headers.get("location") === inbox,
+            "replicas: a claim posted to B with A's session (" + r.status + ")");
+      check(claimedBy(A, t3) === "kate", "replicas: the claim made on B is seen on A");
+    }
+  } catch (e) {
+    failed++;
+    console.log("FAIL sso: " + (e && e.stack ? e.stack : e));
+  } finally {
+    if (browser) await browser.close();
+    for (const s of servers) await stop(s.srv, "workflowd (" + s.name + ")");
   }
 }
 
@@ -697,6 +845,7 @@ async function main() {
     if (browser) await browser.close();
     await stop(srv, "workflowd");
   }
+  await sso();
   if (STORE === "memory") {
     await openAccess();
     await guards();

@@ -557,41 +557,36 @@ slowest_get(const char *id)
     return worst;
 }
 
-WF_TEST(test_a_thousand_waiting_calls)
+/* n AwaitInstance calls of instance id until it ends, spread over the
+ * clients cs[0..nc), each running once this returns. */
+static void
+open_waiters(wf_client_stream **s, int n, wf_client **cs, int nc, const char *id)
 {
-    const char *key = two_tasks();
-    Workflow__V1__Instance *in = start_boss(key, NULL);
-    wf_client *cs[CLIENTS];
-    for (int i = 0; i < CLIENTS; i++)
-        cs[i] = wf_test_client(&ts, NULL, NULL, NULL);
     Workflow__V1__AwaitInstanceRequest req = WORKFLOW__V1__AWAIT_INSTANCE_REQUEST__INIT;
-    req.instance_id = (char *)in->id;
+    req.instance_id = (char *)id;
     req.until = until(COND_ENDED, NULL);
     req.timeout = timeout_of(60000);
-    long before = rss_kib();
     long long taken = started_calls("AwaitInstance");
-    static wf_client_stream *s[WAITERS];
     wf_client_call_opts o = {.timeout_ms = 90000};
-    for (int i = 0; i < WAITERS; i++) {
-        s[i] = wf_client_stream_open(cs[i % CLIENTS], SVC "AwaitInstance", &req.base, &o);
+    for (int i = 0; i < n; i++) {
+        s[i] = wf_client_stream_open(cs[i % nc], SVC "AwaitInstance", &req.base, &o);
         ck_assert_ptr_nonnull(s[i]);
     }
-    await_started("AwaitInstance", taken + WAITERS);
-    long after = rss_kib();
-    printf("a thousand waiting calls: RSS %+ld KiB (%.1f KiB a call, client and server)\n",
-           after - before, (double)(after - before) / WAITERS);
-    /* The server's threads are free: other calls answer promptly. */
-    int64_t worst = slowest_get(in->id);
-    ck_assert_msg(worst < 1000 * wf_test_time_scale_now(), "GetInstance took %lld ms",
-                  (long long)worst);
-    /* The instance ends: every waiter answers with its view. */
+    await_started("AwaitInstance", taken + n);
+}
+
+/* Cancels instance id: each of the n waiters answers with its view,
+ * CANCELLED, not timed out. */
+static void
+cancel_and_answer(const char *id, wf_client_stream **s, int n)
+{
     Workflow__V1__CancelInstanceRequest creq = WORKFLOW__V1__CANCEL_INSTANCE_REQUEST__INIT;
-    creq.instance_id = (char *)in->id;
+    creq.instance_id = (char *)id;
     wf_client_status st;
     call(as("boss"), "CancelInstance", &creq, &workflow__v1__cancel_instance_response__descriptor,
          &st);
     ck_ok(st);
-    for (int i = 0; i < WAITERS; i++) {
+    for (int i = 0; i < n; i++) {
         ProtobufCMessage *m = NULL;
         ck_assert_int_eq(wf_client_stream_next(
                              s[i], &workflow__v1__await_instance_response__descriptor, &m, &st),
@@ -602,6 +597,27 @@ WF_TEST(test_a_thousand_waiting_calls)
         protobuf_c_message_free_unpacked(m, NULL);
         wf_client_stream_close(s[i]);
     }
+}
+
+WF_TEST(test_a_thousand_waiting_calls)
+{
+    const char *key = two_tasks();
+    Workflow__V1__Instance *in = start_boss(key, NULL);
+    wf_client *cs[CLIENTS];
+    for (int i = 0; i < CLIENTS; i++)
+        cs[i] = wf_test_client(&ts, NULL, NULL, NULL);
+    long before = rss_kib();
+    static wf_client_stream *s[WAITERS];
+    open_waiters(s, WAITERS, cs, CLIENTS, in->id);
+    long after = rss_kib();
+    printf("a thousand waiting calls: RSS %+ld KiB (%.1f KiB a call, client and server)\n",
+           after - before, (double)(after - before) / WAITERS);
+    /* The server's threads are free: other calls answer promptly. */
+    int64_t worst = slowest_get(in->id);
+    ck_assert_msg(worst < 1000 * wf_test_time_scale_now(), "GetInstance took %lld ms",
+                  (long long)worst);
+    /* The instance ends: every waiter answers with its view. */
+    cancel_and_answer(in->id, s, WAITERS);
     for (int i = 0; i < CLIENTS; i++)
         wf_client_free(cs[i]);
 }
@@ -618,37 +634,12 @@ WF_TEST(test_waiters_sleep_through_other_roots)
     const char *key = two_tasks();
     Workflow__V1__Instance *in = start_boss(key, NULL);
     wf_client *c = wf_test_client(&ts, NULL, NULL, NULL);
-    Workflow__V1__AwaitInstanceRequest req = WORKFLOW__V1__AWAIT_INSTANCE_REQUEST__INIT;
-    req.instance_id = (char *)in->id;
-    req.until = until(COND_ENDED, NULL);
-    req.timeout = timeout_of(60000);
-    long long taken = started_calls("AwaitInstance");
     static wf_client_stream *s[N];
-    wf_client_call_opts o = {.timeout_ms = 90000};
-    for (int i = 0; i < N; i++) {
-        s[i] = wf_client_stream_open(c, SVC "AwaitInstance", &req.base, &o);
-        ck_assert_ptr_nonnull(s[i]);
-    }
-    await_started("AwaitInstance", taken + N);
+    open_waiters(s, N, &c, 1, in->id);
     uint64_t before = __atomic_load_n(&ts.app.await_wakeups, __ATOMIC_RELAXED);
     for (int i = 0; i < OTHERS; i++)
         ck_assert_ptr_nonnull(start_boss(key, NULL));
-    Workflow__V1__CancelInstanceRequest creq = WORKFLOW__V1__CANCEL_INSTANCE_REQUEST__INIT;
-    creq.instance_id = (char *)in->id;
-    wf_client_status st;
-    call(as("boss"), "CancelInstance", &creq, &workflow__v1__cancel_instance_response__descriptor,
-         &st);
-    ck_ok(st);
-    for (int i = 0; i < N; i++) {
-        ProtobufCMessage *m = NULL;
-        ck_assert_int_eq(wf_client_stream_next(
-                             s[i], &workflow__v1__await_instance_response__descriptor, &m, &st),
-                         1);
-        ck_assert_int_eq(((Workflow__V1__AwaitInstanceResponse *)m)->view->instance->status,
-                         I_CANCELLED);
-        protobuf_c_message_free_unpacked(m, NULL);
-        wf_client_stream_close(s[i]);
-    }
+    cancel_and_answer(in->id, s, N);
     uint64_t woken = __atomic_load_n(&ts.app.await_wakeups, __ATOMIC_RELAXED) - before;
     printf("%d waiters, %d commits on other roots: %llu wake-ups\n", N, OTHERS,
            (unsigned long long)woken);

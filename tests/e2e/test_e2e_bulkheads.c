@@ -59,21 +59,6 @@ setup_ones(void)
     setup_with(env);
 }
 
-/* s -> go (silent) -> e: no expression at all. */
-static char *
-deploy_plain(void)
-{
-    char *key = u("plain");
-    nb *n = net_new(key);
-    place(n, "s", START);
-    place(n, "e", END);
-    trans(n, "go", T_AUTO);
-    arc(n, "s", "go");
-    arc(n, "go", "e");
-    ck_assert_uint_eq(deploy(n)->n_errors, 0);
-    return key;
-}
-
 /* The value of metadata key in st ("" when absent). */
 static const char *
 metadata_of(const wf_client_status *st, const char *key)

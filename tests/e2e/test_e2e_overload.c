@@ -359,21 +359,6 @@ setup_four(void)
     setup_with(env);
 }
 
-/* s -> go (silent) -> e: no expression at all. */
-static char *
-deploy_plain(void)
-{
-    char *key = u("plain");
-    nb *n = net_new(key);
-    place(n, "s", START);
-    place(n, "e", END);
-    trans(n, "go", T_AUTO);
-    arc(n, "s", "go");
-    arc(n, "go", "e");
-    ck_assert_uint_eq(deploy(n)->n_errors, 0);
-    return key;
-}
-
 WF_CASE_TEST("expression_queue", test_a_full_expression_queue_refuses_at_once)
 {
     /* On the memory store too: a unit of work lets the store's lock go

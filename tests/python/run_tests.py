@@ -2574,6 +2574,71 @@ class SchedulePgTests(ScheduleTests):
         return start_server(cls, "schedules-pg", DATABASE_URL=dsn)
 
 
+class ResourceTests(WorkflowTestCase):
+    """Resources as a generated client declares them: a keyed capacity and
+    a rate, read back, listed page by page, updated and deleted. Runs on
+    the memory store; ResourcePgTests runs it on Postgres."""
+
+    @classmethod
+    def start_resource_server(cls):
+        return start_server(cls, "resources-memory")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = cls.start_resource_server()
+        cls.wf = cls.srv.workflow()
+
+    def ok(self, outcome):
+        self.assertEqual(outcome.code, SC.OK, "unexpected outcome %r" % outcome)
+        return outcome.response
+
+    def test_declare_list_update_delete(self):
+        tenant = "py-res-" + uuid.uuid4().hex[:8]
+        charges = wf_pb2.DeclareResourceRequest(name="charges", capacity=2, per_key=True,
+                                                request_id="declare-charges")
+        first = self.ok(invoke(self.wf.DeclareResource, charges, md(tenant=tenant, actor="ops")))
+        self.assertTrue(first.created)
+        self.assertEqual(first.resource.strategy, wf_pb2.RESOURCE_STRATEGY_QUEUE)
+        again = self.ok(invoke(self.wf.DeclareResource, charges, md(tenant=tenant, actor="ops")))
+        self.assertEqual(again, first)  # replayed under its request id
+        rate = wf_pb2.ResourceRate(limit=100)
+        rate.period.FromSeconds(60)
+        self.ok(invoke(self.wf.DeclareResource, wf_pb2.DeclareResourceRequest(
+            name="carrier.api", rate=rate), md(tenant=tenant, actor="ops")))
+        got = self.ok(invoke(self.wf.GetResource, wf_pb2.GetResourceRequest(name="carrier.api"),
+                             md(tenant=tenant))).resource
+        self.assertEqual((got.rate.limit, got.rate.period.seconds), (100, 60))
+        names, token = [], ""
+        for _ in range(10):
+            page = self.ok(invoke(self.wf.ListResources, wf_pb2.ListResourcesRequest(
+                page_size=1, page_token=token), md(tenant=tenant)))
+            names.extend(r.name for r in page.resources)
+            token = page.next_page_token
+            if not token:
+                break
+        self.assertEqual(sorted(names), ["carrier.api", "charges"])
+        updated = self.ok(invoke(self.wf.UpdateResource, wf_pb2.UpdateResourceRequest(
+            name="charges", capacity=1, per_key=True), md(tenant=tenant, actor="ops"))).resource
+        self.assertEqual((updated.capacity, updated.version), (1, 2))
+        self.assert_error(invoke(self.wf.DeclareResource, wf_pb2.DeclareResourceRequest(
+            name="no rate", capacity=1), md(tenant=tenant, actor="ops")),
+            SC.INVALID_ARGUMENT, "INVALID_ARGUMENT")
+        self.ok(invoke(self.wf.DeleteResource, wf_pb2.DeleteResourceRequest(name="charges"),
+                       md(tenant=tenant, actor="ops")))
+        self.assert_error(invoke(self.wf.GetResource, wf_pb2.GetResourceRequest(name="charges"),
+                                 md(tenant=tenant)), SC.NOT_FOUND, "RESOURCE_NOT_FOUND")
+
+
+class ResourcePgTests(ResourceTests):
+    """ResourceTests against a server on Postgres; skipped without
+    WF_TEST_PG_DSN."""
+
+    @classmethod
+    def start_resource_server(cls):
+        dsn = pg_dsn_or_skip("ResourceTests")
+        return start_server(cls, "resources-pg", DATABASE_URL=dsn)
+
+
 class CorrelateOrStartTests(WorkflowTestCase):
     """SendSignal with start, as a webhook handler with a generated client
     writes it: one call per delivery, no check-then-start race in the

@@ -1777,6 +1777,63 @@ WF_CASE_TEST("contract", test_schedule_runs_unique_and_listed)
 }
 END_TEST
 
+/* A resource is inserted at version 1 and read back field by field,
+ * invisible to another tenant; a second insert of the name and an update
+ * of another version are CONFLICT; an update or a delete of a missing
+ * one is RESOURCE_NOT_FOUND; listing is newest first. */
+WF_CASE_TEST("contract", test_resource_versions_and_listing)
+{
+    wf_resource_row r = {.name = S("charges"),
+                         .capacity = 2,
+                         .per_key = 1,
+                         .rate_limit = 10,
+                         .rate_period_ms = 60000,
+                         .strategy = WF_RESOURCE_QUEUE,
+                         .created_by = S("ops"),
+                         .created_at = T0,
+                         .updated_at = T0};
+    wf_error err = {0};
+    ck_assert_int_eq(wf_store_save_resource(st, &ctx, &r, &err), WF_OK);
+    ck_assert_int_eq(wf_store_save_resource(st, &ctx, &r, &err), WF_E_CONFLICT);
+    wf_resource_row got;
+    ck_assert_int_eq(wf_store_get_resource(st, &ctx, "charges", &got, &err), WF_OK);
+    r.tenant = S("t1");
+    r.version = 1;
+    ASSERT_ROW_EQ(wf_store__resource_desc, &r, &got);
+    wf_store_ctx c2 = {"t2", 0, arena};
+    ck_assert_int_eq(wf_store_get_resource(st, &c2, "charges", &got, &err),
+                     WF_E_RESOURCE_NOT_FOUND);
+
+    got.capacity = 3;
+    ck_assert_int_eq(wf_store_save_resource(st, &ctx, &got, &err), WF_OK);
+    ck_assert_int_eq(wf_store_save_resource(st, &ctx, &got, &err), WF_E_CONFLICT);
+    ck_assert_int_eq(wf_store_get_resource(st, &ctx, "charges", &got, &err), WF_OK);
+    ck_assert_int_eq(got.version, 2);
+    ck_assert_int_eq(got.capacity, 3);
+    wf_resource_row none = {.name = S("nope"), .capacity = 1, .version = 1};
+    ck_assert_int_eq(wf_store_save_resource(st, &ctx, &none, &err), WF_E_RESOURCE_NOT_FOUND);
+
+    wf_resource_row later = {.name = S("carrier"), .capacity = 1, .created_at = T0 + 1};
+    ck_assert_int_eq(wf_store_save_resource(st, &ctx, &later, &err), WF_OK);
+    wf_resource_row *list;
+    size_t n = 0;
+    char *next = NULL;
+    ck_assert_int_eq(wf_store_list_resources(st, &ctx, 1, NULL, &list, &n, &next, &err), WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(list[0].name, "carrier");
+    ck_assert_ptr_nonnull(next);
+    ck_assert_int_eq(wf_store_list_resources(st, &ctx, 1, next, &list, &n, &next, &err), WF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(list[0].name, "charges");
+    ck_assert_ptr_null(next);
+
+    ck_assert_int_eq(wf_store_delete_resource(st, &ctx, "charges", &err), WF_OK);
+    ck_assert_int_eq(wf_store_delete_resource(st, &ctx, "charges", &err), WF_E_RESOURCE_NOT_FOUND);
+    ck_assert_int_eq(wf_store_list_resources(st, &c2, 10, NULL, &list, &n, &next, &err), WF_OK);
+    ck_assert_uint_eq(n, 0);
+}
+END_TEST
+
 /* Settles the run r (its BUFFERED row) in a unit of work of its own. */
 static wf_code
 settle_run(const wf_store_ctx *c, const wf_schedule_run_row *r, wf_error *err)

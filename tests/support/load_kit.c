@@ -94,6 +94,20 @@ deploy_slow(void)
     return key;
 }
 
+char *
+deploy_plain(void)
+{
+    char *key = u("plain");
+    nb *n = net_new(key);
+    place(n, "s", START);
+    place(n, "e", END);
+    trans(n, "go", T_AUTO);
+    arc(n, "s", "go");
+    arc(n, "go", "e");
+    ck_assert_uint_eq(deploy(n)->n_errors, 0);
+    return key;
+}
+
 /* ---- raw definitions ------------------------------------------------------------------------ */
 
 static Workflow__V1__Definition *

@@ -40,6 +40,10 @@ char *slow_vars(wf_arena *a, int n);
  * evaluates the guard in the call. */
 char *deploy_slow(void);
 
+/* Deploys s -> go (silent) -> e, no expression at all, under a key unique
+ * to the run. */
+char *deploy_plain(void);
+
 /* s -> go (silent) -> [.x > salt+i] m<i> -> fin (silent) -> e for i <
  * nguards, and a default arc go -> e: nguards guards no cache has seen when
  * salt is new. In a. */

@@ -493,6 +493,27 @@ class CommandTests(ServerTests):
         r = wfctl(self.srv, "watch", "--from-start", "--after", "1", "--follow")
         self.assertEqual(r.returncode, 2, r.stderr)
 
+    def test_resource_commands(self):
+        name = "charges-" + uuid.uuid4().hex[:6]
+        out = self.run_ok("resource", "declare", name, "--capacity", "2", "--per-key", actor="dev")
+        self.assertIn("QUEUE", out)
+        got = json.loads(self.run_ok("--json", "resource", "get", name))["resource"]
+        self.assertEqual(got["capacity"], 2)
+        self.assertTrue(got["per_key"])
+        out = self.run_ok("resource", "update", name, "--rate", "100", "--period", "1m",
+                          "--strategy", "cancel-newest", actor="dev")
+        self.assertIn("100 per 1m", out)
+        self.assertIn("CANCEL_NEWEST", out)
+        self.assertIn(name, self.run_ok("resources"))
+        # Refusals: the reason is printed and the exit status is 1.
+        r = wfctl(self.srv, "resource", "declare", "bad name", "--capacity", "1", actor="dev")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("INVALID_ARGUMENT", r.stderr)
+        self.assertEqual(self.run_ok("resource", "delete", name, actor="dev").strip(), "ok")
+        r = wfctl(self.srv, "resource", "get", name)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("RESOURCE_NOT_FOUND", r.stderr)
+
     def test_schedule_commands(self):
         key = "sched-" + uuid.uuid4().hex[:6]
         self.job_definition(key, "t-" + key)

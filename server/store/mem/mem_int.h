@@ -59,7 +59,7 @@ typedef struct mem_store {
     mem_tx *paused;        /* transactions paused with roots locked */
     pthread_cond_t unheld; /* broadcast when a paused transaction ends */
     mtable defs, insts, tasks, tokens, work_items, jobs, timers, subs, signals, idem, batches,
-        schedules, schedule_runs, deliveries;
+        schedules, schedule_runs, deliveries, resources;
     wf_event_row *events; /* in sequence order */
     size_t n_events, cap_events;
     int64_t last_seq;
@@ -240,6 +240,17 @@ wf_code wf_store_mem__list_batches(wf_store *st, const wf_store_ctx *ctx, size_t
 wf_code wf_store_mem__claim_batches(wf_store *st, const wf_store_ctx *ctx, const char *owner,
                                     int64_t now, int64_t lease_ms, size_t limit,
                                     wf_batch_row **rows, size_t *n, wf_error *err);
+
+/* mem/resources.c: the resources of each tenant */
+wf_code wf_store_mem__get_resource(wf_store *st, const wf_store_ctx *ctx, const char *name,
+                                   wf_resource_row *out, bool *found, wf_error *err);
+wf_code wf_store_mem__save_resource(wf_store *st, const wf_store_ctx *ctx,
+                                    const wf_resource_row *in, bool *found, wf_error *err);
+wf_code wf_store_mem__delete_resource(wf_store *st, const wf_store_ctx *ctx, const char *name,
+                                      bool *found, wf_error *err);
+wf_code wf_store_mem__list_resources(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has,
+                                     int64_t c_num, const char *c_str, wf_resource_row **rows,
+                                     size_t *n, wf_error *err);
 
 /* mem/schedules.c: schedules and their runs */
 wf_code wf_store_mem__put_schedule(wf_tx *t, const wf_schedule_row *in, wf_error *err);

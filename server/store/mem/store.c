@@ -397,9 +397,9 @@ static void
 mem_destroy(wf_store *st)
 {
     mem_store *m = (mem_store *)st;
-    mtable *all[] = {&m->defs,    &m->insts,     &m->tasks,         &m->tokens,    &m->work_items,
-                     &m->jobs,    &m->timers,    &m->subs,          &m->signals,   &m->idem,
-                     &m->batches, &m->schedules, &m->schedule_runs, &m->deliveries};
+    mtable *all[] = {&m->defs,    &m->insts,     &m->tasks,         &m->tokens,     &m->work_items,
+                     &m->jobs,    &m->timers,    &m->subs,          &m->signals,    &m->idem,
+                     &m->batches, &m->schedules, &m->schedule_runs, &m->deliveries, &m->resources};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         mt_clear(all[i]);
     for (size_t i = 0; i < m->n_events; i++)
@@ -480,6 +480,10 @@ static const wf_store_ops mem_ops = {
     .put_schedule_run = wf_store_mem__put_schedule_run,
     .settle_schedule_run = wf_store_mem__settle_schedule_run,
     .list_schedule_runs = wf_store_mem__list_schedule_runs,
+    .get_resource = wf_store_mem__get_resource,
+    .save_resource = wf_store_mem__save_resource,
+    .delete_resource = wf_store_mem__delete_resource,
+    .list_resources = wf_store_mem__list_resources,
     .fanout_targets = wf_store_mem__fanout_targets,
     .take_delivery = wf_store_mem__take_delivery,
     .pending_deliveries = wf_store_mem__pending_deliveries,
@@ -518,5 +522,6 @@ wf_store_mem_new(wf_error *err)
     m->schedules.d = &wf_store__schedule_desc;
     m->schedule_runs.d = &wf_store__schedule_run_desc;
     m->deliveries.d = &wf_store__delivery_desc;
+    m->resources.d = &wf_store__resource_desc;
     return &m->base;
 }

@@ -121,6 +121,11 @@ enum {
     S_PUT_SCHEDULE_RUN,
     S_SETTLE_SCHEDULE_RUN,
     S_LIST_SCHEDULE_RUNS,
+    S_GET_RESOURCE,
+    S_PUT_RESOURCE,
+    S_UPDATE_RESOURCE,
+    S_DELETE_RESOURCE,
+    S_LIST_RESOURCES,
     S_FANOUT_TARGETS,
     S_TAKE_DELIVERY,
     S_GET_SIGNAL,
@@ -393,6 +398,16 @@ wf_code wf_store_pg__list_schedule_runs(wf_store *st, const wf_store_ctx *ctx,
                                         const char *schedule_id, size_t limit, bool has,
                                         int64_t c_num, wf_schedule_run_row **rows, size_t *n,
                                         wf_error *err);
+/* pg/resources.c: the resources of each tenant */
+wf_code wf_store_pg__get_resource(wf_store *st, const wf_store_ctx *ctx, const char *name,
+                                  wf_resource_row *out, bool *found, wf_error *err);
+wf_code wf_store_pg__save_resource(wf_store *st, const wf_store_ctx *ctx, const wf_resource_row *in,
+                                   bool *found, wf_error *err);
+wf_code wf_store_pg__delete_resource(wf_store *st, const wf_store_ctx *ctx, const char *name,
+                                     bool *found, wf_error *err);
+wf_code wf_store_pg__list_resources(wf_store *st, const wf_store_ctx *ctx, size_t limit, bool has,
+                                    int64_t c_num, const char *c_str, wf_resource_row **rows,
+                                    size_t *n, wf_error *err);
 /* fanout.c: the fan-out of a signal sent to an aggregate */
 wf_code wf_store_pg__fanout_targets(wf_tx *t, const char *log_id, const char *name,
                                     const char *agg_type, const char *agg_id, int64_t before_at,

@@ -54,6 +54,9 @@
     "spec_json, overlap, catchup_window_ms, pause_after_failures, state, pause_reason, note, "     \
     "next_fire_at, due_at, last_instance_id, failures, created_by, lease_owner, lease_until, "     \
     "created_at, updated_at, version, buffered_at"
+#define COLS_RESOURCES                                                                             \
+    "name, tenant_id, capacity, per_key, rate_limit, rate_period_ms, strategy, created_by, "       \
+    "created_at, updated_at, version"
 #define COLS_SCHEDULE_RUNS                                                                         \
     "schedule_id, tenant_id, nominal_at, actual_at, outcome, manual, instance_id, detail, "        \
     "buffered_at, cancelled_instance_id"
@@ -984,6 +987,33 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
                               "$1 AND schedule_id = $2 AND nominal_at < $3 "
                               "ORDER BY nominal_at DESC LIMIT $4",
                               "schedule run"},
+    [S_GET_RESOURCE] = {"get_resource",
+                        "SELECT " COLS_RESOURCES
+                        " FROM resources WHERE tenant_id = $1 AND name = $2",
+                        "resource"},
+    /* A name declared meanwhile is a unique violation: WF_E_CONFLICT. */
+    [S_PUT_RESOURCE] = {"put_resource",
+                        "INSERT INTO resources (" COLS_RESOURCES ") VALUES ($1, $2, $3, $4, $5, "
+                        "$6, $7, $8, $9, $10, 1)",
+                        "resource"},
+    /* As update_schedule: the second column tells a missing row from
+     * another version. */
+    [S_UPDATE_RESOURCE] =
+        {"update_resource",
+         "WITH u AS (UPDATE resources SET capacity = $3, per_key = $4, rate_limit = $5, "
+         "rate_period_ms = $6, strategy = $7, created_by = $8, created_at = $9, "
+         "updated_at = $10, version = $11 + 1 "
+         "WHERE tenant_id = $2 AND name = $1 AND version = $11 RETURNING 1) "
+         "SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM resources WHERE tenant_id = $2 "
+         "AND name = $1)",
+         "resource"},
+    [S_DELETE_RESOURCE] = {"delete_resource",
+                           "DELETE FROM resources WHERE tenant_id = $1 AND name = $2", "resource"},
+    [S_LIST_RESOURCES] = {"list_resources",
+                          "SELECT " COLS_RESOURCES " FROM resources WHERE tenant_id = $1 AND "
+                          "(created_at, name) < ($2::bigint, $3::text) "
+                          "ORDER BY created_at DESC, name DESC LIMIT $4",
+                          "resource"},
     /* The fan-out of a signal sent to an aggregate (migrations/0016), under
      * its correlation lock: $1 tenant, $2 name, $3/$4 aggregate, $5 the
      * signal's log id, $6 now, $7 page, ($8, $9) the QUEUED bound, $10 the
