@@ -316,6 +316,17 @@ transition_spec(const Workflow__V1__Transition *t)
         ADD("signal %s (%s)", t->signal_name,
             t->correlation ? EN(correlation, t->correlation) : "INSTANCE");
         break;
+    case WORKFLOW__V1__TRIGGER__TRIGGER_CALL:
+        ADD("calls %s", t->call_definition_key);
+        if (t->call_version > 0)
+            ADD(" version %d", t->call_version);
+        else
+            ADD(" (newest)");
+        if (t->call_input_expression[0] != '\0')
+            ADD(", input `%s`", t->call_input_expression);
+        if (t->call_output_expression[0] != '\0')
+            ADD(", output `%s`", t->call_output_expression);
+        break;
     default:
         break;
     }
@@ -1142,6 +1153,17 @@ print_show(const ProtobufCMessage *m)
             table_row((const char *const[]){
                 f->transition_id, mode, f->sequential ? "sequential" : "parallel",
                 fmt("%d of %d needed", f->completed, f->required), fmt("%d", f->total)});
+        }
+        table_flush();
+    }
+    if (r->n_calls > 0) {
+        section("calls", r->n_calls);
+        table_begin(2, 4, (const char *const[]){"ID", "TRANSITION", "DEFINITION", "STATUS"});
+        for (size_t i = 0; i < r->n_calls; i++) {
+            const Workflow__V1__InstanceCall *c = r->calls[i];
+            table_row((const char *const[]){c->instance_id, c->transition_id,
+                                            fmt("%s@%d", c->definition_key, c->definition_version),
+                                            EN(instance_status, c->status)});
         }
         table_flush();
     }

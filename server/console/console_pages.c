@@ -355,6 +355,26 @@ instance_rows(wf_console__ctx *x, Workflow__V1__Instance *const *v, size_t n, co
     P("</table>\n");
 }
 
+/* The calls of CALL transitions: each child linked, every value escaped. */
+static void
+call_rows(wf_console__ctx *x, Workflow__V1__InstanceCall *const *v, size_t n)
+{
+    P("<table id=\"calls\"><tr><th>Id</th><th>Transition</th><th>Definition</th>"
+      "<th>Status</th></tr>\n");
+    for (size_t i = 0; i < n; i++) {
+        P("<tr><td>");
+        link_instance(x, v[i]->instance_id);
+        P("</td><td>");
+        E(v[i]->transition_id);
+        P("</td><td>");
+        E(v[i]->definition_key);
+        fprintf(x->out, " v%d</td><td>", v[i]->definition_version);
+        wf_console__enum(x->out, &workflow__v1__instance_status__descriptor, (int)v[i]->status);
+        P("</td></tr>\n");
+    }
+    P("</table>\n");
+}
+
 /* The search by id: the one instance of the tenant with that id (a root or
  * a child), as a row of the list, or its refusal (INSTANCE_NOT_FOUND). */
 static void
@@ -917,6 +937,12 @@ wf_console__instance(wf_console__ctx *x)
     P("</section>\n");
 
     signal_log(x, id);
+
+    if (g->n_calls > 0) {
+        P("<section data-live=\"calls\"><h2>Calls</h2>");
+        call_rows(x, g->calls, g->n_calls);
+        P("</section>\n");
+    }
 
     P("<section data-live=\"children\"><h2>Children</h2>");
     instance_rows(x, g->children, g->n_children, "children");

@@ -80,6 +80,8 @@ typedef struct wf_config {
     int schedule_backfill_max; /* WF_SCHEDULE_BACKFILL_MAX, default 1000, 1-100000 */
     int foreach_max_items;     /* WF_FOREACH_MAX_ITEMS: items of one for-each transition,
                                   default 1000, 1-100000 */
+    int call_max_depth;        /* WF_CALL_MAX_DEPTH: levels a chain of calls nests below its
+                                  root, default 16, 1-100 */
 } wf_config;
 
 /* Reads the configuration from an environment given as a NULL-terminated

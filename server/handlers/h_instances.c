@@ -125,6 +125,29 @@ fill_for_each(wf_arena *a, const wf_runtime_view *nv, Workflow__V1__GetInstanceR
 
 /* Marking, jobs, timers, awaited signals, USERS joins and current steps
  * of a net. */
+/* GetInstanceResponse.calls of a net's view. */
+static wf_code
+fill_calls(wf_arena *a, const wf_runtime_view *nv, Workflow__V1__GetInstanceResponse *m)
+{
+    m->calls = wf_arena_calloc(a, nv->n_calls + 1, sizeof *m->calls);
+    if (m->calls == NULL)
+        return WF_E_INTERNAL;
+    for (size_t i = 0; i < nv->n_calls; i++) {
+        const wf_instance_row *c = nv->calls[i].child;
+        Workflow__V1__InstanceCall *x = wf_arena_alloc(a, sizeof *x);
+        if (x == NULL)
+            return WF_E_INTERNAL;
+        workflow__v1__instance_call__init(x);
+        x->instance_id = c->id;
+        x->transition_id = (char *)nv->calls[i].transition_id;
+        x->definition_key = c->definition_key;
+        x->definition_version = c->definition_version;
+        x->status = (Workflow__V1__InstanceStatus)c->status;
+        m->calls[m->n_calls++] = x;
+    }
+    return WF_OK;
+}
+
 static wf_code
 fill_net_view(wf_arena *a, const wf_runtime_view *nv, Workflow__V1__GetInstanceResponse *m)
 {
@@ -175,6 +198,8 @@ fill_net_view(wf_arena *a, const wf_runtime_view *nv, Workflow__V1__GetInstanceR
     m->n_joins += nv->n_joins;
     m->current_steps = wf_arena_calloc(a, nv->n_current_steps + 1, sizeof *m->current_steps);
     if (m->current_steps == NULL)
+        return WF_E_INTERNAL;
+    if (fill_calls(a, nv, m) != WF_OK)
         return WF_E_INTERNAL;
     for (size_t i = 0; i < nv->n_current_steps; i++) {
         const wf_step *st = nv->current_steps[i];

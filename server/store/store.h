@@ -119,6 +119,7 @@ typedef enum wf_trigger {
     WF_TRIGGER_AUTO = 2,
     WF_TRIGGER_TIME = 3,
     WF_TRIGGER_MSG = 4,
+    WF_TRIGGER_CALL = 5, /* an instance of another definition, in the caller's tree */
 } wf_trigger;
 
 /* A work item's life. ENABLED and FIRED rows are live: the aggregate of

@@ -1093,6 +1093,37 @@ class AwaitResultTests(WorkflowTestCase):
         self.assertEqual(json.loads(resp.view.instance.variables_json),
                          {"amount": 12, "receipt": "r-1"})
 
+    def test_parent_calls_the_payment_process(self):
+        """A CALL transition starts the payment process (the class's
+        definition) as a child; its output is mapped back when the worker
+        completes the child's job, and the parent ends."""
+        parent = "py-checkout-%s" % uuid.uuid4().hex[:8]
+        d = wf_pb2.Definition(
+            key=parent, kind=wf_pb2.DEFINITION_KIND_NET,
+            places=[wf_pb2.Place(id="s", kind=wf_pb2.PLACE_KIND_START),
+                    wf_pb2.Place(id="e", kind=wf_pb2.PLACE_KIND_END)],
+            transitions=[wf_pb2.Transition(
+                id="pay", trigger=wf_pb2.TRIGGER_CALL, call_definition_key=self.key,
+                call_input_expression="{amount: .total}",
+                call_output_expression="{receipt: .receipt}")],
+            arcs=[wf_pb2.Arc(source="s", target="pay"), wf_pb2.Arc(source="pay", target="e")])
+        self.ok(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(definition=d))
+        iid = self.ok(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
+            definition_key=parent, variables_json='{"total": 30}')).instance.id
+        view = self.ok(self.wf.GetInstance, wf_pb2.GetInstanceRequest(instance_id=iid))
+        self.assertEqual(len(view.calls), 1)
+        self.assertEqual(view.calls[0].definition_key, self.key)
+        self.assertEqual(view.calls[0].transition_id, "pay")
+        self.assertEqual(view.calls[0].status, wf_pb2.INSTANCE_STATUS_RUNNING)
+        job = self.complete_next_job('{"receipt": "r-9"}')
+        self.assertEqual(job.instance_id, view.calls[0].instance_id)
+        self.assertEqual(json.loads(job.variables_json), {"amount": 30})
+        view = self.ok(self.wf.GetInstance, wf_pb2.GetInstanceRequest(instance_id=iid))
+        self.assertEqual(view.instance.status, wf_pb2.INSTANCE_STATUS_COMPLETED)
+        self.assertEqual(view.calls[0].status, wf_pb2.INSTANCE_STATUS_COMPLETED)
+        self.assertEqual(json.loads(view.instance.variables_json),
+                         {"total": 30, "receipt": "r-9"})
+
     def test_await_instance_times_out_with_the_view(self):
         iid = self.ok(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
             definition_key=self.key)).instance.id

@@ -61,6 +61,8 @@ wf_net_trigger_name(wf_trigger t)
         return "TIME";
     case WF_TRIGGER_MSG:
         return "MSG";
+    case WF_TRIGGER_CALL:
+        return "CALL";
     }
     return "UNSPECIFIED";
 }
@@ -92,7 +94,7 @@ wf_net_transition_index(const wf_net *net, const char *id)
 /* Index = enum value; NULL = no name (unset). */
 static const char *const place_kinds[] = {NULL, "START", "NORMAL", "END"};
 static const char *const terminations[] = {NULL, "EXPLICIT", "IMPLICIT"};
-static const char *const triggers[] = {NULL, "USER", "AUTO", "TIME", "MSG"};
+static const char *const triggers[] = {NULL, "USER", "AUTO", "TIME", "MSG", "CALL"};
 static const char *const assignee_kinds[] = {NULL, "USER", "GROUP", "USERS"};
 static const char *const completion_modes[] = {NULL, "ALL", "ANY", "QUORUM"};
 static const char *const correlations[] = {NULL, "INSTANCE", "AGGREGATE"};
@@ -259,6 +261,12 @@ encode_transition(enc *e, const wf_transition *t)
     if (corr == WF_CORRELATION_UNSET && t->trigger == WF_TRIGGER_MSG)
         corr = WF_CORRELATION_INSTANCE;
     put_enum(e, o, "correlation", enum_name(NAMES(correlations), (int)corr));
+    put_str(e, o, "call_definition_key", t->call_key);
+    put_int(e, o, "call_version", t->call_version);
+    put_str(e, o, "call_input_expression", t->call_input);
+    put_str(e, o, "call_output_expression", t->call_output);
+    if (t->call_strict)
+        put(e, o, "call_require_deployed", json_true());
     put_str(e, o, "step_id", t->step_id);
     if (t->first_match)
         put(e, o, "first_match", json_true());
@@ -656,6 +664,11 @@ decode_transition(dec *d, json_t *o, wf_transition *t)
     t->due_expression = get_str(d, o, "due_expression");
     t->signal_name = get_str(d, o, "signal_name");
     t->correlation = (wf_correlation)get_enum(d, o, "correlation", NAMES(correlations));
+    t->call_key = get_str(d, o, "call_definition_key");
+    t->call_version = (int32_t)get_int(d, o, "call_version");
+    t->call_input = get_str(d, o, "call_input_expression");
+    t->call_output = get_str(d, o, "call_output_expression");
+    t->call_strict = get_bool(d, o, "call_require_deployed");
     t->step_id = get_str(d, o, "step_id");
     t->first_match = get_bool(d, o, "first_match");
     t->fails = get_bool(d, o, "fails");

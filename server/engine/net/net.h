@@ -139,6 +139,16 @@ typedef struct wf_transition {
     /* MSG */
     const char *signal_name;
     wf_correlation correlation;
+    /* CALL: an instance of definition call_key (version call_version, 0 =
+     * the newest active at the call) started as a child of the instance in
+     * its tree; call_input (jq over the caller's variables, "" = {}) gives
+     * its variables, call_output (jq over the child's final variables, "" =
+     * {}) what is merged into the caller's when it completes. */
+    const char *call_key;
+    int32_t call_version;
+    const char *call_input;
+    const char *call_output;
+    bool call_strict; /* deploy checks that call_key has a definition */
     /* Set only by the step compiler (net_steps.c), never by a NET deploy:
      * step_id is the step the transition runs ("" = none); first_match
      * routes to the first output arc, in arc order, whose guard is absent

@@ -618,6 +618,47 @@ check_no_for_each(vctx *c, size_t ti, const wf_transition *t)
             str(t->id));
 }
 
+/* A CALL transition names a definition key, a version that is not
+ * negative, and mappings that compile. */
+static void
+check_call(vctx *c, size_t ti, const wf_transition *t)
+{
+    char path[96];
+    snprintf(path, sizeof path, "transitions[%zu].call_definition_key", ti);
+    if (wf_str_empty(t->call_key))
+        ERR(c, "CALL_KEY_MISSING", path, "CALL transition \"%s\" needs a call_definition_key",
+            str(t->id));
+    else if (strlen(t->call_key) > WF_NET_MAX_ID_LEN || strchr(t->call_key, ' ') != NULL)
+        ERR(c, "CALL_KEY_INVALID", path, "call_definition_key must be 1-%d bytes without spaces",
+            WF_NET_MAX_ID_LEN);
+    snprintf(path, sizeof path, "transitions[%zu].call_version", ti);
+    if (t->call_version < 0)
+        ERR(c, "CALL_VERSION_INVALID", path, "call_version must be 0 (the newest) or a version");
+    if (!wf_str_empty(t->call_input)) {
+        snprintf(path, sizeof path, "transitions[%zu].call_input_expression", ti);
+        check_expr(c, t->call_input, "EXPRESSION_INVALID", path, "call_input_expression");
+    }
+    if (!wf_str_empty(t->call_output)) {
+        snprintf(path, sizeof path, "transitions[%zu].call_output_expression", ti);
+        check_expr(c, t->call_output, "EXPRESSION_INVALID", path, "call_output_expression");
+    }
+}
+
+static void
+check_not_call(vctx *c, size_t ti, const wf_transition *t)
+{
+    if (!wf_str_empty(t->call_key))
+        conflict(c, ti, "call_definition_key", t, "CALL");
+    if (t->call_version != 0)
+        conflict(c, ti, "call_version", t, "CALL");
+    if (!wf_str_empty(t->call_input))
+        conflict(c, ti, "call_input_expression", t, "CALL");
+    if (!wf_str_empty(t->call_output))
+        conflict(c, ti, "call_output_expression", t, "CALL");
+    if (t->call_strict)
+        conflict(c, ti, "call_require_deployed", t, "CALL");
+}
+
 static void
 check_auto(vctx *c, size_t ti, const wf_transition *t)
 {
@@ -663,7 +704,7 @@ check_triggers(vctx *c)
         if (tr == 0) {
             ERR(c, "REQUIRED", path, "transition \"%s\" needs a trigger", str(t->id));
         } else if (tr != WF_TRIGGER_USER && tr != WF_TRIGGER_AUTO && tr != WF_TRIGGER_TIME &&
-                   tr != WF_TRIGGER_MSG) {
+                   tr != WF_TRIGGER_MSG && tr != WF_TRIGGER_CALL) {
             ERR(c, "INVALID_VALUE", path, "trigger %d is not known", tr);
             tr = 0;
         }
@@ -715,7 +756,11 @@ check_triggers(vctx *c)
                 t->correlation != WF_CORRELATION_AGGREGATE)
                 ERR(c, "INVALID_VALUE", path, "correlation %d is not known", t->correlation);
         }
+        if (tr == WF_TRIGGER_CALL)
+            check_call(c, ti, t);
         /* ... and nobody else's. */
+        if (tr != WF_TRIGGER_CALL)
+            check_not_call(c, ti, t);
         if (tr != WF_TRIGGER_USER) {
             if (t->assignee.kind != 0 || t->assignee.n_ids > 0 ||
                 !wf_str_empty(t->assignee.ids_expression))
@@ -807,7 +852,8 @@ wf_net_has_unseen_expressions(const wf_net *net)
         const wf_transition *t = &net->transitions[i];
         if (unseen(t->assignee.ids_expression) || unseen(t->priority_expression) ||
             unseen(t->task_due_expression) || unseen(t->task_follow_up_expression) ||
-            unseen(t->due_expression) || unseen(t->job_priority_expression) || unseen(t->for_each))
+            unseen(t->due_expression) || unseen(t->job_priority_expression) ||
+            unseen(t->for_each) || unseen(t->call_input) || unseen(t->call_output))
             return true;
     }
     for (size_t i = 0; i < net->n_steps; i++) {

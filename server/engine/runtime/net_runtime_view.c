@@ -162,6 +162,9 @@ wf_runtime_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_runt
         if (now)
             out->enabled[out->n_enabled++] = net->transitions[k].id;
     }
+    rc = wf_runtime__call_view(&w, out, err);
+    if (rc != WF_OK)
+        return rc;
     /* A step list: the steps whose work items are enabled, in list order. */
     out->current_steps = wf_arena_calloc(a, net->n_steps + 1, sizeof *out->current_steps);
     if (out->current_steps == NULL)

@@ -478,7 +478,8 @@ wf_runtime__write(net_work *w, wf_error *err)
     }
     if (rc != WF_OK)
         return rc;
-    return wf_tx_apply(w->tx, &c, err);
+    rc = wf_tx_apply(w->tx, &c, err);
+    return rc == WF_OK ? wf_runtime__call_after_write(w, err) : rc;
 }
 
 /* ---- lookups -------------------------------------------------------------------------- */
