@@ -216,6 +216,7 @@ int print_tick(const ProtobufCMessage *m);
 int print_batch_resp(const ProtobufCMessage *m);
 int print_schedule_resp(const ProtobufCMessage *m);
 int print_schedule_run_resp(const ProtobufCMessage *m);
+int print_schedule_backfill_resp(const ProtobufCMessage *m);
 /* "ok": a call whose answer is empty (schedule delete). */
 int print_done(const ProtobufCMessage *m);
 int print_resource_resp(const ProtobufCMessage *m);

@@ -521,6 +521,22 @@ static const struct command commands[] = {
      .args = (const struct arg[]){POS("schedule_id", "ID", "schedule id"), PAGING, END},
      .items = "runs",
      .row = row_schedule_run},
+    {.name = "schedule backfill",
+     .summary = "run the fire times of a past range that have no run yet, oldest first",
+     .method = "BackfillSchedule",
+     .req = DESC(backfill_schedule_request),
+     .resp = DESC(backfill_schedule_response),
+     .args = (const struct arg[]){POS("schedule_id", "ID", "schedule id"),
+                                  OPT(ARG_STR, "from", "from_time", "TIME",
+                                      "first instant of the range (RFC 3339, required)"),
+                                  OPT(ARG_STR, "to", "to_time", "TIME",
+                                      "end of the range, exclusive and not after now (required)"),
+                                  OPT(ARG_STR, "overlap", "overlap", "POLICY",
+                                      "skip, allow-all or cancel-other (default: the schedule's)"),
+                                  REQUEST_ID, END},
+     .print = print_schedule_backfill_resp,
+     .details = "Each fire time runs at most once: those the calendar (or an earlier backfill)\n"
+                "handled are left as they are and counted. Prints the runs recorded.\n"},
 
     /* ---- resources ---- */
     {.name = "resources",
@@ -872,11 +888,17 @@ const struct command *const wfctl_commands = commands;
 
 /* ---- help ----------------------------------------------------------------- */
 
+/* The names in a column as wide as the longest, two spaces before the
+ * summaries. */
 void
 wfctl_list_commands(FILE *f)
 {
+    int width = 0;
     for (const struct command *c = commands; c->name != NULL; c++)
-        fprintf(f, "  %-17s %s\n", c->name, c->summary);
+        if ((int)strlen(c->name) > width)
+            width = (int)strlen(c->name);
+    for (const struct command *c = commands; c->name != NULL; c++)
+        fprintf(f, "  %-*s  %s\n", width, c->name, c->summary);
 }
 
 static void

@@ -316,6 +316,17 @@ transition_spec(const Workflow__V1__Transition *t)
         ADD("signal %s (%s)", t->signal_name,
             t->correlation ? EN(correlation, t->correlation) : "INSTANCE");
         break;
+    case WORKFLOW__V1__TRIGGER__TRIGGER_CALL:
+        ADD("calls %s", t->call_definition_key);
+        if (t->call_version > 0)
+            ADD(" version %d", t->call_version);
+        else
+            ADD(" (newest)");
+        if (t->call_input_expression[0] != '\0')
+            ADD(", input `%s`", t->call_input_expression);
+        if (t->call_output_expression[0] != '\0')
+            ADD(", output `%s`", t->call_output_expression);
+        break;
     default:
         break;
     }
@@ -917,10 +928,12 @@ row_schedule_run(const ProtobufCMessage *m)
     if (tbl.ncols == 0)
         table_begin(0, 5,
                     (const char *const[]){"NOMINAL", "ACTUAL", "OUTCOME", "INSTANCE", "DETAIL"});
-    table_row((const char *const[]){
-        ts(r->nominal_time), ts(r->actual_time),
-        fmt("%s%s", EN(schedule_run_outcome, r->outcome), r->manual ? " (manual)" : ""),
-        r->instance_id, run_detail(r)});
+    table_row((const char *const[]){ts(r->nominal_time), ts(r->actual_time),
+                                    fmt("%s%s", EN(schedule_run_outcome, r->outcome),
+                                        r->manual     ? " (manual)"
+                                        : r->backfill ? " (backfill)"
+                                                      : ""),
+                                    r->instance_id, run_detail(r)});
 }
 
 int
@@ -994,6 +1007,18 @@ print_schedule_run_resp(const ProtobufCMessage *m)
     kv("outcome", "%s", EN(schedule_run_outcome, r->outcome));
     kv("instance", "%s", r->instance_id);
     kv("nominal", "%s", ts(r->nominal_time));
+    return WFCTL_OK;
+}
+
+int
+print_schedule_backfill_resp(const ProtobufCMessage *m)
+{
+    const Workflow__V1__BackfillScheduleResponse *r = (const void *)m;
+    for (size_t i = 0; i < r->n_runs; i++)
+        row_schedule_run(&r->runs[i]->base);
+    table_flush();
+    printf("%zu run(s) recorded, %d fire time(s) handled before\n", r->n_runs,
+           (int)r->already_handled);
     return WFCTL_OK;
 }
 
@@ -1113,6 +1138,32 @@ print_show(const ProtobufCMessage *m)
             table_row((const char *const[]){
                 j->instance_id, j->transition_id[0] ? j->transition_id : "(referral)", mode,
                 fmt("%d of %d needed", j->done, j->required), fmt("%d", j->total)});
+        }
+        table_flush();
+    }
+    if (r->n_for_each > 0) {
+        section("for-each", r->n_for_each);
+        table_begin(2, 5, (const char *const[]){"TRANSITION", "MODE", "ORDER", "DONE", "TOTAL"});
+        for (size_t i = 0; i < r->n_for_each; i++) {
+            const Workflow__V1__ForEachProgress *f = r->for_each[i];
+            const char *mode = f->mode == WORKFLOW__V1__COMPLETION_MODE__COMPLETION_MODE_QUORUM
+                                   ? fmt("QUORUM %d", f->quorum)
+                               : f->mode ? EN(completion_mode, f->mode)
+                                         : "ALL";
+            table_row((const char *const[]){
+                f->transition_id, mode, f->sequential ? "sequential" : "parallel",
+                fmt("%d of %d needed", f->completed, f->required), fmt("%d", f->total)});
+        }
+        table_flush();
+    }
+    if (r->n_calls > 0) {
+        section("calls", r->n_calls);
+        table_begin(2, 4, (const char *const[]){"ID", "TRANSITION", "DEFINITION", "STATUS"});
+        for (size_t i = 0; i < r->n_calls; i++) {
+            const Workflow__V1__InstanceCall *c = r->calls[i];
+            table_row((const char *const[]){c->instance_id, c->transition_id,
+                                            fmt("%s@%d", c->definition_key, c->definition_version),
+                                            EN(instance_status, c->status)});
         }
         table_flush();
     }

@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 /* The text written so far into a fixed buffer. */
@@ -63,12 +64,24 @@ wf_explain_open_tasks(const Workflow__V1__GetInstanceResponse *r)
     return n;
 }
 
+/* Whether child id is the child of one of r's calls. */
+static bool
+wf_explain_is_call(const Workflow__V1__GetInstanceResponse *r, const char *id)
+{
+    for (size_t i = 0; i < r->n_calls; i++)
+        if (strcmp(r->calls[i]->instance_id, id) == 0)
+            return true;
+    return false;
+}
+
+/* Running children that are referrals, not calls (those are named). */
 static size_t
 wf_explain_running_children(const Workflow__V1__GetInstanceResponse *r)
 {
     size_t n = 0;
     for (size_t i = 0; i < r->n_children; i++)
-        if (r->children[i]->status == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_RUNNING)
+        if (r->children[i]->status == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_RUNNING &&
+            !wf_explain_is_call(r, r->children[i]->id))
             n++;
     return n;
 }
@@ -91,6 +104,10 @@ wf_explain_waiting(const Workflow__V1__GetInstanceResponse *r, char *buf, size_t
     }
     for (size_t i = 0; i < r->n_awaiting_signals; i++)
         wf_explain_add(&o, "%ssignal %s", wf_explain_sep(&o), r->awaiting_signals[i]->name);
+    for (size_t i = 0; i < r->n_calls; i++)
+        if (r->calls[i]->status == WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_RUNNING)
+            wf_explain_add(&o, "%scall %s@%d", wf_explain_sep(&o), r->calls[i]->definition_key,
+                           r->calls[i]->definition_version);
     size_t running = wf_explain_running_children(r);
     if (running > 0)
         wf_explain_add(&o, "%s%zu running referral%s", wf_explain_sep(&o), running,

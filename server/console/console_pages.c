@@ -435,6 +435,26 @@ instance_rows(wf_console__ctx *x, Workflow__V1__Instance *const *v, size_t n, co
     P("</table>\n");
 }
 
+/* The calls of CALL transitions: each child linked, every value escaped. */
+static void
+call_rows(wf_console__ctx *x, Workflow__V1__InstanceCall *const *v, size_t n)
+{
+    P("<table id=\"calls\"><tr><th>Id</th><th>Transition</th><th>Definition</th>"
+      "<th>Status</th></tr>\n");
+    for (size_t i = 0; i < n; i++) {
+        P("<tr><td>");
+        link_instance(x, v[i]->instance_id);
+        P("</td><td>");
+        E(v[i]->transition_id);
+        P("</td><td>");
+        E(v[i]->definition_key);
+        fprintf(x->out, " v%d</td><td>", v[i]->definition_version);
+        wf_console__enum(x->out, &workflow__v1__instance_status__descriptor, (int)v[i]->status);
+        P("</td></tr>\n");
+    }
+    P("</table>\n");
+}
+
 /* The search by id: the one instance of the tenant with that id (a root or
  * a child), as a row of the list, or its refusal (INSTANCE_NOT_FOUND). */
 static void
@@ -763,6 +783,22 @@ signal_log(wf_console__ctx *x, const char *id)
     P("</section>\n");
 }
 
+/* The progress of the instance's for-each transitions, one line each. */
+static void
+for_each_summary(wf_console__ctx *x, const Workflow__V1__GetInstanceResponse *g)
+{
+    for (size_t i = 0; i < g->n_for_each; i++) {
+        const Workflow__V1__ForEachProgress *f = g->for_each[i];
+        P("<p class=\"for-each\"><b>For each:</b> ");
+        E(f->transition_id);
+        fprintf(x->out, ", %d of %d items completed, %d needed (", f->completed, f->total,
+                f->required);
+        wf_console__enum(x->out, &workflow__v1__completion_mode__descriptor,
+                         f->mode ? (int)f->mode : 1);
+        P(f->sequential ? ", one at a time)</p>" : ", in parallel)</p>");
+    }
+}
+
 /* The top of an instance page: what it waits for (the explanation wfctl
  * show prints), its current steps and, when failed, that it has an
  * incident. */
@@ -795,6 +831,7 @@ waiting_summary(wf_console__ctx *x, const Workflow__V1__GetInstanceResponse *g)
         }
         P("</p>");
     }
+    for_each_summary(x, g);
 }
 
 /* The marking: tokens by place; one line when there is none (an AD_HOC
@@ -1063,6 +1100,12 @@ wf_console__instance(wf_console__ctx *x)
     P("</section>\n");
 
     signal_log(x, id);
+
+    if (g->n_calls > 0) {
+        P("<section data-live=\"calls\"><h2>Calls</h2>");
+        call_rows(x, g->calls, g->n_calls);
+        P("</section>\n");
+    }
 
     P("<section data-live=\"children\"><h2>Children</h2>");
     list_info li = {NULL, NOW_ROWS};

@@ -266,7 +266,10 @@ wf_config_load(char *const *env, wf_error *err)
     cfg->signal_retention_s = 7 * DAY_S;
     cfg->batch_lease_s = 30;
     cfg->job_priority_aging_ms = 1000;
+    cfg->foreach_max_items = 1000;
+    cfg->call_max_depth = 16;
     cfg->fanout_chunk = 200;
+    cfg->schedule_backfill_max = 1000;
 
     const char *v = env_str(env, "WF_ENV");
     if (v != NULL && strcmp(v, "development") != 0 && strcmp(v, "production") != 0) {
@@ -366,7 +369,10 @@ wf_config_load(char *const *env, wf_error *err)
         !env_duration(env, "WF_EVENT_RETENTION", 0, 3650 * DAY_S, &cfg->event_retention_s, err) ||
         !env_duration(env, "WF_BATCH_LEASE", 1, DAY_S, &cfg->batch_lease_s, err) ||
         !env_int(env, "WF_SIGNAL_FANOUT_CHUNK", 1, 1000, &cfg->fanout_chunk, err) ||
-        !env_int(env, "WF_JOB_PRIORITY_AGING_MS", 1, 3600000, &cfg->job_priority_aging_ms, err))
+        !env_int(env, "WF_SCHEDULE_BACKFILL_MAX", 1, 100000, &cfg->schedule_backfill_max, err) ||
+        !env_int(env, "WF_JOB_PRIORITY_AGING_MS", 1, 3600000, &cfg->job_priority_aging_ms, err) ||
+        !env_int(env, "WF_FOREACH_MAX_ITEMS", 1, 100000, &cfg->foreach_max_items, err) ||
+        !env_int(env, "WF_CALL_MAX_DEPTH", 1, 100, &cfg->call_max_depth, err))
         goto fail;
 
     if ((v = env_str(env, "WF_LOG_LEVEL")) != NULL) {

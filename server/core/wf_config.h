@@ -76,6 +76,12 @@ typedef struct wf_config {
     int fanout_chunk;          /* WF_SIGNAL_FANOUT_CHUNK, default 200, 1-1000 */
     int job_priority_aging_ms; /* WF_JOB_PRIORITY_AGING_MS: a priority point's worth of
                                   waiting, default 1000, 1-3600000 */
+    /* BackfillSchedule: fire times one call may run. */
+    int schedule_backfill_max; /* WF_SCHEDULE_BACKFILL_MAX, default 1000, 1-100000 */
+    int foreach_max_items;     /* WF_FOREACH_MAX_ITEMS: items of one for-each transition,
+                                  default 1000, 1-100000 */
+    int call_max_depth;        /* WF_CALL_MAX_DEPTH: levels a chain of calls nests below its
+                                  root, default 16, 1-100 */
 } wf_config;
 
 /* Reads the configuration from an environment given as a NULL-terminated

@@ -49,6 +49,9 @@ typedef enum wf_code {
     /* SendSignal asks to await a result of a signal whose target is an
      * aggregate, which may reach many instances. */
     WF_E_AWAIT_NEEDS_ONE_INSTANCE,
+    /* BackfillSchedule over a range of more fire times than one call may
+     * run (WF_SCHEDULE_BACKFILL_MAX). */
+    WF_E_BACKFILL_TOO_LARGE,
 
     /* FAILED_PRECONDITION */
     WF_E_TASK_NOT_OPEN,
@@ -88,6 +91,12 @@ typedef enum wf_code {
     WF_E_BATCH_OPERATION_NOT_RUNNING,
     /* CreateSchedule with an id the tenant already uses. */
     WF_E_SCHEDULE_ALREADY_EXISTS,
+    /* A for-each transition's expression gave no array, an empty one, or
+     * more items than WF_FOREACH_MAX_ITEMS (FAILED_PRECONDITION; an
+     * incident when the transition is enabled by a later step). */
+    WF_E_FOREACH_NOT_ARRAY,
+    WF_E_FOREACH_EMPTY,
+    WF_E_FOREACH_TOO_MANY,
 
     /* PERMISSION_DENIED */
     WF_E_NOT_ASSIGNEE,

@@ -174,9 +174,21 @@ put_trigger(wf_diagram_buf *b, const wf_transition *t)
         wf_diagram__put(b, "MSG ");
         put_text(b, t->signal_name);
         break;
+    case WF_TRIGGER_CALL:
+        wf_diagram__put(b, "CALL ");
+        put_text(b, t->call_key);
+        if (t->call_version > 0)
+            wf_diagram__putf(b, " v%d", (int)t->call_version);
+        break;
     default:
         wf_diagram__putf(b, "trigger %d", (int)t->trigger);
         break;
+    }
+    /* A multi-instance transition: one job or task per item. */
+    if (!wf_str_empty(t->for_each)) {
+        wf_diagram__put(b, t->for_each_sequential ? "\\n\u2261 for each (one at a time): "
+                                                  : "\\n\u2261 for each: ");
+        put_text(b, t->for_each);
     }
 }
 
@@ -314,7 +326,9 @@ put_transition(wf_diagram_buf *b, const wf_transition *t, const wf_diagram_overl
     wf_diagram__put(b, " [id=");
     put_id(b, t->id);
     put_marker(b, mark);
-    wf_diagram__put(b, ", shape=box, label=\"");
+    /* A call's box has a double border (BPMN's call activity). */
+    wf_diagram__put(b, t->trigger == WF_TRIGGER_CALL ? ", shape=box, peripheries=2, label=\""
+                                                     : ", shape=box, label=\"");
     put_name(b, t->name, t->id);
     wf_diagram__put(b, "\\n");
     put_trigger(b, t);

@@ -476,6 +476,7 @@ typedef struct fire_in {
     int64_t nominal;
     int outcome; /* a wf_schedule_outcome; STARTED starts an instance */
     bool manual;
+    bool backfill;         /* BackfillSchedule */
     int64_t buffered_at;   /* not 0: settles the BUFFERED run of nominal, buffered then */
     const char *cancelled; /* CANCEL_OTHER: the instance cancelled for it */
     const char *detail;    /* FAILED */
@@ -496,6 +497,7 @@ fire(const wf_ref_ctx *ctx, const wf_schedule_row *s, const fire_in *in, int64_t
         .actual_at = now,
         .outcome = in->outcome,
         .manual = in->manual ? 1 : 0,
+        .backfill = in->backfill ? 1 : 0,
         .detail = (char *)in->detail,
         .buffered_at = in->outcome == WF_RUN_BUFFERED ? now : in->buffered_at,
         .cancelled_instance_id = (char *)in->cancelled,
@@ -766,6 +768,23 @@ settle_buffered(const wf_ref_ctx *ctx, wf_schedule_row *cur, progress *p, int64_
     return rc;
 }
 
+/* CANCEL_OTHER: cancels victim before the fire time in->nominal of cur
+ * starts. A refused cancel spends the fire time, as FAILED (in->outcome
+ * and in->detail); only a transient failure is returned. */
+static wf_code
+cancel_first(const wf_runtime_ctx *rt, const wf_schedule_row *cur, const char *victim, fire_in *in,
+             wf_error *err)
+{
+    wf_code rc = cancel_other(rt, cur, in->nominal, victim, &in->cancelled, err);
+    if (rc == WF_OK || transient(rc))
+        return rc;
+    in->outcome = WF_RUN_FAILED;
+    in->detail = wf_arena_printf(rt->ref.arena, "%s: cancelling %s: %s", wf_code_reason(rc), victim,
+                                 err->msg);
+    wf_error_clear(err);
+    return WF_OK;
+}
+
 /* Decides and handles the fire time p->next of cur at now. */
 static wf_code
 fire_next(const wf_runtime_ctx *rt, wf_schedule_row *cur, progress *p, int64_t now,
@@ -775,17 +794,8 @@ fire_next(const wf_runtime_ctx *rt, wf_schedule_row *cur, progress *p, int64_t n
     fire_in in = {.nominal = p->next};
     const char *victim = NULL;
     wf_code rc = decide(ctx, cur, p->next, now, &in.outcome, &victim, err);
-    if (rc == WF_OK && victim != NULL) {
-        rc = cancel_other(rt, cur, p->next, victim, &in.cancelled, err);
-        if (rc != WF_OK && !transient(rc)) {
-            /* The cancel was refused: the fire time is spent, as FAILED. */
-            in.outcome = WF_RUN_FAILED;
-            in.detail = wf_arena_printf(ctx->arena, "%s: cancelling %s: %s", wf_code_reason(rc),
-                                        victim, err->msg);
-            wf_error_clear(err);
-            rc = WF_OK;
-        }
-    }
+    if (rc == WF_OK && victim != NULL)
+        rc = cancel_first(rt, cur, victim, &in, err);
     wf_schedule_run_row run;
     bool already = false;
     if (rc == WF_OK)
@@ -927,4 +937,154 @@ wf_schedules_pass(const wf_schedule_host *h, const char *tenant, const char *own
         h->wake(h->wake_arg, WF_RUNTIME_TOPIC_EVENTS);
     wf_arena_free(a);
     return rc;
+}
+
+/* ---- BackfillSchedule -------------------------------------------------------- */
+
+static wf_code
+backfill_check(const wf_ref_ctx *ctx, const wf_schedule_backfill_in *in, int64_t now, wf_error *err)
+{
+    wf_code rc = check_id(ctx, in->id, err);
+    if (rc == WF_OK && (in->from == 0 || in->to == 0))
+        rc = wf_work_invalid(ctx, in->from == 0 ? "from_time" : "to_time", "is required", err);
+    if (rc == WF_OK && in->to <= in->from)
+        rc = wf_work_invalid(ctx, "to_time", "is not after from_time", err);
+    if (rc == WF_OK && in->to > now)
+        rc = wf_work_invalid(ctx, "to_time", "is after now (later fire times are the calendar's)",
+                             err);
+    if (rc == WF_OK && (in->overlap < 0 || in->overlap > WF_OVERLAP_CANCEL_OTHER))
+        rc = wf_work_invalid(ctx, "overlap", "is not one of the policies", err);
+    return rc;
+}
+
+/* The fire times of s in [in->from, in->to), oldest first, into *out
+ * (*n of them); more than max: BACKFILL_TOO_LARGE. */
+static wf_code
+backfill_times(const wf_ref_ctx *ctx, const wf_schedule_spec *s, const wf_schedule_backfill_in *in,
+               size_t max, int64_t **out, size_t *n, wf_error *err)
+{
+    *n = 0;
+    *out = wf_arena_calloc(ctx->arena, max + 1, sizeof **out);
+    wf_code rc = *out != NULL ? WF_OK : wf_error_nomem(err);
+    int64_t after = in->from - 1;
+    while (rc == WF_OK && *n <= max) {
+        bool none = false;
+        rc = wf_schedule_spec_next(s, after, &after, &none, err);
+        if (rc != WF_OK || none || after >= in->to)
+            break;
+        (*out)[(*n)++] = after;
+    }
+    if (rc != WF_OK || *n <= max)
+        return rc;
+    const char *msg = wf_arena_printf(
+        ctx->arena, "holds more than %zu fire times of schedule \"%s\" (WF_SCHEDULE_BACKFILL_MAX)",
+        max, in->id);
+    return msg != NULL ? wf_work_violation(ctx, WF_E_BACKFILL_TOO_LARGE, "to_time", msg, err)
+                       : wf_error_nomem(err);
+}
+
+/* What a backfill's fire time becomes under overlap: STARTED, unless the
+ * instance started last (cur's) still runs; then SKIPPED (SKIP, and
+ * BUFFER_ONE: a backfill keeps nothing waiting), or STARTED after
+ * cancelling it (CANCEL_OTHER, *cancel). */
+static wf_code
+backfill_decide(const wf_ref_ctx *ctx, const wf_schedule_row *cur, int overlap, int *outcome,
+                const char **cancel, wf_error *err)
+{
+    *cancel = NULL;
+    *outcome = WF_RUN_STARTED;
+    if (overlap == WF_OVERLAP_ALLOW_ALL)
+        return WF_OK;
+    bool runs = false;
+    wf_code rc = still_runs(ctx, cur->last_instance_id, &runs, err);
+    if (rc != WF_OK || !runs)
+        return rc;
+    if (overlap == WF_OVERLAP_CANCEL_OTHER)
+        *cancel = cur->last_instance_id;
+    else
+        *outcome = WF_RUN_SKIPPED;
+    return WF_OK;
+}
+
+/* Handles the fire time nominal of cur for a backfill: its run into out,
+ * or out->already when it had one. */
+static wf_code
+backfill_one(const wf_runtime_ctx *rt, wf_schedule_row *cur, int overlap, int64_t nominal,
+             int64_t now, wf_schedule_backfill_out *out, wf_error *err)
+{
+    fire_in in = {.nominal = nominal, .backfill = true};
+    const char *victim = NULL;
+    wf_code rc = backfill_decide(&rt->ref, cur, overlap, &in.outcome, &victim, err);
+    if (rc == WF_OK && victim != NULL)
+        rc = cancel_first(rt, cur, victim, &in, err);
+    wf_schedule_run_row run;
+    bool already = false;
+    if (rc == WF_OK)
+        rc = fire(&rt->ref, cur, &in, now, NULL, &run, &already, err);
+    if (rc != WF_OK)
+        return rc;
+    if (!already && run.outcome == WF_RUN_STARTED)
+        cur->last_instance_id = run.instance_id;
+    if (already)
+        out->already++;
+    else
+        out->runs[out->n_runs++] = run;
+    return WF_OK;
+}
+
+/* The instance a backfill started last becomes the schedule's last (for
+ * the overlap of the fire times after it), written against the row's
+ * version, again when a pass or a change wrote meanwhile. */
+static wf_code
+backfill_keep_last(const wf_ref_ctx *ctx, const char *id, const char *instance_id, wf_error *err)
+{
+    wf_store_ctx sc = store_ctx(ctx);
+    wf_code rc = WF_OK;
+    for (int attempt = 0; attempt < UPDATE_TRIES; attempt++) {
+        wf_schedule_row row;
+        wf_error_clear(err);
+        rc = wf_store_get_schedule(ctx->store, &sc, id, &row, err);
+        if (rc != WF_OK)
+            return rc == WF_E_SCHEDULE_NOT_FOUND ? WF_OK : rc; /* deleted meanwhile */
+        row.last_instance_id = (char *)instance_id;
+        rc = wf_store_update_schedule(ctx->store, &sc, &row, err);
+        if (rc != WF_E_CONFLICT)
+            break;
+    }
+    return rc;
+}
+
+wf_code
+wf_schedules_backfill(const wf_runtime_ctx *rt, const wf_schedule_backfill_in *in, int64_t now,
+                      wf_uow_idem *idem, wf_schedule_backfill_out *out, wf_error *err)
+{
+    const wf_ref_ctx *ctx = &rt->ref;
+    memset(out, 0, sizeof *out);
+    wf_store_ctx sc = store_ctx(ctx);
+    wf_code rc = backfill_check(ctx, in, now, err);
+    if (rc == WF_OK)
+        rc = wf_uow_idem_lookup(ctx->store, &sc, idem, err);
+    if (rc != WF_OK || wf_uow_idem_replayed(idem))
+        return rc;
+    wf_schedule_row row;
+    wf_schedule_spec_in spec_in;
+    wf_schedule_spec spec;
+    int64_t *times = NULL;
+    size_t n = 0;
+    rc = wf_store_get_schedule(ctx->store, &sc, in->id, &row, err);
+    if (rc == WF_OK)
+        rc = row_spec(ctx->arena, &row, &spec_in, &spec, err);
+    if (rc == WF_OK)
+        rc =
+            backfill_times(ctx, &spec, in, in->max > 0 ? in->max : WF_SCHEDULE_BACKFILL_MAX_DEFAULT,
+                           &times, &n, err);
+    if (rc == WF_OK && (out->runs = wf_arena_calloc(ctx->arena, n + 1, sizeof *out->runs)) == NULL)
+        rc = wf_error_nomem(err);
+    int overlap = in->overlap != 0 ? in->overlap : row.overlap;
+    const char *last = row.last_instance_id;
+    for (size_t i = 0; rc == WF_OK && i < n; i++)
+        rc = backfill_one(rt, &row, overlap, times[i], now, out, err);
+    if (rc == WF_OK && row.last_instance_id != last)
+        rc = backfill_keep_last(ctx, in->id, row.last_instance_id, err);
+    return rc == WF_OK ? wf_uow_idem_record(ctx->store, &sc, idem, out, err) : rc;
 }

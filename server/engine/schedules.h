@@ -2,7 +2,7 @@
  * schedules.h: schedules that start instances on a calendar
  * (CreateSchedule, GetSchedule, ListSchedules, UpdateSchedule,
  * DeleteSchedule, PauseSchedule, UnpauseSchedule, TriggerSchedule,
- * ListScheduleRuns) and the scheduler's passes that fire them
+ * ListScheduleRuns, BackfillSchedule) and the scheduler's passes that fire them
  * (docs/behaviour.md, "Schedules").
  *
  * A schedule names a definition (version 0: the latest at each fire), the
@@ -66,6 +66,9 @@
 #define WF_SCHEDULE_CATCHUP_DEFAULT_MS 60000
 /* Fire times one pass handles per schedule (the rest on the next pass). */
 #define WF_SCHEDULE_FIRES_PER_PASS 100
+/* Fire times one BackfillSchedule may run unless the host says
+ * (WF_SCHEDULE_BACKFILL_MAX). */
+#define WF_SCHEDULE_BACKFILL_MAX_DEFAULT 1000
 /* How long a claim keeps other replicas off, unless the host says. */
 #define WF_SCHEDULE_LEASE_MS_DEFAULT 30000
 /* While a fire waits (BUFFER_ONE), how soon a pass looks again whether
@@ -145,6 +148,36 @@ wf_code wf_schedules_trigger(const wf_ref_ctx *ctx, const char *id, int64_t now,
 wf_code wf_schedules_runs(const wf_ref_ctx *ctx, const char *id, int32_t page_size,
                           const char *cursor, wf_schedule_run_row **rows, size_t *n,
                           char **next_cursor, wf_error *err);
+
+/* What BackfillSchedule asks for. */
+typedef struct wf_schedule_backfill_in {
+    const char *id;
+    int64_t from, to; /* the range [from, to), µs; both required, to not after now */
+    int overlap;      /* a wf_schedule_overlap; 0 = the schedule's */
+    size_t max;       /* fire times one call may run; 0 = WF_SCHEDULE_BACKFILL_MAX_DEFAULT */
+} wf_schedule_backfill_in;
+
+/* What a backfill did: the runs it recorded, oldest first (in the call's
+ * arena), and the fire times that had a run before. */
+typedef struct wf_schedule_backfill_out {
+    wf_schedule_run_row *runs;
+    size_t n_runs;
+    size_t already;
+} wf_schedule_backfill_out;
+
+/* BackfillSchedule: every fire time of the spec in [from, to) without a
+ * run, oldest first, recorded with backfill set: under the overlap policy
+ * (in's, else the schedule's; BUFFER_ONE acts as SKIP), without the
+ * catch-up window or jitter, each in a unit of work of its own under the
+ * run's unique key, so a fire time the calendar or another backfill
+ * handled first is left as it is (out->already). A range of more than
+ * max fire times is refused whole (BACKFILL_TOO_LARGE). The request
+ * record is written once every fire time is handled: a call that failed
+ * halfway and is repeated handles the rest. Instances start as rt's
+ * actor; the one started last becomes the schedule's last instance. */
+wf_code wf_schedules_backfill(const wf_runtime_ctx *rt, const wf_schedule_backfill_in *in,
+                              int64_t now, wf_uow_idem *idem, wf_schedule_backfill_out *out,
+                              wf_error *err);
 
 /* ---- the scheduler's side ----------------------------------------------- */
 

@@ -1191,6 +1191,33 @@ run_int(jq_state *jq, int64_t *out, wf_error *err)
     return rc;
 }
 
+/* The first result as JSON text ("null" when there is none), at most
+ * WF_EXPR_MAX_JSON bytes. */
+static wf_code
+run_json(jq_state *jq, wf_arena *a, wf_expr_result *res, wf_error *err)
+{
+    jv v = jq_next(jq);
+    int r = next_result(jq, v, err);
+    if (r < 0)
+        return err != NULL ? err->code : WF_E_INVALID_ARGUMENT;
+    if (r == 0)
+        v = jv_null();
+    jv text = jv_dump_string(v, 0);
+    size_t len = (size_t)jv_string_length_bytes(jv_copy(text));
+    wf_code rc = WF_OK;
+    res->strs = wf_arena_alloc(a, sizeof *res->strs);
+    if (len > WF_EXPR_MAX_JSON)
+        rc = wf_error_set(err, WF_E_TOO_LARGE, "expression yielded more than %zu bytes",
+                          WF_EXPR_MAX_JSON);
+    else if (res->strs == NULL ||
+             (res->strs[0] = wf_arena_strndup(a, jv_string_value(text), len)) == NULL)
+        rc = wf_error_nomem(err);
+    else
+        res->nstrs = 1;
+    jv_free(text);
+    return rc;
+}
+
 wf_code
 wf_expr__jq_run(jq_state *jq, wf_expr_op op, const char *vars_json, size_t len, wf_arena *a,
                 wf_expr_result *r, wf_error *err)
@@ -1212,6 +1239,8 @@ wf_expr__jq_run(jq_state *jq, wf_expr_op op, const char *vars_json, size_t len, 
         return run_time(jq, &r->us, err);
     case WF_EXPR_OP_INT:
         return run_int(jq, &r->us, err);
+    case WF_EXPR_OP_JSON:
+        return run_json(jq, a, r, err);
     case WF_EXPR_OP_COMPILE:
     case WF_EXPR_OP_CHECK:
         break;
@@ -1283,6 +1312,18 @@ wf_expr_eval_int(wf_expr *e, const char *vars_json, int64_t *out, wf_error *err)
     wf_code rc = eval(e, WF_EXPR_OP_INT, vars_json, NULL, &r, err);
     if (rc == WF_OK)
         *out = r.us;
+    return rc;
+}
+
+wf_code
+wf_expr_eval_json(wf_expr *e, const char *vars_json, wf_arena *a, char **out, wf_error *err)
+{
+    wf_expr_result r = {0};
+    wf_code rc = eval(e, WF_EXPR_OP_JSON, vars_json, a, &r, err);
+    if (rc == WF_OK)
+        *out = r.nstrs == 1 ? r.strs[0] : NULL;
+    if (rc == WF_OK && *out == NULL)
+        rc = wf_error_set(err, WF_E_INTERNAL, "expression gave no JSON text");
     return rc;
 }
 

@@ -60,6 +60,8 @@
 #define WF_EXPR_MAX_RESULTS 1000
 /* Bytes of strings one evaluation may return (ids_expression). */
 #define WF_EXPR_MAX_OUTPUT ((size_t)64 * 1024)
+/* Bytes of the JSON text one evaluation may return (for_each). */
+#define WF_EXPR_MAX_JSON ((size_t)1024 * 1024)
 /* Distinct sources kept compiled by the cache (oldest evicted first). */
 #define WF_EXPR_CACHE_MAX 1024
 
@@ -119,6 +121,11 @@ wf_code wf_expr_eval_time(wf_expr *e, const char *vars_json, int64_t *out_us, wf
  * "70"); no result, another type or a fraction is WF_E_INVALID_ARGUMENT.
  * The range a field allows is the caller's to check. */
 wf_code wf_expr_eval_int(wf_expr *e, const char *vars_json, int64_t *out, wf_error *err);
+
+/* for_each evaluation: the first result as JSON text in a ("null" when
+ * there is none); more than WF_EXPR_MAX_JSON bytes is WF_E_TOO_LARGE. */
+wf_code wf_expr_eval_json(wf_expr *e, const char *vars_json, wf_arena *a, char **out,
+                          wf_error *err);
 
 /* Parses an RFC 3339 date-time ("2024-05-01T10:00:00.5+02:00") into
  * microseconds since the epoch. False when s is not one. */

@@ -21,6 +21,7 @@ typedef enum wf_expr_op {
     WF_EXPR_OP_STRINGS = 's',
     WF_EXPR_OP_TIME = 't',
     WF_EXPR_OP_INT = 'i',
+    WF_EXPR_OP_JSON = 'j',  /* the first result as JSON text, in strs[0] */
     WF_EXPR_OP_CHECK = 'm', /* many sources, compiled together (wf_expr_check_all) */
 } wf_expr_op;
 

@@ -72,7 +72,7 @@
 /* Largest request: op, program, variables and their lengths. */
 #define MAX_REQUEST (WF_EXPR_MAX_INPUT + WF_EXPR_MAX_SOURCE + 64)
 /* Largest result: WF_EXPR_MAX_RESULTS ids within WF_EXPR_MAX_OUTPUT bytes. */
-#define MAX_RESULT (WF_EXPR_MAX_OUTPUT + 8 * WF_EXPR_MAX_RESULTS + 1024)
+#define MAX_RESULT (WF_EXPR_MAX_OUTPUT + WF_EXPR_MAX_JSON + 8 * WF_EXPR_MAX_RESULTS + 1024)
 
 typedef struct worker {
     pid_t pid;
@@ -624,7 +624,8 @@ decode_result(wf_expr_op op, const uint8_t *buf, uint32_t len, wf_arena *a, wf_e
     case WF_EXPR_OP_TIME:
     case WF_EXPR_OP_INT:
         return take(&p, end, &r->us, sizeof r->us);
-    case WF_EXPR_OP_STRINGS: {
+    case WF_EXPR_OP_STRINGS:
+    case WF_EXPR_OP_JSON: {
         uint32_t n;
         if (!take(&p, end, &n, sizeof n) || n > WF_EXPR_MAX_RESULTS)
             return false;

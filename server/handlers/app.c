@@ -266,6 +266,8 @@ wf_app_open_store(wf_app *app, wf_error *err)
     }
     wf_store_set_page_bytes(app->store, wf_config_answer_budget(cfg));
     wf_store_set_job_aging(app->store, cfg->job_priority_aging_ms * 1000LL);
+    wf_runtime_set_foreach_max_items(cfg->foreach_max_items);
+    wf_runtime_set_call_max_depth(cfg->call_max_depth);
     return WF_OK;
 }
 

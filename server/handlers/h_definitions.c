@@ -14,6 +14,7 @@
 
 _Static_assert((int)WF_PLACE_END == (int)WORKFLOW__V1__PLACE_KIND__PLACE_KIND_END, "place kind");
 _Static_assert((int)WF_TRIGGER_MSG == (int)WORKFLOW__V1__TRIGGER__TRIGGER_MSG, "trigger");
+_Static_assert((int)WF_TRIGGER_CALL == (int)WORKFLOW__V1__TRIGGER__TRIGGER_CALL, "trigger");
 _Static_assert((int)WF_TERMINATION_IMPLICIT == (int)WORKFLOW__V1__TERMINATION__TERMINATION_IMPLICIT,
                "termination");
 _Static_assert((int)WF_NET_ASSIGNEE_USERS == (int)WORKFLOW__V1__ASSIGNEE_KIND__ASSIGNEE_KIND_USERS,
@@ -126,6 +127,16 @@ transition_in(wf_arena *a, const Workflow__V1__Transition *m, wf_transition *t)
     t->lease_ms = wf_h_duration_ms(m->lease);
     t->compensation_job_type = m->compensation_job_type;
     t->job_priority_expression = m->job_priority_expression;
+    t->for_each = m->for_each;
+    t->for_each_item = m->for_each_item;
+    t->for_each_output = m->for_each_output;
+    t->for_each_sequential = m->for_each_sequential;
+    user_in(NULL, m->for_each_completion, &t->assignee, &t->for_each_completion);
+    t->call_key = m->call_definition_key;
+    t->call_version = m->call_version;
+    t->call_input = m->call_input_expression;
+    t->call_output = m->call_output_expression;
+    t->call_strict = m->call_require_deployed;
     t->delay_ms = wf_h_duration_ms(m->delay);
     /* An explicit zero or negative delay must reach validation as such. */
     if (m->delay != NULL && t->delay_ms == 0)
@@ -322,6 +333,16 @@ transition_out(wf_arena *a, const wf_transition *t, bool *oom)
     m->lease = wf_h_duration(a, t->lease_ms, oom);
     m->compensation_job_type = str(t->compensation_job_type);
     m->job_priority_expression = str(t->job_priority_expression);
+    m->for_each = str(t->for_each);
+    m->for_each_item = str(t->for_each_item);
+    m->for_each_output = str(t->for_each_output);
+    m->for_each_sequential = t->for_each_sequential;
+    m->for_each_completion = completion_out(a, &t->for_each_completion, oom);
+    m->call_definition_key = str(t->call_key);
+    m->call_version = t->call_version;
+    m->call_input_expression = str(t->call_input);
+    m->call_output_expression = str(t->call_output);
+    m->call_require_deployed = t->call_strict;
     m->delay = wf_h_duration(a, t->delay_ms, oom);
     m->due_expression = str(t->due_expression);
     m->signal_name = str(t->signal_name);

@@ -97,8 +97,57 @@ build_joins(wf_arena *a, const wf_ref_instance_view *v)
     return joins;
 }
 
+/* The for-each progress of a net instance (GetInstanceResponse.for_each). */
+static wf_code
+fill_for_each(wf_arena *a, const wf_runtime_view *nv, Workflow__V1__GetInstanceResponse *m)
+{
+    m->for_each = wf_arena_calloc(a, nv->n_for_each + 1, sizeof *m->for_each);
+    if (m->for_each == NULL)
+        return WF_E_INTERNAL;
+    for (size_t i = 0; i < nv->n_for_each; i++) {
+        const wf_runtime_foreach *f = &nv->for_each[i];
+        Workflow__V1__ForEachProgress *p = wf_arena_alloc(a, sizeof *p);
+        if (p == NULL)
+            return WF_E_INTERNAL;
+        workflow__v1__for_each_progress__init(p);
+        p->transition_id = (char *)f->transition_id;
+        p->work_item_id = (char *)f->work_item_id;
+        p->total = f->total;
+        p->completed = f->completed;
+        p->mode = (Workflow__V1__CompletionMode)f->mode;
+        p->quorum = f->quorum;
+        p->required = f->required;
+        p->sequential = f->sequential;
+        m->for_each[m->n_for_each++] = p;
+    }
+    return WF_OK;
+}
+
 /* Marking, jobs, timers, awaited signals, USERS joins and current steps
  * of a net. */
+/* GetInstanceResponse.calls of a net's view. */
+static wf_code
+fill_calls(wf_arena *a, const wf_runtime_view *nv, Workflow__V1__GetInstanceResponse *m)
+{
+    m->calls = wf_arena_calloc(a, nv->n_calls + 1, sizeof *m->calls);
+    if (m->calls == NULL)
+        return WF_E_INTERNAL;
+    for (size_t i = 0; i < nv->n_calls; i++) {
+        const wf_instance_row *c = nv->calls[i].child;
+        Workflow__V1__InstanceCall *x = wf_arena_alloc(a, sizeof *x);
+        if (x == NULL)
+            return WF_E_INTERNAL;
+        workflow__v1__instance_call__init(x);
+        x->instance_id = c->id;
+        x->transition_id = (char *)nv->calls[i].transition_id;
+        x->definition_key = c->definition_key;
+        x->definition_version = c->definition_version;
+        x->status = (Workflow__V1__InstanceStatus)c->status;
+        m->calls[m->n_calls++] = x;
+    }
+    return WF_OK;
+}
+
 static wf_code
 fill_net_view(wf_arena *a, const wf_runtime_view *nv, Workflow__V1__GetInstanceResponse *m)
 {
@@ -150,6 +199,8 @@ fill_net_view(wf_arena *a, const wf_runtime_view *nv, Workflow__V1__GetInstanceR
     m->current_steps = wf_arena_calloc(a, nv->n_current_steps + 1, sizeof *m->current_steps);
     if (m->current_steps == NULL)
         return WF_E_INTERNAL;
+    if (fill_calls(a, nv, m) != WF_OK)
+        return WF_E_INTERNAL;
     for (size_t i = 0; i < nv->n_current_steps; i++) {
         const wf_step *st = nv->current_steps[i];
         Workflow__V1__CurrentStep *c = wf_arena_alloc(a, sizeof *c);
@@ -160,6 +211,8 @@ fill_net_view(wf_arena *a, const wf_runtime_view *nv, Workflow__V1__GetInstanceR
         c->name = (char *)(st->name != NULL && st->name[0] != '\0' ? st->name : st->id);
         m->current_steps[m->n_current_steps++] = c;
     }
+    if (fill_for_each(a, nv, m) != WF_OK)
+        return WF_E_INTERNAL;
     return oom ? WF_E_INTERNAL : WF_OK;
 }
 

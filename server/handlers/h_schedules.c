@@ -1,7 +1,7 @@
 /*
  * h_schedules: CreateSchedule, GetSchedule, ListSchedules,
  * UpdateSchedule, DeleteSchedule, PauseSchedule, UnpauseSchedule,
- * TriggerSchedule and ListScheduleRuns.
+ * TriggerSchedule, ListScheduleRuns and BackfillSchedule.
  *
  * Translation only: the rules, and the passes that fire schedules, are in
  * engine/schedules.c. "Now" is the app's clock (wf_app_now).
@@ -115,6 +115,7 @@ run_msg(wf_arena *a, const wf_schedule_run_row *r)
     m->manual = r->manual != 0;
     m->buffered_time = wf_h_timestamp(a, r->buffered_at, &oom);
     m->cancelled_instance_id = str(r->cancelled_instance_id);
+    m->backfill = r->backfill != 0;
     return oom ? NULL : m;
 }
 
@@ -413,4 +414,51 @@ h_list_schedule_runs(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessag
         return wf_error_nomem(err);
     *resp = &m->base;
     return WF_OK;
+}
+
+/* ---- BackfillSchedule -------------------------------------------------------- */
+
+static ProtobufCMessage *
+build_backfill(wf_arena *a, const void *result)
+{
+    const wf_schedule_backfill_out *r = result;
+    Workflow__V1__BackfillScheduleResponse *m = wf_arena_alloc(a, sizeof *m);
+    Workflow__V1__ScheduleRun **rows = wf_arena_calloc(a, r->n_runs + 1, sizeof *rows);
+    if (m == NULL || rows == NULL)
+        return NULL;
+    workflow__v1__backfill_schedule_response__init(m);
+    for (size_t i = 0; i < r->n_runs; i++)
+        if ((rows[i] = run_msg(a, &r->runs[i])) == NULL)
+            return NULL;
+    m->runs = rows;
+    m->n_runs = r->n_runs;
+    m->already_handled = (int32_t)r->already;
+    return &m->base;
+}
+
+static const wf_h_builder backfill_builder = {
+    build_backfill, &workflow__v1__backfill_schedule_response__descriptor};
+
+wf_code
+h_backfill_schedule(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
+                    wf_error *err)
+{
+    const Workflow__V1__BackfillScheduleRequest *req = (const void *)msg;
+    wf_runtime_ctx rt;
+    wf_uow_idem idem;
+    wf_schedule_backfill_out out = {0};
+    wf_h_net_ctx(call, &rt);
+    rt.ref.no_auto_create = true;
+    const wf_config *cfg = call->app->cfg;
+    wf_schedule_backfill_in in = {.id = req->schedule_id,
+                                  .from = wf_h_time_us(req->from_time),
+                                  .to = wf_h_time_us(req->to_time),
+                                  .overlap = (int)req->overlap,
+                                  .max = cfg != NULL ? (size_t)cfg->schedule_backfill_max : 0};
+    wf_code rc = wf_h_idem(call, msg, req->request_id, &backfill_builder, &idem, err);
+    if (rc == WF_OK)
+        rc = wf_schedules_backfill(&rt, &in, wf_app_now(call->app), &idem, &out, err);
+    if (rc == WF_OK && !wf_uow_idem_replayed(&idem) && out.n_runs > 0)
+        wf_app_wake_streams(call->app, WF_TOPIC_EVENTS);
+    return wf_h_respond(call, rc, &idem, &backfill_builder, &out, resp, err);
 }

@@ -67,6 +67,8 @@ wf_code h_trigger_schedule(wf_call *call, const ProtobufCMessage *req, ProtobufC
                            wf_error *err);
 wf_code h_list_schedule_runs(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                              wf_error *err);
+wf_code h_backfill_schedule(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
+                            wf_error *err);
 wf_code h_cancel_instance(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                           wf_error *err);
 wf_code h_set_variables(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,

@@ -44,6 +44,7 @@ const wf_route wf_routes[] = {
     {"UnpauseSchedule", h_unpause_schedule, WF_ROUTE_ACTOR, NULL},
     {"TriggerSchedule", h_trigger_schedule, WF_ROUTE_ACTOR, NULL},
     {"ListScheduleRuns", h_list_schedule_runs, 0, NULL},
+    {"BackfillSchedule", h_backfill_schedule, WF_ROUTE_ACTOR, NULL},
     /* Resources */
     {"DeclareResource", h_declare_resource, WF_ROUTE_ACTOR, NULL},
     {"GetResource", h_get_resource, 0, NULL},

@@ -41,6 +41,7 @@ wf_rpc_status_code(wf_code code)
     case WF_E_UNKNOWN_TIME_ZONE:
     case WF_E_INVALID_SCHEDULE:
     case WF_E_AWAIT_NEEDS_ONE_INSTANCE:
+    case WF_E_BACKFILL_TOO_LARGE:
         return GRPC_STATUS_INVALID_ARGUMENT;
     case WF_E_TASK_NOT_OPEN:
     case WF_E_TASK_ALREADY_CLAIMED:
@@ -61,6 +62,9 @@ wf_rpc_status_code(wf_code code)
     case WF_E_SCHEMA_TOO_NEW:
     case WF_E_MIGRATION_INVALID:
     case WF_E_BATCH_OPERATION_NOT_RUNNING:
+    case WF_E_FOREACH_NOT_ARRAY:
+    case WF_E_FOREACH_EMPTY:
+    case WF_E_FOREACH_TOO_MANY:
         return GRPC_STATUS_FAILED_PRECONDITION;
     case WF_E_SCHEDULE_ALREADY_EXISTS:
         return GRPC_STATUS_ALREADY_EXISTS;

@@ -119,6 +119,7 @@ typedef enum wf_trigger {
     WF_TRIGGER_AUTO = 2,
     WF_TRIGGER_TIME = 3,
     WF_TRIGGER_MSG = 4,
+    WF_TRIGGER_CALL = 5, /* an instance of another definition, in the caller's tree */
 } wf_trigger;
 
 /* A work item's life. ENABLED and FIRED rows are live: the aggregate of
@@ -308,6 +309,9 @@ typedef struct wf_work_item_row {
     char *job_type;        /* AUTO items with a job */
     char *signal_name;     /* MSG items */
     char *finished_by;     /* the completing actor or worker; NULL otherwise */
+    char *foreach_json;    /* AUTO items of a for-each transition: the items'
+                              state (engine/runtime/net_runtime_foreach.c);
+                              NULL otherwise */
 } wf_work_item_row;
 
 typedef struct wf_job_row {
@@ -525,6 +529,7 @@ typedef struct wf_schedule_run_row {
     char *detail;                /* FAILED: the reason and message */
     int64_t buffered_at;         /* a fire that waited (BUFFER_ONE): when it was buffered */
     char *cancelled_instance_id; /* CANCEL_OTHER: the instance cancelled for it */
+    int32_t backfill;            /* 1: BackfillSchedule */
 } wf_schedule_run_row;
 
 /* A resource of a tenant (migrations/0024_resources.sql): a limit shared

@@ -136,6 +136,7 @@ static const wf_field work_item_fields[] = {
     STR(wf_work_item_row, job_type),
     STR(wf_work_item_row, signal_name),
     STR(wf_work_item_row, finished_by),
+    STR(wf_work_item_row, foreach_json),
 };
 DESC(wf_store__work_item_desc, "work item", wf_work_item_row, work_item_fields);
 
@@ -274,6 +275,7 @@ static const wf_field schedule_run_fields[] = {
     I32(wf_schedule_run_row, outcome),     I32(wf_schedule_run_row, manual),
     STR(wf_schedule_run_row, instance_id), STR(wf_schedule_run_row, detail),
     I64(wf_schedule_run_row, buffered_at), STR(wf_schedule_run_row, cancelled_instance_id),
+    I32(wf_schedule_run_row, backfill),
 };
 DESC(wf_store__schedule_run_desc, "schedule run", wf_schedule_run_row, schedule_run_fields);
 

@@ -1,8 +1,8 @@
 /*
  * test_e2e_schedules: schedules (CreateSchedule, GetSchedule,
  * ListSchedules, UpdateSchedule, DeleteSchedule, PauseSchedule,
- * UnpauseSchedule, TriggerSchedule, ListScheduleRuns) and the overlap
- * policies through the real gRPC client, on the store WF_TEST_STORE names
+ * UnpauseSchedule, TriggerSchedule, ListScheduleRuns, BackfillSchedule) and
+ * the overlap policies through the real gRPC client, on the store WF_TEST_STORE names
  * (memory and Postgres).
  *
  * The in-process server runs no background scheduler: schedules fire by
@@ -475,6 +475,170 @@ WF_TEST(test_list_instances_by_schedule)
     req.schedule_id = long_id;
     call(me("ops"), "ListInstances", &req, &workflow__v1__list_instances_response__descriptor, &st);
     ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+}
+END_TEST
+
+/* A Timestamp of the UTC time text t in the test's arena. */
+static Google__Protobuf__Timestamp *
+tsp(const char *t)
+{
+    Google__Protobuf__Timestamp *m = wf_arena_calloc(ta, 1, sizeof *m);
+    google__protobuf__timestamp__init(m);
+    m->seconds = wf_test_utc_us(t) / 1000000;
+    return m;
+}
+
+static Workflow__V1__BackfillScheduleResponse *
+backfill_c(wf_client *c, const char *id, const char *from, const char *to,
+           Workflow__V1__ScheduleOverlapPolicy overlap, const char *rid, wf_client_status *st)
+{
+    Workflow__V1__BackfillScheduleRequest req = WORKFLOW__V1__BACKFILL_SCHEDULE_REQUEST__INIT;
+    req.schedule_id = (char *)id;
+    req.from_time = from != NULL ? tsp(from) : NULL;
+    req.to_time = to != NULL ? tsp(to) : NULL;
+    req.overlap = overlap;
+    req.request_id = (char *)(rid != NULL ? rid : "");
+    return call(c, "BackfillSchedule", &req, &workflow__v1__backfill_schedule_response__descriptor,
+                st);
+}
+
+static Workflow__V1__BackfillScheduleResponse *
+backfill_ok(const char *id, const char *from, const char *to,
+            Workflow__V1__ScheduleOverlapPolicy overlap, const char *rid)
+{
+    wf_client_status st;
+    Workflow__V1__BackfillScheduleResponse *r =
+        backfill_c(me("ops"), id, from, to, overlap, rid, &st);
+    ck_ok(st);
+    return r;
+}
+
+/* The instances schedule id started, counted by ListInstances. */
+static size_t
+instances_of(const char *id)
+{
+    Workflow__V1__ListInstancesRequest req = WORKFLOW__V1__LIST_INSTANCES_REQUEST__INIT;
+    req.started_by = "*";
+    req.schedule_id = (char *)id;
+    req.page_size = 100;
+    wf_client_status st;
+    Workflow__V1__ListInstancesResponse *l = call(
+        me("ops"), "ListInstances", &req, &workflow__v1__list_instances_response__descriptor, &st);
+    ck_ok(st);
+    return l->n_instances;
+}
+
+/* BackfillSchedule runs the fire times of a past range oldest first, each
+ * once: a repeat with a new request id starts nothing and counts them as
+ * handled, the same request id replays the first answer, the calendar
+ * takes a backfilled fire time as handled, and a backfill over the
+ * calendar's runs starts nothing. Every fire time has one run and at
+ * most one instance; ListScheduleRuns marks the backfill's. */
+WF_TEST(test_backfill_each_fire_time_once)
+{
+    deploy_work("work");
+    create_minutely("bf", O_ALLOW_ALL);
+    set_clock(wf_test_utc_us("2026-03-27T12:05:30Z"));
+    Workflow__V1__BackfillScheduleResponse *r =
+        backfill_ok("bf", "2026-03-27T12:00:00Z", "2026-03-27T12:03:00Z", 0, "bf-1");
+    ck_assert_uint_eq(r->n_runs, 3);
+    ck_assert_int_eq(r->already_handled, 0);
+    const char *first = r->runs[0]->instance_id;
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_int_eq(ts_us(r->runs[i]->nominal_time),
+                         wf_test_utc_us("2026-03-27T12:00:00Z") + (int64_t)i * 60000000);
+        ck_assert_int_eq(r->runs[i]->outcome, OUT_STARTED);
+        ck_assert(r->runs[i]->backfill);
+        ck_assert(!r->runs[i]->manual);
+        ck_assert_int_eq(ts_us(r->runs[i]->actual_time), wf_test_utc_us("2026-03-27T12:05:30Z"));
+    }
+    Workflow__V1__GetInstanceResponse *g = get_instance_as(me("ops"), r->runs[1]->instance_id);
+    ck_assert_int_eq(g->instance->status, I_RUNNING);
+    ck_assert_ptr_nonnull(strstr(g->instance->variables_json, "2026-03-27T12:01:00"));
+
+    r = backfill_ok("bf", "2026-03-27T12:00:00Z", "2026-03-27T12:03:00Z", 0, "bf-2");
+    ck_assert_uint_eq(r->n_runs, 0);
+    ck_assert_int_eq(r->already_handled, 3);
+    r = backfill_ok("bf", "2026-03-27T12:00:00Z", "2026-03-27T12:03:00Z", 0, "bf-1");
+    ck_assert_uint_eq(r->n_runs, 3); /* replayed */
+    ck_assert_str_eq(r->runs[0]->instance_id, first);
+
+    /* The calendar (catch-up window 1 min): 12:01 and 12:02 are the
+     * backfill's, 12:03 and 12:04 MISSED, 12:05 started. */
+    scheduler_pass();
+    ck_assert_int_eq(run_at("bf", "2026-03-27T12:03:00Z")->outcome, OUT_MISSED);
+    ck_assert_int_eq(run_at("bf", "2026-03-27T12:05:00Z")->outcome, OUT_STARTED);
+    ck_assert(!run_at("bf", "2026-03-27T12:05:00Z")->backfill);
+    ck_assert(run_at("bf", "2026-03-27T12:01:00Z")->backfill);
+    ck_assert_str_eq(run_at("bf", "2026-03-27T12:00:00Z")->instance_id, first);
+
+    /* Over the calendar's runs (MISSED ones included) nothing starts. */
+    r = backfill_ok("bf", "2026-03-27T12:00:00Z", "2026-03-27T12:05:30Z", 0, NULL);
+    ck_assert_uint_eq(r->n_runs, 0);
+    ck_assert_int_eq(r->already_handled, 6);
+    size_t n = 0;
+    Workflow__V1__ScheduleRun **runs = runs_ok("bf", &n);
+    ck_assert_uint_eq(n, 6);
+    for (size_t i = 1; i < n; i++)
+        ck_assert_int_lt(ts_us(runs[i]->nominal_time), ts_us(runs[i - 1]->nominal_time));
+    ck_assert_uint_eq(instances_of("bf"), 4);
+}
+END_TEST
+
+/* The backfill's overlap: the schedule's (SKIP) starts the first fire
+ * time and skips the rest while it runs; the request's CANCEL_OTHER
+ * cancels the one before; ALLOW_ALL starts each. */
+WF_TEST(test_backfill_overlap)
+{
+    deploy_work("work");
+    create_minutely("s", WORKFLOW__V1__SCHEDULE_OVERLAP_POLICY__SCHEDULE_OVERLAP_POLICY_SKIP);
+    set_clock(wf_test_utc_us("2026-03-27T12:30:00Z"));
+    Workflow__V1__BackfillScheduleResponse *r =
+        backfill_ok("s", "2026-03-27T12:00:00Z", "2026-03-27T12:03:00Z", 0, NULL);
+    ck_assert_uint_eq(r->n_runs, 3);
+    ck_assert_int_eq(r->runs[0]->outcome, OUT_STARTED);
+    ck_assert_int_eq(r->runs[1]->outcome, OUT_SKIPPED);
+    ck_assert_int_eq(r->runs[2]->outcome, OUT_SKIPPED);
+    const char *first = r->runs[0]->instance_id;
+
+    r = backfill_ok("s", "2026-03-27T12:03:00Z", "2026-03-27T12:05:00Z", O_CANCEL_OTHER, NULL);
+    ck_assert_uint_eq(r->n_runs, 2);
+    ck_assert_int_eq(r->runs[0]->outcome, OUT_STARTED);
+    ck_assert_str_eq(r->runs[0]->cancelled_instance_id, first);
+    ck_assert_str_eq(r->runs[1]->cancelled_instance_id, r->runs[0]->instance_id);
+    ck_assert_int_eq(get_instance_as(me("ops"), first)->instance->status, I_CANCELLED);
+
+    r = backfill_ok("s", "2026-03-27T12:10:00Z", "2026-03-27T12:13:00Z", O_ALLOW_ALL, NULL);
+    ck_assert_uint_eq(r->n_runs, 3);
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_int_eq(r->runs[i]->outcome, OUT_STARTED);
+}
+END_TEST
+
+/* Refusals, with stable reasons: more fire times than one call may run
+ * (the default 1000), a range missing, empty or ending after now, an
+ * unknown schedule, no actor. Nothing is recorded. */
+WF_TEST(test_backfill_refusals)
+{
+    deploy_work("work");
+    create_minutely("r", O_ALLOW_ALL);
+    wf_client_status st;
+    backfill_c(me("ops"), "r", "2026-03-26T00:00:00Z", "2026-03-27T12:00:00Z", 0, NULL, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "BACKFILL_TOO_LARGE");
+    backfill_c(me("ops"), "r", "2026-03-27T11:00:00Z", "2026-03-27T13:00:00Z", 0, NULL, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    backfill_c(me("ops"), "r", NULL, "2026-03-27T11:00:00Z", 0, NULL, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    backfill_c(me("ops"), "r", "2026-03-27T11:00:00Z", "2026-03-27T11:00:00Z", 0, NULL, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    backfill_c(me("ops"), "nope", "2026-03-27T11:00:00Z", "2026-03-27T11:10:00Z", 0, NULL, &st);
+    ck_fails(st, GRPC_STATUS_NOT_FOUND, "SCHEDULE_NOT_FOUND");
+    backfill_c(as_tenant(tenant, NULL), "r", "2026-03-27T11:00:00Z", "2026-03-27T11:10:00Z", 0,
+               NULL, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "ACTOR_MISSING");
+    size_t n = 0;
+    runs_ok("r", &n);
+    ck_assert_uint_eq(n, 0);
 }
 END_TEST
 

@@ -62,6 +62,10 @@ google.rpc.ErrorInfo{reason, domain "workflow.v1"} carried in the
   over the start variables, UpdateJob with its request_id replay and
   refusals, ActivateJobs by priority; again on Postgres
   (JobPriorityPgTests);
+* for-each (ForEachTests): an order fans out per line item, one job each
+  with its item and index, the charges collected in item order, the
+  progress in GetInstance, FOREACH_NOT_ARRAY at the start; again on
+  Postgres (ForEachPgTests);
 * migration (MigrateInstanceTests): a claimed task moved to a new version
   through a place mapping, its problems listed first (dry run, then the
   refusal MIGRATION_INVALID with google.rpc.BadRequest), the request_id
@@ -71,8 +75,10 @@ google.rpc.ErrorInfo{reason, domain "workflow.v1"} carried in the
 * schedules (ScheduleTests): CreateSchedule with a BUFFER_ONE policy and
   its next fire times, INVALID_CRON, TriggerSchedule with a request_id
   replayed, the runs followed page by page with ListScheduleRuns, each
-  started instance carrying its schedule; again on Postgres
-  (SchedulePgTests).
+  started instance carrying its schedule; BackfillSchedule over three past
+  hours, replayed by its request_id, repeated without starting anything,
+  and refused over a range too large (BACKFILL_TOO_LARGE); again on
+  Postgres (SchedulePgTests).
 
 Every server is a workflowd process started here, on 127.0.0.1 and a free
 port (never 50051), with its stderr captured in the work directory; all of
@@ -107,6 +113,7 @@ import uuid
 
 import grpc
 from google.protobuf import duration_pb2
+from google.protobuf import timestamp_pb2
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import wf_testkit  # noqa: E402  (the Python suites' shared kit)
@@ -1085,6 +1092,37 @@ class AwaitResultTests(WorkflowTestCase):
         self.assertEqual(resp.view.instance.status, wf_pb2.INSTANCE_STATUS_COMPLETED)
         self.assertEqual(json.loads(resp.view.instance.variables_json),
                          {"amount": 12, "receipt": "r-1"})
+
+    def test_parent_calls_the_payment_process(self):
+        """A CALL transition starts the payment process (the class's
+        definition) as a child; its output is mapped back when the worker
+        completes the child's job, and the parent ends."""
+        parent = "py-checkout-%s" % uuid.uuid4().hex[:8]
+        d = wf_pb2.Definition(
+            key=parent, kind=wf_pb2.DEFINITION_KIND_NET,
+            places=[wf_pb2.Place(id="s", kind=wf_pb2.PLACE_KIND_START),
+                    wf_pb2.Place(id="e", kind=wf_pb2.PLACE_KIND_END)],
+            transitions=[wf_pb2.Transition(
+                id="pay", trigger=wf_pb2.TRIGGER_CALL, call_definition_key=self.key,
+                call_input_expression="{amount: .total}",
+                call_output_expression="{receipt: .receipt}")],
+            arcs=[wf_pb2.Arc(source="s", target="pay"), wf_pb2.Arc(source="pay", target="e")])
+        self.ok(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(definition=d))
+        iid = self.ok(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
+            definition_key=parent, variables_json='{"total": 30}')).instance.id
+        view = self.ok(self.wf.GetInstance, wf_pb2.GetInstanceRequest(instance_id=iid))
+        self.assertEqual(len(view.calls), 1)
+        self.assertEqual(view.calls[0].definition_key, self.key)
+        self.assertEqual(view.calls[0].transition_id, "pay")
+        self.assertEqual(view.calls[0].status, wf_pb2.INSTANCE_STATUS_RUNNING)
+        job = self.complete_next_job('{"receipt": "r-9"}')
+        self.assertEqual(job.instance_id, view.calls[0].instance_id)
+        self.assertEqual(json.loads(job.variables_json), {"amount": 30})
+        view = self.ok(self.wf.GetInstance, wf_pb2.GetInstanceRequest(instance_id=iid))
+        self.assertEqual(view.instance.status, wf_pb2.INSTANCE_STATUS_COMPLETED)
+        self.assertEqual(view.calls[0].status, wf_pb2.INSTANCE_STATUS_COMPLETED)
+        self.assertEqual(json.loads(view.instance.variables_json),
+                         {"total": 30, "receipt": "r-9"})
 
     def test_await_instance_times_out_with_the_view(self):
         iid = self.ok(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
@@ -2310,6 +2348,79 @@ class JobPriorityPgTests(JobPriorityTests):
         return start_server(cls, "priority-pg", DATABASE_URL=dsn)
 
 
+class ForEachTests(WorkflowTestCase):
+    """A for-each transition as a generated client uses it: an order fans
+    out per line item (Transition.for_each), each job carries its item and
+    index, GetInstance shows the progress (ForEachProgress), the outputs
+    come back in item order, and a start whose lines are no array is
+    refused with FOREACH_NOT_ARRAY. Runs on the memory store; ForEachPgTests
+    on Postgres."""
+
+    @classmethod
+    def start_foreach_server(cls):
+        return start_server(cls, "foreach-memory")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = cls.start_foreach_server()
+        cls.wf = cls.srv.workflow()
+
+    def ok(self, outcome):
+        self.assertEqual(outcome.code, SC.OK, "unexpected outcome %r" % outcome)
+        return outcome.response
+
+    def test_order_fans_out_per_line_item(self):
+        run = uuid.uuid4().hex[:8]
+        key, job_type = "py-each-" + run, "py-charge-" + run
+        d = wf_pb2.Definition(
+            key=key, kind=wf_pb2.DEFINITION_KIND_NET,
+            places=[wf_pb2.Place(id="s", kind=wf_pb2.PLACE_KIND_START),
+                    wf_pb2.Place(id="e", kind=wf_pb2.PLACE_KIND_END)],
+            transitions=[wf_pb2.Transition(
+                id="charge", trigger=wf_pb2.TRIGGER_AUTO, job_type=job_type,
+                for_each=".order.lines", for_each_item="line", for_each_output="charges")],
+            arcs=[wf_pb2.Arc(source="s", target="charge"),
+                  wf_pb2.Arc(source="charge", target="e")])
+        self.ok(invoke(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(definition=d),
+                       md(actor="dev")))
+        lines = [{"sku": "A", "price": 5}, {"sku": "B", "price": 7}, {"sku": "C", "price": 11}]
+        order = {"order": {"id": run, "lines": lines}}
+        inst = self.ok(invoke(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
+            definition_key=key, variables_json=json.dumps(order)), md(actor="shop"))).instance
+        got = self.ok(invoke(self.wf.GetInstance,
+                             wf_pb2.GetInstanceRequest(instance_id=inst.id), md()))
+        self.assertEqual(len(got.for_each), 1)
+        self.assertEqual((got.for_each[0].transition_id, got.for_each[0].total,
+                          got.for_each[0].completed), ("charge", 3, 0))
+        jobs = self.ok(invoke(self.wf.ActivateJobs, wf_pb2.ActivateJobsRequest(
+            job_type=job_type, worker="py", max_jobs=10), md())).jobs
+        self.assertEqual(len(jobs), 3)
+        for j in reversed(jobs):
+            v = json.loads(j.variables_json)
+            self.assertEqual(v["line"], lines[v["line_index"]])
+            self.ok(invoke(self.wf.CompleteJob, wf_pb2.CompleteJobRequest(
+                job_key=j.key, variables_json=json.dumps(
+                    {"charged": v["line"]["price"] * 100})), md()))
+        done = self.ok(invoke(self.wf.GetInstance,
+                              wf_pb2.GetInstanceRequest(instance_id=inst.id), md()))
+        self.assertEqual(done.instance.status, wf_pb2.INSTANCE_STATUS_COMPLETED)
+        self.assertEqual(json.loads(done.instance.variables_json)["charges"],
+                         [{"charged": 500}, {"charged": 700}, {"charged": 1100}])
+        self.assert_error(invoke(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
+            definition_key=key, variables_json='{"order": {"lines": "A"}}'), md(actor="shop")),
+            SC.FAILED_PRECONDITION, "FOREACH_NOT_ARRAY")
+
+
+class ForEachPgTests(ForEachTests):
+    """ForEachTests against a server on Postgres; skipped without
+    WF_TEST_PG_DSN."""
+
+    @classmethod
+    def start_foreach_server(cls):
+        dsn = pg_dsn_or_skip("ForEachTests")
+        return start_server(cls, "foreach-pg", DATABASE_URL=dsn)
+
+
 class StepListTests(WorkflowTestCase):
     """A step-list definition (DEFINITION_KIND_STEPS) as a generated client
     uses it: deploy the steps, read them back with the compiled net, run the
@@ -2531,6 +2642,45 @@ class ScheduleTests(WorkflowTestCase):
             self.assertEqual(variables["region"], "eu")
         self.assert_error(invoke(self.wf.ListScheduleRuns, wf_pb2.ListScheduleRunsRequest(
             schedule_id="nope-" + run), md()), SC.NOT_FOUND, "SCHEDULE_NOT_FOUND")
+
+    def test_backfill_a_past_range(self):
+        run = uuid.uuid4().hex[:8]
+        key = "py-backfill-" + run
+        self.ok(invoke(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(
+            definition=wf_pb2.Definition(key=key, kind=wf_pb2.DEFINITION_KIND_STEPS, steps=[
+                wf_pb2.Step(id="work", job=wf_pb2.JobStep(job_type="py-backfill-work-" + run))])),
+            md(actor="dev")))
+        sid = "py-hourly-" + run
+        self.ok(invoke(self.wf.CreateSchedule, wf_pb2.CreateScheduleRequest(
+            id=sid, definition_key=key, spec=wf_pb2.ScheduleSpec(interval="every 1h"),
+            policy=wf_pb2.SchedulePolicy(overlap=wf_pb2.SCHEDULE_OVERLAP_POLICY_SKIP)),
+            md(actor="ops")))
+        end = int(time.time()) // 3600 * 3600  # a fire time, not after now
+        to_time = timestamp_pb2.Timestamp(seconds=end)
+        req = wf_pb2.BackfillScheduleRequest(
+            schedule_id=sid, from_time=timestamp_pb2.Timestamp(seconds=end - 3 * 3600),
+            to_time=to_time, overlap=wf_pb2.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL,
+            request_id="backfill-" + run)
+        first = self.ok(invoke(self.wf.BackfillSchedule, req, md(actor="ops")))
+        self.assertEqual([r.nominal_time.seconds for r in first.runs],
+                         [end - 3 * 3600, end - 2 * 3600, end - 3600])
+        for r in first.runs:
+            self.assertTrue(r.backfill)
+            self.assertEqual(r.outcome, wf_pb2.SCHEDULE_RUN_OUTCOME_STARTED)
+        again = self.ok(invoke(self.wf.BackfillSchedule, req, md(actor="ops")))
+        self.assertEqual([r.instance_id for r in again.runs],
+                         [r.instance_id for r in first.runs])  # replayed
+        req.request_id = "backfill-again-" + run
+        repeat = self.ok(invoke(self.wf.BackfillSchedule, req, md(actor="ops")))
+        self.assertEqual(len(repeat.runs), 0)
+        self.assertEqual(repeat.already_handled, 3)
+        runs = self.runs(sid)
+        self.assertEqual(sorted(r.instance_id for r in runs),
+                         sorted(r.instance_id for r in first.runs))
+        self.assertTrue(all(r.backfill for r in runs))
+        self.assert_error(invoke(self.wf.BackfillSchedule, wf_pb2.BackfillScheduleRequest(
+            schedule_id=sid, from_time=timestamp_pb2.Timestamp(seconds=end - 5000 * 3600),
+            to_time=to_time), md(actor="ops")), SC.INVALID_ARGUMENT, "BACKFILL_TOO_LARGE")
 
 
 class SchedulePgTests(ScheduleTests):

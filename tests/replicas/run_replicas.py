@@ -40,12 +40,25 @@ again; another replica takes the batch over once its lease
 done == total == BATCH_N, every instance SUSPENDED with exactly one
 INSTANCE_SUSPENDED event.
 
+Then a for-each of FOREACH_N items whose jobs 8 workers complete on every
+replica, one replica SIGKILLed once some items completed and started
+again. Checked: the instance COMPLETED, FOREACH_ITEM_COMPLETED exactly once
+per item, TRANSITION_FIRED once, the outputs in item order.
+
 Then a signal fanned out to FANOUT_N instances of one aggregate: as soon
 as some deliveries are done and others pending, a replica is killed with
 SIGKILL and started again; the others take its claimed deliveries over
 once their claim (WF_BATCH_LEASE) has run out. Checked: every instance
 COMPLETED with exactly one SIGNAL_CONSUMED event, every delivery row
 DELIVERED, and a retry of the request id answers the first answer.
+
+Meanwhile SCHED_N schedules fire every SCHED_EVERY seconds from SCHED_FROM
+to SCHED_TO seconds into the load (their start_at and end_at), overlap
+ALLOW_ALL and a catch-up window of 10 minutes, so that the replica killed
+and Postgres restarted fall into the burst of their fire times. Checked
+once the replicas are idle: every nominal fire time of every schedule has
+exactly one run, STARTED, and exactly one instance carrying that schedule
+and fire time; no run or instance outside the window.
 
 Afterwards, with the replicas idle, invariants are checked in SQL (psql)
 over the recorded client history (loaded into a table of the scratch
@@ -122,6 +135,10 @@ BATCH_LEASE = 2        # seconds, WF_BATCH_LEASE of the replicas
 BATCH_BUDGET = 40.0    # seconds for the batch to complete after the kill
 FANOUT_N = 600         # instances waiting for the fanned-out signal
 FANOUT_CHUNK = 20      # WF_SIGNAL_FANOUT_CHUNK of the replicas
+SCHED_N = 200          # schedules firing during the faults
+SCHED_EVERY = 2        # seconds between their fire times
+SCHED_FROM = 8         # seconds into the load: their first fire time (start_at) ...
+SCHED_TO = 24          # ... and their last (end_at)
 
 REF_KEY, CLAIM_KEY, NET_KEY = "rep-referral", "rep-claim", "rep-net"
 JOB_TYPE, REVIEWER = "rep-prepare", "net-reviewer"
@@ -1181,8 +1198,13 @@ def batch_scenario(db_dsn, replicas, faults, results):
     results.append(("batch operation SUSPEND over %d instances, the replica running it "
                     "killed: COMPLETED, done == total, one INSTANCE_SUSPENDED per instance"
                     % BATCH_N, len(rows), bad[:10]))
-    # Its events are numbered by readers, as the load's were: read until
-    # none is left unnumbered, so that the event checks see them all.
+    number_events(db_dsn, replicas)
+
+
+def number_events(db_dsn, replicas):
+    """A scenario's events are numbered by readers, as the load's were:
+    read until none is left unnumbered, so that the event checks see them
+    all."""
     until = time.monotonic() + 15
     while time.monotonic() < until:
         try:
@@ -1310,6 +1332,204 @@ def fanout_scenario(db_dsn, replicas, faults, results):
                        % (iid, status, n, states))
     faults.note("fan-out of %s: %d instances checked" % (log_id, len(rows)))
     results.append((name, len(rows), bad[:10]))
+
+
+SCHED_KEY = "rep-sched"
+
+
+def schedules_create(replicas):
+    """Creates SCHED_N schedules whose fire times fall in the window of the
+    faults; returns (prefix, aggregate id, first and last fire time in
+    seconds). Their instances wait for a signal to the aggregate."""
+    cl = Client("schedules", replicas)
+    defn = fanout_definition()
+    defn.key = SCHED_KEY
+    res = cl.call("DeployDefinition", pb.DeployDefinitionRequest(
+        definition=defn, request_id=rid()), actor="rep-deployer")
+    if not res.ok:
+        raise SetupError("DeployDefinition of %s failed: %s %s" % (SCHED_KEY, res.name(),
+                                                                   res.detail))
+    first = int(time.time()) + SCHED_FROM
+    first += -first % SCHED_EVERY
+    last = first + (SCHED_TO - SCHED_FROM) // SCHED_EVERY * SCHED_EVERY
+    prefix, agg = "rs-%s-" % rid()[:8], "sched-%s" % rid()
+    for k in range(SCHED_N):
+        res = cl.call("CreateSchedule", pb.CreateScheduleRequest(
+            id="%s%03d" % (prefix, k), definition_key=SCHED_KEY,
+            aggregate=pb.Aggregate(type="order", id=agg),
+            spec=pb.ScheduleSpec(interval="every %ds" % SCHED_EVERY,
+                                 start_at=pb_ts(first), end_at=pb_ts(last)),
+            policy=pb.SchedulePolicy(overlap=pb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL,
+                                     catchup_window=dur(600)),
+            request_id=rid()), actor="rep-scheduler")
+        if not res.ok:
+            raise SetupError("CreateSchedule failed: %s %s" % (res.name(), res.detail))
+    say("%d schedules fire every %d s from %s to %s UTC" % (
+        SCHED_N, SCHED_EVERY, time.strftime("%H:%M:%S", time.gmtime(first)),
+        time.strftime("%H:%M:%S", time.gmtime(last))))
+    return prefix, agg, first, last
+
+
+def pb_ts(seconds):
+    from google.protobuf import timestamp_pb2
+    return timestamp_pb2.Timestamp(seconds=seconds)
+
+
+def schedule_scenario(db_dsn, sched, faults, results):
+    """Every fire time of the schedules, which fired through a replica's
+    SIGKILL and a Postgres restart, started exactly once."""
+    prefix, agg, first, last = sched
+    per = (last - first) // SCHED_EVERY + 1
+    want = SCHED_N * per
+    name = "%d schedules every %d s through the faults: each of the %d fire times one run, " \
+           "STARTED, and one instance" % (SCHED_N, SCHED_EVERY, want)
+    like = "schedule_id LIKE '%s%%'" % prefix
+    until, runs = time.monotonic() + BATCH_BUDGET, -1
+    while time.monotonic() < until:
+        runs = int(psql(db_dsn, "SELECT count(*) FROM schedule_runs WHERE " + like)[0][0])
+        if runs >= want:
+            break
+        time.sleep(0.5)
+    bad = [] if runs == want else ["%d runs, want %d" % (runs, want)]
+    checks = [
+        ("schedules without exactly %d runs" % per,
+         "SELECT count(*) FROM (SELECT s.id FROM schedules s LEFT JOIN schedule_runs r ON "
+         "r.tenant_id = s.tenant_id AND r.schedule_id = s.id WHERE s.id LIKE '%s%%' GROUP BY s.id "
+         "HAVING count(r.nominal_at) <> %d) x" % (prefix, per)),
+        ("runs not STARTED or without an instance",
+         "SELECT count(*) FROM schedule_runs WHERE %s AND (outcome <> 1 OR instance_id IS NULL)"
+         % like),
+        ("runs outside the window or off the interval",
+         "SELECT count(*) FROM schedule_runs WHERE %s AND (nominal_at < %d OR nominal_at > %d "
+         "OR nominal_at %% %d <> 0)" % (like, first * 1000000, last * 1000000,
+                                        SCHED_EVERY * 1000000)),
+        ("runs whose instance does not exist",
+         "SELECT count(*) FROM schedule_runs r LEFT JOIN instances i ON i.tenant_id = r.tenant_id "
+         "AND i.id = r.instance_id WHERE r.%s AND i.id IS NULL" % like),
+        ("instances beyond one per schedule and fire time",
+         "SELECT count(*) - count(DISTINCT (variables_json::json->'schedule'->>'id', "
+         "variables_json::json->'schedule'->>'nominalTime')) FROM instances "
+         "WHERE aggregate_id = '%s'" % agg),
+        ("instances without a run",
+         "SELECT count(*) FROM instances i WHERE i.aggregate_id = '%s' AND NOT EXISTS (SELECT 1 "
+         "FROM schedule_runs r WHERE r.tenant_id = i.tenant_id AND r.instance_id = i.id)" % agg),
+    ]
+    for what, sql in checks:
+        n = int(psql(db_dsn, sql)[0][0])
+        if n != 0:
+            bad.append("%d %s" % (n, what))
+    started = int(psql(db_dsn, "SELECT count(*) FROM instances WHERE aggregate_id = '%s'"
+                               % agg)[0][0])
+    if started != want:
+        bad.append("%d instances started, want %d" % (started, want))
+    faults.note("schedules: %d runs, %d instances of %d fire times" % (runs, started, want))
+    results.append((name, want, bad))
+
+
+# ---------------------------------------------------------------------------
+# A for-each transition completed on every replica while one of them dies
+# ---------------------------------------------------------------------------
+
+FOREACH_N = 32         # items of the for-each
+FOREACH_KEY = "rep-foreach"
+
+
+def foreach_definition(job_type):
+    return pb.Definition(
+        key=FOREACH_KEY, kind=pb.DEFINITION_KIND_NET, name="replicas: charge each line",
+        places=[pb.Place(id="s", kind=pb.PLACE_KIND_START),
+                pb.Place(id="e", kind=pb.PLACE_KIND_END)],
+        transitions=[pb.Transition(id="each", name="each", trigger=pb.TRIGGER_AUTO,
+                                   job_type=job_type, for_each=".lines",
+                                   for_each_output="charged")],
+        arcs=[pb.Arc(source="s", target="each"), pb.Arc(source="each", target="e")])
+
+
+def foreach_count(db_dsn, iid, kind):
+    return int(psql(db_dsn, "SELECT count(*) FROM events WHERE instance_id = '%s' AND type = "
+                            "'%s'" % (iid, kind))[0][0])
+
+
+def foreach_worker(k, replicas, job_type, iid, db_dsn, stop):
+    """Takes jobs of job_type (2 s leases) on any replica and completes them
+    until stop is set; a completion refused with JOB_LEASE_LOST (its item
+    withdrawn, or its lease lost with the replica) is expected."""
+    cl = Client("foreach-%d" % k, replicas)
+    while not stop.is_set():
+        res = cl.call("ActivateJobs", pb.ActivateJobsRequest(
+            job_type=job_type, worker="foreach-%d" % k, max_jobs=2,
+            lease=dur(2), wait=dur(1),
+            request_id=rid()))
+        for j in (res.resp.jobs if res.ok else []):
+            v = json.loads(j.variables_json)
+            cl.call("CompleteJob", pb.CompleteJobRequest(
+                job_key=j.key, variables_json=json.dumps({"index": v["item_index"]})),
+                expected=("JOB_LEASE_LOST",))
+
+
+def foreach_scenario(db_dsn, replicas, faults, results):
+    """One for-each of FOREACH_N items whose jobs 8 workers complete on all
+    replicas at once; a replica is SIGKILLed once some items completed.
+    Checked: every item completed once, the transition fired once, the
+    outputs in item order."""
+    name = "for-each of %d items completed across the replicas, one killed mid-way: every " \
+           "item once, the join once, the outputs in item order" % FOREACH_N
+    cl = Client("foreach", replicas)
+    job_type = "rep-each-" + rid()
+    res = cl.call("DeployDefinition", pb.DeployDefinitionRequest(
+        definition=foreach_definition(job_type), request_id=rid()), actor="rep-deployer")
+    if not res.ok:
+        results.append((name, 0, ["DeployDefinition failed: %s %s" % (res.name(), res.detail)]))
+        return
+    lines = [{"sku": "L%d" % i} for i in range(FOREACH_N)]
+    res = cl.call("StartInstance", pb.StartInstanceRequest(
+        definition_key=FOREACH_KEY, variables_json=json.dumps({"lines": lines}),
+        request_id=rid()), actor="rep-shop")
+    if not res.ok:
+        results.append((name, 0, ["StartInstance failed: %s %s" % (res.name(), res.detail)]))
+        return
+    iid, stop = res.resp.instance.id, threading.Event()
+    workers = [threading.Thread(target=foreach_worker,
+                                args=(k, replicas, job_type, iid, db_dsn, stop))
+               for k in range(8)]
+    for t in workers:
+        t.start()
+    bad, until = [], time.monotonic() + 20
+    while time.monotonic() < until and foreach_count(db_dsn, iid, "FOREACH_ITEM_COMPLETED") < 4:
+        time.sleep(0.02)
+    victim = replicas[1]
+    pid, port = victim.proc.pid, victim.port
+    victim.kill()
+    faults.note("SIGKILL replica %d (pid %d) mid-for-each: %d items completed"
+                % (victim.idx, pid, foreach_count(db_dsn, iid, "FOREACH_ITEM_COMPLETED")))
+    time.sleep(KILL_DOWN)
+    victim.start(port=port)
+    until, status = time.monotonic() + BATCH_BUDGET, None
+    while time.monotonic() < until:
+        status = psql(db_dsn, "SELECT status FROM instances WHERE id = '%s'" % iid)[0][0]
+        if status != "1":
+            break
+        time.sleep(0.3)
+    stop.set()
+    for t in workers:
+        t.join(OP_BUDGET * 2)
+    if status != "2":
+        bad.append("instance %s: status %s, want COMPLETED" % (iid, status))
+    per_item = psql(db_dsn, "SELECT (data_json::json->>'index'), count(*) FROM events WHERE "
+                            "instance_id = '%s' AND type = 'FOREACH_ITEM_COMPLETED' GROUP BY 1"
+                            % iid)
+    if sorted(int(i) for i, n in per_item) != list(range(FOREACH_N)) or \
+            any(n != "1" for i, n in per_item):
+        bad.append("items completed: %r" % sorted(per_item)[:10])
+    fired = foreach_count(db_dsn, iid, "TRANSITION_FIRED")
+    if fired != 1:
+        bad.append("TRANSITION_FIRED %d times" % fired)
+    charged = json.loads(psql(db_dsn, "SELECT variables_json FROM instances WHERE id = '%s'"
+                                      % iid)[0][0]).get("charged")
+    if charged != [{"index": i} for i in range(FOREACH_N)]:
+        bad.append("charged: %r" % (charged,))
+    results.append((name, len(per_item), bad[:10]))
+    number_events(db_dsn, replicas)
 
 
 def load_history(dsn):
@@ -1581,6 +1801,7 @@ def run(dsn, db, db_dsn, replicas, state):
                          watched)
     n_threads = len(threads) + len(workers) + 1
     faults = Faults()
+    sched = schedules_create(replicas)
     t_load = time.monotonic()
     faults.note("load started: %d client threads" % n_threads)
 
@@ -1669,8 +1890,10 @@ def run(dsn, db, db_dsn, replicas, state):
     faults.note("replicas idle; checking invariants")
 
     results = []
+    schedule_scenario(db_dsn, sched, faults, results)
     fanout_scenario(db_dsn, replicas, faults, results)
     batch_scenario(db_dsn, replicas, faults, results)
+    foreach_scenario(db_dsn, replicas, faults, results)
     check_watch(db_dsn, replicas, results)
     bad = []
     if watched != list(range(1, len(watched) + 1)) or len(watched) != top:

@@ -243,7 +243,8 @@ WF_CASE_TEST("contract", test_aggregate_round_trip)
                            NULL,
                            NULL,
                            NULL,
-                           NULL};
+                           NULL,
+                           S("{\"items\":[1,2],\"st\":[1,2],\"out\":[null,{}],\"done\":1}")};
     wf_job_row job = mk_job("j1", "r1", "mail", T0 + 3);
     job.backoff_multiplier = 1.5;
     job.initial_backoff_ms = 250;
@@ -602,7 +603,8 @@ WF_CASE_TEST("contract", test_deletes_remove_rows)
                            T0,       0,
                            0,        0,
                            NULL,     NULL,
-                           NULL,     NULL};
+                           NULL,     NULL,
+                           NULL};
     wf_job_row job = mk_job("j1", "r1", "mail", T0);
     wf_timer_row tim = {S("tm1"), NULL, S("r1"), S("r1"), S("w1"), S("x"), T0, T0, 0};
     wf_subscription_row sub = {S("s1"), NULL,     S("r1"), S("r1"), S("w1"),

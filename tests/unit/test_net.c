@@ -595,6 +595,43 @@ WF_CASE_TEST("json", test_json_round_trip_is_stable)
 }
 END_TEST
 
+/* A for-each transition's fields survive the canonical JSON; the deploy's
+ * rules on them. */
+WF_CASE_TEST("json", test_for_each_round_trip_and_rules)
+{
+    wf_error err;
+    wf_net *n = full_net();
+    wf_transition *ship = &n->transitions[2];
+    ck_assert_str_eq(ship->id, "ship");
+    ship->for_each = ".lines";
+    ship->for_each_item = "line";
+    ship->for_each_output = "shipped";
+    ship->for_each_sequential = true;
+    ship->for_each_completion = (wf_completion){WF_JOIN_QUORUM, 2};
+    char *j;
+    ck_assert_int_eq(wf_net_to_json(n, A, &j, &err), WF_OK);
+    wf_net *back;
+    ck_assert_int_eq(wf_net_from_json(j, A, &back, &err), WF_OK);
+    const wf_transition *t = &back->transitions[2];
+    ck_assert_str_eq(t->for_each, ".lines");
+    ck_assert_str_eq(t->for_each_item, "line");
+    ck_assert_str_eq(t->for_each_output, "shipped");
+    ck_assert(t->for_each_sequential);
+    ck_assert_int_eq(t->for_each_completion.mode, WF_JOIN_QUORUM);
+    ck_assert_int_eq(t->for_each_completion.quorum, 2);
+    ck_assert_uint_eq(validate(back), 0);
+    ship->for_each_item = "2nd";
+    ship->for_each_completion = (wf_completion){WF_JOIN_QUORUM, 0};
+    validate(n);
+    EXPECT("INVALID_VALUE", "transitions[2].for_each_item");
+    EXPECT("INVALID_VALUE", "transitions[2].for_each_completion.quorum");
+    ship->for_each = "";
+    ship->for_each_item = "";
+    validate(n);
+    EXPECT("INVALID_VALUE", "transitions[2].for_each");
+}
+END_TEST
+
 WF_CASE_TEST("json", test_hash_ignores_defaults_and_version_but_not_content)
 {
     wf_error err;

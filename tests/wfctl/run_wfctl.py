@@ -541,6 +541,18 @@ class CommandTests(ServerTests):
                                                      "--schedule", sid))
         self.assertTrue(run["manual"])
         self.assertIn("STARTED (manual)", self.run_ok("schedule", "runs", sid))
+        # The last three days: one fire time each, started once.
+        end = int(time.time()) // 60 * 60
+        span = ["--from", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(end - 3 * 86400)),
+                "--to", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(end))]
+        out = self.run_ok("schedule", "backfill", sid, *span, actor="dev")
+        self.assertEqual(out.count("STARTED (backfill)"), 3, out)
+        self.assertIn("3 run(s) recorded, 0 fire time(s) handled before", out)
+        out = self.run_ok("schedule", "backfill", sid, *span, actor="dev")
+        self.assertIn("0 run(s) recorded, 3 fire time(s) handled before", out)
+        r = wfctl(self.srv, "schedule", "backfill", sid, "--from", span[1], actor="dev")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("INVALID_ARGUMENT", r.stderr)
         self.assertIn("PAUSED", self.run_ok("schedule", "pause", sid, "--reason", "holiday", actor="dev"))
         self.assertIn("ACTIVE", self.run_ok("schedule", "unpause", sid, actor="dev"))
         self.assertEqual(self.run_ok("schedule", "delete", sid, actor="dev").strip(), "ok")

@@ -61,6 +61,8 @@ wf_net_trigger_name(wf_trigger t)
         return "TIME";
     case WF_TRIGGER_MSG:
         return "MSG";
+    case WF_TRIGGER_CALL:
+        return "CALL";
     }
     return "UNSPECIFIED";
 }
@@ -92,7 +94,7 @@ wf_net_transition_index(const wf_net *net, const char *id)
 /* Index = enum value; NULL = no name (unset). */
 static const char *const place_kinds[] = {NULL, "START", "NORMAL", "END"};
 static const char *const terminations[] = {NULL, "EXPLICIT", "IMPLICIT"};
-static const char *const triggers[] = {NULL, "USER", "AUTO", "TIME", "MSG"};
+static const char *const triggers[] = {NULL, "USER", "AUTO", "TIME", "MSG", "CALL"};
 static const char *const assignee_kinds[] = {NULL, "USER", "GROUP", "USERS"};
 static const char *const completion_modes[] = {NULL, "ALL", "ANY", "QUORUM"};
 static const char *const correlations[] = {NULL, "INSTANCE", "AGGREGATE"};
@@ -204,6 +206,27 @@ encode_retry(enc *e, json_t *o, wf_retry_policy r)
     }
 }
 
+/* The for-each fields, only when for_each is set. */
+static void
+encode_for_each(enc *e, json_t *o, const wf_transition *t)
+{
+    if (wf_str_empty(t->for_each))
+        return;
+    json_t *f = json_object();
+    put(e, o, "for_each", f);
+    if (f == NULL)
+        return;
+    put_str(e, f, "expression", t->for_each);
+    put_str(e, f, "item", t->for_each_item);
+    put_str(e, f, "output", t->for_each_output);
+    if (t->for_each_sequential)
+        put(e, f, "sequential", json_true());
+    wf_join_mode mode =
+        t->for_each_completion.mode == WF_JOIN_NONE ? WF_JOIN_ALL : t->for_each_completion.mode;
+    put_enum(e, f, "mode", enum_name(NAMES(completion_modes), (int)mode));
+    put_int(e, f, "quorum", t->for_each_completion.quorum);
+}
+
 static json_t *
 encode_transition(enc *e, const wf_transition *t)
 {
@@ -230,6 +253,7 @@ encode_transition(enc *e, const wf_transition *t)
             t->trigger == WF_TRIGGER_AUTO ? wf_net_lease_effective(t) : t->lease_ms);
     put_str(e, o, "compensation_job_type", t->compensation_job_type);
     put_str(e, o, "job_priority_expression", t->job_priority_expression);
+    encode_for_each(e, o, t);
     put_int(e, o, "delay_ms", t->delay_ms);
     put_str(e, o, "due_expression", t->due_expression);
     put_str(e, o, "signal_name", t->signal_name);
@@ -237,6 +261,12 @@ encode_transition(enc *e, const wf_transition *t)
     if (corr == WF_CORRELATION_UNSET && t->trigger == WF_TRIGGER_MSG)
         corr = WF_CORRELATION_INSTANCE;
     put_enum(e, o, "correlation", enum_name(NAMES(correlations), (int)corr));
+    put_str(e, o, "call_definition_key", t->call_key);
+    put_int(e, o, "call_version", t->call_version);
+    put_str(e, o, "call_input_expression", t->call_input);
+    put_str(e, o, "call_output_expression", t->call_output);
+    if (t->call_strict)
+        put(e, o, "call_require_deployed", json_true());
     put_str(e, o, "step_id", t->step_id);
     if (t->first_match)
         put(e, o, "first_match", json_true());
@@ -600,6 +630,20 @@ decode_step(dec *d, json_t *o, wf_step *st)
 }
 
 static void
+decode_for_each(dec *d, json_t *o, wf_transition *t)
+{
+    json_t *f = get_obj(d, o, "for_each");
+    if (f == NULL)
+        return;
+    t->for_each = get_str(d, f, "expression");
+    t->for_each_item = get_str(d, f, "item");
+    t->for_each_output = get_str(d, f, "output");
+    t->for_each_sequential = get_bool(d, f, "sequential");
+    t->for_each_completion.mode = (wf_join_mode)get_enum(d, f, "mode", NAMES(completion_modes));
+    t->for_each_completion.quorum = (int32_t)get_int(d, f, "quorum");
+}
+
+static void
 decode_transition(dec *d, json_t *o, wf_transition *t)
 {
     t->id = get_str(d, o, "id");
@@ -615,10 +659,16 @@ decode_transition(dec *d, json_t *o, wf_transition *t)
     t->lease_ms = get_int(d, o, "lease_ms");
     t->compensation_job_type = get_str(d, o, "compensation_job_type");
     t->job_priority_expression = get_str(d, o, "job_priority_expression");
+    decode_for_each(d, o, t);
     t->delay_ms = get_int(d, o, "delay_ms");
     t->due_expression = get_str(d, o, "due_expression");
     t->signal_name = get_str(d, o, "signal_name");
     t->correlation = (wf_correlation)get_enum(d, o, "correlation", NAMES(correlations));
+    t->call_key = get_str(d, o, "call_definition_key");
+    t->call_version = (int32_t)get_int(d, o, "call_version");
+    t->call_input = get_str(d, o, "call_input_expression");
+    t->call_output = get_str(d, o, "call_output_expression");
+    t->call_strict = get_bool(d, o, "call_require_deployed");
     t->step_id = get_str(d, o, "step_id");
     t->first_match = get_bool(d, o, "first_match");
     t->fails = get_bool(d, o, "fails");

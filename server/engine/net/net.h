@@ -124,12 +124,31 @@ typedef struct wf_transition {
     /* AUTO, jq over the variables when the job is created ("" = 50): the
      * job's priority, an integer 0-100 */
     const char *job_priority_expression;
+    /* AUTO with a job_type: multi-instance. for_each is jq over the
+     * variables at enablement yielding the items ("" = one job); item the
+     * variable naming an item in its job ("" = "item"), output the array
+     * variable set at the join ("" = item + "s"); completion the join. */
+    const char *for_each;
+    const char *for_each_item;
+    const char *for_each_output;
+    bool for_each_sequential;
+    wf_completion for_each_completion;
     /* TIME: exactly one of the two */
     int64_t delay_ms;
     const char *due_expression;
     /* MSG */
     const char *signal_name;
     wf_correlation correlation;
+    /* CALL: an instance of definition call_key (version call_version, 0 =
+     * the newest active at the call) started as a child of the instance in
+     * its tree; call_input (jq over the caller's variables, "" = {}) gives
+     * its variables, call_output (jq over the child's final variables, "" =
+     * {}) what is merged into the caller's when it completes. */
+    const char *call_key;
+    int32_t call_version;
+    const char *call_input;
+    const char *call_output;
+    bool call_strict; /* deploy checks that call_key has a definition */
     /* Set only by the step compiler (net_steps.c), never by a NET deploy:
      * step_id is the step the transition runs ("" = none); first_match
      * routes to the first output arc, in arc order, whose guard is absent

@@ -551,6 +551,114 @@ check_user(vctx *c, size_t ti, const wf_transition *t)
     }
 }
 
+/* A jq identifier of 1-64 characters (a for-each item or output name). */
+static bool
+var_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 64 || isdigit((unsigned char)s[0]))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '_')
+            return false;
+    return true;
+}
+
+static void
+check_for_each_name(vctx *c, size_t ti, const char *field, const char *v)
+{
+    char path[96];
+    snprintf(path, sizeof path, "transitions[%zu].%s", ti, field);
+    if (!wf_str_empty(v) && !var_name_ok(v))
+        ERR(c, "INVALID_VALUE", path, "%s must be 1 to 64 letters, digits and _, not first a digit",
+            field);
+}
+
+/* for_each of AUTO or USER transition t: a compiling expression, names,
+ * the join. */
+static void
+check_for_each(vctx *c, size_t ti, const wf_transition *t)
+{
+    char path[96];
+    const wf_completion *cp = &t->for_each_completion;
+    snprintf(path, sizeof path, "transitions[%zu].for_each", ti);
+    if (t->trigger == WF_TRIGGER_AUTO && wf_str_empty(t->job_type))
+        ERR(c, "INVALID_VALUE", path,
+            "for_each needs a job_type: a silent transition has no items");
+    if (t->trigger == WF_TRIGGER_USER && t->assignee.kind == WF_NET_ASSIGNEE_USERS)
+        ERR(c, "INVALID_VALUE", path,
+            "for_each gives each item one task: the assignee must be USER or GROUP (an "
+            "ids_expression may read the item), not USERS");
+    check_expr(c, t->for_each, "EXPRESSION_INVALID", path, "for_each");
+    check_for_each_name(c, ti, "for_each_item", t->for_each_item);
+    check_for_each_name(c, ti, "for_each_output", t->for_each_output);
+    snprintf(path, sizeof path, "transitions[%zu].for_each_completion.mode", ti);
+    if (cp->mode != WF_JOIN_NONE && cp->mode != WF_JOIN_ALL && cp->mode != WF_JOIN_ANY &&
+        cp->mode != WF_JOIN_QUORUM)
+        ERR(c, "INVALID_VALUE", path, "completion mode %d is not known", cp->mode);
+    snprintf(path, sizeof path, "transitions[%zu].for_each_completion.quorum", ti);
+    if (cp->mode == WF_JOIN_QUORUM && cp->quorum < 1)
+        ERR(c, "INVALID_VALUE", path, "QUORUM needs a quorum of at least 1");
+    else if (cp->mode != WF_JOIN_QUORUM && cp->quorum != 0)
+        ERR(c, "INVALID_VALUE", path, "quorum must be 0 unless the mode is QUORUM");
+}
+
+/* for_each's other fields without for_each. */
+static void
+check_no_for_each(vctx *c, size_t ti, const wf_transition *t)
+{
+    char path[96];
+    snprintf(path, sizeof path, "transitions[%zu].for_each", ti);
+    if (!wf_str_empty(t->for_each_item) || !wf_str_empty(t->for_each_output) ||
+        t->for_each_sequential || t->for_each_completion.mode != WF_JOIN_NONE ||
+        t->for_each_completion.quorum != 0)
+        ERR(c, "INVALID_VALUE", path,
+            "for_each_item, for_each_output, for_each_sequential and for_each_completion need "
+            "for_each on transition \"%s\"",
+            str(t->id));
+}
+
+/* A CALL transition names a definition key, a version that is not
+ * negative, and mappings that compile. */
+static void
+check_call(vctx *c, size_t ti, const wf_transition *t)
+{
+    char path[96];
+    snprintf(path, sizeof path, "transitions[%zu].call_definition_key", ti);
+    if (wf_str_empty(t->call_key))
+        ERR(c, "CALL_KEY_MISSING", path, "CALL transition \"%s\" needs a call_definition_key",
+            str(t->id));
+    else if (strlen(t->call_key) > WF_NET_MAX_ID_LEN || strchr(t->call_key, ' ') != NULL)
+        ERR(c, "CALL_KEY_INVALID", path, "call_definition_key must be 1-%d bytes without spaces",
+            WF_NET_MAX_ID_LEN);
+    snprintf(path, sizeof path, "transitions[%zu].call_version", ti);
+    if (t->call_version < 0)
+        ERR(c, "CALL_VERSION_INVALID", path, "call_version must be 0 (the newest) or a version");
+    if (!wf_str_empty(t->call_input)) {
+        snprintf(path, sizeof path, "transitions[%zu].call_input_expression", ti);
+        check_expr(c, t->call_input, "EXPRESSION_INVALID", path, "call_input_expression");
+    }
+    if (!wf_str_empty(t->call_output)) {
+        snprintf(path, sizeof path, "transitions[%zu].call_output_expression", ti);
+        check_expr(c, t->call_output, "EXPRESSION_INVALID", path, "call_output_expression");
+    }
+}
+
+static void
+check_not_call(vctx *c, size_t ti, const wf_transition *t)
+{
+    if (!wf_str_empty(t->call_key))
+        conflict(c, ti, "call_definition_key", t, "CALL");
+    if (t->call_version != 0)
+        conflict(c, ti, "call_version", t, "CALL");
+    if (!wf_str_empty(t->call_input))
+        conflict(c, ti, "call_input_expression", t, "CALL");
+    if (!wf_str_empty(t->call_output))
+        conflict(c, ti, "call_output_expression", t, "CALL");
+    if (t->call_strict)
+        conflict(c, ti, "call_require_deployed", t, "CALL");
+}
+
 static void
 check_auto(vctx *c, size_t ti, const wf_transition *t)
 {
@@ -580,6 +688,8 @@ check_auto(vctx *c, size_t ti, const wf_transition *t)
         check_expr(c, t->job_priority_expression, "EXPRESSION_INVALID", path,
                    "job_priority_expression");
     }
+    if (!wf_str_empty(t->for_each))
+        check_for_each(c, ti, t);
 }
 
 static void
@@ -594,7 +704,7 @@ check_triggers(vctx *c)
         if (tr == 0) {
             ERR(c, "REQUIRED", path, "transition \"%s\" needs a trigger", str(t->id));
         } else if (tr != WF_TRIGGER_USER && tr != WF_TRIGGER_AUTO && tr != WF_TRIGGER_TIME &&
-                   tr != WF_TRIGGER_MSG) {
+                   tr != WF_TRIGGER_MSG && tr != WF_TRIGGER_CALL) {
             ERR(c, "INVALID_VALUE", path, "trigger %d is not known", tr);
             tr = 0;
         }
@@ -612,8 +722,11 @@ check_triggers(vctx *c)
             continue; /* no trigger: which fields conflict is unknowable */
 
         /* Each trigger's own fields ... */
-        if (tr == WF_TRIGGER_USER)
+        if (tr == WF_TRIGGER_USER) {
             check_user(c, ti, t);
+            if (!wf_str_empty(t->for_each))
+                check_for_each(c, ti, t);
+        }
         if (tr == WF_TRIGGER_AUTO)
             check_auto(c, ti, t);
         if (tr == WF_TRIGGER_TIME) {
@@ -643,7 +756,11 @@ check_triggers(vctx *c)
                 t->correlation != WF_CORRELATION_AGGREGATE)
                 ERR(c, "INVALID_VALUE", path, "correlation %d is not known", t->correlation);
         }
+        if (tr == WF_TRIGGER_CALL)
+            check_call(c, ti, t);
         /* ... and nobody else's. */
+        if (tr != WF_TRIGGER_CALL)
+            check_not_call(c, ti, t);
         if (tr != WF_TRIGGER_USER) {
             if (t->assignee.kind != 0 || t->assignee.n_ids > 0 ||
                 !wf_str_empty(t->assignee.ids_expression))
@@ -670,6 +787,10 @@ check_triggers(vctx *c)
             if (!wf_str_empty(t->job_priority_expression))
                 conflict(c, ti, "job_priority_expression", t, "AUTO");
         }
+        if (tr != WF_TRIGGER_AUTO && tr != WF_TRIGGER_USER && !wf_str_empty(t->for_each))
+            conflict(c, ti, "for_each", t, "AUTO and USER");
+        if (wf_str_empty(t->for_each))
+            check_no_for_each(c, ti, t);
         if (tr != WF_TRIGGER_TIME) {
             if (t->delay_ms != 0)
                 conflict(c, ti, "delay", t, "TIME");
@@ -731,7 +852,8 @@ wf_net_has_unseen_expressions(const wf_net *net)
         const wf_transition *t = &net->transitions[i];
         if (unseen(t->assignee.ids_expression) || unseen(t->priority_expression) ||
             unseen(t->task_due_expression) || unseen(t->task_follow_up_expression) ||
-            unseen(t->due_expression) || unseen(t->job_priority_expression))
+            unseen(t->due_expression) || unseen(t->job_priority_expression) ||
+            unseen(t->for_each) || unseen(t->call_input) || unseen(t->call_output))
             return true;
     }
     for (size_t i = 0; i < net->n_steps; i++) {

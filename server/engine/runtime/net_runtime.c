@@ -213,6 +213,8 @@ apply_withdrawn(net_work *w, const char *item_id, wf_error *err)
         if (wf_str_eq(w->rw.tasks[k].work_item_id, item_id) &&
             wf_runtime__task_pending(&w->rw.tasks[k]))
             rc = wf_referral_cancel_task(&w->rw, k, err);
+    if (rc == WF_OK && it->trigger == WF_TRIGGER_CALL)
+        rc = wf_runtime__call_withdrawn(w, item_id, err);
     drop_side_rows(w, item_id);
     wf_runtime__end_item(w, ii, WF_WORK_ITEM_WITHDRAWN, NULL);
     return rc;
@@ -373,9 +375,9 @@ add_task(net_work *w, const wf_work_item_row *it, const wf_transition *t, wf_ass
                              err);
 }
 
-static wf_code
-enable_user(net_work *w, const wf_work_item_row *it, const wf_transition *t, const char *vars,
-            wf_error *err)
+wf_code
+wf_runtime__enable_user(net_work *w, const wf_work_item_row *it, const wf_transition *t,
+                        const char *vars, wf_error *err)
 {
     const char *const *ids = t->assignee.ids;
     size_t n = t->assignee.n_ids;
@@ -617,8 +619,12 @@ apply_created(net_work *w, const wf_work_item *ci, const char *vars, wf_error *e
         return rc;
     switch (t->trigger) {
     case WF_TRIGGER_USER:
-        return enable_user(w, &row, t, vars, err);
+        if (wf_runtime__is_foreach(t))
+            return wf_runtime__foreach_enable(w, &row, t, vars, err);
+        return wf_runtime__enable_user(w, &row, t, vars, err);
     case WF_TRIGGER_AUTO:
+        if (wf_runtime__is_foreach(t))
+            return wf_runtime__foreach_enable(w, &row, t, vars, err);
         return wf_str_empty(t->job_type) ? WF_OK : enable_auto(w, &row, t, vars, err);
     case WF_TRIGGER_TIME:
         return enable_time(w, &row, t, vars, err);
@@ -627,6 +633,8 @@ apply_created(net_work *w, const wf_work_item *ci, const char *vars, wf_error *e
          * once the whole step is applied (net_runtime_int.h). */
         rc = enable_msg(w, &row, t, err);
         return rc == WF_OK ? wf_runtime__msg_enabled(w, &row, t, err) : rc;
+    case WF_TRIGGER_CALL:
+        return wf_runtime__call_enabled(w, &row, t, vars, err);
     }
     return WF_OK;
 }

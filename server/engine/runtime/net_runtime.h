@@ -71,6 +71,10 @@ typedef struct wf_runtime_deployed {
  * hash are the same (created = false), else stores version N+1. Invalid:
  * WF_E_DEFINITION_INVALID, each ERROR finding reported to
  * ctx->ref.violation as (path, "CODE: message"), and out->errors filled. */
+/* Items one for-each transition may have (WF_FOREACH_MAX_ITEMS; 1000
+ * until set). Process-wide. */
+void wf_runtime_set_foreach_max_items(int n);
+
 wf_code wf_runtime_deploy(const wf_runtime_ctx *ctx, const wf_runtime_deploy_in *in,
                           wf_uow_idem *idem, wf_runtime_deployed *out, wf_error *err);
 
@@ -182,6 +186,13 @@ wf_code wf_runtime_update_job(const wf_runtime_ctx *ctx, const char *instance_id
  * that failed the step is armed again instead (a new timer). A RUNNING or COMPENSATING
  * instance (or an incident with nothing to retry) is returned unchanged;
  * an ended one is INSTANCE_NOT_RUNNING. */
+/* The deepest a chain of calls nests below its root (WF_CALL_MAX_DEPTH):
+ * a call that would start a child deeper is the caller's incident
+ * CALL_DEPTH_EXCEEDED. Set once at start; values below 1 are ignored. */
+#define WF_RUNTIME_CALL_MAX_DEPTH_DEFAULT 16
+void wf_runtime_set_call_max_depth(int depth);
+int wf_runtime_call_max_depth(void);
+
 wf_code wf_runtime_retry_instance(const wf_runtime_ctx *ctx, const char *instance_id,
                                   wf_uow_idem *idem, wf_instance_row *out, wf_error *err);
 
@@ -387,6 +398,23 @@ typedef struct wf_runtime_awaiting {
     int64_t times_out_at; /* due time of a competing TIME transition, 0 = none */
 } wf_runtime_awaiting;
 
+/* Progress of an enabled for-each transition (Transition.for_each). */
+typedef struct wf_runtime_foreach {
+    const char *transition_id;
+    const char *work_item_id;
+    int32_t total, completed;
+    wf_join_mode mode; /* ALL, ANY or QUORUM */
+    int32_t quorum;    /* QUORUM only */
+    int32_t required;  /* items that must complete */
+    bool sequential;
+} wf_runtime_foreach;
+
+/* A child a CALL transition of the instance started. */
+typedef struct wf_runtime_call {
+    const wf_instance_row *child;
+    const char *transition_id;
+} wf_runtime_call;
+
 /* What a NET instance is waiting for (empty for an AD_HOC instance). */
 typedef struct wf_runtime_view {
     bool is_net;
@@ -400,11 +428,15 @@ typedef struct wf_runtime_view {
     size_t n_awaiting;
     wf_ref_join *joins; /* USER work items with several tasks */
     size_t n_joins;
+    wf_runtime_foreach *for_each; /* enabled for-each work items */
+    size_t n_for_each;
     const wf_step **current_steps; /* STEPS: the steps it is in, in list order */
     size_t n_current_steps;
     const char **enabled; /* transitions with an enabled work item, in net order */
     size_t n_enabled;
-    const wf_net *net; /* the instance's net (its definition version) */
+    const wf_net *net;      /* the instance's net (its definition version) */
+    wf_runtime_call *calls; /* children of its CALL transitions, in start order */
+    size_t n_calls;
 } wf_runtime_view;
 
 wf_code wf_runtime_instance_view(const wf_ref_ctx *ctx, const char *instance_id,

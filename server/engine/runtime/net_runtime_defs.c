@@ -85,6 +85,35 @@ check_adhoc(wf_findings *f, const wf_net *net)
                         "valid_until must be after valid_from");
 }
 
+/* CALL transitions that ask for it (call_require_deployed): their key has
+ * a definition now, at their version when pinned (a net calling its own
+ * key passes). */
+static wf_code
+check_calls(const wf_runtime_ctx *ctx, const wf_net *net, wf_findings *f, wf_error *err)
+{
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
+    for (size_t i = 0; i < net->n_transitions; i++) {
+        const wf_transition *t = &net->transitions[i];
+        if (t->trigger != WF_TRIGGER_CALL || !t->call_strict || wf_str_empty(t->call_key) ||
+            t->call_version < 0 || wf_str_eq(t->call_key, net->key))
+            continue;
+        wf_definition_row def;
+        wf_code rc =
+            wf_store_get_definition(ctx->ref.store, &sc, t->call_key, t->call_version, &def, err);
+        if (rc == WF_E_DEFINITION_NOT_FOUND || (rc == WF_OK && !WF_DEF_RUNS_NET(def.kind))) {
+            char path[96];
+            snprintf(path, sizeof path, "transitions[%zu].call_definition_key", i);
+            wf_findings_add(f, WF_SEVERITY_ERROR, "CALL_DEFINITION_NOT_FOUND", path,
+                            "transition \"%s\" calls \"%s\", which has no definition running a "
+                            "net%s",
+                            t->id, t->call_key, t->call_version > 0 ? " at that version" : "");
+        } else if (rc != WF_OK) {
+            return rc;
+        }
+    }
+    return WF_OK;
+}
+
 /* Validates in; a STEPS definition is compiled too (*compiled, NULL when
  * it has errors or is of another kind). */
 static wf_code
@@ -115,6 +144,8 @@ validate(const wf_runtime_ctx *ctx, const wf_runtime_deploy_in *in, wf_validatio
         wf_validation_error *v;
         size_t nv;
         wf_code rc = wf_net_validate(net, ctx->ref.arena, &v, &nv, err);
+        if (rc == WF_OK)
+            rc = check_calls(ctx, net, &f, err);
         if (rc != WF_OK)
             return rc;
         append(&f, v, nv);

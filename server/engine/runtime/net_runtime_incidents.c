@@ -18,9 +18,28 @@
 
 /* Every code an incident can carry (Incident.code in the proto). */
 static const char *const codes[] = {
-    "JOB_FAILED",         "COMPENSATION_FAILED", "STEP_TIMED_OUT",   "DEADLOCKED",
-    "NO_ARC_MATCHED",     "EXPRESSION_LIMIT",    "INVALID_ARGUMENT", "INVALID_JSON",
-    "DEFINITION_INVALID", "TOO_LARGE",           "UNKNOWN",
+    "JOB_FAILED",
+    "COMPENSATION_FAILED",
+    "STEP_TIMED_OUT",
+    "DEADLOCKED",
+    "NO_ARC_MATCHED",
+    "EXPRESSION_LIMIT",
+    "INVALID_ARGUMENT",
+    "INVALID_JSON",
+    "DEFINITION_INVALID",
+    "TOO_LARGE",
+    "UNKNOWN",
+    "FOREACH_NOT_ARRAY",
+    "FOREACH_EMPTY",
+    "FOREACH_TOO_MANY",
+    /* CALL transitions (net_runtime_call.c) */
+    "CALL_CHILD_FAILED",
+    "CALL_CHILD_CANCELLED",
+    "CALL_CHILD_COMPENSATED",
+    "CALL_DEPTH_EXCEEDED",
+    "CALL_DEFINITION_NOT_FOUND",
+    "CALL_START_FAILED",
+    "CALL_RETURN_FAILED",
 };
 
 bool

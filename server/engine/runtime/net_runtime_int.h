@@ -45,6 +45,9 @@ typedef struct net_work {
     size_t first_new_task;          /* tasks at and after this index were created here */
     struct nw_sig_pending *sig_top; /* MSG firings queued by signal consumption
                                        (signals_consume.c), newest first */
+    struct nw_call *calls;          /* CALL items enabled here, their children to start
+                                       once the working set is written (net_runtime_call.c) */
+    bool call_told;                 /* the caller of this call child was told of its end */
 } net_work;
 
 #define NW_ROW(w, arr, type, i) (&((type *)(w)->arr.rows)[i])
@@ -168,6 +171,45 @@ wf_code wf_runtime__apply_diff(net_work *w, const wf_net_diff *d, const char *va
 wf_code wf_runtime__create_job(net_work *w, const wf_work_item_row *it, const wf_transition *t,
                                const char *vars, bool compensation, wf_job_row *out, wf_error *err);
 
+/* ---- for-each transitions (net_runtime_foreach.c) ----------------------------- */
+
+/* Creates the task(s) of USER item it of transition t over vars: its
+ * assignee (ids or ids_expression), priority, due and follow-up times. */
+wf_code wf_runtime__enable_user(net_work *w, const wf_work_item_row *it, const wf_transition *t,
+                                const char *vars, wf_error *err);
+
+/* t is an AUTO or USER transition with for_each. */
+bool wf_runtime__is_foreach(const wf_transition *t);
+
+/* Enables for-each item it of transition t: evaluates for_each over vars
+ * (WF_E_FOREACH_NOT_ARRAY, _EMPTY, _TOO_MANY), keeps the items' state on
+ * the work item and creates the first item's job (sequential) or every
+ * item's job. */
+wf_code wf_runtime__foreach_enable(net_work *w, const wf_work_item_row *it, const wf_transition *t,
+                                   const char *vars, wf_error *err);
+
+/* Job ji of for-each work item ii (transition t) completed with output
+ * patch: the item is recorded (FOREACH_ITEM_COMPLETED), the job deleted;
+ * when t's join is met the remaining items' jobs are withdrawn and the
+ * item fires, else a sequential for-each starts its next item. */
+wf_code wf_runtime__foreach_job_done(net_work *w, size_t ji, size_t ii, const wf_transition *t,
+                                     const char *patch, wf_error *err);
+
+/* The variables job j runs with now: the instance's, and for the item of
+ * a for-each its item and index (kept from the job's variables). */
+wf_code wf_runtime__job_vars(net_work *w, const wf_job_row *j, const char **out, wf_error *err);
+
+/* Task t (an index in w->rw.tasks) of for-each work item ii (transition
+ * t) is done with output patch: as wf_runtime__foreach_job_done, the
+ * remaining items' tasks CANCELLED when the join is met. */
+wf_code wf_runtime__foreach_task_done(net_work *w, size_t task, size_t ii, const wf_transition *t,
+                                      const char *patch, wf_error *err);
+
+/* Items in all and completed of for-each work item it (WF_OK), or the
+ * code of a missing state. */
+wf_code wf_runtime__foreach_progress(const wf_work_item_row *it, int32_t *total,
+                                     int32_t *completed);
+
 /* The marking and live work items of the net instance (in w's arena). */
 wf_code wf_runtime__state(net_work *w, wf_net_state *st, wf_error *err);
 
@@ -199,6 +241,55 @@ wf_code wf_runtime__rearm_timer(net_work *w, size_t ii, wf_error *err);
  * net instance (whole_tree: of every instance of the aggregate) are
  * deleted. Used when compensation begins and by CompleteAndEnd. */
 wf_code wf_runtime__abandon(net_work *w, const char *keep, bool whole_tree, wf_error *err);
+
+/* ---- calls (net_runtime_call.c) ------------------------------------------------ *
+ *
+ * A CALL work item's child is an instance of the called definition in the
+ * caller's tree (parent_id the caller, root_id the caller's root), whose id
+ * is the work item's id: the item finds its child, the child its item,
+ * without a column of their own. The child starts in the unit of work that
+ * enables the item, once the caller's rows are written; its end fires the
+ * item (or opens the caller's incident) in the unit of work that ends it.
+ */
+
+/* CALL work item it of transition t was just enabled with the caller's
+ * variables vars: maps the child's input now and queues its start. */
+wf_code wf_runtime__call_enabled(net_work *w, const wf_work_item_row *it, const wf_transition *t,
+                                 const char *vars, wf_error *err);
+
+/* Starts the child of CALL work item item_id (transition transition_id)
+ * of w's net instance, already written, with input as its variables:
+ * the one start of a call child. A child that cannot start (its key
+ * unknown, the depth bound, its first step refused) is an incident of
+ * the caller (CALL_DEFINITION_NOT_FOUND, CALL_DEPTH_EXCEEDED,
+ * CALL_START_FAILED), not an error of the unit of work. */
+wf_code wf_runtime__call_start(net_work *w, const char *item_id, const char *transition_id,
+                               const char *input, wf_error *err);
+
+/* CALL work item item_id is withdrawn: its child's subtree in w is
+ * cancelled (tasks CANCELLED, jobs, timers and subscriptions deleted,
+ * INSTANCE_CANCELLED newest first). */
+wf_code wf_runtime__call_withdrawn(net_work *w, const char *item_id, wf_error *err);
+
+/* GetInstance's calls of w's net instance (a view's working set): every
+ * child whose id is a CALL work item of it, the transition from its live
+ * item, else the CALL transition of the child's key. */
+wf_code wf_runtime__call_view(const net_work *w, wf_runtime_view *out, wf_error *err);
+
+/* After w was written: starts the queued children, and when w's instance
+ * is a call child whose status changed, tells its caller. */
+wf_code wf_runtime__call_after_write(net_work *w, wf_error *err);
+
+/* The version of a NET definition to start (wf_runtime_start_in's rule):
+ * def read at version asked, replaced by an older one when asked is 0
+ * and def is outside its validity window. */
+wf_code wf_runtime__pick_version(wf_tx *tx, int32_t asked, wf_definition_row *def, wf_error *err);
+
+/* Starts net def as a new instance (id NULL = a new id) with vars: a
+ * root, or with parent set a child in parent's tree. */
+wf_code wf_runtime__start_net(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row *def,
+                              const wf_start_spec *spec, const wf_instance_row *parent,
+                              const char *vars, wf_instance_row *out, wf_error *err);
 
 /* ---- USER tasks (net_runtime_tasks.c) --------------------------------------- */
 

@@ -500,7 +500,12 @@ complete_body(wf_tx *tx, void *arg, wf_error *err)
                                      item_id, "attempt", (int)j->attempt + 1),
                            err);
     wf_runtime__gone(&w.jobs, ji);
-    if (rc == WF_OK)
+    const wf_transition *tr =
+        wf_runtime__transition_of(&w, NW_ROW(&w, items, wf_work_item_row, ii)->transition_id);
+    if (rc == WF_OK && wf_runtime__is_foreach(tr))
+        /* One item of a for-each: the join fires when it is met. */
+        rc = wf_runtime__foreach_job_done(&w, ji, ii, tr, op->patch, err);
+    else if (rc == WF_OK)
         rc = wf_runtime__fire_goto(&w, item_id, op->patch, goto_place, err);
     if (wf_runtime__incident_code(rc))
         rc = unroutable(&w, op, job_id, err);

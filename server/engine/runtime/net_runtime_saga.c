@@ -268,18 +268,23 @@ typedef struct retry_op {
     size_t n_wake;
 } retry_op;
 
-static void
-rearm(net_work *w, size_t ji)
+static wf_code
+rearm(net_work *w, size_t ji, wf_error *err)
 {
     wf_job_row *j = JOB(w, ji);
+    const char *vars;
+    wf_code rc = wf_runtime__job_vars(w, j, &vars, err);
+    if (rc != WF_OK)
+        return rc;
     j->state = WF_JOB_ACTIVATABLE;
     j->attempt = 0;
     j->activatable_at = w->rw.now;
     j->key = NULL;
     j->worker = NULL;
     j->lease_expires_at = 0;
-    j->variables_json = w->rw.insts[w->inst].variables_json;
+    j->variables_json = (char *)vars;
     wf_runtime__dirty(&w->jobs, ji);
+    return WF_OK;
 }
 
 /* The TIME or MSG work item of the instance whose firing was refused:
@@ -290,8 +295,15 @@ refused_item(const net_work *w)
     for (size_t i = 0; i < w->items.n; i++) {
         const wf_work_item_row *it = ITEM(w, i);
         if ((w->items.flags[i] & NW_GONE) || it->state != WF_WORK_ITEM_ENABLED ||
-            !wf_str_eq(it->instance_id, inst_id(w)) ||
-            (it->trigger != WF_TRIGGER_TIME && it->trigger != WF_TRIGGER_MSG))
+            !wf_str_eq(it->instance_id, inst_id(w)))
+            continue;
+        /* A CALL item whose child never started (net_runtime_call.c). */
+        if (it->trigger == WF_TRIGGER_CALL) {
+            if (wf_work_find_instance(&w->rw, it->id) == WF_WORK_NONE)
+                return i;
+            continue;
+        }
+        if (it->trigger != WF_TRIGGER_TIME && it->trigger != WF_TRIGGER_MSG)
             continue;
         if (!wf_runtime__armed(w, it))
             return i;
@@ -311,14 +323,18 @@ retry_firing(net_work *w, size_t ii, wf_error *err)
     in->ended_at = 0;
     in->retries++;
     wf_work_touch_instance(&w->rw, w->inst);
-    wf_code rc =
-        wf_runtime__event(w, "INCIDENT_RESOLVED",
-                          json_pack("{s:s,s:s,s:s}", "transitionId", trans, "workItemId", item_id,
-                                    "trigger", it->trigger == WF_TRIGGER_TIME ? "TIME" : "MSG"),
-                          err);
+    wf_trigger trigger = it->trigger;
+    wf_code rc = wf_runtime__event(w, "INCIDENT_RESOLVED",
+                                   json_pack("{s:s,s:s,s:s}", "transitionId", trans, "workItemId",
+                                             item_id, "trigger", wf_net_trigger_name(trigger)),
+                                   err);
     if (rc != WF_OK)
         return rc;
     int ti = wf_net_transition_index(w->net, trans);
+    if (trigger == WF_TRIGGER_CALL && ti >= 0)
+        /* The call is made again, with the variables as they are now. */
+        return wf_runtime__call_enabled(w, ITEM(w, ii), &w->net->transitions[ti],
+                                        in->variables_json, err);
     if (ti >= 0 && w->net->transitions[ti].fails)
         /* An await step that timed out waits again, a whole timeout. */
         return wf_runtime__rearm_timer(w, ii, err);
@@ -394,7 +410,9 @@ retry_body(wf_tx *tx, void *arg, wf_error *err)
                 wf_runtime__gone(&w.jobs, i);
         }
     }
-    rearm(&w, ji);
+    rc = rearm(&w, ji, err);
+    if (rc != WF_OK)
+        return rc;
     const wf_job_row *j = JOB(&w, ji);
     in->status = comp != WF_WORK_NONE ? WF_INSTANCE_COMPENSATING : WF_INSTANCE_RUNNING;
     in->last_error = NULL;

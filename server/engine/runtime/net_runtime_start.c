@@ -30,8 +30,8 @@ active(const wf_definition_row *d, int64_t now)
  * version must be inside its window, else DEFINITION_NOT_ACTIVE) into
  * *def. The picked version may be AD_HOC (a key whose versions changed
  * kind): it then starts as such. */
-static wf_code
-pick_version(wf_tx *tx, int32_t asked, wf_definition_row *def, wf_error *err)
+wf_code
+wf_runtime__pick_version(wf_tx *tx, int32_t asked, wf_definition_row *def, wf_error *err)
 {
     int64_t now = wf_now_us();
     if (active(def, now))
@@ -57,9 +57,10 @@ pick_version(wf_tx *tx, int32_t asked, wf_definition_row *def, wf_error *err)
                         "no version of definition \"%s\" is inside its validity window now", key);
 }
 
-static wf_code
-start_net(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row *def, const wf_start_spec *spec,
-          const char *vars, wf_instance_row *out, wf_error *err)
+wf_code
+wf_runtime__start_net(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row *def,
+                      const wf_start_spec *spec, const wf_instance_row *parent, const char *vars,
+                      wf_instance_row *out, wf_error *err)
 {
     net_work w;
     memset(&w, 0, sizeof w);
@@ -80,7 +81,8 @@ start_net(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row *def, const 
         .tenant = (char *)ctx->tenant,
         .definition_key = wf_work_strdup(&w.rw, def->key),
         .definition_version = def->version,
-        .root_id = id,
+        .parent_id = parent != NULL ? wf_work_strdup(&w.rw, parent->id) : NULL,
+        .root_id = parent != NULL ? wf_work_strdup(&w.rw, parent->root_id) : id,
         .status = WF_INSTANCE_RUNNING,
         .variables_json = (char *)vars,
         .aggregate_type = has_agg ? wf_work_strdup(&w.rw, spec->aggregate_type) : NULL,
@@ -97,8 +99,12 @@ start_net(const wf_ref_ctx *ctx, wf_tx *tx, const wf_definition_row *def, const 
     rc = wf_runtime__load(&w, err);
     if (rc == WF_OK)
         rc = wf_runtime__event(&w, "INSTANCE_STARTED",
-                               json_pack("{s:s,s:i}", "definitionKey", root.definition_key,
-                                         "definitionVersion", (int)def->version),
+                               parent != NULL
+                                   ? json_pack("{s:s,s:i,s:s}", "definitionKey",
+                                               root.definition_key, "definitionVersion",
+                                               (int)def->version, "parentInstanceId", parent->id)
+                                   : json_pack("{s:s,s:i}", "definitionKey", root.definition_key,
+                                               "definitionVersion", (int)def->version),
                                err);
     wf_net_state st;
     wf_net_diff d;
@@ -120,10 +126,10 @@ wf_runtime_start_in(const wf_ref_ctx *ctx, wf_tx *tx, const wf_start_spec *spec,
     wf_definition_row def;
     wf_code rc = wf_referral_start_definition(ctx, tx, spec, &def, err);
     if (rc == WF_OK && WF_DEF_RUNS_NET(def.kind))
-        rc = pick_version(tx, spec->version, &def, err);
+        rc = wf_runtime__pick_version(tx, spec->version, &def, err);
     if (rc != WF_OK)
         return rc;
     if (WF_DEF_RUNS_NET(def.kind))
-        return start_net(ctx, tx, &def, spec, vars, out, err);
+        return wf_runtime__start_net(ctx, tx, &def, spec, NULL, vars, out, err);
     return wf_referral_start_root(ctx, tx, spec, vars, &def, out, err);
 }

@@ -88,16 +88,22 @@ task_body(wf_tx *tx, void *arg, wf_error *err)
     const wf_transition *tr;
     op->n_wake = 0;
     wf_code rc = open_task(&w, tx, op, &t, &item_id, &tr, err);
-    /* The task is done; its output joins the instance's variables. */
+    bool each = rc == WF_OK && wf_runtime__is_foreach(tr);
+    /* The task is done; its output joins the instance's variables (a
+     * for-each item's: its element of the outputs). */
     if (rc == WF_OK)
-        rc = wf_referral_done_task(&w.rw, t, w.inst, op->patch, err);
+        rc = wf_referral_done_task(&w.rw, t, w.inst, each ? NULL : op->patch, err);
+    if (rc == WF_OK && each)
+        rc = wf_runtime__foreach_task_done(
+            &w, t, wf_runtime__find(&w, &w.items, sizeof(wf_work_item_row), item_id), tr, op->patch,
+            err);
     if (rc != WF_OK)
         return rc;
 
     wf_ref_counts c;
     wf_runtime__count_tasks(&w.rw, item_id, &c);
-    if (wf_completion_met(tr->completion.mode, tr->completion.quorum, (size_t)c.done,
-                          (size_t)c.total)) {
+    if (!each && wf_completion_met(tr->completion.mode, tr->completion.quorum, (size_t)c.done,
+                                   (size_t)c.total)) {
         for (size_t k = 0; rc == WF_OK && k < w.rw.n_tasks; k++)
             if (wf_str_eq(w.rw.tasks[k].work_item_id, item_id) &&
                 wf_runtime__task_pending(&w.rw.tasks[k]))

@@ -15,6 +15,34 @@
 
 /* ---- GetInstance ----------------------------------------------------------------------------- */
 
+/* The progress of the enabled for-each work items of instance_id. */
+static wf_code
+foreach_view(net_work *w, const char *instance_id, wf_runtime_view *out, wf_error *err)
+{
+    const wf_aggregate *agg = w->agg;
+    out->for_each = wf_arena_calloc(w->rw.arena, agg->n_work_items + 1, sizeof *out->for_each);
+    if (out->for_each == NULL)
+        return wf_error_nomem(err);
+    for (size_t i = 0; i < agg->n_work_items; i++) {
+        const wf_work_item_row *it = &agg->work_items[i];
+        const wf_transition *t = wf_runtime__transition_of(w, it->transition_id);
+        wf_runtime_foreach f = {.transition_id = it->transition_id, .work_item_id = it->id};
+        if (!wf_str_eq(it->instance_id, instance_id) || it->state != WF_WORK_ITEM_ENABLED ||
+            !wf_runtime__is_foreach(t) ||
+            wf_runtime__foreach_progress(it, &f.total, &f.completed) != WF_OK)
+            continue;
+        const wf_completion *c = &t->for_each_completion;
+        f.mode = c->mode == WF_JOIN_NONE ? WF_JOIN_ALL : c->mode;
+        f.quorum = f.mode == WF_JOIN_QUORUM ? c->quorum : 0;
+        f.required = f.mode == WF_JOIN_ANY      ? 1
+                     : f.mode == WF_JOIN_QUORUM ? (c->quorum < f.total ? c->quorum : f.total)
+                                                : f.total;
+        f.sequential = t->for_each_sequential;
+        out->for_each[out->n_for_each++] = f;
+    }
+    return WF_OK;
+}
+
 wf_code
 wf_runtime_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_runtime_view *out,
                          wf_error *err)
@@ -101,8 +129,8 @@ wf_runtime_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_runt
         const wf_transition *t = wf_runtime__transition_of(&w, it->transition_id);
         wf_ref_counts c;
         wf_runtime__count_tasks(&w.rw, it->id, &c);
-        if (t == NULL || c.total < 2)
-            continue;
+        if (t == NULL || c.total < 2 || wf_runtime__is_foreach(t))
+            continue; /* a for-each's items: its own progress (foreach_view) */
         wf_join_mode mode = t->completion.mode == WF_JOIN_NONE ? WF_JOIN_ALL : t->completion.mode;
         int32_t required = mode == WF_JOIN_ANY ? 1
                            : mode == WF_JOIN_QUORUM
@@ -118,6 +146,9 @@ wf_runtime_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_runt
             .total = c.total,
         };
     }
+    rc = foreach_view(&w, instance_id, out, err);
+    if (rc != WF_OK)
+        return rc;
     out->net = net;
     out->enabled = wf_arena_calloc(a, net->n_transitions + 1, sizeof *out->enabled);
     if (out->enabled == NULL)
@@ -131,6 +162,9 @@ wf_runtime_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_runt
         if (now)
             out->enabled[out->n_enabled++] = net->transitions[k].id;
     }
+    rc = wf_runtime__call_view(&w, out, err);
+    if (rc != WF_OK)
+        return rc;
     /* A step list: the steps whose work items are enabled, in list order. */
     out->current_steps = wf_arena_calloc(a, net->n_steps + 1, sizeof *out->current_steps);
     if (out->current_steps == NULL)

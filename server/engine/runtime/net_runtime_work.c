@@ -410,10 +410,11 @@ collect(wf_arena *a, const nw_rows *r, size_t elem, const void **up, size_t *n_u
     return WF_OK;
 }
 
-/* Jobs not yet activated carry the instance's current variables, so a
- * worker sees the variables as they are when it activates the job. */
-static void
-refresh_job_variables(net_work *w)
+/* Jobs not yet activated carry the instance's current variables (with
+ * their item, for the items of a for-each), so a worker sees the
+ * variables as they are when it activates the job. */
+static wf_code
+refresh_job_variables(net_work *w, wf_error *err)
 {
     const wf_instance_row *in = &w->rw.insts[w->inst];
     for (size_t i = 0; i < w->jobs.n; i++) {
@@ -422,9 +423,16 @@ refresh_job_variables(net_work *w)
             !wf_str_eq(j->instance_id, in->id) || in->variables_json == NULL ||
             wf_str_eq(j->variables_json, in->variables_json))
             continue;
-        j->variables_json = in->variables_json;
+        const char *vars;
+        wf_code rc = wf_runtime__job_vars(w, j, &vars, err);
+        if (rc != WF_OK)
+            return rc;
+        if (wf_str_eq(j->variables_json, vars))
+            continue;
+        j->variables_json = (char *)vars;
         wf_runtime__dirty(&w->jobs, i);
     }
+    return WF_OK;
 }
 
 wf_code
@@ -435,7 +443,9 @@ wf_runtime__write(net_work *w, wf_error *err)
     wf_code rc = wf_work_check_variables(&w->rw, err);
     if (rc != WF_OK)
         return rc;
-    refresh_job_variables(w);
+    rc = refresh_job_variables(w, err);
+    if (rc != WF_OK)
+        return rc;
     wf_work_changes(&w->rw, &c);
     const void *up = NULL;
     rc = collect(a, &w->toks, sizeof(wf_token_row), &up, &c.n_tokens, &c.del_tokens,
@@ -468,7 +478,8 @@ wf_runtime__write(net_work *w, wf_error *err)
     }
     if (rc != WF_OK)
         return rc;
-    return wf_tx_apply(w->tx, &c, err);
+    rc = wf_tx_apply(w->tx, &c, err);
+    return rc == WF_OK ? wf_runtime__call_after_write(w, err) : rc;
 }
 
 /* ---- lookups -------------------------------------------------------------------------- */
@@ -494,5 +505,6 @@ bool
 wf_runtime__incident_code(wf_code rc)
 {
     return rc == WF_E_NO_ARC_MATCHED || rc == WF_E_INVALID_ARGUMENT || rc == WF_E_INVALID_JSON ||
-           rc == WF_E_DEFINITION_INVALID || rc == WF_E_TOO_LARGE || rc == WF_E_EXPRESSION_LIMIT;
+           rc == WF_E_DEFINITION_INVALID || rc == WF_E_TOO_LARGE || rc == WF_E_EXPRESSION_LIMIT ||
+           rc == WF_E_FOREACH_NOT_ARRAY || rc == WF_E_FOREACH_EMPTY || rc == WF_E_FOREACH_TOO_MANY;
 }

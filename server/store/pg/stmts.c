@@ -27,7 +27,7 @@
 #define COLS_WORK_ITEMS                                                                            \
     "id, tenant_id, root_id, instance_id, transition_id, trigger, token_ids, state, "              \
     "enabled_at, finished_at, deadline, assignee_kind, assignee_id, job_type, signal_name, "       \
-    "finished_by"
+    "finished_by, foreach_json"
 #define COLS_JOBS                                                                                  \
     "id, key, tenant_id, root_id, instance_id, work_item_id, transition_id, job_type, "            \
     "state, worker, attempt, max_attempts, activatable_at, lease_expires_at, "                     \
@@ -59,7 +59,7 @@
     "created_at, updated_at, version"
 #define COLS_SCHEDULE_RUNS                                                                         \
     "schedule_id, tenant_id, nominal_at, actual_at, outcome, manual, instance_id, detail, "        \
-    "buffered_at, cancelled_instance_id"
+    "buffered_at, cancelled_instance_id, backfill"
 #define COLS_DELIVERIES                                                                            \
     "d.tenant_id, d.signal_log_id, d.instance_id, d.root_id, d.aggregate_type, "                   \
     "d.aggregate_id, d.seq, d.state, d.created_at, d.done_at, d.claimed_until"
@@ -353,15 +353,16 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
         {"upsert_work_item",
          "INSERT INTO work_items (id, tenant_id, root_id, instance_id, transition_id, "
          "trigger, token_ids, state, enabled_at, finished_at, deadline, assignee_kind, "
-         "assignee_id, job_type, signal_name, finished_by) VALUES ($1, $2, $3, $4, $5, "
-         "$6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT (tenant_id, root_id, "
+         "assignee_id, job_type, signal_name, finished_by, foreach_json) VALUES ($1, $2, $3, "
+         "$4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) ON CONFLICT "
+         "(tenant_id, root_id, "
          "id) DO UPDATE SET instance_id = EXCLUDED.instance_id, transition_id = "
          "EXCLUDED.transition_id, trigger = EXCLUDED.trigger, token_ids = EXCLUDED.token_ids, "
          "state = EXCLUDED.state, enabled_at = EXCLUDED.enabled_at, finished_at = "
          "EXCLUDED.finished_at, deadline = EXCLUDED.deadline, assignee_kind = "
          "EXCLUDED.assignee_kind, assignee_id = EXCLUDED.assignee_id, job_type = "
          "EXCLUDED.job_type, signal_name = EXCLUDED.signal_name, finished_by = "
-         "EXCLUDED.finished_by",
+         "EXCLUDED.finished_by, foreach_json = EXCLUDED.foreach_json",
          "work item"},
     /* Returns whether the job became activatable: it is ACTIVATABLE and
      * did not exist, or had another state, activatable_at or type (o sees
@@ -971,7 +972,7 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
                              "schedule"},
     [S_PUT_SCHEDULE_RUN] = {"put_schedule_run",
                             "INSERT INTO schedule_runs (" COLS_SCHEDULE_RUNS ") VALUES ($1, $2, "
-                            "$3, $4, $5, $6, $7, $8, $9, $10)",
+                            "$3, $4, $5, $6, $7, $8, $9, $10, $11)",
                             "schedule run"},
     /* Only a BUFFERED run (outcome 5) is settled: a second replica that
      * saw the same instance end updates nothing. */
@@ -979,7 +980,7 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
         {"settle_schedule_run",
          "UPDATE schedule_runs SET actual_at = $4, outcome = $5, manual = $6, "
          "instance_id = $7, detail = $8, buffered_at = $9, "
-         "cancelled_instance_id = $10 WHERE tenant_id = $2 AND "
+         "cancelled_instance_id = $10, backfill = $11 WHERE tenant_id = $2 AND "
          "schedule_id = $1 AND nominal_at = $3 AND outcome = 5",
          "schedule run"},
     [S_LIST_SCHEDULE_RUNS] = {"list_schedule_runs",
