@@ -24,33 +24,7 @@ wf_store_mem__get_batch(wf_store *st, const wf_store_ctx *ctx, const char *id, w
                         bool *found, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
-    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
-    if (rc != WF_OK)
-        return rc;
-    const void *row = wf_store_mem__mt_get(&m->batches, ctx->tenant, id, NULL);
-    *found = row != NULL;
-    if (row != NULL && !wf_store__row_copy(&wf_store__batch_desc, out, row, ctx->arena, NULL))
-        rc = wf_error_nomem(err);
-    pthread_mutex_unlock(&m->mu);
-    return rc;
-}
-
-/* Replaces the stored row of (tenant, src->id) with a copy of src. */
-static wf_code
-replace_batch(mem_store *m, const char *tenant, const wf_batch_row *src, wf_error *err)
-{
-    char *key = wf_store_mem__make_key(tenant, src->id, NULL);
-    void *row = key != NULL ? wf_store_mem__row_new(&wf_store__batch_desc, src, tenant) : NULL;
-    void *old = NULL;
-    if (row == NULL || !wf_store_mem__mt_put(&m->batches, key, row, &old)) {
-        free(key);
-        if (row != NULL)
-            wf_store_mem__row_free(&wf_store__batch_desc, row);
-        return wf_error_nomem(err);
-    }
-    if (old != NULL)
-        wf_store_mem__row_free(&wf_store__batch_desc, old);
-    return WF_OK;
+    return wf_store_mem__mt_get_copy(m, &m->batches, ctx, id, out, found, err);
 }
 
 wf_code
@@ -69,7 +43,7 @@ wf_store_mem__update_batch(wf_store *st, const wf_store_ctx *ctx, const wf_batch
     } else if (cur != NULL) {
         wf_batch_row copy = *in;
         copy.version = in->version + 1;
-        rc = replace_batch(m, ctx->tenant, &copy, err);
+        rc = wf_store_mem__mt_replace(&m->batches, ctx->tenant, copy.id, &copy, err);
     }
     pthread_mutex_unlock(&m->mu);
     return rc;
@@ -141,8 +115,9 @@ wf_store_mem__claim_batches(wf_store *st, const wf_store_ctx *ctx, const char *o
         out[i].lease_owner = wf_arena_strdup(ctx->arena, owner);
         out[i].lease_until = now + lease_ms * 1000;
         out[i].version++;
-        rc = out[i].lease_owner != NULL ? replace_batch(m, out[i].tenant, &out[i], err)
-                                        : wf_error_nomem(err);
+        rc = out[i].lease_owner != NULL
+                 ? wf_store_mem__mt_replace(&m->batches, out[i].tenant, out[i].id, &out[i], err)
+                 : wf_error_nomem(err);
     }
     pthread_mutex_unlock(&m->mu);
     free(v);

@@ -107,6 +107,14 @@ void wf_store_mem__row_free(const wf_row_desc *d, void *row);
 void *wf_store_mem__row_new(const wf_row_desc *d, const void *src, const char *tenant);
 bool wf_store_mem__mt_put(mtable *t, char *key, void *row, void **old);
 void *wf_store_mem__mt_take(mtable *t, const char *key);
+/* Copies the row (ctx->tenant, id) of t into out (ctx->arena), under the
+ * store's lock; *found says whether there was one. */
+wf_code wf_store_mem__mt_get_copy(mem_store *m, const mtable *t, const wf_store_ctx *ctx,
+                                  const char *id, void *out, bool *found, wf_error *err);
+/* Replaces the row (tenant, id) of t with a copy of src, outside any
+ * transaction (the caller holds the lock). */
+wf_code wf_store_mem__mt_replace(mtable *t, const char *tenant, const char *id, const void *src,
+                                 wf_error *err);
 void wf_store_mem__mt_tenant_range(const mtable *t, const char *tenant, size_t *lo, size_t *hi);
 wf_code wf_store_mem__tx_put(mem_tx *tx, mtable *t, const void *src, const char *id, const char *b,
                              wf_error *err);

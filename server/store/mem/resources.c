@@ -14,33 +14,7 @@ wf_store_mem__get_resource(wf_store *st, const wf_store_ctx *ctx, const char *na
                            wf_resource_row *out, bool *found, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
-    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
-    if (rc != WF_OK)
-        return rc;
-    const void *row = wf_store_mem__mt_get(&m->resources, ctx->tenant, name, NULL);
-    *found = row != NULL;
-    if (row != NULL && !wf_store__row_copy(&wf_store__resource_desc, out, row, ctx->arena, NULL))
-        rc = wf_error_nomem(err);
-    pthread_mutex_unlock(&m->mu);
-    return rc;
-}
-
-/* Stores a copy of src as the row of (tenant, src->name). */
-static wf_code
-resource_put(mem_store *m, const char *tenant, const wf_resource_row *src, wf_error *err)
-{
-    char *key = wf_store_mem__make_key(tenant, src->name, NULL);
-    void *row = key != NULL ? wf_store_mem__row_new(&wf_store__resource_desc, src, tenant) : NULL;
-    void *old = NULL;
-    if (row == NULL || !wf_store_mem__mt_put(&m->resources, key, row, &old)) {
-        free(key);
-        if (row != NULL)
-            wf_store_mem__row_free(&wf_store__resource_desc, row);
-        return wf_error_nomem(err);
-    }
-    if (old != NULL)
-        wf_store_mem__row_free(&wf_store__resource_desc, old);
-    return WF_OK;
+    return wf_store_mem__mt_get_copy(m, &m->resources, ctx, name, out, found, err);
 }
 
 /* The save under the lock: an insert (version 0) or a versioned update. */
@@ -60,7 +34,7 @@ resource_save(mem_store *m, const char *tenant, const wf_resource_row *in, bool 
                             in->name);
     wf_resource_row copy = *in;
     copy.version = in->version + 1;
-    return resource_put(m, tenant, &copy, err);
+    return wf_store_mem__mt_replace(&m->resources, tenant, copy.name, &copy, err);
 }
 
 wf_code

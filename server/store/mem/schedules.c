@@ -28,33 +28,7 @@ wf_store_mem__get_schedule(wf_store *st, const wf_store_ctx *ctx, const char *id
                            wf_schedule_row *out, bool *found, wf_error *err)
 {
     mem_store *m = (mem_store *)st;
-    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
-    if (rc != WF_OK)
-        return rc;
-    const void *row = wf_store_mem__mt_get(&m->schedules, ctx->tenant, id, NULL);
-    *found = row != NULL;
-    if (row != NULL && !wf_store__row_copy(&wf_store__schedule_desc, out, row, ctx->arena, NULL))
-        rc = wf_error_nomem(err);
-    pthread_mutex_unlock(&m->mu);
-    return rc;
-}
-
-/* Replaces the stored row of (tenant, src->id) with a copy of src. */
-static wf_code
-replace_schedule(mem_store *m, const char *tenant, const wf_schedule_row *src, wf_error *err)
-{
-    char *key = wf_store_mem__make_key(tenant, src->id, NULL);
-    void *row = key != NULL ? wf_store_mem__row_new(&wf_store__schedule_desc, src, tenant) : NULL;
-    void *old = NULL;
-    if (row == NULL || !wf_store_mem__mt_put(&m->schedules, key, row, &old)) {
-        free(key);
-        if (row != NULL)
-            wf_store_mem__row_free(&wf_store__schedule_desc, row);
-        return wf_error_nomem(err);
-    }
-    if (old != NULL)
-        wf_store_mem__row_free(&wf_store__schedule_desc, old);
-    return WF_OK;
+    return wf_store_mem__mt_get_copy(m, &m->schedules, ctx, id, out, found, err);
 }
 
 wf_code
@@ -73,7 +47,7 @@ wf_store_mem__update_schedule(wf_store *st, const wf_store_ctx *ctx, const wf_sc
     } else if (cur != NULL) {
         wf_schedule_row copy = *in;
         copy.version = in->version + 1;
-        rc = replace_schedule(m, ctx->tenant, &copy, err);
+        rc = wf_store_mem__mt_replace(&m->schedules, ctx->tenant, copy.id, &copy, err);
     }
     pthread_mutex_unlock(&m->mu);
     return rc;
@@ -186,8 +160,9 @@ wf_store_mem__claim_schedules(wf_store *st, const wf_store_ctx *ctx, const char 
         out[i].lease_owner = wf_arena_strdup(ctx->arena, owner);
         out[i].lease_until = now + lease_ms * 1000;
         out[i].version++;
-        rc = out[i].lease_owner != NULL ? replace_schedule(m, out[i].tenant, &out[i], err)
-                                        : wf_error_nomem(err);
+        rc = out[i].lease_owner != NULL
+                 ? wf_store_mem__mt_replace(&m->schedules, out[i].tenant, out[i].id, &out[i], err)
+                 : wf_error_nomem(err);
     }
     pthread_mutex_unlock(&m->mu);
     free(v);

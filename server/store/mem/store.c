@@ -525,3 +525,36 @@ wf_store_mem_new(wf_error *err)
     m->resources.d = &wf_store__resource_desc;
     return &m->base;
 }
+
+wf_code
+wf_store_mem__mt_get_copy(mem_store *m, const mtable *t, const wf_store_ctx *ctx, const char *id,
+                          void *out, bool *found, wf_error *err)
+{
+    wf_code rc = wf_store_mem__lock(m, ctx->deadline_ms, err);
+    if (rc != WF_OK)
+        return rc;
+    const void *row = wf_store_mem__mt_get(t, ctx->tenant, id, NULL);
+    *found = row != NULL;
+    if (row != NULL && !wf_store__row_copy(t->d, out, row, ctx->arena, NULL))
+        rc = wf_error_nomem(err);
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+wf_code
+wf_store_mem__mt_replace(mtable *t, const char *tenant, const char *id, const void *src,
+                         wf_error *err)
+{
+    char *key = wf_store_mem__make_key(tenant, id, NULL);
+    void *row = key != NULL ? wf_store_mem__row_new(t->d, src, tenant) : NULL;
+    void *old = NULL;
+    if (row == NULL || !wf_store_mem__mt_put(t, key, row, &old)) {
+        free(key);
+        if (row != NULL)
+            wf_store_mem__row_free(t->d, row);
+        return wf_error_nomem(err);
+    }
+    if (old != NULL)
+        wf_store_mem__row_free(t->d, old);
+    return WF_OK;
+}
