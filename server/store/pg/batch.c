@@ -79,13 +79,8 @@ wf_store_pg__list_batches(wf_store *st, const wf_store_ctx *ctx, size_t limit, b
                           int64_t c_num, const char *c_str, wf_batch_row **rows, size_t *n,
                           wf_error *err)
 {
-    params p = {.a = ctx->arena};
-    wf_store_pg__p_str(&p, ctx->tenant);
-    wf_store_pg__p_i64(&p, has ? c_num : INT64_MAX);
-    wf_store_pg__p_str(&p, has ? c_str : "");
-    wf_store_pg__p_i64(&p, (int64_t)limit);
-    return wf_store_pg__query((pg_store *)st, ctx, S_LIST_BATCHES, &p, &wf_store__batch_desc, rows,
-                              n, err);
+    return wf_store_pg__query_page((pg_store *)st, ctx, S_LIST_BATCHES, &wf_store__batch_desc,
+                                   limit, has, c_num, c_str, rows, n, err);
 }
 
 wf_code

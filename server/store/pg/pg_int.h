@@ -296,6 +296,15 @@ wf_code wf_store_pg__aggregate_live(wf_tx *t, const char *agg_type, const char *
 /* pg/reads.c: reads outside a unit of work, cross-instance work, events */
 wf_code wf_store_pg__query(pg_store *s, const wf_store_ctx *ctx, int id, const params *p,
                            const wf_row_desc *d, void *rows, size_t *n, wf_error *err);
+/* A page of a tenant's rows by statement id, whose parameters are the
+ * tenant, the cursor (c_num, c_str; past every row when !has) and limit. */
+wf_code wf_store_pg__query_page(pg_store *s, const wf_store_ctx *ctx, int id, const wf_row_desc *d,
+                                size_t limit, bool has, int64_t c_num, const char *c_str,
+                                void *rows, size_t *n, wf_error *err);
+/* Runs statement id with (tenant, key) as its own transaction; *found: it
+ * changed a row. */
+wf_code wf_store_pg__delete_keyed(pg_store *s, const wf_store_ctx *ctx, int id, const char *key,
+                                  bool *found, wf_error *err);
 wf_code wf_store_pg__get_definition(wf_store *st, const wf_store_ctx *ctx, const char *key,
                                     int32_t version, wf_definition_row *out, bool *found,
                                     wf_error *err);

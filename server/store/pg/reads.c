@@ -38,6 +38,35 @@ wf_store_pg__query(pg_store *s, const wf_store_ctx *ctx, int id, const params *p
     return rc;
 }
 
+wf_code
+wf_store_pg__query_page(pg_store *s, const wf_store_ctx *ctx, int id, const wf_row_desc *d,
+                        size_t limit, bool has, int64_t c_num, const char *c_str, void *rows,
+                        size_t *n, wf_error *err)
+{
+    params p = {.a = ctx->arena};
+    wf_store_pg__p_str(&p, ctx->tenant);
+    wf_store_pg__p_i64(&p, has ? c_num : INT64_MAX);
+    wf_store_pg__p_str(&p, has ? c_str : "");
+    wf_store_pg__p_i64(&p, (int64_t)limit);
+    return wf_store_pg__query(s, ctx, id, &p, d, rows, n, err);
+}
+
+wf_code
+wf_store_pg__delete_keyed(pg_store *s, const wf_store_ctx *ctx, int id, const char *key,
+                          bool *found, wf_error *err)
+{
+    params p = wf_store_pg__p_tenant(ctx, key);
+    wf_store_pg_conn *c = NULL;
+    wf_code rc = wf_store_pg__conn_get(s, ctx, &c, err);
+    if (rc != WF_OK)
+        return rc;
+    long affected = 0;
+    rc = wf_store_pg__run_cmd(c, id, &p, ctx->deadline_ms, &affected, err);
+    wf_store_pg__conn_put(s, c);
+    *found = affected > 0;
+    return rc;
+}
+
 /* A query for at most one row, copied into out. */
 static wf_code
 query_one(pg_store *s, const wf_store_ctx *ctx, int id, const params *p, const wf_row_desc *d,

@@ -86,17 +86,7 @@ wf_code
 wf_store_pg__delete_resource(wf_store *st, const wf_store_ctx *ctx, const char *name, bool *found,
                              wf_error *err)
 {
-    pg_store *s = (pg_store *)st;
-    params p = wf_store_pg__p_tenant(ctx, name);
-    wf_store_pg_conn *c = NULL;
-    wf_code rc = wf_store_pg__conn_get(s, ctx, &c, err);
-    if (rc != WF_OK)
-        return rc;
-    long affected = 0;
-    rc = wf_store_pg__run_cmd(c, S_DELETE_RESOURCE, &p, ctx->deadline_ms, &affected, err);
-    wf_store_pg__conn_put(s, c);
-    *found = affected > 0;
-    return rc;
+    return wf_store_pg__delete_keyed((pg_store *)st, ctx, S_DELETE_RESOURCE, name, found, err);
 }
 
 wf_code
@@ -104,11 +94,6 @@ wf_store_pg__list_resources(wf_store *st, const wf_store_ctx *ctx, size_t limit,
                             int64_t c_num, const char *c_str, wf_resource_row **rows, size_t *n,
                             wf_error *err)
 {
-    params p = {.a = ctx->arena};
-    wf_store_pg__p_str(&p, ctx->tenant);
-    wf_store_pg__p_i64(&p, has ? c_num : INT64_MAX);
-    wf_store_pg__p_str(&p, has ? c_str : "");
-    wf_store_pg__p_i64(&p, (int64_t)limit);
-    return wf_store_pg__query((pg_store *)st, ctx, S_LIST_RESOURCES, &p, &wf_store__resource_desc,
-                              rows, n, err);
+    return wf_store_pg__query_page((pg_store *)st, ctx, S_LIST_RESOURCES, &wf_store__resource_desc,
+                                   limit, has, c_num, c_str, rows, n, err);
 }

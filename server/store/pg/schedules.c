@@ -79,17 +79,7 @@ wf_code
 wf_store_pg__delete_schedule(wf_store *st, const wf_store_ctx *ctx, const char *id, bool *found,
                              wf_error *err)
 {
-    pg_store *s = (pg_store *)st;
-    params p = wf_store_pg__p_tenant(ctx, id);
-    wf_store_pg_conn *c = NULL;
-    wf_code rc = wf_store_pg__conn_get(s, ctx, &c, err);
-    if (rc != WF_OK)
-        return rc;
-    long affected = 0;
-    rc = wf_store_pg__run_cmd(c, S_DELETE_SCHEDULE, &p, ctx->deadline_ms, &affected, err);
-    wf_store_pg__conn_put(s, c);
-    *found = affected > 0;
-    return rc;
+    return wf_store_pg__delete_keyed((pg_store *)st, ctx, S_DELETE_SCHEDULE, id, found, err);
 }
 
 wf_code
@@ -97,13 +87,8 @@ wf_store_pg__list_schedules(wf_store *st, const wf_store_ctx *ctx, size_t limit,
                             int64_t c_num, const char *c_str, wf_schedule_row **rows, size_t *n,
                             wf_error *err)
 {
-    params p = {.a = ctx->arena};
-    wf_store_pg__p_str(&p, ctx->tenant);
-    wf_store_pg__p_i64(&p, has ? c_num : INT64_MAX);
-    wf_store_pg__p_str(&p, has ? c_str : "");
-    wf_store_pg__p_i64(&p, (int64_t)limit);
-    return wf_store_pg__query((pg_store *)st, ctx, S_LIST_SCHEDULES, &p, &wf_store__schedule_desc,
-                              rows, n, err);
+    return wf_store_pg__query_page((pg_store *)st, ctx, S_LIST_SCHEDULES, &wf_store__schedule_desc,
+                                   limit, has, c_num, c_str, rows, n, err);
 }
 
 wf_code
