@@ -112,7 +112,8 @@ void *wf_store_mem__mt_take(mtable *t, const char *key);
 wf_code wf_store_mem__mt_get_copy(mem_store *m, const mtable *t, const wf_store_ctx *ctx,
                                   const char *id, void *out, bool *found, wf_error *err);
 /* Replaces the row (tenant, id) of t with a copy of src, outside any
- * transaction (the caller holds the lock). */
+ * transaction (the caller holds the lock: activation, claims and the
+ * rows outside units of work are atomic under the mutex). */
 wf_code wf_store_mem__mt_replace(mtable *t, const char *tenant, const char *id, const void *src,
                                  wf_error *err);
 void wf_store_mem__mt_tenant_range(const mtable *t, const char *tenant, size_t *lo, size_t *hi);

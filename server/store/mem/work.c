@@ -44,25 +44,6 @@ job_activatable(mem_store *m, const void *row, const void *arg)
            !wf_store_mem__root_held(m, j->root_id, NULL);
 }
 
-/* Replaces the stored row under (tenant, id) with a copy of src, outside
- * any transaction (activation and claims are atomic under the mutex). */
-static wf_code
-replace_row(mtable *t, const char *tenant, const char *id, const void *src, wf_error *err)
-{
-    char *key = wf_store_mem__make_key(tenant, id, NULL);
-    void *row = key != NULL ? wf_store_mem__row_new(t->d, src, tenant) : NULL;
-    void *old = NULL;
-    if (row == NULL || !wf_store_mem__mt_put(t, key, row, &old)) {
-        free(key);
-        if (row != NULL)
-            wf_store_mem__row_free(t->d, row);
-        return wf_error_nomem(err);
-    }
-    if (old != NULL)
-        wf_store_mem__row_free(t->d, old);
-    return WF_OK;
-}
-
 /* Leases up to max jobs (and at most max_bytes of answer, see
  * wf_tx_activate_jobs) with the mutex held: through tx's undo log when tx
  * is not NULL (a rollback gives the jobs back), else for good. */
@@ -113,8 +94,9 @@ activate_locked(mem_store *m, mem_tx *tx, const wf_store_ctx *ctx, const char *j
         /* out[i] owns its strings in the arena; v[i] is freed by the replace
          * (or kept by the undo log). */
         if (rc == WF_OK)
-            rc = tx != NULL ? wf_store_mem__tx_put(tx, &m->jobs, &out[i], out[i].id, NULL, err)
-                            : replace_row(&m->jobs, ctx->tenant, out[i].id, &out[i], err);
+            rc = tx != NULL
+                     ? wf_store_mem__tx_put(tx, &m->jobs, &out[i], out[i].id, NULL, err)
+                     : wf_store_mem__mt_replace(&m->jobs, ctx->tenant, out[i].id, &out[i], err);
     }
     free(v);
     if (rc == WF_OK) {
@@ -178,7 +160,7 @@ wf_store_mem__claim_due_timers(wf_store *st, const wf_store_ctx *ctx, const char
         rc = wf_store_mem__copy_out(&wf_store__timer_desc, v, k, ctx->arena, (void **)&out, err);
     for (size_t i = 0; rc == WF_OK && i < k; i++) {
         out[i].claimed_until = now + claim_ms * 1000;
-        rc = replace_row(&m->timers, out[i].tenant, out[i].id, &out[i], err);
+        rc = wf_store_mem__mt_replace(&m->timers, out[i].tenant, out[i].id, &out[i], err);
     }
     pthread_mutex_unlock(&m->mu);
     free(v);
