@@ -155,6 +155,18 @@ await_next(wf_call *call, void *state, wf_arena *scratch, ProtobufCMessage **msg
         call->wake_topic =
             wf_arena_printf(call->arena, "%s%s", WF_TOPIC_ROOT_PREFIX, iv.tree.instance.root_id);
     bool met = wf_await_met(&iv, &st->until);
+    if (met) {
+        /* The view is read in several statements, so one read may hold
+         * part of the commit that met the condition and miss the rest
+         * (the place marked, its task not yet). That commit is complete
+         * now: a second read holds all of it. */
+        Workflow__V1__GetInstanceResponse *again = NULL;
+        wf_instance_view iv2;
+        if (wf_h_instance_view(call, scratch, st->instance_id, &again, &iv2, err) != WF_OK)
+            return WF_STREAM_END;
+        if (wf_await_met(&iv2, &st->until))
+            view = again;
+    }
     if (!met && now < st->end_ms) {
         st->recheck_ms = now + RECHECK_MS < st->end_ms ? now + RECHECK_MS : st->end_ms;
         call->wake_at_ms = st->recheck_ms;
