@@ -177,8 +177,7 @@ static const struct command commands[] = {
                                       "definition version (default: the latest active)"),
                                   OPT(ARG_FLAG, "await", "await_result.until.ended", NULL,
                                       "wait until the instance ended (or failed on an incident)"),
-                                  OPT(ARG_DURATION, "await-wait", "await_result.timeout",
-                                      "SECONDS",
+                                  OPT(ARG_DURATION, "await-wait", "await_result.timeout", "SECONDS",
                                       "with --await: wait at most this long (default and at "
                                       "most 60 s)"),
                                   REQUEST_ID, END},

@@ -106,8 +106,8 @@ item_of(const Workflow__V1__Job *j)
     ck_assert_msg(json_is_integer(ix), "no line_index in %s", j->variables_json);
     int i = (int)json_integer_value(ix);
     ck_assert_int_eq(json_integer_value(json_object_get(v, "amount")), 10 * (i + 1));
-    ck_assert_int_eq(
-        json_integer_value(json_object_get(json_object_get(v, "line"), "amount")), 10 * (i + 1));
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(v, "line"), "amount")),
+                     10 * (i + 1));
     json_decref(v);
     return i;
 }
@@ -220,7 +220,8 @@ WF_CASE_TEST(wf_test_store_name(), test_foreach_call_children_outputs_in_item_or
     ck_assert_int_eq(count_type(in->id, "TRANSITION_FIRED"), 4); /* 3 children's and pay */
     json_t *d = parse(last_event(in->id, "FOREACH_ITEM_COMPLETED")->data_json);
     ck_assert_int_eq(json_integer_value(json_object_get(d, "index")), 1);
-    ck_assert_str_eq(json_string_value(json_object_get(d, "childInstanceId")), jobs[1]->instance_id);
+    ck_assert_str_eq(json_string_value(json_object_get(d, "childInstanceId")),
+                     jobs[1]->instance_id);
     json_decref(d);
 }
 END_TEST
@@ -284,8 +285,7 @@ WF_CASE_TEST(wf_test_store_name(), test_foreach_call_quorum_fires_once)
     ck_assert_int_eq(get_instance(in->id)->instance->status, I_RUNNING);
     pay(jobs[0], 0);
     ck_assert_int_eq(get_instance(in->id)->instance->status, I_COMPLETED);
-    ck_assert_str_eq(receipts(in->id),
-                     "[{\"receipt\":\"r-0\"},null,null,{\"receipt\":\"r-3\"}]");
+    ck_assert_str_eq(receipts(in->id), "[{\"receipt\":\"r-0\"},null,null,{\"receipt\":\"r-3\"}]");
     ck_assert_int_eq(count_type(in->id, "INSTANCE_CANCELLED"), 2);
 }
 END_TEST
@@ -311,7 +311,8 @@ WF_CASE_TEST(wf_test_store_name(), test_foreach_call_failed_item_incident_and_re
     ck_assert_str_eq(li->incidents[0]->code, "CALL_CHILD_FAILED");
     json_t *d = parse(last_event(in->id, "CALL_FAILED")->data_json);
     ck_assert_int_eq(json_integer_value(json_object_get(d, "index")), 1);
-    ck_assert_str_eq(json_string_value(json_object_get(d, "childInstanceId")), jobs[1]->instance_id);
+    ck_assert_str_eq(json_string_value(json_object_get(d, "childInstanceId")),
+                     jobs[1]->instance_id);
     json_decref(d);
 
     /* The other items' children run on while the caller is FAILED. */
@@ -455,8 +456,8 @@ WF_CASE_TEST("race", test_foreach_call_32_concurrent_child_completions)
     pthread_barrier_t gate;
     pthread_barrier_init(&gate, NULL, RACERS);
     for (int i = 0; i < RACERS; i++) {
-        rs[i] = (racer){
-            .gate = &gate, .c = wf_test_client(&ts, NULL, NULL, NULL), .key = jobs[i]->key};
+        rs[i] =
+            (racer){.gate = &gate, .c = wf_test_client(&ts, NULL, NULL, NULL), .key = jobs[i]->key};
         pthread_create(&th[i], NULL, race_complete, &rs[i]);
     }
     int ok = 0;
@@ -475,7 +476,8 @@ WF_CASE_TEST("race", test_foreach_call_32_concurrent_child_completions)
     wf_event_row *ev = events_of(in->id, &n);
     int fired = 0;
     for (size_t i = 0; i < n; i++)
-        fired += strcmp(ev[i].type, "TRANSITION_FIRED") == 0 && strcmp(ev[i].instance_id, in->id) == 0;
+        fired +=
+            strcmp(ev[i].type, "TRANSITION_FIRED") == 0 && strcmp(ev[i].instance_id, in->id) == 0;
     ck_assert_int_eq(fired, 1);
     json_t *r = var(in->id, "receipts");
     ck_assert_uint_eq(json_array_size(r), RACERS);
@@ -488,8 +490,7 @@ END_TEST
 int
 main(void)
 {
-    const wf_test_case cases[] = {{wf_test_store_name(), setup, teardown, 120},
-                                  {"race", setup, teardown, 300},
-                                  {NULL}};
+    const wf_test_case cases[] = {
+        {wf_test_store_name(), setup, teardown, 120}, {"race", setup, teardown, 300}, {NULL}};
     return wf_test_run(wf_test_suite_of("e2e_foreach_calls", cases));
 }
