@@ -126,9 +126,9 @@ wf_runtime__call_queue(net_work *w, const char *item_id, const wf_transition *t,
     c->item_id = item_id;
     c->transition_id = t->id;
     c->index = index;
-    c->child_id = index < 0 ? item_id : call_child_id(w->rw.arena, item_id, index);
-    if (c->child_id == NULL)
-        return wf_error_set(err, WF_E_INTERNAL, "work item id \"%s\" is no UUID", item_id);
+    c->child_id = item_id;
+    if (index >= 0 && (c->child_id = call_child_id(w->rw.arena, item_id, index)) == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "a for-each CALL work item id is no UUID");
     wf_code rc =
         call_map(w->rw.arena, t->call_input, vars, "call_input_expression", t->id, &c->input, err);
     if (rc == WF_OK && item_patch != NULL)
