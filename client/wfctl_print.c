@@ -617,7 +617,10 @@ print_start(const ProtobufCMessage *m)
     const Workflow__V1__StartInstanceResponse *r = (const void *)m;
     if (r->instance != NULL)
         printf("%s\n", r->instance->id);
-    return WFCTL_OK;
+    if (r->view == NULL)
+        return WFCTL_OK;
+    kv("timed out", "%s", r->timed_out ? "yes" : "no");
+    return print_show(&r->view->base);
 }
 
 /* AwaitInstance: whether the wait ran out, then the instance as show prints

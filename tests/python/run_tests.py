@@ -1124,6 +1124,57 @@ class AwaitResultTests(WorkflowTestCase):
         self.assertEqual(json.loads(view.instance.variables_json),
                          {"total": 30, "receipt": "r-9"})
 
+    def test_order_pays_each_line_through_the_payment_process(self):
+        """An order process calls the payment process (the class's
+        definition) once per line item (for-each over CALL); the starter
+        awaits the order's end in StartInstance while the worker pays the
+        lines, out of order; the payments come back in line order."""
+        order = "py-order-%s" % uuid.uuid4().hex[:8]
+        d = wf_pb2.Definition(
+            key=order, kind=wf_pb2.DEFINITION_KIND_NET,
+            places=[wf_pb2.Place(id="s", kind=wf_pb2.PLACE_KIND_START),
+                    wf_pb2.Place(id="e", kind=wf_pb2.PLACE_KIND_END)],
+            transitions=[wf_pb2.Transition(
+                id="pay_lines", trigger=wf_pb2.TRIGGER_CALL, call_definition_key=self.key,
+                call_input_expression="{amount: .line.amount}",
+                call_output_expression="{receipt}", for_each=".lines", for_each_item="line",
+                for_each_output="payments")],
+            arcs=[wf_pb2.Arc(source="s", target="pay_lines"),
+                  wf_pb2.Arc(source="pay_lines", target="e")])
+        self.ok(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(definition=d))
+        lines = [{"sku": "book", "amount": 12}, {"sku": "pen", "amount": 3},
+                 {"sku": "lamp", "amount": 40}]
+        req = wf_pb2.StartInstanceRequest(
+            definition_key=order, variables_json=json.dumps({"lines": lines}),
+            await_result=wf_pb2.AwaitResult(until=wf_pb2.AwaitUntil(ended=True),
+                                            timeout=duration_pb2.Duration(seconds=30)))
+        future = self.wf.StartInstance.future(req, metadata=md(actor="py-await"),
+                                              timeout=40 * TIME_SCALE)
+        jobs = []
+        for _ in range(20):  # bounded: the three jobs, taken as they come
+            if len(jobs) == 3:
+                break
+            jobs += self.ok(self.wf.ActivateJobs, wf_pb2.ActivateJobsRequest(
+                job_type=self.job_type, worker="py-await", max_jobs=3 - len(jobs),
+                wait=duration_pb2.Duration(seconds=int(10 * TIME_SCALE)))).jobs
+        self.assertEqual(len(jobs), 3)
+        children = {j.instance_id for j in jobs}
+        self.assertEqual(len(children), 3)
+        for job in sorted(jobs, key=lambda j: -json.loads(j.variables_json)["line_index"]):
+            v = json.loads(job.variables_json)
+            self.assertEqual(v["amount"], lines[v["line_index"]]["amount"])
+            self.assertEqual(v["line"], lines[v["line_index"]])
+            self.ok(self.wf.CompleteJob, wf_pb2.CompleteJobRequest(
+                job_key=job.key, variables_json=json.dumps({"receipt": "r-%d" % v["line_index"]})))
+        resp = future.result()
+        self.assertFalse(resp.timed_out)
+        self.assertEqual(resp.view.instance.status, wf_pb2.INSTANCE_STATUS_COMPLETED)
+        self.assertEqual(json.loads(resp.view.instance.variables_json)["payments"],
+                         [{"receipt": "r-0"}, {"receipt": "r-1"}, {"receipt": "r-2"}])
+        self.assertEqual({c.instance_id for c in resp.view.calls}, children)
+        self.assertTrue(all(c.status == wf_pb2.INSTANCE_STATUS_COMPLETED
+                            for c in resp.view.calls))
+
     def test_await_instance_times_out_with_the_view(self):
         iid = self.ok(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
             definition_key=self.key)).instance.id

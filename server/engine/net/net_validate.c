@@ -575,7 +575,7 @@ check_for_each_name(vctx *c, size_t ti, const char *field, const char *v)
             field);
 }
 
-/* for_each of AUTO or USER transition t: a compiling expression, names,
+/* for_each of AUTO, USER or CALL transition t: a compiling expression, names,
  * the join. */
 static void
 check_for_each(vctx *c, size_t ti, const wf_transition *t)
@@ -822,8 +822,11 @@ check_triggers(vctx *c)
                 t->correlation != WF_CORRELATION_AGGREGATE)
                 ERR(c, "INVALID_VALUE", path, "correlation %d is not known", t->correlation);
         }
-        if (tr == WF_TRIGGER_CALL)
+        if (tr == WF_TRIGGER_CALL) {
             check_call(c, ti, t);
+            if (!wf_str_empty(t->for_each))
+                check_for_each(c, ti, t);
+        }
         check_resources(c, ti, t, tr);
         /* ... and nobody else's. */
         if (tr != WF_TRIGGER_CALL)
@@ -854,8 +857,9 @@ check_triggers(vctx *c)
             if (!wf_str_empty(t->job_priority_expression))
                 conflict(c, ti, "job_priority_expression", t, "AUTO");
         }
-        if (tr != WF_TRIGGER_AUTO && tr != WF_TRIGGER_USER && !wf_str_empty(t->for_each))
-            conflict(c, ti, "for_each", t, "AUTO and USER");
+        if (tr != WF_TRIGGER_AUTO && tr != WF_TRIGGER_USER && tr != WF_TRIGGER_CALL &&
+            !wf_str_empty(t->for_each))
+            conflict(c, ti, "for_each", t, "AUTO, USER and CALL");
         if (wf_str_empty(t->for_each))
             check_no_for_each(c, ti, t);
         if (tr != WF_TRIGGER_TIME) {

@@ -256,6 +256,15 @@ wf_code wf_runtime_cancel_compensate(const wf_runtime_ctx *ctx, const char *inst
                                      const char *reason, wf_uow_idem *idem, wf_instance_row *out,
                                      bool *started, wf_error *err);
 
+/* CancelInstance of a live call child (a net instance whose caller's CALL
+ * work item waits for it): its subtree CANCELLED in one unit of work on
+ * the root, which gives the caller its incident CALL_CHILD_CANCELLED
+ * (*done; out = the child). Otherwise *done = false, nothing is written
+ * and the caller cancels plainly (wf_referral_cancel). */
+wf_code wf_runtime_cancel_call_child(const wf_runtime_ctx *ctx, const char *instance_id,
+                                     const char *reason, wf_uow_idem *idem, wf_instance_row *out,
+                                     bool *done, wf_error *err);
+
 /* ---- ModifyInstance (net_runtime_modify.c) ------------------------------------------ */
 
 /* Tokens of one place (GetInstance, ModifyInstance). */
