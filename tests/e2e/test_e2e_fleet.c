@@ -4,8 +4,10 @@
  * definition's instances (tokens per place, enabled work items and open
  * incidents per transition), of one version and of every version, checked
  * against the sum of GetInstance's markings and ListWorkItems' enabled
- * items of the same instances; ended instances and other tenants are not
- * counted; refusals with their code, reason and field.
+ * items of the same instances, and with `at` the instances there, paged;
+ * GetDiagram with live_totals draws the same numbers; ended instances and
+ * other tenants are not counted; refusals with their code, reason and
+ * field.
  *
  * Postgres keeps rows between runs: every definition key and job type is
  * made unique with a per-test suffix.
@@ -66,8 +68,8 @@ at_c(const char *key, int32_t version, Workflow__V1__ElementCountKind at, const 
 /* Every instance listed at element, one page of page_size at a time,
  * joined as "id id " in the order listed (at most 64 pages). */
 static char *
-listed_at(const char *key, int32_t version, Workflow__V1__ElementCountKind at,
-          const char *element, int32_t page_size)
+listed_at(const char *key, int32_t version, Workflow__V1__ElementCountKind at, const char *element,
+          int32_t page_size)
 {
     char *out = wf_arena_strdup(ta, "");
     const char *token = NULL;
@@ -154,6 +156,36 @@ enabled_at(const char *id, const char *transition)
         n += strcmp(r->work_items[i]->transition_id, transition) == 0;
     return n;
 }
+
+/* GetDiagram of key's version with the live totals (all: of every
+ * version), as DOT or SVG. */
+static char *
+live_diagram_c(const char *key, int32_t version, bool all, const char *instance,
+               Workflow__V1__DiagramFormat format, wf_client_status *st)
+{
+    Workflow__V1__GetDiagramRequest req = WORKFLOW__V1__GET_DIAGRAM_REQUEST__INIT;
+    req.definition_key = (char *)(key != NULL ? key : "");
+    req.instance_id = (char *)(instance != NULL ? instance : "");
+    req.version = version;
+    req.format = format;
+    req.live_totals = instance == NULL || all;
+    req.all_versions = all;
+    Workflow__V1__GetDiagramResponse *r =
+        call(as(NULL), "GetDiagram", &req, &workflow__v1__get_diagram_response__descriptor, st);
+    return r != NULL ? r->content : NULL;
+}
+
+static char *
+live_diagram(const char *key, int32_t version, bool all, Workflow__V1__DiagramFormat format)
+{
+    wf_client_status st;
+    char *c = live_diagram_c(key, version, all, NULL, format, &st);
+    ck_ok(st);
+    return c;
+}
+
+#define DOT WORKFLOW__V1__DIAGRAM_FORMAT__DIAGRAM_FORMAT_DOT
+#define SVG WORKFLOW__V1__DIAGRAM_FORMAT__DIAGRAM_FORMAT_SVG
 
 /* s -> work (job type) -> mid -> ship (job ship) -> e. */
 static nb *
@@ -246,6 +278,16 @@ WF_TEST(test_statistics_total_the_live_instances)
                      wf_arena_printf(ta, "%s ", failed_id));
     ck_assert_str_eq(listed_at(key, 1, AT_INCIDENTS, "ship", 2), "");
     ck_assert_str_eq(listed_at(key, 1, AT_TOKENS, "nowhere", 2), "");
+    /* The diagram with the live totals: the same numbers, in DOT and SVG. */
+    char *dot = live_diagram(key, 1, false, DOT);
+    ck_assert_msg(strstr(dot, "4 live instances of v1") != NULL, "%s", dot);
+    ck_assert_msg(strstr(dot, "1 incident") != NULL, "%s", dot);
+    char *svg = live_diagram(key, 1, false, SVG);
+    ck_assert_msg(strstr(svg, "4 live instances of v1") != NULL, "%s", svg);
+    ck_assert_msg(strstr(svg, "1 incident") != NULL, "%s", svg);
+    ck_assert_msg(strstr(svg, "1 token<") != NULL, "the token in mid: %s", svg);
+    ck_assert_msg(strstr(live_diagram(key, 0, true, DOT), "4 live instances of every version"),
+                  "every version");
     /* A page token belongs to its element. */
     Workflow__V1__GetDefinitionStatisticsResponse *p1 = at_c(key, 1, AT_TOKENS, "s", 1, NULL, &st);
     ck_ok(st);
@@ -348,6 +390,22 @@ WF_TEST(test_statistics_refusals)
     ck_assert(has_violation(&st, "page_token", NULL));
     ck_assert_ptr_null(at_c(u("fleet-none"), 0, AT_TOKENS, "s", 0, NULL, &st));
     ck_fails(st, GRPC_STATUS_NOT_FOUND, "DEFINITION_NOT_FOUND");
+    /* The diagram's live totals: of a definition only, all_versions with
+     * them only. */
+    ck_assert_ptr_null(
+        live_diagram_c(key, 0, true, "00000000-0000-7000-8000-000000000001", DOT, &st));
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+    ck_assert(has_violation(&st, "live_totals", NULL));
+    {
+        Workflow__V1__GetDiagramRequest req = WORKFLOW__V1__GET_DIAGRAM_REQUEST__INIT;
+        req.definition_key = key;
+        req.format = DOT;
+        req.all_versions = true;
+        ck_assert_ptr_null(call(as(NULL), "GetDiagram", &req,
+                                &workflow__v1__get_diagram_response__descriptor, &st));
+        ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+        ck_assert(has_violation(&st, "all_versions", NULL));
+    }
     /* A definition without instances: zeros, empty lists. */
     Workflow__V1__GetDefinitionStatisticsResponse *r = stats(key, 0);
     ck_assert_int_eq(r->live_instances, 0);
