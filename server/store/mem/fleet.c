@@ -187,8 +187,8 @@ holders(mem_store *m, const char *tenant, wf_fleet_kind kind, const char *elemen
 /* Whether instance in is at the element: among the holders, or for
  * INCIDENTS FAILED at it. */
 static bool
-at_element(const wf_instance_row *in, wf_fleet_kind kind, const char *element,
-           const char **held, size_t n_held)
+at_element(const wf_instance_row *in, wf_fleet_kind kind, const char *element, const char **held,
+           size_t n_held)
 {
     if (kind == WF_FLEET_INCIDENTS)
         return in->status == WF_INSTANCE_FAILED &&

@@ -71,8 +71,7 @@ wf_store_pg__fleet_counts(wf_store *st, const wf_store_ctx *ctx, const char *def
 wf_code
 wf_store_pg__fleet_instances(wf_store *st, const wf_store_ctx *ctx, const char *definition_key,
                              int32_t version, wf_fleet_kind kind, const char *element,
-                             const char *after, size_t limit, char ***ids, size_t *n,
-                             wf_error *err)
+                             const char *after, size_t limit, char ***ids, size_t *n, wf_error *err)
 {
     pg_store *s = (pg_store *)st;
     params p = wf_store_pg__p_tenant(ctx, definition_key);
