@@ -621,9 +621,9 @@ async function fleet(page, BASE) {
   try { wf(["jobs", FLEETJOB, "--once", "--wait", "5", "--", "sh", "-c", "exit 100"]); } catch (e) {}
   await waitFor(() => wf(["incidents", "--definition", FLEET]).includes("JOB_FAILED"), "the fleet's incident");
   const show = (id) => wfJson(["show", id], "admin")[0];
-  const running = ids.filter((id) => show(id).instance.status === "RUNNING" &&
-                             (show(id).marking || {}).s);
-  wf(["cancel", running[0], "--reason", "not counted"], "admin");
+  const running = ids.find((id) => { const g = show(id);
+                                     return g.instance.status === "RUNNING" && (g.marking || {}).s; });
+  wf(["cancel", running, "--reason", "not counted"], "admin");
 
   // The database's view: the instances not ended (ListInstances), their
   // markings and open tasks (GetInstance), the incidents (ListIncidents).
