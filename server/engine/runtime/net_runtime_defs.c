@@ -356,6 +356,65 @@ wf_runtime_get_definition(const wf_runtime_ctx *ctx, const char *key, int32_t ve
     return wf_defcache_net(row, ctx->ref.arena, net, err);
 }
 
+/* The checks of GetDefinitionStatistics: a key, a version >= 0 that
+ * exists (0: the key exists). */
+static wf_code
+statistics_check(const wf_runtime_ctx *ctx, const char *key, int32_t version, wf_error *err)
+{
+    if (wf_str_empty(key))
+        return wf_work_invalid(&ctx->ref, "definition_key", "is required", err);
+    if (version < 0)
+        return wf_work_invalid(&ctx->ref, "version", "must not be negative", err);
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
+    wf_definition_row row;
+    wf_code rc = wf_store_get_definition(ctx->ref.store, &sc, key, version, &row, err);
+    if (rc == WF_E_DEFINITION_NOT_FOUND)
+        return version == 0 ? wf_error_set(err, rc, "definition \"%.128s\" does not exist", key)
+                            : wf_error_set(err, rc, "definition \"%.128s\" has no version %d", key,
+                                           (int)version);
+    return rc;
+}
+
+wf_code
+wf_runtime_definition_statistics(const wf_runtime_ctx *ctx, const char *key, int32_t version,
+                                 wf_fleet_counts *out, wf_error *err)
+{
+    wf_code rc = statistics_check(ctx, key, version, err);
+    if (rc != WF_OK)
+        return rc;
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
+    return wf_store_fleet_counts(ctx->ref.store, &sc, key, version, out, err);
+}
+
+wf_code
+wf_runtime_definition_instances(const wf_runtime_ctx *ctx, const wf_runtime_fleet_page_in *in,
+                                char ***ids, size_t *n, char **next_cursor, wf_error *err)
+{
+    *next_cursor = NULL;
+    if (in->kind < WF_FLEET_TOKENS || in->kind > WF_FLEET_INCIDENTS)
+        return wf_work_invalid(&ctx->ref, "at", "must be TOKENS, ENABLED_WORK_ITEMS or INCIDENTS",
+                               err);
+    if (wf_str_empty(in->element))
+        return wf_work_invalid(&ctx->ref, "element_id", "is required with at", err);
+    if (in->page_size < 0)
+        return wf_work_invalid(&ctx->ref, "page_size", "must not be negative", err);
+    wf_code rc = statistics_check(ctx, in->key, in->version, err);
+    if (rc != WF_OK)
+        return rc;
+    size_t size = in->page_size == 0         ? PAGE_DEFAULT
+                  : in->page_size > PAGE_MAX ? PAGE_MAX
+                                             : (size_t)in->page_size;
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
+    rc = wf_store_fleet_instances(
+        ctx->ref.store, &sc, in->key, in->version, (wf_fleet_kind)in->kind, in->element,
+        wf_str_empty(in->cursor) ? NULL : in->cursor, size + 1, ids, n, err);
+    if (rc == WF_OK && *n > size) {
+        *n = size;
+        *next_cursor = (*ids)[size - 1];
+    }
+    return rc;
+}
+
 /* ---- ListDefinitions ----------------------------------------------------------------------------
  */
 
