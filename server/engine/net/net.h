@@ -178,12 +178,12 @@ typedef struct wf_step_rule {
     const char *step;
 } wf_step_rule;
 
-/* One step: exactly one of job, user, await, sleep (has_* tell which are
- * given; validation refuses zero or several). Durations in ms. */
+/* One step: exactly one of job, user, await, sleep, call (has_* tell which
+ * are given; validation refuses zero or several). Durations in ms. */
 typedef struct wf_step {
     const char *id;
     const char *name;
-    bool has_job, has_user, has_await, has_sleep;
+    bool has_job, has_user, has_await, has_sleep, has_call;
     /* job */
     const char *job_type;
     int64_t lease_ms;
@@ -202,6 +202,18 @@ typedef struct wf_step {
     /* sleep: exactly one of the two */
     int64_t duration_ms; /* negative = invalid */
     const char *due_expression;
+    /* call: as the call_* fields of a CALL transition */
+    const char *call_key;
+    int32_t call_version;
+    const char *call_input;
+    const char *call_output;
+    bool call_strict;
+    /* job and user steps: as the for_each fields of a transition */
+    const char *for_each;
+    const char *for_each_item;
+    const char *for_each_output;
+    bool for_each_sequential;
+    wf_completion for_each_completion;
     /* job steps only */
     wf_retry_policy retry;
     const char *compensation_job_type;
