@@ -855,6 +855,9 @@ async function main() {
     await visit("/instance?id=" + encodeURIComponent(composeId), "instance-call-step", "#calls");
     check(await page.$eval("#current-steps", (e) => e.textContent) === "Current step: " + HOSTILE,
           "the call step's hostile name is shown as text");
+    const waitingCall = await page.$eval("#waiting-for", (e) => e.textContent);
+    check(waitingCall === "Waiting for: call " + PART + "@1",
+          "the call step waits for its child (" + waitingCall + ")");
     const callRow = await page.$eval("#calls tr:nth-child(2)", (tr) => ({
       text: tr.textContent, href: (tr.querySelector("a") || {}).href || "" }));
     check(callRow.text.includes("part") && callRow.text.includes(PART + " v1") &&

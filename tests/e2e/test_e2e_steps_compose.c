@@ -349,7 +349,8 @@ WF_TEST(test_deploy_refuses_bad_combinations_at_step_paths)
     ck_assert(has_violation(&st, "definition.steps[0].call.definition_key", "CALL_KEY_MISSING"));
     ck_assert(has_violation(&st, "definition.steps[1].for_each", "STEP_FIELD_CONFLICT"));
     ck_assert(has_violation(&st, "definition.steps[2].for_each", "STEP_FIELD_CONFLICT"));
-    ck_assert(has_violation(&st, "definition.steps[3].call.input_expression", "EXPRESSION_INVALID"));
+    ck_assert(
+        has_violation(&st, "definition.steps[3].call.input_expression", "EXPRESSION_INVALID"));
     ck_assert(
         has_violation(&st, "definition.steps[3].compensation_job_type", "STEP_FIELD_CONFLICT"));
 

@@ -518,7 +518,8 @@ wf_code wf_net_split_ids(wf_arena *a, const char *joined, const char ***ids, siz
 /* The compiled net of a step list: place STEPS_START (":start"), a silent
  * AUTO transition ":begin" to the first step's place, per step a place
  * "<id>:ready" and a transition "<id>" (job: AUTO with the job type,
- * retry, lease and compensation; user: USER; await: MSG; sleep: TIME)
+ * retry, lease and compensation; user: USER; await: MSG; sleep: TIME;
+ * call: CALL; job and user with the step's for_each fields)
  * whose output arcs are the step's `next` rules in order (first match)
  * and a default arc to the following step's place (to ":end" after the
  * last step); an await with a timeout also gets a competing TIME
