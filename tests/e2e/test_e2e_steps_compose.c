@@ -7,6 +7,8 @@
  *   - a child failing for good is the caller's CALL_CHILD_FAILED incident
  *     at the call step; RetryInstance of the child resolves both;
  *   - cancel of the caller cancels the child, suspend holds its jobs;
+ *   - a later step failing compensates the job steps before the call and
+ *     leaves the completed child as it is;
  *   - for_each on a job step (ALL): a job per item with its item and index,
  *     the outputs in item order, the progress in GetInstance;
  *   - for_each on a user step (ANY): a task per approver, the first answer
@@ -206,6 +208,36 @@ WF_TEST(test_call_step_cancel_and_suspend_reach_the_child)
     ck_assert_int_eq(g->children[0]->status, I_CANCELLED);
     ck_assert_uint_eq(g->n_current_steps, 0);
     ck_assert_int_ne(complete_job_c(as(NULL), j->key, NULL, &st), 0);
+}
+END_TEST
+
+/* A later step failing for good compensates the job steps before the call;
+ * the call step is passed over and its completed child left as it is. */
+WF_TEST(test_saga_passes_over_a_completed_call_step)
+{
+    char *child = u("payment"), *parent = u("order"), *charge = u("charge");
+    char *reserve = u("reserve"), *release = u("release"), *ship = u("ship");
+    deploy_child(child, charge);
+    sb *b = steps_new(parent);
+    job_step(b, "reserve", reserve, 0)->compensation_job_type = release;
+    call_step(b, "pay", child, NULL, "{receipt}");
+    job_step(b, "ship", ship, 1);
+    deploy_steps(b);
+    Workflow__V1__Instance *in = start_boss(parent, NULL);
+    complete_ok(one_job(reserve)->key, NULL);
+    complete_ok(one_job(charge)->key, "{\"receipt\": \"r-3\"}");
+    wf_client_status st;
+    ck_assert_int_eq(fail_job(one_job(ship)->key, "no carrier", 0, -1, &st), 0);
+    Workflow__V1__Job *j = one_job(release);
+    ck_assert(j->compensation);
+    ck_assert_str_eq(j->transition_id, "reserve");
+    ck_assert_str_eq(var_of(j->variables_json, "receipt"), "\"r-3\"");
+    complete_ok(j->key, NULL);
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status,
+                     WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPENSATED);
+    ck_assert_int_eq(g->children[0]->status, I_COMPLETED);
+    ck_assert_uint_eq(activate(charge, 5, 0, 0)->n_jobs, 0);
 }
 END_TEST
 

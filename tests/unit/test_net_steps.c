@@ -558,7 +558,7 @@ END_TEST
 WF_TEST(test_call_and_for_each_validation)
 {
     static const char *ann[] = {"ann", "bob"};
-    wf_net *in = list_new("bad", 8);
+    wf_net *in = list_new("bad", 9);
     call(in, "nokey", "");                        /* 0: call without a key */
     call(in, "spaced", "a b")->call_version = -1; /* 1: bad key, bad version */
     wf_step *m = call(in, "maps", "child");       /* 2: mappings that do not compile */
@@ -581,6 +581,7 @@ WF_TEST(test_call_and_for_each_validation)
     u->for_each = ".xs";
     wf_step *c = call(in, "c", "child"); /* 7: compensation on a call step */
     c->compensation_job_type = "undo";
+    call(in, "fc", "child")->for_each = ".xs"; /* 8: a CALL transition takes no for_each */
     wf_net *out = NULL;
     wf_validation_error *v = NULL;
     size_t n = 0;
@@ -599,6 +600,7 @@ WF_TEST(test_call_and_for_each_validation)
     ck_assert(has(v, n, "INVALID_VALUE", "steps[5].for_each_item"));
     ck_assert(has(v, n, "INVALID_VALUE", "steps[6].for_each"));
     ck_assert(has(v, n, "STEP_FIELD_CONFLICT", "steps[7].compensation_job_type"));
+    ck_assert(has(v, n, "TRIGGER_FIELD_CONFLICT", "steps[8].for_each"));
     for (size_t i = 0; i < n; i++) {
         ck_assert_msg(strncmp(v[i].path, "transitions", 11) != 0, "%s at %s", v[i].code, v[i].path);
         ck_assert_msg(strstr(v[i].message, "CALL transition") == NULL, "%s", v[i].message);
