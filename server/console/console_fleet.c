@@ -143,8 +143,10 @@ fleet_scopes(wf_console__ctx *x, const Workflow__V1__Definition *d, int version)
     }
     P("<a href=\"/definition?key=");
     U(d->key);
-    fprintf(x->out, "&amp;version=%d\">The definition</a> · <a href=\"/instances?"
-                    "definition_key=", d->version);
+    fprintf(x->out,
+            "&amp;version=%d\">The definition</a> · <a href=\"/instances?"
+            "definition_key=",
+            d->version);
     U(d->key);
     P("\">Its instances</a></p>\n");
 }
@@ -195,9 +197,10 @@ wf_console__fleet(wf_console__ctx *x)
 static void
 fleet_where(wf_console__ctx *x, Workflow__V1__ElementCountKind k, const char *element)
 {
-    P(k == WORKFLOW__V1__ELEMENT_COUNT_KIND__ELEMENT_COUNT_KIND_TOKENS  ? "with a token in place "
-      : k == WORKFLOW__V1__ELEMENT_COUNT_KIND__ELEMENT_COUNT_KIND_INCIDENTS ? "with an incident at "
-                                                                           : "with work enabled at ");
+    P(k == WORKFLOW__V1__ELEMENT_COUNT_KIND__ELEMENT_COUNT_KIND_TOKENS ? "with a token in place "
+      : k == WORKFLOW__V1__ELEMENT_COUNT_KIND__ELEMENT_COUNT_KIND_INCIDENTS
+          ? "with an incident at "
+          : "with work enabled at ");
     P("<code id=\"fleet-element\">");
     E(element);
     P("</code>");

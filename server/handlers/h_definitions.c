@@ -121,6 +121,19 @@ step_in(const Workflow__V1__Step *m, wf_step *st)
         st->duration_ms = positive_ms(m->sleep->duration);
         st->due_expression = m->sleep->due_expression;
     }
+    if (m->call != NULL) {
+        st->has_call = true;
+        st->call_key = m->call->definition_key;
+        st->call_version = m->call->version;
+        st->call_input = m->call->input_expression;
+        st->call_output = m->call->output_expression;
+        st->call_strict = m->call->require_deployed;
+    }
+    st->for_each = m->for_each;
+    st->for_each_item = m->for_each_item;
+    st->for_each_output = m->for_each_output;
+    st->for_each_sequential = m->for_each_sequential;
+    user_in(NULL, m->for_each_completion, &st->assignee, &st->for_each_completion);
     retry_in(m->retry, &st->retry);
     st->compensation_job_type = m->compensation_job_type;
 }
@@ -332,6 +345,19 @@ step_out(wf_arena *a, const wf_step *st, bool *oom)
         m->sleep->duration = wf_h_duration(a, st->duration_ms, oom);
         m->sleep->due_expression = str(st->due_expression);
     }
+    if (st->has_call && (m->call = alloc_or(a, sizeof *m->call, oom)) != NULL) {
+        workflow__v1__call_step__init(m->call);
+        m->call->definition_key = str(st->call_key);
+        m->call->version = st->call_version;
+        m->call->input_expression = str(st->call_input);
+        m->call->output_expression = str(st->call_output);
+        m->call->require_deployed = st->call_strict;
+    }
+    m->for_each = str(st->for_each);
+    m->for_each_item = str(st->for_each_item);
+    m->for_each_output = str(st->for_each_output);
+    m->for_each_sequential = st->for_each_sequential;
+    m->for_each_completion = completion_out(a, &st->for_each_completion, oom);
     m->retry = retry_out(a, &st->retry, oom);
     m->compensation_job_type = str(st->compensation_job_type);
     if (st->n_resources > 0) {

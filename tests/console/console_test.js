@@ -38,6 +38,7 @@ const STORE = arg("store");
 const RUN = Date.now().toString(36) + "-" + process.pid;
 const REVIEW = "console-review-" + RUN, CHARGE = "console-charge-" + RUN;
 const WAITJOB = "console-waitjob-" + RUN, WAITSIG = "console-waitsig-" + RUN;
+const COMPOSE = "console-compose-" + RUN, PART = "console-part-" + RUN;
 const ORDER = "A-" + RUN;
 const GROUP = "clerks-" + RUN;
 const SHOTS = path.join(WORK, "screenshots");
@@ -746,6 +747,14 @@ async function main() {
                                   on_timeout: "chase" }, next: [{ step: "done" }] },
                 { id: "chase", user: { assignee: { kind: "GROUP", ids: [GROUP] } } },
                 { id: "done", sleep: { duration: "1s" } }] },
+      // A step list calling another, whose job step runs for each item:
+      // nobody works PART, so both stay where they are.
+      { key: PART, kind: "STEPS", name: "Part",
+        steps: [{ id: "pick", name: HOSTILE, job: { job_type: PART },
+                  for_each: ".items", for_each_item: "it" }] },
+      { key: COMPOSE, kind: "STEPS", name: "Compose",
+        steps: [{ id: "part", name: HOSTILE,
+                  call: { definition_key: PART, input_expression: "{items: .items}" } }] },
     ];
     for (const d of steps) {
       const f = path.join(WORK, d.key + ".json");
@@ -753,6 +762,9 @@ async function main() {
       wf(["deploy", f], "admin");
     }
     const jobId = wfJson(["start", WAITJOB], "admin")[0].instance.id;
+    // Started before sigId, which stays the newest.
+    const composeId = wfJson(["start", COMPOSE, "--vars", JSON.stringify({ items: [HOSTILE, "b"] })],
+                             "admin")[0].instance.id;
     const sigId = wfJson(["start", WAITSIG, "--aggregate", "order:" + ORDER], "admin")[0].instance.id;
     try { wf(["jobs", WAITJOB, "--once", "--wait", "5", "--", "sh", "-c", "echo declined >&2; exit 3"]); } catch (e) {}
     await waitFor(() => JSON.stringify(wfJson(["show", jobId], "admin")).includes("declined"),
@@ -947,6 +959,26 @@ async function main() {
     await visit("/instance?id=" + encodeURIComponent(sigId), "instance-steps", "#steps");
     const current = await page.$$eval("#steps tr.step.current", (t) => t.map((r) => r.dataset.step));
     check(current.join() === "paid", "the instance page highlights its current step (" + current + ")");
+    // A step list's call: the calls section links the child, the current
+    // step's hostile name is text; the child's page shows its for-each.
+    await visit("/instance?id=" + encodeURIComponent(composeId), "instance-call-step", "#calls");
+    check(await page.$eval("#current-steps", (e) => e.textContent) === "Current step: " + HOSTILE,
+          "the call step's hostile name is shown as text");
+    const waitingCall = await page.$eval("#waiting-for", (e) => e.textContent);
+    check(waitingCall === "Waiting for: call " + PART + "@1",
+          "the call step waits for its child (" + waitingCall + ")");
+    const callRow = await page.$eval("#calls tr:nth-child(2)", (tr) => ({
+      text: tr.textContent, href: (tr.querySelector("a") || {}).href || "" }));
+    check(callRow.text.includes("part") && callRow.text.includes(PART + " v1") &&
+          callRow.text.includes("RUNNING") && callRow.href.includes("/instance?id="),
+          "the call step's child, linked (" + callRow.text + ")");
+    check((await page.$("main img[src=x]")) === null, "no element from the hostile step name");
+    await visit(new URL(callRow.href).pathname + new URL(callRow.href).search, "instance-for-each-step",
+                "p.for-each");
+    const fe = await page.$eval("p.for-each", (e) => e.textContent);
+    check(fe.startsWith("For each: pick, 0 of 2 items completed, 2 needed"),
+          "the child's for-each step and its progress (" + fe + ")");
+    check((await page.$("main img[src=x]")) === null, "no element from the hostile item");
     // The diagram of a definition whose transition name is hostile, opened
     // by itself: an SVG document in which no script ran and no element came
     // from the name.

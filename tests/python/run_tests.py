@@ -1174,6 +1174,35 @@ class AwaitResultTests(WorkflowTestCase):
         self.assertEqual({c.instance_id for c in resp.view.calls}, children)
         self.assertTrue(all(c.status == wf_pb2.INSTANCE_STATUS_COMPLETED
                             for c in resp.view.calls))
+    def test_step_list_calls_the_payment_process(self):
+        """A step list's call step starts the payment process as a child;
+        its output reaches the variables before the list's next step,
+        which names it in its rule."""
+        parent = "py-steps-%s" % uuid.uuid4().hex[:8]
+        d = wf_pb2.Definition(key=parent, kind=wf_pb2.DEFINITION_KIND_STEPS, steps=[
+            wf_pb2.Step(id="pay", call=wf_pb2.CallStep(
+                definition_key=self.key, input_expression="{amount: .total}",
+                output_expression="{receipt: .receipt}"),
+                next=[wf_pb2.NextRule(guard='.receipt == "r-7"', step="done")]),
+            wf_pb2.Step(id="never", sleep=wf_pb2.SleepStep(
+                duration=duration_pb2.Duration(seconds=3600))),
+            wf_pb2.Step(id="done", sleep=wf_pb2.SleepStep(
+                duration=duration_pb2.Duration(seconds=3600)))])
+        dep = self.ok(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(definition=d))
+        self.assertEqual(dep.definition.steps[0].call.definition_key, self.key)
+        iid = self.ok(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
+            definition_key=parent, variables_json='{"total": 7}')).instance.id
+        view = self.ok(self.wf.GetInstance, wf_pb2.GetInstanceRequest(instance_id=iid))
+        self.assertEqual([s.id for s in view.current_steps], ["pay"])
+        self.assertEqual([(c.transition_id, c.definition_key) for c in view.calls],
+                         [("pay", self.key)])
+        job = self.complete_next_job('{"receipt": "r-7"}')
+        self.assertEqual(job.instance_id, view.calls[0].instance_id)
+        self.assertEqual(json.loads(job.variables_json), {"amount": 7})
+        view = self.ok(self.wf.GetInstance, wf_pb2.GetInstanceRequest(instance_id=iid))
+        self.assertEqual(view.calls[0].status, wf_pb2.INSTANCE_STATUS_COMPLETED)
+        self.assertEqual(json.loads(view.instance.variables_json), {"total": 7, "receipt": "r-7"})
+        self.assertEqual([s.id for s in view.current_steps], ["done"])
 
     def test_await_instance_times_out_with_the_view(self):
         iid = self.ok(self.wf.StartInstance, wf_pb2.StartInstanceRequest(

@@ -934,7 +934,8 @@ wf_net_has_unseen_expressions(const wf_net *net)
         const wf_step *s = &net->steps[i];
         if (unseen(s->assignee.ids_expression) || unseen(s->priority_expression) ||
             unseen(s->task_due_expression) || unseen(s->task_follow_up_expression) ||
-            unseen(s->due_expression) || unseen(s->job_priority_expression))
+            unseen(s->due_expression) || unseen(s->job_priority_expression) ||
+            unseen(s->for_each) || unseen(s->call_input) || unseen(s->call_output))
             return true;
         for (size_t k = 0; k < s->n_next; k++)
             if (unseen(s->next[k].guard))

@@ -85,6 +85,18 @@ check_adhoc(wf_findings *f, const wf_net *net)
                         "valid_until must be after valid_from");
 }
 
+/* Where a finding on CALL transition i belongs: its call step's key in a
+ * step list, else the transition's. */
+static void
+call_key_path(const wf_net *net, size_t i, char *path, size_t size)
+{
+    int k = net->n_steps > 0 ? wf_steps_index(net, net->transitions[i].step_id) : -1;
+    if (k >= 0)
+        snprintf(path, size, "steps[%d].call.definition_key", k);
+    else
+        snprintf(path, size, "transitions[%zu].call_definition_key", i);
+}
+
 /* CALL transitions that ask for it (call_require_deployed): their key has
  * a definition now, at their version when pinned (a net calling its own
  * key passes). */
@@ -102,11 +114,11 @@ check_calls(const wf_runtime_ctx *ctx, const wf_net *net, wf_findings *f, wf_err
             wf_store_get_definition(ctx->ref.store, &sc, t->call_key, t->call_version, &def, err);
         if (rc == WF_E_DEFINITION_NOT_FOUND || (rc == WF_OK && !WF_DEF_RUNS_NET(def.kind))) {
             char path[96];
-            snprintf(path, sizeof path, "transitions[%zu].call_definition_key", i);
+            call_key_path(net, i, path, sizeof path);
             wf_findings_add(f, WF_SEVERITY_ERROR, "CALL_DEFINITION_NOT_FOUND", path,
-                            "transition \"%s\" calls \"%s\", which has no definition running a "
-                            "net%s",
-                            t->id, t->call_key, t->call_version > 0 ? " at that version" : "");
+                            "%s \"%s\" calls \"%s\", which has no definition running a net%s",
+                            net->n_steps > 0 ? "step" : "transition", t->id, t->call_key,
+                            t->call_version > 0 ? " at that version" : "");
         } else if (rc != WF_OK) {
             return rc;
         }
@@ -155,6 +167,8 @@ validate(const wf_runtime_ctx *ctx, const wf_runtime_deploy_in *in, wf_validatio
         wf_validation_error *v;
         size_t nv;
         wf_code rc = wf_steps_compile(net, ctx->ref.arena, compiled, &v, &nv, err);
+        if (rc == WF_OK && *compiled != NULL)
+            rc = check_calls(ctx, *compiled, &f, err);
         if (rc != WF_OK)
             return rc;
         append(&f, v, nv);
