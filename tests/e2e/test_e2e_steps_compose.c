@@ -291,6 +291,47 @@ WF_TEST(test_for_each_job_step_all_collects_outputs_in_item_order)
 }
 END_TEST
 
+/* A call step with for_each: one child per item, the outputs in item
+ * order, then the next step. */
+WF_TEST(test_for_each_call_step_calls_once_per_item)
+{
+    char *child = u("payment"), *key = u("lines"), *charge = u("charge"), *after = u("after");
+    deploy_child(child, charge);
+    sb *b = steps_new(key);
+    step_for_each(call_step(b, "pay", child, "{amount: .line}", "{receipt}"), ".lines", "line",
+                  "paid", 0, 0);
+    job_step(b, "after", after, 0);
+    deploy_steps(b);
+    Workflow__V1__Instance *in = start_boss(key, "{\"lines\": [5, 7, 9]}");
+
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_str_eq(g->current_steps[0]->id, "pay");
+    ck_assert_uint_eq(g->n_calls, 3);
+    ck_assert_uint_eq(g->n_for_each, 1);
+    ck_assert_int_eq(g->for_each[0]->total, 3);
+    Workflow__V1__ActivateJobsResponse *r = activate(charge, 4, 0, 500);
+    ck_assert_uint_eq(r->n_jobs, 3);
+    for (size_t k = 3; k-- > 0;) { /* out of item order */
+        const Workflow__V1__Job *j = r->jobs[k];
+        char out[64];
+        snprintf(out, sizeof out, "{\"receipt\": \"r-%s\"}", var_of(j->variables_json, "amount"));
+        complete_ok(j->key, out);
+    }
+    g = get_instance(in->id);
+    ck_assert_str_eq(g->current_steps[0]->id, "after");
+    json_t *paid = json_loads(var_of(g->instance->variables_json, "paid"), 0, NULL);
+    ck_assert_msg(json_is_array(paid) && json_array_size(paid) == 3, "%s",
+                  g->instance->variables_json);
+    static const char *const want[] = {"r-5", "r-7", "r-9"};
+    for (size_t k = 0; k < 3; k++)
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(paid, k), "receipt")),
+                         want[k]);
+    json_decref(paid);
+    complete_ok(one_job(after)->key, NULL);
+    ck_assert_int_eq(get_instance(in->id)->instance->status, I_COMPLETED);
+}
+END_TEST
+
 WF_TEST(test_for_each_user_step_any_cancels_the_other_tasks)
 {
     char *key = u("approve");
