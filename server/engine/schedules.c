@@ -82,8 +82,10 @@ json_strings(wf_arena *a, json_t *arr, const char *const **out, size_t *n)
 {
     size_t len = json_array_size(arr);
     const char **v = wf_arena_calloc(a, len + 1, sizeof *v);
-    for (size_t i = 0; v != NULL && i < len; i++)
-        v[i] = json_str(a, json_array_get(arr, i), NULL);
+    for (size_t i = 0; v != NULL && i < len; i++) {
+        const char *text = json_string_value(json_array_get(arr, i));
+        v[i] = wf_arena_strdup(a, text != NULL ? text : "");
+    }
     *out = v;
     *n = len;
     return v != NULL;
