@@ -95,31 +95,6 @@ suspend_or_resume(const char *method, const char *id)
     ck_ok(st);
 }
 
-/* The value of key in a JSON object text, as compact JSON (in ta). */
-static const char *
-var_of(const char *json, const char *key)
-{
-    json_t *o = json_loads(json, 0, NULL);
-    ck_assert_ptr_nonnull(o);
-    json_t *v = json_object_get(o, key);
-    char *s = v != NULL ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
-    const char *out = s != NULL ? wf_arena_strdup(ta, s) : "";
-    free(s);
-    json_decref(o);
-    return out;
-}
-
-/* The data of the last event of type in root's tree, parsed (asserted). */
-static json_t *
-event_data(const char *root, const char *type)
-{
-    const wf_event_row *e = last_event(root, type);
-    ck_assert_msg(e != NULL, "no %s in %s", type, event_types(root));
-    json_t *d = json_loads(e->data_json, 0, NULL);
-    ck_assert_ptr_nonnull(d);
-    return d;
-}
-
 static const char *
 str_of(json_t *o, const char *key)
 {

@@ -74,26 +74,13 @@ deploy_pair(const char *type, int attempts, Workflow__V1__CompletionMode mode, i
 }
 
 /* {"lines": [{"amount": 10}, {"amount": 20}, ...]} of n lines (in ta). */
-static char *
+static const char *
 lines_of(int n)
 {
     json_t *a = json_array();
     for (int i = 0; i < n; i++)
         json_array_append_new(a, json_pack("{s:i}", "amount", 10 * (i + 1)));
-    json_t *o = json_pack("{s:o}", "lines", a);
-    char *s = json_dumps(o, JSON_COMPACT);
-    char *out = wf_arena_strdup(ta, s);
-    free(s);
-    json_decref(o);
-    return out;
-}
-
-static json_t *
-parse(const char *text)
-{
-    json_t *v = json_loads(text, 0, NULL);
-    ck_assert_msg(v != NULL, "not JSON: %s", text);
-    return v;
+    return json_in_ta(json_pack("{s:o}", "lines", a));
 }
 
 /* The index of job j's item: its child's line_index, checked against the
@@ -101,7 +88,7 @@ parse(const char *text)
 static int
 item_of(const Workflow__V1__Job *j)
 {
-    json_t *v = parse(j->variables_json);
+    json_t *v = json_parsed(j->variables_json);
     json_t *ix = json_object_get(v, "line_index");
     ck_assert_msg(json_is_integer(ix), "no line_index in %s", j->variables_json);
     int i = (int)json_integer_value(ix);
@@ -148,7 +135,7 @@ count_type(const char *root, const char *type)
 static json_t *
 var(const char *id, const char *name)
 {
-    json_t *v = parse(get_instance(id)->instance->variables_json);
+    json_t *v = json_parsed(get_instance(id)->instance->variables_json);
     json_t *out = json_incref(json_object_get(v, name));
     json_decref(v);
     return out;
@@ -158,12 +145,7 @@ var(const char *id, const char *name)
 static const char *
 receipts(const char *id)
 {
-    json_t *r = var(id, "receipts");
-    char *s = r != NULL ? json_dumps(r, JSON_COMPACT) : NULL;
-    const char *out = wf_arena_strdup(ta, s != NULL ? s : "");
-    free(s);
-    json_decref(r);
-    return out;
+    return json_in_ta(var(id, "receipts"));
 }
 
 static Workflow__V1__ListIncidentsResponse *
@@ -218,7 +200,7 @@ WF_CASE_TEST(wf_test_store_name(), test_foreach_call_children_outputs_in_item_or
     ck_assert_int_eq(count_type(in->id, "CALL_COMPLETED"), 3);
     ck_assert_int_eq(count_type(in->id, "FOREACH_ITEM_COMPLETED"), 3);
     ck_assert_int_eq(count_type(in->id, "TRANSITION_FIRED"), 4); /* 3 children's and pay */
-    json_t *d = parse(last_event(in->id, "FOREACH_ITEM_COMPLETED")->data_json);
+    json_t *d = json_parsed(last_event(in->id, "FOREACH_ITEM_COMPLETED")->data_json);
     ck_assert_int_eq(json_integer_value(json_object_get(d, "index")), 1);
     ck_assert_str_eq(json_string_value(json_object_get(d, "childInstanceId")),
                      jobs[1]->instance_id);
@@ -260,7 +242,7 @@ WF_CASE_TEST(wf_test_store_name(), test_foreach_call_any_cancels_the_other_child
     ck_assert_int_eq(cancelled, 2);
     ck_assert_str_eq(receipts(in->id), "[null,{\"receipt\":\"r-1\"},null]");
     ck_assert_int_eq(count_type(in->id, "FOREACH_ITEMS_WITHDRAWN"), 1);
-    json_t *d = parse(last_event(in->id, "FOREACH_ITEMS_WITHDRAWN")->data_json);
+    json_t *d = json_parsed(last_event(in->id, "FOREACH_ITEMS_WITHDRAWN")->data_json);
     ck_assert_uint_eq(json_array_size(json_object_get(d, "childInstanceIds")), 2);
     ck_assert_str_eq(json_string_value(json_array_get(json_object_get(d, "childInstanceIds"), 0)),
                      jobs[0]->instance_id);
@@ -309,7 +291,7 @@ WF_CASE_TEST(wf_test_store_name(), test_foreach_call_failed_item_incident_and_re
     Workflow__V1__ListIncidentsResponse *li = incidents(key);
     ck_assert_uint_eq(li->n_incidents, 1);
     ck_assert_str_eq(li->incidents[0]->code, "CALL_CHILD_FAILED");
-    json_t *d = parse(last_event(in->id, "CALL_FAILED")->data_json);
+    json_t *d = json_parsed(last_event(in->id, "CALL_FAILED")->data_json);
     ck_assert_int_eq(json_integer_value(json_object_get(d, "index")), 1);
     ck_assert_str_eq(json_string_value(json_object_get(d, "childInstanceId")),
                      jobs[1]->instance_id);

@@ -43,21 +43,6 @@ deploy_steps(const sb *b)
     return r;
 }
 
-/* The value of key in a JSON object text, as compact JSON ("" when absent;
- * in ta). */
-static const char *
-var_of(const char *json, const char *key)
-{
-    json_t *o = json_loads(json, 0, NULL);
-    ck_assert_msg(o != NULL, "not JSON: %s", json);
-    json_t *v = json_object_get(o, key);
-    char *s = v != NULL ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
-    const char *out = s != NULL ? wf_arena_strdup(ta, s) : "";
-    free(s);
-    json_decref(o);
-    return out;
-}
-
 /* The id of GetInstance's only current step. */
 static const char *
 current_step(const char *id)

@@ -683,6 +683,41 @@ last_event(const char *root, const char *type)
     return last;
 }
 
+json_t *
+event_data(const char *root, const char *type)
+{
+    const wf_event_row *e = last_event(root, type);
+    ck_assert_msg(e != NULL, "no %s in %s", type, event_types(root));
+    return json_parsed(e->data_json);
+}
+
+json_t *
+json_parsed(const char *text)
+{
+    json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
+    ck_assert_msg(v != NULL, "not JSON: %s", text);
+    return v;
+}
+
+const char *
+json_in_ta(json_t *v)
+{
+    char *s = v != NULL ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+    const char *out = wf_arena_strdup(ta, s != NULL ? s : "");
+    free(s);
+    json_decref(v);
+    return out;
+}
+
+const char *
+var_of(const char *json, const char *key)
+{
+    json_t *o = json_parsed(json);
+    const char *out = json_in_ta(json_incref(json_object_get(o, key)));
+    json_decref(o);
+    return out;
+}
+
 char *
 event_types(const char *root)
 {

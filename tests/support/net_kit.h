@@ -9,6 +9,7 @@
 #define WF_NET_KIT_H
 
 #include <grpc/status.h>
+#include <jansson.h>
 
 #include "google/protobuf/duration.pb-c.h"
 #include "scheduler.h"
@@ -207,6 +208,19 @@ const wf_event_row *last_event(const char *root, const char *type);
 /* Types of root's tree events, space-separated, read from the store (a
  * static buffer, valid until the next call). */
 char *event_types(const char *root);
+
+/* The data of the last event of type in root's tree, parsed (asserted). */
+json_t *event_data(const char *root, const char *type);
+
+/* text parsed as JSON (asserted). */
+json_t *json_parsed(const char *text);
+
+/* v as compact JSON text in ta ("" for NULL); v is released. */
+const char *json_in_ta(json_t *v);
+
+/* The value of key in a JSON object text, as compact JSON in ta ("" when
+ * absent). */
+const char *var_of(const char *json, const char *key);
 
 void sleep_ms(int ms);
 
