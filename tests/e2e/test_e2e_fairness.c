@@ -25,11 +25,12 @@
 #define STEPS_KIND WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_STEPS
 
 /* s -> work (AUTO job of type, fairness key from key_expr and priority
- * from prio_expr unless NULL) -> e; deployed, its key. */
+ * from prio_expr unless NULL) -> e; deployed under a new key, that key. */
 static const char *
 fair_def(const char *type, const char *key_expr, const char *prio_expr)
 {
-    nb *n = job_net(u("fair"), type, 0, 0);
+    static int defs; /* a key of its own for each definition */
+    nb *n = job_net(wf_arena_printf(ta, "fair%d-%s", ++defs, type), type, 0, 0);
     if (key_expr != NULL)
         n->t[0]->job_fairness_key_expression = (char *)key_expr;
     if (prio_expr != NULL)
@@ -170,7 +171,8 @@ WF_CASE_TEST("default", test_jobs_without_keys)
     Workflow__V1__Instance *lone = start_t(keyless, "-", 50);
     r = activate(mixed, 2, 0, 0);
     ck_assert_uint_eq(r->n_jobs, 2);
-    ck_assert(holds(r, lone->id));
+    ck_assert_msg(holds(r, lone->id), "got keys \"%s\" and \"%s\"", r->jobs[0]->fairness_key,
+                  r->jobs[1]->fairness_key);
 }
 END_TEST
 
@@ -255,8 +257,8 @@ WF_CASE_TEST("default", test_job_step_fairness_key_expression)
     d->n_steps = 1;
     deploy_d(as("dev"), d, false, &st);
     ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "DEFINITION_INVALID");
-    ck_assert(has_violation(&st, "definition.steps[0].job.fairness_key_expression: ",
-                            "EXPRESSION_INVALID"));
+    ck_assert(has_violation(
+        &st, "definition.steps[0].job.fairness_key_expression: ", "EXPRESSION_INVALID"));
     s->job->fairness_key_expression = ".customer.id";
     ck_assert_ptr_nonnull(deploy_d(as("dev"), d, false, &st));
     ck_ok(st);
