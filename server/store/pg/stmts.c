@@ -114,14 +114,14 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
     "1024 AS b FROM jobs WHERE " ACTIVATABLE_WHERE
 /* activate_jobs: k, the head (lowest rank) of each fairness key's queue,
  * in key order, by a skip scan of jobs_activation_fair (one descent per
- * key, at most $4 keys); h, those heads locked; a, the first $4 by rank
+ * key, at most $4 keys); h, those heads locked, found by their ctids (a
+ * Tid Scan each, never a scan of the type's queue); a, the first $4 by rank
  * over every key (jobs_activation_rank). A pass is the heads by rank, then
  * the rest of a by rank ($4 in all, p orders them): about 2 x $4 index
  * entries read and 2 x $4 rows locked. When no job of the type has a key
  * (one key, ''), one descent of the index to its last key finds so and k
- * is empty: a's
- * order, as before keys. A head a concurrent pass holds is skipped: its
- * key may still come by rank. */
+ * is empty: a's order, as before keys. A head a concurrent pass holds is
+ * skipped: its key may still come by rank. */
 #define ACTIVATE_JOBS                                                                              \
     "WITH RECURSIVE k(fk, tid) AS ((SELECT fairness_key, ctid FROM jobs WHERE " ACTIVATABLE_WHERE  \
     " AND (SELECT fairness_key FROM jobs WHERE tenant_id = $1 AND job_type = $2 AND state = 1 "    \
@@ -130,8 +130,8 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
     "UNION ALL SELECT x.* FROM k CROSS JOIN "                                                      \
     "LATERAL (SELECT fairness_key, ctid FROM jobs WHERE " ACTIVATABLE_WHERE                        \
     " AND fairness_key > k.fk ORDER BY fairness_key, activation_rank, id LIMIT 1) x), "            \
-    "h AS (" ACTIVATABLE_JOB " AND ctid = ANY(ARRAY(SELECT tid FROM k LIMIT $4)) "                 \
-    "FOR UPDATE SKIP LOCKED), "                                                                    \
+    "h AS (SELECT x.* FROM unnest(ARRAY(SELECT tid FROM k LIMIT $4)) AS hk(tid) CROSS JOIN "       \
+    "LATERAL (" ACTIVATABLE_JOB " AND ctid = hk.tid FOR UPDATE SKIP LOCKED) x), "                  \
     "a AS (" ACTIVATABLE_JOB " ORDER BY activation_rank, id LIMIT $4 FOR UPDATE SKIP LOCKED), "    \
     "l AS (SELECT DISTINCT ON (tid) * FROM (SELECT 0 AS p, * FROM h UNION ALL SELECT 1 AS p, * "   \
     "FROM a) y ORDER BY tid, p), "                                                                 \
