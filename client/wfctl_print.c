@@ -332,6 +332,10 @@ transition_spec(const Workflow__V1__Transition *t)
     }
     for (size_t i = 0; i < t->n_cancels; i++)
         ADD("%s%s", i == 0 ? ", cancels " : ",", t->cancels[i]);
+    for (size_t i = 0; i < t->n_resources; i++)
+        ADD("%s%s%s%s%s", i == 0 ? ", resources " : ",", t->resources[i]->name,
+            t->resources[i]->key_expression[0] != '\0' ? " by `" : "",
+            t->resources[i]->key_expression, t->resources[i]->key_expression[0] != '\0' ? "`" : "");
 #undef ADD
     return fmt("%s", b);
 }

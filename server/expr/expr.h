@@ -27,9 +27,10 @@
  *
  *   WF_EXPR_PROCESS  (workflowd's default) programs are compiled and run by
  *                    a pool of worker processes (workflowd --expr-worker),
- *                    each with an address-space limit, a wall-clock
- *                    deadline per evaluation enforced by the caller (kill
- *                    and respawn) and a fresh process after
+ *                    each with an address-space limit, a deadline per
+ *                    evaluation in the worker's CPU time (bounded at ten
+ *                    times in wall-clock time) enforced by the caller
+ *                    (kill and respawn) and a fresh process after
  *                    recycle_after evaluations. Running out of either, or
  *                    the worker dying, is WF_E_EXPRESSION_LIMIT; the
  *                    server itself never runs libjq.
@@ -136,7 +137,7 @@ typedef enum wf_expr_isolation { WF_EXPR_INLINE, WF_EXPR_PROCESS } wf_expr_isola
 
 typedef struct wf_expr_options {
     wf_expr_isolation isolation;
-    int timeout_ms;    /* wall clock of one evaluation */
+    int timeout_ms;    /* the worker's CPU time for one evaluation */
     int memory_mb;     /* address space a worker may add to what it maps at start */
     int workers;       /* most worker processes at once; more callers wait */
     int recycle_after; /* evaluations before a worker is replaced */

@@ -27,10 +27,15 @@
  *
  * The caller allows WF_EXPR_COMPILE_MS until 'S' and timeout_ms from 'S'
  * to the result (COMPILE and CHECK: the compile budget for the result, a
- * CHECK 20 ms more per source). The worker itself runs under an address-space limit
- * (RLIMIT_AS: what it maps at start plus memory_mb, so libjq's allocations
- * fail and it aborts), no core dumps, and a real-time alarm of both
- * budgets twice over, should the server be unable to kill it.
+ * CHECK 20 ms more per source). Both are the worker's CPU time, read from
+ * its CPU clock when the wall clock says a budget is spent: a program that
+ * runs away uses its CPU and is stopped as soon as it has, while one that
+ * only waited for a core on a loaded machine goes on, up to WALL_FACTOR
+ * times its budget in wall-clock time. The worker itself runs under an
+ * address-space limit (RLIMIT_AS: what it maps at start plus memory_mb, so
+ * libjq's allocations fail and it aborts), no core dumps, and a CPU-time
+ * alarm (ITIMER_PROF) of both budgets twice over, should the server be
+ * unable to kill it.
  */
 #define _GNU_SOURCE /* posix_spawn_file_actions_addclosefrom_np */
 
@@ -44,6 +49,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +57,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "wf_bulkhead.h"
@@ -60,6 +67,8 @@
 #define MAX_WORKERS 256
 /* A check's compile budget per source, beyond WF_EXPR_COMPILE_MS. */
 #define CHECK_MS_PER_SOURCE 20
+/* A budget is CPU time; the wall clock bounds it at this many times. */
+#define WALL_FACTOR 10
 
 /* The niceness of a worker that did a bulkhead's work (a check, an
  * evaluation past its budget): behind the server's threads for CPU. An
@@ -181,7 +190,7 @@ spawn_worker(const wf_expr_options *o, unsigned gen)
     sigemptyset(&none);
     sigemptyset(&dfl);
     sigaddset(&dfl, SIGPIPE);
-    sigaddset(&dfl, SIGALRM);
+    sigaddset(&dfl, SIGPROF);
     posix_spawnattr_setsigmask(&at, &none);
     posix_spawnattr_setsigdefault(&at, &dfl);
     /* Its own process group: a Ctrl-C meant for the server does not end
@@ -490,14 +499,61 @@ release(worker *w, bool healthy)
         end_worker(w);
 }
 
-/* Waits for fd to be ready for events until deadline_ms, or the end of
- * the budget: 0 to go on, 1 when deadline_ms passed, 2 when the budget ran
- * out and the bulkhead refused the call. */
-static int
-wait_fd(int fd, short events, int64_t deadline_ms, budget *b)
+/* The end of one phase of a request (see "The caller allows" above). */
+typedef struct deadline {
+    int64_t at_ms;       /* when to look again (monotonic) */
+    int64_t wall_end_ms; /* never later than this */
+    bool cpu;            /* clk is the worker's CPU clock */
+    clockid_t clk;
+    int64_t cpu_end_ns; /* the worker's CPU time at which the budget is spent */
+} deadline;
+
+static int64_t
+cpu_ns(clockid_t clk)
+{
+    struct timespec ts;
+    if (clock_gettime(clk, &ts) != 0)
+        return INT64_MAX;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A phase of budget_ms of w's CPU time from now. */
+static deadline
+deadline_of(const worker *w, int64_t budget_ms)
 {
     int64_t now = wf_mono_ms();
-    if (deadline_ms - now <= 0)
+    deadline d = {.at_ms = now + budget_ms, .wall_end_ms = now + WALL_FACTOR * budget_ms};
+    d.cpu = clock_getcpuclockid(w->pid, &d.clk) == 0;
+    if (d.cpu)
+        d.cpu_end_ns = cpu_ns(d.clk) + budget_ms * 1000000;
+    return d;
+}
+
+/* True when d has passed at now; otherwise d->at_ms is when to look
+ * again (later, when the worker has CPU time of its budget left). */
+static bool
+deadline_passed(deadline *d, int64_t now)
+{
+    if (now < d->at_ms)
+        return false;
+    if (!d->cpu || now >= d->wall_end_ms)
+        return true;
+    int64_t left_ns = d->cpu_end_ns - cpu_ns(d->clk);
+    if (left_ns <= 0)
+        return true;
+    int64_t next = now + left_ns / 1000000 + 1;
+    d->at_ms = next < d->wall_end_ms ? next : d->wall_end_ms;
+    return false;
+}
+
+/* Waits for fd to be ready for events until d passes, or the end of the
+ * budget: 0 to go on, 1 when d passed, 2 when the budget ran out and the
+ * bulkhead refused the call. */
+static int
+wait_fd(int fd, short events, deadline *d, budget *b)
+{
+    int64_t now = wf_mono_ms();
+    if (deadline_passed(d, now))
         return 1;
     int over = check_budget(b, now);
     if (over < 0)
@@ -505,14 +561,14 @@ wait_fd(int fd, short events, int64_t deadline_ms, budget *b)
     if (over > 0)
         return 0;
     struct pollfd pfd = {.fd = fd, .events = events};
-    poll(&pfd, 1, (int)(until_of(deadline_ms, b) - now));
+    poll(&pfd, 1, (int)(until_of(d->at_ms, b) - now));
     return 0;
 }
 
-/* 0 on success, -1 when the peer is gone, 1 when deadline_ms passed, 2
- * when the bulkhead refused the call (wait_fd). */
+/* 0 on success, -1 when the peer is gone, 1 when d passed, 2 when the
+ * bulkhead refused the call (wait_fd). */
 static int
-send_all(int fd, const void *buf, size_t n, int64_t deadline_ms, budget *b)
+send_all(int fd, const void *buf, size_t n, deadline *d, budget *b)
 {
     const char *p = buf;
     while (n > 0) {
@@ -524,7 +580,7 @@ send_all(int fd, const void *buf, size_t n, int64_t deadline_ms, budget *b)
         }
         if (k < 0 && errno != EAGAIN && errno != EINTR)
             return -1;
-        int rc = wait_fd(fd, POLLOUT, deadline_ms, b);
+        int rc = wait_fd(fd, POLLOUT, d, b);
         if (rc != 0)
             return rc;
     }
@@ -532,7 +588,7 @@ send_all(int fd, const void *buf, size_t n, int64_t deadline_ms, budget *b)
 }
 
 static int
-recv_all(int fd, void *buf, size_t n, int64_t deadline_ms, budget *b)
+recv_all(int fd, void *buf, size_t n, deadline *d, budget *b)
 {
     char *p = buf;
     while (n > 0) {
@@ -544,7 +600,7 @@ recv_all(int fd, void *buf, size_t n, int64_t deadline_ms, budget *b)
         }
         if (k == 0 || (errno != EAGAIN && errno != EINTR))
             return -1;
-        int rc = wait_fd(fd, POLLIN, deadline_ms, b);
+        int rc = wait_fd(fd, POLLIN, d, b);
         if (rc != 0)
             return rc;
     }
@@ -553,9 +609,9 @@ recv_all(int fd, void *buf, size_t n, int64_t deadline_ms, budget *b)
 
 /* Reads one frame into a malloc'ed buffer (*out, *len). */
 static int
-recv_frame(int fd, uint8_t **out, uint32_t *len, int64_t deadline_ms, budget *b)
+recv_frame(int fd, uint8_t **out, uint32_t *len, deadline *d, budget *b)
 {
-    int rc = recv_all(fd, len, sizeof *len, deadline_ms, b);
+    int rc = recv_all(fd, len, sizeof *len, d, b);
     if (rc != 0)
         return rc;
     if (*len == 0 || *len > MAX_RESULT)
@@ -563,7 +619,7 @@ recv_frame(int fd, uint8_t **out, uint32_t *len, int64_t deadline_ms, budget *b)
     *out = malloc(*len);
     if (*out == NULL)
         return -1;
-    rc = recv_all(fd, *out, *len, deadline_ms, b);
+    rc = recv_all(fd, *out, *len, d, b);
     if (rc != 0) {
         free(*out);
         *out = NULL;
@@ -669,7 +725,7 @@ typedef struct request {
 
 /* Sends q to w within dl (0 or what send_all returns). */
 static int
-send_request(worker *w, const request *q, int64_t dl, budget *b)
+send_request(worker *w, const request *q, deadline *dl, budget *b)
 {
     uint32_t flen = (uint32_t)(1 + 4 + q->slen + q->vlen), sl = (uint32_t)q->slen;
     uint8_t head[9];
@@ -697,7 +753,7 @@ failure_of(int rc)
  * code in the return value). Otherwise the return value is what
  * recv_frame gave, or -1 for garbage. */
 static int
-receive(worker *w, const request *q, const wf_expr_options *o, int64_t dl, budget *b, wf_arena *a,
+receive(worker *w, const request *q, const wf_expr_options *o, deadline *dl, budget *b, wf_arena *a,
         wf_expr_result *r, wf_code *code, wf_error *err)
 {
     uint8_t *buf = NULL;
@@ -713,7 +769,7 @@ receive(worker *w, const request *q, const wf_expr_options *o, int64_t dl, budge
         }
         free(buf);
         buf = NULL;
-        dl = wf_mono_ms() + o->timeout_ms;
+        *dl = deadline_of(w, o->timeout_ms);
         if (b != NULL)
             budget_evaluating(b);
     }
@@ -744,7 +800,7 @@ static int
 attempt(worker *w, const request *q, const wf_expr_options *o, budget *b, bool first, wf_arena *a,
         wf_expr_result *r, wf_code *code, wf_error *err)
 {
-    int64_t dl = wf_mono_ms() + compile_budget_ms(q);
+    deadline dl = deadline_of(w, compile_budget_ms(q));
     if (b != NULL) {
         b->w = w;
         if (b->joined)
@@ -753,13 +809,13 @@ attempt(worker *w, const request *q, const wf_expr_options *o, budget *b, bool f
     }
     if (q->op == WF_EXPR_OP_CHECK)
         put_behind(w); /* the compile bulkhead's work */
-    int rc = send_request(w, q, dl, b);
+    int rc = send_request(w, q, &dl, b);
     /* A worker that died while idle (killed from outside) fails on the
      * send: that is no fault of this request, so a fresh one gets it. */
     if (rc < 0 && first && w->uses > 0)
         rc = 3;
     else if (rc == 0)
-        rc = receive(w, q, o, dl, b, a, r, code, err);
+        rc = receive(w, q, o, &dl, b, a, r, code, err);
     if (b != NULL)
         b->w = NULL; /* the worker goes back: the budget no longer reaches it */
     return rc;
@@ -1037,7 +1093,7 @@ static void
 set_alarm(int ms)
 {
     struct itimerval it = {.it_value = {ms / 1000, (ms % 1000) * 1000}};
-    setitimer(ITIMER_REAL, &it, NULL);
+    setitimer(ITIMER_PROF, &it, NULL);
 }
 
 /* What the process maps before it evaluates anything (shared libraries;

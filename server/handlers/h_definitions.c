@@ -74,6 +74,21 @@ positive_ms(const Google__Protobuf__Duration *d)
     return d != NULL && ms == 0 ? -1 : ms;
 }
 
+/* The resources a transition or step names, in arena storage (NULL with
+ * *oom set when out of memory). */
+static const wf_resource_use *
+resources_in(wf_arena *a, Workflow__V1__ResourceUse *const *m, size_t n, bool *oom)
+{
+    wf_resource_use *v = wf_arena_calloc(a, n + 1, sizeof *v);
+    if (v == NULL) {
+        *oom = true;
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        v[i] = (wf_resource_use){m[i]->name, m[i]->key_expression};
+    return v;
+}
+
 static void
 step_in(const Workflow__V1__Step *m, wf_step *st)
 {
@@ -146,8 +161,10 @@ transition_in(wf_arena *a, const Workflow__V1__Transition *m, wf_transition *t)
     t->due_expression = m->due_expression;
     t->signal_name = m->signal_name;
     t->correlation = (wf_correlation)m->correlation;
-    (void)a;
-    return WF_OK;
+    bool oom = false;
+    t->resources = resources_in(a, m->resources, m->n_resources, &oom);
+    t->n_resources = m->n_resources;
+    return oom ? WF_E_NOMEM : WF_OK;
 }
 
 static wf_code
@@ -170,7 +187,8 @@ net_in(wf_arena *a, const Workflow__V1__Definition *d, wf_net *net, wf_error *er
             (wf_place){d->places[i]->id, d->places[i]->name, (wf_place_kind)d->places[i]->kind};
     net->n_places = d->n_places;
     for (size_t i = 0; i < d->n_transitions; i++)
-        transition_in(a, d->transitions[i], &net->transitions[i]);
+        if (transition_in(a, d->transitions[i], &net->transitions[i]) != WF_OK)
+            return wf_error_nomem(err);
     net->n_transitions = d->n_transitions;
     for (size_t i = 0; i < d->n_arcs; i++) {
         const Workflow__V1__Arc *m = d->arcs[i];
@@ -193,6 +211,11 @@ net_in(wf_arena *a, const Workflow__V1__Definition *d, wf_net *net, wf_error *er
         for (size_t r = 0; r < d->steps[i]->n_next; r++)
             st->next[r] = (wf_step_rule){d->steps[i]->next[r]->guard, d->steps[i]->next[r]->step};
         st->n_next = d->steps[i]->n_next;
+        bool oom = false;
+        st->resources = resources_in(a, d->steps[i]->resources, d->steps[i]->n_resources, &oom);
+        st->n_resources = d->steps[i]->n_resources;
+        if (oom)
+            return wf_error_nomem(err);
     }
     net->n_steps = d->n_steps;
     return WF_OK;
@@ -257,6 +280,24 @@ retry_out(wf_arena *a, const wf_retry_policy *r, bool *oom)
     return m;
 }
 
+static Workflow__V1__ResourceUse **
+resources_out(wf_arena *a, const wf_resource_use *v, size_t n, bool *oom)
+{
+    Workflow__V1__ResourceUse **m = wf_arena_calloc(a, n + 1, sizeof *m);
+    if (m == NULL) {
+        *oom = true;
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if ((m[i] = alloc_or(a, sizeof *m[i], oom)) == NULL)
+            return NULL;
+        workflow__v1__resource_use__init(m[i]);
+        m[i]->name = str(v[i].name);
+        m[i]->key_expression = str(v[i].key_expression);
+    }
+    return m;
+}
+
 static Workflow__V1__Step *
 step_out(wf_arena *a, const wf_step *st, bool *oom)
 {
@@ -295,6 +336,10 @@ step_out(wf_arena *a, const wf_step *st, bool *oom)
     }
     m->retry = retry_out(a, &st->retry, oom);
     m->compensation_job_type = str(st->compensation_job_type);
+    if (st->n_resources > 0) {
+        m->resources = resources_out(a, st->resources, st->n_resources, oom);
+        m->n_resources = m->resources != NULL ? st->n_resources : 0;
+    }
     m->next = wf_arena_calloc(a, st->n_next + 1, sizeof *m->next);
     if (m->next == NULL) {
         *oom = true;
@@ -351,6 +396,10 @@ transition_out(wf_arena *a, const wf_transition *t, bool *oom)
     m->due_expression = str(t->due_expression);
     m->signal_name = str(t->signal_name);
     m->correlation = (Workflow__V1__Correlation)t->correlation;
+    if (t->n_resources > 0) {
+        m->resources = resources_out(a, t->resources, t->n_resources, oom);
+        m->n_resources = m->resources != NULL ? t->n_resources : 0;
+    }
     return m;
 }
 

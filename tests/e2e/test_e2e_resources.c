@@ -4,7 +4,8 @@
  * real gRPC client, on the store WF_TEST_STORE names (memory and
  * Postgres): declaring is idempotent, the settings read back as written,
  * listing pages newest first, every refusal has its reason and field, and
- * a tenant sees only its own resources.
+ * a tenant sees only its own resources; transitions and steps name the
+ * resources they need, checked at deploy and read back by GetDefinition.
  */
 #include <string.h>
 
@@ -281,6 +282,141 @@ WF_TEST(test_list_pages_and_tenants)
     ck_assert_int_eq(get_c(me("ops"), "a", &st)->capacity, 1);
     list_c(me("ops"), -1, NULL, &st);
     ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_ARGUMENT");
+}
+END_TEST
+
+/* ---- resources named by definitions ------------------------------------------------------ */
+
+static Workflow__V1__ResourceUse *
+use_of(const char *name, const char *key_expression)
+{
+    Workflow__V1__ResourceUse *r = wf_arena_calloc(ta, 1, sizeof *r);
+    workflow__v1__resource_use__init(r);
+    r->name = (char *)name;
+    r->key_expression = (char *)key_expression;
+    return r;
+}
+
+static void
+uses(Workflow__V1__ResourceUse ***v, size_t *n, Workflow__V1__ResourceUse *a,
+     Workflow__V1__ResourceUse *b)
+{
+    *v = wf_arena_calloc(ta, 2, sizeof **v);
+    (*v)[0] = a;
+    (*v)[1] = b;
+    *n = b != NULL ? 2 : 1;
+}
+
+static const Workflow__V1__Definition *
+get_definition_c(const char *key)
+{
+    Workflow__V1__GetDefinitionRequest req = WORKFLOW__V1__GET_DEFINITION_REQUEST__INIT;
+    wf_client_status st;
+    req.key = (char *)key;
+    Workflow__V1__GetDefinitionResponse *g = call(
+        me("dev"), "GetDefinition", &req, &workflow__v1__get_definition_response__descriptor, &st);
+    ck_ok(st);
+    return g->definition;
+}
+
+/* True when the deploy's findings hold code at path. */
+static bool
+has_finding(const Workflow__V1__DeployDefinitionResponse *r, const char *code, const char *path)
+{
+    for (size_t i = 0; r != NULL && i < r->n_errors; i++)
+        if (strcmp(r->errors[i]->code, code) == 0 && strcmp(r->errors[i]->path, path) == 0)
+            return true;
+    return false;
+}
+
+/* A job transition names a keyed resource and a whole one: the deploy
+ * keeps both, GetDefinition answers them in order, and naming none
+ * deploys as before. */
+WF_TEST(test_transition_names_resources)
+{
+    nb *n = job_net("limited", "charge", 0, 0);
+    Workflow__V1__Transition *t = n->t[0];
+    uses(&t->resources, &t->n_resources, use_of("charges", ".customer"), use_of("carrier.api", ""));
+    Workflow__V1__DeployDefinitionResponse *r = deploy_as(me("dev"), n);
+    ck_assert(r->created);
+    const Workflow__V1__Definition *d = get_definition_c("limited");
+    ck_assert_uint_eq(d->n_transitions, 1);
+    t = d->transitions[0];
+    ck_assert_uint_eq(t->n_resources, 2);
+    ck_assert_str_eq(t->resources[0]->name, "charges");
+    ck_assert_str_eq(t->resources[0]->key_expression, ".customer");
+    ck_assert_str_eq(t->resources[1]->name, "carrier.api");
+    ck_assert_str_eq(t->resources[1]->key_expression, "");
+    /* Another key expression is other content: the next version. */
+    n->t[0]->resources[0]->key_expression = ".region";
+    r = deploy_as(me("dev"), n);
+    ck_assert(r->created);
+    ck_assert_int_eq(r->definition->version, 2);
+    ck_assert_str_eq(r->definition->transitions[0]->resources[0]->key_expression, ".region");
+}
+END_TEST
+
+/* A step names resources: GetDefinition answers them on the step and on
+ * its compiled transition. */
+WF_TEST(test_step_names_resources)
+{
+    Workflow__V1__Definition d = WORKFLOW__V1__DEFINITION__INIT;
+    Workflow__V1__Step *s = wf_arena_calloc(ta, 1, sizeof *s);
+    workflow__v1__step__init(s);
+    s->id = "charge";
+    s->job = wf_arena_calloc(ta, 1, sizeof *s->job);
+    workflow__v1__job_step__init(s->job);
+    s->job->job_type = "charge";
+    uses(&s->resources, &s->n_resources, use_of("charges", ".customer"), NULL);
+    d.key = "limited-steps";
+    d.kind = WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_STEPS;
+    d.steps = &s;
+    d.n_steps = 1;
+    wf_client_status st;
+    deploy_d(me("dev"), &d, false, &st);
+    ck_ok(st);
+    const Workflow__V1__Definition *g = get_definition_c("limited-steps");
+    ck_assert_uint_eq(g->n_steps, 1);
+    ck_assert_uint_eq(g->steps[0]->n_resources, 1);
+    ck_assert_str_eq(g->steps[0]->resources[0]->name, "charges");
+    ck_assert_str_eq(g->steps[0]->resources[0]->key_expression, ".customer");
+    bool compiled = false;
+    for (size_t i = 0; i < g->n_transitions; i++)
+        if (strcmp(g->transitions[i]->id, "charge") == 0)
+            compiled = g->transitions[i]->n_resources == 1;
+    ck_assert(compiled);
+}
+END_TEST
+
+/* Every refusal of a named resource, each at its path, and a deploy with
+ * them refused as a whole. */
+WF_TEST(test_resource_uses_refused_at_deploy)
+{
+    nb *n = job_net("limited-bad", "charge", 0, 0);
+    Workflow__V1__Transition *w = n->t[0];
+    w->resources = wf_arena_calloc(ta, 4, sizeof *w->resources);
+    w->resources[0] = use_of("", "");
+    w->resources[1] = use_of("a b", "");
+    w->resources[2] = use_of("charges", ".customer |");
+    w->resources[3] = use_of("charges", "");
+    w->n_resources = 4;
+    Workflow__V1__Transition *wait = trans(n, "wait", WORKFLOW__V1__TRIGGER__TRIGGER_TIME);
+    wait->delay = dur(1000);
+    uses(&wait->resources, &wait->n_resources, use_of("charges", ""), NULL);
+    arc(n, "s", "wait");
+    arc(n, "wait", "e");
+    wf_client_status st;
+    Workflow__V1__DeployDefinitionResponse *r = deploy_d(me("dev"), &n->d, true, &st);
+    ck_ok(st);
+    ck_assert(has_finding(r, "REQUIRED", "transitions[0].resources[0].name"));
+    ck_assert(has_finding(r, "INVALID_VALUE", "transitions[0].resources[1].name"));
+    ck_assert(has_finding(r, "EXPRESSION_INVALID", "transitions[0].resources[2].key_expression"));
+    ck_assert(has_finding(r, "RESOURCE_DUPLICATE", "transitions[0].resources[3].name"));
+    ck_assert(has_finding(r, "TRIGGER_FIELD_CONFLICT", "transitions[1].resources"));
+    deploy_d(me("dev"), &n->d, false, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "DEFINITION_INVALID");
+    ck_assert(
+        has_violation(&st, "definition.transitions[0].resources[3].name", "RESOURCE_DUPLICATE"));
 }
 END_TEST
 

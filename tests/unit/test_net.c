@@ -185,6 +185,52 @@ WF_CASE_TEST("validate", test_valid_net_has_no_findings)
 }
 END_TEST
 
+/* USER, AUTO with a job type and CALL transitions name resources; each
+ * name is a resource name, once per transition; keys compile. */
+WF_CASE_TEST("validate", test_resource_uses_are_checked)
+{
+    static const wf_resource_use good[] = {{"charges", ".customer"}, {"db-pool_2.main", ""}};
+    static const wf_resource_use bad[] = {
+        {"", ""}, {"no spaces", ""}, {"charges", ".customer |"}, {"charges", ""}};
+    static const wf_resource_use one[] = {{"charges", ""}};
+    wf_net *n = full_net();
+    n->transitions[0].resources = good; /* USER */
+    n->transitions[0].n_resources = 2;
+    n->transitions[2].resources = good; /* AUTO with a job type */
+    n->transitions[2].n_resources = 2;
+    ck_assert_uint_eq(validate(n), 0);
+
+    n->transitions[2].resources = bad;
+    n->transitions[2].n_resources = 4;
+    n->transitions[1].resources = one; /* TIME */
+    n->transitions[1].n_resources = 1;
+    n->transitions[3].resources = one; /* MSG */
+    n->transitions[3].n_resources = 1;
+    n->transitions[4].resources = one; /* silent AUTO */
+    n->transitions[4].n_resources = 1;
+    validate(n);
+    EXPECT("REQUIRED", "transitions[2].resources[0].name");
+    EXPECT("INVALID_VALUE", "transitions[2].resources[1].name");
+    EXPECT("EXPRESSION_INVALID", "transitions[2].resources[2].key_expression");
+    EXPECT("RESOURCE_DUPLICATE", "transitions[2].resources[3].name");
+    EXPECT("TRIGGER_FIELD_CONFLICT", "transitions[1].resources");
+    EXPECT("TRIGGER_FIELD_CONFLICT", "transitions[3].resources");
+    EXPECT("INVALID_VALUE", "transitions[4].resources");
+    ck_assert_uint_eq(NV, 7);
+
+    wf_resource_use many[WF_NET_MAX_RESOURCE_USES + 1];
+    for (size_t i = 0; i <= WF_NET_MAX_RESOURCE_USES; i++)
+        many[i] = (wf_resource_use){wf_arena_printf(A, "r%zu", i), ""};
+    n = full_net();
+    n->transitions[0].resources = many;
+    n->transitions[0].n_resources = WF_NET_MAX_RESOURCE_USES + 1;
+    validate(n);
+    EXPECT("INVALID_VALUE", "transitions[0].resources");
+    n->transitions[0].n_resources = WF_NET_MAX_RESOURCE_USES;
+    ck_assert_uint_eq(validate(n), 0);
+}
+END_TEST
+
 WF_CASE_TEST("validate", test_start_and_end_place_counts)
 {
     wf_net *n = sequence_net();
@@ -629,6 +675,39 @@ WF_CASE_TEST("json", test_for_each_round_trip_and_rules)
     ship->for_each_item = "";
     validate(n);
     EXPECT("INVALID_VALUE", "transitions[2].for_each");
+}
+END_TEST
+
+/* The resources a transition names survive the canonical JSON, change the
+ * content hash, and are absent from the JSON of a net naming none. */
+WF_CASE_TEST("json", test_resources_round_trip)
+{
+    static const wf_resource_use uses[] = {{"charges", ".customer"}, {"carrier.api", ""}};
+    wf_error err;
+    wf_net *n = full_net();
+    char *plain, *h1, *h2;
+    ck_assert_int_eq(wf_net_to_json(n, A, &plain, &err), WF_OK);
+    ck_assert_ptr_null(strstr(plain, "resources"));
+    ck_assert_int_eq(wf_net_content_hash(n, A, &h1, &err), WF_OK);
+    n->transitions[2].resources = uses;
+    n->transitions[2].n_resources = 2;
+    char *j;
+    ck_assert_int_eq(wf_net_to_json(n, A, &j, &err), WF_OK);
+    wf_net *back;
+    ck_assert_int_eq(wf_net_from_json(j, A, &back, &err), WF_OK);
+    const wf_transition *t = &back->transitions[2];
+    ck_assert_uint_eq(t->n_resources, 2);
+    ck_assert_str_eq(t->resources[0].name, "charges");
+    ck_assert_str_eq(t->resources[0].key_expression, ".customer");
+    ck_assert_str_eq(t->resources[1].name, "carrier.api");
+    ck_assert_str_eq(t->resources[1].key_expression, "");
+    ck_assert_uint_eq(back->transitions[0].n_resources, 0);
+    ck_assert_uint_eq(validate(back), 0);
+    ck_assert_int_eq(wf_net_content_hash(n, A, &h2, &err), WF_OK);
+    ck_assert_str_ne(h1, h2);
+    ck_assert_int_eq(wf_net_from_json("{\"transitions\":[{\"id\":\"t\",\"resources\":[\"x\"]}]}", A,
+                                      &back, &err),
+                     WF_E_INVALID_JSON);
 }
 END_TEST
 

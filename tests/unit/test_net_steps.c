@@ -423,6 +423,63 @@ WF_TEST(test_last_step_ends_the_case)
 }
 END_TEST
 
+/* Job and user steps name resources: the compiled transition carries them,
+ * the canonical JSON keeps them, findings name the step; await and sleep
+ * steps refuse them. */
+WF_TEST(test_step_resources)
+{
+    static const wf_resource_use uses[] = {{"charges", ".customer"}};
+    static const wf_resource_use bad[] = {{"charges", ""}, {"charges", "nope("}};
+    wf_net *in = list_new("limited", 3);
+    wf_step *a = job(in, "charge", "charge");
+    a->resources = uses;
+    a->n_resources = 1;
+    wf_step *u = S(in, "approve");
+    u->has_user = true;
+    u->assignee.kind = WF_NET_ASSIGNEE_USER;
+    u->assignee.ids = (const char *[]){"ann"};
+    u->assignee.n_ids = 1;
+    u->resources = uses;
+    u->n_resources = 1;
+    wf_net *net = compile_ok(in);
+    const wf_transition *t = &net->transitions[wf_net_transition_index(net, "charge")];
+    ck_assert_uint_eq(t->n_resources, 1);
+    ck_assert_str_eq(t->resources[0].name, "charges");
+    ck_assert_str_eq(t->resources[0].key_expression, ".customer");
+    t = &net->transitions[wf_net_transition_index(net, "approve")];
+    ck_assert_uint_eq(t->n_resources, 1);
+    ck_assert_uint_eq(net->transitions[wf_net_transition_index(net, ":begin")].n_resources, 0);
+    char *j;
+    wf_error err;
+    ck_assert_int_eq(wf_net_to_json(net, A, &j, &err), WF_OK);
+    wf_net *back;
+    ck_assert_int_eq(wf_net_from_json(j, A, &back, &err), WF_OK);
+    ck_assert_uint_eq(back->steps[0].n_resources, 1);
+    ck_assert_str_eq(back->steps[0].resources[0].key_expression, ".customer");
+    ck_assert_uint_eq(back->steps[1].n_resources, 1);
+
+    wf_step *z = S(in, "nap");
+    z->has_sleep = true;
+    z->duration_ms = 10;
+    z->resources = uses;
+    z->n_resources = 1;
+    a->resources = bad;
+    a->n_resources = 2;
+    wf_net *out = NULL;
+    wf_validation_error *v = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(wf_steps_compile(in, A, &out, &v, &n, &err), WF_OK);
+    if (!has(v, n, "STEP_FIELD_CONFLICT", "steps[2].resources") ||
+        !has(v, n, "RESOURCE_DUPLICATE", "steps[0].resources[1].name") ||
+        !has(v, n, "EXPRESSION_INVALID", "steps[0].resources[1].key_expression"))
+        dump(v, n);
+    ck_assert(has(v, n, "STEP_FIELD_CONFLICT", "steps[2].resources"));
+    ck_assert(has(v, n, "RESOURCE_DUPLICATE", "steps[0].resources[1].name"));
+    ck_assert(has(v, n, "EXPRESSION_INVALID", "steps[0].resources[1].key_expression"));
+    ck_assert_uint_eq(n, 3);
+}
+END_TEST
+
 /* ---- canonical JSON ----------------------------------------------------------------- */
 
 WF_TEST(test_json_round_trip_keeps_steps_and_flags)

@@ -514,6 +514,21 @@ class CommandTests(ServerTests):
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("RESOURCE_NOT_FOUND", r.stderr)
 
+    def test_deploy_file_names_resources(self):
+        key = "limited-" + uuid.uuid4().hex[:6]
+        uses = [{"name": "charges", "key_expression": ".customer"}, {"name": "carrier.api"}]
+        self.deploy({"key": key, "kind": "NET",
+                     "places": [{"id": "s", "kind": "START"}, {"id": "e", "kind": "END"}],
+                     "transitions": [{"id": "charge", "trigger": "AUTO", "job_type": "charge",
+                                      "resources": uses}],
+                     "arcs": [{"source": "s", "target": "charge"},
+                              {"source": "charge", "target": "e"}]})
+        self.assertIn("resources charges by `.customer`,carrier.api",
+                      self.run_ok("definition", key))
+        got = json.loads(self.run_ok("--json", "definition", key))["definition"]
+        self.assertEqual(got["transitions"][0]["resources"],
+                         [uses[0], {"name": "carrier.api", "key_expression": ""}])
+
     def test_schedule_commands(self):
         key = "sched-" + uuid.uuid4().hex[:6]
         self.job_definition(key, "t-" + key)

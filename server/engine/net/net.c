@@ -227,6 +227,25 @@ encode_for_each(enc *e, json_t *o, const wf_transition *t)
     put_int(e, f, "quorum", t->for_each_completion.quorum);
 }
 
+/* The resources a transition or step needs, only when it names some. */
+static void
+encode_resources(enc *e, json_t *o, const wf_resource_use *v, size_t n)
+{
+    if (n == 0)
+        return;
+    json_t *arr = json_array();
+    put(e, o, "resources", arr);
+    for (size_t i = 0; arr != NULL && i < n; i++) {
+        json_t *r = json_object();
+        if (r == NULL || json_array_append_new(arr, r) != 0) {
+            e->oom = true;
+            return;
+        }
+        put_str(e, r, "name", v[i].name ? v[i].name : "");
+        put_str(e, r, "key_expression", v[i].key_expression);
+    }
+}
+
 static json_t *
 encode_transition(enc *e, const wf_transition *t)
 {
@@ -268,6 +287,7 @@ encode_transition(enc *e, const wf_transition *t)
     put_str(e, o, "call_output_expression", t->call_output);
     if (t->call_strict)
         put(e, o, "call_require_deployed", json_true());
+    encode_resources(e, o, t->resources, t->n_resources);
     put_str(e, o, "step_id", t->step_id);
     if (t->first_match)
         put(e, o, "first_match", json_true());
@@ -317,6 +337,7 @@ encode_step(enc *e, const wf_step *st)
     }
     encode_retry(e, o, st->retry);
     put_str(e, o, "compensation_job_type", st->compensation_job_type);
+    encode_resources(e, o, st->resources, st->n_resources);
     if (st->n_next > 0) {
         json_t *arr = json_array();
         put(e, o, "next", arr);
@@ -581,6 +602,31 @@ decode_retry(dec *d, json_t *o, wf_retry_policy *rp)
     }
 }
 
+static const wf_resource_use *
+decode_resources(dec *d, json_t *o, size_t *n)
+{
+    json_t *arr = get_array(d, o, "resources", n);
+    if (*n == 0)
+        return NULL;
+    wf_resource_use *v = wf_arena_calloc(d->a, *n, sizeof *v);
+    if (v == NULL) {
+        dec_nomem(d);
+        *n = 0;
+        return NULL;
+    }
+    for (size_t i = 0; i < *n; i++) {
+        json_t *r = json_array_get(arr, i);
+        if (!json_is_object(r)) {
+            dec_fail(d, "resources");
+            *n = i;
+            break;
+        }
+        v[i].name = get_str(d, r, "name");
+        v[i].key_expression = get_str(d, r, "key_expression");
+    }
+    return v;
+}
+
 static void
 decode_step(dec *d, json_t *o, wf_step *st)
 {
@@ -615,6 +661,7 @@ decode_step(dec *d, json_t *o, wf_step *st)
     }
     decode_retry(d, o, &st->retry);
     st->compensation_job_type = get_str(d, o, "compensation_job_type");
+    st->resources = decode_resources(d, o, &st->n_resources);
     json_t *arr = get_array(d, o, "next", &st->n_next);
     st->next = wf_arena_calloc(d->a, st->n_next + 1, sizeof *st->next);
     if (st->next == NULL) {
@@ -673,6 +720,7 @@ decode_transition(dec *d, json_t *o, wf_transition *t)
     t->call_input = get_str(d, o, "call_input_expression");
     t->call_output = get_str(d, o, "call_output_expression");
     t->call_strict = get_bool(d, o, "call_require_deployed");
+    t->resources = decode_resources(d, o, &t->n_resources);
     t->step_id = get_str(d, o, "step_id");
     t->first_match = get_bool(d, o, "first_match");
     t->fails = get_bool(d, o, "fails");

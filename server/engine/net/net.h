@@ -102,6 +102,17 @@ typedef struct wf_retry_policy {
     int64_t max_backoff_ms;     /* 0 = 5 min */
 } wf_retry_policy;
 
+/* A resource (DeclareResource) the work of a transition or a step needs
+ * while it runs: name, and key_expression (jq over the variables yielding
+ * the key of a per-key resource; "" = the resource as a whole). */
+typedef struct wf_resource_use {
+    const char *name;
+    const char *key_expression;
+} wf_resource_use;
+
+#define WF_NET_MAX_RESOURCE_USES 8
+#define WF_NET_MAX_RESOURCE_NAME 128
+
 typedef struct wf_transition {
     const char *id;
     const char *name;
@@ -152,6 +163,9 @@ typedef struct wf_transition {
     const char *call_input;
     const char *call_output;
     bool call_strict; /* deploy checks that call_key has a definition */
+    /* USER, AUTO with a job_type, CALL: the resources its work needs */
+    const wf_resource_use *resources;
+    size_t n_resources;
     /* Set only by the step compiler (net_steps.c), never by a NET deploy:
      * step_id is the step the transition runs ("" = none); first_match
      * routes to the first output arc, in arc order, whose guard is absent
@@ -211,6 +225,9 @@ typedef struct wf_step {
     const char *compensation_job_type;
     wf_step_rule *next;
     size_t n_next;
+    /* job and user steps only: as wf_transition's */
+    const wf_resource_use *resources;
+    size_t n_resources;
 } wf_step;
 
 typedef struct wf_net {

@@ -10,14 +10,15 @@
  *   STEP_KIND_CONFLICT  a step has several of them
  *   UNKNOWN_STEP        next[].step or await_signal.on_timeout names no step
  *   STEP_FIELD_CONFLICT retry or compensation_job_type on a step that is
- *                       not a job, on_timeout without a timeout
+ *                       not a job, on_timeout without a timeout, resources
+ *                       on an await or sleep step
  *   NET_FIELD_CONFLICT  places, transitions, arcs or termination given on
  *                       a STEPS definition (the server compiles them)
  *   DUPLICATE_ID, REQUIRED, INVALID_VALUE, TRIGGER_FIELD_MISSING,
  *   TOO_MANY_ELEMENTS   as for nets
  * Then the compiled net goes through wf_net_validate, and its findings on
  * the fields a step carries (assignee, retry, lease, delay, due_expression,
- * signal_name, correlation, guards) are reported at the step's path:
+ * signal_name, correlation, guards, resources) are reported at the step's path:
  * "transitions[3].assignee.ids" becomes "steps[2].user.assignee.ids",
  * "arcs[7].guard" becomes "steps[2].next[0].guard".
  */
@@ -158,6 +159,11 @@ check_steps(wf_findings *f, const wf_net *net)
             err_at(f, "STEP_FIELD_CONFLICT", path, "step \"%s\": retry applies only to job steps",
                    sid);
         }
+        if (!st->has_job && !st->has_user && st->n_resources > 0) {
+            snprintf(path, sizeof path, "steps[%zu].resources", i);
+            err_at(f, "STEP_FIELD_CONFLICT", path,
+                   "step \"%s\": resources apply only to job and user steps", sid);
+        }
         if (!st->has_job && !wf_str_empty(st->compensation_job_type)) {
             snprintf(path, sizeof path, "steps[%zu].compensation_job_type", i);
             err_at(f, "STEP_FIELD_CONFLICT", path,
@@ -282,6 +288,8 @@ compile(comp *c, const wf_net *in)
             t->priority_expression = st->priority_expression;
             t->task_due_expression = st->task_due_expression;
             t->task_follow_up_expression = st->task_follow_up_expression;
+            t->resources = st->resources;
+            t->n_resources = st->n_resources;
             break;
         case WF_TRIGGER_MSG:
             t->signal_name = st->signal_name;
@@ -298,6 +306,8 @@ compile(comp *c, const wf_net *in)
             t->compensation_job_type = st->compensation_job_type;
             t->job_priority_expression = st->job_priority_expression;
             t->job_fairness_key_expression = st->job_fairness_key_expression;
+            t->resources = st->resources;
+            t->n_resources = st->n_resources;
             break;
         }
         add_arc(c, places[i], st->id, NULL, false, (int)i, -1);
@@ -388,7 +398,8 @@ remap(comp *c, const char *path, const char **msg)
             {".task_due_expression", ".due_expression"},
             {".task_follow_up_expression", ".follow_up_expression"},
         };
-        if (strncmp(rest, ".retry", 6) == 0 || strcmp(rest, ".compensation_job_type") == 0)
+        if (strncmp(rest, ".retry", 6) == 0 || strcmp(rest, ".compensation_job_type") == 0 ||
+            strncmp(rest, ".resources", 10) == 0)
             return wf_arena_printf(c->a, "steps[%d]%s", o->step, rest);
         *msg = reword(c->a, *msg);
         if (strcmp(rest, ".delay") == 0)

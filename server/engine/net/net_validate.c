@@ -15,6 +15,7 @@
  *   MULTIPLE_DEFAULT_ARCS  more than one is_default arc out of a transition
  *   DEFAULT_ON_INPUT_ARC   is_default on a place -> transition arc
  *   TOO_MANY_ELEMENTS      more than WF_NET_MAX_NODES / WF_NET_MAX_ARCS
+ *   RESOURCE_DUPLICATE     a transition names a resource twice
  *
  * Fields of another trigger are an ERROR (TRIGGER_FIELD_CONFLICT), as the
  * proto says: a stray delay on a USER transition is almost always a
@@ -697,6 +698,71 @@ check_auto(vctx *c, size_t ti, const wf_transition *t)
         check_for_each(c, ti, t);
 }
 
+/* A resource name as DeclareResource takes it: 1-128 bytes of letters,
+ * digits, '.', '_' and '-'. */
+static bool
+resource_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > WF_NET_MAX_RESOURCE_NAME)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '.' && s[i] != '_' && s[i] != '-')
+            return false;
+    return true;
+}
+
+static void
+check_resource_use(vctx *c, size_t ti, size_t j, const wf_transition *t)
+{
+    char path[96];
+    const wf_resource_use *u = &t->resources[j];
+    snprintf(path, sizeof path, "transitions[%zu].resources[%zu].name", ti, j);
+    if (wf_str_empty(u->name)) {
+        ERR(c, "REQUIRED", path, "a resource of transition \"%s\" needs a name", str(t->id));
+    } else if (!resource_name_ok(u->name)) {
+        ERR(c, "INVALID_VALUE", path,
+            "resource name \"%.64s\" must be 1-%d letters, digits, '.', '_' or '-'", u->name,
+            WF_NET_MAX_RESOURCE_NAME);
+    } else {
+        for (size_t k = 0; k < j; k++)
+            if (wf_str_eq(t->resources[k].name, u->name)) {
+                ERR(c, "RESOURCE_DUPLICATE", path, "transition \"%s\" names resource \"%s\" twice",
+                    str(t->id), u->name);
+                break;
+            }
+    }
+    if (!wf_str_empty(u->key_expression)) {
+        snprintf(path, sizeof path, "transitions[%zu].resources[%zu].key_expression", ti, j);
+        check_expr(c, u->key_expression, "EXPRESSION_INVALID", path, "key_expression");
+    }
+}
+
+/* The resources of transition t: USER, AUTO with a job_type and CALL
+ * transitions only, at most WF_NET_MAX_RESOURCE_USES. */
+static void
+check_resources(vctx *c, size_t ti, const wf_transition *t, wf_trigger tr)
+{
+    char path[96];
+    if (t->n_resources == 0)
+        return;
+    snprintf(path, sizeof path, "transitions[%zu].resources", ti);
+    if (tr != WF_TRIGGER_USER && tr != WF_TRIGGER_AUTO && tr != WF_TRIGGER_CALL) {
+        conflict(c, ti, "resources", t, "USER, AUTO and CALL");
+        return;
+    }
+    if (tr == WF_TRIGGER_AUTO && wf_str_empty(t->job_type))
+        ERR(c, "INVALID_VALUE", path,
+            "resources need a job_type: a silent transition holds nothing");
+    if (t->n_resources > WF_NET_MAX_RESOURCE_USES) {
+        ERR(c, "INVALID_VALUE", path, "a transition names at most %d resources",
+            WF_NET_MAX_RESOURCE_USES);
+        return;
+    }
+    for (size_t j = 0; j < t->n_resources; j++)
+        check_resource_use(c, ti, j, t);
+}
+
 static void
 check_triggers(vctx *c)
 {
@@ -763,6 +829,7 @@ check_triggers(vctx *c)
         }
         if (tr == WF_TRIGGER_CALL)
             check_call(c, ti, t);
+        check_resources(c, ti, t, tr);
         /* ... and nobody else's. */
         if (tr != WF_TRIGGER_CALL)
             check_not_call(c, ti, t);
@@ -863,6 +930,9 @@ wf_net_has_unseen_expressions(const wf_net *net)
             unseen(t->job_fairness_key_expression) || unseen(t->for_each) ||
             unseen(t->call_input) || unseen(t->call_output))
             return true;
+        for (size_t k = 0; k < t->n_resources; k++)
+            if (unseen(t->resources[k].key_expression))
+                return true;
     }
     for (size_t i = 0; i < net->n_steps; i++) {
         const wf_step *s = &net->steps[i];
@@ -873,6 +943,9 @@ wf_net_has_unseen_expressions(const wf_net *net)
             return true;
         for (size_t k = 0; k < s->n_next; k++)
             if (unseen(s->next[k].guard))
+                return true;
+        for (size_t k = 0; k < s->n_resources; k++)
+            if (unseen(s->resources[k].key_expression))
                 return true;
     }
     return false;
