@@ -26,6 +26,7 @@ RUN apt-get update \
         grpc-proto \
         libgraphviz-dev \
         libgrpc-dev \
+        libical-dev \
         libicu-dev \
         libjansson-dev \
         libjq-dev \
@@ -70,6 +71,7 @@ RUN apt-get update \
         ca-certificates \
         libgrpc29 \
         libgvc6 \
+        libical3 \
         libicu72 \
         libjansson4 \
         libjq1 \

@@ -55,6 +55,7 @@ enum bench_method {
     M_COMPLETE_JOBS,
     M_START_BATCH,
     M_GET_BATCH,
+    M_DEFINITION_STATISTICS,
     M_COUNT
 };
 
@@ -214,6 +215,7 @@ struct bench {
     uint64_t pool_max;
     double soak_s;
     long inbox_rows;
+    long fleet_rows; /* live instances of the fleet workload's definition */
     long timers;
     long parked;
     long backlog; /* waiting jobs of the large backlog run (the small: 1/100) */
@@ -245,6 +247,9 @@ void setup_worker_free(worker *w);
 
 extern const workload wl_health, wl_read, wl_start, wl_referral, wl_flow, wl_jobs, wl_jobs32,
     wl_signal, wl_inbox, wl_soak;
+/* fleet: GetDefinitionStatistics of a definition with b->fleet_rows live
+ * instances (grown in bulk by SQL), as the console's fleet view asks. */
+extern const workload wl_fleet;
 /* steps2: an instance through two AUTO job steps; the backlog runs: jobs
  * with b->backlog / 100 and with b->backlog waiting jobs of their type. */
 extern const workload wl_steps2, wl_backlog_small, wl_backlog_large;

@@ -33,9 +33,14 @@
 #include "grpc/health/v1/health.pb-c.h"
 
 const char *const bench_method_name[M_COUNT] = {
-    "Health/Check", "DeployDefinition", "StartInstance", "GetInstance",         "AssignTo",
-    "GetTask",      "ListTasks",        "ClaimTask",     "CompleteTask",        "ActivateJobs",
-    "CompleteJob",  "SendSignal",       "CompleteJobs",  "StartBatchOperation", "GetBatchOperation",
+    "Health/Check",      "DeployDefinition",
+    "StartInstance",     "GetInstance",
+    "AssignTo",          "GetTask",
+    "ListTasks",         "ClaimTask",
+    "CompleteTask",      "ActivateJobs",
+    "CompleteJob",       "SendSignal",
+    "CompleteJobs",      "StartBatchOperation",
+    "GetBatchOperation", "GetDefinitionStatistics",
 };
 
 static const char *const method_path[M_COUNT] = {
@@ -54,6 +59,7 @@ static const char *const method_path[M_COUNT] = {
     "/workflow.v1.WorkflowService/CompleteJobs",
     "/workflow.v1.WorkflowService/StartBatchOperation",
     "/workflow.v1.WorkflowService/GetBatchOperation",
+    "/workflow.v1.WorkflowService/GetDefinitionStatistics",
 };
 
 /* ---- runner ------------------------------------------------------------- */
@@ -701,8 +707,8 @@ usage(FILE *o)
 {
     fprintf(o, "usage: wfbench --target HOST:PORT [options] [WORKLOAD...]\n"
                "workloads (default: all): read start referral flow steps2 jobs jobs32\n"
-               "  jobs-stream jobs-stream1 signal timers inbox backlog rss bytes  (health and\n"
-               "  the pgbench ceiling always run: they are the baselines)\n"
+               "  jobs-stream jobs-stream1 signal timers inbox fleet backlog rss bytes  (health\n"
+               "  and the pgbench ceiling always run: they are the baselines)\n"
                "options:\n"
                "  --target HOST:PORT     workflowd to load (127.0.0.1 only, please)\n"
                "  --api-key KEY          x-api-key (default bench-key)\n"
@@ -728,6 +734,8 @@ usage(FILE *o)
                "  --pool-max N           pool size cap (default 200000)\n"
                "  --soak S               RSS soak seconds (default 30)\n"
                "  --inbox-rows N         open tasks in the table for inbox (default 250000)\n"
+               "  --fleet-rows N         live instances of the definition of fleet (default\n"
+               "                         100000)\n"
                "  --timers N             due timers to drain (default 10000)\n"
                "  --parked N             parked instances for bytes/instance (default 2000)\n"
                "  --backlog N            waiting jobs of the large backlog run; the small one\n"
@@ -808,6 +816,7 @@ main(int argc, char **argv)
     b.pool_max = 200000;
     b.soak_s = 30;
     b.inbox_rows = 250000;
+    b.fleet_rows = 100000;
     b.timers = 10000;
     b.parked = 2000;
     b.backlog = 100000;
@@ -830,6 +839,7 @@ main(int argc, char **argv)
         O_POOLMAX,
         O_SOAK,
         O_INBOX,
+        O_FLEET,
         O_TIMERS,
         O_PARKED,
         O_BACKLOG,
@@ -859,6 +869,7 @@ main(int argc, char **argv)
         {"pool-max", required_argument, NULL, O_POOLMAX},
         {"soak", required_argument, NULL, O_SOAK},
         {"inbox-rows", required_argument, NULL, O_INBOX},
+        {"fleet-rows", required_argument, NULL, O_FLEET},
         {"timers", required_argument, NULL, O_TIMERS},
         {"parked", required_argument, NULL, O_PARKED},
         {"backlog", required_argument, NULL, O_BACKLOG},
@@ -919,6 +930,9 @@ main(int argc, char **argv)
         case O_INBOX:
             b.inbox_rows = atol(optarg);
             break;
+        case O_FLEET:
+            b.fleet_rows = atol(optarg);
+            break;
         case O_TIMERS:
             b.timers = atol(optarg);
             break;
@@ -967,7 +981,8 @@ main(int argc, char **argv)
         nchannels = b.nthreads;
     if (b.target == NULL || b.nthreads < 1 || b.nthreads > 256 || nchannels < 1 ||
         nchannels > b.nthreads || b.duration_s <= 0 || b.duration_s > 3600 || b.soak_s < 0 ||
-        b.soak_s > 7200 || b.inbox_rows < 1 || b.timers < 1 || b.parked < 1 || b.backlog < 1) {
+        b.soak_s > 7200 || b.inbox_rows < 1 || b.fleet_rows < 1 || b.timers < 1 || b.parked < 1 ||
+        b.backlog < 1) {
         usage(stderr);
         return 2;
     }
@@ -980,9 +995,9 @@ main(int argc, char **argv)
     char **names = argv + optind;
     int nnames = argc - optind;
     static const char *const known[] = {
-        "all",     "health", "read",   "start",       "referral",     "flow",
-        "steps2",  "jobs",   "jobs32", "signal",      "timers",       "inbox",
-        "backlog", "rss",    "bytes",  "jobs-stream", "jobs-stream1", "batch"};
+        "all",  "health", "read",        "start",        "referral", "flow",  "steps2",
+        "jobs", "jobs32", "signal",      "timers",       "inbox",    "fleet", "backlog",
+        "rss",  "bytes",  "jobs-stream", "jobs-stream1", "batch"};
     for (int i = 0; i < nnames; i++) {
         int ok = 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
@@ -1137,6 +1152,14 @@ main(int argc, char **argv)
         ROW(nm, "calls/s", K_P99, 5.0, "p99 <= 5 ms", &wl_inbox, 1);
         progress("workload inbox, %.0f s (+ row setup)", b.duration_s);
         run_workload(&b, &wl_inbox, 0, b.duration_s, 0, &rows[idx].res, NULL);
+    }
+    if (wanted(names, nnames, "fleet")) {
+        int idx = nrows;
+        char nm[40];
+        snprintf(nm, sizeof nm, "fleet (%ldk live)", b.fleet_rows / 1000);
+        ROW(nm, "calls/s", K_P99, 250.0, "p99 <= 250 ms", &wl_fleet, 1);
+        progress("workload fleet, %.0f s (+ row setup)", b.duration_s);
+        run_workload(&b, &wl_fleet, 0, b.duration_s, 0, &rows[idx].res, NULL);
     }
     if (wanted(names, nnames, "backlog")) {
         /* The same job type twice: b.backlog / 100 waiting jobs, then topped

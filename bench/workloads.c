@@ -21,6 +21,7 @@
 
 #define SIGNAL_NAME "bench-paid"
 #define INBOX_KEY "bench-inbox"
+#define FLEET_KEY "bench-fleet"
 
 static int
 opres(int code)
@@ -1243,6 +1244,111 @@ op_inbox(worker *w)
 }
 
 const workload wl_inbox = {"inbox", "call", setup_inbox, op_inbox, cleanup_shared, 0};
+
+/* ---- fleet: a definition's live totals over many running instances ---- */
+
+/* Bypasses the API, as the inbox rows do: b->fleet_rows RUNNING roots of
+ * FLEET_KEY version v (every hundredth FAILED at t1), each with one token
+ * and one ENABLED work item, half before t1 and half before t2, shaped
+ * like the rows a start and a first job write. */
+static int
+fleet_grow(run *r, int version, long have)
+{
+    bench *b = r->b;
+    char err[256], sql[4096];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO instances (tenant_id, id, root_id, definition_key, definition_version, "
+             "status, started_by, created_at, updated_at, version, incident_code, "
+             "incident_transition_id, incident_at) SELECT 'default', 'bench-fleet-' || "
+             "lpad(g::text, 9, '0'), 'bench-fleet-' || lpad(g::text, 9, '0'), '" FLEET_KEY "', %d, "
+             "CASE WHEN g %% 100 = 0 THEN 4 ELSE 1 END, 'wfbench', 1700000000000000 + g, "
+             "1700000000000000 + g, 1, CASE WHEN g %% 100 = 0 THEN 'JOB_FAILED' END, CASE WHEN g "
+             "%% 100 = 0 THEN 't1' END, CASE WHEN g %% 100 = 0 THEN 1700000000000000 + g ELSE 0 "
+             "END FROM generate_series(%ld, %ld) g ON CONFLICT DO NOTHING;"
+             "INSERT INTO tokens (tenant_id, id, root_id, instance_id, place_id, created_seq) "
+             "SELECT 'default', 'bench-fleet-k' || g, 'bench-fleet-' || lpad(g::text, 9, '0'), "
+             "'bench-fleet-' || lpad(g::text, 9, '0'), CASE WHEN g %% 2 = 0 THEN 'start' ELSE "
+             "'p1' END, 1 FROM generate_series(%ld, %ld) g ON CONFLICT DO NOTHING;"
+             "INSERT INTO work_items (tenant_id, id, root_id, instance_id, transition_id, trigger, "
+             "token_ids, state, enabled_at) SELECT 'default', 'bench-fleet-w' || g, 'bench-fleet-' "
+             "|| lpad(g::text, 9, '0'), 'bench-fleet-' || lpad(g::text, 9, '0'), CASE WHEN g %% 2 "
+             "= 0 THEN 't1' ELSE 't2' END, 2, 'bench-fleet-k' || g, 1, 1700000000000000 + g FROM "
+             "generate_series(%ld, %ld) g ON CONFLICT DO NOTHING",
+             version, have + 1, b->fleet_rows, have + 1, b->fleet_rows, have + 1, b->fleet_rows);
+    double t = bench_now();
+    if (pg_exec(b, sql, NULL, 0, err, sizeof err) != 0 ||
+        pg_exec(b, "VACUUM ANALYZE instances", NULL, 0, err, sizeof err) != 0 ||
+        pg_exec(b, "VACUUM ANALYZE tokens", NULL, 0, err, sizeof err) != 0 ||
+        pg_exec(b, "VACUUM ANALYZE work_items", NULL, 0, err, sizeof err) != 0) {
+        snprintf(r->last_err, sizeof r->last_err, "fleet setup: %.180s", err);
+        return -1;
+    }
+    fprintf(stderr, "wfbench: fleet: inserted %ld live instances in %.1f s (SQL, not the API)\n",
+            b->fleet_rows - have, bench_now() - t);
+    return 0;
+}
+
+static int
+setup_fleet(run *r)
+{
+    bench *b = r->b;
+    shared_ids *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return -1;
+    r->shared = s;
+    snprintf(s->key, sizeof s->key, FLEET_KEY);
+    net n;
+    Workflow__V1__Transition *t = net_init(&n, FLEET_KEY, 1);
+    t[0].trigger = WORKFLOW__V1__TRIGGER__TRIGGER_AUTO;
+    t[0].job_type = "bench-fleet.first";
+    t[1].trigger = WORKFLOW__V1__TRIGGER__TRIGGER_AUTO;
+    t[1].job_type = "bench-fleet.second";
+    int rc = deploy(r, &n);
+    if (rc != 0)
+        return rc;
+    char out[64], err[256];
+    if (pg_exec(b, "SELECT max(version) FROM definitions WHERE key = '" FLEET_KEY "'", out,
+                sizeof out, err, sizeof err) != 0) {
+        snprintf(r->last_err, sizeof r->last_err, "fleet setup: %.180s", err);
+        return -1;
+    }
+    int version = atoi(out);
+    if (pg_exec(b,
+                "SELECT count(*) FROM instances WHERE tenant_id = 'default' AND definition_key = "
+                "'" FLEET_KEY "' AND status IN (1, 4)",
+                out, sizeof out, err, sizeof err) != 0) {
+        snprintf(r->last_err, sizeof r->last_err, "fleet setup: %.180s", err);
+        return -1;
+    }
+    long have = atol(out);
+    s->users = b->fleet_rows;
+    return have < b->fleet_rows ? fleet_grow(r, version, have) : 0;
+}
+
+static int
+op_fleet(worker *w)
+{
+    shared_ids *s = w->run->shared;
+    Workflow__V1__GetDefinitionStatisticsRequest req =
+        WORKFLOW__V1__GET_DEFINITION_STATISTICS_REQUEST__INIT;
+    req.definition_key = s->key;
+    ProtobufCMessage *resp = NULL;
+    int code = bcall(w, M_DEFINITION_STATISTICS, &req.base,
+                     &workflow__v1__get_definition_statistics_response__descriptor, &resp, 0);
+    if (code != 0)
+        return opres(code);
+    long long live = ((Workflow__V1__GetDefinitionStatisticsResponse *)resp)->live_instances;
+    protobuf_c_message_free_unpacked(resp, NULL);
+    if (live < s->users) {
+        w->mismatches++;
+        snprintf(w->last_err, sizeof w->last_err, "%lld live instances, want %ld", live, s->users);
+        return OP_FAIL;
+    }
+    w->units++;
+    return OP_OK;
+}
+
+const workload wl_fleet = {"fleet", "call", setup_fleet, op_fleet, cleanup_shared, 0};
 
 /* ---- soak: a mix of the implemented RPCs, for RSS growth and for the
  * throughput of its first and last minute ------------------------------- */

@@ -175,11 +175,20 @@ static const struct command commands[] = {
                                   AGGREGATE("business object to bind (for signals)"),
                                   OPT(ARG_INT, "version", "version", "N",
                                       "definition version (default: the latest active)"),
+                                  OPT(ARG_FLAG, "await", "await_result.until.ended", NULL,
+                                      "wait until the instance ended (or failed on an incident)"),
+                                  OPT(ARG_DURATION, "await-wait", "await_result.timeout", "SECONDS",
+                                      "with --await: wait at most this long (default and at "
+                                      "most 60 s)"),
                                   REQUEST_ID, END},
      .print = print_start,
      .details = "An unknown KEY creates an AD_HOC definition of that key (then use assign),\n"
                 "unless the server runs with WF_AUTO_CREATE_DEFINITIONS=false.\n"
-                "Needs --actor. Prints the instance id (--json: the whole response).\n"},
+                "Needs --actor. Prints the instance id (--json: the whole response).\n"
+                "--await (StartInstance's await_result) answers once the instance ended: the id,\n"
+                "whether the wait timed out, then the instance as show prints it (--json: the\n"
+                "response with its view). The global --timeout bounds the wait too: give one\n"
+                "above --await-wait.\n"},
     {.name = "show",
      .summary = "explain an instance: status, variables, tasks, jobs, timers, signals, joins",
      .method = "GetInstance",

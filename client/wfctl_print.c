@@ -369,7 +369,10 @@ definition_block(const Workflow__V1__Definition *d)
                                : st->user         ? "user"
                                : st->await_signal ? fmt("await %s", st->await_signal->signal_name)
                                : st->sleep        ? "sleep"
+                               : st->call         ? fmt("call %s", st->call->definition_key)
                                                   : "";
+            if (st->for_each[0] != '\0')
+                kind = fmt("%s for each %s", kind, st->for_each);
             table_row((const char *const[]){st->id, kind, st->name, b});
         }
         table_flush();
@@ -617,7 +620,10 @@ print_start(const ProtobufCMessage *m)
     const Workflow__V1__StartInstanceResponse *r = (const void *)m;
     if (r->instance != NULL)
         printf("%s\n", r->instance->id);
-    return WFCTL_OK;
+    if (r->view == NULL)
+        return WFCTL_OK;
+    kv("timed out", "%s", r->timed_out ? "yes" : "no");
+    return print_show(&r->view->base);
 }
 
 /* AwaitInstance: whether the wait ran out, then the instance as show prints

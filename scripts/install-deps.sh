@@ -14,7 +14,7 @@ build_packages=(
     build-essential cmake pkg-config
     libgrpc-dev protobuf-c-compiler libprotobuf-c-dev libprotobuf-dev grpc-proto
     libpq-dev libjansson-dev libjq-dev libonig-dev libmicrohttpd-dev libgraphviz-dev
-    libicu-dev libssl-dev
+    libicu-dev libical-dev libssl-dev
 )
 packages=(
     "${build_packages[@]}"

@@ -597,11 +597,17 @@ static const struct {
     const char *path;
     page_fn fn;
 } pages[] = {
-    {"/definitions", wf_console__definitions}, {"/definition", wf_console__definition},
-    {"/instances", wf_console__instances},     {"/instance", wf_console__instance},
-    {"/incidents", wf_console__incidents},     {"/inbox", wf_console__inbox},
-    {"/batches", wf_console__batches},         {"/batch", wf_console__batch},
+    {"/definitions", wf_console__definitions},
+    {"/definition", wf_console__definition},
+    {"/instances", wf_console__instances},
+    {"/instance", wf_console__instance},
+    {"/incidents", wf_console__incidents},
+    {"/inbox", wf_console__inbox},
+    {"/batches", wf_console__batches},
+    {"/batch", wf_console__batch},
     {"/diagram.svg", wf_console__diagram},
+    {"/fleet", wf_console__fleet},
+    {"/fleet/instances", wf_console__fleet_instances},
 };
 
 static void

@@ -58,7 +58,7 @@ static const struct {
     {"/instance/suspend", WF_CONSOLE_ROLE_OPERATOR},
     {"/instance/resume", WF_CONSOLE_ROLE_OPERATOR},
     {"/instance/signal", WF_CONSOLE_ROLE_OPERATOR},
-    {"/instance/modify", WF_CONSOLE_ROLE_OPERATOR},
+    {"/instance/modify", WF_CONSOLE_ROLE_ADMIN},
     {"/instance/cancel", WF_CONSOLE_ROLE_ADMIN},
     {"/instance/migrate", WF_CONSOLE_ROLE_ADMIN},
 };

@@ -116,9 +116,16 @@ void wf_console__incidents(wf_console__ctx *x);
 void wf_console__inbox(wf_console__ctx *x);
 void wf_console__batches(wf_console__ctx *x);
 void wf_console__batch(wf_console__ctx *x);
-/* /diagram.svg: GetDiagram's SVG (of ?key=&version= or ?instance=) as
+/* /diagram.svg: GetDiagram's SVG (of ?key=&version=, with &live=1 and
+ * &all=1 its live_totals and all_versions, or of ?instance=) as
  * image/svg+xml, shown by the pages in <img>, where no script runs. */
 void wf_console__diagram(wf_console__ctx *x);
+/* /fleet?key=&version= (0: every version): the live totals of a
+ * definition's instances over its diagram and by place and transition;
+ * /fleet/instances (&at=tokens|enabled|incidents&element=): the instances
+ * there, paged (console_fleet.c). */
+void wf_console__fleet(wf_console__ctx *x);
+void wf_console__fleet_instances(wf_console__ctx *x);
 /* Actions (POST, checked already): the one dispatch of every action by
  * its path (console_actions.c). Each action is one function of the
  * context and the actor who acts, so who may do what is decided here. */

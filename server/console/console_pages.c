@@ -283,7 +283,12 @@ wf_console__definition(wf_console__ctx *x)
     diagram_img(x, d->key, d->version, NULL);
     P("<p><a href=\"/instances?definition_key=");
     U(key);
-    P("\">Instances of this definition</a></p>\n");
+    P("\">Instances of this definition</a> · <a id=\"fleet-link\" href=\"/fleet?key=");
+    U(key);
+    fprintf(x->out,
+            "&amp;version=%d\">Fleet of this version</a> · <a href=\"/fleet?key=", d->version);
+    U(key);
+    P("&amp;version=0\">Fleet of every version</a></p>\n");
     wf_console__page_end(x);
 }
 
@@ -1466,6 +1471,8 @@ wf_console__diagram(wf_console__ctx *x)
     req.version = atoi(q(x, "version"));
     req.instance_id = (char *)q(x, "instance");
     req.format = WORKFLOW__V1__DIAGRAM_FORMAT__DIAGRAM_FORMAT_SVG;
+    req.live_totals = strcmp(q(x, "live"), "1") == 0;
+    req.all_versions = strcmp(q(x, "all"), "1") == 0;
     Workflow__V1__GetDiagramResponse *resp = NULL;
     wf_error err = {0};
     if (wf_console__call(x, "GetDiagram", PB(req), (ProtobufCMessage **)&resp, &err) != WF_OK) {

@@ -136,6 +136,7 @@ step_kind(wf_console__ctx *x, const Workflow__V1__Step *s)
     P(s->job != NULL            ? "job"
       : s->user != NULL         ? "user"
       : s->await_signal != NULL ? "await"
+      : s->call != NULL         ? "call"
                                 : "sleep");
     P("</td><td><ul class=\"details\">");
     if (s->job != NULL) {
@@ -153,6 +154,12 @@ step_kind(wf_console__ctx *x, const Workflow__V1__Step *s)
         lease(x, "delay", s->sleep->duration);
         item(x, "due", "due", s->sleep->due_expression);
     }
+    if (s->call != NULL) {
+        item(x, "call", "calls", s->call->definition_key);
+        item(x, "call-input", "input", s->call->input_expression);
+        item(x, "call-output", "output", s->call->output_expression);
+    }
+    item(x, "for-each", "for each", s->for_each);
     retry(x, s->retry);
     item(x, "compensation", "compensation job type", s->compensation_job_type);
     P("</ul></td>");

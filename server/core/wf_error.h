@@ -52,6 +52,9 @@ typedef enum wf_code {
     /* BackfillSchedule over a range of more fire times than one call may
      * run (WF_SCHEDULE_BACKFILL_MAX). */
     WF_E_BACKFILL_TOO_LARGE,
+    /* A schedule's recurrence rule has no occurrence within its search
+     * horizon (FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30). */
+    WF_E_SCHEDULE_RRULE_NEVER_FIRES,
 
     /* FAILED_PRECONDITION */
     WF_E_TASK_NOT_OPEN,

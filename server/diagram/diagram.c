@@ -82,6 +82,14 @@ check_request(const wf_runtime_ctx *ctx, const wf_diagram_in *in, wf_error *err)
         violate(ctx, "version", "must be 0 with instance_id (its own version is drawn)", &n);
         first = first != NULL ? first : "version must be 0 with instance_id";
     }
+    if (inst && in->live_totals) {
+        violate(ctx, "live_totals", "must be false with instance_id", &n);
+        first = first != NULL ? first : "live_totals needs definition_key";
+    }
+    if (in->all_versions && !in->live_totals) {
+        violate(ctx, "all_versions", "needs live_totals", &n);
+        first = first != NULL ? first : "all_versions needs live_totals";
+    }
     if (in->format != WF_DIAGRAM_SVG && in->format != WF_DIAGRAM_DOT) {
         violate(ctx, "format", "must be SVG or DOT", &n);
         first = first != NULL ? first : "format must be SVG or DOT";
@@ -161,6 +169,21 @@ instance_overlay(const wf_runtime_ctx *ctx, const char *instance_id, wf_diagram_
     return enabled_items(ctx, instance_id, ov, err);
 }
 
+/* The overlay of the live totals of key's instances (of version, or of
+ * every version with all_versions). */
+static wf_code
+fleet_overlay(const wf_runtime_ctx *ctx, const wf_diagram_in *in, int32_t version,
+              wf_diagram_overlay *ov, wf_error *err)
+{
+    wf_fleet_counts *f = wf_arena_calloc(ctx->ref.arena, 1, sizeof *f);
+    if (f == NULL)
+        return wf_error_nomem(err);
+    memset(ov, 0, sizeof *ov);
+    ov->fleet = f;
+    ov->fleet_version = in->all_versions ? 0 : version;
+    return wf_runtime_definition_statistics(ctx, in->definition_key, ov->fleet_version, f, err);
+}
+
 /* The SVG of net with ov over it (ov NULL: the bare version): the cached
  * layout of the version with ov drawn onto it, the layout made first when
  * no cache has it. dot is the DOT with the overlay, laid out as it is
@@ -206,11 +229,13 @@ wf_diagram_get(const wf_runtime_ctx *ctx, const wf_diagram_in *in, wf_diagram *o
     wf_definition_row row;
     const wf_net *net;
     wf_diagram_overlay ov;
-    bool overlay = !wf_str_empty(in->instance_id);
-    if (overlay)
+    bool overlay = !wf_str_empty(in->instance_id) || in->live_totals;
+    if (!wf_str_empty(in->instance_id))
         rc = instance_overlay(ctx, in->instance_id, &ov, &row, &net, err);
     else
         rc = wf_runtime_get_definition(ctx, in->definition_key, in->version, &row, &net, err);
+    if (rc == WF_OK && in->live_totals)
+        rc = fleet_overlay(ctx, in, row.version, &ov, err);
     if (rc != WF_OK)
         return rc;
     /* The cached net may be shared: draw a copy that carries the row's

@@ -19,6 +19,7 @@
 #ifndef WF_DIAGRAM_H
 #define WF_DIAGRAM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,6 +62,10 @@ typedef struct wf_diagram_overlay {
     const char *incident_transition_id; /* the transition to blame, NULL = none */
     const char *const *current_steps;   /* STEPS: ids of the steps it is in */
     size_t n_current_steps;
+    /* Instead of one instance: the live totals of a definition's instances
+     * (GetDiagram with live_totals); the fields above are then unset. */
+    const wf_fleet_counts *fleet;
+    int32_t fleet_version; /* the version counted; 0: every version */
 } wf_diagram_overlay;
 
 /* ---- DOT (diagram_dot.c) ------------------------------------------------------------------ */
@@ -123,6 +128,8 @@ typedef struct wf_diagram_in {
     int32_t version;            /* with definition_key: 0 = the latest */
     const char *instance_id;    /* the version it is pinned to, with its overlay */
     wf_diagram_format format;
+    bool live_totals;  /* with definition_key: the live totals drawn over it */
+    bool all_versions; /* with live_totals: of every version */
 } wf_diagram_in;
 
 typedef struct wf_diagram {
@@ -134,6 +141,7 @@ typedef struct wf_diagram {
 /* GetDiagram. Refusals: INVALID_ARGUMENT (neither or both of the key and
  * the instance, a version with the instance, a negative version, an
  * unknown format; each reported to ctx->ref.violation),
+ * live_totals with the instance or all_versions without live_totals),
  * DEFINITION_NOT_FOUND, INSTANCE_NOT_FOUND (also for another tenant's
  * instance), TOO_LARGE (SVG of a net above WF_DIAGRAM_MAX_SVG_NODES or
  * WF_DIAGRAM_MAX_SVG_EDGES; DOT is given for any net). */

@@ -194,9 +194,21 @@ put_trigger(wf_diagram_buf *b, const wf_transition *t)
 
 /* ---- the overlay ------------------------------------------------------------------------- */
 
+/* The count of id in a list of the live totals (at most INT32_MAX). */
+static int64_t
+fleet_count(const wf_element_count *v, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (wf_str_eq(v[i].element_id, id))
+            return v[i].count < INT32_MAX ? v[i].count : INT32_MAX;
+    return 0;
+}
+
 int32_t
 wf_diagram__tokens_of(const wf_diagram_overlay *ov, const char *place_id)
 {
+    if (ov != NULL && ov->fleet != NULL)
+        return (int32_t)fleet_count(ov->fleet->tokens, ov->fleet->n_tokens, place_id);
     int32_t n = 0;
     for (size_t i = 0; ov != NULL && i < ov->n_marking; i++)
         if (wf_str_eq(ov->marking[i].place_id, place_id))
@@ -207,6 +219,8 @@ wf_diagram__tokens_of(const wf_diagram_overlay *ov, const char *place_id)
 size_t
 wf_diagram__enabled_of(const wf_diagram_overlay *ov, const char *transition_id)
 {
+    if (ov != NULL && ov->fleet != NULL)
+        return (size_t)fleet_count(ov->fleet->enabled, ov->fleet->n_enabled, transition_id);
     size_t n = 0;
     for (size_t i = 0; ov != NULL && i < ov->n_enabled; i++)
         n += wf_str_eq(ov->enabled[i], transition_id);
@@ -228,6 +242,33 @@ bool
 wf_diagram__has_incident(const wf_diagram_overlay *ov)
 {
     return ov != NULL && !wf_str_empty(ov->incident_code);
+}
+
+size_t
+wf_diagram__incidents_at(const wf_diagram_overlay *ov, const char *transition_id)
+{
+    if (ov != NULL && ov->fleet != NULL)
+        return (size_t)fleet_count(ov->fleet->incidents, ov->fleet->n_incidents, transition_id);
+    return wf_diagram__has_incident(ov) && wf_str_eq(ov->incident_transition_id, transition_id);
+}
+
+const char *
+wf_diagram__incident_text(const wf_diagram_overlay *ov, size_t n, wf_arena *a)
+{
+    if (ov->fleet == NULL)
+        return wf_arena_printf(a, "incident %s", ov->incident_code);
+    return wf_arena_printf(a, "%zu incident%s", n, n == 1 ? "" : "s");
+}
+
+const char *
+wf_diagram__fleet_line(const wf_diagram_overlay *ov, wf_arena *a)
+{
+    int64_t n = ov->fleet->live;
+    const char *what = n == 1 ? "instance" : "instances";
+    return ov->fleet_version == 0
+               ? wf_arena_printf(a, "%lld live %s of every version", (long long)n, what)
+               : wf_arena_printf(a, "%lld live %s of v%d", (long long)n, what,
+                                 (int)ov->fleet_version);
 }
 
 /* ---- the graph ---------------------------------------------------------------------------- */
@@ -265,7 +306,14 @@ put_header(wf_diagram_buf *b, const wf_net *net, wf_def_kind kind, const wf_diag
         wf_diagram__put(b, "\\n");
         put_text(b, net->name);
     }
-    if (ov != NULL) {
+    if (ov != NULL && ov->fleet != NULL) {
+        int64_t n = ov->fleet->live;
+        wf_diagram__putf(b, "\\n%lld live instance%s of ", (long long)n, n == 1 ? "" : "s");
+        if (ov->fleet_version == 0)
+            wf_diagram__put(b, "every version");
+        else
+            wf_diagram__putf(b, "v%d", (int)ov->fleet_version);
+    } else if (ov != NULL) {
         wf_diagram__put(b, "\\ninstance ");
         put_text(b, ov->instance_id);
         if (!wf_str_empty(ov->status)) {
@@ -319,7 +367,8 @@ static void
 put_transition(wf_diagram_buf *b, const wf_transition *t, const wf_diagram_overlay *ov, long mark)
 {
     size_t enabled = wf_diagram__enabled_of(ov, t->id);
-    bool incident = wf_diagram__has_incident(ov) && wf_str_eq(ov->incident_transition_id, t->id);
+    size_t incidents = wf_diagram__incidents_at(ov, t->id);
+    bool incident = incidents > 0;
     bool step = wf_diagram__is_current_step(ov, t);
     wf_diagram__put(b, "  ");
     put_id(b, t->id);
@@ -340,7 +389,9 @@ put_transition(wf_diagram_buf *b, const wf_transition *t, const wf_diagram_overl
         wf_diagram__put(b, "\\nenabled");
     else if (enabled > 1)
         wf_diagram__putf(b, "\\nenabled (%zu)", enabled);
-    if (incident) {
+    if (incident && ov->fleet != NULL) {
+        wf_diagram__putf(b, "\\n%zu incident%s", incidents, incidents == 1 ? "" : "s");
+    } else if (incident) {
         wf_diagram__put(b, "\\nincident ");
         put_text(b, ov->incident_code);
     }

@@ -82,6 +82,12 @@ int32_t wf_diagram__tokens_of(const wf_diagram_overlay *ov, const char *place_id
 size_t wf_diagram__enabled_of(const wf_diagram_overlay *ov, const char *transition_id);
 bool wf_diagram__is_current_step(const wf_diagram_overlay *ov, const wf_transition *t);
 bool wf_diagram__has_incident(const wf_diagram_overlay *ov);
+/* The open incidents at a transition: 0 or 1 for an instance, the count
+ * for the live totals; and the words shown for n of them. */
+size_t wf_diagram__incidents_at(const wf_diagram_overlay *ov, const char *transition_id);
+const char *wf_diagram__incident_text(const wf_diagram_overlay *ov, size_t n, wf_arena *a);
+/* The live totals' line under the drawing ("12 live instances of v3"). */
+const char *wf_diagram__fleet_line(const wf_diagram_overlay *ov, wf_arena *a);
 
 /* ---- layouts and their cache (diagram_cache.c) ---- */
 

@@ -223,8 +223,7 @@ looks_of(const wf_net *net, const wf_diagram_overlay *ov, wf_arena *a)
         const wf_transition *t = &net->transitions[j];
         node_look *k = &lk[np + j];
         size_t enabled = wf_diagram__enabled_of(ov, t->id);
-        bool incident =
-            wf_diagram__has_incident(ov) && wf_str_eq(ov->incident_transition_id, t->id);
+        size_t incidents = wf_diagram__incidents_at(ov, t->id);
         if (wf_diagram__is_current_step(ov, t)) {
             k->stroke = WF_DIAGRAM_COLOR_STEP;
             k->width = "3";
@@ -236,10 +235,10 @@ looks_of(const wf_net *net, const wf_diagram_overlay *ov, wf_arena *a)
             add_line(k, false,
                      enabled == 1 ? "enabled" : wf_arena_printf(a, "enabled (%zu)", enabled));
         }
-        if (incident) {
+        if (incidents > 0) {
             k->stroke = WF_DIAGRAM_COLOR_INCIDENT;
             k->width = "3";
-            add_line(k, true, wf_arena_printf(a, "incident %s", ov->incident_code));
+            add_line(k, true, wf_diagram__incident_text(ov, incidents, a));
         }
     }
     return lk;
@@ -303,13 +302,18 @@ put_node_lines(wf_diagram_buf *b, const wf_diagram_node *n, const node_look *lk)
     }
 }
 
-/* The lines under the drawing: the instance, its status, its incident. */
+/* The lines under the drawing: the instance, its status, its incident;
+ * or how many instances the live totals count. */
 static size_t
 graph_lines(const wf_diagram_overlay *ov, wf_arena *a, const char *lines[2])
 {
     size_t n = 0;
     if (ov == NULL)
         return 0;
+    if (ov->fleet != NULL) {
+        lines[n++] = wf_diagram__fleet_line(ov, a);
+        return n;
+    }
     lines[n++] = wf_str_empty(ov->status)
                      ? wf_arena_printf(a, "instance %s", ov->instance_id)
                      : wf_arena_printf(a, "instance %s: %s", ov->instance_id, ov->status);

@@ -85,11 +85,13 @@ wf_code
 wf_instances_cancel(const wf_runtime_ctx *ctx, const char *instance_id, const char *reason,
                     bool compensate, wf_uow_idem *idem, wf_instance_row *out, wf_error *err)
 {
-    bool compensating = false;
+    bool done = false;
     wf_code rc = WF_OK;
     if (compensate)
-        rc = wf_runtime_cancel_compensate(ctx, instance_id, reason, idem, out, &compensating, err);
-    if (rc == WF_OK && !compensating)
+        rc = wf_runtime_cancel_compensate(ctx, instance_id, reason, idem, out, &done, err);
+    if (rc == WF_OK && !done)
+        rc = wf_runtime_cancel_call_child(ctx, instance_id, reason, idem, out, &done, err);
+    if (rc == WF_OK && !done)
         rc = wf_referral_cancel(&ctx->ref, instance_id, reason, idem, out, err);
     return rc;
 }

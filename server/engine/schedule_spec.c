@@ -4,7 +4,8 @@
  * "naive" seconds (the local date and time read as if it were UTC, so
  * that the C library's timegm/gmtime_r do the calendar arithmetic); each
  * match goes to UTC through ICU's calendar of the zone, which owns every
- * DST rule.
+ * DST rule. Recurrence rules are expanded by libical on the same naive
+ * time (floating, no zone of libical's), and go to UTC the same way.
  */
 #include "schedule_spec.h"
 
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <libical/ical.h>
 #include <unicode/ucal.h>
 #include <unicode/ustring.h>
 
@@ -347,6 +349,7 @@ interval_parse(const char *text, wf_schedule_spec *s, wf_error *err)
             wf_schedule_duration(iv, &s->interval_us) &&
             (n == 2 || (strcmp(off_kw, "offset") == 0 && wf_schedule_duration(off, &s->offset_us)));
     }
+    s->is_interval = true;
     if (!ok || s->interval_us < US_PER_S)
         return wf_error_set(err, WF_E_INVALID_SCHEDULE,
                             "spec.interval: \"%.64s\" is not \"every <duration> [offset "
@@ -364,6 +367,168 @@ set(const char *s)
     return s != NULL && s[0] != '\0';
 }
 
+/* ---- recurrence rules: parse (libical) ----------------------------------- */
+
+static struct icaltimetype
+naive_to_ical(int64_t naive)
+{
+    time_t t = (time_t)naive;
+    struct tm tm;
+    struct icaltimetype it = icaltime_null_time();
+    if (gmtime_r(&t, &tm) == NULL)
+        return it;
+    it.year = tm.tm_year + 1900;
+    it.month = tm.tm_mon + 1;
+    it.day = tm.tm_mday;
+    it.hour = tm.tm_hour;
+    it.minute = tm.tm_min;
+    it.second = tm.tm_sec;
+    return it;
+}
+
+static int64_t
+ical_to_naive(struct icaltimetype it)
+{
+    struct tm tm = {.tm_year = it.year - 1900,
+                    .tm_mon = it.month - 1,
+                    .tm_mday = it.day,
+                    .tm_hour = it.hour,
+                    .tm_min = it.minute,
+                    .tm_sec = it.second};
+    return (int64_t)timegm(&tm);
+}
+
+/* "YYYY-MM-DDTHH:MM:SS" (years 1970 to 2500) as naive seconds. */
+static bool
+parse_local_time(const char *text, int64_t *naive)
+{
+    int y, mo, d, h, mi, se;
+    char tail;
+    if (strlen(text) != 19 ||
+        sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d%c", &y, &mo, &d, &h, &mi, &se, &tail) != 6 ||
+        y < 1970 || y > 2500)
+        return false;
+    struct tm tm = {.tm_year = y - 1900,
+                    .tm_mon = mo - 1,
+                    .tm_mday = d,
+                    .tm_hour = h,
+                    .tm_min = mi,
+                    .tm_sec = se};
+    time_t t = timegm(&tm);
+    struct tm back;
+    if (gmtime_r(&t, &back) == NULL || back.tm_mday != d || back.tm_mon != mo - 1 ||
+        back.tm_hour != h || back.tm_min != mi || back.tm_sec != se)
+        return false;
+    *naive = (int64_t)t;
+    return true;
+}
+
+/* A rule's UNTIL as local wall-clock time: a UTC UNTIL ("...Z") through the
+ * zone, a date UNTIL as the end of that day. */
+static bool
+rrule_local_until(UCalendar *cal, struct icalrecurrencetype *r)
+{
+    if (icaltime_is_null_time(r->until))
+        return true;
+    if (r->until.is_date) {
+        r->until.is_date = 0;
+        r->until.hour = 23, r->until.minute = 59, r->until.second = 59;
+        return true;
+    }
+    if (!icaltime_is_utc(r->until))
+        return true;
+    int64_t naive = 0;
+    r->until.zone = NULL;
+    if (!to_naive(cal, ical_to_naive(r->until) * US_PER_S, &naive))
+        return false;
+    r->until = naive_to_ical(naive);
+    return true;
+}
+
+/* How far one search of r looks, and the fixed period its start may move
+ * by without changing its occurrences (0: none). */
+static void
+rrule_bounds(const struct icalrecurrencetype *r, wf_schedule_rrule *out)
+{
+    int64_t unit = 0, days = WF_SCHEDULE_RRULE_HORIZON_DAILY;
+    switch (r->freq) {
+    case ICAL_MINUTELY_RECURRENCE:
+        unit = 60, days = WF_SCHEDULE_RRULE_HORIZON_MINUTELY;
+        break;
+    case ICAL_HOURLY_RECURRENCE:
+        unit = 3600, days = WF_SCHEDULE_RRULE_HORIZON_HOURLY;
+        break;
+    case ICAL_DAILY_RECURRENCE:
+        unit = DAY_S;
+        break;
+    case ICAL_WEEKLY_RECURRENCE:
+        unit = 7 * DAY_S;
+        break;
+    default:
+        break;
+    }
+    out->horizon_s = days * DAY_S;
+    out->period_s = r->count > 0 ? 0 : unit * (r->interval > 0 ? r->interval : 1);
+}
+
+static wf_code
+rrule_parse_one(wf_arena *a, UCalendar *cal, const char *text, size_t i, wf_schedule_rrule *out,
+                wf_error *err)
+{
+    if (text == NULL || strlen(text) > WF_SCHEDULE_RRULE_MAX_LEN)
+        return wf_error_set(err, WF_E_INVALID_SCHEDULE, "spec.rrules[%zu]: empty or over %d bytes",
+                            i, WF_SCHEDULE_RRULE_MAX_LEN);
+    const char *body = strncasecmp(text, "RRULE:", 6) == 0 ? text + 6 : text;
+    struct icalrecurrencetype r = icalrecurrencetype_from_string(body);
+    bool rscale = r.rscale != NULL;
+    free(r.rscale);
+    r.rscale = NULL;
+    const char *why = NULL;
+    if (r.freq == ICAL_NO_RECURRENCE)
+        why = "is not an iCalendar RRULE (FREQ=...;...)";
+    else if (r.freq == ICAL_SECONDLY_RECURRENCE)
+        why = "FREQ=SECONDLY is not supported (MINUTELY at the most)";
+    else if (rscale)
+        why = "RSCALE is not supported (Gregorian only)";
+    else if (!rrule_local_until(cal, &r))
+        why = "UNTIL cannot be read in the time zone";
+    if (why != NULL)
+        return wf_error_set(err, WF_E_INVALID_SCHEDULE, "spec.rrules[%zu]: \"%.64s\" %s", i, text,
+                            why);
+    out->rule = wf_arena_alloc(a, sizeof r);
+    if (out->rule == NULL)
+        return wf_error_nomem(err);
+    memcpy(out->rule, &r, sizeof r);
+    rrule_bounds(&r, out);
+    return WF_OK;
+}
+
+static wf_code
+rrules_parse(wf_arena *a, const wf_schedule_spec_in *in, wf_schedule_spec *s, wf_error *err)
+{
+    if (in->n_rrules > WF_SCHEDULE_MAX_RRULES)
+        return wf_error_set(err, WF_E_INVALID_SCHEDULE, "spec.rrules: more than %d rules",
+                            WF_SCHEDULE_MAX_RRULES);
+    if (set(in->rrule_start) && !parse_local_time(in->rrule_start, &s->rrule_start))
+        return wf_error_set(err, WF_E_INVALID_SCHEDULE,
+                            "spec.rrule_start: \"%.32s\" is not a local time YYYY-MM-DDTHH:MM:SS",
+                            in->rrule_start);
+    if (in->n_rrules == 0)
+        return WF_OK;
+    s->rrules = wf_arena_calloc(a, in->n_rrules, sizeof *s->rrules);
+    UCalendar *cal = s->rrules != NULL ? zone_open(s->time_zone) : NULL;
+    if (cal == NULL)
+        return s->rrules == NULL ? wf_error_nomem(err)
+                                 : wf_error_set(err, WF_E_INTERNAL,
+                                                "time zone \"%s\" cannot be opened", s->time_zone);
+    wf_code rc = WF_OK;
+    for (size_t i = 0; rc == WF_OK && i < in->n_rrules; i++)
+        rc = rrule_parse_one(a, cal, in->rrules[i], i, &s->rrules[i], err);
+    ucal_close(cal);
+    s->n_rrules = rc == WF_OK ? in->n_rrules : 0;
+    return rc;
+}
+
 wf_code
 wf_schedule_spec_parse(wf_arena *a, const wf_schedule_spec_in *in, wf_schedule_spec *out,
                        wf_error *err)
@@ -374,11 +539,18 @@ wf_schedule_spec_parse(wf_arena *a, const wf_schedule_spec_in *in, wf_schedule_s
         return wf_error_set(err, WF_E_UNKNOWN_TIME_ZONE,
                             "spec.time_zone: unknown time zone \"%.64s\"", zone);
     snprintf(out->time_zone, sizeof out->time_zone, "%s", zone);
-    if (set(in->cron) == set(in->interval))
+    if (set(in->cron) && set(in->interval))
         return wf_error_set(err, WF_E_INVALID_SCHEDULE,
-                            "spec: give exactly one of cron and interval");
-    wf_code rc =
-        set(in->cron) ? cron_parse(in->cron, out, err) : interval_parse(in->interval, out, err);
+                            "spec: give at most one of cron and interval");
+    if (!set(in->cron) && !set(in->interval) && in->n_rrules == 0)
+        return wf_error_set(err, WF_E_INVALID_SCHEDULE, "spec: give a cron, an interval or rrules");
+    wf_code rc = WF_OK;
+    if (set(in->cron))
+        rc = cron_parse(in->cron, out, err);
+    else if (set(in->interval))
+        rc = interval_parse(in->interval, out, err);
+    if (rc == WF_OK)
+        rc = rrules_parse(a, in, out, err);
     if (rc == WF_OK && in->jitter_us < 0)
         rc = wf_error_set(err, WF_E_INVALID_SCHEDULE, "spec.jitter: must not be negative");
     out->jitter_us = in->jitter_us;
@@ -535,14 +707,112 @@ interval_next(const wf_schedule_spec *s, int64_t after_us, int64_t *next_us, boo
     return WF_OK;
 }
 
+/* ---- recurrence rules: search ------------------------------------------- */
+
+/* An iterator of rr from the spec's rrule_start, moved by whole periods
+ * to at most from (naive) when the rule allows, ending at its UNTIL or a
+ * horizon after from, whichever comes first; NULL when libical finds the
+ * rule never occurs. */
+static icalrecur_iterator *
+rrule_iter(const wf_schedule_spec *s, const wf_schedule_rrule *rr, int64_t from)
+{
+    struct icalrecurrencetype r = *rr->rule;
+    int64_t start = s->rrule_start;
+    if (rr->period_s > 0 && from > start)
+        start += (from - start) / rr->period_s * rr->period_s;
+    int64_t cap = (from > s->rrule_start ? from : s->rrule_start) + rr->horizon_s;
+    if (icaltime_is_null_time(r.until) || ical_to_naive(r.until) > cap)
+        r.until = naive_to_ical(cap);
+    return icalrecur_iterator_new(r, naive_to_ical(start));
+}
+
+/* The first occurrence of rr strictly after after_us, in UTC. */
+static wf_code
+rrule_next(const wf_schedule_spec *s, const wf_schedule_rrule *rr, UCalendar *cal, int64_t after_us,
+           int64_t *next_us, bool *none, wf_error *err)
+{
+    int64_t naive = 0;
+    *none = true;
+    if (!to_naive(cal, after_us, &naive))
+        return wf_error_set(err, WF_E_INTERNAL, "time zone \"%s\" failed", s->time_zone);
+    /* A day early: a wall time before naive may still map after after_us
+     * around a change of offset; those at or before it are passed over. */
+    icalrecur_iterator *it = rrule_iter(s, rr, naive - DAY_S);
+    wf_code rc = WF_OK;
+    for (int i = 0; it != NULL && i < SEARCH_STEPS; i++) {
+        struct icaltimetype t = icalrecur_iterator_next(it);
+        int64_t local = ical_to_naive(t), us = 0;
+        if (icaltime_is_null_time(t))
+            break;
+        if (excluded(s, local))
+            continue;
+        if (!to_utc(cal, local, &us)) {
+            rc = wf_error_set(err, WF_E_INTERNAL, "time zone \"%s\" failed", s->time_zone);
+            break;
+        }
+        if (us > after_us) {
+            *next_us = us;
+            *none = false;
+            break;
+        }
+    }
+    if (it != NULL)
+        icalrecur_iterator_free(it);
+    return rc;
+}
+
+/* The earliest next fire time of the rules, merged into *next_us / *none. */
+static wf_code
+rrules_next(const wf_schedule_spec *s, int64_t after_us, int64_t *next_us, bool *none,
+            wf_error *err)
+{
+    UCalendar *cal = zone_open(s->time_zone);
+    if (cal == NULL)
+        return wf_error_set(err, WF_E_INTERNAL, "time zone \"%s\" cannot be opened", s->time_zone);
+    wf_code rc = WF_OK;
+    for (size_t i = 0; rc == WF_OK && i < s->n_rrules; i++) {
+        int64_t t = 0;
+        bool no = true;
+        rc = rrule_next(s, &s->rrules[i], cal, after_us, &t, &no, err);
+        if (rc == WF_OK && !no && (*none || t < *next_us)) {
+            *next_us = t;
+            *none = false;
+        }
+    }
+    ucal_close(cal);
+    return rc;
+}
+
+wf_code
+wf_schedule_spec_check_rrules(const wf_schedule_spec *s, wf_error *err)
+{
+    for (size_t i = 0; i < s->n_rrules; i++) {
+        icalrecur_iterator *it = rrule_iter(s, &s->rrules[i], s->rrule_start);
+        bool fires = it != NULL && !icaltime_is_null_time(icalrecur_iterator_next(it));
+        if (it != NULL)
+            icalrecur_iterator_free(it);
+        if (!fires)
+            return wf_error_set(err, WF_E_SCHEDULE_RRULE_NEVER_FIRES,
+                                "spec.rrules[%zu]: no occurrence within %lld days of rrule_start",
+                                i, (long long)(s->rrules[i].horizon_s / DAY_S));
+    }
+    return WF_OK;
+}
+
 wf_code
 wf_schedule_spec_next(const wf_schedule_spec *s, int64_t after_us, int64_t *next_us, bool *none,
                       wf_error *err)
 {
     if (s->start_at != 0 && after_us < s->start_at - 1)
         after_us = s->start_at - 1;
-    wf_code rc = s->is_cron ? cron_next(s, after_us, next_us, none, err)
-                            : interval_next(s, after_us, next_us, none, err);
+    wf_code rc = WF_OK;
+    *none = true;
+    if (s->is_cron)
+        rc = cron_next(s, after_us, next_us, none, err);
+    else if (s->is_interval)
+        rc = interval_next(s, after_us, next_us, none, err);
+    if (rc == WF_OK && s->n_rrules > 0)
+        rc = rrules_next(s, after_us, next_us, none, err);
     if (rc == WF_OK && !*none && s->end_at != 0 && *next_us > s->end_at)
         *none = true;
     return rc;

@@ -36,14 +36,23 @@ empty(const char *s)
 static char *
 spec_dump(wf_arena *a, const wf_schedule_spec_in *in)
 {
-    json_t *o = json_object(), *dates = json_array();
+    json_t *o = json_object(), *dates = json_array(), *rules = json_array();
     for (size_t i = 0; dates != NULL && i < in->n_exclude_dates; i++)
         json_array_append_new(dates, json_string(in->exclude_dates[i]));
-    if (o == NULL || dates == NULL) {
+    for (size_t i = 0; rules != NULL && i < in->n_rrules; i++)
+        json_array_append_new(rules, json_string(in->rrules[i]));
+    if (o == NULL || dates == NULL || rules == NULL) {
         json_decref(o);
         json_decref(dates);
+        json_decref(rules);
         return NULL;
     }
+    if (in->n_rrules > 0)
+        json_object_set_new(o, "rrules", rules);
+    else
+        json_decref(rules);
+    if (!empty(in->rrule_start))
+        json_object_set_new(o, "rruleStart", json_string(in->rrule_start));
     if (!empty(in->cron))
         json_object_set_new(o, "cron", json_string(in->cron));
     if (!empty(in->interval))
@@ -67,6 +76,21 @@ json_str(wf_arena *a, json_t *o, const char *key)
     return s != NULL ? wf_arena_strdup(a, s) : NULL;
 }
 
+/* The strings of a JSON array (none when it is absent) into *out, in a. */
+static bool
+json_strings(wf_arena *a, json_t *arr, const char *const **out, size_t *n)
+{
+    size_t len = json_array_size(arr);
+    const char **v = wf_arena_calloc(a, len + 1, sizeof *v);
+    for (size_t i = 0; v != NULL && i < len; i++) {
+        const char *text = json_string_value(json_array_get(arr, i));
+        v[i] = wf_arena_strdup(a, text != NULL ? text : "");
+    }
+    *out = v;
+    *n = len;
+    return v != NULL;
+}
+
 static wf_code
 spec_load(wf_arena *a, const char *text, wf_schedule_spec_in *in, wf_error *err)
 {
@@ -80,17 +104,12 @@ spec_load(wf_arena *a, const char *text, wf_schedule_spec_in *in, wf_error *err)
     in->start_at = json_integer_value(json_object_get(o, "startAt"));
     in->end_at = json_integer_value(json_object_get(o, "endAt"));
     in->jitter_us = json_integer_value(json_object_get(o, "jitterUs"));
-    json_t *dates = json_object_get(o, "excludeDates");
-    size_t n = json_array_size(dates);
-    const char **v = wf_arena_calloc(a, n + 1, sizeof *v);
-    for (size_t i = 0; v != NULL && i < n; i++)
-        v[i] = json_str(a, json_array_get(dates, i), NULL);
+    in->rrule_start = json_str(a, o, "rruleStart");
+    bool ok = json_strings(a, json_object_get(o, "excludeDates"), &in->exclude_dates,
+                           &in->n_exclude_dates) &&
+              json_strings(a, json_object_get(o, "rrules"), &in->rrules, &in->n_rrules);
     json_decref(o);
-    if (v == NULL)
-        return wf_error_nomem(err);
-    in->exclude_dates = v;
-    in->n_exclude_dates = n;
-    return WF_OK;
+    return ok ? WF_OK : wf_error_nomem(err);
 }
 
 /* The stored spec of row, checked. */
@@ -178,6 +197,8 @@ row_from(const wf_ref_ctx *ctx, const wf_schedule_in *in, int64_t now, wf_schedu
     wf_schedule_spec s;
     if (rc == WF_OK)
         rc = wf_schedule_spec_parse(ctx->arena, &in->spec, &s, err);
+    if (rc == WF_OK)
+        rc = wf_schedule_spec_check_rrules(&s, err);
     if (rc == WF_OK)
         rc = check_policy(in, err);
     wf_store_ctx sc = store_ctx(ctx);

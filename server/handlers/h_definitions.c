@@ -1,5 +1,6 @@
 /*
- * h_definitions: DeployDefinition, GetDefinition and ListDefinitions.
+ * h_definitions: DeployDefinition, GetDefinition, ListDefinitions and
+ * GetDefinitionStatistics.
  *
  * Translation only: workflow.v1.Definition <-> the engine's wf_net (every
  * field, durations in ms, times in µs); validation, versioning and paging
@@ -121,6 +122,19 @@ step_in(const Workflow__V1__Step *m, wf_step *st)
         st->duration_ms = positive_ms(m->sleep->duration);
         st->due_expression = m->sleep->due_expression;
     }
+    if (m->call != NULL) {
+        st->has_call = true;
+        st->call_key = m->call->definition_key;
+        st->call_version = m->call->version;
+        st->call_input = m->call->input_expression;
+        st->call_output = m->call->output_expression;
+        st->call_strict = m->call->require_deployed;
+    }
+    st->for_each = m->for_each;
+    st->for_each_item = m->for_each_item;
+    st->for_each_output = m->for_each_output;
+    st->for_each_sequential = m->for_each_sequential;
+    user_in(NULL, m->for_each_completion, &st->assignee, &st->for_each_completion);
     retry_in(m->retry, &st->retry);
     st->compensation_job_type = m->compensation_job_type;
 }
@@ -334,6 +348,19 @@ step_out(wf_arena *a, const wf_step *st, bool *oom)
         m->sleep->duration = wf_h_duration(a, st->duration_ms, oom);
         m->sleep->due_expression = str(st->due_expression);
     }
+    if (st->has_call && (m->call = alloc_or(a, sizeof *m->call, oom)) != NULL) {
+        workflow__v1__call_step__init(m->call);
+        m->call->definition_key = str(st->call_key);
+        m->call->version = st->call_version;
+        m->call->input_expression = str(st->call_input);
+        m->call->output_expression = str(st->call_output);
+        m->call->require_deployed = st->call_strict;
+    }
+    m->for_each = str(st->for_each);
+    m->for_each_item = str(st->for_each_item);
+    m->for_each_output = str(st->for_each_output);
+    m->for_each_sequential = st->for_each_sequential;
+    m->for_each_completion = completion_out(a, &st->for_each_completion, oom);
     m->retry = retry_out(a, &st->retry, oom);
     m->compensation_job_type = str(st->compensation_job_type);
     if (st->n_resources > 0) {
@@ -576,6 +603,87 @@ h_list_definitions(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage 
     m->n_definitions = n;
     m->next_page_token = wf_h_page_out(call, msg, next);
     if (m->next_page_token == NULL)
+        return wf_error_nomem(err);
+    *resp = &m->base;
+    return WF_OK;
+}
+
+/* ---- GetDefinitionStatistics ----------------------------------------------------------------- */
+
+static Workflow__V1__ElementCount **
+element_counts(wf_arena *a, const wf_element_count *v, size_t n)
+{
+    Workflow__V1__ElementCount **out = wf_arena_calloc(a, n + 1, sizeof *out);
+    for (size_t i = 0; out != NULL && i < n; i++) {
+        Workflow__V1__ElementCount *m = wf_arena_alloc(a, sizeof *m);
+        if (m == NULL)
+            return NULL;
+        workflow__v1__element_count__init(m);
+        m->element_id = v[i].element_id;
+        m->count = v[i].count;
+        out[i] = m;
+    }
+    return out;
+}
+
+_Static_assert((int)WF_FLEET_INCIDENTS ==
+                   (int)WORKFLOW__V1__ELEMENT_COUNT_KIND__ELEMENT_COUNT_KIND_INCIDENTS,
+               "element count kind");
+
+/* GetDefinitionStatistics with `at`: a page of the instances there. */
+static wf_code
+statistics_page(wf_call *call, const Workflow__V1__GetDefinitionStatisticsRequest *req,
+                Workflow__V1__GetDefinitionStatisticsResponse *m, wf_error *err)
+{
+    wf_runtime_ctx ctx;
+    wf_h_net_ctx(call, &ctx);
+    wf_runtime_fleet_page_in in = {.key = req->definition_key,
+                                   .version = req->version,
+                                   .kind = (int)req->at,
+                                   .element = req->element_id,
+                                   .page_size = req->page_size};
+    char **ids = NULL, *next = NULL;
+    size_t n = 0;
+    wf_code rc = wf_h_page_in(call, &req->base, req->page_token, &in.cursor, err);
+    if (rc == WF_OK)
+        rc = wf_runtime_definition_instances(&ctx, &in, &ids, &n, &next, err);
+    if (rc != WF_OK)
+        return rc;
+    m->instance_ids = ids;
+    m->n_instance_ids = n;
+    m->next_page_token = wf_h_page_out(call, &req->base, next);
+    return m->next_page_token != NULL ? WF_OK : wf_error_nomem(err);
+}
+
+wf_code
+h_get_definition_statistics(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **resp,
+                            wf_error *err)
+{
+    const Workflow__V1__GetDefinitionStatisticsRequest *req = (const void *)msg;
+    Workflow__V1__GetDefinitionStatisticsResponse *m = wf_arena_alloc(call->arena, sizeof *m);
+    if (m == NULL)
+        return wf_error_nomem(err);
+    workflow__v1__get_definition_statistics_response__init(m);
+    if (req->at != 0 || req->element_id[0] != '\0') {
+        wf_code rc = statistics_page(call, req, m, err);
+        if (rc == WF_OK)
+            *resp = &m->base;
+        return rc;
+    }
+    wf_runtime_ctx ctx;
+    wf_fleet_counts c;
+    wf_h_net_ctx(call, &ctx);
+    wf_code rc = wf_runtime_definition_statistics(&ctx, req->definition_key, req->version, &c, err);
+    if (rc != WF_OK)
+        return rc;
+    m->live_instances = c.live;
+    m->n_tokens = c.n_tokens;
+    m->tokens = element_counts(call->arena, c.tokens, c.n_tokens);
+    m->n_enabled_work_items = c.n_enabled;
+    m->enabled_work_items = element_counts(call->arena, c.enabled, c.n_enabled);
+    m->n_incidents = c.n_incidents;
+    m->incidents = element_counts(call->arena, c.incidents, c.n_incidents);
+    if (m->tokens == NULL || m->enabled_work_items == NULL || m->incidents == NULL)
         return wf_error_nomem(err);
     *resp = &m->base;
     return WF_OK;

@@ -25,7 +25,9 @@ h_get_diagram(wf_call *call, const ProtobufCMessage *msg, ProtobufCMessage **res
     wf_diagram_in in = {.definition_key = req->definition_key,
                         .version = req->version,
                         .instance_id = req->instance_id,
-                        .format = (wf_diagram_format)req->format};
+                        .format = (wf_diagram_format)req->format,
+                        .live_totals = req->live_totals,
+                        .all_versions = req->all_versions};
     wf_code rc = wf_diagram_get(&ctx, &in, &d, err);
     if (rc != WF_OK)
         return rc;

@@ -21,7 +21,8 @@ spec_msg(wf_arena *a, const wf_schedule_spec_in *in, bool *oom)
 {
     Workflow__V1__ScheduleSpec *m = wf_arena_alloc(a, sizeof *m);
     char **dates = wf_arena_calloc(a, in->n_exclude_dates + 1, sizeof *dates);
-    if (m == NULL || dates == NULL) {
+    char **rules = wf_arena_calloc(a, in->n_rrules + 1, sizeof *rules);
+    if (m == NULL || dates == NULL || rules == NULL) {
         *oom = true;
         return NULL;
     }
@@ -36,6 +37,11 @@ spec_msg(wf_arena *a, const wf_schedule_spec_in *in, bool *oom)
         dates[i] = (char *)in->exclude_dates[i];
     m->exclude_dates = dates;
     m->n_exclude_dates = in->n_exclude_dates;
+    for (size_t i = 0; i < in->n_rrules; i++)
+        rules[i] = (char *)in->rrules[i];
+    m->rrules = rules;
+    m->n_rrules = in->n_rrules;
+    m->rrule_start = str((char *)in->rrule_start);
     return m;
 }
 
@@ -153,7 +159,10 @@ schedule_in(const schedule_req *q)
                                   .end_at = wf_h_time_us(q->spec->end_at),
                                   .jitter_us = wf_h_duration_ms(q->spec->jitter) * 1000,
                                   .exclude_dates = (const char *const *)q->spec->exclude_dates,
-                                  .n_exclude_dates = q->spec->n_exclude_dates};
+                                  .n_exclude_dates = q->spec->n_exclude_dates,
+                                  .rrules = (const char *const *)q->spec->rrules,
+                                  .n_rrules = q->spec->n_rrules,
+                                  .rrule_start = q->spec->rrule_start};
     }
     if (q->policy != NULL) {
         in.overlap = (int)q->policy->overlap;

@@ -9,6 +9,8 @@
 /* Definitions (h_definitions.c). */
 wf_code h_deploy_definition(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                             wf_error *err);
+wf_code h_get_definition_statistics(wf_call *call, const ProtobufCMessage *req,
+                                    ProtobufCMessage **resp, wf_error *err);
 wf_code h_get_definition(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,
                          wf_error *err);
 wf_code h_list_definitions(wf_call *call, const ProtobufCMessage *req, ProtobufCMessage **resp,

@@ -79,5 +79,6 @@ const wf_route wf_routes[] = {
     {"WatchEvents", NULL, WF_ROUTE_STREAM, &h_watch_events},
     /* Scheduler */
     {"RunSchedulerPass", h_run_scheduler_pass, 0, NULL},
+    {"GetDefinitionStatistics", h_get_definition_statistics, 0, NULL},
     {NULL, NULL, 0, NULL},
 };

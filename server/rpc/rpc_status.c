@@ -42,6 +42,7 @@ wf_rpc_status_code(wf_code code)
     case WF_E_INVALID_SCHEDULE:
     case WF_E_AWAIT_NEEDS_ONE_INSTANCE:
     case WF_E_BACKFILL_TOO_LARGE:
+    case WF_E_SCHEDULE_RRULE_NEVER_FIRES:
         return GRPC_STATUS_INVALID_ARGUMENT;
     case WF_E_TASK_NOT_OPEN:
     case WF_E_TASK_ALREADY_CLAIMED:

@@ -1268,6 +1268,38 @@ wf_store_count_deliveries(wf_store *st, const wf_store_ctx *ctx, const char *sig
     return st->ops->count_deliveries(st, ctx, signal_log_id, out, err);
 }
 
+wf_code
+wf_store_fleet_counts(wf_store *st, const wf_store_ctx *ctx, const char *definition_key,
+                      int32_t version, wf_fleet_counts *out, wf_error *err)
+{
+    memset(out, 0, sizeof *out);
+    wf_code rc = check_ctx(ctx, true, err);
+    if (rc != WF_OK)
+        return rc;
+    if (definition_key == NULL || version < 0)
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "a definition key and a version >= 0");
+    return st->ops->fleet_counts(st, ctx, definition_key, version, out, err);
+}
+
+wf_code
+wf_store_fleet_instances(wf_store *st, const wf_store_ctx *ctx, const char *definition_key,
+                         int32_t version, wf_fleet_kind kind, const char *element,
+                         const char *after, size_t limit, char ***ids, size_t *n, wf_error *err)
+{
+    *ids = NULL;
+    *n = 0;
+    wf_code rc = check_ctx(ctx, true, err);
+    if (rc != WF_OK)
+        return rc;
+    if (definition_key == NULL || version < 0 || element == NULL || kind < WF_FLEET_TOKENS ||
+        kind > WF_FLEET_INCIDENTS)
+        return wf_error_set(err, WF_E_INVALID_ARGUMENT, "a definition key, kind and element");
+    if (limit == 0)
+        return WF_OK;
+    return st->ops->fleet_instances(st, ctx, definition_key, version, kind, element, after, limit,
+                                    ids, n, err);
+}
+
 bool
 wf_store__set_add(const char **set, size_t *n, size_t max, const char *s, bool copy)
 {

@@ -925,6 +925,48 @@ typedef struct wf_delivery_counts {
 wf_code wf_store_count_deliveries(wf_store *st, const wf_store_ctx *ctx, const char *signal_log_id,
                                   wf_delivery_counts *out, wf_error *err);
 
+/* A count at one place or transition. */
+typedef struct wf_element_count {
+    char *element_id;
+    int64_t count;
+} wf_element_count;
+
+/* The live totals of one definition (GetDefinitionStatistics), over its
+ * instances that have not ended (WF_FLEET_LIVE: RUNNING, FAILED,
+ * COMPENSATING, SUSPENDED; roots and children) of one version (0: every
+ * version): how many there are, the tokens per place, the ENABLED work
+ * items per transition, and the open incidents (FAILED instances) per
+ * incident_transition_id ("" for none). Each list is ordered by element
+ * id; each is one grouped read served by an index (0025_fleet.sql). */
+typedef struct wf_fleet_counts {
+    int64_t live;
+    wf_element_count *tokens, *enabled, *incidents;
+    size_t n_tokens, n_enabled, n_incidents;
+} wf_fleet_counts;
+
+#define WF_FLEET_LIVE(s)                                                                           \
+    ((s) == WF_INSTANCE_RUNNING || (s) == WF_INSTANCE_FAILED || (s) == WF_INSTANCE_COMPENSATING || \
+     (s) == WF_INSTANCE_SUSPENDED)
+
+wf_code wf_store_fleet_counts(wf_store *st, const wf_store_ctx *ctx, const char *definition_key,
+                              int32_t version, wf_fleet_counts *out, wf_error *err);
+
+/* What wf_store_fleet_instances lists (numbers of the proto's
+ * ElementCountKind). */
+typedef enum wf_fleet_kind {
+    WF_FLEET_TOKENS = 1,    /* a token in the place */
+    WF_FLEET_ENABLED = 2,   /* an ENABLED work item of the transition */
+    WF_FLEET_INCIDENTS = 3, /* FAILED, the incident at the transition ("": none) */
+} wf_fleet_kind;
+
+/* The ids of the instances counted by wf_store_fleet_counts that are at
+ * element (as kind says), ascending (byte order), after the id after
+ * (NULL: from the first), at most limit, in ctx->arena. */
+wf_code wf_store_fleet_instances(wf_store *st, const wf_store_ctx *ctx, const char *definition_key,
+                                 int32_t version, wf_fleet_kind kind, const char *element,
+                                 const char *after, size_t limit, char ***ids, size_t *n,
+                                 wf_error *err);
+
 /* ---- simple reads ------------------------------------------------------ */
 
 /* Not-found codes: WF_E_DEFINITION_NOT_FOUND, WF_E_INSTANCE_NOT_FOUND,

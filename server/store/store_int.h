@@ -193,6 +193,12 @@ typedef struct wf_store_ops {
                                    wf_signal_row **rows, size_t *n, wf_error *err);
     wf_code (*count_deliveries)(wf_store *st, const wf_store_ctx *ctx, const char *signal_log_id,
                                 wf_delivery_counts *out, wf_error *err);
+    wf_code (*fleet_counts)(wf_store *st, const wf_store_ctx *ctx, const char *definition_key,
+                            int32_t version, wf_fleet_counts *out, wf_error *err);
+    wf_code (*fleet_instances)(wf_store *st, const wf_store_ctx *ctx, const char *definition_key,
+                               int32_t version, wf_fleet_kind kind, const char *element,
+                               const char *after, size_t limit, char ***ids, size_t *n,
+                               wf_error *err);
 } wf_store_ops;
 
 /* Implementations embed these first in their own structs. */

@@ -38,6 +38,7 @@ const STORE = arg("store");
 const RUN = Date.now().toString(36) + "-" + process.pid;
 const REVIEW = "console-review-" + RUN, CHARGE = "console-charge-" + RUN;
 const WAITJOB = "console-waitjob-" + RUN, WAITSIG = "console-waitsig-" + RUN;
+const COMPOSE = "console-compose-" + RUN, PART = "console-part-" + RUN;
 const ORDER = "A-" + RUN;
 const GROUP = "clerks-" + RUN;
 const SHOTS = path.join(WORK, "screenshots");
@@ -501,13 +502,33 @@ async function sso() {
     // The repairs by role: an operator may send a signal but not cancel
     // (admin), neither shown nor done; a viewer sees no Repair section.
     await page.goto(A.base + "/instance?id=" + encodeURIComponent(parent));
-    check(await page.$("#repair-signal") !== null && await page.$("#repair-cancel") === null,
-          "sso: an operator is shown the signal repair, not the cancel");
+    check(await page.$("#repair-signal") !== null && await page.$("#repair-cancel") === null &&
+          await page.$("#repair-modify") === null && await page.$("#repair-migrate") === null,
+          "sso: an operator is shown the signal repair, not the cancel, modify or migrate");
     r = await post(A, "/instance/cancel?id=" + encodeURIComponent(parent),
                    { csrf: opCsrf, instance_id: parent, confirmed: "1", back: "/instances" }, opHeaders);
     check(r.status === 403 && (await r.text()).includes("needs the role admin") &&
           (wfs(A, ["show", parent], "seed")[0].instance || {}).status === "RUNNING",
           "sso: an operator's cancel of an instance is refused with 403 (" + r.status + ")");
+    // Neither the confirm page (a POST without confirmed) nor the action
+    // itself of an admin's repair is an operator's; a GET acts on nothing.
+    for (const [act, form] of [["modify", { op: "MOVE", place: "start", to_place: "mid", count: "1" }],
+                               ["migrate", { target_version: "1" }]]) {
+      for (const confirmed of [{}, { confirmed: "1" }]) {
+        r = await post(A, "/instance/" + act + "?id=" + encodeURIComponent(parent),
+                       { csrf: opCsrf, instance_id: parent, back: "/instances", ...form, ...confirmed },
+                       opHeaders);
+        check(r.status === 403 && (await r.text()).includes("needs the role admin"),
+              "sso: an operator's " + act + (confirmed.confirmed ? "" : " confirm page") +
+              " is refused with 403 (" + r.status + ")");
+      }
+      r = await fetch(A.base + "/instance/" + act + "?id=" + encodeURIComponent(parent),
+                      { headers: opHeaders, redirect: "manual" });
+      check(r.status === 404 || r.status === 405,
+            "sso: a GET of /instance/" + act + " acts on nothing (" + r.status + ")");
+    }
+    check((wfs(A, ["show", parent], "seed")[0].instance || {}).status === "RUNNING",
+          "sso: the operator's refused repairs changed nothing");
     r = await fetch(A.base + "/instance?id=" + encodeURIComponent(parent),
                     { headers: ident("viewer@example.com", viewers) });
     check(r.status === 200 && !(await r.text()).includes('id="repair"'),
@@ -577,6 +598,95 @@ async function sso() {
   }
 }
 
+async function fleet(page, BASE) {
+  const FLEET = "console-fleet-" + RUN, FLEETJOB = "console-fleetjob-" + RUN;
+  const d = {
+    key: FLEET, kind: "NET", name: "Fleet",
+    places: [{ id: "s", kind: "START" }, { id: "mid", name: HOSTILE, kind: "NORMAL" },
+             { id: "e", kind: "END" }],
+    transitions: [{ id: "work", name: HOSTILE, trigger: "AUTO", jobType: FLEETJOB,
+                    retry: { maxAttempts: 1 } },
+                  { id: "approve", name: "Approve", trigger: "USER",
+                    assignee: { kind: "GROUP", ids: [GROUP] } }],
+    arcs: [{ source: "s", target: "work" }, { source: "work", target: "mid" },
+           { source: "mid", target: "approve" }, { source: "approve", target: "e" }],
+  };
+  const f = path.join(WORK, FLEET + ".json");
+  fs.writeFileSync(f, JSON.stringify(d));
+  wf(["deploy", f], "admin");
+  const ids = [];
+  for (let i = 0; i < 4; i++) ids.push(wfJson(["start", FLEET], "admin")[0].instance.id);
+  // One job done (to mid, approve enabled), one failed for good (an
+  // incident at work), one instance cancelled (not counted).
+  wf(["jobs", FLEETJOB, "--once", "--wait", "5", "--", "sh", "-c", "cat >/dev/null; echo {}"]);
+  try { wf(["jobs", FLEETJOB, "--once", "--wait", "5", "--", "sh", "-c", "exit 100"]); } catch (e) {}
+  await waitFor(() => wf(["incidents", "--definition", FLEET]).includes("JOB_FAILED"), "the fleet's incident");
+  const show = (id) => wfJson(["show", id], "admin")[0];
+  const running = ids.find((id) => { const g = show(id);
+                                     return g.instance.status === "RUNNING" && (g.marking || {}).s; });
+  wf(["cancel", running, "--reason", "not counted"], "admin");
+
+  // The database's view: the instances not ended (ListInstances), their
+  // markings and open tasks (GetInstance), the incidents (ListIncidents).
+  const listed = wfJson(["processes", "--started-by", "*", "--key", FLEET, "--state", "open"], "admin")
+    .flatMap((o) => o.instances || [o]).map((i) => i.id);
+  const live = ids.filter((id) => listed.includes(id));
+  const shown = live.map(show);
+  const tokens = (place) => shown.reduce((n, g) => n + ((g.marking || {})[place] || 0), 0);
+  const holding = (place) => live.filter((id, i) => ((shown[i].marking || {})[place] || 0) > 0).sort();
+  const incidents = wfJson(["incidents", "--definition", FLEET], "admin").flatMap((o) => o.incidents || [o]);
+  const tasks = (t) => shown.reduce((n, g) => n + (g.tasks || []).filter(
+    (k) => k.transition_id === t && (k.status === "OPEN" || k.status === "CLAIMED")).length, 0);
+
+  await page.goto(BASE + "/definition?key=" + FLEET);
+  await Promise.all([page.waitForNavigation(), page.click("#fleet-link")]);
+  check(new URL(page.url()).pathname === "/fleet", "the definition page links to its fleet");
+  const cell = (table, id, at) => page.$eval(
+    "#" + table + " td.count[data-at=" + at + "][data-element=\"" + id + "\"]", (e) => e.textContent);
+  const liveShown = await page.$eval("#fleet-live", (e) => e.textContent);
+  check(Number(liveShown) === live.length && live.length === 3,
+        "the fleet counts the instances not ended (" + liveShown + ", listed " + live.length + ")");
+  for (const place of ["s", "mid", "e"]) {
+    const n = Number(await cell("fleet-places", place, "tokens"));
+    check(n === tokens(place), "tokens in " + place + ": " + n + ", GetInstance " + tokens(place));
+  }
+  const approve = Number(await cell("fleet-transitions", "approve", "enabled"));
+  check(approve === tasks("approve") && approve === 1,
+        "work enabled at approve: " + approve + ", open tasks " + tasks("approve"));
+  const failed = Number(await cell("fleet-transitions", "work", "incidents"));
+  check(failed === incidents.length && failed === 1,
+        "incidents at work: " + failed + ", ListIncidents " + incidents.length);
+  check(await page.$("#fleet-transitions img, #fleet-places img") === null,
+        "a hostile name is shown as text on the fleet page");
+  check((await page.$eval("#fleet-transitions", (t) => t.textContent)).includes(HOSTILE),
+        "the hostile name is there, escaped");
+  const svg = await (await fetch(BASE + (await page.$eval("#fleet-diagram", (i) => i.getAttribute("src"))),
+                                 { headers: { Cookie: "wf_console=" + (await page.cookies())
+                                   .find((k) => k.name === "wf_console").value } })).text();
+  check(svg.includes("3 live instances of v1") && svg.includes("1 incident"),
+        "the diagram carries the live totals");
+  await page.screenshot({ path: path.join(SHOTS, "fleet.png"), fullPage: true });
+
+  // Clicking a count lists the instances there.
+  await Promise.all([page.waitForNavigation(),
+                     page.click("#fleet-places td.count[data-element=s] a")]);
+  check(new URL(page.url()).pathname === "/fleet/instances", "a count links to its instances");
+  const there = (await page.$$eval("#fleet-instances a", (a) => a.map((e) => e.textContent))).sort();
+  check(JSON.stringify(there) === JSON.stringify(holding("s")),
+        "the instances in s are the ones GetInstance shows there (" + there + ")");
+  await page.screenshot({ path: path.join(SHOTS, "fleet-instances.png"), fullPage: true });
+  await page.goto(BASE + "/fleet/instances?key=" + FLEET + "&version=0&at=incidents&element=work");
+  const atWork = await page.$$eval("#fleet-instances a", (a) => a.map((e) => e.textContent));
+  check(atWork.length === 1 && atWork[0] === incidents[0].instance_id,
+        "the incident at work lists its instance (" + atWork + ")");
+  let r = await page.goto(BASE + "/fleet/instances?key=" + FLEET + "&at=bogus&element=s");
+  check(r.status() === 400 && (await page.content()).includes("INVALID_ARGUMENT"),
+        "an unknown kind is refused (" + r.status() + ")");
+  r = await page.goto(BASE + "/fleet?key=" + FLEET + "-none");
+  check(r.status() === 404 && (await page.content()).includes("DEFINITION_NOT_FOUND"),
+        "the fleet of an unknown key is not found (" + r.status() + ")");
+}
+
 async function main() {
   if (STORE === "pg" && !process.env.WF_TEST_PG_DSN) {
     console.log("skipped: WF_TEST_PG_DSN is not set");
@@ -637,6 +747,14 @@ async function main() {
                                   on_timeout: "chase" }, next: [{ step: "done" }] },
                 { id: "chase", user: { assignee: { kind: "GROUP", ids: [GROUP] } } },
                 { id: "done", sleep: { duration: "1s" } }] },
+      // A step list calling another, whose job step runs for each item:
+      // nobody works PART, so both stay where they are.
+      { key: PART, kind: "STEPS", name: "Part",
+        steps: [{ id: "pick", name: HOSTILE, job: { job_type: PART },
+                  for_each: ".items", for_each_item: "it" }] },
+      { key: COMPOSE, kind: "STEPS", name: "Compose",
+        steps: [{ id: "part", name: HOSTILE,
+                  call: { definition_key: PART, input_expression: "{items: .items}" } }] },
     ];
     for (const d of steps) {
       const f = path.join(WORK, d.key + ".json");
@@ -644,6 +762,9 @@ async function main() {
       wf(["deploy", f], "admin");
     }
     const jobId = wfJson(["start", WAITJOB], "admin")[0].instance.id;
+    // Started before sigId, which stays the newest.
+    const composeId = wfJson(["start", COMPOSE, "--vars", JSON.stringify({ items: [HOSTILE, "b"] })],
+                             "admin")[0].instance.id;
     const sigId = wfJson(["start", WAITSIG, "--aggregate", "order:" + ORDER], "admin")[0].instance.id;
     try { wf(["jobs", WAITJOB, "--once", "--wait", "5", "--", "sh", "-c", "echo declined >&2; exit 3"]); } catch (e) {}
     await waitFor(() => JSON.stringify(wfJson(["show", jobId], "admin")).includes("declined"),
@@ -838,6 +959,26 @@ async function main() {
     await visit("/instance?id=" + encodeURIComponent(sigId), "instance-steps", "#steps");
     const current = await page.$$eval("#steps tr.step.current", (t) => t.map((r) => r.dataset.step));
     check(current.join() === "paid", "the instance page highlights its current step (" + current + ")");
+    // A step list's call: the calls section links the child, the current
+    // step's hostile name is text; the child's page shows its for-each.
+    await visit("/instance?id=" + encodeURIComponent(composeId), "instance-call-step", "#calls");
+    check(await page.$eval("#current-steps", (e) => e.textContent) === "Current step: " + HOSTILE,
+          "the call step's hostile name is shown as text");
+    const waitingCall = await page.$eval("#waiting-for", (e) => e.textContent);
+    check(waitingCall === "Waiting for: call " + PART + "@1",
+          "the call step waits for its child (" + waitingCall + ")");
+    const callRow = await page.$eval("#calls tr:nth-child(2)", (tr) => ({
+      text: tr.textContent, href: (tr.querySelector("a") || {}).href || "" }));
+    check(callRow.text.includes("part") && callRow.text.includes(PART + " v1") &&
+          callRow.text.includes("RUNNING") && callRow.href.includes("/instance?id="),
+          "the call step's child, linked (" + callRow.text + ")");
+    check((await page.$("main img[src=x]")) === null, "no element from the hostile step name");
+    await visit(new URL(callRow.href).pathname + new URL(callRow.href).search, "instance-for-each-step",
+                "p.for-each");
+    const fe = await page.$eval("p.for-each", (e) => e.textContent);
+    check(fe.startsWith("For each: pick, 0 of 2 items completed, 2 needed"),
+          "the child's for-each step and its progress (" + fe + ")");
+    check((await page.$("main img[src=x]")) === null, "no element from the hostile item");
     // The diagram of a definition whose transition name is hostile, opened
     // by itself: an SVG document in which no script ran and no element came
     // from the name.
@@ -948,6 +1089,7 @@ async function main() {
     await page.screenshot({ path: path.join(SHOTS, "incidents-after-retry.png"), fullPage: true });
 
     await repairs(page, BASE);
+    await fleet(page, BASE);
 
     // A batch operation started from the console: nothing preselected, a
     // definition key or the "every instance" box required (the server

@@ -13,7 +13,11 @@
  *   - a chain deeper than WF_CALL_MAX_DEPTH stops with CALL_DEPTH_EXCEEDED;
  *   - an unknown key is CALL_DEFINITION_NOT_FOUND until it is deployed and
  *     the caller retried;
- *   - deploy refuses a CALL without key and call fields on other triggers.
+ *   - deploy refuses a CALL without key and call fields on other triggers;
+ *   - the caller's CALL_STARTED, CALL_COMPLETED and CALL_FAILED events, as
+ *     the store holds them and as WatchEvents sends them;
+ *   - CancelInstance of the child gives the caller CALL_CHILD_CANCELLED;
+ *   - GetDiagram draws the child's marking by the child's own id.
  *
  * Postgres keeps rows between runs: every key and job type is unique to
  * the test (u()).
@@ -91,18 +95,43 @@ suspend_or_resume(const char *method, const char *id)
     ck_ok(st);
 }
 
-/* The value of key in a JSON object text, as compact JSON (in ta). */
 static const char *
-var_of(const char *json, const char *key)
+str_of(json_t *o, const char *key)
 {
-    json_t *o = json_loads(json, 0, NULL);
-    ck_assert_ptr_nonnull(o);
-    json_t *v = json_object_get(o, key);
-    char *s = v != NULL ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
-    const char *out = s != NULL ? wf_arena_strdup(ta, s) : "";
-    free(s);
-    json_decref(o);
-    return out;
+    const char *s = json_string_value(json_object_get(o, key));
+    return s != NULL ? s : "";
+}
+
+/* The CALL_* events of root's tree as WatchEvents sends them with those
+ * types asked for (history only), their numbers in types[]; the count. */
+static size_t
+watched_call_events(const char *root, int types[], size_t cap)
+{
+    Workflow__V1__EventType only[] = {WORKFLOW__V1__EVENT_TYPE__EVENT_TYPE_CALL_STARTED,
+                                      WORKFLOW__V1__EVENT_TYPE__EVENT_TYPE_CALL_COMPLETED,
+                                      WORKFLOW__V1__EVENT_TYPE__EVENT_TYPE_CALL_FAILED};
+    Workflow__V1__WatchEventsRequest req = WORKFLOW__V1__WATCH_EVENTS_REQUEST__INIT;
+    req.instance_id = (char *)root;
+    req.types = only;
+    req.n_types = 3;
+    wf_client_stream *s = wf_client_stream_open(
+        as(NULL), "/workflow.v1.WorkflowService/WatchEvents", &req.base, NULL);
+    ck_assert_ptr_nonnull(s);
+    size_t n = 0;
+    ProtobufCMessage *m;
+    wf_client_status st;
+    for (int guard = 0;
+         guard < 100 &&
+         wf_client_stream_next(s, &workflow__v1__watch_events_response__descriptor, &m, &st);
+         guard++) {
+        if (n < cap)
+            types[n] = ((Workflow__V1__WatchEventsResponse *)m)->event->type;
+        n++;
+        protobuf_c_message_free_unpacked(m, NULL);
+    }
+    wf_client_stream_close(s);
+    ck_ok(st);
+    return n;
 }
 
 /* ---- complete ------------------------------------------------------------------------------- */
@@ -359,6 +388,136 @@ WF_CASE_TEST(wf_test_store_name(), test_call_unknown_key_is_incident_until_deplo
     g = get_instance(in->id);
     ck_assert_int_eq(g->instance->status, I_COMPLETED);
     ck_assert_str_eq(var_of(g->instance->variables_json, "done"), "true");
+}
+END_TEST
+
+/* ---- events, a child cancelled, the child's diagram ------------------------------------------ */
+
+WF_CASE_TEST(wf_test_store_name(), test_call_events_tell_start_and_return)
+{
+    char *child = u("payment"), *parent = u("checkout"), *type = u("charge");
+    ck_assert(deploy(job_net(child, type, 3, 0))->created);
+    ck_assert(deploy(caller_net(parent, child, 0, NULL, NULL))->created);
+    Workflow__V1__Instance *in = start_boss(parent, NULL);
+    const char *cid = wf_arena_strdup(ta, only_child(in->id)->id);
+    json_t *d = event_data(in->id, "CALL_STARTED");
+    ck_assert_str_eq(str_of(d, "transitionId"), "pay");
+    ck_assert_str_eq(str_of(d, "workItemId"), cid);
+    ck_assert_str_eq(str_of(d, "childInstanceId"), cid);
+    ck_assert_str_eq(str_of(d, "definitionKey"), child);
+    ck_assert_int_eq(json_integer_value(json_object_get(d, "definitionVersion")), 1);
+    json_decref(d);
+    ck_assert_str_eq(last_event(in->id, "CALL_STARTED")->instance_id, in->id);
+    ck_assert_ptr_null(last_event(in->id, "CALL_COMPLETED"));
+
+    wf_client_status st;
+    ck_assert_int_eq(complete_job_c(as(NULL), one_job(type)->key, NULL, &st), 0);
+    d = event_data(in->id, "CALL_COMPLETED");
+    ck_assert_str_eq(str_of(d, "childInstanceId"), cid);
+    ck_assert_str_eq(str_of(d, "definitionKey"), child);
+    json_decref(d);
+    int types[8];
+    ck_assert_uint_eq(watched_call_events(in->id, types, 8), 2);
+    ck_assert_int_eq(types[0], WORKFLOW__V1__EVENT_TYPE__EVENT_TYPE_CALL_STARTED);
+    ck_assert_int_eq(types[1], WORKFLOW__V1__EVENT_TYPE__EVENT_TYPE_CALL_COMPLETED);
+    ck_assert_ptr_null(last_event(in->id, "CALL_FAILED"));
+}
+END_TEST
+
+WF_CASE_TEST(wf_test_store_name(), test_call_failed_event_names_child_and_reason)
+{
+    char *child = u("payment"), *parent = u("checkout"), *type = u("charge");
+    ck_assert(deploy(job_net(child, type, 1, 0))->created);
+    ck_assert(deploy(caller_net(parent, child, 0, NULL, NULL))->created);
+    Workflow__V1__Instance *in = start_boss(parent, NULL);
+    Workflow__V1__Job *j = one_job(type);
+    wf_client_status st;
+    ck_assert_int_eq(fail_job(j->key, "card declined", 0, -1, &st), 0);
+    json_t *d = event_data(in->id, "CALL_FAILED");
+    ck_assert_str_eq(str_of(d, "reason"), "CALL_CHILD_FAILED");
+    ck_assert_str_eq(str_of(d, "childInstanceId"), j->instance_id);
+    ck_assert_str_eq(str_of(d, "transitionId"), "pay");
+    json_decref(d);
+    int types[8];
+    ck_assert_uint_eq(watched_call_events(in->id, types, 8), 2);
+    ck_assert_int_eq(types[1], WORKFLOW__V1__EVENT_TYPE__EVENT_TYPE_CALL_FAILED);
+
+    /* A key not deployed: CALL_FAILED without a child. */
+    char *lost = u("lost");
+    ck_assert(deploy(caller_net(lost, u("nowhere"), 0, NULL, NULL))->created);
+    in = start_boss(lost, NULL);
+    ck_assert_int_eq(in->status, I_FAILED);
+    d = event_data(in->id, "CALL_FAILED");
+    ck_assert_str_eq(str_of(d, "reason"), "CALL_DEFINITION_NOT_FOUND");
+    ck_assert_str_eq(str_of(d, "childInstanceId"), "");
+    json_decref(d);
+    ck_assert_ptr_null(last_event(in->id, "CALL_STARTED"));
+}
+END_TEST
+
+WF_CASE_TEST(wf_test_store_name(), test_call_child_cancelled_directly_is_callers_incident)
+{
+    char *child = u("payment"), *parent = u("checkout"), *type = u("charge");
+    ck_assert(deploy(job_net(child, type, 3, 0))->created);
+    ck_assert(deploy(caller_net(parent, child, 0, NULL, NULL))->created);
+    Workflow__V1__Instance *in = start_boss(parent, NULL);
+    Workflow__V1__Job *j = one_job(type);
+    ck_assert_int_eq(cancel_ok(j->instance_id)->status, I_CANCELLED);
+
+    Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
+    ck_assert_int_eq(g->instance->status, I_FAILED);
+    ck_assert_int_eq(g->children[0]->status, I_CANCELLED);
+    ck_assert_msg(strstr(g->last_error, j->instance_id) != NULL, "%s", g->last_error);
+    ck_assert_uint_eq(g->n_calls, 1);
+    ck_assert_int_eq(g->calls[0]->status, I_CANCELLED);
+    Workflow__V1__ListIncidentsRequest lr = WORKFLOW__V1__LIST_INCIDENTS_REQUEST__INIT;
+    lr.definition_key = parent;
+    wf_client_status st;
+    Workflow__V1__ListIncidentsResponse *li = call(
+        as(NULL), "ListIncidents", &lr, &workflow__v1__list_incidents_response__descriptor, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(li->n_incidents, 1);
+    ck_assert_str_eq(li->incidents[0]->code, "CALL_CHILD_CANCELLED");
+    ck_assert_str_eq(li->incidents[0]->transition_id, "pay");
+    json_t *d = event_data(in->id, "CALL_FAILED");
+    ck_assert_str_eq(str_of(d, "reason"), "CALL_CHILD_CANCELLED");
+    ck_assert_str_eq(str_of(d, "childInstanceId"), j->instance_id);
+    json_decref(d);
+    /* The child's job went with it; no retry resolves the caller. */
+    ck_assert_int_ne(complete_job_c(as(NULL), j->key, NULL, &st), 0);
+    ck_assert_int_eq(retry_c(in->id, &st)->status, I_FAILED);
+    ck_ok(st);
+    /* Cancelling it again is refused as for any ended instance. */
+    Workflow__V1__CancelInstanceRequest cr = WORKFLOW__V1__CANCEL_INSTANCE_REQUEST__INIT;
+    cr.instance_id = j->instance_id;
+    call(as("ops"), "CancelInstance", &cr, &workflow__v1__cancel_instance_response__descriptor,
+         &st);
+    ck_fails(st, GRPC_STATUS_FAILED_PRECONDITION, "INSTANCE_NOT_RUNNING");
+    ck_assert_int_eq(cancel_ok(in->id)->status, I_CANCELLED);
+}
+END_TEST
+
+WF_CASE_TEST(wf_test_store_name(), test_call_child_diagram_by_its_own_id)
+{
+    char *child = u("payment"), *parent = u("checkout"), *type = u("charge");
+    ck_assert(deploy(job_net(child, type, 3, 0))->created);
+    ck_assert(deploy(caller_net(parent, child, 0, NULL, NULL))->created);
+    Workflow__V1__Instance *in = start_boss(parent, NULL);
+    const char *cid = wf_arena_strdup(ta, only_child(in->id)->id);
+    Workflow__V1__GetDiagramRequest dr = WORKFLOW__V1__GET_DIAGRAM_REQUEST__INIT;
+    dr.instance_id = (char *)cid;
+    dr.format = WORKFLOW__V1__DIAGRAM_FORMAT__DIAGRAM_FORMAT_DOT;
+    wf_client_status st;
+    Workflow__V1__GetDiagramResponse *d =
+        call(as(NULL), "GetDiagram", &dr, &workflow__v1__get_diagram_response__descriptor, &st);
+    ck_ok(st);
+    char want[160];
+    snprintf(want, sizeof want, "\\ninstance %s: RUNNING\"", cid);
+    ck_assert_msg(strstr(d->content, want) != NULL, "%s", d->content);
+    /* The child's own net, its job's transition enabled. */
+    ck_assert_msg(strstr(d->content, "\"work\" [") != NULL, "%s", d->content);
+    ck_assert_msg(strstr(d->content, "\\nenabled\"") != NULL, "%s", d->content);
+    ck_assert_msg(strstr(d->content, "\"pay\" [") == NULL, "%s", d->content);
 }
 END_TEST
 

@@ -59,33 +59,20 @@ each_net(const char *type, Workflow__V1__CompletionMode mode, int quorum, bool s
 }
 
 /* {"lines": [{"sku": "s0"}, ... ]} of n lines (in ta). */
-static char *
+static const char *
 lines_of(int n)
 {
     json_t *a = json_array();
     for (int i = 0; i < n; i++)
         json_array_append_new(a, json_pack("{s:s+}", "sku", "s", wf_arena_printf(ta, "%d", i)));
-    json_t *o = json_pack("{s:o}", "lines", a);
-    char *s = json_dumps(o, JSON_COMPACT);
-    char *out = wf_arena_strdup(ta, s);
-    free(s);
-    json_decref(o);
-    return out;
-}
-
-static json_t *
-parse(const char *text)
-{
-    json_t *v = json_loads(text, 0, NULL);
-    ck_assert_msg(v != NULL, "not JSON: %s", text);
-    return v;
+    return json_in_ta(json_pack("{s:o}", "lines", a));
 }
 
 /* The index of job j's item, checked against its item. */
 static int
 item_index(const Workflow__V1__Job *j)
 {
-    json_t *v = parse(j->variables_json);
+    json_t *v = json_parsed(j->variables_json);
     json_t *ix = json_object_get(v, "item_index");
     ck_assert_msg(json_is_integer(ix), "no item_index in %s", j->variables_json);
     int i = (int)json_integer_value(ix);
@@ -138,7 +125,7 @@ static json_t *
 charged(const char *id)
 {
     Workflow__V1__GetInstanceResponse *g = get_instance(id);
-    json_t *v = parse(g->instance->variables_json);
+    json_t *v = json_parsed(g->instance->variables_json);
     json_t *c = json_incref(json_object_get(v, "charged"));
     json_decref(v);
     ck_assert_msg(json_is_array(c), "charged: %s", g->instance->variables_json);
@@ -189,7 +176,7 @@ WF_CASE_TEST("default", test_parallel_all_collects_outputs_in_item_order)
         ck_assert_int_eq(amount_at(c, i), (int)i * 10);
     json_decref(c);
     /* An item's output is merged only as an element of the array. */
-    json_t *v = parse(g->instance->variables_json);
+    json_t *v = json_parsed(g->instance->variables_json);
     ck_assert_ptr_null(json_object_get(v, "amount"));
     json_decref(v);
     ck_assert_int_eq(count_type(in->id, "FOREACH_ITEM_COMPLETED"), 3);
@@ -352,7 +339,7 @@ WF_CASE_TEST("default", test_tasks_all_one_per_approver)
     answer(in->id, "ben", "{\"ok\": 2}");
     Workflow__V1__GetInstanceResponse *g = get_instance(in->id);
     ck_assert_int_eq(g->instance->status, I_COMPLETED);
-    json_t *v = parse(g->instance->variables_json);
+    json_t *v = json_parsed(g->instance->variables_json);
     json_t *a = json_object_get(v, "answers");
     ck_assert_uint_eq(json_array_size(a), 3);
     for (size_t i = 0; i < 3; i++)

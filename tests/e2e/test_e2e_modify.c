@@ -81,18 +81,6 @@ modify_1(const char *id, Workflow__V1__TokenOperation *o, bool allow_empty, wf_c
     return modify_c(as("ops"), r, st);
 }
 
-/* The data of the last event of type in root's events (parsed; freed by
- * the caller). */
-static json_t *
-event_data(const char *root, const char *type)
-{
-    const wf_event_row *e = last_event(root, type);
-    ck_assert_msg(e != NULL, "no %s event", type);
-    json_t *v = json_loads(e->data_json, 0, NULL);
-    ck_assert_ptr_nonnull(v);
-    return v;
-}
-
 /* The event types of root after the prefix before (the types it had). */
 static const char *
 types_after(const char *root, const char *before)

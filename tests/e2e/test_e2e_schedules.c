@@ -1,8 +1,9 @@
 /*
  * test_e2e_schedules: schedules (CreateSchedule, GetSchedule,
  * ListSchedules, UpdateSchedule, DeleteSchedule, PauseSchedule,
- * UnpauseSchedule, TriggerSchedule, ListScheduleRuns, BackfillSchedule) and
- * the overlap policies through the real gRPC client, on the store WF_TEST_STORE names
+ * UnpauseSchedule, TriggerSchedule, ListScheduleRuns, BackfillSchedule),
+ * specs of cron, interval and iCalendar recurrence rules, and the overlap
+ * policies through the real gRPC client, on the store WF_TEST_STORE names
  * (memory and Postgres).
  *
  * The in-process server runs no background scheduler: schedules fire by
@@ -639,6 +640,143 @@ WF_TEST(test_backfill_refusals)
     size_t n = 0;
     runs_ok("r", &n);
     ck_assert_uint_eq(n, 0);
+}
+END_TEST
+
+static Workflow__V1__ScheduleSpec *
+rrule_spec(const char *rule, const char *zone)
+{
+    Workflow__V1__ScheduleSpec *s = cron_spec("", zone);
+    s->rrules = wf_arena_calloc(ta, 1, sizeof *s->rrules);
+    s->rrules[0] = (char *)rule;
+    s->n_rrules = 1;
+    return s;
+}
+
+static Workflow__V1__Schedule *
+update_c(const char *id, Workflow__V1__ScheduleSpec *spec, wf_client_status *st)
+{
+    Workflow__V1__UpdateScheduleRequest up = WORKFLOW__V1__UPDATE_SCHEDULE_REQUEST__INIT;
+    up.id = (char *)id;
+    up.definition_key = "work";
+    up.spec = spec;
+    Workflow__V1__UpdateScheduleResponse *r = call(
+        me("ops"), "UpdateSchedule", &up, &workflow__v1__update_schedule_response__descriptor, st);
+    return r != NULL ? r->schedule : NULL;
+}
+
+/* A recurrence rule: its next fire times in its zone and UTC, the rule
+ * and its start answered back; a rule beside a cron; the refusals, a rule
+ * that never occurs among them, on create and on update. */
+WF_TEST(test_rrule_create_get_update_and_refusals)
+{
+    deploy_work("work");
+    wf_client_status st;
+    Workflow__V1__ScheduleSpec *spec =
+        rrule_spec("FREQ=WEEKLY;BYDAY=MO,FR;BYHOUR=9;BYMINUTE=0;BYSECOND=0", "Europe/Berlin");
+    spec->rrule_start = "2026-01-01T00:00:00";
+    char *excluded[] = {"2026-04-03"};
+    spec->exclude_dates = excluded;
+    spec->n_exclude_dates = 1;
+    Workflow__V1__Schedule *s = create_c(me("ops"), "twice-weekly", "work", spec, NULL, &st);
+    ck_ok(st);
+    ck_assert_uint_eq(s->n_upcoming, 10);
+    /* Friday 27 March 09:00 has passed (the clock is 12:00Z); Friday 3
+     * April is excluded. */
+    ck_assert_int_eq(ts_us(s->upcoming[0]->time), wf_test_utc_us("2026-03-30T07:00:00Z"));
+    ck_assert_str_eq(s->upcoming[0]->local_time, "2026-03-30T09:00:00+02:00");
+    ck_assert_int_eq(ts_us(s->upcoming[1]->time), wf_test_utc_us("2026-04-06T07:00:00Z"));
+    /* Read back from the store: the rule, its start and the dates. */
+    s = get_c(me("ops"), "twice-weekly", &st);
+    ck_ok(st);
+    ck_assert_int_eq(ts_us(s->upcoming[1]->time), wf_test_utc_us("2026-04-06T07:00:00Z"));
+    ck_assert_uint_eq(s->spec->n_exclude_dates, 1);
+    ck_assert_str_eq(s->spec->exclude_dates[0], "2026-04-03");
+    ck_assert_uint_eq(s->spec->n_rrules, 1);
+    ck_assert_str_eq(s->spec->rrules[0], "FREQ=WEEKLY;BYDAY=MO,FR;BYHOUR=9;BYMINUTE=0;BYSECOND=0");
+    ck_assert_str_eq(s->spec->rrule_start, "2026-01-01T00:00:00");
+    ck_assert_str_eq(s->spec->cron, "");
+
+    /* Beside a cron: both calendars, an instant both name once. */
+    Workflow__V1__ScheduleSpec *both =
+        rrule_spec("FREQ=DAILY;BYHOUR=12,18;BYMINUTE=0;BYSECOND=0", NULL);
+    both->cron = "0 12 * * *";
+    s = update_c("twice-weekly", both, &st);
+    ck_ok(st);
+    ck_assert_int_eq(ts_us(s->upcoming[0]->time), wf_test_utc_us("2026-03-27T18:00:00Z"));
+    ck_assert_int_eq(ts_us(s->upcoming[1]->time), wf_test_utc_us("2026-03-28T12:00:00Z"));
+    ck_assert_int_eq(ts_us(s->upcoming[2]->time), wf_test_utc_us("2026-03-28T18:00:00Z"));
+
+    create_c(me("ops"), "never", "work", rrule_spec("FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30", NULL),
+             NULL, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "SCHEDULE_RRULE_NEVER_FIRES");
+    create_c(me("ops"), "never", "work",
+             rrule_spec("FREQ=MINUTELY;BYMONTH=2;BYMONTHDAY=30", "America/New_York"), NULL, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "SCHEDULE_RRULE_NEVER_FIRES");
+    update_c("twice-weekly", rrule_spec("FREQ=HOURLY;BYMONTH=4;BYMONTHDAY=31", NULL), &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "SCHEDULE_RRULE_NEVER_FIRES");
+    create_c(me("ops"), "bad", "work", rrule_spec("FREQ=FORTNIGHTLY", NULL), NULL, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_SCHEDULE");
+    create_c(me("ops"), "bad", "work", rrule_spec("FREQ=SECONDLY", NULL), NULL, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_SCHEDULE");
+    spec = rrule_spec("FREQ=DAILY", NULL);
+    spec->rrule_start = "2026-02-30T00:00:00";
+    create_c(me("ops"), "bad", "work", spec, NULL, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "INVALID_SCHEDULE");
+    create_c(me("ops"), "bad", "work", rrule_spec("FREQ=DAILY", "Europe/Atlantis"), NULL, &st);
+    ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "UNKNOWN_TIME_ZONE");
+    ck_assert_str_eq(get_c(me("ops"), "twice-weekly", &st)->spec->cron, "0 12 * * *");
+}
+END_TEST
+
+/* Passes every half hour through a night of DST change, a pass twice at
+ * each instant: the fire times of rule in zone between from and to, each
+ * one run, in want (newest first). */
+static void
+rrule_fires_through(const char *id, const char *zone, const char *from, const char *to,
+                    const char *const *want, size_t n_want)
+{
+    wf_client_status st;
+    set_clock(wf_test_utc_us(from));
+    create_c(me("ops"), id, "work", rrule_spec("FREQ=HOURLY;BYMINUTE=30;BYSECOND=0", zone), NULL,
+             &st);
+    ck_ok(st);
+    for (int64_t t = wf_test_utc_us(from); t <= wf_test_utc_us(to); t += HOUR_US / 2) {
+        set_clock(t);
+        scheduler_pass();
+        scheduler_pass();
+    }
+    size_t n = 0;
+    Workflow__V1__ScheduleRun **r = runs_ok(id, &n);
+    ck_assert_uint_eq(n, n_want);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_msg(ts_us(r[i]->nominal_time) == wf_test_utc_us(want[i]), "%s run %zu", id, i);
+        ck_assert_int_eq(r[i]->outcome, OUT_STARTED);
+    }
+}
+
+/* An hourly rule at :30 through both changes of two zones: the wall time
+ * the clock skips fires once at the end of the gap, the one it repeats
+ * fires once. */
+WF_TEST(test_rrule_fires_once_through_dst)
+{
+    deploy_work("work");
+    const char *berlin_spring[] = {"2026-03-29T01:30:00Z", "2026-03-29T01:00:00Z",
+                                   "2026-03-29T00:30:00Z"};
+    rrule_fires_through("b-spring", "Europe/Berlin", "2026-03-29T00:00:00Z", "2026-03-29T01:30:00Z",
+                        berlin_spring, 3);
+    const char *berlin_fall[] = {"2026-10-25T02:30:00Z", "2026-10-25T00:30:00Z",
+                                 "2026-10-24T23:30:00Z"};
+    rrule_fires_through("b-fall", "Europe/Berlin", "2026-10-24T23:00:00Z", "2026-10-25T02:30:00Z",
+                        berlin_fall, 3);
+    const char *ny_spring[] = {"2026-03-08T07:30:00Z", "2026-03-08T07:00:00Z",
+                               "2026-03-08T06:30:00Z"};
+    rrule_fires_through("ny-spring", "America/New_York", "2026-03-08T06:00:00Z",
+                        "2026-03-08T07:30:00Z", ny_spring, 3);
+    const char *ny_fall[] = {"2026-11-01T07:30:00Z", "2026-11-01T05:30:00Z",
+                             "2026-11-01T04:30:00Z"};
+    rrule_fires_through("ny-fall", "America/New_York", "2026-11-01T04:00:00Z",
+                        "2026-11-01T07:30:00Z", ny_fall, 3);
 }
 END_TEST
 

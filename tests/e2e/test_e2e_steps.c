@@ -21,53 +21,9 @@
 #include "test_support.h"
 #include "workflow/v1/workflow.pb-c.h"
 
-#define STEPS_KIND WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_STEPS
 #define I_COMPENSATED WORKFLOW__V1__INSTANCE_STATUS__INSTANCE_STATUS_COMPENSATED
 
-/* ---- building step lists ----------------------------------------------------------- */
-
-typedef struct sb {
-    Workflow__V1__Definition d;
-    Workflow__V1__Step *s[16];
-} sb;
-
-static sb *
-steps_new(const char *key)
-{
-    sb *b = wf_arena_calloc(ta, 1, sizeof *b);
-    workflow__v1__definition__init(&b->d);
-    b->d.key = (char *)key;
-    b->d.kind = STEPS_KIND;
-    b->d.steps = b->s;
-    return b;
-}
-
-static Workflow__V1__Step *
-step(sb *b, const char *id)
-{
-    Workflow__V1__Step *s = wf_arena_calloc(ta, 1, sizeof *s);
-    workflow__v1__step__init(s);
-    s->id = (char *)id;
-    s->next = wf_arena_calloc(ta, 4, sizeof *s->next);
-    b->s[b->d.n_steps++] = s;
-    return s;
-}
-
-static Workflow__V1__Step *
-job_step(sb *b, const char *id, const char *type, int max_attempts)
-{
-    Workflow__V1__Step *s = step(b, id);
-    s->job = wf_arena_calloc(ta, 1, sizeof *s->job);
-    workflow__v1__job_step__init(s->job);
-    s->job->job_type = (char *)type;
-    if (max_attempts > 0) {
-        s->retry = wf_arena_calloc(ta, 1, sizeof *s->retry);
-        workflow__v1__retry_policy__init(s->retry);
-        s->retry->max_attempts = max_attempts;
-        s->retry->initial_backoff = dur(10);
-    }
-    return s;
-}
+/* ---- building step lists (job_step, next_rule: the kit's) -------------------------------- */
 
 static Workflow__V1__Step *
 await_step(sb *b, const char *id, const char *signal, int64_t timeout_ms, const char *on_timeout)
@@ -82,16 +38,6 @@ await_step(sb *b, const char *id, const char *signal, int64_t timeout_ms, const 
     if (on_timeout != NULL)
         s->await_signal->on_timeout = (char *)on_timeout;
     return s;
-}
-
-static void
-next_rule(Workflow__V1__Step *s, const char *guard, const char *target)
-{
-    Workflow__V1__NextRule *r = wf_arena_calloc(ta, 1, sizeof *r);
-    workflow__v1__next_rule__init(r);
-    r->guard = (char *)guard;
-    r->step = (char *)target;
-    s->next[s->n_next++] = r;
 }
 
 static Workflow__V1__DeployDefinitionResponse *
@@ -186,7 +132,7 @@ WF_TEST(test_deploy_and_get_definition)
     await_step(b, "c", "go", 60000, "b");
     Workflow__V1__DeployDefinitionResponse *r = deploy_steps(b);
     ck_assert(r->created);
-    ck_assert_int_eq(r->definition->kind, STEPS_KIND);
+    ck_assert_int_eq(r->definition->kind, WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_STEPS);
     int32_t version = r->definition->version;
 
     Workflow__V1__GetDefinitionRequest req = WORKFLOW__V1__GET_DEFINITION_REQUEST__INIT;
@@ -196,7 +142,7 @@ WF_TEST(test_deploy_and_get_definition)
         as(NULL), "GetDefinition", &req, &workflow__v1__get_definition_response__descriptor, &st);
     ck_ok(st);
     const Workflow__V1__Definition *d = g->definition;
-    ck_assert_int_eq(d->kind, STEPS_KIND);
+    ck_assert_int_eq(d->kind, WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_STEPS);
     ck_assert_int_eq(d->termination, WORKFLOW__V1__TERMINATION__TERMINATION_UNSPECIFIED);
     ck_assert_uint_eq(d->n_steps, 3);
     ck_assert_str_eq(d->steps[0]->id, "a");

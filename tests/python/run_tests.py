@@ -1125,6 +1125,86 @@ class AwaitResultTests(WorkflowTestCase):
         self.assertEqual(json.loads(view.instance.variables_json),
                          {"total": 30, "receipt": "r-9"})
 
+    def test_order_pays_each_line_through_the_payment_process(self):
+        """An order process calls the payment process (the class's
+        definition) once per line item (for-each over CALL); the starter
+        awaits the order's end in StartInstance while the worker pays the
+        lines, out of order; the payments come back in line order."""
+        order = "py-order-%s" % uuid.uuid4().hex[:8]
+        d = wf_pb2.Definition(
+            key=order, kind=wf_pb2.DEFINITION_KIND_NET,
+            places=[wf_pb2.Place(id="s", kind=wf_pb2.PLACE_KIND_START),
+                    wf_pb2.Place(id="e", kind=wf_pb2.PLACE_KIND_END)],
+            transitions=[wf_pb2.Transition(
+                id="pay_lines", trigger=wf_pb2.TRIGGER_CALL, call_definition_key=self.key,
+                call_input_expression="{amount: .line.amount}",
+                call_output_expression="{receipt}", for_each=".lines", for_each_item="line",
+                for_each_output="payments")],
+            arcs=[wf_pb2.Arc(source="s", target="pay_lines"),
+                  wf_pb2.Arc(source="pay_lines", target="e")])
+        self.ok(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(definition=d))
+        lines = [{"sku": "book", "amount": 12}, {"sku": "pen", "amount": 3},
+                 {"sku": "lamp", "amount": 40}]
+        req = wf_pb2.StartInstanceRequest(
+            definition_key=order, variables_json=json.dumps({"lines": lines}),
+            await_result=wf_pb2.AwaitResult(until=wf_pb2.AwaitUntil(ended=True),
+                                            timeout=duration_pb2.Duration(seconds=30)))
+        future = self.wf.StartInstance.future(req, metadata=md(actor="py-await"),
+                                              timeout=40 * TIME_SCALE)
+        jobs = []
+        for _ in range(20):  # bounded: the three jobs, taken as they come
+            if len(jobs) == 3:
+                break
+            jobs += self.ok(self.wf.ActivateJobs, wf_pb2.ActivateJobsRequest(
+                job_type=self.job_type, worker="py-await", max_jobs=3 - len(jobs),
+                wait=duration_pb2.Duration(seconds=int(10 * TIME_SCALE)))).jobs
+        self.assertEqual(len(jobs), 3)
+        children = {j.instance_id for j in jobs}
+        self.assertEqual(len(children), 3)
+        for job in sorted(jobs, key=lambda j: -json.loads(j.variables_json)["line_index"]):
+            v = json.loads(job.variables_json)
+            self.assertEqual(v["amount"], lines[v["line_index"]]["amount"])
+            self.assertEqual(v["line"], lines[v["line_index"]])
+            self.ok(self.wf.CompleteJob, wf_pb2.CompleteJobRequest(
+                job_key=job.key, variables_json=json.dumps({"receipt": "r-%d" % v["line_index"]})))
+        resp = future.result()
+        self.assertFalse(resp.timed_out)
+        self.assertEqual(resp.view.instance.status, wf_pb2.INSTANCE_STATUS_COMPLETED)
+        self.assertEqual(json.loads(resp.view.instance.variables_json)["payments"],
+                         [{"receipt": "r-0"}, {"receipt": "r-1"}, {"receipt": "r-2"}])
+        self.assertEqual({c.instance_id for c in resp.view.calls}, children)
+        self.assertTrue(all(c.status == wf_pb2.INSTANCE_STATUS_COMPLETED
+                            for c in resp.view.calls))
+    def test_step_list_calls_the_payment_process(self):
+        """A step list's call step starts the payment process as a child;
+        its output reaches the variables before the list's next step,
+        which names it in its rule."""
+        parent = "py-steps-%s" % uuid.uuid4().hex[:8]
+        d = wf_pb2.Definition(key=parent, kind=wf_pb2.DEFINITION_KIND_STEPS, steps=[
+            wf_pb2.Step(id="pay", call=wf_pb2.CallStep(
+                definition_key=self.key, input_expression="{amount: .total}",
+                output_expression="{receipt: .receipt}"),
+                next=[wf_pb2.NextRule(guard='.receipt == "r-7"', step="done")]),
+            wf_pb2.Step(id="never", sleep=wf_pb2.SleepStep(
+                duration=duration_pb2.Duration(seconds=3600))),
+            wf_pb2.Step(id="done", sleep=wf_pb2.SleepStep(
+                duration=duration_pb2.Duration(seconds=3600)))])
+        dep = self.ok(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(definition=d))
+        self.assertEqual(dep.definition.steps[0].call.definition_key, self.key)
+        iid = self.ok(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
+            definition_key=parent, variables_json='{"total": 7}')).instance.id
+        view = self.ok(self.wf.GetInstance, wf_pb2.GetInstanceRequest(instance_id=iid))
+        self.assertEqual([s.id for s in view.current_steps], ["pay"])
+        self.assertEqual([(c.transition_id, c.definition_key) for c in view.calls],
+                         [("pay", self.key)])
+        job = self.complete_next_job('{"receipt": "r-7"}')
+        self.assertEqual(job.instance_id, view.calls[0].instance_id)
+        self.assertEqual(json.loads(job.variables_json), {"amount": 7})
+        view = self.ok(self.wf.GetInstance, wf_pb2.GetInstanceRequest(instance_id=iid))
+        self.assertEqual(view.calls[0].status, wf_pb2.INSTANCE_STATUS_COMPLETED)
+        self.assertEqual(json.loads(view.instance.variables_json), {"total": 7, "receipt": "r-7"})
+        self.assertEqual([s.id for s in view.current_steps], ["done"])
+
     def test_await_instance_times_out_with_the_view(self):
         iid = self.ok(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
             definition_key=self.key)).instance.id

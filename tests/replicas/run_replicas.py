@@ -43,7 +43,9 @@ INSTANCE_SUSPENDED event.
 Then a for-each of FOREACH_N items whose jobs 8 workers complete on every
 replica, one replica SIGKILLed once some items completed and started
 again. Checked: the instance COMPLETED, FOREACH_ITEM_COMPLETED exactly once
-per item, TRANSITION_FIRED once, the outputs in item order.
+per item, TRANSITION_FIRED once, the outputs in item order. The same again
+with the items as call children: a for-each over a CALL transition whose
+children (a payment process of one job each) the workers complete.
 
 Then a signal fanned out to FANOUT_N instances of one aggregate: as soon
 as some deliveries are done and others pending, a replica is killed with
@@ -1434,6 +1436,31 @@ FOREACH_N = 32         # items of the for-each
 FOREACH_KEY = "rep-foreach"
 
 
+FOREACH_CALL_KEY, FOREACH_PAY_KEY = "rep-foreach-call", "rep-foreach-pay"
+
+
+def foreach_call_definitions(job_type):
+    """The payment process (one job of job_type) and its caller, a
+    for-each over a CALL of it whose children give back their index."""
+    pay = pb.Definition(
+        key=FOREACH_PAY_KEY, kind=pb.DEFINITION_KIND_NET, name="replicas: pay one line",
+        places=[pb.Place(id="s", kind=pb.PLACE_KIND_START),
+                pb.Place(id="e", kind=pb.PLACE_KIND_END)],
+        transitions=[pb.Transition(id="charge", name="charge", trigger=pb.TRIGGER_AUTO,
+                                   job_type=job_type)],
+        arcs=[pb.Arc(source="s", target="charge"), pb.Arc(source="charge", target="e")])
+    caller = pb.Definition(
+        key=FOREACH_CALL_KEY, kind=pb.DEFINITION_KIND_NET, name="replicas: pay each line",
+        places=[pb.Place(id="s", kind=pb.PLACE_KIND_START),
+                pb.Place(id="e", kind=pb.PLACE_KIND_END)],
+        transitions=[pb.Transition(id="each", name="each", trigger=pb.TRIGGER_CALL,
+                                   call_definition_key=FOREACH_PAY_KEY,
+                                   call_output_expression="{index}", for_each=".lines",
+                                   for_each_output="charged")],
+        arcs=[pb.Arc(source="s", target="each"), pb.Arc(source="each", target="e")])
+    return [pay, caller]
+
+
 def foreach_definition(job_type):
     return pb.Definition(
         key=FOREACH_KEY, kind=pb.DEFINITION_KIND_NET, name="replicas: charge each line",
@@ -1467,23 +1494,27 @@ def foreach_worker(k, replicas, job_type, iid, db_dsn, stop):
                 expected=("JOB_LEASE_LOST",))
 
 
-def foreach_scenario(db_dsn, replicas, faults, results):
+def foreach_scenario(db_dsn, replicas, faults, results, calls=False):
     """One for-each of FOREACH_N items whose jobs 8 workers complete on all
-    replicas at once; a replica is SIGKILLed once some items completed.
-    Checked: every item completed once, the transition fired once, the
-    outputs in item order."""
-    name = "for-each of %d items completed across the replicas, one killed mid-way: every " \
-           "item once, the join once, the outputs in item order" % FOREACH_N
+    replicas at once (calls: each item a call child of one job); a replica
+    is SIGKILLed once some items completed. Checked: every item completed
+    once, the transition fired once, the outputs in item order."""
+    name = "for-each of %d items%s completed across the replicas, one killed mid-way: every " \
+           "item once, the join once, the outputs in item order" \
+           % (FOREACH_N, " (call children)" if calls else "")
     cl = Client("foreach", replicas)
     job_type = "rep-each-" + rid()
-    res = cl.call("DeployDefinition", pb.DeployDefinitionRequest(
-        definition=foreach_definition(job_type), request_id=rid()), actor="rep-deployer")
-    if not res.ok:
-        results.append((name, 0, ["DeployDefinition failed: %s %s" % (res.name(), res.detail)]))
-        return
+    for d in (foreach_call_definitions(job_type) if calls else [foreach_definition(job_type)]):
+        res = cl.call("DeployDefinition", pb.DeployDefinitionRequest(
+            definition=d, request_id=rid()), actor="rep-deployer")
+        if not res.ok:
+            results.append((name, 0, ["DeployDefinition failed: %s %s"
+                                      % (res.name(), res.detail)]))
+            return
     lines = [{"sku": "L%d" % i} for i in range(FOREACH_N)]
     res = cl.call("StartInstance", pb.StartInstanceRequest(
-        definition_key=FOREACH_KEY, variables_json=json.dumps({"lines": lines}),
+        definition_key=FOREACH_CALL_KEY if calls else FOREACH_KEY,
+        variables_json=json.dumps({"lines": lines}),
         request_id=rid()), actor="rep-shop")
     if not res.ok:
         results.append((name, 0, ["StartInstance failed: %s %s" % (res.name(), res.detail)]))
@@ -1894,6 +1925,7 @@ def run(dsn, db, db_dsn, replicas, state):
     fanout_scenario(db_dsn, replicas, faults, results)
     batch_scenario(db_dsn, replicas, faults, results)
     foreach_scenario(db_dsn, replicas, faults, results)
+    foreach_scenario(db_dsn, replicas, faults, results, calls=True)
     check_watch(db_dsn, replicas, results)
     bad = []
     if watched != list(range(1, len(watched) + 1)) or len(watched) != top:

@@ -165,6 +165,10 @@ CLASSES = {
     "pending_deliveries": (False, "fanout"),
     "find_queued_signals": (False, "fanout"),
     "count_deliveries": (False, "fanout"),
+    # a definition's live totals and its instances at one element
+    # (GetDefinitionStatistics): grouped reads across shards
+    "fleet_counts": (False, "fanout"),
+    "fleet_instances": (False, "fanout"),
     # ... and their retention (0019), every tenant's or one's
     "sweep_deliveries": (False, "fanout"),
     "sweep_deliveries_tenant": (False, "fanout"),

@@ -6,7 +6,7 @@
  * whole tenant to return one row: an index scan whose condition bounds
  * only the tenant, with the rest as a filter. This suite runs the engine's
  * hot calls (StartInstance, ActivateJobs, CompleteJob, SendSignal by
- * aggregate) through the real store with every statement planned
+ * aggregate, a definition's live totals) through the real store with every statement planned
  * generically (plan_cache_mode = force_generic_plan on the store's
  * connections) and reads, from pg_stat_statements, the shared buffers
  * each statement touched per call. A statement fails when it reads more
@@ -288,6 +288,10 @@ round_of_calls(void)
     char *next;
     rc = wf_runtime_list_signals(&c, &q, &rows, &nrows, &next, &err);
     ck_assert_msg(rc == WF_OK, "list signals: %s %s", wf_code_reason(rc), err.msg);
+
+    wf_fleet_counts fc;
+    rc = wf_runtime_definition_statistics(&c, "jobs", 0, &fc, &err);
+    ck_assert_msg(rc == WF_OK, "statistics: %s %s", wf_code_reason(rc), err.msg);
 }
 
 /* Calls until the store has analysed every table fill() grew, since it

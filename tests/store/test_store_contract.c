@@ -509,6 +509,107 @@ mk_item(const char *id, const char *inst, wf_work_item_state state, int64_t enab
     return w;
 }
 
+/* A definition's live totals (wf_store_fleet_counts): the instances not
+ * ended of one version or of every version, roots and children, with
+ * their tokens, ENABLED work items and incidents; ended instances, other
+ * definitions and other tenants left out. */
+static wf_token_row
+mk_token(const char *id, const char *root, const char *inst, const char *place)
+{
+    return (wf_token_row){
+        .id = S(id), .root_id = S(root), .instance_id = S(inst), .place_id = S(place)};
+}
+
+/* Instance id (root root, version v, status s) with one token in each of
+ * places (comma list) and one work item of state ws at transition wt. */
+static void
+fleet_instance(const wf_store_ctx *c, const char *id, const char *root, int32_t v,
+               wf_instance_status s, const char *places, wf_work_item_state ws, const char *wt)
+{
+    wf_instance_row in = mk_instance(id, strcmp(id, root) != 0 ? root : NULL, root, T0);
+    in.definition_version = v;
+    in.status = s;
+    if (s == WF_INSTANCE_FAILED) {
+        in.incident_code = S("JOB_FAILED");
+        in.incident_transition_id = S("t2");
+    }
+    wf_token_row tk[4];
+    size_t n = 0;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", places);
+    for (char *save = NULL, *p = strtok_r(buf, ",", &save); p != NULL && n < 4;
+         p = strtok_r(NULL, ",", &save)) {
+        char *tid = wf_arena_printf(arena, "%s-tk%zu", id, n);
+        tk[n++] = mk_token(tid, root, id, wf_arena_strdup(arena, p));
+    }
+    wf_work_item_row w = mk_item(wf_arena_printf(arena, "%s-w", id), id, ws, T0);
+    w.root_id = S(root);
+    w.transition_id = S(wt);
+    wf_store_ctx saved = ctx;
+    ctx = *c;
+    commit_changes(&(wf_store_changes){.instances = &in,
+                                       .n_instances = 1,
+                                       .tokens = tk,
+                                       .n_tokens = n,
+                                       .work_items = &w,
+                                       .n_work_items = 1});
+    ctx = saved;
+}
+
+static int64_t
+count_of_element(const wf_element_count *v, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i].element_id, id) == 0)
+            return v[i].count;
+    return 0;
+}
+
+WF_CASE_TEST("contract", test_fleet_counts)
+{
+    wf_store_ctx c2 = {"t2", 0, arena};
+    fleet_instance(&ctx, "r1", "r1", 1, WF_INSTANCE_RUNNING, "p1,p1", WF_WORK_ITEM_ENABLED, "t");
+    fleet_instance(&ctx, "c1", "r1", 1, WF_INSTANCE_FAILED, "p2", WF_WORK_ITEM_ENABLED, "u");
+    fleet_instance(&ctx, "r2", "r2", 2, WF_INSTANCE_SUSPENDED, "p1", WF_WORK_ITEM_ENABLED, "t");
+    fleet_instance(&ctx, "r3", "r3", 1, WF_INSTANCE_COMPLETED, "p1", WF_WORK_ITEM_ENABLED, "t");
+    fleet_instance(&ctx, "r5", "r5", 1, WF_INSTANCE_RUNNING, "", WF_WORK_ITEM_FINISHED, "t");
+    fleet_instance(&c2, "r4", "r4", 1, WF_INSTANCE_RUNNING, "p1", WF_WORK_ITEM_ENABLED, "t");
+    wf_error err = {0};
+    wf_fleet_counts f;
+    ck_assert_int_eq(wf_store_fleet_counts(st, &ctx, "def", 1, &f, &err), WF_OK);
+    ck_assert_int_eq(f.live, 3); /* r1, c1, r5 */
+    ck_assert_uint_eq(f.n_tokens, 2);
+    ck_assert_str_eq(f.tokens[0].element_id, "p1"); /* by element id */
+    ck_assert_int_eq(f.tokens[0].count, 2);
+    ck_assert_str_eq(f.tokens[1].element_id, "p2");
+    ck_assert_int_eq(f.tokens[1].count, 1);
+    ck_assert_uint_eq(f.n_enabled, 2);
+    ck_assert_int_eq(count_of_element(f.enabled, f.n_enabled, "t"), 1);
+    ck_assert_int_eq(count_of_element(f.enabled, f.n_enabled, "u"), 1);
+    ck_assert_uint_eq(f.n_incidents, 1);
+    ck_assert_str_eq(f.incidents[0].element_id, "t2");
+    ck_assert_int_eq(f.incidents[0].count, 1);
+    /* Every version: r2 (SUSPENDED) too. */
+    ck_assert_int_eq(wf_store_fleet_counts(st, &ctx, "def", 0, &f, &err), WF_OK);
+    ck_assert_int_eq(f.live, 4);
+    ck_assert_int_eq(count_of_element(f.tokens, f.n_tokens, "p1"), 3);
+    ck_assert_int_eq(count_of_element(f.enabled, f.n_enabled, "t"), 2);
+    ck_assert_int_eq(wf_store_fleet_counts(st, &ctx, "def", 2, &f, &err), WF_OK);
+    ck_assert_int_eq(f.live, 1);
+    ck_assert_uint_eq(f.n_incidents, 0);
+    /* Another key, another tenant. */
+    ck_assert_int_eq(wf_store_fleet_counts(st, &ctx, "nodef", 0, &f, &err), WF_OK);
+    ck_assert_int_eq(f.live, 0);
+    ck_assert_uint_eq(f.n_tokens + f.n_enabled + f.n_incidents, 0);
+    ck_assert_int_eq(wf_store_fleet_counts(st, &c2, "def", 0, &f, &err), WF_OK);
+    ck_assert_int_eq(f.live, 1);
+    ck_assert_int_eq(count_of_element(f.tokens, f.n_tokens, "p1"), 1);
+    /* Refused: no key, a negative version. */
+    ck_assert_int_eq(wf_store_fleet_counts(st, &ctx, NULL, 0, &f, &err), WF_E_INVALID_ARGUMENT);
+    ck_assert_int_eq(wf_store_fleet_counts(st, &ctx, "def", -1, &f, &err), WF_E_INVALID_ARGUMENT);
+}
+END_TEST
+
 WF_CASE_TEST("contract", test_work_item_history)
 {
     wf_instance_row r = mk_instance("r1", NULL, "r1", T0);

@@ -94,6 +94,12 @@ static const exemption exempt[] = {
     /* The schedulers' QUEUED signals (a partial index of outcome 6): may
      * sort those, never the delivery log. */
     {"find_queued_signals", true, false, "sorts the QUEUED signals"},
+    /* A definition's live totals (GetDefinitionStatistics): a total reads
+     * every live instance of one definition by design, found by
+     * instances_live_definition (required below), and the planner may
+     * group their tokens and work items by sorting them. Never an ended
+     * instance, nor another definition's. */
+    {"fleet_counts", true, false, "groups the rows of one definition's live instances"},
 };
 
 /*
@@ -119,6 +125,10 @@ static const required_index required[] = {
     /* The fairness keys and the head of each key's queue (0027): a skip
      * scan of this index, not a read of the type's backlog. */
     {"activate_jobs", "jobs_activation_fair"},
+    /* A definition's live totals: its instances that have not ended, from
+     * the partial index of those (0025), never every instance of the
+     * key. */
+    {"fleet_counts", "instances_live_definition"},
 };
 
 /* The index entry i requires of statement name, or NULL. */

@@ -347,6 +347,104 @@ with_job(Workflow__V1__Transition *t, const char *type, int max_attempts, int64_
     t->retry = r;
 }
 
+sb *
+steps_new(const char *key)
+{
+    sb *b = wf_arena_calloc(ta, 1, sizeof *b);
+    workflow__v1__definition__init(&b->d);
+    b->d.key = (char *)key;
+    b->d.kind = WORKFLOW__V1__DEFINITION_KIND__DEFINITION_KIND_STEPS;
+    b->d.steps = b->s;
+    return b;
+}
+
+Workflow__V1__Step *
+step(sb *b, const char *id)
+{
+    ck_assert_uint_lt(b->d.n_steps, sizeof b->s / sizeof b->s[0]);
+    Workflow__V1__Step *s = wf_arena_calloc(ta, 1, sizeof *s);
+    workflow__v1__step__init(s);
+    s->id = (char *)id;
+    s->next = wf_arena_calloc(ta, 4, sizeof *s->next);
+    b->s[b->d.n_steps++] = s;
+    return s;
+}
+
+Workflow__V1__Step *
+job_step(sb *b, const char *id, const char *type, int max_attempts)
+{
+    Workflow__V1__Step *s = step(b, id);
+    s->job = wf_arena_calloc(ta, 1, sizeof *s->job);
+    workflow__v1__job_step__init(s->job);
+    s->job->job_type = (char *)type;
+    if (max_attempts > 0) {
+        s->retry = wf_arena_calloc(ta, 1, sizeof *s->retry);
+        workflow__v1__retry_policy__init(s->retry);
+        s->retry->max_attempts = max_attempts;
+        s->retry->initial_backoff = dur(10);
+    }
+    return s;
+}
+
+Workflow__V1__Step *
+call_step(sb *b, const char *id, const char *key, const char *input, const char *output)
+{
+    Workflow__V1__Step *s = step(b, id);
+    s->call = wf_arena_calloc(ta, 1, sizeof *s->call);
+    workflow__v1__call_step__init(s->call);
+    s->call->definition_key = (char *)key;
+    s->call->input_expression = (char *)(input != NULL ? input : "");
+    s->call->output_expression = (char *)(output != NULL ? output : "");
+    return s;
+}
+
+Workflow__V1__Step *
+user_step(sb *b, const char *id, const char *user, const char *ids_expression)
+{
+    Workflow__V1__Step *s = step(b, id);
+    s->user = wf_arena_calloc(ta, 1, sizeof *s->user);
+    workflow__v1__user_step__init(s->user);
+    Workflow__V1__Assignee *a = wf_arena_calloc(ta, 1, sizeof *a);
+    workflow__v1__assignee__init(a);
+    a->kind = A_USER;
+    if (ids_expression != NULL) {
+        a->ids_expression = (char *)ids_expression;
+    } else {
+        a->ids = wf_arena_calloc(ta, 1, sizeof *a->ids);
+        a->ids[0] = (char *)user;
+        a->n_ids = 1;
+    }
+    s->user->assignee = a;
+    return s;
+}
+
+void
+next_rule(Workflow__V1__Step *s, const char *guard, const char *target)
+{
+    ck_assert_uint_lt(s->n_next, 4);
+    Workflow__V1__NextRule *r = wf_arena_calloc(ta, 1, sizeof *r);
+    workflow__v1__next_rule__init(r);
+    r->guard = (char *)guard;
+    r->step = (char *)target;
+    s->next[s->n_next++] = r;
+}
+
+void
+step_for_each(Workflow__V1__Step *s, const char *expr, const char *item, const char *output,
+              Workflow__V1__CompletionMode mode, int quorum)
+{
+    s->for_each = (char *)expr;
+    s->for_each_item = (char *)(item != NULL ? item : "");
+    s->for_each_output = (char *)(output != NULL ? output : "");
+    if (mode != 0) {
+        Workflow__V1__CompletionPolicy *c = wf_arena_calloc(ta, 1, sizeof *c);
+        workflow__v1__completion_policy__init(c);
+        c->mode = mode;
+        c->quorum = quorum;
+        s->for_each_completion = c;
+    }
+}
+
 Workflow__V1__Instance *
 start_v(wf_client *c, const char *key, int32_t version, const char *vars, wf_client_status *st)
 {
@@ -583,6 +681,41 @@ last_event(const char *root, const char *type)
         if (strcmp(ev[i].type, type) == 0)
             last = &ev[i];
     return last;
+}
+
+json_t *
+event_data(const char *root, const char *type)
+{
+    const wf_event_row *e = last_event(root, type);
+    ck_assert_msg(e != NULL, "no %s in %s", type, event_types(root));
+    return json_parsed(e->data_json);
+}
+
+json_t *
+json_parsed(const char *text)
+{
+    json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
+    ck_assert_msg(v != NULL, "not JSON: %s", text);
+    return v;
+}
+
+const char *
+json_in_ta(json_t *v)
+{
+    char *s = v != NULL ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+    const char *out = wf_arena_strdup(ta, s != NULL ? s : "");
+    free(s);
+    json_decref(v);
+    return out;
+}
+
+const char *
+var_of(const char *json, const char *key)
+{
+    json_t *o = json_parsed(json);
+    const char *out = json_in_ta(json_incref(json_object_get(o, key)));
+    json_decref(o);
+    return out;
 }
 
 char *

@@ -9,6 +9,7 @@
 #define WF_NET_KIT_H
 
 #include <grpc/status.h>
+#include <jansson.h>
 
 #include "google/protobuf/duration.pb-c.h"
 #include "scheduler.h"
@@ -109,6 +110,30 @@ nb *guarded_job_net(const char *key, const char *type, int max_attempts);
  * that initial backoff (and 8x it as the maximum). */
 void with_job(Workflow__V1__Transition *t, const char *type, int max_attempts, int64_t initial_ms);
 
+/* A step list under construction (DEFINITION_KIND_STEPS; at most 16 steps
+ * of at most 4 next rules). */
+typedef struct sb {
+    Workflow__V1__Definition d;
+    Workflow__V1__Step *s[16];
+} sb;
+
+sb *steps_new(const char *key);
+/* A step with id and no kind yet. */
+Workflow__V1__Step *step(sb *b, const char *id);
+/* A job step of type; max_attempts > 0 sets a retry with 10 ms backoff. */
+Workflow__V1__Step *job_step(sb *b, const char *id, const char *type, int max_attempts);
+/* A call step of key (version 0), with its input and output mappings
+ * (NULL = none). */
+Workflow__V1__Step *call_step(sb *b, const char *id, const char *key, const char *input,
+                              const char *output);
+/* A user step for one user; ids_expression (NULL = none) reads the assignee. */
+Workflow__V1__Step *user_step(sb *b, const char *id, const char *user, const char *ids_expression);
+void next_rule(Workflow__V1__Step *s, const char *guard, const char *target);
+/* Sets s's for_each with item name, output name and the join (mode 0 =
+ * unset). */
+void step_for_each(Workflow__V1__Step *s, const char *expr, const char *item, const char *output,
+                   Workflow__V1__CompletionMode mode, int quorum);
+
 /* ---- common calls --------------------------------------------------------------------------- */
 
 /* DeployDefinition of d as c; the response or NULL with st filled. */
@@ -183,6 +208,19 @@ const wf_event_row *last_event(const char *root, const char *type);
 /* Types of root's tree events, space-separated, read from the store (a
  * static buffer, valid until the next call). */
 char *event_types(const char *root);
+
+/* The data of the last event of type in root's tree, parsed (asserted). */
+json_t *event_data(const char *root, const char *type);
+
+/* text parsed as JSON (asserted). */
+json_t *json_parsed(const char *text);
+
+/* v as compact JSON text in ta ("" for NULL); v is released. */
+const char *json_in_ta(json_t *v);
+
+/* The value of key in a JSON object text, as compact JSON in ta ("" when
+ * absent). */
+const char *var_of(const char *json, const char *key);
 
 void sleep_ms(int ms);
 

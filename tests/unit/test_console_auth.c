@@ -225,6 +225,13 @@ WF_TEST(test_action_roles)
     ck_assert_int_eq(wf_console__action_role("/batch/preview"), WF_CONSOLE_ROLE_ADMIN);
     ck_assert_int_eq(wf_console__action_role("/batch/start"), WF_CONSOLE_ROLE_ADMIN);
     ck_assert_int_eq(wf_console__action_role("/batch/cancel"), WF_CONSOLE_ROLE_ADMIN);
+    /* The repairs whose confirm page cannot be undone or moves work: an
+     * admin's; the others an operator's. */
+    ck_assert_int_eq(wf_console__action_role("/instance/cancel"), WF_CONSOLE_ROLE_ADMIN);
+    ck_assert_int_eq(wf_console__action_role("/instance/modify"), WF_CONSOLE_ROLE_ADMIN);
+    ck_assert_int_eq(wf_console__action_role("/instance/migrate"), WF_CONSOLE_ROLE_ADMIN);
+    ck_assert_int_eq(wf_console__action_role("/instance/signal"), WF_CONSOLE_ROLE_OPERATOR);
+    ck_assert_int_eq(wf_console__action_role("/instance/suspend"), WF_CONSOLE_ROLE_OPERATOR);
     ck_assert_int_eq(wf_console__action_role("/instance/anything-new"), WF_CONSOLE_ROLE_ADMIN);
     ck_assert_int_eq(wf_console__role_parse("operator"), WF_CONSOLE_ROLE_OPERATOR);
     ck_assert_int_eq(wf_console__role_parse("Admin"), WF_CONSOLE_ROLE_NONE);

@@ -519,6 +519,152 @@ WF_TEST(test_json_round_trip_keeps_steps_and_flags)
 }
 END_TEST
 
+/* ---- call steps and for_each ------------------------------------------------------- */
+
+static wf_step *
+call(wf_net *n, const char *id, const char *key)
+{
+    wf_step *s = S(n, id);
+    s->has_call = true;
+    s->call_key = key;
+    return s;
+}
+
+/* A call step becomes a CALL transition with the call's fields, routed by
+ * its next rules as any step; the canonical JSON keeps it. */
+WF_TEST(test_call_step_compiles_to_a_call_transition)
+{
+    wf_net *in = list_new("parent", 3);
+    job(in, "prepare", "t");
+    wf_step *c = call(in, "price", "pricing");
+    c->call_version = 2;
+    c->call_input = "{sku: .sku}";
+    c->call_output = "{price: .total}";
+    c->call_strict = true;
+    rule(c, ".price > 100", "prepare");
+    job(in, "ship", "t");
+    wf_net *net = compile_ok(in);
+    int k = wf_net_transition_index(net, "price");
+    ck_assert_int_ge(k, 0);
+    const wf_transition *t = &net->transitions[k];
+    ck_assert_int_eq(t->trigger, WF_TRIGGER_CALL);
+    ck_assert_str_eq(t->call_key, "pricing");
+    ck_assert_int_eq(t->call_version, 2);
+    ck_assert_str_eq(t->call_input, "{sku: .sku}");
+    ck_assert_str_eq(t->call_output, "{price: .total}");
+    ck_assert(t->call_strict);
+    ck_assert_str_eq(t->step_id, "price");
+    ck_assert(t->first_match);
+
+    char *j1, *j2;
+    wf_error err;
+    ck_assert_int_eq(wf_net_to_json(net, A, &j1, &err), WF_OK);
+    wf_net *back;
+    ck_assert_int_eq(wf_net_from_json(j1, A, &back, &err), WF_OK);
+    ck_assert(back->steps[1].has_call);
+    ck_assert_str_eq(back->steps[1].call_key, "pricing");
+    ck_assert_int_eq(back->steps[1].call_version, 2);
+    ck_assert_str_eq(back->steps[1].call_output, "{price: .total}");
+    ck_assert(back->steps[1].call_strict);
+    ck_assert_int_eq(wf_net_to_json(back, A, &j2, &err), WF_OK);
+    ck_assert_str_eq(j1, j2);
+}
+END_TEST
+
+/* for_each of a job and a user step reaches their transitions, and the
+ * canonical JSON keeps it. */
+WF_TEST(test_for_each_reaches_job_and_user_transitions)
+{
+    static const char *ann[] = {"ann"};
+    wf_net *in = list_new("fe", 2);
+    wf_step *j = job(in, "charge", "charge");
+    j->for_each = ".lines";
+    j->for_each_item = "line";
+    j->for_each_output = "charged";
+    j->for_each_sequential = true;
+    wf_step *u = S(in, "approve");
+    u->has_user = true;
+    u->assignee = (wf_assignee){.kind = WF_NET_ASSIGNEE_USER, .ids = ann, .n_ids = 1};
+    u->for_each = ".approvers";
+    u->for_each_completion = (wf_completion){.mode = WF_JOIN_QUORUM, .quorum = 2};
+    wf_net *net = compile_ok(in);
+    const wf_transition *t = &net->transitions[wf_net_transition_index(net, "charge")];
+    ck_assert_str_eq(t->for_each, ".lines");
+    ck_assert_str_eq(t->for_each_item, "line");
+    ck_assert_str_eq(t->for_each_output, "charged");
+    ck_assert(t->for_each_sequential);
+    t = &net->transitions[wf_net_transition_index(net, "approve")];
+    ck_assert_str_eq(t->for_each, ".approvers");
+    ck_assert_int_eq(t->for_each_completion.mode, WF_JOIN_QUORUM);
+    ck_assert_int_eq(t->for_each_completion.quorum, 2);
+
+    char *j1, *j2;
+    wf_error err;
+    ck_assert_int_eq(wf_net_to_json(net, A, &j1, &err), WF_OK);
+    wf_net *back;
+    ck_assert_int_eq(wf_net_from_json(j1, A, &back, &err), WF_OK);
+    ck_assert_str_eq(back->steps[0].for_each_item, "line");
+    ck_assert(back->steps[0].for_each_sequential);
+    ck_assert_int_eq(back->steps[1].for_each_completion.quorum, 2);
+    ck_assert_int_eq(wf_net_to_json(back, A, &j2, &err), WF_OK);
+    ck_assert_str_eq(j1, j2);
+}
+END_TEST
+
+/* Bad combinations are reported at the step's paths with stable codes. */
+WF_TEST(test_call_and_for_each_validation)
+{
+    static const char *ann[] = {"ann", "bob"};
+    wf_net *in = list_new("bad", 9);
+    call(in, "nokey", "");                        /* 0: call without a key */
+    call(in, "spaced", "a b")->call_version = -1; /* 1: bad key, bad version */
+    wf_step *m = call(in, "maps", "child");       /* 2: mappings that do not compile */
+    m->call_input = "{";
+    m->call_output = ".x |";
+    wf_step *w = S(in, "w"); /* 3: for_each on an await */
+    w->has_await = true;
+    w->signal_name = "go";
+    w->for_each = ".xs";
+    wf_step *z = S(in, "z"); /* 4: a for_each field on a sleep */
+    z->has_sleep = true;
+    z->duration_ms = 10;
+    z->for_each_item = "x";
+    wf_step *j = job(in, "j", "t"); /* 5: for_each that does not compile, bad name */
+    j->for_each = ".xs |";
+    j->for_each_item = "1x";
+    wf_step *u = S(in, "u"); /* 6: a USERS assignee with for_each */
+    u->has_user = true;
+    u->assignee = (wf_assignee){.kind = WF_NET_ASSIGNEE_USERS, .ids = ann, .n_ids = 2};
+    u->for_each = ".xs";
+    wf_step *c = call(in, "c", "child"); /* 7: compensation on a call step */
+    c->compensation_job_type = "undo";
+    call(in, "fc", "child")->for_each = ".xs"; /* 8: a call per item: valid */
+    wf_net *out = NULL;
+    wf_validation_error *v = NULL;
+    size_t n = 0;
+    wf_error err;
+    ck_assert_int_eq(wf_steps_compile(in, A, &out, &v, &n, &err), WF_OK);
+    ck_assert_ptr_null(out);
+    dump(v, n);
+    ck_assert(has(v, n, "CALL_KEY_MISSING", "steps[0].call.definition_key"));
+    ck_assert(has(v, n, "CALL_KEY_INVALID", "steps[1].call.definition_key"));
+    ck_assert(has(v, n, "CALL_VERSION_INVALID", "steps[1].call.version"));
+    ck_assert(has(v, n, "EXPRESSION_INVALID", "steps[2].call.input_expression"));
+    ck_assert(has(v, n, "EXPRESSION_INVALID", "steps[2].call.output_expression"));
+    ck_assert(has(v, n, "STEP_FIELD_CONFLICT", "steps[3].for_each"));
+    ck_assert(has(v, n, "STEP_FIELD_CONFLICT", "steps[4].for_each"));
+    ck_assert(has(v, n, "EXPRESSION_INVALID", "steps[5].for_each"));
+    ck_assert(has(v, n, "INVALID_VALUE", "steps[5].for_each_item"));
+    ck_assert(has(v, n, "INVALID_VALUE", "steps[6].for_each"));
+    ck_assert(has(v, n, "STEP_FIELD_CONFLICT", "steps[7].compensation_job_type"));
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_msg(strncmp(v[i].path, "steps[8]", 8) != 0, "%s at %s", v[i].code, v[i].path);
+        ck_assert_msg(strncmp(v[i].path, "transitions", 11) != 0, "%s at %s", v[i].code, v[i].path);
+        ck_assert_msg(strstr(v[i].message, "CALL transition") == NULL, "%s", v[i].message);
+    }
+}
+END_TEST
+
 int
 main(void)
 {

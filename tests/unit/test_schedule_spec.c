@@ -4,7 +4,10 @@
  * dates, jitter, the refusals, and fire times through the DST changes of
  * Europe/Berlin, America/New_York and Australia/Sydney (a wall time the
  * clock skips fires once at the end of the gap; one it repeats fires
- * once, the first time).
+ * once, the first time); iCalendar recurrence rules (libical) alone and
+ * beside a cron, with COUNT, UNTIL and exclusions, through the same DST
+ * changes, their refusals, and rules that never fire refused by a bounded
+ * search.
  */
 #include <stdio.h>
 #include <string.h>
@@ -271,8 +274,170 @@ WF_TEST(test_refusals)
 }
 END_TEST
 
+static wf_code
+rrule_parse(const char *const *rules, size_t n, const char *zone, const char *start,
+            wf_schedule_spec *s, wf_error *err)
+{
+    wf_schedule_spec_in in = {
+        .rrules = rules, .n_rrules = n, .time_zone = zone, .rrule_start = start};
+    return wf_schedule_spec_parse(arena, &in, s, err);
+}
+
+static wf_schedule_spec
+rrule_in(const char *rule, const char *zone, const char *start)
+{
+    const char *rules[] = {rule};
+    wf_schedule_spec s;
+    wf_error err;
+    wf_code rc = rrule_parse(rules, 1, zone, start, &s, &err);
+    if (rc == WF_OK)
+        rc = wf_schedule_spec_check_rrules(&s, &err);
+    ck_assert_msg(rc == WF_OK, "%s: %s", rule, err.msg);
+    return s;
+}
+
+WF_TEST(test_rrule_fire_times)
+{
+    const char *biweekly = "FREQ=WEEKLY;INTERVAL=2;BYDAY=MO,FR;BYHOUR=9;BYMINUTE=0;BYSECOND=0";
+    wf_schedule_spec s = rrule_in(biweekly, NULL, NULL);
+    ck_assert_str_eq(fires(&s, "2026-12-08T00:30:00Z", 3),
+                     "2026-12-14T09:00:00Z 2026-12-18T09:00:00Z 2026-12-28T09:00:00Z");
+    s = rrule_in(biweekly, "Europe/Berlin", NULL);
+    ck_assert_str_eq(fires(&s, "2026-12-08T00:30:00Z", 3),
+                     "2026-12-14T08:00:00Z 2026-12-18T08:00:00Z 2026-12-28T08:00:00Z");
+    /* The grid of INTERVAL counts from rrule_start (1970-01-01T00:00:00). */
+    s = rrule_in("RRULE:FREQ=MINUTELY;INTERVAL=7", NULL, NULL);
+    ck_assert_str_eq(fires(&s, "2026-12-08T00:30:00Z", 3),
+                     "2026-12-08T00:31:00Z 2026-12-08T00:38:00Z 2026-12-08T00:45:00Z");
+    s = rrule_in("FREQ=MONTHLY;BYDAY=-1FR;BYHOUR=17;BYMINUTE=0;BYSECOND=0", "America/New_York",
+                 NULL);
+    ck_assert_str_eq(fires(&s, "2026-12-08T00:00:00Z", 3),
+                     "2026-12-25T22:00:00Z 2027-01-29T22:00:00Z 2027-02-26T22:00:00Z");
+    s = rrule_in("FREQ=DAILY;COUNT=3", NULL, "2026-12-01T10:00:00");
+    ck_assert_str_eq(fires(&s, "2026-12-01T00:00:00Z", 5),
+                     "2026-12-01T10:00:00Z 2026-12-02T10:00:00Z 2026-12-03T10:00:00Z");
+    ck_assert_str_eq(fires(&s, "2026-12-02T10:00:00Z", 5), "2026-12-03T10:00:00Z");
+    /* A UTC UNTIL is an instant: 09:00Z is 10:00 in Berlin, the last fire. */
+    s = rrule_in("FREQ=DAILY;UNTIL=20261203T090000Z", "Europe/Berlin", "2026-12-01T10:00:00");
+    ck_assert_str_eq(fires(&s, "2026-11-30T00:00:00Z", 5),
+                     "2026-12-01T09:00:00Z 2026-12-02T09:00:00Z 2026-12-03T09:00:00Z");
+    const char *excl[] = {"2026-12-14"};
+    const char *rules[] = {biweekly};
+    wf_schedule_spec_in in = {
+        .rrules = rules, .n_rrules = 1, .exclude_dates = excl, .n_exclude_dates = 1};
+    wf_error err;
+    ck_assert_int_eq(wf_schedule_spec_parse(arena, &in, &s, &err), WF_OK);
+    ck_assert_str_eq(fires(&s, "2026-12-08T00:30:00Z", 3),
+                     "2026-12-18T09:00:00Z 2026-12-28T09:00:00Z 2027-01-01T09:00:00Z");
+}
+END_TEST
+
+WF_TEST(test_rrule_beside_cron)
+{
+    const char *rules[] = {"FREQ=DAILY;BYHOUR=12,18;BYMINUTE=0;BYSECOND=0"};
+    wf_schedule_spec_in in = {.cron = "0 12 * * *", .rrules = rules, .n_rrules = 1};
+    wf_schedule_spec s;
+    wf_error err;
+    ck_assert_int_eq(wf_schedule_spec_parse(arena, &in, &s, &err), WF_OK);
+    ck_assert_str_eq(fires(&s, "2026-12-08T00:00:00Z", 3),
+                     "2026-12-08T12:00:00Z 2026-12-08T18:00:00Z 2026-12-09T12:00:00Z");
+    in.cron = NULL;
+    in.interval = "every 5h";
+    ck_assert_int_eq(wf_schedule_spec_parse(arena, &in, &s, &err), WF_OK);
+    ck_assert_str_eq(fires(&s, "2026-12-08T09:00:00Z", 4),
+                     "2026-12-08T10:00:00Z 2026-12-08T12:00:00Z 2026-12-08T15:00:00Z "
+                     "2026-12-08T18:00:00Z");
+}
+END_TEST
+
+/* The cron rules of DST, with rules: a skipped wall time fires once at the
+ * end of the gap, a repeated one once, the first time. */
+WF_TEST(test_rrule_dst_berlin_new_york)
+{
+    const char *daily_0230 = "FREQ=DAILY;BYHOUR=2;BYMINUTE=30;BYSECOND=0";
+    const char *hourly_30 = "FREQ=HOURLY;BYMINUTE=30;BYSECOND=0";
+    wf_schedule_spec s = rrule_in(daily_0230, "Europe/Berlin", NULL);
+    ck_assert_str_eq(fires(&s, "2026-03-27T12:00:00Z", 3),
+                     "2026-03-28T01:30:00Z 2026-03-29T01:00:00Z 2026-03-30T00:30:00Z");
+    ck_assert_str_eq(fires(&s, "2026-10-24T12:00:00Z", 2),
+                     "2026-10-25T00:30:00Z 2026-10-26T01:30:00Z");
+    s = rrule_in(hourly_30, "Europe/Berlin", NULL);
+    ck_assert_str_eq(fires(&s, "2026-03-29T00:00:00Z", 3),
+                     "2026-03-29T00:30:00Z 2026-03-29T01:00:00Z 2026-03-29T01:30:00Z");
+    ck_assert_str_eq(fires(&s, "2026-10-24T23:00:00Z", 3),
+                     "2026-10-24T23:30:00Z 2026-10-25T00:30:00Z 2026-10-25T02:30:00Z");
+    s = rrule_in(daily_0230, "America/New_York", NULL);
+    ck_assert_str_eq(fires(&s, "2026-03-07T12:00:00Z", 2),
+                     "2026-03-08T07:00:00Z 2026-03-09T06:30:00Z");
+    s = rrule_in("FREQ=DAILY;BYHOUR=1;BYMINUTE=30;BYSECOND=0", "America/New_York", NULL);
+    ck_assert_str_eq(fires(&s, "2026-10-31T12:00:00Z", 2),
+                     "2026-11-01T05:30:00Z 2026-11-02T06:30:00Z");
+    s = rrule_in(hourly_30, "America/New_York", NULL);
+    ck_assert_str_eq(fires(&s, "2026-03-08T06:00:00Z", 3),
+                     "2026-03-08T06:30:00Z 2026-03-08T07:00:00Z 2026-03-08T07:30:00Z");
+    ck_assert_str_eq(fires(&s, "2026-11-01T04:00:00Z", 3),
+                     "2026-11-01T04:30:00Z 2026-11-01T05:30:00Z 2026-11-01T07:30:00Z");
+    /* Asked from inside the repeated hour (01:00 EST), 01:30 has fired. */
+    ck_assert_str_eq(fires(&s, "2026-11-01T06:00:00Z", 1), "2026-11-01T07:30:00Z");
+}
+END_TEST
+
+WF_TEST(test_rrule_refusals)
+{
+    const char *bad[] = {"garbage", "FREQ=SECONDLY", "FREQ=DAILY;BYHOUR=25", "FREQ=DAILY;FOO=1",
+                         "FREQ=DAILY;INTERVAL=-1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        wf_schedule_spec_in in = {.rrules = &bad[i], .n_rrules = 1};
+        ck_assert_msg(refusal(&in) == WF_E_INVALID_SCHEDULE, "%s", bad[i]);
+    }
+    const char *ok[] = {"FREQ=DAILY"};
+    const char *bad_start[] = {"2026-13-01T00:00:00", "2026-02-30T00:00:00", "2026-01-01 00:00:00",
+                               "1969-12-31T23:00:00"};
+    for (size_t i = 0; i < sizeof bad_start / sizeof bad_start[0]; i++) {
+        wf_schedule_spec_in in = {.rrules = ok, .n_rrules = 1, .rrule_start = bad_start[i]};
+        ck_assert_msg(refusal(&in) == WF_E_INVALID_SCHEDULE, "%s", bad_start[i]);
+    }
+    const char *many[WF_SCHEDULE_MAX_RRULES + 1];
+    for (size_t i = 0; i < WF_SCHEDULE_MAX_RRULES + 1; i++)
+        many[i] = "FREQ=DAILY";
+    wf_schedule_spec_in in = {.rrules = many, .n_rrules = WF_SCHEDULE_MAX_RRULES + 1};
+    ck_assert_int_eq(refusal(&in), WF_E_INVALID_SCHEDULE);
+    in = (wf_schedule_spec_in){.rrules = ok, .n_rrules = 1, .time_zone = "Mars/Olympus_Mons"};
+    ck_assert_int_eq(refusal(&in), WF_E_UNKNOWN_TIME_ZONE);
+}
+END_TEST
+
+/* Rules that never match: libical's own search for them runs for minutes
+ * (to the year 2582, a minute at a time for MINUTELY); the check and the
+ * search here stop at the horizon. */
+WF_TEST(test_rrule_never_fires_is_bounded)
+{
+    const char *never[] = {
+        "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30",   "FREQ=MONTHLY;BYMONTH=2;BYMONTHDAY=30",
+        "FREQ=DAILY;BYMONTH=4;BYMONTHDAY=31",    "FREQ=HOURLY;BYMONTH=2;BYMONTHDAY=30",
+        "FREQ=MINUTELY;BYMONTH=2;BYMONTHDAY=30", "FREQ=DAILY;UNTIL=20250101T000000"};
+    for (size_t i = 0; i < sizeof never / sizeof never[0]; i++) {
+        wf_schedule_spec s;
+        wf_error err;
+        ck_assert_int_eq(
+            rrule_parse(&never[i], 1, "Europe/Berlin", "2026-01-01T00:00:00", &s, &err), WF_OK);
+        ck_assert_msg(wf_schedule_spec_check_rrules(&s, &err) == WF_E_SCHEDULE_RRULE_NEVER_FIRES,
+                      "%s", never[i]);
+        ck_assert_msg(strstr(err.msg, "spec.rrules[0]") != NULL, "%s", err.msg);
+        ck_assert_str_eq(fires(&s, "2026-06-01T00:00:00Z", 1), "");
+    }
+    /* Rare but real: 29 February, a minute at a time. */
+    wf_schedule_spec s =
+        rrule_in("FREQ=MINUTELY;INTERVAL=30;BYMONTH=2;BYMONTHDAY=29", NULL, "2027-03-01T00:00:00");
+    ck_assert_str_eq(fires(&s, "2027-03-01T00:00:00Z", 2),
+                     "2028-02-29T00:00:00Z 2028-02-29T00:30:00Z");
+}
+END_TEST
+
 int
 main(void)
 {
-    return wf_test_run(wf_test_suite("schedule_spec", "spec", setup, teardown, 0));
+    /* The rules that never fire cost libical up to a second of CPU each. */
+    return wf_test_run(
+        wf_test_suite("schedule_spec", "spec", setup, teardown, 60 * wf_test_time_scale()));
 }

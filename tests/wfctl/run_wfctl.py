@@ -597,6 +597,28 @@ class CommandTests(ServerTests):
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("JOB_NOT_FOUND", r.stderr)
 
+    def test_step_list_call_and_for_each_shown(self):
+        """show prints a step list's current step, its call and, on the
+        child, the for-each progress of a job step; definition names the
+        kinds."""
+        child, parent = "part-" + uuid.uuid4().hex[:6], "whole-" + uuid.uuid4().hex[:6]
+        self.deploy({"key": child, "kind": "STEPS", "steps": [
+            {"id": "pick", "job": {"job_type": "t-" + child}, "for_each": ".items",
+             "for_each_item": "it"}]})
+        self.deploy({"key": parent, "kind": "STEPS", "steps": [
+            {"id": "pay", "call": {"definition_key": child, "input_expression": "{items}"}}]})
+        iid = self.run_ok("start", parent, "--vars", '{"items": [1, 2]}', actor="dev").strip()
+        shown = self.run_ok("show", iid)
+        self.assertRegex(shown, r"current step\s+pay\b")
+        self.assertRegex(shown, r"waiting for\s+call %s@1" % child)
+        self.assertRegex(shown, r"calls[\s\S]*\bpay\s+%s@1\s+RUNNING" % child)
+        cid = json.loads(self.run_ok("--json", "show", iid))["calls"][0]["instance_id"]
+        self.assertRegex(self.run_ok("show", cid),
+                         r"for-each[\s\S]*\bpick\s+ALL\s+parallel\s+0 of 2 needed\s+2")
+        self.assertRegex(self.run_ok("definition", parent), r"\bpay\s+call %s\b" % child)
+        self.assertRegex(self.run_ok("definition", child),
+                         r"\bpick\s+job t-%s for each \.items\b" % child)
+
     def test_batch_start_needs_a_key_or_all(self):
         key = "batch-" + uuid.uuid4().hex[:6]
         ids = [self.start(key) for _ in range(2)]

@@ -296,6 +296,21 @@ encode_transition(enc *e, const wf_transition *t)
     return o;
 }
 
+/* A step's for-each fields, as a transition's (only when for_each is
+ * set: validation refuses the others alone). */
+static void
+encode_step_for_each(enc *e, json_t *o, const wf_step *st)
+{
+    wf_transition t = {
+        .for_each = st->for_each,
+        .for_each_item = st->for_each_item,
+        .for_each_output = st->for_each_output,
+        .for_each_sequential = st->for_each_sequential,
+        .for_each_completion = st->for_each_completion,
+    };
+    encode_for_each(e, o, &t);
+}
+
 /* A step as it was given (the compiled net carries the defaults). */
 static json_t *
 encode_step(enc *e, const wf_step *st)
@@ -335,6 +350,16 @@ encode_step(enc *e, const wf_step *st)
         put_int(e, k, "duration_ms", st->duration_ms);
         put_str(e, k, "due_expression", st->due_expression);
     }
+    if (st->has_call && (k = json_object()) != NULL) {
+        put(e, o, "call", k);
+        put_str(e, k, "definition_key", st->call_key);
+        put_int(e, k, "version", st->call_version);
+        put_str(e, k, "input_expression", st->call_input);
+        put_str(e, k, "output_expression", st->call_output);
+        if (st->call_strict)
+            put(e, k, "require_deployed", json_true());
+    }
+    encode_step_for_each(e, o, st);
     encode_retry(e, o, st->retry);
     put_str(e, o, "compensation_job_type", st->compensation_job_type);
     encode_resources(e, o, st->resources, st->n_resources);
@@ -628,6 +653,20 @@ decode_resources(dec *d, json_t *o, size_t *n)
 }
 
 static void
+decode_step_for_each(dec *d, json_t *o, wf_step *st)
+{
+    json_t *f = get_obj(d, o, "for_each");
+    if (f == NULL)
+        return;
+    st->for_each = get_str(d, f, "expression");
+    st->for_each_item = get_str(d, f, "item");
+    st->for_each_output = get_str(d, f, "output");
+    st->for_each_sequential = get_bool(d, f, "sequential");
+    st->for_each_completion.mode = (wf_join_mode)get_enum(d, f, "mode", NAMES(completion_modes));
+    st->for_each_completion.quorum = (int32_t)get_int(d, f, "quorum");
+}
+
+static void
 decode_step(dec *d, json_t *o, wf_step *st)
 {
     json_t *k;
@@ -659,6 +698,15 @@ decode_step(dec *d, json_t *o, wf_step *st)
         st->duration_ms = get_int(d, k, "duration_ms");
         st->due_expression = get_str(d, k, "due_expression");
     }
+    if ((k = get_obj(d, o, "call")) != NULL) {
+        st->has_call = true;
+        st->call_key = get_str(d, k, "definition_key");
+        st->call_version = (int32_t)get_int(d, k, "version");
+        st->call_input = get_str(d, k, "input_expression");
+        st->call_output = get_str(d, k, "output_expression");
+        st->call_strict = get_bool(d, k, "require_deployed");
+    }
+    decode_step_for_each(d, o, st);
     decode_retry(d, o, &st->retry);
     st->compensation_job_type = get_str(d, o, "compensation_job_type");
     st->resources = decode_resources(d, o, &st->n_resources);

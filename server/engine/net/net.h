@@ -195,12 +195,12 @@ typedef struct wf_step_rule {
     const char *step;
 } wf_step_rule;
 
-/* One step: exactly one of job, user, await, sleep (has_* tell which are
- * given; validation refuses zero or several). Durations in ms. */
+/* One step: exactly one of job, user, await, sleep, call (has_* tell which
+ * are given; validation refuses zero or several). Durations in ms. */
 typedef struct wf_step {
     const char *id;
     const char *name;
-    bool has_job, has_user, has_await, has_sleep;
+    bool has_job, has_user, has_await, has_sleep, has_call;
     /* job */
     const char *job_type;
     int64_t lease_ms;
@@ -220,6 +220,18 @@ typedef struct wf_step {
     /* sleep: exactly one of the two */
     int64_t duration_ms; /* negative = invalid */
     const char *due_expression;
+    /* call: as the call_* fields of a CALL transition */
+    const char *call_key;
+    int32_t call_version;
+    const char *call_input;
+    const char *call_output;
+    bool call_strict;
+    /* job and user steps: as the for_each fields of a transition */
+    const char *for_each;
+    const char *for_each_item;
+    const char *for_each_output;
+    bool for_each_sequential;
+    wf_completion for_each_completion;
     /* job steps only */
     wf_retry_policy retry;
     const char *compensation_job_type;
@@ -527,7 +539,8 @@ wf_code wf_net_split_ids(wf_arena *a, const char *joined, const char ***ids, siz
 /* The compiled net of a step list: place STEPS_START (":start"), a silent
  * AUTO transition ":begin" to the first step's place, per step a place
  * "<id>:ready" and a transition "<id>" (job: AUTO with the job type,
- * retry, lease and compensation; user: USER; await: MSG; sleep: TIME)
+ * retry, lease and compensation; user: USER; await: MSG; sleep: TIME;
+ * call: CALL; job and user with the step's for_each fields)
  * whose output arcs are the step's `next` rules in order (first match)
  * and a default arc to the following step's place (to ":end" after the
  * last step); an await with a timeout also gets a competing TIME

@@ -6,21 +6,26 @@
  * Validation reports every finding at once. The step list's own checks
  * come first, with these codes (listed on ValidationError.code):
  *   STEPS_EMPTY         the list has no step
- *   STEP_KIND_MISSING   a step has none of job, user, await_signal, sleep
+ *   STEP_KIND_MISSING   a step has none of job, user, await_signal, sleep,
+ *                       call
  *   STEP_KIND_CONFLICT  a step has several of them
  *   UNKNOWN_STEP        next[].step or await_signal.on_timeout names no step
  *   STEP_FIELD_CONFLICT retry or compensation_job_type on a step that is
- *                       not a job, on_timeout without a timeout, resources
- *                       on an await or sleep step
+ *                       not a job, on_timeout without a timeout, for_each
+ *                       (or a for_each_* field) or resources on an await or
+ *                       sleep step
  *   NET_FIELD_CONFLICT  places, transitions, arcs or termination given on
  *                       a STEPS definition (the server compiles them)
  *   DUPLICATE_ID, REQUIRED, INVALID_VALUE, TRIGGER_FIELD_MISSING,
  *   TOO_MANY_ELEMENTS   as for nets
  * Then the compiled net goes through wf_net_validate, and its findings on
  * the fields a step carries (assignee, retry, lease, delay, due_expression,
- * signal_name, correlation, guards, resources) are reported at the step's path:
- * "transitions[3].assignee.ids" becomes "steps[2].user.assignee.ids",
- * "arcs[7].guard" becomes "steps[2].next[0].guard".
+ * signal_name, correlation, the call's, for_each's, resources, guards) are reported at
+ * the step's path: "transitions[3].assignee.ids" becomes
+ * "steps[2].user.assignee.ids", "transitions[3].call_definition_key"
+ * "steps[2].call.definition_key", "arcs[7].guard" "steps[2].next[0].guard".
+ * A call step's for_each is passed on to the CALL transition, so the net's
+ * validation decides whether a CALL transition takes it.
  */
 #include "net.h"
 #include "wf_str.h"
@@ -77,6 +82,15 @@ step_id_ok(const char *s)
             return false;
     }
     return true;
+}
+
+/* Any for-each field of a step. */
+static bool
+for_each_set(const wf_step *st)
+{
+    return !wf_str_empty(st->for_each) || !wf_str_empty(st->for_each_item) ||
+           !wf_str_empty(st->for_each_output) || st->for_each_sequential ||
+           st->for_each_completion.mode != WF_JOIN_NONE || st->for_each_completion.quorum != 0;
 }
 
 static bool
@@ -141,15 +155,21 @@ check_steps(wf_findings *f, const wf_net *net)
                     break;
                 }
         const char *sid = wf_str_empty(st->id) ? "" : st->id;
-        int kinds = st->has_job + st->has_user + st->has_await + st->has_sleep;
+        int kinds = st->has_job + st->has_user + st->has_await + st->has_sleep + st->has_call;
         snprintf(path, sizeof path, "steps[%zu]", i);
         if (kinds == 0)
             err_at(f, "STEP_KIND_MISSING", path,
-                   "step \"%s\" needs one of job, user, await_signal or sleep", sid);
+                   "step \"%s\" needs one of job, user, await_signal, sleep or call", sid);
         else if (kinds > 1)
             err_at(f, "STEP_KIND_CONFLICT", path,
-                   "step \"%s\" has %d of job, user, await_signal and sleep; it takes exactly one",
+                   "step \"%s\" has %d of job, user, await_signal, sleep and call; it takes "
+                   "exactly one",
                    sid, kinds);
+        if ((st->has_await || st->has_sleep) && for_each_set(st)) {
+            snprintf(path, sizeof path, "steps[%zu].for_each", i);
+            err_at(f, "STEP_FIELD_CONFLICT", path,
+                   "step \"%s\": for_each applies only to job, user and call steps", sid);
+        }
         if (st->has_job && wf_str_empty(st->job_type)) {
             snprintf(path, sizeof path, "steps[%zu].job.job_type", i);
             err_at(f, "TRIGGER_FIELD_MISSING", path, "job step \"%s\" needs a job_type", sid);
@@ -199,7 +219,7 @@ check_steps(wf_findings *f, const wf_net *net)
 typedef struct origin {
     int step;        /* -1: the frame (start, begin, end) */
     int rule;        /* arcs: the next rule, -1 = none */
-    const char *sub; /* transitions: "job", "user", "await_signal", "sleep" */
+    const char *sub; /* transitions: "job", "user", "await_signal", "sleep", "call" */
     bool timeout;    /* the timeout transition of an await */
 } origin;
 
@@ -244,6 +264,16 @@ place_of(comp *c, const char *step_id)
 }
 
 static void
+copy_for_each(wf_transition *t, const wf_step *st)
+{
+    t->for_each = st->for_each;
+    t->for_each_item = st->for_each_item;
+    t->for_each_output = st->for_each_output;
+    t->for_each_sequential = st->for_each_sequential;
+    t->for_each_completion = st->for_each_completion;
+}
+
+static void
 compile(comp *c, const wf_net *in)
 {
     wf_net *net = c->net;
@@ -273,10 +303,12 @@ compile(comp *c, const wf_net *in)
         wf_trigger trig = st->has_user    ? WF_TRIGGER_USER
                           : st->has_await ? WF_TRIGGER_MSG
                           : st->has_sleep ? WF_TRIGGER_TIME
+                          : st->has_call  ? WF_TRIGGER_CALL
                                           : WF_TRIGGER_AUTO;
         const char *sub = st->has_user    ? "user"
                           : st->has_await ? "await_signal"
                           : st->has_sleep ? "sleep"
+                          : st->has_call  ? "call"
                                           : "job";
         wf_transition *t = add_transition(c, st->id, name, trig, (int)i, sub, false);
         t->step_id = st->id;
@@ -299,6 +331,13 @@ compile(comp *c, const wf_net *in)
             t->delay_ms = st->duration_ms;
             t->due_expression = st->due_expression;
             break;
+        case WF_TRIGGER_CALL:
+            t->call_key = st->call_key;
+            t->call_version = st->call_version;
+            t->call_input = st->call_input;
+            t->call_output = st->call_output;
+            t->call_strict = st->call_strict;
+            break;
         default:
             t->job_type = st->job_type;
             t->retry = st->retry;
@@ -310,6 +349,8 @@ compile(comp *c, const wf_net *in)
             t->n_resources = st->n_resources;
             break;
         }
+        if (trig != WF_TRIGGER_MSG && trig != WF_TRIGGER_TIME)
+            copy_for_each(t, st);
         add_arc(c, places[i], st->id, NULL, false, (int)i, -1);
         for (size_t r = 0; r < st->n_next; r++)
             add_arc(c, st->id, place_of(c, st->next[r].step),
@@ -348,6 +389,8 @@ reword(wf_arena *a, const char *msg)
         {"USER transition ", "user step "},
         {"AUTO transition ", "job step "},
         {"MSG transition ", "await step "},
+        {"CALL transition ", "call step "},
+        {"applies only to AUTO and USER transitions", "applies only to job and user steps"},
         {"TIME transition ", "step "},
         {"a delay or a due_expression", "a duration or a due_expression"},
         {"task_due_expression", "due_expression"},
@@ -397,11 +440,15 @@ remap(comp *c, const char *path, const char **msg)
             {".job_fairness_key_expression", ".fairness_key_expression"},
             {".task_due_expression", ".due_expression"},
             {".task_follow_up_expression", ".follow_up_expression"},
+            {".call_definition_key", ".definition_key"},
+            {".call_version", ".version"},
+            {".call_input_expression", ".input_expression"},
+            {".call_output_expression", ".output_expression"},
         };
-        if (strncmp(rest, ".retry", 6) == 0 || strcmp(rest, ".compensation_job_type") == 0 ||
-            strncmp(rest, ".resources", 10) == 0)
-            return wf_arena_printf(c->a, "steps[%d]%s", o->step, rest);
         *msg = reword(c->a, *msg);
+        if (strncmp(rest, ".retry", 6) == 0 || strcmp(rest, ".compensation_job_type") == 0 ||
+            strncmp(rest, ".for_each", 9) == 0 || strncmp(rest, ".resources", 10) == 0)
+            return wf_arena_printf(c->a, "steps[%d]%s", o->step, rest);
         if (strcmp(rest, ".delay") == 0)
             return wf_arena_printf(c->a, "steps[%d].%s.%s", o->step, o->sub,
                                    o->timeout ? "timeout" : "duration");

@@ -575,7 +575,7 @@ check_for_each_name(vctx *c, size_t ti, const char *field, const char *v)
             field);
 }
 
-/* for_each of AUTO or USER transition t: a compiling expression, names,
+/* for_each of AUTO, USER or CALL transition t: a compiling expression, names,
  * the join. */
 static void
 check_for_each(vctx *c, size_t ti, const wf_transition *t)
@@ -827,8 +827,11 @@ check_triggers(vctx *c)
                 t->correlation != WF_CORRELATION_AGGREGATE)
                 ERR(c, "INVALID_VALUE", path, "correlation %d is not known", t->correlation);
         }
-        if (tr == WF_TRIGGER_CALL)
+        if (tr == WF_TRIGGER_CALL) {
             check_call(c, ti, t);
+            if (!wf_str_empty(t->for_each))
+                check_for_each(c, ti, t);
+        }
         check_resources(c, ti, t, tr);
         /* ... and nobody else's. */
         if (tr != WF_TRIGGER_CALL)
@@ -861,8 +864,9 @@ check_triggers(vctx *c)
             if (!wf_str_empty(t->job_fairness_key_expression))
                 conflict(c, ti, "job_fairness_key_expression", t, "AUTO");
         }
-        if (tr != WF_TRIGGER_AUTO && tr != WF_TRIGGER_USER && !wf_str_empty(t->for_each))
-            conflict(c, ti, "for_each", t, "AUTO and USER");
+        if (tr != WF_TRIGGER_AUTO && tr != WF_TRIGGER_USER && tr != WF_TRIGGER_CALL &&
+            !wf_str_empty(t->for_each))
+            conflict(c, ti, "for_each", t, "AUTO, USER and CALL");
         if (wf_str_empty(t->for_each))
             check_no_for_each(c, ti, t);
         if (tr != WF_TRIGGER_TIME) {
@@ -939,6 +943,7 @@ wf_net_has_unseen_expressions(const wf_net *net)
         if (unseen(s->assignee.ids_expression) || unseen(s->priority_expression) ||
             unseen(s->task_due_expression) || unseen(s->task_follow_up_expression) ||
             unseen(s->due_expression) || unseen(s->job_priority_expression) ||
+            unseen(s->for_each) || unseen(s->call_input) || unseen(s->call_output) ||
             unseen(s->job_fairness_key_expression))
             return true;
         for (size_t k = 0; k < s->n_next; k++)

@@ -694,6 +694,8 @@ apply_created(net_work *w, const wf_work_item *ci, const char *vars, wf_error *e
         rc = enable_msg(w, &row, t, err);
         return rc == WF_OK ? wf_runtime__msg_enabled(w, &row, t, err) : rc;
     case WF_TRIGGER_CALL:
+        if (wf_runtime__is_foreach(t))
+            return wf_runtime__foreach_enable(w, &row, t, vars, err);
         return wf_runtime__call_enabled(w, &row, t, vars, err);
     }
     return WF_OK;

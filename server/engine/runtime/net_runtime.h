@@ -82,6 +82,30 @@ wf_code wf_runtime_deploy(const wf_runtime_ctx *ctx, const wf_runtime_deploy_in 
 wf_code wf_runtime_get_definition(const wf_runtime_ctx *ctx, const char *key, int32_t version,
                                   wf_definition_row *row, const wf_net **net, wf_error *err);
 
+/* GetDefinitionStatistics: the live totals of key's instances of version
+ * (0: every version; see wf_store_fleet_counts). INVALID_ARGUMENT for a
+ * missing key or a negative version, DEFINITION_NOT_FOUND as
+ * wf_runtime_get_definition. */
+wf_code wf_runtime_definition_statistics(const wf_runtime_ctx *ctx, const char *key,
+                                         int32_t version, wf_fleet_counts *out, wf_error *err);
+
+/* GetDefinitionStatistics with `at`: a page of the ids of the instances
+ * the totals count that are at element (kind: wf_fleet_kind; 0 or another
+ * number, or an empty element, INVALID_ARGUMENT). page_size 0 = 50, at
+ * most 500; cursor NULL/"" or a next_cursor of the same query. */
+typedef struct wf_runtime_fleet_page_in {
+    const char *key;
+    int32_t version;
+    int kind;
+    const char *element;
+    int32_t page_size;
+    const char *cursor;
+} wf_runtime_fleet_page_in;
+
+wf_code wf_runtime_definition_instances(const wf_runtime_ctx *ctx,
+                                        const wf_runtime_fleet_page_in *in, char ***ids, size_t *n,
+                                        char **next_cursor, wf_error *err);
+
 /* ListDefinitions: key NULL/"": the latest version of every key, by key;
  * else every version of key, newest first. page_size 0 = 50, at most 500.
  * cursor: NULL/"" or a next_cursor of the same query. */
@@ -255,6 +279,15 @@ wf_code wf_runtime_complete_and_end(const wf_ref_ctx *ctx, const char *task_id,
 wf_code wf_runtime_cancel_compensate(const wf_runtime_ctx *ctx, const char *instance_id,
                                      const char *reason, wf_uow_idem *idem, wf_instance_row *out,
                                      bool *started, wf_error *err);
+
+/* CancelInstance of a live call child (a net instance whose caller's CALL
+ * work item waits for it): its subtree CANCELLED in one unit of work on
+ * the root, which gives the caller its incident CALL_CHILD_CANCELLED
+ * (*done; out = the child). Otherwise *done = false, nothing is written
+ * and the caller cancels plainly (wf_referral_cancel). */
+wf_code wf_runtime_cancel_call_child(const wf_runtime_ctx *ctx, const char *instance_id,
+                                     const char *reason, wf_uow_idem *idem, wf_instance_row *out,
+                                     bool *done, wf_error *err);
 
 /* ---- ModifyInstance (net_runtime_modify.c) ------------------------------------------ */
 

@@ -85,6 +85,18 @@ check_adhoc(wf_findings *f, const wf_net *net)
                         "valid_until must be after valid_from");
 }
 
+/* Where a finding on CALL transition i belongs: its call step's key in a
+ * step list, else the transition's. */
+static void
+call_key_path(const wf_net *net, size_t i, char *path, size_t size)
+{
+    int k = net->n_steps > 0 ? wf_steps_index(net, net->transitions[i].step_id) : -1;
+    if (k >= 0)
+        snprintf(path, size, "steps[%d].call.definition_key", k);
+    else
+        snprintf(path, size, "transitions[%zu].call_definition_key", i);
+}
+
 /* CALL transitions that ask for it (call_require_deployed): their key has
  * a definition now, at their version when pinned (a net calling its own
  * key passes). */
@@ -102,11 +114,11 @@ check_calls(const wf_runtime_ctx *ctx, const wf_net *net, wf_findings *f, wf_err
             wf_store_get_definition(ctx->ref.store, &sc, t->call_key, t->call_version, &def, err);
         if (rc == WF_E_DEFINITION_NOT_FOUND || (rc == WF_OK && !WF_DEF_RUNS_NET(def.kind))) {
             char path[96];
-            snprintf(path, sizeof path, "transitions[%zu].call_definition_key", i);
+            call_key_path(net, i, path, sizeof path);
             wf_findings_add(f, WF_SEVERITY_ERROR, "CALL_DEFINITION_NOT_FOUND", path,
-                            "transition \"%s\" calls \"%s\", which has no definition running a "
-                            "net%s",
-                            t->id, t->call_key, t->call_version > 0 ? " at that version" : "");
+                            "%s \"%s\" calls \"%s\", which has no definition running a net%s",
+                            net->n_steps > 0 ? "step" : "transition", t->id, t->call_key,
+                            t->call_version > 0 ? " at that version" : "");
         } else if (rc != WF_OK) {
             return rc;
         }
@@ -155,6 +167,8 @@ validate(const wf_runtime_ctx *ctx, const wf_runtime_deploy_in *in, wf_validatio
         wf_validation_error *v;
         size_t nv;
         wf_code rc = wf_steps_compile(net, ctx->ref.arena, compiled, &v, &nv, err);
+        if (rc == WF_OK && *compiled != NULL)
+            rc = check_calls(ctx, *compiled, &f, err);
         if (rc != WF_OK)
             return rc;
         append(&f, v, nv);
@@ -354,6 +368,65 @@ wf_runtime_get_definition(const wf_runtime_ctx *ctx, const char *key, int32_t ve
     if (rc != WF_OK)
         return rc;
     return wf_defcache_net(row, ctx->ref.arena, net, err);
+}
+
+/* The checks of GetDefinitionStatistics: a key, a version >= 0 that
+ * exists (0: the key exists). */
+static wf_code
+statistics_check(const wf_runtime_ctx *ctx, const char *key, int32_t version, wf_error *err)
+{
+    if (wf_str_empty(key))
+        return wf_work_invalid(&ctx->ref, "definition_key", "is required", err);
+    if (version < 0)
+        return wf_work_invalid(&ctx->ref, "version", "must not be negative", err);
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
+    wf_definition_row row;
+    wf_code rc = wf_store_get_definition(ctx->ref.store, &sc, key, version, &row, err);
+    if (rc == WF_E_DEFINITION_NOT_FOUND)
+        return version == 0 ? wf_error_set(err, rc, "definition \"%.128s\" does not exist", key)
+                            : wf_error_set(err, rc, "definition \"%.128s\" has no version %d", key,
+                                           (int)version);
+    return rc;
+}
+
+wf_code
+wf_runtime_definition_statistics(const wf_runtime_ctx *ctx, const char *key, int32_t version,
+                                 wf_fleet_counts *out, wf_error *err)
+{
+    wf_code rc = statistics_check(ctx, key, version, err);
+    if (rc != WF_OK)
+        return rc;
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
+    return wf_store_fleet_counts(ctx->ref.store, &sc, key, version, out, err);
+}
+
+wf_code
+wf_runtime_definition_instances(const wf_runtime_ctx *ctx, const wf_runtime_fleet_page_in *in,
+                                char ***ids, size_t *n, char **next_cursor, wf_error *err)
+{
+    *next_cursor = NULL;
+    if (in->kind < WF_FLEET_TOKENS || in->kind > WF_FLEET_INCIDENTS)
+        return wf_work_invalid(&ctx->ref, "at", "must be TOKENS, ENABLED_WORK_ITEMS or INCIDENTS",
+                               err);
+    if (wf_str_empty(in->element))
+        return wf_work_invalid(&ctx->ref, "element_id", "is required with at", err);
+    if (in->page_size < 0)
+        return wf_work_invalid(&ctx->ref, "page_size", "must not be negative", err);
+    wf_code rc = statistics_check(ctx, in->key, in->version, err);
+    if (rc != WF_OK)
+        return rc;
+    size_t size = in->page_size == 0         ? PAGE_DEFAULT
+                  : in->page_size > PAGE_MAX ? PAGE_MAX
+                                             : (size_t)in->page_size;
+    wf_store_ctx sc = wf_work_store_ctx(&ctx->ref);
+    rc = wf_store_fleet_instances(
+        ctx->ref.store, &sc, in->key, in->version, (wf_fleet_kind)in->kind, in->element,
+        wf_str_empty(in->cursor) ? NULL : in->cursor, size + 1, ids, n, err);
+    if (rc == WF_OK && *n > size) {
+        *n = size;
+        *next_cursor = (*ids)[size - 1];
+    }
+    return rc;
 }
 
 /* ---- ListDefinitions ----------------------------------------------------------------------------

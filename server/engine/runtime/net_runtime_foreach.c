@@ -1,14 +1,17 @@
 /*
- * net_runtime_foreach: for-each (multi-instance) AUTO transitions. When
- * such a transition is enabled its for_each expression gives the items;
- * each item gets a job of its own (all at once, or one at a time when
- * sequential) whose variables are the instance's with the item and its
- * index. The state of the items lives on the work item (foreach_json):
+ * net_runtime_foreach: for-each (multi-instance) AUTO, USER and CALL
+ * transitions. When such a transition is enabled its for_each expression
+ * gives the items; each item gets a job, a task or a call child of its own
+ * (all at once, or one at a time when sequential) whose variables are the
+ * instance's with the item and its index (a child: the input mapping over
+ * them, with the item and its index). The state of the items lives on the
+ * work item (foreach_json):
  *
  *   {"items": [...], "st": [0|1|2, ...], "out": [...], "done": k}
  *
  * st[i] is 0 before item i's job is created (sequential), 1 while it
- * runs, 2 once completed; out[i] its output (null until then). The
+ * runs, 2 once completed; out[i] its output (null until then); refs[i]
+ * the id of its task or call child. The
  * completion of an item's job is applied in the unit of work that locks
  * the instance's aggregate, so concurrent completions are counted one at
  * a time: the join is met, and the transition fires, exactly once; the
@@ -40,7 +43,9 @@ wf_runtime_set_foreach_max_items(int n)
 bool
 wf_runtime__is_foreach(const wf_transition *t)
 {
-    return t != NULL && (t->trigger == WF_TRIGGER_AUTO || t->trigger == WF_TRIGGER_USER) &&
+    return t != NULL &&
+           (t->trigger == WF_TRIGGER_AUTO || t->trigger == WF_TRIGGER_USER ||
+            t->trigger == WF_TRIGGER_CALL) &&
            !wf_str_empty(t->for_each);
 }
 
@@ -126,10 +131,11 @@ wf_runtime__job_vars(net_work *w, const wf_job_row *j, const char **out, wf_erro
     return rc;
 }
 
-/* The instance's variables with item i of st and its index. */
+/* The instance's variables with item i of st and its index; the item and
+ * index alone in *patch_out (NULL = not wanted). */
 static wf_code
 item_vars(net_work *w, const wf_transition *t, json_t *st, size_t i, const char **out,
-          wf_error *err)
+          const char **patch_out, wf_error *err)
 {
     const char *name = item_name(t);
     char index_name[80];
@@ -140,6 +146,8 @@ item_vars(net_work *w, const wf_transition *t, json_t *st, size_t i, const char 
     json_decref(patch);
     if (ptext == NULL)
         return wf_error_nomem(err);
+    if (patch_out != NULL)
+        *patch_out = ptext;
     return wf_vars_merge(w->rw.arena, w->rw.insts[w->inst].variables_json, ptext, out, err);
 }
 
@@ -185,18 +193,35 @@ start_job(net_work *w, const wf_work_item_row *it, const wf_transition *t, json_
                              err);
 }
 
+/* CALL: the child of item i, queued to start once the caller is written
+ * (its id derived from the work item's and i), its id kept in refs[i]. */
+static wf_code
+start_call(net_work *w, const wf_work_item_row *it, const wf_transition *t, json_t *st, size_t i,
+           const char *vars, const char *patch, wf_error *err)
+{
+    const char *child;
+    wf_code rc = wf_runtime__call_queue(w, it->id, t, vars, (long)i, patch, &child, err);
+    if (rc != WF_OK)
+        return rc;
+    json_array_set_new(json_object_get(st, "refs"), i, json_string(child));
+    json_array_set_new(json_object_get(st, "st"), i, json_integer(FE_RUNNING));
+    return WF_OK;
+}
+
 /* Starts item i of st (the for-each state of item row it): the one place
  * where an item's kind of work is chosen. */
 static wf_code
 start_item(net_work *w, const wf_work_item_row *it, const wf_transition *t, json_t *st, size_t i,
            wf_error *err)
 {
-    const char *vars;
-    wf_code rc = item_vars(w, t, st, i, &vars, err);
+    const char *vars, *patch = NULL;
+    wf_code rc = item_vars(w, t, st, i, &vars, &patch, err);
     if (rc != WF_OK)
         return rc;
     if (t->trigger == WF_TRIGGER_USER)
         return start_task(w, it, t, st, i, vars, err);
+    if (t->trigger == WF_TRIGGER_CALL)
+        return start_call(w, it, t, st, i, vars, patch, err);
     return start_job(w, it, t, st, i, vars, err);
 }
 
@@ -270,6 +295,41 @@ wf_runtime__foreach_progress(const wf_work_item_row *it, int32_t *total, int32_t
     return WF_OK;
 }
 
+/* The call children of the items of st still running are cancelled
+ * (their subtrees, with reason); their indexes appended to idx, their ids
+ * to children. */
+static wf_code
+withdraw_children(net_work *w, json_t *st, json_t *idx, json_t *children, const char *reason,
+                  wf_error *err)
+{
+    json_t *sv = json_object_get(st, "st"), *refs = json_object_get(st, "refs");
+    wf_code rc = WF_OK;
+    for (size_t i = 0; rc == WF_OK && i < json_array_size(sv); i++) {
+        const char *child = json_string_value(json_array_get(refs, i));
+        if (json_integer_value(json_array_get(sv, i)) != FE_RUNNING || child == NULL)
+            continue;
+        json_array_append_new(idx, json_integer((json_int_t)i));
+        json_array_append_new(children, json_string(child));
+        rc = wf_runtime__call_cancel_child(w, child, reason, err);
+    }
+    return rc;
+}
+
+wf_code
+wf_runtime__foreach_cancel_children(net_work *w, const wf_work_item_row *it, const char *reason,
+                                    wf_error *err)
+{
+    json_t *st = NULL, *idx = json_array(), *children = json_array();
+    wf_code rc = idx != NULL && children != NULL ? load_state(it, &st, err) : wf_error_nomem(err);
+    if (rc == WF_OK) {
+        rc = withdraw_children(w, st, idx, children, reason, err);
+        json_decref(st);
+    }
+    json_decref(idx);
+    json_decref(children);
+    return rc;
+}
+
 /* The join is met: the jobs of the items still running are withdrawn
  * (FOREACH_ITEMS_WITHDRAWN, once), and the transition fires with the
  * outputs in item order. */
@@ -299,16 +359,22 @@ join_met(net_work *w, size_t ii, const wf_transition *t, json_t *st, wf_error *e
         json_array_append_new(tasks, json_string(task->id));
         rc = wf_referral_cancel_task(&w->rw, k, err);
     }
+    json_t *children = json_array();
+    if (rc == WF_OK && children == NULL)
+        rc = wf_error_nomem(err);
+    if (rc == WF_OK && t->trigger == WF_TRIGGER_CALL)
+        rc = withdraw_children(w, st, idx, children, "its for-each item was withdrawn", err);
     if (rc == WF_OK && json_array_size(idx) > 0) {
         rc = wf_runtime__event(w, "FOREACH_ITEMS_WITHDRAWN",
-                               json_pack("{s:s,s:s,s:O,s:O,s:O}", "transitionId", t->id,
+                               json_pack("{s:s,s:s,s:O,s:O,s:O,s:O}", "transitionId", t->id,
                                          "workItemId", item_id, "indexes", idx, "jobIds", jobs,
-                                         "taskIds", tasks),
+                                         "taskIds", tasks, "childInstanceIds", children),
                                err);
     }
     json_decref(idx);
     json_decref(jobs);
     json_decref(tasks);
+    json_decref(children);
     if (rc != WF_OK)
         return rc;
     json_t *patch = json_pack("{s:O}", output_name(w->rw.arena, t), json_object_get(st, "out"));
@@ -418,4 +484,91 @@ wf_runtime__foreach_task_done(net_work *w, size_t task, size_t ii, const wf_tran
             i = (long)k;
     json_decref(st);
     return item_done(w, ii, t, i, "taskId", id, patch, err);
+}
+
+/* ---- CALL items ---------------------------------------------------------------- */
+
+/* The index of child_id in the refs of st; -1 when none. */
+static long
+child_index(json_t *st, const char *child_id)
+{
+    json_t *refs = json_object_get(st, "refs");
+    for (size_t k = 0; k < json_array_size(refs); k++)
+        if (wf_str_eq(json_string_value(json_array_get(refs, k)), child_id))
+            return (long)k;
+    return -1;
+}
+
+size_t
+wf_runtime__foreach_child(const net_work *w, const char *child_id, long *index)
+{
+    *index = -1;
+    for (size_t ii = 0; ii < w->items.n; ii++) {
+        const wf_work_item_row *it = ITEM(w, ii);
+        json_t *st;
+        wf_error e;
+        if ((w->items.flags[ii] & NW_GONE) || it->trigger != WF_TRIGGER_CALL ||
+            it->state != WF_WORK_ITEM_ENABLED || it->foreach_json == NULL ||
+            load_state(it, &st, &e) != WF_OK)
+            continue;
+        long i = child_index(st, child_id);
+        bool running = i >= 0 && json_integer_value(json_array_get(json_object_get(st, "st"),
+                                                                   (size_t)i)) == FE_RUNNING;
+        json_decref(st);
+        if (running) {
+            *index = i;
+            return ii;
+        }
+    }
+    return WF_WORK_NONE;
+}
+
+wf_code
+wf_runtime__foreach_call_done(net_work *w, size_t ii, const wf_transition *t, long index,
+                              const char *child_id, const char *patch, wf_error *err)
+{
+    return item_done(w, ii, t, index, "childInstanceId", child_id, patch, err);
+}
+
+long
+wf_runtime__foreach_settled_child(const net_work *w, size_t ii, const wf_instance_row **child)
+{
+    json_t *st;
+    wf_error e;
+    if (load_state(ITEM(w, ii), &st, &e) != WF_OK)
+        return -1;
+    json_t *sv = json_object_get(st, "st"), *refs = json_object_get(st, "refs");
+    long found = -1;
+    for (size_t i = 0; found < 0 && i < json_array_size(sv); i++) {
+        size_t c = wf_work_find_instance(&w->rw, json_string_value(json_array_get(refs, i)));
+        if (json_integer_value(json_array_get(sv, i)) != FE_RUNNING || c == WF_WORK_NONE)
+            continue;
+        wf_instance_status s = w->rw.insts[c].status;
+        if (s == WF_INSTANCE_COMPLETED || s == WF_INSTANCE_FAILED || s == WF_INSTANCE_CANCELLED ||
+            s == WF_INSTANCE_COMPENSATED) {
+            *child = &w->rw.insts[c];
+            found = (long)i;
+        }
+    }
+    json_decref(st);
+    return found;
+}
+
+wf_code
+wf_runtime__foreach_call_retry(net_work *w, size_t ii, const wf_transition *t, wf_error *err)
+{
+    json_t *st;
+    wf_code rc = load_state(ITEM(w, ii), &st, err);
+    if (rc != WF_OK)
+        return rc;
+    json_t *sv = json_object_get(st, "st"), *refs = json_object_get(st, "refs");
+    for (size_t i = 0; rc == WF_OK && i < json_array_size(sv); i++)
+        if (json_integer_value(json_array_get(sv, i)) == FE_RUNNING &&
+            wf_work_find_instance(&w->rw, json_string_value(json_array_get(refs, i))) ==
+                WF_WORK_NONE)
+            rc = start_item(w, ITEM(w, ii), t, st, i, err);
+    if (rc == WF_OK)
+        rc = save_state(w, ii, st, err);
+    json_decref(st);
+    return rc;
 }

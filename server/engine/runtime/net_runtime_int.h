@@ -178,7 +178,7 @@ wf_code wf_runtime__create_job(net_work *w, const wf_work_item_row *it, const wf
 wf_code wf_runtime__enable_user(net_work *w, const wf_work_item_row *it, const wf_transition *t,
                                 const char *vars, wf_error *err);
 
-/* t is an AUTO or USER transition with for_each. */
+/* t is an AUTO, USER or CALL transition with for_each. */
 bool wf_runtime__is_foreach(const wf_transition *t);
 
 /* Enables for-each item it of transition t: evaluates for_each over vars
@@ -204,6 +204,31 @@ wf_code wf_runtime__job_vars(net_work *w, const wf_job_row *j, const char **out,
  * remaining items' tasks CANCELLED when the join is met. */
 wf_code wf_runtime__foreach_task_done(net_work *w, size_t task, size_t ii, const wf_transition *t,
                                       const char *patch, wf_error *err);
+
+/* The live for-each CALL work item whose running item i (*index) has
+ * child child_id; WF_WORK_NONE when none. */
+size_t wf_runtime__foreach_child(const net_work *w, const char *child_id, long *index);
+
+/* The child child_id of item index of for-each CALL work item ii
+ * (transition t) completed with output patch (its output mapping): as
+ * wf_runtime__foreach_job_done, the remaining items' children cancelled
+ * when the join is met. */
+wf_code wf_runtime__foreach_call_done(net_work *w, size_t ii, const wf_transition *t, long index,
+                                      const char *child_id, const char *patch, wf_error *err);
+
+/* The first running item of for-each CALL work item ii whose child (in
+ * w) has ended or FAILED (*child); -1 when none. */
+long wf_runtime__foreach_settled_child(const net_work *w, size_t ii, const wf_instance_row **child);
+
+/* The running items of for-each CALL work item ii (transition t) whose
+ * child never started (an incident of the call) are started again. */
+wf_code wf_runtime__foreach_call_retry(net_work *w, size_t ii, const wf_transition *t,
+                                       wf_error *err);
+
+/* Cancels the live call children of for-each CALL work item it (their
+ * subtrees, with reason). */
+wf_code wf_runtime__foreach_cancel_children(net_work *w, const wf_work_item_row *it,
+                                            const char *reason, wf_error *err);
 
 /* Items in all and completed of for-each work item it (WF_OK), or the
  * code of a missing state. */
@@ -257,14 +282,20 @@ wf_code wf_runtime__abandon(net_work *w, const char *keep, bool whole_tree, wf_e
 wf_code wf_runtime__call_enabled(net_work *w, const wf_work_item_row *it, const wf_transition *t,
                                  const char *vars, wf_error *err);
 
-/* Starts the child of CALL work item item_id (transition transition_id)
- * of w's net instance, already written, with input as its variables:
- * the one start of a call child. A child that cannot start (its key
- * unknown, the depth bound, its first step refused) is an incident of
- * the caller (CALL_DEFINITION_NOT_FOUND, CALL_DEPTH_EXCEEDED,
- * CALL_START_FAILED), not an error of the unit of work. */
-wf_code wf_runtime__call_start(net_work *w, const char *item_id, const char *transition_id,
-                               const char *input, wf_error *err);
+/* Queues the start of a child of CALL work item item_id of transition t:
+ * its input mapped over vars now, item_patch (NULL = none) merged into it.
+ * index -1: the child of the item, its id the item's; a for-each item
+ * index: its id derived from item_id and index (*child_id, NULL = not
+ * wanted). The children start once the caller is written
+ * (wf_runtime__call_after_write). */
+wf_code wf_runtime__call_queue(net_work *w, const char *item_id, const wf_transition *t,
+                               const char *vars, long index, const char *item_patch,
+                               const char **child_id, wf_error *err);
+
+/* Cancels the subtree of call child child_id in w, when live (reason on
+ * its INSTANCE_CANCELLED). */
+wf_code wf_runtime__call_cancel_child(net_work *w, const char *child_id, const char *reason,
+                                      wf_error *err);
 
 /* CALL work item item_id is withdrawn: its child's subtree in w is
  * cancelled (tasks CANCELLED, jobs, timers and subscriptions deleted,

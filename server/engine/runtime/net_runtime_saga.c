@@ -331,6 +331,9 @@ retry_firing(net_work *w, size_t ii, wf_error *err)
     if (rc != WF_OK)
         return rc;
     int ti = wf_net_transition_index(w->net, trans);
+    if (trigger == WF_TRIGGER_CALL && ti >= 0 && wf_runtime__is_foreach(&w->net->transitions[ti]))
+        /* The items whose call made no child make it again. */
+        return wf_runtime__foreach_call_retry(w, ii, &w->net->transitions[ti], err);
     if (trigger == WF_TRIGGER_CALL && ti >= 0)
         /* The call is made again, with the variables as they are now. */
         return wf_runtime__call_enabled(w, ITEM(w, ii), &w->net->transitions[ti],

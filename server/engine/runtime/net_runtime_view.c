@@ -165,11 +165,13 @@ wf_runtime_instance_view(const wf_ref_ctx *ctx, const char *instance_id, wf_runt
     rc = wf_runtime__call_view(&w, out, err);
     if (rc != WF_OK)
         return rc;
-    /* A step list: the steps whose work items are enabled, in list order. */
+    /* A step list: the steps whose work items are enabled, in list order;
+     * none once the instance has ended (a cancel leaves its items as they
+     * were). */
     out->current_steps = wf_arena_calloc(a, net->n_steps + 1, sizeof *out->current_steps);
     if (out->current_steps == NULL)
         return wf_error_nomem(err);
-    for (size_t k = 0; k < net->n_steps; k++) {
+    for (size_t k = 0; k < net->n_steps && !wf_instance_ended(in->status); k++) {
         bool now = false;
         for (size_t i = 0; i < agg.n_work_items && !now; i++) {
             const wf_work_item_row *it = &agg.work_items[i];

@@ -306,4 +306,13 @@ wf_code wf_store_mem__find_queued_signals(wf_store *st, const wf_store_ctx *ctx,
 wf_code wf_store_mem__count_deliveries(wf_store *st, const wf_store_ctx *ctx, const char *log_id,
                                        wf_delivery_counts *out, wf_error *err);
 
+/* mem/fleet.c */
+wf_code wf_store_mem__fleet_counts(wf_store *st, const wf_store_ctx *ctx,
+                                   const char *definition_key, int32_t version,
+                                   wf_fleet_counts *out, wf_error *err);
+wf_code wf_store_mem__fleet_instances(wf_store *st, const wf_store_ctx *ctx,
+                                      const char *definition_key, int32_t version,
+                                      wf_fleet_kind kind, const char *element, const char *after,
+                                      size_t limit, char ***ids, size_t *n, wf_error *err);
+
 #endif

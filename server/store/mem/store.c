@@ -491,6 +491,8 @@ static const wf_store_ops mem_ops = {
     .claim_deliveries = wf_store_mem__claim_deliveries,
     .find_queued_signals = wf_store_mem__find_queued_signals,
     .count_deliveries = wf_store_mem__count_deliveries,
+    .fleet_counts = wf_store_mem__fleet_counts,
+    .fleet_instances = wf_store_mem__fleet_instances,
 };
 
 wf_store *

@@ -132,6 +132,8 @@ enum {
     S_CLAIM_DELIVERIES,
     S_FIND_QUEUED,
     S_COUNT_DELIVERIES,
+    S_FLEET_COUNTS,
+    S_FLEET_INSTANCES,
     S_PENDING_DELIVERIES,
     S_LISTEN_EVENTS,
     S_LISTEN_JOBS,
@@ -437,5 +439,13 @@ wf_code wf_store_pg__find_queued_signals(wf_store *st, const wf_store_ctx *ctx, 
                                          wf_signal_row **rows, size_t *n, wf_error *err);
 wf_code wf_store_pg__count_deliveries(wf_store *st, const wf_store_ctx *ctx, const char *log_id,
                                       wf_delivery_counts *out, wf_error *err);
+
+/* pg/fleet.c */
+wf_code wf_store_pg__fleet_counts(wf_store *st, const wf_store_ctx *ctx, const char *definition_key,
+                                  int32_t version, wf_fleet_counts *out, wf_error *err);
+wf_code wf_store_pg__fleet_instances(wf_store *st, const wf_store_ctx *ctx,
+                                     const char *definition_key, int32_t version,
+                                     wf_fleet_kind kind, const char *element, const char *after,
+                                     size_t limit, char ***ids, size_t *n, wf_error *err);
 
 #endif

@@ -1125,6 +1125,44 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
                             "SELECT state, count(*) FROM signal_deliveries WHERE tenant_id = $1 "
                             "AND signal_log_id = $2 GROUP BY state",
                             "signal delivery"},
+    /* GetDefinitionStatistics: the live instances of ($2 key, versions $3
+     * to $4) counted (kind 0), then their tokens by place (1), ENABLED
+     * work items by transition (2) and the FAILED ones by incident
+     * transition (3), each one grouped read: instances_live_definition
+     * (0025) finds the instances, tokens_instance and work_items_enabled
+     * their rows, index only. Unordered: the store sorts the few groups. */
+    [S_FLEET_COUNTS] = {"fleet_counts",
+                        "SELECT 0, NULL::text, count(*) FROM instances WHERE tenant_id = $1 AND "
+                        "definition_key = $2 AND definition_version BETWEEN $3 AND $4 AND status "
+                        "IN (1, 4, 5, 7) UNION ALL (SELECT 1, t.place_id, count(*) FROM instances "
+                        "i JOIN tokens t ON t.tenant_id = i.tenant_id AND t.instance_id = i.id "
+                        "WHERE i.tenant_id = $1 AND i.definition_key = $2 AND i.definition_version "
+                        "BETWEEN $3 AND $4 AND i.status IN (1, 4, 5, 7) GROUP BY t.place_id) "
+                        "UNION ALL (SELECT 2, w.transition_id, count(*) FROM instances i JOIN "
+                        "work_items w ON w.tenant_id = i.tenant_id AND w.instance_id = i.id AND "
+                        "w.state = 1 WHERE i.tenant_id = $1 AND i.definition_key = $2 AND "
+                        "i.definition_version BETWEEN $3 AND $4 AND i.status IN (1, 4, 5, 7) "
+                        "GROUP BY w.transition_id) UNION ALL (SELECT 3, "
+                        "coalesce(incident_transition_id, ''), count(*) FROM instances WHERE "
+                        "tenant_id = $1 AND definition_key = $2 AND definition_version BETWEEN $3 "
+                        "AND $4 AND status = 4 GROUP BY 2)",
+                        "instance"},
+    /* The live instances of ($2 key, versions $3 to $4) at one element
+     * ($6 kind: 1 a token in place $7, 2 an ENABLED work item of
+     * transition $7, 3 the incident at $7), by id after $5, at most $8:
+     * instances_live_definition in id order, each checked by
+     * tokens_instance or work_items_enabled. */
+    [S_FLEET_INSTANCES] = {"fleet_instances",
+                           "SELECT i.id FROM instances i WHERE i.tenant_id = $1 AND "
+                           "i.definition_key = $2 AND i.definition_version BETWEEN $3 AND $4 AND "
+                           "i.status IN (1, 4, 5, 7) AND i.id > $5 AND CASE $6::int WHEN 1 THEN "
+                           "EXISTS (SELECT 1 FROM tokens t WHERE t.tenant_id = i.tenant_id AND "
+                           "t.instance_id = i.id AND t.place_id = $7) WHEN 2 THEN EXISTS (SELECT "
+                           "1 FROM work_items w WHERE w.tenant_id = i.tenant_id AND w.instance_id "
+                           "= i.id AND w.state = 1 AND w.transition_id = $7) ELSE i.status = 4 "
+                           "AND coalesce(i.incident_transition_id, '') = $7 END ORDER BY i.id "
+                           "LIMIT $8",
+                           "instance"},
     /* Utility statements go through the extended protocol too. */
     [S_LISTEN_EVENTS] = {"listen_events", "LISTEN wf_events", "the database"},
     [S_LISTEN_JOBS] = {"listen_jobs", "LISTEN wf_jobs", "the database"},

@@ -202,6 +202,8 @@ static const wf_store_ops pg_ops = {
     .claim_deliveries = wf_store_pg__claim_deliveries,
     .find_queued_signals = wf_store_pg__find_queued_signals,
     .count_deliveries = wf_store_pg__count_deliveries,
+    .fleet_counts = wf_store_pg__fleet_counts,
+    .fleet_instances = wf_store_pg__fleet_instances,
 };
 
 wf_code
