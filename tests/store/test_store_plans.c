@@ -123,8 +123,12 @@ static const required_index required[] = {
      * is the statement's, so that the LIMIT stops the scan. */
     {"activate_jobs", "jobs_activation_rank"},
     /* The fairness keys and the head of each key's queue (0027): a skip
-     * scan of this index, not a read of the type's backlog. */
-    {"activate_jobs", "jobs_activation_fair"},
+     * scan of this index, not a read of the type's backlog; the rest of the
+     * pass by rank. */
+    {"activate_jobs_fair", "jobs_activation_fair"},
+    {"activate_jobs_fair", "jobs_activation_rank"},
+    /* Whether a queue has keys: one descent to its last key. */
+    {"jobs_keyed", "jobs_activation_fair"},
     /* A definition's live totals: its instances that have not ended, from
      * the partial index of those (0025), never every instance of the
      * key. */

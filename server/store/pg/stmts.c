@@ -112,7 +112,7 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
     "SELECT ctid AS tid, " COLS_JOBS ", octet_length(coalesce(variables_json, '')) + "             \
     "octet_length(coalesce(last_error, '')) + octet_length(coalesce(idempotency_key, '')) + "      \
     "1024 AS b FROM jobs WHERE " ACTIVATABLE_WHERE
-/* activate_jobs: k, the head (lowest rank) of each fairness key's queue,
+/* activate_jobs_fair: k, the head (lowest rank) of each fairness key's queue,
  * in key order, by a skip scan of jobs_activation_fair (one descent per
  * key, at most $4 keys); h, those heads locked, found by their ctids (a
  * Tid Scan each, never a scan of the type's queue); a, the first $4 by rank
@@ -122,7 +122,7 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
  * (one key, ''), one descent of the index to its last key finds so and k
  * is empty: a's order, as before keys. A head a concurrent pass holds is
  * skipped: its key may still come by rank. */
-#define ACTIVATE_JOBS                                                                              \
+#define ACTIVATE_JOBS_FAIR                                                                         \
     "WITH RECURSIVE k(fk, tid) AS ((SELECT fairness_key, ctid FROM jobs WHERE " ACTIVATABLE_WHERE  \
     " AND (SELECT fairness_key FROM jobs WHERE tenant_id = $1 AND job_type = $2 AND state = 1 "    \
     "ORDER BY fairness_key DESC LIMIT 1) > '' ORDER BY fairness_key, activation_rank, id LIMIT "   \
@@ -784,9 +784,32 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
      * served by jobs_activation_rank (migrations/0020_job_priority.sql):
      * rank <= now bounds the scan, since a rank is never above its
      * activatable_at; the rows it reads that are not activatable yet are
-     * jobs in a retry backoff ending within 100 aging steps. Fairness keys
-     * (migrations/0027_job_fairness.sql): see ACTIVATE_JOBS. */
-    [S_ACTIVATE_JOBS] = {"activate_jobs", ACTIVATE_JOBS, "job"},
+     * jobs in a retry backoff ending within 100 aging steps. A queue with
+     * fairness keys (migrations/0027_job_fairness.sql) takes
+     * activate_jobs_fair instead (ACTIVATE_JOBS_FAIR; jobs_keyed tells
+     * which: reads.c). */
+    [S_ACTIVATE_JOBS] =
+        {"activate_jobs",
+         "WITH l AS (" ACTIVATABLE_JOB " ORDER BY activation_rank, id LIMIT $4 FOR UPDATE SKIP "
+         "LOCKED), "
+         "c AS (SELECT tid FROM (SELECT tid, sum(b) OVER "
+         "(ORDER BY activation_rank, id) AS t FROM l) x WHERE $7::bigint = 0 OR t <= $7::bigint), "
+         "u AS (UPDATE jobs j SET state = 2, key = j.instance_id || '.' || "
+         "gen_random_uuid()::text, "
+         "worker = $5, lease_expires_at = $6 WHERE j.ctid = ANY(ARRAY(SELECT tid FROM c)) "
+         "RETURNING j.*) "
+         "SELECT " COLS_JOBS " FROM u UNION ALL (SELECT " COLS_JOBS " FROM l WHERE "
+         "NOT EXISTS (SELECT 1 FROM c) ORDER BY activation_rank, id LIMIT 1) "
+         "ORDER BY activation_rank, id",
+         "job"},
+    [S_ACTIVATE_JOBS_FAIR] = {"activate_jobs_fair", ACTIVATE_JOBS_FAIR, "job"},
+    /* Whether type $2's queue (tenant $1) has a job with a fairness key:
+     * one descent to the last key of jobs_activation_fair. */
+    [S_JOBS_KEYED] = {"jobs_keyed",
+                      "SELECT coalesce((SELECT fairness_key FROM jobs WHERE tenant_id = $1 AND "
+                      "job_type = $2 AND state = 1 ORDER BY fairness_key DESC LIMIT 1) > '', "
+                      "false)",
+                      "job"},
 /* The scheduler's statements come in two shapes: every tenant (the
  * background thread, one per replica), and one tenant (the last
  * parameter; RunSchedulerPass), each served by an index on its filter
