@@ -789,6 +789,7 @@ print_job_resp(const ProtobufCMessage *m)
     kv("instance", "%s", j->instance_id);
     kv("type", "%s", j->job_type);
     kv("priority", "%d", j->priority);
+    kv("fairness key", "%s", dash(j->fairness_key));
     kv("state", "%s", j->key[0] != '\0' ? "activated" : "activatable");
     return WFCTL_OK;
 }
@@ -1088,9 +1089,9 @@ print_show(const ProtobufCMessage *m)
     }
     if (r->n_jobs > 0) {
         section("jobs", r->n_jobs);
-        table_begin(2, 7,
-                    (const char *const[]){"ID", "TYPE", "TRANSITION", "PRIORITY", "ATTEMPT",
-                                          "STATE", "LAST_ERROR"});
+        table_begin(2, 8,
+                    (const char *const[]){"ID", "TYPE", "TRANSITION", "PRIORITY", "FAIRNESS_KEY",
+                                          "ATTEMPT", "STATE", "LAST_ERROR"});
         for (size_t i = 0; i < r->n_jobs; i++) {
             const Workflow__V1__Job *j = r->jobs[i];
             const char *state =
@@ -1100,8 +1101,8 @@ print_show(const ProtobufCMessage *m)
                                             : "activatable";
             table_row((const char *const[]){
                 j->id, fmt("%s%s", j->job_type, j->compensation ? " (compensation)" : ""),
-                j->transition_id, fmt("%d", j->priority), fmt("%d/%d", j->attempt, j->max_attempts),
-                state, j->error_message});
+                j->transition_id, fmt("%d", j->priority), dash(j->fairness_key),
+                fmt("%d/%d", j->attempt, j->max_attempts), state, j->error_message});
         }
         table_flush();
     }

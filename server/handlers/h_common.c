@@ -272,6 +272,7 @@ wf_h_job(wf_arena *a, const wf_job_row *r)
     if (r->state == WF_JOB_ACTIVATABLE && r->activatable_at > wf_now_us())
         m->activatable_at = wf_h_timestamp(a, r->activatable_at, &oom);
     m->priority = r->priority;
+    m->fairness_key = str(r->fairness_key);
     if (r->created_at != 0)
         m->created_at = wf_h_timestamp(a, r->created_at, &oom);
     return oom ? NULL : m;

@@ -101,6 +101,7 @@ step_in(const Workflow__V1__Step *m, wf_step *st)
         st->job_type = m->job->job_type;
         st->lease_ms = wf_h_duration_ms(m->job->lease);
         st->job_priority_expression = m->job->priority_expression;
+        st->job_fairness_key_expression = m->job->fairness_key_expression;
     }
     if (m->user != NULL) {
         st->has_user = true;
@@ -156,6 +157,7 @@ transition_in(wf_arena *a, const Workflow__V1__Transition *m, wf_transition *t)
     t->lease_ms = wf_h_duration_ms(m->lease);
     t->compensation_job_type = m->compensation_job_type;
     t->job_priority_expression = m->job_priority_expression;
+    t->job_fairness_key_expression = m->job_fairness_key_expression;
     t->for_each = m->for_each;
     t->for_each_item = m->for_each_item;
     t->for_each_output = m->for_each_output;
@@ -324,6 +326,7 @@ step_out(wf_arena *a, const wf_step *st, bool *oom)
         m->job->job_type = str(st->job_type);
         m->job->lease = wf_h_duration(a, st->lease_ms, oom);
         m->job->priority_expression = str(st->job_priority_expression);
+        m->job->fairness_key_expression = str(st->job_fairness_key_expression);
     }
     if (st->has_user && (m->user = alloc_or(a, sizeof *m->user, oom)) != NULL) {
         workflow__v1__user_step__init(m->user);
@@ -405,6 +408,7 @@ transition_out(wf_arena *a, const wf_transition *t, bool *oom)
     m->lease = wf_h_duration(a, t->lease_ms, oom);
     m->compensation_job_type = str(t->compensation_job_type);
     m->job_priority_expression = str(t->job_priority_expression);
+    m->job_fairness_key_expression = str(t->job_fairness_key_expression);
     m->for_each = str(t->for_each);
     m->for_each_item = str(t->for_each_item);
     m->for_each_output = str(t->for_each_output);

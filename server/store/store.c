@@ -229,7 +229,8 @@ wf_store_job_rank(int64_t activatable_at, int32_t priority, int64_t aging_us)
     return activatable_at - (int64_t)priority * aging_us;
 }
 
-/* Every job written gets its rank from its activatable_at and priority. */
+/* Every job written gets its rank from its activatable_at and priority,
+ * and "" for no fairness key (as Postgres stores it). */
 static void
 rank_jobs(const wf_store *st, const wf_store_changes *c)
 {
@@ -237,6 +238,8 @@ rank_jobs(const wf_store *st, const wf_store_changes *c)
     for (size_t i = 0; i < c->n_jobs; i++) {
         wf_job_row *j = (wf_job_row *)&c->jobs[i];
         j->rank = wf_store_job_rank(j->activatable_at, j->priority, step);
+        if (j->fairness_key == NULL)
+            j->fairness_key = "";
     }
 }
 

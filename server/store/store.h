@@ -337,10 +337,14 @@ typedef struct wf_job_row {
     bool compensation;
     char *last_error;
     int64_t created_at;
-    int32_t priority; /* 0-100, higher first (WF_JOB_PRIORITY_DEFAULT when created) */
-    int64_t rank;     /* activation order, lowest first: set by wf_tx_apply from activatable_at
-                         and priority (wf_store_job_rank); the engine's value is ignored */
+    int32_t priority;   /* 0-100, higher first (WF_JOB_PRIORITY_DEFAULT when created) */
+    int64_t rank;       /* activation order, lowest first: set by wf_tx_apply from activatable_at
+                           and priority (wf_store_job_rank); the engine's value is ignored */
+    char *fairness_key; /* "" = no key; activation shares each pass between keys */
 } wf_job_row;
+
+/* A fairness key is at most this many bytes. */
+#define WF_JOB_FAIRNESS_KEY_MAX 128
 
 /* A job's priority: 0 to 100, 50 unless its transition's
  * job_priority_expression or UpdateJob says otherwise. */

@@ -165,6 +165,7 @@ static const wf_field job_fields[] = {
     I64(wf_job_row, created_at),
     I32(wf_job_row, priority),
     I64(wf_job_row, rank),
+    STR(wf_job_row, fairness_key),
 };
 DESC(wf_store__job_desc, "job", wf_job_row, job_fields);
 

@@ -60,7 +60,8 @@ google.rpc.ErrorInfo{reason, domain "workflow.v1"} carried in the
   (SuspendResumePgTests);
 * job priority (JobPriorityTests): a transition's job_priority_expression
   over the start variables, UpdateJob with its request_id replay and
-  refusals, ActivateJobs by priority; again on Postgres
+  refusals, ActivateJobs by priority, fairness keys sharing a pass (a
+  backlog of one key and the single jobs of two others); again on Postgres
   (JobPriorityPgTests);
 * for-each (ForEachTests): an order fans out per line item, one job each
   with its item and index, the charges collected in item order, the
@@ -2416,6 +2417,37 @@ class JobPriorityTests(WorkflowTestCase):
         self.assert_error(invoke(self.wf.UpdateJob, wf_pb2.UpdateJobRequest(
             instance_id=ids[0], job_id=jobs[0].id), md()),
             SC.INVALID_ARGUMENT, "INVALID_ARGUMENT")
+
+    def test_fairness_keys_share_a_pass(self):
+        # A tenant's backlog of 50 orders, then one order each of two
+        # other tenants: a pass of three takes the backlog's oldest and
+        # both, each job carrying its key (Job.fairness_key).
+        run = uuid.uuid4().hex[:8]
+        key, job_type = "py-fair-" + run, "py-fair-job-" + run
+        d = wf_pb2.Definition(
+            key=key, kind=wf_pb2.DEFINITION_KIND_NET,
+            places=[wf_pb2.Place(id="s", kind=wf_pb2.PLACE_KIND_START),
+                    wf_pb2.Place(id="e", kind=wf_pb2.PLACE_KIND_END)],
+            transitions=[wf_pb2.Transition(
+                id="work", trigger=wf_pb2.TRIGGER_AUTO, job_type=job_type,
+                job_fairness_key_expression=".tenant")],
+            arcs=[wf_pb2.Arc(source="s", target="work"), wf_pb2.Arc(source="work", target="e")])
+        self.ok(invoke(self.wf.DeployDefinition, wf_pb2.DeployDefinitionRequest(definition=d),
+                       md(actor="dev")))
+
+        def start(tenant):
+            return self.ok(invoke(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
+                definition_key=key, variables_json='{"tenant": "%s"}' % tenant),
+                md(actor="shop"))).instance.id
+        big = [start("big") for _ in range(50)]
+        small = [start("a"), start("b")]
+        got = self.ok(invoke(self.wf.ActivateJobs, wf_pb2.ActivateJobsRequest(
+            job_type=job_type, worker="py", max_jobs=3), md())).jobs
+        self.assertEqual([j.instance_id for j in got], [big[0]] + small)
+        self.assertEqual([j.fairness_key for j in got], ["big", "a", "b"])
+        bad = invoke(self.wf.StartInstance, wf_pb2.StartInstanceRequest(
+            definition_key=key, variables_json='{"tenant": {"id": 1}}'), md(actor="shop"))
+        self.assert_error(bad, SC.INVALID_ARGUMENT, "INVALID_ARGUMENT")
 
 
 class JobPriorityPgTests(JobPriorityTests):

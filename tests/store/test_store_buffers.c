@@ -189,6 +189,14 @@ fill(int phase, int rows)
         "'bj%1$d-' || g, 'b%1$d-' || (g %% 5000 + 1) || '.k' || g, 'b%1$d-' || (g %% 5000 + 1), "
         "'b%1$d-' || (g %% 5000 + 1), 'queued', 1, 1, 3, %1$d * 1000000 + g, g, g %% 101, "
         "%1$d * 1000000 + g - (g %% 101) * 1000000 FROM generate_series(1, %2$d) g",
+        /* A type whose jobs carry fairness keys: three in four of one key,
+         * the others spread over 300 keys. */
+        "INSERT INTO jobs (tenant_id, id, key, root_id, instance_id, job_type, state, attempt, "
+        "max_attempts, activatable_at, created_at, priority, activation_rank, fairness_key) "
+        "SELECT 'default', 'bf%1$d-' || g, 'b%1$d-' || (g %% 5000 + 1) || '.f' || g, "
+        "'b%1$d-' || (g %% 5000 + 1), 'b%1$d-' || (g %% 5000 + 1), 'fair', 1, 1, 3, g, g, 50, "
+        "g - 50000000, CASE WHEN g %% 4 = 0 THEN 'k%1$d-' || g %% 300 ELSE 'big%1$d' END "
+        "FROM generate_series(1, %2$d) g",
         "INSERT INTO timers (tenant_id, id, root_id, instance_id, due_at, created_at) SELECT "
         "'default', 'bm%1$d-' || g, 'b%1$d-' || (g %% 5000 + 1), 'b%1$d-' || (g %% 5000 + 1), "
         "4000000000000000 + g, g FROM generate_series(1, %2$d) g",
@@ -258,6 +266,13 @@ round_of_calls(void)
     i = idem("ActivateJobs");
     rc = wf_runtime_activate_recorded(&c, &a, &i, true, &got, &err);
     ck_assert_msg(rc == WF_OK, "activate (queue): %s %s", wf_code_reason(rc), err.msg);
+    /* A pass over fairness keys (a larger pass costs the UPDATE about 20
+     * buffers a job, with or without keys: beyond PER_ROW_BUFFERS). */
+    a.job_type = "fair";
+    i = idem("ActivateJobs");
+    rc = wf_runtime_activate_recorded(&c, &a, &i, true, &got, &err);
+    ck_assert_msg(rc == WF_OK, "activate (keys): %s %s", wf_code_reason(rc), err.msg);
+    ck_assert_uint_le(got.n, 1);
 
     wf_runtime_send_signal_in s = {
         .name = "payment", .aggregate_type = "order", .aggregate_id = agg, .has_aggregate = true};

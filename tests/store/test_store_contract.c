@@ -1576,6 +1576,56 @@ WF_CASE_TEST("contract", test_job_activation_by_priority_and_age)
 }
 END_TEST
 
+static wf_job_row
+mk_job_k(const char *id, int64_t activatable_at, int32_t priority, const char *key)
+{
+    wf_job_row j = mk_job_p(id, "fair", activatable_at, priority);
+    j.fairness_key = key != NULL ? S(key) : NULL;
+    return j;
+}
+
+/* Ids of an activation of up to max "fair" jobs at now, joined by ' '. */
+static char *
+activate_fair(size_t max, int64_t now)
+{
+    static char ids[256];
+    wf_error err = {0};
+    wf_job_row *rows;
+    size_t n;
+    ck_assert_int_eq(
+        wf_store_activate_jobs(st, &ctx, "fair", "w1", max, 1000, now, &rows, &n, &err), WF_OK);
+    ids[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        snprintf(ids + strlen(ids), sizeof ids - strlen(ids), "%s%s", i > 0 ? " " : "", rows[i].id);
+    return ids;
+}
+
+/* Fairness keys: a pass first takes the head (lowest rank) of each key
+ * waiting, those by rank, then fills by rank over every key; the jobs
+ * without a key are one key. A key's backlog of older jobs (big) does not
+ * hold back the single jobs of other keys, a higher priority still goes
+ * first among the heads (c1), and within a key the order is the rank. */
+WF_CASE_TEST("contract", test_job_activation_by_fairness_key)
+{
+    new_root("r1", T0);
+    wf_job_row jobs[24];
+    char id[16][8];
+    size_t n = 0;
+    for (int i = 0; i < 16; i++) {
+        snprintf(id[i], sizeof id[i], "b%02d", i);
+        jobs[n++] = mk_job_k(id[i], T0 + i, 50, "big");
+    }
+    jobs[n++] = mk_job_k("a1", T0 + 100, 50, "a");
+    jobs[n++] = mk_job_k("c1", T0 + 101, 90, "c");
+    jobs[n++] = mk_job_k("n1", T0 + 102, 50, NULL);
+    jobs[n++] = mk_job_k("n2", T0 + 103, 50, "");
+    commit_changes(&(wf_store_changes){.jobs = jobs, .n_jobs = n});
+    ck_assert_str_eq(activate_fair(5, T0 + 1000), "c1 b00 a1 n1 b01");
+    ck_assert_str_eq(activate_fair(5, T0 + 1000), "b02 n2 b03 b04 b05");
+    ck_assert_str_eq(activate_fair(3, T0 + 1000), "b06 b07 b08");
+}
+END_TEST
+
 WF_CASE_TEST("contract", test_job_activation_and_leases)
 {
     new_root("r1", T0);

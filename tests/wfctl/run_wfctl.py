@@ -581,12 +581,15 @@ class CommandTests(ServerTests):
     def test_job_priority_shown_and_changed(self):
         key = "prio-" + uuid.uuid4().hex[:6]
         self.deploy({"key": key, "kind": "STEPS", "steps": [
-            {"id": "work", "job": {"job_type": "t-" + key, "priority_expression": ".p"}}]})
-        iid = self.run_ok("start", key, "--vars", '{"p": 70}', actor="dev").strip()
+            {"id": "work", "job": {"job_type": "t-" + key, "priority_expression": ".p",
+                                   "fairness_key_expression": ".tenant"}}]})
+        iid = self.run_ok("start", key, "--vars", '{"p": 70, "tenant": "acme"}',
+                          actor="dev").strip()
         shown = json.loads(self.run_ok("--json", "show", iid))
         job = shown["jobs"][0]
         self.assertEqual(job["priority"], 70)
-        self.assertRegex(self.run_ok("show", iid), r"PRIORITY[\s\S]*\b70\b")
+        self.assertEqual(job["fairness_key"], "acme")
+        self.assertRegex(self.run_ok("show", iid), r"FAIRNESS_KEY[\s\S]*\b70\s+acme\b")
         out = self.run_ok("job-priority", iid, job["id"], "--priority", "85")
         self.assertRegex(out, r"priority\s+85")
         self.assertEqual(json.loads(self.run_ok("--json", "show", iid))["jobs"][0]["priority"], 85)

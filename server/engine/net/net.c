@@ -272,6 +272,7 @@ encode_transition(enc *e, const wf_transition *t)
             t->trigger == WF_TRIGGER_AUTO ? wf_net_lease_effective(t) : t->lease_ms);
     put_str(e, o, "compensation_job_type", t->compensation_job_type);
     put_str(e, o, "job_priority_expression", t->job_priority_expression);
+    put_str(e, o, "job_fairness_key_expression", t->job_fairness_key_expression);
     encode_for_each(e, o, t);
     put_int(e, o, "delay_ms", t->delay_ms);
     put_str(e, o, "due_expression", t->due_expression);
@@ -326,6 +327,7 @@ encode_step(enc *e, const wf_step *st)
         put_str(e, k, "job_type", st->job_type);
         put_int(e, k, "lease_ms", st->lease_ms);
         put_str(e, k, "priority_expression", st->job_priority_expression);
+        put_str(e, k, "fairness_key_expression", st->job_fairness_key_expression);
     }
     if (st->has_user && (k = json_object()) != NULL) {
         put(e, o, "user", k);
@@ -675,6 +677,7 @@ decode_step(dec *d, json_t *o, wf_step *st)
         st->job_type = get_str(d, k, "job_type");
         st->lease_ms = get_int(d, k, "lease_ms");
         st->job_priority_expression = get_str(d, k, "priority_expression");
+        st->job_fairness_key_expression = get_str(d, k, "fairness_key_expression");
     }
     if ((k = get_obj(d, o, "user")) != NULL) {
         st->has_user = true;
@@ -754,6 +757,7 @@ decode_transition(dec *d, json_t *o, wf_transition *t)
     t->lease_ms = get_int(d, o, "lease_ms");
     t->compensation_job_type = get_str(d, o, "compensation_job_type");
     t->job_priority_expression = get_str(d, o, "job_priority_expression");
+    t->job_fairness_key_expression = get_str(d, o, "job_fairness_key_expression");
     decode_for_each(d, o, t);
     t->delay_ms = get_int(d, o, "delay_ms");
     t->due_expression = get_str(d, o, "due_expression");

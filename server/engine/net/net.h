@@ -135,6 +135,9 @@ typedef struct wf_transition {
     /* AUTO, jq over the variables when the job is created ("" = 50): the
      * job's priority, an integer 0-100 */
     const char *job_priority_expression;
+    /* AUTO, jq over the variables when the job is created ("" = no key):
+     * the job's fairness key, a string or an integer */
+    const char *job_fairness_key_expression;
     /* AUTO with a job_type: multi-instance. for_each is jq over the
      * variables at enablement yielding the items ("" = one job); item the
      * variable naming an item in its job ("" = "item"), output the array
@@ -201,7 +204,8 @@ typedef struct wf_step {
     /* job */
     const char *job_type;
     int64_t lease_ms;
-    const char *job_priority_expression; /* as on an AUTO transition */
+    const char *job_priority_expression;     /* as on an AUTO transition */
+    const char *job_fairness_key_expression; /* as on an AUTO transition */
     /* user */
     wf_assignee assignee;
     wf_completion completion;

@@ -344,6 +344,7 @@ compile(comp *c, const wf_net *in)
             t->lease_ms = st->lease_ms;
             t->compensation_job_type = st->compensation_job_type;
             t->job_priority_expression = st->job_priority_expression;
+            t->job_fairness_key_expression = st->job_fairness_key_expression;
             t->resources = st->resources;
             t->n_resources = st->n_resources;
             break;
@@ -436,6 +437,7 @@ remap(comp *c, const char *path, const char **msg)
             {".due_expression", ".due_expression"},
             {".priority_expression", ".priority_expression"},
             {".job_priority_expression", ".priority_expression"},
+            {".job_fairness_key_expression", ".fairness_key_expression"},
             {".task_due_expression", ".due_expression"},
             {".task_follow_up_expression", ".follow_up_expression"},
             {".call_definition_key", ".definition_key"},

@@ -689,6 +689,11 @@ check_auto(vctx *c, size_t ti, const wf_transition *t)
         check_expr(c, t->job_priority_expression, "EXPRESSION_INVALID", path,
                    "job_priority_expression");
     }
+    if (!wf_str_empty(t->job_fairness_key_expression)) {
+        snprintf(path, sizeof path, "transitions[%zu].job_fairness_key_expression", ti);
+        check_expr(c, t->job_fairness_key_expression, "EXPRESSION_INVALID", path,
+                   "job_fairness_key_expression");
+    }
     if (!wf_str_empty(t->for_each))
         check_for_each(c, ti, t);
 }
@@ -856,6 +861,8 @@ check_triggers(vctx *c)
                 conflict(c, ti, "compensation_job_type", t, "AUTO");
             if (!wf_str_empty(t->job_priority_expression))
                 conflict(c, ti, "job_priority_expression", t, "AUTO");
+            if (!wf_str_empty(t->job_fairness_key_expression))
+                conflict(c, ti, "job_fairness_key_expression", t, "AUTO");
         }
         if (tr != WF_TRIGGER_AUTO && tr != WF_TRIGGER_USER && tr != WF_TRIGGER_CALL &&
             !wf_str_empty(t->for_each))
@@ -924,7 +931,8 @@ wf_net_has_unseen_expressions(const wf_net *net)
         if (unseen(t->assignee.ids_expression) || unseen(t->priority_expression) ||
             unseen(t->task_due_expression) || unseen(t->task_follow_up_expression) ||
             unseen(t->due_expression) || unseen(t->job_priority_expression) ||
-            unseen(t->for_each) || unseen(t->call_input) || unseen(t->call_output))
+            unseen(t->job_fairness_key_expression) || unseen(t->for_each) ||
+            unseen(t->call_input) || unseen(t->call_output))
             return true;
         for (size_t k = 0; k < t->n_resources; k++)
             if (unseen(t->resources[k].key_expression))
@@ -935,7 +943,8 @@ wf_net_has_unseen_expressions(const wf_net *net)
         if (unseen(s->assignee.ids_expression) || unseen(s->priority_expression) ||
             unseen(s->task_due_expression) || unseen(s->task_follow_up_expression) ||
             unseen(s->due_expression) || unseen(s->job_priority_expression) ||
-            unseen(s->for_each) || unseen(s->call_input) || unseen(s->call_output))
+            unseen(s->for_each) || unseen(s->call_input) || unseen(s->call_output) ||
+            unseen(s->job_fairness_key_expression))
             return true;
         for (size_t k = 0; k < s->n_next; k++)
             if (unseen(s->next[k].guard))

@@ -452,6 +452,63 @@ choose_job_priority(const wf_transition *t, const char *vars, int32_t *out, wf_e
     return WF_OK;
 }
 
+/* The fairness key of a job from the first result of its expression
+ * (JSON text j): a string of at most WF_JOB_FAIRNESS_KEY_MAX bytes or an
+ * integer (its decimal text); null or "" is no key. */
+static wf_code
+fairness_key_of(wf_arena *a, const char *j, const wf_transition *t, char **out, wf_error *err)
+{
+    json_t *v = json_loads(j, JSON_DECODE_ANY, NULL);
+    wf_code rc = WF_OK;
+    if (json_is_string(v) && json_string_length(v) <= WF_JOB_FAIRNESS_KEY_MAX)
+        *out = wf_arena_strdup(a, json_string_value(v));
+    else if (json_is_integer(v))
+        *out = wf_arena_printf(a, "%lld", (long long)json_integer_value(v));
+    else if (json_is_null(v))
+        *out = "";
+    else
+        rc = wf_error_set(err, WF_E_INVALID_ARGUMENT,
+                          "job_fairness_key_expression of transition \"%s\" gave %.64s, which "
+                          "is not a string of at most 128 bytes or an integer",
+                          t->id, j);
+    json_decref(v);
+    if (rc == WF_OK && *out == NULL)
+        rc = wf_error_nomem(err);
+    return rc;
+}
+
+/* The fairness key of the job of AUTO transition t: its
+ * job_fairness_key_expression over vars, or "" (no key). */
+static wf_code
+choose_job_fairness_key(net_work *w, const wf_transition *t, const char *vars, char **out,
+                        wf_error *err)
+{
+    *out = "";
+    if (wf_str_empty(t->job_fairness_key_expression))
+        return WF_OK;
+    wf_expr *e;
+    char *j = NULL;
+    wf_code rc = wf_expr_cached(t->job_fairness_key_expression, &e, err);
+    if (rc != WF_OK)
+        return rc;
+    rc = wf_expr_eval_json(e, vars, w->rw.arena, &j, err);
+    wf_expr_free(e);
+    if (rc != WF_OK)
+        return expr_failed(err, rc, "job_fairness_key_expression", t->id);
+    return fairness_key_of(w->rw.arena, j, t, out, err);
+}
+
+/* The priority and fairness key of a job that is not a compensation. */
+static wf_code
+choose_job_order(net_work *w, const wf_transition *t, const char *vars, int32_t *priority,
+                 char **key, wf_error *err)
+{
+    wf_code rc = choose_job_priority(t, vars, priority, err);
+    if (rc == WF_OK)
+        rc = choose_job_fairness_key(w, t, vars, key, err);
+    return rc;
+}
+
 wf_code
 wf_runtime__create_job(net_work *w, const wf_work_item_row *it, const wf_transition *t,
                        const char *vars, bool compensation, wf_job_row *out, wf_error *err)
@@ -459,8 +516,9 @@ wf_runtime__create_job(net_work *w, const wf_work_item_row *it, const wf_transit
     const wf_instance_row *in = &w->rw.insts[w->inst];
     wf_retry_policy r = wf_net_retry_effective(t);
     int32_t priority = WF_JOB_PRIORITY_DEFAULT;
+    char *fkey = "";
     if (!compensation) {
-        wf_code prc = choose_job_priority(t, vars, &priority, err);
+        wf_code prc = choose_job_order(w, t, vars, &priority, &fkey, err);
         if (prc != WF_OK)
             return prc;
     }
@@ -485,6 +543,7 @@ wf_runtime__create_job(net_work *w, const wf_work_item_row *it, const wf_transit
         .compensation = compensation,
         .created_at = w->rw.now,
         .priority = priority,
+        .fairness_key = fkey,
     };
     if (job.id == NULL || job.idempotency_key == NULL)
         return wf_error_nomem(err);
@@ -504,9 +563,10 @@ enable_auto(net_work *w, const wf_work_item_row *it, const wf_transition *t, con
     wf_code rc = wf_runtime__create_job(w, it, t, vars, false, &job, err);
     if (rc == WF_OK)
         rc = wf_runtime__event(w, "JOB_CREATED",
-                               json_pack("{s:s,s:s,s:s,s:s,s:i}", "jobId", job.id, "jobType",
+                               json_pack("{s:s,s:s,s:s,s:s,s:i,s:s}", "jobId", job.id, "jobType",
                                          t->job_type, "transitionId", t->id, "workItemId", it->id,
-                                         "priority", (int)job.priority),
+                                         "priority", (int)job.priority, "fairnessKey",
+                                         job.fairness_key),
                                err);
     return rc;
 }

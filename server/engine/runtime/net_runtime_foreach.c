@@ -186,9 +186,10 @@ start_job(net_work *w, const wf_work_item_row *it, const wf_transition *t, json_
     JOB(w, w->jobs.n - 1)->idempotency_key = key;
     json_array_set_new(json_object_get(st, "st"), i, json_integer(FE_RUNNING));
     return wf_runtime__event(w, "JOB_CREATED",
-                             json_pack("{s:s,s:s,s:s,s:s,s:i,s:I}", "jobId", job.id, "jobType",
+                             json_pack("{s:s,s:s,s:s,s:s,s:i,s:s,s:I}", "jobId", job.id, "jobType",
                                        t->job_type, "transitionId", t->id, "workItemId", it->id,
-                                       "priority", (int)job.priority, "index", (json_int_t)i),
+                                       "priority", (int)job.priority, "fairnessKey",
+                                       job.fairness_key, "index", (json_int_t)i),
                              err);
 }
 

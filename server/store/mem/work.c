@@ -44,6 +44,72 @@ job_activatable(mem_store *m, const void *row, const void *arg)
            !wf_store_mem__root_held(m, j->root_id, NULL);
 }
 
+static const char *
+fair_key(const void *row)
+{
+    const char *k = ((const wf_job_row *)row)->fairness_key;
+    return k != NULL ? k : "";
+}
+
+/* A candidate's key and its position in the rank order. */
+typedef struct fair_pos {
+    const char *key;
+    size_t pos;
+} fair_pos;
+
+static int
+fair_cmp(const void *a, const void *b)
+{
+    const fair_pos *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c != 0 ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* Marks head[i] for the head (first by rank) of each of the first max
+ * keys, in key order. */
+static wf_code
+fair_heads(void **v, size_t k, size_t max, bool *head, wf_error *err)
+{
+    fair_pos *ix = malloc((k + 1) * sizeof *ix);
+    if (ix == NULL)
+        return wf_error_nomem(err);
+    for (size_t i = 0; i < k; i++)
+        ix[i] = (fair_pos){fair_key(v[i]), i};
+    qsort(ix, k, sizeof *ix, fair_cmp);
+    for (size_t i = 0, keys = 0; i < k && keys < max; i++)
+        if (i == 0 || strcmp(ix[i].key, ix[i - 1].key) != 0) {
+            head[ix[i].pos] = true;
+            keys++;
+        }
+    free(ix);
+    return WF_OK;
+}
+
+/* Orders the first *n of the k rank-ordered candidates v as the Postgres
+ * statement does (activate_jobs): the heads of up to max keys by rank, then
+ * the others by rank, max in all. Called with the store's mutex held. */
+static wf_code
+fair_order(void **v, size_t k, size_t max, size_t *n, wf_error *err)
+{
+    bool *head = calloc(k + 1, sizeof *head);
+    void **o = malloc((k + 1) * sizeof *o);
+    wf_code rc = head != NULL && o != NULL ? fair_heads(v, k, max, head, err) : wf_error_nomem(err);
+    size_t m = 0;
+    for (size_t i = 0; rc == WF_OK && i < k; i++)
+        if (head[i])
+            o[m++] = v[i];
+    for (size_t i = 0; rc == WF_OK && i < k; i++)
+        if (!head[i])
+            o[m++] = v[i];
+    if (rc == WF_OK) {
+        memcpy(v, o, k * sizeof *v);
+        *n = k < max ? k : max;
+    }
+    free(head);
+    free(o);
+    return rc;
+}
+
 /* Leases up to max jobs (and at most max_bytes of answer, see
  * wf_tx_activate_jobs) with the mutex held: through tx's undo log when tx
  * is not NULL (a rollback gives the jobs back), else for good. */
@@ -57,7 +123,9 @@ activate_locked(mem_store *m, mem_tx *tx, const wf_store_ctx *ctx, const char *j
     size_t k = 0;
     wf_job_row *out = NULL;
     wf_code rc = wf_store_mem__gather(m, &m->jobs, ctx->tenant, job_activatable, &q,
-                                      wf_store_mem__cmp_job_activation, max, &v, &k, err);
+                                      wf_store_mem__cmp_job_activation, SIZE_MAX, &v, &k, err);
+    if (rc == WF_OK)
+        rc = fair_order(v, k, max, &k, err);
     if (rc == WF_OK && max_bytes > 0) {
         size_t total = 0, fit = 0;
         while (fit < k) {

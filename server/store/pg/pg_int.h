@@ -85,6 +85,8 @@ enum {
     S_LIST_SIGNALS_AGGREGATE,
     S_LIST_SIGNALS_ALL,
     S_ACTIVATE_JOBS,
+    S_ACTIVATE_JOBS_FAIR,
+    S_JOBS_KEYED,
     S_CLAIM_TIMERS,
     S_CLAIM_TIMERS_T,
     S_EXPIRED_LEASES,
@@ -257,6 +259,13 @@ wf_code wf_store_pg__run(wf_store_pg_conn *c, int id, const params *p, int64_t d
                          PGresult **res, wf_error *err);
 wf_code wf_store_pg__run_cmd(wf_store_pg_conn *c, int id, const params *p, int64_t deadline,
                              long *affected, wf_error *err);
+/* Statement first (pf) and then id (p) in one flight: first's result in
+ * *first_res (the caller's to PQclear), id's rows as wf_store_pg__run_rows
+ * gives them. */
+wf_code wf_store_pg__run_then_rows(wf_store_pg_conn *c, int first, const params *pf,
+                                   PGresult **first_res, int id, const params *p, int64_t deadline,
+                                   const wf_row_desc *d, wf_arena *a, void *rows, size_t *n,
+                                   wf_error *err);
 wf_code wf_store_pg__run_rows(wf_store_pg_conn *c, int id, const params *p, int64_t deadline,
                               const wf_row_desc *d, wf_arena *a, void *rows, size_t *n,
                               wf_error *err);

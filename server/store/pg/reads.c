@@ -6,6 +6,7 @@
 #include "pg/pg_int.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -374,6 +375,65 @@ wf_store_pg__list_work_items(wf_store *st, const wf_store_ctx *ctx, const char *
 
 /* ---- cross-instance work ----------------------------------------------------- */
 
+/* Whether a job type's queue holds jobs with a fairness key, as this
+ * process last saw it: a pass takes the fair statement only then, the
+ * plain one costing far less to run. Unknown, or seen KEYED_TTL_MS ago or
+ * more: the fair statement (right either way) with jobs_keyed before it in
+ * the same flight, whose answer is kept. So a type's passes may stay plain
+ * for KEYED_TTL_MS after its first keyed job. A slot holds one (tenant,
+ * type) by a 64-bit hash; another pair in it is a miss. */
+#define KEYED_SLOTS 256
+#define KEYED_TTL_MS 1000
+
+typedef enum { QUEUE_UNKNOWN, QUEUE_PLAIN, QUEUE_KEYED } queue_kind;
+
+static struct {
+    pthread_mutex_t mu;
+    struct {
+        uint64_t hash;
+        int64_t seen_ms;
+        bool keyed;
+    } slot[KEYED_SLOTS];
+} keyed_queues = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static uint64_t
+fnv1a(uint64_t h, const char *s)
+{
+    for (const unsigned char *q = (const unsigned char *)s; *q; q++)
+        h = (h ^ *q) * 1099511628211ull;
+    return (h ^ 0xff) * 1099511628211ull; /* ends the string */
+}
+
+static uint64_t
+queue_hash(const wf_store_ctx *ctx, const char *job_type)
+{
+    return fnv1a(fnv1a(1469598103934665603ull, ctx->tenant != NULL ? ctx->tenant : ""), job_type);
+}
+
+static queue_kind
+queue_seen(uint64_t h, int64_t now)
+{
+    size_t i = h % KEYED_SLOTS;
+    pthread_mutex_lock(&keyed_queues.mu);
+    queue_kind k = QUEUE_UNKNOWN;
+    if (keyed_queues.slot[i].hash == h && keyed_queues.slot[i].seen_ms != 0 &&
+        now - keyed_queues.slot[i].seen_ms < KEYED_TTL_MS)
+        k = keyed_queues.slot[i].keyed ? QUEUE_KEYED : QUEUE_PLAIN;
+    pthread_mutex_unlock(&keyed_queues.mu);
+    return k;
+}
+
+static void
+queue_saw(uint64_t h, int64_t now, bool keyed)
+{
+    size_t i = h % KEYED_SLOTS;
+    pthread_mutex_lock(&keyed_queues.mu);
+    keyed_queues.slot[i].hash = h;
+    keyed_queues.slot[i].seen_ms = now;
+    keyed_queues.slot[i].keyed = keyed;
+    pthread_mutex_unlock(&keyed_queues.mu);
+}
+
 /* The lease statement on c: in the transaction c has open (or owes), or
  * alone (autocommit). A first job too large for max_bytes comes back
  * unleased: refused here. */
@@ -382,14 +442,30 @@ activate_on(wf_store_pg_conn *c, const wf_store_ctx *ctx, const char *job_type, 
             size_t max, size_t max_bytes, int64_t lease_ms, int64_t now, wf_job_row **rows,
             size_t *n, wf_error *err)
 {
+    uint64_t h = queue_hash(ctx, job_type);
+    int64_t mono = wf_mono_ms();
+    queue_kind kind = queue_seen(h, mono);
     params p = wf_store_pg__p_tenant(ctx, job_type);
     wf_store_pg__p_i64(&p, now);
     wf_store_pg__p_i64(&p, (int64_t)max);
     wf_store_pg__p_str(&p, worker);
     wf_store_pg__p_i64(&p, now + lease_ms * 1000);
     wf_store_pg__p_i64(&p, (int64_t)max_bytes);
-    wf_code rc = wf_store_pg__run_rows(c, S_ACTIVATE_JOBS, &p, ctx->deadline_ms,
-                                       &wf_store__job_desc, ctx->arena, rows, n, err);
+    wf_code rc;
+    if (kind == QUEUE_UNKNOWN) {
+        params pk = wf_store_pg__p_tenant(ctx, job_type);
+        PGresult *res = NULL;
+        rc = wf_store_pg__run_then_rows(c, S_JOBS_KEYED, &pk, &res, S_ACTIVATE_JOBS_FAIR, &p,
+                                        ctx->deadline_ms, &wf_store__job_desc, ctx->arena, rows, n,
+                                        err);
+        if (res != NULL)
+            queue_saw(h, mono, PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't');
+        PQclear(res);
+    } else {
+        rc = wf_store_pg__run_rows(c, kind == QUEUE_KEYED ? S_ACTIVATE_JOBS_FAIR : S_ACTIVATE_JOBS,
+                                   &p, ctx->deadline_ms, &wf_store__job_desc, ctx->arena, rows, n,
+                                   err);
+    }
     if (rc == WF_OK && *n == 1 && (*rows)[0].state != WF_JOB_ACTIVATED) {
         *n = 0;
         return wf_store__job_too_large(&(*rows)[0], max_bytes, err);
@@ -397,7 +473,7 @@ activate_on(wf_store_pg_conn *c, const wf_store_ctx *ctx, const char *job_type, 
     return rc;
 }
 
-/* One statement, one flight. */
+/* One flight. */
 wf_code
 wf_store_pg__activate_jobs(wf_store *st, const wf_store_ctx *ctx, const char *job_type,
                            const char *worker, size_t max, size_t max_bytes, int64_t lease_ms,

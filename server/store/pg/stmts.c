@@ -32,7 +32,8 @@
     "id, key, tenant_id, root_id, instance_id, work_item_id, transition_id, job_type, "            \
     "state, worker, attempt, max_attempts, activatable_at, lease_expires_at, "                     \
     "initial_backoff_ms, backoff_multiplier, max_backoff_ms, variables_json, "                     \
-    "idempotency_key, compensation, last_error, created_at, priority, activation_rank"
+    "idempotency_key, compensation, last_error, created_at, priority, activation_rank, "           \
+    "fairness_key"
 #define COLS_TIMERS                                                                                \
     "id, tenant_id, root_id, instance_id, work_item_id, transition_id, due_at, "                   \
     "created_at, claimed_until"
@@ -102,6 +103,48 @@ _Static_assert(S_EXPIRE_SIGNALS_T == S_EXPIRE_SIGNALS + 1 &&
 #define SUSPENDED_ROOT_OF_JOBS                                                                     \
     "EXISTS (SELECT 1 FROM instances r WHERE r.tenant_id = jobs.tenant_id AND r.id = "             \
     "jobs.root_id AND r.status = 7)"
+/* The activatable jobs of type $2 (tenant $1, now $3). */
+#define ACTIVATABLE_WHERE                                                                          \
+    "tenant_id = $1 AND job_type = $2 AND state = 1 AND activation_rank <= $3 AND "                \
+    "activatable_at <= $3 AND NOT " SUSPENDED_ROOT_OF_JOBS
+/* ... with their answer bytes. */
+#define ACTIVATABLE_JOB                                                                            \
+    "SELECT ctid AS tid, " COLS_JOBS ", octet_length(coalesce(variables_json, '')) + "             \
+    "octet_length(coalesce(last_error, '')) + octet_length(coalesce(idempotency_key, '')) + "      \
+    "1024 AS b FROM jobs WHERE " ACTIVATABLE_WHERE
+/* activate_jobs_fair: k, the head (lowest rank) of each fairness key's queue,
+ * in key order, by a skip scan of jobs_activation_fair (one descent per
+ * key, at most $4 keys); h, those heads locked, found by their ctids (a
+ * Tid Scan each, never a scan of the type's queue); a, the first $4 by rank
+ * over every key (jobs_activation_rank). A pass is the heads by rank, then
+ * the rest of a by rank ($4 in all, p orders them): about 2 x $4 index
+ * entries read and 2 x $4 rows locked. When no job of the type has a key
+ * (one key, ''), one descent of the index to its last key finds so and k
+ * is empty: a's order, as before keys. A head a concurrent pass holds is
+ * skipped: its key may still come by rank. */
+#define ACTIVATE_JOBS_FAIR                                                                         \
+    "WITH RECURSIVE k(fk, tid) AS ((SELECT fairness_key, ctid FROM jobs WHERE " ACTIVATABLE_WHERE  \
+    " AND (SELECT fairness_key FROM jobs WHERE tenant_id = $1 AND job_type = $2 AND state = 1 "    \
+    "ORDER BY fairness_key DESC LIMIT 1) > '' ORDER BY fairness_key, activation_rank, id LIMIT "   \
+    "1) "                                                                                          \
+    "UNION ALL SELECT x.* FROM k CROSS JOIN "                                                      \
+    "LATERAL (SELECT fairness_key, ctid FROM jobs WHERE " ACTIVATABLE_WHERE                        \
+    " AND fairness_key > k.fk ORDER BY fairness_key, activation_rank, id LIMIT 1) x), "            \
+    "h AS (SELECT x.* FROM unnest(ARRAY(SELECT tid FROM k LIMIT $4)) AS hk(tid) CROSS JOIN "       \
+    "LATERAL (" ACTIVATABLE_JOB " AND ctid = hk.tid FOR UPDATE SKIP LOCKED) x), "                  \
+    "a AS (" ACTIVATABLE_JOB " ORDER BY activation_rank, id LIMIT $4 FOR UPDATE SKIP LOCKED), "    \
+    "l AS (SELECT DISTINCT ON (tid) * FROM (SELECT 0 AS p, * FROM h UNION ALL SELECT 1 AS p, * "   \
+    "FROM a) y ORDER BY tid, p), "                                                                 \
+    "o AS (SELECT * FROM l ORDER BY p, activation_rank, id LIMIT $4), "                            \
+    "c AS (SELECT tid FROM (SELECT tid, sum(b) OVER (ORDER BY p, activation_rank, id) AS t FROM "  \
+    "o) x WHERE $7::bigint = 0 OR t <= $7::bigint), "                                              \
+    "u AS (UPDATE jobs j SET state = 2, key = j.instance_id || '.' || gen_random_uuid()::text, "   \
+    "worker = $5, lease_expires_at = $6 WHERE j.ctid = ANY(ARRAY(SELECT tid FROM c)) "             \
+    "RETURNING j.*) "                                                                              \
+    "SELECT " COLS_JOBS " FROM ((SELECT u.*, o.p FROM u JOIN o ON o.id = u.id) UNION ALL "         \
+    "(SELECT j.*, o.p FROM jobs j JOIN (SELECT tid, p FROM o WHERE NOT EXISTS (SELECT 1 FROM c) "  \
+    "ORDER BY p, activation_rank, id LIMIT 1) o ON j.ctid = o.tid)) z "                            \
+    "ORDER BY p, activation_rank, id"
 #define SUSPENDED_ROOT_OF_TIMERS                                                                   \
     "EXISTS (SELECT 1 FROM instances r WHERE r.tenant_id = timers.tenant_id AND r.id = "           \
     "timers.root_id AND r.status = 7)"
@@ -376,9 +419,10 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
          "transition_id, job_type, state, worker, attempt, max_attempts, activatable_at, "
          "lease_expires_at, initial_backoff_ms, backoff_multiplier, max_backoff_ms, "
          "variables_json, idempotency_key, compensation, last_error, created_at, priority, "
-         "activation_rank) VALUES "
+         "activation_rank, fairness_key) VALUES "
          "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, "
-         "$18, $19, $20, $21, $22, $23, $24) ON CONFLICT (tenant_id, root_id, id) DO UPDATE SET "
+         "$18, $19, $20, $21, $22, $23, $24, coalesce($25, '')) ON CONFLICT (tenant_id, root_id, "
+         "id) DO UPDATE SET "
          "key "
          "= EXCLUDED.key, instance_id = EXCLUDED.instance_id, work_item_id = "
          "EXCLUDED.work_item_id, transition_id = EXCLUDED.transition_id, job_type = "
@@ -390,7 +434,7 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
          "variables_json = EXCLUDED.variables_json, idempotency_key = "
          "EXCLUDED.idempotency_key, compensation = EXCLUDED.compensation, last_error = "
          "EXCLUDED.last_error, created_at = EXCLUDED.created_at, priority = EXCLUDED.priority, "
-         "activation_rank = EXCLUDED.activation_rank "
+         "activation_rank = EXCLUDED.activation_rank, fairness_key = EXCLUDED.fairness_key "
          "RETURNING state, activatable_at, job_type) "
          "SELECT u.state = 1 AND NOT EXISTS (SELECT 1 FROM o WHERE o.state = u.state AND "
          "o.activatable_at = u.activatable_at AND o.job_type IS NOT DISTINCT FROM u.job_type) "
@@ -740,16 +784,14 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
      * served by jobs_activation_rank (migrations/0020_job_priority.sql):
      * rank <= now bounds the scan, since a rank is never above its
      * activatable_at; the rows it reads that are not activatable yet are
-     * jobs in a retry backoff ending within 100 aging steps. */
+     * jobs in a retry backoff ending within 100 aging steps. A queue with
+     * fairness keys (migrations/0027_job_fairness.sql) takes
+     * activate_jobs_fair instead (ACTIVATE_JOBS_FAIR; jobs_keyed tells
+     * which: reads.c). */
     [S_ACTIVATE_JOBS] =
         {"activate_jobs",
-         "WITH l AS (SELECT ctid AS tid, " COLS_JOBS ", "
-         "octet_length(coalesce(variables_json, '')) + octet_length(coalesce(last_error, '')) + "
-         "octet_length(coalesce(idempotency_key, '')) + 1024 AS b FROM jobs WHERE "
-         "tenant_id = $1 AND job_type = $2 AND state = 1 AND activation_rank <= $3 AND "
-         "activatable_at <= $3 "
-         "AND NOT " SUSPENDED_ROOT_OF_JOBS " "
-         "ORDER BY activation_rank, id LIMIT $4 FOR UPDATE SKIP LOCKED), "
+         "WITH l AS (" ACTIVATABLE_JOB " ORDER BY activation_rank, id LIMIT $4 FOR UPDATE SKIP "
+         "LOCKED), "
          "c AS (SELECT tid FROM (SELECT tid, sum(b) OVER "
          "(ORDER BY activation_rank, id) AS t FROM l) x WHERE $7::bigint = 0 OR t <= $7::bigint), "
          "u AS (UPDATE jobs j SET state = 2, key = j.instance_id || '.' || "
@@ -760,6 +802,14 @@ static const wf_store_pg_stmt stmts[S_COUNT_] = {
          "NOT EXISTS (SELECT 1 FROM c) ORDER BY activation_rank, id LIMIT 1) "
          "ORDER BY activation_rank, id",
          "job"},
+    [S_ACTIVATE_JOBS_FAIR] = {"activate_jobs_fair", ACTIVATE_JOBS_FAIR, "job"},
+    /* Whether type $2's queue (tenant $1) has a job with a fairness key:
+     * one descent to the last key of jobs_activation_fair. */
+    [S_JOBS_KEYED] = {"jobs_keyed",
+                      "SELECT coalesce((SELECT fairness_key FROM jobs WHERE tenant_id = $1 AND "
+                      "job_type = $2 AND state = 1 ORDER BY fairness_key DESC LIMIT 1) > '', "
+                      "false)",
+                      "job"},
 /* The scheduler's statements come in two shapes: every tenant (the
  * background thread, one per replica), and one tenant (the last
  * parameter; RunSchedulerPass), each served by an index on its filter

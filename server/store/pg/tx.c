@@ -395,6 +395,26 @@ wf_store_pg__run_rows(wf_store_pg_conn *c, int id, const params *p, int64_t dead
     return rc;
 }
 
+wf_code
+wf_store_pg__run_then_rows(wf_store_pg_conn *c, int first, const params *pf, PGresult **first_res,
+                           int id, const params *p, int64_t deadline, const wf_row_desc *d,
+                           wf_arena *a, void *rows, size_t *n, wf_error *err)
+{
+    *first_res = NULL;
+    if ((pf != NULL && pf->oom) || (p != NULL && p->oom))
+        return wf_error_nomem(err);
+    int s1 = push(c, first, pf, deadline);
+    int s2 = push(c, id, p, deadline);
+    wf_code rc = flush(c, deadline, NULL, err);
+    if (rc != WF_OK)
+        return rc;
+    *first_res = wf_store_pg__take(c, s1);
+    PGresult *res = wf_store_pg__take(c, s2);
+    rc = read_rows(res, d, a, rows, n, err);
+    PQclear(res);
+    return rc;
+}
+
 /* ---- borrowing connections ------------------------------------------------ */
 
 /* Returns c to the pool, rolling back whatever it still has open. */
