@@ -330,6 +330,8 @@ transition_spec(const Workflow__V1__Transition *t)
     default:
         break;
     }
+    if (t->for_each[0] != '\0')
+        ADD(", for each `%s`%s", t->for_each, t->for_each_sequential ? " one at a time" : "");
     for (size_t i = 0; i < t->n_cancels; i++)
         ADD("%s%s", i == 0 ? ", cancels " : ",", t->cancels[i]);
     for (size_t i = 0; i < t->n_resources; i++)

@@ -529,6 +529,19 @@ class CommandTests(ServerTests):
         self.assertEqual(got["transitions"][0]["resources"],
                          [uses[0], {"name": "carrier.api", "key_expression": ""}])
 
+    def test_definition_names_for_each_of_a_call(self):
+        key, child = "fan-" + uuid.uuid4().hex[:6], "pay-" + uuid.uuid4().hex[:6]
+        self.deploy({"key": key, "kind": "NET",
+                     "places": [{"id": "s", "kind": "START"}, {"id": "e", "kind": "END"}],
+                     "transitions": [{"id": "pay", "trigger": "CALL",
+                                      "call_definition_key": child, "for_each": ".lines",
+                                      "for_each_sequential": True}],
+                     "arcs": [{"source": "s", "target": "pay"},
+                              {"source": "pay", "target": "e"}]})
+        self.assertRegex(self.run_ok("definition", key),
+                         r"\bpay\b.*calls %s \(newest\), for each `\.lines` one at a time"
+                         % child)
+
     def test_schedule_commands(self):
         key = "sched-" + uuid.uuid4().hex[:6]
         self.job_definition(key, "t-" + key)
