@@ -82,6 +82,7 @@ enum argk {
     ARG_TOKENOP,   /* PLACE[:N] or FROM:TO[:N] appended to "operations" (kind in fixed) */
     ARG_VAR,       /* PATH=VALUE appended to a repeated VariableFilter (the flag repeats) */
     ARG_PLACEMAP,  /* FROM:TO or FROM->TO appended to a repeated PlaceMapping (the flag repeats) */
+    ARG_EACH,      /* a string appended to a repeated field (the flag repeats; commas kept) */
 };
 
 #define ARGF_OPTIONAL 1u /* a positional that may be left out */

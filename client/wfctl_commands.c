@@ -64,7 +64,12 @@ static const char JSON_ARG_NOTE[] =
         "cron expression: 5 fields or @hourly, @daily, @weekly, @monthly, @yearly"),               \
         OPT(ARG_STR, "interval", "spec.interval", "TEXT",                                          \
             "instead of --cron: 15m, or every 1h offset 2m"),                                      \
-        OPT(ARG_STR, "tz", "spec.time_zone", "ZONE", "IANA time zone of --cron (default UTC)"),    \
+        OPT(ARG_STR, "tz", "spec.time_zone", "ZONE",                                               \
+            "IANA time zone of --cron and --rrule (default UTC)"),                                 \
+        OPT(ARG_EACH, "rrule", "spec.rrules", "RULE",                                              \
+            "an iCalendar RRULE such as FREQ=WEEKLY;BYDAY=MO,FR;BYHOUR=9 (repeat for several)"),   \
+        OPT(ARG_STR, "rrule-start", "spec.rrule_start", "LOCAL",                                   \
+            "DTSTART of the rules, YYYY-MM-DDTHH:MM:SS in --tz (default 1970-01-01T00:00:00)"),    \
         OPT(ARG_STR, "start-at", "spec.start_at", "TIME", "no fire time before (RFC 3339)"),       \
         OPT(ARG_STR, "end-at", "spec.end_at", "TIME", "no fire time after (RFC 3339)"),            \
         OPT(ARG_DURATION, "jitter", "spec.jitter", "DURATION",                                     \
@@ -1099,6 +1104,18 @@ token_op(const struct arg *g, const char *v, json_t *req)
     return 0;
 }
 
+/* Appends item to the repeated field at path field of req. */
+static void
+append_to(json_t *req, const char *field, json_t *item)
+{
+    json_t *list = get_path(req, field);
+    if (list == NULL) {
+        list = json_array();
+        set_path(req, field, list);
+    }
+    json_array_append_new(list, item);
+}
+
 /* Appends one PlaceMapping read from v (FROM:TO, or FROM->TO) to the
  * repeated field g->field; -1 when v does not parse. */
 static int
@@ -1115,12 +1132,7 @@ place_map(const struct arg *g, const char *v, json_t *req)
     json_t *m = json_object();
     json_object_set_new(m, "from_place", json_stringn_nocheck(v, (size_t)(sep - v)));
     json_object_set_new(m, "to_place", json_string_nocheck(sep + skip));
-    json_t *list = get_path(req, g->field);
-    if (list == NULL) {
-        list = json_array();
-        set_path(req, g->field, list);
-    }
-    json_array_append_new(list, m);
+    append_to(req, g->field, m);
     return 0;
 }
 
@@ -1217,14 +1229,12 @@ apply_arg(const struct arg *g, const char *v, struct wfctl_args *a)
         json_object_set_new(f, "path", json_stringn_nocheck(v, (size_t)(eq - v)));
         json_object_set_new(f, "value_json", json_string_nocheck(value != NULL ? value : ""));
         free(value);
-        json_t *list = get_path(a->req, g->field);
-        if (list == NULL) {
-            list = json_array();
-            set_path(a->req, g->field, list);
-        }
-        json_array_append_new(list, f);
+        append_to(a->req, g->field, f);
         return 0;
     }
+    case ARG_EACH:
+        append_to(a->req, g->field, json_string_nocheck(v));
+        return 0;
     case ARG_ASSIGNEE: {
         if (get_path(a->req, g->field) != NULL)
             return wfctl_usage_error(

@@ -275,7 +275,8 @@ zsh_spec(FILE *f, const struct command *c, const struct arg *g)
     int has_vals = arg_values(c, g, vals, sizeof vals);
     fputs(" \\\n        '", f);
     if (g->name != NULL) {
-        if (g->kind == ARG_TOKENOP || g->kind == ARG_VAR || g->kind == ARG_PLACEMAP)
+        if (g->kind == ARG_TOKENOP || g->kind == ARG_VAR || g->kind == ARG_PLACEMAP ||
+            g->kind == ARG_EACH)
             fputc('*', f); /* the flag repeats */
         fprintf(f, "--%s[", g->name);
         zsh_text(f, g->help, 0);

@@ -903,9 +903,13 @@ spec_line(const Workflow__V1__ScheduleSpec *sp)
 {
     if (sp == NULL)
         return "";
-    if (sp->cron[0] != '\0')
-        return fmt("cron %s (%s)", sp->cron, sp->time_zone[0] != '\0' ? sp->time_zone : "UTC");
-    return fmt("interval %s", sp->interval);
+    const char *zone = sp->time_zone[0] != '\0' ? sp->time_zone : "UTC";
+    const char *line = sp->cron[0] != '\0'       ? fmt("cron %s (%s)", sp->cron, zone)
+                       : sp->interval[0] != '\0' ? fmt("interval %s", sp->interval)
+                                                 : "";
+    for (size_t i = 0; i < sp->n_rrules; i++)
+        line = fmt("%s%srrule %s (%s)", line, line[0] != '\0' ? ", " : "", sp->rrules[i], zone);
+    return line;
 }
 
 void

@@ -562,6 +562,22 @@ class CommandTests(ServerTests):
         r = wfctl(self.srv, "schedule", "create", "tz-" + sid, "--key", key, "--cron", "@daily",
                   "--tz", "Mars/Olympus", actor="dev")
         self.assertIn("UNKNOWN_TIME_ZONE", r.stderr)
+        # --rrule repeats and keeps its commas; the rules come back whole.
+        rid = "rules-" + sid
+        out = self.run_ok("schedule", "create", rid, "--key", key, "--tz", "Europe/Berlin",
+                          "--rrule", "FREQ=WEEKLY;BYDAY=MO,FR;BYHOUR=9;BYMINUTE=0",
+                          "--rrule", "FREQ=MONTHLY;BYMONTHDAY=1;BYHOUR=7;BYMINUTE=30",
+                          actor="dev")
+        self.assertIn("rrule FREQ=WEEKLY;BYDAY=MO,FR;BYHOUR=9;BYMINUTE=0 (Europe/Berlin)", out)
+        got = json.loads(self.run_ok("--json", "schedule", "get", rid))["schedule"]
+        self.assertEqual(got["spec"]["rrules"], ["FREQ=WEEKLY;BYDAY=MO,FR;BYHOUR=9;BYMINUTE=0",
+                                                 "FREQ=MONTHLY;BYMONTHDAY=1;BYHOUR=7;BYMINUTE=30"])
+        for u in got["upcoming"]:
+            self.assertRegex(u["local_time"], r"T(09:00|07:30):00")
+        r = wfctl(self.srv, "schedule", "create", "never-" + sid, "--key", key,
+                  "--rrule", "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30", actor="dev")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("SCHEDULE_RRULE_NEVER_FIRES", r.stderr)
         self.assertIn(sid, self.run_ok("schedule", "list"))
         run = json.loads(self.run_ok("--json", "schedule", "trigger", sid, actor="dev"))["run"]
         self.assertEqual(run["outcome"], "STARTED")
