@@ -97,8 +97,11 @@ CLASSES = {
     "sub_awaited": (True, "fanout"),
     # SendSignal with start: whether a root of the aggregate is live
     "aggregate_live": (True, "fanout"),
-    # lease of jobs of one type across instances
+    # lease of jobs of one type across instances (with fairness keys: the
+    # fair lease, and whether the type's queue has keys)
     "activate_jobs": (True, "fanout"),
+    "activate_jobs_fair": (True, "fanout"),
+    "jobs_keyed": (True, "fanout"),
     # reads outside a unit of work
     "get_instance": (False, "fanout"),
     "get_task": (False, "fanout"),
