@@ -223,12 +223,7 @@ WF_CASE_TEST("default", test_fairness_key_expression_at_deploy)
     ck_assert(has_violation(
         &st, "definition.transitions[0].job_fairness_key_expression: ", "EXPRESSION_INVALID"));
     nb *m = one_step(u("usr"), "t", T_USER);
-    m->t[0]->assignee = wf_arena_calloc(ta, 1, sizeof *m->t[0]->assignee);
-    workflow__v1__assignee__init(m->t[0]->assignee);
-    m->t[0]->assignee->kind = A_USER;
-    static char *ids[1] = {"bob"};
-    m->t[0]->assignee->ids = ids;
-    m->t[0]->assignee->n_ids = 1;
+    m->t[0]->assignee = user_assignee("bob", NULL);
     m->t[0]->job_fairness_key_expression = ".t";
     deploy_d(as("dev"), &m->d, false, &st);
     ck_fails(st, GRPC_STATUS_INVALID_ARGUMENT, "DEFINITION_INVALID");

@@ -404,6 +404,13 @@ user_step(sb *b, const char *id, const char *user, const char *ids_expression)
     Workflow__V1__Step *s = step(b, id);
     s->user = wf_arena_calloc(ta, 1, sizeof *s->user);
     workflow__v1__user_step__init(s->user);
+    s->user->assignee = user_assignee(user, ids_expression);
+    return s;
+}
+
+Workflow__V1__Assignee *
+user_assignee(const char *user, const char *ids_expression)
+{
     Workflow__V1__Assignee *a = wf_arena_calloc(ta, 1, sizeof *a);
     workflow__v1__assignee__init(a);
     a->kind = A_USER;
@@ -414,8 +421,7 @@ user_step(sb *b, const char *id, const char *user, const char *ids_expression)
         a->ids[0] = (char *)user;
         a->n_ids = 1;
     }
-    s->user->assignee = a;
-    return s;
+    return a;
 }
 
 void

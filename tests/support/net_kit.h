@@ -126,6 +126,8 @@ Workflow__V1__Step *job_step(sb *b, const char *id, const char *type, int max_at
  * (NULL = none). */
 Workflow__V1__Step *call_step(sb *b, const char *id, const char *key, const char *input,
                               const char *output);
+/* A USER assignee (in ta): user, or ids_expression when not NULL. */
+Workflow__V1__Assignee *user_assignee(const char *user, const char *ids_expression);
 /* A user step for one user; ids_expression (NULL = none) reads the assignee. */
 Workflow__V1__Step *user_step(sb *b, const char *id, const char *user, const char *ids_expression);
 void next_rule(Workflow__V1__Step *s, const char *guard, const char *target);
